@@ -130,7 +130,8 @@ def to_text(expr: Expr) -> str:
         return f"not {inner}" if isinstance(expr.operand, (Int, Name, Not)) else f"not ({inner})"
     prec = PRECEDENCE[expr.op]
     left = to_text(expr.left)
-    if _binds_looser(expr.left, prec) or (expr.op in COMPARE_OPS and _is_compare(expr.left)):
+    if (_binds_looser(expr.left, prec) or (expr.op in COMPARE_OPS and _is_compare(expr.left))
+            or _mixed_product(expr.op, expr.left)):
         left = f"({left})"
     right = to_text(expr.right)
     # Operators are left-associative: an equal-precedence right operand needs parentheses.
@@ -143,6 +144,12 @@ def _binds_looser(expr: Expr, prec: int) -> bool:
     if isinstance(expr, Not):
         return PRECEDENCE["and"] + 0.5 < prec
     return isinstance(expr, BinOp) and PRECEDENCE[expr.op] < prec
+
+
+def _mixed_product(op: str, operand: Expr) -> bool:
+    """``(t % 32) / 4`` reads better than ``t % 32 / 4``; both are the same tree."""
+    return (op in ("*", "/", "%") and isinstance(operand, BinOp)
+            and operand.op in ("*", "/", "%") and operand.op != op)
 
 
 def _is_compare(expr: Expr) -> bool:

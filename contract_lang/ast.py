@@ -1,0 +1,614 @@
+"""The typed, immutable model of contracts (``.kc``) and pipelines (``.kp``).
+
+Every node is a frozen dataclass carrying the source span it was parsed from.
+Spans never take part in equality, so ``parse(print(x)) == x`` compares meaning,
+not layout. Optional attributes are ``None`` when the source omits them; the
+checker's clauses, not the parser, decide whether an omission is an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Union
+
+from contract_lang.expr import Expr
+from diagnostics.span import UNKNOWN_SPAN, Span
+
+# Closed vocabularies. The parser rejects anything else with a "did you mean".
+SCALAR_TYPES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
+                "f16", "bf16", "f32", "f64", "ptr")
+ELEM_TYPES = ("f32", "f16", "bf16", "e4m3", "e5m2", "i32", "u32", "i8", "u8", "f64")
+FEATURES = ("tma", "mbarrier", "wgmma", "setmaxnreg", "tmem", "tcgen05", "clusters",
+            "multimem", "mma_sync", "stmatrix", "cp_async_bulk", "named_barriers")
+SCOPES = ("cta", "cluster", "gpu", "sys")
+GUARANTEES = ("converged", "full_warps", "enter_once", "no_early_return")
+VIEWS = ("peer", "multicast")
+SMEM_USES = ("generic", "tma", "wgmma", "ldmatrix", "swizzle32", "swizzle64", "swizzle128",
+             "mbarrier", "bulk_copy")
+GENERATIONS = ("once", "persistent")
+COUNTER_SPACES = ("global", "peer", "host")
+
+
+@dataclass(frozen=True)
+class Node:
+    span: Span = field(default=UNKNOWN_SPAN, compare=False, repr=False, kw_only=True)
+
+
+# ----------------------------------------------------------------- common pieces
+
+@dataclass(frozen=True)
+class EventRef(Node):
+    """``acc.ready``: event ``ready`` of tensor connection ``acc``."""
+
+    connection: str
+    event: str
+
+    def __str__(self) -> str:
+        return f"{self.connection}.{self.event}"
+
+
+@dataclass(frozen=True)
+class Lifetime(Node):
+    """When a claim is live: the whole kernel, one phase, or an event interval."""
+
+    kind: Literal["kernel", "phase", "between", "until", "from"]
+    phase: str | None = None
+    start: EventRef | None = None
+    end: EventRef | None = None
+
+    def __post_init__(self) -> None:
+        needs = {"kernel": (False, False, False), "phase": (True, False, False),
+                 "between": (False, True, True), "until": (False, False, True),
+                 "from": (False, True, False)}[self.kind]
+        have = (self.phase is not None, self.start is not None, self.end is not None)
+        if needs != have:
+            raise ValueError(f"malformed `{self.kind}` lifetime")
+
+
+KERNEL_LIFETIME = Lifetime("kernel")
+
+
+# ----------------------------------------------------------------- stage items
+
+@dataclass(frozen=True)
+class Target(Node):
+    name: str
+
+
+@dataclass(frozen=True)
+class Features(Node):
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Role(Node):
+    name: str
+    entry: str | None = None
+    warps: int | None = None
+    regs: int | None = None
+    warpgroup: bool = False
+
+
+@dataclass(frozen=True)
+class Launch(Node):
+    kind: Literal["persistent", "fixed"]
+    threads: int | None = None
+    blocks_per_sm: int | None = None
+
+
+@dataclass(frozen=True)
+class ParamField(Node):
+    name: str
+    type: str
+    offset: int
+    fact: str | None = None
+
+
+@dataclass(frozen=True)
+class Params(Node):
+    name: str
+    size: int
+    align: int
+    fields: tuple[ParamField, ...] = ()
+
+
+@dataclass(frozen=True)
+class TmemRead(Node):
+    """``read by epilogue lanes 0..127``: a role reads these tensor-memory lanes."""
+
+    role: str
+    lane_lo: int
+    lane_hi: int
+
+
+@dataclass(frozen=True)
+class SmemClaim(Node):
+    name: str
+    bytes: int | None = None
+    align: int | None = None
+    per_slot: str | None = None
+    lifetime: Lifetime = KERNEL_LIFETIME
+    handle: str | None = None
+    uses: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TmemClaim(Node):
+    name: str
+    columns: int | None = None
+    lifetime: Lifetime = KERNEL_LIFETIME
+    handle: str | None = None
+    reads: tuple[TmemRead, ...] = ()
+
+
+@dataclass(frozen=True)
+class BarrierClaim(Node):
+    """A named (``bar.sync``) barrier local to the stage."""
+
+    name: str
+    participants: tuple[str, ...] = ()
+    threads: int | None = None
+    handle: str | None = None
+
+
+@dataclass(frozen=True)
+class CounterClaim(Node):
+    name: str
+    slots: int | None = None
+    scope: str | None = None
+    handle: str | None = None
+
+
+Claim = Union[SmemClaim, TmemClaim, BarrierClaim, CounterClaim]
+
+
+@dataclass(frozen=True)
+class CountTerm(Node):
+    """One term of an arrival count: ``coef * unit(role)``, or a constant when ``unit == "one"``."""
+
+    coef: int
+    unit: Literal["one", "per_warp", "per_thread", "per_warpgroup"]
+    role: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.unit == "one") != (self.role is None):
+            raise ValueError("a constant count term has no role; a per-unit term needs one")
+
+
+@dataclass(frozen=True)
+class Count(Node):
+    terms: tuple[CountTerm, ...]
+
+    def __post_init__(self) -> None:
+        if not self.terms:
+            raise ValueError("a count needs at least one term")
+
+
+BarrierKind = Literal["full", "empty"]
+
+
+@dataclass(frozen=True)
+class RingDepth(Node):
+    lo: int
+    hi: int
+
+
+@dataclass(frozen=True)
+class RingBarrierInit(Node):
+    """``full init 1 expect_tx 16KiB``: the barrier's per-phase arrival count and bytes."""
+
+    barrier: BarrierKind
+    count: Count
+    expect_tx: int | None = None
+
+
+@dataclass(frozen=True)
+class RingWait(Node):
+    barrier: BarrierKind
+    parity: int | None = None
+
+
+@dataclass(frozen=True)
+class RingArrive(Node):
+    barrier: BarrierKind
+    count: Count
+    tx: int | None = None
+    lag: int | None = None
+    prearm: bool = False
+    remote: bool = False
+
+
+@dataclass(frozen=True)
+class RingCopy(Node):
+    """An asynchronous copy completing ``bytes`` on the barrier per phase."""
+
+    barrier: BarrierKind
+    bytes: int
+
+
+@dataclass(frozen=True)
+class RingInitBy(Node):
+    role: str
+    fenced: bool = False
+
+
+@dataclass(frozen=True)
+class RingScope(Node):
+    scope: str
+
+
+@dataclass(frozen=True)
+class RingProxy(Node):
+    """``writes async`` / ``reads generic``: the memory proxy this side uses on the slots."""
+
+    access: Literal["writes", "reads"]
+    proxy: Literal["generic", "async"]
+
+
+@dataclass(frozen=True)
+class RingFence(Node):
+    kind: Literal["proxy_async"] = "proxy_async"
+
+
+RingItem = Union[RingDepth, RingBarrierInit, RingWait, RingArrive, RingCopy, RingInitBy,
+                 RingScope, RingProxy, RingFence]
+RING_STEP_TYPES = (RingWait, RingArrive, RingCopy)
+
+
+@dataclass(frozen=True)
+class Ring(Node):
+    """One side of an mbarrier ring; steps run in the order written, once per iteration."""
+
+    name: str
+    side: Literal["produce", "consume"]
+    role: str
+    items: tuple[RingItem, ...] = ()
+
+    def first(self, kind: type[RingItem]) -> RingItem | None:
+        return next((it for it in self.items if isinstance(it, kind)), None)
+
+    @property
+    def depth(self) -> RingDepth | None:
+        item = self.first(RingDepth)
+        return item if isinstance(item, RingDepth) else None
+
+    @property
+    def scope(self) -> str | None:
+        item = self.first(RingScope)
+        return item.scope if isinstance(item, RingScope) else None
+
+    @property
+    def steps(self) -> tuple[RingWait | RingArrive | RingCopy, ...]:
+        return tuple(it for it in self.items if isinstance(it, (RingWait, RingArrive, RingCopy)))
+
+
+@dataclass(frozen=True)
+class CounterStep(Node):
+    op: Literal["add", "wait_ge"]
+    amount: int
+
+
+@dataclass(frozen=True)
+class Counter(Node):
+    """One endpoint of a readiness counter (across CTAs or GPUs)."""
+
+    name: str
+    side: Literal["produce", "consume"]
+    role: str
+    scope: str | None = None
+    domain: str | None = None
+    space: str | None = None
+    steps: tuple[CounterStep, ...] = ()
+
+
+@dataclass(frozen=True)
+class Rendezvous(Node):
+    """One side of a named-barrier hand-off between stages (``bar.arrive`` / ``bar.sync``)."""
+
+    name: str
+    mode: Literal["arrive", "sync"]
+    role: str
+    threads: int | None = None
+
+
+@dataclass(frozen=True)
+class Signature(Node):
+    params: tuple[str, ...]
+    result: str
+
+    def __str__(self) -> str:
+        return f"({', '.join(self.params)}) -> {self.result}"
+
+
+@dataclass(frozen=True)
+class ExportCallable(Node):
+    name: str
+    signature: Signature
+    symbol: str
+    requires: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Call(Node):
+    name: str
+    signature: Signature
+    symbol: str
+    role: str
+    guarantees: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MapParam(Node):
+    name: str
+    extent: int | None = None
+
+
+@dataclass(frozen=True)
+class MapAssign(Node):
+    name: str
+    expr: Expr
+
+
+@dataclass(frozen=True)
+class LayoutMap(Node):
+    """``regs(t: 256, r: 128) -> (m, n) { m = …  n = … }``: a closed-form map."""
+
+    kind: Literal["regs", "tmem", "smem"]
+    params: tuple[MapParam, ...]
+    outputs: tuple[str, ...]
+    assigns: tuple[MapAssign, ...] = ()
+
+
+@dataclass(frozen=True)
+class LibraryMap(Node):
+    """``library wgmma_m64nNk16_f32(n: 256, warpgroups: 2)``: a map from transfer_model's library."""
+
+    name: str
+    args: tuple[tuple[str, int], ...] = ()
+
+
+MapSpec = Union[LayoutMap, LibraryMap]
+
+
+@dataclass(frozen=True)
+class Dim(Node):
+    name: str
+    extent: int
+
+
+@dataclass(frozen=True)
+class Lend(Node):
+    kind: Literal["smem", "regs"]
+    claim: str | None = None
+    regs: int | None = None
+
+
+@dataclass(frozen=True)
+class ExportTensor(Node):
+    name: str
+    role: str
+    elem: str | None = None
+    tile: tuple[Dim, ...] = ()
+    generation: str | None = None
+    placement: MapSpec | None = None
+    ready: EventRef | None = None
+
+
+@dataclass(frozen=True)
+class ImportTensor(Node):
+    name: str
+    export: str
+    role: str
+    elem: str | None = None
+    tile: tuple[Dim, ...] = ()
+    chunk: tuple[Dim, ...] = ()
+    generation: str | None = None
+    demand: MapSpec | None = None
+    lends: tuple[Lend, ...] = ()
+    done: EventRef | None = None
+
+
+@dataclass(frozen=True)
+class FactValue(Node):
+    """An owner's value: exact, an inclusive range, or a set of values."""
+
+    kind: Literal["exact", "range", "set"]
+    values: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        expected = {"exact": 1, "range": 2}.get(self.kind)
+        if (expected is not None and len(self.values) != expected) or not self.values:
+            raise ValueError(f"malformed `{self.kind}` fact value")
+
+    def candidates(self, limit: int = 1 << 16) -> tuple[int, ...] | None:
+        """Every value the fact can take, or None when a range is too wide to list."""
+        if self.kind == "range":
+            lo, hi = self.values
+            return tuple(range(lo, hi + 1)) if hi - lo < limit else None
+        return tuple(sorted(set(self.values)))
+
+
+@dataclass(frozen=True)
+class OwnsFact(Node):
+    name: str
+    type: str
+    value: FactValue
+
+
+@dataclass(frozen=True)
+class UsesFact(Node):
+    name: str
+    type: str
+    param: str
+
+
+@dataclass(frozen=True)
+class AssumesFact(Node):
+    name: str
+    type: str
+    value: int
+
+
+@dataclass(frozen=True)
+class RequiresFact(Node):
+    expr: Expr
+
+
+@dataclass(frozen=True)
+class Phases(Node):
+    """An interpreter's phases: mutually exclusive, or run concurrently."""
+
+    mode: Literal["exclusive", "concurrent"]
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AssumesPhases(Node):
+    """A stage relies on these phases never running together."""
+
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ClusterShape(Node):
+    x: int
+    y: int
+    z: int
+
+    def __str__(self) -> str:
+        return f"{self.x}x{self.y}x{self.z}"
+
+    @property
+    def size(self) -> int:
+        return self.x * self.y * self.z
+
+
+@dataclass(frozen=True)
+class Cluster(Node):
+    shapes: tuple[ClusterShape, ...]
+
+
+@dataclass(frozen=True)
+class Domain(Node):
+    name: str
+    views: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Buffer(Node):
+    name: str
+    bytes: int
+    symmetric: bool = False
+    domain: str | None = None
+    views: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class HostProvider(Node):
+    library: str
+    header: str
+
+
+StageItem = Union[Target, Features, Role, Launch, Params, SmemClaim, TmemClaim, BarrierClaim,
+                  CounterClaim, Ring, Counter, Rendezvous, ExportCallable, Call, ExportTensor,
+                  ImportTensor, OwnsFact, UsesFact, AssumesFact, RequiresFact, Phases,
+                  AssumesPhases, Cluster, Domain, Buffer, HostProvider]
+
+
+@dataclass(frozen=True)
+class Stage(Node):
+    name: str
+    version: str
+    items: tuple[StageItem, ...] = ()
+
+    def of(self, kind: type[StageItem]) -> tuple[StageItem, ...]:
+        return tuple(it for it in self.items if isinstance(it, kind))
+
+    @property
+    def target(self) -> Target | None:
+        found = self.of(Target)
+        return found[0] if found and isinstance(found[0], Target) else None
+
+    @property
+    def roles(self) -> tuple[Role, ...]:
+        return tuple(it for it in self.items if isinstance(it, Role))
+
+    @property
+    def claims(self) -> tuple[Claim, ...]:
+        return tuple(it for it in self.items
+                     if isinstance(it, (SmemClaim, TmemClaim, BarrierClaim, CounterClaim)))
+
+    @property
+    def rings(self) -> tuple[Ring, ...]:
+        return tuple(it for it in self.items if isinstance(it, Ring))
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        return tuple(name for it in self.items if isinstance(it, Features) for name in it.names)
+
+
+# ----------------------------------------------------------------- pipelines
+
+@dataclass(frozen=True)
+class Use(Node):
+    stage: str
+    requirement: str
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class PipelineCluster(Node):
+    shape: ClusterShape
+
+
+@dataclass(frozen=True)
+class ProvidesDomain(Node):
+    name: str
+    views: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ProvidesBuffer(Node):
+    name: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Resolve(Node):
+    """``resolve call mask to "attn.mask"``: the pipeline picks the export serving a call."""
+
+    call: str
+    stage: str
+
+
+PipelineItem = Union[Target, Use, PipelineCluster, ProvidesDomain, ProvidesBuffer, Resolve, Launch]
+
+
+@dataclass(frozen=True)
+class Pipeline(Node):
+    name: str
+    items: tuple[PipelineItem, ...] = ()
+
+    @property
+    def target(self) -> Target | None:
+        return next((it for it in self.items if isinstance(it, Target)), None)
+
+    @property
+    def uses(self) -> tuple[Use, ...]:
+        return tuple(it for it in self.items if isinstance(it, Use))
+
+
+@dataclass(frozen=True)
+class SourceFile(Node):
+    """One parsed file: its stages and/or pipelines, in source order."""
+
+    path: str = field(compare=False)
+    items: tuple[Stage | Pipeline, ...] = ()
+
+    @property
+    def stages(self) -> tuple[Stage, ...]:
+        return tuple(it for it in self.items if isinstance(it, Stage))
+
+    @property
+    def pipelines(self) -> tuple[Pipeline, ...]:
+        return tuple(it for it in self.items if isinstance(it, Pipeline))

@@ -1,0 +1,405 @@
+"""The canonical printer: one form for every AST, ``parse(print(x)) == x``.
+
+Canonical form: four-space indentation, one item per line, attributes in a fixed
+order, defaults omitted, byte quantities that are whole KiB written with the
+``KiB`` suffix, one blank line between top-level blocks. ``format_text`` also keeps
+the source's comments, attached to the line they precede or end.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from contract_lang import ast as A
+from contract_lang.expr import to_text
+from diagnostics.span import Span
+
+INDENT = "    "
+
+
+def size(value: int) -> str:
+    """A byte quantity: ``16KiB`` when it is a whole number of KiB, else decimal."""
+    return f"{value // 1024}KiB" if value >= 1024 and value % 1024 == 0 else str(value)
+
+
+def _names(names: Iterable[str]) -> str:
+    return ", ".join(names)
+
+
+def _quote(text: str) -> str:
+    return f'"{text}"'
+
+
+# ----------------------------------------------------------------- one-line forms
+
+def lifetime_text(life: A.Lifetime) -> str:
+    match life.kind:
+        case "kernel":
+            return "lifetime kernel"
+        case "phase":
+            return f"lifetime phase {life.phase}"
+        case "between":
+            return f"lifetime between {life.start} {life.end}"
+        case "until":
+            return f"lifetime until {life.end}"
+    return f"lifetime from {life.start}"
+
+
+def count_text(count: A.Count) -> str:
+    parts = []
+    for term in count.terms:
+        if term.unit == "one":
+            parts.append(str(term.coef))
+        elif term.coef == 1:
+            parts.append(f"{term.unit}({term.role})")
+        else:
+            parts.append(f"{term.coef} * {term.unit}({term.role})")
+    return " + ".join(parts)
+
+
+def _claim_line(item: A.Claim) -> str:
+    words: list[str]
+    if isinstance(item, A.SmemClaim):
+        words = ["claim smem", item.name]
+        if item.bytes is not None:
+            words.append(f"bytes {size(item.bytes)}")
+        if item.align is not None:
+            words.append(f"align {item.align}")
+        if item.per_slot is not None:
+            words.append(f"per_slot {item.per_slot}")
+        if item.uses:
+            words.append(f"use {_names(item.uses)}")
+    elif isinstance(item, A.TmemClaim):
+        words = ["claim tmem", item.name]
+        if item.columns is not None:
+            words.append(f"columns {item.columns}")
+        words.extend(f"read by {r.role} lanes {r.lane_lo}..{r.lane_hi}" for r in item.reads)
+    elif isinstance(item, A.BarrierClaim):
+        words = ["claim barrier", item.name]
+        if item.participants:
+            words.append(f"participants {_names(item.participants)}")
+        if item.threads is not None:
+            words.append(f"threads {item.threads}")
+    else:
+        words = ["claim counter", item.name]
+        if item.slots is not None:
+            words.append(f"slots {item.slots}")
+        if item.scope is not None:
+            words.append(f"scope {item.scope}")
+    if isinstance(item, (A.SmemClaim, A.TmemClaim)) and item.lifetime != A.KERNEL_LIFETIME:
+        words.append(lifetime_text(item.lifetime))
+    if item.handle is not None:
+        words.append(f"handle {item.handle}")
+    return " ".join(words)
+
+
+def ring_item_line(item: A.RingItem) -> str:
+    if isinstance(item, A.RingDepth):
+        return f"depth {item.lo}" if item.lo == item.hi else f"depth {item.lo}..{item.hi}"
+    if isinstance(item, A.RingBarrierInit):
+        tx = f" expect_tx {size(item.expect_tx)}" if item.expect_tx is not None else ""
+        return f"{item.barrier} init {count_text(item.count)}{tx}"
+    if isinstance(item, A.RingWait):
+        return f"{item.barrier} wait" + (f" parity {item.parity}" if item.parity is not None else "")
+    if isinstance(item, A.RingArrive):
+        words = [f"{item.barrier} arrive {count_text(item.count)}"]
+        if item.tx is not None:
+            words.append(f"tx {size(item.tx)}")
+        if item.lag is not None:
+            words.append(f"lag {item.lag}")
+        if item.prearm:
+            words.append("prearm")
+        if item.remote:
+            words.append("remote")
+        return " ".join(words)
+    if isinstance(item, A.RingCopy):
+        return f"{item.barrier} copy {size(item.bytes)}"
+    if isinstance(item, A.RingInitBy):
+        return f"init by {item.role}" + (" fenced" if item.fenced else "")
+    if isinstance(item, A.RingScope):
+        return f"scope {item.scope}"
+    if isinstance(item, A.RingProxy):
+        return f"{item.access} {item.proxy}"
+    return f"fence {item.kind}"
+
+
+def _fact_value(value: A.FactValue) -> str:
+    if value.kind == "exact":
+        return f"= {value.values[0]}"
+    if value.kind == "range":
+        return f"in {value.values[0]}..{value.values[1]}"
+    return "in {" + ", ".join(str(v) for v in value.values) + "}"
+
+
+def _dims(dims: tuple[A.Dim, ...]) -> str:
+    return " ".join(f"{d.name} {d.extent}" for d in dims)
+
+
+def _lend(lend: A.Lend) -> str:
+    return f"smem {lend.claim}" if lend.kind == "smem" else f"regs {lend.regs}"
+
+
+def _item_line(item: object) -> str:
+    """The text of a one-line stage or pipeline item."""
+    if isinstance(item, A.Target):
+        return f"target {item.name}"
+    if isinstance(item, A.Features):
+        return f"requires feature {_names(item.names)}"
+    if isinstance(item, A.Role):
+        words = [f"role {item.name}"]
+        if item.entry is not None:
+            words.append(f"entry {item.entry}")
+        if item.warps is not None:
+            words.append(f"warps {item.warps}")
+        if item.regs is not None:
+            words.append(f"regs {item.regs}")
+        if item.warpgroup:
+            words.append("warpgroup")
+        return " ".join(words)
+    if isinstance(item, A.Launch):
+        words = [f"launch {item.kind}"]
+        if item.threads is not None:
+            words.append(f"threads {item.threads}")
+        if item.blocks_per_sm is not None:
+            words.append(f"blocks_per_sm {item.blocks_per_sm}")
+        return " ".join(words)
+    if isinstance(item, (A.SmemClaim, A.TmemClaim, A.BarrierClaim, A.CounterClaim)):
+        return _claim_line(item)
+    if isinstance(item, A.Rendezvous):
+        threads = f" threads {item.threads}" if item.threads is not None else ""
+        return f"rendezvous {item.name} {item.mode} by {item.role}{threads}"
+    if isinstance(item, A.ExportCallable):
+        req = f" requires {_names(item.requires)}" if item.requires else ""
+        return f"export callable {item.name} {item.signature} = {item.symbol}{req}"
+    if isinstance(item, A.Call):
+        gua = f" guarantees {_names(item.guarantees)}" if item.guarantees else ""
+        return f"call {item.name} {item.signature} as {item.symbol} from role {item.role}{gua}"
+    if isinstance(item, A.OwnsFact):
+        return f"owns fact {item.name}: {item.type} {_fact_value(item.value)}"
+    if isinstance(item, A.UsesFact):
+        return f"uses fact {item.name}: {item.type} as param {item.param}"
+    if isinstance(item, A.AssumesFact):
+        return f"assumes fact {item.name}: {item.type} == {item.value}"
+    if isinstance(item, A.RequiresFact):
+        return f"requires fact {to_text(item.expr)}"
+    if isinstance(item, A.Phases):
+        return f"phases {item.mode} {_names(item.names)}"
+    if isinstance(item, A.AssumesPhases):
+        return f"assumes phases exclusive {_names(item.names)}"
+    if isinstance(item, A.Cluster):
+        return "cluster " + ", ".join(str(s) for s in item.shapes)
+    if isinstance(item, A.Domain):
+        return f"domain {_quote(item.name)} views {_names(item.views)}"
+    if isinstance(item, A.Buffer):
+        words = [f"buffer {item.name} bytes {size(item.bytes)}"]
+        if item.symmetric:
+            words.append("symmetric")
+        if item.domain is not None:
+            words.append(f"domain {_quote(item.domain)}")
+        if item.views:
+            words.append(f"views {_names(item.views)}")
+        return " ".join(words)
+    if isinstance(item, A.HostProvider):
+        return f"host provider {_quote(item.library)} header {_quote(item.header)}"
+    if isinstance(item, A.Use):
+        src = f" from {_quote(item.path)}" if item.path is not None else ""
+        return f"use {_quote(item.stage)} version {item.requirement}{src}"
+    if isinstance(item, A.PipelineCluster):
+        return f"cluster {item.shape}"
+    if isinstance(item, A.ProvidesDomain):
+        return f"caller provides domain {_quote(item.name)} views {_names(item.views)}"
+    if isinstance(item, A.ProvidesBuffer):
+        return f"caller provides buffer {item.name} bytes {size(item.bytes)}"
+    if isinstance(item, A.Resolve):
+        return f"resolve call {item.call} to {_quote(item.stage)}"
+    raise AssertionError(f"no printer for {type(item).__name__}")
+
+
+# ----------------------------------------------------------------- comments
+
+_COMMENT = re.compile(r"#[^\n]*")
+
+
+@dataclass
+class _Comments:
+    """Source comments by line, handed out as the printer passes their position."""
+
+    own_line: list[tuple[int, str]] = field(default_factory=list)
+    trailing: dict[int, str] = field(default_factory=dict)
+
+    @classmethod
+    def scan(cls, text: str) -> _Comments:
+        found = cls()
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            code, comment = _split_comment(line)
+            if comment is None:
+                continue
+            if code.strip():
+                found.trailing[lineno] = comment
+            else:
+                found.own_line.append((lineno, comment))
+        return found
+
+    def before(self, line: int) -> list[str]:
+        taken = [c for ln, c in self.own_line if ln < line]
+        self.own_line = [(ln, c) for ln, c in self.own_line if ln >= line]
+        return taken
+
+    def after(self, line: int) -> str | None:
+        return self.trailing.pop(line, None)
+
+
+def _split_comment(line: str) -> tuple[str, str | None]:
+    in_string = False
+    for idx, ch in enumerate(line):
+        if ch == '"':
+            in_string = not in_string
+        elif ch == "#" and not in_string:
+            return line[:idx], line[idx:].rstrip()
+    return line, None
+
+
+# ----------------------------------------------------------------- block printer
+
+class _Printer:
+    def __init__(self, comments: _Comments | None) -> None:
+        self.lines: list[str] = []
+        self.comments = comments
+
+    def emit(self, depth: int, text: str, span: Span | None) -> None:
+        pad = INDENT * depth
+        if self.comments is not None and span is not None and span.file != "<unknown>":
+            self.lines.extend(pad + c for c in self.comments.before(span.line))
+            trailing = self.comments.after(span.line)
+            if trailing is not None:
+                text = f"{text}  {trailing}"
+        self.lines.append(pad + text)
+
+    def close(self, depth: int, span: Span | None) -> None:
+        text = "}"
+        if self.comments is not None and span is not None and span.file != "<unknown>":
+            self.lines.extend(INDENT * (depth + 1) + c for c in self.comments.before(span.end_line))
+            trailing = self.comments.after(span.end_line)
+            if trailing is not None:
+                text = f"}}  {trailing}"
+        self.lines.append(INDENT * depth + text)
+
+    def block(self, depth: int, header: str, node: A.Node, children: list[tuple[str | None, A.Node]]) -> None:
+        if not children and not self._has_inner_comments(node.span):
+            self.emit(depth, header + " {}", node.span)
+            return
+        self.emit(depth, header + " {", node.span)
+        for text, child in children:
+            if text is None:
+                self.item(depth + 1, child)
+            else:
+                self.emit(depth + 1, text, child.span)
+        self.close(depth, node.span)
+
+    def _has_inner_comments(self, span: Span) -> bool:
+        if self.comments is None or span.file == "<unknown>":
+            return False
+        return any(span.line < ln < span.end_line for ln, _ in self.comments.own_line)
+
+    def item(self, depth: int, item: A.Node) -> None:
+        if isinstance(item, A.Params):
+            fields = [(f"{f.name}: {f.type} @ {f.offset}" + (f" = fact {f.fact}" if f.fact else ""), f)
+                      for f in item.fields]
+            self.block(depth, f"params {item.name} size {item.size} align {item.align}", item,
+                       list[tuple[str | None, A.Node]](fields))
+        elif isinstance(item, A.Ring):
+            rows = [(ring_item_line(it), it) for it in item.items]
+            self.block(depth, f"ring {item.name} {item.side} by {item.role}", item,
+                       list[tuple[str | None, A.Node]](rows))
+        elif isinstance(item, A.Counter):
+            self._counter(depth, item)
+        elif isinstance(item, (A.ExportTensor, A.ImportTensor)):
+            self._tensor(depth, item)
+        elif isinstance(item, A.Stage):
+            self.block(depth, f"stage {_quote(item.name)} version {_quote(item.version)}", item,
+                       [(None, it) for it in item.items])
+        elif isinstance(item, A.Pipeline):
+            self.block(depth, f"pipeline {_quote(item.name)}", item, [(None, it) for it in item.items])
+        else:
+            self.emit(depth, _item_line(item), item.span)
+
+    def _counter(self, depth: int, item: A.Counter) -> None:
+        words = [f"counter {item.name} {item.side} by {item.role}"]
+        if item.scope is not None:
+            words.append(f"scope {item.scope}")
+        if item.domain is not None:
+            words.append(f"domain {_quote(item.domain)}")
+        if item.space is not None:
+            words.append(f"space {item.space}")
+        header = " ".join(words)
+        if not item.steps:
+            self.emit(depth, header, item.span)
+            return
+        rows = [(f"add {s.amount}" if s.op == "add" else f"wait ge {s.amount}", s) for s in item.steps]
+        self.block(depth, header, item, list[tuple[str | None, A.Node]](rows))
+
+    def _tensor(self, depth: int, item: A.ExportTensor | A.ImportTensor) -> None:
+        if isinstance(item, A.ExportTensor):
+            header = f"export tensor {item.name} from role {item.role}"
+        else:
+            header = f"import tensor {item.name} from {item.export} into role {item.role}"
+        self.emit(depth, header + " {", item.span)
+        inner = depth + 1
+        if item.elem is not None:
+            self.emit(inner, f"elem {item.elem}", None)
+        if item.tile:
+            self.emit(inner, f"tile {_dims(item.tile)}", item.tile[0].span)
+        if isinstance(item, A.ImportTensor) and item.chunk:
+            self.emit(inner, f"chunk {_dims(item.chunk)}", item.chunk[0].span)
+        if item.generation is not None:
+            self.emit(inner, f"generation {item.generation}", None)
+        spec = item.placement if isinstance(item, A.ExportTensor) else item.demand
+        if spec is not None:
+            self._map(inner, "placement" if isinstance(item, A.ExportTensor) else "demand", spec)
+        if isinstance(item, A.ImportTensor) and item.lends:
+            self.emit(inner, "lends " + ", ".join(_lend(lend) for lend in item.lends), item.lends[0].span)
+        event = item.ready if isinstance(item, A.ExportTensor) else item.done
+        if event is not None:
+            word = "ready" if isinstance(item, A.ExportTensor) else "done"
+            self.emit(inner, f"{word} event {event}", event.span)
+        self.close(depth, item.span)
+
+    def _map(self, depth: int, word: str, spec: A.MapSpec) -> None:
+        if isinstance(spec, A.LibraryMap):
+            args = ", ".join(f"{k}: {v}" for k, v in spec.args)
+            self.emit(depth, f"{word} library {spec.name}({args})", spec.span)
+            return
+        params = ", ".join(p.name if p.extent is None else f"{p.name}: {p.extent}" for p in spec.params)
+        header = f"{word} {spec.kind}({params}) -> ({_names(spec.outputs)})"
+        rows = [(f"{a.name} = {to_text(a.expr)}", a) for a in spec.assigns]
+        self.block(depth, header, spec, list[tuple[str | None, A.Node]](rows))
+
+
+def print_file(source: A.SourceFile) -> str:
+    """Canonical text of a parsed file (comments are not part of the AST)."""
+    return _render(source, None)
+
+
+def print_node(node: A.Stage | A.Pipeline) -> str:
+    return _render(A.SourceFile("<node>", (node,)), None)
+
+
+def format_text(text: str, path: str = "<input>") -> str:
+    """Parse and reprint in canonical form, keeping comments; raises DiagnosticError on bad input."""
+    from contract_lang.parser import parse_text
+
+    return _render(parse_text(text, path), _Comments.scan(text))
+
+
+def _render(source: A.SourceFile, comments: _Comments | None) -> str:
+    printer = _Printer(comments)
+    for index, item in enumerate(source.items):
+        if index:
+            printer.lines.append("")
+        printer.item(0, item)
+    if comments is not None:
+        printer.lines.extend(c for _, c in comments.before(1 << 30))
+        printer.lines.extend(comments.trailing.values())
+    return "\n".join(printer.lines) + "\n"

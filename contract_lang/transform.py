@@ -1,0 +1,744 @@
+"""Lark parse tree → typed AST, every node with its source span.
+
+One method per grammar rule; ``__default__`` raises, so a rule without a method is
+a loud bug rather than a silent pass-through. Vocabulary mistakes (an unknown type,
+feature or scope; an attribute given twice) are collected and raised together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, TypeVar
+
+from lark import Token, Transformer, Tree, v_args
+from lark.tree import Meta
+
+from contract_lang import ast as A
+from contract_lang.expr import BinOp, Expr, Int, Name, Not
+from diagnostics.model import Diagnostic, DiagnosticError, Label
+from diagnostics.span import Span
+
+T = TypeVar("T")
+Attr = tuple[str, Any, Span]
+
+
+def parse_int(text: str) -> int:
+    """Integer literals: decimal, hex (``0x400``) and the ``KiB`` suffix."""
+    if text.startswith(("0x", "0X")):
+        return int(text, 16)
+    if text.endswith("KiB"):
+        return int(text[:-3]) * 1024
+    return int(text)
+
+
+class AstBuilder(Transformer[Token, Any]):
+    """Builds the AST of one file; ``build`` raises DiagnosticError on vocabulary mistakes."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(visit_tokens=False)
+        self.path = path
+        self.problems: list[Diagnostic] = []
+
+    def build(self, tree: Tree[Token]) -> A.SourceFile:
+        result = self.transform(tree)
+        if self.problems:
+            raise DiagnosticError(self.problems)
+        assert isinstance(result, A.SourceFile)
+        return result
+
+    # ------------------------------------------------------------- helpers
+
+    def __default__(self, data: str, children: list[Any], meta: Meta) -> NoReturn:
+        raise AssertionError(f"grammar rule `{data}` has no AST builder")
+
+    def _span(self, meta: Meta) -> Span:
+        if getattr(meta, "empty", True):
+            return Span(self.path, 1, 1, 1, 1)
+        return Span(self.path, meta.line, meta.column, meta.end_line, meta.end_column)
+
+    def _tok_span(self, tok: Token) -> Span:
+        line, col = tok.line or 1, tok.column or 1
+        return Span(self.path, line, col, tok.end_line or line, tok.end_column or col + len(tok))
+
+    def _vocab(self, tok: Token, allowed: Sequence[str], what: str) -> str:
+        word = str(tok)
+        if word not in allowed:
+            from contract_lang.parser import did_you_mean
+
+            guess = did_you_mean(word, tuple(allowed))
+            helps = (f"did you mean `{guess}`?",) if guess else (
+                f"known {what}s: {', '.join(f'`{a}`' for a in allowed)}",)
+            self.problems.append(Diagnostic(
+                "E-NAME", f"unknown {what} `{word}`",
+                labels=(Label(self._tok_span(tok), f"not a known {what}"),), helps=helps))
+        return word
+
+    def _attrs(self, owner: str, attrs: Sequence[Attr], repeatable: tuple[str, ...] = ()) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        spans: dict[str, Span] = {}
+        for key, value, span in attrs:
+            if key in repeatable:
+                seen.setdefault(key, []).append(value)
+                continue
+            if key in seen:
+                self.problems.append(Diagnostic(
+                    "E-DUPLICATE", f"`{key}` is given twice on {owner}",
+                    labels=(Label(span, "second one here"), Label(spans[key], "first one here", primary=False)),
+                    helps=(f"keep one `{key}`",)))
+                continue
+            seen[key] = value
+            spans[key] = span
+        return seen
+
+    def _items(self, children: Sequence[Any], kind: type[T]) -> tuple[T, ...]:
+        return tuple(c for c in children if isinstance(c, kind))
+
+    # ------------------------------------------------------------- files and stages
+
+    @v_args(meta=True)
+    def start(self, meta: Meta, children: list[Any]) -> A.SourceFile:
+        return A.SourceFile(self.path, tuple(children), span=self._span(meta))
+
+    @v_args(meta=True)
+    def stage(self, meta: Meta, children: list[Any]) -> A.Stage:
+        name, version, *items = children
+        return A.Stage(_str(name), _str(version), tuple(items), span=self._span(meta))
+
+    @v_args(meta=True)
+    def target(self, meta: Meta, children: list[Token]) -> A.Target:
+        return A.Target(str(children[0]), span=self._span(meta))
+
+    @v_args(meta=True)
+    def features(self, meta: Meta, children: list[Any]) -> A.Features:
+        names = children[0]
+        for tok in names:
+            self._vocab(tok, A.FEATURES, "feature")
+        return A.Features(tuple(str(t) for t in names), span=self._span(meta))
+
+    @v_args(meta=True)
+    def role(self, meta: Meta, children: list[Any]) -> A.Role:
+        name, *attrs = children
+        got = self._attrs(f"role `{name}`", attrs)
+        return A.Role(str(name), entry=got.get("entry"), warps=got.get("warps"), regs=got.get("regs"),
+                      warpgroup=got.get("warpgroup", False), span=self._span(meta))
+
+    @v_args(meta=True)
+    def role_entry(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("entry", str(c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def role_warps(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("warps", parse_int(c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def role_regs(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("regs", parse_int(c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def role_warpgroup(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("warpgroup", True, self._span(meta))
+
+    @v_args(meta=True)
+    def launch(self, meta: Meta, children: list[Any]) -> A.Launch:
+        kind, *attrs = children
+        got = self._attrs("`launch`", attrs)
+        return A.Launch(str(kind), threads=got.get("threads"),  # type: ignore[arg-type]
+                        blocks_per_sm=got.get("blocks_per_sm"), span=self._span(meta))
+
+    @v_args(meta=True)
+    def launch_threads(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("threads", parse_int(c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def launch_blocks(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("blocks_per_sm", parse_int(c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def params(self, meta: Meta, children: list[Any]) -> A.Params:
+        name, size, align, *fields = children
+        return A.Params(str(name), parse_int(size), parse_int(align), tuple(fields), span=self._span(meta))
+
+    @v_args(meta=True)
+    def param_field(self, meta: Meta, children: list[Any]) -> A.ParamField:
+        name, type_tok, offset, *rest = children
+        self._vocab(type_tok, A.SCALAR_TYPES, "type")
+        fact = rest[0] if rest else None
+        return A.ParamField(str(name), str(type_tok), parse_int(offset), fact, span=self._span(meta))
+
+    def fact_source(self, c: list[Token]) -> str:
+        return str(c[0])
+
+    # ------------------------------------------------------------- claims
+
+    @v_args(meta=True)
+    def smem_claim(self, meta: Meta, children: list[Any]) -> A.SmemClaim:
+        name, *attrs = children
+        got = self._attrs(f"claim `{name}`", attrs)
+        return A.SmemClaim(str(name), bytes=got.get("bytes"), align=got.get("align"),
+                           per_slot=got.get("per_slot"), lifetime=got.get("lifetime", A.KERNEL_LIFETIME),
+                           handle=got.get("handle"), uses=got.get("use", ()), span=self._span(meta))
+
+    @v_args(meta=True)
+    def bytes_attr(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("bytes", parse_int(c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def align_attr(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("align", parse_int(c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def per_slot_attr(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("per_slot", str(c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def use_attr(self, meta: Meta, c: list[Any]) -> Attr:
+        for tok in c[0]:
+            self._vocab(tok, A.SMEM_USES, "shared-memory use")
+        return ("use", tuple(str(t) for t in c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def handle_attr(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("handle", str(c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def tmem_claim(self, meta: Meta, children: list[Any]) -> A.TmemClaim:
+        name, *attrs = children
+        got = self._attrs(f"claim `{name}`", attrs, repeatable=("read",))
+        return A.TmemClaim(str(name), columns=got.get("columns"),
+                           lifetime=got.get("lifetime", A.KERNEL_LIFETIME), handle=got.get("handle"),
+                           reads=tuple(got.get("read", ())), span=self._span(meta))
+
+    @v_args(meta=True)
+    def columns_attr(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("columns", parse_int(c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def tmem_read(self, meta: Meta, c: list[Token]) -> Attr:
+        span = self._span(meta)
+        return ("read", A.TmemRead(str(c[0]), parse_int(c[1]), parse_int(c[2]), span=span), span)
+
+    @v_args(meta=True)
+    def barrier_claim(self, meta: Meta, children: list[Any]) -> A.BarrierClaim:
+        name, *attrs = children
+        got = self._attrs(f"claim `{name}`", attrs)
+        return A.BarrierClaim(str(name), participants=got.get("participants", ()),
+                              threads=got.get("threads"), handle=got.get("handle"), span=self._span(meta))
+
+    @v_args(meta=True)
+    def participants_attr(self, meta: Meta, c: list[Any]) -> Attr:
+        return ("participants", tuple(str(t) for t in c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def threads_attr(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("threads", parse_int(c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def counter_claim(self, meta: Meta, children: list[Any]) -> A.CounterClaim:
+        name, *attrs = children
+        got = self._attrs(f"claim `{name}`", attrs)
+        return A.CounterClaim(str(name), slots=got.get("slots"), scope=got.get("scope"),
+                              handle=got.get("handle"), span=self._span(meta))
+
+    @v_args(meta=True)
+    def slots_attr(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("slots", parse_int(c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def scope_attr(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("scope", self._vocab(c[0], A.SCOPES, "scope"), self._span(meta))
+
+    @v_args(meta=True)
+    def lifetime_kernel(self, meta: Meta, c: list[Any]) -> Attr:
+        span = self._span(meta)
+        return ("lifetime", A.Lifetime("kernel", span=span), span)
+
+    @v_args(meta=True)
+    def lifetime_phase(self, meta: Meta, c: list[Token]) -> Attr:
+        span = self._span(meta)
+        return ("lifetime", A.Lifetime("phase", phase=str(c[0]), span=span), span)
+
+    @v_args(meta=True)
+    def lifetime_between(self, meta: Meta, c: list[A.EventRef]) -> Attr:
+        span = self._span(meta)
+        return ("lifetime", A.Lifetime("between", start=c[0], end=c[1], span=span), span)
+
+    @v_args(meta=True)
+    def lifetime_until(self, meta: Meta, c: list[A.EventRef]) -> Attr:
+        span = self._span(meta)
+        return ("lifetime", A.Lifetime("until", end=c[0], span=span), span)
+
+    @v_args(meta=True)
+    def lifetime_from(self, meta: Meta, c: list[A.EventRef]) -> Attr:
+        span = self._span(meta)
+        return ("lifetime", A.Lifetime("from", start=c[0], span=span), span)
+
+    @v_args(meta=True)
+    def event(self, meta: Meta, c: list[Token]) -> A.EventRef:
+        return A.EventRef(str(c[0]), str(c[1]), span=self._span(meta))
+
+    # ------------------------------------------------------------- rings
+
+    @v_args(meta=True)
+    def ring(self, meta: Meta, children: list[Any]) -> A.Ring:
+        name, side, role, *items = children
+        span = self._span(meta)
+        for kind, label in ((A.RingDepth, "depth"), (A.RingInitBy, "init by"), (A.RingScope, "scope")):
+            found = [it for it in items if isinstance(it, kind)]
+            if len(found) > 1:
+                self.problems.append(Diagnostic(
+                    "E-DUPLICATE", f"`{label}` is given twice in ring `{name}`",
+                    labels=(Label(found[1].span, "second one here"),
+                            Label(found[0].span, "first one here", primary=False)),
+                    helps=(f"keep one `{label}`",)))
+        return A.Ring(str(name), str(side), str(role), tuple(items), span=span)  # type: ignore[arg-type]
+
+    @v_args(meta=True)
+    def ring_depth_fixed(self, meta: Meta, c: list[Token]) -> A.RingDepth:
+        value = parse_int(c[0])
+        return A.RingDepth(value, value, span=self._span(meta))
+
+    @v_args(meta=True)
+    def ring_depth_range(self, meta: Meta, c: list[Token]) -> A.RingDepth:
+        return A.RingDepth(parse_int(c[0]), parse_int(c[1]), span=self._span(meta))
+
+    @v_args(meta=True)
+    def ring_barrier_init(self, meta: Meta, c: list[Any]) -> A.RingBarrierInit:
+        tx = c[2] if len(c) > 2 else None
+        return A.RingBarrierInit(str(c[0]), c[1], tx, span=self._span(meta))  # type: ignore[arg-type]
+
+    def expect_tx(self, c: list[Token]) -> int:
+        return parse_int(c[0])
+
+    @v_args(meta=True)
+    def ring_wait(self, meta: Meta, c: list[Any]) -> A.RingWait:
+        parity = c[1] if len(c) > 1 else None
+        return A.RingWait(str(c[0]), parity, span=self._span(meta))  # type: ignore[arg-type]
+
+    @v_args(meta=True)
+    def wait_parity(self, meta: Meta, c: list[Token]) -> int:
+        value = parse_int(c[0])
+        if value not in (0, 1):
+            self.problems.append(Diagnostic(
+                "E-VALUE", f"a parity is 0 or 1, not {value}",
+                labels=(Label(self._tok_span(c[0]), "parity out of range"),)))
+        return value
+
+    @v_args(meta=True)
+    def ring_arrive(self, meta: Meta, c: list[Any]) -> A.RingArrive:
+        kind, count, *attrs = c
+        got = self._attrs(f"`{kind} arrive`", attrs)
+        return A.RingArrive(str(kind), count, tx=got.get("tx"), lag=got.get("lag"),  # type: ignore[arg-type]
+                            prearm=got.get("prearm", False), remote=got.get("remote", False),
+                            span=self._span(meta))
+
+    @v_args(meta=True)
+    def arrive_tx(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("tx", parse_int(c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def arrive_lag(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("lag", parse_int(c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def arrive_prearm(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("prearm", True, self._span(meta))
+
+    @v_args(meta=True)
+    def arrive_remote(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("remote", True, self._span(meta))
+
+    @v_args(meta=True)
+    def ring_copy(self, meta: Meta, c: list[Token]) -> A.RingCopy:
+        return A.RingCopy(str(c[0]), parse_int(c[1]), span=self._span(meta))  # type: ignore[arg-type]
+
+    @v_args(meta=True)
+    def ring_init_by(self, meta: Meta, c: list[Any]) -> A.RingInitBy:
+        return A.RingInitBy(str(c[0]), fenced=len(c) > 1, span=self._span(meta))
+
+    def init_fenced(self, c: list[Token]) -> bool:
+        return True
+
+    @v_args(meta=True)
+    def ring_scope(self, meta: Meta, c: list[Token]) -> A.RingScope:
+        return A.RingScope(self._vocab(c[0], A.SCOPES, "scope"), span=self._span(meta))
+
+    @v_args(meta=True)
+    def ring_proxy(self, meta: Meta, c: list[Token]) -> A.RingProxy:
+        return A.RingProxy(str(c[0]), str(c[1]), span=self._span(meta))  # type: ignore[arg-type]
+
+    @v_args(meta=True)
+    def ring_fence(self, meta: Meta, c: list[Token]) -> A.RingFence:
+        return A.RingFence(span=self._span(meta))
+
+    @v_args(meta=True)
+    def count(self, meta: Meta, c: list[A.CountTerm]) -> A.Count:
+        return A.Count(tuple(c), span=self._span(meta))
+
+    @v_args(meta=True)
+    def count_const(self, meta: Meta, c: list[Token]) -> A.CountTerm:
+        return A.CountTerm(parse_int(c[0]), "one", span=self._span(meta))
+
+    @v_args(meta=True)
+    def count_unit(self, meta: Meta, c: list[Token]) -> A.CountTerm:
+        return A.CountTerm(1, str(c[0]), str(c[1]), span=self._span(meta))  # type: ignore[arg-type]
+
+    @v_args(meta=True)
+    def count_scaled(self, meta: Meta, c: list[Token]) -> A.CountTerm:
+        return A.CountTerm(parse_int(c[0]), str(c[1]), str(c[2]), span=self._span(meta))  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------- counters and rendezvous
+
+    @v_args(meta=True)
+    def counter(self, meta: Meta, children: list[Any]) -> A.Counter:
+        name, side, role, *rest = children
+        steps: tuple[A.CounterStep, ...] = ()
+        attrs: list[Attr] = []
+        for item in rest:
+            if len(item) == 3 and isinstance(item[0], str):
+                attrs.append(item)
+            else:
+                steps = item
+        got = self._attrs(f"counter `{name}`", attrs)
+        return A.Counter(str(name), str(side), str(role), scope=got.get("scope"),  # type: ignore[arg-type]
+                         domain=got.get("domain"), space=got.get("space"), steps=steps,
+                         span=self._span(meta))
+
+    @v_args(meta=True)
+    def counter_domain(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("domain", _str(c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def counter_space(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("space", self._vocab(c[0], A.COUNTER_SPACES, "counter space"), self._span(meta))
+
+    def counter_body(self, c: list[A.CounterStep]) -> tuple[A.CounterStep, ...]:
+        return tuple(c)
+
+    @v_args(meta=True)
+    def counter_add(self, meta: Meta, c: list[Token]) -> A.CounterStep:
+        return A.CounterStep("add", parse_int(c[0]), span=self._span(meta))
+
+    @v_args(meta=True)
+    def counter_wait(self, meta: Meta, c: list[Token]) -> A.CounterStep:
+        return A.CounterStep("wait_ge", parse_int(c[0]), span=self._span(meta))
+
+    @v_args(meta=True)
+    def rendezvous(self, meta: Meta, c: list[Any]) -> A.Rendezvous:
+        threads = c[3] if len(c) > 3 else None
+        return A.Rendezvous(str(c[0]), str(c[1]), str(c[2]), threads,  # type: ignore[arg-type]
+                            span=self._span(meta))
+
+    def rdv_threads(self, c: list[Token]) -> int:
+        return parse_int(c[0])
+
+    # ------------------------------------------------------------- callables
+
+    @v_args(meta=True)
+    def export_callable(self, meta: Meta, c: list[Any]) -> A.ExportCallable:
+        requires = c[3] if len(c) > 3 else ()
+        return A.ExportCallable(str(c[0]), c[1], str(c[2]), requires, span=self._span(meta))
+
+    def callable_requires(self, c: list[Any]) -> tuple[str, ...]:
+        return self._guarantees(c[0])
+
+    @v_args(meta=True)
+    def call(self, meta: Meta, c: list[Any]) -> A.Call:
+        guarantees = c[4] if len(c) > 4 else ()
+        return A.Call(str(c[0]), c[1], str(c[2]), str(c[3]), guarantees, span=self._span(meta))
+
+    def call_guarantees(self, c: list[Any]) -> tuple[str, ...]:
+        return self._guarantees(c[0])
+
+    def _guarantees(self, toks: list[Token]) -> tuple[str, ...]:
+        return tuple(self._vocab(t, A.GUARANTEES, "call-site guarantee") for t in toks)
+
+    @v_args(meta=True)
+    def signature(self, meta: Meta, c: list[Any]) -> A.Signature:
+        params, result = c
+        toks = list(params) if params is not None else []
+        for tok in [*toks, result]:
+            self._vocab(tok, A.SCALAR_TYPES, "type")
+        return A.Signature(tuple(str(t) for t in toks), str(result), span=self._span(meta))
+
+    # ------------------------------------------------------------- tensors
+
+    _EXPORT_KEYS = ("elem", "tile", "generation", "placement", "ready")
+    _IMPORT_KEYS = ("elem", "tile", "chunk", "generation", "demand", "lends", "done")
+
+    def _tensor_attrs(self, what: str, attrs: list[Attr], allowed: tuple[str, ...]) -> dict[str, Any]:
+        for key, _, span in attrs:
+            if key not in allowed:
+                self.problems.append(Diagnostic(
+                    "E-SYNTAX", f"`{key}` does not belong in {what}",
+                    labels=(Label(span, f"not valid in {what}"),),
+                    helps=(f"{what} takes: {', '.join(f'`{k}`' for k in allowed)}",)))
+        return self._attrs(what, [a for a in attrs if a[0] in allowed])
+
+    @v_args(meta=True)
+    def export_tensor(self, meta: Meta, c: list[Any]) -> A.ExportTensor:
+        name, role, *attrs = c
+        got = self._tensor_attrs(f"export `{name}`", attrs, self._EXPORT_KEYS)
+        return A.ExportTensor(str(name), str(role), elem=got.get("elem"), tile=got.get("tile", ()),
+                              generation=got.get("generation"), placement=got.get("placement"),
+                              ready=got.get("ready"), span=self._span(meta))
+
+    @v_args(meta=True)
+    def import_tensor(self, meta: Meta, c: list[Any]) -> A.ImportTensor:
+        name, export, role, *attrs = c
+        got = self._tensor_attrs(f"import `{name}`", attrs, self._IMPORT_KEYS)
+        return A.ImportTensor(str(name), str(export), str(role), elem=got.get("elem"),
+                              tile=got.get("tile", ()), chunk=got.get("chunk", ()),
+                              generation=got.get("generation"), demand=got.get("demand"),
+                              lends=got.get("lends", ()), done=got.get("done"), span=self._span(meta))
+
+    @v_args(meta=True)
+    def tensor_elem(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("elem", self._vocab(c[0], A.ELEM_TYPES, "element type"), self._span(meta))
+
+    @v_args(meta=True)
+    def tensor_tile(self, meta: Meta, c: list[A.Dim]) -> Attr:
+        return ("tile", tuple(c), self._span(meta))
+
+    @v_args(meta=True)
+    def tensor_chunk(self, meta: Meta, c: list[A.Dim]) -> Attr:
+        return ("chunk", tuple(c), self._span(meta))
+
+    @v_args(meta=True)
+    def dim(self, meta: Meta, c: list[Token]) -> A.Dim:
+        return A.Dim(str(c[0]), parse_int(c[1]), span=self._span(meta))
+
+    @v_args(meta=True)
+    def tensor_generation(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("generation", self._vocab(c[0], A.GENERATIONS, "generation"), self._span(meta))
+
+    @v_args(meta=True)
+    def tensor_placement(self, meta: Meta, c: list[A.MapSpec]) -> Attr:
+        return ("placement", c[0], self._span(meta))
+
+    @v_args(meta=True)
+    def tensor_demand(self, meta: Meta, c: list[A.MapSpec]) -> Attr:
+        return ("demand", c[0], self._span(meta))
+
+    @v_args(meta=True)
+    def tensor_lends(self, meta: Meta, c: list[A.Lend]) -> Attr:
+        return ("lends", tuple(c), self._span(meta))
+
+    @v_args(meta=True)
+    def lend_smem(self, meta: Meta, c: list[Token]) -> A.Lend:
+        return A.Lend("smem", claim=str(c[0]), span=self._span(meta))
+
+    @v_args(meta=True)
+    def lend_regs(self, meta: Meta, c: list[Token]) -> A.Lend:
+        return A.Lend("regs", regs=parse_int(c[0]), span=self._span(meta))
+
+    @v_args(meta=True)
+    def tensor_ready(self, meta: Meta, c: list[A.EventRef]) -> Attr:
+        return ("ready", c[0], self._span(meta))
+
+    @v_args(meta=True)
+    def tensor_done(self, meta: Meta, c: list[A.EventRef]) -> Attr:
+        return ("done", c[0], self._span(meta))
+
+    @v_args(meta=True)
+    def layout_map(self, meta: Meta, c: list[Any]) -> A.LayoutMap:
+        kind = str(c[0])
+        params = tuple(x for x in c[1:] if isinstance(x, A.MapParam))
+        outputs = next(x for x in c if isinstance(x, list))
+        assigns = tuple(x for x in c if isinstance(x, A.MapAssign))
+        return A.LayoutMap(kind, params, tuple(str(t) for t in outputs), assigns,  # type: ignore[arg-type]
+                           span=self._span(meta))
+
+    @v_args(meta=True)
+    def library_map(self, meta: Meta, c: list[Any]) -> A.LibraryMap:
+        name, *args = c
+        return A.LibraryMap(str(name), tuple(a for a in args if a is not None), span=self._span(meta))
+
+    @v_args(meta=True)
+    def map_param(self, meta: Meta, c: list[Any]) -> A.MapParam:
+        extent = parse_int(c[1]) if c[1] is not None else None
+        return A.MapParam(str(c[0]), extent, span=self._span(meta))
+
+    @v_args(meta=True)
+    def map_assign(self, meta: Meta, c: list[Any]) -> A.MapAssign:
+        return A.MapAssign(str(c[0]), c[1], span=self._span(meta))
+
+    def library_arg(self, c: list[Token]) -> tuple[str, int]:
+        return (str(c[0]), parse_int(c[1]))
+
+    # ------------------------------------------------------------- facts, phases, topology
+
+    @v_args(meta=True)
+    def owns_fact(self, meta: Meta, c: list[Any]) -> A.OwnsFact:
+        self._vocab(c[1], A.SCALAR_TYPES, "type")
+        return A.OwnsFact(str(c[0]), str(c[1]), c[2], span=self._span(meta))
+
+    @v_args(meta=True)
+    def fact_exact(self, meta: Meta, c: list[Token]) -> A.FactValue:
+        return A.FactValue("exact", (parse_int(c[0]),), span=self._span(meta))
+
+    @v_args(meta=True)
+    def fact_range(self, meta: Meta, c: list[Token]) -> A.FactValue:
+        lo, hi = parse_int(c[0]), parse_int(c[1])
+        if hi < lo:
+            self.problems.append(Diagnostic(
+                "E-VALUE", f"the range {lo}..{hi} is empty",
+                labels=(Label(self._span(meta), "upper bound below lower bound"),),
+                helps=(f"write `in {hi}..{lo}`",)))
+        return A.FactValue("range", (lo, hi), span=self._span(meta))
+
+    @v_args(meta=True)
+    def fact_set(self, meta: Meta, c: list[Token]) -> A.FactValue:
+        return A.FactValue("set", tuple(parse_int(t) for t in c), span=self._span(meta))
+
+    @v_args(meta=True)
+    def uses_fact(self, meta: Meta, c: list[Token]) -> A.UsesFact:
+        self._vocab(c[1], A.SCALAR_TYPES, "type")
+        return A.UsesFact(str(c[0]), str(c[1]), str(c[2]), span=self._span(meta))
+
+    @v_args(meta=True)
+    def assumes_fact(self, meta: Meta, c: list[Token]) -> A.AssumesFact:
+        self._vocab(c[1], A.SCALAR_TYPES, "type")
+        return A.AssumesFact(str(c[0]), str(c[1]), parse_int(c[2]), span=self._span(meta))
+
+    @v_args(meta=True)
+    def requires_fact(self, meta: Meta, c: list[Expr]) -> A.RequiresFact:
+        return A.RequiresFact(c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def phases(self, meta: Meta, c: list[Any]) -> A.Phases:
+        return A.Phases(str(c[0]), tuple(str(t) for t in c[1]), span=self._span(meta))  # type: ignore[arg-type]
+
+    @v_args(meta=True)
+    def assumes_phases(self, meta: Meta, c: list[Any]) -> A.AssumesPhases:
+        return A.AssumesPhases(tuple(str(t) for t in c[0]), span=self._span(meta))
+
+    @v_args(meta=True)
+    def cluster(self, meta: Meta, c: list[Token]) -> A.Cluster:
+        return A.Cluster(tuple(self._shape(t) for t in c), span=self._span(meta))
+
+    def _shape(self, tok: Token) -> A.ClusterShape:
+        x, y, z = (int(v) for v in str(tok).split("x"))
+        return A.ClusterShape(x, y, z, span=self._tok_span(tok))
+
+    @v_args(meta=True)
+    def domain(self, meta: Meta, c: list[Any]) -> A.Domain:
+        return A.Domain(_str(c[0]), self._views(c[1]), span=self._span(meta))
+
+    def _views(self, toks: list[Token]) -> tuple[str, ...]:
+        return tuple(self._vocab(t, A.VIEWS, "view") for t in toks)
+
+    @v_args(meta=True)
+    def buffer(self, meta: Meta, c: list[Any]) -> A.Buffer:
+        name, size, *attrs = c
+        got = self._attrs(f"buffer `{name}`", attrs)
+        return A.Buffer(str(name), parse_int(size), symmetric=got.get("symmetric", False),
+                        domain=got.get("domain"), views=got.get("views", ()), span=self._span(meta))
+
+    @v_args(meta=True)
+    def buffer_symmetric(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("symmetric", True, self._span(meta))
+
+    @v_args(meta=True)
+    def buffer_domain(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("domain", _str(c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def buffer_views(self, meta: Meta, c: list[Any]) -> Attr:
+        return ("views", self._views(c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def host_provider(self, meta: Meta, c: list[Token]) -> A.HostProvider:
+        return A.HostProvider(_str(c[0]), _str(c[1]), span=self._span(meta))
+
+    # ------------------------------------------------------------- pipelines
+
+    @v_args(meta=True)
+    def pipeline(self, meta: Meta, c: list[Any]) -> A.Pipeline:
+        name, *items = c
+        return A.Pipeline(_str(name), tuple(items), span=self._span(meta))
+
+    @v_args(meta=True)
+    def use(self, meta: Meta, c: list[Any]) -> A.Use:
+        path = c[2] if len(c) > 2 else None
+        return A.Use(_str(c[0]), str(c[1]), path, span=self._span(meta))
+
+    def use_from(self, c: list[Token]) -> str:
+        return _str(c[0])
+
+    @v_args(meta=True)
+    def pipeline_cluster(self, meta: Meta, c: list[Token]) -> A.PipelineCluster:
+        return A.PipelineCluster(self._shape(c[0]), span=self._span(meta))
+
+    @v_args(meta=True)
+    def provides_domain(self, meta: Meta, c: list[Any]) -> A.ProvidesDomain:
+        return A.ProvidesDomain(_str(c[0]), self._views(c[1]), span=self._span(meta))
+
+    @v_args(meta=True)
+    def provides_buffer(self, meta: Meta, c: list[Token]) -> A.ProvidesBuffer:
+        return A.ProvidesBuffer(str(c[0]), parse_int(c[1]), span=self._span(meta))
+
+    @v_args(meta=True)
+    def resolve(self, meta: Meta, c: list[Token]) -> A.Resolve:
+        return A.Resolve(str(c[0]), _str(c[1]), span=self._span(meta))
+
+    # ------------------------------------------------------------- expressions
+
+    @v_args(meta=True)
+    def or_expr(self, meta: Meta, c: list[Expr]) -> Expr:
+        return self._fold(meta, c, lambda _: "or")
+
+    @v_args(meta=True)
+    def and_expr(self, meta: Meta, c: list[Expr]) -> Expr:
+        return self._fold(meta, c, lambda _: "and")
+
+    @v_args(meta=True)
+    def not_op(self, meta: Meta, c: list[Expr]) -> Expr:
+        return Not(c[0], span=self._span(meta))
+
+    @v_args(meta=True)
+    def comparison(self, meta: Meta, c: list[Any]) -> Expr:
+        return BinOp(str(c[1]), c[0], c[2], span=self._span(meta))
+
+    @v_args(meta=True)
+    def sum(self, meta: Meta, c: list[Any]) -> Expr:
+        return self._fold_ops(meta, c)
+
+    @v_args(meta=True)
+    def product(self, meta: Meta, c: list[Any]) -> Expr:
+        return self._fold_ops(meta, c)
+
+    @v_args(meta=True)
+    def int_lit(self, meta: Meta, c: list[Token]) -> Expr:
+        return Int(parse_int(c[0]), span=self._span(meta))
+
+    @v_args(meta=True)
+    def name_ref(self, meta: Meta, c: list[Token]) -> Expr:
+        return Name(str(c[0]), span=self._span(meta))
+
+    def name_list(self, c: list[Token]) -> list[Token]:
+        return list(c)
+
+    def _fold(self, meta: Meta, operands: list[Expr], op: Callable[[int], str]) -> Expr:
+        result = operands[0]
+        for i, rhs in enumerate(operands[1:]):
+            result = BinOp(op(i), result, rhs, span=_cover(result, rhs, self._span(meta)))
+        return result
+
+    def _fold_ops(self, meta: Meta, c: list[Any]) -> Expr:
+        result: Expr = c[0]
+        for i in range(1, len(c), 2):
+            rhs: Expr = c[i + 1]
+            result = BinOp(str(c[i]), result, rhs, span=_cover(result, rhs, self._span(meta)))
+        return result
+
+
+def _cover(left: Expr, right: Expr, fallback: Span) -> Span:
+    try:
+        return left.span.cover(right.span)
+    except ValueError:
+        return fallback
+
+
+def _str(tok: Token) -> str:
+    """A STRING token's text without its quotes."""
+    return str(tok)[1:-1]
