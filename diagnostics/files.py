@@ -1,0 +1,140 @@
+"""Reading sources and writing outputs, with failures reported as diagnostics.
+
+Every stage reads its inputs through :func:`read_source` and writes its outputs
+through :func:`atomic_write_bytes` / :func:`atomic_write_text`, so that a bad
+path, a binary file or a full disk ends in a ``DiagnosticError`` rather than a
+traceback, and an interrupted write never leaves a half-written file behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from diagnostics.model import Diagnostic, DiagnosticError, Label
+from diagnostics.span import Span
+
+_BOM = "\ufeff"
+
+
+def read_source(path: str | Path, *, limit: int = 1 << 20, display: str | None = None) -> str:
+    """Read a UTF-8 text file of at most ``limit`` bytes, with CRLF normalised to LF.
+
+    ``display`` is the file name used in diagnostics and spans (default: the path
+    as given). Raises ``DiagnosticError`` with one of ``E-IO``, ``E-TOO-LARGE``,
+    ``E-BINARY`` or ``E-ENCODING``.
+    """
+    name = str(path) if display is None else display
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+            size = os.fstat(handle.fileno()).st_size if len(data) > limit else 0
+    except OSError as err:
+        raise DiagnosticError([_io_error("read", name, err)]) from err
+    if len(data) > limit:
+        raise DiagnosticError([_too_large(name, size, limit)])
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise DiagnosticError([_binary(name, data, nul)])
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DiagnosticError([_bad_encoding(name, data, err.start)]) from err
+    return text.removeprefix(_BOM).replace("\r\n", "\n")
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically: the old content or the new, never a mix.
+
+    Writes a temporary file in the same directory, fsyncs it and renames it over
+    ``path`` (keeping an existing file's permissions). On failure the temporary
+    file is removed and ``DiagnosticError`` ``E-IO`` is raised.
+    """
+    target = Path(path)
+    directory = target.parent
+    temp = directory / f".{target.name}.{secrets.token_hex(6)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(temp, flags, 0o666)
+    except OSError as err:
+        raise DiagnosticError([_io_error("write", str(path), err)]) from err
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(temp, stat.S_IMODE(os.stat(target).st_mode))
+        os.replace(temp, target)
+    except BaseException as err:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        if isinstance(err, OSError):
+            raise DiagnosticError([_io_error("write", str(path), err)]) from err
+        raise
+    _sync_directory(directory)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` as UTF-8 with :func:`atomic_write_bytes`."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _sync_directory(directory: Path) -> None:
+    """Make the rename durable where the platform allows opening a directory."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _position(data: bytes, offset: int) -> tuple[int, int]:
+    """1-based line and column (in characters) of byte ``offset``; the bytes before it decode."""
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    prefix = data[line_start:offset].decode("utf-8", errors="replace")
+    if line_start == 0:
+        prefix = prefix.removeprefix(_BOM)
+    return data.count(b"\n", 0, offset) + 1, len(prefix) + 1
+
+
+def _io_error(verb: str, name: str, err: OSError) -> Diagnostic:
+    reason = err.strerror or str(err)
+    return Diagnostic(code="E-IO", message=f"cannot {verb} `{name}`: {reason}")
+
+
+def _too_large(name: str, size: int, limit: int) -> Diagnostic:
+    amount = f"{size} bytes" if size > limit else f"more than {limit} bytes"
+    return Diagnostic(
+        code="E-TOO-LARGE",
+        message=f"`{name}` is too large: {amount}, over the limit of {limit} bytes",
+        notes=("kernlink reads contracts and pipelines whole, so it refuses oversized inputs",),
+    )
+
+
+def _binary(name: str, data: bytes, offset: int) -> Diagnostic:
+    line, col = _position(data, offset)
+    return Diagnostic(
+        code="E-BINARY",
+        message=f"`{name}` is a binary file, not text",
+        labels=(Label(Span.point(name, line, col), "NUL byte here"),),
+        notes=("contracts and pipelines are UTF-8 text files",),
+    )
+
+
+def _bad_encoding(name: str, data: bytes, offset: int) -> Diagnostic:
+    line, col = _position(data, offset)
+    byte = f"0x{data[offset]:02X}"
+    return Diagnostic(
+        code="E-ENCODING",
+        message=f"`{name}` is not valid UTF-8: byte {byte} at {line}:{col}",
+        labels=(Label(Span.point(name, line, col), f"byte {byte} does not decode"),),
+        helps=("save the file as UTF-8",),
+    )
