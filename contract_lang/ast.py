@@ -330,10 +330,13 @@ class ExportCallable(Node):
 
 @dataclass(frozen=True)
 class Call(Node):
+    """A call site: made by a role's code, or inside one of the stage's exported callables."""
+
     name: str
     signature: Signature
     symbol: str
-    role: str
+    caller: str
+    caller_kind: Literal["role", "callable"] = "role"
     guarantees: tuple[str, ...] = ()
 
 

@@ -17,7 +17,6 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from contract_lang.ast import Pipeline, SourceFile, Stage
 from contract_lang.transform import AstBuilder
-
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
 
@@ -163,7 +162,7 @@ def _check_kind(source: SourceFile, kind: FileKind) -> None:
 # ----------------------------------------------------------------- syntax errors
 
 def _syntax_diagnostic(err: UnexpectedInput, text: str, path: str) -> Diagnostic:
-    if isinstance(err, UnexpectedToken) and err.token.type == "$END" or isinstance(err, UnexpectedEOF):
+    if (isinstance(err, UnexpectedToken) and err.token.type == "$END") or isinstance(err, UnexpectedEOF):
         expected = set(getattr(err, "expected", ()) or ())
         unclosed = _unclosed_brace(text)
         if unclosed is not None:
@@ -212,7 +211,7 @@ def _unexpected_chars(path: str, text: str, err: UnexpectedCharacters) -> Diagno
     word = _word_at(here, col - 1)
     allowed = set(err.allowed or ())
     helps: list[str] = []
-    if word and word[0].isalpha() or word.startswith("_"):
+    if (word and word[0].isalpha()) or word.startswith("_"):
         guess = did_you_mean(word, _keywords(allowed))
         if guess is not None:
             helps.append(f"did you mean `{guess}`?")

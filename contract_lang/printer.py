@@ -175,7 +175,7 @@ def _item_line(item: object) -> str:
         return f"export callable {item.name} {item.signature} = {item.symbol}{req}"
     if isinstance(item, A.Call):
         gua = f" guarantees {_names(item.guarantees)}" if item.guarantees else ""
-        return f"call {item.name} {item.signature} as {item.symbol} from role {item.role}{gua}"
+        return f"call {item.name} {item.signature} as {item.symbol} from {item.caller_kind} {item.caller}{gua}"
     if isinstance(item, A.OwnsFact):
         return f"owns fact {item.name}: {item.type} {_fact_value(item.value)}"
     if isinstance(item, A.UsesFact):

@@ -444,7 +444,14 @@ class AstBuilder(Transformer[Token, Any]):
     @v_args(meta=True)
     def call(self, meta: Meta, c: list[Any]) -> A.Call:
         guarantees = c[4] if len(c) > 4 else ()
-        return A.Call(str(c[0]), c[1], str(c[2]), str(c[3]), guarantees, span=self._span(meta))
+        kind, caller = c[3]
+        return A.Call(str(c[0]), c[1], str(c[2]), caller, kind, guarantees, span=self._span(meta))
+
+    def origin_role(self, c: list[Token]) -> tuple[str, str]:
+        return ("role", str(c[0]))
+
+    def origin_callable(self, c: list[Token]) -> tuple[str, str]:
+        return ("callable", str(c[0]))
 
     def call_guarantees(self, c: list[Any]) -> tuple[str, ...]:
         return self._guarantees(c[0])
@@ -456,8 +463,9 @@ class AstBuilder(Transformer[Token, Any]):
     def signature(self, meta: Meta, c: list[Any]) -> A.Signature:
         params, result = c
         toks = list(params) if params is not None else []
-        for tok in [*toks, result]:
+        for tok in toks:
             self._vocab(tok, A.SCALAR_TYPES, "type")
+        self._vocab(result, (*A.SCALAR_TYPES, "void"), "result type")
         return A.Signature(tuple(str(t) for t in toks), str(result), span=self._span(meta))
 
     # ------------------------------------------------------------- tensors

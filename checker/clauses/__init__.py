@@ -1,0 +1,36 @@
+"""The clause registry: one explicit list, one module per clause (see checker/clause.py).
+
+Keep each group's imports and entries in its own section, sorted by code.
+"""
+
+from __future__ import annotations
+
+from checker.clause import Clause
+
+# --- roles, warps, registers, launch
+# --- storage claims and channel structure
+from checker.clauses.l_pair import PairClause
+
+# --- composition and packages
+from checker.clauses.l_stage import StageClause
+from checker.clauses.l_unpaired import UnpairedClause
+from checker.clauses.l_version import VersionClause
+
+# --- callables, tensors, facts, communication
+
+# --- protocol model (SMT)
+
+CLAUSES: tuple[type[Clause], ...] = (
+    # composition and packages
+    StageClause,
+    VersionClause,
+    # roles, warps, registers, launch
+    # storage claims and channel structure
+    PairClause,
+    UnpairedClause,
+    # callables, tensors, facts, communication
+    # protocol model (SMT)
+)
+
+# Codes that were used once and retired: never reuse them.
+RETIRED: tuple[str, ...] = ()

@@ -1,0 +1,105 @@
+"""The clause base class: metadata validated when the class is built, docs from the docstring.
+
+A clause is a rule with a stable code. Its module docstring (or class docstring)
+has four sections — ``## What it checks``, ``## Why it matters``, ``## Example``
+(a fenced ``kernlink`` block of contracts that triggers the clause) and ``## Fix`` —
+from which ``kernlink explain``, ``kernlink clauses`` and specs/clauses.md are made.
+"""
+
+from __future__ import annotations
+
+import abc
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from checker.composition import Composition
+from diagnostics.model import Diagnostic
+
+CATEGORIES = ("composition", "roles", "storage", "protocol", "callables", "tensors", "facts",
+              "communication", "link")
+# Where a clause's verdict comes from: the contracts alone, an SMT model, the joint
+# placement, what a package captured, or the device link.
+DECIDERS = ("structure", "smt", "placement", "package", "link")
+SECTIONS = ("What it checks", "Why it matters", "Example", "Fix")
+_CODE = re.compile(r"^L-[A-Z]+$")
+_NAME = re.compile(r"^[a-z]+(-[a-z]+)*$")
+_EXAMPLE = re.compile(r"```kernlink\n(.*?)```", re.S)
+
+
+@dataclass(frozen=True)
+class ClauseDocs:
+    sections: dict[str, str]
+
+    @property
+    def example_source(self) -> str | None:
+        match = _EXAMPLE.search(self.sections.get("Example", ""))
+        return match.group(1) if match else None
+
+
+def parse_docs(text: str) -> ClauseDocs:
+    """Split a docstring into its ``## Section`` bodies."""
+    sections: dict[str, str] = {}
+    current: str | None = None
+    lines: list[str] = []
+    for line in text.splitlines():
+        header = re.match(r"^\s*## (.+?)\s*$", line)
+        if header:
+            if current is not None:
+                sections[current] = _dedent("\n".join(lines))
+            current, lines = header.group(1), []
+        elif current is not None:
+            lines.append(line)
+    if current is not None:
+        sections[current] = _dedent("\n".join(lines))
+    return ClauseDocs(sections)
+
+
+def _dedent(text: str) -> str:
+    import textwrap
+
+    return textwrap.dedent(text).strip("\n")
+
+
+class Clause(abc.ABC):
+    """One rule of the composition. Subclasses set the metadata and implement ``check``."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    category: ClassVar[str]
+    decided_by: ClassVar[str] = "structure"
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        problems = []
+        code = getattr(cls, "code", "")
+        if not _CODE.match(code):
+            problems.append(f"code {code!r} is not of the form L-NAME")
+        if not _NAME.match(getattr(cls, "name", "")):
+            problems.append("name must be kebab-case")
+        summary = getattr(cls, "summary", "")
+        if not summary or summary.endswith(".") or summary[0].isupper():
+            problems.append("summary must be a lowercase phrase without a trailing period")
+        if getattr(cls, "category", None) not in CATEGORIES:
+            problems.append(f"category must be one of {CATEGORIES}")
+        if cls.decided_by not in DECIDERS:
+            problems.append(f"decided_by must be one of {DECIDERS}")
+        missing = [s for s in SECTIONS if s not in cls.docs().sections]
+        if missing:
+            problems.append(f"docs lack sections: {', '.join(missing)}")
+        if problems:
+            raise TypeError(f"clause {cls.__name__}: " + "; ".join(problems))
+
+    @classmethod
+    def docs(cls) -> ClauseDocs:
+        import sys
+
+        module = sys.modules.get(cls.__module__)
+        text = (module.__doc__ if module is not None else None) or cls.__doc__ or ""
+        return parse_docs(text)
+
+    @abc.abstractmethod
+    def check(self, comp: Composition) -> Iterable[Diagnostic]:
+        """Every violation of this clause in the composition (empty when it holds)."""

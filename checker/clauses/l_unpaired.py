@@ -1,0 +1,74 @@
+"""L-UNPAIRED: a channel endpoint (ring, counter, rendezvous) has no partner.
+
+## What it checks
+Every ring side, counter endpoint and rendezvous side is paired by its channel name
+with at least one endpoint of the other side in another role: a producer needs a
+consumer and a consumer needs a producer; a rendezvous `arrive` needs a `sync`.
+
+## Why it matters
+A consumer waiting on a full barrier that no producer ever arrives on hangs the
+kernel; a producer filling a ring nobody drains stalls on its first wrap. Neither
+fails at compile or link time — the GPU simply never finishes.
+
+## Example
+```kernlink
+stage "demo.mma" version "1.0.0" {
+    target sm_90a
+    role mma entry mma_main warps 4 warpgroup
+    ring kv consume by mma {
+        full wait
+        empty arrive per_warp(mma)
+    }
+}
+```
+
+## Fix
+Add the missing stage to the pipeline, or correct the channel name so both sides
+agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from checker.clause import Clause
+from checker.composition import Composition, Owned
+from checker.report import seam
+from contract_lang import ast as A
+from diagnostics.model import Diagnostic
+
+_OTHER = {"produce": "consume", "consume": "produce", "arrive": "sync", "sync": "arrive"}
+_WORD = {"produce": "producer", "consume": "consumer", "arrive": "arriving side", "sync": "synchronising side"}
+
+
+class UnpairedClause(Clause):
+    code = "L-UNPAIRED"
+    name = "unpaired-endpoint"
+    summary = "a channel endpoint has no partner"
+    category = "protocol"
+
+    def check(self, comp: Composition) -> Iterator[Diagnostic]:
+        known = {*comp.rings, *comp.counters, *comp.rendezvous}
+        for kind, table, attr in (("ring", comp.rings, "side"), ("counter", comp.counters, "side"),
+                                  ("rendezvous", comp.rendezvous, "mode")):
+            for name, ends in sorted(table.items()):
+                yield from self._unpaired(kind, name, list(ends), attr, known)
+
+    def _unpaired(self, kind: str, name: str, ends: Sequence[Owned[A.Node]], attr: str,
+                  known: set[str]) -> Iterator[Diagnostic]:
+        sides = {getattr(e.item, attr) for e in ends}
+        for end in ends:
+            side = getattr(end.item, attr)
+            if _OTHER[side] in sides:
+                continue
+            from contract_lang.parser import did_you_mean
+
+            guess = did_you_mean(name, sorted(known - {name}))
+            yield seam(
+                self.code, f"{kind} `{name}` has a {_WORD[side]} but no {_WORD[_OTHER[side]]}",
+                (end.span, f"{_WORD[side]} in `{end.stage_name}`"),
+                notes=(f"no stage of the pipeline declares the {_WORD[_OTHER[side]]} of `{name}`",),
+                helps=((f"did you mean `{guess}`?",) if guess else ())
+                + (f"add the stage that {_OTHER[side]}s `{name}` to the pipeline",),
+                data={"channel": name, "kind": kind, "side": side})
+            return

@@ -1,0 +1,160 @@
+"""The resolved composition every clause reads.
+
+Resolution (checker/resolve.py) turns a pipeline and the stages it uses into this
+model: stages by name and version, endpoints paired by channel name, the callable
+and channel graphs, the fact table, phases and lifetime events, and the target's
+hardware table. It is read-only: clauses are pure functions of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+import networkx as nx
+
+from checker.hardware import TargetSpec
+from contract_lang import ast as A
+from diagnostics.span import Span
+
+N = TypeVar("N", bound=A.Node)
+
+
+@dataclass(frozen=True)
+class Captured:
+    """What a compiler saw in a packed component (absent for contract-only checks)."""
+
+    defined_symbols: frozenset[str]
+    needed_symbols: frozenset[str]
+    params_layouts: tuple[CapturedParams, ...] = ()
+    toolkit: str | None = None
+    target: str | None = None
+
+
+@dataclass(frozen=True)
+class CapturedParams:
+    """A params struct as laid out by the compiler: size, alignment, field offsets and sizes."""
+
+    name: str
+    size: int
+    align: int
+    fields: tuple[tuple[str, int, int], ...]  # (field, offset, size)
+
+
+@dataclass(frozen=True)
+class StageEntry:
+    """One stage of the composition, where it came from, and what its package captured."""
+
+    stage: A.Stage
+    source: str
+    use: A.Use | None
+    package: str | None = None
+    captured: Captured | None = None
+
+    @property
+    def name(self) -> str:
+        return self.stage.name
+
+
+@dataclass(frozen=True)
+class Owned(Generic[N]):
+    """An AST item together with the stage that declares it."""
+
+    stage: StageEntry
+    item: N
+
+    @property
+    def span(self) -> Span:
+        return self.item.span
+
+    @property
+    def stage_name(self) -> str:
+        return self.stage.name
+
+
+@dataclass(frozen=True)
+class UnresolvedUse:
+    """A `use` line no stage satisfies: none by that name, several equal ones, or a version miss."""
+
+    use: A.Use
+    reason: str  # "missing" | "duplicate" | "version" | "bad-requirement"
+    candidates: tuple[StageEntry, ...] = ()
+
+
+@dataclass(frozen=True)
+class RoleInfo:
+    stage: StageEntry
+    role: A.Role
+
+    @property
+    def name(self) -> str:
+        return self.role.name
+
+    @property
+    def warps(self) -> int:
+        return self.role.warps or 0
+
+    @property
+    def threads(self) -> int:
+        return self.warps * 32
+
+
+@dataclass(frozen=True)
+class Composition:
+    """A pipeline resolved against its stages, for one target."""
+
+    pipeline: A.Pipeline
+    pipeline_source: str
+    stages: tuple[StageEntry, ...]
+    target_name: str
+    target: TargetSpec | None
+    target_span: Span
+    roles: dict[str, RoleInfo] = field(default_factory=dict)
+    rings: dict[str, tuple[Owned[A.Ring], ...]] = field(default_factory=dict)
+    counters: dict[str, tuple[Owned[A.Counter], ...]] = field(default_factory=dict)
+    rendezvous: dict[str, tuple[Owned[A.Rendezvous], ...]] = field(default_factory=dict)
+    exports: dict[str, tuple[Owned[A.ExportCallable], ...]] = field(default_factory=dict)
+    calls: tuple[Owned[A.Call], ...] = ()
+    tensor_exports: dict[str, tuple[Owned[A.ExportTensor], ...]] = field(default_factory=dict)
+    tensor_imports: tuple[Owned[A.ImportTensor], ...] = ()
+    owners: dict[str, tuple[Owned[A.OwnsFact], ...]] = field(default_factory=dict)
+    events: dict[str, Owned[A.Node]] = field(default_factory=dict)
+    unresolved: tuple[UnresolvedUse, ...] = ()
+    call_graph: nx.DiGraph = field(default_factory=nx.DiGraph)
+    channel_graph: nx.MultiDiGraph = field(default_factory=nx.MultiDiGraph)
+
+    def items(self, kind: type[N]) -> Iterator[Owned[N]]:
+        """Every item of one AST type across the stages, in stage then source order."""
+        for entry in self.stages:
+            for item in entry.stage.items:
+                if isinstance(item, kind):
+                    yield Owned(entry, item)
+
+    def stage(self, name: str) -> StageEntry | None:
+        return next((s for s in self.stages if s.name == name), None)
+
+    def role(self, name: str) -> RoleInfo | None:
+        return self.roles.get(name)
+
+    @property
+    def total_warps(self) -> int:
+        return sum(info.warps for info in self.roles.values())
+
+    @property
+    def interpreter_phases(self) -> dict[str, Owned[A.Phases]]:
+        """Phase name → the declaration by the interpreter stage that runs it."""
+        found: dict[str, Owned[A.Phases]] = {}
+        for decl in self.items(A.Phases):
+            for name in decl.item.names:
+                found.setdefault(name, decl)
+        return found
+
+    def phase_exclusive(self, a: str, b: str) -> bool:
+        """Whether the interpreter declares phases ``a`` and ``b`` mutually exclusive."""
+        if a == b:
+            return False
+        for decl in self.items(A.Phases):
+            if decl.item.mode == "exclusive" and a in decl.item.names and b in decl.item.names:
+                return True
+        return False

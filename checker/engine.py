@@ -1,0 +1,67 @@
+"""Run the registered clauses over a composition and collect their diagnostics.
+
+Every clause runs (or the ``select``/``ignore`` subset); diagnostics are sorted
+deterministically; a clause that raises is reported as an engine bug
+(``E-INTERNAL``), never as a crash and never as a pass.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Iterable, Sequence
+
+from checker.clause import Clause
+from checker.composition import Composition
+from diagnostics.model import Diagnostic, Label, Severity, sort_diagnostics
+
+
+class SelectionError(ValueError):
+    """``--select``/``--ignore`` named a code no clause has."""
+
+
+def registry() -> tuple[type[Clause], ...]:
+    from checker.clauses import CLAUSES
+
+    return CLAUSES
+
+
+def by_code() -> dict[str, type[Clause]]:
+    return {cls.code: cls for cls in registry()}
+
+
+def selected(select: Sequence[str] | None = None, ignore: Sequence[str] | None = None) -> list[type[Clause]]:
+    known = by_code()
+    unknown = [c for c in [*(select or ()), *(ignore or ())] if c not in known]
+    if unknown:
+        raise SelectionError(f"unknown clause code: {', '.join(sorted(unknown))}")
+    chosen = [known[c] for c in select] if select else list(known.values())
+    skip = set(ignore or ())
+    return sorted((c for c in chosen if c.code not in skip), key=lambda c: c.code)
+
+
+def run_clauses(comp: Composition, clauses: Iterable[type[Clause]] | None = None) -> list[Diagnostic]:
+    """All diagnostics of the given clauses (default: every registered clause), sorted."""
+    found: list[Diagnostic] = []
+    for cls in clauses if clauses is not None else selected():
+        try:
+            found.extend(cls().check(comp))
+        except Exception as exc:  # a clause bug must not look like a pass or crash the CLI
+            found.append(_internal(cls, exc))
+    return sort_diagnostics(found)
+
+
+def _internal(cls: type[Clause], exc: Exception) -> Diagnostic:
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    where = f"{frame.filename}:{frame.lineno}" if frame else "unknown location"
+    return Diagnostic(
+        "E-INTERNAL", f"clause `{cls.code}` failed with {type(exc).__name__}: {exc}",
+        severity=Severity.ERROR, labels=(),
+        notes=(f"raised at {where}", "the composition was not fully checked; this is a kernlink bug"),
+        helps=("report it with the inputs that trigger it",))
+
+
+def errors(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
+    return [d for d in diags if d.severity is Severity.ERROR]
+
+
+__all__ = ["Label", "SelectionError", "by_code", "errors", "registry", "run_clauses", "selected"]

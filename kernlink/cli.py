@@ -1,0 +1,178 @@
+"""The `kernlink` command line.
+
+Exit codes: 0 accepted (or nothing to report), 1 rejected (any error diagnostic),
+2 usage or I/O error. No command prints a traceback for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from checker.engine import SelectionError, by_code, registry
+from diagnostics.files import atomic_write_text
+from diagnostics.model import Diagnostic, DiagnosticError, Severity
+from diagnostics.render_json import render_json
+from diagnostics.render_sarif import render_sarif
+from diagnostics.render_text import render_text
+from diagnostics.rules import RuleInfo
+from diagnostics.sources import SourceMap
+from kernlink import __version__
+from kernlink.loader import UsageError
+
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+
+
+def _rules() -> list[RuleInfo]:
+    return [RuleInfo(code=c.code, name=c.name, summary=c.summary, help_uri=None,
+                     full_description=c.docs().sections.get("What it checks", c.summary))
+            for c in registry()]
+
+
+def emit(diags: Sequence[Diagnostic], sources: SourceMap, fmt: str, *, color: bool | None,
+         summary: str | None = None, output: str | None = None) -> None:
+    """Render diagnostics in the chosen format to stdout (or a file, written atomically)."""
+    if fmt == "json":
+        text = render_json(diags, tool_version=__version__)
+    elif fmt == "sarif":
+        text = render_sarif(diags, tool_version=__version__, rules=_rules())
+    else:
+        text = render_text(diags, sources, color=color, summary=summary) if diags or summary else ""
+    if output is not None:
+        atomic_write_text(output, text)
+    elif text:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _exit_for(diags: Sequence[Diagnostic]) -> int:
+    if any(d.code in ("E-IO",) for d in diags):
+        return EXIT_USAGE
+    return EXIT_REJECTED if any(d.severity is Severity.ERROR for d in diags) else EXIT_OK
+
+
+def _color(choice: str) -> bool | None:
+    return {"always": True, "never": False}.get(choice)
+
+
+def _codes(text: str | None) -> list[str] | None:
+    return [c.strip() for c in text.split(",") if c.strip()] if text else None
+
+
+# ----------------------------------------------------------------- commands
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from kernlink.api import check
+
+    result = check(args.paths, target=args.target, select=_codes(args.select), ignore=_codes(args.ignore))
+    n_err = sum(1 for d in result.diagnostics if d.is_error)
+    summary = "composition rejected" if n_err else "composition accepted"
+    emit(result.diagnostics, result.sources, args.format, color=_color(args.color), summary=summary,
+         output=args.output)
+    return _exit_for(result.diagnostics)
+
+
+def cmd_fmt(args: argparse.Namespace) -> int:
+    from contract_lang.printer import format_text
+    from diagnostics.files import read_source
+
+    status = EXIT_OK
+    sources = SourceMap()
+    for path in args.files:
+        try:
+            text = read_source(path)
+            sources.add(path, text)
+            formatted = format_text(text, path)
+        except DiagnosticError as err:
+            emit(err.diagnostics, sources, "text", color=_color(args.color))
+            status = max(status, _exit_for(err.diagnostics))
+            continue
+        if formatted == text:
+            continue
+        if args.check:
+            print(f"would reformat {path}")
+            status = max(status, EXIT_REJECTED)
+        else:
+            atomic_write_text(path, formatted)
+            print(f"reformatted {path}")
+    return status
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from kernlink.docs import explain_json, explain_text
+
+    code = args.code.upper()
+    if code not in by_code():
+        print(f"error: unknown clause `{args.code}`; `kernlink clauses` lists them", file=sys.stderr)
+        return EXIT_USAGE
+    print(explain_json(code) if args.format == "json" else explain_text(code), end="")
+    return EXIT_OK
+
+
+def cmd_clauses(args: argparse.Namespace) -> int:
+    from kernlink.docs import catalogue_json, catalogue_markdown, catalogue_table
+
+    if args.format == "json":
+        print(catalogue_json(), end="")
+    elif args.format == "markdown":
+        print(catalogue_markdown(), end="")
+    else:
+        catalogue_table(color=_color(args.color))
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kernlink", description="Verification-first contracts for GPU kernel components")
+    parser.add_argument("--version", action="version", version=f"kernlink {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("check", help="check a composition: accept, or name every violated clause")
+    p.add_argument("paths", nargs="+", help="a pipeline (.kp) and optionally contracts (.kc) or packages (.kpkg)")
+    p.add_argument("--target", help="re-check for another target (sm_90a, sm_100a, sm_120a)")
+    p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    p.add_argument("--select", help="only these clause codes (comma-separated)")
+    p.add_argument("--ignore", help="skip these clause codes (comma-separated)")
+    p.add_argument("-o", "--output", help="write the report to a file instead of stdout")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.set_defaults(run=cmd_check)
+
+    p = sub.add_parser("fmt", help="rewrite contracts in canonical form")
+    p.add_argument("files", nargs="+")
+    p.add_argument("--check", action="store_true", help="exit 1 when a file is not canonical; change nothing")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.set_defaults(run=cmd_fmt)
+
+    p = sub.add_parser("explain", help="print a clause's documentation")
+    p.add_argument("code")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(run=cmd_explain)
+
+    p = sub.add_parser("clauses", help="the catalogue of clauses")
+    p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.set_defaults(run=cmd_clauses)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except (UsageError, SelectionError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except DiagnosticError as err:
+        emit(err.diagnostics, SourceMap(), "text", color=None)
+        return _exit_for(err.diagnostics) or EXIT_REJECTED
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    return code
+
+
+def write_json(path: str | Path, value: object) -> None:
+    atomic_write_text(path, json.dumps(value, indent=2, sort_keys=True) + "\n")

@@ -1,0 +1,107 @@
+"""The manifest of a stage package: what `kernlink pack` records and loading checks.
+
+Keys (all required; see specs/package-format.md):
+
+``format``    ``"kernlink.stage"``, ``format_version`` 1
+``stage``, ``version``, ``target``   the contract's identity
+``contract``  the contract in canonical form (the text the checker reads)
+``toolkit``   the compiler that made the LTO IR (``nvrtc 13.0``, ``nvcc 13.0``)
+``captured``  ``defined``/``needed`` device symbols and ``params`` layouts the
+              compiler saw (name, size, align, fields as [name, offset, size])
+Payloads: ``lto.ir`` (the LTO IR) and ``source.cu`` (the component's source).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from checker.composition import Captured, CapturedParams
+from diagnostics.model import Diagnostic, DiagnosticError, Label
+from diagnostics.span import Span
+from linker.package import Package, read_package
+
+FORMAT = "kernlink.stage"
+FORMAT_VERSION = 1
+LTO_PAYLOAD = "lto.ir"
+SOURCE_PAYLOAD = "source.cu"
+_REQUIRED: dict[str, type] = {"format": str, "format_version": int, "stage": str, "version": str,
+                              "target": str, "contract": str, "toolkit": str, "captured": dict}
+
+
+@dataclass(frozen=True)
+class StagePackage:
+    path: str
+    stage: str
+    version: str
+    target: str
+    toolkit: str
+    contract_text: str
+    captured: Captured
+    lto_ir: bytes
+    manifest: Mapping[str, Any]
+
+
+def manifest_for(stage: str, version: str, target: str, contract: str, toolkit: str,
+                 captured: Captured) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "stage": stage,
+        "version": version,
+        "target": target,
+        "contract": contract,
+        "toolkit": toolkit,
+        "captured": {
+            "defined": sorted(captured.defined_symbols),
+            "needed": sorted(captured.needed_symbols),
+            "params": [{"name": p.name, "size": p.size, "align": p.align,
+                        "fields": [list(f) for f in p.fields]} for p in captured.params_layouts],
+        },
+    }
+
+
+def read_stage_package(path: str | Path) -> StagePackage:
+    """Read and validate a stage package; any defect is an L-INTEGRITY diagnostic."""
+    name = str(path)
+    pkg = read_package(path)
+    return stage_package(pkg, name)
+
+
+def stage_package(pkg: Package, name: str) -> StagePackage:
+    man = pkg.manifest
+    for key, kind in _REQUIRED.items():
+        if not isinstance(man.get(key), kind):
+            _malformed(name, f"`{key}` is missing or not a {kind.__name__}")
+    if man["format"] != FORMAT or man["format_version"] != FORMAT_VERSION:
+        _malformed(name, f"format `{man['format']}` v{man['format_version']} is not {FORMAT} v{FORMAT_VERSION}")
+    if LTO_PAYLOAD not in pkg.payloads:
+        _malformed(name, f"no `{LTO_PAYLOAD}` payload")
+    cap = man["captured"]
+    try:
+        captured = Captured(
+            defined_symbols=frozenset(_strings(cap["defined"])),
+            needed_symbols=frozenset(_strings(cap["needed"])),
+            params_layouts=tuple(CapturedParams(str(p["name"]), int(p["size"]), int(p["align"]),
+                                                tuple((str(f[0]), int(f[1]), int(f[2])) for f in p["fields"]))
+                                 for p in cap["params"]),
+            toolkit=man["toolkit"], target=man["target"])
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        _malformed(name, f"`captured` is malformed ({exc})")
+    return StagePackage(name, man["stage"], man["version"], man["target"], man["toolkit"], man["contract"],
+                        captured, pkg.payloads[LTO_PAYLOAD], man)
+
+
+def _strings(value: object) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError("expected a list of strings")
+    return value
+
+
+def _malformed(name: str, why: str) -> None:
+    raise DiagnosticError([Diagnostic(
+        "L-INTEGRITY", f"package `{name}` has a malformed manifest: {why}",
+        labels=(Label(Span(name, 1, 1, 1, 1), "in this package"),),
+        helps=("rebuild the package with `kernlink pack`",))])

@@ -1,0 +1,88 @@
+"""Our tidy: every clause registered, documented, exampled, tested; codes unique, never reused.
+
+Modelled on rustc's `tidy` for error codes: the catalogue in the design (CLAUSES.md's
+51 codes) is the target; a clause module that is not registered, a registered clause
+without docs or fixtures, an example that does not trigger its own clause, or a
+reused or retired code fails this test.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from pathlib import Path
+
+import pytest
+
+import checker.clauses as clauses_pkg
+from checker.clause import SECTIONS, Clause
+from checker.clauses import CLAUSES, RETIRED
+from kernlink.api import check_text
+from kernlink.docs import catalogue_markdown
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "clauses"
+# Clauses whose verdict needs a compiled package or a device link: their examples are
+# illustrative, and their tests live with the linker (fixtures carry captured facts).
+NEEDS_ARTIFACTS = ("package", "link")
+
+
+def _modules() -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules(clauses_pkg.__path__) if m.name.startswith("l_"))
+
+
+def test_every_module_is_registered() -> None:
+    registered = {cls.__module__.rsplit(".", 1)[1] for cls in CLAUSES}
+    for name in _modules():
+        module = importlib.import_module(f"checker.clauses.{name}")
+        classes = [v for v in vars(module).values()
+                   if isinstance(v, type) and issubclass(v, Clause) and v is not Clause
+                   and v.__module__ == module.__name__]
+        assert len(classes) == 1, f"{name} must define exactly one clause"
+        assert name in registered, f"checker/clauses/{name}.py is not in the registry"
+
+
+def test_codes_unique_and_not_retired() -> None:
+    codes = [cls.code for cls in CLAUSES]
+    assert len(codes) == len(set(codes)), "a clause code is registered twice"
+    assert not set(codes) & set(RETIRED), "a retired code was reused"
+    for cls in CLAUSES:
+        assert cls.__module__ == f"checker.clauses.l_{cls.code[2:].lower()}", cls.code
+
+
+@pytest.mark.parametrize("cls", CLAUSES, ids=lambda c: c.code)
+def test_documented(cls: type[Clause]) -> None:
+    sections = cls.docs().sections
+    for title in SECTIONS:
+        assert sections.get(title, "").strip(), f"{cls.code}: empty `{title}` section"
+    assert cls.docs().example_source, f"{cls.code}: the Example has no ```kernlink block"
+
+
+@pytest.mark.parametrize("cls", CLAUSES, ids=lambda c: c.code)
+def test_example_triggers_clause(cls: type[Clause]) -> None:
+    if cls.decided_by in NEEDS_ARTIFACTS:
+        pytest.skip(f"{cls.code} is decided from packages or the link; see its fixtures")
+    source = cls.docs().example_source
+    assert source is not None
+    result = check_text(source, f"{cls.code}-example.kc")
+    codes = {d.code for d in result.diagnostics if d.is_error}
+    assert cls.code in codes, f"{cls.code}: its example yields {sorted(codes)}"
+
+
+@pytest.mark.parametrize("cls", CLAUSES, ids=lambda c: c.code)
+def test_has_fixtures(cls: type[Clause]) -> None:
+    folder = FIXTURES / cls.code
+    assert folder.is_dir(), f"tests/clauses/{cls.code}/ is missing"
+    names = [p.name for p in folder.iterdir()]
+    fails = [n for n in names if n.startswith("fail_") and not n.endswith(".stderr")]
+    passes = [n for n in names if n.startswith("pass_")]
+    assert fails, f"{cls.code}: no fail_* fixture"
+    assert passes, f"{cls.code}: no pass_* fixture"
+    for fail in fails:
+        stem = fail.removesuffix(".kc")
+        assert (folder / f"{stem}.stderr").exists(), f"{cls.code}/{fail}: no rendered snapshot"
+
+
+def test_specs_catalogue_is_current() -> None:
+    assert (ROOT / "specs" / "clauses.md").read_text() == catalogue_markdown(), (
+        "specs/clauses.md is stale: run `kernlink clauses --format markdown > specs/clauses.md`")
