@@ -1,0 +1,222 @@
+"""The ``.kpkg`` package: one file holding a manifest and the payloads of a component.
+
+Layout (little-endian; documented in ``specs/package-format.md``)::
+
+    magic  8 bytes   b"\\x89KPKG\\r\\n\\x1a"
+    u32              format version (1)
+    u64              manifest length M
+    M bytes          manifest: canonical JSON (sorted keys, no blanks, UTF-8)
+    32 bytes         SHA-256 of the manifest bytes
+    payloads         concatenated in the order of the manifest's ``payloads`` list
+
+The caller's manifest gets a ``payloads`` list of ``{name, size, sha256}``, sorted
+by name. The same inputs always give the same bytes. Any defect found on reading
+raises ``DiagnosticError`` with code ``L-INTEGRITY``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from diagnostics import Diagnostic, DiagnosticError
+from diagnostics.files import atomic_write_bytes
+
+MAGIC = b"\x89KPKG\r\n\x1a"
+FORMAT_VERSION = 1
+PAYLOADS_KEY = "payloads"
+
+_HEADER = struct.Struct("<8sIQ")
+_HASH_BYTES = 32
+_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}")
+
+
+@dataclass(frozen=True)
+class Package:
+    """A package as read back: its manifest (with ``payloads`` entries) and payload bytes."""
+
+    version: int
+    manifest: Mapping[str, Any]
+    payloads: Mapping[str, bytes]
+    manifest_sha256: str
+
+
+def valid_payload_name(name: str) -> bool:
+    """A plain file name: letters, digits, ``._-``, not starting with a dot, ≤ 255 chars."""
+    return _NAME.fullmatch(name) is not None
+
+
+def canonical_json(value: object) -> bytes:
+    """The canonical encoding of a manifest: sorted keys, no blanks, UTF-8."""
+    _check_json(value, "manifest")
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False).encode("utf-8")
+
+
+def pack_bytes(manifest: Mapping[str, Any], payloads: Mapping[str, bytes]) -> bytes:
+    """The bytes of a package; deterministic for equal inputs."""
+    if PAYLOADS_KEY in manifest:
+        raise ValueError(f"manifest key `{PAYLOADS_KEY}` is reserved for the package")
+    for name in payloads:
+        if not valid_payload_name(name):
+            raise ValueError(f"payload name `{name}` is not a plain file name")
+    names = sorted(payloads)
+    entries = [{"name": n, "size": len(payloads[n]),
+                "sha256": hashlib.sha256(payloads[n]).hexdigest()} for n in names]
+    body = canonical_json({**manifest, PAYLOADS_KEY: entries})
+    parts = [_HEADER.pack(MAGIC, FORMAT_VERSION, len(body)), body,
+             hashlib.sha256(body).digest(), *(bytes(payloads[n]) for n in names)]
+    return b"".join(parts)
+
+
+def write_package(path: str | os.PathLike[str], manifest: Mapping[str, Any],
+                  payloads: Mapping[str, bytes]) -> None:
+    """Write a package atomically (a reader sees the old file or the new, never a mix)."""
+    atomic_write_bytes(Path(path), pack_bytes(manifest, payloads))
+
+
+def read_package(path: str | os.PathLike[str]) -> Package:
+    """Read and verify a package file."""
+    name = os.fspath(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as err:
+        raise _integrity(f"cannot read package `{name}`: {err.strerror or err}") from err
+    return parse_package(data, name=name)
+
+
+def parse_package(data: bytes, *, name: str = "<package>") -> Package:
+    """Verify and decode package bytes: magic, version, manifest hash and JSON, payloads."""
+    if len(data) < len(MAGIC) or data[: len(MAGIC)] != MAGIC:
+        raise _integrity(f"`{name}` is not a kernlink package (bad magic)")
+    if len(data) < _HEADER.size:
+        raise _integrity(f"package `{name}` is truncated: its header needs {_HEADER.size} "
+                         f"bytes, the file has {len(data)}")
+    _, version, length = _HEADER.unpack_from(data)
+    if version != FORMAT_VERSION:
+        raise _integrity(f"package `{name}` has format version {version}; this kernlink "
+                         f"reads version {FORMAT_VERSION}")
+    start, end = _HEADER.size, _HEADER.size + length
+    if end + _HASH_BYTES > len(data):
+        raise _integrity(f"package `{name}` is truncated: its manifest and hash need "
+                         f"{end + _HASH_BYTES} bytes, the file has {len(data)}")
+    body, digest = data[start:end], data[end : end + _HASH_BYTES]
+    if hashlib.sha256(body).digest() != digest:
+        raise _integrity(f"the manifest of `{name}` does not match its SHA-256")
+    manifest = _decode_manifest(body, name)
+    offset = end + _HASH_BYTES
+    payloads: dict[str, bytes] = {}
+    for entry in _payload_entries(manifest, name):
+        pname, size, sha = entry["name"], entry["size"], entry["sha256"]
+        if offset + size > len(data):
+            raise _integrity(f"payload `{pname}` of `{name}` is truncated: it needs {size} "
+                             f"bytes at offset {offset}, the file has {len(data)}")
+        blob = data[offset : offset + size]
+        if hashlib.sha256(blob).hexdigest() != sha:
+            raise _integrity(f"payload `{pname}` of `{name}` does not match its SHA-256")
+        payloads[pname] = blob
+        offset += size
+    if offset != len(data):
+        raise _integrity(f"package `{name}` has {len(data) - offset} unexpected bytes after "
+                         "its last payload")
+    return Package(version, MappingProxyType(manifest), MappingProxyType(payloads),
+                   hashlib.sha256(body).hexdigest())
+
+
+def unpack(package: Package, dest_dir: str | os.PathLike[str]) -> tuple[Path, ...]:
+    """Write every payload as ``dest_dir/<name>``; never writes outside ``dest_dir``."""
+    dest = Path(dest_dir)
+    dest.mkdir(parents=True, exist_ok=True)
+    root = dest.resolve()
+    written = []
+    for pname, blob in sorted(package.payloads.items()):
+        target = root / pname
+        if not valid_payload_name(pname) or target.parent != root:
+            raise _integrity(f"payload name `{pname}` is not a plain file name; refusing to "
+                             "write it")
+        atomic_write_bytes(target, blob)
+        written.append(target)
+    return tuple(written)
+
+
+def _decode_manifest(body: bytes, name: str) -> dict[str, Any]:
+    try:
+        manifest = json.loads(body.decode("utf-8"), object_pairs_hook=_no_duplicates,
+                              parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError) as err:
+        raise _integrity(f"the manifest of `{name}` is not valid JSON: {err}") from err
+    if not isinstance(manifest, dict):
+        raise _integrity(f"the manifest of `{name}` is not a JSON object")
+    if canonical_json(manifest) != body:
+        raise _integrity(f"the manifest of `{name}` is not in canonical form")
+    return manifest
+
+
+def _payload_entries(manifest: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    entries = manifest.get(PAYLOADS_KEY)
+    if not isinstance(entries, list):
+        raise _integrity(f"the manifest of `{name}` has no `{PAYLOADS_KEY}` list")
+    seen: set[str] = set()
+    for entry in entries:
+        ok = (isinstance(entry, dict) and set(entry) == {"name", "size", "sha256"}
+              and isinstance(entry["name"], str) and isinstance(entry["sha256"], str)
+              and type(entry["size"]) is int and entry["size"] >= 0
+              and re.fullmatch(r"[0-9a-f]{64}", entry["sha256"]) is not None)
+        if not ok:
+            raise _integrity(f"the manifest of `{name}` has a malformed payload entry: "
+                             f"{json.dumps(entry, sort_keys=True)[:200]}")
+        pname = entry["name"]
+        if not valid_payload_name(pname):
+            raise _integrity(f"payload name `{pname}` in `{name}` is not a plain file name")
+        if pname in seen:
+            raise _integrity(f"payload `{pname}` appears twice in `{name}`")
+        seen.add(pname)
+    if [e["name"] for e in entries] != sorted(seen):
+        raise _integrity(f"the payloads of `{name}` are not sorted by name")
+    return entries
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _no_constant(token: str) -> Any:
+    raise ValueError(f"{token} is not allowed")
+
+
+def _check_json(value: object, where: str) -> None:
+    if value is None or isinstance(value, (str, bool, int)):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{where} holds a non-finite number")
+        return
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check_json(item, f"{where}[{i}]")
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"{where} has a non-string key {key!r}")
+            _check_json(item, f"{where}.{key}")
+        return
+    raise TypeError(f"{where} holds a {type(value).__name__}, which JSON cannot encode")
+
+
+def _integrity(message: str) -> DiagnosticError:
+    return DiagnosticError([Diagnostic("L-INTEGRITY", message)])

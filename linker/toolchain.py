@@ -1,0 +1,388 @@
+"""Compile CUDA C++ to LTO IR (NVRTC, or nvcc on request) and device-link LTO IR with nvJitLink.
+
+Pure toolchain: no contracts. Every failure is a :class:`DiagnosticError`:
+``E-COMPILE`` for the compiler (one diagnostic per ``file(line): error`` in its
+log, with a span), ``L-LINK`` for nvJitLink (its error log in the notes, the
+result name such as ``ERROR_PTX_COMPILE`` in ``data``) and for a link whose
+cubin lacks an expected kernel, which nvJitLink itself reports as success.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cuda.bindings import nvjitlink, nvrtc
+
+from diagnostics import Diagnostic, DiagnosticError, Label, Severity, Span
+from linker.cubin import read_cubin
+
+#: NVRTC gained ``--use-bundled-headers`` (CUDA headers shipped inside NVRTC) in 13.3.
+BUNDLED_HEADERS_SINCE = (13, 3)
+
+_MESSAGE = re.compile(
+    r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<severity>catastrophic error|error|warning)"
+    r"(?: #(?P<number>[\w-]+))?: (?P<text>.*)$"
+)
+_ENTRY = re.compile(r"Compiling entry function '(?P<name>[^']+)'")
+_USED = re.compile(r"Used (?P<regs>\d+) registers(?:, used (?P<bars>\d+) barriers)?")
+_SMEM = re.compile(r"(?P<smem>\d+) bytes smem")
+_NVCC_VERSION = re.compile(r"release (\d+)\.(\d+)")
+
+
+@dataclass(frozen=True)
+class CompilerMessage:
+    """One ``file(line): severity: text`` entry of a compiler log."""
+
+    severity: Severity
+    text: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    name: str
+    arch: str
+    ltoir: bytes
+    log: str
+    options: tuple[str, ...]
+    compiler: str
+    messages: tuple[CompilerMessage, ...]
+
+
+@dataclass(frozen=True)
+class PtxasUsage:
+    """Resource use of one entry function as ptxas reports it under ``-verbose``."""
+
+    kernel: str
+    registers: int
+    barriers: int
+    static_smem: int
+
+
+@dataclass(frozen=True)
+class LinkResult:
+    arch: str
+    cubin: bytes
+    info_log: str
+    error_log: str
+    kernels: tuple[str, ...]
+    ptx: str | None = None
+
+    def ptxas_usage(self) -> dict[str, PtxasUsage]:
+        """Per-kernel registers, barriers and static smem from a ``verbose=True`` link."""
+        return parse_ptxas_usage(self.info_log)
+
+
+@dataclass(frozen=True)
+class ToolkitVersions:
+    nvrtc: tuple[int, int]
+    nvjitlink: tuple[int, int]
+
+    def as_dict(self) -> dict[str, str]:
+        return {"nvrtc": _dotted(self.nvrtc), "nvjitlink": _dotted(self.nvjitlink)}
+
+
+def _dotted(version: tuple[int, int]) -> str:
+    return f"{version[0]}.{version[1]}"
+
+
+def nvrtc_version() -> tuple[int, int]:
+    _, major, minor = nvrtc.nvrtcVersion()
+    return (int(major), int(minor))
+
+
+def nvjitlink_version() -> tuple[int, int]:
+    major, minor = nvjitlink.version()
+    return (int(major), int(minor))
+
+
+def toolkit_versions() -> ToolkitVersions:
+    return ToolkitVersions(nvrtc=nvrtc_version(), nvjitlink=nvjitlink_version())
+
+
+def nvcc_path() -> str | None:
+    """The nvcc on ``PATH`` (optional; kernlink never needs it)."""
+    return shutil.which("nvcc")
+
+
+def nvcc_version(nvcc: str | None = None) -> tuple[int, int] | None:
+    exe = nvcc or nvcc_path()
+    if exe is None:
+        return None
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True, check=False).stdout
+    found = _NVCC_VERSION.search(out)
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def default_cache_dir() -> Path:
+    """``$KERNLINK_CACHE``, else ``kernlink-cache`` in the system temp directory."""
+    env = os.environ.get("KERNLINK_CACHE")
+    return Path(env) if env else Path(tempfile.gettempdir()) / "kernlink-cache"
+
+
+def nvrtc_options(
+    arch: str,
+    *,
+    std: str = "c++17",
+    include_dirs: Iterable[str | os.PathLike[str]] = (),
+    defines: Mapping[str, str] | None = None,
+    extra: Sequence[str] = (),
+    cache_dir: Path | None = None,
+    version: tuple[int, int] | None = None,
+) -> tuple[str, ...]:
+    """NVRTC options for LTO IR. Bundled headers go under ``cache_dir``, never ``~/.cache``."""
+    opts = [f"-arch={arch}", "-dlto", "-rdc=true", f"-std={std}"]
+    opts += [f"--include-path={os.fspath(d)}" for d in include_dirs]
+    opts += [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
+    if (version or nvrtc_version()) >= BUNDLED_HEADERS_SINCE:
+        headers = (cache_dir or default_cache_dir()) / "nvrtc-headers"
+        opts.append(f"--use-bundled-headers={headers}")
+    opts += extra
+    return tuple(opts)
+
+
+def compile_nvrtc(
+    source: str | bytes,
+    name: str,
+    *,
+    arch: str = "sm_90a",
+    std: str = "c++17",
+    include_dirs: Iterable[str | os.PathLike[str]] = (),
+    defines: Mapping[str, str] | None = None,
+    extra_options: Sequence[str] = (),
+    cache_dir: Path | None = None,
+) -> CompileResult:
+    """Compile one translation unit to LTO IR with NVRTC."""
+    text = source.encode() if isinstance(source, str) else source
+    opts = nvrtc_options(arch, std=std, include_dirs=include_dirs, defines=defines,
+                         extra=extra_options, cache_dir=cache_dir)
+    err, prog = nvrtc.nvrtcCreateProgram(text, name.encode(), 0, [], [])
+    _check_nvrtc(err, name, "nvrtcCreateProgram")
+    try:
+        encoded = [o.encode() for o in opts]
+        (result,) = nvrtc.nvrtcCompileProgram(prog, len(encoded), encoded)
+        log = _nvrtc_log(prog)
+        messages = parse_compiler_log(log)
+        if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise _compile_error(name, arch, "nvrtc", result.name, log, messages)
+        err, size = nvrtc.nvrtcGetLTOIRSize(prog)
+        _check_nvrtc(err, name, "nvrtcGetLTOIRSize")
+        out = bytearray(size)
+        (err,) = nvrtc.nvrtcGetLTOIR(prog, out)
+        _check_nvrtc(err, name, "nvrtcGetLTOIR")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    return CompileResult(name, arch, bytes(out), log, opts, "nvrtc", messages)
+
+
+def compile_nvcc(
+    source: str | bytes,
+    name: str,
+    *,
+    arch: str = "sm_90a",
+    std: str = "c++17",
+    include_dirs: Iterable[str | os.PathLike[str]] = (),
+    defines: Mapping[str, str] | None = None,
+    extra_options: Sequence[str] = (),
+    nvcc: str | None = None,
+) -> CompileResult:
+    """Compile one translation unit to LTO IR with nvcc (``-dlto -arch=lto_XX -ltoir``)."""
+    exe = nvcc or nvcc_path()
+    if exe is None:
+        raise DiagnosticError([Diagnostic("E-COMPILE", "nvcc is not installed",
+                                          helps=("compile with NVRTC instead",))])
+    text = source.encode() if isinstance(source, str) else source
+    opts = (f"-arch=lto_{arch.removeprefix('sm_')}", "-dlto", "-ltoir", "-rdc=true",
+            f"-std={std}", *[f"-I{os.fspath(d)}" for d in include_dirs],
+            *[f"-D{k}={v}" for k, v in sorted((defines or {}).items())], *extra_options)
+    base = Path(name).name or "source.cu"
+    with tempfile.TemporaryDirectory(prefix="kernlink-nvcc-") as tmp:
+        src, out = Path(tmp) / base, Path(tmp) / "out.ltoir"
+        src.write_bytes(text)
+        proc = subprocess.run([exe, *opts, base, "-o", out.name], cwd=tmp,
+                              capture_output=True, text=True, check=False)
+        log = (proc.stdout + proc.stderr).replace(base + "(", name + "(")
+        messages = parse_compiler_log(log)
+        if proc.returncode != 0 or not out.exists():
+            raise _compile_error(name, arch, "nvcc", f"exit status {proc.returncode}", log,
+                                 messages)
+        return CompileResult(name, arch, out.read_bytes(), log, opts, "nvcc", messages)
+
+
+def link(
+    inputs: Sequence[tuple[str, bytes]] | Mapping[str, bytes],
+    *,
+    arch: str = "sm_90a",
+    kernels: Sequence[str] = (),
+    verbose: bool = False,
+    emit_ptx: bool = False,
+    extra_options: Sequence[str] = (),
+) -> LinkResult:
+    """Device-link named LTO IR inputs into a cubin for ``arch``.
+
+    ``kernels`` must all be in the result (with no names, at least one kernel must be).
+    ``verbose`` puts ptxas' per-kernel report in ``info_log``; ``emit_ptx`` also runs a
+    ``-ptx`` link and returns the post-LTO PTX.
+    """
+    items = list(inputs.items()) if isinstance(inputs, Mapping) else list(inputs)
+    opts = [f"-arch={arch}", "-lto", *(["-verbose"] if verbose else []), *extra_options]
+    cubin, info, errors = _nvjitlink(items, opts, arch, want="cubin")
+    names = read_cubin(cubin, name=f"linked cubin for {arch}").kernel_names
+    missing = [k for k in kernels if k not in names]
+    if missing or not names:
+        message = (f"no kernel `{missing[0]}` in the linked cubin" if missing
+                   else "the linked cubin has no kernel")
+        found = ", ".join(f"`{n}`" for n in names) or "none"
+        raise DiagnosticError([Diagnostic(
+            "L-LINK", message, notes=(f"kernels in the cubin: {found}",
+                                      "inputs: " + ", ".join(f"`{n}`" for n, _ in items)),
+            helps=("add the input that defines the kernel, and declare it `extern \"C\" "
+                   "__global__` so its name is not mangled",),
+            data=(("arch", arch), ("missing", ",".join(missing))))])
+    ptx = None
+    if emit_ptx:
+        ptx_opts = [o for o in opts if o != "-verbose"] + ["-ptx"]
+        ptx = _nvjitlink(items, ptx_opts, arch, want="ptx")[0].decode()
+    return LinkResult(arch, cubin, info, errors, names, ptx)
+
+
+def parse_compiler_log(log: str) -> tuple[CompilerMessage, ...]:
+    """The ``file(line): error|warning: text`` entries of an NVRTC/nvcc log, with columns.
+
+    The EDG front end echoes the source line indented by two blanks and puts a caret
+    under the offending token; the caret's position gives the column.
+    """
+    lines = log.splitlines()
+    found = []
+    for i, line in enumerate(lines):
+        match = _MESSAGE.match(line)
+        if not match:
+            continue
+        col, width = 1, 1
+        if i + 2 < len(lines) and lines[i + 2].strip() == "^" and lines[i + 1].startswith("  "):
+            col = max(1, lines[i + 2].index("^") - 1)
+            token = re.match(r"[A-Za-z_]\w*|\S", lines[i + 1][col + 1 :])
+            width = len(token.group(0)) if token else 1
+        row = int(match["line"])
+        severity = Severity.WARNING if match["severity"] == "warning" else Severity.ERROR
+        span = Span(match["file"], max(row, 1), col, max(row, 1), col + width)
+        found.append(CompilerMessage(severity, match["text"].rstrip(". "), span))
+    return tuple(found)
+
+
+def parse_ptxas_usage(info_log: str) -> dict[str, PtxasUsage]:
+    usage: dict[str, PtxasUsage] = {}
+    current: str | None = None
+    for line in info_log.splitlines():
+        entry = _ENTRY.search(line)
+        if entry:
+            current = entry["name"]
+            continue
+        used = _USED.search(line)
+        if used and current is not None:
+            smem = _SMEM.search(line)
+            usage[current] = PtxasUsage(current, int(used["regs"]), int(used["bars"] or 0),
+                                        int(smem["smem"]) if smem else 0)
+            current = None
+    return usage
+
+
+def _nvjitlink(items: list[tuple[str, bytes]], opts: list[str], arch: str,
+               want: str) -> tuple[bytes, str, str]:
+    handle = None
+    try:
+        handle = nvjitlink.create(len(opts), opts)
+        for name, data in items:
+            nvjitlink.add_data(handle, nvjitlink.InputType.LTOIR, data, len(data), name)
+        nvjitlink.complete(handle)
+        if want == "ptx":
+            out = bytearray(nvjitlink.get_linked_ptx_size(handle))
+            nvjitlink.get_linked_ptx(handle, out)
+            out = out.rstrip(b"\0")
+        else:
+            out = bytearray(nvjitlink.get_linked_cubin_size(handle))
+            nvjitlink.get_linked_cubin(handle, out)
+        return bytes(out), _log(handle, "info"), _log(handle, "error")
+    except nvjitlink.nvJitLinkError as exc:
+        result = nvjitlink.Result(exc.status).name
+        error_log = _log(handle, "error") if handle is not None else ""
+        raise _link_error(items, arch, result, error_log) from None
+    finally:
+        if handle is not None:
+            nvjitlink.destroy(handle)
+
+
+def _log(handle: int, which: str) -> str:
+    size = getattr(nvjitlink, f"get_{which}_log_size")(handle)
+    buf = bytearray(size)
+    if size:
+        getattr(nvjitlink, f"get_{which}_log")(handle, buf)
+    return _clean(buf)
+
+
+def _nvrtc_log(prog: object) -> str:
+    _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+    buf = bytearray(size)
+    nvrtc.nvrtcGetProgramLog(prog, buf)
+    return _clean(buf)
+
+
+def _clean(raw: bytes | bytearray) -> str:
+    return bytes(raw).split(b"\0", 1)[0].decode(errors="replace").strip()
+
+
+def _check_nvrtc(err: object, name: str, call: str) -> None:
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        label = getattr(err, "name", str(err))
+        raise DiagnosticError([Diagnostic("E-COMPILE", f"`{call}` failed for `{name}`: {label}",
+                                          data=(("compiler", "nvrtc"), ("result", label)))])
+
+
+def _compile_error(name: str, arch: str, compiler: str, result: str, log: str,
+                   messages: tuple[CompilerMessage, ...]) -> DiagnosticError:
+    data = (("compiler", compiler), ("arch", arch), ("result", result), ("log", log))
+    helps: tuple[str, ...] = ()
+    version = nvrtc_version()
+    if compiler == "nvrtc" and "open source file" in log and version < BUNDLED_HEADERS_SINCE:
+        helps = (f"NVRTC {_dotted(version)} bundles no CUDA headers: pass the toolkit's "
+                 "include directory in `include_dirs`",)
+    errors = [m for m in messages if m.severity is Severity.ERROR]
+    if not errors:
+        notes = tuple(line for line in log.splitlines() if line.strip())
+        return DiagnosticError([Diagnostic(
+            "E-COMPILE", f"{compiler} could not compile `{name}` for `{arch}` ({result})",
+            notes=notes, helps=helps, data=data)])
+    return DiagnosticError([
+        Diagnostic("E-COMPILE", m.text, labels=(Label(m.span, ""),), helps=helps, data=data)
+        for m in errors
+    ])
+
+
+_LINK_HELP = {
+    "ERROR_PTX_COMPILE": "an `Unresolved extern` names a symbol that no input defines: "
+                         "add the input that defines it",
+    "ERROR_NVVM_COMPILE": "a symbol defined in two inputs is `multiply defined`: keep one "
+                          "definition, or give the others internal linkage",
+    "ERROR_ARCH_MISMATCH": "an input was compiled for a newer architecture than the link "
+                           "target: recompile it for the target",
+    "ERROR_LTO_NOT_ENABLED": "LTO IR inputs need `-lto`",
+    "ERROR_INCORRECT_INPUT_TYPE": "an input is not LTO IR",
+}
+
+
+def _link_error(items: list[tuple[str, bytes]], arch: str, result: str,
+                error_log: str) -> DiagnosticError:
+    notes = tuple(line for line in error_log.splitlines() if line.strip())
+    names = ", ".join(f"`{n}`" for n, _ in items) or "no inputs"
+    help_text = _LINK_HELP.get(result)
+    return DiagnosticError([Diagnostic(
+        "L-LINK", f"nvJitLink could not link {names} for `{arch}` ({result})",
+        notes=notes, helps=(help_text,) if help_text else (),
+        data=(("result", result), ("arch", arch), ("error_log", error_log)))])
