@@ -97,7 +97,7 @@ def resolve(pipeline: A.Pipeline, pipeline_source: str, candidates: Sequence[Sta
 def _group(items: Iterable[Owned[N]]) -> dict[str, tuple[Owned[N], ...]]:
     groups: dict[str, list[Owned[N]]] = defaultdict(list)
     for owned in items:
-        groups[owned.item.name].append(owned)
+        groups[owned.item.name].append(owned)  # type: ignore[attr-defined]
     return {k: tuple(v) for k, v in groups.items()}
 
 

@@ -400,6 +400,6 @@ def _render(source: A.SourceFile, comments: _Comments | None) -> str:
             printer.lines.append("")
         printer.item(0, item)
     if comments is not None:
-        printer.lines.extend(c for _, c in comments.before(1 << 30))
+        printer.lines.extend(comments.before(1 << 30))
         printer.lines.extend(comments.trailing.values())
     return "\n".join(printer.lines) + "\n"

@@ -29,7 +29,8 @@ agree.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from checker.clause import Clause
 from checker.composition import Composition, Owned
@@ -49,8 +50,9 @@ class UnpairedClause(Clause):
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
         known = {*comp.rings, *comp.counters, *comp.rendezvous}
-        for kind, table, attr in (("ring", comp.rings, "side"), ("counter", comp.counters, "side"),
-                                  ("rendezvous", comp.rendezvous, "mode")):
+        tables: tuple[tuple[str, Mapping[str, Sequence[Owned[Any]]], str], ...] = (
+            ("ring", comp.rings, "side"), ("counter", comp.counters, "side"), ("rendezvous", comp.rendezvous, "mode"))
+        for kind, table, attr in tables:
             for name, ends in sorted(table.items()):
                 yield from self._unpaired(kind, name, list(ends), attr, known)
 
