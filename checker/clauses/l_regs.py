@@ -1,0 +1,134 @@
+"""L-REGS: the register groups' budgets do not fit the registers the CTA is launched with.
+
+## What it checks
+At check time, from the declared budgets. Register groups are warpgroups
+(`setmaxnreg` acts per warpgroup); the roles are packed in declaration order,
+`warpgroup` roles aligned to a warp index divisible by 4 with idle padding before
+them, and the block has T = 32 × its warps threads, padding included. A group's
+budget is the largest `regs` of the roles with a warp in it; a role without `regs`
+counts as the setmaxnreg minimum (24). The CTA is launched with E registers per
+thread, E = min(`max_regs_per_thread`, `regs_per_block` / T) rounded down to the
+allocation unit of 8 (T = 384 gives E = 168). The clause rejects when
+
+    Σ over warpgroups of budget × 128  >  E × T   (the CTA's register pool)
+
+It runs only when some role declares `regs`, every budget is a valid setmaxnreg
+operand (else L-REGRANGE reports) and the block fits (else L-WARPS reports).
+
+After the device link the linker checks the same sum against the linked kernel's
+real entry register count read from the cubin; when that count is lower than E
+it re-solves the placement once with the real count, then fails with this code.
+
+## Why it matters
+`setmaxnreg.inc` takes registers from the CTA's pool, which holds what the kernel
+was launched with; `.dec` gives them back. The budgets together can never exceed
+the pool: an increase that cannot be satisfied blocks forever. On an H200 with 384
+threads (E = 168, pool 64 512), budgets 40 / 232 / 232 complete and 40 / 240 / 240
+hang (HARDWARE.md §3.2). No compiler or driver reports it.
+
+## Example
+```kernlink
+stage "gemm.mainloop" version "1.0.0" {
+    target sm_90a
+    role load entry load_main warps 4 warpgroup regs 40
+    role mma entry mma_main warps 8 warpgroup regs 240
+}
+```
+
+## Fix
+Lower the budgets until they sum, over the warpgroups, to at most E × T / 128
+(504 at 384 threads: 40 / 232 / 232), or shrink the block so E grows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from checker.clause import Clause
+from checker.composition import Composition
+from checker.hardware import TargetSpec
+from checker.report import plural, seam
+from checker.warps import BlockLayout, PlacedRole, RegisterGroup, block_layout, entry_registers, register_groups
+from diagnostics.model import Diagnostic
+
+
+class RegsClause(Clause):
+    code = "L-REGS"
+    name = "register-pool"
+    summary = "the register groups cannot fit the register file"
+    category = "roles"
+
+    def check(self, comp: Composition) -> Iterator[Diagnostic]:
+        target = comp.target
+        if target is None or not any(info.role.regs is not None for info in comp.roles.values()):
+            return
+        if any(not _valid(info.role.regs, target) for info in comp.roles.values()):
+            return
+        layout = block_layout(comp, target)
+        if not 0 < layout.warps <= target.max_warps_per_block:
+            return
+        threads = layout.warps * target.warp_size
+        entry = entry_registers(target, threads)
+        pool = entry * threads
+        groups = register_groups(layout, target)
+        need = sum(g.registers(target) for g in groups)
+        if need > pool:
+            yield self._report(layout, groups, target, need, entry, threads)
+
+    def _report(self, layout: BlockLayout, groups: tuple[RegisterGroup, ...], target: TargetSpec,
+                need: int, entry: int, threads: int) -> Diagnostic:
+        pool = entry * threads
+        group_threads = target.warpgroup_warps * target.warp_size
+        running, overflow = 0, groups[-1]
+        for group in groups:
+            running += group.registers(target)
+            if running > pool:
+                overflow = group
+                break
+        primary = overflow.decided_by or layout.roles[0]
+        labels = {p.name: _label(p, groups, target) for p in layout.roles if p.warps > 0}
+        unit = target.reg_alloc_unit_per_warp // target.warp_size
+        budgets = " + ".join(str(g.budget) for g in groups)
+        defaulted = [p for p in layout.roles if p.warps > 0 and p.info.role.regs is None]
+        return seam(
+            self.code, f"register groups need {_n(need)} registers, the CTA pool holds {_n(pool)} "
+                       f"({entry} per thread × {threads} threads)",
+            (primary.info.role.span, labels.pop(primary.name)),
+            [(p.info.role.span, labels[p.name]) for p in layout.roles if p.name in labels],
+            notes=(f"the warpgroups' budgets sum to {budgets} = {sum(g.budget for g in groups)}, times "
+                   f"{group_threads} threads each",
+                   f"{threads} threads enter with {entry} registers each: the largest multiple of {unit} not above "
+                   f"min({target.max_regs_per_thread}, {target.regs_per_block} / {threads}) "
+                   "(HARDWARE.md §3.1)",
+                   "`setmaxnreg.inc` blocks until the pool can give what it asks; budgets above the pool hang the "
+                   "kernel (on an H200 at 384 threads 40/232/232 completes, 40/240/240 hangs)",
+                   *([f"a role without `regs` counts as the setmaxnreg minimum, {target.setmaxnreg_min}"]
+                     if defaulted else [])),
+            helps=(f"lower the budgets so the {plural(len(groups), 'warpgroup')} sum to at most "
+                   f"{pool // group_threads} (now {need // group_threads})",),
+            data={"need": need, "pool": pool, "entry_regs": entry, "threads": threads,
+                  "budgets": ",".join(str(g.budget) for g in groups)})
+
+
+def _valid(regs: int | None, target: TargetSpec) -> bool:
+    return regs is None or (target.setmaxnreg_min <= regs <= target.setmaxnreg_max
+                            and regs % target.setmaxnreg_step == 0)
+
+
+def _label(placed: PlacedRole, groups: tuple[RegisterGroup, ...], target: TargetSpec) -> str:
+    decided = [g for g in groups if g.decided_by is placed]
+    if not decided:
+        shared = next(g for g in groups if placed in g.roles)
+        decider = shared.decided_by.name if shared.decided_by is not None else "another role"
+        return f"shares warpgroup {shared.index} with `{decider}` (budget {shared.budget})"
+    budget = decided[0].budget
+    threads = len(decided) * target.warpgroup_warps * target.warp_size
+    which = (f"warpgroup {decided[0].index}" if len(decided) == 1
+             else f"warpgroups {decided[0].index}–{decided[-1].index}")
+    stated = f"`regs {budget}`" if placed.info.role.regs is not None else f"no `regs`, counts as {budget}"
+    return f"{stated} × {threads} threads ({which}) = {_n(budget * threads)}"
+
+
+def _n(value: int) -> str:
+    """An integer with its thousands separated by spaces, as in 64 512."""
+    return f"{value:,}".replace(",", " ")

@@ -1,0 +1,145 @@
+"""L-WARPS: the roles need more warps than a block has, or do not cover the launched block exactly.
+
+## What it checks
+The roles of all stages are packed into one block in declaration order (stage
+order, then source order); a `warpgroup` role starts at the next warp index
+divisible by 4, and the linker pads the warps skipped with idle warps. The block's
+warps — every role's `warps` plus that padding — must not exceed the target's
+`max_warps_per_block` (32 on every target: 1024 threads).
+
+When a `launch` line (of a stage or of the pipeline) states `threads N`, N must be
+a whole number of warps and the roles, padding included, must cover exactly N / 32
+warps. When launch lines state different thread counts, L-LAUNCH reports that and
+this clause does not compare the roles with any of them.
+
+## Why it matters
+A block larger than 1024 threads does not launch (`cudaErrorInvalidValue`).
+A stage compiled for a fixed block size (`__launch_bounds__`, `.maxntid`) divides
+its work by that size: warps the roles do not cover run no role and never arrive
+on the barriers sized for them, and roles beyond the launched block never run.
+
+## Example
+```kernlink
+stage "attn.load" version "1.0.0" {
+    target sm_90a
+    role load entry load_main warps 1
+    launch persistent threads 384
+}
+stage "attn.softmax" version "1.0.0" {
+    target sm_90a
+    role softmax entry softmax_main warps 8 warpgroup
+    role correction entry correction_main warps 4 warpgroup
+}
+```
+
+## Fix
+Make `threads` equal to 32 × the block's warps (padding included), or change the
+roles' widths. Padding is the price of a narrow role declared before a warpgroup
+role: declaring the warpgroup roles first, or a 4-warp producer warpgroup instead
+of one producer warp, removes it. A pipeline that needs more than 32 warps must
+be split into two kernels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from checker.clause import Clause
+from checker.composition import Composition, Owned
+from checker.hardware import TargetSpec
+from checker.report import plural, seam
+from checker.warps import BlockLayout, PlacedRole, block_layout
+from contract_lang import ast as A
+from diagnostics.model import Diagnostic
+from diagnostics.span import Span
+
+
+class WarpsClause(Clause):
+    code = "L-WARPS"
+    name = "block-warps"
+    summary = "roles need more warps than a block has, or do not cover the launched block exactly"
+    category = "roles"
+
+    def check(self, comp: Composition) -> Iterator[Diagnostic]:
+        target = comp.target
+        if target is None or not comp.roles:
+            return
+        layout = block_layout(comp, target)
+        if layout.warps > target.max_warps_per_block:
+            yield self._too_many(layout, target)
+            return
+        launches = _thread_launches(comp)
+        if len({threads for threads, _, _ in launches}) != 1:
+            return
+        threads, span, owner = launches[0]
+        if threads % target.warp_size:
+            yield seam(
+                self.code, f"{owner} launches {threads} threads, which is not a whole number of warps",
+                (span, f"{threads} = {threads // target.warp_size} × {target.warp_size} + "
+                       f"{threads % target.warp_size}"),
+                helps=(f"launch {layout.warps * target.warp_size} threads: the roles cover "
+                       f"{plural(layout.warps, 'warp')}",),
+                data={"threads": threads, "warp_size": target.warp_size})
+        elif threads != layout.warps * target.warp_size:
+            yield self._uncovered(layout, target, threads, span, owner)
+
+    def _too_many(self, layout: BlockLayout, target: TargetSpec) -> Diagnostic:
+        limit = target.max_warps_per_block
+        padding = sum(p.padding for p in layout.roles)
+        over = next(p for p in layout.roles if p.end > limit)
+        others = [p for p in layout.roles if p is not over and p.warps > 0]
+        of_which = f" ({padding} of them idle padding)" if padding else ""
+        return seam(
+            self.code, f"the roles need {layout.warps} warps{of_which}, a block on `{target.name}` "
+                       f"has at most {limit}",
+            (over.info.role.span, f"{_where(over)}: past the block's last warp, {limit - 1}"),
+            [(p.info.role.span, _where(p)) for p in others],
+            notes=(f"`{target.name}` runs at most {target.max_threads_per_block} threads per block "
+                   f"({target.sources['max_threads_per_block']})",
+                   *_padding_note(layout)),
+            helps=("narrow the roles, declare warpgroup roles before single warps to avoid padding, or split "
+                   "the pipeline into two kernels",),
+            data={"warps": layout.warps, "max_warps": limit, "padding": padding})
+
+    def _uncovered(self, layout: BlockLayout, target: TargetSpec, threads: int, span: Span,
+                   owner: str) -> Diagnostic:
+        want = threads // target.warp_size
+        return seam(
+            self.code, f"the roles cover {plural(layout.warps, 'warp')} ({layout.warps * target.warp_size} "
+                       f"threads), but {owner} launches {threads} threads ({plural(want, 'warp')})",
+            (span, f"{plural(want, 'warp')} launched"),
+            [(p.info.role.span, _where(p)) for p in layout.roles if p.warps > 0],
+            notes=tuple(_padding_note(layout)) or (
+                "every warp of the block runs exactly one role; warps outside every role never arrive on "
+                "the barriers sized for them",),
+            helps=(f"launch `threads {layout.warps * target.warp_size}`, or change the roles' widths to cover "
+                   f"{plural(want, 'warp')}",),
+            data={"role_warps": layout.warps, "launched_warps": want, "threads": threads})
+
+
+def _where(placed: PlacedRole) -> str:
+    span = (f"warp {placed.start}" if placed.warps == 1
+            else f"warps {placed.start}–{placed.end - 1}")
+    pad = f", after {plural(placed.padding, 'idle warp')} of padding" if placed.padding else ""
+    return f"`{placed.name}`: {span}{pad}"
+
+
+def _padding_note(layout: BlockLayout) -> list[str]:
+    padded = [p for p in layout.roles if p.padding]
+    if not padded:
+        return []
+    parts = ", ".join(f"{plural(p.padding, 'idle warp')} before `{p.name}`" for p in padded)
+    return [f"a `warpgroup` role starts at a warp index divisible by 4; the linker pads with {parts}"]
+
+
+def _thread_launches(comp: Composition) -> list[tuple[int, Span, str]]:
+    """Every stated `threads` with its line and who states it: the pipeline first, then the stages."""
+    found: list[tuple[int, Span, str]] = []
+    for item in comp.pipeline.items:
+        if isinstance(item, A.Launch) and item.threads is not None:
+            found.append((item.threads, item.span, "the pipeline"))
+    launch: Owned[A.Launch]
+    for launch in comp.items(A.Launch):
+        if launch.item.threads is not None:
+            found.append((launch.item.threads, launch.span, f"`{launch.stage_name}`"))
+    return found
