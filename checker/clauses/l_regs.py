@@ -67,7 +67,10 @@ class RegsClause(Clause):
         layout = block_layout(comp, target)
         if not 0 < layout.warps <= target.max_warps_per_block:
             return
-        threads = layout.warps * target.warp_size
+        # setmaxnreg acts on whole warpgroups: the linker pads the block to a multiple of
+        # them, and the hardware allocates registers for warps in fours (HARDWARE.md §3.1).
+        width = target.warpgroup_warps
+        threads = -(-layout.warps // width) * width * target.warp_size
         entry = entry_registers(target, threads)
         pool = entry * threads
         groups = register_groups(layout, target)
