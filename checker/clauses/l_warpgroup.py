@@ -6,26 +6,28 @@ whole number of warpgroups: its `warps` is a multiple of 4. A role needs that
 alignment — it must be marked `warpgroup` and have a multiple of 4 warps — when it
 runs an instruction that acts on whole warpgroups:
 
-- it declares `regs N` (the budget is applied with `setmaxnreg`);
 - a tensor it exports or imports is placed or demanded by a `wgmma_*` or
-  `tcgen05_*` library map (the accumulator of `wgmma` / `tcgen05.mma`);
-- it reads tensor memory (`read by ROLE lanes …` on a `claim tmem`: `tcgen05.ld`).
+  `tcgen05_*` library map (the accumulator of `wgmma` / `tcgen05.mma`).
+
+Register budgets (`regs N`) need no alignment of the role: the dispatch kernel runs
+`setmaxnreg` for each whole warpgroup before branching to the roles in it, and
+roles sharing a warpgroup share its budget. Tensor-memory lane quadrants of a
+reader are L-TMEM's.
 
 ## Why it matters
 A warpgroup is four contiguous warps whose first warp index is divisible by 4
 (PTX ISA §9.7.15.1). `wgmma.mma_async` and `setmaxnreg` are executed by all four
 warps together; a role of 6 warps, or one packed at warp 1, makes one warpgroup
 half role and half something else, and the instruction waits for warps that run
-other code or changes their register budget under them. With `tcgen05.ld` each warp
-reaches only the tensor-memory lanes of its quadrant (warp index mod 4), so a
-misaligned reader reads the wrong rows.
+other code; an accumulator layout written for warps 0–3 of a warpgroup is not
+where a role packed at warp 1 looks for it.
 
 ## Example
 ```kernlink
 stage "gemm.mainloop" version "1.0.0" {
     target sm_90a
     role load entry load_main warps 1
-    role mma entry mma_main warps 6 warpgroup regs 232
+    role mma entry mma_main warps 6 warpgroup
 }
 ```
 
@@ -112,10 +114,6 @@ class WarpgroupClause(Clause):
 
 def _needs(comp: Composition) -> dict[str, list[Need]]:
     needs: dict[str, list[Need]] = {}
-    for owned in comp.items(A.Role):
-        if owned.item.regs is not None:
-            needs.setdefault(owned.item.name, []).append(
-                Need("setmaxnreg", owned.span, f"`regs {owned.item.regs}`"))
     for exp in comp.items(A.ExportTensor):
         need = _library_need(exp.item.placement, f"tensor export `{exp.item.name}`")
         if need is not None:
@@ -124,11 +122,6 @@ def _needs(comp: Composition) -> dict[str, list[Need]]:
         need = _library_need(imp.item.demand, f"tensor import `{imp.item.name}`")
         if need is not None:
             needs.setdefault(imp.item.role, []).append(need)
-    for tmem in comp.items(A.TmemClaim):
-        for read in tmem.item.reads:
-            needs.setdefault(read.role, []).append(Need(
-                "tcgen05.ld", read.span,
-                f"reads lanes {read.lane_lo}..{read.lane_hi} of tensor memory `{tmem.item.name}`"))
     return needs
 
 

@@ -108,7 +108,7 @@ stage "s" version "1.0.0" {
     assert all("did you mean `mma`?" in d.helps for d in found)
 
 
-def test_warpgroup_alignment_from_library_maps_and_tmem_reads() -> None:
+def test_warpgroup_alignment_from_library_maps() -> None:
     text = """
 stage "s" version "1.0.0" {
     target sm_100a
@@ -124,4 +124,4 @@ stage "s" version "1.0.0" {
 """
     found = [d for d in check_text(text, "t.kc").diagnostics if d.code == "L-WARPGROUP"]
     assert len(found) == 1
-    assert found[0].message.startswith("role `mma` runs `tcgen05.mma` and `tcgen05.ld`, which act")
+    assert found[0].message.startswith("role `mma` runs `tcgen05.mma`, which acts")
