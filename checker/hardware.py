@@ -123,6 +123,10 @@ class TargetSpec:
     tma_smem_align: int
     tma_size_multiple: int
     swizzle128_align: int
+    swizzle64_align: int
+    swizzle32_align: int
+    wgmma_operand_align: int
+    ldmatrix_align: int
     bulk_copy_align: int
     tensor_map_align: int
 
@@ -249,6 +253,10 @@ _COMMON: dict[str, Sourced] = {
     "tma_smem_align": Sourced(128, "PG-TMA; HW: +16/+32/+64 fault on sm_90"),
     "tma_size_multiple": Sourced(16, "PG-TMA; PTX §9.7.9.25"),
     "swizzle128_align": Sourced(1024, "PTX §5.5.7, §9.7.15.5.1.2.2; HW (pattern keyed to address)"),
+    "swizzle64_align": Sourced(512, "PTX §5.5.7, §9.7.15.5.1.2.2 (the 64B pattern repeats every 512 B)"),
+    "swizzle32_align": Sourced(256, "PTX §5.5.7, §9.7.15.5.1.2.2 (the 32B pattern repeats every 256 B)"),
+    "wgmma_operand_align": Sourced(16, "PTX §9.7.15.5.1, §9.7.15.5.1.2.2 (descriptor holds addr >> 4)"),
+    "ldmatrix_align": Sourced(16, "PTX §9.7.14.5.15-16 (each 16 B row naturally aligned)"),
     "bulk_copy_align": Sourced(16, "PTX §9.7.9.25"),
     "tensor_map_align": Sourced(64, "DRV-TMAP"),
     "tmem_columns": Sourced(0, "PTXAS: tcgen05 not supported on this target"),
@@ -349,3 +357,40 @@ def target_for_sm(sm: int) -> TargetSpec | None:
     matches = [t for t in TARGETS.values() if t.sm == sm]
     matches.sort(key=lambda t: (not t.name.endswith("a"), t.name))
     return matches[0] if matches else None
+
+
+# Scalar types of params fields, facts and callable signatures: size in bytes. Every
+# one is naturally aligned (its alignment equals its size), which is what params
+# layouts are checked against; the same on every target, so not part of TargetSpec.
+SCALAR_ALIGN_SOURCE = "DOC: CUDA C++ Programming Guide, Device Memory Accesses (1/2/4/8-byte words naturally aligned)"
+SCALAR_SIZES: Mapping[str, Sourced] = MappingProxyType({
+    "bool": Sourced(1, "DOC: device code follows the host ABI, sizeof(bool) == 1 (x86-64, aarch64 psABI)"),
+    "i8": Sourced(1, "PTX §5.2.1 (.s8)"),
+    "u8": Sourced(1, "PTX §5.2.1 (.u8)"),
+    "i16": Sourced(2, "PTX §5.2.1 (.s16)"),
+    "u16": Sourced(2, "PTX §5.2.1 (.u16)"),
+    "f16": Sourced(2, "PTX §5.2.1 (.f16)"),
+    "bf16": Sourced(2, "PTX §5.2.3 (.bf16, 16-bit storage)"),
+    "i32": Sourced(4, "PTX §5.2.1 (.s32)"),
+    "u32": Sourced(4, "PTX §5.2.1 (.u32)"),
+    "f32": Sourced(4, "PTX §5.2.1 (.f32)"),
+    "i64": Sourced(8, "PTX §5.2.1 (.s64)"),
+    "u64": Sourced(8, "PTX §5.2.1 (.u64)"),
+    "f64": Sourced(8, "PTX §5.2.1 (.f64)"),
+    "ptr": Sourced(8, "PTX §5.2.1 (.u64 addresses under .address_size 64)"),
+})
+
+_untagged = [k for k, v in SCALAR_SIZES.items() if not any(t in v.source for t in SOURCE_TAGS)]
+if _untagged:
+    raise ValueError(f"scalar sizes without an evidence tag: {', '.join(_untagged)}")
+
+
+def scalar_size(type_name: str) -> int | None:
+    """Bytes of a contract scalar type (``u32`` → 4); None for a name that is not one."""
+    entry = SCALAR_SIZES.get(type_name)
+    return entry.value if entry is not None else None
+
+
+def scalar_align(type_name: str) -> int | None:
+    """Natural alignment of a contract scalar type: its size."""
+    return scalar_size(type_name)

@@ -22,3 +22,10 @@ def seam(code: str, message: str, primary: tuple[Span, str],
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def size(n: int, unit: str = " bytes") -> str:
+    """A byte count as contracts write it: ``16384KiB`` when whole KiB, else ``100 bytes``."""
+    if n >= 1024 and n % 1024 == 0:
+        return f"{n // 1024}KiB"
+    return f"{n}{unit}"

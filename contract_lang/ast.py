@@ -395,6 +395,12 @@ class ExportTensor(Node):
     generation: str | None = None
     placement: MapSpec | None = None
     ready: EventRef | None = None
+    # Where each attribute line (`elem`, `tile`, …) was written, for precise diagnostics.
+    attr_spans: tuple[tuple[str, Span], ...] = field(default=(), compare=False, repr=False)
+
+    def attr_span(self, key: str) -> Span:
+        """The span of attribute line ``key``, or of the whole declaration when it is absent."""
+        return dict(self.attr_spans).get(key, self.span)
 
 
 @dataclass(frozen=True)
@@ -409,6 +415,11 @@ class ImportTensor(Node):
     demand: MapSpec | None = None
     lends: tuple[Lend, ...] = ()
     done: EventRef | None = None
+    attr_spans: tuple[tuple[str, Span], ...] = field(default=(), compare=False, repr=False)
+
+    def attr_span(self, key: str) -> Span:
+        """The span of attribute line ``key``, or of the whole declaration when it is absent."""
+        return dict(self.attr_spans).get(key, self.span)
 
 
 @dataclass(frozen=True)

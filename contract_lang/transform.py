@@ -22,6 +22,14 @@ T = TypeVar("T")
 Attr = tuple[str, Any, Span]
 
 
+def _first_spans(attrs: Sequence[Attr]) -> tuple[tuple[str, Span], ...]:
+    """Each attribute key with the span of its first occurrence, in source order."""
+    seen: dict[str, Span] = {}
+    for key, _, span in attrs:
+        seen.setdefault(key, span)
+    return tuple(seen.items())
+
+
 def parse_int(text: str) -> int:
     """Integer literals: decimal, hex (``0x400``) and the ``KiB`` suffix."""
     if text.startswith(("0x", "0X")):
@@ -488,7 +496,7 @@ class AstBuilder(Transformer[Token, Any]):
         got = self._tensor_attrs(f"export `{name}`", attrs, self._EXPORT_KEYS)
         return A.ExportTensor(str(name), str(role), elem=got.get("elem"), tile=got.get("tile", ()),
                               generation=got.get("generation"), placement=got.get("placement"),
-                              ready=got.get("ready"), span=self._span(meta))
+                              ready=got.get("ready"), attr_spans=_first_spans(attrs), span=self._span(meta))
 
     @v_args(meta=True)
     def import_tensor(self, meta: Meta, c: list[Any]) -> A.ImportTensor:
@@ -497,7 +505,8 @@ class AstBuilder(Transformer[Token, Any]):
         return A.ImportTensor(str(name), str(export), str(role), elem=got.get("elem"),
                               tile=got.get("tile", ()), chunk=got.get("chunk", ()),
                               generation=got.get("generation"), demand=got.get("demand"),
-                              lends=got.get("lends", ()), done=got.get("done"), span=self._span(meta))
+                              lends=got.get("lends", ()), done=got.get("done"), attr_spans=_first_spans(attrs),
+                              span=self._span(meta))
 
     @v_args(meta=True)
     def tensor_elem(self, meta: Meta, c: list[Token]) -> Attr:

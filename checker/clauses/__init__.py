@@ -1,33 +1,50 @@
 """The clause registry: one explicit list, one module per clause (see checker/clause.py).
 
-Keep each group's imports and entries in its own section, sorted by code.
+Imports are sorted; the CLAUSES tuple is grouped by category as in CLAUSES.md.
 """
 
 from __future__ import annotations
 
 from checker.clause import Clause
-
-# --- roles, warps, registers, launch
-# --- storage claims and channel structure
+from checker.clauses.l_align import AlignClause
+from checker.clauses.l_ambiguous import AmbiguousClause
+from checker.clauses.l_assume import AssumeClause
+from checker.clauses.l_barrier import BarrierClause
+from checker.clauses.l_cycle import CycleClause
+from checker.clauses.l_depth import DepthClause
+from checker.clauses.l_domain import DomainClause
+from checker.clauses.l_dtype import DtypeClause
+from checker.clauses.l_fact import FactClause
 from checker.clauses.l_feature import FeatureClause
+from checker.clauses.l_fence import FenceClause
+from checker.clauses.l_generation import GenerationClause
+from checker.clauses.l_init import InitClause
 from checker.clauses.l_launch import LaunchClause
+from checker.clauses.l_lifetime import LifetimeClause
+from checker.clauses.l_overlap import OverlapClause
+from checker.clauses.l_owner import OwnerClause
 from checker.clauses.l_pair import PairClause
+from checker.clauses.l_params import ParamsClause
+from checker.clauses.l_phase import PhaseClause
+from checker.clauses.l_proto import ProtoClause
 from checker.clauses.l_regrange import RegrangeClause
 from checker.clauses.l_regs import RegsClause
+from checker.clauses.l_rendezvous import RendezvousClause
 from checker.clauses.l_role import RoleClause
-
-# --- composition and packages
+from checker.clauses.l_scope import ScopeClause
+from checker.clauses.l_sig import SigClause
+from checker.clauses.l_site import SiteClause
 from checker.clauses.l_stage import StageClause
 from checker.clauses.l_target import TargetClause
+from checker.clauses.l_tensor import TensorClause
+from checker.clauses.l_tmem import TmemClause
 from checker.clauses.l_topo import TopoClause
 from checker.clauses.l_unpaired import UnpairedClause
+from checker.clauses.l_unresolved import UnresolvedClause
 from checker.clauses.l_version import VersionClause
+from checker.clauses.l_view import ViewClause
 from checker.clauses.l_warpgroup import WarpgroupClause
 from checker.clauses.l_warps import WarpsClause
-
-# --- callables, tensors, facts, communication
-
-# --- protocol model (SMT)
 
 CLAUSES: tuple[type[Clause], ...] = (
     # composition and packages
@@ -44,9 +61,35 @@ CLAUSES: tuple[type[Clause], ...] = (
     LaunchClause,
     TopoClause,
     # storage claims and channel structure
+    AlignClause,
+    BarrierClause,
+    DepthClause,
+    FenceClause,
+    InitClause,
+    LifetimeClause,
+    OverlapClause,
     PairClause,
+    PhaseClause,
+    ProtoClause,
+    ScopeClause,
+    TmemClause,
     UnpairedClause,
     # callables, tensors, facts, communication
+    AmbiguousClause,
+    AssumeClause,
+    CycleClause,
+    DomainClause,
+    DtypeClause,
+    FactClause,
+    GenerationClause,
+    OwnerClause,
+    ParamsClause,
+    RendezvousClause,
+    SigClause,
+    SiteClause,
+    TensorClause,
+    UnresolvedClause,
+    ViewClause,
     # protocol model (SMT)
 )
 

@@ -4,6 +4,8 @@
 Every ring side, counter endpoint and rendezvous side is paired by its channel name
 with at least one endpoint of the other side in another role: a producer needs a
 consumer and a consumer needs a producer; a rendezvous `arrive` needs a `sync`.
+A name used by two kinds of channel, or a channel whose only endpoints are several
+producers (several `arrive`s), is L-PROTO's: the partner is there, on the wrong side.
 
 ## Why it matters
 A consumer waiting on a full barrier that no producer ever arrives on hangs the
@@ -32,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from checker.channels import kinds_clash, writers_only
 from checker.clause import Clause
 from checker.composition import Composition, Owned
 from checker.report import seam
@@ -52,8 +55,11 @@ class UnpairedClause(Clause):
         known = {*comp.rings, *comp.counters, *comp.rendezvous}
         tables: tuple[tuple[str, Mapping[str, Sequence[Owned[Any]]], str], ...] = (
             ("ring", comp.rings, "side"), ("counter", comp.counters, "side"), ("rendezvous", comp.rendezvous, "mode"))
+        protocol = set(kinds_clash(comp))
         for kind, table, attr in tables:
             for name, ends in sorted(table.items()):
+                if name in protocol or writers_only(comp, kind, name):
+                    continue
                 yield from self._unpaired(kind, name, list(ends), attr, known)
 
     def _unpaired(self, kind: str, name: str, ends: Sequence[Owned[A.Node]], attr: str,

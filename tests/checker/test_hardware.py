@@ -83,6 +83,8 @@ def test_thread_and_register_values() -> None:
         assert spec.mbarrier_max_arrivals == 2**20 - 1
         assert (spec.mbarrier_tx_min, spec.mbarrier_tx_max) == (-(2**20 - 1), 2**20 - 1)
         assert (spec.tma_smem_align, spec.swizzle128_align) == (128, 1024)
+        assert (spec.swizzle64_align, spec.swizzle32_align) == (512, 256)
+        assert (spec.wgmma_operand_align, spec.ldmatrix_align, spec.bulk_copy_align) == (16, 16, 16)
         assert spec.cluster_portable_max == 8
         assert spec.kernel_param_max_bytes == 32764
         assert spec.kernel_param_legacy_max_bytes == 4096

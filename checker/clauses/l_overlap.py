@@ -1,0 +1,106 @@
+"""L-OVERLAP: claims of one domain cannot be placed within capacity without overlapping live ranges.
+
+## What it checks
+The claims of a domain that are certainly live together must fit its capacity:
+
+- **shared memory**: kernel-lifetime claims, per-slot claims times their ring's
+  minimum depth, two 8-byte mbarriers per slot of every ring at its minimum depth,
+  and the heaviest set of other claims whose lifetimes certainly overlap (one phase,
+  phases declared `concurrent`, intersecting event intervals of one connection),
+  together at most `smem_per_block_optin` user bytes (232448 on sm_90a, 101376 on
+  sm_120a; the 1 KiB the driver reserves per block is charged separately);
+- **tensor memory**: the power-of-two allocations of co-live `claim tmem`s at most
+  `tmem_columns` (512 on sm_100a). Claims in phases the interpreter declares
+  `exclusive` do not add up.
+
+This is a necessary condition, a lower bound of the peak (alignment padding is not
+counted); the joint placement decides the rest and reports with this code. When the
+slots of one ring alone overflow shared memory at its minimum depth, L-DEPTH reports
+that instead ("no depth fits the slot storage").
+
+## Why it matters
+Shared memory beyond the opt-in limit fails at launch (`cudaErrorInvalidValue` when
+the dynamic size is set); tensor-memory allocations beyond 512 columns block in
+`tcgen05.alloc` forever. Neither is visible when each component is compiled alone:
+it is the composition that does not fit.
+
+## Example
+```kernlink
+stage "bw.mma" version "1.0.0" {
+    target sm_100a
+    requires feature tmem, tcgen05
+    role mma entry mma_main warps 1
+    claim tmem acc columns 512
+}
+stage "bw.softmax" version "1.0.0" {
+    target sm_100a
+    requires feature tmem, tcgen05
+    role softmax entry softmax_main warps 4 warpgroup
+    claim tmem stats columns 32
+}
+```
+
+## Fix
+Shrink a claim, lower a ring's minimum depth, or give claims lifetimes that do not
+overlap (phases the interpreter declares exclusive, or event intervals of one tensor
+connection that do not intersect).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from checker.clause import Clause
+from checker.composition import Composition
+from checker.report import seam
+from checker.storage import Demand, overflowing_rings, peak, smem_demands, tmem_demands
+from diagnostics.model import Diagnostic
+
+
+class OverlapClause(Clause):
+    code = "L-OVERLAP"
+    name = "capacity-overlap"
+    summary = "claims of one domain cannot be placed within capacity without overlapping live ranges"
+    category = "storage"
+
+    def check(self, comp: Composition) -> Iterator[Diagnostic]:
+        target = comp.target
+        if target is None:
+            return
+        if not overflowing_rings(comp):
+            yield from self._domain(
+                comp, "shared memory", smem_demands(comp), target.smem_per_block_optin, "B",
+                (f"the {target.smem_reserved_per_block} B the driver reserves per block are charged separately "
+                 "(HARDWARE.md §1.1)",),
+                "shrink a claim, lower a ring's minimum depth, or give claims lifetimes that do not overlap")
+        if target.tmem_columns:
+            yield from self._domain(
+                comp, "tensor memory", tmem_demands(comp), target.tmem_columns, "columns",
+                (f"every allocation takes a power of two of columns, at least {target.tmem_min_alloc_columns} "
+                 "(PTX ISA §9.7.16.7.1)",),
+                "shrink an allocation, or give the claims lifetimes that do not overlap (phases the "
+                "interpreter declares exclusive)")
+
+    def _domain(self, comp: Composition, domain: str, demands: list[Demand], capacity: int, unit: str,
+                notes: tuple[str, ...], fix: str) -> Iterator[Diagnostic]:
+        total, members = peak(comp, demands)
+        if total <= capacity or not members:
+            return
+        assert comp.target is not None
+        running, primary = 0, members[-1]
+        for member in members:
+            running += member.amount
+            if running > capacity:
+                primary = member
+                break
+        space = f" {unit}"
+        yield seam(
+            self.code,
+            f"{domain} needs {total}{space}, {comp.target.name} offers {capacity}{space}",
+            (primary.span, f"{primary.label} (the sum passes {capacity}{space} here)"),
+            [(m.span, m.label) for m in members if m is not primary],
+            notes=(f"these {len(members)} demands are certainly live together; their sum is a lower bound "
+                   "of the peak (alignment padding not counted)", *notes),
+            helps=(f"free at least {total - capacity}{space}: {fix}",),
+            data={"domain": domain, "needed": total, "available": capacity,
+                  "claims": ",".join(m.name for m in members)})

@@ -1,0 +1,164 @@
+"""L-TENSOR: an import's identity (export name, tile, chunking, generation) differs from the export's.
+
+## What it checks
+An import (`import tensor acc from accumulator into role epilogue { … }`) must name a
+tensor exported by exactly one stage of the pipeline. What the import states about
+the tensor must then agree with the export:
+
+- `tile`: the same dimension names with the same extents (order does not matter:
+  dimensions are matched by name, as the layout maps name them);
+- `chunk`: every chunk dimension is a tile dimension, and its extent divides that
+  dimension's extent (a chunk of `n 48` cannot cover `n 256`);
+- `generation`: an export carries one generation (`once` when unstated); an import
+  stating `persistent` expects a stream the export does not produce.
+
+An import that leaves out `tile` or `generation` takes the export's. Element types
+are L-DTYPE's concern.
+
+## Why it matters
+The route that moves the tensor is generated from both sides' maps over one index
+space. If the consumer believes the tile is 128×128 while the producer holds
+128×256, half the accumulator is never delivered — or the consumer's chunk loop reads
+past what the producer placed. A chunk that does not divide its dimension leaves a
+remainder no iteration covers.
+
+## Example
+```kernlink
+stage "gemm.mainloop" version "2.1.0" {
+    target sm_90a
+    role mma entry gemm_mma_main warps 8
+    export tensor accumulator from role mma {
+        elem f32
+        tile m 128 n 256
+        generation once
+        ready event acc.ready
+    }
+}
+stage "swiglu.epilogue" version "1.0.3" {
+    target sm_90a
+    role epilogue entry swiglu_epilogue_main warps 4
+    import tensor acc from accumulator into role epilogue {
+        elem f32
+        tile m 128 n 128
+        chunk n 32
+        done event acc.done
+    }
+}
+```
+
+## Fix
+Make the import state the export's tile (or leave it out), pick a chunk extent that
+divides its dimension, and import a tensor name some stage exports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from checker.clause import Clause
+from checker.composition import Composition, Owned
+from checker.report import seam
+from contract_lang import ast as A
+from contract_lang.parser import did_you_mean
+from diagnostics.model import Diagnostic
+
+
+class TensorClause(Clause):
+    code = "L-TENSOR"
+    name = "tensor-identity"
+    summary = "an import's identity (export name, tile, chunking, generation) differs from the export's"
+    category = "tensors"
+
+    def check(self, comp: Composition) -> Iterator[Diagnostic]:
+        for imp in comp.tensor_imports:
+            exports = comp.tensor_exports.get(imp.item.export, ())
+            if not exports:
+                yield self._missing(comp, imp)
+            elif len(exports) > 1:
+                yield self._several(imp, exports)
+            else:
+                yield from self._compare(imp, exports[0])
+
+    def _missing(self, comp: Composition, imp: Owned[A.ImportTensor]) -> Diagnostic:
+        name = imp.item.export
+        known = sorted(comp.tensor_exports)
+        guess = did_you_mean(name, known)
+        helps = [f"did you mean `{guess}`?"] if guess else []
+        helps.append(f"add the stage that exports tensor `{name}` to the pipeline")
+        return seam(
+            self.code, f"import `{imp.item.name}` names tensor `{name}`, which no stage exports",
+            (imp.span, f"imports `{name}` into role `{imp.item.role}`"),
+            [(e.span, f"`{e.stage_name}` exports `{guess}`") for e in comp.tensor_exports.get(guess or "", ())],
+            notes=(f"tensors exported in this pipeline: {', '.join(f'`{k}`' for k in known)}" if known
+                   else "no stage of the pipeline exports a tensor",),
+            helps=helps, data={"import": imp.item.name, "export": name, "suggestion": guess or ""})
+
+    def _several(self, imp: Owned[A.ImportTensor], exports: tuple[Owned[A.ExportTensor], ...]) -> Diagnostic:
+        name = imp.item.export
+        return seam(
+            self.code, f"import `{imp.item.name}` names tensor `{name}`, which {len(exports)} exports provide",
+            (imp.span, f"imports `{name}`"), [(e.span, f"`{e.stage_name}` exports `{name}`") for e in exports],
+            notes=("an import is bound to exactly one export; the name does not say which",),
+            helps=(f"rename all but one export of `{name}`",),
+            data={"import": imp.item.name, "export": name})
+
+    def _compare(self, imp: Owned[A.ImportTensor], exp: Owned[A.ExportTensor]) -> Iterator[Diagnostic]:
+        i, e = imp.item, exp.item
+        if i.tile and e.tile and _dims(i.tile) != _dims(e.tile):
+            mine, theirs = _dims(i.tile), _dims(e.tile)
+            notes = [f"dimension `{d}`: {_extent(mine, d)} at the import, {_extent(theirs, d)} at the export"
+                     for d in sorted(set(mine) | set(theirs)) if mine.get(d) != theirs.get(d)]
+            yield seam(
+                self.code, f"import `{i.name}` sees tile `{_show(i.tile)}` but `{exp.stage_name}` exports "
+                f"`{e.name}` with tile `{_show(e.tile)}`",
+                (i.attr_span("tile"), f"tile `{_show(i.tile)}`"),
+                [(e.attr_span("tile"), f"exported tile `{_show(e.tile)}`")],
+                notes=notes, helps=(f"write `tile {_show(e.tile)}` in the import, or leave the tile out",),
+                data={"import": i.name, "export": e.name, "import_tile": _show(i.tile),
+                      "export_tile": _show(e.tile)})
+        tile = _dims(i.tile or e.tile)
+        for chunk in i.chunk:
+            extent = tile.get(chunk.name)
+            if extent is None:
+                why = f"`{chunk.name}` is not a dimension of the tile `{_show(i.tile or e.tile)}`"
+                help_ = f"chunk along one of {', '.join(f'`{d}`' for d in tile)}"
+            elif chunk.extent <= 0 or extent % chunk.extent:
+                why = f"{chunk.extent} does not divide the tile's extent {extent} along `{chunk.name}`"
+                near = min(_divisors(extent) or [1], key=lambda d: (abs(d - chunk.extent), d))
+                help_ = f"pick a chunk extent that divides {extent}, e.g. `chunk {chunk.name} {near}`"
+            else:
+                continue
+            yield seam(
+                self.code, f"import `{i.name}` chunks `{chunk.name} {chunk.extent}`, but {why}",
+                (chunk.span, "chunk here"),
+                [(i.attr_span("tile") if i.tile else e.attr_span("tile"), f"tile `{_show(i.tile or e.tile)}`")],
+                helps=(help_,), data={"import": i.name, "chunk": f"{chunk.name} {chunk.extent}"})
+        produced = e.generation or "once"
+        # A persistent export is L-GENERATION's to report; comparing against it adds nothing.
+        if i.generation is not None and i.generation != produced and produced != "persistent":
+            yield seam(
+                self.code, f"import `{i.name}` expects generation `{i.generation}`, but `{exp.stage_name}` "
+                f"exports `{e.name}` with generation `{produced}`",
+                (i.attr_span("generation"), f"generation `{i.generation}`"),
+                [(e.attr_span("generation"), f"generation `{produced}`")],
+                notes=("an export carries exactly one generation of its tensor",),
+                helps=(f"write `generation {produced}` in the import, or leave it out",),
+                data={"import": i.name, "export": e.name, "import_generation": i.generation,
+                      "export_generation": produced})
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    return small + [n // d for d in small]
+
+
+def _dims(dims: tuple[A.Dim, ...]) -> dict[str, int]:
+    return {d.name: d.extent for d in dims}
+
+
+def _extent(dims: dict[str, int], name: str) -> str:
+    return str(dims[name]) if name in dims else "absent"
+
+
+def _show(dims: tuple[A.Dim, ...]) -> str:
+    return " ".join(f"{d.name} {d.extent}" for d in dims)
