@@ -72,7 +72,11 @@ class LifetimeClause(Clause):
 
     def _lifetime(self, comp: Composition, claim: str, life: A.Lifetime) -> Iterator[Diagnostic]:
         events = [e for e in (life.start, life.end) if e is not None]
-        unknown = [e for e in events if str(e) not in comp.events]
+        # `c.done` of an import `c` that declares no done event is L-RENDEZVOUS's: the
+        # connection exists, its end is what is missing.
+        undeclared_ends = {imp.item.name for imp in comp.tensor_imports if imp.item.done is None}
+        unknown = [e for e in events if str(e) not in comp.events
+                   and not (e.event == "done" and e.connection in undeclared_ends)]
         if unknown:
             yield self._unknown(comp, claim, unknown)
         if unknown or life.kind != "between" or life.start is None or life.end is None:
