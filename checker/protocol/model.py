@@ -1,0 +1,523 @@
+"""The abstract protocol: roles, mbarrier rings, counters, named barriers and per-role programs.
+
+This is what the SMT model (``smt.py``) and the explicit-state oracle (``explore.py``)
+both read. It is independent of the contract AST: the adapter from a resolved
+composition evaluates width expressions (``per_warp(mma)``) to integers and applies
+the language's defaults (an implied copy, the consumer's read after its ``full wait``)
+before building a :class:`Protocol`; :class:`ProtocolBuilder` applies the same
+defaults for hand-written models.
+
+Semantics of one program: each role runs its prologue (``prearm`` steps, each on every
+slot of its ring) and then ``bound`` iterations of its step list in order. A step of
+iteration ``i`` acts on data iteration ``j = i - lag``, slot ``j % depth`` of its ring;
+a wait with first parity ``p`` waits on parity ``p ^ ((j // depth) & 1)``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+
+from diagnostics.span import Span
+
+MBAR_MAX_COUNT = (1 << 20) - 1
+"""Largest mbarrier arrival count and tx-count magnitude (HARDWARE.md §5)."""
+
+WARP_THREADS = 32
+
+
+@dataclass(frozen=True, order=True)
+class Provenance:
+    """Where a modelled fact comes from: a contract span and its source text."""
+
+    span: Span
+    text: str
+
+    def __post_init__(self) -> None:
+        if not self.text:
+            raise ValueError("a provenance needs its source text")
+
+
+class BarrierKind(enum.Enum):
+    """The two mbarriers of a ring slot."""
+
+    FULL = "full"
+    EMPTY = "empty"
+
+
+class Scope(enum.Enum):
+    """Memory scopes (HARDWARE.md §10)."""
+
+    CTA = "cta"
+    CLUSTER = "cluster"
+    GPU = "gpu"
+    SYS = "sys"
+
+
+class Op(enum.Enum):
+    """One protocol step kind."""
+
+    WAIT = "wait"
+    """Parity wait on an mbarrier (``try_wait.parity`` in a loop)."""
+    ARRIVE = "arrive"
+    """Arrive ``count`` on an mbarrier; with ``nbytes`` it is ``arrive.expect_tx``."""
+    EXPECT_TX = "expect_tx"
+    """Add ``nbytes`` to an mbarrier's tx-count without arriving."""
+    COPY = "copy"
+    """An async copy that writes the ring slot and completes ``nbytes`` on the barrier."""
+    WRITE = "write"
+    """Plain stores into the ring slot (no barrier effect)."""
+    READ = "read"
+    """The consumer's reads of the ring slot."""
+    ADD = "add"
+    """Add ``count`` to a counter."""
+    WAIT_GE = "wait_ge"
+    """Wait until a counter reaches ``count * (iteration + 1)``."""
+    BAR_SYNC = "bar.sync"
+    """Named barrier: arrive with ``count`` threads and wait for the barrier to complete."""
+    BAR_ARRIVE = "bar.arrive"
+    """Named barrier: arrive with ``count`` threads without waiting."""
+
+
+MBAR_OPS = frozenset({Op.WAIT, Op.ARRIVE, Op.EXPECT_TX, Op.COPY})
+SLOT_OPS = frozenset({Op.WRITE, Op.READ})
+RING_OPS = MBAR_OPS | SLOT_OPS
+COUNTER_OPS = frozenset({Op.ADD, Op.WAIT_GE})
+BAR_OPS = frozenset({Op.BAR_SYNC, Op.BAR_ARRIVE})
+WAIT_OPS = frozenset({Op.WAIT, Op.WAIT_GE, Op.BAR_SYNC})
+WRITE_OPS = frozenset({Op.COPY, Op.WRITE})
+
+
+@dataclass(frozen=True)
+class Role:
+    """A group of warps running one program."""
+
+    name: str
+    warps: int
+    provenance: Provenance
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("a role needs a name")
+        if self.warps < 1:
+            raise ValueError(f"role `{self.name}` needs at least one warp")
+
+    @property
+    def threads(self) -> int:
+        return WARP_THREADS * self.warps
+
+
+def per_thread(role: Role) -> int:
+    """One arrival per thread of ``role``."""
+    return role.threads
+
+
+def per_warp(role: Role) -> int:
+    """One arrival per warp of ``role``."""
+    return role.warps
+
+
+def per_warpgroup(role: Role) -> int:
+    """One arrival per warpgroup (4 warps) of ``role``."""
+    if role.warps % 4:
+        raise ValueError(f"role `{role.name}` is not a whole number of warpgroups")
+    return role.warps // 4
+
+
+@dataclass(frozen=True)
+class InitBy:
+    """A contract's statement that ``role`` initializes a barrier (``init by load``)."""
+
+    role: str
+    provenance: Provenance
+
+
+@dataclass(frozen=True)
+class Barrier:
+    """One mbarrier of a ring (one physical mbarrier per slot).
+
+    ``init_count`` is the evaluated arrival count per phase; ``expect_tx`` the declared
+    transaction bytes per phase (``None`` when the declaration states none);
+    ``init_by`` every statement of who initializes it (exactly one participant is right).
+    """
+
+    kind: BarrierKind
+    init_count: int
+    provenance: Provenance
+    expect_tx: int | None = None
+    init_by: tuple[InitBy, ...] = ()
+
+    @property
+    def initializers(self) -> tuple[str, ...]:
+        return tuple(i.role for i in self.init_by)
+
+    def __post_init__(self) -> None:
+        if self.init_count < 1:
+            raise ValueError(f"{self.kind.value} barrier initialized with {self.init_count} < 1")
+        if self.expect_tx is not None and self.expect_tx < 0:
+            raise ValueError("declared transaction bytes are negative")
+
+
+@dataclass(frozen=True)
+class Ring:
+    """An mbarrier ring: ``depth`` slots, each with a full and an empty barrier."""
+
+    name: str
+    depth: int
+    producer: str
+    consumer: str
+    full: Barrier
+    empty: Barrier
+    provenance: Provenance
+
+    def __post_init__(self) -> None:
+        if self.depth < 1:
+            raise ValueError(f"ring `{self.name}` has depth {self.depth} < 1")
+        if self.producer == self.consumer:
+            raise ValueError(f"ring `{self.name}` is produced and consumed by one role")
+        if self.full.kind is not BarrierKind.FULL or self.empty.kind is not BarrierKind.EMPTY:
+            raise ValueError(f"ring `{self.name}` has its barriers' kinds swapped")
+
+    def barrier(self, kind: BarrierKind) -> Barrier:
+        return self.full if kind is BarrierKind.FULL else self.empty
+
+
+@dataclass(frozen=True)
+class Counter:
+    """A monotone counter (readiness flag) written by ``producer`` and read by ``consumer``."""
+
+    name: str
+    producer: str
+    consumer: str
+    provenance: Provenance
+    scope: Scope = Scope.CTA
+
+
+@dataclass(frozen=True)
+class NamedBarrier:
+    """A named (CTA) barrier completing when ``threads`` threads have arrived."""
+
+    name: str
+    threads: int
+    provenance: Provenance
+
+    def __post_init__(self) -> None:
+        if self.threads < WARP_THREADS or self.threads % WARP_THREADS:
+            raise ValueError(f"named barrier `{self.name}` count {self.threads} is not whole warps")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a role's per-iteration program.
+
+    ``channel`` names the ring, counter or named barrier; ``barrier`` the ring's mbarrier
+    for mbarrier ops. ``count`` is arrivals (``ARRIVE``), threads (``BAR_*``), the counter
+    increment (``ADD``) or the per-iteration threshold (``WAIT_GE``); ``nbytes`` is
+    transaction bytes; ``parity`` the first parity of a ``WAIT``; ``lag`` delays an
+    ``ARRIVE`` to a later iteration; ``prearm`` runs an ``ARRIVE`` once per slot before
+    the loop.
+    """
+
+    role: str
+    op: Op
+    channel: str
+    provenance: Provenance
+    barrier: BarrierKind | None = None
+    count: int = 0
+    nbytes: int = 0
+    parity: int | None = None
+    lag: int = 0
+    prearm: bool = False
+
+    def __post_init__(self) -> None:
+        op = self.op
+        where = f"step `{self.provenance.text}`"
+        if (op in MBAR_OPS) != (self.barrier is not None):
+            raise ValueError(f"{where}: mbarrier ops, and only they, name a barrier")
+        if (op is Op.WAIT) != (self.parity is not None):
+            raise ValueError(f"{where}: waits, and only waits, have a parity")
+        if self.parity is not None and self.parity not in (0, 1):
+            raise ValueError(f"{where}: parity must be 0 or 1")
+        if self.lag < 0 or (self.lag and (op is not Op.ARRIVE or self.prearm)):
+            raise ValueError(f"{where}: only loop arrivals may lag, by a non-negative amount")
+        if self.prearm and (op is not Op.ARRIVE or self.nbytes):
+            raise ValueError(f"{where}: only plain arrivals may pre-arm")
+        needs_count = op in (Op.ARRIVE, Op.ADD, Op.WAIT_GE) or op in BAR_OPS
+        if needs_count != (self.count >= 1) or self.count < 0:
+            raise ValueError(f"{where}: count {self.count} does not fit op `{op.value}`")
+        if op in BAR_OPS and self.count % WARP_THREADS:
+            raise ValueError(f"{where}: named barrier thread count is not whole warps")
+        needs_bytes = op in (Op.EXPECT_TX, Op.COPY)
+        if self.nbytes < 0 or (needs_bytes and self.nbytes < 1):
+            raise ValueError(f"{where}: byte count {self.nbytes} does not fit op `{op.value}`")
+        if self.nbytes and op not in (Op.ARRIVE, Op.EXPECT_TX, Op.COPY):
+            raise ValueError(f"{where}: op `{op.value}` carries no bytes")
+
+    @property
+    def is_wait(self) -> bool:
+        return self.op in WAIT_OPS
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """A whole composition's synchronization protocol.
+
+    ``programs`` maps every role to its ordered step list (the concatenation of its
+    sides across channels in the declared order).
+    """
+
+    roles: tuple[Role, ...]
+    rings: tuple[Ring, ...] = ()
+    counters: tuple[Counter, ...] = ()
+    named_barriers: tuple[NamedBarrier, ...] = ()
+    programs: tuple[tuple[str, tuple[Step, ...]], ...] = ()
+
+    def __post_init__(self) -> None:
+        names = [r.name for r in self.roles]
+        _unique(names, "role")
+        channels = ([r.name for r in self.rings] + [c.name for c in self.counters]
+                    + [b.name for b in self.named_barriers])
+        _unique(channels, "channel")
+        _unique([p for p, _ in self.programs], "program")
+        known = set(names)
+        for ring in self.rings:
+            for who in (ring.producer, ring.consumer, *ring.full.initializers,
+                        *ring.empty.initializers):
+                if who not in known:
+                    raise ValueError(f"ring `{ring.name}` names unknown role `{who}`")
+        for ctr in self.counters:
+            if ctr.producer not in known or ctr.consumer not in known:
+                raise ValueError(f"counter `{ctr.name}` names an unknown role")
+        for role, steps in self.programs:
+            if role not in known:
+                raise ValueError(f"program for unknown role `{role}`")
+            for step in steps:
+                self._check_step(role, step)
+        for ring in self.rings:
+            if not any(s.op in WRITE_OPS for s in self._ring_steps(ring.name)):
+                raise ValueError(f"ring `{ring.name}`: the producer never writes a slot")
+            if not any(s.op is Op.READ for s in self._ring_steps(ring.name)):
+                raise ValueError(f"ring `{ring.name}`: the consumer never reads a slot")
+
+    @cached_property
+    def _index(self) -> dict[str, Ring | Counter | NamedBarrier]:
+        index: dict[str, Ring | Counter | NamedBarrier] = {r.name: r for r in self.rings}
+        index.update((c.name, c) for c in self.counters)
+        index.update((b.name, b) for b in self.named_barriers)
+        return index
+
+    def _check_step(self, role: str, step: Step) -> None:
+        where = f"step `{step.provenance.text}` of `{role}`"
+        if step.role != role:
+            raise ValueError(f"{where} belongs to role `{step.role}`")
+        channel = self._index.get(step.channel)
+        if step.op in RING_OPS:
+            if not isinstance(channel, Ring):
+                raise ValueError(f"{where} names unknown ring `{step.channel}`")
+            if step.op in WRITE_OPS and role != channel.producer:
+                raise ValueError(f"{where}: only the producer writes ring `{channel.name}`")
+            if step.op is Op.READ and role != channel.consumer:
+                raise ValueError(f"{where}: only the consumer reads ring `{channel.name}`")
+        elif step.op in COUNTER_OPS:
+            if not isinstance(channel, Counter):
+                raise ValueError(f"{where} names unknown counter `{step.channel}`")
+        elif not isinstance(channel, NamedBarrier):
+            raise ValueError(f"{where} names unknown named barrier `{step.channel}`")
+
+    def _ring_steps(self, ring: str) -> Iterable[Step]:
+        return (s for _, steps in self.programs for s in steps if s.channel == ring)
+
+    def program(self, role: str) -> tuple[Step, ...]:
+        """The per-iteration step list of ``role`` (empty when it has none)."""
+        return next((steps for r, steps in self.programs if r == role), ())
+
+    def role(self, name: str) -> Role:
+        return next(r for r in self.roles if r.name == name)
+
+    def ring(self, name: str) -> Ring:
+        channel = self._index[name]
+        if not isinstance(channel, Ring):
+            raise KeyError(name)
+        return channel
+
+    def counter(self, name: str) -> Counter:
+        channel = self._index[name]
+        if not isinstance(channel, Counter):
+            raise KeyError(name)
+        return channel
+
+    def named_barrier(self, name: str) -> NamedBarrier:
+        channel = self._index[name]
+        if not isinstance(channel, NamedBarrier):
+            raise KeyError(name)
+        return channel
+
+    @property
+    def max_depth(self) -> int:
+        return max((r.depth for r in self.rings), default=1)
+
+    def default_bound(self) -> int:
+        """Iterations per role that wrap every ring at least twice: ``2 * max depth + 1``."""
+        return 2 * self.max_depth + 1
+
+    def with_depth(self, ring: str, depth: int) -> Protocol:
+        """The same protocol with ``ring`` at another depth (for checking a depth range)."""
+        rings = tuple(
+            Ring(r.name, depth, r.producer, r.consumer, r.full, r.empty, r.provenance)
+            if r.name == ring else r for r in self.rings)
+        return Protocol(self.roles, rings, self.counters, self.named_barriers, self.programs)
+
+
+def _unique(names: list[str], what: str) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"duplicate {what} name `{name}`")
+        seen.add(name)
+
+
+class ProtocolBuilder:
+    """Builds a :class:`Protocol` step by step, synthesizing spans for hand-written models.
+
+    Each added item gets a one-line span in ``file`` (line numbers in order of addition)
+    unless a provenance is given. :meth:`ring` applies the language's defaults through
+    :meth:`produce` and :meth:`consume`.
+    """
+
+    def __init__(self, file: str = "<protocol>") -> None:
+        self.file = file
+        self._line = 0
+        self._roles: list[Role] = []
+        self._rings: list[Ring] = []
+        self._counters: list[Counter] = []
+        self._bars: list[NamedBarrier] = []
+        self._programs: dict[str, list[Step]] = {}
+
+    def provenance(self, text: str) -> Provenance:
+        """A fresh synthetic provenance: the next line of ``file`` holding ``text``."""
+        self._line += 1
+        return Provenance(Span(self.file, self._line, 1, self._line, len(text) + 1), text)
+
+    def role(self, name: str, warps: int) -> Role:
+        role = Role(name, warps, self.provenance(f"role {name} warps {warps}"))
+        self._roles.append(role)
+        self._programs.setdefault(name, [])
+        return role
+
+    def get_role(self, name: str) -> Role:
+        return next(r for r in self._roles if r.name == name)
+
+    def ring(self, name: str, *, depth: int, producer: str, consumer: str, full_init: int,
+             empty_init: int, full_tx: int | None = None, init_by: Iterable[str] = ()) -> Ring:
+        """Declare a ring (its barriers share the initializers ``init_by``)."""
+        header = self.provenance(f"ring {name} produce by {producer} depth {depth}")
+        inits = tuple(InitBy(r, self.provenance(f"init by {r}")) for r in init_by)
+        tx_text = f" expect_tx {full_tx}" if full_tx is not None else ""
+        full = Barrier(BarrierKind.FULL, full_init, self.provenance(f"full init {full_init}{tx_text}"),
+                       full_tx, inits)
+        empty = Barrier(BarrierKind.EMPTY, empty_init, self.provenance(f"empty init {empty_init}"),
+                        None, inits)
+        ring = Ring(name, depth, producer, consumer, full, empty, header)
+        self._rings.append(ring)
+        return ring
+
+    def counter(self, name: str, *, producer: str, consumer: str,
+                scope: Scope = Scope.CTA) -> Counter:
+        ctr = Counter(name, producer, consumer,
+                      self.provenance(f"counter {name} produce by {producer} scope {scope.value}"),
+                      scope)
+        self._counters.append(ctr)
+        return ctr
+
+    def named_barrier(self, name: str, threads: int) -> NamedBarrier:
+        bar = NamedBarrier(name, threads, self.provenance(f"claim barrier {name} threads {threads}"))
+        self._bars.append(bar)
+        return bar
+
+    def make_step(self, role: str, op: Op, channel: str, *,
+                  barrier: BarrierKind | None = None, count: int = 0, nbytes: int = 0,
+                  parity: int | None = None, lag: int = 0, prearm: bool = False,
+                  text: str | None = None) -> Step:
+        """A step with a fresh provenance, not placed in any program."""
+        if text is None:
+            text = _step_text(op, channel, barrier, count, nbytes, parity, lag, prearm)
+        return Step(role, op, channel, self.provenance(text), barrier, count, nbytes, parity,
+                    lag, prearm)
+
+    def step(self, role: str, op: Op, channel: str, *, barrier: BarrierKind | None = None,
+             count: int = 0, nbytes: int = 0, parity: int | None = None, lag: int = 0,
+             prearm: bool = False, text: str | None = None) -> Step:
+        """Append one step to ``role``'s program."""
+        step = self.make_step(role, op, channel, barrier=barrier, count=count, nbytes=nbytes,
+                              parity=parity, lag=lag, prearm=prearm, text=text)
+        self._programs.setdefault(role, []).append(step)
+        return step
+
+    def set_program(self, role: str, steps: Iterable[Step]) -> None:
+        """Replace ``role``'s program (for an explicit cross-channel order)."""
+        self._programs[role] = list(steps)
+
+    def produce(self, ring: str, *, wait_empty: bool = True, parity: int = 1,
+                arrive: int = 1, tx: int | None = None, copies: Iterable[int] | None = None) -> None:
+        """The producer side in the language's order: ``empty wait``, ``full arrive``, copies.
+
+        ``tx`` defaults to the full barrier's declared bytes; with no ``copies`` one copy of
+        the tx bytes is implied, or a plain write before the arrive when there are none.
+        """
+        r = self._ring(ring)
+        nbytes = r.full.expect_tx if tx is None else tx
+        nbytes = nbytes or 0
+        sizes = list(copies) if copies is not None else ([nbytes] if nbytes else [])
+        who = r.producer
+        if wait_empty:
+            self.step(who, Op.WAIT, ring, barrier=BarrierKind.EMPTY, parity=parity)
+        if not sizes:
+            self.step(who, Op.WRITE, ring)
+        self.step(who, Op.ARRIVE, ring, barrier=BarrierKind.FULL, count=arrive, nbytes=nbytes)
+        for size in sizes:
+            self.step(who, Op.COPY, ring, barrier=BarrierKind.FULL, nbytes=size)
+
+    def consume(self, ring: str, *, wait_full: bool = True, parity: int = 0,
+                release: int | None = None, lag: int = 0, prearm: bool = False) -> None:
+        """The consumer side in the language's order: ``full wait``, read, ``empty arrive``.
+
+        ``release`` defaults to the empty barrier's init count; ``prearm`` adds a pre-arm of
+        the empty barrier (the producer must then first wait with parity 0).
+        """
+        r = self._ring(ring)
+        who = r.consumer
+        count = r.empty.init_count if release is None else release
+        if prearm:
+            self.step(who, Op.ARRIVE, ring, barrier=BarrierKind.EMPTY, count=count, prearm=True)
+        if wait_full:
+            self.step(who, Op.WAIT, ring, barrier=BarrierKind.FULL, parity=parity)
+        self.step(who, Op.READ, ring)
+        self.step(who, Op.ARRIVE, ring, barrier=BarrierKind.EMPTY, count=count, lag=lag)
+
+    def _ring(self, name: str) -> Ring:
+        return next(r for r in self._rings if r.name == name)
+
+    def build(self) -> Protocol:
+        programs = tuple((r.name, tuple(self._programs.get(r.name, ()))) for r in self._roles)
+        return Protocol(tuple(self._roles), tuple(self._rings), tuple(self._counters),
+                        tuple(self._bars), programs)
+
+
+def _step_text(op: Op, channel: str, barrier: BarrierKind | None, count: int, nbytes: int,
+               parity: int | None, lag: int, prearm: bool) -> str:
+    """Contract-like source text for a synthesized step."""
+    head = f"{channel}.{barrier.value}" if barrier is not None else channel
+    words = [head, op.value]
+    if op is Op.WAIT:
+        words.append(f"parity {parity}")
+    elif op in (Op.ARRIVE, Op.ADD, Op.WAIT_GE) or op in BAR_OPS:
+        words.append(str(count))
+    if nbytes:
+        words.append(f"tx {nbytes}" if op is Op.ARRIVE else str(nbytes))
+    if lag:
+        words.append(f"lag {lag}")
+    if prearm:
+        words.append("prearm")
+    return " ".join(words)

@@ -1,0 +1,82 @@
+"""Protocol verdicts as :class:`~diagnostics.model.Diagnostic` s.
+
+Codes: the clause of each finding (``L-INIT``, ``L-ARRIVE``, ``L-TXBYTES``, ``L-PARITY``,
+``L-RACE``, ``L-DEADLOCK``) and ``E-SOLVER-UNKNOWN`` for a query the solver could not
+decide within its budget. ``E-`` (not ``L-``) because it names no clause violation but the
+checker's own failure to decide one; it is an error so an undecided protocol is never
+accepted. Traces appear twice: as a step table in the notes and as labels on the
+contracts (primary on the blocking or racing step, secondary on the other steps).
+"""
+
+from __future__ import annotations
+
+from checker.protocol.check import (
+    DEFAULT_RLIMIT,
+    UNKNOWN_CODE,
+    Finding,
+    ProtocolVerdict,
+    check_protocol,
+)
+from checker.protocol.model import Protocol
+from checker.protocol.smt import PARITY_RULE, PHASE_RULE, fact_text
+from diagnostics.model import Diagnostic, Label, sort_diagnostics
+
+__all__ = ["UNKNOWN_CODE", "check_protocol", "protocol_diagnostics", "verdict_diagnostics"]
+
+
+def verdict_diagnostics(verdict: ProtocolVerdict) -> list[Diagnostic]:
+    """One diagnostic per finding and per undecided query, in deterministic order."""
+    diags = [_finding(f) for f in verdict.findings]
+    for what in verdict.undecided:
+        diags.append(Diagnostic(
+            UNKNOWN_CODE,
+            f"the protocol model could not decide {what} within its budget "
+            f"(rlimit {verdict.rlimit})",
+            notes=("an undecided query is not a pass: the composition is not accepted",
+                   f"model: {verdict.stats.events} steps over {verdict.stats.bound} "
+                   f"iterations, {verdict.stats.assertions} assertions"),
+            helps=("raise the solver budget (`rlimit`) or lower the bound",),
+            data=(("undecided", what), ("rlimit", str(verdict.rlimit)))))
+    return sort_diagnostics(diags)
+
+
+def protocol_diagnostics(protocol: Protocol, *, bound: int | None = None,
+                         rlimit: int = DEFAULT_RLIMIT) -> list[Diagnostic]:
+    """Check ``protocol`` and return its diagnostics (empty when it is safe)."""
+    return verdict_diagnostics(check_protocol(protocol, bound=bound, rlimit=rlimit))
+
+
+def proof_notes(verdict: ProtocolVerdict) -> list[str]:
+    """"Why safe" lines for each query proved unsat (needs ``explain=True``)."""
+    lines = []
+    for proof in verdict.proofs:
+        facts = "; ".join(fact_text(f) for f in proof.facts)
+        lines.append(f"{proof.query} is impossible because of: {facts}")
+    return lines
+
+
+def _finding(finding: Finding) -> Diagnostic:
+    labels = [Label(p.span, text, True) for p, text in finding.primary]
+    primaries = {p for p, _ in finding.primary}
+    labels += [Label(p.span, text, False) for p, text in finding.secondary
+               if p not in primaries]
+    notes = list(finding.notes)
+    if finding.trace is not None:
+        notes.append(f"semantics: {PHASE_RULE.text}; {PARITY_RULE.text}")
+    if finding.core:
+        notes.append("minimal conflicting facts: "
+                     + "; ".join(fact_text(f) for f in finding.core))
+    return Diagnostic(finding.code, finding.message, labels=tuple(_dedupe(labels)),
+                      notes=tuple(notes), helps=finding.helps, data=finding.data)
+
+
+def _dedupe(labels: list[Label]) -> list[Label]:
+    seen: set[tuple[object, ...]] = set()
+    out = []
+    for label in labels:
+        key = (label.span, label.text, label.primary)
+        if key not in seen:
+            seen.add(key)
+            out.append(label)
+    return out
+

@@ -1,0 +1,706 @@
+"""The bounded SMT model of a protocol, with every assertion tracked by its provenance.
+
+Interleavings (a timestamp encoding of bounded model checking). Every event ``e`` of the
+unrolled run (``events.py``) has an integer time ``t_e``; the schedule is the order of
+``(t_e, rank of e's role)``, a total order extending program order (times increase
+strictly along a role). The cut is a program counter ``pc_r`` per role: the first
+``pc_r`` events of ``r`` ran, all of them before a time ``T`` and the rest after it. An
+assignment is a reachable state iff every executed wait passes when it runs.
+
+Objects. An mbarrier slot's state before an event is determined by the events on it
+ordered before it. When all its state changes come from one role (the usual case: the
+producer arrives and copies on ``full``, the consumer releases ``empty``), their order is
+program order, so which of them complete a phase is computed here by simulation, and a
+wait sees the parity after the last of them ordered before it (its *frontier*). When
+several roles change it, the general encoding sums over order atoms:
+
+* arrivals ``A_e``, expected bytes ``X_e``, completed bytes ``C_e`` (including ``e``),
+  completed phases ``P_e`` (the completing events ordered before ``e``);
+* ``e`` completes a phase iff ``A_e = n * (P_e + 1)`` and ``X_e = C_e``: pending is
+  ``n * (P_e + 1) - A_e``; below zero (over-arrival) the phase never completes;
+* a wait with parity ``p`` passes iff ``P_w mod 2 != p`` (``try_wait.parity``).
+
+A named barrier is counted the same way without bytes, and ``bar.sync`` passes once a
+completion happened at or after its own arrival; a counter wait passes when the
+additions ordered before it reach its threshold.
+
+Queries (selector literals, checked under assumptions): *deadlock* — at the cut every
+unfinished role is at a wait that cannot pass, and some role is unfinished; *overwrite* —
+the producer writes data iteration ``i`` of a ring before the consumer's last access
+(read or release) of iteration ``i - depth``; *early read* — the consumer reads
+iteration ``i`` before the producer's last write of it. Per-phase accounting (L-ARRIVE,
+L-TXBYTES) and first-parity conventions (L-PARITY) are rule literals over the same step
+variables, decided in a second solver that holds only the declarations.
+
+Every assertion is ``Implies(guard, fact)`` where the guard is the conjunction of the
+literals of the facts it comes from (a step, a declaration, a role's program order, a
+rule); ``facts`` maps each literal to its provenance.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import TypeAlias
+
+import z3
+
+from checker.protocol.events import Event, ObjKey, unroll
+from checker.protocol.model import (
+    MBAR_MAX_COUNT,
+    BarrierKind,
+    Op,
+    Protocol,
+    Provenance,
+    Ring,
+    Step,
+)
+
+
+@dataclass(frozen=True, order=True)
+class Rule:
+    """A semantic rule the model asserts (the provenance of rule literals)."""
+
+    name: str
+    text: str
+
+
+@dataclass(frozen=True, order=True)
+class Lemma:
+    """A race-freedom invariant proved on the model, with the facts its proof used."""
+
+    text: str
+    basis: tuple[Provenance | Rule, ...]
+
+
+Fact = Provenance | Rule | Lemma
+
+PHASE_RULE = Rule("phase", "a phase completes when the pending arrival count and the tx-count "
+                  "are both zero; pending then resets to the init count (PTX §9.7.13.15.6)")
+PARITY_RULE = Rule("parity", "a parity wait passes iff the preceding phase, of the other "
+                   "parity, is complete: on a fresh barrier parity 1 passes and parity 0 "
+                   "blocks (PTX §9.7.13.15.16)")
+ARRIVE_RULE = Rule("arrive", "per phase, the arrivals of all participants equal the "
+                   "initialized arrival count")
+PREARM_RULE = Rule("prearm", "the pre-arm arrivals complete exactly one phase")
+TX_RULE = Rule("txbytes", "per phase, the expected transaction bytes equal the bytes the "
+               "async copies complete")
+DECL_RULE = Rule("declared-tx", "the declared transaction bytes per phase equal what the "
+                 "participants expect and complete")
+RANGE_RULE = Rule("range", "arrival counts and tx-counts stay within 2^20 - 1 "
+                  "(PTX §9.7.13.15.2)")
+FIRST_PARITY_RULE = Rule("first-parity", "the first wait on a full barrier waits for the "
+                         "first fill (parity 0, or 1 after a pre-arm); the first wait on an "
+                         "empty barrier waits for the previous release (parity 1, or 0 "
+                         "after a pre-arm)")
+
+
+def fact_text(fact: Fact) -> str:
+    """A fact for people: source text and location, or the rule's or lemma's text."""
+    if isinstance(fact, Provenance):
+        return f"`{fact.text}` ({fact.span})"
+    return fact.text
+
+
+class Query(enum.Enum):
+    """The dynamic questions asked of the model."""
+
+    DEADLOCK = "deadlock"
+    OVERWRITE = "overwrite"
+    EARLY_READ = "early-read"
+
+
+class StaticKind(enum.Enum):
+    """The arithmetic checks decided per barrier or per wait."""
+
+    ARRIVE = "L-ARRIVE"
+    TXBYTES = "L-TXBYTES"
+    PARITY = "L-PARITY"
+
+
+@dataclass(frozen=True)
+class StaticCheck:
+    """One rule literal and the facts it relates; unsat under them means a conflict."""
+
+    kind: StaticKind
+    rule_key: str
+    fact_keys: tuple[str, ...]
+    ring: str
+    barrier: BarrierKind
+    wait: Step | None = None
+
+
+@dataclass(frozen=True)
+class QueryKey:
+    """A dynamic query, optionally about one ring."""
+
+    query: Query
+    ring: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"query:{self.query.value}:{self.ring}"
+
+
+def step_key(step: Step, index: int) -> str:
+    """The fact key of the ``index``-th step of its role's program."""
+    return f"step:{step.role}#{index}"
+
+
+def decl_key(ring: str, kind: BarrierKind) -> str:
+    return f"decl:{ring}.{kind.value}"
+
+
+def role_key(role: str) -> str:
+    return f"role:{role}"
+
+
+Cond: TypeAlias = "z3.BoolRef | bool"
+
+
+class ProtocolModel:
+    """The SMT model of one protocol at one bound; built once, queried many times."""
+
+    def __init__(self, protocol: Protocol, *, bound: int, rlimit: int) -> None:
+        self.protocol = protocol
+        self.bound = bound
+        self.sequences = unroll(protocol, bound)
+        self.events = [e for seq in self.sequences for e in seq]
+        self.ctx = z3.Context()
+        self.solver = self._solver(rlimit)
+        self.static_solver = self._solver(rlimit)
+        self.cut_solver = self._solver(rlimit)
+        self.facts: dict[str, Fact] = {}
+        self.lits: dict[str, z3.BoolRef] = {}
+        self.assertions = 0
+        self.variables = 0
+        self.static_checks: list[StaticCheck] = []
+        self.queries: dict[QueryKey, z3.BoolRef] = {}
+        self.time = {e.id: self._int(f"t{e.id}") for e in self.events}
+        self.cut = self._int("T")
+        self.pc: dict[int, z3.ArithRef] = {}
+        self.done: dict[int, z3.BoolRef | bool] = {}
+        self._cut_pass: dict[int, z3.BoolRef] = {}
+        self._count: dict[str, z3.ArithRef] = {}
+        self._bytes: dict[str, z3.ArithRef] = {}
+        self._guards: dict[tuple[str, ...], z3.BoolRef] = {}
+        self._declare_facts()
+        self._encode_steps()
+        for ring in protocol.rings:
+            for kind in BarrierKind:
+                self._encode_static(ring, kind)
+        self._encode_order()
+        self._encode_objects()
+        self._encode_queries()
+
+    # -- building blocks -------------------------------------------------------------
+
+    def _solver(self, rlimit: int) -> z3.Solver:
+        solver = z3.Solver(ctx=self.ctx)
+        solver.set("rlimit", rlimit)
+        solver.set("smt.arith.solver", 2)
+        return solver
+
+    def _int(self, name: str) -> z3.ArithRef:
+        self.variables += 1
+        return z3.Int(name, self.ctx)
+
+    def _bool(self, name: str) -> z3.BoolRef:
+        self.variables += 1
+        return z3.Bool(name, self.ctx)
+
+    def _val(self, value: int) -> z3.ArithRef:
+        return z3.IntVal(value, self.ctx)
+
+    def _const(self, value: bool) -> z3.BoolRef:
+        return z3.BoolVal(value, self.ctx)
+
+    def _fact(self, key: str, fact: Fact) -> None:
+        if key not in self.lits:
+            self.facts[key] = fact
+            self.lits[key] = self._bool(key)
+
+    def _add(self, keys: str | Sequence[str], expr: Cond, *, dynamic: bool = True,
+             static: bool = False, cut: bool = False) -> None:
+        """Assert ``expr`` guarded by the literals of ``keys`` (its provenance).
+
+        ``dynamic``, ``static`` and ``cut`` pick the solvers that receive it: the whole
+        model, the declaration checks, and the cut abstraction of the deadlock query.
+        """
+        names = (keys,) if isinstance(keys, str) else tuple(dict.fromkeys(keys))
+        guard = self._guards.get(names)
+        if guard is None:
+            guard = self.lits[names[0]] if len(names) == 1 else z3.And(
+                *[self.lits[k] for k in names])
+            self._guards[names] = guard
+        assertion = z3.Implies(guard, expr if not isinstance(expr, bool)
+                               else self._const(expr))
+        self.assertions += 1
+        if dynamic:
+            self.solver.add(assertion)
+        if static:
+            self.static_solver.add(assertion)
+        if cut:
+            self.cut_solver.add(assertion)
+
+    def _sum(self, terms: Sequence[z3.ArithRef]) -> z3.ArithRef:
+        return z3.Sum(list(terms)) if terms else self._val(0)
+
+    def before(self, a: Event, b: Event) -> Cond:
+        """Whether ``a`` precedes ``b`` in the schedule (a Python bool within one role)."""
+        if a.rank == b.rank:
+            return a.pos < b.pos
+        ta, tb = self.time[a.id], self.time[b.id]
+        order: z3.BoolRef = ta <= tb if a.rank < b.rank else ta < tb
+        return order
+
+    def _before_fn(self, later: Event) -> Callable[[Event], Cond]:
+        return lambda e: self.before(e, later)
+
+    def executed(self, e: Event) -> z3.BoolRef:
+        """Whether ``e`` ran before the cut."""
+        return self.pc[e.rank] > e.pos
+
+    def _key(self, e: Event) -> str:
+        return step_key(e.step, e.step_index)
+
+    # -- facts and step variables ----------------------------------------------------
+
+    def _declare_facts(self) -> None:
+        for role in self.protocol.roles:
+            self._fact(role_key(role.name), role.provenance)
+        for ring in self.protocol.rings:
+            self._fact(f"ring:{ring.name}", ring.provenance)
+            for kind in BarrierKind:
+                self._fact(decl_key(ring.name, kind), ring.barrier(kind).provenance)
+        for ctr in self.protocol.counters:
+            self._fact(f"counter:{ctr.name}", ctr.provenance)
+        for bar in self.protocol.named_barriers:
+            self._fact(f"bar:{bar.name}", bar.provenance)
+        for _, steps in self.protocol.programs:
+            for k, step in enumerate(steps):
+                self._fact(step_key(step, k), step.provenance)
+
+    def _encode_steps(self) -> None:
+        """Each step's amounts as variables fixed by the step's own literal."""
+        for _, steps in self.protocol.programs:
+            for k, step in enumerate(steps):
+                key = step_key(step, k)
+                if step.count:
+                    self._count[key] = var = self._int(f"count:{key}")
+                    self._add(key, var == step.count, static=True)
+                if step.op in (Op.ARRIVE, Op.EXPECT_TX, Op.COPY):
+                    self._bytes[key] = var = self._int(f"bytes:{key}")
+                    self._add(key, var == step.nbytes, static=True)
+
+    # -- per-phase accounting and parity conventions ---------------------------------
+
+    def _encode_static(self, ring: Ring, kind: BarrierKind) -> None:
+        bar = ring.barrier(kind)
+        dkey = decl_key(ring.name, kind)
+        name = f"{ring.name}.{kind.value}"
+        init = self._int(f"init:{name}")
+        self._add(dkey, init == bar.init_count, dynamic=False, static=True)
+        steps = [(step_key(s, k), s) for _, prog in self.protocol.programs
+                 for k, s in enumerate(prog) if s.channel == ring.name and s.barrier is kind]
+        loop = [k for k, s in steps if s.op is Op.ARRIVE and not s.prearm]
+        prearm = [k for k, s in steps if s.prearm]
+        expects = [k for k, s in steps if s.op in (Op.ARRIVE, Op.EXPECT_TX) and s.nbytes]
+        copies = [k for k, s in steps if s.op is Op.COPY]
+
+        def rule(suffix: str, fact: Rule, expr: z3.BoolRef, related: Iterable[str],
+                 check: StaticKind, wait: Step | None = None) -> None:
+            key = f"rule:{suffix}:{name}"
+            self._fact(key, fact)
+            self._add(key, expr, dynamic=False, static=True)
+            facts = tuple(dict.fromkeys([dkey, *related]))
+            self.static_checks.append(StaticCheck(check, key, facts, ring.name, kind, wait))
+
+        arrivals = self._sum([self._count[k] for k in loop])
+        rule("arrive", ARRIVE_RULE, arrivals == init, loop, StaticKind.ARRIVE)
+        if prearm:
+            armed_count = self._sum([self._count[k] for k in prearm])
+            rule("prearm", PREARM_RULE, armed_count == init, prearm, StaticKind.ARRIVE)
+        rule("range-count", RANGE_RULE, init <= MBAR_MAX_COUNT, (), StaticKind.ARRIVE)
+        expected = self._sum([self._bytes[k] for k in expects])
+        completed = self._sum([self._bytes[k] for k in copies])
+        rule("txbytes", TX_RULE, expected == completed, [*expects, *copies],
+             StaticKind.TXBYTES)
+        if bar.expect_tx is not None:
+            declared = self._int(f"declared:{name}")
+            self._add(dkey, declared == bar.expect_tx, dynamic=False, static=True)
+            rule("declared-expect", DECL_RULE, declared == expected, expects,
+                 StaticKind.TXBYTES)
+            rule("declared-copy", DECL_RULE, declared == completed, copies,
+                 StaticKind.TXBYTES)
+        rule("range-tx", RANGE_RULE,
+             z3.And(expected <= MBAR_MAX_COUNT, completed <= MBAR_MAX_COUNT),
+             [*expects, *copies], StaticKind.TXBYTES)
+        armed = self._int(f"prearmed:{name}")
+        for k in prearm:
+            self._add(k, armed == 1, dynamic=False, static=True)
+        if not prearm:
+            self._add(f"ring:{ring.name}", armed == 0, dynamic=False, static=True)
+        right = armed if kind is BarrierKind.FULL else 1 - armed
+        for k, step in steps:
+            if step.op is not Op.WAIT:
+                continue
+            first = self._int(f"first-parity:{k}")
+            self._add(k, first == step.parity, dynamic=False, static=True)
+            related = [k, *prearm] if prearm else [k, f"ring:{ring.name}"]
+            rule(f"first-parity:{k}", FIRST_PARITY_RULE, first == right, related,
+                 StaticKind.PARITY, step)
+
+    # -- interleaving semantics ------------------------------------------------------
+
+    def _encode_order(self) -> None:
+        """Program order and the cut: the first ``pc_r`` events of ``r`` ran before ``T``."""
+        for seq in self.sequences:
+            if not seq:
+                continue
+            key = role_key(seq[0].role)
+            self.pc[seq[0].rank] = pc = self._int(f"pc:{seq[0].role}")
+            self._add(key, z3.And(pc >= 0, pc <= len(seq)), cut=True)
+            for a, b in pairwise(seq):
+                self._add(key, self.time[a.id] < self.time[b.id])
+            for e in seq:
+                self._add(key, (pc > e.pos) == (self.time[e.id] < self.cut))
+
+    def _encode_objects(self) -> None:
+        by_obj: dict[ObjKey, list[Event]] = defaultdict(list)
+        for e in self.events:
+            if e.obj is not None:
+                by_obj[e.obj].append(e)
+        for obj, evs in by_obj.items():
+            movers = [e for e in evs if not e.is_wait]
+            waits = [e for e in evs if e.is_wait]
+            one_role = len({e.rank for e in movers}) <= 1
+            if obj.barrier is not None:
+                bar = self.protocol.ring(obj.channel).barrier(obj.barrier)
+                decl = decl_key(obj.channel, obj.barrier)
+                if one_role:
+                    self._mbarrier_chain(str(obj), movers, waits, bar.init_count, decl)
+                else:
+                    self._counting(movers, waits, bar.init_count, decl)
+            elif any(e.op in (Op.ADD, Op.WAIT_GE) for e in evs):
+                if one_role:
+                    self._counter_chain(movers, waits)
+                else:
+                    self._counter(movers, waits)
+            else:
+                nb = self.protocol.named_barrier(obj.channel)
+                self._counting(movers, waits, nb.threads, f"bar:{nb.name}")
+
+    def _mbarrier_chain(self, name: str, movers: list[Event], waits: list[Event], n: int,
+                        decl: str) -> None:
+        """An mbarrier slot whose state changes all come from one role, in program order.
+
+        Which changes complete a phase follows from the declaration and the movers' steps
+        alone (simulated here, the facts guard it); a wait sees the parity after its
+        frontier, the last change ordered before it.
+        """
+        pending, tx, odd = n, 0, False
+        parity: list[bool] = []
+        for e in movers:
+            step = e.step
+            if step.op is Op.COPY:
+                tx -= step.nbytes
+            else:
+                tx += step.nbytes
+                pending -= 0 if step.op is Op.EXPECT_TX else step.count
+            done = pending == 0 and tx == 0
+            if done:
+                pending, odd = n, not odd
+            self.done[e.id] = done
+            parity.append(odd)
+        basis = [decl, *(self._key(e) for e in movers)]
+        odd_cut = self._bool(f"odd-cut:{name}")
+        self._add(basis, odd_cut == self._frontier(movers, parity, self.executed), cut=True)
+        for w in waits:
+            seen = self._frontier(movers, parity, self._before_fn(w))
+            self._cut_pass[w.id] = odd_cut if w.parity == 0 else z3.Not(odd_cut)
+            passes = seen if w.parity == 0 else z3.Not(seen)
+            self._add([self._key(w), *basis], z3.Implies(self.executed(w), passes))
+
+    def _counter_chain(self, adds: list[Event], waits: list[Event]) -> None:
+        """A counter all of whose additions come from one role: prefix sums, frontiers."""
+        sums, total = [], 0
+        for a in adds:
+            total += a.step.count
+            sums.append(total)
+        basis = [self._key(a) for a in adds]
+        for w in waits:
+            threshold = w.threshold or 0
+            reached = [s >= threshold for s in sums]
+            keys = [self._key(w), *basis]
+            passes = self._frontier(adds, reached, self._before_fn(w))
+            now = self._bool(f"reached-cut:{w.id}")
+            self._add(keys, now == self._frontier(adds, reached, self.executed), cut=True)
+            self._cut_pass[w.id] = now
+            self._add(keys, z3.Implies(self.executed(w), passes))
+
+    def _counter(self, adds: list[Event], waits: list[Event]) -> None:
+        """A counter added to by several roles: sums over order atoms."""
+        for w in waits:
+            key = self._key(w)
+            threshold = self._count[key] * ((w.threshold or 0) // w.step.count)
+            value = [z3.If(b, self._count[self._key(a)], self._val(0)) if b is not True
+                     else self._count[self._key(a)]
+                     for a in adds if (b := self.before(a, w)) is not False]
+            now = [z3.If(self.executed(a), self._count[self._key(a)], self._val(0))
+                   for a in adds]
+            self._cut_pass[w.id] = self._sum(now) >= threshold
+            self._add(key, z3.Implies(self.executed(w), self._sum(value) >= threshold))
+
+    def _completions_before(self, movers: Sequence[Event], e: Event) -> z3.ArithRef:
+        terms = []
+        for o in movers:
+            b = False if o is e else self.before(o, e)
+            flag = self.done[o.id]
+            assert not isinstance(flag, bool)
+            if b is not False:
+                both = flag if b is True else z3.And(b, flag)
+                terms.append(z3.If(both, self._val(1), self._val(0)))
+        return self._sum(terms)
+
+    def _counting(self, movers: list[Event], waits: list[Event], n: int, decl: str) -> None:
+        """An mbarrier slot or named barrier changed by several roles: sums over order atoms."""
+        flags = {e.id: self._bool(f"done{e.id}") for e in movers}
+        self.done.update(flags)
+        for e in movers:
+            arrivals: list[z3.ArithRef] = []
+            expected: list[z3.ArithRef] = []
+            completed: list[z3.ArithRef] = []
+            for o in movers:
+                incl = True if o is e else self.before(o, e)
+                if incl is False:
+                    continue
+                key = self._key(o)
+
+                def part(var: z3.ArithRef, incl: Cond = incl) -> z3.ArithRef:
+                    return var if incl is True else z3.If(incl, var, self._val(0))
+
+                if o.op is Op.COPY:
+                    completed.append(part(self._bytes[key]))
+                    continue
+                if o.step.nbytes:
+                    expected.append(part(self._bytes[key]))
+                if o.op is not Op.EXPECT_TX:
+                    arrivals.append(part(self._count[key]))
+            completes = z3.And(self._sum(arrivals) == n * self._completions_before(movers, e) + n,
+                               self._sum(expected) == self._sum(completed))
+            self._add(decl, flags[e.id] == completes)
+        cut = [z3.And(self.executed(o), flags[o.id]) for o in movers]
+        odd_cut = _xor(cut, self.ctx)
+        count_cut = self._sum([z3.If(t, self._val(1), self._val(0)) for t in cut])
+        for w in waits:
+            if w.op is Op.WAIT:
+                odd = _xor([flags[o.id] if b is True else z3.And(b, flags[o.id])
+                            for o in movers if (b := self.before(o, w)) is not False], self.ctx)
+                self._cut_pass[w.id] = odd_cut if w.parity == 0 else z3.Not(odd_cut)
+                passes = odd if w.parity == 0 else z3.Not(odd)
+            else:
+                arrival = self.sequences[w.rank][w.pos - 1]
+                at_arrival = self._completions_before(movers, arrival)
+                self._cut_pass[w.id] = count_cut > at_arrival
+                passes = self._completions_before(movers, w) > at_arrival
+            self._add(self._key(w), z3.Implies(self.executed(w), passes))
+
+    def _frontier(self, chain: list[Event], values: Sequence[bool],
+                  at: Callable[[Event], Cond]) -> z3.BoolRef:
+        """``values[f]`` for the last ``f`` with ``at(chain[f])`` (false when there is none).
+
+        ``at`` must be monotone along the chain (true on a prefix of it).
+        """
+        marks = [at(e) for e in chain]
+        terms: list[z3.BoolRef] = []
+        for f, mark in enumerate(marks):
+            nxt = marks[f + 1] if f + 1 < len(marks) else False
+            if not values[f] or mark is False or nxt is True:
+                continue
+            seg = [m for m in (mark, True if nxt is False else z3.Not(nxt)) if m is not True]
+            terms.append(z3.And(*seg) if len(seg) > 1 else seg[0] if seg else self._const(True))
+        if not terms:
+            return self._const(False)
+        return terms[0] if len(terms) == 1 else z3.Or(*terms)
+
+    # -- queries and lemmas ----------------------------------------------------------
+
+    def _query(self, qk: QueryKey, expr: z3.BoolRef) -> None:
+        self.queries[qk] = lit = self._bool(qk.key)
+        self.assertions += 1
+        self.solver.add(z3.Implies(lit, expr))
+        if qk.query is Query.DEADLOCK:
+            self.cut_solver.add(z3.Implies(lit, expr))
+
+    def _encode_queries(self) -> None:
+        finished: list[z3.BoolRef] = []
+        stuck: list[z3.BoolRef] = []
+        for seq in self.sequences:
+            if not seq:
+                continue
+            pc = self.pc[seq[0].rank]
+            done = pc == len(seq)
+            blocked = [z3.And(pc == e.pos, z3.Not(self._cut_pass[e.id]))
+                       for e in seq if e.is_wait]
+            finished.append(done)
+            stuck.append(z3.Or(done, *blocked))
+        if finished:
+            self._query(QueryKey(Query.DEADLOCK),
+                        z3.And(*stuck, z3.Or(*[z3.Not(f) for f in finished])))
+        for ring in self.protocol.rings:
+            overwrite = [self._misordered(prev, w) for w, prev in self.overwrite_pairs(ring)]
+            early = [self._misordered(lw, r) for r, lw in self.read_pairs(ring)]
+            if overwrite:
+                self._query(QueryKey(Query.OVERWRITE, ring.name), z3.Or(*overwrite))
+            if early:
+                self._query(QueryKey(Query.EARLY_READ, ring.name), z3.Or(*early))
+
+    def _misordered(self, first: Event | None, later: Event) -> z3.BoolRef:
+        """``later`` ran but ``first`` did not run before it."""
+        if first is None:
+            return self.executed(later)
+        order = self.before(first, later)
+        return z3.And(self.executed(later), z3.Not(_as_bool(order, self.ctx)))
+
+    def ring_accesses(self, ring: Ring) -> tuple[list[Event], dict[int, Event], list[Event]]:
+        """The producer's writes, the consumer's last access per data iteration, its reads."""
+        writes = [e for e in self.events if e.role == ring.producer
+                  and e.step.channel == ring.name and e.op in (Op.COPY, Op.WRITE)]
+        last: dict[int, Event] = {}
+        reads = []
+        for e in self.events:
+            if e.role != ring.consumer or e.step.channel != ring.name or e.data is None:
+                continue
+            if e.op is Op.READ:
+                reads.append(e)
+            access = e.op is Op.READ or (e.op is Op.ARRIVE and e.step.barrier is BarrierKind.EMPTY)
+            if access and (e.data not in last or last[e.data].pos < e.pos):
+                last[e.data] = e
+        return writes, last, reads
+
+    def overwrite_pairs(self, ring: Ring) -> list[tuple[Event, Event | None]]:
+        """Each write of a reused slot, with the consumer's last access of its previous use."""
+        writes, last, _ = self.ring_accesses(ring)
+        return [(w, last.get(w.data - ring.depth)) for w in writes
+                if w.data is not None and w.data >= ring.depth]
+
+    def read_pairs(self, ring: Ring) -> list[tuple[Event, Event]]:
+        """Each read, with the producer's last write of the same data iteration."""
+        writes, _, reads = self.ring_accesses(ring)
+        last = {w.data: w for w in writes}
+        return [(r, last[r.data]) for r in reads if r.data in last]
+
+    def add_lemma(self, key: str, fact: Fact, qk: QueryKey) -> None:
+        """Assert, under ``key``, that the race of ``qk`` (proved unsat) never happens.
+
+        It is an invariant of every execution, so it removes none; it only gives the
+        deadlock query the ordering facts in a form the solver reasons with quickly.
+        """
+        ring = self.protocol.ring(qk.ring)
+        pairs: list[tuple[Event, Event | None]]
+        if qk.query is Query.OVERWRITE:
+            pairs = list(self.overwrite_pairs(ring))
+        else:
+            pairs = [(r, lw) for r, lw in self.read_pairs(ring)]
+        self._fact(key, fact)
+        for later, first in pairs:
+            if first is None:
+                self._add(key, z3.Not(self.executed(later)), cut=True)
+                continue
+            order = _as_bool(self.before(first, later), self.ctx)
+            self._add(key, z3.Implies(self.executed(later), order))
+            self._add(key, z3.Implies(self.executed(later), self.executed(first)), cut=True)
+
+    # -- solving ---------------------------------------------------------------------
+
+    def dynamic_facts(self) -> list[str]:
+        """Facts assumed by the dynamic queries (all but the static-check rules)."""
+        static = {c.rule_key for c in self.static_checks}
+        return [k for k in self.lits if k not in static]
+
+    def pick(self, solver: str) -> z3.Solver:
+        """One of the model's solvers: ``"model"``, ``"static"`` or ``"cut"``."""
+        return {"model": self.solver, "static": self.static_solver, "cut": self.cut_solver}[solver]
+
+    def check(self, facts: Iterable[str], extra: Iterable[z3.BoolRef] = (), *,
+              solver: str = "model") -> z3.CheckSatResult:
+        return self.pick(solver).check(*[self.lits[k] for k in facts], *extra)
+
+    def core(self, facts: Sequence[str], extra: Sequence[z3.BoolRef] = (), *,
+             solver: str = "model") -> tuple[str, ...]:
+        """A minimal subset of ``facts`` that stays unsat with ``extra`` (deletion-based).
+
+        Starts from Z3's core; a literal whose removal gives ``unknown`` is kept.
+        """
+        chosen = self.pick(solver)
+        by_lit = {self.lits[k].get_id(): k for k in facts}
+
+        def core_of(result: z3.CheckSatResult) -> set[str] | None:
+            if result != z3.unsat:
+                return None
+            return {by_lit[c.get_id()] for c in chosen.unsat_core() if c.get_id() in by_lit}
+
+        found = core_of(self.check(facts, extra, solver=solver))
+        if found is None:
+            return tuple(facts)
+        kept = [k for k in facts if k in found]
+        i = 0
+        while i < len(kept):
+            trial = kept[:i] + kept[i + 1:]
+            smaller = core_of(self.check(trial, extra, solver=solver))
+            if smaller is None:
+                i += 1
+            else:
+                kept = [k for k in trial if k in smaller]
+        return tuple(kept)
+
+    def order(self, model: z3.ModelRef) -> list[Event]:
+        """The executed events of ``model`` in schedule order."""
+        pcs = {rank: model.eval(pc, model_completion=True).as_long()
+               for rank, pc in self.pc.items()}
+        times = {e.id: model.eval(self.time[e.id], model_completion=True).as_long()
+                 for e in self.events}
+        executed = [e for e in self.events if e.pos < pcs.get(e.rank, 0)]
+        return sorted(executed, key=lambda e: (times[e.id], e.rank, e.pos))
+
+    def completes(self, model: z3.ModelRef, e: Event) -> bool:
+        """Whether ``e`` completed a phase of its barrier in ``model``."""
+        flag = self.done.get(e.id, False)
+        if isinstance(flag, bool):
+            return flag
+        return bool(z3.is_true(model.eval(flag, model_completion=True)))
+
+
+def ring_slice(protocol: Protocol, ring: str) -> tuple[Protocol, dict[str, str]]:
+    """``protocol`` restricted to the steps on ``ring`` and a map of its step keys back.
+
+    Dropping the other channels' steps only removes constraints, so a race that this
+    slice cannot reach is unreachable in the whole protocol.
+    """
+    keys: dict[str, str] = {}
+    programs = []
+    for role, steps in protocol.programs:
+        kept: list[Step] = []
+        for k, step in enumerate(steps):
+            if step.channel == ring:
+                keys[step_key(step, len(kept))] = step_key(step, k)
+                kept.append(step)
+        programs.append((role, tuple(kept)))
+    return Protocol(protocol.roles, (protocol.ring(ring),), (), (), tuple(programs)), keys
+
+
+def _xor(terms: Sequence[z3.BoolRef], ctx: z3.Context) -> z3.BoolRef:
+    if not terms:
+        return z3.BoolVal(False, ctx)
+    acc = terms[0]
+    for t in terms[1:]:
+        acc = z3.Xor(acc, t)
+    return acc
+
+
+def _as_bool(value: Cond, ctx: z3.Context) -> z3.BoolRef:
+    return z3.BoolVal(value, ctx) if isinstance(value, bool) else value
