@@ -153,6 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_clauses)
+    from kernlink.commands import add_commands
+
+    add_commands(sub)
     return parser
 
 

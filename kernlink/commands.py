@@ -1,0 +1,199 @@
+"""Subcommands that build and read artifacts: ``pack`` and ``inspect`` (``link``/``run`` join here).
+
+``kernlink.cli.build_parser`` calls :func:`add_commands`; each command returns an
+exit code (0 done, 1 rejected, 2 usage or I/O error) and reports problems as
+diagnostics, never as tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from diagnostics.model import Diagnostic, DiagnosticError
+from diagnostics.sources import SourceMap
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register this module's subcommands on the CLI's subparsers."""
+    p = sub.add_parser("pack", help="compile a component to LTO IR and package it with its contract")
+    p.add_argument("source", help="the component's CUDA source (.cu)")
+    p.add_argument("--contract", required=True, help="its contract (.kc)")
+    p.add_argument("-o", "--output", help="the package to write (default: build/<stem>.kpkg beside the source)")
+    p.add_argument("--compiler", choices=("nvrtc", "nvcc"), default="nvrtc",
+                   help="NVRTC from PyPI (default) or the nvcc on PATH")
+    p.add_argument("--stage", help="the stage to pack when the contract holds several")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.set_defaults(run=cmd_pack)
+
+    p = sub.add_parser("inspect", help="show a package: manifest, captured symbols and layouts, payloads")
+    p.add_argument("package", help="a .kpkg file")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.set_defaults(run=cmd_inspect)
+
+    from kernlink.fuzz import add_parser as add_fuzz
+
+    add_fuzz(sub)
+
+
+# ----------------------------------------------------------------- pack
+
+def cmd_pack(args: argparse.Namespace) -> int:
+    from kernlink.cli import EXIT_OK, emit
+    from linker.pack import pack
+
+    sources = _sources(args.source, args.contract)
+    try:
+        result = pack(args.source, args.contract, args.output, compiler=args.compiler, stage=args.stage)
+    except DiagnosticError as err:
+        return _report(err.diagnostics, sources, args)
+    if args.format == "json":
+        print(json.dumps({
+            "package": str(result.path), "stage": result.stage.name, "version": result.stage.version,
+            "target": result.target, "toolkit": result.toolkit, "size": result.size, "sha256": result.sha256,
+            "defined": sorted(result.captured.defined_symbols), "needed": sorted(result.captured.needed_symbols),
+            "warnings": json.loads(_json(result.warnings))["diagnostics"], "seconds": dict(result.seconds)},
+            indent=2, sort_keys=True))
+        return EXIT_OK
+    if result.warnings:
+        emit(result.warnings, sources, "text", color=_color(args.color))
+    print(f"packed `{result.stage.name}` {result.stage.version} for {result.target} with {result.toolkit} "
+          f"-> {result.path} ({result.size} bytes)")
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------- inspect
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from linker.manifest import read_stage_package
+    from linker.package import read_package
+
+    try:
+        stage = read_stage_package(args.package)
+        raw = read_package(args.package)
+        view = inspect_view(args.package, stage.manifest, raw.manifest_sha256)
+    except DiagnosticError as err:
+        return _report(err.diagnostics, SourceMap(), args)
+    if args.format == "json":
+        print(json.dumps(view, indent=2, sort_keys=True))
+    else:
+        _inspect_text(view, color=_color(args.color))
+    return 0
+
+
+def inspect_view(path: str, manifest: Mapping[str, Any], manifest_sha256: str) -> dict[str, Any]:
+    """What ``inspect`` shows, as plain data: the manifest, classified symbols, payloads."""
+    from contract_lang.parser import parse_text
+    from linker.handles import call_symbols, required_definitions, resolve_handles
+    from linker.pack import prototypes_of
+
+    captured = manifest["captured"]
+    protos = prototypes_of(manifest)
+    stage = parse_text(manifest["contract"], f"{path}!contract.kc", "contract").stages[0]
+    handles = resolve_handles(stage, captured["needed"])
+    calls = call_symbols(stage)
+    required = required_definitions(stage)
+
+    def role(symbol: str, needed: bool) -> str:
+        if needed:
+            if symbol in calls:
+                return f"call `{calls[symbol].name}`"
+            spec = handles.get(symbol)
+            return f"handle {spec.kind} of `{spec.item}`" if spec else "unexplained"
+        what = required.get(symbol)
+        return f"{what[0]} of `{getattr(what[1], 'name', '')}`" if what else "other"
+
+    symbols = [{"symbol": s, "direction": d, "prototype": str(protos[s]) if s in protos else "",
+                "meaning": role(s, d == "needed")}
+               for d in ("defined", "needed") for s in captured["needed" if d == "needed" else "defined"]]
+    fields = {k: manifest[k] for k in ("stage", "version", "target", "toolkit", "format", "format_version")}
+    return {"package": path, "manifest": fields, "manifest_sha256": manifest_sha256,
+            "compile": manifest.get("compile", {}), "contract": manifest["contract"], "symbols": symbols,
+            "params": captured["params"], "payloads": list(manifest["payloads"])}
+
+
+def _inspect_text(view: Mapping[str, Any], *, color: bool | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(force_terminal=color, no_color=color is False, highlight=False)
+    if not console.is_terminal:
+        console = Console(force_terminal=color, no_color=color is False, highlight=False, width=120)
+    head = Table(title=f"package {view['package']}", show_header=False, title_justify="left")
+    head.add_column(style="bold")
+    head.add_column()
+    for key, value in view["manifest"].items():
+        head.add_row(key, str(value))
+    head.add_row("manifest sha256", view["manifest_sha256"])
+    compile_info = view["compile"]
+    if compile_info:
+        head.add_row("compiler", f"{compile_info.get('compiler', '')} {' '.join(compile_info.get('options', []))}")
+        head.add_row("source", str(compile_info.get("source", "")))
+    console.print(head)
+
+    symbols = Table(title="captured symbols", title_justify="left")
+    for column in ("symbol", "", "prototype", "meaning"):
+        symbols.add_column(column, no_wrap=column == "symbol", overflow="fold")
+    for row in view["symbols"]:
+        symbols.add_row(row["symbol"], row["direction"], row["prototype"], row["meaning"])
+    console.print(symbols)
+
+    for params in view["params"]:
+        console.print(f"params {params['name']}: size {params['size']}, align {params['align']}")
+        table = Table()
+        for column in ("field", "offset", "size"):
+            table.add_column(column, justify="left" if column == "field" else "right")
+        for name, offset, size in params["fields"]:
+            table.add_row(name, str(offset), str(size))
+        console.print(table)
+
+    payloads = Table(title="payloads", title_justify="left")
+    for column in ("name", "size", "sha256"):
+        payloads.add_column(column, justify="right" if column == "size" else "left")
+    for entry in view["payloads"]:
+        payloads.add_row(entry["name"], str(entry["size"]), entry["sha256"])
+    console.print(payloads)
+    console.print("contract:", style="bold")
+    console.print(view["contract"].rstrip("\n"), markup=False)
+
+
+# ----------------------------------------------------------------- helpers
+
+def _sources(*paths: str) -> SourceMap:
+    """The inputs' text, so diagnostics can quote them; unreadable files are left out."""
+    from diagnostics.files import read_source
+
+    sources = SourceMap()
+    for path in paths:
+        try:
+            sources.add(path, read_source(path))
+        except DiagnosticError:
+            continue
+    return sources
+
+
+def _report(diags: Sequence[Diagnostic], sources: SourceMap, args: argparse.Namespace) -> int:
+    """Print a failed command's diagnostics; 2 for I/O errors, else 1."""
+    from kernlink.cli import EXIT_REJECTED, EXIT_USAGE, emit
+
+    if args.format == "json":
+        sys.stdout.write(_json(diags) + "\n")
+    else:
+        emit(diags, sources, "text", color=_color(args.color))
+    return EXIT_USAGE if any(d.code == "E-IO" for d in diags) else EXIT_REJECTED
+
+
+def _json(diags: Sequence[Diagnostic]) -> str:
+    from diagnostics.render_json import render_json
+    from kernlink import __version__
+
+    return render_json(diags, tool_version=__version__)
+
+
+def _color(choice: str) -> bool | None:
+    return {"always": True, "never": False}.get(choice)

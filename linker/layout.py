@@ -1,0 +1,169 @@
+"""Capture the layout of a component's params structs as its compiler computes it.
+
+A contract's ``params NAME size N align A { field: type @ off }`` block names a
+struct the component declares at global scope (``struct NAME { … };``). The
+packer appends a *probe* to the component's source: a constant array whose
+initialiser is ``sizeof``, ``alignof``, the offset and the size of every field the
+contract names, and reads the values back from the array's initialiser in the
+PTX. So the captured layout is what the compiler computed, not what the contract
+claims; comparing the two is L-PARAMS.
+
+The probe tolerates what it is meant to find: a struct that is not declared, or a
+field it lacks, becomes an absent layout or an absent field (detected with SFINAE,
+so the probe still compiles), not a compiler error.
+
+Array words: ``MAGIC, blocks, then per block: size, align, then per field:
+offset, size``; a missing struct has size 0, a missing field offset ``MISSING``.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from checker.composition import Captured, CapturedParams
+from contract_lang import ast as A
+from diagnostics import Diagnostic, DiagnosticError
+
+PROBE_SYMBOL = "kl_probe_layouts"
+PROBE_FILE = "<kernlink params probe>"
+MAGIC = 0x4B4C5031  # "KLP1"
+MISSING = 0xFFFFFFFF
+
+#: Bytes of each contract scalar type, for comparing a field's declared type with its captured size.
+TYPE_BYTES = {"bool": 1, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "f16": 2, "bf16": 2, "i32": 4, "u32": 4,
+              "f32": 4, "i64": 8, "u64": 8, "f64": 8, "ptr": 8}
+
+_ARRAY = re.compile(
+    rf"\.(?:global|const)\s+(?:\.align\s+\d+\s+)?\.(?P<type>b8|b32|u32)\s+{PROBE_SYMBOL}\[(?P<count>\d+)\]"
+    r"\s*(?:=\s*\{(?P<values>[^}]*)\})?\s*;"
+)
+_PRELUDE = f"""
+#line 1 "{PROBE_FILE}"
+#if defined(__CUDACC_RTC__)
+#define KL_PROBE_OFFSET(T, m) ((unsigned)__INTADDR__(&(((T*)0)->m)))
+#else
+#define KL_PROBE_OFFSET(T, m) ((unsigned)__builtin_offsetof(T, m))
+#endif
+template <class...> struct kl_probe_void {{ typedef void type; }};
+template <class T, class = void> struct kl_probe_struct {{ static constexpr unsigned size = 0, align = 0; }};
+template <class T> struct kl_probe_struct<T, typename kl_probe_void<decltype(sizeof(T))>::type> {{
+    static constexpr unsigned size = sizeof(T), align = alignof(T);
+}};
+"""
+
+
+@dataclass(frozen=True)
+class ParamsProblem:
+    """One disagreement between a contract's params block and the captured layout."""
+
+    params: str
+    problem: str  # missing-struct | missing-field | size | align | offset | field-size
+    field: str | None
+    declared: int | None
+    captured: int | None
+    node: A.Node
+
+    @property
+    def message(self) -> str:
+        what = f"`{self.params}.{self.field}`" if self.field else f"`{self.params}`"
+        match self.problem:
+            case "missing-struct":
+                return f"params struct `{self.params}` is not declared at global scope in the source"
+            case "missing-field":
+                return f"params struct `{self.params}` has no field `{self.field}`"
+            case "field-size":
+                return f"field {what} is {self.captured} bytes in the source, its type takes {self.declared}"
+        return f"{self.problem} of {what} is {self.captured} in the source, the contract says {self.declared}"
+
+
+def params_blocks(stage: A.Stage) -> tuple[A.Params, ...]:
+    return tuple(it for it in stage.items if isinstance(it, A.Params))
+
+
+def probe_source(blocks: Sequence[A.Params]) -> str:
+    """The probe to append to a component's source, for these params blocks."""
+    lines = [_PRELUDE]
+    words = [f"0x{MAGIC:08X}u", str(len(blocks))]
+    for b, block in enumerate(blocks):
+        lines.append(f"struct {block.name};")
+        words += [f"kl_probe_struct<{block.name}>::size", f"kl_probe_struct<{block.name}>::align"]
+        for f, fld in enumerate(block.fields):
+            probe = f"kl_probe_field_{b}_{f}"
+            lines.append(
+                f"template <class T, class = void> struct {probe} "
+                f"{{ static constexpr unsigned offset = 0x{MISSING:08X}u, size = 0; }};\n"
+                f"template <class T> struct {probe}<T, typename kl_probe_void<decltype(((T*)0)->{fld.name})>::type> "
+                f"{{ static constexpr unsigned offset = KL_PROBE_OFFSET(T, {fld.name}), "
+                f"size = sizeof(((T*)0)->{fld.name}); }};")
+            words += [f"{probe}<{block.name}>::offset", f"{probe}<{block.name}>::size"]
+    lines.append(f'extern "C" __device__ const unsigned {PROBE_SYMBOL}[] = {{{", ".join(words)}}};')
+    return "\n".join(lines) + "\n"
+
+
+def read_probe(ptx: str, blocks: Sequence[A.Params]) -> tuple[CapturedParams, ...]:
+    """The layouts the probe's initialiser holds; absent structs are left out, absent fields too."""
+    words = _probe_words(ptx)
+    expected = 2 + sum(2 + 2 * len(b.fields) for b in blocks)
+    if len(words) != expected or words[0] != MAGIC or words[1] != len(blocks):
+        raise _probe_error(f"the probe array has {len(words)} words, {expected} expected")
+    layouts = []
+    at = 2
+    for block in blocks:
+        size, align = words[at], words[at + 1]
+        at += 2
+        fields = []
+        for fld in block.fields:
+            offset, nbytes = words[at], words[at + 1]
+            at += 2
+            if offset != MISSING:
+                fields.append((fld.name, offset, nbytes))
+        if size:
+            layouts.append(CapturedParams(block.name, size, align, tuple(fields)))
+    return tuple(layouts)
+
+
+def params_problems(stage: A.Stage, captured: Captured) -> list[ParamsProblem]:
+    """Every way the stage's params blocks disagree with the captured layouts (L-PARAMS's input)."""
+    found: list[ParamsProblem] = []
+    layouts = {p.name: p for p in captured.params_layouts}
+    for block in params_blocks(stage):
+        layout = layouts.get(block.name)
+        if layout is None:
+            found.append(ParamsProblem(block.name, "missing-struct", None, None, None, block))
+            continue
+        for what, declared, seen in (("size", block.size, layout.size), ("align", block.align, layout.align)):
+            if declared != seen:
+                found.append(ParamsProblem(block.name, what, None, declared, seen, block))
+        fields = {name: (offset, nbytes) for name, offset, nbytes in layout.fields}
+        for fld in block.fields:
+            if fld.name not in fields:
+                found.append(ParamsProblem(block.name, "missing-field", fld.name, None, None, fld))
+                continue
+            offset, nbytes = fields[fld.name]
+            if offset != fld.offset:
+                found.append(ParamsProblem(block.name, "offset", fld.name, fld.offset, offset, fld))
+            want = TYPE_BYTES.get(fld.type)
+            if want is not None and want != nbytes:
+                found.append(ParamsProblem(block.name, "field-size", fld.name, want, nbytes, fld))
+    return found
+
+
+def _probe_words(ptx: str) -> list[int]:
+    match = _ARRAY.search(ptx)
+    if match is None:
+        raise _probe_error(f"no `{PROBE_SYMBOL}` array in the PTX")
+    count = int(match["count"])
+    values = [int(v, 0) for v in (match["values"] or "").replace(" ", "").split(",") if v]
+    if match["type"] == "b8":
+        data = bytes(values) + bytes(count - len(values))
+        return list(struct.unpack(f"<{count // 4}I", data))
+    return values + [0] * (count - len(values))
+
+
+def _probe_error(why: str) -> DiagnosticError:
+    return DiagnosticError([Diagnostic(
+        "E-PACK", f"could not read the params layouts back from the compiler: {why}",
+        helps=("report this with the component's source; the compiler's PTX format may have changed",))])

@@ -1,0 +1,244 @@
+"""`kernlink pack`: compile one component to LTO IR and package it with what the compiler saw.
+
+Steps, for the contract's one stage (or the one ``--stage`` names):
+
+1. compile the source to LTO IR for the stage's ``target`` (NVRTC, or nvcc);
+2. compile it again to PTX, with a params probe appended (linker/layout.py), and
+   read the defined and needed device symbols with their prototypes
+   (linker/symbols.py) and the params layouts;
+3. write the ``.kpkg`` atomically: the manifest of linker/manifest.py (the contract
+   in canonical form, the captured facts, target and toolkit), plus
+   ``captured.prototypes`` and ``compile`` (compiler and options), and the payloads
+   ``lto.ir`` and ``source.cu``.
+
+The same source, contract and toolkit always give the same bytes (with NVRTC):
+the compiler is given the file's base name, and runs with the working directory
+set to the filesystem root, because NVRTC records the working directory in its
+LTO IR; nothing time- or host-dependent is recorded. Where the object disagrees with the contract (L-SYMBOL, L-HANDLE,
+L-PARAMS), the package is still written — the checker decides — and the
+disagreements come back as warnings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import os
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from checker.composition import Captured
+from contract_lang import ast as A
+from contract_lang.parser import parse_file
+from contract_lang.printer import print_node
+from diagnostics import Diagnostic, DiagnosticError, Label, Severity
+from diagnostics.files import atomic_write_bytes, read_source
+from linker import handles, layout
+from linker.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, manifest_for
+from linker.package import pack_bytes
+from linker.symbols import Prototype, compile_ptx, read_ptx_symbols
+from linker.toolchain import compile_nvcc, compile_nvrtc, nvcc_version, nvrtc_version
+
+Compiler = Literal["nvrtc", "nvcc"]
+COMPILERS: tuple[Compiler, ...] = ("nvrtc", "nvcc")
+
+
+@dataclass(frozen=True)
+class PackResult:
+    """A written package and what went into it."""
+
+    path: Path
+    stage: A.Stage
+    target: str
+    toolkit: str
+    captured: Captured
+    prototypes: Mapping[str, Prototype]
+    size: int
+    sha256: str
+    warnings: tuple[Diagnostic, ...]
+    seconds: Mapping[str, float]  # compile, capture, write
+
+
+@dataclass(frozen=True)
+class Built:
+    """A package's manifest and payloads before they are written."""
+
+    stage: A.Stage
+    target: str
+    toolkit: str
+    captured: Captured
+    prototypes: Mapping[str, Prototype]
+    manifest: dict[str, Any]
+    payloads: dict[str, bytes]
+    seconds: dict[str, float]
+
+
+def default_output(source: str | Path) -> Path:
+    """``<source dir>/build/<stem>.kpkg``: where pipelines' ``use … from "build/x.kpkg"`` look."""
+    src = Path(source)
+    return src.parent / "build" / f"{src.stem}.kpkg"
+
+
+def pack(source: str | Path, contract: str | Path, output: str | Path | None = None, *,
+         compiler: Compiler = "nvrtc", stage: str | None = None) -> PackResult:
+    """Compile, capture and write one package; raises ``DiagnosticError`` when nothing can be written."""
+    built = build(source, contract, compiler=compiler, stage=stage)
+    out = Path(output) if output is not None else default_output(source)
+    start = time.perf_counter()
+    data = pack_bytes(built.manifest, built.payloads)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise DiagnosticError([Diagnostic("E-IO", f"cannot create directory `{out.parent}`: "
+                                                  f"{err.strerror or err}")]) from err
+    atomic_write_bytes(out, data)
+    seconds = {**built.seconds, "write": time.perf_counter() - start}
+    return PackResult(out, built.stage, built.target, built.toolkit, built.captured, built.prototypes,
+                      len(data), hashlib.sha256(data).hexdigest(), tuple(findings(built)), seconds)
+
+
+def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvrtc",
+          stage: str | None = None) -> Built:
+    """Everything `pack` writes, without writing it."""
+    src_path = Path(source)
+    display = str(source)
+    text = read_source(src_path, display=display)
+    chosen = choose_stage(contract, stage)
+    target = chosen.target.name if chosen.target is not None else None
+    if target is None:
+        raise DiagnosticError([Diagnostic(
+            "E-PACK", f"stage `{chosen.name}` names no `target`",
+            labels=(Label(chosen.span, "this stage"),),
+            helps=("add `target sm_90a` (or the architecture it is written for) to the stage",))])
+    name = src_path.name or "source.cu"
+    include = [src_path.parent.resolve()]
+    start = time.perf_counter()
+    try:
+        with _stable_cwd():
+            if compiler == "nvcc":
+                result = compile_nvcc(text, name, arch=target, include_dirs=include)
+            else:
+                result = compile_nvrtc(text, name, arch=target, include_dirs=include)
+    except DiagnosticError as err:
+        raise _renamed(err, name, display) from None
+    compiled = time.perf_counter()
+    blocks = layout.params_blocks(chosen)
+    try:
+        ptx = compile_ptx(text + "\n" + layout.probe_source(blocks), name, arch=target, compiler=compiler,
+                          include_dirs=include)
+    except DiagnosticError as err:
+        raise _probe_failed(err, chosen, display) from None
+    symbols = read_ptx_symbols(ptx).without([layout.PROBE_SYMBOL])
+    toolkit = _toolkit(compiler)
+    captured = Captured(frozenset(symbols.defined), frozenset(symbols.needed), layout.read_probe(ptx, blocks),
+                        toolkit, target)
+    manifest = manifest_for(chosen.name, chosen.version, target, print_node(chosen), toolkit, captured)
+    manifest["captured"]["prototypes"] = {k: v.as_json() for k, v in sorted(symbols.prototypes().items())}
+    manifest["compile"] = {"compiler": compiler, "source": name,
+                           "options": [o for o in result.options if not _is_path_option(o)]}
+    payloads = {LTO_PAYLOAD: result.ltoir, SOURCE_PAYLOAD: text.encode("utf-8")}
+    seconds = {"compile": compiled - start, "capture": time.perf_counter() - compiled}
+    return Built(chosen, target, toolkit, captured, symbols.prototypes(), manifest, payloads, seconds)
+
+
+def choose_stage(contract: str | Path, name: str | None) -> A.Stage:
+    """The contract file's one stage, or the one named ``name``."""
+    source, _ = parse_file(contract, "contract", display=str(contract))
+    stages = source.stages
+    if name is not None:
+        for stage in stages:
+            if stage.name == name:
+                return stage
+        listed = ", ".join(f"`{s.name}`" for s in stages)
+        raise DiagnosticError([Diagnostic(
+            "E-PACK", f"`{contract}` has no stage `{name}`", notes=(f"its stages: {listed}",))])
+    if len(stages) != 1:
+        listed = ", ".join(f"`{s.name}`" for s in stages)
+        raise DiagnosticError([Diagnostic(
+            "E-PACK", f"`{contract}` holds {len(stages)} stages; a package holds one",
+            labels=tuple(Label(s.span, "a stage", primary=i == 0) for i, s in enumerate(stages)),
+            notes=(f"its stages: {listed}",), helps=("choose one with `--stage NAME`",))])
+    return stages[0]
+
+
+def prototypes_of(manifest: Mapping[str, Any]) -> dict[str, Prototype]:
+    """The ``captured.prototypes`` of a stage manifest (empty for packages that predate them)."""
+    captured = manifest.get("captured")
+    table = captured.get("prototypes") if isinstance(captured, Mapping) else None
+    if not isinstance(table, Mapping):
+        return {}
+    try:
+        return {str(k): Prototype.from_json(v) for k, v in table.items()}
+    except (KeyError, TypeError, ValueError):
+        return {}
+
+
+def findings(built: Built) -> list[Diagnostic]:
+    """The contract disagreements of a built package, as warnings (the checker rejects them)."""
+    out: list[Diagnostic] = []
+    stage, captured = built.stage, built.captured
+    for finding in (*handles.symbol_problems(stage, captured, built.prototypes),
+                    *handles.handle_problems(stage, captured, built.prototypes)):
+        out.append(Diagnostic(
+            finding.clause, finding.message, severity=Severity.WARNING,
+            labels=_label(finding.node, "in this contract item"),
+            notes=("the package was written; `kernlink check` rejects this composition",),
+            helps=(finding.help,) if finding.help else (),
+            data=(("problem", finding.problem), ("symbol", finding.symbol))))
+    for problem in layout.params_problems(stage, captured):
+        out.append(Diagnostic(
+            "L-PARAMS", problem.message, severity=Severity.WARNING,
+            labels=_label(problem.node, "declared here"),
+            notes=("the package was written; `kernlink check` rejects this composition",),
+            helps=("make the struct in the source and the contract's params block agree",),
+            data=(("problem", problem.problem), ("params", problem.params))))
+    return out
+
+
+@contextlib.contextmanager
+def _stable_cwd() -> Iterator[None]:
+    """Run the compiler from the filesystem root: NVRTC writes the working directory into LTO IR."""
+    before = os.getcwd()
+    os.chdir(os.path.abspath(os.sep))
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def _label(node: A.Node | None, text: str) -> tuple[Label, ...]:
+    return (Label(node.span, text),) if node is not None and node.span.line > 0 else ()
+
+
+def _toolkit(compiler: Compiler) -> str:
+    version = nvcc_version() if compiler == "nvcc" else nvrtc_version()
+    return f"{compiler} {version[0]}.{version[1]}" if version else compiler
+
+
+def _is_path_option(option: str) -> bool:
+    return option.startswith(("--include-path=", "-I", "--use-bundled-headers="))
+
+
+def _renamed(err: DiagnosticError, name: str, display: str) -> DiagnosticError:
+    """Compiler diagnostics name the file as the compiler saw it; point them at the real path."""
+    def fix(label: Label) -> Label:
+        if label.span.file != name:
+            return label
+        return dataclasses.replace(label, span=dataclasses.replace(label.span, file=display))
+    return DiagnosticError([dataclasses.replace(d, labels=tuple(fix(lab) for lab in d.labels))
+                            for d in err.diagnostics])
+
+
+def _probe_failed(err: DiagnosticError, stage: A.Stage, display: str) -> DiagnosticError:
+    names = ", ".join(f"`{b.name}`" for b in layout.params_blocks(stage)) or "none"
+    notes = tuple(n for d in err.diagnostics for n in d.notes)
+    return DiagnosticError([Diagnostic(
+        "E-PACK", f"the params probe for `{display}` does not compile",
+        labels=tuple(Label(b.span, "declared here") for b in layout.params_blocks(stage))[:1],
+        notes=(f"params blocks: {names}", *notes),
+        helps=("declare each params struct once, at global scope, as `struct NAME { … };` with plain "
+               "(non-bit-field) members named as in the contract",))])

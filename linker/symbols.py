@@ -1,0 +1,237 @@
+"""Which device symbols a component defines and which it needs, as its compiler saw them.
+
+NVRTC's LTO IR is an opaque container (no public reader, and LLVM's tools do not
+open it), so the symbols are read from PTX: the same source is compiled a second
+time with the same compiler and options, minus ``-dlto`` (``-rdc=true`` keeps every
+external definition and declaration). At module scope PTX declares
+
+* ``.visible .func`` / ``.visible .entry`` / ``.visible .global`` — a definition
+  other objects can link against (``defined``);
+* ``.extern .func`` / ``.extern .global`` — a reference the link must resolve
+  (``needed``): handle functions, call trampolines, the toolkit's ``vprintf``.
+
+``.weak`` definitions (inline functions, template instances) can be merged at link
+time and are left out; so are functions without linkage (``static``, anonymous
+namespaces), ``.shared`` variables (the dynamic shared memory array) and ``.local``.
+A reference that optimisation removes (dead code) is not needed here and is not
+needed by the device link either: LTO runs the same optimiser first.
+
+Each symbol also gets its PTX prototype — ``.func`` or ``.entry``, and the PTX types
+of its return and parameter slots — so checks can tell a handle (``() -> b32``) or
+a role entry (``(b64, b64)``) declared with the wrong signature.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
+
+from cuda.bindings import nvrtc
+
+from diagnostics import Diagnostic, DiagnosticError
+from linker.toolchain import nvcc_path, nvrtc_options, parse_compiler_log
+
+SymbolKind = Literal["func", "entry", "var"]
+
+#: Externals that the toolkit itself resolves in every device link.
+TOOLKIT_EXTERNS = frozenset({"vprintf", "__assertfail", "malloc", "free"})
+
+_FUNC = re.compile(
+    r"^(?P<linkage>\.visible|\.extern|\.weak|\.common)?\s*(?P<kind>\.entry|\.func)\s*"
+    r"(?:\((?P<ret>[^)]*)\))?\s*(?P<name>[A-Za-z_$%][\w$]*)\s*(?:\((?P<params>[^)]*)\))?"
+)
+_VAR = re.compile(
+    r"^(?P<linkage>\.visible|\.extern|\.weak|\.common)\s+(?P<space>\.global|\.const|\.shared)\b"
+    r"(?P<rest>[^=]*?)(?P<name>[A-Za-z_$%][\w$]*)\s*(?:\[[^\]]*\]\s*)*(?:=.*)?$"
+)
+_TYPE = re.compile(r"\.(?P<type>[bsuf](?:8|16|32|64)|pred)\b")
+_ARRAY = re.compile(r"\[\d+\]\s*$")
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_HEADER = re.compile(r"^\s*\.(?:version|target|address_size|file)\b[^\n]*$", re.M)  # no ';' ends these
+
+
+@dataclass(frozen=True)
+class Prototype:
+    """A symbol's PTX shape: what it is, and the PTX types of its return and parameter slots."""
+
+    kind: SymbolKind
+    params: tuple[str, ...] = ()
+    returns: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        if self.kind == "var":
+            return "variable"
+        ret = f" -> {', '.join(self.returns)}" if self.returns else ""
+        return f".{self.kind} ({', '.join(self.params)}){ret}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "params": list(self.params), "returns": list(self.returns)}
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> Prototype:
+        kind = value["kind"]
+        if kind not in ("func", "entry", "var"):
+            raise ValueError(f"unknown symbol kind {kind!r}")
+        return cls(kind, tuple(str(p) for p in value["params"]), tuple(str(r) for r in value["returns"]))
+
+
+@dataclass(frozen=True)
+class SymbolTable:
+    """The external device symbols of one translation unit."""
+
+    defined: Mapping[str, Prototype]
+    needed: Mapping[str, Prototype]
+
+    def without(self, names: Iterable[str]) -> SymbolTable:
+        drop = set(names)
+        return SymbolTable(_frozen({k: v for k, v in self.defined.items() if k not in drop}),
+                           _frozen({k: v for k, v in self.needed.items() if k not in drop}))
+
+    def prototypes(self) -> dict[str, Prototype]:
+        return {**self.needed, **self.defined}
+
+
+def read_ptx_symbols(ptx: str) -> SymbolTable:
+    """The defined and needed device symbols declared at module scope of a PTX module."""
+    defined: dict[str, Prototype] = {}
+    needed: dict[str, Prototype] = {}
+    for statement in _module_statements(ptx):
+        found = _declaration(statement)
+        if found is None:
+            continue
+        linkage, name, proto = found
+        if linkage == ".visible":
+            defined[name] = proto
+        elif linkage == ".extern":
+            needed[name] = proto
+    for name in defined:
+        needed.pop(name, None)
+    return SymbolTable(_frozen(defined), _frozen(needed))
+
+
+def compile_ptx(source: str | bytes, name: str, *, arch: str, compiler: str = "nvrtc",
+                include_dirs: Sequence[str | os.PathLike[str]] = (),
+                defines: Mapping[str, str] | None = None) -> str:
+    """PTX for one translation unit with the options of the LTO build, minus ``-dlto``.
+
+    NVRTC compiles for the virtual architecture of ``arch`` (``compute_90a`` for
+    ``sm_90a``): the same PTX, without the machine code NVRTC would also build.
+
+    Raises ``DiagnosticError`` (``E-COMPILE``) when the compiler rejects the source.
+    """
+    text = source.encode() if isinstance(source, str) else source
+    if compiler == "nvcc":
+        return _ptx_nvcc(text, name, arch, include_dirs, defines)
+    # A virtual architecture: PTX only. With `sm_XX` NVRTC would also run ptxas (twice the time).
+    virtual = arch.replace("sm_", "compute_", 1)
+    opts = [o for o in nvrtc_options(virtual, include_dirs=include_dirs, defines=defines) if o != "-dlto"]
+    err, prog = nvrtc.nvrtcCreateProgram(text, name.encode(), 0, [], [])
+    _nvrtc_ok(err, name, "nvrtcCreateProgram")
+    try:
+        encoded = [o.encode() for o in opts]
+        (result,) = nvrtc.nvrtcCompileProgram(prog, len(encoded), encoded)
+        if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+            log = bytearray(size)
+            nvrtc.nvrtcGetProgramLog(prog, log)
+            raise _ptx_error(name, arch, "nvrtc", _text(log))
+        err, size = nvrtc.nvrtcGetPTXSize(prog)
+        _nvrtc_ok(err, name, "nvrtcGetPTXSize")
+        out = bytearray(size)
+        (err,) = nvrtc.nvrtcGetPTX(prog, out)
+        _nvrtc_ok(err, name, "nvrtcGetPTX")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    return _text(out)
+
+
+def _ptx_nvcc(text: bytes, name: str, arch: str, include_dirs: Sequence[str | os.PathLike[str]],
+              defines: Mapping[str, str] | None) -> str:
+    exe = nvcc_path()
+    if exe is None:
+        raise DiagnosticError([Diagnostic("E-COMPILE", "nvcc is not installed",
+                                          helps=("compile with NVRTC instead",))])
+    base = Path(name).name or "source.cu"
+    opts = [f"-arch={arch}", "-ptx", "-rdc=true", "-std=c++17",
+            *[f"-I{os.fspath(d)}" for d in include_dirs],
+            *[f"-D{k}={v}" for k, v in sorted((defines or {}).items())]]
+    with tempfile.TemporaryDirectory(prefix="kernlink-ptx-") as tmp:
+        (Path(tmp) / base).write_bytes(text)
+        proc = subprocess.run([exe, *opts, base, "-o", "out.ptx"], cwd=tmp, capture_output=True,
+                              text=True, check=False)
+        out = Path(tmp) / "out.ptx"
+        if proc.returncode != 0 or not out.exists():
+            log = (proc.stdout + proc.stderr).replace(base + "(", name + "(")
+            raise _ptx_error(name, arch, "nvcc", log)
+        return out.read_text(encoding="utf-8", errors="replace")
+
+
+def _module_statements(ptx: str) -> list[str]:
+    """Module-scope statements: function bodies and initialisers are cut out, ';' splits."""
+    text = _HEADER.sub(" ", _COMMENTS.sub(" ", ptx))
+    outside: list[str] = []
+    depth = 0
+    for char in text:
+        if char == "{":
+            if depth == 0:
+                outside.append(";")
+            depth += 1
+        elif char == "}":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            outside.append(char)
+    return [" ".join(s.split()) for s in "".join(outside).split(";") if s.strip()]
+
+
+def _declaration(statement: str) -> tuple[str, str, Prototype] | None:
+    func = _FUNC.match(statement)
+    if func and func["linkage"]:
+        kind: SymbolKind = "entry" if func["kind"] == ".entry" else "func"
+        proto = Prototype(kind, _slots(func["params"]), _slots(func["ret"]))
+        return func["linkage"], func["name"], proto
+    var = _VAR.match(statement)
+    if var and var["space"] != ".shared":
+        return var["linkage"], var["name"], Prototype("var")
+    return None
+
+
+def _slots(text: str | None) -> tuple[str, ...]:
+    if not text or not text.strip():
+        return ()
+    slots = []
+    for part in text.split(","):
+        found = _TYPE.search(part)
+        array = _ARRAY.search(part)
+        slots.append((found["type"] if found else part.strip()) + (array.group(0).strip() if array else ""))
+    return tuple(slots)
+
+
+def _frozen(table: dict[str, Prototype]) -> Mapping[str, Prototype]:
+    return MappingProxyType(dict(sorted(table.items())))
+
+
+def _text(raw: bytes | bytearray) -> str:
+    return bytes(raw).split(b"\0", 1)[0].decode(errors="replace")
+
+
+def _nvrtc_ok(err: object, name: str, call: str) -> None:
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        label = getattr(err, "name", str(err))
+        raise DiagnosticError([Diagnostic("E-COMPILE", f"`{call}` failed for `{name}`: {label}",
+                                          data=(("compiler", "nvrtc"), ("result", label)))])
+
+
+def _ptx_error(name: str, arch: str, compiler: str, log: str) -> DiagnosticError:
+    messages = [m for m in parse_compiler_log(log) if m.severity.value == "error"]
+    notes = tuple(f"{m.span.file}:{m.span.line}: {m.text}" for m in messages) or tuple(
+        line for line in log.splitlines() if line.strip())
+    return DiagnosticError([Diagnostic(
+        "E-COMPILE", f"{compiler} could not compile `{name}` to PTX for `{arch}`", notes=notes,
+        data=(("compiler", compiler), ("arch", arch), ("log", log)))])

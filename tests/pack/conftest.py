@@ -1,0 +1,28 @@
+"""Packages of the reference examples, built once per test session into a temporary folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from linker.launch import gpu_available
+from linker.pack import PackResult, pack
+from tests.pack.harness import EXAMPLES
+
+COMPONENTS = ("hello/provider", "hello/caller", "ring/loader", "ring/reduce")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("gpu") is not None and not gpu_available():
+        pytest.skip("needs an NVIDIA GPU with a CUDA driver")
+
+
+@pytest.fixture(scope="session")
+def packed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, PackResult]:
+    out = tmp_path_factory.mktemp("packages")
+    results = {}
+    for component in COMPONENTS:
+        source = EXAMPLES / f"{component}.cu"
+        results[component] = pack(source, source.with_suffix(".kc"), out / f"{Path(component).name}.kpkg")
+    return results
