@@ -1,0 +1,229 @@
+"""The route ladder: choose the cheapest primitive that provably delivers a tensor.
+
+``select_route`` checks the import against the export (L-TENSOR, L-DTYPE), both maps
+(L-MAP), then tries the rungs cheapest first — tensor-memory load, direct register
+copy, warp shuffle, shared-memory staging (``transfer_model.primitives``) — and takes
+the first that passes every check. When none does it reports L-SCRATCH (staging would
+work but needs more shared memory than the consumer lends) or L-ROUTE, with every
+rung's failing check and witness as notes and data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from diagnostics.model import Diagnostic, Label
+from diagnostics.span import UNKNOWN_SPAN, Span
+from transfer_model.maps import REGS, TMEM, check_map
+from transfer_model.primitives import (
+    LADDER,
+    REGISTER_COPY,
+    SMEM_STAGING,
+    TMEM_LOAD,
+    RungResult,
+    Seam,
+    StagingPlan,
+    register_copy,
+    smem_staging,
+    tmem_load,
+    warp_shuffle,
+)
+from transfer_model.program import Program, build_program
+from transfer_model.smt import DEFAULT_RLIMIT, session
+from transfer_model.tensors import ELEM_BYTES, Lends, TensorExport, TensorImport, check_identity
+
+TMEM_LANES = 128
+TMEM_COLUMNS = 512
+"""Tensor memory per CTA on sm_100a/sm_103a (HARDWARE.md §6)."""
+
+
+@dataclass(frozen=True)
+class Route:
+    """The chosen rung with its proven plan; ``program`` gives its moves (built on first use)."""
+
+    result: RungResult
+    seam: Seam = field(compare=False, repr=False)
+
+    @property
+    def rung(self) -> str:
+        return self.result.rung
+
+    @property
+    def smem_bytes(self) -> int:
+        """Shared-memory scratch the route needs from the consumer's lent claim."""
+        plan = self.result.plan
+        return plan.smem_bytes if isinstance(plan, StagingPlan) and plan.mode != "buffer" else 0
+
+    @property
+    def barriers(self) -> int:
+        """Named barrier IDs the linker must assign."""
+        plan = self.result.plan
+        return plan.barriers if isinstance(plan, StagingPlan) else 0
+
+    @property
+    def needs_tmem_address(self) -> bool:
+        return self.rung == TMEM_LOAD
+
+    @property
+    def needs_smem_address(self) -> bool:
+        return isinstance(self.result.plan, StagingPlan)
+
+    @cached_property
+    def program(self) -> Program:
+        return build_program(self.seam, self.result)
+
+
+@dataclass(frozen=True)
+class RouteResult:
+    route: Route | None
+    rungs: tuple[RungResult, ...]
+    diagnostics: tuple[Diagnostic, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.route is not None
+
+
+def _known(span: Span) -> bool:
+    return span != UNKNOWN_SPAN
+
+
+def _labels(export: TensorExport, imp: TensorImport) -> tuple[Label, ...]:
+    demand = imp.demand.span if _known(imp.demand.span) else imp.span
+    placement = export.placement.span if _known(export.placement.span) else export.span
+    out = []
+    if _known(demand):
+        out.append(Label(demand, "demanded here", True))
+    if _known(placement):
+        out.append(Label(placement, "placed here", False))
+    return tuple(out)
+
+
+def check_maps(export: TensorExport, imp: TensorImport, rlimit: int = DEFAULT_RLIMIT) -> list[Diagnostic]:
+    """L-MAP for both sides: exact maps whose thread variables match their roles."""
+    placement, demand = export.placement, imp.demand
+    p_what, d_what = f"placement of `{export.name}`", f"demand of `{imp.name}`"
+    out: list[Diagnostic] = []
+
+    def shape(message: str, span: Span, helps: tuple[str, ...] = ()) -> None:
+        labels = (Label(span, "map declared here", True),) if _known(span) else ()
+        out.append(Diagnostic("L-MAP", message, labels=labels, helps=helps, data=(("check", "shape"),)))
+
+    if placement.kind == REGS and placement.thread[1] != export.threads.count:
+        shape(f"{p_what} spans {placement.thread[1]} threads but role `{export.role}` has "
+              f"{export.threads.count}", placement.span)
+    if placement.kind == TMEM and len(placement.params) == 2:
+        (lane, lanes), (col, cols) = placement.params
+        if lanes > TMEM_LANES or cols > TMEM_COLUMNS:
+            shape(f"{p_what} spans `{lane}: {lanes}` x `{col}: {cols}` but tensor memory has "
+                  f"{TMEM_LANES} lanes and {TMEM_COLUMNS} columns", placement.span)
+    if demand.kind != REGS:
+        shape(f"{d_what} must be a register map, not `{demand.kind}`", demand.span,
+              ("demand `regs(t: ..., r: ...) -> (...)`: imports deliver into registers",))
+    elif demand.thread[1] != imp.threads.count:
+        shape(f"{d_what} spans {demand.thread[1]} threads but role `{imp.role}` has "
+              f"{imp.threads.count}", demand.span)
+    if out:
+        return out
+    elem_bytes = ELEM_BYTES.get(export.elem)
+    out += check_map(placement, export.tile, what=p_what, elem_bytes=elem_bytes, rlimit=rlimit)
+    out += check_map(demand, imp.tile, what=d_what, chunk=imp.chunk, rlimit=rlimit)
+    return out
+
+
+def select_route(
+    export: TensorExport,
+    imp: TensorImport,
+    lends: Lends,
+    *,
+    target_has_tmem: bool,
+    rlimit: int = DEFAULT_RLIMIT,
+) -> RouteResult:
+    """Check the seam and pick the first rung of the ladder that delivers every element exactly."""
+    with session():
+        return _select(export, imp, lends, target_has_tmem, rlimit)
+
+
+def _select(
+    export: TensorExport, imp: TensorImport, lends: Lends, target_has_tmem: bool, rlimit: int,
+) -> RouteResult:
+    diags = check_identity(export, imp)
+    if diags:
+        return RouteResult(None, (), tuple(diags))
+    diags = check_maps(export, imp, rlimit)
+    if diags:
+        return RouteResult(None, (), tuple(diags))
+    seam = Seam(export, imp, rlimit)
+    results: list[RungResult] = []
+    for rung in LADDER:
+        if seam.elem_bytes == 0:
+            supported = ", ".join(f"`{e}`" for e in ELEM_BYTES)
+            result = RungResult(rung, False, "element",
+                                f"generated transfers move {supported}, not `{export.elem}`")
+        elif rung == TMEM_LOAD:
+            result = tmem_load(seam, target_has_tmem)
+        elif rung == SMEM_STAGING:
+            result = smem_staging(seam, lends)
+        elif rung == REGISTER_COPY:
+            result = register_copy(seam)
+        else:
+            result = warp_shuffle(seam)
+        results.append(result)
+        if result.passed:
+            return RouteResult(Route(result, seam), tuple(results), ())
+    return RouteResult(None, tuple(results), (_failure(seam, tuple(results)),))
+
+
+def _rung_note(result: RungResult) -> str:
+    return f"{result.title}: fails the `{result.check}` check: {result.reason}"
+
+
+def _rung_data(results: tuple[RungResult, ...]) -> tuple[tuple[str, str], ...]:
+    data: list[tuple[str, str]] = []
+    for r in results:
+        data.append((f"{r.rung}.check", r.check))
+        data.append((f"{r.rung}.reason", r.reason))
+        if r.witness is not None:
+            data.append((f"{r.rung}.witness", r.witness.text()))
+    return tuple(data)
+
+
+def _failure(seam: Seam, results: tuple[RungResult, ...]) -> Diagnostic:
+    export, imp = seam.export, seam.imp
+    labels = _labels(export, imp)
+    staging = results[-1]
+    if staging.check == "scratch-size":
+        others = tuple(_rung_note(r) for r in results[:-1])
+        helps = (f"lend at least {staging.needed} bytes of shared memory to `{imp.role}` for this import",)
+        return Diagnostic(
+            "L-SCRATCH",
+            f"staging `{export.name}` into `{imp.name}` needs {staging.needed} bytes of shared memory "
+            f"but role `{imp.role}` lends {staging.lent}",
+            labels=labels,
+            notes=others,
+            helps=helps,
+            data=(("needed", str(staging.needed)), ("lent", str(staging.lent)), *_rung_data(results)),
+        )
+    return Diagnostic(
+        "L-ROUTE",
+        f"no route delivers `{export.name}` from role `{export.role}` to `{imp.name}` of role `{imp.role}`",
+        labels=labels,
+        notes=tuple(_rung_note(r) for r in results),
+        helps=(_route_help(seam, staging),),
+        data=_rung_data(results),
+    )
+
+
+def _route_help(seam: Seam, staging: RungResult) -> str:
+    imp = seam.imp
+    if staging.check == "scratch":
+        return f"lend shared memory to `{imp.role}` (`lends smem <claim>`) so the tile can be staged"
+    if staging.check == "threads":
+        return "import into the producer's own role, or into a role of its own"
+    if staging.check == "element":
+        return "export and import a 2- or 4-byte element type"
+    if seam.placement.kind == TMEM:
+        return ("demand the tile as `tcgen05.ld` delivers it (e.g. one lane per thread, consecutive "
+                "columns in consecutive registers) from warps whose lane quadrant holds those lanes")
+    return "demand the elements in a layout one of the primitives can deliver"

@@ -1,0 +1,154 @@
+"""Inputs of the transfer model: a tensor export, an import of it, and what the consumer lends.
+
+These dataclasses are the transfer model's own view of the contract AST; an adapter
+builds them from ``export tensor`` / ``import tensor`` items. Thread positions are CTA
+thread indices of the roles *after* warp placement (``threadIdx.x``; blocks are 1-D):
+a register route is possible only when the hardware threads coincide, which two
+different roles never do.
+
+Chunked imports (``chunk n 32``): the consumer calls the generated import function once
+per chunk, with chunk indices ``0, 1, ...`` in order, each call delivering the elements of
+that chunk into the registers named by the demand's other variables. The demand's last
+variable is the chunk index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from diagnostics.model import Diagnostic, Label
+from diagnostics.span import UNKNOWN_SPAN, Span
+from transfer_model.maps import Chunk, LayoutMap, Tile, tile_size, tile_text
+
+ELEM_BYTES: dict[str, int] = {
+    "f32": 4, "tf32": 4, "i32": 4, "u32": 4,
+    "f16": 2, "bf16": 2, "i16": 2, "u16": 2,
+}
+"""Element types the generated transfers move, and their sizes. Moves are bit copies."""
+
+
+@dataclass(frozen=True)
+class RoleThreads:
+    """A role's threads in the CTA: ``first .. first + count - 1``, whole warps."""
+
+    first: int
+    count: int
+
+    def __post_init__(self) -> None:
+        if self.first < 0 or self.first % 32 or self.count < 32 or self.count % 32:
+            raise ValueError(f"role threads must be whole warps: first {self.first}, count {self.count}")
+
+    @property
+    def end(self) -> int:
+        return self.first + self.count
+
+    @property
+    def warps(self) -> range:
+        """CTA warp indices of the role."""
+        return range(self.first // 32, self.end // 32)
+
+    def overlaps(self, other: RoleThreads) -> bool:
+        return self.first < other.end and other.first < self.end
+
+
+@dataclass(frozen=True)
+class TensorExport:
+    """``export tensor NAME from role ROLE { elem, tile, placement, ready event }``."""
+
+    name: str
+    role: str
+    elem: str
+    tile: Tile
+    placement: LayoutMap
+    threads: RoleThreads
+    generation: str = "once"
+    ready_event: str = ""
+    span: Span = field(default=UNKNOWN_SPAN, compare=False)
+
+
+@dataclass(frozen=True)
+class TensorImport:
+    """``import tensor NAME from SOURCE into role ROLE { elem, tile, chunk, demand, done event }``."""
+
+    name: str
+    source: str
+    role: str
+    elem: str
+    tile: Tile
+    demand: LayoutMap
+    threads: RoleThreads
+    chunk: Chunk | None = None
+    generation: str | None = None
+    done_event: str = ""
+    span: Span = field(default=UNKNOWN_SPAN, compare=False)
+
+    @property
+    def chunks(self) -> int:
+        """Number of import calls (1 when not chunked)."""
+        if self.chunk is None:
+            return 1
+        return dict(self.tile)[self.chunk.dim] // self.chunk.size
+
+    @property
+    def register_params(self) -> tuple[tuple[str, int], ...]:
+        """Demand variables that index the registers of one call (not the thread, not the chunk)."""
+        params = self.demand.params[1:]
+        return params[:-1] if self.chunk is not None else params
+
+
+@dataclass(frozen=True)
+class Lends:
+    """What the consumer lends a route: shared-memory scratch bytes (None: no ``lends smem``) and registers."""
+
+    smem_bytes: int | None = None
+    regs: int = 0
+
+
+def _label(span: Span, text: str, primary: bool) -> tuple[Label, ...]:
+    return () if span == UNKNOWN_SPAN else (Label(span, text, primary),)
+
+
+def check_identity(export: TensorExport, imp: TensorImport) -> list[Diagnostic]:
+    """L-TENSOR and L-DTYPE: the import must name the export, its tile, generation and a valid chunking."""
+    labels = _label(imp.span, "import here", True) + _label(export.span, "export here", False)
+    out: list[Diagnostic] = []
+
+    def tensor(message: str, helps: tuple[str, ...], data: tuple[tuple[str, str], ...]) -> None:
+        out.append(Diagnostic("L-TENSOR", message, labels=labels, helps=helps, data=data))
+
+    if imp.source != export.name:
+        tensor(f"import `{imp.name}` names export `{imp.source}`, not `{export.name}`",
+               (f"import from `{export.name}`",), (("import", imp.source), ("export", export.name)))
+    if imp.tile != export.tile:
+        tensor(f"import `{imp.name}` has tile `{tile_text(imp.tile)}` but export `{export.name}` "
+               f"has `{tile_text(export.tile)}`",
+               ("state the export's tile in the import",),
+               (("import", tile_text(imp.tile)), ("export", tile_text(export.tile))))
+    if imp.generation is not None and imp.generation != export.generation:
+        tensor(f"import `{imp.name}` expects generation `{imp.generation}` but export "
+               f"`{export.name}` has `{export.generation}`", (),
+               (("import", imp.generation), ("export", export.generation)))
+    if imp.chunk is not None:
+        extents = dict(imp.tile)
+        chunk = imp.chunk
+        if chunk.dim not in extents:
+            tensor(f"import `{imp.name}` is chunked along `{chunk.dim}`, which is not a dimension "
+                   f"of `{tile_text(imp.tile)}`", (), (("chunk", chunk.dim),))
+        elif chunk.size < 1 or extents[chunk.dim] % chunk.size:
+            tensor(f"import `{imp.name}` chunks `{chunk.dim} {extents[chunk.dim]}` in pieces of "
+                   f"{chunk.size}, which do not divide it", ("choose a chunk size that divides the extent",),
+                   (("chunk", str(chunk.size)), ("extent", str(extents[chunk.dim]))))
+    if imp.elem != export.elem:
+        out.append(Diagnostic(
+            "L-DTYPE",
+            f"import `{imp.name}` wants `{imp.elem}` but export `{export.name}` holds `{export.elem}`",
+            labels=labels,
+            notes=("generated transfers move values exactly and never convert them",),
+            helps=(f"import `{export.elem}` and convert in the consumer",),
+            data=(("import", imp.elem), ("export", export.elem)),
+        ))
+    return out
+
+
+def tile_bytes(tile: Tile, elem: str) -> int:
+    return tile_size(tile) * ELEM_BYTES[elem]
