@@ -18,7 +18,6 @@ struct CallerParams {
     float* data;                  // @ 0
     unsigned n;                   // @ 8
     unsigned factor;              // @ 12 = fact scale_factor
-    unsigned long long reserved;  // bytes 16..24 of the contract's 24-byte block
 };
 
 namespace {
