@@ -18,6 +18,7 @@ from checker.engine import errors, run_clauses, selected
 from checker.resolve import resolve
 from diagnostics.model import Diagnostic, sort_diagnostics
 from diagnostics.sources import SourceMap
+from kernlink.downstream import verify_downstream
 from kernlink.loader import Inputs, load
 
 
@@ -59,7 +60,10 @@ def check_text(text: str, name: str = "<example>", *, target: str | None = None)
     pipeline = (source.pipelines[0] if source.pipelines
                 else implicit_pipeline(source.stages, name, Span(name, 1, 1, 1, 1)))
     comp = resolve(pipeline, name, stages, target)
-    return CheckResult(sort_diagnostics(run_clauses(comp)), sources, comp)
+    diags = run_clauses(comp)
+    if not errors(diags):
+        diags.extend(verify_downstream(comp).diagnostics)
+    return CheckResult(sort_diagnostics(diags), sources, comp)
 
 
 def check(paths: Sequence[str | Path], *, target: str | None = None, select: Sequence[str] | None = None,
@@ -70,4 +74,8 @@ def check(paths: Sequence[str | Path], *, target: str | None = None, select: Seq
     diags = list(inputs.diagnostics)
     if comp is not None:
         diags.extend(run_clauses(comp, clauses))
+        if not errors(diags):
+            codes = {c.code for c in clauses}
+            later = verify_downstream(comp).diagnostics
+            diags.extend(d for d in later if not d.code.startswith("L-") or d.code in codes)
     return CheckResult(sort_diagnostics(diags), inputs.sources, comp, inputs)

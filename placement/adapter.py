@@ -1,0 +1,149 @@
+"""From a checked composition to a placement problem, and the placement check itself.
+
+Placement consumes verified contracts: :func:`place` is called only on compositions the
+clauses accepted. Every claim, ring, role and lifetime of the composition becomes an
+item of :class:`~placement.problem.Problem`, owned by its stage and carrying its span,
+so a rejection (L-OVERLAP, L-WARPS, L-REGS, L-BARRIER, L-DEPTH) points at the contracts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from checker.composition import Composition, Owned
+from checker.storage import agreed_depth, needed_alignment
+from contract_lang import ast as A
+from diagnostics.model import Diagnostic, DiagnosticError, Label
+from diagnostics.span import Span
+from placement.lifetime import KERNEL, Connection, Interval, Lifetime, Phase, Timeline
+from placement.problem import (
+    BarrierClaim,
+    Capacities,
+    CounterClaim,
+    Problem,
+    Ring,
+    Role,
+    SmemClaim,
+    TmemClaim,
+)
+from placement.result import Placement
+from placement.solve import solve
+from placement.verify import verify
+
+# The events of a tensor connection, in the order they happen.
+CONNECTION_EVENTS = ("ready", "done")
+
+
+def lifetime(life: A.Lifetime) -> Lifetime:
+    """The placement lifetime of a contract lifetime."""
+    if life.kind == "phase" and life.phase is not None:
+        return Phase(life.phase)
+    if life.kind == "between" and life.start is not None and life.end is not None:
+        return Interval(life.start.connection, life.start.event, life.end.event)
+    if life.kind == "until" and life.end is not None:
+        return Interval(life.end.connection, None, life.end.event)
+    if life.kind == "from" and life.start is not None:
+        return Interval(life.start.connection, life.start.event, None)
+    return KERNEL
+
+
+def timeline(comp: Composition) -> Timeline:
+    phases: list[str] = []
+    exclusive: list[tuple[str, ...]] = []
+    for decl in comp.items(A.Phases):
+        phases.extend(p for p in decl.item.names if p not in phases)
+        if decl.item.mode == "exclusive" and len(set(decl.item.names)) > 1:
+            exclusive.append(tuple(dict.fromkeys(decl.item.names)))
+    connections = [Connection(imp.item.name, CONNECTION_EVENTS, span=imp.span)
+                   for imp in comp.tensor_imports]
+    unique = {c.name: c for c in connections}
+    return Timeline(tuple(phases), tuple(exclusive), tuple(unique.values()))
+
+
+def _smem(comp: Composition, owned: Owned[A.SmemClaim]) -> SmemClaim:
+    claim = owned.item
+    assert comp.target is not None and claim.bytes is not None
+    align = claim.align or needed_alignment(comp.target, claim.uses)[0]
+    return SmemClaim(owned.stage_name, claim.name, claim.bytes, max(align, 1), lifetime(claim.lifetime),
+                     claim.per_slot, span=claim.span)
+
+
+def _rings(comp: Composition) -> list[Ring]:
+    rings = []
+    for name, sides in sorted(comp.rings.items()):
+        producer = next((s for s in sides if s.item.side == "produce"), sides[0])
+        agreed = agreed_depth(comp, name)
+        lo, hi = (1, 1) if agreed is None else (agreed[0], agreed[1] if agreed[1] is not None else agreed[0])
+        rings.append(Ring(producer.stage_name, name, lo, hi, span=producer.span))
+    return rings
+
+
+def _barriers(comp: Composition) -> list[BarrierClaim]:
+    out = []
+    for owned in comp.items(A.BarrierClaim):
+        claim = owned.item
+        threads = claim.threads or sum(comp.roles[p].threads for p in claim.participants if p in comp.roles)
+        out.append(BarrierClaim(owned.stage_name, claim.name, max(threads, 1), span=claim.span))
+    for name, sides in sorted(comp.rendezvous.items()):
+        threads = next((s.item.threads for s in sides if s.item.threads), None)
+        if threads is None:
+            threads = sum(comp.roles[s.item.role].threads for s in sides if s.item.role in comp.roles)
+        out.append(BarrierClaim(sides[0].stage_name, f"rendezvous.{name}", max(threads, 1), span=sides[0].span))
+    return out
+
+
+def _block_warps(comp: Composition) -> int | None:
+    for launch in [*(i for i in comp.pipeline.items if isinstance(i, A.Launch)),
+                   *(o.item for o in comp.items(A.Launch))]:
+        if launch.threads:
+            return launch.threads // 32
+    return None
+
+
+def problem_from(comp: Composition) -> Problem:
+    """The placement problem of an accepted composition."""
+    if comp.target is None:
+        raise ValueError("placement needs a known target")
+    counters = [CounterClaim(o.stage_name, o.item.name, o.item.slots or 1, span=o.item.span)
+                for o in comp.items(A.CounterClaim)]
+    caps = Capacities.from_target(comp.target, counter_slots=sum(c.slots for c in counters))
+    return Problem(
+        capacities=caps,
+        smem=tuple(_smem(comp, o) for o in comp.items(A.SmemClaim) if o.item.bytes),
+        rings=tuple(_rings(comp)),
+        tmem=tuple(TmemClaim(o.stage_name, o.item.name, o.item.columns, lifetime(o.item.lifetime),
+                             span=o.item.span)
+                   for o in comp.items(A.TmemClaim) if o.item.columns),
+        barriers=tuple(_barriers(comp)),
+        counters=tuple(counters),
+        roles=tuple(Role(info.stage.name, info.name, info.warps, info.role.warpgroup, info.role.regs,
+                         span=info.role.span) for info in comp.roles.values()),
+        timeline=timeline(comp),
+        block_warps=_block_warps(comp),
+    )
+
+
+@dataclass(frozen=True)
+class Placed:
+    problem: Problem
+    placement: Placement
+
+
+def place(comp: Composition) -> tuple[Placed | None, list[Diagnostic]]:
+    """Solve the joint placement; a rejection or an unverifiable result is a diagnostic."""
+    problem = problem_from(comp)
+    try:
+        placement = solve(problem)
+    except DiagnosticError as err:
+        return None, list(err.diagnostics)
+    problems = verify(problem, placement)
+    if problems:
+        return None, [Diagnostic(
+            "E-INTERNAL", "the placement solver returned a placement its verifier rejects",
+            labels=(Label(_pipeline_span(comp), "in this composition"),),
+            notes=tuple(problems[:10]), helps=("report it with the inputs: this is a kernlink bug",))]
+    return Placed(problem, placement), []
+
+
+def _pipeline_span(comp: Composition) -> Span:
+    return comp.pipeline.span
