@@ -85,10 +85,10 @@ def _barriers(comp: Composition) -> list[BarrierClaim]:
         threads = claim.threads or sum(comp.roles[p].threads for p in claim.participants if p in comp.roles)
         out.append(BarrierClaim(owned.stage_name, claim.name, max(threads, 1), span=claim.span))
     for name, sides in sorted(comp.rendezvous.items()):
-        threads = next((s.item.threads for s in sides if s.item.threads), None)
-        if threads is None:
-            threads = sum(comp.roles[s.item.role].threads for s in sides if s.item.role in comp.roles)
-        out.append(BarrierClaim(sides[0].stage_name, f"rendezvous.{name}", max(threads, 1), span=sides[0].span))
+        stated = next((s.item.threads for s in sides if s.item.threads), None)
+        count = stated if stated is not None else sum(
+            comp.roles[s.item.role].threads for s in sides if s.item.role in comp.roles)
+        out.append(BarrierClaim(sides[0].stage_name, f"rendezvous.{name}", max(count, 1), span=sides[0].span))
     return out
 
 
