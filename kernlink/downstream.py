@@ -1,7 +1,7 @@
 """Verification that runs on compositions the clauses accepted: placement, then tensor routes.
 
 Their rejections carry clause codes (L-OVERLAP, L-WARPS, L-REGS, L-BARRIER, L-DEPTH from
-placement; L-ROUTE, L-SCRATCH from the route ladder), so ``--select``/``--ignore``
+placement; L-MAP, L-ROUTE, L-SCRATCH from the route ladder), so ``--select``/``--ignore``
 apply to them like to every clause.
 """
 
@@ -12,15 +12,20 @@ from dataclasses import dataclass, field
 from checker.composition import Composition
 from diagnostics.model import Diagnostic
 from placement.adapter import Placed, place
+from transfer_model.adapter import RoutedSeam, route_composition
 
 
 @dataclass
 class Downstream:
     placed: Placed | None = None
+    routes: list[RoutedSeam] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
 def verify_downstream(comp: Composition) -> Downstream:
-    """Place the composition (and, once placed, route its tensor connections)."""
+    """Place the composition, then route its tensor connections on the placed roles."""
     placed, diags = place(comp)
-    return Downstream(placed, diags)
+    if placed is None:
+        return Downstream(None, [], diags)
+    routes, route_diags = route_composition(comp, placed)
+    return Downstream(placed, routes, diags + route_diags)

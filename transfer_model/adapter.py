@@ -1,0 +1,104 @@
+"""From a placed composition to its tensor seams, and the route of each.
+
+Runs after placement (a role's threads depend on its warp offset): for every
+`import tensor` the export it names, both maps (library maps expanded), the roles'
+thread ranges, and what the consumer lends become a seam; :func:`route_composition`
+checks each seam's maps (L-MAP) and picks its route (L-ROUTE, L-SCRATCH).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from checker.composition import Composition, Owned
+from contract_lang import ast as A
+from diagnostics.model import Diagnostic, Label
+from placement.adapter import Placed
+from transfer_model.library import LibraryError, library_map
+from transfer_model.maps import Chunk, LayoutMap
+from transfer_model.routes import Route, check_maps, select_route
+from transfer_model.tensors import Lends, RoleThreads, TensorExport, TensorImport
+
+
+@dataclass(frozen=True)
+class Seam:
+    export: TensorExport
+    imp: TensorImport
+    lends: Lends
+    lent_claims: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RoutedSeam:
+    seam: Seam
+    route: Route
+
+
+def layout_map(spec: A.MapSpec) -> LayoutMap:
+    """A contract's map as a transfer-model map (library maps expanded)."""
+    if isinstance(spec, A.LibraryMap):
+        expanded = library_map(spec.name, dict(spec.args))
+        return LayoutMap(expanded.kind, expanded.params, expanded.outputs, expanded.exprs, span=spec.span)
+    params = tuple((p.name, p.extent if p.extent is not None else 0) for p in spec.params)
+    exprs = tuple(a.expr for a in spec.assigns)
+    return LayoutMap(spec.kind, params, tuple(a.name for a in spec.assigns), exprs, span=spec.span)
+
+
+def _threads(placed: Placed, stage: str, role: str) -> RoleThreads:
+    found = next(r for r in placed.placement.roles if r.owner == stage and r.name == role)
+    return RoleThreads(found.first_warp * 32, found.warps * 32)
+
+
+def _lends(comp: Composition, imp: Owned[A.ImportTensor]) -> tuple[Lends, tuple[str, ...]]:
+    claims = {o.item.name: o.item for o in comp.items(A.SmemClaim) if o.stage is imp.stage}
+    smem = [claims[lend.claim] for lend in imp.item.lends if lend.kind == "smem" and lend.claim in claims]
+    regs = sum(lend.regs or 0 for lend in imp.item.lends if lend.kind == "regs")
+    smem_bytes = sum(c.bytes or 0 for c in smem) if smem else None
+    return Lends(smem_bytes, regs), tuple(c.name for c in smem)
+
+
+def seams(comp: Composition, placed: Placed) -> tuple[list[Seam], list[Diagnostic]]:
+    """Every tensor connection as a seam, or a diagnostic when a map cannot be built."""
+    out: list[Seam] = []
+    problems: list[Diagnostic] = []
+    for imp in comp.tensor_imports:
+        exports = comp.tensor_exports.get(imp.item.export, ())
+        if not exports or exports[0].item.placement is None or imp.item.demand is None:
+            continue  # L-TENSOR / L-MAP's structural part report these
+        exp = exports[0]
+        try:
+            placement, demand = layout_map(exp.item.placement), layout_map(imp.item.demand)  # type: ignore[arg-type]
+        except (LibraryError, ValueError) as err:
+            spec = exp.item.placement if isinstance(exp.item.placement, A.LibraryMap) else imp.item.demand
+            problems.append(Diagnostic("L-MAP", str(err).rstrip("."), labels=(Label(spec.span, "this map"),),
+                                       helps=("see `kernlink explain L-MAP` for the map forms",)))
+            continue
+        tile = tuple((d.name, d.extent) for d in exp.item.tile)
+        chunk = Chunk(imp.item.chunk[0].name, imp.item.chunk[0].extent) if imp.item.chunk else None
+        lends, lent = _lends(comp, imp)
+        export = TensorExport(exp.item.name, exp.item.role, exp.item.elem or "f32", tile, placement,
+                              _threads(placed, exp.stage_name, exp.item.role), exp.item.generation or "once",
+                              str(exp.item.ready or ""), span=exp.item.span)
+        tensor_import = TensorImport(imp.item.name, imp.item.export, imp.item.role, imp.item.elem or export.elem,
+                                     tile, demand, _threads(placed, imp.stage_name, imp.item.role), chunk,
+                                     imp.item.generation, str(imp.item.done or ""), span=imp.item.span)
+        out.append(Seam(export, tensor_import, lends, lent))
+    return out, problems
+
+
+def route_composition(comp: Composition, placed: Placed) -> tuple[list[RoutedSeam], list[Diagnostic]]:
+    """Check every seam's maps and choose its route; diagnostics for every failure."""
+    target = comp.target
+    has_tmem = bool(target is not None and target.tmem_columns)
+    found, diags = seams(comp, placed)
+    routed: list[RoutedSeam] = []
+    for seam in found:
+        map_problems = check_maps(seam.export, seam.imp)
+        if map_problems:
+            diags.extend(map_problems)
+            continue
+        result = select_route(seam.export, seam.imp, seam.lends, target_has_tmem=has_tmem)
+        diags.extend(result.diagnostics)
+        if result.route is not None:
+            routed.append(RoutedSeam(seam, result.route))
+    return routed, diags
