@@ -20,8 +20,8 @@ from diagnostics.model import Diagnostic
 CATEGORIES = ("composition", "roles", "storage", "protocol", "callables", "tensors", "facts",
               "communication", "link")
 # Where a clause's verdict comes from: the contracts alone, an SMT model, the joint
-# placement, what a package captured, or the device link.
-DECIDERS = ("structure", "smt", "placement", "package", "link")
+# placement, the transfer model's routes, what a package captured, or the device link.
+DECIDERS = ("structure", "smt", "placement", "transfer", "package", "link")
 SECTIONS = ("What it checks", "Why it matters", "Example", "Fix")
 _CODE = re.compile(r"^L-[A-Z]+$")
 _NAME = re.compile(r"^[a-z]+(-[a-z]+)*$")

@@ -20,6 +20,7 @@ from checker.clauses.l_fence import FenceClause
 from checker.clauses.l_generation import GenerationClause
 from checker.clauses.l_init import InitClause
 from checker.clauses.l_launch import LaunchClause
+from checker.clauses.l_map import MapClause
 from checker.clauses.l_lifetime import LifetimeClause
 from checker.clauses.l_overlap import OverlapClause
 from checker.clauses.l_owner import OwnerClause
@@ -30,8 +31,10 @@ from checker.clauses.l_proto import ProtoClause
 from checker.clauses.l_regrange import RegrangeClause
 from checker.clauses.l_regs import RegsClause
 from checker.clauses.l_rendezvous import RendezvousClause
+from checker.clauses.l_route import RouteClause
 from checker.clauses.l_role import RoleClause
 from checker.clauses.l_scope import ScopeClause
+from checker.clauses.l_scratch import ScratchClause
 from checker.clauses.l_sig import SigClause
 from checker.clauses.l_site import SiteClause
 from checker.clauses.l_stage import StageClause
@@ -90,6 +93,10 @@ CLAUSES: tuple[type[Clause], ...] = (
     TensorClause,
     UnresolvedClause,
     ViewClause,
+    # tensor routes (transfer model, after placement)
+    MapClause,
+    RouteClause,
+    ScratchClause,
     # protocol model (SMT)
 )
 

@@ -1,0 +1,122 @@
+"""L-MAP: a placement or demand map is not exact over its tile.
+
+## What it checks
+A tensor export's `placement` and an import's `demand` are closed-form maps over
+bounded variables. Each must be exact over the tile: every slot (thread × register,
+lane × column, or address) maps inside the tile, no two slots map to one element,
+and every element is placed (demanded) exactly once; a chunked demand's last
+variable is the chunk index and each chunk covers exactly its part of the tile.
+The structural part is decided here — a map's outputs are the tile's dimensions
+(an `smem` map's inputs are), every name it uses is one of its variables, and
+`regs`/`tmem` variables state their extents. Exactness is proved with Z3 by the
+transfer model once the composition is placed, with a witness element for each
+defect.
+
+## Why it matters
+The linker generates the moves of a hand-off from these maps. A map that sends two
+accumulator registers to one element silently drops a value; one that misses an
+element leaves the consumer reading whatever its register held. Neither shows up
+until the numbers are wrong.
+
+## Example
+```kernlink
+stage "gemm.mainloop" version "1.0.0" {
+    target sm_90a
+    requires feature wgmma
+    role mma entry mma_main warps 8 warpgroup
+    export tensor accumulator from role mma {
+        elem f32
+        tile m 128 n 256
+        generation once
+        placement library wgmma_m64nNk16_f32(n: 256, warpgroups: 2)
+        ready event acc.ready
+    }
+}
+
+stage "demo.epilogue" version "1.0.0" {
+    target sm_90a
+    role epilogue entry epi_main warps 4 warpgroup
+    claim smem scratch bytes 128KiB align 16 lifetime between acc.ready acc.done
+    import tensor acc from accumulator into role epilogue {
+        elem f32
+        tile m 128 n 256
+        demand regs(t: 128, c: 256) -> (m, n) {
+            m = t
+            n = c % 128
+        }
+        lends smem scratch
+        done event acc.done
+    }
+}
+```
+
+## Fix
+Make the map a bijection between its slots and the tile: check the formula against
+the witness in the diagnostic (the element it misses or the two slots that collide).
+For MMA accumulators, name the library map (`wgmma_m64nNk16_f32`,
+`mma_m16n8k16_f32`) instead of writing the formula out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from checker.clause import Clause
+from checker.composition import Composition
+from checker.report import seam
+from contract_lang import ast as A
+from contract_lang.expr import names
+from diagnostics.model import Diagnostic
+
+
+class MapClause(Clause):
+    code = "L-MAP"
+    name = "inexact-map"
+    summary = "a placement or demand map is not exact over its tile"
+    category = "tensors"
+    decided_by = "transfer"
+
+    def check(self, comp: Composition) -> Iterator[Diagnostic]:
+        for exp in comp.items(A.ExportTensor):
+            yield from self._shape(exp.item.placement, exp.item.tile, f"placement of `{exp.item.name}`")
+        for imp in comp.items(A.ImportTensor):
+            tile = imp.item.tile
+            if not tile:
+                exports = comp.tensor_exports.get(imp.item.export, ())
+                tile = exports[0].item.tile if exports else ()
+            yield from self._shape(imp.item.demand, tile, f"demand of `{imp.item.name}`")
+
+    def _shape(self, spec: A.MapSpec | None, tile: tuple[A.Dim, ...], what: str) -> Iterator[Diagnostic]:
+        if not isinstance(spec, A.LayoutMap) or not tile:
+            return
+        dims = tuple(d.name for d in tile)
+        variables = {p.name for p in spec.params}
+        if spec.kind == "smem":
+            if tuple(p.name for p in spec.params) != dims:
+                yield seam(self.code, f"the {what} maps from ({', '.join(p.name for p in spec.params)}) but the "
+                           f"tile's dimensions are ({', '.join(dims)})",
+                           (spec.span, "an `smem` map takes the tile's coordinates"),
+                           helps=(f"write `smem({', '.join(dims)}) -> (addr) {{ addr = … }}`",))
+        else:
+            if tuple(spec.outputs) != dims:
+                yield seam(self.code, f"the {what} yields ({', '.join(spec.outputs)}) but the tile's dimensions "
+                           f"are ({', '.join(dims)})", (spec.span, "outputs must be the tile's dimensions"),
+                           helps=(f"write `-> ({', '.join(dims)})` and one assignment for each",))
+            for param in spec.params:
+                if param.extent is None:
+                    yield seam(self.code, f"variable `{param.name}` of the {what} has no extent",
+                               (param.span, "unbounded variable"),
+                               helps=(f"write `{param.name}: N` with the number of values it takes",))
+        assigned = [a.name for a in spec.assigns]
+        for out in spec.outputs:
+            if assigned.count(out) != 1:
+                yield seam(self.code, f"the {what} assigns `{out}` {assigned.count(out)} times",
+                           (spec.span, "each output needs exactly one assignment"),
+                           helps=(f"write one `{out} = …` line",))
+        for assign in spec.assigns:
+            stray = sorted(names(assign.expr) - variables)
+            if stray:
+                yield seam(self.code, f"the {what} uses {', '.join(f'`{s}`' for s in stray)}, which "
+                           f"{'is not a variable' if len(stray) == 1 else 'are not variables'} of the map",
+                           (assign.span, "unknown name"),
+                           helps=(f"the map's variables are {', '.join(f'`{v}`' for v in sorted(variables))}",))
