@@ -20,8 +20,8 @@ from checker.clauses.l_fence import FenceClause
 from checker.clauses.l_generation import GenerationClause
 from checker.clauses.l_init import InitClause
 from checker.clauses.l_launch import LaunchClause
-from checker.clauses.l_map import MapClause
 from checker.clauses.l_lifetime import LifetimeClause
+from checker.clauses.l_map import MapClause
 from checker.clauses.l_overlap import OverlapClause
 from checker.clauses.l_owner import OwnerClause
 from checker.clauses.l_pair import PairClause
@@ -31,8 +31,8 @@ from checker.clauses.l_proto import ProtoClause
 from checker.clauses.l_regrange import RegrangeClause
 from checker.clauses.l_regs import RegsClause
 from checker.clauses.l_rendezvous import RendezvousClause
-from checker.clauses.l_route import RouteClause
 from checker.clauses.l_role import RoleClause
+from checker.clauses.l_route import RouteClause
 from checker.clauses.l_scope import ScopeClause
 from checker.clauses.l_scratch import ScratchClause
 from checker.clauses.l_sig import SigClause
