@@ -213,7 +213,7 @@ def _check_init(run: _Run) -> None:
             bar = ring.barrier(kind)
             name = f"{ring.name}.{kind.value}"
             roles = bar.initializers
-            participants = (ring.producer, ring.consumer)
+            participants = ring.sides
             if len(roles) == 1 and roles[0] in participants:
                 continue
             run.static.add((L_INIT, ring.name, kind.value))
@@ -238,7 +238,7 @@ def _check_init(run: _Run) -> None:
                 notes=("an mbarrier is initialized exactly once, by one thread, before any "
                        "use; a second `mbarrier.init` on a live barrier is undefined "
                        "(PTX §9.7.13.15.9)",),
-                helps=(f"state `init by {ring.producer}` (or `{ring.consumer}`) once, on one "
+                helps=(f"state `init by {ring.producer}` (or a consumer role) once, on one "
                        "side of the ring",),
                 key=(L_INIT, ring.name, kind.value)))
 
@@ -483,30 +483,30 @@ def _race_finding(run: _Run, qk: QueryKey, zmodel: z3.ModelRef) -> Finding:
     zmodel = _shorten(run, [model.queries[qk]], zmodel)
     order = model.order(zmodel)
     executed = {e.id for e in order}
-    pairs: list[tuple[Event, Event | None]]
+    pairs: list[tuple[Event, str, Event | None]]
     if qk.query is Query.OVERWRITE:
-        pairs = [(w, prev) for w, prev in model.overwrite_pairs(ring)
+        pairs = [(w, c, prev) for w, c, prev in model.overwrite_pairs(ring)
                  if w.id in executed and (prev is None or not _before_in(order, prev, w))]
     else:
-        pairs = [(r, lw) for r, lw in model.read_pairs(ring)
+        pairs = [(r, ring.producer, lw) for r, lw in model.read_pairs(ring)
                  if r.id in executed and not _before_in(order, lw, r)]
-    culprit, other = min(pairs, key=lambda p: order.index(p[0]))
+    culprit, partner, other = min(pairs, key=lambda p: order.index(p[0]))
     shown = order[:order.index(culprit) + 1]
     every = _rows(run, zmodel, shown)
     rows = every[:-1]
     trace = Trace(rows, every[-1:])
     slot = culprit.slot
+    secondary: list[tuple[Provenance, str]] = []
     if qk.query is Query.OVERWRITE:
         assert culprit.data is not None
         message = (f"`{ring.producer}` can overwrite slot {slot} of ring `{ring.name}` before "
-                   f"`{ring.consumer}` releases it")
+                   f"`{partner}` releases it")
         primary = ((culprit.step.provenance,
                     f"writes slot {slot} for iteration {culprit.data} (the trace's last step)"),)
-        later = "never" if other is None else "only later"
-        prev_iter = culprit.data - ring.depth
-        secondary = [] if other is None else [
-            (other.step.provenance,
-             f"`{ring.consumer}` is done with iteration {prev_iter} of slot {slot} {later}")]
+        if other is not None:
+            secondary.append((other.step.provenance,
+                              f"`{partner}` is done with iteration {culprit.data - ring.depth} "
+                              f"of slot {slot} only later"))
         waits = any(s.op is Op.WAIT and s.channel == ring.name and s.barrier is BarrierKind.EMPTY
                     for s in run.protocol.program(ring.producer))
         help_text = (f"make `{ring.producer}` wait for the release before writing: the "
@@ -514,14 +514,14 @@ def _race_finding(run: _Run, qk: QueryKey, zmodel: z3.ModelRef) -> Finding:
                      if waits else f"wait on `{ring.name}.empty` before writing the slot")
     else:
         assert other is not None
-        message = (f"`{ring.consumer}` can read slot {slot} of ring `{ring.name}` before "
+        reader = culprit.role
+        message = (f"`{reader}` can read slot {slot} of ring `{ring.name}` before "
                    f"`{ring.producer}` fills it")
         primary = ((culprit.step.provenance,
                     f"reads slot {slot} of iteration {culprit.data} (the trace's last step)"),)
-        secondary = [(other.step.provenance,
-                      f"`{ring.producer}` writes it only later")]
+        secondary.append((other.step.provenance, f"`{ring.producer}` writes it only later"))
         waits = any(s.op is Op.WAIT and s.channel == ring.name and s.barrier is BarrierKind.FULL
-                    for s in run.protocol.program(ring.consumer))
+                    for s in run.protocol.program(reader))
         help_text = (f"wait on `{ring.name}.full` with the parity of the fill before reading"
                      if waits else f"wait on `{ring.name}.full` before reading the slot")
     secondary += _trace_labels(rows, exclude={culprit.step.provenance})
@@ -548,7 +548,11 @@ def _check_deadlock(run: _Run) -> None:
         return
     lit = model.queries[qk]
     facts = model.dynamic_facts()
-    if run.check(model, facts, [lit], solver="cut") == z3.unsat:
+    refuted = run.check(model, facts, [lit], solver="cut") == z3.unsat
+    if not refuted and _prove_no_overshoot(run):
+        facts = model.dynamic_facts()
+        refuted = run.check(model, facts, [lit], solver="cut") == z3.unsat
+    if refuted:
         run.deadlock = False
         if run.explain:
             core = run.core(model, facts, [lit], solver="cut")
@@ -564,6 +568,27 @@ def _check_deadlock(run: _Run) -> None:
     elif run.explain:
         core = run.core(model, facts, [lit])
         run.proofs.append(Proof(L_DEADLOCK, _flatten(model.facts[k] for k in core)))
+
+
+def _prove_no_overshoot(run: _Run) -> bool:
+    """Lemmas for barriers several roles arrive on: no arrival jumps a phase boundary.
+
+    Returns whether any lemma was added.
+    """
+    model = run.model
+    added = False
+    for qk in [q for q in model.queries if q.query is Query.OVERSHOOT]:
+        facts = model.dynamic_facts()
+        lit = model.queries[qk]
+        if run.check(model, facts, [lit]) != z3.unsat:
+            continue
+        core = run.core(model, facts, [lit]) if run.explain else tuple(facts)
+        basis = _flatten(model.facts[k] for k in core)
+        model.add_overshoot_lemma(f"lemma:overshoot:{qk.ring}",
+                                  Lemma(f"no arrival jumps a phase of `{qk.ring}` (proved)",
+                                        basis), qk.ring)
+        added = True
+    return added
 
 
 def _deadlock_finding(run: _Run, zmodel: z3.ModelRef) -> Finding:

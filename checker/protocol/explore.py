@@ -100,22 +100,24 @@ def explore(protocol: Protocol, bound: int | None = None, *,
 
     # Race bookkeeping: positions of the last write / last consumer access per data iteration.
     last_write: dict[tuple[str, int], int] = {}
-    last_access: dict[tuple[str, int], int] = {}
+    last_access: dict[tuple[str, int, int], int] = {}
     producer_of: dict[str, int] = {}
-    consumer_of: dict[str, int] = {}
+    consumers_of: dict[str, list[int]] = {}
     for ring in protocol.rings:
         producer_of[ring.name] = roles.index(ring.producer)
-        consumer_of[ring.name] = roles.index(ring.consumer)
+        consumers_of[ring.name] = [roles.index(c) for c in ring.consumers]
         for pos, act in enumerate(programs[producer_of[ring.name]]):
             if act.step.channel == ring.name and act.step.op in (Op.COPY, Op.WRITE):
                 assert act.data is not None
                 last_write[(ring.name, act.data)] = pos
-        for pos, act in enumerate(programs[consumer_of[ring.name]]):
-            step = act.step
-            if step.channel != ring.name or act.data is None:
-                continue
-            if step.op is Op.READ or (step.op is Op.ARRIVE and step.barrier is BarrierKind.EMPTY):
-                last_access[(ring.name, act.data)] = pos
+        for c in consumers_of[ring.name]:
+            for pos, act in enumerate(programs[c]):
+                step = act.step
+                if step.channel != ring.name or act.data is None:
+                    continue
+                if step.op is Op.READ or (step.op is Op.ARRIVE
+                                          and step.barrier is BarrierKind.EMPTY):
+                    last_access[(ring.name, c, act.data)] = pos
 
     n = len(roles)
     # state: pcs, per object (a, b, c), per role the generation seen at a bar.sync arrival
@@ -135,7 +137,7 @@ def explore(protocol: Protocol, bound: int | None = None, *,
             if not _enabled(act, objs, synced[r]):
                 continue
             moved = True
-            _note_race(protocol, act, r, pcs, producer_of, consumer_of, last_write,
+            _note_race(protocol, act, pcs, producer_of, consumers_of, last_write,
                        last_access, races)
             new_objs, new_synced = _apply(act, objs, synced, r, kinds, inits)
             nxt = ((*pcs[:r], pcs[r] + 1, *pcs[r + 1:]), new_objs, new_synced)
@@ -197,18 +199,20 @@ def _apply(act: _Act, objs: tuple[tuple[int, int, int], ...], synced: tuple[int,
     return tuple(state), synced
 
 
-def _note_race(protocol: Protocol, act: _Act, r: int, pcs: tuple[int, ...],
-               producer_of: dict[str, int], consumer_of: dict[str, int],
-               last_write: dict[tuple[str, int], int], last_access: dict[tuple[str, int], int],
+def _note_race(protocol: Protocol, act: _Act, pcs: tuple[int, ...],
+               producer_of: dict[str, int], consumers_of: dict[str, list[int]],
+               last_write: dict[tuple[str, int], int],
+               last_access: dict[tuple[str, int, int], int],
                races: set[tuple[str, str]]) -> None:
     step = act.step
     if act.data is None or step.channel not in producer_of:
         return
     ring = protocol.ring(step.channel)
     if step.op in (Op.COPY, Op.WRITE) and act.data >= ring.depth:
-        prev = last_access.get((ring.name, act.data - ring.depth))
-        if prev is None or pcs[consumer_of[ring.name]] <= prev:
-            races.add((ring.name, "overwrite"))
+        for c in consumers_of[ring.name]:
+            prev = last_access.get((ring.name, c, act.data - ring.depth))
+            if prev is None or pcs[c] <= prev:
+                races.add((ring.name, "overwrite"))
     if step.op is Op.READ:
         last = last_write.get((ring.name, act.data))
         if last is not None and pcs[producer_of[ring.name]] <= last:
@@ -239,6 +243,6 @@ def static_expectations(protocol: Protocol) -> frozenset[tuple[str, str, str]]:
             if any(s.op is Op.WAIT and s.parity != right for s in steps):
                 out.add(("L-PARITY", ring.name, kind.value))
             roles = bar.initializers
-            if len(roles) != 1 or roles[0] not in (ring.producer, ring.consumer):
+            if len(roles) != 1 or roles[0] not in ring.sides:
                 out.add(("L-INIT", ring.name, kind.value))
     return frozenset(out)

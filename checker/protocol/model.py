@@ -162,12 +162,16 @@ class Barrier:
 
 @dataclass(frozen=True)
 class Ring:
-    """An mbarrier ring: ``depth`` slots, each with a full and an empty barrier."""
+    """An mbarrier ring: ``depth`` slots, each with a full and an empty barrier.
+
+    One producer role fills the slots; every consumer role reads each slot and releases it
+    (the empty barrier's init count covers all consumers' arrivals).
+    """
 
     name: str
     depth: int
     producer: str
-    consumer: str
+    consumers: tuple[str, ...]
     full: Barrier
     empty: Barrier
     provenance: Provenance
@@ -175,13 +179,20 @@ class Ring:
     def __post_init__(self) -> None:
         if self.depth < 1:
             raise ValueError(f"ring `{self.name}` has depth {self.depth} < 1")
-        if self.producer == self.consumer:
+        if not self.consumers or len(set(self.consumers)) != len(self.consumers):
+            raise ValueError(f"ring `{self.name}` needs distinct consumer roles")
+        if self.producer in self.consumers:
             raise ValueError(f"ring `{self.name}` is produced and consumed by one role")
         if self.full.kind is not BarrierKind.FULL or self.empty.kind is not BarrierKind.EMPTY:
             raise ValueError(f"ring `{self.name}` has its barriers' kinds swapped")
 
     def barrier(self, kind: BarrierKind) -> Barrier:
         return self.full if kind is BarrierKind.FULL else self.empty
+
+    @property
+    def sides(self) -> tuple[str, ...]:
+        """The producer, then the consumers."""
+        return (self.producer, *self.consumers)
 
 
 @dataclass(frozen=True)
@@ -283,7 +294,7 @@ class Protocol:
         _unique([p for p, _ in self.programs], "program")
         known = set(names)
         for ring in self.rings:
-            for who in (ring.producer, ring.consumer, *ring.full.initializers,
+            for who in (*ring.sides, *ring.full.initializers,
                         *ring.empty.initializers):
                 if who not in known:
                     raise ValueError(f"ring `{ring.name}` names unknown role `{who}`")
@@ -298,8 +309,10 @@ class Protocol:
         for ring in self.rings:
             if not any(s.op in WRITE_OPS for s in self._ring_steps(ring.name)):
                 raise ValueError(f"ring `{ring.name}`: the producer never writes a slot")
-            if not any(s.op is Op.READ for s in self._ring_steps(ring.name)):
-                raise ValueError(f"ring `{ring.name}`: the consumer never reads a slot")
+            for consumer in ring.consumers:
+                if not any(s.op is Op.READ and s.role == consumer
+                           for s in self._ring_steps(ring.name)):
+                    raise ValueError(f"ring `{ring.name}`: consumer `{consumer}` never reads a slot")
 
     @cached_property
     def _index(self) -> dict[str, Ring | Counter | NamedBarrier]:
@@ -318,8 +331,8 @@ class Protocol:
                 raise ValueError(f"{where} names unknown ring `{step.channel}`")
             if step.op in WRITE_OPS and role != channel.producer:
                 raise ValueError(f"{where}: only the producer writes ring `{channel.name}`")
-            if step.op is Op.READ and role != channel.consumer:
-                raise ValueError(f"{where}: only the consumer reads ring `{channel.name}`")
+            if step.op is Op.READ and role not in channel.consumers:
+                raise ValueError(f"{where}: only consumers read ring `{channel.name}`")
         elif step.op in COUNTER_OPS:
             if not isinstance(channel, Counter):
                 raise ValueError(f"{where} names unknown counter `{step.channel}`")
@@ -365,7 +378,7 @@ class Protocol:
     def with_depth(self, ring: str, depth: int) -> Protocol:
         """The same protocol with ``ring`` at another depth (for checking a depth range)."""
         rings = tuple(
-            Ring(r.name, depth, r.producer, r.consumer, r.full, r.empty, r.provenance)
+            Ring(r.name, depth, r.producer, r.consumers, r.full, r.empty, r.provenance)
             if r.name == ring else r for r in self.rings)
         return Protocol(self.roles, rings, self.counters, self.named_barriers, self.programs)
 
@@ -409,17 +422,19 @@ class ProtocolBuilder:
     def get_role(self, name: str) -> Role:
         return next(r for r in self._roles if r.name == name)
 
-    def ring(self, name: str, *, depth: int, producer: str, consumer: str, full_init: int,
-             empty_init: int, full_tx: int | None = None, init_by: Iterable[str] = ()) -> Ring:
+    def ring(self, name: str, *, depth: int, producer: str, consumer: str | Iterable[str],
+             full_init: int, empty_init: int, full_tx: int | None = None,
+             init_by: Iterable[str] = ()) -> Ring:
         """Declare a ring (its barriers share the initializers ``init_by``)."""
-        header = self.provenance(f"ring {name} produce by {producer} depth {depth}")
+        consumers = (consumer,) if isinstance(consumer, str) else tuple(consumer)
+        header = self.provenance(f"ring {name} produce by {producer}")
         inits = tuple(InitBy(r, self.provenance(f"init by {r}")) for r in init_by)
         tx_text = f" expect_tx {full_tx}" if full_tx is not None else ""
         full = Barrier(BarrierKind.FULL, full_init, self.provenance(f"full init {full_init}{tx_text}"),
                        full_tx, inits)
         empty = Barrier(BarrierKind.EMPTY, empty_init, self.provenance(f"empty init {empty_init}"),
                         None, inits)
-        ring = Ring(name, depth, producer, consumer, full, empty, header)
+        ring = Ring(name, depth, producer, consumers, full, empty, header)
         self._rings.append(ring)
         return ring
 
@@ -479,15 +494,17 @@ class ProtocolBuilder:
         for size in sizes:
             self.step(who, Op.COPY, ring, barrier=BarrierKind.FULL, nbytes=size)
 
-    def consume(self, ring: str, *, wait_full: bool = True, parity: int = 0,
-                release: int | None = None, lag: int = 0, prearm: bool = False) -> None:
-        """The consumer side in the language's order: ``full wait``, read, ``empty arrive``.
+    def consume(self, ring: str, *, role: str | None = None, wait_full: bool = True,
+                parity: int = 0, release: int | None = None, lag: int = 0,
+                prearm: bool = False) -> None:
+        """A consumer side in the language's order: ``full wait``, read, ``empty arrive``.
 
-        ``release`` defaults to the empty barrier's init count; ``prearm`` adds a pre-arm of
-        the empty barrier (the producer must then first wait with parity 0).
+        ``role`` defaults to the ring's first consumer; ``release`` to the empty barrier's
+        init count; ``prearm`` adds a pre-arm of the empty barrier (the producer must then
+        first wait with parity 0).
         """
         r = self._ring(ring)
-        who = r.consumer
+        who = r.consumers[0] if role is None else role
         count = r.empty.init_count if release is None else release
         if prearm:
             self.step(who, Op.ARRIVE, ring, barrier=BarrierKind.EMPTY, count=count, prearm=True)

@@ -111,6 +111,9 @@ class Query(enum.Enum):
     DEADLOCK = "deadlock"
     OVERWRITE = "overwrite"
     EARLY_READ = "early-read"
+    OVERSHOOT = "overshoot"
+    """Internal: an arrival jumps past a phase boundary of a barrier several roles arrive on;
+    proved absent, it pins the completions at the cut (a lemma for the deadlock query)."""
 
 
 class StaticKind(enum.Enum):
@@ -187,6 +190,8 @@ class ProtocolModel:
         self._count: dict[str, z3.ArithRef] = {}
         self._bytes: dict[str, z3.ArithRef] = {}
         self._guards: dict[tuple[str, ...], z3.BoolRef] = {}
+        self.overshoots: dict[str, tuple[dict[int, z3.BoolRef], list[Event], int, z3.ArithRef,
+                                         z3.ArithRef, list[str]]] = {}
         self._declare_facts()
         self._encode_steps()
         for ring in protocol.rings:
@@ -267,6 +272,9 @@ class ProtocolModel:
     def _key(self, e: Event) -> str:
         return step_key(e.step, e.step_index)
 
+    def _count_value(self, e: Event) -> int:
+        return e.step.count
+
     # -- facts and step variables ----------------------------------------------------
 
     def _declare_facts(self) -> None:
@@ -291,10 +299,10 @@ class ProtocolModel:
                 key = step_key(step, k)
                 if step.count:
                     self._count[key] = var = self._int(f"count:{key}")
-                    self._add(key, var == step.count, static=True)
+                    self._add(key, var == step.count, static=True, cut=True)
                 if step.op in (Op.ARRIVE, Op.EXPECT_TX, Op.COPY):
                     self._bytes[key] = var = self._int(f"bytes:{key}")
-                    self._add(key, var == step.nbytes, static=True)
+                    self._add(key, var == step.nbytes, static=True, cut=True)
 
     # -- per-phase accounting and parity conventions ---------------------------------
 
@@ -384,7 +392,7 @@ class ProtocolModel:
                 if one_role:
                     self._mbarrier_chain(str(obj), movers, waits, bar.init_count, decl)
                 else:
-                    self._counting(movers, waits, bar.init_count, decl)
+                    self._counting(str(obj), movers, waits, bar.init_count, decl)
             elif any(e.op in (Op.ADD, Op.WAIT_GE) for e in evs):
                 if one_role:
                     self._counter_chain(movers, waits)
@@ -392,7 +400,7 @@ class ProtocolModel:
                     self._counter(movers, waits)
             else:
                 nb = self.protocol.named_barrier(obj.channel)
-                self._counting(movers, waits, nb.threads, f"bar:{nb.name}")
+                self._counting(str(obj), movers, waits, nb.threads, f"bar:{nb.name}")
 
     def _mbarrier_chain(self, name: str, movers: list[Event], waits: list[Event], n: int,
                         decl: str) -> None:
@@ -466,10 +474,100 @@ class ProtocolModel:
                 terms.append(z3.If(both, self._val(1), self._val(0)))
         return self._sum(terms)
 
-    def _counting(self, movers: list[Event], waits: list[Event], n: int, decl: str) -> None:
-        """An mbarrier slot or named barrier changed by several roles: sums over order atoms."""
+    def _counting(self, name: str, movers: list[Event], waits: list[Event], n: int,
+                  decl: str) -> None:
+        """An mbarrier slot or named barrier changed by several roles: sums over order atoms.
+
+        Besides the exact encoding, the cut abstraction gets facts true in every reachable
+        state: completions at the cut are at most ``arrivals / n``; a ``bar.sync`` arrival
+        saw a generation no later than the cut's, and one more once its wait passed.
+        """
         flags = {e.id: self._bool(f"done{e.id}") for e in movers}
         self.done.update(flags)
+        basis = [decl, *dict.fromkeys(self._key(e) for e in movers)]
+        over: dict[int, z3.BoolRef] = {}
+        if any(e.step.nbytes for e in movers):
+            self._completions_with_bytes(movers, flags, n, decl)
+        else:
+            over = self._completions_plain(movers, flags, n, decl)
+        cut = [z3.And(self.executed(o), flags[o.id]) for o in movers]
+        gen_cut = self._int(f"gen-cut:{name}")
+        self._add(decl, gen_cut == self._sum([z3.If(t, self._val(1), self._val(0))
+                                              for t in cut]))
+        arrived = self._sum([z3.If(self.executed(o), self._count[self._key(o)], self._val(0))
+                             for o in movers if o.op is not Op.EXPECT_TX and o.op is not Op.COPY])
+        self._add(basis, z3.And(gen_cut >= 0, n * gen_cut <= arrived), cut=True)
+        if over:
+            self.overshoots[name] = (over, movers, n, gen_cut, arrived, basis)
+            self._query(QueryKey(Query.OVERSHOOT, name),
+                        z3.Or(*[z3.And(self.executed(e), over[e.id]) for e in movers]))
+        odd_cut = gen_cut % 2 == 1
+        seen: dict[int, z3.ArithRef] = {}
+        for w in waits:
+            if w.op is Op.WAIT:
+                odd = _xor([flags[o.id] if b is True else z3.And(b, flags[o.id])
+                            for o in movers if (b := self.before(o, w)) is not False], self.ctx)
+                self._cut_pass[w.id] = odd_cut if w.parity == 0 else z3.Not(odd_cut)
+                passes = odd if w.parity == 0 else z3.Not(odd)
+                self._add(self._key(w), z3.Implies(self.executed(w), passes))
+                continue
+            arrival = self.sequences[w.rank][w.pos - 1]
+            gen = self._int(f"gen-at:{arrival.id}")
+            self._add(decl, gen == self._completions_before(movers, arrival))
+            self._cut_pass[w.id] = gen_cut > gen
+            passes = self._completions_before(movers, w) > gen
+            self._add(self._key(w), z3.Implies(self.executed(w), passes))
+            own = [o for o in movers if o.rank == arrival.rank and o.pos < arrival.pos]
+            others = [o for o in movers if o.rank != arrival.rank]
+            bound = self._sum([self._count[self._key(o)] for o in own]
+                              + [z3.If(self.executed(o), self._count[self._key(o)], self._val(0))
+                                 for o in others])
+            facts = [*basis, self._key(w)]
+            self._add(facts, z3.And(gen >= 0, z3.Implies(self.executed(arrival),
+                                                        z3.And(gen <= gen_cut, n * gen <= bound))),
+                      dynamic=False, cut=True)
+            self._add(facts, z3.Implies(self.executed(w), gen + 1 <= gen_cut),
+                      dynamic=False, cut=True)
+            previous = seen.get(arrival.rank)
+            if previous is not None:
+                self._add([*facts, role_key(arrival.role)],
+                          z3.Implies(self.executed(arrival), gen >= previous + 1),
+                          dynamic=False, cut=True)
+            seen[arrival.rank] = gen
+
+    def _completions_plain(self, movers: list[Event], flags: dict[int, z3.BoolRef], n: int,
+                           decl: str) -> dict[int, z3.BoolRef]:
+        """Completions of a counting object without bytes, from arrival sums alone.
+
+        Until some arrival jumps past the next multiple of ``n`` (over-arrival, after which
+        nothing completes), ``e`` completes a phase iff its arrival total lands exactly on
+        the next multiple: no completion flag depends on another one.
+        """
+        over: dict[int, z3.BoolRef] = {}
+        lands: dict[int, z3.BoolRef] = {}
+        total_max = sum(self._count_value(e) for e in movers)
+        levels = [n * j for j in range(1, total_max // n + 1)]
+        for e in movers:
+            before = [z3.If(b, self._count[self._key(o)], self._val(0)) if b is not True
+                      else self._count[self._key(o)]
+                      for o in movers if o is not e and (b := self.before(o, e)) is not False]
+            prev = self._acc(decl, f"prev{e.id}", self._sum(before))
+            total = prev + self._count[self._key(e)]
+            over[e.id] = self._bool(f"over{e.id}")
+            crossed = [z3.And(prev < level, level < total) for level in levels]
+            self._add(decl, over[e.id] == (z3.Or(*crossed) if crossed else self._const(False)))
+            hit = [total == level for level in levels]
+            lands[e.id] = z3.And(z3.Or(*hit), z3.Not(over[e.id])) if hit else self._const(False)
+        for e in movers:
+            stuck = [z3.And(b, over[o.id]) if b is not True else over[o.id]
+                     for o in movers if o is not e and (b := self.before(o, e)) is not False]
+            ok = z3.And(lands[e.id], z3.Not(z3.Or(*stuck))) if stuck else lands[e.id]
+            self._add(decl, flags[e.id] == ok)
+        return over
+
+    def _completions_with_bytes(self, movers: list[Event], flags: dict[int, z3.BoolRef],
+                                n: int, decl: str) -> None:
+        """Completions of an mbarrier slot with bytes: each flag from the earlier ones."""
         for e in movers:
             arrivals: list[z3.ArithRef] = []
             expected: list[z3.ArithRef] = []
@@ -493,21 +591,12 @@ class ProtocolModel:
             completes = z3.And(self._sum(arrivals) == n * self._completions_before(movers, e) + n,
                                self._sum(expected) == self._sum(completed))
             self._add(decl, flags[e.id] == completes)
-        cut = [z3.And(self.executed(o), flags[o.id]) for o in movers]
-        odd_cut = _xor(cut, self.ctx)
-        count_cut = self._sum([z3.If(t, self._val(1), self._val(0)) for t in cut])
-        for w in waits:
-            if w.op is Op.WAIT:
-                odd = _xor([flags[o.id] if b is True else z3.And(b, flags[o.id])
-                            for o in movers if (b := self.before(o, w)) is not False], self.ctx)
-                self._cut_pass[w.id] = odd_cut if w.parity == 0 else z3.Not(odd_cut)
-                passes = odd if w.parity == 0 else z3.Not(odd)
-            else:
-                arrival = self.sequences[w.rank][w.pos - 1]
-                at_arrival = self._completions_before(movers, arrival)
-                self._cut_pass[w.id] = count_cut > at_arrival
-                passes = self._completions_before(movers, w) > at_arrival
-            self._add(self._key(w), z3.Implies(self.executed(w), passes))
+
+    def _acc(self, key: str, name: str, value: z3.ArithRef) -> z3.ArithRef:
+        """A fresh integer defined as ``value`` (under ``key``)."""
+        var = self._int(name)
+        self._add(key, var == value)
+        return var
 
     def _frontier(self, chain: list[Event], values: Sequence[bool],
                   at: Callable[[Event], Cond]) -> z3.BoolRef:
@@ -552,7 +641,7 @@ class ProtocolModel:
             self._query(QueryKey(Query.DEADLOCK),
                         z3.And(*stuck, z3.Or(*[z3.Not(f) for f in finished])))
         for ring in self.protocol.rings:
-            overwrite = [self._misordered(prev, w) for w, prev in self.overwrite_pairs(ring)]
+            overwrite = [self._misordered(prev, w) for w, _, prev in self.overwrite_pairs(ring)]
             early = [self._misordered(lw, r) for r, lw in self.read_pairs(ring)]
             if overwrite:
                 self._query(QueryKey(Query.OVERWRITE, ring.name), z3.Or(*overwrite))
@@ -566,27 +655,29 @@ class ProtocolModel:
         order = self.before(first, later)
         return z3.And(self.executed(later), z3.Not(_as_bool(order, self.ctx)))
 
-    def ring_accesses(self, ring: Ring) -> tuple[list[Event], dict[int, Event], list[Event]]:
-        """The producer's writes, the consumer's last access per data iteration, its reads."""
+    def ring_accesses(self, ring: Ring) -> tuple[list[Event], dict[tuple[str, int], Event],
+                                                 list[Event]]:
+        """The producer's writes, each consumer's last access per data iteration, the reads."""
         writes = [e for e in self.events if e.role == ring.producer
                   and e.step.channel == ring.name and e.op in (Op.COPY, Op.WRITE)]
-        last: dict[int, Event] = {}
+        last: dict[tuple[str, int], Event] = {}
         reads = []
         for e in self.events:
-            if e.role != ring.consumer or e.step.channel != ring.name or e.data is None:
+            if e.role not in ring.consumers or e.step.channel != ring.name or e.data is None:
                 continue
             if e.op is Op.READ:
                 reads.append(e)
             access = e.op is Op.READ or (e.op is Op.ARRIVE and e.step.barrier is BarrierKind.EMPTY)
-            if access and (e.data not in last or last[e.data].pos < e.pos):
-                last[e.data] = e
+            key = (e.role, e.data)
+            if access and (key not in last or last[key].pos < e.pos):
+                last[key] = e
         return writes, last, reads
 
-    def overwrite_pairs(self, ring: Ring) -> list[tuple[Event, Event | None]]:
-        """Each write of a reused slot, with the consumer's last access of its previous use."""
+    def overwrite_pairs(self, ring: Ring) -> list[tuple[Event, str, Event | None]]:
+        """Each write of a reused slot, per consumer with its last access of the previous use."""
         writes, last, _ = self.ring_accesses(ring)
-        return [(w, last.get(w.data - ring.depth)) for w in writes
-                if w.data is not None and w.data >= ring.depth]
+        return [(w, c, last.get((c, w.data - ring.depth))) for w in writes
+                if w.data is not None and w.data >= ring.depth for c in ring.consumers]
 
     def read_pairs(self, ring: Ring) -> list[tuple[Event, Event]]:
         """Each read, with the producer's last write of the same data iteration."""
@@ -603,7 +694,7 @@ class ProtocolModel:
         ring = self.protocol.ring(qk.ring)
         pairs: list[tuple[Event, Event | None]]
         if qk.query is Query.OVERWRITE:
-            pairs = list(self.overwrite_pairs(ring))
+            pairs = [(w, prev) for w, _, prev in self.overwrite_pairs(ring)]
         else:
             pairs = [(r, lw) for r, lw in self.read_pairs(ring)]
         self._fact(key, fact)
@@ -614,6 +705,17 @@ class ProtocolModel:
             order = _as_bool(self.before(first, later), self.ctx)
             self._add(key, z3.Implies(self.executed(later), order))
             self._add(key, z3.Implies(self.executed(later), self.executed(first)), cut=True)
+
+    def add_overshoot_lemma(self, key: str, fact: Fact, name: str) -> None:
+        """Assert, under ``key``, that no arrival on ``name`` jumps a phase (proved unsat).
+
+        Then every crossing of a multiple of the init count lands on it, so the phases
+        completed at the cut are exactly ``arrivals // n`` (a fact for the cut abstraction).
+        """
+        over, movers, n, gen_cut, arrived, basis = self.overshoots[name]
+        self._fact(key, fact)
+        self._add(key, z3.Not(z3.Or(*[z3.And(self.executed(e), over[e.id]) for e in movers])))
+        self._add([key, *basis], arrived < n * gen_cut + n, dynamic=False, cut=True)
 
     # -- solving ---------------------------------------------------------------------
 

@@ -47,8 +47,9 @@ def small_protocols(draw: st.DrawFn, *, max_roles: int = 3, max_rings: int = 2,
 
 def _ring(draw: st.DrawFn, b: ProtocolBuilder, name: str, roles: list[str],
           blocks: dict[str, list[list[Step]]], max_depth: int) -> None:
-    producer, consumer = draw(st.permutations(roles))[:2]
-    cons_role = b.get_role(consumer)
+    shuffled = draw(st.permutations(roles))
+    two = len(roles) > 2 and draw(st.integers(0, 4)) == 0
+    producer, consumers = shuffled[0], tuple(shuffled[1:3] if two else shuffled[1:2])
     sound = draw(st.booleans())
 
     def pick(right: T, *wrong: T) -> T:
@@ -59,11 +60,15 @@ def _ring(draw: st.DrawFn, b: ProtocolBuilder, name: str, roles: list[str],
     tx = draw(st.sampled_from((0, 16, 32)))
     arrive = draw(st.sampled_from((1, 1, 2)))
     full_init = pick(arrive, 1, 2)
-    release = pick(cons_role.warps, 1, cons_role.threads)
-    empty_init = pick(release, cons_role.warps, 1)
+    releases = {}
+    for c in consumers:
+        role = b.get_role(c)
+        releases[c] = pick(role.warps, 1, role.threads)
+    empty_init = pick(sum(releases.values()), b.get_role(consumers[0]).warps, 1)
     declared: int | None = pick(None, 2 * tx) if not tx else pick(tx, None, 2 * tx)
-    init_by: tuple[str, ...] = pick((producer,), (consumer,), (), (producer, consumer))
-    b.ring(name, depth=depth, producer=producer, consumer=consumer, full_init=full_init,
+    init_by: tuple[str, ...] = pick((producer,), (consumers[-1],), (),
+                                    (producer, consumers[0]))
+    b.ring(name, depth=depth, producer=producer, consumer=consumers, full_init=full_init,
            empty_init=empty_init, full_tx=declared, init_by=init_by)
     prearm = pick(False, True)
 
@@ -83,19 +88,19 @@ def _ring(draw: st.DrawFn, b: ProtocolBuilder, name: str, roles: list[str],
             prod.append(b.make_step(producer, Op.COPY, name, barrier=FULL, nbytes=size))
     blocks[producer].append(prod)
 
-    cons: list[Step] = []
-    if prearm:
-        cons.append(b.make_step(consumer, Op.ARRIVE, name, barrier=EMPTY, count=release,
-                                prearm=True))
-    if pick(True, False):
-        cons.append(b.make_step(consumer, Op.WAIT, name, barrier=FULL,
-                                parity=pick(0, 1)))
-    cons.append(b.make_step(consumer, Op.READ, name))
-    lag = pick(0, 1) if depth > 1 else (pick(0, 0, 1))
-    cons.append(b.make_step(consumer, Op.ARRIVE, name, barrier=EMPTY, count=release, lag=lag))
-    blocks[consumer].append(cons)
+    for c in consumers:
+        cons: list[Step] = []
+        if prearm:
+            cons.append(b.make_step(c, Op.ARRIVE, name, barrier=EMPTY, count=releases[c],
+                                    prearm=True))
+        if pick(True, False):
+            cons.append(b.make_step(c, Op.WAIT, name, barrier=FULL, parity=pick(0, 1)))
+        cons.append(b.make_step(c, Op.READ, name))
+        lag = pick(0, 1) if depth > 1 else pick(0, 0, 1)
+        cons.append(b.make_step(c, Op.ARRIVE, name, barrier=EMPTY, count=releases[c], lag=lag))
+        blocks[c].append(cons)
 
-    others = [r for r in roles if r not in (producer, consumer)]
+    others = [r for r in roles if r != producer and r not in consumers]
     if others and not sound and draw(st.integers(0, 2)) == 0:
         helper = draw(st.sampled_from(others))
         kind = draw(st.sampled_from((FULL, EMPTY)))
