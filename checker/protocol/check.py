@@ -110,7 +110,11 @@ class Proof:
 
 @dataclass(frozen=True)
 class ModelStats:
-    """Size and cost of the check (the whole model; slices are counted in checks/seconds)."""
+    """Size and cost of the check.
+
+    Sizes are the whole model's; ``checks`` and ``seconds`` include the ring slices;
+    ``build_seconds`` is the construction of the whole model alone.
+    """
 
     bound: int
     events: int
@@ -118,6 +122,7 @@ class ModelStats:
     variables: int
     checks: int
     seconds: float
+    build_seconds: float
 
 
 @dataclass(frozen=True)
@@ -159,7 +164,9 @@ class _Run:
         self.bound = bound
         self.rlimit = rlimit
         self.explain = explain
+        start = time.perf_counter()
         self.model = ProtocolModel(protocol, bound=bound, rlimit=rlimit)
+        self.build_seconds = time.perf_counter() - start
         self.findings: list[Finding] = []
         self.undecided: list[str] = []
         self.proofs: list[Proof] = []
@@ -199,7 +206,7 @@ def check_protocol(protocol: Protocol, *, bound: int | None = None,
     _check_deadlock(run)
     model = run.model
     stats = ModelStats(run.bound, len(model.events), model.assertions, model.variables,
-                       run.checks, time.perf_counter() - start)
+                       run.checks, time.perf_counter() - start, run.build_seconds)
     return ProtocolVerdict(tuple(run.findings), tuple(run.undecided), tuple(run.proofs), stats,
                            run.deadlock, frozenset(run.races), frozenset(run.static), rlimit)
 
@@ -329,13 +336,15 @@ def _static_message(run: _Run, check: StaticCheck, name: str, init: int,
     rule = run.model.facts[check.rule_key]
     assert isinstance(rule, Rule)
     if rule.name == "arrive":
-        made = f"its participants arrive {acct.arrivals} times" if acct.arrivals \
+        made = f"its participants arrive {_times(acct.arrivals)}" if acct.arrivals \
             else "no role arrives on it"
-        return f"`{name}` is initialized for {init} arrivals per phase but {made}"
+        return f"`{name}` is initialized for {_arrivals(init)} per phase but {made}"
     if rule.name == "prearm":
-        return f"the pre-arm of `{name}` arrives {acct.prearm} times but a phase needs {init}"
+        return (f"the pre-arm of `{name}` arrives {_times(acct.prearm)} but a phase needs "
+                f"{_arrivals(init)}")
     if rule.name == "range" and check.kind is StaticKind.ARRIVE:
-        return f"`{name}` is initialized for {init} arrivals, above the mbarrier limit of 1048575"
+        return (f"`{name}` is initialized for {_arrivals(init)}, above the mbarrier limit of "
+                "1048575")
     if rule.name == "range":
         most = max(acct.expected, acct.completed)
         return (f"`{name}` moves {most} transaction bytes per phase, above the tx-count "
@@ -362,18 +371,26 @@ def _static_message(run: _Run, check: StaticCheck, name: str, init: int,
     return f"{who} but it is pre-armed, so the first fill is taken for the pre-armed phase"
 
 
+def _arrivals(n: int) -> str:
+    return f"{n} arrival" + ("" if n == 1 else "s")
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"
+
+
 def _decl_label(check: StaticCheck, init: int, declared: int | None) -> str:
     if check.kind is StaticKind.ARRIVE:
-        return f"initialized for {init} arrivals per phase"
+        return f"initialized for {_arrivals(init)} per phase"
     return f"declares {declared} bytes per phase" if declared is not None else "the barrier"
 
 
 def _step_label(step: Step) -> str:
     if step.op is Op.ARRIVE and step.prearm:
-        return f"`{step.role}` pre-arms with {step.count} arrivals"
+        return f"`{step.role}` pre-arms with {_arrivals(step.count)}"
     if step.op is Op.ARRIVE:
         tx = f" and expects {step.nbytes} bytes" if step.nbytes else ""
-        return f"`{step.role}` arrives {step.count} times per phase{tx}"
+        return f"`{step.role}` arrives {_times(step.count)} per phase{tx}"
     if step.op is Op.EXPECT_TX:
         return f"`{step.role}` expects {step.nbytes} bytes per phase"
     if step.op is Op.COPY:
@@ -382,6 +399,9 @@ def _step_label(step: Step) -> str:
 
 
 def _static_help(check: StaticCheck, name: str, init: int, acct: _Accounting) -> str:
+    if check.kind is StaticKind.ARRIVE and not acct.arrivals:
+        return (f"add an `arrive` on `{name}` to the side that "
+                + ("fills the slot" if name.endswith(".full") else "releases the slot"))
     if check.kind is StaticKind.ARRIVE:
         return (f"make the arrivals per phase equal the init count ({init}) — e.g. "
                 "`per_warp(role)` for one arrival per warp — or initialize "
@@ -640,19 +660,27 @@ def _blocked_label(row: TraceRow) -> str:
 
 
 def _shorten(run: _Run, extra: list[z3.BoolRef], zmodel: z3.ModelRef,
-             rounds: int = 4) -> z3.ModelRef:
-    """A counterexample with fewer executed steps, when the budget finds one quickly."""
+             rounds: int = 8) -> z3.ModelRef:
+    """A counterexample with as few executed steps as a binary search finds in ``rounds``."""
     model = run.model
     facts = model.dynamic_facts()
     total = z3.Sum(list(model.pc.values())) if model.pc else z3.IntVal(0, model.ctx)
     best = zmodel
+    low, high = 0, best.eval(total, model_completion=True).as_long()
     for _ in range(rounds):
-        steps = best.eval(total, model_completion=True).as_long()
-        bound = z3.Bool(f"shorter:{steps}", model.ctx)
-        model.solver.add(z3.Implies(bound, total < steps))
-        if run.check(model, facts, [*extra, bound]) != z3.sat:
+        if low >= high:
             break
-        best = model.solver.model()
+        middle = (low + high) // 2
+        bound = z3.Bool(f"at-most:{middle}", model.ctx)
+        model.solver.add(z3.Implies(bound, total <= middle))
+        result = run.check(model, facts, [*extra, bound])
+        if result == z3.sat:
+            best = model.solver.model()
+            high = best.eval(total, model_completion=True).as_long()
+        elif result == z3.unsat:
+            low = middle + 1
+        else:
+            break
     return best
 
 

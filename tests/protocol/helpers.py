@@ -1,0 +1,50 @@
+"""Reference protocols for the protocol-model tests: the kv ring and its realistic mistakes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checker.protocol import BarrierKind, Op, Protocol, ProtocolBuilder, per_warp
+
+FULL = BarrierKind.FULL
+EMPTY = BarrierKind.EMPTY
+TILE = 16 * 1024
+
+
+def kv_ring(depth: int = 4, *, mma_warps: int = 8, produce: dict[str, Any] | None = None,
+            consume: dict[str, Any] | None = None, empty_init: int | None = None,
+            full_tx: int | None = TILE) -> Protocol:
+    """The reference ring: `load` (1 warp) fills `kv` for `mma` (a warpgroup pair)."""
+    b = ProtocolBuilder("kv.kc")
+    b.role("load", 1)
+    mma = b.role("mma", mma_warps)
+    b.ring("kv", depth=depth, producer="load", consumer="mma", full_init=1,
+           empty_init=per_warp(mma) if empty_init is None else empty_init, full_tx=full_tx,
+           init_by=["load"])
+    b.produce("kv", **(produce or {}))
+    b.consume("kv", **(consume or {}))
+    return b.build()
+
+
+def two_operand_rings(depth: int = 2) -> ProtocolBuilder:
+    """A loader filling rings `a` and `b` for `mma` (programs left to the caller)."""
+    b = ProtocolBuilder("ab.kc")
+    b.role("load", 1)
+    mma = b.role("mma", 4)
+    for name in ("a", "b"):
+        b.ring(name, depth=depth, producer="load", consumer="mma", full_init=1,
+               empty_init=per_warp(mma), full_tx=8192, init_by=["load"])
+    return b
+
+
+def waits_on_unfed_barrier(depth: int = 2) -> Protocol:
+    """`epi` waits on `acc.full`, but `mma` writes the slot and never arrives on it."""
+    b = ProtocolBuilder("acc.kc")
+    b.role("mma", 4)
+    b.role("epi", 4)
+    b.ring("acc", depth=depth, producer="mma", consumer="epi", full_init=1, empty_init=4,
+           init_by=["mma"])
+    b.step("mma", Op.WAIT, "acc", barrier=EMPTY, parity=1)
+    b.step("mma", Op.WRITE, "acc")
+    b.consume("acc")
+    return b.build()

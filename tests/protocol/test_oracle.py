@@ -1,0 +1,56 @@
+"""The SMT verdict equals the explicit-state explorer's on random small protocols."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from checker.protocol import Protocol, check_protocol
+from checker.protocol.explore import explore
+from checker.protocol.strategies import small_protocols
+from tests.protocol.helpers import kv_ring, two_operand_rings, waits_on_unfed_barrier
+
+
+def assert_agree(protocol: Protocol, bound: int | None = None) -> None:
+    verdict = check_protocol(protocol, bound=bound)
+    oracle = explore(protocol, bound)
+    assert not verdict.undecided, verdict.undecided
+    assert verdict.deadlock == oracle.deadlock
+    assert verdict.races == oracle.races
+    assert verdict.static == oracle.static
+
+
+@pytest.mark.parametrize("protocol", [
+    kv_ring(1), kv_ring(3), kv_ring(2, consume={"lag": 1}), kv_ring(1, consume={"lag": 1}),
+    kv_ring(2, produce={"wait_empty": False}), kv_ring(2, consume={"parity": 1}),
+    kv_ring(2, consume={"prearm": True}), kv_ring(2, produce={"parity": 0}),
+    kv_ring(2, consume={"release": 256}), kv_ring(2, produce={"tx": 8192, "copies": [8192, 8192]}),
+    waits_on_unfed_barrier(),
+], ids=lambda p: str(id(p)))
+def test_reference_variants_agree(protocol: Protocol) -> None:
+    assert_agree(protocol)
+
+
+def test_agreement_at_other_bounds() -> None:
+    b = two_operand_rings(2)
+    b.produce("a")
+    b.produce("b", wait_empty=False)
+    b.consume("a")
+    b.consume("b")
+    for bound in (1, 2, 3, 6):
+        assert_agree(b.build(), bound)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          derandomize=True)
+@given(small_protocols())
+def test_smt_agrees_with_explorer(protocol: Protocol) -> None:
+    assert_agree(protocol)
+
+
+@pytest.mark.slow
+@settings(max_examples=10_000, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(small_protocols())
+def test_smt_agrees_with_explorer_campaign(protocol: Protocol) -> None:
+    assert_agree(protocol)
