@@ -1,0 +1,219 @@
+"""The storage domains as packing problems: items, co-live pairs, cliques, first fit.
+
+Shared by the solver and the greedy baseline (the verifier reads the problem on
+its own). An :class:`Item` is anything placed in a storage domain: a claim, the
+slot storage of a per-slot claim, or a ring's mbarrier array. Items are listed in
+canonical order: by (owner, name) within their domain.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+
+from diagnostics.span import Span
+from placement.lifetime import Lifetime, Timeline, lifetime_key
+from placement.problem import Domain, Problem, round_up
+
+MAX_CLIQUES = 256
+"""Capacity cuts added per domain (they are redundant; more only slow the solver)."""
+
+
+@dataclass(frozen=True)
+class Item:
+    """One thing to place in a storage domain.
+
+    Its size is ``unit`` when ``ring`` is None, else ``unit × depth(ring)``. ``demand`` is
+    the amount the contract declared (before slot rounding or power-of-two allocation),
+    ``kind`` one of ``claim``, ``slots`` (per-slot storage) and ``mbarriers``.
+    """
+
+    index: int
+    domain: Domain
+    owner: str
+    name: str
+    lifetime: Lifetime
+    span: Span
+    unit: int
+    align: int
+    ring: str | None
+    kind: str
+    demand: int
+
+    def size(self, depths: Mapping[str, int]) -> int:
+        return self.unit if self.ring is None else self.unit * depths[self.ring]
+
+    @property
+    def display(self) -> str:
+        return f"{self.owner}.{self.name}"
+
+    @property
+    def shape(self) -> tuple[object, ...]:
+        """Items of equal shape are interchangeable: any placement may swap them."""
+        return (self.unit, self.align, self.ring, self.kind, lifetime_key(self.lifetime))
+
+
+def domain_items(problem: Problem, domain: Domain) -> tuple[Item, ...]:
+    """The items of one domain in canonical order."""
+    caps = problem.capacities
+    raw: list[tuple[str, str, Lifetime, Span, int, int, str | None, str, int]] = []
+    if domain is Domain.SMEM:
+        for c in problem.smem:
+            if c.per_slot_ring is None:
+                raw.append((c.owner, c.name, c.lifetime, c.span, c.bytes, c.align, None, "claim",
+                            c.bytes))
+            else:
+                raw.append((c.owner, c.name, c.lifetime, c.span, problem.slot_stride(c), c.align,
+                            c.per_slot_ring, "slots", c.bytes))
+        for r in problem.rings:
+            unit = problem.ring_barrier_bytes(r, 1)
+            raw.append((r.owner, r.barrier_claim_name, r.lifetime, r.span, unit, caps.mbarrier_align,
+                        r.name, "mbarriers", unit))
+    elif domain is Domain.TMEM:
+        for t in problem.tmem:
+            alloc = caps.tmem_alloc(t.columns)
+            raw.append((t.owner, t.name, t.lifetime, t.span, alloc, alloc, None, "claim", t.columns))
+    elif domain is Domain.BARRIER:
+        for b in problem.barriers:
+            raw.append((b.owner, b.name, b.lifetime, b.span, 1, 1, None, "claim", b.threads))
+    else:
+        for k in problem.counters:
+            raw.append((k.owner, k.name, k.lifetime, k.span, k.slots, 1, None, "claim", k.slots))
+    raw.sort(key=lambda r: (r[0], r[1]))
+    return tuple(Item(i, domain, *r) for i, r in enumerate(raw))
+
+
+@dataclass(frozen=True)
+class Structure:
+    """Who may not overlap whom in one domain.
+
+    ``neighbours[i]`` lists the items co-live with item ``i``; ``chains`` lists runs of
+    interchangeable co-live items (equal shape) in canonical order, which placement
+    keeps in ascending address order (symmetry breaking); ``cliques`` are sets of
+    pairwise co-live items (maximal cliques of the lifetime graph), heaviest first.
+    """
+
+    neighbours: tuple[tuple[int, ...], ...]
+    pairs: tuple[tuple[int, int], ...]
+    chains: tuple[tuple[int, ...], ...]
+    cliques: tuple[tuple[int, ...], ...]
+
+
+def structure(items: Sequence[Item], timeline: Timeline) -> Structure:
+    lifetimes = sorted({it.lifetime for it in items}, key=lifetime_key)
+    members: dict[Lifetime, list[int]] = {life: [] for life in lifetimes}
+    for it in items:
+        members[it.lifetime].append(it.index)
+    live = {(a, b): timeline.co_live(a, b) for a in lifetimes for b in lifetimes}
+    neighbours: list[list[int]] = [[] for _ in items]
+    pairs = []
+    for i, a in enumerate(items):
+        for b in items[i + 1:]:
+            if live[(a.lifetime, b.lifetime)]:
+                pairs.append((a.index, b.index))
+                neighbours[a.index].append(b.index)
+                neighbours[b.index].append(a.index)
+    shapes: dict[tuple[object, ...], list[int]] = {}
+    for it in items:
+        shapes.setdefault(it.shape, []).append(it.index)
+    chains = tuple(tuple(v) for v in shapes.values() if len(v) > 1)
+    graph = nx.Graph()
+    graph.add_nodes_from(range(len(lifetimes)))
+    for x, life in enumerate(lifetimes):
+        for y in range(x + 1, len(lifetimes)):
+            if live[(life, lifetimes[y])]:
+                graph.add_edge(x, y)
+    found = []
+    for clique in nx.find_cliques(graph):
+        found.append(tuple(sorted(i for x in clique for i in members[lifetimes[x]])))
+    found.sort(key=lambda c: (-sum(items[i].unit for i in c), c))
+    return Structure(tuple(tuple(n) for n in neighbours), tuple(pairs), chains,
+                     tuple(found[:MAX_CLIQUES]))
+
+
+def lower_bound(items: Sequence[Item], st: Structure, sizes: Sequence[int], lo: int) -> int:
+    """A footprint no placement beats: the heaviest clique, or the worst-aligned single item."""
+    best = lo
+    for clique in st.cliques:
+        best = max(best, lo + sum(sizes[i] for i in clique))
+    for it in items:
+        best = max(best, round_up(lo, it.align) + sizes[it.index])
+    return best
+
+
+def first_fit(items: Sequence[Item], st: Structure, sizes: Sequence[int], lo: int, hi: int,
+              order: Sequence[int], fixed: Mapping[int, int] | None = None,
+              keep_chains: bool = True) -> list[int] | None:
+    """Place items in ``order`` at the lowest aligned address free of co-live placed items.
+
+    ``fixed`` items keep their addresses. With ``keep_chains`` an item of a chain never
+    goes below an earlier member of its chain. None when an item does not fit below ``hi``.
+    """
+    base: list[int | None] = [None] * len(items)
+    for i, v in (fixed or {}).items():
+        base[i] = v
+    before: dict[int, int] = {}
+    for chain in st.chains if keep_chains else ():
+        for a, b in itertools.pairwise(chain):
+            before[b] = a
+    for i in order:
+        if base[i] is not None:
+            continue
+        it = items[i]
+        floor = lo
+        prev = before.get(i)
+        if prev is not None:
+            placed = base[prev]
+            if placed is not None:
+                floor = max(floor, placed + sizes[prev])
+        v = round_up(floor, it.align)
+        busy = sorted((at, at + sizes[j]) for j in st.neighbours[i] if (at := base[j]) is not None)
+        for start, end in busy:
+            if start >= v + sizes[i]:
+                break
+            if end > v:
+                v = round_up(end, it.align)
+        if v + sizes[i] > hi:
+            return None
+        base[i] = v
+    if any(b is None for b in base):
+        return None
+    return [b for b in base if b is not None]
+
+
+def footprint(sizes: Sequence[int], bases: Sequence[int], lo: int) -> int:
+    """The highest end address of a placement (``lo`` when nothing is placed)."""
+    return max((b + s for b, s in zip(bases, sizes, strict=True)), default=lo)
+
+
+def greedy_orders(items: Sequence[Item], sizes: Sequence[int]) -> dict[str, list[int]]:
+    """The orders first fit is tried in: lexical (canonical) and decreasing size."""
+    lexical = [it.index for it in items]
+    by_size = sorted(lexical, key=lambda i: (-sizes[i], i))
+    return {"lexical": lexical, "size": by_size}
+
+
+def tie_order(items: Sequence[Item], sizes: Sequence[int]) -> list[int]:
+    """The order of the canonical tie-break: decreasing alignment, then size, then (owner, name).
+
+    First fit in this order is the tie-break's answer whenever it reaches the optimal
+    footprint, so the solver tries it first.
+    """
+    return sorted((it.index for it in items), key=lambda i: (-items[i].align, -sizes[i], i))
+
+
+def seed_orders(items: Sequence[Item], st: Structure, sizes: Sequence[int]) -> list[list[int]]:
+    """First-fit orders the solver tries for a starting placement, the tie-break order first."""
+    lexical = [it.index for it in items]
+    degree = [sum(sizes[j] for j in st.neighbours[i]) for i in lexical]
+    return [
+        tie_order(items, sizes),
+        sorted(lexical, key=lambda i: (-sizes[i], i)),
+        sorted(lexical, key=lambda i: (-(degree[i] + sizes[i]), -items[i].align, i)),
+        sorted(lexical, key=lambda i: (lifetime_key(items[i].lifetime), -items[i].align,
+                                       -sizes[i], i)),
+        lexical,
+    ]

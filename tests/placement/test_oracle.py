@@ -1,0 +1,77 @@
+"""The solver against exhaustive enumeration on tiny problems: the same optimum, the same
+canonical placement, and every placement accepted by the verifier."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+
+from diagnostics.model import DiagnosticError
+from placement import DOMAINS, Problem, solve, verify
+
+from .helpers import brute_storage, brute_warps, role_problems, storage_problems
+
+
+def check_storage(problem: Problem) -> None:
+    expected = {d.value: brute_storage(problem, d.value) for d in DOMAINS}
+    if any(v is None for v in expected.values()):
+        with pytest.raises(DiagnosticError) as info:
+            solve(problem)
+        codes = {d.code for d in info.value.diagnostics}
+        assert codes <= {"L-OVERLAP", "L-DEPTH", "L-BARRIER"} and codes
+        return
+    p = solve(problem)
+    assert verify(problem, p) == []
+    assert p.optimal and p.canonical
+    for domain in DOMAINS:
+        found = expected[domain.value]
+        assert found is not None
+        depths, end, bases = found
+        assert p.use(domain).end == end
+        placed = sorted(p.in_domain(domain), key=lambda s: (s.owner, s.name))
+        assert tuple(s.offset for s in placed) == bases
+        if depths:
+            assert {r.name: r.depth for r in p.rings} == depths
+
+
+def check_warps(problem: Problem) -> None:
+    expected = brute_warps(problem)
+    if expected is None:
+        with pytest.raises(DiagnosticError) as info:
+            solve(problem)
+        assert {d.code for d in info.value.diagnostics} <= {"L-WARPS", "L-REGS"}
+        return
+    _, offsets, warps, groups, role_budgets = expected
+    p = solve(problem)
+    assert verify(problem, p) == []
+    assert p.optimal and p.canonical
+    assert tuple(r.first_warp for r in p.roles) == offsets
+    assert p.block_warps == warps
+    assert tuple(g.budget for g in p.groups) == groups
+    assert tuple(r.budget for r in p.roles) == role_budgets
+
+
+@given(storage_problems())
+@settings(max_examples=60)
+def test_storage_matches_exhaustive_optimum(problem: Problem) -> None:
+    check_storage(problem)
+
+
+@given(role_problems())
+@settings(max_examples=30)
+def test_warps_and_registers_match_exhaustive_optimum(problem: Problem) -> None:
+    check_warps(problem)
+
+
+@pytest.mark.slow
+@given(storage_problems(max_smem=4))
+@settings(max_examples=600)
+def test_storage_matches_exhaustive_optimum_campaign(problem: Problem) -> None:
+    check_storage(problem)
+
+
+@pytest.mark.slow
+@given(role_problems(max_roles=4))
+@settings(max_examples=200)
+def test_warps_match_exhaustive_optimum_campaign(problem: Problem) -> None:
+    check_warps(problem)
