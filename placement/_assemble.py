@@ -34,7 +34,7 @@ def _item_why(problem: Problem, packed: Packed, i: int) -> str:
             return f"{it.demand} columns as a power-of-two allocation of {size}, aligned to its size"
         return "a power-of-two allocation, aligned to its size"
     if it.domain is Domain.BARRIER:
-        return f"one ID for {it.demand} threads (ID 0 is the block-wide barrier)"
+        return f"one ID for {it.demand} threads"
     return f"{it.demand} {it.domain.unit}"
 
 
@@ -51,6 +51,10 @@ def _sharing(problem: Problem, packed: Packed, i: int) -> str:
             reason = problem.timeline.disjoint_reason(it.lifetime, other.lifetime)
             shares.append(f"shares [{max(lo, olo)}, {min(hi, ohi)}) with `{other.display}` "
                           f"({reason})")
+    if len(shares) > 2:
+        more = len(shares) - 2
+        shares[2:] = [f"and with {more} more {'claim' if more == 1 else 'claims'} never live "
+                      f"at the same time"]
     return "; ".join(shares)
 
 
@@ -82,19 +86,19 @@ def assemble(problem: Problem, packed: Mapping[Domain, Packed], layout: Layout, 
     notes_out = list(notes)
     for ring in problem.rings:
         depth = smem.depths[ring.name]
+        low, high = problem.depth_range(ring)
         slot_bytes = sum(problem.slot_stride(c) for c in problem.smem if c.per_slot_ring == ring.name)
         slot_bytes += problem.ring_barrier_bytes(ring, 1)
-        if depth == ring.depth_max:
+        if depth == high:
             why = "its deepest allowed depth"
         else:
-            why = "deepest that shared memory holds (largest depth sum, then rings in name order)"
-        rings.append(RingDepth(ring.owner, ring.name, depth, ring.depth_min, ring.depth_max,
-                               slot_bytes, why, ring.span))
-        if depth == ring.depth_min < ring.depth_max and method == "solver":
+            why = ("deepest that shared memory holds (largest depth sum, then depths spread "
+                   "evenly, then rings in name order)")
+        rings.append(RingDepth(ring.owner, ring.name, depth, low, high, slot_bytes, why, ring.span))
+        if depth == low < high and method == "solver":
             notes_out.append(Diagnostic(
                 "I-DEPTH-MIN",
-                f"ring `{ring.name}` stays at its minimum depth {depth} of {ring.depth_min}.."
-                f"{ring.depth_max}",
+                f"ring `{ring.name}` stays at its minimum depth {depth} of {low}..{high}",
                 Severity.NOTE, (Label(ring.span, f"depth {depth}: one more slot needs "
                                       f"{slot_bytes} B more shared memory"),),
                 helps=("free shared memory (smaller or shorter-lived claims) to deepen the ring",)))
@@ -107,7 +111,9 @@ def assemble(problem: Problem, packed: Mapping[Domain, Packed], layout: Layout, 
         if role.warpgroup:
             why = f"warpgroup-aligned; {why}"
         roles.append(RolePlacement(role.owner, role.name, o, role.warps, role.warpgroup,
-                                   problem.role_regs(role), layout.role_budgets[r], groups, why,
+                                   problem.role_regs(role),
+                                   min((layout.group_budgets[k] for k in groups), default=0), groups,
+                                   why,
                                    role.span))
     taken = {w for rp in roles for w in range(rp.first_warp, rp.end)}
     idle = tuple(w for w in range(layout.block_warps) if w not in taken)

@@ -9,7 +9,7 @@ canonical order: by (owner, name) within their domain.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -217,3 +217,46 @@ def seed_orders(items: Sequence[Item], st: Structure, sizes: Sequence[int]) -> l
                                        -sizes[i], i)),
         lexical,
     ]
+
+
+def grow_depths(ranges: Mapping[str, tuple[int, int]],
+                fits: Callable[[dict[str, int]], list[int] | None],
+                ) -> tuple[dict[str, int], list[int] | None]:
+    """Ring depths that a packing heuristic accepts, grown greedily, and its placement.
+
+    First the largest common level (every ring at ``clamp(level, min, max)``), then each
+    ring in name order as deep as ``fits`` still accepts with the others fixed; both by
+    bisection, so unbounded-looking ranges cost logarithmic time. ``fits`` need not be
+    monotone: this is a heuristic start, not a proof. The placement is None when not even
+    the minimum depths fit.
+    """
+    names = sorted(ranges)
+    low = {n: ranges[n][0] for n in names}
+
+    def at(level: int) -> dict[str, int]:
+        return {n: min(max(level, ranges[n][0]), ranges[n][1]) for n in names}
+
+    placed = fits(low)
+    if placed is None:
+        return low, None
+    depths = low
+    lo_level, hi_level = max(low.values(), default=0), max((r[1] for r in ranges.values()),
+                                                           default=0)
+    while lo_level < hi_level:
+        mid = (lo_level + hi_level + 1) // 2
+        found = fits(at(mid))
+        if found is not None:
+            lo_level, depths, placed = mid, at(mid), found
+        else:
+            hi_level = mid - 1
+    for n in names:
+        a, b = depths[n], ranges[n][1]
+        while a < b:
+            mid = (a + b + 1) // 2
+            found = fits({**depths, n: mid})
+            if found is not None:
+                a, placed = mid, found
+                depths = {**depths, n: mid}
+            else:
+                b = mid - 1
+    return depths, placed

@@ -30,6 +30,7 @@ from placement._model import (
     Structure,
     first_fit,
     footprint,
+    grow_depths,
     lower_bound,
     seed_orders,
     structure,
@@ -228,7 +229,7 @@ def solve_domain(problem: Problem, domain: Domain, items: tuple[Item, ...], budg
     timeline = problem.timeline
     lo, hi = caps.bounds(domain)
     st = structure(items, timeline)
-    ranges = ({r.name: (r.depth_min, r.depth_max) for r in problem.rings}
+    ranges = ({r.name: problem.depth_range(r) for r in problem.rings}
               if domain is Domain.SMEM else {})
     low_depths = {name: a for name, (a, _) in ranges.items()}
     sizes = _sizes(items, low_depths)
@@ -273,16 +274,11 @@ def _deepen(items: Sequence[Item], st: Structure, lo: int, hi: int,
     full = best_seed(items, st, _sizes(items, top), lo, hi)
     if full is not None:
         return top, full, True
-    depths = {n: ranges[n][0] for n in names}
-    grown = True
-    while grown:
-        grown = False
-        for n in names:
-            if depths[n] < top[n]:
-                trial = {**depths, n: depths[n] + 1}
-                found = best_seed(items, st, _sizes(items, trial), lo, hi)
-                if found is not None:
-                    depths, witness, grown = trial, found, True
+    depths, grown = grow_depths(ranges, lambda d: best_seed(items, st, _sizes(items, d), lo, hi))
+    if grown is None:
+        depths = {n: ranges[n][0] for n in names}
+    else:
+        witness = grown
     model = PackModel(items, st, lo, hi, sizes=None, depth_ranges=ranges)
     total = z3.Sum([model.depth[n] for n in names])
     best, proven, found = model.raise_to(budget, total, sum(depths.values()), sum(top.values()))

@@ -33,12 +33,12 @@ from placement.problem import Problem, Role, round_up
 
 @dataclass(frozen=True)
 class Layout:
-    """Role offsets (canonical role order), block warps, group budgets and role budgets."""
+    """Role offsets (canonical role order), block warps and group budgets (a role's budget is
+    the smallest budget of the groups it touches)."""
 
     offsets: tuple[int, ...]
     block_warps: int
     group_budgets: tuple[int, ...]
-    role_budgets: tuple[int, ...]
     proven: bool
     canonical: bool
 
@@ -190,7 +190,7 @@ def solve_warps(problem: Problem, budget: Budget) -> Layout | WarpConflict | War
     everyone = tuple(range(len(roles)))
     total = sum(r.warps for r in roles)
     if not roles:
-        return Layout((), problem.block_warps or 0, (), (), True, True)
+        return Layout((), problem.block_warps or 0, (), True, True)
     if total > limit:
         kept = list(everyone)
         for r in everyone:
@@ -269,7 +269,6 @@ def _optimise(problem: Problem, m: WarpModel, current: z3.ModelRef, budget: Budg
         offsets=tuple(m.value(current, o) for o in m.off),
         block_warps=warps,
         group_budgets=tuple(m.value(current, m.budget[k]) for k in range(-(-warps // g))),
-        role_budgets=tuple(m.value(current, b) for b in m.role_budget),
         proven=proven, canonical=canonical)
 
 

@@ -3,8 +3,8 @@
 Each storage domain is packed by first fit (every item at the lowest aligned address
 free of the co-live items placed before it) in one of two orders: ``lexical``
 (canonical owner, name order) or ``size`` (decreasing size). Ring depths are either
-given or grown greedily: every ring starts at its minimum and, in name order, rings
-take one more slot while first fit still succeeds. Roles are laid out by first fit
+given or grown greedily (:func:`placement._model.grow_depths`): the deepest common
+level first fit accepts, then each ring in name order as deep as first fit allows. Roles are laid out by first fit
 in the same order (``size``: widest first), the block takes the fewest warps (idle
 warps added at the end) whose register pool holds every group at the largest minimum
 of its roles. No search, no proof: ``optimal`` and ``canonical`` are False.
@@ -22,11 +22,12 @@ from placement._model import (
     first_fit,
     footprint,
     greedy_orders,
+    grow_depths,
     lower_bound,
     structure,
 )
 from placement._storage import Packed
-from placement._warps import Layout, greedy_layout, group_minimums, group_threads, overlaps
+from placement._warps import Layout, greedy_layout, group_minimums, group_threads
 from placement.problem import DOMAINS, Domain, Problem
 from placement.result import Placement
 
@@ -49,7 +50,7 @@ def _layout(problem: Problem, order: str) -> Layout | None:
         return None
     offsets, end = found
     if not problem.roles:
-        return Layout((), end, (), (), False, False)
+        return Layout((), end, (), False, False)
     last = end if problem.block_warps or not problem.allow_idle_warps else caps.max_warps_per_block
     for warps in range(end, last + 1):
         mins = group_minimums(problem, offsets, warps)
@@ -58,11 +59,7 @@ def _layout(problem: Problem, order: str) -> Layout | None:
             break
     else:
         return None
-    g = caps.warpgroup_warps
-    role_budgets = tuple(
-        min(mins[k] for k in range(len(mins)) if overlaps(o, role.warps, k, g))
-        for o, role in zip(offsets, problem.roles, strict=True))
-    return Layout(tuple(offsets), warps, tuple(mins), role_budgets, False, False)
+    return Layout(tuple(offsets), warps, tuple(mins), False, False)
 
 
 def greedy(problem: Problem, order: str = "lexical",
@@ -79,15 +76,8 @@ def greedy(problem: Problem, order: str = "lexical",
     smem_st = structure(smem_items, problem.timeline)
     lo, hi = caps.bounds(Domain.SMEM)
     if depths is None:
-        chosen = {r.name: r.depth_min for r in problem.rings}
-        grown = True
-        while grown:
-            grown = False
-            for ring in problem.rings:
-                if chosen[ring.name] < ring.depth_max:
-                    trial = {**chosen, ring.name: chosen[ring.name] + 1}
-                    if _fit(smem_items, smem_st, trial, lo, hi, order) is not None:
-                        chosen, grown = trial, True
+        ranges = {r.name: problem.depth_range(r) for r in problem.rings}
+        chosen, _ = grow_depths(ranges, lambda d: _fit(smem_items, smem_st, d, lo, hi, order))
     else:
         chosen = dict(depths)
     packed: dict[Domain, Packed] = {}

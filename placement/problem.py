@@ -25,6 +25,7 @@ so every slot is aligned) and ``barriers_per_slot × d`` mbarrier objects.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -268,22 +269,23 @@ class Ring:
 
     ``name`` is the ring's composition-wide name (per-slot claims refer to it). Each slot
     has ``barriers_per_slot`` mbarriers (full and empty), placed as one shared-memory
-    array that lives for ``lifetime``.
+    array that lives for ``lifetime``. ``depth_max=None`` (no side bounds the depth)
+    becomes, in the :class:`Problem`, the most slots shared memory could ever hold.
     """
 
     owner: str
     name: str
     depth_min: int
-    depth_max: int
+    depth_max: int | None
     lifetime: Lifetime = KERNEL
     barriers_per_slot: int = 2
     span: Span = field(default=UNKNOWN_SPAN, compare=False)
 
     def __post_init__(self) -> None:
         _check_item("ring", self.owner, self.name,
-                    (("depth_min", self.depth_min), ("depth_max", self.depth_max),
+                    (("depth_min", self.depth_min), ("depth_max", self.depth_max or 1),
                      ("barriers_per_slot", self.barriers_per_slot)))
-        if self.depth_min > self.depth_max:
+        if self.depth_max is not None and self.depth_min > self.depth_max:
             raise ValueError(f"ring `{self.name}`: empty depth range {self.depth_min}..{self.depth_max}")
 
     @property
@@ -392,7 +394,8 @@ class Problem:
     timeline; roles have unique (owner, name), warpgroup roles a width that is a
     multiple of the warpgroup width, and declared ``regs`` within the setmaxnreg
     maximum; ``block_warps`` (the launch geometry's warps, None to let placement
-    choose) is within the block limit.
+    choose) is within the block limit. After construction every ring has a
+    ``depth_max``.
     """
 
     capacities: Capacities
@@ -414,6 +417,7 @@ class Problem:
         object.__setattr__(self, "counters", _sorted(self.counters))
         object.__setattr__(self, "rings", tuple(sorted(self.rings, key=lambda r: r.name)))
         object.__setattr__(self, "roles", tuple(sorted(self.roles, key=lambda r: (r.owner, r.name))))
+        object.__setattr__(self, "rings", tuple(self._bounded(r) for r in self.rings))
         ring_names = [r.name for r in self.rings]
         if len(set(ring_names)) != len(ring_names):
             raise ValueError("a ring is declared twice")
@@ -449,12 +453,25 @@ class Problem:
             raise ValueError(f"a block of {self.block_warps} warps is outside "
                              f"1..{caps.max_warps_per_block}")
 
+    def _bounded(self, ring: Ring) -> Ring:
+        """The ring with an unbounded depth capped at what shared memory could hold."""
+        if ring.depth_max is not None:
+            return ring
+        slot = self.ring_barrier_bytes(ring, 1)
+        slot += sum(self.slot_stride(c) for c in self.smem if c.per_slot_ring == ring.name)
+        top = max(ring.depth_min, self.capacities.smem_per_block_optin // slot)
+        return dataclasses.replace(ring, depth_max=top)
+
     def claims(self) -> tuple[Claim, ...]:
         """Every claim of every domain."""
         return (*self.smem, *self.tmem, *self.barriers, *self.counters)
 
     def ring(self, name: str) -> Ring:
         return next(r for r in self.rings if r.name == name)
+
+    def depth_range(self, ring: Ring) -> tuple[int, int]:
+        """The ring's depth range (bounded: see :meth:`_bounded`)."""
+        return ring.depth_min, ring.depth_max if ring.depth_max is not None else ring.depth_min
 
     def slot_stride(self, claim: SmemClaim) -> int:
         """Bytes one ring slot of a per-slot claim takes (its size rounded up to its alignment)."""

@@ -40,7 +40,7 @@ def _row(offset: int | str, size: int | str, align: int | str, lifetime: str, sy
 
 
 def _yes(flag: bool, word: str) -> str:
-    return f"proven {word}" if flag else f"not proven {word} (budget)"
+    return f"proven {word}" if flag else f"not proven {word}"
 
 
 def render_map(placement: Placement) -> str:

@@ -34,8 +34,9 @@ def _expected(problem: Problem, placement: Placement, errors: list[str],
         if depth is None:
             errors.append(f"ring `{ring.name}` has no depth")
             continue
-        if not ring.depth_min <= depth <= ring.depth_max:
-            errors.append(f"ring `{ring.name}` depth {depth} outside {ring.depth_min}..{ring.depth_max}")
+        low, high = problem.depth_range(ring)
+        if not low <= depth <= high:
+            errors.append(f"ring `{ring.name}` depth {depth} outside {low}..{high}")
         size = ring.barriers_per_slot * caps.mbarrier_size * depth
         out[(Domain.SMEM, ring.owner, f"{ring.name}.mbarriers")] = (size, caps.mbarrier_align,
                                                                    ring.lifetime)

@@ -77,3 +77,11 @@ def test_ring_slot_storage_is_aligned() -> None:
     assert p.smem_size(p.smem[0], {"r": 3}) == 144
     assert p.ring_barrier_bytes(p.rings[0], 3) == 48
     assert p.handle_count == 1 + 2
+
+
+def test_unbounded_ring_depth_is_capped_by_shared_memory() -> None:
+    p = Problem(TINY, smem=(SmemClaim("a", "s", 24, 8, per_slot_ring="r"),),
+                rings=(Ring("a", "r", 1, None),))
+    # one slot takes 24 B plus two 8 B mbarriers; 160 B hold at most 4 of them
+    assert p.rings[0].depth_max == 4
+    assert p.depth_range(p.rings[0]) == (1, 4)

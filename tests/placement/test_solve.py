@@ -196,3 +196,12 @@ def test_unproven_placement_does_not_depend_on_earlier_solves() -> None:
     solve(hard_problem(2))
     again = solve(problem, rlimit=20_000_000, check_rlimit=2_000_000)
     assert to_json(again) == to_json(first)
+
+
+def test_unbounded_ring_is_deepened_quickly() -> None:
+    # no side bounds the depth: 232448 / 16 B of mbarriers allows 14528 slots
+    problem = Problem(caps(), smem=(SmemClaim("s", "tile", 64 * 1024, 1024),),
+                      rings=(Ring("s", "flags", 1, None),))
+    p = solve(problem)
+    assert p.depth("flags") == (232448 - 64 * 1024) // 16
+    assert p.optimal and p.checks < 40
