@@ -238,7 +238,7 @@ def solve_domain(problem: Problem, domain: Domain, items: tuple[Item, ...], budg
         tracked = PackModel(items, st, lo, hi, sizes=sizes, depth_ranges={}, tracked=True)
         result = budget.check(tracked.solver, *tracked.lits)
         if result == z3.unsat:
-            return _conflict(domain, items, timeline, tracked, low_depths, sizes, lo, budget)
+            return _conflict(domain, items, timeline, tracked, low_depths, sizes, lo, hi, budget)
         if result == z3.unknown:
             return Undecided(domain)
         witness = tracked.bases(tracked.solver.model())
@@ -352,10 +352,17 @@ def _canonical(items: Sequence[Item], st: Structure, lo: int, end: int, sizes: S
     return [fixed[it.index] for it in items], canonical
 
 
+def _fits(items: Sequence[Item], members: Sequence[int], timeline: Timeline,
+          sizes: Sequence[int], lo: int, hi: int) -> bool:
+    """Whether first fit packs these items (a cheap witness that a subset is satisfiable)."""
+    sub = tuple(dataclasses.replace(items[i], index=k) for k, i in enumerate(members))
+    return best_seed(sub, structure(sub, timeline), [sizes[i] for i in members], lo, hi) is not None
+
+
 def _conflict(domain: Domain, items: tuple[Item, ...], timeline: Timeline, tracked: PackModel,
-              depths: Mapping[str, int], sizes: Sequence[int], lo: int, budget: Budget,
+              depths: Mapping[str, int], sizes: Sequence[int], lo: int, hi: int, budget: Budget,
               ) -> Conflict:
-    """Shrink the unsat core to a minimal one and measure what it needs."""
+    """Shrink the unsat core to a minimal one (deletion-based) and measure what it needs."""
     by_name = {str(lit): it.index for it, lit in zip(items, tracked.lits, strict=True)}
     core = sorted(by_name[str(lit)] for lit in tracked.solver.unsat_core())
     minimal = True
@@ -363,6 +370,8 @@ def _conflict(domain: Domain, items: tuple[Item, ...], timeline: Timeline, track
         if i not in core:
             continue
         trial = [j for j in core if j != i]
+        if _fits(items, trial, timeline, sizes, lo, hi):
+            continue
         result = budget.check(tracked.solver, *[tracked.lits[j] for j in trial])
         if result == z3.unsat:
             core = sorted(by_name[str(lit)] for lit in tracked.solver.unsat_core())

@@ -187,7 +187,8 @@ def brute_storage(problem: Problem, domain: str,
     lo, hi = brute_range(problem, domain)
     rings = problem.rings if domain == "smem" else ()
     names = [r.name for r in rings]
-    vectors = list(itertools.product(*[range(r.depth_min, r.depth_max + 1) for r in rings]))
+    vectors = list(itertools.product(*[range(r.depth_min, (r.depth_max or r.depth_min) + 1)
+                                       for r in rings]))
     vectors.sort(key=lambda v: (-sum(v), max(v, default=0), [-x for x in v]))
     for vec in vectors:
         depths = dict(zip(names, vec, strict=True))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
+from hypothesis import given, settings
 
 from diagnostics.model import Diagnostic, DiagnosticError
 from placement import (
@@ -18,7 +21,7 @@ from placement import (
     solve,
 )
 
-from .helpers import caps, span
+from .helpers import caps, span, storage_problems
 
 
 def rejection(problem: Problem, **kw: int) -> Diagnostic:
@@ -149,3 +152,28 @@ def test_every_failing_domain_is_reported() -> None:
     with pytest.raises(DiagnosticError) as info:
         solve(problem)
     assert sorted(d.code for d in info.value.diagnostics) == ["L-BARRIER", "L-OVERLAP"]
+
+
+def _only(problem: Problem, names: set[str]) -> Problem:
+    return replace(
+        problem, rings=(),
+        smem=tuple(c for c in problem.smem if c.display in names),
+        tmem=tuple(c for c in problem.tmem if c.display in names),
+        barriers=tuple(c for c in problem.barriers if c.display in names),
+        counters=tuple(c for c in problem.counters if c.display in names))
+
+
+@given(storage_problems())
+@settings(max_examples=40)
+def test_every_reported_core_is_minimal(problem: Problem) -> None:
+    problem = replace(problem, smem=tuple(c for c in problem.smem if c.per_slot_ring is None),
+                      rings=())
+    try:
+        solve(problem)
+    except DiagnosticError as err:
+        for d in err.diagnostics:
+            core = set(dict(d.data)["core"].split(", "))
+            with pytest.raises(DiagnosticError):
+                solve(_only(problem, core))
+            for member in core:
+                solve(_only(problem, core - {member}))

@@ -189,12 +189,12 @@ def hard_problem(seed: int = 8, n: int = 30) -> Problem:
 
 def test_unproven_placement_does_not_depend_on_earlier_solves() -> None:
     problem = hard_problem()
-    first = solve(problem, rlimit=20_000_000, check_rlimit=2_000_000)
+    first = solve(problem, rlimit=8_000_000, check_rlimit=1_000_000)
     assert not first.optimal and first.checks > 5
     assert verify(problem, first) == []
     solve(gemm_swiglu())
     solve(hard_problem(2))
-    again = solve(problem, rlimit=20_000_000, check_rlimit=2_000_000)
+    again = solve(problem, rlimit=8_000_000, check_rlimit=1_000_000)
     assert to_json(again) == to_json(first)
 
 
