@@ -187,11 +187,14 @@ def _bar(pad: str) -> Text:
 def _trailer(pad: str, kind: str, body: str, width: int) -> list[Text]:
     lead = f"{pad} = {kind}: "
     room = max(_MIN_WRAP, width - len(lead))
+    # Indented lines are preformatted (tables, traces): kept as they are, never wrapped.
     wrapped = [
         piece
         for paragraph in body.splitlines() or [""]
-        for piece in textwrap.wrap(paragraph, room, break_long_words=False, break_on_hyphens=False)
-        or [""]
+        for piece in (
+            [paragraph] if paragraph.startswith(" ")
+            else textwrap.wrap(paragraph, room, break_long_words=False, break_on_hyphens=False) or [""]
+        )
     ]
     head = f" {wrapped[0]}".rstrip()
     out = [Text.assemble(pad, (" = ", _GUTTER_STYLE), (f"{kind}:", "bold"), head)]

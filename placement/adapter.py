@@ -73,7 +73,7 @@ def _rings(comp: Composition) -> list[Ring]:
     for name, sides in sorted(comp.rings.items()):
         producer = next((s for s in sides if s.item.side == "produce"), sides[0])
         agreed = agreed_depth(comp, name)
-        lo, hi = (1, 1) if agreed is None else (agreed[0], agreed[1] if agreed[1] is not None else agreed[0])
+        lo, hi = (1, 1) if agreed is None else agreed  # an open range is capped by shared memory
         rings.append(Ring(producer.stage_name, name, lo, hi, span=producer.span))
     return rings
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 from checker.clause import Clause
 from checker.clauses.l_align import AlignClause
 from checker.clauses.l_ambiguous import AmbiguousClause
+from checker.clauses.l_arrive import ArriveClause
 from checker.clauses.l_assume import AssumeClause
 from checker.clauses.l_barrier import BarrierClause
 from checker.clauses.l_cycle import CycleClause
+from checker.clauses.l_deadlock import DeadlockClause
 from checker.clauses.l_depth import DepthClause
 from checker.clauses.l_domain import DomainClause
 from checker.clauses.l_dtype import DtypeClause
@@ -26,8 +28,10 @@ from checker.clauses.l_overlap import OverlapClause
 from checker.clauses.l_owner import OwnerClause
 from checker.clauses.l_pair import PairClause
 from checker.clauses.l_params import ParamsClause
+from checker.clauses.l_parity import ParityClause
 from checker.clauses.l_phase import PhaseClause
 from checker.clauses.l_proto import ProtoClause
+from checker.clauses.l_race import RaceClause
 from checker.clauses.l_regrange import RegrangeClause
 from checker.clauses.l_regs import RegsClause
 from checker.clauses.l_rendezvous import RendezvousClause
@@ -42,6 +46,7 @@ from checker.clauses.l_target import TargetClause
 from checker.clauses.l_tensor import TensorClause
 from checker.clauses.l_tmem import TmemClause
 from checker.clauses.l_topo import TopoClause
+from checker.clauses.l_txbytes import TxbytesClause
 from checker.clauses.l_unpaired import UnpairedClause
 from checker.clauses.l_unresolved import UnresolvedClause
 from checker.clauses.l_version import VersionClause
@@ -98,6 +103,11 @@ CLAUSES: tuple[type[Clause], ...] = (
     RouteClause,
     ScratchClause,
     # protocol model (SMT)
+    ArriveClause,
+    TxbytesClause,
+    ParityClause,
+    RaceClause,
+    DeadlockClause,
 )
 
 # Codes that were used once and retired: never reuse them.

@@ -1,0 +1,72 @@
+"""L-ARRIVE: an mbarrier's initialized arrival count differs from the arrivals its participants make per phase.
+
+## What it checks
+Each ring slot has a full and an empty mbarrier initialized with an arrival count
+(`full init 1`, `empty init per_warp(mma)`: counts are functions of role widths,
+`per_warp(r)` = warps of `r`, `per_thread(r)` = 32 × warps, `per_warpgroup(r)` =
+warps / 4). A phase completes when exactly that many arrivals (and the transaction
+bytes) have come. The protocol model sums, per barrier and phase, the arrivals the
+sides' steps make (`full arrive …`, `empty arrive …` of every consumer) and compares
+them with the initialized count. Decided on the SMT protocol model; when the counts
+disagree, the resulting deadlock or race is not reported separately.
+
+## Why it matters
+`mbarrier.arrive` decrements the pending count of the *current* phase (PTX ISA
+§9.7.13.15). Too few arrivals and the phase never completes: the producer waits
+forever on the empty barrier. Too many and the extra arrivals complete the next phase
+early, releasing a slot that is still being read. A warpgroup that arrives from
+every thread where one arrival per warp was initialized (256 against 8) does both.
+
+## Example
+```kernlink
+stage "demo.loader" version "1.0.0" {
+    target sm_90a
+    requires feature mbarrier, cp_async_bulk
+    role load entry load_main warps 1
+    claim smem stage bytes 32KiB align 128 per_slot kv use bulk_copy
+    ring kv produce by load {
+        depth 2..4
+        full init 1 expect_tx 32KiB
+        empty init per_warp(mma)
+        empty wait
+        full arrive 1 tx 32KiB
+        writes async
+        init by load fenced
+    }
+}
+
+stage "demo.mma" version "1.0.0" {
+    target sm_90a
+    role mma entry mma_main warps 8 warpgroup
+    ring kv consume by mma {
+        full wait
+        empty arrive per_thread(mma)
+        reads generic
+    }
+}
+```
+
+## Fix
+Make the arrivals match the initialized count: elect one lane per warp to arrive
+(`empty arrive per_warp(mma)`) or initialize the barrier with `per_thread(mma)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from checker.clause import Clause
+from checker.composition import Composition
+from checker.protocol.adapter import diagnostics_for
+from diagnostics.model import Diagnostic
+
+
+class ArriveClause(Clause):
+    code = "L-ARRIVE"
+    name = "arrival-count"
+    summary = "an mbarrier's initialized arrival count differs from the arrivals its participants make per phase"
+    category = "protocol"
+    decided_by = "smt"
+
+    def check(self, comp: Composition) -> Iterator[Diagnostic]:
+        return diagnostics_for(comp, self.code)

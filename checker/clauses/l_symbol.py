@@ -1,0 +1,82 @@
+"""L-SYMBOL: a package's defined or needed device symbols disagree with its contract.
+
+## What it checks
+For every stage that comes from a package, the device symbols its compiler saw
+(`captured.defined`, `captured.needed` and their PTX prototypes, recorded by
+`kernlink pack`) against what the contract promises and needs (specs/handles.md):
+
+- every role `entry`, every exported callable's symbol and every ring init hook
+  (`<stage>_<ring>_init` for a ring `init by` one of the stage's roles) is defined,
+  with the right shape: entries and init hooks are `.func (b64, b64)` (not
+  `__global__` kernels), exports have the contract's signature;
+- every undefined symbol the object needs is explained by the contract: a handle
+  (`kl_…`), a call trampoline (`call … as S`, called with the contract's
+  signature) or a toolkit function (`vprintf`, `__assertfail`, `malloc`, `free`);
+- the object defines no `kl_` symbol, handle or trampoline: the linker defines those.
+
+A stage checked from its `.kc` alone has nothing captured, and the clause stays
+silent for it.
+
+## Why it matters
+The linker generates a dispatch kernel that calls each role's entry and each ring's
+init hook, and trampolines that call the exports; a missing or misshapen definition
+fails the device link (`Unresolved extern function`) — or, worse, links a `__global__`
+entry that the dispatch kernel cannot call. A needed symbol no contract item explains
+is a dependency the composition does not declare: nothing guarantees another
+component defines it. A component that defines a handle itself would collide with
+the linker's definition (`multiply defined`).
+
+## Example
+Illustrative: the verdict comes from what a package captured. A package of this
+stage whose object defines no `loader_main` (say the source misspells it
+`loader_mian`) is rejected:
+
+```kernlink
+stage "demo.loader" version "1.0.0" {
+    target sm_90a
+    role load entry loader_main warps 1
+}
+```
+
+## Fix
+Define each symbol the contract names as `extern "C" __device__` with the ABI of
+specs/handles.md (`void E(const Params*, unsigned char* smem)` for entries and init
+hooks), declare every other undefined symbol in the contract (`call NAME (…) -> T as
+SYMBOL from role R`), and repack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from checker.clause import Clause
+from checker.composition import Composition, StageEntry
+from checker.handles import Finding, symbol_problems
+from diagnostics.model import Diagnostic, Label
+
+
+class SymbolClause(Clause):
+    code = "L-SYMBOL"
+    name = "symbol-mismatch"
+    summary = "a package's defined or needed device symbols disagree with its contract"
+    category = "composition"
+    decided_by = "package"
+
+    def check(self, comp: Composition) -> Iterator[Diagnostic]:
+        for entry in comp.stages:
+            if entry.captured is None:
+                continue
+            for found in symbol_problems(entry.stage, entry.captured, entry.captured.prototype_map):
+                yield finding_diagnostic(self.code, entry, found)
+
+
+def finding_diagnostic(code: str, entry: StageEntry, found: Finding) -> Diagnostic:
+    """A package finding as a diagnostic: at the contract item when there is one, else at the stage."""
+    package = entry.package or entry.source
+    node = found.node if found.node is not None and found.node.span.line > 0 else entry.stage
+    text = "in this contract item" if node is not entry.stage else f"in stage `{entry.name}`"
+    return Diagnostic(
+        code, found.message, labels=(Label(node.span, text),),
+        notes=(f"symbols captured when `{package}` was packed",),
+        helps=(found.help,) if found.help else (),
+        data=(("problem", found.problem), ("stage", entry.name), ("symbol", found.symbol)))

@@ -1,0 +1,71 @@
+"""L-TXBYTES: an mbarrier's expected transaction bytes differ from the bytes its async copies complete per phase.
+
+## What it checks
+A full barrier fed by bulk or TMA copies completes a phase when its arrivals are in
+*and* its transaction count returns to zero: `arrive.expect_tx` (`full arrive 1 tx
+N`) adds N expected bytes, and each async copy (`full copy M`, or one implied copy of
+the `tx` bytes when the side lists none) completes M. The model compares, per phase,
+the bytes expected with the bytes completed (and with the `expect_tx` the barrier's
+`init` line declares). Decided on the SMT protocol model.
+
+## Why it matters
+The transaction count must reach exactly zero (PTX ISA §9.7.13.15.2). A producer
+that expects 16 KiB but issues two 16 KiB copies lets the phase complete after the
+first copy: the consumer reads a half-written tile. Expecting more than is copied
+never completes the phase: the consumer hangs.
+
+## Example
+```kernlink
+stage "demo.loader" version "1.0.0" {
+    target sm_90a
+    requires feature mbarrier, cp_async_bulk
+    role load entry load_main warps 1
+    claim smem stage bytes 32KiB align 128 per_slot kv use bulk_copy
+    ring kv produce by load {
+        depth 2..4
+        full init 1 expect_tx 32KiB
+        empty init per_warp(mma)
+        empty wait
+        full arrive 1 tx 16KiB
+        full copy 16KiB
+        full copy 16KiB
+        writes async
+        init by load fenced
+    }
+}
+
+stage "demo.mma" version "1.0.0" {
+    target sm_90a
+    role mma entry mma_main warps 8 warpgroup
+    ring kv consume by mma {
+        full wait
+        empty arrive per_warp(mma)
+        reads generic
+    }
+}
+```
+
+## Fix
+Expect the sum of the copies' bytes in the one `arrive.expect_tx` of the phase
+(`full arrive 1 tx 32KiB` for two 16 KiB copies), or expect each copy's bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from checker.clause import Clause
+from checker.composition import Composition
+from checker.protocol.adapter import diagnostics_for
+from diagnostics.model import Diagnostic
+
+
+class TxbytesClause(Clause):
+    code = "L-TXBYTES"
+    name = "transaction-bytes"
+    summary = "an mbarrier's expected transaction bytes differ from the bytes its async copies complete per phase"
+    category = "protocol"
+    decided_by = "smt"
+
+    def check(self, comp: Composition) -> Iterator[Diagnostic]:
+        return diagnostics_for(comp, self.code)
