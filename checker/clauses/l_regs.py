@@ -49,6 +49,7 @@ from checker.composition import Composition
 from checker.hardware import TargetSpec
 from checker.report import plural, seam
 from checker.warps import BlockLayout, PlacedRole, RegisterGroup, block_layout, entry_registers, register_groups
+from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 
 
@@ -67,6 +68,9 @@ class RegsClause(Clause):
         layout = block_layout(comp, target)
         if not 0 < layout.warps <= target.max_warps_per_block:
             return
+        stated = {launch.threads for launch in _launches(comp) if launch.threads}
+        if stated and stated != {layout.warps * target.warp_size}:
+            return  # the block itself is wrong: L-WARPS / L-LAUNCH report it
         # setmaxnreg acts on whole warpgroups: the linker pads the block to a multiple of
         # them, and the hardware allocates registers for warps in fours (HARDWARE.md §3.1).
         width = target.warpgroup_warps
@@ -135,3 +139,8 @@ def _label(placed: PlacedRole, groups: tuple[RegisterGroup, ...], target: Target
 def _n(value: int) -> str:
     """An integer with its thousands separated by spaces, as in 64 512."""
     return f"{value:,}".replace(",", " ")
+
+
+def _launches(comp: Composition) -> list[A.Launch]:
+    found = [item for item in comp.pipeline.items if isinstance(item, A.Launch)]
+    return found + [owned.item for owned in comp.items(A.Launch)]
