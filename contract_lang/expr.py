@@ -134,8 +134,10 @@ def to_text(expr: Expr) -> str:
             or _mixed_product(expr.op, expr.left)):
         left = f"({left})"
     right = to_text(expr.right)
-    # Operators are left-associative: an equal-precedence right operand needs parentheses.
-    if _binds_looser(expr.right, prec + 1) or (expr.op in COMPARE_OPS and _is_compare(expr.right)):
+    # Operators are left-associative: an equal-precedence right operand needs parentheses
+    # (a prefix `not` does not associate: `a and not b` needs none).
+    right_prec = prec if isinstance(expr.right, Not) else prec + 1
+    if _binds_looser(expr.right, right_prec) or (expr.op in COMPARE_OPS and _is_compare(expr.right)):
         right = f"({right})"
     return f"{left} {expr.op} {right}"
 

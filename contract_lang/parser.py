@@ -10,9 +10,9 @@ from __future__ import annotations
 import difflib
 import functools
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from lark import Lark, Token
+from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from contract_lang.ast import Pipeline, SourceFile, Stage
@@ -87,8 +87,12 @@ def _keywords(expected: set[str]) -> list[str]:
     return sorted(set(words))
 
 
+def _readable_set(expected: set[str]) -> set[str]:
+    return {r for t in expected for r in readable(t)}
+
+
 def expected_text(expected: set[str]) -> str:
-    names = sorted({r for t in expected for r in readable(t)}, key=lambda s: (not s.startswith("`"), s))
+    names = sorted(_readable_set(expected), key=lambda s: (not s.startswith("`"), s))
     shown = names[:MAX_EXPECTED]
     more = len(names) - len(shown)
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
@@ -102,9 +106,9 @@ def did_you_mean(word: str, choices: list[str] | tuple[str, ...]) -> str | None:
 def parse_text(text: str, path: str = "<input>", kind: FileKind = "any") -> SourceFile:
     """Parse one file's text; raise DiagnosticError with one clean diagnostic on bad input."""
     if not _has_content(text):
-        raise DiagnosticError([_empty(path, kind)])
+        raise DiagnosticError([_empty(path, kind, text)])
     try:
-        tree = _lark().parse(text)
+        tree = _parse_tree(text, path)
     except UnexpectedInput as err:
         raise DiagnosticError([_syntax_diagnostic(err, text, path)]) from None
     source = AstBuilder(path).build(tree)
@@ -126,14 +130,23 @@ def parse_file(path: str | Path, kind: FileKind | None = None, display: str | No
 
 # ----------------------------------------------------------------- structure of a file
 
+def _lines(text: str) -> list[str]:
+    """The lines as the parser counts them: only "\n" ends a line (not a form feed or U+2028)."""
+    lines = text.split("\n")
+    if len(lines) > 1 and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def _has_content(text: str) -> bool:
-    return any(line.split("#", 1)[0].strip() for line in text.splitlines())
+    return any(line.split("#", 1)[0].strip() for line in _lines(text))
 
 
-def _empty(path: str, kind: FileKind) -> Diagnostic:
+def _empty(path: str, kind: FileKind, text: str) -> Diagnostic:
     what = {"contract": "a `stage` block", "pipeline": "a `pipeline` block",
             "any": "a `stage` or `pipeline` block"}[kind]
-    return Diagnostic("E-EMPTY", f"`{path}` is empty", labels=(Label(Span(path, 1, 1, 1, 1), "nothing here"),),
+    message = f"`{path}` holds nothing but comments" if text.strip() else f"`{path}` is empty"
+    return Diagnostic("E-EMPTY", message, labels=(Label(Span(path, 1, 1, 1, 1), "nothing here"),),
                       helps=(f"a file needs {what}",))
 
 
@@ -143,44 +156,164 @@ def _check_kind(source: SourceFile, kind: FileKind) -> None:
         if wrong:
             raise DiagnosticError([Diagnostic(
                 "E-SYNTAX", "a contract file holds `stage` blocks, not a `pipeline`",
-                labels=(Label(wrong[0].span, "pipeline found here"),),
+                labels=(Label(_keyword_span(wrong[0].span, "pipeline"), "pipeline found here"),),
                 helps=("move the pipeline into its own `.kp` file",))])
     elif kind == "pipeline":
         if source.stages:
             raise DiagnosticError([Diagnostic(
                 "E-SYNTAX", "a pipeline file holds one `pipeline` block, not stages",
-                labels=(Label(source.stages[0].span, "stage found here"),),
+                labels=(Label(_keyword_span(source.stages[0].span, "stage"), "stage found here"),),
                 helps=("move stage contracts into `.kc` files beside the pipeline",))])
         if len(source.pipelines) > 1:
             first, second = source.pipelines[0], source.pipelines[1]
             raise DiagnosticError([Diagnostic(
                 "E-SYNTAX", "a pipeline file holds exactly one `pipeline` block",
-                labels=(Label(second.span, "second pipeline"), Label(first.span, "first pipeline", primary=False)),
+                labels=(Label(_keyword_span(second.span, "pipeline"), "second pipeline"),
+                        Label(_keyword_span(first.span, "pipeline"), "first pipeline", primary=False)),
                 helps=("split the compositions into separate `.kp` files",))])
+
+
+def _keyword_span(block: Span, keyword: str) -> Span:
+    """The keyword that opens a block: the locus of a block in the wrong file."""
+    return Span(block.file, block.line, block.col, block.line, block.col + len(keyword))
 
 
 # ----------------------------------------------------------------- syntax errors
 
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_NUMBER_CHARS = _WORD_CHARS | {"."}
+_VERSION_OPERATORS = frozenset("^~<>=")
+# What an integer, a version requirement and a cluster shape look like, for "invalid …" messages.
+_LITERALS: dict[str, tuple[str, str]] = {
+    "INT": ("integer", "integers are decimal (`64`), hexadecimal (`0x40`) or whole KiB (`16KiB`)"),
+    "VERSION_REQ": ("version requirement",
+                    "a requirement is one to three numbers with an optional `^`, `~`, `>=`, `<=`, `>`, `<` "
+                    "or `=`: `^1.0`, `~1.2.3`, `>=2`"),
+    "SHAPE": ("cluster shape", "a cluster shape has three extents: `2x1x1`"),
+}
+# Punctuation that is easily mistyped for what was expected.
+_LOOKALIKES: dict[str, str] = {"=>": "->", "=": "=="}
+
+
+def _parse_tree(text: str, path: str) -> Tree[Token]:
+    """Parse, refusing a word the lexer would otherwise split (`smemtiles` as `smem tiles`)."""
+    parser = _lark().parse_interactive(text)
+    last: Token | None = None
+    for token in parser.iter_parse():
+        end = token.end_pos
+        if end is not None and 0 < end < len(text) and text[end - 1] in _WORD_CHARS and text[end] in _WORD_CHARS:
+            expected = {t for t in parser.choices() if t.isupper()}  # type: ignore[no-untyped-call]
+            raise DiagnosticError([_split_word(path, text, token, expected)])
+        last = token
+    tree: Tree[Token] = parser.feed_eof(last)  # type: ignore[no-untyped-call]
+    return tree
+
+
+def _split_word(path: str, text: str, token: Token, expected: set[str]) -> Diagnostic:
+    """A keyword or literal glued to the characters after it: `warps1`, `fullwait`, `4x`, `2x1x1x1`."""
+    start = token.start_pos or 0
+    literal = _LITERALS.get(token.type)
+    if literal is not None:
+        return _invalid_literal(path, text, start, token.type)
+    word = _word_from(text, start, _WORD_CHARS)
+    span = _span_at(path, text, start, len(word))
+    keyword = str(token.value)
+    rest = word[len(keyword):]
+    helps: list[str] = []
+    if keyword in _keywords(expected):
+        # `warps1`, `fullwait`, `produceby`: a missing space; `ringg`: a typo.
+        missing_space = rest[0].isdigit() or len(rest) > 2 or rest in _all_keywords()
+        helps.append(f"did you mean `{keyword} {rest}`?" if missing_space else f"did you mean `{keyword}`?")
+    return Diagnostic("E-SYNTAX", f"unexpected `{word}`", labels=(Label(span, _expected_label(expected)),),
+                      helps=tuple(helps))
+
+
 def _syntax_diagnostic(err: UnexpectedInput, text: str, path: str) -> Diagnostic:
     if (isinstance(err, UnexpectedToken) and err.token.type == "$END") or isinstance(err, UnexpectedEOF):
         expected = set(getattr(err, "expected", ()) or ())
-        unclosed = _unclosed_brace(text)
+        unclosed = _unclosed_block(text)
         if unclosed is not None:
             return _unterminated(path, text, unclosed)
         return _at_eof(path, text, expected)
     if isinstance(err, UnexpectedToken):
-        return _unexpected_token(path, err.token, set(err.expected))
+        expected = set(err.expected)
+        literal = _literal_attempt(text, err.token.start_pos or 0, expected, _previous_token(err))
+        if literal is not None:
+            return _invalid_literal(path, text, err.token.start_pos or 0, literal)
+        return _unexpected_token(path, text, err.token, expected, err.state)
     if isinstance(err, UnexpectedCharacters):
+        allowed = set(err.allowed or ())
+        pos = err.pos_in_stream or 0
+        literal = _literal_attempt(text, pos, allowed, _previous_token(err))
+        if literal is not None:
+            return _invalid_literal(path, text, pos, literal)
         return _unexpected_chars(path, text, err)
     line, col = max(err.line, 1), max(err.column, 1)
     return Diagnostic("E-SYNTAX", "invalid syntax", labels=(Label(Span.point(path, line, col), "here"),))
 
 
+# ------------------------------------------------------------ malformed literals
+
+def _previous_token(err: UnexpectedInput) -> Token | None:
+    """The token shifted just before the error, when the parser still holds it."""
+    state = getattr(err, "state", None)
+    stack = getattr(state, "value_stack", None)
+    if stack and isinstance(stack[-1], Token):
+        return stack[-1]
+    history = getattr(err, "token_history", None)
+    return history[-1] if history and isinstance(history[-1], Token) else None
+
+
+def _literal_attempt(text: str, pos: int, expected: set[str], previous: Token | None) -> str | None:
+    """The literal terminal (INT, VERSION_REQ, SHAPE) that a malformed number-like word at ``pos`` was meant as."""
+    if previous is not None and previous.type in _LITERALS and previous.end_pos == pos and pos > 0 \
+            and text[pos - 1] in _NUMBER_CHARS and pos < len(text) and text[pos] in _NUMBER_CHARS:
+        return previous.type
+    if pos < len(text) and text[pos].isdigit():
+        for terminal in ("SHAPE", "VERSION_REQ", "INT"):
+            if terminal in expected:
+                return terminal
+    return None
+
+
+def _invalid_literal(path: str, text: str, pos: int, terminal: str) -> Diagnostic:
+    start = _literal_start(text, pos)
+    word = _word_from(text, start, _NUMBER_CHARS | _VERSION_OPERATORS)
+    what, how = _LITERALS[terminal]
+    return Diagnostic("E-SYNTAX", f"invalid {what} `{word}`",
+                      labels=(Label(_span_at(path, text, start, len(word)), f"not a valid {what}"),),
+                      helps=(how,))
+
+
+def _literal_start(text: str, pos: int) -> int:
+    start = pos
+    while start > 0 and text[start - 1] in _NUMBER_CHARS:
+        start -= 1
+    while start > 0 and text[start - 1] in _VERSION_OPERATORS:
+        start -= 1
+    return start
+
+
+def _word_from(text: str, start: int, chars: frozenset[str]) -> str:
+    end = start
+    while end < len(text) and text[end] in chars:
+        end += 1
+    return text[start:end]
+
+
+def _span_at(path: str, text: str, start: int, length: int) -> Span:
+    line = text.count("\n", 0, start) + 1
+    col = start - (text.rfind("\n", 0, start) + 1) + 1
+    return Span(path, line, col, line, col + max(length, 1))
+
+
+# ------------------------------------------------------------ unexpected tokens
+
 def _describe(tok: Token) -> str:
     if tok.type == "_NL":
         return "end of line"
     if tok.type == "NAME":
-        return f"identifier `{tok.value}`"
+        return f"`{tok.value}`" if tok.value in _all_keywords() else f"identifier `{tok.value}`"
     if tok.type == "INT":
         return f"integer `{tok.value}`"
     if tok.type == "STRING":
@@ -188,64 +321,155 @@ def _describe(tok: Token) -> str:
     return f"`{tok.value}`"
 
 
-def _unexpected_token(path: str, tok: Token, expected: set[str]) -> Diagnostic:
+def _expected_label(expected: set[str]) -> str:
+    names = expected_text(expected)
+    return f"expected {names}" if len(_readable_set(expected)) == 1 else f"expected one of: {names}"
+
+
+@functools.cache
+def _all_keywords() -> frozenset[str]:
+    return frozenset(_keywords(set(_literal_names()) | set(_KEYWORD_SETS)))
+
+
+_VALUE_CLASSES = frozenset({"INT", "NAME", "STRING", "SHAPE", "VERSION_REQ"})
+_ENDS = frozenset({"_NL", "RBRACE", "$END"})
+
+
+def _unexpected_token(path: str, text: str, tok: Token, expected: set[str], state: Any) -> Diagnostic:
     line, col = tok.line or 1, tok.column or 1
+    value = str(tok.value)
+    start = tok.start_pos or 0
+    shown = "=>" if value == "=" and text.startswith("=>", start) else value
     if tok.type == "_NL":
         span = Span.point(path, line, col)
+    elif shown != value:
+        span = _span_at(path, text, start, len(shown))
     else:
-        span = Span(path, line, col, tok.end_line or line, tok.end_column or col + max(len(tok.value), 1))
+        span = Span(path, line, col, tok.end_line or line, tok.end_column or col + max(len(value), 1))
+    previous = _previous_value(state)
+    after_keyword = previous in _all_keywords()
     helps: list[str] = []
-    if isinstance(tok.value, str) and tok.value.isidentifier():
-        guess = did_you_mean(tok.value, _keywords(expected))
-        if guess is not None and guess != tok.value:
-            helps.append(f"did you mean `{guess}`?")
-    exp = expected_text(expected)
-    return Diagnostic("E-SYNTAX", f"unexpected {_describe(tok)}",
-                      labels=(Label(span, f"expected one of: {exp}"),), helps=tuple(helps))
+    labels = [Label(span, _expected_label(expected))]
+    message = f"unexpected {_describe(tok)}" if shown == value else f"unexpected `{shown}`"
+    if tok.type == "RBRACE" and not _open_blocks(text, start):
+        message = "unmatched `}`"
+        labels = [Label(span, "no block is open here")]
+        helps.append("remove this `}`")
+    elif tok.type in _ENDS and after_keyword and expected & _VALUE_CLASSES:
+        message = f"missing value after `{previous}`"
+    elif shown in _LOOKALIKES and f"`{_LOOKALIKES[shown]}`" in _readable_set(expected):
+        helps.append(f"did you mean `{_LOOKALIKES[shown]}`?")
+    elif value in _all_keywords():
+        helps.extend(_misplaced_keyword(value, expected, state))
+    elif _previous_type(state) in _OPERATORS and (tok.type in _OPERATORS or tok.type in _ENDS):
+        helps.append(f"`{previous}` needs an operand after it")
+    elif tok.type == "NAME" and (guess := did_you_mean(value, _keywords(expected))) is not None:
+        helps.append(f"did you mean `{guess}`?")
+    elif tok.type == "NAME" and "STRING" in expected and "NAME" not in expected:
+        word = text[start:].split(maxsplit=1)[0]
+        helps.append(f'names of stages, domains and files are strings: write `"{word}"`')
+    elif expected == {"DOT"}:
+        helps.append("an event names a tensor connection and one of its events: `acc.ready`")
+    elif len(keywords := _keywords(expected)) == 1 == len(_readable_set(expected)) and after_keyword:
+        helps.append(f"did you mean `{previous} {keywords[0]} {value}`?")
+    elif expected == {"VERSION"}:
+        helps.append('a stage states its version after its name: `stage "name" version "1.0.0" {`')
+    helps.extend(_swallowed_by_string(tok, expected, state))
+    if tok.type != "RBRACE":
+        opener = _outdented_in(text, tok)
+        if opener is not None:
+            ln, oc, what = opener
+            labels.append(Label(Span.point(path, ln, oc), f"{what}block opened here", primary=False))
+            helps.append(f"is a `}}` missing? the {what}block is still open here")
+    return Diagnostic("E-SYNTAX", message, labels=tuple(labels), helps=tuple(helps))
+
+
+_OPERATORS = frozenset({"COMPARE_OP", "ADD_OP", "MUL_OP", "PLUS", "STAR", "AND", "OR", "NOT"})
+
+
+def _previous_type(state: Any) -> str | None:
+    stack = getattr(state, "value_stack", None)
+    return stack[-1].type if stack and isinstance(stack[-1], Token) else None
+
+
+def _previous_value(state: Any) -> str:
+    stack = getattr(state, "value_stack", None)
+    return str(stack[-1].value) if stack and isinstance(stack[-1], Token) else ""
+
+
+def _misplaced_keyword(word: str, expected: set[str], state: Any) -> list[str]:
+    """Help for a keyword that is valid elsewhere: at top level, after a line break, or a near miss."""
+    if expected <= {"STAGE", "PIPELINE", "_NL", "$END"}:
+        return [f"`{word}` goes inside a `stage` or `pipeline` block"]
+    if state is not None and "_NL" in expected and _accepts_after_newline(state, word):
+        return [f"start `{word}` on a new line: every item takes a line of its own"]
+    guess = did_you_mean(word, [k for k in _keywords(expected) if k != word])
+    return [f"did you mean `{guess}`?"] if guess is not None else []
+
+
+def _accepts_after_newline(state: Any, word: str) -> bool:
+    terminal = _keyword_terminal(word)
+    if terminal is None:
+        return False
+    trial = state.copy()
+    try:
+        trial.feed_token(Token("_NL", "\n"))
+        trial.feed_token(Token(terminal, word))
+    except UnexpectedInput:
+        return False
+    return True
+
+
+def _keyword_terminal(word: str) -> str | None:
+    for name, literal in _literal_names().items():
+        if literal == word:
+            return name
+    return next((name for name, words in _KEYWORD_SETS.items() if word in words), None)
+
+
+def _swallowed_by_string(tok: Token, expected: set[str], state: Any) -> list[str]:
+    """A string that ran on past its end and took the keyword the parser now misses."""
+    stack = getattr(state, "value_stack", None)
+    previous = stack[-1] if stack else None
+    if not isinstance(previous, Token) or previous.type != "STRING" or previous.end_pos != tok.start_pos:
+        return []
+    inside = str(previous.value)[1:-1].split()
+    swallowed = [w for w in _keywords(expected) if w in inside]
+    if not swallowed:
+        return []
+    return [f"is a closing `\"` missing? the string {previous.value} runs on past `{swallowed[0]}`"]
 
 
 def _unexpected_chars(path: str, text: str, err: UnexpectedCharacters) -> Diagnostic:
     line, col = err.line, err.column
-    lines = text.splitlines()
+    lines = _lines(text)
     here = lines[line - 1] if 0 < line <= len(lines) else ""
-    word = _word_at(here, col - 1)
     allowed = set(err.allowed or ())
-    helps: list[str] = []
-    if (word and word[0].isalpha()) or word.startswith("_"):
-        guess = did_you_mean(word, _keywords(allowed))
-        if guess is not None:
-            helps.append(f"did you mean `{guess}`?")
-        span = Span(path, line, col, line, col + len(word))
-        what = f"unexpected `{word}`"
-    else:
-        ch = here[col - 1] if 0 < col <= len(here) else "?"
-        span = Span.point(path, line, col)
-        what = f"unexpected character `{ch}`"
-        if ch == '"':
-            what = "unterminated string"
-            helps.append("strings close with `\"` on the same line")
-    label = f"expected one of: {expected_text(allowed)}" if allowed else "not valid here"
-    return Diagnostic("E-SYNTAX", what, labels=(Label(span, label),), helps=tuple(helps))
+    ch = here[col - 1] if 0 < col <= len(here) else "?"
+    span = Span.point(path, line, col)
+    if ch == '"':
+        return Diagnostic("E-SYNTAX", "unterminated string", labels=(Label(span, "this string is never closed"),),
+                          helps=("strings close with `\"` on the same line",))
+    label = _expected_label(allowed) if allowed else "not valid here"
+    return Diagnostic("E-SYNTAX", f"unexpected character `{ch}`", labels=(Label(span, label),))
 
 
-def _word_at(line: str, idx: int) -> str:
-    end = idx
-    while end < len(line) and (line[end].isalnum() or line[end] in "_."):
-        end += 1
-    return line[idx:end]
-
+# ------------------------------------------------------------ end of file and blocks
 
 def _end_point(path: str, text: str) -> Span:
-    lines = text.splitlines() or [""]
+    lines = _lines(text)
     return Span.point(path, len(lines), len(lines[-1]) + 1)
 
 
 def _at_eof(path: str, text: str, expected: set[str]) -> Diagnostic:
     return Diagnostic("E-SYNTAX", "unexpected end of file",
-                      labels=(Label(_end_point(path, text), f"expected one of: {expected_text(expected)}"),))
+                      labels=(Label(_end_point(path, text), _expected_label(expected)),))
 
 
-def _unterminated(path: str, text: str, opener: tuple[int, int, str]) -> Diagnostic:
+_Opener = tuple[int, int, str]
+
+
+def _unterminated(path: str, text: str, opener: _Opener) -> Diagnostic:
     line, col, what = opener
     return Diagnostic(
         "E-SYNTAX", f"unterminated {what}block: `{{` is never closed",
@@ -254,12 +478,21 @@ def _unterminated(path: str, text: str, opener: tuple[int, int, str]) -> Diagnos
         helps=("close the block with `}`",))
 
 
-def _unclosed_brace(text: str) -> tuple[int, int, str] | None:
-    """The innermost `{` left open at the end of the text (outside strings and comments)."""
-    stack: list[tuple[int, int, str]] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+def _blocks(text: str, stop: int | None = None) -> tuple[list[_Opener], list[_Opener]]:
+    """Scan braces outside strings and comments up to offset ``stop``.
+
+    Returns the blocks still open and those that a `}` indented like an outer block
+    skipped over (the likely culprits of a missing `}`), each as (line, column, "`word` ").
+    """
+    stack: list[tuple[int, int, str, int]] = []
+    skipped: list[_Opener] = []
+    offset = 0
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        indent = len(line) - len(line.lstrip(" \t"))
         in_string = False
         for idx, ch in enumerate(line):
+            if stop is not None and offset + idx >= stop:
+                return [s[:3] for s in stack], skipped
             if ch == '"':
                 in_string = not in_string
             elif in_string:
@@ -269,7 +502,41 @@ def _unclosed_brace(text: str) -> tuple[int, int, str] | None:
             elif ch == "{":
                 head = line[:idx].split()
                 word = f"`{head[0]}` " if head and head[0].isidentifier() else ""
-                stack.append((lineno, idx + 1, word))
+                stack.append((lineno, idx + 1, word, indent))
             elif ch == "}" and stack:
+                if idx == indent:
+                    while len(stack) > 1 and stack[-1][3] > indent and any(s[3] == indent for s in stack):
+                        skipped.append(stack.pop()[:3])
                 stack.pop()
-    return stack[-1] if stack else None
+        offset += len(line) + 1
+    return [s[:3] for s in stack], skipped
+
+
+def _open_blocks(text: str, stop: int) -> list[_Opener]:
+    return _blocks(text, stop)[0]
+
+
+def _unclosed_block(text: str) -> _Opener | None:
+    """The block a missing `}` most likely belongs to: one skipped by indentation, else the innermost."""
+    still_open, skipped = _blocks(text)
+    if skipped:
+        return skipped[0]
+    return still_open[-1] if still_open else None
+
+
+def _outdented_in(text: str, tok: Token) -> _Opener | None:
+    """The innermost open block when the error's line is indented no deeper than that block's opening line."""
+    start = tok.start_pos or 0
+    still_open = _open_blocks(text, start)
+    if not still_open:
+        return None
+    lines = _lines(text)
+    line_of = (tok.line or 1) - 1
+    opener = still_open[-1]
+    if not (0 <= line_of < len(lines)) or opener[0] - 1 >= len(lines) or opener[0] == tok.line:
+        return None
+
+    def indent(line: str) -> int:
+        return len(line) - len(line.lstrip(" \t"))
+
+    return opener if indent(lines[line_of]) <= indent(lines[opener[0] - 1]) else None

@@ -232,7 +232,9 @@ class _Comments:
     @classmethod
     def scan(cls, text: str) -> _Comments:
         found = cls()
-        for lineno, line in enumerate(text.splitlines(), start=1):
+        # Lines as the parser counts them: only "\n" ends a line (a form feed or U+2028
+        # inside a string or comment does not).
+        for lineno, line in enumerate(text.split("\n"), start=1):
             code, comment = _split_comment(line)
             if comment is None:
                 continue
@@ -348,13 +350,13 @@ class _Printer:
         self.emit(depth, header + " {", item.span)
         inner = depth + 1
         if item.elem is not None:
-            self.emit(inner, f"elem {item.elem}", None)
+            self.emit(inner, f"elem {item.elem}", item.attr_span("elem"))
         if item.tile:
             self.emit(inner, f"tile {_dims(item.tile)}", item.tile[0].span)
         if isinstance(item, A.ImportTensor) and item.chunk:
             self.emit(inner, f"chunk {_dims(item.chunk)}", item.chunk[0].span)
         if item.generation is not None:
-            self.emit(inner, f"generation {item.generation}", None)
+            self.emit(inner, f"generation {item.generation}", item.attr_span("generation"))
         spec = item.placement if isinstance(item, A.ExportTensor) else item.demand
         if spec is not None:
             self._map(inner, "placement" if isinstance(item, A.ExportTensor) else "demand", spec)
