@@ -229,8 +229,21 @@ class Demand:
 
 def _order(comp: Composition, owned: Owned[Any]) -> tuple[int, int]:
     stage_index = next((i for i, s in enumerate(comp.stages) if s is owned.stage), len(comp.stages))
-    item_index = next((i for i, it in enumerate(owned.stage.stage.items) if it is owned.item), 0)
-    return stage_index, item_index
+    return stage_index, _item_index(owned.stage.stage, id(owned.item))
+
+
+_POSITIONS: dict[int, tuple[A.Stage, dict[int, int]]] = {}
+
+
+def _item_index(stage: A.Stage, item: int) -> int:
+    """An item's index in its stage, by identity (memoised per stage object)."""
+    cached = _POSITIONS.get(id(stage))
+    if cached is None or cached[0] is not stage:
+        if len(_POSITIONS) > 256:
+            _POSITIONS.clear()
+        cached = (stage, {id(it): i for i, it in enumerate(stage.items)})
+        _POSITIONS[id(stage)] = cached
+    return cached[1].get(item, 0)
 
 
 def smem_demands(comp: Composition) -> list[Demand]:
@@ -294,19 +307,26 @@ def peak(comp: Composition, demands: Iterable[Demand]) -> tuple[int, list[Demand
     """The heaviest set of demands that are certainly live together, in source order.
 
     Kernel-lifetime demands are in every such set; among the others this is a maximum
-    weight clique of the certainly-co-live graph (the claims of one composition are few).
+    weight clique of the certainly-co-live graph. Co-liveness depends only on lifetimes
+    and demands of one lifetime are co-live with each other, so the clique is taken over
+    the distinct lifetimes, each weighing the sum of its demands.
     """
+    demands = list(demands)
     always = [d for d in demands if d.lifetime.kind == "kernel"]
-    others = [d for d in demands if d.lifetime.kind != "kernel"]
+    classes: dict[A.Lifetime, list[Demand]] = {}
+    for d in demands:
+        if d.lifetime.kind != "kernel":
+            classes.setdefault(d.lifetime, []).append(d)
+    lifetimes = list(classes)
     graph = nx.Graph()
-    for i, d in enumerate(others):
-        graph.add_node(i, weight=d.amount)
-    for i, a in enumerate(others):
-        for j in range(i + 1, len(others)):
-            if certainly_colive(comp, a.lifetime, others[j].lifetime):
+    for i, life in enumerate(lifetimes):
+        graph.add_node(i, weight=sum(d.amount for d in classes[life]))
+    for i, a in enumerate(lifetimes):
+        for j in range(i + 1, len(lifetimes)):
+            if certainly_colive(comp, a, lifetimes[j]):
                 graph.add_edge(i, j)
     clique: list[int] = []
-    if others:
+    if lifetimes:
         clique, _ = nx.max_weight_clique(graph, weight="weight")
-    members = sorted([*always, *(others[i] for i in clique)], key=lambda d: d.order)
+    members = sorted([*always, *(d for i in clique for d in classes[lifetimes[i]])], key=lambda d: d.order)
     return sum(d.amount for d in members), members

@@ -264,6 +264,12 @@ def _verdict(protocol: Protocol) -> ProtocolVerdict:
 _LAST: list[tuple[Composition, tuple[Diagnostic, ...]]] = []
 
 
+def clear_protocol_cache() -> None:
+    """Forget cached verdicts (benchmarks measure cold checks)."""
+    _verdict.cache_clear()
+    _LAST.clear()
+
+
 def model_diagnostics(comp: Composition) -> tuple[Diagnostic, ...]:
     """Every diagnostic the protocol model gives for the composition (cached per composition)."""
     if _LAST and _LAST[0][0] is comp:
@@ -291,4 +297,5 @@ def diagnostics_for(comp: Composition, code: str) -> Iterator[Diagnostic]:
             yield diag
 
 
-__all__ = ["MODEL_CODES", "TIERS", "build", "count_text", "depth_choices", "diagnostics_for", "model_diagnostics"]
+__all__ = ["MODEL_CODES", "TIERS", "build", "clear_protocol_cache", "count_text", "depth_choices",
+           "diagnostics_for", "model_diagnostics"]
