@@ -659,15 +659,33 @@ def _blocked_label(row: TraceRow) -> str:
 # -- traces ---------------------------------------------------------------------------
 
 
-def _shorten(run: _Run, extra: list[z3.BoolRef], zmodel: z3.ModelRef,
-             rounds: int = 8) -> z3.ModelRef:
-    """A counterexample with as few executed steps as a binary search finds in ``rounds``."""
+SHORTEN_ROUNDS = 6
+"""Binary-search steps spent on shortening a counterexample (each on a smaller budget)."""
+
+
+def _shorten(run: _Run, extra: list[z3.BoolRef], zmodel: z3.ModelRef) -> z3.ModelRef:
+    """A counterexample with as few executed steps as a short binary search finds.
+
+    Shortening only makes traces readable, so each of its checks gets an eighth of the
+    budget; an ``unknown`` ends the search with the best trace so far.
+    """
     model = run.model
     facts = model.dynamic_facts()
     total = z3.Sum(list(model.pc.values())) if model.pc else z3.IntVal(0, model.ctx)
     best = zmodel
     low, high = 0, best.eval(total, model_completion=True).as_long()
-    for _ in range(rounds):
+    model.solver.set("rlimit", max(1, run.rlimit // 8))
+    try:
+        best = _bisect(run, facts, extra, total, best, low, high)
+    finally:
+        model.solver.set("rlimit", run.rlimit)
+    return best
+
+
+def _bisect(run: _Run, facts: list[str], extra: list[z3.BoolRef], total: z3.ArithRef,
+            best: z3.ModelRef, low: int, high: int) -> z3.ModelRef:
+    model = run.model
+    for _ in range(SHORTEN_ROUNDS):
         if low >= high:
             break
         middle = (low + high) // 2

@@ -1,11 +1,22 @@
 """The abstract protocol: roles, mbarrier rings, counters, named barriers and per-role programs.
 
 This is what the SMT model (``smt.py``) and the explicit-state oracle (``explore.py``)
-both read. It is independent of the contract AST: the adapter from a resolved
-composition evaluates width expressions (``per_warp(mma)``) to integers and applies
-the language's defaults (an implied copy, the consumer's read after its ``full wait``)
-before building a :class:`Protocol`; :class:`ProtocolBuilder` applies the same
-defaults for hand-written models.
+both read. It is independent of the contract AST; :class:`ProtocolBuilder` applies the
+language's defaults for hand-written models. An adapter from a resolved composition:
+
+* one :class:`Role` per role (warps, declaration span);
+* one :class:`Ring` per ring name at the chosen depth: the producer side's role, every
+  consumer side's role, a :class:`Barrier` per ``full``/``empty`` with its ``init`` count
+  evaluated from role widths (``per_warp(mma)`` → warps), its declared ``expect_tx`` and
+  one :class:`InitBy` per ``init by`` statement;
+* per role, its steps across channels in the declared order: ``X wait [parity p]`` →
+  ``WAIT`` (default first parity: 1 on ``empty``, 0 on ``full``); ``X arrive N [tx B]
+  [lag L] [prearm]`` → ``ARRIVE``; ``X copy B`` → ``COPY``; a producer side without a
+  ``copy`` line gets one ``COPY`` of its tx bytes after its ``full arrive``, or a plain
+  ``WRITE`` before it when there are no bytes; each consumer side gets one ``READ`` right
+  after its first ``full wait`` (at the start of its block without one); counter
+  ``add N``/``wait ge N`` → ``ADD``/``WAIT_GE``; ``bar.sync``/``bar.arrive`` with the
+  role's threads → ``BAR_SYNC``/``BAR_ARRIVE``.
 
 Semantics of one program: each role runs its prologue (``prearm`` steps, each on every
 slot of its ring) and then ``bound`` iterations of its step list in order. A step of

@@ -400,7 +400,48 @@ class ProtocolModel:
                     self._counter(movers, waits)
             else:
                 nb = self.protocol.named_barrier(obj.channel)
-                self._counting(str(obj), movers, waits, nb.threads, f"bar:{nb.name}")
+                if self._lockstep(nb.name, nb.threads):
+                    self._lockstep_barrier(str(obj), movers, waits, f"bar:{nb.name}")
+                else:
+                    self._counting(str(obj), movers, waits, nb.threads, f"bar:{nb.name}")
+
+    def _lockstep(self, name: str, threads: int) -> bool:
+        """Whether every role on named barrier ``name`` runs one ``bar.sync`` per iteration
+        and their thread counts add up to its count.
+
+        Then generation ``j`` completes exactly at the last of the participants' ``j``-th
+        arrivals (each blocks until it does, so none arrives twice in a generation), and
+        no partial sum can overshoot: the barrier is a rendezvous per iteration.
+        """
+        steps = [s for _, prog in self.protocol.programs for s in prog if s.channel == name]
+        roles = [s.role for s in steps]
+        return (all(s.op is Op.BAR_SYNC for s in steps) and len(set(roles)) == len(roles)
+                and sum(s.count for s in steps) == threads)
+
+    def _lockstep_barrier(self, name: str, movers: list[Event], waits: list[Event],
+                          decl: str) -> None:
+        """A rendezvous per iteration: a ``bar.sync`` of iteration ``j`` passes once every
+        participant made its ``j``-th arrival (see :meth:`_lockstep`)."""
+        basis = [decl, *dict.fromkeys(self._key(e) for e in movers)]
+        by_round: dict[int, list[Event]] = defaultdict(list)
+        for e in movers:
+            by_round[e.iteration].append(e)
+        for e in movers:
+            last = [b for o in by_round[e.iteration] if o is not e
+                    and (b := self.before(o, e)) is not True]
+            flag = self._bool(f"done{e.id}")
+            self.done[e.id] = flag
+            self._add(basis, flag == (z3.And(*[_as_bool(b, self.ctx) for b in last])
+                                      if last else self._const(True)))
+        for w in waits:
+            group = by_round[w.iteration]
+            seen = [b for o in group if (b := self.before(o, w)) is not True]
+            passes = z3.And(*[_as_bool(b, self.ctx) for b in seen]) if seen \
+                else self._const(True)
+            now = self._bool(f"met-cut:{name}:{w.iteration}")
+            self._add(basis, now == z3.And(*[self.executed(o) for o in group]), cut=True)
+            self._cut_pass[w.id] = now
+            self._add([self._key(w), *basis], z3.Implies(self.executed(w), passes))
 
     def _mbarrier_chain(self, name: str, movers: list[Event], waits: list[Event], n: int,
                         decl: str) -> None:
