@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from checker.composition import Composition, Owned, RoleInfo
 from checker.protocol.check import ProtocolVerdict, check_protocol
 from checker.protocol.model import (
+    MBAR_MAX_COUNT,
     Barrier,
     BarrierKind,
     Counter,
@@ -37,6 +38,7 @@ from checker.protocol.model import (
     Step,
 )
 from checker.protocol.report import verdict_diagnostics
+from checker.report import seam
 from checker.storage import agreed_depth
 from contract_lang import ast as A
 from contract_lang.printer import count_text, ring_item_line
@@ -148,6 +150,8 @@ def _side_steps(comp: Composition, side: Owned[A.Ring]) -> list[Step]:
                 read = True
         elif isinstance(item, A.RingArrive):
             kind = BarrierKind(item.barrier)
+            if _count(comp, item.count) < 1:
+                continue  # an arrive of no threads: reported by declaration_problems
             if producer and kind is BarrierKind.FULL and not copies and not item.tx and not wrote:
                 steps.append(Step(role, Op.WRITE, ring.name, _prov(item, f"write slot of `{ring.name}`")))
                 wrote = True
@@ -161,6 +165,8 @@ def _side_steps(comp: Composition, side: Owned[A.Ring]) -> list[Step]:
                                   kind, nbytes=item.tx))
                 wrote = True
         elif isinstance(item, A.RingCopy):
+            if item.bytes < 1:
+                continue  # a copy of no bytes: reported by declaration_problems
             steps.append(Step(role, Op.COPY, ring.name, _prov(item, text), BarrierKind(item.barrier),
                               nbytes=item.bytes))
             wrote = True
@@ -270,10 +276,42 @@ def clear_protocol_cache() -> None:
     _LAST.clear()
 
 
+def declaration_problems(comp: Composition) -> list[Diagnostic]:
+    """Counts and byte amounts no mbarrier can take, found before any model is built.
+
+    ``mbarrier.init`` takes an arrival count in 1 … 2^20 − 1 and an arrive a count that
+    keeps the pending count in range (PTX ISA §9.7.13.15.9, §9.7.13.15.13); a copy of
+    no bytes completes nothing.
+    """
+    out: list[Diagnostic] = []
+    for side in comp.items(A.Ring):
+        for item in side.item.items:
+            text = ring_item_line(item)
+            if isinstance(item, (A.RingBarrierInit, A.RingArrive)):
+                try:
+                    count = _count(comp, item.count)
+                except _Skip:
+                    continue  # a count over an unknown or partial role: L-ROLE / L-WARPGROUP
+                what = "initialized with" if isinstance(item, A.RingBarrierInit) else "arrived on"
+                if not 1 <= count <= MBAR_MAX_COUNT:
+                    out.append(seam("L-ARRIVE", f"`{side.item.name}.{item.barrier}` is {what} {count} arrivals, "
+                                    f"outside 1..{MBAR_MAX_COUNT}", (item.span, f"`{text}`"),
+                                    notes=("mbarrier arrival counts are 1 … 2^20 − 1 (PTX ISA §9.7.13.15.9)",),
+                                    helps=("give the count of arrivals each phase really makes",)))
+            elif isinstance(item, A.RingCopy) and item.bytes < 1:
+                out.append(seam("L-TXBYTES", f"a copy of {item.bytes} bytes into `{side.item.name}` completes nothing",
+                                (item.span, f"`{text}`"), helps=("state the bytes the copy moves, or drop the line",)))
+    return out
+
+
 def model_diagnostics(comp: Composition) -> tuple[Diagnostic, ...]:
     """Every diagnostic the protocol model gives for the composition (cached per composition)."""
     if _LAST and _LAST[0][0] is comp:
         return _LAST[0][1]
+    declared = declaration_problems(comp)
+    if declared:
+        _LAST[:] = [(comp, tuple(declared))]
+        return tuple(declared)
     found: dict[tuple[object, ...], Diagnostic] = {}
     for depths in depth_choices(comp):
         protocol = build(comp, depths)
