@@ -8,6 +8,7 @@ the source's comments, attached to the line they precede or end.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -245,9 +246,16 @@ class _Comments:
         return found
 
     def before(self, line: int) -> list[str]:
-        taken = [c for ln, c in self.own_line if ln < line]
-        self.own_line = [(ln, c) for ln, c in self.own_line if ln >= line]
+        # own_line is in line order, so the comments above `line` are a prefix of it.
+        cut = bisect.bisect_left(self.own_line, (line,))
+        taken = [c for _, c in self.own_line[:cut]]
+        del self.own_line[:cut]
         return taken
+
+    def any_inside(self, span: Span) -> bool:
+        """Whether an own-line comment is still waiting strictly inside the lines of ``span``."""
+        index = bisect.bisect_left(self.own_line, (span.line + 1,))
+        return index < len(self.own_line) and self.own_line[index][0] < span.end_line
 
     def after(self, line: int) -> str | None:
         return self.trailing.pop(line, None)
@@ -303,7 +311,7 @@ class _Printer:
     def _has_inner_comments(self, span: Span) -> bool:
         if self.comments is None or span.file == "<unknown>":
             return False
-        return any(span.line < ln < span.end_line for ln, _ in self.comments.own_line)
+        return self.comments.any_inside(span)
 
     def item(self, depth: int, item: A.Node) -> None:
         if isinstance(item, A.Params):

@@ -44,7 +44,9 @@ from contract_lang.parser import FileKind
 __all__ = [
     "KEYWORDS",
     "byte_sizes",
+    "callables",
     "claims",
+    "counters",
     "counts",
     "events",
     "export_tensors",
@@ -55,11 +57,13 @@ __all__ = [
     "integers",
     "lifetimes",
     "map_specs",
+    "pipeline_item_kinds",
     "pipeline_items",
     "pipelines",
     "ring_items",
     "rings",
     "source_files",
+    "stage_item_kinds",
     "stage_items",
     "stages",
     "string_literals",
@@ -288,7 +292,8 @@ def rings(draw: st.DrawFn, roles: Names = None, max_items: int = 10) -> A.Ring:
 
 # ------------------------------------------------------------------ counters, rendezvous, callables
 
-def _counters() -> st.SearchStrategy[A.Counter]:
+def counters() -> st.SearchStrategy[A.Counter]:
+    """Counter endpoints of either side, with any attributes and ``add``/``wait ge`` steps."""
     step = st.builds(A.CounterStep, _vocabulary(("add", "wait_ge")), integers())
     return st.builds(A.Counter, identifiers(), _vocabulary(("produce", "consume")), identifiers(),
                      scope=_maybe(_scopes()), domain=_maybe(string_literals()),
@@ -299,7 +304,12 @@ def _signatures() -> st.SearchStrategy[A.Signature]:
     return st.builds(A.Signature, _tuple(_scalar_types()), st.one_of(_scalar_types(), st.just("void")))
 
 
-def _callables() -> list[st.SearchStrategy[A.StageItem]]:
+def callables() -> st.SearchStrategy[A.ExportCallable | A.Call]:
+    """Exported callables and call sites (from a role or from a callable), with guarantees."""
+    return st.one_of(*_callables())
+
+
+def _callables() -> list[st.SearchStrategy[A.ExportCallable | A.Call]]:
     export = st.builds(A.ExportCallable, identifiers(), _signatures(), identifiers(),
                        _tuple(_guarantees()))
     call = st.builds(A.Call, identifiers(), _signatures(), identifiers(), identifiers(),
@@ -386,11 +396,12 @@ def _targets() -> st.SearchStrategy[A.Target]:
 
 # ------------------------------------------------------------------ stages
 
-def stage_items() -> st.SearchStrategy[A.StageItem]:
-    """Any one item of a stage block, every kind about equally likely."""
+def stage_item_kinds() -> dict[str, st.SearchStrategy[A.StageItem]]:
+    """One strategy per kind of stage item, by AST class name (``"Ring"``, ``"SmemClaim"``, …):
+    fuzz one construct alone, or weight the kinds as a test needs."""
     ints = integers()
     param_field = st.builds(A.ParamField, identifiers(), _scalar_types(), ints, _maybe(identifiers()))
-    return st.one_of(
+    kinds: list[st.SearchStrategy[A.StageItem]] = [
         _targets(),
         st.builds(A.Features, _tuple(_vocabulary(A.FEATURES), min_size=1)),
         st.builds(A.Role, identifiers(), entry=_maybe(identifiers()), warps=_maybe(ints),
@@ -399,7 +410,7 @@ def stage_items() -> st.SearchStrategy[A.StageItem]:
         st.builds(A.Params, identifiers(), ints, ints, _tuple(param_field)),
         *_claim_kinds(),
         rings(),
-        _counters(),
+        counters(),
         st.builds(A.Rendezvous, identifiers(), _vocabulary(("arrive", "sync")), identifiers(), _maybe(ints)),
         *_callables(),
         export_tensors(),
@@ -412,7 +423,19 @@ def stage_items() -> st.SearchStrategy[A.StageItem]:
         st.builds(A.Buffer, identifiers(), byte_sizes(), symmetric=st.booleans(),
                   domain=_maybe(string_literals()), views=_tuple(_views(), max_size=2)),
         st.builds(A.HostProvider, string_literals(), string_literals()),
-    )
+    ]
+    return dict(zip(_STAGE_ITEM_NAMES, kinds, strict=True))
+
+
+_STAGE_ITEM_NAMES = ("Target", "Features", "Role", "Launch", "Params", "SmemClaim", "TmemClaim", "BarrierClaim",
+                     "CounterClaim", "Ring", "Counter", "Rendezvous", "ExportCallable", "Call", "ExportTensor",
+                     "ImportTensor", "OwnsFact", "UsesFact", "AssumesFact", "RequiresFact", "Phases",
+                     "AssumesPhases", "Cluster", "Domain", "Buffer", "HostProvider")
+
+
+def stage_items() -> st.SearchStrategy[A.StageItem]:
+    """Any one item of a stage block, every kind about equally likely."""
+    return st.one_of(*stage_item_kinds().values())
 
 
 def stages(max_items: int = 12) -> st.SearchStrategy[A.Stage]:
@@ -422,17 +445,22 @@ def stages(max_items: int = 12) -> st.SearchStrategy[A.Stage]:
 
 # ------------------------------------------------------------------ pipelines
 
+def pipeline_item_kinds() -> dict[str, st.SearchStrategy[A.PipelineItem]]:
+    """One strategy per kind of pipeline item, by AST class name (``"Use"``, ``"Resolve"``, …)."""
+    return {
+        "Target": _targets(),
+        "Use": st.builds(A.Use, string_literals(), version_requirements(), _maybe(string_literals())),
+        "PipelineCluster": st.builds(A.PipelineCluster, _shapes()),
+        "ProvidesDomain": st.builds(A.ProvidesDomain, string_literals(), _tuple(_views(), min_size=1, max_size=2)),
+        "ProvidesBuffer": st.builds(A.ProvidesBuffer, identifiers(), byte_sizes()),
+        "Resolve": st.builds(A.Resolve, identifiers(), string_literals()),
+        "Launch": _launches(),
+    }
+
+
 def pipeline_items() -> st.SearchStrategy[A.PipelineItem]:
     """Any one item of a pipeline block."""
-    return st.one_of(
-        _targets(),
-        st.builds(A.Use, string_literals(), version_requirements(), _maybe(string_literals())),
-        st.builds(A.PipelineCluster, _shapes()),
-        st.builds(A.ProvidesDomain, string_literals(), _tuple(_views(), min_size=1, max_size=2)),
-        st.builds(A.ProvidesBuffer, identifiers(), byte_sizes()),
-        st.builds(A.Resolve, identifiers(), string_literals()),
-        _launches(),
-    )
+    return st.one_of(*pipeline_item_kinds().values())
 
 
 def pipelines(max_items: int = 8) -> st.SearchStrategy[A.Pipeline]:

@@ -20,7 +20,19 @@ from contract_lang import ast as A
 from contract_lang import expr as E
 from contract_lang.parser import FileKind, parse_text
 from contract_lang.printer import format_text, print_file
-from contract_lang.strategies import KEYWORDS, expressions, identifiers, source_files
+from contract_lang.strategies import (
+    KEYWORDS,
+    counts,
+    expressions,
+    fact_values,
+    identifiers,
+    lifetimes,
+    map_specs,
+    pipeline_item_kinds,
+    ring_items,
+    source_files,
+    stage_item_kinds,
+)
 
 CI_EXAMPLES = 300
 SLOW_EXAMPLES = 100 * CI_EXAMPLES
@@ -125,32 +137,55 @@ def _tags_of(value: object, out: set[str]) -> None:
         out.add(f"BinOp.op={value.op}")
 
 
-def _unreached(strategy: st.SearchStrategy[Any], wanted: set[str], examples: int) -> list[str]:
-    """The tags in ``wanted`` that a reproducible sweep of ``strategy`` does not produce."""
+def _unreached(sweeps: list[tuple[st.SearchStrategy[Any], int]], wanted: set[str]) -> list[str]:
+    """The tags in ``wanted`` that sweeps of the strategies (each with its example count) do not produce."""
     seen: set[str] = set()
+    for strategy, examples in sweeps:
 
-    @settings(max_examples=examples, derandomize=True, database=None, phases=[Phase.generate])
-    @given(strategy)
-    def collect(value: object) -> None:
-        _tags_of(value, seen)
+        @settings(max_examples=examples, derandomize=True, database=None, phases=[Phase.generate])
+        @given(strategy)
+        def collect(value: object) -> None:
+            _tags_of(value, seen)
 
-    collect()
+        collect()
     return sorted(wanted - seen)
 
 
-def test_strategies_reach_every_node_type_and_variant() -> None:
-    """A new node, field or literal in contract_lang.ast fails here until source_files() produces it.
+def test_item_kinds_are_every_item_type() -> None:
+    assert sorted(stage_item_kinds()) == sorted(t.__name__ for t in get_args(A.StageItem))
+    assert sorted(pipeline_item_kinds()) == sorted(t.__name__ for t in get_args(A.PipelineItem))
 
-    Operators are the business of expressions() (below), which source_files() uses for
-    every expression; deep in a file they are too rare for a short sweep to see all.
+
+@pytest.mark.parametrize(("name", "strategy"), [*stage_item_kinds().items(), *pipeline_item_kinds().items()],
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_each_item_kind_produces_its_type(name: str, strategy: st.SearchStrategy[Any]) -> None:
+    @settings(max_examples=10, database=None)
+    @given(strategy)
+    def check(item: object) -> None:
+        assert type(item).__name__ == name
+
+    check()
+
+
+def test_strategies_reach_every_node_type_and_variant() -> None:
+    """A new node, field or literal in contract_lang.ast fails here until the strategies produce it.
+
+    source_files() draws its items from the per-kind strategies and the structure
+    strategies swept here, so what they reach it reaches; a sweep of each is a far
+    surer witness than one sweep of whole files, where a variant nested three levels
+    deep (a `tmem` map in a tensor in a stage) is rare.
     """
     wanted = set().union(*(_variant_tags(cls) for cls in _node_classes())) - _operator_tags()
-    assert _unreached(source_files(), wanted, examples=500) == []
+    sweeps = [(source_files(), 30),
+              *((kind, 60) for kind in stage_item_kinds().values()),
+              *((kind, 30) for kind in pipeline_item_kinds().values()),
+              (lifetimes(), 60), (ring_items(), 100), (counts(), 60), (map_specs(), 100), (fact_values(), 60)]
+    assert _unreached(sweeps, wanted) == []
 
 
 def test_expressions_reach_every_operator() -> None:
     wanted = _operator_tags() | {cls.__name__ for cls in _EXPR_CLASSES}
-    assert _unreached(expressions(), wanted, examples=1000) == []
+    assert _unreached([(expressions(), 1000)], wanted) == []
 
 
 def _operator_tags() -> set[str]:
