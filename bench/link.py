@@ -1,4 +1,4 @@
-"""Time the build steps of the reference compositions: pack now, link to follow.
+"""Time the build steps of the reference compositions: pack per component, link per composition.
 
     python bench/link.py                 # a table per section
     python bench/link.py --json          # the same figures as JSON
@@ -9,7 +9,10 @@ Each section is a function ``(repeats, workdir) -> list of rows`` registered in
 ``kernlink pack`` of each reference component: the LTO IR compile, the capture
 (a second compile to PTX with the params probe, then reading symbols and
 layouts) and the atomic write, reporting the first run (it pays for loading
-NVRTC) and the median and minimum of the rest.
+NVRTC) and the median and minimum of the rest. ``link`` times ``kernlink link``
+of each reference composition (hello, ring) from its packages: the check with
+placement, then generating the code, compiling it with NVRTC and linking with
+nvJitLink (``-lto -verbose``), with the same first / median / minimum.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -28,11 +32,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from kernlink.api import check  # noqa: E402
+from linker.link import link_composition  # noqa: E402
 from linker.pack import pack  # noqa: E402
 from linker.toolchain import toolkit_versions  # noqa: E402
 
 EXAMPLES = ROOT / "specs" / "examples"
 COMPONENTS = ("hello/provider", "hello/caller", "ring/loader", "ring/reduce")
+COMPOSITIONS = ("hello", "ring")
 
 Row = dict[str, object]
 
@@ -63,7 +70,42 @@ def bench_pack(repeats: int, workdir: Path) -> list[Row]:
     return rows
 
 
-SECTIONS: dict[str, Callable[[int, Path], list[Row]]] = {"pack": bench_pack}
+def bench_link(repeats: int, workdir: Path) -> list[Row]:
+    rows: list[Row] = []
+    for name in COMPOSITIONS:
+        folder = workdir / "link" / name
+        shutil.copytree(EXAMPLES / name, folder, ignore=shutil.ignore_patterns("build"))
+        for component in (c for c in COMPONENTS if c.startswith(name + "/")):
+            source = folder / f"{Path(component).name}.cu"
+            pack(source, source.with_suffix(".kc"), folder / "build" / f"{source.stem}.kpkg")
+        runs = []
+        for _ in range(repeats + 1):
+            start = time.perf_counter()
+            checked = check([folder / f"{name}.kp"])
+            placed = checked.downstream.placed if checked.downstream else None
+            assert checked.accepted and checked.composition is not None and placed is not None
+            checked_at = time.perf_counter()
+            out = link_composition(checked.composition, placed)
+            assert out.ok and out.cubin is not None, [d.message for d in out.diagnostics]
+            runs.append((time.perf_counter() - start, checked_at - start, out))
+        first, rest = runs[0], runs[1:] or runs[:1]
+        last = rest[-1][2]
+        rows.append({
+            "composition": name,
+            "first_ms": _ms(first[0]),
+            "median_ms": _ms(statistics.median(t for t, _, _ in rest)),
+            "min_ms": _ms(min(t for t, _, _ in rest)),
+            "check_place_ms": _ms(statistics.median(c for _, c, _ in rest)),
+            "generate_ms": _ms(statistics.median(o.seconds["generate"] for _, _, o in rest)),
+            "nvrtc_ms": _ms(statistics.median(o.seconds["compile"] for _, _, o in rest)),
+            "nvjitlink_ms": _ms(statistics.median(o.seconds["link"] for _, _, o in rest)),
+            "cubin_bytes": len(last.cubin or b""),
+            "registers": last.record.attempts[-1].registers,
+        })
+    return rows
+
+
+SECTIONS: dict[str, Callable[[int, Path], list[Row]]] = {"pack": bench_pack, "link": bench_link}
 
 
 def _ms(seconds: float) -> float:
@@ -94,13 +136,15 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     console = Console(highlight=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, width=160)
     env = environment()
     console.print(f"python {env['python']} on {env['machine']} ({env['cpus']} CPUs), "
                   f"toolkit {env['toolkit']}, {args.repeats} timed runs after the first")
     for name, rows in results.items():
         table = Table(title=name, title_justify="left")
         for column in rows[0] if rows else ():
-            table.add_column(column, justify="left" if column == "component" else "right")
+            table.add_column(column, justify="left" if column in ("component", "composition") else "right")
         for row in rows:
             table.add_row(*(str(v) for v in row.values()))
         console.print(table)

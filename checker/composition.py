@@ -8,9 +8,9 @@ hardware table. It is read-only: clauses are pure functions of it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import networkx as nx
 
@@ -19,17 +19,52 @@ from contract_lang import ast as A
 from diagnostics.span import Span
 
 N = TypeVar("N", bound=A.Node)
+SymbolKind = Literal["func", "entry", "var"]
+
+
+@dataclass(frozen=True)
+class Prototype:
+    """A symbol's PTX shape: what it is, and the PTX types of its return and parameter slots."""
+
+    kind: SymbolKind
+    params: tuple[str, ...] = ()
+    returns: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        if self.kind == "var":
+            return "variable"
+        ret = f" -> {', '.join(self.returns)}" if self.returns else ""
+        return f".{self.kind} ({', '.join(self.params)}){ret}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "params": list(self.params), "returns": list(self.returns)}
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> Prototype:
+        kind = value["kind"]
+        if kind not in ("func", "entry", "var"):
+            raise ValueError(f"unknown symbol kind {kind!r}")
+        return cls(kind, tuple(str(p) for p in value["params"]), tuple(str(r) for r in value["returns"]))
 
 
 @dataclass(frozen=True)
 class Captured:
-    """What a compiler saw in a packed component (absent for contract-only checks)."""
+    """What a compiler saw in a packed component (absent for contract-only checks).
+
+    ``prototypes`` holds the PTX shape of each captured symbol, sorted by name (packages
+    that predate prototypes have none, and the signature checks then stay silent).
+    """
 
     defined_symbols: frozenset[str]
     needed_symbols: frozenset[str]
     params_layouts: tuple[CapturedParams, ...] = ()
     toolkit: str | None = None
     target: str | None = None
+    prototypes: tuple[tuple[str, Prototype], ...] = ()
+
+    @property
+    def prototype_map(self) -> dict[str, Prototype]:
+        return dict(self.prototypes)
 
 
 @dataclass(frozen=True)

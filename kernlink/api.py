@@ -1,9 +1,11 @@
-"""The public API: check a composition, format a contract, explain a clause.
+"""The public API: check a composition, link it, format a contract, explain a clause.
 
 ``check`` is the whole audit: load the inputs, resolve the pipeline, run every
 clause, then — only when the clauses accept — the stages that consume a verified
 composition (placement, tensor routes), whose rejections are clause diagnostics
-too. Nothing here raises on bad input; everything becomes a diagnostic.
+too. ``link`` checks, then generates, compiles and device-links an accepted
+composition (``linker/link.py``). Nothing here raises on bad input; everything
+becomes a diagnostic.
 """
 
 from __future__ import annotations
@@ -11,15 +13,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from checker.clause import Clause
 from checker.composition import Composition
 from checker.engine import errors, run_clauses, selected
 from checker.resolve import resolve
-from diagnostics.model import Diagnostic, sort_diagnostics
+from diagnostics.model import Diagnostic, DiagnosticError, sort_diagnostics
 from diagnostics.sources import SourceMap
-from kernlink.downstream import verify_downstream
+from kernlink.downstream import Downstream, verify_downstream
 from kernlink.loader import Inputs, load
+
+if TYPE_CHECKING:
+    from linker.link import LinkOutput
 
 
 @dataclass
@@ -28,6 +34,7 @@ class CheckResult:
     sources: SourceMap
     composition: Composition | None = None
     inputs: Inputs | None = field(default=None, repr=False)
+    downstream: Downstream | None = field(default=None, repr=False)
 
     @property
     def accepted(self) -> bool:
@@ -72,10 +79,58 @@ def check(paths: Sequence[str | Path], *, target: str | None = None, select: Seq
     clauses: list[type[Clause]] = selected(select, ignore)
     inputs, comp = compose(paths, target=target)
     diags = list(inputs.diagnostics)
+    downstream = None
     if comp is not None:
         diags.extend(run_clauses(comp, clauses))
         if not errors(diags):
             codes = {c.code for c in clauses}
-            later = verify_downstream(comp).diagnostics
-            diags.extend(d for d in later if not d.code.startswith("L-") or d.code in codes)
-    return CheckResult(sort_diagnostics(diags), inputs.sources, comp, inputs)
+            downstream = verify_downstream(comp)
+            diags.extend(d for d in downstream.diagnostics if not d.code.startswith("L-") or d.code in codes)
+    return CheckResult(sort_diagnostics(diags), inputs.sources, comp, inputs, downstream)
+
+
+@dataclass
+class LinkResult:
+    """A link's diagnostics (the check's and the linker's), sources to render them, and its output."""
+
+    diagnostics: list[Diagnostic]
+    sources: SourceMap
+    output: LinkOutput | None = None
+
+    @property
+    def ok(self) -> bool:
+        """The link succeeded and its outputs were written."""
+        return self.output is not None and self.output.ok and not any(d.is_error for d in self.diagnostics)
+
+
+def link(paths: Sequence[str | Path], out_dir: str | Path | None = None, *, target: str | None = None,
+         emit_ptx: bool = False) -> LinkResult:
+    """Check, then link an accepted composition; with ``out_dir``, write the outputs there.
+
+    The link map is written even when the check or the link fails. Raises only
+    ``UsageError`` for bad arguments.
+    """
+    from linker.link import LinkOutput, link_composition, record_for, write_outputs
+
+    result = check(paths, target=target)
+    comp, placed = result.composition, result.downstream.placed if result.downstream else None
+    if not result.accepted or comp is None or placed is None:
+        output = None
+        if comp is not None:
+            output = LinkOutput(record_for(comp))
+            output.record.status = "rejected"
+            output.record.diagnostics.extend(result.diagnostics)
+    else:
+        output = link_composition(comp, placed, emit_ptx=emit_ptx)
+    diags = list(result.diagnostics)
+    if output is not None and output.record.status != "rejected":
+        diags = sort_diagnostics([*diags, *output.diagnostics])
+    sources = result.sources
+    if output is not None and output.generated is not None:
+        sources.add("generated.cu", output.generated.source)
+    if out_dir is not None and output is not None:
+        try:
+            write_outputs(output, out_dir)
+        except DiagnosticError as err:
+            diags.extend(err.diagnostics)
+    return LinkResult(diags, sources, output)

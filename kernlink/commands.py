@@ -1,4 +1,4 @@
-"""Subcommands that build and read artifacts: ``pack`` and ``inspect`` (``link``/``run`` join here).
+"""Subcommands that build, read and run artifacts: ``pack``, ``inspect``, ``link`` and ``run``.
 
 ``kernlink.cli.build_parser`` calls :func:`add_commands`; each command returns an
 exit code (0 done, 1 rejected, 2 usage or I/O error) and reports problems as
@@ -36,9 +36,43 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_inspect)
 
+    p = sub.add_parser("link", help="check, generate and device-link a pipeline into one cubin with a link map")
+    p.add_argument("paths", nargs="+", help="a pipeline (.kp) whose stages come from packages")
+    p.add_argument("-o", "--output", required=True, metavar="DIR",
+                   help="the directory for kernel.cubin, generated.cu, link.map and link.json")
+    p.add_argument("--target", help="link for another target than the pipeline's")
+    p.add_argument("--ptx", action="store_true", help="also write the linked PTX (kernel.ptx)")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="how to print diagnostics")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.set_defaults(run=cmd_link)
+
+    from kernlink.run import add_parser as add_run
+
+    add_run(sub)
+
     from kernlink.fuzz import add_parser as add_fuzz
 
     add_fuzz(sub)
+
+
+# ----------------------------------------------------------------- link
+
+def cmd_link(args: argparse.Namespace) -> int:
+    from kernlink.api import link
+    from kernlink.cli import EXIT_OK, emit
+
+    result = link(args.paths, args.output, target=args.target, emit_ptx=args.ptx)
+    if not result.ok:
+        return _report(result.diagnostics, result.sources, args)
+    if args.format == "json":
+        sys.stdout.write(_json(result.diagnostics) + "\n")
+        return EXIT_OK
+    if result.diagnostics:
+        emit(result.diagnostics, result.sources, "text", color=_color(args.color))
+    assert result.output is not None and result.output.cubin is not None
+    print(f"linked `{result.output.record.pipeline}` for {result.output.record.target} -> {args.output}/kernel.cubin "
+          f"({len(result.output.cubin)} bytes); map in {args.output}/link.map")
+    return EXIT_OK
 
 
 # ----------------------------------------------------------------- pack

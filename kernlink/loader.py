@@ -9,7 +9,7 @@ them). Every problem is a diagnostic; loading goes on so all of them are reporte
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from checker.composition import StageEntry
@@ -148,7 +148,7 @@ def _load_package(inputs: Inputs, path: Path, use: A.Use | None) -> None:
     try:
         loaded = read_stage_package(path)
     except DiagnosticError as err:
-        inputs.diagnostics.extend(err.diagnostics)
+        inputs.diagnostics.extend(_at_use(d, use) for d in err.diagnostics)
         return
     contract_name = f"{name}!contract.kc"
     inputs.sources.add(contract_name, loaded.contract_text)
@@ -159,3 +159,11 @@ def _load_package(inputs: Inputs, path: Path, use: A.Use | None) -> None:
         return
     for stage in source.stages:
         inputs.candidates.append(StageEntry(stage, contract_name, use, package=name, captured=loaded.captured))
+
+
+def _at_use(diag: Diagnostic, use: A.Use | None) -> Diagnostic:
+    """A package's diagnostic pointed at the `use` line that names the package."""
+    if diag.labels or use is None:
+        return diag
+    helps = diag.helps or (("rebuild the package with `kernlink pack`",) if diag.code == "L-INTEGRITY" else ())
+    return replace(diag, labels=(Label(use.span, "package named here"),), helps=helps)

@@ -7,7 +7,8 @@ Keys (all required; see specs/package-format.md):
 ``contract``  the contract in canonical form (the text the checker reads)
 ``toolkit``   the compiler that made the LTO IR (``nvrtc 13.0``, ``nvcc 13.0``)
 ``captured``  ``defined``/``needed`` device symbols and ``params`` layouts the
-              compiler saw (name, size, align, fields as [name, offset, size])
+              compiler saw (name, size, align, fields as [name, offset, size]), and
+              optionally ``prototypes`` (each symbol's PTX shape)
 Payloads: ``lto.ir`` (the LTO IR) and ``source.cu`` (the component's source).
 """
 
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from checker.composition import Captured, CapturedParams
+from checker.composition import Captured, CapturedParams, Prototype
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
 from linker.package import Package, read_package
@@ -79,19 +80,32 @@ def stage_package(pkg: Package, name: str) -> StagePackage:
         _malformed(name, f"format `{man['format']}` v{man['format_version']} is not {FORMAT} v{FORMAT_VERSION}")
     if LTO_PAYLOAD not in pkg.payloads:
         _malformed(name, f"no `{LTO_PAYLOAD}` payload")
-    cap = man["captured"]
     try:
-        captured = Captured(
-            defined_symbols=frozenset(_strings(cap["defined"])),
-            needed_symbols=frozenset(_strings(cap["needed"])),
-            params_layouts=tuple(CapturedParams(str(p["name"]), int(p["size"]), int(p["align"]),
-                                                tuple((str(f[0]), int(f[1]), int(f[2])) for f in p["fields"]))
-                                 for p in cap["params"]),
-            toolkit=man["toolkit"], target=man["target"])
+        captured = captured_from_json(man["captured"], toolkit=man["toolkit"], target=man["target"])
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         _malformed(name, f"`captured` is malformed ({exc})")
     return StagePackage(name, man["stage"], man["version"], man["target"], man["toolkit"], man["contract"],
                         captured, pkg.payloads[LTO_PAYLOAD], man)
+
+
+def captured_from_json(cap: Mapping[str, Any], *, toolkit: str | None = None,
+                       target: str | None = None) -> Captured:
+    """The ``captured`` object of a manifest as the checker's :class:`Captured`.
+
+    ``prototypes`` is optional (packages that predate it have none). Raises KeyError,
+    TypeError or ValueError when the object is malformed.
+    """
+    protos = cap.get("prototypes", {})
+    if not isinstance(protos, Mapping):
+        raise TypeError("`prototypes` is not an object")
+    return Captured(
+        defined_symbols=frozenset(_strings(cap["defined"])),
+        needed_symbols=frozenset(_strings(cap["needed"])),
+        params_layouts=tuple(CapturedParams(str(p["name"]), int(p["size"]), int(p["align"]),
+                                            tuple((str(f[0]), int(f[1]), int(f[2])) for f in p["fields"]))
+                             for p in cap["params"]),
+        toolkit=toolkit, target=target,
+        prototypes=tuple(sorted((str(k), Prototype.from_json(v)) for k, v in protos.items())))
 
 
 def _strings(value: object) -> list[str]:

@@ -21,12 +21,10 @@ disagreements come back as warnings.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
-import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -41,7 +39,7 @@ from linker import handles, layout
 from linker.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, manifest_for
 from linker.package import pack_bytes
 from linker.symbols import Prototype, compile_ptx, read_ptx_symbols
-from linker.toolchain import compile_nvcc, compile_nvrtc, nvcc_version, nvrtc_version
+from linker.toolchain import compile_nvcc, compile_nvrtc, nvcc_version, nvrtc_version, stable_cwd
 
 Compiler = Literal["nvrtc", "nvcc"]
 COMPILERS: tuple[Compiler, ...] = ("nvrtc", "nvcc")
@@ -118,7 +116,7 @@ def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvr
     include = [src_path.parent.resolve()]
     start = time.perf_counter()
     try:
-        with _stable_cwd():
+        with stable_cwd():
             if compiler == "nvcc":
                 result = compile_nvcc(text, name, arch=target, include_dirs=include)
             else:
@@ -135,7 +133,7 @@ def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvr
     symbols = read_ptx_symbols(ptx).without([layout.PROBE_SYMBOL])
     toolkit = _toolkit(compiler)
     captured = Captured(frozenset(symbols.defined), frozenset(symbols.needed), layout.read_probe(ptx, blocks),
-                        toolkit, target)
+                        toolkit, target, tuple(sorted(symbols.prototypes().items())))
     manifest = manifest_for(chosen.name, chosen.version, target, print_node(chosen), toolkit, captured)
     manifest["captured"]["prototypes"] = {k: v.as_json() for k, v in sorted(symbols.prototypes().items())}
     manifest["compile"] = {"compiler": compiler, "source": name,
@@ -197,17 +195,6 @@ def findings(built: Built) -> list[Diagnostic]:
             helps=("make the struct in the source and the contract's params block agree",),
             data=(("problem", problem.problem), ("params", problem.params))))
     return out
-
-
-@contextlib.contextmanager
-def _stable_cwd() -> Iterator[None]:
-    """Run the compiler from the filesystem root: NVRTC writes the working directory into LTO IR."""
-    before = os.getcwd()
-    os.chdir(os.path.abspath(os.sep))
-    try:
-        yield
-    finally:
-        os.chdir(before)
 
 
 def _label(node: A.Node | None, text: str) -> tuple[Label, ...]:

@@ -31,17 +31,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
 
 from cuda.bindings import nvrtc
 
+from checker.composition import Prototype as Prototype
+from checker.composition import SymbolKind as SymbolKind
+from checker.handles import TOOLKIT_EXTERNS as TOOLKIT_EXTERNS
 from diagnostics import Diagnostic, DiagnosticError
 from linker.toolchain import nvcc_path, nvrtc_options, parse_compiler_log
-
-SymbolKind = Literal["func", "entry", "var"]
-
-#: Externals that the toolkit itself resolves in every device link.
-TOOLKIT_EXTERNS = frozenset({"vprintf", "__assertfail", "malloc", "free"})
 
 _FUNC = re.compile(
     r"^(?P<linkage>\.visible|\.extern|\.weak|\.common)?\s*(?P<kind>\.entry|\.func)\s*"
@@ -55,31 +52,6 @@ _TYPE = re.compile(r"\.(?P<type>[bsuf](?:8|16|32|64)|pred)\b")
 _ARRAY = re.compile(r"\[\d+\]\s*$")
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _HEADER = re.compile(r"^\s*\.(?:version|target|address_size|file)\b[^\n]*$", re.M)  # no ';' ends these
-
-
-@dataclass(frozen=True)
-class Prototype:
-    """A symbol's PTX shape: what it is, and the PTX types of its return and parameter slots."""
-
-    kind: SymbolKind
-    params: tuple[str, ...] = ()
-    returns: tuple[str, ...] = ()
-
-    def __str__(self) -> str:
-        if self.kind == "var":
-            return "variable"
-        ret = f" -> {', '.join(self.returns)}" if self.returns else ""
-        return f".{self.kind} ({', '.join(self.params)}){ret}"
-
-    def as_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "params": list(self.params), "returns": list(self.returns)}
-
-    @classmethod
-    def from_json(cls, value: Mapping[str, Any]) -> Prototype:
-        kind = value["kind"]
-        if kind not in ("func", "entry", "var"):
-            raise ValueError(f"unknown symbol kind {kind!r}")
-        return cls(kind, tuple(str(p) for p in value["params"]), tuple(str(r) for r in value["returns"]))
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,13 @@ cubin lacks an expected kernel, which nvJitLink itself reports as success.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,6 +126,17 @@ def default_cache_dir() -> Path:
     """``$KERNLINK_CACHE``, else ``kernlink-cache`` in the system temp directory."""
     env = os.environ.get("KERNLINK_CACHE")
     return Path(env) if env else Path(tempfile.gettempdir()) / "kernlink-cache"
+
+
+@contextlib.contextmanager
+def stable_cwd() -> Iterator[None]:
+    """Run the compiler from the filesystem root: NVRTC writes the working directory into LTO IR."""
+    before = os.getcwd()
+    os.chdir(os.path.abspath(os.sep))
+    try:
+        yield
+    finally:
+        os.chdir(before)
 
 
 def nvrtc_options(

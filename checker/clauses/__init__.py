@@ -20,9 +20,12 @@ from checker.clauses.l_fact import FactClause
 from checker.clauses.l_feature import FeatureClause
 from checker.clauses.l_fence import FenceClause
 from checker.clauses.l_generation import GenerationClause
+from checker.clauses.l_handle import HandleClause
 from checker.clauses.l_init import InitClause
+from checker.clauses.l_integrity import IntegrityClause
 from checker.clauses.l_launch import LaunchClause
 from checker.clauses.l_lifetime import LifetimeClause
+from checker.clauses.l_link import LinkClause
 from checker.clauses.l_map import MapClause
 from checker.clauses.l_overlap import OverlapClause
 from checker.clauses.l_owner import OwnerClause
@@ -42,6 +45,7 @@ from checker.clauses.l_scratch import ScratchClause
 from checker.clauses.l_sig import SigClause
 from checker.clauses.l_site import SiteClause
 from checker.clauses.l_stage import StageClause
+from checker.clauses.l_symbol import SymbolClause
 from checker.clauses.l_target import TargetClause
 from checker.clauses.l_tensor import TensorClause
 from checker.clauses.l_tmem import TmemClause
@@ -60,6 +64,9 @@ CLAUSES: tuple[type[Clause], ...] = (
     VersionClause,
     TargetClause,
     FeatureClause,
+    IntegrityClause,
+    SymbolClause,
+    HandleClause,
     # roles, warps, registers, launch
     RoleClause,
     WarpsClause,
@@ -108,6 +115,8 @@ CLAUSES: tuple[type[Clause], ...] = (
     ParityClause,
     RaceClause,
     DeadlockClause,
+    # the device link
+    LinkClause,
 )
 
 # Codes that were used once and retired: never reuse them.

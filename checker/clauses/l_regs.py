@@ -16,8 +16,12 @@ It runs only when some role declares `regs`, every budget is a valid setmaxnreg
 operand (else L-REGRANGE reports) and the block fits (else L-WARPS reports).
 
 After the device link the linker checks the same sum against the linked kernel's
-real entry register count read from the cubin; when that count is lower than E
-it re-solves the placement once with the real count, then fails with this code.
+real entry register count R read from the cubin (`EIATTR_REGCOUNT`; ptxas derives
+it from `__launch_bounds__(T, blocks_per_sm)`, so `blocks_per_sm 2` halves it):
+the pool is ⌊R/8⌋·8 × T. When the groups do not fit it, the linker re-solves the
+placement once with R as the entry count and links again; budgets that still do
+not fit, or a second link whose count differs again, fail with this code
+(`linker/link.py` documents the rule).
 
 ## Why it matters
 `setmaxnreg.inc` takes registers from the CTA's pool, which holds what the kernel

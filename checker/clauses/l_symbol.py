@@ -72,11 +72,11 @@ class SymbolClause(Clause):
 
 def finding_diagnostic(code: str, entry: StageEntry, found: Finding) -> Diagnostic:
     """A package finding as a diagnostic: at the contract item when there is one, else at the stage."""
-    package = entry.package or entry.source
     node = found.node if found.node is not None and found.node.span.line > 0 else entry.stage
     text = "in this contract item" if node is not entry.stage else f"in stage `{entry.name}`"
+    note = (f"symbols captured when `{entry.package}` was packed" if entry.package
+            else f"symbols as captured for `{entry.name}`")
     return Diagnostic(
-        code, found.message, labels=(Label(node.span, text),),
-        notes=(f"symbols captured when `{package}` was packed",),
+        code, found.message, labels=(Label(node.span, text),), notes=(note,),
         helps=(found.help,) if found.help else (),
         data=(("problem", found.problem), ("stage", entry.name), ("symbol", found.symbol)))

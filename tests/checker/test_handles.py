@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from checker.composition import Captured
-from contract_lang import ast as A
-from contract_lang.parser import parse_text
-from linker.handles import (
+from checker.composition import Captured, Prototype
+from checker.handles import (
     ENTRY_PROTOTYPE,
     HANDLE_PROTOTYPE,
     classify_handle,
@@ -17,7 +15,8 @@ from linker.handles import (
     sanitize,
     symbol_problems,
 )
-from linker.symbols import Prototype
+from contract_lang import ast as A
+from contract_lang.parser import parse_text
 
 DEMO = """
 stage "demo.mma-v2" version "1.0.0" {

@@ -1,19 +1,39 @@
 """Fixture runner for clause folders: `tests/clauses/<CODE>/fail_*` and `pass_*`.
 
 A fixture is a `.kc` file (an implicit pipeline of its stages) or a folder with one
-`.kp` and the `.kc` files it uses. A failing fixture must trigger its clause and no
-other error; its rendered text is compared with `<fixture>.stderr` (set
-KERNLINK_UPDATE_SNAPSHOTS=1 to rewrite snapshots). A passing fixture has no error.
+`.kp` and the `.kc` files (or `.kpkg` packages) it uses. A failing fixture must
+trigger its clause and no other error; its rendered text is compared with
+`<fixture>.stderr` (set KERNLINK_UPDATE_SNAPSHOTS=1 to rewrite snapshots). A passing
+fixture has no error.
+
+Two extensions serve the clauses decided from compiled artifacts:
+
+- a fixture folder may hold `captured/<stage>.json`: what `kernlink pack` would have
+  captured for that stage (the manifest's `captured` object: `defined`, `needed`,
+  `params`, optional `prototypes`); the stage checked from its `.kc` is given these
+  facts, as if it came from a package (L-SYMBOL, L-HANDLE);
+- fixtures of a clause decided by the link (L-LINK) are linked, not only checked:
+  their pipelines name committed packages, and the output goes to a temporary folder.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from checker.clauses import CLAUSES
+from checker.engine import errors, run_clauses
+from checker.resolve import resolve
+from diagnostics.model import sort_diagnostics
 from diagnostics.render_text import render_text
-from kernlink.api import CheckResult, check
+from kernlink.api import CheckResult, LinkResult, check, link
+from kernlink.downstream import verify_downstream
+from kernlink.loader import load
+from linker.manifest import captured_from_json
 
 ROOT = Path(__file__).parent
 
@@ -45,15 +65,36 @@ def fixtures() -> list[Fixture]:
     return found
 
 
-def run(fixture: Fixture) -> tuple[CheckResult, str]:
+def run(fixture: Fixture) -> tuple[CheckResult | LinkResult, str]:
     old = Path.cwd()
     os.chdir(fixture.path.parent)
     try:
-        result = check([fixture.path.name])
+        result: CheckResult | LinkResult
+        if next(c for c in CLAUSES if c.code == fixture.code).decided_by == "link":
+            with tempfile.TemporaryDirectory(prefix="kernlink-fixture-") as out:
+                result = link([fixture.path.name], out)
+        elif (fixture.path / "captured").is_dir():
+            result = _check_captured(fixture.path)
+        else:
+            result = check([fixture.path.name])
         text = render_text(result.diagnostics, result.sources, color=False)
     finally:
         os.chdir(old)
     return result, text
+
+
+def _check_captured(folder: Path) -> CheckResult:
+    """``check`` with each stage given the facts in ``captured/<stage>.json``."""
+    facts = {p.stem: captured_from_json(json.loads(p.read_text()), toolkit="nvrtc 13.0", target="sm_90a")
+             for p in sorted((folder / "captured").glob("*.json"))}
+    inputs = load([folder.name])
+    inputs.candidates = [dataclasses.replace(c, captured=facts.get(c.name, c.captured)) for c in inputs.candidates]
+    assert inputs.pipeline is not None
+    comp = resolve(inputs.pipeline, inputs.pipeline_source, inputs.candidates)
+    diags = [*inputs.diagnostics, *run_clauses(comp)]
+    if not errors(diags):
+        diags.extend(verify_downstream(comp).diagnostics)
+    return CheckResult(sort_diagnostics(diags), inputs.sources, comp, inputs)
 
 
 def update_snapshots() -> bool:

@@ -8,7 +8,7 @@ import pytest
 
 from linker.launch import gpu_available
 from linker.pack import PackResult, pack
-from tests.pack.harness import EXAMPLES
+from tests.link.examples import EXAMPLES
 
 COMPONENTS = ("hello/provider", "hello/caller", "ring/loader", "ring/reduce")
 

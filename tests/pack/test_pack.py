@@ -16,7 +16,7 @@ from linker.layout import params_blocks, params_problems
 from linker.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, read_stage_package
 from linker.pack import PackResult, pack, prototypes_of
 from linker.toolchain import nvcc_path
-from tests.pack.harness import EXAMPLES
+from tests.link.examples import EXAMPLES
 
 pytestmark = pytest.mark.toolchain
 

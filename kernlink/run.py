@@ -1,0 +1,198 @@
+"""Run a linked kernel: load the cubin, build its params block, launch, synchronize.
+
+``kernlink link`` writes ``kernel.cubin`` and ``link.json``; the JSON says everything a
+launch needs: the kernel's name, its block size, its dynamic shared memory, the
+launch kind, and the params block — each stage's region and each field's offset,
+type and source. The launch helper writes the fields bound to a fact from the
+owner's value (``source: fact``) and takes every other field from the caller.
+
+Python API (what tests use)::
+
+    with GpuSession() as gpu:
+        src, dst = gpu.upload(data), gpu.alloc(nbytes)
+        run_linked("out/ring", gpu=gpu, grid=4, values={"src": src, "dst": dst, "tiles": 37})
+
+A value's key is a field name (given to every stage whose params have a field of
+that name) or ``stage.field`` (``ring.loader.tiles``) for one stage's field; a
+``ptr`` field takes a :class:`~linker.launch.DeviceBuffer` or an address. A fixed
+launch needs ``grid``; a persistent one defaults to the SM count × ``blocks_per_sm``.
+
+``kernlink run DIR --args ARGS.json`` does the same from the command line, with
+device buffers made from files::
+
+    {"grid": 4,
+     "values": {"tiles": 37},
+     "buffers": {"src": {"input": "tiles.bin"}, "dst": {"bytes": 1184, "output": "sums.bin"}}}
+
+(paths relative to the JSON file). Every problem is a diagnostic: ``E-RUN`` for the
+inputs, ``E-CUDA`` naming the failing driver call and its error
+(``CUDA_ERROR_ILLEGAL_ADDRESS``, …).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import struct
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from diagnostics.model import Diagnostic, DiagnosticError
+from diagnostics.sources import SourceMap
+from linker.generate import FIELD_FORMATS
+from linker.launch import DeviceBuffer, GpuSession
+
+CUBIN = "kernel.cubin"
+JSON = "link.json"
+
+Value = int | float | bool | DeviceBuffer
+
+
+@dataclass(frozen=True)
+class LinkedKernel:
+    """A link's cubin and map, as ``kernlink link`` wrote them."""
+
+    cubin: bytes
+    map: Mapping[str, Any]
+
+    @classmethod
+    def load(cls, directory: str | Path) -> LinkedKernel:
+        root = Path(directory)
+        try:
+            data = json.loads((root / JSON).read_text(encoding="utf-8"))
+            cubin = (root / CUBIN).read_bytes()
+        except (OSError, ValueError) as err:
+            raise _error(f"`{root}` holds no linked kernel: {err}",
+                         "link the pipeline first: `kernlink link PIPELINE.kp -o DIR`") from err
+        if data.get("status") != "linked" or "dispatch" not in data:
+            raise _error(f"the link in `{root}` did not succeed (status `{data.get('status')}`)",
+                         f"read `{root / 'link.map'}` for its diagnostics")
+        return cls(cubin, data)
+
+    @property
+    def kernel(self) -> str:
+        return str(self.map["dispatch"]["kernel"])
+
+    @property
+    def threads(self) -> int:
+        return int(self.map["dispatch"]["threads"])
+
+    @property
+    def dynamic_smem(self) -> int:
+        return int(self.map["dispatch"]["dynamic_smem"])
+
+
+def params_block(link_map: Mapping[str, Any], values: Mapping[str, Value]) -> bytes:
+    """The kernel's params block: fact fields from the map, every other field from ``values``."""
+    params = link_map["params"]
+    data = bytearray(int(params["size"]))
+    used: set[str] = set()
+    missing = []
+    for f in params["fields"]:
+        qualified = f"{f['stage']}.{f['name']}"
+        key = qualified if qualified in values else f["name"]
+        fmt = "<" + FIELD_FORMATS[f["type"]]
+        if f["source"] == "fact":
+            if key in values:
+                raise _error(f"`{qualified}` is the fact `{f['fact']}`, which the link writes ({f['value']})",
+                             f"drop `{key}` from the values")
+            struct.pack_into(fmt, data, int(f["offset"]), f["value"])
+            continue
+        if key not in values:
+            missing.append(qualified)
+            continue
+        used.add(key)
+        value = values[key]
+        raw = value.ptr if isinstance(value, DeviceBuffer) else value
+        allowed = f.get("allowed") or []
+        if allowed and raw not in allowed:
+            raise _error(f"`{qualified}` = {raw} is not a value the owner of fact `{f['fact']}` allows",
+                         f"give one of {', '.join(str(v) for v in allowed[:8])}")
+        try:
+            struct.pack_into(fmt, data, int(f["offset"]), raw)
+        except struct.error as err:
+            raise _error(f"`{qualified}` = {raw!r} does not fit a `{f['type']}`: {err}",
+                         "give a value of the field's type") from err
+    if missing:
+        raise _error(f"no value for {', '.join(f'`{m}`' for m in missing)}",
+                     "give every caller field in `values` (by field name, or `stage.field`)")
+    unknown = sorted(set(values) - used)
+    if unknown:
+        raise _error(f"no params field is named {', '.join(f'`{u}`' for u in unknown)}",
+                     "name fields as the contracts' `params` blocks do (`link.map` lists them)")
+    return bytes(data)
+
+
+def run_linked(linked: LinkedKernel | str | Path, *, gpu: GpuSession, values: Mapping[str, Value],
+               grid: int | None = None) -> None:
+    """Launch the linked kernel once with the link's block size and dynamic shared memory, and wait."""
+    kernel = linked if isinstance(linked, LinkedKernel) else LinkedKernel.load(linked)
+    block = params_block(kernel.map, values)
+    dispatch = kernel.map["dispatch"]
+    if grid is None:
+        if dispatch["launch"] != "persistent":
+            raise _error("a fixed launch needs a grid size", "pass `grid=` (blocks)")
+        from cuda.bindings import driver
+
+        sms = gpu.attribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        grid = sms * int(dispatch.get("blocks_per_sm") or 1)
+    loaded = gpu.load(kernel.cubin).kernel(kernel.kernel)
+    gpu.launch(loaded, grid=grid, block=kernel.threads, args=[block] if block else [],
+               dynamic_smem=kernel.dynamic_smem)
+
+
+# ----------------------------------------------------------------- the command
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("run", help="run a linked kernel on the GPU with arguments from a JSON file")
+    p.add_argument("directory", help="the output directory of `kernlink link`")
+    p.add_argument("--args", required=True, metavar="FILE",
+                   help='{"grid": N, "values": {...}, "buffers": {"name": {"input"|"bytes"|"output": ...}}}')
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.set_defaults(run=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from kernlink.cli import EXIT_OK, EXIT_REJECTED, emit
+
+    try:
+        _run_command(Path(args.directory), Path(args.args))
+    except DiagnosticError as err:
+        emit(err.diagnostics, SourceMap(), "text", color={"always": True, "never": False}.get(args.color))
+        return EXIT_REJECTED
+    return EXIT_OK
+
+
+def _run_command(directory: Path, args_file: Path) -> None:
+    kernel = LinkedKernel.load(directory)
+    try:
+        spec = json.loads(args_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise _error(f"cannot read `{args_file}`: {err}", "give a JSON file of `grid`, `values`, `buffers`") from err
+    base = args_file.parent
+    values: dict[str, Value] = dict(spec.get("values", {}))
+    outputs: list[tuple[DeviceBuffer, Path]] = []
+    with GpuSession() as gpu:
+        for name, buf in sorted(spec.get("buffers", {}).items()):
+            if "input" in buf:
+                data = (base / buf["input"]).read_bytes()
+                values[name] = gpu.upload(data + bytes(max(0, int(buf.get("bytes", 0)) - len(data))))
+            else:
+                values[name] = gpu.alloc(int(buf["bytes"]))
+            if "output" in buf:
+                value = values[name]
+                assert isinstance(value, DeviceBuffer)
+                outputs.append((value, base / buf["output"]))
+        run_linked(kernel, gpu=gpu, values=values, grid=spec.get("grid"))
+        for buffer, path in outputs:
+            path.write_bytes(gpu.download(buffer))
+    sys.stdout.write(f"ran `{kernel.kernel}` from {directory}: {kernel.threads} threads per block, "
+                     f"{kernel.dynamic_smem} B dynamic shared memory; wrote "
+                     f"{', '.join(str(p) for _, p in outputs) or 'no outputs'}\n")
+
+
+def _error(message: str, help_text: str) -> DiagnosticError:
+    return DiagnosticError([Diagnostic("E-RUN", message, helps=(help_text,))])

@@ -1,0 +1,606 @@
+"""Code generation: a placed composition in, the linker's CUDA C++ out (pure and deterministic).
+
+The generated translation unit (``generated.cu`` in the link output, compiled with
+NVRTC to LTO IR and linked with every package) holds, in this order:
+
+1. **handle stubs** — one ``extern "C" __device__ unsigned NAME()`` per handle a
+   component's object reads (``captured.needed``), returning its solved constant
+   (:mod:`linker.handles`); LTO folds each call into an immediate;
+2. **call trampolines** — for each call site's symbol, a function with the
+   contract's signature that calls the symbol of the export serving the call
+   (``checker.resolve.serving_exports``); exports no call site reaches get no
+   trampoline and are dropped by LTO (an ``I-EXPORT-DROPPED`` note);
+3. **declarations** of the role entries and ring init hooks the components define;
+4. **the params block** ``KlParams`` — each stage's ``params`` region at the next
+   multiple of its ``align`` in pipeline order (the layout L-PARAMS checks), with
+   ``static_assert``s on its offsets; fields bound to a fact (``= fact F`` or ``uses
+   fact F … as param P``) whose owner states one value are written by the launch
+   helper from that value (:func:`params_layout`);
+5. **the dispatch kernel** ``kl_dispatch`` (specs/handles.md, "The role-entry ABI"):
+   ``__launch_bounds__(T, B)`` with T the block's threads and B the contracts'
+   ``blocks_per_sm`` (1 when unstated and the kernel runs ``setmaxnreg``, which needs
+   a register cap at entry: HARDWARE.md §3.2), no static shared memory, one thread
+   of each ``init by`` role calling its ring init hook, ``__syncthreads()`` (when
+   there is a ring to initialise), then —
+   when any role declares ``regs`` — ``setmaxnreg`` in every warpgroup (each group to
+   its placed budget: ``.dec`` below the entry count, ``.inc`` above, nothing when
+   equal; groups whose roles declare no ``regs`` and idle groups take part, so the
+   budgets that run are exactly the ones the placement fitted into the pool), and
+   finally each warp range calling its role's entry with ``(params, smem)``.
+
+Shared-memory handle values are offsets from the dynamic shared memory base (shared
+address ``smem_user_base``; see :mod:`linker.handles`). Compositions the role-entry
+ABI cannot express yet are refused with ``E-UNSUPPORTED`` (:func:`unsupported`)
+instead of generating code that would compute the wrong thing.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+
+from checker.composition import Composition, Owned, StageEntry
+from checker.handles import init_hook_symbol, resolve_handles, sanitize
+from checker.resolve import serving_exports
+from contract_lang import ast as A
+from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
+from linker.handles import HandleValue, Solved, UnplacedHandle, handle_value
+from placement.adapter import Placed
+from placement.problem import Domain, round_up
+from placement.result import Placement
+
+KERNEL = "kl_dispatch"
+SOURCE_NAME = "generated.cu"
+FORMAT = "kernlink-generated/1"
+
+#: C types of the contract's scalar types in call signatures (pointer types are opaque in LTO IR).
+C_TYPES = {"void": "void", "bool": "bool", "i8": "signed char", "u8": "unsigned char", "i16": "short",
+           "u16": "unsigned short", "i32": "int", "u32": "unsigned", "i64": "long long",
+           "u64": "unsigned long long", "f32": "float", "f64": "double", "ptr": "void*"}
+#: ``struct`` formats of param field types, for the fact values the launch helper writes.
+FIELD_FORMATS = {"bool": "?", "i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I", "i64": "q",
+                 "u64": "Q", "f32": "f", "f64": "d", "ptr": "Q"}
+
+
+# ----------------------------------------------------------------- the plan
+
+@dataclass(frozen=True)
+class Trampoline:
+    """A call site's symbol, defined to call the export that serves it."""
+
+    symbol: str
+    call: str
+    signature: str
+    callers: tuple[str, ...]  # "stage role R" / "stage callable C", one per call site
+    export_stage: str
+    export_symbol: str
+    params: tuple[str, ...]
+    result: str
+
+
+@dataclass(frozen=True)
+class DroppedExport:
+    stage: str
+    name: str
+    symbol: str
+
+
+@dataclass(frozen=True)
+class ParamField:
+    """One field of the kernel's params block; ``offset`` is from the block's start.
+
+    ``source`` is ``caller`` (the launch helper's caller gives it) or ``fact`` (the
+    launch helper writes ``value``, the owner's value of ``fact``); ``allowed`` lists
+    the values an owner permits for a caller-given fact field (empty: any).
+    """
+
+    stage: str
+    block: str
+    name: str
+    type: str
+    offset: int
+    size: int
+    source: str
+    fact: str | None = None
+    value: int | None = None
+    owner: str | None = None
+    allowed: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class ParamsRegion:
+    stage: str
+    block: str
+    member: str
+    offset: int
+    size: int
+    align: int
+
+
+@dataclass(frozen=True)
+class ParamsLayout:
+    size: int
+    align: int
+    regions: tuple[ParamsRegion, ...]
+    fields: tuple[ParamField, ...]
+
+    def region_of(self, stage: str) -> ParamsRegion | None:
+        """The stage's first params region: the block its entries receive."""
+        return next((r for r in self.regions if r.stage == stage), None)
+
+    def pack_facts(self) -> bytes:
+        """The block with every fact field written and everything else zero."""
+        data = bytearray(self.size)
+        for f in self.fields:
+            if f.source == "fact" and f.value is not None:
+                struct.pack_into("<" + FIELD_FORMATS[f.type], data, f.offset, f.value)
+        return bytes(data)
+
+
+@dataclass(frozen=True)
+class RingInit:
+    ring: str
+    stage: str
+    symbol: str
+    role: str
+    thread: int
+
+
+@dataclass(frozen=True)
+class RoleEntry:
+    stage: str
+    role: str
+    entry: str
+    first_warp: int
+    warps: int
+    params_member: str | None
+
+
+@dataclass(frozen=True)
+class GroupRegs:
+    """``setmaxnreg`` for warps ``[first_warp, first_warp + warps)``: one or more consecutive groups."""
+
+    groups: tuple[int, ...]
+    first_warp: int
+    warps: int
+    budget: int
+    op: str | None  # "inc", "dec", or None when the budget is the entry count
+    roles: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    kernel: str
+    threads: int
+    block_warps: int
+    min_blocks: int | None
+    dynamic_smem: int
+    smem_base: int
+    launch: str  # "fixed" | "persistent"
+    blocks_per_sm: int | None
+    setmaxnreg: bool
+    entry_regs: int
+    groups: tuple[GroupRegs, ...]
+    inits: tuple[RingInit, ...]
+    roles: tuple[RoleEntry, ...]
+    idle_warps: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Generated:
+    """The generated source and every decision it encodes (the link map reads these)."""
+
+    pipeline: str
+    target: str
+    source: str
+    handles: tuple[HandleValue, ...]
+    trampolines: tuple[Trampoline, ...]
+    dropped: tuple[DroppedExport, ...]
+    params: ParamsLayout
+    dispatch: Dispatch
+    notes: tuple[Diagnostic, ...] = field(default=())
+
+
+# ----------------------------------------------------------------- what cannot be generated
+
+def unsupported(comp: Composition) -> list[Diagnostic]:
+    """``E-UNSUPPORTED`` for every part of the composition the role-entry ABI cannot express yet."""
+    out: list[Diagnostic] = []
+
+    def refuse(node: A.Node, stage: str, what: str, why: str) -> None:
+        out.append(Diagnostic(
+            "E-UNSUPPORTED", f"`kernlink link` cannot link {what} of `{stage}` yet",
+            labels=(Label(node.span, "declared here"),), notes=(why,),
+            helps=("check the composition with `kernlink check`; link it once the linker supports this",),
+            data=(("stage", stage), ("what", what))))
+
+    for imp in comp.tensor_imports:
+        refuse(imp.item, imp.stage_name, f"tensor connection `{imp.item.export}` -> `{imp.item.name}`",
+               "the transfer model lowers routes to CUDA, but specs/handles.md binds no symbol through which a "
+               "component calls its route's export and import functions, and placement assigns no named "
+               "barriers to staging routes")
+    for exp in comp.items(A.ExportTensor):
+        if not any(i.item.export == exp.item.name for i in comp.tensor_imports):
+            refuse(exp.item, exp.stage_name, f"tensor export `{exp.item.name}`",
+                   "tensor hand-offs are not linked yet (see the tensor connections)")
+    for tmem in comp.items(A.TmemClaim):
+        refuse(tmem.item, tmem.stage_name, f"tensor-memory claim `{tmem.item.name}`",
+               "the dispatch kernel would have to allocate tensor memory (tcgen05.alloc) before the roles start "
+               "and free it after all of them end, which the role-entry ABI does not provide")
+    counters: list[Owned[A.CounterClaim] | Owned[A.Counter]] = [*comp.items(A.CounterClaim), *comp.items(A.Counter)]
+    for counter in counters:
+        refuse(counter.item, counter.stage_name, f"counter `{counter.item.name}`",
+               "a counter handle is an index into the kernel's counter array, and the role-entry ABI passes "
+               "no counter array to the entries")
+    for cluster in comp.items(A.Cluster):
+        if any(shape.size > 1 for shape in cluster.item.shapes):
+            refuse(cluster.item, cluster.stage_name, "thread-block clusters",
+                   "the dispatch kernel and the launch helper launch 1x1x1 clusters only")
+    for item in comp.pipeline.items:
+        if isinstance(item, A.PipelineCluster) and item.shape.size > 1:
+            refuse(item, comp.pipeline.name, f"cluster {item.shape}",
+                   "the dispatch kernel and the launch helper launch 1x1x1 clusters only")
+    shared: list[Owned[A.Buffer] | Owned[A.Domain]] = [*comp.items(A.Buffer), *comp.items(A.Domain)]
+    for buffer in shared:
+        refuse(buffer.item, buffer.stage_name, f"symmetric buffer or domain `{buffer.item.name}`",
+               "multi-GPU buffers need host-side allocation that the launch helper does not do")
+    for call in comp.calls:
+        for type_name in (*call.item.signature.params, call.item.signature.result):
+            if type_name not in C_TYPES:
+                refuse(call.item, call.stage_name, f"call `{call.item.name}` with a `{type_name}` value",
+                       f"trampolines pass {', '.join(sorted(set(C_TYPES) - {'void'}))}; `{type_name}` needs the "
+                       "component's own C type, which the package does not record")
+                break
+    return out
+
+
+# ----------------------------------------------------------------- planning
+
+def generate(comp: Composition, placed: Placed, *, entry_regs: int | None = None,
+             inputs: Sequence[str] = ()) -> Generated:
+    """The generated code for a checked, placed composition whose stages come from packages.
+
+    ``entry_regs`` is the register count the kernel starts with (default: the
+    placement's prediction); it decides each ``setmaxnreg``'s direction. ``inputs``
+    names the packages, for the file's header. Raises :class:`DiagnosticError`
+    (``E-UNSUPPORTED``, ``L-LINK``, ``E-INTERNAL``) when no correct code can be made.
+    """
+    problems = unsupported(comp)
+    if problems:
+        raise DiagnosticError(problems)
+    placement = placed.placement
+    caps = placed.problem.capacities
+    params = params_layout(comp)
+    solved = Solved(comp, placed.problem, placement,
+                    {r.stage: r.offset for r in params.regions if params.region_of(r.stage) is r})
+    handles = _handles(comp, solved)
+    trampolines, dropped, notes = _calls(comp)
+    dispatch = _dispatch(comp, placement, params, caps.smem_user_base,
+                         placement.entry_regs if entry_regs is None else entry_regs)
+    source = render(comp, handles, trampolines, params, dispatch, inputs)
+    target = comp.target.name if comp.target is not None else comp.target_name
+    return Generated(comp.pipeline.name, target, source, handles, trampolines, dropped, params, dispatch,
+                     tuple(notes))
+
+
+def params_layout(comp: Composition) -> ParamsLayout:
+    """Each stage's params blocks at the next multiple of their alignment, in pipeline order."""
+    regions: list[ParamsRegion] = []
+    fields: list[ParamField] = []
+    cursor, widest = 0, 1
+    for entry in comp.stages:
+        blocks = [it for it in entry.stage.items if isinstance(it, A.Params)]
+        uses = {u.param: u.name for u in entry.stage.items if isinstance(u, A.UsesFact)}
+        for i, block in enumerate(blocks):
+            offset = round_up(cursor, max(block.align, 1))
+            member = sanitize(entry.name) if i == 0 else f"{sanitize(entry.name)}_{sanitize(block.name)}"
+            regions.append(ParamsRegion(entry.name, block.name, member, offset, block.size, block.align))
+            for f in block.fields:
+                fields.append(_field(comp, entry, block, f, offset, f.fact or uses.get(f.name)))
+            cursor, widest = offset + block.size, max(widest, block.align)
+    return ParamsLayout(round_up(cursor, widest), widest, tuple(regions), tuple(fields))
+
+
+def _field(comp: Composition, entry: StageEntry, block: A.Params, f: A.ParamField, base: int,
+           fact: str | None) -> ParamField:
+    size = struct.calcsize("<" + FIELD_FORMATS.get(f.type, "B"))
+    owners = comp.owners.get(fact or "", ())
+    if fact is None or not owners:
+        return ParamField(entry.name, block.name, f.name, f.type, base + f.offset, size, "caller", fact)
+    owner = owners[0]
+    value = owner.item.value
+    if value.kind == "exact" and f.type in FIELD_FORMATS:
+        return ParamField(entry.name, block.name, f.name, f.type, base + f.offset, size, "fact", fact,
+                          value.values[0], owner.stage_name)
+    allowed = value.candidates() or ()
+    return ParamField(entry.name, block.name, f.name, f.type, base + f.offset, size, "caller", fact, None,
+                      owner.stage_name, allowed)
+
+
+def _handles(comp: Composition, solved: Solved) -> tuple[HandleValue, ...]:
+    values: dict[str, HandleValue] = {}
+    problems: list[Diagnostic] = []
+    for entry in comp.stages:
+        needed = entry.captured.needed_symbols if entry.captured is not None else frozenset()
+        for symbol, spec in resolve_handles(entry.stage, needed).items():
+            try:
+                value = handle_value(spec, solved)
+            except UnplacedHandle as err:
+                problems.append(Diagnostic(
+                    "E-INTERNAL", f"no value for handle `{symbol}` of `{entry.name}`: {err}",
+                    labels=(Label((spec.node or entry.stage).span, "bound here"),),
+                    helps=("report it with the inputs: a checked, placed composition has a value for every "
+                           "handle",)))
+                continue
+            first = values.setdefault(symbol, value)
+            if first.value != value.value:
+                problems.append(Diagnostic(
+                    "L-LINK", f"handle `{symbol}` is read by `{first.stage}` as {first.value} and by "
+                              f"`{entry.name}` as {value.value}",
+                    labels=(Label((spec.node or entry.stage).span, "bound here"),),
+                    helps=("give one item another name with `handle NAME`",)))
+    if problems:
+        raise DiagnosticError(problems)
+    order = {e.name: i for i, e in enumerate(comp.stages)}
+    return tuple(sorted(values.values(), key=lambda h: (order.get(h.stage, len(order)), h.symbol)))
+
+
+def _calls(comp: Composition) -> tuple[tuple[Trampoline, ...], tuple[DroppedExport, ...], list[Diagnostic]]:
+    by_symbol: dict[str, Trampoline] = {}
+    served: set[tuple[str, str]] = set()
+    problems: list[Diagnostic] = []
+    for call in comp.calls:
+        exports = serving_exports(comp, call)
+        if len(exports) != 1:
+            problems.append(Diagnostic(
+                "E-INTERNAL", f"call `{call.item.name}` of `{call.stage_name}` is served by {len(exports)} exports",
+                labels=(Label(call.item.span, "this call"),),
+                helps=("report it with the inputs: L-UNRESOLVED and L-AMBIGUOUS accept one export per call",)))
+            continue
+        export = exports[0]
+        served.add((export.stage_name, export.item.name))
+        caller = f"{call.stage_name} {call.item.caller_kind} `{call.item.caller}`"
+        sig = call.item.signature
+        made = Trampoline(call.item.symbol, call.item.name, _signature_text(sig), (caller,), export.stage_name,
+                          export.item.symbol, sig.params, sig.result)
+        first = by_symbol.get(made.symbol)
+        if first is None:
+            by_symbol[made.symbol] = made
+        elif (first.export_symbol, first.params, first.result) == (made.export_symbol, made.params, made.result):
+            by_symbol[made.symbol] = replace(first, callers=(*first.callers, caller))
+        else:
+            problems.append(Diagnostic(
+                "L-LINK", f"trampoline `{made.symbol}` is called by {first.callers[0]} for `{first.export_symbol}` "
+                          f"and by {caller} for `{made.export_symbol}`",
+                labels=(Label(call.item.span, "this call site"),),
+                notes=("the linker defines one function per symbol",),
+                helps=("give one of the call sites another symbol with `as NAME`",)))
+    if problems:
+        raise DiagnosticError(problems)
+    dropped = []
+    notes = []
+    for exp in comp.items(A.ExportCallable):
+        if (exp.stage_name, exp.item.name) in served:
+            continue
+        dropped.append(DroppedExport(exp.stage_name, exp.item.name, exp.item.symbol))
+        notes.append(Diagnostic(
+            "I-EXPORT-DROPPED", f"export `{exp.item.name}` of `{exp.stage_name}` is called by no call site; "
+                                f"the link drops `{exp.item.symbol}`",
+            Severity.NOTE, (Label(exp.item.span, "exported here"),),
+            notes=("LTO removes device functions nothing references",)))
+    return tuple(sorted(by_symbol.values(), key=lambda t: t.symbol)), tuple(dropped), notes
+
+
+def _signature_text(sig: A.Signature) -> str:
+    return f"({', '.join(sig.params)}) -> {sig.result}"
+
+
+def _launch(comp: Composition) -> A.Launch | None:
+    return next((it for it in comp.pipeline.items if isinstance(it, A.Launch)),
+                next((o.item for o in comp.items(A.Launch)), None))
+
+
+def _dispatch(comp: Composition, placement: Placement, params: ParamsLayout, smem_base: int,
+              entry_regs: int) -> Dispatch:
+    launch = _launch(comp)
+    threads = placement.block_warps * 32
+    setmaxnreg = any(info.role.regs is not None for info in comp.roles.values())
+    if setmaxnreg and comp.target is not None and not comp.target.has("setmaxnreg"):
+        raise DiagnosticError([Diagnostic(
+            "E-UNSUPPORTED", f"roles declare `regs`, but `{comp.target.name}` has no `setmaxnreg`",
+            labels=(Label(comp.target_span, "target"),))])
+    bps = launch.blocks_per_sm if launch is not None else None
+    min_blocks = bps if bps is not None else (1 if setmaxnreg else None)
+    use = placement.use(Domain.SMEM)
+    dynamic = max(0, use.end - smem_base)
+    members = {r.stage: r.member for r in params.regions if params.region_of(r.stage) is r}
+    roles = []
+    for r in sorted(placement.roles, key=lambda r: r.first_warp):
+        info = comp.roles.get(r.name)
+        if info is None or info.stage.name != r.owner or not info.role.entry:
+            continue
+        roles.append(RoleEntry(r.owner, r.name, info.role.entry, r.first_warp, r.warps, members.get(r.owner)))
+    inits = []
+    for owned in _initialised_rings(comp):
+        init = owned.item.first(A.RingInitBy)
+        assert isinstance(init, A.RingInitBy)
+        role = placement.role(owned.stage_name, init.role)
+        inits.append(RingInit(owned.item.name, owned.stage_name, init_hook_symbol(owned.stage_name, owned.item.name),
+                              init.role, 32 * role.first_warp))
+    groups: list[GroupRegs] = []
+    if setmaxnreg:
+        for grp in placement.groups:
+            op = None if grp.budget == entry_regs else ("inc" if grp.budget > entry_regs else "dec")
+            last = groups[-1] if groups else None
+            if last is not None and (last.budget, last.op) == (grp.budget, op):
+                groups[-1] = GroupRegs((*last.groups, grp.index), last.first_warp, last.warps + grp.warps,
+                                       grp.budget, op, tuple(dict.fromkeys((*last.roles, *grp.roles))))
+            else:
+                groups.append(GroupRegs((grp.index,), grp.first_warp, grp.warps, grp.budget, op, grp.roles))
+    return Dispatch(KERNEL, threads, placement.block_warps, min_blocks, dynamic, smem_base,
+                    launch.kind if launch is not None else "fixed", bps, setmaxnreg, entry_regs, tuple(groups),
+                    tuple(inits), tuple(roles), placement.idle_warps)
+
+
+def _initialised_rings(comp: Composition) -> Iterator[Owned[A.Ring]]:
+    """Each ring side whose `init by` names a role of its own stage, in stage then source order."""
+    for owned in comp.items(A.Ring):
+        init = owned.item.first(A.RingInitBy)
+        if isinstance(init, A.RingInitBy) and any(r.name == init.role for r in owned.stage.stage.roles):
+            yield owned
+
+
+# ----------------------------------------------------------------- rendering
+
+_RULE = "// " + "-" * 64
+
+
+def render(comp: Composition, handles: Sequence[HandleValue], trampolines: Sequence[Trampoline],
+           params: ParamsLayout, d: Dispatch, inputs: Sequence[str] = ()) -> str:
+    """The generated translation unit, as text ending with a newline."""
+    target = comp.target.name if comp.target is not None else comp.target_name
+    out = [f"// kernlink generated code ({FORMAT}): pipeline `{comp.pipeline.name}`, target {target}, "
+           f"kernel `{d.kernel}`.",
+           "// `kernlink link` writes this file; link.map records why each constant below has its value.",
+           "// Do not edit it: change the contracts or the components and link again.",
+           "//",
+           "// stages, in pipeline order:"]
+    names = list(inputs) + [""] * (len(comp.stages) - len(inputs))
+    out += [f"//   {e.name} {e.stage.version}" + (f" from {n}" if n else "") for e, n in zip(comp.stages, names,
+                                                                                            strict=True)]
+    out += ["", _RULE, "// Handles: each returns its solved constant; LTO folds every call into an immediate.",
+            f"// Shared-memory offsets count from the dynamic shared memory base (shared address {d.smem_base})."]
+    if handles:
+        out.append('extern "C" {')
+        for stage in dict.fromkeys(h.stage for h in handles):
+            out.append(f"// {stage}")
+            for h in (h for h in handles if h.stage == stage):
+                out.append(f"__device__ unsigned {h.symbol}() {{ return {h.value}u; }}  // {_comment(h.why)}")
+        out.append('}  // extern "C"')
+    else:
+        out.append("// (no component reads a handle)")
+    out += ["", _RULE, "// Call trampolines: each call site's symbol calls the export that serves it."]
+    if not trampolines:
+        out.append("// (no call sites)")
+    for t in trampolines:
+        args = ", ".join(f"{C_TYPES[p]} a{i}" for i, p in enumerate(t.params))
+        passed = ", ".join(f"a{i}" for i in range(len(t.params)))
+        ret = C_TYPES[t.result]
+        out.append(f'extern "C" __device__ {ret} {t.export_symbol}({", ".join(C_TYPES[p] for p in t.params)});'
+                   f"  // {t.export_stage}: export `{t.call}` {t.signature}")
+        body = f"{t.export_symbol}({passed});" if t.result == "void" else f"return {t.export_symbol}({passed});"
+        out.append(f'extern "C" __device__ {ret} {t.symbol}({args}) {{ {body} }}'
+                   f"  // called by {'; '.join(t.callers)}")
+    out += ["", _RULE, "// Role entries and ring init hooks, defined by the components."]
+    declared: dict[str, str] = {}
+    for init in d.inits:
+        declared.setdefault(init.symbol, f"{init.stage}: init hook of ring `{init.ring}`")
+    for role in d.roles:
+        declared.setdefault(role.entry, f"{role.stage}: entry of role `{role.role}`")
+    out.append('extern "C" {')
+    out += [f"__device__ void {sym}(const void* params, unsigned char* smem);  // {why}"
+            for sym, why in declared.items()]
+    out.append('}  // extern "C"')
+    out += ["", _RULE, *_params_lines(params), "", _RULE, *_kernel_lines(d, params)]
+    return "\n".join(out) + "\n"
+
+
+def _comment(text: str) -> str:
+    return text.replace("*/", "* /").replace("\n", " ")
+
+
+def _params_lines(params: ParamsLayout) -> list[str]:
+    if not params.regions:
+        return ["// The params block: no stage declares `params`; the kernel takes no parameter."]
+    out = ["// The params block: each stage's params region at its offset. The launch helper writes the fields",
+           "// marked `fact` from their owners' values; the caller gives the others.",
+           f"struct __align__({params.align}) KlParams {{"]
+    cursor = 0
+    for i, region in enumerate(params.regions):
+        if region.offset > cursor:
+            out.append(f"    unsigned char kl_pad{i}[{region.offset - cursor}];")
+        out.append(f"    unsigned char {region.member}[{region.size}];  // @ {region.offset}: {region.stage} "
+                   f"`{region.block}` (align {region.align})")
+        for f in (f for f in params.fields if f.stage == region.stage and f.block == region.block):
+            out.append(f"    //   @ {f.offset} {f.name}: {f.type}{_field_source(f)}")
+        cursor = region.offset + region.size
+    if params.size > cursor:
+        out.append(f"    unsigned char kl_pad_end[{params.size - cursor}];")
+    out.append("};")
+    out.append(f'static_assert(sizeof(KlParams) == {params.size} && alignof(KlParams) == {params.align}, '
+               '"params block layout");')
+    return out
+
+
+def _field_source(f: ParamField) -> str:
+    if f.source == "fact":
+        return f" = fact `{f.fact}` = {f.value} (owned by {f.owner})"
+    if f.fact is not None:
+        return f" = fact `{f.fact}`, given by the caller" + (f" (owned by {f.owner})" if f.owner else "")
+    return " (caller)"
+
+
+def _branches(ranges: Sequence[tuple[int, int]]) -> list[str]:
+    """``if``/``else if`` conditions selecting each warp range ``[lo, hi)`` (ranges sorted, disjoint)."""
+    out = []
+    previous = 0
+    for i, (lo, hi) in enumerate(ranges):
+        cond = f"warp < {hi}u" if lo == previous else f"warp >= {lo}u && warp < {hi}u"
+        out.append(("if" if i == 0 else "} else if") + f" ({cond}) {{")
+        previous = hi
+    return out
+
+
+def _kernel_lines(d: Dispatch, params: ParamsLayout) -> list[str]:
+    bounds = f"{d.threads}, {d.min_blocks}" if d.min_blocks is not None else f"{d.threads}"
+    regs = (f"entry {d.entry_regs} registers per thread" if d.setmaxnreg
+            else "no setmaxnreg (no role declares `regs`)")
+    signature = "const __grid_constant__ KlParams params" if params.regions else ""
+    out = [f"// The dispatch kernel: {d.threads} threads = {d.block_warps} warps; {d.dynamic_smem} B of dynamic "
+           f"shared memory; {regs}.",
+           f'extern "C" __global__ void __launch_bounds__({bounds}) {d.kernel}({signature}) {{',
+           "    extern __shared__ __align__(1024) unsigned char kl_smem[];",
+           "    const unsigned warp = threadIdx.x / 32u;"]
+
+    def params_of(member: str | None) -> str:
+        return f"params.{member}" if member is not None else "kl_smem"
+
+    members = {r.stage: r.member for r in params.regions if params.region_of(r.stage) is r}
+    if d.inits:
+        out.append("    // 1. ring inits: the first thread of each `init by` role, before any role starts")
+        for init in d.inits:
+            out += [f"    if (threadIdx.x == {init.thread}u) {{",
+                    f"        {init.symbol}({params_of(members.get(init.stage))}, kl_smem);"
+                    f"  // ring `{init.ring}`, init by role `{init.role}`",
+                    "    }"]
+        out.append("    __syncthreads();  // every barrier is initialised before any role starts")
+    if d.groups:
+        out.append(f"    // {1 + bool(d.inits)}. register groups: setmaxnreg per warpgroup (the kernel starts with "
+                   f"{d.entry_regs})")
+        for line, grp in zip(_branches([(g.first_warp, g.first_warp + g.warps) for g in d.groups]), d.groups,
+                             strict=True):
+            out.append(f"    {line}")
+            what = (f"groups {grp.groups[0]}..{grp.groups[-1]}" if len(grp.groups) > 1
+                    else f"group {grp.groups[0]}")
+            who = ", ".join(grp.roles) or "idle warps"
+            if grp.op is None:
+                out.append(f"        // {what}, warps {grp.first_warp}..{grp.first_warp + grp.warps - 1} ({who}): "
+                           f"keeps {grp.budget}")
+            else:
+                out.append(f'        asm volatile("setmaxnreg.{grp.op}.sync.aligned.u32 {grp.budget};");'
+                           f"  // {what}, warps {grp.first_warp}..{grp.first_warp + grp.warps - 1}: {who}")
+        out.append("    }")
+    step = 1 + bool(d.inits) + bool(d.groups)
+    out.append(f"    // {step}. roles: each warp range calls its role's entry")
+    if d.roles:
+        for line, role in zip(_branches([(r.first_warp, r.first_warp + r.warps) for r in d.roles]), d.roles,
+                              strict=True):
+            out.append(f"    {line}")
+            out.append(f"        {role.entry}({params_of(role.params_member)}, kl_smem);  // {role.stage} role "
+                       f"`{role.role}`, warps {role.first_warp}..{role.first_warp + role.warps - 1}")
+        out.append("    }")
+    if d.idle_warps:
+        out.append(f"    // idle warps {', '.join(str(w) for w in d.idle_warps)} return at once")
+    out.append("}")
+    return out

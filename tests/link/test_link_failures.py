@@ -1,0 +1,131 @@
+"""Every way a link fails is a diagnostic with a code, and the link map is written anyway."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernlink.api import LinkResult, check_text, link
+from linker.generate import unsupported
+from linker.link import CUBIN, JSON, MAP
+from linker.package import PAYLOADS_KEY, pack_bytes, read_package
+from tests.link.examples import build_example
+
+pytestmark = pytest.mark.toolchain
+
+
+def _codes(result: LinkResult) -> list[str]:
+    return sorted({d.code for d in result.diagnostics if d.is_error})
+
+
+def _status(out: Path) -> str:
+    return str(json.loads((out / JSON).read_text())["status"])
+
+
+def _flip(path: Path, offset_from_end: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[-offset_from_end] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_a_tampered_package_is_l_integrity(tmp_path: Path) -> None:
+    pipeline = build_example("ring", tmp_path)
+    _flip(pipeline.parent / "build" / "reduce.kpkg", 200)  # inside the last payload
+    result = link([pipeline], tmp_path / "out")
+    assert _codes(result) == ["L-INTEGRITY"]
+    assert "does not match its SHA-256" in next(d.message for d in result.diagnostics if d.code == "L-INTEGRITY")
+    assert _status(tmp_path / "out") == "rejected"
+    assert not (tmp_path / "out" / CUBIN).exists()
+    assert "error[L-INTEGRITY]" in (tmp_path / "out" / MAP).read_text()
+
+
+def test_a_truncated_package_is_l_integrity(tmp_path: Path) -> None:
+    pipeline = build_example("hello", tmp_path)
+    package = pipeline.parent / "build" / "caller.kpkg"
+    package.write_bytes(package.read_bytes()[:300])
+    result = link([pipeline], tmp_path / "out")
+    assert _codes(result) == ["L-INTEGRITY"]
+    assert "is truncated" in next(d.message for d in result.diagnostics if d.code == "L-INTEGRITY")
+
+
+def test_a_stage_checked_from_its_contract_alone_is_l_stage(tmp_path: Path) -> None:
+    pipeline = build_example("hello", tmp_path)
+    (pipeline.parent / "build" / "provider.kpkg").unlink()
+    result = link([pipeline], tmp_path / "out")
+    assert _codes(result) == ["L-STAGE"]
+    found = next(d for d in result.diagnostics if d.code == "L-STAGE")
+    assert found.message == ("stage `hello.provider` was checked from its contract "
+                             f"`{found.labels[1].span.file}`; linking needs its package")
+    assert _status(tmp_path / "out") == "failed"
+
+
+def test_a_missing_entry_is_l_symbol(tmp_path: Path) -> None:
+    pipeline = build_example("ring", tmp_path, {"loader.cu": {"void ring_load_main(": "void ring_load_mian("}})
+    result = link([pipeline], tmp_path / "out")
+    assert _codes(result) == ["L-SYMBOL"]
+    assert any("`ring_load_main` is not defined" in d.message for d in result.diagnostics)
+
+
+def test_an_unresolved_extern_is_l_link_with_nvjitlinks_log(tmp_path: Path) -> None:
+    pipeline = build_example("hello", tmp_path, {"caller.cu": {
+        "extern \"C\" __device__ float kl_call_scale(float x);":
+            "extern \"C\" __device__ float kl_call_scale(float x);\nextern \"C\" __device__ float demo_missing(float);",
+        "kl_call_scale(x);": "kl_call_scale(x) + demo_missing(x);"}})
+    _hide_need(pipeline.parent / "build" / "caller.kpkg", "demo_missing")  # a package whose capture lies
+    result = link([pipeline], tmp_path / "out")
+    assert _codes(result) == ["L-LINK"]
+    found = next(d for d in result.diagnostics if d.code == "L-LINK")
+    assert dict(found.data)["result"] == "ERROR_PTX_COMPILE"
+    assert any("Unresolved extern function 'demo_missing'" in note for note in found.notes)
+    text = (tmp_path / "out" / MAP).read_text()
+    assert "status failed" in text and "Unresolved extern function 'demo_missing'" in text
+    assert (tmp_path / "out" / "generated.cu").exists() and not (tmp_path / "out" / CUBIN).exists()
+
+
+def _hide_need(package: Path, symbol: str) -> None:
+    read = read_package(package)
+    manifest = {k: v for k, v in read.manifest.items() if k != PAYLOADS_KEY}
+    captured = dict(manifest["captured"])
+    captured["needed"] = [s for s in captured["needed"] if s != symbol]
+    captured["prototypes"] = {k: v for k, v in captured["prototypes"].items() if k != symbol}
+    manifest["captured"] = captured
+    package.write_bytes(pack_bytes(manifest, dict(read.payloads)))
+
+
+def test_static_shared_memory_is_l_link(tmp_path: Path) -> None:
+    pipeline = build_example("hello", tmp_path, {"caller.cu": {
+        "    const unsigned n = params->n;":
+            "    volatile __shared__ float staging[128];\n    staging[t] = 1.0f;\n    const unsigned n = params->n;",
+        "params->data[i] = __fadd_rn(y, offset);": "params->data[i] = __fadd_rn(y, offset) * staging[t];"}})
+    result = link([pipeline], tmp_path / "out")
+    assert _codes(result) == ["L-LINK"]
+    assert any("512 B of static shared memory" in d.message for d in result.diagnostics)
+
+
+def test_a_failed_link_removes_the_stale_cubin_of_an_earlier_one(tmp_path: Path) -> None:
+    pipeline = build_example("hello", tmp_path)
+    out = tmp_path / "out"
+    assert link([pipeline], out).ok and (out / CUBIN).exists()
+    (pipeline.parent / "build" / "provider.kpkg").unlink()
+    assert not link([pipeline], out).ok
+    assert not (out / CUBIN).exists() and _status(out) == "failed"
+
+
+COUNTER_AND_TENSOR = """
+stage "demo.mma" version "1.0.0" {
+    target sm_100a
+    role mma entry mma_main warps 4 warpgroup
+    claim tmem acc columns 128
+    claim counter done slots 1
+}
+"""
+
+
+def test_what_the_abi_cannot_express_is_e_unsupported() -> None:
+    result = check_text(COUNTER_AND_TENSOR, "demo.kc")
+    assert result.composition is not None
+    found = unsupported(result.composition)
+    assert [d.code for d in found] == ["E-UNSUPPORTED", "E-UNSUPPORTED"]
+    assert [dict(d.data)["what"] for d in found] == ["tensor-memory claim `acc`", "counter `done`"]
