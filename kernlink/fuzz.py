@@ -1,0 +1,905 @@
+"""Mutation campaigns against a user's composition (``kernlink fuzz PIPELINE.kp``).
+
+A campaign loads the composition as ``kernlink check`` does, checks it (it must be
+accepted), then checks mutants of it: each mutant applies one or more edits of the
+catalogue in :mod:`contract_lang.compositions` to the ASTs of the stages and the
+pipeline, prints every edited block, parses the text back and checks the result
+through the same resolution and clause engine as a user's files (packages keep
+what they captured). Each mutant ends in one of three states:
+
+- **rejected** by one or more clauses (the report counts the codes per mutation kind);
+- **accepted**, then re-verified by the independent checks (:class:`Oracle`): the
+  placement verifier, the protocol explorer, where they apply. A downstream step that
+  rejects soundly (placement finds no fit) counts as a rejection with its code;
+- a **checker bug**: the checker raised or reported ``E-INTERNAL``, a rejection carries
+  an unregistered code or no source span, a printed edit did not parse back, or an
+  independent check refuted an accepted mutant. Bugs are shrunk (delta debugging over
+  the edits) and reported with the mutated contract text.
+
+Mutant ``i`` of seed ``s`` is always the same mutation: the first mutants walk every
+single edit of the catalogue in an order fixed by the seed; later ones stack 2 to
+``max_edits`` edits drawn from ``random.Random(f"{s}:{i}")``. A budget of seconds stops
+after a prefix of that sequence, so ``--seed s --examples n`` replays it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import random
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from checker.clause import Clause
+from checker.composition import Composition, StageEntry
+from checker.engine import by_code, run_clauses, selected
+from checker.resolve import resolve, select_stages
+from contract_lang import ast as A
+from contract_lang.compositions import MUTATION_KINDS, Bundle, Edit, Mutation, apply_edits, edits, random_mutation
+from contract_lang.parser import parse_text
+from contract_lang.printer import print_node
+from diagnostics.model import Diagnostic, DiagnosticError, Severity
+from kernlink.loader import Inputs, UsageError, load
+from placement.adapter import Placed
+
+Status = Literal["accepted", "rejected", "bug"]
+
+#: Codes a rejection may carry besides the clauses' own: a solver that could not decide.
+UNDECIDED_CODES = frozenset({"E-SOLVER-UNKNOWN", "E-SOLVER-BUDGET"})
+
+BUG_KINDS: Mapping[str, str] = {
+    "raised": "the checker raised an exception",
+    "internal": "a clause failed (E-INTERNAL)",
+    "diagnostic": "a rejection carries an unregistered code or no source span",
+    "round-trip": "a printed mutant did not parse back to the edited AST",
+    "oracle": "an independent check refuted an accepted mutant",
+}
+
+
+def registered_codes() -> frozenset[str]:
+    """Every code a rejection may carry: the registered clauses' and the solver's undecided codes."""
+    return frozenset(by_code()) | UNDECIDED_CODES
+
+
+# ============================================================================ independent checks
+
+@dataclass(frozen=True)
+class OracleResult:
+    """What an independent check says about an accepted composition.
+
+    ``applicable`` is False when the check has nothing to say (no protocol to explore);
+    ``problems`` are the ways it refutes the checker's acceptance: each is a checker bug.
+    """
+
+    applicable: bool
+    problems: tuple[str, ...] = ()
+
+
+class Oracle(Protocol):
+    """An independent re-verification of an accepted composition."""
+
+    @property
+    def name(self) -> str: ...
+
+    def check(self, comp: Composition, placed: Placed | None, clauses: frozenset[str]) -> OracleResult:
+        """Re-verify ``comp``, which the clauses ``clauses`` accepted and placement placed as ``placed``."""
+        ...
+
+
+@dataclass
+class PlacementOracle:
+    """Verify an accepted composition's placement with the independent verifier.
+
+    :func:`placement.verify` recomputes every size, alignment, range and register
+    budget in plain Python; any violation is a checker bug (the solver's placement of
+    an accepted composition is wrong). The adapter is re-run too: the problem the
+    composition makes must be the one that was placed.
+    """
+
+    name: str = "placement"
+
+    def check(self, comp: Composition, placed: Placed | None, clauses: frozenset[str]) -> OracleResult:
+        from placement import verify
+        from placement.adapter import problem_from
+
+        if placed is None:
+            return OracleResult(False)
+        problems = [f"placement verifier: {v}" for v in verify(placed.problem, placed.placement)]
+        if problem_from(comp) != placed.problem:
+            problems.append("the composition's placement problem differs when built twice")
+        return OracleResult(True, problems=tuple(problems))
+
+
+@dataclass
+class ProtocolOracle:
+    """Explore every interleaving of an accepted composition's protocol with the explicit-state oracle.
+
+    The protocol comes from the same adapter the SMT clauses read
+    (:func:`checker.protocol.adapter.build`, at every depth they check); the decision
+    procedure is independent (:func:`checker.protocol.explore.explore`, plain Python).
+    A deadlock, a race, or a violated declaration (arrival counts, transaction bytes,
+    parity, initializer) the explorer finds is a checker bug when the clause deciding it
+    ran and accepted. Protocols too large for ``max_states`` are skipped. Cached by protocol.
+    """
+
+    name: str = "protocol"
+    max_states: int = 200_000
+    _cache: dict[Any, tuple[str, ...] | None] = field(default_factory=dict, repr=False)
+
+    def check(self, comp: Composition, placed: Placed | None, clauses: frozenset[str]) -> OracleResult:
+        from checker.protocol.adapter import build, depth_choices
+
+        applicable = False
+        problems: list[str] = []
+        for depths in depth_choices(comp):
+            protocol = build(comp, depths)
+            if protocol is None:
+                continue
+            if protocol not in self._cache:
+                if len(self._cache) >= PARSE_CACHE:
+                    self._cache.clear()
+                self._cache[protocol] = self._explore(protocol)
+            found = self._cache[protocol]
+            if found is None:
+                continue
+            applicable = True
+            at = ", ".join(f"{ring} at depth {d}" for ring, d in sorted(depths.items()))
+            problems += [f"protocol explorer ({at}): {p}" for p in found if p.split(" ", 1)[0] in clauses]
+        return OracleResult(applicable, tuple(dict.fromkeys(problems)))
+
+    def _explore(self, protocol: Any) -> tuple[str, ...] | None:
+        from checker.protocol.explore import StateLimit, explore
+
+        try:
+            found = explore(protocol, max_states=self.max_states)
+        except StateLimit:
+            return None
+        out = [f"L-DEADLOCK: a reachable state where every unfinished role waits ({found.states} states)"
+               ] if found.deadlock else []
+        out += [f"L-RACE: `{kind}` on ring `{ring}`" for ring, kind in sorted(found.races)]
+        out += [f"{code}: the `{barrier}` barrier of ring `{ring}`" for code, ring, barrier in sorted(found.static)]
+        return tuple(out)
+
+
+_REGISTERED_ORACLES: list[Oracle] = [PlacementOracle(), ProtocolOracle()]
+
+
+def default_oracles() -> list[Oracle]:
+    """The independent checks every campaign runs unless told otherwise.
+
+    The placement verifier and the protocol explorer. Plug in another with one call,
+    :func:`register_oracle`, or pass ``oracles=`` to :class:`Campaign`.
+    """
+    return list(_REGISTERED_ORACLES)
+
+
+def register_oracle(oracle: Oracle) -> None:
+    """Add an independent check to every campaign that uses :func:`default_oracles`."""
+    if all(o.name != oracle.name for o in _REGISTERED_ORACLES):
+        _REGISTERED_ORACLES.append(oracle)
+
+
+def _error_codes(diags: Sequence[Diagnostic]) -> tuple[str, ...]:
+    return tuple(sorted({d.code for d in diags if d.severity is Severity.ERROR}))
+
+
+# ============================================================================ the subject
+
+@dataclass(frozen=True)
+class Subject:
+    """The composition under test: its loaded inputs and the stages its pipeline selected."""
+
+    inputs: Inputs
+    bundle: Bundle
+    entries: tuple[StageEntry, ...]
+    slots: tuple[int, ...]
+    """For each stage of the bundle, its index in ``inputs.candidates``."""
+    target: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.inputs.pipeline_source
+
+
+def load_subject(paths: Sequence[str], *, target: str | None = None) -> Subject:
+    """Load a composition for fuzzing; raises UsageError when no pipeline can be formed."""
+    inputs = load(paths)
+    if inputs.pipeline is None:
+        raise UsageError("no composition to fuzz: " + "; ".join(d.message for d in inputs.diagnostics[:3]))
+    chosen, _ = select_stages(inputs.pipeline, inputs.candidates)
+    slots: list[int] = []
+    for entry in chosen:
+        slots.append(next(i for i, c in enumerate(inputs.candidates)
+                          if c.stage is entry.stage and c.source == entry.source and c.package == entry.package))
+    bundle = Bundle(inputs.pipeline, tuple(e.stage for e in chosen))
+    return Subject(inputs, bundle, tuple(chosen), tuple(slots), target)
+
+
+def bundle_subject(bundle: Bundle, name: str = "<bundle>", *, target: str | None = None) -> Subject:
+    """A subject from ASTs alone (a generated composition), as if read from one file."""
+    entries = tuple(StageEntry(s, name, None) for s in bundle.stages)
+    inputs = Inputs(pipeline=bundle.pipeline, pipeline_source=name, candidates=list(entries))
+    chosen, _ = select_stages(bundle.pipeline, entries)
+    slots = tuple(next(i for i, c in enumerate(entries) if c.stage is e.stage) for e in chosen)
+    stages = tuple(e.stage for e in chosen)
+    return Subject(inputs, Bundle(bundle.pipeline, stages), tuple(chosen), slots, target)
+
+
+# ============================================================================ checking one mutant
+
+@dataclass(frozen=True)
+class Verdict:
+    status: Status
+    codes: tuple[str, ...] = ()
+    by: str = "checker"
+    bug: str | None = None
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One checked mutant."""
+
+    index: int
+    mutation: Mutation
+    verdict: Verdict
+    seconds: float
+
+    @property
+    def kind(self) -> str:
+        n = len(self.mutation.edits)
+        return self.mutation.kind if n == 1 else f"{n} edits"
+
+
+PARSE_CACHE = 4096
+
+
+class Checker:
+    """Checks mutants of one subject with one clause selection and a set of oracles."""
+
+    def __init__(self, subject: Subject, clauses: Sequence[type[Clause]] | None = None,
+                 oracles: Sequence[Oracle] | None = None) -> None:
+        self.subject = subject
+        self.clauses = list(clauses) if clauses is not None else selected()
+        self.codes = frozenset(c.code for c in self.clauses)
+        self.registered = registered_codes()
+        self.oracles = list(oracles) if oracles is not None else default_oracles()
+        # Printing and parsing are deterministic: an edited block seen before parses the same.
+        self._parsed: dict[tuple[int, A.Stage | A.Pipeline], A.Stage | A.Pipeline | Verdict] = {}
+        # Placement is deterministic (the same problem gets the same placement): solve each once.
+        self._placed: dict[Any, tuple[Placed | None, list[Diagnostic]]] = {}
+
+    def units(self, mutation: Mutation) -> tuple[A.Stage | A.Pipeline, ...]:
+        return apply_edits(self.subject.bundle.units, mutation.edits)
+
+    def check(self, mutation: Mutation) -> Verdict:
+        """The verdict on one mutant; never raises."""
+        try:
+            return self._check(mutation)
+        except Exception as err:  # anything escaping resolution, the clauses or an oracle is a bug
+            return Verdict("bug", bug="raised", problems=(f"{type(err).__name__}: {err}",))
+
+    def _check(self, mutation: Mutation) -> Verdict:
+        subject = self.subject
+        units = self.units(mutation)
+        candidates = list(subject.inputs.candidates)
+        pipeline = subject.inputs.pipeline
+        assert pipeline is not None
+        n_stages = len(subject.bundle.stages)
+        for u in mutation.changed_units():
+            parsed = self._reparse(units[u], u)
+            if isinstance(parsed, Verdict):
+                return parsed
+            if u == n_stages:
+                assert isinstance(parsed, A.Pipeline)
+                pipeline = parsed
+            else:
+                assert isinstance(parsed, A.Stage)
+                old = candidates[subject.slots[u]]
+                candidates[subject.slots[u]] = StageEntry(parsed, mutant_name(old.source), old.use,
+                                                          old.package, old.captured)
+        comp = resolve(pipeline, subject.inputs.pipeline_source, candidates, subject.target)
+        diags = run_clauses(comp, self.clauses)
+        if any(d.severity is Severity.ERROR for d in diags):
+            return self.judge(diags)
+        placed, later = self._downstream(comp)
+        verdict = self.judge(later, by="placement")
+        if verdict.status != "accepted":
+            return verdict
+        for oracle in self.oracles:
+            result = oracle.check(comp, placed, self.codes)
+            if result.problems:
+                return Verdict("bug", bug="oracle", by=oracle.name, problems=result.problems)
+        return verdict
+
+    def _downstream(self, comp: Composition) -> tuple[Placed | None, list[Diagnostic]]:
+        """What ``kernlink check`` runs on an accepted composition (placement), cached by problem."""
+        from kernlink.downstream import verify_downstream
+        from placement.adapter import problem_from
+
+        key = problem_from(comp)
+        found = self._placed.get(key)
+        if found is None:
+            result = verify_downstream(comp)
+            later = [d for d in result.diagnostics if not d.code.startswith("L-") or d.code in self.codes]
+            if len(self._placed) >= PARSE_CACHE:
+                self._placed.clear()
+            found = self._placed[key] = (result.placed, later)
+        return found
+
+    def _reparse(self, unit: A.Stage | A.Pipeline, u: int) -> A.Stage | A.Pipeline | Verdict:
+        key = (u, unit)
+        found = self._parsed.get(key)
+        if found is None:
+            if len(self._parsed) >= PARSE_CACHE:
+                self._parsed.clear()
+            found = self._parsed[key] = self._print_and_parse(unit, u)
+        return found
+
+    def _print_and_parse(self, unit: A.Stage | A.Pipeline, u: int) -> A.Stage | A.Pipeline | Verdict:
+        text = print_node(unit)
+        kind: Literal["contract", "pipeline"] = "pipeline" if isinstance(unit, A.Pipeline) else "contract"
+        try:
+            source = parse_text(text, mutant_name(f"unit{u}"), kind)
+        except DiagnosticError as err:
+            return Verdict("bug", bug="round-trip", problems=tuple(
+                f"printed mutant does not parse: {d.code}: {d.message}" for d in err.diagnostics))
+        parsed = source.items[0] if len(source.items) == 1 else None
+        if parsed != unit:
+            return Verdict("bug", bug="round-trip", problems=("printed mutant parses to a different AST",))
+        assert parsed is not None
+        return parsed
+
+    def judge(self, diags: Sequence[Diagnostic], *, by: str = "checker") -> Verdict:
+        """Rejected, accepted, or a bug (E-INTERNAL, an unregistered code, a rejection without span)."""
+        errors = [d for d in diags if d.severity is Severity.ERROR]
+        internal = [d for d in errors if d.code == "E-INTERNAL"]
+        if internal:
+            return Verdict("bug", bug="internal", by=by, problems=_internal_problems(internal))
+        malformed = [d for d in errors if d.code not in self.registered or not d.labels]
+        if malformed:
+            return Verdict("bug", bug="diagnostic", by=by, problems=tuple(
+                f"{d.code}: {d.message}: " + ("unregistered code" if d.code not in self.registered else "no span")
+                for d in malformed))
+        if errors:
+            return Verdict("rejected", codes=_error_codes(errors), by=by)
+        return Verdict("accepted")
+
+
+_CLAUSE_FAILED = re.compile(r"^clause `(?P<code>[^`]+)` failed with (?P<what>.*)$", re.S)
+
+
+def _internal_problems(internal: Sequence[Diagnostic]) -> tuple[str, ...]:
+    """E-INTERNAL messages, one line per distinct failure (the clauses that hit it listed together)."""
+    failures: dict[str, list[str]] = {}
+    for diag in internal:
+        where = next((n for n in diag.notes if n.startswith("raised at")), "")
+        match = _CLAUSE_FAILED.match(diag.message)
+        what = f"{match['what']} ({where})" if match else f"{diag.message} ({where})"
+        failures.setdefault(what, []).append(match["code"] if match else "")
+    out = []
+    for what, codes in failures.items():
+        named = ", ".join(f"`{c}`" for c in codes if c)
+        out.append(f"{'clauses' if len(codes) > 1 else 'clause'} {named} failed with {what}" if named else what)
+    return tuple(out)
+
+
+def mutant_name(source: str) -> str:
+    """The file name diagnostics of a mutated block point at."""
+    return f"{source}~mutant"
+
+
+# ============================================================================ shrinking
+
+def shrink(checker: Checker, mutation: Mutation, verdict: Verdict) -> Mutation:
+    """The smallest sub-list of the edits that still shows the same kind of bug (ddmin)."""
+    def still(candidate: Sequence[Edit]) -> bool:
+        if not candidate:
+            return False
+        found = checker.check(Mutation(tuple(candidate)))
+        return found.status == "bug" and found.bug == verdict.bug
+
+    current = list(mutation.edits)
+    chunks = 2
+    while len(current) >= 2:
+        size = -(-len(current) // chunks)
+        parts = [current[i:i + size] for i in range(0, len(current), size)]
+        reduced = False
+        for i in range(len(parts)):
+            complement = [e for j, p in enumerate(parts) if j != i for e in p]
+            if still(parts[i]):
+                current, chunks, reduced = parts[i], 2, True
+                break
+            if still(complement):
+                current, chunks, reduced = complement, max(chunks - 1, 2), True
+                break
+        if not reduced:
+            if chunks >= len(current):
+                break
+            chunks = min(len(current), chunks * 2)
+    return Mutation(tuple(current))
+
+
+def reproducer(checker: Checker, mutation: Mutation) -> str:
+    """The mutated blocks' text, each after a comment naming the edits."""
+    units = checker.units(mutation)
+    base = checker.subject.bundle
+    parts = [f"# {e.describe(base)}" for e in mutation.edits]
+    for u in mutation.changed_units():
+        parts.append(print_node(units[u]).rstrip("\n"))
+    return "\n".join(parts) + "\n"
+
+
+# ============================================================================ campaigns
+
+@dataclass(frozen=True)
+class Plan:
+    """Which mutation is mutant ``i``: a seeded walk over single edits, then stacked edits."""
+
+    bundle: Bundle
+    catalogue: tuple[Edit, ...]
+    order: tuple[int, ...]
+    seed: int
+    max_edits: int
+    kinds: tuple[str, ...] | None
+
+    @classmethod
+    def make(cls, bundle: Bundle, seed: int, *, max_edits: int = 2,
+             kinds: Sequence[str] | None = None) -> Plan:
+        catalogue = tuple(e for e in edits(bundle) if kinds is None or e.kind in kinds)
+        order = list(range(len(catalogue)))
+        random.Random(f"{seed}:order").shuffle(order)
+        return cls(bundle, catalogue, tuple(order), seed, max_edits, tuple(kinds) if kinds else None)
+
+    @property
+    def singles(self) -> int:
+        return len(self.catalogue)
+
+    def size(self) -> int | None:
+        """How many mutants the plan has (None: unbounded, stacked edits go on)."""
+        return self.singles if self.max_edits < 2 or self.singles < 2 else None
+
+    def mutation(self, index: int) -> Mutation | None:
+        if index < self.singles:
+            return Mutation((self.catalogue[self.order[index]],))
+        if self.max_edits < 2 or self.singles < 2:
+            return None
+        rng = random.Random(f"{self.seed}:{index}")
+        return random_mutation(self.bundle, rng, min_edits=2, max_edits=self.max_edits,
+                               catalogue=self.catalogue)
+
+
+@dataclass
+class Report:
+    """A finished campaign: every outcome in index order, with the figures the tables show."""
+
+    subject: str
+    seed: int
+    outcomes: list[Outcome]
+    seconds: float
+    jobs: int
+    plan_singles: int
+    oracles: tuple[str, ...]
+    bugs: list[tuple[Outcome, Mutation, str]] = field(default_factory=list)
+    """Distinct bugs: the first mutant showing each, its shrunk mutation and reproducer."""
+    duplicates: int = 0
+    """Buggy mutants that shrank to a bug already listed."""
+    stopped: str = ""
+
+    @property
+    def rate(self) -> float:
+        return len(self.outcomes) / self.seconds if self.seconds > 0 else 0.0
+
+    def by_kind(self) -> list[dict[str, Any]]:
+        """Rows of the summary table: one per mutation kind (and one per stacked size)."""
+        rows: dict[str, dict[str, Any]] = {}
+        for out in self.outcomes:
+            row = rows.setdefault(out.kind, {"kind": out.kind, "mutants": 0, "rejected": 0, "accepted": 0,
+                                             "bugs": 0, "by_clause": Counter()})
+            row["mutants"] += 1
+            v = out.verdict
+            if v.status == "rejected":
+                row["rejected"] += 1
+                for code in v.codes:
+                    row["by_clause"][code if v.by == "checker" else f"{code} ({v.by})"] += 1
+            elif v.status == "accepted":
+                row["accepted"] += 1
+            else:
+                row["bugs"] += 1
+        order = {k: i for i, k in enumerate(MUTATION_KINDS)}
+        return sorted(rows.values(), key=lambda r: (order.get(r["kind"], len(order)), r["kind"]))
+
+    def accepted(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.verdict.status == "accepted"]
+
+    def to_json(self, bundle: Bundle) -> dict[str, Any]:
+        return {
+            "subject": self.subject,
+            "seed": self.seed,
+            "mutants": len(self.outcomes),
+            "seconds": round(self.seconds, 3),
+            "mutants_per_second": round(self.rate, 1),
+            "jobs": self.jobs,
+            "single_edits": self.plan_singles,
+            "stopped": self.stopped,
+            "oracles": list(self.oracles),
+            "duplicate_bugs": self.duplicates,
+            "kinds": [{**r, "by_clause": dict(sorted(r["by_clause"].items()))} for r in self.by_kind()],
+            "accepted": [{"index": o.index, "kind": o.kind, "mutation": o.mutation.describe(bundle)}
+                         for o in self.accepted()],
+            "bugs": [{"index": o.index, "kind": o.kind, "bug": o.verdict.bug, "by": o.verdict.by,
+                      "problems": list(o.verdict.problems), "mutation": o.mutation.describe(bundle),
+                      "shrunk": shrunk.describe(bundle), "reproducer": text}
+                     for o, shrunk, text in self.bugs],
+        }
+
+
+@dataclass
+class Campaign:
+    """A mutation campaign over one subject."""
+
+    subject: Subject
+    seed: int
+    max_edits: int = 2
+    kinds: Sequence[str] | None = None
+    clauses: Sequence[type[Clause]] | None = None
+    oracles: Sequence[Oracle] | None = None
+
+    def __post_init__(self) -> None:
+        self.checker = Checker(self.subject, self.clauses, self.oracles)
+        self.plan = Plan.make(self.subject.bundle, self.seed, max_edits=self.max_edits, kinds=self.kinds)
+
+    def baseline(self) -> list[Diagnostic]:
+        """The unmutated composition's error diagnostics (a campaign needs none)."""
+        pipeline = self.subject.inputs.pipeline
+        assert pipeline is not None
+        comp = resolve(pipeline, self.subject.inputs.pipeline_source, self.subject.inputs.candidates,
+                       self.subject.target)
+        diags = [*self.subject.inputs.diagnostics, *run_clauses(comp, self.checker.clauses)]
+        if not any(d.severity is Severity.ERROR for d in diags):
+            diags += self.checker._downstream(comp)[1]
+        return [d for d in diags if d.severity is Severity.ERROR]
+
+    def run_one(self, index: int) -> Outcome | None:
+        mutation = self.plan.mutation(index)
+        if mutation is None:
+            return None
+        start = time.perf_counter()
+        verdict = self.checker.check(mutation)
+        return Outcome(index, mutation, verdict, time.perf_counter() - start)
+
+    def run(self, *, examples: int | None = None, seconds: float | None = None, jobs: int = 1,
+            progress: Callable[[int], None] | None = None) -> Report:
+        """Check mutants ``0, 1, …`` until ``examples`` are done, ``seconds`` have passed or the plan ends."""
+        if examples is None and seconds is None:
+            examples = 1000
+        size = self.plan.size()
+        limit = min(x for x in (examples, size) if x is not None) if (examples, size) != (None, None) else None
+        start = time.perf_counter()
+        deadline = start + seconds if seconds is not None else None
+        if jobs > 1:
+            outcomes = _run_pool(self, limit, deadline, jobs, progress)
+        else:
+            outcomes = []
+            for out in _run_serial(self, limit, deadline):
+                outcomes.append(out)
+                if progress is not None:
+                    progress(1)
+        elapsed = time.perf_counter() - start
+        stopped = ("plan exhausted" if size is not None and len(outcomes) >= size
+                   else "time budget" if deadline is not None and (limit is None or len(outcomes) < limit)
+                   else "example budget")
+        report = Report(self.subject.name, self.seed, outcomes, elapsed, jobs, self.plan.singles,
+                        tuple(o.name for o in self.checker.oracles), stopped=stopped)
+        seen: set[tuple[str | None, Mutation]] = set()
+        for out in outcomes:
+            if out.verdict.status != "bug":
+                continue
+            small = shrink(self.checker, out.mutation, out.verdict)
+            if (out.verdict.bug, small) in seen:
+                report.duplicates += 1
+                continue
+            seen.add((out.verdict.bug, small))
+            report.bugs.append((out, small, reproducer(self.checker, small)))
+        return report
+
+
+def _run_serial(campaign: Campaign, limit: int | None, deadline: float | None) -> Iterator[Outcome]:
+    index = 0
+    while (limit is None or index < limit) and (deadline is None or time.perf_counter() < deadline):
+        out = campaign.run_one(index)
+        if out is None:
+            return
+        yield out
+        index += 1
+
+
+_WORKER: Campaign | None = None
+CHUNK = 16
+
+
+def _work(indices: range) -> list[Outcome]:
+    assert _WORKER is not None
+    found = []
+    for i in indices:
+        out = _WORKER.run_one(i)
+        if out is None:
+            break
+        found.append(out)
+    return found
+
+
+def _run_pool(campaign: Campaign, limit: int | None, deadline: float | None, jobs: int,
+              progress: Callable[[int], None] | None) -> list[Outcome]:
+    """Check chunks of consecutive indices in worker processes; the result is a prefix of the plan."""
+    global _WORKER
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    _WORKER = campaign
+    try:
+        ctx = multiprocessing.get_context(method)
+        with ctx.Pool(jobs, initializer=_init_worker, initargs=(campaign,) if method == "spawn" else ()) as pool:
+            return _drive(pool, limit, deadline, jobs, progress)
+    finally:
+        _WORKER = None
+
+
+def _init_worker(campaign: Campaign | None = None) -> None:
+    global _WORKER
+    if campaign is not None:
+        _WORKER = campaign
+
+
+def _drive(pool: Any, limit: int | None, deadline: float | None, jobs: int,
+           progress: Callable[[int], None] | None) -> list[Outcome]:
+    pending: dict[int, Any] = {}
+    done: dict[int, list[Outcome]] = {}
+    next_start = 0
+    exhausted = False
+
+    def more() -> bool:
+        return (not exhausted and (limit is None or next_start < limit)
+                and (deadline is None or time.perf_counter() < deadline))
+
+    while True:
+        while len(pending) < 2 * jobs and more():
+            stop = next_start + CHUNK if limit is None else min(next_start + CHUNK, limit)
+            pending[next_start] = pool.apply_async(_work, (range(next_start, stop),))
+            next_start = stop
+        if not pending:
+            break
+        first = min(pending)
+        found: list[Outcome] = pending.pop(first).get()
+        done[first] = found
+        if progress is not None:
+            progress(len(found))
+        if len(found) < CHUNK and (limit is None or first + len(found) < limit):
+            exhausted = True
+    outcomes: list[Outcome] = []
+    for start in sorted(done):
+        if outcomes and outcomes[-1].index + 1 != start:
+            break
+        outcomes += done[start]
+        if len(done[start]) < CHUNK:
+            break
+    return outcomes
+
+
+def default_jobs() -> int:
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def new_seed() -> int:
+    return random.SystemRandom().randrange(1 << 32)
+
+
+def replace_kinds(kinds: Sequence[str]) -> tuple[str, ...]:
+    """Validate mutation-kind names (for ``--kinds``)."""
+    unknown = [k for k in kinds if k not in MUTATION_KINDS]
+    if unknown:
+        raise UsageError(f"unknown mutation kind: {', '.join(unknown)} (known: {', '.join(MUTATION_KINDS)})")
+    return tuple(kinds)
+
+
+__all__ = [
+    "BUG_KINDS",
+    "Campaign",
+    "Checker",
+    "Oracle",
+    "OracleResult",
+    "Outcome",
+    "PlacementOracle",
+    "Plan",
+    "ProtocolOracle",
+    "Report",
+    "Subject",
+    "Verdict",
+    "bundle_subject",
+    "default_oracles",
+    "load_subject",
+    "register_oracle",
+    "reproducer",
+    "shrink",
+]
+
+
+# ============================================================================ the command
+
+def add_parser(sub: Any) -> None:
+    """Register ``kernlink fuzz`` on the CLI's subparsers."""
+    p = sub.add_parser("fuzz", help="mutate a composition and report which clause catches each edit")
+    p.add_argument("paths", nargs="+", help="a pipeline (.kp) and optionally contracts (.kc) or packages (.kpkg)")
+    budget = p.add_mutually_exclusive_group()
+    budget.add_argument("--examples", type=int, help="check this many mutants (default 1000)")
+    budget.add_argument("--seconds", type=float, help="check mutants for this long")
+    p.add_argument("--seed", type=int, help="the campaign's seed (printed; default: a fresh one)")
+    p.add_argument("--edits", type=int, default=2,
+                   help="stack up to this many edits per mutant once every single edit is checked (default 2)")
+    p.add_argument("--kinds", help="only these mutation kinds (comma-separated; see --list-kinds)")
+    p.add_argument("--list-kinds", action="store_true", help="print the mutation catalogue and exit")
+    p.add_argument("--target", help="fuzz for another target (sm_90a, sm_100a, sm_120a)")
+    p.add_argument("--select", help="only these clause codes (comma-separated)")
+    p.add_argument("--ignore", help="skip these clause codes (comma-separated)")
+    p.add_argument("--jobs", type=int, default=default_jobs(), help="worker processes (default: CPU count)")
+    p.add_argument("--show-accepted", type=int, default=40, metavar="N",
+                   help="list at most N accepted mutants in text output (default 40)")
+    p.add_argument("--out", help="write each checker bug's reproducer (pipeline.kp + stages.kc) under this folder")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.set_defaults(run=cmd_fuzz)
+
+
+def cmd_fuzz(args: Any) -> int:
+    import json
+    import sys
+
+    from kernlink.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, emit
+
+    color = {"always": True, "never": False}.get(args.color)
+    if args.list_kinds:
+        _print_kinds(color)
+        return EXIT_OK
+    if (args.examples is not None and args.examples < 1) or (args.seconds is not None and args.seconds <= 0):
+        raise UsageError("the budget must be positive")
+    if args.edits < 1 or args.jobs < 1:
+        raise UsageError("--edits and --jobs must be at least 1")
+    kinds = replace_kinds(_split(args.kinds)) if args.kinds else None
+    clauses = selected(_split(args.select) or None, _split(args.ignore) or None)
+    subject = load_subject(args.paths, target=args.target)
+    seed = args.seed if args.seed is not None else new_seed()
+    campaign = Campaign(subject, seed, max_edits=args.edits, kinds=kinds, clauses=clauses)
+    base = campaign.baseline()
+    if base:
+        emit(base, subject.inputs.sources, "text", color=color,
+             summary="the composition is rejected before any mutation: fix it, then fuzz it")
+        return EXIT_REJECTED
+    report = _run_with_progress(campaign, args, color)
+    if args.out:
+        _write_reproducers(campaign, report, args.out)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(report.to_json(subject.bundle), indent=2, sort_keys=True) + "\n")
+    else:
+        render_report(report, campaign, args, color=color)
+    if report.bugs:
+        return EXIT_REJECTED
+    return EXIT_OK if report.outcomes else EXIT_USAGE
+
+
+def _split(text: str | None) -> list[str]:
+    return [c.strip() for c in text.split(",") if c.strip()] if text else []
+
+
+def _run_with_progress(campaign: Campaign, args: Any, color: bool | None) -> Report:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    size = campaign.plan.size()
+    examples = args.examples if args.examples is not None or args.seconds is not None else 1000
+    total: float | None = None
+    if args.seconds is None:
+        total = float(min(x for x in (examples, size) if x is not None))
+    console = Console(stderr=True, force_terminal=color, no_color=color is False)
+    columns = [TextColumn("fuzzing"), BarColumn(), MofNCompleteColumn(), TextColumn("mutants"),
+               TimeElapsedColumn()]
+    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
+        task = bar.add_task("fuzz", total=total)
+
+        def advance(n: int) -> None:
+            bar.update(task, advance=n)
+
+        return campaign.run(examples=args.examples, seconds=args.seconds, jobs=args.jobs, progress=advance)
+
+
+def _print_kinds(color: bool | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="mutation kinds", title_justify="left")
+    table.add_column("kind", no_wrap=True)
+    table.add_column("edit")
+    for kind, text in MUTATION_KINDS.items():
+        table.add_row(kind, text)
+    Console(force_terminal=color, no_color=color is False, highlight=False).print(table)
+
+
+def render_report(report: Report, campaign: Campaign, args: Any, *, color: bool | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(force_terminal=color, no_color=color is False, highlight=False)
+    if not console.is_terminal:
+        console = Console(force_terminal=color, no_color=color is False, highlight=False, width=140)
+    bundle = campaign.subject.bundle
+    console.print(f"kernlink fuzz {report.subject}: seed {report.seed}, {len(report.outcomes)} mutants in "
+                  f"{report.seconds:.1f} s ({report.rate:.0f} mutants/s, {report.jobs} "
+                  f"{'job' if report.jobs == 1 else 'jobs'}; stopped: {report.stopped})", markup=False)
+    table = Table(title_justify="left")
+    for column, justify in (("mutation", "left"), ("mutants", "right"), ("rejected", "right"),
+                            ("accepted", "right"), ("bugs", "right"), ("rejected by", "left")):
+        table.add_column(column, justify=justify, no_wrap=column == "mutation")  # type: ignore[arg-type]
+    totals = Counter[str]()
+    for row in report.by_kind():
+        codes = ", ".join(f"{code} ×{n}" if n > 1 else code for code, n in row["by_clause"].most_common())
+        table.add_row(row["kind"], str(row["mutants"]), str(row["rejected"]), str(row["accepted"]),
+                      str(row["bugs"]) if row["bugs"] else "", codes)
+        for key in ("mutants", "rejected", "accepted", "bugs"):
+            totals[key] += row[key]
+    table.add_section()
+    table.add_row("total", str(totals["mutants"]), str(totals["rejected"]), str(totals["accepted"]),
+                  str(totals["bugs"]) if totals["bugs"] else "", "")
+    console.print(table)
+    accepted = report.accepted()
+    if accepted:
+        shown = accepted[: max(args.show_accepted, 0)]
+        listing = Table(title=f"accepted mutants ({len(accepted)})", title_justify="left")
+        listing.add_column("#", justify="right")
+        listing.add_column("mutation", no_wrap=True)
+        listing.add_column("edit", overflow="fold")
+        for out in shown:
+            listing.add_row(str(out.index), out.kind, out.mutation.describe(bundle))
+        if shown:
+            console.print(listing)
+        if len(shown) < len(accepted):
+            console.print(f"… and {len(accepted) - len(shown)} more (`--show-accepted N` or `--format json` "
+                          "lists them)", markup=False)
+    oracles = ", ".join(report.oracles) if report.oracles else "none available in this build"
+    console.print(f"independent re-verification of accepted mutants: {oracles}", markup=False)
+    if report.bugs:
+        again = f" (and {report.duplicates} more mutant(s) shrinking to one of them)" if report.duplicates else ""
+        console.print(f"[bold red]{len(report.bugs)} checker bug(s)[/]{again}")
+        for out, small, text in report.bugs:
+            console.print(f"mutant #{out.index} ({out.kind}): {BUG_KINDS.get(out.verdict.bug or '', '')}"
+                          + (f" [{out.verdict.by}]" if out.verdict.bug == "oracle" else ""), markup=False)
+            for problem in out.verdict.problems:
+                console.print(f"  = {problem}", markup=False)
+            console.print(f"  shrunk to {len(small.edits)} edit(s); reproducer:", markup=False)
+            console.print(text.rstrip("\n"), markup=False)
+    else:
+        console.print("no checker bugs found", markup=False)
+    replay = f"kernlink fuzz {' '.join(args.paths)} --seed {report.seed} --examples {len(report.outcomes)}"
+    if args.edits != 2:
+        replay += f" --edits {args.edits}"
+    for flag in ("kinds", "select", "ignore", "target"):
+        value = getattr(args, flag)
+        if value:
+            replay += f" --{flag} {value}"
+    console.print(f"replay: {replay}", markup=False)
+
+
+def _write_reproducers(campaign: Campaign, report: Report, out: str) -> None:
+    from pathlib import Path
+
+    from diagnostics.files import atomic_write_text
+
+    for result, small, _ in report.bugs:
+        folder = Path(out) / f"bug-{report.seed}-{result.index}"
+        folder.mkdir(parents=True, exist_ok=True)
+        units = campaign.checker.units(small)
+        bundle = Bundle.of(units)
+        header = "".join(f"# {e.describe(campaign.subject.bundle)}\n" for e in small.edits)
+        atomic_write_text(folder / "pipeline.kp", header + print_node(bundle.pipeline))
+        stages = "\n".join(print_node(s) for s in bundle.stages)
+        atomic_write_text(folder / "stages.kc", header + stages)

@@ -1,0 +1,176 @@
+"""``kernlink fuzz``: the campaign is reproducible, bounded, parallel-safe, and reports bugs with
+shrunk reproducers; the command prints its table and exits 1 only on a checker bug."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from checker.clauses.l_pair import PairClause
+from checker.composition import Composition, Owned
+from contract_lang import ast as A
+from contract_lang.compositions import MUTATION_KINDS, Mutation
+from kernlink import fuzz
+from kernlink.api import check
+from kernlink.cli import main
+from kernlink.fuzz import Campaign, Checker, OracleResult, load_subject, shrink
+from placement.adapter import Placed
+
+ROOT = Path(__file__).resolve().parents[2]
+RING = str(ROOT / "specs" / "examples" / "ring" / "ring.kp")
+
+
+@pytest.fixture(scope="module")
+def ring() -> fuzz.Subject:
+    return load_subject([RING])
+
+
+class RefuteRings:
+    """A fake independent check that refutes every accepted mutant whose rings changed."""
+
+    name = "fake"
+
+    def __init__(self, subject: fuzz.Subject) -> None:
+        self.subject = subject
+
+    def check(self, comp: Composition, placed: Placed | None, clauses: frozenset[str]) -> OracleResult:
+        base = {str(r.item) for sides in load_rings(self.subject) for r in sides}
+        now = {str(r.item) for sides in comp.rings.values() for r in sides}
+        return OracleResult(True, () if now == base else ("fake: the ring changed",))
+
+
+def load_rings(subject: fuzz.Subject) -> Iterator[tuple[Owned[A.Ring], ...]]:
+    from checker.resolve import resolve
+
+    pipeline = subject.inputs.pipeline
+    assert pipeline is not None
+    yield from resolve(pipeline, subject.name, subject.inputs.candidates).rings.values()
+
+
+def test_baseline_is_accepted_and_the_plan_walks_every_single_edit(ring: fuzz.Subject) -> None:
+    campaign = Campaign(ring, seed=5, oracles=[])
+    assert campaign.baseline() == []
+    plan = campaign.plan
+    singles = [plan.mutation(i) for i in range(plan.singles)]
+    assert Counter(m.edits[0] for m in singles if m is not None) == Counter(plan.catalogue)
+    stacked = plan.mutation(plan.singles)
+    assert stacked is not None and len(stacked.edits) == 2
+
+
+def test_same_seed_same_campaign_and_jobs_do_not_matter(ring: fuzz.Subject) -> None:
+    one = Campaign(ring, seed=11, oracles=[]).run(examples=40)
+    again = Campaign(ring, seed=11, oracles=[]).run(examples=40, jobs=2)
+    other = Campaign(ring, seed=12, oracles=[]).run(examples=40)
+    assert [(o.index, o.mutation, o.verdict) for o in one.outcomes] == \
+        [(o.index, o.mutation, o.verdict) for o in again.outcomes]
+    assert [o.mutation for o in one.outcomes] != [o.mutation for o in other.outcomes]
+
+
+def test_a_time_budget_checks_a_prefix_of_the_plan(ring: fuzz.Subject) -> None:
+    timed = Campaign(ring, seed=3, oracles=[]).run(seconds=0.3)
+    assert [o.index for o in timed.outcomes] == list(range(len(timed.outcomes)))
+    assert timed.stopped in ("time budget", "plan exhausted")
+    replay = Campaign(ring, seed=3, oracles=[]).run(examples=len(timed.outcomes))
+    assert [o.verdict for o in replay.outcomes] == [o.verdict for o in timed.outcomes]
+
+
+def test_single_edits_only_stop_when_the_catalogue_is_exhausted(ring: fuzz.Subject) -> None:
+    report = Campaign(ring, seed=1, max_edits=1, kinds=("ring-depth",), oracles=[]).run(examples=10_000)
+    assert report.stopped == "plan exhausted"
+    assert 0 < len(report.outcomes) < 50
+    assert {o.kind for o in report.outcomes} == {"ring-depth"}
+    assert any(o.verdict.codes == ("L-DEPTH",) for o in report.outcomes)
+
+
+def test_every_rejection_of_a_reference_mutant_names_a_clause(ring: fuzz.Subject) -> None:
+    report = Campaign(ring, seed=2, max_edits=1).run(examples=10_000)
+    assert not report.bugs, [b[0].verdict for b in report.bugs]
+    rejected = [o for o in report.outcomes if o.verdict.status == "rejected"]
+    assert rejected and all(o.verdict.codes and all(c.startswith(("L-", "E-SOLVER")) for c in o.verdict.codes)
+                            for o in rejected)
+
+
+def test_a_refuted_mutant_is_a_bug_shrunk_to_the_culprit_edit(ring: fuzz.Subject) -> None:
+    checker = Checker(ring, oracles=[RefuteRings(ring)])
+    plan = Campaign(ring, seed=0, max_edits=1, oracles=[]).plan
+    culprit = next(e for e in plan.catalogue if e.kind in ("proxy", "init-role", "ring-depth")
+                   and checker.check(Mutation((e,))).status == "bug")
+    harmless = [e for e in plan.catalogue if e.kind in ("launch", "role-regs")
+                and checker.check(Mutation((e,))).status == "accepted"]
+    assert len(harmless) >= 2
+    noisy = Mutation((harmless[0], culprit, harmless[1]))
+    verdict = checker.check(noisy)
+    assert verdict.status == "bug" and verdict.bug == "oracle" and verdict.by == "fake"
+    assert shrink(checker, noisy, verdict).edits == (culprit,)
+    text = fuzz.reproducer(checker, Mutation((culprit,)))
+    assert text.startswith("# stage `ring.loader`") and 'stage "ring.loader"' in text
+
+
+def test_a_clause_that_raises_is_a_bug(ring: fuzz.Subject, monkeypatch: pytest.MonkeyPatch) -> None:
+    def explode(self: PairClause, comp: Composition) -> Iterator[object]:
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr(PairClause, "check", explode)
+    campaign = Campaign(ring, seed=0, max_edits=1, oracles=[])
+    out = campaign.run_one(0)
+    assert out is not None and out.verdict.status == "bug" and out.verdict.bug == "internal"
+    assert "boom" in out.verdict.problems[0]
+
+
+def test_the_command_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["fuzz", RING, "--seed", "4", "--examples", "80", "--jobs", "1", "--color", "never"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "seed 4, 80 mutants" in out
+    for word in ("mutation", "rejected by", "accepted mutants", "total", "no checker bugs found",
+                 "independent re-verification of accepted mutants: placement"):
+        assert word in out
+    assert f"replay: kernlink fuzz {RING} --seed 4 --examples 80" in out
+
+
+def test_json_for_ci(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["fuzz", RING, "--seed", "9", "--examples", "50", "--jobs", "1", "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["seed"] == 9 and data["mutants"] == 50 and data["bugs"] == []
+    assert sum(row["mutants"] for row in data["kinds"]) == 50
+    assert all(row["kind"] in MUTATION_KINDS or row["kind"].endswith("edits") for row in data["kinds"])
+    assert len(data["accepted"]) == sum(row["accepted"] for row in data["kinds"])
+
+
+def test_the_command_exits_1_on_a_bug_and_writes_reproducers(tmp_path: Path, ring: fuzz.Subject,
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(fuzz, "_REGISTERED_ORACLES", [RefuteRings(ring)])
+    code = main(["fuzz", RING, "--seed", "1", "--examples", "200", "--edits", "1", "--jobs", "1",
+                 "--kinds", "proxy,ring-depth,launch", "--out", str(tmp_path), "--color", "never"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "checker bug(s)" in out and "fake: the ring changed" in out and "shrunk to 1 edit(s)" in out
+    folders = sorted(tmp_path.iterdir())
+    assert folders and all((f / "pipeline.kp").is_file() and (f / "stages.kc").is_file() for f in folders)
+    result = check([str(folders[0] / "pipeline.kp")])
+    assert result.composition is not None
+
+
+def test_a_rejected_composition_is_not_fuzzed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = Path(RING).parent
+    for name in ("loader.kc", "reduce.kc"):
+        (tmp_path / name).write_text((source / name).read_text().replace("depth 2..6", "depth 6..2"))
+    (tmp_path / "ring.kp").write_text((source / "ring.kp").read_text().replace(' from "build/loader.kpkg"', "")
+                                      .replace(' from "build/reduce.kpkg"', ""))
+    code = main(["fuzz", str(tmp_path / "ring.kp"), "--examples", "5", "--color", "never"])
+    assert code == 1
+    assert "rejected before any mutation" in capsys.readouterr().out
+
+
+def test_list_kinds_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fuzz", RING, "--list-kinds", "--color", "never"]) == 0
+    listed = capsys.readouterr().out
+    assert all(kind in listed for kind in MUTATION_KINDS)
+    assert main(["fuzz", RING, "--kinds", "no-such-kind"]) == 2
+    assert main(["fuzz", RING, "--examples", "0"]) == 2
+    assert main(["fuzz", RING, "--ignore", "L-NOPE"]) == 2
