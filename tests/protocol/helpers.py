@@ -48,3 +48,25 @@ def waits_on_unfed_barrier(depth: int = 2) -> Protocol:
     b.step("mma", Op.WRITE, "acc")
     b.consume("acc")
     return b.build()
+
+
+def loader_with_rendezvous(depth: int = 2, threads: int = 192) -> Protocol:
+    """`r0` feeds `r1` (ring q1) and `r2` (ring q0); a named barrier joins all three per
+    iteration, `r1` only arriving on it (it may run ahead)."""
+    b = ProtocolBuilder("sync.kc")
+    b.role("r0", 1)
+    b.role("r1", 1)
+    b.role("r2", 4)
+    b.ring("q1", depth=depth, producer="r0", consumer="r1", full_init=1, empty_init=1,
+           full_tx=32, init_by=["r0"])
+    b.ring("q0", depth=depth, producer="r0", consumer="r2", full_init=1, empty_init=4,
+           init_by=["r0"])
+    b.named_barrier("sync", threads)
+    b.produce("q1")
+    b.step("r0", Op.BAR_SYNC, "sync", count=32)
+    b.produce("q0")
+    b.consume("q1", release=1)
+    b.step("r1", Op.BAR_ARRIVE, "sync", count=32)
+    b.step("r2", Op.BAR_SYNC, "sync", count=128)
+    b.consume("q0")
+    return b.build()

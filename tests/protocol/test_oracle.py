@@ -8,7 +8,12 @@ from hypothesis import HealthCheck, given, settings
 from checker.protocol import Protocol, check_protocol
 from checker.protocol.explore import explore
 from checker.protocol.strategies import small_protocols
-from tests.protocol.helpers import kv_ring, two_operand_rings, waits_on_unfed_barrier
+from tests.protocol.helpers import (
+    kv_ring,
+    loader_with_rendezvous,
+    two_operand_rings,
+    waits_on_unfed_barrier,
+)
 
 
 def assert_agree(protocol: Protocol, bound: int | None = None) -> None:
@@ -20,15 +25,26 @@ def assert_agree(protocol: Protocol, bound: int | None = None) -> None:
     assert verdict.static == oracle.static
 
 
-@pytest.mark.parametrize("protocol", [
-    kv_ring(1), kv_ring(3), kv_ring(2, consume={"lag": 1}), kv_ring(1, consume={"lag": 1}),
-    kv_ring(2, produce={"wait_empty": False}), kv_ring(2, consume={"parity": 1}),
-    kv_ring(2, consume={"prearm": True}), kv_ring(2, produce={"parity": 0}),
-    kv_ring(2, consume={"release": 256}), kv_ring(2, produce={"tx": 8192, "copies": [8192, 8192]}),
-    waits_on_unfed_barrier(),
-], ids=lambda p: str(id(p)))
-def test_reference_variants_agree(protocol: Protocol) -> None:
-    assert_agree(protocol)
+VARIANTS = {
+    "depth1": lambda: kv_ring(1),
+    "depth3": lambda: kv_ring(3),
+    "late-release": lambda: kv_ring(2, consume={"lag": 1}),
+    "late-release-depth1": lambda: kv_ring(1, consume={"lag": 1}),
+    "no-empty-wait": lambda: kv_ring(2, produce={"wait_empty": False}),
+    "full-parity-1": lambda: kv_ring(2, consume={"parity": 1}),
+    "prearm-parity-1": lambda: kv_ring(2, consume={"prearm": True}),
+    "empty-parity-0": lambda: kv_ring(2, produce={"parity": 0}),
+    "per-thread-release": lambda: kv_ring(2, consume={"release": 256}),
+    "half-expect-tx": lambda: kv_ring(2, produce={"tx": 8192, "copies": [8192, 8192]}),
+    "unfed-barrier": waits_on_unfed_barrier,
+    "rendezvous": loader_with_rendezvous,
+    "rendezvous-short": lambda: loader_with_rendezvous(threads=160),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_reference_variants_agree(variant: str) -> None:
+    assert_agree(VARIANTS[variant]())
 
 
 def test_agreement_at_other_bounds() -> None:
