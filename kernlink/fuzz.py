@@ -3,14 +3,15 @@
 A campaign loads the composition as ``kernlink check`` does, checks it (it must be
 accepted), then checks mutants of it: each mutant applies one or more edits of the
 catalogue in :mod:`contract_lang.compositions` to the ASTs of the stages and the
-pipeline, prints every edited block, parses the text back and checks the result
-through the same resolution and clause engine as a user's files (packages keep
-what they captured). Each mutant ends in one of three states:
+pipeline, prints every edited block, parses the text back and checks the result the
+way ``kernlink check`` checks a user's files (packages keep what they captured):
+resolution, every selected clause, then, on acceptance, the joint placement
+(:func:`kernlink.downstream.verify_downstream`). Each mutant ends in one of three states:
 
-- **rejected** by one or more clauses (the report counts the codes per mutation kind);
+- **rejected** by one or more clauses, or by placement (the report counts the codes
+  per mutation kind, placement's marked as such);
 - **accepted**, then re-verified by the independent checks (:class:`Oracle`): the
-  placement verifier, the protocol explorer, where they apply. A downstream step that
-  rejects soundly (placement finds no fit) counts as a rejection with its code;
+  placement verifier and the explicit-state protocol explorer, where they apply;
 - a **checker bug**: the checker raised or reported ``E-INTERNAL``, a rejection carries
   an unregistered code or no source span, a printed edit did not parse back, or an
   independent check refuted an accepted mutant. Bugs are shrunk (delta debugging over
@@ -94,24 +95,20 @@ class Oracle(Protocol):
 class PlacementOracle:
     """Verify an accepted composition's placement with the independent verifier.
 
-    :func:`placement.verify` recomputes every size, alignment, range and register
-    budget in plain Python; any violation is a checker bug (the solver's placement of
-    an accepted composition is wrong). The adapter is re-run too: the problem the
-    composition makes must be the one that was placed.
+    :func:`placement.verify` recomputes every size, alignment, range, warp and register
+    budget in plain Python (no Z3); any violation is a checker bug: the joint placement
+    of an accepted composition is wrong.
     """
 
     name: str = "placement"
 
     def check(self, comp: Composition, placed: Placed | None, clauses: frozenset[str]) -> OracleResult:
         from placement import verify
-        from placement.adapter import problem_from
 
         if placed is None:
             return OracleResult(False)
-        problems = [f"placement verifier: {v}" for v in verify(placed.problem, placed.placement)]
-        if problem_from(comp) != placed.problem:
-            problems.append("the composition's placement problem differs when built twice")
-        return OracleResult(True, problems=tuple(problems))
+        problems = tuple(f"placement verifier: {v}" for v in verify(placed.problem, placed.placement))
+        return OracleResult(True, problems=problems)
 
 
 @dataclass
@@ -148,7 +145,7 @@ class ProtocolOracle:
                 continue
             applicable = True
             at = ", ".join(f"{ring} at depth {d}" for ring, d in sorted(depths.items()))
-            problems += [f"protocol explorer ({at}): {p}" for p in found if p.split(" ", 1)[0] in clauses]
+            problems += [f"protocol explorer ({at}): {p}" for p in found if p.split(":", 1)[0] in clauses]
         return OracleResult(applicable, tuple(dict.fromkeys(problems)))
 
     def _explore(self, protocol: Any) -> tuple[str, ...] | None:
@@ -756,7 +753,7 @@ def cmd_fuzz(args: Any) -> int:
     import json
     import sys
 
-    from kernlink.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, emit
+    from kernlink.cli import EXIT_OK, EXIT_REJECTED, emit
 
     color = {"always": True, "never": False}.get(args.color)
     if args.list_kinds:
@@ -771,6 +768,8 @@ def cmd_fuzz(args: Any) -> int:
     subject = load_subject(args.paths, target=args.target)
     seed = args.seed if args.seed is not None else new_seed()
     campaign = Campaign(subject, seed, max_edits=args.edits, kinds=kinds, clauses=clauses)
+    if not campaign.plan.singles:
+        raise UsageError("no edit of the chosen kinds applies to this composition (see --list-kinds)")
     base = campaign.baseline()
     if base:
         emit(base, subject.inputs.sources, "text", color=color,
@@ -783,9 +782,7 @@ def cmd_fuzz(args: Any) -> int:
         sys.stdout.write(json.dumps(report.to_json(subject.bundle), indent=2, sort_keys=True) + "\n")
     else:
         render_report(report, campaign, args, color=color)
-    if report.bugs:
-        return EXIT_REJECTED
-    return EXIT_OK if report.outcomes else EXIT_USAGE
+    return EXIT_REJECTED if report.bugs else EXIT_OK
 
 
 def _split(text: str | None) -> list[str]:

@@ -174,3 +174,25 @@ def test_list_kinds_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None
     assert main(["fuzz", RING, "--kinds", "no-such-kind"]) == 2
     assert main(["fuzz", RING, "--examples", "0"]) == 2
     assert main(["fuzz", RING, "--ignore", "L-NOPE"]) == 2
+
+
+def test_the_protocol_explorer_catches_what_a_silent_model_misses(ring: fuzz.Subject,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from checker.clauses import CLAUSES
+
+    def silent(self: object, comp: Composition) -> Iterator[object]:
+        return iter(())
+
+    for cls in CLAUSES:
+        if cls.code in ("L-ARRIVE", "L-TXBYTES", "L-PARITY", "L-RACE", "L-DEADLOCK"):
+            monkeypatch.setattr(cls, "check", silent)
+    checker = Checker(ring, oracles=[fuzz.ProtocolOracle()])
+    plan = Campaign(ring, seed=0, max_edits=1, oracles=[]).plan
+    dropped = next(e for e in plan.catalogue if e.kind == "drop-wait")
+    verdict = checker.check(Mutation((dropped,)))
+    assert verdict.status == "bug" and verdict.by == "protocol", verdict
+    assert any("L-RACE" in p or "L-DEADLOCK" in p for p in verdict.problems)
+    ignoring = Checker(ring, clauses=[c for c in CLAUSES if c.code not in ("L-RACE", "L-DEADLOCK")],
+                       oracles=[fuzz.ProtocolOracle()])
+    unchecked = ignoring.check(Mutation((dropped,)))
+    assert not any(code in p for p in unchecked.problems for code in ("L-RACE", "L-DEADLOCK")), unchecked
