@@ -50,6 +50,15 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     add_run(sub)
 
+    p = sub.add_parser("place", help="place every claim of an accepted composition and print the map")
+    p.add_argument("paths", nargs="+", help="a pipeline (.kp) and optionally contracts or packages")
+    p.add_argument("--target", help="place for another target (sm_90a, sm_100a, sm_120a)")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="the map on stdout")
+    p.add_argument("--json", dest="json_out", metavar="FILE", help="also write the map as JSON")
+    p.add_argument("--svg", metavar="FILE", help="also draw shared memory and warps as SVG")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.set_defaults(run=cmd_place)
+
     from kernlink.fuzz import add_parser as add_fuzz
 
     add_fuzz(sub)
@@ -72,6 +81,29 @@ def cmd_link(args: argparse.Namespace) -> int:
     assert result.output is not None and result.output.cubin is not None
     print(f"linked `{result.output.record.pipeline}` for {result.output.record.target} -> {args.output}/kernel.cubin "
           f"({len(result.output.cubin)} bytes); map in {args.output}/link.map")
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------- place
+
+def cmd_place(args: argparse.Namespace) -> int:
+    """Check, then place; the map is written only for an accepted composition."""
+    from diagnostics.files import atomic_write_text
+    from kernlink.api import check
+    from kernlink.cli import EXIT_OK, EXIT_REJECTED, emit
+    from placement import render_map, render_svg, to_json
+
+    result = check(args.paths, target=args.target)
+    placed = result.downstream.placed if result.downstream is not None else None
+    if not result.accepted or placed is None:
+        emit(result.diagnostics, result.sources, "text", color=_color(args.color), summary="composition rejected")
+        return EXIT_REJECTED
+    text_map, json_map = render_map(placed.placement), to_json(placed.placement)
+    if args.json_out:
+        atomic_write_text(args.json_out, json_map)
+    if args.svg:
+        atomic_write_text(args.svg, render_svg(placed.placement))
+    sys.stdout.write(json_map if args.format == "json" else text_map)
     return EXIT_OK
 
 
