@@ -27,6 +27,16 @@ handles are then ``NAME_stride`` / ``NAME_threads``.
 | ``role X … regs N`` | ``P_X_regs`` | the role's register budget |
 | ``params B …`` | ``P_params_offset`` | offset of the stage's params block in the kernel's |
 
+Two handles are functions that *do* something rather than return a constant: the
+linker defines each as the lowered code of the tensor connection's route
+(``transfer_model/lower.py``), ``T`` the element's bit type (``unsigned`` for 4-byte,
+``unsigned short`` for 2-byte elements):
+
+| item | handle | prototype (who calls it) |
+|---|---|---|
+| ``export tensor X`` | ``P_X_export`` | ``void (const T* held)`` (the exporting role, once, when ready) |
+| ``import tensor Y`` | ``P_Y_import`` | ``void (const T* held, T* dst, int chunk)`` (the importing role, per chunk) |
+
 Symbols a stage must *define* besides its role entries and exports: for each ring
 it initialises (``init by`` one of its roles), ``<stage>_<R>_init`` (no ``kl_``).
 
@@ -49,7 +59,7 @@ from contract_lang import ast as A
 HandleKind = Literal[
     "smem", "smem_stride", "tmem", "bar_id", "bar_threads", "counter",
     "ring_depth", "ring_full_bar", "ring_empty_bar", "ring_full_count", "ring_empty_count",
-    "ring_slot_smem", "ring_slot_stride", "warp0", "regs", "params_offset",
+    "ring_slot_smem", "ring_slot_stride", "warp0", "regs", "params_offset", "tensor_export", "tensor_import",
 ]
 
 HANDLE_PREFIX = "kl_"
@@ -61,6 +71,16 @@ RING_BARRIER_STRIDE = 8
 HANDLE_PROTOTYPE = Prototype("func", (), ("b32",))
 #: PTX prototype of role entries and ring init hooks: (params pointer, shared memory pointer).
 ENTRY_PROTOTYPE = Prototype("func", ("b64", "b64"), ())
+#: PTX prototypes of the tensor handles: ``void (const T* held)`` and ``void (const T* held, T* dst, int chunk)``.
+TENSOR_PROTOTYPES: Mapping[str, Prototype] = {
+    "tensor_export": Prototype("func", ("b64",), ()),
+    "tensor_import": Prototype("func", ("b64", "b64", "b32"), ()),
+}
+#: C declaration of each tensor handle kind, for messages (``T`` the element's bit type).
+TENSOR_DECLARATIONS: Mapping[str, str] = {
+    "tensor_export": "void {symbol}(const T* held)",
+    "tensor_import": "void {symbol}(const T* held, T* dst, int chunk)",
+}
 
 #: What each kind of handle reads, in words, for messages.
 KIND_TEXT: Mapping[str, str] = {
@@ -70,7 +90,8 @@ KIND_TEXT: Mapping[str, str] = {
     "ring_empty_bar": "an empty-barrier offset", "ring_full_count": "a full-barrier arrival count",
     "ring_empty_count": "an empty-barrier arrival count", "ring_slot_smem": "a ring slot's offset",
     "ring_slot_stride": "a ring slot stride", "warp0": "a role's first warp", "regs": "a register budget",
-    "params_offset": "a params offset",
+    "params_offset": "a params offset", "tensor_export": "a tensor export's route",
+    "tensor_import": "a tensor import's route",
 }
 # Name suffix -> kind, for recognising a handle read under the wrong item.
 _SUFFIXES: tuple[tuple[str, HandleKind], ...] = (
@@ -78,7 +99,7 @@ _SUFFIXES: tuple[tuple[str, HandleKind], ...] = (
     ("_threads", "bar_threads"), ("_counter", "counter"), ("_depth", "ring_depth"),
     ("_full_bar", "ring_full_bar"), ("_empty_bar", "ring_empty_bar"), ("_full_count", "ring_full_count"),
     ("_empty_count", "ring_empty_count"), ("_warp0", "warp0"), ("_regs", "regs"),
-    ("_params_offset", "params_offset"),
+    ("_params_offset", "params_offset"), ("_export", "tensor_export"), ("_import", "tensor_import"),
 )
 _RING_HANDLES: tuple[tuple[str, HandleKind], ...] = (
     ("depth", "ring_depth"), ("full_bar", "ring_full_bar"), ("empty_bar", "ring_empty_bar"))
@@ -194,7 +215,21 @@ def handle_bindings(stage: A.Stage) -> list[HandleSpec]:
                 add(f"{p}_{it.name}_regs", "regs", it.name, it)
         elif isinstance(it, A.Params) and not any(h.kind == "params_offset" for h in out):
             add(f"{p}_params_offset", "params_offset", "params", it)
+        elif isinstance(it, A.ExportTensor):
+            add(tensor_symbol(stage, it.name, "export"), "tensor_export", it.name, it)
+        elif isinstance(it, A.ImportTensor):
+            add(tensor_symbol(stage, it.name, "import"), "tensor_import", it.name, it)
     return out
+
+
+def tensor_symbol(stage: A.Stage | str, tensor: str, side: Literal["export", "import"]) -> str:
+    """The handle through which ``stage`` runs its side of a tensor connection: ``kl_<stage>_<tensor>_<side>``."""
+    return f"{stage_prefix(stage)}_{sanitize(tensor)}_{side}"
+
+
+def handle_prototype(kind: HandleKind) -> Prototype:
+    """The PTX shape a handle of ``kind`` is declared with."""
+    return TENSOR_PROTOTYPES.get(kind, HANDLE_PROTOTYPE)
 
 
 def expected_handles(stage: A.Stage) -> dict[str, HandleSpec]:
@@ -324,11 +359,13 @@ def handle_problems(stage: A.Stage, captured: Captured,
                 found.append(_unbound(stage, symbol))
             continue
         proto = protos.get(symbol)
-        if proto is not None and proto != HANDLE_PROTOTYPE:
+        if proto is not None and proto != handle_prototype(handle.kind):
+            shape = TENSOR_DECLARATIONS.get(handle.kind, "unsigned {symbol}()").format(symbol=symbol)
+            what = "this handle is" if handle.kind in TENSOR_DECLARATIONS else "handles are"
             found.append(Finding(
                 "L-HANDLE", "signature", symbol,
-                f"handle `{symbol}` is declared as `{proto}`; handles are `unsigned {symbol}()`",
-                f"declare `extern \"C\" __device__ unsigned {symbol}();`", handle.item, handle.node))
+                f"handle `{symbol}` is declared as `{proto}`; {what} `{shape}`",
+                f"declare `extern \"C\" __device__ {shape};`", handle.item, handle.node))
     return found
 
 
@@ -365,6 +402,10 @@ def _describe(node: A.Node) -> str:
         return "a rendezvous"
     if isinstance(node, A.Ring):
         return "a ring"
+    if isinstance(node, A.ExportTensor):
+        return "a tensor export"
+    if isinstance(node, A.ImportTensor):
+        return "a tensor import"
     return "a role"
 
 

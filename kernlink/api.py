@@ -121,7 +121,8 @@ def link(paths: Sequence[str | Path], out_dir: str | Path | None = None, *, targ
             output.record.status = "rejected"
             output.record.diagnostics.extend(result.diagnostics)
     else:
-        output = link_composition(comp, placed, emit_ptx=emit_ptx)
+        routes = result.downstream.routes if result.downstream is not None else None
+        output = link_composition(comp, placed, emit_ptx=emit_ptx, routes=routes)
     diags = list(result.diagnostics)
     if output is not None and output.record.status != "rejected":
         diags = sort_diagnostics([*diags, *output.diagnostics])

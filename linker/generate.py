@@ -10,6 +10,11 @@ NVRTC to LTO IR and linked with every package) holds, in this order:
    contract's signature that calls the symbol of the export serving the call
    (``checker.resolve.serving_exports``); exports no call site reaches get no
    trampoline and are dropped by LTO (an ``I-EXPORT-DROPPED`` note);
+2b. **tensor transfers** — each tensor connection's route, lowered by
+   ``transfer_model.lower`` with its barrier IDs and scratch address
+   (:mod:`linker.transfers`), its export and import functions named by the two
+   stages' tensor handles; an export no import names gets an export handle that does
+   nothing;
 3. **declarations** of the role entries and ring init hooks the components define;
 4. **the params block** ``KlParams`` — each stage's ``params`` region at the next
    multiple of its ``align`` in pipeline order (the layout L-PARAMS checks), with
@@ -46,13 +51,17 @@ from checker.resolve import serving_exports
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
 from linker.handles import HandleValue, Solved, UnplacedHandle, handle_value
+from linker.transfers import Transfer, UnusedExport, plan_transfers
 from placement.adapter import Placed
 from placement.problem import Domain, round_up
 from placement.result import Placement
+from transfer_model.adapter import RoutedSeam
 
 KERNEL = "kl_dispatch"
 SOURCE_NAME = "generated.cu"
 FORMAT = "kernlink-generated/1"
+#: Handle kinds that are functions of a route (rendered with the transfers), not constants.
+TENSOR_HANDLES = frozenset({"tensor_export", "tensor_import"})
 
 #: C types of the contract's scalar types in call signatures (pointer types are opaque in LTO IR).
 C_TYPES = {"void": "void", "bool": "bool", "i8": "signed char", "u8": "unsigned char", "i16": "short",
@@ -200,6 +209,8 @@ class Generated:
     params: ParamsLayout
     dispatch: Dispatch
     notes: tuple[Diagnostic, ...] = field(default=())
+    transfers: tuple[Transfer, ...] = field(default=())
+    unused_exports: tuple[UnusedExport, ...] = field(default=())
 
 
 # ----------------------------------------------------------------- what cannot be generated
@@ -215,15 +226,14 @@ def unsupported(comp: Composition) -> list[Diagnostic]:
             helps=("check the composition with `kernlink check`; link it once the linker supports this",),
             data=(("stage", stage), ("what", what))))
 
-    for imp in comp.tensor_imports:
-        refuse(imp.item, imp.stage_name, f"tensor connection `{imp.item.export}` -> `{imp.item.name}`",
-               "the transfer model lowers routes to CUDA, but specs/handles.md binds no symbol through which a "
-               "component calls its route's export and import functions, and placement assigns no named "
-               "barriers to staging routes")
-    for exp in comp.items(A.ExportTensor):
-        if not any(i.item.export == exp.item.name for i in comp.tensor_imports):
-            refuse(exp.item, exp.stage_name, f"tensor export `{exp.item.name}`",
-                   "tensor hand-offs are not linked yet (see the tensor connections)")
+    for exports in comp.tensor_exports.values():
+        for exp in exports:
+            imports = [i for i in comp.tensor_imports if i.item.export == exp.item.name]
+            if len(imports) > 1:
+                names = ", ".join(f"`{i.stage_name}.{i.item.name}`" for i in imports)
+                refuse(exp.item, exp.stage_name, f"tensor export `{exp.item.name}` with {len(imports)} imports",
+                       f"the export handle runs one route, and {names} each need their own; the order in "
+                       "which one export call would run several routes (and their barriers) is not decided yet")
     for tmem in comp.items(A.TmemClaim):
         refuse(tmem.item, tmem.stage_name, f"tensor-memory claim `{tmem.item.name}`",
                "the dispatch kernel would have to allocate tensor memory (tcgen05.alloc) before the roles start "
@@ -258,12 +268,14 @@ def unsupported(comp: Composition) -> list[Diagnostic]:
 # ----------------------------------------------------------------- planning
 
 def generate(comp: Composition, placed: Placed, *, entry_regs: int | None = None,
-             inputs: Sequence[str] = ()) -> Generated:
+             inputs: Sequence[str] = (), routes: Sequence[RoutedSeam] = ()) -> Generated:
     """The generated code for a checked, placed composition whose stages come from packages.
 
     ``entry_regs`` is the register count the kernel starts with (default: the
     placement's prediction); it decides each ``setmaxnreg``'s direction. ``inputs``
-    names the packages, for the file's header. Raises :class:`DiagnosticError`
+    names the packages, for the file's header. ``routes`` are the tensor connections'
+    routes, and ``placed`` must hold their named barriers
+    (:func:`linker.transfers.place_route_barriers`). Raises :class:`DiagnosticError`
     (``E-UNSUPPORTED``, ``L-LINK``, ``E-INTERNAL``) when no correct code can be made.
     """
     problems = unsupported(comp)
@@ -276,12 +288,13 @@ def generate(comp: Composition, placed: Placed, *, entry_regs: int | None = None
                     {r.stage: r.offset for r in params.regions if params.region_of(r.stage) is r})
     handles = _handles(comp, solved)
     trampolines, dropped, notes = _calls(comp)
+    transfers, unused = plan_transfers(comp, placed, routes)
     dispatch = _dispatch(comp, placement, params, caps.smem_user_base,
                          placement.entry_regs if entry_regs is None else entry_regs)
-    source = render(comp, handles, trampolines, params, dispatch, inputs)
+    source = render(comp, handles, trampolines, params, dispatch, inputs, transfers, unused)
     target = comp.target.name if comp.target is not None else comp.target_name
     return Generated(comp.pipeline.name, target, source, handles, trampolines, dropped, params, dispatch,
-                     tuple(notes))
+                     tuple(notes), transfers, unused)
 
 
 def params_layout(comp: Composition) -> ParamsLayout:
@@ -324,6 +337,8 @@ def _handles(comp: Composition, solved: Solved) -> tuple[HandleValue, ...]:
     for entry in comp.stages:
         needed = entry.captured.needed_symbols if entry.captured is not None else frozenset()
         for symbol, spec in resolve_handles(entry.stage, needed).items():
+            if spec.kind in TENSOR_HANDLES:
+                continue  # defined by the tensor transfers' code
             try:
                 value = handle_value(spec, solved)
             except UnplacedHandle as err:
@@ -457,7 +472,8 @@ _RULE = "// " + "-" * 64
 
 
 def render(comp: Composition, handles: Sequence[HandleValue], trampolines: Sequence[Trampoline],
-           params: ParamsLayout, d: Dispatch, inputs: Sequence[str] = ()) -> str:
+           params: ParamsLayout, d: Dispatch, inputs: Sequence[str] = (), transfers: Sequence[Transfer] = (),
+           unused: Sequence[UnusedExport] = ()) -> str:
     """The generated translation unit, as text ending with a newline."""
     target = comp.target.name if comp.target is not None else comp.target_name
     out = [f"// kernlink generated code ({FORMAT}): pipeline `{comp.pipeline.name}`, target {target}, "
@@ -492,6 +508,8 @@ def render(comp: Composition, handles: Sequence[HandleValue], trampolines: Seque
         body = f"{t.export_symbol}({passed});" if t.result == "void" else f"return {t.export_symbol}({passed});"
         out.append(f'extern "C" __device__ {ret} {t.symbol}({args}) {{ {body} }}'
                    f"  // called by {'; '.join(t.callers)}")
+    if transfers or unused:
+        out += ["", _RULE, *_transfer_lines(transfers, unused)]
     out += ["", _RULE, "// Role entries and ring init hooks, defined by the components."]
     declared: dict[str, str] = {}
     for init in d.inits:
@@ -504,6 +522,22 @@ def render(comp: Composition, handles: Sequence[HandleValue], trampolines: Seque
     out.append('}  // extern "C"')
     out += ["", _RULE, *_params_lines(params), "", _RULE, *_kernel_lines(d, params)]
     return "\n".join(out) + "\n"
+
+
+def _transfer_lines(transfers: Sequence[Transfer], unused: Sequence[UnusedExport]) -> list[str]:
+    out = ["// Tensor transfers: each connection's route, lowered with its link-time constants. The export",
+           "// function is the producing stage's export handle, the import function the consuming stage's import",
+           "// handle; every move is a bit copy (nothing is converted)."]
+    for t in transfers:
+        scratch = (f"scratch `{t.scratch_claim}` at shared address {t.scratch_addr} (dynamic base + "
+                   f"{t.scratch_offset}), {t.scratch_bytes} B" if t.scratch_claim is not None else "no scratch")
+        barriers = (f"named barrier(s) {', '.join(map(str, t.barrier_ids))} of {t.barrier_threads} threads"
+                    if t.barrier_ids else "no named barrier")
+        out += ["", f"// {t.connection}: {t.title} ({t.rung}); {scratch}; {barriers}", t.source.rstrip("\n")]
+    for u in unused:
+        out += ["", f"// {u.stage}: export `{u.export}` is imported by no stage; its export handle does nothing",
+                f'extern "C" __device__ void {u.symbol}(const {u.ctype}* held) {{ (void)held; }}']
+    return out
 
 
 def _comment(text: str) -> str:

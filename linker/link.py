@@ -6,6 +6,9 @@ Steps (every failure is a diagnostic, recorded in the map, which is written anyw
    alone is ``L-STAGE`` here: there is no object to link); each package is read
    again (``L-INTEGRITY`` if it changed since the check) for its LTO IR. Parts of
    the composition the role-entry ABI cannot express yet are ``E-UNSUPPORTED``.
+1b. **Route barriers** (:mod:`linker.transfers`): the staging routes' named barriers
+   are added to the placement problem as barrier claims and solved once more (the
+   roles must keep their warps, which the routes were chosen for).
 2. **Generate** (:mod:`linker.generate`) the handle stubs, trampolines, params block
    and dispatch kernel ``kl_dispatch``; compile them with NVRTC to LTO IR (from the
    filesystem root, so the IR does not depend on the working directory).
@@ -34,7 +37,8 @@ Steps (every failure is a diagnostic, recorded in the map, which is written anyw
    threads ≤ the pool. Otherwise the linker re-solves **once**: with the pool too
    small (R below the placement's prediction, e.g. ``blocks_per_sm 2``) the
    placement is solved again with R as the entry count (an ``L-REGS`` rejection from
-   that solve ends the link); then the code is generated for R and linked again,
+   that solve ends the link, and so does one that moves a role a tensor route runs
+   on); then the code is generated for R and linked again,
    and a second miss is ``L-REGS``. A kernel whose ptxas report says ``'setmaxnreg'
    ignored`` is ``L-REGS`` too. Spilling is reported as an ``I-SPILL`` note: it is
    the cost of a budget below what a role's code uses, not an error.
@@ -68,10 +72,12 @@ from linker.generate import KERNEL, SOURCE_NAME, Generated, generate, unsupporte
 from linker.linkmap import Attempt, InputRecord, LinkRecord
 from linker.manifest import StagePackage, read_stage_package
 from linker.toolchain import compile_nvrtc, link, stable_cwd, toolkit_versions
+from linker.transfers import moved_roles, place_route_barriers
 from placement.adapter import Placed
 from placement.problem import Problem
 from placement.solve import solve
 from placement.verify import verify
+from transfer_model.adapter import RoutedSeam, route_composition
 
 CUBIN = "kernel.cubin"
 PTX = "kernel.ptx"
@@ -128,23 +134,34 @@ def record_for(comp: Composition) -> LinkRecord:
     return LinkRecord(comp.pipeline.name, comp.pipeline_source, comp.target_name)
 
 
-def link_composition(comp: Composition, placed: Placed, *, emit_ptx: bool = False) -> LinkOutput:
-    """Generate, compile and device-link a checked, placed composition (module docstring)."""
+def link_composition(comp: Composition, placed: Placed, *, emit_ptx: bool = False,
+                     routes: Sequence[RoutedSeam] | None = None) -> LinkOutput:
+    """Generate, compile and device-link a checked, placed composition (module docstring).
+
+    ``routes`` are the tensor connections' routes on ``placed`` (``kernlink.downstream``
+    computed them during the check); None routes them here.
+    """
     start = time.perf_counter()
     record = record_for(comp)
     record.placement = placed.placement
     out = LinkOutput(record)
     try:
         packages = _inputs(comp, record)
+        if routes is None:
+            routes, route_diags = route_composition(comp, placed)
+            if any(d.is_error for d in route_diags):
+                raise DiagnosticError(route_diags)
+        placed = place_route_barriers(comp, placed, routes)
+        record.placement = placed.placement
         versions = toolkit_versions()
         record.toolkit = {"nvrtc": versions.as_dict()["nvrtc"], "nvjitlink": versions.as_dict()["nvjitlink"]}
         record.options = (f"-arch={_arch(comp)}", "-lto", "-verbose")
-        first = _round(comp, placed, packages, None, record, out.seconds)
+        first = _round(comp, placed, packages, None, record, out.seconds, routes)
         final = first
         need = _registers(first, placed)
         if need is not None:
-            placed = _resolve(comp, placed, need, record)
-            final = _round(comp, placed, packages, need, record, out.seconds)
+            placed = _resolve(comp, placed, need, record, bool(routes))
+            final = _round(comp, placed, packages, need, record, out.seconds, routes)
             again = _registers(final, placed)
             if again is not None:
                 raise DiagnosticError([_regs_failed(comp, final, placed, again)])
@@ -237,9 +254,9 @@ def _no_package(comp: Composition, entry: StageEntry) -> Diagnostic:
 # ----------------------------------------------------------------- one round
 
 def _round(comp: Composition, placed: Placed, packages: Sequence[tuple[str, StagePackage]], entry: int | None,
-           record: LinkRecord, seconds: dict[str, float]) -> _Round:
+           record: LinkRecord, seconds: dict[str, float], routes: Sequence[RoutedSeam]) -> _Round:
     t0 = time.perf_counter()
-    generated = generate(comp, placed, entry_regs=entry, inputs=[name for name, _ in packages])
+    generated = generate(comp, placed, entry_regs=entry, inputs=[name for name, _ in packages], routes=routes)
     record.generated = generated
     attempt = Attempt(entry_assumed=generated.dispatch.entry_regs)
     record.attempts.append(attempt)
@@ -341,7 +358,7 @@ def _registers(rnd: _Round, placed: Placed) -> int | None:
     return entry
 
 
-def _resolve(comp: Composition, placed: Placed, entry: int, record: LinkRecord) -> Placed:
+def _resolve(comp: Composition, placed: Placed, entry: int, record: LinkRecord, routed: bool) -> Placed:
     """The placement for an entry count of ``entry`` registers (the same one when its pool still fits)."""
     if register_demand(placed) <= entry * placed.placement.block_warps * 32:
         return placed
@@ -359,6 +376,12 @@ def _resolve(comp: Composition, placed: Placed, entry: int, record: LinkRecord) 
     if problems:
         raise DiagnosticError([Diagnostic("E-INTERNAL", "the re-solved placement fails verification",
                                           notes=tuple(problems[:10]))])
+    moved = moved_roles(placed.placement, placement) if routed else []
+    if moved:
+        raise DiagnosticError([Diagnostic(
+            "L-REGS", f"re-solving the register groups for {entry} entry registers moves roles that tensor routes "
+                      "run on", labels=(Label(comp.pipeline.span, "in this composition"),), notes=tuple(moved),
+            helps=("lower the roles' `regs`, or the block's `blocks_per_sm`",))])
     record.placement = placement
     record.resolved = True
     return Placed(problem, placement)

@@ -133,6 +133,7 @@ def render_text(record: LinkRecord) -> str:
         lines += _params(g)
         lines += _handles(g)
         lines += _calls(g)
+        lines += _transfers(g)
         lines += _facts(g)
         lines += _dispatch(g)
     lines += _link(r)
@@ -278,6 +279,32 @@ def _calls(g: Generated) -> list[str]:
     return lines
 
 
+def _transfers(g: Generated) -> list[str]:
+    lines = ["", "transfers  tensor connections: routes in generated.cu (Value: scratch offset from the dynamic "
+                 "base; Size: scratch bytes)"]
+    if not g.transfers and not g.unused_exports:
+        lines.append(_row(symbol="(none)"))
+    for t in g.transfers:
+        value = t.scratch_offset if t.scratch_offset is not None else ""
+        size = t.scratch_bytes or ""
+        lines.append(_row(value, size, "", "", t.connection, t.why))
+        p_first, p_count = t.producer_threads
+        c_first, c_count = t.consumer_threads
+        lines.append(_row("", "", "", "", t.export_symbol,
+                          f"export handle: threads {p_first}..{p_first + p_count - 1} call it once at the ready "
+                          "event", 1))
+        lines.append(_row("", "", "", "", t.import_symbol,
+                          f"import handle: threads {c_first}..{c_first + c_count - 1} call it for chunks "
+                          f"0..{t.chunks - 1}, {t.regs_per_call} {t.elem} registers per call", 1))
+        for i, bar in enumerate(t.barrier_ids):
+            lines.append(_row(bar, t.barrier_threads, "", "kernel", f"barrier {i}",
+                              f"named barrier `transfer.{t.import_name}.{i}` (placed with the other barriers)", 1))
+    for u in g.unused_exports:
+        lines.append(_row("", "", "", "", f"{u.stage}: {u.symbol}",
+                          f"export `{u.export}` is imported by no stage: the handle does nothing"))
+    return lines
+
+
 def _facts(g: Generated) -> list[str]:
     lines = ["", "facts  values written into params fields"]
     facts = [f for f in g.params.fields if f.fact is not None]
@@ -350,6 +377,8 @@ def to_jsonable(record: LinkRecord) -> dict[str, Any]:
             "trampolines": [{**t.__dict__, "callers": list(t.callers), "params": list(t.params)}
                             for t in g.trampolines],
             "dropped_exports": [x.__dict__ for x in g.dropped],
+            "transfers": [t.as_json() for t in g.transfers],
+            "unused_tensor_exports": [u.__dict__ for u in g.unused_exports],
         }
         out["params"] = {"size": g.params.size, "align": g.params.align,
                          "regions": [x.__dict__ for x in g.params.regions],

@@ -22,10 +22,17 @@ from transfer_model.tensors import Lends, RoleThreads, TensorExport, TensorImpor
 
 @dataclass(frozen=True)
 class Seam:
+    """One tensor connection on the placed roles; ``lent_claims`` are the consumer's lent smem claims.
+
+    ``export_stage`` / ``import_stage`` name the stages that declare each side.
+    """
+
     export: TensorExport
     imp: TensorImport
     lends: Lends
     lent_claims: tuple[str, ...]
+    export_stage: str = ""
+    import_stage: str = ""
 
 
 @dataclass(frozen=True)
@@ -82,7 +89,7 @@ def seams(comp: Composition, placed: Placed) -> tuple[list[Seam], list[Diagnosti
         tensor_import = TensorImport(imp.item.name, imp.item.export, imp.item.role, imp.item.elem or export.elem,
                                      tile, demand, _threads(placed, imp.stage_name, imp.item.role), chunk,
                                      imp.item.generation, str(imp.item.done or ""), span=imp.item.span)
-        out.append(Seam(export, tensor_import, lends, lent))
+        out.append(Seam(export, tensor_import, lends, lent, exp.stage_name, imp.stage_name))
     return out, problems
 
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # On the H200: the GPU tests of the linked examples (hello, ring, ring re-solved for two
-# blocks per SM), then compute-sanitizer memcheck, racecheck and synccheck on ring (and
-# memcheck on hello), every output under $OUT. Run from anywhere:
+# blocks per SM) and of the linked tensor connections (tests/link/test_tensor_link.py:
+# register copy, warp shuffle, staging by tile and by chunk), then compute-sanitizer
+# memcheck, racecheck and synccheck on ring (and memcheck on hello), and racecheck,
+# synccheck and memcheck on the two staging routes, every output under $OUT. Run from anywhere:
 #
 #     bash bench/gpu/run_examples.sh
 #
@@ -49,5 +51,11 @@ for tool in memcheck racecheck synccheck; do
 done
 step sanitizer-hello-memcheck compute-sanitizer --tool memcheck --error-exitcode 99 \
     "$PY" bench/gpu/run_one.py hello --out "$OUT/hello-memcheck" --n 1000 --blocks 3
+for case in staging staging-chunk; do
+    for tool in racecheck synccheck memcheck; do
+        step "sanitizer-$case-$tool" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+            "$PY" bench/gpu/run_tensor.py "$case" --out "$OUT/$case-$tool" --blocks 2
+    done
+done
 echo "all steps passed: $([ "$status" -eq 0 ] && echo yes || echo no)" | tee -a "$summary"
 exit "$status"

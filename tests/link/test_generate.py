@@ -63,12 +63,12 @@ def test_generation_is_deterministic() -> None:
     assert _generate(PADDED, needed).source == _generate(PADDED, needed).source
 
 
-def test_a_tensor_connection_is_refused_by_name() -> None:
+def test_a_tensor_connection_is_no_longer_refused_and_gemm_swiglu_still_checks_and_places() -> None:
     result = check([EXAMPLES / "gemm_swiglu" / "gemm_swiglu.kp"])
-    assert result.composition is not None
-    found = [d for d in unsupported(result.composition) if "tensor connection" in d.message]
-    assert found and all(d.code == "E-UNSUPPORTED" for d in found)
-    assert "tensor connection `accumulator` -> `acc` of `swiglu.epilogue`" in found[0].message
+    assert result.accepted and result.composition is not None
+    assert result.downstream is not None and result.downstream.placed is not None
+    assert [r.route.rung for r in result.downstream.routes] == ["smem-staging"]
+    assert not [d for d in unsupported(result.composition) if "tensor" in d.message]
 
 
 def test_generate_refuses_what_it_cannot_express() -> None:

@@ -1,0 +1,269 @@
+"""Tensor transfers: each routed tensor connection bound to its handles and its link-time constants.
+
+The route ladder (``transfer_model``) chose a rung for every ``import tensor`` on the
+placed roles. Linking one needs three more decisions, made here:
+
+- **symbols** — the lowered route's export function is defined as the producing
+  stage's handle ``kl_<stage>_<export>_export(const T* held)`` and its import function
+  as the consuming stage's ``kl_<stage>_<import>_import(const T* held, T* dst, int
+  chunk)`` (``checker.handles.tensor_symbol``; specs/handles.md), so the components'
+  calls bind to the route with no trampoline and LTO inlines it;
+- **named barriers** — a staging route synchronises on ``program.barriers`` named
+  barriers of ``program.barrier_threads`` threads (producer and consumer). Routes are
+  chosen after placement because they depend on the roles' warps, so
+  :func:`place_route_barriers` adds one ``BarrierClaim`` per route barrier (owner the
+  importing stage, name ``transfer.<import>.<i>``, lifetime the whole kernel: a route
+  barrier shares its ID with no other barrier) and solves once more. Barrier claims
+  do not constrain warps, and the second placement must keep every role's warps —
+  else the routes would be stale, and the link stops with ``E-INTERNAL``;
+- **scratch** — a staging route's scratch is the first lent shared-memory claim that
+  holds the whole of it; the lowering takes an absolute shared address, which is the
+  claim's placed address (the dynamic base is shared address ``smem_user_base`` and
+  the kernel has no static shared memory).
+
+Register routes (copy, shuffle) need no constants. Routes whose constants the
+role-entry ABI cannot provide yet (tensor-memory loads, shared-memory placements) are
+``E-UNSUPPORTED`` with the missing piece named.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from checker.composition import Composition
+from checker.handles import tensor_symbol
+from contract_lang import ast as A
+from diagnostics.model import Diagnostic, DiagnosticError, Label
+from diagnostics.span import Span
+from placement.adapter import Placed
+from placement.lifetime import KERNEL
+from placement.problem import BarrierClaim, Domain
+from placement.result import Placement
+from placement.solve import solve
+from placement.verify import verify
+from transfer_model.adapter import RoutedSeam
+from transfer_model.lower import LinkConstants, lower
+from transfer_model.primitives import REGISTER_COPY, SMEM_STAGING, TMEM_LOAD, WARP_SHUFFLE
+from transfer_model.tensors import ELEM_BYTES
+
+#: The route rungs the linker lowers on every target it links.
+LINKED_RUNGS = (REGISTER_COPY, WARP_SHUFFLE, SMEM_STAGING)
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One linked tensor connection: its route, its handles, its constants and the lowered code.
+
+    ``scratch_addr`` is the absolute shared address the route stages through (None for
+    register routes); ``scratch_offset`` the same from the dynamic shared memory base.
+    """
+
+    export_stage: str
+    export: str
+    import_stage: str
+    import_name: str
+    rung: str
+    title: str
+    elem: str
+    export_symbol: str
+    import_symbol: str
+    producer_threads: tuple[int, int]
+    consumer_threads: tuple[int, int]
+    chunks: int
+    regs_per_call: int
+    scratch_claim: str | None
+    scratch_addr: int | None
+    scratch_offset: int | None
+    scratch_bytes: int
+    barrier_ids: tuple[int, ...]
+    barrier_threads: int
+    why: str
+    source: str = dataclasses.field(repr=False)
+
+    @property
+    def connection(self) -> str:
+        return f"{self.export_stage}.{self.export} -> {self.import_stage}.{self.import_name}"
+
+    def as_json(self) -> dict[str, object]:
+        out = {k: v for k, v in dataclasses.asdict(self).items() if k != "source"}
+        out["connection"] = self.connection
+        return out
+
+
+@dataclass(frozen=True)
+class UnusedExport:
+    """A tensor export no import names: its export handle is defined to do nothing."""
+
+    stage: str
+    export: str
+    symbol: str
+    ctype: str
+
+
+def barrier_name(route: RoutedSeam, index: int) -> str:
+    """The placement name of a route's ``index``-th named barrier."""
+    return f"transfer.{route.seam.imp.name}.{index}"
+
+
+def place_route_barriers(comp: Composition, placed: Placed, routes: Sequence[RoutedSeam]) -> Placed:
+    """``placed`` with one named-barrier claim per route barrier, solved again; the same when none is needed.
+
+    Raises ``DiagnosticError``: the solver's (e.g. ``L-BARRIER`` when the IDs run out),
+    or ``E-INTERNAL`` when the second placement moves a role.
+    """
+    claims = [BarrierClaim(r.seam.import_stage, barrier_name(r, i), r.route.program.barrier_threads, KERNEL,
+                           span=r.seam.imp.span)
+              for r in routes for i in range(r.route.program.barriers)]
+    if not claims:
+        return placed
+    problem = dataclasses.replace(placed.problem, barriers=(*placed.problem.barriers, *claims))
+    try:
+        placement = solve(problem)
+    except DiagnosticError as err:
+        note = (f"after routing: the staging routes add {len(claims)} named barrier(s) to the placement "
+                f"({', '.join(f'`{c.name}`' for c in claims)})")
+        raise DiagnosticError([dataclasses.replace(d, notes=(*d.notes, note)) for d in err.diagnostics]) from None
+    problems = verify(problem, placement)
+    if problems:
+        raise DiagnosticError([Diagnostic(
+            "E-INTERNAL", "the placement with the route barriers fails verification",
+            labels=(Label(comp.pipeline.span, "in this composition"),), notes=tuple(problems[:10]),
+            helps=("report it with the inputs: this is a kernlink bug",))])
+    moved = moved_roles(placed.placement, placement)
+    if moved:
+        raise DiagnosticError([Diagnostic(
+            "E-INTERNAL", "placing the route barriers moved roles the routes were chosen for",
+            labels=(Label(comp.pipeline.span, "in this composition"),), notes=tuple(moved),
+            helps=("report it with the inputs: barrier claims must not change warps",))])
+    return Placed(problem, placement)
+
+
+def moved_roles(before: Placement, after: Placement) -> list[str]:
+    """One line per role whose warps differ between two placements (empty: the routes still hold)."""
+    out = []
+    for role in before.roles:
+        now = next((r for r in after.roles if (r.owner, r.name) == (role.owner, role.name)), None)
+        if now is None or (now.first_warp, now.warps) != (role.first_warp, role.warps):
+            where = f"warps {now.first_warp}..{now.end - 1}" if now is not None else "no warps"
+            out.append(f"role `{role.display}`: warps {role.first_warp}..{role.end - 1} before, {where} after")
+    return out
+
+
+def plan_transfers(comp: Composition, placed: Placed,
+                   routes: Sequence[RoutedSeam]) -> tuple[tuple[Transfer, ...], tuple[UnusedExport, ...]]:
+    """Every tensor connection's transfer on ``placed`` (which holds the route barriers), in import order.
+
+    Raises ``DiagnosticError``: ``E-UNSUPPORTED`` for a route the linker cannot lower yet,
+    ``E-INTERNAL`` for a connection without a route or a constant the placement lacks.
+    """
+    by_import = {(r.seam.import_stage, r.seam.imp.name): r for r in routes}
+    out: list[Transfer] = []
+    problems: list[Diagnostic] = []
+    for owned in comp.tensor_imports:
+        route = by_import.get((owned.stage_name, owned.item.name))
+        if route is None:
+            problems.append(Diagnostic(
+                "E-INTERNAL", f"tensor connection `{owned.item.export}` -> `{owned.item.name}` of "
+                              f"`{owned.stage_name}` has no route",
+                labels=(Label(owned.item.span, "imported here"),),
+                helps=("report it with the inputs: an accepted composition has a route for every import",)))
+            continue
+        try:
+            out.append(_transfer(comp, placed, route, owned.item.span))
+        except DiagnosticError as err:
+            problems.extend(err.diagnostics)
+    if problems:
+        raise DiagnosticError(problems)
+    imported = {(t.export_stage, t.export) for t in out}
+    unused = [UnusedExport(o.stage_name, o.item.name, tensor_symbol(o.stage_name, o.item.name, "export"),
+                           _ctype(o.item.elem or "f32"))
+              for o in comp.items(A.ExportTensor) if (o.stage_name, o.item.name) not in imported]
+    return tuple(out), tuple(unused)
+
+
+def _ctype(elem: str) -> str:
+    return "unsigned short" if ELEM_BYTES.get(elem) == 2 else "unsigned int"
+
+
+def _refuse(span: Span, stage: str, what: str, why: str) -> DiagnosticError:
+    return DiagnosticError([Diagnostic(
+        "E-UNSUPPORTED", f"`kernlink link` cannot link {what} of `{stage}` yet",
+        labels=(Label(span, "imported here"),), notes=(why,),
+        helps=("check the composition with `kernlink check`; link it once the linker supports this",),
+        data=(("stage", stage), ("what", what)))])
+
+
+def _transfer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span) -> Transfer:
+    seam, route = routed.seam, routed.route
+    program = route.program
+    what = f"tensor connection `{seam.export.name}` -> `{seam.imp.name}` ({route.result.title})"
+    if route.rung == TMEM_LOAD:
+        raise _refuse(span, seam.import_stage, what,
+                      "a tensor-memory load needs the tile's tensor-memory address, and the role-entry ABI "
+                      "allocates no tensor memory (tcgen05.alloc)")
+    if program.shared == "buffer":
+        raise _refuse(span, seam.import_stage, what,
+                      "the export is placed in shared memory, and its contract names no claim whose placed "
+                      "address the route could read the tile from")
+    barrier_ids = _barrier_ids(placed.placement, routed, span)
+    claim, addr = None, None
+    if program.shared == "scratch":
+        claim, addr = _scratch(comp, placed, routed, span, what)
+    base = placed.problem.capacities.smem_user_base
+    export_symbol = tensor_symbol(seam.export_stage, seam.export.name, "export")
+    import_symbol = tensor_symbol(seam.import_stage, seam.imp.name, "import")
+    try:
+        source = lower(program, LinkConstants(smem_addr=addr, barrier_ids=barrier_ids),
+                       export_name=export_symbol, import_name=import_symbol)
+    except ValueError as err:
+        raise DiagnosticError([Diagnostic(
+            "E-INTERNAL", f"cannot lower {what}: {err}", labels=(Label(span, "imported here"),),
+            helps=("report it with the inputs: this is a kernlink bug",))]) from None
+    why = f"{route.result.title}: the cheapest rung of the ladder whose checks all pass"
+    if claim is not None:
+        why += f"; stages through `{claim}`, lent by role `{seam.imp.role}`"
+    if barrier_ids:
+        why += f"; named barrier(s) {', '.join(map(str, barrier_ids))} of {program.barrier_threads} threads"
+    return Transfer(
+        seam.export_stage, seam.export.name, seam.import_stage, seam.imp.name, route.rung, route.result.title,
+        seam.export.elem, export_symbol, import_symbol,
+        (program.producer.first, program.producer.count), (program.consumer.first, program.consumer.count),
+        program.chunks, program.regs_per_call, claim, addr, None if addr is None else addr - base,
+        program.smem_bytes if program.shared == "scratch" else 0, barrier_ids, program.barrier_threads, why,
+        source)
+
+
+def _barrier_ids(placement: Placement, routed: RoutedSeam, span: Span) -> tuple[int, ...]:
+    ids = []
+    for i in range(routed.route.program.barriers):
+        name = barrier_name(routed, i)
+        slot = next((s for s in placement.in_domain(Domain.BARRIER)
+                     if (s.owner, s.name) == (routed.seam.import_stage, name)), None)
+        if slot is None:
+            raise DiagnosticError([Diagnostic(
+                "E-INTERNAL", f"route barrier `{name}` has no placed ID",
+                labels=(Label(span, "imported here"),),
+                helps=("report it with the inputs: the link places route barriers before generating code",))])
+        ids.append(slot.offset)
+    return tuple(ids)
+
+
+def _scratch(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span, what: str) -> tuple[str, int]:
+    """The lent claim the route stages through, and its absolute shared address."""
+    seam, program = routed.seam, routed.route.program
+    sizes = {o.item.name: o.item.bytes or 0 for o in comp.items(A.SmemClaim) if o.stage_name == seam.import_stage}
+    for name in seam.lent_claims:
+        if sizes.get(name, 0) < program.smem_bytes:
+            continue
+        slot = placed.placement.slot(seam.import_stage, name, Domain.SMEM)
+        if slot.offset % program.elem_bytes:
+            raise _refuse(span, seam.import_stage, what,
+                          f"the lent claim `{name}` is placed at shared address {slot.offset}, not aligned to the "
+                          f"route's {program.elem_bytes}-byte words")
+        return name, slot.offset
+    lent = ", ".join(f"`{n}` ({sizes.get(n, 0)} B)" for n in seam.lent_claims)
+    raise _refuse(span, seam.import_stage, what,
+                  f"staging needs {program.smem_bytes} contiguous bytes, and no single lent claim holds them "
+                  f"({lent} are placed apart)")
