@@ -23,6 +23,18 @@ The module has one section per family of strategies:
 * **valid by construction**: compositions that the checker accepts are a family of
   their own, kept beside this module in :mod:`contract_lang.compositions`.
 
+Building blocks, from the whole to the parts: :func:`source_files` (``kind``
+``"contract"``, ``"pipeline"`` or ``"any"``), :func:`stages`, :func:`pipelines`,
+:func:`stage_items` / :func:`pipeline_items` (and :func:`stage_item_kinds` /
+:func:`pipeline_item_kinds`, one strategy per kind of item, to fuzz one construct),
+:func:`claims`, :func:`rings` and :func:`ring_items`, :func:`counts`,
+:func:`counters`, :func:`callables`, :func:`export_tensors` / :func:`import_tensors`
+and :func:`map_specs`, :func:`fact_values`, :func:`lifetimes` and :func:`events`,
+:func:`expressions`; lexical pieces: :func:`identifiers` (never a keyword, see
+:data:`KEYWORDS`), :func:`string_literals`, :func:`integers`, :func:`byte_sizes`,
+:func:`version_requirements`. Where a strategy takes ``names`` or ``roles``, pass a
+list of names to draw from (to make references line up) or a strategy.
+
 Spans are left at their defaults: spans never take part in equality.
 """
 
