@@ -9,7 +9,7 @@ checker's clauses, not the parser, decide whether an omission is an error.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal
 
 from contract_lang.expr import Expr
 from diagnostics.span import UNKNOWN_SPAN, Span
@@ -159,7 +159,7 @@ class CounterClaim(Node):
     handle: str | None = None
 
 
-Claim = Union[SmemClaim, TmemClaim, BarrierClaim, CounterClaim]
+Claim = SmemClaim | TmemClaim | BarrierClaim | CounterClaim
 
 
 @dataclass(frozen=True)
@@ -250,8 +250,17 @@ class RingFence(Node):
     kind: Literal["proxy_async"] = "proxy_async"
 
 
-RingItem = Union[RingDepth, RingBarrierInit, RingWait, RingArrive, RingCopy, RingInitBy,
-                 RingScope, RingProxy, RingFence]
+RingItem = (
+    RingDepth
+    | RingBarrierInit
+    | RingWait
+    | RingArrive
+    | RingCopy
+    | RingInitBy
+    | RingScope
+    | RingProxy
+    | RingFence
+)
 RING_STEP_TYPES = (RingWait, RingArrive, RingCopy)
 
 
@@ -370,7 +379,7 @@ class LibraryMap(Node):
     args: tuple[tuple[str, int], ...] = ()
 
 
-MapSpec = Union[LayoutMap, LibraryMap]
+MapSpec = LayoutMap | LibraryMap
 
 
 @dataclass(frozen=True)
@@ -523,10 +532,34 @@ class HostProvider(Node):
     header: str
 
 
-StageItem = Union[Target, Features, Role, Launch, Params, SmemClaim, TmemClaim, BarrierClaim,
-                  CounterClaim, Ring, Counter, Rendezvous, ExportCallable, Call, ExportTensor,
-                  ImportTensor, OwnsFact, UsesFact, AssumesFact, RequiresFact, Phases,
-                  AssumesPhases, Cluster, Domain, Buffer, HostProvider]
+StageItem = (
+    Target
+    | Features
+    | Role
+    | Launch
+    | Params
+    | SmemClaim
+    | TmemClaim
+    | BarrierClaim
+    | CounterClaim
+    | Ring
+    | Counter
+    | Rendezvous
+    | ExportCallable
+    | Call
+    | ExportTensor
+    | ImportTensor
+    | OwnsFact
+    | UsesFact
+    | AssumesFact
+    | RequiresFact
+    | Phases
+    | AssumesPhases
+    | Cluster
+    | Domain
+    | Buffer
+    | HostProvider
+)
 
 
 @dataclass(frozen=True)
@@ -595,7 +628,15 @@ class Resolve(Node):
     stage: str
 
 
-PipelineItem = Union[Target, Use, PipelineCluster, ProvidesDomain, ProvidesBuffer, Resolve, Launch]
+PipelineItem = (
+    Target
+    | Use
+    | PipelineCluster
+    | ProvidesDomain
+    | ProvidesBuffer
+    | Resolve
+    | Launch
+)
 
 
 @dataclass(frozen=True)

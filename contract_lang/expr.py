@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Union
 
 from diagnostics.span import UNKNOWN_SPAN, Span
 
@@ -53,7 +52,7 @@ class Not:
     span: Span = field(default=UNKNOWN_SPAN, compare=False, repr=False)
 
 
-Expr = Union[Int, Name, BinOp, Not]
+Expr = Int | Name | BinOp | Not
 
 
 class EvalError(ValueError):

@@ -124,7 +124,8 @@ def cmd_clauses(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kernlink", description="Verification-first contracts for GPU kernel components")
+    parser = argparse.ArgumentParser(prog="kernlink",
+                                     description="Verification-first contracts for GPU kernel components")
     parser.add_argument("--version", action="version", version=f"kernlink {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 

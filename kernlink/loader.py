@@ -8,6 +8,7 @@ them). Every problem is a diagnostic; loading goes on so all of them are reporte
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -90,10 +91,8 @@ def _parse_into(inputs: Inputs, path: Path) -> A.SourceFile | None:
         source, text = parse_file(path, display=name)
     except DiagnosticError as err:
         inputs.diagnostics.extend(err.diagnostics)
-        try:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
             inputs.sources.add(name, path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError):
-            pass
         return None
     inputs.sources.add(name, text)
     return source

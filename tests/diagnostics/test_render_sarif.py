@@ -35,10 +35,7 @@ def schema() -> dict[str, Any]:
 
 @pytest.fixture(scope="module", params=["draft7", "declared"])
 def validator(request: pytest.FixtureRequest, schema: dict[str, Any]) -> Validator:
-    if request.param == "draft7":
-        cls = jsonschema.Draft7Validator
-    else:
-        cls = jsonschema.validators.validator_for(schema)
+    cls = jsonschema.Draft7Validator if request.param == "draft7" else jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
     return cls(schema)
 
