@@ -12,9 +12,13 @@ import bisect
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from contract_lang import ast as A
 from contract_lang.expr import to_text
+
+if TYPE_CHECKING:
+    from contract_lang.parser import FileKind
 from diagnostics.span import Span
 
 INDENT = "    "
@@ -396,11 +400,14 @@ def print_node(node: A.Stage | A.Pipeline) -> str:
     return _render(A.SourceFile("<node>", (node,)), None)
 
 
-def format_text(text: str, path: str = "<input>") -> str:
-    """Parse and reprint in canonical form, keeping comments; raises DiagnosticError on bad input."""
+def format_text(text: str, path: str = "<input>", kind: FileKind = "any") -> str:
+    """Parse and reprint in canonical form, keeping comments; raises DiagnosticError on bad input.
+
+    ``kind`` is checked as when parsing (a `.kc` holds stages, a `.kp` one pipeline).
+    """
     from contract_lang.parser import parse_text
 
-    return _render(parse_text(text, path), _Comments.scan(text))
+    return _render(parse_text(text, path, kind), _Comments.scan(text))
 
 
 def _render(source: A.SourceFile, comments: _Comments | None) -> str:

@@ -16,5 +16,5 @@ class SourceMap:
         text = self.texts.get(name)
         if text is None:
             return None
-        lines = text.splitlines()
+        lines = text.split("\n")  # the lexer counts only \n as a line break
         return lines[line - 1] if 1 <= line <= len(lines) else ("" if line == len(lines) + 1 else None)

@@ -75,6 +75,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_fmt(args: argparse.Namespace) -> int:
+    from contract_lang.parser import FileKind
     from contract_lang.printer import format_text
     from diagnostics.files import read_source
 
@@ -84,7 +85,8 @@ def cmd_fmt(args: argparse.Namespace) -> int:
         try:
             text = read_source(path)
             sources.add(path, text)
-            formatted = format_text(text, path)
+            kind: FileKind = "contract" if path.endswith(".kc") else "pipeline" if path.endswith(".kp") else "any"
+            formatted = format_text(text, path, kind)
         except DiagnosticError as err:
             emit(err.diagnostics, sources, "text", color=_color(args.color))
             status = max(status, _exit_for(err.diagnostics))
