@@ -43,10 +43,10 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal, Protocol, TypeVar
+from typing import Literal, Protocol
 
 from hypothesis import strategies as st
 
@@ -67,9 +67,6 @@ __all__ = [
     "mutations",
     "random_mutation",
 ]
-
-T = TypeVar("T")
-
 
 # ============================================================================ bundles
 
@@ -131,11 +128,7 @@ class TargetLimits(Protocol):
     @property
     def setmaxnreg_step(self) -> int: ...
     @property
-    def named_barriers_per_cta(self) -> int: ...
-    @property
     def tmem_columns(self) -> int: ...
-    @property
-    def tmem_min_alloc_columns(self) -> int: ...
     @property
     def cluster_portable_max(self) -> int: ...
 
@@ -176,14 +169,12 @@ def _round_up(value: int, unit: int) -> int:
 
 def _layout(roles: Sequence[_Role], group: int) -> int:
     """Block warps when the roles are packed in order, warpgroup roles aligned (as the checker packs)."""
-    cursor = 0
-    for role in roles:
-        start = _round_up(cursor, group) if role.warpgroup else cursor
-        cursor = start + role.warps
-    return cursor
+    starts = _starts(roles, group)
+    return starts[-1] + roles[-1].warps if roles else 0
 
 
 def _starts(roles: Sequence[_Role], group: int) -> list[int]:
+    """Each role's first warp: packed in order, a warpgroup role at the next multiple of ``group``."""
     cursor, out = 0, []
     for role in roles:
         start = _round_up(cursor, group) if role.warpgroup else cursor
@@ -192,12 +183,12 @@ def _starts(roles: Sequence[_Role], group: int) -> list[int]:
     return out
 
 
-def _register_pool(spec: TargetLimits, warps: int) -> tuple[int, int]:
-    """(threads, pool) of a block padded to whole warpgroups, as L-REGS computes them."""
+def _register_pool(spec: TargetLimits, warps: int) -> int:
+    """The register pool of a block of whole warpgroups: entry registers × threads (as L-REGS)."""
     threads = _round_up(warps, spec.warpgroup_warps) * spec.warp_size
     unit = spec.reg_alloc_unit_per_warp // spec.warp_size
     entry = min(spec.max_regs_per_thread, spec.regs_per_block // max(threads, 1)) // unit * unit
-    return threads, entry * threads
+    return entry * threads
 
 
 def _group_budgets(roles: Sequence[_Role], spec: TargetLimits) -> list[int]:
@@ -215,7 +206,7 @@ def _group_budgets(roles: Sequence[_Role], spec: TargetLimits) -> list[int]:
 
 def _fit_registers(roles: list[_Role], spec: TargetLimits) -> None:
     """Lower the largest budgets until the warpgroups fit the register pool (L-REGS)."""
-    _, pool = _register_pool(spec, _layout(roles, spec.warpgroup_warps))
+    pool = _register_pool(spec, _layout(roles, spec.warpgroup_warps))
     per_group = spec.warpgroup_warps * spec.warp_size
     while sum(_group_budgets(roles, spec)) * per_group > pool:
         top = max((r for r in roles if r.regs is not None and r.regs > spec.setmaxnreg_min),
@@ -229,17 +220,17 @@ def _fit_registers(roles: list[_Role], spec: TargetLimits) -> None:
 
 
 @st.composite
-def _roles(draw: st.DrawFn, spec: TargetLimits, n_stages: int, needs: Sequence[tuple[int, int, bool]]
+def _roles(draw: st.DrawFn, spec: TargetLimits, n_stages: int, needs: Sequence[tuple[str, int, int, bool]]
            ) -> list[_Role]:
-    """Roles per stage: the required ones (stage, warps, warpgroup) plus 0–2 drawn ones per stage."""
+    """Roles per stage: the required ones (name, stage, warps, warpgroup) plus 0–2 drawn ones per stage."""
     group = spec.warpgroup_warps
     limit = min(spec.max_warps_per_block, 24)
     roles: list[_Role] = []
     counter = 0
 
-    def add(stage: int, warps: int, warpgroup: bool) -> bool:
+    def add(stage: int, warps: int, warpgroup: bool, base: str | None = None) -> bool:
         nonlocal counter
-        name = f"{_ROLE_BASES[counter % len(_ROLE_BASES)]}{counter}"
+        name = f"{base or _ROLE_BASES[counter % len(_ROLE_BASES)]}{counter}"
         trial = [*roles, _Role(name, stage, warps, warpgroup)]
         trial.sort(key=lambda r: r.stage)
         if _layout(trial, group) > limit:
@@ -248,8 +239,8 @@ def _roles(draw: st.DrawFn, spec: TargetLimits, n_stages: int, needs: Sequence[t
         counter += 1
         return True
 
-    for stage, warps, warpgroup in needs:
-        add(stage, warps, warpgroup)
+    for base, stage, warps, warpgroup in needs:
+        add(stage, warps, warpgroup, base)
     for stage in range(n_stages):
         for _ in range(draw(st.integers(0 if any(r.stage == stage for r in roles) else 1, 2))):
             width = draw(st.sampled_from((1, 2, 4, 4, 8)))
@@ -285,9 +276,10 @@ def _unit_for(draw: st.DrawFn, role: _Role, group: int) -> str:
 
 @dataclass
 class _Budget:
+    """What is left to claim: shared-memory bytes and tensor-memory columns."""
+
     smem: int
     tmem: int
-    barriers: int
 
 
 @st.composite
@@ -450,10 +442,10 @@ def compositions(draw: st.DrawFn, target: TargetLimits, *, max_stages: int = 4, 
     plans = [_StagePlan(f"fz.s{i}", f"1.{draw(st.integers(0, 3))}.{draw(st.integers(0, 9))}")
              for i in range(n_stages)]
     tensor = "wgmma" in spec.features and n_stages >= 2 and draw(st.integers(0, 3)) == 0
-    needs: list[tuple[int, int, bool]] = []
+    needs: list[tuple[str, int, int, bool]] = []
     if tensor:
         mma_stage = draw(st.integers(0, n_stages - 2))
-        needs = [(mma_stage, 8, True), (draw(st.integers(mma_stage + 1, n_stages - 1)), 4, True)]
+        needs = [("mma", mma_stage, 8, True), ("epi", draw(st.integers(mma_stage + 1, n_stages - 1)), 4, True)]
     roles = draw(_roles(spec, n_stages, needs))
     for role in roles:
         plan = plans[role.stage]
@@ -461,11 +453,10 @@ def compositions(draw: st.DrawFn, target: TargetLimits, *, max_stages: int = 4, 
                                  warpgroup=role.warpgroup))
         if role.regs is not None:
             plan.features.add("setmaxnreg")
-    budget = _Budget(int(spec.smem_per_block_optin * _SMEM_FILL), spec.tmem_columns,
-                     spec.named_barriers_per_cta - 1)
+    budget = _Budget(int(spec.smem_per_block_optin * _SMEM_FILL), spec.tmem_columns)
     if tensor:
-        mma = next(r for r in roles if r.warps == 8 and r.warpgroup and r.stage == needs[0][0])
-        epi = next(r for r in roles if r.warps == 4 and r.warpgroup and r.stage == needs[1][0])
+        mma = next(r for r in roles if r.name == "mma0")
+        epi = next(r for r in roles if r.name == "epi1")
         _tensor(0, plans, mma, epi, draw(st.sampled_from((64, 128, 256))))
         budget.smem -= 16 * 1024 + 16
     if len(roles) >= 2:
@@ -661,7 +652,6 @@ MUTATION_KINDS: Mapping[str, str] = MappingProxyType({
 
 _TARGETS = ("sm_90", "sm_90a", "sm_100a", "sm_120a")
 _SCALARS = ("u32", "i32", "u64", "u16", "f32")
-_EDIT_ITEM = Callable[[A.Node], A.Node]
 
 
 def _nums(value: int, *, zero: bool = False) -> list[int]:
