@@ -728,7 +728,7 @@ __all__ = [
 def add_parser(sub: Any) -> None:
     """Register ``kernlink fuzz`` on the CLI's subparsers."""
     p = sub.add_parser("fuzz", help="mutate a composition and report which clause catches each edit")
-    p.add_argument("paths", nargs="+", help="a pipeline (.kp) and optionally contracts (.kc) or packages (.kpkg)")
+    p.add_argument("paths", nargs="*", help="a pipeline (.kp) and optionally contracts (.kc) or packages (.kpkg)")
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--examples", type=int, help="check this many mutants (default 1000)")
     budget.add_argument("--seconds", type=float, help="check mutants for this long")
@@ -759,6 +759,8 @@ def cmd_fuzz(args: Any) -> int:
     if args.list_kinds:
         _print_kinds(color)
         return EXIT_OK
+    if not args.paths:
+        raise UsageError("give the composition to fuzz: a pipeline (.kp), its folder, or contracts (.kc)")
     if (args.examples is not None and args.examples < 1) or (args.seconds is not None and args.seconds <= 0):
         raise UsageError("the budget must be positive")
     if args.edits < 1 or args.jobs < 1:

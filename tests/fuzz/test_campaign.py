@@ -168,12 +168,13 @@ def test_a_rejected_composition_is_not_fuzzed(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_list_kinds_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["fuzz", RING, "--list-kinds", "--color", "never"]) == 0
+    assert main(["fuzz", "--list-kinds", "--color", "never"]) == 0
     listed = capsys.readouterr().out
     assert all(kind in listed for kind in MUTATION_KINDS)
     assert main(["fuzz", RING, "--kinds", "no-such-kind"]) == 2
     assert main(["fuzz", RING, "--examples", "0"]) == 2
     assert main(["fuzz", RING, "--ignore", "L-NOPE"]) == 2
+    assert main(["fuzz"]) == 2
 
 
 def test_the_protocol_explorer_catches_what_a_silent_model_misses(ring: fuzz.Subject,
