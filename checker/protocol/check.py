@@ -157,7 +157,7 @@ class ProtocolVerdict:
 
 
 class _Run:
-    """The mutable state of one check (findings, lemmas, counters)."""
+    """The mutable state of one check (findings, proofs, counters)."""
 
     def __init__(self, protocol: Protocol, bound: int, rlimit: int, explain: bool) -> None:
         self.protocol = protocol
@@ -170,7 +170,6 @@ class _Run:
         self.findings: list[Finding] = []
         self.undecided: list[str] = []
         self.proofs: list[Proof] = []
-        self.lemmas: list[str] = []
         self.races: set[tuple[str, str]] = set()
         self.static: set[tuple[str, str, str]] = set()
         self.deadlock: bool | None = None
@@ -481,7 +480,6 @@ def _prove_race(run: _Run, qk: QueryKey, core: Sequence[str]) -> None:
     lemma = Lemma(f"no {what} on ring `{qk.ring}` (proved)", basis)
     key = f"lemma:{qk.query.value}:{qk.ring}"
     model.add_lemma(key, lemma, qk)
-    run.lemmas.append(key)
     if run.explain:
         run.proofs.append(Proof(f"{L_RACE} {qk.query.value} `{qk.ring}`", basis))
 
