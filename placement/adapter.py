@@ -95,8 +95,9 @@ def _barriers(comp: Composition) -> list[BarrierClaim]:
 def _block_warps(comp: Composition) -> int | None:
     for launch in [*(i for i in comp.pipeline.items if isinstance(i, A.Launch)),
                    *(o.item for o in comp.items(A.Launch))]:
-        if launch.threads:
-            return launch.threads // 32
+        limit = comp.target.max_warps_per_block if comp.target is not None else 0
+        if launch.threads and launch.threads % 32 == 0 and launch.threads // 32 <= limit:
+            return launch.threads // 32  # a partial warp or an oversized block is L-WARPS's
     return None
 
 
@@ -131,7 +132,13 @@ class Placed:
 
 def place(comp: Composition) -> tuple[Placed | None, list[Diagnostic]]:
     """Solve the joint placement; a rejection or an unverifiable result is a diagnostic."""
-    problem = problem_from(comp)
+    try:
+        problem = problem_from(comp)
+    except ValueError as err:  # an invariant the clauses should have caught first
+        return None, [Diagnostic(
+            "E-INTERNAL", f"the accepted composition does not form a placement problem: {err}",
+            labels=(Label(_pipeline_span(comp), "in this composition"),),
+            helps=("report it with the inputs: a clause should have rejected this",))]
     try:
         placement = solve(problem)
     except DiagnosticError as err:
