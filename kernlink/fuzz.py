@@ -314,11 +314,15 @@ class Checker:
         return verdict
 
     def _downstream(self, comp: Composition) -> tuple[Placed | None, list[Diagnostic]]:
-        """What ``kernlink check`` runs on an accepted composition (placement), cached by problem."""
+        """What ``kernlink check`` runs on an accepted composition (placement, tensor routes).
+
+        Cached by what it reads: the placement problem and the tensor connections.
+        """
         from kernlink.downstream import verify_downstream
         from placement.adapter import problem_from
 
-        key = problem_from(comp)
+        key = (problem_from(comp), tuple(o.item for o in comp.items(A.ExportTensor)),
+               tuple(o.item for o in comp.tensor_imports))
         found = self._placed.get(key)
         if found is None:
             result = verify_downstream(comp)
