@@ -79,15 +79,17 @@ class RegsClause(Clause):
         # them, and the hardware allocates registers for warps in fours (HARDWARE.md §3.1).
         width = target.warpgroup_warps
         threads = -(-layout.warps // width) * width * target.warp_size
-        entry = entry_registers(target, threads)
+        # `blocks_per_sm B` (launch bounds' minimum blocks) splits the register file B ways.
+        blocks = max((launch.blocks_per_sm or 1 for launch in _launches(comp)), default=1)
+        entry = entry_registers(target, threads * blocks)
         pool = entry * threads
         groups = register_groups(layout, target)
         need = sum(g.registers(target) for g in groups)
         if need > pool:
-            yield self._report(layout, groups, target, need, entry, threads)
+            yield self._report(layout, groups, target, need, entry, threads, blocks)
 
     def _report(self, layout: BlockLayout, groups: tuple[RegisterGroup, ...], target: TargetSpec,
-                need: int, entry: int, threads: int) -> Diagnostic:
+                need: int, entry: int, threads: int, blocks: int) -> Diagnostic:
         pool = entry * threads
         group_threads = target.warpgroup_warps * target.warp_size
         running, overflow = 0, groups[-1]
@@ -109,8 +111,8 @@ class RegsClause(Clause):
             notes=(f"the warpgroups' budgets sum to {budgets} = {sum(g.budget for g in groups)}, times "
                    f"{group_threads} threads each",
                    f"{threads} threads enter with {entry} registers each: the largest multiple of {unit} not above "
-                   f"min({target.max_regs_per_thread}, {target.regs_per_block} / {threads}) "
-                   "(HARDWARE.md §3.1)",
+                   f"min({target.max_regs_per_thread}, {target.regs_per_block} / {threads}"
+                   + (f" / {blocks} blocks per SM" if blocks > 1 else "") + ") (HARDWARE.md §3.1)",
                    "`setmaxnreg.inc` blocks until the pool can give what it asks; budgets above the pool hang the "
                    "kernel (on an H200 at 384 threads 40/232/232 completes, 40/240/240 hangs)",
                    *([f"a role without `regs` counts as the setmaxnreg minimum, {target.setmaxnreg_min}"]
