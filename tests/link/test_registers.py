@@ -50,6 +50,7 @@ def test_budgets_that_cannot_fit_the_real_count_are_l_regs(tmp_path: Path) -> No
     result = link([pipeline], tmp_path / "out")
     assert sorted({d.code for d in result.diagnostics if d.is_error}) == ["L-REGS"]
     found = next(d for d in result.diagnostics if d.code == "L-REGS")
-    assert any("has 80 registers per thread at entry" in note for note in found.notes)
+    # Two blocks per SM split the register file: the check rejects it before any link.
+    assert "80 per thread × 384 threads" in found.message
     data = json.loads((tmp_path / "out" / JSON).read_text())
-    assert data["status"] == "failed" and len(data["attempts"]) == 1
+    assert data["status"] == "rejected"
