@@ -214,13 +214,12 @@ def build(comp: Composition, depths: dict[str, int]) -> Protocol | None:
         except _Skip:
             continue
     for name, rdv in sorted(comp.rendezvous.items()):
-        threads = next((s.item.threads for s in rdv if s.item.threads), None)
         infos = [comp.roles.get(s.item.role) for s in rdv]
         if any(i is None or not i.warps for i in infos):
             continue
-        count = threads or sum(i.threads for i in infos if i is not None)
-        if count % 32 or not count:
-            continue
+        count = sum(i.threads for i in infos if i is not None)
+        if count % 32 or not count or any(s.item.threads not in (None, count) for s in rdv):
+            continue  # thread counts that disagree are L-BARRIER's
         parts.bars.append(NamedBarrier(name, count, _prov(rdv[0].item, f"rendezvous {name}")))
         for info in infos:
             assert info is not None
@@ -235,11 +234,11 @@ def build(comp: Composition, depths: dict[str, int]) -> Protocol | None:
                 elif isinstance(item, A.Counter) and item.name in modelled:
                     parts.programs.setdefault(item.role, []).extend(_counter_steps(owned))  # type: ignore[arg-type]
                 elif isinstance(item, A.Rendezvous) and item.name in modelled:
-                    bar = next(b for b in parts.bars if b.name == item.name)
+                    # each side arrives with its own role's threads (bar.sync/bar.arrive count whole warps)
                     op = Op.BAR_SYNC if item.mode == "sync" else Op.BAR_ARRIVE
                     parts.programs.setdefault(item.role, []).append(
                         Step(item.role, op, item.name, _prov(item, f"rendezvous {item.name} {item.mode}"),
-                             count=bar.threads))
+                             count=comp.roles[item.role].threads))
             except _Skip:
                 return None
     if not parts.roles:
