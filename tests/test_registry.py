@@ -86,3 +86,14 @@ def test_has_fixtures(cls: type[Clause]) -> None:
 def test_specs_catalogue_is_current() -> None:
     assert (ROOT / "specs" / "clauses.md").read_text() == catalogue_markdown(), (
         "specs/clauses.md is stale: run `kernlink clauses --format markdown > specs/clauses.md`")
+
+
+def test_registry_matches_the_design_catalogue() -> None:
+    """Every code of the design's CLAUSES.md is registered, and no other (when the design is beside the checkout)."""
+    import re
+
+    design = ROOT.parent / "shared" / "design" / "CLAUSES.md"
+    if not design.exists():
+        pytest.skip("../shared/design/CLAUSES.md is not beside this checkout")
+    expected = set(re.findall(r"^\| (L-[A-Z]+) \|", design.read_text(), re.M))
+    assert {cls.code for cls in CLAUSES} == expected
