@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from hypothesis import settings
+
 from checker.hardware import TargetSpec, target
 from contract_lang.compositions import Bundle
 from kernlink.api import CheckResult, check_text
@@ -11,6 +13,15 @@ CI_EXAMPLES = 10
 SLOW_EXAMPLES = 100 * CI_EXAMPLES
 
 TARGETS = ("sm_90", "sm_90a", "sm_100a", "sm_120a")
+
+
+def ci(factor: int = 1) -> settings:
+    """The CI budget: ``factor × CI_EXAMPLES`` examples, derandomized.
+
+    CI checks a checker that others change every day, so a run must not fail at random:
+    it tests the same examples each time. The ``slow`` campaigns explore at random.
+    """
+    return settings(max_examples=CI_EXAMPLES * factor, derandomize=True)
 
 
 def spec(name: str) -> TargetSpec:

@@ -5,14 +5,14 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from contract_lang import ast as A
 from contract_lang.compositions import MUTATION_KINDS, Bundle, Mutation, edits, mutations
 from contract_lang.parser import parse_text
 from kernlink.fuzz import load_subject
-from tests.properties.helpers import CI_EXAMPLES
+from tests.properties.helpers import ci
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
 BLACKWELL = """
@@ -65,7 +65,7 @@ def test_later_edits_of_one_line_win_and_drops_keep_indices() -> None:
     assert both == Mutation((sizes[1],)).apply(bundle)
 
 
-@settings(max_examples=CI_EXAMPLES * 3)
+@ci(3)
 @given(st.data())
 def test_drawn_mutations_print_and_parse_back(data: st.DataObject) -> None:
     bundle = data.draw(st.sampled_from(_bundles()))

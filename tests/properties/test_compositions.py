@@ -10,7 +10,8 @@
 - monotonicity: shrinking a claim never turns an accepted composition into an
   L-OVERLAP rejection.
 
-CI runs each property on ``CI_EXAMPLES`` examples; the ``slow`` variants run 100×.
+CI runs each property on ``CI_EXAMPLES`` (derandomized) examples; the ``slow`` variants
+run 100× as many, at random.
 """
 
 from __future__ import annotations
@@ -33,10 +34,10 @@ from contract_lang.strategies import source_files
 from kernlink.api import check_text
 from kernlink.fuzz import Checker, bundle_subject, registered_codes
 from tests.properties.helpers import (
-    CI_EXAMPLES,
     SLOW_EXAMPLES,
     TARGETS,
     check_bundle,
+    ci,
     error_codes,
     spec,
 )
@@ -72,11 +73,11 @@ def _accepted(bundle: Bundle) -> None:
 def test_generated_compositions_are_accepted_and_place(name: str) -> None:
     # CI states the block size: placing a block whose size the linker must choose takes
     # seconds per composition (the slow campaign draws both).
-    settings(max_examples=CI_EXAMPLES)(given(compositions(spec(name), launch=True))(_accepted))()
+    ci()(given(compositions(spec(name), launch=True))(_accepted))()
 
 
 def test_generated_compositions_without_a_launch_line_place() -> None:
-    settings(max_examples=3)(given(compositions(spec("sm_90a"), max_stages=2, launch=False))(_accepted))()
+    settings(ci(), max_examples=3)(given(compositions(spec("sm_90a"), max_stages=2, launch=False))(_accepted))()
 
 
 @pytest.mark.slow
@@ -91,7 +92,7 @@ def _round_trip(bundle: Bundle) -> None:
     assert parse_text(text, "<printed>").items == source.items, text
 
 
-@settings(max_examples=CI_EXAMPLES)
+@ci()
 @given(compositions(spec("sm_90a")))
 def test_generated_compositions_round_trip(bundle: Bundle) -> None:
     _round_trip(bundle)
@@ -114,7 +115,7 @@ def _mutant_properties(pair: tuple[Bundle, Mutation]) -> None:
 
 @pytest.mark.parametrize("name", ("sm_90a", "sm_100a"))
 def test_mutants_round_trip_and_never_crash_the_checker(name: str) -> None:
-    settings(max_examples=CI_EXAMPLES * 2)(given(mutated_compositions(spec(name), max_edits=3, launch=True))(
+    ci(2)(given(mutated_compositions(spec(name), max_edits=3, launch=True))(
         _mutant_properties))()
 
 
@@ -132,7 +133,7 @@ def _syntactic(source: A.SourceFile) -> None:
             assert diag.code in REGISTERED and diag.labels, diag
 
 
-@settings(max_examples=CI_EXAMPLES * 2)
+@ci(2)
 @given(source_files())
 def test_checker_never_raises_on_syntactic_asts(source: A.SourceFile) -> None:
     _syntactic(source)
@@ -154,7 +155,7 @@ def _deterministic(pair: tuple[Bundle, Mutation]) -> None:
     assert first.diagnostics == second.diagnostics
 
 
-@settings(max_examples=CI_EXAMPLES)
+@ci()
 @given(mutated_compositions(spec("sm_90a"), launch=True))
 def test_check_is_deterministic(pair: tuple[Bundle, Mutation]) -> None:
     _deterministic(pair)
@@ -211,7 +212,7 @@ def _monotone(pair: tuple[Bundle, Bundle]) -> None:
     assert "L-OVERLAP" not in codes, after.text()
 
 
-@settings(max_examples=CI_EXAMPLES)
+@ci()
 @given(shrunk_pairs())
 def test_shrinking_a_claim_never_causes_overlap(pair: tuple[Bundle, Bundle]) -> None:
     _monotone(pair)
