@@ -39,7 +39,7 @@ from checker.protocol.model import (
 )
 from checker.protocol.report import verdict_diagnostics
 from checker.report import seam
-from checker.storage import agreed_depth
+from checker.storage import agreed_depth, overflowing_rings
 from contract_lang import ast as A
 from contract_lang.printer import count_text, ring_item_line
 from diagnostics.model import Diagnostic
@@ -307,6 +307,9 @@ def model_diagnostics(comp: Composition) -> tuple[Diagnostic, ...]:
     """Every diagnostic the protocol model gives for the composition (cached per composition)."""
     if _LAST and _LAST[0][0] is comp:
         return _LAST[0][1]
+    if any(agreed_depth(comp, name) is None for name in comp.rings) or overflowing_rings(comp):
+        _LAST[:] = [(comp, ())]
+        return ()  # depths L-DEPTH rejects: the linker would never choose them, so nothing to model
     declared = declaration_problems(comp)
     if declared:
         _LAST[:] = [(comp, tuple(declared))]
