@@ -3,7 +3,7 @@
 A fixture is a `.kc` file (an implicit pipeline of its stages) or a folder with one
 `.kp` and the `.kc` files (or `.kpkg` packages) it uses. A failing fixture must
 trigger its clause and no other error; its rendered text is compared with
-`<fixture>.stderr` (set KERNLINK_UPDATE_SNAPSHOTS=1 to rewrite snapshots). A passing
+`<fixture>.stderr` (`pytest --update-snapshots` rewrites snapshots). A passing
 fixture has no error.
 
 Two extensions serve the clauses decided from compiled artifacts:
@@ -96,6 +96,3 @@ def _check_captured(folder: Path) -> CheckResult:
         diags.extend(verify_downstream(comp).diagnostics)
     return CheckResult(sort_diagnostics(diags), inputs.sources, comp, inputs)
 
-
-def update_snapshots() -> bool:
-    return os.environ.get("KERNLINK_UPDATE_SNAPSHOTS") == "1"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.clauses.harness import Fixture, fixtures, run, update_snapshots
+from tests.clauses.harness import Fixture, fixtures, run
+from tests.snapshots import assert_text_snapshot
 
 
 @pytest.mark.parametrize("fixture", fixtures(), ids=str)
@@ -15,6 +16,4 @@ def test_fixture(fixture: Fixture) -> None:
         assert error_codes == [], text
         return
     assert error_codes == [fixture.code], text
-    if update_snapshots() or not fixture.snapshot.exists():
-        fixture.snapshot.write_text(text)
-    assert fixture.snapshot.read_text() == text
+    assert_text_snapshot(fixture.snapshot, text)

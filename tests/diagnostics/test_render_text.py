@@ -1,14 +1,13 @@
 """Snapshot tests of the terminal renderer.
 
 Golden outputs live in ``snapshots/<name>.txt``; after an intended change to the
-layout, regenerate them with ``KERNLINK_UPDATE_SNAPSHOTS=1 pytest tests/diagnostics``
+layout, regenerate them with ``pytest --update-snapshots tests/diagnostics``
 and review the diff.
 """
 
 from __future__ import annotations
 
 import io
-import os
 import re
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 
 from diagnostics import Diagnostic, Label, Severity, SourceMap, Span, render_text
 from diagnostics.span import UNKNOWN_SPAN
+from tests.snapshots import assert_text_snapshot
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
@@ -31,11 +31,7 @@ LOAD_TEXT = "contract load {\n" + "\n" * 7 + "    counter ready consume by load 
 
 
 def assert_snapshot(name: str, actual: str) -> None:
-    path = SNAPSHOTS / f"{name}.txt"
-    if os.environ.get("KERNLINK_UPDATE_SNAPSHOTS"):
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(actual, encoding="utf-8")
-    assert actual == path.read_text(encoding="utf-8")
+    assert_text_snapshot(SNAPSHOTS / f"{name}.txt", actual)
 
 
 def sources() -> SourceMap:

@@ -4,7 +4,7 @@ L-INTEGRITY and L-LINK are decided from package files, so their fixtures commit 
 `.kpkg` files. This test rebuilds each from the `.cu` and `.kc` beside it and compares
 bytes; `fail_payload_hash/loader.kpkg` is the rebuilt package with one byte of its
 `lto.ir` payload flipped. After a toolkit or package-format change, rewrite them with
-``KERNLINK_UPDATE_SNAPSHOTS=1 pytest tests/link/test_fixture_packages.py``.
+``pytest --update-snapshots tests/link/test_fixture_packages.py``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from linker.manifest import LTO_PAYLOAD
 from linker.pack import build
 from linker.package import pack_bytes, parse_package
-from tests.clauses.harness import update_snapshots
+from tests.snapshots import assert_bytes_snapshot
 
 pytestmark = pytest.mark.toolchain
 
@@ -45,9 +45,7 @@ def expected(package: Path, flip: int | None) -> bytes:
 def test_fixture_package_is_reproducible(name: str) -> None:
     package = FIXTURES / name
     want = expected(package, PACKAGES[name])
-    if update_snapshots() or not package.exists():
-        package.write_bytes(want)
-    assert package.read_bytes() == want, f"{name} is stale: rewrite it (module docstring)"
+    assert_bytes_snapshot(package, want)
     if PACKAGES[name] is None:
         parse_package(want, name=name)
 

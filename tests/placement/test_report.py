@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from placement import render_map, render_svg, solve, to_json
+from tests.snapshots import assert_text_snapshot
 
 from .helpers import gemm_swiglu
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
-UPDATE = os.environ.get("KERNLINK_UPDATE_SNAPSHOTS") == "1"
 
 
 @pytest.fixture(scope="module")
@@ -26,10 +25,7 @@ def rendered() -> dict[str, str]:
 
 @pytest.mark.parametrize("name", ["gemm_swiglu.map", "gemm_swiglu.json", "gemm_swiglu.svg"])
 def test_snapshot(rendered: dict[str, str], name: str) -> None:
-    path = SNAPSHOTS / name
-    if UPDATE:
-        path.write_text(rendered[name], encoding="utf-8")
-    assert rendered[name] == path.read_text(encoding="utf-8")
+    assert_text_snapshot(SNAPSHOTS / name, rendered[name])
 
 
 def test_map_has_fixed_header_and_every_claim(rendered: dict[str, str]) -> None:

@@ -2,14 +2,13 @@
 
 ``cases/NN_description.kc`` (or ``.kp``) holds one mistake; ``cases/NN_description.stderr``
 is its rendering, compared exactly. Cases that must not be committed (a file over the
-size limit) are generated here. Regenerate the snapshots with KERNLINK_UPDATE_SNAPSHOTS=1
+size limit) are generated here. Regenerate the snapshots with `pytest --update-snapshots`
 and read every changed one as a user would: does it say what is wrong, point at the
 right token, and list what was expected in readable words?
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.render_text import render_text
 from diagnostics.sources import SourceMap
 from kernlink.cli import main as kernlink
+from tests.snapshots import assert_text_snapshot
 
 HERE = Path(__file__).parent
 CASES = HERE / "cases"
@@ -99,10 +99,7 @@ def test_case(name: str, tmp_path: Path) -> None:
     assert diag.code in CODES
     text = render_text(diags, sources, color=False)
     snapshot = snapshot_of(name)
-    if os.environ.get("KERNLINK_UPDATE_SNAPSHOTS") == "1":
-        snapshot.write_text(text)
-    assert snapshot.exists(), f"no snapshot for {name}: run with KERNLINK_UPDATE_SNAPSHOTS=1 and read it"
-    assert text == snapshot.read_text()
+    assert_text_snapshot(snapshot, text)
 
 
 @pytest.mark.parametrize("name", case_names())
