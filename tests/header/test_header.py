@@ -1,0 +1,112 @@
+"""`kernlink header`: the generated device header agrees with the contract and with the compiler."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from checker.handles import handle_bindings
+from contract_lang.parser import parse_file
+from diagnostics import DiagnosticError
+from kernlink.cli import main
+from linker.header import device_header
+from linker.toolchain import compile_nvcc, compile_nvrtc, nvcc_path
+from tests.snapshots import assert_text_snapshot
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+def _header(kc: str, *peers: str) -> str:
+    path = EXAMPLES / kc
+    (stage,) = parse_file(path)[0].stages
+    others = [s for p in peers for s in parse_file(EXAMPLES / p)[0].stages]
+    return device_header(stage, path.read_text(), path.name, others).text
+
+
+@pytest.mark.parametrize("kc,peers", [("ring/loader.kc", ()), ("ring/reduce.kc", ("ring/loader.kc",)),
+                                      ("hello/caller.kc", ()), ("hello/provider.kc", ())])
+def test_snapshot(kc: str, peers: tuple[str, ...]) -> None:
+    text = _header(kc, *peers)
+    assert_text_snapshot(SNAPSHOTS / (Path(kc).stem + ".h"), text)
+    assert "/" not in text.split("\n", 1)[0].split("from ", 1)[1], "no directories in the banner"
+
+
+@pytest.mark.parametrize("kc", sorted(str(p.relative_to(EXAMPLES)) for p in EXAMPLES.glob("*/*.kc")))
+def test_every_bound_handle_is_declared_once(kc: str) -> None:
+    for stage in parse_file(EXAMPLES / kc)[0].stages:
+        text = device_header(stage, (EXAMPLES / kc).read_text(), Path(kc).name).text
+        declared = re.findall(r"__device__ (?:unsigned|void) (kl_\w+)\(", text)
+        assert len(declared) == len(set(declared)), kc
+        for spec in handle_bindings(stage):
+            assert spec.symbol in declared, (kc, spec.symbol)
+
+
+def _compile(tmp_path: Path, header: str, name: str, body: str) -> None:
+    (tmp_path / name).write_text(header)
+    compile_nvrtc(f'#include "{name}"\n{body}', "use.cu", include_dirs=[tmp_path], cache_dir=tmp_path)
+
+
+LOADER_BODY = """
+extern "C" __device__ void ring_load_main(const LoaderParams* params, unsigned char* smem) {
+    unsigned slot = kl_ring_loader_kv_depth() - 1;
+    smem[kl_ring_loader_stage_smem_at(slot)] = (unsigned char)params->tiles;
+    smem[kl_ring_loader_kv_full_bar_at(slot)] = (unsigned char)kl_ring_loader_fact_tile_elems;
+}
+"""
+
+
+@pytest.mark.toolchain
+def test_header_compiles_with_a_conforming_component(tmp_path: Path) -> None:
+    _compile(tmp_path, _header("ring/loader.kc"), "kl_ring_loader.h", LOADER_BODY)
+
+
+@pytest.mark.toolchain
+def test_an_entry_with_another_signature_is_a_compile_error(tmp_path: Path) -> None:
+    wrong = LOADER_BODY.replace("const LoaderParams* params", "const float* params").replace(
+        "(unsigned char)params->tiles", "(unsigned char)params[0]")
+    with pytest.raises(DiagnosticError) as err:
+        _compile(tmp_path, _header("ring/loader.kc"), "kl_ring_loader.h", wrong)
+    assert {d.code for d in err.value.diagnostics} == {"E-COMPILE"}
+
+
+@pytest.mark.toolchain
+def test_params_static_asserts_catch_a_drifted_offset(tmp_path: Path) -> None:
+    text = _header("ring/reduce.kc", "ring/loader.kc")
+    text = text.replace("    unsigned tile_elems;", "    unsigned char tile_elems;")
+    with pytest.raises(DiagnosticError) as err:
+        _compile(tmp_path, text, "kl_ring_reduce.h", "")
+    assert "tile_elems is 4 bytes" in str([d.message for d in err.value.diagnostics] + [n for d in err.value.diagnostics
+                                                                             for n in d.notes])
+
+
+def test_cli_writes_the_header(tmp_path: Path) -> None:
+    out = tmp_path / "kl_ring_reduce.h"
+    assert main(["header", str(EXAMPLES / "ring/reduce.kc"), "--peer", str(EXAMPLES / "ring/loader.kc"),
+                 "-o", str(out)]) == 0
+    assert out.read_text() == _header("ring/reduce.kc", "ring/loader.kc")
+    assert "kl_ring_reduce_kv_stage_smem_at" in out.read_text()
+
+
+def test_cli_refuses_an_empty_output_and_an_unknown_stage(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["header", str(EXAMPLES / "ring/reduce.kc"), "-o", ""]) == 2
+    assert main(["header", str(EXAMPLES / "ring/reduce.kc"), "--stage", "nope"]) == 2
+    assert "no stage `nope`" in capsys.readouterr().err
+
+
+@pytest.mark.toolchain
+@pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not installed")
+def test_nvcc_checks_every_offset(tmp_path: Path) -> None:
+    """nvcc has offsetof: a field moved within the same size is caught by its offset assert."""
+    good = _header("ring/reduce.kc", "ring/loader.kc")
+    (tmp_path / "kl_ring_reduce.h").write_text(good)
+    compile_nvcc('#include "kl_ring_reduce.h"\n', "use.cu", include_dirs=[tmp_path])
+    swapped = good.replace("    unsigned tile_elems;  // = fact tile_elems\n    unsigned tiles;",
+                           "    unsigned tiles;\n    unsigned tile_elems;  // = fact tile_elems")
+    assert swapped != good
+    (tmp_path / "kl_ring_reduce.h").write_text(swapped)
+    with pytest.raises(DiagnosticError) as err:
+        compile_nvcc('#include "kl_ring_reduce.h"\n', "use.cu", include_dirs=[tmp_path])
+    assert "tiles at offset 12" in " ".join(d.message for d in err.value.diagnostics)
