@@ -257,3 +257,7 @@ def _check(err: Any, call: str, context: str = "") -> None:
         notes.append(f"no description: {exc}")
     raise DiagnosticError([Diagnostic("E-CUDA", f"`{call}` failed: {name}", notes=tuple(notes),
                                       data=(("call", call), ("error", name)))])
+
+
+#: Raise ``E-CUDA`` for a failed driver call (for callers that drive the CUDA API themselves).
+check_cuda = _check

@@ -1,0 +1,186 @@
+"""A persistent Python session over a linked kernel: load once, bind buffers, launch many times.
+
+``run_linked`` builds everything per call (module, params block, argument array) and
+waits; that is right for a test and wrong for a serving loop. A :class:`Session` does
+the work once:
+
+    with Session("out/ring") as s:
+        s.bind(src=x, dst=y, tiles=37)        # torch tensors, DeviceBuffers or addresses
+        s.launch(grid=4)                      # one cuLaunchKernel, no synchronisation
+        graph = s.capture(launches=10, grid=4)
+        graph.replay()                        # one cuGraphLaunch for all ten
+        s.synchronize()
+
+``bind`` takes any object with ``__cuda_array_interface__`` (PyTorch, CuPy, Numba) or
+``__dlpack__`` for a ``ptr`` field and keeps a reference to it, so the memory outlives
+every launch that reads it. Launches go to the session's own stream; after ``bind``,
+``launch`` is the driver call and nothing else (the params block and the argument array
+are built at bind time).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cuda.bindings import driver
+
+from diagnostics.model import Diagnostic, DiagnosticError
+from kernlink.run import LinkedKernel, Value, params_block
+from linker.launch import DeviceBuffer, GpuSession, check_cuda
+
+_DLPACK_CUDA = 2  # kDLCUDA
+
+
+class Graph:
+    """A captured sequence of launches, replayed with one driver call."""
+
+    def __init__(self, session: Session, graph: Any, executable: Any, launches: int) -> None:
+        self._session, self._graph, self._exec, self.launches = session, graph, executable, launches
+
+    def replay(self) -> None:
+        (err,) = driver.cuGraphLaunch(self._exec, self._session.stream)
+        check_cuda(err, "cuGraphLaunch")
+
+    def close(self) -> None:
+        driver.cuGraphExecDestroy(self._exec)
+        driver.cuGraphDestroy(self._graph)
+
+
+class Session:
+    """One linked kernel loaded on one device, with its own stream and bound arguments."""
+
+    def __init__(self, link_dir: str | Path, *, device: int = 0) -> None:
+        self.linked = LinkedKernel.load(link_dir)
+        self.gpu = GpuSession(device)
+        try:
+            loaded = self.gpu.load(self.linked.cubin).kernel(self.linked.kernel)
+            self._function = loaded.function
+            smem = self.linked.dynamic_smem
+            if smem:
+                (err,) = driver.cuFuncSetAttribute(
+                    self._function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    smem)
+                check_cuda(err, "cuFuncSetAttribute", f"{smem} B dynamic shared memory")
+            err, self.stream = driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING)
+            check_cuda(err, "cuStreamCreate")
+        except BaseException:
+            self.gpu.close()
+            raise
+        self._keep: list[object] = []
+        self._args: tuple[ctypes.Array[ctypes.c_char], ctypes.Array[ctypes.c_void_p]] | None = None
+        self._params = 0
+        self._graphs: list[Graph] = []
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------- arguments
+
+    def bind(self, **values: object) -> None:
+        """Build the params block once from ``values`` (fields by name or ``stage.field``)."""
+        resolved: dict[str, Value] = {}
+        keep: list[object] = []
+        for key, value in values.items():
+            resolved[key] = _value(key, value)
+            keep.append(value)
+        block = params_block(self.linked.map, resolved)
+        self._keep = keep
+        if block:
+            data = ctypes.create_string_buffer(block, len(block))
+            pointers = (ctypes.c_void_p * 1)(ctypes.addressof(data))
+            self._args = (data, pointers)
+            self._params = ctypes.addressof(pointers)
+        else:
+            self._args, self._params = None, 0
+
+    # ------------------------------------------------------------- launches
+
+    def launch(self, grid: int | None = None) -> None:
+        """Enqueue one launch on the session's stream (no synchronisation)."""
+        (err,) = driver.cuLaunchKernel(self._function, self._grid(grid), 1, 1, self.linked.threads, 1, 1,
+                                       self.linked.dynamic_smem, self.stream, self._params, 0)
+        check_cuda(err, "cuLaunchKernel", f"kernel `{self.linked.kernel}`")
+
+    def capture(self, launches: int = 1, grid: int | None = None) -> Graph:
+        """Capture ``launches`` launches with the current arguments into a CUDA graph."""
+        if launches < 1:
+            raise DiagnosticError([Diagnostic("E-RUN", "a graph captures at least one launch",
+                                              helps=("pass `launches=1` or more",))])
+        (err,) = driver.cuStreamBeginCapture(
+            self.stream, driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        check_cuda(err, "cuStreamBeginCapture")
+        try:
+            for _ in range(launches):
+                self.launch(grid)
+        finally:
+            err, graph = driver.cuStreamEndCapture(self.stream)
+        check_cuda(err, "cuStreamEndCapture")
+        err, executable = driver.cuGraphInstantiate(graph, 0)
+        check_cuda(err, "cuGraphInstantiate")
+        captured = Graph(self, graph, executable, launches)
+        self._graphs.append(captured)
+        return captured
+
+    def synchronize(self) -> None:
+        (err,) = driver.cuStreamSynchronize(self.stream)
+        check_cuda(err, "cuStreamSynchronize")
+
+    def close(self) -> None:
+        for graph in self._graphs:
+            graph.close()
+        self._graphs = []
+        driver.cuStreamDestroy(self.stream)
+        self.gpu.close()
+
+    def _grid(self, grid: int | None) -> int:
+        if grid is not None:
+            return grid
+        dispatch = self.linked.map["dispatch"]
+        if dispatch["launch"] != "persistent":
+            raise DiagnosticError([Diagnostic("E-RUN", "a fixed launch needs a grid size",
+                                              helps=("pass `grid=` (blocks)",))])
+        sms = self.gpu.attribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        return sms * int(dispatch.get("blocks_per_sm") or 1)
+
+
+def device_pointer(obj: object) -> int:
+    """The device address of a CUDA array (``__cuda_array_interface__`` or ``__dlpack__``)."""
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if isinstance(cai, Mapping):
+        return int(cai["data"][0])
+    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        kind, _ = obj.__dlpack_device__()
+        if int(kind) != _DLPACK_CUDA:
+            raise DiagnosticError([Diagnostic("E-RUN", f"a `{type(obj).__name__}` on DLPack device {kind} is not "
+                                                       "CUDA memory", helps=("move it to the GPU first",))])
+        return _dlpack_data(obj.__dlpack__())
+    raise DiagnosticError([Diagnostic(
+        "E-RUN", f"a `{type(obj).__name__}` is not CUDA memory",
+        helps=("pass a DeviceBuffer, an address, or an array with __cuda_array_interface__ or __dlpack__",))])
+
+
+def _value(key: str, value: object) -> Value:
+    if isinstance(value, (bool, int, float, DeviceBuffer)):
+        return value
+    return device_pointer(value)
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
+                ("ndim", ctypes.c_int32), ("dtype", ctypes.c_uint32), ("shape", ctypes.c_void_p),
+                ("strides", ctypes.c_void_p), ("byte_offset", ctypes.c_uint64)]
+
+
+def _dlpack_data(capsule: object) -> int:
+    """``data + byte_offset`` of a DLPack capsule (left unconsumed: its deleter still runs)."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    address = get(capsule, b"dltensor")
+    tensor = _DLTensor.from_address(address)
+    return int(tensor.data or 0) + int(tensor.byte_offset)
