@@ -67,6 +67,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     add_header(sub)
 
+    from kernlink.cmd_build import register as add_build
+
+    add_build(sub)
+
 
 # ----------------------------------------------------------------- link
 
