@@ -71,6 +71,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     add_build(sub)
 
+    from kernlink.cmd_lsp import register as add_lsp
+
+    add_lsp(sub)
+
 
 # ----------------------------------------------------------------- link
 
