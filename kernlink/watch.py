@@ -1,0 +1,64 @@
+"""`kernlink check --watch`: check again whenever an input of the composition changes.
+
+The inputs are the files named on the command line, the contracts (``.kc``) beside each
+pipeline and the packages (``.kpkg``) under its ``build/`` folder; a change is a new, removed
+or modified file (size or modification time). Polling keeps it dependency-free and works
+on every filesystem; a check runs at most once per change burst.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+Snapshot = dict[Path, tuple[int, int]]
+
+
+def watched(paths: Sequence[str | Path]) -> list[Path]:
+    files: set[Path] = set()
+    for given in map(Path, paths):
+        folder = given if given.is_dir() else given.parent
+        if not given.is_dir():
+            files.add(given)
+        for pattern in ("*.kp", "*.kc", "build/*.kpkg"):
+            files.update(folder.glob(pattern))
+    return sorted(files)
+
+
+def snapshot(paths: Sequence[str | Path]) -> Snapshot:
+    state: Snapshot = {}
+    for path in watched(paths):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        state[path] = (st.st_size, st.st_mtime_ns)
+    return state
+
+
+def changed(before: Snapshot, after: Snapshot) -> list[Path]:
+    return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+
+
+def watch(paths: Sequence[str | Path], run: Callable[[], int], *, say: Callable[[str], None],
+          poll: float = 0.3, runs: int | None = None) -> int:
+    """Run ``run`` now and after every change; ``runs`` bounds the number of runs (None: until interrupted)."""
+    status = run()
+    count = 1
+    state = snapshot(paths)
+    try:
+        while runs is None or count < runs:
+            time.sleep(poll)
+            now = snapshot(paths)
+            moved = changed(state, now)
+            if not moved:
+                continue
+            time.sleep(poll)  # let a burst of writes (an editor's save) settle
+            state = snapshot(paths)
+            say(f"--- {', '.join(str(p) for p in moved[:3])}{' …' if len(moved) > 3 else ''} changed: checking again")
+            status = run()
+            count += 1
+    except KeyboardInterrupt:
+        return 0
+    return status

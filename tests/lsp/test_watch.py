@@ -1,0 +1,40 @@
+"""`kernlink check --watch`: a change to any input of the composition runs the check again."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from pathlib import Path
+
+from kernlink.watch import changed, snapshot, watch
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
+
+
+def test_inputs_are_the_pipeline_the_contracts_beside_it_and_its_packages(tmp_path: Path) -> None:
+    shutil.copytree(EXAMPLES / "ring", tmp_path / "ring", ignore=shutil.ignore_patterns("host"))
+    (tmp_path / "ring" / "build").mkdir(exist_ok=True)
+    (tmp_path / "ring" / "build" / "loader.kpkg").write_bytes(b"x")
+    names = {p.name for p in snapshot([tmp_path / "ring" / "ring.kp"])}
+    assert names == {"ring.kp", "loader.kc", "reduce.kc", "loader.kpkg"}
+
+
+def test_a_change_reruns_and_an_unrelated_file_does_not(tmp_path: Path) -> None:
+    shutil.copytree(EXAMPLES / "ring", tmp_path / "ring", ignore=shutil.ignore_patterns("build", "host"))
+    pipeline = tmp_path / "ring" / "ring.kp"
+    before = snapshot([pipeline])
+    (tmp_path / "ring" / "notes.txt").write_text("unrelated")
+    assert changed(before, snapshot([pipeline])) == []
+    runs: list[float] = []
+    said: list[str] = []
+
+    def edit() -> None:
+        time.sleep(0.3)
+        contract = tmp_path / "ring" / "reduce.kc"
+        contract.write_text(contract.read_text() + "\n")
+
+    threading.Thread(target=edit).start()
+    status = watch([pipeline], lambda: runs.append(time.monotonic()) or 7, say=said.append, poll=0.05, runs=2)
+    assert status == 7 and len(runs) == 2
+    assert len(said) == 1 and "reduce.kc" in said[0]
