@@ -204,15 +204,59 @@ _LITERALS: dict[str, tuple[str, str]] = {
 _LOOKALIKES: dict[str, str] = {"=>": "->", "=": "=="}
 
 
+# Bounds of one expression (specs/language.md §13): every later walk of the tree stays
+# far from Python's recursion limit, and a hostile file fails at the token that crosses one.
+MAX_OPERATORS = 256
+MAX_NESTING = 32
+_EXPR_TOKENS = frozenset({"INT", "NAME", "LPAR", "RPAR", "ADD_OP", "MUL_OP", "COMPARE_OP", "AND", "OR", "NOT"})
+_EXPR_OPERATORS = frozenset({"ADD_OP", "MUL_OP", "COMPARE_OP", "AND", "OR", "NOT"})
+
+
+class _ExprBounds:
+    """Counts operators and open parentheses over a run of expression tokens."""
+
+    def __init__(self, path: str, text: str) -> None:
+        self.path, self.text = path, text
+        self.operators = 0
+        self.depth = 0
+
+    def feed(self, token: Token) -> None:
+        kind = token.type
+        if kind not in _EXPR_TOKENS:
+            self.operators = self.depth = 0
+        elif kind in _EXPR_OPERATORS:
+            self.operators += 1
+            if self.operators > MAX_OPERATORS:
+                raise DiagnosticError([self._too_large(
+                    token, f"an expression holds at most {MAX_OPERATORS} operators",
+                    f"operator {MAX_OPERATORS + 1} is here",
+                    "split the constraint into several `requires fact` lines")])
+        elif kind == "LPAR":
+            self.depth += 1
+            if self.depth > MAX_NESTING:
+                raise DiagnosticError([self._too_large(
+                    token, f"an expression nests at most {MAX_NESTING} parentheses deep",
+                    f"parenthesis {MAX_NESTING + 1} opens here", "remove parentheses the operators do not need")])
+        elif kind == "RPAR":
+            self.depth = max(0, self.depth - 1)
+
+    def _too_large(self, token: Token, message: str, label: str, help_: str) -> Diagnostic:
+        span = _span_at(self.path, self.text, token.start_pos or 0, len(str(token.value)))
+        return Diagnostic("E-TOO-LARGE", message, labels=(Label(span, label),), helps=(help_,))
+
+
 def _parse_tree(text: str, path: str) -> Tree[Token]:
-    """Parse, refusing a word the lexer would otherwise split (`smemtiles` as `smem tiles`)."""
+    """Parse, refusing a word the lexer would otherwise split (`smemtiles` as `smem tiles`)
+    and an expression past its bounds."""
     parser = _lark().parse_interactive(text)
     last: Token | None = None
+    bounds = _ExprBounds(path, text)
     for token in parser.iter_parse():
         end = token.end_pos
         if end is not None and 0 < end < len(text) and text[end - 1] in _WORD_CHARS and text[end] in _WORD_CHARS:
             expected = {t for t in parser.choices() if t.isupper()}  # type: ignore[no-untyped-call]
             raise DiagnosticError([_split_word(path, text, token, expected)])
+        bounds.feed(token)
         last = token
     tree: Tree[Token] = parser.feed_eof(last)  # type: ignore[no-untyped-call]
     return tree
