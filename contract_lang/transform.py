@@ -232,7 +232,8 @@ class AstBuilder(Transformer[Token, Any]):
     @v_args(meta=True)
     def params(self, meta: Meta, children: list[Any]) -> A.Params:
         name, size, align, *fields = children
-        return A.Params(str(name), self._int(size, "size"), self._int(align, "size"), tuple(fields), span=self._span(meta))
+        return A.Params(str(name), self._int(size, "size"), self._int(align, "size"), tuple(fields),
+                        span=self._span(meta))
 
     @v_args(meta=True)
     def param_field(self, meta: Meta, children: list[Any]) -> A.ParamField:
