@@ -79,8 +79,11 @@ def cmd_link(args: argparse.Namespace) -> int:
     if result.diagnostics:
         emit(result.diagnostics, result.sources, "text", color=_color(args.color))
     assert result.output is not None and result.output.cubin is not None
-    print(f"linked `{result.output.record.pipeline}` for {result.output.record.target} -> {args.output}/kernel.cubin "
-          f"({len(result.output.cubin)} bytes); map in {args.output}/link.map")
+    from diagnostics.render_text import escape_controls
+
+    record, size = result.output.record, len(result.output.cubin)
+    print(escape_controls(f"linked `{record.pipeline}` for {record.target} -> {args.output}/kernel.cubin "
+                          f"({size} bytes); map in {args.output}/link.map"))
     return EXIT_OK
 
 
@@ -136,12 +139,12 @@ def cmd_pack(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------- inspect
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from linker.manifest import read_stage_package
+    from linker.manifest import stage_package
     from linker.package import read_package
 
-    try:
-        stage = read_stage_package(args.package)
+    try:  # one bounded read; the manifest is validated before the view uses it
         raw = read_package(args.package)
+        stage = stage_package(raw, args.package)
         view = inspect_view(args.package, stage.manifest, raw.manifest_sha256)
     except DiagnosticError as err:
         return _report(err.diagnostics, SourceMap(), args)
@@ -187,6 +190,7 @@ def _inspect_text(view: Mapping[str, Any], *, color: bool | None) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    view = _escaped(view)  # a crafted manifest must not drive the terminal
     console = Console(force_terminal=color, no_color=color is False, highlight=False)
     if not console.is_terminal:
         console = Console(force_terminal=color, no_color=color is False, highlight=False, width=120)
@@ -229,6 +233,19 @@ def _inspect_text(view: Mapping[str, Any], *, color: bool | None) -> None:
 
 
 # ----------------------------------------------------------------- helpers
+
+def _escaped(value: Any) -> Any:
+    """Every string of a view with its control characters escaped, for text output."""
+    from diagnostics.render_text import escape_controls
+
+    if isinstance(value, str):
+        return escape_controls(value)
+    if isinstance(value, Mapping):
+        return {_escaped(k): _escaped(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_escaped(v) for v in value]
+    return value
+
 
 def _sources(*paths: str) -> SourceMap:
     """The inputs' text, so diagnostics can quote them; unreadable files are left out."""
