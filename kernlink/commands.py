@@ -19,10 +19,13 @@ from diagnostics.sources import SourceMap
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register this module's subcommands on the CLI's subparsers."""
+    from kernlink.paths import output_path
+
     p = sub.add_parser("pack", help="compile a component to LTO IR and package it with its contract")
     p.add_argument("source", help="the component's CUDA source (.cu)")
     p.add_argument("--contract", required=True, help="its contract (.kc)")
-    p.add_argument("-o", "--output", help="the package to write (default: build/<stem>.kpkg beside the source)")
+    p.add_argument("-o", "--output", type=output_path,
+                   help="the package to write (default: build/<stem>.kpkg beside the source)")
     p.add_argument("--compiler", choices=("nvrtc", "nvcc"), default="nvrtc",
                    help="NVRTC from PyPI (default) or the nvcc on PATH")
     p.add_argument("--stage", help="the stage to pack when the contract holds several")
@@ -38,7 +41,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     p = sub.add_parser("link", help="check, generate and device-link a pipeline into one cubin with a link map")
     p.add_argument("paths", nargs="+", help="a pipeline (.kp) whose stages come from packages")
-    p.add_argument("-o", "--output", required=True, metavar="DIR",
+    p.add_argument("-o", "--output", required=True, metavar="DIR", type=output_path,
                    help="the directory for kernel.cubin, generated.cu, link.map and link.json")
     p.add_argument("--target", help="link for another target than the pipeline's")
     p.add_argument("--ptx", action="store_true", help="also write the linked PTX (kernel.ptx)")
@@ -54,8 +57,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("paths", nargs="+", help="a pipeline (.kp) and optionally contracts or packages")
     p.add_argument("--target", help="place for another target (sm_90a, sm_100a, sm_120a)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="the map on stdout")
-    p.add_argument("--json", dest="json_out", metavar="FILE", help="also write the map as JSON")
-    p.add_argument("--svg", metavar="FILE", help="also draw shared memory and warps as SVG")
+    p.add_argument("--json", dest="json_out", metavar="FILE", type=output_path, help="also write the map as JSON")
+    p.add_argument("--svg", metavar="FILE", type=output_path, help="also draw shared memory and warps as SVG")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_place)
 
