@@ -22,7 +22,7 @@ from checker.resolve import resolve
 from diagnostics.model import Diagnostic, DiagnosticError, sort_diagnostics
 from diagnostics.sources import SourceMap
 from kernlink.downstream import Downstream, verify_downstream
-from kernlink.loader import Inputs, load
+from kernlink.loader import Inputs, UsageError, load
 
 if TYPE_CHECKING:
     from linker.link import LinkOutput
