@@ -204,8 +204,9 @@ _LITERALS: dict[str, tuple[str, str]] = {
 _LOOKALIKES: dict[str, str] = {"=>": "->", "=": "=="}
 
 
-# Bounds of one expression (specs/language.md §13): every later walk of the tree stays
-# far from Python's recursion limit, and a hostile file fails at the token that crosses one.
+# Bounds of one expression (specs/language.md §13): at most 256 operators, 32 open
+# parentheses and 32 `not` in a row, so every later walk of the tree stays far from
+# Python's recursion limit, and a hostile file fails at the token that crosses one.
 MAX_OPERATORS = 256
 MAX_NESTING = 32
 _EXPR_TOKENS = frozenset({"INT", "NAME", "LPAR", "RPAR", "ADD_OP", "MUL_OP", "COMPARE_OP", "AND", "OR", "NOT"})
@@ -219,9 +220,15 @@ class _ExprBounds:
         self.path, self.text = path, text
         self.operators = 0
         self.depth = 0
+        self.nots = 0
 
     def feed(self, token: Token) -> None:
         kind = token.type
+        self.nots = self.nots + 1 if kind == "NOT" else 0
+        if self.nots > MAX_NESTING:
+            raise DiagnosticError([self._too_large(
+                token, f"an expression nests at most {MAX_NESTING} `not` in a row",
+                f"`not` number {MAX_NESTING + 1} is here", "two `not` in a row cancel: remove pairs of them")])
         if kind not in _EXPR_TOKENS:
             self.operators = self.depth = 0
         elif kind in _EXPR_OPERATORS:

@@ -177,14 +177,16 @@ def _snippet(labels: list[Label], sources: _Lines, gutter: int, style: str) -> l
             out.append(Text.assemble(_gutter_text(pad), (f"{marker} {text}", mark_style)))
             continue
         if line != previous:
+            # Labels are sorted: the first on a line places the window of a long line.
+            shift = _shift(source, label.span.col)
             between = sources.line(label.span.file, line - 1)
             if previous == line - 2 and between is not None:
-                out.append(_source_line(line - 1, between, gutter))
+                out.append(_source_line(line - 1, _window(between, _shift(between, label.span.col)), gutter))
             elif previous is not None and line > previous + 1:
                 out.append(Text("...", style=_GUTTER_STYLE))
-            out.append(_source_line(line, source, gutter))
+            out.append(_source_line(line, _window(source, shift), gutter))
             previous = line
-        start, length, more = _underline(source, label)
+        start, length, more = _underline(source, label, shift)
         underline = marker * length + ("..." if more else "")
         body = f"{underline} {escape_controls(label.text)}" if label.text else underline
         out.append(Text.assemble(_gutter_text(pad), " " * start, (body, mark_style)))
@@ -196,14 +198,40 @@ def _source_line(line: int, source: str, gutter: int) -> Text:
     return Text.assemble((f"{line:>{gutter}} |", _GUTTER_STYLE), f" {shown}" if shown else "")
 
 
-def _underline(source: str, label: Label) -> tuple[int, int, bool]:
-    """Display offset and width of a label's underline on its first line; whether it continues."""
+def _underline(source: str, label: Label, shift: int) -> tuple[int, int, bool]:
+    """Display offset and width of a label's underline on its first line (a long line seen
+    through its window, see :func:`_window`); whether the underline continues."""
     span = label.span
-    more = span.end_line > span.line
-    first = span.col - 1
-    last = len(source) if more else span.end_col - 1
-    start = _cells(source, first)
-    return start, max(1, _cells(source, last) - start), more
+    view = _window(source, shift)
+    more = span.end_line > span.line or (shift + len(view) < len(source) and span.end_col - 1 > shift + len(view))
+    first = min(max(0, span.col - 1 - shift), len(view))
+    last = len(view) if more else max(first, span.end_col - 1 - shift)
+    start = _cells(view, first)
+    return start, max(1, _cells(view, last) - start), more
+
+
+# A source line longer than this is shown as a window of it around its first label.
+_MAX_LINE = 160
+_CONTEXT = 40
+
+
+def _shift(source: str, col: int) -> int:
+    """How far the window of ``source`` around column ``col`` moves the columns: the characters
+    cut from the start, less the one ellipsis that stands in for them."""
+    if len(source) <= _MAX_LINE:
+        return 0
+    start = max(0, min(col - 1 - _CONTEXT, len(source) - _MAX_LINE))
+    return start - 1 if start else 0
+
+
+def _window(source: str, shift: int) -> str:
+    """The part of a long line the snippet shows, with `…` where it was cut."""
+    if len(source) <= _MAX_LINE:
+        return source
+    start = shift + 1 if shift else 0
+    head = "…" if start else ""
+    tail = "…" if start + _MAX_LINE < len(source) else ""
+    return head + source[start:start + _MAX_LINE] + tail
 
 
 def _cells(source: str, index: int) -> int:
