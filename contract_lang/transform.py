@@ -79,11 +79,20 @@ class AstBuilder(Transformer[Token, Any]):
         self.problems: list[Diagnostic] = []
 
     def build(self, tree: Tree[Token]) -> A.SourceFile:
-        result = self.transform(tree)
+        result = self._transform_bottom_up(tree)
         if self.problems:
             raise DiagnosticError(self.problems)
         assert isinstance(result, A.SourceFile)
         return result
+
+    def _transform_bottom_up(self, tree: Tree[Token]) -> Any:
+        """``Transformer.transform`` without recursion: every subtree after its children, so an
+        expression nested hundreds deep (`not not … x`, `(x + (x + …))`) costs no Python stack."""
+        done: dict[int, Any] = {}
+        for sub in tree.iter_subtrees():  # children before their parents
+            children = [done.pop(id(c)) if isinstance(c, Tree) else c for c in sub.children]
+            done[id(sub)] = self._call_userfunc(sub, children)  # type: ignore[no-untyped-call]
+        return done[id(tree)]
 
     # ------------------------------------------------------------- helpers
 
