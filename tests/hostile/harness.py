@@ -21,21 +21,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import checker.clauses  # noqa: F401  (imported once here, not again in every child)
-import kernlink.api  # noqa: F401
+# Imported once here, not again in every child.
+import checker.clauses  # noqa: F401
+import kernlink.api
 import kernlink.cli
-import kernlink.commands  # noqa: F401
+import kernlink.commands
 import linker.link  # noqa: F401
 import placement  # noqa: F401
 from contract_lang.parser import _lark, parse_text
 from diagnostics.model import DiagnosticError
+from diagnostics.sources import SourceMap
 
 # Warm what every child would otherwise build again: the parser tables, the renderer.
 _lark()
 try:
     parse_text("stage {", "<warm-up>")
 except DiagnosticError as _warm:
-    kernlink.cli.emit(_warm.diagnostics, kernlink.cli.SourceMap(), "text", color=False, output=os.devnull)
+    kernlink.cli.emit(_warm.diagnostics, SourceMap(), "text", color=False, output=os.devnull)
 
 MiB = 1 << 20
 CRASHED = 99  # the child's status when `main` raised instead of returning
@@ -82,7 +84,7 @@ def _virtual() -> int:
 def run_cli(argv: Sequence[str], *, cwd: Path, seconds: float = 20.0, memory: int = 1024 * MiB) -> Outcome:
     """``kernlink <argv>`` in a forked child limited to ``memory`` more address space and
     ``seconds`` of wall time."""
-    sink = tempfile.TemporaryFile()
+    sink = tempfile.TemporaryFile()  # noqa: SIM115 (the child writes to it by descriptor)
     inherited = _resident()
     start = time.monotonic()
     pid = os.fork()
@@ -97,13 +99,12 @@ def run_cli(argv: Sequence[str], *, cwd: Path, seconds: float = 20.0, memory: in
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             os.chdir(cwd)
             status = kernlink.cli.main(list(argv))
-        except SystemExit as done:  # argparse's usage errors
-            status = done.code if isinstance(done.code, int) else 2
+        except SystemExit as exit_:  # argparse's usage errors
+            status = exit_.code if isinstance(exit_.code, int) else 2
         except BaseException:
             traceback.print_exc()
         finally:
-            with_flush = sys.stdout
-            with_flush.flush()
+            sys.stdout.flush()
             os._exit(status)
     timed_out = False
     while True:

@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 from pathlib import Path
+from typing import SupportsIndex
 
 import pytest
 
@@ -76,7 +77,8 @@ def test_integers_out_of_range_are_e_value(tmp_path: Path, item: str) -> None:
 
 def test_versions_of_5000_digits_are_e_value(tmp_path: Path) -> None:
     contract(tmp_path, stage(version="1.0." + "9" * 5000))
-    (tmp_path / "p.kp").write_text('pipeline "p" {\n    target sm_90a\n    use "demo.a" version ^1.' + "9" * 5000 + "\n}\n")
+    requirement = "^1." + "9" * 5000
+    (tmp_path / "p.kp").write_text(f'pipeline "p" {{\n    target sm_90a\n    use "demo.a" version {requirement}\n}}\n')
     outcome = run_cli(["check", "--color", "never", "p.kp"], cwd=tmp_path)
     outcome.assert_clean(status=EXIT_REJECTED)
     assert outcome.codes() == ["E-VALUE", "E-VALUE"]
@@ -108,7 +110,8 @@ def test_duplicates_are_e_duplicate_with_both_spans(tmp_path: Path, items: tuple
 # ----------------------------------------------------------------- 4. files that are not files
 
 def _pipeline(tmp_path: Path, package: str) -> None:
-    (tmp_path / "p.kp").write_text(f'pipeline "p" {{\n    target sm_90a\n    use "demo.a" version ^1.0 from "{package}"\n}}\n')
+    use = f'use "demo.a" version ^1.0 from "{package}"'
+    (tmp_path / "p.kp").write_text(f'pipeline "p" {{\n    target sm_90a\n    {use}\n}}\n')
 
 
 def test_a_fifo_as_a_package_is_e_io(tmp_path: Path) -> None:
@@ -236,9 +239,9 @@ class _CountingText(str):
 
     splits = 0
 
-    def split(self, *args: object, **kwargs: object) -> list[str]:  # type: ignore[override]
+    def split(self, sep: str | None = None, maxsplit: SupportsIndex = -1) -> list[str]:
         type(self).splits += 1
-        return super().split(*args, **kwargs)  # type: ignore[arg-type]
+        return super().split(sep, maxsplit)
 
 
 def test_text_rendering_is_linear_in_a_diagnostics_labels() -> None:
@@ -261,7 +264,7 @@ def test_link_outputs_are_the_same_from_every_cwd(tmp_path: Path) -> None:
     kernlink runs from (the role spans of the placement included)."""
     project = tmp_path / "project"
     shutil.copytree(BASE_PACKAGE.parent, project)
-    outputs = []
+    outputs: list[tuple[bytes, bytes]] = []
     for cwd in (Path("/"), tmp_path, project):
         out = tmp_path / f"out{len(outputs)}"
         outcome = run_cli(["link", str(project / "pipeline.kp"), "-o", str(out), "--color", "never"], cwd=cwd)
