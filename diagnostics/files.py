@@ -84,10 +84,14 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically: the old content or the new, never a mix.
 
     Writes a temporary file in the same directory, fsyncs it and renames it over
-    ``path`` (keeping an existing file's permissions). On failure the temporary
-    file is removed and ``DiagnosticError`` ``E-IO`` is raised.
+    ``path`` (keeping an existing file's permissions). On failure the temporary file
+    is removed and ``DiagnosticError`` ``E-IO`` is raised. A FIFO or a character device
+    (``-o /dev/null``, ``-o /dev/stdout``) is written into instead, never replaced.
     """
     target = Path(path)
+    if _is_stream(target):
+        _write_stream(target, data)
+        return
     directory = target.parent
     temp = directory / f".{target.name}.{secrets.token_hex(6)}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
@@ -110,6 +114,23 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
             raise DiagnosticError([_io_error("write", str(path), err)]) from err
         raise
     _sync_directory(directory)
+
+
+def _is_stream(target: Path) -> bool:
+    """A FIFO or character device (`/dev/null`, `/dev/stdout`): written into, never replaced."""
+    try:
+        mode = os.stat(target).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
+
+
+def _write_stream(target: Path, data: bytes) -> None:
+    try:
+        with open(target, "wb", buffering=0) as out:
+            out.write(data)
+    except OSError as err:
+        raise DiagnosticError([_io_error("write", str(target), err)]) from err
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

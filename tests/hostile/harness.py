@@ -30,6 +30,7 @@ import linker.link  # noqa: F401
 import placement  # noqa: F401
 from contract_lang.parser import _lark, parse_text
 from diagnostics.model import DiagnosticError
+from diagnostics.render_text import render_text
 from diagnostics.sources import SourceMap
 
 # Warm what every child would otherwise build again: the parser tables, the renderer.
@@ -37,7 +38,7 @@ _lark()
 try:
     parse_text("stage {", "<warm-up>")
 except DiagnosticError as _warm:
-    kernlink.cli.emit(_warm.diagnostics, SourceMap(), "text", color=False, output=os.devnull)
+    render_text(_warm.diagnostics, SourceMap(), color=False)
 
 MiB = 1 << 20
 CRASHED = 99  # the child's status when `main` raised instead of returning

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import stat
 from pathlib import Path
 from typing import SupportsIndex
 
@@ -306,3 +307,23 @@ def test_an_empty_output_path_is_refused(tmp_path: Path, argv: list[str]) -> Non
     outcome.assert_clean(status=EXIT_USAGE)
     assert "an output path cannot be empty" in outcome.output
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_an_output_path_that_is_a_fifo_is_written_into_not_replaced(tmp_path: Path) -> None:
+    """`-o /dev/null` or `-o /dev/stdout` must not replace the device with a regular file:
+    shown with a FIFO (a device node is not safe to risk in a test)."""
+    contract(tmp_path, stage("target sm_100a"))
+    fifo = tmp_path / "report"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader is there: writing never blocks
+    try:
+        outcome = run_cli(["check", "a.kc", "--format", "json", "-o", str(fifo)], cwd=tmp_path, seconds=10)
+        try:
+            received = os.read(reader, 1 << 16)
+        except BlockingIOError:
+            received = b""
+    finally:
+        os.close(reader)
+    outcome.assert_clean(status=EXIT_REJECTED)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert json.loads(received)["diagnostics"][0]["code"] == "E-DUPLICATE"
