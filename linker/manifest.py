@@ -43,6 +43,8 @@ class StagePackage:
     captured: Captured
     lto_ir: bytes
     manifest: Mapping[str, Any]
+    size: int = 0  # the package file's size and SHA-256, from the one read of it
+    sha256: str = ""
 
 
 def manifest_for(stage: str, version: str, target: str, contract: str, toolkit: str,
@@ -85,7 +87,7 @@ def stage_package(pkg: Package, name: str) -> StagePackage:
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         _malformed(name, f"`captured` is malformed ({exc})")
     return StagePackage(name, man["stage"], man["version"], man["target"], man["toolkit"], man["contract"],
-                        captured, pkg.payloads[LTO_PAYLOAD], man)
+                        captured, pkg.payloads[LTO_PAYLOAD], man, pkg.size, pkg.sha256)
 
 
 def captured_from_json(cap: Mapping[str, Any], *, toolkit: str | None = None,

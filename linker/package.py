@@ -58,6 +58,8 @@ class Package:
     manifest: Mapping[str, Any]
     payloads: Mapping[str, bytes]
     manifest_sha256: str
+    size: int = 0  # the whole file: its size and SHA-256, hashed as it was read
+    sha256: str = ""
 
 
 def valid_payload_name(name: str) -> bool:
@@ -108,12 +110,26 @@ def parse_package(data: bytes, *, name: str = "<package>") -> Package:
     return _read(io.BytesIO(data), len(data), name)
 
 
-def _read(handle: BinaryIO, size: int, name: str) -> Package:
+class _Hashing:
+    """A file read piece by piece, hashing every byte that is read."""
+
+    def __init__(self, handle: BinaryIO, name: str) -> None:
+        self.handle, self.name = handle, name
+        self.sha = hashlib.sha256()
+
+    def read(self, count: int) -> bytes:
+        data = read_capped(self.handle, count, self.name)
+        self.sha.update(data)
+        return data
+
+
+def _read(file: BinaryIO, size: int, name: str) -> Package:
+    handle = _Hashing(file, name)
     if size > MAX_PACKAGE_BYTES:
         raise DiagnosticError([Diagnostic(
             "E-TOO-LARGE", f"package `{name}` is too large: {size} bytes, over the limit of {MAX_PACKAGE_BYTES} bytes",
             notes=("kernlink reads packages of at most 256 MiB",))])
-    head = read_capped(handle, _HEADER.size, name)
+    head = handle.read(_HEADER.size)
     if len(head) < len(MAGIC) or head[: len(MAGIC)] != MAGIC:
         raise _integrity(f"`{name}` is not a kernlink package (bad magic)")
     if len(head) < _HEADER.size:
@@ -130,8 +146,8 @@ def _read(handle: BinaryIO, size: int, name: str) -> Package:
     if length > MAX_MANIFEST_BYTES:
         raise _integrity(f"the manifest of `{name}` is {length} bytes, over the limit of "
                          f"{MAX_MANIFEST_BYTES} bytes")
-    body = read_capped(handle, length, name)
-    digest = read_capped(handle, _HASH_BYTES, name)
+    body = handle.read(length)
+    digest = handle.read(_HASH_BYTES)
     if len(body) != length or len(digest) != _HASH_BYTES:
         raise _integrity(f"package `{name}` is truncated: it ended while its manifest was read")
     if hashlib.sha256(body).digest() != digest:
@@ -153,7 +169,7 @@ def _read(handle: BinaryIO, size: int, name: str) -> Package:
         chunks: list[bytes] = []
         left = psize
         while left:
-            chunk = read_capped(handle, min(left, _CHUNK), name)
+            chunk = handle.read(min(left, _CHUNK))
             if not chunk:
                 raise _integrity(f"payload `{pname}` of `{name}` is truncated: the file ended while it was read")
             sha.update(chunk)
@@ -162,10 +178,10 @@ def _read(handle: BinaryIO, size: int, name: str) -> Package:
         if sha.hexdigest() != entry["sha256"]:
             raise _integrity(f"payload `{pname}` of `{name}` does not match its SHA-256")
         payloads[pname] = b"".join(chunks)
-    if read_capped(handle, 1, name):
+    if read_capped(file, 1, name):
         raise _integrity(f"package `{name}` grew while it was read")
     return Package(version, MappingProxyType(manifest), MappingProxyType(payloads),
-                   hashlib.sha256(body).hexdigest())
+                   hashlib.sha256(body).hexdigest(), size, handle.sha.hexdigest())
 
 
 def unpack(package: Package, dest_dir: str | os.PathLike[str]) -> tuple[Path, ...]:
