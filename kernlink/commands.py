@@ -109,7 +109,9 @@ def cmd_place(args: argparse.Namespace) -> int:
         atomic_write_text(args.json_out, json_map)
     if args.svg:
         atomic_write_text(args.svg, render_svg(placed.placement))
-    sys.stdout.write(json_map if args.format == "json" else text_map)
+    from diagnostics.render_text import escape_controls
+
+    sys.stdout.write(json_map if args.format == "json" else escape_controls(text_map))
     return EXIT_OK
 
 

@@ -327,3 +327,10 @@ def test_an_output_path_that_is_a_fifo_is_written_into_not_replaced(tmp_path: Pa
     outcome.assert_clean(status=EXIT_REJECTED)
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     assert json.loads(received)["diagnostics"][0]["code"] == "E-DUPLICATE"
+
+
+def test_the_placement_map_escapes_a_stage_name(tmp_path: Path) -> None:
+    path = contract(tmp_path, stage("claim smem t bytes 1KiB", name=f"demo{ESCAPES}"))
+    outcome = run_cli(["place", path.name, "--color", "never"], cwd=tmp_path)
+    outcome.assert_clean(status=EXIT_OK)
+    assert "\x1b" not in outcome.output and "demo\\x1b]0;owned" in outcome.output
