@@ -7,6 +7,7 @@ deterministically; a clause that raises is reported as an engine bug
 
 from __future__ import annotations
 
+import os
 import traceback
 from collections.abc import Iterable, Sequence
 
@@ -52,12 +53,19 @@ def run_clauses(comp: Composition, clauses: Iterable[type[Clause]] | None = None
 
 def _internal(cls: type[Clause], exc: Exception) -> Diagnostic:
     frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
-    where = f"{frame.filename}:{frame.lineno}" if frame else "unknown location"
+    where = f"{_module_path(frame.filename)}:{frame.lineno}" if frame else "unknown location"
     return Diagnostic(
         "E-INTERNAL", f"clause `{cls.code}` failed with {type(exc).__name__}: {exc}",
         severity=Severity.ERROR, labels=(),
         notes=(f"raised at {where}", "the composition was not fully checked; this is a kernlink bug"),
         helps=("report it with the inputs that trigger it",))
+
+
+def _module_path(filename: str) -> str:
+    """A source file as a path inside the project (`checker/facts.py`), never the install's absolute path."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    full = os.path.abspath(filename)
+    return os.path.relpath(full, root) if full.startswith(root + os.sep) else os.path.basename(full)
 
 
 def errors(diags: Iterable[Diagnostic]) -> list[Diagnostic]:

@@ -227,15 +227,48 @@ _LITERALS: dict[str, tuple[str, str]] = {
 _LOOKALIKES: dict[str, str] = {"=>": "->", "=": "=="}
 
 
+# Bound of one expression (specs/language.md §13): at most 256 operators. Every operator is
+# one node of the expression's tree, so the tree is at most 257 deep and every later walk of
+# it stays far from Python's recursion limit; parentheses and line length add no depth (the
+# parser and the AST builder are iterative). A hostile file fails at the operator that crosses it.
+MAX_OPERATORS = 256
+_EXPR_TOKENS = frozenset({"INT", "NAME", "LPAR", "RPAR", "ADD_OP", "MUL_OP", "COMPARE_OP", "AND", "OR", "NOT"})
+_EXPR_OPERATORS = frozenset({"ADD_OP", "MUL_OP", "COMPARE_OP", "AND", "OR", "NOT"})
+
+
+class _ExprBounds:
+    """Counts the operators of a run of expression tokens (one expression, or a map's body line)."""
+
+    def __init__(self, path: str, text: str) -> None:
+        self.path, self.text = path, text
+        self.operators = 0
+
+    def feed(self, token: Token) -> None:
+        kind = token.type
+        if kind not in _EXPR_TOKENS:
+            self.operators = 0
+        elif kind in _EXPR_OPERATORS:
+            self.operators += 1
+            if self.operators > MAX_OPERATORS:
+                span = _span_at(self.path, self.text, token.start_pos or 0, len(str(token.value)))
+                raise DiagnosticError([Diagnostic(
+                    "E-TOO-LARGE", f"an expression holds at most {MAX_OPERATORS} operators",
+                    labels=(Label(span, f"operator {MAX_OPERATORS + 1} is here"),),
+                    helps=("split the constraint into several `requires fact` lines, which must all hold",))])
+
+
 def _parse_tree(text: str, path: str) -> Tree[Token]:
-    """Parse, refusing a word the lexer would otherwise split (`smemtiles` as `smem tiles`)."""
+    """Parse, refusing a word the lexer would otherwise split (`smemtiles` as `smem tiles`)
+    and an expression past its bounds."""
     parser = _lark().parse_interactive(text)
     last: Token | None = None
+    bounds = _ExprBounds(path, text)
     for token in parser.iter_parse():
         end = token.end_pos
         if end is not None and 0 < end < len(text) and text[end - 1] in _WORD_CHARS and text[end] in _WORD_CHARS:
             expected = {t for t in parser.choices() if t.isupper()}  # type: ignore[no-untyped-call]
             raise DiagnosticError([_split_word(path, text, token, expected)])
+        bounds.feed(token)
         last = token
     tree: Tree[Token] = parser.feed_eof(last)  # type: ignore[no-untyped-call]
     return tree

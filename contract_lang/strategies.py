@@ -141,7 +141,7 @@ def string_literals() -> st.SearchStrategy[str]:
                      st.text(chars, max_size=16))
 
 
-def integers(max_value: int = 1 << 40) -> st.SearchStrategy[int]:
+def integers(max_value: int = (1 << 32) - 1) -> st.SearchStrategy[int]:
     """Integer literal values: mostly small, sometimes large (the language has no negatives)."""
     return st.one_of(st.integers(0, 16), st.sampled_from((32, 64, 128, 255, 256, 1024)),
                      st.integers(0, max_value))
@@ -452,7 +452,23 @@ def stage_items() -> st.SearchStrategy[A.StageItem]:
 
 def stages(max_items: int = 12) -> st.SearchStrategy[A.Stage]:
     """A ``stage`` block with up to ``max_items`` items of any kind, in any order."""
-    return st.builds(A.Stage, string_literals(), string_literals(), _tuple(stage_items(), max_size=max_items))
+    items = _tuple(stage_items(), max_size=max_items).map(_unique_items)
+    return st.builds(A.Stage, string_literals(), string_literals(), items)
+
+
+def _unique_items(items: tuple[T, ...]) -> tuple[T, ...]:
+    """Items without a second `target` or a second claim of one name (both E-DUPLICATE)."""
+    seen: set[tuple[str, str]] = set()
+    kept: list[T] = []
+    for item in items:
+        key = (("target", "") if isinstance(item, A.Target)
+               else ("claim", item.name) if isinstance(item, A.Claim) else None)
+        if key is not None and key in seen:
+            continue
+        if key is not None:
+            seen.add(key)
+        kept.append(item)
+    return tuple(kept)
 
 
 # ------------------------------------------------------------------ pipelines
@@ -477,7 +493,7 @@ def pipeline_items() -> st.SearchStrategy[A.PipelineItem]:
 
 def pipelines(max_items: int = 8) -> st.SearchStrategy[A.Pipeline]:
     """A ``pipeline`` block with up to ``max_items`` items of any kind, in any order."""
-    return st.builds(A.Pipeline, string_literals(), _tuple(pipeline_items(), max_size=max_items))
+    return st.builds(A.Pipeline, string_literals(), _tuple(pipeline_items(), max_size=max_items).map(_unique_items))
 
 
 # ------------------------------------------------------------------ files

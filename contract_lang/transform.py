@@ -7,6 +7,7 @@ feature or scope; an attribute given twice) are collected and raised together.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
@@ -30,6 +31,36 @@ def _first_spans(attrs: Sequence[Attr]) -> tuple[tuple[str, Span], ...]:
     return tuple(seen.items())
 
 
+# What an integer literal may be, by what it states (specs/language.md §2.3): counts
+# (warps, threads, registers, depths, slots, columns, lanes, lags, arrival counts,
+# counter steps, dimensions, cluster extents) fit in u32; byte sizes, alignments and
+# offsets, fact values and expression literals fit in u64; so does each part of a version.
+U32_MAX = 2**32 - 1
+U64_MAX = 2**64 - 1
+INT_RANGES: dict[str, tuple[str, int]] = {
+    "count": ("a count", U32_MAX),
+    "size": ("a byte size", U64_MAX),
+    "value": ("a value", U64_MAX),
+    "version": ("a version part", U64_MAX),
+}
+# Longer literals are out of every range: refused before Python converts them
+# (a conversion of thousands of digits is slow, and refused past 4300).
+_MAX_LITERAL = 24
+
+
+def bounded_int(text: str, kind: str) -> int | None:
+    """The literal's value when it lies in the range of ``kind``, else None."""
+    if len(text) > _MAX_LITERAL:
+        return None
+    value = parse_int(text)
+    return value if value <= INT_RANGES[kind][1] else None
+
+
+def shown_literal(text: str) -> str:
+    """A literal as a message quotes it: long ones cut, with their length."""
+    return f"`{text}`" if len(text) <= 24 else f"`{text[:12]}…{text[-4:]}` ({len(text)} characters)"
+
+
 def parse_int(text: str) -> int:
     """Integer literals: decimal, hex (``0x400``) and the ``KiB`` suffix."""
     if text.startswith(("0x", "0X")):
@@ -48,11 +79,20 @@ class AstBuilder(Transformer[Token, Any]):
         self.problems: list[Diagnostic] = []
 
     def build(self, tree: Tree[Token]) -> A.SourceFile:
-        result = self.transform(tree)
+        result = self._transform_bottom_up(tree)
         if self.problems:
             raise DiagnosticError(self.problems)
         assert isinstance(result, A.SourceFile)
         return result
+
+    def _transform_bottom_up(self, tree: Tree[Token]) -> Any:
+        """``Transformer.transform`` without recursion: every subtree after its children, so an
+        expression nested hundreds deep (`not not … x`, `(x + (x + …))`) costs no Python stack."""
+        done: dict[int, Any] = {}
+        for sub in tree.iter_subtrees():  # children before their parents
+            children = [done.pop(id(c)) if isinstance(c, Tree) else c for c in sub.children]
+            done[id(sub)] = self._call_userfunc(sub, children)  # type: ignore[no-untyped-call]
+        return done[id(tree)]
 
     # ------------------------------------------------------------- helpers
 
@@ -80,6 +120,21 @@ class AstBuilder(Transformer[Token, Any]):
                 "E-NAME", f"unknown {what} `{word}`",
                 labels=(Label(self._tok_span(tok), f"not a known {what}"),), helps=helps))
         return word
+
+    def _int(self, tok: Token, kind: str) -> int:
+        """An integer literal within the range of ``kind``; outside it, E-VALUE (and 0)."""
+        value = bounded_int(str(tok), kind)
+        if value is None:
+            self.problems.append(_out_of_range(str(tok), kind, self._tok_span(tok)))
+            return 0
+        return value
+
+    def _version(self, tok: Token) -> None:
+        """Each number of a version or requirement is at most u64 (E-VALUE otherwise)."""
+        for part in re.findall(r"[0-9]+", str(tok)):
+            if bounded_int(part, "version") is None:
+                self.problems.append(_out_of_range(part, "version", self._tok_span(tok)))
+                return
 
     def _attrs(self, owner: str, attrs: Sequence[Attr], repeatable: tuple[str, ...] = ()) -> dict[str, Any]:
         seen: dict[str, Any] = {}
@@ -110,7 +165,29 @@ class AstBuilder(Transformer[Token, Any]):
     @v_args(meta=True)
     def stage(self, meta: Meta, children: list[Any]) -> A.Stage:
         name, version, *items = children
+        self._version(version)
+        self._duplicate_items(_str(name), items, "stage")
         return A.Stage(_str(name), _str(version), tuple(items), span=self._span(meta))
+
+    def _duplicate_items(self, name: str, items: Sequence[Any], block: str) -> None:
+        """A second `target` line, or a second claim of one name (claims share one namespace)."""
+        targets = [it for it in items if isinstance(it, A.Target)]
+        if len(targets) > 1:
+            self.problems.append(Diagnostic(
+                "E-DUPLICATE", f"`target` is given twice in {block} `{name}`",
+                labels=(Label(targets[1].span, "second one here"),
+                        Label(targets[0].span, "first one here", primary=False)),
+                helps=(f"a {block} has one target: keep one `target` line",)))
+        claims: dict[str, A.Node] = {}
+        for item in items:
+            if not isinstance(item, (A.SmemClaim, A.TmemClaim, A.BarrierClaim, A.CounterClaim)):
+                continue
+            first = claims.setdefault(item.name, item)
+            if first is not item:
+                self.problems.append(Diagnostic(
+                    "E-DUPLICATE", f"claim `{item.name}` is declared twice in {block} `{name}`",
+                    labels=(Label(item.span, "second one here"), Label(first.span, "first one here", primary=False)),
+                    helps=(f"rename one of them, or merge them into one `claim … {item.name}`",)))
 
     @v_args(meta=True)
     def target(self, meta: Meta, children: list[Token]) -> A.Target:
@@ -136,11 +213,11 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def role_warps(self, meta: Meta, c: list[Token]) -> Attr:
-        return ("warps", parse_int(c[0]), self._span(meta))
+        return ("warps", self._int(c[0], "count"), self._span(meta))
 
     @v_args(meta=True)
     def role_regs(self, meta: Meta, c: list[Token]) -> Attr:
-        return ("regs", parse_int(c[0]), self._span(meta))
+        return ("regs", self._int(c[0], "count"), self._span(meta))
 
     @v_args(meta=True)
     def role_warpgroup(self, meta: Meta, c: list[Token]) -> Attr:
@@ -155,23 +232,24 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def launch_threads(self, meta: Meta, c: list[Token]) -> Attr:
-        return ("threads", parse_int(c[0]), self._span(meta))
+        return ("threads", self._int(c[0], "count"), self._span(meta))
 
     @v_args(meta=True)
     def launch_blocks(self, meta: Meta, c: list[Token]) -> Attr:
-        return ("blocks_per_sm", parse_int(c[0]), self._span(meta))
+        return ("blocks_per_sm", self._int(c[0], "count"), self._span(meta))
 
     @v_args(meta=True)
     def params(self, meta: Meta, children: list[Any]) -> A.Params:
         name, size, align, *fields = children
-        return A.Params(str(name), parse_int(size), parse_int(align), tuple(fields), span=self._span(meta))
+        return A.Params(str(name), self._int(size, "size"), self._int(align, "size"), tuple(fields),
+                        span=self._span(meta))
 
     @v_args(meta=True)
     def param_field(self, meta: Meta, children: list[Any]) -> A.ParamField:
         name, type_tok, offset, *rest = children
         self._vocab(type_tok, A.SCALAR_TYPES, "type")
         fact = rest[0] if rest else None
-        return A.ParamField(str(name), str(type_tok), parse_int(offset), fact, span=self._span(meta))
+        return A.ParamField(str(name), str(type_tok), self._int(offset, "size"), fact, span=self._span(meta))
 
     def fact_source(self, c: list[Token]) -> str:
         return str(c[0])
@@ -188,11 +266,11 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def bytes_attr(self, meta: Meta, c: list[Token]) -> Attr:
-        return ("bytes", parse_int(c[0]), self._span(meta))
+        return ("bytes", self._int(c[0], "size"), self._span(meta))
 
     @v_args(meta=True)
     def align_attr(self, meta: Meta, c: list[Token]) -> Attr:
-        return ("align", parse_int(c[0]), self._span(meta))
+        return ("align", self._int(c[0], "size"), self._span(meta))
 
     @v_args(meta=True)
     def per_slot_attr(self, meta: Meta, c: list[Token]) -> Attr:
@@ -218,12 +296,12 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def columns_attr(self, meta: Meta, c: list[Token]) -> Attr:
-        return ("columns", parse_int(c[0]), self._span(meta))
+        return ("columns", self._int(c[0], "count"), self._span(meta))
 
     @v_args(meta=True)
     def tmem_read(self, meta: Meta, c: list[Token]) -> Attr:
         span = self._span(meta)
-        return ("read", A.TmemRead(str(c[0]), parse_int(c[1]), parse_int(c[2]), span=span), span)
+        return ("read", A.TmemRead(str(c[0]), self._int(c[1], "count"), self._int(c[2], "count"), span=span), span)
 
     @v_args(meta=True)
     def barrier_claim(self, meta: Meta, children: list[Any]) -> A.BarrierClaim:
@@ -238,7 +316,7 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def threads_attr(self, meta: Meta, c: list[Token]) -> Attr:
-        return ("threads", parse_int(c[0]), self._span(meta))
+        return ("threads", self._int(c[0], "count"), self._span(meta))
 
     @v_args(meta=True)
     def counter_claim(self, meta: Meta, children: list[Any]) -> A.CounterClaim:
@@ -249,7 +327,7 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def slots_attr(self, meta: Meta, c: list[Token]) -> Attr:
-        return ("slots", parse_int(c[0]), self._span(meta))
+        return ("slots", self._int(c[0], "count"), self._span(meta))
 
     @v_args(meta=True)
     def scope_attr(self, meta: Meta, c: list[Token]) -> Attr:
@@ -302,12 +380,12 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def ring_depth_fixed(self, meta: Meta, c: list[Token]) -> A.RingDepth:
-        value = parse_int(c[0])
+        value = self._int(c[0], "count")
         return A.RingDepth(value, value, span=self._span(meta))
 
     @v_args(meta=True)
     def ring_depth_range(self, meta: Meta, c: list[Token]) -> A.RingDepth:
-        return A.RingDepth(parse_int(c[0]), parse_int(c[1]), span=self._span(meta))
+        return A.RingDepth(self._int(c[0], "count"), self._int(c[1], "count"), span=self._span(meta))
 
     @v_args(meta=True)
     def ring_barrier_init(self, meta: Meta, c: list[Any]) -> A.RingBarrierInit:
@@ -315,7 +393,7 @@ class AstBuilder(Transformer[Token, Any]):
         return A.RingBarrierInit(str(c[0]), c[1], tx, span=self._span(meta))  # type: ignore[arg-type]
 
     def expect_tx(self, c: list[Token]) -> int:
-        return parse_int(c[0])
+        return self._int(c[0], "size")
 
     @v_args(meta=True)
     def ring_wait(self, meta: Meta, c: list[Any]) -> A.RingWait:
@@ -324,7 +402,7 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def wait_parity(self, meta: Meta, c: list[Token]) -> int:
-        value = parse_int(c[0])
+        value = self._int(c[0], "count")
         if value not in (0, 1):
             self.problems.append(Diagnostic(
                 "E-VALUE", f"a parity is 0 or 1, not {value}",
@@ -341,11 +419,11 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def arrive_tx(self, meta: Meta, c: list[Token]) -> Attr:
-        return ("tx", parse_int(c[0]), self._span(meta))
+        return ("tx", self._int(c[0], "size"), self._span(meta))
 
     @v_args(meta=True)
     def arrive_lag(self, meta: Meta, c: list[Token]) -> Attr:
-        return ("lag", parse_int(c[0]), self._span(meta))
+        return ("lag", self._int(c[0], "count"), self._span(meta))
 
     @v_args(meta=True)
     def arrive_prearm(self, meta: Meta, c: list[Token]) -> Attr:
@@ -357,7 +435,7 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def ring_copy(self, meta: Meta, c: list[Token]) -> A.RingCopy:
-        return A.RingCopy(str(c[0]), parse_int(c[1]), span=self._span(meta))  # type: ignore[arg-type]
+        return A.RingCopy(str(c[0]), self._int(c[1], "size"), span=self._span(meta))  # type: ignore[arg-type]
 
     @v_args(meta=True)
     def ring_init_by(self, meta: Meta, c: list[Any]) -> A.RingInitBy:
@@ -384,7 +462,7 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def count_const(self, meta: Meta, c: list[Token]) -> A.CountTerm:
-        return A.CountTerm(parse_int(c[0]), "one", span=self._span(meta))
+        return A.CountTerm(self._int(c[0], "count"), "one", span=self._span(meta))
 
     @v_args(meta=True)
     def count_unit(self, meta: Meta, c: list[Token]) -> A.CountTerm:
@@ -392,7 +470,7 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def count_scaled(self, meta: Meta, c: list[Token]) -> A.CountTerm:
-        return A.CountTerm(parse_int(c[0]), str(c[1]), str(c[2]), span=self._span(meta))  # type: ignore[arg-type]
+        return A.CountTerm(self._int(c[0], "count"), str(c[1]), str(c[2]), span=self._span(meta))  # type: ignore[arg-type]
 
     # ------------------------------------------------------------- counters and rendezvous
 
@@ -424,11 +502,11 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def counter_add(self, meta: Meta, c: list[Token]) -> A.CounterStep:
-        return A.CounterStep("add", parse_int(c[0]), span=self._span(meta))
+        return A.CounterStep("add", self._int(c[0], "count"), span=self._span(meta))
 
     @v_args(meta=True)
     def counter_wait(self, meta: Meta, c: list[Token]) -> A.CounterStep:
-        return A.CounterStep("wait_ge", parse_int(c[0]), span=self._span(meta))
+        return A.CounterStep("wait_ge", self._int(c[0], "count"), span=self._span(meta))
 
     @v_args(meta=True)
     def rendezvous(self, meta: Meta, c: list[Any]) -> A.Rendezvous:
@@ -437,7 +515,7 @@ class AstBuilder(Transformer[Token, Any]):
                             span=self._span(meta))
 
     def rdv_threads(self, c: list[Token]) -> int:
-        return parse_int(c[0])
+        return self._int(c[0], "count")
 
     # ------------------------------------------------------------- callables
 
@@ -522,7 +600,7 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def dim(self, meta: Meta, c: list[Token]) -> A.Dim:
-        return A.Dim(str(c[0]), parse_int(c[1]), span=self._span(meta))
+        return A.Dim(str(c[0]), self._int(c[1], "count"), span=self._span(meta))
 
     @v_args(meta=True)
     def tensor_generation(self, meta: Meta, c: list[Token]) -> Attr:
@@ -546,7 +624,7 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def lend_regs(self, meta: Meta, c: list[Token]) -> A.Lend:
-        return A.Lend("regs", regs=parse_int(c[0]), span=self._span(meta))
+        return A.Lend("regs", regs=self._int(c[0], "count"), span=self._span(meta))
 
     @v_args(meta=True)
     def tensor_ready(self, meta: Meta, c: list[A.EventRef]) -> Attr:
@@ -572,7 +650,7 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def map_param(self, meta: Meta, c: list[Any]) -> A.MapParam:
-        extent = parse_int(c[1]) if c[1] is not None else None
+        extent = self._int(c[1], "count") if c[1] is not None else None
         return A.MapParam(str(c[0]), extent, span=self._span(meta))
 
     @v_args(meta=True)
@@ -580,7 +658,7 @@ class AstBuilder(Transformer[Token, Any]):
         return A.MapAssign(str(c[0]), c[1], span=self._span(meta))
 
     def library_arg(self, c: list[Token]) -> tuple[str, int]:
-        return (str(c[0]), parse_int(c[1]))
+        return (str(c[0]), self._int(c[1], "count"))
 
     # ------------------------------------------------------------- facts, phases, topology
 
@@ -591,11 +669,11 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def fact_exact(self, meta: Meta, c: list[Token]) -> A.FactValue:
-        return A.FactValue("exact", (parse_int(c[0]),), span=self._span(meta))
+        return A.FactValue("exact", (self._int(c[0], "value"),), span=self._span(meta))
 
     @v_args(meta=True)
     def fact_range(self, meta: Meta, c: list[Token]) -> A.FactValue:
-        lo, hi = parse_int(c[0]), parse_int(c[1])
+        lo, hi = self._int(c[0], "value"), self._int(c[1], "value")
         if hi < lo:
             self.problems.append(Diagnostic(
                 "E-VALUE", f"the range {lo}..{hi} is empty",
@@ -605,7 +683,7 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def fact_set(self, meta: Meta, c: list[Token]) -> A.FactValue:
-        return A.FactValue("set", tuple(parse_int(t) for t in c), span=self._span(meta))
+        return A.FactValue("set", tuple(self._int(t, "value") for t in c), span=self._span(meta))
 
     @v_args(meta=True)
     def uses_fact(self, meta: Meta, c: list[Token]) -> A.UsesFact:
@@ -615,7 +693,7 @@ class AstBuilder(Transformer[Token, Any]):
     @v_args(meta=True)
     def assumes_fact(self, meta: Meta, c: list[Token]) -> A.AssumesFact:
         self._vocab(c[1], A.SCALAR_TYPES, "type")
-        return A.AssumesFact(str(c[0]), str(c[1]), parse_int(c[2]), span=self._span(meta))
+        return A.AssumesFact(str(c[0]), str(c[1]), self._int(c[2], "value"), span=self._span(meta))
 
     @v_args(meta=True)
     def requires_fact(self, meta: Meta, c: list[Expr]) -> A.RequiresFact:
@@ -634,7 +712,10 @@ class AstBuilder(Transformer[Token, Any]):
         return A.Cluster(tuple(self._shape(t) for t in c), span=self._span(meta))
 
     def _shape(self, tok: Token) -> A.ClusterShape:
-        x, y, z = (int(v) for v in str(tok).split("x"))
+        x, y, z = (bounded_int(v, "count") for v in str(tok).split("x"))
+        if x is None or y is None or z is None:
+            self.problems.append(_out_of_range(str(tok), "count", self._tok_span(tok)))
+            return A.ClusterShape(0, 0, 0, span=self._tok_span(tok))
         return A.ClusterShape(x, y, z, span=self._tok_span(tok))
 
     @v_args(meta=True)
@@ -648,7 +729,7 @@ class AstBuilder(Transformer[Token, Any]):
     def buffer(self, meta: Meta, c: list[Any]) -> A.Buffer:
         name, size, *attrs = c
         got = self._attrs(f"buffer `{name}`", attrs)
-        return A.Buffer(str(name), parse_int(size), symmetric=got.get("symmetric", False),
+        return A.Buffer(str(name), self._int(size, "size"), symmetric=got.get("symmetric", False),
                         domain=got.get("domain"), views=got.get("views", ()), span=self._span(meta))
 
     @v_args(meta=True)
@@ -672,11 +753,13 @@ class AstBuilder(Transformer[Token, Any]):
     @v_args(meta=True)
     def pipeline(self, meta: Meta, c: list[Any]) -> A.Pipeline:
         name, *items = c
+        self._duplicate_items(_str(name), items, "pipeline")
         return A.Pipeline(_str(name), tuple(items), span=self._span(meta))
 
     @v_args(meta=True)
     def use(self, meta: Meta, c: list[Any]) -> A.Use:
         path = c[2] if len(c) > 2 else None
+        self._version(c[1])
         return A.Use(_str(c[0]), str(c[1]), path, span=self._span(meta))
 
     def use_from(self, c: list[Token]) -> str:
@@ -692,7 +775,7 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def provides_buffer(self, meta: Meta, c: list[Token]) -> A.ProvidesBuffer:
-        return A.ProvidesBuffer(str(c[0]), parse_int(c[1]), span=self._span(meta))
+        return A.ProvidesBuffer(str(c[0]), self._int(c[1], "size"), span=self._span(meta))
 
     @v_args(meta=True)
     def resolve(self, meta: Meta, c: list[Token]) -> A.Resolve:
@@ -726,7 +809,7 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def int_lit(self, meta: Meta, c: list[Token]) -> Expr:
-        return Int(parse_int(c[0]), span=self._span(meta))
+        return Int(self._int(c[0], "value"), span=self._span(meta))
 
     @v_args(meta=True)
     def name_ref(self, meta: Meta, c: list[Token]) -> Expr:
@@ -747,6 +830,14 @@ class AstBuilder(Transformer[Token, Any]):
             rhs: Expr = c[i + 1]
             result = BinOp(str(c[i]), result, rhs, span=_cover(result, rhs, self._span(meta)))
         return result
+
+
+def _out_of_range(text: str, kind: str, span: Span) -> Diagnostic:
+    what, top = INT_RANGES[kind]
+    return Diagnostic(
+        "E-VALUE", f"integer {shown_literal(text)} is out of range for {what}",
+        labels=(Label(span, f"{what} is at most {top}"),),
+        helps=(f"write {what} between 0 and {top}",))
 
 
 def _cover(left: Expr, right: Expr, fallback: Span) -> Span:

@@ -13,6 +13,7 @@ import os
 import secrets
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
@@ -28,14 +29,13 @@ def read_source(path: str | Path, *, limit: int = 1 << 20, display: str | None =
     ``E-BINARY`` or ``E-ENCODING``.
     """
     name = str(path) if display is None else display
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(limit + 1)
-            size = os.fstat(handle.fileno()).st_size if len(data) > limit else 0
-    except OSError as err:
-        raise DiagnosticError([_io_error("read", name, err)]) from err
+    with open_regular(path, display=name) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > limit:
+            raise DiagnosticError([_too_large(name, size, limit)])
+        data = read_capped(handle, limit + 1, name)
     if len(data) > limit:
-        raise DiagnosticError([_too_large(name, size, limit)])
+        raise DiagnosticError([_too_large(name, len(data), limit)])
     nul = data.find(b"\0")
     if nul >= 0:
         raise DiagnosticError([_binary(name, data, nul)])
@@ -46,14 +46,52 @@ def read_source(path: str | Path, *, limit: int = 1 << 20, display: str | None =
     return text.removeprefix(_BOM).replace("\r\n", "\n")
 
 
+def open_regular(path: str | os.PathLike[str], *, display: str | None = None) -> BinaryIO:
+    """Open a regular file for reading; anything else (a FIFO, a device, a directory,
+    a symlink loop, a missing file) is ``E-IO`` naming the path.
+
+    The file is opened without blocking (a FIFO with no writer would otherwise hang the
+    open) and checked with ``fstat`` before a byte is read.
+    """
+    name = str(path) if display is None else display
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except (OSError, ValueError) as err:
+        raise DiagnosticError([_io_error("read", name, err)]) from err
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise DiagnosticError([_not_regular(name, mode)])
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException as err:
+        os.close(fd)
+        if isinstance(err, OSError):
+            raise DiagnosticError([_io_error("read", name, err)]) from err
+        raise
+
+
+def read_capped(handle: BinaryIO, limit: int, name: str) -> bytes:
+    """At most ``limit`` bytes from ``handle`` (a file that grows while read stops there)."""
+    try:
+        return handle.read(limit)
+    except OSError as err:
+        raise DiagnosticError([_io_error("read", name, err)]) from err
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically: the old content or the new, never a mix.
 
     Writes a temporary file in the same directory, fsyncs it and renames it over
-    ``path`` (keeping an existing file's permissions). On failure the temporary
-    file is removed and ``DiagnosticError`` ``E-IO`` is raised.
+    ``path`` (keeping an existing file's permissions). On failure the temporary file
+    is removed and ``DiagnosticError`` ``E-IO`` is raised. A FIFO or a character device
+    (``-o /dev/null``, ``-o /dev/stdout``) is written into instead, never replaced.
     """
     target = Path(path)
+    if _is_stream(target):
+        _write_stream(target, data)
+        return
     directory = target.parent
     temp = directory / f".{target.name}.{secrets.token_hex(6)}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
@@ -76,6 +114,23 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
             raise DiagnosticError([_io_error("write", str(path), err)]) from err
         raise
     _sync_directory(directory)
+
+
+def _is_stream(target: Path) -> bool:
+    """A FIFO or character device (`/dev/null`, `/dev/stdout`): written into, never replaced."""
+    try:
+        mode = os.stat(target).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
+
+
+def _write_stream(target: Path, data: bytes) -> None:
+    try:
+        with open(target, "wb", buffering=0) as out:
+            out.write(data)
+    except OSError as err:
+        raise DiagnosticError([_io_error("write", str(target), err)]) from err
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
@@ -105,9 +160,25 @@ def _position(data: bytes, offset: int) -> tuple[int, int]:
     return data.count(b"\n", 0, offset) + 1, len(prefix) + 1
 
 
-def _io_error(verb: str, name: str, err: OSError) -> Diagnostic:
-    reason = err.strerror or str(err)
+def _io_error(verb: str, name: str, err: OSError | ValueError) -> Diagnostic:
+    reason = (err.strerror if isinstance(err, OSError) else None) or str(err)
     return Diagnostic(code="E-IO", message=f"cannot {verb} `{name}`: {reason}")
+
+
+def io_error(verb: str, name: str, err: OSError | ValueError) -> Diagnostic:
+    """``E-IO``: ``cannot <verb> `<name>`: <reason>``."""
+    return _io_error(verb, name, err)
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _not_regular(name: str, mode: int) -> Diagnostic:
+    kind = next((what for test, what in _KINDS if test(mode)), "a special file")
+    reason = "Is a directory" if stat.S_ISDIR(mode) else f"it is {kind}, not a regular file"
+    return Diagnostic(code="E-IO", message=f"cannot read `{name}`: {reason}",
+                      notes=("kernlink reads contracts, pipelines and packages only from regular files",))
 
 
 def _too_large(name: str, size: int, limit: int) -> Diagnostic:

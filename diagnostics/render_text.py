@@ -9,6 +9,7 @@ pointer to ``kernlink explain`` for clause codes.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import textwrap
 from collections.abc import Iterable
@@ -20,6 +21,39 @@ from rich.text import Text
 
 from diagnostics.model import Diagnostic, Label, Severity, sort_diagnostics
 from diagnostics.sources import SourceMap
+
+# Characters a terminal would act on rather than show: C0/C1 controls (ESC starts the
+# sequences that retitle a terminal or clear it), DEL, line separators and bidi overrides.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with every control character written as an escape (``\\x1b``, ``\\u202e``);
+    line breaks and tabs are kept. Text output only: JSON and SARIF keep the data as it is."""
+    return _CONTROL.sub(_escape_one, text) if _CONTROL.search(text) else text
+
+
+def _escape_one(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+class _Lines:
+    """Each file's lines, split once per rendering (a diagnostic may carry thousands of labels)."""
+
+    def __init__(self, sources: SourceMap) -> None:
+        self.sources = sources
+        self.cache: dict[str, list[str] | None] = {}
+
+    def line(self, name: str, line: int) -> str | None:
+        if name not in self.cache:
+            text = self.sources.texts.get(name)
+            self.cache[name] = None if text is None else text.split("\n")  # only \n breaks a line
+        lines = self.cache[name]
+        if lines is None:
+            return None
+        return lines[line - 1] if 1 <= line <= len(lines) else ("" if line == len(lines) + 1 else None)
+
 
 _SEVERITY_STYLE = {
     Severity.ERROR: "bold red",
@@ -49,10 +83,11 @@ def render_text(
     """
     ordered = sort_diagnostics(diags)
     lines: list[Text] = []
+    cache = _Lines(sources)
     for diag in ordered:
         if lines:
             lines.append(Text())
-        lines.extend(_render_diagnostic(diag, sources, width))
+        lines.extend(_render_diagnostic(diag, cache, width))
     if summary is not None:
         if lines:
             lines.append(Text())
@@ -84,19 +119,20 @@ def _stdout_wants_color() -> bool:
     return stream is not None and stream.isatty() and not os.environ.get("NO_COLOR")
 
 
-def _render_diagnostic(diag: Diagnostic, sources: SourceMap, width: int) -> list[Text]:
+def _render_diagnostic(diag: Diagnostic, sources: _Lines, width: int) -> list[Text]:
     style = _SEVERITY_STYLE[diag.severity]
     gutter = max((len(str(lab.span.line)) for lab in diag.labels), default=1)
     pad = " " * gutter
     headline = Text.assemble(
-        (f"{diag.severity.value}[{diag.code}]", style), (f": {diag.message}", "bold")
+        (f"{diag.severity.value}[{escape_controls(diag.code)}]", style),
+        (f": {escape_controls(diag.message)}", "bold"),
     )
     out = [headline]
     for index, (anchor, labels) in enumerate(_file_groups(diag)):
         if index:
             out.append(_bar(pad))
         arrow = "-->" if index == 0 else ":::"
-        out.append(Text.assemble(pad, (arrow, _GUTTER_STYLE), f" {anchor.span}"))
+        out.append(Text.assemble(pad, (arrow, _GUTTER_STYLE), f" {escape_controls(str(anchor.span))}"))
         out.append(_bar(pad))
         out.extend(_snippet(labels, sources, gutter, style))
     trailers = [("note", note) for note in diag.notes] + [("help", help_) for help_ in diag.helps]
@@ -127,7 +163,7 @@ def _file_groups(diag: Diagnostic) -> list[tuple[Label, list[Label]]]:
     return groups
 
 
-def _snippet(labels: list[Label], sources: SourceMap, gutter: int, style: str) -> list[Text]:
+def _snippet(labels: list[Label], sources: _Lines, gutter: int, style: str) -> list[Text]:
     pad = " " * gutter
     out: list[Text] = []
     previous: int | None = None
@@ -137,42 +173,70 @@ def _snippet(labels: list[Label], sources: SourceMap, gutter: int, style: str) -
         marker, mark_style = ("^", style) if label.primary else ("-", _SECONDARY_STYLE)
         if source is None:
             where = f"{line}:{label.span.col}"
-            text = f"{where}: {label.text}" if label.text else where
+            text = f"{where}: {escape_controls(label.text)}" if label.text else where
             out.append(Text.assemble(_gutter_text(pad), (f"{marker} {text}", mark_style)))
             continue
         if line != previous:
+            # Labels are sorted: the first on a line places the window of a long line.
+            shift = _shift(source, label.span.col)
             between = sources.line(label.span.file, line - 1)
             if previous == line - 2 and between is not None:
-                out.append(_source_line(line - 1, between, gutter))
+                out.append(_source_line(line - 1, _window(between, _shift(between, label.span.col)), gutter))
             elif previous is not None and line > previous + 1:
                 out.append(Text("...", style=_GUTTER_STYLE))
-            out.append(_source_line(line, source, gutter))
+            out.append(_source_line(line, _window(source, shift), gutter))
             previous = line
-        start, length, more = _underline(source, label)
+        start, length, more = _underline(source, label, shift)
         underline = marker * length + ("..." if more else "")
-        body = f"{underline} {label.text}" if label.text else underline
+        body = f"{underline} {escape_controls(label.text)}" if label.text else underline
         out.append(Text.assemble(_gutter_text(pad), " " * start, (body, mark_style)))
     return out
 
 
 def _source_line(line: int, source: str, gutter: int) -> Text:
-    shown = source.expandtabs(_TAB_SIZE).rstrip()
+    shown = escape_controls(source.expandtabs(_TAB_SIZE)).rstrip()
     return Text.assemble((f"{line:>{gutter}} |", _GUTTER_STYLE), f" {shown}" if shown else "")
 
 
-def _underline(source: str, label: Label) -> tuple[int, int, bool]:
-    """Display offset and width of a label's underline on its first line; whether it continues."""
+def _underline(source: str, label: Label, shift: int) -> tuple[int, int, bool]:
+    """Display offset and width of a label's underline on its first line (a long line seen
+    through its window, see :func:`_window`); whether the underline continues."""
     span = label.span
-    more = span.end_line > span.line
-    first = span.col - 1
-    last = len(source) if more else span.end_col - 1
-    start = _cells(source, first)
-    return start, max(1, _cells(source, last) - start), more
+    view = _window(source, shift)
+    more = span.end_line > span.line or (shift + len(view) < len(source) and span.end_col - 1 > shift + len(view))
+    first = min(max(0, span.col - 1 - shift), len(view))
+    last = len(view) if more else max(first, span.end_col - 1 - shift)
+    start = _cells(view, first)
+    return start, max(1, _cells(view, last) - start), more
+
+
+# A source line longer than this is shown as a window of it around its first label.
+_MAX_LINE = 160
+_CONTEXT = 40
+
+
+def _shift(source: str, col: int) -> int:
+    """How far the window of ``source`` around column ``col`` moves the columns: the characters
+    cut from the start, less the one ellipsis that stands in for them."""
+    if len(source) <= _MAX_LINE:
+        return 0
+    start = max(0, min(col - 1 - _CONTEXT, len(source) - _MAX_LINE))
+    return start - 1 if start else 0
+
+
+def _window(source: str, shift: int) -> str:
+    """The part of a long line the snippet shows, with `…` where it was cut."""
+    if len(source) <= _MAX_LINE:
+        return source
+    start = shift + 1 if shift else 0
+    head = "…" if start else ""
+    tail = "…" if start + _MAX_LINE < len(source) else ""
+    return head + source[start:start + _MAX_LINE] + tail
 
 
 def _cells(source: str, index: int) -> int:
     """Terminal cells taken by the first ``index`` characters, counting columns past the end."""
-    shown = source[:index].expandtabs(_TAB_SIZE)
+    shown = escape_controls(source[:index].expandtabs(_TAB_SIZE))
     return cell_len(shown) + max(0, index - len(source))
 
 
@@ -185,6 +249,7 @@ def _bar(pad: str) -> Text:
 
 
 def _trailer(pad: str, kind: str, body: str, width: int) -> list[Text]:
+    body = escape_controls(body)
     lead = f"{pad} = {kind}: "
     room = max(_MIN_WRAP, width - len(lead))
     # Indented lines are preformatted (tables, traces): kept as they are, never wrapped.

@@ -22,7 +22,7 @@ from checker.resolve import resolve
 from diagnostics.model import Diagnostic, DiagnosticError, sort_diagnostics
 from diagnostics.sources import SourceMap
 from kernlink.downstream import Downstream, verify_downstream
-from kernlink.loader import Inputs, load
+from kernlink.loader import Inputs, UsageError, load
 
 if TYPE_CHECKING:
     from linker.link import LinkOutput
@@ -112,6 +112,8 @@ def link(paths: Sequence[str | Path], out_dir: str | Path | None = None, *, targ
     """
     from linker.link import LinkOutput, link_composition, record_for, write_outputs
 
+    if isinstance(out_dir, str) and not out_dir.strip():
+        raise UsageError("an output directory cannot be empty")
     result = check(paths, target=target)
     comp, placed = result.composition, result.downstream.placed if result.downstream else None
     if not result.accepted or comp is None or placed is None:
@@ -130,6 +132,9 @@ def link(paths: Sequence[str | Path], out_dir: str | Path | None = None, *, targ
     if output is not None and output.generated is not None:
         sources.add("generated.cu", output.generated.source)
     if out_dir is not None and output is not None:
+        from kernlink.paths import relocate_record
+
+        relocate_record(output.record)  # the files name inputs relative to the pipeline, not the cwd
         try:
             write_outputs(output, out_dir)
         except DiagnosticError as err:

@@ -126,6 +126,8 @@ def cmd_clauses(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from kernlink.paths import output_path
+
     parser = argparse.ArgumentParser(prog="kernlink",
                                      description="Verification-first contracts for GPU kernel components")
     parser.add_argument("--version", action="version", version=f"kernlink {__version__}")
@@ -137,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     p.add_argument("--select", help="only these clause codes (comma-separated)")
     p.add_argument("--ignore", help="skip these clause codes (comma-separated)")
-    p.add_argument("-o", "--output", help="write the report to a file instead of stdout")
+    p.add_argument("-o", "--output", type=output_path, help="write the report to a file instead of stdout")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_check)
 

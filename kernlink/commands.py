@@ -19,10 +19,13 @@ from diagnostics.sources import SourceMap
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register this module's subcommands on the CLI's subparsers."""
+    from kernlink.paths import output_path
+
     p = sub.add_parser("pack", help="compile a component to LTO IR and package it with its contract")
     p.add_argument("source", help="the component's CUDA source (.cu)")
     p.add_argument("--contract", required=True, help="its contract (.kc)")
-    p.add_argument("-o", "--output", help="the package to write (default: build/<stem>.kpkg beside the source)")
+    p.add_argument("-o", "--output", type=output_path,
+                   help="the package to write (default: build/<stem>.kpkg beside the source)")
     p.add_argument("--compiler", choices=("nvrtc", "nvcc"), default="nvrtc",
                    help="NVRTC from PyPI (default) or the nvcc on PATH")
     p.add_argument("--stage", help="the stage to pack when the contract holds several")
@@ -38,7 +41,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     p = sub.add_parser("link", help="check, generate and device-link a pipeline into one cubin with a link map")
     p.add_argument("paths", nargs="+", help="a pipeline (.kp) whose stages come from packages")
-    p.add_argument("-o", "--output", required=True, metavar="DIR",
+    p.add_argument("-o", "--output", required=True, metavar="DIR", type=output_path,
                    help="the directory for kernel.cubin, generated.cu, link.map and link.json")
     p.add_argument("--target", help="link for another target than the pipeline's")
     p.add_argument("--ptx", action="store_true", help="also write the linked PTX (kernel.ptx)")
@@ -54,8 +57,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("paths", nargs="+", help="a pipeline (.kp) and optionally contracts or packages")
     p.add_argument("--target", help="place for another target (sm_90a, sm_100a, sm_120a)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="the map on stdout")
-    p.add_argument("--json", dest="json_out", metavar="FILE", help="also write the map as JSON")
-    p.add_argument("--svg", metavar="FILE", help="also draw shared memory and warps as SVG")
+    p.add_argument("--json", dest="json_out", metavar="FILE", type=output_path, help="also write the map as JSON")
+    p.add_argument("--svg", metavar="FILE", type=output_path, help="also draw shared memory and warps as SVG")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_place)
 
@@ -91,8 +94,11 @@ def cmd_link(args: argparse.Namespace) -> int:
     if result.diagnostics:
         emit(result.diagnostics, result.sources, "text", color=_color(args.color))
     assert result.output is not None and result.output.cubin is not None
-    print(f"linked `{result.output.record.pipeline}` for {result.output.record.target} -> {args.output}/kernel.cubin "
-          f"({len(result.output.cubin)} bytes); map in {args.output}/link.map")
+    from diagnostics.render_text import escape_controls
+
+    record, size = result.output.record, len(result.output.cubin)
+    print(escape_controls(f"linked `{record.pipeline}` for {record.target} -> {args.output}/kernel.cubin "
+                          f"({size} bytes); map in {args.output}/link.map"))
     return EXIT_OK
 
 
@@ -115,7 +121,9 @@ def cmd_place(args: argparse.Namespace) -> int:
         atomic_write_text(args.json_out, json_map)
     if args.svg:
         atomic_write_text(args.svg, render_svg(placed.placement))
-    sys.stdout.write(json_map if args.format == "json" else text_map)
+    from diagnostics.render_text import escape_controls
+
+    sys.stdout.write(json_map if args.format == "json" else escape_controls(text_map))
     return EXIT_OK
 
 
@@ -148,12 +156,12 @@ def cmd_pack(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------- inspect
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from linker.manifest import read_stage_package
+    from linker.manifest import stage_package
     from linker.package import read_package
 
-    try:
-        stage = read_stage_package(args.package)
+    try:  # one bounded read; the manifest is validated before the view uses it
         raw = read_package(args.package)
+        stage = stage_package(raw, args.package)
         view = inspect_view(args.package, stage.manifest, raw.manifest_sha256)
     except DiagnosticError as err:
         return _report(err.diagnostics, SourceMap(), args)
@@ -199,6 +207,7 @@ def _inspect_text(view: Mapping[str, Any], *, color: bool | None) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    view = _escaped(view)  # a crafted manifest must not drive the terminal
     console = Console(force_terminal=color, no_color=color is False, highlight=False)
     if not console.is_terminal:
         console = Console(force_terminal=color, no_color=color is False, highlight=False, width=120)
@@ -241,6 +250,19 @@ def _inspect_text(view: Mapping[str, Any], *, color: bool | None) -> None:
 
 
 # ----------------------------------------------------------------- helpers
+
+def _escaped(value: Any) -> Any:
+    """Every string of a view with its control characters escaped, for text output."""
+    from diagnostics.render_text import escape_controls
+
+    if isinstance(value, str):
+        return escape_controls(value)
+    if isinstance(value, Mapping):
+        return {_escaped(k): _escaped(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_escaped(v) for v in value]
+    return value
+
 
 def _sources(*paths: str) -> SourceMap:
     """The inputs' text, so diagnostics can quote them; unreadable files are left out."""

@@ -8,7 +8,7 @@ them). Every problem is a diagnostic; loading goes on so all of them are reporte
 
 from __future__ import annotations
 
-import contextlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,7 +16,8 @@ from pathlib import Path
 from checker.composition import StageEntry
 from checker.resolve import implicit_pipeline
 from contract_lang import ast as A
-from contract_lang.parser import parse_file, parse_text
+from contract_lang.parser import FileKind, parse_text
+from diagnostics.files import read_source
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.sources import SourceMap
 from diagnostics.span import Span
@@ -42,7 +43,7 @@ class UsageError(ValueError):
 def display_name(path: Path) -> str:
     """Paths in diagnostics: relative to the working directory when below it."""
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return str(Path(os.path.realpath(path)).relative_to(os.path.realpath(Path.cwd())))
     except ValueError:
         return str(path)
 
@@ -87,21 +88,29 @@ def load(paths: Sequence[str | Path]) -> Inputs:
 
 def _parse_into(inputs: Inputs, path: Path) -> A.SourceFile | None:
     name = display_name(path)
-    try:
-        source, text = parse_file(path, display=name)
+    try:  # read once (a regular file, capped): diagnostics quote this text, never a re-read
+        text = read_source(path, display=name)
     except DiagnosticError as err:
         inputs.diagnostics.extend(err.diagnostics)
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            inputs.sources.add(name, path.read_text(encoding="utf-8"))
         return None
     inputs.sources.add(name, text)
-    return source
+    kind: FileKind = "contract" if path.suffix == ".kc" else "pipeline" if path.suffix == ".kp" else "any"
+    try:
+        return parse_text(text, name, kind)
+    except DiagnosticError as err:
+        inputs.diagnostics.extend(err.diagnostics)
+        return None
+
+
+def _key(path: Path) -> str:
+    """A path's identity for de-duplication; a symlink loop resolves no further (never raises)."""
+    return os.path.realpath(path)
 
 
 def _load_contracts(inputs: Inputs, paths: Sequence[Path]) -> None:
-    seen: set[Path] = set()
+    seen: set[str] = set()
     for path in paths:
-        key = path.resolve()
+        key = _key(path)
         if key in seen:
             continue
         seen.add(key)
@@ -120,17 +129,17 @@ def _load_pipeline(inputs: Inputs, path: Path, contracts: Sequence[Path], packag
     pipeline = source.pipelines[0]
     inputs.pipeline = pipeline
     inputs.pipeline_source = display_name(path)
-    named = {p.resolve() for p in packages}
+    named = {_key(p) for p in packages}
     for pkg in packages:
         _load_package(inputs, pkg, None)
     for use in pipeline.uses:
         if use.path is None:
             continue
         pkg_path = (path.parent / use.path)
-        if pkg_path.resolve() in named:
+        if _key(pkg_path) in named:
             continue
-        if pkg_path.exists():
-            named.add(pkg_path.resolve())
+        if os.path.lexists(pkg_path):
+            named.add(_key(pkg_path))
             _load_package(inputs, pkg_path, use)
         elif any(c.name == use.stage for c in inputs.candidates):
             inputs.diagnostics.append(Diagnostic(

@@ -230,9 +230,8 @@ def _inputs(comp: Composition, record: LinkRecord) -> list[tuple[str, StagePacka
             problems.extend(err.diagnostics)
             continue
         name = entry.use.path if entry.use is not None and entry.use.path else entry.package
-        data = Path(entry.package).read_bytes()
-        record.inputs.append(InputRecord(name, pkg.stage, pkg.version, pkg.toolkit, len(data),
-                                         hashlib.sha256(data).hexdigest(), len(pkg.lto_ir)))
+        record.inputs.append(InputRecord(name, pkg.stage, pkg.version, pkg.toolkit, pkg.size,  # hashed as read
+                                         pkg.sha256, len(pkg.lto_ir)))
         packages.append((name, pkg))
     if problems:
         raise DiagnosticError(problems)

@@ -9,6 +9,7 @@ Keys (all required; see specs/package-format.md):
 ``captured``  ``defined``/``needed`` device symbols and ``params`` layouts the
               compiler saw (name, size, align, fields as [name, offset, size]), and
               optionally ``prototypes`` (each symbol's PTX shape)
+The shape of every key (types, ranges, sizes) is :data:`linker.schema.STAGE_MANIFEST`.
 Payloads: ``lto.ir`` (the LTO IR) and ``source.cu`` (the component's source).
 """
 
@@ -23,13 +24,12 @@ from checker.composition import Captured, CapturedParams, Prototype
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
 from linker.package import Package, read_package
+from linker.schema import STAGE_MANIFEST, validate
 
 FORMAT = "kernlink.stage"
 FORMAT_VERSION = 1
 LTO_PAYLOAD = "lto.ir"
 SOURCE_PAYLOAD = "source.cu"
-_REQUIRED: dict[str, type] = {"format": str, "format_version": int, "stage": str, "version": str,
-                              "target": str, "contract": str, "toolkit": str, "captured": dict}
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,8 @@ class StagePackage:
     captured: Captured
     lto_ir: bytes
     manifest: Mapping[str, Any]
+    size: int = 0  # the package file's size and SHA-256, from the one read of it
+    sha256: str = ""
 
 
 def manifest_for(stage: str, version: str, target: str, contract: str, toolkit: str,
@@ -73,9 +75,9 @@ def read_stage_package(path: str | Path) -> StagePackage:
 
 def stage_package(pkg: Package, name: str) -> StagePackage:
     man = pkg.manifest
-    for key, kind in _REQUIRED.items():
-        if not isinstance(man.get(key), kind):
-            _malformed(name, f"`{key}` is missing or not a {kind.__name__}")
+    problem = validate(dict(man), STAGE_MANIFEST)
+    if problem is not None:
+        _malformed(name, problem)
     if man["format"] != FORMAT or man["format_version"] != FORMAT_VERSION:
         _malformed(name, f"format `{man['format']}` v{man['format_version']} is not {FORMAT} v{FORMAT_VERSION}")
     if LTO_PAYLOAD not in pkg.payloads:
@@ -85,7 +87,7 @@ def stage_package(pkg: Package, name: str) -> StagePackage:
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         _malformed(name, f"`captured` is malformed ({exc})")
     return StagePackage(name, man["stage"], man["version"], man["target"], man["toolkit"], man["contract"],
-                        captured, pkg.payloads[LTO_PAYLOAD], man)
+                        captured, pkg.payloads[LTO_PAYLOAD], man, pkg.size, pkg.sha256)
 
 
 def captured_from_json(cap: Mapping[str, Any], *, toolkit: str | None = None,

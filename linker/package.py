@@ -17,6 +17,7 @@ raises ``DiagnosticError`` with code ``L-INTEGRITY``.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 import os
@@ -26,14 +27,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, BinaryIO
 
 from diagnostics import Diagnostic, DiagnosticError
-from diagnostics.files import atomic_write_bytes
+from diagnostics.files import atomic_write_bytes, open_regular, read_capped
 
 MAGIC = b"\x89KPKG\r\n\x1a"
 FORMAT_VERSION = 1
 PAYLOADS_KEY = "payloads"
+
+# Reading limits (specs/package-format.md): a package is a regular file of at most
+# 256 MiB, its manifest at most 16 MiB; payloads are read and hashed 1 MiB at a time.
+MAX_PACKAGE_BYTES = 256 << 20
+MAX_MANIFEST_BYTES = 16 << 20
+_CHUNK = 1 << 20
+# Manifest values nest at most this deep; integers stay within ±2**64.
+MAX_DEPTH = 32
+_INT_LIMIT = 2**64
 
 _HEADER = struct.Struct("<8sIQ")
 _HASH_BYTES = 32
@@ -48,6 +58,8 @@ class Package:
     manifest: Mapping[str, Any]
     payloads: Mapping[str, bytes]
     manifest_sha256: str
+    size: int = 0  # the whole file: its size and SHA-256, hashed as it was read
+    sha256: str = ""
 
 
 def valid_payload_name(name: str) -> bool:
@@ -85,51 +97,91 @@ def write_package(path: str | os.PathLike[str], manifest: Mapping[str, Any],
 
 
 def read_package(path: str | os.PathLike[str]) -> Package:
-    """Read and verify a package file."""
+    """Read and verify a package file: a regular file of at most :data:`MAX_PACKAGE_BYTES`,
+    read piece by piece (no byte past what the header and manifest announce)."""
     name = os.fspath(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as err:
-        raise _integrity(f"cannot read package `{name}`: {err.strerror or err}") from err
-    return parse_package(data, name=name)
+    with open_regular(path, display=name) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        return _read(handle, size, name)
 
 
 def parse_package(data: bytes, *, name: str = "<package>") -> Package:
     """Verify and decode package bytes: magic, version, manifest hash and JSON, payloads."""
-    if len(data) < len(MAGIC) or data[: len(MAGIC)] != MAGIC:
+    return _read(io.BytesIO(data), len(data), name)
+
+
+class _Hashing:
+    """A file read piece by piece, hashing every byte that is read."""
+
+    def __init__(self, handle: BinaryIO, name: str) -> None:
+        self.handle, self.name = handle, name
+        self.sha = hashlib.sha256()
+
+    def read(self, count: int) -> bytes:
+        data = read_capped(self.handle, count, self.name)
+        self.sha.update(data)
+        return data
+
+
+def _read(file: BinaryIO, size: int, name: str) -> Package:
+    handle = _Hashing(file, name)
+    if size > MAX_PACKAGE_BYTES:
+        raise DiagnosticError([Diagnostic(
+            "E-TOO-LARGE", f"package `{name}` is too large: {size} bytes, over the limit of {MAX_PACKAGE_BYTES} bytes",
+            notes=("kernlink reads packages of at most 256 MiB",))])
+    head = handle.read(_HEADER.size)
+    if len(head) < len(MAGIC) or head[: len(MAGIC)] != MAGIC:
         raise _integrity(f"`{name}` is not a kernlink package (bad magic)")
-    if len(data) < _HEADER.size:
+    if len(head) < _HEADER.size:
         raise _integrity(f"package `{name}` is truncated: its header needs {_HEADER.size} "
-                         f"bytes, the file has {len(data)}")
-    _, version, length = _HEADER.unpack_from(data)
+                         f"bytes, the file has {size}")
+    _, version, length = _HEADER.unpack_from(head)
     if version != FORMAT_VERSION:
         raise _integrity(f"package `{name}` has format version {version}; this kernlink "
                          f"reads version {FORMAT_VERSION}")
-    start, end = _HEADER.size, _HEADER.size + length
-    if end + _HASH_BYTES > len(data):
+    end = _HEADER.size + length
+    if end + _HASH_BYTES > size:
         raise _integrity(f"package `{name}` is truncated: its manifest and hash need "
-                         f"{end + _HASH_BYTES} bytes, the file has {len(data)}")
-    body, digest = data[start:end], data[end : end + _HASH_BYTES]
+                         f"{end + _HASH_BYTES} bytes, the file has {size}")
+    if length > MAX_MANIFEST_BYTES:
+        raise _integrity(f"the manifest of `{name}` is {length} bytes, over the limit of "
+                         f"{MAX_MANIFEST_BYTES} bytes")
+    body = handle.read(length)
+    digest = handle.read(_HASH_BYTES)
+    if len(body) != length or len(digest) != _HASH_BYTES:
+        raise _integrity(f"package `{name}` is truncated: it ended while its manifest was read")
     if hashlib.sha256(body).digest() != digest:
         raise _integrity(f"the manifest of `{name}` does not match its SHA-256")
     manifest = _decode_manifest(body, name)
+    entries = _payload_entries(manifest, name)
     offset = end + _HASH_BYTES
+    need = offset + sum(e["size"] for e in entries)
+    if need != size:
+        if need > size:
+            missing = next(e for e in entries if (offset := offset + e["size"]) > size)
+            raise _integrity(f"payload `{missing['name']}` of `{name}` is truncated: it needs "
+                             f"{missing['size']} bytes at offset {offset - missing['size']}, the file has {size}")
+        raise _integrity(f"package `{name}` has {size - need} unexpected bytes after its last payload")
     payloads: dict[str, bytes] = {}
-    for entry in _payload_entries(manifest, name):
-        pname, size, sha = entry["name"], entry["size"], entry["sha256"]
-        if offset + size > len(data):
-            raise _integrity(f"payload `{pname}` of `{name}` is truncated: it needs {size} "
-                             f"bytes at offset {offset}, the file has {len(data)}")
-        blob = data[offset : offset + size]
-        if hashlib.sha256(blob).hexdigest() != sha:
+    for entry in entries:
+        pname, psize = entry["name"], entry["size"]
+        sha = hashlib.sha256()
+        chunks: list[bytes] = []
+        left = psize
+        while left:
+            chunk = handle.read(min(left, _CHUNK))
+            if not chunk:
+                raise _integrity(f"payload `{pname}` of `{name}` is truncated: the file ended while it was read")
+            sha.update(chunk)
+            chunks.append(chunk)
+            left -= len(chunk)
+        if sha.hexdigest() != entry["sha256"]:
             raise _integrity(f"payload `{pname}` of `{name}` does not match its SHA-256")
-        payloads[pname] = blob
-        offset += size
-    if offset != len(data):
-        raise _integrity(f"package `{name}` has {len(data) - offset} unexpected bytes after "
-                         "its last payload")
+        payloads[pname] = b"".join(chunks)
+    if read_capped(file, 1, name):
+        raise _integrity(f"package `{name}` grew while it was read")
     return Package(version, MappingProxyType(manifest), MappingProxyType(payloads),
-                   hashlib.sha256(body).hexdigest())
+                   hashlib.sha256(body).hexdigest(), size, handle.sha.hexdigest())
 
 
 def unpack(package: Package, dest_dir: str | os.PathLike[str]) -> tuple[Path, ...]:
@@ -151,11 +203,16 @@ def unpack(package: Package, dest_dir: str | os.PathLike[str]) -> tuple[Path, ..
 def _decode_manifest(body: bytes, name: str) -> dict[str, Any]:
     try:
         manifest = json.loads(body.decode("utf-8"), object_pairs_hook=_no_duplicates,
-                              parse_constant=_no_constant)
+                              parse_constant=_no_constant, parse_int=_json_int, parse_float=_json_float)
+    except RecursionError as err:
+        raise _integrity(f"the manifest of `{name}` is nested more than {MAX_DEPTH} levels deep") from err
     except (UnicodeDecodeError, ValueError) as err:
         raise _integrity(f"the manifest of `{name}` is not valid JSON: {err}") from err
     if not isinstance(manifest, dict):
         raise _integrity(f"the manifest of `{name}` is not a JSON object")
+    problem = check_limits(manifest)
+    if problem is not None:
+        raise _integrity(f"the manifest of `{name}` {problem}")
     if canonical_json(manifest) != body:
         raise _integrity(f"the manifest of `{name}` is not in canonical form")
     return manifest
@@ -183,6 +240,49 @@ def _payload_entries(manifest: dict[str, Any], name: str) -> list[dict[str, Any]
     if [e["name"] for e in entries] != sorted(seen):
         raise _integrity(f"the payloads of `{name}` are not sorted by name")
     return entries
+
+
+def check_limits(value: object) -> str | None:
+    """The generic limits every manifest value keeps, whatever its schema: nesting at most
+    :data:`MAX_DEPTH` deep, integers within ±2**64, finite numbers, strings that are valid
+    Unicode (no lone surrogate). Walked without recursion; returns the first breach."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return f"is nested more than {MAX_DEPTH} levels deep"
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return "holds a string that is not valid Unicode (a lone surrogate)"
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if abs(item) > _INT_LIMIT:
+                return "holds an integer beyond ±2**64"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return "holds a non-finite number"
+        elif isinstance(item, list):
+            stack.extend((sub, depth + 1) for sub in item)
+        elif isinstance(item, dict):
+            stack.extend((key, depth + 1) for key in item)
+            stack.extend((sub, depth + 1) for sub in item.values())
+    return None
+
+
+def _json_int(text: str) -> int:
+    if len(text.lstrip("-")) > 20:
+        raise ValueError(f"integer of {len(text)} digits is beyond ±2**64")
+    return int(text)
+
+
+def _json_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} is not finite")
+    return value
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

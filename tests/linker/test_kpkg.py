@@ -132,9 +132,11 @@ def test_forged_manifests() -> None:
 
 
 def test_unreadable_file(tmp_path: Path) -> None:
+    """An OS error is E-IO naming the path (issue 20 item 4), not a package defect."""
     with pytest.raises(DiagnosticError) as excinfo:
         read_package(tmp_path / "missing.kpkg")
-    assert excinfo.value.diagnostics[0].code == "L-INTEGRITY"
+    assert excinfo.value.diagnostics[0].code == "E-IO"
+    assert "missing.kpkg" in excinfo.value.diagnostics[0].message
 
 
 def test_writer_rejects_bad_inputs() -> None:

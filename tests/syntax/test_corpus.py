@@ -30,7 +30,16 @@ CODES = ("E-SYNTAX", "E-NAME", "E-DUPLICATE", "E-VALUE", "E-EMPTY", "E-BINARY", 
 # Cases built at test time: name → content.
 GENERATED: dict[str, Callable[[], bytes]] = {
     "60_file_over_size_limit.kc": lambda: b'stage "big" version "1.0.0" {}\n' + b"# padding\n" * (SIZE_LIMIT // 10),
+    "66_expression_too_many_operators.kc": lambda: _requires(" + ".join(["tile_k"] * 258) + " > 0"),
+    "67_expression_nested_too_deep.kc": lambda: _requires("(tile_k + " * 300 + "1" + ")" * 300 + " > 0"),
+    "68_deep_not_chain.kc": lambda: _requires("not " * 300 + "tile_k"),
+    "69_integer_of_5000_digits.kc": lambda: _requires("tile_k < " + "9" * 5000),
 }
+
+
+def _requires(expr: str) -> bytes:
+    return (f'stage "demo.loader" version "1.0.0" {{\n    target sm_90a\n    owns fact tile_k: u32 = 64\n'
+            f"    requires fact {expr}\n}}\n").encode()
 
 
 def _committed() -> list[str]:
