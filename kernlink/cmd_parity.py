@@ -52,8 +52,8 @@ class ParityRun:
         from diagnostics.render_json import render_json
         from kernlink import __version__
 
-        out: dict[str, Any] = {"proved": self.proved,
-                               "diagnostics": json.loads(render_json(self.diagnostics, tool_version=__version__))}
+        rendered = json.loads(render_json(self.diagnostics, tool_version=__version__))
+        out: dict[str, Any] = {"proved": self.proved, "diagnostics": rendered["diagnostics"]}
         if self.report is not None:
             out["report"] = self.report.as_json()
         if self.timing is not None:

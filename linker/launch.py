@@ -141,9 +141,8 @@ class GpuSession:
         return bytes(out)
 
     def launch(self, kernel: Kernel, *, grid: Dim3, block: Dim3, args: Sequence[KernelArg] = (),
-               dynamic_smem: int = 0, cluster: Dim3 | None = None, wait: bool = True) -> None:
-        """Launch and wait for completion (``wait=False``: return once queued, as timing loops need);
-        errors of the kernel surface at the next synchronization as ``E-CUDA``."""
+               dynamic_smem: int = 0, cluster: Dim3 | None = None) -> None:
+        """Launch and wait for completion; errors of the kernel surface here as ``E-CUDA``."""
         packed = [_pack(a) for a in args]
         if kernel.info is not None:
             _check_args(kernel.info, packed)
@@ -163,8 +162,7 @@ class GpuSession:
             _check(err, "cuLaunchKernel", f"kernel `{kernel.name}`")
         else:
             self._launch_cluster(kernel, g, b, _dim3(cluster), dynamic_smem, params)
-        if wait:
-            self.synchronize()
+        self.synchronize()
 
     def synchronize(self) -> None:
         (err,) = driver.cuCtxSynchronize()
