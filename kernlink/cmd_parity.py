@@ -198,6 +198,9 @@ def render(run: ParityRun, *, color: bool | None = None, width: int = 110) -> st
         line(f"ratio linked/control {t.ratio.median:.5f} [95% {t.ratio.low:.5f}, {t.ratio.high:.5f}]; "
              f"null (the linked cubin loaded twice) {t.null.median:.5f} [{t.null.low:.5f}, {t.null.high:.5f}]")
     line(_verdict(report))
+    errors = [d for d in run.diagnostics if d.is_error]
+    if errors:
+        line("not proved: " + "; ".join(f"{d.code} {d.message}" for d in errors))
     return console.export_text(styles=bool(color))
 
 

@@ -40,12 +40,13 @@ done < "$WORK/cases/cases.tsv"
 "$PY" -m pytest -o addopts= -p no:cacheprovider -q -m gpu tests/parity > "$WORK/pytest-gpu-parity.txt" 2>&1
 rc=$?; echo "pytest -m gpu tests/parity: exit $rc ($(tail -1 "$WORK/pytest-gpu-parity.txt"))" >> "$summary"
 [ "$rc" -eq 0 ] || status=1
-"$PY" - "$WORK/out" "$FINAL/parity.json" <<'PYEOF'
+"$PY" - "$WORK/out" "$FINAL/parity.json" >> "$summary" 2>&1 <<'PYEOF'
 import json, sys
 from pathlib import Path
 out = Path(sys.argv[1])
 reports = {d.name: json.loads((d / "parity.json").read_text()) for d in sorted(out.iterdir()) if (d / "parity.json").is_file()}
 Path(sys.argv[2]).write_text(json.dumps(reports, indent=2, sort_keys=True) + "\n")
+print("== per case")
 for name, r in reports.items():
     t = r.get("timing")
     rep = r.get("report", {})
