@@ -30,7 +30,7 @@ if ! "$PY" bench/gpu/parity_cases.py "$WORK/cases" > "$WORK/cases.txt" 2>&1; the
     cat "$WORK/cases.txt" >> "$summary"; cp "$summary" "$FINAL/parity-summary.txt"; cat "$summary"; exit 1
 fi
 while IFS=$'\t' read -r name pipeline args; do
-    echo "== $name: $PY -m kernlink parity $pipeline -o out/$name --args $args --rounds $ROUNDS --reps $REPS --warmup $WARMUP" >> "$summary"
+    echo "== $name: kernlink parity ${pipeline#"$WORK"/} -o out/$name --args ${args#"$WORK"/} --rounds $ROUNDS --reps $REPS --warmup $WARMUP" >> "$summary"
     "$PY" -m kernlink parity "$pipeline" -o "$WORK/out/$name" --args "$args" --rounds "$ROUNDS" \
         --reps "$REPS" --warmup "$WARMUP" --color never >> "$summary" 2>&1
     rc=$?
