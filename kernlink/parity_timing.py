@@ -93,7 +93,7 @@ def time_parity(link_dir: Path, control_cubin: bytes, args_file: Path, *, rounds
         grid = _grid(gpu, linked, spec)
         outputs = []
         for index, kernel in enumerate(kernels):
-            values, files = make_buffers(gpu, spec, args_file.parent)
+            values, files = _buffers(gpu, spec, args_file)
             _launch(gpu, linked, kernel, values, grid)
             outputs.append({name: gpu.download(v) for name, v in sorted(values.items())
                             if isinstance(v, DeviceBuffer)})
@@ -101,7 +101,7 @@ def time_parity(link_dir: Path, control_cubin: bytes, args_file: Path, *, rounds
                 for buffer, path in files:
                     path.write_bytes(gpu.download(buffer))
         _same_outputs(outputs)
-        values, _ = make_buffers(gpu, spec, args_file.parent)
+        values, _ = _buffers(gpu, spec, args_file)
         block = params_block(linked.map, values)
         launches = [_Prepared(kernel, grid, linked.threads, block, linked.dynamic_smem) for kernel in kernels]
         for launch in launches:
@@ -141,6 +141,19 @@ def _spec(args_file: Path) -> Mapping[str, Any]:
         raise DiagnosticError([Diagnostic("E-RUN", f"`{args_file}` is not a JSON object",
                                           helps=("give a JSON object of `grid`, `values`, `buffers`",))])
     return spec
+
+
+def _buffers(gpu: GpuSession, spec: Mapping[str, Any],
+             args_file: Path) -> tuple[dict[str, Value], list[tuple[DeviceBuffer, Path]]]:
+    try:
+        return make_buffers(gpu, spec, args_file.parent)
+    except OSError as err:
+        raise DiagnosticError([Diagnostic("E-RUN", f"cannot read a buffer of `{args_file}`: {err.strerror or err}",
+                                          helps=("`input` paths are relative to the args file",))]) from err
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise DiagnosticError([Diagnostic("E-RUN", f"`{args_file}` has a malformed buffer ({err})",
+                                          helps=('each buffer is {"input": FILE} or {"bytes": N}, optionally with '
+                                                 '"output": FILE',))]) from err
 
 
 def _grid(gpu: GpuSession, linked: LinkedKernel, spec: Mapping[str, Any]) -> int:

@@ -57,6 +57,7 @@ class UnitPart:
     front_end: FrontEnd
     toolkit: str
     options: tuple[str, ...]
+    target: str = ""  # the architecture the package was compiled for
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,8 @@ def assemble(comp: Composition, generated: Generated, *, front_end: FrontEnd | N
     chosen: FrontEnd = front_end or _common_front_end(parts)
     options = _options(parts, chosen)
     notes = _notes(parts, chosen, options, overridden=front_end is not None)
+    notes += [f"`{p.stage}` was compiled for `{p.target}`; the control is compiled for `{generated.target}`"
+              for p in parts if p.target and p.target != generated.target]
     glue = render(comp, generated.handles, generated.trampolines, generated.params, generated.dispatch,
                   [p.package for p in parts], generated.transfers, generated.unused_exports, control=True)
     return ControlUnit(unit_source(parts, sources, glue), tuple(parts), chosen, options, generated.target,
@@ -154,9 +157,9 @@ def unit_source(parts: Sequence[UnitPart], sources: Mapping[str, str], glue: str
     head = ["// kernlink parity: the one-unit control build of a linked composition (specs/parity.md).",
             "// Every component's source in its own namespace, then the link's glue; compiled as one unit.",
             *includes, ""]
-    lines = [*head, *bodies]
-    lines.append(f'#line {len(lines) + 2} "{CONTROL_SOURCE}"')
-    return "\n".join(lines) + "\n" + glue
+    text = "\n".join([*head, *bodies]) + "\n"
+    # the directive is on line n + 1 of the unit; the glue starts on line n + 2
+    return text + f'#line {text.count(chr(10)) + 2} "{CONTROL_SOURCE}"\n' + glue
 
 
 def _quoted(text: str) -> str:
@@ -202,7 +205,7 @@ def _part(stage: str, shown: str, manifest: Mapping[str, Any]) -> UnitPart:
     raw = info.get("options")
     options = tuple(str(o) for o in raw) if isinstance(raw, list) else ()
     name = str(info.get("source") or SOURCE_PAYLOAD)
-    return UnitPart(stage, shown, name, front, toolkit or front, options)
+    return UnitPart(stage, shown, name, front, toolkit or front, options, str(manifest.get("target", "")))
 
 
 def _no_source(stage: str, package: str, span: Any, why: str) -> Diagnostic:

@@ -143,9 +143,20 @@ class ParityReport:
             "resources": [{**asdict(r), "equal": r.equal} for r in self.resources],
             "sass": {"tool": self.sass.tool, "skipped": self.sass.skipped, "identical": self.sass.identical,
                      "instructions": {k: list(v) for k, v in sorted(self.sass.instructions.items())},
-                     "rets": list(self.sass.rets), "diff": self.sass.diff},
+                     "rets": list(self.sass.rets), "diff": _capped(self.sass.diff)},
             "calls": [asdict(c) for c in self.calls],
         }
+
+
+#: lines of the SASS diff kept in the JSON report (``sass.diff`` holds all of it)
+DIFF_LINES = 400
+
+
+def _capped(diff: str) -> str:
+    lines = diff.splitlines()
+    if len(lines) <= DIFF_LINES:
+        return diff
+    return "\n".join(lines[:DIFF_LINES]) + f"\n... {len(lines) - DIFF_LINES} more lines in sass.diff\n"
 
 
 def compare(pipeline: str, generated: Generated, linked_cubin: bytes, linked_ptx: str,

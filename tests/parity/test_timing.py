@@ -165,3 +165,22 @@ def test_the_timing_loop_on_a_fake_gpu(differs: bool, compositions: dict[str, Pa
     firsts = [launched[6 + 12 * r] for r in range(7)]
     assert sorted(set(firsts)) == [1, 2, 3]
     assert json.loads((out / "parity.json").read_text())["timing"] == timing
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize(("buffers", "says"), [
+    ({"data": {"input": "missing.bin"}}, "cannot read a buffer of"),
+    ({"data": {"bytes": "lots"}}, "has a malformed buffer"),
+])
+def test_a_bad_args_file_is_a_diagnostic(buffers: dict[str, object], says: str, compositions: dict[str, Path],
+                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    _fake_driver(monkeypatch, [])
+    monkeypatch.setattr(parity_timing, "GpuSession", _FakeGpu)
+    args = tmp_path / "args.json"
+    args.write_text(json.dumps({"grid": 1, "values": {"n": 4}, "buffers": buffers}))
+    assert main(["parity", str(compositions["hello"]), "-o", str(tmp_path / "out"), "--args", str(args),
+                 "--no-sass", "--color", "never"]) == 1
+    said = capsys.readouterr().out
+    assert "error[E-RUN]" in said and says in said and "Traceback" not in said
+    assert said.rstrip().splitlines()[-1].startswith("not proved: E-RUN")
