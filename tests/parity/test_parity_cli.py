@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from kernlink.cli import main
+from kernlink.cmd_parity import parity
 from linker.pack import pack
 from linker.sass import find_disassembler
+from tests.link.tensor_cases import CASES, build_case
 
 pytestmark = pytest.mark.toolchain
 
@@ -120,3 +122,12 @@ def test_nvcc_packages_get_an_nvcc_control_and_another_front_end_is_explained(
     report = _json(capsys)["report"]
     assert isinstance(report, dict)
     assert report["verdict"] == "explained" and "as asked (`--front-end`)" in report["notes"][0]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_tensor_routes_are_proved_identical(case: str, tmp_path: Path) -> None:
+    """The generated transfers (register copy, shuffle, staging) fold into the one-unit build's code too."""
+    run = parity([build_case(CASES[case], tmp_path / "src")], tmp_path / "out", disassemble=False)
+    assert run.report is not None and not run.diagnostics, [d.message for d in run.diagnostics]
+    assert run.report.verdict == "identical" and run.report.folded
+    assert run.report.text[0].linked_sha256 == run.report.text[0].control_sha256
