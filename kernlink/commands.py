@@ -62,6 +62,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     from kernlink.fuzz import add_parser as add_fuzz
 
     add_fuzz(sub)
+
     from kernlink.cmd_parity import register as add_parity
 
     add_parity(sub)
