@@ -66,6 +66,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     add_fuzz(sub)
 
+    from kernlink.cmd_parity import register as add_parity
+
+    add_parity(sub)
+
     from kernlink.cmd_header import register as add_header
 
     add_header(sub)

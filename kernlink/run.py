@@ -172,26 +172,32 @@ def _run_command(directory: Path, args_file: Path) -> None:
         spec = json.loads(args_file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise _error(f"cannot read `{args_file}`: {err}", "give a JSON file of `grid`, `values`, `buffers`") from err
-    base = args_file.parent
-    values: dict[str, Value] = dict(spec.get("values", {}))
-    outputs: list[tuple[DeviceBuffer, Path]] = []
     with GpuSession() as gpu:
-        for name, buf in sorted(spec.get("buffers", {}).items()):
-            if "input" in buf:
-                data = (base / buf["input"]).read_bytes()
-                values[name] = gpu.upload(data + bytes(max(0, int(buf.get("bytes", 0)) - len(data))))
-            else:
-                values[name] = gpu.alloc(int(buf["bytes"]))
-            if "output" in buf:
-                value = values[name]
-                assert isinstance(value, DeviceBuffer)
-                outputs.append((value, base / buf["output"]))
+        values, outputs = make_buffers(gpu, spec, args_file.parent)
         run_linked(kernel, gpu=gpu, values=values, grid=spec.get("grid"))
         for buffer, path in outputs:
             path.write_bytes(gpu.download(buffer))
     sys.stdout.write(f"ran `{kernel.kernel}` from {directory}: {kernel.threads} threads per block, "
                      f"{kernel.dynamic_smem} B dynamic shared memory; wrote "
                      f"{', '.join(str(p) for _, p in outputs) or 'no outputs'}\n")
+
+
+def make_buffers(gpu: GpuSession, spec: Mapping[str, Any],
+                 base: Path) -> tuple[dict[str, Value], list[tuple[DeviceBuffer, Path]]]:
+    """The values of an args file (``values`` and fresh ``buffers``; paths relative to ``base``), and its outputs."""
+    values: dict[str, Value] = dict(spec.get("values", {}))
+    outputs: list[tuple[DeviceBuffer, Path]] = []
+    for name, buf in sorted(spec.get("buffers", {}).items()):
+        if "input" in buf:
+            data = (base / buf["input"]).read_bytes()
+            values[name] = gpu.upload(data + bytes(max(0, int(buf.get("bytes", 0)) - len(data))))
+        else:
+            values[name] = gpu.alloc(int(buf["bytes"]))
+        if "output" in buf:
+            value = values[name]
+            assert isinstance(value, DeviceBuffer)
+            outputs.append((value, base / buf["output"]))
+    return values, outputs
 
 
 def _error(message: str, help_text: str) -> DiagnosticError:

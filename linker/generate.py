@@ -473,8 +473,15 @@ _RULE = "// " + "-" * 64
 
 def render(comp: Composition, handles: Sequence[HandleValue], trampolines: Sequence[Trampoline],
            params: ParamsLayout, d: Dispatch, inputs: Sequence[str] = (), transfers: Sequence[Transfer] = (),
-           unused: Sequence[UnusedExport] = ()) -> str:
-    """The generated translation unit, as text ending with a newline."""
+           unused: Sequence[UnusedExport] = (), *, control: bool = False) -> str:
+    """The generated translation unit, as text ending with a newline.
+
+    ``control`` renders the glue of the one-unit control build (``kernlink parity``): it
+    follows every component's source, each wrapped in :func:`unit_namespace`, so the role
+    entries and init hooks are not declared again with ``const void*`` (a conflicting
+    declaration of the components' own) but named from their namespaces, and the dispatch
+    kernel casts each params region to the type the entry is defined with.
+    """
     target = comp.target.name if comp.target is not None else comp.target_name
     out = [f"// kernlink generated code ({FORMAT}): pipeline `{comp.pipeline.name}`, target {target}, "
            f"kernel `{d.kernel}`.",
@@ -511,16 +518,22 @@ def render(comp: Composition, handles: Sequence[HandleValue], trampolines: Seque
     if transfers or unused:
         out += ["", _RULE, *_transfer_lines(transfers, unused)]
     out += ["", _RULE, "// Role entries and ring init hooks, defined by the components."]
-    declared: dict[str, str] = {}
+    declared: dict[str, tuple[str, str]] = {}
     for init in d.inits:
-        declared.setdefault(init.symbol, f"{init.stage}: init hook of ring `{init.ring}`")
+        declared.setdefault(init.symbol, (init.stage, f"{init.stage}: init hook of ring `{init.ring}`"))
     for role in d.roles:
-        declared.setdefault(role.entry, f"{role.stage}: entry of role `{role.role}`")
-    out.append('extern "C" {')
-    out += [f"__device__ void {sym}(const void* params, unsigned char* smem);  // {why}"
-            for sym, why in declared.items()]
-    out.append('}  // extern "C"')
-    out += ["", _RULE, *_params_lines(params), "", _RULE, *_kernel_lines(d, params)]
+        declared.setdefault(role.entry, (role.stage, f"{role.stage}: entry of role `{role.role}`"))
+    if control:
+        out += ["// (one-unit control build: as each component defines them, in its namespace above)",
+                "template <typename F> struct kl_entry_params;",
+                "template <typename P, typename S> struct kl_entry_params<void(P, S)> { typedef P type; };"]
+        out += [f"using {unit_namespace(stage)}::{sym};  // {why}" for sym, (stage, why) in declared.items()]
+    else:
+        out.append('extern "C" {')
+        out += [f"__device__ void {sym}(const void* params, unsigned char* smem);  // {why}"
+                for sym, (_, why) in declared.items()]
+        out.append('}  // extern "C"')
+    out += ["", _RULE, *_params_lines(params), "", _RULE, *_kernel_lines(d, params, control)]
     return "\n".join(out) + "\n"
 
 
@@ -586,7 +599,12 @@ def _branches(ranges: Sequence[tuple[int, int]]) -> list[str]:
     return out
 
 
-def _kernel_lines(d: Dispatch, params: ParamsLayout) -> list[str]:
+def unit_namespace(stage: str) -> str:
+    """The namespace a stage's source is wrapped in inside the one-unit control build (``kernlink parity``)."""
+    return f"kl_unit_{sanitize(stage)}"
+
+
+def _kernel_lines(d: Dispatch, params: ParamsLayout, control: bool = False) -> list[str]:
     bounds = f"{d.threads}, {d.min_blocks}" if d.min_blocks is not None else f"{d.threads}"
     regs = (f"entry {d.entry_regs} registers per thread" if d.setmaxnreg
             else "no setmaxnreg (no role declares `regs`)")
@@ -597,15 +615,16 @@ def _kernel_lines(d: Dispatch, params: ParamsLayout) -> list[str]:
            "    extern __shared__ __align__(1024) unsigned char kl_smem[];",
            "    const unsigned warp = threadIdx.x / 32u;"]
 
-    def params_of(member: str | None) -> str:
-        return f"params.{member}" if member is not None else "kl_smem"
+    def params_of(member: str | None, entry: str) -> str:
+        value = f"params.{member}" if member is not None else "kl_smem"
+        return f"(kl_entry_params<decltype({entry})>::type){value}" if control else value
 
     members = {r.stage: r.member for r in params.regions if params.region_of(r.stage) is r}
     if d.inits:
         out.append("    // 1. ring inits: the first thread of each `init by` role, before any role starts")
         for init in d.inits:
             out += [f"    if (threadIdx.x == {init.thread}u) {{",
-                    f"        {init.symbol}({params_of(members.get(init.stage))}, kl_smem);"
+                    f"        {init.symbol}({params_of(members.get(init.stage), init.symbol)}, kl_smem);"
                     f"  // ring `{init.ring}`, init by role `{init.role}`",
                     "    }"]
         out.append("    __syncthreads();  // every barrier is initialised before any role starts")
@@ -631,7 +650,8 @@ def _kernel_lines(d: Dispatch, params: ParamsLayout) -> list[str]:
         for line, role in zip(_branches([(r.first_warp, r.first_warp + r.warps) for r in d.roles]), d.roles,
                               strict=True):
             out.append(f"    {line}")
-            out.append(f"        {role.entry}({params_of(role.params_member)}, kl_smem);  // {role.stage} role "
+            passed = params_of(role.params_member, role.entry)
+            out.append(f"        {role.entry}({passed}, kl_smem);  // {role.stage} role "
                        f"`{role.role}`, warps {role.first_warp}..{role.first_warp + role.warps - 1}")
         out.append("    }")
     if d.idle_warps:
