@@ -1,7 +1,8 @@
 """The `kernlink` command line.
 
-Exit codes: 0 accepted (or nothing to report), 1 rejected (any error diagnostic),
-2 usage or I/O error. No command prints a traceback for bad input.
+Exit codes (kernlink/exit_codes.py): 0 accepted (or nothing to report), 1 rejected
+(any error diagnostic), 2 usage or I/O error, 3 internal error (E-INTERNAL), 130
+interrupted. No command prints a traceback: an escaping exception is E-INTERNAL.
 """
 
 from __future__ import annotations
@@ -14,16 +15,17 @@ from pathlib import Path
 
 from checker.engine import SelectionError, by_code, registry
 from diagnostics.files import atomic_write_text
-from diagnostics.model import Diagnostic, DiagnosticError, Severity
+from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.render_json import render_json
 from diagnostics.render_sarif import render_sarif
 from diagnostics.render_text import render_text
 from diagnostics.rules import RuleInfo
 from diagnostics.sources import SourceMap
 from kernlink import __version__
+from kernlink.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED, EXIT_USAGE, epilog, exit_for
 from kernlink.loader import UsageError
 
-EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+__all__ = ["EXIT_INTERNAL", "EXIT_OK", "EXIT_REJECTED", "EXIT_USAGE", "build_parser", "emit", "main"]
 
 
 def _rules() -> list[RuleInfo]:
@@ -48,9 +50,7 @@ def emit(diags: Sequence[Diagnostic], sources: SourceMap, fmt: str, *, color: bo
 
 
 def _exit_for(diags: Sequence[Diagnostic]) -> int:
-    if any(d.code in ("E-IO",) for d in diags):
-        return EXIT_USAGE
-    return EXIT_REJECTED if any(d.severity is Severity.ERROR for d in diags) else EXIT_OK
+    return exit_for(diags)
 
 
 def _color(choice: str) -> bool | None:
@@ -127,7 +127,8 @@ def cmd_clauses(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kernlink",
-                                     description="Verification-first contracts for GPU kernel components")
+                                     description="Verification-first contracts for GPU kernel components",
+                                     epilog=epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"kernlink {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -174,9 +175,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         emit(err.diagnostics, SourceMap(), "text", color=None)
         return _exit_for(err.diagnostics) or EXIT_REJECTED
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
+    except Exception as exc:  # a kernlink bug: never a traceback, never the rejected code
+        from diagnostics.internal import internal_error
+
+        argv_list = list(argv) if argv is not None else sys.argv[1:]
+        emit([internal_error(exc, f"`kernlink {args.command}`", argv_list)], SourceMap(), "text", color=None)
+        return EXIT_INTERNAL
     return code
 
 

@@ -1,7 +1,7 @@
 """Subcommands that build, read and run artifacts: ``pack``, ``inspect``, ``link`` and ``run``.
 
 ``kernlink.cli.build_parser`` calls :func:`add_commands`; each command returns an
-exit code (0 done, 1 rejected, 2 usage or I/O error) and reports problems as
+exit code (kernlink/exit_codes.py: 0 done, 1 rejected, 2 usage or I/O error, 3 internal error) and reports problems as
 diagnostics, never as tracebacks.
 """
 
@@ -244,14 +244,15 @@ def _sources(*paths: str) -> SourceMap:
 
 
 def _report(diags: Sequence[Diagnostic], sources: SourceMap, args: argparse.Namespace) -> int:
-    """Print a failed command's diagnostics; 2 for I/O errors, else 1."""
-    from kernlink.cli import EXIT_REJECTED, EXIT_USAGE, emit
+    """Print a failed command's diagnostics; 3 for internal errors, 2 for I/O errors, else 1."""
+    from kernlink.cli import EXIT_REJECTED, emit
+    from kernlink.exit_codes import exit_for
 
     if args.format == "json":
         sys.stdout.write(_json(diags) + "\n")
     else:
         emit(diags, sources, "text", color=_color(args.color))
-    return EXIT_USAGE if any(d.code == "E-IO" for d in diags) else EXIT_REJECTED
+    return exit_for(diags) or EXIT_REJECTED
 
 
 def _json(diags: Sequence[Diagnostic]) -> str:
