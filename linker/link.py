@@ -363,6 +363,8 @@ def _resolve(comp: Composition, placed: Placed, entry: int, record: LinkRecord, 
     if register_demand(placed) <= entry * placed.placement.block_warps * 32:
         return placed
     caps = placed.problem.capacities
+    if entry < caps.setmaxnreg_min:
+        raise DiagnosticError([_entry_too_small(comp, placed, entry, caps.setmaxnreg_min)])
     problem: Problem = dataclasses.replace(
         placed.problem, capacities=dataclasses.replace(caps, max_regs_per_thread=min(entry, caps.max_regs_per_thread)))
     try:
@@ -385,6 +387,21 @@ def _resolve(comp: Composition, placed: Placed, entry: int, record: LinkRecord, 
     record.placement = placement
     record.resolved = True
     return Placed(problem, placement)
+
+
+def _entry_too_small(comp: Composition, placed: Placed, entry: int, least: int) -> Diagnostic:
+    """The kernel starts with fewer registers than any `setmaxnreg` budget: no group can be placed."""
+    labels = tuple(Label(info.role.span, f"`{name}`: regs {info.role.regs}", primary=i == 0)
+                   for i, (name, info) in enumerate(sorted((n, i) for n, i in comp.roles.items()
+                                                          if i.role.regs is not None)))
+    return Diagnostic(
+        "L-REGS", f"the linked kernel `{KERNEL}` starts with {entry} registers per thread, fewer than the smallest "
+                  f"`setmaxnreg` budget ({least}): the roles' `regs` cannot be applied",
+        labels=labels or (Label(comp.pipeline.span, "in this composition"),),
+        notes=(f"the register pool is the entry count × the block's {placed.placement.block_warps * 32} threads; "
+               "`setmaxnreg` hands out whole steps of it",),
+        helps=("drop the roles' `regs` (the kernel needs few registers), or lower the block's `blocks_per_sm`",),
+        data=(("entry", str(entry)), ("setmaxnreg_min", str(least))))
 
 
 def _regs_failed(comp: Composition, rnd: _Round, placed: Placed, entry: int) -> Diagnostic:

@@ -67,3 +67,29 @@ def test_no_role_is_refused() -> None:
         _generate(NO_ROLE, frozenset())
     [diag] = err.value.diagnostics
     assert diag.code == "L-LINK" and "no role" in diag.message
+
+
+REGS = """
+stage "demo.regs" version "1.0.0" {
+    target sm_90a
+    requires feature setmaxnreg
+    role load entry load_main warps 4 regs 24 warpgroup
+    role mma entry mma_main warps 4 regs 200 warpgroup
+}
+"""
+
+
+@pytest.mark.parametrize("entry", [0, 16])
+def test_a_kernel_below_the_smallest_budget_is_l_regs(entry: int) -> None:
+    """A linked kernel of fewer than 8 registers once crashed the re-solve (`capacity … must be positive`)."""
+    from linker.link import _resolve, record_for
+
+    result = check_text(REGS, "demo.kc")
+    assert result.accepted and result.composition is not None
+    placed = verify_downstream(result.composition).placed
+    assert placed is not None
+    with pytest.raises(DiagnosticError) as err:
+        _resolve(result.composition, placed, entry, record_for(result.composition), False)
+    [diag] = err.value.diagnostics
+    assert diag.code == "L-REGS" and f"starts with {entry} registers" in diag.message
+    assert {lab.text for lab in diag.labels} == {"`load`: regs 24", "`mma`: regs 200"}
