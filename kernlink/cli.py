@@ -103,11 +103,15 @@ def cmd_fmt(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from kernlink.docs import explain_json, explain_text
+    from contract_lang.parser import did_you_mean
+    from kernlink.docs import explain_json, explain_text, known_codes
 
     code = args.code.upper()
-    if code not in by_code():
-        print(f"error: unknown clause `{args.code}`; `kernlink clauses` lists them", file=sys.stderr)
+    if code not in known_codes():
+        guess = did_you_mean(code, known_codes())
+        hint = f"; did you mean `{guess}`?" if guess else ""
+        print(f"error: unknown code `{args.code}`{hint} (`kernlink clauses` lists the clauses, specs/codes.md "
+              "the other codes)", file=sys.stderr)
         return EXIT_USAGE
     print(explain_json(code) if args.format == "json" else explain_text(code), end="")
     return EXIT_OK
@@ -148,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_fmt)
 
-    p = sub.add_parser("explain", help="print a clause's documentation")
+    p = sub.add_parser("explain", help="print a code's documentation (every L-, E-, W- and I- code)")
     p.add_argument("code")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_explain)
