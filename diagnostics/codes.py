@@ -105,7 +105,8 @@ CODES: tuple[CodeInfo, ...] = (
        "role).",
        "Which of the two values was meant is not decidable; taking either would check something the "
        "author did not write.",
-       "ring kv produce by load {\n    depth 2\n    depth 4\n}\nerror[E-DUPLICATE]: `depth` is given twice in ring `kv`",
+       "ring kv produce by load {\n    depth 2\n    depth 4\n}\n"
+       "error[E-DUPLICATE]: `depth` is given twice in ring `kv`",
        "Keep one of them."),
     _c("E-VALUE", "bad-value", "a value is outside what its property allows", "input",
        "A number or range is malformed for its property: an empty range (`depth 4..2`), a parity other "

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from checker.engine import SelectionError, by_code, registry
+from checker.engine import SelectionError, registry
 from diagnostics.files import atomic_write_text
 from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.render_json import render_json
