@@ -66,7 +66,8 @@ def _codes(text: str | None) -> list[str] | None:
 def cmd_check(args: argparse.Namespace) -> int:
     from kernlink.api import check
 
-    result = check(args.paths, target=args.target, select=_codes(args.select), ignore=_codes(args.ignore))
+    result = check(args.paths, target=args.target, select=_codes(args.select), ignore=_codes(args.ignore),
+                   strict=args.strict)
     n_err = sum(1 for d in result.diagnostics if d.is_error)
     summary = "composition rejected" if n_err else "composition accepted"
     emit(result.diagnostics, result.sources, args.format, color=_color(args.color), summary=summary,
@@ -142,6 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     p.add_argument("--select", help="only these clause codes (comma-separated)")
     p.add_argument("--ignore", help="skip these clause codes (comma-separated)")
+    p.add_argument("--strict", action="store_true",
+                   help="warnings about the inputs are errors (a `.kc` that differs from its package's contract)")
     p.add_argument("-o", "--output", help="write the report to a file instead of stdout")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_check)
