@@ -288,14 +288,44 @@ def _round(comp: Composition, placed: Placed, packages: Sequence[tuple[str, Stag
     attempt.static_smem = kernel.static_smem
     attempt.spill_stores, attempt.spill_loads = _spills(result.info_log)
     if kernel.static_smem:
-        raise DiagnosticError([Diagnostic(
-            "L-LINK", f"the linked kernel `{KERNEL}` has {kernel.static_smem} B of static shared memory",
-            notes=("static shared memory comes before the dynamic shared memory, so it moves the base every "
-                   "shared-memory handle counts from",),
-            helps=("declare no `__shared__` variables in components: claim shared memory in the contract "
-                   "(`claim smem …`) and reach it through its handle",),
-            data=(("kernel", KERNEL), ("static_smem", str(kernel.static_smem))))])
+        raise DiagnosticError([_static_smem(comp, packages, inputs, arch, kernel.static_smem)])
     return _Round(generated, result.cubin, kernel, result.info_log, attempt)
+
+
+_SHARED_DECL = re.compile(r"^\s*\.shared\s+(?:\.align\s+\d+\s+)?\.[busf](\d+)\s+([\w$.]+)(?:\[(\d+)\])?\s*;", re.M)
+
+
+def _static_smem(comp: Composition, packages: Sequence[tuple[str, StagePackage]],
+                 inputs: Sequence[tuple[str, bytes]], arch: str, window: int) -> Diagnostic:
+    """L-LINK for `__shared__` variables in components: name them and their sizes (from the linked PTX)."""
+    try:
+        ptx = link(inputs, arch=arch, kernels=[KERNEL], emit_ptx=True).ptx or ""
+    except DiagnosticError:
+        ptx = ""
+    found = [(m.group(2), int(m.group(1)) // 8 * int(m.group(3) or 1)) for m in _SHARED_DECL.finditer(ptx)]
+    total = sum(size for _, size in found)
+    listed = ", ".join(f"`{name}` ({size} B)" for name, size in found)
+    uses = [(entry.use.span, name) for entry in comp.stages for name, _ in packages
+            if entry.use is not None and entry.use.path == name]
+    labels: tuple[Label, ...]
+    if len(packages) == 1 and uses:
+        labels = (Label(uses[0][0], f"`{uses[0][1]}` declares {listed or 'static shared memory'}"),)
+        who = f"package `{uses[0][1]}`"
+    else:
+        labels = tuple(Label(span, f"`{name}`: one of the packages linked", primary=i == 0)
+                       for i, (span, name) in enumerate(uses)) or (Label(comp.pipeline.span, "linking this pipeline"),)
+        who = "a package"
+    what = f"{who} declares `__shared__` {listed}" if found else f"{who} declares `__shared__` variables"
+    return Diagnostic(
+        "L-LINK", f"{what}: shared memory the contract does not claim",
+        labels=labels,
+        notes=(f"the variables take {total} B; with their alignment the dynamic shared memory base moves by "
+               f"{window} B" if found else f"the kernel has {window} B of static shared memory",
+               "static shared memory comes before the dynamic shared memory, so it moves the base every "
+               "shared-memory handle counts from"),
+        helps=("declare no `__shared__` variables in components: claim shared memory in the contract "
+               "(`claim smem NAME bytes N`) and reach it through its handle",),
+        data=(("kernel", KERNEL), ("static_smem", str(window)), ("variables", listed)))
 
 
 def _spills(info_log: str) -> tuple[int, int]:
