@@ -448,8 +448,9 @@ def _compile_error(name: str, arch: str, compiler: str, result: str, log: str,
     helps: tuple[str, ...] = ()
     version = nvrtc_version()
     if compiler == "nvrtc" and "open source file" in log and version < BUNDLED_HEADERS_SINCE:
-        helps = (f"NVRTC {_dotted(version)} bundles no CUDA headers: pass the toolkit's "
-                 "include directory in `include_dirs`",)
+        helps = (f"NVRTC {_dotted(version)} bundles no CUDA headers: pack with `kernlink pack --compiler nvcc` "
+                 "(the nvcc on PATH finds the toolkit's headers); headers of your own go beside the source, "
+                 "whose directory is on the include path",)
     errors = [m for m in messages if m.severity is Severity.ERROR]
     if not errors:
         notes = tuple(line for line in log.splitlines() if line.strip())

@@ -105,6 +105,10 @@ def route_composition(comp: Composition, placed: Placed) -> tuple[list[RoutedSea
     found, diags = seams(comp, placed)
     routed: list[RoutedSeam] = []
     for seam in found:
+        wrong = _warpgroups(comp, seam)
+        if wrong is not None:
+            diags.append(wrong)
+            continue
         map_problems = check_maps(seam.export, seam.imp)
         if map_problems:
             diags.extend(map_problems)
@@ -114,3 +118,28 @@ def route_composition(comp: Composition, placed: Placed) -> tuple[list[RoutedSea
         if result.route is not None:
             routed.append(RoutedSeam(seam, result.route))
     return routed, diags
+
+
+def _warpgroups(comp: Composition, seam: Seam) -> Diagnostic | None:
+    """L-MAP for a library placement whose `warpgroups:` disagrees with its role: the role line and the value."""
+    exp = next((e for e in comp.tensor_exports.get(seam.export.name, ()) if e.stage_name == seam.export_stage), None)
+    spec = exp.item.placement if exp is not None else None
+    if not isinstance(spec, A.LibraryMap):
+        return None
+    args = dict(spec.args)
+    info = comp.roles.get(seam.export.role)
+    if "warpgroups" not in args or info is None:
+        return None
+    width = 128  # threads of a warpgroup
+    given, threads = args["warpgroups"], seam.export.threads.count
+    if given * width == threads or threads % width:
+        return None
+    want = threads // width
+    return Diagnostic(
+        "L-MAP", f"placement of `{seam.export.name}` spans {given * width} threads (`warpgroups: {given}`) but role "
+                 f"`{seam.export.role}` has {threads}",
+        labels=(Label(spec.span, f"`warpgroups: {given}` = {given * width} threads"),
+                Label(info.role.span, f"`{info.name}`: {info.warps} warps = {threads} threads", primary=False)),
+        notes=(f"`{spec.name}` stacks one 64-row accumulator per warpgroup of the role that holds it",),
+        helps=(f"write `warpgroups: {want}` (the role's {info.warps} warps), or change the role's width",),
+        data=(("check", "shape"), ("warpgroups", str(given)), ("expected", str(want))))

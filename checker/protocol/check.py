@@ -405,8 +405,20 @@ def _static_help(check: StaticCheck, name: str, init: int, acct: _Accounting) ->
         return (f"make the arrivals per phase equal the init count ({init}) — e.g. "
                 "`per_warp(role)` for one arrival per warp — or initialize "
                 f"`{name}` with {acct.arrivals}")
-    return (f"expect exactly the bytes the copies complete ({acct.completed}) in the "
-            "`arrive ... tx` and `expect_tx` steps, and declare that many")
+    # Which side is wrong cannot be told: offer both fixes, in the contract's units (KiB as written).
+    expected, completed = _size(acct.expected), _size(acct.completed)
+    gap = _size(abs(acct.expected - acct.completed))
+    if acct.expected > acct.completed:
+        return (f"either a copy is missing: copy {gap} more per phase (the copies complete {completed} of the "
+                f"{expected} expected); or the expectation is too high: expect {completed} in the `arrive … tx` "
+                "and `expect_tx` steps")
+    return (f"either the expectation is short: expect {completed} in the `arrive … tx` and `expect_tx` steps "
+            f"(now {expected}); or a copy is extra: copy only {expected} per phase ({gap} fewer)")
+
+
+def _size(n: int) -> str:
+    """Bytes as contracts write them: `48KiB` when whole KiB, else a plain byte count."""
+    return f"{n // 1024}KiB" if n >= 1024 and n % 1024 == 0 else str(n)
 
 
 def _parity_help(kind: BarrierKind, armed: bool, name: str) -> str:
