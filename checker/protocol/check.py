@@ -646,7 +646,8 @@ def _deadlock_finding(run: _Run, zmodel: z3.ModelRef) -> Finding:
     who = ", ".join(f"`{r.role}` on `{r.barrier}`" for r in stuck)
     message = f"the protocol can deadlock: every live role waits ({who})"
     primary = tuple((r.step.provenance, _blocked_label(r)) for r in stuck)
-    secondary = tuple(_trace_labels(rows, exclude={p for p, _ in primary}))
+    lagging = _lag_labels(model, stuck)
+    secondary = (*lagging, *_trace_labels(rows, exclude={p for p, _ in primary} | {p for p, _ in lagging}))
     notes = [_render_table(trace)]
     if finished:
         notes.append("finished: " + ", ".join(f"`{r}`" for r in finished)
@@ -658,6 +659,20 @@ def _deadlock_finding(run: _Run, zmodel: z3.ModelRef) -> Finding:
                    key=(L_DEADLOCK,),
                    data=(("blocked", "; ".join(f"{r.role}@{r.barrier}" for r in stuck)),
                          ("trace_length", str(len(rows)))))
+
+
+def _lag_labels(model: ProtocolModel, stuck: list[TraceRow]) -> list[tuple[Provenance, str]]:
+    """The lagging releases on the rings the blocked roles wait on: the line that causes the deadlock."""
+    rings = {r.barrier.split(".", 1)[0] for r in stuck}
+    found: dict[Provenance, str] = {}
+    for seq in model.sequences:
+        for e in seq:
+            step = e.step
+            if step.lag and step.channel in rings and step.provenance not in found:
+                late = f"{step.lag} iteration" + ("" if step.lag == 1 else "s")
+                found[step.provenance] = (f"`{step.role}` releases each slot {late} late (`lag {step.lag}`): "
+                                          "the waiter needs it first")
+    return list(found.items())
 
 
 def _blocked_label(row: TraceRow) -> str:

@@ -70,3 +70,11 @@ def test_compile_help_names_a_flag_that_exists() -> None:
     parser = build_parser()
     for verb, flag, value in flags:
         parser.parse_args([verb, "x.cu", "--contract", "x.kc", flag, value])
+
+
+def test_deadlock_labels_the_lagging_release() -> None:
+    text = (CLAUSES / "L-DEADLOCK" / "fail_late_release_depth1.kc").read_text()
+    [diag] = _errors(text)
+    lag_line = next(i for i, line in enumerate(text.splitlines(), 1) if "lag 1" in line)
+    [label] = [lab for lab in diag.labels if lab.span.line == lag_line]
+    assert "`lag 1`" in label.text
