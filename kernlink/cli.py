@@ -29,9 +29,13 @@ __all__ = ["EXIT_INTERNAL", "EXIT_OK", "EXIT_REJECTED", "EXIT_USAGE", "build_par
 
 
 def _rules() -> list[RuleInfo]:
-    return [RuleInfo(code=c.code, name=c.name, summary=c.summary, help_uri=None,
-                     full_description=c.docs().sections.get("What it checks", c.summary))
-            for c in registry()]
+    from diagnostics.codes import CODES
+
+    clauses = [RuleInfo(code=c.code, name=c.name, summary=c.summary, help_uri=None,
+                        full_description=c.docs().sections.get("What it checks", c.summary))
+               for c in registry()]
+    return clauses + [RuleInfo(code=c.code, name=c.name, summary=c.summary, help_uri=None,
+                               full_description=c.what) for c in CODES]
 
 
 def emit(diags: Sequence[Diagnostic], sources: SourceMap, fmt: str, *, color: bool | None,

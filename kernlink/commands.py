@@ -92,13 +92,14 @@ def cmd_place(args: argparse.Namespace) -> int:
     from diagnostics.files import atomic_write_text
     from kernlink.api import check
     from kernlink.cli import EXIT_OK, EXIT_REJECTED, emit
+    from kernlink.exit_codes import exit_for
     from placement import render_map, render_svg, to_json
 
     result = check(args.paths, target=args.target)
     placed = result.downstream.placed if result.downstream is not None else None
     if not result.accepted or placed is None:
         emit(result.diagnostics, result.sources, "text", color=_color(args.color), summary="composition rejected")
-        return EXIT_REJECTED
+        return exit_for(result.diagnostics) or EXIT_REJECTED
     text_map, json_map = render_map(placed.placement), to_json(placed.placement)
     if args.json_out:
         atomic_write_text(args.json_out, json_map)
