@@ -44,3 +44,14 @@ def test_compile_crash_is_e_compile(monkeypatch: pytest.MonkeyPatch) -> None:
         compile_nvrtc("__device__ int f() { return 1; }\n", "f.cu")
     [diag] = err.value.diagnostics
     assert diag.code == "E-COMPILE" and "SIGSEGV" in diag.message
+
+
+def test_pack_survives_a_compiler_crash(tmp_path: Path) -> None:
+    env = {**__import__("os").environ, FAULT_ENV: "nvrtc"}
+    proc = subprocess.run([sys.executable, "-m", "kernlink", "pack", "loader.cu", "--contract", "loader.kc",
+                           "-o", str(tmp_path / "x.kpkg"), "--color", "never"], cwd=PASS, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "error[E-COMPILE]" in proc.stdout and "SIGSEGV" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert not (tmp_path / "x.kpkg").exists()
