@@ -55,3 +55,14 @@ def test_strict_makes_it_an_error(folder: Path) -> None:
     assert diag.severity is Severity.ERROR
     assert main(["check", str(folder / "pipeline.kp"), "--color", "never"]) == 0
     assert main(["check", str(folder / "pipeline.kp"), "--strict", "--color", "never"]) == 1
+
+
+def test_strict_still_checks_the_composition(folder: Path) -> None:
+    """A stale contract under --strict is one error; the clauses still run on the package's contract."""
+    kc = folder / "loader.kc"
+    kc.write_text(kc.read_text().replace("warps 1", "warps 2"))
+    pipeline = folder / "pipeline.kp"
+    launch = "    target sm_90a\n    launch fixed threads 96\n"
+    pipeline.write_text(pipeline.read_text().replace("    target sm_90a\n", launch))
+    codes = sorted({d.code for d in check([pipeline], strict=True).diagnostics if d.is_error})
+    assert codes == ["L-WARPS", "W-STALE-CONTRACT"]
