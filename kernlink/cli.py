@@ -74,6 +74,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                    strict=args.strict)
     n_err = sum(1 for d in result.diagnostics if d.is_error)
     summary = "composition rejected" if n_err else "composition accepted"
+    if any(d.code == "E-INTERNAL" for d in result.diagnostics):
+        summary = "composition not decided: kernlink failed (exit 3)"
     emit(result.diagnostics, result.sources, args.format, color=_color(args.color), summary=summary,
          output=args.output)
     return _exit_for(result.diagnostics)
