@@ -295,37 +295,63 @@ def _round(comp: Composition, placed: Placed, packages: Sequence[tuple[str, Stag
 _SHARED_DECL = re.compile(r"^\s*\.shared\s+(?:\.align\s+\d+\s+)?\.[busf](\d+)\s+([\w$.]+)(?:\[(\d+)\])?\s*;", re.M)
 
 
+_LOCAL_STATIC = re.compile(r"^_ZZ(\d+)")  # a function-scope static: _ZZ<len><function>E<len><name>
+
+
+def _shared_name(mangled: str) -> tuple[str, str | None]:
+    """A `.shared` variable as written (`staging`), and the function that declares it (None at file scope)."""
+    found = _LOCAL_STATIC.match(mangled)
+    if found is None:
+        return mangled, None
+    n = int(found.group(1))
+    start = found.end()
+    function, rest = mangled[start:start + n], mangled[start + n:]
+    name = re.match(r"E(\d+)", rest)
+    if name is None:
+        return mangled, function
+    k = int(name.group(1))
+    return rest[name.end():name.end() + k] or mangled, function
+
+
 def _static_smem(comp: Composition, packages: Sequence[tuple[str, StagePackage]],
                  inputs: Sequence[tuple[str, bytes]], arch: str, window: int) -> Diagnostic:
-    """L-LINK for `__shared__` variables in components: name them and their sizes (from the linked PTX)."""
+    """L-LINK for `__shared__` variables in components: name them, their sizes and their packages."""
     try:
         ptx = link(inputs, arch=arch, kernels=[KERNEL], emit_ptx=True).ptx or ""
     except DiagnosticError:
         ptx = ""
-    found = [(m.group(2), int(m.group(1)) // 8 * int(m.group(3) or 1)) for m in _SHARED_DECL.finditer(ptx)]
-    total = sum(size for _, size in found)
-    listed = ", ".join(f"`{name}` ({size} B)" for name, size in found)
-    uses = [(entry.use.span, name) for entry in comp.stages for name, _ in packages
-            if entry.use is not None and entry.use.path == name]
-    labels: tuple[Label, ...]
-    if len(packages) == 1 and uses:
-        labels = (Label(uses[0][0], f"`{uses[0][1]}` declares {listed or 'static shared memory'}"),)
-        who = f"package `{uses[0][1]}`"
-    else:
-        labels = tuple(Label(span, f"`{name}`: one of the packages linked", primary=i == 0)
-                       for i, (span, name) in enumerate(uses)) or (Label(comp.pipeline.span, "linking this pipeline"),)
-        who = "a package"
-    what = f"{who} declares `__shared__` {listed}" if found else f"{who} declares `__shared__` variables"
+    uses = {entry.use.path: entry.use.span for entry in comp.stages if entry.use is not None and entry.use.path}
+    declared: dict[str, list[str]] = {}  # package ("" when unknown) -> "`name` (N B)" entries
+    total = 0
+    for m in _SHARED_DECL.finditer(ptx):
+        size = int(m.group(1)) // 8 * int(m.group(3) or 1)
+        total += size
+        name, function = _shared_name(m.group(2))
+        owners = [pkg for pkg, stage in packages
+                  if function is not None and function in stage.manifest["captured"]["defined"]]
+        owner = owners[0] if len(owners) == 1 else packages[0][0] if len(packages) == 1 else ""
+        where = f" in `{function}`" if function else ""
+        declared.setdefault(owner, []).append(f"`{name}`{where} ({size} B)")
+    labels = [Label(uses[pkg], f"`{pkg}` declares {', '.join(found)}") for pkg, found in declared.items()
+              if pkg in uses]
+    unknown = declared.get("", [])
+    if unknown:
+        labels += [Label(span, f"`{pkg}`: one of the packages linked") for pkg, span in uses.items()]
+    if not labels:
+        labels = [Label(comp.pipeline.span, "linking this pipeline")]
+    labels = [dataclasses.replace(lab, primary=i == 0) for i, lab in enumerate(labels)]
+    listed = "; ".join(f"{f'`{pkg}`' if pkg else 'a package'} declares `__shared__` {', '.join(found)}"
+                       for pkg, found in declared.items())
     return Diagnostic(
-        "L-LINK", f"{what}: shared memory the contract does not claim",
-        labels=labels,
+        "L-LINK", f"{listed or 'a package declares `__shared__` variables'}: shared memory no contract claims",
+        labels=tuple(labels),
         notes=(f"the variables take {total} B; with their alignment the dynamic shared memory base moves by "
-               f"{window} B" if found else f"the kernel has {window} B of static shared memory",
+               f"{window} B" if declared else f"the kernel has {window} B of static shared memory",
                "static shared memory comes before the dynamic shared memory, so it moves the base every "
                "shared-memory handle counts from"),
         helps=("declare no `__shared__` variables in components: claim shared memory in the contract "
                "(`claim smem NAME bytes N`) and reach it through its handle",),
-        data=(("kernel", KERNEL), ("static_smem", str(window)), ("variables", listed)))
+        data=(("kernel", KERNEL), ("static_smem", str(window)), ("bytes", str(total))))
 
 
 def _spills(info_log: str) -> tuple[int, int]:
