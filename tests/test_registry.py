@@ -124,6 +124,12 @@ def test_every_code_in_the_source_is_registered() -> None:
     assert not unregistered, f"codes used but not registered (diagnostics/codes.py or a clause): {unregistered}"
 
 
+def test_every_registered_code_is_used() -> None:
+    """Both directions: a registered E-/W-/I- code that no source emits is stale (retire it instead)."""
+    used = {code for code, where in _code_strings().items() if any(w != "diagnostics/codes.py" for w in where)}
+    assert not [c.code for c in CODES if c.code not in used]
+
+
 def test_the_scan_finds_codes() -> None:
     """The source scan is not vacuous: it sees clause, error and note codes."""
     found = _code_strings()
