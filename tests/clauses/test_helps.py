@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics.model import DiagnosticError
+from diagnostics.model import Diagnostic, DiagnosticError
 from kernlink.api import check, check_text
 
 CLAUSES = Path(__file__).parent
 EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
 
 
-def _errors(text: str) -> list:  # type: ignore[type-arg]
+def _errors(text: str) -> list[Diagnostic]:
     return [d for d in check_text(text, "x.kc").diagnostics if d.is_error]
 
 
