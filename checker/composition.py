@@ -113,8 +113,10 @@ class UnresolvedUse:
     """A `use` line no stage satisfies: none by that name, several equal ones, or a version miss."""
 
     use: A.Use
-    reason: str  # "missing" | "duplicate" | "version" | "bad-requirement"
+    reason: str  # "missing" | "duplicate" | "version" | "bad-requirement" | "unparsable"
     candidates: tuple[StageEntry, ...] = ()
+    # for "unparsable": the file whose syntax error hides the stage (E-SYNTAX/E-NAME report it)
+    file: str | None = None
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,8 @@ class Composition:
     owners: dict[str, tuple[Owned[A.OwnsFact], ...]] = field(default_factory=dict)
     events: dict[str, Owned[A.Node]] = field(default_factory=dict)
     unresolved: tuple[UnresolvedUse, ...] = ()
+    # candidate stages (beside the pipeline, named, or packaged) that no `use` selects
+    unused: tuple[StageEntry, ...] = ()
     call_graph: nx.DiGraph = field(default_factory=nx.DiGraph)
     channel_graph: nx.MultiDiGraph = field(default_factory=nx.MultiDiGraph)
 

@@ -32,9 +32,13 @@ def implicit_pipeline(stages: Sequence[A.Stage], name: str, span: Span) -> A.Pip
     return A.Pipeline(name, tuple(items), span=span)
 
 
-def select_stages(pipeline: A.Pipeline, candidates: Sequence[StageEntry]
-                  ) -> tuple[list[StageEntry], list[UnresolvedUse]]:
-    """Pick, for every `use`, the highest candidate version meeting its requirement."""
+def select_stages(pipeline: A.Pipeline, candidates: Sequence[StageEntry],
+                  unparsable: Mapping[str, str] | None = None) -> tuple[list[StageEntry], list[UnresolvedUse]]:
+    """Pick, for every `use`, the highest candidate version meeting its requirement.
+
+    ``unparsable`` maps stage names to the file that declares them but did not parse: a
+    `use` of such a stage is unresolved because of that file's syntax error, not missing.
+    """
     by_name: dict[str, list[StageEntry]] = defaultdict(list)
     for cand in candidates:
         by_name[cand.name].append(cand)
@@ -47,7 +51,9 @@ def select_stages(pipeline: A.Pipeline, candidates: Sequence[StageEntry]
             pool = packaged or pool
         req = Requirement.parse(use.requirement)
         if not pool:
-            problems.append(UnresolvedUse(use, "missing"))
+            broken = (unparsable or {}).get(use.stage)
+            problems.append(UnresolvedUse(use, "unparsable", file=broken) if broken is not None
+                            else UnresolvedUse(use, "missing"))
             continue
         if req is None:
             problems.append(UnresolvedUse(use, "bad-requirement", tuple(pool)))
@@ -73,9 +79,11 @@ def _with_use(entry: StageEntry, use: A.Use) -> StageEntry:
 
 
 def resolve(pipeline: A.Pipeline, pipeline_source: str, candidates: Sequence[StageEntry],
-            target_override: str | None = None) -> Composition:
+            target_override: str | None = None, unparsable: Mapping[str, str] | None = None) -> Composition:
     """Build the composition the clauses read; never raises on bad input."""
-    stages, unresolved = select_stages(pipeline, candidates)
+    stages, unresolved = select_stages(pipeline, candidates, unparsable)
+    used = {use.stage for use in pipeline.uses}
+    unused = tuple(c for c in candidates if c.name not in used)
     target_item = pipeline.target
     if target_override is not None:
         target_name, target_span = target_override, UNKNOWN_SPAN
@@ -87,7 +95,7 @@ def resolve(pipeline: A.Pipeline, pipeline_source: str, candidates: Sequence[Sta
         target_span = first.span if first is not None else pipeline.span
     shell = Composition(pipeline=pipeline, pipeline_source=pipeline_source, stages=tuple(stages),
                         target_name=target_name, target=lookup_target(target_name),
-                        target_span=target_span, unresolved=tuple(unresolved))
+                        target_span=target_span, unresolved=tuple(unresolved), unused=unused)
     comp = _indexed(shell)
     _call_graph(comp)
     _channel_graph(comp)

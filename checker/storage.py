@@ -136,8 +136,8 @@ def slot_bytes(comp: Composition, ring: str) -> int:
 def overflowing_rings(comp: Composition) -> list[str]:
     """Rings with per-slot claims whose slots alone, at the minimum depth, exceed shared memory.
 
-    L-DEPTH reports these ("no depth fits the slot storage"); L-OVERLAP stays silent on
-    shared memory while any exists, since the whole would overflow too.
+    L-OVERLAP reports each of these alone ("no depth fits the slot storage") and not the
+    shared-memory sum while any exists, since the whole would overflow too.
     """
     target = comp.target
     if target is None:

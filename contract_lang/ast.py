@@ -18,8 +18,9 @@ from diagnostics.span import UNKNOWN_SPAN, Span
 SCALAR_TYPES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
                 "f16", "bf16", "f32", "f64", "ptr")
 ELEM_TYPES = ("f32", "f16", "bf16", "e4m3", "e5m2", "i32", "u32", "i8", "u8", "f64")
-FEATURES = ("tma", "mbarrier", "wgmma", "setmaxnreg", "tmem", "tcgen05", "clusters",
-            "multimem", "mma_sync", "stmatrix", "cp_async_bulk", "named_barriers")
+# Every feature of the hardware table (checker/hardware.py FEATURE_SOURCES; a test keeps them equal).
+FEATURES = ("tma", "tma_multicast", "mbarrier", "wgmma", "setmaxnreg", "tmem", "tcgen05", "clusters",
+            "dsmem", "multimem", "mma_sync", "ldmatrix", "stmatrix", "cp_async_bulk", "named_barriers")
 SCOPES = ("cta", "cluster", "gpu", "sys")
 GUARANTEES = ("converged", "full_warps", "enter_once", "no_early_return")
 VIEWS = ("peer", "multicast")

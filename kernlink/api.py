@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from checker.clause import Clause
 from checker.composition import Composition
-from checker.engine import errors, run_clauses, selected
+from checker.engine import by_code, errors, run_clauses, selected
 from checker.resolve import resolve
 from diagnostics.model import Diagnostic, DiagnosticError, sort_diagnostics
 from diagnostics.sources import SourceMap
@@ -41,12 +41,13 @@ class CheckResult:
         return not errors(self.diagnostics) and self.composition is not None
 
 
-def compose(paths: Sequence[str | Path], *, target: str | None = None) -> tuple[Inputs, Composition | None]:
+def compose(paths: Sequence[str | Path], *, target: str | None = None,
+            strict: bool = False) -> tuple[Inputs, Composition | None]:
     """Load and resolve; the composition is None when no pipeline could be read."""
-    inputs = load(paths)
+    inputs = load(paths, strict=strict)
     if inputs.pipeline is None:
         return inputs, None
-    return inputs, resolve(inputs.pipeline, inputs.pipeline_source, inputs.candidates, target)
+    return inputs, resolve(inputs.pipeline, inputs.pipeline_source, inputs.candidates, target, inputs.unparsable)
 
 
 def check_text(text: str, name: str = "<example>", *, target: str | None = None) -> CheckResult:
@@ -67,26 +68,52 @@ def check_text(text: str, name: str = "<example>", *, target: str | None = None)
     pipeline = (source.pipelines[0] if source.pipelines
                 else implicit_pipeline(source.stages, name, Span(name, 1, 1, 1, 1)))
     comp = resolve(pipeline, name, stages, target)
-    diags = run_clauses(comp)
+    diags = run_checks(comp, None, [])
     if not errors(diags):
         diags.extend(verify_downstream(comp).diagnostics)
     return CheckResult(sort_diagnostics(diags), sources, comp)
 
 
 def check(paths: Sequence[str | Path], *, target: str | None = None, select: Sequence[str] | None = None,
-          ignore: Sequence[str] | None = None) -> CheckResult:
-    """Audit a composition. Raises only ``UsageError`` / ``SelectionError`` for bad arguments."""
+          ignore: Sequence[str] | None = None, strict: bool = False) -> CheckResult:
+    """Audit a composition. Raises only ``UsageError`` / ``SelectionError`` for bad arguments.
+
+    ``strict`` makes warnings about the inputs (a stale `.kc`, W-STALE-CONTRACT) errors.
+    """
     clauses: list[type[Clause]] = selected(select, ignore)
-    inputs, comp = compose(paths, target=target)
+    inputs, comp = compose(paths, target=target, strict=strict)
     diags = list(inputs.diagnostics)
     downstream = None
     if comp is not None:
-        diags.extend(run_clauses(comp, clauses))
+        diags.extend(run_checks(comp, clauses, diags))
         if not errors(diags):
             codes = {c.code for c in clauses}
             downstream = verify_downstream(comp)
             diags.extend(d for d in downstream.diagnostics if not d.code.startswith("L-") or d.code in codes)
     return CheckResult(sort_diagnostics(diags), inputs.sources, comp, inputs, downstream)
+
+
+#: Clauses that decide whether the pipeline resolves at all; they run first, whatever is selected.
+RESOLUTION = ("L-STAGE", "L-VERSION")
+
+
+def run_checks(comp: Composition, clauses: Sequence[type[Clause]] | None,
+               found: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """Resolution first, then the (selected) clauses — root cause first.
+
+    While a `use` is unresolved, or an input (``found``) failed to load or parse, only
+    the resolution clauses report: every other clause would judge a composition
+    missing a stage, and its findings would be that stage's absence told again.
+    """
+    known = by_code()
+    first = run_clauses(comp, [known[c] for c in RESOLUTION])
+    # a warning made an error by --strict (W-) hides no stage: it does not stop the check
+    if errors(first) or errors(d for d in found if not d.code.startswith("W-")):
+        return first
+    chosen = list(clauses) if clauses is not None else selected()
+    codes = {c.code for c in chosen}
+    return sort_diagnostics([*(d for d in first if d.code in codes),
+                             *run_clauses(comp, [c for c in chosen if c.code not in RESOLUTION])])
 
 
 @dataclass
@@ -104,7 +131,7 @@ class LinkResult:
 
 
 def link(paths: Sequence[str | Path], out_dir: str | Path | None = None, *, target: str | None = None,
-         emit_ptx: bool = False) -> LinkResult:
+         emit_ptx: bool = False, strict: bool = False) -> LinkResult:
     """Check, then link an accepted composition; with ``out_dir``, write the outputs there.
 
     The link map is written even when the check or the link fails. Raises only
@@ -114,7 +141,7 @@ def link(paths: Sequence[str | Path], out_dir: str | Path | None = None, *, targ
 
     if isinstance(out_dir, str) and not out_dir.strip():
         raise UsageError("an output directory cannot be empty")
-    result = check(paths, target=target)
+    result = check(paths, target=target, strict=strict)
     comp, placed = result.composition, result.downstream.placed if result.downstream else None
     if not result.accepted or comp is None or placed is None:
         output = None

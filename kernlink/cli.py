@@ -1,7 +1,8 @@
 """The `kernlink` command line.
 
-Exit codes: 0 accepted (or nothing to report), 1 rejected (any error diagnostic),
-2 usage or I/O error. No command prints a traceback for bad input.
+Exit codes (kernlink/exit_codes.py): 0 accepted (or nothing to report), 1 rejected
+(any error diagnostic), 2 usage or I/O error, 3 internal error (E-INTERNAL), 130
+interrupted. No command prints a traceback: an escaping exception is E-INTERNAL.
 """
 
 from __future__ import annotations
@@ -12,24 +13,29 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from checker.engine import SelectionError, by_code, registry
+from checker.engine import SelectionError, registry
 from diagnostics.files import atomic_write_text
-from diagnostics.model import Diagnostic, DiagnosticError, Severity
+from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.render_json import render_json
 from diagnostics.render_sarif import render_sarif
 from diagnostics.render_text import render_text
 from diagnostics.rules import RuleInfo
 from diagnostics.sources import SourceMap
 from kernlink import __version__
+from kernlink.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED, EXIT_USAGE, epilog, exit_for
 from kernlink.loader import UsageError
 
-EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+__all__ = ["EXIT_INTERNAL", "EXIT_OK", "EXIT_REJECTED", "EXIT_USAGE", "build_parser", "emit", "main"]
 
 
 def _rules() -> list[RuleInfo]:
-    return [RuleInfo(code=c.code, name=c.name, summary=c.summary, help_uri=None,
-                     full_description=c.docs().sections.get("What it checks", c.summary))
-            for c in registry()]
+    from diagnostics.codes import CODES
+
+    clauses = [RuleInfo(code=c.code, name=c.name, summary=c.summary, help_uri=None,
+                        full_description=c.docs().sections.get("What it checks", c.summary))
+               for c in registry()]
+    return clauses + [RuleInfo(code=c.code, name=c.name, summary=c.summary, help_uri=None,
+                               full_description=c.what) for c in CODES]
 
 
 def emit(diags: Sequence[Diagnostic], sources: SourceMap, fmt: str, *, color: bool | None,
@@ -48,9 +54,7 @@ def emit(diags: Sequence[Diagnostic], sources: SourceMap, fmt: str, *, color: bo
 
 
 def _exit_for(diags: Sequence[Diagnostic]) -> int:
-    if any(d.code in ("E-IO",) for d in diags):
-        return EXIT_USAGE
-    return EXIT_REJECTED if any(d.severity is Severity.ERROR for d in diags) else EXIT_OK
+    return exit_for(diags)
 
 
 def _color(choice: str) -> bool | None:
@@ -66,9 +70,12 @@ def _codes(text: str | None) -> list[str] | None:
 def cmd_check(args: argparse.Namespace) -> int:
     from kernlink.api import check
 
-    result = check(args.paths, target=args.target, select=_codes(args.select), ignore=_codes(args.ignore))
+    result = check(args.paths, target=args.target, select=_codes(args.select), ignore=_codes(args.ignore),
+                   strict=args.strict)
     n_err = sum(1 for d in result.diagnostics if d.is_error)
     summary = "composition rejected" if n_err else "composition accepted"
+    if any(d.code == "E-INTERNAL" for d in result.diagnostics):
+        summary = "composition not decided: kernlink failed (exit 3)"
     emit(result.diagnostics, result.sources, args.format, color=_color(args.color), summary=summary,
          output=args.output)
     return _exit_for(result.diagnostics)
@@ -103,11 +110,15 @@ def cmd_fmt(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from kernlink.docs import explain_json, explain_text
+    from contract_lang.parser import did_you_mean
+    from kernlink.docs import explain_json, explain_text, known_codes
 
     code = args.code.upper()
-    if code not in by_code():
-        print(f"error: unknown clause `{args.code}`; `kernlink clauses` lists them", file=sys.stderr)
+    if code not in known_codes():
+        guess = did_you_mean(code, known_codes())
+        hint = f"; did you mean `{guess}`?" if guess else ""
+        print(f"error: unknown code `{args.code}`{hint} (`kernlink clauses` lists the clauses, specs/codes.md "
+              "the other codes)", file=sys.stderr)
         return EXIT_USAGE
     print(explain_json(code) if args.format == "json" else explain_text(code), end="")
     return EXIT_OK
@@ -129,7 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     from kernlink.paths import output_path
 
     parser = argparse.ArgumentParser(prog="kernlink",
-                                     description="Verification-first contracts for GPU kernel components")
+                                     description="Verification-first contracts for GPU kernel components",
+                                     epilog=epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"kernlink {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -139,6 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     p.add_argument("--select", help="only these clause codes (comma-separated)")
     p.add_argument("--ignore", help="skip these clause codes (comma-separated)")
+    p.add_argument("--strict", action="store_true",
+                   help="warnings about the inputs are errors (a `.kc` that differs from its package's contract)")
     p.add_argument("-o", "--output", type=output_path, help="write the report to a file instead of stdout")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_check)
@@ -149,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_fmt)
 
-    p = sub.add_parser("explain", help="print a clause's documentation")
+    p = sub.add_parser("explain", help="print a code's documentation (every L-, E-, W- and I- code)")
     p.add_argument("code")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_explain)
@@ -176,9 +190,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         emit(err.diagnostics, SourceMap(), "text", color=None)
         return _exit_for(err.diagnostics) or EXIT_REJECTED
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
+    except Exception as exc:  # a kernlink bug: never a traceback, never the rejected code
+        from diagnostics.internal import internal_error
+
+        argv_list = list(argv) if argv is not None else sys.argv[1:]
+        emit([internal_error(exc, f"`kernlink {args.command}`", argv_list)], SourceMap(), "text", color=None)
+        return EXIT_INTERNAL
     return code
 
 

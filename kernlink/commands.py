@@ -1,7 +1,7 @@
 """Subcommands that build, read and run artifacts: ``pack``, ``inspect``, ``link`` and ``run``.
 
 ``kernlink.cli.build_parser`` calls :func:`add_commands`; each command returns an
-exit code (0 done, 1 rejected, 2 usage or I/O error) and reports problems as
+exit code (kernlink/exit_codes.py: 0 done, 1 rejected, 2 usage or I/O error, 3 internal error) and reports problems as
 diagnostics, never as tracebacks.
 """
 
@@ -45,6 +45,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                    help="the directory for kernel.cubin, generated.cu, link.map and link.json")
     p.add_argument("--target", help="link for another target than the pipeline's")
     p.add_argument("--ptx", action="store_true", help="also write the linked PTX (kernel.ptx)")
+    p.add_argument("--strict", action="store_true", help="a `.kc` that differs from its package's contract is an error")
     p.add_argument("--format", choices=("text", "json"), default="text", help="how to print diagnostics")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_link)
@@ -89,7 +90,7 @@ def cmd_link(args: argparse.Namespace) -> int:
     from kernlink.api import link
     from kernlink.cli import EXIT_OK, emit
 
-    result = link(args.paths, args.output, target=args.target, emit_ptx=args.ptx)
+    result = link(args.paths, args.output, target=args.target, emit_ptx=args.ptx, strict=args.strict)
     if not result.ok:
         return _report(result.diagnostics, result.sources, args)
     if args.format == "json":
@@ -113,13 +114,14 @@ def cmd_place(args: argparse.Namespace) -> int:
     from diagnostics.files import atomic_write_text
     from kernlink.api import check
     from kernlink.cli import EXIT_OK, EXIT_REJECTED, emit
+    from kernlink.exit_codes import exit_for
     from placement import render_map, render_svg, to_json
 
     result = check(args.paths, target=args.target)
     placed = result.downstream.placed if result.downstream is not None else None
     if not result.accepted or placed is None:
         emit(result.diagnostics, result.sources, "text", color=_color(args.color), summary="composition rejected")
-        return EXIT_REJECTED
+        return exit_for(result.diagnostics) or EXIT_REJECTED
     text_map, json_map = render_map(placed.placement), to_json(placed.placement)
     if args.json_out:
         atomic_write_text(args.json_out, json_map)
@@ -282,14 +284,15 @@ def _sources(*paths: str) -> SourceMap:
 
 
 def _report(diags: Sequence[Diagnostic], sources: SourceMap, args: argparse.Namespace) -> int:
-    """Print a failed command's diagnostics; 2 for I/O errors, else 1."""
-    from kernlink.cli import EXIT_REJECTED, EXIT_USAGE, emit
+    """Print a failed command's diagnostics; 3 for internal errors, 2 for I/O errors, else 1."""
+    from kernlink.cli import EXIT_REJECTED, emit
+    from kernlink.exit_codes import exit_for
 
     if args.format == "json":
         sys.stdout.write(_json(diags) + "\n")
     else:
         emit(diags, sources, "text", color=_color(args.color))
-    return EXIT_USAGE if any(d.code == "E-IO" for d in diags) else EXIT_REJECTED
+    return exit_for(diags) or EXIT_REJECTED
 
 
 def _json(diags: Sequence[Diagnostic]) -> str:

@@ -1,4 +1,5 @@
-"""Clause documentation for people and tools, generated from the clause docstrings."""
+"""Documentation of every code for people and tools: clauses from their docstrings, the
+E-/W-/I- codes from diagnostics/codes.py."""
 
 from __future__ import annotations
 
@@ -8,12 +9,25 @@ from rich.console import Console
 from rich.table import Table
 
 from checker.engine import by_code, registry
+from diagnostics.codes import BY_CODE, CODES, SECTIONS
+
+
+def known_codes() -> list[str]:
+    """Every code `explain` answers for: the clauses' and the registered E-/W-/I- codes."""
+    return sorted([*by_code(), *BY_CODE])
 
 
 def explain_text(code: str) -> str:
-    cls = by_code()[code]
-    sections = cls.docs().sections
-    out = [f"{cls.code} ({cls.name}): {cls.summary}", ""]
+    if code in BY_CODE:
+        import textwrap
+
+        info = BY_CODE[code]
+        sections = {t: b if t == "Example" else textwrap.fill(b, 88) for t, b in info.sections.items()}
+        head = f"{info.code} ({info.name}, {info.severity}): {info.summary}"
+    else:
+        cls = by_code()[code]
+        sections, head = cls.docs().sections, f"{cls.code} ({cls.name}): {cls.summary}"
+    out = [head, ""]
     for title in ("What it checks", "Why it matters", "Example", "Fix"):
         body = sections[title].replace("```kernlink\n", "").replace("```", "").rstrip()
         out.append(title)
@@ -24,6 +38,10 @@ def explain_text(code: str) -> str:
 
 
 def _entry(code: str) -> dict[str, object]:
+    if code in BY_CODE:
+        info = BY_CODE[code]
+        return {"code": info.code, "name": info.name, "summary": info.summary, "category": info.category,
+                "severity": info.severity, "sections": info.sections, "example": info.example}
     cls = by_code()[code]
     docs = cls.docs()
     return {"code": cls.code, "name": cls.name, "summary": cls.summary, "category": cls.category,
@@ -62,4 +80,23 @@ def catalogue_markdown() -> str:
         lines += ["", f"## {cls.code}", "", f"*{cls.name}* — {cls.summary}.", ""]
         for title in ("What it checks", "Why it matters", "Example", "Fix"):
             lines += [f"### {title}", "", sections[title].rstrip(), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def codes_markdown() -> str:
+    """specs/codes.md: the E-/W-/I- codes, generated; a test keeps the checked-in copy current."""
+    lines = ["# Other codes", "",
+             "Every diagnostic code that is not a clause, generated from `diagnostics/codes.py`;",
+             "do not edit by hand. `kernlink explain CODE` prints one entry; clauses are in",
+             "[clauses.md](clauses.md).", ""]
+    lines += ["| code | severity | category | reports |", "|---|---|---|---|"]
+    ordered = sorted(CODES, key=lambda c: c.code)
+    lines += [f"| [{c.code}](#{c.code.lower()}) | {c.severity} | {c.category} | {c.summary} |" for c in ordered]
+    for info in ordered:
+        lines += ["", f"## {info.code}", "", f"*{info.name}* — {info.summary}.", ""]
+        for title in SECTIONS:
+            body = info.sections[title]
+            if title == "Example":
+                body = f"```\n{body}\n```"
+            lines += [f"### {title}", "", body, ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -4,11 +4,17 @@ Accepted inputs: one `.kp` pipeline (stages come from `.kc` files beside it, fro
 files named alongside, and from packages its `use … from` lines name), a directory
 holding one `.kp`, or only `.kc` files (an implicit pipeline using every stage in
 them). Every problem is a diagnostic; loading goes on so all of them are reported.
+
+When a stage comes from a package (`use … from "x.kpkg"`, or a package on the command
+line) and a `.kc` file also declares it, **the package's embedded contract wins**: its
+object code was compiled against it. A `.kc` that says something else is reported as
+``W-STALE-CONTRACT`` (a warning with both spans; an error with ``strict``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,6 +28,9 @@ from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.sources import SourceMap
 from diagnostics.span import Span
 
+# `stage "name"` at the start of a line: what a file that does not parse would have declared.
+_STAGE_HEADER = re.compile(r'^\s*stage\s+"([^"\n]+)"', re.M)
+
 
 @dataclass
 class Inputs:
@@ -30,6 +39,8 @@ class Inputs:
     candidates: list[StageEntry] = field(default_factory=list)
     sources: SourceMap = field(default_factory=SourceMap)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # stage name → the file that declares it but did not parse (its syntax error is the root cause)
+    unparsable: dict[str, str] = field(default_factory=dict)
 
     @property
     def fatal(self) -> bool:
@@ -48,8 +59,11 @@ def display_name(path: Path) -> str:
         return str(path)
 
 
-def load(paths: Sequence[str | Path]) -> Inputs:
-    """Read every input; raises UsageError only for an impossible combination of paths."""
+def load(paths: Sequence[str | Path], *, strict: bool = False) -> Inputs:
+    """Read every input; raises UsageError only for an impossible combination of paths.
+
+    ``strict`` makes a stale contract (``W-STALE-CONTRACT``) an error.
+    """
     inputs = Inputs()
     given = [Path(p) for p in paths]
     if not given:
@@ -83,7 +97,45 @@ def load(paths: Sequence[str | Path]) -> Inputs:
             name = display_name(first)
             inputs.pipeline = implicit_pipeline(stages, first.stem, Span(name, 1, 1, 1, 1))
             inputs.pipeline_source = name
+    inputs.diagnostics.extend(stale_contracts(inputs.candidates, strict=strict))
     return inputs
+
+
+def stale_contracts(candidates: Sequence[StageEntry], *, strict: bool = False) -> list[Diagnostic]:
+    """A `.kc` stage that differs from the contract a package embeds for the same stage."""
+    out: list[Diagnostic] = []
+    files = [c for c in candidates if c.package is None]
+    for pkg in (c for c in candidates if c.package is not None):
+        for kc in (c for c in files if c.name == pkg.name and c.stage != pkg.stage):
+            out.append(_stale(kc, pkg, strict))
+    return out
+
+
+def _stale(kc: StageEntry, pkg: StageEntry, strict: bool) -> Diagnostic:
+    ours = [it for it in kc.stage.items]
+    theirs = [it for it in pkg.stage.items]
+    first = next((a for a, b in zip(ours, theirs, strict=False) if a != b), None)
+    if first is None and len(ours) > len(theirs):
+        first = ours[len(theirs)]
+    if kc.stage.version != pkg.stage.version:
+        where, text = kc.stage.span, f"version {kc.stage.version} here, {pkg.stage.version} in the package"
+    elif first is not None:
+        where, text = first.span, "differs from the packaged contract from here"
+    else:
+        where, text = kc.stage.span, "the packaged contract has items this one lacks"
+    package = pkg.package or "the package"
+    secondary = Label(pkg.use.span if pkg.use is not None else pkg.stage.span, "the package checked instead",
+                      primary=False)
+    return Diagnostic(
+        "W-STALE-CONTRACT",
+        f"`{kc.source}` differs from the contract packed in `{package}` for stage `{kc.name}`",
+        severity=Severity.ERROR if strict else Severity.WARNING,
+        labels=(Label(where, text), secondary, Label(pkg.stage.span, "the contract in the package", primary=False)),
+        notes=("the package's contract is the one checked and linked: its object code was compiled against it; "
+               "this file is ignored",),
+        helps=(f"repack the component with this contract (`kernlink pack <source>.cu --contract {kc.source} "
+               f"-o {package}`), or revert the edit",),
+        data=(("stage", kc.name), ("file", kc.source), ("package", package)))
 
 
 def _parse_into(inputs: Inputs, path: Path) -> A.SourceFile | None:
@@ -99,6 +151,8 @@ def _parse_into(inputs: Inputs, path: Path) -> A.SourceFile | None:
         return parse_text(text, name, kind)
     except DiagnosticError as err:
         inputs.diagnostics.extend(err.diagnostics)
+        for stage in _STAGE_HEADER.findall(text):  # a stage that does not parse is not `missing`
+            inputs.unparsable.setdefault(stage, name)
         return None
 
 

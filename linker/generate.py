@@ -348,6 +348,9 @@ def _handles(comp: Composition, solved: Solved) -> tuple[HandleValue, ...]:
                     helps=("report it with the inputs: a checked, placed composition has a value for every "
                            "handle",)))
                 continue
+            if spec.kind in ("ring_full_count", "ring_empty_count") and value.value <= 0:
+                problems.append(_zero_count(comp, entry, spec.item, value))
+                continue
             first = values.setdefault(symbol, value)
             if first.value != value.value:
                 problems.append(Diagnostic(
@@ -359,6 +362,23 @@ def _handles(comp: Composition, solved: Solved) -> tuple[HandleValue, ...]:
         raise DiagnosticError(problems)
     order = {e.name: i for i, e in enumerate(comp.stages)}
     return tuple(sorted(values.values(), key=lambda h: (order.get(h.stage, len(order)), h.symbol)))
+
+
+def _zero_count(comp: Composition, entry: StageEntry, ring: str, value: HandleValue) -> Diagnostic:
+    """An mbarrier initialised with no arrivals completes no phase: refuse it, never generate it."""
+    which = "full" if value.kind == "ring_full_count" else "empty"
+    init = next((part for owned in comp.rings.get(ring, ()) if owned.stage_name == entry.name
+                 for part in owned.item.items
+                 if isinstance(part, A.RingBarrierInit) and part.barrier == which), None)
+    span = init.span if init is not None else entry.stage.span
+    return Diagnostic(
+        "L-LINK", f"the `{which}` barrier of ring `{ring}` would be initialised with {value.value} arrivals",
+        labels=(Label(span, f"{value.why.split(': ', 1)[-1]} is {value.value} with these roles"),),
+        notes=("`mbarrier.init` with a count of 0 is undefined: the phase never completes, and nvJitLink has been "
+               "seen to crash on such code",),
+        helps=("count units of roles with at least that many warps (`per_warpgroup(r)` needs 4 warps per "
+               "warpgroup), or state the count in warps or threads",),
+        data=(("ring", ring), ("barrier", which), ("count", str(value.value))))
 
 
 def _calls(comp: Composition) -> tuple[tuple[Trampoline, ...], tuple[DroppedExport, ...], list[Diagnostic]]:
@@ -420,6 +440,12 @@ def _dispatch(comp: Composition, placement: Placement, params: ParamsLayout, sme
               entry_regs: int) -> Dispatch:
     launch = _launch(comp)
     threads = placement.block_warps * 32
+    if threads <= 0 or not placement.roles:
+        raise DiagnosticError([Diagnostic(
+            "L-LINK", f"pipeline `{comp.pipeline.name}` has no role: the dispatch kernel would run no code",
+            labels=(Label(comp.pipeline.span, "no stage of this pipeline declares a role"),),
+            notes=("a kernel of 0 threads (`__launch_bounds__(0)`) cannot be launched",),
+            helps=("declare the roles that run the stages' code: `role NAME entry FUNCTION warps N`",))])
     setmaxnreg = any(info.role.regs is not None for info in comp.roles.values())
     if setmaxnreg and comp.target is not None and not comp.target.has("setmaxnreg"):
         raise DiagnosticError([Diagnostic(

@@ -287,14 +287,70 @@ def _round(comp: Composition, placed: Placed, packages: Sequence[tuple[str, Stag
     attempt.static_smem = kernel.static_smem
     attempt.spill_stores, attempt.spill_loads = _spills(result.info_log)
     if kernel.static_smem:
-        raise DiagnosticError([Diagnostic(
-            "L-LINK", f"the linked kernel `{KERNEL}` has {kernel.static_smem} B of static shared memory",
-            notes=("static shared memory comes before the dynamic shared memory, so it moves the base every "
-                   "shared-memory handle counts from",),
-            helps=("declare no `__shared__` variables in components: claim shared memory in the contract "
-                   "(`claim smem …`) and reach it through its handle",),
-            data=(("kernel", KERNEL), ("static_smem", str(kernel.static_smem))))])
+        raise DiagnosticError([_static_smem(comp, packages, inputs, arch, kernel.static_smem)])
     return _Round(generated, result.cubin, kernel, result.info_log, attempt)
+
+
+_SHARED_DECL = re.compile(r"^\s*\.shared\s+(?:\.align\s+\d+\s+)?\.[busf](\d+)\s+([\w$.]+)(?:\[(\d+)\])?\s*;", re.M)
+
+
+_LOCAL_STATIC = re.compile(r"^_ZZ(\d+)")  # a function-scope static: _ZZ<len><function>E<len><name>
+
+
+def _shared_name(mangled: str) -> tuple[str, str | None]:
+    """A `.shared` variable as written (`staging`), and the function that declares it (None at file scope)."""
+    found = _LOCAL_STATIC.match(mangled)
+    if found is None:
+        return mangled, None
+    n = int(found.group(1))
+    start = found.end()
+    function, rest = mangled[start:start + n], mangled[start + n:]
+    name = re.match(r"E(\d+)", rest)
+    if name is None:
+        return mangled, function
+    k = int(name.group(1))
+    return rest[name.end():name.end() + k] or mangled, function
+
+
+def _static_smem(comp: Composition, packages: Sequence[tuple[str, StagePackage]],
+                 inputs: Sequence[tuple[str, bytes]], arch: str, window: int) -> Diagnostic:
+    """L-LINK for `__shared__` variables in components: name them, their sizes and their packages."""
+    try:
+        ptx = link(inputs, arch=arch, kernels=[KERNEL], emit_ptx=True).ptx or ""
+    except DiagnosticError:
+        ptx = ""
+    uses = {entry.use.path: entry.use.span for entry in comp.stages if entry.use is not None and entry.use.path}
+    declared: dict[str, list[str]] = {}  # package ("" when unknown) -> "`name` (N B)" entries
+    total = 0
+    for m in _SHARED_DECL.finditer(ptx):
+        size = int(m.group(1)) // 8 * int(m.group(3) or 1)
+        total += size
+        name, function = _shared_name(m.group(2))
+        owners = [pkg for pkg, stage in packages
+                  if function is not None and function in stage.manifest["captured"]["defined"]]
+        owner = owners[0] if len(owners) == 1 else packages[0][0] if len(packages) == 1 else ""
+        where = f" in `{function}`" if function else ""
+        declared.setdefault(owner, []).append(f"`{name}`{where} ({size} B)")
+    labels = [Label(uses[pkg], f"`{pkg}` declares {', '.join(found)}") for pkg, found in declared.items()
+              if pkg in uses]
+    unknown = declared.get("", [])
+    if unknown:
+        labels += [Label(span, f"`{pkg}`: one of the packages linked") for pkg, span in uses.items()]
+    if not labels:
+        labels = [Label(comp.pipeline.span, "linking this pipeline")]
+    labels = [dataclasses.replace(lab, primary=i == 0) for i, lab in enumerate(labels)]
+    listed = "; ".join(f"{f'`{pkg}`' if pkg else 'a package'} declares `__shared__` {', '.join(found)}"
+                       for pkg, found in declared.items())
+    return Diagnostic(
+        "L-LINK", f"{listed or 'a package declares `__shared__` variables'}: shared memory no contract claims",
+        labels=tuple(labels),
+        notes=(f"the variables take {total} B; with their alignment the dynamic shared memory base moves by "
+               f"{window} B" if declared else f"the kernel has {window} B of static shared memory",
+               "static shared memory comes before the dynamic shared memory, so it moves the base every "
+               "shared-memory handle counts from"),
+        helps=("declare no `__shared__` variables in components: claim shared memory in the contract "
+               "(`claim smem NAME bytes N`) and reach it through its handle",),
+        data=(("kernel", KERNEL), ("static_smem", str(window)), ("bytes", str(total))))
 
 
 def _spills(info_log: str) -> tuple[int, int]:
@@ -362,6 +418,8 @@ def _resolve(comp: Composition, placed: Placed, entry: int, record: LinkRecord, 
     if register_demand(placed) <= entry * placed.placement.block_warps * 32:
         return placed
     caps = placed.problem.capacities
+    if entry < caps.setmaxnreg_min:
+        raise DiagnosticError([_entry_too_small(comp, placed, entry, caps.setmaxnreg_min)])
     problem: Problem = dataclasses.replace(
         placed.problem, capacities=dataclasses.replace(caps, max_regs_per_thread=min(entry, caps.max_regs_per_thread)))
     try:
@@ -384,6 +442,21 @@ def _resolve(comp: Composition, placed: Placed, entry: int, record: LinkRecord, 
     record.placement = placement
     record.resolved = True
     return Placed(problem, placement)
+
+
+def _entry_too_small(comp: Composition, placed: Placed, entry: int, least: int) -> Diagnostic:
+    """The kernel starts with fewer registers than any `setmaxnreg` budget: no group can be placed."""
+    labels = tuple(Label(info.role.span, f"`{name}`: regs {info.role.regs}", primary=i == 0)
+                   for i, (name, info) in enumerate(sorted((n, i) for n, i in comp.roles.items()
+                                                          if i.role.regs is not None)))
+    return Diagnostic(
+        "L-REGS", f"the linked kernel `{KERNEL}` starts with {entry} registers per thread, fewer than the smallest "
+                  f"`setmaxnreg` budget ({least}): the roles' `regs` cannot be applied",
+        labels=labels or (Label(comp.pipeline.span, "in this composition"),),
+        notes=(f"the register pool is the entry count × the block's {placed.placement.block_warps * 32} threads; "
+               "`setmaxnreg` hands out whole steps of it",),
+        helps=("drop the roles' `regs` (the kernel needs few registers), or lower the block's `blocks_per_sm`",),
+        data=(("entry", str(entry)), ("setmaxnreg_min", str(least))))
 
 
 def _regs_failed(comp: Composition, rnd: _Round, placed: Placed, entry: int) -> Diagnostic:

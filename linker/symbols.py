@@ -38,7 +38,7 @@ from checker.composition import Prototype as Prototype
 from checker.composition import SymbolKind as SymbolKind
 from checker.handles import TOOLKIT_EXTERNS as TOOLKIT_EXTERNS
 from diagnostics import Diagnostic, DiagnosticError
-from linker.toolchain import nvcc_path, nvrtc_options, parse_compiler_log
+from linker.toolchain import isolated, nvcc_path, nvrtc_options, parse_compiler_log
 
 _FUNC = re.compile(
     r"^(?P<linkage>\.visible|\.extern|\.weak|\.common)?\s*(?P<kind>\.entry|\.func)\s*"
@@ -104,6 +104,11 @@ def compile_ptx(source: str | bytes, name: str, *, arch: str, compiler: str = "n
     # A virtual architecture: PTX only. With `sm_XX` NVRTC would also run ptxas (twice the time).
     virtual = arch.replace("sm_", "compute_", 1)
     opts = [o for o in nvrtc_options(virtual, include_dirs=include_dirs, defines=defines) if o != "-dlto"]
+    return isolated("nvrtc", _ptx_nvrtc, text, name, arch, opts)
+
+
+def _ptx_nvrtc(text: bytes, name: str, arch: str, opts: Sequence[str]) -> str:
+    """NVRTC to PTX (in the toolchain's child process, so a crash is a diagnostic)."""
     err, prog = nvrtc.nvrtcCreateProgram(text, name.encode(), 0, [], [])
     _nvrtc_ok(err, name, "nvrtcCreateProgram")
     try:

@@ -5,24 +5,40 @@ Pure toolchain: no contracts. Every failure is a :class:`DiagnosticError`:
 log, with a span), ``L-LINK`` for nvJitLink (its error log in the notes, the
 result name such as ``ERROR_PTX_COMPILE`` in ``data``) and for a link whose
 cubin lacks an expected kernel, which nvJitLink itself reports as success.
+
+NVRTC and nvJitLink run in a child process (:func:`isolated`): a crash inside the
+native library (a SIGSEGV in nvJitLink has been seen on a zero mbarrier count) kills
+the child, not kernlink, and becomes ``E-COMPILE`` / ``L-LINK`` naming the signal,
+so the caller still writes its outputs. ``KERNLINK_NATIVE_FAULT=nvrtc|nvjitlink``
+makes that child kill itself with SIGSEGV first: the tests' way to prove it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import faulthandler
+import multiprocessing
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any, TypeVar
 
 from cuda.bindings import nvjitlink, nvrtc
 
 from diagnostics import Diagnostic, DiagnosticError, Label, Severity, Span
 from linker.cubin import read_cubin
+
+T = TypeVar("T")
+
+#: The environment variable that makes the native child crash (fault injection for tests).
+FAULT_ENV = "KERNLINK_NATIVE_FAULT"
 
 #: NVRTC gained ``--use-bundled-headers`` (CUDA headers shipped inside NVRTC) in 13.3.
 BUNDLED_HEADERS_SINCE = (13, 3)
@@ -175,6 +191,11 @@ def compile_nvrtc(
     text = source.encode() if isinstance(source, str) else source
     opts = nvrtc_options(arch, std=std, include_dirs=include_dirs, defines=defines,
                          extra=extra_options, cache_dir=cache_dir)
+    return isolated("nvrtc", _compile_nvrtc, text, name, arch, opts)
+
+
+def _compile_nvrtc(text: bytes, name: str, arch: str, opts: tuple[str, ...]) -> CompileResult:
+    """NVRTC itself (in the child process)."""
     err, prog = nvrtc.nvrtcCreateProgram(text, name.encode(), 0, [], [])
     _check_nvrtc(err, name, "nvrtcCreateProgram")
     try:
@@ -245,7 +266,7 @@ def link(
     """
     items = list(inputs.items()) if isinstance(inputs, Mapping) else list(inputs)
     opts = [f"-arch={arch}", "-lto", *(["-verbose"] if verbose else []), *extra_options]
-    cubin, info, errors = _nvjitlink(items, opts, arch, want="cubin")
+    cubin, info, errors = isolated("nvjitlink", _nvjitlink, items, opts, arch, "cubin")
     names = read_cubin(cubin, name=f"linked cubin for {arch}").kernel_names
     missing = [k for k in kernels if k not in names]
     if missing or not names:
@@ -261,8 +282,71 @@ def link(
     ptx = None
     if emit_ptx:
         ptx_opts = [o for o in opts if o != "-verbose"] + ["-ptx"]
-        ptx = _nvjitlink(items, ptx_opts, arch, want="ptx")[0].decode()
+        ptx = isolated("nvjitlink", _nvjitlink, items, ptx_opts, arch, "ptx")[0].decode()
     return LinkResult(arch, cubin, info, errors, names, ptx)
+
+
+def isolated(library: str, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a child process, so that a crash in ``library`` (native code) is a diagnostic.
+
+    The child's :class:`DiagnosticError` is raised here; a child killed by a signal (or
+    exiting without an answer) is ``L-LINK`` for nvJitLink and ``E-COMPILE`` for NVRTC.
+    """
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_child, args=(send, library, fn, args), daemon=True)  # type: ignore[attr-defined]
+    child.start()
+    send.close()
+    try:
+        kind, value = receive.recv()
+    except EOFError:
+        kind, value = "died", None
+    finally:
+        receive.close()
+        child.join()
+    if kind == "ok":
+        return value  # type: ignore[no-any-return]
+    if kind == "diagnostics":
+        raise DiagnosticError(value)
+    if kind == "error":
+        raise RuntimeError(f"{library} child process: {value}")
+    raise DiagnosticError([_crashed(library, child.exitcode, args)])
+
+
+def _child(conn: Connection, library: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    faulthandler.disable()  # the parent reports a crash; no Python stack dump from the child
+    try:
+        if os.environ.get(FAULT_ENV) == library:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        answer: tuple[str, Any] = ("ok", fn(*args))
+    except DiagnosticError as err:
+        answer = ("diagnostics", err.diagnostics)
+    except Exception as exc:  # reported to the parent, which raises it as a kernlink bug
+        answer = ("error", f"{type(exc).__name__}: {exc}")
+    conn.send(answer)
+    conn.close()
+
+
+def _crashed(library: str, exitcode: int | None, args: tuple[Any, ...]) -> Diagnostic:
+    if exitcode is not None and exitcode < 0:
+        try:
+            how = f"was killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            how = f"was killed by signal {-exitcode}"
+    else:
+        how = f"exited with status {exitcode} without an answer"
+    notes = ("the crash happened inside the native library, in a child process; kernlink itself did not crash",)
+    helps = ("report it to NVIDIA and to kernlink with the generated source and inputs; the output directory "
+             "holds `generated.cu`, `link.map` and `link.json`",)
+    if library == "nvjitlink":
+        items: Sequence[tuple[str, bytes]] = args[0]
+        names = ", ".join(f"`{n}`" for n, _ in items) or "no inputs"
+        return Diagnostic("L-LINK", f"nvJitLink crashed linking {names} for `{args[2]}`: the linker process {how}",
+                          notes=notes, helps=helps, data=(("result", "crashed"), ("exitcode", str(exitcode))))
+    return Diagnostic("E-COMPILE", f"NVRTC crashed compiling `{args[1]}` for `{args[2]}`: the compiler process {how}",
+                      notes=notes, helps=helps, data=(("compiler", "nvrtc"), ("result", "crashed"),
+                                                      ("exitcode", str(exitcode))))
 
 
 def parse_compiler_log(log: str) -> tuple[CompilerMessage, ...]:
@@ -308,6 +392,7 @@ def parse_ptxas_usage(info_log: str) -> dict[str, PtxasUsage]:
 
 def _nvjitlink(items: list[tuple[str, bytes]], opts: list[str], arch: str,
                want: str) -> tuple[bytes, str, str]:
+    """nvJitLink itself (in the child process)."""
     handle = None
     try:
         handle = nvjitlink.create(len(opts), opts)
@@ -363,8 +448,9 @@ def _compile_error(name: str, arch: str, compiler: str, result: str, log: str,
     helps: tuple[str, ...] = ()
     version = nvrtc_version()
     if compiler == "nvrtc" and "open source file" in log and version < BUNDLED_HEADERS_SINCE:
-        helps = (f"NVRTC {_dotted(version)} bundles no CUDA headers: pass the toolkit's "
-                 "include directory in `include_dirs`",)
+        helps = (f"NVRTC {_dotted(version)} bundles no CUDA headers: pack with `kernlink pack --compiler nvcc` "
+                 "(the nvcc on PATH finds the toolkit's headers); headers of your own go beside the source, "
+                 "whose directory is on the include path",)
     errors = [m for m in messages if m.severity is Severity.ERROR]
     if not errors:
         notes = tuple(line for line in log.splitlines() if line.strip())

@@ -1,8 +1,8 @@
 """Rejections explained: a minimal conflicting set of claims as one clause diagnostic.
 
 Codes: shared memory, tensor memory and counter slots that do not fit are
-``L-OVERLAP``; a shared-memory conflict that involves a ring's slots or mbarriers
-(the ring cannot reach its minimum depth) is ``L-DEPTH``; named-barrier IDs running
+``L-OVERLAP``, also when a ring's slots or mbarriers take part (the ring cannot reach
+its minimum depth; L-DEPTH is only about depth ranges); named-barrier IDs running
 out is ``L-BARRIER``; a warp layout that does not fit is ``L-WARPS``; register groups
 over the pool are ``L-REGS``. Every member of the core is a label ("needs N B"),
 the message states what the core needs, what the target offers and the shortfall.
@@ -19,10 +19,11 @@ from placement._warps import WarpConflict
 from placement.lifetime import Lifetime, Timeline, lifetime_key
 from placement.problem import Domain, Problem
 
+# The help of a shared-memory conflict a ring takes part in.
+RING_HELP = "lower the ring's minimum depth or its slot size, or free shared memory around it"
 HELPS: dict[str, str] = {
     "L-OVERLAP": "make a claim smaller, or give claims that are not used together exclusive phases "
                  "or event lifetimes so that they can share storage",
-    "L-DEPTH": "lower the ring's minimum depth or its slot size, or free shared memory around it",
     "L-BARRIER": "give barriers that are not used together exclusive phases or event lifetimes, "
                  "or merge barriers with the same participants",
     "L-WARPS": "use fewer or narrower roles, or a launch geometry with as many warps as the roles "
@@ -70,7 +71,7 @@ def storage_diagnostic(problem: Problem, conflict: Conflict) -> Diagnostic:
     needs_text = str(conflict.needs) if conflict.needs_exact else f"at least {conflict.needs}"
     target = caps.target
     if domain is Domain.SMEM:
-        code = "L-DEPTH" if rings else "L-OVERLAP"
+        code = "L-OVERLAP"  # every capacity overflow, rings or not (L-DEPTH is for depth ranges)
         what = f"shared memory needs {needs_text} B, {target} offers {offers} B"
         if len(rings) == 1:
             what = (f"ring `{rings[0]}` does not fit at its minimum depth {depths[rings[0]]}: "
@@ -111,7 +112,8 @@ def storage_diagnostic(problem: Problem, conflict: Conflict) -> Diagnostic:
             ("shortfall", str(conflict.needs - offers)),
             ("core", ", ".join(it.display for it in conflict.items)),
             ("minimal", str(conflict.minimal).lower()))
-    return Diagnostic(code, what, Severity.ERROR, labels, tuple(notes), (HELPS[code],), data)
+    help_text = RING_HELP if domain is Domain.SMEM and rings else HELPS[code]
+    return Diagnostic(code, what, Severity.ERROR, labels, tuple(notes), (help_text,), data)
 
 
 def warps_diagnostic(problem: Problem, conflict: WarpConflict) -> Diagnostic:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,8 @@ import pytest
 import checker.clauses as clauses_pkg
 from checker.clause import SECTIONS, Clause
 from checker.clauses import CLAUSES, RETIRED
+from diagnostics.codes import BY_CODE as CODES_BY
+from diagnostics.codes import CODES
 from kernlink.api import check_text
 from kernlink.docs import catalogue_markdown
 
@@ -90,10 +93,70 @@ def test_specs_catalogue_is_current() -> None:
 
 def test_registry_matches_the_design_catalogue() -> None:
     """Every code of the design's CLAUSES.md is registered, and no other (when the design is beside the checkout)."""
-    import re
-
     design = ROOT.parent / "shared" / "design" / "CLAUSES.md"
     if not design.exists():
         pytest.skip("../shared/design/CLAUSES.md is not beside this checkout")
     expected = set(re.findall(r"^\| (L-[A-Z]+) \|", design.read_text(), re.M))
     assert {cls.code for cls in CLAUSES} == expected
+
+
+# ----------------------------------------------------------------- every code, not only clauses
+
+CODE_STRING = re.compile(r"[\"'`]([EWIL]-[A-Z][A-Z0-9]+(?:-[A-Z0-9]+)*)[\"'`]")
+PACKAGES = ("contract_lang", "diagnostics", "checker", "placement", "transfer_model", "linker", "kernlink")
+
+
+def _code_strings() -> dict[str, list[str]]:
+    """Every quoted code in the source (strings, docstrings' ``CODE``), with where it is."""
+    found: dict[str, list[str]] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for match in CODE_STRING.finditer(path.read_text(encoding="utf-8")):
+                found.setdefault(match.group(1), []).append(str(path.relative_to(ROOT)))
+    return found
+
+
+def test_every_code_in_the_source_is_registered() -> None:
+    from kernlink.docs import known_codes
+
+    known = set(known_codes())
+    unregistered = {code: sorted(set(where))[:3] for code, where in _code_strings().items() if code not in known}
+    assert not unregistered, f"codes used but not registered (diagnostics/codes.py or a clause): {unregistered}"
+
+
+def test_every_registered_code_is_used() -> None:
+    """Both directions: a registered E-/W-/I- code that no source emits is stale (retire it instead)."""
+    used = {code for code, where in _code_strings().items() if any(w != "diagnostics/codes.py" for w in where)}
+    assert not [c.code for c in CODES if c.code not in used]
+
+
+def test_the_scan_finds_codes() -> None:
+    """The source scan is not vacuous: it sees clause, error and note codes."""
+    found = _code_strings()
+    assert {"L-PAIR", "E-SYNTAX", "E-INTERNAL", "I-SPILL"} <= set(found)
+
+
+@pytest.mark.parametrize("code", [c.code for c in CODES], ids=str)
+def test_other_code_documented_and_explained(code: str) -> None:
+    from kernlink.cli import main
+
+    info = CODES_BY[code]
+    assert code not in {c.code for c in CLAUSES}
+    for title, body in info.sections.items():
+        assert body.strip(), f"{code}: empty `{title}`"
+    assert main(["explain", code]) == 0
+    assert main(["explain", code.lower(), "--format", "json"]) == 0
+
+
+def test_explain_answers_for_every_clause() -> None:
+    from kernlink.cli import main
+
+    assert all(main(["explain", cls.code]) == 0 for cls in CLAUSES)
+    assert main(["explain", "E-NOT-A-CODE"]) == 2
+
+
+def test_specs_codes_is_current() -> None:
+    from kernlink.docs import codes_markdown
+
+    assert (ROOT / "specs" / "codes.md").read_text() == codes_markdown(), (
+        "specs/codes.md is stale: regenerate it with kernlink.docs.codes_markdown()")

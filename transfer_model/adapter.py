@@ -51,9 +51,10 @@ def layout_map(spec: A.MapSpec) -> LayoutMap:
     return LayoutMap(spec.kind, params, tuple(a.name for a in spec.assigns), exprs, span=spec.span)
 
 
-def _threads(placed: Placed, stage: str, role: str) -> RoleThreads:
-    found = next(r for r in placed.placement.roles if r.owner == stage and r.name == role)
-    return RoleThreads(found.first_warp * 32, found.warps * 32)
+def _threads(placed: Placed, stage: str, role: str) -> RoleThreads | None:
+    """The placed threads of ``stage``'s role ``role``; None when the stage has no such role (L-ROLE's)."""
+    found = next((r for r in placed.placement.roles if r.owner == stage and r.name == role), None)
+    return RoleThreads(found.first_warp * 32, found.warps * 32) if found is not None else None
 
 
 def _lends(comp: Composition, imp: Owned[A.ImportTensor]) -> tuple[Lends, tuple[str, ...]]:
@@ -73,6 +74,10 @@ def seams(comp: Composition, placed: Placed) -> tuple[list[Seam], list[Diagnosti
         if not exports or exports[0].item.placement is None or imp.item.demand is None:
             continue  # L-TENSOR / L-MAP's structural part report these
         exp = exports[0]
+        exp_threads = _threads(placed, exp.stage_name, exp.item.role)
+        imp_threads = _threads(placed, imp.stage_name, imp.item.role)
+        if exp_threads is None or imp_threads is None:
+            continue  # a side on another stage's role (or none): L-ROLE reports it
         try:
             placement, demand = layout_map(exp.item.placement), layout_map(imp.item.demand)  # type: ignore[arg-type]
         except (LibraryError, ValueError) as err:
@@ -84,10 +89,10 @@ def seams(comp: Composition, placed: Placed) -> tuple[list[Seam], list[Diagnosti
         chunk = Chunk(imp.item.chunk[0].name, imp.item.chunk[0].extent) if imp.item.chunk else None
         lends, lent = _lends(comp, imp)
         export = TensorExport(exp.item.name, exp.item.role, exp.item.elem or "f32", tile, placement,
-                              _threads(placed, exp.stage_name, exp.item.role), exp.item.generation or "once",
+                              exp_threads, exp.item.generation or "once",
                               str(exp.item.ready or ""), span=exp.item.span)
         tensor_import = TensorImport(imp.item.name, imp.item.export, imp.item.role, imp.item.elem or export.elem,
-                                     tile, demand, _threads(placed, imp.stage_name, imp.item.role), chunk,
+                                     tile, demand, imp_threads, chunk,
                                      imp.item.generation, str(imp.item.done or ""), span=imp.item.span)
         out.append(Seam(export, tensor_import, lends, lent, exp.stage_name, imp.stage_name))
     return out, problems
@@ -100,6 +105,10 @@ def route_composition(comp: Composition, placed: Placed) -> tuple[list[RoutedSea
     found, diags = seams(comp, placed)
     routed: list[RoutedSeam] = []
     for seam in found:
+        wrong = _warpgroups(comp, seam)
+        if wrong is not None:
+            diags.append(wrong)
+            continue
         map_problems = check_maps(seam.export, seam.imp)
         if map_problems:
             diags.extend(map_problems)
@@ -109,3 +118,28 @@ def route_composition(comp: Composition, placed: Placed) -> tuple[list[RoutedSea
         if result.route is not None:
             routed.append(RoutedSeam(seam, result.route))
     return routed, diags
+
+
+def _warpgroups(comp: Composition, seam: Seam) -> Diagnostic | None:
+    """L-MAP for a library placement whose `warpgroups:` disagrees with its role: the role line and the value."""
+    exp = next((e for e in comp.tensor_exports.get(seam.export.name, ()) if e.stage_name == seam.export_stage), None)
+    spec = exp.item.placement if exp is not None else None
+    if not isinstance(spec, A.LibraryMap):
+        return None
+    args = dict(spec.args)
+    info = comp.roles.get(seam.export.role)
+    if "warpgroups" not in args or info is None:
+        return None
+    width = 128  # threads of a warpgroup
+    given, threads = args["warpgroups"], seam.export.threads.count
+    if given * width == threads or threads % width:
+        return None
+    want = threads // width
+    return Diagnostic(
+        "L-MAP", f"placement of `{seam.export.name}` spans {given * width} threads (`warpgroups: {given}`) but role "
+                 f"`{seam.export.role}` has {threads}",
+        labels=(Label(spec.span, f"`warpgroups: {given}` = {given * width} threads"),
+                Label(info.role.span, f"`{info.name}`: {info.warps} warps = {threads} threads", primary=False)),
+        notes=(f"`{spec.name}` stacks one 64-row accumulator per warpgroup of the role that holds it",),
+        helps=(f"write `warpgroups: {want}` (the role's {info.warps} warps), or change the role's width",),
+        data=(("check", "shape"), ("warpgroups", str(given)), ("expected", str(want))))

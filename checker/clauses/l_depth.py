@@ -1,4 +1,4 @@
-"""L-DEPTH: ring depths disagree between endpoints, a depth range is empty, or no depth fits the slot storage.
+"""L-DEPTH: ring depths disagree between endpoints, a depth range is empty, or a per-slot claim names no ring.
 
 ## What it checks
 Each side of a ring may bound its depth (`depth 4` or `depth 2..8`); the linker picks
@@ -6,18 +6,16 @@ one depth every side allows.
 
 - every stated range starts at 1 or more and is not empty (`lo ≤ hi`);
 - the ranges of all sides intersect;
-- the ring's slots fit shared memory at the smallest depth the sides allow: per
-  slot, its per-slot claims plus two mbarriers (full and empty), times that depth,
-  at most `smem_per_block_optin`. (When they fit alone but not together with the
-  other claims, that is L-OVERLAP.)
 - a `per_slot` claim names a ring that some stage declares.
+
+L-DEPTH is about depth *ranges*. Running out of shared memory is always L-OVERLAP,
+also when the slots of one ring alone overflow it at the ring's minimum depth, so
+that `--select L-OVERLAP` catches every shared-memory overflow.
 
 ## Why it matters
 Both sides index slots modulo the depth and flip their wait parity on every wrap: a
 producer cycling through 4 slots and a consumer cycling through 2 read and release
 the wrong slots, and the phases drift until the kernel hangs or reads stale data.
-Ring storage grows with the depth, so a range whose smallest depth already
-overflows shared memory cannot be linked at all.
 
 ## Example
 ```kernlink
@@ -49,7 +47,7 @@ stage "demo.mma" version "1.0.0" {
 
 ## Fix
 State ranges that overlap (or one exact depth on one side only), starting at 1 or
-more; lower the minimum depth, or shrink the per-slot claims, until the slots fit.
+more; name a declared ring in `per_slot`.
 """
 
 from __future__ import annotations
@@ -58,17 +56,8 @@ from collections.abc import Iterator
 
 from checker.clause import Clause
 from checker.composition import Composition
-from checker.report import plural, seam
-from checker.storage import (
-    BARRIERS_PER_SLOT,
-    depth_ranges,
-    min_depth,
-    min_depth_span,
-    overflowing_rings,
-    per_slot_claims,
-    slot_bytes,
-    valid_range,
-)
+from checker.report import seam
+from checker.storage import depth_ranges, valid_range
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 
@@ -76,14 +65,12 @@ from diagnostics.model import Diagnostic
 class DepthClause(Clause):
     code = "L-DEPTH"
     name = "ring-depth"
-    summary = "ring depths disagree between endpoints, a depth range is empty, or no depth fits the slot storage"
+    summary = "ring depths disagree between endpoints, a depth range is empty, or a per-slot claim names no ring"
     category = "protocol"
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
         for ring in sorted(comp.rings):
             yield from self._ranges(comp, ring)
-        for ring in overflowing_rings(comp):
-            yield self._storage(comp, ring)
         yield from self._orphans(comp)
 
     def _ranges(self, comp: Composition, ring: str) -> Iterator[Diagnostic]:
@@ -119,28 +106,6 @@ class DepthClause(Clause):
                    "picks a depth that every side allows",),
             helps=("widen one range so they overlap, or state the depth on one side only",),
             data={"ring": ring, "lo": lo, "hi": hi})
-
-    def _storage(self, comp: Composition, ring: str) -> Diagnostic:
-        target = comp.target
-        assert target is not None
-        depth, per_slot = min_depth(comp, ring), slot_bytes(comp, ring)
-        need, have = per_slot * depth, target.smem_per_block_optin
-        span = min_depth_span(comp, ring)
-        assert span is not None
-        claims = per_slot_claims(comp, ring)
-        fits = have // per_slot
-        helps = ((f"lower the minimum depth to {fits} (the most that fits), or shrink the per-slot claims",)
-                 if fits >= 1 else (f"one slot alone needs {per_slot} B: shrink the per-slot claims",))
-        return seam(
-            self.code,
-            f"no depth of ring `{ring}` fits its slot storage: at its minimum depth {depth} the slots need "
-            f"{need} B, {target.name} offers {have} B",
-            (span, f"minimum depth {depth}"),
-            [(c.span, f"`{c.item.name}`: {c.item.bytes} B per slot") for c in claims],
-            notes=(f"one slot holds its per-slot claims and {BARRIERS_PER_SLOT} mbarriers of "
-                   f"{target.mbarrier_size} B: {per_slot} B; {plural(depth, 'slot')} take {need} B",),
-            helps=helps,
-            data={"ring": ring, "depth": depth, "needed": need, "available": have})
 
     def _orphans(self, comp: Composition) -> Iterator[Diagnostic]:
         from contract_lang.parser import did_you_mean

@@ -15,8 +15,10 @@ The claims of a domain that are certainly live together must fit its capacity:
 
 This is a necessary condition, a lower bound of the peak (alignment padding is not
 counted); the joint placement decides the rest and reports with this code. When the
-slots of one ring alone overflow shared memory at its minimum depth, L-DEPTH reports
-that instead ("no depth fits the slot storage").
+slots of one ring alone overflow shared memory at its minimum depth, that ring is
+reported alone ("no depth fits the slot storage"), not the sum it is part of. Every
+shared-memory overflow is this clause's, whether rings take part or not; L-DEPTH is
+only about depth ranges.
 
 ## Why it matters
 Shared memory beyond the opt-in limit fails at launch (`cudaErrorInvalidValue` when
@@ -52,8 +54,19 @@ from collections.abc import Iterator
 
 from checker.clause import Clause
 from checker.composition import Composition
-from checker.report import seam
-from checker.storage import Demand, overflowing_rings, peak, smem_demands, tmem_demands
+from checker.report import plural, seam
+from checker.storage import (
+    BARRIERS_PER_SLOT,
+    Demand,
+    min_depth,
+    min_depth_span,
+    overflowing_rings,
+    peak,
+    per_slot_claims,
+    slot_bytes,
+    smem_demands,
+    tmem_demands,
+)
 from diagnostics.model import Diagnostic
 
 
@@ -67,7 +80,10 @@ class OverlapClause(Clause):
         target = comp.target
         if target is None:
             return
-        if not overflowing_rings(comp):
+        rings = overflowing_rings(comp)
+        for ring in rings:
+            yield self._storage(comp, ring)
+        if not rings:
             yield from self._domain(
                 comp, "shared memory", smem_demands(comp), target.smem_per_block_optin, "B",
                 (f"the {target.smem_reserved_per_block} B the driver reserves per block are charged separately "
@@ -80,6 +96,28 @@ class OverlapClause(Clause):
                  "(PTX ISA §9.7.16.7.1)",),
                 "shrink an allocation, or give the claims lifetimes that do not overlap (phases the "
                 "interpreter declares exclusive)")
+
+    def _storage(self, comp: Composition, ring: str) -> Diagnostic:
+        target = comp.target
+        assert target is not None
+        depth, per_slot = min_depth(comp, ring), slot_bytes(comp, ring)
+        need, have = per_slot * depth, target.smem_per_block_optin
+        span = min_depth_span(comp, ring)
+        assert span is not None
+        claims = per_slot_claims(comp, ring)
+        fits = have // per_slot
+        helps = ((f"lower the minimum depth to {fits} (the most that fits), or shrink the per-slot claims",)
+                 if fits >= 1 else (f"one slot alone needs {per_slot} B: shrink the per-slot claims",))
+        return seam(
+            self.code,
+            f"no depth of ring `{ring}` fits its slot storage: at its minimum depth {depth} the slots need "
+            f"{need} B, {target.name} offers {have} B",
+            (span, f"minimum depth {depth}"),
+            [(c.span, f"`{c.item.name}`: {c.item.bytes} B per slot") for c in claims],
+            notes=(f"one slot holds its per-slot claims and {BARRIERS_PER_SLOT} mbarriers of "
+                   f"{target.mbarrier_size} B: {per_slot} B; {plural(depth, 'slot')} take {need} B",),
+            helps=helps,
+            data={"ring": ring, "depth": depth, "needed": need, "available": have})
 
     def _domain(self, comp: Composition, domain: str, demands: list[Demand], capacity: int, unit: str,
                 notes: tuple[str, ...], fix: str) -> Iterator[Diagnostic]:

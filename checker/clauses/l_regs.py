@@ -118,9 +118,23 @@ class RegsClause(Clause):
                    *([f"a role without `regs` counts as the setmaxnreg minimum, {target.setmaxnreg_min}"]
                      if defaulted else [])),
             helps=(f"lower the budgets so the {plural(len(groups), 'warpgroup')} sum to at most "
-                   f"{pool // group_threads} (now {need // group_threads})",),
+                   f"{pool // group_threads} (now {need // group_threads})" + _fitting(layout, groups, target,
+                                                                                     pool // group_threads),),
             data={"need": need, "pool": pool, "entry_regs": entry, "threads": threads,
                   "budgets": ",".join(str(g.budget) for g in groups)})
+
+
+def _fitting(layout: BlockLayout, groups: tuple[RegisterGroup, ...], target: TargetSpec, limit: int) -> str:
+    """A set of budgets that fits: the highest ones capped at the largest level the pool allows."""
+    budgets = [g.budget for g in groups]
+    step, floor = target.setmaxnreg_step, target.setmaxnreg_min
+    cap = max(budgets) // step * step
+    while cap >= floor and sum(min(b, cap) for b in budgets) > limit:
+        cap -= step
+    if cap < floor:
+        return f"; even {floor} per warpgroup does not fit: use fewer warps or fewer blocks per SM"
+    stated = [(p.name, p.info.role.regs) for p in layout.roles if p.info.role.regs is not None]
+    return ": e.g. " + ", ".join(f"`{name}` regs {min(regs, cap)}" for name, regs in stated)
 
 
 def _valid(regs: int | None, target: TargetSpec) -> bool:

@@ -1,4 +1,4 @@
-"""L-ROLE: role names collide, a role has no warps or no entry, or an item names an unknown role.
+"""L-ROLE: role names collide, a role has no warps or no entry, or an item names an unknown or foreign role.
 
 ## What it checks
 Roles are one namespace across the whole composition: two `role` lines with the
@@ -8,7 +8,10 @@ function, `entry NAME`. Every item that names a role must name a declared one:
 ring sides (`produce by`, `consume by`, `init by`, `per_warp(x)` and the other
 count units), counters, rendezvous sides, calls made `from role`, tensor exports
 and imports, named-barrier participants and tensor-memory `read by` lines. An
-unknown name gets a did-you-mean over the declared roles.
+unknown name gets a did-you-mean over the declared roles. The role that *runs* an
+item — a ring side's `produce by`/`consume by`, a counter or rendezvous side, a call
+`from role`, a tensor export's `from role` and an import's `into role` — must be a
+role of the stage that declares the item: its code is that stage's.
 
 ## Why it matters
 The linker's dispatcher gives every role a warp range and calls its entry
@@ -17,7 +20,8 @@ routes are all computed from the widths of the roles they name. Two roles with
 one name would make every such reference ambiguous, a role without a width has no
 warps to run on, a role without an entry has no code, and a reference to a role
 that does not exist leaves an arrival count or a participant list that no warp
-will ever satisfy.
+will ever satisfy. A ring side or tensor import written for another stage's role
+promises code that the other stage's package does not contain.
 
 ## Example
 ```kernlink
@@ -36,7 +40,8 @@ stage "gemm.epilogue" version "1.0.0" {
 Give every role a name unique in the pipeline (prefix it with the stage's job:
 `epi`, `load`, `mma`), a width (`warps 1` for a producer warp, `warps 4
 warpgroup` for a warpgroup) and its entry function; correct the spelling of a
-reference to match the role's declaration.
+reference to match the role's declaration. A side that another stage's role runs
+belongs in that stage's contract.
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ from diagnostics.span import Span
 class RoleClause(Clause):
     code = "L-ROLE"
     name = "bad-role"
-    summary = "role names collide, a role has no warps or no entry, or an item names an unknown role"
+    summary = "role names collide, a role has no warps or no entry, or an item names an unknown or foreign role"
     category = "roles"
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
@@ -73,6 +78,10 @@ class RoleClause(Clause):
                 continue
             seen.add((span, ref))
             yield self._unknown(comp, stage, what, ref, span)
+        for stage, what, ref, span in _runners(comp):
+            info = comp.roles.get(ref)
+            if info is not None and info.stage.name != stage.name:
+                yield self._foreign(stage, what, ref, span, info.stage.name, info.role.span)
 
     def _collision(self, first: Owned[A.Role], again: Owned[A.Role]) -> Diagnostic:
         name = again.item.name
@@ -118,6 +127,35 @@ class RoleClause(Clause):
             helps=(f"did you mean `{guess}`?",) if guess else (
                 f"declare `role {role}` in the stage that runs it, or name a declared role",),
             data={"role": role, "stage": stage.name, "item": what})
+
+
+    def _foreign(self, stage: StageEntry, what: str, role: str, span: Span, owner: str,
+                 declared: Span) -> Diagnostic:
+        return seam(
+            self.code, f"{what} of `{stage.name}` runs on role `{role}`, which stage `{owner}` declares",
+            (span, f"`{role}` is not a role of `{stage.name}`"),
+            [(declared, f"`{role}` declared in `{owner}`")],
+            notes=(f"the role that runs an item executes its stage's code: `{role}` runs `{owner}`'s entry "
+                   "function, which does not contain this side",),
+            helps=(f"move this side into `{owner}`'s contract, or run it on a role of `{stage.name}`",),
+            data={"role": role, "stage": stage.name, "owner": owner, "item": what})
+
+
+def _runners(comp: Composition) -> Iterator[tuple[StageEntry, str, str, Span]]:
+    """Every (stage, item, role, span) where the role runs the item's code: it must be the stage's own."""
+    for ring in comp.items(A.Ring):
+        yield ring.stage, f"the {ring.item.side} side of ring `{ring.item.name}`", ring.item.role, ring.span
+    for counter in comp.items(A.Counter):
+        yield counter.stage, f"counter `{counter.item.name}`", counter.item.role, counter.span
+    for rdv in comp.items(A.Rendezvous):
+        yield rdv.stage, f"rendezvous `{rdv.item.name}`", rdv.item.role, rdv.span
+    for call in comp.items(A.Call):
+        if call.item.caller_kind == "role":
+            yield call.stage, f"call `{call.item.name}`", call.item.caller, call.span
+    for exp in comp.items(A.ExportTensor):
+        yield exp.stage, f"tensor export `{exp.item.name}`", exp.item.role, exp.span
+    for imp in comp.items(A.ImportTensor):
+        yield imp.stage, f"tensor import `{imp.item.name}`", imp.item.role, imp.span
 
 
 def _references(comp: Composition) -> Iterator[tuple[StageEntry, str, str, Span]]:

@@ -1,10 +1,19 @@
-"""L-STAGE: a pipeline names a stage no package or contract provides, or two provide it.
+"""L-STAGE: a pipeline names a stage no package or contract provides, or two provide it, or lacks a `use`.
 
 ## What it checks
 Every `use "name" version …` line of the pipeline must be served by exactly one
 stage: a package named with `from`, or a `stage "name"` block in a `.kc` file beside
 the pipeline (or named on the command line). Two candidates with the same name and
-the same best version are ambiguous.
+the same best version are ambiguous. A stage whose file does not parse is not
+reported missing: the syntax error is the cause, and it is reported alone.
+
+A stage found beside the pipeline (or named) that no `use` selects, while the used
+stages need what it provides — a tensor they import, a callable they call, a fact
+they use, the other side of a ring — is a missing `use` line: it is reported once,
+naming the file that defines the stage, instead of as every dependent's failure.
+
+Resolution comes first: while a `use` is unresolved (this clause or L-VERSION), no
+other clause runs, since each would judge a composition other than the one meant.
 
 ## Why it matters
 The linker links exactly the LTO objects the pipeline names. A missing stage would
@@ -34,18 +43,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checker.clause import Clause
-from checker.composition import Composition
+from checker.composition import Composition, Owned
 from checker.report import seam
+from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 
 
 class StageClause(Clause):
     code = "L-STAGE"
     name = "missing-stage"
-    summary = "a used stage is provided by no package or contract, or by two"
+    summary = "a used stage is provided by no package or contract, or by two, or a needed stage is not used"
     category = "composition"
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
+        yield from self._not_used(comp)
         for problem in comp.unresolved:
             use = problem.use
             if problem.reason == "missing":
@@ -66,3 +77,72 @@ class StageClause(Clause):
                     [(first.stage.span, f"provided in `{first.source}`"),
                      *((o.stage.span, f"and in `{o.source}`") for o in others)],
                     helps=("keep one of them, or give them different versions",))
+
+    def _not_used(self, comp: Composition) -> Iterator[Diagnostic]:
+        wanted = _needs(comp)
+        if not wanted:
+            return
+        seen: set[str] = set()
+        for entry in comp.unused:
+            hits = sorted(_provides(entry.stage) & set(wanted))
+            if not hits or entry.name in seen:
+                continue
+            seen.add(entry.name)
+            what, name = hits[0]
+            needer = wanted[hits[0]]
+            major_minor = ".".join(entry.stage.version.split(".")[:2])
+            origin = f" from \"{entry.use.path}\"" if entry.use is not None and entry.use.path else (
+                f" from \"{entry.package}\"" if entry.package else "")
+            line = f'use "{entry.name}" version ^{major_minor}{origin}'
+            yield seam(
+                self.code, f"pipeline `{comp.pipeline.name}` does not use stage `{entry.name}`, which "
+                           f"`{entry.source}` defines and `{needer.stage_name}` needs",
+                (comp.pipeline.span, f"no `use \"{entry.name}\"` in this pipeline"),
+                [(entry.stage.span, f"provides {what} `{name}`"),
+                 (needer.span, f"needs {what} `{name}`")],
+                notes=(f"without `{entry.name}`, every item that needs it fails; those failures are not "
+                       "reported until the pipeline uses it",),
+                helps=(f"add `{line}` to the pipeline",),
+                data={"stage": entry.name, "file": entry.source, "needs": f"{what} {name}"})
+
+
+Need = tuple[str, str]
+
+
+def _provides(stage: A.Stage) -> set[Need]:
+    """What a stage offers to others: tensors, callables, facts, ring sides, roles."""
+    out: set[Need] = set()
+    for it in stage.items:
+        if isinstance(it, A.ExportTensor):
+            out.add(("tensor", it.name))
+        elif isinstance(it, A.ExportCallable):
+            out.add(("callable", it.name))
+        elif isinstance(it, A.OwnsFact):
+            out.add(("fact", it.name))
+        elif isinstance(it, A.Ring):
+            out.add((f"the {it.side}r side of ring", it.name))
+        elif isinstance(it, A.Role):
+            out.add(("role", it.name))
+    return out
+
+
+def _needs(comp: Composition) -> dict[Need, Owned[A.Node]]:
+    """What the used stages need and none of them provides, with the item that needs it."""
+    out: dict[Need, Owned[A.Node]] = {}
+    for imp in comp.tensor_imports:
+        if imp.item.export not in comp.tensor_exports:
+            out.setdefault(("tensor", imp.item.export), imp)  # type: ignore[arg-type]
+    for call in comp.calls:
+        if call.item.name not in comp.exports:
+            out.setdefault(("callable", call.item.name), call)  # type: ignore[arg-type]
+    for fact in comp.items(A.UsesFact):
+        if fact.item.name not in comp.owners:
+            out.setdefault(("fact", fact.item.name), fact)  # type: ignore[arg-type]
+    for name, ends in comp.rings.items():
+        sides = {e.item.side for e in ends}
+        for missing in {"produce", "consume"} - sides:
+            out.setdefault((f"the {missing}r side of ring", name), ends[0])  # type: ignore[arg-type]
+    for imp in comp.tensor_imports:
+        if imp.item.role not in comp.roles:
+            out.setdefault(("role", imp.item.role), imp)  # type: ignore[arg-type]
+    return out

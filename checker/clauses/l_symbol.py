@@ -12,7 +12,10 @@ For every stage that comes from a package, the device symbols its compiler saw
 - every undefined symbol the object needs is explained by the contract: a handle
   (`kl_…`), a call trampoline (`call … as S`, called with the contract's
   signature) or a toolkit function (`vprintf`, `__assertfail`, `malloc`, `free`);
-- the object defines no `kl_` symbol, handle or trampoline: the linker defines those.
+- the object defines no `kl_` symbol, handle or trampoline: the linker defines those;
+- no two packages define the same global, whether or not their contracts name it: a
+  helper with external linkage or a `__device__` variable defined outside the
+  contract collides at the device link (`multiply defined`).
 
 A stage checked from its `.kc` alone has nothing captured, and the clause stays
 silent for it.
@@ -51,8 +54,10 @@ from collections.abc import Iterator
 
 from checker.clause import Clause
 from checker.composition import Composition, StageEntry
-from checker.handles import Finding, symbol_problems
+from checker.handles import Finding, required_definitions, symbol_problems
+from checker.report import seam
 from diagnostics.model import Diagnostic, Label
+from diagnostics.span import Span
 
 
 class SymbolClause(Clause):
@@ -68,6 +73,38 @@ class SymbolClause(Clause):
                 continue
             for found in symbol_problems(entry.stage, entry.captured, entry.captured.prototype_map):
                 yield finding_diagnostic(self.code, entry, found)
+        yield from self._collisions(comp)
+
+    def _collisions(self, comp: Composition) -> Iterator[Diagnostic]:
+        """A global two packages define (a helper, a `__device__` variable): `multiply defined` at the link."""
+        definers: dict[str, list[StageEntry]] = {}
+        for entry in comp.stages:
+            if entry.captured is not None:
+                for symbol in sorted(entry.captured.defined_symbols):
+                    definers.setdefault(symbol, []).append(entry)
+        for symbol, entries in sorted(definers.items()):
+            if len(entries) < 2:
+                continue
+            sides = [_definition(e, symbol) for e in entries]
+            sides.sort(key=lambda side: not side[2])  # one defined outside its contract first
+            yield seam(
+                self.code, f"device symbol `{symbol}` is defined by {len(entries)} packages: "
+                           + ", ".join(f"`{e.package or e.name}`" for e in entries),
+                sides[0][:2], [side[:2] for side in sides[1:]],
+                notes=("a global with external linkage (a non-`static` helper or `__device__` variable) is one "
+                       "symbol across the kernel: the device link fails with `multiply defined`",),
+                helps=("give the helper internal linkage (`static`, or an anonymous namespace) in all but one "
+                       "component, or rename it with the component's prefix",),
+                data={"symbol": symbol, "packages": ",".join(e.package or e.name for e in entries)})
+
+
+def _definition(entry: StageEntry, symbol: str) -> tuple[Span, str, bool]:
+    """Where a package's definition of ``symbol`` shows, its label, and whether it is outside the contract."""
+    named = required_definitions(entry.stage).get(symbol)
+    if named is not None:
+        return named[1].span, f"`{entry.name}` defines `{symbol}` as its {named[0]}", False
+    span = entry.use.span if entry.use is not None else entry.stage.span
+    return span, f"`{entry.package or entry.name}` defines `{symbol}` outside its contract", True
 
 
 def finding_diagnostic(code: str, entry: StageEntry, found: Finding) -> Diagnostic:

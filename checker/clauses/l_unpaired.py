@@ -3,7 +3,9 @@
 ## What it checks
 Every ring side, counter endpoint and rendezvous side is paired by its channel name
 with at least one endpoint of the other side in another role: a producer needs a
-consumer and a consumer needs a producer; a rendezvous `arrive` needs a `sync`.
+consumer and a consumer needs a producer; a rendezvous `arrive` needs a `sync`. A
+ring or counter whose producer and consumer are one and the same role is unpaired
+too: nothing hands its data to another role.
 A name used by two kinds of channel, or a channel whose only endpoints are several
 producers (several `arrive`s), is L-PROTO's: the partner is there, on the wrong side.
 
@@ -62,9 +64,26 @@ class UnpairedClause(Clause):
                     continue
                 yield from self._unpaired(kind, name, list(ends), attr, known)
 
+    def _same_role(self, kind: str, name: str, ends: Sequence[Owned[A.Node]], role: str) -> Diagnostic:
+        consumer = next(e for e in ends if getattr(e.item, "side", None) == "consume")
+        producer = next(e for e in ends if getattr(e.item, "side", None) == "produce")
+        return seam(
+            self.code, f"{kind} `{name}` is produced and consumed by the same role `{role}`",
+            (consumer.span, f"consumer `{role}`"), [(producer.span, f"producer `{role}`")],
+            notes=(f"a channel hands data from one role to another: `{role}` would wait on a `full` barrier "
+                   "that only its own later arrives can complete",),
+            helps=(f"consume `{name}` in the role that reads the data, or produce it in the role that writes "
+                   "it (a role's own staging needs no channel)",),
+            data={"channel": name, "kind": kind, "role": role})
+
     def _unpaired(self, kind: str, name: str, ends: Sequence[Owned[A.Node]], attr: str,
                   known: set[str]) -> Iterator[Diagnostic]:
         sides = {getattr(e.item, attr) for e in ends}
+        if kind != "rendezvous" and sides == {"produce", "consume"}:
+            roles = {e.item.role for e in ends}  # type: ignore[attr-defined]
+            if len(roles) == 1:
+                yield self._same_role(kind, name, ends, roles.pop())
+                return
         for end in ends:
             side = getattr(end.item, attr)
             if _OTHER[side] in sides:

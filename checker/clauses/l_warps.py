@@ -1,4 +1,4 @@
-"""L-WARPS: the roles need more warps than a block has, or do not cover the launched block exactly.
+"""L-WARPS: the roles need more warps than a block has, do not cover the launched block exactly, or there are none.
 
 ## What it checks
 The roles of all stages are packed into one block in declaration order (stage
@@ -6,6 +6,10 @@ order, then source order); a `warpgroup` role starts at the next warp index
 divisible by 4, and the linker pads the warps skipped with idle warps. The block's
 warps — every role's `warps` plus that padding — must not exceed the target's
 `max_warps_per_block` (32 on every target: 1024 threads).
+
+A pipeline whose stages declare no role at all has nothing to run: its kernel would
+have 0 threads. It is rejected (once every `use` resolves: an unresolved stage may be
+the one that declares the roles).
 
 When a `launch` line (of a stage or of the pipeline) states `threads N`, N must be
 a whole number of warps and the roles, padding included, must cover exactly N / 32
@@ -57,11 +61,13 @@ from diagnostics.span import Span
 class WarpsClause(Clause):
     code = "L-WARPS"
     name = "block-warps"
-    summary = "roles need more warps than a block has, or do not cover the launched block exactly"
+    summary = "roles need more warps than a block has, do not cover the launched block exactly, or there are none"
     category = "roles"
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
         target = comp.target
+        if not comp.roles and not comp.unresolved:
+            yield self._no_role(comp)
         if target is None or not comp.roles:
             return
         layout = block_layout(comp, target)
@@ -82,6 +88,16 @@ class WarpsClause(Clause):
                 data={"threads": threads, "warp_size": target.warp_size})
         elif threads != layout.warps * target.warp_size:
             yield self._uncovered(layout, target, threads, span, owner)
+
+    def _no_role(self, comp: Composition) -> Diagnostic:
+        stages = ", ".join(f"`{s.name}`" for s in comp.stages) or "none"
+        return seam(
+            self.code, f"pipeline `{comp.pipeline.name}` has no role: its kernel would run no code",
+            (comp.pipeline.span, "no stage of this pipeline declares a role"),
+            notes=(f"stages used: {stages}",
+                   "the block's warps are its roles' warps: with none, the dispatch kernel has 0 threads"),
+            helps=("declare the roles that run the stages' code: `role NAME entry FUNCTION warps N`",),
+            data={"pipeline": comp.pipeline.name, "stages": len(comp.stages)})
 
     def _too_many(self, layout: BlockLayout, target: TargetSpec) -> Diagnostic:
         limit = target.max_warps_per_block

@@ -405,8 +405,20 @@ def _static_help(check: StaticCheck, name: str, init: int, acct: _Accounting) ->
         return (f"make the arrivals per phase equal the init count ({init}) — e.g. "
                 "`per_warp(role)` for one arrival per warp — or initialize "
                 f"`{name}` with {acct.arrivals}")
-    return (f"expect exactly the bytes the copies complete ({acct.completed}) in the "
-            "`arrive ... tx` and `expect_tx` steps, and declare that many")
+    # Which side is wrong cannot be told: offer both fixes, in the contract's units (KiB as written).
+    expected, completed = _size(acct.expected), _size(acct.completed)
+    gap = _size(abs(acct.expected - acct.completed))
+    if acct.expected > acct.completed:
+        return (f"either a copy is missing: copy {gap} more per phase (the copies complete {completed} of the "
+                f"{expected} expected); or the expectation is too high: expect {completed} in the `arrive … tx` "
+                "and `expect_tx` steps")
+    return (f"either the expectation is short: expect {completed} in the `arrive … tx` and `expect_tx` steps "
+            f"(now {expected}); or a copy is extra: copy only {expected} per phase ({gap} fewer)")
+
+
+def _size(n: int) -> str:
+    """Bytes as contracts write them: `48KiB` when whole KiB, else a plain byte count."""
+    return f"{n // 1024}KiB" if n >= 1024 and n % 1024 == 0 else str(n)
 
 
 def _parity_help(kind: BarrierKind, armed: bool, name: str) -> str:
@@ -634,7 +646,8 @@ def _deadlock_finding(run: _Run, zmodel: z3.ModelRef) -> Finding:
     who = ", ".join(f"`{r.role}` on `{r.barrier}`" for r in stuck)
     message = f"the protocol can deadlock: every live role waits ({who})"
     primary = tuple((r.step.provenance, _blocked_label(r)) for r in stuck)
-    secondary = tuple(_trace_labels(rows, exclude={p for p, _ in primary}))
+    lagging = _lag_labels(model, stuck)
+    secondary = (*lagging, *_trace_labels(rows, exclude={p for p, _ in primary} | {p for p, _ in lagging}))
     notes = [_render_table(trace)]
     if finished:
         notes.append("finished: " + ", ".join(f"`{r}`" for r in finished)
@@ -646,6 +659,20 @@ def _deadlock_finding(run: _Run, zmodel: z3.ModelRef) -> Finding:
                    key=(L_DEADLOCK,),
                    data=(("blocked", "; ".join(f"{r.role}@{r.barrier}" for r in stuck)),
                          ("trace_length", str(len(rows)))))
+
+
+def _lag_labels(model: ProtocolModel, stuck: list[TraceRow]) -> list[tuple[Provenance, str]]:
+    """The lagging releases on the rings the blocked roles wait on: the line that causes the deadlock."""
+    rings = {r.barrier.split(".", 1)[0] for r in stuck}
+    found: dict[Provenance, str] = {}
+    for seq in model.sequences:
+        for e in seq:
+            step = e.step
+            if step.lag and step.channel in rings and step.provenance not in found:
+                late = f"{step.lag} iteration" + ("" if step.lag == 1 else "s")
+                found[step.provenance] = (f"`{step.role}` releases each slot {late} late (`lag {step.lag}`): "
+                                          "the waiter needs it first")
+    return list(found.items())
 
 
 def _blocked_label(row: TraceRow) -> str:

@@ -1,6 +1,6 @@
 """The packages committed as clause fixtures are what `kernlink pack` makes from the sources beside them.
 
-L-INTEGRITY and L-LINK are decided from package files, so their fixtures commit small
+L-INTEGRITY, L-LINK and L-SYMBOL are decided from package files, so their fixtures commit small
 `.kpkg` files. This test rebuilds each from the `.cu` and `.kc` beside it and compares
 bytes; `fail_payload_hash/loader.kpkg` is the rebuilt package with one byte of its
 `lto.ir` payload flipped. After a toolkit or package-format change, rewrite them with
@@ -25,8 +25,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "clauses"
 PACKAGES: dict[str, int | None] = {
     "L-INTEGRITY/fail_payload_hash/loader.kpkg": 64,
     "L-INTEGRITY/pass_intact/loader.kpkg": None,
-    "L-LINK/fail_multiply_defined/loader.kpkg": None,
-    "L-LINK/fail_multiply_defined/store.kpkg": None,
+    "L-LINK/fail_static_smem/loader.kpkg": None,
+    "L-SYMBOL/fail_multiply_defined/loader.kpkg": None,
+    "L-SYMBOL/fail_multiply_defined/store.kpkg": None,
     "L-LINK/pass_linked/loader.kpkg": None,
 }
 

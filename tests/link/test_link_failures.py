@@ -101,7 +101,9 @@ def test_static_shared_memory_is_l_link(tmp_path: Path) -> None:
         "params->data[i] = __fadd_rn(y, offset);": "params->data[i] = __fadd_rn(y, offset) * staging[t];"}})
     result = link([pipeline], tmp_path / "out")
     assert _codes(result) == ["L-LINK"]
-    assert any("512 B of static shared memory" in d.message for d in result.diagnostics)
+    [found] = [d for d in result.diagnostics if d.code == "L-LINK"]
+    assert "`staging` in `hello_caller_main` (512 B)" in found.message and "caller.kpkg" in found.message
+    assert found.labels and "caller.kpkg" in found.labels[0].text
 
 
 def test_a_failed_link_removes_the_stale_cubin_of_an_earlier_one(tmp_path: Path) -> None:

@@ -82,14 +82,15 @@ def test_core_is_minimal() -> None:
         solve(Problem(problem.capacities, smem=rest, timeline=tl))
 
 
-def test_ring_that_cannot_reach_its_minimum_depth_is_l_depth() -> None:
+def test_ring_that_cannot_reach_its_minimum_depth_is_l_overlap() -> None:
+    """Every capacity overflow is L-OVERLAP (L-DEPTH is for depth ranges), with the ring's help."""
     problem = Problem(caps("sm_120a"),
                       smem=(SmemClaim("load", "tiles", 32 * 1024, 1024, per_slot_ring="kv",
                                       span=span(5)),
                             SmemClaim("epi", "out", 8 * 1024, 128, span=span(8))),
                       rings=(Ring("load", "kv", 3, 6, span=span(6)),))
     d = rejection(problem)
-    assert d.code == "L-DEPTH"
+    assert d.code == "L-OVERLAP" and "minimum depth" in d.helps[0]
     assert d.message.startswith("ring `kv` does not fit at its minimum depth 3: shared memory needs ")
     assert "`load.tiles` needs 3 × 32768 B = 98304 B (kernel)" in [lab.text for lab in d.labels]
 

@@ -1,0 +1,57 @@
+"""A crash inside nvJitLink or NVRTC is a diagnostic with the outputs written, never a dead CLI.
+
+``KERNLINK_NATIVE_FAULT`` makes the toolchain's child process kill itself with SIGSEGV
+before it calls the library, as nvJitLink did on a zero mbarrier count.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from diagnostics.model import DiagnosticError
+from linker.toolchain import FAULT_ENV, compile_nvrtc
+
+PASS = Path(__file__).resolve().parents[1] / "clauses" / "L-LINK" / "pass_linked"
+
+pytestmark = pytest.mark.toolchain
+
+
+@pytest.mark.parametrize("library", ["nvjitlink", "nvrtc"])
+def test_link_survives_a_native_crash(library: str, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    env = {**__import__("os").environ, FAULT_ENV: library}
+    proc = subprocess.run([sys.executable, "-m", "kernlink", "link", "pipeline.kp", "-o", str(out),
+                           "--color", "never"], cwd=PASS, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    code = "L-LINK" if library == "nvjitlink" else "E-COMPILE"
+    assert f"error[{code}]" in proc.stdout and "SIGSEGV" in proc.stdout, proc.stdout
+    for name in ("generated.cu", "link.map", "link.json"):
+        assert (out / name).is_file(), name
+    assert not (out / "kernel.cubin").exists()
+    record = json.loads((out / "link.json").read_text())
+    assert record["status"] == "failed"
+
+
+def test_compile_crash_is_e_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(FAULT_ENV, "nvrtc")
+    with pytest.raises(DiagnosticError) as err:
+        compile_nvrtc("__device__ int f() { return 1; }\n", "f.cu")
+    [diag] = err.value.diagnostics
+    assert diag.code == "E-COMPILE" and "SIGSEGV" in diag.message
+
+
+def test_pack_survives_a_compiler_crash(tmp_path: Path) -> None:
+    env = {**__import__("os").environ, FAULT_ENV: "nvrtc"}
+    proc = subprocess.run([sys.executable, "-m", "kernlink", "pack", "loader.cu", "--contract", "loader.kc",
+                           "-o", str(tmp_path / "x.kpkg"), "--color", "never"], cwd=PASS, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "error[E-COMPILE]" in proc.stdout and "SIGSEGV" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert not (tmp_path / "x.kpkg").exists()
