@@ -15,9 +15,12 @@ Semantics:
 
 The objective, in priority order: (1) the most registers at the roles' disposal,
 Σ_r warps_r × budget_r; (2) the surplus spread evenly: the largest minimum of
-budget_r − minimum_r; (3) the fewest block warps. Tie-break: each role's offset
-lowest in canonical (owner, name) order, then each role's budget highest in that
-order, then each group's budget lowest.
+budget_r − minimum_r; (3) the fewest block warps. (1) and (2) apply only when some
+role declares ``regs``: without one the kernel runs no ``setmaxnreg``, and idle warps
+would buy registers no role can take (two one-warp roles stay a block of 2 warps).
+Tie-break: each role's offset lowest in the problem's role order (the composition's
+declaration order), then each role's budget highest in that order, then each group's
+budget lowest.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from placement.problem import Problem, Role, round_up
 
 @dataclass(frozen=True)
 class Layout:
-    """Role offsets (canonical role order), block warps and group budgets (a role's budget is
+    """Role offsets (the problem's role order), block warps and group budgets (a role's budget is
     the smallest budget of the groups it touches)."""
 
     offsets: tuple[int, ...]
@@ -45,7 +48,7 @@ class Layout:
 
 @dataclass(frozen=True)
 class WarpConflict:
-    """Roles (indices in canonical order) that cannot be laid out (``L-WARPS``) or given
+    """Roles (indices in the problem's role order) that cannot be laid out (``L-WARPS``) or given
     registers (``L-REGS``) together; ``needs``/``offers`` are warps or registers."""
 
     code: str
@@ -251,10 +254,11 @@ def _optimise(problem: Problem, m: WarpModel, current: z3.ModelRef, budget: Budg
     at_disposal = z3.Sum([r.warps * b for r, b in zip(roles, m.role_budget, strict=True)])
     limit = problem.block_warps or caps.max_warps_per_block
     most = max(caps.register_pool(w) for w in range(1, limit + 1)) // caps.warp_size
-    proven &= maximise(at_disposal, min(most, sum(r.warps * hi_b for r in roles)))
-    headroom = z3.Int("headroom", m.ctx)
-    s.add([headroom <= b - n for b, n in zip(m.role_budget, needs, strict=True)])
-    proven &= maximise(headroom, hi_b - max(needs))
+    if any(r.regs is not None for r in roles):
+        proven &= maximise(at_disposal, min(most, sum(r.warps * hi_b for r in roles)))
+        headroom = z3.Int("headroom", m.ctx)
+        s.add([headroom <= b - n for b, n in zip(m.role_budget, needs, strict=True)])
+        proven &= maximise(headroom, hi_b - max(needs))
     if problem.block_warps is None:
         proven &= minimise(m.warps, sum(r.warps for r in roles))
     g = caps.warpgroup_warps

@@ -101,13 +101,26 @@ def _block_warps(comp: Composition) -> int | None:
     return None
 
 
+def blocks_per_sm(comp: Composition) -> int:
+    """The residency the launch asks for: the first `blocks_per_sm` stated (pipeline, then stages), else 1.
+
+    Stages that disagree are L-LAUNCH's; an impossible value is L-RESIDENCY's.
+    """
+    for launch in [*(i for i in comp.pipeline.items if isinstance(i, A.Launch)),
+                   *(o.item for o in comp.items(A.Launch))]:
+        if launch.blocks_per_sm is not None and launch.blocks_per_sm >= 1:
+            return launch.blocks_per_sm
+    return 1
+
+
 def problem_from(comp: Composition) -> Problem:
     """The placement problem of an accepted composition."""
     if comp.target is None:
         raise ValueError("placement needs a known target")
     counters = [CounterClaim(o.stage_name, o.item.name, o.item.slots or 1, span=o.item.span)
                 for o in comp.items(A.CounterClaim)]
-    caps = Capacities.from_target(comp.target, counter_slots=sum(c.slots for c in counters))
+    caps = Capacities.from_target(comp.target, counter_slots=sum(c.slots for c in counters),
+                                  blocks_per_sm=blocks_per_sm(comp))
     return Problem(
         capacities=caps,
         smem=tuple(_smem(comp, o) for o in comp.items(A.SmemClaim) if o.item.bytes),
