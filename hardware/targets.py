@@ -96,6 +96,7 @@ class TargetSpec:
     max_threads_per_sm: int
     max_warps_per_sm: int
     max_ctas_per_sm: int
+    sm_count: int  # SMs of the target's reference device (H200, B200, RTX 5090): grids are proved for it
     sub_partitions: int
     warpgroup_warps: int
 
@@ -262,6 +263,7 @@ _HOPPER: dict[str, Sourced] = {
     "max_threads_per_sm": Sourced(2048, "PG-CC T30; HTG; HW"),
     "max_warps_per_sm": Sourced(64, "PG-CC T30; HTG"),
     "max_ctas_per_sm": Sourced(32, "PG-CC T30; HDR; HW: maxBlocksPerMultiProcessor=32"),
+    "sm_count": Sourced(132, "HW: H200 multiProcessorCount=132 (HARDWARE.md Appendix A)"),
     "named_barriers_per_sm": Sourced(64, "HDR cudaOccMaxBlocksPerSMBlockBarrierLimit; HW"),
     "cluster_nonportable_max": Sourced(16, "HTG §1.4.1.3; HW: 16 launches with the opt-in"),
 }
@@ -277,6 +279,7 @@ _BLACKWELL_DC: dict[str, Sourced] = {
     "max_threads_per_sm": Sourced(2048, "PG-CC T30; BTG §1.4.1.1"),
     "max_warps_per_sm": Sourced(64, "PG-CC T30; BTG §1.4.1.1"),
     "max_ctas_per_sm": Sourced(32, "PG-CC T30; HDR"),
+    "sm_count": Sourced(148, "UNCONFIRMED: B200 (2 dies × 74 SMs) as NVIDIA's product pages state; not measured"),
     "named_barriers_per_sm": Sourced(64, "HDR cudaOccMaxBlocksPerSMBlockBarrierLimit (10.0)"),
     "tmem_columns": Sourced(512, "PTX §9.7.16.1; CUTLASS Sm100TmemCapacityColumns = 512"),
     "tmem_lanes": Sourced(128, "PTX §9.7.16.1; CUTLASS tmem_allocator_sm100.hpp"),
@@ -296,6 +299,7 @@ _BLACKWELL_RTX: dict[str, Sourced] = {
     "max_threads_per_sm": Sourced(1536, "PG-CC T30; BTG §1.4.1.1"),
     "max_warps_per_sm": Sourced(48, "PG-CC T30; BTG §1.4.1.1"),
     "max_ctas_per_sm": Sourced(24, "PG-CC T30; HDR (BTG's 32 conflicts; HARDWARE.md §0.3 item 2)"),
+    "sm_count": Sourced(170, "UNCONFIRMED: RTX 5090 as NVIDIA's product pages state; not measured"),
     "named_barriers_per_sm": Sourced(24, "HDR cudaOccMaxBlocksPerSMBlockBarrierLimit (12.x)"),
     "cluster_nonportable_max": Sourced(
         8, "UNCONFIRMED: no published non-portable limit; equal to the portable max (PG-CLUSTER)"),

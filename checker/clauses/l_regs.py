@@ -62,6 +62,7 @@ from checker.clause import Clause
 from checker.composition import Composition
 from checker.hardware import TargetSpec
 from checker.report import plural, seam
+from checker.residency import residency_finding
 from checker.warps import BlockLayout, PlacedRole, RegisterGroup, block_layout, register_groups
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
@@ -83,6 +84,8 @@ class RegsClause(Clause):
         layout = block_layout(comp, target)
         if not 0 < layout.warps <= target.max_warps_per_block:
             return
+        if residency_finding(comp, target) is not None:
+            return  # the blocks per SM cannot be resident at all: L-LAUNCH reports the resource
         stated = {launch.threads for launch in _launches(comp) if launch.threads}
         if stated and stated != {layout.warps * target.warp_size}:
             return  # the block itself is wrong: L-WARPS / L-LAUNCH report it
