@@ -161,31 +161,37 @@ def place(comp: Composition) -> tuple[Placed | None, list[Diagnostic]]:
     return Placed(problem, placement), []
 
 
-def placed_residency(target: TargetSpec, placement: Placement) -> R.Residency:
+def placed_residency(target: TargetSpec, placement: Placement, *, registers: int | None = None,
+                     barriers: int | None = None) -> R.Residency:
     """Blocks per SM of the placed kernel: its warps, entry registers, shared memory, barrier IDs
-    and tensor-memory columns, against the hardware table (not the per-block shares)."""
+    and tensor-memory columns, against the hardware table (not the per-block shares).
+
+    After the device link, ``registers`` and ``barriers`` are the linked kernel's (ptxas').
+    """
     smem = placement.use(Domain.SMEM)
     demand = R.Demand(
         warps=max(placement.block_warps, 1),
-        regs_per_thread=placement.entry_regs or R.reg_unit(target),
+        regs_per_thread=registers or placement.entry_regs or R.reg_unit(target),
         smem_bytes=max(0, smem.end - target.smem_user_base),
-        barriers=max(placement.use(Domain.BARRIER).end, 1),
+        barriers=max(placement.use(Domain.BARRIER).end, barriers or 0, 1),
         tmem_columns=placement.use(Domain.TMEM).end)
     return R.residency(target, demand)
 
 
-def residency_shortfall(comp: Composition, placement: Placement) -> ResidencyFinding | None:
-    """The resource that keeps the placed kernel below its `blocks_per_sm`, or None."""
+def residency_shortfall(comp: Composition, placement: Placement, *, registers: int | None = None,
+                        barriers: int | None = None) -> ResidencyFinding | None:
+    """The resource that keeps the placed (or linked) kernel below its `blocks_per_sm`, or None."""
     line = blocks_line(comp)
     if comp.target is None or line is None or line.blocks_per_sm is None or line.blocks_per_sm < 1:
         return None
-    res = placed_residency(comp.target, placement)
+    res = placed_residency(comp.target, placement, registers=registers, barriers=barriers)
     short = [lim for lim in res.limits if lim.blocks < line.blocks_per_sm]
     if not short:
         return None
-    return ResidencyFinding(line.blocks_per_sm, short[0], line.span,
-                            ("measured on the placed kernel: its barrier IDs, shared memory, registers and tensor "
-                             "memory as placed",))
+    what = ("measured on the linked kernel: ptxas gave it " f"{registers} registers per thread"
+            if registers is not None else
+            "measured on the placed kernel: its barrier IDs, shared memory, registers and tensor memory as placed")
+    return ResidencyFinding(line.blocks_per_sm, short[0], line.span, (what,))
 
 
 def _pipeline_span(comp: Composition) -> Span:
