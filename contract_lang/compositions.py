@@ -498,7 +498,10 @@ def _render(draw: st.DrawFn, spec: TargetLimits, plans: list[_StagePlan], roles:
     modes = {True: ("stages", "pipeline", "both"), False: ("none",), None: ("none", "stages", "pipeline", "both")}
     launch_mode = draw(st.sampled_from(modes[launch_stated]))
     blocks = 1 if draw(st.booleans()) else None
-    launch = A.Launch("fixed", threads=threads, blocks_per_sm=blocks)
+    # blocks that wait on a gpu-scope counter need every block resident (L-LAUNCH)
+    waits = any(isinstance(it, A.Counter) and it.side == "consume" and it.scope == "gpu"
+                for plan in plans for it in plan.items)
+    launch = A.Launch("fixed", threads=threads, blocks_per_sm=blocks, resident=waits)
     cluster = draw(st.sampled_from(("none", "stages", "pipeline"))) if spec.cluster_portable_max >= 2 else "none"
     stages: list[A.Stage] = []
     for index, plan in enumerate(plans):

@@ -2,7 +2,8 @@
 
 Semantics:
 
-- Roles take disjoint runs of warps in ``[0, W)``; warps no role takes are idle
+- Roles take disjoint runs of warps in ``[0, W)`` in the problem's role order (the
+  composition's declaration order, as L-WARPS packs them); warps no role takes are idle
   padding (only when the problem allows it). ``W`` is the launch's warp count when
   the problem fixes it, else placement chooses it (at most the block limit).
 - Register groups are warpgroups: group ``k`` is warps ``[4k, 4k + 4)`` within the
@@ -104,6 +105,8 @@ class WarpModel:
                 a, b = roles[r], roles[t]
                 s.add(z3.Or(self.off[r] + a.warps <= self.off[t],
                             self.off[t] + b.warps <= self.off[r]))
+                # declaration order: a role never starts before one declared earlier
+                s.add(z3.Implies(z3.And(self.lits[r], self.lits[t]), self.off[r] + a.warps <= self.off[t]))
         if not registers:
             return
         lo_b, hi_b, step = caps.setmaxnreg_min, caps.setmaxnreg_max, caps.setmaxnreg_step
@@ -143,23 +146,21 @@ class WarpModel:
 
 
 def greedy_layout(problem: Problem, order: Sequence[int]) -> tuple[list[int], int] | None:
-    """First fit of roles in ``order`` (warpgroup roles aligned): offsets and block warps."""
+    """Roles packed in ``order``, each after the previous one (warpgroup roles aligned, the warps
+    skipped idle): offsets and block warps. The problem's own order is L-WARPS' packing."""
     caps = problem.capacities
     g = caps.warpgroup_warps
     roles = problem.roles
     limit = problem.block_warps or caps.max_warps_per_block
-    taken = [False] * limit
     offsets = [0] * len(roles)
+    cursor = 0
     for r in order:
         role = roles[r]
-        step = g if role.warpgroup else 1
-        start = next((o for o in range(0, limit - role.warps + 1, step)
-                      if not any(taken[o:o + role.warps])), None)
-        if start is None:
+        start = round_up(cursor, g) if role.warpgroup else cursor
+        if start + role.warps > limit:
             return None
         offsets[r] = start
-        for w in range(start, start + role.warps):
-            taken[w] = True
+        cursor = start + role.warps
     end = max((o + r.warps for o, r in zip(offsets, roles, strict=True)), default=0)
     warps = problem.block_warps or end
     if not problem.allow_idle_warps and sum(r.warps for r in roles) != warps:

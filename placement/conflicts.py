@@ -128,6 +128,9 @@ def warps_diagnostic(problem: Problem, conflict: WarpConflict) -> Diagnostic:
         total = sum(r.warps for r in problem.roles)
         if problem.block_warps is not None and not problem.allow_idle_warps and total < conflict.offers:
             what = f"roles cover {total} warps, the launch has {conflict.offers} and no idle warps"
+        elif not problem.allow_idle_warps and conflict.needs <= conflict.offers:
+            what = (f"roles packed in declaration order need {needs_text} warps, {conflict.needs - total} "
+                    "of them idle padding, and the block allows no idle warps")
         elif problem.block_warps is not None:
             what = f"roles need {needs_text} warps, the launch has {conflict.offers}"
         else:

@@ -234,6 +234,8 @@ def brute_warps(problem: Problem) -> tuple[object, ...] | None:
             cells = [x for o, r in zip(offs, roles, strict=True) for x in range(o, o + r.warps)]
             if len(set(cells)) != len(cells):
                 continue
+            if any(offs[i] + roles[i].warps > offs[i + 1] for i in range(len(roles) - 1)):
+                continue  # roles keep their declaration order
             touch = [[k for k in range(ngroups) if o < g * (k + 1) and o + r.warps > g * k]
                      for o, r in zip(offs, roles, strict=True)]
             for bvec in itertools.product(budgets, repeat=ngroups):
