@@ -62,7 +62,7 @@ from checker.clause import Clause
 from checker.composition import Composition
 from checker.hardware import TargetSpec
 from checker.report import plural, seam
-from checker.residency import residency_finding
+from checker.residency import launch_blocks, residency_finding
 from checker.warps import BlockLayout, PlacedRole, RegisterGroup, block_layout, register_groups
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
@@ -90,7 +90,7 @@ class RegsClause(Clause):
         if stated and stated != {layout.warps * target.warp_size}:
             return  # the block itself is wrong: L-WARPS / L-LAUNCH report it
         # one formula with placement (hardware/residency.py): the pool of W warps for B blocks per SM
-        blocks = max((launch.blocks_per_sm or 1 for launch in _launches(comp)), default=1)
+        blocks = launch_blocks(comp)
         threads = layout.warps * target.warp_size
         entry = residency.entry_registers(target, layout.warps, blocks)
         pool = entry * threads

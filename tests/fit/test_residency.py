@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checker.hardware import TARGETS, TargetSpec
+from contract_lang.compositions import Bundle
 from hardware import residency as R
 from kernlink.api import check
 from placement.adapter import placed_residency
@@ -128,3 +131,41 @@ def test_known_occupancies() -> None:
     # `__launch_bounds__(256, 8)` on sm_120a: threads allow 6
     lim = R.residency(TARGETS["sm_120a"], R.Demand(8, 32)).limiting
     assert (lim.resource, lim.blocks) == ("threads", 6)
+
+
+@pytest.mark.parametrize("name", ["sm_90a", "sm_100a", "sm_120a"])
+def test_placed_compositions_never_claim_more_blocks_than_brute_force(name: str) -> None:
+    """For generated compositions (with a drawn `blocks_per_sm`), the blocks per SM the placement
+    claims are at most what the brute-force simulation finds for the placed kernel."""
+    from checker.composition import StageEntry
+    from checker.engine import run_clauses
+    from checker.resolve import resolve
+    from contract_lang.compositions import compositions
+    from contract_lang.parser import parse_text
+    from kernlink.downstream import verify_downstream
+
+    spec = TARGETS[name]
+
+    @settings(max_examples=8, derandomize=True, deadline=None)
+    @given(compositions(spec, max_stages=2), st.integers(1, 4))
+    def prop(bundle: Bundle, blocks: int) -> None:
+        text = bundle.text()
+        text = re.sub(r"launch fixed threads (\d+)( blocks_per_sm \d+)?",
+                      lambda m: f"launch fixed threads {m[1]} blocks_per_sm {blocks}", text)
+        source = parse_text(text, "bundle.kc")
+        comp = resolve(source.pipelines[0], "bundle.kc", [StageEntry(s, "bundle.kc", None) for s in source.stages])
+        if any(d.is_error for d in run_clauses(comp)):
+            return  # a drawn blocks_per_sm the block cannot reach: L-LAUNCH / L-REGS, tested elsewhere
+        placed = verify_downstream(comp).placed
+        if placed is None:
+            return
+        p = placed.placement
+        claimed = placed_residency(spec, p).blocks
+        smem = max(0, p.use(Domain.SMEM).end - spec.smem_user_base)
+        brute = brute_blocks(spec, p.block_warps, p.entry_regs or 8, smem, max(p.use(Domain.BARRIER).end, 1),
+                             p.use(Domain.TMEM).end)
+        assert claimed <= brute, text
+        if "blocks_per_sm" in text:
+            assert brute >= blocks, text  # the placement was made for `blocks` resident blocks
+
+    prop()
