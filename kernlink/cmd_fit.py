@@ -45,7 +45,7 @@ from placement.problem import Domain
 DEFAULT_TARGETS = ("sm_90a", "sm_100a", "sm_120a")
 MAX_REPAIRS = 3
 ROWS = ("block threads", "shared memory per block", "tensor memory", "named barrier IDs", "register pool",
-        "blocks per SM")
+        "blocks per SM (asked / resident)")
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ def _rows(result: CheckResult, spec: TargetSpec) -> list[Row]:
         demand = sum(g.budget * g.warps * spec.warp_size for g in p.groups)
         rows.append(Row("register pool", demand, p.register_pool, "registers"))
     res = placed_residency(spec, p)
-    rows.append(Row("blocks per SM", caps.blocks_per_sm, res.blocks, "blocks"))
+    rows.append(Row("blocks per SM (asked / resident)", caps.blocks_per_sm, res.blocks, "blocks"))
     return rows
 
 
