@@ -128,13 +128,15 @@ class RegsClause(Clause):
                    f"{group_threads} threads each" + (f" (the last group holds {partial} threads)" if partial else ""),
                    f"{threads} threads enter with {entry} registers each: the largest multiple of {unit} "
                    f"(at most {target.max_regs_per_thread}) with which {plural(blocks, 'block')} of "
-                   f"{layout.warps} warps fit the SM's {target.regs_per_sm} registers (HARDWARE.md §3.1)",
+                   f"{layout.warps} warps {'fits' if blocks == 1 else 'fit'} the SM's {target.regs_per_sm} "
+                   "registers (HARDWARE.md §3.1)",
                    "`setmaxnreg.inc` blocks until the pool can give what it asks; budgets above the pool hang the "
                    "kernel (on an H200 at 384 threads 40/232/232 completes, 40/240/240 hangs)",
                    *([f"a role without `regs` counts as the setmaxnreg minimum, {target.setmaxnreg_min}"]
                      if defaulted else [])),
             helps=(f"lower the budgets so the {plural(len(groups), 'warpgroup')} sum to at most "
-                   f"{pool // group_threads} (now {need // group_threads})",),
+                   f"{pool // group_threads} (now {need // group_threads})"
+                   + (f", or lower `blocks_per_sm {blocks}`" if blocks > 1 else ""),),
             data={"need": need, "pool": pool, "entry_regs": entry, "threads": threads,
                   "budgets": ",".join(str(g.budget) for g in groups)})
 
