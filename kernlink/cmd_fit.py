@@ -64,8 +64,9 @@ class Row:
 
 @dataclass(frozen=True)
 class Edit:
-    """One suggested change of one contract line: ``old`` → ``new`` on the line of ``span``
-    (an empty ``old`` appends ``new`` to the line)."""
+    """One suggested change of one contract line: the attribute ``old`` (``keyword value``)
+    becomes ``new`` on the line of ``span`` (an empty ``old`` appends ``new`` to the line);
+    ``also`` are the edits that must go with it (a halved slot's transaction bytes)."""
 
     span: Span
     old: str
@@ -73,10 +74,15 @@ class Edit:
     what: str
     cost: float
     detail: str = ""
+    also: tuple[Edit, ...] = ()
+
+    def edits(self) -> tuple[Edit, ...]:
+        return (self, *self.also)
 
     def as_dict(self) -> dict[str, Any]:
         return {"file": self.span.file, "line": self.span.line, "old": self.old, "new": self.new,
-                "edit": self.what, "cost": round(self.cost, 4), "detail": self.detail}
+                "edit": self.what, "cost": round(self.cost, 4), "detail": self.detail,
+                "also": [{"file": e.span.file, "line": e.span.line, "old": e.old, "new": e.new} for e in self.also]}
 
 
 @dataclass
@@ -234,10 +240,25 @@ def _smem_edits(comp: Composition, core: set[str]) -> Iterator[Edit]:
             continue
         half = claim.bytes // 2
         old_text = _size_text(claim.bytes)
+        also = tuple(_slot_bytes_edits(comp, claim.per_slot, claim.bytes)) if claim.per_slot else ()
         yield Edit(claim.span, f"bytes {old_text}", f"bytes {_size_text(half)}",
                    f"claim `{owned.stage_name}.{claim.name}` bytes {old_text} → {_size_text(half)}", 0.5,
                    f"frees {_n(half)} B{' per slot' if claim.per_slot else ''}; the owner must work on "
-                   "tiles half the size")
+                   "tiles half the size" + (f" (and the ring's {len(also)} transaction byte counts with it)"
+                                            if also else ""), also)
+
+
+def _slot_bytes_edits(comp: Composition, ring: str, size: int) -> Iterator[Edit]:
+    """A halved slot's companions: the ring's `expect_tx`, `tx` and `copy` bytes equal to the slot's."""
+    half = _size_text(size // 2)
+    for side in comp.rings.get(ring, ()):
+        for item in side.item.items:
+            if isinstance(item, A.RingBarrierInit) and item.expect_tx == size:
+                yield Edit(item.span, f"expect_tx {_size_text(size)}", f"expect_tx {half}", "", 0.0)
+            elif isinstance(item, A.RingArrive) and item.tx == size:
+                yield Edit(item.span, f"tx {_size_text(size)}", f"tx {half}", "", 0.0)
+            elif isinstance(item, A.RingCopy) and item.bytes == size:
+                yield Edit(item.span, f"copy {_size_text(size)}", f"copy {half}", "", 0.0)
 
 
 def _tmem_edits(comp: Composition, core: set[str]) -> Iterator[Edit]:
@@ -305,7 +326,7 @@ def apply_and_check(paths: Sequence[Path], name: str, edits: Sequence[Edit]) -> 
         if copied is None:
             return False
         new_paths, mapping = copied
-        for edit in edits:
+        for edit in (e for repair in edits for e in repair.edits()):
             if not _apply(mapping, edit):
                 return False
         return check(new_paths, target=name).accepted
@@ -342,8 +363,9 @@ def _apply(mapping: dict[Path, Path], edit: Edit) -> bool:
     line = lines[index]
     if not edit.old:  # an attribute added at the end of the line
         lines[index] = line.rstrip("\n").rstrip() + f" {edit.new}\n"
-    else:
-        pattern = re.compile(r"(?<![\w.])" + re.escape(edit.old) + r"(?![\w.])")
+    else:  # the keyword's value, however the line writes it (32KiB or 32768)
+        keyword = edit.old.split()[0]
+        pattern = re.compile(r"(?<![\w.])" + re.escape(keyword) + r"\s+[^\s,]+")
         if not pattern.search(line):
             return False
         lines[index] = pattern.sub(edit.new, line, count=1)
@@ -399,6 +421,9 @@ def render_text(fits: Sequence[TargetFit]) -> str:
             lines.append(f"  repairs that make it fit (cheapest first, {f.tried} tried):")
             for e in f.repairs:
                 lines.append(f"    {e.span.file}:{e.span.line}: {e.what} — {e.detail}; cost {e.cost:.2f}")
+                if e.also:
+                    lines.append("      with " + ", ".join(f"{a.span.file}:{a.span.line}: `{a.old}` → `{a.new}`"
+                                                          for a in e.also))
         else:
             lines.append(f"  no repair among {f.tried} candidate edits of its contracts makes it fit")
     return "\n".join(lines) + "\n"

@@ -45,6 +45,7 @@ def test_fit_json(capsys: pytest.CaptureFixture[str]) -> None:
 # (fixture, the target it fails on, the edit expected among the repairs: old → new)
 CASES = [
     ("ring_deep/deep.kp", "sm_120a", ("depth 4..6", "depth 3..6")),
+    ("ring_deep/deep.kp", "sm_120a", ("bytes 32KiB", "bytes 16KiB")),  # with the ring's tx bytes
     ("regs_two_blocks.kc", "sm_90a", ("blocks_per_sm 2", "blocks_per_sm 1")),
     ("regs_two_blocks.kc", "sm_90a", ("regs 232", "regs 96")),
     ("threads_per_sm.kc", "sm_120a", ("blocks_per_sm 8", "blocks_per_sm 6")),
@@ -64,16 +65,16 @@ def test_repair_applied_makes_the_target_fit(tmp_path: Path, fixture: str, targe
     assert not result.fits and result.repairs
     chosen = next(e for e in result.repairs if (e.old, e.new) == edit)
     assert chosen.cost == min(e.cost for e in result.repairs if e.span == chosen.span)
-    # apply the edit ourselves, to a copy, and re-check
+    # apply the edit (and the edits that go with it) ourselves, to a copy, and re-check
     folder = tmp_path / "copy"
     shutil.copytree(source.parent, folder)
-    edited = folder / Path(chosen.span.file).resolve().relative_to(source.parent.resolve())
-    lines = edited.read_text().splitlines(keepends=True)
-    assert edit[0] in lines[chosen.span.line - 1]
-    line = lines[chosen.span.line - 1]
-    lines[chosen.span.line - 1] = (line.replace(edit[0], edit[1], 1) if edit[0]
-                                   else line.rstrip() + f" {edit[1]}\n")
-    edited.write_text("".join(lines))
+    for one in chosen.edits():
+        edited = folder / Path(one.span.file).resolve().relative_to(source.parent.resolve())
+        lines = edited.read_text().splitlines(keepends=True)
+        line = lines[one.span.line - 1]
+        assert one.old in line
+        lines[one.span.line - 1] = line.replace(one.old, one.new, 1) if one.old else line.rstrip() + f" {one.new}\n"
+        edited.write_text("".join(lines))
     assert check([folder / source.name], target=target).accepted
 
 
