@@ -7,9 +7,8 @@ Semantics (shared by L-WARPS, L-WARPGROUP and L-REGS; the placement solver keeps
   consecutive warps; a ``warpgroup`` role starts at the next warp index divisible
   by the warpgroup width (4, PTX §9.7.15.1) and the warps skipped are idle padding
   the linker fills. The block's warps are the packed total, padding included;
-  its threads T = warp size × block warps. When any role sets a register budget the
-  block is padded to whole warpgroups (setmaxnreg acts on warpgroups, and the
-  hardware allocates registers for warps in fours), so T is a multiple of 128.
+  its threads T = warp size × block warps (placement may add idle warps after the
+  last role when no `launch` states `threads`).
 - A register group is a warpgroup: ``setmaxnreg`` acts on whole warpgroups, so the
   roles with a warp in one share its budget, the largest of their ``regs``. A role
   without ``regs`` counts as the target's ``setmaxnreg`` minimum. The block is *not*
