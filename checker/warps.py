@@ -7,16 +7,17 @@ Semantics (shared by L-WARPS, L-WARPGROUP and L-REGS; the placement solver keeps
   consecutive warps; a ``warpgroup`` role starts at the next warp index divisible
   by the warpgroup width (4, PTX §9.7.15.1) and the warps skipped are idle padding
   the linker fills. The block's warps are the packed total, padding included;
-  its threads T = warp size × block warps. When any role sets a register budget the
-  block is padded to whole warpgroups (setmaxnreg acts on warpgroups, and the
-  hardware allocates registers for warps in fours), so T is a multiple of 128.
+  its threads T = warp size × block warps (placement may add idle warps after the
+  last role when no `launch` states `threads`).
 - A register group is a warpgroup: ``setmaxnreg`` acts on whole warpgroups, so the
   roles with a warp in one share its budget, the largest of their ``regs``. A role
-  without ``regs`` counts as the target's ``setmaxnreg`` minimum.
-- The CTA's register pool is E × T, where E (the entry register count ptxas gives
-  every thread) is min(max registers per thread, registers per block / T) rounded
-  down to the allocation unit (8 registers per thread; HARDWARE.md §3.1: T = 384
-  gives E = 168 and a pool of 64 512).
+  without ``regs`` counts as the target's ``setmaxnreg`` minimum. The block is *not*
+  padded to whole warpgroups: the linker launches exactly the packed warps (as
+  placement does), so a last, partial group holds only the warps it has.
+- The CTA's register pool and the groups' demand are :mod:`hardware.residency`'s
+  ``register_pool`` (E × T, E the entry count for ``blocks_per_sm`` resident blocks:
+  T = 384 gives E = 168 and a pool of 64 512) and ``register_demand`` (Σ budget ×
+  threads of each group), the formulas placement uses.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 from checker.composition import Composition, RoleInfo
 from checker.hardware import TargetSpec
+from hardware.residency import round_up
 
 
 @dataclass(frozen=True)
@@ -63,8 +65,10 @@ class RegisterGroup:
     budget: int
     decided_by: PlacedRole | None
 
-    def registers(self, target: TargetSpec) -> int:
-        return self.budget * target.warpgroup_warps * target.warp_size
+    def registers(self, target: TargetSpec, block_warps: int) -> int:
+        """Registers the group holds: its budget × the threads of the block's warps in it."""
+        width = target.warpgroup_warps
+        return self.budget * target.warp_size * max(0, min(width, block_warps - width * self.index))
 
 
 def block_layout(comp: Composition, target: TargetSpec) -> BlockLayout:
@@ -73,7 +77,7 @@ def block_layout(comp: Composition, target: TargetSpec) -> BlockLayout:
     cursor = 0
     placed: list[PlacedRole] = []
     for info in comp.roles.values():
-        start = _round_up(cursor, group) if info.role.warpgroup else cursor
+        start = round_up(cursor, group) if info.role.warpgroup else cursor
         placed.append(PlacedRole(info, start, start - cursor))
         cursor = start + info.warps
     return BlockLayout(tuple(placed), cursor)
@@ -89,7 +93,7 @@ def register_groups(layout: BlockLayout, target: TargetSpec) -> tuple[RegisterGr
     """Every warpgroup the block occupies, with the budget of its largest member."""
     width = target.warpgroup_warps
     groups = []
-    for index in range(_round_up(layout.warps, width) // width):
+    for index in range(round_up(layout.warps, width) // width):
         lo, hi = index * width, (index + 1) * width
         members = tuple(p for p in layout.roles if p.warps > 0 and p.start < hi and p.end > lo)
         budgets = [role_budget(p, target) for p in members]
@@ -97,14 +101,3 @@ def register_groups(layout: BlockLayout, target: TargetSpec) -> tuple[RegisterGr
         decider = members[budgets.index(budget)] if members else None
         groups.append(RegisterGroup(index, members, budget, decider))
     return tuple(groups)
-
-
-def entry_registers(target: TargetSpec, threads: int) -> int:
-    """Registers per thread at kernel entry for a block of ``threads`` (HARDWARE.md §3.1)."""
-    unit = target.reg_alloc_unit_per_warp // target.warp_size
-    fit = min(target.max_regs_per_thread, target.regs_per_block // max(threads, 1))
-    return fit // unit * unit
-
-
-def _round_up(value: int, unit: int) -> int:
-    return -(-value // unit) * unit

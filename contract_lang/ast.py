@@ -92,9 +92,24 @@ class Role(Node):
 
 @dataclass(frozen=True)
 class Launch(Node):
+    """``launch KIND [threads N] [blocks_per_sm B] [grid G | grid resident] [cooperative]``.
+
+    ``grid`` is the number of blocks launched (``resident``: as many as the SMs hold at
+    once, blocks_per_sm × SMs); ``cooperative`` launches with
+    ``cudaLaunchCooperativeKernel``, which refuses a grid that cannot be resident.
+    """
+
     kind: Literal["persistent", "fixed"]
     threads: int | None = None
     blocks_per_sm: int | None = None
+    grid: int | None = None
+    resident: bool = False
+    cooperative: bool = False
+
+    @property
+    def grid_text(self) -> str | None:
+        """The grid as written (``resident`` or a count), None when unstated."""
+        return "resident" if self.resident else (None if self.grid is None else str(self.grid))
 
 
 @dataclass(frozen=True)

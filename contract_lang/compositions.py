@@ -53,6 +53,7 @@ from hypothesis import strategies as st
 from contract_lang import ast as A
 from contract_lang.expr import BinOp, Expr, Int, Name, Not
 from contract_lang.printer import print_file, print_node
+from hardware import residency
 
 __all__ = [
     "MUTATION_KINDS",
@@ -116,11 +117,17 @@ class TargetLimits(Protocol):
     @property
     def warpgroup_warps(self) -> int: ...
     @property
+    def regs_per_sm(self) -> int: ...
+    @property
     def regs_per_block(self) -> int: ...
+    @property
+    def sub_partitions(self) -> int: ...
     @property
     def max_regs_per_thread(self) -> int: ...
     @property
     def reg_alloc_unit_per_warp(self) -> int: ...
+    @property
+    def reg_warp_rounding(self) -> int: ...
     @property
     def setmaxnreg_min(self) -> int: ...
     @property
@@ -184,11 +191,8 @@ def _starts(roles: Sequence[_Role], group: int) -> list[int]:
 
 
 def _register_pool(spec: TargetLimits, warps: int) -> int:
-    """The register pool of a block of whole warpgroups: entry registers × threads (as L-REGS)."""
-    threads = _round_up(warps, spec.warpgroup_warps) * spec.warp_size
-    unit = spec.reg_alloc_unit_per_warp // spec.warp_size
-    entry = min(spec.max_regs_per_thread, spec.regs_per_block // max(threads, 1)) // unit * unit
-    return entry * threads
+    """The register pool of the packed block (hardware.residency, as L-REGS and placement)."""
+    return residency.register_pool(spec, warps)
 
 
 def _group_budgets(roles: Sequence[_Role], spec: TargetLimits) -> list[int]:
@@ -206,9 +210,9 @@ def _group_budgets(roles: Sequence[_Role], spec: TargetLimits) -> list[int]:
 
 def _fit_registers(roles: list[_Role], spec: TargetLimits) -> None:
     """Lower the largest budgets until the warpgroups fit the register pool (L-REGS)."""
-    pool = _register_pool(spec, _layout(roles, spec.warpgroup_warps))
-    per_group = spec.warpgroup_warps * spec.warp_size
-    while sum(_group_budgets(roles, spec)) * per_group > pool:
+    warps = _layout(roles, spec.warpgroup_warps)
+    pool = _register_pool(spec, warps)
+    while residency.register_demand(spec, warps, _group_budgets(roles, spec), spec.warpgroup_warps) > pool:
         top = max((r for r in roles if r.regs is not None and r.regs > spec.setmaxnreg_min),
                   key=lambda r: r.regs or 0, default=None)
         if top is None:
@@ -245,8 +249,8 @@ def _roles(draw: st.DrawFn, spec: TargetLimits, n_stages: int, needs: Sequence[t
         for _ in range(draw(st.integers(0 if any(r.stage == stage for r in roles) else 1, 2))):
             width = draw(st.sampled_from((1, 2, 4, 4, 8)))
             add(stage, width, width % group == 0 and (width == 8 or draw(st.booleans())))
-    # Register budgets only where the block is whole warpgroups: the check-time pool and
-    # placement's then agree on the block's threads (no padding to argue about).
+    # Register budgets only where the block is whole warpgroups (every group's setmaxnreg
+    # runs on four warps, as in production kernels).
     if "setmaxnreg" in spec.features and _layout(roles, group) % group == 0 and draw(st.booleans()):
         step = spec.setmaxnreg_step
         choices = [v for v in (24, 40, 56, 72, 104, 152, 208, 224, 232, 240)
@@ -494,7 +498,10 @@ def _render(draw: st.DrawFn, spec: TargetLimits, plans: list[_StagePlan], roles:
     modes = {True: ("stages", "pipeline", "both"), False: ("none",), None: ("none", "stages", "pipeline", "both")}
     launch_mode = draw(st.sampled_from(modes[launch_stated]))
     blocks = 1 if draw(st.booleans()) else None
-    launch = A.Launch("fixed", threads=threads, blocks_per_sm=blocks)
+    # blocks that wait on a gpu-scope counter need every block resident (L-LAUNCH)
+    waits = any(isinstance(it, A.Counter) and it.side == "consume" and it.scope == "gpu"
+                for plan in plans for it in plan.items)
+    launch = A.Launch("fixed", threads=threads, blocks_per_sm=blocks, resident=waits)
     cluster = draw(st.sampled_from(("none", "stages", "pipeline"))) if spec.cluster_portable_max >= 2 else "none"
     stages: list[A.Stage] = []
     for index, plan in enumerate(plans):

@@ -169,6 +169,10 @@ def _item_line(item: object) -> str:
             words.append(f"threads {item.threads}")
         if item.blocks_per_sm is not None:
             words.append(f"blocks_per_sm {item.blocks_per_sm}")
+        if item.grid_text is not None:
+            words.append(f"grid {item.grid_text}")
+        if item.cooperative:
+            words.append("cooperative")
         return " ".join(words)
     if isinstance(item, (A.SmemClaim, A.TmemClaim, A.BarrierClaim, A.CounterClaim)):
         return _claim_line(item)

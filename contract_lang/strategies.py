@@ -398,8 +398,11 @@ def _shapes() -> st.SearchStrategy[A.ClusterShape]:
 
 
 def _launches() -> st.SearchStrategy[A.Launch]:
-    return st.builds(A.Launch, _vocabulary(("persistent", "fixed")), threads=_maybe(integers()),
-                     blocks_per_sm=_maybe(integers()))
+    grids = st.one_of(st.just((None, False)), st.tuples(integers(), st.just(False)), st.just((None, True)))
+    return grids.flatmap(lambda g: st.builds(
+        A.Launch, _vocabulary(("persistent", "fixed")), threads=_maybe(integers()),
+        blocks_per_sm=_maybe(integers()), grid=st.just(g[0]), resident=st.just(g[1]),
+        cooperative=st.booleans()))
 
 
 def _targets() -> st.SearchStrategy[A.Target]:

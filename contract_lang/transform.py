@@ -227,8 +227,11 @@ class AstBuilder(Transformer[Token, Any]):
     def launch(self, meta: Meta, children: list[Any]) -> A.Launch:
         kind, *attrs = children
         got = self._attrs("`launch`", attrs)
+        grid = got.get("grid")
         return A.Launch(str(kind), threads=got.get("threads"),  # type: ignore[arg-type]
-                        blocks_per_sm=got.get("blocks_per_sm"), span=self._span(meta))
+                        blocks_per_sm=got.get("blocks_per_sm"), grid=grid if isinstance(grid, int) else None,
+                        resident=grid == "resident", cooperative=bool(got.get("cooperative")),
+                        span=self._span(meta))
 
     @v_args(meta=True)
     def launch_threads(self, meta: Meta, c: list[Token]) -> Attr:
@@ -237,6 +240,15 @@ class AstBuilder(Transformer[Token, Any]):
     @v_args(meta=True)
     def launch_blocks(self, meta: Meta, c: list[Token]) -> Attr:
         return ("blocks_per_sm", self._int(c[0], "count"), self._span(meta))
+
+    @v_args(meta=True)
+    def launch_grid(self, meta: Meta, c: list[Token]) -> Attr:
+        value = c[0]
+        return ("grid", "resident" if value.type == "GRID_RESIDENT" else parse_int(value), self._span(meta))
+
+    @v_args(meta=True)
+    def launch_cooperative(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("cooperative", True, self._span(meta))
 
     @v_args(meta=True)
     def params(self, meta: Meta, children: list[Any]) -> A.Params:

@@ -175,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     from kernlink.commands import add_commands
 
     add_commands(sub)
+    from kernlink import cmd_fit
+
+    cmd_fit.register(sub)
     return parser
 
 

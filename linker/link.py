@@ -63,6 +63,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from checker.clauses.l_launch import residency_diagnostic
 from checker.composition import Composition, StageEntry
 from diagnostics.files import atomic_write_bytes, atomic_write_text
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity, sort_diagnostics
@@ -71,9 +72,9 @@ from linker.cubin import KernelInfo, read_cubin
 from linker.generate import KERNEL, SOURCE_NAME, Generated, generate, unsupported
 from linker.linkmap import Attempt, InputRecord, LinkRecord
 from linker.manifest import StagePackage, read_stage_package
-from linker.toolchain import compile_nvrtc, link, stable_cwd, toolkit_versions
+from linker.toolchain import compile_nvrtc, link, parse_ptxas_usage, stable_cwd, tool_warnings, toolkit_versions
 from linker.transfers import moved_roles, place_route_barriers
-from placement.adapter import Placed
+from placement.adapter import Placed, residency_shortfall
 from placement.problem import Problem
 from placement.solve import solve
 from placement.verify import verify
@@ -171,6 +172,8 @@ def link_composition(comp: Composition, placed: Placed, *, emit_ptx: bool = Fals
         record.cubin_sha256 = hashlib.sha256(final.cubin).hexdigest()
         record.diagnostics.extend(final.generated.notes)
         record.diagnostics.extend(_spill_notes(comp, final))
+        record.diagnostics.extend(_tool_warnings(comp, final))
+        _check_residency(comp, placed, final)
         if emit_ptx:
             ptx_start = time.perf_counter()
             out.ptx = _link_ptx(comp, packages, final)
@@ -474,6 +477,26 @@ def _regs_failed(comp: Composition, rnd: _Round, placed: Placed, entry: int) -> 
         helps=("lower the roles' `regs`, or the block's `blocks_per_sm`",),
         data=(("registers", str(rnd.kernel.registers)), ("demand", str(demand)),
               ("pool", str(entry * d.threads))))
+
+
+def _tool_warnings(comp: Composition, rnd: _Round) -> list[Diagnostic]:
+    """Every ptxas/nvJitLink warning of the final link (a dropped `.minnctapersm`, spills…), surfaced."""
+    return [Diagnostic(
+        "I-PTXAS", f"ptxas warns about the linked kernel: {text}", Severity.WARNING,
+        (Label(comp.pipeline.span, "in this composition"),),
+        notes=("the device link compiles every component and the generated dispatch together; ptxas printed "
+               "this while compiling it",),
+        helps=("check the `launch` line (`threads`, `blocks_per_sm`) and the roles' `regs` against the target",))
+        for text in tool_warnings(rnd.info_log)]
+
+
+def _check_residency(comp: Composition, placed: Placed, rnd: _Round) -> None:
+    """`blocks_per_sm` with the linked kernel's registers and barriers (L-LAUNCH), as ptxas compiled it."""
+    usage = parse_ptxas_usage(rnd.info_log).get(KERNEL)
+    found = residency_shortfall(comp, placed.placement, registers=rnd.kernel.registers,
+                                barriers=usage.barriers if usage is not None else None)
+    if found is not None and comp.target is not None:
+        raise DiagnosticError([residency_diagnostic(found, comp.target)])
 
 
 def _spill_notes(comp: Composition, rnd: _Round) -> list[Diagnostic]:

@@ -51,6 +51,10 @@ _ENTRY = re.compile(r"Compiling entry function '(?P<name>[^']+)'")
 _USED = re.compile(r"Used (?P<regs>\d+) registers(?:, used (?P<bars>\d+) barriers)?")
 _SMEM = re.compile(r"(?P<smem>\d+) bytes smem")
 _NVCC_VERSION = re.compile(r"release (\d+)\.(\d+)")
+#: A warning line of ptxas or nvJitLink (``ptxas warning : …``), and ptxas' advisories.
+_TOOL_WARNING = re.compile(r"^\s*(?:ptxas|nvlink|nvJitLink|error)?\s*warning\s*:\s*(?P<text>.+?)\s*$",
+                           re.I | re.M)
+_ADVISORY = re.compile(r"(?P<text>(?:\(C\d+\)\s*)?Potential Performance Loss:.+?)\s*$", re.M)
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,11 @@ class LinkResult:
     def ptxas_usage(self) -> dict[str, PtxasUsage]:
         """Per-kernel registers, barriers and static smem from a ``verbose=True`` link."""
         return parse_ptxas_usage(self.info_log)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Every warning and performance advisory ptxas or nvJitLink printed (see :func:`tool_warnings`)."""
+        return tool_warnings(self.info_log + "\n" + self.error_log)
 
 
 @dataclass(frozen=True)
@@ -371,6 +380,14 @@ def parse_compiler_log(log: str) -> tuple[CompilerMessage, ...]:
         span = Span(match["file"], max(row, 1), col, max(row, 1), col + width)
         found.append(CompilerMessage(severity, match["text"].rstrip(". "), span))
     return tuple(found)
+
+
+def tool_warnings(log: str) -> tuple[str, ...]:
+    """The warnings (``ptxas warning : …``) and advisories (``Potential Performance Loss: …``) of a
+    link log, in order, each once: a dropped ``.minnctapersm``, an ignored ``setmaxnreg``, spills."""
+    found = [(m.start(), m["text"]) for m in _TOOL_WARNING.finditer(log)]
+    found += [(m.start(), m["text"]) for m in _ADVISORY.finditer(log)]
+    return tuple(dict.fromkeys(text for _, text in sorted(found)))
 
 
 def parse_ptxas_usage(info_log: str) -> dict[str, PtxasUsage]:

@@ -107,7 +107,7 @@ def assemble(problem: Problem, packed: Mapping[Domain, Packed], layout: Layout, 
     for r, role in enumerate(problem.roles):
         o = layout.offsets[r]
         groups = tuple(k for k in range(len(layout.group_budgets)) if overlaps(o, role.warps, k, g))
-        why = "lowest free warp in (owner, name) order"
+        why = "lowest free warp in declaration order"
         if role.warpgroup:
             why = f"warpgroup-aligned; {why}"
         roles.append(RolePlacement(role.owner, role.name, o, role.warps, role.warpgroup,

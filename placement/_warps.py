@@ -2,7 +2,8 @@
 
 Semantics:
 
-- Roles take disjoint runs of warps in ``[0, W)``; warps no role takes are idle
+- Roles take disjoint runs of warps in ``[0, W)`` in the problem's role order (the
+  composition's declaration order, as L-WARPS packs them); warps no role takes are idle
   padding (only when the problem allows it). ``W`` is the launch's warp count when
   the problem fixes it, else placement chooses it (at most the block limit).
 - Register groups are warpgroups: group ``k`` is warps ``[4k, 4k + 4)`` within the
@@ -15,9 +16,12 @@ Semantics:
 
 The objective, in priority order: (1) the most registers at the roles' disposal,
 Σ_r warps_r × budget_r; (2) the surplus spread evenly: the largest minimum of
-budget_r − minimum_r; (3) the fewest block warps. Tie-break: each role's offset
-lowest in canonical (owner, name) order, then each role's budget highest in that
-order, then each group's budget lowest.
+budget_r − minimum_r; (3) the fewest block warps. (1) and (2) apply only when some
+role declares ``regs``: without one the kernel runs no ``setmaxnreg``, and idle warps
+would buy registers no role can take (two one-warp roles stay a block of 2 warps).
+Tie-break: each role's offset lowest in the problem's role order (the composition's
+declaration order), then each role's budget highest in that order, then each group's
+budget lowest.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from placement.problem import Problem, Role, round_up
 
 @dataclass(frozen=True)
 class Layout:
-    """Role offsets (canonical role order), block warps and group budgets (a role's budget is
+    """Role offsets (the problem's role order), block warps and group budgets (a role's budget is
     the smallest budget of the groups it touches)."""
 
     offsets: tuple[int, ...]
@@ -45,7 +49,7 @@ class Layout:
 
 @dataclass(frozen=True)
 class WarpConflict:
-    """Roles (indices in canonical order) that cannot be laid out (``L-WARPS``) or given
+    """Roles (indices in the problem's role order) that cannot be laid out (``L-WARPS``) or given
     registers (``L-REGS``) together; ``needs``/``offers`` are warps or registers."""
 
     code: str
@@ -101,6 +105,8 @@ class WarpModel:
                 a, b = roles[r], roles[t]
                 s.add(z3.Or(self.off[r] + a.warps <= self.off[t],
                             self.off[t] + b.warps <= self.off[r]))
+                # declaration order: a role never starts before one declared earlier
+                s.add(z3.Implies(z3.And(self.lits[r], self.lits[t]), self.off[r] + a.warps <= self.off[t]))
         if not registers:
             return
         lo_b, hi_b, step = caps.setmaxnreg_min, caps.setmaxnreg_max, caps.setmaxnreg_step
@@ -140,23 +146,21 @@ class WarpModel:
 
 
 def greedy_layout(problem: Problem, order: Sequence[int]) -> tuple[list[int], int] | None:
-    """First fit of roles in ``order`` (warpgroup roles aligned): offsets and block warps."""
+    """Roles packed in ``order``, each after the previous one (warpgroup roles aligned, the warps
+    skipped idle): offsets and block warps. The problem's own order is L-WARPS' packing."""
     caps = problem.capacities
     g = caps.warpgroup_warps
     roles = problem.roles
     limit = problem.block_warps or caps.max_warps_per_block
-    taken = [False] * limit
     offsets = [0] * len(roles)
+    cursor = 0
     for r in order:
         role = roles[r]
-        step = g if role.warpgroup else 1
-        start = next((o for o in range(0, limit - role.warps + 1, step)
-                      if not any(taken[o:o + role.warps])), None)
-        if start is None:
+        start = round_up(cursor, g) if role.warpgroup else cursor
+        if start + role.warps > limit:
             return None
         offsets[r] = start
-        for w in range(start, start + role.warps):
-            taken[w] = True
+        cursor = start + role.warps
     end = max((o + r.warps for o, r in zip(offsets, roles, strict=True)), default=0)
     warps = problem.block_warps or end
     if not problem.allow_idle_warps and sum(r.warps for r in roles) != warps:
@@ -251,10 +255,11 @@ def _optimise(problem: Problem, m: WarpModel, current: z3.ModelRef, budget: Budg
     at_disposal = z3.Sum([r.warps * b for r, b in zip(roles, m.role_budget, strict=True)])
     limit = problem.block_warps or caps.max_warps_per_block
     most = max(caps.register_pool(w) for w in range(1, limit + 1)) // caps.warp_size
-    proven &= maximise(at_disposal, min(most, sum(r.warps * hi_b for r in roles)))
-    headroom = z3.Int("headroom", m.ctx)
-    s.add([headroom <= b - n for b, n in zip(m.role_budget, needs, strict=True)])
-    proven &= maximise(headroom, hi_b - max(needs))
+    if any(r.regs is not None for r in roles):
+        proven &= maximise(at_disposal, min(most, sum(r.warps * hi_b for r in roles)))
+        headroom = z3.Int("headroom", m.ctx)
+        s.add([headroom <= b - n for b, n in zip(m.role_budget, needs, strict=True)])
+        proven &= maximise(headroom, hi_b - max(needs))
     if problem.block_warps is None:
         proven &= minimise(m.warps, sum(r.warps for r in roles))
     g = caps.warpgroup_warps

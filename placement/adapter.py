@@ -10,16 +10,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from checker.clauses.l_launch import residency_diagnostic
 from checker.composition import Composition, Owned
+from checker.hardware import TargetSpec
+from checker.residency import ResidencyFinding, blocks_line, launch_blocks
 from checker.storage import agreed_depth, needed_alignment
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
+from hardware import residency as R
 from placement.lifetime import KERNEL, Connection, Interval, Lifetime, Phase, Timeline
 from placement.problem import (
     BarrierClaim,
     Capacities,
     CounterClaim,
+    Domain,
     Problem,
     Ring,
     Role,
@@ -107,7 +112,8 @@ def problem_from(comp: Composition) -> Problem:
         raise ValueError("placement needs a known target")
     counters = [CounterClaim(o.stage_name, o.item.name, o.item.slots or 1, span=o.item.span)
                 for o in comp.items(A.CounterClaim)]
-    caps = Capacities.from_target(comp.target, counter_slots=sum(c.slots for c in counters))
+    caps = Capacities.from_target(comp.target, counter_slots=sum(c.slots for c in counters),
+                                  blocks_per_sm=launch_blocks(comp))
     return Problem(
         capacities=caps,
         smem=tuple(_smem(comp, o) for o in comp.items(A.SmemClaim) if o.item.bytes),
@@ -149,7 +155,43 @@ def place(comp: Composition) -> tuple[Placed | None, list[Diagnostic]]:
             "E-INTERNAL", "the placement solver returned a placement its verifier rejects",
             labels=(Label(_pipeline_span(comp), "in this composition"),),
             notes=tuple(problems[:10]), helps=("report it with the inputs: this is a kernlink bug",))]
+    found = residency_shortfall(comp, placement)
+    if found is not None:
+        return None, [residency_diagnostic(found, comp.target)] if comp.target is not None else []
     return Placed(problem, placement), []
+
+
+def placed_residency(target: TargetSpec, placement: Placement, *, registers: int | None = None,
+                     barriers: int | None = None) -> R.Residency:
+    """Blocks per SM of the placed kernel: its warps, entry registers, shared memory, barrier IDs
+    and tensor-memory columns, against the hardware table (not the per-block shares).
+
+    After the device link, ``registers`` and ``barriers`` are the linked kernel's (ptxas').
+    """
+    smem = placement.use(Domain.SMEM)
+    demand = R.Demand(
+        warps=max(placement.block_warps, 1),
+        regs_per_thread=registers or placement.entry_regs or R.reg_unit(target),
+        smem_bytes=max(0, smem.end - target.smem_user_base),
+        barriers=max(placement.use(Domain.BARRIER).end, barriers or 0, 1),
+        tmem_columns=placement.use(Domain.TMEM).end)
+    return R.residency(target, demand)
+
+
+def residency_shortfall(comp: Composition, placement: Placement, *, registers: int | None = None,
+                        barriers: int | None = None) -> ResidencyFinding | None:
+    """The resource that keeps the placed (or linked) kernel below its `blocks_per_sm`, or None."""
+    line = blocks_line(comp)
+    if comp.target is None or line is None or line.blocks_per_sm is None or line.blocks_per_sm < 1:
+        return None
+    res = placed_residency(comp.target, placement, registers=registers, barriers=barriers)
+    short = [lim for lim in res.limits if lim.blocks < line.blocks_per_sm]
+    if not short:
+        return None
+    what = ("measured on the linked kernel: ptxas gave it " f"{registers} registers per thread"
+            if registers is not None else
+            "measured on the placed kernel: its barrier IDs, shared memory, registers and tensor memory as placed")
+    return ResidencyFinding(line.blocks_per_sm, short[0], line.span, (what,))
 
 
 def _pipeline_span(comp: Composition) -> Span:

@@ -72,7 +72,8 @@ def storage_diagnostic(problem: Problem, conflict: Conflict) -> Diagnostic:
     target = caps.target
     if domain is Domain.SMEM:
         code = "L-OVERLAP"  # every capacity overflow, rings or not (L-DEPTH is for depth ranges)
-        what = f"shared memory needs {needs_text} B, {target} offers {offers} B"
+        per = f" per block at `blocks_per_sm {caps.blocks_per_sm}`" if caps.blocks_per_sm > 1 else ""
+        what = f"shared memory needs {needs_text} B, {target} offers {offers} B{per}"
         if len(rings) == 1:
             what = (f"ring `{rings[0]}` does not fit at its minimum depth {depths[rings[0]]}: "
                     f"{what}")
@@ -82,7 +83,8 @@ def storage_diagnostic(problem: Problem, conflict: Conflict) -> Diagnostic:
             what = f"rings {names} do not fit at their minimum depths {mins}: {what}"
     elif domain is Domain.TMEM:
         code = "L-OVERLAP"
-        what = f"tensor memory needs {needs_text} columns, {target} offers {offers} columns"
+        per = f" per block at `blocks_per_sm {caps.blocks_per_sm}`" if caps.blocks_per_sm > 1 else ""
+        what = f"tensor memory needs {needs_text} columns, {target} offers {offers} columns{per}"
     elif domain is Domain.BARRIER:
         code = "L-BARRIER"
         what = (f"named barriers need {needs_text} IDs, {target} offers {offers} "
@@ -102,6 +104,9 @@ def storage_diagnostic(problem: Problem, conflict: Conflict) -> Diagnostic:
         notes.append("live together because " + "; ".join(reasons))
     if needs is not None:
         notes.append(f"short by {needs - offers} {domain.unit}")
+    if caps.blocks_per_sm > 1 and domain in (Domain.SMEM, Domain.TMEM):
+        notes.append(f"`blocks_per_sm {caps.blocks_per_sm}`: {caps.blocks_per_sm} blocks share one SM, so each "
+                     f"gets {offers} {domain.unit} of {domain.title} (hardware/residency.py)")
     if not conflict.needs_exact:
         notes.append("the solver budget ran out before the exact need was found; "
                      "the figure is a lower bound")
@@ -125,6 +130,9 @@ def warps_diagnostic(problem: Problem, conflict: WarpConflict) -> Diagnostic:
         total = sum(r.warps for r in problem.roles)
         if problem.block_warps is not None and not problem.allow_idle_warps and total < conflict.offers:
             what = f"roles cover {total} warps, the launch has {conflict.offers} and no idle warps"
+        elif not problem.allow_idle_warps and conflict.needs <= conflict.offers:
+            what = (f"roles packed in declaration order need {needs_text} warps, {conflict.needs - total} "
+                    "of them idle padding, and the block allows no idle warps")
         elif problem.block_warps is not None:
             what = f"roles need {needs_text} warps, the launch has {conflict.offers}"
         else:

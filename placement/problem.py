@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from diagnostics.span import UNKNOWN_SPAN, Span
+from hardware import residency
 from placement.lifetime import KERNEL, Lifetime, Timeline
 
 
@@ -72,6 +73,8 @@ class TargetLike(Protocol):
     @property
     def smem_per_block_optin(self) -> int: ...
     @property
+    def smem_per_sm(self) -> int: ...
+    @property
     def smem_reserved_per_block(self) -> int: ...
     @property
     def smem_user_base(self) -> int: ...
@@ -96,7 +99,11 @@ class TargetLike(Protocol):
     @property
     def warpgroup_warps(self) -> int: ...
     @property
+    def regs_per_sm(self) -> int: ...
+    @property
     def regs_per_block(self) -> int: ...
+    @property
+    def sub_partitions(self) -> int: ...
     @property
     def max_regs_per_thread(self) -> int: ...
     @property
@@ -115,9 +122,13 @@ class TargetLike(Protocol):
 class Capacities:
     """Every capacity, range and alignment placement obeys, as plain numbers.
 
-    Field names follow the hardware table (``checker/hardware.py``); build one with
+    Field names follow the hardware table (``hardware/targets.py``); build one with
     :meth:`from_target`. ``counter_slots`` is the size of the kernel's counter array,
-    which the linker chooses.
+    which the linker chooses. ``blocks_per_sm`` is the residency the launch asks for
+    (``__launch_bounds__(T, blocks_per_sm)``): :meth:`from_target` then gives each block
+    its share of the SM's shared memory and tensor memory (``smem_per_block_optin`` and
+    ``tmem_columns`` hold the share), and the entry registers are those with which
+    ``blocks_per_sm`` blocks fit the register file (:mod:`hardware.residency`).
     """
 
     target: str
@@ -135,13 +146,16 @@ class Capacities:
     warp_size: int
     max_warps_per_block: int
     warpgroup_warps: int
+    regs_per_sm: int
     regs_per_block: int
+    sub_partitions: int
     max_regs_per_thread: int
     reg_alloc_unit_per_warp: int
     reg_warp_rounding: int
     setmaxnreg_min: int
     setmaxnreg_max: int
     setmaxnreg_step: int
+    blocks_per_sm: int = 1
 
     def __post_init__(self) -> None:
         for name, value in self.__dict__.items():
@@ -157,7 +171,8 @@ class Capacities:
             raise ValueError("the mbarrier alignment must be a power of two")
         if self.tmem_columns and not is_power_of_two(self.tmem_min_alloc_columns):
             raise ValueError("the minimum tensor-memory allocation must be a power of two")
-        positive = ("warp_size", "max_warps_per_block", "warpgroup_warps", "regs_per_block",
+        positive = ("warp_size", "max_warps_per_block", "warpgroup_warps", "regs_per_block", "regs_per_sm",
+                    "sub_partitions", "blocks_per_sm",
                     "max_regs_per_thread", "reg_alloc_unit_per_warp", "reg_warp_rounding",
                     "setmaxnreg_step", "smem_alloc_granularity", "mbarrier_size")
         for name in positive:
@@ -170,11 +185,16 @@ class Capacities:
             raise ValueError("the setmaxnreg range must be non-empty and on its step")
 
     @classmethod
-    def from_target(cls, spec: TargetLike, *, counter_slots: int) -> Capacities:
-        """Copy the fields placement reads from a hardware-table entry."""
-        names = [f for f in cls.__dataclass_fields__ if f not in ("target", "counter_slots")]
+    def from_target(cls, spec: TargetLike, *, counter_slots: int, blocks_per_sm: int = 1) -> Capacities:
+        """Copy the fields placement reads from a hardware-table entry, for ``blocks_per_sm``
+        resident blocks (each gets its share of shared memory and tensor memory)."""
+        names = [f for f in cls.__dataclass_fields__
+                 if f not in ("target", "counter_slots", "blocks_per_sm")]
         values = {n: int(getattr(spec, n)) for n in names}
-        return cls(target=spec.name, counter_slots=counter_slots, **values)
+        blocks = max(blocks_per_sm, 1)
+        values["smem_per_block_optin"] = residency.smem_per_block(spec, blocks)
+        values["tmem_columns"] = residency.tmem_per_block(spec, blocks)
+        return cls(target=spec.name, counter_slots=counter_slots, blocks_per_sm=blocks, **values)
 
     @property
     def smem_limit(self) -> int:
@@ -208,20 +228,13 @@ class Capacities:
         return size
 
     def entry_regs(self, warps: int) -> int:
-        """Registers per thread at kernel entry for a block of ``warps`` warps.
-
-        ptxas gives every thread min(max per thread, register file / T) rounded down to
-        the allocation unit, where T counts the block's warps rounded up to
-        ``reg_warp_rounding`` (the hardware allocates registers for whole sub-partition
-        rounds: HARDWARE.md §3.1, HDR). For 12 warps: 65536 / 384 → 168.
-        """
-        rounded = round_up(max(warps, 1), self.reg_warp_rounding) * self.warp_size
-        fit = min(self.max_regs_per_thread, self.regs_per_block // rounded)
-        return fit // self.reg_unit * self.reg_unit
+        """Registers per thread at kernel entry for a block of ``warps`` warps, ``blocks_per_sm``
+        of them resident (:func:`hardware.residency.entry_registers`; 12 warps → 168)."""
+        return residency.entry_registers(self, warps, self.blocks_per_sm)
 
     def register_pool(self, warps: int) -> int:
         """The block's register pool that setmaxnreg redistributes: entry × threads."""
-        return self.entry_regs(warps) * warps * self.warp_size
+        return residency.register_pool(self, warps, self.blocks_per_sm)
 
     def budgets(self) -> range:
         """Every legal setmaxnreg budget."""
@@ -386,7 +399,10 @@ def _sorted(items: Iterable[Claim]) -> tuple[Claim, ...]:
 
 @dataclass(frozen=True)
 class Problem:
-    """One placement problem. Item tuples are kept sorted by (owner, name): the canonical order.
+    """One placement problem. Claim tuples are kept sorted by (owner, name): the canonical order.
+    Roles keep the order they are given in, the composition's declaration order (stage
+    order, then source order): the layout breaks ties by it, so renaming a role never
+    moves it.
 
     Invariants: (owner, name) unique within each domain (a ring's mbarrier array takes
     the name ``<ring>.mbarriers`` in its owner's shared-memory namespace); ring names
@@ -416,7 +432,7 @@ class Problem:
         object.__setattr__(self, "barriers", _sorted(self.barriers))
         object.__setattr__(self, "counters", _sorted(self.counters))
         object.__setattr__(self, "rings", tuple(sorted(self.rings, key=lambda r: r.name)))
-        object.__setattr__(self, "roles", tuple(sorted(self.roles, key=lambda r: (r.owner, r.name))))
+        object.__setattr__(self, "roles", tuple(self.roles))  # declaration order: the layout's order
         object.__setattr__(self, "rings", tuple(self._bounded(r) for r in self.rings))
         ring_names = [r.name for r in self.rings]
         if len(set(ring_names)) != len(ring_names):

@@ -12,7 +12,7 @@ definition of the problem) with the solver.
 
 from __future__ import annotations
 
-from placement.problem import Domain, Problem
+from placement.problem import Capacities, Domain, Problem
 from placement.result import Placement, Slot
 
 
@@ -154,10 +154,7 @@ def _warps(problem: Problem, placement: Placement, errors: list[str]) -> None:
     if [k.index for k in placement.groups] != list(range(groups)):
         errors.append(f"the block's {groups} warpgroups are not its register groups")
         return
-    unit = caps.reg_alloc_unit_per_warp // caps.warp_size
-    rounded = -(-w // caps.reg_warp_rounding) * caps.reg_warp_rounding
-    entry = min(caps.max_regs_per_thread, caps.regs_per_block // (rounded * caps.warp_size))
-    entry = entry // unit * unit
+    entry = _oracle_entry(caps, w)
     pool = entry * w * caps.warp_size
     if (placement.entry_regs, placement.register_pool) != (entry, pool):
         errors.append(f"entry registers {placement.entry_regs} and pool {placement.register_pool} "
@@ -185,6 +182,28 @@ def _warps(problem: Problem, placement: Placement, errors: list[str]) -> None:
         if touched and rp.budget != min(grp.budget for grp in touched):
             errors.append(f"role `{rp.display}` reports budget {rp.budget}, its groups give "
                           f"{min(grp.budget for grp in touched)}")
+
+
+def _oracle_entry(caps: Capacities, warps: int) -> int:
+    """Entry registers for ``blocks_per_sm`` resident blocks of ``warps`` warps.
+
+    A deliberate oracle: an independent copy of ``hardware.residency.entry_registers``,
+    written as a simulation (deal every resident warp to the sub-partitions in turn and
+    check each one's register file) rather than by its closed form.
+    """
+    unit = caps.reg_alloc_unit_per_warp // caps.warp_size
+    share = caps.regs_per_sm // caps.sub_partitions
+    for regs in range(caps.max_regs_per_thread // unit * unit, 0, -unit):
+        per_warp = -(-regs * caps.warp_size // caps.reg_alloc_unit_per_warp) * caps.reg_alloc_unit_per_warp
+        rounded = -(-warps // caps.reg_warp_rounding) * caps.reg_warp_rounding
+        if per_warp * rounded > caps.regs_per_block:
+            continue
+        used = [0] * caps.sub_partitions
+        for n in range(warps * caps.blocks_per_sm):
+            used[n % caps.sub_partitions] += per_warp
+        if max(used) <= share:
+            return regs
+    return 0
 
 
 def verify(problem: Problem, placement: Placement) -> list[str]:

@@ -4,16 +4,26 @@
 At check time, from the declared budgets. Register groups are warpgroups
 (`setmaxnreg` acts per warpgroup); the roles are packed in declaration order,
 `warpgroup` roles aligned to a warp index divisible by 4 with idle padding before
-them, and the block has T = 32 × its warps threads, padding included. A group's
-budget is the largest `regs` of the roles with a warp in it; a role without `regs`
-counts as the setmaxnreg minimum (24). The CTA is launched with E registers per
-thread, E = min(`max_regs_per_thread`, `regs_per_block` / T) rounded down to the
-allocation unit of 8 (T = 384 gives E = 168). The clause rejects when
+them, and the block has W warps, T = 32 × W threads, padding included (the linker
+launches exactly these warps; a block that is not whole warpgroups is not padded to
+them). A group's budget is the largest `regs` of the roles with a warp in it; a role
+without `regs` counts as the setmaxnreg minimum (24). The CTA is launched with E
+registers per thread: the largest multiple of the allocation unit of 8, at most
+`max_regs_per_thread`, with which `blocks_per_sm` blocks (1 when unstated) fit the
+SM's register file — warps take 256-register units of the 4 sub-partitions' files,
+and a block's warps count as a multiple of 4 (HARDWARE.md §3.1): T = 384 gives
+E = 168, 13 warps give 128, 384 threads at `blocks_per_sm 2` give 80. The clause
+rejects when
 
-    Σ over warpgroups of budget × 128  >  E × T   (the CTA's register pool)
+    Σ over warpgroups of budget × threads of the group  >  E × T   (the CTA's register pool)
 
-It runs only when some role declares `regs`, every budget is a valid setmaxnreg
-operand (else L-REGRANGE reports) and the block fits (else L-WARPS reports).
+When no `launch` line states `threads`, placement may pad the block with idle warps
+(at the setmaxnreg minimum) to grow the pool; the clause then rejects only when no
+padded block up to the target's limit fits either. Placement uses the same formulas
+(`hardware/residency.py`), so a block this clause accepts can always be given its
+budgets. It runs only when some role declares
+`regs`, every budget is a valid setmaxnreg operand (else L-REGRANGE reports) and the
+block fits (else L-WARPS reports).
 
 After the device link the linker checks the same sum against the linked kernel's
 real entry register count R read from the cubin (`EIATTR_REGCOUNT`; ptxas derives
@@ -52,9 +62,11 @@ from checker.clause import Clause
 from checker.composition import Composition
 from checker.hardware import TargetSpec
 from checker.report import plural, seam
-from checker.warps import BlockLayout, PlacedRole, RegisterGroup, block_layout, entry_registers, register_groups
+from checker.residency import launch_blocks, residency_finding
+from checker.warps import BlockLayout, PlacedRole, RegisterGroup, block_layout, register_groups
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from hardware import residency
 
 
 class RegsClause(Clause):
@@ -72,21 +84,24 @@ class RegsClause(Clause):
         layout = block_layout(comp, target)
         if not 0 < layout.warps <= target.max_warps_per_block:
             return
+        if residency_finding(comp, target) is not None:
+            return  # the blocks per SM cannot be resident at all: L-LAUNCH reports the resource
         stated = {launch.threads for launch in _launches(comp) if launch.threads}
         if stated and stated != {layout.warps * target.warp_size}:
             return  # the block itself is wrong: L-WARPS / L-LAUNCH report it
-        # setmaxnreg acts on whole warpgroups: the linker pads the block to a multiple of
-        # them, and the hardware allocates registers for warps in fours (HARDWARE.md §3.1).
-        width = target.warpgroup_warps
-        threads = -(-layout.warps // width) * width * target.warp_size
-        # `blocks_per_sm B` (launch bounds' minimum blocks) splits the register file B ways.
-        blocks = max((launch.blocks_per_sm or 1 for launch in _launches(comp)), default=1)
-        entry = entry_registers(target, threads * blocks)
+        # one formula with placement (hardware/residency.py): the pool of W warps for B blocks per SM
+        blocks = launch_blocks(comp)
+        threads = layout.warps * target.warp_size
+        entry = residency.entry_registers(target, layout.warps, blocks)
         pool = entry * threads
         groups = register_groups(layout, target)
-        need = sum(g.registers(target) for g in groups)
-        if need > pool:
-            yield self._report(layout, groups, target, need, entry, threads, blocks)
+        need = sum(g.registers(target, layout.warps) for g in groups)
+        if need <= pool:
+            return
+        if not stated and any(_fits_padded(target, groups, w, blocks)
+                              for w in range(layout.warps + 1, target.max_warps_per_block + 1)):
+            return  # placement pads the block with idle warps at the setmaxnreg minimum
+        yield self._report(layout, groups, target, need, entry, threads, blocks)
 
     def _report(self, layout: BlockLayout, groups: tuple[RegisterGroup, ...], target: TargetSpec,
                 need: int, entry: int, threads: int, blocks: int) -> Diagnostic:
@@ -94,13 +109,14 @@ class RegsClause(Clause):
         group_threads = target.warpgroup_warps * target.warp_size
         running, overflow = 0, groups[-1]
         for group in groups:
-            running += group.registers(target)
+            running += group.registers(target, layout.warps)
             if running > pool:
                 overflow = group
                 break
         primary = overflow.decided_by or layout.roles[0]
-        labels = {p.name: _label(p, groups, target) for p in layout.roles if p.warps > 0}
-        unit = target.reg_alloc_unit_per_warp // target.warp_size
+        labels = {p.name: _label(p, groups, target, layout.warps) for p in layout.roles if p.warps > 0}
+        unit = residency.reg_unit(target)
+        partial = (layout.warps % target.warpgroup_warps) * target.warp_size
         budgets = " + ".join(str(g.budget) for g in groups)
         defaulted = [p for p in layout.roles if p.warps > 0 and p.info.role.regs is None]
         return seam(
@@ -109,17 +125,19 @@ class RegsClause(Clause):
             (primary.info.role.span, labels.pop(primary.name)),
             [(p.info.role.span, labels[p.name]) for p in layout.roles if p.name in labels],
             notes=(f"the warpgroups' budgets sum to {budgets} = {sum(g.budget for g in groups)}, times "
-                   f"{group_threads} threads each",
-                   f"{threads} threads enter with {entry} registers each: the largest multiple of {unit} not above "
-                   f"min({target.max_regs_per_thread}, {target.regs_per_block} / {threads}"
-                   + (f" / {blocks} blocks per SM" if blocks > 1 else "") + ") (HARDWARE.md §3.1)",
+                   f"{group_threads} threads each" + (f" (the last group holds {partial} threads)" if partial else ""),
+                   f"{threads} threads enter with {entry} registers each: the largest multiple of {unit} "
+                   f"(at most {target.max_regs_per_thread}) with which {plural(blocks, 'block')} of "
+                   f"{layout.warps} warps {'fits' if blocks == 1 else 'fit'} the SM's {target.regs_per_sm} "
+                   "registers (HARDWARE.md §3.1)",
                    "`setmaxnreg.inc` blocks until the pool can give what it asks; budgets above the pool hang the "
                    "kernel (on an H200 at 384 threads 40/232/232 completes, 40/240/240 hangs)",
                    *([f"a role without `regs` counts as the setmaxnreg minimum, {target.setmaxnreg_min}"]
                      if defaulted else [])),
             helps=(f"lower the budgets so the {plural(len(groups), 'warpgroup')} sum to at most "
-                   f"{pool // group_threads} (now {need // group_threads})" + _fitting(layout, groups, target,
-                                                                                     pool // group_threads),),
+                   f"{pool // group_threads} (now {need // group_threads})"
+                   + (f", or lower `blocks_per_sm {blocks}`" if blocks > 1 else "")
+                   + _fitting(layout, groups, target, pool // group_threads),),
             data={"need": need, "pool": pool, "entry_regs": entry, "threads": threads,
                   "budgets": ",".join(str(g.budget) for g in groups)})
 
@@ -137,19 +155,28 @@ def _fitting(layout: BlockLayout, groups: tuple[RegisterGroup, ...], target: Tar
     return ": e.g. " + ", ".join(f"`{name}` regs {min(regs, cap)}" for name, regs in stated)
 
 
+def _fits_padded(target: TargetSpec, groups: tuple[RegisterGroup, ...], warps: int, blocks: int) -> bool:
+    """Whether the groups fit the pool of a block padded to ``warps`` warps (idle warps take the minimum)."""
+    width = target.warpgroup_warps
+    budgets = [g.budget for g in groups]
+    budgets += [target.setmaxnreg_min] * (-(-warps // width) - len(budgets))
+    return (residency.register_demand(target, warps, budgets, width)
+            <= residency.register_pool(target, warps, blocks))
+
+
 def _valid(regs: int | None, target: TargetSpec) -> bool:
     return regs is None or (target.setmaxnreg_min <= regs <= target.setmaxnreg_max
                             and regs % target.setmaxnreg_step == 0)
 
 
-def _label(placed: PlacedRole, groups: tuple[RegisterGroup, ...], target: TargetSpec) -> str:
+def _label(placed: PlacedRole, groups: tuple[RegisterGroup, ...], target: TargetSpec, warps: int) -> str:
     decided = [g for g in groups if g.decided_by is placed]
     if not decided:
         shared = next(g for g in groups if placed in g.roles)
         decider = shared.decided_by.name if shared.decided_by is not None else "another role"
         return f"shares warpgroup {shared.index} with `{decider}` (budget {shared.budget})"
     budget = decided[0].budget
-    threads = len(decided) * target.warpgroup_warps * target.warp_size
+    threads = sum(g.registers(target, warps) for g in decided) // budget
     which = (f"warpgroup {decided[0].index}" if len(decided) == 1
              else f"warpgroups {decided[0].index}–{decided[-1].index}")
     stated = f"`regs {budget}`" if placed.info.role.regs is not None else f"no `regs`, counts as {budget}"

@@ -48,6 +48,7 @@ from checker.report import plural, seam
 from checker.storage import is_power_of_two
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from hardware.residency import tmem_allocation
 
 QUADRANT_LANES = 32
 """Lanes one warp may touch: warp q of a warpgroup reaches lanes 32q … 32q+31 (PTX ISA §9.7.16.8.1)."""
@@ -64,12 +65,14 @@ class TmemClause(Clause):
         target = comp.target
         if target is None or target.tmem_columns == 0:
             return
-        for claim in comp.items(A.TmemClaim):
-            yield from self._columns(claim, target)
+        claims = list(comp.items(A.TmemClaim))
+        for claim in claims:
+            yield from self._columns(claim, target, claims)
             for read in claim.item.reads:
                 yield from self._read(comp, claim, read, target)
 
-    def _columns(self, claim: Owned[A.TmemClaim], target: TargetSpec) -> Iterator[Diagnostic]:
+    def _columns(self, claim: Owned[A.TmemClaim], target: TargetSpec,
+                 claims: list[Owned[A.TmemClaim]]) -> Iterator[Diagnostic]:
         item = claim.item
         columns, least, most = item.columns, target.tmem_min_alloc_columns, target.tmem_columns
         data = {"claim": item.name, "columns": columns, "min": least, "max": most}
@@ -88,11 +91,19 @@ class TmemClause(Clause):
         if problem is None:
             return
         fit = target.tmem_alloc_columns(columns)
+        notes = [f"`tcgen05.alloc` takes a power of two of columns in [{least}, {most}] (PTX ISA §9.7.16.7.1)"]
+        others = [(o, tmem_allocation(target, o.item.columns)) for o in claims
+                  if o is not claim and o.item.columns is not None]
+        taken = sum(a for _, a in others if a is not None)
+        if fit is not None and others and fit + taken > most:
+            names = ", ".join(f"`{o.item.name}` ({a})" for o, a in others if a is not None)
+            notes.append(f"rounded up to {fit}, it and the other claims ({names}) take {fit + taken} of the "
+                         f"{most} columns: live at the same time they then overflow tensor memory (L-OVERLAP); "
+                         "shrink a claim or give them exclusive lifetimes")
         yield seam(
             self.code, f"tensor-memory claim `{item.name}` of {columns} columns {problem}",
             (claim.span, f"`columns {columns}`"),
-            notes=(f"`tcgen05.alloc` takes a power of two of columns in [{least}, {most}] "
-                   "(PTX ISA §9.7.16.7.1)",),
+            notes=tuple(notes),
             helps=((f"claim `columns {fit}`",) if fit is not None
                    else (f"split the claim into allocations of at most {most} columns",)),
             data=data)

@@ -15,6 +15,7 @@ from checker.hardware import (
     target,
     target_for_sm,
 )
+from hardware import residency
 
 
 @pytest.mark.parametrize("name", sorted(TARGETS))
@@ -133,7 +134,7 @@ def test_lookup() -> None:
 
 def test_formulas() -> None:
     hopper = TARGETS["sm_90a"]
-    assert hopper.smem_charge_per_cta(0, 116224) == 117248
-    assert 2 * hopper.smem_charge_per_cta(0, 115712) == hopper.smem_per_sm
-    assert hopper.regs_allocated_per_warp(255) == 256 * 32
-    assert hopper.regs_allocated_per_warp(108) == 3584
+    assert residency.smem_charge(hopper, 116224) == 117248
+    assert 2 * residency.smem_charge(hopper, 115712) == hopper.smem_per_sm
+    assert residency.regs_per_warp(hopper, 255) == 256 * 32
+    assert residency.regs_per_warp(hopper, 108) == 3584

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from checker.hardware import TARGETS
-from checker.warps import block_layout, entry_registers, register_groups
+from checker.warps import block_layout, register_groups
+from hardware.residency import entry_registers
 from kernlink.api import check_text
 
 SM90A = TARGETS["sm_90a"]
@@ -34,7 +35,10 @@ def test_register_groups_take_the_largest_budget_and_default_to_the_minimum() ->
 
 def test_entry_registers_match_ptxas() -> None:
     # HARDWARE.md §3.1: 384 threads → 168, 640 threads → 96 (ptxas and the H200).
-    assert entry_registers(SM90A, 384) == 168
-    assert entry_registers(SM90A, 640) == 96
-    assert entry_registers(SM90A, 512) == 128
-    assert entry_registers(SM90A, 128) == 248  # min(255, 512) rounded down to the unit of 8
+    assert entry_registers(SM90A, 12) == 168
+    assert entry_registers(SM90A, 20) == 96
+    assert entry_registers(SM90A, 16) == 128
+    assert entry_registers(SM90A, 13) == 128  # warps count as a multiple of 4 (HDR's hardware check)
+    assert entry_registers(SM90A, 4) == 248  # min(255, 512) rounded down to the unit of 8
+    # `blocks_per_sm 2` at 384 threads: the 80-register cap ptxas gave `ring` on the H200
+    assert entry_registers(SM90A, 12, 2) == 80

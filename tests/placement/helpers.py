@@ -63,7 +63,7 @@ TINY = Capacities(
     target="tiny", smem_per_block_optin=160, smem_reserved_per_block=16, smem_user_base=16,
     smem_alloc_granularity=16, mbarrier_size=8, mbarrier_align=8, named_barriers_per_cta=4,
     syncthreads_barrier_id=0, tmem_columns=128, tmem_min_alloc_columns=32, counter_slots=6,
-    warp_size=32, max_warps_per_block=8, warpgroup_warps=4, regs_per_block=8192,
+    warp_size=32, max_warps_per_block=8, warpgroup_warps=4, regs_per_sm=8192, regs_per_block=8192, sub_partitions=4,
     max_regs_per_thread=255, reg_alloc_unit_per_warp=256, reg_warp_rounding=4,
     setmaxnreg_min=24, setmaxnreg_max=96, setmaxnreg_step=8)
 """Small enough for exhaustive enumeration: 160 B of shared memory, 3 barrier IDs, 8 warps."""
@@ -234,6 +234,8 @@ def brute_warps(problem: Problem) -> tuple[object, ...] | None:
             cells = [x for o, r in zip(offs, roles, strict=True) for x in range(o, o + r.warps)]
             if len(set(cells)) != len(cells):
                 continue
+            if any(offs[i] + roles[i].warps > offs[i + 1] for i in range(len(roles) - 1)):
+                continue  # roles keep their declaration order
             touch = [[k for k in range(ngroups) if o < g * (k + 1) and o + r.warps > g * k]
                      for o, r in zip(offs, roles, strict=True)]
             for bvec in itertools.product(budgets, repeat=ngroups):
@@ -245,7 +247,9 @@ def brute_warps(problem: Problem) -> tuple[object, ...] | None:
                 rb = [min(bvec[k] for k in t) for t in touch]
                 disposal = sum(r.warps * b for r, b in zip(roles, rb, strict=True))
                 head = min(b - n for b, n in zip(rb, needs, strict=True))
-                key = (-disposal, -head, w, offs, [-b for b in rb], list(bvec))
+                # registers come first only when some role declares `regs` (placement/_warps.py)
+                first = (-disposal, -head) if any(r.regs is not None for r in roles) else (0, 0)
+                key = (*first, w, offs, [-b for b in rb], list(bvec))
                 if best is None or key < best[0]:  # type: ignore[operator]
                     best = (key, offs, w, bvec, tuple(rb))
     return best

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from diagnostics.model import DiagnosticError
 from placement import (
     Domain,
     Interval,
@@ -45,7 +46,8 @@ def test_gemm_swiglu_reference() -> None:
     assert scratch.offset == 1024 and "shares" in scratch.why
     assert p.use(Domain.SMEM).used == 4 * 48 * 1024 + 64
     # 24 + 2 × 208 + 72 = 512 per thread = the 65536-register pool of 512 threads
-    assert [g.budget for g in p.groups] == [208, 208, 24, 72]
+    # roles in declaration order: producer, then mma, then the epilogue
+    assert [g.budget for g in p.groups] == [24, 208, 208, 72]
     assert p.register_pool == 65536 and p.block_warps == 16 and p.idle_warps == ()
     assert p.slot("swiglu.epilogue", "sync", Domain.BARRIER).offset == 1
 
@@ -125,10 +127,15 @@ def test_register_surplus_is_spread_evenly_between_equal_claims() -> None:
 
 
 def test_no_idle_warps_when_forbidden() -> None:
-    roles = (Role("k", "a", 2), Role("k", "b", 4, True))
+    roles = (Role("k", "b", 4, True), Role("k", "a", 2))
     p = solve(Problem(caps(), roles=roles, allow_idle_warps=False))
     assert p.block_warps == 6 and p.idle_warps == ()
     assert p.role("k", "b").first_warp == 0
+    # declared the other way round, `b` needs two idle warps before it: roles keep their order
+    with pytest.raises(DiagnosticError) as info:
+        solve(Problem(caps(), roles=tuple(reversed(roles)), allow_idle_warps=False))
+    (diag,) = info.value.diagnostics
+    assert diag.code == "L-WARPS" and "declaration order need 8 warps, 2 of them idle" in diag.message
 
 
 def test_same_problem_gives_identical_bytes() -> None:

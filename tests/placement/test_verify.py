@@ -43,7 +43,7 @@ MUTATIONS: dict[str, tuple[Callable[[Placement], Placement], str]] = {
     "warp clash": (lambda p: _role(p, "producer", first_warp=4), "belongs to"),
     "warpgroup": (lambda p: _role(p, "epilogue", first_warp=11), "starts at warp 11"),
     "budget low": (lambda p: _group(p, 3, 64), "needs 72 registers"),
-    "pool": (lambda p: _group(p, 2, 40), "the pool holds 65536"),
+    "pool": (lambda p: _group(p, 0, 40), "the pool holds 65536"),
     "illegal budget": (lambda p: _group(p, 2, 28), "illegal budget 28"),
     "idle": (lambda p: replace(p, idle_warps=(3,)), "idle warps are"),
     "footprint": (lambda p: replace(p, uses=(replace(p.uses[0], end=5000), *p.uses[1:])),
