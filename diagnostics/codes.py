@@ -203,6 +203,21 @@ CODES: tuple[CodeInfo, ...] = (
        "Spills cost memory traffic on the hot path; the budget is below what the role's code uses.",
        "note[I-SPILL]: the linked kernel `kl_dispatch` spills registers (64 B stored, 64 B loaded per thread)",
        "Raise the `regs` of the role whose code needs more registers."),
+    _c("I-PTXAS", "toolchain-warning", "ptxas or nvJitLink warned about the linked kernel", "toolchain",
+       "A warning or advisory of ptxas or nvJitLink (a launch bound it ignores, a register or spill "
+       "advisory), reported instead of dropped.",
+       "The compiler silently drops hints it cannot honour (`.minnctapersm` above what fits): the kernel "
+       "then runs with another occupancy than the contract states.",
+       "warning[I-PTXAS]: ptxas: .minnctapersm will be ignored since .maxntid is not specified",
+       "Read the warning; fix the contract's `launch` line or the role budgets it names."),
+    _c("E-PARITY", "parity-unprovable", "`kernlink parity` cannot make its proof", "toolchain",
+       "A stage's package carries no source, so the one-unit control cannot be built; or, when timing, "
+       "the control's outputs differ from the linked kernel's, so no ratio is reported.",
+       "A speed ratio between two kernels that compute different things, or a control that is not the "
+       "same sources, proves nothing about the link.",
+       "error[E-PARITY]: stage `ring.loader` has no source: the one-unit control cannot be built",
+       "Pack the stage with its source (no `--no-source`), or compare the outputs and fix the kernel "
+       "that differs."),
     _c("E-CUBIN", "bad-cubin", "a cubin cannot be read", "toolchain",
        "An ELF cubin (the linker's output, or one read back) is malformed or lacks a section kernlink "
        "reads (kernel list, register counts, shared memory).",

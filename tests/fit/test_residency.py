@@ -63,7 +63,7 @@ def test_blocks_per_sm_the_shared_memory_cannot_hold_is_rejected_naming_it(tmp_p
     # four blocks get 57 344 B each; the ring's minimum depth 2 needs 64 KiB of slots
     result = check(ring_copy(tmp_path, "launch fixed threads 384 blocks_per_sm 4", regs=(None, None)))
     errors = [d for d in result.diagnostics if d.is_error]
-    assert [d.code for d in errors] == ["L-DEPTH"], [d.message for d in errors]
+    assert [d.code for d in errors] == ["L-OVERLAP"], [d.message for d in errors]
     assert "shared memory" in errors[0].message and "blocks_per_sm 4" in errors[0].message
 
 
