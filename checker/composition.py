@@ -61,6 +61,7 @@ class Captured:
     toolkit: str | None = None
     target: str | None = None
     prototypes: tuple[tuple[str, Prototype], ...] = ()
+    ptx: str | None = None  # the package's PTX payload, for L-CONFORM (checker/conformance)
 
     @property
     def prototype_map(self) -> dict[str, Prototype]:

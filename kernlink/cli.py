@@ -159,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     from kernlink.commands import add_commands
 
     add_commands(sub)
+    from kernlink.cmd_audit import register as add_audit
+
+    add_audit(sub)
     return parser
 
 

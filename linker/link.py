@@ -13,7 +13,7 @@ Steps (every failure is a diagnostic, recorded in the map, which is written anyw
    and dispatch kernel ``kl_dispatch``; compile them with NVRTC to LTO IR (from the
    filesystem root, so the IR does not depend on the working directory).
 3. **Link** everything with nvJitLink ``-lto -verbose`` (and once more with ``-ptx``
-   when asked). An nvJitLink failure is ``L-LINK`` carrying its error log; so is a
+   for the audit, or when asked). An nvJitLink failure is ``L-LINK`` carrying its error log; so is a
    cubin without ``kl_dispatch`` (nvJitLink reports success for a link without a
    kernel) and a kernel with static shared memory (it would move the dynamic base
    that every shared-memory handle counts from).
@@ -42,8 +42,11 @@ Steps (every failure is a diagnostic, recorded in the map, which is written anyw
    and a second miss is ``L-REGS``. A kernel whose ptxas report says ``'setmaxnreg'
    ignored`` is ``L-REGS`` too. Spilling is reported as an ``I-SPILL`` note: it is
    the cost of a budget below what a role's code uses, not an error.
+4b. **Audit** (:mod:`linker.audit`, on by default): the constants in the linked PTX
+   and the cubin are the map's (barrier IDs, setmaxnreg operands, ring barriers and
+   depths, dynamic shared memory); a mismatch is ``L-LINK`` with both values.
 5. **Outputs** (:func:`write_outputs`): ``kernel.cubin``, ``generated.cu``,
-   ``link.map``, ``link.json`` (and ``kernel.ptx`` with ``emit_ptx``), each written
+   ``link.map``, ``link.json`` and ``kernel.ptx`` (the audit reads it), each written
    atomically. A failed link writes the map and JSON (and the generated source when
    there is one) and removes a stale ``kernel.cubin``/``kernel.ptx`` of an earlier
    link from the directory.
@@ -135,7 +138,7 @@ def record_for(comp: Composition) -> LinkRecord:
 
 
 def link_composition(comp: Composition, placed: Placed, *, emit_ptx: bool = False,
-                     routes: Sequence[RoutedSeam] | None = None) -> LinkOutput:
+                     routes: Sequence[RoutedSeam] | None = None, audit: bool = True) -> LinkOutput:
     """Generate, compile and device-link a checked, placed composition (module docstring).
 
     ``routes`` are the tensor connections' routes on ``placed`` (``kernlink.downstream``
@@ -171,10 +174,12 @@ def link_composition(comp: Composition, placed: Placed, *, emit_ptx: bool = Fals
         record.cubin_sha256 = hashlib.sha256(final.cubin).hexdigest()
         record.diagnostics.extend(final.generated.notes)
         record.diagnostics.extend(_spill_notes(comp, final))
-        if emit_ptx:
+        if emit_ptx or audit:
             ptx_start = time.perf_counter()
             out.ptx = _link_ptx(comp, packages, final)
             out.seconds["ptx"] = time.perf_counter() - ptx_start
+        if audit:  # linker/audit.py: the constants in the linked code are the map's
+            out.seconds["audit"] = _audit(record, final.cubin, out.ptx or "")
         record.status = "linked"
     except DiagnosticError as err:
         record.status = "failed"
@@ -212,6 +217,18 @@ def write_outputs(out: LinkOutput, directory: str | Path) -> list[Path]:
 
 
 # ----------------------------------------------------------------- inputs
+
+def _audit(record: LinkRecord, cubin: bytes, ptx: str) -> float:
+    """Run the link audit; its notes join the record, its errors fail the link. Returns its seconds."""
+    from linker.audit import audit
+
+    start = time.perf_counter()
+    audited = audit(linkmap.to_jsonable(record), cubin, ptx)
+    if not audited.ok:
+        raise DiagnosticError(list(audited.diagnostics))
+    record.diagnostics.extend(audited.diagnostics)
+    return time.perf_counter() - start
+
 
 def _arch(comp: Composition) -> str:
     return comp.target.name if comp.target is not None else comp.target_name
