@@ -91,14 +91,17 @@ class ConformClause(Clause):
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
         for entry in comp.stages:
             captured = entry.captured
-            if captured is None or entry.package is None:
+            if captured is None:
                 continue
-            if captured.ptx is None:
+            if captured.ptx is None and entry.package is not None:
                 labels = (Label(entry.use.span, "package named here"),) if entry.use is not None else ()
                 yield Diagnostic("I-CONFORM", f"package `{entry.package}` carries no PTX: its code was not "
                                  "checked against its contract", severity=Severity.NOTE, labels=labels,
                                  notes=("packages written before the conformance analysis have no `code.ptx`",),
                                  helps=("rebuild the package with `kernlink pack`",))
                 continue
-            yield from diagnostics(entry.stage, _facts(captured.ptx), ptx_name=ptx_display(entry.package),
-                                   source_name=source_display(entry.package), ptx_text=captured.ptx)
+            if captured.ptx is None:
+                continue
+            origin = entry.package or entry.source
+            yield from diagnostics(entry.stage, _facts(captured.ptx), ptx_name=ptx_display(origin),
+                                   source_name=source_display(origin), ptx_text=captured.ptx)

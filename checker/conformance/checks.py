@@ -53,6 +53,9 @@ class Finding:
     help: str = ""
 
 
+_ONCE_PER_FUNCTION = frozenset({"smem-literal", "tid-index"})
+
+
 @dataclass(frozen=True)
 class _Ctx:
     stage: A.Stage
@@ -78,7 +81,9 @@ def check(stage: A.Stage, code: CodeFacts) -> list[Finding]:
     seen: set[tuple[str, str, int]] = set()
     for fact in code.facts:
         for finding in _judge(ctx, fact, code):
-            key = (finding.check, fact.function, fact.line)
+            # One diagnostic per mistake: a misplaced buffer or index shows at every access; report the first.
+            line = 0 if finding.check in _ONCE_PER_FUNCTION else fact.line
+            key = (finding.check, fact.function, line)
             if key not in seen:
                 seen.add(key)
                 out.append(finding)
@@ -341,22 +346,25 @@ def _smem(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     addr = fact.operand("addr")
     if addr is None:
         return
-    if addr.kind == "handle":
-        specs = ctx.handles_of(addr)
-        if specs:
-            return
+    if ctx.handles_of(addr, *_PLACEMENT):
+        return
+    if addr.kind == "handle" and not ctx.handles_of(addr):
         yield _unknown("smem-literal", fact, "which claim the address comes from", None)
         return
     if addr.kind == "unknown":
         yield _unknown("smem-literal", fact, "the shared-memory address", None)
         return
     claim = next((i for i in ctx.stage.items if isinstance(i, A.SmemClaim)), None)
-    offset = f" + {addr.value}" if addr.value is not None else ""
-    yield Finding("smem-literal", "error", f"`{fact.function}` addresses shared memory at a fixed offset "
-                  f"(base{offset}) that comes from no claim", fact, claim or _role_of(ctx, fact),
+    at = f"at the fixed offset {addr.value}" if addr.value is not None else "from the `smem` base"
+    yield Finding("smem-literal", "error", f"`{fact.function}` addresses shared memory {at} without any claim's "
+                  "handle", fact, claim or _role_of(ctx, fact),
                   "the stage's claims" if claim is not None else "the role that runs it",
                   f"`{fact.opcode}` at a fixed offset",
                   "add the claim's `_smem()` handle (or the ring's slot handle) to the `smem` pointer")
+
+
+# Handles that place something in shared memory: an address built from one of them comes from a claim.
+_PLACEMENT = ("smem", "ring_slot_smem", "ring_full_bar", "ring_empty_bar")
 
 
 def _counter_scopes(stage: A.Stage) -> list[tuple[str, A.Node]]:

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from checker.conformance.ptx import Function, Instr, Module, parse
+from checker.conformance.ptx import Function, Instr, parse
 from checker.conformance.values import Env, Val, analyse
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
@@ -111,6 +111,7 @@ def derive(ptx: str, *, ignore: frozenset[str] = frozenset()) -> CodeFacts:
     module = parse(ptx)
     handles = frozenset(re.findall(r"\.extern\s+\.func\s*\([^)]*\)\s*([\w$]+)", ptx))
     smem_names = frozenset(d.name for d in module.shared if d.dynamic)
+    static_names = frozenset(d.name for d in module.shared if not d.dynamic)
     facts: list[Fact] = []
     for decl in module.shared:
         if not decl.dynamic:
@@ -119,13 +120,15 @@ def derive(ptx: str, *, ignore: frozenset[str] = frozenset()) -> CodeFacts:
     for fn in module.functions:
         if fn.name in ignore:
             continue
-        facts.extend(_function(fn, module, handles, smem_names))
+        facts.extend(_function(fn, handles, smem_names, static_names))
     return CodeFacts(tuple(facts), module.lines)
 
 
-def _function(fn: Function, module: Module, handles: frozenset[str], smem_names: frozenset[str]) -> Iterator[Fact]:
+def _function(fn: Function, handles: frozenset[str], smem_names: frozenset[str],
+              static_names: frozenset[str]) -> Iterator[Fact]:
     entry_like = len(fn.params) == 2 and fn.kind == ".func"
-    env = analyse(fn, handle_names=handles, smem_names=smem_names, entry_like=entry_like)
+    env = analyse(fn, handle_names=handles, smem_names=smem_names, entry_like=entry_like,
+                  static_names=static_names)
     for name, values, line in fn.directives:
         yield Fact("directive", fn.name, line, f".{name}", tuple((f"v{i}", Operand("constant", v))
                                                                    for i, v in enumerate(values)), detail=name)
@@ -197,7 +200,9 @@ def _instruction(fn: str, ins: Instr, env: Env) -> Iterator[Fact]:
         bracket = next((o for o in ops if o.startswith("[")), None)
         if bracket is not None:
             addr = env.address(bracket)
-            if ins.has("shared") or "smem" in addr.origins:
+            if "static_shared" in addr.origins:
+                pass  # a static variable's accesses: its declaration's finding covers them (root cause first)
+            elif ins.has("shared") or "smem" in addr.origins:
                 yield fact("smem-access", ("addr", Operand.of(addr)))
             elif Operand.of(addr).tid_abs:
                 yield fact("tid-index", ("addr", Operand.of(addr)))

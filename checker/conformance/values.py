@@ -107,6 +107,7 @@ class Env:
     params: tuple[str, ...]
     entry_like: bool
     smem_value: Val = Val(origins=frozenset({"smem"}))
+    static_names: frozenset[str] = frozenset()
 
     def operand(self, text: str) -> Val:
         text = text.strip()
@@ -127,6 +128,8 @@ class Env:
             return UNKNOWN
         if text in self.smem_names:
             return self.smem_value
+        if text in self.static_names:
+            return Val(origins=frozenset({"static_shared"}))
         if _REG.match(text):
             return self.values.get(text, Val())
         return UNKNOWN
@@ -143,14 +146,14 @@ class Env:
 
 
 def analyse(function: Function, *, handle_names: frozenset[str], smem_names: frozenset[str],
-            entry_like: bool, smem_offsets: bool = False) -> Env:
+            entry_like: bool, smem_offsets: bool = False, static_names: frozenset[str] = frozenset()) -> Env:
     """The fixed point of the function's register values (module docstring).
 
     ``smem_offsets``: the shared-memory base counts as offset 0 (origin ``smem``), so
     an address ``base + 196608`` keeps its offset in ``const`` (the link audit reads it).
     """
     base = Val(0, frozenset({"smem"})) if smem_offsets else Val(origins=frozenset({"smem"}))
-    env = Env({}, smem_names, handle_names, function.params, entry_like, base)
+    env = Env({}, smem_names, handle_names, function.params, entry_like, base, static_names)
     for _ in range(32):
         changed = False
         last_call: str | None = None
