@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ from linker.symbols import Prototype, compile_ptx, read_ptx_symbols
 from linker.toolchain import compile_nvcc, compile_nvrtc, nvcc_version, nvrtc_version, stable_cwd
 
 Compiler = Literal["nvrtc", "nvcc"]
+_FILE_PATH = re.compile(r'^(\s*\.file\s+\d+\s+)"(?:[^"]*/)?([^"/]*)"', re.M)
 COMPILERS: tuple[Compiler, ...] = ("nvrtc", "nvcc")
 
 
@@ -143,10 +145,12 @@ def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvr
     compiled = time.perf_counter()
     blocks = layout.params_blocks(chosen)
     try:
-        ptx = compile_ptx(text + "\n" + layout.probe_source(blocks), name, arch=target, compiler=compiler,
-                          include_dirs=include, extra_options=("-lineinfo",))
+        with stable_cwd():  # -lineinfo records the working directory in `.file`
+            ptx = compile_ptx(text + "\n" + layout.probe_source(blocks), name, arch=target, compiler=compiler,
+                              include_dirs=include, extra_options=("-lineinfo",))
     except DiagnosticError as err:
         raise _probe_failed(err, chosen, display) from None
+    ptx = _FILE_PATH.sub(r'\1"\2"', ptx)  # `.file 1 "/tmp/…/x.cu"` -> `"x.cu"`: no host path in the package
     symbols = read_ptx_symbols(ptx).without([layout.PROBE_SYMBOL])
     toolkit = _toolkit(compiler)
     captured = Captured(frozenset(symbols.defined), frozenset(symbols.needed), layout.read_probe(ptx, blocks),
