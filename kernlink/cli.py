@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from checker import conformance
 from checker.engine import SelectionError, by_code, registry
 from diagnostics.files import atomic_write_text
 from diagnostics.model import Diagnostic, DiagnosticError, Severity
@@ -67,11 +68,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     from kernlink.api import check
 
     result = check(args.paths, target=args.target, select=_codes(args.select), ignore=_codes(args.ignore))
-    n_err = sum(1 for d in result.diagnostics if d.is_error)
+    diags = conformance.strict(result.diagnostics) if args.strict else result.diagnostics
+    n_err = sum(1 for d in diags if d.is_error)
     summary = "composition rejected" if n_err else "composition accepted"
-    emit(result.diagnostics, result.sources, args.format, color=_color(args.color), summary=summary,
-         output=args.output)
-    return _exit_for(result.diagnostics)
+    emit(diags, result.sources, args.format, color=_color(args.color), summary=summary, output=args.output)
+    return _exit_for(diags)
 
 
 def cmd_fmt(args: argparse.Namespace) -> int:
@@ -139,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ignore", help="skip these clause codes (comma-separated)")
     p.add_argument("-o", "--output", help="write the report to a file instead of stdout")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.add_argument("--strict", action="store_true", help="code sites the conformance analysis cannot decide are errors")
     p.set_defaults(run=cmd_check)
 
     p = sub.add_parser("fmt", help="rewrite contracts in canonical form")

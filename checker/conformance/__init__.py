@@ -22,7 +22,8 @@ it does not compile (the layering keeps the checker below the linker).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from checker.conformance.checks import CHECKS, Finding, check
@@ -66,8 +67,11 @@ def _diagnostic(f: Finding, ptx_name: str, source_name: str | None, lines: list[
     notes: list[str] = []
     if f.fact.src is not None and source_name is not None:
         file, line = f.fact.src
-        shown = source_name if file in ("#1", source_name.rsplit("!", 1)[-1].rsplit("/", 1)[-1]) else file
-        notes.append(f"CUDA source: {shown}:{line}")
+        own = file in ("#1", source_name.rsplit("!", 1)[-1].rsplit("/", 1)[-1])
+        if own and line > 0:
+            labels.append(Label(Span(source_name, line, 1, line, 2), "the CUDA line", primary=False))
+        else:
+            notes.append(f"CUDA source: {file}:{line}")
     undecided = f.severity == "note"
     if undecided:
         notes.append("the conformance analysis could not decide this site; it is not a pass")
@@ -77,6 +81,11 @@ def _diagnostic(f: Finding, ptx_name: str, source_name: str | None, lines: list[
                       helps=(f.help,) if f.help else (),
                       data=(("check", f.check), ("function", f.fact.function), ("ptx_line", str(f.fact.line)),
                             ("instruction", f.fact.opcode)))
+
+
+def strict(diags: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """``--strict``: every undecided site (``I-CONFORM``) becomes an ``L-CONFORM`` error."""
+    return [dataclasses.replace(d, code=CODE, severity=Severity.ERROR) if d.code == NOTE_CODE else d for d in diags]
 
 
 def recorded(manifest_value: Any) -> CodeFacts | None:
@@ -89,4 +98,4 @@ def recorded(manifest_value: Any) -> CodeFacts | None:
 
 
 __all__ = ["CHECKS", "CODE", "FACTS_VERSION", "MANIFEST_KEY", "NOTE_CODE", "PTX_PAYLOAD", "CodeFacts", "Fact",
-           "Finding", "check", "derive", "diagnostics", "ptx_display", "recorded", "source_display"]
+           "Finding", "check", "derive", "diagnostics", "ptx_display", "recorded", "source_display", "strict"]
