@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from checker.conformance import CHECKS
-from diagnostics.model import DiagnosticError, Severity
+from diagnostics.model import Diagnostic, DiagnosticError, Severity
 from linker.pack import build, conformance_findings, pack
 
 CASES = Path(__file__).parent / "cases"
@@ -23,7 +23,7 @@ VIOLATIONS = sorted(p.name for p in CASES.iterdir() if p.is_dir() and p.name in 
 NO_SOURCE_LINE = {"static-shared", "launch-directive"}
 
 
-def _findings(case: str, variant: str, tmp_path: Path, *, strict: bool = False) -> list:
+def _findings(case: str, variant: str, tmp_path: Path, *, strict: bool = False) -> list[Diagnostic]:
     folder = tmp_path / case
     shutil.copytree(CASES / case, folder)
     built = build(folder / f"{variant}.cu", folder / "stage.kc")

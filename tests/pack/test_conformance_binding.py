@@ -104,7 +104,10 @@ def test_a_swapped_ptx_payload_is_l_integrity(tmp_path: Path, packed: dict[str, 
 def test_facts_without_their_ptx_are_l_integrity(tmp_path: Path, packed: dict[str, PackResult]) -> None:
     path = tmp_path / "loader.kpkg"
     shutil.copy(packed["ring/loader"].path, path)
-    _rewrite(path, lambda _m, payloads: payloads.pop(PTX_PAYLOAD) and None)
+    def drop(_: dict[str, Any], payloads: dict[str, bytes]) -> None:
+        del payloads[PTX_PAYLOAD]
+
+    _rewrite(path, drop)
     with pytest.raises(DiagnosticError) as err:
         read_stage_package(path)
     assert [d.code for d in err.value.diagnostics] == ["L-INTEGRITY"]
