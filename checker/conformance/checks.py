@@ -170,7 +170,9 @@ def _barrier(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
                           "(`__syncthreads`), but the dispatch calls it from one thread", fact, ring,
                           "the ring this hook initialises", "barrier 0 here",
                           "remove the barrier: the dispatch's block-wide barrier follows every init")
-        elif role is not None and role.warps is not None and (block is None or role.warps * 32 < block):
+        elif role is None:
+            yield _unknown("block-barrier", fact, "which role runs barrier 0 (`__syncthreads`)", None)
+        elif role.warps is not None and (block is None or role.warps * 32 < block):
             size = f"{block} threads" if block else "a block of several roles"
             yield Finding("block-barrier", "error", f"role `{role.name}` runs barrier 0 (`__syncthreads`), "
                           f"which waits for the whole block ({size}); the role has {role.warps * 32} threads",
@@ -346,6 +348,12 @@ def _smem(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     addr = fact.operand("addr")
     if addr is None:
         return
+    if fact.function not in ctx.roles and fact.function not in ctx.inits:
+        # Only an entry's or init hook's second argument is the shared-memory base; elsewhere
+        # the analysis cannot tell where a pointer argument points.
+        if addr.kind != "handle":
+            yield _unknown("smem-literal", fact, "where a helper's shared-memory address comes from", None)
+        return
     if ctx.handles_of(addr, *_PLACEMENT):
         return
     if addr.kind == "handle" and not ctx.handles_of(addr):
@@ -459,6 +467,9 @@ def _tid(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     role = _role_of(ctx, fact)
     if role is None:
         return
+    op = fact.operands[0][1] if fact.operands else None
+    if op is not None and not op.tid_abs and op.tid_wg and role.warpgroup:
+        return  # `threadIdx.x % 128` in a warpgroup-aligned role is its own thread index
     yield Finding("tid-index", "error", f"role `{role.name}` indexes by absolute `threadIdx` in "
                   f"`{fact.function}`; the linker may place the role at any warp", fact, role,
                   f"role `{role.name}` (placed by the linker)", "absolute `%tid` here",

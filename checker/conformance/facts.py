@@ -30,11 +30,13 @@ class Operand:
     handles: tuple[str, ...] = ()
     smem: bool = False
     tid_abs: bool = False
+    tid_wg: bool = False  # %tid reduced modulo a warpgroup: relative only in a warpgroup-aligned role
 
     @classmethod
     def of(cls, val: Val) -> Operand:
+        relative = any(h.endswith("_warp0") for h in val.handles)
         return cls(val.kind(), val.const if val.is_const else None, tuple(sorted(val.handles)),
-                   "smem" in val.origins, val.tid_abs and not any(h.endswith("_warp0") for h in val.handles))
+                   "smem" in val.origins, val.tid_abs and not relative, "wg_lane" in val.origins and not relative)
 
     def describe(self) -> str:
         if self.kind == "constant":
@@ -48,13 +50,13 @@ class Operand:
         return "a value the analysis cannot trace"
 
     def as_json(self) -> list[Any]:
-        return [self.kind, self.value, list(self.handles), self.smem, self.tid_abs]
+        return [self.kind, self.value, list(self.handles), self.smem, self.tid_abs, self.tid_wg]
 
     @classmethod
     def from_json(cls, raw: Any) -> Operand:
-        kind, value, handles, smem, tid_abs = raw
+        kind, value, handles, smem, tid_abs, tid_wg = raw
         return cls(str(kind), None if value is None else int(value), tuple(str(h) for h in handles),
-                   bool(smem), bool(tid_abs))
+                   bool(smem), bool(tid_abs), bool(tid_wg))
 
 
 @dataclass(frozen=True)
@@ -204,14 +206,14 @@ def _instruction(fn: str, ins: Instr, env: Env) -> Iterator[Fact]:
                 pass  # a static variable's accesses: its declaration's finding covers them (root cause first)
             elif ins.has("shared") or "smem" in addr.origins:
                 yield fact("smem-access", ("addr", Operand.of(addr)))
-            elif Operand.of(addr).tid_abs:
+            elif Operand.of(addr).tid_abs or Operand.of(addr).tid_wg:
                 yield fact("tid-index", ("addr", Operand.of(addr)))
     if ins.base == "setp" and len(ops) >= 3:
         val = env.operand(ops[1])
         other = env.operand(ops[2])
         both = Operand.of(Val(None, val.origins | other.origins, val.unknown or other.unknown,
                               val.tid_abs or other.tid_abs))
-        if both.tid_abs:
+        if both.tid_abs or both.tid_wg:
             yield fact("tid-index", ("cmp", both))
 
 

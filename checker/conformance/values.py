@@ -248,7 +248,8 @@ def _transfer(env: Env, ins: Instr, last_call: str | None) -> tuple[str, Val] | 
         if mask is not None and 0 <= mask < 32:
             val = Val(val.const, val.origins, val.unknown, False)
         elif mask is not None and 0 <= mask < 128:
-            val = Val(val.const, val.origins | {"wg_lane"}, val.unknown, val.tid_abs)
+            # a thread of its warpgroup: placement-independent only in a warpgroup-aligned role
+            val = Val(val.const, val.origins | ({"wg_lane"} if val.tid_abs else set()), val.unknown, False)
         return dest, val
     if base == "rem" and len(ops) == 3:
         a, b = env.operand(ops[1]), env.operand(ops[2])

@@ -91,3 +91,17 @@ def test_check_reports_an_undecided_site_and_strict_rejects_it(tmp_path: Path,
     assert "note[I-CONFORM]: cannot decide the barrier ID of `bar.arrive` in `fx_prod`" in capsys.readouterr().out
     assert main(["check", str(folder / "fx.kp"), "--color", "never", "--strict"]) == 1
     assert "error[L-CONFORM]: cannot decide the barrier ID" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("warpgroup", "expected"), [(" warpgroup", []), ("", ["tid-index"])])
+def test_thread_of_warpgroup_is_relative_only_in_an_aligned_role(tmp_path: Path, warpgroup: str,
+                                                                 expected: list[str]) -> None:
+    (tmp_path / "wg.kc").write_text(f'stage "fx.wg" version "1.0.0" {{\n    target sm_90a\n'
+                                    f'    role work entry fx_work warps 4{warpgroup}\n}}\n')
+    (tmp_path / "wg.cu").write_text(
+        'extern "C" __device__ void fx_work(const void* params, unsigned char*) {\n'
+        '    unsigned* out = *static_cast<unsigned* const*>(params);\n'
+        '    out[blockIdx.x * 128 + threadIdx.x % 128] = 1;\n}\n')
+    built = build(tmp_path / "wg.cu", tmp_path / "wg.kc")
+    found = conformance_findings(built, tmp_path / "wg.kpkg")
+    assert [dict(d.data)["check"] for d in found] == expected
