@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from checker.clauses import CLAUSES
+from checker.conformance import ptx_display
 from checker.engine import errors, run_clauses
 from checker.resolve import resolve
 from diagnostics.model import sort_diagnostics
@@ -34,7 +35,6 @@ from diagnostics.render_text import render_text
 from kernlink.api import CheckResult, LinkResult, check, link
 from kernlink.downstream import verify_downstream
 from kernlink.loader import load
-from checker.conformance import ptx_display
 from linker.manifest import captured_from_json
 from linker.symbols import compile_ptx
 
