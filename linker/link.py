@@ -4,7 +4,8 @@ Steps (every failure is a diagnostic, recorded in the map, which is written anyw
 
 1. **Inputs.** Every stage must come from a package (a stage checked from its `.kc`
    alone is ``L-STAGE`` here: there is no object to link); each package is read
-   again (``L-INTEGRITY`` if it changed since the check) for its LTO IR. Parts of
+   again (``L-INTEGRITY`` if it changed since the check) for its LTO IR, which must be
+   what its ``source.cu`` compiles to (:mod:`linker.binding`; so must ``code.ptx``). Parts of
    the composition the role-entry ABI cannot express yet are ``E-UNSUPPORTED``.
 1b. **Route barriers** (:mod:`linker.transfers`): the staging routes' named barriers
    are added to the placement problem as barrier claims and solved once more (the
@@ -70,6 +71,7 @@ from checker.composition import Composition, StageEntry
 from diagnostics.files import atomic_write_bytes, atomic_write_text
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity, sort_diagnostics
 from linker import linkmap
+from linker.binding import rebuild_problems
 from linker.cubin import KernelInfo, read_cubin
 from linker.generate import KERNEL, SOURCE_NAME, Generated, generate, unsupported
 from linker.linkmap import Attempt, InputRecord, LinkRecord
@@ -246,6 +248,9 @@ def _inputs(comp: Composition, record: LinkRecord) -> list[tuple[str, StagePacka
         except DiagnosticError as err:
             problems.extend(err.diagnostics)
             continue
+        rebuilt = rebuild_problems(entry.package, entry.stage)  # linker/binding.py: payloads = their source
+        problems.extend(d for d in rebuilt if d.is_error)
+        record.diagnostics.extend(d for d in rebuilt if not d.is_error)
         name = entry.use.path if entry.use is not None and entry.use.path else entry.package
         data = Path(entry.package).read_bytes()
         record.inputs.append(InputRecord(name, pkg.stage, pkg.version, pkg.toolkit, len(data),

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -41,14 +40,13 @@ from contract_lang.parser import parse_file
 from contract_lang.printer import print_node
 from diagnostics import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.files import atomic_write_bytes, read_source
-from linker import handles, layout
+from linker import binding, handles, layout
 from linker.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, manifest_for
 from linker.package import pack_bytes
 from linker.symbols import Prototype, compile_ptx, read_ptx_symbols
 from linker.toolchain import compile_nvcc, compile_nvrtc, nvcc_version, nvrtc_version, stable_cwd
 
 Compiler = Literal["nvrtc", "nvcc"]
-_FILE_PATH = re.compile(r'^(\s*\.file\s+\d+\s+)"(?:[^"]*/)?([^"/]*)"', re.M)
 COMPILERS: tuple[Compiler, ...] = ("nvrtc", "nvcc")
 
 
@@ -150,7 +148,7 @@ def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvr
                               include_dirs=include, extra_options=("-lineinfo",))
     except DiagnosticError as err:
         raise _probe_failed(err, chosen, display) from None
-    ptx = _FILE_PATH.sub(r'\1"\2"', ptx)  # `.file 1 "/tmp/…/x.cu"` -> `"x.cu"`: no host path in the package
+    ptx = binding.normalise_ptx(ptx)  # `.file 1 "/tmp/…/x.cu"` -> `"x.cu"`: no host path in the package
     symbols = read_ptx_symbols(ptx).without([layout.PROBE_SYMBOL])
     toolkit = _toolkit(compiler)
     captured = Captured(frozenset(symbols.defined), frozenset(symbols.needed), layout.read_probe(ptx, blocks),

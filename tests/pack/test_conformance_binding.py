@@ -136,3 +136,34 @@ def test_component_setmaxnreg_is_rejected_at_check_and_link(tmp_path: Path, pack
     assert files == ["loader.kpkg!code.ptx", "loader.kpkg!contract.kc"], files
     linked = link([pipeline], tmp_path / "out")
     assert not linked.ok and not (tmp_path / "out" / "kernel.cubin").exists()
+
+
+def test_an_lto_ir_swapped_for_other_code_fails_the_link(tmp_path: Path, packed: dict[str, PackResult]) -> None:
+    """The conforming PTX and facts stay; the linked object is another component's: L-INTEGRITY at link."""
+    pipeline = _ring(tmp_path, packed)
+    other = parse_package(packed["ring/reduce"].path.read_bytes()).payloads["lto.ir"]
+
+    def swap(_: dict[str, Any], payloads: dict[str, bytes]) -> None:
+        payloads["lto.ir"] = other
+
+    _rewrite(pipeline.parent / "build" / "loader.kpkg", swap)
+    assert check([pipeline]).accepted  # the check reads the contract and the PTX, both intact
+    result = link([pipeline], tmp_path / "out")
+    errors = [d for d in result.diagnostics if d.is_error]
+    assert [d.code for d in errors] == ["L-INTEGRITY"]
+    assert "the `lto.ir` payload of" in errors[0].message and "is not what its `source.cu` compiles to" in \
+        errors[0].message
+
+
+def test_a_package_that_cannot_be_rebuilt_is_a_note_not_a_pass(tmp_path: Path,
+                                                              packed: dict[str, PackResult]) -> None:
+    pipeline = _ring(tmp_path, packed)
+
+    def older(manifest: dict[str, Any], _: dict[str, bytes]) -> None:
+        manifest["compile"]["compiler"] = "nvcc"
+
+    _rewrite(pipeline.parent / "build" / "loader.kpkg", older)
+    result = link([pipeline], tmp_path / "out")
+    assert result.ok
+    notes = [d for d in result.diagnostics if d.code == "I-BINDING"]
+    assert len(notes) == 1 and "compiled by `nvcc`" in notes[0].message
