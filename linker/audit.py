@@ -210,7 +210,7 @@ def _mbarriers(envs: list[tuple[Function, Env]], generated: Mapping[str, Any], p
         seen.add(offset)
         if offset not in expected:
             problem(f"the linked code initialises an mbarrier at offset {offset}; the map places no ring "
-                    "barrier there", ins.line)
+                    f"barrier there{_beyond(offset, rings)}", ins.line)
             continue
         what, want = expected[offset]
         count = env.operand(ins.operands[1]) if len(ins.operands) > 1 else Val(unknown=True)
@@ -222,6 +222,24 @@ def _mbarriers(envs: list[tuple[Function, Env]], generated: Mapping[str, Any], p
             problem(f"the map places the {expected[offset][0]} at offset {offset}; the linked code never "
                     "initialises it", None)
     return ["ring barrier offsets, depths and arrival counts"]
+
+
+def _beyond(offset: int, rings: dict[tuple[str, str], dict[str, int]]) -> str:
+    """Where an unexpected barrier offset falls: a slot past a ring's mapped depth (both depths in words)."""
+    found: list[tuple[int, str, str, int]] = []
+    for (_stage, ring), v in sorted(rings.items()):
+        for kind in ("ring_full_bar", "ring_empty_bar"):
+            base, depth = v.get(kind), v.get("ring_depth")
+            if base is None or depth is None or offset < base or (offset - base) % 8:
+                continue
+            slot = (offset - base) // 8
+            if depth <= slot < 256:
+                found.append((slot, "full" if kind == "ring_full_bar" else "empty", ring, depth))
+    if not found:
+        return ""
+    slot, which, ring, depth = min(found)  # the nearest base explains it
+    return (f" (it is the {which} barrier of slot {slot} of ring `{ring}`: the code runs at least depth "
+            f"{slot + 1}, the map's depth is {depth})")
 
 
 def _smem_bounds(envs: list[tuple[Function, Env]], dispatch: Mapping[str, Any], problem: Any) -> list[str]:

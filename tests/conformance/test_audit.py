@@ -73,6 +73,7 @@ def test_a_map_with_another_ring_depth_fails(outputs: dict[str, Path], tmp_path:
     code, text = _audit(out, capsys)
     assert code == 1
     assert "error[L-LINK]: the linked code initialises an mbarrier at offset 196648" in text
+    assert "the code runs at least depth 6, the map's depth is 5" in text
 
 
 def test_a_map_with_another_register_budget_fails_with_both_values(
