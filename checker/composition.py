@@ -61,6 +61,9 @@ class Captured:
     toolkit: str | None = None
     target: str | None = None
     prototypes: tuple[tuple[str, Prototype], ...] = ()
+    # The package's PTX payload, for L-CONFORM (checker/conformance); not part of equality:
+    # it is derived from the same compile as the captured symbols.
+    ptx: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def prototype_map(self) -> dict[str, Prototype]:

@@ -218,6 +218,27 @@ CODES: tuple[CodeInfo, ...] = (
        "error[E-PARITY]: stage `ring.loader` has no source: the one-unit control cannot be built",
        "Pack the stage with its source (no `--no-source`), or compare the outputs and fix the kernel "
        "that differs."),
+    _c("I-CONFORM", "conformance-undecided", "a code site the conformance analysis cannot decide", "toolchain",
+       "The PTX analysis of a component (checker/conformance) met an instruction whose operand it cannot "
+       "trace to a constant, a handle or a params load (a value computed in a loop it cannot bound, a TMA "
+       "copy whose size is in the tensor map), or a package that carries no PTX.",
+       "Unknown is never a pass: the site is named so a reviewer can judge it; `--strict` makes it an "
+       "error.",
+       "note[I-CONFORM]: `mbarrier.init` in `ring_loader_kv_init`: the arrival count is not traceable",
+       "Read the count through the contract's handle, or accept the note; `--strict` rejects it."),
+    _c("I-AUDIT", "audit-undecided", "a linked code site the link audit cannot prove against the map", "toolchain",
+       "The link audit (linker/audit.py) reads the linked PTX and cubin and proves the constants the map "
+       "promised reached the code; a site whose value it cannot trace is named instead of passed.",
+       "A constant the audit did not see may still be wrong; it is reported, never assumed.",
+       "note[I-AUDIT]: a named barrier in `kl_dispatch` uses a register the audit cannot trace",
+       "Nothing is required; `kernlink audit --strict` makes it an error."),
+    _c("I-BINDING", "binding-unchecked", "a package's payloads could not be rebuilt from its source", "toolchain",
+       "At link, each package's LTO IR and PTX are rebuilt from its source to prove the manifest is bound "
+       "to the code; a package built with nvcc, another NVRTC version or headers it does not carry cannot "
+       "be rebuilt here.",
+       "Without the rebuild the manifest's facts are trusted as recorded, which is worth saying.",
+       "note[I-BINDING]: `build/loader.kpkg` was built with nvcc 13.0; its payloads were not rebuilt",
+       "Rebuild the package here (`kernlink pack`), or accept the note."),
     _c("E-CUBIN", "bad-cubin", "a cubin cannot be read", "toolchain",
        "An ELF cubin (the linker's output, or one read back) is malformed or lacks a section kernlink "
        "reads (kernel list, register counts, shared memory).",

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from checker import conformance
 from checker.engine import SelectionError, registry
 from diagnostics.files import atomic_write_text
 from diagnostics.model import Diagnostic, DiagnosticError
@@ -72,13 +73,13 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     result = check(args.paths, target=args.target, select=_codes(args.select), ignore=_codes(args.ignore),
                    strict=args.strict)
-    n_err = sum(1 for d in result.diagnostics if d.is_error)
+    diags = conformance.strict(result.diagnostics) if args.strict else result.diagnostics
+    n_err = sum(1 for d in diags if d.is_error)
     summary = "composition rejected" if n_err else "composition accepted"
-    if any(d.code == "E-INTERNAL" for d in result.diagnostics):
+    if any(d.code == "E-INTERNAL" for d in diags):
         summary = "composition not decided: kernlink failed (exit 3)"
-    emit(result.diagnostics, result.sources, args.format, color=_color(args.color), summary=summary,
-         output=args.output)
-    return _exit_for(result.diagnostics)
+    emit(diags, result.sources, args.format, color=_color(args.color), summary=summary, output=args.output)
+    return _exit_for(diags)
 
 
 def cmd_fmt(args: argparse.Namespace) -> int:
@@ -152,7 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--select", help="only these clause codes (comma-separated)")
     p.add_argument("--ignore", help="skip these clause codes (comma-separated)")
     p.add_argument("--strict", action="store_true",
-                   help="warnings about the inputs are errors (a `.kc` that differs from its package's contract)")
+                   help="warnings about the inputs are errors (a `.kc` that differs from its package's contract) "
+                        "and so are code sites the conformance analysis cannot decide")
     p.add_argument("-o", "--output", type=output_path, help="write the report to a file instead of stdout")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_check)
@@ -178,6 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     from kernlink import cmd_fit
 
     cmd_fit.register(sub)
+    from kernlink.cmd_audit import register as add_audit
+
+    add_audit(sub)
     return parser
 
 

@@ -29,6 +29,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--compiler", choices=("nvrtc", "nvcc"), default="nvrtc",
                    help="NVRTC from PyPI (default) or the nvcc on PATH")
     p.add_argument("--stage", help="the stage to pack when the contract holds several")
+    p.add_argument("--strict", action="store_true",
+                   help="a conformance finding or an undecided code site is an error: no package is written")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_pack)
@@ -141,7 +143,8 @@ def cmd_pack(args: argparse.Namespace) -> int:
 
     sources = _sources(args.source, args.contract)
     try:
-        result = pack(args.source, args.contract, args.output, compiler=args.compiler, stage=args.stage)
+        result = pack(args.source, args.contract, args.output, compiler=args.compiler, stage=args.stage,
+                      strict=args.strict)
     except DiagnosticError as err:
         return _report(err.diagnostics, sources, args)
     if args.format == "json":

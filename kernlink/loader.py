@@ -214,6 +214,8 @@ def _load_package(inputs: Inputs, path: Path, use: A.Use | None) -> None:
         return
     contract_name = f"{name}!contract.kc"
     inputs.sources.add(contract_name, loaded.contract_text)
+    if loaded.captured.ptx is not None:
+        inputs.sources.add(f"{name}!code.ptx", loaded.captured.ptx)
     try:
         source = parse_text(loaded.contract_text, contract_name, "contract")
     except DiagnosticError as err:

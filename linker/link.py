@@ -4,7 +4,8 @@ Steps (every failure is a diagnostic, recorded in the map, which is written anyw
 
 1. **Inputs.** Every stage must come from a package (a stage checked from its `.kc`
    alone is ``L-STAGE`` here: there is no object to link); each package is read
-   again (``L-INTEGRITY`` if it changed since the check) for its LTO IR. Parts of
+   again (``L-INTEGRITY`` if it changed since the check) for its LTO IR, which must be
+   what its ``source.cu`` compiles to (:mod:`linker.binding`; so must ``code.ptx``). Parts of
    the composition the role-entry ABI cannot express yet are ``E-UNSUPPORTED``.
 1b. **Route barriers** (:mod:`linker.transfers`): the staging routes' named barriers
    are added to the placement problem as barrier claims and solved once more (the
@@ -13,7 +14,7 @@ Steps (every failure is a diagnostic, recorded in the map, which is written anyw
    and dispatch kernel ``kl_dispatch``; compile them with NVRTC to LTO IR (from the
    filesystem root, so the IR does not depend on the working directory).
 3. **Link** everything with nvJitLink ``-lto -verbose`` (and once more with ``-ptx``
-   when asked). An nvJitLink failure is ``L-LINK`` carrying its error log; so is a
+   for the audit, or when asked). An nvJitLink failure is ``L-LINK`` carrying its error log; so is a
    cubin without ``kl_dispatch`` (nvJitLink reports success for a link without a
    kernel) and a kernel with static shared memory (it would move the dynamic base
    that every shared-memory handle counts from).
@@ -42,8 +43,11 @@ Steps (every failure is a diagnostic, recorded in the map, which is written anyw
    and a second miss is ``L-REGS``. A kernel whose ptxas report says ``'setmaxnreg'
    ignored`` is ``L-REGS`` too. Spilling is reported as an ``I-SPILL`` note: it is
    the cost of a budget below what a role's code uses, not an error.
+4b. **Audit** (:mod:`linker.audit`, on by default): the constants in the linked PTX
+   and the cubin are the map's (barrier IDs, setmaxnreg operands, ring barriers and
+   depths, dynamic shared memory); a mismatch is ``L-LINK`` with both values.
 5. **Outputs** (:func:`write_outputs`): ``kernel.cubin``, ``generated.cu``,
-   ``link.map``, ``link.json`` (and ``kernel.ptx`` with ``emit_ptx``), each written
+   ``link.map``, ``link.json`` and ``kernel.ptx`` (the audit reads it), each written
    atomically. A failed link writes the map and JSON (and the generated source when
    there is one) and removes a stale ``kernel.cubin``/``kernel.ptx`` of an earlier
    link from the directory.
@@ -68,6 +72,7 @@ from checker.composition import Composition, StageEntry
 from diagnostics.files import atomic_write_bytes, atomic_write_text
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity, sort_diagnostics
 from linker import linkmap
+from linker.binding import rebuild_problems
 from linker.cubin import KernelInfo, read_cubin
 from linker.generate import KERNEL, SOURCE_NAME, Generated, generate, unsupported
 from linker.linkmap import Attempt, InputRecord, LinkRecord
@@ -136,7 +141,7 @@ def record_for(comp: Composition) -> LinkRecord:
 
 
 def link_composition(comp: Composition, placed: Placed, *, emit_ptx: bool = False,
-                     routes: Sequence[RoutedSeam] | None = None) -> LinkOutput:
+                     routes: Sequence[RoutedSeam] | None = None, audit: bool = True) -> LinkOutput:
     """Generate, compile and device-link a checked, placed composition (module docstring).
 
     ``routes`` are the tensor connections' routes on ``placed`` (``kernlink.downstream``
@@ -174,10 +179,12 @@ def link_composition(comp: Composition, placed: Placed, *, emit_ptx: bool = Fals
         record.diagnostics.extend(_spill_notes(comp, final))
         record.diagnostics.extend(_tool_warnings(comp, final))
         _check_residency(comp, placed, final)
-        if emit_ptx:
+        if emit_ptx or audit:
             ptx_start = time.perf_counter()
             out.ptx = _link_ptx(comp, packages, final)
             out.seconds["ptx"] = time.perf_counter() - ptx_start
+        if audit:  # linker/audit.py: the constants in the linked code are the map's
+            out.seconds["audit"] = _audit(record, final.cubin, out.ptx or "")
         record.status = "linked"
     except DiagnosticError as err:
         record.status = "failed"
@@ -216,6 +223,18 @@ def write_outputs(out: LinkOutput, directory: str | Path) -> list[Path]:
 
 # ----------------------------------------------------------------- inputs
 
+def _audit(record: LinkRecord, cubin: bytes, ptx: str) -> float:
+    """Run the link audit; its notes join the record, its errors fail the link. Returns its seconds."""
+    from linker.audit import audit
+
+    start = time.perf_counter()
+    audited = audit(linkmap.to_jsonable(record), cubin, ptx)
+    if not audited.ok:
+        raise DiagnosticError(list(audited.diagnostics))
+    record.diagnostics.extend(audited.diagnostics)
+    return time.perf_counter() - start
+
+
 def _arch(comp: Composition) -> str:
     return comp.target.name if comp.target is not None else comp.target_name
 
@@ -232,6 +251,9 @@ def _inputs(comp: Composition, record: LinkRecord) -> list[tuple[str, StagePacka
         except DiagnosticError as err:
             problems.extend(err.diagnostics)
             continue
+        rebuilt = rebuild_problems(entry.package, entry.stage)  # linker/binding.py: payloads = their source
+        problems.extend(d for d in rebuilt if d.is_error)
+        record.diagnostics.extend(d for d in rebuilt if not d.is_error)
         name = entry.use.path if entry.use is not None and entry.use.path else entry.package
         record.inputs.append(InputRecord(name, pkg.stage, pkg.version, pkg.toolkit, pkg.size,  # hashed as read
                                          pkg.sha256, len(pkg.lto_ir)))

@@ -10,16 +10,22 @@ Keys (all required; see specs/package-format.md):
               compiler saw (name, size, align, fields as [name, offset, size]), and
               optionally ``prototypes`` (each symbol's PTX shape)
 The shape of every key (types, ranges, sizes) is :data:`linker.schema.STAGE_MANIFEST`.
-Payloads: ``lto.ir`` (the LTO IR) and ``source.cu`` (the component's source).
+Optional: ``conformance`` (the code facts of checker/conformance, derived from the
+``code.ptx`` payload; re-derived on reading, and a record that disagrees with its
+payload is L-INTEGRITY).
+Payloads: ``lto.ir`` (the LTO IR), ``source.cu`` (the component's source) and, with
+``conformance``, ``code.ptx`` (the PTX the facts come from).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from checker import conformance
 from checker.composition import Captured, CapturedParams, Prototype
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
@@ -86,8 +92,50 @@ def stage_package(pkg: Package, name: str) -> StagePackage:
         captured = captured_from_json(man["captured"], toolkit=man["toolkit"], target=man["target"])
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         _malformed(name, f"`captured` is malformed ({exc})")
+    captured = dataclasses.replace(captured, ptx=_bound_ptx(pkg, name))
     return StagePackage(name, man["stage"], man["version"], man["target"], man["toolkit"], man["contract"],
                         captured, pkg.payloads[LTO_PAYLOAD], man, pkg.size, pkg.sha256)
+
+
+def _bound_ptx(pkg: Package, name: str) -> str | None:
+    """The ``code.ptx`` payload, once the manifest's ``conformance`` facts are derived from it again."""
+    blob = pkg.payloads.get(conformance.PTX_PAYLOAD)
+    record = pkg.manifest.get(conformance.MANIFEST_KEY)
+    if blob is None:
+        if record is not None:
+            _malformed(name, f"`{conformance.MANIFEST_KEY}` is recorded but there is no "
+                             f"`{conformance.PTX_PAYLOAD}` payload")
+        return None
+    try:
+        text = blob.decode("utf-8")
+    except UnicodeDecodeError:
+        _malformed(name, f"`{conformance.PTX_PAYLOAD}` is not UTF-8 text")
+    if record is None:
+        return text
+    try:
+        facts = conformance.recorded(record)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        _malformed(name, f"`{conformance.MANIFEST_KEY}` is malformed ({exc})")
+    if facts is None:
+        return text  # another facts version: the checker derives them from the payload itself
+    derived = conformance.derive(text)
+    if facts.facts != derived.facts:
+        raise DiagnosticError([Diagnostic(
+            "L-INTEGRITY", f"the manifest of `{name}` records code facts its `{conformance.PTX_PAYLOAD}` "
+                           "payload does not have",
+            labels=(Label(Span(name, 1, 1, 1, 1), "in this package"),),
+            notes=(_first_difference(facts.facts, derived.facts),
+                   "the package's hashes match: its manifest was edited and the hashes recomputed"),
+            helps=("rebuild the package with `kernlink pack`",))])
+    return text
+
+
+def _first_difference(recorded: tuple[conformance.Fact, ...], derived: tuple[conformance.Fact, ...]) -> str:
+    for i, (a, b) in enumerate(zip(recorded, derived, strict=False)):
+        if a != b:
+            return (f"fact {i}: the manifest says `{a.opcode}` at PTX line {a.line} ({a.kind}); the payload has "
+                    f"`{b.opcode}` at PTX line {b.line} ({b.kind})")
+    return f"the manifest records {len(recorded)} facts; the payload has {len(derived)}"
 
 
 def captured_from_json(cap: Mapping[str, Any], *, toolkit: str | None = None,

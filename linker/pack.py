@@ -3,13 +3,17 @@
 Steps, for the contract's one stage (or the one ``--stage`` names):
 
 1. compile the source to LTO IR for the stage's ``target`` (NVRTC, or nvcc);
-2. compile it again to PTX, with a params probe appended (linker/layout.py), and
-   read the defined and needed device symbols with their prototypes
-   (linker/symbols.py) and the params layouts;
+2. compile it again to PTX (with ``-lineinfo``), with a params probe appended
+   (linker/layout.py), and read the defined and needed device symbols with their
+   prototypes (linker/symbols.py) and the params layouts;
+2b. analyse that same PTX for conformance (checker/conformance): the facts go into
+   the manifest (``conformance``), the PTX into the payload ``code.ptx``, and each
+   disagreement with the contract comes back as an L-CONFORM warning (``--strict``:
+   an error, and undecided sites too);
 3. write the ``.kpkg`` atomically: the manifest of linker/manifest.py (the contract
    in canonical form, the captured facts, target and toolkit), plus
-   ``captured.prototypes`` and ``compile`` (compiler and options), and the payloads
-   ``lto.ir`` and ``source.cu``.
+   ``captured.prototypes``, ``compile`` (compiler and options) and ``conformance``,
+   and the payloads ``lto.ir``, ``code.ptx`` and ``source.cu``.
 
 The same source, contract and toolkit always give the same bytes (with NVRTC):
 the compiler is given the file's base name, and runs with the working directory
@@ -29,13 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from checker import conformance
 from checker.composition import Captured
 from contract_lang import ast as A
 from contract_lang.parser import parse_file
 from contract_lang.printer import print_node
 from diagnostics import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.files import atomic_write_bytes, read_source
-from linker import handles, layout
+from linker import binding, handles, layout
 from linker.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, manifest_for
 from linker.package import pack_bytes
 from linker.symbols import Prototype, compile_ptx, read_ptx_symbols
@@ -58,7 +63,7 @@ class PackResult:
     size: int
     sha256: str
     warnings: tuple[Diagnostic, ...]
-    seconds: Mapping[str, float]  # compile, capture, write
+    seconds: Mapping[str, float]  # compile, capture, conform, write
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,9 @@ class Built:
     manifest: dict[str, Any]
     payloads: dict[str, bytes]
     seconds: dict[str, float]
+    code: conformance.CodeFacts | None = None
+    ptx: str | None = None
+    source_display: str | None = None
 
 
 def default_output(source: str | Path) -> Path:
@@ -82,10 +90,18 @@ def default_output(source: str | Path) -> Path:
 
 
 def pack(source: str | Path, contract: str | Path, output: str | Path | None = None, *,
-         compiler: Compiler = "nvrtc", stage: str | None = None) -> PackResult:
-    """Compile, capture and write one package; raises ``DiagnosticError`` when nothing can be written."""
+         compiler: Compiler = "nvrtc", stage: str | None = None, strict: bool = False) -> PackResult:
+    """Compile, capture and write one package; raises ``DiagnosticError`` when nothing can be written.
+
+    ``strict``: a conformance violation, or a site the analysis cannot decide, is an
+    error and no package is written.
+    """
     built = build(source, contract, compiler=compiler, stage=stage)
     out = Path(output) if output is not None else default_output(source)
+    if strict:
+        bad = [d for d in conformance_findings(built, out, strict=True) if d.is_error]
+        if bad:
+            raise DiagnosticError(bad)
     start = time.perf_counter()
     data = pack_bytes(built.manifest, built.payloads)
     try:
@@ -96,7 +112,8 @@ def pack(source: str | Path, contract: str | Path, output: str | Path | None = N
     atomic_write_bytes(out, data)
     seconds = {**built.seconds, "write": time.perf_counter() - start}
     return PackResult(out, built.stage, built.target, built.toolkit, built.captured, built.prototypes,
-                      len(data), hashlib.sha256(data).hexdigest(), tuple(findings(built)), seconds)
+                      len(data), hashlib.sha256(data).hexdigest(),
+                      (*findings(built), *conformance_findings(built, out)), seconds)
 
 
 def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvrtc",
@@ -126,10 +143,12 @@ def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvr
     compiled = time.perf_counter()
     blocks = layout.params_blocks(chosen)
     try:
-        ptx = compile_ptx(text + "\n" + layout.probe_source(blocks), name, arch=target, compiler=compiler,
-                          include_dirs=include)
+        with stable_cwd():  # -lineinfo records the working directory in `.file`
+            ptx = compile_ptx(text + "\n" + layout.probe_source(blocks), name, arch=target, compiler=compiler,
+                              include_dirs=include, extra_options=("-lineinfo",))
     except DiagnosticError as err:
         raise _probe_failed(err, chosen, display) from None
+    ptx = binding.normalise_ptx(ptx)  # `.file 1 "/tmp/…/x.cu"` -> `"x.cu"`: no host path in the package
     symbols = read_ptx_symbols(ptx).without([layout.PROBE_SYMBOL])
     toolkit = _toolkit(compiler)
     captured = Captured(frozenset(symbols.defined), frozenset(symbols.needed), layout.read_probe(ptx, blocks),
@@ -138,9 +157,15 @@ def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvr
     manifest["captured"]["prototypes"] = {k: v.as_json() for k, v in sorted(symbols.prototypes().items())}
     manifest["compile"] = {"compiler": compiler, "source": name,
                            "options": [o for o in result.options if not _is_path_option(o)]}
-    payloads = {LTO_PAYLOAD: result.ltoir, SOURCE_PAYLOAD: text.encode("utf-8")}
-    seconds = {"compile": compiled - start, "capture": time.perf_counter() - compiled}
-    return Built(chosen, target, toolkit, captured, symbols.prototypes(), manifest, payloads, seconds)
+    captured_at = time.perf_counter()
+    code = conformance.derive(ptx)
+    manifest[conformance.MANIFEST_KEY] = code.as_json()
+    payloads = {LTO_PAYLOAD: result.ltoir, SOURCE_PAYLOAD: text.encode("utf-8"),
+                conformance.PTX_PAYLOAD: ptx.encode("utf-8")}
+    seconds = {"compile": compiled - start, "capture": captured_at - compiled,
+               "conform": time.perf_counter() - captured_at}
+    return Built(chosen, target, toolkit, captured, symbols.prototypes(), manifest, payloads, seconds,
+                 code, ptx, display)
 
 
 def choose_stage(contract: str | Path, name: str | None) -> A.Stage:
@@ -195,6 +220,16 @@ def findings(built: Built) -> list[Diagnostic]:
             helps=("make the struct in the source and the contract's params block agree",),
             data=(("problem", problem.problem), ("params", problem.params))))
     return out
+
+
+def conformance_findings(built: Built, output: Path, *, strict: bool = False) -> list[Diagnostic]:
+    """The L-CONFORM findings of a built package: warnings (errors with ``strict``), undecided sites as notes."""
+    if built.code is None:
+        return []
+    severity = Severity.ERROR if strict else Severity.WARNING
+    return conformance.diagnostics(built.stage, built.code, ptx_name=conformance.ptx_display(str(output)),
+                                   source_name=built.source_display, ptx_text=built.ptx, strict=strict,
+                                   severity=severity)
 
 
 def _label(node: A.Node | None, text: str) -> tuple[Label, ...]:

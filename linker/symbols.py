@@ -90,8 +90,8 @@ def read_ptx_symbols(ptx: str) -> SymbolTable:
 
 def compile_ptx(source: str | bytes, name: str, *, arch: str, compiler: str = "nvrtc",
                 include_dirs: Sequence[str | os.PathLike[str]] = (),
-                defines: Mapping[str, str] | None = None) -> str:
-    """PTX for one translation unit with the options of the LTO build, minus ``-dlto``.
+                defines: Mapping[str, str] | None = None, extra_options: Sequence[str] = ()) -> str:
+    """PTX for one translation unit with the options of the LTO build, minus ``-dlto`` (plus ``extra_options``).
 
     NVRTC compiles for the virtual architecture of ``arch`` (``compute_90a`` for
     ``sm_90a``): the same PTX, without the machine code NVRTC would also build.
@@ -100,10 +100,11 @@ def compile_ptx(source: str | bytes, name: str, *, arch: str, compiler: str = "n
     """
     text = source.encode() if isinstance(source, str) else source
     if compiler == "nvcc":
-        return _ptx_nvcc(text, name, arch, include_dirs, defines)
+        return _ptx_nvcc(text, name, arch, include_dirs, defines, extra_options)
     # A virtual architecture: PTX only. With `sm_XX` NVRTC would also run ptxas (twice the time).
     virtual = arch.replace("sm_", "compute_", 1)
     opts = [o for o in nvrtc_options(virtual, include_dirs=include_dirs, defines=defines) if o != "-dlto"]
+    opts += extra_options
     return isolated("nvrtc", _ptx_nvrtc, text, name, arch, opts)
 
 
@@ -130,7 +131,7 @@ def _ptx_nvrtc(text: bytes, name: str, arch: str, opts: Sequence[str]) -> str:
 
 
 def _ptx_nvcc(text: bytes, name: str, arch: str, include_dirs: Sequence[str | os.PathLike[str]],
-              defines: Mapping[str, str] | None) -> str:
+              defines: Mapping[str, str] | None, extra: Sequence[str] = ()) -> str:
     exe = nvcc_path()
     if exe is None:
         raise DiagnosticError([Diagnostic("E-COMPILE", "nvcc is not installed",
@@ -138,7 +139,7 @@ def _ptx_nvcc(text: bytes, name: str, arch: str, include_dirs: Sequence[str | os
     base = Path(name).name or "source.cu"
     opts = [f"-arch={arch}", "-ptx", "-rdc=true", "-std=c++17",
             *[f"-I{os.fspath(d)}" for d in include_dirs],
-            *[f"-D{k}={v}" for k, v in sorted((defines or {}).items())]]
+            *[f"-D{k}={v}" for k, v in sorted((defines or {}).items())], *extra]
     with tempfile.TemporaryDirectory(prefix="kernlink-ptx-") as tmp:
         (Path(tmp) / base).write_bytes(text)
         proc = subprocess.run([exe, *opts, base, "-o", "out.ptx"], cwd=tmp, capture_output=True,

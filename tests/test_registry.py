@@ -91,13 +91,19 @@ def test_specs_catalogue_is_current() -> None:
         "specs/clauses.md is stale: run `kernlink clauses --format markdown > specs/clauses.md`")
 
 
+#: Clauses the design's catalogue does not list yet, each with the issue that added it (named in
+#: the closing note as a departure from the design): the catalogue plus these, no more, no fewer.
+BEYOND_THE_DESIGN = {"L-CONFORM": "issue 16: a component's code against its own contract"}
+
+
 def test_registry_matches_the_design_catalogue() -> None:
     """Every code of the design's CLAUSES.md is registered, and no other (when the design is beside the checkout)."""
     design = ROOT.parent / "shared" / "design" / "CLAUSES.md"
     if not design.exists():
         pytest.skip("../shared/design/CLAUSES.md is not beside this checkout")
     expected = set(re.findall(r"^\| (L-[A-Z]+) \|", design.read_text(), re.M))
-    assert {cls.code for cls in CLAUSES} == expected
+    assert not expected & set(BEYOND_THE_DESIGN), "the design lists it now: drop it from BEYOND_THE_DESIGN"
+    assert {cls.code for cls in CLAUSES} == expected | set(BEYOND_THE_DESIGN)
 
 
 # ----------------------------------------------------------------- every code, not only clauses

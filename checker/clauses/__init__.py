@@ -11,6 +11,7 @@ from checker.clauses.l_ambiguous import AmbiguousClause
 from checker.clauses.l_arrive import ArriveClause
 from checker.clauses.l_assume import AssumeClause
 from checker.clauses.l_barrier import BarrierClause
+from checker.clauses.l_conform import ConformClause
 from checker.clauses.l_cycle import CycleClause
 from checker.clauses.l_deadlock import DeadlockClause
 from checker.clauses.l_depth import DepthClause
@@ -67,6 +68,7 @@ CLAUSES: tuple[type[Clause], ...] = (
     IntegrityClause,
     SymbolClause,
     HandleClause,
+    ConformClause,
     # roles, warps, registers, launch
     RoleClause,
     WarpsClause,

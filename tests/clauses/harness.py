@@ -11,7 +11,8 @@ Two extensions serve the clauses decided from compiled artifacts:
 - a fixture folder may hold `captured/<stage>.json`: what `kernlink pack` would have
   captured for that stage (the manifest's `captured` object: `defined`, `needed`,
   `params`, optional `prototypes`); the stage checked from its `.kc` is given these
-  facts, as if it came from a package (L-SYMBOL, L-HANDLE);
+  facts, as if it came from a package (L-SYMBOL, L-HANDLE); with `captured/<stage>.cu` beside
+  it, that source is compiled to PTX (as `kernlink pack` does) for L-CONFORM;
 - fixtures of a clause decided by the link (L-LINK) are linked, not only checked:
   their pipelines name committed packages, and the output goes to a temporary folder.
 """
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from checker.clauses import CLAUSES
+from checker.conformance import ptx_display
 from checker.engine import errors, run_clauses
 from checker.resolve import resolve
 from diagnostics.model import sort_diagnostics
@@ -34,6 +36,7 @@ from kernlink.api import CheckResult, LinkResult, check, link
 from kernlink.downstream import verify_downstream
 from kernlink.loader import load
 from linker.manifest import captured_from_json
+from linker.symbols import compile_ptx
 
 ROOT = Path(__file__).parent
 
@@ -87,8 +90,14 @@ def _check_captured(folder: Path) -> CheckResult:
     """``check`` with each stage given the facts in ``captured/<stage>.json``."""
     facts = {p.stem: captured_from_json(json.loads(p.read_text()), toolkit="nvrtc 13.0", target="sm_90a")
              for p in sorted((folder / "captured").glob("*.json"))}
+    for source in sorted((folder / "captured").glob("*.cu")):  # L-CONFORM: the stage's code, compiled here
+        ptx = compile_ptx(source.read_text(), source.name, arch="sm_90a", extra_options=("-lineinfo",))
+        facts[source.stem] = dataclasses.replace(facts[source.stem], ptx=ptx)
     inputs = load([folder.name])
     inputs.candidates = [dataclasses.replace(c, captured=facts.get(c.name, c.captured)) for c in inputs.candidates]
+    for c in inputs.candidates:
+        if c.captured is not None and c.captured.ptx is not None:
+            inputs.sources.add(ptx_display(c.source), c.captured.ptx)
     assert inputs.pipeline is not None
     comp = resolve(inputs.pipeline, inputs.pipeline_source, inputs.candidates)
     diags = [*inputs.diagnostics, *run_clauses(comp)]

@@ -94,16 +94,18 @@ def _hide_need(package: Path, symbol: str) -> None:
     package.write_bytes(pack_bytes(manifest, dict(read.payloads)))
 
 
-def test_static_shared_memory_is_l_link(tmp_path: Path) -> None:
+def test_static_shared_memory_is_rejected_at_check_with_its_name_and_size(tmp_path: Path) -> None:
+    """Issue 12.18/16: the package's code names the array and its size; the link no longer has to."""
     pipeline = build_example("hello", tmp_path, {"caller.cu": {
         "    const unsigned n = params->n;":
             "    volatile __shared__ float staging[128];\n    staging[t] = 1.0f;\n    const unsigned n = params->n;",
         "params->data[i] = __fadd_rn(y, offset);": "params->data[i] = __fadd_rn(y, offset) * staging[t];"}})
     result = link([pipeline], tmp_path / "out")
-    assert _codes(result) == ["L-LINK"]
-    [found] = [d for d in result.diagnostics if d.code == "L-LINK"]
-    assert "`staging` in `hello_caller_main` (512 B)" in found.message and "caller.kpkg" in found.message
-    assert found.labels and "caller.kpkg" in found.labels[0].text
+    assert _codes(result) == ["L-CONFORM"]
+    (diag,) = [d for d in result.diagnostics if d.is_error]
+    assert "static shared memory (512 bytes)" in diag.message and "staging" in diag.message
+    assert any(lab.span.file.endswith("caller.kpkg!code.ptx") for lab in diag.labels)
+    assert _status(tmp_path / "out") == "rejected"
 
 
 def test_a_failed_link_removes_the_stale_cubin_of_an_earlier_one(tmp_path: Path) -> None:

@@ -83,7 +83,7 @@ def test_the_manifest_records_contract_prototypes_and_payloads(packed: dict[str,
     assert pkg.manifest["compile"] == {"compiler": "nvrtc", "source": "loader.cu",
                                        "options": ["-arch=sm_90a", "-dlto", "-rdc=true", "-std=c++17"]}
     names = [p["name"] for p in pkg.manifest["payloads"]]
-    assert names == [LTO_PAYLOAD, SOURCE_PAYLOAD]
+    assert names == ["code.ptx", LTO_PAYLOAD, SOURCE_PAYLOAD]
 
 
 def test_packing_is_deterministic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -271,7 +271,7 @@ def test_inspect_shows_manifest_symbols_layouts_and_payloads(
     assert view["manifest"]["stage"] == "hello.caller"
     assert {s["symbol"]: s["meaning"] for s in view["symbols"]}["kl_hello_caller_main_warp0"].startswith("handle")
     assert view["params"][0]["fields"] == [["data", 0, 8], ["n", 8, 4], ["factor", 12, 4]]
-    assert [p["name"] for p in view["payloads"]] == ["lto.ir", "source.cu"]
+    assert [p["name"] for p in view["payloads"]] == ["code.ptx", "lto.ir", "source.cu"]
 
 
 def test_packages_feed_check(packed: dict[str, PackResult], tmp_path: Path) -> None:

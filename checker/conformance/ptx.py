@@ -1,0 +1,222 @@
+"""A PTX reader sufficient for the conformance checks: functions, instructions, shared declarations.
+
+Not a full PTX parser: it reads what NVRTC/nvcc emit for one translation unit — module
+directives, ``.shared`` declarations (module or function scope), function headers with
+their performance directives (``.maxntid``, ``.reqntid``, ``.reqnctapercluster``,
+``.explicitcluster``), and each instruction with its guard, opcode, operands, PTX line
+and, where the PTX was compiled with ``-lineinfo``, the CUDA source line (``.loc``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
+_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)(?:.*inlined_at\s+(\d+)\s+(\d+))?")
+_HEADER = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)?(?P<kind>\.entry|\.func)\s*"
+                     r"(?:\([^)]*\)\s*)?(?P<name>[A-Za-z_$%][\w$]*)")
+_SHARED = re.compile(r"^\s*(?:\.visible\s+|\.extern\s+|\.weak\s+)*\.shared\s+(?:\.align\s+(\d+)\s+)?"
+                     r"\.(?:b|u|s|f)(\d+)\s+([A-Za-z_$][\w$]*)\s*((?:\[\d*\])*)")
+_DIRECTIVE = re.compile(r"\.(maxntid|reqntid|reqnctapercluster|explicitcluster|maxnreg|minnctapersm)\b\s*([\d,\s]*)")
+_LABEL = re.compile(r"^([$\w]+):")
+
+
+@dataclass(frozen=True)
+class Instr:
+    """One instruction: ``@guard opcode a, b, …`` at PTX line ``line`` (source line ``src`` if known)."""
+
+    opcode: str
+    operands: tuple[str, ...]
+    line: int
+    guard: str | None = None
+    src: tuple[str, int] | None = None
+
+    @property
+    def base(self) -> str:
+        return self.opcode.split(".", 1)[0]
+
+    def has(self, part: str) -> bool:
+        return part in self.opcode.split(".")
+
+    @property
+    def text(self) -> str:
+        guard = f"@{self.guard} " if self.guard else ""
+        return f"{guard}{self.opcode} {', '.join(self.operands)}".strip()
+
+
+@dataclass(frozen=True)
+class SharedDecl:
+    """A ``.shared`` variable: name, bytes (0 for ``extern`` dynamic arrays), where declared."""
+
+    name: str
+    size: int
+    line: int
+    dynamic: bool
+    function: str | None
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    kind: str  # ".entry" | ".func"
+    params: tuple[str, ...]
+    directives: tuple[tuple[str, tuple[int, ...], int], ...]  # (name, values, line)
+    body: tuple[Instr, ...]
+    line: int
+
+
+@dataclass(frozen=True)
+class Module:
+    functions: tuple[Function, ...]
+    shared: tuple[SharedDecl, ...]
+    lines: int
+
+    def function(self, name: str) -> Function | None:
+        return next((f for f in self.functions if f.name == name), None)
+
+
+def _strip_comment(line: str) -> str:
+    cut = line.find("//")
+    return line if cut < 0 else line[:cut]
+
+
+def split_operands(text: str) -> tuple[str, ...]:
+    """Comma-separated operands, commas inside ``[]``, ``{}`` or ``()`` kept."""
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    for ch in text:
+        if ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    last = "".join(cur).strip()
+    if last:
+        out.append(last)
+    return tuple(out)
+
+
+def _shared_decl(text: str, line: int, function: str | None) -> SharedDecl | None:
+    m = _SHARED.match(text)
+    if m is None:
+        return None
+    bits, name, dims = int(m.group(2)), m.group(3), m.group(4)
+    extern = ".extern" in text.split(".shared", 1)[0]
+    counts = [int(d) for d in re.findall(r"\[(\d*)\]", dims) if d]
+    size = bits // 8
+    for c in counts:
+        size *= c
+    dynamic = extern or "[]" in dims
+    return SharedDecl(name, 0 if dynamic else size, line, dynamic, function)
+
+
+def parse(ptx: str) -> Module:
+    """Read a PTX module (never raises: what it does not recognise it skips)."""
+    files: dict[int, str] = {}
+    functions: list[Function] = []
+    shared: list[SharedDecl] = []
+    raw = ptx.split("\n")
+    for line in raw:
+        fm = _FILE.match(line)
+        if fm:
+            files[int(fm.group(1))] = fm.group(2).rsplit("/", 1)[-1]
+    i = 0
+    while i < len(raw):
+        text = _strip_comment(raw[i])
+        fm = _FILE.match(text)
+        if fm:
+            files[int(fm.group(1))] = fm.group(2).rsplit("/", 1)[-1]
+            i += 1
+            continue
+        decl = _shared_decl(text, i + 1, None)
+        if decl is not None:
+            shared.append(decl)
+            i += 1
+            continue
+        hm = _HEADER.match(text)
+        if hm and ".extern" not in text.split(hm.group("kind"), 1)[0]:
+            i = _function(raw, i, hm.group("kind"), hm.group("name"), files, functions, shared)
+            continue
+        i += 1
+    return Module(tuple(functions), tuple(shared), len(raw))
+
+
+def _function(raw: list[str], start: int, kind: str, name: str, files: dict[int, str],
+              functions: list[Function], shared: list[SharedDecl]) -> int:
+    """Parse one function from its header line; returns the index after its closing brace."""
+    header: list[str] = []
+    directives: list[tuple[str, tuple[int, ...], int]] = []
+    i = start
+    while i < len(raw) and "{" not in _strip_comment(raw[i]):
+        text = _strip_comment(raw[i])
+        if text.strip().endswith(";") and i > start and "(" not in "".join(header) + text:
+            return i + 1  # a declaration, not a definition
+        header.append(text)
+        for dm in _DIRECTIVE.finditer(text):
+            values = tuple(int(v) for v in re.findall(r"\d+", dm.group(2)))
+            directives.append((dm.group(1), values, i + 1))
+        if text.rstrip().endswith(";"):
+            return i + 1
+        i += 1
+    params = tuple(re.findall(r"\.param\s+(?:\.align\s+\d+\s+)?\.\w+\s+([\w$]+)", " ".join(header)))
+    body: list[Instr] = []
+    depth = 0
+    src: tuple[str, int] | None = None
+    pending = ""
+    pending_line = 0
+    while i < len(raw):
+        text = _strip_comment(raw[i])
+        stripped = text.strip()
+        lm = _LOC.match(text)
+        if lm:
+            # An inlined helper's line is reported at its call site (what the author wrote in the role).
+            index, number = (lm.group(3), lm.group(4)) if lm.group(3) else (lm.group(1), lm.group(2))
+            src = (files.get(int(index), f"#{index}"), int(number))
+            i += 1
+            continue
+        opened, closed = stripped.count("{"), stripped.count("}")
+        core = stripped.replace("{", " ").replace("}", " ").strip()
+        if core.startswith(".") and (_SHARED.match(core) or core.startswith((".reg", ".param", ".local", ".pragma"))):
+            decl = _shared_decl(core, i + 1, name)
+            if decl is not None:
+                shared.append(decl)
+            core = ""
+        label = _LABEL.match(core)
+        if label:
+            core = core[label.end():].strip()
+        if core:
+            if not pending:
+                pending_line = i + 1
+            pending += " " + core
+            while ";" in pending:
+                stmt, pending = pending.split(";", 1)
+                ins = _instruction(stmt.strip(), pending_line, src)
+                if ins is not None:
+                    body.append(ins)
+                pending = pending.strip()
+                pending_line = i + 1
+        depth += opened - closed
+        i += 1
+        if depth <= 0 and closed:
+            break
+    functions.append(Function(name, kind, params, tuple(directives), tuple(body), start + 1))
+    return i
+
+
+def _instruction(stmt: str, line: int, src: tuple[str, int] | None) -> Instr | None:
+    if not stmt or stmt.startswith("."):
+        return None
+    guard = None
+    if stmt.startswith("@"):
+        guard, _, stmt = stmt[1:].partition(" ")
+        stmt = stmt.strip()
+    opcode, _, rest = stmt.partition(" ")
+    if not opcode or not re.match(r"[a-z]", opcode):
+        return None
+    return Instr(opcode, split_operands(rest.strip()), line, guard, src)

@@ -1,0 +1,275 @@
+"""A small abstract interpretation over one PTX function: where does each value come from?
+
+Every register gets an abstract value, the join over all its definitions (flow
+insensitive, so a value redefined in a loop is the join of its initial and its
+updated value — loops are widened by construction). A value is
+
+- a *constant* (``const`` set, no origins): an immediate, or arithmetic on immediates;
+- *from a handle*: it depends on the result of a call to a handle function
+  (``h:<symbol>`` in ``origins``);
+- a *params load*: loaded from the params pointer (``params``) or a function parameter;
+- the dynamic shared-memory base (``smem``: the entry's second argument, or an
+  ``extern .shared`` array), the thread index (``tid``, with ``tid_abs`` while it is
+  not reduced to a lane), the grid (``grid``);
+- *unknown*: a load from memory, a call's result, anything not listed above.
+
+Arithmetic unions origins; constants fold where the operation is known. The result
+is a fixed point reached in at most a few passes (origins only grow, and a constant
+only becomes non-constant).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from checker.conformance.ptx import Function, Instr
+
+_MASK32 = (1 << 64) - 1
+
+
+@dataclass(frozen=True)
+class Val:
+    const: int | None = None
+    origins: frozenset[str] = frozenset()
+    unknown: bool = False
+    tid_abs: bool = False
+
+    @property
+    def handles(self) -> frozenset[str]:
+        return frozenset(o[2:] for o in self.origins if o.startswith("h:"))
+
+    @property
+    def is_const(self) -> bool:
+        return self.const is not None and not self.origins and not self.unknown
+
+    def kind(self) -> str:
+        """``handle``, ``unknown``, ``constant``, ``params`` or ``arith`` (computed without a handle)."""
+        if self.handles:
+            return "handle"
+        if self.unknown:
+            return "unknown"
+        if self.is_const:
+            return "constant"
+        if self.origins and self.origins <= {"params", "arg"}:
+            return "params"
+        return "arith"
+
+
+CONSTANT_ZERO = Val(0)
+UNKNOWN = Val(unknown=True)
+
+
+def join(a: Val | None, b: Val) -> Val:
+    if a is None:
+        return b
+    if a == b:
+        return a
+    const = a.const if a.const == b.const else None
+    return Val(const, a.origins | b.origins, a.unknown or b.unknown, a.tid_abs or b.tid_abs)
+
+
+def combine(vals: list[Val], fold: Callable[[list[int]], int] | None = None) -> Val:
+    origins = frozenset().union(*(v.origins for v in vals)) if vals else frozenset()
+    unknown = any(v.unknown for v in vals)
+    const = None
+    if fold is not None and vals and all(v.const is not None for v in vals):
+        try:
+            const = fold([v.const for v in vals if v.const is not None])
+        except (ZeroDivisionError, ValueError):
+            const = None
+    return Val(const, origins, unknown, any(v.tid_abs for v in vals))
+
+
+_FOLDS: Mapping[str, Callable[[list[int]], int]] = {
+    "add": lambda v: sum(v), "sub": lambda v: v[0] - v[1], "mul": lambda v: v[0] * v[1],
+    "mad": lambda v: v[0] * v[1] + v[2], "shl": lambda v: v[0] << v[1], "shr": lambda v: v[0] >> v[1],
+    "and": lambda v: v[0] & v[1], "or": lambda v: v[0] | v[1], "xor": lambda v: v[0] ^ v[1],
+    "neg": lambda v: -v[0], "not": lambda v: ~v[0], "min": min, "max": max,
+    "div": lambda v: v[0] // v[1], "rem": lambda v: v[0] % v[1],
+}
+_COPIES = ("mov", "cvt", "cvta", "mov")
+_SPECIAL = re.compile(r"%(tid|ntid|laneid|warpid|ctaid|nctaid|clusterid|nclusterid|cluster_ctaid|"
+                      r"cluster_nctarank|cluster_ctarank|smid|nsmid|gridid|lanemask_\w+|clock\w*|globaltimer\w*)")
+_IMM = re.compile(r"^-?(0[xX][0-9a-fA-F]+|\d+)[Uu]?$")
+_REG = re.compile(r"^%[\w$]+$")
+_ADDR = re.compile(r"^\[\s*([^\]+]+?)\s*(?:\+\s*(-?\w+))?\s*\]$")
+
+
+@dataclass
+class Env:
+    """The abstract values of one function's registers and the names it declares."""
+
+    values: dict[str, Val]
+    smem_names: frozenset[str]
+    handle_names: frozenset[str]
+    params: tuple[str, ...]
+    entry_like: bool
+    smem_value: Val = Val(origins=frozenset({"smem"}))
+    static_names: frozenset[str] = frozenset()
+
+    def operand(self, text: str) -> Val:
+        text = text.strip()
+        if _IMM.match(text):
+            return Val(int(text.rstrip("Uu"), 0))
+        if text.startswith("0f") or text.startswith("0d"):
+            return Val(0)
+        special = _SPECIAL.match(text)
+        if special:
+            what = special.group(1)
+            if what == "tid":
+                return Val(origins=frozenset({"tid"}), tid_abs=True)
+            if what == "laneid":
+                return Val(origins=frozenset({"lane"}))
+            if what in ("ntid", "nctaid", "ctaid", "clusterid", "nclusterid", "cluster_ctaid",
+                        "cluster_nctarank", "cluster_ctarank"):
+                return Val(origins=frozenset({"grid"}))
+            return UNKNOWN
+        if text in self.smem_names:
+            return self.smem_value
+        if text in self.static_names:
+            return Val(origins=frozenset({"static_shared"}))
+        if _REG.match(text):
+            return self.values.get(text, Val())
+        return UNKNOWN
+
+    def address(self, text: str) -> Val:
+        """The value of ``[reg+off]`` / ``[name]``."""
+        m = _ADDR.match(text.strip())
+        if m is None:
+            return UNKNOWN
+        base = self.operand(m.group(1))
+        if m.group(2) is None:
+            return base
+        return combine([base, self.operand(m.group(2))], _FOLDS["add"])
+
+
+def analyse(function: Function, *, handle_names: frozenset[str], smem_names: frozenset[str],
+            entry_like: bool, smem_offsets: bool = False, static_names: frozenset[str] = frozenset()) -> Env:
+    """The fixed point of the function's register values (module docstring).
+
+    ``smem_offsets``: the shared-memory base counts as offset 0 (origin ``smem``), so
+    an address ``base + 196608`` keeps its offset in ``const`` (the link audit reads it).
+    """
+    base = Val(0, frozenset({"smem"})) if smem_offsets else Val(origins=frozenset({"smem"}))
+    env = Env({}, smem_names, handle_names, function.params, entry_like, base, static_names)
+    for _ in range(32):
+        changed = False
+        last_call: str | None = None
+        for ins in function.body:
+            if ins.base == "call":
+                last_call = _callee(ins)
+                dest = _call_result(ins)
+                if dest is not None:
+                    changed |= _set(env, dest, UNKNOWN)
+                continue
+            result = _transfer(env, ins, last_call)
+            if result is None:
+                continue
+            dest, val = result
+            for part in _dests(dest):
+                changed |= _set(env, part, val)
+        if not changed:
+            return env
+    for name in list(env.values):  # no fixed point within the budget: widen to unknown
+        env.values[name] = UNKNOWN
+    return env
+
+
+def _set(env: Env, dest: str, val: Val) -> bool:
+    old = env.values.get(dest)
+    new = join(old, val)
+    if new != old:
+        env.values[dest] = new
+        return True
+    return False
+
+
+def _dests(dest: str) -> list[str]:
+    """The registers of ``%r`` or ``{%r1, %r2}`` (``_`` sinks dropped)."""
+    return [d.strip() for d in dest.strip("{}").split(",") if _REG.match(d.strip())]
+
+
+def _callee(ins: Instr) -> str | None:
+    for op in ins.operands:
+        name = op.strip()
+        if re.fullmatch(r"[A-Za-z_$][\w$]*", name):
+            return name
+    return None
+
+
+def _call_result(ins: Instr) -> str | None:
+    first = ins.operands[0].strip() if ins.operands else ""
+    m = re.fullmatch(r"\(\s*(%[\w$]+)\s*\)", first)
+    return m.group(1) if m else None
+
+
+def _transfer(env: Env, ins: Instr, last_call: str | None) -> tuple[str, Val] | None:
+    ops = ins.operands
+    if not ops:
+        return None
+    dest = ops[0].strip()
+    if not _REG.match(dest) and not (dest.startswith("{") and ins.base in ("ld", "ldu", "mov")):
+        return None
+    if dest.startswith("{") and ins.base == "mov":  # a vector unpack: each part is the source's
+        return dest, env.operand(ops[1]) if len(ops) > 1 and _REG.match(ops[1].strip()) else UNKNOWN
+    base = ins.base
+    if base == "ld" and ins.has("param"):
+        addr = ops[1].strip()
+        if "retval" in addr:
+            if last_call is not None and last_call in env.handle_names:
+                return dest, Val(origins=frozenset({f"h:{last_call}"}))
+            return dest, UNKNOWN
+        name = addr.strip("[]").split("+")[0].strip()
+        if name in env.params:
+            index = env.params.index(name)
+            if env.entry_like and index == 1:
+                return dest, Val(origins=frozenset({"smem"}))
+            if env.entry_like and index == 0:
+                return dest, Val(origins=frozenset({"params_ptr"}))
+            return dest, Val(origins=frozenset({"arg"}))
+        return dest, UNKNOWN
+    if base in ("ld", "ldu"):
+        loaded = env.address(ops[1]) if len(ops) > 1 else UNKNOWN
+        if "params_ptr" in loaded.origins and not loaded.unknown and not ins.has("shared"):
+            return dest, Val(origins=frozenset({"params"}))
+        return dest, UNKNOWN
+    if base in _COPIES:
+        if len(ops) < 2:
+            return None
+        return dest, env.operand(ops[1])
+    if base == "selp":
+        return dest, combine([env.operand(ops[1]), env.operand(ops[2]), _predless(env.operand(ops[3]))])
+    if base == "and" and len(ops) == 3:
+        a, b = env.operand(ops[1]), env.operand(ops[2])
+        val = combine([a, b], _FOLDS["and"])
+        mask = b.const if b.is_const else (a.const if a.is_const else None)
+        if mask is not None and 0 <= mask < 32:
+            val = Val(val.const, val.origins, val.unknown, False)
+        elif mask is not None and 0 <= mask < 128:
+            # a thread of its warpgroup: placement-independent only in a warpgroup-aligned role
+            val = Val(val.const, val.origins | ({"wg_lane"} if val.tid_abs else set()), val.unknown, False)
+        return dest, val
+    if base == "rem" and len(ops) == 3:
+        a, b = env.operand(ops[1]), env.operand(ops[2])
+        val = combine([a, b], _FOLDS["rem"])
+        if b.is_const and b.const is not None and 0 < b.const <= 32:
+            val = Val(val.const, val.origins, val.unknown, False)
+        return dest, val
+    fold = _FOLDS.get(base)
+    if base in ("setp", "set"):
+        return dest, combine([env.operand(o) for o in ops[1:3]])
+    srcs = [env.operand(o) for o in ops[1:]]
+    if fold is not None or base in ("mul24", "mad24", "bfe", "bfi", "prmt", "shf", "abs", "popc", "clz",
+                                    "brev", "sad", "addc", "subc", "madc", "mul", "fma", "cnot", "lop3",
+                                    "copysign", "testp", "vote", "shfl", "activemask", "elect"):
+        if base in ("vote", "shfl", "activemask", "elect"):
+            return dest, UNKNOWN
+        return dest, combine(srcs, fold)
+    return dest, UNKNOWN
+
+
+def _predless(val: Val) -> Val:
+    """A select's predicate decides which operand, not the value: keep only its unknown-ness."""
+    return Val(None, frozenset(), val.unknown, False)

@@ -1,0 +1,103 @@
+"""At link: the payloads of a stage package are what its own source compiles to.
+
+The package's hashes prove integrity, not authenticity: whoever edits a package can
+recompute them. The conformance facts bind the manifest to ``code.ptx`` (read time,
+linker/manifest.py), and L-CONFORM binds ``code.ptx`` to the contract. This step
+closes the loop to the object that is linked: it compiles ``source.cu`` again with
+the recorded front end and options (NVRTC, from the filesystem root, as ``kernlink
+pack`` did) and requires the ``lto.ir`` payload and the ``code.ptx`` payload to be
+byte-identical to what that source gives. A mismatch is ``L-INTEGRITY``.
+
+What cannot be rebuilt here is an ``I-BINDING`` note, never a pass: a package made
+by nvcc or by another NVRTC version, one without a source or PTX payload, or a
+source that includes files the package does not carry.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+import tempfile
+from pathlib import Path
+
+from checker.conformance import PTX_PAYLOAD
+from contract_lang import ast as A
+from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
+from diagnostics.span import Span
+from linker import layout
+from linker.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD
+from linker.package import read_package
+from linker.symbols import compile_ptx
+from linker.toolchain import compile_nvrtc, nvrtc_version, stable_cwd
+
+NOTE_CODE = "I-BINDING"
+_FILE_PATH = re.compile(r'^(\s*\.file\s+\d+\s+)"(?:[^"]*/)?([^"/]*)"', re.M)
+
+
+def normalise_ptx(ptx: str) -> str:
+    """``.file 1 "/tmp/…/x.cu"`` → ``"x.cu"``: what a package stores has no host path."""
+    return _FILE_PATH.sub(r'\1"\2"', ptx)
+
+
+def rebuild_problems(path: str, stage: A.Stage) -> list[Diagnostic]:
+    """L-INTEGRITY errors and I-BINDING notes for one package file (cached by the file's bytes)."""
+    data = Path(path).read_bytes()
+    return list(_cached(hashlib.sha256(data).hexdigest(), path, stage))
+
+
+@functools.lru_cache(maxsize=64)
+def _cached(digest: str, path: str, stage: A.Stage) -> tuple[Diagnostic, ...]:
+    del digest  # the cache key: the same bytes give the same verdict
+    return tuple(_rebuild(path, stage))
+
+
+def _where(path: str) -> tuple[Label, ...]:
+    return (Label(Span(path, 1, 1, 1, 1), "in this package"),)
+
+
+def _note(path: str, why: str) -> Diagnostic:
+    return Diagnostic(NOTE_CODE, f"the payloads of `{path}` were not rebuilt from its source: {why}",
+                      severity=Severity.NOTE, labels=_where(path),
+                      notes=("its LTO IR is linked as packed; nothing ties it to the code L-CONFORM checked",),
+                      helps=("repack it with `kernlink pack` (NVRTC, this kernlink's toolkit)",))
+
+
+def _rebuild(path: str, stage: A.Stage) -> list[Diagnostic]:
+    pkg = read_package(path)
+    compile_info = pkg.manifest.get("compile")
+    source = pkg.payloads.get(SOURCE_PAYLOAD)
+    ptx = pkg.payloads.get(PTX_PAYLOAD)
+    if not isinstance(compile_info, dict) or source is None or ptx is None:
+        return [_note(path, "it has no `compile` record, `source.cu` or `code.ptx`")]
+    if compile_info.get("compiler") != "nvrtc":
+        return [_note(path, f"it was compiled by `{compile_info.get('compiler')}`")]
+    version = nvrtc_version()
+    here = f"nvrtc {version[0]}.{version[1]}"
+    if pkg.manifest.get("toolkit") != here:
+        return [_note(path, f"it was compiled by `{pkg.manifest.get('toolkit')}`, this kernlink has `{here}`")]
+    name = str(compile_info.get("source") or "source.cu")
+    target = str(pkg.manifest.get("target"))
+    with tempfile.TemporaryDirectory(prefix="kernlink-rebuild-") as tmp:
+        include = [Path(tmp)]
+        (Path(tmp) / Path(name).name).write_bytes(source)
+        try:
+            with stable_cwd():
+                lto = compile_nvrtc(source, name, arch=target, include_dirs=include).ltoir
+                text = source.decode("utf-8") + "\n" + layout.probe_source(layout.params_blocks(stage))
+                again = compile_ptx(text, name, arch=target, include_dirs=include, extra_options=("-lineinfo",))
+        except (DiagnosticError, UnicodeDecodeError):
+            return [_note(path, "its source does not compile alone (it includes files the package does not "
+                                "carry)")]
+    out = []
+    for payload, rebuilt in ((LTO_PAYLOAD, lto), (PTX_PAYLOAD, normalise_ptx(again).encode("utf-8"))):
+        if pkg.payloads.get(payload) != rebuilt:
+            out.append(Diagnostic(
+                "L-INTEGRITY", f"the `{payload}` payload of `{path}` is not what its `{SOURCE_PAYLOAD}` compiles to",
+                labels=_where(path),
+                notes=(f"rebuilt with {here} and the recorded options; the payload's SHA-256 is "
+                       f"{hashlib.sha256(pkg.payloads.get(payload, b'')).hexdigest()[:16]}…, the rebuild's "
+                       f"{hashlib.sha256(rebuilt).hexdigest()[:16]}…",
+                       "the package's hashes match: a payload was replaced and the hashes recomputed"),
+                helps=("rebuild the package with `kernlink pack`",)))
+    return out

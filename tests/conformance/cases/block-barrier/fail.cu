@@ -1,0 +1,15 @@
+// The producer calls __syncthreads() although it is 128 of the block's 256 threads:
+// the consumer never reaches barrier 0, and the block hangs.
+extern "C" {
+__device__ unsigned kl_fx_bar_handoff_bar_id();
+__device__ unsigned kl_fx_bar_handoff_threads();
+__device__ unsigned kl_fx_bar_prod_warp0();
+__device__ unsigned kl_fx_bar_cons_warp0();
+}
+extern "C" __device__ void fx_prod(const void* p, unsigned char* smem) {
+    __syncthreads();
+    asm volatile("bar.arrive %0, %1;" ::"r"(kl_fx_bar_handoff_bar_id()), "r"(kl_fx_bar_handoff_threads()) : "memory");
+}
+extern "C" __device__ void fx_cons(const void*, unsigned char*) {
+    asm volatile("bar.sync %0, %1;" ::"r"(kl_fx_bar_handoff_bar_id()), "r"(kl_fx_bar_handoff_threads()) : "memory");
+}
