@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from checker.clause import Clause
 from checker.composition import Composition
-from checker.engine import errors, run_clauses, selected
+from checker.engine import ModelOptions, errors, run_clauses, selected
 from checker.resolve import resolve
 from diagnostics.model import Diagnostic, DiagnosticError, sort_diagnostics
 from diagnostics.sources import SourceMap
@@ -74,17 +74,20 @@ def check_text(text: str, name: str = "<example>", *, target: str | None = None)
 
 
 def check(paths: Sequence[str | Path], *, target: str | None = None, select: Sequence[str] | None = None,
-          ignore: Sequence[str] | None = None) -> CheckResult:
-    """Audit a composition. Raises only ``UsageError`` / ``SelectionError`` for bad arguments."""
+          ignore: Sequence[str] | None = None, options: ModelOptions | None = None) -> CheckResult:
+    """Audit a composition. Raises only ``UsageError`` / ``SelectionError`` for bad arguments.
+
+    ``options`` sets the protocol model's solver budget and bound (``--rlimit``, ``--bound``).
+    """
     clauses: list[type[Clause]] = selected(select, ignore)
     inputs, comp = compose(paths, target=target)
     diags = list(inputs.diagnostics)
     downstream = None
     if comp is not None:
-        diags.extend(run_clauses(comp, clauses))
+        diags.extend(run_clauses(comp, clauses, options))
         if not errors(diags):
             codes = {c.code for c in clauses}
-            downstream = verify_downstream(comp)
+            downstream = verify_downstream(comp, options)
             diags.extend(d for d in downstream.diagnostics if not d.code.startswith("L-") or d.code in codes)
     return CheckResult(sort_diagnostics(diags), inputs.sources, comp, inputs, downstream)
 

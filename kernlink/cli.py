@@ -64,9 +64,15 @@ def _codes(text: str | None) -> list[str] | None:
 # ----------------------------------------------------------------- commands
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from checker.engine import ModelOptions
     from kernlink.api import check
 
-    result = check(args.paths, target=args.target, select=_codes(args.select), ignore=_codes(args.ignore))
+    try:
+        options = ModelOptions(args.rlimit if args.rlimit is not None else ModelOptions.rlimit, args.bound)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    result = check(args.paths, target=args.target, select=_codes(args.select), ignore=_codes(args.ignore),
+                   options=options)
     n_err = sum(1 for d in result.diagnostics if d.is_error)
     summary = "composition rejected" if n_err else "composition accepted"
     emit(result.diagnostics, result.sources, args.format, color=_color(args.color), summary=summary,
@@ -137,6 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     p.add_argument("--select", help="only these clause codes (comma-separated)")
     p.add_argument("--ignore", help="skip these clause codes (comma-separated)")
+    p.add_argument("--rlimit", type=int, metavar="N",
+                   help="Z3 resource budget of each protocol-model query (default 400000000)")
+    p.add_argument("--bound", type=int, metavar="K",
+                   help="iterations each role runs in the protocol model (default: 2 x ring depth + 1)")
     p.add_argument("-o", "--output", help="write the report to a file instead of stdout")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_check)

@@ -3,7 +3,9 @@
 ## What it checks
 Every ring side, counter endpoint and rendezvous side is paired by its channel name
 with at least one endpoint of the other side in another role: a producer needs a
-consumer and a consumer needs a producer; a rendezvous `arrive` needs a `sync`.
+consumer and a consumer needs a producer; a rendezvous `arrive` needs a `sync`, and a
+`sync` needs another side (an `arrive`, or a `sync` of another role: a rendezvous every
+side syncs on is a block-wide meeting point, which the protocol model steps through).
 A name used by two kinds of channel, or a channel whose only endpoints are several
 producers (several `arrive`s), is L-PROTO's: the partner is there, on the wrong side.
 
@@ -65,10 +67,11 @@ class UnpairedClause(Clause):
     def _unpaired(self, kind: str, name: str, ends: Sequence[Owned[A.Node]], attr: str,
                   known: set[str]) -> Iterator[Diagnostic]:
         sides = {getattr(e.item, attr) for e in ends}
+        roles = {getattr(e.item, "role", None) for e in ends}
         for end in ends:
             side = getattr(end.item, attr)
-            if _OTHER[side] in sides:
-                continue
+            if _OTHER[side] in sides or (side == "sync" and len(roles) > 1):
+                continue  # an all-`sync` rendezvous of several roles is a rendezvous: each waits for the others
             from contract_lang.parser import did_you_mean
 
             guess = did_you_mean(name, sorted(known - {name}))
