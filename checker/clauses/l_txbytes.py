@@ -6,7 +6,10 @@ A full barrier fed by bulk or TMA copies completes a phase when its arrivals are
 N`) adds N expected bytes, and each async copy (`full copy M`, or one implied copy of
 the `tx` bytes when the side lists none) completes M. The model compares, per phase,
 the bytes expected with the bytes completed (and with the `expect_tx` the barrier's
-`init` line declares). Decided on the SMT protocol model.
+`init` line declares). Decided on the SMT protocol model. The copies must also fit the
+slot they fill: the copies `into` a per-slot claim move at most its bytes per phase,
+and all copies of a phase at most the ring's per-slot claims together (a slot smaller
+than its copies is overrun, however well tx, copies and barrier agree).
 
 ## Why it matters
 The transaction count must reach exactly zero (PTX ISA §9.7.13.15.2). A producer

@@ -41,7 +41,7 @@ from checker.protocol.model import (
 )
 from checker.protocol.report import undecided_diagnostic, verdict_diagnostics
 from checker.report import seam
-from checker.storage import agreed_depth, overflowing_rings
+from checker.storage import agreed_depth, overflowing_rings, per_slot_claims
 from contract_lang import ast as A
 from contract_lang.printer import count_text, ring_item_line
 from diagnostics.model import Diagnostic, Label, Severity
@@ -435,6 +435,66 @@ def _missing_inits(comp: Composition) -> list[Diagnostic]:
     return out
 
 
+def slot_overruns(comp: Composition) -> list[Diagnostic]:
+    """Copies that move more bytes per phase than the slot storage they fill (L-TXBYTES).
+
+    A copy with ``into C`` fills the per-slot claim ``C`` of its ring; the copies of a
+    phase (stated, or the one a `tx` implies) fill the ring's per-slot claims together.
+    """
+    out: list[Diagnostic] = []
+    for name, sides in sorted(comp.rings.items()):
+        claims = {c.item.name: c for c in per_slot_claims(comp, name) if c.item.bytes is not None}
+        for side in (s for s in sides if s.item.side == "produce"):
+            copies = [it for it in side.item.items if isinstance(it, A.RingCopy) and it.barrier == "full"]
+            for copy in copies:
+                if copy.into is not None and copy.into not in claims:
+                    known = ", ".join(f"`{c}`" for c in sorted(claims)) or "none"
+                    out.append(seam("L-TXBYTES", f"a copy of ring `{name}` fills `{copy.into}`, which is no "
+                                    f"per-slot claim of `{name}`", (copy.span, f"`{ring_item_line(copy)}`"),
+                                    helps=(f"name a `per_slot {name}` claim of the composition (here: {known})",),
+                                    data={"ring": name, "into": copy.into}))
+            over = False
+            for cname, claim in sorted(claims.items()):
+                into = [c for c in copies if c.into == cname]
+                moved = sum(c.bytes for c in into)
+                if moved > (claim.item.bytes or 0):
+                    over = True
+                    out.append(seam(
+                        "L-TXBYTES", f"the copies into `{cname}` move {count_bytes(moved)} per phase, but a slot of "
+                        f"`{cname}` holds {count_bytes(claim.item.bytes or 0)}",
+                        (into[0].span, f"`{ring_item_line(into[0])}`"),
+                        [(c.span, f"`{ring_item_line(c)}`") for c in into[1:]]
+                        + [(claim.span, f"one slot of `{cname}`")],
+                        notes=("a copy past the end of its slot overwrites the next slot or claim while "
+                               "another role reads it",),
+                        helps=(f"copy at most {count_bytes(claim.item.bytes or 0)} into `{cname}` per phase, or "
+                               f"claim {count_bytes(moved)} per slot",),
+                        data={"ring": name, "claim": cname, "copied": moved, "slot": claim.item.bytes or 0}))
+            if over or not claims:
+                continue
+            implied = [it for it in side.item.items if isinstance(it, A.RingArrive) and it.barrier == "full" and it.tx]
+            moving = copies or implied
+            moved = sum(c.bytes for c in copies) if copies else sum(a.tx or 0 for a in implied)
+            room = sum(c.item.bytes or 0 for c in claims.values())
+            if moving and moved > room:
+                out.append(seam(
+                    "L-TXBYTES", f"the copies of ring `{name}` move {count_bytes(moved)} per phase, but its slot "
+                    f"holds {count_bytes(room)}", (moving[0].span, f"`{ring_item_line(moving[0])}`"),
+                    [(c.span, f"`{ring_item_line(c)}`") for c in moving[1:]]
+                    + [(c.span, f"{count_bytes(c.item.bytes or 0)} per slot") for c in claims.values()],
+                    notes=("a copy past the end of its slot overwrites the next slot or claim while another "
+                           "role reads it",),
+                    helps=(f"claim at least {count_bytes(moved)} per slot of `{name}`, or copy less; name the "
+                           "claim each copy fills with `into CLAIM`",),
+                    data={"ring": name, "copied": moved, "slot": room}))
+    return out
+
+
+def count_bytes(n: int) -> str:
+    """Bytes as the contracts write them: whole KiB as `KiB`."""
+    return f"{n // 1024} KiB" if n and n % 1024 == 0 else f"{n} B"
+
+
 def _consumer_role(sides: tuple[Owned[A.Ring], ...]) -> str:
     return next((s.item.role for s in sides if s.item.side == "consume"), "ROLE")
 
@@ -574,7 +634,7 @@ def _excluded(comp: Composition) -> dict[str, str]:
 def analyse(comp: Composition, options: ModelOptions | None = None) -> ModelReport:
     """Decide the composition's protocol at the least and the greatest depth the linker may choose."""
     options = options or ModelOptions()
-    declared = tuple(declaration_problems(comp))
+    declared = (*declaration_problems(comp), *slot_overruns(comp))
     excluded = _excluded(comp)
     found: dict[tuple[object, ...], Diagnostic] = {(d.code, d.message): d for d in declared}
     undecided: dict[tuple[object, ...], Diagnostic] = {}
