@@ -197,6 +197,9 @@ def _static(rings: dict[str, _Ring], programs: list[list[_Op]]) -> list[str]:
     return out
 
 
+_State = tuple[tuple[int, ...], tuple[tuple[tuple[str, str, int], tuple[int, int, int]], ...], tuple[int, ...]]
+
+
 @dataclass(frozen=True)
 class _Act:
     op: _Op
@@ -243,14 +246,13 @@ def _explore(rings: dict[str, _Ring], counters: dict[str, tuple[int, int]], bars
             elif a.op.kind == "read" or (a.op.kind == "arrive" and a.op.barrier == "empty"):
                 last_use[(a.op.channel, r, a.data)] = pos
     n = len(acts)
-    start: tuple[tuple[int, ...], tuple[tuple[tuple[str, str, int], tuple[int, int, int]], ...], tuple[int, ...]]
-    start = ((0,) * n, (), (0,) * n)
+    start: _State = ((0,) * n, (), (0,) * n)
     seen = {start}
     queue = deque([start])
     found: set[str] = set()
     while queue:
         pcs, objs_t, synced = queue.popleft()
-        objs = dict(objs_t)
+        objs: dict[tuple[str, str, int], tuple[int, int, int]] = dict(objs_t)
         live = [r for r in range(n) if pcs[r] < len(acts[r])]
         moved = False
         for r in live:
@@ -264,7 +266,7 @@ def _explore(rings: dict[str, _Ring], counters: dict[str, tuple[int, int]], bars
             new_objs = dict(objs)
             new_objs[a.obj] = new_state
             new_synced = synced if seen_gen is None else (*synced[:r], seen_gen, *synced[r + 1:])
-            nxt = ((*pcs[:r], pcs[r] + 1, *pcs[r + 1:]), tuple(sorted(new_objs.items())), new_synced)
+            nxt: _State = ((*pcs[:r], pcs[r] + 1, *pcs[r + 1:]), tuple(sorted(new_objs.items())), new_synced)
             if nxt not in seen:
                 if len(seen) >= max_states:
                     raise TooLarge(f"more than {max_states} states")

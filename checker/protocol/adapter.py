@@ -253,7 +253,7 @@ class Built:
     unmodelled: tuple[Unmodelled, ...] = ()
 
 
-def _spans(sides: tuple[Owned[A.Node], ...]) -> tuple[Span, ...]:
+def _spans(sides: Sequence[Owned[Any]]) -> tuple[Span, ...]:
     return tuple(s.span for s in sides)
 
 
@@ -296,22 +296,24 @@ def build_model(comp: Composition, depths: dict[str, int], exclude: dict[str, st
     bars = {b.name for b in parts.bars}
     for e, entry in enumerate(comp.stages):
         for i, item in enumerate(entry.stage.items):
-            owned = Owned(entry, item)
+            if not isinstance(item, (A.Ring, A.Counter, A.Rendezvous)):
+                continue
+            key = (item.name, e * 100_000 + i)
             try:
                 if isinstance(item, A.Ring) and item.name in rings:
-                    side_steps[(item.name, e * 100_000 + i)] = _side_steps(comp, owned)  # type: ignore[arg-type]
+                    side_steps[key] = _side_steps(comp, Owned(entry, item))
                 elif isinstance(item, A.Counter) and item.name in counters:
-                    side_steps[(item.name, e * 100_000 + i)] = _counter_steps(owned)  # type: ignore[arg-type]
+                    side_steps[key] = _counter_steps(Owned(entry, item))
                 elif isinstance(item, A.Rendezvous) and item.name in bars:
                     # each side arrives with its own role's threads (bar.sync/bar.arrive count whole warps)
                     op = Op.BAR_SYNC if item.mode == "sync" else Op.BAR_ARRIVE
-                    side_steps[(item.name, e * 100_000 + i)] = [
-                        Step(item.role, op, item.name, _prov(item, f"rendezvous {item.name} {item.mode}"),
-                             count=comp.roles[item.role].threads)]
+                    text = f"rendezvous {item.name} {item.mode}"
+                    side_steps[key] = [Step(item.role, op, item.name, _prov(item, text),
+                                            count=comp.roles[item.role].threads)]
             except _Skip as skip:
-                if item.name not in dropped:  # type: ignore[attr-defined]
-                    dropped.add(item.name)  # type: ignore[attr-defined]
-                    left.append(Unmodelled(item.name, (item.span,), skip.reason))  # type: ignore[attr-defined]
+                if item.name not in dropped:
+                    dropped.add(item.name)
+                    left.append(Unmodelled(item.name, (item.span,), skip.reason))
     protocol = _assemble(parts, side_steps, dropped, left)
     return Built(protocol, tuple(sorted(left, key=lambda u: u.channel)))
 
@@ -334,12 +336,10 @@ def _assemble(parts: _Parts, side_steps: dict[tuple[str, int], list[Step]], drop
             return Protocol(tuple(parts.roles.values()), rings, counters, bars,
                             tuple((r, tuple(s)) for r, s in programs.items()))
         except ValueError as err:
-            culprit = next((c.name for c in (*rings, *counters, *bars) if f"`{c.name}`" in str(err)), None)
-            if culprit is None:
-                culprit = (*rings, *counters, *bars)[0].name
-            dropped.add(culprit)
-            spans = tuple(c.provenance.span for c in (*rings, *counters, *bars) if c.name == culprit)
-            left.append(Unmodelled(culprit, spans, str(err)))
+            channels: list[Ring | Counter | NamedBarrier] = [*rings, *counters, *bars]
+            culprit = next((c for c in channels if f"`{c.name}`" in str(err)), channels[0])
+            dropped.add(culprit.name)
+            left.append(Unmodelled(culprit.name, (culprit.provenance.span,), str(err)))
 
 
 def build(comp: Composition, depths: dict[str, int]) -> Protocol | None:

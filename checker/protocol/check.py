@@ -598,8 +598,8 @@ def _check_deadlock(run: _Run) -> None:
 
 def _anchor(protocol: Protocol) -> tuple[Provenance, ...]:
     """Where a whole-protocol question is shown: its first channel's declaration."""
-    first = [*protocol.rings, *protocol.counters, *protocol.named_barriers][:1]
-    return tuple(c.provenance for c in first)
+    found = [r.provenance for r in protocol.rings] + [c.provenance for c in protocol.counters]
+    return tuple((found + [b.provenance for b in protocol.named_barriers])[:1])
 
 
 def _prove_no_overshoot(run: _Run) -> bool:
