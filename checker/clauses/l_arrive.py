@@ -8,7 +8,10 @@ warps / 4). A phase completes when exactly that many arrivals (and the transacti
 bytes) have come. The protocol model sums, per barrier and phase, the arrivals the
 sides' steps make (`full arrive …`, `empty arrive …` of every consumer) and compares
 them with the initialized count. Decided on the SMT protocol model; when the counts
-disagree, the resulting deadlock or race is not reported separately.
+disagree, the resulting deadlock or race is not reported separately. Also: a barrier
+no side gives an `init` count, a `full` barrier no producer step arrives on (a side
+with no fill: the consumer would wait forever), and a count that is no whole positive
+number (`per_warpgroup(R)` of a role of fewer than 4 warps is 0).
 
 ## Why it matters
 `mbarrier.arrive` decrements the pending count of the *current* phase (PTX ISA
