@@ -32,7 +32,5 @@ def verify_downstream(comp: Composition, options: ModelOptions | None = None) ->
         return Downstream(None, [], diags)
     depths = {r.name: r.depth for r in placed.placement.rings}
     protocol = check_placed_depths(comp, depths, options)
-    if protocol:
-        return Downstream(None, [], diags + protocol)
     routes, route_diags = route_composition(comp, placed)
-    return Downstream(placed, routes, diags + route_diags)
+    return Downstream(placed, routes, diags + protocol + route_diags)
