@@ -43,7 +43,7 @@ class CheckContext:
             return []
         report = self._protocol
         undecided = [d for d in report.tiered(self.codes) if not d.code.startswith("L-")]
-        return [*undecided, *unmodelled_diagnostics(report.unmodelled, reported), *report.notes]
+        return [*undecided, *unmodelled_diagnostics(self.comp, report.unmodelled, reported), *report.notes]
 
 
 __all__ = ["CheckContext"]

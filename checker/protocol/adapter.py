@@ -728,12 +728,23 @@ def check_placed_depths(comp: Composition, depths: dict[str, int],
             for d in report.tiered(MODEL_CODES)]
 
 
-def unmodelled_diagnostics(unmodelled: Iterable[Unmodelled], reported: Sequence[Diagnostic]) -> list[Diagnostic]:
-    """``E-SOLVER-UNKNOWN`` for each channel left out of the model that no error of the run is about."""
+def _related(comp: Composition, channel: str) -> list[Span]:
+    """The channel's endpoints and the declarations of the roles they name."""
+    ends: list[Owned[Any]] = [*comp.rings.get(channel, ()), *comp.counters.get(channel, ()),
+                              *comp.rendezvous.get(channel, ())]
+    roles = {e.item.role for e in ends}
+    roles |= {it.role for e in comp.rings.get(channel, ()) for it in e.item.items if isinstance(it, A.RingInitBy)}
+    return [e.span for e in ends] + [comp.roles[r].role.span for r in sorted(roles) if r in comp.roles]
+
+
+def unmodelled_diagnostics(comp: Composition, unmodelled: Iterable[Unmodelled],
+                           reported: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """``E-SOLVER-UNKNOWN`` for each channel left out of the model that no error of the run is about
+    (an error on one of its endpoints, or on a role one of them names, is its root cause)."""
     errs = [lab.span for d in reported if d.severity is Severity.ERROR for lab in d.labels]
     out = []
     for u in unmodelled:
-        if any(_inside(span, whole) for span in errs for whole in u.spans):
+        if any(_inside(span, whole) for span in errs for whole in (*u.spans, *_related(comp, u.channel))):
             continue  # a dependent: the error about the channel is the root cause
         out.append(undecided_diagnostic(
             "L-DEADLOCK", f"the protocol model leaves out `{u.channel}`: {u.reason}",
