@@ -663,7 +663,7 @@ def analyse(comp: Composition, options: ModelOptions | None = None) -> ModelRepo
         if len(found) > len(declared):
             break  # report the least depth's findings; a deeper ring adds no new mistake
     return ModelReport(tuple(found.values()), tuple(undecided.values()), tuple(unmodelled.values()),
-                       tuple(checked), tuple(dict.fromkeys(notes)))
+                       tuple(checked), tuple(notes[-1:]))  # one note: the deepest depths' bound
 
 
 def _too_deep(comp: Composition, protocol: Protocol) -> list[Diagnostic]:

@@ -331,3 +331,11 @@ def test_production_corpus_is_accepted_and_the_contract_oracle_agrees(path: Path
     assert result.composition is not None and result.downstream is not None and result.downstream.placed
     depths = {r.name: r.depth for r in result.downstream.placed.placement.rings}
     assert problems_of(result.composition, depths) == ()
+
+
+def test_a_lowered_bound_is_said_once() -> None:
+    fixture = CLAUSES / "L-DEADLOCK" / "pass_late_release_depth2.kc"
+    result = check([str(fixture)], options=ModelOptions(bound=3))
+    notes = [d for d in result.diagnostics if d.code == adapter.BOUND_NOTE]
+    assert result.accepted and len(notes) == 1 and notes[0].primary is not None
+    assert not [d for d in check([str(fixture)]).diagnostics if d.code == adapter.BOUND_NOTE]
