@@ -12,10 +12,13 @@ import abc
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from checker.composition import Composition
 from diagnostics.model import Diagnostic
+
+if TYPE_CHECKING:
+    from checker.context import CheckContext
 
 CATEGORIES = ("composition", "roles", "storage", "protocol", "callables", "tensors", "facts",
               "communication", "link")
@@ -103,3 +106,7 @@ class Clause(abc.ABC):
     @abc.abstractmethod
     def check(self, comp: Composition) -> Iterable[Diagnostic]:
         """Every violation of this clause in the composition (empty when it holds)."""
+
+    def check_in(self, comp: Composition, ctx: CheckContext) -> Iterable[Diagnostic]:
+        """The violations within one check (``ctx`` holds analyses the clauses share)."""
+        return self.check(comp)

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Sequence
 
 from checker.clause import Clause
 from checker.composition import Composition
+from checker.context import CheckContext
+from checker.protocol.adapter import ModelOptions
 from diagnostics.model import Diagnostic, Label, Severity, sort_diagnostics
 
 
@@ -40,14 +42,27 @@ def selected(select: Sequence[str] | None = None, ignore: Sequence[str] | None =
     return sorted((c for c in chosen if c.code not in skip), key=lambda c: c.code)
 
 
-def run_clauses(comp: Composition, clauses: Iterable[type[Clause]] | None = None) -> list[Diagnostic]:
-    """All diagnostics of the given clauses (default: every registered clause), sorted."""
+def run_clauses(comp: Composition, clauses: Iterable[type[Clause]] | None = None,
+                options: ModelOptions | None = None) -> list[Diagnostic]:
+    """All diagnostics of the given clauses (default: every registered clause), sorted.
+
+    One :class:`CheckContext` per call holds what the clauses share (the protocol model);
+    the one-mistake-one-clause tiers of the protocol clauses apply over the selected codes
+    only, and what no clause owns (undecided queries, channels the model left out) is
+    reported whatever the selection.
+    """
+    chosen = list(clauses) if clauses is not None else selected()
+    ctx = CheckContext(comp, frozenset(c.code for c in chosen), options or ModelOptions())
     found: list[Diagnostic] = []
-    for cls in clauses if clauses is not None else selected():
+    for cls in chosen:
         try:
-            found.extend(cls().check(comp))
+            found.extend(cls().check_in(comp, ctx))
         except Exception as exc:  # a clause bug must not look like a pass or crash the CLI
             found.append(_internal(cls, exc))
+    try:
+        found.extend(ctx.leftovers(found))
+    except Exception as exc:
+        found.append(_internal(chosen[0], exc))
     return sort_diagnostics(found)
 
 
@@ -72,4 +87,5 @@ def errors(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
     return [d for d in diags if d.severity is Severity.ERROR]
 
 
-__all__ = ["Label", "SelectionError", "by_code", "errors", "registry", "run_clauses", "selected"]
+__all__ = ["CheckContext", "Label", "ModelOptions", "SelectionError", "by_code", "errors", "registry", "run_clauses",
+           "selected"]

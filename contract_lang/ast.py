@@ -236,10 +236,12 @@ class RingArrive(Node):
 
 @dataclass(frozen=True)
 class RingCopy(Node):
-    """An asynchronous copy completing ``bytes`` on the barrier per phase."""
+    """An asynchronous copy completing ``bytes`` on the barrier per phase, into the
+    per-slot claim ``into`` when stated (``full copy 16KiB into a_tiles``)."""
 
     barrier: BarrierKind
     bytes: int
+    into: str | None = None
 
 
 @dataclass(frozen=True)

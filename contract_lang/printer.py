@@ -120,7 +120,7 @@ def ring_item_line(item: A.RingItem) -> str:
             words.append("remote")
         return " ".join(words)
     if isinstance(item, A.RingCopy):
-        return f"{item.barrier} copy {size(item.bytes)}"
+        return f"{item.barrier} copy {size(item.bytes)}" + (f" into {item.into}" if item.into else "")
     if isinstance(item, A.RingInitBy):
         return f"init by {item.role}" + (" fenced" if item.fenced else "")
     if isinstance(item, A.RingScope):

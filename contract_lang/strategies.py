@@ -273,7 +273,7 @@ def _ring_repeatables(roles: Names) -> st.SearchStrategy[A.RingItem]:
         st.builds(A.RingWait, _BARRIERS, _maybe(st.sampled_from((0, 1)))),
         st.builds(A.RingArrive, _BARRIERS, counts(roles), tx=_maybe(byte_sizes()), lag=_maybe(ints),
                   prearm=st.booleans(), remote=st.booleans()),
-        st.builds(A.RingCopy, _BARRIERS, byte_sizes()),
+        st.builds(A.RingCopy, _BARRIERS, byte_sizes(), _maybe(identifiers())),
         st.builds(A.RingProxy, _vocabulary(("writes", "reads")), _vocabulary(("generic", "async"))),
         st.just(A.RingFence()),
     )

@@ -447,7 +447,8 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def ring_copy(self, meta: Meta, c: list[Token]) -> A.RingCopy:
-        return A.RingCopy(str(c[0]), self._int(c[1], "size"), span=self._span(meta))  # type: ignore[arg-type]
+        into = str(c[2]) if len(c) > 2 else None
+        return A.RingCopy(str(c[0]), self._int(c[1], "size"), into, span=self._span(meta))  # type: ignore[arg-type]
 
     @v_args(meta=True)
     def ring_init_by(self, meta: Meta, c: list[Any]) -> A.RingInitBy:

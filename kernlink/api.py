@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from checker.clause import Clause
 from checker.composition import Composition
-from checker.engine import by_code, errors, run_clauses, selected
+from checker.engine import ModelOptions, by_code, errors, run_clauses, selected
 from checker.resolve import resolve
 from diagnostics.model import Diagnostic, DiagnosticError, sort_diagnostics
 from diagnostics.sources import SourceMap
@@ -75,20 +75,22 @@ def check_text(text: str, name: str = "<example>", *, target: str | None = None)
 
 
 def check(paths: Sequence[str | Path], *, target: str | None = None, select: Sequence[str] | None = None,
-          ignore: Sequence[str] | None = None, strict: bool = False) -> CheckResult:
+          ignore: Sequence[str] | None = None, strict: bool = False,
+          options: ModelOptions | None = None) -> CheckResult:
     """Audit a composition. Raises only ``UsageError`` / ``SelectionError`` for bad arguments.
 
-    ``strict`` makes warnings about the inputs (a stale `.kc`, W-STALE-CONTRACT) errors.
+    ``strict`` makes warnings about the inputs (a stale `.kc`, W-STALE-CONTRACT) errors;
+    ``options`` sets the protocol model's solver budget and bound (``--rlimit``, ``--bound``).
     """
     clauses: list[type[Clause]] = selected(select, ignore)
     inputs, comp = compose(paths, target=target, strict=strict)
     diags = list(inputs.diagnostics)
     downstream = None
     if comp is not None:
-        diags.extend(run_checks(comp, clauses, diags))
+        diags.extend(run_checks(comp, clauses, diags, options))
         if not errors(diags):
             codes = {c.code for c in clauses}
-            downstream = verify_downstream(comp)
+            downstream = verify_downstream(comp, options)
             diags.extend(d for d in downstream.diagnostics if not d.code.startswith("L-") or d.code in codes)
     return CheckResult(sort_diagnostics(diags), inputs.sources, comp, inputs, downstream)
 
@@ -98,7 +100,7 @@ RESOLUTION = ("L-STAGE", "L-VERSION")
 
 
 def run_checks(comp: Composition, clauses: Sequence[type[Clause]] | None,
-               found: Sequence[Diagnostic]) -> list[Diagnostic]:
+               found: Sequence[Diagnostic], options: ModelOptions | None = None) -> list[Diagnostic]:
     """Resolution first, then the (selected) clauses — root cause first.
 
     While a `use` is unresolved, or an input (``found``) failed to load or parse, only
@@ -113,7 +115,7 @@ def run_checks(comp: Composition, clauses: Sequence[type[Clause]] | None,
     chosen = list(clauses) if clauses is not None else selected()
     codes = {c.code for c in chosen}
     return sort_diagnostics([*(d for d in first if d.code in codes),
-                             *run_clauses(comp, [c for c in chosen if c.code not in RESOLUTION])])
+                             *run_clauses(comp, [c for c in chosen if c.code not in RESOLUTION], options)])
 
 
 @dataclass

@@ -69,10 +69,15 @@ def _codes(text: str | None) -> list[str] | None:
 # ----------------------------------------------------------------- commands
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from checker.engine import ModelOptions
     from kernlink.api import check
 
+    try:
+        options = ModelOptions(args.rlimit if args.rlimit is not None else ModelOptions.rlimit, args.bound)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
     result = check(args.paths, target=args.target, select=_codes(args.select), ignore=_codes(args.ignore),
-                   strict=args.strict)
+                   strict=args.strict, options=options)
     diags = conformance.strict(result.diagnostics) if args.strict else result.diagnostics
     n_err = sum(1 for d in diags if d.is_error)
     summary = "composition rejected" if n_err else "composition accepted"
@@ -155,6 +160,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true",
                    help="warnings about the inputs are errors (a `.kc` that differs from its package's contract) "
                         "and so are code sites the conformance analysis cannot decide")
+    p.add_argument("--rlimit", type=int, metavar="N",
+                   help="Z3 resource budget of each protocol-model query (default 400000000)")
+    p.add_argument("--bound", type=int, metavar="K",
+                   help="iterations each role runs in the protocol model (default: 2 x ring depth + 1)")
     p.add_argument("-o", "--output", type=output_path, help="write the report to a file instead of stdout")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_check)

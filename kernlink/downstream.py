@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from checker.composition import Composition
+from checker.protocol.adapter import ModelOptions, check_placed_depths
 from diagnostics.model import Diagnostic
 from placement.adapter import Placed, place
 from transfer_model.adapter import RoutedSeam, route_composition
@@ -22,10 +23,14 @@ class Downstream:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def verify_downstream(comp: Composition) -> Downstream:
-    """Place the composition, then route its tensor connections on the placed roles."""
+def verify_downstream(comp: Composition, options: ModelOptions | None = None) -> Downstream:
+    """Place the composition, decide its protocol at the placed ring depths when those were not
+    decided yet (the verdict covers the configuration that is linked), then route its tensor
+    connections on the placed roles."""
     placed, diags = place(comp)
     if placed is None:
         return Downstream(None, [], diags)
+    depths = {r.name: r.depth for r in placed.placement.rings}
+    protocol = check_placed_depths(comp, depths, options)
     routes, route_diags = route_composition(comp, placed)
-    return Downstream(placed, routes, diags + route_diags)
+    return Downstream(placed, routes, diags + protocol + route_diags)

@@ -113,14 +113,14 @@ class PlacementOracle:
 
 @dataclass
 class ProtocolOracle:
-    """Explore every interleaving of an accepted composition's protocol with the explicit-state oracle.
+    """Explore every interleaving of an accepted composition's protocol, read from its contracts.
 
-    The protocol comes from the same adapter the SMT clauses read
-    (:func:`checker.protocol.adapter.build`, at every depth they check); the decision
-    procedure is independent (:func:`checker.protocol.explore.explore`, plain Python).
-    A deadlock, a race, or a violated declaration (arrival counts, transaction bytes,
-    parity, initializer) the explorer finds is a checker bug when the clause deciding it
-    ran and accepted. Protocols too large for ``max_states`` are skipped. Cached by protocol.
+    :mod:`kernlink.contract_oracle` builds its own model from the contracts (no adapter,
+    no solver, no channel left out) and runs it at the ring depths placement chose — the
+    configuration that is linked. A deadlock, a race or a violated declaration (arrival
+    counts, transaction bytes, parity) it finds is a checker bug when the clause deciding
+    it ran and accepted. Runs with more than ``max_states`` states are skipped. Cached by
+    the contracts' channel items and the depths.
     """
 
     name: str = "protocol"
@@ -128,38 +128,28 @@ class ProtocolOracle:
     _cache: dict[Any, tuple[str, ...] | None] = field(default_factory=dict, repr=False)
 
     def check(self, comp: Composition, placed: Placed | None, clauses: frozenset[str]) -> OracleResult:
-        from checker.protocol.adapter import build, depth_choices
+        from kernlink.contract_oracle import TooLarge, problems_of
 
-        applicable = False
-        problems: list[str] = []
-        for depths in depth_choices(comp):
-            protocol = build(comp, depths)
-            if protocol is None:
-                continue
-            if protocol not in self._cache:
-                if len(self._cache) >= PARSE_CACHE:
-                    self._cache.clear()
-                self._cache[protocol] = self._explore(protocol)
-            found = self._cache[protocol]
-            if found is None:
-                continue
-            applicable = True
-            at = ", ".join(f"{ring} at depth {d}" for ring, d in sorted(depths.items()))
-            problems += [f"protocol explorer ({at}): {p}" for p in found if p.split(":", 1)[0] in clauses]
-        return OracleResult(applicable, tuple(dict.fromkeys(problems)))
-
-    def _explore(self, protocol: Any) -> tuple[str, ...] | None:
-        from checker.protocol.explore import StateLimit, explore
-
-        try:
-            found = explore(protocol, max_states=self.max_states)
-        except StateLimit:
-            return None
-        out = [f"L-DEADLOCK: a reachable state where every unfinished role waits ({found.states} states)"
-               ] if found.deadlock else []
-        out += [f"L-RACE: `{kind}` on ring `{ring}`" for ring, kind in sorted(found.races)]
-        out += [f"{code}: the `{barrier}` barrier of ring `{ring}`" for code, ring, barrier in sorted(found.static)]
-        return tuple(out)
+        if placed is None or not (comp.rings or comp.counters or comp.rendezvous):
+            return OracleResult(False)
+        depths = {r.name: r.depth for r in placed.placement.rings}
+        key = (tuple(sorted(depths.items())), tuple(o.item for o in comp.items(A.Ring)),
+               tuple(o.item for o in comp.items(A.Counter)), tuple(o.item for o in comp.items(A.Rendezvous)),
+               tuple(sorted((r, i.warps) for r, i in comp.roles.items())),
+               tuple((e.stage.name, tuple(type(i).__name__ for i in e.stage.items)) for e in comp.stages))
+        if key not in self._cache:
+            if len(self._cache) >= PARSE_CACHE:
+                self._cache.clear()
+            try:
+                self._cache[key] = problems_of(comp, depths, max_states=self.max_states)
+            except TooLarge:
+                self._cache[key] = None
+        found = self._cache[key]
+        if found is None:
+            return OracleResult(False)
+        at = ", ".join(f"{ring} at depth {d}" for ring, d in sorted(depths.items())) or "no ring"
+        problems = [f"contract oracle ({at}): {p}" for p in found if p.split(":", 1)[0] in clauses]
+        return OracleResult(True, tuple(dict.fromkeys(problems)))
 
 
 _REGISTERED_ORACLES: list[Oracle] = [PlacementOracle(), ProtocolOracle()]
@@ -322,7 +312,7 @@ class Checker:
         from placement.adapter import problem_from
 
         key = (problem_from(comp), tuple(o.item for o in comp.items(A.ExportTensor)),
-               tuple(o.item for o in comp.tensor_imports))
+               tuple(o.item for o in comp.tensor_imports), _protocol_key(comp))
         found = self._placed.get(key)
         if found is None:
             result = verify_downstream(comp)
@@ -372,6 +362,14 @@ class Checker:
 
 
 _CLAUSE_FAILED = re.compile(r"^clause `(?P<code>[^`]+)` failed with (?P<what>.*)$", re.S)
+
+
+def _protocol_key(comp: Composition) -> object:
+    """What the protocol decided at the placed depths reads: its meaning at the deepest checked depths."""
+    from checker.protocol.adapter import build, canonical, depth_choices
+
+    protocol = build(comp, depth_choices(comp)[-1])
+    return None if protocol is None else canonical(protocol)[0]
 
 
 def _internal_problems(internal: Sequence[Diagnostic]) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from checker.clauses.l_launch import residency_diagnostic
 from checker.composition import Composition, Owned
 from checker.hardware import TargetSpec
+from checker.protocol.adapter import MAX_CHECKED_DEPTH
 from checker.residency import ResidencyFinding, blocks_line, launch_blocks
 from checker.storage import agreed_depth, needed_alignment
 from contract_lang import ast as A
@@ -78,7 +79,9 @@ def _rings(comp: Composition) -> list[Ring]:
     for name, sides in sorted(comp.rings.items()):
         producer = next((s for s in sides if s.item.side == "produce"), sides[0])
         agreed = agreed_depth(comp, name)
-        lo, hi = (1, 1) if agreed is None else agreed  # an open range is capped by shared memory
+        lo, hi = (1, 1) if agreed is None else agreed
+        if hi is None:  # an open range goes no deeper than the protocol model decides (then shared memory caps it)
+            hi = max(lo, MAX_CHECKED_DEPTH)
         rings.append(Ring(producer.stage_name, name, lo, hi, span=producer.span))
     return rings
 

@@ -8,7 +8,10 @@ warps / 4). A phase completes when exactly that many arrivals (and the transacti
 bytes) have come. The protocol model sums, per barrier and phase, the arrivals the
 sides' steps make (`full arrive …`, `empty arrive …` of every consumer) and compares
 them with the initialized count. Decided on the SMT protocol model; when the counts
-disagree, the resulting deadlock or race is not reported separately.
+disagree, the resulting deadlock or race is not reported separately. Also: a barrier
+no side gives an `init` count, a `full` barrier no producer step arrives on (a side
+with no fill: the consumer would wait forever), and a count that is no whole positive
+number (`per_warpgroup(R)` of a role of fewer than 4 warps is 0).
 
 ## Why it matters
 `mbarrier.arrive` decrements the pending count of the *current* phase (PTX ISA
@@ -57,7 +60,7 @@ from collections.abc import Iterator
 
 from checker.clause import Clause
 from checker.composition import Composition
-from checker.protocol.adapter import diagnostics_for
+from checker.context import CheckContext
 from diagnostics.model import Diagnostic
 
 
@@ -69,4 +72,10 @@ class ArriveClause(Clause):
     decided_by = "smt"
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
-        return diagnostics_for(comp, self.code)
+        """Alone, as ``--select`` of this code: with the undecided queries it leaves."""
+        from checker.engine import run_clauses
+
+        return iter(run_clauses(comp, [type(self)]))
+
+    def check_in(self, comp: Composition, ctx: CheckContext) -> Iterator[Diagnostic]:
+        return iter(ctx.protocol_for(self.code))

@@ -5,8 +5,14 @@ The bounded protocol model searches for a reachable state in which every role th
 has not finished is blocked on a wait (an mbarrier parity wait, a counter wait, a
 named barrier) that no other role can complete. The trace is reported as a step
 table (role, step, barrier, slot, phase, parity) and as labels on the contract lines.
-Also reported here: a query the solver could not decide within its `rlimit`
-(`E-SOLVER-UNKNOWN`: never a pass).
+A query the solver could not decide within its `rlimit` is `E-SOLVER-UNKNOWN` on the
+ring or barrier it is about, filed under the clause that asked it (never a pass, and
+never hidden by `--select`/`--ignore`); `kernlink check --rlimit N --bound K` sets the
+budget and the iterations unrolled. A ring the model cannot represent is left out with
+its own `E-SOLVER-UNKNOWN` unless another error of the check is about that ring.
+When a wrong declaration (L-ARRIVE, L-TXBYTES, L-PARITY) causes the hang, only that
+clause is reported — unless it is not selected: `--select L-DEADLOCK` still reports
+the hang.
 
 ## Why it matters
 A deadlocked kernel does not fail: it hangs the GPU until the watchdog or the user
@@ -55,7 +61,7 @@ from collections.abc import Iterator
 
 from checker.clause import Clause
 from checker.composition import Composition
-from checker.protocol.adapter import diagnostics_for
+from checker.context import CheckContext
 from diagnostics.model import Diagnostic
 
 
@@ -67,4 +73,10 @@ class DeadlockClause(Clause):
     decided_by = "smt"
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
-        return diagnostics_for(comp, self.code)
+        """Alone, as ``--select`` of this code: with the undecided queries it leaves."""
+        from checker.engine import run_clauses
+
+        return iter(run_clauses(comp, [type(self)]))
+
+    def check_in(self, comp: Composition, ctx: CheckContext) -> Iterator[Diagnostic]:
+        return iter(ctx.protocol_for(self.code))

@@ -4,7 +4,10 @@
 Every ring whose sides are all present states, on one side or on both, `init by R`:
 the one role whose thread runs `mbarrier.init` on the ring's full and empty barriers.
 Both sides may state it only if they name the same role, and `R` must take part in
-the ring: its producer role or one of its consumer roles.
+the ring (its producer role or one of its consumer roles) — or be another role of the
+composition whose init is `fenced`: the generated dispatch kernel runs every ring's init
+and then a block-wide barrier (`__syncthreads()`) before any role starts, so a fenced
+init by any warp of the block is ordered before every wait and arrival.
 
 ## Why it matters
 An mbarrier must be initialized exactly once per lifetime: waiting on an
@@ -62,9 +65,9 @@ class InitClause(Clause):
             kinds = {s.item.side for s in sides}
             if kinds != {"produce", "consume"}:
                 continue  # a ring missing a side is L-UNPAIRED's (or L-PROTO's)
-            yield from self._ring(name, sides)
+            yield from self._ring(comp, name, sides)
 
-    def _ring(self, name: str, sides: Sequence[Owned[A.Ring]]) -> Iterator[Diagnostic]:
+    def _ring(self, comp: Composition, name: str, sides: Sequence[Owned[A.Ring]]) -> Iterator[Diagnostic]:
         inits = [(s, it) for s in sides for it in s.item.items if isinstance(it, A.RingInitBy)]
         producer = next(s for s in sides if s.item.side == "produce")
         if not inits:
@@ -94,15 +97,17 @@ class InitClause(Clause):
             return
         participants = list(dict.fromkeys(s.item.role for s in sides))
         init = inits[0][1]
-        if init.role in participants:
-            return
+        if init.role in participants or (init.role in comp.roles and init.fenced):
+            return  # the dispatch runs every init, then a block-wide barrier, before any role starts
         yield seam(
             self.code,
             f"ring `{name}` is initialized by `{init.role}`, which takes no part in it",
             (init.span, f"`init by {init.role}`"),
             [(s.span, f"{'producer' if s.item.side == 'produce' else 'consumer'} `{s.item.role}`")
              for s in sides],
-            notes=(f"the roles of `{name}` are {', '.join(f'`{r}`' for r in participants)}; only they are "
-                   "ordered with its first waits and arrivals",),
-            helps=(f"write `init by {producer.item.role}{' fenced' if init.fenced else ''}`",),
+            notes=(f"the roles of `{name}` are {', '.join(f'`{r}`' for r in participants)}; another role's init "
+                   "is ordered before their first waits and arrivals only when it is `fenced` (the dispatch's "
+                   "fence and block-wide barrier)",),
+            helps=(f"write `init by {producer.item.role}{' fenced' if init.fenced else ''}`"
+                   + (f", or `init by {init.role} fenced`" if init.role in comp.roles else ""),),
             data={"ring": name, "role": init.role})

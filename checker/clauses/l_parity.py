@@ -58,7 +58,7 @@ from collections.abc import Iterator
 
 from checker.clause import Clause
 from checker.composition import Composition
-from checker.protocol.adapter import diagnostics_for
+from checker.context import CheckContext
 from diagnostics.model import Diagnostic
 
 
@@ -70,4 +70,10 @@ class ParityClause(Clause):
     decided_by = "smt"
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
-        return diagnostics_for(comp, self.code)
+        """Alone, as ``--select`` of this code: with the undecided queries it leaves."""
+        from checker.engine import run_clauses
+
+        return iter(run_clauses(comp, [type(self)]))
+
+    def check_in(self, comp: Composition, ctx: CheckContext) -> Iterator[Diagnostic]:
+        return iter(ctx.protocol_for(self.code))

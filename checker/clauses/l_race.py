@@ -53,7 +53,7 @@ from collections.abc import Iterator
 
 from checker.clause import Clause
 from checker.composition import Composition
-from checker.protocol.adapter import diagnostics_for
+from checker.context import CheckContext
 from diagnostics.model import Diagnostic
 
 
@@ -65,4 +65,10 @@ class RaceClause(Clause):
     decided_by = "smt"
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
-        return diagnostics_for(comp, self.code)
+        """Alone, as ``--select`` of this code: with the undecided queries it leaves."""
+        from checker.engine import run_clauses
+
+        return iter(run_clauses(comp, [type(self)]))
+
+    def check_in(self, comp: Composition, ctx: CheckContext) -> Iterator[Diagnostic]:
+        return iter(ctx.protocol_for(self.code))

@@ -6,7 +6,10 @@ A full barrier fed by bulk or TMA copies completes a phase when its arrivals are
 N`) adds N expected bytes, and each async copy (`full copy M`, or one implied copy of
 the `tx` bytes when the side lists none) completes M. The model compares, per phase,
 the bytes expected with the bytes completed (and with the `expect_tx` the barrier's
-`init` line declares). Decided on the SMT protocol model.
+`init` line declares). Decided on the SMT protocol model. The copies must also fit the
+slot they fill: the copies `into` a per-slot claim move at most its bytes per phase,
+and all copies of a phase at most the ring's per-slot claims together (a slot smaller
+than its copies is overrun, however well tx, copies and barrier agree).
 
 ## Why it matters
 The transaction count must reach exactly zero (PTX ISA §9.7.13.15.2). A producer
@@ -56,7 +59,7 @@ from collections.abc import Iterator
 
 from checker.clause import Clause
 from checker.composition import Composition
-from checker.protocol.adapter import diagnostics_for
+from checker.context import CheckContext
 from diagnostics.model import Diagnostic
 
 
@@ -68,4 +71,10 @@ class TxbytesClause(Clause):
     decided_by = "smt"
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
-        return diagnostics_for(comp, self.code)
+        """Alone, as ``--select`` of this code: with the undecided queries it leaves."""
+        from checker.engine import run_clauses
+
+        return iter(run_clauses(comp, [type(self)]))
+
+    def check_in(self, comp: Composition, ctx: CheckContext) -> Iterator[Diagnostic]:
+        return iter(ctx.protocol_for(self.code))

@@ -3,8 +3,10 @@
 ## What it checks
 Every ring side, counter endpoint and rendezvous side is paired by its channel name
 with at least one endpoint of the other side in another role: a producer needs a
-consumer and a consumer needs a producer; a rendezvous `arrive` needs a `sync`. A
-ring or counter whose producer and consumer are one and the same role is unpaired
+consumer and a consumer needs a producer; a rendezvous `arrive` needs a `sync`, and a
+`sync` needs another side (an `arrive`, or a `sync` of another role: a rendezvous every
+side syncs on is a block-wide meeting point, which the protocol model steps through).
+A ring or counter whose producer and consumer are one and the same role is unpaired
 too: nothing hands its data to another role.
 A name used by two kinds of channel, or a channel whose only endpoints are several
 producers (several `arrive`s), is L-PROTO's: the partner is there, on the wrong side.
@@ -79,15 +81,14 @@ class UnpairedClause(Clause):
     def _unpaired(self, kind: str, name: str, ends: Sequence[Owned[A.Node]], attr: str,
                   known: set[str]) -> Iterator[Diagnostic]:
         sides = {getattr(e.item, attr) for e in ends}
-        if kind != "rendezvous" and sides == {"produce", "consume"}:
-            roles = {e.item.role for e in ends}  # type: ignore[attr-defined]
-            if len(roles) == 1:
-                yield self._same_role(kind, name, ends, roles.pop())
-                return
+        roles = {getattr(e.item, "role", None) for e in ends}
+        if kind != "rendezvous" and sides == {"produce", "consume"} and len(roles) == 1:
+            yield self._same_role(kind, name, ends, str(roles.pop()))
+            return
         for end in ends:
             side = getattr(end.item, attr)
-            if _OTHER[side] in sides:
-                continue
+            if _OTHER[side] in sides or (side == "sync" and len(roles) > 1):
+                continue  # an all-`sync` rendezvous of several roles is a rendezvous: each waits for the others
             from contract_lang.parser import did_you_mean
 
             guess = did_you_mean(name, sorted(known - {name}))

@@ -16,12 +16,14 @@ are left out: the structural clauses report them.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from checker.composition import Composition, Owned, RoleInfo
-from checker.protocol.check import ProtocolVerdict, check_protocol
+from checker.protocol.check import DEFAULT_RLIMIT, MAX_RLIMIT, ProtocolVerdict, check_protocol
 from checker.protocol.model import (
     MBAR_MAX_COUNT,
     Barrier,
@@ -37,12 +39,13 @@ from checker.protocol.model import (
     Scope,
     Step,
 )
-from checker.protocol.report import verdict_diagnostics
+from checker.protocol.report import undecided_diagnostic, verdict_diagnostics
 from checker.report import seam
-from checker.storage import agreed_depth, overflowing_rings
+from checker.storage import agreed_depth, overflowing_rings, per_slot_claims
 from contract_lang import ast as A
 from contract_lang.printer import count_text, ring_item_line
-from diagnostics.model import Diagnostic
+from diagnostics.model import Diagnostic, Label, Severity
+from diagnostics.span import Span
 
 MAX_CHECKED_DEPTH = 8
 """The deepest ring depth the model checks when a range is unbounded above."""
@@ -55,14 +58,48 @@ MODEL_CODES = tuple(code for tier in TIERS for code in tier)
 
 
 class _Skip(Exception):
-    """A channel that cannot be modelled (the structural clauses report why)."""
+    """A channel that cannot be modelled; ``reason`` says why (another clause reports the cause)."""
+
+    def __init__(self, reason: str = "its declarations are incomplete") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Unmodelled:
+    """A channel left out of the protocol model, with where and why.
+
+    The model decides the rest; the channel itself is undecided. The engine reports it
+    (``E-SOLVER-UNKNOWN``) unless another error of the same run is about the channel.
+    """
+
+    channel: str
+    spans: tuple[Span, ...]
+    reason: str
 
 
 def _prov(node: A.Node, text: str) -> Provenance:
     return Provenance(node.span, text)
 
 
+def count_problem(comp: Composition, count: A.Count) -> str | None:
+    """Why a count over role widths has no positive value, or None (unknown roles: L-ROLE's)."""
+    for term in count.terms:
+        info = comp.roles.get(term.role or "")
+        if term.unit != "per_warpgroup" or info is None or not info.warps:
+            continue
+        if info.warps < 4:
+            return (f"`per_warpgroup({term.role})` is 0: `{term.role}` has {info.warps} "
+                    f"warp{'s' if info.warps != 1 else ''}, less than one warpgroup")
+        if info.warps % 4:
+            return (f"`per_warpgroup({term.role})` is not a whole number: `{term.role}` has "
+                    f"{info.warps} warps, not a multiple of 4")
+    return None
+
+
 def _count(comp: Composition, count: A.Count) -> int:
+    if count_problem(comp, count) is not None:
+        raise _Skip("a count has no whole, positive value")
     total = 0
     for term in count.terms:
         if term.unit == "one":
@@ -70,11 +107,8 @@ def _count(comp: Composition, count: A.Count) -> int:
             continue
         info = comp.roles.get(term.role or "")
         if info is None or not info.warps:
-            raise _Skip
-        per = {"per_thread": info.threads, "per_warp": info.warps,
-               "per_warpgroup": info.warps // 4 if info.warps % 4 == 0 else 0}[term.unit]
-        if per == 0:
-            raise _Skip
+            raise _Skip(f"a count names `{term.role}`, which is no role with warps")
+        per = {"per_thread": info.threads, "per_warp": info.warps, "per_warpgroup": info.warps // 4}[term.unit]
         total += term.coef * per
     return total
 
@@ -97,7 +131,7 @@ def _ring(comp: Composition, parts: _Parts, name: str, sides: tuple[Owned[A.Ring
     producers = [s for s in sides if s.item.side == "produce"]
     consumers = [s for s in sides if s.item.side == "consume"]
     if len(producers) != 1 or not consumers:
-        raise _Skip
+        raise _Skip("it needs one producer side and a consumer side")
     inits: dict[str, A.RingBarrierInit] = {}
     init_by: list[InitBy] = []
     for side in sides:
@@ -106,29 +140,33 @@ def _ring(comp: Composition, parts: _Parts, name: str, sides: tuple[Owned[A.Ring
                 inits.setdefault(item.barrier, item)
             elif isinstance(item, A.RingInitBy):
                 init_by.append(InitBy(item.role, _prov(item, ring_item_line(item))))
-    if "full" not in inits or "empty" not in inits or len({i.role for i in init_by}) != 1:
-        raise _Skip  # L-ARRIVE's structural part / L-INIT
+    missing = [k for k in ("full", "empty") if k not in inits]
+    if missing:
+        raise _Skip(f"`{name}.{missing[0]}` has no `init` count")
+    if len({i.role for i in init_by}) != 1:
+        raise _Skip("it needs exactly one `init by` role")
     for side in sides:  # an arrive on the other side's barrier is L-PROTO's
         wrong = "empty" if side.item.side == "produce" else "full"
         if any(isinstance(it, A.RingArrive) and it.barrier == wrong for it in side.item.items):
-            raise _Skip
+            raise _Skip(f"a {side.item.side} side arrives on `{name}.{wrong}`")
     roles = [comp.roles.get(s.item.role) for s in sides]
-    if any(r is None or not r.warps for r in roles) or any(i.role not in comp.roles for i in init_by):
-        raise _Skip
+    initializer = comp.roles.get(init_by[0].role)
+    if any(r is None or not r.warps for r in roles) or initializer is None or not initializer.warps:
+        raise _Skip("a side or its initializer names no role with warps")
     full_init, empty_init = (_count(comp, inits[k].count) for k in ("full", "empty"))
     if full_init < 1 or empty_init < 1:
-        raise _Skip
+        raise _Skip("a barrier is initialized with no arrivals")
     full = Barrier(BarrierKind.FULL, full_init, _prov(inits["full"], ring_item_line(inits["full"])),
                    inits["full"].expect_tx, tuple(init_by))
     empty = Barrier(BarrierKind.EMPTY, empty_init, _prov(inits["empty"], ring_item_line(inits["empty"])),
                     None, tuple(init_by))
     consumer_roles = tuple(dict.fromkeys(c.item.role for c in consumers))
     if producers[0].item.role in consumer_roles:
-        raise _Skip
+        raise _Skip("one role both produces and consumes it")
     header = f"ring {name} {producers[0].item.side} by {producers[0].item.role}"
     parts.rings.append(Ring(name, depth, producers[0].item.role, consumer_roles, full, empty,
                             _prov(producers[0].item, header)))
-    for info in roles:
+    for info in [*roles, initializer]:
         assert info is not None
         _role(parts, info)
 
@@ -170,6 +208,13 @@ def _side_steps(comp: Composition, side: Owned[A.Ring]) -> list[Step]:
             steps.append(Step(role, Op.COPY, ring.name, _prov(item, text), BarrierKind(item.barrier),
                               nbytes=item.bytes))
             wrote = True
+    # a side that states no fill (no `full arrive`, no copy) still writes its slot, and a
+    # consumer with no `full wait` and no release still reads it: the model then decides
+    # what the missing step breaks (an unarrived `full` barrier is L-ARRIVE's)
+    if producer and not wrote:
+        steps.append(Step(role, Op.WRITE, ring.name, _prov(ring, f"write slot of `{ring.name}` (no fill stated)")))
+    elif not producer and not read:
+        steps.append(Step(role, Op.READ, ring.name, _prov(ring, f"read slot of `{ring.name}` (no wait stated)")))
     return steps
 
 
@@ -200,54 +245,106 @@ def _counter_steps(end: Owned[A.Counter]) -> list[Step]:
     return [Step(counter.role, op, counter.name, _prov(counter, text), count=1)]
 
 
-def build(comp: Composition, depths: dict[str, int]) -> Protocol | None:
-    """The composition's protocol with the given ring depths, or None when it has no channels."""
+@dataclass(frozen=True)
+class Built:
+    """The protocol of the channels that could be modelled, and those left out."""
+
+    protocol: Protocol | None
+    unmodelled: tuple[Unmodelled, ...] = ()
+
+
+def _spans(sides: Sequence[Owned[Any]]) -> tuple[Span, ...]:
+    return tuple(s.span for s in sides)
+
+
+def build_model(comp: Composition, depths: dict[str, int], exclude: dict[str, str] | None = None) -> Built:
+    """The composition's protocol with the given ring depths; a channel that cannot be
+    modelled (or is in ``exclude``, with its reason) is left out, never the whole protocol."""
     parts = _Parts({}, [], [], [], {})
+    left: list[Unmodelled] = []
     for name, sides in sorted(comp.rings.items()):
+        if exclude and name in exclude:
+            left.append(Unmodelled(name, _spans(sides), exclude[name]))
+            continue
         try:
             _ring(comp, parts, name, sides, depths.get(name, 1))
-        except _Skip:
-            continue
+        except _Skip as skip:
+            left.append(Unmodelled(name, _spans(sides), skip.reason))
     for name, ends in sorted(comp.counters.items()):
         try:
             _counter(comp, parts, name, ends)
-        except _Skip:
-            continue
+        except _Skip as skip:
+            left.append(Unmodelled(name, _spans(ends), skip.reason))
     for name, rdv in sorted(comp.rendezvous.items()):
         infos = [comp.roles.get(s.item.role) for s in rdv]
         if any(i is None or not i.warps for i in infos):
+            left.append(Unmodelled(name, _spans(rdv), "a side names no role with warps"))
             continue
         count = sum(i.threads for i in infos if i is not None)
         if count % 32 or not count or any(s.item.threads not in (None, count) for s in rdv):
-            continue  # thread counts that disagree are L-BARRIER's
+            left.append(Unmodelled(name, _spans(rdv), "its sides disagree on the thread count"))
+            continue
         parts.bars.append(NamedBarrier(name, count, _prov(rdv[0].item, f"rendezvous {name}")))
         for info in infos:
             assert info is not None
             _role(parts, info)
-    modelled = {r.name for r in parts.rings} | {c.name for c in parts.counters} | {b.name for b in parts.bars}
-    for entry in comp.stages:
-        for item in entry.stage.items:
-            owned = Owned(entry, item)
+    # each modelled channel's steps per side; a side that cannot be stepped drops its channel
+    side_steps: dict[tuple[str, int], list[Step]] = {}
+    dropped: set[str] = set()
+    rings = {r.name for r in parts.rings}
+    counters = {c.name for c in parts.counters}
+    bars = {b.name for b in parts.bars}
+    for e, entry in enumerate(comp.stages):
+        for i, item in enumerate(entry.stage.items):
+            if not isinstance(item, (A.Ring, A.Counter, A.Rendezvous)):
+                continue
+            key = (item.name, e * 100_000 + i)
             try:
-                if isinstance(item, A.Ring) and item.name in modelled:
-                    parts.programs.setdefault(item.role, []).extend(_side_steps(comp, owned))  # type: ignore[arg-type]
-                elif isinstance(item, A.Counter) and item.name in modelled:
-                    parts.programs.setdefault(item.role, []).extend(_counter_steps(owned))  # type: ignore[arg-type]
-                elif isinstance(item, A.Rendezvous) and item.name in modelled:
+                if isinstance(item, A.Ring) and item.name in rings:
+                    side_steps[key] = _side_steps(comp, Owned(entry, item))
+                elif isinstance(item, A.Counter) and item.name in counters:
+                    side_steps[key] = _counter_steps(Owned(entry, item))
+                elif isinstance(item, A.Rendezvous) and item.name in bars:
                     # each side arrives with its own role's threads (bar.sync/bar.arrive count whole warps)
                     op = Op.BAR_SYNC if item.mode == "sync" else Op.BAR_ARRIVE
-                    parts.programs.setdefault(item.role, []).append(
-                        Step(item.role, op, item.name, _prov(item, f"rendezvous {item.name} {item.mode}"),
-                             count=comp.roles[item.role].threads))
-            except _Skip:
-                return None
-    if not parts.roles:
-        return None
-    try:
-        return Protocol(tuple(parts.roles.values()), tuple(parts.rings), tuple(parts.counters), tuple(parts.bars),
-                        tuple((r, tuple(s)) for r, s in parts.programs.items()))
-    except ValueError:
-        return None  # a side without writes or reads: L-PROTO / L-UNPAIRED report the shape
+                    text = f"rendezvous {item.name} {item.mode}"
+                    side_steps[key] = [Step(item.role, op, item.name, _prov(item, text),
+                                            count=comp.roles[item.role].threads)]
+            except _Skip as skip:
+                if item.name not in dropped:
+                    dropped.add(item.name)
+                    left.append(Unmodelled(item.name, (item.span,), skip.reason))
+    protocol = _assemble(parts, side_steps, dropped, left)
+    return Built(protocol, tuple(sorted(left, key=lambda u: u.channel)))
+
+
+def _assemble(parts: _Parts, side_steps: dict[tuple[str, int], list[Step]], dropped: set[str],
+              left: list[Unmodelled]) -> Protocol | None:
+    """The protocol of the channels not dropped; a channel the model refuses is dropped too."""
+    while True:
+        programs: dict[str, list[Step]] = {}
+        for (channel, _), steps in sorted(side_steps.items(), key=lambda kv: kv[0][1]):
+            if channel not in dropped:
+                for step in steps:
+                    programs.setdefault(step.role, []).append(step)
+        rings = tuple(r for r in parts.rings if r.name not in dropped)
+        counters = tuple(c for c in parts.counters if c.name not in dropped)
+        bars = tuple(b for b in parts.bars if b.name not in dropped)
+        if not rings and not counters and not bars:
+            return None
+        try:
+            return Protocol(tuple(parts.roles.values()), rings, counters, bars,
+                            tuple((r, tuple(s)) for r, s in programs.items()))
+        except ValueError as err:
+            channels: list[Ring | Counter | NamedBarrier] = [*rings, *counters, *bars]
+            culprit = next((c for c in channels if f"`{c.name}`" in str(err)), channels[0])
+            dropped.add(culprit.name)
+            left.append(Unmodelled(culprit.name, (culprit.provenance.span,), str(err)))
+
+
+def build(comp: Composition, depths: dict[str, int]) -> Protocol | None:
+    """The composition's protocol with the given ring depths, or None when it has no channels."""
+    return build_model(comp, depths).protocol
 
 
 def depth_choices(comp: Composition) -> list[dict[str, int]]:
@@ -261,18 +358,145 @@ def depth_choices(comp: Composition) -> list[dict[str, int]]:
     return [lows] if lows == highs else [lows, highs]
 
 
-@functools.lru_cache(maxsize=512)
-def _verdict(protocol: Protocol) -> ProtocolVerdict:
-    return check_protocol(protocol)
+# -- semantic verdict cache ------------------------------------------------------------
 
 
-_LAST: list[tuple[Composition, tuple[Diagnostic, ...]]] = []
+_CANON_FILE = "<canonical>"
+
+
+def _remap(obj: Any, swap: Callable[[Provenance], Provenance]) -> Any:
+    """``obj`` rebuilt with every :class:`Provenance` in it replaced by ``swap(p)``."""
+    if isinstance(obj, Provenance):
+        return swap(obj)
+    if isinstance(obj, tuple):
+        return tuple(_remap(x, swap) for x in obj)
+    if isinstance(obj, frozenset):
+        return frozenset(_remap(x, swap) for x in obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        values = {f.name: _remap(getattr(obj, f.name), swap) for f in dataclasses.fields(obj) if f.init}
+        return type(obj)(**values)
+    return obj
+
+
+def canonical(protocol: Protocol) -> tuple[Protocol, dict[Provenance, Provenance]]:
+    """``protocol`` with its spans numbered in order of appearance, and the way back.
+
+    Two compositions that differ only in layout (line breaks, comments, stage order in a
+    file) have the same canonical protocol, so they share one verdict.
+    """
+    back: dict[Provenance, Provenance] = {}
+    forth: dict[Provenance, Provenance] = {}
+
+    def swap(p: Provenance) -> Provenance:
+        if p not in forth:
+            n = len(forth) + 1
+            forth[p] = Provenance(Span(_CANON_FILE, n, 1, n, 2), p.text)
+            back[forth[p]] = p
+        return forth[p]
+
+    return _remap(protocol, swap), back
+
+
+@functools.lru_cache(maxsize=1024)
+def _canonical_verdict(protocol: Protocol, bound: int | None, rlimit: int) -> ProtocolVerdict:
+    return check_protocol(protocol, bound=bound, rlimit=rlimit)
+
+
+def verdict(protocol: Protocol, options: ModelOptions) -> ProtocolVerdict:
+    """The protocol's verdict, cached on its meaning (not its spans)."""
+    canon, back = canonical(protocol)
+    found = _canonical_verdict(canon, options.bound, options.rlimit)
+    return _remap(found, lambda p: back.get(p, p))  # type: ignore[no-any-return]
 
 
 def clear_protocol_cache() -> None:
     """Forget cached verdicts (benchmarks measure cold checks)."""
-    _verdict.cache_clear()
-    _LAST.clear()
+    _canonical_verdict.cache_clear()
+
+
+def _missing_inits(comp: Composition) -> list[Diagnostic]:
+    """Rings with both sides whose `full` or `empty` barrier has no `init` count on any side."""
+    out = []
+    for name, sides in sorted(comp.rings.items()):
+        producers = [s for s in sides if s.item.side == "produce"]
+        if not producers or not any(s.item.side == "consume" for s in sides):
+            continue  # a ring missing a side is L-UNPAIRED's
+        stated = {it.barrier for s in sides for it in s.item.items if isinstance(it, A.RingBarrierInit)}
+        for kind in ("full", "empty"):
+            if kind in stated:
+                continue
+            example = "full init 1" if kind == "full" else f"empty init per_warp({_consumer_role(sides)})"
+            out.append(seam("L-ARRIVE", f"`{name}.{kind}` has no arrival count: no side states `{kind} init`",
+                            (producers[0].span, f"no `{kind} init` on ring `{name}`"),
+                            notes=("`mbarrier.init` needs the number of arrivals that complete a phase "
+                                   "(PTX ISA §9.7.13.15.9)",),
+                            helps=(f"state the arrivals each phase makes, e.g. `{example}`",),
+                            data={"ring": name, "barrier": kind}))
+    return out
+
+
+def slot_overruns(comp: Composition) -> list[Diagnostic]:
+    """Copies that move more bytes per phase than the slot storage they fill (L-TXBYTES).
+
+    A copy with ``into C`` fills the per-slot claim ``C`` of its ring; the copies of a
+    phase (stated, or the one a `tx` implies) fill the ring's per-slot claims together.
+    """
+    out: list[Diagnostic] = []
+    for name, sides in sorted(comp.rings.items()):
+        claims = {c.item.name: c for c in per_slot_claims(comp, name) if c.item.bytes is not None}
+        for side in (s for s in sides if s.item.side == "produce"):
+            copies = [it for it in side.item.items if isinstance(it, A.RingCopy) and it.barrier == "full"]
+            for copy in copies:
+                if copy.into is not None and copy.into not in claims:
+                    known = ", ".join(f"`{c}`" for c in sorted(claims)) or "none"
+                    out.append(seam("L-TXBYTES", f"a copy of ring `{name}` fills `{copy.into}`, which is no "
+                                    f"per-slot claim of `{name}`", (copy.span, f"`{ring_item_line(copy)}`"),
+                                    helps=(f"name a `per_slot {name}` claim of the composition (here: {known})",),
+                                    data={"ring": name, "into": copy.into}))
+            over = False
+            for cname, claim in sorted(claims.items()):
+                into = [c for c in copies if c.into == cname]
+                moved = sum(c.bytes for c in into)
+                if moved > (claim.item.bytes or 0):
+                    over = True
+                    out.append(seam(
+                        "L-TXBYTES", f"the copies into `{cname}` move {count_bytes(moved)} per phase, but a slot of "
+                        f"`{cname}` holds {count_bytes(claim.item.bytes or 0)}",
+                        (into[0].span, f"`{ring_item_line(into[0])}`"),
+                        [(c.span, f"`{ring_item_line(c)}`") for c in into[1:]]
+                        + [(claim.span, f"one slot of `{cname}`")],
+                        notes=("a copy past the end of its slot overwrites the next slot or claim while "
+                               "another role reads it",),
+                        helps=(f"copy at most {count_bytes(claim.item.bytes or 0)} into `{cname}` per phase, or "
+                               f"claim {count_bytes(moved)} per slot",),
+                        data={"ring": name, "claim": cname, "copied": moved, "slot": claim.item.bytes or 0}))
+            if over or not claims:
+                continue
+            implied = [it for it in side.item.items if isinstance(it, A.RingArrive) and it.barrier == "full" and it.tx]
+            moving = copies or implied
+            moved = sum(c.bytes for c in copies) if copies else sum(a.tx or 0 for a in implied)
+            room = sum(c.item.bytes or 0 for c in claims.values())
+            if moving and moved > room:
+                out.append(seam(
+                    "L-TXBYTES", f"the copies of ring `{name}` move {count_bytes(moved)} per phase, but its slot "
+                    f"holds {count_bytes(room)}", (moving[0].span, f"`{ring_item_line(moving[0])}`"),
+                    [(c.span, f"`{ring_item_line(c)}`") for c in moving[1:]]
+                    + [(c.span, f"{count_bytes(c.item.bytes or 0)} per slot") for c in claims.values()],
+                    notes=("a copy past the end of its slot overwrites the next slot or claim while another "
+                           "role reads it",),
+                    helps=(f"claim at least {count_bytes(moved)} per slot of `{name}`, or copy less; name the "
+                           "claim each copy fills with `into CLAIM`",),
+                    data={"ring": name, "copied": moved, "slot": room}))
+    return out
+
+
+def count_bytes(n: int) -> str:
+    """Bytes as the contracts write them: whole KiB as `KiB`."""
+    return f"{n // 1024} KiB" if n and n % 1024 == 0 else f"{n} B"
+
+
+def _consumer_role(sides: tuple[Owned[A.Ring], ...]) -> str:
+    return next((s.item.role for s in sides if s.item.side == "consume"), "ROLE")
 
 
 def declaration_problems(comp: Composition) -> list[Diagnostic]:
@@ -282,16 +506,26 @@ def declaration_problems(comp: Composition) -> list[Diagnostic]:
     keeps the pending count in range (PTX ISA §9.7.13.15.9, §9.7.13.15.13); a copy of
     no bytes completes nothing.
     """
-    out: list[Diagnostic] = []
+    out: list[Diagnostic] = _missing_inits(comp)
     for side in comp.items(A.Ring):
         for item in side.item.items:
             text = ring_item_line(item)
             if isinstance(item, (A.RingBarrierInit, A.RingArrive)):
+                what = "initialized with" if isinstance(item, A.RingBarrierInit) else "arrived on"
+                problem = count_problem(comp, item.count)
+                if problem is not None:
+                    out.append(seam("L-ARRIVE", f"`{side.item.name}.{item.barrier}` is {what} a count that is "
+                                    "no whole number of arrivals", (item.span, problem),
+                                    notes=("a warpgroup is 4 consecutive warps; a role of fewer warps makes "
+                                           "`per_warpgroup` 0, which no mbarrier can be initialized or "
+                                           "arrived with (PTX ISA §9.7.13.15.9)",),
+                                    helps=("count the arrivals per warp (`per_warp(ROLE)`) or per thread, or give "
+                                           "the role whole warpgroups",)))
+                    continue
                 try:
                     count = _count(comp, item.count)
                 except _Skip:
-                    continue  # a count over an unknown or partial role: L-ROLE / L-WARPGROUP
-                what = "initialized with" if isinstance(item, A.RingBarrierInit) else "arrived on"
+                    continue  # a count over an unknown role: L-ROLE
                 if not 1 <= count <= MBAR_MAX_COUNT:
                     out.append(seam("L-ARRIVE", f"`{side.item.name}.{item.barrier}` is {what} {count} arrivals, "
                                     f"outside 1..{MBAR_MAX_COUNT}", (item.span, f"`{text}`"),
@@ -303,39 +537,227 @@ def declaration_problems(comp: Composition) -> list[Diagnostic]:
     return out
 
 
-def model_diagnostics(comp: Composition) -> tuple[Diagnostic, ...]:
-    """Every diagnostic the protocol model gives for the composition (cached per composition)."""
-    if _LAST and _LAST[0][0] is comp:
-        return _LAST[0][1]
-    if any(agreed_depth(comp, name) is None for name in comp.rings) or overflowing_rings(comp):
-        _LAST[:] = [(comp, ())]
-        return ()  # depths L-DEPTH rejects: the linker would never choose them, so nothing to model
-    declared = declaration_problems(comp)
-    if declared:
-        _LAST[:] = [(comp, tuple(declared))]
-        return tuple(declared)
-    found: dict[tuple[object, ...], Diagnostic] = {}
+# -- the analysis of one check -----------------------------------------------------------
+
+
+MAX_MODEL_DEPTH = 32
+"""The deepest ring the bounded model unrolls (``2 * depth + 1`` iterations per role)."""
+
+BOUND_NOTE = "I-PROTOCOL-BOUND"
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """The solver budget per query and the iterations each role runs (None: ``2·depth+1``)."""
+
+    rlimit: int = DEFAULT_RLIMIT
+    bound: int | None = None
+
+    def __post_init__(self) -> None:
+        if not 0 < self.rlimit <= MAX_RLIMIT:
+            raise ValueError(f"rlimit must be in 1..{MAX_RLIMIT}")
+        if self.bound is not None and not 1 <= self.bound <= 4 * MAX_MODEL_DEPTH + 1:
+            raise ValueError(f"bound must be in 1..{4 * MAX_MODEL_DEPTH + 1}")
+
+
+@dataclass(frozen=True)
+class ModelReport:
+    """Everything the protocol model says about one composition, before any selection.
+
+    ``findings`` are the clauses' diagnostics (all tiers); ``undecided`` the
+    ``E-SOLVER-UNKNOWN`` of each undecided query (``data["clause"]`` names its clause);
+    ``unmodelled`` the channels left out; ``checked`` the depth assignments decided.
+    """
+
+    findings: tuple[Diagnostic, ...] = ()
+    undecided: tuple[Diagnostic, ...] = ()
+    unmodelled: tuple[Unmodelled, ...] = ()
+    checked: tuple[tuple[tuple[str, int], ...], ...] = ()
+    notes: tuple[Diagnostic, ...] = ()
+
+    def tiered(self, codes: Iterable[str]) -> tuple[Diagnostic, ...]:
+        """One mistake, one clause, over the selected ``codes`` only.
+
+        Only the first tier with a finding among the selected codes is reported (a wrong
+        count makes the protocol race or hang: the race or hang is its dependent); undecided
+        queries of later tiers are dependents too. With nothing found, every undecided query
+        is reported: an undecided check is never an accept.
+        """
+        chosen = set(codes)
+        tier = next((i for i, t in enumerate(TIERS) if any(d.code in t and d.code in chosen for d in self.findings)),
+                    None)
+        if tier is None:
+            return self.undecided
+        found = tuple(d for d in self.findings if d.code in TIERS[tier] and d.code in chosen)
+        return found + tuple(d for d in self.undecided if _tier_of(_clause_of(d)) <= tier)
+
+
+def _clause_of(diag: Diagnostic) -> str:
+    return dict(diag.data).get("clause", "L-DEADLOCK")
+
+
+def _tier_of(code: str) -> int:
+    return next((i for i, t in enumerate(TIERS) if code in t), len(TIERS))
+
+
+def _declared_rings(comp: Composition) -> dict[str, str]:
+    """Rings with a count or byte amount no mbarrier takes (reported before any model)."""
+    out: dict[str, str] = {str(dict(d.data)["ring"]): "a barrier has no `init` count" for d in _missing_inits(comp)}
+    for side in comp.items(A.Ring):
+        for item in side.item.items:
+            if isinstance(item, (A.RingBarrierInit, A.RingArrive)):
+                if count_problem(comp, item.count) is not None:
+                    out.setdefault(side.item.name, "a count has no whole, positive value")
+                    continue
+                try:
+                    count = _count(comp, item.count)
+                except _Skip:
+                    continue
+                if not 1 <= count <= MBAR_MAX_COUNT:
+                    out.setdefault(side.item.name, f"a count of {count} is outside 1..{MBAR_MAX_COUNT}")
+            elif isinstance(item, A.RingCopy) and item.bytes < 1:
+                out.setdefault(side.item.name, "a copy moves no bytes")
+    return out
+
+
+def _excluded(comp: Composition) -> dict[str, str]:
+    """Rings the model leaves out, and why: their depths or declarations are rejected first."""
+    out = _declared_rings(comp)
+    for name in sorted(comp.rings):
+        if agreed_depth(comp, name) is None:
+            out.setdefault(name, "its sides allow no common depth")
+    for name in overflowing_rings(comp):
+        out.setdefault(name, "no depth of it fits shared memory")
+    return out
+
+
+def analyse(comp: Composition, options: ModelOptions | None = None) -> ModelReport:
+    """Decide the composition's protocol at the least and the greatest depth the linker may choose."""
+    options = options or ModelOptions()
+    declared = (*declaration_problems(comp), *slot_overruns(comp))
+    excluded = _excluded(comp)
+    found: dict[tuple[object, ...], Diagnostic] = {(d.code, d.message): d for d in declared}
+    undecided: dict[tuple[object, ...], Diagnostic] = {}
+    unmodelled: dict[str, Unmodelled] = {}
+    checked: list[tuple[tuple[str, int], ...]] = []
+    notes: list[Diagnostic] = []
     for depths in depth_choices(comp):
-        protocol = build(comp, depths)
-        if protocol is None:
+        built = build_model(comp, depths, excluded)
+        for u in built.unmodelled:
+            unmodelled.setdefault(u.channel, u)
+        if built.protocol is None:
             continue
-        for diag in verdict_diagnostics(_verdict(protocol)):
-            if diag.code in MODEL_CODES or not diag.code.startswith("L-"):
+        modelled = {r.name: depths.get(r.name, 1) for r in built.protocol.rings}
+        checked.append(tuple(sorted(modelled.items())))
+        deep = _too_deep(comp, built.protocol)
+        if deep:
+            undecided.update(((d.code, d.message), d) for d in deep)
+            break
+        result = verdict(built.protocol, options)
+        notes += _bound_note(built.protocol, options)
+        for diag in verdict_diagnostics(result):
+            if diag.code in MODEL_CODES:
                 found.setdefault((diag.code, diag.message), diag)
-        if found:
+            elif not diag.code.startswith("L-"):
+                undecided.setdefault((diag.code, diag.message), diag)
+        if len(found) > len(declared):
             break  # report the least depth's findings; a deeper ring adds no new mistake
-    tier = next((t for t in TIERS if any(d.code in t for d in found.values())), ())
-    result = tuple(d for d in found.values() if d.code in tier or not d.code.startswith("L-"))
-    _LAST[:] = [(comp, result)]
-    return result
+    return ModelReport(tuple(found.values()), tuple(undecided.values()), tuple(unmodelled.values()),
+                       tuple(checked), tuple(notes[-1:]))  # one note: the deepest depths' bound
 
 
-def diagnostics_for(comp: Composition, code: str) -> Iterator[Diagnostic]:
-    """The model's diagnostics of one clause (undecided queries go with L-DEADLOCK)."""
-    for diag in model_diagnostics(comp):
-        if diag.code == code or (code == "L-DEADLOCK" and not diag.code.startswith("L-")):
-            yield diag
+def _too_deep(comp: Composition, protocol: Protocol) -> list[Diagnostic]:
+    """Rings deeper than the bounded model unrolls: undecided, never vouched for."""
+    out = []
+    for ring in protocol.rings:
+        if ring.depth > MAX_MODEL_DEPTH:
+            out.append(undecided_diagnostic(
+                "L-DEADLOCK", f"the protocol model does not unroll ring `{ring.name}` at depth {ring.depth} "
+                f"(at most {MAX_MODEL_DEPTH})",
+                (Label(ring.provenance.span, f"depth {ring.depth} is not checked", True),),
+                ("the linker may only use a depth the protocol model has decided",),
+                (("ring", ring.name), ("depth", str(ring.depth))),
+                (f"bound the ring's depth range to at most {MAX_MODEL_DEPTH} (e.g. `depth "
+                 f"{_lowest(comp, ring.name)}..{MAX_MODEL_DEPTH}`): a deeper ring rarely pays for its shared memory",)))
+    return out
 
 
-__all__ = ["MODEL_CODES", "TIERS", "build", "clear_protocol_cache", "count_text", "depth_choices",
-           "diagnostics_for", "model_diagnostics"]
+def _lowest(comp: Composition, ring: str) -> int:
+    agreed = agreed_depth(comp, ring)
+    return 1 if agreed is None else min(agreed[0], MAX_MODEL_DEPTH)
+
+
+def _bound_note(protocol: Protocol, options: ModelOptions) -> list[Diagnostic]:
+    if options.bound is None or options.bound >= protocol.default_bound():
+        return []
+    first = protocol.rings[0].provenance.span if protocol.rings else None
+    return [Diagnostic(
+        BOUND_NOTE, f"the protocol was checked over {options.bound} iterations per role, fewer than the "
+        f"{protocol.default_bound()} that wrap every ring twice", severity=Severity.NOTE,
+        labels=(Label(first, "checked with a lowered bound", True),) if first is not None else (),
+        notes=("a mistake that shows only in later iterations is not looked for",),
+        helps=(f"drop `--bound` (or give at least {protocol.default_bound()}) for the full check",))]
+
+
+def check_placed_depths(comp: Composition, depths: dict[str, int],
+                        options: ModelOptions | None = None) -> list[Diagnostic]:
+    """The model's diagnostics at the depths placement chose, when those were not checked.
+
+    The accepted verdict must cover the configuration that is linked: a depth range is
+    checked at its ends, placement may choose any depth inside it. A depth deeper than the
+    model unrolls is undecided (``E-SOLVER-UNKNOWN`` on the ring), never vouched for.
+    """
+    options = options or ModelOptions()
+    excluded = _excluded(comp)
+    built = build_model(comp, depths, excluded)
+    if built.protocol is None:
+        return []
+    modelled = [r.name for r in built.protocol.rings]
+    for choice in depth_choices(comp):
+        if all(choice.get(n, 1) == depths.get(n, 1) for n in modelled):
+            return []  # decided by the check already
+    deep = _too_deep(comp, built.protocol)
+    if deep:
+        return deep
+    found = [d for d in verdict_diagnostics(verdict(built.protocol, options))
+             if d.code in MODEL_CODES or not d.code.startswith("L-")]
+    at = ", ".join(f"`{n}` at depth {depths.get(n, 1)}" for n in modelled)
+    report = ModelReport(tuple(d for d in found if d.code.startswith("L-")),
+                         tuple(d for d in found if not d.code.startswith("L-")))
+    return [dataclasses.replace(d, notes=(*d.notes, f"found at the depths placement chose: {at}"))
+            for d in report.tiered(MODEL_CODES)]
+
+
+def _related(comp: Composition, channel: str) -> list[Span]:
+    """The channel's endpoints and the declarations of the roles they name."""
+    ends: list[Owned[Any]] = [*comp.rings.get(channel, ()), *comp.counters.get(channel, ()),
+                              *comp.rendezvous.get(channel, ())]
+    roles = {e.item.role for e in ends}
+    roles |= {it.role for e in comp.rings.get(channel, ()) for it in e.item.items if isinstance(it, A.RingInitBy)}
+    return [e.span for e in ends] + [comp.roles[r].role.span for r in sorted(roles) if r in comp.roles]
+
+
+def unmodelled_diagnostics(comp: Composition, unmodelled: Iterable[Unmodelled],
+                           reported: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """``E-SOLVER-UNKNOWN`` for each channel left out of the model that no error of the run is about
+    (an error on one of its endpoints, or on a role one of them names, is its root cause)."""
+    errs = [lab.span for d in reported if d.severity is Severity.ERROR for lab in d.labels]
+    out = []
+    for u in unmodelled:
+        if any(_inside(span, whole) for span in errs for whole in (*u.spans, *_related(comp, u.channel))):
+            continue  # a dependent: the error about the channel is the root cause
+        out.append(undecided_diagnostic(
+            "L-DEADLOCK", f"the protocol model leaves out `{u.channel}`: {u.reason}",
+            tuple(Label(span, "not modelled" if i == 0 else "another side", i == 0) for i, span in enumerate(u.spans)),
+            ("no other selected clause reports why; its hand-offs are not checked",),
+            (("channel", u.channel), ("reason", u.reason))))
+    return out
+
+
+def _inside(part: Span, whole: Span) -> bool:
+    return part.file == whole.file and whole.line <= part.line and part.end_line <= whole.end_line
+
+
+__all__ = ["MODEL_CODES", "TIERS", "Built", "ModelOptions", "ModelReport", "Unmodelled", "analyse", "build",
+           "build_model", "canonical", "check_placed_depths", "clear_protocol_cache", "count_text",
+           "depth_choices", "unmodelled_diagnostics", "verdict"]

@@ -101,6 +101,15 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class Undecided:
+    """A query the solver could not decide: the clause that asked it, what, and where."""
+
+    code: str
+    what: str
+    where: tuple[Provenance, ...] = ()
+
+
+@dataclass(frozen=True)
 class Proof:
     """Why a query is unsat: the minimal set of facts that rules it out."""
 
@@ -134,7 +143,7 @@ class ProtocolVerdict:
     """
 
     findings: tuple[Finding, ...]
-    undecided: tuple[str, ...]
+    undecided: tuple[Undecided, ...]
     proofs: tuple[Proof, ...]
     stats: ModelStats
     deadlock: bool | None
@@ -168,7 +177,7 @@ class _Run:
         self.model = ProtocolModel(protocol, bound=bound, rlimit=rlimit)
         self.build_seconds = time.perf_counter() - start
         self.findings: list[Finding] = []
-        self.undecided: list[str] = []
+        self.undecided: list[Undecided] = []
         self.proofs: list[Proof] = []
         self.races: set[tuple[str, str]] = set()
         self.static: set[tuple[str, str, str]] = set()
@@ -264,7 +273,9 @@ def _check_static(run: _Run) -> None:
             facts = [*check.fact_keys, check.rule_key]
             result = run.check(model, facts, solver="static")
             if result == z3.unknown:
-                run.undecided.append(f"{check.kind.value} on `{check.ring}.{check.barrier.value}`")
+                bar = run.protocol.ring(check.ring).barrier(check.barrier)
+                run.undecided.append(Undecided(check.kind.value, f"`{check.ring}.{check.barrier.value}`",
+                                               (bar.provenance,)))
             elif result == z3.unsat:
                 failing.append((check, run.core(model, facts, solver="static")))
         if failing:
@@ -476,7 +487,8 @@ def _race_on_model(run: _Run, qk: QueryKey) -> None:
     lit = model.queries[qk]
     result = run.check(model, facts, [lit])
     if result == z3.unknown:
-        run.undecided.append(f"{L_RACE} ({qk.query.value} on ring `{qk.ring}`)")
+        ring = run.protocol.ring(qk.ring or "")
+        run.undecided.append(Undecided(L_RACE, f"{qk.query.value} on ring `{qk.ring}`", (ring.provenance,)))
     elif result == z3.sat:
         run.races.add((qk.ring, qk.query.value))
         run.findings.append(_race_finding(run, qk, model.solver.model()))
@@ -586,7 +598,7 @@ def _check_deadlock(run: _Run) -> None:
         return
     result = run.check(model, facts, [lit])
     if result == z3.unknown:
-        run.undecided.append(L_DEADLOCK)
+        run.undecided.append(Undecided(L_DEADLOCK, "whether the protocol can deadlock", _anchor(run.protocol)))
         return
     run.deadlock = result == z3.sat
     if result == z3.sat:
@@ -594,6 +606,12 @@ def _check_deadlock(run: _Run) -> None:
     elif run.explain:
         core = run.core(model, facts, [lit])
         run.proofs.append(Proof(L_DEADLOCK, _flatten(model.facts[k] for k in core)))
+
+
+def _anchor(protocol: Protocol) -> tuple[Provenance, ...]:
+    """Where a whole-protocol question is shown: its first channel's declaration."""
+    found = [r.provenance for r in protocol.rings] + [c.provenance for c in protocol.counters]
+    return tuple((found + [b.provenance for b in protocol.named_barriers])[:1])
 
 
 def _prove_no_overshoot(run: _Run) -> bool:

@@ -15,6 +15,7 @@ from checker.protocol.check import (
     UNKNOWN_CODE,
     Finding,
     ProtocolVerdict,
+    Undecided,
     check_protocol,
 )
 from checker.protocol.model import Protocol
@@ -27,17 +28,35 @@ __all__ = ["UNKNOWN_CODE", "check_protocol", "protocol_diagnostics", "verdict_di
 def verdict_diagnostics(verdict: ProtocolVerdict) -> list[Diagnostic]:
     """One diagnostic per finding and per undecided query, in deterministic order."""
     diags = [_finding(f) for f in verdict.findings]
-    for what in verdict.undecided:
-        diags.append(Diagnostic(
-            UNKNOWN_CODE,
-            f"the protocol model could not decide {what} within its budget "
+    for query in verdict.undecided:
+        diags.append(undecided_diagnostic(
+            query.code, f"the protocol model could not decide {_question(query)} within its budget "
             f"(rlimit {verdict.rlimit})",
-            notes=("an undecided query is not a pass: the composition is not accepted",
-                   f"model: {verdict.stats.events} steps over {verdict.stats.bound} "
-                   f"iterations, {verdict.stats.assertions} assertions"),
-            helps=("raise the solver budget (`rlimit`) or lower the bound",),
-            data=(("undecided", what), ("rlimit", str(verdict.rlimit)))))
+            tuple(Label(p.span, f"{query.code} undecided here", True) for p in query.where[:1]),
+            (f"model: {verdict.stats.events} steps over {verdict.stats.bound} "
+             f"iterations, {verdict.stats.assertions} assertions",),
+            (("undecided", query.what), ("rlimit", str(verdict.rlimit)))))
     return sort_diagnostics(diags)
+
+
+_QUESTIONS = {"L-ARRIVE": "the arrival count of {}", "L-TXBYTES": "the transaction bytes of {}",
+              "L-PARITY": "the first parities on {}", "L-RACE": "whether there is an {}"}
+
+
+def _question(query: Undecided) -> str:
+    return _QUESTIONS.get(query.code, "{}").format(query.what)
+
+
+def undecided_diagnostic(code: str, message: str, labels: tuple[Label, ...], notes: tuple[str, ...] = (),
+                         data: tuple[tuple[str, str], ...] = (), helps: tuple[str, ...] = ()) -> Diagnostic:
+    """``E-SOLVER-UNKNOWN`` for an undecided question of clause ``code`` (never a pass)."""
+    return Diagnostic(
+        UNKNOWN_CODE, message, labels=labels,
+        notes=(f"the question belongs to `{code}`; an undecided query is not a pass: the composition "
+               "is not accepted", *notes),
+        helps=helps or ("raise the solver budget (`kernlink check --rlimit N`) or lower the iterations "
+                        "the model unrolls (`--bound K`)",),
+        data=(("clause", code), *data))
 
 
 def protocol_diagnostics(protocol: Protocol, *, bound: int | None = None,

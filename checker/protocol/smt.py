@@ -59,6 +59,12 @@ from checker.protocol.model import (
     Step,
 )
 
+# Z3 catches SIGINT during a check and answers `unknown` — indistinguishable from a spent
+# budget ("canceled"), which an earlier kernlink read as a verdict. Leave SIGINT to Python:
+# the interrupt is raised as KeyboardInterrupt when the query returns (its rlimit bounds
+# the wait), and the CLI exits 130 with no verdict.
+z3.set_param("ctrl_c", False)
+
 
 @dataclass(frozen=True, order=True)
 class Rule:
@@ -771,7 +777,11 @@ class ProtocolModel:
 
     def check(self, facts: Iterable[str], extra: Iterable[z3.BoolRef] = (), *,
               solver: str = "model") -> z3.CheckSatResult:
-        return self.pick(solver).check(*[self.lits[k] for k in facts], *extra)
+        chosen = self.pick(solver)
+        result = chosen.check(*[self.lits[k] for k in facts], *extra)
+        if result == z3.unknown:
+            raise_if_interrupted(chosen)
+        return result
 
     def core(self, facts: Sequence[str], extra: Sequence[z3.BoolRef] = (), *,
              solver: str = "model") -> tuple[str, ...]:
@@ -816,6 +826,18 @@ class ProtocolModel:
         if isinstance(flag, bool):
             return flag
         return bool(z3.is_true(model.eval(flag, model_completion=True)))
+
+
+def raise_if_interrupted(solver: z3.Solver) -> None:
+    """Turn an ``unknown`` that Z3 reports for Ctrl-C back into :class:`KeyboardInterrupt`.
+
+    Z3 handles SIGINT itself during a check and answers ``unknown`` ("interrupted from
+    keyboard"; a spent ``rlimit`` reads "canceled"); read as a spent budget it would carry
+    on to a verdict. An interrupt ends the run instead.
+    """
+    reason = solver.reason_unknown().lower()
+    if "interrupt" in reason:
+        raise KeyboardInterrupt(reason)
 
 
 def ring_slice(protocol: Protocol, ring: str) -> tuple[Protocol, dict[str, str]]:

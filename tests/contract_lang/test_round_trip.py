@@ -284,3 +284,15 @@ def test_comments_survive_line_separators_inside_strings(separator: str) -> None
     """Regression: the printer split lines where Python does (form feed, U+2028, …), not where the parser does."""
     text = f'stage "a" version "{separator}" {{\n    target sm_90a  # the target\n}}  # end\n'
     assert format_text(text) == text
+
+
+@pytest.mark.parametrize("line", ["full copy 16KiB into a_tiles", "full copy 16KiB", "full copy 100 into b"])
+def test_copy_into_round_trips(line: str) -> None:
+    text = ("stage \"s\" version \"1.0.0\" {\n    target sm_90a\n    role load entry m warps 1\n"
+            f"    ring kv produce by load {{\n        {line}\n    }}\n}}\n")
+    source = parse_text(text, "<copy>", "any")
+    copy = source.stages[0].items[-1].items[0]  # type: ignore[attr-defined]
+    assert isinstance(copy, A.RingCopy)
+    assert copy.into == (line.split(" into ")[1] if " into " in line else None)
+    assert_round_trip(source)
+    assert format_text(text, "<copy>") == text

@@ -181,12 +181,13 @@ def test_the_protocol_explorer_catches_what_a_silent_model_misses(ring: fuzz.Sub
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from checker.clauses import CLAUSES
 
-    def silent(self: object, comp: Composition) -> Iterator[object]:
+    def silent(self: object, comp: Composition, ctx: object = None) -> Iterator[object]:
         return iter(())
 
     for cls in CLAUSES:
         if cls.code in ("L-ARRIVE", "L-TXBYTES", "L-PARITY", "L-RACE", "L-DEADLOCK"):
             monkeypatch.setattr(cls, "check", silent)
+            monkeypatch.setattr(cls, "check_in", silent)
     checker = Checker(ring, oracles=[fuzz.ProtocolOracle()])
     plan = Campaign(ring, seed=0, max_edits=1, oracles=[]).plan
     dropped = next(e for e in plan.catalogue if e.kind == "drop-wait")
@@ -197,3 +198,37 @@ def test_the_protocol_explorer_catches_what_a_silent_model_misses(ring: fuzz.Sub
                        oracles=[fuzz.ProtocolOracle()])
     unchecked = ignoring.check(Mutation((dropped,)))
     assert not any(code in p for p in unchecked.problems for code in ("L-RACE", "L-DEADLOCK")), unchecked
+
+
+@pytest.fixture(scope="module")
+def moe4() -> fuzz.Subject:
+    return fuzz.load_subject([str(Path(__file__).resolve().parents[2] / "specs" / "examples" / "moe4" / "moe4.kp")])
+
+
+def _moe4_unfilled(subject: fuzz.Subject) -> Mutation:
+    plan = Campaign(subject, seed=0, max_edits=1, oracles=[]).plan
+    edit = next(e for e in plan.catalogue if e.kind == "drop-arrive" and getattr(e.item, "side", "") == "produce")
+    return Mutation((edit,))
+
+
+def test_moe4_without_its_full_arrive_is_rejected(moe4: fuzz.Subject) -> None:
+    """Issue 12 item 1: the mutant was listed as accepted, with no checker bug."""
+    verdict = Checker(moe4).check(_moe4_unfilled(moe4))
+    assert verdict.status == "rejected" and "L-ARRIVE" in verdict.codes, verdict
+
+
+def test_the_contract_oracle_does_not_share_the_models_blind_spot(moe4: fuzz.Subject,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the model's clauses silenced, the oracle built from the contracts refutes the accept."""
+    from checker.clauses import CLAUSES
+
+    def silent(self: object, comp: Composition, ctx: object = None) -> Iterator[object]:
+        return iter(())
+
+    for cls in CLAUSES:
+        if cls.code in ("L-ARRIVE", "L-TXBYTES", "L-PARITY", "L-RACE", "L-DEADLOCK"):
+            monkeypatch.setattr(cls, "check", silent)
+            monkeypatch.setattr(cls, "check_in", silent)
+    verdict = Checker(moe4, oracles=[fuzz.ProtocolOracle()]).check(_moe4_unfilled(moe4))
+    assert verdict.status == "bug" and verdict.by == "protocol", verdict
+    assert any("L-ARRIVE" in p for p in verdict.problems)

@@ -19,8 +19,11 @@ def test_tiny_budget_is_unknown_not_a_pass() -> None:
     assert verdict.deadlock is None
     diags = verdict_diagnostics(verdict)
     assert diags and all(d.code == UNKNOWN_CODE and d.is_error for d in diags)
-    assert any("L-DEADLOCK" in d.message for d in diags)
+    assert any(dict(d.data)["clause"] == "L-DEADLOCK" for d in diags)
     assert all("rlimit 2000" in d.message for d in diags)
+    # every undecided query is shown on the channel it is about, under its own clause
+    assert all(d.primary is not None for d in diags)
+    assert {dict(d.data)["clause"] for d in diags} <= {"L-ARRIVE", "L-TXBYTES", "L-PARITY", "L-RACE", "L-DEADLOCK"}
 
 
 def test_unknown_never_hides_a_found_violation() -> None:

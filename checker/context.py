@@ -1,0 +1,49 @@
+"""The explicit state of one check: the composition, the selected codes, the model options.
+
+Clauses that share an analysis (the protocol clauses share one model of the composition)
+read it from the context the engine passes them, computed once per check; nothing is
+kept between checks except verdicts cached on the protocol's meaning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from checker.composition import Composition
+from checker.protocol.adapter import ModelOptions, ModelReport, analyse, unmodelled_diagnostics
+from diagnostics.model import Diagnostic
+
+
+@dataclass
+class CheckContext:
+    """One check of ``comp`` by the clauses ``codes``."""
+
+    comp: Composition
+    codes: frozenset[str]
+    options: ModelOptions = field(default_factory=ModelOptions)
+    _protocol: ModelReport | None = field(default=None, repr=False)
+
+    def protocol(self) -> ModelReport:
+        """The protocol model's report (decided on first use)."""
+        if self._protocol is None:
+            self._protocol = analyse(self.comp, self.options)
+        return self._protocol
+
+    def protocol_for(self, code: str) -> list[Diagnostic]:
+        """The diagnostics of one protocol clause, tiered over the selected codes."""
+        return [d for d in self.protocol().tiered(self.codes) if d.code == code]
+
+    def leftovers(self, reported: list[Diagnostic]) -> list[Diagnostic]:
+        """What no clause owns: undecided queries and channels the model left out.
+
+        They are never filtered by the selection: an undecided check is never an accept.
+        Reported only when a protocol clause asked for the model.
+        """
+        if self._protocol is None:
+            return []
+        report = self._protocol
+        undecided = [d for d in report.tiered(self.codes) if not d.code.startswith("L-")]
+        return [*undecided, *unmodelled_diagnostics(self.comp, report.unmodelled, reported), *report.notes]
+
+
+__all__ = ["CheckContext"]
