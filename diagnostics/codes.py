@@ -239,6 +239,15 @@ CODES: tuple[CodeInfo, ...] = (
        "Without the rebuild the manifest's facts are trusted as recorded, which is worth saying.",
        "note[I-BINDING]: `build/loader.kpkg` was built with nvcc 13.0; its payloads were not rebuilt",
        "Rebuild the package here (`kernlink pack`), or accept the note."),
+    _c("I-PROTOCOL-BOUND", "protocol-bound-lowered", "the protocol was checked over fewer iterations than its "
+       "default bound", "solver",
+       "`kernlink check --bound K` lowered the iterations each role runs in the protocol model below the "
+       "default (2 x ring depth + 1).",
+       "A hang or race that needs more iterations to show is outside what was checked; the accept covers "
+       "only K iterations, and this note says so.",
+       "kernlink check ring.kp --bound 2\nnote[I-PROTOCOL-BOUND]: the protocol was checked over 2 iterations "
+       "per role, fewer than the default",
+       "Drop `--bound`, or raise it to the default, for a verdict over the full bound."),
     _c("E-CUBIN", "bad-cubin", "a cubin cannot be read", "toolchain",
        "An ELF cubin (the linker's output, or one read back) is malformed or lacks a section kernlink "
        "reads (kernel list, register counts, shared memory).",
