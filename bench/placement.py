@@ -28,6 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from checker.hardware import target
+from diagnostics.model import DiagnosticError
 from placement import (
     DEFAULT_RLIMIT,
     DOMAINS,
@@ -143,9 +144,16 @@ def generate(handles: int, family: str = "megakernel", seed: int = 0) -> Problem
 def run(handles: int, family: str, rlimit: int) -> dict[str, Any]:
     problem = generate(handles, family)
     assert problem.handle_count == handles
-    start = time.perf_counter()
-    placement = solve(problem, rlimit=rlimit)
-    seconds = time.perf_counter() - start
+    start, cpu = time.perf_counter(), time.process_time()
+    try:
+        placement = solve(problem, rlimit=rlimit)
+    except DiagnosticError as err:
+        # no placement: the verdict (a proven conflict, or E-SOLVER-BUDGET) is the result
+        return {"family": family, "handles": handles, "claims": None,
+                "seconds": round(time.perf_counter() - start, 3),
+                "cpu_seconds": round(time.process_time() - cpu, 3),
+                "verdict": ",".join(d.code for d in err.diagnostics)}
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
     assert verify(problem, placement) == []
     depths = {r.name: r.depth for r in placement.rings}
     row: dict[str, Any] = {
@@ -153,6 +161,8 @@ def run(handles: int, family: str, rlimit: int) -> dict[str, Any]:
         "handles": handles,
         "claims": len(placement.slots),
         "seconds": round(seconds, 3),
+        "cpu_seconds": round(cpu_seconds, 3),
+        "verdict": "placed",
         "optimal": placement.optimal,
         "canonical": placement.canonical,
         "checks": placement.checks,
@@ -195,16 +205,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _table(rows: list[dict[str, Any]]) -> None:
-    head = (f"{'handles':>7} {'claims':>6} {'time s':>7} {'optimal':>7} {'canon':>5} "
+    head = (f"{'handles':>7} {'claims':>6} {'time s':>7} {'cpu s':>7} {'optimal':>7} {'canon':>5} "
             f"{'checks':>6} {'depths':>6} {'smem B':>7}  {'greedy at solver depths B':>25}  "
             f"{'greedy own depths (sum: B)':>27}")
     print(head)
     for r in rows:
+        if r["verdict"] != "placed":
+            print(f"{r['handles']:>7} {'-':>6} {r['seconds']:>7.3f} {r['cpu_seconds']:>7.3f}  "
+                  f"no placement: {r['verdict']}")
+            continue
         same = " / ".join("fails" if r[f"greedy_{o}_smem_bytes"] is None
                           else str(r[f"greedy_{o}_smem_bytes"]) for o in ("lexical", "size"))
         own = " / ".join(f"{r[f'greedy_{o}_own_depths']}: {r[f'greedy_{o}_own_smem_bytes']}"
                          for o in ("lexical", "size"))
-        print(f"{r['handles']:>7} {r['claims']:>6} {r['seconds']:>7.3f} {r['optimal']!s:>7} "
+        print(f"{r['handles']:>7} {r['claims']:>6} {r['seconds']:>7.3f} {r['cpu_seconds']:>7.3f} "
+              f"{r['optimal']!s:>7} "
               f"{r['canonical']!s:>5} {r['checks']:>6} {r['ring_depths']:>6} "
               f"{r['smem_bytes']:>7}  {same:>25}  {own:>27}")
     print("greedy columns: lexical / size order\n")

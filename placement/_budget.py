@@ -18,7 +18,8 @@ DEFAULT_RLIMIT = 200_000_000
 """Total rlimit units of one placement (some 10 to 30 s of solving on a current CPU)."""
 
 DEFAULT_CHECK_RLIMIT = 10_000_000
-"""The most one check may spend (about a second), so one hard proof cannot starve the rest."""
+"""The most one optimisation check may spend (about a second), so one hard proof cannot starve
+the rest; the check deciding whether a domain has any placement is bounded by the total only."""
 
 
 def _rlimit_count(solver: z3.Solver) -> int:
@@ -42,9 +43,15 @@ class Budget:
     def left(self) -> int:
         return max(0, self.total - self.used)
 
-    def check(self, solver: z3.Solver, *assumptions: z3.BoolRef) -> z3.CheckSatResult:
-        """One check under what is left of the budget (``unknown`` once it is spent)."""
-        limit = min(self.left, self.per_check)
+    def check(self, solver: z3.Solver, *assumptions: z3.BoolRef,
+              decisive: bool = False) -> z3.CheckSatResult:
+        """One check under what is left of the budget (``unknown`` once it is spent).
+
+        A check is capped at ``per_check`` units, except a ``decisive`` one (whether any
+        placement of a domain exists at all), which may spend all that is left: without
+        its answer there is nothing to return, so a larger total budget must help it.
+        """
+        limit = self.left if decisive else min(self.left, self.per_check)
         if limit <= 0:
             self.unknowns += 1
             return z3.unknown

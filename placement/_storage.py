@@ -39,6 +39,10 @@ from placement._model import (
 from placement.lifetime import Timeline
 from placement.problem import Domain, Problem, round_up
 
+MAX_CORE_PAIRS = 20_000
+"""Above this many co-live pairs a domain that a capacity cut proves infeasible gets the cut's
+core: the solver model that might find a smaller one would cost seconds just to build."""
+
 
 @dataclass(frozen=True)
 class Packed:
@@ -235,12 +239,23 @@ def solve_domain(problem: Problem, domain: Domain, items: tuple[Item, ...], budg
     sizes = _sizes(items, low_depths)
     witness = best_seed(items, st, sizes, lo, hi)
     if witness is None:
+        # a capacity cut proves there is no placement: the solver only looks for a smaller
+        # core, within one check; otherwise its check decides and may spend the whole budget
+        cut = _capacity_core(items, st, sizes, lo, hi)
+        if cut is not None and len(st.pairs) > MAX_CORE_PAIRS:
+            return _conflict(domain, items, timeline, cut, None, low_depths, sizes, lo, hi,
+                             budget)
         tracked = PackModel(items, st, lo, hi, sizes=sizes, depth_ranges={}, tracked=True)
-        result = budget.check(tracked.solver, *tracked.lits)
+        result = budget.check(tracked.solver, *tracked.lits, decisive=cut is None)
         if result == z3.unsat:
-            return _conflict(domain, items, timeline, tracked, low_depths, sizes, lo, hi, budget)
+            core = sorted(int(str(lit)[1:]) for lit in tracked.solver.unsat_core())
+            return _conflict(domain, items, timeline, core, tracked, low_depths, sizes, lo, hi,
+                             budget)
         if result == z3.unknown:
-            return Undecided(domain)
+            if cut is None:
+                return Undecided(domain)
+            return _conflict(domain, items, timeline, cut, None, low_depths, sizes, lo, hi,
+                             budget)
         witness = tracked.bases(tracked.solver.model())
     depths, depth_proven = dict(low_depths), True
     if ranges:
@@ -359,12 +374,37 @@ def _fits(items: Sequence[Item], members: Sequence[int], timeline: Timeline,
     return best_seed(sub, structure(sub, timeline), [sizes[i] for i in members], lo, hi) is not None
 
 
-def _conflict(domain: Domain, items: tuple[Item, ...], timeline: Timeline, tracked: PackModel,
-              depths: Mapping[str, int], sizes: Sequence[int], lo: int, hi: int, budget: Budget,
-              ) -> Conflict:
-    """Shrink the unsat core to a minimal one (deletion-based) and measure what it needs."""
-    by_name = {str(lit): it.index for it, lit in zip(items, tracked.lits, strict=True)}
-    core = sorted(by_name[str(lit)] for lit in tracked.solver.unsat_core())
+def _capacity_core(items: Sequence[Item], st: Structure, sizes: Sequence[int], lo: int,
+                   hi: int) -> list[int] | None:
+    """Pairwise co-live items whose sizes alone exceed the domain, or None if no cut proves it.
+
+    The proof without a solver check: one item past the limit at its alignment, else the
+    largest members of a clique (:attr:`Structure.cliques`) until their sum passes it.
+    """
+    for it in items:
+        if round_up(lo, it.align) + sizes[it.index] > hi:
+            return [it.index]
+    for clique in st.cliques:
+        chosen, total = [], lo
+        for i in sorted(clique, key=lambda i: (-sizes[i], i)):
+            chosen.append(i)
+            total += sizes[i]
+            if total > hi:
+                return sorted(chosen)
+    return None
+
+
+def _conflict(domain: Domain, items: tuple[Item, ...], timeline: Timeline, core: list[int],
+              tracked: PackModel | None, depths: Mapping[str, int], sizes: Sequence[int], lo: int,
+              hi: int, budget: Budget) -> Conflict:
+    """Shrink an infeasible set of items to a minimal one (deletion-based) and measure what it needs.
+
+    ``tracked`` is the domain's tracked model when the solver found the core; without one
+    the checks run on a model of the first core's items alone, so shrinking a core that a
+    capacity cut found costs what the core costs, not what the whole domain does.
+    """
+    origin = list(core) if tracked is None else [it.index for it in items]
+    position = {j: k for k, j in enumerate(origin)}
     minimal = True
     for i in list(core):
         if i not in core:
@@ -372,9 +412,13 @@ def _conflict(domain: Domain, items: tuple[Item, ...], timeline: Timeline, track
         trial = [j for j in core if j != i]
         if _fits(items, trial, timeline, sizes, lo, hi):
             continue
-        result = budget.check(tracked.solver, *[tracked.lits[j] for j in trial])
+        if tracked is None:
+            sub = tuple(dataclasses.replace(items[j], index=k) for k, j in enumerate(origin))
+            tracked = PackModel(sub, structure(sub, timeline), lo, hi,
+                                sizes=[sizes[j] for j in origin], depth_ranges={}, tracked=True)
+        result = budget.check(tracked.solver, *[tracked.lits[position[j]] for j in trial])
         if result == z3.unsat:
-            core = sorted(by_name[str(lit)] for lit in tracked.solver.unsat_core())
+            core = sorted(origin[int(str(lit)[1:])] for lit in tracked.solver.unsat_core())
         elif result == z3.unknown:
             minimal = False
     members = tuple(items[i] for i in core)
