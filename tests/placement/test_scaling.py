@@ -21,6 +21,8 @@ from placement._model import Item, domain_items, structure
 from placement._storage import Packed
 from placement.lifetime import Lifetime
 from placement.problem import Domain
+from placement.result import Slot
+from placement.verify import _co_live_overlaps
 
 from .helpers import caps
 
@@ -91,3 +93,17 @@ def test_four_thousand_exclusive_claims_place_within_a_cpu_bound() -> None:
     assert placed.optimal and placed.use(Domain.SMEM).used == 1024 * (1 + 2 + 3 + 4)
     first = next(s for s in placed.slots if s.name == "s0")
     assert "and with 997 more claims never live at the same time" in first.why
+
+
+@given(timelines(), st.lists(st.tuples(st.integers(0, 20), st.integers(0, 30), st.integers(1, 8)),
+                             min_size=1, max_size=16))
+def test_the_verifier_finds_every_overlapping_co_live_pair(case: tuple[Timeline, list[Lifetime]],
+                                                           spans: list[tuple[int, int, int]]) -> None:
+    timeline, lifetimes = case
+    if not lifetimes:
+        return
+    slots = sorted((Slot(Domain.COUNTER, "s", f"k{i:02}", offset, size, 1, lifetimes[k % len(lifetimes)], "claim",
+                         None, size, "") for i, (k, offset, size) in enumerate(spans)), key=lambda s: s.offset)
+    expected = [(i, j) for i, j in itertools.combinations(range(len(slots)), 2)
+                if slots[j].offset < slots[i].end and timeline.co_live(slots[i].lifetime, slots[j].lifetime)]
+    assert _co_live_overlaps(timeline, slots) == expected
