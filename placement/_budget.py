@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import z3
 
@@ -65,11 +66,12 @@ class Budget:
         return result
 
 
-Probe = Callable[[int], "tuple[z3.CheckSatResult, z3.ModelRef | None]"]
+M = TypeVar("M")
+"""What a probe returns when it is satisfiable: a Z3 model, or a placement found without one."""
 
 
-def search_max(probe: Probe, value_of: Callable[[z3.ModelRef], int], best: int, upper: int,
-               step: int = 1) -> tuple[int, bool, z3.ModelRef | None]:
+def search_max(probe: Callable[[int], tuple[z3.CheckSatResult, M | None]], value_of: Callable[[M], int],
+               best: int, upper: int, step: int = 1) -> tuple[int, bool, M | None]:
     """The largest feasible value in ``[best, upper]`` on a grid of ``step``.
 
     ``probe(v)`` checks "objective ≥ v"; ``best`` is known feasible. Returns the best
@@ -91,8 +93,8 @@ def search_max(probe: Probe, value_of: Callable[[z3.ModelRef], int], best: int, 
     return best, True, model
 
 
-def search_min(probe: Probe, value_of: Callable[[z3.ModelRef], int], best: int, lower: int,
-               step: int = 1, near_first: bool = False) -> tuple[int, bool, z3.ModelRef | None]:
+def search_min(probe: Callable[[int], tuple[z3.CheckSatResult, M | None]], value_of: Callable[[M], int],
+               best: int, lower: int, step: int = 1, near_first: bool = False) -> tuple[int, bool, M | None]:
     """The smallest feasible value in ``[lower, best]`` on a grid of ``step`` (``lower`` on it).
 
     ``probe(v)`` checks "objective ≤ v"; ``best`` is known feasible. With ``near_first``

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from diagnostics.span import UNKNOWN_SPAN
-from placement import KERNEL, Connection, Interval, Phase, Problem, SmemClaim, Timeline, solve
+from placement import KERNEL, Connection, Interval, Phase, Problem, Ring, SmemClaim, Timeline, solve
 from placement._assemble import _first_overlaps
 from placement._model import Item, domain_items, structure
 from placement._storage import Packed
@@ -107,3 +107,19 @@ def test_the_verifier_finds_every_overlapping_co_live_pair(case: tuple[Timeline,
     expected = [(i, j) for i, j in itertools.combinations(range(len(slots)), 2)
                 if slots[j].offset < slots[i].end and timeline.co_live(slots[i].lifetime, slots[j].lifetime)]
     assert _co_live_overlaps(timeline, slots) == expected
+
+
+def test_sixty_four_rings_deepen_within_a_cpu_bound() -> None:
+    # 64 equal rings that cannot all be deepest: every probe of the full model cost seconds
+    # (the checks of a 128-item disjunctive packing); the capacity cut and first fit settle them
+    smem = tuple(SmemClaim("r", f"st{k:02}", 1024, 128, KERNEL, f"q{k:02}") for k in range(64))
+    rings = tuple(Ring("r", f"q{k:02}", 2, 4) for k in range(64))
+    problem = Problem(caps(), smem=smem, rings=rings)
+    start = time.process_time()
+    placed = solve(problem)
+    assert time.process_time() - start < 20
+    assert placed.optimal and placed.canonical
+    depths = [r.depth for r in placed.rings]  # name order: the deepest first, as the objective says
+    assert depths == sorted(depths, reverse=True) and depths[0] == 4 and depths[-1] == 2
+    one_more = placed.use(Domain.SMEM).used + 1024 + 16
+    assert one_more > placed.use(Domain.SMEM).limit - placed.use(Domain.SMEM).start
