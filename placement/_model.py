@@ -21,6 +21,11 @@ from placement.problem import Domain, Problem, round_up
 MAX_CLIQUES = 256
 """Capacity cuts added per domain (they are redundant; more only slow the solver)."""
 
+MAX_CLIQUE_SCAN = 65_536
+"""Maximal cliques of the lifetime graph looked at for those cuts: a timeline can have
+exponentially many (phases exclusive in disjoint pairs: 2^pairs), and the cuts only
+strengthen bounds, so the scan stops here (deterministically: the enumeration order is)."""
+
 
 @dataclass(frozen=True)
 class Item:
@@ -137,7 +142,7 @@ def structure(items: Sequence[Item], timeline: Timeline) -> Structure:
     graph.add_nodes_from(range(len(lifetimes)))
     graph.add_edges_from((x, y) for x, y in live if x != y)
     found = []
-    for clique in nx.find_cliques(graph):
+    for clique in itertools.islice(nx.find_cliques(graph), MAX_CLIQUE_SCAN):
         found.append(tuple(sorted(i for x in clique for i in members[x])))
     found.sort(key=lambda c: (-sum(items[i].unit for i in c), c))
     return Structure(tuple(tuple(n) for n in neighbours), tuple(pairs), chains,
