@@ -44,6 +44,9 @@ except ImportError:  # pragma: no cover - not on POSIX
 
 MANIFEST = "link.json"
 
+_PRODUCTS = frozenset({"kernel.cubin", "kernel.ptx"})
+"""What a loader would run: never left behind by a failed write, finished or not."""
+
 Hook = Callable[[str], None]
 """Called with each step's name before the step runs (``lock``, ``uncommit``, each file name,
 ``done``): tests interrupt a write there."""
@@ -99,17 +102,13 @@ def write_set(directory: Path, files: Sequence[tuple[str, bytes | None]], manife
             done = {p.name for p in written}
             for name in [*managed, MANIFEST]:
                 if name not in done or name == MANIFEST or name in _PRODUCTS:
-                    with contextlib.suppress(OSError):
+                    with contextlib.suppress(OSError, DiagnosticError):
                         _remove(directory / name)
             with contextlib.suppress(OSError):
                 _remove_temporaries(directory, [*managed, MANIFEST])
             raise
     step("done")
     return written
-
-
-_PRODUCTS = frozenset({"kernel.cubin", "kernel.ptx"})
-"""What a loader would run: never left behind by a failed write, finished or not."""
 
 
 def verify_cubin(cubin: bytes, manifest: Mapping[str, Any], directory: str | Path) -> None:
