@@ -10,7 +10,7 @@ scratch shared memory, sometimes tensor memory, a named barrier and counter slot
 
     python bench/placement.py            # table
     python bench/placement.py --json     # one JSON object per size, for tools
-    python bench/placement.py --sizes 1000 2000 4000 --check 1000 2000 4000
+    python bench/placement.py --sizes 1000 2000 4000 --check 1000 2000 4000 --rings 64
 
 Goals: 42 handles in at most 1 s, proven optimal; 4000 handles (placement, and a whole
 check with ``--check``) in at most 5 s of CPU; the mixed family at 1000 handles decided
@@ -218,6 +218,20 @@ def run_check(handles: int) -> dict[str, Any]:
                 "cpu_seconds": round(time.process_time() - cpu, 3)}
 
 
+def run_rings(count: int) -> dict[str, Any]:
+    """CPU time of placing ``count`` equal rings (1 KiB slots, depth 2..4) that cannot all be deepest."""
+    spec = target("sm_90a")
+    assert spec is not None
+    caps = Capacities.from_target(spec, counter_slots=64)
+    smem = tuple(SmemClaim("r", f"st{k:02}", KIB, 128, KERNEL, f"q{k:02}") for k in range(count))
+    rings = tuple(Ring("r", f"q{k:02}", 2, 4) for k in range(count))
+    start, cpu = time.perf_counter(), time.process_time()
+    placement = solve(Problem(caps, smem=smem, rings=rings))
+    return {"family": "rings", "rings": count, "seconds": round(time.perf_counter() - start, 3),
+            "cpu_seconds": round(time.process_time() - cpu, 3), "optimal": placement.optimal,
+            "ring_depths": placement.objective.ring_depths}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON lines")
@@ -226,8 +240,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rlimit", type=int, default=DEFAULT_RLIMIT)
     parser.add_argument("--check", type=int, nargs="*", default=[], metavar="HANDLES",
                         help="also time `kernlink check` of a generated contract of these handle counts")
+    parser.add_argument("--rings", type=int, nargs="*", default=[], metavar="COUNT",
+                        help="also time the placement of this many equal rings")
     args = parser.parse_args(argv)
-    for family in args.families:
+    for family in args.families if args.sizes else ():
         rows = [run(n, family, args.rlimit) for n in args.sizes]
         if args.json:
             for row in rows:
@@ -235,6 +251,13 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"family: {family}")
             _table(rows)
+    for count in args.rings:
+        row = run_rings(count)
+        if args.json:
+            print(json.dumps(row, sort_keys=True))
+        else:
+            print(f"placement of {count} equal rings: optimal {row['optimal']}, depth sum {row['ring_depths']}, "
+                  f"{row['seconds']:.3f} s, {row['cpu_seconds']:.3f} s of CPU")
     for handles in args.check:
         row = run_check(handles)
         if args.json:
