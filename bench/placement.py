@@ -10,8 +10,12 @@ scratch shared memory, sometimes tensor memory, a named barrier and counter slot
 
     python bench/placement.py            # table
     python bench/placement.py --json     # one JSON object per size, for tools
+    python bench/placement.py --sizes 1000 2000 4000 --check 1000 2000 4000 --rings 64
 
-Goal: 42 handles in at most 1 s, proven optimal.
+Goals: 42 handles in at most 1 s, proven optimal; 4000 handles (placement, and a whole
+check with ``--check``) in at most 5 s of CPU; the mixed family at 1000 handles decided
+(placed, or a proven conflict), never E-SOLVER-BUDGET. A problem without a placement
+prints its verdict (the diagnostic codes) instead of a row.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import argparse
 import json
 import random
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -28,6 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from checker.hardware import target
+from diagnostics.model import DiagnosticError
 from placement import (
     DEFAULT_RLIMIT,
     DOMAINS,
@@ -143,9 +149,16 @@ def generate(handles: int, family: str = "megakernel", seed: int = 0) -> Problem
 def run(handles: int, family: str, rlimit: int) -> dict[str, Any]:
     problem = generate(handles, family)
     assert problem.handle_count == handles
-    start = time.perf_counter()
-    placement = solve(problem, rlimit=rlimit)
-    seconds = time.perf_counter() - start
+    start, cpu = time.perf_counter(), time.process_time()
+    try:
+        placement = solve(problem, rlimit=rlimit)
+    except DiagnosticError as err:
+        # no placement: the verdict (a proven conflict, or E-SOLVER-BUDGET) is the result
+        return {"family": family, "handles": handles, "claims": None,
+                "seconds": round(time.perf_counter() - start, 3),
+                "cpu_seconds": round(time.process_time() - cpu, 3),
+                "verdict": ",".join(d.code for d in err.diagnostics)}
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
     assert verify(problem, placement) == []
     depths = {r.name: r.depth for r in placement.rings}
     row: dict[str, Any] = {
@@ -153,6 +166,8 @@ def run(handles: int, family: str, rlimit: int) -> dict[str, Any]:
         "handles": handles,
         "claims": len(placement.slots),
         "seconds": round(seconds, 3),
+        "cpu_seconds": round(cpu_seconds, 3),
+        "verdict": "placed",
         "optimal": placement.optimal,
         "canonical": placement.canonical,
         "checks": placement.checks,
@@ -176,14 +191,59 @@ def run(handles: int, family: str, rlimit: int) -> dict[str, Any]:
     return row
 
 
+def contract(handles: int) -> str:
+    """A megakernel contract of ``handles`` handles: one role, one claim per exclusive phase.
+
+    The shape that made a whole check super-linear (every phase a lifetime of its own).
+    """
+    claims = handles - 2  # the role's warp offset and register budget
+    lines = ['stage "mk.interp" version "1.0.0" {', "    target sm_90a", "    role sched entry sched_main warps 1",
+             f"    phases exclusive {', '.join(f'p{i}' for i in range(claims))}", "}", "",
+             'stage "mk.ops" version "1.0.0" {', "    target sm_90a"]
+    lines += [f"    claim smem c{k} bytes {1024 * (1 + k % 3)} align 128 lifetime phase p{k}" for k in range(claims)]
+    return "\n".join([*lines, "}", ""])
+
+
+def run_check(handles: int) -> dict[str, Any]:
+    """CPU time of one in-process `kernlink check` (clauses, placement, routes) of :func:`contract`."""
+    from kernlink.api import check
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"mk{handles}.kc"
+        path.write_text(contract(handles))
+        start, cpu = time.perf_counter(), time.process_time()
+        result = check([path])
+        return {"family": "check", "handles": handles, "accepted": result.accepted,
+                "seconds": round(time.perf_counter() - start, 3),
+                "cpu_seconds": round(time.process_time() - cpu, 3)}
+
+
+def run_rings(count: int) -> dict[str, Any]:
+    """CPU time of placing ``count`` equal rings (1 KiB slots, depth 2..4) that cannot all be deepest."""
+    spec = target("sm_90a")
+    assert spec is not None
+    caps = Capacities.from_target(spec, counter_slots=64)
+    smem = tuple(SmemClaim("r", f"st{k:02}", KIB, 128, KERNEL, f"q{k:02}") for k in range(count))
+    rings = tuple(Ring("r", f"q{k:02}", 2, 4) for k in range(count))
+    start, cpu = time.perf_counter(), time.process_time()
+    placement = solve(Problem(caps, smem=smem, rings=rings))
+    return {"family": "rings", "rings": count, "seconds": round(time.perf_counter() - start, 3),
+            "cpu_seconds": round(time.process_time() - cpu, 3), "optimal": placement.optimal,
+            "ring_depths": placement.objective.ring_depths}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON lines")
     parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
     parser.add_argument("--families", nargs="*", default=list(FAMILIES), choices=FAMILIES)
     parser.add_argument("--rlimit", type=int, default=DEFAULT_RLIMIT)
+    parser.add_argument("--check", type=int, nargs="*", default=[], metavar="HANDLES",
+                        help="also time `kernlink check` of a generated contract of these handle counts")
+    parser.add_argument("--rings", type=int, nargs="*", default=[], metavar="COUNT",
+                        help="also time the placement of this many equal rings")
     args = parser.parse_args(argv)
-    for family in args.families:
+    for family in args.families if args.sizes else ():
         rows = [run(n, family, args.rlimit) for n in args.sizes]
         if args.json:
             for row in rows:
@@ -191,20 +251,39 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"family: {family}")
             _table(rows)
+    for count in args.rings:
+        row = run_rings(count)
+        if args.json:
+            print(json.dumps(row, sort_keys=True))
+        else:
+            print(f"placement of {count} equal rings: optimal {row['optimal']}, depth sum {row['ring_depths']}, "
+                  f"{row['seconds']:.3f} s, {row['cpu_seconds']:.3f} s of CPU")
+    for handles in args.check:
+        row = run_check(handles)
+        if args.json:
+            print(json.dumps(row, sort_keys=True))
+        else:
+            print(f"check of a {handles}-handle contract (one claim per exclusive phase): accepted "
+                  f"{row['accepted']}, {row['seconds']:.3f} s, {row['cpu_seconds']:.3f} s of CPU")
     return 0
 
 
 def _table(rows: list[dict[str, Any]]) -> None:
-    head = (f"{'handles':>7} {'claims':>6} {'time s':>7} {'optimal':>7} {'canon':>5} "
+    head = (f"{'handles':>7} {'claims':>6} {'time s':>7} {'cpu s':>7} {'optimal':>7} {'canon':>5} "
             f"{'checks':>6} {'depths':>6} {'smem B':>7}  {'greedy at solver depths B':>25}  "
             f"{'greedy own depths (sum: B)':>27}")
     print(head)
     for r in rows:
+        if r["verdict"] != "placed":
+            print(f"{r['handles']:>7} {'-':>6} {r['seconds']:>7.3f} {r['cpu_seconds']:>7.3f}  "
+                  f"no placement: {r['verdict']}")
+            continue
         same = " / ".join("fails" if r[f"greedy_{o}_smem_bytes"] is None
                           else str(r[f"greedy_{o}_smem_bytes"]) for o in ("lexical", "size"))
         own = " / ".join(f"{r[f'greedy_{o}_own_depths']}: {r[f'greedy_{o}_own_smem_bytes']}"
                          for o in ("lexical", "size"))
-        print(f"{r['handles']:>7} {r['claims']:>6} {r['seconds']:>7.3f} {r['optimal']!s:>7} "
+        print(f"{r['handles']:>7} {r['claims']:>6} {r['seconds']:>7.3f} {r['cpu_seconds']:>7.3f} "
+              f"{r['optimal']!s:>7} "
               f"{r['canonical']!s:>5} {r['checks']:>6} {r['ring_depths']:>6} "
               f"{r['smem_bytes']:>7}  {same:>25}  {own:>27}")
     print("greedy columns: lexical / size order\n")

@@ -165,13 +165,20 @@ class Composition:
     unused: tuple[StageEntry, ...] = ()
     call_graph: nx.DiGraph = field(default_factory=nx.DiGraph)
     channel_graph: nx.MultiDiGraph = field(default_factory=nx.MultiDiGraph)
+    _by_kind: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def items(self, kind: type[N]) -> Iterator[Owned[N]]:
-        """Every item of one AST type across the stages, in stage then source order."""
-        for entry in self.stages:
-            for item in entry.stage.items:
-                if isinstance(item, kind):
-                    yield Owned(entry, item)
+        """Every item of one AST type across the stages, in stage then source order.
+
+        Indexed once per type (the stages are immutable): clauses ask for the same
+        kinds many times, and a scan of every item per question made checks quadratic.
+        """
+        found = self._by_kind.get(kind)
+        if found is None:
+            found = tuple(Owned(entry, item) for entry in self.stages for item in entry.stage.items
+                          if isinstance(item, kind))
+            self._by_kind[kind] = found
+        return iter(found)
 
     def stage(self, name: str) -> StageEntry | None:
         return next((s for s in self.stages if s.name == name), None)
@@ -185,11 +192,14 @@ class Composition:
 
     @property
     def interpreter_phases(self) -> dict[str, Owned[A.Phases]]:
-        """Phase name → the declaration by the interpreter stage that runs it."""
-        found: dict[str, Owned[A.Phases]] = {}
-        for decl in self.items(A.Phases):
-            for name in decl.item.names:
-                found.setdefault(name, decl)
+        """Phase name → the declaration by the interpreter stage that runs it (shared: do not modify)."""
+        found = self._by_kind.get("interpreter_phases")
+        if found is None:
+            found = {}
+            for decl in self.items(A.Phases):
+                for name in decl.item.names:
+                    found.setdefault(name, decl)
+            self._by_kind["interpreter_phases"] = found
         return found
 
     def phase_exclusive(self, a: str, b: str) -> bool:

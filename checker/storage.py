@@ -321,12 +321,43 @@ def peak(comp: Composition, demands: Iterable[Demand]) -> tuple[int, list[Demand
     graph = nx.Graph()
     for i, life in enumerate(lifetimes):
         graph.add_node(i, weight=sum(d.amount for d in classes[life]))
-    for i, a in enumerate(lifetimes):
-        for j in range(i + 1, len(lifetimes)):
-            if certainly_colive(comp, a, lifetimes[j]):
-                graph.add_edge(i, j)
+    graph.add_edges_from(_certain_pairs(comp, lifetimes))
+    # a clique lies within one connected component: search each alone (phases that are
+    # never concurrent are single nodes, and the search over all of them was quadratic)
     clique: list[int] = []
-    if lifetimes:
-        clique, _ = nx.max_weight_clique(graph, weight="weight")
+    best = 0
+    for component in sorted(sorted(c) for c in nx.connected_components(graph)):
+        if len(component) == 1:
+            found, weight = component, graph.nodes[component[0]]["weight"]
+        else:
+            found, weight = nx.max_weight_clique(graph.subgraph(component), weight="weight")
+        if weight > best:
+            clique, best = list(found), weight
     members = sorted([*always, *(d for i in clique for d in classes[lifetimes[i]])], key=lambda d: d.order)
     return sum(d.amount for d in members), members
+
+
+def _certain_pairs(comp: Composition, lifetimes: list[A.Lifetime]) -> list[tuple[int, int]]:
+    """The pairs ``(i, j)``, ``i < j``, of non-kernel lifetimes that are certainly co-live.
+
+    The same answer as :func:`certainly_colive` on every pair, without asking it of every
+    pair of phases: a phase is certainly co-live only with itself and the phases declared
+    ``concurrent`` with it, and never with an event lifetime.
+    """
+    phase_at: dict[str, int] = {}
+    others: list[int] = []
+    for i, life in enumerate(lifetimes):
+        if life.kind == "phase" and life.phase is not None:
+            phase_at[life.phase] = i
+        else:
+            others.append(i)
+    pairs: set[tuple[int, int]] = set()
+    for decl in comp.items(A.Phases):
+        if decl.item.mode != "concurrent":
+            continue
+        present = sorted({phase_at[name] for name in decl.item.names if name in phase_at})
+        pairs.update((i, j) for k, i in enumerate(present) for j in present[k + 1:])
+    for k, i in enumerate(others):
+        pairs.update((min(i, j), max(i, j)) for j in others[k + 1:]
+                     if certainly_colive(comp, lifetimes[i], lifetimes[j]))
+    return sorted(pairs)

@@ -25,7 +25,9 @@ device buffers made from files::
      "buffers": {"src": {"input": "tiles.bin"}, "dst": {"bytes": 1184, "output": "sums.bin"}}}
 
 (paths relative to the JSON file). Every problem is a diagnostic: ``E-RUN`` for the
-inputs, ``E-CUDA`` naming the failing driver call and its error
+inputs (a directory without a successful link's manifest), ``L-INTEGRITY`` for a
+cubin other than the one ``link.json`` records (checked on every load and launch),
+``E-CUDA`` naming the failing driver call and its error
 (``CUDA_ERROR_ILLEGAL_ADDRESS``, …).
 """
 
@@ -44,6 +46,7 @@ from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.sources import SourceMap
 from linker.generate import FIELD_FORMATS
 from linker.launch import DeviceBuffer, GpuSession
+from linker.outdir import locked, verify_cubin
 
 CUBIN = "kernel.cubin"
 JSON = "link.json"
@@ -57,20 +60,27 @@ class LinkedKernel:
 
     cubin: bytes
     map: Mapping[str, Any]
+    directory: str = "."
 
     @classmethod
     def load(cls, directory: str | Path) -> LinkedKernel:
+        """Read the manifest and the cubin under a shared lock on the directory (a link holds it
+        exclusively while it writes); ``L-INTEGRITY`` unless the cubin is the one the manifest records."""
         root = Path(directory)
-        try:
-            data = json.loads((root / JSON).read_text(encoding="utf-8"))
-            cubin = (root / CUBIN).read_bytes()
-        except (OSError, ValueError) as err:
-            raise _error(f"`{root}` holds no linked kernel: {err}",
-                         "link the pipeline first: `kernlink link PIPELINE.kp -o DIR`") from err
-        if data.get("status") != "linked" or "dispatch" not in data:
-            raise _error(f"the link in `{root}` did not succeed (status `{data.get('status')}`)",
-                         f"read `{root / 'link.map'}` for its diagnostics")
-        return cls(cubin, data)
+        with locked(root, exclusive=False):
+            try:
+                data = json.loads((root / JSON).read_text(encoding="utf-8"))
+                if not isinstance(data, dict):
+                    raise ValueError("the manifest is not a JSON object")
+                if data.get("status") != "linked" or "dispatch" not in data:
+                    raise _error(f"the link in `{root}` did not succeed (status `{data.get('status')}`)",
+                                 f"read `{root / 'link.map'}` for its diagnostics")
+                cubin = (root / CUBIN).read_bytes()
+            except (OSError, ValueError) as err:
+                raise _error(f"`{root}` holds no linked kernel: {err}",
+                             "link the pipeline first: `kernlink link PIPELINE.kp -o DIR`") from err
+        verify_cubin(cubin, data, root)
+        return cls(cubin, data, str(root))
 
     @property
     def kernel(self) -> str:
@@ -130,6 +140,7 @@ def run_linked(linked: LinkedKernel | str | Path, *, gpu: GpuSession, values: Ma
                grid: int | None = None) -> None:
     """Launch the linked kernel once with the link's block size and dynamic shared memory, and wait."""
     kernel = linked if isinstance(linked, LinkedKernel) else LinkedKernel.load(linked)
+    verify_cubin(kernel.cubin, kernel.map, kernel.directory)
     block = params_block(kernel.map, values)
     dispatch = kernel.map["dispatch"]
     if grid is None:

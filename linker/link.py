@@ -48,9 +48,11 @@ Steps (every failure is a diagnostic, recorded in the map, which is written anyw
    depths, dynamic shared memory); a mismatch is ``L-LINK`` with both values.
 5. **Outputs** (:func:`write_outputs`): ``kernel.cubin``, ``generated.cu``,
    ``link.map``, ``link.json`` and ``kernel.ptx`` (the audit reads it), each written
-   atomically. A failed link writes the map and JSON (and the generated source when
-   there is one) and removes a stale ``kernel.cubin``/``kernel.ptx`` of an earlier
-   link from the directory.
+   atomically, under a lock on the directory, the manifest ``link.json`` removed
+   first and written last (:mod:`linker.outdir`), so the directory is one link's or
+   has no manifest. A failed link writes the map and JSON (and the generated source
+   when there is one) and removes a stale ``kernel.cubin``/``kernel.ptx`` of an
+   earlier link from the directory.
 
 The same inputs give byte-identical outputs: placement is canonical, generation is
 pure, NVRTC runs from a fixed directory and inputs are named by their pipeline
@@ -61,6 +63,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import re
 import time
 from collections.abc import Sequence
@@ -69,14 +72,15 @@ from pathlib import Path
 
 from checker.clauses.l_launch import residency_diagnostic
 from checker.composition import Composition, StageEntry
-from diagnostics.files import atomic_write_bytes, atomic_write_text
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity, sort_diagnostics
 from linker import linkmap
 from linker.binding import rebuild_problems
 from linker.cubin import KernelInfo, read_cubin
 from linker.generate import KERNEL, SOURCE_NAME, Generated, generate, unsupported
+from linker.host_header import host_header
 from linker.linkmap import Attempt, InputRecord, LinkRecord
 from linker.manifest import StagePackage, read_stage_package
+from linker.outdir import Hook, write_set
 from linker.toolchain import compile_nvrtc, link, parse_ptxas_usage, stable_cwd, tool_warnings, toolkit_versions
 from linker.transfers import moved_roles, place_route_barriers
 from placement.adapter import Placed, residency_shortfall
@@ -89,6 +93,8 @@ CUBIN = "kernel.cubin"
 PTX = "kernel.ptx"
 MAP = "link.map"
 JSON = "link.json"
+#: The C host header of a successful link (linker/host_header.py).
+HOST_HEADER = "kernel.h"
 GENERATED_LTO = "kl_generated.ltoir"
 
 _PROPERTIES = re.compile(r"Function properties for (?P<name>\S+)")
@@ -194,31 +200,35 @@ def link_composition(comp: Composition, placed: Placed, *, emit_ptx: bool = Fals
     return out
 
 
-def write_outputs(out: LinkOutput, directory: str | Path) -> list[Path]:
+def write_outputs(out: LinkOutput, directory: str | Path, *, hook: Hook | None = None) -> list[Path]:
     """Write the link's files into ``directory`` (created if needed); returns the paths written.
 
-    Raises ``DiagnosticError`` (``E-IO``) when the directory cannot be made.
+    The manifest ``link.json`` goes last and the products first, under a lock on the
+    directory (:mod:`linker.outdir`): the directory holds one link's files, or no manifest.
+    ``hook`` is called before each step (tests interrupt there). Raises
+    ``DiagnosticError`` (``E-IO``) when the directory cannot be made or a file written.
     """
     root = Path(directory)
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise DiagnosticError([Diagnostic("E-IO", f"cannot create directory `{root}`: {err.strerror or err}")]) from err
-    written = []
-    if out.generated is not None:
-        atomic_write_text(root / SOURCE_NAME, out.generated.source)
-        written.append(root / SOURCE_NAME)
-    atomic_write_text(root / MAP, out.map_text)
-    atomic_write_text(root / JSON, out.map_json)
-    written += [root / MAP, root / JSON]
-    products = {CUBIN: out.cubin, PTX: out.ptx.encode() if out.ptx is not None else None}
-    for name, data in products.items():
-        if data is not None and out.ok:
-            atomic_write_bytes(root / name, data)
-            written.append(root / name)
-        else:
-            (root / name).unlink(missing_ok=True)
-    return written
+    files, manifest = output_files(out)
+    return write_set(root, files, manifest, managed=[name for name, _ in files], hook=hook)
+
+
+def output_files(out: LinkOutput) -> tuple[list[tuple[str, bytes | None]], bytes]:
+    """The files of a link in the order they are written (None: the name is removed), and its manifest."""
+    linked = out.ok and out.cubin is not None
+    files: list[tuple[str, bytes | None]] = [
+        (CUBIN, out.cubin if linked else None),
+        (PTX, out.ptx.encode() if linked and out.ptx is not None else None),
+        (SOURCE_NAME, out.generated.source.encode() if out.generated is not None else None),
+        (MAP, out.map_text.encode()),
+        (HOST_HEADER, host_header(json.loads(out.map_json), out.cubin).encode()
+         if linked and out.cubin is not None else None),
+    ]
+    return files, out.map_json.encode()
 
 
 # ----------------------------------------------------------------- inputs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 
 from diagnostics.model import Diagnostic, Label, Severity
@@ -38,30 +39,73 @@ def _item_why(problem: Problem, packed: Packed, i: int) -> str:
     return f"{it.demand} {it.domain.unit}"
 
 
-def _sharing(problem: Problem, packed: Packed, i: int) -> str:
+def _first_overlaps(packed: Packed) -> list[tuple[list[int], int]]:
+    """For each item, the two lowest-indexed other items sharing addresses with it and how many do.
+
+    An offline sweep in O(n log n) rather than a test of every pair: queries in order of
+    their end address, items inserted in order of their start address into a Fenwick
+    tree over end addresses (descending) that keeps the three lowest item indices of
+    each prefix. ``j`` overlaps ``[lo, hi)`` exactly when ``start_j < hi`` and
+    ``end_j > lo``; the count is ``#(start < hi) − #(end ≤ lo)`` (items are not empty).
+    """
+    n = len(packed.items)
+    starts = list(packed.bases)
+    ends = [b + s for b, s in zip(packed.bases, packed.sizes, strict=True)]
+    sorted_starts, sorted_ends = sorted(starts), sorted(ends)
+    keys = sorted(set(ends), reverse=True)
+    rank = {e: k + 1 for k, e in enumerate(keys)}  # 1-based, descending end
+    negated = [-e for e in keys]  # ascending, for bisection
+    tree: list[list[int]] = [[] for _ in range(len(keys) + 1)]
+
+    def merge(a: list[int], b: list[int]) -> list[int]:
+        return sorted(set(a) | set(b))[:3]
+
+    by_start = sorted(range(n), key=lambda j: starts[j])
+    out: list[tuple[list[int], int]] = [([], 0)] * n
+    inserted = 0
+    for i in sorted(range(n), key=lambda i: ends[i]):
+        lo, hi = starts[i], ends[i]
+        while inserted < n and starts[by_start[inserted]] < hi:
+            j = by_start[inserted]
+            k = rank[ends[j]]
+            while k <= len(keys):
+                tree[k] = merge(tree[k], [j])
+                k += k & -k
+            inserted += 1
+        # ends > lo are the ranks 1 .. (number of distinct ends above lo)
+        k = bisect.bisect_left(negated, -lo)  # how many distinct ends lie above lo
+        found: list[int] = []
+        while k > 0:
+            found = merge(found, tree[k])
+            k -= k & -k
+        count = bisect.bisect_left(sorted_starts, hi) - bisect.bisect_right(sorted_ends, lo) - 1
+        out[i] = ([j for j in found if j != i][:2], count)
+    return out
+
+
+def _sharing(problem: Problem, packed: Packed, i: int, first: list[int], count: int) -> str:
     """Which not-co-live items share addresses with item i, and why they may."""
     it = packed.items[i]
     lo, hi = packed.bases[i], packed.bases[i] + packed.sizes[i]
     shares = []
-    for j, other in enumerate(packed.items):
-        if j == i:
-            continue
+    for j in first:
+        other = packed.items[j]
         olo, ohi = packed.bases[j], packed.bases[j] + packed.sizes[j]
-        if olo < hi and lo < ohi:
-            reason = problem.timeline.disjoint_reason(it.lifetime, other.lifetime)
-            shares.append(f"shares [{max(lo, olo)}, {min(hi, ohi)}) with `{other.display}` "
-                          f"({reason})")
-    if len(shares) > 2:
-        more = len(shares) - 2
-        shares[2:] = [f"and with {more} more {'claim' if more == 1 else 'claims'} never live "
-                      f"at the same time"]
+        reason = problem.timeline.disjoint_reason(it.lifetime, other.lifetime)
+        shares.append(f"shares [{max(lo, olo)}, {min(hi, ohi)}) with `{other.display}` "
+                      f"({reason})")
+    if count > 2:
+        more = count - 2
+        shares.append(f"and with {more} more {'claim' if more == 1 else 'claims'} never live "
+                      f"at the same time")
     return "; ".join(shares)
 
 
 def slots_of(problem: Problem, packed: Packed) -> list[Slot]:
     out = []
+    overlaps = _first_overlaps(packed)
     for i, it in enumerate(packed.items):
-        parts = [_item_why(problem, packed, i), _sharing(problem, packed, i)]
+        parts = [_item_why(problem, packed, i), _sharing(problem, packed, i, *overlaps[i])]
         out.append(Slot(it.domain, it.owner, it.name, packed.bases[i], packed.sizes[i], it.align,
                         it.lifetime, it.kind, it.ring, it.demand,
                         "; ".join(p for p in parts if p), it.span))

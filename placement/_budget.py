@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import z3
 
@@ -18,7 +19,8 @@ DEFAULT_RLIMIT = 200_000_000
 """Total rlimit units of one placement (some 10 to 30 s of solving on a current CPU)."""
 
 DEFAULT_CHECK_RLIMIT = 10_000_000
-"""The most one check may spend (about a second), so one hard proof cannot starve the rest."""
+"""The most one optimisation check may spend (about a second), so one hard proof cannot starve
+the rest; the check deciding whether a domain has any placement is bounded by the total only."""
 
 
 def _rlimit_count(solver: z3.Solver) -> int:
@@ -42,9 +44,15 @@ class Budget:
     def left(self) -> int:
         return max(0, self.total - self.used)
 
-    def check(self, solver: z3.Solver, *assumptions: z3.BoolRef) -> z3.CheckSatResult:
-        """One check under what is left of the budget (``unknown`` once it is spent)."""
-        limit = min(self.left, self.per_check)
+    def check(self, solver: z3.Solver, *assumptions: z3.BoolRef,
+              decisive: bool = False) -> z3.CheckSatResult:
+        """One check under what is left of the budget (``unknown`` once it is spent).
+
+        A check is capped at ``per_check`` units, except a ``decisive`` one (whether any
+        placement of a domain exists at all), which may spend all that is left: without
+        its answer there is nothing to return, so a larger total budget must help it.
+        """
+        limit = self.left if decisive else min(self.left, self.per_check)
         if limit <= 0:
             self.unknowns += 1
             return z3.unknown
@@ -58,11 +66,12 @@ class Budget:
         return result
 
 
-Probe = Callable[[int], "tuple[z3.CheckSatResult, z3.ModelRef | None]"]
+M = TypeVar("M")
+"""What a probe returns when it is satisfiable: a Z3 model, or a placement found without one."""
 
 
-def search_max(probe: Probe, value_of: Callable[[z3.ModelRef], int], best: int, upper: int,
-               step: int = 1) -> tuple[int, bool, z3.ModelRef | None]:
+def search_max(probe: Callable[[int], tuple[z3.CheckSatResult, M | None]], value_of: Callable[[M], int],
+               best: int, upper: int, step: int = 1) -> tuple[int, bool, M | None]:
     """The largest feasible value in ``[best, upper]`` on a grid of ``step``.
 
     ``probe(v)`` checks "objective ≥ v"; ``best`` is known feasible. Returns the best
@@ -84,8 +93,8 @@ def search_max(probe: Probe, value_of: Callable[[z3.ModelRef], int], best: int, 
     return best, True, model
 
 
-def search_min(probe: Probe, value_of: Callable[[z3.ModelRef], int], best: int, lower: int,
-               step: int = 1, near_first: bool = False) -> tuple[int, bool, z3.ModelRef | None]:
+def search_min(probe: Callable[[int], tuple[z3.CheckSatResult, M | None]], value_of: Callable[[M], int],
+               best: int, lower: int, step: int = 1, near_first: bool = False) -> tuple[int, bool, M | None]:
     """The smallest feasible value in ``[lower, best]`` on a grid of ``step`` (``lower`` on it).
 
     ``probe(v)`` checks "objective ≤ v"; ``best`` is known feasible. With ``near_first``

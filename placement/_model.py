@@ -21,6 +21,11 @@ from placement.problem import Domain, Problem, round_up
 MAX_CLIQUES = 256
 """Capacity cuts added per domain (they are redundant; more only slow the solver)."""
 
+MAX_CLIQUE_SCAN = 65_536
+"""Maximal cliques of the lifetime graph looked at for those cuts: a timeline can have
+exponentially many (phases exclusive in disjoint pairs: 2^pairs), and the cuts only
+strengthen bounds, so the scan stops here (deterministically: the enumeration order is)."""
+
 
 @dataclass(frozen=True)
 class Item:
@@ -103,32 +108,42 @@ class Structure:
 
 
 def structure(items: Sequence[Item], timeline: Timeline) -> Structure:
+    """Who may not overlap whom, in time linear in the co-live pairs (plus sorting).
+
+    Items are grouped by lifetime and only co-live lifetime groups are paired
+    (:meth:`Timeline.co_live_pairs`), never every pair of items.
+    """
     lifetimes = sorted({it.lifetime for it in items}, key=lifetime_key)
-    members: dict[Lifetime, list[int]] = {life: [] for life in lifetimes}
+    position = {life: x for x, life in enumerate(lifetimes)}
+    members: list[list[int]] = [[] for _ in lifetimes]
     for it in items:
-        members[it.lifetime].append(it.index)
-    live = {(a, b): timeline.co_live(a, b) for a in lifetimes for b in lifetimes}
+        members[position[it.lifetime]].append(it.index)
+    live = timeline.co_live_pairs(lifetimes)
     neighbours: list[list[int]] = [[] for _ in items]
-    pairs = []
-    for i, a in enumerate(items):
-        for b in items[i + 1:]:
-            if live[(a.lifetime, b.lifetime)]:
-                pairs.append((a.index, b.index))
-                neighbours[a.index].append(b.index)
-                neighbours[b.index].append(a.index)
+    pairs: list[tuple[int, int]] = []
+    for x, y in live:
+        if x == y:
+            group = members[x]
+            for k, i in enumerate(group):
+                pairs.extend((i, j) if i < j else (j, i) for j in group[k + 1:])
+        else:
+            pairs.extend((i, j) if i < j else (j, i) for i in members[x] for j in members[y])
+    pairs.sort()
+    for i, j in pairs:
+        neighbours[i].append(j)
+        neighbours[j].append(i)
+    for n in neighbours:
+        n.sort()
     shapes: dict[tuple[object, ...], list[int]] = {}
     for it in items:
         shapes.setdefault(it.shape, []).append(it.index)
     chains = tuple(tuple(v) for v in shapes.values() if len(v) > 1)
     graph = nx.Graph()
     graph.add_nodes_from(range(len(lifetimes)))
-    for x, life in enumerate(lifetimes):
-        for y in range(x + 1, len(lifetimes)):
-            if live[(life, lifetimes[y])]:
-                graph.add_edge(x, y)
+    graph.add_edges_from((x, y) for x, y in live if x != y)
     found = []
-    for clique in nx.find_cliques(graph):
-        found.append(tuple(sorted(i for x in clique for i in members[lifetimes[x]])))
+    for clique in itertools.islice(nx.find_cliques(graph), MAX_CLIQUE_SCAN):
+        found.append(tuple(sorted(i for x in clique for i in members[x])))
     found.sort(key=lambda c: (-sum(items[i].unit for i in c), c))
     return Structure(tuple(tuple(n) for n in neighbours), tuple(pairs), chains,
                      tuple(found[:MAX_CLIQUES]))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import z3
@@ -38,6 +38,10 @@ from placement._model import (
 )
 from placement.lifetime import Timeline
 from placement.problem import Domain, Problem, round_up
+
+MAX_CORE_PAIRS = 20_000
+"""Above this many co-live pairs a domain that a capacity cut proves infeasible gets the cut's
+core: the solver model that might find a smaller one would cost seconds just to build."""
 
 
 @dataclass(frozen=True)
@@ -235,12 +239,23 @@ def solve_domain(problem: Problem, domain: Domain, items: tuple[Item, ...], budg
     sizes = _sizes(items, low_depths)
     witness = best_seed(items, st, sizes, lo, hi)
     if witness is None:
+        # a capacity cut proves there is no placement: the solver only looks for a smaller
+        # core, within one check; otherwise its check decides and may spend the whole budget
+        cut = _capacity_core(items, st, sizes, lo, hi)
+        if cut is not None and len(st.pairs) > MAX_CORE_PAIRS:
+            return _conflict(domain, items, timeline, cut, None, low_depths, sizes, lo, hi,
+                             budget)
         tracked = PackModel(items, st, lo, hi, sizes=sizes, depth_ranges={}, tracked=True)
-        result = budget.check(tracked.solver, *tracked.lits)
+        result = budget.check(tracked.solver, *tracked.lits, decisive=cut is None)
         if result == z3.unsat:
-            return _conflict(domain, items, timeline, tracked, low_depths, sizes, lo, hi, budget)
+            core = sorted(int(str(lit)[1:]) for lit in tracked.solver.unsat_core())
+            return _conflict(domain, items, timeline, core, tracked, low_depths, sizes, lo, hi,
+                             budget)
         if result == z3.unknown:
-            return Undecided(domain)
+            if cut is None:
+                return Undecided(domain)
+            return _conflict(domain, items, timeline, cut, None, low_depths, sizes, lo, hi,
+                             budget)
         witness = tracked.bases(tracked.solver.model())
     depths, depth_proven = dict(low_depths), True
     if ranges:
@@ -265,6 +280,75 @@ def solve_domain(problem: Problem, domain: Domain, items: tuple[Item, ...], budg
                   depth_proven, footprint_proven, canonical)
 
 
+DepthTerm = Callable[[Mapping[str, z3.ArithRef]], z3.BoolRef]
+"""A constraint over the ring depths, built for whichever model it is added to."""
+
+Found = tuple[dict[str, int], list[int]]
+"""Ring depths and the bases of a placement at those depths."""
+
+
+class _DepthSearch:
+    """Depth probes answered by a relaxation first and the full model only when it must.
+
+    The relaxation has the depth variables and the capacity cuts alone (each clique's
+    sizes and each item's size at its alignment fit the domain), so "unsat" there is
+    "unsat" for the full model, and a depth vector it proposes that first fit packs is a
+    placement. Only a probe neither settles builds (once) and asks the full model, whose
+    pairwise disjunctions make each check cost seconds when there are many items.
+    """
+
+    def __init__(self, items: Sequence[Item], st: Structure, lo: int, hi: int,
+                 ranges: Mapping[str, tuple[int, int]]) -> None:
+        self.items, self.st, self.lo, self.hi, self.ranges = items, st, lo, hi, ranges
+        self.ctx = z3.Context()
+        self.solver = z3.Solver(ctx=self.ctx)
+        self.depth = {n: z3.Int(f"d{k}", self.ctx) for k, n in enumerate(sorted(ranges))}
+        for n, (a, b) in ranges.items():
+            self.solver.add(self.depth[n] >= a, self.depth[n] <= b)
+        for group in (*st.cliques, *((it.index,) for it in items)):
+            fixed = sum(items[i].unit for i in group if items[i].ring is None)
+            pad = max(round_up(lo, items[i].align) - lo for i in group) if len(group) == 1 else 0
+            terms = [items[i].unit * self.depth[ring] for i in group if (ring := items[i].ring) is not None]
+            if terms:
+                self.solver.add(z3.Sum(terms) + fixed + pad <= hi - lo)
+        self.full: PackModel | None = None
+        self.fixed: list[DepthTerm] = []
+        self.guards = 0
+
+    def add(self, term: DepthTerm) -> None:
+        """A constraint every later probe keeps."""
+        self.fixed.append(term)
+        self.solver.add(term(self.depth))
+        if self.full is not None:
+            self.full.solver.add(term(self.full.depth))
+
+    def probe(self, budget: Budget, term: DepthTerm) -> tuple[z3.CheckSatResult, Found | None]:
+        guard = z3.Bool(f"probe{self.guards}", self.ctx)
+        self.guards += 1
+        self.solver.add(z3.Implies(guard, term(self.depth)))
+        result = budget.check(self.solver, guard)
+        if result == z3.unsat:
+            return result, None
+        if result == z3.sat:
+            model = self.solver.model()
+            depths = {n: model.eval(d, model_completion=True).as_long() for n, d in self.depth.items()}
+            bases = best_seed(self.items, self.st, _sizes(self.items, depths), self.lo, self.hi)
+            if bases is not None:
+                return result, (depths, bases)
+        if self.full is None:
+            self.full = PackModel(self.items, self.st, self.lo, self.hi, sizes=None, depth_ranges=self.ranges)
+            for fixed in self.fixed:
+                self.full.solver.add(fixed(self.full.depth))
+        result, found = self.full.probe(budget, term(self.full.depth))
+        if found is None:
+            return result, None
+        return result, (self.full.depths(found), self.full.bases(found))
+
+
+def _equal(name: str, value: int) -> DepthTerm:
+    return lambda d: d[name] == value
+
+
 def _deepen(items: Sequence[Item], st: Structure, lo: int, hi: int,
             ranges: Mapping[str, tuple[int, int]], witness: list[int], budget: Budget,
             ) -> tuple[dict[str, int], list[int], bool]:
@@ -279,26 +363,45 @@ def _deepen(items: Sequence[Item], st: Structure, lo: int, hi: int,
         depths = {n: ranges[n][0] for n in names}
     else:
         witness = grown
-    model = PackModel(items, st, lo, hi, sizes=None, depth_ranges=ranges)
-    total = z3.Sum([model.depth[n] for n in names])
-    best, proven, found = model.raise_to(budget, total, sum(depths.values()), sum(top.values()))
+    search = _DepthSearch(items, st, lo, hi, ranges)
+
+    def total(d: Mapping[str, z3.ArithRef]) -> z3.ArithRef:
+        return z3.Sum([d[n] for n in names])
+
+    def at_least(v: int) -> tuple[z3.CheckSatResult, Found | None]:
+        return search.probe(budget, lambda d: total(d) >= v)
+
+    def at_most(v: int) -> tuple[z3.CheckSatResult, Found | None]:
+        return search.probe(budget, lambda d: z3.And([d[n] <= v for n in names]))
+
+    # (the searches call these with what a satisfiable probe found, never None)
+    def depth_sum(f: Found | None) -> int:
+        return sum(f[0].values()) if f is not None else 0
+
+    def widest(f: Found | None) -> int:
+        return max(f[0].values()) if f is not None else 0
+
+    best, proven, found = search_max(at_least, depth_sum, sum(depths.values()), sum(top.values()))
     if found is not None:
-        depths, witness = model.depths(found), model.bases(found)
-    model.solver.add(total == best)
-    widest = z3.Int("widest", model.ctx)
-    model.solver.add([widest >= model.depth[n] for n in names])
-    narrow, ok, found = model.lower_to(budget, widest, max(depths.values()),
-                                       max(ranges[n][0] for n in names))
+        depths, witness = found
+    search.add(lambda d: total(d) == best)
+    narrow, ok, found = search_min(at_most, widest, max(depths.values()), max(ranges[n][0] for n in names))
     proven = proven and ok
     if found is not None:
-        depths, witness = model.depths(found), model.bases(found)
-    model.solver.add(widest == narrow)
+        depths, witness = found
+    search.add(lambda d: z3.And([d[n] <= narrow for n in names]))
     for n in names:
-        value, ok, found = model.raise_to(budget, model.depth[n], depths[n], top[n])
+        def deeper(v: int, n: str = n) -> tuple[z3.CheckSatResult, Found | None]:
+            return search.probe(budget, lambda d: d[n] >= v)
+
+        def depth_of(f: Found | None, n: str = n) -> int:
+            return f[0][n] if f is not None else 0
+
+        value, ok, found = search_max(deeper, depth_of, depths[n], top[n])
         proven = proven and ok
         if found is not None:
-            depths, witness = model.depths(found), model.bases(found)
-        model.solver.add(model.depth[n] == value)
+            depths, witness = found
+        search.add(_equal(n, value))
     return depths, witness, proven
 
 
@@ -359,12 +462,37 @@ def _fits(items: Sequence[Item], members: Sequence[int], timeline: Timeline,
     return best_seed(sub, structure(sub, timeline), [sizes[i] for i in members], lo, hi) is not None
 
 
-def _conflict(domain: Domain, items: tuple[Item, ...], timeline: Timeline, tracked: PackModel,
-              depths: Mapping[str, int], sizes: Sequence[int], lo: int, hi: int, budget: Budget,
-              ) -> Conflict:
-    """Shrink the unsat core to a minimal one (deletion-based) and measure what it needs."""
-    by_name = {str(lit): it.index for it, lit in zip(items, tracked.lits, strict=True)}
-    core = sorted(by_name[str(lit)] for lit in tracked.solver.unsat_core())
+def _capacity_core(items: Sequence[Item], st: Structure, sizes: Sequence[int], lo: int,
+                   hi: int) -> list[int] | None:
+    """Pairwise co-live items whose sizes alone exceed the domain, or None if no cut proves it.
+
+    The proof without a solver check: one item past the limit at its alignment, else the
+    largest members of a clique (:attr:`Structure.cliques`) until their sum passes it.
+    """
+    for it in items:
+        if round_up(lo, it.align) + sizes[it.index] > hi:
+            return [it.index]
+    for clique in st.cliques:
+        chosen, total = [], lo
+        for i in sorted(clique, key=lambda i: (-sizes[i], i)):
+            chosen.append(i)
+            total += sizes[i]
+            if total > hi:
+                return sorted(chosen)
+    return None
+
+
+def _conflict(domain: Domain, items: tuple[Item, ...], timeline: Timeline, core: list[int],
+              tracked: PackModel | None, depths: Mapping[str, int], sizes: Sequence[int], lo: int,
+              hi: int, budget: Budget) -> Conflict:
+    """Shrink an infeasible set of items to a minimal one (deletion-based) and measure what it needs.
+
+    ``tracked`` is the domain's tracked model when the solver found the core; without one
+    the checks run on a model of the first core's items alone, so shrinking a core that a
+    capacity cut found costs what the core costs, not what the whole domain does.
+    """
+    origin = list(core) if tracked is None else [it.index for it in items]
+    position = {j: k for k, j in enumerate(origin)}
     minimal = True
     for i in list(core):
         if i not in core:
@@ -372,9 +500,13 @@ def _conflict(domain: Domain, items: tuple[Item, ...], timeline: Timeline, track
         trial = [j for j in core if j != i]
         if _fits(items, trial, timeline, sizes, lo, hi):
             continue
-        result = budget.check(tracked.solver, *[tracked.lits[j] for j in trial])
+        if tracked is None:
+            sub = tuple(dataclasses.replace(items[j], index=k) for k, j in enumerate(origin))
+            tracked = PackModel(sub, structure(sub, timeline), lo, hi,
+                                sizes=[sizes[j] for j in origin], depth_ranges={}, tracked=True)
+        result = budget.check(tracked.solver, *[tracked.lits[position[j]] for j in trial])
         if result == z3.unsat:
-            core = sorted(by_name[str(lit)] for lit in tracked.solver.unsat_core())
+            core = sorted(origin[int(str(lit)[1:])] for lit in tracked.solver.unsat_core())
         elif result == z3.unknown:
             minimal = False
     members = tuple(items[i] for i in core)

@@ -207,7 +207,7 @@ def solve_warps(problem: Problem, budget: Budget) -> Layout | WarpConflict | War
     exact = problem.block_warps if problem.allow_idle_warps else total
     layout_model = WarpModel(problem, roles, registers=False, limit=limit, exact=exact)
     if greedy_layout(problem, everyone) is None:
-        result = budget.check(layout_model.solver, *layout_model.lits)
+        result = budget.check(layout_model.solver, *layout_model.lits, decisive=True)
         if result == z3.unknown:
             return WarpsUndecided()
         if result == z3.unsat:
@@ -215,7 +215,7 @@ def solve_warps(problem: Problem, budget: Budget) -> Layout | WarpConflict | War
             needs, ok = _warps_needed(problem, [roles[r] for r in core], budget)
             return WarpConflict("L-WARPS", core, minimal, needs, limit, ok, needs)
     model = WarpModel(problem, roles, registers=True, limit=limit, exact=exact)
-    result = budget.check(model.solver, *model.lits)
+    result = budget.check(model.solver, *model.lits, decisive=True)
     if result == z3.unknown:
         return WarpsUndecided()
     if result == z3.unsat:

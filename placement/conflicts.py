@@ -174,5 +174,6 @@ def budget_diagnostic(what: str, rlimit: int) -> Diagnostic:
         f"placement of {what} was not decided within its budget of {rlimit} rlimit units",
         Severity.ERROR, (),
         ("the solver found no placement and could not prove that none exists",),
-        ("raise the placement budget (`rlimit`), or simplify the lifetimes of the claims",),
+        ("raise the placement budget (`rlimit` of `placement.solve`: the check that decides whether "
+         "a placement exists may spend all of it), or simplify the lifetimes of the claims",),
         (("rlimit", str(rlimit)),))

@@ -70,7 +70,7 @@ def solve(problem: Problem, *, rlimit: int = DEFAULT_RLIMIT,
     canonical = layout.canonical and all(p.canonical for p in packed.values())
     notes: list[Diagnostic] = []
     if not (optimal and canonical):
-        notes.append(_budget_note(packed, layout, optimal, rlimit))
+        notes.append(_budget_note(packed, layout, optimal, budget))
     placement = assemble(problem, packed, layout, method="solver", optimal=optimal,
                          canonical=canonical, notes=tuple(notes), rlimit_used=budget.used,
                          checks=budget.checks)
@@ -81,8 +81,8 @@ def solve(problem: Problem, *, rlimit: int = DEFAULT_RLIMIT,
 
 
 def _budget_note(packed: dict[Domain, Packed], layout: Layout, optimal: bool,
-                 rlimit: int) -> Diagnostic:
-    """``I-PLACE-BUDGET``: which levels were not proven within the budget."""
+                 budget: Budget) -> Diagnostic:
+    """``I-PLACE-BUDGET``: which levels were not proven within the budget, and which limit bound."""
     open_levels = []
     for domain in DOMAINS:
         p = packed[domain]
@@ -97,9 +97,16 @@ def _budget_note(packed: dict[Domain, Packed], layout: Layout, optimal: bool,
     if not layout.canonical:
         open_levels.append("warp and register tie-break")
     what = "optimal" if not optimal else "canonical"
+    if budget.left == 0:
+        help_text = (f"raise the placement budget (`rlimit`, {budget.total} units, all spent) to prove "
+                     "the remaining levels")
+    else:
+        help_text = (f"raise the per-check limit (`check_rlimit`, {budget.per_check} units): a check hit "
+                     f"it with {budget.left} of the {budget.total} units of `rlimit` left")
     return Diagnostic(
         "I-PLACE-BUDGET",
-        f"placement is valid but not proven {what} within its budget of {rlimit} rlimit units",
+        f"placement is valid but not proven {what} within its budget of {budget.total} rlimit units",
         Severity.NOTE, (), (f"not proven: {', '.join(open_levels)}",),
-        ("raise the placement budget (`rlimit`) to prove the remaining levels",),
-        (("rlimit", str(rlimit)), ("open", ", ".join(open_levels))))
+        (help_text,),
+        (("rlimit", str(budget.total)), ("check_rlimit", str(budget.per_check)),
+         ("open", ", ".join(open_levels))))

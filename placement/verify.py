@@ -7,11 +7,15 @@ depth within its range; the roles covering the block's warps exactly (idle warps
 only where allowed), warpgroup roles aligned; one legal setmaxnreg budget per
 warpgroup, at least every member role's minimum, and the groups fitting the
 register pool. It shares only the lifetime rule (:meth:`Timeline.co_live`, the
-definition of the problem) with the solver.
+definition of the problem, through :meth:`Timeline.co_live_pairs`, its sweep over
+distinct lifetimes, which the tests hold equal to it) with the solver.
 """
 
 from __future__ import annotations
 
+import heapq
+
+from placement.lifetime import Timeline, lifetime_key
 from placement.problem import Capacities, Domain, Problem
 from placement.result import Placement, Slot
 
@@ -101,19 +105,51 @@ def _storage(problem: Problem, placement: Placement, errors: list[str]) -> None:
         by_domain.setdefault(s.domain, []).append(s)
     for domain, slots in by_domain.items():
         slots.sort(key=lambda s: s.offset)
-        for i, a in enumerate(slots):
-            for b in slots[i + 1:]:
-                if b.offset >= a.offset + a.size:
-                    break
-                if problem.timeline.co_live(a.lifetime, b.lifetime):
-                    errors.append(f"{domain.value} `{a.display}` [{a.offset}, {a.end}) overlaps "
-                                  f"co-live `{b.display}` [{b.offset}, {b.end})")
+        for i, j in _co_live_overlaps(problem.timeline, slots):
+            a, b = slots[i], slots[j]
+            errors.append(f"{domain.value} `{a.display}` [{a.offset}, {a.end}) overlaps "
+                          f"co-live `{b.display}` [{b.offset}, {b.end})")
     for use in placement.uses:
         ends = [s.end for s in seen.values() if s.domain is use.domain]
         lo, hi = _range(problem, use.domain)
         if use.end != max(ends, default=lo) or use.start != lo or use.limit != hi:
             errors.append(f"{use.domain.value} use [{use.start}, {use.end}) of {use.limit} "
                           f"misreports the slots")
+
+
+def _co_live_overlaps(timeline: Timeline, slots: list[Slot]) -> list[tuple[int, int]]:
+    """Every pair ``(i, j)``, ``i < j``, of overlapping co-live slots (positions in ``slots``).
+
+    Not a test of every overlapping pair (slots of exclusive phases overlap by the
+    thousand): for each lifetime, a sweep by address over its slots and those of the
+    lifetimes co-live with it, which in a valid placement meets no active conflict.
+    """
+    lifetimes = sorted({s.lifetime for s in slots}, key=lifetime_key)
+    position = {life: x for x, life in enumerate(lifetimes)}
+    members: list[list[int]] = [[] for _ in lifetimes]
+    for i, s in enumerate(slots):
+        members[position[s.lifetime]].append(i)
+    partners: list[list[int]] = [[] for _ in lifetimes]
+    for x, y in timeline.co_live_pairs(lifetimes):
+        partners[x].append(y)
+    found: set[tuple[int, int]] = set()
+    for x, ys in enumerate(partners):
+        mine = set(members[x])
+        others = {i for y in ys for i in members[y]}
+        active_mine: list[tuple[int, int]] = []
+        active_other: list[tuple[int, int]] = []
+        for i in sorted(mine | others, key=lambda i: (slots[i].offset, i)):
+            start = slots[i].offset
+            for heap in (active_mine, active_other):
+                while heap and heap[0][0] <= start:
+                    heapq.heappop(heap)
+            if i in mine:
+                found.update((min(i, j), max(i, j)) for _, j in active_other)
+                heapq.heappush(active_mine, (slots[i].end, i))
+            if i in others:
+                found.update((min(i, j), max(i, j)) for _, j in active_mine if j != i)
+                heapq.heappush(active_other, (slots[i].end, i))
+    return sorted(found)
 
 
 def _warps(problem: Problem, placement: Placement, errors: list[str]) -> None:

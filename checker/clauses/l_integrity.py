@@ -20,6 +20,11 @@ when:
 The clause's own check reports nothing: the loader turns every defect into this
 diagnostic, and the package's stage is then resolved as if the package were absent.
 
+The same code refuses a link output directory whose `kernel.cubin` is not the one
+its `link.json` records (size and SHA-256), or whose manifest records no hash:
+`kernlink run` and every load of a linked kernel check it before a launch
+(`linker/outdir.py`).
+
 ## Why it matters
 The checker trusts what a package captured — its symbols, its params layout, its
 contract — and the linker links its LTO IR unread. A package changed after it was

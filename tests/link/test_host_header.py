@@ -37,10 +37,13 @@ def cuda_include() -> Path | None:
 
 
 def _header(linked: Linked, name: str) -> tuple[str, dict[str, object], bytes]:
+    """The kernel.h `kernlink link` wrote, which must be the header of the record and cubin beside it."""
     out = linked[name][1]
     record = json.loads((out / "link.json").read_text())
     cubin = (out / "kernel.cubin").read_bytes()
-    return host_header(record, cubin), record, cubin
+    text = (out / "kernel.h").read_text()
+    assert text == host_header(record, cubin)
+    return text, record, cubin
 
 
 def test_header_matches_the_link_record(linked: Linked) -> None:

@@ -140,11 +140,22 @@ def test_register_groups_over_the_pool_is_l_regs() -> None:
     assert sorted(lab.span.line for lab in d.labels) == [1, 2]
 
 
-def test_undecided_within_budget_is_e_solver_budget() -> None:
+def test_a_capacity_cut_decides_what_the_budget_could_not() -> None:
+    # the solver check runs out at once, but 512 + 32 co-live columns exceed 512 by arithmetic
     problem = Problem(caps("sm_100a"), tmem=(TmemClaim("mma", "acc", 512),
                                              TmemClaim("epi", "stage", 32)))
     d = rejection(problem, rlimit=1)
+    assert d.code == "L-OVERLAP"
+    assert d.message == "tensor memory needs 544 columns, sm_100a offers 512 columns"
+
+
+def test_undecided_within_budget_is_e_solver_budget() -> None:
+    # 114 × 1152 B fit by their sum, but each takes 2048 B at 1024-byte alignment: first fit
+    # fails, no capacity cut proves it, and one rlimit unit decides nothing
+    smem = tuple(SmemClaim("s", f"c{i:03}", 1152, 1024) for i in range(114))
+    d = rejection(Problem(caps("sm_100a"), smem=smem), rlimit=1)
     assert d.code == "E-SOLVER-BUDGET"
+    assert "may spend all of it" in d.helps[0]
 
 
 def test_every_failing_domain_is_reported() -> None:

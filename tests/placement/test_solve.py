@@ -212,3 +212,18 @@ def test_unbounded_ring_is_deepened_quickly() -> None:
     p = solve(problem)
     assert p.depth("flags") == (232448 - 64 * 1024) // 16
     assert p.optimal and p.checks < 40
+
+
+def test_a_decisive_check_may_spend_the_whole_budget() -> None:
+    # the per-check cap binds an optimisation check, never the check that decides existence
+    import z3
+
+    from placement._budget import Budget
+
+    ctx = z3.Context()
+    solver = z3.Solver(ctx=ctx)
+    xs = [z3.Int(f"x{i}", ctx) for i in range(40)]
+    solver.add(*[z3.Or(x == 1, x == 2) for x in xs], z3.Sum(xs) == 61)
+    assert Budget(10_000_000, 1).check(solver) == z3.unknown
+    budget = Budget(10_000_000, 1)
+    assert budget.check(solver, decisive=True) == z3.sat and budget.used > 1
