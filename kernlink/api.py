@@ -160,10 +160,11 @@ def link(paths: Sequence[str | Path], out_dir: str | Path | None = None, *, targ
     sources = result.sources
     if output is not None and output.generated is not None:
         sources.add("generated.cu", output.generated.source)
-    if out_dir is not None and output is not None:
+    if output is not None:
         from kernlink.paths import relocate_record
 
-        relocate_record(output.record)  # the files name inputs relative to the pipeline, not the cwd
+        relocate_record(output.record)  # the record names inputs relative to the pipeline, not the cwd
+    if out_dir is not None and output is not None:
         try:
             write_outputs(output, out_dir)
         except DiagnosticError as err:
