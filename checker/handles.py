@@ -185,6 +185,7 @@ def handle_bindings(stage: A.Stage) -> list[HandleSpec]:
     def add(symbol: str, kind: HandleKind, item: str, node: A.Node, explicit: bool = False) -> None:
         out.append(HandleSpec(symbol, kind, stage.name, item, None, explicit, node))
 
+    rings: set[str] = set()
     for it in stage.items:
         if isinstance(it, A.SmemClaim):
             main = it.handle or f"{p}_{it.name}_smem"
@@ -204,8 +205,10 @@ def handle_bindings(stage: A.Stage) -> list[HandleSpec]:
             add(f"{p}_{it.name}_bar_id", "bar_id", it.name, it)
             add(f"{p}_{it.name}_threads", "bar_threads", it.name, it)
         elif isinstance(it, A.Ring):
-            for suffix, kind in _RING_HANDLES:
-                add(f"{p}_{it.name}_{suffix}", kind, it.name, it)
+            if it.name not in rings:  # a stage holding both sides of a ring reads one set of barriers
+                for suffix, kind in _RING_HANDLES:
+                    add(f"{p}_{it.name}_{suffix}", kind, it.name, it)
+            rings.add(it.name)
             if it.first(A.RingInitBy) is not None:
                 add(f"{p}_{it.name}_full_count", "ring_full_count", it.name, it)
                 add(f"{p}_{it.name}_empty_count", "ring_empty_count", it.name, it)

@@ -42,7 +42,7 @@ instead of generating code that would compute the wrong thing.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from checker.composition import Composition, Owned, StageEntry
@@ -575,10 +575,10 @@ def _field_source(f: ParamField) -> str:
     return " (caller)"
 
 
-def _branches(ranges: Sequence[tuple[int, int]]) -> list[str]:
+def _branches(ranges: Sequence[tuple[int, int]], start: int = 0) -> list[str]:
     """``if``/``else if`` conditions selecting each warp range ``[lo, hi)`` (ranges sorted, disjoint)."""
     out = []
-    previous = 0
+    previous = start
     for i, (lo, hi) in enumerate(ranges):
         cond = f"warp < {hi}u" if lo == previous else f"warp >= {lo}u && warp < {hi}u"
         out.append(("if" if i == 0 else "} else if") + f" ({cond}) {{")
@@ -609,6 +609,8 @@ def _kernel_lines(d: Dispatch, params: ParamsLayout) -> list[str]:
                     f"  // ring `{init.ring}`, init by role `{init.role}`",
                     "    }"]
         out.append("    __syncthreads();  // every barrier is initialised before any role starts")
+    if d.groups and _nested(d):
+        return [*out, *_nested_lines(d, params_of, 1 + bool(d.inits)), "}"]
     if d.groups:
         out.append(f"    // {1 + bool(d.inits)}. register groups: setmaxnreg per warpgroup (the kernel starts with "
                    f"{d.entry_regs})")
@@ -637,4 +639,56 @@ def _kernel_lines(d: Dispatch, params: ParamsLayout) -> list[str]:
     if d.idle_warps:
         out.append(f"    // idle warps {', '.join(str(w) for w in d.idle_warps)} return at once")
     out.append("}")
+    return out
+
+
+def _group_of(d: Dispatch, role: RoleEntry) -> GroupRegs | None:
+    return next((g for g in d.groups
+                 if g.first_warp <= role.first_warp and role.first_warp + role.warps <= g.first_warp + g.warps), None)
+
+
+def _nested(d: Dispatch) -> bool:
+    """True when every role lies inside one register group: each group's branch then holds its roles."""
+    return all(_group_of(d, r) is not None for r in d.roles)
+
+
+def _setmaxnreg_line(grp: GroupRegs, indent: str) -> str:
+    what = f"groups {grp.groups[0]}..{grp.groups[-1]}" if len(grp.groups) > 1 else f"group {grp.groups[0]}"
+    who = ", ".join(grp.roles) or "idle warps"
+    span = f"warps {grp.first_warp}..{grp.first_warp + grp.warps - 1}"
+    if grp.op is None:
+        return f"{indent}// {what}, {span} ({who}): keeps {grp.budget}"
+    return f'{indent}asm volatile("setmaxnreg.{grp.op}.sync.aligned.u32 {grp.budget};");  // {what}, {span}: {who}'
+
+
+def _nested_lines(d: Dispatch, params_of: Callable[[str | None], str], step: int) -> list[str]:
+    """Register groups and roles in one if/else chain: ptxas compiles each branch to its group's budget.
+
+    ptxas allocates registers for the code after a ``setmaxnreg`` to that budget only when
+    the instruction and the code are in the same branch (HOPPER.md: "each warpgroup's role is
+    one branch of a single if/else"); with a separate chain the whole kernel is compiled to
+    the entry count, and a role needing more (a wgmma accumulator) does not compile.
+    """
+    out = [f"    // {step}. register groups and roles: each warpgroup range runs setmaxnreg (the kernel starts "
+           f"with {d.entry_regs}), then calls its roles' entries"]
+    for line, grp in zip(_branches([(g.first_warp, g.first_warp + g.warps) for g in d.groups]), d.groups,
+                         strict=True):
+        out.append(f"    {line}")
+        out.append(_setmaxnreg_line(grp, "        "))
+        inner = [r for r in d.roles if _group_of(d, r) is grp]
+        if len(inner) == 1 and (inner[0].first_warp, inner[0].warps) == (grp.first_warp, grp.warps):
+            role = inner[0]
+            out.append(f"        {role.entry}({params_of(role.params_member)}, kl_smem);  // {role.stage} role "
+                       f"`{role.role}`, warps {role.first_warp}..{role.first_warp + role.warps - 1}")
+            continue
+        ranges = [(r.first_warp, r.first_warp + r.warps) for r in inner]
+        for branch, role in zip(_branches(ranges, grp.first_warp), inner, strict=True):
+            out.append(f"        {branch}")
+            out.append(f"            {role.entry}({params_of(role.params_member)}, kl_smem);  // {role.stage} "
+                       f"role `{role.role}`, warps {role.first_warp}..{role.first_warp + role.warps - 1}")
+        if inner:
+            out.append("        }")
+    out.append("    }")
+    if d.idle_warps:
+        out.append(f"    // idle warps {', '.join(str(w) for w in d.idle_warps)} return at once")
     return out
