@@ -529,7 +529,8 @@ def _transfer_lines(transfers: Sequence[Transfer], unused: Sequence[UnusedExport
            "// function is the producing stage's export handle, the import function the consuming stage's import",
            "// handle; every move is a bit copy (nothing is converted)."]
     for t in transfers:
-        scratch = (f"scratch `{t.scratch_claim}` at shared address {t.scratch_addr} (dynamic base + "
+        where = "the export's claim" if t.shared == "buffer" else "scratch"
+        scratch = (f"{where} `{t.scratch_claim}` at shared address {t.scratch_addr} (dynamic base + "
                    f"{t.scratch_offset}), {t.scratch_bytes} B" if t.scratch_claim is not None else "no scratch")
         barriers = (f"named barrier(s) {', '.join(map(str, t.barrier_ids))} of {t.barrier_threads} threads"
                     if t.barrier_ids else "no named barrier")

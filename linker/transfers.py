@@ -21,9 +21,14 @@ placed roles. Linking one needs three more decisions, made here:
   claim's placed address (the dynamic base is shared address ``smem_user_base`` and
   the kernel has no static shared memory).
 
+- **placement buffer** — an export placed in shared memory (``placement smem(...)``)
+  lives in the producing stage's shared-memory claim of the export's own name
+  (``claim smem accumulator …`` for ``export tensor accumulator``); the map's addresses
+  are byte offsets from that claim's placed address, and every one must fall inside it.
+
 Register routes (copy, shuffle) need no constants. Routes whose constants the
-role-entry ABI cannot provide yet (tensor-memory loads, shared-memory placements) are
-``E-UNSUPPORTED`` with the missing piece named.
+role-entry ABI cannot provide yet (tensor-memory loads) are ``E-UNSUPPORTED`` with
+the missing piece named.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import product
 
 from checker.composition import Composition
 from checker.handles import tensor_symbol
@@ -43,6 +49,7 @@ from placement.problem import BarrierClaim, Domain
 from placement.result import Placement
 from placement.solve import solve
 from placement.verify import verify
+from transfer_model import exprs as ex
 from transfer_model.adapter import RoutedSeam
 from transfer_model.lower import LinkConstants, lower
 from transfer_model.primitives import REGISTER_COPY, SMEM_STAGING, TMEM_LOAD, WARP_SHUFFLE
@@ -81,6 +88,7 @@ class Transfer:
     barrier_threads: int
     why: str
     source: str = dataclasses.field(repr=False)
+    shared: str = ""  # "scratch" (staging), "buffer" (the export's own claim) or "" (registers)
 
     @property
     def connection(self) -> str:
@@ -203,14 +211,12 @@ def _transfer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span)
         raise _refuse(span, seam.import_stage, what,
                       "a tensor-memory load needs the tile's tensor-memory address, and the role-entry ABI "
                       "allocates no tensor memory (tcgen05.alloc)")
-    if program.shared == "buffer":
-        raise _refuse(span, seam.import_stage, what,
-                      "the export is placed in shared memory, and its contract names no claim whose placed "
-                      "address the route could read the tile from")
     barrier_ids = _barrier_ids(placed.placement, routed, span)
     claim, addr = None, None
     if program.shared == "scratch":
         claim, addr = _scratch(comp, placed, routed, span, what)
+    elif program.shared == "buffer":
+        claim, addr = _buffer(comp, placed, routed, span, what)
     base = placed.problem.capacities.smem_user_base
     export_symbol = tensor_symbol(seam.export_stage, seam.export.name, "export")
     import_symbol = tensor_symbol(seam.import_stage, seam.imp.name, "import")
@@ -222,7 +228,9 @@ def _transfer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span)
             "E-INTERNAL", f"cannot lower {what}: {err}", labels=(Label(span, "imported here"),),
             helps=("report it with the inputs: this is a kernlink bug",))]) from None
     why = f"{route.result.title}: the cheapest rung of the ladder whose checks all pass"
-    if claim is not None:
+    if claim is not None and program.shared == "buffer":
+        why += f"; reads the tile where the producer placed it, claim `{claim}` of `{seam.export_stage}`"
+    elif claim is not None:
         why += f"; stages through `{claim}`, lent by role `{seam.imp.role}`"
     if barrier_ids:
         why += f"; named barrier(s) {', '.join(map(str, barrier_ids))} of {program.barrier_threads} threads"
@@ -231,8 +239,8 @@ def _transfer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span)
         seam.export.elem, export_symbol, import_symbol,
         (program.producer.first, program.producer.count), (program.consumer.first, program.consumer.count),
         program.chunks, program.regs_per_call, claim, addr, None if addr is None else addr - base,
-        program.smem_bytes if program.shared == "scratch" else 0, barrier_ids, program.barrier_threads, why,
-        source)
+        _shared_bytes(routed) if claim is not None else 0, barrier_ids, program.barrier_threads, why,
+        source, program.shared)
 
 
 def _barrier_ids(placement: Placement, routed: RoutedSeam, span: Span) -> tuple[int, ...]:
@@ -267,3 +275,44 @@ def _scratch(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span, 
     raise _refuse(span, seam.import_stage, what,
                   f"staging needs {program.smem_bytes} contiguous bytes, and no single lent claim holds them "
                   f"({lent} are placed apart)")
+
+
+def _shared_bytes(routed: RoutedSeam) -> int:
+    """Bytes a route's shared memory spans: the scratch it stages through, or the placement's extent."""
+    program = routed.route.program
+    if program.shared != "buffer":
+        return program.smem_bytes
+    placement = routed.seam.export.placement
+    at = ex.compile_function([n for n, _ in placement.params], list(placement.exprs))
+    highest = max(at(*slot)[0] for slot in product(*(range(e) for _, e in placement.params)))
+    return highest + program.elem_bytes
+
+
+def _buffer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span, what: str) -> tuple[str, int]:
+    """The producer's claim an export placed in shared memory lives in, and its absolute shared address."""
+    seam = routed.seam
+    name = seam.export.name
+    claim = next((o.item for o in comp.items(A.SmemClaim)
+                  if o.stage_name == seam.export_stage and o.item.name == name), None)
+    if claim is None:
+        raise DiagnosticError([Diagnostic(
+            "L-LINK", f"export `{name}` of `{seam.export_stage}` is placed in shared memory, but the stage "
+                      f"claims no shared memory named `{name}`",
+            labels=(Label(seam.export.span, "placed in shared memory here"),),
+            notes=("an export placed in shared memory lives in the producing stage's claim of the export's "
+                   "name; the route reads the tile from that claim's placed address",),
+            helps=(f"declare `claim smem {name} bytes N align A lifetime until <done event>` in "
+                   f"`{seam.export_stage}`",))])
+    needed = _shared_bytes(routed)
+    if (claim.bytes or 0) < needed:
+        raise DiagnosticError([Diagnostic(
+            "L-LINK", f"export `{name}` of `{seam.export_stage}` places elements up to byte {needed} of its "
+                      f"claim, which holds {claim.bytes or 0} B",
+            labels=(Label(seam.export.span, "placed here"), Label(claim.span, "the claim")),
+            helps=(f"claim at least {needed} bytes for `{name}`",))])
+    slot = placed.placement.slot(seam.export_stage, name, Domain.SMEM)
+    if slot.offset % routed.route.program.elem_bytes:
+        raise _refuse(span, seam.import_stage, what,
+                      f"the claim `{name}` is placed at shared address {slot.offset}, not aligned to the "
+                      f"route's {routed.route.program.elem_bytes}-byte words")
+    return name, slot.offset
