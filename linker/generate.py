@@ -50,7 +50,7 @@ from checker.handles import init_hook_symbol, resolve_handles, sanitize
 from checker.resolve import serving_exports
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
-from linker.handles import HandleValue, Solved, UnplacedHandle, handle_value
+from linker.handles import HandleValue, Solved, UnfixedFact, UnplacedHandle, handle_value
 from linker.transfers import Transfer, UnusedExport, plan_transfers
 from placement.adapter import Placed
 from placement.problem import Domain, round_up
@@ -341,6 +341,14 @@ def _handles(comp: Composition, solved: Solved) -> tuple[HandleValue, ...]:
                 continue  # defined by the tensor transfers' code
             try:
                 value = handle_value(spec, solved)
+            except UnfixedFact as err:
+                problems.append(Diagnostic(
+                    "L-LINK", f"handle `{symbol}` of `{entry.name}` reads fact `{spec.item}`, which has no fixed "
+                              "value to fold",
+                    labels=(Label((spec.node or entry.stage).span, "the fact"),), notes=(str(err),),
+                    helps=(f"take the value at launch with `uses fact {spec.item}: T as param FIELD`, or fix it "
+                           f"in its owner with `owns fact {spec.item}: T = VALUE`",)))
+                continue
             except UnplacedHandle as err:
                 problems.append(Diagnostic(
                     "E-INTERNAL", f"no value for handle `{symbol}` of `{entry.name}`: {err}",

@@ -306,10 +306,13 @@ def _transfers(g: Generated) -> list[str]:
 
 
 def _facts(g: Generated) -> list[str]:
-    lines = ["", "facts  values written into params fields"]
+    lines = ["", "facts  values written into params fields, and fact handles LTO folds into immediates"]
     facts = [f for f in g.params.fields if f.fact is not None]
-    if not facts:
+    folded = [h for h in g.handles if h.kind == "fact"]
+    if not facts and not folded:
         lines.append(_row(symbol="(none)"))
+    for h in folded:
+        lines.append(_row(h.value, "", "", "", h.item, f"folded: `{h.stage}` reads it through `{h.symbol}`"))
     for f in facts:
         value = f.value if f.value is not None else "caller"
         lines.append(_row(value, f.size, "", "", f.fact or "", f"owned by {f.owner or '(no owner)'}; "

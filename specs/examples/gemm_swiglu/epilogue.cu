@@ -11,12 +11,15 @@
 //   out[m0 + t, n0 + 16c + q] = bf16(silu(g) * u),  g = acc[t, 32c + q], u = acc[t, 32c + 16 + q],
 //   silu(g) = g / (1 + exp(-g))   (f32, __expf)
 //
-// with m0 = 128 blockIdx.x, n0 = 64 blockIdx.y, and writes its 16 outputs of the chunk
+// with (tm, tn) = tile_of(raster_m), m0 = 128 tm, n0 = (tile_n / 2) tn, and writes its 16
+// outputs of the chunk
 // as two 16-byte stores (rows at or past `rows` are not written). `out` is row-major with
 // `ldo` elements per row; ldo and n0 are multiples of 8, so each store is 16-byte aligned.
 
 extern "C" {
 __device__ unsigned kl_swiglu_epilogue_epilogue_warp0();  // role epilogue: first warp
+__device__ unsigned kl_swiglu_epilogue_fact_tile_n();     // fact tile_n: accumulator columns per tile (folded)
+__device__ unsigned kl_swiglu_epilogue_fact_raster_m();   // fact raster_m: the tile order (folded)
 __device__ void kl_swiglu_epilogue_acc_import(const unsigned int* held, unsigned int* dst, int chunk);
 }
 
@@ -30,7 +33,6 @@ struct EpilogueParams {
 namespace {
 
 constexpr unsigned kTileM = 128;
-constexpr unsigned kOutN = 64;    // 128 accumulator columns -> 64 outputs
 constexpr int kChunks = 4;        // `chunk n 32` of `tile n 128`
 
 __device__ __forceinline__ float silu(float g) { return g / (1.0f + __expf(-g)); }
@@ -47,13 +49,31 @@ __device__ __forceinline__ void store_16(void* dst, unsigned a, unsigned b, unsi
                  : "memory");
 }
 
+// The tile (m, n) a CTA computes, shared by every owner of the composition: CTAs start in
+// the order pid = blockIdx.x + gridDim.x * blockIdx.y (the grid is m-tiles x n-tiles); groups
+// of `raster_m` m-tiles sweep every n-tile, so the CTAs in flight share a few A and B tiles
+// in L2 (the fact `raster_m`, folded to an immediate at link time).
+__device__ __forceinline__ void tile_of(unsigned raster_m, unsigned& tm, unsigned& tn) {
+    const unsigned tiles_m = gridDim.x, tiles_n = gridDim.y;
+    const unsigned pid = blockIdx.x + tiles_m * blockIdx.y;
+    const unsigned group = pid / (raster_m * tiles_n);
+    const unsigned first = group * raster_m;
+    const unsigned size = tiles_m - first < raster_m ? tiles_m - first : raster_m;
+    const unsigned in_group = pid - group * raster_m * tiles_n;
+    tm = first + in_group % size;
+    tn = in_group / size;
+}
+
 }  // namespace
 
 extern "C" __device__ void swiglu_epilogue_main(const EpilogueParams* params, unsigned char* /*smem*/) {
     const unsigned t = threadIdx.x - 32u * kl_swiglu_epilogue_epilogue_warp0();
-    const unsigned row = blockIdx.x * kTileM + t;
+    unsigned tm, tn;
+    tile_of(kl_swiglu_epilogue_fact_raster_m(), tm, tn);
+    const unsigned row = tm * kTileM + t;
     const bool live = row < params->rows;
-    unsigned short* out = params->out + static_cast<unsigned long long>(row) * params->ldo + blockIdx.y * kOutN;
+    const unsigned out_n = kl_swiglu_epilogue_fact_tile_n() / 2u;  // gate and up -> one output each
+    unsigned short* out = params->out + static_cast<unsigned long long>(row) * params->ldo + tn * out_n;
 #pragma unroll 1
     for (int c = 0; c < kChunks; ++c) {
         unsigned int held[32];

@@ -15,7 +15,7 @@
 //   (`placement library wgmma_m64nNk16_f32(n: 128, warpgroups: 2)`) and calls the
 //   export handle once (`ready event acc.ready`): the linker's route takes it from there.
 //
-// Tile (m, n) of the grid is (blockIdx.x, blockIdx.y). The tensor maps are built on the
+// The tile (m, n) of a CTA is `tile_of` below (grouped raster, the fact `raster_m`). The tensor maps are built on the
 // host (cuTensorMapEncodeTiled: bf16, 2-D, box {64, 128} for A and for B,
 // CU_TENSOR_MAP_SWIZZLE_128B, out-of-bounds elements filled with zeros) and stored in
 // global memory; params hold their addresses.
@@ -27,6 +27,7 @@
 extern "C" {
 __device__ unsigned kl_gemm_mainloop_producer_warp0();   // role producer: first warp
 __device__ unsigned kl_gemm_mainloop_mma_warp0();        // role mma: first warp
+__device__ unsigned kl_gemm_mainloop_fact_raster_m();  // owns fact raster_m (folded)
 __device__ unsigned kl_gemm_mainloop_kv_depth();         // ring kv: depth chosen at link time
 __device__ unsigned kl_gemm_mainloop_kv_full_bar();      // ring kv: full barrier of slot 0
 __device__ unsigned kl_gemm_mainloop_kv_empty_bar();     // ring kv: empty barrier of slot 0
@@ -142,6 +143,21 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], unsigned long l
         : "l"(desc_a), "l"(desc_b));
 }
 
+// The tile (m, n) a CTA computes, shared by every owner of the composition: CTAs start in
+// the order pid = blockIdx.x + gridDim.x * blockIdx.y (the grid is m-tiles x n-tiles); groups
+// of `raster_m` m-tiles sweep every n-tile, so the CTAs in flight share a few A and B tiles
+// in L2 (the fact `raster_m`, folded to an immediate at link time).
+__device__ __forceinline__ void tile_of(unsigned raster_m, unsigned& tm, unsigned& tn) {
+    const unsigned tiles_m = gridDim.x, tiles_n = gridDim.y;
+    const unsigned pid = blockIdx.x + tiles_m * blockIdx.y;
+    const unsigned group = pid / (raster_m * tiles_n);
+    const unsigned first = group * raster_m;
+    const unsigned size = tiles_m - first < raster_m ? tiles_m - first : raster_m;
+    const unsigned in_group = pid - group * raster_m * tiles_n;
+    tm = first + in_group % size;
+    tn = in_group / size;
+}
+
 }  // namespace
 
 // Ring init, run by one thread before any role starts.
@@ -169,8 +185,10 @@ extern "C" __device__ void gemm_producer_main(const GemmParams* params, unsigned
     const unsigned slots = base + kl_gemm_mainloop_operands_smem();
     const unsigned stride = kl_gemm_mainloop_operands_stride();
     const unsigned depth = kl_gemm_mainloop_kv_depth();
-    const int m0 = static_cast<int>(blockIdx.x * kTileM);
-    const int n0 = static_cast<int>(blockIdx.y * kTileN);
+    unsigned tm, tn;
+    tile_of(kl_gemm_mainloop_fact_raster_m(), tm, tn);
+    const int m0 = static_cast<int>(tm * kTileM);
+    const int n0 = static_cast<int>(tn * kTileN);
     unsigned slot = 0;
     unsigned phase = 0;  // flips each time the slot index wraps
     for (unsigned kt = 0; kt < params->k_tiles; ++kt) {

@@ -11,12 +11,13 @@
 //   (`empty arrive per_warp(mma)`). Its 64 accumulators are exported in the mma layout
 //   (`placement library mma_m16n8k16_f32(warps_m: 4, warps_n: 2, atoms_m: 2, atoms_n: 8)`).
 //
-// Tile (m, n) of the grid is (blockIdx.x, blockIdx.y); tensor maps as for gemm.mainloop.
+// The tile (m, n) of a CTA is gemm.mainloop's `tile_of` (the fact `raster_m`); tensor maps as for gemm.mainloop.
 
 // ---- handles (defined by the linker; LTO folds each to an immediate)
 extern "C" {
 __device__ unsigned kl_gemm_mma_sync_producer_warp0();   // role producer: first warp
 __device__ unsigned kl_gemm_mma_sync_mma_warp0();        // role mma: first warp
+__device__ unsigned kl_gemm_mma_sync_fact_raster_m();  // owns fact raster_m (folded)
 __device__ unsigned kl_gemm_mma_sync_kv_depth();         // ring kv: depth chosen at link time
 __device__ unsigned kl_gemm_mma_sync_kv_full_bar();      // ring kv: full barrier of slot 0
 __device__ unsigned kl_gemm_mma_sync_kv_empty_bar();     // ring kv: empty barrier of slot 0
@@ -109,6 +110,21 @@ __device__ __forceinline__ unsigned swizzled(unsigned base, unsigned row, unsign
     return base + row * 128u + ((chunk ^ (row & 7u)) << 4);
 }
 
+// The tile (m, n) a CTA computes, shared by every owner of the composition: CTAs start in
+// the order pid = blockIdx.x + gridDim.x * blockIdx.y (the grid is m-tiles x n-tiles); groups
+// of `raster_m` m-tiles sweep every n-tile, so the CTAs in flight share a few A and B tiles
+// in L2 (the fact `raster_m`, folded to an immediate at link time).
+__device__ __forceinline__ void tile_of(unsigned raster_m, unsigned& tm, unsigned& tn) {
+    const unsigned tiles_m = gridDim.x, tiles_n = gridDim.y;
+    const unsigned pid = blockIdx.x + tiles_m * blockIdx.y;
+    const unsigned group = pid / (raster_m * tiles_n);
+    const unsigned first = group * raster_m;
+    const unsigned size = tiles_m - first < raster_m ? tiles_m - first : raster_m;
+    const unsigned in_group = pid - group * raster_m * tiles_n;
+    tm = first + in_group % size;
+    tn = in_group / size;
+}
+
 }  // namespace
 
 // Ring init, run by one thread before any role starts.
@@ -136,8 +152,10 @@ extern "C" __device__ void gemm_mma_sync_producer_main(const MmaSyncParams* para
     const unsigned slots = base + kl_gemm_mma_sync_operands_smem();
     const unsigned stride = kl_gemm_mma_sync_operands_stride();
     const unsigned depth = kl_gemm_mma_sync_kv_depth();
-    const int m0 = static_cast<int>(blockIdx.x * kTileM);
-    const int n0 = static_cast<int>(blockIdx.y * kTileN);
+    unsigned tm, tn;
+    tile_of(kl_gemm_mma_sync_fact_raster_m(), tm, tn);
+    const int m0 = static_cast<int>(tm * kTileM);
+    const int n0 = static_cast<int>(tn * kTileN);
     unsigned slot = 0;
     unsigned phase = 0;  // flips each time the slot index wraps
     for (unsigned kt = 0; kt < params->k_tiles; ++kt) {
