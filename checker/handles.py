@@ -114,6 +114,8 @@ _CONDITIONAL: Mapping[HandleKind, tuple[type[A.Node], str]] = {
 }
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # PTX slot type of the contract's scalar types, where it is fixed.
+# a 16-bit float travels as its bits in an integer slot or as a 2-byte aggregate (__nv_bfloat16, __half)
+_HALF_SLOTS = frozenset({"b16", "b32", "b8[2]"})
 _PTX_SLOT = {"f32": "b32", "i32": "b32", "u32": "b32", "f64": "b64", "i64": "b64", "u64": "b64", "ptr": "b64"}
 
 
@@ -486,4 +488,4 @@ def _signature_matches(proto: Prototype, signature: A.Signature) -> bool:
     pairs = list(zip(signature.params, proto.params, strict=True))
     if signature.result != "void":
         pairs.append((signature.result, proto.returns[0]))
-    return all(_PTX_SLOT.get(t, slot) == slot for t, slot in pairs)
+    return all(slot in _HALF_SLOTS if t in ("bf16", "f16") else _PTX_SLOT.get(t, slot) == slot for t, slot in pairs)

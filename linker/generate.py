@@ -45,7 +45,7 @@ import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from checker.composition import Composition, Owned, StageEntry
+from checker.composition import Captured, Composition, Owned, StageEntry
 from checker.handles import init_hook_symbol, resolve_handles, sanitize
 from checker.resolve import serving_exports
 from contract_lang import ast as A
@@ -67,6 +67,13 @@ TENSOR_HANDLES = frozenset({"tensor_export", "tensor_import"})
 C_TYPES = {"void": "void", "bool": "bool", "i8": "signed char", "u8": "unsigned char", "i16": "short",
            "u16": "unsigned short", "i32": "int", "u32": "unsigned", "i64": "long long",
            "u64": "unsigned long long", "f32": "float", "f64": "double", "ptr": "void*"}
+#: 16-bit float types a call may pass: the trampoline passes the component's own C type, read
+#: from the PTX shape the package captured (:func:`component_ctype`).
+HALF_TYPES = frozenset({"bf16", "f16"})
+#: The C type of a 16-bit float passed as a 2-byte aggregate (``__nv_bfloat16``, ``__half``, a
+#: ``{ unsigned short }`` wrapper): LLVM's IR linker maps it onto the component's isomorphic
+#: struct, so the call still inlines.
+HALF_STRUCT = "kl_half_bits"
 #: ``struct`` formats of param field types, for the fact values the launch helper writes.
 FIELD_FORMATS = {"bool": "?", "i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I", "i64": "q",
                  "u64": "Q", "f32": "f", "f64": "d", "ptr": "Q"}
@@ -86,6 +93,10 @@ class Trampoline:
     export_symbol: str
     params: tuple[str, ...]
     result: str
+    #: C types of the parameters then the result, as the caller declares the call and as the
+    #: export defines it (:func:`component_ctype`); they differ only for 16-bit float values
+    caller_ctypes: tuple[str, ...] = ()
+    export_ctypes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -257,10 +268,9 @@ def unsupported(comp: Composition) -> list[Diagnostic]:
                "multi-GPU buffers need host-side allocation that the launch helper does not do")
     for call in comp.calls:
         for type_name in (*call.item.signature.params, call.item.signature.result):
-            if type_name not in C_TYPES:
+            if type_name not in C_TYPES and type_name not in HALF_TYPES:
                 refuse(call.item, call.stage_name, f"call `{call.item.name}` with a `{type_name}` value",
-                       f"trampolines pass {', '.join(sorted(set(C_TYPES) - {'void'}))}; `{type_name}` needs the "
-                       "component's own C type, which the package does not record")
+                       f"trampolines pass {', '.join(sorted((set(C_TYPES) | HALF_TYPES) - {'void'}))}")
                 break
     return out
 
@@ -385,12 +395,24 @@ def _calls(comp: Composition) -> tuple[tuple[Trampoline, ...], tuple[DroppedExpo
         served.add((export.stage_name, export.item.name))
         caller = f"{call.stage_name} {call.item.caller_kind} `{call.item.caller}`"
         sig = call.item.signature
+        try:
+            caller_ctypes = _ctypes(sig, call.stage.captured, call.item.symbol)
+            export_ctypes = _ctypes(sig, export.stage.captured, export.item.symbol)
+        except ValueError as err:
+            problems.append(Diagnostic(
+                "L-LINK", f"call `{call.item.name}` of `{call.stage_name}` cannot be linked to "
+                          f"`{export.item.symbol}`: {err}",
+                labels=(Label(call.item.span, "this call"), Label(export.item.span, "the export")),
+                helps=("pass a 16-bit float as `unsigned short` bits or as a 2-byte struct such as "
+                       "`__nv_bfloat16` / `__half`",)))
+            continue
         made = Trampoline(call.item.symbol, call.item.name, _signature_text(sig), (caller,), export.stage_name,
-                          export.item.symbol, sig.params, sig.result)
+                          export.item.symbol, sig.params, sig.result, caller_ctypes, export_ctypes)
         first = by_symbol.get(made.symbol)
         if first is None:
             by_symbol[made.symbol] = made
-        elif (first.export_symbol, first.params, first.result) == (made.export_symbol, made.params, made.result):
+        elif ((first.export_symbol, first.params, first.result, first.caller_ctypes)
+              == (made.export_symbol, made.params, made.result, made.caller_ctypes)):
             by_symbol[made.symbol] = replace(first, callers=(*first.callers, caller))
         else:
             problems.append(Diagnostic(
@@ -413,6 +435,33 @@ def _calls(comp: Composition) -> tuple[tuple[Trampoline, ...], tuple[DroppedExpo
             Severity.NOTE, (Label(exp.item.span, "exported here"),),
             notes=("LTO removes device functions nothing references",)))
     return tuple(sorted(by_symbol.values(), key=lambda t: t.symbol)), tuple(dropped), notes
+
+
+def component_ctype(type_name: str, slot: str | None) -> str:
+    """The C type a component passes a value of contract type ``type_name`` as, from its PTX slot.
+
+    Scalars have one C type (:data:`C_TYPES`). A 16-bit float is either an integer holding its
+    bits (PTX ``.b16``/``.b32`` slot: ``unsigned short``) or a 2-byte aggregate (``.b8[2]``:
+    ``__nv_bfloat16``, ``__half``, a wrapper struct), passed as :data:`HALF_STRUCT`; a package
+    without prototypes is taken to pass bits. Raises ``ValueError`` for another slot.
+    """
+    if type_name not in HALF_TYPES:
+        return C_TYPES[type_name]
+    if slot is None or slot in ("b16", "b32", "u16", "s16", "u32", "s32"):
+        return "unsigned short"
+    if slot == "b8[2]":
+        return HALF_STRUCT
+    raise ValueError(f"a `{type_name}` value travels as PTX `{slot}`, neither 16-bit bits nor a 2-byte aggregate")
+
+
+def _ctypes(sig: A.Signature, captured: Captured | None, symbol: str) -> tuple[str, ...]:
+    proto = captured.prototype_map.get(symbol) if captured is not None else None
+    slots: list[str | None] = [None] * (len(sig.params) + 1)
+    if proto is not None and len(proto.params) == len(sig.params):
+        slots[:-1] = list(proto.params)
+    if proto is not None and len(proto.returns) == 1:
+        slots[-1] = proto.returns[0]
+    return tuple(component_ctype(t, slot) for t, slot in zip((*sig.params, sig.result), slots, strict=True))
 
 
 def _signature_text(sig: A.Signature) -> str:
@@ -507,15 +556,9 @@ def render(comp: Composition, handles: Sequence[HandleValue], trampolines: Seque
     out += ["", _RULE, "// Call trampolines: each call site's symbol calls the export that serves it."]
     if not trampolines:
         out.append("// (no call sites)")
+    out += _half_lines(trampolines)
     for t in trampolines:
-        args = ", ".join(f"{C_TYPES[p]} a{i}" for i, p in enumerate(t.params))
-        passed = ", ".join(f"a{i}" for i in range(len(t.params)))
-        ret = C_TYPES[t.result]
-        out.append(f'extern "C" __device__ {ret} {t.export_symbol}({", ".join(C_TYPES[p] for p in t.params)});'
-                   f"  // {t.export_stage}: export `{t.call}` {t.signature}")
-        body = f"{t.export_symbol}({passed});" if t.result == "void" else f"return {t.export_symbol}({passed});"
-        out.append(f'extern "C" __device__ {ret} {t.symbol}({args}) {{ {body} }}'
-                   f"  // called by {'; '.join(t.callers)}")
+        out += _trampoline_lines(t)
     if transfers or unused:
         out += ["", _RULE, *_transfer_lines(transfers, unused)]
     out += ["", _RULE, "// Role entries and ring init hooks, defined by the components."]
@@ -701,3 +744,46 @@ def _nested_lines(d: Dispatch, params_of: Callable[[str | None], str], step: int
     if d.idle_warps:
         out.append(f"    // idle warps {', '.join(str(w) for w in d.idle_warps)} return at once")
     return out
+
+
+def _trampoline_ctypes(t: Trampoline) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    if t.caller_ctypes and t.export_ctypes:
+        return t.caller_ctypes, t.export_ctypes
+    plain = tuple(component_ctype(p, None) for p in (*t.params, t.result))
+    return plain, plain
+
+
+def _half_lines(trampolines: Sequence[Trampoline]) -> list[str]:
+    """The 16-bit float helpers, when some trampoline passes one."""
+    used = {c for t in trampolines for side in _trampoline_ctypes(t) for c in side}
+    differs = any(a != b for t in trampolines for a, b in zip(*_trampoline_ctypes(t), strict=True))
+    out = []
+    if HALF_STRUCT in used:
+        out += ["// a 16-bit float passed as a 2-byte aggregate (isomorphic to __nv_bfloat16 and __half)",
+                f"struct __align__(2) {HALF_STRUCT} {{ unsigned short bits; }};"]
+    if differs:
+        out += ["// the caller and the export pass a 16-bit float differently: the trampoline copies its bits",
+                "template <typename To, typename From>",
+                "static __device__ __forceinline__ To kl_bit_cast(From v) {",
+                '    static_assert(sizeof(To) == sizeof(From), "a bit copy keeps the size");',
+                "    union { From from; To to; } u;",
+                "    u.from = v;",
+                "    return u.to;",
+                "}"]
+    return out
+
+
+def _trampoline_lines(t: Trampoline) -> list[str]:
+    caller, export = _trampoline_ctypes(t)
+
+    def cast(to: str, frm: str, value: str) -> str:
+        return value if to == frm else f"kl_bit_cast<{to}>({value})"
+
+    args = ", ".join(f"{c} a{i}" for i, c in enumerate(caller[:-1]))
+    passed = ", ".join(cast(e, c, f"a{i}") for i, (c, e) in enumerate(zip(caller[:-1], export[:-1], strict=True)))
+    call = f"{t.export_symbol}({passed})"
+    body = f"{call};" if t.result == "void" else f"return {cast(caller[-1], export[-1], call)};"
+    return [f'extern "C" __device__ {export[-1]} {t.export_symbol}({", ".join(export[:-1])});'
+            f"  // {t.export_stage}: export `{t.call}` {t.signature}",
+            f'extern "C" __device__ {caller[-1]} {t.symbol}({args}) {{ {body} }}'
+            f"  // called by {'; '.join(t.callers)}"]

@@ -83,7 +83,7 @@ def test_a_fact_owned_as_a_range_has_no_constant_to_fold() -> None:
 
 @pytest.mark.toolchain
 def test_an_export_placed_in_shared_memory_needs_the_claim_of_its_name(tmp_path: Path) -> None:
-    renamed = {"claim smem accumulator bytes 67584 align 16 lifetime until acc.done":
+    renamed = {"claim smem accumulator bytes 66KiB align 16 lifetime until acc.done":
                "claim smem tile bytes 67584 align 16 lifetime until acc.done handle kl_gemm_smem_acc_accumulator_smem"}
     folder = build(tmp_path / "src", {"smem_acc.kc": renamed}, components=("smem_acc", "epilogue"))
     result = link([folder / "gemm_swiglu_smem_acc.kp"], tmp_path / "out")
@@ -93,7 +93,7 @@ def test_an_export_placed_in_shared_memory_needs_the_claim_of_its_name(tmp_path:
 
 @pytest.mark.toolchain
 def test_an_export_placed_in_shared_memory_must_fit_its_claim(tmp_path: Path) -> None:
-    folder = build(tmp_path / "src", {"smem_acc.kc": {"claim smem accumulator bytes 67584": "claim smem "
+    folder = build(tmp_path / "src", {"smem_acc.kc": {"claim smem accumulator bytes 66KiB": "claim smem "
                                                       "accumulator bytes 65536"}},
                    components=("smem_acc", "epilogue"))
     result = link([folder / "gemm_swiglu_smem_acc.kp"], tmp_path / "out")
