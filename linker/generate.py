@@ -51,7 +51,7 @@ from checker.resolve import serving_exports
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
 from linker.handles import HandleValue, Solved, UnfixedFact, UnplacedHandle, handle_value
-from linker.transfers import Transfer, UnusedExport, plan_transfers
+from linker.transfers import Transfer, UnusedExport, elem_ctype, plan_transfers
 from placement.adapter import Placed
 from placement.problem import Domain, round_up
 from placement.result import Placement
@@ -237,14 +237,6 @@ def unsupported(comp: Composition) -> list[Diagnostic]:
             helps=("check the composition with `kernlink check`; link it once the linker supports this",),
             data=(("stage", stage), ("what", what))))
 
-    for exports in comp.tensor_exports.values():
-        for exp in exports:
-            imports = [i for i in comp.tensor_imports if i.item.export == exp.item.name]
-            if len(imports) > 1:
-                names = ", ".join(f"`{i.stage_name}.{i.item.name}`" for i in imports)
-                refuse(exp.item, exp.stage_name, f"tensor export `{exp.item.name}` with {len(imports)} imports",
-                       f"the export handle runs one route, and {names} each need their own; the order in "
-                       "which one export call would run several routes (and their barriers) is not decided yet")
     for tmem in comp.items(A.TmemClaim):
         refuse(tmem.item, tmem.stage_name, f"tensor-memory claim `{tmem.item.name}`",
                "the dispatch kernel would have to allocate tensor memory (tcgen05.alloc) before the roles start "
@@ -586,6 +578,19 @@ def _transfer_lines(transfers: Sequence[Transfer], unused: Sequence[UnusedExport
         barriers = (f"named barrier(s) {', '.join(map(str, t.barrier_ids))} of {t.barrier_threads} threads"
                     if t.barrier_ids else "no named barrier")
         out += ["", f"// {t.connection}: {t.title} ({t.rung}); {scratch}; {barriers}", t.source.rstrip("\n")]
+    fans: dict[str, list[Transfer]] = {}
+    for t in transfers:
+        if t.fanned_out:
+            fans.setdefault(t.export_symbol, []).append(t)
+    for symbol, routes in fans.items():
+        ordered = sorted(routes, key=lambda t: t.order)
+        first = ordered[0]
+        ctype = elem_ctype(first.elem)
+        out += ["", f"// {first.export_stage}: export `{first.export}` feeds {len(ordered)} routes; its export handle "
+                    "runs them in import order",
+                f'extern "C" __device__ void {symbol}(const {ctype}* held) {{',
+                *(f"    {t.route_symbol}(held);  // route {t.order}: {t.connection}" for t in ordered),
+                "}"]
     for u in unused:
         out += ["", f"// {u.stage}: export `{u.export}` is imported by no stage; its export handle does nothing",
                 f'extern "C" __device__ void {u.symbol}(const {u.ctype}* held) {{ (void)held; }}']

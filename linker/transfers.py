@@ -26,6 +26,12 @@ placed roles. Linking one needs three more decisions, made here:
   (``claim smem accumulator …`` for ``export tensor accumulator``); the map's addresses
   are byte offsets from that claim's placed address, and every one must fall inside it.
 
+- **fan-out** — an export several imports name runs all their routes: each route's
+  export half is lowered to its own function (:func:`route_symbol`) and the export
+  handle calls them in import order (pipeline order, then source order), which the link
+  map records with each route's barriers. Producer threads thus finish one route's
+  hand-off before starting the next; a role importing twice must import in that order.
+
 Register routes (copy, shuffle) need no constants. Routes whose constants the
 role-entry ABI cannot provide yet (tensor-memory loads) are ``E-UNSUPPORTED`` with
 the missing piece named.
@@ -39,7 +45,7 @@ from dataclasses import dataclass
 from itertools import product
 
 from checker.composition import Composition
-from checker.handles import tensor_symbol
+from checker.handles import sanitize, tensor_symbol
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
@@ -89,6 +95,15 @@ class Transfer:
     why: str
     source: str = dataclasses.field(repr=False)
     shared: str = ""  # "scratch" (staging), "buffer" (the export's own claim) or "" (registers)
+    #: fan-out: the export feeds ``routes`` imports; this route runs ``order``-th (1-based) when the
+    #: export handle is called, as the function ``route_symbol`` (the export handle itself when alone)
+    order: int = 1
+    routes: int = 1
+    route_symbol: str = ""
+
+    @property
+    def fanned_out(self) -> bool:
+        return self.routes > 1
 
     @property
     def connection(self) -> str:
@@ -169,6 +184,13 @@ def plan_transfers(comp: Composition, placed: Placed,
     by_import = {(r.seam.import_stage, r.seam.imp.name): r for r in routes}
     out: list[Transfer] = []
     problems: list[Diagnostic] = []
+    # fan-out: an export's routes run in import order (pipeline order, then source order)
+    feeds: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for owned in comp.tensor_imports:
+        route = by_import.get((owned.stage_name, owned.item.name))
+        if route is not None:
+            key = (route.seam.export_stage, route.seam.export.name)
+            feeds.setdefault(key, []).append((owned.stage_name, owned.item.name))
     for owned in comp.tensor_imports:
         route = by_import.get((owned.stage_name, owned.item.name))
         if route is None:
@@ -178,20 +200,23 @@ def plan_transfers(comp: Composition, placed: Placed,
                 labels=(Label(owned.item.span, "imported here"),),
                 helps=("report it with the inputs: an accepted composition has a route for every import",)))
             continue
+        fed = feeds[(route.seam.export_stage, route.seam.export.name)]
+        order = fed.index((owned.stage_name, owned.item.name)) + 1
         try:
-            out.append(_transfer(comp, placed, route, owned.item.span))
+            out.append(_transfer(comp, placed, route, owned.item.span, order, len(fed)))
         except DiagnosticError as err:
             problems.extend(err.diagnostics)
     if problems:
         raise DiagnosticError(problems)
     imported = {(t.export_stage, t.export) for t in out}
     unused = [UnusedExport(o.stage_name, o.item.name, tensor_symbol(o.stage_name, o.item.name, "export"),
-                           _ctype(o.item.elem or "f32"))
+                           elem_ctype(o.item.elem or "f32"))
               for o in comp.items(A.ExportTensor) if (o.stage_name, o.item.name) not in imported]
     return tuple(out), tuple(unused)
 
 
-def _ctype(elem: str) -> str:
+def elem_ctype(elem: str) -> str:
+    """The bit type a tensor handle passes elements of ``elem`` as."""
     return "unsigned short" if ELEM_BYTES.get(elem) == 2 else "unsigned int"
 
 
@@ -203,7 +228,13 @@ def _refuse(span: Span, stage: str, what: str, why: str) -> DiagnosticError:
         data=(("stage", stage), ("what", what)))])
 
 
-def _transfer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span) -> Transfer:
+def route_symbol(export_symbol: str, import_stage: str, import_name: str) -> str:
+    """The function one route of a fanned-out export is lowered to; the export handle calls each."""
+    return f"{export_symbol}__to_{sanitize(import_stage)}_{sanitize(import_name)}"
+
+
+def _transfer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span, order: int = 1,
+              routes: int = 1) -> Transfer:
     seam, route = routed.seam, routed.route
     program = route.program
     what = f"tensor connection `{seam.export.name}` -> `{seam.imp.name}` ({route.result.title})"
@@ -220,9 +251,10 @@ def _transfer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span)
     base = placed.problem.capacities.smem_user_base
     export_symbol = tensor_symbol(seam.export_stage, seam.export.name, "export")
     import_symbol = tensor_symbol(seam.import_stage, seam.imp.name, "import")
+    own = export_symbol if routes == 1 else route_symbol(export_symbol, seam.import_stage, seam.imp.name)
     try:
         source = lower(program, LinkConstants(smem_addr=addr, barrier_ids=barrier_ids),
-                       export_name=export_symbol, import_name=import_symbol)
+                       export_name=own, import_name=import_symbol)
     except ValueError as err:
         raise DiagnosticError([Diagnostic(
             "E-INTERNAL", f"cannot lower {what}: {err}", labels=(Label(span, "imported here"),),
@@ -234,13 +266,16 @@ def _transfer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span)
         why += f"; stages through `{claim}`, lent by role `{seam.imp.role}`"
     if barrier_ids:
         why += f"; named barrier(s) {', '.join(map(str, barrier_ids))} of {program.barrier_threads} threads"
+    if routes > 1:
+        why += (f"; route {order} of {routes} of export `{seam.export.name}`: its export handle runs the routes "
+                "in import order (pipeline order, then source order)")
     return Transfer(
         seam.export_stage, seam.export.name, seam.import_stage, seam.imp.name, route.rung, route.result.title,
         seam.export.elem, export_symbol, import_symbol,
         (program.producer.first, program.producer.count), (program.consumer.first, program.consumer.count),
         program.chunks, program.regs_per_call, claim, addr, None if addr is None else addr - base,
         _shared_bytes(routed) if claim is not None else 0, barrier_ids, program.barrier_threads, why,
-        source, program.shared)
+        source, program.shared, order, routes, own)
 
 
 def _barrier_ids(placement: Placement, routed: RoutedSeam, span: Span) -> tuple[int, ...]:
