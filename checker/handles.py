@@ -60,7 +60,7 @@ HandleKind = Literal[
     "smem", "smem_stride", "tmem", "bar_id", "bar_threads", "counter",
     "ring_depth", "ring_full_bar", "ring_empty_bar", "ring_full_count", "ring_empty_count",
     "ring_slot_smem", "ring_slot_stride", "warp0", "regs", "params_offset", "tensor_export", "tensor_import",
-    "fact",
+    "fact", "cluster_size",
 ]
 
 HANDLE_PREFIX = "kl_"
@@ -93,6 +93,7 @@ KIND_TEXT: Mapping[str, str] = {
     "ring_slot_stride": "a ring slot stride", "warp0": "a role's first warp", "regs": "a register budget",
     "params_offset": "a params offset", "tensor_export": "a tensor export's route",
     "tensor_import": "a tensor import's route", "fact": "a fact's value",
+    "cluster_size": "the CTAs of a cluster",
 }
 # Name suffix -> kind, for recognising a handle read under the wrong item.
 _SUFFIXES: tuple[tuple[str, HandleKind], ...] = (
@@ -216,6 +217,8 @@ def handle_bindings(stage: A.Stage) -> list[HandleSpec]:
             if it.first(A.RingInitBy) is not None:
                 add(f"{p}_{it.name}_full_count", "ring_full_count", it.name, it)
                 add(f"{p}_{it.name}_empty_count", "ring_empty_count", it.name, it)
+        elif isinstance(it, A.Cluster):
+            add(f"{p}_cluster_size", "cluster_size", "cluster", it)
         elif isinstance(it, (A.OwnsFact, A.UsesFact, A.AssumesFact)):
             if it.name not in facts:  # the owner's value, folded at link time (specs/handles.md)
                 add(f"{p}_fact_{it.name}", "fact", it.name, it)

@@ -50,7 +50,7 @@ from checker.handles import init_hook_symbol, resolve_handles, sanitize
 from checker.resolve import serving_exports
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
-from linker.handles import HandleValue, Solved, UnfixedFact, UnplacedHandle, handle_value
+from linker.handles import HandleValue, Solved, UnfixedFact, UnplacedHandle, handle_value, launch_cluster
 from linker.transfers import Transfer, UnusedExport, elem_ctype, plan_transfers
 from placement.adapter import Placed
 from placement.problem import Domain, round_up
@@ -205,6 +205,11 @@ class Dispatch:
     inits: tuple[RingInit, ...]
     roles: tuple[RoleEntry, ...]
     idle_warps: tuple[int, ...]
+    cluster: tuple[int, int, int] = (1, 1, 1)
+
+    @property
+    def clustered(self) -> bool:
+        return self.cluster != (1, 1, 1)
 
 
 @dataclass(frozen=True)
@@ -246,14 +251,13 @@ def unsupported(comp: Composition) -> list[Diagnostic]:
         refuse(counter.item, counter.stage_name, f"counter `{counter.item.name}`",
                "a counter handle is an index into the kernel's counter array, and the role-entry ABI passes "
                "no counter array to the entries")
-    for cluster in comp.items(A.Cluster):
-        if any(shape.size > 1 for shape in cluster.item.shapes):
-            refuse(cluster.item, cluster.stage_name, "thread-block clusters",
-                   "the dispatch kernel and the launch helper launch 1x1x1 clusters only")
-    for item in comp.pipeline.items:
-        if isinstance(item, A.PipelineCluster) and item.shape.size > 1:
-            refuse(item, comp.pipeline.name, f"cluster {item.shape}",
-                   "the dispatch kernel and the launch helper launch 1x1x1 clusters only")
+    if launch_cluster(comp) is None:
+        out.append(Diagnostic(
+            "E-UNSUPPORTED", f"`kernlink link` cannot choose the cluster shape of `{comp.pipeline.name}`",
+            labels=(Label(comp.pipeline.span, "this pipeline"),),
+            notes=("the stages accept several cluster shapes in common, and none is 1x1x1",),
+            helps=("state the launch's shape in the pipeline: `cluster 2x1x1`",),
+            data=(("stage", comp.pipeline.name), ("what", "cluster shape"))))
     shared: list[Owned[A.Buffer] | Owned[A.Domain]] = [*comp.items(A.Buffer), *comp.items(A.Domain)]
     for buffer in shared:
         refuse(buffer.item, buffer.stage_name, f"symmetric buffer or domain `{buffer.item.name}`",
@@ -504,7 +508,7 @@ def _dispatch(comp: Composition, placement: Placement, params: ParamsLayout, sme
                 groups.append(GroupRegs((grp.index,), grp.first_warp, grp.warps, grp.budget, op, grp.roles))
     return Dispatch(KERNEL, threads, placement.block_warps, min_blocks, dynamic, smem_base,
                     launch.kind if launch is not None else "fixed", bps, setmaxnreg, entry_regs, tuple(groups),
-                    tuple(inits), tuple(roles), placement.idle_warps)
+                    tuple(inits), tuple(roles), placement.idle_warps, launch_cluster(comp) or (1, 1, 1))
 
 
 def _initialised_rings(comp: Composition) -> Iterator[Owned[A.Ring]]:
@@ -650,7 +654,9 @@ def _kernel_lines(d: Dispatch, params: ParamsLayout) -> list[str]:
     signature = "const __grid_constant__ KlParams params" if params.regions else ""
     out = [f"// The dispatch kernel: {d.threads} threads = {d.block_warps} warps; {d.dynamic_smem} B of dynamic "
            f"shared memory; {regs}.",
-           f'extern "C" __global__ void __launch_bounds__({bounds}) {d.kernel}({signature}) {{',
+           *([f"// clusters of {d.cluster[0]}x{d.cluster[1]}x{d.cluster[2]} CTAs, fixed at compile time: the grid must "
+              "be a multiple of the cluster"] if d.clustered else []),
+           f'extern "C" __global__ void __launch_bounds__({bounds}){_cluster_dims(d)} {d.kernel}({signature}) {{',
            "    extern __shared__ __align__(1024) unsigned char kl_smem[];",
            "    const unsigned warp = threadIdx.x / 32u;"]
 
@@ -665,9 +671,14 @@ def _kernel_lines(d: Dispatch, params: ParamsLayout) -> list[str]:
                     f"        {init.symbol}({params_of(members.get(init.stage))}, kl_smem);"
                     f"  // ring `{init.ring}`, init by role `{init.role}`",
                     "    }"]
-        out.append("    __syncthreads();  // every barrier is initialised before any role starts")
+        if d.clustered:
+            out += ["    // every barrier of every CTA in the cluster is initialised before any role starts",
+                    '    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");',
+                    '    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");']
+        else:
+            out.append("    __syncthreads();  // every barrier is initialised before any role starts")
     if d.groups and _nested(d):
-        return [*out, *_nested_lines(d, params_of, 1 + bool(d.inits)), "}"]
+        return [*out, *_nested_lines(d, params_of, 1 + bool(d.inits)), *_cluster_exit(d), "}"]
     if d.groups:
         out.append(f"    // {1 + bool(d.inits)}. register groups: setmaxnreg per warpgroup (the kernel starts with "
                    f"{d.entry_regs})")
@@ -695,6 +706,7 @@ def _kernel_lines(d: Dispatch, params: ParamsLayout) -> list[str]:
         out.append("    }")
     if d.idle_warps:
         out.append(f"    // idle warps {', '.join(str(w) for w in d.idle_warps)} return at once")
+    out += _cluster_exit(d)
     out.append("}")
     return out
 
@@ -792,3 +804,17 @@ def _trampoline_lines(t: Trampoline) -> list[str]:
             f"  // {t.export_stage}: export `{t.call}` {t.signature}",
             f'extern "C" __device__ {caller[-1]} {t.symbol}({args}) {{ {body} }}'
             f"  // called by {'; '.join(t.callers)}"]
+
+
+def _cluster_dims(d: Dispatch) -> str:
+    return f" __cluster_dims__({d.cluster[0]}, {d.cluster[1]}, {d.cluster[2]})" if d.clustered else ""
+
+
+def _cluster_exit(d: Dispatch) -> list[str]:
+    """A clustered kernel's last step: no CTA leaves while a peer may still reach its shared memory."""
+    if not d.clustered:
+        return []
+    return ["    // every role of every CTA in the cluster has returned: no peer still reaches this CTA's shared",
+            "    // memory when it exits",
+            '    asm volatile("barrier.cluster.arrive.release;" ::: "memory");',
+            '    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");']

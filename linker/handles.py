@@ -68,6 +68,7 @@ __all__ = [
     "handle_problems",
     "handle_value",
     "init_hook_symbol",
+    "launch_cluster",
     "required_definitions",
     "resolve_handles",
     "sanitize",
@@ -171,11 +172,32 @@ def _value(spec: HandleSpec, s: Solved) -> tuple[int, str]:
         return role.budget, f"role `{item}`: setmaxnreg budget (minimum {role.minimum})"
     if kind == "fact":
         return _fact(s, item)
+    if kind == "cluster_size":
+        shape = launch_cluster(s.comp)
+        if shape is None:
+            raise UnplacedHandle("the pipeline states no cluster shape and the stages accept several")
+        return shape[0] * shape[1] * shape[2], f"clusters of {shape[0]}x{shape[1]}x{shape[2]} CTAs"
     if kind == "params_offset":
         if spec.stage not in s.params_offsets:
             raise UnplacedHandle(f"`{spec.stage}` has no params region")
         return s.params_offsets[spec.stage], "the stage's params region in the kernel's params block"
     raise UnplacedHandle(f"handles of kind `{kind}` (`{spec.symbol}`) have no placed value")
+
+
+def launch_cluster(comp: Composition) -> tuple[int, int, int] | None:
+    """The cluster shape the kernel launches with: the pipeline's `cluster` line, else 1x1x1 when
+    every stage accepts it, else the one shape all stages accept; None when that is ambiguous."""
+    for item in comp.pipeline.items:
+        if isinstance(item, A.PipelineCluster):
+            return (item.shape.x, item.shape.y, item.shape.z)
+    common: set[tuple[int, int, int]] | None = None
+    for entry in comp.stages:
+        lines = [it for it in entry.stage.items if isinstance(it, A.Cluster)]
+        shapes = {(s.x, s.y, s.z) for line in lines for s in line.shapes} if lines else {(1, 1, 1)}
+        common = shapes if common is None else common & shapes
+    if not common or (1, 1, 1) in common:
+        return (1, 1, 1)
+    return next(iter(common)) if len(common) == 1 else None
 
 
 def _fact(s: Solved, name: str) -> tuple[int, str]:
