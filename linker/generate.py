@@ -9,12 +9,15 @@ NVRTC to LTO IR and linked with every package) holds, in this order:
 2. **call trampolines** — for each call site's symbol, a function with the
    contract's signature that calls the symbol of the export serving the call
    (``checker.resolve.serving_exports``); exports no call site reaches get no
-   trampoline and are dropped by LTO (an ``I-EXPORT-DROPPED`` note);
+   trampoline and are dropped by LTO (an ``I-EXPORT-DROPPED`` note). A ``bf16``/``f16``
+   value is passed as each side's own C type (bits or a 2-byte aggregate, read from
+   the captured PTX shape: :func:`component_ctype`), its bits copied between them;
 2b. **tensor transfers** — each tensor connection's route, lowered by
    ``transfer_model.lower`` with its barrier IDs and scratch address
    (:mod:`linker.transfers`), its export and import functions named by the two
-   stages' tensor handles; an export no import names gets an export handle that does
-   nothing;
+   stages' tensor handles; an export several imports read gets an export handle that
+   runs their routes in import order; an export no import names gets an export
+   handle that does nothing;
 3. **declarations** of the role entries and ring init hooks the components define;
 4. **the params block** ``KlParams`` — each stage's ``params`` region at the next
    multiple of its ``align`` in pipeline order (the layout L-PARAMS checks), with
@@ -26,12 +29,15 @@ NVRTC to LTO IR and linked with every package) holds, in this order:
    ``blocks_per_sm`` (1 when unstated and the kernel runs ``setmaxnreg``, which needs
    a register cap at entry: HARDWARE.md §3.2), no static shared memory, one thread
    of each ``init by`` role calling its ring init hook, ``__syncthreads()`` (when
-   there is a ring to initialise), then —
+   there is a ring to initialise; a cluster barrier when the launch is clustered, with
+   ``__cluster_dims__`` on the kernel and a second cluster barrier before it exits), then —
    when any role declares ``regs`` — ``setmaxnreg`` in every warpgroup (each group to
    its placed budget: ``.dec`` below the entry count, ``.inc`` above, nothing when
    equal; groups whose roles declare no ``regs`` and idle groups take part, so the
    budgets that run are exactly the ones the placement fitted into the pool), and
-   finally each warp range calling its role's entry with ``(params, smem)``.
+   finally each warp range calling its role's entry with ``(params, smem)``; when every
+   role lies in one register group, the group's ``setmaxnreg`` and its roles' calls share
+   one branch (ptxas compiles a branch to its budget only then).
 
 Shared-memory handle values are offsets from the dynamic shared memory base (shared
 address ``smem_user_base``; see :mod:`linker.handles`). Compositions the role-entry
