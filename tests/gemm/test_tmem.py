@@ -83,7 +83,8 @@ def test_the_dispatch_kernel_allocates_and_frees_the_tensor_memory(tmp_path: Pat
 
 @pytest.mark.toolchain
 def test_claims_past_32_columns_round_the_allocation_up_to_a_power_of_two(tmp_path: Path) -> None:
-    contract = CONTRACT.replace("claim tmem acc columns 128", "claim tmem acc columns 128\n    claim tmem aux columns 64")
+    acc = "claim tmem acc columns 128"
+    contract = CONTRACT.replace(acc, acc + "\n    claim tmem aux columns 64")
     result = link([_build(tmp_path / "src", contract)], tmp_path / "out")
     assert result.ok, [f"{d.code}: {d.message}" for d in result.diagnostics]
     assert result.output is not None and result.output.generated is not None
