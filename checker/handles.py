@@ -60,6 +60,7 @@ HandleKind = Literal[
     "smem", "smem_stride", "tmem", "bar_id", "bar_threads", "counter",
     "ring_depth", "ring_full_bar", "ring_empty_bar", "ring_full_count", "ring_empty_count",
     "ring_slot_smem", "ring_slot_stride", "warp0", "regs", "params_offset", "tensor_export", "tensor_import",
+    "fact", "cluster_size",
 ]
 
 HANDLE_PREFIX = "kl_"
@@ -91,7 +92,8 @@ KIND_TEXT: Mapping[str, str] = {
     "ring_empty_count": "an empty-barrier arrival count", "ring_slot_smem": "a ring slot's offset",
     "ring_slot_stride": "a ring slot stride", "warp0": "a role's first warp", "regs": "a register budget",
     "params_offset": "a params offset", "tensor_export": "a tensor export's route",
-    "tensor_import": "a tensor import's route",
+    "tensor_import": "a tensor import's route", "fact": "a fact's value",
+    "cluster_size": "the CTAs of a cluster",
 }
 # Name suffix -> kind, for recognising a handle read under the wrong item.
 _SUFFIXES: tuple[tuple[str, HandleKind], ...] = (
@@ -113,6 +115,8 @@ _CONDITIONAL: Mapping[HandleKind, tuple[type[A.Node], str]] = {
 }
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # PTX slot type of the contract's scalar types, where it is fixed.
+# a 16-bit float travels as its bits in an integer slot or as a 2-byte aggregate (__nv_bfloat16, __half)
+_HALF_SLOTS = frozenset({"b16", "b32", "b8[2]"})
 _PTX_SLOT = {"f32": "b32", "i32": "b32", "u32": "b32", "f64": "b64", "i64": "b64", "u64": "b64", "ptr": "b64"}
 
 
@@ -185,6 +189,8 @@ def handle_bindings(stage: A.Stage) -> list[HandleSpec]:
     def add(symbol: str, kind: HandleKind, item: str, node: A.Node, explicit: bool = False) -> None:
         out.append(HandleSpec(symbol, kind, stage.name, item, None, explicit, node))
 
+    rings: set[str] = set()
+    facts: set[str] = set()
     for it in stage.items:
         if isinstance(it, A.SmemClaim):
             main = it.handle or f"{p}_{it.name}_smem"
@@ -204,11 +210,19 @@ def handle_bindings(stage: A.Stage) -> list[HandleSpec]:
             add(f"{p}_{it.name}_bar_id", "bar_id", it.name, it)
             add(f"{p}_{it.name}_threads", "bar_threads", it.name, it)
         elif isinstance(it, A.Ring):
-            for suffix, kind in _RING_HANDLES:
-                add(f"{p}_{it.name}_{suffix}", kind, it.name, it)
+            if it.name not in rings:  # a stage holding both sides of a ring reads one set of barriers
+                for suffix, kind in _RING_HANDLES:
+                    add(f"{p}_{it.name}_{suffix}", kind, it.name, it)
+            rings.add(it.name)
             if it.first(A.RingInitBy) is not None:
                 add(f"{p}_{it.name}_full_count", "ring_full_count", it.name, it)
                 add(f"{p}_{it.name}_empty_count", "ring_empty_count", it.name, it)
+        elif isinstance(it, A.Cluster):
+            add(f"{p}_cluster_size", "cluster_size", "cluster", it)
+        elif isinstance(it, (A.OwnsFact, A.UsesFact, A.AssumesFact)):
+            if it.name not in facts:  # the owner's value, folded at link time (specs/handles.md)
+                add(f"{p}_fact_{it.name}", "fact", it.name, it)
+            facts.add(it.name)
         elif isinstance(it, A.Role):
             add(f"{p}_{it.name}_warp0", "warp0", it.name, it)
             if it.regs is not None:
@@ -477,4 +491,4 @@ def _signature_matches(proto: Prototype, signature: A.Signature) -> bool:
     pairs = list(zip(signature.params, proto.params, strict=True))
     if signature.result != "void":
         pairs.append((signature.result, proto.returns[0]))
-    return all(_PTX_SLOT.get(t, slot) == slot for t, slot in pairs)
+    return all(slot in _HALF_SLOTS if t in ("bf16", "f16") else _PTX_SLOT.get(t, slot) == slot for t, slot in pairs)

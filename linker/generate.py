@@ -9,12 +9,15 @@ NVRTC to LTO IR and linked with every package) holds, in this order:
 2. **call trampolines** — for each call site's symbol, a function with the
    contract's signature that calls the symbol of the export serving the call
    (``checker.resolve.serving_exports``); exports no call site reaches get no
-   trampoline and are dropped by LTO (an ``I-EXPORT-DROPPED`` note);
+   trampoline and are dropped by LTO (an ``I-EXPORT-DROPPED`` note). A ``bf16``/``f16``
+   value is passed as each side's own C type (bits or a 2-byte aggregate, read from
+   the captured PTX shape: :func:`component_ctype`), its bits copied between them;
 2b. **tensor transfers** — each tensor connection's route, lowered by
    ``transfer_model.lower`` with its barrier IDs and scratch address
    (:mod:`linker.transfers`), its export and import functions named by the two
-   stages' tensor handles; an export no import names gets an export handle that does
-   nothing;
+   stages' tensor handles; an export several imports read gets an export handle that
+   runs their routes in import order; an export no import names gets an export
+   handle that does nothing;
 3. **declarations** of the role entries and ring init hooks the components define;
 4. **the params block** ``KlParams`` — each stage's ``params`` region at the next
    multiple of its ``align`` in pipeline order (the layout L-PARAMS checks), with
@@ -26,12 +29,15 @@ NVRTC to LTO IR and linked with every package) holds, in this order:
    ``blocks_per_sm`` (1 when unstated and the kernel runs ``setmaxnreg``, which needs
    a register cap at entry: HARDWARE.md §3.2), no static shared memory, one thread
    of each ``init by`` role calling its ring init hook, ``__syncthreads()`` (when
-   there is a ring to initialise), then —
+   there is a ring to initialise; a cluster barrier when the launch is clustered, with
+   ``__cluster_dims__`` on the kernel and a second cluster barrier before it exits), then —
    when any role declares ``regs`` — ``setmaxnreg`` in every warpgroup (each group to
    its placed budget: ``.dec`` below the entry count, ``.inc`` above, nothing when
    equal; groups whose roles declare no ``regs`` and idle groups take part, so the
    budgets that run are exactly the ones the placement fitted into the pool), and
-   finally each warp range calling its role's entry with ``(params, smem)``.
+   finally each warp range calling its role's entry with ``(params, smem)``; when every
+   role lies in one register group, the group's ``setmaxnreg`` and its roles' calls share
+   one branch (ptxas compiles a branch to its budget only then).
 
 Shared-memory handle values are offsets from the dynamic shared memory base (shared
 address ``smem_user_base``; see :mod:`linker.handles`). Compositions the role-entry
@@ -42,16 +48,16 @@ instead of generating code that would compute the wrong thing.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from checker.composition import Composition, Owned, StageEntry
+from checker.composition import Captured, Composition, Owned, StageEntry
 from checker.handles import init_hook_symbol, resolve_handles, sanitize
 from checker.resolve import serving_exports
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
-from linker.handles import HandleValue, Solved, UnplacedHandle, handle_value
-from linker.transfers import Transfer, UnusedExport, plan_transfers
+from linker.handles import HandleValue, Solved, UnfixedFact, UnplacedHandle, handle_value, launch_cluster
+from linker.transfers import Transfer, UnusedExport, elem_ctype, plan_transfers
 from placement.adapter import Placed
 from placement.problem import Domain, round_up
 from placement.result import Placement
@@ -67,6 +73,15 @@ TENSOR_HANDLES = frozenset({"tensor_export", "tensor_import"})
 C_TYPES = {"void": "void", "bool": "bool", "i8": "signed char", "u8": "unsigned char", "i16": "short",
            "u16": "unsigned short", "i32": "int", "u32": "unsigned", "i64": "long long",
            "u64": "unsigned long long", "f32": "float", "f64": "double", "ptr": "void*"}
+#: 16-bit float types a call may pass: the trampoline passes the component's own C type, read
+#: from the PTX shape the package captured (:func:`component_ctype`).
+HALF_TYPES = frozenset({"bf16", "f16"})
+#: The C type of a 16-bit float passed as a 2-byte aggregate (``__nv_bfloat16``, ``__half``, a
+#: ``{ unsigned short }`` wrapper): LLVM's IR linker maps it onto the component's isomorphic
+#: struct, so the call still inlines.
+HALF_STRUCT = "kl_half_bits"
+#: Bytes after the placed shared memory that receive tcgen05.alloc's address (one aligned word).
+TMEM_SLOT_BYTES = 16
 #: ``struct`` formats of param field types, for the fact values the launch helper writes.
 FIELD_FORMATS = {"bool": "?", "i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I", "i64": "q",
                  "u64": "Q", "f32": "f", "f64": "d", "ptr": "Q"}
@@ -86,6 +101,10 @@ class Trampoline:
     export_symbol: str
     params: tuple[str, ...]
     result: str
+    #: C types of the parameters then the result, as the caller declares the call and as the
+    #: export defines it (:func:`component_ctype`); they differ only for 16-bit float values
+    caller_ctypes: tuple[str, ...] = ()
+    export_ctypes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -194,6 +213,15 @@ class Dispatch:
     inits: tuple[RingInit, ...]
     roles: tuple[RoleEntry, ...]
     idle_warps: tuple[int, ...]
+    cluster: tuple[int, int, int] = (1, 1, 1)
+    #: tensor memory: columns the dispatch kernel allocates (0: none) and the byte offset, from the
+    #: dynamic shared memory base, of the word tcgen05.alloc writes the allocation's address to
+    tmem_columns: int = 0
+    tmem_slot: int = 0
+
+    @property
+    def clustered(self) -> bool:
+        return self.cluster != (1, 1, 1)
 
 
 @dataclass(frozen=True)
@@ -226,41 +254,27 @@ def unsupported(comp: Composition) -> list[Diagnostic]:
             helps=("check the composition with `kernlink check`; link it once the linker supports this",),
             data=(("stage", stage), ("what", what))))
 
-    for exports in comp.tensor_exports.values():
-        for exp in exports:
-            imports = [i for i in comp.tensor_imports if i.item.export == exp.item.name]
-            if len(imports) > 1:
-                names = ", ".join(f"`{i.stage_name}.{i.item.name}`" for i in imports)
-                refuse(exp.item, exp.stage_name, f"tensor export `{exp.item.name}` with {len(imports)} imports",
-                       f"the export handle runs one route, and {names} each need their own; the order in "
-                       "which one export call would run several routes (and their barriers) is not decided yet")
-    for tmem in comp.items(A.TmemClaim):
-        refuse(tmem.item, tmem.stage_name, f"tensor-memory claim `{tmem.item.name}`",
-               "the dispatch kernel would have to allocate tensor memory (tcgen05.alloc) before the roles start "
-               "and free it after all of them end, which the role-entry ABI does not provide")
     counters: list[Owned[A.CounterClaim] | Owned[A.Counter]] = [*comp.items(A.CounterClaim), *comp.items(A.Counter)]
     for counter in counters:
         refuse(counter.item, counter.stage_name, f"counter `{counter.item.name}`",
                "a counter handle is an index into the kernel's counter array, and the role-entry ABI passes "
                "no counter array to the entries")
-    for cluster in comp.items(A.Cluster):
-        if any(shape.size > 1 for shape in cluster.item.shapes):
-            refuse(cluster.item, cluster.stage_name, "thread-block clusters",
-                   "the dispatch kernel and the launch helper launch 1x1x1 clusters only")
-    for item in comp.pipeline.items:
-        if isinstance(item, A.PipelineCluster) and item.shape.size > 1:
-            refuse(item, comp.pipeline.name, f"cluster {item.shape}",
-                   "the dispatch kernel and the launch helper launch 1x1x1 clusters only")
+    if launch_cluster(comp) is None:
+        out.append(Diagnostic(
+            "E-UNSUPPORTED", f"`kernlink link` cannot choose the cluster shape of `{comp.pipeline.name}`",
+            labels=(Label(comp.pipeline.span, "this pipeline"),),
+            notes=("the stages accept several cluster shapes in common, and none is 1x1x1",),
+            helps=("state the launch's shape in the pipeline: `cluster 2x1x1`",),
+            data=(("stage", comp.pipeline.name), ("what", "cluster shape"))))
     shared: list[Owned[A.Buffer] | Owned[A.Domain]] = [*comp.items(A.Buffer), *comp.items(A.Domain)]
     for buffer in shared:
         refuse(buffer.item, buffer.stage_name, f"symmetric buffer or domain `{buffer.item.name}`",
                "multi-GPU buffers need host-side allocation that the launch helper does not do")
     for call in comp.calls:
         for type_name in (*call.item.signature.params, call.item.signature.result):
-            if type_name not in C_TYPES:
+            if type_name not in C_TYPES and type_name not in HALF_TYPES:
                 refuse(call.item, call.stage_name, f"call `{call.item.name}` with a `{type_name}` value",
-                       f"trampolines pass {', '.join(sorted(set(C_TYPES) - {'void'}))}; `{type_name}` needs the "
-                       "component's own C type, which the package does not record")
+                       f"trampolines pass {', '.join(sorted((set(C_TYPES) | HALF_TYPES) - {'void'}))}")
                 break
     return out
 
@@ -341,6 +355,14 @@ def _handles(comp: Composition, solved: Solved) -> tuple[HandleValue, ...]:
                 continue  # defined by the tensor transfers' code
             try:
                 value = handle_value(spec, solved)
+            except UnfixedFact as err:
+                problems.append(Diagnostic(
+                    "L-LINK", f"handle `{symbol}` of `{entry.name}` reads fact `{spec.item}`, which has no fixed "
+                              "value to fold",
+                    labels=(Label((spec.node or entry.stage).span, "the fact"),), notes=(str(err),),
+                    helps=(f"take the value at launch with `uses fact {spec.item}: T as param FIELD`, or fix it "
+                           f"in its owner with `owns fact {spec.item}: T = VALUE`",)))
+                continue
             except UnplacedHandle as err:
                 problems.append(Diagnostic(
                     "E-INTERNAL", f"no value for handle `{symbol}` of `{entry.name}`: {err}",
@@ -397,12 +419,24 @@ def _calls(comp: Composition) -> tuple[tuple[Trampoline, ...], tuple[DroppedExpo
         served.add((export.stage_name, export.item.name))
         caller = f"{call.stage_name} {call.item.caller_kind} `{call.item.caller}`"
         sig = call.item.signature
+        try:
+            caller_ctypes = _ctypes(sig, call.stage.captured, call.item.symbol)
+            export_ctypes = _ctypes(sig, export.stage.captured, export.item.symbol)
+        except ValueError as err:
+            problems.append(Diagnostic(
+                "L-LINK", f"call `{call.item.name}` of `{call.stage_name}` cannot be linked to "
+                          f"`{export.item.symbol}`: {err}",
+                labels=(Label(call.item.span, "this call"), Label(export.item.span, "the export")),
+                helps=("pass a 16-bit float as `unsigned short` bits or as a 2-byte struct such as "
+                       "`__nv_bfloat16` / `__half`",)))
+            continue
         made = Trampoline(call.item.symbol, call.item.name, _signature_text(sig), (caller,), export.stage_name,
-                          export.item.symbol, sig.params, sig.result)
+                          export.item.symbol, sig.params, sig.result, caller_ctypes, export_ctypes)
         first = by_symbol.get(made.symbol)
         if first is None:
             by_symbol[made.symbol] = made
-        elif (first.export_symbol, first.params, first.result) == (made.export_symbol, made.params, made.result):
+        elif ((first.export_symbol, first.params, first.result, first.caller_ctypes)
+              == (made.export_symbol, made.params, made.result, made.caller_ctypes)):
             by_symbol[made.symbol] = replace(first, callers=(*first.callers, caller))
         else:
             problems.append(Diagnostic(
@@ -425,6 +459,33 @@ def _calls(comp: Composition) -> tuple[tuple[Trampoline, ...], tuple[DroppedExpo
             Severity.NOTE, (Label(exp.item.span, "exported here"),),
             notes=("LTO removes device functions nothing references",)))
     return tuple(sorted(by_symbol.values(), key=lambda t: t.symbol)), tuple(dropped), notes
+
+
+def component_ctype(type_name: str, slot: str | None) -> str:
+    """The C type a component passes a value of contract type ``type_name`` as, from its PTX slot.
+
+    Scalars have one C type (:data:`C_TYPES`). A 16-bit float is either an integer holding its
+    bits (PTX ``.b16``/``.b32`` slot: ``unsigned short``) or a 2-byte aggregate (``.b8[2]``:
+    ``__nv_bfloat16``, ``__half``, a wrapper struct), passed as :data:`HALF_STRUCT`; a package
+    without prototypes is taken to pass bits. Raises ``ValueError`` for another slot.
+    """
+    if type_name not in HALF_TYPES:
+        return C_TYPES[type_name]
+    if slot is None or slot in ("b16", "b32", "u16", "s16", "u32", "s32"):
+        return "unsigned short"
+    if slot == "b8[2]":
+        return HALF_STRUCT
+    raise ValueError(f"a `{type_name}` value travels as PTX `{slot}`, neither 16-bit bits nor a 2-byte aggregate")
+
+
+def _ctypes(sig: A.Signature, captured: Captured | None, symbol: str) -> tuple[str, ...]:
+    proto = captured.prototype_map.get(symbol) if captured is not None else None
+    slots: list[str | None] = [None] * (len(sig.params) + 1)
+    if proto is not None and len(proto.params) == len(sig.params):
+        slots[:-1] = list(proto.params)
+    if proto is not None and len(proto.returns) == 1:
+        slots[-1] = proto.returns[0]
+    return tuple(component_ctype(t, slot) for t, slot in zip((*sig.params, sig.result), slots, strict=True))
 
 
 def _signature_text(sig: A.Signature) -> str:
@@ -455,6 +516,10 @@ def _dispatch(comp: Composition, placement: Placement, params: ParamsLayout, sme
     min_blocks = bps if bps is not None else (1 if setmaxnreg else None)
     use = placement.use(Domain.SMEM)
     dynamic = max(0, use.end - smem_base)
+    tmem_columns, tmem_slot = 0, 0
+    if any(True for _ in comp.items(A.TmemClaim)):
+        tmem_columns, tmem_slot = _tmem_allocation(comp, placement, dynamic)
+        dynamic = tmem_slot + TMEM_SLOT_BYTES
     members = {r.stage: r.member for r in params.regions if params.region_of(r.stage) is r}
     roles = []
     for r in sorted(placement.roles, key=lambda r: r.first_warp):
@@ -481,7 +546,8 @@ def _dispatch(comp: Composition, placement: Placement, params: ParamsLayout, sme
                 groups.append(GroupRegs((grp.index,), grp.first_warp, grp.warps, grp.budget, op, grp.roles))
     return Dispatch(KERNEL, threads, placement.block_warps, min_blocks, dynamic, smem_base,
                     launch.kind if launch is not None else "fixed", bps, setmaxnreg, entry_regs, tuple(groups),
-                    tuple(inits), tuple(roles), placement.idle_warps)
+                    tuple(inits), tuple(roles), placement.idle_warps, launch_cluster(comp) or (1, 1, 1),
+                    tmem_columns, tmem_slot)
 
 
 def _initialised_rings(comp: Composition) -> Iterator[Owned[A.Ring]]:
@@ -532,15 +598,9 @@ def render(comp: Composition, handles: Sequence[HandleValue], trampolines: Seque
     out += ["", _RULE, "// Call trampolines: each call site's symbol calls the export that serves it."]
     if not trampolines:
         out.append("// (no call sites)")
+    out += _half_lines(trampolines)
     for t in trampolines:
-        args = ", ".join(f"{C_TYPES[p]} a{i}" for i, p in enumerate(t.params))
-        passed = ", ".join(f"a{i}" for i in range(len(t.params)))
-        ret = C_TYPES[t.result]
-        out.append(f'extern "C" __device__ {ret} {t.export_symbol}({", ".join(C_TYPES[p] for p in t.params)});'
-                   f"  // {t.export_stage}: export `{t.call}` {t.signature}")
-        body = f"{t.export_symbol}({passed});" if t.result == "void" else f"return {t.export_symbol}({passed});"
-        out.append(f'extern "C" __device__ {ret} {t.symbol}({args}) {{ {body} }}'
-                   f"  // called by {'; '.join(t.callers)}")
+        out += _trampoline_lines(t)
     if transfers or unused:
         out += ["", _RULE, *_transfer_lines(transfers, unused)]
     out += ["", _RULE, "// Role entries and ring init hooks, defined by the components."]
@@ -568,11 +628,25 @@ def _transfer_lines(transfers: Sequence[Transfer], unused: Sequence[UnusedExport
            "// function is the producing stage's export handle, the import function the consuming stage's import",
            "// handle; every move is a bit copy (nothing is converted)."]
     for t in transfers:
-        scratch = (f"scratch `{t.scratch_claim}` at shared address {t.scratch_addr} (dynamic base + "
+        where = "the export's claim" if t.shared == "buffer" else "scratch"
+        scratch = (f"{where} `{t.scratch_claim}` at shared address {t.scratch_addr} (dynamic base + "
                    f"{t.scratch_offset}), {t.scratch_bytes} B" if t.scratch_claim is not None else "no scratch")
         barriers = (f"named barrier(s) {', '.join(map(str, t.barrier_ids))} of {t.barrier_threads} threads"
                     if t.barrier_ids else "no named barrier")
         out += ["", f"// {t.connection}: {t.title} ({t.rung}); {scratch}; {barriers}", t.source.rstrip("\n")]
+    fans: dict[str, list[Transfer]] = {}
+    for t in transfers:
+        if t.fanned_out:
+            fans.setdefault(t.export_symbol, []).append(t)
+    for symbol, routes in fans.items():
+        ordered = sorted(routes, key=lambda t: t.order)
+        first = ordered[0]
+        ctype = elem_ctype(first.elem)
+        out += ["", f"// {first.export_stage}: export `{first.export}` feeds {len(ordered)} routes; its export handle "
+                    "runs them in import order",
+                f'extern "C" __device__ void {symbol}(const {ctype}* held) {{',
+                *(f"    {t.route_symbol}(held);  // route {t.order}: {t.connection}" for t in ordered),
+                "}"]
     for u in unused:
         out += ["", f"// {u.stage}: export `{u.export}` is imported by no stage; its export handle does nothing",
                 f'extern "C" __device__ void {u.symbol}(const {u.ctype}* held) {{ (void)held; }}']
@@ -614,10 +688,10 @@ def _field_source(f: ParamField) -> str:
     return " (caller)"
 
 
-def _branches(ranges: Sequence[tuple[int, int]]) -> list[str]:
+def _branches(ranges: Sequence[tuple[int, int]], start: int = 0) -> list[str]:
     """``if``/``else if`` conditions selecting each warp range ``[lo, hi)`` (ranges sorted, disjoint)."""
     out = []
-    previous = 0
+    previous = start
     for i, (lo, hi) in enumerate(ranges):
         cond = f"warp < {hi}u" if lo == previous else f"warp >= {lo}u && warp < {hi}u"
         out.append(("if" if i == 0 else "} else if") + f" ({cond}) {{")
@@ -637,7 +711,9 @@ def _kernel_lines(d: Dispatch, params: ParamsLayout, control: bool = False) -> l
     signature = "const __grid_constant__ KlParams params" if params.regions else ""
     out = [f"// The dispatch kernel: {d.threads} threads = {d.block_warps} warps; {d.dynamic_smem} B of dynamic "
            f"shared memory; {regs}.",
-           f'extern "C" __global__ void __launch_bounds__({bounds}) {d.kernel}({signature}) {{',
+           *([f"// clusters of {d.cluster[0]}x{d.cluster[1]}x{d.cluster[2]} CTAs, fixed at compile time: the grid must "
+              "be a multiple of the cluster"] if d.clustered else []),
+           f'extern "C" __global__ void __launch_bounds__({bounds}){_cluster_dims(d)} {d.kernel}({signature}) {{',
            "    extern __shared__ __align__(1024) unsigned char kl_smem[];",
            "    const unsigned warp = threadIdx.x / 32u;"]
 
@@ -646,6 +722,8 @@ def _kernel_lines(d: Dispatch, params: ParamsLayout, control: bool = False) -> l
         return f"(kl_entry_params<decltype({entry})>::type){value}" if control else value
 
     members = {r.stage: r.member for r in params.regions if params.region_of(r.stage) is r}
+    if d.tmem_columns:
+        out += _tmem_alloc_lines(d)
     if d.inits:
         out.append("    // 1. ring inits: the first thread of each `init by` role, before any role starts")
         for init in d.inits:
@@ -653,7 +731,15 @@ def _kernel_lines(d: Dispatch, params: ParamsLayout, control: bool = False) -> l
                     f"        {init.symbol}({params_of(members.get(init.stage), init.symbol)}, kl_smem);"
                     f"  // ring `{init.ring}`, init by role `{init.role}`",
                     "    }"]
-        out.append("    __syncthreads();  // every barrier is initialised before any role starts")
+        if d.clustered:
+            out += ["    // every barrier of every CTA in the cluster is initialised before any role starts",
+                    '    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");',
+                    '    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");']
+        else:
+            out.append("    __syncthreads();  // every barrier is initialised before any role starts")
+    if d.groups and _nested(d):
+        return [*out, *_nested_lines(d, params_of, 1 + bool(d.inits)), *_tmem_free_lines(d), *_cluster_exit(d),
+                "}"]
     if d.groups:
         out.append(f"    // {1 + bool(d.inits)}. register groups: setmaxnreg per warpgroup (the kernel starts with "
                    f"{d.entry_regs})")
@@ -682,5 +768,170 @@ def _kernel_lines(d: Dispatch, params: ParamsLayout, control: bool = False) -> l
         out.append("    }")
     if d.idle_warps:
         out.append(f"    // idle warps {', '.join(str(w) for w in d.idle_warps)} return at once")
+    out += _tmem_free_lines(d)
+    out += _cluster_exit(d)
     out.append("}")
     return out
+
+
+def _group_of(d: Dispatch, role: RoleEntry) -> GroupRegs | None:
+    return next((g for g in d.groups
+                 if g.first_warp <= role.first_warp and role.first_warp + role.warps <= g.first_warp + g.warps), None)
+
+
+def _nested(d: Dispatch) -> bool:
+    """True when every role lies inside one register group: each group's branch then holds its roles."""
+    return all(_group_of(d, r) is not None for r in d.roles)
+
+
+def _setmaxnreg_line(grp: GroupRegs, indent: str) -> str:
+    what = f"groups {grp.groups[0]}..{grp.groups[-1]}" if len(grp.groups) > 1 else f"group {grp.groups[0]}"
+    who = ", ".join(grp.roles) or "idle warps"
+    span = f"warps {grp.first_warp}..{grp.first_warp + grp.warps - 1}"
+    if grp.op is None:
+        return f"{indent}// {what}, {span} ({who}): keeps {grp.budget}"
+    return f'{indent}asm volatile("setmaxnreg.{grp.op}.sync.aligned.u32 {grp.budget};");  // {what}, {span}: {who}'
+
+
+def _nested_lines(d: Dispatch, params_of: Callable[[str | None], str], step: int) -> list[str]:
+    """Register groups and roles in one if/else chain: ptxas compiles each branch to its group's budget.
+
+    ptxas allocates registers for the code after a ``setmaxnreg`` to that budget only when
+    the instruction and the code are in the same branch (HOPPER.md: "each warpgroup's role is
+    one branch of a single if/else"); with a separate chain the whole kernel is compiled to
+    the entry count, and a role needing more (a wgmma accumulator) does not compile.
+    """
+    out = [f"    // {step}. register groups and roles: each warpgroup range runs setmaxnreg (the kernel starts "
+           f"with {d.entry_regs}), then calls its roles' entries"]
+    for line, grp in zip(_branches([(g.first_warp, g.first_warp + g.warps) for g in d.groups]), d.groups,
+                         strict=True):
+        out.append(f"    {line}")
+        out.append(_setmaxnreg_line(grp, "        "))
+        inner = [r for r in d.roles if _group_of(d, r) is grp]
+        if len(inner) == 1 and (inner[0].first_warp, inner[0].warps) == (grp.first_warp, grp.warps):
+            role = inner[0]
+            out.append(f"        {role.entry}({params_of(role.params_member)}, kl_smem);  // {role.stage} role "
+                       f"`{role.role}`, warps {role.first_warp}..{role.first_warp + role.warps - 1}")
+            continue
+        ranges = [(r.first_warp, r.first_warp + r.warps) for r in inner]
+        for branch, role in zip(_branches(ranges, grp.first_warp), inner, strict=True):
+            out.append(f"        {branch}")
+            out.append(f"            {role.entry}({params_of(role.params_member)}, kl_smem);  // {role.stage} "
+                       f"role `{role.role}`, warps {role.first_warp}..{role.first_warp + role.warps - 1}")
+        if inner:
+            out.append("        }")
+    out.append("    }")
+    if d.idle_warps:
+        out.append(f"    // idle warps {', '.join(str(w) for w in d.idle_warps)} return at once")
+    return out
+
+
+def _trampoline_ctypes(t: Trampoline) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    if t.caller_ctypes and t.export_ctypes:
+        return t.caller_ctypes, t.export_ctypes
+    plain = tuple(component_ctype(p, None) for p in (*t.params, t.result))
+    return plain, plain
+
+
+def _half_lines(trampolines: Sequence[Trampoline]) -> list[str]:
+    """The 16-bit float helpers, when some trampoline passes one."""
+    used = {c for t in trampolines for side in _trampoline_ctypes(t) for c in side}
+    differs = any(a != b for t in trampolines for a, b in zip(*_trampoline_ctypes(t), strict=True))
+    out = []
+    if HALF_STRUCT in used:
+        out += ["// a 16-bit float passed as a 2-byte aggregate (isomorphic to __nv_bfloat16 and __half)",
+                f"struct __align__(2) {HALF_STRUCT} {{ unsigned short bits; }};"]
+    if differs:
+        out += ["// the caller and the export pass a 16-bit float differently: the trampoline copies its bits",
+                "template <typename To, typename From>",
+                "static __device__ __forceinline__ To kl_bit_cast(From v) {",
+                '    static_assert(sizeof(To) == sizeof(From), "a bit copy keeps the size");',
+                "    union { From from; To to; } u;",
+                "    u.from = v;",
+                "    return u.to;",
+                "}"]
+    return out
+
+
+def _trampoline_lines(t: Trampoline) -> list[str]:
+    caller, export = _trampoline_ctypes(t)
+
+    def cast(to: str, frm: str, value: str) -> str:
+        return value if to == frm else f"kl_bit_cast<{to}>({value})"
+
+    args = ", ".join(f"{c} a{i}" for i, c in enumerate(caller[:-1]))
+    passed = ", ".join(cast(e, c, f"a{i}") for i, (c, e) in enumerate(zip(caller[:-1], export[:-1], strict=True)))
+    call = f"{t.export_symbol}({passed})"
+    body = f"{call};" if t.result == "void" else f"return {cast(caller[-1], export[-1], call)};"
+    return [f'extern "C" __device__ {export[-1]} {t.export_symbol}({", ".join(export[:-1])});'
+            f"  // {t.export_stage}: export `{t.call}` {t.signature}",
+            f'extern "C" __device__ {caller[-1]} {t.symbol}({args}) {{ {body} }}'
+            f"  // called by {'; '.join(t.callers)}"]
+
+
+def _cluster_dims(d: Dispatch) -> str:
+    return f" __cluster_dims__({d.cluster[0]}, {d.cluster[1]}, {d.cluster[2]})" if d.clustered else ""
+
+
+def _cluster_exit(d: Dispatch) -> list[str]:
+    """A clustered kernel's last step: no CTA leaves while a peer may still reach its shared memory."""
+    if not d.clustered:
+        return []
+    return ["    // every role of every CTA in the cluster has returned: no peer still reaches this CTA's shared",
+            "    // memory when it exits",
+            '    asm volatile("barrier.cluster.arrive.release;" ::: "memory");',
+            '    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");']
+
+
+def _tmem_allocation(comp: Composition, placement: Placement, dynamic: int) -> tuple[int, int]:
+    """Columns to allocate (a power of two, at least 32) and the offset of the address word."""
+    end = placement.use(Domain.TMEM).end
+    columns = 32
+    while columns < end:
+        columns *= 2
+    slot = round_up(dynamic, TMEM_SLOT_BYTES)
+    limit = comp.target.smem_per_block_optin if comp.target is not None else None
+    if limit is not None and slot + TMEM_SLOT_BYTES > limit:
+        raise DiagnosticError([Diagnostic(
+            "L-LINK", f"no shared memory is left for the word tcgen05.alloc writes: the claims use {dynamic} B "
+                      f"of the {limit} B a block may have",
+            labels=(Label(comp.pipeline.span, "this pipeline"),),
+            helps=(f"leave {TMEM_SLOT_BYTES} B of shared memory free (a shallower ring, a smaller claim)",))])
+    return columns, slot
+
+
+def _tmem_alloc_lines(d: Dispatch) -> list[str]:
+    """Warp 0 allocates the tensor memory every role shares and gives up the allocation permit.
+
+    Every ``P_C_tmem`` handle is a column of this allocation counted from column 0, so an
+    allocation that does not start at lane 0, column 0 stops the kernel (``trap``) rather
+    than let roles use columns they do not own.
+    """
+    slot = f"kl_smem + {d.tmem_slot}u"
+    return [f"    // 0. tensor memory: warp 0 allocates {d.tmem_columns} columns before any role starts (tcgen05.alloc",
+            "    //    writes the address to shared memory) and relinquishes the allocation permit",
+            "    if (warp == 0u) {",
+            '        asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;" ::'
+            f'"r"(static_cast<unsigned>(__cvta_generic_to_shared({slot}))), "r"({d.tmem_columns}u) : "memory");',
+            '        asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;" ::: "memory");',
+            "    }",
+            '    asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");',
+            "    __syncthreads();",
+            '    asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");',
+            f"    if (*reinterpret_cast<volatile unsigned*>({slot}) != 0u) {{",
+            '        asm volatile("trap;");  // handles count columns from 0: another allocation start is unusable',
+            "    }"]
+
+
+def _tmem_free_lines(d: Dispatch) -> list[str]:
+    """After every role has returned, warp 0 frees the allocation."""
+    if not d.tmem_columns:
+        return []
+    return ["    // every role has returned: warp 0 frees the tensor memory",
+            '    asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");',
+            "    __syncthreads();",
+            '    asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");',
+            "    if (warp == 0u) {",
+            f'        asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, {d.tmem_columns};" :: "r"(0u) : '
+            '"memory");',
+            "    }"]

@@ -14,6 +14,8 @@ Values follow specs/handles.md:
   ``smem_user_base`` (HARDWARE.md §1.2) and an offset is ``address - smem_user_base``;
 - a ring's mbarrier array holds ``depth`` full barriers, then ``depth`` empty ones,
   8 bytes apart: ``full_bar`` is the array's offset, ``empty_bar`` is 8 × depth further;
+- a fact handle (``P_fact_F``) returns the value the fact's owner fixes (``owns fact F:
+  T = v``); an owner that allows a range or a set fixes nothing, and the link says so;
 - arrival counts evaluate the initialising side's ``full init`` / ``empty init`` with
   the composition's role widths (``per_warp(R)`` is R's warps, ``per_thread(R)`` its
   threads, ``per_warpgroup(R)`` its warpgroups).
@@ -57,6 +59,7 @@ __all__ = [
     "HandleSpec",
     "HandleValue",
     "Solved",
+    "UnfixedFact",
     "UnplacedHandle",
     "call_symbols",
     "classify_handle",
@@ -65,6 +68,7 @@ __all__ = [
     "handle_problems",
     "handle_value",
     "init_hook_symbol",
+    "launch_cluster",
     "required_definitions",
     "resolve_handles",
     "sanitize",
@@ -75,6 +79,10 @@ __all__ = [
 
 class UnplacedHandle(Exception):
     """A handle whose item the placement does not hold (a kernlink bug or an unsupported item)."""
+
+
+class UnfixedFact(UnplacedHandle):
+    """A fact handle whose owner allows several values: no constant to fold (the caller gives it)."""
 
 
 @dataclass(frozen=True)
@@ -162,11 +170,51 @@ def _value(spec: HandleSpec, s: Solved) -> tuple[int, str]:
         if kind == "warp0":
             return role.first_warp, f"role `{item}`: warps {role.first_warp}..{role.end - 1}"
         return role.budget, f"role `{item}`: setmaxnreg budget (minimum {role.minimum})"
+    if kind == "tmem":
+        column = _find(s, Domain.TMEM, spec.stage, item)
+        if column is None:
+            raise UnplacedHandle(f"tensor-memory claim `{spec.stage}.{item}` is not placed")
+        return column.offset, f"`{item}` at tensor-memory column {column.offset}: {column.why}"
+    if kind == "fact":
+        return _fact(s, item)
+    if kind == "cluster_size":
+        shape = launch_cluster(s.comp)
+        if shape is None:
+            raise UnplacedHandle("the pipeline states no cluster shape and the stages accept several")
+        return shape[0] * shape[1] * shape[2], f"clusters of {shape[0]}x{shape[1]}x{shape[2]} CTAs"
     if kind == "params_offset":
         if spec.stage not in s.params_offsets:
             raise UnplacedHandle(f"`{spec.stage}` has no params region")
         return s.params_offsets[spec.stage], "the stage's params region in the kernel's params block"
     raise UnplacedHandle(f"handles of kind `{kind}` (`{spec.symbol}`) have no placed value")
+
+
+def launch_cluster(comp: Composition) -> tuple[int, int, int] | None:
+    """The cluster shape the kernel launches with: the pipeline's `cluster` line, else 1x1x1 when
+    every stage accepts it, else the one shape all stages accept; None when that is ambiguous."""
+    for item in comp.pipeline.items:
+        if isinstance(item, A.PipelineCluster):
+            return (item.shape.x, item.shape.y, item.shape.z)
+    common: set[tuple[int, int, int]] | None = None
+    for entry in comp.stages:
+        lines = [it for it in entry.stage.items if isinstance(it, A.Cluster)]
+        shapes = {(s.x, s.y, s.z) for line in lines for s in line.shapes} if lines else {(1, 1, 1)}
+        common = shapes if common is None else common & shapes
+    if not common or (1, 1, 1) in common:
+        return (1, 1, 1)
+    return next(iter(common)) if len(common) == 1 else None
+
+
+def _fact(s: Solved, name: str) -> tuple[int, str]:
+    owners = s.comp.owners.get(name, ())
+    if not owners:
+        raise UnfixedFact(f"no stage owns fact `{name}`")
+    owner = owners[0]
+    value = owner.item.value
+    if value.kind != "exact":
+        raise UnfixedFact(f"`{owner.stage_name}` owns fact `{name}` as a {value.kind} of values, so its value is "
+                          "given at launch, not fixed at link time")
+    return value.values[0], f"fact `{name}` = {value.values[0]}, fixed by its owner `{owner.stage_name}`: folded"
 
 
 def _smem(s: Solved, owner: str, name: str, stride: bool) -> tuple[int, str]:

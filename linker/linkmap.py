@@ -306,10 +306,13 @@ def _transfers(g: Generated) -> list[str]:
 
 
 def _facts(g: Generated) -> list[str]:
-    lines = ["", "facts  values written into params fields"]
+    lines = ["", "facts  values written into params fields, and fact handles LTO folds into immediates"]
     facts = [f for f in g.params.fields if f.fact is not None]
-    if not facts:
+    folded = [h for h in g.handles if h.kind == "fact"]
+    if not facts and not folded:
         lines.append(_row(symbol="(none)"))
+    for h in folded:
+        lines.append(_row(h.value, "", "", "", h.item, f"folded: `{h.stage}` reads it through `{h.symbol}`"))
     for f in facts:
         value = f.value if f.value is not None else "caller"
         lines.append(_row(value, f.size, "", "", f.fact or "", f"owned by {f.owner or '(no owner)'}; "
@@ -323,7 +326,9 @@ def _dispatch(g: Generated) -> list[str]:
     lines = ["", "dispatch  the generated kernel", _row(symbol="<internal>"),
              _row("", d.threads, "", "", d.kernel,
                   f"__launch_bounds__({bounds}); {d.dynamic_smem} B dynamic shared memory; {d.launch} grid"
-                  + (f"; blocks_per_sm {d.blocks_per_sm}" if d.blocks_per_sm else ""), 1)]
+                  + (f"; blocks_per_sm {d.blocks_per_sm}" if d.blocks_per_sm else "")
+                  + ("; clusters of {}x{}x{} CTAs (`__cluster_dims__`; cluster barriers after the ring inits and "
+                     "before exit)".format(*d.cluster) if d.clustered else ""), 1)]
     for init in d.inits:
         lines.append(_row(init.thread, 1, "", "", f"{init.symbol}",
                           f"ring `{init.ring}` init by role `{init.role}`: its first thread, before "
@@ -389,7 +394,7 @@ def to_jsonable(record: LinkRecord) -> dict[str, Any]:
             "blocks_per_sm": d.blocks_per_sm, "setmaxnreg": d.setmaxnreg, "entry_regs": d.entry_regs,
             "groups": [{**x.__dict__, "groups": list(x.groups), "roles": list(x.roles)} for x in d.groups],
             "inits": [x.__dict__ for x in d.inits], "roles": [x.__dict__ for x in d.roles],
-            "idle_warps": list(d.idle_warps)}
+            "idle_warps": list(d.idle_warps), "cluster": list(d.cluster)}
     return out
 
 

@@ -21,9 +21,20 @@ placed roles. Linking one needs three more decisions, made here:
   claim's placed address (the dynamic base is shared address ``smem_user_base`` and
   the kernel has no static shared memory).
 
-Register routes (copy, shuffle) need no constants. Routes whose constants the
-role-entry ABI cannot provide yet (tensor-memory loads, shared-memory placements) are
-``E-UNSUPPORTED`` with the missing piece named.
+- **placement buffer** — an export placed in shared memory (``placement smem(...)``)
+  lives in the producing stage's shared-memory claim of the export's own name
+  (``claim smem accumulator …`` for ``export tensor accumulator``); the map's addresses
+  are byte offsets from that claim's placed address, and every one must fall inside it.
+
+- **fan-out** — an export several imports name runs all their routes: each route's
+  export half is lowered to its own function (:func:`route_symbol`) and the export
+  handle calls them in import order (pipeline order, then source order), which the link
+  map records with each route's barriers. Producer threads thus finish one route's
+  hand-off before starting the next; a role importing twice must import in that order.
+
+Register routes (copy, shuffle) need no constants. Tensor-memory loads stay
+``E-UNSUPPORTED``: the dispatch kernel allocates tensor memory, but the lowered route
+has no operation ordering the consumer's loads after the producer's writes.
 """
 
 from __future__ import annotations
@@ -31,9 +42,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import product
 
 from checker.composition import Composition
-from checker.handles import tensor_symbol
+from checker.handles import sanitize, tensor_symbol
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
@@ -43,6 +55,7 @@ from placement.problem import BarrierClaim, Domain
 from placement.result import Placement
 from placement.solve import solve
 from placement.verify import verify
+from transfer_model import exprs as ex
 from transfer_model.adapter import RoutedSeam
 from transfer_model.lower import LinkConstants, lower
 from transfer_model.primitives import REGISTER_COPY, SMEM_STAGING, TMEM_LOAD, WARP_SHUFFLE
@@ -81,6 +94,16 @@ class Transfer:
     barrier_threads: int
     why: str
     source: str = dataclasses.field(repr=False)
+    shared: str = ""  # "scratch" (staging), "buffer" (the export's own claim) or "" (registers)
+    #: fan-out: the export feeds ``routes`` imports; this route runs ``order``-th (1-based) when the
+    #: export handle is called, as the function ``route_symbol`` (the export handle itself when alone)
+    order: int = 1
+    routes: int = 1
+    route_symbol: str = ""
+
+    @property
+    def fanned_out(self) -> bool:
+        return self.routes > 1
 
     @property
     def connection(self) -> str:
@@ -161,6 +184,13 @@ def plan_transfers(comp: Composition, placed: Placed,
     by_import = {(r.seam.import_stage, r.seam.imp.name): r for r in routes}
     out: list[Transfer] = []
     problems: list[Diagnostic] = []
+    # fan-out: an export's routes run in import order (pipeline order, then source order)
+    feeds: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for owned in comp.tensor_imports:
+        route = by_import.get((owned.stage_name, owned.item.name))
+        if route is not None:
+            key = (route.seam.export_stage, route.seam.export.name)
+            feeds.setdefault(key, []).append((owned.stage_name, owned.item.name))
     for owned in comp.tensor_imports:
         route = by_import.get((owned.stage_name, owned.item.name))
         if route is None:
@@ -170,20 +200,23 @@ def plan_transfers(comp: Composition, placed: Placed,
                 labels=(Label(owned.item.span, "imported here"),),
                 helps=("report it with the inputs: an accepted composition has a route for every import",)))
             continue
+        fed = feeds[(route.seam.export_stage, route.seam.export.name)]
+        order = fed.index((owned.stage_name, owned.item.name)) + 1
         try:
-            out.append(_transfer(comp, placed, route, owned.item.span))
+            out.append(_transfer(comp, placed, route, owned.item.span, order, len(fed)))
         except DiagnosticError as err:
             problems.extend(err.diagnostics)
     if problems:
         raise DiagnosticError(problems)
     imported = {(t.export_stage, t.export) for t in out}
     unused = [UnusedExport(o.stage_name, o.item.name, tensor_symbol(o.stage_name, o.item.name, "export"),
-                           _ctype(o.item.elem or "f32"))
+                           elem_ctype(o.item.elem or "f32"))
               for o in comp.items(A.ExportTensor) if (o.stage_name, o.item.name) not in imported]
     return tuple(out), tuple(unused)
 
 
-def _ctype(elem: str) -> str:
+def elem_ctype(elem: str) -> str:
+    """The bit type a tensor handle passes elements of ``elem`` as."""
     return "unsigned short" if ELEM_BYTES.get(elem) == 2 else "unsigned int"
 
 
@@ -195,44 +228,55 @@ def _refuse(span: Span, stage: str, what: str, why: str) -> DiagnosticError:
         data=(("stage", stage), ("what", what)))])
 
 
-def _transfer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span) -> Transfer:
+def route_symbol(export_symbol: str, import_stage: str, import_name: str) -> str:
+    """The function one route of a fanned-out export is lowered to; the export handle calls each."""
+    return f"{export_symbol}__to_{sanitize(import_stage)}_{sanitize(import_name)}"
+
+
+def _transfer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span, order: int = 1,
+              routes: int = 1) -> Transfer:
     seam, route = routed.seam, routed.route
     program = route.program
     what = f"tensor connection `{seam.export.name}` -> `{seam.imp.name}` ({route.result.title})"
     if route.rung == TMEM_LOAD:
         raise _refuse(span, seam.import_stage, what,
-                      "a tensor-memory load needs the tile's tensor-memory address, and the role-entry ABI "
-                      "allocates no tensor memory (tcgen05.alloc)")
-    if program.shared == "buffer":
-        raise _refuse(span, seam.import_stage, what,
-                      "the export is placed in shared memory, and its contract names no claim whose placed "
-                      "address the route could read the tile from")
+                      "the dispatch kernel allocates tensor memory now, but the lowered tensor-memory route has no "
+                      "operation that orders the consumer's tcgen05.ld after the producer's writes (no barrier, no "
+                      "tcgen05.commit): linking it could read the tile before it is written")
     barrier_ids = _barrier_ids(placed.placement, routed, span)
     claim, addr = None, None
     if program.shared == "scratch":
         claim, addr = _scratch(comp, placed, routed, span, what)
+    elif program.shared == "buffer":
+        claim, addr = _buffer(comp, placed, routed, span, what)
     base = placed.problem.capacities.smem_user_base
     export_symbol = tensor_symbol(seam.export_stage, seam.export.name, "export")
     import_symbol = tensor_symbol(seam.import_stage, seam.imp.name, "import")
+    own = export_symbol if routes == 1 else route_symbol(export_symbol, seam.import_stage, seam.imp.name)
     try:
         source = lower(program, LinkConstants(smem_addr=addr, barrier_ids=barrier_ids),
-                       export_name=export_symbol, import_name=import_symbol)
+                       export_name=own, import_name=import_symbol)
     except ValueError as err:
         raise DiagnosticError([Diagnostic(
             "E-INTERNAL", f"cannot lower {what}: {err}", labels=(Label(span, "imported here"),),
             helps=("report it with the inputs: this is a kernlink bug",))]) from None
     why = f"{route.result.title}: the cheapest rung of the ladder whose checks all pass"
-    if claim is not None:
+    if claim is not None and program.shared == "buffer":
+        why += f"; reads the tile where the producer placed it, claim `{claim}` of `{seam.export_stage}`"
+    elif claim is not None:
         why += f"; stages through `{claim}`, lent by role `{seam.imp.role}`"
     if barrier_ids:
         why += f"; named barrier(s) {', '.join(map(str, barrier_ids))} of {program.barrier_threads} threads"
+    if routes > 1:
+        why += (f"; route {order} of {routes} of export `{seam.export.name}`: its export handle runs the routes "
+                "in import order (pipeline order, then source order)")
     return Transfer(
         seam.export_stage, seam.export.name, seam.import_stage, seam.imp.name, route.rung, route.result.title,
         seam.export.elem, export_symbol, import_symbol,
         (program.producer.first, program.producer.count), (program.consumer.first, program.consumer.count),
         program.chunks, program.regs_per_call, claim, addr, None if addr is None else addr - base,
-        program.smem_bytes if program.shared == "scratch" else 0, barrier_ids, program.barrier_threads, why,
-        source)
+        _shared_bytes(routed) if claim is not None else 0, barrier_ids, program.barrier_threads, why,
+        source, program.shared, order, routes, own)
 
 
 def _barrier_ids(placement: Placement, routed: RoutedSeam, span: Span) -> tuple[int, ...]:
@@ -267,3 +311,44 @@ def _scratch(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span, 
     raise _refuse(span, seam.import_stage, what,
                   f"staging needs {program.smem_bytes} contiguous bytes, and no single lent claim holds them "
                   f"({lent} are placed apart)")
+
+
+def _shared_bytes(routed: RoutedSeam) -> int:
+    """Bytes a route's shared memory spans: the scratch it stages through, or the placement's extent."""
+    program = routed.route.program
+    if program.shared != "buffer":
+        return program.smem_bytes
+    placement = routed.seam.export.placement
+    at = ex.compile_function([n for n, _ in placement.params], list(placement.exprs))
+    highest = max(at(*slot)[0] for slot in product(*(range(e) for _, e in placement.params)))
+    return highest + program.elem_bytes
+
+
+def _buffer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span, what: str) -> tuple[str, int]:
+    """The producer's claim an export placed in shared memory lives in, and its absolute shared address."""
+    seam = routed.seam
+    name = seam.export.name
+    claim = next((o.item for o in comp.items(A.SmemClaim)
+                  if o.stage_name == seam.export_stage and o.item.name == name), None)
+    if claim is None:
+        raise DiagnosticError([Diagnostic(
+            "L-LINK", f"export `{name}` of `{seam.export_stage}` is placed in shared memory, but the stage "
+                      f"claims no shared memory named `{name}`",
+            labels=(Label(seam.export.span, "placed in shared memory here"),),
+            notes=("an export placed in shared memory lives in the producing stage's claim of the export's "
+                   "name; the route reads the tile from that claim's placed address",),
+            helps=(f"declare `claim smem {name} bytes N align A lifetime until <done event>` in "
+                   f"`{seam.export_stage}`",))])
+    needed = _shared_bytes(routed)
+    if (claim.bytes or 0) < needed:
+        raise DiagnosticError([Diagnostic(
+            "L-LINK", f"export `{name}` of `{seam.export_stage}` places elements up to byte {needed} of its "
+                      f"claim, which holds {claim.bytes or 0} B",
+            labels=(Label(seam.export.span, "placed here"), Label(claim.span, "the claim")),
+            helps=(f"claim at least {needed} bytes for `{name}`",))])
+    slot = placed.placement.slot(seam.export_stage, name, Domain.SMEM)
+    if slot.offset % routed.route.program.elem_bytes:
+        raise _refuse(span, seam.import_stage, what,
+                      f"the claim `{name}` is placed at shared address {slot.offset}, not aligned to the "
+                      f"route's {routed.route.program.elem_bytes}-byte words")
+    return name, slot.offset

@@ -8,7 +8,9 @@ export's `ready event c.<name>` (the tensor is complete) and the import's
 - the export declares a `ready event` (without one nothing says when the tensor is
   complete);
 - both events name the connection: `ready event acc.ready` exported to an import
-  named `accum` is a different connection;
+  named `accum` is a different connection (an export several imports read has one
+  ready event, named after any one of them: the linker runs all their routes when it
+  fires);
 - a lifetime that uses the connection's done event (`lifetime between acc.ready
   acc.done`) needs a `done event` on the import;
 - shared memory lent to the import (`lends smem S`) is live for the whole transfer,
@@ -107,12 +109,16 @@ class RendezvousClause(Clause):
             seen.add(key)
             if len(exports) == 1:
                 connections.append(_Connection(imp, exports[0]))
+        siblings: dict[int, set[str]] = {}
         for conn in connections:
-            yield from self._events(conn)
+            siblings.setdefault(id(conn.exp.item), set()).add(conn.name)
+        for conn in connections:
+            yield from self._events(conn, siblings[id(conn.exp.item)])
             yield from self._lends(conn, set(comp.events))
         yield from self._lifetimes(comp, connections)
 
-    def _events(self, conn: _Connection) -> Iterator[Diagnostic]:
+    def _events(self, conn: _Connection, fed: set[str]) -> Iterator[Diagnostic]:
+        """``fed``: the connections the export feeds; with several (fan-out), one ready event serves all."""
         imp, exp = conn.imp, conn.exp
         if conn.ready is None:
             yield seam(
@@ -122,7 +128,7 @@ class RendezvousClause(Clause):
                 notes=("without a ready event nothing orders the consumer's reads after the producer's writes",),
                 helps=(f"add `ready event {conn.name}.ready` to export `{exp.item.name}`",),
                 data={"connection": conn.name, "export": exp.item.name, "problem": "no-ready"})
-        elif conn.ready.connection != conn.name:
+        elif conn.ready.connection != conn.name and conn.ready.connection not in fed:
             yield seam(
                 self.code, f"export `{exp.item.name}` signals `{conn.ready}`, but its import is named "
                 f"`{conn.name}`",
