@@ -793,7 +793,7 @@ def _setmaxnreg_line(grp: GroupRegs, indent: str) -> str:
     return f'{indent}asm volatile("setmaxnreg.{grp.op}.sync.aligned.u32 {grp.budget};");  // {what}, {span}: {who}'
 
 
-def _nested_lines(d: Dispatch, params_of: Callable[[str | None], str], step: int) -> list[str]:
+def _nested_lines(d: Dispatch, params_of: Callable[[str | None, str], str], step: int) -> list[str]:
     """Register groups and roles in one if/else chain: ptxas compiles each branch to its group's budget.
 
     ptxas allocates registers for the code after a ``setmaxnreg`` to that budget only when
@@ -810,13 +810,14 @@ def _nested_lines(d: Dispatch, params_of: Callable[[str | None], str], step: int
         inner = [r for r in d.roles if _group_of(d, r) is grp]
         if len(inner) == 1 and (inner[0].first_warp, inner[0].warps) == (grp.first_warp, grp.warps):
             role = inner[0]
-            out.append(f"        {role.entry}({params_of(role.params_member)}, kl_smem);  // {role.stage} role "
-                       f"`{role.role}`, warps {role.first_warp}..{role.first_warp + role.warps - 1}")
+            out.append(f"        {role.entry}({params_of(role.params_member, role.entry)}, kl_smem);  "
+                       f"// {role.stage} role `{role.role}`, warps {role.first_warp}..{role.first_warp + role.warps - 1}")
             continue
         ranges = [(r.first_warp, r.first_warp + r.warps) for r in inner]
         for branch, role in zip(_branches(ranges, grp.first_warp), inner, strict=True):
             out.append(f"        {branch}")
-            out.append(f"            {role.entry}({params_of(role.params_member)}, kl_smem);  // {role.stage} "
+            out.append(f"            {role.entry}({params_of(role.params_member, role.entry)}, kl_smem);  "
+                       f"// {role.stage} "
                        f"role `{role.role}`, warps {role.first_warp}..{role.first_warp + role.warps - 1}")
         if inner:
             out.append("        }")
