@@ -811,7 +811,8 @@ def _nested_lines(d: Dispatch, params_of: Callable[[str | None, str], str], step
         if len(inner) == 1 and (inner[0].first_warp, inner[0].warps) == (grp.first_warp, grp.warps):
             role = inner[0]
             out.append(f"        {role.entry}({params_of(role.params_member, role.entry)}, kl_smem);  "
-                       f"// {role.stage} role `{role.role}`, warps {role.first_warp}..{role.first_warp + role.warps - 1}")
+                       f"// {role.stage} role `{role.role}`, "
+                       f"warps {role.first_warp}..{role.first_warp + role.warps - 1}")
             continue
         ranges = [(r.first_warp, r.first_warp + r.warps) for r in inner]
         for branch, role in zip(_branches(ranges, grp.first_warp), inner, strict=True):
