@@ -25,7 +25,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "clauses"
 PACKAGES: dict[str, int | None] = {
     "L-INTEGRITY/fail_payload_hash/loader.kpkg": 64,
     "L-INTEGRITY/pass_intact/loader.kpkg": None,
-    "L-LINK/fail_static_smem/loader.kpkg": None,
+    "L-LINK/fail_fact_range/loader.kpkg": None,
     "L-SYMBOL/fail_multiply_defined/loader.kpkg": None,
     "L-SYMBOL/fail_multiply_defined/store.kpkg": None,
     "L-LINK/pass_linked/loader.kpkg": None,
