@@ -31,6 +31,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--stage", help="the stage to pack when the contract holds several")
     p.add_argument("--strict", action="store_true",
                    help="a conformance finding or an undecided code site is an error: no package is written")
+    p.add_argument("-I", "--include", action="append", default=[], metavar="DIR",
+                   help="another folder of headers (the CUDA headers from PyPI are always found)")
+    p.add_argument("-D", "--define", action="append", default=[], metavar="NAME[=VALUE]", help="a macro")
+    p.add_argument("--std", default="c++17", choices=("c++17", "c++20"), help="the C++ dialect")
+    p.add_argument("--cutlass", action="store_true",
+                   help="compile with the CUTLASS/CuTe headers of the nvidia-cutlass wheel")
+    p.add_argument("--no-source", action="store_true",
+                   help="a binary-only package: LTO IR, PTX and manifest, no source (no one-unit control)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_pack)
@@ -138,13 +146,18 @@ def cmd_place(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------- pack
 
 def cmd_pack(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from kernlink.cli import EXIT_OK, emit
-    from linker.pack import pack
+    from linker.pack import CompileFlags, pack
 
     sources = _sources(args.source, args.contract)
+    defines = tuple((d.partition("=")[0], d.partition("=")[2] or "1") for d in args.define)
+    flags = CompileFlags(tuple(Path(d).resolve() for d in args.include), defines, args.std, args.cutlass,
+                         not args.no_source)
     try:
         result = pack(args.source, args.contract, args.output, compiler=args.compiler, stage=args.stage,
-                      strict=args.strict)
+                      strict=args.strict, flags=flags)
     except DiagnosticError as err:
         return _report(err.diagnostics, sources, args)
     if args.format == "json":
@@ -207,9 +220,11 @@ def inspect_view(path: str, manifest: Mapping[str, Any], manifest_sha256: str) -
                 "meaning": role(s, d == "needed")}
                for d in ("defined", "needed") for s in captured["needed" if d == "needed" else "defined"]]
     fields = {k: manifest[k] for k in ("stage", "version", "target", "toolkit", "format", "format_version")}
+    payload_names = {p.get("name") for p in manifest["payloads"] if isinstance(p, Mapping)}
     return {"package": path, "manifest": fields, "manifest_sha256": manifest_sha256,
             "compile": manifest.get("compile", {}), "contract": manifest["contract"], "symbols": symbols,
-            "params": captured["params"], "payloads": list(manifest["payloads"])}
+            "params": captured["params"], "payloads": list(manifest["payloads"]),
+            "binary_only": "source.cu" not in payload_names}
 
 
 def _inspect_text(view: Mapping[str, Any], *, color: bool | None) -> None:
@@ -229,7 +244,8 @@ def _inspect_text(view: Mapping[str, Any], *, color: bool | None) -> None:
     compile_info = view["compile"]
     if compile_info:
         head.add_row("compiler", f"{compile_info.get('compiler', '')} {' '.join(compile_info.get('options', []))}")
-        head.add_row("source", str(compile_info.get("source", "")))
+        head.add_row("source", str(compile_info.get("source", "")) + (
+            "  (binary-only: the source is not in the package)" if view.get("binary_only") else ""))
     console.print(head)
 
     symbols = Table(title="captured symbols", title_justify="left")

@@ -19,6 +19,7 @@ import functools
 import hashlib
 import re
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from checker.conformance import PTX_PAYLOAD
@@ -38,6 +39,37 @@ _FILE_PATH = re.compile(r'^(\s*\.file\s+\d+\s+)"(?:[^"]*/)?([^"/]*)"', re.M)
 def normalise_ptx(ptx: str) -> str:
     """``.file 1 "/tmp/…/x.cu"`` → ``"x.cu"``: what a package stores has no host path."""
     return _FILE_PATH.sub(r'\1"\2"', ptx)
+
+
+HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".inc")
+
+
+def carried_headers(payloads: Mapping[str, bytes]) -> dict[str, bytes]:
+    """The local headers a package carries beside its source (``kernlink pack`` adds them)."""
+    return {name: blob for name, blob in sorted(payloads.items()) if name.endswith(HEADER_SUFFIXES)}
+
+
+def recorded_options(options: object) -> tuple[str, dict[str, str], tuple[str, ...]]:
+    """``-std``, the ``-D`` defines and the other options of a manifest's ``compile.options``."""
+    listed = [str(o) for o in options] if isinstance(options, list) else []
+    std = next((o.removeprefix("-std=") for o in listed if o.startswith("-std=")), "c++17")
+    defines: dict[str, str] = {}
+    for o in listed:
+        if o.startswith("-D"):
+            key, _, value = o[2:].partition("=")
+            defines[key] = value
+    own = ("-arch=", "-dlto", "-rdc=true", "-std=", "-D", "-ltoir")
+    return std, defines, tuple(o for o in listed if not o.startswith(own))
+
+
+def extra_include_dirs(compile_info: Mapping[str, object]) -> list[Path]:
+    """Header folders a package's compile record names by kind (CUTLASS), found on this machine."""
+    if compile_info.get("cutlass"):
+        from linker.toolchain import cutlass_include_dir
+
+        folder = cutlass_include_dir()
+        return [folder] if folder is not None else []
+    return []
 
 
 def rebuild_problems(path: str, stage: A.Stage) -> list[Diagnostic]:
@@ -78,14 +110,19 @@ def _rebuild(path: str, stage: A.Stage) -> list[Diagnostic]:
         return [_note(path, f"it was compiled by `{pkg.manifest.get('toolkit')}`, this kernlink has `{here}`")]
     name = str(compile_info.get("source") or "source.cu")
     target = str(pkg.manifest.get("target"))
+    std, defines, extra = recorded_options(compile_info.get("options"))
     with tempfile.TemporaryDirectory(prefix="kernlink-rebuild-") as tmp:
-        include = [Path(tmp)]
+        include = [Path(tmp), *extra_include_dirs(compile_info)]
+        for header, blob in carried_headers(pkg.payloads).items():
+            (Path(tmp) / header).write_bytes(blob)
         (Path(tmp) / Path(name).name).write_bytes(source)
         try:
             with stable_cwd():
-                lto = compile_nvrtc(source, name, arch=target, include_dirs=include).ltoir
+                lto = compile_nvrtc(source, name, arch=target, std=std, include_dirs=include, defines=defines,
+                                    extra_options=extra).ltoir
                 text = source.decode("utf-8") + "\n" + layout.probe_source(layout.params_blocks(stage))
-                again = compile_ptx(text, name, arch=target, include_dirs=include, extra_options=("-lineinfo",))
+                again = compile_ptx(text, name, arch=target, include_dirs=include, defines=defines, std=std,
+                                    extra_options=("-lineinfo", *extra))
         except (DiagnosticError, UnicodeDecodeError):
             return [_note(path, "its source does not compile alone (it includes files the package does not "
                                 "carry)")]

@@ -25,6 +25,7 @@ source cannot take part: ``E-PARITY`` names it.
 from __future__ import annotations
 
 import re
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,10 +33,20 @@ from typing import Any, Literal
 
 from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label
+from linker.binding import carried_headers, extra_include_dirs
 from linker.generate import Generated, render, unit_namespace
 from linker.manifest import SOURCE_PAYLOAD
 from linker.package import read_package
-from linker.toolchain import LinkResult, compile_nvcc, compile_nvrtc, link, nvcc_version, nvrtc_version, stable_cwd
+from linker.toolchain import (
+    CompileResult,
+    LinkResult,
+    compile_nvcc,
+    compile_nvrtc,
+    link,
+    nvcc_version,
+    nvrtc_version,
+    stable_cwd,
+)
 
 FrontEnd = Literal["nvrtc", "nvcc"]
 FRONT_ENDS: tuple[FrontEnd, ...] = ("nvrtc", "nvcc")
@@ -70,6 +81,8 @@ class ControlUnit:
     options: tuple[str, ...]  # the packages' options it is compiled with
     arch: str
     notes: tuple[str, ...]  # front-end and option differences between the packages and the control
+    headers: tuple[tuple[str, bytes], ...] = ()  # the local headers the packages carry
+    include_dirs: tuple[Path, ...] = ()  # header folders a package's compile record names (CUTLASS)
 
 
 @dataclass(frozen=True)
@@ -99,6 +112,15 @@ def assemble(comp: Composition, generated: Generated, *, front_end: FrontEnd | N
     Raises ``DiagnosticError`` (``E-PARITY``) when a stage's package carries no source.
     """
     sources, parts = _stage_sources(comp)
+    headers: dict[str, bytes] = {}
+    extra_dirs: list[Path] = []
+    for entry in comp.stages:
+        if entry.package is not None:
+            pkg = read_package(entry.package)
+            headers.update(carried_headers(pkg.payloads))
+            info = pkg.manifest.get("compile")
+            if isinstance(info, Mapping):
+                extra_dirs += [d for d in extra_include_dirs(info) if d not in extra_dirs]
     chosen: FrontEnd = front_end or _common_front_end(parts)
     options = _options(parts, chosen)
     notes = _notes(parts, chosen, options, overridden=front_end is not None)
@@ -107,7 +129,7 @@ def assemble(comp: Composition, generated: Generated, *, front_end: FrontEnd | N
     glue = render(comp, generated.handles, generated.trampolines, generated.params, generated.dispatch,
                   [p.package for p in parts], generated.transfers, generated.unused_exports, control=True)
     return ControlUnit(unit_source(parts, sources, glue), tuple(parts), chosen, options, generated.target,
-                       tuple(notes))
+                       tuple(notes), tuple(sorted(headers.items())), tuple(extra_dirs))
 
 
 def compile_control(unit: ControlUnit, *, include_dirs: Sequence[str | Path] = (),
@@ -119,6 +141,15 @@ def compile_control(unit: ControlUnit, *, include_dirs: Sequence[str | Path] = (
     """
     std = next((o.removeprefix("-std=") for o in unit.options if o.startswith("-std=")), "c++17")
     extra = [o for o in unit.options if not o.startswith(_OWN[unit.front_end])]
+    with tempfile.TemporaryDirectory(prefix="kernlink-control-") as tmp:
+        for name, blob in unit.headers:
+            (Path(tmp) / name).write_bytes(blob)
+        dirs = [*include_dirs, Path(tmp), *unit.include_dirs]
+        compiled = _compile_unit(unit, std, dirs, extra)
+    return _link_unit(unit, compiled, kernel)
+
+
+def _compile_unit(unit: ControlUnit, std: str, include_dirs: Sequence[str | Path], extra: list[str]) -> CompileResult:
     try:
         with stable_cwd():
             if unit.front_end == "nvcc":
@@ -129,6 +160,10 @@ def compile_control(unit: ControlUnit, *, include_dirs: Sequence[str | Path] = (
                                          include_dirs=include_dirs, extra_options=extra)
     except DiagnosticError as err:
         raise DiagnosticError([_in_control(d) for d in err.diagnostics]) from None
+    return compiled
+
+
+def _link_unit(unit: ControlUnit, compiled: CompileResult, kernel: str) -> ControlBuild:
     result: LinkResult = link([(CONTROL_SOURCE, compiled.ltoir)], arch=unit.arch, kernels=[kernel], verbose=True,
                               emit_ptx=True)
     version = nvcc_version() if unit.front_end == "nvcc" else nvrtc_version()

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -67,6 +68,56 @@ class PackResult:
 
 
 @dataclass(frozen=True)
+class CompileFlags:
+    """What `kernlink pack` passes the front end besides the source: ``-I``, ``-D``, ``--std``, CUTLASS.
+
+    ``cutlass`` adds the ``nvidia-cutlass`` wheel's headers and, for NVRTC, ``-default-device``
+    (CuTe's unannotated helpers are device functions). ``source`` False packs no source: a
+    binary-only package (LTO IR, PTX and manifest), which links but has no one-unit control.
+    """
+
+    include_dirs: tuple[Path, ...] = ()
+    defines: tuple[tuple[str, str], ...] = ()
+    std: str = "c++17"
+    cutlass: bool = False
+    source: bool = True
+
+    def dirs(self, source_dir: Path) -> list[Path]:
+        found = [source_dir, *self.include_dirs]
+        if self.cutlass:
+            from linker.toolchain import cutlass_include_dir
+
+            folder = cutlass_include_dir()
+            if folder is None:
+                raise DiagnosticError([Diagnostic(
+                    "E-PACK", "`--cutlass` needs the CUTLASS headers, and the `nvidia-cutlass` wheel is not installed",
+                    helps=("install it (`pip install 'kernlink[cute]'`), or pass its `include` folder with `-I`",))])
+            found.append(folder)
+        return found
+
+    def extra(self, compiler: Compiler) -> tuple[str, ...]:
+        return ("-default-device",) if self.cutlass and compiler == "nvrtc" else ()
+
+
+#: Local headers a package carries (quoted includes found beside the source), so it rebuilds alone.
+_LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"/\\]+\.(?:h|hpp|cuh|inc))"', re.M)
+
+
+def local_headers(text: str, folder: Path) -> dict[str, bytes]:
+    """The quoted ``#include "x.h"`` files of ``text`` that are beside it (followed one level deep each)."""
+    found: dict[str, bytes] = {}
+    pending = [text]
+    while pending:
+        for name in _LOCAL_INCLUDE.findall(pending.pop()):
+            path = folder / name
+            if name in found or name in (LTO_PAYLOAD, SOURCE_PAYLOAD) or not path.is_file():
+                continue
+            found[name] = read_source(path, display=name).encode("utf-8")
+            pending.append(found[name].decode("utf-8"))
+    return found
+
+
+@dataclass(frozen=True)
 class Built:
     """A package's manifest and payloads before they are written."""
 
@@ -90,13 +141,14 @@ def default_output(source: str | Path) -> Path:
 
 
 def pack(source: str | Path, contract: str | Path, output: str | Path | None = None, *,
-         compiler: Compiler = "nvrtc", stage: str | None = None, strict: bool = False) -> PackResult:
+         compiler: Compiler = "nvrtc", stage: str | None = None, strict: bool = False,
+         flags: CompileFlags | None = None) -> PackResult:
     """Compile, capture and write one package; raises ``DiagnosticError`` when nothing can be written.
 
     ``strict``: a conformance violation, or a site the analysis cannot decide, is an
     error and no package is written.
     """
-    built = build(source, contract, compiler=compiler, stage=stage)
+    built = build(source, contract, compiler=compiler, stage=stage, flags=flags)
     out = Path(output) if output is not None else default_output(source)
     if strict:
         bad = [d for d in conformance_findings(built, out, strict=True) if d.is_error]
@@ -117,7 +169,7 @@ def pack(source: str | Path, contract: str | Path, output: str | Path | None = N
 
 
 def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvrtc",
-          stage: str | None = None) -> Built:
+          stage: str | None = None, flags: CompileFlags | None = None) -> Built:
     """Everything `pack` writes, without writing it."""
     src_path = Path(source)
     display = str(source)
@@ -130,14 +182,19 @@ def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvr
             labels=(Label(chosen.span, "this stage"),),
             helps=("add `target sm_90a` (or the architecture it is written for) to the stage",))])
     name = src_path.name or "source.cu"
-    include = [src_path.parent.resolve()]
+    flags = flags or CompileFlags()
+    include = flags.dirs(src_path.parent.resolve())
+    defines = dict(flags.defines)
+    extra = flags.extra(compiler)
     start = time.perf_counter()
     try:
         with stable_cwd():
             if compiler == "nvcc":
-                result = compile_nvcc(text, name, arch=target, include_dirs=include)
+                result = compile_nvcc(text, name, arch=target, std=flags.std, include_dirs=include, defines=defines,
+                                      extra_options=extra)
             else:
-                result = compile_nvrtc(text, name, arch=target, include_dirs=include)
+                result = compile_nvrtc(text, name, arch=target, std=flags.std, include_dirs=include,
+                                       defines=defines, extra_options=extra)
     except DiagnosticError as err:
         raise _renamed(err, name, display) from None
     compiled = time.perf_counter()
@@ -145,7 +202,8 @@ def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvr
     try:
         with stable_cwd():  # -lineinfo records the working directory in `.file`
             ptx = compile_ptx(text + "\n" + layout.probe_source(blocks), name, arch=target, compiler=compiler,
-                              include_dirs=include, extra_options=("-lineinfo",))
+                              include_dirs=include, defines=defines, std=flags.std,
+                              extra_options=("-lineinfo", *extra))
     except DiagnosticError as err:
         raise _probe_failed(err, chosen, display) from None
     ptx = binding.normalise_ptx(ptx)  # `.file 1 "/tmp/…/x.cu"` -> `"x.cu"`: no host path in the package
@@ -160,8 +218,14 @@ def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvr
     captured_at = time.perf_counter()
     code = conformance.derive(ptx)
     manifest[conformance.MANIFEST_KEY] = code.as_json()
-    payloads = {LTO_PAYLOAD: result.ltoir, SOURCE_PAYLOAD: text.encode("utf-8"),
-                conformance.PTX_PAYLOAD: ptx.encode("utf-8")}
+    payloads = {LTO_PAYLOAD: result.ltoir, conformance.PTX_PAYLOAD: ptx.encode("utf-8")}
+    if flags.cutlass:
+        manifest["compile"]["cutlass"] = True  # a rebuild (linker/binding.py) adds the same headers
+    if flags.source:  # the source and the local headers it includes: the package rebuilds alone
+        payloads[SOURCE_PAYLOAD] = text.encode("utf-8")
+        payloads.update(local_headers(text, src_path.parent))
+    else:
+        manifest["compile"]["binary_only"] = True
     seconds = {"compile": compiled - start, "capture": captured_at - compiled,
                "conform": time.perf_counter() - captured_at}
     return Built(chosen, target, toolkit, captured, symbols.prototypes(), manifest, payloads, seconds,

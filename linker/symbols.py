@@ -90,7 +90,8 @@ def read_ptx_symbols(ptx: str) -> SymbolTable:
 
 def compile_ptx(source: str | bytes, name: str, *, arch: str, compiler: str = "nvrtc",
                 include_dirs: Sequence[str | os.PathLike[str]] = (),
-                defines: Mapping[str, str] | None = None, extra_options: Sequence[str] = ()) -> str:
+                defines: Mapping[str, str] | None = None, extra_options: Sequence[str] = (),
+                std: str = "c++17") -> str:
     """PTX for one translation unit with the options of the LTO build, minus ``-dlto`` (plus ``extra_options``).
 
     NVRTC compiles for the virtual architecture of ``arch`` (``compute_90a`` for
@@ -100,10 +101,10 @@ def compile_ptx(source: str | bytes, name: str, *, arch: str, compiler: str = "n
     """
     text = source.encode() if isinstance(source, str) else source
     if compiler == "nvcc":
-        return _ptx_nvcc(text, name, arch, include_dirs, defines, extra_options)
+        return _ptx_nvcc(text, name, arch, include_dirs, defines, extra_options, std)
     # A virtual architecture: PTX only. With `sm_XX` NVRTC would also run ptxas (twice the time).
     virtual = arch.replace("sm_", "compute_", 1)
-    opts = [o for o in nvrtc_options(virtual, include_dirs=include_dirs, defines=defines) if o != "-dlto"]
+    opts = [o for o in nvrtc_options(virtual, std=std, include_dirs=include_dirs, defines=defines) if o != "-dlto"]
     opts += extra_options
     return isolated("nvrtc", _ptx_nvrtc, text, name, arch, opts)
 
@@ -131,13 +132,13 @@ def _ptx_nvrtc(text: bytes, name: str, arch: str, opts: Sequence[str]) -> str:
 
 
 def _ptx_nvcc(text: bytes, name: str, arch: str, include_dirs: Sequence[str | os.PathLike[str]],
-              defines: Mapping[str, str] | None, extra: Sequence[str] = ()) -> str:
+              defines: Mapping[str, str] | None, extra: Sequence[str] = (), std: str = "c++17") -> str:
     exe = nvcc_path()
     if exe is None:
         raise DiagnosticError([Diagnostic("E-COMPILE", "nvcc is not installed",
                                           helps=("compile with NVRTC instead",))])
     base = Path(name).name or "source.cu"
-    opts = [f"-arch={arch}", "-ptx", "-rdc=true", "-std=c++17",
+    opts = [f"-arch={arch}", "-ptx", "-rdc=true", f"-std={std}",
             *[f"-I{os.fspath(d)}" for d in include_dirs],
             *[f"-D{k}={v}" for k, v in sorted((defines or {}).items())], *extra]
     with tempfile.TemporaryDirectory(prefix="kernlink-ptx-") as tmp:

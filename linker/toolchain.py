@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import functools
 import multiprocessing
 import os
 import re
@@ -181,8 +182,41 @@ def nvrtc_options(
     if (version or nvrtc_version()) >= BUNDLED_HEADERS_SINCE:
         headers = (cache_dir or default_cache_dir()) / "nvrtc-headers"
         opts.append(f"--use-bundled-headers={headers}")
+    else:  # the CUDA headers from PyPI, after the user's: <cuda_bf16.h>, <cuda_fp16.h>, <cuda/barrier>, …
+        opts += [f"--include-path={os.fspath(d)}" for d in cuda_include_dirs()]
     opts += extra
     return tuple(opts)
+
+
+@functools.cache
+def cuda_include_dirs() -> tuple[Path, ...]:
+    """The CUDA headers PyPI ships for NVRTC: ``nvidia-cuda-runtime`` (``cuda_bf16.h``, ``cuda_fp16.h``,
+    ``vector_types.h`` …), ``nvidia-cuda-crt`` (``crt/``) and ``nvidia-cuda-cccl`` (``cuda/barrier``,
+    ``cuda/std/…``), all under the ``nvidia/cu13`` namespace package; only the folders present."""
+    try:
+        import nvidia.cu13 as cu13
+    except ImportError:
+        return ()
+    found: list[Path] = []
+    for root in map(Path, cu13.__path__):
+        for folder in (root / "include", root / "include" / "cccl"):
+            if folder.is_dir() and folder not in found:
+                found.append(folder)
+    return tuple(found)
+
+
+@functools.cache
+def cutlass_include_dir() -> Path | None:
+    """The CUTLASS/CuTe headers of the ``nvidia-cutlass`` wheel, when it is installed."""
+    try:
+        import cutlass_library
+    except ImportError:
+        return None
+    for root in map(Path, cutlass_library.__path__):
+        folder = root / "source" / "include"
+        if (folder / "cute" / "tensor.hpp").is_file():
+            return folder
+    return None
 
 
 def compile_nvrtc(
