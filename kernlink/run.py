@@ -43,7 +43,7 @@ from typing import Any
 from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.sources import SourceMap
 from linker.generate import FIELD_FORMATS
-from linker.launch import DeviceBuffer, GpuSession
+from linker.launch import DeviceBuffer, GpuSession, LoadedCubin
 
 CUBIN = "kernel.cubin"
 JSON = "link.json"
@@ -139,9 +139,28 @@ def run_linked(linked: LinkedKernel | str | Path, *, gpu: GpuSession, values: Ma
 
         sms = gpu.attribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         grid = sms * int(dispatch.get("blocks_per_sm") or 1)
-    loaded = gpu.load(kernel.cubin).kernel(kernel.kernel)
+    module = gpu.load(kernel.cubin)
+    loaded = module.kernel(kernel.kernel)
+    zero_counters(module, kernel.map)
     gpu.launch(loaded, grid=grid, block=kernel.threads, args=[block] if block else [],
                dynamic_smem=kernel.dynamic_smem)
+
+
+def zero_counters(module: LoadedCubin, link_map: Mapping[str, Any]) -> None:
+    """The reset rule of linker/counters.py: zero the kernel's counter array before a launch."""
+    counters = link_map.get("counters")
+    if not counters or not counters.get("words"):
+        return
+    from cuda.bindings import driver
+
+    err, address, size = driver.cuModuleGetGlobal(module.module, str(counters["symbol"]).encode())
+    if err != driver.CUresult.CUDA_SUCCESS or int(size) < 4 * int(counters["words"]):
+        raise DiagnosticError([Diagnostic(
+            "E-CUDA", f"cannot find the counter array `{counters['symbol']}` in the cubin ({err})",
+            helps=("link again: link.json and kernel.cubin come from different links",))])
+    (err,) = driver.cuMemsetD32(address, 0, int(counters["words"]))
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise DiagnosticError([Diagnostic("E-CUDA", f"cuMemsetD32 of `{counters['symbol']}` failed: {err}")])
 
 
 # ----------------------------------------------------------------- the command

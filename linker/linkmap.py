@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from diagnostics.model import Diagnostic
+from linker.counters import RESET_RULE
 from linker.generate import Generated
 from placement.problem import Domain
 from placement.report import to_jsonable as placement_jsonable
@@ -135,6 +136,7 @@ def render_text(record: LinkRecord) -> str:
         lines += _calls(g)
         lines += _transfers(g)
         lines += _facts(g)
+        lines += _counters(g)
         lines += _dispatch(g)
     lines += _link(r)
     lines += ["", "diagnostics"]
@@ -320,6 +322,18 @@ def _facts(g: Generated) -> list[str]:
     return lines
 
 
+def _counters(g: Generated) -> list[str]:
+    a = g.counters
+    if a.size == 0:
+        return []
+    lines = ["", f"counters  `{a.symbol}`: {a.size} 32-bit words in global memory (Value: first slot)",
+             _row("", 4 * a.size, "", "launch", a.symbol, f"reset: {RESET_RULE}", 1)]
+    for c in a.counters:
+        lines.append(_row(c.index, c.slots, "", "launch", c.name,
+                          f"scope {c.scope}; {c.why}; read by {', '.join(c.users)}", 2))
+    return lines
+
+
 def _dispatch(g: Generated) -> list[str]:
     d = g.dispatch
     bounds = f"{d.threads}, {d.min_blocks}" if d.min_blocks is not None else f"{d.threads}"
@@ -385,6 +399,8 @@ def to_jsonable(record: LinkRecord) -> dict[str, Any]:
             "transfers": [t.as_json() for t in g.transfers],
             "unused_tensor_exports": [u.__dict__ for u in g.unused_exports],
         }
+        if g.counters.size:
+            out["counters"] = g.counters.as_json()
         out["params"] = {"size": g.params.size, "align": g.params.align,
                          "regions": [x.__dict__ for x in g.params.regions],
                          "fields": [{**f.__dict__, "allowed": list(f.allowed)} for f in g.params.fields]}

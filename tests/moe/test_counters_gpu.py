@@ -1,0 +1,45 @@
+"""The counter hand-off runs on the GPU: blocks wait on each other's tiles through `kl_counters`.
+
+Two launches in one module: the second sees counts from zero again only because the launch
+helper zeroes the array (without the reset its waits would pass at once and its final counts
+would be twice the grid).
+"""
+
+from __future__ import annotations
+
+from array import array
+from pathlib import Path
+
+import pytest
+
+from kernlink.api import link
+from kernlink.run import LinkedKernel, run_linked
+from linker.launch import GpuSession
+from tests.moe.test_counters import build_handoff
+
+pytestmark = pytest.mark.gpu
+
+
+def expected(tiles: int, grid: int) -> list[int]:
+    out = [0] * (tiles * grid * 32 + 2 * grid)
+    for k in range(tiles):
+        for b in range(grid):
+            nxt = (b + 1) % grid
+            for lane in range(32):
+                out[(k * grid + b) * 32 + lane] = 1000 * k + 10 * nxt + lane
+    for b in range(grid):
+        out[tiles * grid * 32 + 2 * b] = grid  # slot tiles-1 holds one add per block
+        out[tiles * grid * 32 + 2 * b + 1] = 0  # the counter's index in the array
+    return out
+
+
+@pytest.mark.parametrize("grid", [8, 132])
+def test_the_counter_hand_off_runs_twice_with_a_reset_between(tmp_path: Path, grid: int) -> None:
+    assert link([build_handoff(tmp_path)], tmp_path / "out").ok
+    kernel = LinkedKernel.load(tmp_path / "out")
+    tiles = 4
+    with GpuSession() as gpu:
+        for _ in range(2):
+            data, out = gpu.alloc(tiles * grid * 32 * 4), gpu.alloc((tiles * grid * 32 + 2 * grid) * 4)
+            run_linked(kernel, gpu=gpu, grid=grid, values={"data": data, "out": out, "tiles": tiles})
+            assert array("I", gpu.download(out)).tolist() == expected(tiles, grid)
