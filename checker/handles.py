@@ -60,7 +60,7 @@ HandleKind = Literal[
     "smem", "smem_stride", "tmem", "bar_id", "bar_threads", "counter",
     "ring_depth", "ring_full_bar", "ring_empty_bar", "ring_full_count", "ring_empty_count",
     "ring_slot_smem", "ring_slot_stride", "warp0", "regs", "params_offset", "tensor_export", "tensor_import",
-    "fact", "cluster_size", "counter_ptr", "counter_add", "counter_wait",
+    "fact", "cluster_size", "counter_ptr", "counter_add", "counter_wait", "ring_full_wait", "ring_empty_wait",
 ]
 
 HANDLE_PREFIX = "kl_"
@@ -84,6 +84,8 @@ TENSOR_DECLARATIONS: Mapping[str, str] = {
     "counter_ptr": "unsigned* {symbol}()",
     "counter_add": "void {symbol}(unsigned slot, unsigned n)",
     "counter_wait": "void {symbol}(unsigned slot, unsigned target)",
+    "ring_full_wait": "void {symbol}(unsigned slot, unsigned parity)",
+    "ring_empty_wait": "void {symbol}(unsigned slot, unsigned parity)",
 }
 #: PTX prototypes of the counter function handles (specs/handles.md, "Counters"): the address of a
 #: counter's first slot, and the scoped release add and acquire wait the linker generates.
@@ -91,6 +93,8 @@ COUNTER_PROTOTYPES: Mapping[str, Prototype] = {
     "counter_ptr": Prototype("func", (), ("b64",)),
     "counter_add": Prototype("func", ("b32", "b32"), ()),
     "counter_wait": Prototype("func", ("b32", "b32"), ()),
+    "ring_full_wait": Prototype("func", ("b32", "b32"), ()),
+    "ring_empty_wait": Prototype("func", ("b32", "b32"), ()),
 }
 
 #: What each kind of handle reads, in words, for messages.
@@ -105,18 +109,21 @@ KIND_TEXT: Mapping[str, str] = {
     "tensor_import": "a tensor import's route", "fact": "a fact's value",
     "cluster_size": "the CTAs of a cluster", "counter_ptr": "a counter's address",
     "counter_add": "a counter's release add", "counter_wait": "a counter's acquire wait",
+    "ring_full_wait": "a wait on a ring's full barrier", "ring_empty_wait": "a wait on a ring's empty barrier",
 }
 # Name suffix -> kind, for recognising a handle read under the wrong item.
 _SUFFIXES: tuple[tuple[str, HandleKind], ...] = (
     ("_smem", "smem"), ("_stride", "smem_stride"), ("_tmem", "tmem"), ("_bar_id", "bar_id"),
     ("_threads", "bar_threads"), ("_counter", "counter"), ("_counter_ptr", "counter_ptr"),
     ("_counter_add", "counter_add"), ("_counter_wait", "counter_wait"), ("_depth", "ring_depth"),
-    ("_full_bar", "ring_full_bar"), ("_empty_bar", "ring_empty_bar"), ("_full_count", "ring_full_count"),
+    ("_full_bar", "ring_full_bar"), ("_empty_bar", "ring_empty_bar"), ("_full_wait", "ring_full_wait"),
+    ("_empty_wait", "ring_empty_wait"), ("_full_count", "ring_full_count"),
     ("_empty_count", "ring_empty_count"), ("_warp0", "warp0"), ("_regs", "regs"),
     ("_params_offset", "params_offset"), ("_export", "tensor_export"), ("_import", "tensor_import"),
 )
 _RING_HANDLES: tuple[tuple[str, HandleKind], ...] = (
-    ("depth", "ring_depth"), ("full_bar", "ring_full_bar"), ("empty_bar", "ring_empty_bar"))
+    ("depth", "ring_depth"), ("full_bar", "ring_full_bar"), ("empty_bar", "ring_empty_bar"),
+    ("full_wait", "ring_full_wait"), ("empty_wait", "ring_empty_wait"))
 _COUNTER_FUNCTIONS: tuple[tuple[str, HandleKind], ...] = (
     ("ptr", "counter_ptr"), ("add", "counter_add"), ("wait", "counter_wait"))
 _SLOT_SUFFIXES: tuple[tuple[str, HandleKind], ...] = (("_smem", "ring_slot_smem"), ("_stride", "ring_slot_stride"))

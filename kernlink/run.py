@@ -44,6 +44,7 @@ from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.sources import SourceMap
 from linker.generate import FIELD_FORMATS
 from linker.launch import DeviceBuffer, GpuSession, LoadedCubin
+from linker.watchdog import HostLedger, decode_ledger
 
 CUBIN = "kernel.cubin"
 JSON = "link.json"
@@ -142,8 +143,18 @@ def run_linked(linked: LinkedKernel | str | Path, *, gpu: GpuSession, values: Ma
     module = gpu.load(kernel.cubin)
     loaded = module.kernel(kernel.kernel)
     zero_counters(module, kernel.map)
-    gpu.launch(loaded, grid=grid, block=kernel.threads, args=[block] if block else [],
-               dynamic_smem=kernel.dynamic_smem)
+    ledger = HostLedger(module.module) if kernel.map.get("watchdog") else None
+    try:
+        gpu.launch(loaded, grid=grid, block=kernel.threads, args=[block] if block else [],
+                   dynamic_smem=kernel.dynamic_smem)
+    except DiagnosticError as err:
+        hangs = decode_ledger(kernel.map, ledger.read()) if ledger is not None else []
+        if hangs:  # a watched wait timed out: the ledger says which, against the contracts
+            raise DiagnosticError([*hangs, *err.diagnostics]) from err
+        raise
+    finally:
+        if ledger is not None:
+            ledger.close()
 
 
 def zero_counters(module: LoadedCubin, link_map: Mapping[str, Any]) -> None:

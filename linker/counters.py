@@ -187,7 +187,8 @@ def counter_index(array: CounterArray, stage: str, name: str) -> tuple[int, str]
 
 def render_counters(array: CounterArray, functions: Sequence[HandleSpec], wait_lines: WaitRenderer | None = None
                     ) -> list[str]:
-    """The counter array and the counter function handles the components read."""
+    """The counter array and the counter function handles the components read (``wait_lines``: the
+    watchdog's bounded wait body, :mod:`linker.watchdog`; None: :func:`plain_wait`)."""
     if array.size == 0:
         return []
     out = ["// Counters: the kernel's counter array (one 32-bit word per slot) and the counter handles.",

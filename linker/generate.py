@@ -66,6 +66,7 @@ from linker.counters import (
 )
 from linker.handles import HandleValue, Solved, UnfixedFact, UnplacedHandle, handle_value, launch_cluster
 from linker.transfers import Transfer, UnusedExport, elem_ctype, plan_transfers
+from linker.watchdog import RING_WAITS, Watchdog, plan_waits
 from placement.adapter import Placed
 from placement.problem import Domain, round_up
 from placement.result import Placement
@@ -244,6 +245,7 @@ class Generated:
     transfers: tuple[Transfer, ...] = field(default=())
     unused_exports: tuple[UnusedExport, ...] = field(default=())
     counters: CounterArray = field(default=CounterArray((), 0))
+    watchdog: Watchdog | None = None
 
 
 # ----------------------------------------------------------------- what cannot be generated
@@ -287,14 +289,15 @@ def unsupported(comp: Composition) -> list[Diagnostic]:
 # ----------------------------------------------------------------- planning
 
 def generate(comp: Composition, placed: Placed, *, entry_regs: int | None = None,
-             inputs: Sequence[str] = (), routes: Sequence[RoutedSeam] = ()) -> Generated:
+             inputs: Sequence[str] = (), routes: Sequence[RoutedSeam] = (), watchdog: int | None = None) -> Generated:
     """The generated code for a checked, placed composition whose stages come from packages.
 
     ``entry_regs`` is the register count the kernel starts with (default: the
     placement's prediction); it decides each ``setmaxnreg``'s direction. ``inputs``
     names the packages, for the file's header. ``routes`` are the tensor connections'
     routes, and ``placed`` must hold their named barriers
-    (:func:`linker.transfers.place_route_barriers`). Raises :class:`DiagnosticError`
+    (:func:`linker.transfers.place_route_barriers`). ``watchdog`` bounds the waits the
+    linker generates to that many cycles (:mod:`linker.watchdog`; None: unbounded). Raises :class:`DiagnosticError`
     (``E-UNSUPPORTED``, ``L-LINK``, ``E-INTERNAL``) when no correct code can be made.
     """
     problems = unsupported(comp)
@@ -311,11 +314,13 @@ def generate(comp: Composition, placed: Placed, *, entry_regs: int | None = None
     transfers, unused = plan_transfers(comp, placed, routes)
     dispatch = _dispatch(comp, placement, params, caps.smem_user_base,
                          placement.entry_regs if entry_regs is None else entry_regs)
-    counter_lines = render_counters(counters, counter_functions(comp))
+    waits = plan_waits(comp, solved, counters, watchdog)
+    counter_lines = [*waits.prelude, *render_counters(counters, counter_functions(comp), waits.counter_wait),
+                     *waits.lines]
     source = render(comp, handles, trampolines, params, dispatch, inputs, transfers, unused, counter_lines)
     target = comp.target.name if comp.target is not None else comp.target_name
     return Generated(comp.pipeline.name, target, source, handles, trampolines, dropped, params, dispatch,
-                     tuple(notes), transfers, unused, counters)
+                     tuple(notes), transfers, unused, counters, waits.watchdog)
 
 
 def params_layout(comp: Composition) -> ParamsLayout:
@@ -358,7 +363,7 @@ def _handles(comp: Composition, solved: Solved) -> tuple[HandleValue, ...]:
     for entry in comp.stages:
         needed = entry.captured.needed_symbols if entry.captured is not None else frozenset()
         for symbol, spec in resolve_handles(entry.stage, needed).items():
-            if spec.kind in TENSOR_HANDLES or spec.kind in COUNTER_FUNCTIONS:
+            if spec.kind in TENSOR_HANDLES or spec.kind in COUNTER_FUNCTIONS or spec.kind in RING_WAITS:
                 continue  # defined by the tensor transfers' code / with the counter array
             try:
                 value = handle_value(spec, solved)

@@ -80,9 +80,13 @@ def test_names_are_derived_from_stage_and_item_with_explicit_overrides() -> None
         "kl_demo_mma_v2_kv_depth": ("ring_depth", "kv"),
         "kl_demo_mma_v2_kv_full_bar": ("ring_full_bar", "kv"),
         "kl_demo_mma_v2_kv_empty_bar": ("ring_empty_bar", "kv"),
+        "kl_demo_mma_v2_kv_full_wait": ("ring_full_wait", "kv"),
+        "kl_demo_mma_v2_kv_empty_wait": ("ring_empty_wait", "kv"),
         "kl_demo_mma_v2_out_depth": ("ring_depth", "out"),
         "kl_demo_mma_v2_out_full_bar": ("ring_full_bar", "out"),
         "kl_demo_mma_v2_out_empty_bar": ("ring_empty_bar", "out"),
+        "kl_demo_mma_v2_out_full_wait": ("ring_full_wait", "out"),
+        "kl_demo_mma_v2_out_empty_wait": ("ring_empty_wait", "out"),
         "kl_demo_mma_v2_out_full_count": ("ring_full_count", "out"),
         "kl_demo_mma_v2_out_empty_count": ("ring_empty_count", "out"),
     }

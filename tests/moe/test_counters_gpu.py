@@ -7,6 +7,9 @@ would be twice the grid).
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from array import array
 from pathlib import Path
 
@@ -43,3 +46,24 @@ def test_the_counter_hand_off_runs_twice_with_a_reset_between(tmp_path: Path, gr
             data, out = gpu.alloc(tiles * grid * 32 * 4), gpu.alloc((tiles * grid * 32 + 2 * grid) * 4)
             run_linked(kernel, gpu=gpu, grid=grid, values={"data": data, "out": out, "tiles": tiles})
             assert array("I", gpu.download(out)).tolist() == expected(tiles, grid)
+
+
+def test_a_consumer_that_waits_for_one_add_too_many_is_decoded_by_the_watchdog(tmp_path: Path) -> None:
+    """The consumer compiled a stale count (grid + 1): the watched wait traps and `kernlink run` names it.
+
+    Runs in a subprocess: a trap leaves the process's primary context unusable.
+    """
+    stale = {"ready_counter_wait(k, gridDim.x)": "ready_counter_wait(k, gridDim.x + 1)"}
+    pipeline = build_handoff(tmp_path, {"cons.cu": stale})
+    assert link([pipeline], tmp_path / "out", watchdog=20_000_000).ok
+    grid, tiles = 8, 4
+    args = {"grid": grid, "values": {"tiles": tiles},
+            "buffers": {"data": {"bytes": tiles * grid * 128}, "out": {"bytes": tiles * grid * 128 + 8 * grid}}}
+    (tmp_path / "args.json").write_text(json.dumps(args))
+    done = subprocess.run([sys.executable, "-m", "kernlink", "run", str(tmp_path / "out"), "--args",
+                           str(tmp_path / "args.json"), "--color", "never"], capture_output=True, text=True,
+                          timeout=120, check=False)
+    text = done.stdout + done.stderr
+    assert done.returncode != 0, text
+    assert "error[E-HANG]" in text and f"waits for >= {grid + 1}, last saw {grid}" in text, text
+    assert "role `cons` of `hand.cons`" in text and "contract.kc:10" in text, text
