@@ -15,10 +15,14 @@ survives the trap, which leaves the context unusable); the launch helper allocat
 and stores its device address in the generated global ``kl_watchdog_ledger`` before the
 launch (a null pointer only traps). Layout, 32-bit words:
 
-- word 0: entries claimed (``atomicAdd``; may exceed the capacity), word 1: capacity;
-- from word 4, ``CAPACITY`` entries of ``ENTRY_WORDS`` words: block x, thread, site,
-  slot, expected (a count, or a parity), seen (the counter word, or the low word of the
-  mbarrier's state), cycles waited (low, high).
+- word 1: the capacity (words 0, 2, 3 unused);
+- from word 4, ``CAPACITY`` entries of ``ENTRY_WORDS`` words: ``MAGIC`` once complete,
+  block x, thread, site, slot, expected (a count, or a parity), seen (the counter word,
+  or the low word of the mbarrier's state), cycles waited (low, high), one unused word.
+
+An entry's index comes from ``atomicAdd`` on ``kl_watchdog_next``, a device global the
+launch helper zeroes (atomics on mapped host memory are not portable over PCIe); its
+``MAGIC`` word is stored last, after a system fence.
 
 ``kernlink run`` decodes the ledger against ``link.json``'s ``watchdog`` section — each
 site's stage, item, which barrier, handle and contract line — and the dispatch's role
@@ -44,9 +48,12 @@ LEDGER = "kl_watchdog_ledger"
 FIRE = "kl_watchdog_fire"
 #: Cycles a wait spins before it records itself (about 1 s at the H200's 1.98 GHz).
 DEFAULT_CYCLES = 2_000_000_000
+CURSOR = "kl_watchdog_next"
 CAPACITY = 64
 HEADER_WORDS = 4
-ENTRY_WORDS = 8
+ENTRY_WORDS = 10
+#: An entry's first word once the rest is written ("KLWD").
+MAGIC = 0x4B4C5744
 LEDGER_BYTES = 4 * (HEADER_WORDS + CAPACITY * ENTRY_WORDS)
 RING_WAITS = frozenset({"ring_full_wait", "ring_empty_wait"})
 
@@ -81,7 +88,8 @@ class Watchdog:
     def as_json(self) -> dict[str, object]:
         return {"cycles": self.cycles, "ledger": LEDGER, "ledger_bytes": LEDGER_BYTES, "capacity": CAPACITY,
                 "header_words": HEADER_WORDS, "entry_words": ENTRY_WORDS,
-                "entry": ["block", "thread", "site", "slot", "expected", "seen", "cycles_lo", "cycles_hi"],
+                "entry": ["magic", "block", "thread", "site", "slot", "expected", "seen", "cycles_lo", "cycles_hi",
+                          "unused"],
                 "sites": [s.as_json() for s in self.sites]}
 
 
@@ -96,23 +104,27 @@ def plan_watchdog(cycles: int, waits: Sequence[tuple[HandleSpec, str]]) -> Watch
 
 
 def prelude_lines(wd: Watchdog) -> list[str]:
-    """The ledger pointer and the function a timed-out wait calls."""
+    """The ledger pointer, the entry cursor and the function a timed-out wait calls."""
     return [
         f"// Watchdog (--watchdog={wd.cycles}): a wait that spins {wd.cycles} cycles appends one entry to the "
         "host-mapped ledger",
-        f"// `{LEDGER}` (set by the launch helper) and traps; link.map's watchdog section lists the sites.",
+        f"// `{LEDGER}` (set by the launch helper, with `{CURSOR}` zeroed) and traps; link.map's watchdog section "
+        "lists the sites.",
         'extern "C" {',
         f"__device__ unsigned* {LEDGER};",
+        f"__device__ unsigned {CURSOR};",
         f"__device__ __noinline__ void {FIRE}(unsigned site, unsigned slot, unsigned expected, unsigned seen, "
         "unsigned long long waited) {",
         f"    volatile unsigned* ledger = {LEDGER};",
         "    if (ledger != nullptr) {",
-        "        const unsigned entry = atomicAdd(const_cast<unsigned*>(ledger), 1u);",
+        f"        const unsigned entry = atomicAdd(&{CURSOR}, 1u);  // device memory: no atomics on host memory",
         f"        if (entry < {CAPACITY}u) {{",
         f"            volatile unsigned* w = ledger + {HEADER_WORDS}u + {ENTRY_WORDS}u * entry;",
-        "            w[0] = blockIdx.x; w[1] = threadIdx.x; w[2] = site; w[3] = slot;",
-        "            w[4] = expected; w[5] = seen; w[6] = static_cast<unsigned>(waited);",
-        "            w[7] = static_cast<unsigned>(waited >> 32);",
+        "            w[1] = blockIdx.x; w[2] = threadIdx.x; w[3] = site; w[4] = slot;",
+        "            w[5] = expected; w[6] = seen; w[7] = static_cast<unsigned>(waited);",
+        "            w[8] = static_cast<unsigned>(waited >> 32);",
+        "            __threadfence_system();",
+        f"            w[0] = {MAGIC}u;  // the entry is complete",
         "        }",
         "        __threadfence_system();",
         "    }",
@@ -228,15 +240,13 @@ class Entry:
 
 
 def read_ledger(data: bytes) -> list[Entry]:
-    """The entries a ledger holds (at most its capacity)."""
+    """The complete entries a ledger holds, in entry order."""
     words = struct.unpack(f"<{len(data) // 4}I", data[:len(data) // 4 * 4])
-    if len(words) < HEADER_WORDS:
-        return []
-    count = min(words[0], words[1] or CAPACITY, (len(words) - HEADER_WORDS) // ENTRY_WORDS)
     out = []
-    for i in range(count):
-        w = words[HEADER_WORDS + ENTRY_WORDS * i: HEADER_WORDS + ENTRY_WORDS * (i + 1)]
-        out.append(Entry(w[0], w[1], w[2], w[3], w[4], w[5], w[6] | (w[7] << 32)))
+    for start in range(HEADER_WORDS, len(words) - ENTRY_WORDS + 1, ENTRY_WORDS):
+        w = words[start:start + ENTRY_WORDS]
+        if w[0] == MAGIC:
+            out.append(Entry(w[1], w[2], w[3], w[4], w[5], w[6], w[7] | (w[8] << 32)))
     return out
 
 
@@ -307,7 +317,7 @@ class HostLedger:
         self._ctypes = ctypes
         err, self.host = driver.cuMemHostAlloc(LEDGER_BYTES, driver.CU_MEMHOSTALLOC_DEVICEMAP)
         _ok(err, "cuMemHostAlloc")
-        header = struct.pack("<4I", 0, CAPACITY, 0, 0) + bytes(LEDGER_BYTES - 4 * HEADER_WORDS)
+        header = struct.pack("<4I", 0, CAPACITY, 0, 0) + bytes(LEDGER_BYTES - 4 * HEADER_WORDS)  # no entry yet
         ctypes.memmove(int(self.host), header, LEDGER_BYTES)
         err, device = driver.cuMemHostGetDevicePointer(self.host, 0)
         _ok(err, "cuMemHostGetDevicePointer")
@@ -315,6 +325,10 @@ class HostLedger:
         _ok(err, f"cuModuleGetGlobal(`{LEDGER}`)")
         (err,) = driver.cuMemcpyHtoD(address, struct.pack("<Q", int(device)), 8)
         _ok(err, f"cuMemcpyHtoD(`{LEDGER}`)")
+        err, cursor, _size = driver.cuModuleGetGlobal(module, CURSOR.encode())
+        _ok(err, f"cuModuleGetGlobal(`{CURSOR}`)")
+        (err,) = driver.cuMemsetD32(cursor, 0, 1)
+        _ok(err, f"cuMemsetD32(`{CURSOR}`)")
 
     def read(self) -> bytes:
         return self._ctypes.string_at(int(self.host), LEDGER_BYTES)

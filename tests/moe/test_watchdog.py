@@ -22,7 +22,7 @@ from checker.composition import Captured
 from kernlink.api import check, link
 from kernlink.cli import main
 from linker.generate import Generated, generate
-from linker.watchdog import CAPACITY, DEFAULT_CYCLES, ENTRY_WORDS, HEADER_WORDS, LEDGER, decode_ledger
+from linker.watchdog import CAPACITY, DEFAULT_CYCLES, ENTRY_WORDS, HEADER_WORDS, LEDGER, MAGIC, decode_ledger
 from tests.link.examples import EXAMPLES
 from tests.moe.test_counters import build_handoff
 
@@ -89,10 +89,12 @@ def test_ring_wait_handles_wait_on_the_slots_barrier_and_are_watched_on_request(
     assert watched.source.count("if (kl_waited > 5000ll)") == 2
 
 
-def _ledger(*entries: tuple[int, ...]) -> bytes:
-    words = [len(entries), CAPACITY, 0, 0]
+def _ledger(*entries: tuple[int, ...], torn: bool = False) -> bytes:
+    words = [0, CAPACITY, 0, 0]
     for e in entries:
-        words += list(e)
+        words += [MAGIC, *e, 0]
+    if torn:  # an entry whose writer had not stored its marker yet
+        words += [0, 9, 9, 0, 0, 0, 0, 0, 0, 0]
     words += [0] * (HEADER_WORDS + CAPACITY * ENTRY_WORDS - len(words))
     return struct.pack(f"<{len(words)}I", *words)
 
@@ -122,8 +124,9 @@ def test_a_ledger_decodes_into_hangs_that_name_the_role_the_item_and_the_contrac
     assert found[1].notes[1] == f"waited {(2 << 32) + 5} cycles (the bound is 1000)"
 
 
-def test_an_empty_ledger_decodes_to_nothing() -> None:
+def test_an_empty_ledger_and_an_incomplete_entry_decode_to_nothing() -> None:
     assert decode_ledger(LINK_MAP, _ledger()) == []
+    assert decode_ledger(LINK_MAP, _ledger(torn=True)) == []
 
 
 def test_the_link_command_takes_a_watchdog_bound(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
