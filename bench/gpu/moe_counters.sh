@@ -14,7 +14,7 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/kernlink-gpu}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" KERNLINK_CACHE="$OUT/cache"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" KERNLINK_CACHE="${TMPDIR:-/tmp}/kernlink-cache"
 summary="$OUT/summary.txt"
 : > "$summary"
 status=0
