@@ -36,7 +36,7 @@ import json
 import struct
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -149,8 +149,10 @@ def run_linked(linked: LinkedKernel | str | Path, *, gpu: GpuSession, values: Ma
                    dynamic_smem=kernel.dynamic_smem)
     except DiagnosticError as err:
         hangs = decode_ledger(kernel.map, ledger.read()) if ledger is not None else []
-        if hangs:  # a watched wait timed out: the ledger says which, against the contracts
-            raise DiagnosticError([*hangs, *err.diagnostics]) from err
+        if hangs:  # a watched wait timed out: the ledger says which; the driver's error is its consequence
+            cause = "; ".join(d.message for d in err.diagnostics)
+            first = replace(hangs[0], notes=(*hangs[0].notes, f"the trap ended the launch: {cause}"))
+            raise DiagnosticError([first, *hangs[1:]]) from err
         raise
     finally:
         if ledger is not None:

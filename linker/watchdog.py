@@ -251,27 +251,37 @@ def read_ledger(data: bytes) -> list[Entry]:
 
 
 def decode_ledger(link_map: Mapping[str, Any], data: bytes) -> list[Diagnostic]:
-    """One ``E-HANG`` per ledger entry, naming the waiting role, the contract item and its line."""
+    """``E-HANG`` diagnostics naming the waiting role, the contract item and its line.
+
+    Entries that agree on the site, the thread, the slot, the expected and the seen value
+    (the same wait, stuck the same way, in several blocks) make one diagnostic that lists
+    the blocks: one mistake, one diagnostic.
+    """
     wd = link_map.get("watchdog") or {}
     sites = {int(s["id"]): s for s in wd.get("sites", [])}
     roles = link_map.get("dispatch", {}).get("roles", [])
     counters = {c["name"]: c for c in (link_map.get("counters") or {}).get("counters", [])}
-    out = []
+    groups: dict[tuple[int, int, int, int, int], list[Entry]] = {}
     for e in read_ledger(data):
-        site = sites.get(e.site)
-        warp = e.thread // 32
+        groups.setdefault((e.site, e.thread, e.slot, e.expected, e.seen), []).append(e)
+    out = []
+    for (site_id, thread, slot, expected, seen), entries in groups.items():
+        site = sites.get(site_id)
+        warp = thread // 32
         role = next((r for r in roles if r["first_warp"] <= warp < r["first_warp"] + r["warps"]), None)
         who = f"role `{role['role']}` of `{role['stage']}`" if role else f"warp {warp} (no role)"
+        blocks = sorted(e.block for e in entries)
+        where = (f"block {blocks[0]}" if len(blocks) == 1 else
+                 f"{len(blocks)} blocks ({', '.join(map(str, blocks[:8]))}{', …' if len(blocks) > 8 else ''})")
         if site is None:
-            out.append(Diagnostic("E-HANG", f"block {e.block} thread {e.thread} ({who}) timed out at unknown "
-                                            f"site {e.site}", helps=("link again: link.json and kernel.cubin "
-                                                                      "come from different links",)))
+            out.append(Diagnostic("E-HANG", f"{where}, thread {thread} ({who}) timed out at unknown site {site_id}",
+                                  helps=("link again: link.json and kernel.cubin come from different links",)))
             continue
+        waited = max(e.cycles for e in entries)
         notes = [f"{site['where']}: {site['stage']} `{site['item']}` ({site['detail']}), through `{site['symbol']}`",
-                 f"waited {e.cycles} cycles (the bound is {wd.get('cycles')})"]
+                 f"waited up to {waited} cycles (the bound is {wd.get('cycles')})"]
         if site["kind"] == "counter_wait":
-            what = (f"counter `{site['item']}` slot {e.slot}: {who} waits for >= {e.expected}, "
-                    f"last saw {e.seen}")
+            what = f"counter `{site['item']}` slot {slot}: {who} waits for >= {expected}, last saw {seen}"
             users = counters.get(site["item"], {}).get("users", [])
             producers = [u for u in users if u.endswith("produces")]
             notes.append(f"producers: {', '.join(producers) or 'none in this kernel'}")
@@ -279,12 +289,11 @@ def decode_ledger(link_map: Mapping[str, Any], data: bytes) -> list[Diagnostic]:
                      "count) the two sides compiled differently leaves the counter short",)
         else:
             which = "full" if site["kind"] == "ring_full_wait" else "empty"
-            what = (f"ring `{site['item']}` slot {e.slot}, parity {e.expected}: {who} waits `{which}` "
-                    f"(mbarrier state word 0x{e.seen:08x})")
+            what = (f"ring `{site['item']}` slot {slot}, parity {expected}: {who} waits `{which}` "
+                    f"(mbarrier state word 0x{seen:08x})")
             helps = (f"check that the other side of ring `{site['item']}` arrives on `{which}` for every slot and "
                      "phase this side waits on",)
-        out.append(Diagnostic("E-HANG", f"block {e.block} thread {e.thread} hung: {what}", notes=tuple(notes),
-                              helps=helps))
+        out.append(Diagnostic("E-HANG", f"{where}, thread {thread} hung: {what}", notes=tuple(notes), helps=helps))
     return out
 
 

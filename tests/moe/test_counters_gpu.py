@@ -66,4 +66,6 @@ def test_a_consumer_that_waits_for_one_add_too_many_is_decoded_by_the_watchdog(t
     text = done.stdout + done.stderr
     assert done.returncode != 0, text
     assert "error[E-HANG]" in text and f"waits for >= {grid + 1}, last saw {grid}" in text, text
+    # one stuck wait, one diagnostic (the blocks the trap let record are listed in it)
+    assert text.count("error[") == 1 and "the trap ended the launch" in text, text
     assert "role `cons` of `hand.cons`" in text and "contract.kc:10" in text, text

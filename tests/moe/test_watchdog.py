@@ -115,13 +115,20 @@ LINK_MAP = {
 def test_a_ledger_decodes_into_hangs_that_name_the_role_the_item_and_the_contract_line() -> None:
     found = decode_ledger(LINK_MAP, _ledger((3, 32, 0, 2, 132, 131, 1500, 0), (7, 33, 1, 1, 0, 0xABC, 5, 2)))
     assert [d.code for d in found] == ["E-HANG", "E-HANG"]
-    assert found[0].message == ("block 3 thread 32 hung: counter `ready` slot 2: role `cons` of `hand.cons` "
+    assert found[0].message == ("block 3, thread 32 hung: counter `ready` slot 2: role `cons` of `hand.cons` "
                                 "waits for >= 132, last saw 131")
     assert found[0].notes[0].startswith("cons.kc:11: hand.cons `ready`")
     assert "producers: hand.prod role `prod` produces" in found[0].notes
-    assert found[1].message == ("block 7 thread 33 hung: ring `kv` slot 1, parity 0: role `cons` of `hand.cons` "
+    assert found[1].message == ("block 7, thread 33 hung: ring `kv` slot 1, parity 0: role `cons` of `hand.cons` "
                                 "waits `full` (mbarrier state word 0x00000abc)")
-    assert found[1].notes[1] == f"waited {(2 << 32) + 5} cycles (the bound is 1000)"
+    assert found[1].notes[1] == f"waited up to {(2 << 32) + 5} cycles (the bound is 1000)"
+
+
+def test_the_same_stuck_wait_in_several_blocks_is_one_diagnostic() -> None:
+    same = [(b, 32, 0, 0, 5, 4, 100 + b, 0) for b in (2, 0, 1, 3)]
+    found = decode_ledger(LINK_MAP, _ledger(*same, (9, 32, 0, 0, 5, 3, 7, 0)))
+    assert [d.message.split(" hung")[0] for d in found] == ["4 blocks (0, 1, 2, 3), thread 32", "block 9, thread 32"]
+    assert found[0].notes[1] == "waited up to 103 cycles (the bound is 1000)"
 
 
 def test_an_empty_ledger_and_an_incomplete_entry_decode_to_nothing() -> None:
