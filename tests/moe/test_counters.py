@@ -21,7 +21,7 @@ from checker.handles import handle_bindings, handle_problems
 from contract_lang.parser import parse_text
 from kernlink.api import check_text, link
 from kernlink.downstream import verify_downstream
-from linker.counters import ARRAY, RESET_RULE
+from linker.counters import ARRAY, RESET_RULE, unsupported_counters
 from linker.generate import Generated, generate
 from linker.pack import pack
 
@@ -139,3 +139,38 @@ def test_a_counter_function_handle_with_another_prototype_is_l_handle() -> None:
     twin = handle_problems(stage, Captured(frozenset(), frozenset({"kl_demo_cnt_flags_counter_ptr"})),
                            {"kl_demo_cnt_flags_counter_ptr": Prototype("func", (), ("b64",))})
     assert not twin
+
+
+AMBIGUOUS = """stage "a.one" version "1.0.0" {
+    target sm_90a
+    role r1 entry r1_main warps 1
+    launch fixed threads 96
+    claim counter x slots 1 scope gpu
+    counter x produce by r1 scope gpu {
+        add 1
+    }
+}
+stage "a.two" version "1.0.0" {
+    target sm_90a
+    role r2 entry r2_main warps 1
+    launch fixed threads 96
+    claim counter CLAIM slots 1 scope gpu
+}
+stage "a.three" version "1.0.0" {
+    target sm_90a
+    role r3 entry r3_main warps 1
+    launch fixed threads 96
+    counter x consume by r3 scope gpu {
+        wait ge 1
+    }
+}
+"""
+
+
+def test_an_endpoint_that_could_read_two_stages_claims_is_l_link() -> None:
+    result = check_text(AMBIGUOUS.replace("CLAIM", "x"), "demo.kc")
+    assert result.accepted and result.composition is not None
+    found = unsupported_counters(result.composition)
+    assert [(d.code, d.message) for d in found] == [("L-LINK", "counter `x` of `a.three` could be any of 2 claims")]
+    twin = check_text(AMBIGUOUS.replace("CLAIM", "y"), "demo.kc")
+    assert twin.composition is not None and not unsupported_counters(twin.composition)
