@@ -91,6 +91,8 @@ HALF_TYPES = frozenset({"bf16", "f16"})
 #: ``{ unsigned short }`` wrapper): LLVM's IR linker maps it onto the component's isomorphic
 #: struct, so the call still inlines.
 HALF_STRUCT = "kl_half_bits"
+#: Bytes after the placed shared memory that receive tcgen05.alloc's address (one aligned word).
+TMEM_SLOT_BYTES = 16
 #: ``struct`` formats of param field types, for the fact values the launch helper writes.
 FIELD_FORMATS = {"bool": "?", "i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I", "i64": "q",
                  "u64": "Q", "f32": "f", "f64": "d", "ptr": "Q"}
@@ -223,6 +225,10 @@ class Dispatch:
     roles: tuple[RoleEntry, ...]
     idle_warps: tuple[int, ...]
     cluster: tuple[int, int, int] = (1, 1, 1)
+    #: tensor memory: columns the dispatch kernel allocates (0: none) and the byte offset, from the
+    #: dynamic shared memory base, of the word tcgen05.alloc writes the allocation's address to
+    tmem_columns: int = 0
+    tmem_slot: int = 0
 
     @property
     def clustered(self) -> bool:
@@ -261,10 +267,6 @@ def unsupported(comp: Composition) -> list[Diagnostic]:
             helps=("check the composition with `kernlink check`; link it once the linker supports this",),
             data=(("stage", stage), ("what", what))))
 
-    for tmem in comp.items(A.TmemClaim):
-        refuse(tmem.item, tmem.stage_name, f"tensor-memory claim `{tmem.item.name}`",
-               "the dispatch kernel would have to allocate tensor memory (tcgen05.alloc) before the roles start "
-               "and free it after all of them end, which the role-entry ABI does not provide")
     out += unsupported_counters(comp)  # the rest link through the counter array (linker/counters.py)
     if launch_cluster(comp) is None:
         out.append(Diagnostic(
@@ -502,6 +504,10 @@ def _dispatch(comp: Composition, placement: Placement, params: ParamsLayout, sme
     min_blocks = bps if bps is not None else (1 if setmaxnreg else None)
     use = placement.use(Domain.SMEM)
     dynamic = max(0, use.end - smem_base)
+    tmem_columns, tmem_slot = 0, 0
+    if any(True for _ in comp.items(A.TmemClaim)):
+        tmem_columns, tmem_slot = _tmem_allocation(comp, placement, dynamic)
+        dynamic = tmem_slot + TMEM_SLOT_BYTES
     members = {r.stage: r.member for r in params.regions if params.region_of(r.stage) is r}
     roles = []
     for r in sorted(placement.roles, key=lambda r: r.first_warp):
@@ -528,7 +534,8 @@ def _dispatch(comp: Composition, placement: Placement, params: ParamsLayout, sme
                 groups.append(GroupRegs((grp.index,), grp.first_warp, grp.warps, grp.budget, op, grp.roles))
     return Dispatch(KERNEL, threads, placement.block_warps, min_blocks, dynamic, smem_base,
                     launch.kind if launch is not None else "fixed", bps, setmaxnreg, entry_regs, tuple(groups),
-                    tuple(inits), tuple(roles), placement.idle_warps, launch_cluster(comp) or (1, 1, 1))
+                    tuple(inits), tuple(roles), placement.idle_warps, launch_cluster(comp) or (1, 1, 1),
+                    tmem_columns, tmem_slot)
 
 
 def _initialised_rings(comp: Composition) -> Iterator[Owned[A.Ring]]:
@@ -686,6 +693,8 @@ def _kernel_lines(d: Dispatch, params: ParamsLayout) -> list[str]:
         return f"params.{member}" if member is not None else "kl_smem"
 
     members = {r.stage: r.member for r in params.regions if params.region_of(r.stage) is r}
+    if d.tmem_columns:
+        out += _tmem_alloc_lines(d)
     if d.inits:
         out.append("    // 1. ring inits: the first thread of each `init by` role, before any role starts")
         for init in d.inits:
@@ -700,7 +709,8 @@ def _kernel_lines(d: Dispatch, params: ParamsLayout) -> list[str]:
         else:
             out.append("    __syncthreads();  // every barrier is initialised before any role starts")
     if d.groups and _nested(d):
-        return [*out, *_nested_lines(d, params_of, 1 + bool(d.inits)), *_cluster_exit(d), "}"]
+        return [*out, *_nested_lines(d, params_of, 1 + bool(d.inits)), *_tmem_free_lines(d), *_cluster_exit(d),
+                "}"]
     if d.groups:
         out.append(f"    // {1 + bool(d.inits)}. register groups: setmaxnreg per warpgroup (the kernel starts with "
                    f"{d.entry_regs})")
@@ -728,6 +738,7 @@ def _kernel_lines(d: Dispatch, params: ParamsLayout) -> list[str]:
         out.append("    }")
     if d.idle_warps:
         out.append(f"    // idle warps {', '.join(str(w) for w in d.idle_warps)} return at once")
+    out += _tmem_free_lines(d)
     out += _cluster_exit(d)
     out.append("}")
     return out
@@ -840,3 +851,57 @@ def _cluster_exit(d: Dispatch) -> list[str]:
             "    // memory when it exits",
             '    asm volatile("barrier.cluster.arrive.release;" ::: "memory");',
             '    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");']
+
+
+def _tmem_allocation(comp: Composition, placement: Placement, dynamic: int) -> tuple[int, int]:
+    """Columns to allocate (a power of two, at least 32) and the offset of the address word."""
+    end = placement.use(Domain.TMEM).end
+    columns = 32
+    while columns < end:
+        columns *= 2
+    slot = round_up(dynamic, TMEM_SLOT_BYTES)
+    limit = comp.target.smem_per_block_optin if comp.target is not None else None
+    if limit is not None and slot + TMEM_SLOT_BYTES > limit:
+        raise DiagnosticError([Diagnostic(
+            "L-LINK", f"no shared memory is left for the word tcgen05.alloc writes: the claims use {dynamic} B "
+                      f"of the {limit} B a block may have",
+            labels=(Label(comp.pipeline.span, "this pipeline"),),
+            helps=(f"leave {TMEM_SLOT_BYTES} B of shared memory free (a shallower ring, a smaller claim)",))])
+    return columns, slot
+
+
+def _tmem_alloc_lines(d: Dispatch) -> list[str]:
+    """Warp 0 allocates the tensor memory every role shares and gives up the allocation permit.
+
+    Every ``P_C_tmem`` handle is a column of this allocation counted from column 0, so an
+    allocation that does not start at lane 0, column 0 stops the kernel (``trap``) rather
+    than let roles use columns they do not own.
+    """
+    slot = f"kl_smem + {d.tmem_slot}u"
+    return [f"    // 0. tensor memory: warp 0 allocates {d.tmem_columns} columns before any role starts (tcgen05.alloc",
+            "    //    writes the address to shared memory) and relinquishes the allocation permit",
+            "    if (warp == 0u) {",
+            '        asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;" ::'
+            f'"r"(static_cast<unsigned>(__cvta_generic_to_shared({slot}))), "r"({d.tmem_columns}u) : "memory");',
+            '        asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;" ::: "memory");',
+            "    }",
+            '    asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");',
+            "    __syncthreads();",
+            '    asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");',
+            f"    if (*reinterpret_cast<volatile unsigned*>({slot}) != 0u) {{",
+            '        asm volatile("trap;");  // handles count columns from 0: another allocation start is unusable',
+            "    }"]
+
+
+def _tmem_free_lines(d: Dispatch) -> list[str]:
+    """After every role has returned, warp 0 frees the allocation."""
+    if not d.tmem_columns:
+        return []
+    return ["    // every role has returned: warp 0 frees the tensor memory",
+            '    asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");',
+            "    __syncthreads();",
+            '    asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");',
+            "    if (warp == 0u) {",
+            f'        asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, {d.tmem_columns};" :: "r"(0u) : '
+            '"memory");',
+            "    }"]

@@ -172,6 +172,11 @@ def _value(spec: HandleSpec, s: Solved) -> tuple[int, str]:
         if kind == "warp0":
             return role.first_warp, f"role `{item}`: warps {role.first_warp}..{role.end - 1}"
         return role.budget, f"role `{item}`: setmaxnreg budget (minimum {role.minimum})"
+    if kind == "tmem":
+        column = _find(s, Domain.TMEM, spec.stage, item)
+        if column is None:
+            raise UnplacedHandle(f"tensor-memory claim `{spec.stage}.{item}` is not placed")
+        return column.offset, f"`{item}` at tensor-memory column {column.offset}: {column.why}"
     if kind == "fact":
         return _fact(s, item)
     if kind == "counter":

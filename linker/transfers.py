@@ -32,9 +32,9 @@ placed roles. Linking one needs three more decisions, made here:
   map records with each route's barriers. Producer threads thus finish one route's
   hand-off before starting the next; a role importing twice must import in that order.
 
-Register routes (copy, shuffle) need no constants. Routes whose constants the
-role-entry ABI cannot provide yet (tensor-memory loads) are ``E-UNSUPPORTED`` with
-the missing piece named.
+Register routes (copy, shuffle) need no constants. Tensor-memory loads stay
+``E-UNSUPPORTED``: the dispatch kernel allocates tensor memory, but the lowered route
+has no operation ordering the consumer's loads after the producer's writes.
 """
 
 from __future__ import annotations
@@ -240,8 +240,9 @@ def _transfer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span,
     what = f"tensor connection `{seam.export.name}` -> `{seam.imp.name}` ({route.result.title})"
     if route.rung == TMEM_LOAD:
         raise _refuse(span, seam.import_stage, what,
-                      "a tensor-memory load needs the tile's tensor-memory address, and the role-entry ABI "
-                      "allocates no tensor memory (tcgen05.alloc)")
+                      "the dispatch kernel allocates tensor memory now, but the lowered tensor-memory route has no "
+                      "operation that orders the consumer's tcgen05.ld after the producer's writes (no barrier, no "
+                      "tcgen05.commit): linking it could read the tile before it is written")
     barrier_ids = _barrier_ids(placed.placement, routed, span)
     claim, addr = None, None
     if program.shared == "scratch":

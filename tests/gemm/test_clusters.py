@@ -22,8 +22,9 @@ from kernlink.downstream import verify_downstream
 from linker.generate import generate, unsupported
 from tests.link.examples import build_example
 
-CLUSTERED = {"loader.kc": {"    launch fixed threads 384\n": "    launch fixed threads 384\n    cluster 1x1x1, 2x1x1\n"},
-             "reduce.kc": {"    launch fixed threads 384\n": "    launch fixed threads 384\n    cluster 1x1x1, 2x1x1\n"},
+_LAUNCH = "    launch fixed threads 384\n"
+CLUSTERED = {"loader.kc": {_LAUNCH: _LAUNCH + "    cluster 1x1x1, 2x1x1\n"},
+             "reduce.kc": {_LAUNCH: _LAUNCH + "    cluster 1x1x1, 2x1x1\n"},
              "ring.kp": {"    target sm_90a\n": "    target sm_90a\n    cluster 2x1x1\n"}}
 
 

@@ -80,11 +80,12 @@ extern "C" __device__ void fan_{name}_main(const OutParams* params, unsigned cha
 }}
 """
 CONSUMERS = {
-    "rows": dict(role="epi", event="got", scratch=512, lifetime="between got.ready got.done", chunk="", params="t: 32, r: 4", chunks=1, regs=4,
-                 demand="m = t / 2\n            n = 4 * (t % 2) + r"),
+    "rows": dict(role="epi", event="got", scratch=512, lifetime="between got.ready got.done", chunk="",
+                 params="t: 32, r: 4", chunks=1, regs=4, demand="m = t / 2\n            n = 4 * (t % 2) + r"),
     # the export's one ready event is `got.ready`: this connection's scratch lives until its own done
-    "cols": dict(role="stat", event="seen", scratch=256, lifetime="until seen.done", chunk="\n        chunk n 4", params="t: 32, p: 2, c: 2",
-                 chunks=2, regs=2, demand="m = t / 2\n            n = 4 * c + 2 * (t % 2) + p"),
+    "cols": dict(role="stat", event="seen", scratch=256, lifetime="until seen.done", chunk="\n        chunk n 4",
+                 params="t: 32, p: 2, c: 2", chunks=2, regs=2,
+                 demand="m = t / 2\n            n = 4 * c + 2 * (t % 2) + p"),
 }
 
 

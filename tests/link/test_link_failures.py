@@ -128,5 +128,5 @@ def test_what_the_abi_cannot_express_is_e_unsupported() -> None:
     result = check_text(COUNTER_AND_TENSOR, "demo.kc")
     assert result.composition is not None
     found = unsupported(result.composition)
-    assert [d.code for d in found] == ["E-UNSUPPORTED", "E-UNSUPPORTED"]
-    assert [dict(d.data)["what"] for d in found] == ["tensor-memory claim `acc`", "counter `done`"]
+    assert [d.code for d in found] == ["E-UNSUPPORTED"]  # tensor memory links now (tests/gemm/test_tmem.py)
+    assert [dict(d.data)["what"] for d in found] == ["counter `done`"]
