@@ -53,7 +53,8 @@ def test_a_consumer_that_waits_for_one_add_too_many_is_decoded_by_the_watchdog(t
 
     Runs in a subprocess: a trap leaves the process's primary context unusable.
     """
-    stale = {"ready_counter_wait(k, gridDim.x)": "ready_counter_wait(k, gridDim.x + 1)"}
+    stale = {"ready_counter_wait(k, gridDim.x * params->adds)":
+             "ready_counter_wait(k, gridDim.x * params->adds + 1)"}
     pipeline = build_handoff(tmp_path, {"cons.cu": stale})
     assert link([pipeline], tmp_path / "out", watchdog=20_000_000).ok
     grid, tiles = 8, 4
@@ -68,4 +69,4 @@ def test_a_consumer_that_waits_for_one_add_too_many_is_decoded_by_the_watchdog(t
     assert "error[E-HANG]" in text and f"waits for >= {grid + 1}, last saw {grid}" in text, text
     # one stuck wait, one diagnostic (the blocks the trap let record are listed in it)
     assert text.count("error[") == 1 and "the trap ended the launch" in text, text
-    assert "role `cons` of `hand.cons`" in text and "contract.kc:10" in text, text
+    assert "role `cons` of `hand.cons`" in text and "contract.kc:11" in text, text

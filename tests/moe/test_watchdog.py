@@ -45,7 +45,7 @@ def test_the_watchdog_changes_only_the_waits_and_is_absent_by_default(tmp_path: 
     watchdog = json.loads((tmp_path / "watched" / "link.json").read_text())["watchdog"]
     assert watchdog["cycles"] == 1000
     assert [(s["id"], s["symbol"], s["kind"], s["where"].rsplit("/", 1)[-1]) for s in watchdog["sites"]] == [
-        (0, "kl_hand_cons_ready_counter_wait", "counter_wait", "cons.kpkg!contract.kc:10")]
+        (0, "kl_hand_cons_ready_counter_wait", "counter_wait", "cons.kpkg!contract.kc:11")]
     assert "watchdog  --watchdog=1000" in (tmp_path / "watched" / "link.map").read_text()
     assert "watchdog" not in json.loads((tmp_path / "plain" / "link.json").read_text())
 

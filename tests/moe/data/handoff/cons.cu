@@ -1,6 +1,7 @@
 // hand.cons — role `cons` (one warp) waits until all blocks wrote tile k (counter slot k reaches
-// gridDim.x), then copies the next block's tile k into `out` (contract: cons.kc). After the tiles,
-// lane 0 writes what the counter slots hold and the counter's index in the array.
+// gridDim.x * adds, `adds` the fact the launch helper writes into the params), then copies the
+// next block's tile k into `out` (contract: cons.kc). After the tiles, lane 0 writes what the
+// counter slots hold and the counter's index in the array.
 
 extern "C" __device__ unsigned kl_hand_cons_cons_warp0();
 extern "C" __device__ unsigned kl_hand_cons_ready_counter();
@@ -11,6 +12,7 @@ struct ConsParams {
     const unsigned* data;  // @ 0
     unsigned* out;         // @ 8: tiles * gridDim.x * 32 words, then 2 per block
     unsigned tiles;        // @ 16
+    unsigned adds;         // @ 20 = fact adds
 };
 
 extern "C" __device__ void hand_cons_main(const ConsParams* params, unsigned char* /*smem*/) {
@@ -18,7 +20,7 @@ extern "C" __device__ void hand_cons_main(const ConsParams* params, unsigned cha
     const unsigned next = (blockIdx.x + 1) % gridDim.x;
     for (unsigned k = 0; k < params->tiles; ++k) {
         if (lane == 0) {
-            kl_hand_cons_ready_counter_wait(k, gridDim.x);  // acquire
+            kl_hand_cons_ready_counter_wait(k, gridDim.x * params->adds);  // acquire
         }
         __syncwarp();
         const volatile unsigned* data = params->data;
