@@ -60,7 +60,7 @@ HandleKind = Literal[
     "smem", "smem_stride", "tmem", "bar_id", "bar_threads", "counter",
     "ring_depth", "ring_full_bar", "ring_empty_bar", "ring_full_count", "ring_empty_count",
     "ring_slot_smem", "ring_slot_stride", "warp0", "regs", "params_offset", "tensor_export", "tensor_import",
-    "fact", "cluster_size",
+    "fact", "cluster_size", "counter_ptr", "counter_add", "counter_wait", "ring_full_wait", "ring_empty_wait",
 ]
 
 HANDLE_PREFIX = "kl_"
@@ -81,6 +81,20 @@ TENSOR_PROTOTYPES: Mapping[str, Prototype] = {
 TENSOR_DECLARATIONS: Mapping[str, str] = {
     "tensor_export": "void {symbol}(const T* held)",
     "tensor_import": "void {symbol}(const T* held, T* dst, int chunk)",
+    "counter_ptr": "unsigned* {symbol}()",
+    "counter_add": "void {symbol}(unsigned slot, unsigned n)",
+    "counter_wait": "void {symbol}(unsigned slot, unsigned target)",
+    "ring_full_wait": "void {symbol}(unsigned slot, unsigned parity)",
+    "ring_empty_wait": "void {symbol}(unsigned slot, unsigned parity)",
+}
+#: PTX prototypes of the counter function handles (specs/handles.md, "Counters"): the address of a
+#: counter's first slot, and the scoped release add and acquire wait the linker generates.
+COUNTER_PROTOTYPES: Mapping[str, Prototype] = {
+    "counter_ptr": Prototype("func", (), ("b64",)),
+    "counter_add": Prototype("func", ("b32", "b32"), ()),
+    "counter_wait": Prototype("func", ("b32", "b32"), ()),
+    "ring_full_wait": Prototype("func", ("b32", "b32"), ()),
+    "ring_empty_wait": Prototype("func", ("b32", "b32"), ()),
 }
 
 #: What each kind of handle reads, in words, for messages.
@@ -93,18 +107,25 @@ KIND_TEXT: Mapping[str, str] = {
     "ring_slot_stride": "a ring slot stride", "warp0": "a role's first warp", "regs": "a register budget",
     "params_offset": "a params offset", "tensor_export": "a tensor export's route",
     "tensor_import": "a tensor import's route", "fact": "a fact's value",
-    "cluster_size": "the CTAs of a cluster",
+    "cluster_size": "the CTAs of a cluster", "counter_ptr": "a counter's address",
+    "counter_add": "a counter's release add", "counter_wait": "a counter's acquire wait",
+    "ring_full_wait": "a wait on a ring's full barrier", "ring_empty_wait": "a wait on a ring's empty barrier",
 }
 # Name suffix -> kind, for recognising a handle read under the wrong item.
 _SUFFIXES: tuple[tuple[str, HandleKind], ...] = (
     ("_smem", "smem"), ("_stride", "smem_stride"), ("_tmem", "tmem"), ("_bar_id", "bar_id"),
-    ("_threads", "bar_threads"), ("_counter", "counter"), ("_depth", "ring_depth"),
-    ("_full_bar", "ring_full_bar"), ("_empty_bar", "ring_empty_bar"), ("_full_count", "ring_full_count"),
+    ("_threads", "bar_threads"), ("_counter", "counter"), ("_counter_ptr", "counter_ptr"),
+    ("_counter_add", "counter_add"), ("_counter_wait", "counter_wait"), ("_depth", "ring_depth"),
+    ("_full_bar", "ring_full_bar"), ("_empty_bar", "ring_empty_bar"), ("_full_wait", "ring_full_wait"),
+    ("_empty_wait", "ring_empty_wait"), ("_full_count", "ring_full_count"),
     ("_empty_count", "ring_empty_count"), ("_warp0", "warp0"), ("_regs", "regs"),
     ("_params_offset", "params_offset"), ("_export", "tensor_export"), ("_import", "tensor_import"),
 )
 _RING_HANDLES: tuple[tuple[str, HandleKind], ...] = (
-    ("depth", "ring_depth"), ("full_bar", "ring_full_bar"), ("empty_bar", "ring_empty_bar"))
+    ("depth", "ring_depth"), ("full_bar", "ring_full_bar"), ("empty_bar", "ring_empty_bar"),
+    ("full_wait", "ring_full_wait"), ("empty_wait", "ring_empty_wait"))
+_COUNTER_FUNCTIONS: tuple[tuple[str, HandleKind], ...] = (
+    ("ptr", "counter_ptr"), ("add", "counter_add"), ("wait", "counter_wait"))
 _SLOT_SUFFIXES: tuple[tuple[str, HandleKind], ...] = (("_smem", "ring_slot_smem"), ("_stride", "ring_slot_stride"))
 # Handles an item binds only under a condition, and what the item lacks when it does not.
 _CONDITIONAL: Mapping[HandleKind, tuple[type[A.Node], str]] = {
@@ -191,6 +212,8 @@ def handle_bindings(stage: A.Stage) -> list[HandleSpec]:
 
     rings: set[str] = set()
     facts: set[str] = set()
+    claimed_counters = {it.name for it in stage.items if isinstance(it, A.CounterClaim)}
+    counters: set[str] = set()
     for it in stage.items:
         if isinstance(it, A.SmemClaim):
             main = it.handle or f"{p}_{it.name}_smem"
@@ -202,10 +225,15 @@ def handle_bindings(stage: A.Stage) -> list[HandleSpec]:
         elif isinstance(it, A.BarrierClaim):
             add(it.handle or f"{p}_{it.name}_bar_id", "bar_id", it.name, it, it.handle is not None)
             add(_secondary(p, it, "threads"), "bar_threads", it.name, it, it.handle is not None)
-        elif isinstance(it, A.CounterClaim):
-            add(it.handle or f"{p}_{it.name}_counter", "counter", it.name, it, it.handle is not None)
-        elif isinstance(it, A.Counter):
-            add(f"{p}_{it.name}_counter", "counter", it.name, it)
+        elif isinstance(it, (A.CounterClaim, A.Counter)):
+            if isinstance(it, A.Counter) and (it.name in claimed_counters or it.name in counters):
+                continue  # the endpoints of a counter read one set of handles (the claim's, if claimed here)
+            counters.add(it.name)
+            explicit = it.handle if isinstance(it, A.CounterClaim) else None
+            base = explicit or f"{p}_{it.name}_counter"
+            add(base, "counter", it.name, it, explicit is not None)
+            for suffix, kind in _COUNTER_FUNCTIONS:
+                add(f"{base}_{suffix}", kind, it.name, it, explicit is not None)
         elif isinstance(it, A.Rendezvous):
             add(f"{p}_{it.name}_bar_id", "bar_id", it.name, it)
             add(f"{p}_{it.name}_threads", "bar_threads", it.name, it)
@@ -243,7 +271,7 @@ def tensor_symbol(stage: A.Stage | str, tensor: str, side: Literal["export", "im
 
 def handle_prototype(kind: HandleKind) -> Prototype:
     """The PTX shape a handle of ``kind`` is declared with."""
-    return TENSOR_PROTOTYPES.get(kind, HANDLE_PROTOTYPE)
+    return TENSOR_PROTOTYPES.get(kind) or COUNTER_PROTOTYPES.get(kind, HANDLE_PROTOTYPE)
 
 
 def expected_handles(stage: A.Stage) -> dict[str, HandleSpec]:

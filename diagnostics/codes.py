@@ -262,6 +262,16 @@ CODES: tuple[CodeInfo, ...] = (
        "A kernel that cannot be launched has no result to report.",
        "kernlink run out --args args.json\nerror[E-CUDA]: no CUDA driver is available",
        "Run on a machine with an NVIDIA GPU and driver; match the arguments to the kernel's parameters."),
+    _c("E-HANG", "watched-wait-timed-out", "a watched wait of a linked kernel timed out", "run",
+       "A kernel linked with `kernlink link --watchdog` bounds every counter and ring wait made through "
+       "the generated handles; a wait that timed out wrote a ledger entry (block, thread, site, slot, "
+       "expected and last seen value) and trapped, and `kernlink run` decodes it against the link map.",
+       "A hang shows no error of its own; the ledger names the role, the ring or counter and the contract "
+       "line it waited on, which is where the mismatch between two owners is.",
+       "error[E-HANG]: 4 blocks (0, 1, 2, 3), thread 0 hung: counter `ready` slot 0: role `cons` of "
+       "`hand.cons` waits for >= 5, last saw 4",
+       "Compare the producer's and the consumer's contract lines the diagnostic names (counts, facts, "
+       "depths); relink with kernlink so facts reach every consumer."),
     _c("E-RUN", "run-input", "`kernlink run` was given arguments it cannot use", "run",
        "The arguments file for `kernlink run` is malformed, names a buffer or parameter the kernel lacks, "
        "or gives a value of the wrong type.",

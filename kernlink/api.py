@@ -133,7 +133,7 @@ class LinkResult:
 
 
 def link(paths: Sequence[str | Path], out_dir: str | Path | None = None, *, target: str | None = None,
-         emit_ptx: bool = False, strict: bool = False) -> LinkResult:
+         emit_ptx: bool = False, strict: bool = False, watchdog: int | None = None) -> LinkResult:
     """Check, then link an accepted composition; with ``out_dir``, write the outputs there.
 
     The link map is written even when the check or the link fails. Raises only
@@ -153,7 +153,7 @@ def link(paths: Sequence[str | Path], out_dir: str | Path | None = None, *, targ
             output.record.diagnostics.extend(result.diagnostics)
     else:
         routes = result.downstream.routes if result.downstream is not None else None
-        output = link_composition(comp, placed, emit_ptx=emit_ptx, routes=routes)
+        output = link_composition(comp, placed, emit_ptx=emit_ptx, routes=routes, watchdog=watchdog)
     diags = list(result.diagnostics)
     if output is not None and output.record.status != "rejected":
         diags = sort_diagnostics([*diags, *output.diagnostics])

@@ -56,6 +56,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--target", help="link for another target than the pipeline's")
     p.add_argument("--ptx", action="store_true", help="also write the linked PTX (kernel.ptx)")
     p.add_argument("--strict", action="store_true", help="a `.kc` that differs from its package's contract is an error")
+    from linker.watchdog import add_watchdog_argument
+
+    add_watchdog_argument(p)
     p.add_argument("--format", choices=("text", "json"), default="text", help="how to print diagnostics")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_link)
@@ -100,7 +103,8 @@ def cmd_link(args: argparse.Namespace) -> int:
     from kernlink.api import link
     from kernlink.cli import EXIT_OK, emit
 
-    result = link(args.paths, args.output, target=args.target, emit_ptx=args.ptx, strict=args.strict)
+    result = link(args.paths, args.output, target=args.target, emit_ptx=args.ptx, strict=args.strict,
+                  watchdog=args.watchdog)
     if not result.ok:
         return _report(result.diagnostics, result.sources, args)
     if args.format == "json":

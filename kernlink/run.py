@@ -38,15 +38,16 @@ import json
 import struct
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.sources import SourceMap
 from linker.generate import FIELD_FORMATS
-from linker.launch import DeviceBuffer, GpuSession
+from linker.launch import DeviceBuffer, GpuSession, LoadedCubin
 from linker.outdir import locked, verify_cubin
+from linker.watchdog import HostLedger, decode_ledger
 
 CUBIN = "kernel.cubin"
 JSON = "link.json"
@@ -150,9 +151,40 @@ def run_linked(linked: LinkedKernel | str | Path, *, gpu: GpuSession, values: Ma
 
         sms = gpu.attribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         grid = sms * int(dispatch.get("blocks_per_sm") or 1)
-    loaded = gpu.load(kernel.cubin).kernel(kernel.kernel)
-    gpu.launch(loaded, grid=grid, block=kernel.threads, args=[block] if block else [],
-               dynamic_smem=kernel.dynamic_smem)
+    module = gpu.load(kernel.cubin)
+    loaded = module.kernel(kernel.kernel)
+    zero_counters(module, kernel.map)
+    ledger = HostLedger(module.module) if kernel.map.get("watchdog") else None
+    try:
+        gpu.launch(loaded, grid=grid, block=kernel.threads, args=[block] if block else [],
+                   dynamic_smem=kernel.dynamic_smem)
+    except DiagnosticError as err:
+        hangs = decode_ledger(kernel.map, ledger.read()) if ledger is not None else []
+        if hangs:  # a watched wait timed out: the ledger says which; the driver's error is its consequence
+            cause = "; ".join(d.message for d in err.diagnostics)
+            first = replace(hangs[0], notes=(*hangs[0].notes, f"the trap ended the launch: {cause}"))
+            raise DiagnosticError([first, *hangs[1:]]) from err
+        raise
+    finally:
+        if ledger is not None:
+            ledger.close()
+
+
+def zero_counters(module: LoadedCubin, link_map: Mapping[str, Any]) -> None:
+    """The reset rule of linker/counters.py: zero the kernel's counter array before a launch."""
+    counters = link_map.get("counters")
+    if not counters or not counters.get("words"):
+        return
+    from cuda.bindings import driver
+
+    err, address, size = driver.cuModuleGetGlobal(module.module, str(counters["symbol"]).encode())
+    if err != driver.CUresult.CUDA_SUCCESS or int(size) < 4 * int(counters["words"]):
+        raise DiagnosticError([Diagnostic(
+            "E-CUDA", f"cannot find the counter array `{counters['symbol']}` in the cubin ({err})",
+            helps=("link again: link.json and kernel.cubin come from different links",))])
+    (err,) = driver.cuMemsetD32(address, 0, int(counters["words"]))
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise DiagnosticError([Diagnostic("E-CUDA", f"cuMemsetD32 of `{counters['symbol']}` failed: {err}")])
 
 
 # ----------------------------------------------------------------- the command

@@ -56,8 +56,9 @@ class Session:
         self.linked = LinkedKernel.load(link_dir)
         self.gpu = GpuSession(device)
         try:
-            loaded = self.gpu.load(self.linked.cubin).kernel(self.linked.kernel)
-            self._function = loaded.function
+            module = self.gpu.load(self.linked.cubin)
+            self._function = module.kernel(self.linked.kernel).function
+            self._counters = _counter_array(module.module, self.linked.map)
             smem = self.linked.dynamic_smem
             if smem:
                 (err,) = driver.cuFuncSetAttribute(
@@ -102,7 +103,14 @@ class Session:
     # ------------------------------------------------------------- launches
 
     def launch(self, grid: int | None = None) -> None:
-        """Enqueue one launch on the session's stream (no synchronisation)."""
+        """Enqueue one launch on the session's stream (no synchronisation).
+
+        A link with counters gets them zeroed first on the same stream (the reset rule of
+        linker/counters.py), so every launch, replayed graphs too, starts from zero.
+        """
+        if self._counters is not None:
+            (err,) = driver.cuMemsetD32Async(self._counters[0], 0, self._counters[1], self.stream)
+            check_cuda(err, "cuMemsetD32Async", "zeroing the kernel's counters")
         (err,) = driver.cuLaunchKernel(self._function, self._grid(grid), 1, 1, self.linked.threads, 1, 1,
                                        self.linked.dynamic_smem, self.stream, self._params, 0)
         check_cuda(err, "cuLaunchKernel", f"kernel `{self.linked.kernel}`")
@@ -147,6 +155,20 @@ class Session:
                                               helps=("pass `grid=` (blocks)",))])
         sms = self.gpu.attribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         return sms * int(dispatch.get("blocks_per_sm") or 1)
+
+
+def _counter_array(module: Any, link_map: Mapping[str, Any]) -> tuple[int, int] | None:
+    """(address, words) of the link's counter array, or None when it has no counters."""
+    counters = link_map.get("counters")
+    if not counters or not counters.get("words"):
+        return None
+    err, address, size = driver.cuModuleGetGlobal(module, str(counters["symbol"]).encode())
+    check_cuda(err, "cuModuleGetGlobal", f"the counter array `{counters['symbol']}`")
+    words = int(counters["words"])
+    if int(size) < 4 * words:
+        raise DiagnosticError([Diagnostic("E-CUDA", f"the counter array `{counters['symbol']}` holds {size} B, "
+                                                    f"the link map says {words} words")])
+    return int(address), words
 
 
 def device_pointer(obj: object) -> int:

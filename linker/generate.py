@@ -56,8 +56,17 @@ from checker.handles import init_hook_symbol, resolve_handles, sanitize
 from checker.resolve import serving_exports
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
+from linker.counters import (
+    FUNCTION_KINDS,
+    CounterArray,
+    counter_functions,
+    plan_counters,
+    render_counters,
+    unsupported_counters,
+)
 from linker.handles import HandleValue, Solved, UnfixedFact, UnplacedHandle, handle_value, launch_cluster
 from linker.transfers import Transfer, UnusedExport, elem_ctype, plan_transfers
+from linker.watchdog import RING_WAITS, Watchdog, plan_waits
 from placement.adapter import Placed
 from placement.problem import Domain, round_up
 from placement.result import Placement
@@ -68,6 +77,8 @@ SOURCE_NAME = "generated.cu"
 FORMAT = "kernlink-generated/1"
 #: Handle kinds that are functions of a route (rendered with the transfers), not constants.
 TENSOR_HANDLES = frozenset({"tensor_export", "tensor_import"})
+#: Counter handles that are functions, rendered with the counter array (:mod:`linker.counters`).
+COUNTER_FUNCTIONS = FUNCTION_KINDS
 
 #: C types of the contract's scalar types in call signatures (pointer types are opaque in LTO IR).
 C_TYPES = {"void": "void", "bool": "bool", "i8": "signed char", "u8": "unsigned char", "i16": "short",
@@ -239,6 +250,8 @@ class Generated:
     notes: tuple[Diagnostic, ...] = field(default=())
     transfers: tuple[Transfer, ...] = field(default=())
     unused_exports: tuple[UnusedExport, ...] = field(default=())
+    counters: CounterArray = field(default=CounterArray((), 0))
+    watchdog: Watchdog | None = None
 
 
 # ----------------------------------------------------------------- what cannot be generated
@@ -254,11 +267,7 @@ def unsupported(comp: Composition) -> list[Diagnostic]:
             helps=("check the composition with `kernlink check`; link it once the linker supports this",),
             data=(("stage", stage), ("what", what))))
 
-    counters: list[Owned[A.CounterClaim] | Owned[A.Counter]] = [*comp.items(A.CounterClaim), *comp.items(A.Counter)]
-    for counter in counters:
-        refuse(counter.item, counter.stage_name, f"counter `{counter.item.name}`",
-               "a counter handle is an index into the kernel's counter array, and the role-entry ABI passes "
-               "no counter array to the entries")
+    out += unsupported_counters(comp)  # the rest link through the counter array (linker/counters.py)
     if launch_cluster(comp) is None:
         out.append(Diagnostic(
             "E-UNSUPPORTED", f"`kernlink link` cannot choose the cluster shape of `{comp.pipeline.name}`",
@@ -282,14 +291,15 @@ def unsupported(comp: Composition) -> list[Diagnostic]:
 # ----------------------------------------------------------------- planning
 
 def generate(comp: Composition, placed: Placed, *, entry_regs: int | None = None,
-             inputs: Sequence[str] = (), routes: Sequence[RoutedSeam] = ()) -> Generated:
+             inputs: Sequence[str] = (), routes: Sequence[RoutedSeam] = (), watchdog: int | None = None) -> Generated:
     """The generated code for a checked, placed composition whose stages come from packages.
 
     ``entry_regs`` is the register count the kernel starts with (default: the
     placement's prediction); it decides each ``setmaxnreg``'s direction. ``inputs``
     names the packages, for the file's header. ``routes`` are the tensor connections'
     routes, and ``placed`` must hold their named barriers
-    (:func:`linker.transfers.place_route_barriers`). Raises :class:`DiagnosticError`
+    (:func:`linker.transfers.place_route_barriers`). ``watchdog`` bounds the waits the
+    linker generates to that many cycles (:mod:`linker.watchdog`; None: unbounded). Raises :class:`DiagnosticError`
     (``E-UNSUPPORTED``, ``L-LINK``, ``E-INTERNAL``) when no correct code can be made.
     """
     problems = unsupported(comp)
@@ -298,17 +308,21 @@ def generate(comp: Composition, placed: Placed, *, entry_regs: int | None = None
     placement = placed.placement
     caps = placed.problem.capacities
     params = params_layout(comp)
+    counters = plan_counters(comp, placement)
     solved = Solved(comp, placed.problem, placement,
-                    {r.stage: r.offset for r in params.regions if params.region_of(r.stage) is r})
+                    {r.stage: r.offset for r in params.regions if params.region_of(r.stage) is r}, counters)
     handles = _handles(comp, solved)
     trampolines, dropped, notes = _calls(comp)
     transfers, unused = plan_transfers(comp, placed, routes)
     dispatch = _dispatch(comp, placement, params, caps.smem_user_base,
                          placement.entry_regs if entry_regs is None else entry_regs)
-    source = render(comp, handles, trampolines, params, dispatch, inputs, transfers, unused)
+    waits = plan_waits(comp, solved, counters, watchdog)
+    counter_lines = [*waits.prelude, *render_counters(counters, counter_functions(comp), waits.counter_wait),
+                     *waits.lines]
+    source = render(comp, handles, trampolines, params, dispatch, inputs, transfers, unused, counter_lines)
     target = comp.target.name if comp.target is not None else comp.target_name
     return Generated(comp.pipeline.name, target, source, handles, trampolines, dropped, params, dispatch,
-                     tuple(notes), transfers, unused)
+                     tuple(notes), transfers, unused, counters, waits.watchdog)
 
 
 def params_layout(comp: Composition) -> ParamsLayout:
@@ -351,8 +365,8 @@ def _handles(comp: Composition, solved: Solved) -> tuple[HandleValue, ...]:
     for entry in comp.stages:
         needed = entry.captured.needed_symbols if entry.captured is not None else frozenset()
         for symbol, spec in resolve_handles(entry.stage, needed).items():
-            if spec.kind in TENSOR_HANDLES:
-                continue  # defined by the tensor transfers' code
+            if spec.kind in TENSOR_HANDLES or spec.kind in COUNTER_FUNCTIONS or spec.kind in RING_WAITS:
+                continue  # defined by the tensor transfers' code / with the counter array
             try:
                 value = handle_value(spec, solved)
             except UnfixedFact as err:
@@ -565,7 +579,8 @@ _RULE = "// " + "-" * 64
 
 def render(comp: Composition, handles: Sequence[HandleValue], trampolines: Sequence[Trampoline],
            params: ParamsLayout, d: Dispatch, inputs: Sequence[str] = (), transfers: Sequence[Transfer] = (),
-           unused: Sequence[UnusedExport] = (), *, control: bool = False) -> str:
+           unused: Sequence[UnusedExport] = (), counter_lines: Sequence[str] = (), *,
+           control: bool = False) -> str:
     """The generated translation unit, as text ending with a newline.
 
     ``control`` renders the glue of the one-unit control build (``kernlink parity``): it
@@ -595,6 +610,8 @@ def render(comp: Composition, handles: Sequence[HandleValue], trampolines: Seque
         out.append('}  // extern "C"')
     else:
         out.append("// (no component reads a handle)")
+    if counter_lines:
+        out += ["", _RULE, *counter_lines]
     out += ["", _RULE, "// Call trampolines: each call site's symbol calls the export that serves it."]
     if not trampolines:
         out.append("// (no call sites)")

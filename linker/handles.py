@@ -48,6 +48,7 @@ from checker.handles import (
 )
 from contract_lang import ast as A
 from contract_lang.printer import count_text
+from linker.counters import CounterArray, UnplacedCounter, counter_index, plan_counters
 from placement.problem import Domain, Problem
 from placement.result import Placement, Slot
 
@@ -105,6 +106,7 @@ class Solved:
     problem: Problem
     placement: Placement
     params_offsets: Mapping[str, int]
+    counters: CounterArray | None = None
 
     @property
     def smem_base(self) -> int:
@@ -177,6 +179,11 @@ def _value(spec: HandleSpec, s: Solved) -> tuple[int, str]:
         return column.offset, f"`{item}` at tensor-memory column {column.offset}: {column.why}"
     if kind == "fact":
         return _fact(s, item)
+    if kind == "counter":
+        try:
+            return counter_index(s.counters or plan_counters(s.comp, s.placement), spec.stage, item)
+        except UnplacedCounter as err:
+            raise UnplacedHandle(str(err)) from err
     if kind == "cluster_size":
         shape = launch_cluster(s.comp)
         if shape is None:

@@ -69,7 +69,7 @@ def host_header(record: Mapping[str, Any], cubin: bytes) -> str:
     cluster = dispatch.get("cluster")
     if cluster:
         out.append(f"#define {p.upper()}_CLUSTER_X {int(cluster[0])}u")
-    out += ["", *_params_struct(p, params), "", *_cubin(p, cubin), "", *_functions(p, params, dispatch),
+    out += ["", *_params_struct(p, params), "", *_cubin(p, cubin), "", *_functions(p, params, dispatch, record),
             f"#endif /* {guard} */", ""]
     return "\n".join(out)
 
@@ -104,7 +104,8 @@ def _cubin(p: str, cubin: bytes) -> list[str]:
             *(f"    {row}," for row in rows), "};"]
 
 
-def _functions(p: str, params: Mapping[str, Any], dispatch: Mapping[str, Any]) -> list[str]:
+def _functions(p: str, params: Mapping[str, Any], dispatch: Mapping[str, Any],
+               record: Mapping[str, Any]) -> list[str]:
     facts = [f for f in params["fields"] if f["source"] == "fact"]
     has_params = int(params["size"]) > 0
     out = ["/* Zero the block and write the fields the link fixed (facts); the caller sets the rest. */",
@@ -123,9 +124,20 @@ def _functions(p: str, params: Mapping[str, Any], dispatch: Mapping[str, Any]) -
             "    return cuFuncSetAttribute(*function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,",
             f"                              (int){p.upper()}_DYNAMIC_SMEM);",
             "}", "",
-            "/* Launch on `stream` with the link's block size and dynamic shared memory. */",
-            f"static inline CUresult {p}_launch(CUfunction function, CUstream stream, unsigned grid,",
-            f"                                  const {p}_params* params) {{"]
+            "/* Launch on `stream` with the link's block size and dynamic shared memory; a link with",
+            " * counters gets them zeroed first on the same stream (the reset rule of the link map). */",
+            f"static inline CUresult {p}_launch(CUmodule module, CUfunction function, CUstream stream,",
+            f"                                  unsigned grid, const {p}_params* params) {{"]
+    counters = record.get("counters") or {}
+    if counters.get("words"):
+        out += ["    CUdeviceptr counters;",
+                "    size_t bytes;",
+                f"    CUresult err = cuModuleGetGlobal(&counters, &bytes, module, \"{counters['symbol']}\");",
+                "    if (err != CUDA_SUCCESS) return err;",
+                f"    err = cuMemsetD32Async(counters, 0, {int(counters['words'])}u, stream);",
+                "    if (err != CUDA_SUCCESS) return err;"]
+    else:
+        out.append("    (void)module;  /* no counters to zero */")
     if has_params:
         out.append("    void* args[1] = {(void*)params};")
         args = "args"

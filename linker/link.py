@@ -147,11 +147,13 @@ def record_for(comp: Composition) -> LinkRecord:
 
 
 def link_composition(comp: Composition, placed: Placed, *, emit_ptx: bool = False,
-                     routes: Sequence[RoutedSeam] | None = None, audit: bool = True) -> LinkOutput:
+                     routes: Sequence[RoutedSeam] | None = None, audit: bool = True,
+                     watchdog: int | None = None) -> LinkOutput:
     """Generate, compile and device-link a checked, placed composition (module docstring).
 
     ``routes`` are the tensor connections' routes on ``placed`` (``kernlink.downstream``
-    computed them during the check); None routes them here.
+    computed them during the check); None routes them here. ``watchdog`` bounds the generated
+    waits (``kernlink link --watchdog``, :mod:`linker.watchdog`).
     """
     start = time.perf_counter()
     record = record_for(comp)
@@ -168,12 +170,12 @@ def link_composition(comp: Composition, placed: Placed, *, emit_ptx: bool = Fals
         versions = toolkit_versions()
         record.toolkit = {"nvrtc": versions.as_dict()["nvrtc"], "nvjitlink": versions.as_dict()["nvjitlink"]}
         record.options = (f"-arch={_arch(comp)}", "-lto", "-verbose")
-        first = _round(comp, placed, packages, None, record, out.seconds, routes)
+        first = _round(comp, placed, packages, None, record, out.seconds, routes, watchdog)
         final = first
         need = _registers(first, placed)
         if need is not None:
             placed = _resolve(comp, placed, need, record, bool(routes))
-            final = _round(comp, placed, packages, need, record, out.seconds, routes)
+            final = _round(comp, placed, packages, need, record, out.seconds, routes, watchdog)
             again = _registers(final, placed)
             if again is not None:
                 raise DiagnosticError([_regs_failed(comp, final, placed, again)])
@@ -288,9 +290,11 @@ def _no_package(comp: Composition, entry: StageEntry) -> Diagnostic:
 # ----------------------------------------------------------------- one round
 
 def _round(comp: Composition, placed: Placed, packages: Sequence[tuple[str, StagePackage]], entry: int | None,
-           record: LinkRecord, seconds: dict[str, float], routes: Sequence[RoutedSeam]) -> _Round:
+           record: LinkRecord, seconds: dict[str, float], routes: Sequence[RoutedSeam],
+           watchdog: int | None = None) -> _Round:
     t0 = time.perf_counter()
-    generated = generate(comp, placed, entry_regs=entry, inputs=[name for name, _ in packages], routes=routes)
+    generated = generate(comp, placed, entry_regs=entry, inputs=[name for name, _ in packages], routes=routes,
+                         watchdog=watchdog)
     record.generated = generated
     attempt = Attempt(entry_assumed=generated.dispatch.entry_regs)
     record.attempts.append(attempt)

@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from diagnostics.model import Diagnostic
+from linker.counters import RESET_RULE
 from linker.generate import Generated
+from linker.watchdog import LEDGER
 from placement.problem import Domain
 from placement.report import to_jsonable as placement_jsonable
 from placement.result import Placement
@@ -135,6 +137,8 @@ def render_text(record: LinkRecord) -> str:
         lines += _calls(g)
         lines += _transfers(g)
         lines += _facts(g)
+        lines += _counters(g)
+        lines += _watchdog(g)
         lines += _dispatch(g)
     lines += _link(r)
     lines += ["", "diagnostics"]
@@ -320,6 +324,30 @@ def _facts(g: Generated) -> list[str]:
     return lines
 
 
+def _counters(g: Generated) -> list[str]:
+    a = g.counters
+    if a.size == 0:
+        return []
+    lines = ["", f"counters  `{a.symbol}`: {a.size} 32-bit words in global memory (Value: first slot)",
+             _row("", 4 * a.size, "", "launch", a.symbol, f"reset: {RESET_RULE}", 1)]
+    for c in a.counters:
+        lines.append(_row(c.index, c.slots, "", "launch", c.name,
+                          f"scope {c.scope}; {c.why}; read by {', '.join(c.users)}", 2))
+    return lines
+
+
+def _watchdog(g: Generated) -> list[str]:
+    wd = g.watchdog
+    if wd is None:
+        return []
+    lines = ["", f"watchdog  --watchdog={wd.cycles}: every wait below traps after {wd.cycles} cycles and records "
+                 f"an entry in the host-mapped ledger `{LEDGER}` (Value: site)"]
+    for site in wd.sites:
+        lines.append(_row(site.id, "", "", "", site.symbol,
+                          f"{site.where}: {site.stage} `{site.item}` ({site.kind}; {site.detail})", 1))
+    return lines
+
+
 def _dispatch(g: Generated) -> list[str]:
     d = g.dispatch
     bounds = f"{d.threads}, {d.min_blocks}" if d.min_blocks is not None else f"{d.threads}"
@@ -385,6 +413,10 @@ def to_jsonable(record: LinkRecord) -> dict[str, Any]:
             "transfers": [t.as_json() for t in g.transfers],
             "unused_tensor_exports": [u.__dict__ for u in g.unused_exports],
         }
+        if g.counters.size:
+            out["counters"] = g.counters.as_json()
+        if g.watchdog is not None:
+            out["watchdog"] = g.watchdog.as_json()
         out["params"] = {"size": g.params.size, "align": g.params.align,
                          "regions": [x.__dict__ for x in g.params.regions],
                          "fields": [{**f.__dict__, "allowed": list(f.allowed)} for f in g.params.fields]}

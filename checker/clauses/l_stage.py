@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checker.clause import Clause
-from checker.composition import Composition, Owned
+from checker.composition import Composition, Owned, StageEntry
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
@@ -79,29 +79,36 @@ class StageClause(Clause):
                     helps=("keep one of them, or give them different versions",))
 
     def _not_used(self, comp: Composition) -> Iterator[Diagnostic]:
+        if comp.unresolved:
+            return  # a used stage that did not resolve (or parse) may be the provider: its own finding comes first
         wanted = _needs(comp)
         if not wanted:
             return
-        seen: set[str] = set()
+        offers: dict[Need, list[StageEntry]] = {}
         for entry in comp.unused:
-            hits = sorted(_provides(entry.stage) & set(wanted))
-            if not hits or entry.name in seen:
-                continue
-            seen.add(entry.name)
-            what, name = hits[0]
-            needer = wanted[hits[0]]
+            for hit in sorted(_provides(entry.stage) & set(wanted)):
+                if all(e.name != entry.name for e in offers.get(hit, [])):
+                    offers.setdefault(hit, []).append(entry)
+        reported: set[str] = set()
+        for (what, name), entries in sorted(offers.items()):
+            if any(e.name in reported for e in entries):
+                continue  # one missing `use` line, one diagnostic, whatever else that stage provides
+            entry, others = entries[0], entries[1:]
+            reported.update(e.name for e in entries)
+            needer = wanted[(what, name)]
             major_minor = ".".join(entry.stage.version.split(".")[:2])
             origin = f" from \"{entry.use.path}\"" if entry.use is not None and entry.use.path else (
                 f" from \"{entry.package}\"" if entry.package else "")
             line = f'use "{entry.name}" version ^{major_minor}{origin}'
+            also = [f"`{o.name}` (`{o.source}`) provides {what} `{name}` too: use one of them" for o in others]
             yield seam(
                 self.code, f"pipeline `{comp.pipeline.name}` does not use stage `{entry.name}`, which "
                            f"`{entry.source}` defines and `{needer.stage_name}` needs",
                 (comp.pipeline.span, f"no `use \"{entry.name}\"` in this pipeline"),
                 [(entry.stage.span, f"provides {what} `{name}`"),
                  (needer.span, f"needs {what} `{name}`")],
-                notes=(f"without `{entry.name}`, every item that needs it fails; those failures are not "
-                       "reported until the pipeline uses it",),
+                notes=(*also, f"without `{entry.name}`, every item that needs it fails; those failures are not "
+                       "reported until the pipeline uses it"),
                 helps=(f"add `{line}` to the pipeline",),
                 data={"stage": entry.name, "file": entry.source, "needs": f"{what} {name}"})
 

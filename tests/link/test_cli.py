@@ -19,7 +19,7 @@ def test_link_writes_its_outputs_and_says_where(pipelines: dict[str, Path], tmp_
     said = capsys.readouterr().out
     assert "linked `hello` for sm_90a" in said and "link.map" in said
     assert {p.name for p in (tmp_path / "out").iterdir()} == {"kernel.cubin", "kernel.ptx", "generated.cu", "link.map",
-                                                             "link.json"}  # kernel.ptx: what `kernlink audit` reads
+                                                             "link.json", "kernel.h"}  # kernel.ptx: what audit reads
 
 
 def test_a_failed_link_exits_1_with_diagnostics_and_a_map(pipelines: dict[str, Path], tmp_path: Path,

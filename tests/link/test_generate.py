@@ -74,7 +74,9 @@ def test_a_tensor_connection_is_no_longer_refused_and_gemm_swiglu_still_checks_a
 
 
 def test_generate_refuses_what_it_cannot_express() -> None:
-    text = PADDED.replace("    launch fixed threads 256\n", "    launch fixed threads 256\n    claim counter c\n")
+    text = PADDED.replace("    launch fixed threads 256\n", "    launch fixed threads 256\n"
+                                 "    counter c produce by ctl scope sys space host\n"
+                                 "    counter c consume by mma scope sys space host\n")
     with pytest.raises(DiagnosticError) as err:
         _generate(text, frozenset())
     assert [d.code for d in err.value.diagnostics] == ["E-UNSUPPORTED"]

@@ -23,7 +23,7 @@ _CALL = re.compile(r"^\s*call(?:\.uni)?\s+(?:\([^)]*\),\s*)?(\w+)", re.M)
 @pytest.mark.parametrize("name", ["hello", "ring"])
 def test_example_links_to_a_cubin_with_its_kernel(linked: Linked, name: str) -> None:
     result, out = linked[name]
-    assert sorted(p.name for p in out.iterdir()) == sorted([CUBIN, PTX, MAP, JSON, "generated.cu"])
+    assert sorted(p.name for p in out.iterdir()) == sorted([CUBIN, PTX, MAP, JSON, "generated.cu", "kernel.h"])
     info = read_cubin((out / CUBIN).read_bytes())
     assert info.kernel_names == (KERNEL,)
     kernel = info.kernel(KERNEL)

@@ -123,6 +123,7 @@ stage "demo.mma" version "1.0.0" {
     role mma entry mma_main warps 4 warpgroup
     claim tmem acc columns 128
     claim counter done slots 1
+    counter done produce by mma scope sys space peer
 }
 """
 

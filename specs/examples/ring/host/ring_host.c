@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     params.ring_loader_tiles = tiles;
     params.ring_reduce_dst = dst;
     params.ring_reduce_tiles = tiles;
-    CHECK(kl_ring_launch(function, NULL, grid, &params));
+    CHECK(kl_ring_launch(module, function, NULL, grid, &params));
     CHECK(cuCtxSynchronize());
     CHECK(cuMemcpyDtoH(got, dst, out_bytes));
 

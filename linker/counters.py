@@ -1,0 +1,248 @@
+"""Counters: the kernel's counter array, the counter handles, and the reset rule.
+
+A counter (``claim counter C slots N`` / ``counter C produce|consume by R``) is a
+monotonically increasing 32-bit word in global memory (specs/language.md §9.1). The
+linker gives the dispatch kernel one array of them, ``kl_counters``: a ``__device__``
+global the generated translation unit defines (``extern "C"``, so the host finds it
+under that name). Its layout:
+
+- each ``claim counter`` at the slot the placement chose (``Domain.COUNTER``), its
+  ``slots`` consecutive words;
+- each counter that only endpoints name (no stage claims it) one more word, after
+  the claims, in pipeline order; every endpoint of that name reads the same word.
+
+An endpoint named like a claim reads the claim's slots (the claim of its own stage,
+else the one stage that claims the name). Handles (specs/handles.md, "Counters"):
+
+- ``P_C_counter`` → the index of the first slot (folded to an immediate);
+- ``P_C_counter_ptr`` → ``&kl_counters[index]``: a relocated constant, no call left;
+- ``P_C_counter_add(slot, n)`` → ``red.release.<scope>.global.add.u32`` on slot
+  ``index + slot``;
+- ``P_C_counter_wait(slot, target)`` → spins with ``ld.acquire.<scope>.global.u32``
+  until the word reaches ``target`` (unsigned compare). With ``--watchdog`` the spin
+  is bounded (:mod:`linker.watchdog`).
+
+``<scope>`` is the counter's declared scope (``cta``, ``cluster``, ``gpu``, ``sys``): the
+widest any of its items states, ``gpu`` when none does.
+
+**Reset.** A counter counts from zero in every launch: the launch helper
+(``kernlink run``, :func:`kernlink.run.run_linked`) zeroes ``kl_counters`` before each
+launch (``cuModuleGetGlobal`` + ``cuMemsetD32``); a host that launches ``kernel.cubin``
+itself must do the same. The link map states this rule with the array's symbol and
+size (:data:`RESET_RULE`). Nothing in the kernel resets a counter: a persistent grid
+has no point after which every block is done reading it.
+
+Counters in another GPU's memory or in host memory (``space peer`` / ``space host``)
+and counters of a communication ``domain`` need host-side allocation the launch helper
+does not do: ``E-UNSUPPORTED`` (:func:`unsupported_counters`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from checker.composition import Composition
+from checker.handles import HandleSpec, resolve_handles
+from contract_lang import ast as A
+from diagnostics.model import Diagnostic, Label
+from placement.problem import Domain
+from placement.result import Placement
+
+#: The generated ``__device__`` array every counter lives in (``extern "C"``: the host reads it by name).
+ARRAY = "kl_counters"
+#: How counts are kept from leaking from one launch into the next (the link map records it).
+RESET_RULE = (f"`{ARRAY}` is zeroed before every launch by the launch helper (`kernlink run`, "
+              f"`run_linked`: cuModuleGetGlobal(`{ARRAY}`) + cuMemsetD32); a host that launches kernel.cubin "
+              "itself must zero it the same way before each launch")
+#: Counter handles that are functions the generated code defines, not constants.
+FUNCTION_KINDS = frozenset({"counter_ptr", "counter_add", "counter_wait"})
+#: Memory scopes from narrowest to widest (PTX ``.cta`` … ``.sys``).
+SCOPES = ("cta", "cluster", "gpu", "sys")
+DEFAULT_SCOPE = "gpu"
+
+
+@dataclass(frozen=True)
+class CounterSlots:
+    """One counter's words in ``kl_counters``: ``[index, index + slots)``."""
+
+    name: str
+    index: int
+    slots: int
+    scope: str
+    owner: str  # the claiming stage, or "" for a counter only endpoints name
+    users: tuple[str, ...]  # "stage role R produce|consume", "stage claim"
+    why: str
+
+    def as_json(self) -> dict[str, object]:
+        return {"name": self.name, "index": self.index, "slots": self.slots, "scope": self.scope,
+                "owner": self.owner, "users": list(self.users), "why": self.why}
+
+
+@dataclass(frozen=True)
+class CounterArray:
+    """The kernel's counter array; ``size`` words (0 when the composition has no counter)."""
+
+    counters: tuple[CounterSlots, ...]
+    size: int
+
+    @property
+    def symbol(self) -> str:
+        return ARRAY
+
+    def find(self, stage: str, name: str) -> CounterSlots | None:
+        """The slots ``stage`` reads for counter ``name``: its own claim, else the name's one claim or word."""
+        own = next((c for c in self.counters if c.name == name and c.owner == stage), None)
+        if own is not None:
+            return own
+        named = [c for c in self.counters if c.name == name]
+        return named[0] if len(named) == 1 else None
+
+    def as_json(self) -> dict[str, object]:
+        return {"symbol": ARRAY, "words": self.size, "bytes": 4 * self.size, "reset": RESET_RULE,
+                "counters": [c.as_json() for c in self.counters]}
+
+
+#: The body of a counter wait handle (``slot`` and ``target`` in scope): :func:`plain_wait`, or the watchdog's.
+WaitRenderer = Callable[[HandleSpec, CounterSlots], list[str]]
+
+
+class UnplacedCounter(Exception):
+    """A counter handle whose counter the array does not hold."""
+
+
+def unsupported_counters(comp: Composition) -> list[Diagnostic]:
+    """``E-UNSUPPORTED`` for counters the single-GPU launch helper cannot back with memory."""
+    out: list[Diagnostic] = []
+    refused: set[str] = set()
+    for owned in comp.items(A.Counter):
+        c = owned.item
+        if c.name in refused:
+            continue  # one diagnostic per counter, at its first endpoint
+        reason = None
+        if c.space in ("peer", "host"):
+            reason = (f"a counter in `space {c.space}` lives in another GPU's or the host's memory, which the "
+                      "launch helper does not allocate or map")
+        elif c.domain is not None:
+            reason = f"a counter of domain `{c.domain}` spans several GPUs, and the launch runs on one"
+        if reason is not None:
+            refused.add(c.name)
+            out.append(Diagnostic(
+                "E-UNSUPPORTED", f"`kernlink link` cannot link counter `{c.name}` of `{owned.stage_name}` yet",
+                labels=(Label(c.span, "declared here"),), notes=(reason,),
+                helps=("keep the counter in this GPU's global memory (no `space`, no `domain`) to link it",),
+                data=(("stage", owned.stage_name), ("what", f"counter `{c.name}`"))))
+    claimed: dict[str, list[str]] = {}
+    for claim in comp.items(A.CounterClaim):
+        claimed.setdefault(claim.item.name, []).append(claim.stage_name)
+    for endpoint in comp.items(A.Counter):
+        owners = claimed.get(endpoint.item.name, [])
+        if len(owners) > 1 and endpoint.stage_name not in owners:
+            out.append(Diagnostic(
+                "L-LINK", f"counter `{endpoint.item.name}` of `{endpoint.stage_name}` could be any of "
+                          f"{len(owners)} claims",
+                labels=(Label(endpoint.item.span, "this endpoint"),),
+                notes=(f"`{'`, `'.join(owners)}` each claim a counter `{endpoint.item.name}`",),
+                helps=("give the claims distinct names, so each endpoint names one",)))
+    return out
+
+
+def plan_counters(comp: Composition, placement: Placement) -> CounterArray:
+    """The counter array of a placed composition (deterministic: placement order, then pipeline order)."""
+    items: list[CounterSlots] = []
+    claims = {(o.stage_name, o.item.name): o for o in comp.items(A.CounterClaim)}
+    end = 0
+    for slot in sorted((s for s in placement.slots if s.domain is Domain.COUNTER), key=lambda s: s.offset):
+        owned = claims.get((slot.owner, slot.name))
+        if owned is None:
+            continue
+        scopes = [owned.item.scope] + [e.item.scope for e in comp.items(A.Counter) if e.item.name == slot.name]
+        users = [f"{slot.owner} claim"] + [_endpoint(e.stage_name, e.item) for e in comp.items(A.Counter)
+                                           if e.item.name == slot.name]
+        items.append(CounterSlots(slot.name, slot.offset, slot.size, _widest(scopes), slot.owner, tuple(users),
+                                  f"claim of `{slot.owner}`, {slot.size} slot(s): {slot.why}"))
+        end = max(end, slot.offset + slot.size)
+    claimed = {name for _, name in claims}
+    unclaimed: dict[str, list[A.Counter]] = {}
+    stages: dict[str, list[str]] = {}
+    for endpoint in comp.items(A.Counter):
+        if endpoint.item.name in claimed:
+            continue
+        unclaimed.setdefault(endpoint.item.name, []).append(endpoint.item)
+        stages.setdefault(endpoint.item.name, []).append(_endpoint(endpoint.stage_name, endpoint.item))
+    for name, endpoints in unclaimed.items():
+        items.append(CounterSlots(name, end, 1, _widest([e.scope for e in endpoints]), "", tuple(stages[name]),
+                                  "named by endpoints only: one word after the claims, shared by every endpoint"))
+        end += 1
+    return CounterArray(tuple(items), end)
+
+
+def counter_index(array: CounterArray, stage: str, name: str) -> tuple[int, str]:
+    """The value of ``P_C_counter`` for ``stage``'s counter ``name``, with the reason."""
+    found = array.find(stage, name)
+    if found is None:
+        raise UnplacedCounter(f"counter `{name}` of `{stage}` has no slot in `{ARRAY}`")
+    return found.index, f"counter `{name}`: `{ARRAY}[{found.index}]`, {found.slots} slot(s), scope {found.scope}"
+
+
+def render_counters(array: CounterArray, functions: Sequence[HandleSpec], wait_lines: WaitRenderer | None = None
+                    ) -> list[str]:
+    """The counter array and the counter function handles the components read (``wait_lines``: the
+    watchdog's bounded wait body, :mod:`linker.watchdog`; None: :func:`plain_wait`)."""
+    if array.size == 0:
+        return []
+    out = ["// Counters: the kernel's counter array (one 32-bit word per slot) and the counter handles.",
+           f"// Reset: {RESET_RULE}.",
+           'extern "C" {',
+           f"__device__ __align__(128) unsigned {ARRAY}[{array.size}];"]
+    for c in array.counters:
+        out.append(f"//   [{c.index}, {c.index + c.slots}) `{c.name}`, scope {c.scope}: {', '.join(c.users)}")
+    render_wait = wait_lines or plain_wait
+    for spec in functions:
+        found = array.find(spec.stage, spec.item)
+        if found is None:
+            raise UnplacedCounter(f"counter `{spec.item}` of `{spec.stage}` has no slot in `{ARRAY}`")
+        at = f"&{ARRAY}[{found.index}u + slot]"
+        note = f"// {spec.stage}: counter `{found.name}` at [{found.index}], scope {found.scope}"
+        if spec.kind == "counter_ptr":
+            out.append(f"__device__ unsigned* {spec.symbol}() {{ return &{ARRAY}[{found.index}u]; }}  {note}")
+        elif spec.kind == "counter_add":
+            out += [f"__device__ void {spec.symbol}(unsigned slot, unsigned n) {{  {note}",
+                    f'    asm volatile("red.release.{found.scope}.global.add.u32 [%0], %1;" :: "l"({at}), "r"(n) '
+                    ': "memory");',
+                    "}"]
+        else:
+            out += [f"__device__ void {spec.symbol}(unsigned slot, unsigned target) {{  {note}",
+                    *render_wait(spec, found), "}"]
+    out.append('}  // extern "C"')
+    return out
+
+
+def plain_wait(spec: HandleSpec, counter: CounterSlots) -> list[str]:
+    """An unbounded acquire spin until the word reaches ``target``."""
+    return [f"    const unsigned* word = &{ARRAY}[{counter.index}u + slot];",
+            "    unsigned seen;",
+            "    do {",
+            f'        asm volatile("ld.acquire.{counter.scope}.global.u32 %0, [%1];" : "=r"(seen) : "l"(word) '
+            ': "memory");',
+            "    } while (seen < target);"]
+
+
+def _widest(scopes: Sequence[str | None]) -> str:
+    known = [s for s in scopes if s in SCOPES]
+    return max(known, key=SCOPES.index) if known else DEFAULT_SCOPE
+
+
+def _endpoint(stage: str, c: A.Counter) -> str:
+    return f"{stage} role `{c.role}` {c.side}s"
+
+
+def counter_functions(comp: Composition) -> list[HandleSpec]:
+    """The counter function handles (address, add, wait) the components' objects read, in pipeline order."""
+    found: dict[str, HandleSpec] = {}
+    for entry in comp.stages:
+        needed = entry.captured.needed_symbols if entry.captured is not None else frozenset()
+        for symbol, spec in resolve_handles(entry.stage, needed).items():
+            if spec.kind in FUNCTION_KINDS:
+                found.setdefault(symbol, spec)
+    return list(found.values())

@@ -1,0 +1,57 @@
+"""The stale-upgrade study's catalogue (bench/stale_facts.py): kernlink's verdicts on moe4's contracts.
+
+Each of the seven incompatible combinations is rejected by its named clause, first, before
+anything runs; each upgrade either checks and places (a link would carry the new value to every
+consumer) or, where a consumer compiled the fact in, is rejected with L-FACT. The unchanged
+example is the passing twin of every rejection.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from kernlink.api import check
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "stale_facts.py"
+
+
+def _study() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("stale_facts", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("stale_facts", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+STUDY = _study()
+
+
+def test_the_unchanged_example_checks_and_places() -> None:
+    result = check([STUDY.EXAMPLE / "moe4.kp"])
+    assert result.accepted and result.downstream is not None and result.downstream.placed is not None
+
+
+def test_the_catalogue_has_five_upgrades_and_seven_distinct_rejections() -> None:
+    assert len(STUDY.UPGRADES) == 5 and len(STUDY.INCOMPATIBLE) == 7
+    assert all(e.expect is not None for e in STUDY.INCOMPATIBLE)
+
+
+@pytest.mark.parametrize("edit", STUDY.INCOMPATIBLE, ids=lambda e: f"{e.expect}-{e.name}")
+def test_an_incompatible_combination_is_rejected_by_its_clause(tmp_path: Path, edit: Any) -> None:
+    v = STUDY.verdict(edit, tmp_path)
+    assert not v.accepted and v.codes[0] == edit.expect, (v.codes, v.first)
+
+
+@pytest.mark.parametrize("edit", STUDY.UPGRADES, ids=lambda e: e.name)
+def test_an_upgrade_relinks_or_is_l_fact_where_a_consumer_assumes_it(tmp_path: Path, edit: Any) -> None:
+    v = STUDY.verdict(edit, tmp_path)
+    assert v.as_expected, (v.codes, v.first)
+    if not v.accepted:
+        assert "compiled assuming" in v.first
