@@ -136,7 +136,7 @@ def _facts(stage: A.Stage) -> list[str]:
     out: list[str] = []
     for fact in stage.of(A.OwnsFact):
         assert isinstance(fact, A.OwnsFact)
-        name = f"{stage_prefix(stage)}_fact_{sanitize(fact.name)}"
+        name = f"{stage_prefix(stage)}_owned_{sanitize(fact.name)}"  # the value; `_fact_` is its fold handle
         ctype = C_TYPES.get(fact.type, "unsigned long long")
         if fact.value.kind == "exact":
             out.append(f"constexpr {ctype} {name} = {fact.value.values[0]};  // owns fact {fact.name}")

@@ -38,7 +38,7 @@ def test_snapshot(kc: str, peers: tuple[str, ...]) -> None:
 def test_every_bound_handle_is_declared_once(kc: str) -> None:
     for stage in parse_file(EXAMPLES / kc)[0].stages:
         text = device_header(stage, (EXAMPLES / kc).read_text(), Path(kc).name).text
-        declared = re.findall(r"__device__ (?:unsigned|void) (kl_\w+)\(", text)
+        declared = re.findall(r"__device__ (?:unsigned\*?|void) (kl_\w+)\(", text)
         assert len(declared) == len(set(declared)), kc
         for spec in handle_bindings(stage):
             assert spec.symbol in declared, (kc, spec.symbol)
@@ -53,7 +53,7 @@ LOADER_BODY = """
 extern "C" __device__ void ring_load_main(const LoaderParams* params, unsigned char* smem) {
     unsigned slot = kl_ring_loader_kv_depth() - 1;
     smem[kl_ring_loader_stage_smem_at(slot)] = (unsigned char)params->tiles;
-    smem[kl_ring_loader_kv_full_bar_at(slot)] = (unsigned char)kl_ring_loader_fact_tile_elems;
+    smem[kl_ring_loader_kv_full_bar_at(slot)] = (unsigned char)(kl_ring_loader_owned_tile_elems + kl_ring_loader_fact_tile_elems());
 }
 """
 

@@ -26,6 +26,7 @@ extern "C" {
 // ---- handles (defined by the linker)
 __device__ unsigned kl_hello_caller_main_warp0();  // a role's first warp; caller.kc:4: role main entry hello_caller_main warps 4
 __device__ unsigned kl_hello_caller_params_offset();  // a params offset; caller.kc:6: params CallerParams size 16 align 8 {
+__device__ unsigned kl_hello_caller_fact_scale_factor();  // a fact's value; caller.kc:12: uses fact scale_factor: u32 as param factor
 // ---- what this stage defines (the linker calls these)
 __device__ void hello_caller_main(const CallerParams* params, unsigned char* smem);  // caller.kc:4: role main entry hello_caller_main warps 4
 // ---- call trampolines (the linker defines them to call the export)

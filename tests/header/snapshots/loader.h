@@ -20,7 +20,7 @@ static_assert(offsetof(LoaderParams, src) == 0, "params LoaderParams: src at off
 static_assert(offsetof(LoaderParams, tiles) == 8, "params LoaderParams: tiles at offset 8");
 #endif
 
-constexpr unsigned kl_ring_loader_fact_tile_elems = 8192;  // owns fact tile_elems
+constexpr unsigned kl_ring_loader_owned_tile_elems = 8192;  // owns fact tile_elems
 
 extern "C" {
 // ---- handles (defined by the linker)
@@ -32,8 +32,11 @@ __device__ unsigned kl_ring_loader_stage_stride();  // a slot stride; loader.kc:
 __device__ unsigned kl_ring_loader_kv_depth();  // a ring depth; loader.kc:13: ring kv produce by load {
 __device__ unsigned kl_ring_loader_kv_full_bar();  // a full-barrier offset; loader.kc:13: ring kv produce by load {
 __device__ unsigned kl_ring_loader_kv_empty_bar();  // an empty-barrier offset; loader.kc:13: ring kv produce by load {
+__device__ void kl_ring_loader_kv_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; loader.kc:13: ring kv produce by load {
+__device__ void kl_ring_loader_kv_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; loader.kc:13: ring kv produce by load {
 __device__ unsigned kl_ring_loader_kv_full_count();  // a full-barrier arrival count; loader.kc:13: ring kv produce by load {
 __device__ unsigned kl_ring_loader_kv_empty_count();  // an empty-barrier arrival count; loader.kc:13: ring kv produce by load {
+__device__ unsigned kl_ring_loader_fact_tile_elems();  // a fact's value; loader.kc:23: owns fact tile_elems: u32 = 8192
 __device__ unsigned kl_ring_loader_kv_stage_smem();  // ring kv: slot 0's offset of claim `stage`; loader.kc:13: ring kv produce by load {
 __device__ unsigned kl_ring_loader_kv_stage_stride();  // ring kv: slot stride of claim `stage`; loader.kc:13: ring kv produce by load {
 // ---- what this stage defines (the linker calls these)

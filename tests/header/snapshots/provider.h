@@ -4,10 +4,11 @@
 #ifndef KL_HELLO_PROVIDER_H
 #define KL_HELLO_PROVIDER_H
 
-constexpr unsigned kl_hello_provider_fact_scale_factor = 3;  // owns fact scale_factor
+constexpr unsigned kl_hello_provider_owned_scale_factor = 3;  // owns fact scale_factor
 
 extern "C" {
 // ---- handles (defined by the linker)
+__device__ unsigned kl_hello_provider_fact_scale_factor();  // a fact's value; provider.kc:6: owns fact scale_factor: u32 = 3
 // ---- what this stage defines (the linker calls these)
 __device__ float hello_scale(float);  // provider.kc:5: export callable scale (f32) -> f32 = hello_scale requires converged
 }  // extern "C"
