@@ -53,7 +53,8 @@ LOADER_BODY = """
 extern "C" __device__ void ring_load_main(const LoaderParams* params, unsigned char* smem) {
     unsigned slot = kl_ring_loader_kv_depth() - 1;
     smem[kl_ring_loader_stage_smem_at(slot)] = (unsigned char)params->tiles;
-    smem[kl_ring_loader_kv_full_bar_at(slot)] = (unsigned char)(kl_ring_loader_owned_tile_elems + kl_ring_loader_fact_tile_elems());
+    const unsigned tile = kl_ring_loader_owned_tile_elems + kl_ring_loader_fact_tile_elems();
+    smem[kl_ring_loader_kv_full_bar_at(slot)] = (unsigned char)tile;
 }
 """
 
