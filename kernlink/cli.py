@@ -87,6 +87,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     return _exit_for(diags)
 
 
+def cmd_watch(args: argparse.Namespace) -> int:
+    """`check`, once or (``--watch``) again after every change of an input (kernlink/watch.py)."""
+    if not args.watch:
+        return cmd_check(args)
+    from kernlink.watch import watch
+
+    return watch(args.paths, lambda: cmd_check(args), say=lambda line: print(line, flush=True))
+
+
 def cmd_fmt(args: argparse.Namespace) -> int:
     from contract_lang.parser import FileKind
     from contract_lang.printer import format_text
@@ -166,7 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="iterations each role runs in the protocol model (default: 2 x ring depth + 1)")
     p.add_argument("-o", "--output", type=output_path, help="write the report to a file instead of stdout")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
-    p.set_defaults(run=cmd_check)
+    p.add_argument("--watch", action="store_true",
+                   help="check again whenever the pipeline, a contract beside it or one of its packages changes")
+    p.set_defaults(run=cmd_watch)
 
     p = sub.add_parser("fmt", help="rewrite contracts in canonical form")
     p.add_argument("files", nargs="+")

@@ -38,3 +38,33 @@ def test_a_change_reruns_and_an_unrelated_file_does_not(tmp_path: Path) -> None:
     status = watch([pipeline], lambda: runs.append(time.monotonic()) or 7, say=said.append, poll=0.05, runs=2)
     assert status == 7 and len(runs) == 2
     assert len(said) == 1 and "reduce.kc" in said[0]
+
+
+def test_cli_watch_checks_again_after_an_edit(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    shutil.copytree(EXAMPLES / "ring", tmp_path / "ring", ignore=shutil.ignore_patterns("build", "host"))
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-m", "kernlink", "check", "--watch", "--color", "never",
+                             str(tmp_path / "ring" / "ring.kp")], cwd=root, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True,
+                            env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin", "PYTHONUNBUFFERED": "1"})
+    assert proc.stdout is not None
+    timer = threading.Timer(300, proc.kill)  # a watch that never re-checks fails the test, never hangs it
+    timer.start()
+    try:
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if "composition accepted" in line and not any("changed" in seen for seen in lines):
+                contract = tmp_path / "ring" / "reduce.kc"
+                contract.write_text(contract.read_text().replace("empty arrive per_warp(reduce)", "empty arrive 1"))
+            if "composition rejected" in line:
+                break
+    finally:
+        timer.cancel()
+        proc.terminate()
+        proc.wait(10)
+    text = "".join(lines)
+    assert "reduce.kc changed: checking again" in text and "error[L-ARRIVE]" in text

@@ -75,7 +75,7 @@ TWO_COUNTERS = """stage "demo.cnt" version "1.0.0" {
     target sm_90a
     role push entry push_main warps 1
     role pull entry pull_main warps 1
-    launch fixed threads 64
+    launch fixed threads 64 grid resident
     claim counter flags slots 3 scope gpu
     counter flags produce by push scope gpu {
         add 1
@@ -144,7 +144,7 @@ def test_a_counter_function_handle_with_another_prototype_is_l_handle() -> None:
 AMBIGUOUS = """stage "a.one" version "1.0.0" {
     target sm_90a
     role r1 entry r1_main warps 1
-    launch fixed threads 96
+    launch fixed threads 96 grid resident
     claim counter x slots 1 scope gpu
     counter x produce by r1 scope gpu {
         add 1
@@ -153,13 +153,13 @@ AMBIGUOUS = """stage "a.one" version "1.0.0" {
 stage "a.two" version "1.0.0" {
     target sm_90a
     role r2 entry r2_main warps 1
-    launch fixed threads 96
+    launch fixed threads 96 grid resident
     claim counter CLAIM slots 1 scope gpu
 }
 stage "a.three" version "1.0.0" {
     target sm_90a
     role r3 entry r3_main warps 1
-    launch fixed threads 96
+    launch fixed threads 96 grid resident
     counter x consume by r3 scope gpu {
         wait ge 1
     }
