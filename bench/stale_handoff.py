@@ -24,6 +24,7 @@ relink is not correct.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shutil
 import subprocess
@@ -77,7 +78,12 @@ def symbol_link(old: Path, new_pipeline: Path, old_adds: int, new_adds: int, out
     result = nvjitlink([*inputs, ("generated", glue.ltoir)], arch="sm_90a", kernels=["kl_dispatch"])
     out.mkdir(parents=True, exist_ok=True)
     (out / "kernel.cubin").write_bytes(result.cubin)
-    shutil.copy(old / "link.json", out / "link.json")  # the consumer's view: the old params and facts
+    # the consumer's view: the old params and facts. A plain symbol link has no manifest to
+    # disagree with, so the old one is re-stamped with the new cubin's hash (kernlink's loader
+    # checks it, and would otherwise refuse the pair as L-INTEGRITY before anything runs).
+    record = json.loads((old / "link.json").read_text())
+    record["cubin"] = {"sha256": hashlib.sha256(result.cubin).hexdigest(), "size": len(result.cubin)}
+    (out / "link.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     return out
 
 
