@@ -12,25 +12,32 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from checker import conformance
-from checker.engine import SelectionError, registry
 from diagnostics.files import atomic_write_text
 from diagnostics.model import Diagnostic, DiagnosticError
-from diagnostics.render_json import render_json
-from diagnostics.render_sarif import render_sarif
-from diagnostics.render_text import render_text
-from diagnostics.rules import RuleInfo
 from diagnostics.sources import SourceMap
 from kernlink import __version__
 from kernlink.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED, EXIT_USAGE, epilog, exit_for
-from kernlink.loader import UsageError
+
+if TYPE_CHECKING:
+    from diagnostics.rules import RuleInfo
+
+# Every verb and the module that registers it: only the verb being run is registered (and its
+# module imported), so `kernlink check` does not pay for importing fuzzing, the GPU launcher
+# or the language server; `--help` and an unknown verb register them all.
+_VERBS = {"check": "cli", "fmt": "cli", "explain": "cli", "clauses": "cli",
+          **dict.fromkeys(("pack", "inspect", "link", "run", "place", "fuzz", "parity", "header", "build", "lsp"),
+                          "commands"),
+          "fit": "cmd_fit", "audit": "cmd_audit"}
 
 __all__ = ["EXIT_INTERNAL", "EXIT_OK", "EXIT_REJECTED", "EXIT_USAGE", "build_parser", "emit", "main"]
 
 
 def _rules() -> list[RuleInfo]:
+    from checker.engine import registry
     from diagnostics.codes import CODES
+    from diagnostics.rules import RuleInfo
 
     clauses = [RuleInfo(code=c.code, name=c.name, summary=c.summary, help_uri=None,
                         full_description=c.docs().sections.get("What it checks", c.summary))
@@ -42,6 +49,10 @@ def _rules() -> list[RuleInfo]:
 def emit(diags: Sequence[Diagnostic], sources: SourceMap, fmt: str, *, color: bool | None,
          summary: str | None = None, output: str | None = None) -> None:
     """Render diagnostics in the chosen format to stdout (or a file, written atomically)."""
+    from diagnostics.render_json import render_json
+    from diagnostics.render_sarif import render_sarif
+    from diagnostics.render_text import render_text
+
     if fmt == "json":
         text = render_json(diags, tool_version=__version__)
     elif fmt == "sarif":
@@ -69,8 +80,10 @@ def _codes(text: str | None) -> list[str] | None:
 # ----------------------------------------------------------------- commands
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from checker import conformance
     from checker.engine import ModelOptions
     from kernlink.api import check
+    from kernlink.loader import UsageError
 
     try:
         options = ModelOptions(args.rlimit if args.rlimit is not None else ModelOptions.rlimit, args.bound)
@@ -151,8 +164,11 @@ def cmd_clauses(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``verb``, only that verb's subcommand is registered (module note on ``_VERBS``)."""
     from kernlink.paths import output_path
+
+    only = verb if verb in _VERBS else None
 
     parser = argparse.ArgumentParser(prog="kernlink",
                                      description="Verification-first contracts for GPU kernel components",
@@ -194,21 +210,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_clauses)
-    from kernlink.commands import add_commands
+    if _VERBS.get(only or "", "commands") == "commands":
+        from kernlink.commands import add_commands
 
-    add_commands(sub)
-    from kernlink import cmd_fit
+        add_commands(sub, only)
+    if only in (None, "fit"):
+        from kernlink import cmd_fit
 
-    cmd_fit.register(sub)
-    from kernlink.cmd_audit import register as add_audit
+        cmd_fit.register(sub)
+    if only in (None, "audit"):
+        from kernlink.cmd_audit import register as add_audit
 
-    add_audit(sub)
+        add_audit(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    words = list(argv) if argv is not None else sys.argv[1:]
+    if words in (["--version"], ["-V"]):  # answered before anything is imported
+        print(f"kernlink {__version__}")
+        return EXIT_OK
+    parser = build_parser(words[0] if words and not words[0].startswith("-") else None)
     args = parser.parse_args(argv)
+    from checker.engine import SelectionError
+    from kernlink.loader import UsageError
+
     try:
         code: int = args.run(args)
     except (UsageError, SelectionError) as err:

@@ -17,84 +17,98 @@ from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.sources import SourceMap
 
 
-def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register this module's subcommands on the CLI's subparsers."""
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], only: str | None = None) -> None:
+    """Register this module's subcommands on the CLI's subparsers (only ``only``, when given)."""
     from kernlink.paths import output_path
 
-    p = sub.add_parser("pack", help="compile a component to LTO IR and package it with its contract")
-    p.add_argument("source", help="the component's CUDA source (.cu)")
-    p.add_argument("--contract", required=True, help="its contract (.kc)")
-    p.add_argument("-o", "--output", type=output_path,
-                   help="the package to write (default: build/<stem>.kpkg beside the source)")
-    p.add_argument("--compiler", choices=("nvrtc", "nvcc"), default="nvrtc",
-                   help="NVRTC from PyPI (default) or the nvcc on PATH")
-    p.add_argument("--stage", help="the stage to pack when the contract holds several")
-    p.add_argument("--strict", action="store_true",
-                   help="a conformance finding or an undecided code site is an error: no package is written")
-    p.add_argument("-I", "--include", action="append", default=[], metavar="DIR",
-                   help="another folder of headers (the CUDA headers from PyPI are always found)")
-    p.add_argument("-D", "--define", action="append", default=[], metavar="NAME[=VALUE]", help="a macro")
-    p.add_argument("--std", default="c++17", choices=("c++17", "c++20"), help="the C++ dialect")
-    p.add_argument("--cutlass", action="store_true",
-                   help="compile with the CUTLASS/CuTe headers of the nvidia-cutlass wheel")
-    p.add_argument("--no-source", action="store_true",
-                   help="a binary-only package: LTO IR, PTX and manifest, no source (no one-unit control)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
-    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
-    p.set_defaults(run=cmd_pack)
+    def want(verb: str) -> bool:
+        return only is None or only == verb
 
-    p = sub.add_parser("inspect", help="show a package: manifest, captured symbols and layouts, payloads")
-    p.add_argument("package", help="a .kpkg file")
-    p.add_argument("--format", choices=("text", "json"), default="text")
-    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
-    p.set_defaults(run=cmd_inspect)
+    if want("pack"):
+        p = sub.add_parser("pack", help="compile a component to LTO IR and package it with its contract")
+        p.add_argument("source", help="the component's CUDA source (.cu)")
+        p.add_argument("--contract", required=True, help="its contract (.kc)")
+        p.add_argument("-o", "--output", type=output_path,
+                       help="the package to write (default: build/<stem>.kpkg beside the source)")
+        p.add_argument("--compiler", choices=("nvrtc", "nvcc"), default="nvrtc",
+                       help="NVRTC from PyPI (default) or the nvcc on PATH")
+        p.add_argument("--stage", help="the stage to pack when the contract holds several")
+        p.add_argument("--strict", action="store_true",
+                       help="a conformance finding or an undecided code site is an error: no package is written")
+        p.add_argument("-I", "--include", action="append", default=[], metavar="DIR",
+                       help="another folder of headers (the CUDA headers from PyPI are always found)")
+        p.add_argument("-D", "--define", action="append", default=[], metavar="NAME[=VALUE]", help="a macro")
+        p.add_argument("--std", default="c++17", choices=("c++17", "c++20"), help="the C++ dialect")
+        p.add_argument("--cutlass", action="store_true",
+                       help="compile with the CUTLASS/CuTe headers of the nvidia-cutlass wheel")
+        p.add_argument("--no-source", action="store_true",
+                       help="a binary-only package: LTO IR, PTX and manifest, no source (no one-unit control)")
+        p.add_argument("--format", choices=("text", "json"), default="text")
+        p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+        p.set_defaults(run=cmd_pack)
 
-    p = sub.add_parser("link", help="check, generate and device-link a pipeline into one cubin with a link map")
-    p.add_argument("paths", nargs="+", help="a pipeline (.kp) whose stages come from packages")
-    p.add_argument("-o", "--output", required=True, metavar="DIR", type=output_path,
-                   help="the directory for kernel.cubin, generated.cu, link.map and link.json")
-    p.add_argument("--target", help="link for another target than the pipeline's")
-    p.add_argument("--ptx", action="store_true", help="also write the linked PTX (kernel.ptx)")
-    p.add_argument("--strict", action="store_true", help="a `.kc` that differs from its package's contract is an error")
-    from linker.watchdog import add_watchdog_argument
+    if want("inspect"):
+        p = sub.add_parser("inspect", help="show a package: manifest, captured symbols and layouts, payloads")
+        p.add_argument("package", help="a .kpkg file")
+        p.add_argument("--format", choices=("text", "json"), default="text")
+        p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+        p.set_defaults(run=cmd_inspect)
 
-    add_watchdog_argument(p)
-    p.add_argument("--format", choices=("text", "json"), default="text", help="how to print diagnostics")
-    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
-    p.set_defaults(run=cmd_link)
+    if want("link"):
+        p = sub.add_parser("link", help="check, generate and device-link a pipeline into one cubin with a link map")
+        p.add_argument("paths", nargs="+", help="a pipeline (.kp) whose stages come from packages")
+        p.add_argument("-o", "--output", required=True, metavar="DIR", type=output_path,
+                       help="the directory for kernel.cubin, generated.cu, link.map and link.json")
+        p.add_argument("--target", help="link for another target than the pipeline's")
+        p.add_argument("--ptx", action="store_true", help="also write the linked PTX (kernel.ptx)")
+        p.add_argument("--strict", action="store_true",
+                       help="a `.kc` that differs from its package's contract is an error")
+        from linker.watchdog import add_watchdog_argument
 
-    from kernlink.run import add_parser as add_run
+        add_watchdog_argument(p)
+        p.add_argument("--format", choices=("text", "json"), default="text", help="how to print diagnostics")
+        p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+        p.set_defaults(run=cmd_link)
 
-    add_run(sub)
+    if want("run"):
+        from kernlink.run import add_parser as add_run
 
-    p = sub.add_parser("place", help="place every claim of an accepted composition and print the map")
-    p.add_argument("paths", nargs="+", help="a pipeline (.kp) and optionally contracts or packages")
-    p.add_argument("--target", help="place for another target (sm_90a, sm_100a, sm_120a)")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="the map on stdout")
-    p.add_argument("--json", dest="json_out", metavar="FILE", type=output_path, help="also write the map as JSON")
-    p.add_argument("--svg", metavar="FILE", type=output_path, help="also draw shared memory and warps as SVG")
-    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
-    p.set_defaults(run=cmd_place)
+        add_run(sub)
 
-    from kernlink.fuzz import add_parser as add_fuzz
+    if want("place"):
+        p = sub.add_parser("place", help="place every claim of an accepted composition and print the map")
+        p.add_argument("paths", nargs="+", help="a pipeline (.kp) and optionally contracts or packages")
+        p.add_argument("--target", help="place for another target (sm_90a, sm_100a, sm_120a)")
+        p.add_argument("--format", choices=("text", "json"), default="text", help="the map on stdout")
+        p.add_argument("--json", dest="json_out", metavar="FILE", type=output_path, help="also write the map as JSON")
+        p.add_argument("--svg", metavar="FILE", type=output_path, help="also draw shared memory and warps as SVG")
+        p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+        p.set_defaults(run=cmd_place)
 
-    add_fuzz(sub)
+    if want("fuzz"):
+        from kernlink.fuzz import add_parser as add_fuzz
 
-    from kernlink.cmd_parity import register as add_parity
+        add_fuzz(sub)
 
-    add_parity(sub)
+    if want("parity"):
+        from kernlink.cmd_parity import register as add_parity
 
-    from kernlink.cmd_header import register as add_header
+        add_parity(sub)
 
-    add_header(sub)
+    if want("header"):
+        from kernlink.cmd_header import register as add_header
 
-    from kernlink.cmd_build import register as add_build
+        add_header(sub)
 
-    add_build(sub)
+    if want("build"):
+        from kernlink.cmd_build import register as add_build
 
-    from kernlink.cmd_lsp import register as add_lsp
+        add_build(sub)
 
-    add_lsp(sub)
+    if want("lsp"):
+        from kernlink.cmd_lsp import register as add_lsp
+
+        add_lsp(sub)
 
 
 # ----------------------------------------------------------------- link
