@@ -44,9 +44,9 @@ def changed(before: Snapshot, after: Snapshot) -> list[Path]:
 def watch(paths: Sequence[str | Path], run: Callable[[], int], *, say: Callable[[str], None],
           poll: float = 0.3, runs: int | None = None) -> int:
     """Run ``run`` now and after every change; ``runs`` bounds the number of runs (None: until interrupted)."""
+    state = snapshot(paths)  # before the run: a save during a check is a change to check again
     status = run()
     count = 1
-    state = snapshot(paths)
     try:
         while runs is None or count < runs:
             time.sleep(poll)
@@ -55,7 +55,7 @@ def watch(paths: Sequence[str | Path], run: Callable[[], int], *, say: Callable[
             if not moved:
                 continue
             time.sleep(poll)  # let a burst of writes (an editor's save) settle
-            state = snapshot(paths)
+            state = snapshot(paths)  # taken before the run, as above
             say(f"--- {', '.join(str(p) for p in moved[:3])}{' …' if len(moved) > 3 else ''} changed: checking again")
             status = run()
             count += 1

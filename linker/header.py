@@ -12,7 +12,7 @@ generated from the contract alone, so it can be written before anything is place
   surprise;
 * each params block as a struct whose size, alignment and every field offset are
   ``static_assert``-ed against the contract;
-* the facts the stage owns with an exact value, as ``constexpr`` constants;
+* the facts the stage owns with an exact value, as enumerators (constants with no storage);
 * typed helpers for the ring, barrier and storage handles (slot ``i``'s barrier, slot
   ``i``'s storage, ``bar.sync``/``bar.arrive`` on a claimed barrier).
 
@@ -138,12 +138,14 @@ def _facts(stage: A.Stage) -> list[str]:
         assert isinstance(fact, A.OwnsFact)
         name = f"{stage_prefix(stage)}_owned_{sanitize(fact.name)}"  # the value; `_fact_` is its fold handle
         ctype = C_TYPES.get(fact.type, "unsigned long long")
+        if ctype in ("float", "double", "void*", "bool"):  # an enumerator must be integral
+            ctype = "unsigned long long"
         if fact.value.kind == "exact":
-            out.append(f"constexpr {ctype} {name} = {fact.value.values[0]};  // owns fact {fact.name}")
+            out.append(f"enum : {ctype} {{ {name} = {fact.value.values[0]} }};  // owns fact {fact.name}")
         elif fact.value.kind == "range":
             lo, hi = fact.value.values
-            out.append(f"constexpr {ctype} {name}_min = {lo};  // owns fact {fact.name}: {lo}..{hi}")
-            out.append(f"constexpr {ctype} {name}_max = {hi};")
+            out.append(f"enum : {ctype} {{ {name}_min = {lo}, {name}_max = {hi} }};  // owns fact {fact.name}: "
+                       f"{lo}..{hi}")
     return [*out, ""] if out else []
 
 

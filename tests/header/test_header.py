@@ -111,3 +111,13 @@ def test_nvcc_checks_every_offset(tmp_path: Path) -> None:
     with pytest.raises(DiagnosticError) as err:
         compile_nvcc('#include "kl_ring_reduce.h"\n', "use.cu", include_dirs=[tmp_path])
     assert "tiles at offset 12" in " ".join(d.message for d in err.value.diagnostics)
+
+
+@pytest.mark.parametrize("header,kc,peers", [
+    ("ring/kl_ring_loader.h", "ring/loader.kc", ()), ("ring/kl_ring_reduce.h", "ring/reduce.kc", ("ring/loader.kc",)),
+    ("hello/kl_hello_caller.h", "hello/caller.kc", ()), ("hello/kl_hello_provider.h", "hello/provider.kc", ())])
+def test_the_reference_components_include_current_headers(header: str, kc: str, peers: tuple[str, ...]) -> None:
+    """The headers beside the reference components are what `kernlink header` writes now (regenerate them)."""
+    assert (EXAMPLES / header).read_text() == _header(kc, *peers), f"regenerate {header} with `kernlink header`"
+    source = (EXAMPLES / kc).with_suffix(".cu").read_text()
+    assert f'#include "{Path(header).name}"' in source

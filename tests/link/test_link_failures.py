@@ -99,7 +99,7 @@ def test_static_shared_memory_is_rejected_at_check_with_its_name_and_size(tmp_pa
     pipeline = build_example("hello", tmp_path, {"caller.cu": {
         "    const unsigned n = params->n;":
             "    volatile __shared__ float staging[128];\n    staging[t] = 1.0f;\n    const unsigned n = params->n;",
-        "params->data[i] = __fadd_rn(y, offset);": "params->data[i] = __fadd_rn(y, offset) * staging[t];"}})
+        "data[i] = __fadd_rn(y, offset);": "data[i] = __fadd_rn(y, offset) * staging[t];"}})
     result = link([pipeline], tmp_path / "out")
     assert _codes(result) == ["L-CONFORM"]
     (diag,) = [d for d in result.diagnostics if d.is_error]

@@ -33,11 +33,16 @@ EXPECTED = {
 }
 
 
+#: The reference components as hand-written before generated headers: each declares its own
+#: handles and params struct, so these tests can break one declaration at a time.
+HANDWRITTEN = Path(__file__).parent / "handwritten"
+
+
 def _copy(tmp_path: Path, component: str, edit: tuple[str, str] | None = None) -> tuple[Path, Path]:
-    """The component's source and contract copied to tmp_path, the source optionally edited."""
+    """The component's hand-written source and its contract copied to tmp_path, the source optionally edited."""
     source = EXAMPLES / f"{component}.cu"
     src, kc = tmp_path / source.name, tmp_path / source.with_suffix(".kc").name
-    text = source.read_text()
+    text = (HANDWRITTEN / source.name).read_text()
     if edit is not None:
         assert edit[0] in text
         text = text.replace(edit[0], edit[1])
@@ -83,15 +88,15 @@ def test_the_manifest_records_contract_prototypes_and_payloads(packed: dict[str,
     assert pkg.manifest["compile"] == {"compiler": "nvrtc", "source": "loader.cu",
                                        "options": ["-arch=sm_90a", "-dlto", "-rdc=true", "-std=c++17"]}
     names = [p["name"] for p in pkg.manifest["payloads"]]
-    assert names == ["code.ptx", LTO_PAYLOAD, SOURCE_PAYLOAD]
+    assert names == ["code.ptx", "kl_ring_loader.h", LTO_PAYLOAD, SOURCE_PAYLOAD]  # the header it includes
 
 
 def test_packing_is_deterministic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     source = EXAMPLES / "ring" / "loader.cu"
     first = pack(source, source.with_suffix(".kc"), tmp_path / "a" / "one.kpkg")
     elsewhere = tmp_path / "b"
-    elsewhere.mkdir()
-    copy_src, copy_kc = _copy(elsewhere, "ring/loader")
+    shutil.copytree(EXAMPLES / "ring", elsewhere, ignore=shutil.ignore_patterns("build", "host"))
+    copy_src, copy_kc = elsewhere / "loader.cu", elsewhere / "loader.kc"
     monkeypatch.chdir(elsewhere)
     second = pack(copy_src.name, copy_kc.name, tmp_path / "c" / "two.kpkg")
     assert first.path.read_bytes() == second.path.read_bytes()
@@ -271,7 +276,7 @@ def test_inspect_shows_manifest_symbols_layouts_and_payloads(
     assert view["manifest"]["stage"] == "hello.caller"
     assert {s["symbol"]: s["meaning"] for s in view["symbols"]}["kl_hello_caller_main_warp0"].startswith("handle")
     assert view["params"][0]["fields"] == [["data", 0, 8], ["n", 8, 4], ["factor", 12, 4]]
-    assert [p["name"] for p in view["payloads"]] == ["code.ptx", "lto.ir", "source.cu"]
+    assert [p["name"] for p in view["payloads"]] == ["code.ptx", "kl_hello_caller.h", "lto.ir", "source.cu"]
 
 
 def test_packages_feed_check(packed: dict[str, PackResult], tmp_path: Path) -> None:

@@ -9,16 +9,10 @@
 // where `factor` is the fact `scale_factor` the linker writes into the params
 // (3 from hello.provider), so a host check sees both seams: 3 * x + 3.
 
-// Handles and trampolines: declared here, defined by the linker (specs/handles.md).
-extern "C" __device__ unsigned kl_hello_caller_main_warp0();  // first warp of role `main`
-extern "C" __device__ float kl_call_scale(float x);           // call scale (f32) -> f32
-
-// params CallerParams size 24 align 8
-struct CallerParams {
-    float* data;                  // @ 0
-    unsigned n;                   // @ 8
-    unsigned factor;              // @ 12 = fact scale_factor
-};
+// Handles, the trampoline and the params struct: generated from caller.kc by
+// `kernlink header caller.kc -o kl_hello_caller.h` (the linker defines them; specs/handles.md).
+#include "kl_hello_caller.h"
+extern "C" __device__ float kl_call_scale(float x);  // call scale (f32) -> f32 (as in the header)
 
 namespace {
 constexpr unsigned kThreads = 128;  // role `main` warps 4
@@ -26,16 +20,17 @@ constexpr unsigned kThreads = 128;  // role `main` warps 4
 
 extern "C" __device__ void hello_caller_main(const CallerParams* params, unsigned char* /*smem*/) {
     const unsigned t = threadIdx.x - 32 * kl_hello_caller_main_warp0();
+    float* const data = static_cast<float*>(params->data);
     const unsigned n = params->n;
     const float offset = static_cast<float>(params->factor);
     for (unsigned base = blockIdx.x * kThreads; base < n; base += gridDim.x * kThreads) {
         const unsigned i = base + t;
-        const float x = i < n ? params->data[i] : 0.0f;
+        const float x = i < n ? data[i] : 0.0f;
         const float y = kl_call_scale(x);  // all 32 lanes of every warp call together
         if (i < n) {
             // __fadd_rn: once LTO inlines `scale` here, a plain `y + offset` would fuse
             // with its multiply into one FMA; this keeps the result independent of inlining.
-            params->data[i] = __fadd_rn(y, offset);
+            data[i] = __fadd_rn(y, offset);
         }
     }
 }

@@ -17,23 +17,10 @@
 //
 // Tiles are dealt to blocks round-robin: block b loads tiles b, b + gridDim.x, …
 
-// ---- handles (defined by the linker; LTO folds each to an immediate)
-extern "C" {
-__device__ unsigned kl_ring_loader_load_warp0();       // role load: first warp
-__device__ unsigned kl_ring_loader_kv_depth();         // ring kv: depth chosen at link time
-__device__ unsigned kl_ring_loader_kv_full_bar();      // ring kv: full barrier of slot 0
-__device__ unsigned kl_ring_loader_kv_empty_bar();     // ring kv: empty barrier of slot 0
-__device__ unsigned kl_ring_loader_kv_full_count();    // `full init 1`
-__device__ unsigned kl_ring_loader_kv_empty_count();   // `empty init per_warp(reduce)`
-__device__ unsigned kl_ring_loader_stage_smem();       // claim stage: slot 0
-__device__ unsigned kl_ring_loader_stage_stride();     // claim stage: bytes between slots
-}
-
-// params LoaderParams size 16 align 8
-struct LoaderParams {
-    const float* src;  // @ 0: tiles * 8192 floats, 16-byte aligned
-    unsigned tiles;    // @ 8
-};
+// ---- handles, the params struct and the entry/hook declarations: generated from
+// loader.kc by `kernlink header loader.kc -o kl_ring_loader.h` (the linker defines every
+// handle; LTO folds each to an immediate)
+#include "kl_ring_loader.h"
 
 namespace {
 

@@ -15,22 +15,10 @@
 // The slot storage is the producer's per-slot claim `stage`, reached through the
 // ring's slot handles; `tile_elems` is the fact the linker writes into the params.
 
-// ---- handles (defined by the linker; LTO folds each to an immediate)
-extern "C" {
-__device__ unsigned kl_ring_reduce_reduce_warp0();    // role reduce: first warp
-__device__ unsigned kl_ring_reduce_kv_depth();        // ring kv: depth chosen at link time
-__device__ unsigned kl_ring_reduce_kv_full_bar();     // ring kv: full barrier of slot 0
-__device__ unsigned kl_ring_reduce_kv_empty_bar();    // ring kv: empty barrier of slot 0
-__device__ unsigned kl_ring_reduce_kv_stage_smem();   // slot 0 of the ring's per-slot claim `stage`
-__device__ unsigned kl_ring_reduce_kv_stage_stride(); // bytes between its slots
-}
-
-// params ReduceParams size 16 align 8
-struct ReduceParams {
-    float* dst;           // @ 0: 8 partial sums per tile
-    unsigned tile_elems;  // @ 8 = fact tile_elems (a multiple of 256)
-    unsigned tiles;       // @ 12: tiles in the stream, the same count as the loader's `tiles`
-};
+// ---- handles, the params struct and the entry declaration: generated from reduce.kc
+// (with loader.kc for the ring's slot storage) by
+// `kernlink header reduce.kc --peer loader.kc -o kl_ring_reduce.h`
+#include "kl_ring_reduce.h"
 
 namespace {
 
@@ -90,7 +78,7 @@ extern "C" __device__ void ring_reduce_main(const ReduceParams* params, unsigned
             sum += __shfl_xor_sync(0xffffffffu, sum, mask);
         }
         if (lane == 0) {
-            params->dst[kWarps * tile + warp] = sum;
+            static_cast<float*>(params->dst)[kWarps * tile + warp] = sum;
         }
         if (++slot == depth) {
             slot = 0;

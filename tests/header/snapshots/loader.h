@@ -20,7 +20,7 @@ static_assert(offsetof(LoaderParams, src) == 0, "params LoaderParams: src at off
 static_assert(offsetof(LoaderParams, tiles) == 8, "params LoaderParams: tiles at offset 8");
 #endif
 
-constexpr unsigned kl_ring_loader_owned_tile_elems = 8192;  // owns fact tile_elems
+enum : unsigned { kl_ring_loader_owned_tile_elems = 8192 };  // owns fact tile_elems
 
 extern "C" {
 // ---- handles (defined by the linker)

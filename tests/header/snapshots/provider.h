@@ -4,7 +4,7 @@
 #ifndef KL_HELLO_PROVIDER_H
 #define KL_HELLO_PROVIDER_H
 
-constexpr unsigned kl_hello_provider_owned_scale_factor = 3;  // owns fact scale_factor
+enum : unsigned { kl_hello_provider_owned_scale_factor = 3 };  // owns fact scale_factor
 
 extern "C" {
 // ---- handles (defined by the linker)
