@@ -20,6 +20,15 @@ SwiGLU epilogue (specs/examples/gemm_swiglu): `kernel.cubin` and `link.json`. Th
   linked kernel, and cuBLAS (`torch.matmul` of X and [Wg; Wu]^T) followed by a separate
   eager `silu(gate) * up`; prints ms and TFLOP/s (2 M N K flops) side by side.
 
+With ``--parity CONTROLDIR`` (one LINKDIR): the issue-14 comparison for a composition whose
+arguments `kernlink parity --args` cannot express (TMA descriptors). CONTROLDIR holds the
+one-unit control (`kernlink parity`'s control.cubin as kernel.cubin, beside the same
+link.json); for every shape the linked kernel, the control and the linked cubin loaded a
+second time (the null) must write bit-identical outputs, then ``--rounds`` rounds time each
+of them (``--reps`` launches between CUDA events, the order rotating every round) and the
+report gives the median ratio linked / control and null / linked with a 95% bootstrap
+interval (kernlink/parity_timing.py).
+
 Exit status 1 when any check fails.
 """
 
@@ -173,6 +182,53 @@ def run_shape(kernels: list[Linked], m: int, n: int, k: int, timing: bool, seed:
     return rows
 
 
+def parity_shape(linked: Linked, control: Linked, null: Linked, m: int, n: int, k: int, *, rounds: int,
+                 reps: int, seed: int) -> dict[str, Any]:
+    """Bit-identical outputs first, then interleaved timing of linked, control and null (module docstring)."""
+    from kernlink.parity_timing import bootstrap_median, ratios
+
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
+    w = (torch.randn(n, k, device="cuda", generator=gen) / math.sqrt(k)).to(torch.bfloat16)
+    ta, tb = tensor_map(x, linked.tile_m), tensor_map(w, linked.tile_n)
+    outs, launches = [], []
+    for kern in (linked, control, null):
+        out = torch.full((m, n // 2), -1, dtype=torch.int16, device="cuda")
+        values = {"tmap_a": ta.data_ptr(), "tmap_b": tb.data_ptr(), "a": x.data_ptr(), "b": w.data_ptr(),
+                  "k_tiles": k // 64, "k": k, "out": out.data_ptr(), "ldo": n // 2, "rows": m}
+        launches.append(kern.launcher(m, n, values))
+        outs.append(out)
+    for launch in launches:
+        launch()
+    torch.cuda.synchronize()
+    same = all(torch.equal(outs[0], o) for o in outs[1:])
+    row: dict[str, Any] = {"m": m, "n": n, "k": k, "outputs_identical": same, "ok": same}
+    if not same:
+        return row  # no ratio between kernels that compute different things
+    for _ in range(5):
+        for launch in launches:
+            launch()
+    times: list[list[float]] = []
+    for r in range(rounds):
+        order = [(r + i) % 3 for i in range(3)]
+        got = [0.0, 0.0, 0.0]
+        for which in order:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(reps):
+                launches[which]()
+            end.record()
+            end.synchronize()
+            got[which] = start.elapsed_time(end) / reps
+        times.append(got)
+    ratio, null_ratio = ratios(times)
+    row["ms"] = {name: float(sorted(t[i] for t in times)[len(times) // 2])
+                 for i, name in enumerate(("linked", "control", "null"))}
+    row["ratio"] = vars(bootstrap_median(ratio))
+    row["null"] = vars(bootstrap_median(null_ratio, seed=1))
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("links", nargs="+", type=Path)
@@ -181,8 +237,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=2 * 14336)
     parser.add_argument("--check-only", action="store_true")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--parity", type=Path, metavar="CONTROLDIR")
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--reps", type=int, default=10)
     args = parser.parse_args(argv)
     torch.backends.cuda.matmul.allow_tf32 = False
+    if args.parity is not None:
+        linked, control, null = Linked(args.links[0]), Linked(args.parity), Linked(args.links[0])
+        found = []
+        for i, m in enumerate(int(s) for s in args.shapes.split(",")):
+            row = parity_shape(linked, control, null, m, args.n, args.k, rounds=args.rounds, reps=args.reps,
+                               seed=2000 + i)
+            print(json.dumps(row), flush=True)
+            found.append(row)
+        print(f"\n{args.links[0].name}: linked / one-unit control, {args.rounds} interleaved rounds x {args.reps}")
+        for r in found:
+            if "ratio" in r:
+                print(f"M {r['m']:>5}: ratio {r['ratio']['median']:.5f} [{r['ratio']['low']:.5f}, "
+                      f"{r['ratio']['high']:.5f}]  null {r['null']['median']:.5f} [{r['null']['low']:.5f}, "
+                      f"{r['null']['high']:.5f}]  linked {r['ms']['linked']:.4f} ms")
+            else:
+                print(f"M {r['m']:>5}: outputs differ: no ratio")
+        if args.json:
+            args.json.write_text(json.dumps(found, indent=1) + "\n")
+        return 0 if all(r["ok"] for r in found) else 1
     kernels = [Linked(p) for p in args.links]
     rows: list[dict[str, Any]] = []
     for i, m in enumerate(int(s) for s in args.shapes.split(",")):
