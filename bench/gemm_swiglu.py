@@ -185,6 +185,9 @@ def run_shape(kernels: list[Linked], m: int, n: int, k: int, timing: bool, seed:
 def parity_shape(linked: Linked, control: Linked, null: Linked, m: int, n: int, k: int, *, rounds: int,
                  reps: int, seed: int) -> dict[str, Any]:
     """Bit-identical outputs first, then interleaved timing of linked, control and null (module docstring)."""
+    root = str(Path(__file__).resolve().parents[1])
+    if sys.path[0] != root:  # run as a script, bench/ comes first and would shadow the `placement` package
+        sys.path.insert(0, root)
     from kernlink.parity_timing import bootstrap_median, ratios
 
     gen = torch.Generator(device="cuda").manual_seed(seed)
