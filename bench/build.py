@@ -1,0 +1,79 @@
+"""Separate compilation against one unit: `kernlink build` (full, and after one component changes) vs nvcc.
+
+    python bench/build.py            # a table
+    python bench/build.py --json     # the same figures as JSON
+
+On a copy of specs/examples/ring, each as a fresh process, CPU time (user + system of the
+children, ``resource.getrusage``), median of ``--repeats``:
+  * full: ``kernlink build ring.kp -o out`` with no packages yet (pack both, link);
+  * rebuild: the same after one component's source changed (pack it, reuse the other, link);
+  * nvcc one unit: ``nvcc -cubin -arch=sm_90a control.cu`` of the same sources built as one
+    translation unit (``kernlink parity``'s control.cu, which it writes once beforehand).
+Goals (issue 19): full ≤ the nvcc build, rebuild ≤ 0.5 × it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cpu(cmd: list[str], cwd: Path) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr[-2000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    kl = [sys.executable, "-m", "kernlink"]
+    work = Path(tempfile.mkdtemp(prefix="kl-build-"))
+    rows: dict[str, list[float]] = {"kernlink build (full)": [], "kernlink build (one component changed)": [],
+                                    "nvcc one unit (control.cu)": []}
+    env_root = str(ROOT)
+    for i in range(args.repeats):
+        ring = work / f"ring{i}"
+        shutil.copytree(ROOT / "specs" / "examples" / "ring", ring, ignore=shutil.ignore_patterns("build", "host"))
+        rows["kernlink build (full)"].append(cpu([*kl, "build", "ring.kp", "-o", "out"], ring))
+        source = ring / "reduce.cu"
+        source.write_text(source.read_text() + f"\n// edit {i}\n")
+        rows["kernlink build (one component changed)"].append(cpu([*kl, "build", "ring.kp", "-o", "out"], ring))
+    control = work / "parity"
+    subprocess.run([*kl, "parity", str(work / "ring0" / "ring.kp"), "-o", str(control), "--color", "never"],
+                   cwd=ROOT, stdout=subprocess.DEVNULL, check=False,
+                   env={"PYTHONPATH": env_root, "PATH": "/usr/bin:/bin"})
+    nvcc = shutil.which("nvcc")
+    if nvcc and (control / "control.cu").exists():
+        for _ in range(args.repeats):
+            rows["nvcc one unit (control.cu)"].append(
+                cpu([nvcc, "-cubin", "-arch=sm_90a", "-std=c++17", f"-I{work / 'ring0'}", "control.cu", "-o",
+                     str(work / "one.cubin")], control))
+    out = {name: {"median_cpu_s": statistics.median(v), "min_cpu_s": min(v)} for name, v in rows.items() if v}
+    base = out.get("nvcc one unit (control.cu)", {}).get("median_cpu_s")
+    if args.json:
+        print(json.dumps({"repeats": args.repeats, "rows": out}, indent=2))
+    else:
+        print(f"{'step':42} {'median CPU s':>13} {'x nvcc':>8}")
+        for name, r in out.items():
+            ratio = f"{r['median_cpu_s'] / base:8.2f}" if base else "       -"
+            print(f"{name:42} {r['median_cpu_s']:13.3f} {ratio}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
