@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from checker.clause import Clause
 from checker.composition import Composition
 from checker.engine import ModelOptions, by_code, errors, run_clauses, selected
+from checker.protocol.adapter import MODEL_CODES
 from checker.resolve import resolve
 from diagnostics.model import Diagnostic, DiagnosticError, sort_diagnostics
 from diagnostics.sources import SourceMap
@@ -90,8 +91,13 @@ def check(paths: Sequence[str | Path], *, target: str | None = None, select: Seq
         diags.extend(run_checks(comp, clauses, diags, options))
         if not errors(diags):
             codes = {c.code for c in clauses}
-            downstream = verify_downstream(comp, options)
-            diags.extend(d for d in downstream.diagnostics if not d.code.startswith("L-") or d.code in codes)
+            downstream = verify_downstream(comp, options, codes)
+            kept = [d for d in downstream.diagnostics if not d.code.startswith("L-") or d.code in codes]
+            if not errors(kept):
+                # accepted needs a placement and proved routes: what blocks them shows whatever
+                # the selection (the protocol's own findings follow the selection, as above)
+                kept += [d for d in errors(downstream.diagnostics) if d.code not in MODEL_CODES and d not in kept]
+            diags.extend(kept)
     return CheckResult(sort_diagnostics(diags), inputs.sources, comp, inputs, downstream)
 
 

@@ -7,6 +7,7 @@ apply to them like to every clause.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from checker.composition import Composition
@@ -23,14 +24,16 @@ class Downstream:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def verify_downstream(comp: Composition, options: ModelOptions | None = None) -> Downstream:
+def verify_downstream(comp: Composition, options: ModelOptions | None = None,
+                      selected: Iterable[str] | None = None) -> Downstream:
     """Place the composition, decide its protocol at the placed ring depths when those were not
     decided yet (the verdict covers the configuration that is linked), then route its tensor
-    connections on the placed roles."""
+    connections on the placed roles. ``selected``: the clause codes the caller reports (the
+    protocol's one-mistake-one-clause tiers apply over those)."""
     placed, diags = place(comp)
     if placed is None:
         return Downstream(None, [], diags)
     depths = {r.name: r.depth for r in placed.placement.rings}
-    protocol = check_placed_depths(comp, depths, options)
+    protocol = check_placed_depths(comp, depths, options, selected)
     routes, route_diags = route_composition(comp, placed)
     return Downstream(placed, routes, diags + protocol + route_diags)
