@@ -42,16 +42,29 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checker.clause import Clause
+from checker.clauses._core import Core
 from checker.composition import Composition, Owned
 from checker.hardware import TargetSpec
 from checker.report import plural, seam
 from contract_lang import ast as A
-from diagnostics.model import Diagnostic
+from diagnostics.model import Diagnostic, Severity
 from diagnostics.span import Span
+
+CODE = "L-BARRIER"
+CORE_HELP = ("give barriers that are not used together exclusive phases or event lifetimes, "
+             "or merge barriers with the same participants")
+
+
+def placement_core(core: Core, target: str, first: int, last: int) -> Diagnostic:
+    """Named barriers whose IDs placement cannot all give (``first..last`` are the IDs on offer)."""
+    what = (f"named barriers need {core.needs_text} IDs, {target} offers {core.offers} "
+            f"(IDs {first}..{last}; ID 0 is the block-wide barrier)")
+    return Diagnostic(CODE, what, Severity.ERROR, core.labels(), (*core.notes("IDs"), *core.budget_notes()),
+                      (CORE_HELP,), core.data("barrier"))
 
 
 class BarrierClause(Clause):
-    code = "L-BARRIER"
+    code = CODE
     name = "bad-named-barrier"
     summary = ("a named barrier's thread count is not a multiple of 32 or differs from its participants' "
                "widths, or barrier IDs run out")

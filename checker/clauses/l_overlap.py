@@ -53,6 +53,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checker.clause import Clause
+from checker.clauses._core import Core
 from checker.composition import Composition
 from checker.report import plural, seam
 from checker.storage import (
@@ -67,11 +68,41 @@ from checker.storage import (
     smem_demands,
     tmem_demands,
 )
-from diagnostics.model import Diagnostic
+from diagnostics.model import Diagnostic, Severity
+
+CODE = "L-OVERLAP"
+# The help of a placement core with a ring in it, and of one without.
+RING_HELP = "lower the ring's minimum depth or its slot size, or free shared memory around it"
+CORE_HELP = ("make a claim smaller, or give claims that are not used together exclusive phases "
+             "or event lifetimes so that they can share storage")
+
+
+def placement_core(core: Core, domain: str, target: str, blocks_per_sm: int = 1,
+                   rings: tuple[tuple[str, int], ...] = ()) -> Diagnostic:
+    """A storage core placement cannot fit (``domain``: smem, tmem or counter), in this clause's words."""
+    per = f" per block at `blocks_per_sm {blocks_per_sm}`" if blocks_per_sm > 1 else ""
+    title, unit = {"smem": ("shared memory", "B"), "tmem": ("tensor memory", "columns"),
+                   "counter": ("counter slots", "slots")}[domain]
+    if domain == "counter":
+        what = f"counter slots need {core.needs_text}, the counter array holds {core.offers}"
+    else:
+        what = f"{title} needs {core.needs_text} {unit}, {target} offers {core.offers} {unit}{per}"
+    if len(rings) == 1:
+        what = f"ring `{rings[0][0]}` does not fit at its minimum depth {rings[0][1]}: {what}"
+    elif rings:
+        names = ", ".join(f"`{r}`" for r, _ in rings)
+        what = f"rings {names} do not fit at their minimum depths {', '.join(str(d) for _, d in rings)}: {what}"
+    notes = core.notes(unit)
+    if blocks_per_sm > 1 and domain in ("smem", "tmem"):
+        notes.append(f"`blocks_per_sm {blocks_per_sm}`: {blocks_per_sm} blocks share one SM, so each "
+                     f"gets {core.offers} {unit} of {title} (hardware/residency.py)")
+    notes += core.budget_notes()
+    return Diagnostic(CODE, what, Severity.ERROR, core.labels(), tuple(notes),
+                      (RING_HELP if rings else CORE_HELP,), core.data(domain))
 
 
 class OverlapClause(Clause):
-    code = "L-OVERLAP"
+    code = CODE
     name = "capacity-overlap"
     summary = "claims of one domain cannot be placed within capacity without overlapping live ranges"
     category = "storage"

@@ -56,21 +56,87 @@ Lower the budgets until they sum, over the warpgroups, to at most E × T / 128
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from checker.clause import Clause
 from checker.composition import Composition
 from checker.hardware import TargetSpec
-from checker.report import plural, seam
+from checker.report import plural
 from checker.residency import launch_blocks, residency_finding
 from checker.warps import BlockLayout, PlacedRole, RegisterGroup, block_layout, register_groups
 from contract_lang import ast as A
-from diagnostics.model import Diagnostic
+from diagnostics.model import Diagnostic, Label, Severity
+from diagnostics.span import Span
 from hardware import residency
+
+CODE = "L-REGS"
+
+
+@dataclass(frozen=True)
+class PoolOverflow:
+    """Register groups whose budgets exceed the CTA's pool, wherever that was decided.
+
+    The check decides it from the declared budgets, placement from the roles it lays
+    out, the linker from the entry count ptxas gave the linked kernel: one finding,
+    one message shape. ``labels`` are (span, text) with the first as the primary.
+    """
+
+    demand: int
+    entry: int
+    threads: int
+    labels: tuple[tuple[Span, str], ...]
+    notes: tuple[str, ...] = ()
+    helps: tuple[str, ...] = ("lower the roles' `regs`, or the block's `blocks_per_sm`",)
+    data: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def pool(self) -> int:
+        return self.entry * self.threads
+
+
+def pool_overflow(found: PoolOverflow) -> Diagnostic:
+    """The one shape of an L-REGS pool overflow: need, pool, and the pool's two factors."""
+    labels = tuple(Label(span, text, k == 0) for k, (span, text) in enumerate(found.labels))
+    data = {"need": str(found.demand), "pool": str(found.pool), "entry_regs": str(found.entry),
+            "threads": str(found.threads), **dict(found.data)}
+    return Diagnostic(
+        CODE, f"register groups need {_n(found.demand)} registers, the CTA pool holds {_n(found.pool)} "
+              f"({found.entry} per thread × {found.threads} threads)",
+        Severity.ERROR, labels, found.notes, found.helps, tuple(sorted(data.items())))
+
+
+def entry_below_minimum(entry: int, least: int, threads: int, labels: Sequence[tuple[Span, str]]) -> Diagnostic:
+    """The linked kernel starts with fewer registers than any `setmaxnreg` budget."""
+    return Diagnostic(
+        CODE, f"the linked kernel starts with {entry} registers per thread, fewer than the smallest "
+              f"`setmaxnreg` budget ({least}): the roles' `regs` cannot be applied",
+        Severity.ERROR, tuple(Label(span, text, k == 0) for k, (span, text) in enumerate(labels)),
+        (f"the register pool is the entry count × the block's {threads} threads; "
+         "`setmaxnreg` hands out whole steps of it",),
+        ("drop the roles' `regs` (the kernel needs few registers), or lower the block's `blocks_per_sm`",),
+        (("entry", str(entry)), ("setmaxnreg_min", str(least))))
+
+
+def setmaxnreg_ignored(kernel: str, ptxas_lines: Sequence[str]) -> Diagnostic:
+    """ptxas dropped the `setmaxnreg` instructions of the linked kernel: the groups would not apply."""
+    return Diagnostic(
+        CODE, f"ptxas ignored `setmaxnreg` in `{kernel}`: the register groups would not be applied",
+        notes=tuple(line.strip() for line in ptxas_lines),
+        helps=("report it with the inputs: the dispatch kernel is generated with launch bounds that cap its "
+               "entry registers",))
+
+
+def resolve_moves_routes(entry: int, span: Span, moved: Sequence[str]) -> Diagnostic:
+    """Re-solving the groups for the linked kernel's entry count would move roles a tensor route runs on."""
+    return Diagnostic(
+        CODE, f"re-solving the register groups for {entry} entry registers moves roles that tensor routes run on",
+        labels=(Label(span, "in this composition"),), notes=tuple(moved),
+        helps=("lower the roles' `regs`, or the block's `blocks_per_sm`",))
 
 
 class RegsClause(Clause):
-    code = "L-REGS"
+    code = CODE
     name = "register-pool"
     summary = "the register groups cannot fit the register file"
     category = "roles"
@@ -119,11 +185,10 @@ class RegsClause(Clause):
         partial = (layout.warps % target.warpgroup_warps) * target.warp_size
         budgets = " + ".join(str(g.budget) for g in groups)
         defaulted = [p for p in layout.roles if p.warps > 0 and p.info.role.regs is None]
-        return seam(
-            self.code, f"register groups need {_n(need)} registers, the CTA pool holds {_n(pool)} "
-                       f"({entry} per thread × {threads} threads)",
-            (primary.info.role.span, labels.pop(primary.name)),
-            [(p.info.role.span, labels[p.name]) for p in layout.roles if p.name in labels],
+        ordered = [(primary.info.role.span, labels.pop(primary.name))]
+        ordered += [(p.info.role.span, labels[p.name]) for p in layout.roles if p.name in labels]
+        return pool_overflow(PoolOverflow(
+            need, entry, threads, tuple(ordered),
             notes=(f"the warpgroups' budgets sum to {budgets} = {sum(g.budget for g in groups)}, times "
                    f"{group_threads} threads each" + (f" (the last group holds {partial} threads)" if partial else ""),
                    f"{threads} threads enter with {entry} registers each: the largest multiple of {unit} "
@@ -138,8 +203,7 @@ class RegsClause(Clause):
                    f"{pool // group_threads} (now {need // group_threads})"
                    + (f", or lower `blocks_per_sm {blocks}`" if blocks > 1 else "")
                    + _fitting(layout, groups, target, pool // group_threads),),
-            data={"need": need, "pool": pool, "entry_regs": entry, "threads": threads,
-                  "budgets": ",".join(str(g.budget) for g in groups)})
+            data=(("budgets", ",".join(str(g.budget) for g in groups)),)))
 
 
 def _fitting(layout: BlockLayout, groups: tuple[RegisterGroup, ...], target: TargetSpec, limit: int) -> str:

@@ -46,7 +46,9 @@ be split into two kernels.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from checker.clause import Clause
 from checker.composition import Composition, Owned
@@ -54,12 +56,58 @@ from checker.hardware import TargetSpec
 from checker.report import plural, seam
 from checker.warps import BlockLayout, PlacedRole, block_layout
 from contract_lang import ast as A
-from diagnostics.model import Diagnostic
+from diagnostics.model import Diagnostic, Label, Severity
 from diagnostics.span import Span
+
+CODE = "L-WARPS"
+
+
+class Shortfall(enum.Enum):
+    """Why placement could not lay the roles out in the block."""
+
+    UNCOVERED = "uncovered"  # the roles cover fewer warps than the launch and no warp may idle
+    PADDING = "padding"  # alignment padding would be needed and no warp may idle
+    LAUNCH = "launch"  # the roles need more warps than the launch states
+    BLOCK = "block"  # the roles need more warps than a block can have
+
+
+@dataclass(frozen=True)
+class LayoutCore:
+    """Roles placement cannot lay out together: (span, name, warps, warpgroup-aligned) each."""
+
+    shape: Shortfall
+    roles: tuple[tuple[Span, str, int, bool], ...]
+    covered: int  # warps the roles themselves take
+    needs: int
+    exact: bool
+    offers: int
+    minimal: bool
+
+
+def placement_core(core: LayoutCore) -> Diagnostic:
+    """L-WARPS as placement decides it."""
+    needs = str(core.needs) if core.exact else f"at least {core.needs}"
+    what = {
+        Shortfall.UNCOVERED: f"roles cover {core.covered} warps, the launch has {core.offers} and no idle warps",
+        Shortfall.PADDING: f"roles packed in declaration order need {needs} warps, {core.needs - core.covered} "
+                           "of them idle padding, and the block allows no idle warps",
+        Shortfall.LAUNCH: f"roles need {needs} warps, the launch has {core.offers}",
+        Shortfall.BLOCK: f"roles need {needs} warps, a block has at most {core.offers}",
+    }[core.shape]
+    labels = tuple(Label(span, f"`{name}` needs {warps} warps{', warpgroup-aligned' if aligned else ''}", k == 0)
+                   for k, (span, name, warps, aligned) in enumerate(core.roles))
+    notes = [f"roles in conflict: {', '.join(f'`{name}`' for _, name, _, _ in core.roles)}"]
+    if not core.minimal:
+        notes.append("the solver budget ran out before this set was shown minimal")
+    data = (("capacity", str(core.offers)), ("needs", str(core.needs)), ("shortfall", str(core.needs - core.offers)),
+            ("core", ", ".join(name for _, name, _, _ in core.roles)), ("minimal", str(core.minimal).lower()))
+    return Diagnostic(CODE, what, Severity.ERROR, labels, tuple(notes),
+                      ("use fewer or narrower roles, or a launch geometry with as many warps as the roles take",),
+                      data)
 
 
 class WarpsClause(Clause):
-    code = "L-WARPS"
+    code = CODE
     name = "block-warps"
     summary = "roles need more warps than a block has, do not cover the launched block exactly, or there are none"
     category = "roles"

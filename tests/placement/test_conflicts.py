@@ -135,7 +135,9 @@ def test_register_groups_over_the_pool_is_l_regs() -> None:
     roles = (Role("k", "producer", 4, True, 40, span(1)), Role("k", "mma", 8, True, 240, span(2)))
     d = rejection(Problem(caps(), roles=roles, block_warps=12))
     assert d.code == "L-REGS"
-    assert d.message == "register groups need 66560 registers, a block of 12 warps holds 64512"
+    assert d.message == (
+        "register groups need 66 560 registers, the CTA pool holds 64 512 (168 per thread × 384 threads)"
+    )
     assert "short by 2048 registers" in d.notes
     assert sorted(lab.span.line for lab in d.labels) == [1, 2]
 
