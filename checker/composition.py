@@ -180,6 +180,14 @@ class Composition:
             self._by_kind[kind] = found
         return iter(found)
 
+    def item_index(self, stage: A.Stage, item: A.Node) -> int:
+        """An item's index in its stage, by identity (0 when it is not one of the stage's items)."""
+        key = ("positions", id(stage))
+        found = self._by_kind.get(key)
+        if found is None or found[0] is not stage:
+            found = self._by_kind[key] = (stage, {id(it): i for i, it in enumerate(stage.items)})
+        return found[1].get(id(item), 0)
+
     def stage(self, name: str) -> StageEntry | None:
         return next((s for s in self.stages if s.name == name), None)
 

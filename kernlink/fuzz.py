@@ -38,6 +38,7 @@ from typing import Any, Literal, Protocol
 from checker.clause import Clause
 from checker.composition import Composition, StageEntry
 from checker.engine import by_code, run_clauses, selected
+from checker.memo import Memo
 from checker.resolve import resolve, select_stages
 from contract_lang import ast as A
 from contract_lang.compositions import MUTATION_KINDS, Bundle, Edit, Mutation, apply_edits, edits, random_mutation
@@ -257,6 +258,8 @@ class Checker:
         self.oracles = list(oracles) if oracles is not None else default_oracles()
         # Printing and parsing are deterministic: an edited block seen before parses the same.
         self._parsed: dict[tuple[int, A.Stage | A.Pipeline], A.Stage | A.Pipeline | Verdict] = {}
+        # Protocol verdicts (on their meaning) and PTX facts, shared by every mutant's check.
+        self.memo = Memo()
         # Placement is deterministic (the same problem gets the same placement): solve each once.
         self._placed: dict[Any, tuple[Placed | None, list[Diagnostic]]] = {}
 
@@ -290,7 +293,7 @@ class Checker:
                 candidates[subject.slots[u]] = StageEntry(parsed, mutant_name(old.source), old.use,
                                                           old.package, old.captured)
         comp = resolve(pipeline, subject.inputs.pipeline_source, candidates, subject.target)
-        diags = run_clauses(comp, self.clauses)
+        diags = run_clauses(comp, self.clauses, memo=self.memo)
         if any(d.severity is Severity.ERROR for d in diags):
             return self.judge(diags)
         placed, later = self._downstream(comp)
@@ -315,7 +318,7 @@ class Checker:
                tuple(o.item for o in comp.tensor_imports), _protocol_key(comp))
         found = self._placed.get(key)
         if found is None:
-            result = verify_downstream(comp)
+            result = verify_downstream(comp, memo=self.memo)
             later = [d for d in result.diagnostics if not d.code.startswith("L-") or d.code in self.codes]
             if len(self._placed) >= PARSE_CACHE:
                 self._placed.clear()
@@ -558,7 +561,7 @@ class Campaign:
         assert pipeline is not None
         comp = resolve(pipeline, self.subject.inputs.pipeline_source, self.subject.inputs.candidates,
                        self.subject.target)
-        diags = [*self.subject.inputs.diagnostics, *run_clauses(comp, self.checker.clauses)]
+        diags = [*self.subject.inputs.diagnostics, *run_clauses(comp, self.checker.clauses, memo=self.checker.memo)]
         if not any(d.severity is Severity.ERROR for d in diags):
             diags += self.checker._downstream(comp)[1]
         return [d for d in diags if d.severity is Severity.ERROR]

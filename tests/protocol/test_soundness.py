@@ -186,9 +186,9 @@ def test_a_depth_range_is_decided_at_the_depth_placement_chooses(tmp_path: Path,
     seen: list[int] = []
     real = adapter.verdict
 
-    def spy(protocol, options):  # type: ignore[no-untyped-def]
+    def spy(protocol, options, memo=None):  # type: ignore[no-untyped-def]
         seen.extend(r.depth for r in protocol.rings)
-        return real(protocol, options)
+        return real(protocol, options, memo)
 
     monkeypatch.setattr(adapter, "verdict", spy)
     result = check([str(_deep(tmp_path, "2..20"))])
