@@ -18,10 +18,11 @@ from typing import Literal
 
 import z3
 
-from checker.composition import Composition, Owned, StageEntry
+from checker.composition import Composition, Owned
 from contract_lang import ast as A
 from contract_lang.expr import BinOp, Expr, Int, Name, Not
 from diagnostics.span import Span
+from package.loader import StageEntry
 
 ConsumerKind = Literal["uses", "assumes", "requires", "param"]
 

@@ -53,8 +53,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from checker.composition import Captured, Prototype
 from contract_lang import ast as A
+from package.captured import Captured, Prototype
 
 HandleKind = Literal[
     "smem", "smem_stride", "tmem", "bar_id", "bar_threads", "counter",

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
-    from checker.conformance.facts import CodeFacts
     from checker.protocol.check import ProtocolVerdict
     from checker.protocol.model import Protocol
+    from package.codefacts.facts import CodeFacts
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")

@@ -23,7 +23,7 @@ from checker.resolve import resolve
 from diagnostics.model import Diagnostic, DiagnosticError, sort_diagnostics
 from diagnostics.sources import SourceMap
 from kernlink.downstream import Downstream, verify_downstream
-from kernlink.loader import Inputs, UsageError, load
+from package.loader import Inputs, UsageError, load
 
 if TYPE_CHECKING:
     from linker.link import LinkOutput
@@ -53,11 +53,10 @@ def compose(paths: Sequence[str | Path], *, target: str | None = None,
 
 def check_text(text: str, name: str = "<example>", *, target: str | None = None) -> CheckResult:
     """Check stages (and optionally one pipeline) given as one text, as in clause examples."""
-    from checker.composition import StageEntry
-    from checker.resolve import implicit_pipeline
     from contract_lang.parser import parse_text
     from diagnostics.model import DiagnosticError
     from diagnostics.span import Span
+    from package.loader import StageEntry, implicit_pipeline
 
     sources = SourceMap()
     sources.add(name, text)

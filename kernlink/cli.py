@@ -83,7 +83,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from checker import conformance
     from checker.engine import ModelOptions
     from kernlink.api import check
-    from kernlink.loader import UsageError
+    from package.loader import UsageError
 
     try:
         options = ModelOptions(args.rlimit if args.rlimit is not None else ModelOptions.rlimit, args.bound)
@@ -233,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(words[0] if words and not words[0].startswith("-") else None)
     args = parser.parse_args(argv)
     from checker.engine import SelectionError
-    from kernlink.loader import UsageError
+    from package.loader import UsageError
 
     try:
         code: int = args.run(args)

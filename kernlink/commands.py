@@ -196,8 +196,8 @@ def cmd_pack(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------- inspect
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from linker.manifest import stage_package
-    from linker.package import read_package
+    from package.kpkg import read_package
+    from package.manifest import stage_package
 
     try:  # one bounded read; the manifest is validated before the view uses it
         raw = read_package(args.package)

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from checker.clause import Clause
-from checker.composition import Composition, StageEntry
+from checker.composition import Composition
 from checker.engine import by_code, run_clauses, selected
 from checker.memo import Memo
 from checker.resolve import resolve, select_stages
@@ -45,7 +45,7 @@ from contract_lang.compositions import MUTATION_KINDS, Bundle, Edit, Mutation, a
 from contract_lang.parser import parse_text
 from contract_lang.printer import print_node
 from diagnostics.model import Diagnostic, DiagnosticError, Severity
-from kernlink.loader import Inputs, UsageError, load
+from package.loader import Inputs, StageEntry, UsageError, load
 from placement.adapter import Placed
 
 Status = Literal["accepted", "rejected", "bug"]

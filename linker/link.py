@@ -71,7 +71,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from checker.clauses.l_launch import residency_diagnostic
-from checker.composition import Composition, StageEntry
+from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity, sort_diagnostics
 from linker import linkmap
 from linker.binding import rebuild_problems
@@ -79,10 +79,11 @@ from linker.cubin import KernelInfo, read_cubin
 from linker.generate import KERNEL, SOURCE_NAME, Generated, generate, unsupported
 from linker.host_header import host_header
 from linker.linkmap import Attempt, InputRecord, LinkRecord
-from linker.manifest import StagePackage, read_stage_package
 from linker.outdir import Hook, write_set
 from linker.toolchain import compile_nvrtc, link, parse_ptxas_usage, stable_cwd, tool_warnings, toolkit_versions
 from linker.transfers import moved_roles, place_route_barriers
+from package.loader import StageEntry
+from package.manifest import StagePackage, read_stage_package
 from placement.adapter import Placed, residency_shortfall
 from placement.problem import Problem
 from placement.solve import solve

@@ -10,7 +10,7 @@ Steps, for the contract's one stage (or the one ``--stage`` names):
    the manifest (``conformance``), the PTX into the payload ``code.ptx``, and each
    disagreement with the contract comes back as an L-CONFORM warning (``--strict``:
    an error, and undecided sites too);
-3. write the ``.kpkg`` atomically: the manifest of linker/manifest.py (the contract
+3. write the ``.kpkg`` atomically: the manifest of package/manifest.py (the contract
    in canonical form, the captured facts, target and toolkit), plus
    ``captured.prototypes``, ``compile`` (compiler and options) and ``conformance``,
    and the payloads ``lto.ir``, ``code.ptx`` and ``source.cu``.
@@ -35,17 +35,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from checker import conformance
-from checker.composition import Captured
 from contract_lang import ast as A
 from contract_lang.parser import parse_file
 from contract_lang.printer import print_node
 from diagnostics import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.files import atomic_write_bytes, read_source
 from linker import binding, handles, layout
-from linker.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, manifest_for
-from linker.package import pack_bytes
 from linker.symbols import Prototype, compile_ptx, read_ptx_symbols
 from linker.toolchain import compile_nvcc, compile_nvrtc, nvcc_version, nvrtc_version, stable_cwd
+from package.captured import Captured
+from package.kpkg import pack_bytes
+from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, manifest_for
 
 Compiler = Literal["nvrtc", "nvcc"]
 COMPILERS: tuple[Compiler, ...] = ("nvrtc", "nvcc")

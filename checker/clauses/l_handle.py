@@ -49,10 +49,11 @@ from collections.abc import Iterator
 
 from checker.clause import Clause
 from checker.clauses.l_symbol import finding_diagnostic
-from checker.composition import Composition, StageEntry
+from checker.composition import Composition
 from checker.handles import Finding, HandleSpec, call_symbols, handle_bindings, handle_problems, resolve_handles
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Label
+from package.loader import StageEntry
 
 
 class HandleClause(Clause):

@@ -53,11 +53,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checker.clause import Clause
-from checker.composition import Composition, StageEntry
+from checker.composition import Composition
 from checker.handles import Finding, required_definitions, symbol_problems
 from checker.report import seam
 from diagnostics.model import Diagnostic, Label
 from diagnostics.span import Span
+from package.loader import StageEntry
 
 
 class SymbolClause(Clause):

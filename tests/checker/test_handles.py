@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from checker.composition import Captured, Prototype
 from checker.handles import (
     ENTRY_PROTOTYPE,
     HANDLE_PROTOTYPE,
@@ -17,6 +16,7 @@ from checker.handles import (
 )
 from contract_lang import ast as A
 from contract_lang.parser import parse_text
+from package.captured import Captured, Prototype
 
 DEMO = """
 stage "demo.mma-v2" version "1.0.0" {

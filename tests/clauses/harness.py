@@ -34,9 +34,9 @@ from diagnostics.model import sort_diagnostics
 from diagnostics.render_text import render_text
 from kernlink.api import CheckResult, LinkResult, check, link
 from kernlink.downstream import verify_downstream
-from kernlink.loader import load
-from linker.manifest import captured_from_json
 from linker.symbols import compile_ptx
+from package.loader import load
+from package.manifest import captured_from_json
 
 ROOT = Path(__file__).parent
 

@@ -11,11 +11,11 @@ import dataclasses
 
 import pytest
 
-from checker.composition import Captured
 from diagnostics.model import DiagnosticError
 from kernlink.api import check_text
 from kernlink.downstream import verify_downstream
 from linker.generate import generate
+from package.captured import Captured
 
 ZERO_COUNT = """
 stage "demo.zero" version "1.0.0" {

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from checker.composition import Captured, Prototype
 from checker.handles import handle_problems, symbol_problems
 from contract_lang.parser import parse_text
 from kernlink.api import LinkResult, check, check_text, link
@@ -25,6 +24,7 @@ from kernlink.run import run_linked
 from linker.generate import unsupported
 from linker.launch import GpuSession
 from linker.link import JSON, MAP
+from package.captured import Captured, Prototype
 from placement.problem import Domain
 from tests.link.tensor_cases import CASES, build_case
 

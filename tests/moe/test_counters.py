@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from checker.composition import Captured, Prototype
 from checker.handles import handle_bindings, handle_problems
 from contract_lang.parser import parse_text
 from kernlink.api import check_text, link
@@ -24,6 +23,7 @@ from kernlink.downstream import verify_downstream
 from linker.counters import ARRAY, RESET_RULE, unsupported_counters
 from linker.generate import Generated, generate
 from linker.pack import pack
+from package.captured import Captured, Prototype
 
 DATA = Path(__file__).parent / "data"
 

@@ -13,9 +13,9 @@ from diagnostics import DiagnosticError, Severity
 from kernlink.cli import main
 from linker.handles import handle_problems, symbol_problems
 from linker.layout import params_blocks, params_problems
-from linker.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, read_stage_package
 from linker.pack import PackResult, pack, prototypes_of
 from linker.toolchain import nvcc_path
+from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, read_stage_package
 from tests.link.examples import EXAMPLES
 
 pytestmark = pytest.mark.toolchain

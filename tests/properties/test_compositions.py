@@ -23,7 +23,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker.composition import StageEntry
 from checker.engine import run_clauses
 from checker.resolve import resolve
 from contract_lang import ast as A
@@ -33,6 +32,7 @@ from contract_lang.printer import print_file
 from contract_lang.strategies import source_files
 from kernlink.api import check_text
 from kernlink.fuzz import Checker, bundle_subject, registered_codes
+from package.loader import StageEntry
 from tests.properties.helpers import (
     SLOW_EXAMPLES,
     TARGETS,
