@@ -6,7 +6,8 @@ catalogue in :mod:`contract_lang.compositions` to the ASTs of the stages and the
 pipeline, prints every edited block, parses the text back and checks the result the
 way ``kernlink check`` checks a user's files (packages keep what they captured):
 resolution, every selected clause, then, on acceptance, the joint placement
-(:func:`kernlink.downstream.verify_downstream`). Each mutant ends in one of three states:
+(:func:`analysis.pipeline.analyse`, the pipeline ``kernlink check`` runs). Each mutant
+ends in one of three states:
 
 - **rejected** by one or more clauses, or by placement (the report counts the codes
   per mutation kind, placement's marked as such);
@@ -25,6 +26,7 @@ after a prefix of that sequence, so ``--seed s --examples n`` replays it.
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import random
@@ -35,11 +37,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from analysis.downstream import Downstream
+from analysis.pipeline import AnalysisContext, analyse
 from checker.clause import Clause
 from checker.composition import Composition
-from checker.engine import by_code, run_clauses, selected
+from checker.engine import by_code, selected
 from checker.memo import Memo
-from checker.resolve import resolve, select_stages
+from checker.resolve import select_stages
 from contract_lang import ast as A
 from contract_lang.compositions import MUTATION_KINDS, Bundle, Edit, Mutation, apply_edits, edits, random_mutation
 from contract_lang.parser import parse_text
@@ -258,10 +262,11 @@ class Checker:
         self.oracles = list(oracles) if oracles is not None else default_oracles()
         # Printing and parsing are deterministic: an edited block seen before parses the same.
         self._parsed: dict[tuple[int, A.Stage | A.Pipeline], A.Stage | A.Pipeline | Verdict] = {}
-        # Protocol verdicts (on their meaning) and PTX facts, shared by every mutant's check.
-        self.memo = Memo()
-        # Placement is deterministic (the same problem gets the same placement): solve each once.
-        self._placed: dict[Any, tuple[Placed | None, list[Diagnostic]]] = {}
+        # One context for every mutant's check: protocol verdicts (on their meaning) and PTX facts
+        # in its memo; placement is deterministic (the same problem gets the same placement): each
+        # is solved once.
+        self.context = AnalysisContext(subject.target, tuple(self.clauses), memo=Memo(),
+                                       downstreams=_Downstreams())
 
     def units(self, mutation: Mutation) -> tuple[A.Stage | A.Pipeline, ...]:
         return apply_edits(self.subject.bundle.units, mutation.edits)
@@ -292,38 +297,20 @@ class Checker:
                 old = candidates[subject.slots[u]]
                 candidates[subject.slots[u]] = StageEntry(parsed, mutant_name(old.source), old.use,
                                                           old.package, old.captured)
-        comp = resolve(pipeline, subject.inputs.pipeline_source, candidates, subject.target)
-        diags = run_clauses(comp, self.clauses, memo=self.memo)
-        if any(d.severity is Severity.ERROR for d in diags):
-            return self.judge(diags)
-        placed, later = self._downstream(comp)
-        verdict = self.judge(later, by="placement")
+        mutant = dataclasses.replace(subject.inputs, pipeline=pipeline, candidates=candidates, diagnostics=[])
+        analysis = analyse(mutant, self.context)
+        comp = analysis.composition
+        assert comp is not None
+        if analysis.downstream is None:
+            return self.judge(analysis.diagnostics)
+        verdict = self.judge(analysis.later, by="placement")
         if verdict.status != "accepted":
             return verdict
         for oracle in self.oracles:
-            result = oracle.check(comp, placed, self.codes)
+            result = oracle.check(comp, analysis.placed, self.codes)
             if result.problems:
                 return Verdict("bug", bug="oracle", by=oracle.name, problems=result.problems)
         return verdict
-
-    def _downstream(self, comp: Composition) -> tuple[Placed | None, list[Diagnostic]]:
-        """What ``kernlink check`` runs on an accepted composition (placement, tensor routes).
-
-        Cached by what it reads: the placement problem and the tensor connections.
-        """
-        from kernlink.downstream import verify_downstream
-        from placement.adapter import problem_from
-
-        key = (problem_from(comp), tuple(o.item for o in comp.items(A.ExportTensor)),
-               tuple(o.item for o in comp.tensor_imports), _protocol_key(comp))
-        found = self._placed.get(key)
-        if found is None:
-            result = verify_downstream(comp, memo=self.memo)
-            later = [d for d in result.diagnostics if not d.code.startswith("L-") or d.code in self.codes]
-            if len(self._placed) >= PARSE_CACHE:
-                self._placed.clear()
-            found = self._placed[key] = (result.placed, later)
-        return found
 
     def _reparse(self, unit: A.Stage | A.Pipeline, u: int) -> A.Stage | A.Pipeline | Verdict:
         key = (u, unit)
@@ -365,6 +352,26 @@ class Checker:
 
 
 _CLAUSE_FAILED = re.compile(r"^clause `(?P<code>[^`]+)` failed with (?P<what>.*)$", re.S)
+
+
+class _Downstreams:
+    """Placements and routes by what they read: the placement problem, the tensor connections and
+    the protocol decided at the placed depths."""
+
+    def __init__(self) -> None:
+        self._found: dict[object, Downstream] = {}
+
+    def get(self, comp: Composition, compute: Callable[[], Downstream]) -> Downstream:
+        from placement.adapter import problem_from
+
+        key = (problem_from(comp), tuple(o.item for o in comp.items(A.ExportTensor)),
+               tuple(o.item for o in comp.tensor_imports), _protocol_key(comp))
+        found = self._found.get(key)
+        if found is None:
+            if len(self._found) >= PARSE_CACHE:
+                self._found.clear()
+            found = self._found[key] = compute()
+        return found
 
 
 def _protocol_key(comp: Composition) -> object:
@@ -557,14 +564,8 @@ class Campaign:
 
     def baseline(self) -> list[Diagnostic]:
         """The unmutated composition's error diagnostics (a campaign needs none)."""
-        pipeline = self.subject.inputs.pipeline
-        assert pipeline is not None
-        comp = resolve(pipeline, self.subject.inputs.pipeline_source, self.subject.inputs.candidates,
-                       self.subject.target)
-        diags = [*self.subject.inputs.diagnostics, *run_clauses(comp, self.checker.clauses, memo=self.checker.memo)]
-        if not any(d.severity is Severity.ERROR for d in diags):
-            diags += self.checker._downstream(comp)[1]
-        return [d for d in diags if d.severity is Severity.ERROR]
+        return [d for d in analyse(self.subject.inputs, self.checker.context).diagnostics
+                if d.severity is Severity.ERROR]
 
     def run_one(self, index: int) -> Outcome | None:
         mutation = self.plan.mutation(index)

@@ -137,11 +137,11 @@ def test_known_occupancies() -> None:
 def test_placed_compositions_never_claim_more_blocks_than_brute_force(name: str) -> None:
     """For generated compositions (with a drawn `blocks_per_sm`), the blocks per SM the placement
     claims are at most what the brute-force simulation finds for the placed kernel."""
+    from analysis.downstream import verify_downstream
     from checker.engine import run_clauses
     from checker.resolve import resolve
     from contract_lang.compositions import compositions
     from contract_lang.parser import parse_text
-    from kernlink.downstream import verify_downstream
     from package.loader import StageEntry
 
     spec = TARGETS[name]

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from analysis.downstream import verify_downstream
 from kernlink.api import check_text, link
-from kernlink.downstream import verify_downstream
 from linker.generate import generate, unsupported
 from package.captured import Captured
 from tests.link.examples import build_example

@@ -7,9 +7,9 @@ import struct
 
 import pytest
 
+from analysis.downstream import verify_downstream
 from diagnostics.model import DiagnosticError
 from kernlink.api import check, check_text
-from kernlink.downstream import verify_downstream
 from kernlink.run import params_block
 from linker.generate import Generated, generate, unsupported
 from linker.launch import DeviceBuffer

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from analysis.downstream import verify_downstream
 from checker.handles import handle_bindings, handle_problems
 from contract_lang.parser import parse_text
 from kernlink.api import check_text, link
-from kernlink.downstream import verify_downstream
 from linker.counters import ARRAY, RESET_RULE, unsupported_counters
 from linker.generate import Generated, generate
 from linker.pack import pack

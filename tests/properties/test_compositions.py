@@ -54,7 +54,7 @@ def _accepted(bundle: Bundle) -> None:
     This is ``check_text``'s path (parse, resolve, clauses, then placement), with the
     placement run twice and handed to the independent verifier.
     """
-    from kernlink.downstream import verify_downstream
+    from analysis.downstream import verify_downstream
     from placement import verify
 
     text = bundle.text()

@@ -245,7 +245,7 @@ def test_an_interrupted_check_exits_130_without_a_verdict(monkeypatch: pytest.Mo
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("kernlink.api.run_clauses", interrupted)
+    monkeypatch.setattr("analysis.pipeline.run_clauses", interrupted)
     path = CLAUSES / "L-DEADLOCK" / "pass_late_release_depth2.kc"
     assert main(["check", str(path)]) == 130
     out = capsys.readouterr()
