@@ -22,6 +22,7 @@ from checker.composition import Composition, Owned, StageEntry
 from contract_lang import ast as A
 from contract_lang.expr import BinOp, Expr, Int, Name, Not
 from diagnostics.span import Span
+from solver import Solver
 
 ConsumerKind = Literal["uses", "assumes", "requires", "param"]
 
@@ -213,32 +214,31 @@ def decide(expr: Expr, values: Mapping[str, A.FactValue], rlimit: int | None = N
     names = sorted(values)
     variables = {n: z3.Int(n) for n in names}
     encoded = Encoded(expr, variables)
-    solver = z3.Solver()
-    solver.set("rlimit", rlimit if rlimit is not None else RLIMIT)
+    solver = Solver(z3.main_ctx(), rlimit=rlimit if rlimit is not None else RLIMIT)
     for name in names:
         solver.add(domain(variables[name], values[name]))
     solver.add(encoded.fails)
-    result = solver.check()
-    if result == z3.unsat:
+    first = solver.check()
+    if first.unsat:
         return Verdict("holds")
-    if result != z3.sat:
-        return Verdict("unknown", reason=solver.reason_unknown())
+    if first.unknown:
+        return Verdict("unknown", reason=first.reason)
     witness = {n: solver.model().eval(variables[n], model_completion=True).as_long() for n in names}
     for name in names:  # shrink each name in turn to its smallest failing value
         lo, hi = value_bounds(values[name])[0], witness[name]
         while lo < hi:
             mid = (lo + hi) // 2
-            solver.push()
+            solver.z3.push()
             solver.add(variables[name] <= mid)
             outcome = solver.check()
-            if outcome == z3.sat:
+            if outcome.sat:
                 model = solver.model()
                 witness = {n: model.eval(variables[n], model_completion=True).as_long() for n in names}
                 hi = witness[name]
-            solver.pop()
-            if outcome == z3.unsat:
+            solver.z3.pop()
+            if outcome.unsat:
                 lo = mid + 1
-            elif outcome != z3.sat:
+            elif outcome.unknown:
                 break  # keep the counterexample found so far
         solver.add(variables[name] == witness[name])
     return Verdict("fails", tuple((n, witness[n]) for n in names))

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from checker.composition import Composition, Owned, RoleInfo
-from checker.protocol.check import DEFAULT_RLIMIT, MAX_RLIMIT, ProtocolVerdict, check_protocol
+from checker.protocol.check import DEFAULT_RLIMIT, ProtocolVerdict, check_protocol
 from checker.protocol.model import (
     MBAR_MAX_COUNT,
     Barrier,
@@ -46,6 +46,7 @@ from contract_lang import ast as A
 from contract_lang.printer import count_text, ring_item_line
 from diagnostics.model import Diagnostic, Label, Severity
 from diagnostics.span import Span
+from solver import validate_rlimit
 
 MAX_CHECKED_DEPTH = 8
 """The deepest ring depth the model checks when a range is unbounded above."""
@@ -554,8 +555,7 @@ class ModelOptions:
     bound: int | None = None
 
     def __post_init__(self) -> None:
-        if not 0 < self.rlimit <= MAX_RLIMIT:
-            raise ValueError(f"rlimit must be in 1..{MAX_RLIMIT}")
+        validate_rlimit(self.rlimit)
         if self.bound is not None and not 1 <= self.bound <= 4 * MAX_MODEL_DEPTH + 1:
             raise ValueError(f"bound must be in 1..{4 * MAX_MODEL_DEPTH + 1}")
 

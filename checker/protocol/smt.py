@@ -58,12 +58,7 @@ from checker.protocol.model import (
     Ring,
     Step,
 )
-
-# Z3 catches SIGINT during a check and answers `unknown` — indistinguishable from a spent
-# budget ("canceled"), which an earlier kernlink read as a verdict. Leave SIGINT to Python:
-# the interrupt is raised as KeyboardInterrupt when the query returns (its rlimit bounds
-# the wait), and the CLI exits 130 with no verdict.
-z3.set_param("ctrl_c", False)
+from solver import UNSAT, Verdict, minimise_core, verdict_of
 
 
 @dataclass(frozen=True, order=True)
@@ -776,40 +771,48 @@ class ProtocolModel:
         return {"model": self.solver, "static": self.static_solver, "cut": self.cut_solver}[solver]
 
     def check(self, facts: Iterable[str], extra: Iterable[z3.BoolRef] = (), *,
-              solver: str = "model") -> z3.CheckSatResult:
+              solver: str = "model") -> Verdict:
         chosen = self.pick(solver)
-        result = chosen.check(*[self.lits[k] for k in facts], *extra)
-        if result == z3.unknown:
-            raise_if_interrupted(chosen)
-        return result
+        return verdict_of(chosen.check(*[self.lits[k] for k in facts], *extra), chosen)
 
     def core(self, facts: Sequence[str], extra: Sequence[z3.BoolRef] = (), *,
              solver: str = "model") -> tuple[str, ...]:
-        """A minimal subset of ``facts`` that stays unsat with ``extra`` (deletion-based).
+        """A minimal subset of ``facts`` that stays unsat with ``extra`` (:func:`solver.minimise_core`).
 
         Starts from Z3's core; a literal whose removal gives ``unknown`` is kept.
         """
         chosen = self.pick(solver)
         by_lit = {self.lits[k].get_id(): k for k in facts}
 
-        def core_of(result: z3.CheckSatResult) -> set[str] | None:
-            if result != z3.unsat:
-                return None
-            return {by_lit[c.get_id()] for c in chosen.unsat_core() if c.get_id() in by_lit}
+        def core_of(verdict: Verdict) -> tuple[Verdict, set[str] | None]:
+            if not verdict.unsat:
+                return verdict, None
+            return UNSAT, {by_lit[c.get_id()] for c in chosen.unsat_core() if c.get_id() in by_lit}
 
-        found = core_of(self.check(facts, extra, solver=solver))
+        _, found = core_of(self.check(facts, extra, solver=solver))
         if found is None:
             return tuple(facts)
-        kept = [k for k in facts if k in found]
-        i = 0
-        while i < len(kept):
-            trial = kept[:i] + kept[i + 1:]
-            smaller = core_of(self.check(trial, extra, solver=solver))
-            if smaller is None:
-                i += 1
-            else:
-                kept = [k for k in trial if k in smaller]
-        return tuple(kept)
+        kept, _ = minimise_core([k for k in facts if k in found],
+                                lambda trial: core_of(self.check(trial, extra, solver=solver)))
+        return kept
+
+    def last_model(self) -> z3.ModelRef:
+        """The model of the last satisfiable check of the whole model."""
+        return self.solver.model()
+
+    def set_rlimit(self, rlimit: int) -> None:
+        """The budget of each later check of the whole model."""
+        self.solver.set("rlimit", rlimit)
+
+    def steps_run(self) -> z3.ArithRef:
+        """The number of steps executed before the cut (a counterexample's length)."""
+        return z3.Sum(list(self.pc.values())) if self.pc else z3.IntVal(0, self.ctx)
+
+    def at_most(self, total: z3.ArithRef, bound: int) -> z3.BoolRef:
+        """A literal that, assumed, keeps ``total`` at most ``bound``."""
+        lit = z3.Bool(f"at-most:{bound}", self.ctx)
+        self.solver.add(z3.Implies(lit, total <= bound))
+        return lit
 
     def order(self, model: z3.ModelRef) -> list[Event]:
         """The executed events of ``model`` in schedule order."""
@@ -826,18 +829,6 @@ class ProtocolModel:
         if isinstance(flag, bool):
             return flag
         return bool(z3.is_true(model.eval(flag, model_completion=True)))
-
-
-def raise_if_interrupted(solver: z3.Solver) -> None:
-    """Turn an ``unknown`` that Z3 reports for Ctrl-C back into :class:`KeyboardInterrupt`.
-
-    Z3 handles SIGINT itself during a check and answers ``unknown`` ("interrupted from
-    keyboard"; a spent ``rlimit`` reads "canceled"); read as a spent budget it would carry
-    on to a verdict. An interrupt ends the run instead.
-    """
-    reason = solver.reason_unknown().lower()
-    if "interrupt" in reason:
-        raise KeyboardInterrupt(reason)
 
 
 def ring_slice(protocol: Protocol, ring: str) -> tuple[Protocol, dict[str, str]]:
