@@ -206,8 +206,8 @@ def solve_warps(problem: Problem, budget: Budget) -> Layout | WarpConflict | War
     if not problem.allow_idle_warps and problem.block_warps is not None and total != limit:
         return WarpConflict("L-WARPS", everyone, True, total, limit, True, total)
     exact = problem.block_warps if problem.allow_idle_warps else total
-    layout_model = WarpModel(problem, roles, registers=False, limit=limit, exact=exact)
     if greedy_layout(problem, everyone) is None:
+        layout_model = WarpModel(problem, roles, registers=False, limit=limit, exact=exact)
         result = budget.check(layout_model.solver, *layout_model.lits, decisive=True)
         if result.unknown:
             return WarpsUndecided()

@@ -648,7 +648,7 @@ def _deadlock_finding(run: _Run, zmodel: Any) -> Finding:
     for seq in model.sequences:
         if not seq:
             continue
-        pc = zmodel.eval(model.pc[seq[0].rank], model_completion=True).as_long()
+        pc = model.pc_at(zmodel, seq[0].rank)
         if pc >= len(seq):
             finished.append(seq[0].role)
             continue
