@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,7 @@ from checker.protocol.model import (
     Role,
     Scope,
     Step,
+    remap_provenance,
 )
 from checker.protocol.report import undecided_diagnostic, verdict_diagnostics
 from checker.report import seam
@@ -365,20 +366,6 @@ def depth_choices(comp: Composition) -> list[dict[str, int]]:
 _CANON_FILE = "<canonical>"
 
 
-def _remap(obj: Any, swap: Callable[[Provenance], Provenance]) -> Any:
-    """``obj`` rebuilt with every :class:`Provenance` in it replaced by ``swap(p)``."""
-    if isinstance(obj, Provenance):
-        return swap(obj)
-    if isinstance(obj, tuple):
-        return tuple(_remap(x, swap) for x in obj)
-    if isinstance(obj, frozenset):
-        return frozenset(_remap(x, swap) for x in obj)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        values = {f.name: _remap(getattr(obj, f.name), swap) for f in dataclasses.fields(obj) if f.init}
-        return type(obj)(**values)
-    return obj
-
-
 def canonical(protocol: Protocol) -> tuple[Protocol, dict[Provenance, Provenance]]:
     """``protocol`` with its spans numbered in order of appearance, and the way back.
 
@@ -395,7 +382,7 @@ def canonical(protocol: Protocol) -> tuple[Protocol, dict[Provenance, Provenance
             back[forth[p]] = p
         return forth[p]
 
-    return _remap(protocol, swap), back
+    return remap_provenance(protocol, swap), back
 
 
 @functools.lru_cache(maxsize=1024)
@@ -407,7 +394,7 @@ def verdict(protocol: Protocol, options: ModelOptions) -> ProtocolVerdict:
     """The protocol's verdict, cached on its meaning (not its spans)."""
     canon, back = canonical(protocol)
     found = _canonical_verdict(canon, options.bound, options.rlimit)
-    return _remap(found, lambda p: back.get(p, p))  # type: ignore[no-any-return]
+    return remap_provenance(found, lambda p: back.get(p, p))  # type: ignore[no-any-return]
 
 
 def clear_protocol_cache() -> None:

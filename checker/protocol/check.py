@@ -17,13 +17,14 @@ says so and never reports it as a pass.
 from __future__ import annotations
 
 import enum
+import functools
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from checker.protocol.events import SYNC_ARRIVE, Event
-from checker.protocol.model import BarrierKind, Op, Protocol, Provenance, Ring, Step
+from checker.protocol.model import BarrierKind, Op, Protocol, Provenance, Ring, Step, remap_provenance
 from checker.protocol.smt import (
     FIRST_PARITY_RULE,
     Fact,
@@ -34,9 +35,11 @@ from checker.protocol.smt import (
     Rule,
     StaticCheck,
     StaticKind,
+    declared_facts,
     fact_text,
     ring_slice,
 )
+from diagnostics.span import Span
 from solver import DEFAULT_RLIMIT as DEFAULT_RLIMIT
 from solver import MAX_RLIMIT as MAX_RLIMIT
 from solver import UNKNOWN_CODE as UNKNOWN_CODE
@@ -466,16 +469,42 @@ def _check_races(run: _Run) -> None:
                 _race_on_model(run, qk)
             continue
         sliced, keys = ring_slice(protocol, ring.name)
-        part = ProtocolModel(sliced, bound=run.bound, rlimit=run.rlimit)
+        if run.explain:  # a proof names its core: the slice's model is needed
+            part = ProtocolModel(sliced, bound=run.bound, rlimit=run.rlimit)
+            for qk in queries:
+                facts = part.dynamic_facts()
+                lit = part.queries[qk]
+                if run.check(part, facts, [lit]).unsat:
+                    _prove_race(run, qk, tuple(keys.get(k, k) for k in run.core(part, facts, [lit])))
+                else:
+                    _race_on_model(run, qk)
+            continue
+        safe = _slice_safe(remap_provenance(sliced, lambda _: _NOWHERE), run.bound, run.rlimit)
+        run.checks += len(queries)
+        facts = [keys.get(k, k) for k, _ in declared_facts(sliced)]
         for qk in queries:
-            facts = part.dynamic_facts()
-            lit = part.queries[qk]
-            if run.check(part, facts, [lit]).unsat:
-                core = run.core(part, facts, [lit]) if run.explain else tuple(facts)
-                mapped = tuple(keys.get(k, k) for k in core)
-                _prove_race(run, qk, mapped)
+            if qk.query in safe:
+                _prove_race(run, qk, facts)
             else:
                 _race_on_model(run, qk)
+
+
+_NOWHERE = Provenance(Span("<slice>", 1, 1, 1, 1), "-")
+
+
+@functools.lru_cache(maxsize=1024)
+def _slice_safe(sliced: Protocol, bound: int, rlimit: int) -> frozenset[Query]:
+    """The race queries a ring's slice proves impossible (unsat), cached on the slice's meaning.
+
+    ``sliced`` carries no spans (every provenance is one placeholder): the model reads
+    names, counts and steps only, so mutants that leave a ring's steps alone share its
+    slice's verdict. An undecided or satisfiable query is not in the set (the whole model
+    decides it).
+    """
+    part = ProtocolModel(sliced, bound=bound, rlimit=rlimit)
+    facts = part.dynamic_facts()
+    return frozenset(qk.query for qk, lit in part.queries.items()
+                     if qk.query in (Query.OVERWRITE, Query.EARLY_READ) and part.check(facts, [lit]).unsat)
 
 
 def _race_on_model(run: _Run, qk: QueryKey) -> None:

@@ -296,19 +296,8 @@ class ProtocolModel:
     # -- facts and step variables ----------------------------------------------------
 
     def _declare_facts(self) -> None:
-        for role in self.protocol.roles:
-            self._fact(role_key(role.name), role.provenance)
-        for ring in self.protocol.rings:
-            self._fact(f"ring:{ring.name}", ring.provenance)
-            for kind in BarrierKind:
-                self._fact(decl_key(ring.name, kind), ring.barrier(kind).provenance)
-        for ctr in self.protocol.counters:
-            self._fact(f"counter:{ctr.name}", ctr.provenance)
-        for bar in self.protocol.named_barriers:
-            self._fact(f"bar:{bar.name}", bar.provenance)
-        for _, steps in self.protocol.programs:
-            for k, step in enumerate(steps):
-                self._fact(step_key(step, k), step.provenance)
+        for key, fact in declared_facts(self.protocol):
+            self._fact(key, fact)
 
     def _encode_steps(self) -> None:
         """Each step's amounts as variables fixed by the step's own literal."""
@@ -853,6 +842,20 @@ class ProtocolModel:
         if isinstance(flag, bool):
             return flag
         return bool(z3.is_true(model.eval(self._z3(flag), model_completion=True)))
+
+
+def declared_facts(protocol: Protocol) -> list[tuple[str, Provenance]]:
+    """The facts of the declarations and steps, in model order: the facts a fresh model's
+    dynamic queries assume (:meth:`ProtocolModel.dynamic_facts`)."""
+    out = [(role_key(role.name), role.provenance) for role in protocol.roles]
+    for ring in protocol.rings:
+        out.append((f"ring:{ring.name}", ring.provenance))
+        out += [(decl_key(ring.name, kind), ring.barrier(kind).provenance) for kind in BarrierKind]
+    out += [(f"counter:{ctr.name}", ctr.provenance) for ctr in protocol.counters]
+    out += [(f"bar:{bar.name}", bar.provenance) for bar in protocol.named_barriers]
+    for _, steps in protocol.programs:
+        out += [(step_key(step, k), step.provenance) for k, step in enumerate(steps)]
+    return out
 
 
 def ring_slice(protocol: Protocol, ring: str) -> tuple[Protocol, dict[str, str]]:
