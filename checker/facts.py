@@ -11,6 +11,7 @@ booleans as 0/1, short-circuit ``and``/``or``, division by zero is an error).
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -209,12 +210,21 @@ class Verdict:
 def decide(expr: Expr, values: Mapping[str, A.FactValue], rlimit: int | None = None) -> Verdict:
     """Decide ``expr`` over the product of its facts' values (every name must be in ``values``).
 
-    ``rlimit`` bounds each solver query (default :data:`RLIMIT`).
+    ``rlimit`` bounds each solver query (default :data:`RLIMIT`). Cached on the meaning
+    of the question (expressions and values compare without their spans).
     """
+    domains = tuple((name, values[name].kind, values[name].values) for name in sorted(values))
+    return _decide(expr, domains, rlimit if rlimit is not None else RLIMIT)
+
+
+@functools.lru_cache(maxsize=4096)
+def _decide(expr: Expr, domains: tuple[tuple[str, Literal["exact", "range", "set"], tuple[int, ...]], ...],
+            rlimit: int) -> Verdict:
+    values = {name: A.FactValue(kind, vals) for name, kind, vals in domains}
     names = sorted(values)
     variables = {n: z3.Int(n) for n in names}
     encoded = Encoded(expr, variables)
-    solver = Solver(z3.main_ctx(), rlimit=rlimit if rlimit is not None else RLIMIT)
+    solver = Solver(z3.main_ctx(), rlimit=rlimit)
     for name in names:
         solver.add(domain(variables[name], values[name]))
     solver.add(encoded.fails)
