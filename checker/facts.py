@@ -11,6 +11,7 @@ booleans as 0/1, short-circuit ``and``/``or``, division by zero is an error).
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from contract_lang import ast as A
 from contract_lang.expr import BinOp, Expr, Int, Name, Not
 from diagnostics.span import Span
 from package.loader import StageEntry
+from solver import Solver
 
 ConsumerKind = Literal["uses", "assumes", "requires", "param"]
 
@@ -209,37 +211,45 @@ class Verdict:
 def decide(expr: Expr, values: Mapping[str, A.FactValue], rlimit: int | None = None) -> Verdict:
     """Decide ``expr`` over the product of its facts' values (every name must be in ``values``).
 
-    ``rlimit`` bounds each solver query (default :data:`RLIMIT`).
+    ``rlimit`` bounds each solver query (default :data:`RLIMIT`). Cached on the meaning
+    of the question (expressions and values compare without their spans).
     """
+    domains = tuple((name, values[name].kind, values[name].values) for name in sorted(values))
+    return _decide(expr, domains, rlimit if rlimit is not None else RLIMIT)
+
+
+@functools.lru_cache(maxsize=4096)
+def _decide(expr: Expr, domains: tuple[tuple[str, Literal["exact", "range", "set"], tuple[int, ...]], ...],
+            rlimit: int) -> Verdict:
+    values = {name: A.FactValue(kind, vals) for name, kind, vals in domains}
     names = sorted(values)
     variables = {n: z3.Int(n) for n in names}
     encoded = Encoded(expr, variables)
-    solver = z3.Solver()
-    solver.set("rlimit", rlimit if rlimit is not None else RLIMIT)
+    solver = Solver(z3.main_ctx(), rlimit=rlimit)
     for name in names:
         solver.add(domain(variables[name], values[name]))
     solver.add(encoded.fails)
-    result = solver.check()
-    if result == z3.unsat:
+    first = solver.check()
+    if first.unsat:
         return Verdict("holds")
-    if result != z3.sat:
-        return Verdict("unknown", reason=solver.reason_unknown())
+    if first.unknown:
+        return Verdict("unknown", reason=first.reason)
     witness = {n: solver.model().eval(variables[n], model_completion=True).as_long() for n in names}
     for name in names:  # shrink each name in turn to its smallest failing value
         lo, hi = value_bounds(values[name])[0], witness[name]
         while lo < hi:
             mid = (lo + hi) // 2
-            solver.push()
+            solver.z3.push()
             solver.add(variables[name] <= mid)
             outcome = solver.check()
-            if outcome == z3.sat:
+            if outcome.sat:
                 model = solver.model()
                 witness = {n: model.eval(variables[n], model_completion=True).as_long() for n in names}
                 hi = witness[name]
-            solver.pop()
-            if outcome == z3.unsat:
+            solver.z3.pop()
+            if outcome.unsat:
                 lo = mid + 1
-            elif outcome != z3.sat:
+            elif outcome.unknown:
                 break  # keep the counterexample found so far
         solver.add(variables[name] == witness[name])
     return Verdict("fails", tuple((n, witness[n]) for n in names))

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from checker import conformance
+from checker.clauses import l_handle, l_symbol
 from contract_lang import ast as A
 from contract_lang.parser import parse_file
 from contract_lang.printer import print_node
@@ -268,13 +269,14 @@ def findings(built: Built) -> list[Diagnostic]:
     """The contract disagreements of a built package, as warnings (the checker rejects them)."""
     out: list[Diagnostic] = []
     stage, captured = built.stage, built.captured
-    for finding in (*handles.symbol_problems(stage, captured, built.prototypes),
-                    *handles.handle_problems(stage, captured, built.prototypes)):
+    worded = [(f, l_symbol.describe(f)) for f in handles.symbol_problems(stage, captured, built.prototypes)]
+    worded += [(f, l_handle.describe(f)) for f in handles.handle_problems(stage, captured, built.prototypes)]
+    for finding, (message, help_text) in worded:
         out.append(Diagnostic(
-            finding.clause, finding.message, severity=Severity.WARNING,
+            finding.clause, message, severity=Severity.WARNING,
             labels=_label(finding.node, "in this contract item"),
             notes=("the package was written; `kernlink check` rejects this composition",),
-            helps=(finding.help,) if finding.help else (),
+            helps=(help_text,) if help_text else (),
             data=(("problem", finding.problem), ("symbol", finding.symbol))))
     for problem in layout.params_problems(stage, captured):
         out.append(Diagnostic(

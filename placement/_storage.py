@@ -38,6 +38,7 @@ from placement._model import (
 )
 from placement.lifetime import Timeline
 from placement.problem import Domain, Problem, round_up
+from solver import SAT, UNSAT, Verdict, minimise_core
 
 MAX_CORE_PAIRS = 20_000
 """Above this many co-live pairs a domain that a capacity cut proves infeasible gets the cut's
@@ -157,13 +158,13 @@ class PackModel:
     def depths(self, model: z3.ModelRef) -> dict[str, int]:
         return {n: model.eval(d, model_completion=True).as_long() for n, d in self.depth.items()}
 
-    def probe(self, budget: Budget, *extra: z3.BoolRef) -> tuple[z3.CheckSatResult, z3.ModelRef | None]:
+    def probe(self, budget: Budget, *extra: z3.BoolRef) -> tuple[Verdict, z3.ModelRef | None]:
         """Check under extra constraints (behind a fresh guard literal); the model when sat."""
         guard = z3.Bool(f"probe{len(self.guards)}", self.ctx)
         self.guards.append(guard)
         self.solver.add(z3.Implies(guard, z3.And(*extra)))
         result = budget.check(self.solver, guard)
-        model = self.solver.model() if result == z3.sat else None
+        model = self.solver.model() if result.sat else None
         return result, model
 
     def value(self, model: z3.ModelRef, expr: z3.ArithRef) -> int:
@@ -247,11 +248,11 @@ def solve_domain(problem: Problem, domain: Domain, items: tuple[Item, ...], budg
                              budget)
         tracked = PackModel(items, st, lo, hi, sizes=sizes, depth_ranges={}, tracked=True)
         result = budget.check(tracked.solver, *tracked.lits, decisive=cut is None)
-        if result == z3.unsat:
+        if result.unsat:
             core = sorted(int(str(lit)[1:]) for lit in tracked.solver.unsat_core())
             return _conflict(domain, items, timeline, core, tracked, low_depths, sizes, lo, hi,
                              budget)
-        if result == z3.unknown:
+        if result.unknown:
             if cut is None:
                 return Undecided(domain)
             return _conflict(domain, items, timeline, cut, None, low_depths, sizes, lo, hi,
@@ -322,14 +323,14 @@ class _DepthSearch:
         if self.full is not None:
             self.full.solver.add(term(self.full.depth))
 
-    def probe(self, budget: Budget, term: DepthTerm) -> tuple[z3.CheckSatResult, Found | None]:
+    def probe(self, budget: Budget, term: DepthTerm) -> tuple[Verdict, Found | None]:
         guard = z3.Bool(f"probe{self.guards}", self.ctx)
         self.guards += 1
         self.solver.add(z3.Implies(guard, term(self.depth)))
         result = budget.check(self.solver, guard)
-        if result == z3.unsat:
+        if result.unsat:
             return result, None
-        if result == z3.sat:
+        if result.sat:
             model = self.solver.model()
             depths = {n: model.eval(d, model_completion=True).as_long() for n, d in self.depth.items()}
             bases = best_seed(self.items, self.st, _sizes(self.items, depths), self.lo, self.hi)
@@ -368,10 +369,10 @@ def _deepen(items: Sequence[Item], st: Structure, lo: int, hi: int,
     def total(d: Mapping[str, z3.ArithRef]) -> z3.ArithRef:
         return z3.Sum([d[n] for n in names])
 
-    def at_least(v: int) -> tuple[z3.CheckSatResult, Found | None]:
+    def at_least(v: int) -> tuple[Verdict, Found | None]:
         return search.probe(budget, lambda d: total(d) >= v)
 
-    def at_most(v: int) -> tuple[z3.CheckSatResult, Found | None]:
+    def at_most(v: int) -> tuple[Verdict, Found | None]:
         return search.probe(budget, lambda d: z3.And([d[n] <= v for n in names]))
 
     # (the searches call these with what a satisfiable probe found, never None)
@@ -391,7 +392,7 @@ def _deepen(items: Sequence[Item], st: Structure, lo: int, hi: int,
         depths, witness = found
     search.add(lambda d: z3.And([d[n] <= narrow for n in names]))
     for n in names:
-        def deeper(v: int, n: str = n) -> tuple[z3.CheckSatResult, Found | None]:
+        def deeper(v: int, n: str = n) -> tuple[Verdict, Found | None]:
             return search.probe(budget, lambda d: d[n] >= v)
 
         def depth_of(f: Found | None, n: str = n) -> int:
@@ -493,22 +494,22 @@ def _conflict(domain: Domain, items: tuple[Item, ...], timeline: Timeline, core:
     """
     origin = list(core) if tracked is None else [it.index for it in items]
     position = {j: k for k, j in enumerate(origin)}
-    minimal = True
-    for i in list(core):
-        if i not in core:
-            continue
-        trial = [j for j in core if j != i]
+
+    def check(trial: Sequence[int]) -> tuple[Verdict, list[int] | None]:
+        nonlocal tracked
         if _fits(items, trial, timeline, sizes, lo, hi):
-            continue
+            return SAT, None
         if tracked is None:
             sub = tuple(dataclasses.replace(items[j], index=k) for k, j in enumerate(origin))
             tracked = PackModel(sub, structure(sub, timeline), lo, hi,
                                 sizes=[sizes[j] for j in origin], depth_ranges={}, tracked=True)
         result = budget.check(tracked.solver, *[tracked.lits[position[j]] for j in trial])
-        if result == z3.unsat:
-            core = sorted(origin[int(str(lit)[1:])] for lit in tracked.solver.unsat_core())
-        elif result == z3.unknown:
-            minimal = False
+        if result.unsat:
+            return UNSAT, sorted(origin[int(str(lit)[1:])] for lit in tracked.solver.unsat_core())
+        return result, None
+
+    shrunk, minimal = minimise_core(core, check)
+    core = list(shrunk)
     members = tuple(items[i] for i in core)
     needs, exact = _needs(members, timeline, [sizes[i] for i in core], lo, budget)
     return Conflict(domain, members, depths, needs, exact, minimal)

@@ -33,6 +33,7 @@ import z3
 
 from placement._budget import Budget, search_max, search_min
 from placement.problem import Problem, Role, round_up
+from solver import UNSAT, Verdict, minimise_core
 
 
 @dataclass(frozen=True)
@@ -136,12 +137,12 @@ class WarpModel:
     def value(self, model: z3.ModelRef, expr: z3.ArithRef) -> int:
         return int(model.eval(expr, model_completion=True).as_long())
 
-    def probe(self, budget: Budget, *extra: z3.BoolRef) -> tuple[z3.CheckSatResult, z3.ModelRef | None]:
+    def probe(self, budget: Budget, *extra: z3.BoolRef) -> tuple[Verdict, z3.ModelRef | None]:
         guard = z3.Bool(f"probe{len(self.guards)}", self.ctx)
         self.guards.append(guard)
         self.solver.add(z3.Implies(guard, z3.And(*extra)))
         result = budget.check(self.solver, guard)
-        model = self.solver.model() if result == z3.sat else None
+        model = self.solver.model() if result.sat else None
         return result, model
 
 
@@ -205,20 +206,20 @@ def solve_warps(problem: Problem, budget: Budget) -> Layout | WarpConflict | War
     if not problem.allow_idle_warps and problem.block_warps is not None and total != limit:
         return WarpConflict("L-WARPS", everyone, True, total, limit, True, total)
     exact = problem.block_warps if problem.allow_idle_warps else total
-    layout_model = WarpModel(problem, roles, registers=False, limit=limit, exact=exact)
     if greedy_layout(problem, everyone) is None:
+        layout_model = WarpModel(problem, roles, registers=False, limit=limit, exact=exact)
         result = budget.check(layout_model.solver, *layout_model.lits, decisive=True)
-        if result == z3.unknown:
+        if result.unknown:
             return WarpsUndecided()
-        if result == z3.unsat:
+        if result.unsat:
             core, minimal = _shrink(layout_model, budget)
             needs, ok = _warps_needed(problem, [roles[r] for r in core], budget)
             return WarpConflict("L-WARPS", core, minimal, needs, limit, ok, needs)
     model = WarpModel(problem, roles, registers=True, limit=limit, exact=exact)
     result = budget.check(model.solver, *model.lits, decisive=True)
-    if result == z3.unknown:
+    if result.unknown:
         return WarpsUndecided()
-    if result == z3.unsat:
+    if result.unsat:
         core, minimal = _shrink(model, budget)
         return _regs_conflict(problem, core, minimal, limit, exact, budget)
     current = model.solver.model()
@@ -280,18 +281,15 @@ def _optimise(problem: Problem, m: WarpModel, current: z3.ModelRef, budget: Budg
 def _shrink(m: WarpModel, budget: Budget) -> tuple[tuple[int, ...], bool]:
     """A minimal unsat core of role literals (deletion-based)."""
     index = {str(lit): r for r, lit in enumerate(m.lits)}
-    core = sorted(index[str(lit)] for lit in m.solver.unsat_core())
-    minimal = True
-    for r in list(core):
-        if r not in core:
-            continue
-        trial = [t for t in core if t != r]
+
+    def roles_of(core: list[z3.BoolRef]) -> list[int]:
+        return sorted(index[str(lit)] for lit in core)
+
+    def check(trial: Sequence[int]) -> tuple[Verdict, list[int] | None]:
         result = budget.check(m.solver, *[m.lits[t] for t in trial])
-        if result == z3.unsat:
-            core = sorted(index[str(lit)] for lit in m.solver.unsat_core())
-        elif result == z3.unknown:
-            minimal = False
-    return tuple(core), minimal
+        return (UNSAT, roles_of(m.solver.unsat_core())) if result.unsat else (result, None)
+
+    return minimise_core(roles_of(m.solver.unsat_core()), check)
 
 
 def _warps_needed(problem: Problem, roles: Sequence[Role], budget: Budget) -> tuple[int, bool]:
@@ -301,7 +299,7 @@ def _warps_needed(problem: Problem, roles: Sequence[Role], budget: Budget) -> tu
     m = WarpModel(problem, roles, registers=False, limit=limit, exact=None)
     m.solver.add(*m.lits)
     result = budget.check(m.solver)
-    if result != z3.sat:
+    if not result.sat:
         return sum(r.warps for r in roles), False
     value, ok, _ = search_min(lambda v: m.probe(budget, m.warps <= v),
                               lambda mod: m.value(mod, m.warps),
@@ -324,7 +322,7 @@ def _regs_conflict(problem: Problem, core: tuple[int, ...], minimal: bool, limit
         demand = z3.If(m.warps == w, m.demand_at[w], demand)
     short = demand - pool
     result = budget.check(m.solver)
-    if result != z3.sat:
+    if not result.sat:
         return WarpConflict("L-REGS", core, minimal, 0, 0, False, 0)
     first = m.solver.model()
     _, ok, found = search_min(lambda v: m.probe(budget, short <= v),

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import enum
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +26,8 @@ from typing import Any
 import z3
 
 from contract_lang.expr import BinOp, Expr, Int, Name, Not
+from solver import Answer as _SolverAnswer
+from solver import Solver
 from transfer_model.exprs import BoundsTable
 
 FAST_RLIMIT = 2_000_000
@@ -34,12 +35,6 @@ FAST_RLIMIT = 2_000_000
 
 DEFAULT_RLIMIT = 200_000_000
 """Resource limit of the last attempts (a few seconds of solver work)."""
-
-
-class Verdict(enum.Enum):
-    SAT = "sat"
-    UNSAT = "unsat"
-    UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
@@ -50,8 +45,14 @@ class Query:
     assertions: tuple[Expr, ...]
 
 
+Verdict = _SolverAnswer
+"""Sat, unsat or unknown: the answer of :class:`solver.Verdict`."""
+
+
 @dataclass(frozen=True)
 class Answer:
+    """The solver's :class:`solver.Verdict` of a query (its answer and reason) with the witness when sat."""
+
     verdict: Verdict
     model: tuple[tuple[str, int], ...] = ()
     reason: str = ""
@@ -185,22 +186,19 @@ def _attempt(query: Query, width: int | None, rlimit: int) -> Answer:
         with session():
             return _attempt(query, width, rlimit)
     encoder = _Encoder(query, width, ctx)
-    solver = z3.SolverFor("QF_BV" if width else "QF_LIA", ctx=ctx)
-    solver.set("rlimit", rlimit)
+    solver = Solver(ctx, rlimit=rlimit, logic="QF_BV" if width else "QF_LIA")
     solver.add(*encoder.bounds(query))
     for assertion in query.assertions:
         solver.add(encoder.boolean(assertion))
-    result = solver.check()
-    if result == z3.unsat:
-        return Answer(Verdict.UNSAT)
-    if result == z3.sat:
+    verdict = solver.check()
+    if verdict.sat:
         model = solver.model()
         values = tuple(
             (name, model.eval(encoder.vars[name], model_completion=True).as_long())
             for name, _ in query.variables
         )
         return Answer(Verdict.SAT, values)
-    return Answer(Verdict.UNKNOWN, reason=solver.reason_unknown())
+    return Answer(verdict.answer, reason=verdict.reason)
 
 
 def solve(query: Query, rlimit: int = DEFAULT_RLIMIT) -> Answer:

@@ -48,7 +48,8 @@ from checker.facts import decide, describe_value, sole_owner
 from checker.report import seam
 from contract_lang import ast as A
 from contract_lang.expr import EvalError, evaluate, names, to_text
-from diagnostics.model import Diagnostic, Label, Severity
+from diagnostics.model import Diagnostic, Label
+from solver import unknown_diagnostic
 
 
 class AssumeClause(Clause):
@@ -79,15 +80,13 @@ class AssumeClause(Clause):
         secondary = [(o.item.value.span, f"`{o.stage_name}` owns `{n} {describe_value(o.item.value)}`")
                      for n, o in sorted(owners.items())]
         if verdict.status == "unknown":
-            yield Diagnostic(
-                "E-SOLVER-UNKNOWN", f"cannot decide whether `{text}` holds for every value of its facts",
-                severity=Severity.ERROR,
-                labels=(Label(req.span, "undecided constraint"),
-                        *(Label(span, label, False) for span, label in secondary)),
+            yield unknown_diagnostic(
+                self.code, f"cannot decide whether `{text}` holds for every value of its facts",
+                (Label(req.span, "undecided constraint"), *(Label(span, label, False) for span, label in secondary)),
                 notes=(f"Z3 gave up: {verdict.reason or 'unknown'}", "the constraint was not checked: "
                        "this is not a pass"),
                 helps=("simplify the constraint (avoid products of facts), or narrow the owners' values",),
-                data=(("clause", self.code), ("constraint", text)))
+                data=(("constraint", text),))
             return
         witness = dict(verdict.witness)
         shown = ", ".join(f"`{n} = {v}`" for n, v in verdict.witness) or "every value"

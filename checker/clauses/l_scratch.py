@@ -60,9 +60,10 @@ from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 
+CODE = "L-SCRATCH"
 
 class ScratchClause(Clause):
-    code = "L-SCRATCH"
+    code = CODE
     name = "scratch-too-small"
     summary = "the route needs more scratch than the consumer lends"
     category = "tensors"
@@ -80,3 +81,9 @@ class ScratchClause(Clause):
                                f"stage `{imp.stage_name}` does not declare", (lend.span, "no such claim"),
                                helps=(f"did you mean `{guess}`?",) if guess else (
                                    f"declare `claim smem {lend.claim} bytes …` in `{imp.stage_name}`",))
+
+
+def shortfall(export: str, imp: str, role: str, needed: int, lent: int) -> tuple[str, str]:
+    """The one wording of a staging route short of scratch: message and help."""
+    return (f"staging `{export}` into `{imp}` needs {needed} bytes of shared memory but role `{role}` lends {lent}",
+            f"lend at least {needed} bytes of shared memory to `{role}` for this import")

@@ -17,13 +17,13 @@ are left out: the structural clauses report them.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from checker.composition import Composition, Owned, RoleInfo
 from checker.memo import Memo
-from checker.protocol.check import DEFAULT_RLIMIT, MAX_RLIMIT, ProtocolVerdict, check_protocol
+from checker.protocol.check import DEFAULT_RLIMIT, ProtocolVerdict, check_protocol
 from checker.protocol.model import (
     MBAR_MAX_COUNT,
     Barrier,
@@ -38,6 +38,7 @@ from checker.protocol.model import (
     Role,
     Scope,
     Step,
+    remap_provenance,
 )
 from checker.protocol.report import undecided_diagnostic, verdict_diagnostics
 from checker.report import seam
@@ -46,6 +47,7 @@ from contract_lang import ast as A
 from contract_lang.printer import count_text, ring_item_line
 from diagnostics.model import Diagnostic, Label, Severity
 from diagnostics.span import Span
+from solver import validate_rlimit
 
 MAX_CHECKED_DEPTH = 8
 """The deepest ring depth the model checks when a range is unbounded above."""
@@ -364,20 +366,6 @@ def depth_choices(comp: Composition) -> list[dict[str, int]]:
 _CANON_FILE = "<canonical>"
 
 
-def _remap(obj: Any, swap: Callable[[Provenance], Provenance]) -> Any:
-    """``obj`` rebuilt with every :class:`Provenance` in it replaced by ``swap(p)``."""
-    if isinstance(obj, Provenance):
-        return swap(obj)
-    if isinstance(obj, tuple):
-        return tuple(_remap(x, swap) for x in obj)
-    if isinstance(obj, frozenset):
-        return frozenset(_remap(x, swap) for x in obj)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        values = {f.name: _remap(getattr(obj, f.name), swap) for f in dataclasses.fields(obj) if f.init}
-        return type(obj)(**values)
-    return obj
-
-
 def canonical(protocol: Protocol) -> tuple[Protocol, dict[Provenance, Provenance]]:
     """``protocol`` with its spans numbered in order of appearance, and the way back.
 
@@ -394,7 +382,7 @@ def canonical(protocol: Protocol) -> tuple[Protocol, dict[Provenance, Provenance
             back[forth[p]] = p
         return forth[p]
 
-    return _remap(protocol, swap), back
+    return remap_provenance(protocol, swap), back
 
 
 def verdict(protocol: Protocol, options: ModelOptions, memo: Memo | None = None) -> ProtocolVerdict:
@@ -403,7 +391,7 @@ def verdict(protocol: Protocol, options: ModelOptions, memo: Memo | None = None)
     found = (memo or Memo()).verdicts.get(
         (canon, options.bound, options.rlimit),
         lambda: check_protocol(canon, bound=options.bound, rlimit=options.rlimit))
-    return _remap(found, lambda p: back.get(p, p))  # type: ignore[no-any-return]
+    return remap_provenance(found, lambda p: back.get(p, p))  # type: ignore[no-any-return]
 
 
 def _missing_inits(comp: Composition) -> list[Diagnostic]:
@@ -546,8 +534,7 @@ class ModelOptions:
     bound: int | None = None
 
     def __post_init__(self) -> None:
-        if not 0 < self.rlimit <= MAX_RLIMIT:
-            raise ValueError(f"rlimit must be in 1..{MAX_RLIMIT}")
+        validate_rlimit(self.rlimit)
         if self.bound is not None and not 1 <= self.bound <= 4 * MAX_MODEL_DEPTH + 1:
             raise ValueError(f"bound must be in 1..{4 * MAX_MODEL_DEPTH + 1}")
 

@@ -17,14 +17,14 @@ says so and never reports it as a pass.
 from __future__ import annotations
 
 import enum
+import functools
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-
-import z3
+from typing import Any
 
 from checker.protocol.events import SYNC_ARRIVE, Event
-from checker.protocol.model import BarrierKind, Op, Protocol, Provenance, Ring, Step
+from checker.protocol.model import BarrierKind, Op, Protocol, Provenance, Ring, Step, remap_provenance
 from checker.protocol.smt import (
     FIRST_PARITY_RULE,
     Fact,
@@ -35,18 +35,19 @@ from checker.protocol.smt import (
     Rule,
     StaticCheck,
     StaticKind,
+    declared_facts,
     fact_text,
     ring_slice,
 )
-
-DEFAULT_RLIMIT = 400_000_000
-"""Solver resource budget per check (Z3 ``rlimit``: deterministic across machines)."""
-MAX_RLIMIT = (1 << 32) - 1
+from diagnostics.span import Span
+from solver import DEFAULT_RLIMIT as DEFAULT_RLIMIT
+from solver import MAX_RLIMIT as MAX_RLIMIT
+from solver import UNKNOWN_CODE as UNKNOWN_CODE
+from solver import Verdict, validate_rlimit
 
 L_INIT = "L-INIT"
 L_DEADLOCK = "L-DEADLOCK"
 L_RACE = "L-RACE"
-UNKNOWN_CODE = "E-SOLVER-UNKNOWN"
 
 
 class Status(enum.Enum):
@@ -185,12 +186,12 @@ class _Run:
         self.checks = 0
 
     def check(self, model: ProtocolModel, facts: Sequence[str],
-              extra: Sequence[z3.BoolRef] = (), *, solver: str = "model") -> z3.CheckSatResult:
+              extra: Sequence[Any] = (), *, solver: str = "model") -> Verdict:
         self.checks += 1
         return model.check(facts, extra, solver=solver)
 
     def core(self, model: ProtocolModel, facts: Sequence[str],
-             extra: Sequence[z3.BoolRef] = (), *, solver: str = "model") -> tuple[str, ...]:
+             extra: Sequence[Any] = (), *, solver: str = "model") -> tuple[str, ...]:
         kept = model.core(facts, extra, solver=solver)
         self.checks += len(kept) + 1
         return kept
@@ -204,8 +205,7 @@ def check_protocol(protocol: Protocol, *, bound: int | None = None,
     ring twice, ``2 * max depth + 1``); ``rlimit`` the Z3 resource budget of each check;
     ``explain`` adds a minimal unsat core ("why safe") for every query proved unsat.
     """
-    if not 0 < rlimit <= MAX_RLIMIT:
-        raise ValueError(f"rlimit must be in 1..{MAX_RLIMIT}")
+    validate_rlimit(rlimit)
     start = time.perf_counter()
     run = _Run(protocol, bound or protocol.default_bound(), rlimit, explain)
     _check_init(run)
@@ -272,11 +272,11 @@ def _check_static(run: _Run) -> None:
         for check in checks:
             facts = [*check.fact_keys, check.rule_key]
             result = run.check(model, facts, solver="static")
-            if result == z3.unknown:
+            if result.unknown:
                 bar = run.protocol.ring(check.ring).barrier(check.barrier)
                 run.undecided.append(Undecided(check.kind.value, f"`{check.ring}.{check.barrier.value}`",
                                                (bar.provenance,)))
-            elif result == z3.unsat:
+            elif result.unsat:
                 failing.append((check, run.core(model, facts, solver="static")))
         if failing:
             run.findings.append(_static_finding(run, failing))
@@ -469,16 +469,42 @@ def _check_races(run: _Run) -> None:
                 _race_on_model(run, qk)
             continue
         sliced, keys = ring_slice(protocol, ring.name)
-        part = ProtocolModel(sliced, bound=run.bound, rlimit=run.rlimit)
+        if run.explain:  # a proof names its core: the slice's model is needed
+            part = ProtocolModel(sliced, bound=run.bound, rlimit=run.rlimit)
+            for qk in queries:
+                facts = part.dynamic_facts()
+                lit = part.queries[qk]
+                if run.check(part, facts, [lit]).unsat:
+                    _prove_race(run, qk, tuple(keys.get(k, k) for k in run.core(part, facts, [lit])))
+                else:
+                    _race_on_model(run, qk)
+            continue
+        safe = _slice_safe(remap_provenance(sliced, lambda _: _NOWHERE), run.bound, run.rlimit)
+        run.checks += len(queries)
+        facts = [keys.get(k, k) for k, _ in declared_facts(sliced)]
         for qk in queries:
-            facts = part.dynamic_facts()
-            lit = part.queries[qk]
-            if run.check(part, facts, [lit]) == z3.unsat:
-                core = run.core(part, facts, [lit]) if run.explain else tuple(facts)
-                mapped = tuple(keys.get(k, k) for k in core)
-                _prove_race(run, qk, mapped)
+            if qk.query in safe:
+                _prove_race(run, qk, facts)
             else:
                 _race_on_model(run, qk)
+
+
+_NOWHERE = Provenance(Span("<slice>", 1, 1, 1, 1), "-")
+
+
+@functools.lru_cache(maxsize=1024)
+def _slice_safe(sliced: Protocol, bound: int, rlimit: int) -> frozenset[Query]:
+    """The race queries a ring's slice proves impossible (unsat), cached on the slice's meaning.
+
+    ``sliced`` carries no spans (every provenance is one placeholder): the model reads
+    names, counts and steps only, so mutants that leave a ring's steps alone share its
+    slice's verdict. An undecided or satisfiable query is not in the set (the whole model
+    decides it).
+    """
+    part = ProtocolModel(sliced, bound=bound, rlimit=rlimit)
+    facts = part.dynamic_facts()
+    return frozenset(qk.query for qk, lit in part.queries.items()
+                     if qk.query in (Query.OVERWRITE, Query.EARLY_READ) and part.check(facts, [lit]).unsat)
 
 
 def _race_on_model(run: _Run, qk: QueryKey) -> None:
@@ -486,12 +512,12 @@ def _race_on_model(run: _Run, qk: QueryKey) -> None:
     facts = [*model.dynamic_facts()]
     lit = model.queries[qk]
     result = run.check(model, facts, [lit])
-    if result == z3.unknown:
+    if result.unknown:
         ring = run.protocol.ring(qk.ring or "")
         run.undecided.append(Undecided(L_RACE, f"{qk.query.value} on ring `{qk.ring}`", (ring.provenance,)))
-    elif result == z3.sat:
+    elif result.sat:
         run.races.add((qk.ring, qk.query.value))
-        run.findings.append(_race_finding(run, qk, model.solver.model()))
+        run.findings.append(_race_finding(run, qk, model.last_model()))
     else:
         core = run.core(model, facts, [lit]) if run.explain else tuple(facts)
         _prove_race(run, qk, core)
@@ -515,7 +541,7 @@ def _flatten(facts: Iterable[Fact]) -> tuple[Provenance | Rule, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _race_finding(run: _Run, qk: QueryKey, zmodel: z3.ModelRef) -> Finding:
+def _race_finding(run: _Run, qk: QueryKey, zmodel: Any) -> Finding:
     model = run.model
     ring = run.protocol.ring(qk.ring)
     zmodel = _shorten(run, [model.queries[qk]], zmodel)
@@ -586,10 +612,10 @@ def _check_deadlock(run: _Run) -> None:
         return
     lit = model.queries[qk]
     facts = model.dynamic_facts()
-    refuted = run.check(model, facts, [lit], solver="cut") == z3.unsat
+    refuted = run.check(model, facts, [lit], solver="cut").unsat
     if not refuted and _prove_no_overshoot(run):
         facts = model.dynamic_facts()
-        refuted = run.check(model, facts, [lit], solver="cut") == z3.unsat
+        refuted = run.check(model, facts, [lit], solver="cut").unsat
     if refuted:
         run.deadlock = False
         if run.explain:
@@ -597,12 +623,12 @@ def _check_deadlock(run: _Run) -> None:
             run.proofs.append(Proof(L_DEADLOCK, _flatten(model.facts[k] for k in core)))
         return
     result = run.check(model, facts, [lit])
-    if result == z3.unknown:
+    if result.unknown:
         run.undecided.append(Undecided(L_DEADLOCK, "whether the protocol can deadlock", _anchor(run.protocol)))
         return
-    run.deadlock = result == z3.sat
-    if result == z3.sat:
-        run.findings.append(_deadlock_finding(run, model.solver.model()))
+    run.deadlock = result.sat
+    if result.sat:
+        run.findings.append(_deadlock_finding(run, model.last_model()))
     elif run.explain:
         core = run.core(model, facts, [lit])
         run.proofs.append(Proof(L_DEADLOCK, _flatten(model.facts[k] for k in core)))
@@ -622,12 +648,12 @@ def _prove_no_overshoot(run: _Run) -> bool:
     """
     model = run.model
     added = False
-    model.solver.set("rlimit", max(1, run.rlimit // 8))
+    model.set_rlimit(max(1, run.rlimit // 8))
     try:
         for qk in [q for q in model.queries if q.query is Query.OVERSHOOT]:
             facts = model.dynamic_facts()
             lit = model.queries[qk]
-            if run.check(model, facts, [lit]) != z3.unsat:
+            if not run.check(model, facts, [lit]).unsat:
                 continue
             core = run.core(model, facts, [lit]) if run.explain else tuple(facts)
             basis = _flatten(model.facts[k] for k in core)
@@ -636,11 +662,11 @@ def _prove_no_overshoot(run: _Run) -> bool:
                                             basis), qk.ring)
             added = True
     finally:
-        model.solver.set("rlimit", run.rlimit)
+        model.set_rlimit(run.rlimit)
     return added
 
 
-def _deadlock_finding(run: _Run, zmodel: z3.ModelRef) -> Finding:
+def _deadlock_finding(run: _Run, zmodel: Any) -> Finding:
     model = run.model
     zmodel = _shorten(run, [model.queries[QueryKey(Query.DEADLOCK)]], zmodel)
     order = model.order(zmodel)
@@ -651,7 +677,7 @@ def _deadlock_finding(run: _Run, zmodel: z3.ModelRef) -> Finding:
     for seq in model.sequences:
         if not seq:
             continue
-        pc = zmodel.eval(model.pc[seq[0].rank], model_completion=True).as_long()
+        pc = model.pc_at(zmodel, seq[0].rank)
         if pc >= len(seq):
             finished.append(seq[0].role)
             continue
@@ -707,7 +733,7 @@ SHORTEN_ROUNDS = 6
 """Binary-search steps spent on shortening a counterexample (each on a smaller budget)."""
 
 
-def _shorten(run: _Run, extra: list[z3.BoolRef], zmodel: z3.ModelRef) -> z3.ModelRef:
+def _shorten(run: _Run, extra: list[Any], zmodel: Any) -> Any:
     """A counterexample with as few executed steps as a short binary search finds.
 
     Shortening only makes traces readable, so each of its checks gets an eighth of the
@@ -715,38 +741,35 @@ def _shorten(run: _Run, extra: list[z3.BoolRef], zmodel: z3.ModelRef) -> z3.Mode
     """
     model = run.model
     facts = model.dynamic_facts()
-    total = z3.Sum(list(model.pc.values())) if model.pc else z3.IntVal(0, model.ctx)
+    total = model.steps_run()
     best = zmodel
     low, high = 0, best.eval(total, model_completion=True).as_long()
-    model.solver.set("rlimit", max(1, run.rlimit // 8))
+    model.set_rlimit(max(1, run.rlimit // 8))
     try:
         best = _bisect(run, facts, extra, total, best, low, high)
     finally:
-        model.solver.set("rlimit", run.rlimit)
+        model.set_rlimit(run.rlimit)
     return best
 
 
-def _bisect(run: _Run, facts: list[str], extra: list[z3.BoolRef], total: z3.ArithRef,
-            best: z3.ModelRef, low: int, high: int) -> z3.ModelRef:
+def _bisect(run: _Run, facts: list[str], extra: list[Any], total: Any, best: Any, low: int, high: int) -> Any:
     model = run.model
     for _ in range(SHORTEN_ROUNDS):
         if low >= high:
             break
         middle = (low + high) // 2
-        bound = z3.Bool(f"at-most:{middle}", model.ctx)
-        model.solver.add(z3.Implies(bound, total <= middle))
-        result = run.check(model, facts, [*extra, bound])
-        if result == z3.sat:
-            best = model.solver.model()
+        result = run.check(model, facts, [*extra, model.at_most(total, middle)])
+        if result.sat:
+            best = model.last_model()
             high = best.eval(total, model_completion=True).as_long()
-        elif result == z3.unsat:
+        elif result.unsat:
             low = middle + 1
         else:
             break
     return best
 
 
-def _phases_at_end(model: ProtocolModel, zmodel: z3.ModelRef,
+def _phases_at_end(model: ProtocolModel, zmodel: Any,
                    order: list[Event]) -> dict[str, int]:
     phases: dict[str, int] = {}
     for e in order:
@@ -755,7 +778,7 @@ def _phases_at_end(model: ProtocolModel, zmodel: z3.ModelRef,
     return phases
 
 
-def _rows(run: _Run, zmodel: z3.ModelRef, order: list[Event]) -> tuple[TraceRow, ...]:
+def _rows(run: _Run, zmodel: Any, order: list[Event]) -> tuple[TraceRow, ...]:
     model = run.model
     phases: dict[str, int] = {}
     counters: dict[str, int] = {}

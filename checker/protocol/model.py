@@ -26,10 +26,12 @@ a wait with first parity ``p`` waits on parity ``p ^ ((j // depth) & 1)``.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from diagnostics.span import Span
 
@@ -549,3 +551,17 @@ def _step_text(op: Op, channel: str, barrier: BarrierKind | None, count: int, nb
     if prearm:
         words.append("prearm")
     return " ".join(words)
+
+
+def remap_provenance(obj: Any, swap: Callable[[Provenance], Provenance]) -> Any:
+    """``obj`` rebuilt with every :class:`Provenance` in it replaced by ``swap(p)``."""
+    if isinstance(obj, Provenance):
+        return swap(obj)
+    if isinstance(obj, tuple):
+        return tuple(remap_provenance(x, swap) for x in obj)
+    if isinstance(obj, frozenset):
+        return frozenset(remap_provenance(x, swap) for x in obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        values = {f.name: remap_provenance(getattr(obj, f.name), swap) for f in dataclasses.fields(obj) if f.init}
+        return type(obj)(**values)
+    return obj

@@ -21,6 +21,7 @@ from checker.protocol.check import (
 from checker.protocol.model import Protocol
 from checker.protocol.smt import PARITY_RULE, PHASE_RULE, fact_text
 from diagnostics.model import Diagnostic, Label, sort_diagnostics
+from solver import unknown_diagnostic
 
 __all__ = ["UNKNOWN_CODE", "check_protocol", "protocol_diagnostics", "verdict_diagnostics"]
 
@@ -50,13 +51,7 @@ def _question(query: Undecided) -> str:
 def undecided_diagnostic(code: str, message: str, labels: tuple[Label, ...], notes: tuple[str, ...] = (),
                          data: tuple[tuple[str, str], ...] = (), helps: tuple[str, ...] = ()) -> Diagnostic:
     """``E-SOLVER-UNKNOWN`` for an undecided question of clause ``code`` (never a pass)."""
-    return Diagnostic(
-        UNKNOWN_CODE, message, labels=labels,
-        notes=(f"the question belongs to `{code}`; an undecided query is not a pass: the composition "
-               "is not accepted", *notes),
-        helps=helps or ("raise the solver budget (`kernlink check --rlimit N`) or lower the iterations "
-                        "the model unrolls (`--bound K`)",),
-        data=(("clause", code), *data))
+    return unknown_diagnostic(code, message, labels, more_notes=notes, helps=helps, data=data)
 
 
 def protocol_diagnostics(protocol: Protocol, *, bound: int | None = None,

@@ -58,12 +58,9 @@ from checker.protocol.model import (
     Ring,
     Step,
 )
-
-# Z3 catches SIGINT during a check and answers `unknown` — indistinguishable from a spent
-# budget ("canceled"), which an earlier kernlink read as a verdict. Leave SIGINT to Python:
-# the interrupt is raised as KeyboardInterrupt when the query returns (its rlimit bounds
-# the wait), and the CLI exits 130 with no verdict.
-z3.set_param("ctrl_c", False)
+from solver import UNSAT, Verdict, context, minimise_core, verdict_of
+from solver import text as T
+from solver.text import Script, Term
 
 
 @dataclass(frozen=True, order=True)
@@ -167,7 +164,7 @@ def role_key(role: str) -> str:
     return f"role:{role}"
 
 
-Cond: TypeAlias = "z3.BoolRef | bool"
+Cond: TypeAlias = "Term | bool"
 
 
 class ProtocolModel:
@@ -178,26 +175,29 @@ class ProtocolModel:
         self.bound = bound
         self.sequences = unroll(protocol, bound)
         self.events = [e for seq in self.sequences for e in seq]
-        self.ctx = z3.Context()
+        self.ctx = context()
+        self.script = Script(self.ctx)
         self.solver = self._solver(rlimit)
         self.static_solver = self._solver(rlimit)
         self.cut_solver = self._solver(rlimit)
+        self._pending: dict[str, list[str]] = {"model": [], "static": [], "cut": []}
         self.facts: dict[str, Fact] = {}
         self.lits: dict[str, z3.BoolRef] = {}
+        self._lit_terms: dict[str, Term] = {}
         self.assertions = 0
         self.variables = 0
         self.static_checks: list[StaticCheck] = []
         self.queries: dict[QueryKey, z3.BoolRef] = {}
         self.time = {e.id: self._int(f"t{e.id}") for e in self.events}
         self.cut = self._int("T")
-        self.pc: dict[int, z3.ArithRef] = {}
-        self.done: dict[int, z3.BoolRef | bool] = {}
-        self._cut_pass: dict[int, z3.BoolRef] = {}
-        self._count: dict[str, z3.ArithRef] = {}
-        self._bytes: dict[str, z3.ArithRef] = {}
-        self._guards: dict[tuple[str, ...], z3.BoolRef] = {}
-        self.overshoots: dict[str, tuple[dict[int, z3.BoolRef], list[Event], int, z3.ArithRef,
-                                         z3.ArithRef, list[str]]] = {}
+        self.pc: dict[int, Term] = {}
+        self.done: dict[int, Term | bool] = {}
+        self._cut_pass: dict[int, Term] = {}
+        self._count: dict[str, Term] = {}
+        self._bytes: dict[str, Term] = {}
+        self._guards: dict[tuple[str, ...], str] = {}
+        self.overshoots: dict[str, tuple[dict[int, Term], list[Event], int, Term,
+                                         Term, list[str]]] = {}
         self._declare_facts()
         self._encode_steps()
         for ring in protocol.rings:
@@ -206,6 +206,7 @@ class ProtocolModel:
         self._encode_order()
         self._encode_objects()
         self._encode_queries()
+        self._flush()
 
     # -- building blocks -------------------------------------------------------------
 
@@ -215,24 +216,36 @@ class ProtocolModel:
         solver.set("smt.arith.solver", 2)
         return solver
 
-    def _int(self, name: str) -> z3.ArithRef:
+    def _flush(self) -> None:
+        """Parse the assertions written since the last flush into their solvers."""
+        for name, pending in self._pending.items():
+            if pending:
+                self.script.parse(self.pick(name), pending)
+                pending.clear()
+
+    def _int(self, name: str) -> Term:
         self.variables += 1
-        return z3.Int(name, self.ctx)
+        return self.script.int(name)
 
-    def _bool(self, name: str) -> z3.BoolRef:
+    def _bool(self, name: str) -> Term:
         self.variables += 1
-        return z3.Bool(name, self.ctx)
+        return self.script.bool(name)
 
-    def _val(self, value: int) -> z3.ArithRef:
-        return z3.IntVal(value, self.ctx)
+    def _val(self, value: int) -> Term:
+        return T.Val(value)
 
-    def _const(self, value: bool) -> z3.BoolRef:
-        return z3.BoolVal(value, self.ctx)
+    def _const(self, value: bool) -> Term:
+        return T.Val(value)
+
+    def _z3(self, term: Term) -> z3.ExprRef:
+        """The Z3 constant of a declared symbol's term (for assumptions and models)."""
+        return self.script.handle(term.text[1:-1])
 
     def _fact(self, key: str, fact: Fact) -> None:
         if key not in self.lits:
             self.facts[key] = fact
-            self.lits[key] = self._bool(key)
+            self._lit_terms[key] = self._bool(key)
+            self.lits[key] = self.script.handle(key)
 
     def _add(self, keys: str | Sequence[str], expr: Cond, *, dynamic: bool = True,
              static: bool = False, cut: bool = False) -> None:
@@ -244,34 +257,33 @@ class ProtocolModel:
         names = (keys,) if isinstance(keys, str) else tuple(dict.fromkeys(keys))
         guard = self._guards.get(names)
         if guard is None:
-            guard = self.lits[names[0]] if len(names) == 1 else z3.And(
-                *[self.lits[k] for k in names])
+            guard = self._lit_terms[names[0]].text if len(names) == 1 else T.And(
+                *[self._lit_terms[k] for k in names]).text
             self._guards[names] = guard
-        assertion = z3.Implies(guard, expr if not isinstance(expr, bool)
-                               else self._const(expr))
+        assertion = f"(=> {guard} {T.lit(expr)})"
         self.assertions += 1
         if dynamic:
-            self.solver.add(assertion)
+            self._pending["model"].append(assertion)
         if static:
-            self.static_solver.add(assertion)
+            self._pending["static"].append(assertion)
         if cut:
-            self.cut_solver.add(assertion)
+            self._pending["cut"].append(assertion)
 
-    def _sum(self, terms: Sequence[z3.ArithRef]) -> z3.ArithRef:
-        return z3.Sum(list(terms)) if terms else self._val(0)
+    def _sum(self, terms: Sequence[Term]) -> Term:
+        return T.Sum(list(terms)) if terms else self._val(0)
 
     def before(self, a: Event, b: Event) -> Cond:
         """Whether ``a`` precedes ``b`` in the schedule (a Python bool within one role)."""
         if a.rank == b.rank:
             return a.pos < b.pos
         ta, tb = self.time[a.id], self.time[b.id]
-        order: z3.BoolRef = ta <= tb if a.rank < b.rank else ta < tb
+        order: Term = ta <= tb if a.rank < b.rank else ta < tb
         return order
 
     def _before_fn(self, later: Event) -> Callable[[Event], Cond]:
         return lambda e: self.before(e, later)
 
-    def executed(self, e: Event) -> z3.BoolRef:
+    def executed(self, e: Event) -> Term:
         """Whether ``e`` ran before the cut."""
         return self.pc[e.rank] > e.pos
 
@@ -284,19 +296,8 @@ class ProtocolModel:
     # -- facts and step variables ----------------------------------------------------
 
     def _declare_facts(self) -> None:
-        for role in self.protocol.roles:
-            self._fact(role_key(role.name), role.provenance)
-        for ring in self.protocol.rings:
-            self._fact(f"ring:{ring.name}", ring.provenance)
-            for kind in BarrierKind:
-                self._fact(decl_key(ring.name, kind), ring.barrier(kind).provenance)
-        for ctr in self.protocol.counters:
-            self._fact(f"counter:{ctr.name}", ctr.provenance)
-        for bar in self.protocol.named_barriers:
-            self._fact(f"bar:{bar.name}", bar.provenance)
-        for _, steps in self.protocol.programs:
-            for k, step in enumerate(steps):
-                self._fact(step_key(step, k), step.provenance)
+        for key, fact in declared_facts(self.protocol):
+            self._fact(key, fact)
 
     def _encode_steps(self) -> None:
         """Each step's amounts as variables fixed by the step's own literal."""
@@ -325,7 +326,7 @@ class ProtocolModel:
         expects = [k for k, s in steps if s.op in (Op.ARRIVE, Op.EXPECT_TX) and s.nbytes]
         copies = [k for k, s in steps if s.op is Op.COPY]
 
-        def rule(suffix: str, fact: Rule, expr: z3.BoolRef, related: Iterable[str],
+        def rule(suffix: str, fact: Rule, expr: Term, related: Iterable[str],
                  check: StaticKind, wait: Step | None = None) -> None:
             key = f"rule:{suffix}:{name}"
             self._fact(key, fact)
@@ -351,7 +352,7 @@ class ProtocolModel:
             rule("declared-copy", DECL_RULE, declared == completed, copies,
                  StaticKind.TXBYTES)
         rule("range-tx", RANGE_RULE,
-             z3.And(expected <= MBAR_MAX_COUNT, completed <= MBAR_MAX_COUNT),
+             T.And(expected <= MBAR_MAX_COUNT, completed <= MBAR_MAX_COUNT),
              [*expects, *copies], StaticKind.TXBYTES)
         armed = self._int(f"prearmed:{name}")
         for k in prearm:
@@ -377,7 +378,7 @@ class ProtocolModel:
                 continue
             key = role_key(seq[0].role)
             self.pc[seq[0].rank] = pc = self._int(f"pc:{seq[0].role}")
-            self._add(key, z3.And(pc >= 0, pc <= len(seq)), cut=True)
+            self._add(key, T.And(pc >= 0, pc <= len(seq)), cut=True)
             for a, b in pairwise(seq):
                 self._add(key, self.time[a.id] < self.time[b.id])
             for e in seq:
@@ -437,17 +438,17 @@ class ProtocolModel:
                     and (b := self.before(o, e)) is not True]
             flag = self._bool(f"done{e.id}")
             self.done[e.id] = flag
-            self._add(basis, flag == (z3.And(*[_as_bool(b, self.ctx) for b in last])
+            self._add(basis, flag == (T.And(*[b for b in last])
                                       if last else self._const(True)))
         for w in waits:
             group = by_round[w.iteration]
             seen = [b for o in group if (b := self.before(o, w)) is not True]
-            passes = z3.And(*[_as_bool(b, self.ctx) for b in seen]) if seen \
+            passes = T.And(*[b for b in seen]) if seen \
                 else self._const(True)
             now = self._bool(f"met-cut:{name}:{w.iteration}")
-            self._add(basis, now == z3.And(*[self.executed(o) for o in group]), cut=True)
+            self._add(basis, now == T.And(*[self.executed(o) for o in group]), cut=True)
             self._cut_pass[w.id] = now
-            self._add([self._key(w), *basis], z3.Implies(self.executed(w), passes))
+            self._add([self._key(w), *basis], T.Implies(self.executed(w), passes))
 
     def _mbarrier_chain(self, name: str, movers: list[Event], waits: list[Event], n: int,
                         decl: str) -> None:
@@ -476,9 +477,9 @@ class ProtocolModel:
         self._add(basis, odd_cut == self._frontier(movers, parity, self.executed), cut=True)
         for w in waits:
             seen = self._frontier(movers, parity, self._before_fn(w))
-            self._cut_pass[w.id] = odd_cut if w.parity == 0 else z3.Not(odd_cut)
-            passes = seen if w.parity == 0 else z3.Not(seen)
-            self._add([self._key(w), *basis], z3.Implies(self.executed(w), passes))
+            self._cut_pass[w.id] = odd_cut if w.parity == 0 else T.Not(odd_cut)
+            passes = seen if w.parity == 0 else T.Not(seen)
+            self._add([self._key(w), *basis], T.Implies(self.executed(w), passes))
 
     def _counter_chain(self, adds: list[Event], waits: list[Event]) -> None:
         """A counter all of whose additions come from one role: prefix sums, frontiers."""
@@ -495,30 +496,30 @@ class ProtocolModel:
             now = self._bool(f"reached-cut:{w.id}")
             self._add(keys, now == self._frontier(adds, reached, self.executed), cut=True)
             self._cut_pass[w.id] = now
-            self._add(keys, z3.Implies(self.executed(w), passes))
+            self._add(keys, T.Implies(self.executed(w), passes))
 
     def _counter(self, adds: list[Event], waits: list[Event]) -> None:
         """A counter added to by several roles: sums over order atoms."""
         for w in waits:
             key = self._key(w)
             threshold = self._count[key] * ((w.threshold or 0) // w.step.count)
-            value = [z3.If(b, self._count[self._key(a)], self._val(0)) if b is not True
+            value = [T.If(b, self._count[self._key(a)], self._val(0)) if b is not True
                      else self._count[self._key(a)]
                      for a in adds if (b := self.before(a, w)) is not False]
-            now = [z3.If(self.executed(a), self._count[self._key(a)], self._val(0))
+            now = [T.If(self.executed(a), self._count[self._key(a)], self._val(0))
                    for a in adds]
             self._cut_pass[w.id] = self._sum(now) >= threshold
-            self._add(key, z3.Implies(self.executed(w), self._sum(value) >= threshold))
+            self._add(key, T.Implies(self.executed(w), self._sum(value) >= threshold))
 
-    def _completions_before(self, movers: Sequence[Event], e: Event) -> z3.ArithRef:
+    def _completions_before(self, movers: Sequence[Event], e: Event) -> Term:
         terms = []
         for o in movers:
             b = False if o is e else self.before(o, e)
             flag = self.done[o.id]
             assert not isinstance(flag, bool)
             if b is not False:
-                both = flag if b is True else z3.And(b, flag)
-                terms.append(z3.If(both, self._val(1), self._val(0)))
+                both = flag if b is True else T.And(b, flag)
+                terms.append(T.If(both, self._val(1), self._val(0)))
         return self._sum(terms)
 
     def _counting(self, name: str, movers: list[Event], waits: list[Event], n: int,
@@ -532,101 +533,101 @@ class ProtocolModel:
         flags = {e.id: self._bool(f"done{e.id}") for e in movers}
         self.done.update(flags)
         basis = [decl, *dict.fromkeys(self._key(e) for e in movers)]
-        over: dict[int, z3.BoolRef] = {}
+        over: dict[int, Term] = {}
         if any(e.step.nbytes for e in movers):
             self._completions_with_bytes(movers, flags, n, decl)
         else:
             over = self._completions_plain(movers, flags, n, decl)
-        cut = [z3.And(self.executed(o), flags[o.id]) for o in movers]
+        cut = [T.And(self.executed(o), flags[o.id]) for o in movers]
         gen_cut = self._int(f"gen-cut:{name}")
-        self._add(decl, gen_cut == self._sum([z3.If(t, self._val(1), self._val(0))
+        self._add(decl, gen_cut == self._sum([T.If(t, self._val(1), self._val(0))
                                               for t in cut]))
-        arrived = self._sum([z3.If(self.executed(o), self._count[self._key(o)], self._val(0))
+        arrived = self._sum([T.If(self.executed(o), self._count[self._key(o)], self._val(0))
                              for o in movers if o.op is not Op.EXPECT_TX and o.op is not Op.COPY])
-        self._add(basis, z3.And(gen_cut >= 0, n * gen_cut <= arrived), cut=True)
+        self._add(basis, T.And(gen_cut >= 0, n * gen_cut <= arrived), cut=True)
         if over:
             self.overshoots[name] = (over, movers, n, gen_cut, arrived, basis)
             self._query(QueryKey(Query.OVERSHOOT, name),
-                        z3.Or(*[z3.And(self.executed(e), over[e.id]) for e in movers]))
+                        T.Or(*[T.And(self.executed(e), over[e.id]) for e in movers]))
         odd_cut = gen_cut % 2 == 1
-        seen: dict[int, z3.ArithRef] = {}
+        seen: dict[int, Term] = {}
         for w in waits:
             if w.op is Op.WAIT:
-                odd = _xor([flags[o.id] if b is True else z3.And(b, flags[o.id])
-                            for o in movers if (b := self.before(o, w)) is not False], self.ctx)
-                self._cut_pass[w.id] = odd_cut if w.parity == 0 else z3.Not(odd_cut)
-                passes = odd if w.parity == 0 else z3.Not(odd)
-                self._add(self._key(w), z3.Implies(self.executed(w), passes))
+                odd = _xor([flags[o.id] if b is True else T.And(b, flags[o.id])
+                            for o in movers if (b := self.before(o, w)) is not False])
+                self._cut_pass[w.id] = odd_cut if w.parity == 0 else T.Not(odd_cut)
+                passes = odd if w.parity == 0 else T.Not(odd)
+                self._add(self._key(w), T.Implies(self.executed(w), passes))
                 continue
             arrival = self.sequences[w.rank][w.pos - 1]
             gen = self._int(f"gen-at:{arrival.id}")
             self._add(decl, gen == self._completions_before(movers, arrival))
             self._cut_pass[w.id] = gen_cut > gen
             passes = self._completions_before(movers, w) > gen
-            self._add(self._key(w), z3.Implies(self.executed(w), passes))
+            self._add(self._key(w), T.Implies(self.executed(w), passes))
             own = [o for o in movers if o.rank == arrival.rank and o.pos < arrival.pos]
             others = [o for o in movers if o.rank != arrival.rank]
             bound = self._sum([self._count[self._key(o)] for o in own]
-                              + [z3.If(self.executed(o), self._count[self._key(o)], self._val(0))
+                              + [T.If(self.executed(o), self._count[self._key(o)], self._val(0))
                                  for o in others])
             facts = [*basis, self._key(w)]
-            self._add(facts, z3.And(gen >= 0, z3.Implies(self.executed(arrival),
-                                                        z3.And(gen <= gen_cut, n * gen <= bound))),
+            self._add(facts, T.And(gen >= 0, T.Implies(self.executed(arrival),
+                                                        T.And(gen <= gen_cut, n * gen <= bound))),
                       dynamic=False, cut=True)
-            self._add(facts, z3.Implies(self.executed(w), gen + 1 <= gen_cut),
+            self._add(facts, T.Implies(self.executed(w), gen + 1 <= gen_cut),
                       dynamic=False, cut=True)
             previous = seen.get(arrival.rank)
             if previous is not None:
                 self._add([*facts, role_key(arrival.role)],
-                          z3.Implies(self.executed(arrival), gen >= previous + 1),
+                          T.Implies(self.executed(arrival), gen >= previous + 1),
                           dynamic=False, cut=True)
             seen[arrival.rank] = gen
 
-    def _completions_plain(self, movers: list[Event], flags: dict[int, z3.BoolRef], n: int,
-                           decl: str) -> dict[int, z3.BoolRef]:
+    def _completions_plain(self, movers: list[Event], flags: dict[int, Term], n: int,
+                           decl: str) -> dict[int, Term]:
         """Completions of a counting object without bytes, from arrival sums alone.
 
         Until some arrival jumps past the next multiple of ``n`` (over-arrival, after which
         nothing completes), ``e`` completes a phase iff its arrival total lands exactly on
         the next multiple: no completion flag depends on another one.
         """
-        over: dict[int, z3.BoolRef] = {}
-        lands: dict[int, z3.BoolRef] = {}
+        over: dict[int, Term] = {}
+        lands: dict[int, Term] = {}
         total_max = sum(self._count_value(e) for e in movers)
         levels = [n * j for j in range(1, total_max // n + 1)]
         for e in movers:
-            before = [z3.If(b, self._count[self._key(o)], self._val(0)) if b is not True
+            before = [T.If(b, self._count[self._key(o)], self._val(0)) if b is not True
                       else self._count[self._key(o)]
                       for o in movers if o is not e and (b := self.before(o, e)) is not False]
             prev = self._acc(decl, f"prev{e.id}", self._sum(before))
             total = prev + self._count[self._key(e)]
             over[e.id] = self._bool(f"over{e.id}")
-            crossed = [z3.And(prev < level, level < total) for level in levels]
-            self._add(decl, over[e.id] == (z3.Or(*crossed) if crossed else self._const(False)))
+            crossed = [T.And(prev < level, level < total) for level in levels]
+            self._add(decl, over[e.id] == (T.Or(*crossed) if crossed else self._const(False)))
             hit = [total == level for level in levels]
-            lands[e.id] = z3.And(z3.Or(*hit), z3.Not(over[e.id])) if hit else self._const(False)
+            lands[e.id] = T.And(T.Or(*hit), T.Not(over[e.id])) if hit else self._const(False)
         for e in movers:
-            stuck = [z3.And(b, over[o.id]) if b is not True else over[o.id]
+            stuck = [T.And(b, over[o.id]) if b is not True else over[o.id]
                      for o in movers if o is not e and (b := self.before(o, e)) is not False]
-            ok = z3.And(lands[e.id], z3.Not(z3.Or(*stuck))) if stuck else lands[e.id]
+            ok = T.And(lands[e.id], T.Not(T.Or(*stuck))) if stuck else lands[e.id]
             self._add(decl, flags[e.id] == ok)
         return over
 
-    def _completions_with_bytes(self, movers: list[Event], flags: dict[int, z3.BoolRef],
+    def _completions_with_bytes(self, movers: list[Event], flags: dict[int, Term],
                                 n: int, decl: str) -> None:
         """Completions of an mbarrier slot with bytes: each flag from the earlier ones."""
         for e in movers:
-            arrivals: list[z3.ArithRef] = []
-            expected: list[z3.ArithRef] = []
-            completed: list[z3.ArithRef] = []
+            arrivals: list[Term] = []
+            expected: list[Term] = []
+            completed: list[Term] = []
             for o in movers:
                 incl = True if o is e else self.before(o, e)
                 if incl is False:
                     continue
                 key = self._key(o)
 
-                def part(var: z3.ArithRef, incl: Cond = incl) -> z3.ArithRef:
-                    return var if incl is True else z3.If(incl, var, self._val(0))
+                def part(var: Term, incl: Cond = incl) -> Term:
+                    return var if incl is True else T.If(incl, var, self._val(0))
 
                 if o.op is Op.COPY:
                     completed.append(part(self._bytes[key]))
@@ -635,72 +636,74 @@ class ProtocolModel:
                     expected.append(part(self._bytes[key]))
                 if o.op is not Op.EXPECT_TX:
                     arrivals.append(part(self._count[key]))
-            completes = z3.And(self._sum(arrivals) == n * self._completions_before(movers, e) + n,
+            completes = T.And(self._sum(arrivals) == n * self._completions_before(movers, e) + n,
                                self._sum(expected) == self._sum(completed))
             self._add(decl, flags[e.id] == completes)
 
-    def _acc(self, key: str, name: str, value: z3.ArithRef) -> z3.ArithRef:
+    def _acc(self, key: str, name: str, value: Term) -> Term:
         """A fresh integer defined as ``value`` (under ``key``)."""
         var = self._int(name)
         self._add(key, var == value)
         return var
 
     def _frontier(self, chain: list[Event], values: Sequence[bool],
-                  at: Callable[[Event], Cond]) -> z3.BoolRef:
+                  at: Callable[[Event], Cond]) -> Term:
         """``values[f]`` for the last ``f`` with ``at(chain[f])`` (false when there is none).
 
         ``at`` must be monotone along the chain (true on a prefix of it).
         """
         marks = [at(e) for e in chain]
-        terms: list[z3.BoolRef] = []
+        terms: list[Term] = []
         for f, mark in enumerate(marks):
             nxt = marks[f + 1] if f + 1 < len(marks) else False
             if not values[f] or mark is False or nxt is True:
                 continue
-            seg = [m for m in (mark, True if nxt is False else z3.Not(nxt)) if m is not True]
-            terms.append(z3.And(*seg) if len(seg) > 1 else seg[0] if seg else self._const(True))
+            seg = [m for m in (mark, True if nxt is False else T.Not(nxt)) if m is not True]
+            terms.append(T.And(*seg) if len(seg) > 1 else seg[0] if seg else self._const(True))
         if not terms:
             return self._const(False)
-        return terms[0] if len(terms) == 1 else z3.Or(*terms)
+        return terms[0] if len(terms) == 1 else T.Or(*terms)
 
     # -- queries and lemmas ----------------------------------------------------------
 
-    def _query(self, qk: QueryKey, expr: z3.BoolRef) -> None:
-        self.queries[qk] = lit = self._bool(qk.key)
+    def _query(self, qk: QueryKey, expr: Term) -> None:
+        lit = self._bool(qk.key)
+        self.queries[qk] = self._z3(lit)
         self.assertions += 1
-        self.solver.add(z3.Implies(lit, expr))
+        assertion = T.Implies(lit, expr).text
+        self._pending["model"].append(assertion)
         if qk.query is Query.DEADLOCK:
-            self.cut_solver.add(z3.Implies(lit, expr))
+            self._pending["cut"].append(assertion)
 
     def _encode_queries(self) -> None:
-        finished: list[z3.BoolRef] = []
-        stuck: list[z3.BoolRef] = []
+        finished: list[Term] = []
+        stuck: list[Term] = []
         for seq in self.sequences:
             if not seq:
                 continue
             pc = self.pc[seq[0].rank]
             done = pc == len(seq)
-            blocked = [z3.And(pc == e.pos, z3.Not(self._cut_pass[e.id]))
+            blocked = [T.And(pc == e.pos, T.Not(self._cut_pass[e.id]))
                        for e in seq if e.is_wait]
             finished.append(done)
-            stuck.append(z3.Or(done, *blocked))
+            stuck.append(T.Or(done, *blocked))
         if finished:
             self._query(QueryKey(Query.DEADLOCK),
-                        z3.And(*stuck, z3.Or(*[z3.Not(f) for f in finished])))
+                        T.And(*stuck, T.Or(*[T.Not(f) for f in finished])))
         for ring in self.protocol.rings:
             overwrite = [self._misordered(prev, w) for w, _, prev in self.overwrite_pairs(ring)]
             early = [self._misordered(lw, r) for r, lw in self.read_pairs(ring)]
             if overwrite:
-                self._query(QueryKey(Query.OVERWRITE, ring.name), z3.Or(*overwrite))
+                self._query(QueryKey(Query.OVERWRITE, ring.name), T.Or(*overwrite))
             if early:
-                self._query(QueryKey(Query.EARLY_READ, ring.name), z3.Or(*early))
+                self._query(QueryKey(Query.EARLY_READ, ring.name), T.Or(*early))
 
-    def _misordered(self, first: Event | None, later: Event) -> z3.BoolRef:
+    def _misordered(self, first: Event | None, later: Event) -> Term:
         """``later`` ran but ``first`` did not run before it."""
         if first is None:
             return self.executed(later)
         order = self.before(first, later)
-        return z3.And(self.executed(later), z3.Not(_as_bool(order, self.ctx)))
+        return T.And(self.executed(later), T.Not(order))
 
     def ring_accesses(self, ring: Ring) -> tuple[list[Event], dict[tuple[str, int], Event],
                                                  list[Event]]:
@@ -747,11 +750,11 @@ class ProtocolModel:
         self._fact(key, fact)
         for later, first in pairs:
             if first is None:
-                self._add(key, z3.Not(self.executed(later)), cut=True)
+                self._add(key, T.Not(self.executed(later)), cut=True)
                 continue
-            order = _as_bool(self.before(first, later), self.ctx)
-            self._add(key, z3.Implies(self.executed(later), order))
-            self._add(key, z3.Implies(self.executed(later), self.executed(first)), cut=True)
+            order = self.before(first, later)
+            self._add(key, T.Implies(self.executed(later), order))
+            self._add(key, T.Implies(self.executed(later), self.executed(first)), cut=True)
 
     def add_overshoot_lemma(self, key: str, fact: Fact, name: str) -> None:
         """Assert, under ``key``, that no arrival on ``name`` jumps a phase (proved unsat).
@@ -761,7 +764,7 @@ class ProtocolModel:
         """
         over, movers, n, gen_cut, arrived, basis = self.overshoots[name]
         self._fact(key, fact)
-        self._add(key, z3.Not(z3.Or(*[z3.And(self.executed(e), over[e.id]) for e in movers])))
+        self._add(key, T.Not(T.Or(*[T.And(self.executed(e), over[e.id]) for e in movers])))
         self._add([key, *basis], arrived < n * gen_cut + n, dynamic=False, cut=True)
 
     # -- solving ---------------------------------------------------------------------
@@ -776,46 +779,59 @@ class ProtocolModel:
         return {"model": self.solver, "static": self.static_solver, "cut": self.cut_solver}[solver]
 
     def check(self, facts: Iterable[str], extra: Iterable[z3.BoolRef] = (), *,
-              solver: str = "model") -> z3.CheckSatResult:
+              solver: str = "model") -> Verdict:
+        self._flush()
         chosen = self.pick(solver)
-        result = chosen.check(*[self.lits[k] for k in facts], *extra)
-        if result == z3.unknown:
-            raise_if_interrupted(chosen)
-        return result
+        return verdict_of(chosen.check(*[self.lits[k] for k in facts], *extra), chosen)
 
     def core(self, facts: Sequence[str], extra: Sequence[z3.BoolRef] = (), *,
              solver: str = "model") -> tuple[str, ...]:
-        """A minimal subset of ``facts`` that stays unsat with ``extra`` (deletion-based).
+        """A minimal subset of ``facts`` that stays unsat with ``extra`` (:func:`solver.minimise_core`).
 
         Starts from Z3's core; a literal whose removal gives ``unknown`` is kept.
         """
         chosen = self.pick(solver)
         by_lit = {self.lits[k].get_id(): k for k in facts}
 
-        def core_of(result: z3.CheckSatResult) -> set[str] | None:
-            if result != z3.unsat:
-                return None
-            return {by_lit[c.get_id()] for c in chosen.unsat_core() if c.get_id() in by_lit}
+        def core_of(verdict: Verdict) -> tuple[Verdict, set[str] | None]:
+            if not verdict.unsat:
+                return verdict, None
+            return UNSAT, {by_lit[c.get_id()] for c in chosen.unsat_core() if c.get_id() in by_lit}
 
-        found = core_of(self.check(facts, extra, solver=solver))
+        _, found = core_of(self.check(facts, extra, solver=solver))
         if found is None:
             return tuple(facts)
-        kept = [k for k in facts if k in found]
-        i = 0
-        while i < len(kept):
-            trial = kept[:i] + kept[i + 1:]
-            smaller = core_of(self.check(trial, extra, solver=solver))
-            if smaller is None:
-                i += 1
-            else:
-                kept = [k for k in trial if k in smaller]
-        return tuple(kept)
+        kept, _ = minimise_core([k for k in facts if k in found],
+                                lambda trial: core_of(self.check(trial, extra, solver=solver)))
+        return kept
+
+    def last_model(self) -> z3.ModelRef:
+        """The model of the last satisfiable check of the whole model."""
+        return self.solver.model()
+
+    def set_rlimit(self, rlimit: int) -> None:
+        """The budget of each later check of the whole model."""
+        self.solver.set("rlimit", rlimit)
+
+    def steps_run(self) -> z3.ArithRef:
+        """The number of steps executed before the cut (a counterexample's length)."""
+        return z3.Sum([self._z3(pc) for pc in self.pc.values()]) if self.pc else z3.IntVal(0, self.ctx)
+
+    def at_most(self, total: z3.ArithRef, bound: int) -> z3.BoolRef:
+        """A literal that, assumed, keeps ``total`` at most ``bound``."""
+        lit = z3.Bool(f"at-most:{bound}", self.ctx)
+        self.solver.add(z3.Implies(lit, total <= bound))
+        return lit
+
+    def pc_at(self, model: z3.ModelRef, rank: int) -> int:
+        """How many steps of the role of ``rank`` ran before the cut in ``model``."""
+        return int(model.eval(self._z3(self.pc[rank]), model_completion=True).as_long())
 
     def order(self, model: z3.ModelRef) -> list[Event]:
         """The executed events of ``model`` in schedule order."""
-        pcs = {rank: model.eval(pc, model_completion=True).as_long()
+        pcs = {rank: model.eval(self._z3(pc), model_completion=True).as_long()
                for rank, pc in self.pc.items()}
-        times = {e.id: model.eval(self.time[e.id], model_completion=True).as_long()
+        times = {e.id: model.eval(self._z3(self.time[e.id]), model_completion=True).as_long()
                  for e in self.events}
         executed = [e for e in self.events if e.pos < pcs.get(e.rank, 0)]
         return sorted(executed, key=lambda e: (times[e.id], e.rank, e.pos))
@@ -825,19 +841,21 @@ class ProtocolModel:
         flag = self.done.get(e.id, False)
         if isinstance(flag, bool):
             return flag
-        return bool(z3.is_true(model.eval(flag, model_completion=True)))
+        return bool(z3.is_true(model.eval(self._z3(flag), model_completion=True)))
 
 
-def raise_if_interrupted(solver: z3.Solver) -> None:
-    """Turn an ``unknown`` that Z3 reports for Ctrl-C back into :class:`KeyboardInterrupt`.
-
-    Z3 handles SIGINT itself during a check and answers ``unknown`` ("interrupted from
-    keyboard"; a spent ``rlimit`` reads "canceled"); read as a spent budget it would carry
-    on to a verdict. An interrupt ends the run instead.
-    """
-    reason = solver.reason_unknown().lower()
-    if "interrupt" in reason:
-        raise KeyboardInterrupt(reason)
+def declared_facts(protocol: Protocol) -> list[tuple[str, Provenance]]:
+    """The facts of the declarations and steps, in model order: the facts a fresh model's
+    dynamic queries assume (:meth:`ProtocolModel.dynamic_facts`)."""
+    out = [(role_key(role.name), role.provenance) for role in protocol.roles]
+    for ring in protocol.rings:
+        out.append((f"ring:{ring.name}", ring.provenance))
+        out += [(decl_key(ring.name, kind), ring.barrier(kind).provenance) for kind in BarrierKind]
+    out += [(f"counter:{ctr.name}", ctr.provenance) for ctr in protocol.counters]
+    out += [(f"bar:{bar.name}", bar.provenance) for bar in protocol.named_barriers]
+    for _, steps in protocol.programs:
+        out += [(step_key(step, k), step.provenance) for k, step in enumerate(steps)]
+    return out
 
 
 def ring_slice(protocol: Protocol, ring: str) -> tuple[Protocol, dict[str, str]]:
@@ -858,14 +876,10 @@ def ring_slice(protocol: Protocol, ring: str) -> tuple[Protocol, dict[str, str]]
     return Protocol(protocol.roles, (protocol.ring(ring),), (), (), tuple(programs)), keys
 
 
-def _xor(terms: Sequence[z3.BoolRef], ctx: z3.Context) -> z3.BoolRef:
+def _xor(terms: Sequence[Term]) -> Term:
     if not terms:
-        return z3.BoolVal(False, ctx)
+        return T.FALSE
     acc = terms[0]
     for t in terms[1:]:
-        acc = z3.Xor(acc, t)
+        acc = T.Xor(acc, t)
     return acc
-
-
-def _as_bool(value: Cond, ctx: z3.Context) -> z3.BoolRef:
-    return z3.BoolVal(value, ctx) if isinstance(value, bool) else value

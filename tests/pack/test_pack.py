@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from checker.clauses.l_handle import describe
 from contract_lang.parser import parse_file
 from diagnostics import DiagnosticError, Severity
 from kernlink.cli import main
@@ -182,7 +183,8 @@ def test_a_handle_read_as_the_wrong_kind_is_an_l_handle_finding(tmp_path: Path) 
     found = handle_problems(result.stage, result.captured)
     assert [(f.problem, f.symbol, f.item) for f in found] == [
         ("wrong-kind", "kl_ring_loader_stage_bar_id", "stage")]
-    assert "named-barrier ID" in found[0].message and "shared-memory claim" in found[0].message
+    message, _ = describe(found[0])
+    assert "named-barrier ID" in message and "shared-memory claim" in message
 
 
 def test_a_handle_declared_with_another_signature_is_an_l_handle_finding(tmp_path: Path) -> None:

@@ -1,0 +1,73 @@
+"""Reproducible solver budgets: Z3 ``rlimit`` units, identical across runs and machines for one Z3 build.
+
+A check that spends its limit answers ``unknown``; budgets are never wall-clock time, so
+a check that runs out does so at the same point everywhere. ``kernlink check --rlimit N``
+sets the protocol model's budget per check; placement draws all of its checks from one
+:class:`Budget`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import z3
+
+from solver.verdict import Answer, Verdict, verdict_of
+
+DEFAULT_RLIMIT = 400_000_000
+"""The protocol model's budget per check (``--rlimit``)."""
+
+MAX_RLIMIT = (1 << 32) - 1
+"""The largest rlimit Z3 accepts."""
+
+
+def validate_rlimit(rlimit: int) -> int:
+    """``rlimit`` when Z3 can take it, else :class:`ValueError` (a usage error for the CLI)."""
+    if not 0 < rlimit <= MAX_RLIMIT:
+        raise ValueError(f"rlimit must be in 1..{MAX_RLIMIT}")
+    return rlimit
+
+
+_RLIMIT_COUNT = re.compile(r":rlimit-count\s+(\d+)")
+
+
+def rlimit_count(solver: z3.Solver) -> int:
+    """The rlimit units ``solver`` has spent so far (one call into Z3, not one per statistic)."""
+    stats = solver.statistics()
+    found = _RLIMIT_COUNT.search(z3.Z3_stats_to_string(stats.ctx.ref(), stats.stats))
+    return int(found.group(1)) if found else 0
+
+
+@dataclass
+class Budget:
+    """A total of rlimit units shared by many checks, each capped at ``per_check``."""
+
+    total: int
+    per_check: int
+    used: int = 0
+    checks: int = 0
+    unknowns: int = 0
+
+    @property
+    def left(self) -> int:
+        return max(0, self.total - self.used)
+
+    def check(self, solver: z3.Solver, *assumptions: z3.BoolRef, decisive: bool = False) -> Verdict:
+        """One check under what is left of the budget (``unknown`` once it is spent).
+
+        A check is capped at ``per_check`` units, except a ``decisive`` one (one whose
+        answer the caller cannot do without), which may spend all that is left.
+        """
+        limit = self.left if decisive else min(self.left, self.per_check)
+        if limit <= 0:
+            self.unknowns += 1
+            return Verdict(Answer.UNKNOWN, "budget spent")
+        solver.set("rlimit", limit)
+        before = rlimit_count(solver)
+        verdict = verdict_of(solver.check(*assumptions), solver)
+        self.used += max(0, rlimit_count(solver) - before)
+        self.checks += 1
+        if verdict.unknown:
+            self.unknowns += 1
+        return verdict
