@@ -14,8 +14,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
+    from checker.facts import Verdict as FactVerdict
     from checker.protocol.check import ProtocolVerdict
     from checker.protocol.model import Protocol
+    from checker.protocol.smt import Query
+    from contract_lang.expr import Expr
     from package.codefacts.facts import CodeFacts
 
 K = TypeVar("K", bound=Hashable)
@@ -52,6 +55,11 @@ class Memo:
 
     #: canonical protocol, bound, rlimit → its verdict (checker/protocol/adapter.py)
     verdicts: Table[tuple[Protocol, int | None, int], ProtocolVerdict] = field(default_factory=Table)
+    #: a ring's slice (without spans), bound, rlimit → the race queries it proves impossible
+    slices: Table[tuple[Protocol, int, int], frozenset[Query]] = field(default_factory=Table)
+    #: a fact constraint, its facts' domains, rlimit → whether it holds (L-ASSUME; checker/facts.py)
+    fact_verdicts: Table[tuple[Expr, tuple[tuple[str, str, tuple[int, ...]], ...], int], FactVerdict] = field(
+        default_factory=lambda: Table(4096))
     #: a package's PTX payload → the code facts derived from it (L-CONFORM)
     code_facts: Table[str, CodeFacts] = field(default_factory=lambda: Table(64))
 

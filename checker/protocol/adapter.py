@@ -390,7 +390,7 @@ def verdict(protocol: Protocol, options: ModelOptions, memo: Memo | None = None)
     canon, back = canonical(protocol)
     found = (memo or Memo()).verdicts.get(
         (canon, options.bound, options.rlimit),
-        lambda: check_protocol(canon, bound=options.bound, rlimit=options.rlimit))
+        lambda: check_protocol(canon, bound=options.bound, rlimit=options.rlimit, memo=memo))
     return remap_provenance(found, lambda p: back.get(p, p))  # type: ignore[no-any-return]
 
 
