@@ -138,7 +138,7 @@ def cmd_fmt(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from contract_lang.parser import did_you_mean
+    from diagnostics.suggestions import did_you_mean
     from kernlink.docs import explain_json, explain_text, known_codes
 
     code = args.code.upper()

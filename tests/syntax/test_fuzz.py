@@ -13,12 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contract_lang.ast import SourceFile
-from contract_lang.parser import MAX_EXPECTED, parse_text
+from contract_lang.parser import parse_text
 from contract_lang.printer import print_file
 from contract_lang.strategies import source_files
 from diagnostics.model import DiagnosticError
 from diagnostics.render_text import render_text
 from diagnostics.sources import SourceMap
+from diagnostics.syntax_errors import MAX_EXPECTED
 
 CI_EXAMPLES = 200
 SLOW_EXAMPLES = 100 * CI_EXAMPLES
