@@ -40,7 +40,10 @@ from checker.composition import Composition, StageEntry
 from checker.engine import by_code, run_clauses, selected
 from checker.resolve import resolve, select_stages
 from contract_lang import ast as A
-from contract_lang.compositions import MUTATION_KINDS, Bundle, Edit, Mutation, apply_edits, edits, random_mutation
+from contract_lang.compositions.bundle import Bundle
+from contract_lang.compositions.catalogue import MUTATION_KINDS, edits
+from contract_lang.compositions.draw import random_mutation
+from contract_lang.compositions.edit import Edit, Mutation, apply_edits
 from contract_lang.parser import parse_text
 from contract_lang.printer import print_node
 from diagnostics.model import Diagnostic, DiagnosticError, Severity

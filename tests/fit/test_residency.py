@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checker.hardware import TARGETS, TargetSpec
-from contract_lang.compositions import Bundle
+from contract_lang.compositions.bundle import Bundle
 from hardware import residency as R
 from kernlink.api import check
 from placement.adapter import placed_residency
@@ -140,7 +140,7 @@ def test_placed_compositions_never_claim_more_blocks_than_brute_force(name: str)
     from checker.composition import StageEntry
     from checker.engine import run_clauses
     from checker.resolve import resolve
-    from contract_lang.compositions import compositions
+    from contract_lang.compositions.generate import compositions
     from contract_lang.parser import parse_text
     from kernlink.downstream import verify_downstream
 

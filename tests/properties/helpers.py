@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import settings
 
 from checker.hardware import TargetSpec, target
-from contract_lang.compositions import Bundle
+from contract_lang.compositions.bundle import Bundle
 from kernlink.api import CheckResult, check_text
 
 CI_EXAMPLES = 10

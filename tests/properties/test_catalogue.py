@@ -9,7 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from contract_lang import ast as A
-from contract_lang.compositions import MUTATION_KINDS, Bundle, Mutation, edits, mutations
+from contract_lang.compositions.bundle import Bundle
+from contract_lang.compositions.catalogue import MUTATION_KINDS, edits
+from contract_lang.compositions.draw import mutations
+from contract_lang.compositions.edit import Mutation
 from contract_lang.parser import parse_text
 from kernlink.fuzz import load_subject
 from tests.properties.helpers import ci

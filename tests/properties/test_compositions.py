@@ -27,7 +27,10 @@ from checker.composition import StageEntry
 from checker.engine import run_clauses
 from checker.resolve import resolve
 from contract_lang import ast as A
-from contract_lang.compositions import Bundle, Mutation, compositions, mutated_compositions
+from contract_lang.compositions.bundle import Bundle
+from contract_lang.compositions.draw import mutated_compositions
+from contract_lang.compositions.edit import Mutation
+from contract_lang.compositions.generate import compositions
 from contract_lang.parser import parse_text
 from contract_lang.printer import print_file
 from contract_lang.strategies import source_files
