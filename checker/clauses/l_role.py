@@ -52,9 +52,9 @@ from checker.clause import Clause
 from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
-from contract_lang.parser import did_you_mean
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
+from diagnostics.suggestions import did_you_mean
 from package.loader import StageEntry
 
 

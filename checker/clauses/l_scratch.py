@@ -74,7 +74,7 @@ class ScratchClause(Clause):
             mine = {o.item.name for o in comp.items(A.SmemClaim) if o.stage is imp.stage}
             for lend in imp.item.lends:
                 if lend.kind == "smem" and lend.claim not in mine:
-                    from contract_lang.parser import did_you_mean
+                    from diagnostics.suggestions import did_you_mean
 
                     guess = did_you_mean(lend.claim or "", sorted(mine))
                     yield seam(self.code, f"import `{imp.item.name}` lends shared-memory claim `{lend.claim}`, which "
