@@ -82,7 +82,8 @@ class Edit:
 
     @property
     def slug(self) -> str:
-        return "".join(c if c.isalnum() else "_" for c in self.name).strip("_")
+        words = "".join(c if c.isalnum() else " " for c in self.name.replace("->", "to")).split()
+        return "_".join(words)
 
 
 def _uses(fact: str) -> str:
@@ -275,16 +276,20 @@ def build_case(root: Path, edit: Edit, inputs: Path) -> dict[str, Path]:
     return links
 
 
-def build(out: Path, shape: Shape) -> None:
+def build(out: Path, shape: Shape, *, cases: bool = True, grid: int | None = None) -> None:
+    """The inputs, moe4 linked plain and with the watchdog, and (``cases``) every upgrade's three links;
+    each link directory gets an ``args.json`` for `kernlink run` (``grid`` blocks; None: every SM)."""
     inputs = out / "inputs"
     write_inputs(inputs, shape)
     base = out / "moe4"
     shutil.copytree(EXAMPLE, base / "src", ignore=shutil.ignore_patterns("build"))
-    kernlink_link(pack_all(base / "src"), base / "plain", watchdog=None)
-    kernlink_link(base / "src" / "moe4.kp", base / "watchdog")
-    for edit in UPGRADES:
-        build_case(out / edit.slug, edit, inputs)
+    links = [kernlink_link(pack_all(base / "src"), base / "plain", watchdog=None),
+             kernlink_link(base / "src" / "moe4.kp", base / "watchdog")]
+    for edit in UPGRADES if cases else ():
+        links += build_case(out / edit.slug, edit, inputs).values()
         print(f"built {edit.slug}", flush=True)
+    for directory in links:
+        args_file(directory, inputs, grid)
 
 
 # ----------------------------------------------------------------- running them (GPU, PyTorch)
@@ -315,7 +320,7 @@ def reference(inputs: Path, capacity: int) -> list[float]:
     return [float(v) for v in out.flatten().cpu().tolist()]
 
 
-def run(directory: Path, inputs: Path, grid: int | None, capacity: int, timeout: int = 120) -> dict[str, object]:
+def run(directory: Path, inputs: Path, grid: int | None, capacity: int, timeout: int = 30) -> dict[str, object]:
     """`kernlink run` in a subprocess; the outcome against the reference at ``capacity``."""
     args = args_file(directory, inputs, grid)
     try:
@@ -352,9 +357,12 @@ def capacity_of(edit: Edit | None, new: bool) -> int:
 def run_all(out: Path, grid: int | None) -> list[dict[str, Any]]:
     inputs = out / "inputs"
     rows: list[dict[str, Any]] = []
-    for name in ("plain", "watchdog"):
-        rows.append({"case": f"moe4 ({name})", "outcome": run(out / "moe4" / name, inputs, grid, 128)})
+    for name, blocks in (("plain", grid), ("watchdog", grid), ("plain", None)):
+        label = f"moe4 ({name}, {f'{blocks} blocks' if blocks else 'every SM'})"
+        rows.append({"case": label, "outcome": run(out / "moe4" / name, inputs, blocks, 128)})
     for edit in UPGRADES:
+        if not (out / edit.slug).is_dir():
+            continue  # built with --no-cases
         cap = capacity_of(edit, True)
         rows.append({"case": edit.name, "owner": edit.owner,
                      "symbol_link": run(out / edit.slug / "symbol", inputs, grid, cap),
@@ -395,10 +403,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build", metavar="DIR", type=Path, help="pack and link every case into DIR (CPU)")
     parser.add_argument("--run", metavar="DIR", type=Path, help="run the cases built in DIR (GPU)")
     parser.add_argument("--tokens", type=int, default=256)
+    parser.add_argument("--no-cases", action="store_true", help="with --build: moe4 alone, no upgrade")
     parser.add_argument("--grid", type=int, default=8, help="blocks per launch (0: every SM)")
     args = parser.parse_args(argv)
     if args.build is not None:
-        build(args.build, Shape(tokens=args.tokens))
+        build(args.build, Shape(tokens=args.tokens), cases=not args.no_cases, grid=args.grid or None)
         return 0
     if args.run is None:
         return contracts_table(args.json)

@@ -92,6 +92,7 @@ static __device__ void dispatch(const CommParams* p, unsigned char* smem, unsign
             kl_moe_comm_tokens_ready_counter_add(e * (cap / tile) + r0 / tile, 1);
         }
     }
+    __threadfence();  // `slots` is read by other blocks in the combine phase
 }
 
 extern "C" __device__ void moe_comm_main(const CommParams* params, unsigned char* smem) {
