@@ -331,7 +331,8 @@ def run(directory: Path, inputs: Path, grid: int | None, capacity: int, timeout:
     text = (done.stdout + done.stderr).strip()
     if done.returncode != 0:
         hang = [line for line in text.splitlines() if "E-HANG" in line]
-        return {"outcome": "hang" if hang else "error", "detail": "; ".join(hang[:2]) if hang else text[-600:]}
+        return {"outcome": "hang" if hang else "error", "detail": "; ".join(hang[:3]) if hang else text[-600:],
+                "output": text[:4000]}
     size = (directory / "out.bin").stat().st_size // 4
     got = struct.unpack(f"<{size}f", (directory / "out.bin").read_bytes())
     want = reference(inputs, capacity)
