@@ -15,9 +15,7 @@
 
 #include "kl_moe_interp.h"
 
-// bar.sync on a named barrier from its handles. (Written here rather than through the header's
-// `kl_..._sync()` helpers: an inline function of an included header makes the LTO IR depend
-// on the include folder's path, which `kernlink link`'s rebuild check refuses as L-INTEGRITY.)
+// bar.sync on a named barrier from its handles (what the header's `kl_..._sync()` macros expand to).
 static __device__ __forceinline__ void bar_sync(unsigned id, unsigned threads) {
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }

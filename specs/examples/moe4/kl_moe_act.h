@@ -82,11 +82,12 @@ __device__ unsigned kl_moe_act_h_act_in_stride();  // ring h: slot stride of cla
 __device__ void moe_act_main(const ActParams* params, unsigned char* smem);  // act.kc:9: role act entry moe_act_main warps 4 regs 40 warpgroup
 }  // extern "C"
 
-// ---- typed helpers over the handles (shared-memory offsets from the dynamic base)
-__device__ __forceinline__ unsigned kl_moe_act_h_full_bar_at(unsigned slot) { return kl_moe_act_h_full_bar() + 8u * slot; }
-__device__ __forceinline__ unsigned kl_moe_act_h_empty_bar_at(unsigned slot) { return kl_moe_act_h_empty_bar() + 8u * slot; }
-__device__ __forceinline__ unsigned kl_moe_act_h_act_in_smem_at(unsigned slot) { return kl_moe_act_h_act_in_smem() + kl_moe_act_h_act_in_stride() * slot; }
-__device__ __forceinline__ void kl_moe_act_phase_sync() { asm volatile("bar.sync %0, %1;" :: "r"(kl_moe_act_phase_bar_id()), "r"(kl_moe_act_phase_threads()) : "memory"); }
-__device__ __forceinline__ void kl_moe_act_phase_arrive() { asm volatile("bar.arrive %0, %1;" :: "r"(kl_moe_act_phase_bar_id()), "r"(kl_moe_act_phase_threads()) : "memory"); }
+// ---- typed helpers over the handles (shared-memory offsets from the dynamic base); macros, so the
+// component's LTO IR does not depend on where this header lies (the linker rebuilds it elsewhere)
+#define kl_moe_act_h_full_bar_at(slot) (kl_moe_act_h_full_bar() + 8u * (slot))
+#define kl_moe_act_h_empty_bar_at(slot) (kl_moe_act_h_empty_bar() + 8u * (slot))
+#define kl_moe_act_h_act_in_smem_at(slot) (kl_moe_act_h_act_in_smem() + kl_moe_act_h_act_in_stride() * (slot))
+#define kl_moe_act_phase_sync() asm volatile("bar.sync %0, %1;" :: "r"(kl_moe_act_phase_bar_id()), "r"(kl_moe_act_phase_threads()) : "memory")
+#define kl_moe_act_phase_arrive() asm volatile("bar.arrive %0, %1;" :: "r"(kl_moe_act_phase_bar_id()), "r"(kl_moe_act_phase_threads()) : "memory")
 
 #endif  // KL_MOE_ACT_H

@@ -72,10 +72,11 @@ __device__ unsigned kl_moe_comm_fact_elem_bits();  // a fact's value; comm.kc:35
 __device__ void moe_comm_main(const CommParams* params, unsigned char* smem);  // comm.kc:9: role comm entry moe_comm_main warps 3
 }  // extern "C"
 
-// ---- typed helpers over the handles (shared-memory offsets from the dynamic base)
-__device__ __forceinline__ void kl_moe_comm_comm_sync_sync() { asm volatile("bar.sync %0, %1;" :: "r"(kl_moe_comm_comm_sync_bar_id()), "r"(kl_moe_comm_comm_sync_threads()) : "memory"); }
-__device__ __forceinline__ void kl_moe_comm_comm_sync_arrive() { asm volatile("bar.arrive %0, %1;" :: "r"(kl_moe_comm_comm_sync_bar_id()), "r"(kl_moe_comm_comm_sync_threads()) : "memory"); }
-__device__ __forceinline__ void kl_moe_comm_phase_sync() { asm volatile("bar.sync %0, %1;" :: "r"(kl_moe_comm_phase_bar_id()), "r"(kl_moe_comm_phase_threads()) : "memory"); }
-__device__ __forceinline__ void kl_moe_comm_phase_arrive() { asm volatile("bar.arrive %0, %1;" :: "r"(kl_moe_comm_phase_bar_id()), "r"(kl_moe_comm_phase_threads()) : "memory"); }
+// ---- typed helpers over the handles (shared-memory offsets from the dynamic base); macros, so the
+// component's LTO IR does not depend on where this header lies (the linker rebuilds it elsewhere)
+#define kl_moe_comm_comm_sync_sync() asm volatile("bar.sync %0, %1;" :: "r"(kl_moe_comm_comm_sync_bar_id()), "r"(kl_moe_comm_comm_sync_threads()) : "memory")
+#define kl_moe_comm_comm_sync_arrive() asm volatile("bar.arrive %0, %1;" :: "r"(kl_moe_comm_comm_sync_bar_id()), "r"(kl_moe_comm_comm_sync_threads()) : "memory")
+#define kl_moe_comm_phase_sync() asm volatile("bar.sync %0, %1;" :: "r"(kl_moe_comm_phase_bar_id()), "r"(kl_moe_comm_phase_threads()) : "memory")
+#define kl_moe_comm_phase_arrive() asm volatile("bar.arrive %0, %1;" :: "r"(kl_moe_comm_phase_bar_id()), "r"(kl_moe_comm_phase_threads()) : "memory")
 
 #endif  // KL_MOE_COMM_H

@@ -88,14 +88,15 @@ __device__ void moe_expert_main(const GemmParams* params, unsigned char* smem); 
 __device__ void moe_gemm_h_init(const GemmParams* params, unsigned char* smem);  // gemm.kc:31: ring h produce by expert {
 }  // extern "C"
 
-// ---- typed helpers over the handles (shared-memory offsets from the dynamic base)
-__device__ __forceinline__ unsigned kl_moe_gemm_h_full_bar_at(unsigned slot) { return kl_moe_gemm_h_full_bar() + 8u * slot; }
-__device__ __forceinline__ unsigned kl_moe_gemm_h_empty_bar_at(unsigned slot) { return kl_moe_gemm_h_empty_bar() + 8u * slot; }
-__device__ __forceinline__ unsigned kl_moe_gemm_h_act_in_smem_at(unsigned slot) { return kl_moe_gemm_h_act_in_smem() + kl_moe_gemm_h_act_in_stride() * slot; }
-__device__ __forceinline__ unsigned kl_moe_gemm_act_in_smem_at(unsigned slot) { return kl_moe_gemm_act_in_smem() + kl_moe_gemm_act_in_stride() * slot; }
-__device__ __forceinline__ void kl_moe_gemm_expert_sync_sync() { asm volatile("bar.sync %0, %1;" :: "r"(kl_moe_gemm_expert_sync_bar_id()), "r"(kl_moe_gemm_expert_sync_threads()) : "memory"); }
-__device__ __forceinline__ void kl_moe_gemm_expert_sync_arrive() { asm volatile("bar.arrive %0, %1;" :: "r"(kl_moe_gemm_expert_sync_bar_id()), "r"(kl_moe_gemm_expert_sync_threads()) : "memory"); }
-__device__ __forceinline__ void kl_moe_gemm_phase_sync() { asm volatile("bar.sync %0, %1;" :: "r"(kl_moe_gemm_phase_bar_id()), "r"(kl_moe_gemm_phase_threads()) : "memory"); }
-__device__ __forceinline__ void kl_moe_gemm_phase_arrive() { asm volatile("bar.arrive %0, %1;" :: "r"(kl_moe_gemm_phase_bar_id()), "r"(kl_moe_gemm_phase_threads()) : "memory"); }
+// ---- typed helpers over the handles (shared-memory offsets from the dynamic base); macros, so the
+// component's LTO IR does not depend on where this header lies (the linker rebuilds it elsewhere)
+#define kl_moe_gemm_h_full_bar_at(slot) (kl_moe_gemm_h_full_bar() + 8u * (slot))
+#define kl_moe_gemm_h_empty_bar_at(slot) (kl_moe_gemm_h_empty_bar() + 8u * (slot))
+#define kl_moe_gemm_h_act_in_smem_at(slot) (kl_moe_gemm_h_act_in_smem() + kl_moe_gemm_h_act_in_stride() * (slot))
+#define kl_moe_gemm_act_in_smem_at(slot) (kl_moe_gemm_act_in_smem() + kl_moe_gemm_act_in_stride() * (slot))
+#define kl_moe_gemm_expert_sync_sync() asm volatile("bar.sync %0, %1;" :: "r"(kl_moe_gemm_expert_sync_bar_id()), "r"(kl_moe_gemm_expert_sync_threads()) : "memory")
+#define kl_moe_gemm_expert_sync_arrive() asm volatile("bar.arrive %0, %1;" :: "r"(kl_moe_gemm_expert_sync_bar_id()), "r"(kl_moe_gemm_expert_sync_threads()) : "memory")
+#define kl_moe_gemm_phase_sync() asm volatile("bar.sync %0, %1;" :: "r"(kl_moe_gemm_phase_bar_id()), "r"(kl_moe_gemm_phase_threads()) : "memory")
+#define kl_moe_gemm_phase_arrive() asm volatile("bar.arrive %0, %1;" :: "r"(kl_moe_gemm_phase_bar_id()), "r"(kl_moe_gemm_phase_threads()) : "memory")
 
 #endif  // KL_MOE_GEMM_H

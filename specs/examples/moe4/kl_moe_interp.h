@@ -39,8 +39,9 @@ __device__ unsigned kl_moe_interp_fact_top_k();  // a fact's value; interp.kc:22
 __device__ void moe_sched_main(const InterpParams* params, unsigned char* smem);  // interp.kc:9: role sched entry moe_sched_main warps 1
 }  // extern "C"
 
-// ---- typed helpers over the handles (shared-memory offsets from the dynamic base)
-__device__ __forceinline__ void kl_moe_interp_phase_sync() { asm volatile("bar.sync %0, %1;" :: "r"(kl_moe_interp_phase_bar_id()), "r"(kl_moe_interp_phase_threads()) : "memory"); }
-__device__ __forceinline__ void kl_moe_interp_phase_arrive() { asm volatile("bar.arrive %0, %1;" :: "r"(kl_moe_interp_phase_bar_id()), "r"(kl_moe_interp_phase_threads()) : "memory"); }
+// ---- typed helpers over the handles (shared-memory offsets from the dynamic base); macros, so the
+// component's LTO IR does not depend on where this header lies (the linker rebuilds it elsewhere)
+#define kl_moe_interp_phase_sync() asm volatile("bar.sync %0, %1;" :: "r"(kl_moe_interp_phase_bar_id()), "r"(kl_moe_interp_phase_threads()) : "memory")
+#define kl_moe_interp_phase_arrive() asm volatile("bar.arrive %0, %1;" :: "r"(kl_moe_interp_phase_bar_id()), "r"(kl_moe_interp_phase_threads()) : "memory")
 
 #endif  // KL_MOE_INTERP_H
