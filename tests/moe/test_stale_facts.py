@@ -66,3 +66,44 @@ def test_the_upgrade_is_l_fact_where_a_consumer_assumes_the_old_value(tmp_path: 
 
 def test_four_of_the_five_upgrades_have_an_assumed_variant() -> None:
     assert sum(e.assumed is not None for e in STUDY.UPGRADES) == 4  # a ring depth is a handle, never assumed
+
+
+@pytest.fixture(scope="module")
+def old_link(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """moe4 packed and linked as it was (with the watchdog, as the study links it): its sources and its link."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("stale")
+    shutil.copytree(STUDY.EXAMPLE, root / "src", ignore=shutil.ignore_patterns("build"))
+    return root / "src", STUDY.kernlink_link(STUDY.pack_all(root / "src"), root / "old")
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("edit", STUDY.UPGRADES, ids=lambda e: e.name)
+def test_an_upgrade_relinks_with_the_new_value_and_a_symbol_link_keeps_the_consumers_old_view(
+        tmp_path: Path, old_link: tuple[Path, Path], edit: Any) -> None:
+    import json
+    import shutil
+
+    src, old = old_link
+    shutil.copytree(src, tmp_path / "src")
+    STUDY.apply(edit, tmp_path / "src")
+    pipeline = STUDY.pack_all(tmp_path / "src", only=edit.owner)  # only the owner is repacked
+    relinked = STUDY.kernlink_link(pipeline, tmp_path / "kernlink")
+    symbol = STUDY.symbol_link(old, pipeline, edit, tmp_path / "symbol")
+    for symbol_name, _before, after in edit.handles:
+        assert f"{symbol_name}() {{ return {after}u; }}" in (relinked / "generated.cu").read_text()
+        assert f"{symbol_name}() {{ return {after}u; }}" in (symbol / "generated.cu").read_text()
+    fact = edit.new.split("fact ")[1].split(":")[0] if "fact " in edit.new else None
+
+    def consumers(directory: Path) -> set[int]:
+        fields = json.loads((directory / "link.json").read_text())["params"]["fields"]
+        return {int(f["value"]) for f in fields if f["source"] == "fact" and f["fact"] == fact}
+
+    if fact is not None and edit.assumed is not None:  # a fact some consumer takes as a param
+        (_, before, after), = edit.handles
+        assert consumers(relinked) == {after} and consumers(symbol) == {before}
+    if edit.name.startswith("ring"):  # the consumer's own depth handle: new in the relink, old in the symbol link
+        assert "kl_moe_act_h_depth() { return 2u; }" in (relinked / "generated.cu").read_text()
+        assert "kl_moe_act_h_depth() { return 4u; }" in (symbol / "generated.cu").read_text()
+    assert (symbol / "kernel.cubin").read_bytes() != (relinked / "kernel.cubin").read_bytes()
