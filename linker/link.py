@@ -81,7 +81,15 @@ from linker.host_header import host_header
 from linker.linkmap import Attempt, InputRecord, LinkRecord
 from linker.manifest import StagePackage, read_stage_package
 from linker.outdir import Hook, write_set
-from linker.toolchain import compile_nvrtc, link, parse_ptxas_usage, stable_cwd, tool_warnings, toolkit_versions
+from linker.toolchain import (
+    compile_nvrtc,
+    link,
+    link_ptx,
+    parse_ptxas_usage,
+    stable_cwd,
+    tool_warnings,
+    toolkit_versions,
+)
 from linker.transfers import moved_roles, place_route_barriers
 from placement.adapter import Placed, residency_shortfall
 from placement.problem import Problem
@@ -139,6 +147,7 @@ class _Round:
     kernel: KernelInfo
     info_log: str
     attempt: Attempt
+    inputs: tuple[tuple[str, bytes], ...] = ()  # what nvJitLink linked (the packages' LTO IR and the glue's)
 
 
 def record_for(comp: Composition) -> LinkRecord:
@@ -189,7 +198,7 @@ def link_composition(comp: Composition, placed: Placed, *, emit_ptx: bool = Fals
         _check_residency(comp, placed, final)
         if emit_ptx or audit:
             ptx_start = time.perf_counter()
-            out.ptx = _link_ptx(comp, packages, final)
+            out.ptx = _link_ptx(comp, final)
             out.seconds["ptx"] = time.perf_counter() - ptx_start
         if audit:  # linker/audit.py: the constants in the linked code are the map's
             out.seconds["audit"] = _audit(record, final.cubin, out.ptx or "")
@@ -327,7 +336,7 @@ def _round(comp: Composition, placed: Placed, packages: Sequence[tuple[str, Stag
     attempt.spill_stores, attempt.spill_loads = _spills(result.info_log)
     if kernel.static_smem:
         raise DiagnosticError([_static_smem(comp, packages, inputs, arch, kernel.static_smem)])
-    return _Round(generated, result.cubin, kernel, result.info_log, attempt)
+    return _Round(generated, result.cubin, kernel, result.info_log, attempt, tuple(inputs))
 
 
 _SHARED_DECL = re.compile(r"^\s*\.shared\s+(?:\.align\s+\d+\s+)?\.[busf](\d+)\s+([\w$.]+)(?:\[(\d+)\])?\s*;", re.M)
@@ -406,12 +415,9 @@ def _spills(info_log: str) -> tuple[int, int]:
     return 0, 0
 
 
-def _link_ptx(comp: Composition, packages: Sequence[tuple[str, StagePackage]], final: _Round) -> str:
-    with stable_cwd():
-        glue = compile_nvrtc(final.generated.source, SOURCE_NAME, arch=_arch(comp))
-    inputs = [(name, pkg.lto_ir) for name, pkg in packages] + [(GENERATED_LTO, glue.ltoir)]
-    result = link(inputs, arch=_arch(comp), kernels=[KERNEL], emit_ptx=True)
-    return result.ptx or ""
+def _link_ptx(comp: Composition, final: _Round) -> str:
+    """The PTX of the final round's link: the same inputs (the glue is not compiled again), ``-ptx``."""
+    return link_ptx(final.inputs, arch=_arch(comp))
 
 
 # ----------------------------------------------------------------- registers

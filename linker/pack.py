@@ -4,7 +4,8 @@ Steps, for the contract's one stage (or the one ``--stage`` names):
 
 1. compile the source to LTO IR for the stage's ``target`` (NVRTC, or nvcc);
 2. compile it again to PTX (with ``-lineinfo``), with a params probe appended
-   (linker/layout.py), and read the defined and needed device symbols with their
+   (linker/layout.py) — NVRTC gives one kind of output per compile, so these are two
+   compiles, run in one child process (linker/symbols.py) — and read the defined and needed device symbols with their
    prototypes (linker/symbols.py) and the params layouts;
 2b. analyse that same PTX for conformance (checker/conformance): the facts go into
    the manifest (``conformance``), the PTX into the payload ``code.ptx``, and each
@@ -44,8 +45,8 @@ from diagnostics.files import atomic_write_bytes, read_source
 from linker import binding, handles, layout
 from linker.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, manifest_for
 from linker.package import pack_bytes
-from linker.symbols import Prototype, compile_ptx, read_ptx_symbols
-from linker.toolchain import compile_nvcc, compile_nvrtc, nvcc_version, nvrtc_version, stable_cwd
+from linker.symbols import Prototype, compile_lto_and_ptx, compile_ptx, read_ptx_symbols
+from linker.toolchain import compile_nvcc, nvcc_version, nvrtc_version, stable_cwd
 
 Compiler = Literal["nvrtc", "nvcc"]
 COMPILERS: tuple[Compiler, ...] = ("nvrtc", "nvcc")
@@ -187,23 +188,30 @@ def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvr
     defines = dict(flags.defines)
     extra = flags.extra(compiler)
     start = time.perf_counter()
+    blocks = layout.params_blocks(chosen)
+    probed = text + "\n" + layout.probe_source(blocks)
     try:
-        with stable_cwd():
+        with stable_cwd():  # NVRTC records the working directory in LTO IR, -lineinfo in `.file`
             if compiler == "nvcc":
                 result = compile_nvcc(text, name, arch=target, std=flags.std, include_dirs=include, defines=defines,
                                       extra_options=extra)
+                ptx_or_error: str | tuple[Diagnostic, ...] = ""
             else:
-                result = compile_nvrtc(text, name, arch=target, std=flags.std, include_dirs=include,
-                                       defines=defines, extra_options=extra)
+                result, ptx_or_error = compile_lto_and_ptx(
+                    text.encode(), probed.encode(), name, arch=target, std=flags.std, include_dirs=include,
+                    defines=defines, extra_options=extra, ptx_extra=("-lineinfo",))
     except DiagnosticError as err:
         raise _renamed(err, name, display) from None
     compiled = time.perf_counter()
-    blocks = layout.params_blocks(chosen)
     try:
-        with stable_cwd():  # -lineinfo records the working directory in `.file`
-            ptx = compile_ptx(text + "\n" + layout.probe_source(blocks), name, arch=target, compiler=compiler,
-                              include_dirs=include, defines=defines, std=flags.std,
-                              extra_options=("-lineinfo", *extra))
+        if compiler == "nvcc":
+            with stable_cwd():
+                ptx = compile_ptx(probed, name, arch=target, compiler=compiler, include_dirs=include,
+                                  defines=defines, std=flags.std, extra_options=("-lineinfo", *extra))
+        elif isinstance(ptx_or_error, str):
+            ptx = ptx_or_error
+        else:
+            raise DiagnosticError(list(ptx_or_error))
     except DiagnosticError as err:
         raise _probe_failed(err, chosen, display) from None
     ptx = binding.normalise_ptx(ptx)  # `.file 1 "/tmp/…/x.cu"` -> `"x.cu"`: no host path in the package
