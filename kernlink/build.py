@@ -5,7 +5,8 @@ every ``use … from "build/<stem>.kpkg"`` of the pipeline, the component's sour
 ``<stem>.cu`` and its contract ``<stem>.kc`` in the folder above ``build/`` (where
 ``kernlink pack`` puts a package by default). Its *build key* is a sha256 over what
 the package depends on: the source, the contract, every ``.h``/``.cuh``/``.hpp`` file
-beside the source (the includes a component can see without flags), the compiler, the
+beside the source (the includes a component can see without flags), every ``.c`` file
+beside it (host providers, which the package carries), the compiler, the
 toolkit versions and kernlink's version. The key is kept beside the package
 (``<stem>.kpkg.key``); a package whose key matches and that still reads back whole is
 reused, any other is packed again. A package with no source beside it (a binary-only
@@ -28,7 +29,7 @@ from kernlink import __version__
 if TYPE_CHECKING:
     from kernlink.api import LinkResult
 
-_HEADERS = ("*.h", "*.cuh", "*.hpp")
+_HEADERS = ("*.h", "*.cuh", "*.hpp", "*.c")
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,7 @@ from linker.host_header import host_header
 from linker.linkmap import Attempt, InputRecord, LinkRecord
 from linker.manifest import StagePackage, read_stage_package
 from linker.outdir import Hook, write_set
+from linker.providers import LinkedProvider, linked_providers
 from linker.toolchain import (
     compile_nvrtc,
     link,
@@ -118,6 +119,7 @@ class LinkOutput:
     cubin: bytes | None = None
     ptx: str | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    providers: list[LinkedProvider] = field(default_factory=list)  # host providers, in stage order
 
     @property
     def ok(self) -> bool:
@@ -202,6 +204,8 @@ def link_composition(comp: Composition, placed: Placed, *, emit_ptx: bool = Fals
             out.seconds["ptx"] = time.perf_counter() - ptx_start
         if audit:  # linker/audit.py: the constants in the linked code are the map's
             out.seconds["audit"] = _audit(record, final.cubin, out.ptx or "")
+        out.providers = linked_providers(comp, final.generated.params.regions)
+        record.providers = [p.as_json() for p in out.providers]
         record.status = "linked"
     except DiagnosticError as err:
         record.status = "failed"
@@ -238,6 +242,7 @@ def output_files(out: LinkOutput) -> tuple[list[tuple[str, bytes | None]], bytes
         (MAP, out.map_text.encode()),
         (HOST_HEADER, host_header(json.loads(out.map_json), out.cubin).encode()
          if linked and out.cubin is not None else None),
+        *((p.file, p.source) for p in out.providers if linked),
     ]
     return files, out.map_json.encode()
 

@@ -107,6 +107,7 @@ class LinkRecord:
     cubin_size: int | None = None
     cubin_sha256: str | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    providers: list[dict[str, Any]] = field(default_factory=list)  # linker/providers.py, in stage order
 
 
 # ----------------------------------------------------------------- text
@@ -427,6 +428,8 @@ def to_jsonable(record: LinkRecord) -> dict[str, Any]:
             "groups": [{**x.__dict__, "groups": list(x.groups), "roles": list(x.roles)} for x in d.groups],
             "inits": [x.__dict__ for x in d.inits], "roles": [x.__dict__ for x in d.roles],
             "idle_warps": list(d.idle_warps), "cluster": list(d.cluster)}
+    if r.providers:
+        out["providers"] = list(r.providers)
     return out
 
 

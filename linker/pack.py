@@ -14,7 +14,9 @@ Steps, for the contract's one stage (or the one ``--stage`` names):
 3. write the ``.kpkg`` atomically: the manifest of linker/manifest.py (the contract
    in canonical form, the captured facts, target and toolkit), plus
    ``captured.prototypes``, ``compile`` (compiler and options) and ``conformance``,
-   and the payloads ``lto.ir``, ``code.ptx`` and ``source.cu``.
+   and the payloads ``lto.ir``, ``code.ptx`` and ``source.cu``, and the C source of
+   every host provider the stage calls (``host provider "x.c" fn …``, beside the
+   contract), which `kernlink link` writes into the link directory.
 
 The same source, contract and toolkit always give the same bytes (with NVRTC):
 the compiler is given the file's base name, and runs with the working directory
@@ -44,7 +46,7 @@ from diagnostics import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.files import atomic_write_bytes, read_source
 from linker import binding, handles, layout
 from linker.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, manifest_for
-from linker.package import pack_bytes
+from linker.package import pack_bytes, valid_payload_name
 from linker.symbols import Prototype, compile_lto_and_ptx, compile_ptx, read_ptx_symbols
 from linker.toolchain import compile_nvcc, nvcc_version, nvrtc_version, stable_cwd
 
@@ -184,6 +186,7 @@ def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvr
             helps=("add `target sm_90a` (or the architecture it is written for) to the stage",))])
     name = src_path.name or "source.cu"
     flags = flags or CompileFlags()
+    providers = provider_sources(chosen, Path(contract).parent)
     include = flags.dirs(src_path.parent.resolve())
     defines = dict(flags.defines)
     extra = flags.extra(compiler)
@@ -226,7 +229,7 @@ def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvr
     captured_at = time.perf_counter()
     code = conformance.derive(ptx)
     manifest[conformance.MANIFEST_KEY] = code.as_json()
-    payloads = {LTO_PAYLOAD: result.ltoir, conformance.PTX_PAYLOAD: ptx.encode("utf-8")}
+    payloads = {LTO_PAYLOAD: result.ltoir, conformance.PTX_PAYLOAD: ptx.encode("utf-8"), **providers}
     if flags.cutlass:
         manifest["compile"]["cutlass"] = True  # a rebuild (linker/binding.py) adds the same headers
     if flags.source:  # the source and the local headers it includes: the package rebuilds alone
@@ -238,6 +241,38 @@ def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvr
                "conform": time.perf_counter() - captured_at}
     return Built(chosen, target, toolkit, captured, symbols.prototypes(), manifest, payloads, seconds,
                  code, ptx, display)
+
+
+def called_providers(stage: A.Stage) -> tuple[A.HostProvider, ...]:
+    """The stage's host providers the launch helpers call (those with an ``fn``), in contract order."""
+    return tuple(p for p in stage.items if isinstance(p, A.HostProvider) and p.function is not None)
+
+
+def provider_payload(provider: A.HostProvider) -> str:
+    """The payload name a called provider's C source has in the package: its file name."""
+    return Path(provider.library).name
+
+
+def provider_sources(stage: A.Stage, folder: Path) -> dict[str, bytes]:
+    """The C sources of the stage's called host providers (beside the contract), by payload name."""
+    found: dict[str, bytes] = {}
+    for provider in called_providers(stage):
+        name = provider_payload(provider)
+        path = folder / provider.library
+        problem = None
+        if not valid_payload_name(name) or not name.endswith(".c"):
+            problem = "is not the name of a C source file (`NAME.c`)"
+        elif name in found or name in (LTO_PAYLOAD, SOURCE_PAYLOAD, conformance.PTX_PAYLOAD):
+            problem = "has the file name of another payload of the package"
+        elif not path.is_file():
+            problem = f"does not exist (looked for `{path}`)"
+        if problem is not None:
+            raise DiagnosticError([Diagnostic(
+                "E-PACK", f"the host provider `{provider.library}` of `{stage.name}` {problem}",
+                labels=(Label(provider.span, "this provider"),),
+                helps=("a called provider (`fn`) is a C source file, named relative to the contract's folder",))])
+        found[name] = read_source(path, display=str(path)).encode("utf-8")
+    return found
 
 
 def choose_stage(contract: str | Path, name: str | None) -> A.Stage:

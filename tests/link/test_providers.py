@@ -1,0 +1,143 @@
+"""Host providers: declared in the contract, carried by the package, written and called by the link's helpers.
+
+A copy of the ring example where each stage has a provider that fills one pointer field
+from the stage's `tiles` and logs its call. The C test program includes the generated
+kernel.h and links the providers' real sources from the link directory; only the driver
+launch (`cuLaunchKernel`) is a stub, which records the params block it was given.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from diagnostics.model import DiagnosticError
+from kernlink.api import check_text
+from kernlink.build import build
+from kernlink.host_providers import cuda_include
+from linker.pack import pack
+from linker.package import read_package
+from tests.link.examples import EXAMPLES
+
+PROVIDER = """#include <cuda.h>
+#include <stdint.h>
+#include <string.h>
+extern char kl_test_log[64];
+typedef struct {{ CUdeviceptr {ptr}; {middle} uint32_t tiles; {tail} }} block_t;  /* the stage's contract layout */
+CUresult {fn}(void* params, CUstream stream) {{
+    block_t* p = (block_t*)params;
+    (void)stream;
+    strcat(kl_test_log, "{tag}");
+    p->{ptr} = (CUdeviceptr)({base}u + p->tiles);
+    return CUDA_SUCCESS;
+}}
+"""
+
+MAIN = """#include <stdio.h>
+#include <string.h>
+#include "kernel.h"
+char kl_test_log[64];
+static unsigned char seen[sizeof(kl_ring_params)];
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                unsigned bz, unsigned smem, CUstream stream, void** args, void** extra) {
+    (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)smem; (void)stream; (void)extra;
+    strcat(kl_test_log, "launch");
+    memcpy(seen, args[0], sizeof seen);
+    return CUDA_SUCCESS;
+}
+int main(void) {
+    kl_ring_params params;
+    kl_ring_params_init(&params);
+    params.ring_loader_tiles = 7;
+    params.ring_reduce_tiles = 9;
+    if (kl_ring_launch(NULL, NULL, NULL, 4, &params) != CUDA_SUCCESS) return 1;
+    kl_ring_params* got = (kl_ring_params*)seen;
+    printf("%s %llu %llu\\n", kl_test_log, (unsigned long long)got->ring_loader_src,
+           (unsigned long long)got->ring_reduce_dst);
+    return 0;
+}
+"""
+
+
+def _ring_with_providers(root: Path) -> Path:
+    shutil.copytree(EXAMPLES / "ring", root, ignore=shutil.ignore_patterns("build", "host"))
+    for stem, ptr, middle, tail, base in (("loader", "src", "", "uint32_t pad;", 0x1000),
+                                          ("reduce", "dst", "uint32_t tile_elems;", "", 0x2000)):
+        fn = f"kl_test_{stem}_provide"
+        (root / f"{stem}_host.c").write_text(PROVIDER.format(ptr=ptr, middle=middle, tail=tail, fn=fn,
+                                                             tag=f"{stem},", base=base))
+        kc = root / f"{stem}.kc"
+        text = kc.read_text().rstrip()
+        assert text.endswith("}")
+        kc.write_text(text[:-1] + f'    host provider "{stem}_host.c" fn {fn} fills {ptr}\n}}\n')
+    return root / "ring.kp"
+
+
+@pytest.fixture(scope="module")
+def linked(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pipeline = _ring_with_providers(tmp_path_factory.mktemp("providers") / "ring")
+    steps, result = build(pipeline, pipeline.parent / "out")
+    assert result is not None and result.ok, [d.message for d in steps.diagnostics]
+    return pipeline.parent / "out"
+
+
+def test_the_package_carries_the_provider_source(linked: Path) -> None:
+    pkg = read_package(linked.parent / "build" / "loader.kpkg")
+    assert pkg.payloads["loader_host.c"] == (linked.parent / "loader_host.c").read_bytes()
+
+
+def test_the_link_writes_and_records_the_providers_in_stage_order(linked: Path) -> None:
+    record = json.loads((linked / "link.json").read_text())
+    assert [(p["stage"], p["function"], p["fills"], p["offset"]) for p in record["providers"]] == [
+        ("ring.loader", "kl_test_loader_provide", ["src"], 0), ("ring.reduce", "kl_test_reduce_provide", ["dst"], 16)]
+    for p in record["providers"]:
+        assert (linked / p["file"]).read_bytes() == (linked.parent / f"{p['stage'].split('.')[1]}_host.c").read_bytes()
+    header = (linked / "kernel.h").read_text()
+    assert "CUresult kl_test_loader_provide(void* params, CUstream stream);" in header
+    assert "filled by host provider kl_test_reduce_provide" in header
+
+
+@pytest.mark.skipif(cuda_include() is None or shutil.which("cc") is None, reason="no C compiler or cuda.h")
+def test_kl_launch_calls_each_provider_in_stage_order_before_the_launch(linked: Path, tmp_path: Path) -> None:
+    (tmp_path / "main.c").write_text(MAIN)
+    record = json.loads((linked / "link.json").read_text())
+    exe = tmp_path / "main"
+    subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", f"-I{linked}", f"-I{cuda_include()}",
+                    str(tmp_path / "main.c"), *(str(linked / p["file"]) for p in record["providers"]),
+                    "-o", str(exe)], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["loader,reduce,launch", str(0x1000 + 7), str(0x2000 + 9)]
+
+
+@pytest.mark.parametrize(("fills", "problem"), [
+    ("fills tiles, tmap", "which no params block of the stage declares"),
+    ("fills tile_elems", "which the link writes from fact `tile_elems`"),
+])
+def test_a_provider_filling_a_field_it_does_not_own_is_l_params(fills: str, problem: str) -> None:
+    text = (EXAMPLES / "ring" / "reduce.kc").read_text().rstrip()[:-1] + \
+        f'    host provider "reduce_host.c" fn kl_reduce_provide {fills}\n}}\n'
+    found = [d for d in check_text(text, "reduce.kc").diagnostics if d.code == "L-PARAMS"]
+    assert len(found) == 1 and problem in found[0].message, [d.message for d in found]
+
+
+def test_two_providers_filling_one_field_and_fills_without_fn_are_l_params() -> None:
+    base = (EXAMPLES / "ring" / "reduce.kc").read_text().rstrip()[:-1]
+    text = base + '    host provider "a.c" fn kl_a fills dst\n    host provider "b.c" fn kl_b fills dst\n}\n'
+    found = [d.message for d in check_text(text, "reduce.kc").diagnostics if d.code == "L-PARAMS"]
+    assert len(found) == 1 and "which host provider `a.c` fills too" in found[0]
+    text = base + '    host provider "a.c" fills dst\n}\n'
+    found = [d.message for d in check_text(text, "reduce.kc").diagnostics if d.code == "L-PARAMS"]
+    assert len(found) == 1 and "names no `fn`" in found[0]
+
+
+def test_pack_refuses_a_provider_whose_source_is_missing(tmp_path: Path) -> None:
+    pipeline = _ring_with_providers(tmp_path / "ring")
+    (pipeline.parent / "loader_host.c").unlink()
+    with pytest.raises(DiagnosticError) as err:
+        pack(pipeline.parent / "loader.cu", pipeline.parent / "loader.kc", tmp_path / "x.kpkg")
+    [diag] = err.value.diagnostics
+    assert diag.code == "E-PACK" and "host provider `loader_host.c` of `ring.loader` does not exist" in diag.message
