@@ -9,16 +9,21 @@ launch (`cuLaunchKernel`) is a stub, which records the params block it was given
 from __future__ import annotations
 
 import json
+import math
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
 import pytest
+from cuda.bindings import driver
 
 from diagnostics.model import DiagnosticError
 from kernlink.api import check_text
 from kernlink.build import build
 from kernlink.host_providers import cuda_include
+from kernlink.session import Session
+from linker.launch import GpuSession
 from linker.pack import pack
 from linker.package import read_package
 from tests.link.examples import EXAMPLES
@@ -141,3 +146,84 @@ def test_pack_refuses_a_provider_whose_source_is_missing(tmp_path: Path) -> None
         pack(pipeline.parent / "loader.cu", pipeline.parent / "loader.kc", tmp_path / "x.kpkg")
     [diag] = err.value.diagnostics
     assert diag.code == "E-PACK" and "host provider `loader_host.c` of `ring.loader` does not exist" in diag.message
+
+
+# ----------------------------------------------------------------- the real use: gemm_swiglu's TMA descriptors
+
+GEMM_HOST = EXAMPLES / "gemm_swiglu" / "host" / "gemm_host.c"
+
+
+@pytest.fixture(scope="module")
+def gemm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("gemm") / "gemm_swiglu"
+    shutil.copytree(EXAMPLES / "gemm_swiglu", root, ignore=shutil.ignore_patterns("build", "host"))
+    steps, result = build(root / "gemm_swiglu.kp", root / "out")
+    assert result is not None and result.ok, [d.message for d in steps.diagnostics]
+    return root / "out"
+
+
+def test_the_gemm_mainloop_provider_is_linked_and_its_example_compiles(gemm: Path, tmp_path: Path) -> None:
+    record = json.loads((gemm / "link.json").read_text())
+    [provider] = record["providers"]
+    assert (provider["stage"], provider["function"], provider["fills"], provider["offset"]) == (
+        "gemm.mainloop", "kl_gemm_mainloop_provide", ["tmap_a", "tmap_b"], 0)
+    include = cuda_include()
+    if include is None or shutil.which("cc") is None:
+        pytest.skip("no C compiler or cuda.h")
+    for source in (GEMM_HOST, gemm / provider["file"]):
+        subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", f"-I{gemm}", f"-I{include}", "-c",
+                        str(source), "-o", str(tmp_path / "x.o")], check=True)
+
+
+@pytest.mark.gpu
+def test_gemm_host_example_runs_with_its_provider(gemm: Path, tmp_path: Path) -> None:
+    include = cuda_include()
+    assert include is not None and shutil.which("cc") is not None, "a GPU machine has cc and cuda.h"
+    exe = tmp_path / "gemm_host"
+    provider = json.loads((gemm / "link.json").read_text())["providers"][0]["file"]
+    subprocess.run(["cc", "-std=c99", "-O2", f"-I{gemm}", f"-I{include}", str(GEMM_HOST), str(gemm / provider),
+                    "-lcuda", "-lm", "-o", str(exe)], check=True)
+    for shape in (("300", "512", "1024"), ("16", "256", "64")):
+        run = subprocess.run([str(exe), *shape], capture_output=True, text=True, check=False)
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert run.stdout.count(": ok") == 2, run.stdout
+
+
+def _bf16(values: list[float]) -> bytes:
+    out = bytearray()
+    for v in values:
+        bits = struct.unpack("<I", struct.pack("<f", v))[0]
+        out += struct.pack("<H", ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF)
+    return bytes(out)
+
+
+def _floats(data: bytes) -> list[float]:
+    return [struct.unpack("<f", struct.pack("<I", h << 16))[0] for (h,) in struct.iter_unpack("<H", data)]
+
+
+@pytest.mark.gpu
+def test_session_calls_the_gemm_provider_at_bind(gemm: Path) -> None:
+    m, n, k = 70, 128, 128
+    x = _floats(_bf16([((i * 37) % 19 - 9) / 9 for i in range(m * k)]))
+    w = _floats(_bf16([((i * 23) % 17 - 8) / (8 * 11.3) for i in range(n * k)]))
+    want = []
+    for r in range(m):
+        row = x[r * k:(r + 1) * k]
+        for j in range(n // 2):
+            g = 32 * (j // 16) + j % 16
+            gate = sum(a * b for a, b in zip(row, w[g * k:(g + 1) * k], strict=True))
+            up = sum(a * b for a, b in zip(row, w[(g + 16) * k:(g + 17) * k], strict=True))
+            want.append(gate / (1 + math.exp(-gate)) * up)
+    with GpuSession() as gpu, Session(gemm) as session:
+        dx, dw, out = gpu.upload(_bf16(x)), gpu.upload(_bf16(w)), gpu.upload(b"\xff" * (m * n))
+        with pytest.raises(DiagnosticError, match="filled by a host provider"):
+            session.bind(tmap_a=0)
+        session.bind(a=dx, b=dw, k_tiles=k // 64, n=n, out=out, ldo=n // 2, rows=m)
+        (err,) = driver.cuLaunchKernel(session._function, (m + 127) // 128, n // 128, 1, session.linked.threads,
+                                       1, 1, session.linked.dynamic_smem, session.stream, session._params, 0)
+        assert err == driver.CUresult.CUDA_SUCCESS
+        session.synchronize()
+        got = _floats(gpu.download(out))
+    diff = math.sqrt(sum((a - b) ** 2 for a, b in zip(got, want, strict=True)))
+    assert not any(math.isnan(v) for v in got)
+    assert diff / math.sqrt(sum(v * v for v in want)) <= 1e-2
