@@ -10,7 +10,8 @@
  *
  * A descriptor lives in device memory (the kernel reads it through a pointer), so each
  * is encoded, allocated and copied once per (context, address, shape) and kept for the
- * life of the process: a launch in flight keeps reading an unchanged descriptor. The
+ * life of the context: a launch in flight keeps reading an unchanged descriptor. Contexts
+ * are told apart by cuCtxGetId, which is never reused (a handle can be, after a destroy). The
  * table holds KL_GEMM_MAINLOOP_DESCRIPTORS of them; one more is CUDA_ERROR_OUT_OF_MEMORY.
  * Not thread-safe: call it from one host thread (or serialise the launches). */
 #include <cuda.h>
@@ -38,7 +39,7 @@ _Static_assert(offsetof(GemmParams, n) == 44, "params GemmParams: n at 44");
 enum { TILE_M = 128, TILE_K = 64 };
 
 typedef struct {
-    CUcontext context;
+    unsigned long long context;
     CUdeviceptr address;
     uint64_t rows, cols;
     uint32_t box_rows;
@@ -50,8 +51,12 @@ static unsigned used;
 
 /* The device address of the descriptor of a row-major bf16 [rows, cols] matrix at `address`. */
 static CUresult descriptor(CUdeviceptr address, uint64_t rows, uint64_t cols, uint32_t box_rows, CUdeviceptr* out) {
-    CUcontext context;
-    CUresult err = cuCtxGetCurrent(&context);
+    CUcontext current;
+    unsigned long long context;
+    CUresult err = cuCtxGetCurrent(&current);
+    if (err != CUDA_SUCCESS) return err;
+    if (current == NULL) return CUDA_ERROR_INVALID_CONTEXT;
+    err = cuCtxGetId(current, &context);
     if (err != CUDA_SUCCESS) return err;
     for (unsigned i = 0; i < used; ++i) {
         Entry* e = &entries[i];
