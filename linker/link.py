@@ -85,7 +85,6 @@ from linker.providers import LinkedProvider, linked_providers
 from linker.toolchain import (
     compile_nvrtc,
     link,
-    link_ptx,
     parse_ptxas_usage,
     stable_cwd,
     tool_warnings,
@@ -149,7 +148,7 @@ class _Round:
     kernel: KernelInfo
     info_log: str
     attempt: Attempt
-    inputs: tuple[tuple[str, bytes], ...] = ()  # what nvJitLink linked (the packages' LTO IR and the glue's)
+    ptx: str = ""  # the post-LTO PTX of the same inputs
 
 
 def record_for(comp: Composition) -> LinkRecord:
@@ -199,9 +198,7 @@ def link_composition(comp: Composition, placed: Placed, *, emit_ptx: bool = Fals
         record.diagnostics.extend(_tool_warnings(comp, final))
         _check_residency(comp, placed, final)
         if emit_ptx or audit:
-            ptx_start = time.perf_counter()
-            out.ptx = _link_ptx(comp, final)
-            out.seconds["ptx"] = time.perf_counter() - ptx_start
+            out.ptx = final.ptx  # from the final round's link (its child process ran the `-ptx` link too)
         if audit:  # linker/audit.py: the constants in the linked code are the map's
             out.seconds["audit"] = _audit(record, final.cubin, out.ptx or "")
         out.providers = linked_providers(comp, final.generated.params.regions)
@@ -325,7 +322,8 @@ def _round(comp: Composition, placed: Placed, packages: Sequence[tuple[str, Stag
     t2 = time.perf_counter()
     inputs = [(name, pkg.lto_ir) for name, pkg in packages] + [(GENERATED_LTO, glue.ltoir)]
     try:
-        result = link(inputs, arch=arch, kernels=[KERNEL], verbose=True)
+        # the PTX too (the audit reads it), from the same child process: nvJitLink gives one per link
+        result = link(inputs, arch=arch, kernels=[KERNEL], verbose=True, emit_ptx=True)
     except DiagnosticError as err:
         raise DiagnosticError([d if d.labels else dataclasses.replace(
             d, labels=(Label(comp.pipeline.span, "linking this pipeline"),)) for d in err.diagnostics]) from None
@@ -341,7 +339,7 @@ def _round(comp: Composition, placed: Placed, packages: Sequence[tuple[str, Stag
     attempt.spill_stores, attempt.spill_loads = _spills(result.info_log)
     if kernel.static_smem:
         raise DiagnosticError([_static_smem(comp, packages, inputs, arch, kernel.static_smem)])
-    return _Round(generated, result.cubin, kernel, result.info_log, attempt, tuple(inputs))
+    return _Round(generated, result.cubin, kernel, result.info_log, attempt, result.ptx or "")
 
 
 _SHARED_DECL = re.compile(r"^\s*\.shared\s+(?:\.align\s+\d+\s+)?\.[busf](\d+)\s+([\w$.]+)(?:\[(\d+)\])?\s*;", re.M)
@@ -420,9 +418,6 @@ def _spills(info_log: str) -> tuple[int, int]:
     return 0, 0
 
 
-def _link_ptx(comp: Composition, final: _Round) -> str:
-    """The PTX of the final round's link: the same inputs (the glue is not compiled again), ``-ptx``."""
-    return link_ptx(final.inputs, arch=_arch(comp))
 
 
 # ----------------------------------------------------------------- registers

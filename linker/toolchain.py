@@ -330,13 +330,6 @@ def link(
     return LinkResult(arch, cubin, info, errors, names, ptx_bytes.decode() if emit_ptx else None)
 
 
-def link_ptx(inputs: Sequence[tuple[str, bytes]], *, arch: str = "sm_90a",
-             extra_options: Sequence[str] = ()) -> str:
-    """The post-LTO PTX of linking named LTO IR inputs (nvJitLink ``-lto -ptx``; no cubin is built)."""
-    opts = [f"-arch={arch}", "-lto", *extra_options, "-ptx"]
-    return isolated("nvjitlink", _nvjitlink, list(inputs), opts, arch, "ptx")[0].decode()
-
-
 def isolated(library: str, fn: Callable[..., T], *args: Any) -> T:
     """``fn(*args)`` in a child process, so that a crash in ``library`` (native code) is a diagnostic.
 
