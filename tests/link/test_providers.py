@@ -227,3 +227,15 @@ def test_session_calls_the_gemm_provider_at_bind(gemm: Path) -> None:
     diff = math.sqrt(sum((a - b) ** 2 for a, b in zip(got, want, strict=True)))
     assert not any(math.isnan(v) for v in got)
     assert diff / math.sqrt(sum(v * v for v in want)) <= 1e-2
+
+
+def test_editing_a_provider_repacks_its_stage(tmp_path: Path) -> None:
+    pipeline = _ring_with_providers(tmp_path / "ring")
+    steps, result = build(pipeline, tmp_path / "out")
+    assert result is not None and result.ok
+    provider = pipeline.parent / "reduce_host.c"
+    provider.write_text(provider.read_text().replace(f"{0x2000}u", f"{0x3000}u"))
+    steps, result = build(pipeline, tmp_path / "out")
+    assert result is not None and result.ok
+    assert {s.package.name: s.action for s in steps.steps} == {"loader.kpkg": "reused", "reduce.kpkg": "packed"}
+    assert (tmp_path / "out" / "provider_ring_reduce_reduce_host.c").read_text() == provider.read_text()
