@@ -67,13 +67,6 @@ def _nvcc_root() -> str:
     return str(Path(nvcc).resolve().parent.parent) if nvcc else ""
 
 
-def _cache_dir() -> Path:
-    env = os.environ.get("KERNLINK_CACHE")
-    if env:
-        return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kernlink"
-
-
 def _error(message: str, *notes: str, help_text: str) -> DiagnosticError:
     return DiagnosticError([Diagnostic("E-RUN", message, notes=notes, helps=(help_text,))])
 
@@ -134,7 +127,9 @@ class Providers:
             h.update(part.encode() + b"\0")
         for s in sources:
             h.update(hashlib.sha256(s.read_bytes()).digest())
-        target = _cache_dir() / "providers" / f"{h.hexdigest()[:32]}.so"
+        from linker.toolchain import user_cache_dir
+
+        target = user_cache_dir() / "providers" / f"{h.hexdigest()[:32]}.so"
         _load_driver()
         if target.is_file():
             return target

@@ -8,7 +8,7 @@ the recorded front end and options (NVRTC, from the filesystem root, as ``kernli
 pack`` did) and requires the ``lto.ir`` payload and the ``code.ptx`` payload to be
 byte-identical to what that source gives. A mismatch is ``L-INTEGRITY``.
 
-A pass is remembered on disk (:func:`cache_dir`, ``binding/``), keyed by the package's
+A pass is remembered on disk (:func:`linker.toolchain.user_cache_dir`, ``binding/``), keyed by the package's
 bytes, the stage, the NVRTC version, the CUDA header wheels' versions and the code of
 the modules that decide it; ``KERNLINK_NO_BINDING_CACHE=1`` turns the cache off. So a
 link after a rebuild of one component compiles that component alone, not all of them.
@@ -38,7 +38,7 @@ from linker import layout
 from linker.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD
 from linker.package import read_package
 from linker.symbols import compile_lto_and_ptx
-from linker.toolchain import nvrtc_version, stable_cwd
+from linker.toolchain import nvrtc_version, stable_cwd, user_cache_dir
 
 NOTE_CODE = "I-BINDING"
 _FILE_PATH = re.compile(r'^(\s*\.file\s+\d+\s+)"(?:[^"]*/)?([^"/]*)"', re.M)
@@ -111,14 +111,6 @@ _DECIDERS = ("binding.py", "layout.py", "symbols.py", "toolchain.py")
 _WHEELS = ("nvidia-cuda-nvrtc", "nvidia-cuda-runtime", "nvidia-cuda-crt", "nvidia-cuda-cccl", "nvidia-cutlass")
 
 
-def cache_dir() -> Path:
-    """``$KERNLINK_CACHE``, else ``kernlink`` in the user cache directory (``$XDG_CACHE_HOME`` or ``~/.cache``)."""
-    env = os.environ.get("KERNLINK_CACHE")
-    if env:
-        return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kernlink"
-
-
 def _verdict_file(digest: str, stage: A.Stage) -> Path | None:
     """Where a pass for these package bytes is recorded: keyed by the bytes, the stage as checked, the
     NVRTC version, the header wheels' versions and kernlink's own deciding code. None: no cache."""
@@ -127,7 +119,7 @@ def _verdict_file(digest: str, stage: A.Stage) -> Path | None:
     h = hashlib.sha256()
     for part in (digest, print_node(stage), repr(nvrtc_version()), _environment()):
         h.update(part.encode() + b"\0")
-    return cache_dir() / "binding" / f"{h.hexdigest()}.ok"
+    return user_cache_dir() / "binding" / f"{h.hexdigest()}.ok"
 
 
 @functools.cache
