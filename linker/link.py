@@ -198,7 +198,7 @@ def link_composition(comp: Composition, placed: Placed, *, emit_ptx: bool = Fals
         record.diagnostics.extend(_tool_warnings(comp, final))
         _check_residency(comp, placed, final)
         if emit_ptx or audit:
-            out.ptx = final.ptx  # from the final round's link (its child process ran the `-ptx` link too)
+            out.ptx = _link_ptx(final)
         if audit:  # linker/audit.py: the constants in the linked code are the map's
             out.seconds["audit"] = _audit(record, final.cubin, out.ptx or "")
         out.providers = linked_providers(comp, final.generated.params.regions)
@@ -402,6 +402,11 @@ def _static_smem(comp: Composition, packages: Sequence[tuple[str, StagePackage]]
         helps=("declare no `__shared__` variables in components: claim shared memory in the contract "
                "(`claim smem NAME bytes N`) and reach it through its handle",),
         data=(("kernel", KERNEL), ("static_smem", str(window)), ("bytes", str(total))))
+
+
+def _link_ptx(final: _Round) -> str:
+    """The post-LTO PTX of the final round's link (its nvJitLink child ran the ``-ptx`` link too)."""
+    return final.ptx
 
 
 def _spills(info_log: str) -> tuple[int, int]:
