@@ -79,7 +79,9 @@ class Providers:
         self._calls: list[tuple[Provider, Any]] = []
         if not self.providers:
             return
-        library = ctypes.CDLL(str(self._build(Path(link_dir))))
+        path = build_library(Path(link_dir), self.providers)
+        _load_driver()
+        library = ctypes.CDLL(str(path))
         for provider in self.providers:
             try:
                 fn = getattr(library, provider.function)
@@ -106,34 +108,34 @@ class Providers:
                     notes=(f"its source: `{provider.file}` in the link directory",),
                     helps=("see the provider's documentation for the inputs it needs (the params fields it reads)",))])
 
-    def _build(self, link_dir: Path) -> Path:
-        cc = shutil.which(os.environ.get("CC", "cc"))
-        include = cuda_include()
-        if cc is None or include is None:
-            missing = "a C compiler (`cc`, or `$CC`)" if cc is None else "the CUDA driver header `cuda.h`"
-            raise _error(f"the link's host providers need {missing} to be built",
-                         *(f"`{p.file}` ({p.stage})" for p in self.providers),
-                         help_text="install a C compiler and the CUDA headers (`pip install nvidia-cuda-runtime`), "
-                                   "or set `CUDA_HOME`")
-        sources = []
-        for p in self.providers:
-            path = link_dir / p.file
-            if not path.is_file():
-                raise _error(f"the host provider `{p.file}` is not in `{link_dir}`",
-                             help_text="link again: `kernlink link` writes every provider beside kernel.h")
-            sources.append(path)
-        h = hashlib.sha256()
-        for part in (cc, str(include), *(s.name for s in sources)):
-            h.update(part.encode() + b"\0")
-        for s in sources:
-            h.update(hashlib.sha256(s.read_bytes()).digest())
-        from linker.toolchain import user_cache_dir
+def build_library(link_dir: Path, providers: Sequence[Provider]) -> Path:
+    """The shared object of ``providers`` (their sources in ``link_dir``), from the cache or compiled now."""
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    include = cuda_include()
+    if cc is None or include is None:
+        missing = "a C compiler (`cc`, or `$CC`)" if cc is None else "the CUDA driver header `cuda.h`"
+        raise _error(f"the link's host providers need {missing} to be built",
+                     *(f"`{p.file}` ({p.stage})" for p in providers),
+                     help_text="install a C compiler and the CUDA headers (`pip install nvidia-cuda-runtime`), "
+                               "or set `CUDA_HOME`")
+    sources = []
+    for p in providers:
+        path = link_dir / p.file
+        if not path.is_file():
+            raise _error(f"the host provider `{p.file}` is not in `{link_dir}`",
+                         help_text="link again: `kernlink link` writes every provider beside kernel.h")
+        sources.append(path)
+    h = hashlib.sha256()
+    for part in (cc, str(include), *(s.name for s in sources)):
+        h.update(part.encode() + b"\0")
+    for s in sources:
+        h.update(hashlib.sha256(s.read_bytes()).digest())
+    from linker.toolchain import user_cache_dir
 
-        target = user_cache_dir() / "providers" / f"{h.hexdigest()[:32]}.so"
-        _load_driver()
-        if target.is_file():
-            return target
-        return _compile(cc, include, sources, target)
+    target = user_cache_dir() / "providers" / f"{h.hexdigest()[:32]}.so"
+    if target.is_file():
+        return target
+    return _compile(cc, include, sources, target)
 
 
 def _compile(cc: str, include: Path, sources: Sequence[Path], target: Path) -> Path:

@@ -21,7 +21,7 @@ from cuda.bindings import driver
 from diagnostics.model import DiagnosticError
 from kernlink.api import check_text
 from kernlink.build import build
-from kernlink.host_providers import cuda_include
+from kernlink.host_providers import Provider, build_library, cuda_include
 from kernlink.session import Session
 from linker.launch import GpuSession
 from linker.pack import pack
@@ -239,3 +239,22 @@ def test_editing_a_provider_repacks_its_stage(tmp_path: Path) -> None:
     assert result is not None and result.ok
     assert {s.package.name: s.action for s in steps.steps} == {"loader.kpkg": "reused", "reduce.kpkg": "packed"}
     assert (tmp_path / "out" / "provider_ring_reduce_reduce_host.c").read_text() == provider.read_text()
+
+
+@pytest.mark.skipif(cuda_include() is None or shutil.which("cc") is None, reason="no C compiler or cuda.h")
+def test_session_builds_the_providers_once_into_a_shared_object(linked: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KERNLINK_CACHE", str(tmp_path / "cache"))
+    record = json.loads((linked / "link.json").read_text())
+    providers = [Provider.from_json(p) for p in record["providers"]]
+    library = build_library(linked, providers)
+    assert library.parent == tmp_path / "cache" / "providers" and library.read_bytes()[:4] == b"\x7fELF"
+    symbols = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True).stdout
+    assert "kl_test_loader_provide" in symbols and "kl_test_reduce_provide" in symbols
+    assert build_library(linked, providers) == library  # cached by the sources' hash
+    broken = tmp_path / "broken"
+    shutil.copytree(linked, broken)
+    (broken / providers[0].file).write_text("this is not C\n")
+    with pytest.raises(DiagnosticError) as err:
+        build_library(broken, providers)
+    assert err.value.diagnostics[0].code == "E-RUN" and "do not compile" in err.value.diagnostics[0].message
