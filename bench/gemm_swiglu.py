@@ -11,7 +11,7 @@ SwiGLU epilogue (specs/examples/gemm_swiglu): `kernel.cubin` and `link.json`. Th
   interleaved by 16 (rows 32g .. 32g + 15 are Wg's rows 16g .., the next 16 Wu's);
 - fills the kernel's params block from `link.json` (fields by name: `tmap_a`/`tmap_b`, the
   TMA descriptors built with cuTensorMapEncodeTiled and stored in device memory, `a`/`b`
-  raw pointers, `k_tiles`, `k`, `out`, `ldo`, `rows`; fact fields from their owners' values);
+  raw pointers, `k_tiles`, `k`, `n`, `out`, `ldo`, `rows`; fact fields from their owners' values);
 - poisons the output (0xFFFF, a bf16 NaN), launches, and checks against a float32 reference
   silu(X Wg^T) * (X Wu^T) (TF32 off): ||out - ref|| / ||ref|| <= 1e-2 (bf16 operands and a
   bf16 output; METHOD.md's range for bf16 operands is 1e-3 .. 1e-2), no NaN (every element
@@ -141,7 +141,7 @@ def run_shape(kernels: list[Linked], m: int, n: int, k: int, timing: bool, seed:
         out = torch.full((m, n // 2), -1, dtype=torch.int16, device="cuda").view(torch.bfloat16)  # 0xFFFF: NaN
         ta, tb = tensor_map(x, kern.tile_m), tensor_map(w, kern.tile_n)
         values = {"tmap_a": ta.data_ptr(), "tmap_b": tb.data_ptr(), "a": x.data_ptr(), "b": w.data_ptr(),
-                  "k_tiles": k // 64, "k": k, "out": out.data_ptr(), "ldo": n // 2, "rows": m}
+                  "k_tiles": k // 64, "k": k, "n": n, "out": out.data_ptr(), "ldo": n // 2, "rows": m}
         launch = kern.launcher(m, n, values)
         launch()
         torch.cuda.synchronize()
@@ -198,7 +198,7 @@ def parity_shape(linked: Linked, control: Linked, null: Linked, m: int, n: int, 
     for kern in (linked, control, null):
         out = torch.full((m, n // 2), -1, dtype=torch.int16, device="cuda")
         values = {"tmap_a": ta.data_ptr(), "tmap_b": tb.data_ptr(), "a": x.data_ptr(), "b": w.data_ptr(),
-                  "k_tiles": k // 64, "k": k, "out": out.data_ptr(), "ldo": n // 2, "rows": m}
+                  "k_tiles": k // 64, "k": k, "n": n, "out": out.data_ptr(), "ldo": n // 2, "rows": m}
         launches.append(kern.launcher(m, n, values))
         outs.append(out)
     for launch in launches:

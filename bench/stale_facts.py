@@ -47,8 +47,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kernlink.api import check, link  # noqa: E402
 from linker.manifest import read_stage_package  # noqa: E402
+
+from kernlink.api import check, link  # noqa: E402
 from linker.pack import pack  # noqa: E402
 from linker.toolchain import compile_nvrtc  # noqa: E402
 from linker.toolchain import link as nvjitlink  # noqa: E402

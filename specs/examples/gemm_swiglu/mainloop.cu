@@ -16,7 +16,8 @@
 //   export handle once (`ready event acc.ready`): the linker's route takes it from there.
 //
 // The tile (m, n) of a CTA is `tile_of` below (grouped raster, the fact `raster_m`). The tensor maps are built on the
-// host (cuTensorMapEncodeTiled: bf16, 2-D, box {64, 128} for A and for B,
+// host by the stage's host provider, mainloop_host.c, from `a`, `b`, `rows`, `n` and
+// `k_tiles` (cuTensorMapEncodeTiled: bf16, 2-D, box {64, 128} for A and for B,
 // CU_TENSOR_MAP_SWIZZLE_128B, out-of-bounds elements filled with zeros) and stored in
 // global memory; params hold their addresses.
 //
@@ -40,12 +41,16 @@ __device__ unsigned kl_gemm_mainloop_drained_threads();  // claim barrier draine
 __device__ void kl_gemm_mainloop_accumulator_export(const unsigned int* held);  // export accumulator
 }
 
-// params GemmParams size 24 align 8
+// params GemmParams size 48 align 8
 struct GemmParams {
     const void* tmap_a;  // @ 0: CUtensorMap of A [M, K], box {64, 128}, 128B swizzle (64-byte aligned)
     const void* tmap_b;  // @ 8: CUtensorMap of B [N, K], box {64, 128}, 128B swizzle
     unsigned k_tiles;    // @ 16: K / 64
     unsigned tile_n;     // @ 20 = fact tile_n (128)
+    const void* a;       // @ 24: A [M, K] bf16, row-major (the host provider's input for tmap_a)
+    const void* b;       // @ 32: B [N, K] bf16, row-major (its input for tmap_b)
+    unsigned rows;       // @ 40: M
+    unsigned n;          // @ 44: N
 };
 
 namespace {
