@@ -19,7 +19,11 @@ placed roles. Linking one needs three more decisions, made here:
 - **scratch** — a staging route's scratch is the first lent shared-memory claim that
   holds the whole of it; the lowering takes an absolute shared address, which is the
   claim's placed address (the dynamic base is shared address ``smem_user_base`` and
-  the kernel has no static shared memory).
+  the kernel has no static shared memory). Placement lets that claim share storage with
+  claims that die at the export's ready event (``until acc.ready``); a thread reaches the
+  event when its own work is done, so such a route's first store waits until every
+  producer thread has reached it (``build_program(..., scratch_aliased=True)``, recorded
+  in the link map with the claims it shares storage with).
 
 - **placement buffer** — an export placed in shared memory (``placement smem(...)``)
   lives in the producing stage's shared-memory claim of the export's own name
@@ -59,6 +63,7 @@ from transfer_model import exprs as ex
 from transfer_model.adapter import RoutedSeam
 from transfer_model.lower import LinkConstants, lower
 from transfer_model.primitives import REGISTER_COPY, SMEM_STAGING, TMEM_LOAD, WARP_SHUFFLE
+from transfer_model.program import build_program
 from transfer_model.tensors import ELEM_BYTES
 
 #: The route rungs the linker lowers on every target it links.
@@ -245,8 +250,12 @@ def _transfer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span,
                       "tcgen05.commit): linking it could read the tile before it is written")
     barrier_ids = _barrier_ids(placed.placement, routed, span)
     claim, addr = None, None
+    aliases: tuple[str, ...] = ()
     if program.shared == "scratch":
         claim, addr = _scratch(comp, placed, routed, span, what)
+        aliases = _aliases(placed.placement, seam.import_stage, claim, addr, program.smem_bytes)
+        if aliases:
+            program = build_program(route.seam, route.result, scratch_aliased=True)
     elif program.shared == "buffer":
         claim, addr = _buffer(comp, placed, routed, span, what)
     base = placed.problem.capacities.smem_user_base
@@ -265,6 +274,9 @@ def _transfer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span,
         why += f"; reads the tile where the producer placed it, claim `{claim}` of `{seam.export_stage}`"
     elif claim is not None:
         why += f"; stages through `{claim}`, lent by role `{seam.imp.role}`"
+    if aliases:
+        why += (f"; the scratch shares storage with {', '.join(aliases)}, so the first store waits until every "
+                "producer thread has reached the ready event")
     if barrier_ids:
         why += f"; named barrier(s) {', '.join(map(str, barrier_ids))} of {program.barrier_threads} threads"
     if routes > 1:
@@ -311,6 +323,17 @@ def _scratch(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span, 
     raise _refuse(span, seam.import_stage, what,
                   f"staging needs {program.smem_bytes} contiguous bytes, and no single lent claim holds them "
                   f"({lent} are placed apart)")
+
+
+def _aliases(placement: Placement, stage: str, claim: str, addr: int, size: int) -> tuple[str, ...]:
+    """The other shared-memory storage overlapping the route's scratch bytes ``[addr, addr + size)``."""
+    out = []
+    for slot in placement.in_domain(Domain.SMEM):
+        if (slot.owner, slot.name) == (stage, claim):
+            continue
+        if slot.offset < addr + size and addr < slot.offset + slot.size:
+            out.append(f"`{slot.display}` ({slot.lifetime.text()})")
+    return tuple(sorted(out))
 
 
 def _shared_bytes(routed: RoutedSeam) -> int:

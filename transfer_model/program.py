@@ -13,6 +13,12 @@ the thread's index within its role; register numbers are constants.
 
 Barrier operands are indices into the route's named barriers (the linker maps them to
 IDs); every barrier counts ``barrier_threads`` threads.
+
+Scratch that shares storage with claims live until the ready event (``scratch_aliased``,
+decided by placement) is free only once *every* producer thread has reached the event: a
+thread calls the export when its own work is done, while others may still read those
+claims (a wgmma in flight reads its operand slot). The staging moves then open with a
+sync on the route's last barrier on both sides, before the first store.
 """
 
 from __future__ import annotations
@@ -138,6 +144,7 @@ class Program:
     barrier_threads: int
     export_ops: tuple[Op, ...]
     import_ops: tuple[tuple[Op, ...], ...]
+    scratch_aliased: bool = False
 
 
 def _unflatten(index: int, params: Sequence[tuple[str, int]]) -> list[int]:
@@ -161,8 +168,12 @@ def _flat(values: Sequence[int], params: Sequence[tuple[str, int]]) -> int:
     return out
 
 
-def build_program(seam: Seam, result: RungResult) -> Program:
-    """The moves of a rung that passed."""
+def build_program(seam: Seam, result: RungResult, *, scratch_aliased: bool = False) -> Program:
+    """The moves of a rung that passed.
+
+    ``scratch_aliased``: the staging scratch shares storage with claims live until the
+    export's ready event, so the first store waits for every producer thread.
+    """
     if not result.passed:
         raise ValueError(f"rung `{result.rung}` did not pass")
     if result.rung == REGISTER_COPY:
@@ -177,11 +188,12 @@ def build_program(seam: Seam, result: RungResult) -> Program:
     threads = seam.export.threads.count
     if not plan.same_threads:
         threads += seam.imp.threads.count
-    export_ops, import_ops = _staging_ops(seam, plan)
+    aliased = scratch_aliased and plan.mode != "buffer"
+    export_ops, import_ops = _staging_ops(seam, plan, aliased)
     return _program(
         seam, result.rung, export_ops, import_ops,
         shared="buffer" if plan.mode == "buffer" else "scratch", smem_bytes=plan.smem_bytes,
-        barriers=plan.barriers, barrier_threads=threads if plan.barriers else 0,
+        barriers=plan.barriers, barrier_threads=threads if plan.barriers else 0, scratch_aliased=aliased,
     )
 
 
@@ -195,6 +207,7 @@ def _program(
     smem_bytes: int = 0,
     barriers: int = 0,
     barrier_threads: int = 0,
+    scratch_aliased: bool = False,
 ) -> Program:
     placement = seam.placement
     return Program(
@@ -214,6 +227,7 @@ def _program(
         barrier_threads=barrier_threads,
         export_ops=export_ops,
         import_ops=import_ops,
+        scratch_aliased=scratch_aliased,
     )
 
 
@@ -282,10 +296,14 @@ def _tmem_ops(seam: Seam, plan: TmemPlan) -> tuple[tuple[Op, ...], ...]:
     return tuple(calls)
 
 
-def _staging_ops(seam: Seam, plan: StagingPlan) -> tuple[tuple[Op, ...], tuple[tuple[Op, ...], ...]]:
+def _staging_ops(seam: Seam, plan: StagingPlan, aliased: bool) -> tuple[tuple[Op, ...], tuple[tuple[Op, ...], ...]]:
     imp, placement = seam.imp, seam.placement
     address = StagingAddress(seam, plan.mode)
-    export_ops: list[Op] = []
+    # Aliased scratch: every producer thread has reached the ready event before any stores.
+    # A disjoint consumer syncs the last barrier once more too, so its phases stay paired.
+    free: tuple[Op, ...] = (Sync(plan.barriers - 1),) if aliased else ()
+    export_ops: list[Op] = list(free)
+    import_free = () if plan.same_threads else free
     if plan.mode != "buffer":
         stores = []
         for r in range(math.prod(e for _, e in placement.params[1:])):
@@ -313,7 +331,7 @@ def _staging_ops(seam: Seam, plan: StagingPlan) -> tuple[tuple[Op, ...], tuple[t
         export_ops.append(Arrive(0))
     calls = []
     for c in range(imp.chunks):
-        ops: list[Op] = []
+        ops: list[Op] = list(import_free) if c == 0 else []
         if plan.mode == "chunk" or c == 0:
             ops.append(Sync(0))
         for j in range(seam.regs_per_call):

@@ -4,12 +4,15 @@ It executes a ``Program`` on a model machine independent of the SMT checks: per-
 register files (the producer's ``held`` values come from evaluating the placement),
 lock-step warps, ``shfl.sync`` reading a snapshot of the source lanes, tensor memory
 with the lane-quadrant rule, shared memory with a happens-before race detector, and
-named barriers with phases. Warps run until they block at a barrier, in round-robin
-order; vector clocks joined at barrier phases decide happens-before, so a verdict does
-not depend on the schedule. Every violation (a race, a load before its store is
-ordered, a lane or cell out of bounds, a deadlock, a register left unwritten) raises
-``SimulationError``; otherwise ``simulate`` returns what each consumer thread holds
-after each call, to compare with ``expected``.
+named barriers with phases. Scratch that aliases claims live until the ready event
+(``Program.scratch_aliased``) starts out read by every producer warp up to its export
+call, so a store not ordered after every producer warp's call is a race. Warps run
+until they block at a barrier, in round-robin order; vector clocks joined at barrier
+phases decide happens-before, so a verdict does not depend on the schedule. Every
+violation (a race, a load before its store is ordered, a lane or cell out of bounds,
+a deadlock, a register left unwritten) raises ``SimulationError``; otherwise
+``simulate`` returns what each consumer thread holds after each call, to compare with
+``expected``.
 """
 
 from __future__ import annotations
@@ -42,6 +45,9 @@ Delivery = dict[tuple[int, int, int], Element]
 
 _BUFFER_WRITER = -1
 """Pseudo-warp that wrote a shared-memory placement before the export."""
+
+_ALIAS_WRITER = -2
+"""Pseudo-warp owning aliased scratch before the ready event (its contents are no element)."""
 
 
 class SimulationError(Exception):
@@ -98,6 +104,11 @@ class _Machine:
         else:
             for element, (address,) in placement.items():
                 self.smem[address] = _Cell(element, _BUFFER_WRITER, 1)
+        if program.scratch_aliased and program.shared == "scratch":
+            # Every producer warp may use the aliased claims until its own export call (time 1).
+            uses = [(w, 1) for w in program.producer.warps]
+            for address in range(0, program.smem_bytes, program.elem_bytes):
+                self.smem[address] = _Cell((), _ALIAS_WRITER, 0, list(uses))
         self.barriers = [_Barrier(program.barrier_threads // 32) for _ in range(program.barriers)]
         self.clock: dict[int, dict[int, int]] = {}
         self.delivery: Delivery = {}
@@ -127,7 +138,7 @@ class _Machine:
                 steps.extend((c, op) for op in ops)
                 steps.append((c, None))  # end of call c
         for w in programs:
-            self.clock[w] = {w: 0, _BUFFER_WRITER: 1} if w in p.producer.warps else {w: 0}
+            self.clock[w] = {w: 1, _BUFFER_WRITER: 1} if w in p.producer.warps else {w: 0}
         pc = dict.fromkeys(programs, 0)
         waiting: dict[int, tuple[int, int]] = {}
         while any(pc[w] < len(programs[w]) for w in programs):
@@ -254,13 +265,14 @@ class _Machine:
                                       f"{cell.value} was read")
             for reader, time in cell.reads:
                 if not self._ordered(warp, reader, time):
+                    still = "use the claims it aliases" if cell.writer == _ALIAS_WRITER else "be reading it"
                     raise SimulationError(f"thread {thread} overwrites shared byte {address} while warp "
-                                          f"{reader} may still be reading it")
+                                          f"{reader} may still {still}")
         self.smem[address] = _Cell(value, warp, now)
 
     def _read(self, warp: int, thread: int, address: int, now: int) -> Element:
         cell = self.smem.get(address)
-        if cell is None:
+        if cell is None or cell.writer == _ALIAS_WRITER:
             raise SimulationError(f"thread {thread} loads shared byte {address}, which nothing stored")
         if not self._ordered(warp, cell.writer, cell.time):
             raise SimulationError(f"thread {thread} loads shared byte {address} without a barrier after "

@@ -74,15 +74,29 @@ def test_the_handles_fold_to_immediates_in_the_linked_ptx(linked: Linked) -> Non
     for handle in ("kl_gemm_mainloop_kv_full_bar", "kl_gemm_mainloop_kv_empty_bar"):
         assert re.search(rf"add\.s32\s+%r\d+, %r\d+, {values[handle]};", ptx), handle
     assert values["kl_gemm_mainloop_kv_empty_bar"] == values["kl_gemm_mainloop_kv_full_bar"] + 8 * depth
-    # the budgets, the drained barrier and the route's barriers are immediates too
+    # the budgets and the route's barriers are immediates too
     assert "setmaxnreg.inc.sync.aligned.u32 208;" in ptx and "setmaxnreg.dec.sync.aligned.u32 24;" in ptx
-    drained = values["kl_gemm_mainloop_drained_bar_id"]
-    # (read into inline asm through "r" operands: constants moved into the operand registers)
-    assert re.search(rf"mov\.u32\s+(%r\d+), {drained};\s+mov\.u32\s+(%r\d+), 256;\s+// begin inline asm\s+"
-                     r"barrier\.sync \1, \2;", ptx)
     [transfer] = generated.transfers
     assert all(f"barrier.sync {b}, 384;" in ptx for b in transfer.barrier_ids)
-    assert drained not in transfer.barrier_ids
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("name", ["wgmma", "mma_sync"])
+def test_the_route_stores_into_the_ring_only_after_every_mma_thread_exported(linked: Linked, name: str) -> None:
+    # The epilogue's scratch shares storage with the ring (`until acc.ready`): the lowered
+    # export opens with the route's "empty" barrier (both sides sync it once more before
+    # chunk 0), so no thread stores while another's last MMA may still read its slot.
+    result, out = linked[name]
+    assert result.output is not None and result.output.generated is not None
+    [transfer] = result.output.generated.transfers
+    empty = transfer.barrier_ids[1]
+    export = transfer.source[transfer.source.index(f"void {transfer.route_symbol}("):]
+    assert export.index(f"barrier.sync {empty}, 384;") < export.index("kl_st_b32(")
+    chunk0 = transfer.source[transfer.source.index("case 0: {"):]
+    assert chunk0.index(f"barrier.sync {empty}, 384;") < chunk0.index(f"barrier.sync {transfer.barrier_ids[0]}, 384;")
+    assert "so the first store waits until every producer thread has reached the ready event" in transfer.why
+    assert "operands" in transfer.why and "(until acc.ready)" in transfer.why
+    assert "drained" not in (out / "link.map").read_text()
 
 
 @pytest.mark.toolchain

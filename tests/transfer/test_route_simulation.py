@@ -8,13 +8,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from transfer_model.maps import Chunk
-from transfer_model.program import Arrive, Copy, Program, Sync
+from transfer_model.program import Arrive, Copy, Program, Sync, build_program
 from transfer_model.routes import select_route
 from transfer_model.simulate import SimulationError, expected, simulate
 from transfer_model.strategies import Scenario, seams
 from transfer_model.tensors import Lends
 
-from .builders import SKETCH_TILE, export_of, import_of, sketch_demand, sketch_placement
+from .builders import SKETCH_TILE, b, export_of, import_of, regs, sketch_demand, sketch_placement
 from .oracle import rung_verdicts
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -28,6 +28,9 @@ def test_accepted_routes_deliver_every_element_exactly(scenario: Scenario) -> No
         assert result.diagnostics and result.diagnostics[0].code in ("L-ROUTE", "L-SCRATCH")
         return
     assert simulate(result.route.program, scenario.export) == expected(scenario.imp)
+    # the same route when placement lets its scratch share storage with claims live until ready
+    aliased = build_program(result.route.seam, result.route.result, scratch_aliased=True)
+    assert simulate(aliased, scenario.export) == expected(scenario.imp)
 
 
 @FUZZ
@@ -91,3 +94,48 @@ def test_simulation_catches_a_barrier_count_mismatch() -> None:
     program, export, _ = _staging()
     with pytest.raises(SimulationError, match="deadlock"):
         simulate(dataclasses.replace(program, barrier_threads=program.barrier_threads + 32), export)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------- scratch sharing storage with claims live until ready
+
+def _aliased(chunk: Chunk | None, lent: int, first: int = 256) -> tuple[Program, Program, object, object]:
+    """The staging route unguarded but marked aliased (the old lowering) and as lowered for aliased scratch."""
+    export = export_of(sketch_placement(), SKETCH_TILE)
+    imp = import_of(sketch_demand(), SKETCH_TILE, first=first, chunk=chunk)
+    route = select_route(export, imp, Lends(lent), target_has_tmem=False).route
+    assert route is not None and route.program.shared == "scratch"
+    unsafe = dataclasses.replace(route.program, scratch_aliased=True)
+    return unsafe, build_program(route.seam, route.result, scratch_aliased=True), export, imp
+
+
+@pytest.mark.parametrize(("chunk", "lent"), [(Chunk("n", 32), 16384), (None, 131072)], ids=["chunk", "tile"])
+def test_simulation_catches_a_first_store_into_aliased_scratch_before_every_producer_warp_exported(
+        chunk: Chunk | None, lent: int) -> None:
+    # warp 0 stores its first elements while warp 7 may still read the claims the scratch
+    # reuses (a wgmma in flight on the ring's slot): the race the gemm components once hid
+    unsafe, _, export, _ = _aliased(chunk, lent)
+    with pytest.raises(SimulationError, match="may still use the claims it aliases"):
+        simulate(unsafe, export)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("chunk", "lent"), [(Chunk("n", 32), 16384), (None, 131072)], ids=["chunk", "tile"])
+def test_aliased_scratch_is_stored_only_after_every_producer_warp_exported(chunk: Chunk | None, lent: int) -> None:
+    _, guarded, export, imp = _aliased(chunk, lent)
+    last = Sync(guarded.barriers - 1)
+    assert guarded.export_ops[0] == last and guarded.import_ops[0][0] == last
+    assert simulate(guarded, export) == expected(imp)  # type: ignore[arg-type]
+
+
+def test_aliased_scratch_needs_no_extra_consumer_sync_when_the_roles_coincide() -> None:
+    placement = sketch_placement()
+    export = export_of(placement, SKETCH_TILE)
+    # the producer's own threads take rows t / 2, half a row each: other warps' registers
+    demand = regs((("t", 256), ("r", 128)), b("/", "t", 2), b("+", b("*", 128, b("%", "t", 2)), "r"))
+    imp = import_of(demand, SKETCH_TILE, first=0, role="mma")
+    route = select_route(export, imp, Lends(131072), target_has_tmem=False).route
+    assert route is not None and route.rung == "smem-staging" and route.program.shared == "scratch"
+    guarded = build_program(route.seam, route.result, scratch_aliased=True)
+    assert guarded.export_ops[0] == Sync(0) and guarded.import_ops[0].count(Sync(0)) == 1
+    assert simulate(guarded, export) == expected(imp)
+    with pytest.raises(SimulationError, match="may still use the claims it aliases"):
+        simulate(dataclasses.replace(route.program, scratch_aliased=True), export)
