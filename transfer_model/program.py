@@ -9,7 +9,14 @@ the thread's index within its role; register numbers are constants.
   its placement registers): ``Store``, ``Arrive``, ``Sync``.
 - import side (each consumer thread, once per chunk ``0, 1, ...`` in order, given
   ``held`` for register routes and filling ``dst``): ``Copy``, ``Shuffle``, ``Load``,
-  ``Sync``, ``Arrive``, ``TmemLoad``, ``TmemWait``.
+  ``Sync``, ``Arrive``, ``TmemFence``, ``TmemLoad``, ``TmemWait``.
+
+A tensor-memory route orders the consumer's ``tcgen05.ld`` after the producer's writes
+the way PTX prescribes for two threads: the producer reaches its ready event once its
+MMAs are complete (it waited on their ``tcgen05.commit`` mbarrier), then
+``tcgen05.fence::before_thread_sync`` and arrives at the route's barrier; the consumer
+syncs that barrier before chunk 0, ``tcgen05.fence::after_thread_sync``, then loads
+(``tcgen05.wait::ld`` before the registers are read).
 
 Barrier operands are indices into the route's named barriers (the linker maps them to
 IDs); every barrier counts ``barrier_threads`` threads.
@@ -123,7 +130,14 @@ class TmemWait:
     pass
 
 
-Op = Copy | Shuffle | Store | Load | Arrive | Sync | TmemLoad | TmemWait
+@dataclass(frozen=True)
+class TmemFence:
+    """``tcgen05.fence::before_thread_sync`` (``before``) or ``::after_thread_sync``."""
+
+    before: bool
+
+
+Op = Copy | Shuffle | Store | Load | Arrive | Sync | TmemLoad | TmemWait | TmemFence
 
 
 @dataclass(frozen=True)
@@ -182,7 +196,11 @@ def build_program(seam: Seam, result: RungResult, *, scratch_aliased: bool = Fal
         return _program(seam, result.rung, (), _shuffle_ops(seam))
     if result.rung == TMEM_LOAD:
         assert isinstance(result.plan, TmemPlan)
-        return _program(seam, result.rung, (), _tmem_ops(seam, result.plan))
+        same = seam.export.threads == seam.imp.threads
+        threads = seam.export.threads.count + (0 if same else seam.imp.threads.count)
+        release: tuple[Op, ...] = (TmemFence(before=True), Sync(0) if same else Arrive(0))
+        return _program(seam, result.rung, release, _tmem_ops(seam, result.plan, same), barriers=1,
+                        barrier_threads=threads)
     assert result.rung == SMEM_STAGING and isinstance(result.plan, StagingPlan)
     plan = result.plan
     threads = seam.export.threads.count
@@ -279,12 +297,15 @@ def _lane_source(lanes: Sequence[int], sources: Sequence[int]) -> LaneSource:
     return LaneSource("thread_table", table=tuple(sources))
 
 
-def _tmem_ops(seam: Seam, plan: TmemPlan) -> tuple[tuple[Op, ...], ...]:
+def _tmem_ops(seam: Seam, plan: TmemPlan, same: bool) -> tuple[tuple[Op, ...], ...]:
     where = seam.placement.inverse
     regs = TCGEN05_SHAPES[plan.shape].registers(plan.num)
     calls = []
     for c in range(seam.imp.chunks):
-        ops: list[Op] = []
+        # chunk 0 acquires the producer's writes (the producer's own threads synced already)
+        ops: list[Op] = [] if c or same else [Sync(0)]
+        if c == 0:
+            ops.append(TmemFence(before=False))
         for i in range(plan.loads_per_call):
             bases = tuple(
                 where[seam.demand.evaluate(demand_slot(seam.imp, 32 * w, i * regs, c))]

@@ -4,7 +4,11 @@ It executes a ``Program`` on a model machine independent of the SMT checks: per-
 register files (the producer's ``held`` values come from evaluating the placement),
 lock-step warps, ``shfl.sync`` reading a snapshot of the source lanes, tensor memory
 with the lane-quadrant rule, shared memory with a happens-before race detector, and
-named barriers with phases. Scratch that aliases claims live until the ready event
+named barriers with phases. Tensor memory holds the tile from the producer's writes,
+which each producer warp makes visible only by ``tcgen05.fence::before_thread_sync``
+before a barrier, and a consumer warp sees only through ``::after_thread_sync`` after
+one; a ``tcgen05.ld`` not so ordered after every producer warp's fence is an error.
+Scratch that aliases claims live until the ready event
 (``Program.scratch_aliased``) starts out read by every producer warp up to its export
 call, so a store not ordered after every producer warp's call is a race. Warps run
 until they block at a barrier, in round-robin order; vector clocks joined at barrier
@@ -33,6 +37,7 @@ from transfer_model.program import (
     Shuffle,
     Store,
     Sync,
+    TmemFence,
     TmemLoad,
     TmemWait,
     demand_slot,
@@ -115,6 +120,8 @@ class _Machine:
         self.functions: dict[int, Callable[..., tuple[int, ...]]] = {}
         self.dst: dict[int, list[Element | None]] = {}
         self.pending: dict[int, dict[int, Element]] = {}
+        self.released: dict[int, int] = {}  # producer warp -> its clock at its before-fence
+        self.acquired: dict[int, dict[int, int]] = {}  # consumer warp -> its clock at its after-fence
 
     def _load_registers(self, placement: LayoutMap, first: int) -> None:
         held = placement.size // placement.thread[1]
@@ -202,6 +209,13 @@ class _Machine:
         if isinstance(op, TmemLoad):
             self._tmem_load(warp, op)
             return
+        if isinstance(op, TmemFence):
+            if op.before:
+                self.clock[warp][warp] += 1
+                self.released[warp] = self.clock[warp][warp]
+            else:
+                self.acquired[warp] = dict(self.clock[warp])
+            return
         for lane, thread in self._lanes(warp):
             if isinstance(op, Copy):
                 source = thread
@@ -280,8 +294,23 @@ class _Machine:
         cell.reads.append((warp, now))
         return cell.value
 
+    def _tmem_ordered(self, warp: int) -> None:
+        """Raise unless every producer warp's tensor-memory writes are ordered before this warp's loads."""
+        seen = self.acquired.get(warp)
+        for writer in self.p.producer.warps:
+            if writer == warp:
+                continue
+            released = self.released.get(writer)
+            if released is None:
+                raise SimulationError(f"warp {warp} loads tensor memory that producer warp {writer} wrote "
+                                      "without `tcgen05.fence::before_thread_sync`")
+            if seen is None or seen.get(writer, 0) < released:
+                raise SimulationError(f"warp {warp}'s tcgen05.ld is not ordered after producer warp {writer}'s "
+                                      "writes (a barrier, then `tcgen05.fence::after_thread_sync`)")
+
     def _tmem_load(self, warp: int, op: TmemLoad) -> None:
         p = self.p
+        self._tmem_ordered(warp)
         info = TCGEN05_SHAPES[op.shape]
         fragment = tcgen05_ld_fragment(op.shape, op.num)
         base_lane, base_col = op.bases[warp - p.consumer.first // 32]

@@ -7,8 +7,9 @@ import dataclasses
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from transfer_model.maps import Chunk
-from transfer_model.program import Arrive, Copy, Program, Sync, build_program
+from contract_lang.expr import Name
+from transfer_model.maps import TMEM, Chunk, LayoutMap
+from transfer_model.program import Arrive, Copy, Program, Sync, TmemFence, build_program
 from transfer_model.routes import select_route
 from transfer_model.simulate import SimulationError, expected, simulate
 from transfer_model.strategies import Scenario, seams
@@ -139,3 +140,36 @@ def test_aliased_scratch_needs_no_extra_consumer_sync_when_the_roles_coincide() 
     assert simulate(guarded, export) == expected(imp)
     with pytest.raises(SimulationError, match="may still use the claims it aliases"):
         simulate(dataclasses.replace(route.program, scratch_aliased=True), export)
+
+
+# ------------------------------------------------- tensor memory: loads ordered after the producer's writes
+
+def _tmem_route() -> tuple[Program, object, object]:
+    placement = LayoutMap(TMEM, (("lane", 128), ("col", 256)), ("m", "n"), (Name("lane"), Name("col")))
+    export = export_of(placement, SKETCH_TILE)
+    imp = import_of(sketch_demand(), SKETCH_TILE, first=128, chunk=Chunk("n", 32))
+    route = select_route(export, imp, Lends(), target_has_tmem=True).route
+    assert route is not None and route.rung == "tmem-load"
+    return route.program, export, imp
+
+
+def test_tensor_memory_loads_after_fence_barrier_fence_deliver() -> None:
+    program, export, imp = _tmem_route()
+    assert simulate(program, export) == expected(imp)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("drop", ["consumer sync", "consumer fence", "producer fence"])
+def test_simulation_catches_a_tensor_memory_load_not_ordered_after_the_writes(drop: str) -> None:
+    program, export, _ = _tmem_route()
+    calls = list(program.import_ops)
+    export_ops = program.export_ops
+    if drop == "consumer sync":  # the producer still arrives: the barrier count stays paired
+        calls[0] = tuple(op for op in calls[0] if op != Sync(0))
+        export_ops = tuple(op for op in export_ops if not isinstance(op, Arrive))
+    elif drop == "consumer fence":
+        calls[0] = tuple(op for op in calls[0] if op != TmemFence(before=False))
+    else:
+        export_ops = tuple(op for op in export_ops if op != TmemFence(before=True))
+    broken = dataclasses.replace(program, import_ops=tuple(calls), export_ops=export_ops)
+    with pytest.raises(SimulationError, match=r"before_thread_sync|not ordered after"):
+        simulate(broken, export)  # type: ignore[arg-type]
