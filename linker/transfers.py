@@ -65,7 +65,7 @@ from placement.verify import verify
 from transfer_model import exprs as ex
 from transfer_model.adapter import RoutedSeam
 from transfer_model.lower import LinkConstants, lower
-from transfer_model.primitives import REGISTER_COPY, SMEM_STAGING, TMEM_LOAD, WARP_SHUFFLE
+from transfer_model.primitives import REGISTER_COPY, SMEM_STAGING, TMEM_LOAD, WARP_SHUFFLE, StagingPlan
 from transfer_model.program import build_program
 from transfer_model.tensors import ELEM_BYTES
 
@@ -278,6 +278,9 @@ def _transfer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span,
                 "and the consumer's barrier sync and `tcgen05.fence::after_thread_sync`")
     elif claim is not None:
         why += f"; stages through `{claim}`, lent by role `{seam.imp.role}`"
+        plan = route.result.plan
+        if isinstance(plan, StagingPlan) and plan.pad:
+            why += f" ({plan.mode} rows padded by {plan.pad} element(s): consecutive rows start in consecutive banks)"
     if aliases:
         why += (f"; the scratch shares storage with {', '.join(aliases)}, so the first store waits until every "
                 "producer thread has reached the ready event")

@@ -319,7 +319,7 @@ def _tmem_ops(seam: Seam, plan: TmemPlan, same: bool) -> tuple[tuple[Op, ...], .
 
 def _staging_ops(seam: Seam, plan: StagingPlan, aliased: bool) -> tuple[tuple[Op, ...], tuple[tuple[Op, ...], ...]]:
     imp, placement = seam.imp, seam.placement
-    address = StagingAddress(seam, plan.mode)
+    address = StagingAddress(seam, plan.mode, plan.pad)
     # Aliased scratch: every producer thread has reached the ready event before any stores.
     # A disjoint consumer syncs the last barrier once more too, so its phases stay paired.
     free: tuple[Op, ...] = (Sync(plan.barriers - 1),) if aliased else ()
