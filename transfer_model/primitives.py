@@ -31,7 +31,9 @@ exact delivery for every element, a model is the witness.
   consumers sync before their first load) when the consumer lends that much;
   otherwise, for a chunked import by a disjoint role, per chunk (scratch = chunk bytes,
   two barriers both sides sync: "full" between the stores and the loads of chunk ``k``,
-  "empty" between the loads of chunk ``k`` and the stores of chunk ``k + 1``). A
+  "empty" between the loads of chunk ``k`` and the stores of chunk ``k + 1``). Either
+  way the staged rows are padded by one word when the lent scratch holds it
+  (``StagingAddress``: no bank conflicts for a row-per-thread import). A
   shared-memory placement is loaded in place (no stores, no scratch). Checks:
   *threads* (the roles coincide or are disjoint), *scratch* (the consumer lends shared
   memory), *bounds*, *race* (two elements on overlapping addresses are never live at
