@@ -31,7 +31,7 @@ MUTATIONS = [
     ("ring", "loader.kc", "init by load fenced", "init by load", "L-FENCE"),
     ("gemm_swiglu", "epilogue.kc", "elem f32", "elem bf16", "L-DTYPE"),
     ("gemm_swiglu", "mainloop.kc", "owns fact tile_n: u32 = 128", "owns fact tile_n: u32 = 256", "L-FACT"),
-    ("gemm_swiglu", "epilogue.kc", "bytes 16KiB align 16", "bytes 4KiB align 16", "L-SCRATCH"),
+    ("gemm_swiglu", "epilogue.kc", "bytes 65KiB align 16", "bytes 4KiB align 16", "L-SCRATCH"),
     ("gemm_swiglu", "mainloop.kc", "bytes 32KiB align 1024", "bytes 32KiB align 128", "L-ALIGN"),
     ("attention", "mask.kc", "requires converged, full_warps", "requires converged, full_warps, enter_once",
      "L-SITE"),

@@ -36,8 +36,6 @@ __device__ unsigned kl_gemm_mainloop_kv_full_count();    // `full init 1`
 __device__ unsigned kl_gemm_mainloop_kv_empty_count();   // `empty init per_warpgroup(mma)`
 __device__ unsigned kl_gemm_mainloop_operands_smem();    // claim operands: slot 0 (1024-aligned)
 __device__ unsigned kl_gemm_mainloop_operands_stride();  // claim operands: bytes between slots
-__device__ unsigned kl_gemm_mainloop_drained_bar_id();   // claim barrier drained: named-barrier ID
-__device__ unsigned kl_gemm_mainloop_drained_threads();  // claim barrier drained: its threads (role mma)
 __device__ void kl_gemm_mainloop_accumulator_export(const unsigned int* held);  // export accumulator
 }
 
@@ -259,11 +257,6 @@ extern "C" __device__ void gemm_mma_main(const GemmParams* params, unsigned char
     if (k_tiles > 0 && leader) {
         mbarrier_arrive(empty + kBarrierBytes * previous);
     }
-    // Both warpgroups have retired every wgmma that read the ring (`drained`): the
-    // route may now stage through shared memory the ring's slots occupied.
-    asm volatile("barrier.sync %0, %1;" ::"r"(kl_gemm_mainloop_drained_bar_id()),
-                 "r"(kl_gemm_mainloop_drained_threads())
-                 : "memory");
     // `ready event acc.ready`: every accumulator is final.
     kl_gemm_mainloop_accumulator_export(reinterpret_cast<const unsigned int*>(acc));
 }
