@@ -47,12 +47,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from linker.manifest import read_stage_package  # noqa: E402
-
 from kernlink.api import check, link  # noqa: E402
 from linker.pack import pack  # noqa: E402
 from linker.toolchain import compile_nvrtc  # noqa: E402
 from linker.toolchain import link as nvjitlink  # noqa: E402
+from package.manifest import read_stage_package  # noqa: E402
 
 EXAMPLE = ROOT / "specs" / "examples" / "moe4"
 COMPONENTS = {"moe.interp": "interp", "moe.comm": "comm", "moe.gemm": "gemm", "moe.act": "act"}
