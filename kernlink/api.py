@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from analysis.pipeline import Analysis, AnalysisContext, analyse, resolve_inputs
 from checker.composition import Composition
 from checker.engine import ModelOptions, selected
+from checker.memo import Memo
 from diagnostics.model import Diagnostic, DiagnosticError, sort_diagnostics
 from diagnostics.sources import SourceMap
 from package.loader import Inputs, UsageError, load
@@ -57,13 +58,14 @@ def check_text(text: str, name: str = "<example>", *, target: str | None = None)
 
 def check(paths: Sequence[str | Path], *, target: str | None = None, select: Sequence[str] | None = None,
           ignore: Sequence[str] | None = None, strict: bool = False,
-          options: ModelOptions | None = None) -> CheckResult:
+          options: ModelOptions | None = None, memo: Memo | None = None) -> CheckResult:
     """Audit a composition. Raises only ``UsageError`` / ``SelectionError`` for bad arguments.
 
     ``strict`` makes warnings about the inputs (a stale `.kc`, W-STALE-CONTRACT) errors;
-    ``options`` sets the protocol model's solver budget and bound (``--rlimit``, ``--bound``).
+    ``options`` sets the protocol model's solver budget and bound (``--rlimit``, ``--bound``);
+    ``memo`` keeps verdicts for the caller's later checks (``--watch``, the language server).
     """
-    ctx = AnalysisContext(target, tuple(selected(select, ignore)), options or ModelOptions())
+    ctx = AnalysisContext(target, tuple(selected(select, ignore)), options or ModelOptions(), memo or Memo())
     return analyse(load(paths, strict=strict), ctx)
 
 

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from kernlink.output import color, emit
+
+if TYPE_CHECKING:
+    from checker.memo import Memo
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,7 +34,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(run=cmd_watch)
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+def cmd_check(args: argparse.Namespace, memo: Memo | None = None) -> int:
+    """One check; ``memo`` carries verdicts from the earlier checks of ``--watch``."""
     from checker import conformance
     from checker.engine import ModelOptions
     from kernlink.api import check
@@ -42,7 +47,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise UsageError(str(err)) from err
     result = check(args.paths, target=args.target, select=_codes(args.select), ignore=_codes(args.ignore),
-                   strict=args.strict, options=options)
+                   strict=args.strict, options=options, memo=memo)
     diags = conformance.strict(result.diagnostics) if args.strict else result.diagnostics
     n_err = sum(1 for d in diags if d.is_error)
     summary = "composition rejected" if n_err else "composition accepted"
@@ -56,9 +61,11 @@ def cmd_watch(args: argparse.Namespace) -> int:
     """`check`, once or (``--watch``) again after every change of an input (kernlink/watch.py)."""
     if not args.watch:
         return cmd_check(args)
+    from checker.memo import Memo
     from kernlink.watch import watch
 
-    return watch(args.paths, lambda: cmd_check(args), say=lambda line: print(line, flush=True))
+    memo = Memo()
+    return watch(args.paths, lambda: cmd_check(args, memo), say=lambda line: print(line, flush=True))
 
 
 def _codes(text: str | None) -> list[str] | None:

@@ -20,6 +20,7 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types as T
 from pygls.lsp.server import LanguageServer
 
+from checker.memo import Memo
 from diagnostics.model import Diagnostic, DiagnosticError, Severity
 from diagnostics.span import Span
 from kernlink import __version__
@@ -83,8 +84,8 @@ def syntax_diagnostics(path: Path, text: str) -> list[Diagnostic]:
     return []
 
 
-def check_diagnostics(path: Path) -> list[Diagnostic]:
-    """What `kernlink check` reports for the composition(s) ``path`` belongs to."""
+def check_diagnostics(path: Path, memo: Memo | None = None) -> list[Diagnostic]:
+    """What `kernlink check` reports for the composition(s) ``path`` belongs to (``memo``: the session's)."""
     from kernlink.api import check
     from package.loader import UsageError
 
@@ -94,7 +95,7 @@ def check_diagnostics(path: Path) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     for target in targets:
         try:
-            found.extend(check([os.path.relpath(target)]).diagnostics)
+            found.extend(check([os.path.relpath(target)], memo=memo).diagnostics)
         except UsageError:
             continue
     return found
@@ -104,6 +105,7 @@ class KernlinkServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("kernlink", __version__)
         self.published: set[Path] = set()
+        self.memo = Memo()  # verdicts on the protocol's meaning, kept across the session's checks
 
     def publish(self, grouped: dict[Path, list[T.Diagnostic]], clear: Iterable[Path]) -> None:
         for path in sorted(set(clear) | set(grouped)):
@@ -119,7 +121,7 @@ def _full(ls: KernlinkServer, uri: str) -> None:
     path = uri_to_path(uri)
     if path.suffix not in (".kc", ".kp"):
         return
-    grouped = to_lsp(check_diagnostics(path), Path.cwd())
+    grouped = to_lsp(check_diagnostics(path, ls.memo), Path.cwd())
     ls.publish(grouped, {p for p in ls.published if p.parent == path.parent} | {path.resolve()})
 
 
