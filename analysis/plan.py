@@ -23,6 +23,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from checker.clauses import l_regs
 from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from placement.adapter import Placed
@@ -81,10 +82,7 @@ class Plan:
                                               notes=tuple(problems[:10]))])
         moved = moved_roles(placed.placement, placement) if self.routes else []
         if moved:
-            raise DiagnosticError([Diagnostic(
-                "L-REGS", f"re-solving the register groups for {entry} entry registers moves roles that tensor routes "
-                          "run on", labels=(Label(comp.pipeline.span, "in this composition"),), notes=tuple(moved),
-                helps=("lower the roles' `regs`, or the block's `blocks_per_sm`",))])
+            raise DiagnosticError([l_regs.resolve_moves_routes(entry, comp.pipeline.span, moved)])
         return dataclasses.replace(self, placed=Placed(problem, placement), resolved=True)
 
 
@@ -157,17 +155,10 @@ def register_demand(placed: Placed) -> int:
 
 def _entry_too_small(comp: Composition, placed: Placed, entry: int, least: int, kernel: str) -> Diagnostic:
     """The kernel starts with fewer registers than any `setmaxnreg` budget: no group can be placed."""
-    labels = tuple(Label(info.role.span, f"`{name}`: regs {info.role.regs}", primary=i == 0)
-                   for i, (name, info) in enumerate(sorted((n, i) for n, i in comp.roles.items()
-                                                          if i.role.regs is not None)))
-    return Diagnostic(
-        "L-REGS", f"the linked kernel `{kernel}` starts with {entry} registers per thread, fewer than the smallest "
-                  f"`setmaxnreg` budget ({least}): the roles' `regs` cannot be applied",
-        labels=labels or (Label(comp.pipeline.span, "in this composition"),),
-        notes=(f"the register pool is the entry count × the block's {placed.placement.block_warps * 32} threads; "
-               "`setmaxnreg` hands out whole steps of it",),
-        helps=("drop the roles' `regs` (the kernel needs few registers), or lower the block's `blocks_per_sm`",),
-        data=(("entry", str(entry)), ("setmaxnreg_min", str(least))))
+    labels = [(info.role.span, f"`{name}`: regs {info.role.regs}")
+              for name, info in sorted((n, i) for n, i in comp.roles.items() if i.role.regs is not None)]
+    return l_regs.entry_below_minimum(kernel, entry, least, placed.placement.block_warps * 32,
+                                      labels or [(comp.pipeline.span, "in this composition")])
 
 
 __all__ = ["Plan", "barrier_name", "moved_roles", "place_route_barriers", "plan", "register_demand"]

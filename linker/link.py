@@ -72,6 +72,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.plan import plan, register_demand
+from checker.clauses import l_regs
 from checker.clauses.l_launch import residency_diagnostic
 from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity, sort_diagnostics
@@ -436,11 +437,7 @@ def _registers(rnd: _Round, placed: Placed) -> int | None:
     d = rnd.generated.dispatch
     ignored = _IGNORED.findall(rnd.info_log)
     if ignored:
-        raise DiagnosticError([Diagnostic(
-            "L-REGS", f"ptxas ignored `setmaxnreg` in `{KERNEL}`: the register groups would not be applied",
-            notes=tuple(line.strip() for line in ignored),
-            helps=("report it with the inputs: the dispatch kernel is generated with launch bounds that cap its "
-                   "entry registers",))])
+        raise DiagnosticError([l_regs.setmaxnreg_ignored(KERNEL, ignored)])
     if not d.setmaxnreg:
         rnd.attempt.outcome = "no register groups"
         return None
@@ -459,19 +456,14 @@ def _registers(rnd: _Round, placed: Placed) -> int | None:
 
 def _regs_failed(comp: Composition, rnd: _Round, placed: Placed, entry: int) -> Diagnostic:
     d = rnd.generated.dispatch
-    demand = register_demand(placed)
-    labels = tuple(Label(info.role.span, f"`{info.name}`: budget {placed.placement.role(info.stage.name, name).budget}",
-                         primary=i == 0)
-                   for i, (name, info) in enumerate(sorted(comp.roles.items())) if info.role.regs is not None)
-    return Diagnostic(
-        "L-REGS", f"the linked kernel `{KERNEL}` has {rnd.kernel.registers} registers per thread at entry; its "
-                  f"register groups need {demand} registers of a pool of {entry * d.threads}",
-        labels=labels,
-        notes=(f"the code was generated for an entry count of {d.entry_regs} and re-solved once",
+    labels = tuple((info.role.span, f"`{info.name}`: budget {placed.placement.role(info.stage.name, name).budget}")
+                   for name, info in sorted(comp.roles.items()) if info.role.regs is not None)
+    return l_regs.pool_overflow(l_regs.PoolOverflow(
+        register_demand(placed), entry, d.threads, labels,
+        notes=(f"after the device link: `{KERNEL}` has {rnd.kernel.registers} registers per thread at entry; "
+               f"the code was generated for an entry count of {d.entry_regs} and re-solved once",
                "Σ budget × threads over the warpgroups must fit the CTA's pool (HARDWARE.md §3.2)"),
-        helps=("lower the roles' `regs`, or the block's `blocks_per_sm`",),
-        data=(("registers", str(rnd.kernel.registers)), ("demand", str(demand)),
-              ("pool", str(entry * d.threads))))
+        data=(("registers", str(rnd.kernel.registers)),)))
 
 
 def _tool_warnings(comp: Composition, rnd: _Round) -> list[Diagnostic]:

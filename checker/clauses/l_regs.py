@@ -106,10 +106,11 @@ def pool_overflow(found: PoolOverflow) -> Diagnostic:
         Severity.ERROR, labels, found.notes, found.helps, tuple(sorted(data.items())))
 
 
-def entry_below_minimum(entry: int, least: int, threads: int, labels: Sequence[tuple[Span, str]]) -> Diagnostic:
-    """The linked kernel starts with fewer registers than any `setmaxnreg` budget."""
+def entry_below_minimum(kernel: str, entry: int, least: int, threads: int,
+                        labels: Sequence[tuple[Span, str]]) -> Diagnostic:
+    """The linked kernel starts with fewer registers than any `setmaxnreg` budget: no group can be placed."""
     return Diagnostic(
-        CODE, f"the linked kernel starts with {entry} registers per thread, fewer than the smallest "
+        CODE, f"the linked kernel `{kernel}` starts with {entry} registers per thread, fewer than the smallest "
               f"`setmaxnreg` budget ({least}): the roles' `regs` cannot be applied",
         Severity.ERROR, tuple(Label(span, text, k == 0) for k, (span, text) in enumerate(labels)),
         (f"the register pool is the entry count × the block's {threads} threads; "
