@@ -8,91 +8,18 @@ hardware table. It is read-only: clauses are pure functions of it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, TypeVar
 
 import networkx as nx
 
 from checker.hardware import TargetSpec
 from contract_lang import ast as A
 from diagnostics.span import Span
+from package.loader import StageEntry
 
 N = TypeVar("N", bound=A.Node)
-SymbolKind = Literal["func", "entry", "var"]
-
-
-@dataclass(frozen=True)
-class Prototype:
-    """A symbol's PTX shape: what it is, and the PTX types of its return and parameter slots."""
-
-    kind: SymbolKind
-    params: tuple[str, ...] = ()
-    returns: tuple[str, ...] = ()
-
-    def __str__(self) -> str:
-        if self.kind == "var":
-            return "variable"
-        ret = f" -> {', '.join(self.returns)}" if self.returns else ""
-        return f".{self.kind} ({', '.join(self.params)}){ret}"
-
-    def as_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "params": list(self.params), "returns": list(self.returns)}
-
-    @classmethod
-    def from_json(cls, value: Mapping[str, Any]) -> Prototype:
-        kind = value["kind"]
-        if kind not in ("func", "entry", "var"):
-            raise ValueError(f"unknown symbol kind {kind!r}")
-        return cls(kind, tuple(str(p) for p in value["params"]), tuple(str(r) for r in value["returns"]))
-
-
-@dataclass(frozen=True)
-class Captured:
-    """What a compiler saw in a packed component (absent for contract-only checks).
-
-    ``prototypes`` holds the PTX shape of each captured symbol, sorted by name (packages
-    that predate prototypes have none, and the signature checks then stay silent).
-    """
-
-    defined_symbols: frozenset[str]
-    needed_symbols: frozenset[str]
-    params_layouts: tuple[CapturedParams, ...] = ()
-    toolkit: str | None = None
-    target: str | None = None
-    prototypes: tuple[tuple[str, Prototype], ...] = ()
-    # The package's PTX payload, for L-CONFORM (checker/conformance); not part of equality:
-    # it is derived from the same compile as the captured symbols.
-    ptx: str | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def prototype_map(self) -> dict[str, Prototype]:
-        return dict(self.prototypes)
-
-
-@dataclass(frozen=True)
-class CapturedParams:
-    """A params struct as laid out by the compiler: size, alignment, field offsets and sizes."""
-
-    name: str
-    size: int
-    align: int
-    fields: tuple[tuple[str, int, int], ...]  # (field, offset, size)
-
-
-@dataclass(frozen=True)
-class StageEntry:
-    """One stage of the composition, where it came from, and what its package captured."""
-
-    stage: A.Stage
-    source: str
-    use: A.Use | None
-    package: str | None = None
-    captured: Captured | None = None
-
-    @property
-    def name(self) -> str:
-        return self.stage.name
 
 
 @dataclass(frozen=True)
@@ -179,6 +106,14 @@ class Composition:
                           if isinstance(item, kind))
             self._by_kind[kind] = found
         return iter(found)
+
+    def item_index(self, stage: A.Stage, item: A.Node) -> int:
+        """An item's index in its stage, by identity (0 when it is not one of the stage's items)."""
+        key = ("positions", id(stage))
+        found = self._by_kind.get(key)
+        if found is None or found[0] is not stage:
+            found = self._by_kind[key] = (stage, {id(it): i for i, it in enumerate(stage.items)})
+        return found[1].get(id(item), 0)
 
     def stage(self, name: str) -> StageEntry | None:
         return next((s for s in self.stages if s.name == name), None)

@@ -1,8 +1,9 @@
 """The explicit state of one check: the composition, the selected codes, the model options.
 
 Clauses that share an analysis (the protocol clauses share one model of the composition)
-read it from the context the engine passes them, computed once per check; nothing is
-kept between checks except verdicts cached on the protocol's meaning.
+read it from the context the engine passes them, computed once per check. What may be
+kept between checks (verdicts on the protocol's meaning, facts of a PTX payload) lives in
+the context's :class:`~checker.memo.Memo`, which the caller owns: nothing is module-level.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from checker.composition import Composition
+from checker.memo import Memo
 from checker.protocol.adapter import ModelOptions, ModelReport, analyse, unmodelled_diagnostics
 from diagnostics.model import Diagnostic
 
@@ -21,12 +23,13 @@ class CheckContext:
     comp: Composition
     codes: frozenset[str]
     options: ModelOptions = field(default_factory=ModelOptions)
+    memo: Memo = field(default_factory=Memo, repr=False)
     _protocol: ModelReport | None = field(default=None, repr=False)
 
     def protocol(self) -> ModelReport:
         """The protocol model's report (decided on first use)."""
         if self._protocol is None:
-            self._protocol = analyse(self.comp, self.options)
+            self._protocol = analyse(self.comp, self.options, self.memo)
         return self._protocol
 
     def protocol_for(self, code: str) -> list[Diagnostic]:

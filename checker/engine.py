@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from checker.clause import Clause
 from checker.composition import Composition
 from checker.context import CheckContext
+from checker.memo import Memo
 from checker.protocol.adapter import ModelOptions
 from diagnostics.model import Diagnostic, Label, Severity, sort_diagnostics
 
@@ -43,16 +44,17 @@ def selected(select: Sequence[str] | None = None, ignore: Sequence[str] | None =
 
 
 def run_clauses(comp: Composition, clauses: Iterable[type[Clause]] | None = None,
-                options: ModelOptions | None = None) -> list[Diagnostic]:
+                options: ModelOptions | None = None, memo: Memo | None = None) -> list[Diagnostic]:
     """All diagnostics of the given clauses (default: every registered clause), sorted.
 
-    One :class:`CheckContext` per call holds what the clauses share (the protocol model);
+    One :class:`CheckContext` per call holds what the clauses share (the protocol model;
+    ``memo``, what the caller keeps between checks);
     the one-mistake-one-clause tiers of the protocol clauses apply over the selected codes
     only, and what no clause owns (undecided queries, channels the model left out) is
     reported whatever the selection.
     """
     chosen = list(clauses) if clauses is not None else selected()
-    ctx = CheckContext(comp, frozenset(c.code for c in chosen), options or ModelOptions())
+    ctx = CheckContext(comp, frozenset(c.code for c in chosen), options or ModelOptions(), memo or Memo())
     found: list[Diagnostic] = []
     for cls in chosen:
         try:
@@ -87,5 +89,5 @@ def errors(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
     return [d for d in diags if d.severity is Severity.ERROR]
 
 
-__all__ = ["CheckContext", "Label", "ModelOptions", "SelectionError", "by_code", "errors", "registry", "run_clauses",
-           "selected"]
+__all__ = ["CheckContext", "Label", "Memo", "ModelOptions", "SelectionError", "by_code", "errors", "registry",
+           "run_clauses", "selected"]

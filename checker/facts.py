@@ -19,10 +19,12 @@ from typing import Literal
 
 import z3
 
-from checker.composition import Composition, Owned, StageEntry
+from checker.composition import Composition, Owned
+from checker.memo import Memo
 from contract_lang import ast as A
 from contract_lang.expr import BinOp, Expr, Int, Name, Not
 from diagnostics.span import Span
+from package.loader import StageEntry
 from solver import Solver
 
 ConsumerKind = Literal["uses", "assumes", "requires", "param"]
@@ -207,17 +209,18 @@ class Verdict:
     reason: str = ""
 
 
-def decide(expr: Expr, values: Mapping[str, A.FactValue], rlimit: int | None = None) -> Verdict:
+def decide(expr: Expr, values: Mapping[str, A.FactValue], rlimit: int | None = None,
+           memo: Memo | None = None) -> Verdict:
     """Decide ``expr`` over the product of its facts' values (every name must be in ``values``).
 
-    ``rlimit`` bounds each solver query (default :data:`RLIMIT`). Cached on the meaning
-    of the question (expressions and values compare without their spans).
+    ``rlimit`` bounds each solver query (default :data:`RLIMIT`). Kept in ``memo`` on the
+    meaning of the question (expressions and values compare without their spans).
     """
     domains = tuple((name, values[name].kind, values[name].values) for name in sorted(values))
-    return _decide(expr, domains, rlimit if rlimit is not None else RLIMIT)
+    limit = rlimit if rlimit is not None else RLIMIT
+    return (memo or Memo()).fact_verdicts.get((expr, domains, limit), functools.partial(_decide, expr, domains, limit))
 
 
-@functools.lru_cache(maxsize=4096)
 def _decide(expr: Expr, domains: tuple[tuple[str, Literal["exact", "range", "set"], tuple[int, ...]], ...],
             rlimit: int) -> Verdict:
     values = {name: A.FactValue(kind, vals) for name, kind, vals in domains}

@@ -53,8 +53,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from checker.composition import Captured, Prototype
 from contract_lang import ast as A
+from package.captured import Captured, Prototype
 
 HandleKind = Literal[
     "smem", "smem_stride", "tmem", "bar_id", "bar_threads", "counter",
@@ -167,17 +167,20 @@ class HandleSpec:
 class Finding:
     """A disagreement between what a component's object declares and its contract.
 
-    ``clause`` is the clause that rejects it; ``problem`` a stable short tag;
-    ``node`` the contract item involved (for its span), if any.
+    ``clause`` is the clause that rejects it and words it (``l_symbol.describe``,
+    ``l_handle.describe``); ``problem`` a stable short tag; ``facts`` the values its
+    message names; ``node`` the contract item involved (for its span), if any.
     """
 
     clause: Literal["L-SYMBOL", "L-HANDLE"]
     problem: str
     symbol: str
-    message: str
-    help: str = ""
+    facts: tuple[tuple[str, str], ...] = ()
     item: str | None = None
     node: A.Node | None = field(default=None, compare=False, repr=False)
+
+    def fact(self, key: str) -> str:
+        return dict(self.facts)[key]
 
 
 # ----------------------------------------------------------------- names
@@ -352,29 +355,19 @@ def symbol_problems(stage: A.Stage, captured: Captured,
     expected = expected_handles(stage)
     for symbol in sorted(captured.defined_symbols):
         if symbol.startswith(HANDLE_PREFIX) or symbol in expected or symbol in calls:
-            found.append(Finding(
-                "L-SYMBOL", "reserved-definition", symbol,
-                f"the component defines `{symbol}`, a name the linker defines",
-                "declare it `extern \"C\" __device__` without a body; the linker defines handles and "
-                "call trampolines", node=expected[symbol].node if symbol in expected else calls.get(symbol)))
+            found.append(Finding("L-SYMBOL", "reserved-definition", symbol,
+                                 node=expected[symbol].node if symbol in expected else calls.get(symbol)))
     for symbol in sorted(captured.needed_symbols):
         call = calls.get(symbol)
         if call is not None:
             proto = protos.get(symbol)
             if proto is not None and not _signature_matches(proto, call.signature):
-                found.append(Finding(
-                    "L-SYMBOL", "call-signature", symbol,
-                    f"the component calls `{symbol}` as `{proto}`, the contract's call `{call.name}` is "
-                    f"`{call.signature}`", "declare the trampoline with the contract's signature",
-                    call.name, call))
+                found.append(Finding("L-SYMBOL", "call-signature", symbol,
+                                     (("object", str(proto)), ("contract", str(call.signature))), call.name, call))
             continue
         if symbol in TOOLKIT_EXTERNS or symbol.startswith(HANDLE_PREFIX) or classify_handle(stage, symbol):
             continue
-        found.append(Finding(
-            "L-SYMBOL", "unexplained-need", symbol,
-            f"the component needs `{symbol}`, which no contract item explains",
-            f"declare `call NAME (...) -> T as {symbol} from role R` if it is a callable of another "
-            "component, or define it in the component"))
+        found.append(Finding("L-SYMBOL", "unexplained-need", symbol))
     return found
 
 
@@ -386,10 +379,8 @@ def handle_problems(stage: A.Stage, captured: Captured,
     for spec in handle_bindings(stage):
         first = seen.setdefault(spec.symbol, spec)
         if first is not spec:
-            found.append(Finding(
-                "L-HANDLE", "bound-twice", spec.symbol,
-                f"handle `{spec.symbol}` is bound by both `{first.item}` and `{spec.item}`",
-                "give one of them another name with `handle NAME`", spec.item, spec.node))
+            found.append(Finding("L-HANDLE", "bound-twice", spec.symbol, (("first", first.item),),
+                                 spec.item, spec.node))
     calls = call_symbols(stage)
     protos = prototypes or {}
     for symbol in sorted(captured.needed_symbols):
@@ -404,10 +395,8 @@ def handle_problems(stage: A.Stage, captured: Captured,
         if proto is not None and proto != handle_prototype(handle.kind):
             shape = TENSOR_DECLARATIONS.get(handle.kind, "unsigned {symbol}()").format(symbol=symbol)
             what = "this handle is" if handle.kind in TENSOR_DECLARATIONS else "handles are"
-            found.append(Finding(
-                "L-HANDLE", "signature", symbol,
-                f"handle `{symbol}` is declared as `{proto}`; {what} `{shape}`",
-                f"declare `extern \"C\" __device__ {shape};`", handle.item, handle.node))
+            found.append(Finding("L-HANDLE", "signature", symbol,
+                                 (("object", str(proto)), ("shape", shape), ("what", what)), handle.item, handle.node))
     return found
 
 
@@ -460,34 +449,18 @@ def _unbound(stage: A.Stage, symbol: str) -> Finding:
                 continue
             handle = getattr(node, "handle", None)
             if kind in kinds and handle:
-                return Finding("L-HANDLE", "unbound", symbol,
-                               f"handle `{symbol}` is bound by no item: `{name}` names its handle `{handle}`",
-                               f"read `{handle}` instead", name, node)
+                return Finding("L-HANDLE", "unbound", symbol, (("renamed", handle),), name, node)
             family, lacks = _CONDITIONAL.get(kind, (None, ""))
             if family is not None and isinstance(node, family):
-                return Finding("L-HANDLE", "unbound", symbol,
-                               f"handle `{symbol}` is bound by no item: `{name}` {lacks}",
-                               "change the contract so the item binds it, or stop reading it", name, node)
+                return Finding("L-HANDLE", "unbound", symbol, (("lacks", lacks),), name, node)
             bound = ", ".join(f"`{s.symbol}`" for s in handle_bindings(stage) if s.item == name)
             return Finding("L-HANDLE", "wrong-kind", symbol,
-                           f"handle `{symbol}` reads {KIND_TEXT[kind]} of `{name}`, which is {what}",
-                           f"read one of the handles `{name}` binds: {bound}", name, node)
-    return Finding("L-HANDLE", "unbound", symbol, f"handle `{symbol}` is bound by no contract item",
-                   "claim the resource it reads, or name the claim's handle with `handle "
-                   f"{symbol}`; specs/handles.md lists the names")
+                           (("reads", KIND_TEXT[kind]), ("is", what), ("binds", bound)), name, node)
+    return Finding("L-HANDLE", "unbound", symbol)
 
 
 def _missing(symbol: str, what: str, node: A.Node, name: str | None) -> Finding:
-    if what == "entry":
-        message = f"role `{name}`'s entry `{symbol}` is not defined by the component"
-        help_text = f"define `extern \"C\" __device__ void {symbol}(const void* params, unsigned char* smem)`"
-    elif what == "export":
-        message = f"exported callable `{name}`'s symbol `{symbol}` is not defined by the component"
-        help_text = f"define `extern \"C\" __device__` function `{symbol}`"
-    else:
-        message = f"ring `{name}` is initialised by this stage, but its init hook `{symbol}` is not defined"
-        help_text = f"define `extern \"C\" __device__ void {symbol}(const void* params, unsigned char* smem)`"
-    return Finding("L-SYMBOL", f"{what}-missing", symbol, message, help_text, name, node)
+    return Finding("L-SYMBOL", f"{what}-missing", symbol, (), name, node)
 
 
 def _definition_abi(symbol: str, what: str, node: A.Node, name: str | None,
@@ -496,15 +469,12 @@ def _definition_abi(symbol: str, what: str, node: A.Node, name: str | None,
         if proto.kind == "func" and _signature_matches(proto, node.signature):
             return []
         return [Finding("L-SYMBOL", "export-signature", symbol,
-                        f"`{symbol}` is `{proto}` in the object, the export `{name}` is `{node.signature}`",
-                        "make the definition match the contract's signature", name, node)]
+                        (("object", str(proto)), ("contract", str(node.signature))), name, node)]
     if proto == ENTRY_PROTOTYPE:
         return []
     role_or_ring = "role entry" if what == "entry" else "ring init hook"
     shape = "a kernel (`__global__`)" if proto.kind == "entry" else f"`{proto}`"
-    return [Finding("L-SYMBOL", f"{what}-signature", symbol,
-                    f"{role_or_ring} `{symbol}` is {shape}, not `.func (b64, b64)`",
-                    f"define `extern \"C\" __device__ void {symbol}(const void* params, unsigned char* smem)`",
+    return [Finding("L-SYMBOL", f"{what}-signature", symbol, (("definer", role_or_ring), ("object", shape)),
                     name, node)]
 
 

@@ -15,21 +15,12 @@ from dataclasses import replace
 
 import networkx as nx
 
-from checker.composition import Composition, N, Owned, RoleInfo, StageEntry, UnresolvedUse
+from checker.composition import Composition, N, Owned, RoleInfo, UnresolvedUse
 from checker.hardware import target as lookup_target
 from checker.versions import Requirement, Version
 from contract_lang import ast as A
-from diagnostics.span import UNKNOWN_SPAN, Span
-
-
-def implicit_pipeline(stages: Sequence[A.Stage], name: str, span: Span) -> A.Pipeline:
-    """The pipeline a bare contract file stands for: every stage it holds, at its version."""
-    items: list[A.PipelineItem] = []
-    first_target = next((s.target for s in stages if s.target is not None), None)
-    if first_target is not None:
-        items.append(A.Target(first_target.name, span=first_target.span))
-    items.extend(A.Use(s.name, f"={s.version}", span=s.span) for s in stages)
-    return A.Pipeline(name, tuple(items), span=span)
+from diagnostics.span import UNKNOWN_SPAN
+from package.loader import StageEntry
 
 
 def select_stages(pipeline: A.Pipeline, candidates: Sequence[StageEntry],

@@ -229,21 +229,7 @@ class Demand:
 
 def _order(comp: Composition, owned: Owned[Any]) -> tuple[int, int]:
     stage_index = next((i for i, s in enumerate(comp.stages) if s is owned.stage), len(comp.stages))
-    return stage_index, _item_index(owned.stage.stage, id(owned.item))
-
-
-_POSITIONS: dict[int, tuple[A.Stage, dict[int, int]]] = {}
-
-
-def _item_index(stage: A.Stage, item: int) -> int:
-    """An item's index in its stage, by identity (memoised per stage object)."""
-    cached = _POSITIONS.get(id(stage))
-    if cached is None or cached[0] is not stage:
-        if len(_POSITIONS) > 256:
-            _POSITIONS.clear()
-        cached = (stage, {id(it): i for i, it in enumerate(stage.items)})
-        _POSITIONS[id(stage)] = cached
-    return cached[1].get(item, 0)
+    return stage_index, comp.item_index(owned.stage.stage, owned.item)
 
 
 def smem_demands(comp: Composition) -> list[Demand]:

@@ -111,7 +111,7 @@ class AstBuilder(Transformer[Token, Any]):
     def _vocab(self, tok: Token, allowed: Sequence[str], what: str) -> str:
         word = str(tok)
         if word not in allowed:
-            from contract_lang.parser import did_you_mean
+            from diagnostics.suggestions import did_you_mean
 
             guess = did_you_mean(word, tuple(allowed))
             helps = (f"did you mean `{guess}`?",) if guess else (

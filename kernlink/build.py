@@ -73,7 +73,7 @@ def _key_file(package: Path) -> Path:
 
 
 def _reusable(package: Path, key: str) -> bool:
-    from linker.package import read_package
+    from package.kpkg import read_package
 
     try:
         if _key_file(package).read_text(encoding="utf-8").strip() != key:

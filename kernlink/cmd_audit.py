@@ -48,7 +48,8 @@ def _read(root: Path) -> tuple[dict[str, Any], bytes, str]:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from kernlink.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, emit
+    from kernlink.exit_codes import EXIT_OK, EXIT_REJECTED, EXIT_USAGE
+    from kernlink.output import emit
     from linker.audit import audit
 
     root = Path(args.directory)

@@ -20,7 +20,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def cmd_build(args: argparse.Namespace) -> int:
     from diagnostics.sources import SourceMap
     from kernlink.build import build, summary
-    from kernlink.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, emit
+    from kernlink.exit_codes import EXIT_OK, EXIT_REJECTED, EXIT_USAGE
+    from kernlink.output import emit
 
     if not args.output:
         print("error: -o needs a directory name", file=sys.stderr)

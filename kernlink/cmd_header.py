@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def cmd_header(args: argparse.Namespace) -> int:
     from contract_lang.parser import parse_text
     from diagnostics.files import atomic_write_text, read_source
-    from kernlink.cli import EXIT_OK, EXIT_USAGE, emit
+    from kernlink.exit_codes import EXIT_OK, EXIT_USAGE
+    from kernlink.output import emit
     from linker.header import device_header
 
     sources = SourceMap()

@@ -246,7 +246,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_parity(args: argparse.Namespace) -> int:
-    from kernlink.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, emit
+    from kernlink.exit_codes import EXIT_OK, EXIT_REJECTED, EXIT_USAGE
+    from kernlink.output import emit
 
     color = {"always": True, "never": False}.get(args.color)
     if args.rounds < 1 or args.warmup < 0 or args.reps < 1:

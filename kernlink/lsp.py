@@ -86,7 +86,7 @@ def syntax_diagnostics(path: Path, text: str) -> list[Diagnostic]:
 def check_diagnostics(path: Path) -> list[Diagnostic]:
     """What `kernlink check` reports for the composition(s) ``path`` belongs to."""
     from kernlink.api import check
-    from kernlink.loader import UsageError
+    from package.loader import UsageError
 
     targets: Sequence[Path] = [path]
     if path.suffix == ".kc":

@@ -33,7 +33,6 @@ cubin other than the one ``link.json`` records (checked on every load and launch
 
 from __future__ import annotations
 
-import argparse
 import json
 import struct
 import sys
@@ -43,7 +42,6 @@ from pathlib import Path
 from typing import Any
 
 from diagnostics.model import Diagnostic, DiagnosticError
-from diagnostics.sources import SourceMap
 from linker.generate import FIELD_FORMATS
 from linker.launch import DeviceBuffer, GpuSession, LoadedCubin
 from linker.outdir import locked, verify_cubin
@@ -187,29 +185,10 @@ def zero_counters(module: LoadedCubin, link_map: Mapping[str, Any]) -> None:
         raise DiagnosticError([Diagnostic("E-CUDA", f"cuMemsetD32 of `{counters['symbol']}` failed: {err}")])
 
 
-# ----------------------------------------------------------------- the command
+# ----------------------------------------------------------------- `kernlink run`
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("run", help="run a linked kernel on the GPU with arguments from a JSON file")
-    p.add_argument("directory", help="the output directory of `kernlink link`")
-    p.add_argument("--args", required=True, metavar="FILE",
-                   help='{"grid": N, "values": {...}, "buffers": {"name": {"input"|"bytes"|"output": ...}}}')
-    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
-    p.set_defaults(run=cmd_run)
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    from kernlink.cli import EXIT_OK, EXIT_REJECTED, emit
-
-    try:
-        _run_command(Path(args.directory), Path(args.args))
-    except DiagnosticError as err:
-        emit(err.diagnostics, SourceMap(), "text", color={"always": True, "never": False}.get(args.color))
-        return EXIT_REJECTED
-    return EXIT_OK
-
-
-def _run_command(directory: Path, args_file: Path) -> None:
+def run_command(directory: Path, args_file: Path) -> None:
+    """`kernlink run DIR --args FILE`: launch once with the args file's grid, values and buffers; write the outputs."""
     kernel = LinkedKernel.load(directory)
     try:
         spec = json.loads(args_file.read_text(encoding="utf-8"))

@@ -33,11 +33,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from checker.conformance.ptx import Function, parse
-from checker.conformance.values import Env, Val, analyse
 from diagnostics.model import Diagnostic, Label, Severity
 from diagnostics.span import Span
 from linker.cubin import read_cubin
+from package.codefacts.ptx import Function, parse
+from package.codefacts.values import Env, Val, analyse
 
 CODE = "L-LINK"
 NOTE_CODE = "I-AUDIT"

@@ -2,7 +2,7 @@
 
 The package's hashes prove integrity, not authenticity: whoever edits a package can
 recompute them. The conformance facts bind the manifest to ``code.ptx`` (read time,
-linker/manifest.py), and L-CONFORM binds ``code.ptx`` to the contract. This step
+package/manifest.py), and L-CONFORM binds ``code.ptx`` to the contract. This step
 closes the loop to the object that is linked: it compiles ``source.cu`` again with
 the recorded front end and options (NVRTC, from the filesystem root, as ``kernlink
 pack`` did) and requires the ``lto.ir`` payload and the ``code.ptx`` payload to be
@@ -27,10 +27,10 @@ from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.span import Span
 from linker import layout
-from linker.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD
-from linker.package import read_package
 from linker.symbols import compile_ptx
 from linker.toolchain import compile_nvrtc, nvrtc_version, stable_cwd
+from package.kpkg import read_package
+from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD
 
 NOTE_CODE = "I-BINDING"
 _FILE_PATH = re.compile(r'^(\s*\.file\s+\d+\s+)"(?:[^"]*/)?([^"/]*)"', re.M)

@@ -35,8 +35,6 @@ from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from linker.binding import carried_headers, extra_include_dirs
 from linker.generate import Generated, render, unit_namespace
-from linker.manifest import SOURCE_PAYLOAD
-from linker.package import read_package
 from linker.toolchain import (
     CompileResult,
     LinkResult,
@@ -47,6 +45,8 @@ from linker.toolchain import (
     nvrtc_version,
     stable_cwd,
 )
+from package.kpkg import read_package
+from package.manifest import SOURCE_PAYLOAD
 
 FrontEnd = Literal["nvrtc", "nvcc"]
 FRONT_ENDS: tuple[FrontEnd, ...] = ("nvrtc", "nvcc")

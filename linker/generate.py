@@ -51,7 +51,7 @@ import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from checker.composition import Captured, Composition, Owned, StageEntry
+from checker.composition import Composition, Owned
 from checker.handles import init_hook_symbol, resolve_handles, sanitize
 from checker.resolve import serving_exports
 from contract_lang import ast as A
@@ -67,6 +67,8 @@ from linker.counters import (
 from linker.handles import HandleValue, Solved, UnfixedFact, UnplacedHandle, handle_value, launch_cluster
 from linker.transfers import Transfer, UnusedExport, elem_ctype, plan_transfers
 from linker.watchdog import RING_WAITS, Watchdog, plan_waits
+from package.captured import Captured
+from package.loader import StageEntry
 from placement.adapter import Placed
 from placement.problem import Domain, round_up
 from placement.result import Placement

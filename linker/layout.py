@@ -23,9 +23,9 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from checker.composition import Captured, CapturedParams
 from contract_lang import ast as A
 from diagnostics import Diagnostic, DiagnosticError
+from package.captured import Captured, CapturedParams
 
 PROBE_SYMBOL = "kl_probe_layouts"
 PROBE_FILE = "<kernlink params probe>"

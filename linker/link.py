@@ -7,9 +7,9 @@ Steps (every failure is a diagnostic, recorded in the map, which is written anyw
    again (``L-INTEGRITY`` if it changed since the check) for its LTO IR, which must be
    what its ``source.cu`` compiles to (:mod:`linker.binding`; so must ``code.ptx``). Parts of
    the composition the role-entry ABI cannot express yet are ``E-UNSUPPORTED``.
-1b. **Route barriers** (:mod:`linker.transfers`): the staging routes' named barriers
-   are added to the placement problem as barrier claims and solved once more (the
-   roles must keep their warps, which the routes were chosen for).
+1b. **Route barriers** (the plan, :func:`analysis.plan.plan`): the staging routes' named
+   barriers are added to the placement problem as barrier claims and solved once more
+   (the roles must keep their warps, which the routes were chosen for).
 2. **Generate** (:mod:`linker.generate`) the handle stubs, trampolines, params block
    and dispatch kernel ``kl_dispatch``; compile them with NVRTC to LTO IR (from the
    filesystem root, so the IR does not depend on the working directory).
@@ -37,7 +37,8 @@ Steps (every failure is a diagnostic, recorded in the map, which is written anyw
    when ⌊R/8⌋·8 equals the entry count the code was generated for and Σ budget ×
    threads ≤ the pool. Otherwise the linker re-solves **once**: with the pool too
    small (R below the placement's prediction, e.g. ``blocks_per_sm 2``) the
-   placement is solved again with R as the entry count (an ``L-REGS`` rejection from
+   placement is solved again with R as the entry count (:meth:`analysis.plan.Plan.for_entry`;
+   an ``L-REGS`` rejection from
    that solve ends the link, and so does one that moves a role a tensor route runs
    on); then the code is generated for R and linked again,
    and a second miss is ``L-REGS``. A kernel whose ptxas report says ``'setmaxnreg'
@@ -70,8 +71,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from analysis.plan import plan, register_demand
 from checker.clauses.l_launch import residency_diagnostic
-from checker.composition import Composition, StageEntry
+from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity, sort_diagnostics
 from linker import linkmap
 from linker.binding import rebuild_problems
@@ -79,15 +81,12 @@ from linker.cubin import KernelInfo, read_cubin
 from linker.generate import KERNEL, SOURCE_NAME, Generated, generate, unsupported
 from linker.host_header import host_header
 from linker.linkmap import Attempt, InputRecord, LinkRecord
-from linker.manifest import StagePackage, read_stage_package
 from linker.outdir import Hook, write_set
 from linker.toolchain import compile_nvrtc, link, parse_ptxas_usage, stable_cwd, tool_warnings, toolkit_versions
-from linker.transfers import moved_roles, place_route_barriers
+from package.loader import StageEntry
+from package.manifest import StagePackage, read_stage_package
 from placement.adapter import Placed, residency_shortfall
-from placement.problem import Problem
-from placement.solve import solve
-from placement.verify import verify
-from transfer_model.adapter import RoutedSeam, route_composition
+from transfer_model.adapter import RoutedSeam
 
 CUBIN = "kernel.cubin"
 PTX = "kernel.ptx"
@@ -151,7 +150,7 @@ def link_composition(comp: Composition, placed: Placed, *, emit_ptx: bool = Fals
                      watchdog: int | None = None) -> LinkOutput:
     """Generate, compile and device-link a checked, placed composition (module docstring).
 
-    ``routes`` are the tensor connections' routes on ``placed`` (``kernlink.downstream``
+    ``routes`` are the tensor connections' routes on ``placed`` (``analysis.downstream``
     computed them during the check); None routes them here. ``watchdog`` bounds the generated
     waits (``kernlink link --watchdog``, :mod:`linker.watchdog`).
     """
@@ -161,11 +160,8 @@ def link_composition(comp: Composition, placed: Placed, *, emit_ptx: bool = Fals
     out = LinkOutput(record)
     try:
         packages = _inputs(comp, record)
-        if routes is None:
-            routes, route_diags = route_composition(comp, placed)
-            if any(d.is_error for d in route_diags):
-                raise DiagnosticError(route_diags)
-        placed = place_route_barriers(comp, placed, routes)
+        planned = plan(comp, placed, routes)  # the route barriers placed (analysis/plan.py)
+        placed, routes = planned.placed, planned.routes
         record.placement = placed.placement
         versions = toolkit_versions()
         record.toolkit = {"nvrtc": versions.as_dict()["nvrtc"], "nvjitlink": versions.as_dict()["nvjitlink"]}
@@ -174,7 +170,10 @@ def link_composition(comp: Composition, placed: Placed, *, emit_ptx: bool = Fals
         final = first
         need = _registers(first, placed)
         if need is not None:
-            placed = _resolve(comp, placed, need, record, bool(routes))
+            planned = planned.for_entry(need, KERNEL)  # the register re-solve, when the pool is too small
+            placed = planned.placed
+            if planned.resolved:
+                record.placement, record.resolved = placed.placement, True
             final = _round(comp, placed, packages, need, record, out.seconds, routes, watchdog)
             again = _registers(final, placed)
             if again is not None:
@@ -421,11 +420,6 @@ def entry_count(registers: int, unit: int = 8) -> int:
     return registers // unit * unit
 
 
-def register_demand(placed: Placed) -> int:
-    """Registers the placed groups hold at once: Σ budget × threads of each group."""
-    return sum(g.budget * g.warps * 32 for g in placed.placement.groups)
-
-
 def _registers(rnd: _Round, placed: Placed) -> int | None:
     """None when the linked kernel fits its register groups; else the entry count to re-solve with."""
     d = rnd.generated.dispatch
@@ -450,52 +444,6 @@ def _registers(rnd: _Round, placed: Placed) -> int | None:
     else:
         rnd.attempt.outcome = f"generated for entry {d.entry_regs}, the kernel has {entry}: regenerate"
     return entry
-
-
-def _resolve(comp: Composition, placed: Placed, entry: int, record: LinkRecord, routed: bool) -> Placed:
-    """The placement for an entry count of ``entry`` registers (the same one when its pool still fits)."""
-    if register_demand(placed) <= entry * placed.placement.block_warps * 32:
-        return placed
-    caps = placed.problem.capacities
-    if entry < caps.setmaxnreg_min:
-        raise DiagnosticError([_entry_too_small(comp, placed, entry, caps.setmaxnreg_min)])
-    problem: Problem = dataclasses.replace(
-        placed.problem, capacities=dataclasses.replace(caps, max_regs_per_thread=min(entry, caps.max_regs_per_thread)))
-    try:
-        placement = solve(problem)
-    except DiagnosticError as err:
-        note = (f"after the device link: `{KERNEL}` has {entry} registers per thread at entry "
-                f"(`__launch_bounds__` with its block of {placed.placement.block_warps * 32} threads), "
-                f"not the {placed.placement.entry_regs} the placement assumed")
-        raise DiagnosticError([dataclasses.replace(d, notes=(*d.notes, note)) for d in err.diagnostics]) from None
-    problems = verify(problem, placement)
-    if problems:
-        raise DiagnosticError([Diagnostic("E-INTERNAL", "the re-solved placement fails verification",
-                                          notes=tuple(problems[:10]))])
-    moved = moved_roles(placed.placement, placement) if routed else []
-    if moved:
-        raise DiagnosticError([Diagnostic(
-            "L-REGS", f"re-solving the register groups for {entry} entry registers moves roles that tensor routes "
-                      "run on", labels=(Label(comp.pipeline.span, "in this composition"),), notes=tuple(moved),
-            helps=("lower the roles' `regs`, or the block's `blocks_per_sm`",))])
-    record.placement = placement
-    record.resolved = True
-    return Placed(problem, placement)
-
-
-def _entry_too_small(comp: Composition, placed: Placed, entry: int, least: int) -> Diagnostic:
-    """The kernel starts with fewer registers than any `setmaxnreg` budget: no group can be placed."""
-    labels = tuple(Label(info.role.span, f"`{name}`: regs {info.role.regs}", primary=i == 0)
-                   for i, (name, info) in enumerate(sorted((n, i) for n, i in comp.roles.items()
-                                                          if i.role.regs is not None)))
-    return Diagnostic(
-        "L-REGS", f"the linked kernel `{KERNEL}` starts with {entry} registers per thread, fewer than the smallest "
-                  f"`setmaxnreg` budget ({least}): the roles' `regs` cannot be applied",
-        labels=labels or (Label(comp.pipeline.span, "in this composition"),),
-        notes=(f"the register pool is the entry count × the block's {placed.placement.block_warps * 32} threads; "
-               "`setmaxnreg` hands out whole steps of it",),
-        helps=("drop the roles' `regs` (the kernel needs few registers), or lower the block's `blocks_per_sm`",),
-        data=(("entry", str(entry)), ("setmaxnreg_min", str(least))))
 
 
 def _regs_failed(comp: Composition, rnd: _Round, placed: Placed, entry: int) -> Diagnostic:

@@ -10,7 +10,7 @@ Steps, for the contract's one stage (or the one ``--stage`` names):
    the manifest (``conformance``), the PTX into the payload ``code.ptx``, and each
    disagreement with the contract comes back as an L-CONFORM warning (``--strict``:
    an error, and undecided sites too);
-3. write the ``.kpkg`` atomically: the manifest of linker/manifest.py (the contract
+3. write the ``.kpkg`` atomically: the manifest of package/manifest.py (the contract
    in canonical form, the captured facts, target and toolkit), plus
    ``captured.prototypes``, ``compile`` (compiler and options) and ``conformance``,
    and the payloads ``lto.ir``, ``code.ptx`` and ``source.cu``.
@@ -35,17 +35,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 from checker import conformance
-from checker.composition import Captured
+from checker.clauses import l_handle, l_symbol
 from contract_lang import ast as A
 from contract_lang.parser import parse_file
 from contract_lang.printer import print_node
 from diagnostics import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.files import atomic_write_bytes, read_source
 from linker import binding, handles, layout
-from linker.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, manifest_for
-from linker.package import pack_bytes
 from linker.symbols import Prototype, compile_ptx, read_ptx_symbols
 from linker.toolchain import compile_nvcc, compile_nvrtc, nvcc_version, nvrtc_version, stable_cwd
+from package.captured import Captured
+from package.kpkg import pack_bytes
+from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, manifest_for
 
 Compiler = Literal["nvrtc", "nvcc"]
 COMPILERS: tuple[Compiler, ...] = ("nvrtc", "nvcc")
@@ -268,13 +269,14 @@ def findings(built: Built) -> list[Diagnostic]:
     """The contract disagreements of a built package, as warnings (the checker rejects them)."""
     out: list[Diagnostic] = []
     stage, captured = built.stage, built.captured
-    for finding in (*handles.symbol_problems(stage, captured, built.prototypes),
-                    *handles.handle_problems(stage, captured, built.prototypes)):
+    worded = [(f, l_symbol.describe(f)) for f in handles.symbol_problems(stage, captured, built.prototypes)]
+    worded += [(f, l_handle.describe(f)) for f in handles.handle_problems(stage, captured, built.prototypes)]
+    for finding, (message, help_text) in worded:
         out.append(Diagnostic(
-            finding.clause, finding.message, severity=Severity.WARNING,
+            finding.clause, message, severity=Severity.WARNING,
             labels=_label(finding.node, "in this contract item"),
             notes=("the package was written; `kernlink check` rejects this composition",),
-            helps=(finding.help,) if finding.help else (),
+            helps=(help_text,) if help_text else (),
             data=(("problem", finding.problem), ("symbol", finding.symbol))))
     for problem in layout.params_problems(stage, captured):
         out.append(Diagnostic(

@@ -34,11 +34,11 @@ from types import MappingProxyType
 
 from cuda.bindings import nvrtc
 
-from checker.composition import Prototype as Prototype
-from checker.composition import SymbolKind as SymbolKind
 from checker.handles import TOOLKIT_EXTERNS as TOOLKIT_EXTERNS
 from diagnostics import Diagnostic, DiagnosticError
 from linker.toolchain import isolated, nvcc_path, nvrtc_options, parse_compiler_log
+from package.captured import Prototype as Prototype
+from package.captured import SymbolKind as SymbolKind
 
 _FUNC = re.compile(
     r"^(?P<linkage>\.visible|\.extern|\.weak|\.common)?\s*(?P<kind>\.entry|\.func)\s*"

@@ -11,7 +11,7 @@ placed roles. Linking one needs three more decisions, made here:
 - **named barriers** — a staging route synchronises on ``program.barriers`` named
   barriers of ``program.barrier_threads`` threads (producer and consumer). Routes are
   chosen after placement because they depend on the roles' warps, so
-  :func:`place_route_barriers` adds one ``BarrierClaim`` per route barrier (owner the
+  :func:`analysis.plan.place_route_barriers` adds one ``BarrierClaim`` per route barrier (owner the
   importing stage, name ``transfer.<import>.<i>``, lifetime the whole kernel: a route
   barrier shares its ID with no other barrier) and solves once more. Barrier claims
   do not constrain warps, and the second placement must keep every role's warps —
@@ -44,17 +44,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import product
 
+from analysis.plan import barrier_name
 from checker.composition import Composition
 from checker.handles import sanitize, tensor_symbol
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
 from placement.adapter import Placed
-from placement.lifetime import KERNEL
-from placement.problem import BarrierClaim, Domain
+from placement.problem import Domain
 from placement.result import Placement
-from placement.solve import solve
-from placement.verify import verify
 from transfer_model import exprs as ex
 from transfer_model.adapter import RoutedSeam
 from transfer_model.lower import LinkConstants, lower
@@ -123,55 +121,6 @@ class UnusedExport:
     export: str
     symbol: str
     ctype: str
-
-
-def barrier_name(route: RoutedSeam, index: int) -> str:
-    """The placement name of a route's ``index``-th named barrier."""
-    return f"transfer.{route.seam.imp.name}.{index}"
-
-
-def place_route_barriers(comp: Composition, placed: Placed, routes: Sequence[RoutedSeam]) -> Placed:
-    """``placed`` with one named-barrier claim per route barrier, solved again; the same when none is needed.
-
-    Raises ``DiagnosticError``: the solver's (e.g. ``L-BARRIER`` when the IDs run out),
-    or ``E-INTERNAL`` when the second placement moves a role.
-    """
-    claims = [BarrierClaim(r.seam.import_stage, barrier_name(r, i), r.route.program.barrier_threads, KERNEL,
-                           span=r.seam.imp.span)
-              for r in routes for i in range(r.route.program.barriers)]
-    if not claims:
-        return placed
-    problem = dataclasses.replace(placed.problem, barriers=(*placed.problem.barriers, *claims))
-    try:
-        placement = solve(problem)
-    except DiagnosticError as err:
-        note = (f"after routing: the staging routes add {len(claims)} named barrier(s) to the placement "
-                f"({', '.join(f'`{c.name}`' for c in claims)})")
-        raise DiagnosticError([dataclasses.replace(d, notes=(*d.notes, note)) for d in err.diagnostics]) from None
-    problems = verify(problem, placement)
-    if problems:
-        raise DiagnosticError([Diagnostic(
-            "E-INTERNAL", "the placement with the route barriers fails verification",
-            labels=(Label(comp.pipeline.span, "in this composition"),), notes=tuple(problems[:10]),
-            helps=("report it with the inputs: this is a kernlink bug",))])
-    moved = moved_roles(placed.placement, placement)
-    if moved:
-        raise DiagnosticError([Diagnostic(
-            "E-INTERNAL", "placing the route barriers moved roles the routes were chosen for",
-            labels=(Label(comp.pipeline.span, "in this composition"),), notes=tuple(moved),
-            helps=("report it with the inputs: barrier claims must not change warps",))])
-    return Placed(problem, placement)
-
-
-def moved_roles(before: Placement, after: Placement) -> list[str]:
-    """One line per role whose warps differ between two placements (empty: the routes still hold)."""
-    out = []
-    for role in before.roles:
-        now = next((r for r in after.roles if (r.owner, r.name) == (role.owner, role.name)), None)
-        if now is None or (now.first_warp, now.warps) != (role.first_warp, role.warps):
-            where = f"warps {now.first_warp}..{now.end - 1}" if now is not None else "no warps"
-            out.append(f"role `{role.display}`: warps {role.first_warp}..{role.end - 1} before, {where} after")
-    return out
 
 
 def plan_transfers(comp: Composition, placed: Placed,

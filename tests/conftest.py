@@ -1,24 +1,25 @@
-"""Shared test configuration: Hypothesis profiles for CI and for slow campaigns."""
+"""Shared test configuration: the test tier (tests/tiers.py) and snapshot updates."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
-from hypothesis import HealthCheck, settings
 
+from tests import tiers
 from tests.snapshots import set_update
-
-settings.register_profile("ci", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("slow", deadline=None, max_examples=10_000,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.load_profile(os.environ.get("KERNLINK_HYPOTHESIS_PROFILE", "ci"))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-snapshots", action="store_true", default=False,
                      help="rewrite every snapshot a test compares (a missing snapshot fails otherwise)")
+    parser.addoption("--tier", choices=tiers.TIERS, default="ci",
+                     help="ci: every property on its share of 100 examples, derandomized (the default); "
+                          "slow: 100x the examples at random, and the tests marked slow")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     set_update(bool(config.getoption("--update-snapshots")))
+    tier = config.getoption("--tier")
+    tiers.load(tier)
+    chosen = any(arg.startswith("-m") for arg in config.invocation_params.args)
+    if tier == "slow" and not chosen:  # the slow tier adds the tests the default `-m 'not slow'` leaves out
+        config.option.markexpr = ""

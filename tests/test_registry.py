@@ -109,7 +109,8 @@ def test_registry_matches_the_design_catalogue() -> None:
 # ----------------------------------------------------------------- every code, not only clauses
 
 CODE_STRING = re.compile(r"[\"'`]([EWIL]-[A-Z][A-Z0-9]+(?:-[A-Z0-9]+)*)[\"'`]")
-PACKAGES = ("contract_lang", "diagnostics", "solver", "checker", "placement", "transfer_model", "linker", "kernlink")
+PACKAGES = ("contract_lang", "package", "diagnostics", "solver", "checker", "placement", "transfer_model", "analysis",
+            "linker", "kernlink")
 
 
 def _code_strings() -> dict[str, list[str]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from checker.clauses import l_route, l_scratch
 from diagnostics.model import Diagnostic, Label
 from diagnostics.span import UNKNOWN_SPAN, Span
 from transfer_model.maps import REGS, TMEM, check_map
@@ -195,19 +196,18 @@ def _failure(seam: Seam, results: tuple[RungResult, ...]) -> Diagnostic:
     staging = results[-1]
     if staging.check == "scratch-size":
         others = tuple(_rung_note(r) for r in results[:-1])
-        helps = (f"lend at least {staging.needed} bytes of shared memory to `{imp.role}` for this import",)
+        message, help_ = l_scratch.shortfall(export.name, imp.name, imp.role, staging.needed, staging.lent)
         return Diagnostic(
-            "L-SCRATCH",
-            f"staging `{export.name}` into `{imp.name}` needs {staging.needed} bytes of shared memory "
-            f"but role `{imp.role}` lends {staging.lent}",
+            l_scratch.CODE,
+            message,
             labels=labels,
             notes=others,
-            helps=helps,
+            helps=(help_,),
             data=(("needed", str(staging.needed)), ("lent", str(staging.lent)), *_rung_data(results)),
         )
     return Diagnostic(
-        "L-ROUTE",
-        f"no route delivers `{export.name}` from role `{export.role}` to `{imp.name}` of role `{imp.role}`",
+        l_route.CODE,
+        l_route.no_route(export.name, export.role, imp.name, imp.role),
         labels=labels,
         notes=tuple(_rung_note(r) for r in results),
         helps=(_route_help(seam, staging),),

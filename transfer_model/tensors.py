@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from checker.clauses import l_dtype, l_tensor
 from diagnostics.model import Diagnostic, Label
 from diagnostics.span import UNKNOWN_SPAN, Span
 from transfer_model.maps import Chunk, LayoutMap, Tile, tile_size, tile_text
@@ -109,44 +110,35 @@ def _label(span: Span, text: str, primary: bool) -> tuple[Label, ...]:
 
 
 def check_identity(export: TensorExport, imp: TensorImport) -> list[Diagnostic]:
-    """L-TENSOR and L-DTYPE: the import must name the export, its tile, generation and a valid chunking."""
+    """L-TENSOR and L-DTYPE: the import must name the export, its tile, generation and a valid chunking.
+
+    The clauses word them (``checker.clauses.l_tensor``, ``l_dtype``); this decides them for a seam.
+    """
     labels = _label(imp.span, "import here", True) + _label(export.span, "export here", False)
     out: list[Diagnostic] = []
 
-    def tensor(message: str, helps: tuple[str, ...], data: tuple[tuple[str, str], ...]) -> None:
-        out.append(Diagnostic("L-TENSOR", message, labels=labels, helps=helps, data=data))
+    def tensor(worded: tuple[str, str], data: tuple[tuple[str, str], ...]) -> None:
+        out.append(Diagnostic(l_tensor.CODE, worded[0], labels=labels, helps=(worded[1],), data=data))
 
     if imp.source != export.name:
-        tensor(f"import `{imp.name}` names export `{imp.source}`, not `{export.name}`",
-               (f"import from `{export.name}`",), (("import", imp.source), ("export", export.name)))
+        tensor(l_tensor.other_export(imp.name, imp.source, export.name),
+               (("import", imp.source), ("export", export.name)))
     if imp.tile != export.tile:
-        tensor(f"import `{imp.name}` has tile `{tile_text(imp.tile)}` but export `{export.name}` "
-               f"has `{tile_text(export.tile)}`",
-               ("state the export's tile in the import",),
+        shapes = tile_text(imp.tile), tile_text(export.tile)
+        worded = l_tensor.tile_mismatch(imp.name, export.name, *shapes, "the producer")
+        tensor(worded,
                (("import", tile_text(imp.tile)), ("export", tile_text(export.tile))))
     if imp.generation is not None and imp.generation != export.generation:
-        tensor(f"import `{imp.name}` expects generation `{imp.generation}` but export "
-               f"`{export.name}` has `{export.generation}`", (),
+        tensor(l_tensor.generation_mismatch(imp.name, export.name, imp.generation, export.generation, "the producer"),
                (("import", imp.generation), ("export", export.generation)))
     if imp.chunk is not None:
-        extents = dict(imp.tile)
-        chunk = imp.chunk
-        if chunk.dim not in extents:
-            tensor(f"import `{imp.name}` is chunked along `{chunk.dim}`, which is not a dimension "
-                   f"of `{tile_text(imp.tile)}`", (), (("chunk", chunk.dim),))
-        elif chunk.size < 1 or extents[chunk.dim] % chunk.size:
-            tensor(f"import `{imp.name}` chunks `{chunk.dim} {extents[chunk.dim]}` in pieces of "
-                   f"{chunk.size}, which do not divide it", ("choose a chunk size that divides the extent",),
-                   (("chunk", str(chunk.size)), ("extent", str(extents[chunk.dim]))))
+        problem = l_tensor.chunk_problem(imp.name, imp.chunk.dim, imp.chunk.size, tile_text(imp.tile), dict(imp.tile))
+        if problem is not None:
+            tensor(problem, (("chunk", f"{imp.chunk.dim} {imp.chunk.size}"),))
     if imp.elem != export.elem:
-        out.append(Diagnostic(
-            "L-DTYPE",
-            f"import `{imp.name}` wants `{imp.elem}` but export `{export.name}` holds `{export.elem}`",
-            labels=labels,
-            notes=("generated transfers move values exactly and never convert them",),
-            helps=(f"import `{export.elem}` and convert in the consumer",),
-            data=(("import", imp.elem), ("export", export.elem)),
-        ))
+        message, help_ = l_dtype.mismatch(imp.name, export.name, imp.elem, export.elem, "the producer", "the consumer")
+        out.append(Diagnostic(l_dtype.CODE, message, labels=labels, notes=(l_dtype.NOTE,), helps=(help_,),
+                              data=(("import", imp.elem), ("export", export.elem))))
     return out
 
 

@@ -44,7 +44,9 @@ from collections.abc import Iterator
 
 from checker.clause import Clause
 from checker.composition import Composition, Owned
+from checker.context import CheckContext
 from checker.facts import decide, describe_value, sole_owner
+from checker.memo import Memo
 from checker.report import seam
 from contract_lang import ast as A
 from contract_lang.expr import EvalError, evaluate, names, to_text
@@ -60,6 +62,12 @@ class AssumeClause(Clause):
     decided_by = "smt"
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
+        return self._check(comp, Memo())
+
+    def check_in(self, comp: Composition, ctx: CheckContext) -> Iterator[Diagnostic]:
+        return self._check(comp, ctx.memo)  # a question decided once per memo
+
+    def _check(self, comp: Composition, memo: Memo) -> Iterator[Diagnostic]:
         for req in comp.items(A.RequiresFact):
             owners: dict[str, Owned[A.OwnsFact]] = {}
             for fact in sorted(names(req.item.expr)):
@@ -68,13 +76,14 @@ class AssumeClause(Clause):
                     break
                 owners[fact] = owner
             else:
-                yield from self._decide(req, owners)
+                yield from self._decide(req, owners, memo)
 
-    def _decide(self, req: Owned[A.RequiresFact], owners: dict[str, Owned[A.OwnsFact]]) -> Iterator[Diagnostic]:
+    def _decide(self, req: Owned[A.RequiresFact], owners: dict[str, Owned[A.OwnsFact]],
+                memo: Memo) -> Iterator[Diagnostic]:
         expr = req.item.expr
         text = to_text(expr)
         values = {name: owner.item.value for name, owner in owners.items()}
-        verdict = decide(expr, values)
+        verdict = decide(expr, values, memo=memo)
         if verdict.status == "holds":
             return
         secondary = [(o.item.value.span, f"`{o.stage_name}` owns `{n} {describe_value(o.item.value)}`")

@@ -100,7 +100,7 @@ class BarrierClause(Clause):
             return
         missing = [p for p in item.participants if comp.role(p) is None]
         if missing:
-            from contract_lang.parser import did_you_mean
+            from diagnostics.suggestions import did_you_mean
 
             guess = did_you_mean(missing[0], sorted(comp.roles))
             yield seam(

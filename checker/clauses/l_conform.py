@@ -72,13 +72,10 @@ from collections.abc import Iterator
 
 from checker.clause import Clause
 from checker.composition import Composition
-from checker.conformance import CodeFacts, derive, diagnostics, ptx_display, source_display
+from checker.conformance import derive, diagnostics, ptx_display, source_display
+from checker.context import CheckContext
+from checker.memo import Memo
 from diagnostics.model import Diagnostic, Label, Severity
-
-
-@functools.lru_cache(maxsize=64)
-def _facts(ptx: str) -> CodeFacts:
-    return derive(ptx)
 
 
 class ConformClause(Clause):
@@ -89,6 +86,12 @@ class ConformClause(Clause):
     decided_by = "package"
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
+        return self._check(comp, Memo())
+
+    def check_in(self, comp: Composition, ctx: CheckContext) -> Iterator[Diagnostic]:
+        return self._check(comp, ctx.memo)  # a payload's facts are derived once per memo
+
+    def _check(self, comp: Composition, memo: Memo) -> Iterator[Diagnostic]:
         for entry in comp.stages:
             captured = entry.captured
             if captured is None:
@@ -103,5 +106,7 @@ class ConformClause(Clause):
             if captured.ptx is None:
                 continue
             origin = entry.package or entry.source
-            yield from diagnostics(entry.stage, _facts(captured.ptx), ptx_name=ptx_display(origin),
+            ptx = captured.ptx
+            facts = memo.code_facts.get(ptx, functools.partial(derive, ptx))
+            yield from diagnostics(entry.stage, facts, ptx_name=ptx_display(origin),
                                    source_name=source_display(origin), ptx_text=captured.ptx)

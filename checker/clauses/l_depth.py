@@ -108,7 +108,7 @@ class DepthClause(Clause):
             data={"ring": ring, "lo": lo, "hi": hi})
 
     def _orphans(self, comp: Composition) -> Iterator[Diagnostic]:
-        from contract_lang.parser import did_you_mean
+        from diagnostics.suggestions import did_you_mean
 
         for claim in comp.items(A.SmemClaim):
             ring = claim.item.per_slot

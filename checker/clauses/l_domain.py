@@ -53,8 +53,8 @@ from checker.clause import Clause
 from checker.composition import Composition, Owned
 from checker.report import seam, size
 from contract_lang import ast as A
-from contract_lang.parser import did_you_mean
 from diagnostics.model import Diagnostic
+from diagnostics.suggestions import did_you_mean
 
 
 class DomainClause(Clause):

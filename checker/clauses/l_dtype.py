@@ -51,9 +51,10 @@ from checker.composition import Composition
 from checker.report import seam
 from diagnostics.model import Diagnostic
 
+CODE = "L-DTYPE"
 
 class DtypeClause(Clause):
-    code = "L-DTYPE"
+    code = CODE
     name = "element-type-mismatch"
     summary = "an import's element type differs from the export's"
     category = "tensors"
@@ -67,12 +68,21 @@ class DtypeClause(Clause):
             mine, theirs = imp.item.elem, exp.item.elem
             if mine is None or theirs is None or mine == theirs:
                 continue
+            message, help_ = mismatch(imp.item.name, exp.item.name, mine, theirs, f"`{exp.stage_name}`",
+                                      f"`{imp.stage_name}`'s code")
             yield seam(
-                self.code, f"import `{imp.item.name}` reads `{exp.item.name}` as `{mine}`, but "
-                f"`{exp.stage_name}` exports it as `{theirs}`",
+                self.code, message,
                 (imp.item.attr_span("elem"), f"imported as `{mine}`"),
                 [(exp.item.attr_span("elem"), f"exported as `{theirs}`")],
-                notes=("generated transfers move values bit for bit; they never convert",),
-                helps=(f"import `elem {theirs}` and convert to `{mine}` in `{imp.stage_name}`'s code",),
+                notes=(NOTE,), helps=(help_,),
                 data={"import": imp.item.name, "export": exp.item.name, "import_elem": mine,
                       "export_elem": theirs})
+
+
+NOTE = "generated transfers move values bit for bit; they never convert"
+
+
+def mismatch(imp: str, export: str, mine: str, theirs: str, exporter: str, consumer: str) -> tuple[str, str]:
+    """The one wording of an element-type mismatch: message and help."""
+    return (f"import `{imp}` reads `{export}` as `{mine}`, but {exporter} exports it as `{theirs}`",
+            f"import `elem {theirs}` and convert to `{mine}` in {consumer}")

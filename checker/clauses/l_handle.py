@@ -49,10 +49,11 @@ from collections.abc import Iterator
 
 from checker.clause import Clause
 from checker.clauses.l_symbol import finding_diagnostic
-from checker.composition import Composition, StageEntry
+from checker.composition import Composition
 from checker.handles import Finding, HandleSpec, call_symbols, handle_bindings, handle_problems, resolve_handles
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Label
+from package.loader import StageEntry
 
 
 class HandleClause(Clause):
@@ -69,18 +70,14 @@ class HandleClause(Clause):
             if entry.captured is None:
                 continue
             for found in handle_problems(entry.stage, entry.captured, entry.captured.prototype_map):
-                yield finding_diagnostic(self.code, entry, found)
+                yield finding_diagnostic(entry, found, *describe(found))
             for symbol, spec in resolve_handles(entry.stage, entry.captured.needed_symbols).items():
                 readers.setdefault(symbol, []).append((entry, spec))
                 if spec.claim is not None and (spec.item, spec.claim) not in slot_claims:
                     known = ", ".join(f"`{c}`" for r, c in sorted(slot_claims) if r == spec.item)
-                    yield finding_diagnostic(self.code, entry, Finding(
-                        "L-HANDLE", "unbound", symbol,
-                        f"handle `{symbol}` reads the slots of `{spec.claim}` in ring `{spec.item}`, but no stage "
-                        f"claims `{spec.claim}` per slot of `{spec.item}`",
-                        (f"read a per-slot claim of `{spec.item}`: {known}" if known else
-                         f"claim the slot storage with `per_slot {spec.item}` in the producing stage"),
-                        spec.item, spec.node))
+                    found = Finding("L-HANDLE", "unbound", symbol,
+                                    (("slots", spec.claim), ("known", known)), spec.item, spec.node)
+                    yield finding_diagnostic(entry, found, *describe(found))
         yield from self._across_stages(comp, readers)
 
     def _across_stages(self, comp: Composition,
@@ -110,3 +107,34 @@ class HandleClause(Clause):
                 helps=("give one of the items another name with `handle NAME`, or rename a stage whose name "
                        "sanitises to the same prefix",),
                 data=(("problem", "bound-twice"), ("stage", entry.name), ("symbol", symbol)))
+
+
+def describe(found: Finding) -> tuple[str, str]:
+    """An L-HANDLE finding's message and help: the one wording of each problem."""
+    symbol, item, facts = found.symbol, found.item, dict(found.facts)
+    if found.problem == "bound-twice":
+        return (f"handle `{symbol}` is bound by both `{facts['first']}` and `{item}`",
+                "give one of them another name with `handle NAME`")
+    if found.problem == "signature":
+        return (f"handle `{symbol}` is declared as `{facts['object']}`; {facts['what']} `{facts['shape']}`",
+                f"declare `extern \"C\" __device__ {facts['shape']};`")
+    if found.problem == "wrong-kind":
+        return (f"handle `{symbol}` reads {facts['reads']} of `{item}`, which is {facts['is']}",
+                f"read one of the handles `{item}` binds: {facts['binds']}")
+    if found.problem != "unbound":
+        raise ValueError(f"L-HANDLE has no wording for problem {found.problem!r}")
+    if "slots" in facts:
+        claim, known = facts["slots"], facts["known"]
+        return (f"handle `{symbol}` reads the slots of `{claim}` in ring `{item}`, but no stage "
+                f"claims `{claim}` per slot of `{item}`",
+                f"read a per-slot claim of `{item}`: {known}" if known else
+                f"claim the slot storage with `per_slot {item}` in the producing stage")
+    if "renamed" in facts:
+        return (f"handle `{symbol}` is bound by no item: `{item}` names its handle `{facts['renamed']}`",
+                f"read `{facts['renamed']}` instead")
+    if "lacks" in facts:
+        return (f"handle `{symbol}` is bound by no item: `{item}` {facts['lacks']}",
+                "change the contract so the item binds it, or stop reading it")
+    return (f"handle `{symbol}` is bound by no contract item",
+            f"claim the resource it reads, or name the claim's handle with `handle {symbol}`; "
+            "specs/handles.md lists the names")

@@ -1,8 +1,8 @@
 """L-INTEGRITY: a package's payload does not match its manifest's hash, or its manifest is malformed.
 
 ## What it checks
-Decided when a package is read, before any clause runs (`linker/package.py` and
-`linker/manifest.py`; the format is specs/package-format.md). A `.kpkg` is rejected
+Decided when a package is read, before any clause runs (`package/kpkg.py` and
+`package/manifest.py`; the format is specs/package-format.md). A `.kpkg` is rejected
 when:
 
 - it does not start with the package magic, or has a format version this kernlink

@@ -109,7 +109,7 @@ class LifetimeClause(Clause):
             data={"claim": claim, "start": str(start), "end": str(end)})
 
     def _unknown(self, comp: Composition, claim: str, unknown: list[A.EventRef]) -> Diagnostic:
-        from contract_lang.parser import did_you_mean
+        from diagnostics.suggestions import did_you_mean
 
         known = sorted(comp.events)
         guesses = [(e, g) for e in unknown if (g := did_you_mean(str(e), known)) is not None]

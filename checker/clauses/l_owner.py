@@ -43,8 +43,8 @@ from checker.composition import Composition, Owned
 from checker.facts import FactConsumer, consumers, describe_value
 from checker.report import seam
 from contract_lang import ast as A
-from contract_lang.parser import did_you_mean
 from diagnostics.model import Diagnostic
+from diagnostics.suggestions import did_you_mean
 
 _HOW = {"uses": "uses it as a parameter", "assumes": "assumes its value", "requires": "constrains it",
         "param": "writes it into a params field"}

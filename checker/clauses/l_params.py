@@ -51,11 +51,13 @@ import re
 from collections.abc import Iterator
 
 from checker.clause import Clause
-from checker.composition import CapturedParams, Composition, StageEntry
+from checker.composition import Composition
 from checker.hardware import SCALAR_ALIGN_SOURCE, scalar_align, scalar_size
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from package.captured import CapturedParams
+from package.loader import StageEntry
 
 
 class ParamsClause(Clause):

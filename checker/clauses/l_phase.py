@@ -67,7 +67,7 @@ class PhaseClause(Clause):
             yield from self._assumption(comp, assumption)
 
     def _unknown(self, comp: Composition, phase: str, span: Span, what: str) -> Diagnostic:
-        from contract_lang.parser import did_you_mean
+        from diagnostics.suggestions import did_you_mean
 
         known = sorted(comp.interpreter_phases)
         guess = did_you_mean(phase, known)

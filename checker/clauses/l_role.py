@@ -49,12 +49,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checker.clause import Clause
-from checker.composition import Composition, Owned, StageEntry
+from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
-from contract_lang.parser import did_you_mean
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
+from diagnostics.suggestions import did_you_mean
+from package.loader import StageEntry
 
 
 class RoleClause(Clause):

@@ -63,9 +63,10 @@ from checker.clause import Clause
 from checker.composition import Composition
 from diagnostics.model import Diagnostic
 
+CODE = "L-ROUTE"
 
 class RouteClause(Clause):
-    code = "L-ROUTE"
+    code = CODE
     name = "no-route"
     summary = "no route on the ladder delivers every element exactly, race-free and in order"
     category = "tensors"
@@ -74,3 +75,8 @@ class RouteClause(Clause):
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
         """Decided downstream by the transfer model (transfer_model.routes), on the placed roles."""
         return iter(())
+
+
+def no_route(export: str, export_role: str, imp: str, import_role: str) -> str:
+    """The one wording of a seam no rung of the ladder delivers (the rungs' reasons follow as notes)."""
+    return f"no route delivers `{export}` from role `{export_role}` to `{imp}` of role `{import_role}`"

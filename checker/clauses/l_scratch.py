@@ -60,9 +60,10 @@ from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 
+CODE = "L-SCRATCH"
 
 class ScratchClause(Clause):
-    code = "L-SCRATCH"
+    code = CODE
     name = "scratch-too-small"
     summary = "the route needs more scratch than the consumer lends"
     category = "tensors"
@@ -73,10 +74,16 @@ class ScratchClause(Clause):
             mine = {o.item.name for o in comp.items(A.SmemClaim) if o.stage is imp.stage}
             for lend in imp.item.lends:
                 if lend.kind == "smem" and lend.claim not in mine:
-                    from contract_lang.parser import did_you_mean
+                    from diagnostics.suggestions import did_you_mean
 
                     guess = did_you_mean(lend.claim or "", sorted(mine))
                     yield seam(self.code, f"import `{imp.item.name}` lends shared-memory claim `{lend.claim}`, which "
                                f"stage `{imp.stage_name}` does not declare", (lend.span, "no such claim"),
                                helps=(f"did you mean `{guess}`?",) if guess else (
                                    f"declare `claim smem {lend.claim} bytes …` in `{imp.stage_name}`",))
+
+
+def shortfall(export: str, imp: str, role: str, needed: int, lent: int) -> tuple[str, str]:
+    """The one wording of a staging route short of scratch: message and help."""
+    return (f"staging `{export}` into `{imp}` needs {needed} bytes of shared memory but role `{role}` lends {lent}",
+            f"lend at least {needed} bytes of shared memory to `{role}` for this import")

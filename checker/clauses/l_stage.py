@@ -43,10 +43,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checker.clause import Clause
-from checker.composition import Composition, Owned, StageEntry
+from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from package.loader import StageEntry
 
 
 class StageClause(Clause):

@@ -53,11 +53,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checker.clause import Clause
-from checker.composition import Composition, StageEntry
+from checker.composition import Composition
 from checker.handles import Finding, required_definitions, symbol_problems
 from checker.report import seam
 from diagnostics.model import Diagnostic, Label
 from diagnostics.span import Span
+from package.loader import StageEntry
 
 
 class SymbolClause(Clause):
@@ -72,7 +73,7 @@ class SymbolClause(Clause):
             if entry.captured is None:
                 continue
             for found in symbol_problems(entry.stage, entry.captured, entry.captured.prototype_map):
-                yield finding_diagnostic(self.code, entry, found)
+                yield finding_diagnostic(entry, found, *describe(found))
         yield from self._collisions(comp)
 
     def _collisions(self, comp: Composition) -> Iterator[Diagnostic]:
@@ -107,13 +108,46 @@ def _definition(entry: StageEntry, symbol: str) -> tuple[Span, str, bool]:
     return span, f"`{entry.package or entry.name}` defines `{symbol}` outside its contract", True
 
 
-def finding_diagnostic(code: str, entry: StageEntry, found: Finding) -> Diagnostic:
+_ENTRY_HELP = "define `extern \"C\" __device__ void {symbol}(const void* params, unsigned char* smem)`"
+
+
+def describe(found: Finding) -> tuple[str, str]:
+    """An L-SYMBOL finding's message and help: the one wording of each problem."""
+    symbol, name, problem = found.symbol, found.item, found.problem
+    if problem == "reserved-definition":
+        return (f"the component defines `{symbol}`, a name the linker defines",
+                "declare it `extern \"C\" __device__` without a body; the linker defines handles and call trampolines")
+    if problem == "call-signature":
+        return (f"the component calls `{symbol}` as `{found.fact('object')}`, the contract's call `{name}` is "
+                f"`{found.fact('contract')}`", "declare the trampoline with the contract's signature")
+    if problem == "unexplained-need":
+        return (f"the component needs `{symbol}`, which no contract item explains",
+                f"declare `call NAME (...) -> T as {symbol} from role R` if it is a callable of another "
+                "component, or define it in the component")
+    if problem == "entry-missing":
+        return (f"role `{name}`'s entry `{symbol}` is not defined by the component", _ENTRY_HELP.format(symbol=symbol))
+    if problem == "export-missing":
+        return (f"exported callable `{name}`'s symbol `{symbol}` is not defined by the component",
+                f"define `extern \"C\" __device__` function `{symbol}`")
+    if problem.endswith("-missing"):
+        return (f"ring `{name}` is initialised by this stage, but its init hook `{symbol}` is not defined",
+                _ENTRY_HELP.format(symbol=symbol))
+    if problem == "export-signature":
+        return (f"`{symbol}` is `{found.fact('object')}` in the object, the export `{name}` is "
+                f"`{found.fact('contract')}`", "make the definition match the contract's signature")
+    if problem.endswith("-signature"):
+        return (f"{found.fact('definer')} `{symbol}` is {found.fact('object')}, not `.func (b64, b64)`",
+                _ENTRY_HELP.format(symbol=symbol))
+    raise ValueError(f"L-SYMBOL has no wording for problem {problem!r}")
+
+
+def finding_diagnostic(entry: StageEntry, found: Finding, message: str, help_text: str) -> Diagnostic:
     """A package finding as a diagnostic: at the contract item when there is one, else at the stage."""
     node = found.node if found.node is not None and found.node.span.line > 0 else entry.stage
     text = "in this contract item" if node is not entry.stage else f"in stage `{entry.name}`"
     note = (f"symbols captured when `{entry.package}` was packed" if entry.package
             else f"symbols as captured for `{entry.name}`")
     return Diagnostic(
-        code, found.message, labels=(Label(node.span, text),), notes=(note,),
-        helps=(found.help,) if found.help else (),
+        found.clause, message, labels=(Label(node.span, text),), notes=(note,),
+        helps=(help_text,) if help_text else (),
         data=(("problem", found.problem), ("stage", entry.name), ("symbol", found.symbol)))

@@ -50,13 +50,14 @@ import re
 from collections.abc import Iterator
 
 from checker.clause import Clause
-from checker.composition import Composition, StageEntry
+from checker.composition import Composition
 from checker.hardware import TARGETS, TargetSpec
 from checker.hardware import target as lookup_target
 from checker.report import seam
-from contract_lang.parser import did_you_mean
 from diagnostics.model import Diagnostic
 from diagnostics.span import UNKNOWN_SPAN, Span
+from diagnostics.suggestions import did_you_mean
+from package.loader import StageEntry
 
 _NOT_PORTABLE = ("LTO IR is compiled for one architecture; nvJitLink links objects of one architecture, and an "
                  "`sm_90a` cubin runs only on compute capability 9.0 (HARDWARE.md §11)")

@@ -59,12 +59,13 @@ from checker.clause import Clause
 from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
-from contract_lang.parser import did_you_mean
 from diagnostics.model import Diagnostic
+from diagnostics.suggestions import did_you_mean
 
+CODE = "L-TENSOR"
 
 class TensorClause(Clause):
-    code = "L-TENSOR"
+    code = CODE
     name = "tensor-identity"
     summary = "an import's identity (export name, tile, chunking, generation) differs from the export's"
     category = "tensors"
@@ -108,41 +109,34 @@ class TensorClause(Clause):
             mine, theirs = _dims(i.tile), _dims(e.tile)
             notes = [f"dimension `{d}`: {_extent(mine, d)} at the import, {_extent(theirs, d)} at the export"
                      for d in sorted(set(mine) | set(theirs)) if mine.get(d) != theirs.get(d)]
+            message, help_ = tile_mismatch(i.name, e.name, _show(i.tile), _show(e.tile), f"`{exp.stage_name}`")
             yield seam(
-                self.code, f"import `{i.name}` sees tile `{_show(i.tile)}` but `{exp.stage_name}` exports "
-                f"`{e.name}` with tile `{_show(e.tile)}`",
+                self.code, message,
                 (i.attr_span("tile"), f"tile `{_show(i.tile)}`"),
                 [(e.attr_span("tile"), f"exported tile `{_show(e.tile)}`")],
-                notes=notes, helps=(f"write `tile {_show(e.tile)}` in the import, or leave the tile out",),
+                notes=notes, helps=(help_,),
                 data={"import": i.name, "export": e.name, "import_tile": _show(i.tile),
                       "export_tile": _show(e.tile)})
         tile = _dims(i.tile or e.tile)
         for chunk in i.chunk:
-            extent = tile.get(chunk.name)
-            if extent is None:
-                why = f"`{chunk.name}` is not a dimension of the tile `{_show(i.tile or e.tile)}`"
-                help_ = f"chunk along one of {', '.join(f'`{d}`' for d in tile)}"
-            elif chunk.extent <= 0 or extent % chunk.extent:
-                why = f"{chunk.extent} does not divide the tile's extent {extent} along `{chunk.name}`"
-                near = min(_divisors(extent) or [1], key=lambda d: (abs(d - chunk.extent), d))
-                help_ = f"pick a chunk extent that divides {extent}, e.g. `chunk {chunk.name} {near}`"
-            else:
+            problem = chunk_problem(i.name, chunk.name, chunk.extent, _show(i.tile or e.tile), tile)
+            if problem is None:
                 continue
             yield seam(
-                self.code, f"import `{i.name}` chunks `{chunk.name} {chunk.extent}`, but {why}",
+                self.code, problem[0],
                 (chunk.span, "chunk here"),
                 [(i.attr_span("tile") if i.tile else e.attr_span("tile"), f"tile `{_show(i.tile or e.tile)}`")],
-                helps=(help_,), data={"import": i.name, "chunk": f"{chunk.name} {chunk.extent}"})
+                helps=(problem[1],), data={"import": i.name, "chunk": f"{chunk.name} {chunk.extent}"})
         produced = e.generation or "once"
         # A persistent export is L-GENERATION's to report; comparing against it adds nothing.
         if i.generation is not None and i.generation != produced and produced != "persistent":
+            message, help_ = generation_mismatch(i.name, e.name, i.generation, produced, f"`{exp.stage_name}`")
             yield seam(
-                self.code, f"import `{i.name}` expects generation `{i.generation}`, but `{exp.stage_name}` "
-                f"exports `{e.name}` with generation `{produced}`",
+                self.code, message,
                 (i.attr_span("generation"), f"generation `{i.generation}`"),
                 [(e.attr_span("generation"), f"generation `{produced}`")],
                 notes=("an export carries exactly one generation of its tensor",),
-                helps=(f"write `generation {produced}` in the import, or leave it out",),
+                helps=(help_,),
                 data={"import": i.name, "export": e.name, "import_generation": i.generation,
                       "export_generation": produced})
 
@@ -162,3 +156,38 @@ def _extent(dims: dict[str, int], name: str) -> str:
 
 def _show(dims: tuple[A.Dim, ...]) -> str:
     return " ".join(f"{d.name} {d.extent}" for d in dims)
+
+
+# ----------------------------------------------------------------- one wording per problem
+# The clause words what it finds in the contracts; the transfer model (which checks seams
+# built outside a composition too) words its findings through the same functions.
+
+def tile_mismatch(imp: str, export: str, import_tile: str, export_tile: str, exporter: str) -> tuple[str, str]:
+    """Message and help: the import's tile is not the export's (``exporter``: who exports, e.g. "`gemm.mma`")."""
+    return (f"import `{imp}` sees tile `{import_tile}` but {exporter} exports `{export}` with tile `{export_tile}`",
+            f"write `tile {export_tile}` in the import, or leave the tile out")
+
+
+def chunk_problem(imp: str, dim: str, size: int, tile: str, extents: dict[str, int]) -> tuple[str, str] | None:
+    """Message and help for a chunking that is not along a tile dimension or does not divide it; None if fine."""
+    extent = extents.get(dim)
+    if extent is None:
+        why = f"`{dim}` is not a dimension of the tile `{tile}`"
+        help_ = f"chunk along one of {', '.join(f'`{d}`' for d in extents)}"
+    elif size <= 0 or extent % size:
+        why = f"{size} does not divide the tile's extent {extent} along `{dim}`"
+        near = min(_divisors(extent) or [1], key=lambda d: (abs(d - size), d))
+        help_ = f"pick a chunk extent that divides {extent}, e.g. `chunk {dim} {near}`"
+    else:
+        return None
+    return f"import `{imp}` chunks `{dim} {size}`, but {why}", help_
+
+
+def generation_mismatch(imp: str, export: str, wanted: str, produced: str, exporter: str) -> tuple[str, str]:
+    return (f"import `{imp}` expects generation `{wanted}`, but {exporter} exports `{export}` with generation "
+            f"`{produced}`", f"write `generation {produced}` in the import, or leave it out")
+
+
+def other_export(imp: str, named: str, given: str) -> tuple[str, str]:
+    """A seam pairing an import with an export it does not name (built outside a composition)."""
+    return f"import `{imp}` names tensor `{named}`, not `{given}`", f"import from `{given}`"

@@ -126,7 +126,7 @@ class TmemClause(Clause):
             return
         role = comp.role(read.role)
         if role is None:
-            from contract_lang.parser import did_you_mean
+            from diagnostics.suggestions import did_you_mean
 
             guess = did_you_mean(read.role, sorted(comp.roles))
             yield seam(

@@ -89,7 +89,7 @@ class UnpairedClause(Clause):
             side = getattr(end.item, attr)
             if _OTHER[side] in sides or (side == "sync" and len(roles) > 1):
                 continue  # an all-`sync` rendezvous of several roles is a rendezvous: each waits for the others
-            from contract_lang.parser import did_you_mean
+            from diagnostics.suggestions import did_you_mean
 
             guess = did_you_mean(name, sorted(known - {name}))
             yield seam(

@@ -40,8 +40,8 @@ from checker.composition import Composition, Owned
 from checker.report import plural, seam
 from checker.resolve import serving_exports
 from contract_lang import ast as A
-from contract_lang.parser import did_you_mean
 from diagnostics.model import Diagnostic
+from diagnostics.suggestions import did_you_mean
 
 
 class UnresolvedClause(Clause):

@@ -23,19 +23,16 @@ it does not compile (the layering keeps the checker below the linker).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from checker.conformance.checks import CHECKS, Finding, check
-from checker.conformance.facts import FACTS_VERSION, CodeFacts, Fact, derive
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Label, Severity
 from diagnostics.span import Span
+from package.codefacts import FACTS_VERSION, MANIFEST_KEY, PTX_PAYLOAD, CodeFacts, Fact, derive, recorded
 
 CODE = "L-CONFORM"
 NOTE_CODE = "I-CONFORM"
-PTX_PAYLOAD = "code.ptx"
-MANIFEST_KEY = "conformance"
 
 
 def ptx_display(package: str) -> str:
@@ -86,15 +83,6 @@ def _diagnostic(f: Finding, ptx_name: str, source_name: str | None, lines: list[
 def strict(diags: Sequence[Diagnostic]) -> list[Diagnostic]:
     """``--strict``: every undecided site (``I-CONFORM``) becomes an ``L-CONFORM`` error."""
     return [dataclasses.replace(d, code=CODE, severity=Severity.ERROR) if d.code == NOTE_CODE else d for d in diags]
-
-
-def recorded(manifest_value: Any) -> CodeFacts | None:
-    """The facts a manifest records (None when absent or of another facts version); raises on malformed."""
-    if not isinstance(manifest_value, Mapping):
-        raise TypeError("`conformance` is not an object")
-    if manifest_value.get("version") != FACTS_VERSION:
-        return None
-    return CodeFacts.from_json(manifest_value)
 
 
 __all__ = ["CHECKS", "CODE", "FACTS_VERSION", "MANIFEST_KEY", "NOTE_CODE", "PTX_PAYLOAD", "CodeFacts", "Fact",

@@ -29,9 +29,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from checker.conformance.facts import CodeFacts, Fact, Operand
 from checker.handles import HandleSpec, classify_handle, init_hook_symbol
 from contract_lang import ast as A
+from package.codefacts.facts import CodeFacts, Fact, Operand
 
 Severity = Literal["error", "note"]
 CHECKS = ("barrier-id", "barrier-threads", "block-barrier", "mbarrier-init", "expect-tx", "copy-bytes",

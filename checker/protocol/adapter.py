@@ -17,12 +17,12 @@ are left out: the structural clauses report them.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from checker.composition import Composition, Owned, RoleInfo
+from checker.memo import Memo
 from checker.protocol.check import DEFAULT_RLIMIT, ProtocolVerdict, check_protocol
 from checker.protocol.model import (
     MBAR_MAX_COUNT,
@@ -385,21 +385,13 @@ def canonical(protocol: Protocol) -> tuple[Protocol, dict[Provenance, Provenance
     return remap_provenance(protocol, swap), back
 
 
-@functools.lru_cache(maxsize=1024)
-def _canonical_verdict(protocol: Protocol, bound: int | None, rlimit: int) -> ProtocolVerdict:
-    return check_protocol(protocol, bound=bound, rlimit=rlimit)
-
-
-def verdict(protocol: Protocol, options: ModelOptions) -> ProtocolVerdict:
-    """The protocol's verdict, cached on its meaning (not its spans)."""
+def verdict(protocol: Protocol, options: ModelOptions, memo: Memo | None = None) -> ProtocolVerdict:
+    """The protocol's verdict, kept in ``memo`` on its meaning (not its spans)."""
     canon, back = canonical(protocol)
-    found = _canonical_verdict(canon, options.bound, options.rlimit)
+    found = (memo or Memo()).verdicts.get(
+        (canon, options.bound, options.rlimit),
+        lambda: check_protocol(canon, bound=options.bound, rlimit=options.rlimit, memo=memo))
     return remap_provenance(found, lambda p: back.get(p, p))  # type: ignore[no-any-return]
-
-
-def clear_protocol_cache() -> None:
-    """Forget cached verdicts (benchmarks measure cold checks)."""
-    _canonical_verdict.cache_clear()
 
 
 def _missing_inits(comp: Composition) -> list[Diagnostic]:
@@ -618,9 +610,10 @@ def _excluded(comp: Composition) -> dict[str, str]:
     return out
 
 
-def analyse(comp: Composition, options: ModelOptions | None = None) -> ModelReport:
+def analyse(comp: Composition, options: ModelOptions | None = None, memo: Memo | None = None) -> ModelReport:
     """Decide the composition's protocol at the least and the greatest depth the linker may choose."""
     options = options or ModelOptions()
+    memo = memo or Memo()
     declared = (*declaration_problems(comp), *slot_overruns(comp))
     excluded = _excluded(comp)
     found: dict[tuple[object, ...], Diagnostic] = {(d.code, d.message): d for d in declared}
@@ -640,7 +633,7 @@ def analyse(comp: Composition, options: ModelOptions | None = None) -> ModelRepo
         if deep:
             undecided.update(((d.code, d.message), d) for d in deep)
             break
-        result = verdict(built.protocol, options)
+        result = verdict(built.protocol, options, memo)
         notes += _bound_note(built.protocol, options)
         for diag in verdict_diagnostics(result):
             if diag.code in MODEL_CODES:
@@ -687,7 +680,7 @@ def _bound_note(protocol: Protocol, options: ModelOptions) -> list[Diagnostic]:
 
 
 def check_placed_depths(comp: Composition, depths: dict[str, int], options: ModelOptions | None = None,
-                        selected: Iterable[str] | None = None) -> list[Diagnostic]:
+                        selected: Iterable[str] | None = None, memo: Memo | None = None) -> list[Diagnostic]:
     """The model's diagnostics at the depths placement chose, when those were not checked.
 
     The accepted verdict must cover the configuration that is linked: a depth range is
@@ -706,7 +699,7 @@ def check_placed_depths(comp: Composition, depths: dict[str, int], options: Mode
     deep = _too_deep(comp, built.protocol)
     if deep:
         return deep
-    found = [d for d in verdict_diagnostics(verdict(built.protocol, options))
+    found = [d for d in verdict_diagnostics(verdict(built.protocol, options, memo))
              if d.code in MODEL_CODES or not d.code.startswith("L-")]
     at = ", ".join(f"`{n}` at depth {depths.get(n, 1)}" for n in modelled)
     report = ModelReport(tuple(d for d in found if d.code.startswith("L-")),
@@ -749,5 +742,5 @@ def _inside(part: Span, whole: Span) -> bool:
 
 
 __all__ = ["MODEL_CODES", "TIERS", "Built", "ModelOptions", "ModelReport", "Unmodelled", "analyse", "build",
-           "build_model", "canonical", "check_placed_depths", "clear_protocol_cache", "count_text",
+           "build_model", "canonical", "check_placed_depths", "count_text",
            "depth_choices", "unmodelled_diagnostics", "verdict"]

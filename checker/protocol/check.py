@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from checker.memo import Memo
 from checker.protocol.events import SYNC_ARRIVE, Event
 from checker.protocol.model import BarrierKind, Op, Protocol, Provenance, Ring, Step, remap_provenance
 from checker.protocol.smt import (
@@ -169,8 +170,9 @@ class ProtocolVerdict:
 class _Run:
     """The mutable state of one check (findings, proofs, counters)."""
 
-    def __init__(self, protocol: Protocol, bound: int, rlimit: int, explain: bool) -> None:
+    def __init__(self, protocol: Protocol, bound: int, rlimit: int, explain: bool, memo: Memo | None = None) -> None:
         self.protocol = protocol
+        self.memo = memo or Memo()
         self.bound = bound
         self.rlimit = rlimit
         self.explain = explain
@@ -198,16 +200,17 @@ class _Run:
 
 
 def check_protocol(protocol: Protocol, *, bound: int | None = None,
-                   rlimit: int = DEFAULT_RLIMIT, explain: bool = False) -> ProtocolVerdict:
+                   rlimit: int = DEFAULT_RLIMIT, explain: bool = False, memo: Memo | None = None) -> ProtocolVerdict:
     """Decide L-INIT, L-ARRIVE, L-TXBYTES, L-PARITY, L-RACE and L-DEADLOCK for ``protocol``.
 
     ``bound`` is the number of iterations every role runs (default: enough to wrap every
     ring twice, ``2 * max depth + 1``); ``rlimit`` the Z3 resource budget of each check;
-    ``explain`` adds a minimal unsat core ("why safe") for every query proved unsat.
+    ``explain`` adds a minimal unsat core ("why safe") for every query proved unsat;
+    ``memo`` keeps ring slices' verdicts for the caller's later checks (checker/memo.py).
     """
     validate_rlimit(rlimit)
     start = time.perf_counter()
-    run = _Run(protocol, bound or protocol.default_bound(), rlimit, explain)
+    run = _Run(protocol, bound or protocol.default_bound(), rlimit, explain, memo)
     _check_init(run)
     _check_static(run)
     _check_races(run)
@@ -479,7 +482,9 @@ def _check_races(run: _Run) -> None:
                 else:
                     _race_on_model(run, qk)
             continue
-        safe = _slice_safe(remap_provenance(sliced, lambda _: _NOWHERE), run.bound, run.rlimit)
+        nowhere = remap_provenance(sliced, lambda _: _NOWHERE)
+        safe = run.memo.slices.get((nowhere, run.bound, run.rlimit),
+                                   functools.partial(_slice_safe, nowhere, run.bound, run.rlimit))
         run.checks += len(queries)
         facts = [keys.get(k, k) for k, _ in declared_facts(sliced)]
         for qk in queries:
@@ -492,9 +497,8 @@ def _check_races(run: _Run) -> None:
 _NOWHERE = Provenance(Span("<slice>", 1, 1, 1, 1), "-")
 
 
-@functools.lru_cache(maxsize=1024)
 def _slice_safe(sliced: Protocol, bound: int, rlimit: int) -> frozenset[Query]:
-    """The race queries a ring's slice proves impossible (unsat), cached on the slice's meaning.
+    """The race queries a ring's slice proves impossible (unsat), kept in the memo on the slice's meaning.
 
     ``sliced`` carries no spans (every provenance is one placeholder): the model reads
     names, counts and steps only, so mutants that leave a ring's steps alone share its

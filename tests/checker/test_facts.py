@@ -5,12 +5,13 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from checker.facts import decide, describe_value, single_value
 from contract_lang import ast as A
 from contract_lang.expr import ARITH_OPS, BOOL_OPS, COMPARE_OPS, BinOp, EvalError, Expr, Int, Name, Not, evaluate
+from tests.tiers import examples
 
 
 def _leaf() -> st.SearchStrategy[Expr]:
@@ -55,7 +56,7 @@ def _brute(expr: Expr, values: dict[str, A.FactValue]) -> tuple[tuple[str, int],
     return None
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(3)
 @given(_exprs(), _values(), _values())
 def test_decide_matches_evaluate(expr: Expr, a: A.FactValue, b: A.FactValue) -> None:
     values = {"a": a, "b": b}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from checker.composition import Captured, Prototype
+from checker.clauses.l_handle import describe
 from checker.handles import (
     ENTRY_PROTOTYPE,
     HANDLE_PROTOTYPE,
@@ -17,6 +17,7 @@ from checker.handles import (
 )
 from contract_lang import ast as A
 from contract_lang.parser import parse_text
+from package.captured import Captured, Prototype
 
 DEMO = """
 stage "demo.mma-v2" version "1.0.0" {
@@ -157,7 +158,7 @@ def test_handle_findings_unbound_wrong_kind_explicit_name_and_conditions() -> No
         "kl_demo_mma_v2_kv_full_count": ("unbound", "kv"),
         "kl_demo_mma_v2_scratch_stride": ("unbound", "scratch"),
     }
-    messages = {f.symbol: f.message for f in handle_problems(stage, _captured(set(), needed))}
+    messages = {f.symbol: describe(f)[0] for f in handle_problems(stage, _captured(set(), needed))}
     assert "names its handle `kl_demo_scratch`" in messages["kl_demo_mma_v2_scratch_smem"]
     assert "declares no `regs` budget" in messages["kl_demo_mma_v2_epi_regs"]
     assert "initialised by another stage" in messages["kl_demo_mma_v2_kv_full_count"]

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from checker.composition import Captured, StageEntry
 from checker.engine import run_clauses
-from checker.resolve import implicit_pipeline, resolve
+from checker.resolve import resolve
 from contract_lang.parser import parse_text
 from diagnostics.span import Span
 from kernlink.api import check_text
+from package.captured import Captured
+from package.loader import StageEntry, implicit_pipeline
 
 MIXED = """
 stage "gemm.load" version "1.0.0" {

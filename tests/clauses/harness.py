@@ -26,17 +26,14 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from analysis.pipeline import analyse
 from checker.clauses import CLAUSES
 from checker.conformance import ptx_display
-from checker.engine import errors, run_clauses
-from checker.resolve import resolve
-from diagnostics.model import sort_diagnostics
 from diagnostics.render_text import render_text
 from kernlink.api import CheckResult, LinkResult, check, link
-from kernlink.downstream import verify_downstream
-from kernlink.loader import load
-from linker.manifest import captured_from_json
 from linker.symbols import compile_ptx
+from package.loader import load
+from package.manifest import captured_from_json
 
 ROOT = Path(__file__).parent
 
@@ -87,7 +84,7 @@ def run(fixture: Fixture) -> tuple[CheckResult | LinkResult, str]:
 
 
 def _check_captured(folder: Path) -> CheckResult:
-    """``check`` with each stage given the facts in ``captured/<stage>.json``."""
+    """``check`` (the one pipeline) with each stage given the facts in ``captured/<stage>.json``."""
     facts = {p.stem: captured_from_json(json.loads(p.read_text()), toolkit="nvrtc 13.0", target="sm_90a")
              for p in sorted((folder / "captured").glob("*.json"))}
     for source in sorted((folder / "captured").glob("*.cu")):  # L-CONFORM: the stage's code, compiled here
@@ -99,9 +96,4 @@ def _check_captured(folder: Path) -> CheckResult:
         if c.captured is not None and c.captured.ptx is not None:
             inputs.sources.add(ptx_display(c.source), c.captured.ptx)
     assert inputs.pipeline is not None
-    comp = resolve(inputs.pipeline, inputs.pipeline_source, inputs.candidates)
-    diags = [*inputs.diagnostics, *run_clauses(comp)]
-    if not errors(diags):
-        diags.extend(verify_downstream(comp).diagnostics)
-    return CheckResult(sort_diagnostics(diags), inputs.sources, comp, inputs)
-
+    return analyse(inputs)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 
 from contract_lang import ast as A
 from contract_lang.expr import BinOp, Expr, Int, Name, Not, to_text
 from contract_lang.parser import parse_text
 from contract_lang.strategies import expressions
 from diagnostics.model import DiagnosticError
+from tests.tiers import examples
 
 NAMES = ("a", "b", "tile_k", "n")
 
@@ -28,7 +29,7 @@ def try_parse(text: str) -> Expr | None:
         return None
 
 
-@settings(max_examples=500)
+@examples(5)
 @given(expressions(NAMES, max_depth=4))
 def test_to_text_parses_back(expr: Expr) -> None:
     assert parse_expr(to_text(expr)) == expr
@@ -56,7 +57,7 @@ def _kept_for_reading(text: str, open_at: int, close_at: int) -> bool:
             and after.strip() != inner.op)
 
 
-@settings(max_examples=300)
+@examples(3)
 @given(expressions(NAMES, max_depth=4))
 def test_to_text_has_no_needless_parentheses(expr: Expr) -> None:
     text = to_text(expr)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from contract_lang import ast as A
-from contract_lang.parser import expected_text, parse_text, readable
+from contract_lang.parser import parse_text, terminals
 from diagnostics.model import Diagnostic, DiagnosticError
 
 
@@ -89,6 +89,7 @@ def test_line_counting_ignores_other_line_separators() -> None:
 
 
 def test_readable_names() -> None:
+    readable, expected_text = terminals().readable, terminals().expected_text
     assert readable("LBRACE") == ["`{`"]
     assert readable("NAME") == ["identifier"]
     assert readable("BARRIER_KIND") == ["`full`", "`empty`"]

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any, Literal, get_args, get_origin
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from contract_lang import ast as A
@@ -33,9 +33,7 @@ from contract_lang.strategies import (
     source_files,
     stage_item_kinds,
 )
-
-CI_EXAMPLES = 300
-SLOW_EXAMPLES = 100 * CI_EXAMPLES
+from tests.tiers import examples
 
 
 def assert_round_trip(source: A.SourceFile, kind: FileKind = "any") -> None:
@@ -45,32 +43,25 @@ def assert_round_trip(source: A.SourceFile, kind: FileKind = "any") -> None:
     assert print_file(parsed) == text
 
 
-@settings(max_examples=CI_EXAMPLES)
+@examples(3)
 @given(source_files())
 def test_round_trip(source: A.SourceFile) -> None:
     assert_round_trip(source)
 
 
-@settings(max_examples=CI_EXAMPLES // 3)
+@examples(1)
 @given(source_files("contract"))
 def test_round_trip_contract_files(source: A.SourceFile) -> None:
     assert_round_trip(source, "contract")
 
 
-@settings(max_examples=CI_EXAMPLES // 3)
+@examples(1)
 @given(source_files("pipeline"))
 def test_round_trip_pipeline_files(source: A.SourceFile) -> None:
     assert_round_trip(source, "pipeline")
 
 
-@pytest.mark.slow
-@settings(max_examples=SLOW_EXAMPLES, suppress_health_check=list(HealthCheck))
-@given(source_files())
-def test_round_trip_campaign(source: A.SourceFile) -> None:
-    assert_round_trip(source)
-
-
-@settings(max_examples=CI_EXAMPLES)
+@examples(3)
 @given(identifiers())
 def test_identifiers_are_never_keywords(name: str) -> None:
     assert name not in KEYWORDS
@@ -137,12 +128,13 @@ def _tags_of(value: object, out: set[str]) -> None:
         out.add(f"BinOp.op={value.op}")
 
 
-def _unreached(sweeps: list[tuple[st.SearchStrategy[Any], int]], wanted: set[str]) -> list[str]:
-    """The tags in ``wanted`` that sweeps of the strategies (each with its example count) do not produce."""
+def _unreached(sweeps: list[tuple[st.SearchStrategy[Any], float]], wanted: set[str]) -> list[str]:
+    """The tags in ``wanted`` that sweeps of the strategies (each with its share of the tier's budget)
+    do not produce."""
     seen: set[str] = set()
-    for strategy, examples in sweeps:
+    for strategy, share in sweeps:
 
-        @settings(max_examples=examples, derandomize=True, database=None, phases=[Phase.generate])
+        @settings(examples(share), phases=[Phase.generate])
         @given(strategy)
         def collect(value: object) -> None:
             _tags_of(value, seen)
@@ -159,7 +151,7 @@ def test_item_kinds_are_every_item_type() -> None:
 @pytest.mark.parametrize(("name", "strategy"), [*stage_item_kinds().items(), *pipeline_item_kinds().items()],
                          ids=lambda v: v if isinstance(v, str) else "")
 def test_each_item_kind_produces_its_type(name: str, strategy: st.SearchStrategy[Any]) -> None:
-    @settings(max_examples=10, database=None)
+    @examples(0.1)
     @given(strategy)
     def check(item: object) -> None:
         assert type(item).__name__ == name
@@ -176,16 +168,16 @@ def test_strategies_reach_every_node_type_and_variant() -> None:
     deep (a `tmem` map in a tensor in a stage) is rare.
     """
     wanted = set().union(*(_variant_tags(cls) for cls in _node_classes())) - _operator_tags()
-    sweeps = [(source_files(), 30),
-              *((kind, 60) for kind in stage_item_kinds().values()),
-              *((kind, 30) for kind in pipeline_item_kinds().values()),
-              (lifetimes(), 60), (ring_items(), 100), (counts(), 60), (map_specs(), 100), (fact_values(), 60)]
+    sweeps = [(source_files(), 0.3),
+              *((kind, 0.6) for kind in stage_item_kinds().values()),
+              *((kind, 0.3) for kind in pipeline_item_kinds().values()),
+              (lifetimes(), 0.6), (ring_items(), 1.0), (counts(), 0.6), (map_specs(), 1.0), (fact_values(), 0.6)]
     assert _unreached(sweeps, wanted) == []
 
 
 def test_expressions_reach_every_operator() -> None:
     wanted = _operator_tags() | {cls.__name__ for cls in _EXPR_CLASSES}
-    assert _unreached([(expressions(), 1000)], wanted) == []
+    assert _unreached([(expressions(), 10.0)], wanted) == []
 
 
 def _operator_tags() -> set[str]:
@@ -194,7 +186,7 @@ def _operator_tags() -> set[str]:
 
 # ------------------------------------------------------------------ format_text and comments
 
-@settings(max_examples=CI_EXAMPLES // 3)
+@examples(1)
 @given(source_files())
 def test_format_is_identity_on_canonical_text(source: A.SourceFile) -> None:
     text = print_file(source)
@@ -209,7 +201,7 @@ def _indent(line: str) -> str:
     return line[: len(line) - len(line.lstrip(" \t"))]
 
 
-@settings(max_examples=CI_EXAMPLES)
+@examples(3)
 @given(source_files(), st.data())
 def test_format_keeps_every_comment_in_place(source: A.SourceFile, data: st.DataObject) -> None:
     """Comment lines anywhere and comments after any line survive formatting, where they were.

@@ -7,15 +7,16 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from checker.hardware import TARGETS, TargetSpec
-from contract_lang.compositions import Bundle
+from contract_lang.compositions.bundle import Bundle
 from hardware import residency as R
 from kernlink.api import check
 from placement.adapter import placed_residency
 from placement.problem import Domain
+from tests.tiers import examples
 
 ROOT = Path(__file__).resolve().parents[2]
 RING = ROOT / "specs" / "examples" / "ring"
@@ -137,16 +138,16 @@ def test_known_occupancies() -> None:
 def test_placed_compositions_never_claim_more_blocks_than_brute_force(name: str) -> None:
     """For generated compositions (with a drawn `blocks_per_sm`), the blocks per SM the placement
     claims are at most what the brute-force simulation finds for the placed kernel."""
-    from checker.composition import StageEntry
+    from analysis.downstream import verify_downstream
     from checker.engine import run_clauses
     from checker.resolve import resolve
-    from contract_lang.compositions import compositions
+    from contract_lang.compositions.generate import compositions
     from contract_lang.parser import parse_text
-    from kernlink.downstream import verify_downstream
+    from package.loader import StageEntry
 
     spec = TARGETS[name]
 
-    @settings(max_examples=8, derandomize=True, deadline=None)
+    @examples(0.08)
     @given(compositions(spec, max_stages=2), st.integers(1, 4))
     def prop(bundle: Bundle, blocks: int) -> None:
         text = bundle.text()

@@ -17,7 +17,7 @@ stage "t.a" version "1.0.0" {
 def _placed(text: str):  # type: ignore[no-untyped-def]
     result = check_text(text)
     assert result.accepted, [d.message for d in result.diagnostics]
-    from kernlink.downstream import verify_downstream
+    from analysis.downstream import verify_downstream
 
     assert result.composition is not None
     placed = verify_downstream(result.composition).placed

@@ -13,7 +13,8 @@ import pytest
 from checker.clauses.l_pair import PairClause
 from checker.composition import Composition, Owned
 from contract_lang import ast as A
-from contract_lang.compositions import MUTATION_KINDS, Mutation
+from contract_lang.compositions.catalogue import MUTATION_KINDS
+from contract_lang.compositions.edit import Mutation
 from kernlink import fuzz
 from kernlink.api import check
 from kernlink.cli import main

@@ -7,7 +7,7 @@ punctuation mark, a number or a string). Every failure is a ``DiagnosticError``
 whose diagnostics name a code and point at the input. Texts that still parse are
 checked as a composition, which must not raise either.
 
-The CI budget is small; the ``slow`` tests run the same properties at 100×.
+The budget is the tier's (tests/tiers.py): ``--tier slow`` runs the same properties at 100×.
 """
 
 from __future__ import annotations
@@ -17,17 +17,15 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
-import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from contract_lang.parser import parse_file, parse_text
 from contract_lang.strategies import KEYWORDS
 from diagnostics.model import DiagnosticError
 from kernlink.api import check_text
+from tests.tiers import examples
 
-CI_EXAMPLES = 150
-SLOW_EXAMPLES = 100 * CI_EXAMPLES
 EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
 INPUT_CODES = frozenset({"E-SYNTAX", "E-EMPTY", "E-NAME", "E-VALUE", "E-DUPLICATE", "E-BINARY", "E-ENCODING",
                          "E-TOO-LARGE", "E-IO"})
@@ -104,19 +102,19 @@ def test_reference_contracts_tokenise_and_rejoin() -> None:
         parse_text(_join(_tokens(text)), "<rejoined>")
 
 
-@settings(max_examples=CI_EXAMPLES)
+@examples(1.5)
 @given(token_mutants())
 def test_token_mutations_give_diagnostics(text: str) -> None:
     assert_parses_or_diagnoses(text)
 
 
-@settings(max_examples=CI_EXAMPLES)
+@examples(1.5)
 @given(st.text(max_size=400))
 def test_arbitrary_text_gives_diagnostics(text: str) -> None:
     assert_parses_or_diagnoses(text)
 
 
-@settings(max_examples=CI_EXAMPLES // 3, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@examples(0.5, suppress=[HealthCheck.function_scoped_fixture])
 @given(st.binary(max_size=400))
 def test_arbitrary_bytes_give_diagnostics(data: bytes) -> None:
     _bytes_property(data)
@@ -131,24 +129,3 @@ def _bytes_property(data: bytes) -> None:
                 parse_file(path)
             except DiagnosticError as err:
                 assert_clean_failure(err)
-
-
-@pytest.mark.slow
-@settings(max_examples=SLOW_EXAMPLES, suppress_health_check=list(HealthCheck))
-@given(token_mutants())
-def test_token_mutations_campaign(text: str) -> None:
-    assert_parses_or_diagnoses(text)
-
-
-@pytest.mark.slow
-@settings(max_examples=SLOW_EXAMPLES, suppress_health_check=list(HealthCheck))
-@given(st.text(max_size=400))
-def test_arbitrary_text_campaign(text: str) -> None:
-    assert_parses_or_diagnoses(text)
-
-
-@pytest.mark.slow
-@settings(max_examples=SLOW_EXAMPLES // 3, suppress_health_check=list(HealthCheck))
-@given(st.binary(max_size=400))
-def test_arbitrary_bytes_campaign(data: bytes) -> None:
-    _bytes_property(data)

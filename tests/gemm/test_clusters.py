@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from checker.composition import Captured
+from analysis.downstream import verify_downstream
 from kernlink.api import check_text, link
-from kernlink.downstream import verify_downstream
 from linker.generate import generate, unsupported
+from package.captured import Captured
 from tests.link.examples import build_example
 
 _LAUNCH = "    launch fixed threads 384\n"

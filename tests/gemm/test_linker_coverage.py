@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from checker.composition import Captured
+from analysis.downstream import verify_downstream
 from diagnostics.model import DiagnosticError
 from kernlink.api import check_text, link
-from kernlink.downstream import verify_downstream
 from linker.generate import Generated, generate
+from package.captured import Captured
 from tests.gemm.compositions import build
 
 

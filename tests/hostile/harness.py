@@ -25,7 +25,6 @@ from pathlib import Path
 import checker.clauses  # noqa: F401
 import kernlink.api
 import kernlink.cli
-import kernlink.commands
 import linker.link  # noqa: F401
 import placement  # noqa: F401
 from contract_lang.parser import _lark, parse_text
@@ -33,7 +32,8 @@ from diagnostics.model import DiagnosticError
 from diagnostics.render_text import render_text
 from diagnostics.sources import SourceMap
 
-# Warm what every child would otherwise build again: the parser tables, the renderer.
+# Warm what every child would otherwise build again: every verb's module, the parser tables, the renderer.
+kernlink.cli.build_parser()
 _lark()
 try:
     parse_text("stage {", "<warm-up>")

@@ -19,7 +19,7 @@ from diagnostics.model import Diagnostic, Label
 from diagnostics.render_text import render_text
 from diagnostics.sources import SourceMap
 from diagnostics.span import Span
-from linker.package import _HEADER, FORMAT_VERSION, MAGIC, read_package
+from package.kpkg import _HEADER, FORMAT_VERSION, MAGIC, read_package
 from tests.hostile.harness import MiB, run_cli
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from contract_lang.parser import MAX_OPERATORS, parse_text
@@ -15,6 +15,7 @@ from contract_lang.printer import format_text
 from contract_lang.transform import INT_RANGES
 from diagnostics.model import DiagnosticError
 from kernlink.api import check
+from tests.tiers import examples
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def contracts(draw: st.DrawFn) -> tuple[str, Expression, bool]:
     return text, expr, in_range
 
 
-@settings(max_examples=40, derandomize=True, deadline=None)
+@examples(0.4)
 @given(contracts())
 def test_check_and_fmt_survive_edges(case: tuple[str, Expression, bool]) -> None:
     text, expr, in_range = case

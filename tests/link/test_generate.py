@@ -7,13 +7,13 @@ import struct
 
 import pytest
 
-from checker.composition import Captured
+from analysis.downstream import verify_downstream
 from diagnostics.model import DiagnosticError
 from kernlink.api import check, check_text
-from kernlink.downstream import verify_downstream
 from kernlink.run import params_block
 from linker.generate import Generated, generate, unsupported
 from linker.launch import DeviceBuffer
+from package.captured import Captured
 from tests.link.examples import EXAMPLES
 
 PADDED = """

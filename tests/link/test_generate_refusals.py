@@ -11,11 +11,11 @@ import dataclasses
 
 import pytest
 
-from checker.composition import Captured
+from analysis.downstream import verify_downstream
 from diagnostics.model import DiagnosticError
 from kernlink.api import check_text
-from kernlink.downstream import verify_downstream
 from linker.generate import generate
+from package.captured import Captured
 
 ZERO_COUNT = """
 stage "demo.zero" version "1.0.0" {
@@ -82,14 +82,14 @@ stage "demo.regs" version "1.0.0" {
 @pytest.mark.parametrize("entry", [0, 16])
 def test_a_kernel_below_the_smallest_budget_is_l_regs(entry: int) -> None:
     """A linked kernel of fewer than 8 registers once crashed the re-solve (`capacity … must be positive`)."""
-    from linker.link import _resolve, record_for
+    from analysis.plan import Plan
 
     result = check_text(REGS, "demo.kc")
     assert result.accepted and result.composition is not None
     placed = verify_downstream(result.composition).placed
     assert placed is not None
     with pytest.raises(DiagnosticError) as err:
-        _resolve(result.composition, placed, entry, record_for(result.composition), False)
+        Plan(result.composition, placed).for_entry(entry, "kl_dispatch")
     [diag] = err.value.diagnostics
     assert diag.code == "L-REGS" and f"starts with {entry} registers" in diag.message
     assert {lab.text for lab in diag.labels} == {"`load`: regs 24", "`mma`: regs 200"}

@@ -10,7 +10,7 @@ import pytest
 from kernlink.api import LinkResult, check_text, link
 from linker.generate import unsupported
 from linker.link import CUBIN, JSON, MAP
-from linker.package import PAYLOADS_KEY, pack_bytes, read_package
+from package.kpkg import PAYLOADS_KEY, pack_bytes, read_package
 from tests.link.examples import build_example
 
 pytestmark = pytest.mark.toolchain

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from checker.composition import Captured, Prototype
+from checker.clauses.l_handle import describe
 from checker.handles import handle_problems, symbol_problems
 from contract_lang.parser import parse_text
 from kernlink.api import LinkResult, check, check_text, link
@@ -25,6 +25,7 @@ from kernlink.run import run_linked
 from linker.generate import unsupported
 from linker.launch import GpuSession
 from linker.link import JSON, MAP
+from package.captured import Captured, Prototype
 from placement.problem import Domain
 from tests.link.tensor_cases import CASES, build_case
 
@@ -142,7 +143,7 @@ def test_tensor_handles_are_bound_with_their_own_prototypes() -> None:
     wrong = {**protos, "kl_t_s_tile_export": Prototype("func", (), ("b32",))}
     [finding] = handle_problems(stage, good, wrong)
     assert (finding.problem, finding.symbol) == ("signature", "kl_t_s_tile_export")
-    assert "void kl_t_s_tile_export(const T* held)" in finding.message
+    assert "void kl_t_s_tile_export(const T* held)" in describe(finding)[0]
     unbound = Captured(frozenset({"t_main"}), frozenset({"kl_t_s_got_import"}))
     [finding] = handle_problems(stage, unbound, protos)
     assert finding.problem == "unbound"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from diagnostics import DiagnosticError
-from linker.package import (
+from package.kpkg import (
     FORMAT_VERSION,
     MAGIC,
     Package,

@@ -16,14 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from checker.composition import Captured, Prototype
+from analysis.downstream import verify_downstream
+from checker.clauses.l_handle import describe
 from checker.handles import handle_bindings, handle_problems
 from contract_lang.parser import parse_text
 from kernlink.api import check_text, link
-from kernlink.downstream import verify_downstream
 from linker.counters import ARRAY, RESET_RULE, unsupported_counters
 from linker.generate import Generated, generate
 from linker.pack import pack
+from package.captured import Captured, Prototype
 
 DATA = Path(__file__).parent / "data"
 
@@ -135,7 +136,7 @@ def test_a_counter_function_handle_with_another_prototype_is_l_handle() -> None:
     found = handle_problems(stage, Captured(frozenset(), frozenset({"kl_demo_cnt_flags_counter_ptr"})),
                             {"kl_demo_cnt_flags_counter_ptr": Prototype("func", (), ("b32",))})
     assert [(f.clause, f.problem) for f in found] == [("L-HANDLE", "signature")]
-    assert "unsigned* kl_demo_cnt_flags_counter_ptr()" in found[0].message
+    assert "unsigned* kl_demo_cnt_flags_counter_ptr()" in describe(found[0])[0]
     twin = handle_problems(stage, Captured(frozenset(), frozenset({"kl_demo_cnt_flags_counter_ptr"})),
                            {"kl_demo_cnt_flags_counter_ptr": Prototype("func", (), ("b64",))})
     assert not twin

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from checker.composition import Captured
 from kernlink.api import check, link
 from kernlink.cli import main
 from linker.generate import Generated, generate
 from linker.watchdog import CAPACITY, DEFAULT_CYCLES, ENTRY_WORDS, HEADER_WORDS, LEDGER, MAGIC, decode_ledger
+from package.captured import Captured
 from tests.link.examples import EXAMPLES
 from tests.moe.test_counters import build_handoff
 

@@ -10,7 +10,7 @@ import pytest
 
 from kernlink.api import link
 from kernlink.cli import main
-from linker.package import read_package
+from package.kpkg import read_package
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
 pytestmark = pytest.mark.toolchain

@@ -19,9 +19,9 @@ import pytest
 from checker.conformance import MANIFEST_KEY, PTX_PAYLOAD, derive
 from diagnostics.model import DiagnosticError
 from kernlink.api import check, link
-from linker.manifest import read_stage_package
 from linker.pack import PackResult, pack
-from linker.package import PAYLOADS_KEY, pack_bytes, parse_package
+from package.kpkg import PAYLOADS_KEY, pack_bytes, parse_package
+from package.manifest import read_stage_package
 from tests.link.examples import EXAMPLES
 
 CASES = Path(__file__).resolve().parents[1] / "conformance" / "cases"

@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from checker.clauses.l_handle import describe
 from contract_lang.parser import parse_file
 from diagnostics import DiagnosticError, Severity
 from kernlink.cli import main
 from linker.handles import handle_problems, symbol_problems
 from linker.layout import params_blocks, params_problems
-from linker.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, read_stage_package
 from linker.pack import PackResult, pack, prototypes_of
 from linker.toolchain import nvcc_path
+from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, read_stage_package
 from tests.link.examples import EXAMPLES
 
 pytestmark = pytest.mark.toolchain
@@ -182,7 +183,8 @@ def test_a_handle_read_as_the_wrong_kind_is_an_l_handle_finding(tmp_path: Path) 
     found = handle_problems(result.stage, result.captured)
     assert [(f.problem, f.symbol, f.item) for f in found] == [
         ("wrong-kind", "kl_ring_loader_stage_bar_id", "stage")]
-    assert "named-barrier ID" in found[0].message and "shared-memory claim" in found[0].message
+    message, _ = describe(found[0])
+    assert "named-barrier ID" in message and "shared-memory claim" in message
 
 
 def test_a_handle_declared_with_another_signature_is_an_l_handle_finding(tmp_path: Path) -> None:

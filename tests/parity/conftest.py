@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from linker.launch import gpu_available
-from linker.manifest import SOURCE_PAYLOAD
-from linker.package import PAYLOADS_KEY, read_package, write_package
+from package.kpkg import PAYLOADS_KEY, read_package, write_package
+from package.manifest import SOURCE_PAYLOAD
 from tests.link.examples import build_example
 
 NOINLINE = {"provider.cu": {'extern "C" __device__ float hello_scale':

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 
 from diagnostics.model import Diagnostic, DiagnosticError
 from placement import (
@@ -20,6 +20,7 @@ from placement import (
     TmemClaim,
     solve,
 )
+from tests.tiers import examples
 
 from .helpers import caps, span, storage_problems
 
@@ -178,7 +179,7 @@ def _only(problem: Problem, names: set[str]) -> Problem:
 
 
 @given(storage_problems())
-@settings(max_examples=40)
+@examples(0.4)
 def test_every_reported_core_is_minimal(problem: Problem) -> None:
     problem = replace(problem, smem=tuple(c for c in problem.smem if c.per_slot_ring is None),
                       rings=())

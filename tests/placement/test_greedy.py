@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 
 from diagnostics.model import DiagnosticError
 from placement import DOMAINS, Domain, Interval, Phase, Problem, SmemClaim, greedy, solve, verify
+from tests.tiers import examples
 
 from .helpers import caps, storage_problems
 
@@ -46,7 +47,7 @@ def test_unknown_order_is_rejected() -> None:
 
 
 @given(storage_problems())
-@settings(max_examples=40)
+@examples(0.4)
 def test_greedy_is_never_better_than_the_solver(problem: Problem) -> None:
     try:
         best = solve(problem)

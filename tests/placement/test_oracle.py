@@ -4,10 +4,11 @@ canonical placement, and every placement accepted by the verifier."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 
 from diagnostics.model import DiagnosticError
 from placement import DOMAINS, Problem, solve, verify
+from tests.tiers import examples
 
 from .helpers import brute_storage, brute_warps, role_problems, storage_problems
 
@@ -52,33 +53,33 @@ def check_warps(problem: Problem) -> None:
 
 
 @given(storage_problems())
-@settings(max_examples=60)
+@examples(0.6)
 def test_storage_matches_exhaustive_optimum(problem: Problem) -> None:
     check_storage(problem)
 
 
 @given(role_problems())
-@settings(max_examples=30)
+@examples(0.3)
 def test_warps_and_registers_match_exhaustive_optimum(problem: Problem) -> None:
     check_warps(problem)
 
 
 @pytest.mark.slow
 @given(storage_problems(max_smem=4))
-@settings(max_examples=600)
+@examples(0.06)
 def test_storage_matches_exhaustive_optimum_campaign(problem: Problem) -> None:
     check_storage(problem)
 
 
 @pytest.mark.slow
 @given(role_problems(max_roles=4))
-@settings(max_examples=200)
+@examples(0.02)
 def test_warps_match_exhaustive_optimum_campaign(problem: Problem) -> None:
     check_warps(problem)
 
 
 @given(storage_problems(), role_problems())
-@settings(max_examples=25)
+@examples(0.25)
 def test_every_solver_placement_passes_the_verifier(storage: Problem, roles: Problem) -> None:
     problem = Problem(storage.capacities, smem=storage.smem, rings=storage.rings,
                       tmem=storage.tmem, barriers=storage.barriers, counters=storage.counters,

@@ -5,23 +5,17 @@ from __future__ import annotations
 from hypothesis import settings
 
 from checker.hardware import TargetSpec, target
-from contract_lang.compositions import Bundle
+from contract_lang.compositions.bundle import Bundle
 from kernlink.api import CheckResult, check_text
-
-CI_EXAMPLES = 10
-"""Examples per property in CI; the ``slow`` variants run ``SLOW_EXAMPLES``."""
-SLOW_EXAMPLES = 100 * CI_EXAMPLES
+from tests.tiers import examples
 
 TARGETS = ("sm_90", "sm_90a", "sm_100a", "sm_120a")
 
 
-def ci(factor: int = 1) -> settings:
-    """The CI budget: ``factor × CI_EXAMPLES`` examples, derandomized.
-
-    CI checks a checker that others change every day, so a run must not fail at random:
-    it tests the same examples each time. The ``slow`` campaigns explore at random.
-    """
-    return settings(max_examples=CI_EXAMPLES * factor, derandomize=True)
+def costly(factor: float = 1) -> settings:
+    """The budget of a property that checks whole compositions: ``factor`` tenths of the tier's
+    (tests/tiers.py), since one checked composition costs about ten ordinary examples."""
+    return examples(0.1 * factor)
 
 
 def spec(name: str) -> TargetSpec:

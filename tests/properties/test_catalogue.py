@@ -9,10 +9,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from contract_lang import ast as A
-from contract_lang.compositions import MUTATION_KINDS, Bundle, Mutation, edits, mutations
+from contract_lang.compositions.bundle import Bundle
+from contract_lang.compositions.catalogue import MUTATION_KINDS, edits
+from contract_lang.compositions.draw import mutations
+from contract_lang.compositions.edit import Mutation
 from contract_lang.parser import parse_text
 from kernlink.fuzz import load_subject
-from tests.properties.helpers import ci
+from tests.properties.helpers import costly
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
 BLACKWELL = """
@@ -65,7 +68,7 @@ def test_later_edits_of_one_line_win_and_drops_keep_indices() -> None:
     assert both == Mutation((sizes[1],)).apply(bundle)
 
 
-@ci(3)
+@costly(3)
 @given(st.data())
 def test_drawn_mutations_print_and_parse_back(data: st.DataObject) -> None:
     bundle = data.draw(st.sampled_from(_bundles()))

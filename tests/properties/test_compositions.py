@@ -10,8 +10,9 @@
 - monotonicity: shrinking a claim never turns an accepted composition into an
   L-OVERLAP rejection.
 
-CI runs each property on ``CI_EXAMPLES`` (derandomized) examples; the ``slow`` variants
-run 100× as many, at random.
+Each property runs on its share of the tier's budget (tests/tiers.py: derandomized in
+``ci``); the tests marked ``slow`` draw what CI leaves out (a block size the linker
+chooses, every target, more edits).
 """
 
 from __future__ import annotations
@@ -20,29 +21,30 @@ import dataclasses
 from collections.abc import Callable
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from checker.composition import StageEntry
 from checker.engine import run_clauses
 from checker.resolve import resolve
 from contract_lang import ast as A
-from contract_lang.compositions import Bundle, Mutation, compositions, mutated_compositions
+from contract_lang.compositions.bundle import Bundle
+from contract_lang.compositions.draw import mutated_compositions
+from contract_lang.compositions.edit import Mutation
+from contract_lang.compositions.generate import compositions
 from contract_lang.parser import parse_text
 from contract_lang.printer import print_file
 from contract_lang.strategies import source_files
 from kernlink.api import check_text
 from kernlink.fuzz import Checker, bundle_subject, registered_codes
+from package.loader import StageEntry
 from tests.properties.helpers import (
-    SLOW_EXAMPLES,
     TARGETS,
     check_bundle,
-    ci,
+    costly,
     error_codes,
     spec,
 )
 
-SLOW = settings(max_examples=SLOW_EXAMPLES, suppress_health_check=list(HealthCheck))
 REGISTERED = registered_codes()
 
 
@@ -54,7 +56,7 @@ def _accepted(bundle: Bundle) -> None:
     This is ``check_text``'s path (parse, resolve, clauses, then placement), with the
     placement run twice and handed to the independent verifier.
     """
-    from kernlink.downstream import verify_downstream
+    from analysis.downstream import verify_downstream
     from placement import verify
 
     text = bundle.text()
@@ -73,17 +75,17 @@ def _accepted(bundle: Bundle) -> None:
 def test_generated_compositions_are_accepted_and_place(name: str) -> None:
     # CI states the block size: placing a block whose size the linker must choose takes
     # seconds per composition (the slow campaign draws both).
-    ci()(given(compositions(spec(name), launch=True))(_accepted))()
+    costly()(given(compositions(spec(name), launch=True))(_accepted))()
 
 
 def test_generated_compositions_without_a_launch_line_place() -> None:
-    settings(ci(), max_examples=3)(given(compositions(spec("sm_90a"), max_stages=2, launch=False))(_accepted))()
+    costly(0.3)(given(compositions(spec("sm_90a"), max_stages=2, launch=False))(_accepted))()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", TARGETS)
 def test_generated_compositions_are_accepted_and_place_campaign(name: str) -> None:
-    SLOW(given(compositions(spec(name)))(_accepted))()
+    costly()(given(compositions(spec(name)))(_accepted))()
 
 
 def _round_trip(bundle: Bundle) -> None:
@@ -92,7 +94,7 @@ def _round_trip(bundle: Bundle) -> None:
     assert parse_text(text, "<printed>").items == source.items, text
 
 
-@ci()
+@costly()
 @given(compositions(spec("sm_90a")))
 def test_generated_compositions_round_trip(bundle: Bundle) -> None:
     _round_trip(bundle)
@@ -115,14 +117,14 @@ def _mutant_properties(pair: tuple[Bundle, Mutation]) -> None:
 
 @pytest.mark.parametrize("name", ("sm_90a", "sm_100a"))
 def test_mutants_round_trip_and_never_crash_the_checker(name: str) -> None:
-    ci(2)(given(mutated_compositions(spec(name), max_edits=3, launch=True))(
+    costly(2)(given(mutated_compositions(spec(name), max_edits=3, launch=True))(
         _mutant_properties))()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", TARGETS)
 def test_mutants_campaign(name: str) -> None:
-    SLOW(given(mutated_compositions(spec(name), max_edits=3))(_mutant_properties))()
+    costly()(given(mutated_compositions(spec(name), max_edits=3))(_mutant_properties))()
 
 
 def _syntactic(source: A.SourceFile) -> None:
@@ -133,16 +135,9 @@ def _syntactic(source: A.SourceFile) -> None:
             assert diag.code in REGISTERED and diag.labels, diag
 
 
-@ci(2)
+@costly(2)
 @given(source_files())
 def test_checker_never_raises_on_syntactic_asts(source: A.SourceFile) -> None:
-    _syntactic(source)
-
-
-@pytest.mark.slow
-@SLOW
-@given(source_files())
-def test_checker_never_raises_on_syntactic_asts_campaign(source: A.SourceFile) -> None:
     _syntactic(source)
 
 
@@ -155,14 +150,14 @@ def _deterministic(pair: tuple[Bundle, Mutation]) -> None:
     assert first.diagnostics == second.diagnostics
 
 
-@ci()
+@costly()
 @given(mutated_compositions(spec("sm_90a"), launch=True))
 def test_check_is_deterministic(pair: tuple[Bundle, Mutation]) -> None:
     _deterministic(pair)
 
 
 @pytest.mark.slow
-@SLOW
+@costly()
 @given(mutated_compositions(spec("sm_90a")))
 def test_check_is_deterministic_campaign(pair: tuple[Bundle, Mutation]) -> None:
     _deterministic(pair)
@@ -212,14 +207,14 @@ def _monotone(pair: tuple[Bundle, Bundle]) -> None:
     assert "L-OVERLAP" not in codes, after.text()
 
 
-@ci()
+@costly()
 @given(shrunk_pairs())
 def test_shrinking_a_claim_never_causes_overlap(pair: tuple[Bundle, Bundle]) -> None:
     _monotone(pair)
 
 
 @pytest.mark.slow
-@SLOW
+@costly()
 @given(shrunk_pairs(None))
 def test_shrinking_a_claim_never_causes_overlap_campaign(pair: tuple[Bundle, Bundle]) -> None:
     _monotone(pair)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from checker.protocol import DEFAULT_RLIMIT, Protocol, check_protocol
 from checker.protocol.check import MAX_RLIMIT
@@ -15,6 +15,7 @@ from tests.protocol.helpers import (
     two_operand_rings,
     waits_on_unfed_barrier,
 )
+from tests.tiers import examples
 
 
 def assert_agree(protocol: Protocol, bound: int | None = None,
@@ -59,16 +60,14 @@ def test_agreement_at_other_bounds() -> None:
         assert_agree(b.build(), bound)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow],
-          derandomize=True)
+@examples(2)
 @given(small_protocols())
 def test_smt_agrees_with_explorer(protocol: Protocol) -> None:
     assert_agree(protocol)
 
 
 @pytest.mark.slow
-@settings(max_examples=10_000, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@examples(1)
 @given(small_protocols())
 def test_smt_agrees_with_explorer_campaign(protocol: Protocol) -> None:
     """The campaign checks semantics, so it runs at the largest budget: about one drawn

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import z3
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from checker.engine import ModelOptions, by_code
@@ -26,6 +26,7 @@ from kernlink.api import check, compose
 from kernlink.cli import main
 from kernlink.contract_oracle import problems_of
 from tests.protocol.helpers import kv_ring
+from tests.tiers import examples
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "specs" / "examples"
@@ -186,9 +187,9 @@ def test_a_depth_range_is_decided_at_the_depth_placement_chooses(tmp_path: Path,
     seen: list[int] = []
     real = adapter.verdict
 
-    def spy(protocol, options):  # type: ignore[no-untyped-def]
+    def spy(protocol, options, memo=None):  # type: ignore[no-untyped-def]
         seen.extend(r.depth for r in protocol.rings)
-        return real(protocol, options)
+        return real(protocol, options, memo)
 
     monkeypatch.setattr(adapter, "verdict", spy)
     result = check([str(_deep(tmp_path, "2..20"))])
@@ -245,7 +246,7 @@ def test_an_interrupted_check_exits_130_without_a_verdict(monkeypatch: pytest.Mo
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("kernlink.api.run_clauses", interrupted)
+    monkeypatch.setattr("analysis.pipeline.run_clauses", interrupted)
     path = CLAUSES / "L-DEADLOCK" / "pass_late_release_depth2.kc"
     assert main(["check", str(path)]) == 130
     out = capsys.readouterr()
@@ -272,7 +273,7 @@ def test_each_model_fixture_is_reported_under_a_selection_of_its_code(code: str,
 ALL_CODES = sorted(by_code())
 
 
-@settings(max_examples=12, deadline=None, derandomize=True)
+@examples(0.12)
 @given(index=st.integers(0, len(_model_fixtures()) - 1), others=st.sets(st.sampled_from(ALL_CODES), max_size=6))
 def test_every_selection_containing_the_fixtures_code_reports_it(index: int, others: set[str]) -> None:
     code, fixture = _model_fixtures()[index]

@@ -8,20 +8,18 @@ from __future__ import annotations
 
 import re
 
-import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from contract_lang.ast import SourceFile
-from contract_lang.parser import MAX_EXPECTED, parse_text
+from contract_lang.parser import parse_text
 from contract_lang.printer import print_file
 from contract_lang.strategies import source_files
 from diagnostics.model import DiagnosticError
 from diagnostics.render_text import render_text
 from diagnostics.sources import SourceMap
-
-CI_EXAMPLES = 200
-SLOW_EXAMPLES = 100 * CI_EXAMPLES
+from diagnostics.syntax_errors import MAX_EXPECTED
+from tests.tiers import examples
 
 PIECES = st.sampled_from(["{", "}", '"', "\n", " ", "\t", "x", "1", "..", "(", ")", "->", "=", "==", "#", "$", ",",
                           ":", "0x", "KiB", "1x1", "stage", "role", "warps", "full", "é", "\x85", "\u2028", "\0"])
@@ -57,20 +55,13 @@ def check_diagnostics(text: str) -> None:
         assert render_text(err.diagnostics, sources, color=False)
 
 
-@settings(max_examples=CI_EXAMPLES)
+@examples(2)
 @given(source_files(), EDITS)
 def test_edited_files_get_clean_diagnostics(source: SourceFile, edits: list[tuple[int, int, str]]) -> None:
     check_diagnostics(edit(print_file(source), edits))
 
 
-@pytest.mark.slow
-@settings(max_examples=SLOW_EXAMPLES, suppress_health_check=list(HealthCheck))
-@given(source_files(), EDITS)
-def test_edited_files_get_clean_diagnostics_campaign(source: SourceFile, edits: list[tuple[int, int, str]]) -> None:
-    check_diagnostics(edit(print_file(source), edits))
-
-
-@settings(max_examples=CI_EXAMPLES)
+@examples(2)
 @given(st.text(max_size=200))
 def test_arbitrary_text_gets_clean_diagnostics(text: str) -> None:
     check_diagnostics(text)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
+from tests.tiers import examples
 from transfer_model.maps import Chunk
 from transfer_model.program import Arrive, Copy, Program, Sync
 from transfer_model.routes import select_route
@@ -17,7 +18,7 @@ from transfer_model.tensors import Lends
 from .builders import SKETCH_TILE, export_of, import_of, sketch_demand, sketch_placement
 from .oracle import rung_verdicts
 
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = examples(1.5)
 
 
 @FUZZ
@@ -39,13 +40,6 @@ def test_rung_verdicts_match_brute_force(scenario: Scenario) -> None:
         assert rung.passed == oracle[rung.rung], (rung.rung, rung.check, rung.reason)
     if result.route is None:
         assert not any(oracle.values())
-
-
-@pytest.mark.slow
-@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seams())
-def test_accepted_routes_deliver_exactly_long_campaign(scenario: Scenario) -> None:
-    test_accepted_routes_deliver_every_element_exactly.hypothesis.inner_test(scenario)  # type: ignore[attr-defined]
 
 
 def _staging() -> tuple[Program, object, object]:

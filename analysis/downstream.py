@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from checker.composition import Composition
+from checker.memo import Memo
 from checker.protocol.adapter import ModelOptions, check_placed_depths
 from diagnostics.model import Diagnostic
 from placement.adapter import Placed, place
@@ -25,7 +26,7 @@ class Downstream:
 
 
 def verify_downstream(comp: Composition, options: ModelOptions | None = None,
-                      selected: Iterable[str] | None = None) -> Downstream:
+                      selected: Iterable[str] | None = None, memo: Memo | None = None) -> Downstream:
     """Place the composition, decide its protocol at the placed ring depths when those were not
     decided yet (the verdict covers the configuration that is linked), then route its tensor
     connections on the placed roles. ``selected``: the clause codes the caller reports (the
@@ -34,6 +35,6 @@ def verify_downstream(comp: Composition, options: ModelOptions | None = None,
     if placed is None:
         return Downstream(None, [], diags)
     depths = {r.name: r.depth for r in placed.placement.rings}
-    protocol = check_placed_depths(comp, depths, options, selected)
+    protocol = check_placed_depths(comp, depths, options, selected, memo)
     routes, route_diags = route_composition(comp, placed)
     return Downstream(placed, routes, diags + protocol + route_diags)

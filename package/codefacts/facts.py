@@ -14,8 +14,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from checker.conformance.ptx import Function, Instr, parse
-from checker.conformance.values import Env, Val, analyse
+from package.codefacts.ptx import Function, Instr, parse
+from package.codefacts.values import Env, Val, analyse
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
 FACTS_VERSION = 1

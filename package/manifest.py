@@ -9,8 +9,8 @@ Keys (all required; see specs/package-format.md):
 ``captured``  ``defined``/``needed`` device symbols and ``params`` layouts the
               compiler saw (name, size, align, fields as [name, offset, size]), and
               optionally ``prototypes`` (each symbol's PTX shape)
-The shape of every key (types, ranges, sizes) is :data:`linker.schema.STAGE_MANIFEST`.
-Optional: ``conformance`` (the code facts of checker/conformance, derived from the
+The shape of every key (types, ranges, sizes) is :data:`package.schema.STAGE_MANIFEST`.
+Optional: ``conformance`` (the code facts of package/codefacts, derived from the
 ``code.ptx`` payload; re-derived on reading, and a record that disagrees with its
 payload is L-INTEGRITY).
 Payloads: ``lto.ir`` (the LTO IR), ``source.cu`` (the component's source) and, with
@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from checker import conformance
-from checker.composition import Captured, CapturedParams, Prototype
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
-from linker.package import Package, read_package
-from linker.schema import STAGE_MANIFEST, validate
+from package import codefacts
+from package.captured import Captured, CapturedParams, Prototype
+from package.kpkg import Package, read_package
+from package.schema import STAGE_MANIFEST, validate
 
 FORMAT = "kernlink.stage"
 FORMAT_VERSION = 1
@@ -99,29 +99,29 @@ def stage_package(pkg: Package, name: str) -> StagePackage:
 
 def _bound_ptx(pkg: Package, name: str) -> str | None:
     """The ``code.ptx`` payload, once the manifest's ``conformance`` facts are derived from it again."""
-    blob = pkg.payloads.get(conformance.PTX_PAYLOAD)
-    record = pkg.manifest.get(conformance.MANIFEST_KEY)
+    blob = pkg.payloads.get(codefacts.PTX_PAYLOAD)
+    record = pkg.manifest.get(codefacts.MANIFEST_KEY)
     if blob is None:
         if record is not None:
-            _malformed(name, f"`{conformance.MANIFEST_KEY}` is recorded but there is no "
-                             f"`{conformance.PTX_PAYLOAD}` payload")
+            _malformed(name, f"`{codefacts.MANIFEST_KEY}` is recorded but there is no "
+                             f"`{codefacts.PTX_PAYLOAD}` payload")
         return None
     try:
         text = blob.decode("utf-8")
     except UnicodeDecodeError:
-        _malformed(name, f"`{conformance.PTX_PAYLOAD}` is not UTF-8 text")
+        _malformed(name, f"`{codefacts.PTX_PAYLOAD}` is not UTF-8 text")
     if record is None:
         return text
     try:
-        facts = conformance.recorded(record)
+        facts = codefacts.recorded(record)
     except (KeyError, TypeError, ValueError, IndexError) as exc:
-        _malformed(name, f"`{conformance.MANIFEST_KEY}` is malformed ({exc})")
+        _malformed(name, f"`{codefacts.MANIFEST_KEY}` is malformed ({exc})")
     if facts is None:
         return text  # another facts version: the checker derives them from the payload itself
-    derived = conformance.derive(text)
+    derived = codefacts.derive(text)
     if facts.facts != derived.facts:
         raise DiagnosticError([Diagnostic(
-            "L-INTEGRITY", f"the manifest of `{name}` records code facts its `{conformance.PTX_PAYLOAD}` "
+            "L-INTEGRITY", f"the manifest of `{name}` records code facts its `{codefacts.PTX_PAYLOAD}` "
                            "payload does not have",
             labels=(Label(Span(name, 1, 1, 1, 1), "in this package"),),
             notes=(_first_difference(facts.facts, derived.facts),
@@ -130,7 +130,7 @@ def _bound_ptx(pkg: Package, name: str) -> str | None:
     return text
 
 
-def _first_difference(recorded: tuple[conformance.Fact, ...], derived: tuple[conformance.Fact, ...]) -> str:
+def _first_difference(recorded: tuple[codefacts.Fact, ...], derived: tuple[codefacts.Fact, ...]) -> str:
     for i, (a, b) in enumerate(zip(recorded, derived, strict=False)):
         if a != b:
             return (f"fact {i}: the manifest says `{a.opcode}` at PTX line {a.line} ({a.kind}); the payload has "

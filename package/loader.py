@@ -19,17 +19,31 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from checker.composition import StageEntry
-from checker.resolve import implicit_pipeline
 from contract_lang import ast as A
 from contract_lang.parser import FileKind, parse_text
 from diagnostics.files import read_source
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.sources import SourceMap
 from diagnostics.span import Span
+from package.captured import Captured
 
 # `stage "name"` at the start of a line: what a file that does not parse would have declared.
 _STAGE_HEADER = re.compile(r'^\s*stage\s+"([^"\n]+)"', re.M)
+
+
+@dataclass(frozen=True)
+class StageEntry:
+    """One stage of the composition, where it came from, and what its package captured."""
+
+    stage: A.Stage
+    source: str
+    use: A.Use | None
+    package: str | None = None
+    captured: Captured | None = None
+
+    @property
+    def name(self) -> str:
+        return self.stage.name
 
 
 @dataclass
@@ -49,6 +63,16 @@ class Inputs:
 
 class UsageError(ValueError):
     """The command line named inputs that cannot form a composition."""
+
+
+def implicit_pipeline(stages: Sequence[A.Stage], name: str, span: Span) -> A.Pipeline:
+    """The pipeline a bare contract file stands for: every stage it holds, at its version."""
+    items: list[A.PipelineItem] = []
+    first_target = next((s.target for s in stages if s.target is not None), None)
+    if first_target is not None:
+        items.append(A.Target(first_target.name, span=first_target.span))
+    items.extend(A.Use(s.name, f"={s.version}", span=s.span) for s in stages)
+    return A.Pipeline(name, tuple(items), span=span)
 
 
 def display_name(path: Path) -> str:
@@ -204,7 +228,7 @@ def _load_pipeline(inputs: Inputs, path: Path, contracts: Sequence[Path], packag
 
 
 def _load_package(inputs: Inputs, path: Path, use: A.Use | None) -> None:
-    from linker.manifest import read_stage_package
+    from package.manifest import read_stage_package
 
     name = display_name(path)
     try:

@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from checker.conformance.ptx import Function, Instr
+from package.codefacts.ptx import Function, Instr
 
 _MASK32 = (1 << 64) - 1
 

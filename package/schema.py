@@ -6,7 +6,7 @@ against a schema of types, integer ranges, string sizes and list lengths, and na
 first field that breaks it (``captured.params[0].fields[1] has 4 items, expected 3``).
 
 Objects accept keys the schema does not name (a newer kernlink may add fields; the
-generic limits of :func:`linker.package.check_limits` still bound them). To add a
+generic limits of :func:`package.kpkg.check_limits` still bound them). To add a
 field, add one entry to the ``required`` or ``optional`` table of its object below.
 """
 
@@ -91,7 +91,7 @@ STAGE_MANIFEST = Obj(
         "toolkit": Str(256),
         "captured": Obj(required={"defined": Arr(_SYMBOL), "needed": Arr(_SYMBOL), "params": Arr(_PARAMS, 4096)},
                         optional={"prototypes": Table(_PROTOTYPE)}),
-        "payloads": AnyValue(),  # checked by linker.package when the package is read
+        "payloads": AnyValue(),  # checked by package.kpkg when the package is read
     },
     optional={
         "compile": Obj(optional={"compiler": Str(64), "source": Str(4096), "options": Arr(Str(4096), 4096)}),

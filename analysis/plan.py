@@ -1,0 +1,173 @@
+"""The plan a link follows: an accepted composition's placement, with its route barriers, and its routes.
+
+The check (:mod:`analysis.pipeline`) places the composition and routes its tensor
+connections on the placed roles. Linking it needs the placement solved once more in two
+cases, and both are decided here, so the linker never calls the placement solver:
+
+- **route barriers** (:func:`plan`): a staging route synchronises on named barriers,
+  known only once the routes are chosen on the placed roles; one ``BarrierClaim`` per
+  route barrier (owner the importing stage, name ``transfer.<import>.<i>``, lifetime the
+  whole kernel) is added and the placement solved again. Barrier claims do not constrain
+  warps; a second placement that moves a role would leave the routes stale (``E-INTERNAL``).
+- **the register re-solve** (:meth:`Plan.for_entry`): the linked kernel's entry register
+  count R is ptxas' (linker/link.py, step 4). When the register groups do not fit the pool
+  R gives, the placement is solved again with R as the entry count; one that moves a role
+  a tensor route runs on is ``L-REGS``.
+
+Every re-solved placement is verified (:func:`placement.verify`) before it is used.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from checker.composition import Composition
+from diagnostics.model import Diagnostic, DiagnosticError, Label
+from placement.adapter import Placed
+from placement.lifetime import KERNEL
+from placement.problem import BarrierClaim, Problem
+from placement.result import Placement
+from placement.solve import solve
+from placement.verify import verify
+from transfer_model.adapter import RoutedSeam, route_composition
+
+
+@dataclass(frozen=True)
+class Plan:
+    """An accepted composition, its placement (route barriers included) and its tensor routes.
+
+    ``resolved``: the placement was solved again for the linked kernel's entry register count.
+    """
+
+    comp: Composition
+    placed: Placed
+    routes: tuple[RoutedSeam, ...] = ()
+    resolved: bool = False
+
+    @property
+    def placement(self) -> Placement:
+        return self.placed.placement
+
+    def for_entry(self, entry: int, kernel: str) -> Plan:
+        """The plan for a linked ``kernel`` that starts with ``entry`` registers per thread.
+
+        The same plan when its register groups fit the pool ``entry`` gives; else the
+        placement solved again with ``entry`` as the entry count. Raises ``DiagnosticError``:
+        ``L-REGS`` when no group can be placed or the re-solve moves a routed role, the
+        solver's rejection (with a note on the entry count), ``E-INTERNAL`` when the
+        re-solved placement fails verification.
+        """
+        comp, placed = self.comp, self.placed
+        if register_demand(placed) <= entry * placed.placement.block_warps * 32:
+            return self
+        caps = placed.problem.capacities
+        if entry < caps.setmaxnreg_min:
+            raise DiagnosticError([_entry_too_small(comp, placed, entry, caps.setmaxnreg_min, kernel)])
+        problem: Problem = dataclasses.replace(
+            placed.problem,
+            capacities=dataclasses.replace(caps, max_regs_per_thread=min(entry, caps.max_regs_per_thread)))
+        try:
+            placement = solve(problem)
+        except DiagnosticError as err:
+            note = (f"after the device link: `{kernel}` has {entry} registers per thread at entry "
+                    f"(`__launch_bounds__` with its block of {placed.placement.block_warps * 32} threads), "
+                    f"not the {placed.placement.entry_regs} the placement assumed")
+            raise DiagnosticError([dataclasses.replace(d, notes=(*d.notes, note)) for d in err.diagnostics]) from None
+        problems = verify(problem, placement)
+        if problems:
+            raise DiagnosticError([Diagnostic("E-INTERNAL", "the re-solved placement fails verification",
+                                              notes=tuple(problems[:10]))])
+        moved = moved_roles(placed.placement, placement) if self.routes else []
+        if moved:
+            raise DiagnosticError([Diagnostic(
+                "L-REGS", f"re-solving the register groups for {entry} entry registers moves roles that tensor routes "
+                          "run on", labels=(Label(comp.pipeline.span, "in this composition"),), notes=tuple(moved),
+                helps=("lower the roles' `regs`, or the block's `blocks_per_sm`",))])
+        return dataclasses.replace(self, placed=Placed(problem, placement), resolved=True)
+
+
+def plan(comp: Composition, placed: Placed, routes: Sequence[RoutedSeam] | None = None) -> Plan:
+    """The plan for an accepted composition placed as ``placed``, with the route barriers placed.
+
+    ``routes`` are the tensor connections' routes on ``placed`` (the check computed them);
+    None routes them here. Raises ``DiagnosticError`` with the routes' or the solver's errors.
+    """
+    if routes is None:
+        routes, route_diags = route_composition(comp, placed)
+        if any(d.is_error for d in route_diags):
+            raise DiagnosticError(route_diags)
+    return Plan(comp, place_route_barriers(comp, placed, routes), tuple(routes))
+
+
+def barrier_name(route: RoutedSeam, index: int) -> str:
+    """The placement name of a route's ``index``-th named barrier."""
+    return f"transfer.{route.seam.imp.name}.{index}"
+
+
+def place_route_barriers(comp: Composition, placed: Placed, routes: Sequence[RoutedSeam]) -> Placed:
+    """``placed`` with one named-barrier claim per route barrier, solved again; the same when none is needed.
+
+    Raises ``DiagnosticError``: the solver's (e.g. ``L-BARRIER`` when the IDs run out),
+    or ``E-INTERNAL`` when the second placement moves a role.
+    """
+    claims = [BarrierClaim(r.seam.import_stage, barrier_name(r, i), r.route.program.barrier_threads, KERNEL,
+                           span=r.seam.imp.span)
+              for r in routes for i in range(r.route.program.barriers)]
+    if not claims:
+        return placed
+    problem = dataclasses.replace(placed.problem, barriers=(*placed.problem.barriers, *claims))
+    try:
+        placement = solve(problem)
+    except DiagnosticError as err:
+        note = (f"after routing: the staging routes add {len(claims)} named barrier(s) to the placement "
+                f"({', '.join(f'`{c.name}`' for c in claims)})")
+        raise DiagnosticError([dataclasses.replace(d, notes=(*d.notes, note)) for d in err.diagnostics]) from None
+    problems = verify(problem, placement)
+    if problems:
+        raise DiagnosticError([Diagnostic(
+            "E-INTERNAL", "the placement with the route barriers fails verification",
+            labels=(Label(comp.pipeline.span, "in this composition"),), notes=tuple(problems[:10]),
+            helps=("report it with the inputs: this is a kernlink bug",))])
+    moved = moved_roles(placed.placement, placement)
+    if moved:
+        raise DiagnosticError([Diagnostic(
+            "E-INTERNAL", "placing the route barriers moved roles the routes were chosen for",
+            labels=(Label(comp.pipeline.span, "in this composition"),), notes=tuple(moved),
+            helps=("report it with the inputs: barrier claims must not change warps",))])
+    return Placed(problem, placement)
+
+
+def moved_roles(before: Placement, after: Placement) -> list[str]:
+    """One line per role whose warps differ between two placements (empty: the routes still hold)."""
+    out = []
+    for role in before.roles:
+        now = next((r for r in after.roles if (r.owner, r.name) == (role.owner, role.name)), None)
+        if now is None or (now.first_warp, now.warps) != (role.first_warp, role.warps):
+            where = f"warps {now.first_warp}..{now.end - 1}" if now is not None else "no warps"
+            out.append(f"role `{role.display}`: warps {role.first_warp}..{role.end - 1} before, {where} after")
+    return out
+
+
+def register_demand(placed: Placed) -> int:
+    """Registers the placed groups hold at once: Σ budget × threads of each group."""
+    return sum(g.budget * g.warps * 32 for g in placed.placement.groups)
+
+
+def _entry_too_small(comp: Composition, placed: Placed, entry: int, least: int, kernel: str) -> Diagnostic:
+    """The kernel starts with fewer registers than any `setmaxnreg` budget: no group can be placed."""
+    labels = tuple(Label(info.role.span, f"`{name}`: regs {info.role.regs}", primary=i == 0)
+                   for i, (name, info) in enumerate(sorted((n, i) for n, i in comp.roles.items()
+                                                          if i.role.regs is not None)))
+    return Diagnostic(
+        "L-REGS", f"the linked kernel `{kernel}` starts with {entry} registers per thread, fewer than the smallest "
+                  f"`setmaxnreg` budget ({least}): the roles' `regs` cannot be applied",
+        labels=labels or (Label(comp.pipeline.span, "in this composition"),),
+        notes=(f"the register pool is the entry count × the block's {placed.placement.block_warps * 32} threads; "
+               "`setmaxnreg` hands out whole steps of it",),
+        helps=("drop the roles' `regs` (the kernel needs few registers), or lower the block's `blocks_per_sm`",),
+        data=(("entry", str(entry)), ("setmaxnreg_min", str(least))))
+
+
+__all__ = ["Plan", "barrier_name", "moved_roles", "place_route_barriers", "plan", "register_demand"]

@@ -1,0 +1,65 @@
+"""`kernlink check`: accept a composition, or name every violated clause (``--watch``: again on every change)."""
+
+from __future__ import annotations
+
+import argparse
+
+from kernlink.output import color, emit
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from kernlink.paths import output_path
+
+    p = sub.add_parser("check", help="check a composition: accept, or name every violated clause")
+    p.add_argument("paths", nargs="+", help="a pipeline (.kp) and optionally contracts (.kc) or packages (.kpkg)")
+    p.add_argument("--target", help="re-check for another target (sm_90a, sm_100a, sm_120a)")
+    p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    p.add_argument("--select", help="only these clause codes (comma-separated)")
+    p.add_argument("--ignore", help="skip these clause codes (comma-separated)")
+    p.add_argument("--strict", action="store_true",
+                   help="warnings about the inputs are errors (a `.kc` that differs from its package's contract) "
+                        "and so are code sites the conformance analysis cannot decide")
+    p.add_argument("--rlimit", type=int, metavar="N",
+                   help="Z3 resource budget of each protocol-model query (default 400000000)")
+    p.add_argument("--bound", type=int, metavar="K",
+                   help="iterations each role runs in the protocol model (default: 2 x ring depth + 1)")
+    p.add_argument("-o", "--output", type=output_path, help="write the report to a file instead of stdout")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.add_argument("--watch", action="store_true",
+                   help="check again whenever the pipeline, a contract beside it or one of its packages changes")
+    p.set_defaults(run=cmd_watch)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from checker import conformance
+    from checker.engine import ModelOptions
+    from kernlink.api import check
+    from kernlink.exit_codes import exit_for
+    from package.loader import UsageError
+
+    try:
+        options = ModelOptions(args.rlimit if args.rlimit is not None else ModelOptions.rlimit, args.bound)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    result = check(args.paths, target=args.target, select=_codes(args.select), ignore=_codes(args.ignore),
+                   strict=args.strict, options=options)
+    diags = conformance.strict(result.diagnostics) if args.strict else result.diagnostics
+    n_err = sum(1 for d in diags if d.is_error)
+    summary = "composition rejected" if n_err else "composition accepted"
+    if any(d.code == "E-INTERNAL" for d in diags):
+        summary = "composition not decided: kernlink failed (exit 3)"
+    emit(diags, result.sources, args.format, color=color(args.color), summary=summary, output=args.output)
+    return exit_for(diags)
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    """`check`, once or (``--watch``) again after every change of an input (kernlink/watch.py)."""
+    if not args.watch:
+        return cmd_check(args)
+    from kernlink.watch import watch
+
+    return watch(args.paths, lambda: cmd_check(args), say=lambda line: print(line, flush=True))
+
+
+def _codes(text: str | None) -> list[str] | None:
+    return [c.strip() for c in text.split(",") if c.strip()] if text else None

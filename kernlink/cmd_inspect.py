@@ -1,0 +1,131 @@
+"""`kernlink inspect PACKAGE`: show a package's manifest, captured symbols and layouts, and payloads."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from diagnostics.model import DiagnosticError
+from diagnostics.sources import SourceMap
+from kernlink.exit_codes import EXIT_OK
+from kernlink.output import color, report
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("inspect", help="show a package: manifest, captured symbols and layouts, payloads")
+    p.add_argument("package", help="a .kpkg file")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.set_defaults(run=cmd_inspect)
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from package.kpkg import read_package
+    from package.manifest import stage_package
+
+    try:  # one bounded read; the manifest is validated before the view uses it
+        raw = read_package(args.package)
+        stage = stage_package(raw, args.package)
+        view = inspect_view(args.package, stage.manifest, raw.manifest_sha256)
+    except DiagnosticError as err:
+        return report(err.diagnostics, SourceMap(), args)
+    if args.format == "json":
+        print(json.dumps(view, indent=2, sort_keys=True))
+    else:
+        _inspect_text(view, color=color(args.color))
+    return EXIT_OK
+
+
+def inspect_view(path: str, manifest: Mapping[str, Any], manifest_sha256: str) -> dict[str, Any]:
+    """What ``inspect`` shows, as plain data: the manifest, classified symbols, payloads."""
+    from contract_lang.parser import parse_text
+    from linker.handles import call_symbols, required_definitions, resolve_handles
+    from linker.pack import prototypes_of
+
+    captured = manifest["captured"]
+    protos = prototypes_of(manifest)
+    stage = parse_text(manifest["contract"], f"{path}!contract.kc", "contract").stages[0]
+    handles = resolve_handles(stage, captured["needed"])
+    calls = call_symbols(stage)
+    required = required_definitions(stage)
+
+    def role(symbol: str, needed: bool) -> str:
+        if needed:
+            if symbol in calls:
+                return f"call `{calls[symbol].name}`"
+            spec = handles.get(symbol)
+            return f"handle {spec.kind} of `{spec.item}`" if spec else "unexplained"
+        what = required.get(symbol)
+        return f"{what[0]} of `{getattr(what[1], 'name', '')}`" if what else "other"
+
+    symbols = [{"symbol": s, "direction": d, "prototype": str(protos[s]) if s in protos else "",
+                "meaning": role(s, d == "needed")}
+               for d in ("defined", "needed") for s in captured["needed" if d == "needed" else "defined"]]
+    fields = {k: manifest[k] for k in ("stage", "version", "target", "toolkit", "format", "format_version")}
+    payload_names = {p.get("name") for p in manifest["payloads"] if isinstance(p, Mapping)}
+    return {"package": path, "manifest": fields, "manifest_sha256": manifest_sha256,
+            "compile": manifest.get("compile", {}), "contract": manifest["contract"], "symbols": symbols,
+            "params": captured["params"], "payloads": list(manifest["payloads"]),
+            "binary_only": "source.cu" not in payload_names}
+
+
+def _inspect_text(view: Mapping[str, Any], *, color: bool | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    view = _escaped(view)  # a crafted manifest must not drive the terminal
+    console = Console(force_terminal=color, no_color=color is False, highlight=False)
+    if not console.is_terminal:
+        console = Console(force_terminal=color, no_color=color is False, highlight=False, width=120)
+    head = Table(title=f"package {view['package']}", show_header=False, title_justify="left")
+    head.add_column(style="bold")
+    head.add_column()
+    for key, value in view["manifest"].items():
+        head.add_row(key, str(value))
+    head.add_row("manifest sha256", view["manifest_sha256"])
+    compile_info = view["compile"]
+    if compile_info:
+        head.add_row("compiler", f"{compile_info.get('compiler', '')} {' '.join(compile_info.get('options', []))}")
+        head.add_row("source", str(compile_info.get("source", "")) + (
+            "  (binary-only: the source is not in the package)" if view.get("binary_only") else ""))
+    console.print(head)
+
+    symbols = Table(title="captured symbols", title_justify="left")
+    for column in ("symbol", "", "prototype", "meaning"):
+        symbols.add_column(column, no_wrap=column == "symbol", overflow="fold")
+    for row in view["symbols"]:
+        symbols.add_row(row["symbol"], row["direction"], row["prototype"], row["meaning"])
+    console.print(symbols)
+
+    for params in view["params"]:
+        console.print(f"params {params['name']}: size {params['size']}, align {params['align']}")
+        table = Table()
+        for column in ("field", "offset", "size"):
+            table.add_column(column, justify="left" if column == "field" else "right")
+        for name, offset, size in params["fields"]:
+            table.add_row(name, str(offset), str(size))
+        console.print(table)
+
+    payloads = Table(title="payloads", title_justify="left")
+    for column in ("name", "size", "sha256"):
+        payloads.add_column(column, justify="right" if column == "size" else "left")
+    for entry in view["payloads"]:
+        payloads.add_row(entry["name"], str(entry["size"]), entry["sha256"])
+    console.print(payloads)
+    console.print("contract:", style="bold")
+    console.print(view["contract"].rstrip("\n"), markup=False)
+
+
+def _escaped(value: Any) -> Any:
+    """Every string of a view with its control characters escaped, for text output."""
+    from diagnostics.render_text import escape_controls
+
+    if isinstance(value, str):
+        return escape_controls(value)
+    if isinstance(value, Mapping):
+        return {_escaped(k): _escaped(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_escaped(v) for v in value]
+    return value

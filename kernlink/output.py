@@ -1,0 +1,68 @@
+"""What every verb prints: diagnostics as text, JSON or SARIF, and the exit code they call for."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from diagnostics.files import atomic_write_text
+from diagnostics.model import Diagnostic
+from diagnostics.sources import SourceMap
+from kernlink import __version__
+from kernlink.exit_codes import EXIT_REJECTED, exit_for
+
+if TYPE_CHECKING:
+    from diagnostics.rules import RuleInfo
+
+
+def color(choice: str) -> bool | None:
+    """``--color``: always, never, or None (auto: colour when stdout is a terminal)."""
+    return {"always": True, "never": False}.get(choice)
+
+
+def emit(diags: Sequence[Diagnostic], sources: SourceMap, fmt: str, *, color: bool | None,
+         summary: str | None = None, output: str | None = None) -> None:
+    """Render diagnostics in the chosen format to stdout (or a file, written atomically)."""
+    from diagnostics.render_json import render_json
+    from diagnostics.render_sarif import render_sarif
+    from diagnostics.render_text import render_text
+
+    if fmt == "json":
+        text = render_json(diags, tool_version=__version__)
+    elif fmt == "sarif":
+        text = render_sarif(diags, tool_version=__version__, rules=_rules())
+    else:
+        text = render_text(diags, sources, color=color, summary=summary) if diags or summary else ""
+    if output is not None:
+        atomic_write_text(output, text)
+    elif text:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def diagnostics_json(diags: Sequence[Diagnostic]) -> str:
+    from diagnostics.render_json import render_json
+
+    return render_json(diags, tool_version=__version__)
+
+
+def report(diags: Sequence[Diagnostic], sources: SourceMap, args: argparse.Namespace) -> int:
+    """Print a failed command's diagnostics (``--format`` and ``--color`` from ``args``); its exit code."""
+    if args.format == "json":
+        sys.stdout.write(diagnostics_json(diags) + "\n")
+    else:
+        emit(diags, sources, "text", color=color(args.color))
+    return exit_for(diags) or EXIT_REJECTED
+
+
+def _rules() -> list[RuleInfo]:
+    from checker.engine import registry
+    from diagnostics.codes import CODES
+    from diagnostics.rules import RuleInfo
+
+    clauses = [RuleInfo(code=c.code, name=c.name, summary=c.summary, help_uri=None,
+                        full_description=c.docs().sections.get("What it checks", c.summary))
+               for c in registry()]
+    return clauses + [RuleInfo(code=c.code, name=c.name, summary=c.summary, help_uri=None,
+                               full_description=c.what) for c in CODES]

@@ -1,0 +1,41 @@
+"""The CLI imports only what the verb being run needs: `--version` nothing heavy, a verb its own module."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernlink.cli import VERBS
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("z3", "lark", "networkx", "cuda", "rich", "pygls")
+
+
+def _modules_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    probe = f"import sys, json\n{code}\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    return set(json.loads(out.stdout.splitlines()[-1]))
+
+
+def test_version_imports_nothing_heavy() -> None:
+    loaded = _modules_after("from kernlink.cli import main; main(['--version'])")
+    assert not {m for m in loaded if m.split(".")[0] in HEAVY}
+    assert {m for m in loaded if m.startswith("kernlink.")} == {"kernlink.cli"}
+
+
+@pytest.mark.parametrize("verb", ["check", "explain"])
+def test_a_verb_registers_only_its_module(verb: str) -> None:
+    loaded = _modules_after(f"from kernlink.cli import build_parser; build_parser({verb!r})")
+    verbs = {m for m in loaded if m.startswith("kernlink.cmd_")}
+    assert verbs == {f"kernlink.cmd_{verb}"}
+    assert not {"kernlink.fuzz", "kernlink.run", "kernlink.lsp", "kernlink.api"} & loaded
+
+
+def test_every_verb_has_its_module() -> None:
+    for verb in VERBS:
+        assert (ROOT / "kernlink" / f"cmd_{verb}.py").is_file(), verb

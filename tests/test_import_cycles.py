@@ -1,0 +1,33 @@
+"""No import cycles inside our packages: a module never imports, directly or not, a module that imports it.
+
+The layers contract (import-linter, pyproject.toml) orders the packages; this test
+orders the modules within each one. The graph is built by grimp (import-linter's
+engine), lazy imports inside functions included.
+"""
+
+from __future__ import annotations
+
+import grimp
+import networkx as nx
+import pytest
+
+# checker is left out: its engine and the protocol clauses still import each other.
+ACYCLIC = ("hardware", "diagnostics", "contract_lang", "placement", "transfer_model", "linker", "kernlink")
+
+
+@pytest.fixture(scope="module")
+def imports() -> nx.DiGraph:
+    graph = grimp.build_graph(*ACYCLIC, "checker", cache_dir=None)
+    edges = nx.DiGraph()
+    for module in graph.modules:
+        edges.add_node(module)
+        for imported in graph.find_modules_directly_imported_by(module):
+            edges.add_edge(module, imported)
+    return edges
+
+
+@pytest.mark.parametrize("package", ACYCLIC)
+def test_package_has_no_import_cycle(imports: nx.DiGraph, package: str) -> None:
+    inside = imports.subgraph(m for m in imports if m == package or m.startswith(f"{package}."))
+    cycles = [sorted(c) for c in nx.strongly_connected_components(inside) if len(c) > 1]
+    assert cycles == [], f"import cycles in {package}: {cycles}"
