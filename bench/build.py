@@ -5,8 +5,11 @@
 
 On a copy of specs/examples/ring, each as a fresh process, CPU time (user + system of the
 children, ``resource.getrusage``), median of ``--repeats``:
-  * full: ``kernlink build ring.kp -o out`` with no packages yet (pack both, link);
-  * rebuild: the same after one component's source changed (pack it, reuse the other, link);
+  * full: ``kernlink build ring.kp -o out`` with no packages yet (pack both, link), in a fresh
+    ``KERNLINK_CACHE`` that holds only the parsed grammar (a `kernlink check` warms it first):
+    no binding verdict is cached yet, so the link compiles both packages again;
+  * rebuild: the same after one component's source changed (pack it, reuse the other, link;
+    the unchanged package's binding verdict comes from the cache the full build filled);
   * nvcc one unit: ``nvcc -cubin -arch=sm_90a control.cu`` of the same sources built as one
     translation unit (``kernlink parity``'s control.cu, which it writes once beforehand).
 Goals (issue 19): full ≤ the nvcc build, rebuild ≤ 0.5 × it.
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import statistics
@@ -27,9 +31,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def cpu(cmd: list[str], cwd: Path) -> float:
+def cpu(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> float:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+    proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False,
+                          env=env)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr[-2000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -49,10 +54,12 @@ def main() -> int:
     for i in range(args.repeats):
         ring = work / f"ring{i}"
         shutil.copytree(ROOT / "specs" / "examples" / "ring", ring, ignore=shutil.ignore_patterns("build", "host"))
-        rows["kernlink build (full)"].append(cpu([*kl, "build", "ring.kp", "-o", "out"], ring))
+        env = {**os.environ, "KERNLINK_CACHE": str(work / f"cache{i}")}
+        subprocess.run([*kl, "check", "ring.kp"], cwd=ring, stdout=subprocess.DEVNULL, env=env, check=False)
+        rows["kernlink build (full)"].append(cpu([*kl, "build", "ring.kp", "-o", "out"], ring, env))
         source = ring / "reduce.cu"
         source.write_text(source.read_text() + f"\n// edit {i}\n")
-        rows["kernlink build (one component changed)"].append(cpu([*kl, "build", "ring.kp", "-o", "out"], ring))
+        rows["kernlink build (one component changed)"].append(cpu([*kl, "build", "ring.kp", "-o", "out"], ring, env))
     control = work / "parity"
     subprocess.run([*kl, "parity", str(work / "ring0" / "ring.kp"), "-o", str(control), "--color", "never"],
                    cwd=ROOT, stdout=subprocess.DEVNULL, check=False,
@@ -65,9 +72,11 @@ def main() -> int:
                      str(work / "one.cubin")], control))
     out = {name: {"median_cpu_s": statistics.median(v), "min_cpu_s": min(v)} for name, v in rows.items() if v}
     base = out.get("nvcc one unit (control.cu)", {}).get("median_cpu_s")
+    bytecode = "off (PYTHONDONTWRITEBYTECODE)" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "on"
     if args.json:
-        print(json.dumps({"repeats": args.repeats, "rows": out}, indent=2))
+        print(json.dumps({"repeats": args.repeats, "bytecode_cache": bytecode, "rows": out}, indent=2))
     else:
+        print(f"Python bytecode cache: {bytecode}")
         print(f"{'step':42} {'median CPU s':>13} {'x nvcc':>8}")
         for name, r in out.items():
             ratio = f"{r['median_cpu_s'] / base:8.2f}" if base else "       -"

@@ -11,14 +11,16 @@ SwiGLU epilogue (specs/examples/gemm_swiglu): `kernel.cubin` and `link.json`. Th
   interleaved by 16 (rows 32g .. 32g + 15 are Wg's rows 16g .., the next 16 Wu's);
 - fills the kernel's params block from `link.json` (fields by name: `tmap_a`/`tmap_b`, the
   TMA descriptors built with cuTensorMapEncodeTiled and stored in device memory, `a`/`b`
-  raw pointers, `k_tiles`, `k`, `out`, `ldo`, `rows`; fact fields from their owners' values);
+  raw pointers, `k_tiles`, `k`, `n`, `out`, `ldo`, `rows`; fact fields from their owners' values);
 - poisons the output (0xFFFF, a bf16 NaN), launches, and checks against a float32 reference
   silu(X Wg^T) * (X Wu^T) (TF32 off): ||out - ref|| / ||ref|| <= 1e-2 (bf16 operands and a
   bf16 output; METHOD.md's range for bf16 operands is 1e-3 .. 1e-2), no NaN (every element
   written), max |out - ref| <= 0.05 * max |ref|;
 - times (unless --check-only) with triton's do_bench (median, L2 flushed between runs): the
   linked kernel, and cuBLAS (`torch.matmul` of X and [Wg; Wu]^T) followed by a separate
-  eager `silu(gate) * up`; prints ms and TFLOP/s (2 M N K flops) side by side.
+  `silu(gate) * up`, eager and (unless --no-compile) through `torch.compile` (Inductor fuses
+  the activation into one kernel after the cuBLAS GEMM; a compile that fails offline is
+  reported, not fatal); prints ms and TFLOP/s (2 M N K flops) side by side.
 
 With ``--parity CONTROLDIR`` (one LINKDIR): the issue-14 comparison for a composition whose
 arguments `kernlink parity --args` cannot express (TMA descriptors). CONTROLDIR holds the
@@ -126,7 +128,8 @@ def interleave(wg: torch.Tensor, wu: torch.Tensor) -> torch.Tensor:
     return torch.stack([wg.view(half // 16, 16, k), wu.view(half // 16, 16, k)], dim=1).reshape(2 * half, k)
 
 
-def run_shape(kernels: list[Linked], m: int, n: int, k: int, timing: bool, seed: int) -> list[dict[str, Any]]:
+def run_shape(kernels: list[Linked], m: int, n: int, k: int, timing: bool, seed: int,
+              compile_activation: bool = True) -> list[dict[str, Any]]:
     gen = torch.Generator(device="cuda").manual_seed(seed)
     scale = 1.0 / math.sqrt(k)
     x = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
@@ -141,7 +144,7 @@ def run_shape(kernels: list[Linked], m: int, n: int, k: int, timing: bool, seed:
         out = torch.full((m, n // 2), -1, dtype=torch.int16, device="cuda").view(torch.bfloat16)  # 0xFFFF: NaN
         ta, tb = tensor_map(x, kern.tile_m), tensor_map(w, kern.tile_n)
         values = {"tmap_a": ta.data_ptr(), "tmap_b": tb.data_ptr(), "a": x.data_ptr(), "b": w.data_ptr(),
-                  "k_tiles": k // 64, "k": k, "out": out.data_ptr(), "ldo": n // 2, "rows": m}
+                  "k_tiles": k // 64, "k": k, "n": n, "out": out.data_ptr(), "ldo": n // 2, "rows": m}
         launch = kern.launcher(m, n, values)
         launch()
         torch.cuda.synchronize()
@@ -179,7 +182,39 @@ def run_shape(kernels: list[Linked], m: int, n: int, k: int, timing: bool, seed:
             ms = float(do_bench(fn, warmup=25, rep=200, return_mode="median"))
             rows.append({"kernel": name, "m": m, "n": n, "k": k, "rel_err": rel if fn is eager else None,
                          "ms": ms, "tflops": flops / ms / 1e9, "ok": True})
+        if compile_activation:
+            rows.append(_compiled_row(x, wcat, ref, m, n, k, flops))
     return rows
+
+
+_COMPILED: list[Any] = []
+
+
+def _compiled_row(x: torch.Tensor, wcat: torch.Tensor, ref: torch.Tensor, m: int, n: int, k: int,
+                  flops: float) -> dict[str, Any]:
+    """cuBLAS, then silu(gate) * up compiled by torch.compile (one fused Inductor kernel), or why not."""
+    from triton.testing import do_bench
+
+    name = "torch.matmul+silu*up (compile)"
+    row: dict[str, Any] = {"kernel": name, "m": m, "n": n, "k": k, "rel_err": None, "ok": True}
+    try:
+        if not _COMPILED:
+            def act(gu: torch.Tensor) -> torch.Tensor:
+                half = gu.shape[1] // 2
+                return F.silu(gu[:, :half]) * gu[:, half:]
+            _COMPILED.append(torch.compile(act, dynamic=True))
+        act_c = _COMPILED[0]
+
+        def path() -> torch.Tensor:
+            return act_c(x @ wcat.T)
+
+        got = path().float()
+        row["rel_err"] = float((got - ref).norm() / ref.norm())
+        ms = float(do_bench(path, warmup=25, rep=200, return_mode="median"))
+        row.update(ms=ms, tflops=flops / ms / 1e9)
+    except Exception as err:  # an offline machine may lack a compiler Inductor needs: report it
+        row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:160] if str(err) else ''}"
+    return row
 
 
 def parity_shape(linked: Linked, control: Linked, null: Linked, m: int, n: int, k: int, *, rounds: int,
@@ -198,7 +233,7 @@ def parity_shape(linked: Linked, control: Linked, null: Linked, m: int, n: int, 
     for kern in (linked, control, null):
         out = torch.full((m, n // 2), -1, dtype=torch.int16, device="cuda")
         values = {"tmap_a": ta.data_ptr(), "tmap_b": tb.data_ptr(), "a": x.data_ptr(), "b": w.data_ptr(),
-                  "k_tiles": k // 64, "k": k, "out": out.data_ptr(), "ldo": n // 2, "rows": m}
+                  "k_tiles": k // 64, "k": k, "n": n, "out": out.data_ptr(), "ldo": n // 2, "rows": m}
         launches.append(kern.launcher(m, n, values))
         outs.append(out)
     for launch in launches:
@@ -239,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=4096)
     parser.add_argument("--n", type=int, default=2 * 14336)
     parser.add_argument("--check-only", action="store_true")
+    parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile reference")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--parity", type=Path, metavar="CONTROLDIR")
     parser.add_argument("--rounds", type=int, default=30)
@@ -267,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     kernels = [Linked(p) for p in args.links]
     rows: list[dict[str, Any]] = []
     for i, m in enumerate(int(s) for s in args.shapes.split(",")):
-        got = run_shape(kernels, m, args.n, args.k, not args.check_only, seed=1000 + i)
+        got = run_shape(kernels, m, args.n, args.k, not args.check_only, seed=1000 + i,
+                        compile_activation=not args.no_compile)
         for r in got:
             print(json.dumps(r), flush=True)
         rows += got
@@ -276,8 +313,9 @@ def main(argv: list[str] | None = None) -> int:
         rel = f"{r['rel_err']:.2e}" if r.get("rel_err") is not None else "-"
         ms = f"{r['ms']:.4f}" if "ms" in r else "-"
         tf = f"{r['tflops']:.1f}" if "tflops" in r else "-"
+        note = f"  ({r['error']})" if "error" in r else ""
         print(f"{r['kernel']:<32} {r['m']:>6} {r['n']:>6} {r['k']:>5} {rel:>9} {'yes' if r['ok'] else 'NO':>3} "
-              f"{ms:>9} {tf:>8}")
+              f"{ms:>9} {tf:>8}{note}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
     return 0 if all(r["ok"] for r in rows) else 1

@@ -2,8 +2,8 @@
 
     python bench/stale_handoff.py --out DIR [--grid 8] [--tiles 4] [--json FILE]   # needs a GPU to run
 
-moe4's components are not written yet (bench/stale_facts.py covers its contracts); the
-hand-off (`tests/moe/data/handoff`) is small but has the same hazard: `hand.prod` owns the
+bench/stale_facts.py runs the same study on moe4's four owners; the hand-off
+(`tests/moe/data/handoff`) is the smallest composition with the hazard: `hand.prod` owns the
 fact `adds` (what it adds to a tile's counter slot, read through its folded fact handle),
 `hand.cons` takes it at launch (`uses fact adds … as param adds`) and waits for
 `grid * adds`. Its owner changes the one constant and repacks alone. For each upgrade:

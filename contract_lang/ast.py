@@ -546,8 +546,17 @@ class Buffer(Node):
 
 @dataclass(frozen=True)
 class HostProvider(Node):
+    """``host provider "SOURCE" [fn NAME] [fills f, …] [header "H"]``: a stage's host-side setup code.
+
+    With ``fn`` it is called by the launch helpers (``kernel.h``, ``kernlink.Session``) as
+    ``CUresult NAME(void* params, CUstream stream)`` on the stage's params block, before the
+    launch, and writes the ``fills`` fields; ``library`` is then its C source, beside the contract.
+    """
+
     library: str
-    header: str
+    header: str | None = None
+    function: str | None = None
+    fills: tuple[str, ...] = ()
 
 
 StageItem = (

@@ -211,7 +211,14 @@ def _item_line(item: object) -> str:
             words.append(f"views {_names(item.views)}")
         return " ".join(words)
     if isinstance(item, A.HostProvider):
-        return f"host provider {_quote(item.library)} header {_quote(item.header)}"
+        words = [f"host provider {_quote(item.library)}"]
+        if item.function is not None:
+            words.append(f"fn {item.function}")
+        if item.fills:
+            words.append(f"fills {_names(item.fills)}")
+        if item.header is not None:
+            words.append(f"header {_quote(item.header)}")
+        return " ".join(words)
     if isinstance(item, A.Use):
         src = f" from {_quote(item.path)}" if item.path is not None else ""
         return f"use {_quote(item.stage)} version {item.requirement}{src}"

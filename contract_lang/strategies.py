@@ -437,7 +437,8 @@ def stage_item_kinds() -> dict[str, st.SearchStrategy[A.StageItem]]:
         st.builds(A.Domain, string_literals(), _tuple(_views(), min_size=1, max_size=2)),
         st.builds(A.Buffer, identifiers(), byte_sizes(), symmetric=st.booleans(),
                   domain=_maybe(string_literals()), views=_tuple(_views(), max_size=2)),
-        st.builds(A.HostProvider, string_literals(), string_literals()),
+        st.builds(A.HostProvider, string_literals(), _maybe(string_literals()), _maybe(identifiers()),
+                  _tuple(identifiers(), max_size=2)),
     ]
     return dict(zip(_STAGE_ITEM_NAMES, kinds, strict=True))
 

@@ -758,8 +758,23 @@ class AstBuilder(Transformer[Token, Any]):
         return ("views", self._views(c[0]), self._span(meta))
 
     @v_args(meta=True)
-    def host_provider(self, meta: Meta, c: list[Token]) -> A.HostProvider:
-        return A.HostProvider(_str(c[0]), _str(c[1]), span=self._span(meta))
+    def host_provider(self, meta: Meta, c: list[Any]) -> A.HostProvider:
+        library, *attrs = c
+        got = self._attrs(f"host provider {library}", attrs)
+        return A.HostProvider(_str(library), got.get("header"), got.get("fn"), got.get("fills", ()),
+                              span=self._span(meta))
+
+    @v_args(meta=True)
+    def provider_header(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("header", _str(c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def provider_fn(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("fn", str(c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def provider_fills(self, meta: Meta, c: list[Any]) -> Attr:
+        return ("fills", tuple(str(t) for t in c[0]), self._span(meta))
 
     # ------------------------------------------------------------- pipelines
 

@@ -172,10 +172,14 @@ CODES: tuple[CodeInfo, ...] = (
        "Run `kernlink pack` to build the package."),
     _c("E-PACK", "pack-input", "`kernlink pack` cannot package the given contract", "toolchain",
        "The contract given to `kernlink pack` holds several stages without `--stage`, names no stage by "
-       "that name, or states no `target`.",
-       "A package holds one stage compiled for one target; which one must be explicit.",
+       "that name, or states no `target`; or a called host provider (`host provider \"x.c\" fn F`) is not "
+       "a C source file beside the contract.",
+       "A package holds one stage compiled for one target; which one must be explicit. It carries its host "
+       "providers' sources, which the link writes beside kernel.h: a missing one would fail only at the "
+       "caller's build.",
        "kernlink pack mma.cu --contract gemm.kc\nerror[E-PACK]: `gemm.kc` holds 2 stages; a package holds one",
-       "Pass `--stage NAME`, or give the stage a `target` line."),
+       "Pass `--stage NAME`, or give the stage a `target` line; put the provider's `.c` file where its "
+       "`host provider` line says."),
     _c("E-COMPILE", "compile-error", "the compiler (NVRTC or nvcc) could not compile a source", "toolchain",
        "The compiler reported errors for a component (at pack time) or for the generated glue (at link "
        "time; then it is a kernlink bug). Each compiler error is one diagnostic with its span. A crash "

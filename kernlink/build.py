@@ -5,7 +5,8 @@ every ``use … from "build/<stem>.kpkg"`` of the pipeline, the component's sour
 ``<stem>.cu`` and its contract ``<stem>.kc`` in the folder above ``build/`` (where
 ``kernlink pack`` puts a package by default). Its *build key* is a sha256 over what
 the package depends on: the source, the contract, every ``.h``/``.cuh``/``.hpp`` file
-beside the source (the includes a component can see without flags), the compiler, the
+beside the source (the includes a component can see without flags), the C sources of
+the host providers the contract names (which the package carries), the compiler, the
 toolkit versions and kernlink's version. The key is kept beside the package
 (``<stem>.kpkg.key``); a package whose key matches and that still reads back whole is
 reused, any other is packed again. A package with no source beside it (a binary-only
@@ -15,6 +16,7 @@ package from another owner) is used as it is. Then the pipeline is linked.
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
     from kernlink.api import LinkResult
 
 _HEADERS = ("*.h", "*.cuh", "*.hpp")
+#: A host provider's C source, named by the contract (it is packed with the stage).
+_PROVIDER = re.compile(r'host\s+provider\s+"([^"]+)"')
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,8 @@ def build_key(source: Path, contract: Path, compiler: str) -> str:
     for part in (f"kernlink {__version__}", f"compiler {compiler}", f"toolkit {versions}"):
         h.update(part.encode() + b"\0")
     files = [source, contract, *sorted(p for pattern in _HEADERS for p in source.parent.glob(pattern))]
+    files += [p for p in (contract.parent / name for name in _PROVIDER.findall(contract.read_text("utf-8")))
+              if p.is_file()]
     for path in files:
         h.update(path.name.encode() + b"\0")
         h.update(hashlib.sha256(path.read_bytes()).digest())

@@ -11,6 +11,9 @@ the work once:
         graph.replay()                        # one cuGraphLaunch for all ten
         s.synchronize()
 
+The link's host providers (``host provider … fn F``) are compiled with the system C
+compiler and run at ``bind`` (kernlink/host_providers.py).
+
 ``bind`` takes any object with ``__cuda_array_interface__`` (PyTorch, CuPy, Numba) or
 ``__dlpack__`` for a ``ptr`` field and keeps a reference to it, so the memory outlives
 every launch that reads it. Launches go to the session's own stream; after ``bind``,
@@ -28,6 +31,7 @@ from typing import Any
 from cuda.bindings import driver
 
 from diagnostics.model import Diagnostic, DiagnosticError
+from kernlink.host_providers import Providers
 from kernlink.run import LinkedKernel, Value, params_block
 from linker.launch import DeviceBuffer, GpuSession, check_cuda
 
@@ -74,6 +78,11 @@ class Session:
         self._args: tuple[ctypes.Array[ctypes.c_char], ctypes.Array[ctypes.c_void_p]] | None = None
         self._params = 0
         self._graphs: list[Graph] = []
+        try:
+            self.providers = Providers(link_dir, self.linked.map)
+        except BaseException:
+            self.close()
+            raise
 
     def __enter__(self) -> Session:
         return self
@@ -84,12 +93,24 @@ class Session:
     # ------------------------------------------------------------- arguments
 
     def bind(self, **values: object) -> None:
-        """Build the params block once from ``values`` (fields by name or ``stage.field``)."""
+        """Build the params block once from ``values`` (fields by name or ``stage.field``).
+
+        Then the link's host providers run on it, in stage order (``kernel.h``'s
+        ``kl_<pipeline>_provide``): the fields they fill take no value here. They run at
+        bind, not per launch, because the block is built here once and every launch and
+        captured graph reuses it.
+        """
         resolved: dict[str, Value] = {}
         keep: list[object] = []
+        filled = self.providers.filled
         for key, value in values.items():
+            if key in filled or any(f.endswith(f".{key}") for f in filled):
+                raise DiagnosticError([Diagnostic(
+                    "E-RUN", f"`{key}` is filled by a host provider of the link", helps=(f"drop `{key}`",))])
             resolved[key] = _value(key, value)
             keep.append(value)
+        for qualified in filled:
+            resolved[qualified] = 0  # written by its provider below
         block = params_block(self.linked.map, resolved)
         self._keep = keep
         if block:
@@ -97,8 +118,10 @@ class Session:
             pointers = (ctypes.c_void_p * 1)(ctypes.addressof(data))
             self._args = (data, pointers)
             self._params = ctypes.addressof(pointers)
+            self.providers.call(ctypes.addressof(data), int(self.stream))
         else:
             self._args, self._params = None, 0
+            self.providers.call(0, int(self.stream))
 
     # ------------------------------------------------------------- launches
 

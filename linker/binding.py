@@ -8,6 +8,11 @@ the recorded front end and options (NVRTC, from the filesystem root, as ``kernli
 pack`` did) and requires the ``lto.ir`` payload and the ``code.ptx`` payload to be
 byte-identical to what that source gives. A mismatch is ``L-INTEGRITY``.
 
+A pass is remembered on disk (:func:`linker.toolchain.user_cache_dir`, ``binding/``), keyed by the package's
+bytes, the stage, the NVRTC version, the CUDA header wheels' versions and the code of
+the modules that decide it; ``KERNLINK_NO_BINDING_CACHE=1`` turns the cache off. So a
+link after a rebuild of one component compiles that component alone, not all of them.
+
 What cannot be rebuilt here is an ``I-BINDING`` note, never a pass: a package made
 by nvcc or by another NVRTC version, one without a source or PTX payload, or a
 source that includes files the package does not carry.
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import re
 import tempfile
 from collections.abc import Mapping
@@ -24,11 +30,13 @@ from pathlib import Path
 
 from checker.conformance import PTX_PAYLOAD
 from contract_lang import ast as A
+from contract_lang.printer import print_node
+from diagnostics.files import atomic_write_text
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.span import Span
 from linker import layout
-from linker.symbols import compile_ptx
-from linker.toolchain import compile_nvrtc, nvrtc_version, stable_cwd
+from linker.symbols import compile_lto_and_ptx
+from linker.toolchain import nvrtc_version, stable_cwd, user_cache_dir
 from package.kpkg import read_package
 from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD
 
@@ -80,8 +88,53 @@ def rebuild_problems(path: str, stage: A.Stage) -> list[Diagnostic]:
 
 @functools.lru_cache(maxsize=64)
 def _cached(digest: str, path: str, stage: A.Stage) -> tuple[Diagnostic, ...]:
-    del digest  # the cache key: the same bytes give the same verdict
-    return tuple(_rebuild(path, stage))
+    """The verdict for a package's bytes: from this process, then from the disk cache, else rebuilt.
+
+    Only a pass (no finding) is kept on disk; notes and errors are found again each time.
+    """
+    marker = _verdict_file(digest, stage)
+    if marker is not None and marker.is_file():
+        return ()
+    found = tuple(_rebuild(path, stage))
+    if not found and marker is not None:
+        try:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(marker, "binding verified: the payloads are what the source compiles to\n")
+        except (OSError, DiagnosticError):
+            pass  # the cache is an optimisation: a verdict not written is found again next time
+    return found
+
+
+#: The modules whose code decides the verdict: a change to any of them is a new cache key.
+_DECIDERS = ("binding.py", "layout.py", "symbols.py", "toolchain.py")
+#: The wheels whose headers and compiler the rebuild uses.
+_WHEELS = ("nvidia-cuda-nvrtc", "nvidia-cuda-runtime", "nvidia-cuda-crt", "nvidia-cuda-cccl", "nvidia-cutlass")
+
+
+def _verdict_file(digest: str, stage: A.Stage) -> Path | None:
+    """Where a pass for these package bytes is recorded: keyed by the bytes, the stage as checked, the
+    NVRTC version, the header wheels' versions and kernlink's own deciding code. None: no cache."""
+    if os.environ.get("KERNLINK_NO_BINDING_CACHE"):
+        return None
+    h = hashlib.sha256()
+    for part in (digest, print_node(stage), repr(nvrtc_version()), _environment()):
+        h.update(part.encode() + b"\0")
+    return user_cache_dir() / "binding" / f"{h.hexdigest()}.ok"
+
+
+@functools.cache
+def _environment() -> str:
+    from importlib import metadata
+
+    here = Path(__file__).parent
+    code = hashlib.sha256(b"".join((here / name).read_bytes() for name in _DECIDERS)).hexdigest()
+    versions = []
+    for wheel in _WHEELS:
+        try:
+            versions.append(f"{wheel}=={metadata.version(wheel)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{wheel} absent")
+    return "\n".join((code, *versions))
 
 
 def _where(path: str) -> tuple[Label, ...]:
@@ -117,12 +170,14 @@ def _rebuild(path: str, stage: A.Stage) -> list[Diagnostic]:
             (Path(tmp) / header).write_bytes(blob)
         (Path(tmp) / Path(name).name).write_bytes(source)
         try:
+            text = source.decode("utf-8") + "\n" + layout.probe_source(layout.params_blocks(stage))
             with stable_cwd():
-                lto = compile_nvrtc(source, name, arch=target, std=std, include_dirs=include, defines=defines,
-                                    extra_options=extra).ltoir
-                text = source.decode("utf-8") + "\n" + layout.probe_source(layout.params_blocks(stage))
-                again = compile_ptx(text, name, arch=target, include_dirs=include, defines=defines, std=std,
-                                    extra_options=("-lineinfo", *extra))
+                result, again = compile_lto_and_ptx(source, text.encode(), name, arch=target, include_dirs=include,
+                                                    defines=defines, std=std, extra_options=extra,
+                                                    ptx_extra=("-lineinfo",))
+            if not isinstance(again, str):
+                raise DiagnosticError(list(again))
+            lto = result.ltoir
         except (DiagnosticError, UnicodeDecodeError):
             return [_note(path, "its source does not compile alone (it includes files the package does not "
                                 "carry)")]

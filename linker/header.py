@@ -210,32 +210,29 @@ def _signature(symbol: str, sig: A.Signature) -> str:
 
 
 def _helpers(stage: A.Stage, peers: Sequence[A.Stage]) -> list[str]:
+    """Macros, not inline functions: a function defined in an included header makes NVRTC's LTO IR depend on
+    the header's folder, so a package using one would not rebuild identically elsewhere (L-INTEGRITY)."""
     p = stage_prefix(stage)
-    out = ["// ---- typed helpers over the handles (shared-memory offsets from the dynamic base)"]
+    out = ["// ---- typed helpers over the handles (shared-memory offsets from the dynamic base); macros, so the",
+           "// component's LTO IR does not depend on where this header lies (the linker rebuilds it elsewhere)"]
     for ring in stage.rings:
         r = f"{p}_{sanitize(ring.name)}"
-        out += [
-            f"__device__ __forceinline__ unsigned {r}_full_bar_at(unsigned slot) "
-            f"{{ return {r}_full_bar() + 8u * slot; }}",
-            f"__device__ __forceinline__ unsigned {r}_empty_bar_at(unsigned slot) "
-            f"{{ return {r}_empty_bar() + 8u * slot; }}",
-        ]
+        out += [f"#define {r}_full_bar_at(slot) ({r}_full_bar() + 8u * (slot))",
+                f"#define {r}_empty_bar_at(slot) ({r}_empty_bar() + 8u * (slot))"]
     for ring, claim in _slot_claims(stage, peers):
         smem, stride = ring_slot_symbols(stage, ring.name, claim.name)
-        out.append(f"__device__ __forceinline__ unsigned {smem}_at(unsigned slot) "
-                   f"{{ return {smem}() + {stride}() * slot; }}")
+        out.append(f"#define {smem}_at(slot) ({smem}() + {stride}() * (slot))")
     for spec in handle_bindings(stage):
         if spec.kind == "smem_stride" and isinstance(spec.node, A.SmemClaim):
             main = spec.node.handle or f"{p}_{spec.node.name}_smem"
-            out.append(f"__device__ __forceinline__ unsigned {main}_at(unsigned slot) "
-                       f"{{ return {main}() + {spec.symbol}() * slot; }}")
+            out.append(f"#define {main}_at(slot) ({main}() + {spec.symbol}() * (slot))")
     for bar_id, threads in _barrier_pairs(stage):
         stem = bar_id.removesuffix("_bar_id")
         out += [
-            f"__device__ __forceinline__ void {stem}_sync() "
-            f"{{ asm volatile(\"bar.sync %0, %1;\" :: \"r\"({bar_id}()), \"r\"({threads}()) : \"memory\"); }}",
-            f"__device__ __forceinline__ void {stem}_arrive() "
-            f"{{ asm volatile(\"bar.arrive %0, %1;\" :: \"r\"({bar_id}()), \"r\"({threads}()) : \"memory\"); }}",
+            f"#define {stem}_sync() "
+            f"asm volatile(\"bar.sync %0, %1;\" :: \"r\"({bar_id}()), \"r\"({threads}()) : \"memory\")",
+            f"#define {stem}_arrive() "
+            f"asm volatile(\"bar.arrive %0, %1;\" :: \"r\"({bar_id}()), \"r\"({threads}()) : \"memory\")",
         ]
     return [*out, ""]
 

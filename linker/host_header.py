@@ -9,10 +9,15 @@ always describes the cubin next to it:
 * the launch geometry: threads per block, dynamic shared memory, blocks per SM, the
   launch kind, and the cluster shape when the link has one;
 * the cubin itself as a byte array, ``kl_<pipeline>_load`` to load it (and set the
-  dynamic shared-memory limit), ``kl_<pipeline>_launch(fn, stream, grid, params)``;
+  dynamic shared-memory limit), ``kl_<pipeline>_launch(fn, stream, grid, params)`` and
+  ``kl_<pipeline>_launch_grid`` (a 3-D grid);
+* the stages' host providers (linker/providers.py): their prototypes and
+  ``kl_<pipeline>_provide``, which calls them in stage order and which the launch
+  helpers call before every launch (so they take a non-const ``params``);
 * the sha256 the link map records, so a caller can tell which link it was built from.
 
-The header is self-contained C99 (also valid C++) and needs only ``cuda.h``.
+The header is C99 (also valid C++) and needs only ``cuda.h``; a pipeline with host
+providers also needs their sources, which the link writes beside it.
 """
 
 from __future__ import annotations
@@ -69,12 +74,13 @@ def host_header(record: Mapping[str, Any], cubin: bytes) -> str:
     cluster = dispatch.get("cluster")
     if cluster:
         out.append(f"#define {p.upper()}_CLUSTER_X {int(cluster[0])}u")
-    out += ["", *_params_struct(p, params), "", *_cubin(p, cubin), "", *_functions(p, params, dispatch, record),
-            f"#endif /* {guard} */", ""]
+    providers = list(record.get("providers") or [])
+    out += ["", *_params_struct(p, params, providers), "", *_cubin(p, cubin), "", *_providers(p, providers),
+            *_functions(p, params, dispatch, record), f"#endif /* {guard} */", ""]
     return "\n".join(out)
 
 
-def _params_struct(p: str, params: Mapping[str, Any]) -> list[str]:
+def _params_struct(p: str, params: Mapping[str, Any], providers: list[Mapping[str, Any]]) -> list[str]:
     size = int(params["size"])
     fields = sorted(params["fields"], key=lambda f: int(f["offset"]))
     out = [f"/* the kernel's params block ({size} bytes): one member per contract field, stage_field */",
@@ -85,6 +91,10 @@ def _params_struct(p: str, params: Mapping[str, Any]) -> list[str]:
         if off > at:
             out.append(f"    uint8_t kl_pad{i}[{off - at}];")
         how = f"fact {f['fact']} = {f['value']}, set by {p}_params_init" if f["source"] == "fact" else "caller"
+        filler = next((x["function"] for x in providers if x["stage"] == f["stage"] and f["name"] in x["fills"]),
+                      None)
+        if filler is not None:
+            how = f"filled by host provider {filler}"
         out.append(f"    {_C[f['type']]} {c_name(f['stage'])}_{f['name']};  /* @ {off}: {how} */")
         at = off + _SIZE[f["type"]]
     if size > at or not fields:
@@ -102,6 +112,33 @@ def _cubin(p: str, cubin: bytes) -> list[str]:
     rows = [", ".join(f"0x{b:02x}" for b in cubin[i:i + 16]) for i in range(0, len(cubin), 16)]
     return [f"static const unsigned char {p}_cubin[{len(cubin)}] KL_ALIGNED = {{",
             *(f"    {row}," for row in rows), "};"]
+
+
+def _providers(p: str, providers: list[Mapping[str, Any]]) -> list[str]:
+    """Prototypes of the stages' host providers and ``kl_<p>_provide``, which runs them in stage order."""
+    out = []
+    if providers:
+        out += ["/* Host providers (specs/language.md \u00a715): compile their sources, in this directory, with",
+                " * the program. Each writes the fields it fills in its stage's params block. */",
+                "#ifdef __cplusplus", "extern \"C\" {", "#endif"]
+        for x in providers:
+            fills = ", ".join(x["fills"]) or "nothing"
+            out.append(f"CUresult {x['function']}(void* params, CUstream stream);  "
+                       f"/* {x['stage']}: fills {fills}; {x['file']} */")
+        out += ["#ifdef __cplusplus", "}", "#endif", ""]
+    out += ["/* Run the stages' host providers in stage order on `params` (the caller's fields and the facts",
+            " * set): each is given its stage's params block. kl_launch calls it before every launch. */",
+            f"static inline CUresult {p}_provide({p}_params* params, CUstream stream) {{"]
+    if not providers:
+        out += ["    (void)params;", "    (void)stream;"]
+    else:
+        out.append("    CUresult err;")
+    for x in providers:
+        block = "NULL" if x["offset"] is None else f"(unsigned char*)params + {int(x['offset'])}"
+        out += [f"    err = {x['function']}({block}, stream);  /* {x['stage']} */",
+                "    if (err != CUDA_SUCCESS) return err;"]
+    out += ["    return CUDA_SUCCESS;", "}", ""]
+    return out
 
 
 def _functions(p: str, params: Mapping[str, Any], dispatch: Mapping[str, Any],
@@ -124,15 +161,19 @@ def _functions(p: str, params: Mapping[str, Any], dispatch: Mapping[str, Any],
             "    return cuFuncSetAttribute(*function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,",
             f"                              (int){p.upper()}_DYNAMIC_SMEM);",
             "}", "",
-            "/* Launch on `stream` with the link's block size and dynamic shared memory; a link with",
-            " * counters gets them zeroed first on the same stream (the reset rule of the link map). */",
-            f"static inline CUresult {p}_launch(CUmodule module, CUfunction function, CUstream stream,",
-            f"                                  unsigned grid, const {p}_params* params) {{"]
+            "/* Run the host providers, then launch a grid of grid_x * grid_y * grid_z blocks on `stream` with",
+            " * the link's block size and dynamic shared memory; a link with counters gets them zeroed first",
+            " * on the same stream (the reset rule of the link map). */",
+            f"static inline CUresult {p}_launch_grid(CUmodule module, CUfunction function, CUstream stream,",
+            "                                       unsigned grid_x, unsigned grid_y, unsigned grid_z,",
+            f"                                       {p}_params* params) {{",
+            f"    CUresult err = {p}_provide(params, stream);",
+            "    if (err != CUDA_SUCCESS) return err;"]
     counters = record.get("counters") or {}
     if counters.get("words"):
         out += ["    CUdeviceptr counters;",
                 "    size_t bytes;",
-                f"    CUresult err = cuModuleGetGlobal(&counters, &bytes, module, \"{counters['symbol']}\");",
+                f"    err = cuModuleGetGlobal(&counters, &bytes, module, \"{counters['symbol']}\");",
                 "    if (err != CUDA_SUCCESS) return err;",
                 f"    err = cuMemsetD32Async(counters, 0, {int(counters['words'])}u, stream);",
                 "    if (err != CUDA_SUCCESS) return err;"]
@@ -142,8 +183,11 @@ def _functions(p: str, params: Mapping[str, Any], dispatch: Mapping[str, Any],
         out.append("    void* args[1] = {(void*)params};")
         args = "args"
     else:
-        out.append("    (void)params;")
         args = "NULL"
-    out += [f"    return cuLaunchKernel(function, grid, 1, 1, {p.upper()}_THREADS, 1, 1, {p.upper()}_DYNAMIC_SMEM,",
-            f"                          stream, {args}, NULL);", "}", ""]
+    out += [f"    return cuLaunchKernel(function, grid_x, grid_y, grid_z, {p.upper()}_THREADS, 1, 1,",
+            f"                          {p.upper()}_DYNAMIC_SMEM, stream, {args}, NULL);", "}", "",
+            "/* The same, on a one-dimensional grid of `grid` blocks. */",
+            f"static inline CUresult {p}_launch(CUmodule module, CUfunction function, CUstream stream,",
+            f"                                  unsigned grid, {p}_params* params) {{",
+            f"    return {p}_launch_grid(module, function, stream, grid, 1, 1, params);", "}", ""]
     return out

@@ -82,7 +82,15 @@ from linker.generate import KERNEL, SOURCE_NAME, Generated, generate, unsupporte
 from linker.host_header import host_header
 from linker.linkmap import Attempt, InputRecord, LinkRecord
 from linker.outdir import Hook, write_set
-from linker.toolchain import compile_nvrtc, link, parse_ptxas_usage, stable_cwd, tool_warnings, toolkit_versions
+from linker.providers import LinkedProvider, linked_providers
+from linker.toolchain import (
+    compile_nvrtc,
+    link,
+    parse_ptxas_usage,
+    stable_cwd,
+    tool_warnings,
+    toolkit_versions,
+)
 from package.loader import StageEntry
 from package.manifest import StagePackage, read_stage_package
 from placement.adapter import Placed, residency_shortfall
@@ -109,6 +117,7 @@ class LinkOutput:
     cubin: bytes | None = None
     ptx: str | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    providers: list[LinkedProvider] = field(default_factory=list)  # host providers, in stage order
 
     @property
     def ok(self) -> bool:
@@ -138,6 +147,7 @@ class _Round:
     kernel: KernelInfo
     info_log: str
     attempt: Attempt
+    ptx: str = ""  # the post-LTO PTX of the same inputs
 
 
 def record_for(comp: Composition) -> LinkRecord:
@@ -187,11 +197,11 @@ def link_composition(comp: Composition, placed: Placed, *, emit_ptx: bool = Fals
         record.diagnostics.extend(_tool_warnings(comp, final))
         _check_residency(comp, placed, final)
         if emit_ptx or audit:
-            ptx_start = time.perf_counter()
-            out.ptx = _link_ptx(comp, packages, final)
-            out.seconds["ptx"] = time.perf_counter() - ptx_start
+            out.ptx = _link_ptx(final)
         if audit:  # linker/audit.py: the constants in the linked code are the map's
             out.seconds["audit"] = _audit(record, final.cubin, out.ptx or "")
+        out.providers = linked_providers(comp, final.generated.params.regions)
+        record.providers = [p.as_json() for p in out.providers]
         record.status = "linked"
     except DiagnosticError as err:
         record.status = "failed"
@@ -228,6 +238,7 @@ def output_files(out: LinkOutput) -> tuple[list[tuple[str, bytes | None]], bytes
         (MAP, out.map_text.encode()),
         (HOST_HEADER, host_header(json.loads(out.map_json), out.cubin).encode()
          if linked and out.cubin is not None else None),
+        *((p.file, p.source) for p in out.providers if linked),
     ]
     return files, out.map_json.encode()
 
@@ -310,7 +321,8 @@ def _round(comp: Composition, placed: Placed, packages: Sequence[tuple[str, Stag
     t2 = time.perf_counter()
     inputs = [(name, pkg.lto_ir) for name, pkg in packages] + [(GENERATED_LTO, glue.ltoir)]
     try:
-        result = link(inputs, arch=arch, kernels=[KERNEL], verbose=True)
+        # the PTX too (the audit reads it), from the same child process: nvJitLink gives one per link
+        result = link(inputs, arch=arch, kernels=[KERNEL], verbose=True, emit_ptx=True)
     except DiagnosticError as err:
         raise DiagnosticError([d if d.labels else dataclasses.replace(
             d, labels=(Label(comp.pipeline.span, "linking this pipeline"),)) for d in err.diagnostics]) from None
@@ -326,7 +338,7 @@ def _round(comp: Composition, placed: Placed, packages: Sequence[tuple[str, Stag
     attempt.spill_stores, attempt.spill_loads = _spills(result.info_log)
     if kernel.static_smem:
         raise DiagnosticError([_static_smem(comp, packages, inputs, arch, kernel.static_smem)])
-    return _Round(generated, result.cubin, kernel, result.info_log, attempt)
+    return _Round(generated, result.cubin, kernel, result.info_log, attempt, result.ptx or "")
 
 
 _SHARED_DECL = re.compile(r"^\s*\.shared\s+(?:\.align\s+\d+\s+)?\.[busf](\d+)\s+([\w$.]+)(?:\[(\d+)\])?\s*;", re.M)
@@ -391,6 +403,11 @@ def _static_smem(comp: Composition, packages: Sequence[tuple[str, StagePackage]]
         data=(("kernel", KERNEL), ("static_smem", str(window)), ("bytes", str(total))))
 
 
+def _link_ptx(final: _Round) -> str:
+    """The post-LTO PTX of the final round's link (its nvJitLink child ran the ``-ptx`` link too)."""
+    return final.ptx
+
+
 def _spills(info_log: str) -> tuple[int, int]:
     """Spill bytes ptxas reports for the kernel under ``-verbose``."""
     current = None
@@ -405,12 +422,6 @@ def _spills(info_log: str) -> tuple[int, int]:
     return 0, 0
 
 
-def _link_ptx(comp: Composition, packages: Sequence[tuple[str, StagePackage]], final: _Round) -> str:
-    with stable_cwd():
-        glue = compile_nvrtc(final.generated.source, SOURCE_NAME, arch=_arch(comp))
-    inputs = [(name, pkg.lto_ir) for name, pkg in packages] + [(GENERATED_LTO, glue.ltoir)]
-    result = link(inputs, arch=_arch(comp), kernels=[KERNEL], emit_ptx=True)
-    return result.ptx or ""
 
 
 # ----------------------------------------------------------------- registers

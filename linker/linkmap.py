@@ -18,6 +18,7 @@ linker synthesized.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,6 +108,7 @@ class LinkRecord:
     cubin_size: int | None = None
     cubin_sha256: str | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    providers: list[dict[str, Any]] = field(default_factory=list)  # linker/providers.py, in stage order
 
 
 # ----------------------------------------------------------------- text
@@ -132,7 +134,7 @@ def render_text(record: LinkRecord) -> str:
         lines += _warps(p, g)
         lines += _registers(r, p, g)
     if g is not None:
-        lines += _params(g)
+        lines += _params(g, r.providers)
         lines += _handles(g)
         lines += _calls(g)
         lines += _transfers(g)
@@ -234,7 +236,7 @@ def _registers(r: LinkRecord, p: Placement, g: Generated | None) -> list[str]:
     return lines
 
 
-def _params(g: Generated) -> list[str]:
+def _params(g: Generated, providers: Sequence[Mapping[str, Any]] = ()) -> list[str]:
     lines = ["", f"params  the kernel's params block `KlParams`: {g.params.size} B, align {g.params.align}"]
     if not g.params.regions:
         lines.append(_row(symbol="(none)", why="no stage declares `params`; the kernel takes no parameter"))
@@ -248,7 +250,9 @@ def _params(g: Generated) -> list[str]:
                 allowed = f"; allowed {_values(f.allowed)}" if f.allowed else ""
                 why = f"{f.type} = fact `{f.fact}`, given by the caller{allowed}"
             else:
-                why = f"{f.type}, given by the caller"
+                filler = next((p["function"] for p in providers if p["stage"] == f.stage and f.name in p["fills"]),
+                              None)
+                why = f"{f.type}, " + (f"filled by host provider `{filler}`" if filler else "given by the caller")
             lines.append(_row(f.offset, f.size, f.size, "", f.name, why, 1))
     return lines
 
@@ -427,6 +431,8 @@ def to_jsonable(record: LinkRecord) -> dict[str, Any]:
             "groups": [{**x.__dict__, "groups": list(x.groups), "roles": list(x.roles)} for x in d.groups],
             "inits": [x.__dict__ for x in d.inits], "roles": [x.__dict__ for x in d.roles],
             "idle_warps": list(d.idle_warps), "cluster": list(d.cluster)}
+    if r.providers:
+        out["providers"] = list(r.providers)
     return out
 
 

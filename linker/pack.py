@@ -4,7 +4,8 @@ Steps, for the contract's one stage (or the one ``--stage`` names):
 
 1. compile the source to LTO IR for the stage's ``target`` (NVRTC, or nvcc);
 2. compile it again to PTX (with ``-lineinfo``), with a params probe appended
-   (linker/layout.py), and read the defined and needed device symbols with their
+   (linker/layout.py) — NVRTC gives one kind of output per compile, so these are two
+   compiles, run in one child process (linker/symbols.py) — and read the defined and needed device symbols with their
    prototypes (linker/symbols.py) and the params layouts;
 2b. analyse that same PTX for conformance (checker/conformance): the facts go into
    the manifest (``conformance``), the PTX into the payload ``code.ptx``, and each
@@ -13,7 +14,9 @@ Steps, for the contract's one stage (or the one ``--stage`` names):
 3. write the ``.kpkg`` atomically: the manifest of package/manifest.py (the contract
    in canonical form, the captured facts, target and toolkit), plus
    ``captured.prototypes``, ``compile`` (compiler and options) and ``conformance``,
-   and the payloads ``lto.ir``, ``code.ptx`` and ``source.cu``.
+   and the payloads ``lto.ir``, ``code.ptx`` and ``source.cu``, and the C source of
+   every host provider the stage calls (``host provider "x.c" fn …``, beside the
+   contract), which `kernlink link` writes into the link directory.
 
 The same source, contract and toolkit always give the same bytes (with NVRTC):
 the compiler is given the file's base name, and runs with the working directory
@@ -42,10 +45,10 @@ from contract_lang.printer import print_node
 from diagnostics import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.files import atomic_write_bytes, read_source
 from linker import binding, handles, layout
-from linker.symbols import Prototype, compile_ptx, read_ptx_symbols
-from linker.toolchain import compile_nvcc, compile_nvrtc, nvcc_version, nvrtc_version, stable_cwd
+from linker.symbols import Prototype, compile_lto_and_ptx, compile_ptx, read_ptx_symbols
+from linker.toolchain import compile_nvcc, nvcc_version, nvrtc_version, stable_cwd
 from package.captured import Captured
-from package.kpkg import pack_bytes
+from package.kpkg import pack_bytes, valid_payload_name
 from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, manifest_for
 
 Compiler = Literal["nvrtc", "nvcc"]
@@ -184,27 +187,35 @@ def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvr
             helps=("add `target sm_90a` (or the architecture it is written for) to the stage",))])
     name = src_path.name or "source.cu"
     flags = flags or CompileFlags()
+    providers = provider_sources(chosen, Path(contract).parent)
     include = flags.dirs(src_path.parent.resolve())
     defines = dict(flags.defines)
     extra = flags.extra(compiler)
     start = time.perf_counter()
+    blocks = layout.params_blocks(chosen)
+    probed = text + "\n" + layout.probe_source(blocks)
     try:
-        with stable_cwd():
+        with stable_cwd():  # NVRTC records the working directory in LTO IR, -lineinfo in `.file`
             if compiler == "nvcc":
                 result = compile_nvcc(text, name, arch=target, std=flags.std, include_dirs=include, defines=defines,
                                       extra_options=extra)
+                ptx_or_error: str | tuple[Diagnostic, ...] = ""
             else:
-                result = compile_nvrtc(text, name, arch=target, std=flags.std, include_dirs=include,
-                                       defines=defines, extra_options=extra)
+                result, ptx_or_error = compile_lto_and_ptx(
+                    text.encode(), probed.encode(), name, arch=target, std=flags.std, include_dirs=include,
+                    defines=defines, extra_options=extra, ptx_extra=("-lineinfo",))
     except DiagnosticError as err:
         raise _renamed(err, name, display) from None
     compiled = time.perf_counter()
-    blocks = layout.params_blocks(chosen)
     try:
-        with stable_cwd():  # -lineinfo records the working directory in `.file`
-            ptx = compile_ptx(text + "\n" + layout.probe_source(blocks), name, arch=target, compiler=compiler,
-                              include_dirs=include, defines=defines, std=flags.std,
-                              extra_options=("-lineinfo", *extra))
+        if compiler == "nvcc":
+            with stable_cwd():
+                ptx = compile_ptx(probed, name, arch=target, compiler=compiler, include_dirs=include,
+                                  defines=defines, std=flags.std, extra_options=("-lineinfo", *extra))
+        elif isinstance(ptx_or_error, str):
+            ptx = ptx_or_error
+        else:
+            raise DiagnosticError(list(ptx_or_error))
     except DiagnosticError as err:
         raise _probe_failed(err, chosen, display) from None
     ptx = binding.normalise_ptx(ptx)  # `.file 1 "/tmp/…/x.cu"` -> `"x.cu"`: no host path in the package
@@ -219,7 +230,7 @@ def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvr
     captured_at = time.perf_counter()
     code = conformance.derive(ptx)
     manifest[conformance.MANIFEST_KEY] = code.as_json()
-    payloads = {LTO_PAYLOAD: result.ltoir, conformance.PTX_PAYLOAD: ptx.encode("utf-8")}
+    payloads = {LTO_PAYLOAD: result.ltoir, conformance.PTX_PAYLOAD: ptx.encode("utf-8"), **providers}
     if flags.cutlass:
         manifest["compile"]["cutlass"] = True  # a rebuild (linker/binding.py) adds the same headers
     if flags.source:  # the source and the local headers it includes: the package rebuilds alone
@@ -231,6 +242,38 @@ def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvr
                "conform": time.perf_counter() - captured_at}
     return Built(chosen, target, toolkit, captured, symbols.prototypes(), manifest, payloads, seconds,
                  code, ptx, display)
+
+
+def called_providers(stage: A.Stage) -> tuple[A.HostProvider, ...]:
+    """The stage's host providers the launch helpers call (those with an ``fn``), in contract order."""
+    return tuple(p for p in stage.items if isinstance(p, A.HostProvider) and p.function is not None)
+
+
+def provider_payload(provider: A.HostProvider) -> str:
+    """The payload name a called provider's C source has in the package: its file name."""
+    return Path(provider.library).name
+
+
+def provider_sources(stage: A.Stage, folder: Path) -> dict[str, bytes]:
+    """The C sources of the stage's called host providers (beside the contract), by payload name."""
+    found: dict[str, bytes] = {}
+    for provider in called_providers(stage):
+        name = provider_payload(provider)
+        path = folder / provider.library
+        problem = None
+        if not valid_payload_name(name) or not name.endswith(".c"):
+            problem = "is not the name of a C source file (`NAME.c`)"
+        elif name in found or name in (LTO_PAYLOAD, SOURCE_PAYLOAD, conformance.PTX_PAYLOAD):
+            problem = "has the file name of another payload of the package"
+        elif not path.is_file():
+            problem = f"does not exist (looked for `{path}`)"
+        if problem is not None:
+            raise DiagnosticError([Diagnostic(
+                "E-PACK", f"the host provider `{provider.library}` of `{stage.name}` {problem}",
+                labels=(Label(provider.span, "this provider"),),
+                helps=("a called provider (`fn`) is a C source file, named relative to the contract's folder",))])
+        found[name] = read_source(path, display=str(path)).encode("utf-8")
+    return found
 
 
 def choose_stage(contract: str | Path, name: str | None) -> A.Stage:

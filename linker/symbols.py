@@ -36,7 +36,7 @@ from cuda.bindings import nvrtc
 
 from checker.handles import TOOLKIT_EXTERNS as TOOLKIT_EXTERNS
 from diagnostics import Diagnostic, DiagnosticError
-from linker.toolchain import isolated, nvcc_path, nvrtc_options, parse_compiler_log
+from linker.toolchain import CompileResult, compile_nvrtc_here, isolated, nvcc_path, nvrtc_options, parse_compiler_log
 from package.captured import Prototype as Prototype
 from package.captured import SymbolKind as SymbolKind
 
@@ -102,11 +102,49 @@ def compile_ptx(source: str | bytes, name: str, *, arch: str, compiler: str = "n
     text = source.encode() if isinstance(source, str) else source
     if compiler == "nvcc":
         return _ptx_nvcc(text, name, arch, include_dirs, defines, extra_options, std)
-    # A virtual architecture: PTX only. With `sm_XX` NVRTC would also run ptxas (twice the time).
+    opts = ptx_options(arch, include_dirs=include_dirs, defines=defines, extra_options=extra_options, std=std)
+    return isolated("nvrtc", _ptx_nvrtc, text, name, arch, opts)
+
+
+def ptx_options(arch: str, *, include_dirs: Sequence[str | os.PathLike[str]] = (),
+                defines: Mapping[str, str] | None = None, extra_options: Sequence[str] = (),
+                std: str = "c++17") -> tuple[str, ...]:
+    """NVRTC's options for :func:`compile_ptx`: the LTO build's, minus ``-dlto``, for the virtual architecture.
+
+    A virtual architecture gives PTX only; with ``sm_XX`` NVRTC would also run ptxas (twice the time).
+    """
     virtual = arch.replace("sm_", "compute_", 1)
     opts = [o for o in nvrtc_options(virtual, std=std, include_dirs=include_dirs, defines=defines) if o != "-dlto"]
-    opts += extra_options
-    return isolated("nvrtc", _ptx_nvrtc, text, name, arch, opts)
+    return (*opts, *extra_options)
+
+
+def compile_lto_and_ptx(source: bytes, ptx_source: bytes, name: str, *, arch: str,
+                        include_dirs: Sequence[str | os.PathLike[str]] = (),
+                        defines: Mapping[str, str] | None = None, std: str = "c++17",
+                        extra_options: Sequence[str] = (),
+                        ptx_extra: Sequence[str] = ()) -> tuple[CompileResult, str | tuple[Diagnostic, ...]]:
+    """NVRTC's LTO IR of ``source`` and the PTX of ``ptx_source``, from one child process.
+
+    NVRTC gives one kind of output per compile (a ``-dlto`` program's PTX is empty, a PTX
+    program has no LTO IR), so these are two compiles; one child process runs both, which
+    halves the process cost of `kernlink pack` and of the binding check. The LTO IR
+    compile's errors are raised; the PTX compile's come back as the second value (its diagnostics) (the
+    caller words them: the PTX source carries the params probe).
+    """
+    lto_opts = nvrtc_options(arch, std=std, include_dirs=include_dirs, defines=defines, extra=extra_options)
+    opts = ptx_options(arch, include_dirs=include_dirs, defines=defines, std=std,
+                       extra_options=(*ptx_extra, *extra_options))
+    return isolated("nvrtc", _lto_and_ptx, source, ptx_source, name, arch, lto_opts, opts)
+
+
+def _lto_and_ptx(source: bytes, ptx_source: bytes, name: str, arch: str, lto_opts: tuple[str, ...],
+                 opts: tuple[str, ...]) -> tuple[CompileResult, str | tuple[Diagnostic, ...]]:
+    """Both compiles of :func:`compile_lto_and_ptx` (in the child process)."""
+    lto = compile_nvrtc_here(source, name, arch, lto_opts)
+    try:
+        return lto, _ptx_nvrtc(ptx_source, name, arch, opts)
+    except DiagnosticError as err:
+        return lto, tuple(err.diagnostics)
 
 
 def _ptx_nvrtc(text: bytes, name: str, arch: str, opts: Sequence[str]) -> str:

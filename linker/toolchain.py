@@ -154,6 +154,15 @@ def default_cache_dir() -> Path:
     return Path(env) if env else Path(tempfile.gettempdir()) / "kernlink-cache"
 
 
+def user_cache_dir() -> Path:
+    """``$KERNLINK_CACHE``, else ``kernlink`` in the user cache directory (``$XDG_CACHE_HOME`` or ``~/.cache``):
+    where verdicts and builds worth keeping across runs go (the binding check's, the host providers')."""
+    env = os.environ.get("KERNLINK_CACHE")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kernlink"
+
+
 @contextlib.contextmanager
 def stable_cwd() -> Iterator[None]:
     """Run the compiler from the filesystem root: NVRTC writes the working directory into LTO IR."""
@@ -234,11 +243,11 @@ def compile_nvrtc(
     text = source.encode() if isinstance(source, str) else source
     opts = nvrtc_options(arch, std=std, include_dirs=include_dirs, defines=defines,
                          extra=extra_options, cache_dir=cache_dir)
-    return isolated("nvrtc", _compile_nvrtc, text, name, arch, opts)
+    return isolated("nvrtc", compile_nvrtc_here, text, name, arch, opts)
 
 
-def _compile_nvrtc(text: bytes, name: str, arch: str, opts: tuple[str, ...]) -> CompileResult:
-    """NVRTC itself (in the child process)."""
+def compile_nvrtc_here(text: bytes, name: str, arch: str, opts: tuple[str, ...]) -> CompileResult:
+    """NVRTC itself, in this process (:func:`compile_nvrtc` runs it in a child process)."""
     err, prog = nvrtc.nvrtcCreateProgram(text, name.encode(), 0, [], [])
     _check_nvrtc(err, name, "nvrtcCreateProgram")
     try:
@@ -305,11 +314,16 @@ def link(
 
     ``kernels`` must all be in the result (with no names, at least one kernel must be).
     ``verbose`` puts ptxas' per-kernel report in ``info_log``; ``emit_ptx`` also runs a
-    ``-ptx`` link and returns the post-LTO PTX.
+    ``-ptx`` link (in the same child process) and returns the post-LTO PTX.
     """
     items = list(inputs.items()) if isinstance(inputs, Mapping) else list(inputs)
     opts = [f"-arch={arch}", "-lto", *(["-verbose"] if verbose else []), *extra_options]
-    cubin, info, errors = isolated("nvjitlink", _nvjitlink, items, opts, arch, "cubin")
+    ptx_opts = [o for o in opts if o != "-verbose"] + ["-ptx"]
+    if emit_ptx:  # nvJitLink gives no PTX after a cubin link (nor a cubin after `-ptx`): two links, one child
+        (cubin, info, errors), (ptx_bytes, _, _) = isolated("nvjitlink", _nvjitlink_both, items, opts, ptx_opts,
+                                                            arch)
+    else:
+        cubin, info, errors = isolated("nvjitlink", _nvjitlink, items, opts, arch, "cubin")
     names = read_cubin(cubin, name=f"linked cubin for {arch}").kernel_names
     missing = [k for k in kernels if k not in names]
     if missing or not names:
@@ -322,11 +336,7 @@ def link(
             helps=("add the input that defines the kernel, and declare it `extern \"C\" "
                    "__global__` so its name is not mangled",),
             data=(("arch", arch), ("missing", ",".join(missing))))])
-    ptx = None
-    if emit_ptx:
-        ptx_opts = [o for o in opts if o != "-verbose"] + ["-ptx"]
-        ptx = isolated("nvjitlink", _nvjitlink, items, ptx_opts, arch, "ptx")[0].decode()
-    return LinkResult(arch, cubin, info, errors, names, ptx)
+    return LinkResult(arch, cubin, info, errors, names, ptx_bytes.decode() if emit_ptx else None)
 
 
 def isolated(library: str, fn: Callable[..., T], *args: Any) -> T:
@@ -439,6 +449,12 @@ def parse_ptxas_usage(info_log: str) -> dict[str, PtxasUsage]:
                                         int(smem["smem"]) if smem else 0)
             current = None
     return usage
+
+
+def _nvjitlink_both(items: list[tuple[str, bytes]], opts: list[str], ptx_opts: list[str],
+                    arch: str) -> tuple[tuple[bytes, str, str], tuple[bytes, str, str]]:
+    """The cubin link and the PTX link (in one child process)."""
+    return _nvjitlink(items, opts, arch, "cubin"), _nvjitlink(items, ptx_opts, arch, "ptx")
 
 
 def _nvjitlink(items: list[tuple[str, bytes]], opts: list[str], arch: str,

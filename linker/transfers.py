@@ -19,7 +19,11 @@ placed roles. Linking one needs three more decisions, made here:
 - **scratch** — a staging route's scratch is the first lent shared-memory claim that
   holds the whole of it; the lowering takes an absolute shared address, which is the
   claim's placed address (the dynamic base is shared address ``smem_user_base`` and
-  the kernel has no static shared memory).
+  the kernel has no static shared memory). Placement lets that claim share storage with
+  claims that die at the export's ready event (``until acc.ready``); a thread reaches the
+  event when its own work is done, so such a route's first store waits until every
+  producer thread has reached it (``build_program(..., scratch_aliased=True)``, recorded
+  in the link map with the claims it shares storage with).
 
 - **placement buffer** — an export placed in shared memory (``placement smem(...)``)
   lives in the producing stage's shared-memory claim of the export's own name
@@ -32,9 +36,12 @@ placed roles. Linking one needs three more decisions, made here:
   map records with each route's barriers. Producer threads thus finish one route's
   hand-off before starting the next; a role importing twice must import in that order.
 
-Register routes (copy, shuffle) need no constants. Tensor-memory loads stay
-``E-UNSUPPORTED``: the dispatch kernel allocates tensor memory, but the lowered route
-has no operation ordering the consumer's loads after the producer's writes.
+- **tensor memory** — an export placed in tensor memory (``placement tmem(...)``) lives
+  in the producing stage's tensor-memory claim of the export's own name; the route's
+  ``tcgen05.ld`` addresses are that claim's placed column plus the map's, and one named
+  barrier orders them after the producer's writes (``transfer_model.program``).
+
+Register routes (copy, shuffle) need no constants.
 """
 
 from __future__ import annotations
@@ -56,11 +63,12 @@ from placement.result import Placement
 from transfer_model import exprs as ex
 from transfer_model.adapter import RoutedSeam
 from transfer_model.lower import LinkConstants, lower
-from transfer_model.primitives import REGISTER_COPY, SMEM_STAGING, TMEM_LOAD, WARP_SHUFFLE
+from transfer_model.primitives import REGISTER_COPY, SMEM_STAGING, TMEM_LOAD, WARP_SHUFFLE, StagingPlan
+from transfer_model.program import build_program
 from transfer_model.tensors import ELEM_BYTES
 
 #: The route rungs the linker lowers on every target it links.
-LINKED_RUNGS = (REGISTER_COPY, WARP_SHUFFLE, SMEM_STAGING)
+LINKED_RUNGS = (REGISTER_COPY, WARP_SHUFFLE, SMEM_STAGING, TMEM_LOAD)
 
 
 @dataclass(frozen=True)
@@ -187,23 +195,24 @@ def _transfer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span,
     seam, route = routed.seam, routed.route
     program = route.program
     what = f"tensor connection `{seam.export.name}` -> `{seam.imp.name}` ({route.result.title})"
-    if route.rung == TMEM_LOAD:
-        raise _refuse(span, seam.import_stage, what,
-                      "the dispatch kernel allocates tensor memory now, but the lowered tensor-memory route has no "
-                      "operation that orders the consumer's tcgen05.ld after the producer's writes (no barrier, no "
-                      "tcgen05.commit): linking it could read the tile before it is written")
     barrier_ids = _barrier_ids(placed.placement, routed, span)
-    claim, addr = None, None
+    claim, addr, tmem = None, None, None
+    aliases: tuple[str, ...] = ()
     if program.shared == "scratch":
         claim, addr = _scratch(comp, placed, routed, span, what)
+        aliases = _aliases(placed.placement, seam.import_stage, claim, addr, program.smem_bytes)
+        if aliases:
+            program = build_program(route.seam, route.result, scratch_aliased=True)
     elif program.shared == "buffer":
         claim, addr = _buffer(comp, placed, routed, span, what)
+    elif route.rung == TMEM_LOAD:
+        claim, tmem = _tmem(comp, placed, routed)
     base = placed.problem.capacities.smem_user_base
     export_symbol = tensor_symbol(seam.export_stage, seam.export.name, "export")
     import_symbol = tensor_symbol(seam.import_stage, seam.imp.name, "import")
     own = export_symbol if routes == 1 else route_symbol(export_symbol, seam.import_stage, seam.imp.name)
     try:
-        source = lower(program, LinkConstants(smem_addr=addr, barrier_ids=barrier_ids),
+        source = lower(program, LinkConstants(smem_addr=addr, barrier_ids=barrier_ids, tmem_addr=tmem),
                        export_name=own, import_name=import_symbol)
     except ValueError as err:
         raise DiagnosticError([Diagnostic(
@@ -212,8 +221,18 @@ def _transfer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span,
     why = f"{route.result.title}: the cheapest rung of the ladder whose checks all pass"
     if claim is not None and program.shared == "buffer":
         why += f"; reads the tile where the producer placed it, claim `{claim}` of `{seam.export_stage}`"
+    elif claim is not None and tmem is not None:
+        why += (f"; tcgen05.ld from the producer's tensor-memory claim `{claim}` of `{seam.export_stage}` "
+                f"(column {tmem}), after the producer's `tcgen05.fence::before_thread_sync` and barrier arrive "
+                "and the consumer's barrier sync and `tcgen05.fence::after_thread_sync`")
     elif claim is not None:
         why += f"; stages through `{claim}`, lent by role `{seam.imp.role}`"
+        plan = route.result.plan
+        if isinstance(plan, StagingPlan) and plan.pad:
+            why += f" ({plan.mode} rows padded by {plan.pad} element(s): consecutive rows start in consecutive banks)"
+    if aliases:
+        why += (f"; the scratch shares storage with {', '.join(aliases)}, so the first store waits until every "
+                "producer thread has reached the ready event")
     if barrier_ids:
         why += f"; named barrier(s) {', '.join(map(str, barrier_ids))} of {program.barrier_threads} threads"
     if routes > 1:
@@ -260,6 +279,41 @@ def _scratch(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span, 
     raise _refuse(span, seam.import_stage, what,
                   f"staging needs {program.smem_bytes} contiguous bytes, and no single lent claim holds them "
                   f"({lent} are placed apart)")
+
+
+def _aliases(placement: Placement, stage: str, claim: str, addr: int, size: int) -> tuple[str, ...]:
+    """The other shared-memory storage overlapping the route's scratch bytes ``[addr, addr + size)``."""
+    out = []
+    for slot in placement.in_domain(Domain.SMEM):
+        if (slot.owner, slot.name) == (stage, claim):
+            continue
+        if slot.offset < addr + size and addr < slot.offset + slot.size:
+            out.append(f"`{slot.display}` ({slot.lifetime.text()})")
+    return tuple(sorted(out))
+
+
+def _tmem(comp: Composition, placed: Placed, routed: RoutedSeam) -> tuple[str, int]:
+    """The producer's tensor-memory claim an export placed in tensor memory lives in, and its first column."""
+    seam = routed.seam
+    name = seam.export.name
+    claim = next((o.item for o in comp.items(A.TmemClaim)
+                  if o.stage_name == seam.export_stage and o.item.name == name), None)
+    if claim is None:
+        raise DiagnosticError([Diagnostic(
+            "L-LINK", f"export `{name}` of `{seam.export_stage}` is placed in tensor memory, but the stage "
+                      f"claims no tensor memory named `{name}`",
+            labels=(Label(seam.export.span, "placed in tensor memory here"),),
+            notes=("an export placed in tensor memory lives in the producing stage's claim of the export's "
+                   "name; the route loads the tile from that claim's columns",),
+            helps=(f"declare `claim tmem {name} columns N` in `{seam.export_stage}`",))])
+    columns = max(col for _, col in seam.export.placement.inverse.values()) + 1
+    if (claim.columns or 0) < columns:
+        raise DiagnosticError([Diagnostic(
+            "L-LINK", f"export `{name}` of `{seam.export_stage}` places elements up to column {columns} of its "
+                      f"tensor-memory claim, which holds {claim.columns or 0} columns",
+            labels=(Label(seam.export.span, "placed here"), Label(claim.span, "the claim")),
+            helps=(f"claim at least {columns} columns for `{name}`",))])
+    return name, placed.placement.slot(seam.export_stage, name, Domain.TMEM).offset
 
 
 def _shared_bytes(routed: RoutedSeam) -> int:

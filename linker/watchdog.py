@@ -22,7 +22,10 @@ launch (a null pointer only traps). Layout, 32-bit words:
 
 An entry's index comes from ``atomicAdd`` on ``kl_watchdog_next``, a device global the
 launch helper zeroes (atomics on mapped host memory are not portable over PCIe); its
-``MAGIC`` word is stored last, after a system fence.
+``MAGIC`` word is stored last, after a system fence. A wait that times out once the ledger
+is full records nothing and does not trap either: it sleeps until a recorded wait's trap
+ends the launch (when hundreds of threads time out together, an early trap from one that
+found no room would otherwise cut every entry short, and the ledger would decode to nothing).
 
 ``kernlink run`` decodes the ledger against ``link.json``'s ``watchdog`` section — each
 site's stage, item, which barrier, handle and contract line — and the dispatch's role
@@ -125,6 +128,8 @@ def prelude_lines(wd: Watchdog) -> list[str]:
         "            w[8] = static_cast<unsigned>(waited >> 32);",
         "            __threadfence_system();",
         f"            w[0] = {MAGIC}u;  // the entry is complete",
+        "        } else {",
+        "            for (;;) __nanosleep(1000000u);  // no room: a recorded wait's trap ends the launch",
         "        }",
         "        __threadfence_system();",
         "    }",
@@ -253,28 +258,35 @@ def read_ledger(data: bytes) -> list[Entry]:
 def decode_ledger(link_map: Mapping[str, Any], data: bytes) -> list[Diagnostic]:
     """``E-HANG`` diagnostics naming the waiting role, the contract item and its line.
 
-    Entries that agree on the site, the thread, the slot, the expected and the seen value
-    (the same wait, stuck the same way, in several blocks) make one diagnostic that lists
-    the blocks: one mistake, one diagnostic.
+    Entries that agree on the site, the waiting role, the slot, the expected and the seen
+    value (the same wait, stuck the same way, in several blocks or threads) make one
+    diagnostic that lists the blocks and threads: one mistake, one diagnostic.
     """
     wd = link_map.get("watchdog") or {}
     sites = {int(s["id"]): s for s in wd.get("sites", [])}
     roles = link_map.get("dispatch", {}).get("roles", [])
     counters = {c["name"]: c for c in (link_map.get("counters") or {}).get("counters", [])}
+    def role_of(thread: int) -> int:
+        warp = thread // 32
+        return next((i for i, r in enumerate(roles) if r["first_warp"] <= warp < r["first_warp"] + r["warps"]),
+                    -1 - warp)
+
     groups: dict[tuple[int, int, int, int, int], list[Entry]] = {}
     for e in read_ledger(data):
-        groups.setdefault((e.site, e.thread, e.slot, e.expected, e.seen), []).append(e)
+        groups.setdefault((e.site, role_of(e.thread), e.slot, e.expected, e.seen), []).append(e)
     out = []
-    for (site_id, thread, slot, expected, seen), entries in groups.items():
+    for (site_id, role_index, slot, expected, seen), entries in groups.items():
         site = sites.get(site_id)
-        warp = thread // 32
-        role = next((r for r in roles if r["first_warp"] <= warp < r["first_warp"] + r["warps"]), None)
-        who = f"role `{role['role']}` of `{role['stage']}`" if role else f"warp {warp} (no role)"
-        blocks = sorted(e.block for e in entries)
+        role = roles[role_index] if role_index >= 0 else None
+        who = f"role `{role['role']}` of `{role['stage']}`" if role else f"warp {-1 - role_index} (no role)"
+        blocks = sorted({e.block for e in entries})
+        threads = sorted({e.thread for e in entries})
+        thread = (f"thread {threads[0]}" if len(threads) == 1 else
+                  f"{len(threads)} threads ({', '.join(map(str, threads[:4]))}{', …' if len(threads) > 4 else ''})")
         where = (f"block {blocks[0]}" if len(blocks) == 1 else
                  f"{len(blocks)} blocks ({', '.join(map(str, blocks[:8]))}{', …' if len(blocks) > 8 else ''})")
         if site is None:
-            out.append(Diagnostic("E-HANG", f"{where}, thread {thread} ({who}) timed out at unknown site {site_id}",
+            out.append(Diagnostic("E-HANG", f"{where}, {thread} ({who}) timed out at unknown site {site_id}",
                                   helps=("link again: link.json and kernel.cubin come from different links",)))
             continue
         waited = max(e.cycles for e in entries)
@@ -293,7 +305,7 @@ def decode_ledger(link_map: Mapping[str, Any], data: bytes) -> list[Diagnostic]:
                     f"(mbarrier state word 0x{seen:08x})")
             helps = (f"check that the other side of ring `{site['item']}` arrives on `{which}` for every slot and "
                      "phase this side waits on",)
-        out.append(Diagnostic("E-HANG", f"{where}, thread {thread} hung: {what}", notes=tuple(notes), helps=helps))
+        out.append(Diagnostic("E-HANG", f"{where}, {thread} hung: {what}", notes=tuple(notes), helps=helps))
     return out
 
 

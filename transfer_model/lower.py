@@ -6,7 +6,8 @@ symbols are shown; both can be renamed):
 - ``void kl_export_<export>(const T* held)`` — called once by every producer thread at
   the export's ready event with its placement registers (``held[r]``, flattened
   row-major). Staging stores them to scratch and arrives at the route's barrier;
-  register and tensor-memory routes leave the values where they are.
+  register routes leave the values where they are; a tensor-memory route fences the
+  producer's tcgen05 writes (``tcgen05.fence::before_thread_sync``) and arrives.
 - ``void kl_import_<import>(const T* held, T* dst, int chunk)`` — called by every
   consumer thread once per chunk, ``chunk = 0, 1, ...`` in order (``0`` when unchunked),
   filling ``dst[0 .. regs_per_call - 1]``. ``held`` is the calling thread's producer
@@ -47,6 +48,7 @@ from transfer_model.program import (
     Shuffle,
     Store,
     Sync,
+    TmemFence,
     TmemLoad,
     TmemWait,
 )
@@ -257,6 +259,9 @@ class _Lowering:
             return [f'    asm volatile("{barrier}" ::: "memory");']
         if isinstance(op, TmemLoad):
             return self._tmem(op)
+        if isinstance(op, TmemFence):
+            fence = "before_thread_sync" if op.before else "after_thread_sync"
+            return [f'    asm volatile("tcgen05.fence::{fence};" ::: "memory");']
         assert isinstance(op, TmemWait)
         return ['    asm volatile("tcgen05.wait::ld.sync.aligned;" ::: "memory");']
 
@@ -276,11 +281,17 @@ class _Lowering:
         regs = info.registers(op.num)
         base = self.k.tmem_addr or 0
         addrs = [base + (lane << 16) + col for lane, col in op.bases]
-        name = f"kl_taddr_{symbol(self.import_name)}_{len(self.tables)}"
-        self.tables.append(
-            f"static __constant__ unsigned {name}[{len(addrs)}] = {{{', '.join(f'{a}u' for a in addrs)}}};")
+        step = addrs[1] - addrs[0] if len(addrs) > 1 else 0
+        if all(a == addrs[0] + step * w for w, a in enumerate(addrs)):
+            # affine in the consumer's warp (the usual one lane quadrant per warp): an immediate
+            address = f"{addrs[0]}u + {step}u * (t / 32u)" if step else f"{addrs[0]}u"
+        else:
+            name = f"kl_taddr_{symbol(self.import_name)}_{len(self.tables)}"
+            self.tables.append(
+                f"static __constant__ unsigned {name}[{len(addrs)}] = {{{', '.join(f'{a}u' for a in addrs)}}};")
+            address = f"{name}[t / 32u]"
         outs = ", ".join(f"%{i}" for i in range(regs))
         operands = ", ".join(f'"=r"(dst[{op.dst + i}])' for i in range(regs))
         split = f", {op.num}" if op.shape == "16x32bx2" else ""
         asm = f"tcgen05.ld.sync.aligned.{op.shape}.x{op.num}.b32 {{{outs}}}, [%{regs}]{split};"
-        return [f'    asm volatile("{asm}" : {operands} : "r"({name}[t / 32u]) : "memory");']
+        return [f'    asm volatile("{asm}" : {operands} : "r"({address}) : "memory");']

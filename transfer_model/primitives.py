@@ -31,7 +31,9 @@ exact delivery for every element, a model is the witness.
   consumers sync before their first load) when the consumer lends that much;
   otherwise, for a chunked import by a disjoint role, per chunk (scratch = chunk bytes,
   two barriers both sides sync: "full" between the stores and the loads of chunk ``k``,
-  "empty" between the loads of chunk ``k`` and the stores of chunk ``k + 1``). A
+  "empty" between the loads of chunk ``k`` and the stores of chunk ``k + 1``). Either
+  way the staged rows are padded by one word when the lent scratch holds it
+  (``StagingAddress``: no bank conflicts for a row-per-thread import). A
   shared-memory placement is loaded in place (no stores, no scratch). Checks:
   *threads* (the roles coincide or are disjoint), *scratch* (the consumer lends shared
   memory), *bounds*, *race* (two elements on overlapping addresses are never live at
@@ -42,6 +44,7 @@ exact delivery for every element, a model is the witness.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -95,12 +98,17 @@ class TmemPlan:
 
 @dataclass(frozen=True)
 class StagingPlan:
-    """``mode``: ``tile`` (whole tile, one barrier), ``chunk`` (per chunk, two) or ``buffer`` (smem placement)."""
+    """``mode``: ``tile`` (whole tile, one barrier), ``chunk`` (per chunk, two) or ``buffer`` (smem placement).
+
+    ``pad``: elements added after every row of the staged block (its last dimension), one
+    32-bit word's worth when the lent scratch holds them, else 0 (``StagingAddress``).
+    """
 
     mode: str
     smem_bytes: int
     barriers: int
     same_threads: bool
+    pad: int = 0
 
 
 Plan = TmemPlan | StagingPlan | None
@@ -366,7 +374,8 @@ def smem_staging(seam: Seam, lends: Lends) -> RungResult:
             plan = StagingPlan("tile", tile_bytes, 1, same)
         else:
             plan = StagingPlan("chunk", chunk_bytes, 2, same)
-    address = StagingAddress(seam, plan.mode)
+        plan = _padded(seam, plan, lends.smem_bytes)
+    address = StagingAddress(seam, plan.mode, plan.pad)
     if plan.mode != "buffer":
         e_params = tuple(("e." + n, x) for n, x in seam.export.tile)
         answer = seam.solve(e_params, [ex.compare(">", ex.add(address("e."), Int(eb)), Int(plan.smem_bytes))])
@@ -387,17 +396,43 @@ def smem_staging(seam: Seam, lends: Lends) -> RungResult:
     return RungResult(rung, True, plan=plan)
 
 
+def _padded(seam: Seam, plan: StagingPlan, lent: int) -> StagingPlan:
+    """The plan with one word of padding after every row, when the lent scratch holds it.
+
+    Rows of ``n`` 4-byte elements, ``n`` a multiple of 32, start in one bank: a consumer
+    thread that loads its own row column by column (a row-per-thread demand) then meets
+    all its warp's loads in one bank, 32-way. One word more per row shifts each row by a
+    bank, and the addresses stay a register plus an immediate.
+    """
+    dims = seam.export.tile
+    if plan.mode == "buffer" or len(dims) < 2:
+        return plan
+    pad = max(1, 4 // seam.elem_bytes)
+    rows = plan.smem_bytes // seam.elem_bytes // _last_extent(seam, plan.mode)
+    padded = plan.smem_bytes + rows * pad * seam.elem_bytes
+    return dataclasses.replace(plan, smem_bytes=padded, pad=pad) if padded <= lent else plan
+
+
+def _last_extent(seam: Seam, mode: str) -> int:
+    """The extent of the staged block's last dimension (the chunk size when chunking splits it)."""
+    name, extent = seam.export.tile[-1]
+    chunk = seam.imp.chunk
+    return chunk.size if mode == "chunk" and chunk is not None and chunk.dim == name else extent
+
+
 class StagingAddress:
     """The byte address of an element from the scratch (or placement buffer) base, per staging mode.
 
     ``tile``: row-major linear index times the element size. ``chunk``: the same within
-    one chunk (the chunked coordinate taken modulo the chunk size). ``buffer``: the
-    shared-memory placement's own address map.
+    one chunk (the chunked coordinate taken modulo the chunk size). Either with ``pad``
+    elements after every row (the last dimension's extent taken as ``extent + pad``).
+    ``buffer``: the shared-memory placement's own address map.
     """
 
-    def __init__(self, seam: Seam, mode: str) -> None:
+    def __init__(self, seam: Seam, mode: str, pad: int = 0) -> None:
         self.seam = seam
         self.mode = mode
+        self.pad = pad
 
     def __call__(self, prefix: str) -> Expr:
         return self.of(tuple(Name(prefix + n) for n in self.seam.dims))
@@ -408,11 +443,11 @@ class StagingAddress:
             return seam.placement.at(dict(zip(seam.placement.names, element, strict=True)))[0]
         chunk = seam.imp.chunk
         linear: Expr = Int(0)
-        for (name, extent), coord in zip(seam.export.tile, element, strict=True):
+        last = len(seam.export.tile) - 1
+        for i, ((name, extent), coord) in enumerate(zip(seam.export.tile, element, strict=True)):
             if self.mode == "chunk" and chunk is not None and name == chunk.dim:
-                linear = ex.add(ex.mul(linear, Int(chunk.size)), ex.mod(coord, Int(chunk.size)))
-            else:
-                linear = ex.add(ex.mul(linear, Int(extent)), coord)
+                extent, coord = chunk.size, ex.mod(coord, Int(chunk.size))
+            linear = ex.add(ex.mul(linear, Int(extent + (self.pad if i == last else 0))), coord)
         return ex.mul(Int(seam.elem_bytes), linear)
 
 

@@ -9,10 +9,23 @@ the thread's index within its role; register numbers are constants.
   its placement registers): ``Store``, ``Arrive``, ``Sync``.
 - import side (each consumer thread, once per chunk ``0, 1, ...`` in order, given
   ``held`` for register routes and filling ``dst``): ``Copy``, ``Shuffle``, ``Load``,
-  ``Sync``, ``Arrive``, ``TmemLoad``, ``TmemWait``.
+  ``Sync``, ``Arrive``, ``TmemFence``, ``TmemLoad``, ``TmemWait``.
+
+A tensor-memory route orders the consumer's ``tcgen05.ld`` after the producer's writes
+the way PTX prescribes for two threads: the producer reaches its ready event once its
+MMAs are complete (it waited on their ``tcgen05.commit`` mbarrier), then
+``tcgen05.fence::before_thread_sync`` and arrives at the route's barrier; the consumer
+syncs that barrier before chunk 0, ``tcgen05.fence::after_thread_sync``, then loads
+(``tcgen05.wait::ld`` before the registers are read).
 
 Barrier operands are indices into the route's named barriers (the linker maps them to
 IDs); every barrier counts ``barrier_threads`` threads.
+
+Scratch that shares storage with claims live until the ready event (``scratch_aliased``,
+decided by placement) is free only once *every* producer thread has reached the event: a
+thread calls the export when its own work is done, while others may still read those
+claims (a wgmma in flight reads its operand slot). The staging moves then open with a
+sync on the route's last barrier on both sides, before the first store.
 """
 
 from __future__ import annotations
@@ -117,7 +130,14 @@ class TmemWait:
     pass
 
 
-Op = Copy | Shuffle | Store | Load | Arrive | Sync | TmemLoad | TmemWait
+@dataclass(frozen=True)
+class TmemFence:
+    """``tcgen05.fence::before_thread_sync`` (``before``) or ``::after_thread_sync``."""
+
+    before: bool
+
+
+Op = Copy | Shuffle | Store | Load | Arrive | Sync | TmemLoad | TmemWait | TmemFence
 
 
 @dataclass(frozen=True)
@@ -138,6 +158,7 @@ class Program:
     barrier_threads: int
     export_ops: tuple[Op, ...]
     import_ops: tuple[tuple[Op, ...], ...]
+    scratch_aliased: bool = False
 
 
 def _unflatten(index: int, params: Sequence[tuple[str, int]]) -> list[int]:
@@ -161,8 +182,12 @@ def _flat(values: Sequence[int], params: Sequence[tuple[str, int]]) -> int:
     return out
 
 
-def build_program(seam: Seam, result: RungResult) -> Program:
-    """The moves of a rung that passed."""
+def build_program(seam: Seam, result: RungResult, *, scratch_aliased: bool = False) -> Program:
+    """The moves of a rung that passed.
+
+    ``scratch_aliased``: the staging scratch shares storage with claims live until the
+    export's ready event, so the first store waits for every producer thread.
+    """
     if not result.passed:
         raise ValueError(f"rung `{result.rung}` did not pass")
     if result.rung == REGISTER_COPY:
@@ -171,17 +196,22 @@ def build_program(seam: Seam, result: RungResult) -> Program:
         return _program(seam, result.rung, (), _shuffle_ops(seam))
     if result.rung == TMEM_LOAD:
         assert isinstance(result.plan, TmemPlan)
-        return _program(seam, result.rung, (), _tmem_ops(seam, result.plan))
+        same = seam.export.threads == seam.imp.threads
+        threads = seam.export.threads.count + (0 if same else seam.imp.threads.count)
+        release: tuple[Op, ...] = (TmemFence(before=True), Sync(0) if same else Arrive(0))
+        return _program(seam, result.rung, release, _tmem_ops(seam, result.plan, same), barriers=1,
+                        barrier_threads=threads)
     assert result.rung == SMEM_STAGING and isinstance(result.plan, StagingPlan)
     plan = result.plan
     threads = seam.export.threads.count
     if not plan.same_threads:
         threads += seam.imp.threads.count
-    export_ops, import_ops = _staging_ops(seam, plan)
+    aliased = scratch_aliased and plan.mode != "buffer"
+    export_ops, import_ops = _staging_ops(seam, plan, aliased)
     return _program(
         seam, result.rung, export_ops, import_ops,
         shared="buffer" if plan.mode == "buffer" else "scratch", smem_bytes=plan.smem_bytes,
-        barriers=plan.barriers, barrier_threads=threads if plan.barriers else 0,
+        barriers=plan.barriers, barrier_threads=threads if plan.barriers else 0, scratch_aliased=aliased,
     )
 
 
@@ -195,6 +225,7 @@ def _program(
     smem_bytes: int = 0,
     barriers: int = 0,
     barrier_threads: int = 0,
+    scratch_aliased: bool = False,
 ) -> Program:
     placement = seam.placement
     return Program(
@@ -214,6 +245,7 @@ def _program(
         barrier_threads=barrier_threads,
         export_ops=export_ops,
         import_ops=import_ops,
+        scratch_aliased=scratch_aliased,
     )
 
 
@@ -265,12 +297,15 @@ def _lane_source(lanes: Sequence[int], sources: Sequence[int]) -> LaneSource:
     return LaneSource("thread_table", table=tuple(sources))
 
 
-def _tmem_ops(seam: Seam, plan: TmemPlan) -> tuple[tuple[Op, ...], ...]:
+def _tmem_ops(seam: Seam, plan: TmemPlan, same: bool) -> tuple[tuple[Op, ...], ...]:
     where = seam.placement.inverse
     regs = TCGEN05_SHAPES[plan.shape].registers(plan.num)
     calls = []
     for c in range(seam.imp.chunks):
-        ops: list[Op] = []
+        # chunk 0 acquires the producer's writes (the producer's own threads synced already)
+        ops: list[Op] = [] if c or same else [Sync(0)]
+        if c == 0:
+            ops.append(TmemFence(before=False))
         for i in range(plan.loads_per_call):
             bases = tuple(
                 where[seam.demand.evaluate(demand_slot(seam.imp, 32 * w, i * regs, c))]
@@ -282,10 +317,14 @@ def _tmem_ops(seam: Seam, plan: TmemPlan) -> tuple[tuple[Op, ...], ...]:
     return tuple(calls)
 
 
-def _staging_ops(seam: Seam, plan: StagingPlan) -> tuple[tuple[Op, ...], tuple[tuple[Op, ...], ...]]:
+def _staging_ops(seam: Seam, plan: StagingPlan, aliased: bool) -> tuple[tuple[Op, ...], tuple[tuple[Op, ...], ...]]:
     imp, placement = seam.imp, seam.placement
-    address = StagingAddress(seam, plan.mode)
-    export_ops: list[Op] = []
+    address = StagingAddress(seam, plan.mode, plan.pad)
+    # Aliased scratch: every producer thread has reached the ready event before any stores.
+    # A disjoint consumer syncs the last barrier once more too, so its phases stay paired.
+    free: tuple[Op, ...] = (Sync(plan.barriers - 1),) if aliased else ()
+    export_ops: list[Op] = list(free)
+    import_free = () if plan.same_threads else free
     if plan.mode != "buffer":
         stores = []
         for r in range(math.prod(e for _, e in placement.params[1:])):
@@ -313,7 +352,7 @@ def _staging_ops(seam: Seam, plan: StagingPlan) -> tuple[tuple[Op, ...], tuple[t
         export_ops.append(Arrive(0))
     calls = []
     for c in range(imp.chunks):
-        ops: list[Op] = []
+        ops: list[Op] = list(import_free) if c == 0 else []
         if plan.mode == "chunk" or c == 0:
             ops.append(Sync(0))
         for j in range(seam.regs_per_call):

@@ -25,6 +25,7 @@ from transfer_model.primitives import (
     RungResult,
     Seam,
     StagingPlan,
+    TmemPlan,
     register_copy,
     smem_staging,
     tmem_load,
@@ -58,8 +59,10 @@ class Route:
 
     @property
     def barriers(self) -> int:
-        """Named barrier IDs the linker must assign."""
+        """Named barrier IDs the linker must assign (a tensor-memory route orders its loads with one)."""
         plan = self.result.plan
+        if isinstance(plan, TmemPlan):
+            return 1
         return plan.barriers if isinstance(plan, StagingPlan) else 0
 
     @property

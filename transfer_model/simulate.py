@@ -4,12 +4,19 @@ It executes a ``Program`` on a model machine independent of the SMT checks: per-
 register files (the producer's ``held`` values come from evaluating the placement),
 lock-step warps, ``shfl.sync`` reading a snapshot of the source lanes, tensor memory
 with the lane-quadrant rule, shared memory with a happens-before race detector, and
-named barriers with phases. Warps run until they block at a barrier, in round-robin
-order; vector clocks joined at barrier phases decide happens-before, so a verdict does
-not depend on the schedule. Every violation (a race, a load before its store is
-ordered, a lane or cell out of bounds, a deadlock, a register left unwritten) raises
-``SimulationError``; otherwise ``simulate`` returns what each consumer thread holds
-after each call, to compare with ``expected``.
+named barriers with phases. Tensor memory holds the tile from the producer's writes,
+which each producer warp makes visible only by ``tcgen05.fence::before_thread_sync``
+before a barrier, and a consumer warp sees only through ``::after_thread_sync`` after
+one; a ``tcgen05.ld`` not so ordered after every producer warp's fence is an error.
+Scratch that aliases claims live until the ready event
+(``Program.scratch_aliased``) starts out read by every producer warp up to its export
+call, so a store not ordered after every producer warp's call is a race. Warps run
+until they block at a barrier, in round-robin order; vector clocks joined at barrier
+phases decide happens-before, so a verdict does not depend on the schedule. Every
+violation (a race, a load before its store is ordered, a lane or cell out of bounds,
+a deadlock, a register left unwritten) raises ``SimulationError``; otherwise
+``simulate`` returns what each consumer thread holds after each call, to compare with
+``expected``.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from transfer_model.program import (
     Shuffle,
     Store,
     Sync,
+    TmemFence,
     TmemLoad,
     TmemWait,
     demand_slot,
@@ -42,6 +50,9 @@ Delivery = dict[tuple[int, int, int], Element]
 
 _BUFFER_WRITER = -1
 """Pseudo-warp that wrote a shared-memory placement before the export."""
+
+_ALIAS_WRITER = -2
+"""Pseudo-warp owning aliased scratch before the ready event (its contents are no element)."""
 
 
 class SimulationError(Exception):
@@ -98,12 +109,19 @@ class _Machine:
         else:
             for element, (address,) in placement.items():
                 self.smem[address] = _Cell(element, _BUFFER_WRITER, 1)
+        if program.scratch_aliased and program.shared == "scratch":
+            # Every producer warp may use the aliased claims until its own export call (time 1).
+            uses = [(w, 1) for w in program.producer.warps]
+            for address in range(0, program.smem_bytes, program.elem_bytes):
+                self.smem[address] = _Cell((), _ALIAS_WRITER, 0, list(uses))
         self.barriers = [_Barrier(program.barrier_threads // 32) for _ in range(program.barriers)]
         self.clock: dict[int, dict[int, int]] = {}
         self.delivery: Delivery = {}
         self.functions: dict[int, Callable[..., tuple[int, ...]]] = {}
         self.dst: dict[int, list[Element | None]] = {}
         self.pending: dict[int, dict[int, Element]] = {}
+        self.released: dict[int, int] = {}  # producer warp -> its clock at its before-fence
+        self.acquired: dict[int, dict[int, int]] = {}  # consumer warp -> its clock at its after-fence
 
     def _load_registers(self, placement: LayoutMap, first: int) -> None:
         held = placement.size // placement.thread[1]
@@ -127,7 +145,7 @@ class _Machine:
                 steps.extend((c, op) for op in ops)
                 steps.append((c, None))  # end of call c
         for w in programs:
-            self.clock[w] = {w: 0, _BUFFER_WRITER: 1} if w in p.producer.warps else {w: 0}
+            self.clock[w] = {w: 1, _BUFFER_WRITER: 1} if w in p.producer.warps else {w: 0}
         pc = dict.fromkeys(programs, 0)
         waiting: dict[int, tuple[int, int]] = {}
         while any(pc[w] < len(programs[w]) for w in programs):
@@ -190,6 +208,13 @@ class _Machine:
             return
         if isinstance(op, TmemLoad):
             self._tmem_load(warp, op)
+            return
+        if isinstance(op, TmemFence):
+            if op.before:
+                self.clock[warp][warp] += 1
+                self.released[warp] = self.clock[warp][warp]
+            else:
+                self.acquired[warp] = dict(self.clock[warp])
             return
         for lane, thread in self._lanes(warp):
             if isinstance(op, Copy):
@@ -254,13 +279,14 @@ class _Machine:
                                       f"{cell.value} was read")
             for reader, time in cell.reads:
                 if not self._ordered(warp, reader, time):
+                    still = "use the claims it aliases" if cell.writer == _ALIAS_WRITER else "be reading it"
                     raise SimulationError(f"thread {thread} overwrites shared byte {address} while warp "
-                                          f"{reader} may still be reading it")
+                                          f"{reader} may still {still}")
         self.smem[address] = _Cell(value, warp, now)
 
     def _read(self, warp: int, thread: int, address: int, now: int) -> Element:
         cell = self.smem.get(address)
-        if cell is None:
+        if cell is None or cell.writer == _ALIAS_WRITER:
             raise SimulationError(f"thread {thread} loads shared byte {address}, which nothing stored")
         if not self._ordered(warp, cell.writer, cell.time):
             raise SimulationError(f"thread {thread} loads shared byte {address} without a barrier after "
@@ -268,8 +294,23 @@ class _Machine:
         cell.reads.append((warp, now))
         return cell.value
 
+    def _tmem_ordered(self, warp: int) -> None:
+        """Raise unless every producer warp's tensor-memory writes are ordered before this warp's loads."""
+        seen = self.acquired.get(warp)
+        for writer in self.p.producer.warps:
+            if writer == warp:
+                continue
+            released = self.released.get(writer)
+            if released is None:
+                raise SimulationError(f"warp {warp} loads tensor memory that producer warp {writer} wrote "
+                                      "without `tcgen05.fence::before_thread_sync`")
+            if seen is None or seen.get(writer, 0) < released:
+                raise SimulationError(f"warp {warp}'s tcgen05.ld is not ordered after producer warp {writer}'s "
+                                      "writes (a barrier, then `tcgen05.fence::after_thread_sync`)")
+
     def _tmem_load(self, warp: int, op: TmemLoad) -> None:
         p = self.p
+        self._tmem_ordered(warp)
         info = TCGEN05_SHAPES[op.shape]
         fragment = tcgen05_ld_fragment(op.shape, op.num)
         base_lane, base_col = op.bases[warp - p.consumer.first // 32]

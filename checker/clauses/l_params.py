@@ -16,7 +16,10 @@ C struct the component reads from the kernel's parameters. The clause checks:
 - when a stage comes from a package, its declared layout matches the layout the
   compiler saw at pack time: the struct's size and alignment, and each field's
   offset and size; a field the compiler's struct has but the contract does not
-  declare is reported too.
+  declare is reported too;
+- a `host provider … fn F fills a, b` writes only fields of its stage's one params
+  block that no fact writes (`= fact`), each field is filled by one provider, and a
+  provider that `fills` has an `fn` to be called through.
 
 ## Why it matters
 The linker builds the kernel's parameter block from these declarations and writes
@@ -24,7 +27,10 @@ fact values into the declared fields. The component's code reads the same bytes
 through its own compiled struct. If the two layouts differ — a field added in the
 source but not in the contract, a `u32` moved to make room for a pointer — the
 component reads the wrong bytes: a tile count taken from half a pointer. Parameter
-blocks past the limit fail to launch (`CUDA_ERROR_INVALID_VALUE`).
+blocks past the limit fail to launch (`CUDA_ERROR_INVALID_VALUE`). A host provider
+writes into the block before every launch: a field it was not declared to fill would
+be overwritten behind the contract's back — a fact the link checked, or another
+provider's result.
 
 ## Example
 ```kernlink
@@ -47,6 +53,7 @@ keep parameter blocks small (pass large tables through a pointer).
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterator
 
@@ -76,6 +83,7 @@ class ParamsClause(Clause):
                 yield from self._fields(entry, params)
                 if params.name in captured:
                     yield from self._captured(entry, params, captured[params.name])
+            yield from self._providers(entry)
         yield from self._limit(comp)
 
     # ------------------------------------------------------------- one declared struct
@@ -136,6 +144,67 @@ class ParamsClause(Clause):
                         helps=("use the offsets `offsetof` gives",),
                         data={"params": p.name, "fields": f"{other.name},{f.name}"})
             placed.append((f.offset, end, f))
+
+    # ------------------------------------------------------------- host providers
+
+    def _providers(self, entry: StageEntry) -> Iterator[Diagnostic]:
+        """A called provider writes only caller fields of the stage's one params block, each once."""
+        blocks = [p for p in entry.stage.items if isinstance(p, A.Params)]
+        fields = {f.name: (block, f) for block in blocks for f in block.fields}
+        filled: dict[str, A.HostProvider] = {}
+        for provider in entry.stage.items:
+            if not isinstance(provider, A.HostProvider):
+                continue
+            name = f"host provider `{provider.library}` of `{entry.name}`"
+            if provider.fills and provider.function is None:
+                yield seam(
+                    self.code, f"{name} fills {_listed(provider.fills)} but names no `fn`: nothing calls it",
+                    (provider.span, "no `fn`"),
+                    notes=("the launch helpers call a provider through its `fn`; without one the fields stay "
+                           "as the caller left them",),
+                    helps=("name the provider's entry point: `fn NAME` (`CUresult NAME(void* params, "
+                           "CUstream stream)`)",),
+                    data={"provider": provider.library, "problem": "no-fn"})
+                continue
+            if provider.function is not None and len(blocks) > 1:
+                yield seam(
+                    self.code, f"{name} is called with the stage's params block, and `{entry.name}` declares "
+                    f"{len(blocks)}", (provider.span, "called with one params block"),
+                    [(b.span, f"params `{b.name}`") for b in blocks],
+                    helps=("merge the stage's params blocks into one",),
+                    data={"provider": provider.library, "problem": "blocks", "blocks": len(blocks)})
+                continue
+            for field in provider.fills:
+                found = fields.get(field)
+                if found is None:
+                    declared = ", ".join(f"`{f}`" for f in fields) or "none"
+                    near = difflib.get_close_matches(field, list(fields), n=1)
+                    guess = f"did you mean `{near[0]}`? " if near else ""
+                    yield seam(
+                        self.code, f"{name} fills `{field}`, which no params block of the stage declares",
+                        (provider.span, f"fills `{field}`"),
+                        notes=(f"the stage's params fields: {declared}",
+                               "a provider writes only into its own stage's params block"),
+                        helps=(f"{guess}declare `{field}` in the stage's params block, or drop it from `fills`",),
+                        data={"provider": provider.library, "field": field, "problem": "undeclared"})
+                elif found[1].fact is not None:
+                    yield seam(
+                        self.code, f"{name} fills `{field}`, which the link writes from fact "
+                        f"`{found[1].fact}`", (provider.span, f"fills `{field}`"),
+                        [(found[1].span, f"`= fact {found[1].fact}`")],
+                        notes=("a fact field holds the value the link checked; a provider may not overwrite it",),
+                        helps=(f"drop `{field}` from `fills`, or make it a caller field (no `= fact`)",),
+                        data={"provider": provider.library, "field": field, "problem": "fact"})
+                elif field in filled:
+                    yield seam(
+                        self.code, f"{name} fills `{field}`, which host provider `{filled[field].library}` "
+                        "fills too", (provider.span, f"fills `{field}`"),
+                        [(filled[field].span, "the first provider that fills it")],
+                        notes=("providers run in order, so the later one would silently win",),
+                        helps=("let one provider fill each field",),
+                        data={"provider": provider.library, "field": field, "problem": "twice"})
+                else:
+                    filled[field] = provider
 
     # ------------------------------------------------------------- the compiler's layout
 
@@ -215,6 +284,10 @@ class ParamsClause(Clause):
             [(q.span, f"`{q.name}`: {q.size} bytes") for e, q, o in regions if q is not p],
             notes=notes, helps=("pass large tables through a pointer field instead of by value",),
             data={"bytes": cursor, "limit": limit.value, "target": target.name})
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
 
 
 def _power_of_two(value: int) -> bool:

@@ -2,7 +2,9 @@
 
 ``build`` copies specs/examples/gemm_swiglu (contracts, sources, pipelines) into a folder,
 applies ``edits`` ({file: {old: new}}) and packs every component into ``build/`` there, as
-a user would. ``PRODUCERS`` names each producer's pipeline, stage and package.
+a user would. ``PRODUCERS`` names each producer's pipeline, stage and package (sm_90a).
+``build_sm100`` packs the sm_100a pairing in its ``sm100/`` subfolder: the tcgen05 producer
+and the epilogue's unchanged source (``../epilogue.cu``) against its sm_100a contract.
 """
 
 from __future__ import annotations
@@ -49,3 +51,17 @@ def build(root: Path, edits: Mapping[str, Mapping[str, str]] | None = None,
         source = root / f"{name}.cu"
         pack(source, source.with_suffix(".kc"), root / "build" / f"{name}.kpkg")
     return root
+
+
+SM100 = "sm100"
+TCGEN05_PIPELINE = "gemm_swiglu_tcgen05.kp"
+
+
+def build_sm100(root: Path, edits: Mapping[str, Mapping[str, str]] | None = None, packed: bool = True) -> Path:
+    """Copy the example into ``root``, apply ``edits`` (paths under ``sm100/``), pack the sm_100a pairing."""
+    build(root, {f"{SM100}/{file}": changes for file, changes in (edits or {}).items()}, components=())
+    folder = root / SM100
+    if packed:
+        pack(folder / "tcgen05.cu", folder / "tcgen05.kc", folder / "build" / "tcgen05.kpkg")
+        pack(root / "epilogue.cu", folder / "epilogue.kc", folder / "build" / "epilogue.kpkg")
+    return folder

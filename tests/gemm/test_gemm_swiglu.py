@@ -74,15 +74,32 @@ def test_the_handles_fold_to_immediates_in_the_linked_ptx(linked: Linked) -> Non
     for handle in ("kl_gemm_mainloop_kv_full_bar", "kl_gemm_mainloop_kv_empty_bar"):
         assert re.search(rf"add\.s32\s+%r\d+, %r\d+, {values[handle]};", ptx), handle
     assert values["kl_gemm_mainloop_kv_empty_bar"] == values["kl_gemm_mainloop_kv_full_bar"] + 8 * depth
-    # the budgets, the drained barrier and the route's barriers are immediates too
+    # the budgets and the route's barriers are immediates too
     assert "setmaxnreg.inc.sync.aligned.u32 208;" in ptx and "setmaxnreg.dec.sync.aligned.u32 24;" in ptx
-    drained = values["kl_gemm_mainloop_drained_bar_id"]
-    # (read into inline asm through "r" operands: constants moved into the operand registers)
-    assert re.search(rf"mov\.u32\s+(%r\d+), {drained};\s+mov\.u32\s+(%r\d+), 256;\s+// begin inline asm\s+"
-                     r"barrier\.sync \1, \2;", ptx)
     [transfer] = generated.transfers
     assert all(f"barrier.sync {b}, 384;" in ptx for b in transfer.barrier_ids)
-    assert drained not in transfer.barrier_ids
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("name", ["wgmma", "mma_sync"])
+def test_the_route_stores_into_the_ring_only_after_every_mma_thread_exported(linked: Linked, name: str) -> None:
+    # The epilogue's scratch shares storage with the ring (`until acc.ready`): the lowered
+    # export opens with a sync on the route's barrier (every producer and consumer thread),
+    # so no thread stores while another's last MMA may still read its slot; chunk 0 of the
+    # import syncs it once more before the sync that orders the stores before its loads.
+    result, out = linked[name]
+    assert result.output is not None and result.output.generated is not None
+    [transfer] = result.output.generated.transfers
+    [bar] = transfer.barrier_ids
+    export = transfer.source[transfer.source.index(f"void {transfer.route_symbol}("):]
+    assert export.index(f"barrier.sync {bar}, 384;") < export.index("kl_st_b32(") < export.index(
+        f"barrier.arrive {bar}, 384;")
+    chunk0 = transfer.source[transfer.source.index("case 0: {"):transfer.source.index("case 1: {")]
+    assert chunk0[:chunk0.index("kl_ld_b32(")].count(f"barrier.sync {bar}, 384;") == 2
+    assert "rows padded by 1 element(s)" in transfer.why
+    assert "so the first store waits until every producer thread has reached the ready event" in transfer.why
+    assert "operands" in transfer.why and "(until acc.ready)" in transfer.why
+    assert "drained" not in (out / "link.map").read_text()
 
 
 @pytest.mark.toolchain
@@ -93,9 +110,11 @@ def test_each_pairing_gets_the_route_its_placement_implies(linked: Linked) -> No
         [transfer] = result.output.generated.transfers
         routes[name] = (transfer.rung, transfer.shared, transfer.scratch_claim, transfer.chunks,
                         len(transfer.barrier_ids), transfer.scratch_bytes)
-    # registers of another role: staged chunk by chunk through the epilogue's 16 KiB scratch
-    assert routes["wgmma"] == ("smem-staging", "scratch", "scratch", 4, 2, 16384)
-    assert routes["mma_sync"] == ("smem-staging", "scratch", "scratch", 4, 2, 16384)
+    # registers of another role: the whole tile staged at once through the epilogue's 65 KiB
+    # scratch, one barrier; its 128 rows of 128 words padded by a word each (no bank conflicts
+    # when each epilogue thread loads its own row)
+    assert routes["wgmma"] == ("smem-staging", "scratch", "scratch", 4, 1, 128 * 129 * 4)
+    assert routes["mma_sync"] == ("smem-staging", "scratch", "scratch", 4, 1, 128 * 129 * 4)
     # already in shared memory: read where the producer placed it, one barrier
     assert routes["smem_acc"] == ("smem-staging", "buffer", "accumulator", 4, 1, 4 * (132 * 127 + 127) + 4)
 

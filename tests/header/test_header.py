@@ -115,9 +115,40 @@ def test_nvcc_checks_every_offset(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("header,kc,peers", [
     ("ring/kl_ring_loader.h", "ring/loader.kc", ()), ("ring/kl_ring_reduce.h", "ring/reduce.kc", ("ring/loader.kc",)),
-    ("hello/kl_hello_caller.h", "hello/caller.kc", ()), ("hello/kl_hello_provider.h", "hello/provider.kc", ())])
+    ("hello/kl_hello_caller.h", "hello/caller.kc", ()), ("hello/kl_hello_provider.h", "hello/provider.kc", ()),
+    ("moe4/kl_moe_interp.h", "moe4/interp.kc", ()), ("moe4/kl_moe_comm.h", "moe4/comm.kc", ()),
+    ("moe4/kl_moe_gemm.h", "moe4/gemm.kc", ("moe4/act.kc",)), ("moe4/kl_moe_act.h", "moe4/act.kc", ("moe4/gemm.kc",))])
 def test_the_reference_components_include_current_headers(header: str, kc: str, peers: tuple[str, ...]) -> None:
     """The headers beside the reference components are what `kernlink header` writes now (regenerate them)."""
     assert (EXAMPLES / header).read_text() == _header(kc, *peers), f"regenerate {header} with `kernlink header`"
     source = (EXAMPLES / kc).with_suffix(".cu").read_text()
     assert f'#include "{Path(header).name}"' in source
+
+
+HELPER_BODY = """
+extern "C" __device__ void ring_loader_kv_init(const LoaderParams* params, unsigned char* smem) {
+    smem[kl_ring_loader_kv_full_bar_at(1)] = (unsigned char)params->tiles;
+}
+extern "C" __device__ void ring_load_main(const LoaderParams* params, unsigned char* smem) {
+    const unsigned slot = params->tiles % kl_ring_loader_kv_depth();
+    smem[kl_ring_loader_stage_smem_at(slot)] = 1;
+    smem[kl_ring_loader_kv_empty_bar_at(slot)] = 2;
+}
+"""
+
+
+@pytest.mark.toolchain
+def test_a_component_using_the_helpers_rebuilds_identically_in_another_folder(tmp_path: Path) -> None:
+    """The helpers are macros: an inline function defined in the header made the LTO IR depend on the header's
+    folder, and `kernlink link`'s rebuild (in a temporary folder) refused every such package as L-INTEGRITY."""
+    from linker.binding import rebuild_problems
+    from linker.pack import pack
+
+    folder = tmp_path / "a-folder-of-its-own"
+    folder.mkdir()
+    (folder / "kl_ring_loader.h").write_text(_header("ring/loader.kc"))
+    (folder / "loader.cu").write_text(f'#include "kl_ring_loader.h"\n{HELPER_BODY}')
+    (folder / "loader.kc").write_text((EXAMPLES / "ring" / "loader.kc").read_text())
+    pack(folder / "loader.cu", folder / "loader.kc", folder / "loader.kpkg")
+    (stage,) = parse_file(folder / "loader.kc")[0].stages
+    assert [(d.code, d.message) for d in rebuild_problems(str(folder / "loader.kpkg"), stage)] == []

@@ -131,6 +131,26 @@ def test_the_same_stuck_wait_in_several_blocks_is_one_diagnostic() -> None:
     assert found[0].notes[1] == "waited up to 103 cycles (the bound is 1000)"
 
 
+def test_the_same_stuck_wait_in_many_threads_of_a_role_is_one_diagnostic() -> None:
+    """moe4's grouped GEMM waits in every thread: many threads of a block time out on one counter slot."""
+    link_map = {**LINK_MAP, "dispatch": {"roles": [{"stage": "hand.cons", "role": "cons", "first_warp": 1,
+                                                    "warps": 8}]}}
+    same = [(b, t, 0, 0, 5, 4, 100, 0) for b in (0, 1) for t in (32, 33, 64, 287)]
+    found = decode_ledger(link_map, _ledger(*same, (0, 40, 0, 0, 5, 3, 7, 0)))
+    assert [d.message.split(" hung")[0] for d in found] == ["2 blocks (0, 1), 4 threads (32, 33, 64, 287)",
+                                                            "block 0, thread 40"]
+
+
+def test_a_wait_that_finds_the_ledger_full_sleeps_instead_of_trapping_first() -> None:
+    from linker.watchdog import Watchdog, prelude_lines
+
+    text = "\n".join(prelude_lines(Watchdog(1000, ())))
+    room = text.index(f"if (entry < {CAPACITY}u)")
+    full = text.index("} else {", room)
+    assert "__nanosleep" in text[full:text.index("}", full + 8)]
+    assert text.index('asm volatile("trap;")') > full  # the only trap: after a recorded entry, or without a ledger
+
+
 def test_an_empty_ledger_and_an_incomplete_entry_decode_to_nothing() -> None:
     assert decode_ledger(LINK_MAP, _ledger()) == []
     assert decode_ledger(LINK_MAP, _ledger(torn=True)) == []

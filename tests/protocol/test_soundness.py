@@ -96,8 +96,8 @@ def _moe4_without_full_arrive(tmp_path: Path) -> Path:
     shutil.copytree(EXAMPLES / "moe4", folder)
     gemm = folder / "gemm.kc"
     text = gemm.read_text()
-    assert "        full arrive per_warpgroup(expert)\n" in text
-    gemm.write_text(text.replace("        full arrive per_warpgroup(expert)\n", ""))
+    assert "        full arrive per_warp(expert)\n" in text
+    gemm.write_text(text.replace("        full arrive per_warp(expert)\n", ""))
     return folder / "moe4.kp"
 
 

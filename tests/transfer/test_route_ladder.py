@@ -12,7 +12,7 @@ from transfer_model import exprs as ex
 from transfer_model.library import mma_m16n8k16_f32, wgmma_m64nNk16_f32
 from transfer_model.maps import REGS, SMEM, TMEM, Chunk, LayoutMap
 from transfer_model.primitives import StagingAddress
-from transfer_model.program import Copy, LaneSource, Shuffle, Sync
+from transfer_model.program import Arrive, Copy, LaneSource, Shuffle, Sync, TmemFence, TmemLoad, TmemWait
 from transfer_model.routes import RouteResult, select_route
 from transfer_model.simulate import expected, simulate
 from transfer_model.tensors import Lends, RoleThreads, TensorExport, TensorImport, check_identity
@@ -157,8 +157,16 @@ def test_tensor_memory_load_32x32b() -> None:
     result = _route(export, imp, tmem=True)
     assert result.route is not None and result.route.rung == "tmem-load"
     assert result.route.needs_tmem_address and not result.route.needs_smem_address
-    load = result.route.program.import_ops[3][0]
+    program = result.route.program
+    load = program.import_ops[3][0]
+    assert isinstance(load, TmemLoad)
     assert (load.shape, load.num, load.bases) == ("32x32b", 32, ((0, 96), (32, 96), (64, 96), (96, 96)))
+    # the loads are ordered after the producer's writes: fence, barrier, fence (chunk 0 only)
+    assert program.export_ops == (TmemFence(before=True), Arrive(0))
+    assert program.import_ops[0][:2] == (Sync(0), TmemFence(before=False))
+    assert all(ops[-1] == TmemWait() and Sync(0) not in ops for ops in program.import_ops[1:])
+    assert (program.barriers, program.barrier_threads) == (1, 256)
+    assert result.route.barriers == 1
 
 
 def test_tensor_memory_load_16x256b() -> None:
@@ -169,8 +177,12 @@ def test_tensor_memory_load_16x256b() -> None:
     demand = regs((("t", 128), ("h", 2), ("j", 16)), lane, col)
     result = _route(export_of(_tmem_identity(128, 32), tile), import_of(demand, tile, first=0), tmem=True)
     assert result.route is not None and result.route.rung == "tmem-load"
-    loads = result.route.program.import_ops[0]
+    ops = result.route.program.import_ops[0]
+    loads = [op for op in ops if isinstance(op, TmemLoad)]
     assert [(op.shape, op.num, op.dst) for op in loads[:2]] == [("16x256b", 4, 0), ("16x256b", 4, 16)]
+    # the producer's own threads: they synced at the export, so the import only fences
+    assert result.route.program.export_ops == (TmemFence(before=True), Sync(0))
+    assert ops[0] == TmemFence(before=False) and Sync(0) not in ops
 
 
 def test_tensor_memory_lane_quadrant_is_enforced() -> None:

@@ -107,8 +107,14 @@ def test_link_constants_fold_into_the_code() -> None:
     source = lower(program, LinkConstants(smem_addr=2048, barrier_ids=(5, 7)))
     assert "barrier.sync 5, 384;" in source and "barrier.sync 7, 384;" in source
     assert "kl_st_b32(2048u + " in source and "kl_ld_b32(2048u + " in source
-    tmem = lower(CASES["tmem-32x32b"], LinkConstants(tmem_addr=64))
+    tmem = lower(CASES["tmem-32x32b"], LinkConstants(tmem_addr=64, barrier_ids=(3,)))
     assert "tcgen05.ld.sync.aligned.32x32b.x32.b32" in tmem and "64u" in tmem
+    # ordered after the producer's writes: fence, arrive / sync, fence, then the loads
+    export, imported = tmem.split("void kl_import_")
+    assert export.index("tcgen05.fence::before_thread_sync;") < export.index("barrier.arrive 3, 256;")
+    chunk0 = imported[imported.index("case 0:"):imported.index("case 1:")]
+    assert (chunk0.index("barrier.sync 3, 256;") < chunk0.index("tcgen05.fence::after_thread_sync;")
+            < chunk0.index("tcgen05.ld.") < chunk0.index("tcgen05.wait::ld"))
 
 
 def test_missing_or_bad_constants_are_rejected() -> None:
@@ -121,7 +127,7 @@ def test_missing_or_bad_constants_are_rejected() -> None:
     with pytest.raises(ValueError, match="not aligned"):
         lower(CASES["staging-chunk"], LinkConstants(smem_addr=1026, barrier_ids=(1, 2)))
     with pytest.raises(ValueError, match="tensor-memory address"):
-        lower(CASES["tmem-32x32b"])
+        lower(CASES["tmem-32x32b"], LinkConstants(barrier_ids=(1,)))
 
 
 def test_symbols_can_be_renamed() -> None:

@@ -16,7 +16,8 @@
 //   export handle once (`ready event acc.ready`): the linker's route takes it from there.
 //
 // The tile (m, n) of a CTA is `tile_of` below (grouped raster, the fact `raster_m`). The tensor maps are built on the
-// host (cuTensorMapEncodeTiled: bf16, 2-D, box {64, 128} for A and for B,
+// host by the stage's host provider, mainloop_host.c, from `a`, `b`, `rows`, `n` and
+// `k_tiles` (cuTensorMapEncodeTiled: bf16, 2-D, box {64, 128} for A and for B,
 // CU_TENSOR_MAP_SWIZZLE_128B, out-of-bounds elements filled with zeros) and stored in
 // global memory; params hold their addresses.
 //
@@ -35,17 +36,19 @@ __device__ unsigned kl_gemm_mainloop_kv_full_count();    // `full init 1`
 __device__ unsigned kl_gemm_mainloop_kv_empty_count();   // `empty init per_warpgroup(mma)`
 __device__ unsigned kl_gemm_mainloop_operands_smem();    // claim operands: slot 0 (1024-aligned)
 __device__ unsigned kl_gemm_mainloop_operands_stride();  // claim operands: bytes between slots
-__device__ unsigned kl_gemm_mainloop_drained_bar_id();   // claim barrier drained: named-barrier ID
-__device__ unsigned kl_gemm_mainloop_drained_threads();  // claim barrier drained: its threads (role mma)
 __device__ void kl_gemm_mainloop_accumulator_export(const unsigned int* held);  // export accumulator
 }
 
-// params GemmParams size 24 align 8
+// params GemmParams size 48 align 8
 struct GemmParams {
     const void* tmap_a;  // @ 0: CUtensorMap of A [M, K], box {64, 128}, 128B swizzle (64-byte aligned)
     const void* tmap_b;  // @ 8: CUtensorMap of B [N, K], box {64, 128}, 128B swizzle
     unsigned k_tiles;    // @ 16: K / 64
     unsigned tile_n;     // @ 20 = fact tile_n (128)
+    const void* a;       // @ 24: A [M, K] bf16, row-major (the host provider's input for tmap_a)
+    const void* b;       // @ 32: B [N, K] bf16, row-major (its input for tmap_b)
+    unsigned rows;       // @ 40: M
+    unsigned n;          // @ 44: N
 };
 
 namespace {
@@ -254,11 +257,6 @@ extern "C" __device__ void gemm_mma_main(const GemmParams* params, unsigned char
     if (k_tiles > 0 && leader) {
         mbarrier_arrive(empty + kBarrierBytes * previous);
     }
-    // Both warpgroups have retired every wgmma that read the ring (`drained`): the
-    // route may now stage through shared memory the ring's slots occupied.
-    asm volatile("barrier.sync %0, %1;" ::"r"(kl_gemm_mainloop_drained_bar_id()),
-                 "r"(kl_gemm_mainloop_drained_threads())
-                 : "memory");
     // `ready event acc.ready`: every accumulator is final.
     kl_gemm_mainloop_accumulator_export(reinterpret_cast<const unsigned int*>(acc));
 }

@@ -25,8 +25,6 @@ __device__ unsigned kl_gemm_mma_sync_kv_full_count();    // `full init 1`
 __device__ unsigned kl_gemm_mma_sync_kv_empty_count();   // `empty init per_warpgroup(mma)`
 __device__ unsigned kl_gemm_mma_sync_operands_smem();    // claim operands: slot 0 (1024-aligned)
 __device__ unsigned kl_gemm_mma_sync_operands_stride();  // claim operands: bytes between slots
-__device__ unsigned kl_gemm_mma_sync_drained_bar_id();   // claim barrier drained: named-barrier ID
-__device__ unsigned kl_gemm_mma_sync_drained_threads();  // claim barrier drained: its threads (role mma)
 __device__ void kl_gemm_mma_sync_accumulator_export(const unsigned int* held);  // export accumulator
 }
 
@@ -225,10 +223,6 @@ extern "C" __device__ void gemm_mma_sync_main(const MmaSyncParams* params, unsig
             phase ^= 1;
         }
     }
-    // Every warp has read its last operands (`drained`): the route may stage through the ring.
-    asm volatile("barrier.sync %0, %1;" ::"r"(kl_gemm_mma_sync_drained_bar_id()),
-                 "r"(kl_gemm_mma_sync_drained_threads())
-                 : "memory");
     // `ready event acc.ready`
     kl_gemm_mma_sync_accumulator_export(reinterpret_cast<const unsigned int*>(acc));
 }

@@ -44,10 +44,11 @@ __device__ void ring_load_main(const LoaderParams* params, unsigned char* smem);
 __device__ void ring_loader_kv_init(const LoaderParams* params, unsigned char* smem);  // loader.kc:13: ring kv produce by load {
 }  // extern "C"
 
-// ---- typed helpers over the handles (shared-memory offsets from the dynamic base)
-__device__ __forceinline__ unsigned kl_ring_loader_kv_full_bar_at(unsigned slot) { return kl_ring_loader_kv_full_bar() + 8u * slot; }
-__device__ __forceinline__ unsigned kl_ring_loader_kv_empty_bar_at(unsigned slot) { return kl_ring_loader_kv_empty_bar() + 8u * slot; }
-__device__ __forceinline__ unsigned kl_ring_loader_kv_stage_smem_at(unsigned slot) { return kl_ring_loader_kv_stage_smem() + kl_ring_loader_kv_stage_stride() * slot; }
-__device__ __forceinline__ unsigned kl_ring_loader_stage_smem_at(unsigned slot) { return kl_ring_loader_stage_smem() + kl_ring_loader_stage_stride() * slot; }
+// ---- typed helpers over the handles (shared-memory offsets from the dynamic base); macros, so the
+// component's LTO IR does not depend on where this header lies (the linker rebuilds it elsewhere)
+#define kl_ring_loader_kv_full_bar_at(slot) (kl_ring_loader_kv_full_bar() + 8u * (slot))
+#define kl_ring_loader_kv_empty_bar_at(slot) (kl_ring_loader_kv_empty_bar() + 8u * (slot))
+#define kl_ring_loader_kv_stage_smem_at(slot) (kl_ring_loader_kv_stage_smem() + kl_ring_loader_kv_stage_stride() * (slot))
+#define kl_ring_loader_stage_smem_at(slot) (kl_ring_loader_stage_smem() + kl_ring_loader_stage_stride() * (slot))
 
 #endif  // KL_RING_LOADER_H

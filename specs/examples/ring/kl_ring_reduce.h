@@ -39,9 +39,10 @@ __device__ unsigned kl_ring_reduce_kv_stage_stride();  // ring kv: slot stride o
 __device__ void ring_reduce_main(const ReduceParams* params, unsigned char* smem);  // reduce.kc:5: role reduce entry ring_reduce_main warps 8 regs 232 warpgroup
 }  // extern "C"
 
-// ---- typed helpers over the handles (shared-memory offsets from the dynamic base)
-__device__ __forceinline__ unsigned kl_ring_reduce_kv_full_bar_at(unsigned slot) { return kl_ring_reduce_kv_full_bar() + 8u * slot; }
-__device__ __forceinline__ unsigned kl_ring_reduce_kv_empty_bar_at(unsigned slot) { return kl_ring_reduce_kv_empty_bar() + 8u * slot; }
-__device__ __forceinline__ unsigned kl_ring_reduce_kv_stage_smem_at(unsigned slot) { return kl_ring_reduce_kv_stage_smem() + kl_ring_reduce_kv_stage_stride() * slot; }
+// ---- typed helpers over the handles (shared-memory offsets from the dynamic base); macros, so the
+// component's LTO IR does not depend on where this header lies (the linker rebuilds it elsewhere)
+#define kl_ring_reduce_kv_full_bar_at(slot) (kl_ring_reduce_kv_full_bar() + 8u * (slot))
+#define kl_ring_reduce_kv_empty_bar_at(slot) (kl_ring_reduce_kv_empty_bar() + 8u * (slot))
+#define kl_ring_reduce_kv_stage_smem_at(slot) (kl_ring_reduce_kv_stage_smem() + kl_ring_reduce_kv_stage_stride() * (slot))
 
 #endif  // KL_RING_REDUCE_H

@@ -33,6 +33,7 @@ __device__ void hello_caller_main(const CallerParams* params, unsigned char* sme
 __device__ float kl_call_scale(float);  // caller.kc:11: call scale (f32) -> f32 as kl_call_scale from role main guarantees converged, full_warps
 }  // extern "C"
 
-// ---- typed helpers over the handles (shared-memory offsets from the dynamic base)
+// ---- typed helpers over the handles (shared-memory offsets from the dynamic base); macros, so the
+// component's LTO IR does not depend on where this header lies (the linker rebuilds it elsewhere)
 
 #endif  // KL_HELLO_CALLER_H

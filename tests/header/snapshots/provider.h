@@ -13,6 +13,7 @@ __device__ unsigned kl_hello_provider_fact_scale_factor();  // a fact's value; p
 __device__ float hello_scale(float);  // provider.kc:5: export callable scale (f32) -> f32 = hello_scale requires converged
 }  // extern "C"
 
-// ---- typed helpers over the handles (shared-memory offsets from the dynamic base)
+// ---- typed helpers over the handles (shared-memory offsets from the dynamic base); macros, so the
+// component's LTO IR does not depend on where this header lies (the linker rebuilds it elsewhere)
 
 #endif  // KL_HELLO_PROVIDER_H

@@ -1,0 +1,76 @@
+"""Host providers at link: each called provider's C source, where it goes, and what it is called with.
+
+A stage's ``host provider "x.c" fn F fills a, b`` (specs/language.md §15) is C code the
+launch helpers run before the kernel: ``CUresult F(void* params, CUstream stream)`` on
+the stage's params block inside the kernel's. `kernlink pack` carries ``x.c`` in the
+package; the link copies it into the link directory as ``provider_<stage>_x.c`` and
+records, in stage order, each provider's function, file, fields and the offset of the
+block it is given (``link.json`` ``providers``). ``kernel.h`` declares and calls them
+(linker/host_header.py); ``kernlink.Session`` builds them into a shared object.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from checker.composition import Composition
+from contract_lang import ast as A
+from diagnostics.model import Diagnostic, DiagnosticError, Label
+from linker.generate import ParamsRegion
+from package.kpkg import read_package
+
+
+@dataclass(frozen=True)
+class LinkedProvider:
+    """One called host provider of a linked pipeline."""
+
+    stage: str
+    function: str
+    file: str  # its name in the link directory
+    fills: tuple[str, ...]
+    block: str | None  # the params block it is given (None: the stage has none; it gets NULL)
+    offset: int | None  # that block's offset in the kernel's params block
+    source: bytes
+
+    def as_json(self) -> dict[str, Any]:
+        return {"stage": self.stage, "function": self.function, "file": self.file, "fills": list(self.fills),
+                "block": self.block, "offset": self.offset, "sha256": hashlib.sha256(self.source).hexdigest()}
+
+
+def file_name(stage: str, payload: str) -> str:
+    """``provider_<stage>_<payload>``: one flat name per provider in the link directory."""
+    return f"provider_{re.sub(r'[^A-Za-z0-9_]', '_', stage)}_{payload}"
+
+
+def linked_providers(comp: Composition, regions: Sequence[ParamsRegion]) -> list[LinkedProvider]:
+    """The called providers of every stage, in stage order; L-LINK when a package lacks a provider's source."""
+    found: list[LinkedProvider] = []
+    problems: list[Diagnostic] = []
+    for entry in comp.stages:
+        called = [p for p in entry.stage.items if isinstance(p, A.HostProvider) and p.function is not None]
+        if not called or entry.package is None:
+            continue
+        payloads = read_package(entry.package).payloads
+        region = next((r for r in regions if r.stage == entry.name), None)
+        for provider in called:
+            assert provider.function is not None
+            payload = provider.library.rsplit("/", 1)[-1]
+            source = payloads.get(payload)
+            if source is None:
+                problems.append(Diagnostic(
+                    "L-LINK", f"package `{entry.package}` of `{entry.name}` does not carry the source of its host "
+                              f"provider `{provider.library}`",
+                    labels=(Label(provider.span, "this provider"),) if provider.span.line > 0 else (),
+                    notes=("`kernlink pack` carries every called provider's C source as a payload",),
+                    helps=("repack the stage with `kernlink pack`",)))
+                continue
+            found.append(LinkedProvider(entry.name, provider.function, file_name(entry.name, payload),
+                                        provider.fills, region.block if region else None,
+                                        region.offset if region else None, source))
+    if problems:
+        raise DiagnosticError(problems)
+    return found

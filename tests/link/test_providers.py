@@ -1,0 +1,260 @@
+"""Host providers: declared in the contract, carried by the package, written and called by the link's helpers.
+
+A copy of the ring example where each stage has a provider that fills one pointer field
+from the stage's `tiles` and logs its call. The C test program includes the generated
+kernel.h and links the providers' real sources from the link directory; only the driver
+launch (`cuLaunchKernel`) is a stub, which records the params block it was given.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+from cuda.bindings import driver
+
+from diagnostics.model import DiagnosticError
+from kernlink.api import check_text
+from kernlink.build import build
+from kernlink.host_providers import Provider, build_library, cuda_include
+from kernlink.session import Session
+from linker.launch import GpuSession
+from linker.pack import pack
+from package.kpkg import read_package
+from tests.link.examples import EXAMPLES
+
+PROVIDER = """#include <cuda.h>
+#include <stdint.h>
+#include <string.h>
+extern char kl_test_log[64];
+typedef struct {{ CUdeviceptr {ptr}; {middle} uint32_t tiles; {tail} }} block_t;  /* the stage's contract layout */
+CUresult {fn}(void* params, CUstream stream) {{
+    block_t* p = (block_t*)params;
+    (void)stream;
+    strcat(kl_test_log, "{tag}");
+    p->{ptr} = (CUdeviceptr)({base}u + p->tiles);
+    return CUDA_SUCCESS;
+}}
+"""
+
+MAIN = """#include <stdio.h>
+#include <string.h>
+#include "kernel.h"
+char kl_test_log[64];
+static unsigned char seen[sizeof(kl_ring_params)];
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                unsigned bz, unsigned smem, CUstream stream, void** args, void** extra) {
+    (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)smem; (void)stream; (void)extra;
+    strcat(kl_test_log, "launch");
+    memcpy(seen, args[0], sizeof seen);
+    return CUDA_SUCCESS;
+}
+int main(void) {
+    kl_ring_params params;
+    kl_ring_params_init(&params);
+    params.ring_loader_tiles = 7;
+    params.ring_reduce_tiles = 9;
+    if (kl_ring_launch(NULL, NULL, NULL, 4, &params) != CUDA_SUCCESS) return 1;
+    kl_ring_params* got = (kl_ring_params*)seen;
+    printf("%s %llu %llu\\n", kl_test_log, (unsigned long long)got->ring_loader_src,
+           (unsigned long long)got->ring_reduce_dst);
+    return 0;
+}
+"""
+
+
+def _ring_with_providers(root: Path) -> Path:
+    shutil.copytree(EXAMPLES / "ring", root, ignore=shutil.ignore_patterns("build", "host"))
+    for stem, ptr, middle, tail, base in (("loader", "src", "", "uint32_t pad;", 0x1000),
+                                          ("reduce", "dst", "uint32_t tile_elems;", "", 0x2000)):
+        fn = f"kl_test_{stem}_provide"
+        (root / f"{stem}_host.c").write_text(PROVIDER.format(ptr=ptr, middle=middle, tail=tail, fn=fn,
+                                                             tag=f"{stem},", base=base))
+        kc = root / f"{stem}.kc"
+        text = kc.read_text().rstrip()
+        assert text.endswith("}")
+        kc.write_text(text[:-1] + f'    host provider "{stem}_host.c" fn {fn} fills {ptr}\n}}\n')
+    return root / "ring.kp"
+
+
+@pytest.fixture(scope="module")
+def linked(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pipeline = _ring_with_providers(tmp_path_factory.mktemp("providers") / "ring")
+    steps, result = build(pipeline, pipeline.parent / "out")
+    assert result is not None and result.ok, [d.message for d in steps.diagnostics]
+    return pipeline.parent / "out"
+
+
+def test_the_package_carries_the_provider_source(linked: Path) -> None:
+    pkg = read_package(linked.parent / "build" / "loader.kpkg")
+    assert pkg.payloads["loader_host.c"] == (linked.parent / "loader_host.c").read_bytes()
+
+
+def test_the_link_writes_and_records_the_providers_in_stage_order(linked: Path) -> None:
+    record = json.loads((linked / "link.json").read_text())
+    assert [(p["stage"], p["function"], p["fills"], p["offset"]) for p in record["providers"]] == [
+        ("ring.loader", "kl_test_loader_provide", ["src"], 0), ("ring.reduce", "kl_test_reduce_provide", ["dst"], 16)]
+    for p in record["providers"]:
+        assert (linked / p["file"]).read_bytes() == (linked.parent / f"{p['stage'].split('.')[1]}_host.c").read_bytes()
+    header = (linked / "kernel.h").read_text()
+    assert "CUresult kl_test_loader_provide(void* params, CUstream stream);" in header
+    assert "filled by host provider kl_test_reduce_provide" in header
+
+
+@pytest.mark.skipif(cuda_include() is None or shutil.which("cc") is None, reason="no C compiler or cuda.h")
+def test_kl_launch_calls_each_provider_in_stage_order_before_the_launch(linked: Path, tmp_path: Path) -> None:
+    (tmp_path / "main.c").write_text(MAIN)
+    record = json.loads((linked / "link.json").read_text())
+    exe = tmp_path / "main"
+    subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", f"-I{linked}", f"-I{cuda_include()}",
+                    str(tmp_path / "main.c"), *(str(linked / p["file"]) for p in record["providers"]),
+                    "-o", str(exe)], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["loader,reduce,launch", str(0x1000 + 7), str(0x2000 + 9)]
+
+
+@pytest.mark.parametrize(("fills", "problem"), [
+    ("fills tiles, tmap", "which no params block of the stage declares"),
+    ("fills tile_elems", "which the link writes from fact `tile_elems`"),
+])
+def test_a_provider_filling_a_field_it_does_not_own_is_l_params(fills: str, problem: str) -> None:
+    text = (EXAMPLES / "ring" / "reduce.kc").read_text().rstrip()[:-1] + \
+        f'    host provider "reduce_host.c" fn kl_reduce_provide {fills}\n}}\n'
+    found = [d for d in check_text(text, "reduce.kc").diagnostics if d.code == "L-PARAMS"]
+    assert len(found) == 1 and problem in found[0].message, [d.message for d in found]
+
+
+def test_two_providers_filling_one_field_and_fills_without_fn_are_l_params() -> None:
+    base = (EXAMPLES / "ring" / "reduce.kc").read_text().rstrip()[:-1]
+    text = base + '    host provider "a.c" fn kl_a fills dst\n    host provider "b.c" fn kl_b fills dst\n}\n'
+    found = [d.message for d in check_text(text, "reduce.kc").diagnostics if d.code == "L-PARAMS"]
+    assert len(found) == 1 and "which host provider `a.c` fills too" in found[0]
+    text = base + '    host provider "a.c" fills dst\n}\n'
+    found = [d.message for d in check_text(text, "reduce.kc").diagnostics if d.code == "L-PARAMS"]
+    assert len(found) == 1 and "names no `fn`" in found[0]
+
+
+def test_pack_refuses_a_provider_whose_source_is_missing(tmp_path: Path) -> None:
+    pipeline = _ring_with_providers(tmp_path / "ring")
+    (pipeline.parent / "loader_host.c").unlink()
+    with pytest.raises(DiagnosticError) as err:
+        pack(pipeline.parent / "loader.cu", pipeline.parent / "loader.kc", tmp_path / "x.kpkg")
+    [diag] = err.value.diagnostics
+    assert diag.code == "E-PACK" and "host provider `loader_host.c` of `ring.loader` does not exist" in diag.message
+
+
+# ----------------------------------------------------------------- the real use: gemm_swiglu's TMA descriptors
+
+GEMM_HOST = EXAMPLES / "gemm_swiglu" / "host" / "gemm_host.c"
+
+
+@pytest.fixture(scope="module")
+def gemm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("gemm") / "gemm_swiglu"
+    shutil.copytree(EXAMPLES / "gemm_swiglu", root, ignore=shutil.ignore_patterns("build", "host"))
+    steps, result = build(root / "gemm_swiglu.kp", root / "out")
+    assert result is not None and result.ok, [d.message for d in steps.diagnostics]
+    return root / "out"
+
+
+def test_the_gemm_mainloop_provider_is_linked_and_its_example_compiles(gemm: Path, tmp_path: Path) -> None:
+    record = json.loads((gemm / "link.json").read_text())
+    [provider] = record["providers"]
+    assert (provider["stage"], provider["function"], provider["fills"], provider["offset"]) == (
+        "gemm.mainloop", "kl_gemm_mainloop_provide", ["tmap_a", "tmap_b"], 0)
+    include = cuda_include()
+    if include is None or shutil.which("cc") is None:
+        pytest.skip("no C compiler or cuda.h")
+    for source in (GEMM_HOST, gemm / provider["file"]):
+        subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", f"-I{gemm}", f"-I{include}", "-c",
+                        str(source), "-o", str(tmp_path / "x.o")], check=True)
+
+
+@pytest.mark.gpu
+def test_gemm_host_example_runs_with_its_provider(gemm: Path, tmp_path: Path) -> None:
+    include = cuda_include()
+    assert include is not None and shutil.which("cc") is not None, "a GPU machine has cc and cuda.h"
+    exe = tmp_path / "gemm_host"
+    provider = json.loads((gemm / "link.json").read_text())["providers"][0]["file"]
+    subprocess.run(["cc", "-std=c99", "-O2", f"-I{gemm}", f"-I{include}", str(GEMM_HOST), str(gemm / provider),
+                    "-lcuda", "-lm", "-o", str(exe)], check=True)
+    for shape in (("300", "512", "1024"), ("16", "256", "64")):
+        run = subprocess.run([str(exe), *shape], capture_output=True, text=True, check=False)
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert run.stdout.count(": ok") == 2, run.stdout
+
+
+def _bf16(values: list[float]) -> bytes:
+    out = bytearray()
+    for v in values:
+        bits = struct.unpack("<I", struct.pack("<f", v))[0]
+        out += struct.pack("<H", ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF)
+    return bytes(out)
+
+
+def _floats(data: bytes) -> list[float]:
+    return [struct.unpack("<f", struct.pack("<I", h << 16))[0] for (h,) in struct.iter_unpack("<H", data)]
+
+
+@pytest.mark.gpu
+def test_session_calls_the_gemm_provider_at_bind(gemm: Path) -> None:
+    m, n, k = 70, 128, 128
+    x = _floats(_bf16([((i * 37) % 19 - 9) / 9 for i in range(m * k)]))
+    w = _floats(_bf16([((i * 23) % 17 - 8) / (8 * 11.3) for i in range(n * k)]))
+    want = []
+    for r in range(m):
+        row = x[r * k:(r + 1) * k]
+        for j in range(n // 2):
+            g = 32 * (j // 16) + j % 16
+            gate = sum(a * b for a, b in zip(row, w[g * k:(g + 1) * k], strict=True))
+            up = sum(a * b for a, b in zip(row, w[(g + 16) * k:(g + 17) * k], strict=True))
+            want.append(gate / (1 + math.exp(-gate)) * up)
+    with GpuSession() as gpu, Session(gemm) as session:
+        dx, dw, out = gpu.upload(_bf16(x)), gpu.upload(_bf16(w)), gpu.upload(b"\xff" * (m * n))
+        with pytest.raises(DiagnosticError, match="filled by a host provider"):
+            session.bind(tmap_a=0)
+        session.bind(a=dx, b=dw, k_tiles=k // 64, n=n, out=out, ldo=n // 2, rows=m)
+        (err,) = driver.cuLaunchKernel(session._function, (m + 127) // 128, n // 128, 1, session.linked.threads,
+                                       1, 1, session.linked.dynamic_smem, session.stream, session._params, 0)
+        assert err == driver.CUresult.CUDA_SUCCESS
+        session.synchronize()
+        got = _floats(gpu.download(out))
+    diff = math.sqrt(sum((a - b) ** 2 for a, b in zip(got, want, strict=True)))
+    assert not any(math.isnan(v) for v in got)
+    assert diff / math.sqrt(sum(v * v for v in want)) <= 1e-2
+
+
+def test_editing_a_provider_repacks_its_stage(tmp_path: Path) -> None:
+    pipeline = _ring_with_providers(tmp_path / "ring")
+    steps, result = build(pipeline, tmp_path / "out")
+    assert result is not None and result.ok
+    provider = pipeline.parent / "reduce_host.c"
+    provider.write_text(provider.read_text().replace(f"{0x2000}u", f"{0x3000}u"))
+    steps, result = build(pipeline, tmp_path / "out")
+    assert result is not None and result.ok
+    assert {s.package.name: s.action for s in steps.steps} == {"loader.kpkg": "reused", "reduce.kpkg": "packed"}
+    assert (tmp_path / "out" / "provider_ring_reduce_reduce_host.c").read_text() == provider.read_text()
+
+
+@pytest.mark.skipif(cuda_include() is None or shutil.which("cc") is None, reason="no C compiler or cuda.h")
+def test_session_builds_the_providers_once_into_a_shared_object(linked: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KERNLINK_CACHE", str(tmp_path / "cache"))
+    record = json.loads((linked / "link.json").read_text())
+    providers = [Provider.from_json(p) for p in record["providers"]]
+    library = build_library(linked, providers)
+    assert library.parent == tmp_path / "cache" / "providers" and library.read_bytes()[:4] == b"\x7fELF"
+    symbols = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True).stdout
+    assert "kl_test_loader_provide" in symbols and "kl_test_reduce_provide" in symbols
+    assert build_library(linked, providers) == library  # cached by the sources' hash
+    broken = tmp_path / "broken"
+    shutil.copytree(linked, broken)
+    (broken / providers[0].file).write_text("this is not C\n")
+    with pytest.raises(DiagnosticError) as err:
+        build_library(broken, providers)
+    assert err.value.diagnostics[0].code == "E-RUN" and "do not compile" in err.value.diagnostics[0].message
