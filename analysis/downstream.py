@@ -31,7 +31,7 @@ def verify_downstream(comp: Composition, options: ModelOptions | None = None,
     decided yet (the verdict covers the configuration that is linked), then route its tensor
     connections on the placed roles. ``selected``: the clause codes the caller reports (the
     protocol's one-mistake-one-clause tiers apply over those)."""
-    placed, diags = place(comp)
+    placed, diags = place(comp, memo)
     if placed is None:
         return Downstream(None, [], diags)
     depths = {r.name: r.depth for r in placed.placement.rings}

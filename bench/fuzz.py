@@ -4,6 +4,7 @@
     python bench/fuzz.py --examples 2000 --all   # every reference composition
     python bench/fuzz.py --json
     python bench/fuzz.py --names ring,attention --jobs 1 --examples 300 --json
+    KERNLINK_BENCH_ROOT=../old python bench/fuzz.py --names ring   # the tree at ../old, same flags
 
 Each row is one campaign (fixed seed, so every run checks the same mutants): the
 mutants checked, the wall time and mutants per second, with every clause and with the
@@ -25,7 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+# KERNLINK_BENCH_ROOT measures another tree (e.g. a worktree of an earlier commit) with these flags
+ROOT = Path(os.environ.get("KERNLINK_BENCH_ROOT") or Path(__file__).resolve().parents[1]).resolve()
 sys.path.insert(0, str(ROOT))
 
 from checker.engine import by_code, selected  # noqa: E402

@@ -60,6 +60,9 @@ class Memo:
     #: a fact constraint, its facts' domains, rlimit → whether it holds (L-ASSUME; checker/facts.py)
     fact_verdicts: Table[tuple[Expr, tuple[tuple[str, str, tuple[int, ...]], ...], int], FactVerdict] = field(
         default_factory=lambda: Table(4096))
+    #: what a warp layout reads (capacities, roles' widths and register minimums, block warps,
+    #: budget) → the layout and the rlimit units, checks and unknowns it spent (placement/_warps.py)
+    warps: Table[Hashable, tuple[object, int, int, int]] = field(default_factory=Table)
     #: a package's PTX payload → the code facts derived from it (L-CONFORM)
     code_facts: Table[str, CodeFacts] = field(default_factory=lambda: Table(64))
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import z3
 
+from checker.memo import Memo
 from placement._budget import Budget, search_max, search_min
 from placement.problem import Problem, Role, round_up
 from solver import UNSAT, Verdict, minimise_core
@@ -187,8 +188,32 @@ def group_threads(problem: Problem, warps: int) -> list[int]:
     return [caps.warp_size * min(g, warps - g * k) for k in range(-(-warps // g))]
 
 
-def solve_warps(problem: Problem, budget: Budget) -> Layout | WarpConflict | WarpsUndecided:
-    """Lay out the roles and choose register budgets (module docstring)."""
+def solve_warps(problem: Problem, budget: Budget, memo: Memo | None = None) -> Layout | WarpConflict | WarpsUndecided:
+    """Lay out the roles and choose register budgets (module docstring).
+
+    The answer reads only the capacities, the roles' widths, warpgroup flags and register
+    minimums, the block's warps and the budget, and its models have contexts of their own:
+    on a fresh budget it is a function of those, kept in ``memo`` with what it spent (charged
+    to ``budget`` again on a hit), so compositions that differ elsewhere share it.
+    """
+    if memo is None or budget.used or budget.checks or budget.unknowns:
+        return _solve_warps(problem, budget)
+    key = (problem.capacities, tuple((r.warps, r.warpgroup, r.regs) for r in problem.roles),
+           problem.block_warps, problem.allow_idle_warps, budget.total, budget.per_check)
+
+    def compute() -> tuple[object, int, int, int]:
+        fresh = Budget(budget.total, budget.per_check)
+        return _solve_warps(problem, fresh), fresh.used, fresh.checks, fresh.unknowns
+
+    answer, used, checks, unknowns = memo.warps.get(key, compute)
+    assert isinstance(answer, Layout | WarpConflict | WarpsUndecided)
+    budget.used += used
+    budget.checks += checks
+    budget.unknowns += unknowns
+    return answer
+
+
+def _solve_warps(problem: Problem, budget: Budget) -> Layout | WarpConflict | WarpsUndecided:
     caps = problem.capacities
     roles = problem.roles
     limit = problem.block_warps or caps.max_warps_per_block

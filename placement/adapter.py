@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from checker.clauses.l_launch import residency_diagnostic
 from checker.composition import Composition, Owned
 from checker.hardware import TargetSpec
+from checker.memo import Memo
 from checker.protocol.adapter import MAX_CHECKED_DEPTH
 from checker.residency import ResidencyFinding, blocks_line, launch_blocks
 from checker.storage import agreed_depth, needed_alignment
@@ -139,8 +140,9 @@ class Placed:
     placement: Placement
 
 
-def place(comp: Composition) -> tuple[Placed | None, list[Diagnostic]]:
-    """Solve the joint placement; a rejection or an unverifiable result is a diagnostic."""
+def place(comp: Composition, memo: Memo | None = None) -> tuple[Placed | None, list[Diagnostic]]:
+    """Solve the joint placement; a rejection or an unverifiable result is a diagnostic.
+    ``memo``: results kept between the caller's checks (:class:`checker.memo.Memo`)."""
     try:
         problem = problem_from(comp)
     except ValueError as err:  # an invariant the clauses should have caught first
@@ -149,7 +151,7 @@ def place(comp: Composition) -> tuple[Placed | None, list[Diagnostic]]:
             labels=(Label(_pipeline_span(comp), "in this composition"),),
             helps=("report it with the inputs: a clause should have rejected this",))]
     try:
-        placement = solve(problem)
+        placement = solve(problem, memo=memo)
     except DiagnosticError as err:
         return None, list(err.diagnostics)
     problems = verify(problem, placement)

@@ -25,6 +25,7 @@ verifier (:mod:`placement.verify`).
 
 from __future__ import annotations
 
+from checker.memo import Memo
 from diagnostics.model import Diagnostic, DiagnosticError, Severity, sort_diagnostics
 from placement._assemble import assemble
 from placement._budget import DEFAULT_CHECK_RLIMIT, DEFAULT_RLIMIT, Budget
@@ -40,16 +41,17 @@ SOLVE_ORDER: tuple[Domain, ...] = (Domain.BARRIER, Domain.COUNTER, Domain.TMEM, 
 
 
 def solve(problem: Problem, *, rlimit: int = DEFAULT_RLIMIT,
-          check_rlimit: int = DEFAULT_CHECK_RLIMIT) -> Placement:
+          check_rlimit: int = DEFAULT_CHECK_RLIMIT, memo: Memo | None = None) -> Placement:
     """Place every claim, ring depth, role and register budget of the problem.
 
     Raises :class:`~diagnostics.model.DiagnosticError` carrying one ``L-…`` diagnostic per
     domain without a placement (minimal conflicting set, capacity and shortfall), or
-    ``E-SOLVER-BUDGET`` when the budget ran out before either answer.
+    ``E-SOLVER-BUDGET`` when the budget ran out before either answer. ``memo`` keeps warp
+    layouts for the caller's later placements (:func:`placement._warps.solve_warps`).
     """
     budget = Budget(rlimit, check_rlimit)
     errors: list[Diagnostic] = []
-    layout = solve_warps(problem, budget)
+    layout = solve_warps(problem, budget, memo)
     if isinstance(layout, WarpConflict):
         errors.append(warps_diagnostic(problem, layout))
     elif not isinstance(layout, Layout):

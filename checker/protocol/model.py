@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 from diagnostics.span import Span
@@ -327,7 +327,7 @@ class Protocol:
                            for s in self._ring_steps(ring.name)):
                     raise ValueError(f"ring `{ring.name}`: consumer `{consumer}` never reads a slot")
 
-    @cached_property
+    @functools.cached_property
     def _index(self) -> dict[str, Ring | Counter | NamedBarrier]:
         index: dict[str, Ring | Counter | NamedBarrier] = {r.name: r for r in self.rings}
         index.update((c.name, c) for c in self.counters)
@@ -561,7 +561,18 @@ def remap_provenance(obj: Any, swap: Callable[[Provenance], Provenance]) -> Any:
         return tuple(remap_provenance(x, swap) for x in obj)
     if isinstance(obj, frozenset):
         return frozenset(remap_provenance(x, swap) for x in obj)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        values = {f.name: remap_provenance(getattr(obj, f.name), swap) for f in dataclasses.fields(obj) if f.init}
-        return type(obj)(**values)
-    return obj
+    names = _init_fields(type(obj))
+    if names is None:
+        return obj
+    return type(obj)(**{name: remap_provenance(getattr(obj, name), swap) for name in names})
+
+
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _init_fields(cls: type) -> tuple[str, ...] | None:
+    """The ``__init__`` fields of a dataclass type (None for any other type), looked up once per type."""
+    if cls not in _FIELDS:
+        plain = not dataclasses.is_dataclass(cls)
+        _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.init) if not plain else None
+    return _FIELDS[cls]

@@ -58,7 +58,7 @@ from checker.protocol.model import (
     Ring,
     Step,
 )
-from solver import UNSAT, Verdict, context, minimise_core, verdict_of
+from solver import UNSAT, Tracked, Verdict, context, minimise_core, verdict_of
 from solver import text as T
 from solver.text import Script, Term
 
@@ -182,7 +182,9 @@ class ProtocolModel:
         self.cut_solver = self._solver(rlimit)
         self._pending: dict[str, list[str]] = {"model": [], "static": [], "cut": []}
         self.facts: dict[str, Fact] = {}
-        self.lits: dict[str, z3.BoolRef] = {}
+        self.tracked: Tracked[str] = Tracked(self.ctx)
+        """Each fact's literal (named by its key) and, for a contract fact, its span."""
+        self.lits = self.tracked.literal
         self._lit_terms: dict[str, Term] = {}
         self.assertions = 0
         self.variables = 0
@@ -245,7 +247,7 @@ class ProtocolModel:
         if key not in self.lits:
             self.facts[key] = fact
             self._lit_terms[key] = self._bool(key)
-            self.lits[key] = self.script.handle(key)
+            self.tracked.add(key, key, fact.span if isinstance(fact, Provenance) else None)
 
     def _add(self, keys: str | Sequence[str], expr: Cond, *, dynamic: bool = True,
              static: bool = False, cut: bool = False) -> None:
@@ -791,12 +793,9 @@ class ProtocolModel:
         Starts from Z3's core; a literal whose removal gives ``unknown`` is kept.
         """
         chosen = self.pick(solver)
-        by_lit = {self.lits[k].get_id(): k for k in facts}
 
         def core_of(verdict: Verdict) -> tuple[Verdict, set[str] | None]:
-            if not verdict.unsat:
-                return verdict, None
-            return UNSAT, {by_lit[c.get_id()] for c in chosen.unsat_core() if c.get_id() in by_lit}
+            return (UNSAT, set(self.tracked.labels(chosen.unsat_core()))) if verdict.unsat else (verdict, None)
 
         _, found = core_of(self.check(facts, extra, solver=solver))
         if found is None:
