@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from checker.engine import by_code, selected  # noqa: E402
-from kernlink.fuzz import Campaign, default_jobs, load_subject  # noqa: E402
+from fuzzing.campaign import Campaign, default_jobs  # noqa: E402
+from fuzzing.subject import load_subject  # noqa: E402
 
 EXAMPLES = ROOT / "specs" / "examples"
 NAMES = ("ring", "gemm_swiglu", "attention", "moe4", "cp", "hello")

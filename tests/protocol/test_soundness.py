@@ -22,9 +22,9 @@ from checker.engine import ModelOptions, by_code
 from checker.protocol import adapter
 from checker.protocol.check import check_protocol
 from checker.protocol.smt import ProtocolModel
+from fuzzing.contract_oracle import problems_of
 from kernlink.api import check, compose
 from kernlink.cli import main
-from kernlink.contract_oracle import problems_of
 from tests.protocol.helpers import kv_ring
 from tests.tiers import examples
 
