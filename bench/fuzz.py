@@ -31,7 +31,8 @@ ROOT = Path(os.environ.get("KERNLINK_BENCH_ROOT") or Path(__file__).resolve().pa
 sys.path.insert(0, str(ROOT))
 
 from checker.engine import by_code, selected  # noqa: E402
-from kernlink.fuzz import Campaign, default_jobs, load_subject  # noqa: E402
+from fuzzing.campaign import Campaign, default_jobs  # noqa: E402
+from fuzzing.subject import load_subject  # noqa: E402
 
 EXAMPLES = ROOT / "specs" / "examples"
 NAMES = ("ring", "gemm_swiglu", "attention", "moe4", "cp", "hello")

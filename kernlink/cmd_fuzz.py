@@ -1,4 +1,4 @@
-"""`kernlink fuzz`: mutate a composition and report which clause catches each edit (kernlink/fuzz.py)."""
+"""`kernlink fuzz`: mutate a composition and report which clause catches each edit (the fuzzing package)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from kernlink import output
 from kernlink.exit_codes import EXIT_OK, EXIT_REJECTED
 
 if TYPE_CHECKING:
-    from kernlink.fuzz import Campaign, Report
+    from fuzzing.campaign import Campaign
+    from fuzzing.report import Report
 
 
 def register(sub: Any) -> None:
-    from kernlink.fuzz import default_jobs
+    from fuzzing.campaign import default_jobs
 
     p = sub.add_parser("fuzz", help="mutate a composition and report which clause catches each edit")
     p.add_argument("paths", nargs="*", help="a pipeline (.kp) and optionally contracts (.kc) or packages (.kpkg)")
@@ -42,7 +43,8 @@ def cmd_fuzz(args: Any) -> int:
     import sys
 
     from checker.engine import selected
-    from kernlink.fuzz import Campaign, load_subject, new_seed, replace_kinds
+    from fuzzing.campaign import Campaign, new_seed, replace_kinds
+    from fuzzing.subject import load_subject
     from package.loader import UsageError
 
     color = output.color(args.color)
@@ -120,7 +122,7 @@ def render_report(report: Report, campaign: Campaign, args: Any, *, color: bool 
     from rich.console import Console
     from rich.table import Table
 
-    from kernlink.fuzz import BUG_KINDS
+    from fuzzing.check import BUG_KINDS
 
     console = Console(force_terminal=color, no_color=color is False, highlight=False)
     if not console.is_terminal:

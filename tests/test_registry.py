@@ -24,7 +24,7 @@ from kernlink.api import check_text
 from kernlink.docs import catalogue_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = Path(__file__).parent / "clauses"
+FIXTURES = Path(__file__).parent / "checker" / "clauses"
 # Clauses whose verdict needs a compiled package or a device link: their examples are
 # illustrative, and their tests live with the linker (fixtures carry captured facts).
 NEEDS_ARTIFACTS = ("package", "link")
@@ -75,7 +75,7 @@ def test_example_triggers_clause(cls: type[Clause]) -> None:
 @pytest.mark.parametrize("cls", CLAUSES, ids=lambda c: c.code)
 def test_has_fixtures(cls: type[Clause]) -> None:
     folder = FIXTURES / cls.code
-    assert folder.is_dir(), f"tests/clauses/{cls.code}/ is missing"
+    assert folder.is_dir(), f"tests/checker/clauses/{cls.code}/ is missing"
     names = [p.name for p in folder.iterdir()]
     fails = [n for n in names if n.startswith("fail_") and not n.endswith(".stderr")]
     passes = [n for n in names if n.startswith("pass_")]

@@ -8,7 +8,7 @@ Sources (design/HARDWARE.md):
 
 - §7.1 ``mma.sync.aligned.m16n8k16`` f32 accumulator, lane ``l``, ``g = l / 4``,
   register ``c_i``: row ``g + 8 * (i / 2)``, column ``2 * (l % 4) + i % 2``.
-  HW-verified on an H200 (tests/transfer/data/accumulator_readback.json).
+  HW-verified on an H200 (tests/transfer_model/data/accumulator_readback.json).
 - §7.2 ``wgmma.mma_async.m64nNk16`` f32 accumulator, thread ``t`` of the warpgroup, warp
   ``w = t / 32``, lane ``l``, register ``d_i`` (``N / 2`` registers): row
   ``16 * w + l / 4 + 8 * ((i / 2) % 2)``, column ``8 * (i / 4) + 2 * (l % 4) + i % 2``.

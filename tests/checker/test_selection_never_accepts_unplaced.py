@@ -10,7 +10,7 @@ from kernlink.api import check
 from kernlink.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-OVERFLOW = ROOT / "tests" / "clauses" / "L-OVERLAP" / "fail_no_depth_fits.kc"
+OVERFLOW = ROOT / "tests" / "checker" / "clauses" / "L-OVERLAP" / "fail_no_depth_fits.kc"
 
 
 def test_a_placement_that_fails_is_shown_whatever_the_selection() -> None:

@@ -15,7 +15,7 @@ from diagnostics.model import Diagnostic, Severity
 from kernlink.api import check
 from kernlink.cli import main
 
-PACKAGED = Path(__file__).resolve().parents[1] / "clauses" / "L-LINK" / "pass_linked"
+PACKAGED = Path(__file__).resolve().parent / "clauses" / "L-LINK" / "pass_linked"
 
 
 @pytest.fixture

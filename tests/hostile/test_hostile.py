@@ -23,7 +23,7 @@ from package.kpkg import _HEADER, FORMAT_VERSION, MAGIC, read_package
 from tests.hostile.harness import MiB, run_cli
 
 REPO = Path(__file__).resolve().parents[2]
-BASE_PACKAGE = REPO / "tests/clauses/L-INTEGRITY/pass_intact/loader.kpkg"
+BASE_PACKAGE = REPO / "tests/checker/clauses/L-INTEGRITY/pass_intact/loader.kpkg"
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
 

@@ -20,7 +20,7 @@ from tests.snapshots import assert_bytes_snapshot
 
 pytestmark = pytest.mark.toolchain
 
-FIXTURES = Path(__file__).resolve().parents[1] / "clauses"
+FIXTURES = Path(__file__).resolve().parents[1] / "checker" / "clauses"
 # package -> offset into its lto.ir payload of the byte flipped after packing (None: intact)
 PACKAGES: dict[str, int | None] = {
     "L-INTEGRITY/fail_payload_hash/loader.kpkg": 64,

@@ -16,7 +16,7 @@ import pytest
 from diagnostics.model import DiagnosticError
 from linker.toolchain import FAULT_ENV, compile_nvrtc
 
-PASS = Path(__file__).resolve().parents[1] / "clauses" / "L-LINK" / "pass_linked"
+PASS = Path(__file__).resolve().parents[1] / "checker" / "clauses" / "L-LINK" / "pass_linked"
 
 pytestmark = pytest.mark.toolchain
 

@@ -14,7 +14,7 @@ from contract_lang.compositions.catalogue import MUTATION_KINDS, edits
 from contract_lang.compositions.draw import mutations
 from contract_lang.compositions.edit import Mutation
 from contract_lang.parser import parse_text
-from kernlink.fuzz import load_subject
+from fuzzing.subject import load_subject
 from tests.properties.helpers import costly
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"

@@ -34,8 +34,9 @@ from contract_lang.compositions.generate import compositions
 from contract_lang.parser import parse_text
 from contract_lang.printer import print_file
 from contract_lang.strategies import source_files
+from fuzzing.check import Checker, registered_codes
+from fuzzing.subject import bundle_subject
 from kernlink.api import check_text
-from kernlink.fuzz import Checker, bundle_subject, registered_codes
 from package.loader import StageEntry
 from tests.properties.helpers import (
     TARGETS,

@@ -10,12 +10,12 @@
 // any register-layout assumption: ldmatrix for mma.sync, shared-memory
 // descriptors (no swizzle, K-major core matrices, LBO 128 B, SBO 256 B) for
 // wgmma. The host checks that every element appears exactly once and prints
-// JSON on stdout in the format of tests/transfer/data/accumulator_readback.json:
+// JSON on stdout in the format of tests/transfer_model/data/accumulator_readback.json:
 //   layouts.<name>.row[t * registers + r], layouts.<name>.col[t * registers + r]
 //
 // Build and run on an H200 (from the repository root):
 //   nvcc -std=c++17 -arch=sm_90a -o /tmp/kl_readback transfer_model/cuda/readback.cu
-//   /tmp/kl_readback > tests/transfer/data/accumulator_readback.json
+//   /tmp/kl_readback > tests/transfer_model/data/accumulator_readback.json
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

@@ -9,7 +9,7 @@ from checker.protocol import DEFAULT_RLIMIT, Protocol, check_protocol
 from checker.protocol.check import MAX_RLIMIT
 from checker.protocol.explore import explore
 from checker.protocol.strategies import small_protocols
-from tests.protocol.helpers import (
+from tests.checker.protocol.helpers import (
     kv_ring,
     loader_with_rendezvous,
     two_operand_rings,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.clauses.harness import Fixture, fixtures, run
+from tests.checker.clauses.harness import Fixture, fixtures, run
 from tests.snapshots import assert_text_snapshot
 
 

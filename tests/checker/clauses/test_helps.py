@@ -12,7 +12,7 @@ from diagnostics.model import Diagnostic, DiagnosticError
 from kernlink.api import check, check_text
 
 CLAUSES = Path(__file__).parent
-EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "specs" / "examples"
 
 
 def _errors(text: str) -> list[Diagnostic]:

@@ -1,4 +1,4 @@
-"""Fixture runner for clause folders: `tests/clauses/<CODE>/fail_*` and `pass_*`.
+"""Fixture runner for clause folders: `tests/checker/clauses/<CODE>/fail_*` and `pass_*`.
 
 A fixture is a `.kc` file (an implicit pipeline of its stages) or a folder with one
 `.kp` and the `.kc` files (or `.kpkg` packages) it uses. A failing fixture must

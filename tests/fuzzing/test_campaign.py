@@ -15,10 +15,13 @@ from checker.composition import Composition, Owned
 from contract_lang import ast as A
 from contract_lang.compositions.catalogue import MUTATION_KINDS
 from contract_lang.compositions.edit import Mutation
-from kernlink import fuzz
+from fuzzing.campaign import Campaign
+from fuzzing.check import Checker
+from fuzzing.mutation import reproducer, shrink
+from fuzzing.oracles import OracleResult, ProtocolOracle
+from fuzzing.subject import Subject, load_subject
 from kernlink.api import check
 from kernlink.cli import main
-from kernlink.fuzz import Campaign, Checker, OracleResult, load_subject, shrink
 from placement.adapter import Placed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +29,7 @@ RING = str(ROOT / "specs" / "examples" / "ring" / "ring.kp")
 
 
 @pytest.fixture(scope="module")
-def ring() -> fuzz.Subject:
+def ring() -> Subject:
     return load_subject([RING])
 
 
@@ -35,7 +38,7 @@ class RefuteRings:
 
     name = "fake"
 
-    def __init__(self, subject: fuzz.Subject) -> None:
+    def __init__(self, subject: Subject) -> None:
         self.subject = subject
 
     def check(self, comp: Composition, placed: Placed | None, clauses: frozenset[str]) -> OracleResult:
@@ -44,7 +47,7 @@ class RefuteRings:
         return OracleResult(True, () if now == base else ("fake: the ring changed",))
 
 
-def load_rings(subject: fuzz.Subject) -> Iterator[tuple[Owned[A.Ring], ...]]:
+def load_rings(subject: Subject) -> Iterator[tuple[Owned[A.Ring], ...]]:
     from checker.resolve import resolve
 
     pipeline = subject.inputs.pipeline
@@ -52,7 +55,7 @@ def load_rings(subject: fuzz.Subject) -> Iterator[tuple[Owned[A.Ring], ...]]:
     yield from resolve(pipeline, subject.name, subject.inputs.candidates).rings.values()
 
 
-def test_baseline_is_accepted_and_the_plan_walks_every_single_edit(ring: fuzz.Subject) -> None:
+def test_baseline_is_accepted_and_the_plan_walks_every_single_edit(ring: Subject) -> None:
     campaign = Campaign(ring, seed=5, oracles=[])
     assert campaign.baseline() == []
     plan = campaign.plan
@@ -62,7 +65,7 @@ def test_baseline_is_accepted_and_the_plan_walks_every_single_edit(ring: fuzz.Su
     assert stacked is not None and len(stacked.edits) == 2
 
 
-def test_same_seed_same_campaign_and_jobs_do_not_matter(ring: fuzz.Subject) -> None:
+def test_same_seed_same_campaign_and_jobs_do_not_matter(ring: Subject) -> None:
     one = Campaign(ring, seed=11, oracles=[]).run(examples=40)
     again = Campaign(ring, seed=11, oracles=[]).run(examples=40, jobs=2)
     other = Campaign(ring, seed=12, oracles=[]).run(examples=40)
@@ -71,7 +74,7 @@ def test_same_seed_same_campaign_and_jobs_do_not_matter(ring: fuzz.Subject) -> N
     assert [o.mutation for o in one.outcomes] != [o.mutation for o in other.outcomes]
 
 
-def test_a_time_budget_checks_a_prefix_of_the_plan(ring: fuzz.Subject) -> None:
+def test_a_time_budget_checks_a_prefix_of_the_plan(ring: Subject) -> None:
     timed = Campaign(ring, seed=3, oracles=[]).run(seconds=0.3)
     assert [o.index for o in timed.outcomes] == list(range(len(timed.outcomes)))
     assert timed.stopped in ("time budget", "plan exhausted")
@@ -79,7 +82,7 @@ def test_a_time_budget_checks_a_prefix_of_the_plan(ring: fuzz.Subject) -> None:
     assert [o.verdict for o in replay.outcomes] == [o.verdict for o in timed.outcomes]
 
 
-def test_single_edits_only_stop_when_the_catalogue_is_exhausted(ring: fuzz.Subject) -> None:
+def test_single_edits_only_stop_when_the_catalogue_is_exhausted(ring: Subject) -> None:
     report = Campaign(ring, seed=1, max_edits=1, kinds=("ring-depth",), oracles=[]).run(examples=10_000)
     assert report.stopped == "plan exhausted"
     assert 0 < len(report.outcomes) < 50
@@ -87,7 +90,7 @@ def test_single_edits_only_stop_when_the_catalogue_is_exhausted(ring: fuzz.Subje
     assert any(o.verdict.codes == ("L-DEPTH",) for o in report.outcomes)
 
 
-def test_every_rejection_of_a_reference_mutant_names_a_clause(ring: fuzz.Subject) -> None:
+def test_every_rejection_of_a_reference_mutant_names_a_clause(ring: Subject) -> None:
     report = Campaign(ring, seed=2, max_edits=1).run(examples=10_000)
     assert not report.bugs, [b[0].verdict for b in report.bugs]
     rejected = [o for o in report.outcomes if o.verdict.status == "rejected"]
@@ -95,7 +98,7 @@ def test_every_rejection_of_a_reference_mutant_names_a_clause(ring: fuzz.Subject
                             for o in rejected)
 
 
-def test_a_refuted_mutant_is_a_bug_shrunk_to_the_culprit_edit(ring: fuzz.Subject) -> None:
+def test_a_refuted_mutant_is_a_bug_shrunk_to_the_culprit_edit(ring: Subject) -> None:
     checker = Checker(ring, oracles=[RefuteRings(ring)])
     plan = Campaign(ring, seed=0, max_edits=1, oracles=[]).plan
     culprit = next(e for e in plan.catalogue if e.kind in ("proxy", "init-role", "ring-depth")
@@ -107,11 +110,11 @@ def test_a_refuted_mutant_is_a_bug_shrunk_to_the_culprit_edit(ring: fuzz.Subject
     verdict = checker.check(noisy)
     assert verdict.status == "bug" and verdict.bug == "oracle" and verdict.by == "fake"
     assert shrink(checker, noisy, verdict).edits == (culprit,)
-    text = fuzz.reproducer(checker, Mutation((culprit,)))
+    text = reproducer(checker, Mutation((culprit,)))
     assert text.startswith("# stage `ring.loader`") and 'stage "ring.loader"' in text
 
 
-def test_a_clause_that_raises_is_a_bug(ring: fuzz.Subject, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_clause_that_raises_is_a_bug(ring: Subject, monkeypatch: pytest.MonkeyPatch) -> None:
     def explode(self: PairClause, comp: Composition) -> Iterator[object]:
         raise ZeroDivisionError("boom")
 
@@ -142,10 +145,10 @@ def test_json_for_ci(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(data["accepted"]) == sum(row["accepted"] for row in data["kinds"])
 
 
-def test_the_command_exits_1_on_a_bug_and_writes_reproducers(tmp_path: Path, ring: fuzz.Subject,
+def test_the_command_exits_1_on_a_bug_and_writes_reproducers(tmp_path: Path, ring: Subject,
                                                              monkeypatch: pytest.MonkeyPatch,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(fuzz, "_REGISTERED_ORACLES", [RefuteRings(ring)])
+    monkeypatch.setattr("fuzzing.oracles._REGISTERED_ORACLES", [RefuteRings(ring)])
     code = main(["fuzz", RING, "--seed", "1", "--examples", "200", "--edits", "1", "--jobs", "1",
                  "--kinds", "proxy,ring-depth,launch", "--out", str(tmp_path), "--color", "never"])
     out = capsys.readouterr().out
@@ -178,7 +181,7 @@ def test_list_kinds_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None
     assert main(["fuzz"]) == 2
 
 
-def test_the_protocol_explorer_catches_what_a_silent_model_misses(ring: fuzz.Subject,
+def test_the_protocol_explorer_catches_what_a_silent_model_misses(ring: Subject,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from checker.clauses import CLAUSES
 
@@ -189,36 +192,36 @@ def test_the_protocol_explorer_catches_what_a_silent_model_misses(ring: fuzz.Sub
         if cls.code in ("L-ARRIVE", "L-TXBYTES", "L-PARITY", "L-RACE", "L-DEADLOCK"):
             monkeypatch.setattr(cls, "check", silent)
             monkeypatch.setattr(cls, "check_in", silent)
-    checker = Checker(ring, oracles=[fuzz.ProtocolOracle()])
+    checker = Checker(ring, oracles=[ProtocolOracle()])
     plan = Campaign(ring, seed=0, max_edits=1, oracles=[]).plan
     dropped = next(e for e in plan.catalogue if e.kind == "drop-wait")
     verdict = checker.check(Mutation((dropped,)))
     assert verdict.status == "bug" and verdict.by == "protocol", verdict
     assert any("L-RACE" in p or "L-DEADLOCK" in p for p in verdict.problems)
     ignoring = Checker(ring, clauses=[c for c in CLAUSES if c.code not in ("L-RACE", "L-DEADLOCK")],
-                       oracles=[fuzz.ProtocolOracle()])
+                       oracles=[ProtocolOracle()])
     unchecked = ignoring.check(Mutation((dropped,)))
     assert not any(code in p for p in unchecked.problems for code in ("L-RACE", "L-DEADLOCK")), unchecked
 
 
 @pytest.fixture(scope="module")
-def moe4() -> fuzz.Subject:
-    return fuzz.load_subject([str(Path(__file__).resolve().parents[2] / "specs" / "examples" / "moe4" / "moe4.kp")])
+def moe4() -> Subject:
+    return load_subject([str(Path(__file__).resolve().parents[2] / "specs" / "examples" / "moe4" / "moe4.kp")])
 
 
-def _moe4_unfilled(subject: fuzz.Subject) -> Mutation:
+def _moe4_unfilled(subject: Subject) -> Mutation:
     plan = Campaign(subject, seed=0, max_edits=1, oracles=[]).plan
     edit = next(e for e in plan.catalogue if e.kind == "drop-arrive" and getattr(e.item, "side", "") == "produce")
     return Mutation((edit,))
 
 
-def test_moe4_without_its_full_arrive_is_rejected(moe4: fuzz.Subject) -> None:
+def test_moe4_without_its_full_arrive_is_rejected(moe4: Subject) -> None:
     """Issue 12 item 1: the mutant was listed as accepted, with no checker bug."""
     verdict = Checker(moe4).check(_moe4_unfilled(moe4))
     assert verdict.status == "rejected" and "L-ARRIVE" in verdict.codes, verdict
 
 
-def test_the_contract_oracle_does_not_share_the_models_blind_spot(moe4: fuzz.Subject,
+def test_the_contract_oracle_does_not_share_the_models_blind_spot(moe4: Subject,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """With the model's clauses silenced, the oracle built from the contracts refutes the accept."""
     from checker.clauses import CLAUSES
@@ -230,6 +233,6 @@ def test_the_contract_oracle_does_not_share_the_models_blind_spot(moe4: fuzz.Sub
         if cls.code in ("L-ARRIVE", "L-TXBYTES", "L-PARITY", "L-RACE", "L-DEADLOCK"):
             monkeypatch.setattr(cls, "check", silent)
             monkeypatch.setattr(cls, "check_in", silent)
-    verdict = Checker(moe4, oracles=[fuzz.ProtocolOracle()]).check(_moe4_unfilled(moe4))
+    verdict = Checker(moe4, oracles=[ProtocolOracle()]).check(_moe4_unfilled(moe4))
     assert verdict.status == "bug" and verdict.by == "protocol", verdict
     assert any("L-ARRIVE" in p for p in verdict.problems)

@@ -17,7 +17,7 @@ from checker.protocol import (
     per_warpgroup,
 )
 from diagnostics.span import Span
-from tests.protocol.helpers import kv_ring
+from tests.checker.protocol.helpers import kv_ring
 
 PROV = Provenance(Span("x.kc", 1, 1, 1, 2), "x")
 

@@ -9,7 +9,7 @@ from checker.protocol import (
     protocol_diagnostics,
     verdict_diagnostics,
 )
-from tests.protocol.helpers import kv_ring, waits_on_unfed_barrier
+from tests.checker.protocol.helpers import kv_ring, waits_on_unfed_barrier
 
 
 def test_tiny_budget_is_unknown_not_a_pass() -> None:

@@ -22,15 +22,15 @@ from checker.engine import ModelOptions, by_code
 from checker.protocol import adapter
 from checker.protocol.check import check_protocol
 from checker.protocol.smt import ProtocolModel
+from fuzzing.contract_oracle import problems_of
 from kernlink.api import check, compose
 from kernlink.cli import main
-from kernlink.contract_oracle import problems_of
-from tests.protocol.helpers import kv_ring
+from tests.checker.protocol.helpers import kv_ring
 from tests.tiers import examples
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "specs" / "examples"
-CLAUSES = ROOT / "tests" / "clauses"
+CLAUSES = ROOT / "tests" / "checker" / "clauses"
 CORPUS = Path(__file__).parent / "corpus"
 MODEL_CODES = ("L-ARRIVE", "L-TXBYTES", "L-PARITY", "L-RACE", "L-DEADLOCK")
 

@@ -6,7 +6,7 @@ import z3
 
 from checker.protocol import Provenance, check_protocol
 from checker.protocol.smt import ProtocolModel, Query, QueryKey
-from tests.protocol.helpers import kv_ring
+from tests.checker.protocol.helpers import kv_ring
 
 
 def texts(facts: tuple[object, ...]) -> set[str]:

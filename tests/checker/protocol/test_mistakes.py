@@ -13,7 +13,7 @@ from checker.protocol import (
     per_warp,
     verdict_diagnostics,
 )
-from tests.protocol.helpers import EMPTY, FULL, TILE, kv_ring, two_operand_rings, waits_on_unfed_barrier
+from tests.checker.protocol.helpers import EMPTY, FULL, TILE, kv_ring, two_operand_rings, waits_on_unfed_barrier
 
 
 @pytest.mark.parametrize("depth", range(1, 9))

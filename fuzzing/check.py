@@ -1,0 +1,222 @@
+"""Checking one mutant: print, parse back, analyse as ``kernlink check`` does, re-verify, judge."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from analysis.downstream import Downstream
+from analysis.pipeline import AnalysisContext, analyse
+from checker.clause import Clause
+from checker.composition import Composition
+from checker.engine import by_code, selected
+from checker.memo import Memo
+from contract_lang import ast as A
+from contract_lang.compositions.edit import Mutation, apply_edits
+from contract_lang.parser import parse_text
+from contract_lang.printer import print_node
+from diagnostics.model import Diagnostic, DiagnosticError, Severity
+from fuzzing.oracles import PARSE_CACHE, Oracle, default_oracles
+from fuzzing.subject import Subject
+from package.loader import StageEntry
+
+Status = Literal["accepted", "rejected", "bug"]
+
+#: Codes a rejection may carry besides the clauses' own: a solver that could not decide.
+UNDECIDED_CODES = frozenset({"E-SOLVER-UNKNOWN", "E-SOLVER-BUDGET"})
+
+BUG_KINDS: Mapping[str, str] = {
+    "raised": "the checker raised an exception",
+    "internal": "a clause failed (E-INTERNAL)",
+    "diagnostic": "a rejection carries an unregistered code or no source span",
+    "round-trip": "a printed mutant did not parse back to the edited AST",
+    "oracle": "an independent check refuted an accepted mutant",
+}
+
+
+def registered_codes() -> frozenset[str]:
+    """Every code a rejection may carry: the registered clauses' and the solver's undecided codes."""
+    return frozenset(by_code()) | UNDECIDED_CODES
+
+
+def _error_codes(diags: Sequence[Diagnostic]) -> tuple[str, ...]:
+    return tuple(sorted({d.code for d in diags if d.severity is Severity.ERROR}))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: Status
+    codes: tuple[str, ...] = ()
+    by: str = "checker"
+    bug: str | None = None
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One checked mutant."""
+
+    index: int
+    mutation: Mutation
+    verdict: Verdict
+    seconds: float
+
+    @property
+    def kind(self) -> str:
+        n = len(self.mutation.edits)
+        return self.mutation.kind if n == 1 else f"{n} edits"
+
+
+class Checker:
+    """Checks mutants of one subject with one clause selection and a set of oracles."""
+
+    def __init__(self, subject: Subject, clauses: Sequence[type[Clause]] | None = None,
+                 oracles: Sequence[Oracle] | None = None) -> None:
+        self.subject = subject
+        self.clauses = list(clauses) if clauses is not None else selected()
+        self.codes = frozenset(c.code for c in self.clauses)
+        self.registered = registered_codes()
+        self.oracles = list(oracles) if oracles is not None else default_oracles()
+        # Printing and parsing are deterministic: an edited block seen before parses the same.
+        self._parsed: dict[tuple[int, A.Stage | A.Pipeline], A.Stage | A.Pipeline | Verdict] = {}
+        # One context for every mutant's check: protocol verdicts (on their meaning) and PTX facts
+        # in its memo; placement is deterministic (the same problem gets the same placement): each
+        # is solved once.
+        self.context = AnalysisContext(subject.target, tuple(self.clauses), memo=Memo(),
+                                       downstreams=_Downstreams())
+
+    def units(self, mutation: Mutation) -> tuple[A.Stage | A.Pipeline, ...]:
+        return apply_edits(self.subject.bundle.units, mutation.edits)
+
+    def check(self, mutation: Mutation) -> Verdict:
+        """The verdict on one mutant; never raises."""
+        try:
+            return self._check(mutation)
+        except Exception as err:  # anything escaping resolution, the clauses or an oracle is a bug
+            return Verdict("bug", bug="raised", problems=(f"{type(err).__name__}: {err}",))
+
+    def _check(self, mutation: Mutation) -> Verdict:
+        subject = self.subject
+        units = self.units(mutation)
+        candidates = list(subject.inputs.candidates)
+        pipeline = subject.inputs.pipeline
+        assert pipeline is not None
+        n_stages = len(subject.bundle.stages)
+        for u in mutation.changed_units():
+            parsed = self._reparse(units[u], u)
+            if isinstance(parsed, Verdict):
+                return parsed
+            if u == n_stages:
+                assert isinstance(parsed, A.Pipeline)
+                pipeline = parsed
+            else:
+                assert isinstance(parsed, A.Stage)
+                old = candidates[subject.slots[u]]
+                candidates[subject.slots[u]] = StageEntry(parsed, mutant_name(old.source), old.use,
+                                                          old.package, old.captured)
+        mutant = dataclasses.replace(subject.inputs, pipeline=pipeline, candidates=candidates, diagnostics=[])
+        analysis = analyse(mutant, self.context)
+        comp = analysis.composition
+        assert comp is not None
+        if analysis.downstream is None:
+            return self.judge(analysis.diagnostics)
+        verdict = self.judge(analysis.later, by="placement")
+        if verdict.status != "accepted":
+            return verdict
+        for oracle in self.oracles:
+            result = oracle.check(comp, analysis.placed, self.codes)
+            if result.problems:
+                return Verdict("bug", bug="oracle", by=oracle.name, problems=result.problems)
+        return verdict
+
+    def _reparse(self, unit: A.Stage | A.Pipeline, u: int) -> A.Stage | A.Pipeline | Verdict:
+        key = (u, unit)
+        found = self._parsed.get(key)
+        if found is None:
+            if len(self._parsed) >= PARSE_CACHE:
+                self._parsed.clear()
+            found = self._parsed[key] = self._print_and_parse(unit, u)
+        return found
+
+    def _print_and_parse(self, unit: A.Stage | A.Pipeline, u: int) -> A.Stage | A.Pipeline | Verdict:
+        text = print_node(unit)
+        kind: Literal["contract", "pipeline"] = "pipeline" if isinstance(unit, A.Pipeline) else "contract"
+        try:
+            source = parse_text(text, mutant_name(f"unit{u}"), kind)
+        except DiagnosticError as err:
+            return Verdict("bug", bug="round-trip", problems=tuple(
+                f"printed mutant does not parse: {d.code}: {d.message}" for d in err.diagnostics))
+        parsed = source.items[0] if len(source.items) == 1 else None
+        if parsed != unit:
+            return Verdict("bug", bug="round-trip", problems=("printed mutant parses to a different AST",))
+        assert parsed is not None
+        return parsed
+
+    def judge(self, diags: Sequence[Diagnostic], *, by: str = "checker") -> Verdict:
+        """Rejected, accepted, or a bug (E-INTERNAL, an unregistered code, a rejection without span)."""
+        errors = [d for d in diags if d.severity is Severity.ERROR]
+        internal = [d for d in errors if d.code == "E-INTERNAL"]
+        if internal:
+            return Verdict("bug", bug="internal", by=by, problems=_internal_problems(internal))
+        malformed = [d for d in errors if d.code not in self.registered or not d.labels]
+        if malformed:
+            return Verdict("bug", bug="diagnostic", by=by, problems=tuple(
+                f"{d.code}: {d.message}: " + ("unregistered code" if d.code not in self.registered else "no span")
+                for d in malformed))
+        if errors:
+            return Verdict("rejected", codes=_error_codes(errors), by=by)
+        return Verdict("accepted")
+
+
+_CLAUSE_FAILED = re.compile(r"^clause `(?P<code>[^`]+)` failed with (?P<what>.*)$", re.S)
+
+
+class _Downstreams:
+    """Placements and routes by what they read: the placement problem, the tensor connections and
+    the protocol decided at the placed depths."""
+
+    def __init__(self) -> None:
+        self._found: dict[object, Downstream] = {}
+
+    def get(self, comp: Composition, compute: Callable[[], Downstream]) -> Downstream:
+        from placement.adapter import problem_from
+
+        key = (problem_from(comp), tuple(o.item for o in comp.items(A.ExportTensor)),
+               tuple(o.item for o in comp.tensor_imports), _protocol_key(comp))
+        found = self._found.get(key)
+        if found is None:
+            if len(self._found) >= PARSE_CACHE:
+                self._found.clear()
+            found = self._found[key] = compute()
+        return found
+
+
+def _protocol_key(comp: Composition) -> object:
+    """What the protocol decided at the placed depths reads: its meaning at the deepest checked depths."""
+    from checker.protocol.adapter import build, canonical, depth_choices
+
+    protocol = build(comp, depth_choices(comp)[-1])
+    return None if protocol is None else canonical(protocol)[0]
+
+
+def _internal_problems(internal: Sequence[Diagnostic]) -> tuple[str, ...]:
+    """E-INTERNAL messages, one line per distinct failure (the clauses that hit it listed together)."""
+    failures: dict[str, list[str]] = {}
+    for diag in internal:
+        where = next((n for n in diag.notes if n.startswith("raised at")), "")
+        match = _CLAUSE_FAILED.match(diag.message)
+        what = f"{match['what']} ({where})" if match else f"{diag.message} ({where})"
+        failures.setdefault(what, []).append(match["code"] if match else "")
+    out = []
+    for what, codes in failures.items():
+        named = ", ".join(f"`{c}`" for c in codes if c)
+        out.append(f"{'clauses' if len(codes) > 1 else 'clause'} {named} failed with {what}" if named else what)
+    return tuple(out)
+
+
+def mutant_name(source: str) -> str:
+    """The file name diagnostics of a mutated block point at."""
+    return f"{source}~mutant"
