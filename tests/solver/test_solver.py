@@ -17,7 +17,7 @@ from kernlink.api import check
 from solver import SAT, UNKNOWN, UNSAT, Budget, Solver, Tracked, Verdict, minimise_core, unknown_diagnostic
 from solver import text as T
 
-CLAUSES = Path(__file__).resolve().parents[1] / "clauses"
+CLAUSES = Path(__file__).resolve().parents[1] / "checker" / "clauses"
 
 
 def _hard(solver: Solver) -> None:
