@@ -24,11 +24,12 @@ from checker.protocol.adapter import MODEL_CODES, ModelOptions
 from checker.resolve import resolve
 from diagnostics.model import Diagnostic, Label, sort_diagnostics
 from diagnostics.sources import SourceMap
+from diagnostics.symbols import Code
 from package.loader import Inputs
 from placement.adapter import Placed
 
 #: Clauses that decide whether the pipeline resolves at all; they run first, whatever is selected.
-RESOLUTION = ("L-STAGE", "L-VERSION")
+RESOLUTION = (Code.L_STAGE, Code.L_VERSION)
 
 
 class DownstreamCache(Protocol):
@@ -136,7 +137,7 @@ def _selected_later(comp: Composition, downstream: Downstream, codes: frozenset[
         kept += [d for d in errors(downstream.diagnostics) if d.code not in MODEL_CODES and d not in kept]
     if not errors(kept) and downstream.placed is None:
         kept.append(Diagnostic(
-            "E-INTERNAL", "the clauses accepted a composition that has no placement",
+            Code.E_INTERNAL, "the clauses accepted a composition that has no placement",
             labels=(Label(comp.pipeline.span, "in this composition"),),
             helps=("report it with the inputs: a clause or the placement should have said why",)))
     return kept

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from checker.clauses import l_regs
 from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label
+from diagnostics.symbols import Code
 from placement.adapter import Placed
 from placement.lifetime import KERNEL
 from placement.problem import BarrierClaim, Problem
@@ -78,7 +79,7 @@ class Plan:
             raise DiagnosticError([dataclasses.replace(d, notes=(*d.notes, note)) for d in err.diagnostics]) from None
         problems = verify(problem, placement)
         if problems:
-            raise DiagnosticError([Diagnostic("E-INTERNAL", "the re-solved placement fails verification",
+            raise DiagnosticError([Diagnostic(Code.E_INTERNAL, "the re-solved placement fails verification",
                                               notes=tuple(problems[:10]))])
         moved = moved_roles(placed.placement, placement) if self.routes else []
         if moved:
@@ -125,13 +126,13 @@ def place_route_barriers(comp: Composition, placed: Placed, routes: Sequence[Rou
     problems = verify(problem, placement)
     if problems:
         raise DiagnosticError([Diagnostic(
-            "E-INTERNAL", "the placement with the route barriers fails verification",
+            Code.E_INTERNAL, "the placement with the route barriers fails verification",
             labels=(Label(comp.pipeline.span, "in this composition"),), notes=tuple(problems[:10]),
             helps=("report it with the inputs: this is a kernlink bug",))])
     moved = moved_roles(placed.placement, placement)
     if moved:
         raise DiagnosticError([Diagnostic(
-            "E-INTERNAL", "placing the route barriers moved roles the routes were chosen for",
+            Code.E_INTERNAL, "placing the route barriers moved roles the routes were chosen for",
             labels=(Label(comp.pipeline.span, "in this composition"),), notes=tuple(moved),
             helps=("report it with the inputs: barrier claims must not change warps",))])
     return Placed(problem, placement)

@@ -17,6 +17,7 @@ from checker.context import CheckContext
 from checker.memo import Memo
 from checker.protocol.adapter import ModelOptions
 from diagnostics.model import Diagnostic, Label, Severity, sort_diagnostics
+from diagnostics.symbols import Code
 
 
 class SelectionError(ValueError):
@@ -72,7 +73,7 @@ def _internal(cls: type[Clause], exc: Exception) -> Diagnostic:
     frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     where = f"{_module_path(frame.filename)}:{frame.lineno}" if frame else "unknown location"
     return Diagnostic(
-        "E-INTERNAL", f"clause `{cls.code}` failed with {type(exc).__name__}: {exc}",
+        Code.E_INTERNAL, f"clause `{cls.code}` failed with {type(exc).__name__}: {exc}",
         severity=Severity.ERROR, labels=(),
         notes=(f"raised at {where}", "the composition was not fully checked; this is a kernlink bug"),
         helps=("report it with the inputs that trigger it",))

@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from contract_lang import ast as A
+from diagnostics.symbols import Code
 from package.captured import Captured, Prototype
 
 HandleKind = Literal[
@@ -172,7 +173,7 @@ class Finding:
     message names; ``node`` the contract item involved (for its span), if any.
     """
 
-    clause: Literal["L-SYMBOL", "L-HANDLE"]
+    clause: Literal[Code.L_SYMBOL, Code.L_HANDLE]
     problem: str
     symbol: str
     facts: tuple[tuple[str, str], ...] = ()
@@ -355,19 +356,19 @@ def symbol_problems(stage: A.Stage, captured: Captured,
     expected = expected_handles(stage)
     for symbol in sorted(captured.defined_symbols):
         if symbol.startswith(HANDLE_PREFIX) or symbol in expected or symbol in calls:
-            found.append(Finding("L-SYMBOL", "reserved-definition", symbol,
+            found.append(Finding(Code.L_SYMBOL, "reserved-definition", symbol,
                                  node=expected[symbol].node if symbol in expected else calls.get(symbol)))
     for symbol in sorted(captured.needed_symbols):
         call = calls.get(symbol)
         if call is not None:
             proto = protos.get(symbol)
             if proto is not None and not _signature_matches(proto, call.signature):
-                found.append(Finding("L-SYMBOL", "call-signature", symbol,
+                found.append(Finding(Code.L_SYMBOL, "call-signature", symbol,
                                      (("object", str(proto)), ("contract", str(call.signature))), call.name, call))
             continue
         if symbol in TOOLKIT_EXTERNS or symbol.startswith(HANDLE_PREFIX) or classify_handle(stage, symbol):
             continue
-        found.append(Finding("L-SYMBOL", "unexplained-need", symbol))
+        found.append(Finding(Code.L_SYMBOL, "unexplained-need", symbol))
     return found
 
 
@@ -379,7 +380,7 @@ def handle_problems(stage: A.Stage, captured: Captured,
     for spec in handle_bindings(stage):
         first = seen.setdefault(spec.symbol, spec)
         if first is not spec:
-            found.append(Finding("L-HANDLE", "bound-twice", spec.symbol, (("first", first.item),),
+            found.append(Finding(Code.L_HANDLE, "bound-twice", spec.symbol, (("first", first.item),),
                                  spec.item, spec.node))
     calls = call_symbols(stage)
     protos = prototypes or {}
@@ -395,7 +396,7 @@ def handle_problems(stage: A.Stage, captured: Captured,
         if proto is not None and proto != handle_prototype(handle.kind):
             shape = TENSOR_DECLARATIONS.get(handle.kind, "unsigned {symbol}()").format(symbol=symbol)
             what = "this handle is" if handle.kind in TENSOR_DECLARATIONS else "handles are"
-            found.append(Finding("L-HANDLE", "signature", symbol,
+            found.append(Finding(Code.L_HANDLE, "signature", symbol,
                                  (("object", str(proto)), ("shape", shape), ("what", what)), handle.item, handle.node))
     return found
 
@@ -449,18 +450,18 @@ def _unbound(stage: A.Stage, symbol: str) -> Finding:
                 continue
             handle = getattr(node, "handle", None)
             if kind in kinds and handle:
-                return Finding("L-HANDLE", "unbound", symbol, (("renamed", handle),), name, node)
+                return Finding(Code.L_HANDLE, "unbound", symbol, (("renamed", handle),), name, node)
             family, lacks = _CONDITIONAL.get(kind, (None, ""))
             if family is not None and isinstance(node, family):
-                return Finding("L-HANDLE", "unbound", symbol, (("lacks", lacks),), name, node)
+                return Finding(Code.L_HANDLE, "unbound", symbol, (("lacks", lacks),), name, node)
             bound = ", ".join(f"`{s.symbol}`" for s in handle_bindings(stage) if s.item == name)
-            return Finding("L-HANDLE", "wrong-kind", symbol,
+            return Finding(Code.L_HANDLE, "wrong-kind", symbol,
                            (("reads", KIND_TEXT[kind]), ("is", what), ("binds", bound)), name, node)
-    return Finding("L-HANDLE", "unbound", symbol)
+    return Finding(Code.L_HANDLE, "unbound", symbol)
 
 
 def _missing(symbol: str, what: str, node: A.Node, name: str | None) -> Finding:
-    return Finding("L-SYMBOL", f"{what}-missing", symbol, (), name, node)
+    return Finding(Code.L_SYMBOL, f"{what}-missing", symbol, (), name, node)
 
 
 def _definition_abi(symbol: str, what: str, node: A.Node, name: str | None,
@@ -468,13 +469,13 @@ def _definition_abi(symbol: str, what: str, node: A.Node, name: str | None,
     if isinstance(node, A.ExportCallable):
         if proto.kind == "func" and _signature_matches(proto, node.signature):
             return []
-        return [Finding("L-SYMBOL", "export-signature", symbol,
+        return [Finding(Code.L_SYMBOL, "export-signature", symbol,
                         (("object", str(proto)), ("contract", str(node.signature))), name, node)]
     if proto == ENTRY_PROTOTYPE:
         return []
     role_or_ring = "role entry" if what == "entry" else "ring init hook"
     shape = "a kernel (`__global__`)" if proto.kind == "entry" else f"`{proto}`"
-    return [Finding("L-SYMBOL", f"{what}-signature", symbol, (("definer", role_or_ring), ("object", shape)),
+    return [Finding(Code.L_SYMBOL, f"{what}-signature", symbol, (("definer", role_or_ring), ("object", shape)),
                     name, node)]
 
 

@@ -20,6 +20,7 @@ from contract_lang.transform import AstBuilder
 from diagnostics import syntax_errors
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from diagnostics.syntax_errors import WORD_CHARS, Terminals, Tok, source_lines, span_at
 
 FileKind = Literal["contract", "pipeline", "any"]
@@ -107,7 +108,7 @@ def _empty(path: str, kind: FileKind, text: str) -> Diagnostic:
     what = {"contract": "a `stage` block", "pipeline": "a `pipeline` block",
             "any": "a `stage` or `pipeline` block"}[kind]
     message = f"`{path}` holds nothing but comments" if text.strip() else f"`{path}` is empty"
-    return Diagnostic("E-EMPTY", message, labels=(Label(Span(path, 1, 1, 1, 1), "nothing here"),),
+    return Diagnostic(Code.E_EMPTY, message, labels=(Label(Span(path, 1, 1, 1, 1), "nothing here"),),
                       helps=(f"a file needs {what}",))
 
 
@@ -116,19 +117,19 @@ def _check_kind(source: SourceFile, kind: FileKind) -> None:
         wrong: list[Stage | Pipeline] = list(source.pipelines)
         if wrong:
             raise DiagnosticError([Diagnostic(
-                "E-SYNTAX", "a contract file holds `stage` blocks, not a `pipeline`",
+                Code.E_SYNTAX, "a contract file holds `stage` blocks, not a `pipeline`",
                 labels=(Label(_keyword_span(wrong[0].span, "pipeline"), "pipeline found here"),),
                 helps=("move the pipeline into its own `.kp` file",))])
     elif kind == "pipeline":
         if source.stages:
             raise DiagnosticError([Diagnostic(
-                "E-SYNTAX", "a pipeline file holds one `pipeline` block, not stages",
+                Code.E_SYNTAX, "a pipeline file holds one `pipeline` block, not stages",
                 labels=(Label(_keyword_span(source.stages[0].span, "stage"), "stage found here"),),
                 helps=("move stage contracts into `.kc` files beside the pipeline",))])
         if len(source.pipelines) > 1:
             first, second = source.pipelines[0], source.pipelines[1]
             raise DiagnosticError([Diagnostic(
-                "E-SYNTAX", "a pipeline file holds exactly one `pipeline` block",
+                Code.E_SYNTAX, "a pipeline file holds exactly one `pipeline` block",
                 labels=(Label(_keyword_span(second.span, "pipeline"), "second pipeline"),
                         Label(_keyword_span(first.span, "pipeline"), "first pipeline", primary=False)),
                 helps=("split the compositions into separate `.kp` files",))])
@@ -166,7 +167,7 @@ class _ExprBounds:
             if self.operators > MAX_OPERATORS:
                 span = span_at(self.path, self.text, token.start_pos or 0, len(str(token.value)))
                 raise DiagnosticError([Diagnostic(
-                    "E-TOO-LARGE", f"an expression holds at most {MAX_OPERATORS} operators",
+                    Code.E_TOO_LARGE, f"an expression holds at most {MAX_OPERATORS} operators",
                     labels=(Label(span, f"operator {MAX_OPERATORS + 1} is here"),),
                     helps=("split the constraint into several `requires fact` lines, which must all hold",))])
 

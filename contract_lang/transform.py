@@ -18,6 +18,7 @@ from contract_lang import ast as A
 from contract_lang.expr import BinOp, Expr, Int, Name, Not
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 
 T = TypeVar("T")
 Attr = tuple[str, Any, Span]
@@ -117,7 +118,7 @@ class AstBuilder(Transformer[Token, Any]):
             helps = (f"did you mean `{guess}`?",) if guess else (
                 f"known {what}s: {', '.join(f'`{a}`' for a in allowed)}",)
             self.problems.append(Diagnostic(
-                "E-NAME", f"unknown {what} `{word}`",
+                Code.E_NAME, f"unknown {what} `{word}`",
                 labels=(Label(self._tok_span(tok), f"not a known {what}"),), helps=helps))
         return word
 
@@ -145,7 +146,7 @@ class AstBuilder(Transformer[Token, Any]):
                 continue
             if key in seen:
                 self.problems.append(Diagnostic(
-                    "E-DUPLICATE", f"`{key}` is given twice on {owner}",
+                    Code.E_DUPLICATE, f"`{key}` is given twice on {owner}",
                     labels=(Label(span, "second one here"), Label(spans[key], "first one here", primary=False)),
                     helps=(f"keep one `{key}`",)))
                 continue
@@ -174,7 +175,7 @@ class AstBuilder(Transformer[Token, Any]):
         targets = [it for it in items if isinstance(it, A.Target)]
         if len(targets) > 1:
             self.problems.append(Diagnostic(
-                "E-DUPLICATE", f"`target` is given twice in {block} `{name}`",
+                Code.E_DUPLICATE, f"`target` is given twice in {block} `{name}`",
                 labels=(Label(targets[1].span, "second one here"),
                         Label(targets[0].span, "first one here", primary=False)),
                 helps=(f"a {block} has one target: keep one `target` line",)))
@@ -185,7 +186,7 @@ class AstBuilder(Transformer[Token, Any]):
             first = claims.setdefault(item.name, item)
             if first is not item:
                 self.problems.append(Diagnostic(
-                    "E-DUPLICATE", f"claim `{item.name}` is declared twice in {block} `{name}`",
+                    Code.E_DUPLICATE, f"claim `{item.name}` is declared twice in {block} `{name}`",
                     labels=(Label(item.span, "second one here"), Label(first.span, "first one here", primary=False)),
                     helps=(f"rename one of them, or merge them into one `claim … {item.name}`",)))
 
@@ -384,7 +385,7 @@ class AstBuilder(Transformer[Token, Any]):
             found = [it for it in items if isinstance(it, kind)]
             if len(found) > 1:
                 self.problems.append(Diagnostic(
-                    "E-DUPLICATE", f"`{label}` is given twice in ring `{name}`",
+                    Code.E_DUPLICATE, f"`{label}` is given twice in ring `{name}`",
                     labels=(Label(found[1].span, "second one here"),
                             Label(found[0].span, "first one here", primary=False)),
                     helps=(f"keep one `{label}`",)))
@@ -417,7 +418,7 @@ class AstBuilder(Transformer[Token, Any]):
         value = self._int(c[0], "count")
         if value not in (0, 1):
             self.problems.append(Diagnostic(
-                "E-VALUE", f"a parity is 0 or 1, not {value}",
+                Code.E_VALUE, f"a parity is 0 or 1, not {value}",
                 labels=(Label(self._tok_span(c[0]), "parity out of range"),)))
         return value
 
@@ -576,7 +577,7 @@ class AstBuilder(Transformer[Token, Any]):
         for key, _, span in attrs:
             if key not in allowed:
                 self.problems.append(Diagnostic(
-                    "E-SYNTAX", f"`{key}` does not belong in {what}",
+                    Code.E_SYNTAX, f"`{key}` does not belong in {what}",
                     labels=(Label(span, f"not valid in {what}"),),
                     helps=(f"{what} takes: {', '.join(f'`{k}`' for k in allowed)}",)))
         return self._attrs(what, [a for a in attrs if a[0] in allowed])
@@ -689,7 +690,7 @@ class AstBuilder(Transformer[Token, Any]):
         lo, hi = self._int(c[0], "value"), self._int(c[1], "value")
         if hi < lo:
             self.problems.append(Diagnostic(
-                "E-VALUE", f"the range {lo}..{hi} is empty",
+                Code.E_VALUE, f"the range {lo}..{hi} is empty",
                 labels=(Label(self._span(meta), "upper bound below lower bound"),),
                 helps=(f"write `in {hi}..{lo}`",)))
         return A.FactValue("range", (lo, hi), span=self._span(meta))
@@ -863,7 +864,7 @@ class AstBuilder(Transformer[Token, Any]):
 def _out_of_range(text: str, kind: str, span: Span) -> Diagnostic:
     what, top = INT_RANGES[kind]
     return Diagnostic(
-        "E-VALUE", f"integer {shown_literal(text)} is out of range for {what}",
+        Code.E_VALUE, f"integer {shown_literal(text)} is out of range for {what}",
         labels=(Label(span, f"{what} is at most {top}"),),
         helps=(f"write {what} between 0 and {top}",))
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from diagnostics.model import Diagnostic, Label
 from diagnostics.span import Span
 from diagnostics.suggestions import did_you_mean
+from diagnostics.symbols import Code
 
 MAX_EXPECTED = 8
 
@@ -165,7 +166,7 @@ def split_word(terms: Terminals, path: str, text: str, token: Tok, expected: set
         # `warps1`, `fullwait`, `produceby`: a missing space; `ringg`: a typo.
         missing_space = rest[0].isdigit() or len(rest) > 2 or rest in terms.all_keywords
         helps.append(f"did you mean `{keyword} {rest}`?" if missing_space else f"did you mean `{keyword}`?")
-    return Diagnostic("E-SYNTAX", f"unexpected `{word}`", labels=(Label(span, terms.expected_label(expected)),),
+    return Diagnostic(Code.E_SYNTAX, f"unexpected `{word}`", labels=(Label(span, terms.expected_label(expected)),),
                       helps=tuple(helps))
 
 
@@ -174,7 +175,7 @@ def unexpected_end(terms: Terminals, path: str, text: str, expected: set[str]) -
     unclosed = _unclosed_block(text)
     if unclosed is not None:
         return _unterminated(path, text, unclosed)
-    return Diagnostic("E-SYNTAX", "unexpected end of file",
+    return Diagnostic(Code.E_SYNTAX, "unexpected end of file",
                       labels=(Label(_end_point(path, text), terms.expected_label(expected)),))
 
 
@@ -235,7 +236,7 @@ def unexpected_token(terms: Terminals, path: str, text: str, tok: Tok, expected:
             ln, oc, what = opener
             labels.append(Label(Span.point(path, ln, oc), f"{what}block opened here", primary=False))
             helps.append(f"is a `}}` missing? the {what}block is still open here")
-    return Diagnostic("E-SYNTAX", message, labels=tuple(labels), helps=tuple(helps))
+    return Diagnostic(Code.E_SYNTAX, message, labels=tuple(labels), helps=tuple(helps))
 
 
 def unexpected_chars(terms: Terminals, path: str, text: str, *, pos: int, line: int, column: int,
@@ -249,15 +250,15 @@ def unexpected_chars(terms: Terminals, path: str, text: str, *, pos: int, line: 
     ch = here[column - 1] if 0 < column <= len(here) else "?"
     span = Span.point(path, line, column)
     if ch == '"':
-        return Diagnostic("E-SYNTAX", "unterminated string", labels=(Label(span, "this string is never closed"),),
+        return Diagnostic(Code.E_SYNTAX, "unterminated string", labels=(Label(span, "this string is never closed"),),
                           helps=("strings close with `\"` on the same line",))
     label = terms.expected_label(allowed) if allowed else "not valid here"
-    return Diagnostic("E-SYNTAX", f"unexpected character `{ch}`", labels=(Label(span, label),))
+    return Diagnostic(Code.E_SYNTAX, f"unexpected character `{ch}`", labels=(Label(span, label),))
 
 
 def invalid_syntax(path: str, line: int, column: int) -> Diagnostic:
     """A syntax error the parser could not place more precisely."""
-    return Diagnostic("E-SYNTAX", "invalid syntax",
+    return Diagnostic(Code.E_SYNTAX, "invalid syntax",
                       labels=(Label(Span.point(path, max(line, 1), max(column, 1)), "here"),))
 
 
@@ -279,7 +280,7 @@ def _invalid_literal(path: str, text: str, pos: int, terminal: str) -> Diagnosti
     start = _literal_start(text, pos)
     word = _word_from(text, start, _NUMBER_CHARS | _VERSION_OPERATORS)
     what, how = _LITERALS[terminal]
-    return Diagnostic("E-SYNTAX", f"invalid {what} `{word}`",
+    return Diagnostic(Code.E_SYNTAX, f"invalid {what} `{word}`",
                       labels=(Label(span_at(path, text, start, len(word)), f"not a valid {what}"),),
                       helps=(how,))
 
@@ -342,7 +343,7 @@ _Opener = tuple[int, int, str]
 def _unterminated(path: str, text: str, opener: _Opener) -> Diagnostic:
     line, col, what = opener
     return Diagnostic(
-        "E-SYNTAX", f"unterminated {what}block: `{{` is never closed",
+        Code.E_SYNTAX, f"unterminated {what}block: `{{` is never closed",
         labels=(Label(Span.point(path, line, col), "block opened here"),
                 Label(_end_point(path, text), "file ends here", primary=False)),
         helps=("close the block with `}`",))

@@ -19,6 +19,7 @@ from contract_lang.compositions.edit import Mutation, apply_edits
 from contract_lang.parser import parse_text
 from contract_lang.printer import print_node
 from diagnostics.model import Diagnostic, DiagnosticError, Severity
+from diagnostics.symbols import Code
 from fuzzing.oracles import PARSE_CACHE, Oracle, default_oracles
 from fuzzing.subject import Subject
 from package.loader import StageEntry
@@ -26,7 +27,7 @@ from package.loader import StageEntry
 Status = Literal["accepted", "rejected", "bug"]
 
 #: Codes a rejection may carry besides the clauses' own: a solver that could not decide.
-UNDECIDED_CODES = frozenset({"E-SOLVER-UNKNOWN", "E-SOLVER-BUDGET"})
+UNDECIDED_CODES = frozenset({Code.E_SOLVER_UNKNOWN, Code.E_SOLVER_BUDGET})
 
 BUG_KINDS: Mapping[str, str] = {
     "raised": "the checker raised an exception",
@@ -158,7 +159,7 @@ class Checker:
     def judge(self, diags: Sequence[Diagnostic], *, by: str = "checker") -> Verdict:
         """Rejected, accepted, or a bug (E-INTERNAL, an unregistered code, a rejection without span)."""
         errors = [d for d in diags if d.severity is Severity.ERROR]
-        internal = [d for d in errors if d.code == "E-INTERNAL"]
+        internal = [d for d in errors if d.code == Code.E_INTERNAL]
         if internal:
             return Verdict("bug", bug="internal", by=by, problems=_internal_problems(internal))
         malformed = [d for d in errors if d.code not in self.registered or not d.labels]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from diagnostics.symbols import Code
 from kernlink.output import color, emit
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def cmd_check(args: argparse.Namespace, memo: Memo | None = None) -> int:
     diags = conformance.strict(result.diagnostics) if args.strict else result.diagnostics
     n_err = sum(1 for d in diags if d.is_error)
     summary = "composition rejected" if n_err else "composition accepted"
-    if any(d.code == "E-INTERNAL" for d in diags):
+    if any(d.code == Code.E_INTERNAL for d in diags):
         summary = "composition not decided: kernlink failed (exit 3)"
     emit(diags, result.sources, args.format, color=color(args.color), summary=summary, output=args.output)
     return exit_for(diags)

@@ -37,6 +37,7 @@ from checker.residency import blocks_line, launch_blocks
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from hardware import residency as R
 from kernlink.api import CheckResult, check
 from placement.adapter import placed_residency
@@ -188,17 +189,17 @@ def _candidates(comp: Composition, diag: Diagnostic, spec: TargetSpec) -> Iterat
     # placement's core names `owner.claim`; the check-time storage clauses name the claims
     core = set(filter(None, (s.strip() for s in (data.get("core") or data.get("claims", "")).split(","))))
     domain = {"shared memory": "smem", "tensor memory": "tmem"}.get(data.get("domain", ""), data.get("domain"))
-    if diag.code in ("L-DEPTH", "L-OVERLAP") and domain in (None, "smem"):
+    if diag.code in (Code.L_DEPTH, Code.L_OVERLAP) and domain in (None, "smem"):
         yield from _ring_edits(comp, core)
         yield from _smem_edits(comp, core)
         yield from _blocks_edits(comp, spec)
-    elif diag.code == "L-OVERLAP" and domain == "tmem":
+    elif diag.code == Code.L_OVERLAP and domain == "tmem":
         yield from _tmem_edits(comp, core)
         yield from _blocks_edits(comp, spec)
-    elif diag.code == "L-REGS":
+    elif diag.code == Code.L_REGS:
         yield from _regs_edits(comp, spec)
         yield from _blocks_edits(comp, spec)
-    elif diag.code == "L-LAUNCH":
+    elif diag.code == Code.L_LAUNCH:
         if "resource" in data:
             yield from _blocks_edits(comp, spec, int(data.get("allows", "0")))
         elif "resident" in data or "grid" in data:
@@ -415,7 +416,7 @@ def render_text(fits: Sequence[TargetFit]) -> str:
         lines.append(f"{f.target}: fails" + (f": {first.code} {first.message}" if first else ""))
         if len(f.errors) > 1:
             lines.append(f"  and {len(f.errors) - 1} more error(s); run `kernlink check --target {f.target}`")
-        if first is not None and first.code in ("L-FEATURE", "L-TARGET"):
+        if first is not None and first.code in (Code.L_FEATURE, Code.L_TARGET):
             lines.append("  the target lacks what a stage is built for: no resource edit of the contracts repairs it")
         elif f.repairs:
             lines.append(f"  repairs that make it fit (cheapest first, {f.tried} tried):")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from diagnostics.model import DiagnosticError
 from diagnostics.sources import SourceMap
+from diagnostics.symbols import Code
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,7 +39,7 @@ def cmd_header(args: argparse.Namespace) -> int:
         peers = [s for p in args.peer for s in parse_text(texts[p], p, "contract").stages]
     except DiagnosticError as err:
         emit(err.diagnostics, sources, "text", color=None)
-        return EXIT_USAGE if any(d.code == "E-IO" for d in err.diagnostics) else 1
+        return EXIT_USAGE if any(d.code == Code.E_IO for d in err.diagnostics) else 1
     chosen = [s for s in stages if args.stage in (None, s.name)]
     if len(chosen) != 1:
         names = ", ".join(f"`{s.name}`" for s in stages)

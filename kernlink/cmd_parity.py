@@ -30,6 +30,7 @@ from typing import Any
 from diagnostics.files import atomic_write_bytes, atomic_write_text
 from diagnostics.model import Diagnostic, DiagnosticError, sort_diagnostics
 from diagnostics.sources import SourceMap
+from diagnostics.symbols import Code
 
 REPORT = "parity.json"
 
@@ -265,7 +266,7 @@ def cmd_parity(args: argparse.Namespace) -> int:
             emit(run.diagnostics, run.sources, "text", color=color)
         if run.report is not None:
             sys.stdout.write(render(run, color=color))
-    if any(d.code == "E-IO" for d in run.diagnostics):
+    if any(d.code == Code.E_IO for d in run.diagnostics):
         return EXIT_USAGE
     return EXIT_OK if run.proved else EXIT_REJECTED
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from diagnostics.files import atomic_write_bytes
 from diagnostics.model import Diagnostic, DiagnosticError
+from diagnostics.symbols import Code
 
 _CUDA_SUCCESS = 0
 
@@ -68,7 +69,7 @@ def _nvcc_root() -> str:
 
 
 def _error(message: str, *notes: str, help_text: str) -> DiagnosticError:
-    return DiagnosticError([Diagnostic("E-RUN", message, notes=notes, helps=(help_text,))])
+    return DiagnosticError([Diagnostic(Code.E_RUN, message, notes=notes, helps=(help_text,))])
 
 
 class Providers:
@@ -104,7 +105,8 @@ class Providers:
             result = int(fn(at, stream))
             if result != _CUDA_SUCCESS:
                 raise DiagnosticError([Diagnostic(
-                    "E-CUDA", f"host provider `{provider.function}` of `{provider.stage}` returned CUresult {result}",
+                    Code.E_CUDA,
+                    f"host provider `{provider.function}` of `{provider.stage}` returned CUresult {result}",
                     notes=(f"its source: `{provider.file}` in the link directory",),
                     helps=("see the provider's documentation for the inputs it needs (the params fields it reads)",))])
 

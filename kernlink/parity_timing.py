@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from diagnostics.model import Diagnostic, DiagnosticError
+from diagnostics.symbols import Code
 from kernlink.run import LinkedKernel, Value, make_buffers, params_block
 from linker.launch import DeviceBuffer, GpuSession, Kernel
 
@@ -134,11 +135,11 @@ def _spec(args_file: Path) -> Mapping[str, Any]:
     try:
         spec = json.loads(args_file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
-        raise DiagnosticError([Diagnostic("E-RUN", f"cannot read `{args_file}`: {err}",
+        raise DiagnosticError([Diagnostic(Code.E_RUN, f"cannot read `{args_file}`: {err}",
                                           helps=("give a JSON file of `grid`, `values`, `buffers` "
                                                  "(as `kernlink run --args` takes)",))]) from err
     if not isinstance(spec, dict):
-        raise DiagnosticError([Diagnostic("E-RUN", f"`{args_file}` is not a JSON object",
+        raise DiagnosticError([Diagnostic(Code.E_RUN, f"`{args_file}` is not a JSON object",
                                           helps=("give a JSON object of `grid`, `values`, `buffers`",))])
     return spec
 
@@ -148,10 +149,10 @@ def _buffers(gpu: GpuSession, spec: Mapping[str, Any],
     try:
         return make_buffers(gpu, spec, args_file.parent)
     except OSError as err:
-        raise DiagnosticError([Diagnostic("E-RUN", f"cannot read a buffer of `{args_file}`: {err.strerror or err}",
+        raise DiagnosticError([Diagnostic(Code.E_RUN, f"cannot read a buffer of `{args_file}`: {err.strerror or err}",
                                           helps=("`input` paths are relative to the args file",))]) from err
     except (KeyError, TypeError, ValueError, AttributeError) as err:
-        raise DiagnosticError([Diagnostic("E-RUN", f"`{args_file}` has a malformed buffer ({err})",
+        raise DiagnosticError([Diagnostic(Code.E_RUN, f"`{args_file}` has a malformed buffer ({err})",
                                           helps=('each buffer is {"input": FILE} or {"bytes": N}, optionally with '
                                                  '"output": FILE',))]) from err
 
@@ -161,7 +162,7 @@ def _grid(gpu: GpuSession, linked: LinkedKernel, spec: Mapping[str, Any]) -> int
         return int(spec["grid"])
     dispatch = linked.map["dispatch"]
     if dispatch["launch"] != "persistent":
-        raise DiagnosticError([Diagnostic("E-RUN", "a fixed launch needs a grid size",
+        raise DiagnosticError([Diagnostic(Code.E_RUN, "a fixed launch needs a grid size",
                                           helps=("add `\"grid\": N` (blocks) to the args file",))])
     from cuda.bindings import driver
 
@@ -206,7 +207,7 @@ def _check(err: Any, call: str) -> None:
     from cuda.bindings import driver
 
     if err != driver.CUresult.CUDA_SUCCESS:
-        raise DiagnosticError([Diagnostic("E-CUDA", f"`{call}` failed: {getattr(err, 'name', err)}",
+        raise DiagnosticError([Diagnostic(Code.E_CUDA, f"`{call}` failed: {getattr(err, 'name', err)}",
                                           data=(("call", call),))])
 
 
@@ -225,7 +226,8 @@ def _same_outputs(outputs: Sequence[Mapping[str, bytes]]) -> None:
         notes.append("the linked cubin loaded twice also gives different bytes: the kernel's outputs are not "
                      "deterministic, so they cannot be compared bit for bit")
     raise DiagnosticError([Diagnostic(
-        "E-PARITY", f"the control's outputs differ from the linked kernel's in {', '.join(f'`{d}`' for d in differ)}; "
+        Code.E_PARITY,
+        f"the control's outputs differ from the linked kernel's in {', '.join(f'`{d}`' for d in differ)}; "
                     "no timing ratio is reported",
         notes=tuple(notes),
         helps=("a difference between two builds of the same sources is a bug to report with the output directory "

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from diagnostics.model import Diagnostic, DiagnosticError
+from diagnostics.symbols import Code
 from linker.generate import FIELD_FORMATS
 from linker.launch import DeviceBuffer, GpuSession, LoadedCubin
 from linker.outdir import locked, verify_cubin
@@ -178,11 +179,11 @@ def zero_counters(module: LoadedCubin, link_map: Mapping[str, Any]) -> None:
     err, address, size = driver.cuModuleGetGlobal(module.module, str(counters["symbol"]).encode())
     if err != driver.CUresult.CUDA_SUCCESS or int(size) < 4 * int(counters["words"]):
         raise DiagnosticError([Diagnostic(
-            "E-CUDA", f"cannot find the counter array `{counters['symbol']}` in the cubin ({err})",
+            Code.E_CUDA, f"cannot find the counter array `{counters['symbol']}` in the cubin ({err})",
             helps=("link again: link.json and kernel.cubin come from different links",))])
     (err,) = driver.cuMemsetD32(address, 0, int(counters["words"]))
     if err != driver.CUresult.CUDA_SUCCESS:
-        raise DiagnosticError([Diagnostic("E-CUDA", f"cuMemsetD32 of `{counters['symbol']}` failed: {err}")])
+        raise DiagnosticError([Diagnostic(Code.E_CUDA, f"cuMemsetD32 of `{counters['symbol']}` failed: {err}")])
 
 
 # ----------------------------------------------------------------- `kernlink run`
@@ -223,4 +224,4 @@ def make_buffers(gpu: GpuSession, spec: Mapping[str, Any],
 
 
 def _error(message: str, help_text: str) -> DiagnosticError:
-    return DiagnosticError([Diagnostic("E-RUN", message, helps=(help_text,))])
+    return DiagnosticError([Diagnostic(Code.E_RUN, message, helps=(help_text,))])

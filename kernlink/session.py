@@ -31,6 +31,7 @@ from typing import Any
 from cuda.bindings import driver
 
 from diagnostics.model import Diagnostic, DiagnosticError
+from diagnostics.symbols import Code
 from kernlink.host_providers import Providers
 from kernlink.run import LinkedKernel, Value, params_block
 from linker.launch import DeviceBuffer, GpuSession, check_cuda
@@ -106,7 +107,7 @@ class Session:
         for key, value in values.items():
             if key in filled or any(f.endswith(f".{key}") for f in filled):
                 raise DiagnosticError([Diagnostic(
-                    "E-RUN", f"`{key}` is filled by a host provider of the link", helps=(f"drop `{key}`",))])
+                    Code.E_RUN, f"`{key}` is filled by a host provider of the link", helps=(f"drop `{key}`",))])
             resolved[key] = _value(key, value)
             keep.append(value)
         for qualified in filled:
@@ -141,7 +142,7 @@ class Session:
     def capture(self, launches: int = 1, grid: int | None = None) -> Graph:
         """Capture ``launches`` launches with the current arguments into a CUDA graph."""
         if launches < 1:
-            raise DiagnosticError([Diagnostic("E-RUN", "a graph captures at least one launch",
+            raise DiagnosticError([Diagnostic(Code.E_RUN, "a graph captures at least one launch",
                                               helps=("pass `launches=1` or more",))])
         (err,) = driver.cuStreamBeginCapture(
             self.stream, driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
@@ -174,7 +175,7 @@ class Session:
             return grid
         dispatch = self.linked.map["dispatch"]
         if dispatch["launch"] != "persistent":
-            raise DiagnosticError([Diagnostic("E-RUN", "a fixed launch needs a grid size",
+            raise DiagnosticError([Diagnostic(Code.E_RUN, "a fixed launch needs a grid size",
                                               helps=("pass `grid=` (blocks)",))])
         sms = self.gpu.attribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         return sms * int(dispatch.get("blocks_per_sm") or 1)
@@ -189,7 +190,7 @@ def _counter_array(module: Any, link_map: Mapping[str, Any]) -> tuple[int, int] 
     check_cuda(err, "cuModuleGetGlobal", f"the counter array `{counters['symbol']}`")
     words = int(counters["words"])
     if int(size) < 4 * words:
-        raise DiagnosticError([Diagnostic("E-CUDA", f"the counter array `{counters['symbol']}` holds {size} B, "
+        raise DiagnosticError([Diagnostic(Code.E_CUDA, f"the counter array `{counters['symbol']}` holds {size} B, "
                                                     f"the link map says {words} words")])
     return int(address), words
 
@@ -202,11 +203,11 @@ def device_pointer(obj: object) -> int:
     if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
         kind, _ = obj.__dlpack_device__()
         if int(kind) != _DLPACK_CUDA:
-            raise DiagnosticError([Diagnostic("E-RUN", f"a `{type(obj).__name__}` on DLPack device {kind} is not "
+            raise DiagnosticError([Diagnostic(Code.E_RUN, f"a `{type(obj).__name__}` on DLPack device {kind} is not "
                                                        "CUDA memory", helps=("move it to the GPU first",))])
         return _dlpack_data(obj.__dlpack__())
     raise DiagnosticError([Diagnostic(
-        "E-RUN", f"a `{type(obj).__name__}` is not CUDA memory",
+        Code.E_RUN, f"a `{type(obj).__name__}` is not CUDA memory",
         helps=("pass a DeviceBuffer, an address, or an array with __cuda_array_interface__ or __dlpack__",))])
 
 

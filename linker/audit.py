@@ -35,12 +35,13 @@ from typing import Any
 
 from diagnostics.model import Diagnostic, Label, Severity
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from linker.cubin import read_cubin
 from package.codefacts.ptx import Function, parse
 from package.codefacts.values import Env, Val, analyse
 
-CODE = "L-LINK"
-NOTE_CODE = "I-AUDIT"
+CODE = Code.L_LINK
+NOTE_CODE = Code.I_AUDIT
 _BARRIER = re.compile(r"^(bar|barrier)(\.cta)?\.(sync|arrive|red)")
 
 

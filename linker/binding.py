@@ -34,13 +34,14 @@ from contract_lang.printer import print_node
 from diagnostics.files import atomic_write_text
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from linker import layout
 from linker.symbols import compile_lto_and_ptx
 from linker.toolchain import nvrtc_version, stable_cwd, user_cache_dir
 from package.kpkg import read_package
 from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD
 
-NOTE_CODE = "I-BINDING"
+NOTE_CODE = Code.I_BINDING
 _FILE_PATH = re.compile(r'^(\s*\.file\s+\d+\s+)"(?:[^"]*/)?([^"/]*)"', re.M)
 
 
@@ -185,7 +186,7 @@ def _rebuild(path: str, stage: A.Stage) -> list[Diagnostic]:
     for payload, rebuilt in ((LTO_PAYLOAD, lto), (PTX_PAYLOAD, normalise_ptx(again).encode("utf-8"))):
         if pkg.payloads.get(payload) != rebuilt:
             out.append(Diagnostic(
-                "L-INTEGRITY", f"the `{payload}` payload of `{path}` is not what its `{SOURCE_PAYLOAD}` compiles to",
+                Code.L_INTEGRITY, f"the `{payload}` payload of `{path}` is not what its `{SOURCE_PAYLOAD}` compiles to",
                 labels=_where(path),
                 notes=(f"rebuilt with {here} and the recorded options; the payload's SHA-256 is "
                        f"{hashlib.sha256(pkg.payloads.get(payload, b'')).hexdigest()[:16]}…, the rebuild's "

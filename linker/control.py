@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label
+from diagnostics.symbols import Code
 from linker.binding import carried_headers, extra_include_dirs
 from linker.generate import Generated, render, unit_namespace
 from linker.toolchain import (
@@ -245,7 +246,7 @@ def _part(stage: str, shown: str, manifest: Mapping[str, Any]) -> UnitPart:
 
 def _no_source(stage: str, package: str, span: Any, why: str) -> Diagnostic:
     return Diagnostic(
-        "E-PARITY", f"stage `{stage}` has no source: the one-unit control build is impossible",
+        Code.E_PARITY, f"stage `{stage}` has no source: the one-unit control build is impossible",
         labels=(Label(span, "this stage"),),
         notes=(f"`{package}`: {why}", "the control compiles every component's source with the generated glue as "
                "one translation unit; the linked kernel is compared with it"),

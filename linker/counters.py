@@ -46,6 +46,7 @@ from checker.composition import Composition
 from checker.handles import HandleSpec, resolve_handles
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Label
+from diagnostics.symbols import Code
 from placement.problem import Domain
 from placement.result import Placement
 
@@ -128,7 +129,7 @@ def unsupported_counters(comp: Composition) -> list[Diagnostic]:
         if reason is not None:
             refused.add(c.name)
             out.append(Diagnostic(
-                "E-UNSUPPORTED", f"`kernlink link` cannot link counter `{c.name}` of `{owned.stage_name}` yet",
+                Code.E_UNSUPPORTED, f"`kernlink link` cannot link counter `{c.name}` of `{owned.stage_name}` yet",
                 labels=(Label(c.span, "declared here"),), notes=(reason,),
                 helps=("keep the counter in this GPU's global memory (no `space`, no `domain`) to link it",),
                 data=(("stage", owned.stage_name), ("what", f"counter `{c.name}`"))))
@@ -139,7 +140,7 @@ def unsupported_counters(comp: Composition) -> list[Diagnostic]:
         owners = claimed.get(endpoint.item.name, [])
         if len(owners) > 1 and endpoint.stage_name not in owners:
             out.append(Diagnostic(
-                "L-LINK", f"counter `{endpoint.item.name}` of `{endpoint.stage_name}` could be any of "
+                Code.L_LINK, f"counter `{endpoint.item.name}` of `{endpoint.stage_name}` could be any of "
                           f"{len(owners)} claims",
                 labels=(Label(endpoint.item.span, "this endpoint"),),
                 notes=(f"`{'`, `'.join(owners)}` each claim a counter `{endpoint.item.name}`",),

@@ -34,6 +34,7 @@ from elftools.elf.sections import Section, SymbolTableSection
 
 from checker.hardware import target_for_sm
 from diagnostics import Diagnostic, DiagnosticError
+from diagnostics.symbols import Code
 
 EM_CUDA = 190
 STO_CUDA_ENTRY = 0x10
@@ -215,4 +216,4 @@ def _u(value: bytes) -> int:
 
 
 def _error(message: str, note: str = "") -> DiagnosticError:
-    return DiagnosticError([Diagnostic("E-CUBIN", message, notes=(note,) if note else ())])
+    return DiagnosticError([Diagnostic(Code.E_CUBIN, message, notes=(note,) if note else ())])

@@ -56,6 +56,7 @@ from checker.handles import init_hook_symbol, resolve_handles, sanitize
 from checker.resolve import serving_exports
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
+from diagnostics.symbols import Code
 from linker.counters import (
     FUNCTION_KINDS,
     CounterArray,
@@ -264,7 +265,7 @@ def unsupported(comp: Composition) -> list[Diagnostic]:
 
     def refuse(node: A.Node, stage: str, what: str, why: str) -> None:
         out.append(Diagnostic(
-            "E-UNSUPPORTED", f"`kernlink link` cannot link {what} of `{stage}` yet",
+            Code.E_UNSUPPORTED, f"`kernlink link` cannot link {what} of `{stage}` yet",
             labels=(Label(node.span, "declared here"),), notes=(why,),
             helps=("check the composition with `kernlink check`; link it once the linker supports this",),
             data=(("stage", stage), ("what", what))))
@@ -272,7 +273,7 @@ def unsupported(comp: Composition) -> list[Diagnostic]:
     out += unsupported_counters(comp)  # the rest link through the counter array (linker/counters.py)
     if launch_cluster(comp) is None:
         out.append(Diagnostic(
-            "E-UNSUPPORTED", f"`kernlink link` cannot choose the cluster shape of `{comp.pipeline.name}`",
+            Code.E_UNSUPPORTED, f"`kernlink link` cannot choose the cluster shape of `{comp.pipeline.name}`",
             labels=(Label(comp.pipeline.span, "this pipeline"),),
             notes=("the stages accept several cluster shapes in common, and none is 1x1x1",),
             helps=("state the launch's shape in the pipeline: `cluster 2x1x1`",),
@@ -373,7 +374,7 @@ def _handles(comp: Composition, solved: Solved) -> tuple[HandleValue, ...]:
                 value = handle_value(spec, solved)
             except UnfixedFact as err:
                 problems.append(Diagnostic(
-                    "L-LINK", f"handle `{symbol}` of `{entry.name}` reads fact `{spec.item}`, which has no fixed "
+                    Code.L_LINK, f"handle `{symbol}` of `{entry.name}` reads fact `{spec.item}`, which has no fixed "
                               "value to fold",
                     labels=(Label((spec.node or entry.stage).span, "the fact"),), notes=(str(err),),
                     helps=(f"take the value at launch with `uses fact {spec.item}: T as param FIELD`, or fix it "
@@ -381,7 +382,7 @@ def _handles(comp: Composition, solved: Solved) -> tuple[HandleValue, ...]:
                 continue
             except UnplacedHandle as err:
                 problems.append(Diagnostic(
-                    "E-INTERNAL", f"no value for handle `{symbol}` of `{entry.name}`: {err}",
+                    Code.E_INTERNAL, f"no value for handle `{symbol}` of `{entry.name}`: {err}",
                     labels=(Label((spec.node or entry.stage).span, "bound here"),),
                     helps=("report it with the inputs: a checked, placed composition has a value for every "
                            "handle",)))
@@ -392,7 +393,7 @@ def _handles(comp: Composition, solved: Solved) -> tuple[HandleValue, ...]:
             first = values.setdefault(symbol, value)
             if first.value != value.value:
                 problems.append(Diagnostic(
-                    "L-LINK", f"handle `{symbol}` is read by `{first.stage}` as {first.value} and by "
+                    Code.L_LINK, f"handle `{symbol}` is read by `{first.stage}` as {first.value} and by "
                               f"`{entry.name}` as {value.value}",
                     labels=(Label((spec.node or entry.stage).span, "bound here"),),
                     helps=("give one item another name with `handle NAME`",)))
@@ -410,7 +411,7 @@ def _zero_count(comp: Composition, entry: StageEntry, ring: str, value: HandleVa
                  if isinstance(part, A.RingBarrierInit) and part.barrier == which), None)
     span = init.span if init is not None else entry.stage.span
     return Diagnostic(
-        "L-LINK", f"the `{which}` barrier of ring `{ring}` would be initialised with {value.value} arrivals",
+        Code.L_LINK, f"the `{which}` barrier of ring `{ring}` would be initialised with {value.value} arrivals",
         labels=(Label(span, f"{value.why.split(': ', 1)[-1]} is {value.value} with these roles"),),
         notes=("`mbarrier.init` with a count of 0 is undefined: the phase never completes, and nvJitLink has been "
                "seen to crash on such code",),
@@ -427,7 +428,7 @@ def _calls(comp: Composition) -> tuple[tuple[Trampoline, ...], tuple[DroppedExpo
         exports = serving_exports(comp, call)
         if len(exports) != 1:
             problems.append(Diagnostic(
-                "E-INTERNAL", f"call `{call.item.name}` of `{call.stage_name}` is served by {len(exports)} exports",
+                Code.E_INTERNAL, f"call `{call.item.name}` of `{call.stage_name}` is served by {len(exports)} exports",
                 labels=(Label(call.item.span, "this call"),),
                 helps=("report it with the inputs: L-UNRESOLVED and L-AMBIGUOUS accept one export per call",)))
             continue
@@ -440,7 +441,7 @@ def _calls(comp: Composition) -> tuple[tuple[Trampoline, ...], tuple[DroppedExpo
             export_ctypes = _ctypes(sig, export.stage.captured, export.item.symbol)
         except ValueError as err:
             problems.append(Diagnostic(
-                "L-LINK", f"call `{call.item.name}` of `{call.stage_name}` cannot be linked to "
+                Code.L_LINK, f"call `{call.item.name}` of `{call.stage_name}` cannot be linked to "
                           f"`{export.item.symbol}`: {err}",
                 labels=(Label(call.item.span, "this call"), Label(export.item.span, "the export")),
                 helps=("pass a 16-bit float as `unsigned short` bits or as a 2-byte struct such as "
@@ -456,7 +457,7 @@ def _calls(comp: Composition) -> tuple[tuple[Trampoline, ...], tuple[DroppedExpo
             by_symbol[made.symbol] = replace(first, callers=(*first.callers, caller))
         else:
             problems.append(Diagnostic(
-                "L-LINK", f"trampoline `{made.symbol}` is called by {first.callers[0]} for `{first.export_symbol}` "
+                Code.L_LINK, f"trampoline `{made.symbol}` is called by {first.callers[0]} for `{first.export_symbol}` "
                           f"and by {caller} for `{made.export_symbol}`",
                 labels=(Label(call.item.span, "this call site"),),
                 notes=("the linker defines one function per symbol",),
@@ -470,7 +471,7 @@ def _calls(comp: Composition) -> tuple[tuple[Trampoline, ...], tuple[DroppedExpo
             continue
         dropped.append(DroppedExport(exp.stage_name, exp.item.name, exp.item.symbol))
         notes.append(Diagnostic(
-            "I-EXPORT-DROPPED", f"export `{exp.item.name}` of `{exp.stage_name}` is called by no call site; "
+            Code.I_EXPORT_DROPPED, f"export `{exp.item.name}` of `{exp.stage_name}` is called by no call site; "
                                 f"the link drops `{exp.item.symbol}`",
             Severity.NOTE, (Label(exp.item.span, "exported here"),),
             notes=("LTO removes device functions nothing references",)))
@@ -519,14 +520,14 @@ def _dispatch(comp: Composition, placement: Placement, params: ParamsLayout, sme
     threads = placement.block_warps * 32
     if threads <= 0 or not placement.roles:
         raise DiagnosticError([Diagnostic(
-            "L-LINK", f"pipeline `{comp.pipeline.name}` has no role: the dispatch kernel would run no code",
+            Code.L_LINK, f"pipeline `{comp.pipeline.name}` has no role: the dispatch kernel would run no code",
             labels=(Label(comp.pipeline.span, "no stage of this pipeline declares a role"),),
             notes=("a kernel of 0 threads (`__launch_bounds__(0)`) cannot be launched",),
             helps=("declare the roles that run the stages' code: `role NAME entry FUNCTION warps N`",))])
     setmaxnreg = any(info.role.regs is not None for info in comp.roles.values())
     if setmaxnreg and comp.target is not None and not comp.target.has("setmaxnreg"):
         raise DiagnosticError([Diagnostic(
-            "E-UNSUPPORTED", f"roles declare `regs`, but `{comp.target.name}` has no `setmaxnreg`",
+            Code.E_UNSUPPORTED, f"roles declare `regs`, but `{comp.target.name}` has no `setmaxnreg`",
             labels=(Label(comp.target_span, "target"),))])
     bps = launch.blocks_per_sm if launch is not None else None
     min_blocks = bps if bps is not None else (1 if setmaxnreg else None)
@@ -914,7 +915,7 @@ def _tmem_allocation(comp: Composition, placement: Placement, dynamic: int) -> t
     limit = comp.target.smem_per_block_optin if comp.target is not None else None
     if limit is not None and slot + TMEM_SLOT_BYTES > limit:
         raise DiagnosticError([Diagnostic(
-            "L-LINK", f"no shared memory is left for the word tcgen05.alloc writes: the claims use {dynamic} B "
+            Code.L_LINK, f"no shared memory is left for the word tcgen05.alloc writes: the claims use {dynamic} B "
                       f"of the {limit} B a block may have",
             labels=(Label(comp.pipeline.span, "this pipeline"),),
             helps=(f"leave {TMEM_SLOT_BYTES} B of shared memory free (a shallower ring, a smaller claim)",))])

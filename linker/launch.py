@@ -26,6 +26,7 @@ from cuda.bindings import driver
 
 from checker.hardware import TargetSpec, target_for_sm
 from diagnostics import Diagnostic, DiagnosticError
+from diagnostics.symbols import Code
 from linker.cubin import KernelInfo, read_cubin
 
 Dim3 = int | tuple[int, int, int]
@@ -86,7 +87,7 @@ class GpuSession:
             (err,) = driver.cuInit(0)
         except Exception as exc:
             raise DiagnosticError([Diagnostic(
-                "E-CUDA", "no CUDA driver is available", notes=(str(exc),),
+                Code.E_CUDA, "no CUDA driver is available", notes=(str(exc),),
                 helps=("run GPU work on a machine with an NVIDIA driver",))]) from exc
         _check(err, "cuInit")
         err, self._device = driver.cuDeviceGet(device)
@@ -231,12 +232,12 @@ def _check_args(info: KernelInfo, packed: list[bytes]) -> None:
         return
     if len(packed) != len(info.params):
         raise DiagnosticError([Diagnostic(
-            "E-CUDA", f"kernel `{info.name}` takes {len(info.params)} parameters, "
+            Code.E_CUDA, f"kernel `{info.name}` takes {len(info.params)} parameters, "
                       f"{len(packed)} given")])
     for param, data in zip(info.params, packed, strict=True):
         if len(data) != param.size:
             raise DiagnosticError([Diagnostic(
-                "E-CUDA", f"argument {param.ordinal} of kernel `{info.name}` is "
+                Code.E_CUDA, f"argument {param.ordinal} of kernel `{info.name}` is "
                           f"{len(data)} bytes; the kernel's parameter is {param.size} bytes")])
 
 
@@ -255,7 +256,7 @@ def _check(err: Any, call: str, context: str = "") -> None:
             notes.append(text.decode() if isinstance(text, bytes) else str(text))
     except Exception as exc:
         notes.append(f"no description: {exc}")
-    raise DiagnosticError([Diagnostic("E-CUDA", f"`{call}` failed: {name}", notes=tuple(notes),
+    raise DiagnosticError([Diagnostic(Code.E_CUDA, f"`{call}` failed: {name}", notes=tuple(notes),
                                       data=(("call", call), ("error", name)))])
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from contract_lang import ast as A
 from diagnostics import Diagnostic, DiagnosticError
+from diagnostics.symbols import Code
 from package.captured import Captured, CapturedParams
 
 PROBE_SYMBOL = "kl_probe_layouts"
@@ -165,5 +166,5 @@ def _probe_words(ptx: str) -> list[int]:
 
 def _probe_error(why: str) -> DiagnosticError:
     return DiagnosticError([Diagnostic(
-        "E-PACK", f"could not read the params layouts back from the compiler: {why}",
+        Code.E_PACK, f"could not read the params layouts back from the compiler: {why}",
         helps=("report this with the component's source; the compiler's PTX format may have changed",))])

@@ -76,6 +76,7 @@ from checker.clauses import l_regs
 from checker.clauses.l_launch import residency_diagnostic
 from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity, sort_diagnostics
+from diagnostics.symbols import Code
 from linker import linkmap
 from linker.binding import rebuild_problems
 from linker.cubin import KernelInfo, read_cubin
@@ -224,7 +225,8 @@ def write_outputs(out: LinkOutput, directory: str | Path, *, hook: Hook | None =
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise DiagnosticError([Diagnostic("E-IO", f"cannot create directory `{root}`: {err.strerror or err}")]) from err
+        message = f"cannot create directory `{root}`: {err.strerror or err}"
+        raise DiagnosticError([Diagnostic(Code.E_IO, message)]) from err
     files, manifest = output_files(out)
     return write_set(root, files, manifest, managed=[name for name, _ in files], hook=hook)
 
@@ -290,7 +292,7 @@ def _no_package(comp: Composition, entry: StageEntry) -> Diagnostic:
     span = entry.use.span if entry.use is not None else comp.pipeline.span
     source = Path(entry.source).name
     return Diagnostic(
-        "L-STAGE", f"stage `{entry.name}` was checked from its contract `{entry.source}`; linking needs its package",
+        Code.L_STAGE, f"stage `{entry.name}` was checked from its contract `{entry.source}`; linking needs its package",
         labels=(Label(span, "used here"), Label(entry.stage.span, "contract only", primary=False)),
         notes=("a contract has no object code: the link needs the LTO IR that `kernlink pack` puts in a package",),
         helps=(f"run `kernlink pack <source>.cu --contract {source} -o build/<name>.kpkg` and name the package "
@@ -393,7 +395,7 @@ def _static_smem(comp: Composition, packages: Sequence[tuple[str, StagePackage]]
     listed = "; ".join(f"{f'`{pkg}`' if pkg else 'a package'} declares `__shared__` {', '.join(found)}"
                        for pkg, found in declared.items())
     return Diagnostic(
-        "L-LINK", f"{listed or 'a package declares `__shared__` variables'}: shared memory no contract claims",
+        Code.L_LINK, f"{listed or 'a package declares `__shared__` variables'}: shared memory no contract claims",
         labels=tuple(labels),
         notes=(f"the variables take {total} B; with their alignment the dynamic shared memory base moves by "
                f"{window} B" if declared else f"the kernel has {window} B of static shared memory",
@@ -469,7 +471,7 @@ def _regs_failed(comp: Composition, rnd: _Round, placed: Placed, entry: int) -> 
 def _tool_warnings(comp: Composition, rnd: _Round) -> list[Diagnostic]:
     """Every ptxas/nvJitLink warning of the final link (a dropped `.minnctapersm`, spills…), surfaced."""
     return [Diagnostic(
-        "I-PTXAS", f"ptxas warns about the linked kernel: {text}", Severity.WARNING,
+        Code.I_PTXAS, f"ptxas warns about the linked kernel: {text}", Severity.WARNING,
         (Label(comp.pipeline.span, "in this composition"),),
         notes=("the device link compiles every component and the generated dispatch together; ptxas printed "
                "this while compiling it",),
@@ -491,7 +493,7 @@ def _spill_notes(comp: Composition, rnd: _Round) -> list[Diagnostic]:
     if not (a.spill_stores or a.spill_loads):
         return []
     return [Diagnostic(
-        "I-SPILL", f"the linked kernel `{KERNEL}` spills registers ({a.spill_stores} B stored, {a.spill_loads} B "
+        Code.I_SPILL, f"the linked kernel `{KERNEL}` spills registers ({a.spill_stores} B stored, {a.spill_loads} B "
                    "loaded per thread)",
         Severity.NOTE, (Label(comp.pipeline.span, "in this composition"),),
         notes=("ptxas compiles each role within its setmaxnreg budget and spills what does not fit",),

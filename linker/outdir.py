@@ -36,6 +36,7 @@ from typing import Any
 
 from diagnostics.files import atomic_write_bytes
 from diagnostics.model import Diagnostic, DiagnosticError
+from diagnostics.symbols import Code
 
 try:
     import fcntl
@@ -119,12 +120,12 @@ def verify_cubin(cubin: bytes, manifest: Mapping[str, Any], directory: str | Pat
     fix = f"link again: `kernlink link PIPELINE.kp -o {root}`"
     if not isinstance(record, Mapping) or not isinstance(record.get("sha256"), str):
         raise DiagnosticError([Diagnostic(
-            "L-INTEGRITY", f"`{root / MANIFEST}` records no SHA-256 for {where}",
+            Code.L_INTEGRITY, f"`{root / MANIFEST}` records no SHA-256 for {where}",
             notes=("a loader runs a cubin only when the manifest vouches for it",), helps=(fix,))])
     digest = hashlib.sha256(cubin).hexdigest()
     if digest != record["sha256"] or record.get("size") not in (None, len(cubin)):
         raise DiagnosticError([Diagnostic(
-            "L-INTEGRITY", f"{where} does not match the SHA-256 that `{root / MANIFEST}` records",
+            Code.L_INTEGRITY, f"{where} does not match the SHA-256 that `{root / MANIFEST}` records",
             notes=(f"the manifest records {record.get('size')} bytes with SHA-256 {record['sha256']}; "
                    f"the file has {len(cubin)} bytes with SHA-256 {digest}",
                    "the cubin was replaced after the link, or two writers shared the directory"),
@@ -137,9 +138,9 @@ def _remove(path: Path) -> None:
     except FileNotFoundError:
         return
     except IsADirectoryError as err:
-        raise DiagnosticError([Diagnostic("E-IO", f"cannot replace `{path}`: it is a directory")]) from err
+        raise DiagnosticError([Diagnostic(Code.E_IO, f"cannot replace `{path}`: it is a directory")]) from err
     except OSError as err:
-        raise DiagnosticError([Diagnostic("E-IO", f"cannot remove `{path}`: {err.strerror or err}")]) from err
+        raise DiagnosticError([Diagnostic(Code.E_IO, f"cannot remove `{path}`: {err.strerror or err}")]) from err
 
 
 def _remove_temporaries(directory: Path, names: Sequence[str]) -> None:

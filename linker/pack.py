@@ -44,6 +44,7 @@ from contract_lang.parser import parse_file
 from contract_lang.printer import print_node
 from diagnostics import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.files import atomic_write_bytes, read_source
+from diagnostics.symbols import Code
 from linker import binding, handles, layout
 from linker.symbols import Prototype, compile_lto_and_ptx, compile_ptx, read_ptx_symbols
 from linker.toolchain import compile_nvcc, nvcc_version, nvrtc_version, stable_cwd
@@ -94,7 +95,8 @@ class CompileFlags:
             folder = cutlass_include_dir()
             if folder is None:
                 raise DiagnosticError([Diagnostic(
-                    "E-PACK", "`--cutlass` needs the CUTLASS headers, and the `nvidia-cutlass` wheel is not installed",
+                    Code.E_PACK,
+                    "`--cutlass` needs the CUTLASS headers, and the `nvidia-cutlass` wheel is not installed",
                     helps=("install it (`pip install 'kernlink[cute]'`), or pass its `include` folder with `-I`",))])
             found.append(folder)
         return found
@@ -163,7 +165,7 @@ def pack(source: str | Path, contract: str | Path, output: str | Path | None = N
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise DiagnosticError([Diagnostic("E-IO", f"cannot create directory `{out.parent}`: "
+        raise DiagnosticError([Diagnostic(Code.E_IO, f"cannot create directory `{out.parent}`: "
                                                   f"{err.strerror or err}")]) from err
     atomic_write_bytes(out, data)
     seconds = {**built.seconds, "write": time.perf_counter() - start}
@@ -182,7 +184,7 @@ def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvr
     target = chosen.target.name if chosen.target is not None else None
     if target is None:
         raise DiagnosticError([Diagnostic(
-            "E-PACK", f"stage `{chosen.name}` names no `target`",
+            Code.E_PACK, f"stage `{chosen.name}` names no `target`",
             labels=(Label(chosen.span, "this stage"),),
             helps=("add `target sm_90a` (or the architecture it is written for) to the stage",))])
     name = src_path.name or "source.cu"
@@ -269,7 +271,7 @@ def provider_sources(stage: A.Stage, folder: Path) -> dict[str, bytes]:
             problem = f"does not exist (looked for `{path}`)"
         if problem is not None:
             raise DiagnosticError([Diagnostic(
-                "E-PACK", f"the host provider `{provider.library}` of `{stage.name}` {problem}",
+                Code.E_PACK, f"the host provider `{provider.library}` of `{stage.name}` {problem}",
                 labels=(Label(provider.span, "this provider"),),
                 helps=("a called provider (`fn`) is a C source file, named relative to the contract's folder",))])
         found[name] = read_source(path, display=str(path)).encode("utf-8")
@@ -286,11 +288,11 @@ def choose_stage(contract: str | Path, name: str | None) -> A.Stage:
                 return stage
         listed = ", ".join(f"`{s.name}`" for s in stages)
         raise DiagnosticError([Diagnostic(
-            "E-PACK", f"`{contract}` has no stage `{name}`", notes=(f"its stages: {listed}",))])
+            Code.E_PACK, f"`{contract}` has no stage `{name}`", notes=(f"its stages: {listed}",))])
     if len(stages) != 1:
         listed = ", ".join(f"`{s.name}`" for s in stages)
         raise DiagnosticError([Diagnostic(
-            "E-PACK", f"`{contract}` holds {len(stages)} stages; a package holds one",
+            Code.E_PACK, f"`{contract}` holds {len(stages)} stages; a package holds one",
             labels=tuple(Label(s.span, "a stage", primary=i == 0) for i, s in enumerate(stages)),
             notes=(f"its stages: {listed}",), helps=("choose one with `--stage NAME`",))])
     return stages[0]
@@ -323,7 +325,7 @@ def findings(built: Built) -> list[Diagnostic]:
             data=(("problem", finding.problem), ("symbol", finding.symbol))))
     for problem in layout.params_problems(stage, captured):
         out.append(Diagnostic(
-            "L-PARAMS", problem.message, severity=Severity.WARNING,
+            Code.L_PARAMS, problem.message, severity=Severity.WARNING,
             labels=_label(problem.node, "declared here"),
             notes=("the package was written; `kernlink check` rejects this composition",),
             helps=("make the struct in the source and the contract's params block agree",),
@@ -368,7 +370,7 @@ def _probe_failed(err: DiagnosticError, stage: A.Stage, display: str) -> Diagnos
     names = ", ".join(f"`{b.name}`" for b in layout.params_blocks(stage)) or "none"
     notes = tuple(n for d in err.diagnostics for n in d.notes)
     return DiagnosticError([Diagnostic(
-        "E-PACK", f"the params probe for `{display}` does not compile",
+        Code.E_PACK, f"the params probe for `{display}` does not compile",
         labels=tuple(Label(b.span, "declared here") for b in layout.params_blocks(stage))[:1],
         notes=(f"params blocks: {names}", *notes),
         helps=("declare each params struct once, at global scope, as `struct NAME { … };` with plain "

@@ -20,6 +20,7 @@ from typing import Any
 from checker.composition import Composition
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label
+from diagnostics.symbols import Code
 from linker.generate import ParamsRegion
 from package.kpkg import read_package
 
@@ -62,7 +63,7 @@ def linked_providers(comp: Composition, regions: Sequence[ParamsRegion]) -> list
             source = payloads.get(payload)
             if source is None:
                 problems.append(Diagnostic(
-                    "L-LINK", f"package `{entry.package}` of `{entry.name}` does not carry the source of its host "
+                    Code.L_LINK, f"package `{entry.package}` of `{entry.name}` does not carry the source of its host "
                               f"provider `{provider.library}`",
                     labels=(Label(provider.span, "this provider"),) if provider.span.line > 0 else (),
                     notes=("`kernlink pack` carries every called provider's C source as a payload",),

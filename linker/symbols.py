@@ -36,6 +36,7 @@ from cuda.bindings import nvrtc
 
 from checker.handles import TOOLKIT_EXTERNS as TOOLKIT_EXTERNS
 from diagnostics import Diagnostic, DiagnosticError
+from diagnostics.symbols import Code
 from linker.toolchain import CompileResult, compile_nvrtc_here, isolated, nvcc_path, nvrtc_options, parse_compiler_log
 from package.captured import Prototype as Prototype
 from package.captured import SymbolKind as SymbolKind
@@ -173,7 +174,7 @@ def _ptx_nvcc(text: bytes, name: str, arch: str, include_dirs: Sequence[str | os
               defines: Mapping[str, str] | None, extra: Sequence[str] = (), std: str = "c++17") -> str:
     exe = nvcc_path()
     if exe is None:
-        raise DiagnosticError([Diagnostic("E-COMPILE", "nvcc is not installed",
+        raise DiagnosticError([Diagnostic(Code.E_COMPILE, "nvcc is not installed",
                                           helps=("compile with NVRTC instead",))])
     base = Path(name).name or "source.cu"
     opts = [f"-arch={arch}", "-ptx", "-rdc=true", f"-std={std}",
@@ -241,7 +242,7 @@ def _text(raw: bytes | bytearray) -> str:
 def _nvrtc_ok(err: object, name: str, call: str) -> None:
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         label = getattr(err, "name", str(err))
-        raise DiagnosticError([Diagnostic("E-COMPILE", f"`{call}` failed for `{name}`: {label}",
+        raise DiagnosticError([Diagnostic(Code.E_COMPILE, f"`{call}` failed for `{name}`: {label}",
                                           data=(("compiler", "nvrtc"), ("result", label)))])
 
 
@@ -250,5 +251,5 @@ def _ptx_error(name: str, arch: str, compiler: str, log: str) -> DiagnosticError
     notes = tuple(f"{m.span.file}:{m.span.line}: {m.text}" for m in messages) or tuple(
         line for line in log.splitlines() if line.strip())
     return DiagnosticError([Diagnostic(
-        "E-COMPILE", f"{compiler} could not compile `{name}` to PTX for `{arch}`", notes=notes,
+        Code.E_COMPILE, f"{compiler} could not compile `{name}` to PTX for `{arch}`", notes=notes,
         data=(("compiler", compiler), ("arch", arch), ("log", log)))])

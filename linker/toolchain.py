@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 from cuda.bindings import nvjitlink, nvrtc
 
 from diagnostics import Diagnostic, DiagnosticError, Label, Severity, Span
+from diagnostics.symbols import Code
 from linker.cubin import read_cubin
 
 T = TypeVar("T")
@@ -281,7 +282,7 @@ def compile_nvcc(
     """Compile one translation unit to LTO IR with nvcc (``-dlto -arch=lto_XX -ltoir``)."""
     exe = nvcc or nvcc_path()
     if exe is None:
-        raise DiagnosticError([Diagnostic("E-COMPILE", "nvcc is not installed",
+        raise DiagnosticError([Diagnostic(Code.E_COMPILE, "nvcc is not installed",
                                           helps=("compile with NVRTC instead",))])
     text = source.encode() if isinstance(source, str) else source
     opts = (f"-arch=lto_{arch.removeprefix('sm_')}", "-dlto", "-ltoir", "-rdc=true",
@@ -331,7 +332,7 @@ def link(
                    else "the linked cubin has no kernel")
         found = ", ".join(f"`{n}`" for n in names) or "none"
         raise DiagnosticError([Diagnostic(
-            "L-LINK", message, notes=(f"kernels in the cubin: {found}",
+            Code.L_LINK, message, notes=(f"kernels in the cubin: {found}",
                                       "inputs: " + ", ".join(f"`{n}`" for n, _ in items)),
             helps=("add the input that defines the kernel, and declare it `extern \"C\" "
                    "__global__` so its name is not mangled",),
@@ -395,9 +396,10 @@ def _crashed(library: str, exitcode: int | None, args: tuple[Any, ...]) -> Diagn
     if library == "nvjitlink":
         items: Sequence[tuple[str, bytes]] = args[0]
         names = ", ".join(f"`{n}`" for n, _ in items) or "no inputs"
-        return Diagnostic("L-LINK", f"nvJitLink crashed linking {names} for `{args[2]}`: the linker process {how}",
+        return Diagnostic(Code.L_LINK, f"nvJitLink crashed linking {names} for `{args[2]}`: the linker process {how}",
                           notes=notes, helps=helps, data=(("result", "crashed"), ("exitcode", str(exitcode))))
-    return Diagnostic("E-COMPILE", f"NVRTC crashed compiling `{args[1]}` for `{args[2]}`: the compiler process {how}",
+    return Diagnostic(Code.E_COMPILE,
+                      f"NVRTC crashed compiling `{args[1]}` for `{args[2]}`: the compiler process {how}",
                       notes=notes, helps=helps, data=(("compiler", "nvrtc"), ("result", "crashed"),
                                                       ("exitcode", str(exitcode))))
 
@@ -505,7 +507,7 @@ def _clean(raw: bytes | bytearray) -> str:
 def _check_nvrtc(err: object, name: str, call: str) -> None:
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         label = getattr(err, "name", str(err))
-        raise DiagnosticError([Diagnostic("E-COMPILE", f"`{call}` failed for `{name}`: {label}",
+        raise DiagnosticError([Diagnostic(Code.E_COMPILE, f"`{call}` failed for `{name}`: {label}",
                                           data=(("compiler", "nvrtc"), ("result", label)))])
 
 
@@ -522,10 +524,10 @@ def _compile_error(name: str, arch: str, compiler: str, result: str, log: str,
     if not errors:
         notes = tuple(line for line in log.splitlines() if line.strip())
         return DiagnosticError([Diagnostic(
-            "E-COMPILE", f"{compiler} could not compile `{name}` for `{arch}` ({result})",
+            Code.E_COMPILE, f"{compiler} could not compile `{name}` for `{arch}` ({result})",
             notes=notes, helps=helps, data=data)])
     return DiagnosticError([
-        Diagnostic("E-COMPILE", m.text, labels=(Label(m.span, ""),), helps=helps, data=data)
+        Diagnostic(Code.E_COMPILE, m.text, labels=(Label(m.span, ""),), helps=helps, data=data)
         for m in errors
     ])
 
@@ -548,6 +550,6 @@ def _link_error(items: list[tuple[str, bytes]], arch: str, result: str,
     names = ", ".join(f"`{n}`" for n, _ in items) or "no inputs"
     help_text = _LINK_HELP.get(result)
     return DiagnosticError([Diagnostic(
-        "L-LINK", f"nvJitLink could not link {names} for `{arch}` ({result})",
+        Code.L_LINK, f"nvJitLink could not link {names} for `{arch}` ({result})",
         notes=notes, helps=(help_text,) if help_text else (),
         data=(("result", result), ("arch", arch), ("error_log", error_log)))])

@@ -57,6 +57,7 @@ from checker.handles import sanitize, tensor_symbol
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from placement.adapter import Placed
 from placement.problem import Domain
 from placement.result import Placement
@@ -152,7 +153,7 @@ def plan_transfers(comp: Composition, placed: Placed,
         route = by_import.get((owned.stage_name, owned.item.name))
         if route is None:
             problems.append(Diagnostic(
-                "E-INTERNAL", f"tensor connection `{owned.item.export}` -> `{owned.item.name}` of "
+                Code.E_INTERNAL, f"tensor connection `{owned.item.export}` -> `{owned.item.name}` of "
                               f"`{owned.stage_name}` has no route",
                 labels=(Label(owned.item.span, "imported here"),),
                 helps=("report it with the inputs: an accepted composition has a route for every import",)))
@@ -179,7 +180,7 @@ def elem_ctype(elem: str) -> str:
 
 def _refuse(span: Span, stage: str, what: str, why: str) -> DiagnosticError:
     return DiagnosticError([Diagnostic(
-        "E-UNSUPPORTED", f"`kernlink link` cannot link {what} of `{stage}` yet",
+        Code.E_UNSUPPORTED, f"`kernlink link` cannot link {what} of `{stage}` yet",
         labels=(Label(span, "imported here"),), notes=(why,),
         helps=("check the composition with `kernlink check`; link it once the linker supports this",),
         data=(("stage", stage), ("what", what)))])
@@ -216,7 +217,7 @@ def _transfer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span,
                        export_name=own, import_name=import_symbol)
     except ValueError as err:
         raise DiagnosticError([Diagnostic(
-            "E-INTERNAL", f"cannot lower {what}: {err}", labels=(Label(span, "imported here"),),
+            Code.E_INTERNAL, f"cannot lower {what}: {err}", labels=(Label(span, "imported here"),),
             helps=("report it with the inputs: this is a kernlink bug",))]) from None
     why = f"{route.result.title}: the cheapest rung of the ladder whose checks all pass"
     if claim is not None and program.shared == "buffer":
@@ -255,7 +256,7 @@ def _barrier_ids(placement: Placement, routed: RoutedSeam, span: Span) -> tuple[
                      if (s.owner, s.name) == (routed.seam.import_stage, name)), None)
         if slot is None:
             raise DiagnosticError([Diagnostic(
-                "E-INTERNAL", f"route barrier `{name}` has no placed ID",
+                Code.E_INTERNAL, f"route barrier `{name}` has no placed ID",
                 labels=(Label(span, "imported here"),),
                 helps=("report it with the inputs: the link places route barriers before generating code",))])
         ids.append(slot.offset)
@@ -300,7 +301,7 @@ def _tmem(comp: Composition, placed: Placed, routed: RoutedSeam) -> tuple[str, i
                   if o.stage_name == seam.export_stage and o.item.name == name), None)
     if claim is None:
         raise DiagnosticError([Diagnostic(
-            "L-LINK", f"export `{name}` of `{seam.export_stage}` is placed in tensor memory, but the stage "
+            Code.L_LINK, f"export `{name}` of `{seam.export_stage}` is placed in tensor memory, but the stage "
                       f"claims no tensor memory named `{name}`",
             labels=(Label(seam.export.span, "placed in tensor memory here"),),
             notes=("an export placed in tensor memory lives in the producing stage's claim of the export's "
@@ -309,7 +310,7 @@ def _tmem(comp: Composition, placed: Placed, routed: RoutedSeam) -> tuple[str, i
     columns = max(col for _, col in seam.export.placement.inverse.values()) + 1
     if (claim.columns or 0) < columns:
         raise DiagnosticError([Diagnostic(
-            "L-LINK", f"export `{name}` of `{seam.export_stage}` places elements up to column {columns} of its "
+            Code.L_LINK, f"export `{name}` of `{seam.export_stage}` places elements up to column {columns} of its "
                       f"tensor-memory claim, which holds {claim.columns or 0} columns",
             labels=(Label(seam.export.span, "placed here"), Label(claim.span, "the claim")),
             helps=(f"claim at least {columns} columns for `{name}`",))])
@@ -335,7 +336,7 @@ def _buffer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span, w
                   if o.stage_name == seam.export_stage and o.item.name == name), None)
     if claim is None:
         raise DiagnosticError([Diagnostic(
-            "L-LINK", f"export `{name}` of `{seam.export_stage}` is placed in shared memory, but the stage "
+            Code.L_LINK, f"export `{name}` of `{seam.export_stage}` is placed in shared memory, but the stage "
                       f"claims no shared memory named `{name}`",
             labels=(Label(seam.export.span, "placed in shared memory here"),),
             notes=("an export placed in shared memory lives in the producing stage's claim of the export's "
@@ -345,7 +346,7 @@ def _buffer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span, w
     needed = _shared_bytes(routed)
     if (claim.bytes or 0) < needed:
         raise DiagnosticError([Diagnostic(
-            "L-LINK", f"export `{name}` of `{seam.export_stage}` places elements up to byte {needed} of its "
+            Code.L_LINK, f"export `{name}` of `{seam.export_stage}` places elements up to byte {needed} of its "
                       f"claim, which holds {claim.bytes or 0} B",
             labels=(Label(seam.export.span, "placed here"), Label(claim.span, "the claim")),
             helps=(f"claim at least {needed} bytes for `{name}`",))])

@@ -44,6 +44,7 @@ from typing import Any
 from checker.composition import Composition
 from checker.handles import HandleKind, HandleSpec, resolve_handles
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 from linker.counters import ARRAY, CounterArray, CounterSlots, WaitRenderer, counter_functions
 from linker.handles import Solved, handle_value
 
@@ -286,7 +287,7 @@ def decode_ledger(link_map: Mapping[str, Any], data: bytes) -> list[Diagnostic]:
         where = (f"block {blocks[0]}" if len(blocks) == 1 else
                  f"{len(blocks)} blocks ({', '.join(map(str, blocks[:8]))}{', …' if len(blocks) > 8 else ''})")
         if site is None:
-            out.append(Diagnostic("E-HANG", f"{where}, {thread} ({who}) timed out at unknown site {site_id}",
+            out.append(Diagnostic(Code.E_HANG, f"{where}, {thread} ({who}) timed out at unknown site {site_id}",
                                   helps=("link again: link.json and kernel.cubin come from different links",)))
             continue
         waited = max(e.cycles for e in entries)
@@ -305,7 +306,7 @@ def decode_ledger(link_map: Mapping[str, Any], data: bytes) -> list[Diagnostic]:
                     f"(mbarrier state word 0x{seen:08x})")
             helps = (f"check that the other side of ring `{site['item']}` arrives on `{which}` for every slot and "
                      "phase this side waits on",)
-        out.append(Diagnostic("E-HANG", f"{where}, {thread} hung: {what}", notes=tuple(notes), helps=helps))
+        out.append(Diagnostic(Code.E_HANG, f"{where}, {thread} hung: {what}", notes=tuple(notes), helps=helps))
     return out
 
 
@@ -367,5 +368,5 @@ def _ok(err: Any, call: str) -> None:
     if err != driver.CUresult.CUDA_SUCCESS:
         from diagnostics.model import DiagnosticError
 
-        raise DiagnosticError([Diagnostic("E-CUDA", f"`{call}` failed: {err}",
+        raise DiagnosticError([Diagnostic(Code.E_CUDA, f"`{call}` failed: {err}",
                                           helps=("the watchdog's ledger needs mapped host memory",))])

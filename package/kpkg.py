@@ -31,6 +31,7 @@ from typing import Any, BinaryIO
 
 from diagnostics import Diagnostic, DiagnosticError
 from diagnostics.files import atomic_write_bytes, open_regular, read_capped
+from diagnostics.symbols import Code
 
 MAGIC = b"\x89KPKG\r\n\x1a"
 FORMAT_VERSION = 1
@@ -127,7 +128,8 @@ def _read(file: BinaryIO, size: int, name: str) -> Package:
     handle = _Hashing(file, name)
     if size > MAX_PACKAGE_BYTES:
         raise DiagnosticError([Diagnostic(
-            "E-TOO-LARGE", f"package `{name}` is too large: {size} bytes, over the limit of {MAX_PACKAGE_BYTES} bytes",
+            Code.E_TOO_LARGE,
+            f"package `{name}` is too large: {size} bytes, over the limit of {MAX_PACKAGE_BYTES} bytes",
             notes=("kernlink reads packages of at most 256 MiB",))])
     head = handle.read(_HEADER.size)
     if len(head) < len(MAGIC) or head[: len(MAGIC)] != MAGIC:
@@ -319,4 +321,4 @@ def _check_json(value: object, where: str) -> None:
 
 
 def _integrity(message: str) -> DiagnosticError:
-    return DiagnosticError([Diagnostic("L-INTEGRITY", message)])
+    return DiagnosticError([Diagnostic(Code.L_INTEGRITY, message)])

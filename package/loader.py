@@ -25,6 +25,7 @@ from diagnostics.files import read_source
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.sources import SourceMap
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from package.captured import Captured
 
 # `stage "name"` at the start of a line: what a file that does not parse would have declared.
@@ -151,7 +152,7 @@ def _stale(kc: StageEntry, pkg: StageEntry, strict: bool) -> Diagnostic:
     secondary = Label(pkg.use.span if pkg.use is not None else pkg.stage.span, "the package checked instead",
                       primary=False)
     return Diagnostic(
-        "W-STALE-CONTRACT",
+        Code.W_STALE_CONTRACT,
         f"`{kc.source}` differs from the contract packed in `{package}` for stage `{kc.name}`",
         severity=Severity.ERROR if strict else Severity.WARNING,
         labels=(Label(where, text), secondary, Label(pkg.stage.span, "the contract in the package", primary=False)),
@@ -221,7 +222,7 @@ def _load_pipeline(inputs: Inputs, path: Path, contracts: Sequence[Path], packag
             _load_package(inputs, pkg_path, use)
         elif any(c.name == use.stage for c in inputs.candidates):
             inputs.diagnostics.append(Diagnostic(
-                "I-NO-PACKAGE", f"package `{use.path}` is not built; `{use.stage}` was checked from its contract",
+                Code.I_NO_PACKAGE, f"package `{use.path}` is not built; `{use.stage}` was checked from its contract",
                 severity=Severity.NOTE, labels=(Label(use.span, "package named here"),),
                 notes=("symbols and params layouts are captured only when the package exists",),
                 helps=(f"run `kernlink pack` to build `{use.path}`",)))
@@ -253,5 +254,5 @@ def _at_use(diag: Diagnostic, use: A.Use | None) -> Diagnostic:
     """A package's diagnostic pointed at the `use` line that names the package."""
     if diag.labels or use is None:
         return diag
-    helps = diag.helps or (("rebuild the package with `kernlink pack`",) if diag.code == "L-INTEGRITY" else ())
+    helps = diag.helps or (("rebuild the package with `kernlink pack`",) if diag.code == Code.L_INTEGRITY else ())
     return replace(diag, labels=(Label(use.span, "package named here"),), helps=helps)

@@ -27,6 +27,7 @@ from typing import Any
 
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from package import codefacts
 from package.captured import Captured, CapturedParams, Prototype
 from package.kpkg import Package, read_package
@@ -121,7 +122,7 @@ def _bound_ptx(pkg: Package, name: str) -> str | None:
     derived = codefacts.derive(text)
     if facts.facts != derived.facts:
         raise DiagnosticError([Diagnostic(
-            "L-INTEGRITY", f"the manifest of `{name}` records code facts its `{codefacts.PTX_PAYLOAD}` "
+            Code.L_INTEGRITY, f"the manifest of `{name}` records code facts its `{codefacts.PTX_PAYLOAD}` "
                            "payload does not have",
             labels=(Label(Span(name, 1, 1, 1, 1), "in this package"),),
             notes=(_first_difference(facts.facts, derived.facts),
@@ -166,6 +167,6 @@ def _strings(value: object) -> list[str]:
 
 def _malformed(name: str, why: str) -> None:
     raise DiagnosticError([Diagnostic(
-        "L-INTEGRITY", f"package `{name}` has a malformed manifest: {why}",
+        Code.L_INTEGRITY, f"package `{name}` has a malformed manifest: {why}",
         labels=(Label(Span(name, 1, 1, 1, 1), "in this package"),),
         helps=("rebuild the package with `kernlink pack`",))])

@@ -6,6 +6,7 @@ import bisect
 from collections.abc import Mapping
 
 from diagnostics.model import Diagnostic, Label, Severity
+from diagnostics.symbols import Code
 from placement._storage import Packed
 from placement._warps import Layout, overlaps
 from placement.problem import DOMAINS, Domain, Problem
@@ -141,7 +142,7 @@ def assemble(problem: Problem, packed: Mapping[Domain, Packed], layout: Layout, 
         rings.append(RingDepth(ring.owner, ring.name, depth, low, high, slot_bytes, why, ring.span))
         if depth == low < high and method == "solver":
             notes_out.append(Diagnostic(
-                "I-DEPTH-MIN",
+                Code.I_DEPTH_MIN,
                 f"ring `{ring.name}` stays at its minimum depth {depth} of {low}..{high}",
                 Severity.NOTE, (Label(ring.span, f"depth {depth}: one more slot needs "
                                       f"{slot_bytes} B more shared memory"),),

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import z3
 
 from checker.memo import Memo
+from diagnostics.symbols import Code
 from placement._budget import Budget, search_max, search_min
 from placement.problem import Problem, Role, round_up
 from solver import UNSAT, Verdict, minimise_core
@@ -227,9 +228,9 @@ def _solve_warps(problem: Problem, budget: Budget) -> Layout | WarpConflict | Wa
             if sum(roles[t].warps for t in kept if t != r) > limit:
                 kept.remove(r)
         needs = sum(roles[t].warps for t in kept)
-        return WarpConflict("L-WARPS", tuple(kept), True, needs, limit, True, needs)
+        return WarpConflict(Code.L_WARPS, tuple(kept), True, needs, limit, True, needs)
     if not problem.allow_idle_warps and problem.block_warps is not None and total != limit:
-        return WarpConflict("L-WARPS", everyone, True, total, limit, True, total)
+        return WarpConflict(Code.L_WARPS, everyone, True, total, limit, True, total)
     exact = problem.block_warps if problem.allow_idle_warps else total
     if greedy_layout(problem, everyone) is None:
         layout_model = WarpModel(problem, roles, registers=False, limit=limit, exact=exact)
@@ -239,7 +240,7 @@ def _solve_warps(problem: Problem, budget: Budget) -> Layout | WarpConflict | Wa
         if result.unsat:
             core, minimal = _shrink(layout_model, budget)
             needs, ok = _warps_needed(problem, [roles[r] for r in core], budget)
-            return WarpConflict("L-WARPS", core, minimal, needs, limit, ok, needs)
+            return WarpConflict(Code.L_WARPS, core, minimal, needs, limit, ok, needs)
     model = WarpModel(problem, roles, registers=True, limit=limit, exact=exact)
     result = budget.check(model.solver, *model.lits, decisive=True)
     if result.unknown:
@@ -348,10 +349,10 @@ def _regs_conflict(problem: Problem, core: tuple[int, ...], minimal: bool, limit
     short = demand - pool
     result = budget.check(m.solver)
     if not result.sat:
-        return WarpConflict("L-REGS", core, minimal, 0, 0, False, 0)
+        return WarpConflict(Code.L_REGS, core, minimal, 0, 0, False, 0)
     first = m.solver.model()
     _, ok, found = search_min(lambda v: m.probe(budget, short <= v),
                               lambda mod: m.value(mod, short), m.value(first, short), 1)
     best = found if found is not None else first
-    return WarpConflict("L-REGS", core, minimal, m.value(best, demand), m.value(best, pool), ok,
+    return WarpConflict(Code.L_REGS, core, minimal, m.value(best, demand), m.value(best, pool), ok,
                         m.value(best, m.warps))

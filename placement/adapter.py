@@ -20,6 +20,7 @@ from checker.storage import agreed_depth, needed_alignment
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from hardware import residency as R
 from placement.lifetime import KERNEL, Connection, Interval, Lifetime, Phase, Timeline
 from placement.problem import (
@@ -147,7 +148,7 @@ def place(comp: Composition, memo: Memo | None = None) -> tuple[Placed | None, l
         problem = problem_from(comp)
     except ValueError as err:  # an invariant the clauses should have caught first
         return None, [Diagnostic(
-            "E-INTERNAL", f"the accepted composition does not form a placement problem: {err}",
+            Code.E_INTERNAL, f"the accepted composition does not form a placement problem: {err}",
             labels=(Label(_pipeline_span(comp), "in this composition"),),
             helps=("report it with the inputs: a clause should have rejected this",))]
     try:
@@ -157,7 +158,7 @@ def place(comp: Composition, memo: Memo | None = None) -> tuple[Placed | None, l
     problems = verify(problem, placement)
     if problems:
         return None, [Diagnostic(
-            "E-INTERNAL", "the placement solver returned a placement its verifier rejects",
+            Code.E_INTERNAL, "the placement solver returned a placement its verifier rejects",
             labels=(Label(_pipeline_span(comp), "in this composition"),),
             notes=tuple(problems[:10]), helps=("report it with the inputs: this is a kernlink bug",))]
     found = residency_shortfall(comp, placement)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from checker.clauses import l_barrier, l_overlap, l_regs, l_warps
 from checker.clauses._core import Core, Member
 from diagnostics.model import Diagnostic, Severity
+from diagnostics.symbols import Code
 from placement._model import Item
 from placement._storage import Conflict
 from placement._warps import WarpConflict
@@ -73,7 +74,7 @@ def storage_diagnostic(problem: Problem, conflict: Conflict) -> Diagnostic:
 def warps_diagnostic(problem: Problem, conflict: WarpConflict) -> Diagnostic:
     """The diagnostic of roles that cannot be laid out or given their registers (worded by its clause)."""
     roles = [problem.roles[r] for r in conflict.roles]
-    if conflict.code != "L-WARPS":
+    if conflict.code != Code.L_WARPS:
         return _pool_diagnostic(problem, conflict, roles)
     total = sum(r.warps for r in problem.roles)
     if problem.block_warps is not None and not problem.allow_idle_warps and total < conflict.offers:
@@ -92,7 +93,7 @@ def warps_diagnostic(problem: Problem, conflict: WarpConflict) -> Diagnostic:
 def budget_diagnostic(what: str, rlimit: int) -> Diagnostic:
     """``E-SOLVER-BUDGET``: neither a placement nor a proof that none exists within the budget."""
     return Diagnostic(
-        "E-SOLVER-BUDGET",
+        Code.E_SOLVER_BUDGET,
         f"placement of {what} was not decided within its budget of {rlimit} rlimit units",
         Severity.ERROR, (),
         ("the solver found no placement and could not prove that none exists",),

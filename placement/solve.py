@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from checker.memo import Memo
 from diagnostics.model import Diagnostic, DiagnosticError, Severity, sort_diagnostics
+from diagnostics.symbols import Code
 from placement._assemble import assemble
 from placement._budget import DEFAULT_CHECK_RLIMIT, DEFAULT_RLIMIT, Budget
 from placement._model import domain_items
@@ -106,7 +107,7 @@ def _budget_note(packed: dict[Domain, Packed], layout: Layout, optimal: bool,
         help_text = (f"raise the per-check limit (`check_rlimit`, {budget.per_check} units): a check hit "
                      f"it with {budget.left} of the {budget.total} units of `rlimit` left")
     return Diagnostic(
-        "I-PLACE-BUDGET",
+        Code.I_PLACE_BUDGET,
         f"placement is valid but not proven {what} within its budget of {budget.total} rlimit units",
         Severity.NOTE, (), (f"not proven: {', '.join(open_levels)}",),
         (help_text,),

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from diagnostics.model import Diagnostic, Label, Severity
+from diagnostics.symbols import Code
 
-UNKNOWN_CODE = "E-SOLVER-UNKNOWN"
+UNKNOWN_CODE = Code.E_SOLVER_UNKNOWN
 """An error, never a warning: an undecided question is not a pass, so nothing is accepted."""
 
 NOT_A_PASS = "an undecided query is not a pass: the composition is not accepted"

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from checker.composition import Composition, Owned
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Label
+from diagnostics.symbols import Code
 from placement.adapter import Placed
 from transfer_model.library import LibraryError, library_map
 from transfer_model.maps import Chunk, LayoutMap
@@ -82,7 +83,7 @@ def seams(comp: Composition, placed: Placed) -> tuple[list[Seam], list[Diagnosti
             placement, demand = layout_map(exp.item.placement), layout_map(imp.item.demand)  # type: ignore[arg-type]
         except (LibraryError, ValueError) as err:
             spec = exp.item.placement if isinstance(exp.item.placement, A.LibraryMap) else imp.item.demand
-            problems.append(Diagnostic("L-MAP", str(err).rstrip("."), labels=(Label(spec.span, "this map"),),
+            problems.append(Diagnostic(Code.L_MAP, str(err).rstrip("."), labels=(Label(spec.span, "this map"),),
                                        helps=("see `kernlink explain L-MAP` for the map forms",)))
             continue
         tile = tuple((d.name, d.extent) for d in exp.item.tile)
@@ -136,7 +137,7 @@ def _warpgroups(comp: Composition, seam: Seam) -> Diagnostic | None:
         return None
     want = threads // width
     return Diagnostic(
-        "L-MAP", f"placement of `{seam.export.name}` spans {given * width} threads (`warpgroups: {given}`) but role "
+        Code.L_MAP, f"placement of `{seam.export.name}` spans {given * width} threads (`warpgroups: {given}`) but role "
                  f"`{seam.export.role}` has {threads}",
         labels=(Label(spec.span, f"`warpgroups: {given}` = {given * width} threads"),
                 Label(info.role.span, f"`{info.name}`: {info.warps} warps = {threads} threads", primary=False)),

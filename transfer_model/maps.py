@@ -38,6 +38,7 @@ from itertools import product
 from contract_lang.expr import BinOp, EvalError, Expr, Int, Name, names, to_text
 from diagnostics.model import Diagnostic, Label
 from diagnostics.span import UNKNOWN_SPAN, Span
+from diagnostics.symbols import Code
 from transfer_model import exprs as ex
 from transfer_model.smt import DEFAULT_RLIMIT, Answer, Query, Verdict, session, solve
 
@@ -199,7 +200,7 @@ def _diag(
 ) -> Diagnostic:
     labels = (Label(span or layout.span, label or "map declared here", True),)
     return Diagnostic(
-        code="L-MAP",
+        code=Code.L_MAP,
         message=message,
         labels=labels,
         notes=(*notes, f"the map: `{layout.to_text()}`"),

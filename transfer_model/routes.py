@@ -16,6 +16,7 @@ from functools import cached_property
 from checker.clauses import l_route, l_scratch
 from diagnostics.model import Diagnostic, Label
 from diagnostics.span import UNKNOWN_SPAN, Span
+from diagnostics.symbols import Code
 from transfer_model.maps import REGS, TMEM, check_map
 from transfer_model.primitives import (
     LADDER,
@@ -112,7 +113,7 @@ def check_maps(export: TensorExport, imp: TensorImport, rlimit: int = DEFAULT_RL
 
     def shape(message: str, span: Span, helps: tuple[str, ...] = ()) -> None:
         labels = (Label(span, "map declared here", True),) if _known(span) else ()
-        out.append(Diagnostic("L-MAP", message, labels=labels, helps=helps, data=(("check", "shape"),)))
+        out.append(Diagnostic(Code.L_MAP, message, labels=labels, helps=helps, data=(("check", "shape"),)))
 
     if placement.kind == REGS and placement.thread[1] != export.threads.count:
         shape(f"{p_what} spans {placement.thread[1]} threads but role `{export.role}` has "

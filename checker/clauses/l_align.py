@@ -50,6 +50,7 @@ from checker.report import seam
 from checker.storage import SIZED_USES, is_power_of_two, use_alignment
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 _WHY: dict[str, str] = {
     "tma": "TMA faults (`cudaErrorMisalignedAddress`) on a shared address that is not 128-byte aligned "
@@ -68,7 +69,7 @@ _WHY: dict[str, str] = {
 
 
 class AlignClause(Clause):
-    code = "L-ALIGN"
+    code = Code.L_ALIGN
     name = "bad-alignment"
     summary = "an alignment is not a power of two, exceeds what its domain supports, or is below what its use needs"
     category = "storage"

@@ -46,10 +46,11 @@ from checker.report import seam
 from checker.resolve import serving_exports
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class AmbiguousClause(Clause):
-    code = "L-AMBIGUOUS"
+    code = Code.L_AMBIGUOUS
     name = "ambiguous-call"
     summary = "several exports could serve one call and the pipeline does not choose"
     category = "callables"

@@ -51,11 +51,12 @@ from checker.report import seam
 from contract_lang import ast as A
 from contract_lang.expr import EvalError, evaluate, names, to_text
 from diagnostics.model import Diagnostic, Label
+from diagnostics.symbols import Code
 from solver import unknown_diagnostic
 
 
 class AssumeClause(Clause):
-    code = "L-ASSUME"
+    code = Code.L_ASSUME
     name = "fact-constraint"
     summary = "a consumer's constraint on facts fails for a value the owner allows"
     category = "facts"

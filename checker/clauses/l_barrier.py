@@ -49,8 +49,9 @@ from checker.report import plural, seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Severity
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 
-CODE = "L-BARRIER"
+CODE = Code.L_BARRIER
 CORE_HELP = ("give barriers that are not used together exclusive phases or event lifetimes, "
              "or merge barriers with the same participants")
 

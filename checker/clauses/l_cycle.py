@@ -49,12 +49,13 @@ from checker.report import seam
 from checker.resolve import serving_exports
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 Node = tuple[str, str, str]  # (kind, stage, name)
 
 
 class CycleClause(Clause):
-    code = "L-CYCLE"
+    code = Code.L_CYCLE
     name = "call-cycle"
     summary = "the callable graph across components has a cycle"
     category = "callables"

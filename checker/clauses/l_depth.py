@@ -60,10 +60,11 @@ from checker.report import seam
 from checker.storage import depth_ranges, valid_range
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class DepthClause(Clause):
-    code = "L-DEPTH"
+    code = Code.L_DEPTH
     name = "ring-depth"
     summary = "ring depths disagree between endpoints, a depth range is empty, or a per-slot claim names no ring"
     category = "protocol"

@@ -55,10 +55,11 @@ from checker.report import seam, size
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.suggestions import did_you_mean
+from diagnostics.symbols import Code
 
 
 class DomainClause(Clause):
-    code = "L-DOMAIN"
+    code = Code.L_DOMAIN
     name = "symmetric-allocation"
     summary = "owners of a symmetric allocation disagree on its domain, size or views"
     category = "communication"

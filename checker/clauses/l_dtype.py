@@ -50,8 +50,9 @@ from checker.clause import Clause
 from checker.composition import Composition
 from checker.report import seam
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
-CODE = "L-DTYPE"
+CODE = Code.L_DTYPE
 
 class DtypeClause(Clause):
     code = CODE

@@ -51,11 +51,12 @@ from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.suggestions import did_you_mean
+from diagnostics.symbols import Code
 from package.loader import StageEntry
 
 
 class FactClause(Clause):
-    code = "L-FACT"
+    code = Code.L_FACT
     name = "fact-mismatch"
     summary = "a consumer's type or compiled-in assumption disagrees with the fact's owner"
     category = "facts"

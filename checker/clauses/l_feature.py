@@ -51,13 +51,14 @@ from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from package.loader import StageEntry
 
 LIBRARY_FEATURES = {"wgmma_": "wgmma", "tcgen05_": "tcgen05"}
 
 
 class FeatureClause(Clause):
-    code = "L-FEATURE"
+    code = Code.L_FEATURE
     name = "missing-feature"
     summary = "a stage requires a hardware feature the target lacks"
     category = "composition"

@@ -60,10 +60,11 @@ from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class FenceClause(Clause):
-    code = "L-FENCE"
+    code = Code.L_FENCE
     name = "missing-fence"
     summary = ("data written through the generic proxy is consumed through the async proxy without a proxy "
                "fence, or an mbarrier init is not fenced")

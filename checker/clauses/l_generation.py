@@ -47,10 +47,11 @@ from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class GenerationClause(Clause):
-    code = "L-GENERATION"
+    code = Code.L_GENERATION
     name = "tensor-generation"
     summary = "a persistent producer exports a tensor, or one role imports one export twice"
     category = "tensors"

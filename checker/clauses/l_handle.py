@@ -53,11 +53,12 @@ from checker.composition import Composition
 from checker.handles import Finding, HandleSpec, call_symbols, handle_bindings, handle_problems, resolve_handles
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Label
+from diagnostics.symbols import Code
 from package.loader import StageEntry
 
 
 class HandleClause(Clause):
-    code = "L-HANDLE"
+    code = Code.L_HANDLE
     name = "handle-binding"
     summary = "a handle a component reads is bound by no item, bound twice, or read as the wrong kind"
     category = "composition"
@@ -75,7 +76,7 @@ class HandleClause(Clause):
                 readers.setdefault(symbol, []).append((entry, spec))
                 if spec.claim is not None and (spec.item, spec.claim) not in slot_claims:
                     known = ", ".join(f"`{c}`" for r, c in sorted(slot_claims) if r == spec.item)
-                    found = Finding("L-HANDLE", "unbound", symbol,
+                    found = Finding(Code.L_HANDLE, "unbound", symbol,
                                     (("slots", spec.claim), ("known", known)), spec.item, spec.node)
                     yield finding_diagnostic(entry, found, *describe(found))
         yield from self._across_stages(comp, readers)

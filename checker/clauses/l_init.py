@@ -52,10 +52,11 @@ from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class InitClause(Clause):
-    code = "L-INIT"
+    code = Code.L_INIT
     name = "barrier-init"
     summary = "a barrier is initialized by no role, by several, or by a role that does not participate"
     category = "protocol"

@@ -79,6 +79,7 @@ from checker.residency import ResidencyFinding, grid_waits, launch_blocks, resid
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 
 
 def _n(value: int) -> str:
@@ -112,7 +113,7 @@ _ATTRIBUTES = (
 
 
 class LaunchClause(Clause):
-    code = "L-LAUNCH"
+    code = Code.L_LAUNCH
     name = "launch-geometry"
     summary = "stages disagree on launch geometry (grid kind, block size, blocks per SM)"
     category = "roles"
@@ -213,7 +214,7 @@ def residency_diagnostic(found: ResidencyFinding, target: TargetSpec) -> Diagnos
            else f"shrink the block: not even one block fits the SM's {lim.resource}")
     notes = [lim.detail, _WHY.get(lim.resource, ""), *found.notes]
     return seam(
-        "L-LAUNCH", message, (found.span, f"`blocks_per_sm {found.blocks}`"),
+        Code.L_LAUNCH, message, (found.span, f"`blocks_per_sm {found.blocks}`"),
         notes=tuple(n for n in notes if n),
         helps=(fix + (f", or free {lim.resource}" if lim.resource in ("shared memory", "registers",
                                                                          "named barriers", "tensor memory")

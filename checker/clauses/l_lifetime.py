@@ -55,10 +55,11 @@ from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 
 
 class LifetimeClause(Clause):
-    code = "L-LIFETIME"
+    code = Code.L_LIFETIME
     name = "bad-lifetime"
     summary = "a lifetime names an unknown event or ends before it starts"
     category = "storage"

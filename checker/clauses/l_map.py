@@ -67,10 +67,11 @@ from checker.report import seam
 from contract_lang import ast as A
 from contract_lang.expr import names
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class MapClause(Clause):
-    code = "L-MAP"
+    code = Code.L_MAP
     name = "inexact-map"
     summary = "a placement or demand map is not exact over its tile"
     category = "tensors"

@@ -69,8 +69,9 @@ from checker.storage import (
     tmem_demands,
 )
 from diagnostics.model import Diagnostic, Severity
+from diagnostics.symbols import Code
 
-CODE = "L-OVERLAP"
+CODE = Code.L_OVERLAP
 # The help of a placement core with a ring in it, and of one without.
 RING_HELP = "lower the ring's minimum depth or its slot size, or free shared memory around it"
 CORE_HELP = ("make a claim smaller, or give claims that are not used together exclusive phases "

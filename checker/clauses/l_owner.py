@@ -45,13 +45,14 @@ from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.suggestions import did_you_mean
+from diagnostics.symbols import Code
 
 _HOW = {"uses": "uses it as a parameter", "assumes": "assumes its value", "requires": "constrains it",
         "param": "writes it into a params field"}
 
 
 class OwnerClause(Clause):
-    code = "L-OWNER"
+    code = Code.L_OWNER
     name = "fact-owner"
     summary = "a fact has no owner or more than one"
     category = "facts"

@@ -42,10 +42,11 @@ from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class PairClause(Clause):
-    code = "L-PAIR"
+    code = Code.L_PAIR
     name = "endpoint-mismatch"
     summary = "paired endpoints disagree on memory space, scope or kind"
     category = "protocol"

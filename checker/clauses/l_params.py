@@ -63,12 +63,13 @@ from checker.hardware import SCALAR_ALIGN_SOURCE, scalar_align, scalar_size
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 from package.captured import CapturedParams
 from package.loader import StageEntry
 
 
 class ParamsClause(Clause):
-    code = "L-PARAMS"
+    code = Code.L_PARAMS
     name = "params-layout"
     summary = "parameter regions overlap, exceed the kernel parameter limit, or disagree with the captured layout"
     category = "communication"

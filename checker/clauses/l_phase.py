@@ -47,10 +47,11 @@ from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 
 
 class PhaseClause(Clause):
-    code = "L-PHASE"
+    code = Code.L_PHASE
     name = "phase-mismatch"
     summary = ("a claim's phase is not declared by the interpreter, or a stage treats as exclusive phases "
                "the interpreter runs concurrently")

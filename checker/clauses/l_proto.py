@@ -60,13 +60,14 @@ from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 
 _OWN_BARRIER = {"produce": "full", "consume": "empty"}
 _WORD = {"produce": "producer", "consume": "consumer"}
 
 
 class ProtoClause(Clause):
-    code = "L-PROTO"
+    code = Code.L_PROTO
     name = "protocol-mismatch"
     summary = "paired endpoints follow different protocols or take incompatible sides"
     category = "protocol"

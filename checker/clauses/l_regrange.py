@@ -43,10 +43,11 @@ from checker.composition import Composition
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class RegrangeClause(Clause):
-    code = "L-REGRANGE"
+    code = Code.L_REGRANGE
     name = "register-budget-range"
     summary = "a register budget is outside the setmaxnreg range or not a multiple of its step"
     category = "roles"

@@ -68,9 +68,10 @@ from checker.warps import BlockLayout, PlacedRole, RegisterGroup, block_layout, 
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Label, Severity
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from hardware import residency
 
-CODE = "L-REGS"
+CODE = Code.L_REGS
 
 
 @dataclass(frozen=True)

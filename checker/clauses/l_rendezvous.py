@@ -72,6 +72,7 @@ from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ class _Connection:
 
 
 class RendezvousClause(Clause):
-    code = "L-RENDEZVOUS"
+    code = Code.L_RENDEZVOUS
     name = "tensor-events"
     summary = "a tensor connection's ready and done events do not line up with the lifetimes using them"
     category = "tensors"

@@ -55,11 +55,12 @@ from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
 from diagnostics.suggestions import did_you_mean
+from diagnostics.symbols import Code
 from package.loader import StageEntry
 
 
 class RoleClause(Clause):
-    code = "L-ROLE"
+    code = Code.L_ROLE
     name = "bad-role"
     summary = "role names collide, a role has no warps or no entry, or an item names an unknown or foreign role"
     category = "roles"

@@ -45,12 +45,13 @@ from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 _RANK = {"cta": 0, "cluster": 1, "gpu": 2, "sys": 3}
 
 
 class ScopeClause(Clause):
-    code = "L-SCOPE"
+    code = Code.L_SCOPE
     name = "scope-too-narrow"
     summary = "a barrier or counter is used across a wider scope than it declares"
     category = "protocol"

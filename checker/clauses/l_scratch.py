@@ -59,8 +59,9 @@ from checker.composition import Composition
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
-CODE = "L-SCRATCH"
+CODE = Code.L_SCRATCH
 
 class ScratchClause(Clause):
     code = CODE

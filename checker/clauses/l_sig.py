@@ -41,10 +41,11 @@ from checker.report import plural, seam
 from checker.resolve import serving_exports
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class SigClause(Clause):
-    code = "L-SIG"
+    code = Code.L_SIG
     name = "signature-mismatch"
     summary = "a call's signature differs from the serving export's"
     category = "callables"

@@ -50,6 +50,7 @@ from checker.report import seam
 from checker.resolve import serving_exports
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 _MEANING = {
     "converged": "the active threads of each calling warp arrive together",
@@ -60,7 +61,7 @@ _MEANING = {
 
 
 class SiteClause(Clause):
-    code = "L-SITE"
+    code = Code.L_SITE
     name = "call-site-guarantee"
     summary = "an export requires call-site guarantees the site does not give"
     category = "callables"

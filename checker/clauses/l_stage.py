@@ -47,11 +47,12 @@ from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 from package.loader import StageEntry
 
 
 class StageClause(Clause):
-    code = "L-STAGE"
+    code = Code.L_STAGE
     name = "missing-stage"
     summary = "a used stage is provided by no package or contract, or by two, or a needed stage is not used"
     category = "composition"

@@ -58,11 +58,12 @@ from checker.handles import Finding, required_definitions, symbol_problems
 from checker.report import seam
 from diagnostics.model import Diagnostic, Label
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from package.loader import StageEntry
 
 
 class SymbolClause(Clause):
-    code = "L-SYMBOL"
+    code = Code.L_SYMBOL
     name = "symbol-mismatch"
     summary = "a package's defined or needed device symbols disagree with its contract"
     category = "composition"

@@ -57,6 +57,7 @@ from checker.report import seam
 from diagnostics.model import Diagnostic
 from diagnostics.span import UNKNOWN_SPAN, Span
 from diagnostics.suggestions import did_you_mean
+from diagnostics.symbols import Code
 from package.loader import StageEntry
 
 _NOT_PORTABLE = ("LTO IR is compiled for one architecture; nvJitLink links objects of one architecture, and an "
@@ -77,7 +78,7 @@ def target_line(comp: Composition) -> Span | None:
 
 
 class TargetClause(Clause):
-    code = "L-TARGET"
+    code = Code.L_TARGET
     name = "target-mismatch"
     summary = "stages or packages target different architectures or toolkit major versions"
     category = "composition"

@@ -61,8 +61,9 @@ from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.suggestions import did_you_mean
+from diagnostics.symbols import Code
 
-CODE = "L-TENSOR"
+CODE = Code.L_TENSOR
 
 class TensorClause(Clause):
     code = CODE

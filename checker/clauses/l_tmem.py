@@ -48,6 +48,7 @@ from checker.report import plural, seam
 from checker.storage import is_power_of_two
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 from hardware.residency import tmem_allocation
 
 QUADRANT_LANES = 32
@@ -55,7 +56,7 @@ QUADRANT_LANES = 32
 
 
 class TmemClause(Clause):
-    code = "L-TMEM"
+    code = Code.L_TMEM
     name = "bad-tmem-claim"
     summary = ("a tensor-memory allocation is not a power of two of at least 32 columns, or a role reads lanes "
                "outside its warps' quadrants")

@@ -51,6 +51,7 @@ from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from package.loader import StageEntry
 
 _NO_CLUSTER = (1, 1, 1)
@@ -71,7 +72,7 @@ class _Accepts:
 
 
 class TopoClause(Clause):
-    code = "L-TOPO"
+    code = Code.L_TOPO
     name = "cluster-shape"
     summary = "the stages accept no common cluster shape, or a shape exceeds the target's cluster limit"
     category = "roles"

@@ -44,13 +44,14 @@ from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 _OTHER = {"produce": "consume", "consume": "produce", "arrive": "sync", "sync": "arrive"}
 _WORD = {"produce": "producer", "consume": "consumer", "arrive": "arriving side", "sync": "synchronising side"}
 
 
 class UnpairedClause(Clause):
-    code = "L-UNPAIRED"
+    code = Code.L_UNPAIRED
     name = "unpaired-endpoint"
     summary = "a channel endpoint has no partner"
     category = "protocol"

@@ -42,10 +42,11 @@ from checker.resolve import serving_exports
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.suggestions import did_you_mean
+from diagnostics.symbols import Code
 
 
 class UnresolvedClause(Clause):
-    code = "L-UNRESOLVED"
+    code = Code.L_UNRESOLVED
     name = "unresolved-call"
     summary = "a call has no export serving it"
     category = "callables"

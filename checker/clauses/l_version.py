@@ -36,10 +36,11 @@ from checker.clause import Clause
 from checker.composition import Composition
 from checker.report import seam
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class VersionClause(Clause):
-    code = "L-VERSION"
+    code = Code.L_VERSION
     name = "version-mismatch"
     summary = "a use line's version requirement is not met by the provided stage"
     category = "composition"

@@ -53,10 +53,11 @@ from checker.report import seam, size
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 
 
 class ViewClause(Clause):
-    code = "L-VIEW"
+    code = Code.L_VIEW
     name = "caller-provides"
     summary = "a stage needs a view or caller buffer that the pipeline's caller does not provide"
     category = "communication"

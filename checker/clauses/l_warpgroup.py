@@ -48,6 +48,7 @@ from checker.report import plural, seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 
 WARPGROUP_LIBRARIES = {"wgmma_": "wgmma", "tcgen05_": "tcgen05.mma"}
 
@@ -62,7 +63,7 @@ class Need:
 
 
 class WarpgroupClause(Clause):
-    code = "L-WARPGROUP"
+    code = Code.L_WARPGROUP
     name = "warpgroup-alignment"
     summary = "a role that runs warpgroup instructions is not a whole, aligned warpgroup"
     category = "roles"

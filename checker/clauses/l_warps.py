@@ -58,8 +58,9 @@ from checker.warps import BlockLayout, PlacedRole, block_layout
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Label, Severity
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 
-CODE = "L-WARPS"
+CODE = Code.L_WARPS
 
 
 class Shortfall(enum.Enum):

@@ -29,10 +29,11 @@ from checker.conformance.checks import CHECKS, Finding, check
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Label, Severity
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from package.codefacts import FACTS_VERSION, MANIFEST_KEY, PTX_PAYLOAD, CodeFacts, Fact, derive, recorded
 
-CODE = "L-CONFORM"
-NOTE_CODE = "I-CONFORM"
+CODE = Code.L_CONFORM
+NOTE_CODE = Code.I_CONFORM
 
 
 def ptx_display(package: str) -> str:

@@ -47,6 +47,7 @@ from contract_lang import ast as A
 from contract_lang.printer import count_text, ring_item_line
 from diagnostics.model import Diagnostic, Label, Severity
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from solver import validate_rlimit
 
 MAX_CHECKED_DEPTH = 8
@@ -55,7 +56,7 @@ MAX_CHECKED_DEPTH = 8
 # Clause codes the protocol model decides (its L-INIT duplicates the structural clause),
 # in tiers: a wrong declaration (count, bytes, parity) makes the protocol race or hang, so
 # only the first tier that has findings is reported — one mistake, one clause.
-TIERS = (("L-ARRIVE", "L-TXBYTES", "L-PARITY"), ("L-RACE",), ("L-DEADLOCK",))
+TIERS = ((Code.L_ARRIVE, Code.L_TXBYTES, Code.L_PARITY), (Code.L_RACE,), (Code.L_DEADLOCK,))
 MODEL_CODES = tuple(code for tier in TIERS for code in tier)
 
 
@@ -406,7 +407,7 @@ def _missing_inits(comp: Composition) -> list[Diagnostic]:
             if kind in stated:
                 continue
             example = "full init 1" if kind == "full" else f"empty init per_warp({_consumer_role(sides)})"
-            out.append(seam("L-ARRIVE", f"`{name}.{kind}` has no arrival count: no side states `{kind} init`",
+            out.append(seam(Code.L_ARRIVE, f"`{name}.{kind}` has no arrival count: no side states `{kind} init`",
                             (producers[0].span, f"no `{kind} init` on ring `{name}`"),
                             notes=("`mbarrier.init` needs the number of arrivals that complete a phase "
                                    "(PTX ISA §9.7.13.15.9)",),
@@ -429,7 +430,7 @@ def slot_overruns(comp: Composition) -> list[Diagnostic]:
             for copy in copies:
                 if copy.into is not None and copy.into not in claims:
                     known = ", ".join(f"`{c}`" for c in sorted(claims)) or "none"
-                    out.append(seam("L-TXBYTES", f"a copy of ring `{name}` fills `{copy.into}`, which is no "
+                    out.append(seam(Code.L_TXBYTES, f"a copy of ring `{name}` fills `{copy.into}`, which is no "
                                     f"per-slot claim of `{name}`", (copy.span, f"`{ring_item_line(copy)}`"),
                                     helps=(f"name a `per_slot {name}` claim of the composition (here: {known})",),
                                     data={"ring": name, "into": copy.into}))
@@ -440,7 +441,7 @@ def slot_overruns(comp: Composition) -> list[Diagnostic]:
                 if moved > (claim.item.bytes or 0):
                     over = True
                     out.append(seam(
-                        "L-TXBYTES", f"the copies into `{cname}` move {count_bytes(moved)} per phase, but a slot of "
+                        Code.L_TXBYTES, f"the copies into `{cname}` move {count_bytes(moved)} per phase, but a slot of "
                         f"`{cname}` holds {count_bytes(claim.item.bytes or 0)}",
                         (into[0].span, f"`{ring_item_line(into[0])}`"),
                         [(c.span, f"`{ring_item_line(c)}`") for c in into[1:]]
@@ -458,7 +459,7 @@ def slot_overruns(comp: Composition) -> list[Diagnostic]:
             room = sum(c.item.bytes or 0 for c in claims.values())
             if moving and moved > room:
                 out.append(seam(
-                    "L-TXBYTES", f"the copies of ring `{name}` move {count_bytes(moved)} per phase, but its slot "
+                    Code.L_TXBYTES, f"the copies of ring `{name}` move {count_bytes(moved)} per phase, but its slot "
                     f"holds {count_bytes(room)}", (moving[0].span, f"`{ring_item_line(moving[0])}`"),
                     [(c.span, f"`{ring_item_line(c)}`") for c in moving[1:]]
                     + [(c.span, f"{count_bytes(c.item.bytes or 0)} per slot") for c in claims.values()],
@@ -494,7 +495,7 @@ def declaration_problems(comp: Composition) -> list[Diagnostic]:
                 what = "initialized with" if isinstance(item, A.RingBarrierInit) else "arrived on"
                 problem = count_problem(comp, item.count)
                 if problem is not None:
-                    out.append(seam("L-ARRIVE", f"`{side.item.name}.{item.barrier}` is {what} a count that is "
+                    out.append(seam(Code.L_ARRIVE, f"`{side.item.name}.{item.barrier}` is {what} a count that is "
                                     "no whole number of arrivals", (item.span, problem),
                                     notes=("a warpgroup is 4 consecutive warps; a role of fewer warps makes "
                                            "`per_warpgroup` 0, which no mbarrier can be initialized or "
@@ -507,12 +508,13 @@ def declaration_problems(comp: Composition) -> list[Diagnostic]:
                 except _Skip:
                     continue  # a count over an unknown role: L-ROLE
                 if not 1 <= count <= MBAR_MAX_COUNT:
-                    out.append(seam("L-ARRIVE", f"`{side.item.name}.{item.barrier}` is {what} {count} arrivals, "
+                    out.append(seam(Code.L_ARRIVE, f"`{side.item.name}.{item.barrier}` is {what} {count} arrivals, "
                                     f"outside 1..{MBAR_MAX_COUNT}", (item.span, f"`{text}`"),
                                     notes=("mbarrier arrival counts are 1 … 2^20 − 1 (PTX ISA §9.7.13.15.9)",),
                                     helps=("give the count of arrivals each phase really makes",)))
             elif isinstance(item, A.RingCopy) and item.bytes < 1:
-                out.append(seam("L-TXBYTES", f"a copy of {item.bytes} bytes into `{side.item.name}` completes nothing",
+                out.append(seam(Code.L_TXBYTES,
+                                f"a copy of {item.bytes} bytes into `{side.item.name}` completes nothing",
                                 (item.span, f"`{text}`"), helps=("state the bytes the copy moves, or drop the line",)))
     return out
 
@@ -523,7 +525,7 @@ def declaration_problems(comp: Composition) -> list[Diagnostic]:
 MAX_MODEL_DEPTH = 32
 """The deepest ring the bounded model unrolls (``2 * depth + 1`` iterations per role)."""
 
-BOUND_NOTE = "I-PROTOCOL-BOUND"
+BOUND_NOTE = Code.I_PROTOCOL_BOUND
 
 
 @dataclass(frozen=True)
@@ -572,7 +574,7 @@ class ModelReport:
 
 
 def _clause_of(diag: Diagnostic) -> str:
-    return dict(diag.data).get("clause", "L-DEADLOCK")
+    return dict(diag.data).get("clause", Code.L_DEADLOCK)
 
 
 def _tier_of(code: str) -> int:
@@ -652,7 +654,7 @@ def _too_deep(comp: Composition, protocol: Protocol) -> list[Diagnostic]:
     for ring in protocol.rings:
         if ring.depth > MAX_MODEL_DEPTH:
             out.append(undecided_diagnostic(
-                "L-DEADLOCK", f"the protocol model does not unroll ring `{ring.name}` at depth {ring.depth} "
+                Code.L_DEADLOCK, f"the protocol model does not unroll ring `{ring.name}` at depth {ring.depth} "
                 f"(at most {MAX_MODEL_DEPTH})",
                 (Label(ring.provenance.span, f"depth {ring.depth} is not checked", True),),
                 ("the linker may only use a depth the protocol model has decided",),
@@ -730,7 +732,7 @@ def unmodelled_diagnostics(comp: Composition, unmodelled: Iterable[Unmodelled],
         if any(_inside(span, whole) for span in errs for whole in (*u.spans, *_related(comp, u.channel))):
             continue  # a dependent: the error about the channel is the root cause
         out.append(undecided_diagnostic(
-            "L-DEADLOCK", f"the protocol model leaves out `{u.channel}`: {u.reason}",
+            Code.L_DEADLOCK, f"the protocol model leaves out `{u.channel}`: {u.reason}",
             tuple(Label(span, "not modelled" if i == 0 else "another side", i == 0) for i, span in enumerate(u.spans)),
             ("no other selected clause reports why; its hand-offs are not checked",),
             (("channel", u.channel), ("reason", u.reason))))

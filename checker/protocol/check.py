@@ -41,14 +41,15 @@ from checker.protocol.smt import (
     ring_slice,
 )
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from solver import DEFAULT_RLIMIT as DEFAULT_RLIMIT
 from solver import MAX_RLIMIT as MAX_RLIMIT
 from solver import UNKNOWN_CODE as UNKNOWN_CODE
 from solver import Verdict, validate_rlimit
 
-L_INIT = "L-INIT"
-L_DEADLOCK = "L-DEADLOCK"
-L_RACE = "L-RACE"
+L_INIT = Code.L_INIT
+L_DEADLOCK = Code.L_DEADLOCK
+L_RACE = Code.L_RACE
 
 
 class Status(enum.Enum):

@@ -21,6 +21,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from checker.protocol.model import MBAR_MAX_COUNT, BarrierKind, Op, Protocol, Step
+from diagnostics.symbols import Code
 
 
 @dataclass(frozen=True)
@@ -231,18 +232,18 @@ def static_expectations(protocol: Protocol) -> frozenset[tuple[str, str, str]]:
             prearm = [s.count for s in steps if s.prearm]
             if loop != bar.init_count or (prearm and sum(prearm) != bar.init_count) \
                     or bar.init_count > MBAR_MAX_COUNT:
-                out.add(("L-ARRIVE", ring.name, kind.value))
+                out.add((Code.L_ARRIVE, ring.name, kind.value))
             expected = sum(s.nbytes for s in steps if s.op in (Op.ARRIVE, Op.EXPECT_TX))
             completed = sum(s.nbytes for s in steps if s.op is Op.COPY)
             declared = bar.expect_tx
             if expected != completed or max(expected, completed) > MBAR_MAX_COUNT \
                     or (declared is not None and declared != expected):
-                out.add(("L-TXBYTES", ring.name, kind.value))
+                out.add((Code.L_TXBYTES, ring.name, kind.value))
             armed = bool(prearm)
             right = (1 if armed else 0) if kind is BarrierKind.FULL else (0 if armed else 1)
             if any(s.op is Op.WAIT and s.parity != right for s in steps):
-                out.add(("L-PARITY", ring.name, kind.value))
+                out.add((Code.L_PARITY, ring.name, kind.value))
             roles = bar.initializers
             if len(roles) != 1 or roles[0] not in ring.sides:
-                out.add(("L-INIT", ring.name, kind.value))
+                out.add((Code.L_INIT, ring.name, kind.value))
     return frozenset(out)

@@ -21,6 +21,7 @@ from checker.protocol.check import (
 from checker.protocol.model import Protocol
 from checker.protocol.smt import PARITY_RULE, PHASE_RULE, fact_text
 from diagnostics.model import Diagnostic, Label, sort_diagnostics
+from diagnostics.symbols import Code
 from solver import unknown_diagnostic
 
 __all__ = ["UNKNOWN_CODE", "check_protocol", "protocol_diagnostics", "verdict_diagnostics"]
@@ -40,8 +41,8 @@ def verdict_diagnostics(verdict: ProtocolVerdict) -> list[Diagnostic]:
     return sort_diagnostics(diags)
 
 
-_QUESTIONS = {"L-ARRIVE": "the arrival count of {}", "L-TXBYTES": "the transaction bytes of {}",
-              "L-PARITY": "the first parities on {}", "L-RACE": "whether there is an {}"}
+_QUESTIONS: dict[str, str] = {Code.L_ARRIVE: "the arrival count of {}", Code.L_TXBYTES: "the transaction bytes of {}",
+              Code.L_PARITY: "the first parities on {}", Code.L_RACE: "whether there is an {}"}
 
 
 def _question(query: Undecided) -> str:

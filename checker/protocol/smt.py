@@ -58,6 +58,7 @@ from checker.protocol.model import (
     Ring,
     Step,
 )
+from diagnostics.symbols import Code
 from solver import UNSAT, Tracked, Verdict, context, minimise_core, verdict_of
 from solver import text as T
 from solver.text import Script, Term
@@ -122,9 +123,9 @@ class Query(enum.Enum):
 class StaticKind(enum.Enum):
     """The arithmetic checks decided per barrier or per wait."""
 
-    ARRIVE = "L-ARRIVE"
-    TXBYTES = "L-TXBYTES"
-    PARITY = "L-PARITY"
+    ARRIVE = Code.L_ARRIVE
+    TXBYTES = Code.L_TXBYTES
+    PARITY = Code.L_PARITY
 
 
 @dataclass(frozen=True)
