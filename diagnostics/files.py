@@ -171,15 +171,22 @@ def io_error(verb: str, name: str, err: OSError | ValueError) -> Diagnostic:
     return _io_error(verb, name, err)
 
 
-_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def _not_regular(name: str, mode: int) -> Diagnostic:
     kind = next((what for test, what in _KINDS if test(mode)), "a special file")
     reason = "Is a directory" if stat.S_ISDIR(mode) else f"it is {kind}, not a regular file"
-    return Diagnostic(code=Code.E_IO, message=f"cannot read `{name}`: {reason}",
-                      notes=("kernlink reads contracts, pipelines and packages only from regular files",))
+    return Diagnostic(
+        code=Code.E_IO,
+        message=f"cannot read `{name}`: {reason}",
+        notes=("kernlink reads contracts, pipelines and packages only from regular files",),
+    )
 
 
 def _too_large(name: str, size: int, limit: int) -> Diagnostic:

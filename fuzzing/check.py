@@ -74,8 +74,9 @@ class Outcome:
 class Checker:
     """Checks mutants of one subject with one clause selection and a set of oracles."""
 
-    def __init__(self, subject: Subject, clauses: Sequence[type[Clause]] | None = None,
-                 oracles: Sequence[Oracle] | None = None) -> None:
+    def __init__(
+        self, subject: Subject, clauses: Sequence[type[Clause]] | None = None, oracles: Sequence[Oracle] | None = None
+    ) -> None:
         self.subject = subject
         self.clauses = list(clauses) if clauses is not None else selected()
         self.codes = frozenset(c.code for c in self.clauses)
@@ -86,8 +87,7 @@ class Checker:
         # One context for every mutant's check: protocol verdicts (on their meaning) and PTX facts
         # in its memo; placement is deterministic (the same problem gets the same placement): each
         # is solved once.
-        self.context = AnalysisContext(subject.target, tuple(self.clauses), memo=Memo(),
-                                       downstreams=_Downstreams())
+        self.context = AnalysisContext(subject.target, tuple(self.clauses), memo=Memo(), downstreams=_Downstreams())
 
     def units(self, mutation: Mutation) -> tuple[A.Stage | A.Pipeline, ...]:
         return apply_edits(self.subject.bundle.units, mutation.edits)
@@ -116,8 +116,9 @@ class Checker:
             else:
                 assert isinstance(parsed, A.Stage)
                 old = candidates[subject.slots[u]]
-                candidates[subject.slots[u]] = StageEntry(parsed, mutant_name(old.source), old.use,
-                                                          old.package, old.captured)
+                candidates[subject.slots[u]] = StageEntry(
+                    parsed, mutant_name(old.source), old.use, old.package, old.captured
+                )
         mutant = dataclasses.replace(subject.inputs, pipeline=pipeline, candidates=candidates, diagnostics=[])
         analysis = analyse(mutant, self.context)
         comp = analysis.composition
@@ -148,8 +149,11 @@ class Checker:
         try:
             source = parse_text(text, mutant_name(f"unit{u}"), kind)
         except DiagnosticError as err:
-            return Verdict("bug", bug="round-trip", problems=tuple(
-                f"printed mutant does not parse: {d.code}: {d.message}" for d in err.diagnostics))
+            return Verdict(
+                "bug",
+                bug="round-trip",
+                problems=tuple(f"printed mutant does not parse: {d.code}: {d.message}" for d in err.diagnostics),
+            )
         parsed = source.items[0] if len(source.items) == 1 else None
         if parsed != unit:
             return Verdict("bug", bug="round-trip", problems=("printed mutant parses to a different AST",))
@@ -164,9 +168,15 @@ class Checker:
             return Verdict("bug", bug="internal", by=by, problems=_internal_problems(internal))
         malformed = [d for d in errors if d.code not in self.registered or not d.labels]
         if malformed:
-            return Verdict("bug", bug="diagnostic", by=by, problems=tuple(
-                f"{d.code}: {d.message}: " + ("unregistered code" if d.code not in self.registered else "no span")
-                for d in malformed))
+            return Verdict(
+                "bug",
+                bug="diagnostic",
+                by=by,
+                problems=tuple(
+                    f"{d.code}: {d.message}: " + ("unregistered code" if d.code not in self.registered else "no span")
+                    for d in malformed
+                ),
+            )
         if errors:
             return Verdict("rejected", codes=_error_codes(errors), by=by)
         return Verdict("accepted")
@@ -185,8 +195,12 @@ class _Downstreams:
     def get(self, comp: Composition, compute: Callable[[], Downstream]) -> Downstream:
         from placement.adapter import problem_from
 
-        key = (problem_from(comp), tuple(o.item for o in comp.items(A.ExportTensor)),
-               tuple(o.item for o in comp.tensor_imports), _protocol_key(comp))
+        key = (
+            problem_from(comp),
+            tuple(o.item for o in comp.items(A.ExportTensor)),
+            tuple(o.item for o in comp.tensor_imports),
+            _protocol_key(comp),
+        )
         found = self._found.get(key)
         if found is None:
             if len(self._found) >= PARSE_CACHE:

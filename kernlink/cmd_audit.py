@@ -32,8 +32,15 @@ def register(sub: Any) -> None:
 def _read(root: Path) -> tuple[dict[str, Any], bytes, str]:
     missing = [n for n in FILES if not (root / n).is_file()]
     if missing:
-        raise DiagnosticError([Diagnostic(Code.E_IO, f"`{root}` has no {', '.join(f'`{m}`' for m in missing)}",
-                                          helps=("audit the directory `kernlink link -o DIR` wrote",))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.E_IO,
+                    f"`{root}` has no {', '.join(f'`{m}`' for m in missing)}",
+                    helps=("audit the directory `kernlink link -o DIR` wrote",),
+                )
+            ]
+        )
     try:
         record = json.loads((root / "link.json").read_text(encoding="utf-8"))
         cubin = (root / "kernel.cubin").read_bytes()
@@ -43,8 +50,15 @@ def _read(root: Path) -> tuple[dict[str, Any], bytes, str]:
     if not isinstance(record, dict):
         raise DiagnosticError([Diagnostic(Code.L_LINK, f"`{root / 'link.json'}` is not a link record")])
     if record.get("status") != "linked":
-        raise DiagnosticError([Diagnostic(Code.L_LINK, f"the link in `{root}` did not succeed (status "
-                                                    f"`{record.get('status')}`): there is nothing to audit")])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.L_LINK,
+                    f"the link in `{root}` did not succeed (status "
+                    f"`{record.get('status')}`): there is nothing to audit",
+                )
+            ]
+        )
     return record, cubin, ptx
 
 

@@ -10,8 +10,11 @@ from diagnostics.symbols import Code
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("build", help="pack every component whose source, contract or toolkit changed, then link")
-    p.add_argument("pipeline", help="the pipeline (.kp); its `use … from \"build/<stem>.kpkg\"` lines name the "
-                                    "packages, built from <stem>.cu and <stem>.kc beside build/")
+    p.add_argument(
+        "pipeline",
+        help='the pipeline (.kp); its `use … from "build/<stem>.kpkg"` lines name the '
+        "packages, built from <stem>.cu and <stem>.kc beside build/",
+    )
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="the link's output directory")
     p.add_argument("--compiler", choices=("nvrtc", "nvcc"), default="nvrtc")
     p.add_argument("--target", help="link for another target than the pipeline's")

@@ -15,8 +15,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("header", help="write the device header (handles, params struct, helpers) of a stage")
     p.add_argument("contract", help="the stage's contract (.kc)")
     p.add_argument("--stage", help="the stage, when the contract holds several")
-    p.add_argument("--peer", action="append", default=[], metavar="OTHER.kc",
-                   help="another stage of the composition (names the per-slot storage its rings carry)")
+    p.add_argument(
+        "--peer",
+        action="append",
+        default=[],
+        metavar="OTHER.kc",
+        help="another stage of the composition (names the per-slot storage its rings carry)",
+    )
     p.add_argument("-o", "--output", help="the header to write (default: stdout)")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_header)
@@ -49,8 +54,9 @@ def cmd_header(args: argparse.Namespace) -> int:
     if args.output == "":
         print("error: -o needs a file name", file=sys.stderr)
         return EXIT_USAGE
-    header = device_header(chosen[0], texts[args.contract], Path(args.contract).name,
-                           [p for p in peers if p.name != chosen[0].name])
+    header = device_header(
+        chosen[0], texts[args.contract], Path(args.contract).name, [p for p in peers if p.name != chosen[0].name]
+    )
     if args.output:
         atomic_write_text(args.output, header.text)
     else:

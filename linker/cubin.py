@@ -134,11 +134,16 @@ def _read(elf: ELFFile, name: str) -> CubinInfo:
         static = max(0, shared["sh_size"] - spec.smem_user_base) if shared is not None else 0
         info = elf.get_section_by_name(f".nv.info.{kname}")
         attrs = list(_attrs(info)) if info is not None else []
-        kernels.append(_kernel(
-            kname, attrs,
-            registers=per_symbol.get((EIATTR_REGCOUNT, index), 0),
-            frame=per_symbol.get((EIATTR_FRAME_SIZE, index), 0),
-            static=static, code=code_bytes))
+        kernels.append(
+            _kernel(
+                kname,
+                attrs,
+                registers=per_symbol.get((EIATTR_REGCOUNT, index), 0),
+                frame=per_symbol.get((EIATTR_FRAME_SIZE, index), 0),
+                static=static,
+                code=code_bytes,
+            )
+        )
     kernels.sort(key=lambda k: k.name)
     return CubinInfo(sm=sm, kernels=tuple(kernels))
 
@@ -186,8 +191,7 @@ def _attrs(section: Section) -> Iterator[_Attr]:
         pos += -pos % 4
 
 
-def _kernel(name: str, attrs: list[_Attr], *, registers: int, frame: int, static: int,
-            code: int) -> KernelInfo:
+def _kernel(name: str, attrs: list[_Attr], *, registers: int, frame: int, static: int, code: int) -> KernelInfo:
     param_bytes = barriers = 0
     params: list[ParamInfo] = []
     max_threads = required = None
@@ -207,8 +211,9 @@ def _kernel(name: str, attrs: list[_Attr], *, registers: int, frame: int, static
         elif a.attr == EIATTR_MAXREG_COUNT and _u(a.value) != _NO_MAXREG:
             max_regs = _u(a.value)
     params.sort(key=lambda p: p.ordinal)
-    return KernelInfo(name, registers, static, param_bytes, tuple(params), barriers, frame,
-                      max_threads, required, max_regs, code)
+    return KernelInfo(
+        name, registers, static, param_bytes, tuple(params), barriers, frame, max_threads, required, max_regs, code
+    )
 
 
 def _u(value: bytes) -> int:

@@ -39,9 +39,11 @@ def test_every_module_is_registered() -> None:
     registered = {cls.__module__.rsplit(".", 1)[1] for cls in CLAUSES}
     for name in _modules():
         module = importlib.import_module(f"checker.clauses.{name}")
-        classes = [v for v in vars(module).values()
-                   if isinstance(v, type) and issubclass(v, Clause) and v is not Clause
-                   and v.__module__ == module.__name__]
+        classes = [
+            v
+            for v in vars(module).values()
+            if isinstance(v, type) and issubclass(v, Clause) and v is not Clause and v.__module__ == module.__name__
+        ]
         assert len(classes) == 1, f"{name} must define exactly one clause"
         assert name in registered, f"checker/clauses/{name}.py is not in the registry"
 
@@ -89,7 +91,8 @@ def test_has_fixtures(cls: type[Clause]) -> None:
 
 def test_specs_catalogue_is_current() -> None:
     assert (ROOT / "specs" / "clauses.md").read_text() == catalogue_markdown(), (
-        "specs/clauses.md is stale: run `kernlink clauses --format markdown > specs/clauses.md`")
+        "specs/clauses.md is stale: run `kernlink clauses --format markdown > specs/clauses.md`"
+    )
 
 
 #: Clauses the design's catalogue does not list yet, each with the issue that added it (named in
@@ -110,8 +113,20 @@ def test_registry_matches_the_design_catalogue() -> None:
 # ----------------------------------------------------------------- every code, not only clauses
 
 CODE_STRING = re.compile(r"[\"'`]([EWIL]-[A-Z][A-Z0-9]+(?:-[A-Z0-9]+)*)[\"'`]")
-PACKAGES = ("contract_lang", "package", "diagnostics", "solver", "checker", "placement", "transfer_model", "analysis",
-            "linker", "kernlink", "fuzzing", "hardware")
+PACKAGES = (
+    "contract_lang",
+    "package",
+    "diagnostics",
+    "solver",
+    "checker",
+    "placement",
+    "transfer_model",
+    "analysis",
+    "linker",
+    "kernlink",
+    "fuzzing",
+    "hardware",
+)
 
 
 def _code_strings() -> dict[str, list[str]]:
@@ -167,7 +182,8 @@ def test_specs_codes_is_current() -> None:
     from kernlink.docs import codes_markdown
 
     assert (ROOT / "specs" / "codes.md").read_text() == codes_markdown(), (
-        "specs/codes.md is stale: regenerate it with kernlink.docs.codes_markdown()")
+        "specs/codes.md is stale: regenerate it with kernlink.docs.codes_markdown()"
+    )
 
 
 # ----------------------------------------------------------------- codes are symbols
@@ -202,8 +218,12 @@ def test_codes_are_symbols_spelled_once() -> None:
             continue
         skip = _docstrings(tree)
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip
-                    and EXACT_CODE.match(node.value)):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in skip
+                and EXACT_CODE.match(node.value)
+            ):
                 spelled.append(f"{rel}:{node.lineno}: {node.value!r}")
     assert not spelled, f"write Code.X (diagnostics/symbols.py) instead: {spelled[:10]}"
 
@@ -268,8 +288,12 @@ def _worded_outside() -> set[tuple[str, str]]:
             if name in FINDINGS:
                 continue
             for arg in [*node.args[:2], *(k.value for k in node.keywords if k.arg == "code")]:
-                if (isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name) and arg.value.id == "Code"
-                        and arg.attr.startswith("L_")):
+                if (
+                    isinstance(arg, ast.Attribute)
+                    and isinstance(arg.value, ast.Name)
+                    and arg.value.id == "Code"
+                    and arg.attr.startswith("L_")
+                ):
                     code = arg.attr.replace("_", "-")
                     if rel != f"checker/clauses/l_{code[2:].lower()}.py":
                         found.add((rel, code))

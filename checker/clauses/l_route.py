@@ -66,6 +66,7 @@ from diagnostics.symbols import Code
 
 CODE = Code.L_ROUTE
 
+
 class RouteClause(Clause):
     code = CODE
     name = "no-route"
