@@ -25,8 +25,12 @@ class Downstream:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def verify_downstream(comp: Composition, options: ModelOptions | None = None,
-                      selected: Iterable[str] | None = None, memo: Memo | None = None) -> Downstream:
+def verify_downstream(
+    comp: Composition,
+    options: ModelOptions | None = None,
+    selected: Iterable[str] | None = None,
+    memo: Memo | None = None,
+) -> Downstream:
     """Place the composition, decide its protocol at the placed ring depths when those were not
     decided yet (the verdict covers the configuration that is linked), then route its tensor
     connections on the placed roles. ``selected``: the clause codes the caller reports (the

@@ -24,11 +24,12 @@ from checker.protocol.adapter import MODEL_CODES, ModelOptions
 from checker.resolve import resolve
 from diagnostics.model import Diagnostic, Label, sort_diagnostics
 from diagnostics.sources import SourceMap
+from diagnostics.symbols import Code
 from package.loader import Inputs
 from placement.adapter import Placed
 
 #: Clauses that decide whether the pipeline resolves at all; they run first, whatever is selected.
-RESOLUTION = ("L-STAGE", "L-VERSION")
+RESOLUTION = (Code.L_STAGE, Code.L_VERSION)
 
 
 class DownstreamCache(Protocol):
@@ -113,9 +114,12 @@ def clause_diagnostics(comp: Composition, ctx: AnalysisContext, found: Sequence[
     if errors(first) or errors(d for d in found if not d.code.startswith("W-")):
         return first
     codes = ctx.codes
-    return sort_diagnostics([*(d for d in first if d.code in codes),
-                             *run_clauses(comp, [c for c in ctx.clauses if c.code not in RESOLUTION], ctx.options,
-                                          ctx.memo)])
+    return sort_diagnostics(
+        [
+            *(d for d in first if d.code in codes),
+            *run_clauses(comp, [c for c in ctx.clauses if c.code not in RESOLUTION], ctx.options, ctx.memo),
+        ]
+    )
 
 
 def _downstream(comp: Composition, ctx: AnalysisContext) -> Downstream:
@@ -135,12 +139,23 @@ def _selected_later(comp: Composition, downstream: Downstream, codes: frozenset[
     if not errors(kept):
         kept += [d for d in errors(downstream.diagnostics) if d.code not in MODEL_CODES and d not in kept]
     if not errors(kept) and downstream.placed is None:
-        kept.append(Diagnostic(
-            "E-INTERNAL", "the clauses accepted a composition that has no placement",
-            labels=(Label(comp.pipeline.span, "in this composition"),),
-            helps=("report it with the inputs: a clause or the placement should have said why",)))
+        kept.append(
+            Diagnostic(
+                Code.E_INTERNAL,
+                "the clauses accepted a composition that has no placement",
+                labels=(Label(comp.pipeline.span, "in this composition"),),
+                helps=("report it with the inputs: a clause or the placement should have said why",),
+            )
+        )
     return kept
 
 
-__all__ = ["RESOLUTION", "Analysis", "AnalysisContext", "DownstreamCache", "analyse", "clause_diagnostics",
-           "resolve_inputs"]
+__all__ = [
+    "RESOLUTION",
+    "Analysis",
+    "AnalysisContext",
+    "DownstreamCache",
+    "analyse",
+    "clause_diagnostics",
+    "resolve_inputs",
+]

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from checker.clauses import l_regs
 from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label
+from diagnostics.symbols import Code
 from placement.adapter import Placed
 from placement.lifetime import KERNEL
 from placement.problem import BarrierClaim, Problem
@@ -68,18 +69,22 @@ class Plan:
             raise DiagnosticError([_entry_too_small(comp, placed, entry, caps.setmaxnreg_min, kernel)])
         problem: Problem = dataclasses.replace(
             placed.problem,
-            capacities=dataclasses.replace(caps, max_regs_per_thread=min(entry, caps.max_regs_per_thread)))
+            capacities=dataclasses.replace(caps, max_regs_per_thread=min(entry, caps.max_regs_per_thread)),
+        )
         try:
             placement = solve(problem)
         except DiagnosticError as err:
-            note = (f"after the device link: `{kernel}` has {entry} registers per thread at entry "
-                    f"(`__launch_bounds__` with its block of {placed.placement.block_warps * 32} threads), "
-                    f"not the {placed.placement.entry_regs} the placement assumed")
+            note = (
+                f"after the device link: `{kernel}` has {entry} registers per thread at entry "
+                f"(`__launch_bounds__` with its block of {placed.placement.block_warps * 32} threads), "
+                f"not the {placed.placement.entry_regs} the placement assumed"
+            )
             raise DiagnosticError([dataclasses.replace(d, notes=(*d.notes, note)) for d in err.diagnostics]) from None
         problems = verify(problem, placement)
         if problems:
-            raise DiagnosticError([Diagnostic("E-INTERNAL", "the re-solved placement fails verification",
-                                              notes=tuple(problems[:10]))])
+            raise DiagnosticError(
+                [Diagnostic(Code.E_INTERNAL, "the re-solved placement fails verification", notes=tuple(problems[:10]))]
+            )
         moved = moved_roles(placed.placement, placement) if self.routes else []
         if moved:
             raise DiagnosticError([l_regs.resolve_moves_routes(entry, comp.pipeline.span, moved)])
@@ -110,30 +115,50 @@ def place_route_barriers(comp: Composition, placed: Placed, routes: Sequence[Rou
     Raises ``DiagnosticError``: the solver's (e.g. ``L-BARRIER`` when the IDs run out),
     or ``E-INTERNAL`` when the second placement moves a role.
     """
-    claims = [BarrierClaim(r.seam.import_stage, barrier_name(r, i), r.route.program.barrier_threads, KERNEL,
-                           span=r.seam.imp.span)
-              for r in routes for i in range(r.route.program.barriers)]
+    claims = [
+        BarrierClaim(
+            r.seam.import_stage, barrier_name(r, i), r.route.program.barrier_threads, KERNEL, span=r.seam.imp.span
+        )
+        for r in routes
+        for i in range(r.route.program.barriers)
+    ]
     if not claims:
         return placed
     problem = dataclasses.replace(placed.problem, barriers=(*placed.problem.barriers, *claims))
     try:
         placement = solve(problem)
     except DiagnosticError as err:
-        note = (f"after routing: the staging routes add {len(claims)} named barrier(s) to the placement "
-                f"({', '.join(f'`{c.name}`' for c in claims)})")
+        note = (
+            f"after routing: the staging routes add {len(claims)} named barrier(s) to the placement "
+            f"({', '.join(f'`{c.name}`' for c in claims)})"
+        )
         raise DiagnosticError([dataclasses.replace(d, notes=(*d.notes, note)) for d in err.diagnostics]) from None
     problems = verify(problem, placement)
     if problems:
-        raise DiagnosticError([Diagnostic(
-            "E-INTERNAL", "the placement with the route barriers fails verification",
-            labels=(Label(comp.pipeline.span, "in this composition"),), notes=tuple(problems[:10]),
-            helps=("report it with the inputs: this is a kernlink bug",))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.E_INTERNAL,
+                    "the placement with the route barriers fails verification",
+                    labels=(Label(comp.pipeline.span, "in this composition"),),
+                    notes=tuple(problems[:10]),
+                    helps=("report it with the inputs: this is a kernlink bug",),
+                )
+            ]
+        )
     moved = moved_roles(placed.placement, placement)
     if moved:
-        raise DiagnosticError([Diagnostic(
-            "E-INTERNAL", "placing the route barriers moved roles the routes were chosen for",
-            labels=(Label(comp.pipeline.span, "in this composition"),), notes=tuple(moved),
-            helps=("report it with the inputs: barrier claims must not change warps",))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.E_INTERNAL,
+                    "placing the route barriers moved roles the routes were chosen for",
+                    labels=(Label(comp.pipeline.span, "in this composition"),),
+                    notes=tuple(moved),
+                    helps=("report it with the inputs: barrier claims must not change warps",),
+                )
+            ]
+        )
     return Placed(problem, placement)
 
 
@@ -155,10 +180,13 @@ def register_demand(placed: Placed) -> int:
 
 def _entry_too_small(comp: Composition, placed: Placed, entry: int, least: int, kernel: str) -> Diagnostic:
     """The kernel starts with fewer registers than any `setmaxnreg` budget: no group can be placed."""
-    labels = [(info.role.span, f"`{name}`: regs {info.role.regs}")
-              for name, info in sorted((n, i) for n, i in comp.roles.items() if i.role.regs is not None)]
-    return l_regs.entry_below_minimum(kernel, entry, least, placed.placement.block_warps * 32,
-                                      labels or [(comp.pipeline.span, "in this composition")])
+    labels = [
+        (info.role.span, f"`{name}`: regs {info.role.regs}")
+        for name, info in sorted((n, i) for n, i in comp.roles.items() if i.role.regs is not None)
+    ]
+    return l_regs.entry_below_minimum(
+        kernel, entry, least, placed.placement.block_warps * 32, labels or [(comp.pipeline.span, "in this composition")]
+    )
 
 
 __all__ = ["Plan", "barrier_name", "moved_roles", "place_route_barriers", "plan", "register_demand"]

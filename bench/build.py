@@ -33,8 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def cpu(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> float:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False,
-                          env=env)
+    proc = subprocess.run(
+        cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False, env=env
+    )
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr[-2000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -48,8 +49,11 @@ def main() -> int:
     args = ap.parse_args()
     kl = [sys.executable, "-m", "kernlink"]
     work = Path(tempfile.mkdtemp(prefix="kl-build-"))
-    rows: dict[str, list[float]] = {"kernlink build (full)": [], "kernlink build (one component changed)": [],
-                                    "nvcc one unit (control.cu)": []}
+    rows: dict[str, list[float]] = {
+        "kernlink build (full)": [],
+        "kernlink build (one component changed)": [],
+        "nvcc one unit (control.cu)": [],
+    }
     env_root = str(ROOT)
     for i in range(args.repeats):
         ring = work / f"ring{i}"
@@ -61,15 +65,31 @@ def main() -> int:
         source.write_text(source.read_text() + f"\n// edit {i}\n")
         rows["kernlink build (one component changed)"].append(cpu([*kl, "build", "ring.kp", "-o", "out"], ring, env))
     control = work / "parity"
-    subprocess.run([*kl, "parity", str(work / "ring0" / "ring.kp"), "-o", str(control), "--color", "never"],
-                   cwd=ROOT, stdout=subprocess.DEVNULL, check=False,
-                   env={"PYTHONPATH": env_root, "PATH": "/usr/bin:/bin"})
+    subprocess.run(
+        [*kl, "parity", str(work / "ring0" / "ring.kp"), "-o", str(control), "--color", "never"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        check=False,
+        env={"PYTHONPATH": env_root, "PATH": "/usr/bin:/bin"},
+    )
     nvcc = shutil.which("nvcc")
     if nvcc and (control / "control.cu").exists():
         for _ in range(args.repeats):
             rows["nvcc one unit (control.cu)"].append(
-                cpu([nvcc, "-cubin", "-arch=sm_90a", "-std=c++17", f"-I{work / 'ring0'}", "control.cu", "-o",
-                     str(work / "one.cubin")], control))
+                cpu(
+                    [
+                        nvcc,
+                        "-cubin",
+                        "-arch=sm_90a",
+                        "-std=c++17",
+                        f"-I{work / 'ring0'}",
+                        "control.cu",
+                        "-o",
+                        str(work / "one.cubin"),
+                    ],
+                    control,
+                )
+            )
     out = {name: {"median_cpu_s": statistics.median(v), "min_cpu_s": min(v)} for name, v in rows.items() if v}
     base = out.get("nvcc one unit (control.cu)", {}).get("median_cpu_s")
     bytecode = "off (PYTHONDONTWRITEBYTECODE)" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "on"

@@ -37,13 +37,19 @@ def megakernel(handles: int) -> str:
     phases = max(2, handles // 40)
     roles = 1
     claims = handles - 2 * roles
-    lines = ['stage "mk.interp" version "1.0.0" {', "    target sm_90a", "    role sched entry sched_main warps 1",
-             f"    phases exclusive {', '.join(f'p{i}' for i in range(phases))}", "}"]
+    lines = [
+        'stage "mk.interp" version "1.0.0" {',
+        "    target sm_90a",
+        "    role sched entry sched_main warps 1",
+        f"    phases exclusive {', '.join(f'p{i}' for i in range(phases))}",
+        "}",
+    ]
     per_phase = [claims // phases + (1 if i < claims % phases else 0) for i in range(phases)]
     for p, count in enumerate(per_phase):
         lines += ["", f'stage "mk.s{p}" version "1.0.0" {{', "    target sm_90a"]
-        lines += [f"    claim smem c{p}_{k} bytes {1024 * (1 + k % 3)} align 128 lifetime phase p{p}"
-                  for k in range(count)]
+        lines += [
+            f"    claim smem c{p}_{k} bytes {1024 * (1 + k % 3)} align 128 lifetime phase p{p}" for k in range(count)
+        ]
         lines += ["}"]
     return "\n".join(lines) + "\n"
 
@@ -65,8 +71,12 @@ def measure(paths: list[Path], repeats: int) -> dict[str, object]:
     clauses = _median(lambda: run_clauses(compose(paths)[1]), repeats)  # type: ignore[arg-type]
     full = _median(lambda: check(paths), repeats)
     accepted = check(paths).accepted
-    return {"handles": handles, "clauses_ms": round(clauses * 1000, 1), "check_ms": round(full * 1000, 1),
-            "accepted": accepted}
+    return {
+        "handles": handles,
+        "clauses_ms": round(clauses * 1000, 1),
+        "check_ms": round(full * 1000, 1),
+        "accepted": accepted,
+    }
 
 
 def main() -> int:
@@ -83,8 +93,9 @@ def main() -> int:
             path.write_text(megakernel(handles))
             rows[f"generated-{handles}"] = measure([path], args.repeats)
     if args.json:
-        json.dump({"benchmark": "check", "repeats": args.repeats, "results": rows}, sys.stdout, indent=2,
-                  sort_keys=True)
+        json.dump(
+            {"benchmark": "check", "repeats": args.repeats, "results": rows}, sys.stdout, indent=2, sort_keys=True
+        )
         print()
         return 0
     print(f"{'composition':<16} {'handles':>7} {'clauses ms':>11} {'check ms':>9}  accepted")

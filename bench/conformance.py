@@ -75,19 +75,35 @@ def measure(repeat: int) -> dict[str, Any]:
         with_info = _best(repeat, lambda: ptx_compile(("-lineinfo",)))
         without = _best(repeat, lambda: ptx_compile(()))
         whole = sum(best.seconds.values())
-        rows.append({"component": name, "ptx_lines": lines, "analysis_s": analysis,
-                     "lines_per_s": lines / analysis if analysis else 0.0, "conform_s": best.seconds["conform"],
-                     "build_s": whole, "lineinfo_s": with_info - without,
-                     "share": (best.seconds["conform"] + max(with_info - without, 0.0)) / whole})
+        rows.append(
+            {
+                "component": name,
+                "ptx_lines": lines,
+                "analysis_s": analysis,
+                "lines_per_s": lines / analysis if analysis else 0.0,
+                "conform_s": best.seconds["conform"],
+                "build_s": whole,
+                "lineinfo_s": with_info - without,
+                "share": (best.seconds["conform"] + max(with_info - without, 0.0)) / whole,
+            }
+        )
         total_lines += lines
         total_analysis += analysis
         total_conform += best.seconds["conform"]
         total_build += whole
         total_lineinfo += max(with_info - without, 0.0)
-    return {"python": platform.python_version(), "machine": platform.machine(), "repeat": repeat,
-            "components": rows, "ptx_lines": int(total_lines), "lines_per_s": total_lines / total_analysis,
-            "conform_s": total_conform, "lineinfo_s": total_lineinfo, "build_s": total_build,
-            "share_of_pack": (total_conform + total_lineinfo) / total_build}
+    return {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "repeat": repeat,
+        "components": rows,
+        "ptx_lines": int(total_lines),
+        "lines_per_s": total_lines / total_analysis,
+        "conform_s": total_conform,
+        "lineinfo_s": total_lineinfo,
+        "build_s": total_build,
+        "share_of_pack": (total_conform + total_lineinfo) / total_build,
+    }
 
 
 def main() -> int:
@@ -99,14 +115,20 @@ def main() -> int:
     if args.json:
         print(json.dumps(result, indent=2, sort_keys=True))
         return 0
-    print(f"{'component':28} {'PTX lines':>9} {'lines/s':>10} {'conform ms':>10} {'lineinfo ms':>11} "
-          f"{'build ms':>9} {'share':>6}")
+    print(
+        f"{'component':28} {'PTX lines':>9} {'lines/s':>10} {'conform ms':>10} {'lineinfo ms':>11} "
+        f"{'build ms':>9} {'share':>6}"
+    )
     for r in result["components"]:
-        print(f"{r['component']:28} {r['ptx_lines']:>9} {r['lines_per_s']:>10.0f} {1e3 * r['conform_s']:>10.2f} "
-              f"{1e3 * r['lineinfo_s']:>11.2f} {1e3 * r['build_s']:>9.1f} {100 * r['share']:>5.1f}%")
-    print(f"\nall: {result['ptx_lines']} PTX lines analysed at {result['lines_per_s']:.0f} lines/s; the analysis "
-          f"adds {1e3 * result['conform_s']:.1f} ms and -lineinfo {1e3 * result['lineinfo_s']:.1f} ms to "
-          f"{1e3 * result['build_s']:.1f} ms of pack builds: {100 * result['share_of_pack']:.1f}% (goal < 20%)")
+        print(
+            f"{r['component']:28} {r['ptx_lines']:>9} {r['lines_per_s']:>10.0f} {1e3 * r['conform_s']:>10.2f} "
+            f"{1e3 * r['lineinfo_s']:>11.2f} {1e3 * r['build_s']:>9.1f} {100 * r['share']:>5.1f}%"
+        )
+    print(
+        f"\nall: {result['ptx_lines']} PTX lines analysed at {result['lines_per_s']:.0f} lines/s; the analysis "
+        f"adds {1e3 * result['conform_s']:.1f} ms and -lineinfo {1e3 * result['lineinfo_s']:.1f} ms to "
+        f"{1e3 * result['build_s']:.1f} ms of pack builds: {100 * result['share_of_pack']:.1f}% (goal < 20%)"
+    )
     print(f"python {result['python']} on {result['machine']}; best of {result['repeat']} runs")
     return 0
 

@@ -49,11 +49,20 @@ def bench(name: str, examples: int, jobs: int, seed: int, ignore: tuple[str, ...
     wall = time.perf_counter() - start
     cpu = time.process_time() - cpu
     status = {s: sum(o.verdict.status == s for o in report.outcomes) for s in ("rejected", "accepted", "bug")}
-    return {"composition": name, "clauses": "all" if not ignore else "no SMT", "jobs": jobs,
-            "mutants": len(report.outcomes), "seconds": round(wall, 2),
-            "mutants_per_s": round(len(report.outcomes) / wall, 1),
-            **({"cpu_seconds": round(cpu, 2), "mutants_per_cpu_s": round(len(report.outcomes) / cpu, 1)}
-               if jobs == 1 else {}), **status}
+    return {
+        "composition": name,
+        "clauses": "all" if not ignore else "no SMT",
+        "jobs": jobs,
+        "mutants": len(report.outcomes),
+        "seconds": round(wall, 2),
+        "mutants_per_s": round(len(report.outcomes) / wall, 1),
+        **(
+            {"cpu_seconds": round(cpu, 2), "mutants_per_cpu_s": round(len(report.outcomes) / cpu, 1)}
+            if jobs == 1
+            else {}
+        ),
+        **status,
+    }
 
 
 def main() -> int:
@@ -72,13 +81,29 @@ def main() -> int:
             rows.append(bench(name, args.examples, args.jobs, args.seed, ignore))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     if args.json:
-        print(json.dumps({"machine": platform.machine(), "cpus": os.cpu_count(), "load": round(load, 2),
-                          "rows": rows}, indent=2))
+        print(
+            json.dumps(
+                {"machine": platform.machine(), "cpus": os.cpu_count(), "load": round(load, 2), "rows": rows}, indent=2
+            )
+        )
         return 0
-    print(f"kernlink fuzz throughput — {os.cpu_count()} CPUs, {platform.python_implementation()} "
-          f"{platform.python_version()}, load average {load:.2f}")
-    header = ("composition", "clauses", "jobs", "mutants", "seconds", "mutants_per_s", "cpu_seconds",
-              "mutants_per_cpu_s", "rejected", "accepted", "bug")
+    print(
+        f"kernlink fuzz throughput — {os.cpu_count()} CPUs, {platform.python_implementation()} "
+        f"{platform.python_version()}, load average {load:.2f}"
+    )
+    header = (
+        "composition",
+        "clauses",
+        "jobs",
+        "mutants",
+        "seconds",
+        "mutants_per_s",
+        "cpu_seconds",
+        "mutants_per_cpu_s",
+        "rejected",
+        "accepted",
+        "bug",
+    )
     widths = [max(len(h), *(len(str(r.get(h, "-"))) for r in rows)) for h in header]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     for row in rows:

@@ -74,7 +74,8 @@ class Linked:
         self.threads = 32 * int(d["block_warps"])
         self.smem = int(d["dynamic_smem"])
         (err,) = driver.cuFuncSetAttribute(
-            self.function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.smem)
+            self.function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.smem
+        )
         check(err, "cuFuncSetAttribute")
         self.params = self.meta["params"]
         facts = {f["name"]: f["value"] for f in self.params["fields"] if f["source"] == "fact"}
@@ -98,8 +99,9 @@ class Linked:
 
         def launch() -> None:
             stream = torch.cuda.current_stream().cuda_stream
-            (err,) = driver.cuLaunchKernel(self.function, *grid, self.threads, 1, 1, self.smem, stream,
-                                           ctypes.addressof(args), 0)
+            (err,) = driver.cuLaunchKernel(
+                self.function, *grid, self.threads, 1, 1, self.smem, stream, ctypes.addressof(args), 0
+            )
             check(err, "cuLaunchKernel")
 
         launch.keep = (block, args)  # type: ignore[attr-defined]
@@ -110,13 +112,18 @@ def tensor_map(t: torch.Tensor, box_rows: int, box_cols: int = 64) -> torch.Tens
     """A 2-D bf16 TMA descriptor of row-major ``t`` (box ``box_rows`` x 64, 128B swizzle), in device memory."""
     rows, cols = t.shape
     err, tmap = driver.cuTensorMapEncodeTiled(
-        driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, t.data_ptr(),
-        [driver.cuuint64_t(cols), driver.cuuint64_t(rows)], [driver.cuuint64_t(cols * t.element_size())],
-        [driver.cuuint32_t(box_cols), driver.cuuint32_t(box_rows)], [driver.cuuint32_t(1), driver.cuuint32_t(1)],
+        driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        2,
+        t.data_ptr(),
+        [driver.cuuint64_t(cols), driver.cuuint64_t(rows)],
+        [driver.cuuint64_t(cols * t.element_size())],
+        [driver.cuuint32_t(box_cols), driver.cuuint32_t(box_rows)],
+        [driver.cuuint32_t(1), driver.cuuint32_t(1)],
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+    )
     check(err, "cuTensorMapEncodeTiled")
     raw = ctypes.string_at(tmap.getPtr(), 128)
     return torch.frombuffer(bytearray(raw), dtype=torch.uint8).to("cuda")
@@ -128,8 +135,9 @@ def interleave(wg: torch.Tensor, wu: torch.Tensor) -> torch.Tensor:
     return torch.stack([wg.view(half // 16, 16, k), wu.view(half // 16, 16, k)], dim=1).reshape(2 * half, k)
 
 
-def run_shape(kernels: list[Linked], m: int, n: int, k: int, timing: bool, seed: int,
-              compile_activation: bool = True) -> list[dict[str, Any]]:
+def run_shape(
+    kernels: list[Linked], m: int, n: int, k: int, timing: bool, seed: int, compile_activation: bool = True
+) -> list[dict[str, Any]]:
     gen = torch.Generator(device="cuda").manual_seed(seed)
     scale = 1.0 / math.sqrt(k)
     x = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
@@ -143,8 +151,18 @@ def run_shape(kernels: list[Linked], m: int, n: int, k: int, timing: bool, seed:
     for kern in kernels:
         out = torch.full((m, n // 2), -1, dtype=torch.int16, device="cuda").view(torch.bfloat16)  # 0xFFFF: NaN
         ta, tb = tensor_map(x, kern.tile_m), tensor_map(w, kern.tile_n)
-        values = {"tmap_a": ta.data_ptr(), "tmap_b": tb.data_ptr(), "a": x.data_ptr(), "b": w.data_ptr(),
-                  "k_tiles": k // 64, "k": k, "n": n, "out": out.data_ptr(), "ldo": n // 2, "rows": m}
+        values = {
+            "tmap_a": ta.data_ptr(),
+            "tmap_b": tb.data_ptr(),
+            "a": x.data_ptr(),
+            "b": w.data_ptr(),
+            "k_tiles": k // 64,
+            "k": k,
+            "n": n,
+            "out": out.data_ptr(),
+            "ldo": n // 2,
+            "rows": m,
+        }
         launch = kern.launcher(m, n, values)
         launch()
         torch.cuda.synchronize()
@@ -153,14 +171,23 @@ def run_shape(kernels: list[Linked], m: int, n: int, k: int, timing: bool, seed:
         rel = float((got - ref).norm() / ref.norm())
         worst = float((got - ref).abs().max()) if nan == 0 else float("nan")
         ok = nan == 0 and rel <= TOLERANCE and worst <= 0.05 * float(ref.abs().max())
-        row: dict[str, Any] = {"kernel": kern.folder.name, "m": m, "n": n, "k": k, "rel_err": rel,
-                               "max_abs_err": worst, "nan": nan, "ok": ok}
+        row: dict[str, Any] = {
+            "kernel": kern.folder.name,
+            "m": m,
+            "n": n,
+            "k": k,
+            "rel_err": rel,
+            "max_abs_err": worst,
+            "nan": nan,
+            "ok": ok,
+        }
         second = out.clone()
         launch()
         torch.cuda.synchronize()
         row["deterministic"] = bool(torch.equal(second.view(torch.int16), out.view(torch.int16)))
         if timing:
             from triton.testing import do_bench
+
             ms = float(do_bench(launch, warmup=25, rep=200, return_mode="median"))
             row["ms"] = ms
             row["tflops"] = flops / ms / 1e9
@@ -171,7 +198,7 @@ def run_shape(kernels: list[Linked], m: int, n: int, k: int, timing: bool, seed:
 
         def eager() -> torch.Tensor:
             gu = x @ wcat.T
-            return F.silu(gu[:, : n // 2]) * gu[:, n // 2:]
+            return F.silu(gu[:, : n // 2]) * gu[:, n // 2 :]
 
         def gemm_only() -> torch.Tensor:
             return x @ wcat.T
@@ -180,8 +207,18 @@ def run_shape(kernels: list[Linked], m: int, n: int, k: int, timing: bool, seed:
         rel = float((got - ref).norm() / ref.norm())
         for name, fn in (("torch.matmul+silu*up (eager)", eager), ("torch.matmul only", gemm_only)):
             ms = float(do_bench(fn, warmup=25, rep=200, return_mode="median"))
-            rows.append({"kernel": name, "m": m, "n": n, "k": k, "rel_err": rel if fn is eager else None,
-                         "ms": ms, "tflops": flops / ms / 1e9, "ok": True})
+            rows.append(
+                {
+                    "kernel": name,
+                    "m": m,
+                    "n": n,
+                    "k": k,
+                    "rel_err": rel if fn is eager else None,
+                    "ms": ms,
+                    "tflops": flops / ms / 1e9,
+                    "ok": True,
+                }
+            )
         if compile_activation:
             rows.append(_compiled_row(x, wcat, ref, m, n, k, flops))
     return rows
@@ -190,8 +227,9 @@ def run_shape(kernels: list[Linked], m: int, n: int, k: int, timing: bool, seed:
 _COMPILED: list[Any] = []
 
 
-def _compiled_row(x: torch.Tensor, wcat: torch.Tensor, ref: torch.Tensor, m: int, n: int, k: int,
-                  flops: float) -> dict[str, Any]:
+def _compiled_row(
+    x: torch.Tensor, wcat: torch.Tensor, ref: torch.Tensor, m: int, n: int, k: int, flops: float
+) -> dict[str, Any]:
     """cuBLAS, then silu(gate) * up compiled by torch.compile (one fused Inductor kernel), or why not."""
     from triton.testing import do_bench
 
@@ -199,9 +237,11 @@ def _compiled_row(x: torch.Tensor, wcat: torch.Tensor, ref: torch.Tensor, m: int
     row: dict[str, Any] = {"kernel": name, "m": m, "n": n, "k": k, "rel_err": None, "ok": True}
     try:
         if not _COMPILED:
+
             def act(gu: torch.Tensor) -> torch.Tensor:
                 half = gu.shape[1] // 2
                 return F.silu(gu[:, :half]) * gu[:, half:]
+
             _COMPILED.append(torch.compile(act, dynamic=True))
         act_c = _COMPILED[0]
 
@@ -217,8 +257,9 @@ def _compiled_row(x: torch.Tensor, wcat: torch.Tensor, ref: torch.Tensor, m: int
     return row
 
 
-def parity_shape(linked: Linked, control: Linked, null: Linked, m: int, n: int, k: int, *, rounds: int,
-                 reps: int, seed: int) -> dict[str, Any]:
+def parity_shape(
+    linked: Linked, control: Linked, null: Linked, m: int, n: int, k: int, *, rounds: int, reps: int, seed: int
+) -> dict[str, Any]:
     """Bit-identical outputs first, then interleaved timing of linked, control and null (module docstring)."""
     root = str(Path(__file__).resolve().parents[1])
     if sys.path[0] != root:  # run as a script, bench/ comes first and would shadow the `placement` package
@@ -232,8 +273,18 @@ def parity_shape(linked: Linked, control: Linked, null: Linked, m: int, n: int, 
     outs, launches = [], []
     for kern in (linked, control, null):
         out = torch.full((m, n // 2), -1, dtype=torch.int16, device="cuda")
-        values = {"tmap_a": ta.data_ptr(), "tmap_b": tb.data_ptr(), "a": x.data_ptr(), "b": w.data_ptr(),
-                  "k_tiles": k // 64, "k": k, "n": n, "out": out.data_ptr(), "ldo": n // 2, "rows": m}
+        values = {
+            "tmap_a": ta.data_ptr(),
+            "tmap_b": tb.data_ptr(),
+            "a": x.data_ptr(),
+            "b": w.data_ptr(),
+            "k_tiles": k // 64,
+            "k": k,
+            "n": n,
+            "out": out.data_ptr(),
+            "ldo": n // 2,
+            "rows": m,
+        }
         launches.append(kern.launcher(m, n, values))
         outs.append(out)
     for launch in launches:
@@ -260,8 +311,10 @@ def parity_shape(linked: Linked, control: Linked, null: Linked, m: int, n: int, 
             got[which] = start.elapsed_time(end) / reps
         times.append(got)
     ratio, null_ratio = ratios(times)
-    row["ms"] = {name: float(sorted(t[i] for t in times)[len(times) // 2])
-                 for i, name in enumerate(("linked", "control", "null"))}
+    row["ms"] = {
+        name: float(sorted(t[i] for t in times)[len(times) // 2])
+        for i, name in enumerate(("linked", "control", "null"))
+    }
     row["ratio"] = vars(bootstrap_median(ratio))
     row["null"] = vars(bootstrap_median(null_ratio, seed=1))
     return row
@@ -285,16 +338,19 @@ def main(argv: list[str] | None = None) -> int:
         linked, control, null = Linked(args.links[0]), Linked(args.parity), Linked(args.links[0])
         found = []
         for i, m in enumerate(int(s) for s in args.shapes.split(",")):
-            row = parity_shape(linked, control, null, m, args.n, args.k, rounds=args.rounds, reps=args.reps,
-                               seed=2000 + i)
+            row = parity_shape(
+                linked, control, null, m, args.n, args.k, rounds=args.rounds, reps=args.reps, seed=2000 + i
+            )
             print(json.dumps(row), flush=True)
             found.append(row)
         print(f"\n{args.links[0].name}: linked / one-unit control, {args.rounds} interleaved rounds x {args.reps}")
         for r in found:
             if "ratio" in r:
-                print(f"M {r['m']:>5}: ratio {r['ratio']['median']:.5f} [{r['ratio']['low']:.5f}, "
-                      f"{r['ratio']['high']:.5f}]  null {r['null']['median']:.5f} [{r['null']['low']:.5f}, "
-                      f"{r['null']['high']:.5f}]  linked {r['ms']['linked']:.4f} ms")
+                print(
+                    f"M {r['m']:>5}: ratio {r['ratio']['median']:.5f} [{r['ratio']['low']:.5f}, "
+                    f"{r['ratio']['high']:.5f}]  null {r['null']['median']:.5f} [{r['null']['low']:.5f}, "
+                    f"{r['null']['high']:.5f}]  linked {r['ms']['linked']:.4f} ms"
+                )
             else:
                 print(f"M {r['m']:>5}: outputs differ: no ratio")
         if args.json:
@@ -303,8 +359,9 @@ def main(argv: list[str] | None = None) -> int:
     kernels = [Linked(p) for p in args.links]
     rows: list[dict[str, Any]] = []
     for i, m in enumerate(int(s) for s in args.shapes.split(",")):
-        got = run_shape(kernels, m, args.n, args.k, not args.check_only, seed=1000 + i,
-                        compile_activation=not args.no_compile)
+        got = run_shape(
+            kernels, m, args.n, args.k, not args.check_only, seed=1000 + i, compile_activation=not args.no_compile
+        )
         for r in got:
             print(json.dumps(r), flush=True)
         rows += got
@@ -314,8 +371,10 @@ def main(argv: list[str] | None = None) -> int:
         ms = f"{r['ms']:.4f}" if "ms" in r else "-"
         tf = f"{r['tflops']:.1f}" if "tflops" in r else "-"
         note = f"  ({r['error']})" if "error" in r else ""
-        print(f"{r['kernel']:<32} {r['m']:>6} {r['n']:>6} {r['k']:>5} {rel:>9} {'yes' if r['ok'] else 'NO':>3} "
-              f"{ms:>9} {tf:>8}{note}")
+        print(
+            f"{r['kernel']:<32} {r['m']:>6} {r['n']:>6} {r['k']:>5} {rel:>9} {'yes' if r['ok'] else 'NO':>3} "
+            f"{ms:>9} {tf:>8}{note}"
+        )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
     return 0 if all(r["ok"] for r in rows) else 1

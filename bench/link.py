@@ -57,16 +57,18 @@ def bench_pack(repeats: int, workdir: Path) -> list[Row]:
             runs.append((total, result.seconds))
             size = result.size
         first, rest = runs[0], runs[1:] or runs[:1]
-        rows.append({
-            "component": component,
-            "first_ms": _ms(first[0]),
-            "median_ms": _ms(statistics.median(t for t, _ in rest)),
-            "min_ms": _ms(min(t for t, _ in rest)),
-            "compile_ms": _ms(statistics.median(s["compile"] for _, s in rest)),
-            "capture_ms": _ms(statistics.median(s["capture"] for _, s in rest)),
-            "write_ms": _ms(statistics.median(s["write"] for _, s in rest)),
-            "package_bytes": size,
-        })
+        rows.append(
+            {
+                "component": component,
+                "first_ms": _ms(first[0]),
+                "median_ms": _ms(statistics.median(t for t, _ in rest)),
+                "min_ms": _ms(min(t for t, _ in rest)),
+                "compile_ms": _ms(statistics.median(s["compile"] for _, s in rest)),
+                "capture_ms": _ms(statistics.median(s["capture"] for _, s in rest)),
+                "write_ms": _ms(statistics.median(s["write"] for _, s in rest)),
+                "package_bytes": size,
+            }
+        )
     return rows
 
 
@@ -90,18 +92,20 @@ def bench_link(repeats: int, workdir: Path) -> list[Row]:
             runs.append((time.perf_counter() - start, checked_at - start, out))
         first, rest = runs[0], runs[1:] or runs[:1]
         last = rest[-1][2]
-        rows.append({
-            "composition": name,
-            "first_ms": _ms(first[0]),
-            "median_ms": _ms(statistics.median(t for t, _, _ in rest)),
-            "min_ms": _ms(min(t for t, _, _ in rest)),
-            "check_place_ms": _ms(statistics.median(c for _, c, _ in rest)),
-            "generate_ms": _ms(statistics.median(o.seconds["generate"] for _, _, o in rest)),
-            "nvrtc_ms": _ms(statistics.median(o.seconds["compile"] for _, _, o in rest)),
-            "nvjitlink_ms": _ms(statistics.median(o.seconds["link"] for _, _, o in rest)),
-            "cubin_bytes": len(last.cubin or b""),
-            "registers": last.record.attempts[-1].registers,
-        })
+        rows.append(
+            {
+                "composition": name,
+                "first_ms": _ms(first[0]),
+                "median_ms": _ms(statistics.median(t for t, _, _ in rest)),
+                "min_ms": _ms(min(t for t, _, _ in rest)),
+                "check_place_ms": _ms(statistics.median(c for _, c, _ in rest)),
+                "generate_ms": _ms(statistics.median(o.seconds["generate"] for _, _, o in rest)),
+                "nvrtc_ms": _ms(statistics.median(o.seconds["compile"] for _, _, o in rest)),
+                "nvjitlink_ms": _ms(statistics.median(o.seconds["link"] for _, _, o in rest)),
+                "cubin_bytes": len(last.cubin or b""),
+                "registers": last.record.attempts[-1].registers,
+            }
+        )
     return rows
 
 
@@ -113,15 +117,20 @@ def _ms(seconds: float) -> float:
 
 
 def environment() -> dict[str, object]:
-    return {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
-            "toolkit": toolkit_versions().as_dict()}
+    return {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "toolkit": toolkit_versions().as_dict(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--repeats", type=int, default=10, help="timed runs after the first (default 10)")
-    parser.add_argument("--section", choices=sorted(SECTIONS), action="append",
-                        help="run only these sections (default: all)")
+    parser.add_argument(
+        "--section", choices=sorted(SECTIONS), action="append", help="run only these sections (default: all)"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     args = parser.parse_args(argv)
     results: dict[str, list[Row]] = {}
@@ -129,8 +138,11 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.section or sorted(SECTIONS):
             results[name] = SECTIONS[name](max(args.repeats, 1), Path(tmp))
     if args.json:
-        print(json.dumps({"environment": environment(), "repeats": args.repeats, "sections": results},
-                         indent=2, sort_keys=True))
+        print(
+            json.dumps(
+                {"environment": environment(), "repeats": args.repeats, "sections": results}, indent=2, sort_keys=True
+            )
+        )
         return 0
     from rich.console import Console
     from rich.table import Table
@@ -139,8 +151,10 @@ def main(argv: list[str] | None = None) -> int:
     if not console.is_terminal:
         console = Console(highlight=False, width=160)
     env = environment()
-    console.print(f"python {env['python']} on {env['machine']} ({env['cpus']} CPUs), "
-                  f"toolkit {env['toolkit']}, {args.repeats} timed runs after the first")
+    console.print(
+        f"python {env['python']} on {env['machine']} ({env['cpus']} CPUs), "
+        f"toolkit {env['toolkit']}, {args.repeats} timed runs after the first"
+    )
     for name, rows in results.items():
         table = Table(title=name, title_justify="left")
         for column in rows[0] if rows else ():

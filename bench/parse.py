@@ -31,7 +31,7 @@ from contract_lang.printer import format_text, print_file  # noqa: E402
 
 Row = dict[str, object]
 
-STAGE = '''# stage {i}: a loader and an MMA warpgroup sharing ring kv{i}
+STAGE = """# stage {i}: a loader and an MMA warpgroup sharing ring kv{i}
 stage "bench.s{i}" version "1.{i}.0" {{
     target sm_90a
     requires feature tma, mbarrier, wgmma, setmaxnreg
@@ -75,7 +75,7 @@ stage "bench.s{i}" version "1.{i}.0" {{
     uses fact tile_k{i}: u32 as param tile_k
     requires fact tile_k{i} % 16 == 0 and tile_k{i} <= 256
 }}
-'''
+"""
 
 
 def generated_contract(stages: int) -> str:
@@ -93,12 +93,14 @@ def best_of(repeat: int, run: Callable[[], object]) -> float:
 
 def without_gc(run: Callable[[], object]) -> Callable[[], object]:
     """``run`` with the cyclic garbage collector paused: how much of a parse is GC passes."""
+
     def paused() -> object:
         gc.disable()
         try:
             return run()
         finally:
             gc.enable()
+
     return paused
 
 
@@ -109,8 +111,16 @@ def measure(name: str, text: str, repeat: int, kind: str = "any") -> Row:
     no_gc_s = best_of(repeat, without_gc(lambda: parse_text(text, name, kind)))  # type: ignore[arg-type]
     print_s = best_of(repeat, lambda: print_file(source))
     format_s = best_of(repeat, lambda: format_text(text, name))
-    return {"name": name, "lines": lines, "bytes": len(text.encode()), "parse_s": parse_s,
-            "lines_per_s": lines / parse_s, "parse_no_gc_s": no_gc_s, "print_s": print_s, "format_s": format_s}
+    return {
+        "name": name,
+        "lines": lines,
+        "bytes": len(text.encode()),
+        "parse_s": parse_s,
+        "lines_per_s": lines / parse_s,
+        "parse_no_gc_s": no_gc_s,
+        "print_s": print_s,
+        "format_s": format_s,
+    }
 
 
 def spec_files() -> list[Path]:
@@ -135,21 +145,26 @@ def run(stages: int, repeat: int) -> dict[str, object]:
         "grammar_load_s": grammar_s,
         "generated": big,
         "specs": files,
-        "specs_total": {"files": len(files), "lines": total_lines, "parse_s": total_parse,
-                        "lines_per_s": total_lines / total_parse if total_parse else 0.0},
+        "specs_total": {
+            "files": len(files),
+            "lines": total_lines,
+            "parse_s": total_parse,
+            "lines_per_s": total_lines / total_parse if total_parse else 0.0,
+        },
     }
 
 
 def table(result: dict[str, object]) -> str:
-    head = (f"{'input':<44} {'lines':>7} {'parse ms':>9} {'lines/s':>9} {'no-GC ms':>9} {'print ms':>9} "
-            f"{'fmt ms':>8}")
+    head = f"{'input':<44} {'lines':>7} {'parse ms':>9} {'lines/s':>9} {'no-GC ms':>9} {'print ms':>9} {'fmt ms':>8}"
     out = [head, "-" * len(head)]
 
     def row(r: Row) -> str:
-        return (f"{r['name']!s:<44} {r['lines']:>7} {float(str(r['parse_s'])) * 1e3:>9.2f} "
-                f"{float(str(r['lines_per_s'])):>9.0f} {float(str(r['parse_no_gc_s'])) * 1e3:>9.2f} "
-                f"{float(str(r['print_s'])) * 1e3:>9.2f} "
-                f"{float(str(r['format_s'])) * 1e3:>8.2f}")
+        return (
+            f"{r['name']!s:<44} {r['lines']:>7} {float(str(r['parse_s'])) * 1e3:>9.2f} "
+            f"{float(str(r['lines_per_s'])):>9.0f} {float(str(r['parse_no_gc_s'])) * 1e3:>9.2f} "
+            f"{float(str(r['print_s'])) * 1e3:>9.2f} "
+            f"{float(str(r['format_s'])) * 1e3:>8.2f}"
+        )
 
     out.append(row(result["generated"]))  # type: ignore[arg-type]
     out.append("")
@@ -158,11 +173,15 @@ def table(result: dict[str, object]) -> str:
     total = result["specs_total"]
     assert isinstance(total, dict)
     out.append("-" * len(head))
-    out.append(f"{'all of specs/ (' + str(total['files']) + ' files)':<44} {total['lines']:>7} "
-               f"{total['parse_s'] * 1e3:>9.2f} {total['lines_per_s']:>9.0f}")
-    out.append(f"grammar load (first parse): {float(str(result['grammar_load_s'])) * 1e3:.1f} ms; "
-               f"Python {result['python']} on {result['machine']}; best of the repeats; "
-               "no-GC: the same parse with the cyclic garbage collector paused")
+    out.append(
+        f"{'all of specs/ (' + str(total['files']) + ' files)':<44} {total['lines']:>7} "
+        f"{total['parse_s'] * 1e3:>9.2f} {total['lines_per_s']:>9.0f}"
+    )
+    out.append(
+        f"grammar load (first parse): {float(str(result['grammar_load_s'])) * 1e3:.1f} ms; "
+        f"Python {result['python']} on {result['machine']}; best of the repeats; "
+        "no-GC: the same parse with the cyclic garbage collector paused"
+    )
     return "\n".join(out)
 
 

@@ -38,8 +38,16 @@ def operands(rings: int, depth: int) -> Protocol:
     b.role("load", 1)
     b.role("mma", 8)
     for k in range(rings):
-        b.ring(f"op{k}", depth=depth, producer="load", consumer="mma", full_init=1,
-               empty_init=8, full_tx=TILE, init_by=["load"])
+        b.ring(
+            f"op{k}",
+            depth=depth,
+            producer="load",
+            consumer="mma",
+            full_init=1,
+            empty_init=8,
+            full_tx=TILE,
+            init_by=["load"],
+        )
     for k in range(rings):
         b.produce(f"op{k}")
     for k in range(rings):
@@ -52,8 +60,16 @@ def pipeline(rings: int, depth: int) -> Protocol:
     for k in range(rings + 1):
         b.role(f"s{k}", 4)
     for k in range(rings):
-        b.ring(f"q{k}", depth=depth, producer=f"s{k}", consumer=f"s{k + 1}", full_init=1,
-               empty_init=4, full_tx=TILE, init_by=[f"s{k}"])
+        b.ring(
+            f"q{k}",
+            depth=depth,
+            producer=f"s{k}",
+            consumer=f"s{k + 1}",
+            full_init=1,
+            empty_init=4,
+            full_tx=TILE,
+            init_by=[f"s{k}"],
+        )
     for k in range(rings):
         b.produce(f"q{k}")
         b.consume(f"q{k}")
@@ -72,16 +88,36 @@ def run(topology: str, rings: int, depth: int, repeats: int) -> Row:
             best = verdict
     assert best is not None
     stats = best.stats
-    return {"topology": topology, "rings": rings, "depth": depth, "bound": stats.bound,
-            "events": stats.events, "assertions": stats.assertions,
-            "variables": stats.variables, "checks": stats.checks,
-            "build_s": round(stats.build_seconds, 4),
-            "solve_s": round(stats.seconds - stats.build_seconds, 4),
-            "total_s": round(stats.seconds, 4), "status": best.status.value}
+    return {
+        "topology": topology,
+        "rings": rings,
+        "depth": depth,
+        "bound": stats.bound,
+        "events": stats.events,
+        "assertions": stats.assertions,
+        "variables": stats.variables,
+        "checks": stats.checks,
+        "build_s": round(stats.build_seconds, 4),
+        "solve_s": round(stats.seconds - stats.build_seconds, 4),
+        "total_s": round(stats.seconds, 4),
+        "status": best.status.value,
+    }
 
 
-COLUMNS = ("topology", "rings", "depth", "bound", "events", "assertions", "variables", "checks",
-           "build_s", "solve_s", "total_s", "status")
+COLUMNS = (
+    "topology",
+    "rings",
+    "depth",
+    "bound",
+    "events",
+    "assertions",
+    "variables",
+    "checks",
+    "build_s",
+    "solve_s",
+    "total_s",
+    "status",
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,15 +134,16 @@ def main(argv: list[str] | None = None) -> int:
         for row in rows:
             print(json.dumps(row))
         return 0
-    print(f"# protocol model, {platform.python_implementation()} {platform.python_version()}, "
-          f"{platform.machine()}; times in seconds (best of {args.repeats})")
+    print(
+        f"# protocol model, {platform.python_implementation()} {platform.python_version()}, "
+        f"{platform.machine()}; times in seconds (best of {args.repeats})"
+    )
     widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in COLUMNS}
     print("  ".join(c.rjust(widths[c]) for c in COLUMNS))
     for row in rows:
         print("  ".join(str(row[c]).rjust(widths[c]) for c in COLUMNS))
     worst = max(rows, key=lambda r: float(str(r["total_s"])))
-    print(f"# slowest: {worst['topology']} rings={worst['rings']} depth={worst['depth']} "
-          f"{worst['total_s']} s")
+    print(f"# slowest: {worst['topology']} rings={worst['rings']} depth={worst['depth']} {worst['total_s']} s")
     return 0
 
 

@@ -53,20 +53,31 @@ def _seams(m: int, n: int) -> dict[str, tuple[TensorExport, TensorImport, Lends]
     placement = wgmma_m64nNk16_f32(n, m // 64)
     producer = RoleThreads(0, placement.thread[1])
     export = TensorExport("accumulator", "mma", "f32", tile, placement, producer)
-    rows = LayoutMap(REGS, (("t", m), ("p", 32), ("c", n // 32)), ("m", "n"),
-                     (Name("t"), BinOp("+", BinOp("*", Int(32), Name("c")), Name("p"))))
+    rows = LayoutMap(
+        REGS,
+        (("t", m), ("p", 32), ("c", n // 32)),
+        ("m", "n"),
+        (Name("t"), BinOp("+", BinOp("*", Int(32), Name("c")), Name("p"))),
+    )
     epilogue = RoleThreads(producer.end, m)
     chunk = Chunk("n", 32)
-    rotate = BinOp("+", BinOp("*", Int(32), BinOp("/", Name("t"), Int(32))),
-                   BinOp("%", BinOp("+", Name("t"), Int(4)), Int(32)))
+    rotate = BinOp(
+        "+", BinOp("*", Int(32), BinOp("/", Name("t"), Int(32))), BinOp("%", BinOp("+", Name("t"), Int(4)), Int(32))
+    )
     rotated = LayoutMap(REGS, placement.params, placement.outputs, placement.at({"t": rotate}))
     return {
-        "staging": (export, TensorImport("acc", "accumulator", "epilogue", "f32", tile, rows, epilogue, chunk),
-                    Lends(m * 32 * 4)),
+        "staging": (
+            export,
+            TensorImport("acc", "accumulator", "epilogue", "f32", tile, rows, epilogue, chunk),
+            Lends(m * 32 * 4),
+        ),
         "copy": (export, TensorImport("acc", "accumulator", "mma", "f32", tile, placement, producer), Lends()),
         "shuffle": (export, TensorImport("acc", "accumulator", "mma", "f32", tile, rotated, producer), Lends()),
-        "rejected": (export, TensorImport("acc", "accumulator", "epilogue", "f32", tile, rows, epilogue, chunk),
-                     Lends()),
+        "rejected": (
+            export,
+            TensorImport("acc", "accumulator", "epilogue", "f32", tile, rows, epilogue, chunk),
+            Lends(),
+        ),
     }
 
 
@@ -84,6 +95,7 @@ def bench(repeats: int) -> list[Row]:
     rows: list[Row] = []
     for m, n in TILES:
         for scenario, (export, imp, lends) in _seams(m, n).items():
+
             def check(export: TensorExport = export, imp: TensorImport = imp, lends: Lends = lends) -> RouteResult:
                 return select_route(export, imp, lends, target_has_tmem=False)
 
@@ -98,8 +110,10 @@ def bench(repeats: int) -> list[Row]:
                 "source_lines": None,
             }
             if route is not None:
-                constants = LinkConstants(smem_addr=1024 if route.needs_smem_address else None,
-                                          barrier_ids=tuple(range(1, 1 + route.barriers)))
+                constants = LinkConstants(
+                    smem_addr=1024 if route.needs_smem_address else None,
+                    barrier_ids=tuple(range(1, 1 + route.barriers)),
+                )
 
                 def build(route: Route = route, constants: LinkConstants = constants) -> str:
                     return lower(build_program(route.seam, route.result), constants)
@@ -116,8 +130,9 @@ def _table(rows: list[Row]) -> str:
     for r in rows:
         lower_ms = "-" if r["lower_ms"] is None else f"{r['lower_ms']:.1f}"
         source = "-" if r["source_lines"] is None else str(r["source_lines"])
-        lines.append(f"{r['tile']:<9} {r['scenario']:<9} {r['route']:<14} {r['check_ms']:>9.1f} "
-                     f"{lower_ms:>9} {source:>10}")
+        lines.append(
+            f"{r['tile']:<9} {r['scenario']:<9} {r['route']:<14} {r['check_ms']:>9.1f} {lower_ms:>9} {source:>10}"
+        )
     return "\n".join(lines)
 
 
@@ -128,12 +143,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows = bench(args.repeats)
     if args.json:
-        print(json.dumps({
-            "machine": {"python": platform.python_version(), "z3": z3.get_version_string(),
-                        "processor": platform.processor() or platform.machine()},
-            "repeats": args.repeats,
-            "rows": rows,
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "machine": {
+                        "python": platform.python_version(),
+                        "z3": z3.get_version_string(),
+                        "processor": platform.processor() or platform.machine(),
+                    },
+                    "repeats": args.repeats,
+                    "rows": rows,
+                },
+                indent=2,
+            )
+        )
     else:
         print(_table(rows))
     return 0

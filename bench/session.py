@@ -59,19 +59,28 @@ def main() -> int:
         fn, stream, params = s._function, s.stream, s._params  # the session's own prebuilt call
 
         def raw() -> None:
-            (err,) = driver.cuLaunchKernel(fn, 1, 1, 1, s.linked.threads, 1, 1, s.linked.dynamic_smem,
-                                           stream, params, 0)
+            (err,) = driver.cuLaunchKernel(
+                fn, 1, 1, 1, s.linked.threads, 1, 1, s.linked.dynamic_smem, stream, params, 0
+            )
             check_cuda(err, "cuLaunchKernel")
 
         graph = s.capture(launches=100, grid=1)
-        for name, enqueue, per in (("raw cuLaunchKernel", raw, 1), ("Session.launch", lambda: s.launch(1), 1),
-                                   ("graph replay (100 launches each)", graph.replay, 100)):
+        for name, enqueue, per in (
+            ("raw cuLaunchKernel", raw, 1),
+            ("Session.launch", lambda: s.launch(1), 1),
+            ("graph replay (100 launches each)", graph.replay, 100),
+        ):
             for _ in range(200):
                 enqueue()
             s.synchronize()
             trials = [_trial(enqueue, args.launches // per, s.synchronize) for _ in range(5)]
-            rows.append({"path": name, "host_us_per_launch": statistics.median(t[0] for t in trials) / per,
-                         "drained_us_per_launch": statistics.median(t[1] for t in trials) / per})
+            rows.append(
+                {
+                    "path": name,
+                    "host_us_per_launch": statistics.median(t[0] for t in trials) / per,
+                    "drained_us_per_launch": statistics.median(t[1] for t in trials) / per,
+                }
+            )
     out = {"launches": args.launches, "kernel": "hello (1 block)", "rows": rows}
     if args.json:
         print(json.dumps(out, indent=2))

@@ -91,48 +91,131 @@ def _uses(fact: str) -> str:
 
 
 UPGRADES = (
-    Edit("dispatch tile 32 -> 16", "moe.comm", "comm.kc", "owns fact tile_rows: u32 = 32",
-         "owns fact tile_rows: u32 = 16", None, "moe.gemm and moe.act take tile_rows as a param the linker writes",
-         (("kl_moe_comm_fact_tile_rows", 32, 16),),
-         ("act.kc", _uses("tile_rows"), "assumes fact tile_rows: u32 == 32")),
-    Edit("capacity 128 -> 64", "moe.comm", "comm.kc", "owns fact capacity: u32 = 128",
-         "owns fact capacity: u32 = 64", None, "moe.gemm and moe.act take capacity as a param",
-         (("kl_moe_comm_fact_capacity", 128, 64),),
-         ("gemm.kc", _uses("capacity"), "assumes fact capacity: u32 == 128")),
-    Edit("tokens per signal 8 -> 4", "moe.comm", "comm.kc", "owns fact tokens_per_signal: u32 = 8",
-         "owns fact tokens_per_signal: u32 = 4", None, "moe.gemm takes tokens_per_signal as a param",
-         (("kl_moe_comm_fact_tokens_per_signal", 8, 4),),
-         ("gemm.kc", _uses("tokens_per_signal"), "assumes fact tokens_per_signal: u32 == 8")),
-    Edit("ring h depth 4 -> 2", "moe.gemm", "gemm.kc", "depth 4", "depth 2", None,
-         "moe.act reads the depth through its own handle, which the linker folds",
-         (("kl_moe_gemm_h_depth", 4, 2),)),
-    Edit("slot elements 4096 -> 2048", "moe.gemm", "gemm.kc", "owns fact slot_elems: u32 = 4096",
-         "owns fact slot_elems: u32 = 2048", None, "moe.act takes slot_elems as a param",
-         (("kl_moe_gemm_fact_slot_elems", 4096, 2048),),
-         ("act.kc", _uses("slot_elems"), "assumes fact slot_elems: u32 == 4096")),
+    Edit(
+        "dispatch tile 32 -> 16",
+        "moe.comm",
+        "comm.kc",
+        "owns fact tile_rows: u32 = 32",
+        "owns fact tile_rows: u32 = 16",
+        None,
+        "moe.gemm and moe.act take tile_rows as a param the linker writes",
+        (("kl_moe_comm_fact_tile_rows", 32, 16),),
+        ("act.kc", _uses("tile_rows"), "assumes fact tile_rows: u32 == 32"),
+    ),
+    Edit(
+        "capacity 128 -> 64",
+        "moe.comm",
+        "comm.kc",
+        "owns fact capacity: u32 = 128",
+        "owns fact capacity: u32 = 64",
+        None,
+        "moe.gemm and moe.act take capacity as a param",
+        (("kl_moe_comm_fact_capacity", 128, 64),),
+        ("gemm.kc", _uses("capacity"), "assumes fact capacity: u32 == 128"),
+    ),
+    Edit(
+        "tokens per signal 8 -> 4",
+        "moe.comm",
+        "comm.kc",
+        "owns fact tokens_per_signal: u32 = 8",
+        "owns fact tokens_per_signal: u32 = 4",
+        None,
+        "moe.gemm takes tokens_per_signal as a param",
+        (("kl_moe_comm_fact_tokens_per_signal", 8, 4),),
+        ("gemm.kc", _uses("tokens_per_signal"), "assumes fact tokens_per_signal: u32 == 8"),
+    ),
+    Edit(
+        "ring h depth 4 -> 2",
+        "moe.gemm",
+        "gemm.kc",
+        "depth 4",
+        "depth 2",
+        None,
+        "moe.act reads the depth through its own handle, which the linker folds",
+        (("kl_moe_gemm_h_depth", 4, 2),),
+    ),
+    Edit(
+        "slot elements 4096 -> 2048",
+        "moe.gemm",
+        "gemm.kc",
+        "owns fact slot_elems: u32 = 4096",
+        "owns fact slot_elems: u32 = 2048",
+        None,
+        "moe.act takes slot_elems as a param",
+        (("kl_moe_gemm_fact_slot_elems", 4096, 2048),),
+        ("act.kc", _uses("slot_elems"), "assumes fact slot_elems: u32 == 4096"),
+    ),
 )
 
 INCOMPATIBLE = (
-    Edit("activations become f32", "moe.comm", "comm.kc", "owns fact elem_bits: u32 = 16",
-         "owns fact elem_bits: u32 = 32", "L-FACT", "moe.gemm compiled `elem_bits == 16` in (it reads xe as f16)"),
-    Edit("capacity 128 -> 16", "moe.comm", "comm.kc", "owns fact capacity: u32 = 128",
-         "owns fact capacity: u32 = 16", "L-ASSUME",
-         "below a dispatch tile: moe.gemm's `requires fact capacity % tile_rows == 0` fails"),
-    Edit("staging 16KiB -> 200KiB", "moe.comm", "comm.kc", "claim smem staging bytes 16KiB",
-         "claim smem staging bytes 200KiB", "L-OVERLAP", "the block's shared memory no longer holds every claim"),
-    Edit("expert regs 216 -> 240", "moe.gemm", "gemm.kc", "warps 8 regs 216 warpgroup",
-         "warps 8 regs 240 warpgroup", "L-REGS", "the register groups exceed the CTA's pool"),
-    Edit("no expert phase", "moe.interp", "interp.kc", "phases exclusive dispatch, expert, combine",
-         "phases exclusive dispatch, combine", "L-PHASE",
-         "moe.comm, moe.gemm and moe.act assume an exclusive `expert` phase"),
-    Edit("tokens_ready at sys scope", "moe.comm", "comm.kc", "counter tokens_ready produce by comm scope gpu",
-         "counter tokens_ready produce by comm scope sys", "L-PAIR", "the consumer acquires at gpu scope"),
-    Edit("act releases per thread", "moe.act", "act.kc", "empty arrive per_warp(act)",
-         "empty arrive per_thread(act)", "L-ARRIVE", "ring h's empty barrier is initialised for one arrival per warp"),
+    Edit(
+        "activations become f32",
+        "moe.comm",
+        "comm.kc",
+        "owns fact elem_bits: u32 = 16",
+        "owns fact elem_bits: u32 = 32",
+        "L-FACT",
+        "moe.gemm compiled `elem_bits == 16` in (it reads xe as f16)",
+    ),
+    Edit(
+        "capacity 128 -> 16",
+        "moe.comm",
+        "comm.kc",
+        "owns fact capacity: u32 = 128",
+        "owns fact capacity: u32 = 16",
+        "L-ASSUME",
+        "below a dispatch tile: moe.gemm's `requires fact capacity % tile_rows == 0` fails",
+    ),
+    Edit(
+        "staging 16KiB -> 200KiB",
+        "moe.comm",
+        "comm.kc",
+        "claim smem staging bytes 16KiB",
+        "claim smem staging bytes 200KiB",
+        "L-OVERLAP",
+        "the block's shared memory no longer holds every claim",
+    ),
+    Edit(
+        "expert regs 216 -> 240",
+        "moe.gemm",
+        "gemm.kc",
+        "warps 8 regs 216 warpgroup",
+        "warps 8 regs 240 warpgroup",
+        "L-REGS",
+        "the register groups exceed the CTA's pool",
+    ),
+    Edit(
+        "no expert phase",
+        "moe.interp",
+        "interp.kc",
+        "phases exclusive dispatch, expert, combine",
+        "phases exclusive dispatch, combine",
+        "L-PHASE",
+        "moe.comm, moe.gemm and moe.act assume an exclusive `expert` phase",
+    ),
+    Edit(
+        "tokens_ready at sys scope",
+        "moe.comm",
+        "comm.kc",
+        "counter tokens_ready produce by comm scope gpu",
+        "counter tokens_ready produce by comm scope sys",
+        "L-PAIR",
+        "the consumer acquires at gpu scope",
+    ),
+    Edit(
+        "act releases per thread",
+        "moe.act",
+        "act.kc",
+        "empty arrive per_warp(act)",
+        "empty arrive per_thread(act)",
+        "L-ARRIVE",
+        "ring h's empty barrier is initialised for one arrival per warp",
+    ),
 )
 
 
 # ----------------------------------------------------------------- the contracts (CPU)
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -144,7 +227,8 @@ class Verdict:
     @property
     def as_expected(self) -> bool:
         return (self.accepted and self.edit.expect is None) or (
-            not self.accepted and self.codes[:1] == (self.edit.expect,))
+            not self.accepted and self.codes[:1] == (self.edit.expect,)
+        )
 
 
 def apply(edit: Edit, folder: Path, *, assumed: bool = False) -> None:
@@ -174,6 +258,7 @@ def verdict(edit: Edit, scratch: Path, *, assumed: bool = False) -> Verdict:
 
 
 # ----------------------------------------------------------------- building the links (CPU)
+
 
 def pack_all(folder: Path, only: str | None = None) -> Path:
     """Pack the components in ``folder`` (only ``only``'s when given); the pipeline."""
@@ -250,11 +335,17 @@ def args_file(directory: Path, inputs: Path, grid: int | None) -> Path:
     spec: dict[str, Any] = {
         "values": {"num_instrs": len(PROGRAM), "tokens": t, "hidden": h},
         "buffers": {
-            "program": {"input": str(rel / "program.bin")}, "x": {"input": str(rel / "x.bin")},
-            "routing": {"input": str(rel / "routing.bin")}, "gate": {"input": str(rel / "gate.bin")},
+            "program": {"input": str(rel / "program.bin")},
+            "x": {"input": str(rel / "x.bin")},
+            "routing": {"input": str(rel / "routing.bin")},
+            "gate": {"input": str(rel / "gate.bin")},
             "weights": {"input": str(rel / "weights.bin")},
-            "xe": {"bytes": e * ROWS_ALLOCATED * h * 2}, "slots": {"bytes": t * k * 4},
-            "ye": {"bytes": e * ROWS_ALLOCATED * h * 4}, "out": {"bytes": t * h * 4, "output": "out.bin"}}}
+            "xe": {"bytes": e * ROWS_ALLOCATED * h * 2},
+            "slots": {"bytes": t * k * 4},
+            "ye": {"bytes": e * ROWS_ALLOCATED * h * 4},
+            "out": {"bytes": t * h * 4, "output": "out.bin"},
+        },
+    }
     if grid is not None:
         spec["grid"] = grid
     path = directory / "args.json"
@@ -271,8 +362,11 @@ def build_case(root: Path, edit: Edit, inputs: Path) -> dict[str, Path]:
     shutil.copytree(old_src, new_src)
     apply(edit, new_src)
     new_pipeline = pack_all(new_src, only=edit.owner)  # repack only the changed owner
-    links = {"old": old, "kernlink": kernlink_link(new_pipeline, root / "kernlink"),
-             "symbol": symbol_link(old, new_pipeline, edit, root / "symbol")}
+    links = {
+        "old": old,
+        "kernlink": kernlink_link(new_pipeline, root / "kernlink"),
+        "symbol": symbol_link(old, new_pipeline, edit, root / "symbol"),
+    }
     return links
 
 
@@ -283,8 +377,10 @@ def build(out: Path, shape: Shape, *, cases: bool = True, grid: int | None = Non
     write_inputs(inputs, shape)
     base = out / "moe4"
     shutil.copytree(EXAMPLE, base / "src", ignore=shutil.ignore_patterns("build"))
-    links = [kernlink_link(pack_all(base / "src"), base / "plain", watchdog=None),
-             kernlink_link(base / "src" / "moe4.kp", base / "watchdog")]
+    links = [
+        kernlink_link(pack_all(base / "src"), base / "plain", watchdog=None),
+        kernlink_link(base / "src" / "moe4.kp", base / "watchdog"),
+    ]
     for edit in UPGRADES if cases else ():
         links += build_case(out / edit.slug, edit, inputs).values()
         print(f"built {edit.slug}", flush=True)
@@ -293,6 +389,7 @@ def build(out: Path, shape: Shape, *, cases: bool = True, grid: int | None = Non
 
 
 # ----------------------------------------------------------------- running them (GPU, PyTorch)
+
 
 def reference(inputs: Path, capacity: int) -> list[float]:
     """out[t] = sum_k gate[t, k] * gelu(x[t] @ W[e(t, k)]) over the kept assignments, in float32 with PyTorch."""
@@ -324,29 +421,44 @@ def run(directory: Path, inputs: Path, grid: int | None, capacity: int, timeout:
     """`kernlink run` in a subprocess; the outcome against the reference at ``capacity``."""
     args = args_file(directory, inputs, grid)
     try:
-        done = subprocess.run([sys.executable, "-m", "kernlink", "run", str(directory), "--args", str(args),
-                               "--color", "never"], capture_output=True, text=True, timeout=timeout, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "kernlink", "run", str(directory), "--args", str(args), "--color", "never"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return {"outcome": "hang", "detail": f"no decoded ledger: killed after {timeout} s"}
     text = (done.stdout + done.stderr).strip()
     if done.returncode != 0:
         hang = [line for line in text.splitlines() if "E-HANG" in line]
-        return {"outcome": "hang" if hang else "error", "detail": "; ".join(hang[:3]) if hang else text[-600:],
-                "output": text[:4000]}
+        return {
+            "outcome": "hang" if hang else "error",
+            "detail": "; ".join(hang[:3]) if hang else text[-600:],
+            "output": text[:4000],
+        }
     size = (directory / "out.bin").stat().st_size // 4
     got = struct.unpack(f"<{size}f", (directory / "out.bin").read_bytes())
     want = reference(inputs, capacity)
     hidden = json.loads((inputs / "shape.json").read_text())["hidden"]
-    wrong = [i for i, (g, w) in enumerate(zip(got, want, strict=True))
-             if not math.isfinite(g) or abs(g - w) > 1e-3 + 1e-3 * abs(w)]
+    wrong = [
+        i
+        for i, (g, w) in enumerate(zip(got, want, strict=True))
+        if not math.isfinite(g) or abs(g - w) > 1e-3 + 1e-3 * abs(w)
+    ]
     if not wrong:
         return {"outcome": "correct", "detail": f"{len(want)} elements within 1e-3 of PyTorch"}
     tokens = sorted({i // hidden for i in wrong})
     first = wrong[0]
     where = f"token {first // hidden}, column {first % hidden}: {got[first]:.6g} for {want[first]:.6g}"
-    return {"outcome": "wrong output", "wrong_elements": len(wrong), "wrong_tokens": tokens,
-            "detail": f"{len(wrong)} of {len(want)} elements differ, in {len(tokens)} of {len(want) // hidden} tokens "
-                      f"(first: {where})"}
+    return {
+        "outcome": "wrong output",
+        "wrong_elements": len(wrong),
+        "wrong_tokens": tokens,
+        "detail": f"{len(wrong)} of {len(want)} elements differ, in {len(tokens)} of {len(want) // hidden} tokens "
+        f"(first: {where})",
+    }
 
 
 def capacity_of(edit: Edit | None, new: bool) -> int:
@@ -365,13 +477,19 @@ def run_all(out: Path, grid: int | None) -> list[dict[str, Any]]:
         if not (out / edit.slug).is_dir():
             continue  # built with --no-cases
         cap = capacity_of(edit, True)
-        rows.append({"case": edit.name, "owner": edit.owner,
-                     "symbol_link": run(out / edit.slug / "symbol", inputs, grid, cap),
-                     "kernlink": run(out / edit.slug / "kernlink", inputs, grid, cap)})
+        rows.append(
+            {
+                "case": edit.name,
+                "owner": edit.owner,
+                "symbol_link": run(out / edit.slug / "symbol", inputs, grid, cap),
+                "kernlink": run(out / edit.slug / "kernlink", inputs, grid, cap),
+            }
+        )
     return rows
 
 
 # ----------------------------------------------------------------- the command
+
 
 def contracts_table(json_file: str | None) -> int:
     rows = []
@@ -380,8 +498,17 @@ def contracts_table(json_file: str | None) -> int:
             for edit in edits:
                 rows.append((kind, verdict(edit, Path(tmp))))
                 if kind == "upgrade" and edit.assumed is not None:
-                    assumed = Edit(f"{edit.name} (assumed)", edit.owner, edit.file, edit.old, edit.new, "L-FACT",
-                                   f"{edit.assumed[0]} compiled the old value in", edit.handles, edit.assumed)
+                    assumed = Edit(
+                        f"{edit.name} (assumed)",
+                        edit.owner,
+                        edit.file,
+                        edit.old,
+                        edit.new,
+                        "L-FACT",
+                        f"{edit.assumed[0]} compiled the old value in",
+                        edit.handles,
+                        edit.assumed,
+                    )
                     rows.append(("assumed", verdict(assumed, Path(tmp), assumed=True)))
     bad = 0
     print(f"{'kind':<13} {'owner':<11} {'edit':<36} kernlink (contracts)")
@@ -391,10 +518,28 @@ def contracts_table(json_file: str | None) -> int:
         bad += not v.as_expected
         print(f"{kind:<13} {v.edit.owner:<11} {v.edit.name:<36} {outcome}{mark}")
     if json_file:
-        Path(json_file).write_text(json.dumps([
-            {"kind": kind, "name": v.edit.name, "owner": v.edit.owner, "file": v.edit.file, "old": v.edit.old,
-             "new": v.edit.new, "accepted": v.accepted, "codes": list(v.codes), "first": v.first,
-             "expected": v.edit.expect, "why": v.edit.why} for kind, v in rows], indent=2) + "\n")
+        Path(json_file).write_text(
+            json.dumps(
+                [
+                    {
+                        "kind": kind,
+                        "name": v.edit.name,
+                        "owner": v.edit.owner,
+                        "file": v.edit.file,
+                        "old": v.edit.old,
+                        "new": v.edit.new,
+                        "accepted": v.accepted,
+                        "codes": list(v.codes),
+                        "first": v.first,
+                        "expected": v.edit.expect,
+                        "why": v.edit.why,
+                    }
+                    for kind, v in rows
+                ],
+                indent=2,
+            )
+            + "\n"
+        )
     return 1 if bad else 0
 
 

@@ -102,10 +102,22 @@ def run(directory: Path, tiles: int, grid: int, adds: int) -> dict[str, object]:
     """`kernlink run` in a subprocess; the outcome against the new value's expected output."""
     args = directory / "args.json"
     words = tiles * grid * 32 + 2 * grid
-    args.write_text(json.dumps({"grid": grid, "values": {"tiles": tiles}, "buffers": {
-        "data": {"bytes": tiles * grid * 128}, "out": {"bytes": 4 * words, "output": "out.bin"}}}))
-    done = subprocess.run([sys.executable, "-m", "kernlink", "run", str(directory), "--args", str(args),
-                           "--color", "never"], capture_output=True, text=True, timeout=120, check=False)
+    args.write_text(
+        json.dumps(
+            {
+                "grid": grid,
+                "values": {"tiles": tiles},
+                "buffers": {"data": {"bytes": tiles * grid * 128}, "out": {"bytes": 4 * words, "output": "out.bin"}},
+            }
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "kernlink", "run", str(directory), "--args", str(args), "--color", "never"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     text = (done.stdout + done.stderr).strip()
     if done.returncode != 0:
         hang = next((line for line in text.splitlines() if "E-HANG" in line), None)
@@ -115,8 +127,11 @@ def run(directory: Path, tiles: int, grid: int, adds: int) -> dict[str, object]:
     wrong = [i for i, (g, w) in enumerate(zip(got, want, strict=True)) if g != w]
     if not wrong:
         return {"outcome": "correct", "detail": ""}
-    return {"outcome": "wrong output", "detail": f"{len(wrong)} of {len(want)} words differ (first at {wrong[0]}: "
-                                                 f"{got[wrong[0]]} for {want[wrong[0]]})"}
+    return {
+        "outcome": "wrong output",
+        "detail": f"{len(wrong)} of {len(want)} words differ (first at {wrong[0]}: "
+        f"{got[wrong[0]]} for {want[wrong[0]]})",
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,9 +148,13 @@ def main(argv: list[str] | None = None) -> int:
         new_pipeline = build(root / "new", new_adds)
         relinked = kernlink_link(new_pipeline, root / "kernlink-out")
         symbol = symbol_link(old, new_pipeline, old_adds, new_adds, root / "symbol-out")
-        rows.append({"upgrade": f"adds {old_adds} -> {new_adds}",
-                     "symbol_link": run(symbol, args.tiles, args.grid, new_adds),
-                     "kernlink": run(relinked, args.tiles, args.grid, new_adds)})
+        rows.append(
+            {
+                "upgrade": f"adds {old_adds} -> {new_adds}",
+                "symbol_link": run(symbol, args.tiles, args.grid, new_adds),
+                "kernlink": run(relinked, args.tiles, args.grid, new_adds),
+            }
+        )
     print(f"{'upgrade':<14} {'symbol link (nvJitLink alone)':<32} kernlink relink")
     for row in rows:
         s, k = row["symbol_link"], row["kernlink"]

@@ -28,7 +28,10 @@ def kinds_clash(comp: Composition) -> list[str]:
 def writers_only(comp: Composition, kind: str, name: str) -> bool:
     """Whether the channel's endpoints are all, and at least two, of its single-writer side."""
     tables: dict[str, Mapping[str, tuple[Owned[Any], ...]]] = {
-        "ring": comp.rings, "counter": comp.counters, "rendezvous": comp.rendezvous}
+        "ring": comp.rings,
+        "counter": comp.counters,
+        "rendezvous": comp.rendezvous,
+    }
     ends = tables[kind].get(name, ())
     attr = "mode" if kind == "rendezvous" else "side"
     return len(ends) >= 2 and all(getattr(e.item, attr) == SINGLE_WRITER[kind] for e in ends)

@@ -20,8 +20,7 @@ from diagnostics.model import Diagnostic
 if TYPE_CHECKING:
     from checker.context import CheckContext
 
-CATEGORIES = ("composition", "roles", "storage", "protocol", "callables", "tensors", "facts",
-              "communication", "link")
+CATEGORIES = ("composition", "roles", "storage", "protocol", "callables", "tensors", "facts", "communication", "link")
 # Where a clause's verdict comes from: the contracts alone, an SMT model, the joint
 # placement, the transfer model's routes, what a package captured, or the device link.
 DECIDERS = ("structure", "smt", "placement", "transfer", "package", "link")

@@ -102,8 +102,9 @@ class Composition:
         """
         found = self._by_kind.get(kind)
         if found is None:
-            found = tuple(Owned(entry, item) for entry in self.stages for item in entry.stage.items
-                          if isinstance(item, kind))
+            found = tuple(
+                Owned(entry, item) for entry in self.stages for item in entry.stage.items if isinstance(item, kind)
+            )
             self._by_kind[kind] = found
         return iter(found)
 

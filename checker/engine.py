@@ -17,6 +17,7 @@ from checker.context import CheckContext
 from checker.memo import Memo
 from checker.protocol.adapter import ModelOptions
 from diagnostics.model import Diagnostic, Label, Severity, sort_diagnostics
+from diagnostics.symbols import Code
 
 
 class SelectionError(ValueError):
@@ -43,8 +44,12 @@ def selected(select: Sequence[str] | None = None, ignore: Sequence[str] | None =
     return sorted((c for c in chosen if c.code not in skip), key=lambda c: c.code)
 
 
-def run_clauses(comp: Composition, clauses: Iterable[type[Clause]] | None = None,
-                options: ModelOptions | None = None, memo: Memo | None = None) -> list[Diagnostic]:
+def run_clauses(
+    comp: Composition,
+    clauses: Iterable[type[Clause]] | None = None,
+    options: ModelOptions | None = None,
+    memo: Memo | None = None,
+) -> list[Diagnostic]:
     """All diagnostics of the given clauses (default: every registered clause), sorted.
 
     One :class:`CheckContext` per call holds what the clauses share (the protocol model;
@@ -72,10 +77,13 @@ def _internal(cls: type[Clause], exc: Exception) -> Diagnostic:
     frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     where = f"{_module_path(frame.filename)}:{frame.lineno}" if frame else "unknown location"
     return Diagnostic(
-        "E-INTERNAL", f"clause `{cls.code}` failed with {type(exc).__name__}: {exc}",
-        severity=Severity.ERROR, labels=(),
+        Code.E_INTERNAL,
+        f"clause `{cls.code}` failed with {type(exc).__name__}: {exc}",
+        severity=Severity.ERROR,
+        labels=(),
         notes=(f"raised at {where}", "the composition was not fully checked; this is a kernlink bug"),
-        helps=("report it with the inputs that trigger it",))
+        helps=("report it with the inputs that trigger it",),
+    )
 
 
 def _module_path(filename: str) -> str:
@@ -89,5 +97,15 @@ def errors(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
     return [d for d in diags if d.severity is Severity.ERROR]
 
 
-__all__ = ["CheckContext", "Label", "Memo", "ModelOptions", "SelectionError", "by_code", "errors", "registry",
-           "run_clauses", "selected"]
+__all__ = [
+    "CheckContext",
+    "Label",
+    "Memo",
+    "ModelOptions",
+    "SelectionError",
+    "by_code",
+    "errors",
+    "registry",
+    "run_clauses",
+    "selected",
+]

@@ -32,9 +32,14 @@ ConsumerKind = Literal["uses", "assumes", "requires", "param"]
 # The values each integer-valued scalar type can hold (a fact of another type has no range check).
 INT_RANGES: Mapping[str, tuple[int, int]] = {
     "bool": (0, 1),
-    "i8": (-(2**7), 2**7 - 1), "i16": (-(2**15), 2**15 - 1),
-    "i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1),
-    "u8": (0, 2**8 - 1), "u16": (0, 2**16 - 1), "u32": (0, 2**32 - 1), "u64": (0, 2**64 - 1),
+    "i8": (-(2**7), 2**7 - 1),
+    "i16": (-(2**15), 2**15 - 1),
+    "i32": (-(2**31), 2**31 - 1),
+    "i64": (-(2**63), 2**63 - 1),
+    "u8": (0, 2**8 - 1),
+    "u16": (0, 2**16 - 1),
+    "u32": (0, 2**32 - 1),
+    "u64": (0, 2**64 - 1),
 }
 
 
@@ -143,11 +148,9 @@ class Encoded:
         right, right_err = self._encode(expr.right)
         one, zero = z3.IntVal(1), z3.IntVal(0)
         if expr.op == "and":  # the right side is evaluated only when the left is true
-            return (z3.If(z3.And(left != 0, right != 0), one, zero),
-                    z3.Or(left_err, z3.And(left != 0, right_err)))
+            return (z3.If(z3.And(left != 0, right != 0), one, zero), z3.Or(left_err, z3.And(left != 0, right_err)))
         if expr.op == "or":  # … and only when the left is false
-            return (z3.If(z3.Or(left != 0, right != 0), one, zero),
-                    z3.Or(left_err, z3.And(left == 0, right_err)))
+            return (z3.If(z3.Or(left != 0, right != 0), one, zero), z3.Or(left_err, z3.And(left == 0, right_err)))
         error = z3.Or(left_err, right_err)
         match expr.op:
             case "+":
@@ -160,8 +163,14 @@ class Encoded:
                 return _floor_div(left, right), z3.Or(error, right == 0)
             case "%":
                 return _floor_mod(left, right), z3.Or(error, right == 0)
-        compare = {"==": left == right, "!=": left != right, "<": left < right,
-                   "<=": left <= right, ">": left > right, ">=": left >= right}[expr.op]
+        compare = {
+            "==": left == right,
+            "!=": left != right,
+            "<": left < right,
+            "<=": left <= right,
+            ">": left > right,
+            ">=": left >= right,
+        }[expr.op]
         return z3.If(compare, one, zero), error
 
     @property
@@ -209,8 +218,9 @@ class Verdict:
     reason: str = ""
 
 
-def decide(expr: Expr, values: Mapping[str, A.FactValue], rlimit: int | None = None,
-           memo: Memo | None = None) -> Verdict:
+def decide(
+    expr: Expr, values: Mapping[str, A.FactValue], rlimit: int | None = None, memo: Memo | None = None
+) -> Verdict:
     """Decide ``expr`` over the product of its facts' values (every name must be in ``values``).
 
     ``rlimit`` bounds each solver query (default :data:`RLIMIT`). Kept in ``memo`` on the
@@ -221,8 +231,9 @@ def decide(expr: Expr, values: Mapping[str, A.FactValue], rlimit: int | None = N
     return (memo or Memo()).fact_verdicts.get((expr, domains, limit), functools.partial(_decide, expr, domains, limit))
 
 
-def _decide(expr: Expr, domains: tuple[tuple[str, Literal["exact", "range", "set"], tuple[int, ...]], ...],
-            rlimit: int) -> Verdict:
+def _decide(
+    expr: Expr, domains: tuple[tuple[str, Literal["exact", "range", "set"], tuple[int, ...]], ...], rlimit: int
+) -> Verdict:
     values = {name: A.FactValue(kind, vals) for name, kind, vals in domains}
     names = sorted(values)
     variables = {n: z3.Int(n) for n in names}

@@ -54,13 +54,35 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from contract_lang import ast as A
+from diagnostics.symbols import Code
 from package.captured import Captured, Prototype
 
 HandleKind = Literal[
-    "smem", "smem_stride", "tmem", "bar_id", "bar_threads", "counter",
-    "ring_depth", "ring_full_bar", "ring_empty_bar", "ring_full_count", "ring_empty_count",
-    "ring_slot_smem", "ring_slot_stride", "warp0", "regs", "params_offset", "tensor_export", "tensor_import",
-    "fact", "cluster_size", "counter_ptr", "counter_add", "counter_wait", "ring_full_wait", "ring_empty_wait",
+    "smem",
+    "smem_stride",
+    "tmem",
+    "bar_id",
+    "bar_threads",
+    "counter",
+    "ring_depth",
+    "ring_full_bar",
+    "ring_empty_bar",
+    "ring_full_count",
+    "ring_empty_count",
+    "ring_slot_smem",
+    "ring_slot_stride",
+    "warp0",
+    "regs",
+    "params_offset",
+    "tensor_export",
+    "tensor_import",
+    "fact",
+    "cluster_size",
+    "counter_ptr",
+    "counter_add",
+    "counter_wait",
+    "ring_full_wait",
+    "ring_empty_wait",
 ]
 
 HANDLE_PREFIX = "kl_"
@@ -99,33 +121,68 @@ COUNTER_PROTOTYPES: Mapping[str, Prototype] = {
 
 #: What each kind of handle reads, in words, for messages.
 KIND_TEXT: Mapping[str, str] = {
-    "smem": "a shared-memory offset", "smem_stride": "a slot stride", "tmem": "a tensor-memory column",
-    "bar_id": "a named-barrier ID", "bar_threads": "a barrier thread count", "counter": "a counter slot",
-    "ring_depth": "a ring depth", "ring_full_bar": "a full-barrier offset",
-    "ring_empty_bar": "an empty-barrier offset", "ring_full_count": "a full-barrier arrival count",
-    "ring_empty_count": "an empty-barrier arrival count", "ring_slot_smem": "a ring slot's offset",
-    "ring_slot_stride": "a ring slot stride", "warp0": "a role's first warp", "regs": "a register budget",
-    "params_offset": "a params offset", "tensor_export": "a tensor export's route",
-    "tensor_import": "a tensor import's route", "fact": "a fact's value",
-    "cluster_size": "the CTAs of a cluster", "counter_ptr": "a counter's address",
-    "counter_add": "a counter's release add", "counter_wait": "a counter's acquire wait",
-    "ring_full_wait": "a wait on a ring's full barrier", "ring_empty_wait": "a wait on a ring's empty barrier",
+    "smem": "a shared-memory offset",
+    "smem_stride": "a slot stride",
+    "tmem": "a tensor-memory column",
+    "bar_id": "a named-barrier ID",
+    "bar_threads": "a barrier thread count",
+    "counter": "a counter slot",
+    "ring_depth": "a ring depth",
+    "ring_full_bar": "a full-barrier offset",
+    "ring_empty_bar": "an empty-barrier offset",
+    "ring_full_count": "a full-barrier arrival count",
+    "ring_empty_count": "an empty-barrier arrival count",
+    "ring_slot_smem": "a ring slot's offset",
+    "ring_slot_stride": "a ring slot stride",
+    "warp0": "a role's first warp",
+    "regs": "a register budget",
+    "params_offset": "a params offset",
+    "tensor_export": "a tensor export's route",
+    "tensor_import": "a tensor import's route",
+    "fact": "a fact's value",
+    "cluster_size": "the CTAs of a cluster",
+    "counter_ptr": "a counter's address",
+    "counter_add": "a counter's release add",
+    "counter_wait": "a counter's acquire wait",
+    "ring_full_wait": "a wait on a ring's full barrier",
+    "ring_empty_wait": "a wait on a ring's empty barrier",
 }
 # Name suffix -> kind, for recognising a handle read under the wrong item.
 _SUFFIXES: tuple[tuple[str, HandleKind], ...] = (
-    ("_smem", "smem"), ("_stride", "smem_stride"), ("_tmem", "tmem"), ("_bar_id", "bar_id"),
-    ("_threads", "bar_threads"), ("_counter", "counter"), ("_counter_ptr", "counter_ptr"),
-    ("_counter_add", "counter_add"), ("_counter_wait", "counter_wait"), ("_depth", "ring_depth"),
-    ("_full_bar", "ring_full_bar"), ("_empty_bar", "ring_empty_bar"), ("_full_wait", "ring_full_wait"),
-    ("_empty_wait", "ring_empty_wait"), ("_full_count", "ring_full_count"),
-    ("_empty_count", "ring_empty_count"), ("_warp0", "warp0"), ("_regs", "regs"),
-    ("_params_offset", "params_offset"), ("_export", "tensor_export"), ("_import", "tensor_import"),
+    ("_smem", "smem"),
+    ("_stride", "smem_stride"),
+    ("_tmem", "tmem"),
+    ("_bar_id", "bar_id"),
+    ("_threads", "bar_threads"),
+    ("_counter", "counter"),
+    ("_counter_ptr", "counter_ptr"),
+    ("_counter_add", "counter_add"),
+    ("_counter_wait", "counter_wait"),
+    ("_depth", "ring_depth"),
+    ("_full_bar", "ring_full_bar"),
+    ("_empty_bar", "ring_empty_bar"),
+    ("_full_wait", "ring_full_wait"),
+    ("_empty_wait", "ring_empty_wait"),
+    ("_full_count", "ring_full_count"),
+    ("_empty_count", "ring_empty_count"),
+    ("_warp0", "warp0"),
+    ("_regs", "regs"),
+    ("_params_offset", "params_offset"),
+    ("_export", "tensor_export"),
+    ("_import", "tensor_import"),
 )
 _RING_HANDLES: tuple[tuple[str, HandleKind], ...] = (
-    ("depth", "ring_depth"), ("full_bar", "ring_full_bar"), ("empty_bar", "ring_empty_bar"),
-    ("full_wait", "ring_full_wait"), ("empty_wait", "ring_empty_wait"))
+    ("depth", "ring_depth"),
+    ("full_bar", "ring_full_bar"),
+    ("empty_bar", "ring_empty_bar"),
+    ("full_wait", "ring_full_wait"),
+    ("empty_wait", "ring_empty_wait"),
+)
 _COUNTER_FUNCTIONS: tuple[tuple[str, HandleKind], ...] = (
-    ("ptr", "counter_ptr"), ("add", "counter_add"), ("wait", "counter_wait"))
+    ("ptr", "counter_ptr"),
+    ("add", "counter_add"),
+    ("wait", "counter_wait"),
+)
 _SLOT_SUFFIXES: tuple[tuple[str, HandleKind], ...] = (("_smem", "ring_slot_smem"), ("_stride", "ring_slot_stride"))
 # Handles an item binds only under a condition, and what the item lacks when it does not.
 _CONDITIONAL: Mapping[HandleKind, tuple[type[A.Node], str]] = {
@@ -172,7 +229,7 @@ class Finding:
     message names; ``node`` the contract item involved (for its span), if any.
     """
 
-    clause: Literal["L-SYMBOL", "L-HANDLE"]
+    clause: Literal[Code.L_SYMBOL, Code.L_HANDLE]
     problem: str
     symbol: str
     facts: tuple[tuple[str, str], ...] = ()
@@ -184,6 +241,7 @@ class Finding:
 
 
 # ----------------------------------------------------------------- names
+
 
 def sanitize(name: str) -> str:
     """A stage or item name as it appears in C identifiers: every other character becomes ``_``."""
@@ -295,7 +353,7 @@ def classify_handle(stage: A.Stage, symbol: str) -> HandleSpec | None:
         base = f"{p}_{sanitize(ring.name)}_"
         if not symbol.startswith(base):
             continue
-        rest = symbol[len(base):]
+        rest = symbol[len(base) :]
         for suffix, kind in _SLOT_SUFFIXES:
             claim = rest.removesuffix(suffix)
             if claim != rest and _IDENT.fullmatch(claim):
@@ -337,8 +395,10 @@ def required_definitions(stage: A.Stage) -> dict[str, tuple[str, A.Node]]:
 
 # ----------------------------------------------------------------- checks
 
-def symbol_problems(stage: A.Stage, captured: Captured,
-                    prototypes: Mapping[str, Prototype] | None = None) -> list[Finding]:
+
+def symbol_problems(
+    stage: A.Stage, captured: Captured, prototypes: Mapping[str, Prototype] | None = None
+) -> list[Finding]:
     """L-SYMBOL findings: required symbols not defined, needs no contract item explains, bad ABIs.
 
     ``prototypes`` (from the package's ``captured.prototypes``) adds the signature checks.
@@ -355,32 +415,48 @@ def symbol_problems(stage: A.Stage, captured: Captured,
     expected = expected_handles(stage)
     for symbol in sorted(captured.defined_symbols):
         if symbol.startswith(HANDLE_PREFIX) or symbol in expected or symbol in calls:
-            found.append(Finding("L-SYMBOL", "reserved-definition", symbol,
-                                 node=expected[symbol].node if symbol in expected else calls.get(symbol)))
+            found.append(
+                Finding(
+                    Code.L_SYMBOL,
+                    "reserved-definition",
+                    symbol,
+                    node=expected[symbol].node if symbol in expected else calls.get(symbol),
+                )
+            )
     for symbol in sorted(captured.needed_symbols):
         call = calls.get(symbol)
         if call is not None:
             proto = protos.get(symbol)
             if proto is not None and not _signature_matches(proto, call.signature):
-                found.append(Finding("L-SYMBOL", "call-signature", symbol,
-                                     (("object", str(proto)), ("contract", str(call.signature))), call.name, call))
+                found.append(
+                    Finding(
+                        Code.L_SYMBOL,
+                        "call-signature",
+                        symbol,
+                        (("object", str(proto)), ("contract", str(call.signature))),
+                        call.name,
+                        call,
+                    )
+                )
             continue
         if symbol in TOOLKIT_EXTERNS or symbol.startswith(HANDLE_PREFIX) or classify_handle(stage, symbol):
             continue
-        found.append(Finding("L-SYMBOL", "unexplained-need", symbol))
+        found.append(Finding(Code.L_SYMBOL, "unexplained-need", symbol))
     return found
 
 
-def handle_problems(stage: A.Stage, captured: Captured,
-                    prototypes: Mapping[str, Prototype] | None = None) -> list[Finding]:
+def handle_problems(
+    stage: A.Stage, captured: Captured, prototypes: Mapping[str, Prototype] | None = None
+) -> list[Finding]:
     """L-HANDLE findings: a handle read that no item binds or binds as another kind, or bound twice."""
     found: list[Finding] = []
     seen: dict[str, HandleSpec] = {}
     for spec in handle_bindings(stage):
         first = seen.setdefault(spec.symbol, spec)
         if first is not spec:
-            found.append(Finding("L-HANDLE", "bound-twice", spec.symbol, (("first", first.item),),
-                                 spec.item, spec.node))
+            found.append(
+                Finding(Code.L_HANDLE, "bound-twice", spec.symbol, (("first", first.item),), spec.item, spec.node)
+            )
     calls = call_symbols(stage)
     protos = prototypes or {}
     for symbol in sorted(captured.needed_symbols):
@@ -395,12 +471,21 @@ def handle_problems(stage: A.Stage, captured: Captured,
         if proto is not None and proto != handle_prototype(handle.kind):
             shape = TENSOR_DECLARATIONS.get(handle.kind, "unsigned {symbol}()").format(symbol=symbol)
             what = "this handle is" if handle.kind in TENSOR_DECLARATIONS else "handles are"
-            found.append(Finding("L-HANDLE", "signature", symbol,
-                                 (("object", str(proto)), ("shape", shape), ("what", what)), handle.item, handle.node))
+            found.append(
+                Finding(
+                    Code.L_HANDLE,
+                    "signature",
+                    symbol,
+                    (("object", str(proto)), ("shape", shape), ("what", what)),
+                    handle.item,
+                    handle.node,
+                )
+            )
     return found
 
 
 # ----------------------------------------------------------------- helpers
+
 
 def _secondary(prefix: str, claim: A.SmemClaim | A.BarrierClaim, what: str) -> str:
     return f"{claim.handle}_{what}" if claim.handle else f"{prefix}_{claim.name}_{what}"
@@ -449,33 +534,47 @@ def _unbound(stage: A.Stage, symbol: str) -> Finding:
                 continue
             handle = getattr(node, "handle", None)
             if kind in kinds and handle:
-                return Finding("L-HANDLE", "unbound", symbol, (("renamed", handle),), name, node)
+                return Finding(Code.L_HANDLE, "unbound", symbol, (("renamed", handle),), name, node)
             family, lacks = _CONDITIONAL.get(kind, (None, ""))
             if family is not None and isinstance(node, family):
-                return Finding("L-HANDLE", "unbound", symbol, (("lacks", lacks),), name, node)
+                return Finding(Code.L_HANDLE, "unbound", symbol, (("lacks", lacks),), name, node)
             bound = ", ".join(f"`{s.symbol}`" for s in handle_bindings(stage) if s.item == name)
-            return Finding("L-HANDLE", "wrong-kind", symbol,
-                           (("reads", KIND_TEXT[kind]), ("is", what), ("binds", bound)), name, node)
-    return Finding("L-HANDLE", "unbound", symbol)
+            return Finding(
+                Code.L_HANDLE,
+                "wrong-kind",
+                symbol,
+                (("reads", KIND_TEXT[kind]), ("is", what), ("binds", bound)),
+                name,
+                node,
+            )
+    return Finding(Code.L_HANDLE, "unbound", symbol)
 
 
 def _missing(symbol: str, what: str, node: A.Node, name: str | None) -> Finding:
-    return Finding("L-SYMBOL", f"{what}-missing", symbol, (), name, node)
+    return Finding(Code.L_SYMBOL, f"{what}-missing", symbol, (), name, node)
 
 
-def _definition_abi(symbol: str, what: str, node: A.Node, name: str | None,
-                    proto: Prototype) -> list[Finding]:
+def _definition_abi(symbol: str, what: str, node: A.Node, name: str | None, proto: Prototype) -> list[Finding]:
     if isinstance(node, A.ExportCallable):
         if proto.kind == "func" and _signature_matches(proto, node.signature):
             return []
-        return [Finding("L-SYMBOL", "export-signature", symbol,
-                        (("object", str(proto)), ("contract", str(node.signature))), name, node)]
+        return [
+            Finding(
+                Code.L_SYMBOL,
+                "export-signature",
+                symbol,
+                (("object", str(proto)), ("contract", str(node.signature))),
+                name,
+                node,
+            )
+        ]
     if proto == ENTRY_PROTOTYPE:
         return []
     role_or_ring = "role entry" if what == "entry" else "ring init hook"
     shape = "a kernel (`__global__`)" if proto.kind == "entry" else f"`{proto}`"
-    return [Finding("L-SYMBOL", f"{what}-signature", symbol, (("definer", role_or_ring), ("object", shape)),
-                    name, node)]
+    return [
+        Finding(Code.L_SYMBOL, f"{what}-signature", symbol, (("definer", role_or_ring), ("object", shape)), name, node)
+    ]
 
 
 def _signature_matches(proto: Prototype, signature: A.Signature) -> bool:

@@ -22,6 +22,16 @@ from hardware.targets import (
 )
 
 __all__ = [
-    "FEATURE_SOURCES", "SCALAR_ALIGN_SOURCE", "SCALAR_SIZES", "SOURCE_TAGS", "TARGETS", "Sourced", "TargetSpec",
-    "numeric_fields", "scalar_align", "scalar_size", "target", "target_for_sm",
+    "FEATURE_SOURCES",
+    "SCALAR_ALIGN_SOURCE",
+    "SCALAR_SIZES",
+    "SOURCE_TAGS",
+    "TARGETS",
+    "Sourced",
+    "TargetSpec",
+    "numeric_fields",
+    "scalar_align",
+    "scalar_size",
+    "target",
+    "target_for_sm",
 ]

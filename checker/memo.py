@@ -59,7 +59,8 @@ class Memo:
     slices: Table[tuple[Protocol, int, int], frozenset[Query]] = field(default_factory=Table)
     #: a fact constraint, its facts' domains, rlimit → whether it holds (L-ASSUME; checker/facts.py)
     fact_verdicts: Table[tuple[Expr, tuple[tuple[str, str, tuple[int, ...]], ...], int], FactVerdict] = field(
-        default_factory=lambda: Table(4096))
+        default_factory=lambda: Table(4096)
+    )
     #: what a warp layout reads (capacities, roles' widths and register minimums, block warps,
     #: budget) → the layout and the rlimit units, checks and unknowns it spent (placement/_warps.py)
     warps: Table[Hashable, tuple[object, int, int, int]] = field(default_factory=Table)

@@ -65,8 +65,9 @@ def residency_finding(comp: Composition, target: TargetSpec) -> ResidencyFinding
         return None  # L-WARPS
     entry = R.entry_registers(target, warps, blocks)
     barriers = 1 + (1 if any(True for _ in comp.items(A.BarrierClaim)) or comp.rendezvous else 0)
-    tmem = max((R.tmem_allocation(target, c.item.columns) or 0 for c in comp.items(A.TmemClaim)
-                if c.item.columns), default=0)
+    tmem = max(
+        (R.tmem_allocation(target, c.item.columns) or 0 for c in comp.items(A.TmemClaim) if c.item.columns), default=0
+    )
     demand = R.Demand(warps, entry or R.reg_unit(target), 0, barriers, tmem)
     res = R.residency(target, demand)
     short = [lim for lim in res.limits if lim.blocks < blocks]
@@ -74,8 +75,9 @@ def residency_finding(comp: Composition, target: TargetSpec) -> ResidencyFinding
         return None
     notes: list[str] = []
     if short[0].resource == "registers" and entry == 0:
-        notes.append(f"even {R.reg_unit(target)} registers per thread allow only {short[0].blocks} blocks of "
-                     f"{warps} warps")
+        notes.append(
+            f"even {R.reg_unit(target)} registers per thread allow only {short[0].blocks} blocks of {warps} warps"
+        )
     if short[0].resource == "named barriers":
         notes.append("the count is a lower bound: ID 0 (`__syncthreads`) and at least one claimed barrier")
     return ResidencyFinding(blocks, short[0], line.span, tuple(n for n in notes if n))
@@ -87,7 +89,11 @@ def grid_waits(comp: Composition) -> list[tuple[Span, str]]:
     raised = {o.item.name for o in comp.items(A.Counter) if o.item.side == "produce" and o.item.scope == "gpu"}
     for owned in comp.items(A.Counter):
         side = owned.item  # both sides `scope gpu`: a scope mismatch is L-PAIR's, not a grid question
-        if side.side == "consume" and side.scope == "gpu" and side.name in raised and any(
-                step.op == "wait_ge" for step in side.steps):
+        if (
+            side.side == "consume"
+            and side.scope == "gpu"
+            and side.name in raised
+            and any(step.op == "wait_ge" for step in side.steps)
+        ):
             found.append((side.span, f"`{side.role}` waits on `{side.name}`, raised by other blocks"))
     return found

@@ -23,8 +23,9 @@ from diagnostics.span import UNKNOWN_SPAN
 from package.loader import StageEntry
 
 
-def select_stages(pipeline: A.Pipeline, candidates: Sequence[StageEntry],
-                  unparsable: Mapping[str, str] | None = None) -> tuple[list[StageEntry], list[UnresolvedUse]]:
+def select_stages(
+    pipeline: A.Pipeline, candidates: Sequence[StageEntry], unparsable: Mapping[str, str] | None = None
+) -> tuple[list[StageEntry], list[UnresolvedUse]]:
     """Pick, for every `use`, the highest candidate version meeting its requirement.
 
     ``unparsable`` maps stage names to the file that declares them but did not parse: a
@@ -43,8 +44,9 @@ def select_stages(pipeline: A.Pipeline, candidates: Sequence[StageEntry],
         req = Requirement.parse(use.requirement)
         if not pool:
             broken = (unparsable or {}).get(use.stage)
-            problems.append(UnresolvedUse(use, "unparsable", file=broken) if broken is not None
-                            else UnresolvedUse(use, "missing"))
+            problems.append(
+                UnresolvedUse(use, "unparsable", file=broken) if broken is not None else UnresolvedUse(use, "missing")
+            )
             continue
         if req is None:
             problems.append(UnresolvedUse(use, "bad-requirement", tuple(pool)))
@@ -69,8 +71,13 @@ def _with_use(entry: StageEntry, use: A.Use) -> StageEntry:
     return StageEntry(entry.stage, entry.source, use, entry.package, entry.captured)
 
 
-def resolve(pipeline: A.Pipeline, pipeline_source: str, candidates: Sequence[StageEntry],
-            target_override: str | None = None, unparsable: Mapping[str, str] | None = None) -> Composition:
+def resolve(
+    pipeline: A.Pipeline,
+    pipeline_source: str,
+    candidates: Sequence[StageEntry],
+    target_override: str | None = None,
+    unparsable: Mapping[str, str] | None = None,
+) -> Composition:
     """Build the composition the clauses read; never raises on bad input."""
     stages, unresolved = select_stages(pipeline, candidates, unparsable)
     used = {use.stage for use in pipeline.uses}
@@ -84,9 +91,16 @@ def resolve(pipeline: A.Pipeline, pipeline_source: str, candidates: Sequence[Sta
         first = next((s.stage.target for s in stages if s.stage.target is not None), None)
         target_name = first.name if first is not None else "sm_90a"
         target_span = first.span if first is not None else pipeline.span
-    shell = Composition(pipeline=pipeline, pipeline_source=pipeline_source, stages=tuple(stages),
-                        target_name=target_name, target=lookup_target(target_name),
-                        target_span=target_span, unresolved=tuple(unresolved), unused=unused)
+    shell = Composition(
+        pipeline=pipeline,
+        pipeline_source=pipeline_source,
+        stages=tuple(stages),
+        target_name=target_name,
+        target=lookup_target(target_name),
+        target_span=target_span,
+        unresolved=tuple(unresolved),
+        unused=unused,
+    )
     comp = _indexed(shell)
     _call_graph(comp)
     _channel_graph(comp)
@@ -158,15 +172,16 @@ def _channel_graph(comp: Composition) -> None:
     for info in comp.roles.values():
         graph.add_node(info.name)
     tables: tuple[tuple[str, Mapping[str, tuple[Owned[A.Ring] | Owned[A.Counter], ...]]], ...] = (
-        ("ring", comp.rings), ("counter", comp.counters))
+        ("ring", comp.rings),
+        ("counter", comp.counters),
+    )
     for kind, table in tables:
         for name, ends in table.items():
             producers = [e for e in ends if getattr(e.item, "side", None) == "produce"]
             consumers = [e for e in ends if getattr(e.item, "side", None) == "consume"]
             for p in producers:
                 for c in consumers:
-                    graph.add_edge(p.item.role, c.item.role, key=f"{kind}:{name}",
-                                   kind=kind, name=name)
+                    graph.add_edge(p.item.role, c.item.role, key=f"{kind}:{name}", kind=kind, name=name)
     for name, rdv in comp.rendezvous.items():
         arrivers = [e for e in rdv if e.item.mode == "arrive"]
         syncers = [e for e in rdv if e.item.mode == "sync"]

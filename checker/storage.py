@@ -31,16 +31,18 @@ from checker.hardware import TargetSpec
 from contract_lang import ast as A
 from diagnostics.span import Span
 
-USE_ALIGN_FIELD: Mapping[str, str] = MappingProxyType({
-    "tma": "tma_smem_align",
-    "swizzle128": "swizzle128_align",
-    "swizzle64": "swizzle64_align",
-    "swizzle32": "swizzle32_align",
-    "wgmma": "wgmma_operand_align",
-    "ldmatrix": "ldmatrix_align",
-    "bulk_copy": "bulk_copy_align",
-    "mbarrier": "mbarrier_align",
-})
+USE_ALIGN_FIELD: Mapping[str, str] = MappingProxyType(
+    {
+        "tma": "tma_smem_align",
+        "swizzle128": "swizzle128_align",
+        "swizzle64": "swizzle64_align",
+        "swizzle32": "swizzle32_align",
+        "wgmma": "wgmma_operand_align",
+        "ldmatrix": "ldmatrix_align",
+        "bulk_copy": "bulk_copy_align",
+        "mbarrier": "mbarrier_align",
+    }
+)
 """The hardware-table field giving the shared-memory alignment each ``use`` needs."""
 
 SIZED_USES = ("tma", "bulk_copy")
@@ -71,6 +73,7 @@ def needed_alignment(target: TargetSpec, uses: Iterable[str]) -> tuple[int, str 
 
 
 # ----------------------------------------------------------------- ring depths
+
 
 def depth_ranges(comp: Composition, ring: str) -> list[tuple[Owned[A.Ring], A.RingDepth]]:
     """Every ``depth`` line stated on a side of the ring, in stage then source order."""
@@ -153,6 +156,7 @@ def overflowing_rings(comp: Composition) -> list[str]:
 
 # ----------------------------------------------------------------- liveness
 
+
 def _event_position(comp: Composition, event: A.EventRef) -> int | None:
     """Where an event sits on its connection: the export's ready (0) precedes the import's done (1)."""
     owner = comp.events.get(str(event))
@@ -215,6 +219,7 @@ def certainly_colive(comp: Composition, a: A.Lifetime, b: A.Lifetime) -> bool:
 
 # ----------------------------------------------------------------- demand and peak
 
+
 @dataclass(frozen=True)
 class Demand:
     """One term of a domain's peak: a claim, or a ring's mbarriers, with its size."""
@@ -250,18 +255,15 @@ def smem_demands(comp: Composition) -> list[Demand]:
             size *= depth
         else:
             label = f"{name}: {size} B"
-        found.append(Demand(claim.item.name, size, claim.span, label, claim.item.lifetime,
-                            _order(comp, claim)))
+        found.append(Demand(claim.item.name, size, claim.span, label, claim.item.lifetime, _order(comp, claim)))
     for ring in sorted(comp.rings):
         depth = min_depth(comp, ring)
         each = BARRIERS_PER_SLOT * target.mbarrier_size
         span = min_depth_span(comp, ring)
         assert span is not None
-        label = (f"ring `{ring}` mbarriers: {depth} × {BARRIERS_PER_SLOT} × {target.mbarrier_size} B "
-                 f"= {each * depth} B")
+        label = f"ring `{ring}` mbarriers: {depth} × {BARRIERS_PER_SLOT} × {target.mbarrier_size} B = {each * depth} B"
         first = comp.rings[ring][0]
-        found.append(Demand(f"ring {ring}", each * depth, span, label, A.KERNEL_LIFETIME,
-                            _order(comp, first)))
+        found.append(Demand(f"ring {ring}", each * depth, span, label, A.KERNEL_LIFETIME, _order(comp, first)))
     return found
 
 
@@ -284,8 +286,7 @@ def tmem_demands(comp: Composition) -> list[Demand]:
         label = f"`{claim.item.name}`: {alloc} columns"
         if alloc != columns:
             label = f"`{claim.item.name}`: {columns} columns, allocated as {alloc}"
-        found.append(Demand(claim.item.name, alloc, claim.span, label, claim.item.lifetime,
-                            _order(comp, claim)))
+        found.append(Demand(claim.item.name, alloc, claim.span, label, claim.item.lifetime, _order(comp, claim)))
     return found
 
 
@@ -342,8 +343,9 @@ def _certain_pairs(comp: Composition, lifetimes: list[A.Lifetime]) -> list[tuple
         if decl.item.mode != "concurrent":
             continue
         present = sorted({phase_at[name] for name in decl.item.names if name in phase_at})
-        pairs.update((i, j) for k, i in enumerate(present) for j in present[k + 1:])
+        pairs.update((i, j) for k, i in enumerate(present) for j in present[k + 1 :])
     for k, i in enumerate(others):
-        pairs.update((min(i, j), max(i, j)) for j in others[k + 1:]
-                     if certainly_colive(comp, lifetimes[i], lifetimes[j]))
+        pairs.update(
+            (min(i, j), max(i, j)) for j in others[k + 1 :] if certainly_colive(comp, lifetimes[i], lifetimes[j])
+        )
     return sorted(pairs)

@@ -15,17 +15,30 @@ from contract_lang.expr import Expr
 from diagnostics.span import UNKNOWN_SPAN, Span
 
 # Closed vocabularies. The parser rejects anything else with a "did you mean".
-SCALAR_TYPES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
-                "f16", "bf16", "f32", "f64", "ptr")
+SCALAR_TYPES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64", "ptr")
 ELEM_TYPES = ("f32", "f16", "bf16", "e4m3", "e5m2", "i32", "u32", "i8", "u8", "f64")
 # Every feature of the hardware table (checker/hardware.py FEATURE_SOURCES; a test keeps them equal).
-FEATURES = ("tma", "tma_multicast", "mbarrier", "wgmma", "setmaxnreg", "tmem", "tcgen05", "clusters",
-            "dsmem", "multimem", "mma_sync", "ldmatrix", "stmatrix", "cp_async_bulk", "named_barriers")
+FEATURES = (
+    "tma",
+    "tma_multicast",
+    "mbarrier",
+    "wgmma",
+    "setmaxnreg",
+    "tmem",
+    "tcgen05",
+    "clusters",
+    "dsmem",
+    "multimem",
+    "mma_sync",
+    "ldmatrix",
+    "stmatrix",
+    "cp_async_bulk",
+    "named_barriers",
+)
 SCOPES = ("cta", "cluster", "gpu", "sys")
 GUARANTEES = ("converged", "full_warps", "enter_once", "no_early_return")
 VIEWS = ("peer", "multicast")
-SMEM_USES = ("generic", "tma", "wgmma", "ldmatrix", "swizzle32", "swizzle64", "swizzle128",
-             "mbarrier", "bulk_copy")
+SMEM_USES = ("generic", "tma", "wgmma", "ldmatrix", "swizzle32", "swizzle64", "swizzle128", "mbarrier", "bulk_copy")
 GENERATIONS = ("once", "persistent")
 COUNTER_SPACES = ("global", "peer", "host")
 
@@ -36,6 +49,7 @@ class Node:
 
 
 # ----------------------------------------------------------------- common pieces
+
 
 @dataclass(frozen=True)
 class EventRef(Node):
@@ -58,9 +72,13 @@ class Lifetime(Node):
     end: EventRef | None = None
 
     def __post_init__(self) -> None:
-        needs = {"kernel": (False, False, False), "phase": (True, False, False),
-                 "between": (False, True, True), "until": (False, False, True),
-                 "from": (False, True, False)}[self.kind]
+        needs = {
+            "kernel": (False, False, False),
+            "phase": (True, False, False),
+            "between": (False, True, True),
+            "until": (False, False, True),
+            "from": (False, True, False),
+        }[self.kind]
         have = (self.phase is not None, self.start is not None, self.end is not None)
         if needs != have:
             raise ValueError(f"malformed `{self.kind}` lifetime")
@@ -70,6 +88,7 @@ KERNEL_LIFETIME = Lifetime("kernel")
 
 
 # ----------------------------------------------------------------- stage items
+
 
 @dataclass(frozen=True)
 class Target(Node):
@@ -269,15 +288,7 @@ class RingFence(Node):
 
 
 RingItem = (
-    RingDepth
-    | RingBarrierInit
-    | RingWait
-    | RingArrive
-    | RingCopy
-    | RingInitBy
-    | RingScope
-    | RingProxy
-    | RingFence
+    RingDepth | RingBarrierInit | RingWait | RingArrive | RingCopy | RingInitBy | RingScope | RingProxy | RingFence
 )
 RING_STEP_TYPES = (RingWait, RingArrive, RingCopy)
 
@@ -609,8 +620,7 @@ class Stage(Node):
 
     @property
     def claims(self) -> tuple[Claim, ...]:
-        return tuple(it for it in self.items
-                     if isinstance(it, (SmemClaim, TmemClaim, BarrierClaim, CounterClaim)))
+        return tuple(it for it in self.items if isinstance(it, (SmemClaim, TmemClaim, BarrierClaim, CounterClaim)))
 
     @property
     def rings(self) -> tuple[Ring, ...]:
@@ -622,6 +632,7 @@ class Stage(Node):
 
 
 # ----------------------------------------------------------------- pipelines
+
 
 @dataclass(frozen=True)
 class Use(Node):
@@ -655,15 +666,7 @@ class Resolve(Node):
     stage: str
 
 
-PipelineItem = (
-    Target
-    | Use
-    | PipelineCluster
-    | ProvidesDomain
-    | ProvidesBuffer
-    | Resolve
-    | Launch
-)
+PipelineItem = Target | Use | PipelineCluster | ProvidesDomain | ProvidesBuffer | Resolve | Launch
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,16 @@ COMPARE_OPS = ("==", "!=", "<", "<=", ">", ">=")
 BOOL_OPS = ("and", "or")
 
 # Binding strength, loosest first; used by the printer to parenthesise minimally.
-PRECEDENCE: dict[str, int] = {"or": 1, "and": 2, **dict.fromkeys(COMPARE_OPS, 3),
-                              "+": 4, "-": 4, "*": 5, "/": 5, "%": 5}
+PRECEDENCE: dict[str, int] = {
+    "or": 1,
+    "and": 2,
+    **dict.fromkeys(COMPARE_OPS, 3),
+    "+": 4,
+    "-": 4,
+    "*": 5,
+    "/": 5,
+    "%": 5,
+}
 
 
 @dataclass(frozen=True)
@@ -129,8 +137,11 @@ def to_text(expr: Expr) -> str:
         return f"not {inner}" if isinstance(expr.operand, (Int, Name, Not)) else f"not ({inner})"
     prec = PRECEDENCE[expr.op]
     left = to_text(expr.left)
-    if (_binds_looser(expr.left, prec) or (expr.op in COMPARE_OPS and _is_compare(expr.left))
-            or _mixed_product(expr.op, expr.left)):
+    if (
+        _binds_looser(expr.left, prec)
+        or (expr.op in COMPARE_OPS and _is_compare(expr.left))
+        or _mixed_product(expr.op, expr.left)
+    ):
         left = f"({left})"
     right = to_text(expr.right)
     # Operators are left-associative: an equal-precedence right operand needs parentheses
@@ -149,8 +160,7 @@ def _binds_looser(expr: Expr, prec: int) -> bool:
 
 def _mixed_product(op: str, operand: Expr) -> bool:
     """``(t % 32) / 4`` reads better than ``t % 32 / 4``; both are the same tree."""
-    return (op in ("*", "/", "%") and isinstance(operand, BinOp)
-            and operand.op in ("*", "/", "%") and operand.op != op)
+    return op in ("*", "/", "%") and isinstance(operand, BinOp) and operand.op in ("*", "/", "%") and operand.op != op
 
 
 def _is_compare(expr: Expr) -> bool:

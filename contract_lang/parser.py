@@ -20,6 +20,7 @@ from contract_lang.transform import AstBuilder
 from diagnostics import syntax_errors
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from diagnostics.syntax_errors import WORD_CHARS, Terminals, Tok, source_lines, span_at
 
 FileKind = Literal["contract", "pipeline", "any"]
@@ -29,9 +30,16 @@ FileKind = Literal["contract", "pipeline", "any"]
 def _lark() -> Lark:
     # The analysed LALR tables are cached (lark checks the grammar, options, lark and Python
     # versions against the file's hash and rebuilds on any mismatch): ~0.65 s -> ~40 ms a start.
-    return Lark.open("grammar.lark", rel_to=__file__, parser="lalr", lexer="contextual",
-                     propagate_positions=True, strict=True, maybe_placeholders=True,
-                     cache=_grammar_cache() or False)
+    return Lark.open(
+        "grammar.lark",
+        rel_to=__file__,
+        parser="lalr",
+        lexer="contextual",
+        propagate_positions=True,
+        strict=True,
+        maybe_placeholders=True,
+        cache=_grammar_cache() or False,
+    )
 
 
 def _grammar_cache() -> str | None:
@@ -44,7 +52,8 @@ def _grammar_cache() -> str | None:
     if os.environ.get("KERNLINK_NO_GRAMMAR_CACHE"):
         return None
     base = os.environ.get("KERNLINK_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "kernlink")
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "kernlink"
+    )
     grammar = Path(__file__).with_name("grammar.lark").read_bytes()
     key = hashlib.sha256(grammar + lark.__version__.encode()).hexdigest()[:16]
     try:
@@ -99,39 +108,62 @@ def parse_file(path: str | Path, kind: FileKind | None = None, display: str | No
 
 # ----------------------------------------------------------------- structure of a file
 
+
 def _has_content(text: str) -> bool:
     return any(line.split("#", 1)[0].strip() for line in source_lines(text))
 
 
 def _empty(path: str, kind: FileKind, text: str) -> Diagnostic:
-    what = {"contract": "a `stage` block", "pipeline": "a `pipeline` block",
-            "any": "a `stage` or `pipeline` block"}[kind]
+    what = {"contract": "a `stage` block", "pipeline": "a `pipeline` block", "any": "a `stage` or `pipeline` block"}[
+        kind
+    ]
     message = f"`{path}` holds nothing but comments" if text.strip() else f"`{path}` is empty"
-    return Diagnostic("E-EMPTY", message, labels=(Label(Span(path, 1, 1, 1, 1), "nothing here"),),
-                      helps=(f"a file needs {what}",))
+    return Diagnostic(
+        Code.E_EMPTY, message, labels=(Label(Span(path, 1, 1, 1, 1), "nothing here"),), helps=(f"a file needs {what}",)
+    )
 
 
 def _check_kind(source: SourceFile, kind: FileKind) -> None:
     if kind == "contract":
         wrong: list[Stage | Pipeline] = list(source.pipelines)
         if wrong:
-            raise DiagnosticError([Diagnostic(
-                "E-SYNTAX", "a contract file holds `stage` blocks, not a `pipeline`",
-                labels=(Label(_keyword_span(wrong[0].span, "pipeline"), "pipeline found here"),),
-                helps=("move the pipeline into its own `.kp` file",))])
+            raise DiagnosticError(
+                [
+                    Diagnostic(
+                        Code.E_SYNTAX,
+                        "a contract file holds `stage` blocks, not a `pipeline`",
+                        labels=(Label(_keyword_span(wrong[0].span, "pipeline"), "pipeline found here"),),
+                        helps=("move the pipeline into its own `.kp` file",),
+                    )
+                ]
+            )
     elif kind == "pipeline":
         if source.stages:
-            raise DiagnosticError([Diagnostic(
-                "E-SYNTAX", "a pipeline file holds one `pipeline` block, not stages",
-                labels=(Label(_keyword_span(source.stages[0].span, "stage"), "stage found here"),),
-                helps=("move stage contracts into `.kc` files beside the pipeline",))])
+            raise DiagnosticError(
+                [
+                    Diagnostic(
+                        Code.E_SYNTAX,
+                        "a pipeline file holds one `pipeline` block, not stages",
+                        labels=(Label(_keyword_span(source.stages[0].span, "stage"), "stage found here"),),
+                        helps=("move stage contracts into `.kc` files beside the pipeline",),
+                    )
+                ]
+            )
         if len(source.pipelines) > 1:
             first, second = source.pipelines[0], source.pipelines[1]
-            raise DiagnosticError([Diagnostic(
-                "E-SYNTAX", "a pipeline file holds exactly one `pipeline` block",
-                labels=(Label(_keyword_span(second.span, "pipeline"), "second pipeline"),
-                        Label(_keyword_span(first.span, "pipeline"), "first pipeline", primary=False)),
-                helps=("split the compositions into separate `.kp` files",))])
+            raise DiagnosticError(
+                [
+                    Diagnostic(
+                        Code.E_SYNTAX,
+                        "a pipeline file holds exactly one `pipeline` block",
+                        labels=(
+                            Label(_keyword_span(second.span, "pipeline"), "second pipeline"),
+                            Label(_keyword_span(first.span, "pipeline"), "first pipeline", primary=False),
+                        ),
+                        helps=("split the compositions into separate `.kp` files",),
+                    )
+                ]
+            )
 
 
 def _keyword_span(block: Span, keyword: str) -> Span:
@@ -165,10 +197,16 @@ class _ExprBounds:
             self.operators += 1
             if self.operators > MAX_OPERATORS:
                 span = span_at(self.path, self.text, token.start_pos or 0, len(str(token.value)))
-                raise DiagnosticError([Diagnostic(
-                    "E-TOO-LARGE", f"an expression holds at most {MAX_OPERATORS} operators",
-                    labels=(Label(span, f"operator {MAX_OPERATORS + 1} is here"),),
-                    helps=("split the constraint into several `requires fact` lines, which must all hold",))])
+                raise DiagnosticError(
+                    [
+                        Diagnostic(
+                            Code.E_TOO_LARGE,
+                            f"an expression holds at most {MAX_OPERATORS} operators",
+                            labels=(Label(span, f"operator {MAX_OPERATORS + 1} is here"),),
+                            helps=("split the constraint into several `requires fact` lines, which must all hold",),
+                        )
+                    ]
+                )
 
 
 def _parse_tree(text: str, path: str) -> Tree[Token]:
@@ -196,19 +234,40 @@ def _syntax_diagnostic(err: UnexpectedInput, text: str, path: str) -> Diagnostic
     if isinstance(err, UnexpectedToken):
         state = err.state
         return syntax_errors.unexpected_token(
-            terms, path, text, _tok(err.token), set(err.expected), stack_top=_stack_top(state),
+            terms,
+            path,
+            text,
+            _tok(err.token),
+            set(err.expected),
+            stack_top=_stack_top(state),
             last_token=_last_token(err),
-            accepts_after_newline=None if state is None else functools.partial(_accepts_after_newline, state))
+            accepts_after_newline=None if state is None else functools.partial(_accepts_after_newline, state),
+        )
     if isinstance(err, UnexpectedCharacters):
         return syntax_errors.unexpected_chars(
-            terms, path, text, pos=err.pos_in_stream or 0, line=err.line, column=err.column,
-            allowed=set(err.allowed or ()), last_token=_last_token(err))
+            terms,
+            path,
+            text,
+            pos=err.pos_in_stream or 0,
+            line=err.line,
+            column=err.column,
+            allowed=set(err.allowed or ()),
+            last_token=_last_token(err),
+        )
     return syntax_errors.invalid_syntax(path, err.line, err.column)
 
 
 def _tok(token: Token) -> Tok:
-    return Tok(token.type, str(token.value), token.start_pos, token.end_pos, token.line, token.column,
-               token.end_line, token.end_column)
+    return Tok(
+        token.type,
+        str(token.value),
+        token.start_pos,
+        token.end_pos,
+        token.line,
+        token.column,
+        token.end_line,
+        token.end_column,
+    )
 
 
 def _stack_top(state: Any) -> Tok | None:

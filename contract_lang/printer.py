@@ -39,6 +39,7 @@ def _quote(text: str) -> str:
 
 # ----------------------------------------------------------------- one-line forms
 
+
 def lifetime_text(life: A.Lifetime) -> str:
     match life.kind:
         case "kernel":
@@ -288,6 +289,7 @@ def _split_comment(line: str) -> tuple[str, str | None]:
 
 # ----------------------------------------------------------------- block printer
 
+
 class _Printer:
     def __init__(self, comments: _Comments | None) -> None:
         self.lines: list[str] = []
@@ -330,21 +332,31 @@ class _Printer:
 
     def item(self, depth: int, item: A.Node) -> None:
         if isinstance(item, A.Params):
-            fields = [(f"{f.name}: {f.type} @ {f.offset}" + (f" = fact {f.fact}" if f.fact else ""), f)
-                      for f in item.fields]
-            self.block(depth, f"params {item.name} size {item.size} align {item.align}", item,
-                       list[tuple[str | None, A.Node]](fields))
+            fields = [
+                (f"{f.name}: {f.type} @ {f.offset}" + (f" = fact {f.fact}" if f.fact else ""), f) for f in item.fields
+            ]
+            self.block(
+                depth,
+                f"params {item.name} size {item.size} align {item.align}",
+                item,
+                list[tuple[str | None, A.Node]](fields),
+            )
         elif isinstance(item, A.Ring):
             rows = [(ring_item_line(it), it) for it in item.items]
-            self.block(depth, f"ring {item.name} {item.side} by {item.role}", item,
-                       list[tuple[str | None, A.Node]](rows))
+            self.block(
+                depth, f"ring {item.name} {item.side} by {item.role}", item, list[tuple[str | None, A.Node]](rows)
+            )
         elif isinstance(item, A.Counter):
             self._counter(depth, item)
         elif isinstance(item, (A.ExportTensor, A.ImportTensor)):
             self._tensor(depth, item)
         elif isinstance(item, A.Stage):
-            self.block(depth, f"stage {_quote(item.name)} version {_quote(item.version)}", item,
-                       [(None, it) for it in item.items])
+            self.block(
+                depth,
+                f"stage {_quote(item.name)} version {_quote(item.version)}",
+                item,
+                [(None, it) for it in item.items],
+            )
         elif isinstance(item, A.Pipeline):
             self.block(depth, f"pipeline {_quote(item.name)}", item, [(None, it) for it in item.items])
         else:

@@ -116,8 +116,26 @@ KEYWORDS: frozenset[str] = _grammar_keywords()
 
 # ------------------------------------------------------------------ lexical pieces
 
-_WORDS = ("load", "mma", "epilogue", "producer", "consumer", "kv", "acc", "tile_k", "tiles",
-          "scratch", "bar", "t", "r", "m", "n", "x", "_tmp", "Q0")
+_WORDS = (
+    "load",
+    "mma",
+    "epilogue",
+    "producer",
+    "consumer",
+    "kv",
+    "acc",
+    "tile_k",
+    "tiles",
+    "scratch",
+    "bar",
+    "t",
+    "r",
+    "m",
+    "n",
+    "x",
+    "_tmp",
+    "Q0",
+)
 
 
 def identifiers() -> st.SearchStrategy[str]:
@@ -137,14 +155,12 @@ def _names(names: Names) -> st.SearchStrategy[str]:
 def string_literals() -> st.SearchStrategy[str]:
     """The contents of a string literal: any text without ``"`` or a line break."""
     chars = st.characters(codec="utf-8", exclude_characters='"\n')
-    return st.one_of(st.sampled_from(("demo.loader", "1.0.0", "cp", "build/mma.kpkg", "")),
-                     st.text(chars, max_size=16))
+    return st.one_of(st.sampled_from(("demo.loader", "1.0.0", "cp", "build/mma.kpkg", "")), st.text(chars, max_size=16))
 
 
 def integers(max_value: int = (1 << 32) - 1) -> st.SearchStrategy[int]:
     """Integer literal values: mostly small, sometimes large (the language has no negatives)."""
-    return st.one_of(st.integers(0, 16), st.sampled_from((32, 64, 128, 255, 256, 1024)),
-                     st.integers(0, max_value))
+    return st.one_of(st.integers(0, 16), st.sampled_from((32, 64, 128, 255, 256, 1024)), st.integers(0, max_value))
 
 
 def byte_sizes() -> st.SearchStrategy[int]:
@@ -160,8 +176,9 @@ def version_requirements() -> st.SearchStrategy[str]:
     return st.builds(lambda op, ver: op + ver, operator, parts)
 
 
-def _tuple(elements: st.SearchStrategy[T], min_size: int = 0, max_size: int = 4,
-           unique: bool = False) -> st.SearchStrategy[tuple[T, ...]]:
+def _tuple(
+    elements: st.SearchStrategy[T], min_size: int = 0, max_size: int = 4, unique: bool = False
+) -> st.SearchStrategy[tuple[T, ...]]:
     return st.lists(elements, min_size=min_size, max_size=max_size, unique=unique).map(tuple)
 
 
@@ -180,6 +197,7 @@ _guarantees = functools.partial(_vocabulary, A.GUARANTEES)
 
 
 # ------------------------------------------------------------------ expressions
+
 
 def expressions(names: Names = None, max_depth: int = 3) -> st.SearchStrategy[Expr]:
     """Integer/boolean expression trees of at most ``max_depth`` operator levels.
@@ -208,6 +226,7 @@ def _short_repr(strategy: st.SearchStrategy[T]) -> st.SearchStrategy[T]:
 
 # ------------------------------------------------------------------ claims
 
+
 def events() -> st.SearchStrategy[A.EventRef]:
     """``acc.ready``; the event's name may also be one of the keywords ``ready``/``done``."""
     return st.builds(A.EventRef, identifiers(), st.one_of(identifiers(), st.sampled_from(("ready", "done"))))
@@ -231,20 +250,40 @@ def claims() -> st.SearchStrategy[A.Claim]:
 
 def _claim_kinds() -> list[st.SearchStrategy[A.Claim]]:
     ints = integers()
-    smem = st.builds(A.SmemClaim, identifiers(), bytes=_maybe(byte_sizes()), align=_maybe(ints),
-                     per_slot=_maybe(identifiers()), lifetime=lifetimes(), handle=_maybe(identifiers()),
-                     uses=_tuple(_vocabulary(A.SMEM_USES)))
+    smem = st.builds(
+        A.SmemClaim,
+        identifiers(),
+        bytes=_maybe(byte_sizes()),
+        align=_maybe(ints),
+        per_slot=_maybe(identifiers()),
+        lifetime=lifetimes(),
+        handle=_maybe(identifiers()),
+        uses=_tuple(_vocabulary(A.SMEM_USES)),
+    )
     reads = _tuple(st.builds(A.TmemRead, identifiers(), ints, ints), max_size=3)
-    tmem = st.builds(A.TmemClaim, identifiers(), columns=_maybe(ints), lifetime=lifetimes(),
-                     handle=_maybe(identifiers()), reads=reads)
-    barrier = st.builds(A.BarrierClaim, identifiers(), participants=_tuple(identifiers()),
-                        threads=_maybe(ints), handle=_maybe(identifiers()))
-    counter = st.builds(A.CounterClaim, identifiers(), slots=_maybe(ints), scope=_maybe(_scopes()),
-                        handle=_maybe(identifiers()))
+    tmem = st.builds(
+        A.TmemClaim,
+        identifiers(),
+        columns=_maybe(ints),
+        lifetime=lifetimes(),
+        handle=_maybe(identifiers()),
+        reads=reads,
+    )
+    barrier = st.builds(
+        A.BarrierClaim,
+        identifiers(),
+        participants=_tuple(identifiers()),
+        threads=_maybe(ints),
+        handle=_maybe(identifiers()),
+    )
+    counter = st.builds(
+        A.CounterClaim, identifiers(), slots=_maybe(ints), scope=_maybe(_scopes()), handle=_maybe(identifiers())
+    )
     return [smem, tmem, barrier, counter]
 
 
 # ------------------------------------------------------------------ rings
+
 
 def counts(roles: Names = None) -> st.SearchStrategy[A.Count]:
     """Arrival counts: sums of constants and ``k * per_warp(role)``-style terms."""
@@ -271,8 +310,15 @@ def _ring_repeatables(roles: Names) -> st.SearchStrategy[A.RingItem]:
     return st.one_of(
         st.builds(A.RingBarrierInit, _BARRIERS, counts(roles), _maybe(byte_sizes())),
         st.builds(A.RingWait, _BARRIERS, _maybe(st.sampled_from((0, 1)))),
-        st.builds(A.RingArrive, _BARRIERS, counts(roles), tx=_maybe(byte_sizes()), lag=_maybe(ints),
-                  prearm=st.booleans(), remote=st.booleans()),
+        st.builds(
+            A.RingArrive,
+            _BARRIERS,
+            counts(roles),
+            tx=_maybe(byte_sizes()),
+            lag=_maybe(ints),
+            prearm=st.booleans(),
+            remote=st.booleans(),
+        ),
         st.builds(A.RingCopy, _BARRIERS, byte_sizes(), _maybe(identifiers())),
         st.builds(A.RingProxy, _vocabulary(("writes", "reads")), _vocabulary(("generic", "async"))),
         st.just(A.RingFence()),
@@ -280,8 +326,9 @@ def _ring_repeatables(roles: Names) -> st.SearchStrategy[A.RingItem]:
 
 
 def _ring_singletons(roles: Names) -> st.SearchStrategy[A.RingItem]:
-    return st.one_of(_depths(), st.builds(A.RingInitBy, _names(roles), st.booleans()),
-                     st.builds(A.RingScope, _scopes()))
+    return st.one_of(
+        _depths(), st.builds(A.RingInitBy, _names(roles), st.booleans()), st.builds(A.RingScope, _scopes())
+    )
 
 
 def _depths() -> st.SearchStrategy[A.RingDepth]:
@@ -294,22 +341,32 @@ def rings(draw: st.DrawFn, roles: Names = None, max_items: int = 10) -> A.Ring:
     """One side of an mbarrier ring; at most one ``depth``, ``init by`` and ``scope`` line."""
     items: list[A.RingItem] = draw(st.lists(_ring_repeatables(roles), max_size=max_items))
     once: list[st.SearchStrategy[A.RingItem]] = [
-        _depths(), st.builds(A.RingInitBy, _names(roles), st.booleans()), st.builds(A.RingScope, _scopes())]
+        _depths(),
+        st.builds(A.RingInitBy, _names(roles), st.booleans()),
+        st.builds(A.RingScope, _scopes()),
+    ]
     for strategy in once:
         if draw(st.booleans()):
             items.insert(draw(st.integers(0, len(items))), draw(strategy))
-    return A.Ring(draw(identifiers()), draw(st.sampled_from(_SIDES)), draw(_names(roles)),
-                  tuple(items))
+    return A.Ring(draw(identifiers()), draw(st.sampled_from(_SIDES)), draw(_names(roles)), tuple(items))
 
 
 # ------------------------------------------------------------------ counters, rendezvous, callables
 
+
 def counters() -> st.SearchStrategy[A.Counter]:
     """Counter endpoints of either side, with any attributes and ``add``/``wait ge`` steps."""
     step = st.builds(A.CounterStep, _vocabulary(("add", "wait_ge")), integers())
-    return st.builds(A.Counter, identifiers(), _vocabulary(("produce", "consume")), identifiers(),
-                     scope=_maybe(_scopes()), domain=_maybe(string_literals()),
-                     space=_maybe(_vocabulary(A.COUNTER_SPACES)), steps=_tuple(step))
+    return st.builds(
+        A.Counter,
+        identifiers(),
+        _vocabulary(("produce", "consume")),
+        identifiers(),
+        scope=_maybe(_scopes()),
+        domain=_maybe(string_literals()),
+        space=_maybe(_vocabulary(A.COUNTER_SPACES)),
+        steps=_tuple(step),
+    )
 
 
 def _signatures() -> st.SearchStrategy[A.Signature]:
@@ -322,14 +379,21 @@ def callables() -> st.SearchStrategy[A.ExportCallable | A.Call]:
 
 
 def _callables() -> list[st.SearchStrategy[A.ExportCallable | A.Call]]:
-    export = st.builds(A.ExportCallable, identifiers(), _signatures(), identifiers(),
-                       _tuple(_guarantees()))
-    call = st.builds(A.Call, identifiers(), _signatures(), identifiers(), identifiers(),
-                     _vocabulary(("role", "callable")), _tuple(_guarantees()))
+    export = st.builds(A.ExportCallable, identifiers(), _signatures(), identifiers(), _tuple(_guarantees()))
+    call = st.builds(
+        A.Call,
+        identifiers(),
+        _signatures(),
+        identifiers(),
+        identifiers(),
+        _vocabulary(("role", "callable")),
+        _tuple(_guarantees()),
+    )
     return [export, call]
 
 
 # ------------------------------------------------------------------ tensors
+
 
 @st.composite
 def _layout_maps(draw: st.DrawFn) -> A.LayoutMap:
@@ -356,22 +420,41 @@ def _dims() -> st.SearchStrategy[tuple[A.Dim, ...]]:
 
 def export_tensors() -> st.SearchStrategy[A.ExportTensor]:
     """``export tensor`` blocks with any subset of their items."""
-    return st.builds(A.ExportTensor, identifiers(), identifiers(), elem=_maybe(_vocabulary(A.ELEM_TYPES)),
-                     tile=_dims(), generation=_maybe(_vocabulary(A.GENERATIONS)),
-                     placement=_maybe(map_specs()), ready=_maybe(events()))
+    return st.builds(
+        A.ExportTensor,
+        identifiers(),
+        identifiers(),
+        elem=_maybe(_vocabulary(A.ELEM_TYPES)),
+        tile=_dims(),
+        generation=_maybe(_vocabulary(A.GENERATIONS)),
+        placement=_maybe(map_specs()),
+        ready=_maybe(events()),
+    )
 
 
 def import_tensors() -> st.SearchStrategy[A.ImportTensor]:
     """``import tensor`` blocks with any subset of their items, lends included."""
-    lend = st.one_of(st.builds(lambda c: A.Lend("smem", claim=c), identifiers()),
-                     st.builds(lambda r: A.Lend("regs", regs=r), integers()))
-    return st.builds(A.ImportTensor, identifiers(), identifiers(), identifiers(),
-                     elem=_maybe(_vocabulary(A.ELEM_TYPES)), tile=_dims(), chunk=_dims(),
-                     generation=_maybe(_vocabulary(A.GENERATIONS)), demand=_maybe(map_specs()),
-                     lends=_tuple(lend, max_size=3), done=_maybe(events()))
+    lend = st.one_of(
+        st.builds(lambda c: A.Lend("smem", claim=c), identifiers()),
+        st.builds(lambda r: A.Lend("regs", regs=r), integers()),
+    )
+    return st.builds(
+        A.ImportTensor,
+        identifiers(),
+        identifiers(),
+        identifiers(),
+        elem=_maybe(_vocabulary(A.ELEM_TYPES)),
+        tile=_dims(),
+        chunk=_dims(),
+        generation=_maybe(_vocabulary(A.GENERATIONS)),
+        demand=_maybe(map_specs()),
+        lends=_tuple(lend, max_size=3),
+        done=_maybe(events()),
+    )
 
 
 # ------------------------------------------------------------------ facts, phases, topology
+
 
 def fact_values() -> st.SearchStrategy[A.FactValue]:
     """An owner's value: exact, a non-empty inclusive range, or a set."""
@@ -399,10 +482,17 @@ def _shapes() -> st.SearchStrategy[A.ClusterShape]:
 
 def _launches() -> st.SearchStrategy[A.Launch]:
     grids = st.one_of(st.just((None, False)), st.tuples(integers(), st.just(False)), st.just((None, True)))
-    return grids.flatmap(lambda g: st.builds(
-        A.Launch, _vocabulary(("persistent", "fixed")), threads=_maybe(integers()),
-        blocks_per_sm=_maybe(integers()), grid=st.just(g[0]), resident=st.just(g[1]),
-        cooperative=st.booleans()))
+    return grids.flatmap(
+        lambda g: st.builds(
+            A.Launch,
+            _vocabulary(("persistent", "fixed")),
+            threads=_maybe(integers()),
+            blocks_per_sm=_maybe(integers()),
+            grid=st.just(g[0]),
+            resident=st.just(g[1]),
+            cooperative=st.booleans(),
+        )
+    )
 
 
 def _targets() -> st.SearchStrategy[A.Target]:
@@ -410,6 +500,7 @@ def _targets() -> st.SearchStrategy[A.Target]:
 
 
 # ------------------------------------------------------------------ stages
+
 
 def stage_item_kinds() -> dict[str, st.SearchStrategy[A.StageItem]]:
     """One strategy per kind of stage item, by AST class name (``"Ring"``, ``"SmemClaim"``, …):
@@ -419,8 +510,14 @@ def stage_item_kinds() -> dict[str, st.SearchStrategy[A.StageItem]]:
     kinds: list[st.SearchStrategy[A.StageItem]] = [
         _targets(),
         st.builds(A.Features, _tuple(_vocabulary(A.FEATURES), min_size=1)),
-        st.builds(A.Role, identifiers(), entry=_maybe(identifiers()), warps=_maybe(ints),
-                  regs=_maybe(ints), warpgroup=st.booleans()),
+        st.builds(
+            A.Role,
+            identifiers(),
+            entry=_maybe(identifiers()),
+            warps=_maybe(ints),
+            regs=_maybe(ints),
+            warpgroup=st.booleans(),
+        ),
         _launches(),
         st.builds(A.Params, identifiers(), ints, ints, _tuple(param_field)),
         *_claim_kinds(),
@@ -435,18 +532,53 @@ def stage_item_kinds() -> dict[str, st.SearchStrategy[A.StageItem]]:
         st.builds(A.AssumesPhases, _tuple(identifiers(), min_size=1)),
         st.builds(A.Cluster, _tuple(_shapes(), min_size=1, max_size=3)),
         st.builds(A.Domain, string_literals(), _tuple(_views(), min_size=1, max_size=2)),
-        st.builds(A.Buffer, identifiers(), byte_sizes(), symmetric=st.booleans(),
-                  domain=_maybe(string_literals()), views=_tuple(_views(), max_size=2)),
-        st.builds(A.HostProvider, string_literals(), _maybe(string_literals()), _maybe(identifiers()),
-                  _tuple(identifiers(), max_size=2)),
+        st.builds(
+            A.Buffer,
+            identifiers(),
+            byte_sizes(),
+            symmetric=st.booleans(),
+            domain=_maybe(string_literals()),
+            views=_tuple(_views(), max_size=2),
+        ),
+        st.builds(
+            A.HostProvider,
+            string_literals(),
+            _maybe(string_literals()),
+            _maybe(identifiers()),
+            _tuple(identifiers(), max_size=2),
+        ),
     ]
     return dict(zip(_STAGE_ITEM_NAMES, kinds, strict=True))
 
 
-_STAGE_ITEM_NAMES = ("Target", "Features", "Role", "Launch", "Params", "SmemClaim", "TmemClaim", "BarrierClaim",
-                     "CounterClaim", "Ring", "Counter", "Rendezvous", "ExportCallable", "Call", "ExportTensor",
-                     "ImportTensor", "OwnsFact", "UsesFact", "AssumesFact", "RequiresFact", "Phases",
-                     "AssumesPhases", "Cluster", "Domain", "Buffer", "HostProvider")
+_STAGE_ITEM_NAMES = (
+    "Target",
+    "Features",
+    "Role",
+    "Launch",
+    "Params",
+    "SmemClaim",
+    "TmemClaim",
+    "BarrierClaim",
+    "CounterClaim",
+    "Ring",
+    "Counter",
+    "Rendezvous",
+    "ExportCallable",
+    "Call",
+    "ExportTensor",
+    "ImportTensor",
+    "OwnsFact",
+    "UsesFact",
+    "AssumesFact",
+    "RequiresFact",
+    "Phases",
+    "AssumesPhases",
+    "Cluster",
+    "Domain",
+    "Buffer",
+    "HostProvider",
+)
 
 
 def stage_items() -> st.SearchStrategy[A.StageItem]:
@@ -465,8 +597,13 @@ def _unique_items(items: tuple[T, ...]) -> tuple[T, ...]:
     seen: set[tuple[str, str]] = set()
     kept: list[T] = []
     for item in items:
-        key = (("target", "") if isinstance(item, A.Target)
-               else ("claim", item.name) if isinstance(item, A.Claim) else None)
+        key = (
+            ("target", "")
+            if isinstance(item, A.Target)
+            else ("claim", item.name)
+            if isinstance(item, A.Claim)
+            else None
+        )
         if key is not None and key in seen:
             continue
         if key is not None:
@@ -476,6 +613,7 @@ def _unique_items(items: tuple[T, ...]) -> tuple[T, ...]:
 
 
 # ------------------------------------------------------------------ pipelines
+
 
 def pipeline_item_kinds() -> dict[str, st.SearchStrategy[A.PipelineItem]]:
     """One strategy per kind of pipeline item, by AST class name (``"Use"``, ``"Resolve"``, …)."""
@@ -502,14 +640,15 @@ def pipelines(max_items: int = 8) -> st.SearchStrategy[A.Pipeline]:
 
 # ------------------------------------------------------------------ files
 
+
 def source_files(kind: FileKind = "any", max_blocks: int = 3) -> st.SearchStrategy[A.SourceFile]:
     """Whole files: ``"contract"`` (``.kc``: one or more stages), ``"pipeline"`` (``.kp``:
     exactly one pipeline) or ``"any"`` (stages and pipelines mixed, as ``parse_text``
     accepts with ``kind="any"``)."""
-    make: Callable[[tuple[A.Stage | A.Pipeline, ...]], A.SourceFile] = functools.partial(
-        A.SourceFile, "<generated>")
+    make: Callable[[tuple[A.Stage | A.Pipeline, ...]], A.SourceFile] = functools.partial(A.SourceFile, "<generated>")
     if kind == "pipeline":
         return pipelines().map(lambda p: make((p,)))
-    blocks: st.SearchStrategy[A.Stage | A.Pipeline] = stages() if kind == "contract" else st.one_of(
-        stages(), pipelines())
+    blocks: st.SearchStrategy[A.Stage | A.Pipeline] = (
+        stages() if kind == "contract" else st.one_of(stages(), pipelines())
+    )
     return _tuple(blocks, min_size=1, max_size=max_blocks).map(make)

@@ -18,6 +18,7 @@ from contract_lang import ast as A
 from contract_lang.expr import BinOp, Expr, Int, Name, Not
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 
 T = TypeVar("T")
 Attr = tuple[str, Any, Span]
@@ -114,11 +115,17 @@ class AstBuilder(Transformer[Token, Any]):
             from diagnostics.suggestions import did_you_mean
 
             guess = did_you_mean(word, tuple(allowed))
-            helps = (f"did you mean `{guess}`?",) if guess else (
-                f"known {what}s: {', '.join(f'`{a}`' for a in allowed)}",)
-            self.problems.append(Diagnostic(
-                "E-NAME", f"unknown {what} `{word}`",
-                labels=(Label(self._tok_span(tok), f"not a known {what}"),), helps=helps))
+            helps = (
+                (f"did you mean `{guess}`?",) if guess else (f"known {what}s: {', '.join(f'`{a}`' for a in allowed)}",)
+            )
+            self.problems.append(
+                Diagnostic(
+                    Code.E_NAME,
+                    f"unknown {what} `{word}`",
+                    labels=(Label(self._tok_span(tok), f"not a known {what}"),),
+                    helps=helps,
+                )
+            )
         return word
 
     def _int(self, tok: Token, kind: str) -> int:
@@ -144,10 +151,14 @@ class AstBuilder(Transformer[Token, Any]):
                 seen.setdefault(key, []).append(value)
                 continue
             if key in seen:
-                self.problems.append(Diagnostic(
-                    "E-DUPLICATE", f"`{key}` is given twice on {owner}",
-                    labels=(Label(span, "second one here"), Label(spans[key], "first one here", primary=False)),
-                    helps=(f"keep one `{key}`",)))
+                self.problems.append(
+                    Diagnostic(
+                        Code.E_DUPLICATE,
+                        f"`{key}` is given twice on {owner}",
+                        labels=(Label(span, "second one here"), Label(spans[key], "first one here", primary=False)),
+                        helps=(f"keep one `{key}`",),
+                    )
+                )
                 continue
             seen[key] = value
             spans[key] = span
@@ -173,21 +184,34 @@ class AstBuilder(Transformer[Token, Any]):
         """A second `target` line, or a second claim of one name (claims share one namespace)."""
         targets = [it for it in items if isinstance(it, A.Target)]
         if len(targets) > 1:
-            self.problems.append(Diagnostic(
-                "E-DUPLICATE", f"`target` is given twice in {block} `{name}`",
-                labels=(Label(targets[1].span, "second one here"),
-                        Label(targets[0].span, "first one here", primary=False)),
-                helps=(f"a {block} has one target: keep one `target` line",)))
+            self.problems.append(
+                Diagnostic(
+                    Code.E_DUPLICATE,
+                    f"`target` is given twice in {block} `{name}`",
+                    labels=(
+                        Label(targets[1].span, "second one here"),
+                        Label(targets[0].span, "first one here", primary=False),
+                    ),
+                    helps=(f"a {block} has one target: keep one `target` line",),
+                )
+            )
         claims: dict[str, A.Node] = {}
         for item in items:
             if not isinstance(item, (A.SmemClaim, A.TmemClaim, A.BarrierClaim, A.CounterClaim)):
                 continue
             first = claims.setdefault(item.name, item)
             if first is not item:
-                self.problems.append(Diagnostic(
-                    "E-DUPLICATE", f"claim `{item.name}` is declared twice in {block} `{name}`",
-                    labels=(Label(item.span, "second one here"), Label(first.span, "first one here", primary=False)),
-                    helps=(f"rename one of them, or merge them into one `claim … {item.name}`",)))
+                self.problems.append(
+                    Diagnostic(
+                        Code.E_DUPLICATE,
+                        f"claim `{item.name}` is declared twice in {block} `{name}`",
+                        labels=(
+                            Label(item.span, "second one here"),
+                            Label(first.span, "first one here", primary=False),
+                        ),
+                        helps=(f"rename one of them, or merge them into one `claim … {item.name}`",),
+                    )
+                )
 
     @v_args(meta=True)
     def target(self, meta: Meta, children: list[Token]) -> A.Target:
@@ -204,8 +228,14 @@ class AstBuilder(Transformer[Token, Any]):
     def role(self, meta: Meta, children: list[Any]) -> A.Role:
         name, *attrs = children
         got = self._attrs(f"role `{name}`", attrs)
-        return A.Role(str(name), entry=got.get("entry"), warps=got.get("warps"), regs=got.get("regs"),
-                      warpgroup=got.get("warpgroup", False), span=self._span(meta))
+        return A.Role(
+            str(name),
+            entry=got.get("entry"),
+            warps=got.get("warps"),
+            regs=got.get("regs"),
+            warpgroup=got.get("warpgroup", False),
+            span=self._span(meta),
+        )
 
     @v_args(meta=True)
     def role_entry(self, meta: Meta, c: list[Token]) -> Attr:
@@ -228,10 +258,15 @@ class AstBuilder(Transformer[Token, Any]):
         kind, *attrs = children
         got = self._attrs("`launch`", attrs)
         grid = got.get("grid")
-        return A.Launch(str(kind), threads=got.get("threads"),  # type: ignore[arg-type]
-                        blocks_per_sm=got.get("blocks_per_sm"), grid=grid if isinstance(grid, int) else None,
-                        resident=grid == "resident", cooperative=bool(got.get("cooperative")),
-                        span=self._span(meta))
+        return A.Launch(
+            str(kind),  # type: ignore[arg-type]
+            threads=got.get("threads"),
+            blocks_per_sm=got.get("blocks_per_sm"),
+            grid=grid if isinstance(grid, int) else None,
+            resident=grid == "resident",
+            cooperative=bool(got.get("cooperative")),
+            span=self._span(meta),
+        )
 
     @v_args(meta=True)
     def launch_threads(self, meta: Meta, c: list[Token]) -> Attr:
@@ -253,8 +288,9 @@ class AstBuilder(Transformer[Token, Any]):
     @v_args(meta=True)
     def params(self, meta: Meta, children: list[Any]) -> A.Params:
         name, size, align, *fields = children
-        return A.Params(str(name), self._int(size, "size"), self._int(align, "size"), tuple(fields),
-                        span=self._span(meta))
+        return A.Params(
+            str(name), self._int(size, "size"), self._int(align, "size"), tuple(fields), span=self._span(meta)
+        )
 
     @v_args(meta=True)
     def param_field(self, meta: Meta, children: list[Any]) -> A.ParamField:
@@ -272,9 +308,16 @@ class AstBuilder(Transformer[Token, Any]):
     def smem_claim(self, meta: Meta, children: list[Any]) -> A.SmemClaim:
         name, *attrs = children
         got = self._attrs(f"claim `{name}`", attrs)
-        return A.SmemClaim(str(name), bytes=got.get("bytes"), align=got.get("align"),
-                           per_slot=got.get("per_slot"), lifetime=got.get("lifetime", A.KERNEL_LIFETIME),
-                           handle=got.get("handle"), uses=got.get("use", ()), span=self._span(meta))
+        return A.SmemClaim(
+            str(name),
+            bytes=got.get("bytes"),
+            align=got.get("align"),
+            per_slot=got.get("per_slot"),
+            lifetime=got.get("lifetime", A.KERNEL_LIFETIME),
+            handle=got.get("handle"),
+            uses=got.get("use", ()),
+            span=self._span(meta),
+        )
 
     @v_args(meta=True)
     def bytes_attr(self, meta: Meta, c: list[Token]) -> Attr:
@@ -302,9 +345,14 @@ class AstBuilder(Transformer[Token, Any]):
     def tmem_claim(self, meta: Meta, children: list[Any]) -> A.TmemClaim:
         name, *attrs = children
         got = self._attrs(f"claim `{name}`", attrs, repeatable=("read",))
-        return A.TmemClaim(str(name), columns=got.get("columns"),
-                           lifetime=got.get("lifetime", A.KERNEL_LIFETIME), handle=got.get("handle"),
-                           reads=tuple(got.get("read", ())), span=self._span(meta))
+        return A.TmemClaim(
+            str(name),
+            columns=got.get("columns"),
+            lifetime=got.get("lifetime", A.KERNEL_LIFETIME),
+            handle=got.get("handle"),
+            reads=tuple(got.get("read", ())),
+            span=self._span(meta),
+        )
 
     @v_args(meta=True)
     def columns_attr(self, meta: Meta, c: list[Token]) -> Attr:
@@ -319,8 +367,13 @@ class AstBuilder(Transformer[Token, Any]):
     def barrier_claim(self, meta: Meta, children: list[Any]) -> A.BarrierClaim:
         name, *attrs = children
         got = self._attrs(f"claim `{name}`", attrs)
-        return A.BarrierClaim(str(name), participants=got.get("participants", ()),
-                              threads=got.get("threads"), handle=got.get("handle"), span=self._span(meta))
+        return A.BarrierClaim(
+            str(name),
+            participants=got.get("participants", ()),
+            threads=got.get("threads"),
+            handle=got.get("handle"),
+            span=self._span(meta),
+        )
 
     @v_args(meta=True)
     def participants_attr(self, meta: Meta, c: list[Any]) -> Attr:
@@ -334,8 +387,9 @@ class AstBuilder(Transformer[Token, Any]):
     def counter_claim(self, meta: Meta, children: list[Any]) -> A.CounterClaim:
         name, *attrs = children
         got = self._attrs(f"claim `{name}`", attrs)
-        return A.CounterClaim(str(name), slots=got.get("slots"), scope=got.get("scope"),
-                              handle=got.get("handle"), span=self._span(meta))
+        return A.CounterClaim(
+            str(name), slots=got.get("slots"), scope=got.get("scope"), handle=got.get("handle"), span=self._span(meta)
+        )
 
     @v_args(meta=True)
     def slots_attr(self, meta: Meta, c: list[Token]) -> Attr:
@@ -383,11 +437,17 @@ class AstBuilder(Transformer[Token, Any]):
         for kind, label in ((A.RingDepth, "depth"), (A.RingInitBy, "init by"), (A.RingScope, "scope")):
             found = [it for it in items if isinstance(it, kind)]
             if len(found) > 1:
-                self.problems.append(Diagnostic(
-                    "E-DUPLICATE", f"`{label}` is given twice in ring `{name}`",
-                    labels=(Label(found[1].span, "second one here"),
-                            Label(found[0].span, "first one here", primary=False)),
-                    helps=(f"keep one `{label}`",)))
+                self.problems.append(
+                    Diagnostic(
+                        Code.E_DUPLICATE,
+                        f"`{label}` is given twice in ring `{name}`",
+                        labels=(
+                            Label(found[1].span, "second one here"),
+                            Label(found[0].span, "first one here", primary=False),
+                        ),
+                        helps=(f"keep one `{label}`",),
+                    )
+                )
         return A.Ring(str(name), str(side), str(role), tuple(items), span=span)  # type: ignore[arg-type]
 
     @v_args(meta=True)
@@ -416,18 +476,28 @@ class AstBuilder(Transformer[Token, Any]):
     def wait_parity(self, meta: Meta, c: list[Token]) -> int:
         value = self._int(c[0], "count")
         if value not in (0, 1):
-            self.problems.append(Diagnostic(
-                "E-VALUE", f"a parity is 0 or 1, not {value}",
-                labels=(Label(self._tok_span(c[0]), "parity out of range"),)))
+            self.problems.append(
+                Diagnostic(
+                    Code.E_VALUE,
+                    f"a parity is 0 or 1, not {value}",
+                    labels=(Label(self._tok_span(c[0]), "parity out of range"),),
+                )
+            )
         return value
 
     @v_args(meta=True)
     def ring_arrive(self, meta: Meta, c: list[Any]) -> A.RingArrive:
         kind, count, *attrs = c
         got = self._attrs(f"`{kind} arrive`", attrs)
-        return A.RingArrive(str(kind), count, tx=got.get("tx"), lag=got.get("lag"),  # type: ignore[arg-type]
-                            prearm=got.get("prearm", False), remote=got.get("remote", False),
-                            span=self._span(meta))
+        return A.RingArrive(
+            str(kind),  # type: ignore[arg-type]
+            count,
+            tx=got.get("tx"),
+            lag=got.get("lag"),
+            prearm=got.get("prearm", False),
+            remote=got.get("remote", False),
+            span=self._span(meta),
+        )
 
     @v_args(meta=True)
     def arrive_tx(self, meta: Meta, c: list[Token]) -> Attr:
@@ -498,9 +568,16 @@ class AstBuilder(Transformer[Token, Any]):
             else:
                 steps = item
         got = self._attrs(f"counter `{name}`", attrs)
-        return A.Counter(str(name), str(side), str(role), scope=got.get("scope"),  # type: ignore[arg-type]
-                         domain=got.get("domain"), space=got.get("space"), steps=steps,
-                         span=self._span(meta))
+        return A.Counter(
+            str(name),
+            str(side),  # type: ignore[arg-type]
+            str(role),
+            scope=got.get("scope"),
+            domain=got.get("domain"),
+            space=got.get("space"),
+            steps=steps,
+            span=self._span(meta),
+        )
 
     @v_args(meta=True)
     def counter_domain(self, meta: Meta, c: list[Token]) -> Attr:
@@ -524,8 +601,13 @@ class AstBuilder(Transformer[Token, Any]):
     @v_args(meta=True)
     def rendezvous(self, meta: Meta, c: list[Any]) -> A.Rendezvous:
         threads = c[3] if len(c) > 3 else None
-        return A.Rendezvous(str(c[0]), str(c[1]), str(c[2]), threads,  # type: ignore[arg-type]
-                            span=self._span(meta))
+        return A.Rendezvous(
+            str(c[0]),
+            str(c[1]),  # type: ignore[arg-type]
+            str(c[2]),
+            threads,
+            span=self._span(meta),
+        )
 
     def rdv_threads(self, c: list[Token]) -> int:
         return self._int(c[0], "count")
@@ -575,29 +657,50 @@ class AstBuilder(Transformer[Token, Any]):
     def _tensor_attrs(self, what: str, attrs: list[Attr], allowed: tuple[str, ...]) -> dict[str, Any]:
         for key, _, span in attrs:
             if key not in allowed:
-                self.problems.append(Diagnostic(
-                    "E-SYNTAX", f"`{key}` does not belong in {what}",
-                    labels=(Label(span, f"not valid in {what}"),),
-                    helps=(f"{what} takes: {', '.join(f'`{k}`' for k in allowed)}",)))
+                self.problems.append(
+                    Diagnostic(
+                        Code.E_SYNTAX,
+                        f"`{key}` does not belong in {what}",
+                        labels=(Label(span, f"not valid in {what}"),),
+                        helps=(f"{what} takes: {', '.join(f'`{k}`' for k in allowed)}",),
+                    )
+                )
         return self._attrs(what, [a for a in attrs if a[0] in allowed])
 
     @v_args(meta=True)
     def export_tensor(self, meta: Meta, c: list[Any]) -> A.ExportTensor:
         name, role, *attrs = c
         got = self._tensor_attrs(f"export `{name}`", attrs, self._EXPORT_KEYS)
-        return A.ExportTensor(str(name), str(role), elem=got.get("elem"), tile=got.get("tile", ()),
-                              generation=got.get("generation"), placement=got.get("placement"),
-                              ready=got.get("ready"), attr_spans=_first_spans(attrs), span=self._span(meta))
+        return A.ExportTensor(
+            str(name),
+            str(role),
+            elem=got.get("elem"),
+            tile=got.get("tile", ()),
+            generation=got.get("generation"),
+            placement=got.get("placement"),
+            ready=got.get("ready"),
+            attr_spans=_first_spans(attrs),
+            span=self._span(meta),
+        )
 
     @v_args(meta=True)
     def import_tensor(self, meta: Meta, c: list[Any]) -> A.ImportTensor:
         name, export, role, *attrs = c
         got = self._tensor_attrs(f"import `{name}`", attrs, self._IMPORT_KEYS)
-        return A.ImportTensor(str(name), str(export), str(role), elem=got.get("elem"),
-                              tile=got.get("tile", ()), chunk=got.get("chunk", ()),
-                              generation=got.get("generation"), demand=got.get("demand"),
-                              lends=got.get("lends", ()), done=got.get("done"), attr_spans=_first_spans(attrs),
-                              span=self._span(meta))
+        return A.ImportTensor(
+            str(name),
+            str(export),
+            str(role),
+            elem=got.get("elem"),
+            tile=got.get("tile", ()),
+            chunk=got.get("chunk", ()),
+            generation=got.get("generation"),
+            demand=got.get("demand"),
+            lends=got.get("lends", ()),
+            done=got.get("done"),
+            attr_spans=_first_spans(attrs),
+            span=self._span(meta),
+        )
 
     @v_args(meta=True)
     def tensor_elem(self, meta: Meta, c: list[Token]) -> Attr:
@@ -653,8 +756,13 @@ class AstBuilder(Transformer[Token, Any]):
         params = tuple(x for x in c[1:] if isinstance(x, A.MapParam))
         outputs = next(x for x in c if isinstance(x, list))
         assigns = tuple(x for x in c if isinstance(x, A.MapAssign))
-        return A.LayoutMap(kind, params, tuple(str(t) for t in outputs), assigns,  # type: ignore[arg-type]
-                           span=self._span(meta))
+        return A.LayoutMap(
+            kind,  # type: ignore[arg-type]
+            params,
+            tuple(str(t) for t in outputs),
+            assigns,
+            span=self._span(meta),
+        )
 
     @v_args(meta=True)
     def library_map(self, meta: Meta, c: list[Any]) -> A.LibraryMap:
@@ -688,10 +796,14 @@ class AstBuilder(Transformer[Token, Any]):
     def fact_range(self, meta: Meta, c: list[Token]) -> A.FactValue:
         lo, hi = self._int(c[0], "value"), self._int(c[1], "value")
         if hi < lo:
-            self.problems.append(Diagnostic(
-                "E-VALUE", f"the range {lo}..{hi} is empty",
-                labels=(Label(self._span(meta), "upper bound below lower bound"),),
-                helps=(f"write `in {hi}..{lo}`",)))
+            self.problems.append(
+                Diagnostic(
+                    Code.E_VALUE,
+                    f"the range {lo}..{hi} is empty",
+                    labels=(Label(self._span(meta), "upper bound below lower bound"),),
+                    helps=(f"write `in {hi}..{lo}`",),
+                )
+            )
         return A.FactValue("range", (lo, hi), span=self._span(meta))
 
     @v_args(meta=True)
@@ -742,8 +854,14 @@ class AstBuilder(Transformer[Token, Any]):
     def buffer(self, meta: Meta, c: list[Any]) -> A.Buffer:
         name, size, *attrs = c
         got = self._attrs(f"buffer `{name}`", attrs)
-        return A.Buffer(str(name), self._int(size, "size"), symmetric=got.get("symmetric", False),
-                        domain=got.get("domain"), views=got.get("views", ()), span=self._span(meta))
+        return A.Buffer(
+            str(name),
+            self._int(size, "size"),
+            symmetric=got.get("symmetric", False),
+            domain=got.get("domain"),
+            views=got.get("views", ()),
+            span=self._span(meta),
+        )
 
     @v_args(meta=True)
     def buffer_symmetric(self, meta: Meta, c: list[Token]) -> Attr:
@@ -761,8 +879,9 @@ class AstBuilder(Transformer[Token, Any]):
     def host_provider(self, meta: Meta, c: list[Any]) -> A.HostProvider:
         library, *attrs = c
         got = self._attrs(f"host provider {library}", attrs)
-        return A.HostProvider(_str(library), got.get("header"), got.get("fn"), got.get("fills", ()),
-                              span=self._span(meta))
+        return A.HostProvider(
+            _str(library), got.get("header"), got.get("fn"), got.get("fills", ()), span=self._span(meta)
+        )
 
     @v_args(meta=True)
     def provider_header(self, meta: Meta, c: list[Token]) -> Attr:
@@ -863,9 +982,11 @@ class AstBuilder(Transformer[Token, Any]):
 def _out_of_range(text: str, kind: str, span: Span) -> Diagnostic:
     what, top = INT_RANGES[kind]
     return Diagnostic(
-        "E-VALUE", f"integer {shown_literal(text)} is out of range for {what}",
+        Code.E_VALUE,
+        f"integer {shown_literal(text)} is out of range for {what}",
         labels=(Label(span, f"{what} is at most {top}"),),
-        helps=(f"write {what} between 0 and {top}",))
+        helps=(f"write {what} between 0 and {top}",),
+    )
 
 
 def _cover(left: Expr, right: Expr, fallback: Span) -> Span:

@@ -17,6 +17,7 @@ from typing import BinaryIO
 
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 
 _BOM = "\ufeff"
 
@@ -162,7 +163,7 @@ def _position(data: bytes, offset: int) -> tuple[int, int]:
 
 def _io_error(verb: str, name: str, err: OSError | ValueError) -> Diagnostic:
     reason = (err.strerror if isinstance(err, OSError) else None) or str(err)
-    return Diagnostic(code="E-IO", message=f"cannot {verb} `{name}`: {reason}")
+    return Diagnostic(code=Code.E_IO, message=f"cannot {verb} `{name}`: {reason}")
 
 
 def io_error(verb: str, name: str, err: OSError | ValueError) -> Diagnostic:
@@ -170,21 +171,28 @@ def io_error(verb: str, name: str, err: OSError | ValueError) -> Diagnostic:
     return _io_error(verb, name, err)
 
 
-_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def _not_regular(name: str, mode: int) -> Diagnostic:
     kind = next((what for test, what in _KINDS if test(mode)), "a special file")
     reason = "Is a directory" if stat.S_ISDIR(mode) else f"it is {kind}, not a regular file"
-    return Diagnostic(code="E-IO", message=f"cannot read `{name}`: {reason}",
-                      notes=("kernlink reads contracts, pipelines and packages only from regular files",))
+    return Diagnostic(
+        code=Code.E_IO,
+        message=f"cannot read `{name}`: {reason}",
+        notes=("kernlink reads contracts, pipelines and packages only from regular files",),
+    )
 
 
 def _too_large(name: str, size: int, limit: int) -> Diagnostic:
     amount = f"{size} bytes" if size > limit else f"more than {limit} bytes"
     return Diagnostic(
-        code="E-TOO-LARGE",
+        code=Code.E_TOO_LARGE,
         message=f"`{name}` is too large: {amount}, over the limit of {limit} bytes",
         notes=("kernlink reads contracts and pipelines whole, so it refuses oversized inputs",),
     )
@@ -193,7 +201,7 @@ def _too_large(name: str, size: int, limit: int) -> Diagnostic:
 def _binary(name: str, data: bytes, offset: int) -> Diagnostic:
     line, col = _position(data, offset)
     return Diagnostic(
-        code="E-BINARY",
+        code=Code.E_BINARY,
         message=f"`{name}` is a binary file, not text",
         labels=(Label(Span.point(name, line, col), "NUL byte here"),),
         notes=("contracts and pipelines are UTF-8 text files",),
@@ -204,7 +212,7 @@ def _bad_encoding(name: str, data: bytes, offset: int) -> Diagnostic:
     line, col = _position(data, offset)
     byte = f"0x{data[offset]:02X}"
     return Diagnostic(
-        code="E-ENCODING",
+        code=Code.E_ENCODING,
         message=f"`{name}` is not valid UTF-8: byte {byte} at {line}:{col}",
         labels=(Label(Span.point(name, line, col), f"byte {byte} does not decode"),),
         helps=("save the file as UTF-8",),

@@ -10,6 +10,7 @@ import traceback
 from collections.abc import Sequence
 
 from diagnostics.model import Diagnostic, Severity
+from diagnostics.symbols import Code
 
 
 def raised_at(exc: BaseException) -> str:
@@ -22,9 +23,14 @@ def internal_error(exc: BaseException, what: str, inputs: Sequence[str] = ()) ->
     """The diagnostic for ``exc`` escaping ``what`` (a command or a step) run on ``inputs``."""
     shown = " ".join(inputs) if inputs else "(none)"
     return Diagnostic(
-        "E-INTERNAL", f"{what} failed with {type(exc).__name__}: {exc}".rstrip(" .:") or "internal error",
+        Code.E_INTERNAL,
+        f"{what} failed with {type(exc).__name__}: {exc}".rstrip(" .:") or "internal error",
         severity=Severity.ERROR,
-        notes=(f"raised at {raised_at(exc)}", f"inputs: {shown}",
-               "nothing was decided about these inputs; this is a kernlink bug"),
+        notes=(
+            f"raised at {raised_at(exc)}",
+            f"inputs: {shown}",
+            "nothing was decided about these inputs; this is a kernlink bug",
+        ),
         helps=("report it with the inputs listed above and `kernlink --version`",),
-        data=(("exception", type(exc).__name__), ("inputs", shown)))
+        data=(("exception", type(exc).__name__), ("inputs", shown)),
+    )

@@ -17,9 +17,7 @@ SCHEMA_NAME = "kernlink.diagnostics"
 SCHEMA_VERSION = 1
 
 
-def render_json(
-    diags: Iterable[Diagnostic], *, tool_version: str, extra: Mapping[str, Any] | None = None
-) -> str:
+def render_json(diags: Iterable[Diagnostic], *, tool_version: str, extra: Mapping[str, Any] | None = None) -> str:
     """Render diagnostics as a ``kernlink.diagnostics`` version-1 JSON document.
 
     ``extra`` is caller context (the pipeline checked, timings) stored under the

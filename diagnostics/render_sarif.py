@@ -18,16 +18,12 @@ from diagnostics.rules import RuleInfo
 from diagnostics.span import UNKNOWN_SPAN
 
 SARIF_VERSION = "2.1.0"
-SARIF_SCHEMA_URI = (
-    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-)
+SARIF_SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 # Characters kept as they are in artifact URIs (RFC 3986 unreserved, sub-delims, "/" "@").
 _URI_SAFE = "/@!$&'()*+,;=-._~"
 
 
-def render_sarif(
-    diags: Iterable[Diagnostic], *, tool_version: str, rules: Sequence[RuleInfo]
-) -> str:
+def render_sarif(diags: Iterable[Diagnostic], *, tool_version: str, rules: Sequence[RuleInfo]) -> str:
     """Render diagnostics as a SARIF 2.1.0 log with one run.
 
     ``rules`` describes the codes; a result whose code has a rule gets its
@@ -82,9 +78,7 @@ def _result(diag: Diagnostic, rule_index: int | None) -> dict[str, Any]:
     }
     related = [label for label in located if not label.primary]
     if related:
-        result["relatedLocations"] = [
-            {"id": number, **_location(label)} for number, label in enumerate(related)
-        ]
+        result["relatedLocations"] = [{"id": number, **_location(label)} for number, label in enumerate(related)]
     if rule_index is not None:
         result["ruleIndex"] = rule_index
     return result

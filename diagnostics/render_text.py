@@ -231,7 +231,7 @@ def _window(source: str, shift: int) -> str:
     start = shift + 1 if shift else 0
     head = "…" if start else ""
     tail = "…" if start + _MAX_LINE < len(source) else ""
-    return head + source[start:start + _MAX_LINE] + tail
+    return head + source[start : start + _MAX_LINE] + tail
 
 
 def _cells(source: str, index: int) -> int:
@@ -257,7 +257,8 @@ def _trailer(pad: str, kind: str, body: str, width: int) -> list[Text]:
         piece
         for paragraph in body.splitlines() or [""]
         for piece in (
-            [paragraph] if paragraph.startswith(" ")
+            [paragraph]
+            if paragraph.startswith(" ")
             else textwrap.wrap(paragraph, room, break_long_words=False, break_on_hyphens=False) or [""]
         )
     ]

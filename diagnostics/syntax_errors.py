@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from diagnostics.model import Diagnostic, Label
 from diagnostics.span import Span
 from diagnostics.suggestions import did_you_mean
+from diagnostics.symbols import Code
 
 MAX_EXPECTED = 8
 
@@ -50,9 +51,11 @@ _VERSION_OPERATORS = frozenset("^~<>=")
 # What an integer, a version requirement and a cluster shape look like, for "invalid …" messages.
 _LITERALS: dict[str, tuple[str, str]] = {
     "INT": ("integer", "integers are decimal (`64`), hexadecimal (`0x40`) or whole KiB (`16KiB`)"),
-    "VERSION_REQ": ("version requirement",
-                    "a requirement is one to three numbers with an optional `^`, `~`, `>=`, `<=`, `>`, `<` "
-                    "or `=`: `^1.0`, `~1.2.3`, `>=2`"),
+    "VERSION_REQ": (
+        "version requirement",
+        "a requirement is one to three numbers with an optional `^`, `~`, `>=`, `<=`, `>`, `<` "
+        "or `=`: `^1.0`, `~1.2.3`, `>=2`",
+    ),
     "SHAPE": ("cluster shape", "a cluster shape has three extents: `2x1x1`"),
 }
 # Punctuation that is easily mistyped for what was expected.
@@ -128,6 +131,7 @@ class Terminals:
 
 # ----------------------------------------------------------------- positions
 
+
 def source_lines(text: str) -> list[str]:
     """The lines as the parser counts them: only "\n" ends a line (not a form feed or U+2028)."""
     lines = text.split("\n")
@@ -151,6 +155,7 @@ def _word_from(text: str, start: int, chars: frozenset[str]) -> str:
 
 # ----------------------------------------------------------------- the kinds of syntax error
 
+
 def split_word(terms: Terminals, path: str, text: str, token: Tok, expected: set[str]) -> Diagnostic:
     """A keyword or literal glued to the characters after it: `warps1`, `fullwait`, `4x`, `2x1x1x1`."""
     start = token.start_pos or 0
@@ -159,14 +164,15 @@ def split_word(terms: Terminals, path: str, text: str, token: Tok, expected: set
     word = _word_from(text, start, WORD_CHARS)
     span = span_at(path, text, start, len(word))
     keyword = token.value
-    rest = word[len(keyword):]
+    rest = word[len(keyword) :]
     helps: list[str] = []
     if keyword in terms.keywords(expected):
         # `warps1`, `fullwait`, `produceby`: a missing space; `ringg`: a typo.
         missing_space = rest[0].isdigit() or len(rest) > 2 or rest in terms.all_keywords
         helps.append(f"did you mean `{keyword} {rest}`?" if missing_space else f"did you mean `{keyword}`?")
-    return Diagnostic("E-SYNTAX", f"unexpected `{word}`", labels=(Label(span, terms.expected_label(expected)),),
-                      helps=tuple(helps))
+    return Diagnostic(
+        Code.E_SYNTAX, f"unexpected `{word}`", labels=(Label(span, terms.expected_label(expected)),), helps=tuple(helps)
+    )
 
 
 def unexpected_end(terms: Terminals, path: str, text: str, expected: set[str]) -> Diagnostic:
@@ -174,13 +180,22 @@ def unexpected_end(terms: Terminals, path: str, text: str, expected: set[str]) -
     unclosed = _unclosed_block(text)
     if unclosed is not None:
         return _unterminated(path, text, unclosed)
-    return Diagnostic("E-SYNTAX", "unexpected end of file",
-                      labels=(Label(_end_point(path, text), terms.expected_label(expected)),))
+    return Diagnostic(
+        Code.E_SYNTAX, "unexpected end of file", labels=(Label(_end_point(path, text), terms.expected_label(expected)),)
+    )
 
 
-def unexpected_token(terms: Terminals, path: str, text: str, tok: Tok, expected: set[str], *,
-                     stack_top: Tok | None, last_token: Tok | None,
-                     accepts_after_newline: Callable[[str], bool] | None) -> Diagnostic:
+def unexpected_token(
+    terms: Terminals,
+    path: str,
+    text: str,
+    tok: Tok,
+    expected: set[str],
+    *,
+    stack_top: Tok | None,
+    last_token: Tok | None,
+    accepts_after_newline: Callable[[str], bool] | None,
+) -> Diagnostic:
     """A token the parser cannot take here.
 
     ``stack_top`` is the token the parser shifted last (None when its stack ends in a rule),
@@ -235,11 +250,20 @@ def unexpected_token(terms: Terminals, path: str, text: str, tok: Tok, expected:
             ln, oc, what = opener
             labels.append(Label(Span.point(path, ln, oc), f"{what}block opened here", primary=False))
             helps.append(f"is a `}}` missing? the {what}block is still open here")
-    return Diagnostic("E-SYNTAX", message, labels=tuple(labels), helps=tuple(helps))
+    return Diagnostic(Code.E_SYNTAX, message, labels=tuple(labels), helps=tuple(helps))
 
 
-def unexpected_chars(terms: Terminals, path: str, text: str, *, pos: int, line: int, column: int,
-                     allowed: set[str], last_token: Tok | None) -> Diagnostic:
+def unexpected_chars(
+    terms: Terminals,
+    path: str,
+    text: str,
+    *,
+    pos: int,
+    line: int,
+    column: int,
+    allowed: set[str],
+    last_token: Tok | None,
+) -> Diagnostic:
     """Characters no terminal starts with here (the lexer's error)."""
     literal = _literal_attempt(text, pos, allowed, last_token)
     if literal is not None:
@@ -249,24 +273,37 @@ def unexpected_chars(terms: Terminals, path: str, text: str, *, pos: int, line: 
     ch = here[column - 1] if 0 < column <= len(here) else "?"
     span = Span.point(path, line, column)
     if ch == '"':
-        return Diagnostic("E-SYNTAX", "unterminated string", labels=(Label(span, "this string is never closed"),),
-                          helps=("strings close with `\"` on the same line",))
+        return Diagnostic(
+            Code.E_SYNTAX,
+            "unterminated string",
+            labels=(Label(span, "this string is never closed"),),
+            helps=('strings close with `"` on the same line',),
+        )
     label = terms.expected_label(allowed) if allowed else "not valid here"
-    return Diagnostic("E-SYNTAX", f"unexpected character `{ch}`", labels=(Label(span, label),))
+    return Diagnostic(Code.E_SYNTAX, f"unexpected character `{ch}`", labels=(Label(span, label),))
 
 
 def invalid_syntax(path: str, line: int, column: int) -> Diagnostic:
     """A syntax error the parser could not place more precisely."""
-    return Diagnostic("E-SYNTAX", "invalid syntax",
-                      labels=(Label(Span.point(path, max(line, 1), max(column, 1)), "here"),))
+    return Diagnostic(
+        Code.E_SYNTAX, "invalid syntax", labels=(Label(Span.point(path, max(line, 1), max(column, 1)), "here"),)
+    )
 
 
 # ------------------------------------------------------------ malformed literals
 
+
 def _literal_attempt(text: str, pos: int, expected: set[str], previous: Tok | None) -> str | None:
     """The literal terminal (INT, VERSION_REQ, SHAPE) that a malformed number-like word at ``pos`` was meant as."""
-    if previous is not None and previous.type in _LITERALS and previous.end_pos == pos and pos > 0 \
-            and text[pos - 1] in _NUMBER_CHARS and pos < len(text) and text[pos] in _NUMBER_CHARS:
+    if (
+        previous is not None
+        and previous.type in _LITERALS
+        and previous.end_pos == pos
+        and pos > 0
+        and text[pos - 1] in _NUMBER_CHARS
+        and pos < len(text)
+        and text[pos] in _NUMBER_CHARS
+    ):
         return previous.type
     if pos < len(text) and text[pos].isdigit():
         for terminal in ("SHAPE", "VERSION_REQ", "INT"):
@@ -279,9 +316,12 @@ def _invalid_literal(path: str, text: str, pos: int, terminal: str) -> Diagnosti
     start = _literal_start(text, pos)
     word = _word_from(text, start, _NUMBER_CHARS | _VERSION_OPERATORS)
     what, how = _LITERALS[terminal]
-    return Diagnostic("E-SYNTAX", f"invalid {what} `{word}`",
-                      labels=(Label(span_at(path, text, start, len(word)), f"not a valid {what}"),),
-                      helps=(how,))
+    return Diagnostic(
+        Code.E_SYNTAX,
+        f"invalid {what} `{word}`",
+        labels=(Label(span_at(path, text, start, len(word)), f"not a valid {what}"),),
+        helps=(how,),
+    )
 
 
 def _literal_start(text: str, pos: int) -> int:
@@ -295,6 +335,7 @@ def _literal_start(text: str, pos: int) -> int:
 
 # ------------------------------------------------------------ unexpected tokens
 
+
 def _describe(terms: Terminals, tok: Tok) -> str:
     if tok.type == "_NL":
         return "end of line"
@@ -307,8 +348,9 @@ def _describe(terms: Terminals, tok: Tok) -> str:
     return f"`{tok.value}`"
 
 
-def _misplaced_keyword(terms: Terminals, word: str, expected: set[str],
-                       accepts_after_newline: Callable[[str], bool] | None) -> list[str]:
+def _misplaced_keyword(
+    terms: Terminals, word: str, expected: set[str], accepts_after_newline: Callable[[str], bool] | None
+) -> list[str]:
     """Help for a keyword that is valid elsewhere: at top level, after a line break, or a near miss."""
     if expected <= {"STAGE", "PIPELINE", "_NL", "$END"}:
         return [f"`{word}` goes inside a `stage` or `pipeline` block"]
@@ -326,10 +368,11 @@ def _swallowed_by_string(terms: Terminals, tok: Tok, expected: set[str], previou
     swallowed = [w for w in terms.keywords(expected) if w in inside]
     if not swallowed:
         return []
-    return [f"is a closing `\"` missing? the string {previous.value} runs on past `{swallowed[0]}`"]
+    return [f'is a closing `"` missing? the string {previous.value} runs on past `{swallowed[0]}`']
 
 
 # ------------------------------------------------------------ end of file and blocks
+
 
 def _end_point(path: str, text: str) -> Span:
     lines = source_lines(text)
@@ -342,10 +385,14 @@ _Opener = tuple[int, int, str]
 def _unterminated(path: str, text: str, opener: _Opener) -> Diagnostic:
     line, col, what = opener
     return Diagnostic(
-        "E-SYNTAX", f"unterminated {what}block: `{{` is never closed",
-        labels=(Label(Span.point(path, line, col), "block opened here"),
-                Label(_end_point(path, text), "file ends here", primary=False)),
-        helps=("close the block with `}`",))
+        Code.E_SYNTAX,
+        f"unterminated {what}block: `{{` is never closed",
+        labels=(
+            Label(Span.point(path, line, col), "block opened here"),
+            Label(_end_point(path, text), "file ends here", primary=False),
+        ),
+        helps=("close the block with `}`",),
+    )
 
 
 def _blocks(text: str, stop: int | None = None) -> tuple[list[_Opener], list[_Opener]]:

@@ -40,8 +40,9 @@ class Campaign:
 
     def baseline(self) -> list[Diagnostic]:
         """The unmutated composition's error diagnostics (a campaign needs none)."""
-        return [d for d in analyse(self.subject.inputs, self.checker.context).diagnostics
-                if d.severity is Severity.ERROR]
+        return [
+            d for d in analyse(self.subject.inputs, self.checker.context).diagnostics if d.severity is Severity.ERROR
+        ]
 
     def run_one(self, index: int) -> Outcome | None:
         mutation = self.plan.mutation(index)
@@ -51,8 +52,14 @@ class Campaign:
         verdict = self.checker.check(mutation)
         return Outcome(index, mutation, verdict, time.perf_counter() - start)
 
-    def run(self, *, examples: int | None = None, seconds: float | None = None, jobs: int = 1,
-            progress: Callable[[int], None] | None = None) -> Report:
+    def run(
+        self,
+        *,
+        examples: int | None = None,
+        seconds: float | None = None,
+        jobs: int = 1,
+        progress: Callable[[int], None] | None = None,
+    ) -> Report:
         """Check mutants ``0, 1, …`` until ``examples`` are done, ``seconds`` have passed or the plan ends."""
         if examples is None and seconds is None:
             examples = 1000
@@ -69,11 +76,23 @@ class Campaign:
                 if progress is not None:
                     progress(1)
         elapsed = time.perf_counter() - start
-        stopped = ("plan exhausted" if size is not None and len(outcomes) >= size
-                   else "time budget" if deadline is not None and (limit is None or len(outcomes) < limit)
-                   else "example budget")
-        report = Report(self.subject.name, self.seed, outcomes, elapsed, jobs, self.plan.singles,
-                        tuple(o.name for o in self.checker.oracles), stopped=stopped)
+        stopped = (
+            "plan exhausted"
+            if size is not None and len(outcomes) >= size
+            else "time budget"
+            if deadline is not None and (limit is None or len(outcomes) < limit)
+            else "example budget"
+        )
+        report = Report(
+            self.subject.name,
+            self.seed,
+            outcomes,
+            elapsed,
+            jobs,
+            self.plan.singles,
+            tuple(o.name for o in self.checker.oracles),
+            stopped=stopped,
+        )
         seen: set[tuple[str | None, Mutation]] = set()
         for out in outcomes:
             if out.verdict.status != "bug":
@@ -112,8 +131,9 @@ def _work(indices: range) -> list[Outcome]:
     return found
 
 
-def _run_pool(campaign: Campaign, limit: int | None, deadline: float | None, jobs: int,
-              progress: Callable[[int], None] | None) -> list[Outcome]:
+def _run_pool(
+    campaign: Campaign, limit: int | None, deadline: float | None, jobs: int, progress: Callable[[int], None] | None
+) -> list[Outcome]:
     """Check chunks of consecutive indices in worker processes; the result is a prefix of the plan."""
     global _WORKER
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
@@ -132,16 +152,20 @@ def _init_worker(campaign: Campaign | None = None) -> None:
         _WORKER = campaign
 
 
-def _drive(pool: Any, limit: int | None, deadline: float | None, jobs: int,
-           progress: Callable[[int], None] | None) -> list[Outcome]:
+def _drive(
+    pool: Any, limit: int | None, deadline: float | None, jobs: int, progress: Callable[[int], None] | None
+) -> list[Outcome]:
     pending: dict[int, Any] = {}
     done: dict[int, list[Outcome]] = {}
     next_start = 0
     exhausted = False
 
     def more() -> bool:
-        return (not exhausted and (limit is None or next_start < limit)
-                and (deadline is None or time.perf_counter() < deadline))
+        return (
+            not exhausted
+            and (limit is None or next_start < limit)
+            and (deadline is None or time.perf_counter() < deadline)
+        )
 
     while True:
         while len(pending) < 2 * jobs and more():

@@ -19,6 +19,7 @@ from contract_lang.compositions.edit import Mutation, apply_edits
 from contract_lang.parser import parse_text
 from contract_lang.printer import print_node
 from diagnostics.model import Diagnostic, DiagnosticError, Severity
+from diagnostics.symbols import Code
 from fuzzing.oracles import PARSE_CACHE, Oracle, default_oracles
 from fuzzing.subject import Subject
 from package.loader import StageEntry
@@ -26,7 +27,7 @@ from package.loader import StageEntry
 Status = Literal["accepted", "rejected", "bug"]
 
 #: Codes a rejection may carry besides the clauses' own: a solver that could not decide.
-UNDECIDED_CODES = frozenset({"E-SOLVER-UNKNOWN", "E-SOLVER-BUDGET"})
+UNDECIDED_CODES = frozenset({Code.E_SOLVER_UNKNOWN, Code.E_SOLVER_BUDGET})
 
 BUG_KINDS: Mapping[str, str] = {
     "raised": "the checker raised an exception",
@@ -73,8 +74,9 @@ class Outcome:
 class Checker:
     """Checks mutants of one subject with one clause selection and a set of oracles."""
 
-    def __init__(self, subject: Subject, clauses: Sequence[type[Clause]] | None = None,
-                 oracles: Sequence[Oracle] | None = None) -> None:
+    def __init__(
+        self, subject: Subject, clauses: Sequence[type[Clause]] | None = None, oracles: Sequence[Oracle] | None = None
+    ) -> None:
         self.subject = subject
         self.clauses = list(clauses) if clauses is not None else selected()
         self.codes = frozenset(c.code for c in self.clauses)
@@ -85,8 +87,7 @@ class Checker:
         # One context for every mutant's check: protocol verdicts (on their meaning) and PTX facts
         # in its memo; placement is deterministic (the same problem gets the same placement): each
         # is solved once.
-        self.context = AnalysisContext(subject.target, tuple(self.clauses), memo=Memo(),
-                                       downstreams=_Downstreams())
+        self.context = AnalysisContext(subject.target, tuple(self.clauses), memo=Memo(), downstreams=_Downstreams())
 
     def units(self, mutation: Mutation) -> tuple[A.Stage | A.Pipeline, ...]:
         return apply_edits(self.subject.bundle.units, mutation.edits)
@@ -115,8 +116,9 @@ class Checker:
             else:
                 assert isinstance(parsed, A.Stage)
                 old = candidates[subject.slots[u]]
-                candidates[subject.slots[u]] = StageEntry(parsed, mutant_name(old.source), old.use,
-                                                          old.package, old.captured)
+                candidates[subject.slots[u]] = StageEntry(
+                    parsed, mutant_name(old.source), old.use, old.package, old.captured
+                )
         mutant = dataclasses.replace(subject.inputs, pipeline=pipeline, candidates=candidates, diagnostics=[])
         analysis = analyse(mutant, self.context)
         comp = analysis.composition
@@ -147,8 +149,11 @@ class Checker:
         try:
             source = parse_text(text, mutant_name(f"unit{u}"), kind)
         except DiagnosticError as err:
-            return Verdict("bug", bug="round-trip", problems=tuple(
-                f"printed mutant does not parse: {d.code}: {d.message}" for d in err.diagnostics))
+            return Verdict(
+                "bug",
+                bug="round-trip",
+                problems=tuple(f"printed mutant does not parse: {d.code}: {d.message}" for d in err.diagnostics),
+            )
         parsed = source.items[0] if len(source.items) == 1 else None
         if parsed != unit:
             return Verdict("bug", bug="round-trip", problems=("printed mutant parses to a different AST",))
@@ -158,14 +163,20 @@ class Checker:
     def judge(self, diags: Sequence[Diagnostic], *, by: str = "checker") -> Verdict:
         """Rejected, accepted, or a bug (E-INTERNAL, an unregistered code, a rejection without span)."""
         errors = [d for d in diags if d.severity is Severity.ERROR]
-        internal = [d for d in errors if d.code == "E-INTERNAL"]
+        internal = [d for d in errors if d.code == Code.E_INTERNAL]
         if internal:
             return Verdict("bug", bug="internal", by=by, problems=_internal_problems(internal))
         malformed = [d for d in errors if d.code not in self.registered or not d.labels]
         if malformed:
-            return Verdict("bug", bug="diagnostic", by=by, problems=tuple(
-                f"{d.code}: {d.message}: " + ("unregistered code" if d.code not in self.registered else "no span")
-                for d in malformed))
+            return Verdict(
+                "bug",
+                bug="diagnostic",
+                by=by,
+                problems=tuple(
+                    f"{d.code}: {d.message}: " + ("unregistered code" if d.code not in self.registered else "no span")
+                    for d in malformed
+                ),
+            )
         if errors:
             return Verdict("rejected", codes=_error_codes(errors), by=by)
         return Verdict("accepted")
@@ -184,8 +195,12 @@ class _Downstreams:
     def get(self, comp: Composition, compute: Callable[[], Downstream]) -> Downstream:
         from placement.adapter import problem_from
 
-        key = (problem_from(comp), tuple(o.item for o in comp.items(A.ExportTensor)),
-               tuple(o.item for o in comp.tensor_imports), _protocol_key(comp))
+        key = (
+            problem_from(comp),
+            tuple(o.item for o in comp.items(A.ExportTensor)),
+            tuple(o.item for o in comp.tensor_imports),
+            _protocol_key(comp),
+        )
         found = self._found.get(key)
         if found is None:
             if len(self._found) >= PARSE_CACHE:

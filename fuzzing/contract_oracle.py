@@ -40,10 +40,10 @@ class TooLarge(RuntimeError):
 @dataclass(frozen=True)
 class _Op:
     role: int
-    kind: str            # wait, arrive, copy, write, read, add, wait_ge, bar_arrive, bar_sync, bar_wait
+    kind: str  # wait, arrive, copy, write, read, add, wait_ge, bar_arrive, bar_sync, bar_wait
     channel: str
     barrier: str = ""
-    amount: int = 0      # arrivals, bytes, counter amount or threads
+    amount: int = 0  # arrivals, bytes, counter amount or threads
     tx: int = 0
     parity: int = 0
     lag: int = 0
@@ -58,8 +58,9 @@ def _count(comp: Composition, count: A.Count) -> int:
             continue
         info = comp.roles.get(term.role or "")
         warps = info.warps if info is not None else 0
-        per = {"per_thread": 32 * warps, "per_warp": warps,
-               "per_warpgroup": warps // 4 if warps % 4 == 0 else 0}[term.unit]
+        per = {"per_thread": 32 * warps, "per_warp": warps, "per_warpgroup": warps // 4 if warps % 4 == 0 else 0}[
+            term.unit
+        ]
         total += term.coef * per
     return total
 
@@ -162,8 +163,9 @@ def problems_of(comp: Composition, depths: dict[str, int], *, max_states: int = 
             elif isinstance(item, A.Counter) and item.name in counters:
                 r = index[item.role]
                 steps = item.steps or (A.CounterStep("add" if item.side == "produce" else "wait_ge", 1),)
-                programs[r] += [_Op(r, "add" if s.op == "add" else "wait_ge", item.name, amount=s.amount)
-                                for s in steps]
+                programs[r] += [
+                    _Op(r, "add" if s.op == "add" else "wait_ge", item.name, amount=s.amount) for s in steps
+                ]
             elif isinstance(item, A.Rendezvous) and item.name in bars:
                 r = index[item.role]
                 threads = comp.roles[item.role].warps * 32
@@ -185,8 +187,9 @@ def _static(rings: dict[str, _Ring], programs: list[list[_Op]]) -> list[str]:
             loop = sum(o.amount for o in mine if o.kind == "arrive" and not o.prearm)
             pre = [o.amount for o in mine if o.prearm]
             if loop != ring.inits[kind] or (pre and sum(pre) != ring.inits[kind]):
-                out.append(f"L-ARRIVE: `{name}.{kind}` gets {loop} arrivals per phase, initialized for "
-                           f"{ring.inits[kind]}")
+                out.append(
+                    f"L-ARRIVE: `{name}.{kind}` gets {loop} arrivals per phase, initialized for {ring.inits[kind]}"
+                )
             expected = sum(o.tx for o in mine if o.kind == "arrive")
             done = sum(o.amount for o in mine if o.kind == "copy")
             if expected != done:
@@ -210,8 +213,13 @@ class _Act:
     sync_wait: bool = False
 
 
-def _explore(rings: dict[str, _Ring], counters: dict[str, tuple[int, int]], bars: dict[str, int],
-             programs: list[list[_Op]], max_states: int) -> list[str]:
+def _explore(
+    rings: dict[str, _Ring],
+    counters: dict[str, tuple[int, int]],
+    bars: dict[str, int],
+    programs: list[list[_Op]],
+    max_states: int,
+) -> list[str]:
     bound = 2 * max((r.depth for r in rings.values()), default=1) + 1
     acts: list[list[_Act]] = []
     for prog in programs:
@@ -265,8 +273,8 @@ def _explore(rings: dict[str, _Ring], counters: dict[str, tuple[int, int]], bars
             new_state, seen_gen = _apply(a, state, rings, bars)
             new_objs = dict(objs)
             new_objs[a.obj] = new_state
-            new_synced = synced if seen_gen is None else (*synced[:r], seen_gen, *synced[r + 1:])
-            nxt: _State = ((*pcs[:r], pcs[r] + 1, *pcs[r + 1:]), tuple(sorted(new_objs.items())), new_synced)
+            new_synced = synced if seen_gen is None else (*synced[:r], seen_gen, *synced[r + 1 :])
+            nxt: _State = ((*pcs[:r], pcs[r] + 1, *pcs[r + 1 :]), tuple(sorted(new_objs.items())), new_synced)
             if nxt not in seen:
                 if len(seen) >= max_states:
                     raise TooLarge(f"more than {max_states} states")
@@ -294,8 +302,9 @@ def _enabled(a: _Act, state: tuple[int, int, int], synced: int) -> bool:
     return True
 
 
-def _apply(a: _Act, state: tuple[int, int, int], rings: dict[str, _Ring],
-           bars: dict[str, int]) -> tuple[tuple[int, int, int], int | None]:
+def _apply(
+    a: _Act, state: tuple[int, int, int], rings: dict[str, _Ring], bars: dict[str, int]
+) -> tuple[tuple[int, int, int], int | None]:
     x, y, z = state
     kind = a.op.kind
     if kind in ("wait", "wait_ge", "write", "read") or a.sync_wait:
@@ -317,8 +326,13 @@ def _apply(a: _Act, state: tuple[int, int, int], rings: dict[str, _Ring],
     return (phase, pending, tx), None
 
 
-def _races(a: _Act, pcs: tuple[int, ...], rings: dict[str, _Ring], last_write: dict[tuple[str, int], int],
-           last_use: dict[tuple[str, int, int], int]) -> list[str]:
+def _races(
+    a: _Act,
+    pcs: tuple[int, ...],
+    rings: dict[str, _Ring],
+    last_write: dict[tuple[str, int], int],
+    last_use: dict[tuple[str, int, int], int],
+) -> list[str]:
     ring = rings.get(a.op.channel)
     if ring is None or a.data < 0:
         return []

@@ -26,8 +26,7 @@ class Plan:
     kinds: tuple[str, ...] | None
 
     @classmethod
-    def make(cls, bundle: Bundle, seed: int, *, max_edits: int = 2,
-             kinds: Sequence[str] | None = None) -> Plan:
+    def make(cls, bundle: Bundle, seed: int, *, max_edits: int = 2, kinds: Sequence[str] | None = None) -> Plan:
         catalogue = tuple(e for e in edits(bundle) if kinds is None or e.kind in kinds)
         order = list(range(len(catalogue)))
         random.Random(f"{seed}:order").shuffle(order)
@@ -47,12 +46,12 @@ class Plan:
         if self.max_edits < 2 or self.singles < 2:
             return None
         rng = random.Random(f"{self.seed}:{index}")
-        return random_mutation(self.bundle, rng, min_edits=2, max_edits=self.max_edits,
-                               catalogue=self.catalogue)
+        return random_mutation(self.bundle, rng, min_edits=2, max_edits=self.max_edits, catalogue=self.catalogue)
 
 
 def shrink(checker: Checker, mutation: Mutation, verdict: Verdict) -> Mutation:
     """The smallest sub-list of the edits that still shows the same kind of bug (ddmin)."""
+
     def still(candidate: Sequence[Edit]) -> bool:
         if not candidate:
             return False
@@ -63,7 +62,7 @@ def shrink(checker: Checker, mutation: Mutation, verdict: Verdict) -> Mutation:
     chunks = 2
     while len(current) >= 2:
         size = -(-len(current) // chunks)
-        parts = [current[i:i + size] for i in range(0, len(current), size)]
+        parts = [current[i : i + size] for i in range(0, len(current), size)]
         reduced = False
         for i in range(len(parts)):
             complement = [e for j, p in enumerate(parts) if j != i for e in p]

@@ -78,10 +78,14 @@ class ProtocolOracle:
         if placed is None or not (comp.rings or comp.counters or comp.rendezvous):
             return OracleResult(False)
         depths = {r.name: r.depth for r in placed.placement.rings}
-        key = (tuple(sorted(depths.items())), tuple(o.item for o in comp.items(A.Ring)),
-               tuple(o.item for o in comp.items(A.Counter)), tuple(o.item for o in comp.items(A.Rendezvous)),
-               tuple(sorted((r, i.warps) for r, i in comp.roles.items())),
-               tuple((e.stage.name, tuple(type(i).__name__ for i in e.stage.items)) for e in comp.stages))
+        key = (
+            tuple(sorted(depths.items())),
+            tuple(o.item for o in comp.items(A.Ring)),
+            tuple(o.item for o in comp.items(A.Counter)),
+            tuple(o.item for o in comp.items(A.Rendezvous)),
+            tuple(sorted((r, i.warps) for r, i in comp.roles.items())),
+            tuple((e.stage.name, tuple(type(i).__name__ for i in e.stage.items)) for e in comp.stages),
+        )
         if key not in self._cache:
             if len(self._cache) >= PARSE_CACHE:
                 self._cache.clear()

@@ -37,8 +37,10 @@ class Report:
         """Rows of the summary table: one per mutation kind (and one per stacked size)."""
         rows: dict[str, dict[str, Any]] = {}
         for out in self.outcomes:
-            row = rows.setdefault(out.kind, {"kind": out.kind, "mutants": 0, "rejected": 0, "accepted": 0,
-                                             "bugs": 0, "by_clause": Counter()})
+            row = rows.setdefault(
+                out.kind,
+                {"kind": out.kind, "mutants": 0, "rejected": 0, "accepted": 0, "bugs": 0, "by_clause": Counter()},
+            )
             row["mutants"] += 1
             v = out.verdict
             if v.status == "rejected":
@@ -68,10 +70,20 @@ class Report:
             "oracles": list(self.oracles),
             "duplicate_bugs": self.duplicates,
             "kinds": [{**r, "by_clause": dict(sorted(r["by_clause"].items()))} for r in self.by_kind()],
-            "accepted": [{"index": o.index, "kind": o.kind, "mutation": o.mutation.describe(bundle)}
-                         for o in self.accepted()],
-            "bugs": [{"index": o.index, "kind": o.kind, "bug": o.verdict.bug, "by": o.verdict.by,
-                      "problems": list(o.verdict.problems), "mutation": o.mutation.describe(bundle),
-                      "shrunk": shrunk.describe(bundle), "reproducer": text}
-                     for o, shrunk, text in self.bugs],
+            "accepted": [
+                {"index": o.index, "kind": o.kind, "mutation": o.mutation.describe(bundle)} for o in self.accepted()
+            ],
+            "bugs": [
+                {
+                    "index": o.index,
+                    "kind": o.kind,
+                    "bug": o.verdict.bug,
+                    "by": o.verdict.by,
+                    "problems": list(o.verdict.problems),
+                    "mutation": o.mutation.describe(bundle),
+                    "shrunk": shrunk.describe(bundle),
+                    "reproducer": text,
+                }
+                for o, shrunk, text in self.bugs
+            ],
         }

@@ -34,8 +34,13 @@ def load_subject(paths: Sequence[str], *, target: str | None = None) -> Subject:
     chosen, _ = select_stages(inputs.pipeline, inputs.candidates)
     slots: list[int] = []
     for entry in chosen:
-        slots.append(next(i for i, c in enumerate(inputs.candidates)
-                          if c.stage is entry.stage and c.source == entry.source and c.package == entry.package))
+        slots.append(
+            next(
+                i
+                for i, c in enumerate(inputs.candidates)
+                if c.stage is entry.stage and c.source == entry.source and c.package == entry.package
+            )
+        )
     bundle = Bundle(inputs.pipeline, tuple(e.stage for e in chosen))
     return Subject(inputs, bundle, tuple(chosen), tuple(slots), target)
 

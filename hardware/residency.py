@@ -34,7 +34,14 @@ from dataclasses import dataclass
 from typing import Protocol
 
 RESOURCES: tuple[str, ...] = (
-    "threads", "warps", "registers", "shared memory", "named barriers", "tensor memory", "blocks")
+    "threads",
+    "warps",
+    "registers",
+    "shared memory",
+    "named barriers",
+    "tensor memory",
+    "blocks",
+)
 """The resources an SM divides between its blocks, in the order they are reported."""
 
 
@@ -102,6 +109,7 @@ def round_up(value: int, unit: int) -> int:
 
 # ----------------------------------------------------------------- registers
 
+
 def reg_unit(spec: RegisterFile) -> int:
     """Registers per thread in one allocation unit (256 per warp / 32 = 8)."""
     return spec.reg_alloc_unit_per_warp // spec.warp_size
@@ -117,9 +125,11 @@ def blocks_by_registers(spec: RegisterFile, regs_per_thread: int, warps: int) ->
     if warps < 1:
         return 0
     per_warp = regs_per_warp(spec, regs_per_thread)
-    if (regs_per_thread > spec.max_regs_per_thread
-            or per_warp * round_up(warps, spec.reg_warp_rounding) > spec.regs_per_block
-            or per_warp * warps > spec.regs_per_block):
+    if (
+        regs_per_thread > spec.max_regs_per_thread
+        or per_warp * round_up(warps, spec.reg_warp_rounding) > spec.regs_per_block
+        or per_warp * warps > spec.regs_per_block
+    ):
         return 0
     if per_warp == 0:
         return 1 << 30
@@ -157,6 +167,7 @@ def register_demand(spec: RegisterFile, warps: int, budgets: tuple[int, ...] | l
 
 
 # ----------------------------------------------------------------- shared memory and TMEM
+
 
 def smem_charge(spec: SharedMemory, smem_bytes: int) -> int:
     """Shared memory one block takes from its SM (HDR ``cudaOccMaxBlocksPerSMSmemLimit``)."""
@@ -207,6 +218,7 @@ def blocks_by_tmem(spec: TensorMemory, columns: int) -> int | None:
 
 # ----------------------------------------------------------------- blocks per SM
 
+
 @dataclass(frozen=True)
 class Demand:
     """What one block of a kernel takes from its SM.
@@ -256,22 +268,38 @@ def residency(spec: SmLimits, demand: Demand) -> Residency:
     per_warp = regs_per_warp(spec, demand.regs_per_thread)
     barriers = max(demand.barriers, 1)
     limits = [
-        Limit("threads", spec.max_threads_per_sm // threads if threads else 0,
-              f"{threads} threads per block of {spec.max_threads_per_sm} per SM"),
-        Limit("warps", warps_sm // demand.warps if demand.warps else 0,
-              f"{demand.warps} warps per block of {warps_sm} per SM"),
-        Limit("registers", blocks_by_registers(spec, demand.regs_per_thread, demand.warps),
-              f"{demand.regs_per_thread} registers per thread ({per_warp} per warp) × {demand.warps} warps of "
-              f"{spec.regs_per_sm} per SM"),
-        Limit("shared memory", blocks_by_smem(spec, demand.smem_bytes),
-              f"{demand.smem_bytes} B per block, charged {smem_charge(spec, demand.smem_bytes)} B, of "
-              f"{spec.smem_per_sm} B per SM"),
-        Limit("named barriers", spec.named_barriers_per_sm // barriers,
-              f"{barriers} barrier IDs per block of {spec.named_barriers_per_sm} per SM"),
+        Limit(
+            "threads",
+            spec.max_threads_per_sm // threads if threads else 0,
+            f"{threads} threads per block of {spec.max_threads_per_sm} per SM",
+        ),
+        Limit(
+            "warps",
+            warps_sm // demand.warps if demand.warps else 0,
+            f"{demand.warps} warps per block of {warps_sm} per SM",
+        ),
+        Limit(
+            "registers",
+            blocks_by_registers(spec, demand.regs_per_thread, demand.warps),
+            f"{demand.regs_per_thread} registers per thread ({per_warp} per warp) × {demand.warps} warps of "
+            f"{spec.regs_per_sm} per SM",
+        ),
+        Limit(
+            "shared memory",
+            blocks_by_smem(spec, demand.smem_bytes),
+            f"{demand.smem_bytes} B per block, charged {smem_charge(spec, demand.smem_bytes)} B, of "
+            f"{spec.smem_per_sm} B per SM",
+        ),
+        Limit(
+            "named barriers",
+            spec.named_barriers_per_sm // barriers,
+            f"{barriers} barrier IDs per block of {spec.named_barriers_per_sm} per SM",
+        ),
     ]
     tmem = blocks_by_tmem(spec, demand.tmem_columns)
     if tmem is not None:
-        limits.append(Limit("tensor memory", tmem,
-                            f"{demand.tmem_columns} columns per block of {spec.tmem_columns} per SM"))
+        limits.append(
+            Limit("tensor memory", tmem, f"{demand.tmem_columns} columns per block of {spec.tmem_columns} per SM")
+        )
     limits.append(Limit("blocks", spec.max_ctas_per_sm, f"at most {spec.max_ctas_per_sm} blocks per SM"))
     return Residency(tuple(limits))

@@ -31,32 +31,58 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 SOURCE_TAGS: tuple[str, ...] = (
-    "PG-CC", "HTG", "BTG", "PTX §", "HDR", "PTXAS", "HW", "CUTLASS", "DOC",
-    "PG-TMA", "PG-CLUSTER", "DRV-TMAP", "NVB-PARAMS", "CUBIN", "UNCONFIRMED",
+    "PG-CC",
+    "HTG",
+    "BTG",
+    "PTX §",
+    "HDR",
+    "PTXAS",
+    "HW",
+    "CUTLASS",
+    "DOC",
+    "PG-TMA",
+    "PG-CLUSTER",
+    "DRV-TMAP",
+    "NVB-PARAMS",
+    "CUBIN",
+    "UNCONFIRMED",
 )
 
-FEATURE_SOURCES: Mapping[str, str] = MappingProxyType({
-    "tma": "HARDWARE.md §11: cp.async.bulk.tensor accepted on all targets (PTXAS)",
-    "tma_multicast": "HARDWARE.md §11 (PTXAS; advisory 'reduced performance' on sm_90, sm_120a)",
-    "cp_async_bulk": "PTX §9.7.9.25 (sm_90+)",
-    "mbarrier": "PTX §9.7.13.15 (try_wait, expect_tx, complete_tx: sm_90+)",
-    "named_barriers": "PTX §9.7.13.1",
-    "clusters": "PG-CC T29; HARDWARE.md §9 (PTXAS: barrier.cluster, mapa on all targets)",
-    "dsmem": "PTX §9.7.9.23 (mapa); HARDWARE.md §9",
-    "multimem": "PTXAS 13.0.88: multimem.ld_reduce/st/red accepted on sm_90/90a/100a/120a",
-    "mma_sync": "HARDWARE.md §11 (PTXAS; HW on sm_90a)",
-    "ldmatrix": "PTX §9.7.14.5.15 (sm_75+)",
-    "stmatrix": "HARDWARE.md §11; PTX §9.7.14.5.16 (sm_90+)",
-    "wgmma": "HARDWARE.md §11: sm_90a only (PTXAS)",
-    "setmaxnreg": "HARDWARE.md §11 and §3.2: not on plain sm_90 (PTXAS)",
-    "tcgen05": "HARDWARE.md §11: sm_100a/sm_103a only (PTXAS)",
-    "tmem": "PTX §9.7.16.1; HARDWARE.md §6 (sm_100a/sm_103a only)",
-})
+FEATURE_SOURCES: Mapping[str, str] = MappingProxyType(
+    {
+        "tma": "HARDWARE.md §11: cp.async.bulk.tensor accepted on all targets (PTXAS)",
+        "tma_multicast": "HARDWARE.md §11 (PTXAS; advisory 'reduced performance' on sm_90, sm_120a)",
+        "cp_async_bulk": "PTX §9.7.9.25 (sm_90+)",
+        "mbarrier": "PTX §9.7.13.15 (try_wait, expect_tx, complete_tx: sm_90+)",
+        "named_barriers": "PTX §9.7.13.1",
+        "clusters": "PG-CC T29; HARDWARE.md §9 (PTXAS: barrier.cluster, mapa on all targets)",
+        "dsmem": "PTX §9.7.9.23 (mapa); HARDWARE.md §9",
+        "multimem": "PTXAS 13.0.88: multimem.ld_reduce/st/red accepted on sm_90/90a/100a/120a",
+        "mma_sync": "HARDWARE.md §11 (PTXAS; HW on sm_90a)",
+        "ldmatrix": "PTX §9.7.14.5.15 (sm_75+)",
+        "stmatrix": "HARDWARE.md §11; PTX §9.7.14.5.16 (sm_90+)",
+        "wgmma": "HARDWARE.md §11: sm_90a only (PTXAS)",
+        "setmaxnreg": "HARDWARE.md §11 and §3.2: not on plain sm_90 (PTXAS)",
+        "tcgen05": "HARDWARE.md §11: sm_100a/sm_103a only (PTXAS)",
+        "tmem": "PTX §9.7.16.1; HARDWARE.md §6 (sm_100a/sm_103a only)",
+    }
+)
 
-_COMMON_FEATURES = frozenset({
-    "tma", "tma_multicast", "cp_async_bulk", "mbarrier", "named_barriers", "clusters",
-    "dsmem", "multimem", "mma_sync", "ldmatrix", "stmatrix",
-})
+_COMMON_FEATURES = frozenset(
+    {
+        "tma",
+        "tma_multicast",
+        "cp_async_bulk",
+        "mbarrier",
+        "named_barriers",
+        "clusters",
+        "dsmem",
+        "multimem",
+        "mma_sync",
+        "ldmatrix",
+        "stmatrix",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -204,16 +230,18 @@ def numeric_fields() -> tuple[str, ...]:
 
 _PORTABLE_CLUSTER = Sourced(8, "PG-CLUSTER; HTG; BTG")
 _UNCONFIRMED_USER_BASE = Sourced(
-    1024, "UNCONFIRMED at run time; CUBIN: .nv.shared.<kernel> holds 1024 reserved bytes first")
+    1024, "UNCONFIRMED at run time; CUBIN: .nv.shared.<kernel> holds 1024 reserved bytes first"
+)
 
 _COMMON: dict[str, Sourced] = {
     "smem_per_block_default": Sourced(49152, "PG-CC T31 footnote 3; BTG §1.4.2.3; HW (sm_90)"),
     "smem_static_portable_max": Sourced(
-        49152, "BTG §1.4.2.3 (static allocations limited to 48 KB); HARDWARE.md §0.3 item 3"),
-    "smem_reserved_per_block": Sourced(
-        1024, "BTG §1.4.2.3; HW: reservedSharedMemPerBlock=1024; HDR"),
+        49152, "BTG §1.4.2.3 (static allocations limited to 48 KB); HARDWARE.md §0.3 item 3"
+    ),
+    "smem_reserved_per_block": Sourced(1024, "BTG §1.4.2.3; HW: reservedSharedMemPerBlock=1024; HDR"),
     "smem_alloc_granularity": Sourced(
-        128, "PTX §10.30 (%total_smem_size unit); HDR cudaOccSMemAllocationGranularity; HW"),
+        128, "PTX §10.30 (%total_smem_size unit); HDR cudaOccSMemAllocationGranularity; HW"
+    ),
     "smem_banks": Sourced(32, "PG-CC T31"),
     "warp_size": Sourced(32, "PG-CC T30; HW"),
     "max_threads_per_block": Sourced(1024, "PG-CC T30; HW: maxThreadsPerBlock=1024"),
@@ -256,7 +284,8 @@ _HOPPER: dict[str, Sourced] = {
     "cc_major": Sourced(9, "PG-CC T28; HW: cc 9.0"),
     "cc_minor": Sourced(0, "PG-CC T28; HW: cc 9.0"),
     "smem_per_block_optin": Sourced(
-        232448, "PG-CC T31; HTG; CUTLASS sm90_common.inl; HW: sharedMemPerBlockOptin=232448"),
+        232448, "PG-CC T31; HTG; CUTLASS sm90_common.inl; HW: sharedMemPerBlockOptin=232448"
+    ),
     "smem_static_max": Sourced(232448, "PTXAS: 0x38c00 max static .shared on sm_90a"),
     "smem_per_sm": Sourced(233472, "PG-CC T31; HTG; HW: sharedMemPerMultiprocessor=233472"),
     "smem_user_base": Sourced(1024, "HW: first static variable at shared address 1024; CUBIN"),
@@ -271,8 +300,7 @@ _HOPPER: dict[str, Sourced] = {
 _BLACKWELL_DC: dict[str, Sourced] = {
     "cc_major": Sourced(10, "PG-CC T28"),
     "cc_minor": Sourced(0, "PG-CC T28"),
-    "smem_per_block_optin": Sourced(
-        232448, "PG-CC T31; BTG; CUTLASS arch.h sm100_smem_capacity_bytes"),
+    "smem_per_block_optin": Sourced(232448, "PG-CC T31; BTG; CUTLASS arch.h sm100_smem_capacity_bytes"),
     "smem_static_max": Sourced(232448, "PTXAS: 0x38c00 max static .shared on sm_100a"),
     "smem_per_sm": Sourced(233472, "PG-CC T31; BTG; HDR"),
     "smem_user_base": _UNCONFIRMED_USER_BASE,
@@ -283,8 +311,7 @@ _BLACKWELL_DC: dict[str, Sourced] = {
     "named_barriers_per_sm": Sourced(64, "HDR cudaOccMaxBlocksPerSMBlockBarrierLimit (10.0)"),
     "tmem_columns": Sourced(512, "PTX §9.7.16.1; CUTLASS Sm100TmemCapacityColumns = 512"),
     "tmem_lanes": Sourced(128, "PTX §9.7.16.1; CUTLASS tmem_allocator_sm100.hpp"),
-    "tmem_min_alloc_columns": Sourced(
-        32, "PTX §9.7.16.7.1; PTXAS: nCols a power of 2 in [32..512]"),
+    "tmem_min_alloc_columns": Sourced(32, "PTX §9.7.16.7.1; PTXAS: nCols a power of 2 in [32..512]"),
     "cluster_nonportable_max": Sourced(16, "BTG §1.4.1.2 (B200)"),
 }
 
@@ -302,12 +329,14 @@ _BLACKWELL_RTX: dict[str, Sourced] = {
     "sm_count": Sourced(170, "UNCONFIRMED: RTX 5090 as NVIDIA's product pages state; not measured"),
     "named_barriers_per_sm": Sourced(24, "HDR cudaOccMaxBlocksPerSMBlockBarrierLimit (12.x)"),
     "cluster_nonportable_max": Sourced(
-        8, "UNCONFIRMED: no published non-portable limit; equal to the portable max (PG-CLUSTER)"),
+        8, "UNCONFIRMED: no published non-portable limit; equal to the portable max (PG-CLUSTER)"
+    ),
 }
 
 _PLAIN_SM90: dict[str, Sourced] = {
     "smem_static_max": Sourced(
-        49152, "PTXAS 13.0.88 on sm_90: 'uses too much shared data (0x10000 bytes, 0xc000 max)'"),
+        49152, "PTXAS 13.0.88 on sm_90: 'uses too much shared data (0x10000 bytes, 0xc000 max)'"
+    ),
 }
 
 
@@ -318,17 +347,17 @@ def _build(name: str, features: frozenset[str], *layers: dict[str, Sourced]) -> 
     unconfirmed = frozenset(k for k, v in facts.items() if "UNCONFIRMED" in v.source)
     values = {k: v.value for k, v in facts.items()}
     sources = MappingProxyType({k: v.source for k, v in facts.items()})
-    return TargetSpec(name=name, features=features, sources=sources,
-                      unconfirmed=unconfirmed, **values)
+    return TargetSpec(name=name, features=features, sources=sources, unconfirmed=unconfirmed, **values)
 
 
-TARGETS: Mapping[str, TargetSpec] = MappingProxyType({
-    "sm_90": _build("sm_90", _COMMON_FEATURES, _HOPPER, _PLAIN_SM90),
-    "sm_90a": _build("sm_90a", _COMMON_FEATURES | {"wgmma", "setmaxnreg"}, _HOPPER),
-    "sm_100a": _build("sm_100a", _COMMON_FEATURES | {"setmaxnreg", "tcgen05", "tmem"},
-                      _BLACKWELL_DC),
-    "sm_120a": _build("sm_120a", _COMMON_FEATURES | {"setmaxnreg"}, _BLACKWELL_RTX),
-})
+TARGETS: Mapping[str, TargetSpec] = MappingProxyType(
+    {
+        "sm_90": _build("sm_90", _COMMON_FEATURES, _HOPPER, _PLAIN_SM90),
+        "sm_90a": _build("sm_90a", _COMMON_FEATURES | {"wgmma", "setmaxnreg"}, _HOPPER),
+        "sm_100a": _build("sm_100a", _COMMON_FEATURES | {"setmaxnreg", "tcgen05", "tmem"}, _BLACKWELL_DC),
+        "sm_120a": _build("sm_120a", _COMMON_FEATURES | {"setmaxnreg"}, _BLACKWELL_RTX),
+    }
+)
 
 
 def target(name: str) -> TargetSpec | None:
@@ -351,22 +380,24 @@ def target_for_sm(sm: int) -> TargetSpec | None:
 # one is naturally aligned (its alignment equals its size), which is what params
 # layouts are checked against; the same on every target, so not part of TargetSpec.
 SCALAR_ALIGN_SOURCE = "DOC: CUDA C++ Programming Guide, Device Memory Accesses (1/2/4/8-byte words naturally aligned)"
-SCALAR_SIZES: Mapping[str, Sourced] = MappingProxyType({
-    "bool": Sourced(1, "DOC: device code follows the host ABI, sizeof(bool) == 1 (x86-64, aarch64 psABI)"),
-    "i8": Sourced(1, "PTX §5.2.1 (.s8)"),
-    "u8": Sourced(1, "PTX §5.2.1 (.u8)"),
-    "i16": Sourced(2, "PTX §5.2.1 (.s16)"),
-    "u16": Sourced(2, "PTX §5.2.1 (.u16)"),
-    "f16": Sourced(2, "PTX §5.2.1 (.f16)"),
-    "bf16": Sourced(2, "PTX §5.2.3 (.bf16, 16-bit storage)"),
-    "i32": Sourced(4, "PTX §5.2.1 (.s32)"),
-    "u32": Sourced(4, "PTX §5.2.1 (.u32)"),
-    "f32": Sourced(4, "PTX §5.2.1 (.f32)"),
-    "i64": Sourced(8, "PTX §5.2.1 (.s64)"),
-    "u64": Sourced(8, "PTX §5.2.1 (.u64)"),
-    "f64": Sourced(8, "PTX §5.2.1 (.f64)"),
-    "ptr": Sourced(8, "PTX §5.2.1 (.u64 addresses under .address_size 64)"),
-})
+SCALAR_SIZES: Mapping[str, Sourced] = MappingProxyType(
+    {
+        "bool": Sourced(1, "DOC: device code follows the host ABI, sizeof(bool) == 1 (x86-64, aarch64 psABI)"),
+        "i8": Sourced(1, "PTX §5.2.1 (.s8)"),
+        "u8": Sourced(1, "PTX §5.2.1 (.u8)"),
+        "i16": Sourced(2, "PTX §5.2.1 (.s16)"),
+        "u16": Sourced(2, "PTX §5.2.1 (.u16)"),
+        "f16": Sourced(2, "PTX §5.2.1 (.f16)"),
+        "bf16": Sourced(2, "PTX §5.2.3 (.bf16, 16-bit storage)"),
+        "i32": Sourced(4, "PTX §5.2.1 (.s32)"),
+        "u32": Sourced(4, "PTX §5.2.1 (.u32)"),
+        "f32": Sourced(4, "PTX §5.2.1 (.f32)"),
+        "i64": Sourced(8, "PTX §5.2.1 (.s64)"),
+        "u64": Sourced(8, "PTX §5.2.1 (.u64)"),
+        "f64": Sourced(8, "PTX §5.2.1 (.f64)"),
+        "ptr": Sourced(8, "PTX §5.2.1 (.u64 addresses under .address_size 64)"),
+    }
+)
 
 _untagged = [k for k, v in SCALAR_SIZES.items() if not any(t in v.source for t in SOURCE_TAGS)]
 if _untagged:

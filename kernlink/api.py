@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 CheckResult = Analysis
 
 
-def compose(paths: Sequence[str | Path], *, target: str | None = None,
-            strict: bool = False) -> tuple[Inputs, Composition | None]:
+def compose(
+    paths: Sequence[str | Path], *, target: str | None = None, strict: bool = False
+) -> tuple[Inputs, Composition | None]:
     """Load and resolve; the composition is None when no pipeline could be read."""
     inputs = load(paths, strict=strict)
     return inputs, resolve_inputs(inputs, target)
@@ -51,14 +52,22 @@ def check_text(text: str, name: str = "<example>", *, target: str | None = None)
     except DiagnosticError as err:
         return CheckResult(list(err.diagnostics), sources)
     stages = [StageEntry(s, name, None) for s in source.stages]
-    pipeline = (source.pipelines[0] if source.pipelines
-                else implicit_pipeline(source.stages, name, Span(name, 1, 1, 1, 1)))
+    pipeline = (
+        source.pipelines[0] if source.pipelines else implicit_pipeline(source.stages, name, Span(name, 1, 1, 1, 1))
+    )
     return analyse(Inputs(pipeline, name, stages, sources), AnalysisContext(target))
 
 
-def check(paths: Sequence[str | Path], *, target: str | None = None, select: Sequence[str] | None = None,
-          ignore: Sequence[str] | None = None, strict: bool = False,
-          options: ModelOptions | None = None, memo: Memo | None = None) -> CheckResult:
+def check(
+    paths: Sequence[str | Path],
+    *,
+    target: str | None = None,
+    select: Sequence[str] | None = None,
+    ignore: Sequence[str] | None = None,
+    strict: bool = False,
+    options: ModelOptions | None = None,
+    memo: Memo | None = None,
+) -> CheckResult:
     """Audit a composition. Raises only ``UsageError`` / ``SelectionError`` for bad arguments.
 
     ``strict`` makes warnings about the inputs (a stale `.kc`, W-STALE-CONTRACT) errors;
@@ -83,8 +92,15 @@ class LinkResult:
         return self.output is not None and self.output.ok and not any(d.is_error for d in self.diagnostics)
 
 
-def link(paths: Sequence[str | Path], out_dir: str | Path | None = None, *, target: str | None = None,
-         emit_ptx: bool = False, strict: bool = False, watchdog: int | None = None) -> LinkResult:
+def link(
+    paths: Sequence[str | Path],
+    out_dir: str | Path | None = None,
+    *,
+    target: str | None = None,
+    emit_ptx: bool = False,
+    strict: bool = False,
+    watchdog: int | None = None,
+) -> LinkResult:
     """Check, then link an accepted composition; with ``out_dir``, write the outputs there.
 
     The link map is written even when the check or the link fails. Raises only

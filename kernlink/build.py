@@ -66,8 +66,9 @@ def build_key(source: Path, contract: Path, compiler: str) -> str:
     for part in (f"kernlink {__version__}", f"compiler {compiler}", f"toolkit {versions}"):
         h.update(part.encode() + b"\0")
     files = [source, contract, *sorted(p for pattern in _HEADERS for p in source.parent.glob(pattern))]
-    files += [p for p in (contract.parent / name for name in _PROVIDER.findall(contract.read_text("utf-8")))
-              if p.is_file()]
+    files += [
+        p for p in (contract.parent / name for name in _PROVIDER.findall(contract.read_text("utf-8"))) if p.is_file()
+    ]
     for path in files:
         h.update(path.name.encode() + b"\0")
         h.update(hashlib.sha256(path.read_bytes()).digest())
@@ -104,8 +105,9 @@ def packages_of(pipeline: Path) -> list[Path]:
     return found
 
 
-def build(pipeline: str | Path, out_dir: str | Path, *, compiler: str = "nvrtc",
-          target: str | None = None) -> tuple[BuildResult, LinkResult | None]:
+def build(
+    pipeline: str | Path, out_dir: str | Path, *, compiler: str = "nvrtc", target: str | None = None
+) -> tuple[BuildResult, LinkResult | None]:
     """Pack every stale package of ``pipeline``, then link it into ``out_dir``; (steps, the link result)."""
     from kernlink.api import link
     from linker.pack import pack

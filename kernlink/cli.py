@@ -20,8 +20,24 @@ from kernlink import __version__
 # verb being run is registered (and its module imported), so `kernlink check` does not pay for
 # importing fuzzing, the GPU launcher or the language server; `--help` and an unknown verb
 # register them all.
-VERBS = ("check", "fmt", "explain", "clauses", "pack", "inspect", "link", "run", "place", "fuzz", "parity",
-         "header", "build", "lsp", "fit", "audit")
+VERBS = (
+    "check",
+    "fmt",
+    "explain",
+    "clauses",
+    "pack",
+    "inspect",
+    "link",
+    "run",
+    "place",
+    "fuzz",
+    "parity",
+    "header",
+    "build",
+    "lsp",
+    "fit",
+    "audit",
+)
 
 __all__ = ["VERBS", "build_parser", "main"]
 
@@ -30,9 +46,12 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``verb``, only that verb's subcommand is registered (module note on ``VERBS``)."""
     from kernlink.exit_codes import epilog
 
-    parser = argparse.ArgumentParser(prog="kernlink",
-                                     description="Verification-first contracts for GPU kernel components",
-                                     epilog=epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="kernlink",
+        description="Verification-first contracts for GPU kernel components",
+        epilog=epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"kernlink {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in (verb,) if verb in VERBS else VERBS:

@@ -15,6 +15,7 @@ from typing import Any
 
 from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.sources import SourceMap
+from diagnostics.symbols import Code
 
 FILES = ("link.json", "kernel.cubin", "kernel.ptx")
 
@@ -31,19 +32,33 @@ def register(sub: Any) -> None:
 def _read(root: Path) -> tuple[dict[str, Any], bytes, str]:
     missing = [n for n in FILES if not (root / n).is_file()]
     if missing:
-        raise DiagnosticError([Diagnostic("E-IO", f"`{root}` has no {', '.join(f'`{m}`' for m in missing)}",
-                                          helps=("audit the directory `kernlink link -o DIR` wrote",))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.E_IO,
+                    f"`{root}` has no {', '.join(f'`{m}`' for m in missing)}",
+                    helps=("audit the directory `kernlink link -o DIR` wrote",),
+                )
+            ]
+        )
     try:
         record = json.loads((root / "link.json").read_text(encoding="utf-8"))
         cubin = (root / "kernel.cubin").read_bytes()
         ptx = (root / "kernel.ptx").read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise DiagnosticError([Diagnostic("E-IO", f"cannot read the link output in `{root}`: {err}")]) from err
+        raise DiagnosticError([Diagnostic(Code.E_IO, f"cannot read the link output in `{root}`: {err}")]) from err
     if not isinstance(record, dict):
-        raise DiagnosticError([Diagnostic("L-LINK", f"`{root / 'link.json'}` is not a link record")])
+        raise DiagnosticError([Diagnostic(Code.L_LINK, f"`{root / 'link.json'}` is not a link record")])
     if record.get("status") != "linked":
-        raise DiagnosticError([Diagnostic("L-LINK", f"the link in `{root}` did not succeed (status "
-                                                    f"`{record.get('status')}`): there is nothing to audit")])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.L_LINK,
+                    f"the link in `{root}` did not succeed (status "
+                    f"`{record.get('status')}`): there is nothing to audit",
+                )
+            ]
+        )
     return record, cubin, ptx
 
 
@@ -59,7 +74,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         record, cubin, ptx = _read(root)
     except DiagnosticError as err:
         emit(err.diagnostics, sources, args.format, color=None)
-        return EXIT_USAGE if any(d.code == "E-IO" for d in err.diagnostics) else EXIT_REJECTED
+        return EXIT_USAGE if any(d.code == Code.E_IO for d in err.diagnostics) else EXIT_REJECTED
     sources.add(ptx_name, ptx)
     result = audit(record, cubin, ptx, ptx_name=ptx_name, map_name=str(root / "link.json"), strict=args.strict)
     color = {"always": True, "never": False}.get(args.color)

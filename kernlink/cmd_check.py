@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from diagnostics.symbols import Code
 from kernlink.output import color, emit
 
 if TYPE_CHECKING:
@@ -20,17 +21,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     p.add_argument("--select", help="only these clause codes (comma-separated)")
     p.add_argument("--ignore", help="skip these clause codes (comma-separated)")
-    p.add_argument("--strict", action="store_true",
-                   help="warnings about the inputs are errors (a `.kc` that differs from its package's contract) "
-                        "and so are code sites the conformance analysis cannot decide")
-    p.add_argument("--rlimit", type=int, metavar="N",
-                   help="Z3 resource budget of each protocol-model query (default 400000000)")
-    p.add_argument("--bound", type=int, metavar="K",
-                   help="iterations each role runs in the protocol model (default: 2 x ring depth + 1)")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="warnings about the inputs are errors (a `.kc` that differs from its package's contract) "
+        "and so are code sites the conformance analysis cannot decide",
+    )
+    p.add_argument(
+        "--rlimit", type=int, metavar="N", help="Z3 resource budget of each protocol-model query (default 400000000)"
+    )
+    p.add_argument(
+        "--bound",
+        type=int,
+        metavar="K",
+        help="iterations each role runs in the protocol model (default: 2 x ring depth + 1)",
+    )
     p.add_argument("-o", "--output", type=output_path, help="write the report to a file instead of stdout")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
-    p.add_argument("--watch", action="store_true",
-                   help="check again whenever the pipeline, a contract beside it or one of its packages changes")
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="check again whenever the pipeline, a contract beside it or one of its packages changes",
+    )
     p.set_defaults(run=cmd_watch)
 
 
@@ -46,12 +58,19 @@ def cmd_check(args: argparse.Namespace, memo: Memo | None = None) -> int:
         options = ModelOptions(args.rlimit if args.rlimit is not None else ModelOptions.rlimit, args.bound)
     except ValueError as err:
         raise UsageError(str(err)) from err
-    result = check(args.paths, target=args.target, select=_codes(args.select), ignore=_codes(args.ignore),
-                   strict=args.strict, options=options, memo=memo)
+    result = check(
+        args.paths,
+        target=args.target,
+        select=_codes(args.select),
+        ignore=_codes(args.ignore),
+        strict=args.strict,
+        options=options,
+        memo=memo,
+    )
     diags = conformance.strict(result.diagnostics) if args.strict else result.diagnostics
     n_err = sum(1 for d in diags if d.is_error)
     summary = "composition rejected" if n_err else "composition accepted"
-    if any(d.code == "E-INTERNAL" for d in diags):
+    if any(d.code == Code.E_INTERNAL for d in diags):
         summary = "composition not decided: kernlink failed (exit 3)"
     emit(diags, result.sources, args.format, color=color(args.color), summary=summary, output=args.output)
     return exit_for(diags)

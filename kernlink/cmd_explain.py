@@ -23,8 +23,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if code not in known_codes():
         guess = did_you_mean(code, known_codes())
         hint = f"; did you mean `{guess}`?" if guess else ""
-        print(f"error: unknown code `{args.code}`{hint} (`kernlink clauses` lists the clauses, specs/codes.md "
-              "the other codes)", file=sys.stderr)
+        print(
+            f"error: unknown code `{args.code}`{hint} (`kernlink clauses` lists the clauses, specs/codes.md "
+            "the other codes)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     print(explain_json(code) if args.format == "json" else explain_text(code), end="")
     return EXIT_OK

@@ -37,6 +37,7 @@ from checker.residency import blocks_line, launch_blocks
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from hardware import residency as R
 from kernlink.api import CheckResult, check
 from placement.adapter import placed_residency
@@ -44,8 +45,14 @@ from placement.problem import Domain
 
 DEFAULT_TARGETS = ("sm_90a", "sm_100a", "sm_120a")
 MAX_REPAIRS = 3
-ROWS = ("block threads", "shared memory per block", "tensor memory", "named barrier IDs", "register pool",
-        "blocks per SM (asked / resident)")
+ROWS = (
+    "block threads",
+    "shared memory per block",
+    "tensor memory",
+    "named barrier IDs",
+    "register pool",
+    "blocks per SM (asked / resident)",
+)
 
 
 @dataclass(frozen=True)
@@ -80,9 +87,16 @@ class Edit:
         return (self, *self.also)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"file": self.span.file, "line": self.span.line, "old": self.old, "new": self.new,
-                "edit": self.what, "cost": round(self.cost, 4), "detail": self.detail,
-                "also": [{"file": e.span.file, "line": e.span.line, "old": e.old, "new": e.new} for e in self.also]}
+        return {
+            "file": self.span.file,
+            "line": self.span.line,
+            "old": self.old,
+            "new": self.new,
+            "edit": self.what,
+            "cost": round(self.cost, 4),
+            "detail": self.detail,
+            "also": [{"file": e.span.file, "line": e.span.line, "old": e.old, "new": e.new} for e in self.also],
+        }
 
 
 @dataclass
@@ -100,17 +114,23 @@ class TargetFit:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "target": self.target, "fits": self.fits,
+            "target": self.target,
+            "fits": self.fits,
             "errors": [{"code": d.code, "message": d.message} for d in self.errors],
-            "resources": [{"resource": r.resource, "used": r.used, "capacity": r.capacity, "unit": r.unit}
-                          for r in self.rows],
-            "blocks_per_sm": self.blocks_per_sm, "resident_blocks_per_sm": self.resident,
-            "limiting": self.limiting, "largest_safe_grid": self.safe_grid,
-            "repairs": [e.as_dict() for e in self.repairs], "repairs_tried": self.tried,
+            "resources": [
+                {"resource": r.resource, "used": r.used, "capacity": r.capacity, "unit": r.unit} for r in self.rows
+            ],
+            "blocks_per_sm": self.blocks_per_sm,
+            "resident_blocks_per_sm": self.resident,
+            "limiting": self.limiting,
+            "largest_safe_grid": self.safe_grid,
+            "repairs": [e.as_dict() for e in self.repairs],
+            "repairs_tried": self.tried,
         }
 
 
 # ----------------------------------------------------------------- one target
+
 
 def fit_target(paths: Sequence[Path], name: str, *, repairs: bool = True) -> TargetFit:
     """Check and place ``paths`` for target ``name``; for a failure, search repairs."""
@@ -136,12 +156,16 @@ def fit_target(paths: Sequence[Path], name: str, *, repairs: bool = True) -> Tar
 def _rows(result: CheckResult, spec: TargetSpec) -> list[Row]:
     placed = result.downstream.placed if result.downstream is not None else None
     if placed is None:
-        return [Row("block threads", None, spec.max_threads_per_block, "threads"),
-                Row("shared memory per block", None, spec.smem_per_block_optin, "B")]
+        return [
+            Row("block threads", None, spec.max_threads_per_block, "threads"),
+            Row("shared memory per block", None, spec.smem_per_block_optin, "B"),
+        ]
     p, caps = placed.placement, placed.problem.capacities
     smem = p.use(Domain.SMEM)
-    rows = [Row("block threads", p.block_warps * spec.warp_size, spec.max_threads_per_block, "threads"),
-            Row("shared memory per block", smem.end - smem.start, caps.smem_per_block_optin, "B")]
+    rows = [
+        Row("block threads", p.block_warps * spec.warp_size, spec.max_threads_per_block, "threads"),
+        Row("shared memory per block", smem.end - smem.start, caps.smem_per_block_optin, "B"),
+    ]
     if spec.tmem_columns:
         rows.append(Row("tensor memory", p.use(Domain.TMEM).end, caps.tmem_columns, "columns"))
     rows.append(Row("named barrier IDs", max(p.use(Domain.BARRIER).end, 1), spec.named_barriers_per_cta, "IDs"))
@@ -155,8 +179,10 @@ def _rows(result: CheckResult, spec: TargetSpec) -> list[Row]:
 
 # ----------------------------------------------------------------- repairs
 
-def search_repairs(paths: Sequence[Path], name: str, comp: Composition, errors: Sequence[Diagnostic],
-                   spec: TargetSpec) -> tuple[list[Edit], int]:
+
+def search_repairs(
+    paths: Sequence[Path], name: str, comp: Composition, errors: Sequence[Diagnostic], spec: TargetSpec
+) -> tuple[list[Edit], int]:
     """Candidate edits from the first rejection's core, each re-checked; the fitting ones, cheapest first."""
     if not errors:
         return [], 0
@@ -188,17 +214,17 @@ def _candidates(comp: Composition, diag: Diagnostic, spec: TargetSpec) -> Iterat
     # placement's core names `owner.claim`; the check-time storage clauses name the claims
     core = set(filter(None, (s.strip() for s in (data.get("core") or data.get("claims", "")).split(","))))
     domain = {"shared memory": "smem", "tensor memory": "tmem"}.get(data.get("domain", ""), data.get("domain"))
-    if diag.code in ("L-DEPTH", "L-OVERLAP") and domain in (None, "smem"):
+    if diag.code in (Code.L_DEPTH, Code.L_OVERLAP) and domain in (None, "smem"):
         yield from _ring_edits(comp, core)
         yield from _smem_edits(comp, core)
         yield from _blocks_edits(comp, spec)
-    elif diag.code == "L-OVERLAP" and domain == "tmem":
+    elif diag.code == Code.L_OVERLAP and domain == "tmem":
         yield from _tmem_edits(comp, core)
         yield from _blocks_edits(comp, spec)
-    elif diag.code == "L-REGS":
+    elif diag.code == Code.L_REGS:
         yield from _regs_edits(comp, spec)
         yield from _blocks_edits(comp, spec)
-    elif diag.code == "L-LAUNCH":
+    elif diag.code == Code.L_LAUNCH:
         if "resource" in data:
             yield from _blocks_edits(comp, spec, int(data.get("allows", "0")))
         elif "resident" in data or "grid" in data:
@@ -207,8 +233,11 @@ def _candidates(comp: Composition, diag: Diagnostic, spec: TargetSpec) -> Iterat
 
 def _ring_edits(comp: Composition, core: set[str]) -> Iterator[Edit]:
     for ring_name, sides in sorted(comp.rings.items()):
-        in_core = any(c.startswith(f"{s.stage_name}.{ring_name}") or c.endswith(f".{ring_name}.mbarriers")
-                      for s in sides for c in core) or any(_per_slot(comp, ring_name, c) for c in core)
+        in_core = any(
+            c.startswith(f"{s.stage_name}.{ring_name}") or c.endswith(f".{ring_name}.mbarriers")
+            for s in sides
+            for c in core
+        ) or any(_per_slot(comp, ring_name, c) for c in core)
         if core and not in_core:
             continue
         slot = sum(o.item.bytes or 0 for o in comp.items(A.SmemClaim) if o.item.per_slot == ring_name)
@@ -220,8 +249,14 @@ def _ring_edits(comp: Composition, core: set[str]) -> Iterator[Edit]:
                 old = f"depth {depth.lo}" if depth.lo == depth.hi else f"depth {depth.lo}..{depth.hi}"
                 new = f"depth {lo}" if lo == depth.hi else f"depth {lo}..{depth.hi}"
                 frees = (depth.lo - lo) * slot
-                yield Edit(depth.span, old, new, f"ring `{ring_name}` {old} → {new}", (depth.lo - lo) / depth.lo,
-                           f"frees {_n(frees)} B of slots at the minimum depth")
+                yield Edit(
+                    depth.span,
+                    old,
+                    new,
+                    f"ring `{ring_name}` {old} → {new}",
+                    (depth.lo - lo) / depth.lo,
+                    f"frees {_n(frees)} B of slots at the minimum depth",
+                )
 
 
 def _in_core(core: set[str], stage: str, name: str) -> bool:
@@ -229,8 +264,7 @@ def _in_core(core: set[str], stage: str, name: str) -> bool:
 
 
 def _per_slot(comp: Composition, ring: str, display: str) -> bool:
-    return any(f"{o.stage_name}.{o.item.name}" == display and o.item.per_slot == ring
-               for o in comp.items(A.SmemClaim))
+    return any(f"{o.stage_name}.{o.item.name}" == display and o.item.per_slot == ring for o in comp.items(A.SmemClaim))
 
 
 def _smem_edits(comp: Composition, core: set[str]) -> Iterator[Edit]:
@@ -241,11 +275,16 @@ def _smem_edits(comp: Composition, core: set[str]) -> Iterator[Edit]:
         half = claim.bytes // 2
         old_text = _size_text(claim.bytes)
         also = tuple(_slot_bytes_edits(comp, claim.per_slot, claim.bytes)) if claim.per_slot else ()
-        yield Edit(claim.span, f"bytes {old_text}", f"bytes {_size_text(half)}",
-                   f"claim `{owned.stage_name}.{claim.name}` bytes {old_text} → {_size_text(half)}", 0.5,
-                   f"frees {_n(half)} B{' per slot' if claim.per_slot else ''}; the owner must work on "
-                   "tiles half the size" + (f" (and the ring's {len(also)} transaction byte counts with it)"
-                                            if also else ""), also)
+        yield Edit(
+            claim.span,
+            f"bytes {old_text}",
+            f"bytes {_size_text(half)}",
+            f"claim `{owned.stage_name}.{claim.name}` bytes {old_text} → {_size_text(half)}",
+            0.5,
+            f"frees {_n(half)} B{' per slot' if claim.per_slot else ''}; the owner must work on "
+            "tiles half the size" + (f" (and the ring's {len(also)} transaction byte counts with it)" if also else ""),
+            also,
+        )
 
 
 def _slot_bytes_edits(comp: Composition, ring: str, size: int) -> Iterator[Edit]:
@@ -267,9 +306,14 @@ def _tmem_edits(comp: Composition, core: set[str]) -> Iterator[Edit]:
         if not claim.columns or claim.columns <= 32 or not _in_core(core, owned.stage_name, claim.name):
             continue
         half = claim.columns // 2
-        yield Edit(claim.span, f"columns {claim.columns}", f"columns {half}",
-                   f"tmem claim `{owned.stage_name}.{claim.name}` columns {claim.columns} → {half}", 0.5,
-                   f"frees {half} columns; the owner must hold half the accumulator")
+        yield Edit(
+            claim.span,
+            f"columns {claim.columns}",
+            f"columns {half}",
+            f"tmem claim `{owned.stage_name}.{claim.name}` columns {claim.columns} → {half}",
+            0.5,
+            f"frees {half} columns; the owner must hold half the accumulator",
+        )
 
 
 def _regs_edits(comp: Composition, spec: TargetSpec) -> Iterator[Edit]:
@@ -279,8 +323,14 @@ def _regs_edits(comp: Composition, spec: TargetSpec) -> Iterator[Edit]:
     top = max(roles, key=lambda info: (info.role.regs or 0, info.warps))
     regs = top.role.regs or 0
     for new in range(regs - spec.setmaxnreg_step, spec.setmaxnreg_min - 1, -spec.setmaxnreg_step):
-        yield Edit(top.role.span, f"regs {regs}", f"regs {new}", f"role `{top.name}` regs {regs} → {new}",
-                   (regs - new) / regs, f"{regs - new} fewer registers per thread on {top.warps} warps")
+        yield Edit(
+            top.role.span,
+            f"regs {regs}",
+            f"regs {new}",
+            f"role `{top.name}` regs {regs} → {new}",
+            (regs - new) / regs,
+            f"{regs - new} fewer registers per thread on {top.warps} warps",
+        )
 
 
 def _blocks_edits(comp: Composition, spec: TargetSpec, allows: int = 0) -> Iterator[Edit]:
@@ -288,25 +338,42 @@ def _blocks_edits(comp: Composition, spec: TargetSpec, allows: int = 0) -> Itera
     if line is None or line.blocks_per_sm is None or line.blocks_per_sm <= 1:
         return
     b = line.blocks_per_sm
-    for new in ([allows] if 1 <= allows < b else range(b - 1, 0, -1)):
-        yield Edit(line.span, f"blocks_per_sm {b}", f"blocks_per_sm {new}", f"`blocks_per_sm {b}` → {new}",
-                   (b - new) / b,
-                   f"{new} resident {'block' if new == 1 else 'blocks'} per SM instead of {b}; each gets "
-                   f"{_n(R.smem_per_block(spec, new))} B of shared memory")
+    for new in [allows] if 1 <= allows < b else range(b - 1, 0, -1):
+        yield Edit(
+            line.span,
+            f"blocks_per_sm {b}",
+            f"blocks_per_sm {new}",
+            f"`blocks_per_sm {b}` → {new}",
+            (b - new) / b,
+            f"{new} resident {'block' if new == 1 else 'blocks'} per SM instead of {b}; each gets "
+            f"{_n(R.smem_per_block(spec, new))} B of shared memory",
+        )
 
 
 def _grid_edits(comp: Composition) -> Iterator[Edit]:
-    for launch in [i for i in comp.pipeline.items if isinstance(i, A.Launch)] + [o.item for o in
-                                                                                  comp.items(A.Launch)]:
+    for launch in [i for i in comp.pipeline.items if isinstance(i, A.Launch)] + [o.item for o in comp.items(A.Launch)]:
         if launch.grid is not None:
-            yield Edit(launch.span, f"grid {launch.grid}", "grid resident",
-                       f"`grid {launch.grid}` → `grid resident`", 0.0, "the persistent loop takes the remaining work")
+            yield Edit(
+                launch.span,
+                f"grid {launch.grid}",
+                "grid resident",
+                f"`grid {launch.grid}` → `grid resident`",
+                0.0,
+                "the persistent loop takes the remaining work",
+            )
             return
-    first = next((i for i in comp.pipeline.items if isinstance(i, A.Launch)),
-                 next((o.item for o in comp.items(A.Launch)), None))
+    first = next(
+        (i for i in comp.pipeline.items if isinstance(i, A.Launch)), next((o.item for o in comp.items(A.Launch)), None)
+    )
     if first is not None:
-        yield Edit(first.span, "", "grid resident", "state `grid resident` on the launch line", 0.0,
-                   "every block resident at once")
+        yield Edit(
+            first.span,
+            "",
+            "grid resident",
+            "state `grid resident` on the launch line",
+            0.0,
+            "every block resident at once",
+        )
 
 
 def _size_text(value: int) -> str:
@@ -318,6 +385,7 @@ def _n(value: int) -> str:
 
 
 # ----------------------------------------------------------------- applying an edit
+
 
 def apply_and_check(paths: Sequence[Path], name: str, edits: Sequence[Edit]) -> bool:
     """Apply ``edits`` to a copy of the inputs and re-check for target ``name``: does it fit now?"""
@@ -375,8 +443,14 @@ def _apply(mapping: dict[Path, Path], edit: Edit) -> bool:
 
 # ----------------------------------------------------------------- the command
 
-def fit(paths: Sequence[Path], targets: Sequence[str], *, repairs: bool = True,
-        progress: Callable[[str], None] | None = None) -> list[TargetFit]:
+
+def fit(
+    paths: Sequence[Path],
+    targets: Sequence[str],
+    *,
+    repairs: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> list[TargetFit]:
     out = []
     for name in targets:
         if progress is not None:
@@ -404,8 +478,10 @@ def render_text(fits: Sequence[TargetFit]) -> str:
                 mark = "" if row.ok else "  over"
                 cells.append(f"{_n(row.used)} / {_n(row.capacity)}{mark}")
         lines.append(resource.ljust(width) + "".join(c.ljust(col) for c in cells))
-    lines.append("largest safe grid".ljust(width) + "".join(
-        (f"{_n(f.safe_grid)} blocks" if f.safe_grid is not None else "—").ljust(col) for f in fits))
+    lines.append(
+        "largest safe grid".ljust(width)
+        + "".join((f"{_n(f.safe_grid)} blocks" if f.safe_grid is not None else "—").ljust(col) for f in fits)
+    )
     lines.append("verdict".ljust(width) + "".join(("fits" if f.fits else "fails").ljust(col) for f in fits))
     for f in fits:
         if f.fits:
@@ -415,31 +491,36 @@ def render_text(fits: Sequence[TargetFit]) -> str:
         lines.append(f"{f.target}: fails" + (f": {first.code} {first.message}" if first else ""))
         if len(f.errors) > 1:
             lines.append(f"  and {len(f.errors) - 1} more error(s); run `kernlink check --target {f.target}`")
-        if first is not None and first.code in ("L-FEATURE", "L-TARGET"):
+        if first is not None and first.code in (Code.L_FEATURE, Code.L_TARGET):
             lines.append("  the target lacks what a stage is built for: no resource edit of the contracts repairs it")
         elif f.repairs:
             lines.append(f"  repairs that make it fit (cheapest first, {f.tried} tried):")
             for e in f.repairs:
                 lines.append(f"    {e.span.file}:{e.span.line}: {e.what} — {e.detail}; cost {e.cost:.2f}")
                 if e.also:
-                    lines.append("      with " + ", ".join(f"{a.span.file}:{a.span.line}: `{a.old}` → `{a.new}`"
-                                                          for a in e.also))
+                    lines.append(
+                        "      with " + ", ".join(f"{a.span.file}:{a.span.line}: `{a.old}` → `{a.new}`" for a in e.also)
+                    )
         else:
             lines.append(f"  no repair among {f.tried} candidate edits of its contracts makes it fit")
     return "\n".join(lines) + "\n"
 
 
 def render_json(fits: Sequence[TargetFit]) -> str:
-    return json.dumps({"format": "kernlink-fit/1", "targets": [f.as_dict() for f in fits]},
-                      indent=2, sort_keys=True) + "\n"
+    return (
+        json.dumps({"format": "kernlink-fit/1", "targets": [f.as_dict() for f in fits]}, indent=2, sort_keys=True)
+        + "\n"
+    )
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
     targets = [t.strip() for t in (args.targets or ",".join(DEFAULT_TARGETS)).split(",") if t.strip()]
     unknown = [t for t in targets if target(t) is None]
     if unknown or not targets:
-        print(f"error: unknown target `{unknown[0] if unknown else ''}`; known: sm_90, sm_90a, sm_100a, sm_120a",
-              file=sys.stderr)
+        print(
+            f"error: unknown target `{unknown[0] if unknown else ''}`; known: sm_90, sm_90a, sm_100a, sm_120a",
+            file=sys.stderr,
+        )
         return 2
     paths = [Path(p) for p in args.paths]
     missing = [p for p in paths if not p.exists()]

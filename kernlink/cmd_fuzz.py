@@ -22,16 +22,25 @@ def register(sub: Any) -> None:
     budget.add_argument("--examples", type=int, help="check this many mutants (default 1000)")
     budget.add_argument("--seconds", type=float, help="check mutants for this long")
     p.add_argument("--seed", type=int, help="the campaign's seed (printed; default: a fresh one)")
-    p.add_argument("--edits", type=int, default=2,
-                   help="stack up to this many edits per mutant once every single edit is checked (default 2)")
+    p.add_argument(
+        "--edits",
+        type=int,
+        default=2,
+        help="stack up to this many edits per mutant once every single edit is checked (default 2)",
+    )
     p.add_argument("--kinds", help="only these mutation kinds (comma-separated; see --list-kinds)")
     p.add_argument("--list-kinds", action="store_true", help="print the mutation catalogue and exit")
     p.add_argument("--target", help="fuzz for another target (sm_90a, sm_100a, sm_120a)")
     p.add_argument("--select", help="only these clause codes (comma-separated)")
     p.add_argument("--ignore", help="skip these clause codes (comma-separated)")
     p.add_argument("--jobs", type=int, default=default_jobs(), help="worker processes (default: CPU count)")
-    p.add_argument("--show-accepted", type=int, default=40, metavar="N",
-                   help="list at most N accepted mutants in text output (default 40)")
+    p.add_argument(
+        "--show-accepted",
+        type=int,
+        default=40,
+        metavar="N",
+        help="list at most N accepted mutants in text output (default 40)",
+    )
     p.add_argument("--out", help="write each checker bug's reproducer (pipeline.kp + stages.kc) under this folder")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
@@ -66,8 +75,13 @@ def cmd_fuzz(args: Any) -> int:
         raise UsageError("no edit of the chosen kinds applies to this composition (see --list-kinds)")
     base = campaign.baseline()
     if base:
-        output.emit(base, subject.inputs.sources, "text", color=color,
-             summary="the composition is rejected before any mutation: fix it, then fuzz it")
+        output.emit(
+            base,
+            subject.inputs.sources,
+            "text",
+            color=color,
+            summary="the composition is rejected before any mutation: fix it, then fuzz it",
+        )
         return EXIT_REJECTED
     report = _run_with_progress(campaign, args, color)
     if args.out:
@@ -93,8 +107,7 @@ def _run_with_progress(campaign: Campaign, args: Any, color: bool | None) -> Rep
     if args.seconds is None:
         total = float(min(x for x in (examples, size) if x is not None))
     console = Console(stderr=True, force_terminal=color, no_color=color is False)
-    columns = [TextColumn("fuzzing"), BarColumn(), MofNCompleteColumn(), TextColumn("mutants"),
-               TimeElapsedColumn()]
+    columns = [TextColumn("fuzzing"), BarColumn(), MofNCompleteColumn(), TextColumn("mutants"), TimeElapsedColumn()]
     with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
         task = bar.add_task("fuzz", total=total)
 
@@ -128,23 +141,44 @@ def render_report(report: Report, campaign: Campaign, args: Any, *, color: bool 
     if not console.is_terminal:
         console = Console(force_terminal=color, no_color=color is False, highlight=False, width=140)
     bundle = campaign.subject.bundle
-    console.print(f"kernlink fuzz {report.subject}: seed {report.seed}, {len(report.outcomes)} mutants in "
-                  f"{report.seconds:.1f} s ({report.rate:.0f} mutants/s, {report.jobs} "
-                  f"{'job' if report.jobs == 1 else 'jobs'}; stopped: {report.stopped})", markup=False)
+    console.print(
+        f"kernlink fuzz {report.subject}: seed {report.seed}, {len(report.outcomes)} mutants in "
+        f"{report.seconds:.1f} s ({report.rate:.0f} mutants/s, {report.jobs} "
+        f"{'job' if report.jobs == 1 else 'jobs'}; stopped: {report.stopped})",
+        markup=False,
+    )
     table = Table(title_justify="left")
-    for column, justify in (("mutation", "left"), ("mutants", "right"), ("rejected", "right"),
-                            ("accepted", "right"), ("bugs", "right"), ("rejected by", "left")):
+    for column, justify in (
+        ("mutation", "left"),
+        ("mutants", "right"),
+        ("rejected", "right"),
+        ("accepted", "right"),
+        ("bugs", "right"),
+        ("rejected by", "left"),
+    ):
         table.add_column(column, justify=justify, no_wrap=column == "mutation")  # type: ignore[arg-type]
     totals = Counter[str]()
     for row in report.by_kind():
         codes = ", ".join(f"{code} ×{n}" if n > 1 else code for code, n in row["by_clause"].most_common())
-        table.add_row(row["kind"], str(row["mutants"]), str(row["rejected"]), str(row["accepted"]),
-                      str(row["bugs"]) if row["bugs"] else "", codes)
+        table.add_row(
+            row["kind"],
+            str(row["mutants"]),
+            str(row["rejected"]),
+            str(row["accepted"]),
+            str(row["bugs"]) if row["bugs"] else "",
+            codes,
+        )
         for key in ("mutants", "rejected", "accepted", "bugs"):
             totals[key] += row[key]
     table.add_section()
-    table.add_row("total", str(totals["mutants"]), str(totals["rejected"]), str(totals["accepted"]),
-                  str(totals["bugs"]) if totals["bugs"] else "", "")
+    table.add_row(
+        "total",
+        str(totals["mutants"]),
+        str(totals["rejected"]),
+        str(totals["accepted"]),
+        str(totals["bugs"]) if totals["bugs"] else "",
+        "",
+    )
     console.print(table)
     accepted = report.accepted()
     if accepted:
@@ -158,16 +192,21 @@ def render_report(report: Report, campaign: Campaign, args: Any, *, color: bool 
         if shown:
             console.print(listing)
         if len(shown) < len(accepted):
-            console.print(f"… and {len(accepted) - len(shown)} more (`--show-accepted N` or `--format json` "
-                          "lists them)", markup=False)
+            console.print(
+                f"… and {len(accepted) - len(shown)} more (`--show-accepted N` or `--format json` lists them)",
+                markup=False,
+            )
     oracles = ", ".join(report.oracles) if report.oracles else "none available in this build"
     console.print(f"independent re-verification of accepted mutants: {oracles}", markup=False)
     if report.bugs:
         again = f" (and {report.duplicates} more mutant(s) shrinking to one of them)" if report.duplicates else ""
         console.print(f"[bold red]{len(report.bugs)} checker bug(s)[/]{again}")
         for out, small, text in report.bugs:
-            console.print(f"mutant #{out.index} ({out.kind}): {BUG_KINDS.get(out.verdict.bug or '', '')}"
-                          + (f" [{out.verdict.by}]" if out.verdict.bug == "oracle" else ""), markup=False)
+            console.print(
+                f"mutant #{out.index} ({out.kind}): {BUG_KINDS.get(out.verdict.bug or '', '')}"
+                + (f" [{out.verdict.by}]" if out.verdict.bug == "oracle" else ""),
+                markup=False,
+            )
             for problem in out.verdict.problems:
                 console.print(f"  = {problem}", markup=False)
             console.print(f"  shrunk to {len(small.edits)} edit(s); reproducer:", markup=False)

@@ -8,14 +8,20 @@ from pathlib import Path
 
 from diagnostics.model import DiagnosticError
 from diagnostics.sources import SourceMap
+from diagnostics.symbols import Code
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("header", help="write the device header (handles, params struct, helpers) of a stage")
     p.add_argument("contract", help="the stage's contract (.kc)")
     p.add_argument("--stage", help="the stage, when the contract holds several")
-    p.add_argument("--peer", action="append", default=[], metavar="OTHER.kc",
-                   help="another stage of the composition (names the per-slot storage its rings carry)")
+    p.add_argument(
+        "--peer",
+        action="append",
+        default=[],
+        metavar="OTHER.kc",
+        help="another stage of the composition (names the per-slot storage its rings carry)",
+    )
     p.add_argument("-o", "--output", help="the header to write (default: stdout)")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_header)
@@ -38,7 +44,7 @@ def cmd_header(args: argparse.Namespace) -> int:
         peers = [s for p in args.peer for s in parse_text(texts[p], p, "contract").stages]
     except DiagnosticError as err:
         emit(err.diagnostics, sources, "text", color=None)
-        return EXIT_USAGE if any(d.code == "E-IO" for d in err.diagnostics) else 1
+        return EXIT_USAGE if any(d.code == Code.E_IO for d in err.diagnostics) else 1
     chosen = [s for s in stages if args.stage in (None, s.name)]
     if len(chosen) != 1:
         names = ", ".join(f"`{s.name}`" for s in stages)
@@ -48,8 +54,9 @@ def cmd_header(args: argparse.Namespace) -> int:
     if args.output == "":
         print("error: -o needs a file name", file=sys.stderr)
         return EXIT_USAGE
-    header = device_header(chosen[0], texts[args.contract], Path(args.contract).name,
-                           [p for p in peers if p.name != chosen[0].name])
+    header = device_header(
+        chosen[0], texts[args.contract], Path(args.contract).name, [p for p in peers if p.name != chosen[0].name]
+    )
     if args.output:
         atomic_write_text(args.output, header.text)
     else:

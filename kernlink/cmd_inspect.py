@@ -60,15 +60,29 @@ def inspect_view(path: str, manifest: Mapping[str, Any], manifest_sha256: str) -
         what = required.get(symbol)
         return f"{what[0]} of `{getattr(what[1], 'name', '')}`" if what else "other"
 
-    symbols = [{"symbol": s, "direction": d, "prototype": str(protos[s]) if s in protos else "",
-                "meaning": role(s, d == "needed")}
-               for d in ("defined", "needed") for s in captured["needed" if d == "needed" else "defined"]]
+    symbols = [
+        {
+            "symbol": s,
+            "direction": d,
+            "prototype": str(protos[s]) if s in protos else "",
+            "meaning": role(s, d == "needed"),
+        }
+        for d in ("defined", "needed")
+        for s in captured["needed" if d == "needed" else "defined"]
+    ]
     fields = {k: manifest[k] for k in ("stage", "version", "target", "toolkit", "format", "format_version")}
     payload_names = {p.get("name") for p in manifest["payloads"] if isinstance(p, Mapping)}
-    return {"package": path, "manifest": fields, "manifest_sha256": manifest_sha256,
-            "compile": manifest.get("compile", {}), "contract": manifest["contract"], "symbols": symbols,
-            "params": captured["params"], "payloads": list(manifest["payloads"]),
-            "binary_only": "source.cu" not in payload_names}
+    return {
+        "package": path,
+        "manifest": fields,
+        "manifest_sha256": manifest_sha256,
+        "compile": manifest.get("compile", {}),
+        "contract": manifest["contract"],
+        "symbols": symbols,
+        "params": captured["params"],
+        "payloads": list(manifest["payloads"]),
+        "binary_only": "source.cu" not in payload_names,
+    }
 
 
 def _inspect_text(view: Mapping[str, Any], *, color: bool | None) -> None:
@@ -88,8 +102,11 @@ def _inspect_text(view: Mapping[str, Any], *, color: bool | None) -> None:
     compile_info = view["compile"]
     if compile_info:
         head.add_row("compiler", f"{compile_info.get('compiler', '')} {' '.join(compile_info.get('options', []))}")
-        head.add_row("source", str(compile_info.get("source", "")) + (
-            "  (binary-only: the source is not in the package)" if view.get("binary_only") else ""))
+        head.add_row(
+            "source",
+            str(compile_info.get("source", ""))
+            + ("  (binary-only: the source is not in the package)" if view.get("binary_only") else ""),
+        )
     console.print(head)
 
     symbols = Table(title="captured symbols", title_justify="left")

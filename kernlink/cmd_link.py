@@ -15,12 +15,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     p = sub.add_parser("link", help="check, generate and device-link a pipeline into one cubin with a link map")
     p.add_argument("paths", nargs="+", help="a pipeline (.kp) whose stages come from packages")
-    p.add_argument("-o", "--output", required=True, metavar="DIR", type=output_path,
-                   help="the directory for kernel.cubin, generated.cu, link.map and link.json")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="DIR",
+        type=output_path,
+        help="the directory for kernel.cubin, generated.cu, link.map and link.json",
+    )
     p.add_argument("--target", help="link for another target than the pipeline's")
     p.add_argument("--ptx", action="store_true", help="also write the linked PTX (kernel.ptx)")
-    p.add_argument("--strict", action="store_true",
-                   help="a `.kc` that differs from its package's contract is an error")
+    p.add_argument("--strict", action="store_true", help="a `.kc` that differs from its package's contract is an error")
     add_watchdog_argument(p)
     p.add_argument("--format", choices=("text", "json"), default="text", help="how to print diagnostics")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
@@ -31,8 +36,9 @@ def cmd_link(args: argparse.Namespace) -> int:
     from diagnostics.render_text import escape_controls
     from kernlink.api import link
 
-    result = link(args.paths, args.output, target=args.target, emit_ptx=args.ptx, strict=args.strict,
-                  watchdog=args.watchdog)
+    result = link(
+        args.paths, args.output, target=args.target, emit_ptx=args.ptx, strict=args.strict, watchdog=args.watchdog
+    )
     if not result.ok:
         return report(result.diagnostics, result.sources, args)
     if args.format == "json":
@@ -42,6 +48,10 @@ def cmd_link(args: argparse.Namespace) -> int:
         emit(result.diagnostics, result.sources, "text", color=color(args.color))
     assert result.output is not None and result.output.cubin is not None
     record, size = result.output.record, len(result.output.cubin)
-    print(escape_controls(f"linked `{record.pipeline}` for {record.target} -> {args.output}/kernel.cubin "
-                          f"({size} bytes); map in {args.output}/link.map"))
+    print(
+        escape_controls(
+            f"linked `{record.pipeline}` for {record.target} -> {args.output}/kernel.cubin "
+            f"({size} bytes); map in {args.output}/link.map"
+        )
+    )
     return EXIT_OK

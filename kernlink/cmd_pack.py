@@ -17,21 +17,36 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("pack", help="compile a component to LTO IR and package it with its contract")
     p.add_argument("source", help="the component's CUDA source (.cu)")
     p.add_argument("--contract", required=True, help="its contract (.kc)")
-    p.add_argument("-o", "--output", type=output_path,
-                   help="the package to write (default: build/<stem>.kpkg beside the source)")
-    p.add_argument("--compiler", choices=("nvrtc", "nvcc"), default="nvrtc",
-                   help="NVRTC from PyPI (default) or the nvcc on PATH")
+    p.add_argument(
+        "-o", "--output", type=output_path, help="the package to write (default: build/<stem>.kpkg beside the source)"
+    )
+    p.add_argument(
+        "--compiler", choices=("nvrtc", "nvcc"), default="nvrtc", help="NVRTC from PyPI (default) or the nvcc on PATH"
+    )
     p.add_argument("--stage", help="the stage to pack when the contract holds several")
-    p.add_argument("--strict", action="store_true",
-                   help="a conformance finding or an undecided code site is an error: no package is written")
-    p.add_argument("-I", "--include", action="append", default=[], metavar="DIR",
-                   help="another folder of headers (the CUDA headers from PyPI are always found)")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="a conformance finding or an undecided code site is an error: no package is written",
+    )
+    p.add_argument(
+        "-I",
+        "--include",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="another folder of headers (the CUDA headers from PyPI are always found)",
+    )
     p.add_argument("-D", "--define", action="append", default=[], metavar="NAME[=VALUE]", help="a macro")
     p.add_argument("--std", default="c++17", choices=("c++17", "c++20"), help="the C++ dialect")
-    p.add_argument("--cutlass", action="store_true",
-                   help="compile with the CUTLASS/CuTe headers of the nvidia-cutlass wheel")
-    p.add_argument("--no-source", action="store_true",
-                   help="a binary-only package: LTO IR, PTX and manifest, no source (no one-unit control)")
+    p.add_argument(
+        "--cutlass", action="store_true", help="compile with the CUTLASS/CuTe headers of the nvidia-cutlass wheel"
+    )
+    p.add_argument(
+        "--no-source",
+        action="store_true",
+        help="a binary-only package: LTO IR, PTX and manifest, no source (no one-unit control)",
+    )
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_pack)
@@ -44,26 +59,48 @@ def cmd_pack(args: argparse.Namespace) -> int:
 
     sources = _sources(args.source, args.contract)
     defines = tuple((d.partition("=")[0], d.partition("=")[2] or "1") for d in args.define)
-    flags = CompileFlags(tuple(Path(d).resolve() for d in args.include), defines, args.std, args.cutlass,
-                         not args.no_source)
+    flags = CompileFlags(
+        tuple(Path(d).resolve() for d in args.include), defines, args.std, args.cutlass, not args.no_source
+    )
     try:
-        result = pack(args.source, args.contract, args.output, compiler=args.compiler, stage=args.stage,
-                      strict=args.strict, flags=flags)
+        result = pack(
+            args.source,
+            args.contract,
+            args.output,
+            compiler=args.compiler,
+            stage=args.stage,
+            strict=args.strict,
+            flags=flags,
+        )
     except DiagnosticError as err:
         return report(err.diagnostics, sources, args)
     if args.format == "json":
-        print(json.dumps({
-            "package": str(result.path), "stage": result.stage.name, "version": result.stage.version,
-            "target": result.target, "toolkit": result.toolkit, "size": result.size, "sha256": result.sha256,
-            "defined": sorted(result.captured.defined_symbols), "needed": sorted(result.captured.needed_symbols),
-            "warnings": json.loads(diagnostics_json(result.warnings))["diagnostics"],
-            "seconds": dict(result.seconds)},
-            indent=2, sort_keys=True))
+        print(
+            json.dumps(
+                {
+                    "package": str(result.path),
+                    "stage": result.stage.name,
+                    "version": result.stage.version,
+                    "target": result.target,
+                    "toolkit": result.toolkit,
+                    "size": result.size,
+                    "sha256": result.sha256,
+                    "defined": sorted(result.captured.defined_symbols),
+                    "needed": sorted(result.captured.needed_symbols),
+                    "warnings": json.loads(diagnostics_json(result.warnings))["diagnostics"],
+                    "seconds": dict(result.seconds),
+                },
+                indent=2,
+                sort_keys=True,
+            )
+        )
         return EXIT_OK
     if result.warnings:
         emit(result.warnings, sources, "text", color=color(args.color))
-    print(f"packed `{result.stage.name}` {result.stage.version} for {result.target} with {result.toolkit} "
-          f"-> {result.path} ({result.size} bytes)")
+    print(
+        f"packed `{result.stage.name}` {result.stage.version} for {result.target} with {result.toolkit} "
+        f"-> {result.path} ({result.size} bytes)"
+    )
     return EXIT_OK
 
 

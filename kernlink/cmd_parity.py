@@ -30,6 +30,7 @@ from typing import Any
 from diagnostics.files import atomic_write_bytes, atomic_write_text
 from diagnostics.model import Diagnostic, DiagnosticError, sort_diagnostics
 from diagnostics.sources import SourceMap
+from diagnostics.symbols import Code
 
 REPORT = "parity.json"
 
@@ -61,9 +62,15 @@ class ParityRun:
         return out
 
 
-def parity(paths: Sequence[str | Path], out_dir: str | Path, *, target: str | None = None,
-           front_end: str | None = None, include_dirs: Sequence[str | Path] = (),
-           disassemble: bool = True) -> ParityRun:
+def parity(
+    paths: Sequence[str | Path],
+    out_dir: str | Path,
+    *,
+    target: str | None = None,
+    front_end: str | None = None,
+    include_dirs: Sequence[str | Path] = (),
+    disassemble: bool = True,
+) -> ParityRun:
     """Link, build the control, compare (steps 1-3 of the module docstring); writes into ``out_dir``."""
     from kernlink.api import check
     from linker import sass
@@ -105,8 +112,15 @@ def parity(paths: Sequence[str | Path], out_dir: str | Path, *, target: str | No
         run.written.append(root / name)
     tool = sass.find_disassembler() if disassemble else None
     attempt = output.record.attempts[-1]
-    report = compare(comp.pipeline.name, generated, output.cubin, output.ptx or "",
-                     (attempt.spill_stores, attempt.spill_loads), control, tool)
+    report = compare(
+        comp.pipeline.name,
+        generated,
+        output.cubin,
+        output.ptx or "",
+        (attempt.spill_stores, attempt.spill_loads),
+        control,
+        tool,
+    )
     run.report = report
     if report.sass.tool is not None:
         for name, listing in (("linked.sass", report.sass.linked), ("control.sass", report.sass.control)):
@@ -127,19 +141,27 @@ def write_report(run: ParityRun, root: Path) -> None:
 
 
 def _listing(listing: Any) -> str:
-    return "".join(f"// {name}\n" + "".join(f"{line}\n" for line in body) + "\n" for name, body in
-                   sorted(listing.items()))
+    return "".join(
+        f"// {name}\n" + "".join(f"{line}\n" for line in body) + "\n" for name, body in sorted(listing.items())
+    )
 
 
 # ----------------------------------------------------------------- rendering
+
 
 def render(run: ParityRun, *, color: bool | None = None, width: int = 110) -> str:
     """The report as text: front end, `.text`, resources, SASS, calls, verdict (and timing)."""
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(record=True, width=width, force_terminal=color is True, no_color=color is False,
-                      color_system="standard" if color else None, file=io.StringIO())
+    console = Console(
+        record=True,
+        width=width,
+        force_terminal=color is True,
+        no_color=color is False,
+        color_system="standard" if color else None,
+        file=io.StringIO(),
+    )
     report = run.report
     if report is None:
         return ""
@@ -150,8 +172,10 @@ def render(run: ParityRun, *, color: bool | None = None, width: int = 110) -> st
     line(f"kernlink parity: pipeline `{report.pipeline}` ({report.target}), kernel `{report.kernel}`")
     front = report.front_end
     packages = ", ".join(f"{stage}: {tk}" for stage, tk in sorted(front["packages"].items()))
-    line(f"front end: packages {packages}; control {front['control']} ({' '.join(front['control_options'])}); "
-         f"link {' '.join(front['link_options'])}; the linked build's glue: NVRTC")
+    line(
+        f"front end: packages {packages}; control {front['control']} ({' '.join(front['control_options'])}); "
+        f"link {' '.join(front['link_options'])}; the linked build's glue: NVRTC"
+    )
     for note in report.notes:
         line(f"note: {note}")
 
@@ -159,8 +183,13 @@ def render(run: ParityRun, *, color: bool | None = None, width: int = 110) -> st
     for col in ("function", "linked B", "control B", "relocations", "identical"):
         text.add_column(col, justify="right" if col.endswith("B") else "left")
     for t in report.text:
-        text.add_row(t.function, str(t.linked_bytes), str(t.control_bytes),
-                     "equal" if t.relocations_equal else "differ", "yes" if t.identical else "NO")
+        text.add_row(
+            t.function,
+            str(t.linked_bytes),
+            str(t.control_bytes),
+            "equal" if t.relocations_equal else "differ",
+            "yes" if t.identical else "NO",
+        )
     console.print(text)
 
     res = Table(title="resources of the kernel", title_justify="left")
@@ -176,8 +205,10 @@ def render(run: ParityRun, *, color: bool | None = None, width: int = 110) -> st
     else:
         counts = ", ".join(f"{name} {a} vs {b}" for name, (a, b) in sorted(s.instructions.items()))
         verdict = "identical" if s.identical else "DIFFERENT (sass.diff)"
-        line(f"SASS ({s.tool}, normalized): {verdict}; instructions linked vs control: {counts}; "
-             f"RET {s.rets[0]} vs {s.rets[1]}")
+        line(
+            f"SASS ({s.tool}, normalized): {verdict}; instructions linked vs control: {counts}; "
+            f"RET {s.rets[0]} vs {s.rets[1]}"
+        )
 
     if not report.calls:
         line("calls left: none (no CALL in SASS, no call or .extern .func in the PTX): every handle folded")
@@ -186,17 +217,27 @@ def render(run: ParityRun, *, color: bool | None = None, width: int = 110) -> st
         for col in ("build", "in", "function", "op", "target", "kind"):
             calls.add_column(col)
         for c in report.calls:
-            calls.add_row(c.build, c.where, c.function, c.op, c.target or "(indirect)",
-                          f"UNFOLDED: {c.seam}" if c.kind == "unfolded" else "kept (the component's own)")
+            calls.add_row(
+                c.build,
+                c.where,
+                c.function,
+                c.op,
+                c.target or "(indirect)",
+                f"UNFOLDED: {c.seam}" if c.kind == "unfolded" else "kept (the component's own)",
+            )
         console.print(calls)
 
     if run.timing is not None:
         t = run.timing
-        line(f"timing on {t.device}: {t.rounds} interleaved rounds of {t.reps} launch(es), grid {t.grid}, "
-             f"after {t.warmup} warm-ups; median ms per launch: linked {t.ms['linked']:.5f}, "
-             f"control {t.ms['control']:.5f}, null {t.ms['null']:.5f}")
-        line(f"ratio linked/control {t.ratio.median:.5f} [95% {t.ratio.low:.5f}, {t.ratio.high:.5f}]; "
-             f"null (the linked cubin loaded twice) {t.null.median:.5f} [{t.null.low:.5f}, {t.null.high:.5f}]")
+        line(
+            f"timing on {t.device}: {t.rounds} interleaved rounds of {t.reps} launch(es), grid {t.grid}, "
+            f"after {t.warmup} warm-ups; median ms per launch: linked {t.ms['linked']:.5f}, "
+            f"control {t.ms['control']:.5f}, null {t.ms['null']:.5f}"
+        )
+        line(
+            f"ratio linked/control {t.ratio.median:.5f} [95% {t.ratio.low:.5f}, {t.ratio.high:.5f}]; "
+            f"null (the linked cubin loaded twice) {t.null.median:.5f} [{t.null.low:.5f}, {t.null.high:.5f}]"
+        )
     line(_verdict(report))
     errors = [d for d in run.diagnostics if d.is_error]
     if errors:
@@ -206,8 +247,11 @@ def render(run: ParityRun, *, color: bool | None = None, width: int = 110) -> st
 
 def _verdict(report: Any) -> str:
     if report.proved and report.verdict == "identical":
-        return ("proved: the linked kernel is the one-unit build (.text, relocations, resources"
-                + (", SASS" if report.sass.identical else "") + " identical; every handle folded)")
+        return (
+            "proved: the linked kernel is the one-unit build (.text, relocations, resources"
+            + (", SASS" if report.sass.identical else "")
+            + " identical; every handle folded)"
+        )
     if report.proved:
         return "proved with explanations: the builds differ only where the notes above say why"
     why = []
@@ -218,23 +262,40 @@ def _verdict(report: Any) -> str:
         why.append(f"seams not folded: {names}")
         control = {(c.where, c.target) for c in report.calls if c.build == "control"}
         if all((c.where, c.target) in control for c in report.unfolded):
-            why.append("the one-unit build keeps the same calls, so the components' code prevents inlining there "
-                       "(`__noinline__`, recursion, a call through a pointer)")
+            why.append(
+                "the one-unit build keeps the same calls, so the components' code prevents inlining there "
+                "(`__noinline__`, recursion, a call through a pointer)"
+            )
     return "not proved: " + "; ".join(why)
 
 
 # ----------------------------------------------------------------- the command
 
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("parity", help="prove a link free: compare it with the same sources built as one unit")
     p.add_argument("paths", nargs="+", help="a pipeline (.kp) whose stages come from packages with source")
-    p.add_argument("-o", "--output", required=True, metavar="DIR",
-                   help="the directory for the link's files, control.cu, control.cubin and parity.json")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="DIR",
+        help="the directory for the link's files, control.cu, control.cubin and parity.json",
+    )
     p.add_argument("--target", help="link for another target than the pipeline's")
-    p.add_argument("--front-end", choices=("nvrtc", "nvcc"),
-                   help="compile the control with this front end (default: the packages')")
-    p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
-                   help="an include directory for the control (for headers the sources include with quotes)")
+    p.add_argument(
+        "--front-end",
+        choices=("nvrtc", "nvcc"),
+        help="compile the control with this front end (default: the packages')",
+    )
+    p.add_argument(
+        "-I",
+        dest="include_dirs",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="an include directory for the control (for headers the sources include with quotes)",
+    )
     p.add_argument("--no-sass", action="store_true", help="do not disassemble (compare .text bytes and PTX only)")
     p.add_argument("--args", metavar="FILE", help="time on the GPU with these arguments (as `kernlink run` takes)")
     p.add_argument("--rounds", type=int, default=60, help="interleaved timing rounds (default 60)")
@@ -253,8 +314,14 @@ def cmd_parity(args: argparse.Namespace) -> int:
     if args.rounds < 1 or args.warmup < 0 or args.reps < 1:
         print("error: --rounds and --reps must be at least 1, --warmup at least 0", file=sys.stderr)
         return EXIT_USAGE
-    run = parity(args.paths, args.output, target=args.target, front_end=args.front_end,
-                 include_dirs=args.include_dirs, disassemble=not args.no_sass)
+    run = parity(
+        args.paths,
+        args.output,
+        target=args.target,
+        front_end=args.front_end,
+        include_dirs=args.include_dirs,
+        disassemble=not args.no_sass,
+    )
     if run.report is not None and args.args is not None:
         _time(run, args, color)
     if args.format == "json":
@@ -265,7 +332,7 @@ def cmd_parity(args: argparse.Namespace) -> int:
             emit(run.diagnostics, run.sources, "text", color=color)
         if run.report is not None:
             sys.stdout.write(render(run, color=color))
-    if any(d.code == "E-IO" for d in run.diagnostics):
+    if any(d.code == Code.E_IO for d in run.diagnostics):
         return EXIT_USAGE
     return EXIT_OK if run.proved else EXIT_REJECTED
 
@@ -281,9 +348,15 @@ def _time(run: ParityRun, args: argparse.Namespace, color: bool | None) -> None:
     try:
         with Progress(console=console, transient=True, disable=not console.is_terminal) as bar:
             task = bar.add_task("timing linked / control / null", total=args.rounds)
-            run.timing = time_parity(root, (root / "control.cubin").read_bytes(), Path(args.args),
-                                     rounds=args.rounds, warmup=args.warmup, reps=args.reps,
-                                     progress=lambda done: bar.update(task, completed=done))
+            run.timing = time_parity(
+                root,
+                (root / "control.cubin").read_bytes(),
+                Path(args.args),
+                rounds=args.rounds,
+                warmup=args.warmup,
+                reps=args.reps,
+                progress=lambda done: bar.update(task, completed=done),
+            )
     except DiagnosticError as err:
         run.diagnostics.extend(err.diagnostics)
     write_report(run, root)

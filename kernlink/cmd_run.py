@@ -14,8 +14,12 @@ from kernlink.output import color, emit
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("run", help="run a linked kernel on the GPU with arguments from a JSON file")
     p.add_argument("directory", help="the output directory of `kernlink link`")
-    p.add_argument("--args", required=True, metavar="FILE",
-                   help='{"grid": N, "values": {...}, "buffers": {"name": {"input"|"bytes"|"output": ...}}}')
+    p.add_argument(
+        "--args",
+        required=True,
+        metavar="FILE",
+        help='{"grid": N, "values": {...}, "buffers": {"name": {"input"|"bytes"|"output": ...}}}',
+    )
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_run)
 

@@ -40,12 +40,26 @@ def explain_text(code: str) -> str:
 def _entry(code: str) -> dict[str, object]:
     if code in BY_CODE:
         info = BY_CODE[code]
-        return {"code": info.code, "name": info.name, "summary": info.summary, "category": info.category,
-                "severity": info.severity, "sections": info.sections, "example": info.example}
+        return {
+            "code": info.code,
+            "name": info.name,
+            "summary": info.summary,
+            "category": info.category,
+            "severity": info.severity,
+            "sections": info.sections,
+            "example": info.example,
+        }
     cls = by_code()[code]
     docs = cls.docs()
-    return {"code": cls.code, "name": cls.name, "summary": cls.summary, "category": cls.category,
-            "decided_by": cls.decided_by, "sections": docs.sections, "example": docs.example_source}
+    return {
+        "code": cls.code,
+        "name": cls.name,
+        "summary": cls.summary,
+        "category": cls.category,
+        "decided_by": cls.decided_by,
+        "sections": docs.sections,
+        "example": docs.example_source,
+    }
 
 
 def explain_json(code: str) -> str:
@@ -54,8 +68,7 @@ def explain_json(code: str) -> str:
 
 def catalogue_json() -> str:
     entries = [_entry(c.code) for c in registry()]
-    return json.dumps({"schema": "kernlink.clauses", "version": 1, "clauses": entries},
-                      indent=2, sort_keys=True) + "\n"
+    return json.dumps({"schema": "kernlink.clauses", "version": 1, "clauses": entries}, indent=2, sort_keys=True) + "\n"
 
 
 def catalogue_table(color: bool | None = None) -> None:
@@ -69,9 +82,13 @@ def catalogue_table(color: bool | None = None) -> None:
 
 def catalogue_markdown() -> str:
     """specs/clauses.md: the catalogue, generated; a test keeps the checked-in copy current."""
-    lines = ["# Clause catalogue", "",
-             "Generated from the clause docstrings by `kernlink clauses --format markdown`;",
-             "do not edit by hand. `kernlink explain CODE` prints one entry.", ""]
+    lines = [
+        "# Clause catalogue",
+        "",
+        "Generated from the clause docstrings by `kernlink clauses --format markdown`;",
+        "do not edit by hand. `kernlink explain CODE` prints one entry.",
+        "",
+    ]
     lines += ["| code | category | decided by | rejects when |", "|---|---|---|---|"]
     ordered = sorted(registry(), key=lambda c: c.code)
     lines += [f"| [{c.code}](#{c.code.lower()}) | {c.category} | {c.decided_by} | {c.summary} |" for c in ordered]
@@ -85,10 +102,14 @@ def catalogue_markdown() -> str:
 
 def codes_markdown() -> str:
     """specs/codes.md: the E-/W-/I- codes, generated; a test keeps the checked-in copy current."""
-    lines = ["# Other codes", "",
-             "Every diagnostic code that is not a clause, generated from `diagnostics/codes.py`;",
-             "do not edit by hand. `kernlink explain CODE` prints one entry; clauses are in",
-             "[clauses.md](clauses.md).", ""]
+    lines = [
+        "# Other codes",
+        "",
+        "Every diagnostic code that is not a clause, generated from `diagnostics/codes.py`;",
+        "do not edit by hand. `kernlink explain CODE` prints one entry; clauses are in",
+        "[clauses.md](clauses.md).",
+        "",
+    ]
     lines += ["| code | severity | category | reports |", "|---|---|---|---|"]
     ordered = sorted(CODES, key=lambda c: c.code)
     lines += [f"| [{c.code}](#{c.code.lower()}) | {c.severity} | {c.category} | {c.summary} |" for c in ordered]

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from diagnostics.model import Diagnostic, Severity
+from diagnostics.symbols import Code
 
 EXIT_OK = 0
 EXIT_REJECTED = 1
@@ -37,7 +38,7 @@ TABLE: tuple[tuple[int, str], ...] = (
 )
 
 #: Codes that mean the inputs could not be read, not that they are wrong.
-USAGE_CODES = frozenset({"E-IO"})
+USAGE_CODES = frozenset({Code.E_IO})
 
 
 def epilog() -> str:
@@ -48,7 +49,7 @@ def epilog() -> str:
 def exit_for(diags: Iterable[Diagnostic]) -> int:
     """The exit code a command's diagnostics call for: internal > usage > rejected > ok."""
     found = list(diags)
-    if any(d.code == "E-INTERNAL" for d in found):
+    if any(d.code == Code.E_INTERNAL for d in found):
         return EXIT_INTERNAL
     if any(d.code in USAGE_CODES for d in found):
         return EXIT_USAGE

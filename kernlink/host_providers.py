@@ -29,6 +29,7 @@ from typing import Any
 
 from diagnostics.files import atomic_write_bytes
 from diagnostics.model import Diagnostic, DiagnosticError
+from diagnostics.symbols import Code
 
 _CUDA_SUCCESS = 0
 
@@ -46,8 +47,13 @@ class Provider:
     @classmethod
     def from_json(cls, item: Mapping[str, Any]) -> Provider:
         offset = item.get("offset")
-        return cls(str(item["stage"]), str(item["function"]), str(item["file"]),
-                   tuple(str(f) for f in item.get("fills") or ()), None if offset is None else int(offset))
+        return cls(
+            str(item["stage"]),
+            str(item["function"]),
+            str(item["file"]),
+            tuple(str(f) for f in item.get("fills") or ()),
+            None if offset is None else int(offset),
+        )
 
 
 def cuda_include() -> Path | None:
@@ -68,7 +74,7 @@ def _nvcc_root() -> str:
 
 
 def _error(message: str, *notes: str, help_text: str) -> DiagnosticError:
-    return DiagnosticError([Diagnostic("E-RUN", message, notes=notes, helps=(help_text,))])
+    return DiagnosticError([Diagnostic(Code.E_RUN, message, notes=notes, helps=(help_text,))])
 
 
 class Providers:
@@ -86,9 +92,11 @@ class Providers:
             try:
                 fn = getattr(library, provider.function)
             except AttributeError:
-                raise _error(f"the host provider `{provider.file}` defines no function `{provider.function}`",
-                             help_text="define `CUresult FN(void* params, CUstream stream)` with external "
-                                       "linkage, as the contract's `fn` names it") from None
+                raise _error(
+                    f"the host provider `{provider.file}` defines no function `{provider.function}`",
+                    help_text="define `CUresult FN(void* params, CUstream stream)` with external "
+                    "linkage, as the contract's `fn` names it",
+                ) from None
             fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]
             self._calls.append((provider, fn))
 
@@ -103,10 +111,19 @@ class Providers:
             at = None if provider.offset is None else block + provider.offset
             result = int(fn(at, stream))
             if result != _CUDA_SUCCESS:
-                raise DiagnosticError([Diagnostic(
-                    "E-CUDA", f"host provider `{provider.function}` of `{provider.stage}` returned CUresult {result}",
-                    notes=(f"its source: `{provider.file}` in the link directory",),
-                    helps=("see the provider's documentation for the inputs it needs (the params fields it reads)",))])
+                raise DiagnosticError(
+                    [
+                        Diagnostic(
+                            Code.E_CUDA,
+                            f"host provider `{provider.function}` of `{provider.stage}` returned CUresult {result}",
+                            notes=(f"its source: `{provider.file}` in the link directory",),
+                            helps=(
+                                "see the provider's documentation for the inputs it needs (the params fields it reads)",
+                            ),
+                        )
+                    ]
+                )
+
 
 def build_library(link_dir: Path, providers: Sequence[Provider]) -> Path:
     """The shared object of ``providers`` (their sources in ``link_dir``), from the cache or compiled now."""
@@ -114,16 +131,20 @@ def build_library(link_dir: Path, providers: Sequence[Provider]) -> Path:
     include = cuda_include()
     if cc is None or include is None:
         missing = "a C compiler (`cc`, or `$CC`)" if cc is None else "the CUDA driver header `cuda.h`"
-        raise _error(f"the link's host providers need {missing} to be built",
-                     *(f"`{p.file}` ({p.stage})" for p in providers),
-                     help_text="install a C compiler and the CUDA headers (`pip install nvidia-cuda-runtime`), "
-                               "or set `CUDA_HOME`")
+        raise _error(
+            f"the link's host providers need {missing} to be built",
+            *(f"`{p.file}` ({p.stage})" for p in providers),
+            help_text="install a C compiler and the CUDA headers (`pip install nvidia-cuda-runtime`), "
+            "or set `CUDA_HOME`",
+        )
     sources = []
     for p in providers:
         path = link_dir / p.file
         if not path.is_file():
-            raise _error(f"the host provider `{p.file}` is not in `{link_dir}`",
-                         help_text="link again: `kernlink link` writes every provider beside kernel.h")
+            raise _error(
+                f"the host provider `{p.file}` is not in `{link_dir}`",
+                help_text="link again: `kernlink link` writes every provider beside kernel.h",
+            )
         sources.append(path)
     h = hashlib.sha256()
     for part in (cc, str(include), *(s.name for s in sources)):
@@ -141,11 +162,18 @@ def build_library(link_dir: Path, providers: Sequence[Provider]) -> Path:
 def _compile(cc: str, include: Path, sources: Sequence[Path], target: Path) -> Path:
     with tempfile.TemporaryDirectory(prefix="kernlink-providers-") as tmp:
         out = Path(tmp) / "providers.so"
-        proc = subprocess.run([cc, "-std=c99", "-O2", "-fPIC", "-shared", f"-I{include}",
-                               *map(str, sources), "-o", str(out)], capture_output=True, text=True, check=False)
+        proc = subprocess.run(
+            [cc, "-std=c99", "-O2", "-fPIC", "-shared", f"-I{include}", *map(str, sources), "-o", str(out)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if proc.returncode != 0:
-            raise _error("the link's host providers do not compile", *proc.stderr.strip().splitlines()[-20:],
-                         help_text="fix the provider's source and pack its stage again")
+            raise _error(
+                "the link's host providers do not compile",
+                *proc.stderr.strip().splitlines()[-20:],
+                help_text="fix the provider's source and pack its stage again",
+            )
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(target, out.read_bytes())
@@ -161,5 +189,7 @@ def _load_driver() -> None:
     try:
         ctypes.CDLL("libcuda.so.1", mode=ctypes.RTLD_GLOBAL)
     except OSError as err:
-        raise _error(f"the CUDA driver (`libcuda.so.1`) cannot be loaded: {err}",
-                     help_text="run on a machine with an NVIDIA driver") from err
+        raise _error(
+            f"the CUDA driver (`libcuda.so.1`) cannot be loaded: {err}",
+            help_text="run on a machine with an NVIDIA driver",
+        ) from err

@@ -25,8 +25,11 @@ from diagnostics.model import Diagnostic, DiagnosticError, Severity
 from diagnostics.span import Span
 from kernlink import __version__
 
-_SEVERITY = {Severity.ERROR: T.DiagnosticSeverity.Error, Severity.WARNING: T.DiagnosticSeverity.Warning,
-             Severity.NOTE: T.DiagnosticSeverity.Information}
+_SEVERITY = {
+    Severity.ERROR: T.DiagnosticSeverity.Error,
+    Severity.WARNING: T.DiagnosticSeverity.Warning,
+    Severity.NOTE: T.DiagnosticSeverity.Information,
+}
 
 
 def uri_to_path(uri: str) -> Path:
@@ -64,13 +67,21 @@ def to_lsp(diags: Iterable[Diagnostic], root: Path) -> dict[Path, list[T.Diagnos
             if path in shown:
                 continue
             shown.add(path)
-            related = [T.DiagnosticRelatedInformation(T.Location(other.as_uri(), _range(lab.span)),
-                                                      lab.text or "related")
-                       for lab, other in located if lab is not label and other is not None]
-            out.setdefault(path, []).append(T.Diagnostic(
-                range=_range(label.span), message=text + (f"\n{label.text}" if label.text else ""),
-                severity=_SEVERITY.get(d.severity), code=d.code, source="kernlink",
-                related_information=related or None))
+            related = [
+                T.DiagnosticRelatedInformation(T.Location(other.as_uri(), _range(lab.span)), lab.text or "related")
+                for lab, other in located
+                if lab is not label and other is not None
+            ]
+            out.setdefault(path, []).append(
+                T.Diagnostic(
+                    range=_range(label.span),
+                    message=text + (f"\n{label.text}" if label.text else ""),
+                    severity=_SEVERITY.get(d.severity),
+                    code=d.code,
+                    source="kernlink",
+                    related_information=related or None,
+                )
+            )
     return out
 
 
@@ -110,7 +121,8 @@ class KernlinkServer(LanguageServer):
     def publish(self, grouped: dict[Path, list[T.Diagnostic]], clear: Iterable[Path]) -> None:
         for path in sorted(set(clear) | set(grouped)):
             self.text_document_publish_diagnostics(
-                T.PublishDiagnosticsParams(uri=path.as_uri(), diagnostics=grouped.get(path, [])))
+                T.PublishDiagnosticsParams(uri=path.as_uri(), diagnostics=grouped.get(path, []))
+            )
         self.published = (self.published - set(clear)) | set(grouped)
 
 

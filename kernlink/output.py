@@ -22,8 +22,15 @@ def color(choice: str) -> bool | None:
     return {"always": True, "never": False}.get(choice)
 
 
-def emit(diags: Sequence[Diagnostic], sources: SourceMap, fmt: str, *, color: bool | None,
-         summary: str | None = None, output: str | None = None) -> None:
+def emit(
+    diags: Sequence[Diagnostic],
+    sources: SourceMap,
+    fmt: str,
+    *,
+    color: bool | None,
+    summary: str | None = None,
+    output: str | None = None,
+) -> None:
     """Render diagnostics in the chosen format to stdout (or a file, written atomically)."""
     from diagnostics.render_json import render_json
     from diagnostics.render_sarif import render_sarif
@@ -61,8 +68,16 @@ def _rules() -> list[RuleInfo]:
     from diagnostics.codes import CODES
     from diagnostics.rules import RuleInfo
 
-    clauses = [RuleInfo(code=c.code, name=c.name, summary=c.summary, help_uri=None,
-                        full_description=c.docs().sections.get("What it checks", c.summary))
-               for c in registry()]
-    return clauses + [RuleInfo(code=c.code, name=c.name, summary=c.summary, help_uri=None,
-                               full_description=c.what) for c in CODES]
+    clauses = [
+        RuleInfo(
+            code=c.code,
+            name=c.name,
+            summary=c.summary,
+            help_uri=None,
+            full_description=c.docs().sections.get("What it checks", c.summary),
+        )
+        for c in registry()
+    ]
+    return clauses + [
+        RuleInfo(code=c.code, name=c.name, summary=c.summary, help_uri=None, full_description=c.what) for c in CODES
+    ]

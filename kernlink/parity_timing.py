@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from diagnostics.model import Diagnostic, DiagnosticError
+from diagnostics.symbols import Code
 from kernlink.run import LinkedKernel, Value, make_buffers, params_block
 from linker.launch import DeviceBuffer, GpuSession, Kernel
 
@@ -54,13 +55,21 @@ class Timing:
     device: str
 
     def as_json(self) -> dict[str, Any]:
-        return {"rounds": self.rounds, "warmup": self.warmup, "reps": self.reps, "grid": self.grid,
-                "device": self.device, "ms": dict(self.ms),
-                "ratio": vars(self.ratio), "null": vars(self.null)}
+        return {
+            "rounds": self.rounds,
+            "warmup": self.warmup,
+            "reps": self.reps,
+            "grid": self.grid,
+            "device": self.device,
+            "ms": dict(self.ms),
+            "ratio": vars(self.ratio),
+            "null": vars(self.null),
+        }
 
 
-def bootstrap_median(samples: Sequence[float], *, seed: int = 0, draws: int = BOOTSTRAP_SAMPLES,
-                     level: float = 0.95) -> Interval:
+def bootstrap_median(
+    samples: Sequence[float], *, seed: int = 0, draws: int = BOOTSTRAP_SAMPLES, level: float = 0.95
+) -> Interval:
     """The median of ``samples`` and a percentile bootstrap interval of it (deterministic for a seed)."""
     if not samples:
         raise ValueError("no samples")
@@ -78,8 +87,17 @@ def ratios(times: Sequence[Sequence[float]]) -> tuple[list[float], list[float]]:
     return [t[0] / t[1] for t in times], [t[2] / t[0] for t in times]
 
 
-def time_parity(link_dir: Path, control_cubin: bytes, args_file: Path, *, rounds: int, warmup: int, reps: int,
-                seed: int = 0, progress: Callable[[int], None] | None = None) -> Timing:
+def time_parity(
+    link_dir: Path,
+    control_cubin: bytes,
+    args_file: Path,
+    *,
+    rounds: int,
+    warmup: int,
+    reps: int,
+    seed: int = 0,
+    progress: Callable[[int], None] | None = None,
+) -> Timing:
     """Check outputs bit for bit, then time linked, control and null interleaved (module docstring).
 
     Raises ``DiagnosticError``: ``E-PARITY`` when the control's outputs differ, ``E-RUN``
@@ -95,8 +113,7 @@ def time_parity(link_dir: Path, control_cubin: bytes, args_file: Path, *, rounds
         for index, kernel in enumerate(kernels):
             values, files = _buffers(gpu, spec, args_file)
             _launch(gpu, linked, kernel, values, grid)
-            outputs.append({name: gpu.download(v) for name, v in sorted(values.items())
-                            if isinstance(v, DeviceBuffer)})
+            outputs.append({name: gpu.download(v) for name, v in sorted(values.items()) if isinstance(v, DeviceBuffer)})
             if index == 0:  # the args file's `output` files get the linked kernel's results
                 for buffer, path in files:
                     path.write_bytes(gpu.download(buffer))
@@ -124,8 +141,16 @@ def time_parity(link_dir: Path, control_cubin: bytes, args_file: Path, *, rounds
         device = _device_name()
     ratio, null = ratios(times)
     ms = {name: statistics.median(t[i] for t in times) for i, name in enumerate(NAMES)}
-    return Timing(rounds, warmup, reps, grid, ms, bootstrap_median(ratio, seed=seed),
-                  bootstrap_median(null, seed=seed + 1), device)
+    return Timing(
+        rounds,
+        warmup,
+        reps,
+        grid,
+        ms,
+        bootstrap_median(ratio, seed=seed),
+        bootstrap_median(null, seed=seed + 1),
+        device,
+    )
 
 
 def _spec(args_file: Path) -> Mapping[str, Any]:
@@ -134,26 +159,53 @@ def _spec(args_file: Path) -> Mapping[str, Any]:
     try:
         spec = json.loads(args_file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
-        raise DiagnosticError([Diagnostic("E-RUN", f"cannot read `{args_file}`: {err}",
-                                          helps=("give a JSON file of `grid`, `values`, `buffers` "
-                                                 "(as `kernlink run --args` takes)",))]) from err
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.E_RUN,
+                    f"cannot read `{args_file}`: {err}",
+                    helps=("give a JSON file of `grid`, `values`, `buffers` (as `kernlink run --args` takes)",),
+                )
+            ]
+        ) from err
     if not isinstance(spec, dict):
-        raise DiagnosticError([Diagnostic("E-RUN", f"`{args_file}` is not a JSON object",
-                                          helps=("give a JSON object of `grid`, `values`, `buffers`",))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.E_RUN,
+                    f"`{args_file}` is not a JSON object",
+                    helps=("give a JSON object of `grid`, `values`, `buffers`",),
+                )
+            ]
+        )
     return spec
 
 
-def _buffers(gpu: GpuSession, spec: Mapping[str, Any],
-             args_file: Path) -> tuple[dict[str, Value], list[tuple[DeviceBuffer, Path]]]:
+def _buffers(
+    gpu: GpuSession, spec: Mapping[str, Any], args_file: Path
+) -> tuple[dict[str, Value], list[tuple[DeviceBuffer, Path]]]:
     try:
         return make_buffers(gpu, spec, args_file.parent)
     except OSError as err:
-        raise DiagnosticError([Diagnostic("E-RUN", f"cannot read a buffer of `{args_file}`: {err.strerror or err}",
-                                          helps=("`input` paths are relative to the args file",))]) from err
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.E_RUN,
+                    f"cannot read a buffer of `{args_file}`: {err.strerror or err}",
+                    helps=("`input` paths are relative to the args file",),
+                )
+            ]
+        ) from err
     except (KeyError, TypeError, ValueError, AttributeError) as err:
-        raise DiagnosticError([Diagnostic("E-RUN", f"`{args_file}` has a malformed buffer ({err})",
-                                          helps=('each buffer is {"input": FILE} or {"bytes": N}, optionally with '
-                                                 '"output": FILE',))]) from err
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.E_RUN,
+                    f"`{args_file}` has a malformed buffer ({err})",
+                    helps=('each buffer is {"input": FILE} or {"bytes": N}, optionally with "output": FILE',),
+                )
+            ]
+        ) from err
 
 
 def _grid(gpu: GpuSession, linked: LinkedKernel, spec: Mapping[str, Any]) -> int:
@@ -161,8 +213,13 @@ def _grid(gpu: GpuSession, linked: LinkedKernel, spec: Mapping[str, Any]) -> int
         return int(spec["grid"])
     dispatch = linked.map["dispatch"]
     if dispatch["launch"] != "persistent":
-        raise DiagnosticError([Diagnostic("E-RUN", "a fixed launch needs a grid size",
-                                          helps=("add `\"grid\": N` (blocks) to the args file",))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.E_RUN, "a fixed launch needs a grid size", helps=('add `"grid": N` (blocks) to the args file',)
+                )
+            ]
+        )
     from cuda.bindings import driver
 
     sms = gpu.attribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
@@ -171,8 +228,7 @@ def _grid(gpu: GpuSession, linked: LinkedKernel, spec: Mapping[str, Any]) -> int
 
 def _launch(gpu: GpuSession, linked: LinkedKernel, kernel: Kernel, values: Mapping[str, Value], grid: int) -> None:
     block = params_block(linked.map, values)
-    gpu.launch(kernel, grid=grid, block=linked.threads, args=[block] if block else [],
-               dynamic_smem=linked.dynamic_smem)
+    gpu.launch(kernel, grid=grid, block=linked.threads, args=[block] if block else [], dynamic_smem=linked.dynamic_smem)
 
 
 class _Prepared:
@@ -189,16 +245,19 @@ class _Prepared:
         self._smem = dynamic_smem
         if dynamic_smem:
             (err,) = driver.cuFuncSetAttribute(
-                kernel.function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                dynamic_smem)
+                kernel.function,
+                driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                dynamic_smem,
+            )
             _check(err, "cuFuncSetAttribute")
         self._buffer = ctypes.create_string_buffer(block, max(len(block), 1))
         self._pointers = (ctypes.c_void_p * 1)(ctypes.addressof(self._buffer))
         self._params = ctypes.addressof(self._pointers) if block else 0
 
     def __call__(self) -> None:
-        (err,) = self._driver.cuLaunchKernel(self._function, self._grid, 1, 1, self._threads, 1, 1, self._smem, 0,
-                                             self._params, 0)
+        (err,) = self._driver.cuLaunchKernel(
+            self._function, self._grid, 1, 1, self._threads, 1, 1, self._smem, 0, self._params, 0
+        )
         _check(err, "cuLaunchKernel")
 
 
@@ -206,8 +265,9 @@ def _check(err: Any, call: str) -> None:
     from cuda.bindings import driver
 
     if err != driver.CUresult.CUDA_SUCCESS:
-        raise DiagnosticError([Diagnostic("E-CUDA", f"`{call}` failed: {getattr(err, 'name', err)}",
-                                          data=(("call", call),))])
+        raise DiagnosticError(
+            [Diagnostic(Code.E_CUDA, f"`{call}` failed: {getattr(err, 'name', err)}", data=(("call", call),))]
+        )
 
 
 def _same_outputs(outputs: Sequence[Mapping[str, bytes]]) -> None:
@@ -219,18 +279,30 @@ def _same_outputs(outputs: Sequence[Mapping[str, bytes]]) -> None:
     a, b = linked[first], control[first]
     at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
     null_differs = [name for name in linked if linked[name] != null.get(name)]
-    notes = [f"buffer `{first}` first differs at byte {at} (of {len(a)})",
-             "every buffer is compared after one launch on fresh inputs"]
+    notes = [
+        f"buffer `{first}` first differs at byte {at} (of {len(a)})",
+        "every buffer is compared after one launch on fresh inputs",
+    ]
     if null_differs:
-        notes.append("the linked cubin loaded twice also gives different bytes: the kernel's outputs are not "
-                     "deterministic, so they cannot be compared bit for bit")
-    raise DiagnosticError([Diagnostic(
-        "E-PARITY", f"the control's outputs differ from the linked kernel's in {', '.join(f'`{d}`' for d in differ)}; "
-                    "no timing ratio is reported",
-        notes=tuple(notes),
-        helps=("a difference between two builds of the same sources is a bug to report with the output directory "
-               "(control.cu, generated.cu, both cubins)",),
-        data=(("reason", "outputs-differ"), ("buffers", ",".join(differ))))])
+        notes.append(
+            "the linked cubin loaded twice also gives different bytes: the kernel's outputs are not "
+            "deterministic, so they cannot be compared bit for bit"
+        )
+    raise DiagnosticError(
+        [
+            Diagnostic(
+                Code.E_PARITY,
+                f"the control's outputs differ from the linked kernel's in {', '.join(f'`{d}`' for d in differ)}; "
+                "no timing ratio is reported",
+                notes=tuple(notes),
+                helps=(
+                    "a difference between two builds of the same sources is a bug to report with the output directory "
+                    "(control.cu, generated.cu, both cubins)",
+                ),
+                data=(("reason", "outputs-differ"), ("buffers", ",".join(differ))),
+            )
+        ]
+    )
 
 
 def _device_name() -> str:

@@ -53,8 +53,7 @@ def _respan(value: T, pipeline: str) -> T:
     if isinstance(value, Span):
         return replace(value, file=relative_to_pipeline(value.file, pipeline))
     if isinstance(value, tuple):
-        return type(value)(_respan(v, pipeline) for v in value) if value and not hasattr(value, "_fields") \
-            else value
+        return type(value)(_respan(v, pipeline) for v in value) if value and not hasattr(value, "_fields") else value
     if isinstance(value, list):
         return [_respan(v, pipeline) for v in value]  # type: ignore[return-value]
     if is_dataclass(value) and not isinstance(value, type):

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from diagnostics.model import Diagnostic, DiagnosticError
+from diagnostics.symbols import Code
 from linker.generate import FIELD_FORMATS
 from linker.launch import DeviceBuffer, GpuSession, LoadedCubin
 from linker.outdir import locked, verify_cubin
@@ -72,12 +73,16 @@ class LinkedKernel:
                 if not isinstance(data, dict):
                     raise ValueError("the manifest is not a JSON object")
                 if data.get("status") != "linked" or "dispatch" not in data:
-                    raise _error(f"the link in `{root}` did not succeed (status `{data.get('status')}`)",
-                                 f"read `{root / 'link.map'}` for its diagnostics")
+                    raise _error(
+                        f"the link in `{root}` did not succeed (status `{data.get('status')}`)",
+                        f"read `{root / 'link.map'}` for its diagnostics",
+                    )
                 cubin = (root / CUBIN).read_bytes()
             except (OSError, ValueError) as err:
-                raise _error(f"`{root}` holds no linked kernel: {err}",
-                             "link the pipeline first: `kernlink link PIPELINE.kp -o DIR`") from err
+                raise _error(
+                    f"`{root}` holds no linked kernel: {err}",
+                    "link the pipeline first: `kernlink link PIPELINE.kp -o DIR`",
+                ) from err
         verify_cubin(cubin, data, root)
         return cls(cubin, data, str(root))
 
@@ -106,8 +111,10 @@ def params_block(link_map: Mapping[str, Any], values: Mapping[str, Value]) -> by
         fmt = "<" + FIELD_FORMATS[f["type"]]
         if f["source"] == "fact":
             if key in values:
-                raise _error(f"`{qualified}` is the fact `{f['fact']}`, which the link writes ({f['value']})",
-                             f"drop `{key}` from the values")
+                raise _error(
+                    f"`{qualified}` is the fact `{f['fact']}`, which the link writes ({f['value']})",
+                    f"drop `{key}` from the values",
+                )
             struct.pack_into(fmt, data, int(f["offset"]), f["value"])
             continue
         if key not in values:
@@ -118,25 +125,33 @@ def params_block(link_map: Mapping[str, Any], values: Mapping[str, Value]) -> by
         raw = value.ptr if isinstance(value, DeviceBuffer) else value
         allowed = f.get("allowed") or []
         if allowed and raw not in allowed:
-            raise _error(f"`{qualified}` = {raw} is not a value the owner of fact `{f['fact']}` allows",
-                         f"give one of {', '.join(str(v) for v in allowed[:8])}")
+            raise _error(
+                f"`{qualified}` = {raw} is not a value the owner of fact `{f['fact']}` allows",
+                f"give one of {', '.join(str(v) for v in allowed[:8])}",
+            )
         try:
             struct.pack_into(fmt, data, int(f["offset"]), raw)
         except struct.error as err:
-            raise _error(f"`{qualified}` = {raw!r} does not fit a `{f['type']}`: {err}",
-                         "give a value of the field's type") from err
+            raise _error(
+                f"`{qualified}` = {raw!r} does not fit a `{f['type']}`: {err}", "give a value of the field's type"
+            ) from err
     if missing:
-        raise _error(f"no value for {', '.join(f'`{m}`' for m in missing)}",
-                     "give every caller field in `values` (by field name, or `stage.field`)")
+        raise _error(
+            f"no value for {', '.join(f'`{m}`' for m in missing)}",
+            "give every caller field in `values` (by field name, or `stage.field`)",
+        )
     unknown = sorted(set(values) - used)
     if unknown:
-        raise _error(f"no params field is named {', '.join(f'`{u}`' for u in unknown)}",
-                     "name fields as the contracts' `params` blocks do (`link.map` lists them)")
+        raise _error(
+            f"no params field is named {', '.join(f'`{u}`' for u in unknown)}",
+            "name fields as the contracts' `params` blocks do (`link.map` lists them)",
+        )
     return bytes(data)
 
 
-def run_linked(linked: LinkedKernel | str | Path, *, gpu: GpuSession, values: Mapping[str, Value],
-               grid: int | None = None) -> None:
+def run_linked(
+    linked: LinkedKernel | str | Path, *, gpu: GpuSession, values: Mapping[str, Value], grid: int | None = None
+) -> None:
     """Launch the linked kernel once with the link's block size and dynamic shared memory, and wait."""
     kernel = linked if isinstance(linked, LinkedKernel) else LinkedKernel.load(linked)
     verify_cubin(kernel.cubin, kernel.map, kernel.directory)
@@ -154,8 +169,9 @@ def run_linked(linked: LinkedKernel | str | Path, *, gpu: GpuSession, values: Ma
     zero_counters(module, kernel.map)
     ledger = HostLedger(module.module) if kernel.map.get("watchdog") else None
     try:
-        gpu.launch(loaded, grid=grid, block=kernel.threads, args=[block] if block else [],
-                   dynamic_smem=kernel.dynamic_smem)
+        gpu.launch(
+            loaded, grid=grid, block=kernel.threads, args=[block] if block else [], dynamic_smem=kernel.dynamic_smem
+        )
     except DiagnosticError as err:
         hangs = decode_ledger(kernel.map, ledger.read()) if ledger is not None else []
         if hangs:  # a watched wait timed out: the ledger says which; the driver's error is its consequence
@@ -177,15 +193,22 @@ def zero_counters(module: LoadedCubin, link_map: Mapping[str, Any]) -> None:
 
     err, address, size = driver.cuModuleGetGlobal(module.module, str(counters["symbol"]).encode())
     if err != driver.CUresult.CUDA_SUCCESS or int(size) < 4 * int(counters["words"]):
-        raise DiagnosticError([Diagnostic(
-            "E-CUDA", f"cannot find the counter array `{counters['symbol']}` in the cubin ({err})",
-            helps=("link again: link.json and kernel.cubin come from different links",))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.E_CUDA,
+                    f"cannot find the counter array `{counters['symbol']}` in the cubin ({err})",
+                    helps=("link again: link.json and kernel.cubin come from different links",),
+                )
+            ]
+        )
     (err,) = driver.cuMemsetD32(address, 0, int(counters["words"]))
     if err != driver.CUresult.CUDA_SUCCESS:
-        raise DiagnosticError([Diagnostic("E-CUDA", f"cuMemsetD32 of `{counters['symbol']}` failed: {err}")])
+        raise DiagnosticError([Diagnostic(Code.E_CUDA, f"cuMemsetD32 of `{counters['symbol']}` failed: {err}")])
 
 
 # ----------------------------------------------------------------- `kernlink run`
+
 
 def run_command(directory: Path, args_file: Path) -> None:
     """`kernlink run DIR --args FILE`: launch once with the args file's grid, values and buffers; write the outputs."""
@@ -199,13 +222,16 @@ def run_command(directory: Path, args_file: Path) -> None:
         run_linked(kernel, gpu=gpu, values=values, grid=spec.get("grid"))
         for buffer, path in outputs:
             path.write_bytes(gpu.download(buffer))
-    sys.stdout.write(f"ran `{kernel.kernel}` from {directory}: {kernel.threads} threads per block, "
-                     f"{kernel.dynamic_smem} B dynamic shared memory; wrote "
-                     f"{', '.join(str(p) for _, p in outputs) or 'no outputs'}\n")
+    sys.stdout.write(
+        f"ran `{kernel.kernel}` from {directory}: {kernel.threads} threads per block, "
+        f"{kernel.dynamic_smem} B dynamic shared memory; wrote "
+        f"{', '.join(str(p) for _, p in outputs) or 'no outputs'}\n"
+    )
 
 
-def make_buffers(gpu: GpuSession, spec: Mapping[str, Any],
-                 base: Path) -> tuple[dict[str, Value], list[tuple[DeviceBuffer, Path]]]:
+def make_buffers(
+    gpu: GpuSession, spec: Mapping[str, Any], base: Path
+) -> tuple[dict[str, Value], list[tuple[DeviceBuffer, Path]]]:
     """The values of an args file (``values`` and fresh ``buffers``; paths relative to ``base``), and its outputs."""
     values: dict[str, Value] = dict(spec.get("values", {}))
     outputs: list[tuple[DeviceBuffer, Path]] = []
@@ -223,4 +249,4 @@ def make_buffers(gpu: GpuSession, spec: Mapping[str, Any],
 
 
 def _error(message: str, help_text: str) -> DiagnosticError:
-    return DiagnosticError([Diagnostic("E-RUN", message, helps=(help_text,))])
+    return DiagnosticError([Diagnostic(Code.E_RUN, message, helps=(help_text,))])

@@ -31,6 +31,7 @@ from typing import Any
 from cuda.bindings import driver
 
 from diagnostics.model import Diagnostic, DiagnosticError
+from diagnostics.symbols import Code
 from kernlink.host_providers import Providers
 from kernlink.run import LinkedKernel, Value, params_block
 from linker.launch import DeviceBuffer, GpuSession, check_cuda
@@ -66,8 +67,8 @@ class Session:
             smem = self.linked.dynamic_smem
             if smem:
                 (err,) = driver.cuFuncSetAttribute(
-                    self._function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    smem)
+                    self._function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem
+                )
                 check_cuda(err, "cuFuncSetAttribute", f"{smem} B dynamic shared memory")
             err, self.stream = driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING)
             check_cuda(err, "cuStreamCreate")
@@ -105,8 +106,13 @@ class Session:
         filled = self.providers.filled
         for key, value in values.items():
             if key in filled or any(f.endswith(f".{key}") for f in filled):
-                raise DiagnosticError([Diagnostic(
-                    "E-RUN", f"`{key}` is filled by a host provider of the link", helps=(f"drop `{key}`",))])
+                raise DiagnosticError(
+                    [
+                        Diagnostic(
+                            Code.E_RUN, f"`{key}` is filled by a host provider of the link", helps=(f"drop `{key}`",)
+                        )
+                    ]
+                )
             resolved[key] = _value(key, value)
             keep.append(value)
         for qualified in filled:
@@ -134,17 +140,30 @@ class Session:
         if self._counters is not None:
             (err,) = driver.cuMemsetD32Async(self._counters[0], 0, self._counters[1], self.stream)
             check_cuda(err, "cuMemsetD32Async", "zeroing the kernel's counters")
-        (err,) = driver.cuLaunchKernel(self._function, self._grid(grid), 1, 1, self.linked.threads, 1, 1,
-                                       self.linked.dynamic_smem, self.stream, self._params, 0)
+        (err,) = driver.cuLaunchKernel(
+            self._function,
+            self._grid(grid),
+            1,
+            1,
+            self.linked.threads,
+            1,
+            1,
+            self.linked.dynamic_smem,
+            self.stream,
+            self._params,
+            0,
+        )
         check_cuda(err, "cuLaunchKernel", f"kernel `{self.linked.kernel}`")
 
     def capture(self, launches: int = 1, grid: int | None = None) -> Graph:
         """Capture ``launches`` launches with the current arguments into a CUDA graph."""
         if launches < 1:
-            raise DiagnosticError([Diagnostic("E-RUN", "a graph captures at least one launch",
-                                              helps=("pass `launches=1` or more",))])
+            raise DiagnosticError(
+                [Diagnostic(Code.E_RUN, "a graph captures at least one launch", helps=("pass `launches=1` or more",))]
+            )
         (err,) = driver.cuStreamBeginCapture(
-            self.stream, driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            self.stream, driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+        )
         check_cuda(err, "cuStreamBeginCapture")
         try:
             for _ in range(launches):
@@ -174,8 +193,9 @@ class Session:
             return grid
         dispatch = self.linked.map["dispatch"]
         if dispatch["launch"] != "persistent":
-            raise DiagnosticError([Diagnostic("E-RUN", "a fixed launch needs a grid size",
-                                              helps=("pass `grid=` (blocks)",))])
+            raise DiagnosticError(
+                [Diagnostic(Code.E_RUN, "a fixed launch needs a grid size", helps=("pass `grid=` (blocks)",))]
+            )
         sms = self.gpu.attribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         return sms * int(dispatch.get("blocks_per_sm") or 1)
 
@@ -189,8 +209,14 @@ def _counter_array(module: Any, link_map: Mapping[str, Any]) -> tuple[int, int] 
     check_cuda(err, "cuModuleGetGlobal", f"the counter array `{counters['symbol']}`")
     words = int(counters["words"])
     if int(size) < 4 * words:
-        raise DiagnosticError([Diagnostic("E-CUDA", f"the counter array `{counters['symbol']}` holds {size} B, "
-                                                    f"the link map says {words} words")])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.E_CUDA,
+                    f"the counter array `{counters['symbol']}` holds {size} B, the link map says {words} words",
+                )
+            ]
+        )
     return int(address), words
 
 
@@ -202,12 +228,25 @@ def device_pointer(obj: object) -> int:
     if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
         kind, _ = obj.__dlpack_device__()
         if int(kind) != _DLPACK_CUDA:
-            raise DiagnosticError([Diagnostic("E-RUN", f"a `{type(obj).__name__}` on DLPack device {kind} is not "
-                                                       "CUDA memory", helps=("move it to the GPU first",))])
+            raise DiagnosticError(
+                [
+                    Diagnostic(
+                        Code.E_RUN,
+                        f"a `{type(obj).__name__}` on DLPack device {kind} is not CUDA memory",
+                        helps=("move it to the GPU first",),
+                    )
+                ]
+            )
         return _dlpack_data(obj.__dlpack__())
-    raise DiagnosticError([Diagnostic(
-        "E-RUN", f"a `{type(obj).__name__}` is not CUDA memory",
-        helps=("pass a DeviceBuffer, an address, or an array with __cuda_array_interface__ or __dlpack__",))])
+    raise DiagnosticError(
+        [
+            Diagnostic(
+                Code.E_RUN,
+                f"a `{type(obj).__name__}` is not CUDA memory",
+                helps=("pass a DeviceBuffer, an address, or an array with __cuda_array_interface__ or __dlpack__",),
+            )
+        ]
+    )
 
 
 def _value(key: str, value: object) -> Value:
@@ -217,9 +256,16 @@ def _value(key: str, value: object) -> Value:
 
 
 class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
-                ("ndim", ctypes.c_int32), ("dtype", ctypes.c_uint32), ("shape", ctypes.c_void_p),
-                ("strides", ctypes.c_void_p), ("byte_offset", ctypes.c_uint64)]
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device_type", ctypes.c_int32),
+        ("device_id", ctypes.c_int32),
+        ("ndim", ctypes.c_int32),
+        ("dtype", ctypes.c_uint32),
+        ("shape", ctypes.c_void_p),
+        ("strides", ctypes.c_void_p),
+        ("byte_offset", ctypes.c_uint64),
+    ]
 
 
 def _dlpack_data(capsule: object) -> int:

@@ -41,8 +41,14 @@ def changed(before: Snapshot, after: Snapshot) -> list[Path]:
     return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
 
 
-def watch(paths: Sequence[str | Path], run: Callable[[], int], *, say: Callable[[str], None],
-          poll: float = 0.3, runs: int | None = None) -> int:
+def watch(
+    paths: Sequence[str | Path],
+    run: Callable[[], int],
+    *,
+    say: Callable[[str], None],
+    poll: float = 0.3,
+    runs: int | None = None,
+) -> int:
     """Run ``run`` now and after every change; ``runs`` bounds the number of runs (None: until interrupted)."""
     state = snapshot(paths)  # before the run: a save during a check is a change to check again
     status = run()

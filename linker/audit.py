@@ -35,12 +35,13 @@ from typing import Any
 
 from diagnostics.model import Diagnostic, Label, Severity
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from linker.cubin import read_cubin
 from package.codefacts.ptx import Function, parse
 from package.codefacts.values import Env, Val, analyse
 
-CODE = "L-LINK"
-NOTE_CODE = "I-AUDIT"
+CODE = Code.L_LINK
+NOTE_CODE = Code.I_AUDIT
 _BARRIER = re.compile(r"^(bar|barrier)(\.cta)?\.(sync|arrive|red)")
 
 
@@ -56,8 +57,15 @@ class Audited:
         return not any(d.is_error for d in self.diagnostics)
 
 
-def audit(record: Mapping[str, Any], cubin: bytes | None, ptx: str, *, ptx_name: str = "kernel.ptx",
-          map_name: str = "link.json", strict: bool = False) -> Audited:
+def audit(
+    record: Mapping[str, Any],
+    cubin: bytes | None,
+    ptx: str,
+    *,
+    ptx_name: str = "kernel.ptx",
+    map_name: str = "link.json",
+    strict: bool = False,
+) -> Audited:
     """Audit a link: its record (``link.json``'s object), cubin bytes and linked PTX."""
     proved: list[str] = []
     diags: list[Diagnostic] = []
@@ -70,8 +78,18 @@ def audit(record: Mapping[str, Any], cubin: bytes | None, ptx: str, *, ptx_name:
         diags.append(_diag(CODE, Severity.ERROR, message, ptx_name, map_name, lines, line, notes))
 
     def undecided(message: str, line: int | None) -> None:
-        diags.append(_diag(CODE if strict else NOTE_CODE, Severity.ERROR if strict else Severity.NOTE, message,
-                           ptx_name, map_name, lines, line, ("the audit could not prove this site; it is not a pass",)))
+        diags.append(
+            _diag(
+                CODE if strict else NOTE_CODE,
+                Severity.ERROR if strict else Severity.NOTE,
+                message,
+                ptx_name,
+                map_name,
+                lines,
+                line,
+                ("the audit could not prove this site; it is not a pass",),
+            )
+        )
 
     module = parse(ptx)
     entry = module.function(kernel)
@@ -79,13 +97,18 @@ def audit(record: Mapping[str, Any], cubin: bytes | None, ptx: str, *, ptx_name:
         problem(f"the linked PTX defines no kernel `{kernel}`", None)
         return Audited((), tuple(diags))
     smem = frozenset(d.name for d in module.shared if d.dynamic)
-    envs = [(fn, analyse(fn, handle_names=frozenset(), smem_names=smem, entry_like=False, smem_offsets=True))
-            for fn in module.functions]
+    envs = [
+        (fn, analyse(fn, handle_names=frozenset(), smem_names=smem, entry_like=False, smem_offsets=True))
+        for fn in module.functions
+    ]
     for name, values, line in entry.directives:
         threads = int(dispatch.get("threads", 0))
         if name in ("maxntid", "reqntid") and _product(values) != threads:
-            problem(f"the linked kernel carries `.{name} {', '.join(map(str, values))}`; the map launches "
-                    f"{threads} threads", line)
+            problem(
+                f"the linked kernel carries `.{name} {', '.join(map(str, values))}`; the map launches "
+                f"{threads} threads",
+                line,
+            )
     proved.append("block size")
     proved += _barriers(envs, dispatch, generated, problem, undecided)
     proved += _setmaxnreg(envs, dispatch, problem)
@@ -103,15 +126,31 @@ def _product(values: tuple[int, ...]) -> int:
     return out
 
 
-def _diag(code: str, severity: Severity, message: str, ptx_name: str, map_name: str, lines: list[str],
-          line: int | None, notes: tuple[str, ...]) -> Diagnostic:
+def _diag(
+    code: str,
+    severity: Severity,
+    message: str,
+    ptx_name: str,
+    map_name: str,
+    lines: list[str],
+    line: int | None,
+    notes: tuple[str, ...],
+) -> Diagnostic:
     labels: tuple[Label, ...] = ()
     if line is not None and 0 < line <= len(lines):
         labels = (Label(Span(ptx_name, line, 1, line, max(len(lines[line - 1]), 1) + 1), "in the linked code"),)
-    return Diagnostic(code, message, severity=severity, labels=labels,
-                      notes=(*notes, f"the link map: `{map_name}`"),
-                      helps=("relink with `kernlink link`; if the audit still fails, report it: the linked code "
-                             "and the map disagree",) if severity is Severity.ERROR else ())
+    return Diagnostic(
+        code,
+        message,
+        severity=severity,
+        labels=labels,
+        notes=(*notes, f"the link map: `{map_name}`"),
+        helps=(
+            "relink with `kernlink link`; if the audit still fails, report it: the linked code and the map disagree",
+        )
+        if severity is Severity.ERROR
+        else (),
+    )
 
 
 def _sites(envs: list[tuple[Function, Env]], test: Any) -> Iterator[tuple[Function, Env, Any]]:
@@ -121,8 +160,13 @@ def _sites(envs: list[tuple[Function, Env]], test: Any) -> Iterator[tuple[Functi
                 yield fn, env, ins
 
 
-def _barriers(envs: list[tuple[Function, Env]], dispatch: Mapping[str, Any], generated: Mapping[str, Any],
-              problem: Any, undecided: Any) -> list[str]:
+def _barriers(
+    envs: list[tuple[Function, Env]],
+    dispatch: Mapping[str, Any],
+    generated: Mapping[str, Any],
+    problem: Any,
+    undecided: Any,
+) -> list[str]:
     threads: dict[int, set[int]] = {0: {int(dispatch.get("threads", 0))}}
     ids: dict[tuple[str, str], int] = {}
     counts: dict[tuple[str, str], int] = {}
@@ -155,8 +199,11 @@ def _barriers(envs: list[tuple[Function, Env]], dispatch: Mapping[str, Any], gen
             count = env.operand(ins.operands[1])
             want = threads[ident.const]
             if count.is_const and want and count.const not in want:
-                problem(f"the linked code syncs {count.const} threads on barrier {ident.const}; the map says "
-                        f"{' or '.join(map(str, sorted(want)))}", ins.line)
+                problem(
+                    f"the linked code syncs {count.const} threads on barrier {ident.const}; the map says "
+                    f"{' or '.join(map(str, sorted(want)))}",
+                    ins.line,
+                )
             elif not count.is_const:
                 undecided(f"the thread count of `{ins.opcode}` on barrier {ident.const} is not a constant", ins.line)
     return ["named-barrier IDs and thread counts"]
@@ -176,13 +223,13 @@ def _setmaxnreg(envs: list[tuple[Function, Env]], dispatch: Mapping[str, Any], p
             listed = ", ".join(f"{o} {b}" for o, b in sorted(want)) or "none"
             problem(f"the linked code runs `setmaxnreg.{op} {val.const}`; the map's budgets are {listed}", ins.line)
     for op, budget in sorted(want - seen):
-        problem(f"the map sets a warpgroup's budget with `setmaxnreg.{op} {budget}`; the linked code never does",
-                None)
+        problem(f"the map sets a warpgroup's budget with `setmaxnreg.{op} {budget}`; the linked code never does", None)
     return ["register budgets (setmaxnreg operands)"]
 
 
-def _mbarriers(envs: list[tuple[Function, Env]], generated: Mapping[str, Any], problem: Any,
-               undecided: Any) -> list[str]:
+def _mbarriers(
+    envs: list[tuple[Function, Env]], generated: Mapping[str, Any], problem: Any, undecided: Any
+) -> list[str]:
     rings: dict[tuple[str, str], dict[str, int]] = {}
     for h in generated.get("handles", []):
         kind = str(h.get("kind"))
@@ -196,8 +243,10 @@ def _mbarriers(envs: list[tuple[Function, Env]], generated: Mapping[str, Any], p
     for (full, empty), v in sorted(counted.items()):
         for i in range(v["ring_depth"]):
             expected[full + 8 * i] = (f"full barrier of slot {i} (depth {v['ring_depth']})", v.get("ring_full_count"))
-            expected[empty + 8 * i] = (f"empty barrier of slot {i} (depth {v['ring_depth']})",
-                                       v.get("ring_empty_count"))
+            expected[empty + 8 * i] = (
+                f"empty barrier of slot {i} (depth {v['ring_depth']})",
+                v.get("ring_empty_count"),
+            )
     # a stage's own mbarrier (e.g. the one a tcgen05.commit arrives on) lives at the start of
     # one of its shared-memory claims, addressed through the claim's handle; its arrival
     # count is the stage's own business (the ring protocol does not cover it)
@@ -215,18 +264,26 @@ def _mbarriers(envs: list[tuple[Function, Env]], generated: Mapping[str, Any], p
         if offset not in expected and offset in claims:
             continue
         if offset not in expected:
-            problem(f"the linked code initialises an mbarrier at offset {offset}; the map places no ring "
-                    f"barrier there{_beyond(offset, rings)}", ins.line)
+            problem(
+                f"the linked code initialises an mbarrier at offset {offset}; the map places no ring "
+                f"barrier there{_beyond(offset, rings)}",
+                ins.line,
+            )
             continue
         what, want = expected[offset]
         count = env.operand(ins.operands[1]) if len(ins.operands) > 1 else Val(unknown=True)
         if want is not None and count.is_const and count.const != want:
-            problem(f"the linked code initialises the {what} at offset {offset} with {count.const} arrivals; "
-                    f"the map says {want}", ins.line)
+            problem(
+                f"the linked code initialises the {what} at offset {offset} with {count.const} arrivals; "
+                f"the map says {want}",
+                ins.line,
+            )
     if complete:
         for offset in sorted(set(expected) - seen):
-            problem(f"the map places the {expected[offset][0]} at offset {offset}; the linked code never "
-                    "initialises it", None)
+            problem(
+                f"the map places the {expected[offset][0]} at offset {offset}; the linked code never initialises it",
+                None,
+            )
     return ["ring barrier offsets, depths and arrival counts (other mbarriers: at a claim's first byte)"]
 
 
@@ -244,8 +301,10 @@ def _beyond(offset: int, rings: dict[tuple[str, str], dict[str, int]]) -> str:
     if not found:
         return ""
     slot, which, ring, depth = min(found)  # the nearest base explains it
-    return (f" (it is the {which} barrier of slot {slot} of ring `{ring}`: the code runs at least depth "
-            f"{slot + 1}, the map's depth is {depth})")
+    return (
+        f" (it is the {which} barrier of slot {slot} of ring `{ring}`: the code runs at least depth "
+        f"{slot + 1}, the map's depth is {depth})"
+    )
 
 
 def _smem_bounds(envs: list[tuple[Function, Env]], dispatch: Mapping[str, Any], problem: Any) -> list[str]:
@@ -255,10 +314,17 @@ def _smem_bounds(envs: list[tuple[Function, Env]], dispatch: Mapping[str, Any], 
         if addr_text is None:
             continue
         addr = env.address(addr_text)
-        if addr.const is not None and not addr.unknown and addr.origins == frozenset({"smem"}) and (
-                addr.const < 0 or addr.const >= size):
-            problem(f"the linked code addresses shared memory at offset {addr.const}; the map's dynamic shared "
-                    f"memory is {size} bytes", ins.line)
+        if (
+            addr.const is not None
+            and not addr.unknown
+            and addr.origins == frozenset({"smem"})
+            and (addr.const < 0 or addr.const >= size)
+        ):
+            problem(
+                f"the linked code addresses shared memory at offset {addr.const}; the map's dynamic shared "
+                f"memory is {size} bytes",
+                ins.line,
+            )
     return ["dynamic shared-memory size"]
 
 
@@ -277,8 +343,7 @@ def _cubin(record: Mapping[str, Any], cubin: bytes, kernel: str, threads: int, p
         problem(f"`kernel.cubin` has no kernel `{kernel}`; it has {', '.join(info.kernel_names) or 'none'}", None)
         return []
     if k.max_threads is not None and _product(k.max_threads) != threads:
-        problem(f"the cubin bounds `{kernel}` to {_product(k.max_threads)} threads; the map launches {threads}",
-                None)
+        problem(f"the cubin bounds `{kernel}` to {_product(k.max_threads)} threads; the map launches {threads}", None)
     if k.static_smem:
         problem(f"the cubin gives `{kernel}` {k.static_smem} B of static shared memory; the map has none", None)
     return ["cubin hash, kernel, thread bound and static shared memory"]

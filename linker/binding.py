@@ -34,13 +34,14 @@ from contract_lang.printer import print_node
 from diagnostics.files import atomic_write_text
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from linker import layout
 from linker.symbols import compile_lto_and_ptx
 from linker.toolchain import nvrtc_version, stable_cwd, user_cache_dir
 from package.kpkg import read_package
 from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD
 
-NOTE_CODE = "I-BINDING"
+NOTE_CODE = Code.I_BINDING
 _FILE_PATH = re.compile(r'^(\s*\.file\s+\d+\s+)"(?:[^"]*/)?([^"/]*)"', re.M)
 
 
@@ -142,10 +143,14 @@ def _where(path: str) -> tuple[Label, ...]:
 
 
 def _note(path: str, why: str) -> Diagnostic:
-    return Diagnostic(NOTE_CODE, f"the payloads of `{path}` were not rebuilt from its source: {why}",
-                      severity=Severity.NOTE, labels=_where(path),
-                      notes=("its LTO IR is linked as packed; nothing ties it to the code L-CONFORM checked",),
-                      helps=("repack it with `kernlink pack` (NVRTC, this kernlink's toolkit)",))
+    return Diagnostic(
+        NOTE_CODE,
+        f"the payloads of `{path}` were not rebuilt from its source: {why}",
+        severity=Severity.NOTE,
+        labels=_where(path),
+        notes=("its LTO IR is linked as packed; nothing ties it to the code L-CONFORM checked",),
+        helps=("repack it with `kernlink pack` (NVRTC, this kernlink's toolkit)",),
+    )
 
 
 def _rebuild(path: str, stage: A.Stage) -> list[Diagnostic]:
@@ -172,24 +177,37 @@ def _rebuild(path: str, stage: A.Stage) -> list[Diagnostic]:
         try:
             text = source.decode("utf-8") + "\n" + layout.probe_source(layout.params_blocks(stage))
             with stable_cwd():
-                result, again = compile_lto_and_ptx(source, text.encode(), name, arch=target, include_dirs=include,
-                                                    defines=defines, std=std, extra_options=extra,
-                                                    ptx_extra=("-lineinfo",))
+                result, again = compile_lto_and_ptx(
+                    source,
+                    text.encode(),
+                    name,
+                    arch=target,
+                    include_dirs=include,
+                    defines=defines,
+                    std=std,
+                    extra_options=extra,
+                    ptx_extra=("-lineinfo",),
+                )
             if not isinstance(again, str):
                 raise DiagnosticError(list(again))
             lto = result.ltoir
         except (DiagnosticError, UnicodeDecodeError):
-            return [_note(path, "its source does not compile alone (it includes files the package does not "
-                                "carry)")]
+            return [_note(path, "its source does not compile alone (it includes files the package does not carry)")]
     out = []
     for payload, rebuilt in ((LTO_PAYLOAD, lto), (PTX_PAYLOAD, normalise_ptx(again).encode("utf-8"))):
         if pkg.payloads.get(payload) != rebuilt:
-            out.append(Diagnostic(
-                "L-INTEGRITY", f"the `{payload}` payload of `{path}` is not what its `{SOURCE_PAYLOAD}` compiles to",
-                labels=_where(path),
-                notes=(f"rebuilt with {here} and the recorded options; the payload's SHA-256 is "
-                       f"{hashlib.sha256(pkg.payloads.get(payload, b'')).hexdigest()[:16]}…, the rebuild's "
-                       f"{hashlib.sha256(rebuilt).hexdigest()[:16]}…",
-                       "the package's hashes match: a payload was replaced and the hashes recomputed"),
-                helps=("rebuild the package with `kernlink pack`",)))
+            out.append(
+                Diagnostic(
+                    Code.L_INTEGRITY,
+                    f"the `{payload}` payload of `{path}` is not what its `{SOURCE_PAYLOAD}` compiles to",
+                    labels=_where(path),
+                    notes=(
+                        f"rebuilt with {here} and the recorded options; the payload's SHA-256 is "
+                        f"{hashlib.sha256(pkg.payloads.get(payload, b'')).hexdigest()[:16]}…, the rebuild's "
+                        f"{hashlib.sha256(rebuilt).hexdigest()[:16]}…",
+                        "the package's hashes match: a payload was replaced and the hashes recomputed",
+                    ),
+                    helps=("rebuild the package with `kernlink pack`",),
+                )
+            )
     return out

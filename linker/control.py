@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label
+from diagnostics.symbols import Code
 from linker.binding import carried_headers, extra_include_dirs
 from linker.generate import Generated, render, unit_namespace
 from linker.toolchain import (
@@ -124,16 +125,37 @@ def assemble(comp: Composition, generated: Generated, *, front_end: FrontEnd | N
     chosen: FrontEnd = front_end or _common_front_end(parts)
     options = _options(parts, chosen)
     notes = _notes(parts, chosen, options, overridden=front_end is not None)
-    notes += [f"`{p.stage}` was compiled for `{p.target}`; the control is compiled for `{generated.target}`"
-              for p in parts if p.target and p.target != generated.target]
-    glue = render(comp, generated.handles, generated.trampolines, generated.params, generated.dispatch,
-                  [p.package for p in parts], generated.transfers, generated.unused_exports, control=True)
-    return ControlUnit(unit_source(parts, sources, glue), tuple(parts), chosen, options, generated.target,
-                       tuple(notes), tuple(sorted(headers.items())), tuple(extra_dirs))
+    notes += [
+        f"`{p.stage}` was compiled for `{p.target}`; the control is compiled for `{generated.target}`"
+        for p in parts
+        if p.target and p.target != generated.target
+    ]
+    glue = render(
+        comp,
+        generated.handles,
+        generated.trampolines,
+        generated.params,
+        generated.dispatch,
+        [p.package for p in parts],
+        generated.transfers,
+        generated.unused_exports,
+        control=True,
+    )
+    return ControlUnit(
+        unit_source(parts, sources, glue),
+        tuple(parts),
+        chosen,
+        options,
+        generated.target,
+        tuple(notes),
+        tuple(sorted(headers.items())),
+        tuple(extra_dirs),
+    )
 
 
-def compile_control(unit: ControlUnit, *, include_dirs: Sequence[str | Path] = (),
-                    kernel: str = "kl_dispatch") -> ControlBuild:
+def compile_control(
+    unit: ControlUnit, *, include_dirs: Sequence[str | Path] = (), kernel: str = "kl_dispatch"
+) -> ControlBuild:
     """Compile the unit with its front end and options, then link it alone with nvJitLink.
 
     Raises ``DiagnosticError``: ``E-COMPILE`` when the unit does not compile (messages
@@ -153,24 +175,34 @@ def _compile_unit(unit: ControlUnit, std: str, include_dirs: Sequence[str | Path
     try:
         with stable_cwd():
             if unit.front_end == "nvcc":
-                compiled = compile_nvcc(unit.source, CONTROL_SOURCE, arch=unit.arch, std=std,
-                                        include_dirs=include_dirs, extra_options=extra)
+                compiled = compile_nvcc(
+                    unit.source, CONTROL_SOURCE, arch=unit.arch, std=std, include_dirs=include_dirs, extra_options=extra
+                )
             else:
-                compiled = compile_nvrtc(unit.source, CONTROL_SOURCE, arch=unit.arch, std=std,
-                                         include_dirs=include_dirs, extra_options=extra)
+                compiled = compile_nvrtc(
+                    unit.source, CONTROL_SOURCE, arch=unit.arch, std=std, include_dirs=include_dirs, extra_options=extra
+                )
     except DiagnosticError as err:
         raise DiagnosticError([_in_control(d) for d in err.diagnostics]) from None
     return compiled
 
 
 def _link_unit(unit: ControlUnit, compiled: CompileResult, kernel: str) -> ControlBuild:
-    result: LinkResult = link([(CONTROL_SOURCE, compiled.ltoir)], arch=unit.arch, kernels=[kernel], verbose=True,
-                              emit_ptx=True)
+    result: LinkResult = link(
+        [(CONTROL_SOURCE, compiled.ltoir)], arch=unit.arch, kernels=[kernel], verbose=True, emit_ptx=True
+    )
     version = nvcc_version() if unit.front_end == "nvcc" else nvrtc_version()
     toolkit = f"{unit.front_end} {version[0]}.{version[1]}" if version else unit.front_end
     shown = tuple(o for o in compiled.options if not o.startswith(("--include-path=", "-I", "--use-bundled-headers=")))
-    return ControlBuild(unit, toolkit, shown, (f"-arch={unit.arch}", "-lto", "-verbose"), result.cubin,
-                        result.ptx or "", result.info_log)
+    return ControlBuild(
+        unit,
+        toolkit,
+        shown,
+        (f"-arch={unit.arch}", "-lto", "-verbose"),
+        result.cubin,
+        result.ptx or "",
+        result.info_log,
+    )
 
 
 def unit_source(parts: Sequence[UnitPart], sources: Mapping[str, str], glue: str) -> str:
@@ -183,15 +215,21 @@ def unit_source(parts: Sequence[UnitPart], sources: Mapping[str, str], glue: str
             includes.setdefault(re.sub(r"^#[ \t]*include[ \t]*", "#include ", line.strip()), None)
         body = _INCLUDE.sub("", text)  # the line stays (empty), so `#line` numbers hold
         macros = list(dict.fromkeys(_DEFINE.findall(body)))
-        bodies += [f"// ---- {part.stage}: {part.package} ({part.source_name}, {part.toolkit})",
-                   f"namespace {unit_namespace(part.stage)} {{",
-                   f'#line 1 "{_quoted(part.package)}:{_quoted(part.source_name)}"',
-                   body.rstrip("\n"),
-                   f"}}  // namespace {unit_namespace(part.stage)}",
-                   *(f"#undef {m}" for m in macros), ""]
-    head = ["// kernlink parity: the one-unit control build of a linked composition (specs/parity.md).",
-            "// Every component's source in its own namespace, then the link's glue; compiled as one unit.",
-            *includes, ""]
+        bodies += [
+            f"// ---- {part.stage}: {part.package} ({part.source_name}, {part.toolkit})",
+            f"namespace {unit_namespace(part.stage)} {{",
+            f'#line 1 "{_quoted(part.package)}:{_quoted(part.source_name)}"',
+            body.rstrip("\n"),
+            f"}}  // namespace {unit_namespace(part.stage)}",
+            *(f"#undef {m}" for m in macros),
+            "",
+        ]
+    head = [
+        "// kernlink parity: the one-unit control build of a linked composition (specs/parity.md).",
+        "// Every component's source in its own namespace, then the link's glue; compiled as one unit.",
+        *includes,
+        "",
+    ]
     text = "\n".join([*head, *bodies]) + "\n"
     # the directive is on line n + 1 of the unit; the glue starts on line n + 2
     return text + f'#line {text.count(chr(10)) + 2} "{CONTROL_SOURCE}"\n' + glue
@@ -203,6 +241,7 @@ def _quoted(text: str) -> str:
 
 
 # ----------------------------------------------------------------- packages
+
 
 def _stage_sources(comp: Composition) -> tuple[dict[str, str], list[UnitPart]]:
     sources: dict[str, str] = {}
@@ -217,8 +256,11 @@ def _stage_sources(comp: Composition) -> tuple[dict[str, str], list[UnitPart]]:
         pkg = read_package(entry.package)
         blob = pkg.payloads.get(SOURCE_PAYLOAD)
         if blob is None:
-            problems.append(_no_source(entry.name, shown, span, f"the package has no `{SOURCE_PAYLOAD}` payload "
-                                                                "(a binary-only package)"))
+            problems.append(
+                _no_source(
+                    entry.name, shown, span, f"the package has no `{SOURCE_PAYLOAD}` payload (a binary-only package)"
+                )
+            )
             continue
         try:
             sources[entry.name] = blob.decode("utf-8")
@@ -245,13 +287,20 @@ def _part(stage: str, shown: str, manifest: Mapping[str, Any]) -> UnitPart:
 
 def _no_source(stage: str, package: str, span: Any, why: str) -> Diagnostic:
     return Diagnostic(
-        "E-PARITY", f"stage `{stage}` has no source: the one-unit control build is impossible",
+        Code.E_PARITY,
+        f"stage `{stage}` has no source: the one-unit control build is impossible",
         labels=(Label(span, "this stage"),),
-        notes=(f"`{package}`: {why}", "the control compiles every component's source with the generated glue as "
-               "one translation unit; the linked kernel is compared with it"),
-        helps=("pack the component with its source (`kernlink pack SOURCE.cu --contract STAGE.kc`), or ask its "
-               "owner for a package that carries it",),
-        data=(("stage", stage), ("reason", "no-source")))
+        notes=(
+            f"`{package}`: {why}",
+            "the control compiles every component's source with the generated glue as "
+            "one translation unit; the linked kernel is compared with it",
+        ),
+        helps=(
+            "pack the component with its source (`kernlink pack SOURCE.cu --contract STAGE.kc`), or ask its "
+            "owner for a package that carries it",
+        ),
+        data=(("stage", stage), ("reason", "no-source")),
+    )
 
 
 def _common_front_end(parts: Sequence[UnitPart]) -> FrontEnd:
@@ -271,20 +320,31 @@ def _notes(parts: Sequence[UnitPart], front: FrontEnd, options: tuple[str, ...],
     if other:
         names = ", ".join(f"`{p.stage}` ({p.front_end})" for p in other)
         why = "as asked (`--front-end`)" if overridden else "the packages were built by different front ends"
-        notes.append(f"the control is compiled with {front}, {why}; {names} were not: NVRTC and nvcc generate "
-                     "different code for the same source, so a difference may be the front end's, not the link's")
+        notes.append(
+            f"the control is compiled with {front}, {why}; {names} were not: NVRTC and nvcc generate "
+            "different code for the same source, so a difference may be the front end's, not the link's"
+        )
     for p in parts:
         if p.front_end == front and p.options != options:
-            notes.append(f"`{p.stage}` was compiled with options {' '.join(p.options) or '(none)'}; the one unit "
-                         f"uses {' '.join(options) or '(none)'}")
+            notes.append(
+                f"`{p.stage}` was compiled with options {' '.join(p.options) or '(none)'}; the one unit "
+                f"uses {' '.join(options) or '(none)'}"
+            )
     return notes
 
 
 def _in_control(d: Diagnostic) -> Diagnostic:
     return Diagnostic(
-        d.code, d.message, d.severity, d.labels,
+        d.code,
+        d.message,
+        d.severity,
+        d.labels,
         notes=(*d.notes, f"while compiling the one-unit control build (`{CONTROL_SOURCE}` in the output directory)"),
-        helps=(*d.helps, "a component that declares a handle, an export or a tensor handle with another type than "
-                         "the generated code defines cannot be built as one unit; declare it as specs/handles.md "
-                         "says (a quoted `#include` needs `-I` with the folder of its header)"),
-        data=d.data)
+        helps=(
+            *d.helps,
+            "a component that declares a handle, an export or a tensor handle with another type than "
+            "the generated code defines cannot be built as one unit; declare it as specs/handles.md "
+            "says (a quoted `#include` needs `-I` with the folder of its header)",
+        ),
+        data=d.data,
+    )

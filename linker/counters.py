@@ -46,15 +46,18 @@ from checker.composition import Composition
 from checker.handles import HandleSpec, resolve_handles
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Label
+from diagnostics.symbols import Code
 from placement.problem import Domain
 from placement.result import Placement
 
 #: The generated ``__device__`` array every counter lives in (``extern "C"``: the host reads it by name).
 ARRAY = "kl_counters"
 #: How counts are kept from leaking from one launch into the next (the link map records it).
-RESET_RULE = (f"`{ARRAY}` is zeroed before every launch by the launch helper (`kernlink run`, "
-              f"`run_linked`: cuModuleGetGlobal(`{ARRAY}`) + cuMemsetD32); a host that launches kernel.cubin "
-              "itself must zero it the same way before each launch")
+RESET_RULE = (
+    f"`{ARRAY}` is zeroed before every launch by the launch helper (`kernlink run`, "
+    f"`run_linked`: cuModuleGetGlobal(`{ARRAY}`) + cuMemsetD32); a host that launches kernel.cubin "
+    "itself must zero it the same way before each launch"
+)
 #: Counter handles that are functions the generated code defines, not constants.
 FUNCTION_KINDS = frozenset({"counter_ptr", "counter_add", "counter_wait"})
 #: Memory scopes from narrowest to widest (PTX ``.cta`` … ``.sys``).
@@ -75,8 +78,15 @@ class CounterSlots:
     why: str
 
     def as_json(self) -> dict[str, object]:
-        return {"name": self.name, "index": self.index, "slots": self.slots, "scope": self.scope,
-                "owner": self.owner, "users": list(self.users), "why": self.why}
+        return {
+            "name": self.name,
+            "index": self.index,
+            "slots": self.slots,
+            "scope": self.scope,
+            "owner": self.owner,
+            "users": list(self.users),
+            "why": self.why,
+        }
 
 
 @dataclass(frozen=True)
@@ -99,8 +109,13 @@ class CounterArray:
         return named[0] if len(named) == 1 else None
 
     def as_json(self) -> dict[str, object]:
-        return {"symbol": ARRAY, "words": self.size, "bytes": 4 * self.size, "reset": RESET_RULE,
-                "counters": [c.as_json() for c in self.counters]}
+        return {
+            "symbol": ARRAY,
+            "words": self.size,
+            "bytes": 4 * self.size,
+            "reset": RESET_RULE,
+            "counters": [c.as_json() for c in self.counters],
+        }
 
 
 #: The body of a counter wait handle (``slot`` and ``target`` in scope): :func:`plain_wait`, or the watchdog's.
@@ -121,29 +136,39 @@ def unsupported_counters(comp: Composition) -> list[Diagnostic]:
             continue  # one diagnostic per counter, at its first endpoint
         reason = None
         if c.space in ("peer", "host"):
-            reason = (f"a counter in `space {c.space}` lives in another GPU's or the host's memory, which the "
-                      "launch helper does not allocate or map")
+            reason = (
+                f"a counter in `space {c.space}` lives in another GPU's or the host's memory, which the "
+                "launch helper does not allocate or map"
+            )
         elif c.domain is not None:
             reason = f"a counter of domain `{c.domain}` spans several GPUs, and the launch runs on one"
         if reason is not None:
             refused.add(c.name)
-            out.append(Diagnostic(
-                "E-UNSUPPORTED", f"`kernlink link` cannot link counter `{c.name}` of `{owned.stage_name}` yet",
-                labels=(Label(c.span, "declared here"),), notes=(reason,),
-                helps=("keep the counter in this GPU's global memory (no `space`, no `domain`) to link it",),
-                data=(("stage", owned.stage_name), ("what", f"counter `{c.name}`"))))
+            out.append(
+                Diagnostic(
+                    Code.E_UNSUPPORTED,
+                    f"`kernlink link` cannot link counter `{c.name}` of `{owned.stage_name}` yet",
+                    labels=(Label(c.span, "declared here"),),
+                    notes=(reason,),
+                    helps=("keep the counter in this GPU's global memory (no `space`, no `domain`) to link it",),
+                    data=(("stage", owned.stage_name), ("what", f"counter `{c.name}`")),
+                )
+            )
     claimed: dict[str, list[str]] = {}
     for claim in comp.items(A.CounterClaim):
         claimed.setdefault(claim.item.name, []).append(claim.stage_name)
     for endpoint in comp.items(A.Counter):
         owners = claimed.get(endpoint.item.name, [])
         if len(owners) > 1 and endpoint.stage_name not in owners:
-            out.append(Diagnostic(
-                "L-LINK", f"counter `{endpoint.item.name}` of `{endpoint.stage_name}` could be any of "
-                          f"{len(owners)} claims",
-                labels=(Label(endpoint.item.span, "this endpoint"),),
-                notes=(f"`{'`, `'.join(owners)}` each claim a counter `{endpoint.item.name}`",),
-                helps=("give the claims distinct names, so each endpoint names one",)))
+            out.append(
+                Diagnostic(
+                    Code.L_LINK,
+                    f"counter `{endpoint.item.name}` of `{endpoint.stage_name}` could be any of {len(owners)} claims",
+                    labels=(Label(endpoint.item.span, "this endpoint"),),
+                    notes=(f"`{'`, `'.join(owners)}` each claim a counter `{endpoint.item.name}`",),
+                    helps=("give the claims distinct names, so each endpoint names one",),
+                )
+            )
     return out
 
 
@@ -157,10 +182,20 @@ def plan_counters(comp: Composition, placement: Placement) -> CounterArray:
         if owned is None:
             continue
         scopes = [owned.item.scope] + [e.item.scope for e in comp.items(A.Counter) if e.item.name == slot.name]
-        users = [f"{slot.owner} claim"] + [_endpoint(e.stage_name, e.item) for e in comp.items(A.Counter)
-                                           if e.item.name == slot.name]
-        items.append(CounterSlots(slot.name, slot.offset, slot.size, _widest(scopes), slot.owner, tuple(users),
-                                  f"claim of `{slot.owner}`, {slot.size} slot(s): {slot.why}"))
+        users = [f"{slot.owner} claim"] + [
+            _endpoint(e.stage_name, e.item) for e in comp.items(A.Counter) if e.item.name == slot.name
+        ]
+        items.append(
+            CounterSlots(
+                slot.name,
+                slot.offset,
+                slot.size,
+                _widest(scopes),
+                slot.owner,
+                tuple(users),
+                f"claim of `{slot.owner}`, {slot.size} slot(s): {slot.why}",
+            )
+        )
         end = max(end, slot.offset + slot.size)
     claimed = {name for _, name in claims}
     unclaimed: dict[str, list[A.Counter]] = {}
@@ -171,8 +206,17 @@ def plan_counters(comp: Composition, placement: Placement) -> CounterArray:
         unclaimed.setdefault(endpoint.item.name, []).append(endpoint.item)
         stages.setdefault(endpoint.item.name, []).append(_endpoint(endpoint.stage_name, endpoint.item))
     for name, endpoints in unclaimed.items():
-        items.append(CounterSlots(name, end, 1, _widest([e.scope for e in endpoints]), "", tuple(stages[name]),
-                                  "named by endpoints only: one word after the claims, shared by every endpoint"))
+        items.append(
+            CounterSlots(
+                name,
+                end,
+                1,
+                _widest([e.scope for e in endpoints]),
+                "",
+                tuple(stages[name]),
+                "named by endpoints only: one word after the claims, shared by every endpoint",
+            )
+        )
         end += 1
     return CounterArray(tuple(items), end)
 
@@ -185,16 +229,19 @@ def counter_index(array: CounterArray, stage: str, name: str) -> tuple[int, str]
     return found.index, f"counter `{name}`: `{ARRAY}[{found.index}]`, {found.slots} slot(s), scope {found.scope}"
 
 
-def render_counters(array: CounterArray, functions: Sequence[HandleSpec], wait_lines: WaitRenderer | None = None
-                    ) -> list[str]:
+def render_counters(
+    array: CounterArray, functions: Sequence[HandleSpec], wait_lines: WaitRenderer | None = None
+) -> list[str]:
     """The counter array and the counter function handles the components read (``wait_lines``: the
     watchdog's bounded wait body, :mod:`linker.watchdog`; None: :func:`plain_wait`)."""
     if array.size == 0:
         return []
-    out = ["// Counters: the kernel's counter array (one 32-bit word per slot) and the counter handles.",
-           f"// Reset: {RESET_RULE}.",
-           'extern "C" {',
-           f"__device__ __align__(128) unsigned {ARRAY}[{array.size}];"]
+    out = [
+        "// Counters: the kernel's counter array (one 32-bit word per slot) and the counter handles.",
+        f"// Reset: {RESET_RULE}.",
+        'extern "C" {',
+        f"__device__ __align__(128) unsigned {ARRAY}[{array.size}];",
+    ]
     for c in array.counters:
         out.append(f"//   [{c.index}, {c.index + c.slots}) `{c.name}`, scope {c.scope}: {', '.join(c.users)}")
     render_wait = wait_lines or plain_wait
@@ -207,25 +254,31 @@ def render_counters(array: CounterArray, functions: Sequence[HandleSpec], wait_l
         if spec.kind == "counter_ptr":
             out.append(f"__device__ unsigned* {spec.symbol}() {{ return &{ARRAY}[{found.index}u]; }}  {note}")
         elif spec.kind == "counter_add":
-            out += [f"__device__ void {spec.symbol}(unsigned slot, unsigned n) {{  {note}",
-                    f'    asm volatile("red.release.{found.scope}.global.add.u32 [%0], %1;" :: "l"({at}), "r"(n) '
-                    ': "memory");',
-                    "}"]
+            out += [
+                f"__device__ void {spec.symbol}(unsigned slot, unsigned n) {{  {note}",
+                f'    asm volatile("red.release.{found.scope}.global.add.u32 [%0], %1;" :: "l"({at}), "r"(n) '
+                ': "memory");',
+                "}",
+            ]
         else:
-            out += [f"__device__ void {spec.symbol}(unsigned slot, unsigned target) {{  {note}",
-                    *render_wait(spec, found), "}"]
+            out += [
+                f"__device__ void {spec.symbol}(unsigned slot, unsigned target) {{  {note}",
+                *render_wait(spec, found),
+                "}",
+            ]
     out.append('}  // extern "C"')
     return out
 
 
 def plain_wait(spec: HandleSpec, counter: CounterSlots) -> list[str]:
     """An unbounded acquire spin until the word reaches ``target``."""
-    return [f"    const unsigned* word = &{ARRAY}[{counter.index}u + slot];",
-            "    unsigned seen;",
-            "    do {",
-            f'        asm volatile("ld.acquire.{counter.scope}.global.u32 %0, [%1];" : "=r"(seen) : "l"(word) '
-            ': "memory");',
-            "    } while (seen < target);"]
+    return [
+        f"    const unsigned* word = &{ARRAY}[{counter.index}u + slot];",
+        "    unsigned seen;",
+        "    do {",
+        f'        asm volatile("ld.acquire.{counter.scope}.global.u32 %0, [%1];" : "=r"(seen) : "l"(word) : "memory");',
+        "    } while (seen < target);",
+    ]
 
 
 def _widest(scopes: Sequence[str | None]) -> str:

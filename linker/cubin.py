@@ -34,6 +34,7 @@ from elftools.elf.sections import Section, SymbolTableSection
 
 from checker.hardware import target_for_sm
 from diagnostics import Diagnostic, DiagnosticError
+from diagnostics.symbols import Code
 
 EM_CUDA = 190
 STO_CUDA_ENTRY = 0x10
@@ -133,11 +134,16 @@ def _read(elf: ELFFile, name: str) -> CubinInfo:
         static = max(0, shared["sh_size"] - spec.smem_user_base) if shared is not None else 0
         info = elf.get_section_by_name(f".nv.info.{kname}")
         attrs = list(_attrs(info)) if info is not None else []
-        kernels.append(_kernel(
-            kname, attrs,
-            registers=per_symbol.get((EIATTR_REGCOUNT, index), 0),
-            frame=per_symbol.get((EIATTR_FRAME_SIZE, index), 0),
-            static=static, code=code_bytes))
+        kernels.append(
+            _kernel(
+                kname,
+                attrs,
+                registers=per_symbol.get((EIATTR_REGCOUNT, index), 0),
+                frame=per_symbol.get((EIATTR_FRAME_SIZE, index), 0),
+                static=static,
+                code=code_bytes,
+            )
+        )
     kernels.sort(key=lambda k: k.name)
     return CubinInfo(sm=sm, kernels=tuple(kernels))
 
@@ -185,8 +191,7 @@ def _attrs(section: Section) -> Iterator[_Attr]:
         pos += -pos % 4
 
 
-def _kernel(name: str, attrs: list[_Attr], *, registers: int, frame: int, static: int,
-            code: int) -> KernelInfo:
+def _kernel(name: str, attrs: list[_Attr], *, registers: int, frame: int, static: int, code: int) -> KernelInfo:
     param_bytes = barriers = 0
     params: list[ParamInfo] = []
     max_threads = required = None
@@ -206,8 +211,9 @@ def _kernel(name: str, attrs: list[_Attr], *, registers: int, frame: int, static
         elif a.attr == EIATTR_MAXREG_COUNT and _u(a.value) != _NO_MAXREG:
             max_regs = _u(a.value)
     params.sort(key=lambda p: p.ordinal)
-    return KernelInfo(name, registers, static, param_bytes, tuple(params), barriers, frame,
-                      max_threads, required, max_regs, code)
+    return KernelInfo(
+        name, registers, static, param_bytes, tuple(params), barriers, frame, max_threads, required, max_regs, code
+    )
 
 
 def _u(value: bytes) -> int:
@@ -215,4 +221,4 @@ def _u(value: bytes) -> int:
 
 
 def _error(message: str, note: str = "") -> DiagnosticError:
-    return DiagnosticError([Diagnostic("E-CUBIN", message, notes=(note,) if note else ())])
+    return DiagnosticError([Diagnostic(Code.E_CUBIN, message, notes=(note,) if note else ())])

@@ -56,6 +56,7 @@ from checker.handles import init_hook_symbol, resolve_handles, sanitize
 from checker.resolve import serving_exports
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
+from diagnostics.symbols import Code
 from linker.counters import (
     FUNCTION_KINDS,
     CounterArray,
@@ -83,9 +84,21 @@ TENSOR_HANDLES = frozenset({"tensor_export", "tensor_import"})
 COUNTER_FUNCTIONS = FUNCTION_KINDS
 
 #: C types of the contract's scalar types in call signatures (pointer types are opaque in LTO IR).
-C_TYPES = {"void": "void", "bool": "bool", "i8": "signed char", "u8": "unsigned char", "i16": "short",
-           "u16": "unsigned short", "i32": "int", "u32": "unsigned", "i64": "long long",
-           "u64": "unsigned long long", "f32": "float", "f64": "double", "ptr": "void*"}
+C_TYPES = {
+    "void": "void",
+    "bool": "bool",
+    "i8": "signed char",
+    "u8": "unsigned char",
+    "i16": "short",
+    "u16": "unsigned short",
+    "i32": "int",
+    "u32": "unsigned",
+    "i64": "long long",
+    "u64": "unsigned long long",
+    "f32": "float",
+    "f64": "double",
+    "ptr": "void*",
+}
 #: 16-bit float types a call may pass: the trampoline passes the component's own C type, read
 #: from the PTX shape the package captured (:func:`component_ctype`).
 HALF_TYPES = frozenset({"bf16", "f16"})
@@ -96,11 +109,24 @@ HALF_STRUCT = "kl_half_bits"
 #: Bytes after the placed shared memory that receive tcgen05.alloc's address (one aligned word).
 TMEM_SLOT_BYTES = 16
 #: ``struct`` formats of param field types, for the fact values the launch helper writes.
-FIELD_FORMATS = {"bool": "?", "i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I", "i64": "q",
-                 "u64": "Q", "f32": "f", "f64": "d", "ptr": "Q"}
+FIELD_FORMATS = {
+    "bool": "?",
+    "i8": "b",
+    "u8": "B",
+    "i16": "h",
+    "u16": "H",
+    "i32": "i",
+    "u32": "I",
+    "i64": "q",
+    "u64": "Q",
+    "f32": "f",
+    "f64": "d",
+    "ptr": "Q",
+}
 
 
 # ----------------------------------------------------------------- the plan
+
 
 @dataclass(frozen=True)
 class Trampoline:
@@ -258,42 +284,68 @@ class Generated:
 
 # ----------------------------------------------------------------- what cannot be generated
 
+
 def unsupported(comp: Composition) -> list[Diagnostic]:
     """``E-UNSUPPORTED`` for every part of the composition the role-entry ABI cannot express yet."""
     out: list[Diagnostic] = []
 
     def refuse(node: A.Node, stage: str, what: str, why: str) -> None:
-        out.append(Diagnostic(
-            "E-UNSUPPORTED", f"`kernlink link` cannot link {what} of `{stage}` yet",
-            labels=(Label(node.span, "declared here"),), notes=(why,),
-            helps=("check the composition with `kernlink check`; link it once the linker supports this",),
-            data=(("stage", stage), ("what", what))))
+        out.append(
+            Diagnostic(
+                Code.E_UNSUPPORTED,
+                f"`kernlink link` cannot link {what} of `{stage}` yet",
+                labels=(Label(node.span, "declared here"),),
+                notes=(why,),
+                helps=("check the composition with `kernlink check`; link it once the linker supports this",),
+                data=(("stage", stage), ("what", what)),
+            )
+        )
 
     out += unsupported_counters(comp)  # the rest link through the counter array (linker/counters.py)
     if launch_cluster(comp) is None:
-        out.append(Diagnostic(
-            "E-UNSUPPORTED", f"`kernlink link` cannot choose the cluster shape of `{comp.pipeline.name}`",
-            labels=(Label(comp.pipeline.span, "this pipeline"),),
-            notes=("the stages accept several cluster shapes in common, and none is 1x1x1",),
-            helps=("state the launch's shape in the pipeline: `cluster 2x1x1`",),
-            data=(("stage", comp.pipeline.name), ("what", "cluster shape"))))
+        out.append(
+            Diagnostic(
+                Code.E_UNSUPPORTED,
+                f"`kernlink link` cannot choose the cluster shape of `{comp.pipeline.name}`",
+                labels=(Label(comp.pipeline.span, "this pipeline"),),
+                notes=("the stages accept several cluster shapes in common, and none is 1x1x1",),
+                helps=("state the launch's shape in the pipeline: `cluster 2x1x1`",),
+                data=(("stage", comp.pipeline.name), ("what", "cluster shape")),
+            )
+        )
     shared: list[Owned[A.Buffer] | Owned[A.Domain]] = [*comp.items(A.Buffer), *comp.items(A.Domain)]
     for buffer in shared:
-        refuse(buffer.item, buffer.stage_name, f"symmetric buffer or domain `{buffer.item.name}`",
-               "multi-GPU buffers need host-side allocation that the launch helper does not do")
+        refuse(
+            buffer.item,
+            buffer.stage_name,
+            f"symmetric buffer or domain `{buffer.item.name}`",
+            "multi-GPU buffers need host-side allocation that the launch helper does not do",
+        )
     for call in comp.calls:
         for type_name in (*call.item.signature.params, call.item.signature.result):
             if type_name not in C_TYPES and type_name not in HALF_TYPES:
-                refuse(call.item, call.stage_name, f"call `{call.item.name}` with a `{type_name}` value",
-                       f"trampolines pass {', '.join(sorted((set(C_TYPES) | HALF_TYPES) - {'void'}))}")
+                refuse(
+                    call.item,
+                    call.stage_name,
+                    f"call `{call.item.name}` with a `{type_name}` value",
+                    f"trampolines pass {', '.join(sorted((set(C_TYPES) | HALF_TYPES) - {'void'}))}",
+                )
                 break
     return out
 
 
 # ----------------------------------------------------------------- planning
 
-def generate(comp: Composition, placed: Placed, *, entry_regs: int | None = None,
-             inputs: Sequence[str] = (), routes: Sequence[RoutedSeam] = (), watchdog: int | None = None) -> Generated:
+
+def generate(
+    comp: Composition,
+    placed: Placed,
+    *,
+    entry_regs: int | None = None,
+    inputs: Sequence[str] = (),
+    routes: Sequence[RoutedSeam] = (),
+    watchdog: int | None = None,
+) -> Generated:
     """The generated code for a checked, placed composition whose stages come from packages.
 
     ``entry_regs`` is the register count the kernel starts with (default: the
@@ -311,20 +363,42 @@ def generate(comp: Composition, placed: Placed, *, entry_regs: int | None = None
     caps = placed.problem.capacities
     params = params_layout(comp)
     counters = plan_counters(comp, placement)
-    solved = Solved(comp, placed.problem, placement,
-                    {r.stage: r.offset for r in params.regions if params.region_of(r.stage) is r}, counters)
+    solved = Solved(
+        comp,
+        placed.problem,
+        placement,
+        {r.stage: r.offset for r in params.regions if params.region_of(r.stage) is r},
+        counters,
+    )
     handles = _handles(comp, solved)
     trampolines, dropped, notes = _calls(comp)
     transfers, unused = plan_transfers(comp, placed, routes)
-    dispatch = _dispatch(comp, placement, params, caps.smem_user_base,
-                         placement.entry_regs if entry_regs is None else entry_regs)
+    dispatch = _dispatch(
+        comp, placement, params, caps.smem_user_base, placement.entry_regs if entry_regs is None else entry_regs
+    )
     waits = plan_waits(comp, solved, counters, watchdog)
-    counter_lines = [*waits.prelude, *render_counters(counters, counter_functions(comp), waits.counter_wait),
-                     *waits.lines]
+    counter_lines = [
+        *waits.prelude,
+        *render_counters(counters, counter_functions(comp), waits.counter_wait),
+        *waits.lines,
+    ]
     source = render(comp, handles, trampolines, params, dispatch, inputs, transfers, unused, counter_lines)
     target = comp.target.name if comp.target is not None else comp.target_name
-    return Generated(comp.pipeline.name, target, source, handles, trampolines, dropped, params, dispatch,
-                     tuple(notes), transfers, unused, counters, waits.watchdog)
+    return Generated(
+        comp.pipeline.name,
+        target,
+        source,
+        handles,
+        trampolines,
+        dropped,
+        params,
+        dispatch,
+        tuple(notes),
+        transfers,
+        unused,
+        counters,
+        waits.watchdog,
+    )
 
 
 def params_layout(comp: Composition) -> ParamsLayout:
@@ -345,8 +419,9 @@ def params_layout(comp: Composition) -> ParamsLayout:
     return ParamsLayout(round_up(cursor, widest), widest, tuple(regions), tuple(fields))
 
 
-def _field(comp: Composition, entry: StageEntry, block: A.Params, f: A.ParamField, base: int,
-           fact: str | None) -> ParamField:
+def _field(
+    comp: Composition, entry: StageEntry, block: A.Params, f: A.ParamField, base: int, fact: str | None
+) -> ParamField:
     size = struct.calcsize("<" + FIELD_FORMATS.get(f.type, "B"))
     owners = comp.owners.get(fact or "", ())
     if fact is None or not owners:
@@ -354,11 +429,22 @@ def _field(comp: Composition, entry: StageEntry, block: A.Params, f: A.ParamFiel
     owner = owners[0]
     value = owner.item.value
     if value.kind == "exact" and f.type in FIELD_FORMATS:
-        return ParamField(entry.name, block.name, f.name, f.type, base + f.offset, size, "fact", fact,
-                          value.values[0], owner.stage_name)
+        return ParamField(
+            entry.name,
+            block.name,
+            f.name,
+            f.type,
+            base + f.offset,
+            size,
+            "fact",
+            fact,
+            value.values[0],
+            owner.stage_name,
+        )
     allowed = value.candidates() or ()
-    return ParamField(entry.name, block.name, f.name, f.type, base + f.offset, size, "caller", fact, None,
-                      owner.stage_name, allowed)
+    return ParamField(
+        entry.name, block.name, f.name, f.type, base + f.offset, size, "caller", fact, None, owner.stage_name, allowed
+    )
 
 
 def _handles(comp: Composition, solved: Solved) -> tuple[HandleValue, ...]:
@@ -372,30 +458,46 @@ def _handles(comp: Composition, solved: Solved) -> tuple[HandleValue, ...]:
             try:
                 value = handle_value(spec, solved)
             except UnfixedFact as err:
-                problems.append(Diagnostic(
-                    "L-LINK", f"handle `{symbol}` of `{entry.name}` reads fact `{spec.item}`, which has no fixed "
-                              "value to fold",
-                    labels=(Label((spec.node or entry.stage).span, "the fact"),), notes=(str(err),),
-                    helps=(f"take the value at launch with `uses fact {spec.item}: T as param FIELD`, or fix it "
-                           f"in its owner with `owns fact {spec.item}: T = VALUE`",)))
+                problems.append(
+                    Diagnostic(
+                        Code.L_LINK,
+                        f"handle `{symbol}` of `{entry.name}` reads fact `{spec.item}`, which has no fixed "
+                        "value to fold",
+                        labels=(Label((spec.node or entry.stage).span, "the fact"),),
+                        notes=(str(err),),
+                        helps=(
+                            f"take the value at launch with `uses fact {spec.item}: T as param FIELD`, or fix it "
+                            f"in its owner with `owns fact {spec.item}: T = VALUE`",
+                        ),
+                    )
+                )
                 continue
             except UnplacedHandle as err:
-                problems.append(Diagnostic(
-                    "E-INTERNAL", f"no value for handle `{symbol}` of `{entry.name}`: {err}",
-                    labels=(Label((spec.node or entry.stage).span, "bound here"),),
-                    helps=("report it with the inputs: a checked, placed composition has a value for every "
-                           "handle",)))
+                problems.append(
+                    Diagnostic(
+                        Code.E_INTERNAL,
+                        f"no value for handle `{symbol}` of `{entry.name}`: {err}",
+                        labels=(Label((spec.node or entry.stage).span, "bound here"),),
+                        helps=(
+                            "report it with the inputs: a checked, placed composition has a value for every handle",
+                        ),
+                    )
+                )
                 continue
             if spec.kind in ("ring_full_count", "ring_empty_count") and value.value <= 0:
                 problems.append(_zero_count(comp, entry, spec.item, value))
                 continue
             first = values.setdefault(symbol, value)
             if first.value != value.value:
-                problems.append(Diagnostic(
-                    "L-LINK", f"handle `{symbol}` is read by `{first.stage}` as {first.value} and by "
-                              f"`{entry.name}` as {value.value}",
-                    labels=(Label((spec.node or entry.stage).span, "bound here"),),
-                    helps=("give one item another name with `handle NAME`",)))
+                problems.append(
+                    Diagnostic(
+                        Code.L_LINK,
+                        f"handle `{symbol}` is read by `{first.stage}` as {first.value} and by "
+                        f"`{entry.name}` as {value.value}",
+                        labels=(Label((spec.node or entry.stage).span, "bound here"),),
+                        helps=("give one item another name with `handle NAME`",),
+                    )
+                )
     if problems:
         raise DiagnosticError(problems)
     order = {e.name: i for i, e in enumerate(comp.stages)}
@@ -405,18 +507,31 @@ def _handles(comp: Composition, solved: Solved) -> tuple[HandleValue, ...]:
 def _zero_count(comp: Composition, entry: StageEntry, ring: str, value: HandleValue) -> Diagnostic:
     """An mbarrier initialised with no arrivals completes no phase: refuse it, never generate it."""
     which = "full" if value.kind == "ring_full_count" else "empty"
-    init = next((part for owned in comp.rings.get(ring, ()) if owned.stage_name == entry.name
-                 for part in owned.item.items
-                 if isinstance(part, A.RingBarrierInit) and part.barrier == which), None)
+    init = next(
+        (
+            part
+            for owned in comp.rings.get(ring, ())
+            if owned.stage_name == entry.name
+            for part in owned.item.items
+            if isinstance(part, A.RingBarrierInit) and part.barrier == which
+        ),
+        None,
+    )
     span = init.span if init is not None else entry.stage.span
     return Diagnostic(
-        "L-LINK", f"the `{which}` barrier of ring `{ring}` would be initialised with {value.value} arrivals",
+        Code.L_LINK,
+        f"the `{which}` barrier of ring `{ring}` would be initialised with {value.value} arrivals",
         labels=(Label(span, f"{value.why.split(': ', 1)[-1]} is {value.value} with these roles"),),
-        notes=("`mbarrier.init` with a count of 0 is undefined: the phase never completes, and nvJitLink has been "
-               "seen to crash on such code",),
-        helps=("count units of roles with at least that many warps (`per_warpgroup(r)` needs 4 warps per "
-               "warpgroup), or state the count in warps or threads",),
-        data=(("ring", ring), ("barrier", which), ("count", str(value.value))))
+        notes=(
+            "`mbarrier.init` with a count of 0 is undefined: the phase never completes, and nvJitLink has been "
+            "seen to crash on such code",
+        ),
+        helps=(
+            "count units of roles with at least that many warps (`per_warpgroup(r)` needs 4 warps per "
+            "warpgroup), or state the count in warps or threads",
+        ),
+        data=(("ring", ring), ("barrier", which), ("count", str(value.value))),
+    )
 
 
 def _calls(comp: Composition) -> tuple[tuple[Trampoline, ...], tuple[DroppedExport, ...], list[Diagnostic]]:
@@ -426,10 +541,14 @@ def _calls(comp: Composition) -> tuple[tuple[Trampoline, ...], tuple[DroppedExpo
     for call in comp.calls:
         exports = serving_exports(comp, call)
         if len(exports) != 1:
-            problems.append(Diagnostic(
-                "E-INTERNAL", f"call `{call.item.name}` of `{call.stage_name}` is served by {len(exports)} exports",
-                labels=(Label(call.item.span, "this call"),),
-                helps=("report it with the inputs: L-UNRESOLVED and L-AMBIGUOUS accept one export per call",)))
+            problems.append(
+                Diagnostic(
+                    Code.E_INTERNAL,
+                    f"call `{call.item.name}` of `{call.stage_name}` is served by {len(exports)} exports",
+                    labels=(Label(call.item.span, "this call"),),
+                    helps=("report it with the inputs: L-UNRESOLVED and L-AMBIGUOUS accept one export per call",),
+                )
+            )
             continue
         export = exports[0]
         served.add((export.stage_name, export.item.name))
@@ -439,28 +558,51 @@ def _calls(comp: Composition) -> tuple[tuple[Trampoline, ...], tuple[DroppedExpo
             caller_ctypes = _ctypes(sig, call.stage.captured, call.item.symbol)
             export_ctypes = _ctypes(sig, export.stage.captured, export.item.symbol)
         except ValueError as err:
-            problems.append(Diagnostic(
-                "L-LINK", f"call `{call.item.name}` of `{call.stage_name}` cannot be linked to "
-                          f"`{export.item.symbol}`: {err}",
-                labels=(Label(call.item.span, "this call"), Label(export.item.span, "the export")),
-                helps=("pass a 16-bit float as `unsigned short` bits or as a 2-byte struct such as "
-                       "`__nv_bfloat16` / `__half`",)))
+            problems.append(
+                Diagnostic(
+                    Code.L_LINK,
+                    f"call `{call.item.name}` of `{call.stage_name}` cannot be linked to `{export.item.symbol}`: {err}",
+                    labels=(Label(call.item.span, "this call"), Label(export.item.span, "the export")),
+                    helps=(
+                        "pass a 16-bit float as `unsigned short` bits or as a 2-byte struct such as "
+                        "`__nv_bfloat16` / `__half`",
+                    ),
+                )
+            )
             continue
-        made = Trampoline(call.item.symbol, call.item.name, _signature_text(sig), (caller,), export.stage_name,
-                          export.item.symbol, sig.params, sig.result, caller_ctypes, export_ctypes)
+        made = Trampoline(
+            call.item.symbol,
+            call.item.name,
+            _signature_text(sig),
+            (caller,),
+            export.stage_name,
+            export.item.symbol,
+            sig.params,
+            sig.result,
+            caller_ctypes,
+            export_ctypes,
+        )
         first = by_symbol.get(made.symbol)
         if first is None:
             by_symbol[made.symbol] = made
-        elif ((first.export_symbol, first.params, first.result, first.caller_ctypes)
-              == (made.export_symbol, made.params, made.result, made.caller_ctypes)):
+        elif (first.export_symbol, first.params, first.result, first.caller_ctypes) == (
+            made.export_symbol,
+            made.params,
+            made.result,
+            made.caller_ctypes,
+        ):
             by_symbol[made.symbol] = replace(first, callers=(*first.callers, caller))
         else:
-            problems.append(Diagnostic(
-                "L-LINK", f"trampoline `{made.symbol}` is called by {first.callers[0]} for `{first.export_symbol}` "
-                          f"and by {caller} for `{made.export_symbol}`",
-                labels=(Label(call.item.span, "this call site"),),
-                notes=("the linker defines one function per symbol",),
-                helps=("give one of the call sites another symbol with `as NAME`",)))
+            problems.append(
+                Diagnostic(
+                    Code.L_LINK,
+                    f"trampoline `{made.symbol}` is called by {first.callers[0]} for `{first.export_symbol}` "
+                    f"and by {caller} for `{made.export_symbol}`",
+                    labels=(Label(call.item.span, "this call site"),),
+                    notes=("the linker defines one function per symbol",),
+                    helps=("give one of the call sites another symbol with `as NAME`",),
+                )
+            )
     if problems:
         raise DiagnosticError(problems)
     dropped = []
@@ -469,11 +611,16 @@ def _calls(comp: Composition) -> tuple[tuple[Trampoline, ...], tuple[DroppedExpo
         if (exp.stage_name, exp.item.name) in served:
             continue
         dropped.append(DroppedExport(exp.stage_name, exp.item.name, exp.item.symbol))
-        notes.append(Diagnostic(
-            "I-EXPORT-DROPPED", f"export `{exp.item.name}` of `{exp.stage_name}` is called by no call site; "
-                                f"the link drops `{exp.item.symbol}`",
-            Severity.NOTE, (Label(exp.item.span, "exported here"),),
-            notes=("LTO removes device functions nothing references",)))
+        notes.append(
+            Diagnostic(
+                Code.I_EXPORT_DROPPED,
+                f"export `{exp.item.name}` of `{exp.stage_name}` is called by no call site; "
+                f"the link drops `{exp.item.symbol}`",
+                Severity.NOTE,
+                (Label(exp.item.span, "exported here"),),
+                notes=("LTO removes device functions nothing references",),
+            )
+        )
     return tuple(sorted(by_symbol.values(), key=lambda t: t.symbol)), tuple(dropped), notes
 
 
@@ -509,25 +656,40 @@ def _signature_text(sig: A.Signature) -> str:
 
 
 def _launch(comp: Composition) -> A.Launch | None:
-    return next((it for it in comp.pipeline.items if isinstance(it, A.Launch)),
-                next((o.item for o in comp.items(A.Launch)), None))
+    return next(
+        (it for it in comp.pipeline.items if isinstance(it, A.Launch)),
+        next((o.item for o in comp.items(A.Launch)), None),
+    )
 
 
-def _dispatch(comp: Composition, placement: Placement, params: ParamsLayout, smem_base: int,
-              entry_regs: int) -> Dispatch:
+def _dispatch(
+    comp: Composition, placement: Placement, params: ParamsLayout, smem_base: int, entry_regs: int
+) -> Dispatch:
     launch = _launch(comp)
     threads = placement.block_warps * 32
     if threads <= 0 or not placement.roles:
-        raise DiagnosticError([Diagnostic(
-            "L-LINK", f"pipeline `{comp.pipeline.name}` has no role: the dispatch kernel would run no code",
-            labels=(Label(comp.pipeline.span, "no stage of this pipeline declares a role"),),
-            notes=("a kernel of 0 threads (`__launch_bounds__(0)`) cannot be launched",),
-            helps=("declare the roles that run the stages' code: `role NAME entry FUNCTION warps N`",))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.L_LINK,
+                    f"pipeline `{comp.pipeline.name}` has no role: the dispatch kernel would run no code",
+                    labels=(Label(comp.pipeline.span, "no stage of this pipeline declares a role"),),
+                    notes=("a kernel of 0 threads (`__launch_bounds__(0)`) cannot be launched",),
+                    helps=("declare the roles that run the stages' code: `role NAME entry FUNCTION warps N`",),
+                )
+            ]
+        )
     setmaxnreg = any(info.role.regs is not None for info in comp.roles.values())
     if setmaxnreg and comp.target is not None and not comp.target.has("setmaxnreg"):
-        raise DiagnosticError([Diagnostic(
-            "E-UNSUPPORTED", f"roles declare `regs`, but `{comp.target.name}` has no `setmaxnreg`",
-            labels=(Label(comp.target_span, "target"),))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.E_UNSUPPORTED,
+                    f"roles declare `regs`, but `{comp.target.name}` has no `setmaxnreg`",
+                    labels=(Label(comp.target_span, "target"),),
+                )
+            ]
+        )
     bps = launch.blocks_per_sm if launch is not None else None
     min_blocks = bps if bps is not None else (1 if setmaxnreg else None)
     use = placement.use(Domain.SMEM)
@@ -548,22 +710,50 @@ def _dispatch(comp: Composition, placement: Placement, params: ParamsLayout, sme
         init = owned.item.first(A.RingInitBy)
         assert isinstance(init, A.RingInitBy)
         role = placement.role(owned.stage_name, init.role)
-        inits.append(RingInit(owned.item.name, owned.stage_name, init_hook_symbol(owned.stage_name, owned.item.name),
-                              init.role, 32 * role.first_warp))
+        inits.append(
+            RingInit(
+                owned.item.name,
+                owned.stage_name,
+                init_hook_symbol(owned.stage_name, owned.item.name),
+                init.role,
+                32 * role.first_warp,
+            )
+        )
     groups: list[GroupRegs] = []
     if setmaxnreg:
         for grp in placement.groups:
             op = None if grp.budget == entry_regs else ("inc" if grp.budget > entry_regs else "dec")
             last = groups[-1] if groups else None
             if last is not None and (last.budget, last.op) == (grp.budget, op):
-                groups[-1] = GroupRegs((*last.groups, grp.index), last.first_warp, last.warps + grp.warps,
-                                       grp.budget, op, tuple(dict.fromkeys((*last.roles, *grp.roles))))
+                groups[-1] = GroupRegs(
+                    (*last.groups, grp.index),
+                    last.first_warp,
+                    last.warps + grp.warps,
+                    grp.budget,
+                    op,
+                    tuple(dict.fromkeys((*last.roles, *grp.roles))),
+                )
             else:
                 groups.append(GroupRegs((grp.index,), grp.first_warp, grp.warps, grp.budget, op, grp.roles))
-    return Dispatch(KERNEL, threads, placement.block_warps, min_blocks, dynamic, smem_base,
-                    launch.kind if launch is not None else "fixed", bps, setmaxnreg, entry_regs, tuple(groups),
-                    tuple(inits), tuple(roles), placement.idle_warps, launch_cluster(comp) or (1, 1, 1),
-                    tmem_columns, tmem_slot)
+    return Dispatch(
+        KERNEL,
+        threads,
+        placement.block_warps,
+        min_blocks,
+        dynamic,
+        smem_base,
+        launch.kind if launch is not None else "fixed",
+        bps,
+        setmaxnreg,
+        entry_regs,
+        tuple(groups),
+        tuple(inits),
+        tuple(roles),
+        placement.idle_warps,
+        launch_cluster(comp) or (1, 1, 1),
+        tmem_columns,
+        tmem_slot,
+    )
 
 
 def _initialised_rings(comp: Composition) -> Iterator[Owned[A.Ring]]:
@@ -579,10 +769,19 @@ def _initialised_rings(comp: Composition) -> Iterator[Owned[A.Ring]]:
 _RULE = "// " + "-" * 64
 
 
-def render(comp: Composition, handles: Sequence[HandleValue], trampolines: Sequence[Trampoline],
-           params: ParamsLayout, d: Dispatch, inputs: Sequence[str] = (), transfers: Sequence[Transfer] = (),
-           unused: Sequence[UnusedExport] = (), counter_lines: Sequence[str] = (), *,
-           control: bool = False) -> str:
+def render(
+    comp: Composition,
+    handles: Sequence[HandleValue],
+    trampolines: Sequence[Trampoline],
+    params: ParamsLayout,
+    d: Dispatch,
+    inputs: Sequence[str] = (),
+    transfers: Sequence[Transfer] = (),
+    unused: Sequence[UnusedExport] = (),
+    counter_lines: Sequence[str] = (),
+    *,
+    control: bool = False,
+) -> str:
     """The generated translation unit, as text ending with a newline.
 
     ``control`` renders the glue of the one-unit control build (``kernlink parity``): it
@@ -592,17 +791,25 @@ def render(comp: Composition, handles: Sequence[HandleValue], trampolines: Seque
     kernel casts each params region to the type the entry is defined with.
     """
     target = comp.target.name if comp.target is not None else comp.target_name
-    out = [f"// kernlink generated code ({FORMAT}): pipeline `{comp.pipeline.name}`, target {target}, "
-           f"kernel `{d.kernel}`.",
-           "// `kernlink link` writes this file; link.map records why each constant below has its value.",
-           "// Do not edit it: change the contracts or the components and link again.",
-           "//",
-           "// stages, in pipeline order:"]
+    out = [
+        f"// kernlink generated code ({FORMAT}): pipeline `{comp.pipeline.name}`, target {target}, "
+        f"kernel `{d.kernel}`.",
+        "// `kernlink link` writes this file; link.map records why each constant below has its value.",
+        "// Do not edit it: change the contracts or the components and link again.",
+        "//",
+        "// stages, in pipeline order:",
+    ]
     names = list(inputs) + [""] * (len(comp.stages) - len(inputs))
-    out += [f"//   {e.name} {e.stage.version}" + (f" from {n}" if n else "") for e, n in zip(comp.stages, names,
-                                                                                            strict=True)]
-    out += ["", _RULE, "// Handles: each returns its solved constant; LTO folds every call into an immediate.",
-            f"// Shared-memory offsets count from the dynamic shared memory base (shared address {d.smem_base})."]
+    out += [
+        f"//   {e.name} {e.stage.version}" + (f" from {n}" if n else "")
+        for e, n in zip(comp.stages, names, strict=True)
+    ]
+    out += [
+        "",
+        _RULE,
+        "// Handles: each returns its solved constant; LTO folds every call into an immediate.",
+        f"// Shared-memory offsets count from the dynamic shared memory base (shared address {d.smem_base}).",
+    ]
     if handles:
         out.append('extern "C" {')
         for stage in dict.fromkeys(h.stage for h in handles):
@@ -629,29 +836,42 @@ def render(comp: Composition, handles: Sequence[HandleValue], trampolines: Seque
     for role in d.roles:
         declared.setdefault(role.entry, (role.stage, f"{role.stage}: entry of role `{role.role}`"))
     if control:
-        out += ["// (one-unit control build: as each component defines them, in its namespace above)",
-                "template <typename F> struct kl_entry_params;",
-                "template <typename P, typename S> struct kl_entry_params<void(P, S)> { typedef P type; };"]
+        out += [
+            "// (one-unit control build: as each component defines them, in its namespace above)",
+            "template <typename F> struct kl_entry_params;",
+            "template <typename P, typename S> struct kl_entry_params<void(P, S)> { typedef P type; };",
+        ]
         out += [f"using {unit_namespace(stage)}::{sym};  // {why}" for sym, (stage, why) in declared.items()]
     else:
         out.append('extern "C" {')
-        out += [f"__device__ void {sym}(const void* params, unsigned char* smem);  // {why}"
-                for sym, (_, why) in declared.items()]
+        out += [
+            f"__device__ void {sym}(const void* params, unsigned char* smem);  // {why}"
+            for sym, (_, why) in declared.items()
+        ]
         out.append('}  // extern "C"')
     out += ["", _RULE, *_params_lines(params), "", _RULE, *_kernel_lines(d, params, control)]
     return "\n".join(out) + "\n"
 
 
 def _transfer_lines(transfers: Sequence[Transfer], unused: Sequence[UnusedExport]) -> list[str]:
-    out = ["// Tensor transfers: each connection's route, lowered with its link-time constants. The export",
-           "// function is the producing stage's export handle, the import function the consuming stage's import",
-           "// handle; every move is a bit copy (nothing is converted)."]
+    out = [
+        "// Tensor transfers: each connection's route, lowered with its link-time constants. The export",
+        "// function is the producing stage's export handle, the import function the consuming stage's import",
+        "// handle; every move is a bit copy (nothing is converted).",
+    ]
     for t in transfers:
         where = "the export's claim" if t.shared == "buffer" else "scratch"
-        scratch = (f"{where} `{t.scratch_claim}` at shared address {t.scratch_addr} (dynamic base + "
-                   f"{t.scratch_offset}), {t.scratch_bytes} B" if t.scratch_claim is not None else "no scratch")
-        barriers = (f"named barrier(s) {', '.join(map(str, t.barrier_ids))} of {t.barrier_threads} threads"
-                    if t.barrier_ids else "no named barrier")
+        scratch = (
+            f"{where} `{t.scratch_claim}` at shared address {t.scratch_addr} (dynamic base + "
+            f"{t.scratch_offset}), {t.scratch_bytes} B"
+            if t.scratch_claim is not None
+            else "no scratch"
+        )
+        barriers = (
+            f"named barrier(s) {', '.join(map(str, t.barrier_ids))} of {t.barrier_threads} threads"
+            if t.barrier_ids
+            else "no named barrier"
+        )
         out += ["", f"// {t.connection}: {t.title} ({t.rung}); {scratch}; {barriers}", t.source.rstrip("\n")]
     fans: dict[str, list[Transfer]] = {}
     for t in transfers:
@@ -661,14 +881,20 @@ def _transfer_lines(transfers: Sequence[Transfer], unused: Sequence[UnusedExport
         ordered = sorted(routes, key=lambda t: t.order)
         first = ordered[0]
         ctype = elem_ctype(first.elem)
-        out += ["", f"// {first.export_stage}: export `{first.export}` feeds {len(ordered)} routes; its export handle "
-                    "runs them in import order",
-                f'extern "C" __device__ void {symbol}(const {ctype}* held) {{',
-                *(f"    {t.route_symbol}(held);  // route {t.order}: {t.connection}" for t in ordered),
-                "}"]
+        out += [
+            "",
+            f"// {first.export_stage}: export `{first.export}` feeds {len(ordered)} routes; its export handle "
+            "runs them in import order",
+            f'extern "C" __device__ void {symbol}(const {ctype}* held) {{',
+            *(f"    {t.route_symbol}(held);  // route {t.order}: {t.connection}" for t in ordered),
+            "}",
+        ]
     for u in unused:
-        out += ["", f"// {u.stage}: export `{u.export}` is imported by no stage; its export handle does nothing",
-                f'extern "C" __device__ void {u.symbol}(const {u.ctype}* held) {{ (void)held; }}']
+        out += [
+            "",
+            f"// {u.stage}: export `{u.export}` is imported by no stage; its export handle does nothing",
+            f'extern "C" __device__ void {u.symbol}(const {u.ctype}* held) {{ (void)held; }}',
+        ]
     return out
 
 
@@ -679,23 +905,29 @@ def _comment(text: str) -> str:
 def _params_lines(params: ParamsLayout) -> list[str]:
     if not params.regions:
         return ["// The params block: no stage declares `params`; the kernel takes no parameter."]
-    out = ["// The params block: each stage's params region at its offset. The launch helper writes the fields",
-           "// marked `fact` from their owners' values; the caller gives the others.",
-           f"struct __align__({params.align}) KlParams {{"]
+    out = [
+        "// The params block: each stage's params region at its offset. The launch helper writes the fields",
+        "// marked `fact` from their owners' values; the caller gives the others.",
+        f"struct __align__({params.align}) KlParams {{",
+    ]
     cursor = 0
     for i, region in enumerate(params.regions):
         if region.offset > cursor:
             out.append(f"    unsigned char kl_pad{i}[{region.offset - cursor}];")
-        out.append(f"    unsigned char {region.member}[{region.size}];  // @ {region.offset}: {region.stage} "
-                   f"`{region.block}` (align {region.align})")
+        out.append(
+            f"    unsigned char {region.member}[{region.size}];  // @ {region.offset}: {region.stage} "
+            f"`{region.block}` (align {region.align})"
+        )
         for f in (f for f in params.fields if f.stage == region.stage and f.block == region.block):
             out.append(f"    //   @ {f.offset} {f.name}: {f.type}{_field_source(f)}")
         cursor = region.offset + region.size
     if params.size > cursor:
         out.append(f"    unsigned char kl_pad_end[{params.size - cursor}];")
     out.append("};")
-    out.append(f'static_assert(sizeof(KlParams) == {params.size} && alignof(KlParams) == {params.align}, '
-               '"params block layout");')
+    out.append(
+        f"static_assert(sizeof(KlParams) == {params.size} && alignof(KlParams) == {params.align}, "
+        '"params block layout");'
+    )
     return out
 
 
@@ -725,16 +957,23 @@ def unit_namespace(stage: str) -> str:
 
 def _kernel_lines(d: Dispatch, params: ParamsLayout, control: bool = False) -> list[str]:
     bounds = f"{d.threads}, {d.min_blocks}" if d.min_blocks is not None else f"{d.threads}"
-    regs = (f"entry {d.entry_regs} registers per thread" if d.setmaxnreg
-            else "no setmaxnreg (no role declares `regs`)")
+    regs = f"entry {d.entry_regs} registers per thread" if d.setmaxnreg else "no setmaxnreg (no role declares `regs`)"
     signature = "const __grid_constant__ KlParams params" if params.regions else ""
-    out = [f"// The dispatch kernel: {d.threads} threads = {d.block_warps} warps; {d.dynamic_smem} B of dynamic "
-           f"shared memory; {regs}.",
-           *([f"// clusters of {d.cluster[0]}x{d.cluster[1]}x{d.cluster[2]} CTAs, fixed at compile time: the grid must "
-              "be a multiple of the cluster"] if d.clustered else []),
-           f'extern "C" __global__ void __launch_bounds__({bounds}){_cluster_dims(d)} {d.kernel}({signature}) {{',
-           "    extern __shared__ __align__(1024) unsigned char kl_smem[];",
-           "    const unsigned warp = threadIdx.x / 32u;"]
+    out = [
+        f"// The dispatch kernel: {d.threads} threads = {d.block_warps} warps; {d.dynamic_smem} B of dynamic "
+        f"shared memory; {regs}.",
+        *(
+            [
+                f"// clusters of {d.cluster[0]}x{d.cluster[1]}x{d.cluster[2]} CTAs, fixed at compile time: "
+                "the grid must be a multiple of the cluster"
+            ]
+            if d.clustered
+            else []
+        ),
+        f'extern "C" __global__ void __launch_bounds__({bounds}){_cluster_dims(d)} {d.kernel}({signature}) {{',
+        "    extern __shared__ __align__(1024) unsigned char kl_smem[];",
+        "    const unsigned warp = threadIdx.x / 32u;",
+    ]
 
     def params_of(member: str | None, entry: str) -> str:
         value = f"params.{member}" if member is not None else "kl_smem"
@@ -746,44 +985,56 @@ def _kernel_lines(d: Dispatch, params: ParamsLayout, control: bool = False) -> l
     if d.inits:
         out.append("    // 1. ring inits: the first thread of each `init by` role, before any role starts")
         for init in d.inits:
-            out += [f"    if (threadIdx.x == {init.thread}u) {{",
-                    f"        {init.symbol}({params_of(members.get(init.stage), init.symbol)}, kl_smem);"
-                    f"  // ring `{init.ring}`, init by role `{init.role}`",
-                    "    }"]
+            out += [
+                f"    if (threadIdx.x == {init.thread}u) {{",
+                f"        {init.symbol}({params_of(members.get(init.stage), init.symbol)}, kl_smem);"
+                f"  // ring `{init.ring}`, init by role `{init.role}`",
+                "    }",
+            ]
         if d.clustered:
-            out += ["    // every barrier of every CTA in the cluster is initialised before any role starts",
-                    '    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");',
-                    '    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");']
+            out += [
+                "    // every barrier of every CTA in the cluster is initialised before any role starts",
+                '    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");',
+                '    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");',
+            ]
         else:
             out.append("    __syncthreads();  // every barrier is initialised before any role starts")
     if d.groups and _nested(d):
-        return [*out, *_nested_lines(d, params_of, 1 + bool(d.inits)), *_tmem_free_lines(d), *_cluster_exit(d),
-                "}"]
+        return [*out, *_nested_lines(d, params_of, 1 + bool(d.inits)), *_tmem_free_lines(d), *_cluster_exit(d), "}"]
     if d.groups:
-        out.append(f"    // {1 + bool(d.inits)}. register groups: setmaxnreg per warpgroup (the kernel starts with "
-                   f"{d.entry_regs})")
-        for line, grp in zip(_branches([(g.first_warp, g.first_warp + g.warps) for g in d.groups]), d.groups,
-                             strict=True):
+        out.append(
+            f"    // {1 + bool(d.inits)}. register groups: setmaxnreg per warpgroup (the kernel starts with "
+            f"{d.entry_regs})"
+        )
+        for line, grp in zip(
+            _branches([(g.first_warp, g.first_warp + g.warps) for g in d.groups]), d.groups, strict=True
+        ):
             out.append(f"    {line}")
-            what = (f"groups {grp.groups[0]}..{grp.groups[-1]}" if len(grp.groups) > 1
-                    else f"group {grp.groups[0]}")
+            what = f"groups {grp.groups[0]}..{grp.groups[-1]}" if len(grp.groups) > 1 else f"group {grp.groups[0]}"
             who = ", ".join(grp.roles) or "idle warps"
             if grp.op is None:
-                out.append(f"        // {what}, warps {grp.first_warp}..{grp.first_warp + grp.warps - 1} ({who}): "
-                           f"keeps {grp.budget}")
+                out.append(
+                    f"        // {what}, warps {grp.first_warp}..{grp.first_warp + grp.warps - 1} ({who}): "
+                    f"keeps {grp.budget}"
+                )
             else:
-                out.append(f'        asm volatile("setmaxnreg.{grp.op}.sync.aligned.u32 {grp.budget};");'
-                           f"  // {what}, warps {grp.first_warp}..{grp.first_warp + grp.warps - 1}: {who}")
+                out.append(
+                    f'        asm volatile("setmaxnreg.{grp.op}.sync.aligned.u32 {grp.budget};");'
+                    f"  // {what}, warps {grp.first_warp}..{grp.first_warp + grp.warps - 1}: {who}"
+                )
         out.append("    }")
     step = 1 + bool(d.inits) + bool(d.groups)
     out.append(f"    // {step}. roles: each warp range calls its role's entry")
     if d.roles:
-        for line, role in zip(_branches([(r.first_warp, r.first_warp + r.warps) for r in d.roles]), d.roles,
-                              strict=True):
+        for line, role in zip(
+            _branches([(r.first_warp, r.first_warp + r.warps) for r in d.roles]), d.roles, strict=True
+        ):
             out.append(f"    {line}")
             passed = params_of(role.params_member, role.entry)
-            out.append(f"        {role.entry}({passed}, kl_smem);  // {role.stage} role "
-                       f"`{role.role}`, warps {role.first_warp}..{role.first_warp + role.warps - 1}")
+            out.append(
+                f"        {role.entry}({passed}, kl_smem);  // {role.stage} role "
+                f"`{role.role}`, warps {role.first_warp}..{role.first_warp + role.warps - 1}"
+            )
         out.append("    }")
     if d.idle_warps:
         out.append(f"    // idle warps {', '.join(str(w) for w in d.idle_warps)} return at once")
@@ -794,8 +1045,14 @@ def _kernel_lines(d: Dispatch, params: ParamsLayout, control: bool = False) -> l
 
 
 def _group_of(d: Dispatch, role: RoleEntry) -> GroupRegs | None:
-    return next((g for g in d.groups
-                 if g.first_warp <= role.first_warp and role.first_warp + role.warps <= g.first_warp + g.warps), None)
+    return next(
+        (
+            g
+            for g in d.groups
+            if g.first_warp <= role.first_warp and role.first_warp + role.warps <= g.first_warp + g.warps
+        ),
+        None,
+    )
 
 
 def _nested(d: Dispatch) -> bool:
@@ -820,25 +1077,30 @@ def _nested_lines(d: Dispatch, params_of: Callable[[str | None, str], str], step
     one branch of a single if/else"); with a separate chain the whole kernel is compiled to
     the entry count, and a role needing more (a wgmma accumulator) does not compile.
     """
-    out = [f"    // {step}. register groups and roles: each warpgroup range runs setmaxnreg (the kernel starts "
-           f"with {d.entry_regs}), then calls its roles' entries"]
-    for line, grp in zip(_branches([(g.first_warp, g.first_warp + g.warps) for g in d.groups]), d.groups,
-                         strict=True):
+    out = [
+        f"    // {step}. register groups and roles: each warpgroup range runs setmaxnreg (the kernel starts "
+        f"with {d.entry_regs}), then calls its roles' entries"
+    ]
+    for line, grp in zip(_branches([(g.first_warp, g.first_warp + g.warps) for g in d.groups]), d.groups, strict=True):
         out.append(f"    {line}")
         out.append(_setmaxnreg_line(grp, "        "))
         inner = [r for r in d.roles if _group_of(d, r) is grp]
         if len(inner) == 1 and (inner[0].first_warp, inner[0].warps) == (grp.first_warp, grp.warps):
             role = inner[0]
-            out.append(f"        {role.entry}({params_of(role.params_member, role.entry)}, kl_smem);  "
-                       f"// {role.stage} role `{role.role}`, "
-                       f"warps {role.first_warp}..{role.first_warp + role.warps - 1}")
+            out.append(
+                f"        {role.entry}({params_of(role.params_member, role.entry)}, kl_smem);  "
+                f"// {role.stage} role `{role.role}`, "
+                f"warps {role.first_warp}..{role.first_warp + role.warps - 1}"
+            )
             continue
         ranges = [(r.first_warp, r.first_warp + r.warps) for r in inner]
         for branch, role in zip(_branches(ranges, grp.first_warp), inner, strict=True):
             out.append(f"        {branch}")
-            out.append(f"            {role.entry}({params_of(role.params_member, role.entry)}, kl_smem);  "
-                       f"// {role.stage} "
-                       f"role `{role.role}`, warps {role.first_warp}..{role.first_warp + role.warps - 1}")
+            out.append(
+                f"            {role.entry}({params_of(role.params_member, role.entry)}, kl_smem);  "
+                f"// {role.stage} "
+                f"role `{role.role}`, warps {role.first_warp}..{role.first_warp + role.warps - 1}"
+            )
         if inner:
             out.append("        }")
     out.append("    }")
@@ -860,17 +1122,21 @@ def _half_lines(trampolines: Sequence[Trampoline]) -> list[str]:
     differs = any(a != b for t in trampolines for a, b in zip(*_trampoline_ctypes(t), strict=True))
     out = []
     if HALF_STRUCT in used:
-        out += ["// a 16-bit float passed as a 2-byte aggregate (isomorphic to __nv_bfloat16 and __half)",
-                f"struct __align__(2) {HALF_STRUCT} {{ unsigned short bits; }};"]
+        out += [
+            "// a 16-bit float passed as a 2-byte aggregate (isomorphic to __nv_bfloat16 and __half)",
+            f"struct __align__(2) {HALF_STRUCT} {{ unsigned short bits; }};",
+        ]
     if differs:
-        out += ["// the caller and the export pass a 16-bit float differently: the trampoline copies its bits",
-                "template <typename To, typename From>",
-                "static __device__ __forceinline__ To kl_bit_cast(From v) {",
-                '    static_assert(sizeof(To) == sizeof(From), "a bit copy keeps the size");',
-                "    union { From from; To to; } u;",
-                "    u.from = v;",
-                "    return u.to;",
-                "}"]
+        out += [
+            "// the caller and the export pass a 16-bit float differently: the trampoline copies its bits",
+            "template <typename To, typename From>",
+            "static __device__ __forceinline__ To kl_bit_cast(From v) {",
+            '    static_assert(sizeof(To) == sizeof(From), "a bit copy keeps the size");',
+            "    union { From from; To to; } u;",
+            "    u.from = v;",
+            "    return u.to;",
+            "}",
+        ]
     return out
 
 
@@ -884,10 +1150,11 @@ def _trampoline_lines(t: Trampoline) -> list[str]:
     passed = ", ".join(cast(e, c, f"a{i}") for i, (c, e) in enumerate(zip(caller[:-1], export[:-1], strict=True)))
     call = f"{t.export_symbol}({passed})"
     body = f"{call};" if t.result == "void" else f"return {cast(caller[-1], export[-1], call)};"
-    return [f'extern "C" __device__ {export[-1]} {t.export_symbol}({", ".join(export[:-1])});'
-            f"  // {t.export_stage}: export `{t.call}` {t.signature}",
-            f'extern "C" __device__ {caller[-1]} {t.symbol}({args}) {{ {body} }}'
-            f"  // called by {'; '.join(t.callers)}"]
+    return [
+        f'extern "C" __device__ {export[-1]} {t.export_symbol}({", ".join(export[:-1])});'
+        f"  // {t.export_stage}: export `{t.call}` {t.signature}",
+        f'extern "C" __device__ {caller[-1]} {t.symbol}({args}) {{ {body} }}  // called by {"; ".join(t.callers)}',
+    ]
 
 
 def _cluster_dims(d: Dispatch) -> str:
@@ -898,10 +1165,12 @@ def _cluster_exit(d: Dispatch) -> list[str]:
     """A clustered kernel's last step: no CTA leaves while a peer may still reach its shared memory."""
     if not d.clustered:
         return []
-    return ["    // every role of every CTA in the cluster has returned: no peer still reaches this CTA's shared",
-            "    // memory when it exits",
-            '    asm volatile("barrier.cluster.arrive.release;" ::: "memory");',
-            '    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");']
+    return [
+        "    // every role of every CTA in the cluster has returned: no peer still reaches this CTA's shared",
+        "    // memory when it exits",
+        '    asm volatile("barrier.cluster.arrive.release;" ::: "memory");',
+        '    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");',
+    ]
 
 
 def _tmem_allocation(comp: Composition, placement: Placement, dynamic: int) -> tuple[int, int]:
@@ -913,11 +1182,17 @@ def _tmem_allocation(comp: Composition, placement: Placement, dynamic: int) -> t
     slot = round_up(dynamic, TMEM_SLOT_BYTES)
     limit = comp.target.smem_per_block_optin if comp.target is not None else None
     if limit is not None and slot + TMEM_SLOT_BYTES > limit:
-        raise DiagnosticError([Diagnostic(
-            "L-LINK", f"no shared memory is left for the word tcgen05.alloc writes: the claims use {dynamic} B "
-                      f"of the {limit} B a block may have",
-            labels=(Label(comp.pipeline.span, "this pipeline"),),
-            helps=(f"leave {TMEM_SLOT_BYTES} B of shared memory free (a shallower ring, a smaller claim)",))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.L_LINK,
+                    f"no shared memory is left for the word tcgen05.alloc writes: the claims use {dynamic} B "
+                    f"of the {limit} B a block may have",
+                    labels=(Label(comp.pipeline.span, "this pipeline"),),
+                    helps=(f"leave {TMEM_SLOT_BYTES} B of shared memory free (a shallower ring, a smaller claim)",),
+                )
+            ]
+        )
     return columns, slot
 
 
@@ -929,30 +1204,34 @@ def _tmem_alloc_lines(d: Dispatch) -> list[str]:
     than let roles use columns they do not own.
     """
     slot = f"kl_smem + {d.tmem_slot}u"
-    return [f"    // 0. tensor memory: warp 0 allocates {d.tmem_columns} columns before any role starts (tcgen05.alloc",
-            "    //    writes the address to shared memory) and relinquishes the allocation permit",
-            "    if (warp == 0u) {",
-            '        asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;" ::'
-            f'"r"(static_cast<unsigned>(__cvta_generic_to_shared({slot}))), "r"({d.tmem_columns}u) : "memory");',
-            '        asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;" ::: "memory");',
-            "    }",
-            '    asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");',
-            "    __syncthreads();",
-            '    asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");',
-            f"    if (*reinterpret_cast<volatile unsigned*>({slot}) != 0u) {{",
-            '        asm volatile("trap;");  // handles count columns from 0: another allocation start is unusable',
-            "    }"]
+    return [
+        f"    // 0. tensor memory: warp 0 allocates {d.tmem_columns} columns before any role starts (tcgen05.alloc",
+        "    //    writes the address to shared memory) and relinquishes the allocation permit",
+        "    if (warp == 0u) {",
+        '        asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;" ::'
+        f'"r"(static_cast<unsigned>(__cvta_generic_to_shared({slot}))), "r"({d.tmem_columns}u) : "memory");',
+        '        asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;" ::: "memory");',
+        "    }",
+        '    asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");',
+        "    __syncthreads();",
+        '    asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");',
+        f"    if (*reinterpret_cast<volatile unsigned*>({slot}) != 0u) {{",
+        '        asm volatile("trap;");  // handles count columns from 0: another allocation start is unusable',
+        "    }",
+    ]
 
 
 def _tmem_free_lines(d: Dispatch) -> list[str]:
     """After every role has returned, warp 0 frees the allocation."""
     if not d.tmem_columns:
         return []
-    return ["    // every role has returned: warp 0 frees the tensor memory",
-            '    asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");',
-            "    __syncthreads();",
-            '    asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");',
-            "    if (warp == 0u) {",
-            f'        asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, {d.tmem_columns};" :: "r"(0u) : '
-            '"memory");',
-            "    }"]
+    return [
+        "    // every role has returned: warp 0 frees the tensor memory",
+        '    asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");',
+        "    __syncthreads();",
+        '    asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");',
+        "    if (warp == 0u) {",
+        f'        asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, {d.tmem_columns};" :: "r"(0u) : '
+        '"memory");',
+        "    }",
+    ]

@@ -129,8 +129,7 @@ def count_value(comp: Composition, count: A.Count) -> int:
         info = comp.roles.get(term.role or "")
         if info is None:
             raise UnplacedHandle(f"count names role `{term.role}`, which the composition lacks")
-        per = {"per_warp": info.warps, "per_thread": info.threads,
-               "per_warpgroup": info.warps // 4}[term.unit]
+        per = {"per_warp": info.warps, "per_thread": info.threads, "per_warpgroup": info.warps // 4}[term.unit]
         total += term.coef * per
     return total
 
@@ -160,7 +159,8 @@ def _value(spec: HandleSpec, s: Solved) -> tuple[int, str]:
         if kind == "ring_full_bar":
             return offset, f"ring `{item}`: slot 0's full mbarrier (slot i at +8·i)"
         return offset + RING_BARRIER_STRIDE * depth, (
-            f"ring `{item}`: slot 0's empty mbarrier, after the {depth} full ones")
+            f"ring `{item}`: slot 0's empty mbarrier, after the {depth} full ones"
+        )
     if kind in ("ring_full_count", "ring_empty_count"):
         which = "full" if kind == "ring_full_count" else "empty"
         init = _init_count(s.comp, spec.stage, item, which)
@@ -219,8 +219,10 @@ def _fact(s: Solved, name: str) -> tuple[int, str]:
     owner = owners[0]
     value = owner.item.value
     if value.kind != "exact":
-        raise UnfixedFact(f"`{owner.stage_name}` owns fact `{name}` as a {value.kind} of values, so its value is "
-                          "given at launch, not fixed at link time")
+        raise UnfixedFact(
+            f"`{owner.stage_name}` owns fact `{name}` as a {value.kind} of values, so its value is "
+            "given at launch, not fixed at link time"
+        )
     return value.values[0], f"fact `{name}` = {value.values[0]}, fixed by its owner `{owner.stage_name}`: folded"
 
 
@@ -242,16 +244,18 @@ def _find(s: Solved, domain: Domain, owner: str, name: str) -> Slot | None:
 def _barrier(s: Solved, stage: str, item: str) -> Slot:
     slot = _find(s, Domain.BARRIER, stage, item)
     if slot is None:
-        slot = next((x for x in s.placement.slots
-                     if x.domain is Domain.BARRIER and x.name == f"rendezvous.{item}"), None)
+        slot = next(
+            (x for x in s.placement.slots if x.domain is Domain.BARRIER and x.name == f"rendezvous.{item}"), None
+        )
     if slot is None:
         raise UnplacedHandle(f"barrier `{item}` of `{stage}` is not placed")
     return slot
 
 
 def _mbarriers(s: Solved, ring: str) -> Slot:
-    slot = next((x for x in s.placement.slots
-                 if x.domain is Domain.SMEM and x.kind == "mbarriers" and x.ring == ring), None)
+    slot = next(
+        (x for x in s.placement.slots if x.domain is Domain.SMEM and x.kind == "mbarriers" and x.ring == ring), None
+    )
     if slot is None:
         raise UnplacedHandle(f"the mbarriers of ring `{ring}` are not placed")
     return slot
@@ -272,4 +276,3 @@ def _init_count(comp: Composition, stage: str, ring: str, which: str) -> A.RingB
             if isinstance(part, A.RingBarrierInit) and part.barrier == which:
                 return part
     raise UnplacedHandle(f"ring `{ring}` of `{stage}` declares no `{which} init`")
-

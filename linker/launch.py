@@ -26,6 +26,7 @@ from cuda.bindings import driver
 
 from checker.hardware import TargetSpec, target_for_sm
 from diagnostics import Diagnostic, DiagnosticError
+from diagnostics.symbols import Code
 from linker.cubin import KernelInfo, read_cubin
 
 Dim3 = int | tuple[int, int, int]
@@ -40,8 +41,7 @@ class DeviceBuffer:
 
 
 KernelArg: TypeAlias = (
-    "DeviceBuffer | bytes | bytearray | ctypes.Structure | ctypes.Array[Any]"
-    " | ctypes._SimpleCData[Any]"
+    "DeviceBuffer | bytes | bytearray | ctypes.Structure | ctypes.Array[Any] | ctypes._SimpleCData[Any]"
 )
 
 
@@ -85,9 +85,16 @@ class GpuSession:
         try:
             (err,) = driver.cuInit(0)
         except Exception as exc:
-            raise DiagnosticError([Diagnostic(
-                "E-CUDA", "no CUDA driver is available", notes=(str(exc),),
-                helps=("run GPU work on a machine with an NVIDIA driver",))]) from exc
+            raise DiagnosticError(
+                [
+                    Diagnostic(
+                        Code.E_CUDA,
+                        "no CUDA driver is available",
+                        notes=(str(exc),),
+                        helps=("run GPU work on a machine with an NVIDIA driver",),
+                    )
+                ]
+            ) from exc
         _check(err, "cuInit")
         err, self._device = driver.cuDeviceGet(device)
         _check(err, "cuDeviceGet", f"device {device}")
@@ -98,10 +105,10 @@ class GpuSession:
         self._buffers: list[DeviceBuffer] = []
         self._modules: list[Any] = []
         self._closed = False
-        self.spec: TargetSpec | None = target_for_sm(self.attribute(
-            driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10
-            + self.attribute(
-            driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+        self.spec: TargetSpec | None = target_for_sm(
+            self.attribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10
+            + self.attribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+        )
 
     def __enter__(self) -> GpuSession:
         return self
@@ -140,8 +147,16 @@ class GpuSession:
             _check(err, "cuMemcpyDtoH")
         return bytes(out)
 
-    def launch(self, kernel: Kernel, *, grid: Dim3, block: Dim3, args: Sequence[KernelArg] = (),
-               dynamic_smem: int = 0, cluster: Dim3 | None = None) -> None:
+    def launch(
+        self,
+        kernel: Kernel,
+        *,
+        grid: Dim3,
+        block: Dim3,
+        args: Sequence[KernelArg] = (),
+        dynamic_smem: int = 0,
+        cluster: Dim3 | None = None,
+    ) -> None:
         """Launch and wait for completion; errors of the kernel surface here as ``E-CUDA``."""
         packed = [_pack(a) for a in args]
         if kernel.info is not None:
@@ -150,11 +165,11 @@ class GpuSession:
             err = driver.cuFuncSetAttribute(
                 kernel.function,
                 driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                dynamic_smem)[0]
+                dynamic_smem,
+            )[0]
             _check(err, "cuFuncSetAttribute", self._smem_note(kernel, dynamic_smem))
         buffers = [ctypes.create_string_buffer(p, max(len(p), 1)) for p in packed]
-        pointers = (ctypes.c_void_p * max(len(buffers), 1))(
-            *[ctypes.addressof(b) for b in buffers])
+        pointers = (ctypes.c_void_p * max(len(buffers), 1))(*[ctypes.addressof(b) for b in buffers])
         params = ctypes.addressof(pointers) if buffers else 0
         g, b = _dim3(grid), _dim3(block)
         if cluster is None:
@@ -179,15 +194,20 @@ class GpuSession:
             driver.cuModuleUnload(module)
         driver.cuDevicePrimaryCtxRelease(self._device)
 
-    def _launch_cluster(self, kernel: Kernel, grid: tuple[int, int, int],
-                        block: tuple[int, int, int], cluster: tuple[int, int, int],
-                        dynamic_smem: int, params: int) -> None:
+    def _launch_cluster(
+        self,
+        kernel: Kernel,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        cluster: tuple[int, int, int],
+        dynamic_smem: int,
+        params: int,
+    ) -> None:
         size = cluster[0] * cluster[1] * cluster[2]
         if self.spec is not None and size > self.spec.cluster_portable_max:
             err = driver.cuFuncSetAttribute(
-                kernel.function,
-                driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
-                1)[0]
+                kernel.function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1
+            )[0]
             _check(err, "cuFuncSetAttribute", "non-portable cluster size")
         attr = driver.CUlaunchAttribute()
         attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
@@ -222,22 +242,27 @@ def _pack(arg: KernelArg) -> bytes:
         return bytes(arg)
     if isinstance(arg, (ctypes._SimpleCData, ctypes.Structure, ctypes.Array)):
         return bytes(arg)
-    raise TypeError(f"kernel arguments are ctypes values, bytes or DeviceBuffer, not "
-                    f"{type(arg).__name__}")
+    raise TypeError(f"kernel arguments are ctypes values, bytes or DeviceBuffer, not {type(arg).__name__}")
 
 
 def _check_args(info: KernelInfo, packed: list[bytes]) -> None:
     if not info.params:
         return
     if len(packed) != len(info.params):
-        raise DiagnosticError([Diagnostic(
-            "E-CUDA", f"kernel `{info.name}` takes {len(info.params)} parameters, "
-                      f"{len(packed)} given")])
+        raise DiagnosticError(
+            [Diagnostic(Code.E_CUDA, f"kernel `{info.name}` takes {len(info.params)} parameters, {len(packed)} given")]
+        )
     for param, data in zip(info.params, packed, strict=True):
         if len(data) != param.size:
-            raise DiagnosticError([Diagnostic(
-                "E-CUDA", f"argument {param.ordinal} of kernel `{info.name}` is "
-                          f"{len(data)} bytes; the kernel's parameter is {param.size} bytes")])
+            raise DiagnosticError(
+                [
+                    Diagnostic(
+                        Code.E_CUDA,
+                        f"argument {param.ordinal} of kernel `{info.name}` is "
+                        f"{len(data)} bytes; the kernel's parameter is {param.size} bytes",
+                    )
+                ]
+            )
 
 
 def _dim3(value: Dim3) -> tuple[int, int, int]:
@@ -255,8 +280,13 @@ def _check(err: Any, call: str, context: str = "") -> None:
             notes.append(text.decode() if isinstance(text, bytes) else str(text))
     except Exception as exc:
         notes.append(f"no description: {exc}")
-    raise DiagnosticError([Diagnostic("E-CUDA", f"`{call}` failed: {name}", notes=tuple(notes),
-                                      data=(("call", call), ("error", name)))])
+    raise DiagnosticError(
+        [
+            Diagnostic(
+                Code.E_CUDA, f"`{call}` failed: {name}", notes=tuple(notes), data=(("call", call), ("error", name))
+            )
+        ]
+    )
 
 
 #: Raise ``E-CUDA`` for a failed driver call (for callers that drive the CUDA API themselves).

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from contract_lang import ast as A
 from diagnostics import Diagnostic, DiagnosticError
+from diagnostics.symbols import Code
 from package.captured import Captured, CapturedParams
 
 PROBE_SYMBOL = "kl_probe_layouts"
@@ -33,8 +34,22 @@ MAGIC = 0x4B4C5031  # "KLP1"
 MISSING = 0xFFFFFFFF
 
 #: Bytes of each contract scalar type, for comparing a field's declared type with its captured size.
-TYPE_BYTES = {"bool": 1, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "f16": 2, "bf16": 2, "i32": 4, "u32": 4,
-              "f32": 4, "i64": 8, "u64": 8, "f64": 8, "ptr": 8}
+TYPE_BYTES = {
+    "bool": 1,
+    "i8": 1,
+    "u8": 1,
+    "i16": 2,
+    "u16": 2,
+    "f16": 2,
+    "bf16": 2,
+    "i32": 4,
+    "u32": 4,
+    "f32": 4,
+    "i64": 8,
+    "u64": 8,
+    "f64": 8,
+    "ptr": 8,
+}
 
 _ARRAY = re.compile(
     rf"\.(?:global|const)\s+(?:\.align\s+\d+\s+)?\.(?P<type>b8|b32|u32)\s+{PROBE_SYMBOL}\[(?P<count>\d+)\]"
@@ -97,7 +112,8 @@ def probe_source(blocks: Sequence[A.Params]) -> str:
                 f"{{ static constexpr unsigned offset = 0x{MISSING:08X}u, size = 0; }};\n"
                 f"template <class T> struct {probe}<T, typename kl_probe_void<decltype(((T*)0)->{fld.name})>::type> "
                 f"{{ static constexpr unsigned offset = KL_PROBE_OFFSET(T, {fld.name}), "
-                f"size = sizeof(((T*)0)->{fld.name}); }};")
+                f"size = sizeof(((T*)0)->{fld.name}); }};"
+            )
             words += [f"{probe}<{block.name}>::offset", f"{probe}<{block.name}>::size"]
     lines.append(f'extern "C" __device__ const unsigned {PROBE_SYMBOL}[] = {{{", ".join(words)}}};')
     return "\n".join(lines) + "\n"
@@ -164,6 +180,12 @@ def _probe_words(ptx: str) -> list[int]:
 
 
 def _probe_error(why: str) -> DiagnosticError:
-    return DiagnosticError([Diagnostic(
-        "E-PACK", f"could not read the params layouts back from the compiler: {why}",
-        helps=("report this with the component's source; the compiler's PTX format may have changed",))])
+    return DiagnosticError(
+        [
+            Diagnostic(
+                Code.E_PACK,
+                f"could not read the params layouts back from the compiler: {why}",
+                helps=("report this with the component's source; the compiler's PTX format may have changed",),
+            )
+        ]
+    )

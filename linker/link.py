@@ -76,6 +76,7 @@ from checker.clauses import l_regs
 from checker.clauses.l_launch import residency_diagnostic
 from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity, sort_diagnostics
+from diagnostics.symbols import Code
 from linker import linkmap
 from linker.binding import rebuild_problems
 from linker.cubin import KernelInfo, read_cubin
@@ -156,9 +157,15 @@ def record_for(comp: Composition) -> LinkRecord:
     return LinkRecord(comp.pipeline.name, comp.pipeline_source, comp.target_name)
 
 
-def link_composition(comp: Composition, placed: Placed, *, emit_ptx: bool = False,
-                     routes: Sequence[RoutedSeam] | None = None, audit: bool = True,
-                     watchdog: int | None = None) -> LinkOutput:
+def link_composition(
+    comp: Composition,
+    placed: Placed,
+    *,
+    emit_ptx: bool = False,
+    routes: Sequence[RoutedSeam] | None = None,
+    audit: bool = True,
+    watchdog: int | None = None,
+) -> LinkOutput:
     """Generate, compile and device-link a checked, placed composition (module docstring).
 
     ``routes`` are the tensor connections' routes on ``placed`` (``analysis.downstream``
@@ -224,7 +231,8 @@ def write_outputs(out: LinkOutput, directory: str | Path, *, hook: Hook | None =
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise DiagnosticError([Diagnostic("E-IO", f"cannot create directory `{root}`: {err.strerror or err}")]) from err
+        message = f"cannot create directory `{root}`: {err.strerror or err}"
+        raise DiagnosticError([Diagnostic(Code.E_IO, message)]) from err
     files, manifest = output_files(out)
     return write_set(root, files, manifest, managed=[name for name, _ in files], hook=hook)
 
@@ -237,14 +245,17 @@ def output_files(out: LinkOutput) -> tuple[list[tuple[str, bytes | None]], bytes
         (PTX, out.ptx.encode() if linked and out.ptx is not None else None),
         (SOURCE_NAME, out.generated.source.encode() if out.generated is not None else None),
         (MAP, out.map_text.encode()),
-        (HOST_HEADER, host_header(json.loads(out.map_json), out.cubin).encode()
-         if linked and out.cubin is not None else None),
+        (
+            HOST_HEADER,
+            host_header(json.loads(out.map_json), out.cubin).encode() if linked and out.cubin is not None else None,
+        ),
         *((p.file, p.source) for p in out.providers if linked),
     ]
     return files, out.map_json.encode()
 
 
 # ----------------------------------------------------------------- inputs
+
 
 def _audit(record: LinkRecord, cubin: bytes, ptx: str) -> float:
     """Run the link audit; its notes join the record, its errors fail the link. Returns its seconds."""
@@ -278,8 +289,17 @@ def _inputs(comp: Composition, record: LinkRecord) -> list[tuple[str, StagePacka
         problems.extend(d for d in rebuilt if d.is_error)
         record.diagnostics.extend(d for d in rebuilt if not d.is_error)
         name = entry.use.path if entry.use is not None and entry.use.path else entry.package
-        record.inputs.append(InputRecord(name, pkg.stage, pkg.version, pkg.toolkit, pkg.size,  # hashed as read
-                                         pkg.sha256, len(pkg.lto_ir)))
+        record.inputs.append(
+            InputRecord(
+                name,
+                pkg.stage,
+                pkg.version,
+                pkg.toolkit,
+                pkg.size,  # hashed as read
+                pkg.sha256,
+                len(pkg.lto_ir),
+            )
+        )
         packages.append((name, pkg))
     if problems:
         raise DiagnosticError(problems)
@@ -290,22 +310,35 @@ def _no_package(comp: Composition, entry: StageEntry) -> Diagnostic:
     span = entry.use.span if entry.use is not None else comp.pipeline.span
     source = Path(entry.source).name
     return Diagnostic(
-        "L-STAGE", f"stage `{entry.name}` was checked from its contract `{entry.source}`; linking needs its package",
+        Code.L_STAGE,
+        f"stage `{entry.name}` was checked from its contract `{entry.source}`; linking needs its package",
         labels=(Label(span, "used here"), Label(entry.stage.span, "contract only", primary=False)),
         notes=("a contract has no object code: the link needs the LTO IR that `kernlink pack` puts in a package",),
-        helps=(f"run `kernlink pack <source>.cu --contract {source} -o build/<name>.kpkg` and name the package "
-               f"in the pipeline: `use \"{entry.name}\" version … from \"build/<name>.kpkg\"`",),
-        data=(("stage", entry.name), ("reason", "no-package")))
+        helps=(
+            f"run `kernlink pack <source>.cu --contract {source} -o build/<name>.kpkg` and name the package "
+            f'in the pipeline: `use "{entry.name}" version … from "build/<name>.kpkg"`',
+        ),
+        data=(("stage", entry.name), ("reason", "no-package")),
+    )
 
 
 # ----------------------------------------------------------------- one round
 
-def _round(comp: Composition, placed: Placed, packages: Sequence[tuple[str, StagePackage]], entry: int | None,
-           record: LinkRecord, seconds: dict[str, float], routes: Sequence[RoutedSeam],
-           watchdog: int | None = None) -> _Round:
+
+def _round(
+    comp: Composition,
+    placed: Placed,
+    packages: Sequence[tuple[str, StagePackage]],
+    entry: int | None,
+    record: LinkRecord,
+    seconds: dict[str, float],
+    routes: Sequence[RoutedSeam],
+    watchdog: int | None = None,
+) -> _Round:
     t0 = time.perf_counter()
-    generated = generate(comp, placed, entry_regs=entry, inputs=[name for name, _ in packages], routes=routes,
-                         watchdog=watchdog)
+    generated = generate(
+        comp, placed, entry_regs=entry, inputs=[name for name, _ in packages], routes=routes, watchdog=watchdog
+    )
     record.generated = generated
     attempt = Attempt(entry_assumed=generated.dispatch.entry_regs)
     record.attempts.append(attempt)
@@ -315,9 +348,14 @@ def _round(comp: Composition, placed: Placed, packages: Sequence[tuple[str, Stag
         with stable_cwd():
             glue = compile_nvrtc(generated.source, SOURCE_NAME, arch=arch)
     except DiagnosticError as err:
-        raise DiagnosticError([dataclasses.replace(
-            d, notes=(*d.notes, f"in the generated code (`{SOURCE_NAME}` in the link output): a kernlink bug"))
-            for d in err.diagnostics]) from None
+        raise DiagnosticError(
+            [
+                dataclasses.replace(
+                    d, notes=(*d.notes, f"in the generated code (`{SOURCE_NAME}` in the link output): a kernlink bug")
+                )
+                for d in err.diagnostics
+            ]
+        ) from None
     attempt.lto_bytes = len(glue.ltoir)
     t2 = time.perf_counter()
     inputs = [(name, pkg.lto_ir) for name, pkg in packages] + [(GENERATED_LTO, glue.ltoir)]
@@ -325,8 +363,12 @@ def _round(comp: Composition, placed: Placed, packages: Sequence[tuple[str, Stag
         # the PTX too (the audit reads it), from the same child process: nvJitLink gives one per link
         result = link(inputs, arch=arch, kernels=[KERNEL], verbose=True, emit_ptx=True)
     except DiagnosticError as err:
-        raise DiagnosticError([d if d.labels else dataclasses.replace(
-            d, labels=(Label(comp.pipeline.span, "linking this pipeline"),)) for d in err.diagnostics]) from None
+        raise DiagnosticError(
+            [
+                d if d.labels else dataclasses.replace(d, labels=(Label(comp.pipeline.span, "linking this pipeline"),))
+                for d in err.diagnostics
+            ]
+        ) from None
     t3 = time.perf_counter()
     for key, value in (("generate", t1 - t0), ("compile", t2 - t1), ("link", t3 - t2)):
         seconds[key] = seconds.get(key, 0.0) + value
@@ -355,16 +397,21 @@ def _shared_name(mangled: str) -> tuple[str, str | None]:
         return mangled, None
     n = int(found.group(1))
     start = found.end()
-    function, rest = mangled[start:start + n], mangled[start + n:]
+    function, rest = mangled[start : start + n], mangled[start + n :]
     name = re.match(r"E(\d+)", rest)
     if name is None:
         return mangled, function
     k = int(name.group(1))
-    return rest[name.end():name.end() + k] or mangled, function
+    return rest[name.end() : name.end() + k] or mangled, function
 
 
-def _static_smem(comp: Composition, packages: Sequence[tuple[str, StagePackage]],
-                 inputs: Sequence[tuple[str, bytes]], arch: str, window: int) -> Diagnostic:
+def _static_smem(
+    comp: Composition,
+    packages: Sequence[tuple[str, StagePackage]],
+    inputs: Sequence[tuple[str, bytes]],
+    arch: str,
+    window: int,
+) -> Diagnostic:
     """L-LINK for `__shared__` variables in components: name them, their sizes and their packages."""
     try:
         ptx = link(inputs, arch=arch, kernels=[KERNEL], emit_ptx=True).ptx or ""
@@ -377,31 +424,42 @@ def _static_smem(comp: Composition, packages: Sequence[tuple[str, StagePackage]]
         size = int(m.group(1)) // 8 * int(m.group(3) or 1)
         total += size
         name, function = _shared_name(m.group(2))
-        owners = [pkg for pkg, stage in packages
-                  if function is not None and function in stage.manifest["captured"]["defined"]]
+        owners = [
+            pkg for pkg, stage in packages if function is not None and function in stage.manifest["captured"]["defined"]
+        ]
         owner = owners[0] if len(owners) == 1 else packages[0][0] if len(packages) == 1 else ""
         where = f" in `{function}`" if function else ""
         declared.setdefault(owner, []).append(f"`{name}`{where} ({size} B)")
-    labels = [Label(uses[pkg], f"`{pkg}` declares {', '.join(found)}") for pkg, found in declared.items()
-              if pkg in uses]
+    labels = [
+        Label(uses[pkg], f"`{pkg}` declares {', '.join(found)}") for pkg, found in declared.items() if pkg in uses
+    ]
     unknown = declared.get("", [])
     if unknown:
         labels += [Label(span, f"`{pkg}`: one of the packages linked") for pkg, span in uses.items()]
     if not labels:
         labels = [Label(comp.pipeline.span, "linking this pipeline")]
     labels = [dataclasses.replace(lab, primary=i == 0) for i, lab in enumerate(labels)]
-    listed = "; ".join(f"{f'`{pkg}`' if pkg else 'a package'} declares `__shared__` {', '.join(found)}"
-                       for pkg, found in declared.items())
+    listed = "; ".join(
+        f"{f'`{pkg}`' if pkg else 'a package'} declares `__shared__` {', '.join(found)}"
+        for pkg, found in declared.items()
+    )
     return Diagnostic(
-        "L-LINK", f"{listed or 'a package declares `__shared__` variables'}: shared memory no contract claims",
+        Code.L_LINK,
+        f"{listed or 'a package declares `__shared__` variables'}: shared memory no contract claims",
         labels=tuple(labels),
-        notes=(f"the variables take {total} B; with their alignment the dynamic shared memory base moves by "
-               f"{window} B" if declared else f"the kernel has {window} B of static shared memory",
-               "static shared memory comes before the dynamic shared memory, so it moves the base every "
-               "shared-memory handle counts from"),
-        helps=("declare no `__shared__` variables in components: claim shared memory in the contract "
-               "(`claim smem NAME bytes N`) and reach it through its handle",),
-        data=(("kernel", KERNEL), ("static_smem", str(window)), ("bytes", str(total))))
+        notes=(
+            f"the variables take {total} B; with their alignment the dynamic shared memory base moves by {window} B"
+            if declared
+            else f"the kernel has {window} B of static shared memory",
+            "static shared memory comes before the dynamic shared memory, so it moves the base every "
+            "shared-memory handle counts from",
+        ),
+        helps=(
+            "declare no `__shared__` variables in components: claim shared memory in the contract "
+            "(`claim smem NAME bytes N`) and reach it through its handle",
+        ),
+        data=(("kernel", KERNEL), ("static_smem", str(window)), ("bytes", str(total))),
+    )
 
 
 def _link_ptx(final: _Round) -> str:
@@ -423,9 +481,8 @@ def _spills(info_log: str) -> tuple[int, int]:
     return 0, 0
 
 
-
-
 # ----------------------------------------------------------------- registers
+
 
 def entry_count(registers: int, unit: int = 8) -> int:
     """The per-thread count whole setmaxnreg steps can redistribute: the kernel's count rounded down."""
@@ -456,32 +513,51 @@ def _registers(rnd: _Round, placed: Placed) -> int | None:
 
 def _regs_failed(comp: Composition, rnd: _Round, placed: Placed, entry: int) -> Diagnostic:
     d = rnd.generated.dispatch
-    labels = tuple((info.role.span, f"`{info.name}`: budget {placed.placement.role(info.stage.name, name).budget}")
-                   for name, info in sorted(comp.roles.items()) if info.role.regs is not None)
-    return l_regs.pool_overflow(l_regs.PoolOverflow(
-        register_demand(placed), entry, d.threads, labels,
-        notes=(f"after the device link: `{KERNEL}` has {rnd.kernel.registers} registers per thread at entry; "
-               f"the code was generated for an entry count of {d.entry_regs} and re-solved once",
-               "Σ budget × threads over the warpgroups must fit the CTA's pool (HARDWARE.md §3.2)"),
-        data=(("registers", str(rnd.kernel.registers)),)))
+    labels = tuple(
+        (info.role.span, f"`{info.name}`: budget {placed.placement.role(info.stage.name, name).budget}")
+        for name, info in sorted(comp.roles.items())
+        if info.role.regs is not None
+    )
+    return l_regs.pool_overflow(
+        l_regs.PoolOverflow(
+            register_demand(placed),
+            entry,
+            d.threads,
+            labels,
+            notes=(
+                f"after the device link: `{KERNEL}` has {rnd.kernel.registers} registers per thread at entry; "
+                f"the code was generated for an entry count of {d.entry_regs} and re-solved once",
+                "Σ budget × threads over the warpgroups must fit the CTA's pool (HARDWARE.md §3.2)",
+            ),
+            data=(("registers", str(rnd.kernel.registers)),),
+        )
+    )
 
 
 def _tool_warnings(comp: Composition, rnd: _Round) -> list[Diagnostic]:
     """Every ptxas/nvJitLink warning of the final link (a dropped `.minnctapersm`, spills…), surfaced."""
-    return [Diagnostic(
-        "I-PTXAS", f"ptxas warns about the linked kernel: {text}", Severity.WARNING,
-        (Label(comp.pipeline.span, "in this composition"),),
-        notes=("the device link compiles every component and the generated dispatch together; ptxas printed "
-               "this while compiling it",),
-        helps=("check the `launch` line (`threads`, `blocks_per_sm`) and the roles' `regs` against the target",))
-        for text in tool_warnings(rnd.info_log)]
+    return [
+        Diagnostic(
+            Code.I_PTXAS,
+            f"ptxas warns about the linked kernel: {text}",
+            Severity.WARNING,
+            (Label(comp.pipeline.span, "in this composition"),),
+            notes=(
+                "the device link compiles every component and the generated dispatch together; ptxas printed "
+                "this while compiling it",
+            ),
+            helps=("check the `launch` line (`threads`, `blocks_per_sm`) and the roles' `regs` against the target",),
+        )
+        for text in tool_warnings(rnd.info_log)
+    ]
 
 
 def _check_residency(comp: Composition, placed: Placed, rnd: _Round) -> None:
     """`blocks_per_sm` with the linked kernel's registers and barriers (L-LAUNCH), as ptxas compiled it."""
     usage = parse_ptxas_usage(rnd.info_log).get(KERNEL)
-    found = residency_shortfall(comp, placed.placement, registers=rnd.kernel.registers,
-                                barriers=usage.barriers if usage is not None else None)
+    found = residency_shortfall(
+        comp, placed.placement, registers=rnd.kernel.registers, barriers=usage.barriers if usage is not None else None
+    )
     if found is not None and comp.target is not None:
         raise DiagnosticError([residency_diagnostic(found, comp.target)])
 
@@ -490,9 +566,14 @@ def _spill_notes(comp: Composition, rnd: _Round) -> list[Diagnostic]:
     a = rnd.attempt
     if not (a.spill_stores or a.spill_loads):
         return []
-    return [Diagnostic(
-        "I-SPILL", f"the linked kernel `{KERNEL}` spills registers ({a.spill_stores} B stored, {a.spill_loads} B "
-                   "loaded per thread)",
-        Severity.NOTE, (Label(comp.pipeline.span, "in this composition"),),
-        notes=("ptxas compiles each role within its setmaxnreg budget and spills what does not fit",),
-        helps=("raise the `regs` of the role whose code needs more registers",))]
+    return [
+        Diagnostic(
+            Code.I_SPILL,
+            f"the linked kernel `{KERNEL}` spills registers ({a.spill_stores} B stored, {a.spill_loads} B "
+            "loaded per thread)",
+            Severity.NOTE,
+            (Label(comp.pipeline.span, "in this composition"),),
+            notes=("ptxas compiles each role within its setmaxnreg budget and spills what does not fit",),
+            helps=("raise the `regs` of the role whose code needs more registers",),
+        )
+    ]

@@ -54,11 +54,19 @@ _HEADER = """\
 _W = (10, 10, 6, 12, 46)
 
 
-def _row(value: object = "", size: object = "", align: object = "", lifetime: str = "", symbol: str = "",
-         why: str = "", depth: int = 0) -> str:
+def _row(
+    value: object = "",
+    size: object = "",
+    align: object = "",
+    lifetime: str = "",
+    symbol: str = "",
+    why: str = "",
+    depth: int = 0,
+) -> str:
     sym = "    " * depth + symbol
-    return (f"{value!s:>{_W[0]}} {size!s:>{_W[1]}} {align!s:>{_W[2]}}  {lifetime:<{_W[3]}} {sym:<{_W[4]}} "
-            f"{why}").rstrip()
+    return (
+        f"{value!s:>{_W[0]}} {size!s:>{_W[1]}} {align!s:>{_W[2]}}  {lifetime:<{_W[3]}} {sym:<{_W[4]}} {why}"
+    ).rstrip()
 
 
 @dataclass(frozen=True)
@@ -113,20 +121,30 @@ class LinkRecord:
 
 # ----------------------------------------------------------------- text
 
+
 def render_text(record: LinkRecord) -> str:
     """The text map, ending with a newline."""
     r = record
     g = r.generated
     p = r.placement
     base = g.dispatch.smem_base if g is not None else 1024
-    lines = [_HEADER.format(
-        format=FORMAT, pipeline=r.pipeline, source=r.pipeline_source, target=r.target, status=r.status,
-        kernel=g.dispatch.kernel if g is not None else "kl_dispatch",
-        toolkit=", ".join(f"{k} {v}" for k, v in sorted(r.toolkit.items())) or "(not reached)",
-        options=" ".join(r.options) or "(not reached)", base=base,
-        optimal=("proven optimal" if p.optimal else "not proven optimal (budget)") if p else "(not placed)",
-        canonical=("proven canonical" if p.canonical else "not proven canonical (budget)") if p else "(not placed)"),
-        "", _row("Value", "Size", "Align", "Lifetime", "Symbol", "Why")]
+    lines = [
+        _HEADER.format(
+            format=FORMAT,
+            pipeline=r.pipeline,
+            source=r.pipeline_source,
+            target=r.target,
+            status=r.status,
+            kernel=g.dispatch.kernel if g is not None else "kl_dispatch",
+            toolkit=", ".join(f"{k} {v}" for k, v in sorted(r.toolkit.items())) or "(not reached)",
+            options=" ".join(r.options) or "(not reached)",
+            base=base,
+            optimal=("proven optimal" if p.optimal else "not proven optimal (budget)") if p else "(not placed)",
+            canonical=("proven canonical" if p.canonical else "not proven canonical (budget)") if p else "(not placed)",
+        ),
+        "",
+        _row("Value", "Size", "Align", "Lifetime", "Symbol", "Why"),
+    ]
     lines += _inputs(r)
     if p is not None:
         lines += _storage(p, base, g)
@@ -155,22 +173,37 @@ def render_text(record: LinkRecord) -> str:
 def _inputs(r: LinkRecord) -> list[str]:
     lines = ["", "inputs"]
     for i in r.inputs:
-        lines.append(_row("", i.size, "", "", i.path, f"{i.stage} {i.version}; {i.toolkit}; lto.ir {i.lto_bytes} B; "
-                                                      f"sha256 {i.sha256[:16]}"))
+        lines.append(
+            _row(
+                "",
+                i.size,
+                "",
+                "",
+                i.path,
+                f"{i.stage} {i.version}; {i.toolkit}; lto.ir {i.lto_bytes} B; sha256 {i.sha256[:16]}",
+            )
+        )
     if r.attempts and r.attempts[-1].lto_bytes:
-        lines.append(_row("", r.attempts[-1].lto_bytes, "", "", "<internal>",
-                          "generated.cu compiled by NVRTC to LTO IR"))
+        lines.append(
+            _row("", r.attempts[-1].lto_bytes, "", "", "<internal>", "generated.cu compiled by NVRTC to LTO IR")
+        )
     return lines
 
 
 def _storage(p: Placement, base: int, g: Generated | None) -> list[str]:
     use = p.use(Domain.SMEM)
     dynamic = max(0, use.end - base)
-    lines = ["", f"smem  dynamic shared memory: {dynamic} B from shared address {base} (no static shared memory)",
-             _row(-base, base, "", "kernel", "<reserved>", "system bytes of every block, below the dynamic base")]
+    lines = [
+        "",
+        f"smem  dynamic shared memory: {dynamic} B from shared address {base} (no static shared memory)",
+        _row(-base, base, "", "kernel", "<reserved>", "system bytes of every block, below the dynamic base"),
+    ]
     lines += _domain(p, Domain.SMEM, -base)
-    lines += ["", "barrier  named barriers (IDs)",
-              _row(0, "", "", "kernel", "<reserved>", "the block-wide barrier (`__syncthreads`)")]
+    lines += [
+        "",
+        "barrier  named barriers (IDs)",
+        _row(0, "", "", "kernel", "<reserved>", "the block-wide barrier (`__syncthreads`)"),
+    ]
     lines += _domain(p, Domain.BARRIER, 0)
     return lines
 
@@ -194,8 +227,10 @@ def _rings(p: Placement) -> list[str]:
     lines = ["", "rings  depth chosen at link time (Size: bytes of one slot)"]
     if not p.rings:
         lines.append(_row(symbol="(none)"))
-    lines += [_row(r.depth, r.slot_bytes, "", "", f"{r.owner}.{r.name}", f"depth in {r.depth_min}..{r.depth_max}: "
-                                                                           f"{r.why}") for r in p.rings]
+    lines += [
+        _row(r.depth, r.slot_bytes, "", "", f"{r.owner}.{r.name}", f"depth in {r.depth_min}..{r.depth_max}: {r.why}")
+        for r in p.rings
+    ]
     return lines
 
 
@@ -217,10 +252,12 @@ def _registers(r: LinkRecord, p: Placement, g: Generated | None) -> list[str]:
     if g is not None and not g.dispatch.setmaxnreg:
         return ["", "registers  no setmaxnreg: no role declares `regs`; every warp keeps the kernel's entry count"]
     last = r.attempts[-1] if r.attempts else None
-    seen = f"{last.registers} registers per thread in the cubin" if last and last.registers is not None else \
-        "no cubin yet"
-    head = (f"registers  setmaxnreg per warpgroup; entry {p.entry_regs} predicted, {seen}; pool {p.register_pool}"
-            + (" (re-solved with the linked kernel's count)" if r.resolved else ""))
+    seen = (
+        f"{last.registers} registers per thread in the cubin" if last and last.registers is not None else "no cubin yet"
+    )
+    head = f"registers  setmaxnreg per warpgroup; entry {p.entry_regs} predicted, {seen}; pool {p.register_pool}" + (
+        " (re-solved with the linked kernel's count)" if r.resolved else ""
+    )
     lines = ["", head]
     ops = {}
     if g is not None:
@@ -230,9 +267,17 @@ def _registers(r: LinkRecord, p: Placement, g: Generated | None) -> list[str]:
     lines.append(_row(symbol="<internal>"))
     for grp in p.groups:
         roles = ", ".join(grp.roles) or "<idle>"
-        lines.append(_row(grp.budget, grp.warps, "", "", f"group {grp.index} (warps {grp.first_warp}.."
-                                                         f"{grp.first_warp + grp.warps - 1})",
-                          f"{ops.get(grp.index, '')}: {roles}; {grp.why}", 1))
+        lines.append(
+            _row(
+                grp.budget,
+                grp.warps,
+                "",
+                "",
+                f"group {grp.index} (warps {grp.first_warp}..{grp.first_warp + grp.warps - 1})",
+                f"{ops.get(grp.index, '')}: {roles}; {grp.why}",
+                1,
+            )
+        )
     return lines
 
 
@@ -241,8 +286,16 @@ def _params(g: Generated, providers: Sequence[Mapping[str, Any]] = ()) -> list[s
     if not g.params.regions:
         lines.append(_row(symbol="(none)", why="no stage declares `params`; the kernel takes no parameter"))
     for region in g.params.regions:
-        lines.append(_row(region.offset, region.size, region.align, "", region.stage,
-                          f"`{region.block}` at the next multiple of its alignment, in pipeline order"))
+        lines.append(
+            _row(
+                region.offset,
+                region.size,
+                region.align,
+                "",
+                region.stage,
+                f"`{region.block}` at the next multiple of its alignment, in pipeline order",
+            )
+        )
         for f in (f for f in g.params.fields if f.stage == region.stage and f.block == region.block):
             if f.source == "fact":
                 why = f"{f.type} = fact `{f.fact}` = {f.value}, owned by {f.owner}; written by the launch helper"
@@ -250,8 +303,9 @@ def _params(g: Generated, providers: Sequence[Mapping[str, Any]] = ()) -> list[s
                 allowed = f"; allowed {_values(f.allowed)}" if f.allowed else ""
                 why = f"{f.type} = fact `{f.fact}`, given by the caller{allowed}"
             else:
-                filler = next((p["function"] for p in providers if p["stage"] == f.stage and f.name in p["fills"]),
-                              None)
+                filler = next(
+                    (p["function"] for p in providers if p["stage"] == f.stage and f.name in p["fills"]), None
+                )
                 why = f"{f.type}, " + (f"filled by host provider `{filler}`" if filler else "given by the caller")
             lines.append(_row(f.offset, f.size, f.size, "", f.name, why, 1))
     return lines
@@ -278,18 +332,37 @@ def _calls(g: Generated) -> list[str]:
     if g.trampolines:
         lines.append(_row(symbol="<internal>"))
     for t in g.trampolines:
-        lines.append(_row("", "", "", "", f"{t.symbol} -> {t.export_symbol}",
-                          f"call `{t.call}` {t.signature} by {'; '.join(t.callers)}; served by the export of "
-                          f"{t.export_stage}", 1))
+        lines.append(
+            _row(
+                "",
+                "",
+                "",
+                "",
+                f"{t.symbol} -> {t.export_symbol}",
+                f"call `{t.call}` {t.signature} by {'; '.join(t.callers)}; served by the export of {t.export_stage}",
+                1,
+            )
+        )
     for d in g.dropped:
-        lines.append(_row("", "", "", "", f"{d.stage}: {d.symbol}",
-                          f"export `{d.name}` dropped: no call site reaches it (I-EXPORT-DROPPED)"))
+        lines.append(
+            _row(
+                "",
+                "",
+                "",
+                "",
+                f"{d.stage}: {d.symbol}",
+                f"export `{d.name}` dropped: no call site reaches it (I-EXPORT-DROPPED)",
+            )
+        )
     return lines
 
 
 def _transfers(g: Generated) -> list[str]:
-    lines = ["", "transfers  tensor connections: routes in generated.cu (Value: scratch offset from the dynamic "
-                 "base; Size: scratch bytes)"]
+    lines = [
+        "",
+        "transfers  tensor connections: routes in generated.cu (Value: scratch offset from the dynamic "
+        "base; Size: scratch bytes)",
+    ]
     if not g.transfers and not g.unused_exports:
         lines.append(_row(symbol="(none)"))
     for t in g.transfers:
@@ -298,18 +371,52 @@ def _transfers(g: Generated) -> list[str]:
         lines.append(_row(value, size, "", "", t.connection, t.why))
         p_first, p_count = t.producer_threads
         c_first, c_count = t.consumer_threads
-        lines.append(_row("", "", "", "", t.export_symbol,
-                          f"export handle: threads {p_first}..{p_first + p_count - 1} call it once at the ready "
-                          "event", 1))
-        lines.append(_row("", "", "", "", t.import_symbol,
-                          f"import handle: threads {c_first}..{c_first + c_count - 1} call it for chunks "
-                          f"0..{t.chunks - 1}, {t.regs_per_call} {t.elem} registers per call", 1))
+        lines.append(
+            _row(
+                "",
+                "",
+                "",
+                "",
+                t.export_symbol,
+                f"export handle: threads {p_first}..{p_first + p_count - 1} call it once at the ready event",
+                1,
+            )
+        )
+        lines.append(
+            _row(
+                "",
+                "",
+                "",
+                "",
+                t.import_symbol,
+                f"import handle: threads {c_first}..{c_first + c_count - 1} call it for chunks "
+                f"0..{t.chunks - 1}, {t.regs_per_call} {t.elem} registers per call",
+                1,
+            )
+        )
         for i, bar in enumerate(t.barrier_ids):
-            lines.append(_row(bar, t.barrier_threads, "", "kernel", f"barrier {i}",
-                              f"named barrier `transfer.{t.import_name}.{i}` (placed with the other barriers)", 1))
+            lines.append(
+                _row(
+                    bar,
+                    t.barrier_threads,
+                    "",
+                    "kernel",
+                    f"barrier {i}",
+                    f"named barrier `transfer.{t.import_name}.{i}` (placed with the other barriers)",
+                    1,
+                )
+            )
     for u in g.unused_exports:
-        lines.append(_row("", "", "", "", f"{u.stage}: {u.symbol}",
-                          f"export `{u.export}` is imported by no stage: the handle does nothing"))
+        lines.append(
+            _row(
+                "",
+                "",
+                "",
+                "",
+                f"{u.stage}: {u.symbol}",
+                f"export `{u.export}` is imported by no stage: the handle does nothing",
+            )
+        )
     return lines
 
 
@@ -323,8 +430,16 @@ def _facts(g: Generated) -> list[str]:
         lines.append(_row(h.value, "", "", "", h.item, f"folded: `{h.stage}` reads it through `{h.symbol}`"))
     for f in facts:
         value = f.value if f.value is not None else "caller"
-        lines.append(_row(value, f.size, "", "", f.fact or "", f"owned by {f.owner or '(no owner)'}; "
-                                                              f"`{f.stage}` field `{f.name}` at params +{f.offset}"))
+        lines.append(
+            _row(
+                value,
+                f.size,
+                "",
+                "",
+                f.fact or "",
+                f"owned by {f.owner or '(no owner)'}; `{f.stage}` field `{f.name}` at params +{f.offset}",
+            )
+        )
     return lines
 
 
@@ -332,11 +447,15 @@ def _counters(g: Generated) -> list[str]:
     a = g.counters
     if a.size == 0:
         return []
-    lines = ["", f"counters  `{a.symbol}`: {a.size} 32-bit words in global memory (Value: first slot)",
-             _row("", 4 * a.size, "", "launch", a.symbol, f"reset: {RESET_RULE}", 1)]
+    lines = [
+        "",
+        f"counters  `{a.symbol}`: {a.size} 32-bit words in global memory (Value: first slot)",
+        _row("", 4 * a.size, "", "launch", a.symbol, f"reset: {RESET_RULE}", 1),
+    ]
     for c in a.counters:
-        lines.append(_row(c.index, c.slots, "", "launch", c.name,
-                          f"scope {c.scope}; {c.why}; read by {', '.join(c.users)}", 2))
+        lines.append(
+            _row(c.index, c.slots, "", "launch", c.name, f"scope {c.scope}; {c.why}; read by {', '.join(c.users)}", 2)
+        )
     return lines
 
 
@@ -344,31 +463,75 @@ def _watchdog(g: Generated) -> list[str]:
     wd = g.watchdog
     if wd is None:
         return []
-    lines = ["", f"watchdog  --watchdog={wd.cycles}: every wait below traps after {wd.cycles} cycles and records "
-                 f"an entry in the host-mapped ledger `{LEDGER}` (Value: site)"]
+    lines = [
+        "",
+        f"watchdog  --watchdog={wd.cycles}: every wait below traps after {wd.cycles} cycles and records "
+        f"an entry in the host-mapped ledger `{LEDGER}` (Value: site)",
+    ]
     for site in wd.sites:
-        lines.append(_row(site.id, "", "", "", site.symbol,
-                          f"{site.where}: {site.stage} `{site.item}` ({site.kind}; {site.detail})", 1))
+        lines.append(
+            _row(
+                site.id,
+                "",
+                "",
+                "",
+                site.symbol,
+                f"{site.where}: {site.stage} `{site.item}` ({site.kind}; {site.detail})",
+                1,
+            )
+        )
     return lines
 
 
 def _dispatch(g: Generated) -> list[str]:
     d = g.dispatch
     bounds = f"{d.threads}, {d.min_blocks}" if d.min_blocks is not None else f"{d.threads}"
-    lines = ["", "dispatch  the generated kernel", _row(symbol="<internal>"),
-             _row("", d.threads, "", "", d.kernel,
-                  f"__launch_bounds__({bounds}); {d.dynamic_smem} B dynamic shared memory; {d.launch} grid"
-                  + (f"; blocks_per_sm {d.blocks_per_sm}" if d.blocks_per_sm else "")
-                  + ("; clusters of {}x{}x{} CTAs (`__cluster_dims__`; cluster barriers after the ring inits and "
-                     "before exit)".format(*d.cluster) if d.clustered else ""), 1)]
+    lines = [
+        "",
+        "dispatch  the generated kernel",
+        _row(symbol="<internal>"),
+        _row(
+            "",
+            d.threads,
+            "",
+            "",
+            d.kernel,
+            f"__launch_bounds__({bounds}); {d.dynamic_smem} B dynamic shared memory; {d.launch} grid"
+            + (f"; blocks_per_sm {d.blocks_per_sm}" if d.blocks_per_sm else "")
+            + (
+                "; clusters of {}x{}x{} CTAs (`__cluster_dims__`; cluster barriers after the ring inits and "
+                "before exit)".format(*d.cluster)
+                if d.clustered
+                else ""
+            ),
+            1,
+        ),
+    ]
     for init in d.inits:
-        lines.append(_row(init.thread, 1, "", "", f"{init.symbol}",
-                          f"ring `{init.ring}` init by role `{init.role}`: its first thread, before "
-                          "`__syncthreads()`", 2))
+        lines.append(
+            _row(
+                init.thread,
+                1,
+                "",
+                "",
+                f"{init.symbol}",
+                f"ring `{init.ring}` init by role `{init.role}`: its first thread, before `__syncthreads()`",
+                2,
+            )
+        )
     for role in d.roles:
-        lines.append(_row(role.first_warp, role.warps, "", "", role.entry,
-                          f"{role.stage} role `{role.role}` with "
-                          + (f"params `{role.params_member}`" if role.params_member else "no params"), 2))
+        lines.append(
+            _row(
+                role.first_warp,
+                role.warps,
+                "",
+                "",
+                role.entry,
+                f"{role.stage} role `{role.role}` with "
+                + (f"params `{role.params_member}`" if role.params_member else "no params"),
+                2,
+            )
+        )
     return lines
 
 
@@ -395,14 +558,21 @@ def _link(r: LinkRecord) -> list[str]:
 
 # ----------------------------------------------------------------- JSON
 
+
 def to_jsonable(record: LinkRecord) -> dict[str, Any]:
     r = record
     g = r.generated
     out: dict[str, Any] = {
-        "format": FORMAT, "pipeline": r.pipeline, "pipeline_source": r.pipeline_source, "target": r.target,
-        "status": r.status, "toolkit": dict(sorted(r.toolkit.items())), "options": list(r.options),
+        "format": FORMAT,
+        "pipeline": r.pipeline,
+        "pipeline_source": r.pipeline_source,
+        "target": r.target,
+        "status": r.status,
+        "toolkit": dict(sorted(r.toolkit.items())),
+        "options": list(r.options),
         "inputs": [i.__dict__ for i in r.inputs],
-        "placement": _placement(r.placement), "resolved": r.resolved,
+        "placement": _placement(r.placement),
+        "resolved": r.resolved,
         "attempts": [a.__dict__ for a in r.attempts],
         "cubin": None if r.cubin_sha256 is None else {"size": r.cubin_size, "sha256": r.cubin_sha256},
         "diagnostics": [_diagnostic(d) for d in r.diagnostics],
@@ -411,8 +581,9 @@ def to_jsonable(record: LinkRecord) -> dict[str, Any]:
         d = g.dispatch
         out["generated"] = {
             "handles": [h.__dict__ for h in g.handles],
-            "trampolines": [{**t.__dict__, "callers": list(t.callers), "params": list(t.params)}
-                            for t in g.trampolines],
+            "trampolines": [
+                {**t.__dict__, "callers": list(t.callers), "params": list(t.params)} for t in g.trampolines
+            ],
             "dropped_exports": [x.__dict__ for x in g.dropped],
             "transfers": [t.as_json() for t in g.transfers],
             "unused_tensor_exports": [u.__dict__ for u in g.unused_exports],
@@ -421,16 +592,29 @@ def to_jsonable(record: LinkRecord) -> dict[str, Any]:
             out["counters"] = g.counters.as_json()
         if g.watchdog is not None:
             out["watchdog"] = g.watchdog.as_json()
-        out["params"] = {"size": g.params.size, "align": g.params.align,
-                         "regions": [x.__dict__ for x in g.params.regions],
-                         "fields": [{**f.__dict__, "allowed": list(f.allowed)} for f in g.params.fields]}
+        out["params"] = {
+            "size": g.params.size,
+            "align": g.params.align,
+            "regions": [x.__dict__ for x in g.params.regions],
+            "fields": [{**f.__dict__, "allowed": list(f.allowed)} for f in g.params.fields],
+        }
         out["dispatch"] = {
-            "kernel": d.kernel, "threads": d.threads, "block_warps": d.block_warps, "min_blocks": d.min_blocks,
-            "dynamic_smem": d.dynamic_smem, "smem_base": d.smem_base, "launch": d.launch,
-            "blocks_per_sm": d.blocks_per_sm, "setmaxnreg": d.setmaxnreg, "entry_regs": d.entry_regs,
+            "kernel": d.kernel,
+            "threads": d.threads,
+            "block_warps": d.block_warps,
+            "min_blocks": d.min_blocks,
+            "dynamic_smem": d.dynamic_smem,
+            "smem_base": d.smem_base,
+            "launch": d.launch,
+            "blocks_per_sm": d.blocks_per_sm,
+            "setmaxnreg": d.setmaxnreg,
+            "entry_regs": d.entry_regs,
             "groups": [{**x.__dict__, "groups": list(x.groups), "roles": list(x.roles)} for x in d.groups],
-            "inits": [x.__dict__ for x in d.inits], "roles": [x.__dict__ for x in d.roles],
-            "idle_warps": list(d.idle_warps), "cluster": list(d.cluster)}
+            "inits": [x.__dict__ for x in d.inits],
+            "roles": [x.__dict__ for x in d.roles],
+            "idle_warps": list(d.idle_warps),
+            "cluster": list(d.cluster),
+        }
     if r.providers:
         out["providers"] = list(r.providers)
     return out
@@ -441,8 +625,14 @@ def _placement(p: Placement | None) -> dict[str, Any] | None:
 
 
 def _diagnostic(d: Diagnostic) -> dict[str, Any]:
-    return {"code": d.code, "severity": d.severity.value, "message": d.message, "notes": list(d.notes),
-            "helps": list(d.helps), "data": dict(d.data)}
+    return {
+        "code": d.code,
+        "severity": d.severity.value,
+        "message": d.message,
+        "notes": list(d.notes),
+        "helps": list(d.helps),
+        "data": dict(d.data),
+    }
 
 
 def render_json(record: LinkRecord) -> str:

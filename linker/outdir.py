@@ -36,6 +36,7 @@ from typing import Any
 
 from diagnostics.files import atomic_write_bytes
 from diagnostics.model import Diagnostic, DiagnosticError
+from diagnostics.symbols import Code
 
 try:
     import fcntl
@@ -70,8 +71,14 @@ def locked(directory: Path, *, exclusive: bool) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-def write_set(directory: Path, files: Sequence[tuple[str, bytes | None]], manifest: bytes, *,
-              managed: Sequence[str], hook: Hook | None = None) -> list[Path]:
+def write_set(
+    directory: Path,
+    files: Sequence[tuple[str, bytes | None]],
+    manifest: bytes,
+    *,
+    managed: Sequence[str],
+    hook: Hook | None = None,
+) -> list[Path]:
     """Replace the link outputs in ``directory`` by ``files`` and then ``manifest`` (module docstring).
 
     ``files`` are written in order; a None entry removes that name. ``managed`` lists every
@@ -118,17 +125,33 @@ def verify_cubin(cubin: bytes, manifest: Mapping[str, Any], directory: str | Pat
     where = f"`{root / 'kernel.cubin'}`"
     fix = f"link again: `kernlink link PIPELINE.kp -o {root}`"
     if not isinstance(record, Mapping) or not isinstance(record.get("sha256"), str):
-        raise DiagnosticError([Diagnostic(
-            "L-INTEGRITY", f"`{root / MANIFEST}` records no SHA-256 for {where}",
-            notes=("a loader runs a cubin only when the manifest vouches for it",), helps=(fix,))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.L_INTEGRITY,
+                    f"`{root / MANIFEST}` records no SHA-256 for {where}",
+                    notes=("a loader runs a cubin only when the manifest vouches for it",),
+                    helps=(fix,),
+                )
+            ]
+        )
     digest = hashlib.sha256(cubin).hexdigest()
     if digest != record["sha256"] or record.get("size") not in (None, len(cubin)):
-        raise DiagnosticError([Diagnostic(
-            "L-INTEGRITY", f"{where} does not match the SHA-256 that `{root / MANIFEST}` records",
-            notes=(f"the manifest records {record.get('size')} bytes with SHA-256 {record['sha256']}; "
-                   f"the file has {len(cubin)} bytes with SHA-256 {digest}",
-                   "the cubin was replaced after the link, or two writers shared the directory"),
-            helps=(fix,), data=(("expected", str(record["sha256"])), ("found", digest)))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.L_INTEGRITY,
+                    f"{where} does not match the SHA-256 that `{root / MANIFEST}` records",
+                    notes=(
+                        f"the manifest records {record.get('size')} bytes with SHA-256 {record['sha256']}; "
+                        f"the file has {len(cubin)} bytes with SHA-256 {digest}",
+                        "the cubin was replaced after the link, or two writers shared the directory",
+                    ),
+                    helps=(fix,),
+                    data=(("expected", str(record["sha256"])), ("found", digest)),
+                )
+            ]
+        )
 
 
 def _remove(path: Path) -> None:
@@ -137,9 +160,9 @@ def _remove(path: Path) -> None:
     except FileNotFoundError:
         return
     except IsADirectoryError as err:
-        raise DiagnosticError([Diagnostic("E-IO", f"cannot replace `{path}`: it is a directory")]) from err
+        raise DiagnosticError([Diagnostic(Code.E_IO, f"cannot replace `{path}`: it is a directory")]) from err
     except OSError as err:
-        raise DiagnosticError([Diagnostic("E-IO", f"cannot remove `{path}`: {err.strerror or err}")]) from err
+        raise DiagnosticError([Diagnostic(Code.E_IO, f"cannot remove `{path}`: {err.strerror or err}")]) from err
 
 
 def _remove_temporaries(directory: Path, names: Sequence[str]) -> None:

@@ -44,6 +44,7 @@ from contract_lang.parser import parse_file
 from contract_lang.printer import print_node
 from diagnostics import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.files import atomic_write_bytes, read_source
+from diagnostics.symbols import Code
 from linker import binding, handles, layout
 from linker.symbols import Prototype, compile_lto_and_ptx, compile_ptx, read_ptx_symbols
 from linker.toolchain import compile_nvcc, nvcc_version, nvrtc_version, stable_cwd
@@ -93,9 +94,17 @@ class CompileFlags:
 
             folder = cutlass_include_dir()
             if folder is None:
-                raise DiagnosticError([Diagnostic(
-                    "E-PACK", "`--cutlass` needs the CUTLASS headers, and the `nvidia-cutlass` wheel is not installed",
-                    helps=("install it (`pip install 'kernlink[cute]'`), or pass its `include` folder with `-I`",))])
+                raise DiagnosticError(
+                    [
+                        Diagnostic(
+                            Code.E_PACK,
+                            "`--cutlass` needs the CUTLASS headers, and the `nvidia-cutlass` wheel is not installed",
+                            helps=(
+                                "install it (`pip install 'kernlink[cute]'`), or pass its `include` folder with `-I`",
+                            ),
+                        )
+                    ]
+                )
             found.append(folder)
         return found
 
@@ -144,9 +153,16 @@ def default_output(source: str | Path) -> Path:
     return src.parent / "build" / f"{src.stem}.kpkg"
 
 
-def pack(source: str | Path, contract: str | Path, output: str | Path | None = None, *,
-         compiler: Compiler = "nvrtc", stage: str | None = None, strict: bool = False,
-         flags: CompileFlags | None = None) -> PackResult:
+def pack(
+    source: str | Path,
+    contract: str | Path,
+    output: str | Path | None = None,
+    *,
+    compiler: Compiler = "nvrtc",
+    stage: str | None = None,
+    strict: bool = False,
+    flags: CompileFlags | None = None,
+) -> PackResult:
     """Compile, capture and write one package; raises ``DiagnosticError`` when nothing can be written.
 
     ``strict``: a conformance violation, or a site the analysis cannot decide, is an
@@ -163,17 +179,33 @@ def pack(source: str | Path, contract: str | Path, output: str | Path | None = N
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise DiagnosticError([Diagnostic("E-IO", f"cannot create directory `{out.parent}`: "
-                                                  f"{err.strerror or err}")]) from err
+        raise DiagnosticError(
+            [Diagnostic(Code.E_IO, f"cannot create directory `{out.parent}`: {err.strerror or err}")]
+        ) from err
     atomic_write_bytes(out, data)
     seconds = {**built.seconds, "write": time.perf_counter() - start}
-    return PackResult(out, built.stage, built.target, built.toolkit, built.captured, built.prototypes,
-                      len(data), hashlib.sha256(data).hexdigest(),
-                      (*findings(built), *conformance_findings(built, out)), seconds)
+    return PackResult(
+        out,
+        built.stage,
+        built.target,
+        built.toolkit,
+        built.captured,
+        built.prototypes,
+        len(data),
+        hashlib.sha256(data).hexdigest(),
+        (*findings(built), *conformance_findings(built, out)),
+        seconds,
+    )
 
 
-def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvrtc",
-          stage: str | None = None, flags: CompileFlags | None = None) -> Built:
+def build(
+    source: str | Path,
+    contract: str | Path,
+    *,
+    compiler: Compiler = "nvrtc",
+    stage: str | None = None,
+    flags: CompileFlags | None = None,
+) -> Built:
     """Everything `pack` writes, without writing it."""
     src_path = Path(source)
     display = str(source)
@@ -181,10 +213,16 @@ def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvr
     chosen = choose_stage(contract, stage)
     target = chosen.target.name if chosen.target is not None else None
     if target is None:
-        raise DiagnosticError([Diagnostic(
-            "E-PACK", f"stage `{chosen.name}` names no `target`",
-            labels=(Label(chosen.span, "this stage"),),
-            helps=("add `target sm_90a` (or the architecture it is written for) to the stage",))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.E_PACK,
+                    f"stage `{chosen.name}` names no `target`",
+                    labels=(Label(chosen.span, "this stage"),),
+                    helps=("add `target sm_90a` (or the architecture it is written for) to the stage",),
+                )
+            ]
+        )
     name = src_path.name or "source.cu"
     flags = flags or CompileFlags()
     providers = provider_sources(chosen, Path(contract).parent)
@@ -197,21 +235,38 @@ def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvr
     try:
         with stable_cwd():  # NVRTC records the working directory in LTO IR, -lineinfo in `.file`
             if compiler == "nvcc":
-                result = compile_nvcc(text, name, arch=target, std=flags.std, include_dirs=include, defines=defines,
-                                      extra_options=extra)
+                result = compile_nvcc(
+                    text, name, arch=target, std=flags.std, include_dirs=include, defines=defines, extra_options=extra
+                )
                 ptx_or_error: str | tuple[Diagnostic, ...] = ""
             else:
                 result, ptx_or_error = compile_lto_and_ptx(
-                    text.encode(), probed.encode(), name, arch=target, std=flags.std, include_dirs=include,
-                    defines=defines, extra_options=extra, ptx_extra=("-lineinfo",))
+                    text.encode(),
+                    probed.encode(),
+                    name,
+                    arch=target,
+                    std=flags.std,
+                    include_dirs=include,
+                    defines=defines,
+                    extra_options=extra,
+                    ptx_extra=("-lineinfo",),
+                )
     except DiagnosticError as err:
         raise _renamed(err, name, display) from None
     compiled = time.perf_counter()
     try:
         if compiler == "nvcc":
             with stable_cwd():
-                ptx = compile_ptx(probed, name, arch=target, compiler=compiler, include_dirs=include,
-                                  defines=defines, std=flags.std, extra_options=("-lineinfo", *extra))
+                ptx = compile_ptx(
+                    probed,
+                    name,
+                    arch=target,
+                    compiler=compiler,
+                    include_dirs=include,
+                    defines=defines,
+                    std=flags.std,
+                    extra_options=("-lineinfo", *extra),
+                )
         elif isinstance(ptx_or_error, str):
             ptx = ptx_or_error
         else:
@@ -221,12 +276,21 @@ def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvr
     ptx = binding.normalise_ptx(ptx)  # `.file 1 "/tmp/…/x.cu"` -> `"x.cu"`: no host path in the package
     symbols = read_ptx_symbols(ptx).without([layout.PROBE_SYMBOL])
     toolkit = _toolkit(compiler)
-    captured = Captured(frozenset(symbols.defined), frozenset(symbols.needed), layout.read_probe(ptx, blocks),
-                        toolkit, target, tuple(sorted(symbols.prototypes().items())))
+    captured = Captured(
+        frozenset(symbols.defined),
+        frozenset(symbols.needed),
+        layout.read_probe(ptx, blocks),
+        toolkit,
+        target,
+        tuple(sorted(symbols.prototypes().items())),
+    )
     manifest = manifest_for(chosen.name, chosen.version, target, print_node(chosen), toolkit, captured)
     manifest["captured"]["prototypes"] = {k: v.as_json() for k, v in sorted(symbols.prototypes().items())}
-    manifest["compile"] = {"compiler": compiler, "source": name,
-                           "options": [o for o in result.options if not _is_path_option(o)]}
+    manifest["compile"] = {
+        "compiler": compiler,
+        "source": name,
+        "options": [o for o in result.options if not _is_path_option(o)],
+    }
     captured_at = time.perf_counter()
     code = conformance.derive(ptx)
     manifest[conformance.MANIFEST_KEY] = code.as_json()
@@ -238,10 +302,14 @@ def build(source: str | Path, contract: str | Path, *, compiler: Compiler = "nvr
         payloads.update(local_headers(text, src_path.parent))
     else:
         manifest["compile"]["binary_only"] = True
-    seconds = {"compile": compiled - start, "capture": captured_at - compiled,
-               "conform": time.perf_counter() - captured_at}
-    return Built(chosen, target, toolkit, captured, symbols.prototypes(), manifest, payloads, seconds,
-                 code, ptx, display)
+    seconds = {
+        "compile": compiled - start,
+        "capture": captured_at - compiled,
+        "conform": time.perf_counter() - captured_at,
+    }
+    return Built(
+        chosen, target, toolkit, captured, symbols.prototypes(), manifest, payloads, seconds, code, ptx, display
+    )
 
 
 def called_providers(stage: A.Stage) -> tuple[A.HostProvider, ...]:
@@ -268,10 +336,16 @@ def provider_sources(stage: A.Stage, folder: Path) -> dict[str, bytes]:
         elif not path.is_file():
             problem = f"does not exist (looked for `{path}`)"
         if problem is not None:
-            raise DiagnosticError([Diagnostic(
-                "E-PACK", f"the host provider `{provider.library}` of `{stage.name}` {problem}",
-                labels=(Label(provider.span, "this provider"),),
-                helps=("a called provider (`fn`) is a C source file, named relative to the contract's folder",))])
+            raise DiagnosticError(
+                [
+                    Diagnostic(
+                        Code.E_PACK,
+                        f"the host provider `{provider.library}` of `{stage.name}` {problem}",
+                        labels=(Label(provider.span, "this provider"),),
+                        helps=("a called provider (`fn`) is a C source file, named relative to the contract's folder",),
+                    )
+                ]
+            )
         found[name] = read_source(path, display=str(path)).encode("utf-8")
     return found
 
@@ -285,14 +359,22 @@ def choose_stage(contract: str | Path, name: str | None) -> A.Stage:
             if stage.name == name:
                 return stage
         listed = ", ".join(f"`{s.name}`" for s in stages)
-        raise DiagnosticError([Diagnostic(
-            "E-PACK", f"`{contract}` has no stage `{name}`", notes=(f"its stages: {listed}",))])
+        raise DiagnosticError(
+            [Diagnostic(Code.E_PACK, f"`{contract}` has no stage `{name}`", notes=(f"its stages: {listed}",))]
+        )
     if len(stages) != 1:
         listed = ", ".join(f"`{s.name}`" for s in stages)
-        raise DiagnosticError([Diagnostic(
-            "E-PACK", f"`{contract}` holds {len(stages)} stages; a package holds one",
-            labels=tuple(Label(s.span, "a stage", primary=i == 0) for i, s in enumerate(stages)),
-            notes=(f"its stages: {listed}",), helps=("choose one with `--stage NAME`",))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.E_PACK,
+                    f"`{contract}` holds {len(stages)} stages; a package holds one",
+                    labels=tuple(Label(s.span, "a stage", primary=i == 0) for i, s in enumerate(stages)),
+                    notes=(f"its stages: {listed}",),
+                    helps=("choose one with `--stage NAME`",),
+                )
+            ]
+        )
     return stages[0]
 
 
@@ -315,19 +397,29 @@ def findings(built: Built) -> list[Diagnostic]:
     worded = [(f, l_symbol.describe(f)) for f in handles.symbol_problems(stage, captured, built.prototypes)]
     worded += [(f, l_handle.describe(f)) for f in handles.handle_problems(stage, captured, built.prototypes)]
     for finding, (message, help_text) in worded:
-        out.append(Diagnostic(
-            finding.clause, message, severity=Severity.WARNING,
-            labels=_label(finding.node, "in this contract item"),
-            notes=("the package was written; `kernlink check` rejects this composition",),
-            helps=(help_text,) if help_text else (),
-            data=(("problem", finding.problem), ("symbol", finding.symbol))))
+        out.append(
+            Diagnostic(
+                finding.clause,
+                message,
+                severity=Severity.WARNING,
+                labels=_label(finding.node, "in this contract item"),
+                notes=("the package was written; `kernlink check` rejects this composition",),
+                helps=(help_text,) if help_text else (),
+                data=(("problem", finding.problem), ("symbol", finding.symbol)),
+            )
+        )
     for problem in layout.params_problems(stage, captured):
-        out.append(Diagnostic(
-            "L-PARAMS", problem.message, severity=Severity.WARNING,
-            labels=_label(problem.node, "declared here"),
-            notes=("the package was written; `kernlink check` rejects this composition",),
-            helps=("make the struct in the source and the contract's params block agree",),
-            data=(("problem", problem.problem), ("params", problem.params))))
+        out.append(
+            Diagnostic(
+                Code.L_PARAMS,
+                problem.message,
+                severity=Severity.WARNING,
+                labels=_label(problem.node, "declared here"),
+                notes=("the package was written; `kernlink check` rejects this composition",),
+                helps=("make the struct in the source and the contract's params block agree",),
+                data=(("problem", problem.problem), ("params", problem.params)),
+            )
+        )
     return out
 
 
@@ -336,9 +428,15 @@ def conformance_findings(built: Built, output: Path, *, strict: bool = False) ->
     if built.code is None:
         return []
     severity = Severity.ERROR if strict else Severity.WARNING
-    return conformance.diagnostics(built.stage, built.code, ptx_name=conformance.ptx_display(str(output)),
-                                   source_name=built.source_display, ptx_text=built.ptx, strict=strict,
-                                   severity=severity)
+    return conformance.diagnostics(
+        built.stage,
+        built.code,
+        ptx_name=conformance.ptx_display(str(output)),
+        source_name=built.source_display,
+        ptx_text=built.ptx,
+        strict=strict,
+        severity=severity,
+    )
 
 
 def _label(node: A.Node | None, text: str) -> tuple[Label, ...]:
@@ -356,20 +454,31 @@ def _is_path_option(option: str) -> bool:
 
 def _renamed(err: DiagnosticError, name: str, display: str) -> DiagnosticError:
     """Compiler diagnostics name the file as the compiler saw it; point them at the real path."""
+
     def fix(label: Label) -> Label:
         if label.span.file != name:
             return label
         return dataclasses.replace(label, span=dataclasses.replace(label.span, file=display))
-    return DiagnosticError([dataclasses.replace(d, labels=tuple(fix(lab) for lab in d.labels))
-                            for d in err.diagnostics])
+
+    return DiagnosticError(
+        [dataclasses.replace(d, labels=tuple(fix(lab) for lab in d.labels)) for d in err.diagnostics]
+    )
 
 
 def _probe_failed(err: DiagnosticError, stage: A.Stage, display: str) -> DiagnosticError:
     names = ", ".join(f"`{b.name}`" for b in layout.params_blocks(stage)) or "none"
     notes = tuple(n for d in err.diagnostics for n in d.notes)
-    return DiagnosticError([Diagnostic(
-        "E-PACK", f"the params probe for `{display}` does not compile",
-        labels=tuple(Label(b.span, "declared here") for b in layout.params_blocks(stage))[:1],
-        notes=(f"params blocks: {names}", *notes),
-        helps=("declare each params struct once, at global scope, as `struct NAME { … };` with plain "
-               "(non-bit-field) members named as in the contract",))])
+    return DiagnosticError(
+        [
+            Diagnostic(
+                Code.E_PACK,
+                f"the params probe for `{display}` does not compile",
+                labels=tuple(Label(b.span, "declared here") for b in layout.params_blocks(stage))[:1],
+                notes=(f"params blocks: {names}", *notes),
+                helps=(
+                    "declare each params struct once, at global scope, as `struct NAME { … };` with plain "
+                    "(non-bit-field) members named as in the contract",
+                ),
+            )
+        ]
+    )

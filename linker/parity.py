@@ -136,14 +136,24 @@ class ParityReport:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "pipeline": self.pipeline, "target": self.target, "kernel": self.kernel,
-            "verdict": self.verdict, "folded": self.folded, "proved": self.proved,
-            "front_end": dict(self.front_end), "notes": list(self.notes),
+            "pipeline": self.pipeline,
+            "target": self.target,
+            "kernel": self.kernel,
+            "verdict": self.verdict,
+            "folded": self.folded,
+            "proved": self.proved,
+            "front_end": dict(self.front_end),
+            "notes": list(self.notes),
             "text": [{**asdict(t), "identical": t.identical} for t in self.text],
             "resources": [{**asdict(r), "equal": r.equal} for r in self.resources],
-            "sass": {"tool": self.sass.tool, "skipped": self.sass.skipped, "identical": self.sass.identical,
-                     "instructions": {k: list(v) for k, v in sorted(self.sass.instructions.items())},
-                     "rets": list(self.sass.rets), "diff": _capped(self.sass.diff)},
+            "sass": {
+                "tool": self.sass.tool,
+                "skipped": self.sass.skipped,
+                "identical": self.sass.identical,
+                "instructions": {k: list(v) for k, v in sorted(self.sass.instructions.items())},
+                "rets": list(self.sass.rets),
+                "diff": _capped(self.sass.diff),
+            },
             "calls": [asdict(c) for c in self.calls],
         }
 
@@ -159,28 +169,47 @@ def _capped(diff: str) -> str:
     return "\n".join(lines[:DIFF_LINES]) + f"\n... {len(lines) - DIFF_LINES} more lines in sass.diff\n"
 
 
-def compare(pipeline: str, generated: Generated, linked_cubin: bytes, linked_ptx: str,
-            linked_spills: tuple[int, int], control: ControlBuild, tool: sass.Disassembler | None) -> ParityReport:
+def compare(
+    pipeline: str,
+    generated: Generated,
+    linked_cubin: bytes,
+    linked_ptx: str,
+    linked_spills: tuple[int, int],
+    control: ControlBuild,
+    tool: sass.Disassembler | None,
+) -> ParityReport:
     """The static evidence for one linked kernel and its control (module docstring).
 
     ``linked_spills`` are the spill stores and loads ptxas reported for the linked kernel.
     """
     kernel = generated.dispatch.kernel
     text = _text_sections(linked_cubin, control.cubin)
-    resources = _resources(generated, read_cubin(linked_cubin, name="the linked cubin").kernel(kernel),
-                           read_cubin(control.cubin, name="the control cubin").kernel(kernel),
-                           f"{linked_spills[0]}/{linked_spills[1]}", control.info_log, kernel)
+    resources = _resources(
+        generated,
+        read_cubin(linked_cubin, name="the linked cubin").kernel(kernel),
+        read_cubin(control.cubin, name="the control cubin").kernel(kernel),
+        f"{linked_spills[0]}/{linked_spills[1]}",
+        control.info_log,
+        kernel,
+    )
     seams = seam_symbols(generated)
     evidence = _sass(tool, linked_cubin, control.cubin)
     calls = [*_ptx_findings("linked", linked_ptx, seams), *_ptx_findings("control", control.ptx, seams)]
     if evidence.tool is not None:
-        calls += [*_sass_findings("linked", evidence.linked_calls, seams),
-                  *_sass_findings("control", evidence.control_calls, seams)]
-    front = {"packages": {p.stage: p.toolkit for p in control.parts}, "control": control.toolkit,
-             "control_options": list(control.options), "link_options": list(control.link_options),
-             "glue": "nvrtc (the linked build compiles its generated glue with NVRTC)"}
-    return ParityReport(pipeline, generated.target, kernel, front, control.notes, text, resources, evidence,
-                        tuple(calls))
+        calls += [
+            *_sass_findings("linked", evidence.linked_calls, seams),
+            *_sass_findings("control", evidence.control_calls, seams),
+        ]
+    front = {
+        "packages": {p.stage: p.toolkit for p in control.parts},
+        "control": control.toolkit,
+        "control_options": list(control.options),
+        "link_options": list(control.link_options),
+        "glue": "nvrtc (the linked build compiles its generated glue with NVRTC)",
+    }
+    return ParityReport(
+        pipeline, generated.target, kernel, front, control.notes, text, resources, evidence, tuple(calls)
+    )
 
 
 def seam_symbols(generated: Generated) -> dict[str, str]:
@@ -190,8 +219,7 @@ def seam_symbols(generated: Generated) -> dict[str, str]:
         names.setdefault(h.symbol, f"handle of `{h.stage}` ({h.why})")
     for t in generated.trampolines:
         names.setdefault(t.symbol, f"trampoline of call `{t.call}` {t.signature}")
-        names.setdefault(t.export_symbol, f"export of `{t.export_stage}` serving call `{t.call}` through "
-                                          f"`{t.symbol}`")
+        names.setdefault(t.export_symbol, f"export of `{t.export_stage}` serving call `{t.call}` through `{t.symbol}`")
     for tr in generated.transfers:
         names.setdefault(tr.export_symbol, f"tensor export handle of `{tr.export_stage}` ({tr.connection})")
         names.setdefault(tr.import_symbol, f"tensor import handle of `{tr.import_stage}` ({tr.connection})")
@@ -205,6 +233,7 @@ def seam_symbols(generated: Generated) -> dict[str, str]:
 
 
 # ----------------------------------------------------------------- .text
+
 
 def _text_sections(linked: bytes, control: bytes) -> tuple[TextSection, ...]:
     a, b = _texts(linked), _texts(control)
@@ -239,8 +268,7 @@ def _texts(cubin: bytes) -> dict[str, tuple[bytes, list[tuple[int, int, str]] | 
             name = ""
             if isinstance(symtab, SymbolTableSection) and rel["r_info_sym"]:
                 name = symtab.get_symbol(rel["r_info_sym"]).name
-            rows.append((int(rel["r_offset"]), int(rel["r_info_type"]),
-                         names.setdefault(name, f"sym{len(names)}")))
+            rows.append((int(rel["r_offset"]), int(rel["r_info_type"]), names.setdefault(name, f"sym{len(names)}")))
         key = target.removeprefix(".text.")
         data, _ = out.get(key, (b"", None))
         out[key] = (data, rows)
@@ -249,8 +277,10 @@ def _texts(cubin: bytes) -> dict[str, tuple[bytes, list[tuple[int, int, str]] | 
 
 # ----------------------------------------------------------------- resources
 
-def _resources(generated: Generated, a: KernelInfo | None, b: KernelInfo | None, spills_a: str, log_b: str,
-               kernel: str) -> tuple[Resource, ...]:
+
+def _resources(
+    generated: Generated, a: KernelInfo | None, b: KernelInfo | None, spills_a: str, log_b: str, kernel: str
+) -> tuple[Resource, ...]:
     def row(name: str, pick: Any) -> Resource:
         return Resource(name, str(pick(a)) if a is not None else "absent", str(pick(b)) if b is not None else "absent")
 
@@ -285,10 +315,12 @@ def _spills(info_log: str, kernel: str) -> str:
 
 # ----------------------------------------------------------------- SASS and calls
 
+
 def _sass(tool: sass.Disassembler | None, linked: bytes, control: bytes) -> SassEvidence:
     if tool is None:
-        return SassEvidence(None, "no disassembler: install `nvdisasm` or `pip install 'kernlink[sass]'`", None,
-                            {}, (0, 0), "")
+        return SassEvidence(
+            None, "no disassembler: install `nvdisasm` or `pip install 'kernlink[sass]'`", None, {}, (0, 0), ""
+        )
     try:
         raw_a, raw_b = sass.disassemble(tool, linked), sass.disassemble(tool, control)
     except OSError as err:
@@ -298,8 +330,18 @@ def _sass(tool: sass.Disassembler | None, linked: bytes, control: bytes) -> Sass
     calls_a, calls_b = tuple(sass.sass_calls(raw_a)), tuple(sass.sass_calls(raw_b))
     rets = (sum(c.op == "RET" for c in calls_a), sum(c.op == "RET" for c in calls_b))
     diff = sass.unified_diff(a, b)
-    return SassEvidence(tool.label, None, a == b, counts, rets, diff,
-                        {k: tuple(v) for k, v in a.items()}, {k: tuple(v) for k, v in b.items()}, calls_a, calls_b)
+    return SassEvidence(
+        tool.label,
+        None,
+        a == b,
+        counts,
+        rets,
+        diff,
+        {k: tuple(v) for k, v in a.items()},
+        {k: tuple(v) for k, v in b.items()},
+        calls_a,
+        calls_b,
+    )
 
 
 def _sass_findings(build: str, calls: Sequence[sass.Call], seams: Mapping[str, str]) -> list[CallFinding]:
@@ -315,8 +357,12 @@ def _sass_findings(build: str, calls: Sequence[sass.Call], seams: Mapping[str, s
 def _ptx_findings(build: str, ptx: str, seams: Mapping[str, str]) -> list[CallFinding]:
     calls, externs, _ = sass.ptx_calls(ptx)
     out = [CallFinding(build, "ptx", c.function, "call", c.target, *_kind(c.target, seams)) for c in calls]
-    out += [CallFinding(build, "ptx", "-", ".extern .func", name, "unfolded",
-                        seams.get(name, "a function no input defines")) for name in externs]
+    out += [
+        CallFinding(
+            build, "ptx", "-", ".extern .func", name, "unfolded", seams.get(name, "a function no input defines")
+        )
+        for name in externs
+    ]
     return out
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from checker.composition import Composition
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label
+from diagnostics.symbols import Code
 from linker.generate import ParamsRegion
 from package.kpkg import read_package
 
@@ -37,8 +38,15 @@ class LinkedProvider:
     source: bytes
 
     def as_json(self) -> dict[str, Any]:
-        return {"stage": self.stage, "function": self.function, "file": self.file, "fills": list(self.fills),
-                "block": self.block, "offset": self.offset, "sha256": hashlib.sha256(self.source).hexdigest()}
+        return {
+            "stage": self.stage,
+            "function": self.function,
+            "file": self.file,
+            "fills": list(self.fills),
+            "block": self.block,
+            "offset": self.offset,
+            "sha256": hashlib.sha256(self.source).hexdigest(),
+        }
 
 
 def file_name(stage: str, payload: str) -> str:
@@ -61,16 +69,28 @@ def linked_providers(comp: Composition, regions: Sequence[ParamsRegion]) -> list
             payload = provider.library.rsplit("/", 1)[-1]
             source = payloads.get(payload)
             if source is None:
-                problems.append(Diagnostic(
-                    "L-LINK", f"package `{entry.package}` of `{entry.name}` does not carry the source of its host "
-                              f"provider `{provider.library}`",
-                    labels=(Label(provider.span, "this provider"),) if provider.span.line > 0 else (),
-                    notes=("`kernlink pack` carries every called provider's C source as a payload",),
-                    helps=("repack the stage with `kernlink pack`",)))
+                problems.append(
+                    Diagnostic(
+                        Code.L_LINK,
+                        f"package `{entry.package}` of `{entry.name}` does not carry the source of its host "
+                        f"provider `{provider.library}`",
+                        labels=(Label(provider.span, "this provider"),) if provider.span.line > 0 else (),
+                        notes=("`kernlink pack` carries every called provider's C source as a payload",),
+                        helps=("repack the stage with `kernlink pack`",),
+                    )
+                )
                 continue
-            found.append(LinkedProvider(entry.name, provider.function, file_name(entry.name, payload),
-                                        provider.fills, region.block if region else None,
-                                        region.offset if region else None, source))
+            found.append(
+                LinkedProvider(
+                    entry.name,
+                    provider.function,
+                    file_name(entry.name, payload),
+                    provider.fills,
+                    region.block if region else None,
+                    region.offset if region else None,
+                    source,
+                )
+            )
     if problems:
         raise DiagnosticError(problems)
     return found

@@ -166,8 +166,12 @@ def sass_calls(listing: str) -> list[Call]:
 def ptx_calls(ptx: str) -> tuple[list[Call], list[str], list[str]]:
     """``call`` instructions (per enclosing function), ``.extern .func`` names and ``.func`` definitions of PTX."""
     calls = []
-    spans = [(m.start(), m["name"]) for m in re.finditer(
-        r"^\s*(?:\.visible\s+|\.weak\s+)?\.(?:entry|func)\s+(?:\([^)]*\)\s*)?(?P<name>[\w$]+)", ptx, re.M)]
+    spans = [
+        (m.start(), m["name"])
+        for m in re.finditer(
+            r"^\s*(?:\.visible\s+|\.weak\s+)?\.(?:entry|func)\s+(?:\([^)]*\)\s*)?(?P<name>[\w$]+)", ptx, re.M
+        )
+    ]
     for m in _PTX_CALL.finditer(ptx):
         owner = next((name for start, name in reversed(spans) if start < m.start()), "?")
         calls.append(Call(owner, "call", m["target"]))
@@ -176,8 +180,9 @@ def ptx_calls(ptx: str) -> tuple[list[Call], list[str], list[str]]:
     return calls, externs, defined
 
 
-def unified_diff(a: Mapping[str, list[str]], b: Mapping[str, list[str]], *, a_name: str = "linked",
-                 b_name: str = "control") -> str:
+def unified_diff(
+    a: Mapping[str, list[str]], b: Mapping[str, list[str]], *, a_name: str = "linked", b_name: str = "control"
+) -> str:
     """A unified diff of two normalized listings, function by function (empty when they are equal)."""
     import difflib
 

@@ -36,6 +36,7 @@ from cuda.bindings import nvrtc
 
 from checker.handles import TOOLKIT_EXTERNS as TOOLKIT_EXTERNS
 from diagnostics import Diagnostic, DiagnosticError
+from diagnostics.symbols import Code
 from linker.toolchain import CompileResult, compile_nvrtc_here, isolated, nvcc_path, nvrtc_options, parse_compiler_log
 from package.captured import Prototype as Prototype
 from package.captured import SymbolKind as SymbolKind
@@ -63,8 +64,10 @@ class SymbolTable:
 
     def without(self, names: Iterable[str]) -> SymbolTable:
         drop = set(names)
-        return SymbolTable(_frozen({k: v for k, v in self.defined.items() if k not in drop}),
-                           _frozen({k: v for k, v in self.needed.items() if k not in drop}))
+        return SymbolTable(
+            _frozen({k: v for k, v in self.defined.items() if k not in drop}),
+            _frozen({k: v for k, v in self.needed.items() if k not in drop}),
+        )
 
     def prototypes(self) -> dict[str, Prototype]:
         return {**self.needed, **self.defined}
@@ -88,10 +91,17 @@ def read_ptx_symbols(ptx: str) -> SymbolTable:
     return SymbolTable(_frozen(defined), _frozen(needed))
 
 
-def compile_ptx(source: str | bytes, name: str, *, arch: str, compiler: str = "nvrtc",
-                include_dirs: Sequence[str | os.PathLike[str]] = (),
-                defines: Mapping[str, str] | None = None, extra_options: Sequence[str] = (),
-                std: str = "c++17") -> str:
+def compile_ptx(
+    source: str | bytes,
+    name: str,
+    *,
+    arch: str,
+    compiler: str = "nvrtc",
+    include_dirs: Sequence[str | os.PathLike[str]] = (),
+    defines: Mapping[str, str] | None = None,
+    extra_options: Sequence[str] = (),
+    std: str = "c++17",
+) -> str:
     """PTX for one translation unit with the options of the LTO build, minus ``-dlto`` (plus ``extra_options``).
 
     NVRTC compiles for the virtual architecture of ``arch`` (``compute_90a`` for
@@ -106,9 +116,14 @@ def compile_ptx(source: str | bytes, name: str, *, arch: str, compiler: str = "n
     return isolated("nvrtc", _ptx_nvrtc, text, name, arch, opts)
 
 
-def ptx_options(arch: str, *, include_dirs: Sequence[str | os.PathLike[str]] = (),
-                defines: Mapping[str, str] | None = None, extra_options: Sequence[str] = (),
-                std: str = "c++17") -> tuple[str, ...]:
+def ptx_options(
+    arch: str,
+    *,
+    include_dirs: Sequence[str | os.PathLike[str]] = (),
+    defines: Mapping[str, str] | None = None,
+    extra_options: Sequence[str] = (),
+    std: str = "c++17",
+) -> tuple[str, ...]:
     """NVRTC's options for :func:`compile_ptx`: the LTO build's, minus ``-dlto``, for the virtual architecture.
 
     A virtual architecture gives PTX only; with ``sm_XX`` NVRTC would also run ptxas (twice the time).
@@ -118,11 +133,18 @@ def ptx_options(arch: str, *, include_dirs: Sequence[str | os.PathLike[str]] = (
     return (*opts, *extra_options)
 
 
-def compile_lto_and_ptx(source: bytes, ptx_source: bytes, name: str, *, arch: str,
-                        include_dirs: Sequence[str | os.PathLike[str]] = (),
-                        defines: Mapping[str, str] | None = None, std: str = "c++17",
-                        extra_options: Sequence[str] = (),
-                        ptx_extra: Sequence[str] = ()) -> tuple[CompileResult, str | tuple[Diagnostic, ...]]:
+def compile_lto_and_ptx(
+    source: bytes,
+    ptx_source: bytes,
+    name: str,
+    *,
+    arch: str,
+    include_dirs: Sequence[str | os.PathLike[str]] = (),
+    defines: Mapping[str, str] | None = None,
+    std: str = "c++17",
+    extra_options: Sequence[str] = (),
+    ptx_extra: Sequence[str] = (),
+) -> tuple[CompileResult, str | tuple[Diagnostic, ...]]:
     """NVRTC's LTO IR of ``source`` and the PTX of ``ptx_source``, from one child process.
 
     NVRTC gives one kind of output per compile (a ``-dlto`` program's PTX is empty, a PTX
@@ -132,13 +154,15 @@ def compile_lto_and_ptx(source: bytes, ptx_source: bytes, name: str, *, arch: st
     caller words them: the PTX source carries the params probe).
     """
     lto_opts = nvrtc_options(arch, std=std, include_dirs=include_dirs, defines=defines, extra=extra_options)
-    opts = ptx_options(arch, include_dirs=include_dirs, defines=defines, std=std,
-                       extra_options=(*ptx_extra, *extra_options))
+    opts = ptx_options(
+        arch, include_dirs=include_dirs, defines=defines, std=std, extra_options=(*ptx_extra, *extra_options)
+    )
     return isolated("nvrtc", _lto_and_ptx, source, ptx_source, name, arch, lto_opts, opts)
 
 
-def _lto_and_ptx(source: bytes, ptx_source: bytes, name: str, arch: str, lto_opts: tuple[str, ...],
-                 opts: tuple[str, ...]) -> tuple[CompileResult, str | tuple[Diagnostic, ...]]:
+def _lto_and_ptx(
+    source: bytes, ptx_source: bytes, name: str, arch: str, lto_opts: tuple[str, ...], opts: tuple[str, ...]
+) -> tuple[CompileResult, str | tuple[Diagnostic, ...]]:
     """Both compiles of :func:`compile_lto_and_ptx` (in the child process)."""
     lto = compile_nvrtc_here(source, name, arch, lto_opts)
     try:
@@ -169,20 +193,33 @@ def _ptx_nvrtc(text: bytes, name: str, arch: str, opts: Sequence[str]) -> str:
     return _text(out)
 
 
-def _ptx_nvcc(text: bytes, name: str, arch: str, include_dirs: Sequence[str | os.PathLike[str]],
-              defines: Mapping[str, str] | None, extra: Sequence[str] = (), std: str = "c++17") -> str:
+def _ptx_nvcc(
+    text: bytes,
+    name: str,
+    arch: str,
+    include_dirs: Sequence[str | os.PathLike[str]],
+    defines: Mapping[str, str] | None,
+    extra: Sequence[str] = (),
+    std: str = "c++17",
+) -> str:
     exe = nvcc_path()
     if exe is None:
-        raise DiagnosticError([Diagnostic("E-COMPILE", "nvcc is not installed",
-                                          helps=("compile with NVRTC instead",))])
+        raise DiagnosticError(
+            [Diagnostic(Code.E_COMPILE, "nvcc is not installed", helps=("compile with NVRTC instead",))]
+        )
     base = Path(name).name or "source.cu"
-    opts = [f"-arch={arch}", "-ptx", "-rdc=true", f"-std={std}",
-            *[f"-I{os.fspath(d)}" for d in include_dirs],
-            *[f"-D{k}={v}" for k, v in sorted((defines or {}).items())], *extra]
+    opts = [
+        f"-arch={arch}",
+        "-ptx",
+        "-rdc=true",
+        f"-std={std}",
+        *[f"-I{os.fspath(d)}" for d in include_dirs],
+        *[f"-D{k}={v}" for k, v in sorted((defines or {}).items())],
+        *extra,
+    ]
     with tempfile.TemporaryDirectory(prefix="kernlink-ptx-") as tmp:
         (Path(tmp) / base).write_bytes(text)
-        proc = subprocess.run([exe, *opts, base, "-o", "out.ptx"], cwd=tmp, capture_output=True,
-                              text=True, check=False)
+        proc = subprocess.run([exe, *opts, base, "-o", "out.ptx"], cwd=tmp, capture_output=True, text=True, check=False)
         out = Path(tmp) / "out.ptx"
         if proc.returncode != 0 or not out.exists():
             log = (proc.stdout + proc.stderr).replace(base + "(", name + "(")
@@ -241,14 +278,29 @@ def _text(raw: bytes | bytearray) -> str:
 def _nvrtc_ok(err: object, name: str, call: str) -> None:
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         label = getattr(err, "name", str(err))
-        raise DiagnosticError([Diagnostic("E-COMPILE", f"`{call}` failed for `{name}`: {label}",
-                                          data=(("compiler", "nvrtc"), ("result", label)))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.E_COMPILE,
+                    f"`{call}` failed for `{name}`: {label}",
+                    data=(("compiler", "nvrtc"), ("result", label)),
+                )
+            ]
+        )
 
 
 def _ptx_error(name: str, arch: str, compiler: str, log: str) -> DiagnosticError:
     messages = [m for m in parse_compiler_log(log) if m.severity.value == "error"]
     notes = tuple(f"{m.span.file}:{m.span.line}: {m.text}" for m in messages) or tuple(
-        line for line in log.splitlines() if line.strip())
-    return DiagnosticError([Diagnostic(
-        "E-COMPILE", f"{compiler} could not compile `{name}` to PTX for `{arch}`", notes=notes,
-        data=(("compiler", compiler), ("arch", arch), ("log", log)))])
+        line for line in log.splitlines() if line.strip()
+    )
+    return DiagnosticError(
+        [
+            Diagnostic(
+                Code.E_COMPILE,
+                f"{compiler} could not compile `{name}` to PTX for `{arch}`",
+                notes=notes,
+                data=(("compiler", compiler), ("arch", arch), ("log", log)),
+            )
+        ]
+    )

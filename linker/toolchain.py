@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 from cuda.bindings import nvjitlink, nvrtc
 
 from diagnostics import Diagnostic, DiagnosticError, Label, Severity, Span
+from diagnostics.symbols import Code
 from linker.cubin import read_cubin
 
 T = TypeVar("T")
@@ -53,8 +54,7 @@ _USED = re.compile(r"Used (?P<regs>\d+) registers(?:, used (?P<bars>\d+) barrier
 _SMEM = re.compile(r"(?P<smem>\d+) bytes smem")
 _NVCC_VERSION = re.compile(r"release (\d+)\.(\d+)")
 #: A warning line of ptxas or nvJitLink (``ptxas warning : …``), and ptxas' advisories.
-_TOOL_WARNING = re.compile(r"^\s*(?:ptxas|nvlink|nvJitLink|error)?\s*warning\s*:\s*(?P<text>.+?)\s*$",
-                           re.I | re.M)
+_TOOL_WARNING = re.compile(r"^\s*(?:ptxas|nvlink|nvJitLink|error)?\s*warning\s*:\s*(?P<text>.+?)\s*$", re.I | re.M)
 _ADVISORY = re.compile(r"(?P<text>(?:\(C\d+\)\s*)?Potential Performance Loss:.+?)\s*$", re.M)
 
 
@@ -241,8 +241,9 @@ def compile_nvrtc(
 ) -> CompileResult:
     """Compile one translation unit to LTO IR with NVRTC."""
     text = source.encode() if isinstance(source, str) else source
-    opts = nvrtc_options(arch, std=std, include_dirs=include_dirs, defines=defines,
-                         extra=extra_options, cache_dir=cache_dir)
+    opts = nvrtc_options(
+        arch, std=std, include_dirs=include_dirs, defines=defines, extra=extra_options, cache_dir=cache_dir
+    )
     return isolated("nvrtc", compile_nvrtc_here, text, name, arch, opts)
 
 
@@ -281,23 +282,29 @@ def compile_nvcc(
     """Compile one translation unit to LTO IR with nvcc (``-dlto -arch=lto_XX -ltoir``)."""
     exe = nvcc or nvcc_path()
     if exe is None:
-        raise DiagnosticError([Diagnostic("E-COMPILE", "nvcc is not installed",
-                                          helps=("compile with NVRTC instead",))])
+        raise DiagnosticError(
+            [Diagnostic(Code.E_COMPILE, "nvcc is not installed", helps=("compile with NVRTC instead",))]
+        )
     text = source.encode() if isinstance(source, str) else source
-    opts = (f"-arch=lto_{arch.removeprefix('sm_')}", "-dlto", "-ltoir", "-rdc=true",
-            f"-std={std}", *[f"-I{os.fspath(d)}" for d in include_dirs],
-            *[f"-D{k}={v}" for k, v in sorted((defines or {}).items())], *extra_options)
+    opts = (
+        f"-arch=lto_{arch.removeprefix('sm_')}",
+        "-dlto",
+        "-ltoir",
+        "-rdc=true",
+        f"-std={std}",
+        *[f"-I{os.fspath(d)}" for d in include_dirs],
+        *[f"-D{k}={v}" for k, v in sorted((defines or {}).items())],
+        *extra_options,
+    )
     base = Path(name).name or "source.cu"
     with tempfile.TemporaryDirectory(prefix="kernlink-nvcc-") as tmp:
         src, out = Path(tmp) / base, Path(tmp) / "out.ltoir"
         src.write_bytes(text)
-        proc = subprocess.run([exe, *opts, base, "-o", out.name], cwd=tmp,
-                              capture_output=True, text=True, check=False)
+        proc = subprocess.run([exe, *opts, base, "-o", out.name], cwd=tmp, capture_output=True, text=True, check=False)
         log = (proc.stdout + proc.stderr).replace(base + "(", name + "(")
         messages = parse_compiler_log(log)
         if proc.returncode != 0 or not out.exists():
-            raise _compile_error(name, arch, "nvcc", f"exit status {proc.returncode}", log,
-                                 messages)
+            raise _compile_error(name, arch, "nvcc", f"exit status {proc.returncode}", log, messages)
         return CompileResult(name, arch, out.read_bytes(), log, opts, "nvcc", messages)
 
 
@@ -320,22 +327,28 @@ def link(
     opts = [f"-arch={arch}", "-lto", *(["-verbose"] if verbose else []), *extra_options]
     ptx_opts = [o for o in opts if o != "-verbose"] + ["-ptx"]
     if emit_ptx:  # nvJitLink gives no PTX after a cubin link (nor a cubin after `-ptx`): two links, one child
-        (cubin, info, errors), (ptx_bytes, _, _) = isolated("nvjitlink", _nvjitlink_both, items, opts, ptx_opts,
-                                                            arch)
+        (cubin, info, errors), (ptx_bytes, _, _) = isolated("nvjitlink", _nvjitlink_both, items, opts, ptx_opts, arch)
     else:
         cubin, info, errors = isolated("nvjitlink", _nvjitlink, items, opts, arch, "cubin")
     names = read_cubin(cubin, name=f"linked cubin for {arch}").kernel_names
     missing = [k for k in kernels if k not in names]
     if missing or not names:
-        message = (f"no kernel `{missing[0]}` in the linked cubin" if missing
-                   else "the linked cubin has no kernel")
+        message = f"no kernel `{missing[0]}` in the linked cubin" if missing else "the linked cubin has no kernel"
         found = ", ".join(f"`{n}`" for n in names) or "none"
-        raise DiagnosticError([Diagnostic(
-            "L-LINK", message, notes=(f"kernels in the cubin: {found}",
-                                      "inputs: " + ", ".join(f"`{n}`" for n, _ in items)),
-            helps=("add the input that defines the kernel, and declare it `extern \"C\" "
-                   "__global__` so its name is not mangled",),
-            data=(("arch", arch), ("missing", ",".join(missing))))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.L_LINK,
+                    message,
+                    notes=(f"kernels in the cubin: {found}", "inputs: " + ", ".join(f"`{n}`" for n, _ in items)),
+                    helps=(
+                        'add the input that defines the kernel, and declare it `extern "C" '
+                        "__global__` so its name is not mangled",
+                    ),
+                    data=(("arch", arch), ("missing", ",".join(missing))),
+                )
+            ]
+        )
     return LinkResult(arch, cubin, info, errors, names, ptx_bytes.decode() if emit_ptx else None)
 
 
@@ -390,16 +403,27 @@ def _crashed(library: str, exitcode: int | None, args: tuple[Any, ...]) -> Diagn
     else:
         how = f"exited with status {exitcode} without an answer"
     notes = ("the crash happened inside the native library, in a child process; kernlink itself did not crash",)
-    helps = ("report it to NVIDIA and to kernlink with the generated source and inputs; the output directory "
-             "holds `generated.cu`, `link.map` and `link.json`",)
+    helps = (
+        "report it to NVIDIA and to kernlink with the generated source and inputs; the output directory "
+        "holds `generated.cu`, `link.map` and `link.json`",
+    )
     if library == "nvjitlink":
         items: Sequence[tuple[str, bytes]] = args[0]
         names = ", ".join(f"`{n}`" for n, _ in items) or "no inputs"
-        return Diagnostic("L-LINK", f"nvJitLink crashed linking {names} for `{args[2]}`: the linker process {how}",
-                          notes=notes, helps=helps, data=(("result", "crashed"), ("exitcode", str(exitcode))))
-    return Diagnostic("E-COMPILE", f"NVRTC crashed compiling `{args[1]}` for `{args[2]}`: the compiler process {how}",
-                      notes=notes, helps=helps, data=(("compiler", "nvrtc"), ("result", "crashed"),
-                                                      ("exitcode", str(exitcode))))
+        return Diagnostic(
+            Code.L_LINK,
+            f"nvJitLink crashed linking {names} for `{args[2]}`: the linker process {how}",
+            notes=notes,
+            helps=helps,
+            data=(("result", "crashed"), ("exitcode", str(exitcode))),
+        )
+    return Diagnostic(
+        Code.E_COMPILE,
+        f"NVRTC crashed compiling `{args[1]}` for `{args[2]}`: the compiler process {how}",
+        notes=notes,
+        helps=helps,
+        data=(("compiler", "nvrtc"), ("result", "crashed"), ("exitcode", str(exitcode))),
+    )
 
 
 def parse_compiler_log(log: str) -> tuple[CompilerMessage, ...]:
@@ -445,20 +469,21 @@ def parse_ptxas_usage(info_log: str) -> dict[str, PtxasUsage]:
         used = _USED.search(line)
         if used and current is not None:
             smem = _SMEM.search(line)
-            usage[current] = PtxasUsage(current, int(used["regs"]), int(used["bars"] or 0),
-                                        int(smem["smem"]) if smem else 0)
+            usage[current] = PtxasUsage(
+                current, int(used["regs"]), int(used["bars"] or 0), int(smem["smem"]) if smem else 0
+            )
             current = None
     return usage
 
 
-def _nvjitlink_both(items: list[tuple[str, bytes]], opts: list[str], ptx_opts: list[str],
-                    arch: str) -> tuple[tuple[bytes, str, str], tuple[bytes, str, str]]:
+def _nvjitlink_both(
+    items: list[tuple[str, bytes]], opts: list[str], ptx_opts: list[str], arch: str
+) -> tuple[tuple[bytes, str, str], tuple[bytes, str, str]]:
     """The cubin link and the PTX link (in one child process)."""
     return _nvjitlink(items, opts, arch, "cubin"), _nvjitlink(items, ptx_opts, arch, "ptx")
 
 
-def _nvjitlink(items: list[tuple[str, bytes]], opts: list[str], arch: str,
-               want: str) -> tuple[bytes, str, str]:
+def _nvjitlink(items: list[tuple[str, bytes]], opts: list[str], arch: str, want: str) -> tuple[bytes, str, str]:
     """nvJitLink itself (in the child process)."""
     handle = None
     try:
@@ -505,49 +530,71 @@ def _clean(raw: bytes | bytearray) -> str:
 def _check_nvrtc(err: object, name: str, call: str) -> None:
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         label = getattr(err, "name", str(err))
-        raise DiagnosticError([Diagnostic("E-COMPILE", f"`{call}` failed for `{name}`: {label}",
-                                          data=(("compiler", "nvrtc"), ("result", label)))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.E_COMPILE,
+                    f"`{call}` failed for `{name}`: {label}",
+                    data=(("compiler", "nvrtc"), ("result", label)),
+                )
+            ]
+        )
 
 
-def _compile_error(name: str, arch: str, compiler: str, result: str, log: str,
-                   messages: tuple[CompilerMessage, ...]) -> DiagnosticError:
+def _compile_error(
+    name: str, arch: str, compiler: str, result: str, log: str, messages: tuple[CompilerMessage, ...]
+) -> DiagnosticError:
     data = (("compiler", compiler), ("arch", arch), ("result", result), ("log", log))
     helps: tuple[str, ...] = ()
     version = nvrtc_version()
     if compiler == "nvrtc" and "open source file" in log and version < BUNDLED_HEADERS_SINCE:
-        helps = (f"NVRTC {_dotted(version)} bundles no CUDA headers: pack with `kernlink pack --compiler nvcc` "
-                 "(the nvcc on PATH finds the toolkit's headers); headers of your own go beside the source, "
-                 "whose directory is on the include path",)
+        helps = (
+            f"NVRTC {_dotted(version)} bundles no CUDA headers: pack with `kernlink pack --compiler nvcc` "
+            "(the nvcc on PATH finds the toolkit's headers); headers of your own go beside the source, "
+            "whose directory is on the include path",
+        )
     errors = [m for m in messages if m.severity is Severity.ERROR]
     if not errors:
         notes = tuple(line for line in log.splitlines() if line.strip())
-        return DiagnosticError([Diagnostic(
-            "E-COMPILE", f"{compiler} could not compile `{name}` for `{arch}` ({result})",
-            notes=notes, helps=helps, data=data)])
-    return DiagnosticError([
-        Diagnostic("E-COMPILE", m.text, labels=(Label(m.span, ""),), helps=helps, data=data)
-        for m in errors
-    ])
+        return DiagnosticError(
+            [
+                Diagnostic(
+                    Code.E_COMPILE,
+                    f"{compiler} could not compile `{name}` for `{arch}` ({result})",
+                    notes=notes,
+                    helps=helps,
+                    data=data,
+                )
+            ]
+        )
+    return DiagnosticError(
+        [Diagnostic(Code.E_COMPILE, m.text, labels=(Label(m.span, ""),), helps=helps, data=data) for m in errors]
+    )
 
 
 _LINK_HELP = {
-    "ERROR_PTX_COMPILE": "an `Unresolved extern` names a symbol that no input defines: "
-                         "add the input that defines it",
+    "ERROR_PTX_COMPILE": "an `Unresolved extern` names a symbol that no input defines: add the input that defines it",
     "ERROR_NVVM_COMPILE": "a symbol defined in two inputs is `multiply defined`: keep one "
-                          "definition, or give the others internal linkage",
+    "definition, or give the others internal linkage",
     "ERROR_ARCH_MISMATCH": "an input was compiled for a newer architecture than the link "
-                           "target: recompile it for the target",
+    "target: recompile it for the target",
     "ERROR_LTO_NOT_ENABLED": "LTO IR inputs need `-lto`",
     "ERROR_INCORRECT_INPUT_TYPE": "an input is not LTO IR",
 }
 
 
-def _link_error(items: list[tuple[str, bytes]], arch: str, result: str,
-                error_log: str) -> DiagnosticError:
+def _link_error(items: list[tuple[str, bytes]], arch: str, result: str, error_log: str) -> DiagnosticError:
     notes = tuple(line for line in error_log.splitlines() if line.strip())
     names = ", ".join(f"`{n}`" for n, _ in items) or "no inputs"
     help_text = _LINK_HELP.get(result)
-    return DiagnosticError([Diagnostic(
-        "L-LINK", f"nvJitLink could not link {names} for `{arch}` ({result})",
-        notes=notes, helps=(help_text,) if help_text else (),
-        data=(("result", result), ("arch", arch), ("error_log", error_log)))])
+    return DiagnosticError(
+        [
+            Diagnostic(
+                Code.L_LINK,
+                f"nvJitLink could not link {names} for `{arch}` ({result})",
+                notes=notes,
+                helps=(help_text,) if help_text else (),
+                data=(("result", result), ("arch", arch), ("error_log", error_log)),
+            )
+        ]
+    )

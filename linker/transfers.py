@@ -57,6 +57,7 @@ from checker.handles import sanitize, tensor_symbol
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from placement.adapter import Placed
 from placement.problem import Domain
 from placement.result import Placement
@@ -131,8 +132,9 @@ class UnusedExport:
     ctype: str
 
 
-def plan_transfers(comp: Composition, placed: Placed,
-                   routes: Sequence[RoutedSeam]) -> tuple[tuple[Transfer, ...], tuple[UnusedExport, ...]]:
+def plan_transfers(
+    comp: Composition, placed: Placed, routes: Sequence[RoutedSeam]
+) -> tuple[tuple[Transfer, ...], tuple[UnusedExport, ...]]:
     """Every tensor connection's transfer on ``placed`` (which holds the route barriers), in import order.
 
     Raises ``DiagnosticError``: ``E-UNSUPPORTED`` for a route the linker cannot lower yet,
@@ -151,11 +153,15 @@ def plan_transfers(comp: Composition, placed: Placed,
     for owned in comp.tensor_imports:
         route = by_import.get((owned.stage_name, owned.item.name))
         if route is None:
-            problems.append(Diagnostic(
-                "E-INTERNAL", f"tensor connection `{owned.item.export}` -> `{owned.item.name}` of "
-                              f"`{owned.stage_name}` has no route",
-                labels=(Label(owned.item.span, "imported here"),),
-                helps=("report it with the inputs: an accepted composition has a route for every import",)))
+            problems.append(
+                Diagnostic(
+                    Code.E_INTERNAL,
+                    f"tensor connection `{owned.item.export}` -> `{owned.item.name}` of "
+                    f"`{owned.stage_name}` has no route",
+                    labels=(Label(owned.item.span, "imported here"),),
+                    helps=("report it with the inputs: an accepted composition has a route for every import",),
+                )
+            )
             continue
         fed = feeds[(route.seam.export_stage, route.seam.export.name)]
         order = fed.index((owned.stage_name, owned.item.name)) + 1
@@ -166,9 +172,16 @@ def plan_transfers(comp: Composition, placed: Placed,
     if problems:
         raise DiagnosticError(problems)
     imported = {(t.export_stage, t.export) for t in out}
-    unused = [UnusedExport(o.stage_name, o.item.name, tensor_symbol(o.stage_name, o.item.name, "export"),
-                           elem_ctype(o.item.elem or "f32"))
-              for o in comp.items(A.ExportTensor) if (o.stage_name, o.item.name) not in imported]
+    unused = [
+        UnusedExport(
+            o.stage_name,
+            o.item.name,
+            tensor_symbol(o.stage_name, o.item.name, "export"),
+            elem_ctype(o.item.elem or "f32"),
+        )
+        for o in comp.items(A.ExportTensor)
+        if (o.stage_name, o.item.name) not in imported
+    ]
     return tuple(out), tuple(unused)
 
 
@@ -178,11 +191,18 @@ def elem_ctype(elem: str) -> str:
 
 
 def _refuse(span: Span, stage: str, what: str, why: str) -> DiagnosticError:
-    return DiagnosticError([Diagnostic(
-        "E-UNSUPPORTED", f"`kernlink link` cannot link {what} of `{stage}` yet",
-        labels=(Label(span, "imported here"),), notes=(why,),
-        helps=("check the composition with `kernlink check`; link it once the linker supports this",),
-        data=(("stage", stage), ("what", what)))])
+    return DiagnosticError(
+        [
+            Diagnostic(
+                Code.E_UNSUPPORTED,
+                f"`kernlink link` cannot link {what} of `{stage}` yet",
+                labels=(Label(span, "imported here"),),
+                notes=(why,),
+                helps=("check the composition with `kernlink check`; link it once the linker supports this",),
+                data=(("stage", stage), ("what", what)),
+            )
+        ]
+    )
 
 
 def route_symbol(export_symbol: str, import_stage: str, import_name: str) -> str:
@@ -190,8 +210,9 @@ def route_symbol(export_symbol: str, import_stage: str, import_name: str) -> str
     return f"{export_symbol}__to_{sanitize(import_stage)}_{sanitize(import_name)}"
 
 
-def _transfer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span, order: int = 1,
-              routes: int = 1) -> Transfer:
+def _transfer(
+    comp: Composition, placed: Placed, routed: RoutedSeam, span: Span, order: int = 1, routes: int = 1
+) -> Transfer:
     seam, route = routed.seam, routed.route
     program = route.program
     what = f"tensor connection `{seam.export.name}` -> `{seam.imp.name}` ({route.result.title})"
@@ -212,52 +233,97 @@ def _transfer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span,
     import_symbol = tensor_symbol(seam.import_stage, seam.imp.name, "import")
     own = export_symbol if routes == 1 else route_symbol(export_symbol, seam.import_stage, seam.imp.name)
     try:
-        source = lower(program, LinkConstants(smem_addr=addr, barrier_ids=barrier_ids, tmem_addr=tmem),
-                       export_name=own, import_name=import_symbol)
+        source = lower(
+            program,
+            LinkConstants(smem_addr=addr, barrier_ids=barrier_ids, tmem_addr=tmem),
+            export_name=own,
+            import_name=import_symbol,
+        )
     except ValueError as err:
-        raise DiagnosticError([Diagnostic(
-            "E-INTERNAL", f"cannot lower {what}: {err}", labels=(Label(span, "imported here"),),
-            helps=("report it with the inputs: this is a kernlink bug",))]) from None
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.E_INTERNAL,
+                    f"cannot lower {what}: {err}",
+                    labels=(Label(span, "imported here"),),
+                    helps=("report it with the inputs: this is a kernlink bug",),
+                )
+            ]
+        ) from None
     why = f"{route.result.title}: the cheapest rung of the ladder whose checks all pass"
     if claim is not None and program.shared == "buffer":
         why += f"; reads the tile where the producer placed it, claim `{claim}` of `{seam.export_stage}`"
     elif claim is not None and tmem is not None:
-        why += (f"; tcgen05.ld from the producer's tensor-memory claim `{claim}` of `{seam.export_stage}` "
-                f"(column {tmem}), after the producer's `tcgen05.fence::before_thread_sync` and barrier arrive "
-                "and the consumer's barrier sync and `tcgen05.fence::after_thread_sync`")
+        why += (
+            f"; tcgen05.ld from the producer's tensor-memory claim `{claim}` of `{seam.export_stage}` "
+            f"(column {tmem}), after the producer's `tcgen05.fence::before_thread_sync` and barrier arrive "
+            "and the consumer's barrier sync and `tcgen05.fence::after_thread_sync`"
+        )
     elif claim is not None:
         why += f"; stages through `{claim}`, lent by role `{seam.imp.role}`"
         plan = route.result.plan
         if isinstance(plan, StagingPlan) and plan.pad:
             why += f" ({plan.mode} rows padded by {plan.pad} element(s): consecutive rows start in consecutive banks)"
     if aliases:
-        why += (f"; the scratch shares storage with {', '.join(aliases)}, so the first store waits until every "
-                "producer thread has reached the ready event")
+        why += (
+            f"; the scratch shares storage with {', '.join(aliases)}, so the first store waits until every "
+            "producer thread has reached the ready event"
+        )
     if barrier_ids:
         why += f"; named barrier(s) {', '.join(map(str, barrier_ids))} of {program.barrier_threads} threads"
     if routes > 1:
-        why += (f"; route {order} of {routes} of export `{seam.export.name}`: its export handle runs the routes "
-                "in import order (pipeline order, then source order)")
+        why += (
+            f"; route {order} of {routes} of export `{seam.export.name}`: its export handle runs the routes "
+            "in import order (pipeline order, then source order)"
+        )
     return Transfer(
-        seam.export_stage, seam.export.name, seam.import_stage, seam.imp.name, route.rung, route.result.title,
-        seam.export.elem, export_symbol, import_symbol,
-        (program.producer.first, program.producer.count), (program.consumer.first, program.consumer.count),
-        program.chunks, program.regs_per_call, claim, addr, None if addr is None else addr - base,
-        _shared_bytes(routed) if claim is not None else 0, barrier_ids, program.barrier_threads, why,
-        source, program.shared, order, routes, own)
+        seam.export_stage,
+        seam.export.name,
+        seam.import_stage,
+        seam.imp.name,
+        route.rung,
+        route.result.title,
+        seam.export.elem,
+        export_symbol,
+        import_symbol,
+        (program.producer.first, program.producer.count),
+        (program.consumer.first, program.consumer.count),
+        program.chunks,
+        program.regs_per_call,
+        claim,
+        addr,
+        None if addr is None else addr - base,
+        _shared_bytes(routed) if claim is not None else 0,
+        barrier_ids,
+        program.barrier_threads,
+        why,
+        source,
+        program.shared,
+        order,
+        routes,
+        own,
+    )
 
 
 def _barrier_ids(placement: Placement, routed: RoutedSeam, span: Span) -> tuple[int, ...]:
     ids = []
     for i in range(routed.route.program.barriers):
         name = barrier_name(routed, i)
-        slot = next((s for s in placement.in_domain(Domain.BARRIER)
-                     if (s.owner, s.name) == (routed.seam.import_stage, name)), None)
+        slot = next(
+            (s for s in placement.in_domain(Domain.BARRIER) if (s.owner, s.name) == (routed.seam.import_stage, name)),
+            None,
+        )
         if slot is None:
-            raise DiagnosticError([Diagnostic(
-                "E-INTERNAL", f"route barrier `{name}` has no placed ID",
-                labels=(Label(span, "imported here"),),
-                helps=("report it with the inputs: the link places route barriers before generating code",))])
+            raise DiagnosticError(
+                [
+                    Diagnostic(
+                        Code.E_INTERNAL,
+                        f"route barrier `{name}` has no placed ID",
+                        labels=(Label(span, "imported here"),),
+                        helps=("report it with the inputs: the link places route barriers before generating code",),
+                    )
+                ]
+            )
         ids.append(slot.offset)
     return tuple(ids)
 
@@ -271,14 +337,22 @@ def _scratch(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span, 
             continue
         slot = placed.placement.slot(seam.import_stage, name, Domain.SMEM)
         if slot.offset % program.elem_bytes:
-            raise _refuse(span, seam.import_stage, what,
-                          f"the lent claim `{name}` is placed at shared address {slot.offset}, not aligned to the "
-                          f"route's {program.elem_bytes}-byte words")
+            raise _refuse(
+                span,
+                seam.import_stage,
+                what,
+                f"the lent claim `{name}` is placed at shared address {slot.offset}, not aligned to the "
+                f"route's {program.elem_bytes}-byte words",
+            )
         return name, slot.offset
     lent = ", ".join(f"`{n}` ({sizes.get(n, 0)} B)" for n in seam.lent_claims)
-    raise _refuse(span, seam.import_stage, what,
-                  f"staging needs {program.smem_bytes} contiguous bytes, and no single lent claim holds them "
-                  f"({lent} are placed apart)")
+    raise _refuse(
+        span,
+        seam.import_stage,
+        what,
+        f"staging needs {program.smem_bytes} contiguous bytes, and no single lent claim holds them "
+        f"({lent} are placed apart)",
+    )
 
 
 def _aliases(placement: Placement, stage: str, claim: str, addr: int, size: int) -> tuple[str, ...]:
@@ -296,23 +370,38 @@ def _tmem(comp: Composition, placed: Placed, routed: RoutedSeam) -> tuple[str, i
     """The producer's tensor-memory claim an export placed in tensor memory lives in, and its first column."""
     seam = routed.seam
     name = seam.export.name
-    claim = next((o.item for o in comp.items(A.TmemClaim)
-                  if o.stage_name == seam.export_stage and o.item.name == name), None)
+    claim = next(
+        (o.item for o in comp.items(A.TmemClaim) if o.stage_name == seam.export_stage and o.item.name == name), None
+    )
     if claim is None:
-        raise DiagnosticError([Diagnostic(
-            "L-LINK", f"export `{name}` of `{seam.export_stage}` is placed in tensor memory, but the stage "
-                      f"claims no tensor memory named `{name}`",
-            labels=(Label(seam.export.span, "placed in tensor memory here"),),
-            notes=("an export placed in tensor memory lives in the producing stage's claim of the export's "
-                   "name; the route loads the tile from that claim's columns",),
-            helps=(f"declare `claim tmem {name} columns N` in `{seam.export_stage}`",))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.L_LINK,
+                    f"export `{name}` of `{seam.export_stage}` is placed in tensor memory, but the stage "
+                    f"claims no tensor memory named `{name}`",
+                    labels=(Label(seam.export.span, "placed in tensor memory here"),),
+                    notes=(
+                        "an export placed in tensor memory lives in the producing stage's claim of the export's "
+                        "name; the route loads the tile from that claim's columns",
+                    ),
+                    helps=(f"declare `claim tmem {name} columns N` in `{seam.export_stage}`",),
+                )
+            ]
+        )
     columns = max(col for _, col in seam.export.placement.inverse.values()) + 1
     if (claim.columns or 0) < columns:
-        raise DiagnosticError([Diagnostic(
-            "L-LINK", f"export `{name}` of `{seam.export_stage}` places elements up to column {columns} of its "
-                      f"tensor-memory claim, which holds {claim.columns or 0} columns",
-            labels=(Label(seam.export.span, "placed here"), Label(claim.span, "the claim")),
-            helps=(f"claim at least {columns} columns for `{name}`",))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.L_LINK,
+                    f"export `{name}` of `{seam.export_stage}` places elements up to column {columns} of its "
+                    f"tensor-memory claim, which holds {claim.columns or 0} columns",
+                    labels=(Label(seam.export.span, "placed here"), Label(claim.span, "the claim")),
+                    helps=(f"claim at least {columns} columns for `{name}`",),
+                )
+            ]
+        )
     return name, placed.placement.slot(seam.export_stage, name, Domain.TMEM).offset
 
 
@@ -331,27 +420,48 @@ def _buffer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span, w
     """The producer's claim an export placed in shared memory lives in, and its absolute shared address."""
     seam = routed.seam
     name = seam.export.name
-    claim = next((o.item for o in comp.items(A.SmemClaim)
-                  if o.stage_name == seam.export_stage and o.item.name == name), None)
+    claim = next(
+        (o.item for o in comp.items(A.SmemClaim) if o.stage_name == seam.export_stage and o.item.name == name), None
+    )
     if claim is None:
-        raise DiagnosticError([Diagnostic(
-            "L-LINK", f"export `{name}` of `{seam.export_stage}` is placed in shared memory, but the stage "
-                      f"claims no shared memory named `{name}`",
-            labels=(Label(seam.export.span, "placed in shared memory here"),),
-            notes=("an export placed in shared memory lives in the producing stage's claim of the export's "
-                   "name; the route reads the tile from that claim's placed address",),
-            helps=(f"declare `claim smem {name} bytes N align A lifetime until <done event>` in "
-                   f"`{seam.export_stage}`",))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.L_LINK,
+                    f"export `{name}` of `{seam.export_stage}` is placed in shared memory, but the stage "
+                    f"claims no shared memory named `{name}`",
+                    labels=(Label(seam.export.span, "placed in shared memory here"),),
+                    notes=(
+                        "an export placed in shared memory lives in the producing stage's claim of the export's "
+                        "name; the route reads the tile from that claim's placed address",
+                    ),
+                    helps=(
+                        f"declare `claim smem {name} bytes N align A lifetime until <done event>` in "
+                        f"`{seam.export_stage}`",
+                    ),
+                )
+            ]
+        )
     needed = _shared_bytes(routed)
     if (claim.bytes or 0) < needed:
-        raise DiagnosticError([Diagnostic(
-            "L-LINK", f"export `{name}` of `{seam.export_stage}` places elements up to byte {needed} of its "
-                      f"claim, which holds {claim.bytes or 0} B",
-            labels=(Label(seam.export.span, "placed here"), Label(claim.span, "the claim")),
-            helps=(f"claim at least {needed} bytes for `{name}`",))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.L_LINK,
+                    f"export `{name}` of `{seam.export_stage}` places elements up to byte {needed} of its "
+                    f"claim, which holds {claim.bytes or 0} B",
+                    labels=(Label(seam.export.span, "placed here"), Label(claim.span, "the claim")),
+                    helps=(f"claim at least {needed} bytes for `{name}`",),
+                )
+            ]
+        )
     slot = placed.placement.slot(seam.export_stage, name, Domain.SMEM)
     if slot.offset % routed.route.program.elem_bytes:
-        raise _refuse(span, seam.import_stage, what,
-                      f"the claim `{name}` is placed at shared address {slot.offset}, not aligned to the "
-                      f"route's {routed.route.program.elem_bytes}-byte words")
+        raise _refuse(
+            span,
+            seam.import_stage,
+            what,
+            f"the claim `{name}` is placed at shared address {slot.offset}, not aligned to the "
+            f"route's {routed.route.program.elem_bytes}-byte words",
+        )
     return name, slot.offset

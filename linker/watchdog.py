@@ -44,6 +44,7 @@ from typing import Any
 from checker.composition import Composition
 from checker.handles import HandleKind, HandleSpec, resolve_handles
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 from linker.counters import ARRAY, CounterArray, CounterSlots, WaitRenderer, counter_functions
 from linker.handles import Solved, handle_value
 
@@ -74,8 +75,15 @@ class Site:
     detail: str  # the counter's word and scope, or the ring's barrier address
 
     def as_json(self) -> dict[str, object]:
-        return {"id": self.id, "symbol": self.symbol, "kind": self.kind, "stage": self.stage, "item": self.item,
-                "where": self.where, "detail": self.detail}
+        return {
+            "id": self.id,
+            "symbol": self.symbol,
+            "kind": self.kind,
+            "stage": self.stage,
+            "item": self.item,
+            "where": self.where,
+            "detail": self.detail,
+        }
 
 
 @dataclass(frozen=True)
@@ -89,11 +97,27 @@ class Watchdog:
         return next(s for s in self.sites if s.symbol == symbol)
 
     def as_json(self) -> dict[str, object]:
-        return {"cycles": self.cycles, "ledger": LEDGER, "ledger_bytes": LEDGER_BYTES, "capacity": CAPACITY,
-                "header_words": HEADER_WORDS, "entry_words": ENTRY_WORDS,
-                "entry": ["magic", "block", "thread", "site", "slot", "expected", "seen", "cycles_lo", "cycles_hi",
-                          "unused"],
-                "sites": [s.as_json() for s in self.sites]}
+        return {
+            "cycles": self.cycles,
+            "ledger": LEDGER,
+            "ledger_bytes": LEDGER_BYTES,
+            "capacity": CAPACITY,
+            "header_words": HEADER_WORDS,
+            "entry_words": ENTRY_WORDS,
+            "entry": [
+                "magic",
+                "block",
+                "thread",
+                "site",
+                "slot",
+                "expected",
+                "seen",
+                "cycles_lo",
+                "cycles_hi",
+                "unused",
+            ],
+            "sites": [s.as_json() for s in self.sites],
+        }
 
 
 def plan_watchdog(cycles: int, waits: Sequence[tuple[HandleSpec, str]]) -> Watchdog:
@@ -142,41 +166,53 @@ def prelude_lines(wd: Watchdog) -> list[str]:
 def bounded_loop(wd: Watchdog, symbol: str, test: list[str], seen: str, expected: str) -> list[str]:
     """A spin that runs ``test`` (which sets ``done``) until it holds, firing after ``wd.cycles``."""
     site = wd.site(symbol)
-    return ["    const long long kl_start = clock64();",
-            "    for (;;) {",
-            *("    " + line for line in test),
-            "        if (done) break;",
-            "        const long long kl_waited = clock64() - kl_start;",
-            f"        if (kl_waited > {wd.cycles}ll) {{",
-            f"            {FIRE}({site.id}u, slot, {expected}, {seen}, "
-            "static_cast<unsigned long long>(kl_waited));",
-            "        }",
-            "    }"]
+    return [
+        "    const long long kl_start = clock64();",
+        "    for (;;) {",
+        *("    " + line for line in test),
+        "        if (done) break;",
+        "        const long long kl_waited = clock64() - kl_start;",
+        f"        if (kl_waited > {wd.cycles}ll) {{",
+        f"            {FIRE}({site.id}u, slot, {expected}, {seen}, static_cast<unsigned long long>(kl_waited));",
+        "        }",
+        "    }",
+    ]
 
 
 def counter_wait(wd: Watchdog) -> WaitRenderer:
     """The watched body of a counter wait: acquire loads of the word until it reaches ``target``."""
 
     def lines(spec: HandleSpec, counter: CounterSlots) -> list[str]:
-        load = (f'    asm volatile("ld.acquire.{counter.scope}.global.u32 %0, [%1];" : "=r"(seen) : "l"(word) '
-                ': "memory");')
-        return [f"    const unsigned* word = &{ARRAY}[{counter.index}u + slot];", "    unsigned seen;",
-                *bounded_loop(wd, spec.symbol, [load, "    const bool done = seen >= target;"], "seen", "target")]
+        load = (
+            f'    asm volatile("ld.acquire.{counter.scope}.global.u32 %0, [%1];" : "=r"(seen) : "l"(word) : "memory");'
+        )
+        return [
+            f"    const unsigned* word = &{ARRAY}[{counter.index}u + slot];",
+            "    unsigned seen;",
+            *bounded_loop(wd, spec.symbol, [load, "    const bool done = seen >= target;"], "seen", "target"),
+        ]
 
     return lines
 
 
 def ring_wait_lines(wd: Watchdog | None, spec: HandleSpec, address: int) -> list[str]:
     """The body of a ring wait: ``mbarrier.try_wait.parity`` on slot ``slot``'s barrier until it passes."""
-    head = [f"    const unsigned bar = {address}u + 8u * slot;  // shared address of slot `slot`'s mbarrier",
-            "    unsigned ok;"]
-    probe = ('    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; '
-             'selp.u32 %0, 1, 0, p; }" : "=r"(ok) : "r"(bar), "r"(parity) : "memory");')
+    head = [
+        f"    const unsigned bar = {address}u + 8u * slot;  // shared address of slot `slot`'s mbarrier",
+        "    unsigned ok;",
+    ]
+    probe = (
+        '    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; '
+        'selp.u32 %0, 1, 0, p; }" : "=r"(ok) : "r"(bar), "r"(parity) : "memory");'
+    )
     if wd is None:
         return [*head, "    do {", "    " + probe, "    } while (!ok);"]
     peek = '    if (!done) asm volatile("ld.shared.u32 %0, [%1];" : "=r"(state) : "r"(bar) : "memory");'
-    return [*head, "    unsigned state = 0u;",
-            *bounded_loop(wd, spec.symbol, [probe, "    const bool done = ok != 0u;", peek], "state", "parity")]
+    return [
+        *head,
+        "    unsigned state = 0u;",
+        *bounded_loop(wd, spec.symbol, [probe, "    const bool done = ok != 0u;", peek], "state", "parity"),
+    ]
 
 
 def ring_wait_specs(comp: Composition) -> list[HandleSpec]:
@@ -220,11 +256,17 @@ def plan_waits(comp: Composition, solved: Solved, counters: CounterArray, cycles
         wd = plan_watchdog(cycles, waits)
     lines: list[str] = []
     if rings:
-        lines += ["// Ring waits: each spins on slot `slot`'s barrier until the phase of parity `parity` completes.",
-                  'extern "C" {']
+        lines += [
+            "// Ring waits: each spins on slot `slot`'s barrier until the phase of parity `parity` completes.",
+            'extern "C" {',
+        ]
         for spec in rings:
-            lines += [f"__device__ void {spec.symbol}(unsigned slot, unsigned parity) {{  // {spec.stage}: ring "
-                      f"`{spec.item}`", *ring_wait_lines(wd, spec, addresses[spec.symbol]), "}"]
+            lines += [
+                f"__device__ void {spec.symbol}(unsigned slot, unsigned parity) {{  // {spec.stage}: ring "
+                f"`{spec.item}`",
+                *ring_wait_lines(wd, spec, addresses[spec.symbol]),
+                "}",
+            ]
         lines.append('}  // extern "C"')
     if wd is None or not wd.sites:
         return Waits(None, (), tuple(lines), None)
@@ -232,6 +274,7 @@ def plan_waits(comp: Composition, solved: Solved, counters: CounterArray, cycles
 
 
 # ----------------------------------------------------------------- decoding
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -246,10 +289,10 @@ class Entry:
 
 def read_ledger(data: bytes) -> list[Entry]:
     """The complete entries a ledger holds, in entry order."""
-    words = struct.unpack(f"<{len(data) // 4}I", data[:len(data) // 4 * 4])
+    words = struct.unpack(f"<{len(data) // 4}I", data[: len(data) // 4 * 4])
     out = []
     for start in range(HEADER_WORDS, len(words) - ENTRY_WORDS + 1, ENTRY_WORDS):
-        w = words[start:start + ENTRY_WORDS]
+        w = words[start : start + ENTRY_WORDS]
         if w[0] == MAGIC:
             out.append(Entry(w[1], w[2], w[3], w[4], w[5], w[6], w[7] | (w[8] << 32)))
     return out
@@ -266,10 +309,12 @@ def decode_ledger(link_map: Mapping[str, Any], data: bytes) -> list[Diagnostic]:
     sites = {int(s["id"]): s for s in wd.get("sites", [])}
     roles = link_map.get("dispatch", {}).get("roles", [])
     counters = {c["name"]: c for c in (link_map.get("counters") or {}).get("counters", [])}
+
     def role_of(thread: int) -> int:
         warp = thread // 32
-        return next((i for i, r in enumerate(roles) if r["first_warp"] <= warp < r["first_warp"] + r["warps"]),
-                    -1 - warp)
+        return next(
+            (i for i, r in enumerate(roles) if r["first_warp"] <= warp < r["first_warp"] + r["warps"]), -1 - warp
+        )
 
     groups: dict[tuple[int, int, int, int, int], list[Entry]] = {}
     for e in read_ledger(data):
@@ -281,31 +326,50 @@ def decode_ledger(link_map: Mapping[str, Any], data: bytes) -> list[Diagnostic]:
         who = f"role `{role['role']}` of `{role['stage']}`" if role else f"warp {-1 - role_index} (no role)"
         blocks = sorted({e.block for e in entries})
         threads = sorted({e.thread for e in entries})
-        thread = (f"thread {threads[0]}" if len(threads) == 1 else
-                  f"{len(threads)} threads ({', '.join(map(str, threads[:4]))}{', …' if len(threads) > 4 else ''})")
-        where = (f"block {blocks[0]}" if len(blocks) == 1 else
-                 f"{len(blocks)} blocks ({', '.join(map(str, blocks[:8]))}{', …' if len(blocks) > 8 else ''})")
+        thread = (
+            f"thread {threads[0]}"
+            if len(threads) == 1
+            else f"{len(threads)} threads ({', '.join(map(str, threads[:4]))}{', …' if len(threads) > 4 else ''})"
+        )
+        where = (
+            f"block {blocks[0]}"
+            if len(blocks) == 1
+            else f"{len(blocks)} blocks ({', '.join(map(str, blocks[:8]))}{', …' if len(blocks) > 8 else ''})"
+        )
         if site is None:
-            out.append(Diagnostic("E-HANG", f"{where}, {thread} ({who}) timed out at unknown site {site_id}",
-                                  helps=("link again: link.json and kernel.cubin come from different links",)))
+            out.append(
+                Diagnostic(
+                    Code.E_HANG,
+                    f"{where}, {thread} ({who}) timed out at unknown site {site_id}",
+                    helps=("link again: link.json and kernel.cubin come from different links",),
+                )
+            )
             continue
         waited = max(e.cycles for e in entries)
-        notes = [f"{site['where']}: {site['stage']} `{site['item']}` ({site['detail']}), through `{site['symbol']}`",
-                 f"waited up to {waited} cycles (the bound is {wd.get('cycles')})"]
+        notes = [
+            f"{site['where']}: {site['stage']} `{site['item']}` ({site['detail']}), through `{site['symbol']}`",
+            f"waited up to {waited} cycles (the bound is {wd.get('cycles')})",
+        ]
         if site["kind"] == "counter_wait":
             what = f"counter `{site['item']}` slot {slot}: {who} waits for >= {expected}, last saw {seen}"
             users = counters.get(site["item"], {}).get("users", [])
             producers = [u for u in users if u.endswith("produces")]
             notes.append(f"producers: {', '.join(producers) or 'none in this kernel'}")
-            helps = ("check that the producers add as often as this wait expects: a changed fact (a tile size, a "
-                     "count) the two sides compiled differently leaves the counter short",)
+            helps = (
+                "check that the producers add as often as this wait expects: a changed fact (a tile size, a "
+                "count) the two sides compiled differently leaves the counter short",
+            )
         else:
             which = "full" if site["kind"] == "ring_full_wait" else "empty"
-            what = (f"ring `{site['item']}` slot {slot}, parity {expected}: {who} waits `{which}` "
-                    f"(mbarrier state word 0x{seen:08x})")
-            helps = (f"check that the other side of ring `{site['item']}` arrives on `{which}` for every slot and "
-                     "phase this side waits on",)
-        out.append(Diagnostic("E-HANG", f"{where}, {thread} hung: {what}", notes=tuple(notes), helps=helps))
+            what = (
+                f"ring `{site['item']}` slot {slot}, parity {expected}: {who} waits `{which}` "
+                f"(mbarrier state word 0x{seen:08x})"
+            )
+            helps = (
+                f"check that the other side of ring `{site['item']}` arrives on `{which}` for every slot and "
+                "phase this side waits on",
+            )
+        out.append(Diagnostic(Code.E_HANG, f"{where}, {thread} hung: {what}", notes=tuple(notes), helps=helps))
     return out
 
 
@@ -321,10 +385,16 @@ def add_watchdog_argument(parser: argparse.ArgumentParser) -> None:
             raise argparse.ArgumentTypeError(f"the bound must be between 1 and 2^62 cycles, not {value}")
         return value
 
-    parser.add_argument("--watchdog", nargs="?", const=DEFAULT_CYCLES, type=cycles, metavar="CYCLES",
-                        help="bound every wait the linker generates (counter and ring waits) to CYCLES cycles "
-                             f"(default {DEFAULT_CYCLES}); a wait that times out records a ledger entry and traps, "
-                             "and `kernlink run` decodes it")
+    parser.add_argument(
+        "--watchdog",
+        nargs="?",
+        const=DEFAULT_CYCLES,
+        type=cycles,
+        metavar="CYCLES",
+        help="bound every wait the linker generates (counter and ring waits) to CYCLES cycles "
+        f"(default {DEFAULT_CYCLES}); a wait that times out records a ledger entry and traps, "
+        "and `kernlink run` decodes it",
+    )
 
 
 class HostLedger:
@@ -367,5 +437,10 @@ def _ok(err: Any, call: str) -> None:
     if err != driver.CUresult.CUDA_SUCCESS:
         from diagnostics.model import DiagnosticError
 
-        raise DiagnosticError([Diagnostic("E-CUDA", f"`{call}` failed: {err}",
-                                          helps=("the watchdog's ledger needs mapped host memory",))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.E_CUDA, f"`{call}` failed: {err}", helps=("the watchdog's ledger needs mapped host memory",)
+                )
+            ]
+        )

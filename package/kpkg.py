@@ -31,6 +31,7 @@ from typing import Any, BinaryIO
 
 from diagnostics import Diagnostic, DiagnosticError
 from diagnostics.files import atomic_write_bytes, open_regular, read_capped
+from diagnostics.symbols import Code
 
 MAGIC = b"\x89KPKG\r\n\x1a"
 FORMAT_VERSION = 1
@@ -70,8 +71,7 @@ def valid_payload_name(name: str) -> bool:
 def canonical_json(value: object) -> bytes:
     """The canonical encoding of a manifest: sorted keys, no blanks, UTF-8."""
     _check_json(value, "manifest")
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
 def pack_bytes(manifest: Mapping[str, Any], payloads: Mapping[str, bytes]) -> bytes:
@@ -82,16 +82,18 @@ def pack_bytes(manifest: Mapping[str, Any], payloads: Mapping[str, bytes]) -> by
         if not valid_payload_name(name):
             raise ValueError(f"payload name `{name}` is not a plain file name")
     names = sorted(payloads)
-    entries = [{"name": n, "size": len(payloads[n]),
-                "sha256": hashlib.sha256(payloads[n]).hexdigest()} for n in names]
+    entries = [{"name": n, "size": len(payloads[n]), "sha256": hashlib.sha256(payloads[n]).hexdigest()} for n in names]
     body = canonical_json({**manifest, PAYLOADS_KEY: entries})
-    parts = [_HEADER.pack(MAGIC, FORMAT_VERSION, len(body)), body,
-             hashlib.sha256(body).digest(), *(bytes(payloads[n]) for n in names)]
+    parts = [
+        _HEADER.pack(MAGIC, FORMAT_VERSION, len(body)),
+        body,
+        hashlib.sha256(body).digest(),
+        *(bytes(payloads[n]) for n in names),
+    ]
     return b"".join(parts)
 
 
-def write_package(path: str | os.PathLike[str], manifest: Mapping[str, Any],
-                  payloads: Mapping[str, bytes]) -> None:
+def write_package(path: str | os.PathLike[str], manifest: Mapping[str, Any], payloads: Mapping[str, bytes]) -> None:
     """Write a package atomically (a reader sees the old file or the new, never a mix)."""
     atomic_write_bytes(Path(path), pack_bytes(manifest, payloads))
 
@@ -126,26 +128,30 @@ class _Hashing:
 def _read(file: BinaryIO, size: int, name: str) -> Package:
     handle = _Hashing(file, name)
     if size > MAX_PACKAGE_BYTES:
-        raise DiagnosticError([Diagnostic(
-            "E-TOO-LARGE", f"package `{name}` is too large: {size} bytes, over the limit of {MAX_PACKAGE_BYTES} bytes",
-            notes=("kernlink reads packages of at most 256 MiB",))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.E_TOO_LARGE,
+                    f"package `{name}` is too large: {size} bytes, over the limit of {MAX_PACKAGE_BYTES} bytes",
+                    notes=("kernlink reads packages of at most 256 MiB",),
+                )
+            ]
+        )
     head = handle.read(_HEADER.size)
     if len(head) < len(MAGIC) or head[: len(MAGIC)] != MAGIC:
         raise _integrity(f"`{name}` is not a kernlink package (bad magic)")
     if len(head) < _HEADER.size:
-        raise _integrity(f"package `{name}` is truncated: its header needs {_HEADER.size} "
-                         f"bytes, the file has {size}")
+        raise _integrity(f"package `{name}` is truncated: its header needs {_HEADER.size} bytes, the file has {size}")
     _, version, length = _HEADER.unpack_from(head)
     if version != FORMAT_VERSION:
-        raise _integrity(f"package `{name}` has format version {version}; this kernlink "
-                         f"reads version {FORMAT_VERSION}")
+        raise _integrity(f"package `{name}` has format version {version}; this kernlink reads version {FORMAT_VERSION}")
     end = _HEADER.size + length
     if end + _HASH_BYTES > size:
-        raise _integrity(f"package `{name}` is truncated: its manifest and hash need "
-                         f"{end + _HASH_BYTES} bytes, the file has {size}")
+        raise _integrity(
+            f"package `{name}` is truncated: its manifest and hash need {end + _HASH_BYTES} bytes, the file has {size}"
+        )
     if length > MAX_MANIFEST_BYTES:
-        raise _integrity(f"the manifest of `{name}` is {length} bytes, over the limit of "
-                         f"{MAX_MANIFEST_BYTES} bytes")
+        raise _integrity(f"the manifest of `{name}` is {length} bytes, over the limit of {MAX_MANIFEST_BYTES} bytes")
     body = handle.read(length)
     digest = handle.read(_HASH_BYTES)
     if len(body) != length or len(digest) != _HASH_BYTES:
@@ -159,8 +165,10 @@ def _read(file: BinaryIO, size: int, name: str) -> Package:
     if need != size:
         if need > size:
             missing = next(e for e in entries if (offset := offset + e["size"]) > size)
-            raise _integrity(f"payload `{missing['name']}` of `{name}` is truncated: it needs "
-                             f"{missing['size']} bytes at offset {offset - missing['size']}, the file has {size}")
+            raise _integrity(
+                f"payload `{missing['name']}` of `{name}` is truncated: it needs "
+                f"{missing['size']} bytes at offset {offset - missing['size']}, the file has {size}"
+            )
         raise _integrity(f"package `{name}` has {size - need} unexpected bytes after its last payload")
     payloads: dict[str, bytes] = {}
     for entry in entries:
@@ -180,8 +188,14 @@ def _read(file: BinaryIO, size: int, name: str) -> Package:
         payloads[pname] = b"".join(chunks)
     if read_capped(file, 1, name):
         raise _integrity(f"package `{name}` grew while it was read")
-    return Package(version, MappingProxyType(manifest), MappingProxyType(payloads),
-                   hashlib.sha256(body).hexdigest(), size, handle.sha.hexdigest())
+    return Package(
+        version,
+        MappingProxyType(manifest),
+        MappingProxyType(payloads),
+        hashlib.sha256(body).hexdigest(),
+        size,
+        handle.sha.hexdigest(),
+    )
 
 
 def unpack(package: Package, dest_dir: str | os.PathLike[str]) -> tuple[Path, ...]:
@@ -193,8 +207,7 @@ def unpack(package: Package, dest_dir: str | os.PathLike[str]) -> tuple[Path, ..
     for pname, blob in sorted(package.payloads.items()):
         target = root / pname
         if not valid_payload_name(pname) or target.parent != root:
-            raise _integrity(f"payload name `{pname}` is not a plain file name; refusing to "
-                             "write it")
+            raise _integrity(f"payload name `{pname}` is not a plain file name; refusing to write it")
         atomic_write_bytes(target, blob)
         written.append(target)
     return tuple(written)
@@ -202,8 +215,13 @@ def unpack(package: Package, dest_dir: str | os.PathLike[str]) -> tuple[Path, ..
 
 def _decode_manifest(body: bytes, name: str) -> dict[str, Any]:
     try:
-        manifest = json.loads(body.decode("utf-8"), object_pairs_hook=_no_duplicates,
-                              parse_constant=_no_constant, parse_int=_json_int, parse_float=_json_float)
+        manifest = json.loads(
+            body.decode("utf-8"),
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_no_constant,
+            parse_int=_json_int,
+            parse_float=_json_float,
+        )
     except RecursionError as err:
         raise _integrity(f"the manifest of `{name}` is nested more than {MAX_DEPTH} levels deep") from err
     except (UnicodeDecodeError, ValueError) as err:
@@ -224,13 +242,19 @@ def _payload_entries(manifest: dict[str, Any], name: str) -> list[dict[str, Any]
         raise _integrity(f"the manifest of `{name}` has no `{PAYLOADS_KEY}` list")
     seen: set[str] = set()
     for entry in entries:
-        ok = (isinstance(entry, dict) and set(entry) == {"name", "size", "sha256"}
-              and isinstance(entry["name"], str) and isinstance(entry["sha256"], str)
-              and type(entry["size"]) is int and entry["size"] >= 0
-              and re.fullmatch(r"[0-9a-f]{64}", entry["sha256"]) is not None)
+        ok = (
+            isinstance(entry, dict)
+            and set(entry) == {"name", "size", "sha256"}
+            and isinstance(entry["name"], str)
+            and isinstance(entry["sha256"], str)
+            and type(entry["size"]) is int
+            and entry["size"] >= 0
+            and re.fullmatch(r"[0-9a-f]{64}", entry["sha256"]) is not None
+        )
         if not ok:
-            raise _integrity(f"the manifest of `{name}` has a malformed payload entry: "
-                             f"{json.dumps(entry, sort_keys=True)[:200]}")
+            raise _integrity(
+                f"the manifest of `{name}` has a malformed payload entry: {json.dumps(entry, sort_keys=True)[:200]}"
+            )
         pname = entry["name"]
         if not valid_payload_name(pname):
             raise _integrity(f"payload name `{pname}` in `{name}` is not a plain file name")
@@ -319,4 +343,4 @@ def _check_json(value: object, where: str) -> None:
 
 
 def _integrity(message: str) -> DiagnosticError:
-    return DiagnosticError([Diagnostic("L-INTEGRITY", message)])
+    return DiagnosticError([Diagnostic(Code.L_INTEGRITY, message)])

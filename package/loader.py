@@ -25,6 +25,7 @@ from diagnostics.files import read_source
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.sources import SourceMap
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from package.captured import Captured
 
 # `stage "name"` at the start of a line: what a file that does not parse would have declared.
@@ -148,18 +149,24 @@ def _stale(kc: StageEntry, pkg: StageEntry, strict: bool) -> Diagnostic:
     else:
         where, text = kc.stage.span, "the packaged contract has items this one lacks"
     package = pkg.package or "the package"
-    secondary = Label(pkg.use.span if pkg.use is not None else pkg.stage.span, "the package checked instead",
-                      primary=False)
+    secondary = Label(
+        pkg.use.span if pkg.use is not None else pkg.stage.span, "the package checked instead", primary=False
+    )
     return Diagnostic(
-        "W-STALE-CONTRACT",
+        Code.W_STALE_CONTRACT,
         f"`{kc.source}` differs from the contract packed in `{package}` for stage `{kc.name}`",
         severity=Severity.ERROR if strict else Severity.WARNING,
         labels=(Label(where, text), secondary, Label(pkg.stage.span, "the contract in the package", primary=False)),
-        notes=("the package's contract is the one checked and linked: its object code was compiled against it; "
-               "this file is ignored",),
-        helps=(f"repack the component with this contract (`kernlink pack <source>.cu --contract {kc.source} "
-               f"-o {package}`), or revert the edit",),
-        data=(("stage", kc.name), ("file", kc.source), ("package", package)))
+        notes=(
+            "the package's contract is the one checked and linked: its object code was compiled against it; "
+            "this file is ignored",
+        ),
+        helps=(
+            f"repack the component with this contract (`kernlink pack <source>.cu --contract {kc.source} "
+            f"-o {package}`), or revert the edit",
+        ),
+        data=(("stage", kc.name), ("file", kc.source), ("package", package)),
+    )
 
 
 def _parse_into(inputs: Inputs, path: Path) -> A.SourceFile | None:
@@ -213,18 +220,23 @@ def _load_pipeline(inputs: Inputs, path: Path, contracts: Sequence[Path], packag
     for use in pipeline.uses:
         if use.path is None:
             continue
-        pkg_path = (path.parent / use.path)
+        pkg_path = path.parent / use.path
         if _key(pkg_path) in named:
             continue
         if os.path.lexists(pkg_path):
             named.add(_key(pkg_path))
             _load_package(inputs, pkg_path, use)
         elif any(c.name == use.stage for c in inputs.candidates):
-            inputs.diagnostics.append(Diagnostic(
-                "I-NO-PACKAGE", f"package `{use.path}` is not built; `{use.stage}` was checked from its contract",
-                severity=Severity.NOTE, labels=(Label(use.span, "package named here"),),
-                notes=("symbols and params layouts are captured only when the package exists",),
-                helps=(f"run `kernlink pack` to build `{use.path}`",)))
+            inputs.diagnostics.append(
+                Diagnostic(
+                    Code.I_NO_PACKAGE,
+                    f"package `{use.path}` is not built; `{use.stage}` was checked from its contract",
+                    severity=Severity.NOTE,
+                    labels=(Label(use.span, "package named here"),),
+                    notes=("symbols and params layouts are captured only when the package exists",),
+                    helps=(f"run `kernlink pack` to build `{use.path}`",),
+                )
+            )
 
 
 def _load_package(inputs: Inputs, path: Path, use: A.Use | None) -> None:
@@ -253,5 +265,5 @@ def _at_use(diag: Diagnostic, use: A.Use | None) -> Diagnostic:
     """A package's diagnostic pointed at the `use` line that names the package."""
     if diag.labels or use is None:
         return diag
-    helps = diag.helps or (("rebuild the package with `kernlink pack`",) if diag.code == "L-INTEGRITY" else ())
+    helps = diag.helps or (("rebuild the package with `kernlink pack`",) if diag.code == Code.L_INTEGRITY else ())
     return replace(diag, labels=(Label(use.span, "package named here"),), helps=helps)

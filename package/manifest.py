@@ -27,6 +27,7 @@ from typing import Any
 
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from package import codefacts
 from package.captured import Captured, CapturedParams, Prototype
 from package.kpkg import Package, read_package
@@ -53,8 +54,9 @@ class StagePackage:
     sha256: str = ""
 
 
-def manifest_for(stage: str, version: str, target: str, contract: str, toolkit: str,
-                 captured: Captured) -> dict[str, Any]:
+def manifest_for(
+    stage: str, version: str, target: str, contract: str, toolkit: str, captured: Captured
+) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -66,8 +68,10 @@ def manifest_for(stage: str, version: str, target: str, contract: str, toolkit: 
         "captured": {
             "defined": sorted(captured.defined_symbols),
             "needed": sorted(captured.needed_symbols),
-            "params": [{"name": p.name, "size": p.size, "align": p.align,
-                        "fields": [list(f) for f in p.fields]} for p in captured.params_layouts],
+            "params": [
+                {"name": p.name, "size": p.size, "align": p.align, "fields": [list(f) for f in p.fields]}
+                for p in captured.params_layouts
+            ],
         },
     }
 
@@ -93,8 +97,19 @@ def stage_package(pkg: Package, name: str) -> StagePackage:
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         _malformed(name, f"`captured` is malformed ({exc})")
     captured = dataclasses.replace(captured, ptx=_bound_ptx(pkg, name))
-    return StagePackage(name, man["stage"], man["version"], man["target"], man["toolkit"], man["contract"],
-                        captured, pkg.payloads[LTO_PAYLOAD], man, pkg.size, pkg.sha256)
+    return StagePackage(
+        name,
+        man["stage"],
+        man["version"],
+        man["target"],
+        man["toolkit"],
+        man["contract"],
+        captured,
+        pkg.payloads[LTO_PAYLOAD],
+        man,
+        pkg.size,
+        pkg.sha256,
+    )
 
 
 def _bound_ptx(pkg: Package, name: str) -> str | None:
@@ -103,8 +118,9 @@ def _bound_ptx(pkg: Package, name: str) -> str | None:
     record = pkg.manifest.get(codefacts.MANIFEST_KEY)
     if blob is None:
         if record is not None:
-            _malformed(name, f"`{codefacts.MANIFEST_KEY}` is recorded but there is no "
-                             f"`{codefacts.PTX_PAYLOAD}` payload")
+            _malformed(
+                name, f"`{codefacts.MANIFEST_KEY}` is recorded but there is no `{codefacts.PTX_PAYLOAD}` payload"
+            )
         return None
     try:
         text = blob.decode("utf-8")
@@ -120,26 +136,34 @@ def _bound_ptx(pkg: Package, name: str) -> str | None:
         return text  # another facts version: the checker derives them from the payload itself
     derived = codefacts.derive(text)
     if facts.facts != derived.facts:
-        raise DiagnosticError([Diagnostic(
-            "L-INTEGRITY", f"the manifest of `{name}` records code facts its `{codefacts.PTX_PAYLOAD}` "
-                           "payload does not have",
-            labels=(Label(Span(name, 1, 1, 1, 1), "in this package"),),
-            notes=(_first_difference(facts.facts, derived.facts),
-                   "the package's hashes match: its manifest was edited and the hashes recomputed"),
-            helps=("rebuild the package with `kernlink pack`",))])
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.L_INTEGRITY,
+                    f"the manifest of `{name}` records code facts its `{codefacts.PTX_PAYLOAD}` payload does not have",
+                    labels=(Label(Span(name, 1, 1, 1, 1), "in this package"),),
+                    notes=(
+                        _first_difference(facts.facts, derived.facts),
+                        "the package's hashes match: its manifest was edited and the hashes recomputed",
+                    ),
+                    helps=("rebuild the package with `kernlink pack`",),
+                )
+            ]
+        )
     return text
 
 
 def _first_difference(recorded: tuple[codefacts.Fact, ...], derived: tuple[codefacts.Fact, ...]) -> str:
     for i, (a, b) in enumerate(zip(recorded, derived, strict=False)):
         if a != b:
-            return (f"fact {i}: the manifest says `{a.opcode}` at PTX line {a.line} ({a.kind}); the payload has "
-                    f"`{b.opcode}` at PTX line {b.line} ({b.kind})")
+            return (
+                f"fact {i}: the manifest says `{a.opcode}` at PTX line {a.line} ({a.kind}); the payload has "
+                f"`{b.opcode}` at PTX line {b.line} ({b.kind})"
+            )
     return f"the manifest records {len(recorded)} facts; the payload has {len(derived)}"
 
 
-def captured_from_json(cap: Mapping[str, Any], *, toolkit: str | None = None,
-                       target: str | None = None) -> Captured:
+def captured_from_json(cap: Mapping[str, Any], *, toolkit: str | None = None, target: str | None = None) -> Captured:
     """The ``captured`` object of a manifest as the checker's :class:`Captured`.
 
     ``prototypes`` is optional (packages that predate it have none). Raises KeyError,
@@ -151,11 +175,19 @@ def captured_from_json(cap: Mapping[str, Any], *, toolkit: str | None = None,
     return Captured(
         defined_symbols=frozenset(_strings(cap["defined"])),
         needed_symbols=frozenset(_strings(cap["needed"])),
-        params_layouts=tuple(CapturedParams(str(p["name"]), int(p["size"]), int(p["align"]),
-                                            tuple((str(f[0]), int(f[1]), int(f[2])) for f in p["fields"]))
-                             for p in cap["params"]),
-        toolkit=toolkit, target=target,
-        prototypes=tuple(sorted((str(k), Prototype.from_json(v)) for k, v in protos.items())))
+        params_layouts=tuple(
+            CapturedParams(
+                str(p["name"]),
+                int(p["size"]),
+                int(p["align"]),
+                tuple((str(f[0]), int(f[1]), int(f[2])) for f in p["fields"]),
+            )
+            for p in cap["params"]
+        ),
+        toolkit=toolkit,
+        target=target,
+        prototypes=tuple(sorted((str(k), Prototype.from_json(v)) for k, v in protos.items())),
+    )
 
 
 def _strings(value: object) -> list[str]:
@@ -165,7 +197,13 @@ def _strings(value: object) -> list[str]:
 
 
 def _malformed(name: str, why: str) -> None:
-    raise DiagnosticError([Diagnostic(
-        "L-INTEGRITY", f"package `{name}` has a malformed manifest: {why}",
-        labels=(Label(Span(name, 1, 1, 1, 1), "in this package"),),
-        helps=("rebuild the package with `kernlink pack`",))])
+    raise DiagnosticError(
+        [
+            Diagnostic(
+                Code.L_INTEGRITY,
+                f"package `{name}` has a malformed manifest: {why}",
+                labels=(Label(Span(name, 1, 1, 1, 1), "in this package"),),
+                helps=("rebuild the package with `kernlink pack`",),
+            )
+        ]
+    )

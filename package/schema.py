@@ -75,10 +75,12 @@ Schema = Str | Int | Arr | Tup | Obj | Table | AnyValue
 
 _SYMBOL = Str(4096)
 _SIZE = Int(0, U32_MAX)
-_PROTOTYPE = Obj(required={"kind": Str(16, pattern="func|entry|var"),
-                           "params": Arr(Str(64), 4096), "returns": Arr(Str(64), 4096)})
-_PARAMS = Obj(required={"name": _SYMBOL, "size": _SIZE, "align": _SIZE,
-                        "fields": Arr(Tup((_SYMBOL, _SIZE, _SIZE)), 4096)})
+_PROTOTYPE = Obj(
+    required={"kind": Str(16, pattern="func|entry|var"), "params": Arr(Str(64), 4096), "returns": Arr(Str(64), 4096)}
+)
+_PARAMS = Obj(
+    required={"name": _SYMBOL, "size": _SIZE, "align": _SIZE, "fields": Arr(Tup((_SYMBOL, _SIZE, _SIZE)), 4096)}
+)
 
 STAGE_MANIFEST = Obj(
     required={
@@ -89,8 +91,10 @@ STAGE_MANIFEST = Obj(
         "target": Str(64),
         "contract": Str(CONTRACT_LIMIT),
         "toolkit": Str(256),
-        "captured": Obj(required={"defined": Arr(_SYMBOL), "needed": Arr(_SYMBOL), "params": Arr(_PARAMS, 4096)},
-                        optional={"prototypes": Table(_PROTOTYPE)}),
+        "captured": Obj(
+            required={"defined": Arr(_SYMBOL), "needed": Arr(_SYMBOL), "params": Arr(_PARAMS, 4096)},
+            optional={"prototypes": Table(_PROTOTYPE)},
+        ),
         "payloads": AnyValue(),  # checked by package.kpkg when the package is read
     },
     optional={
@@ -164,6 +168,13 @@ def _array(value: Any, schema: Arr | Tup, where: str) -> str | None:
 
 
 def _kind(value: Any) -> str:
-    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-             list: "a list", dict: "an object", type(None): "null"}
+    names = {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+        type(None): "null",
+    }
     return names.get(type(value), type(value).__name__)

@@ -6,6 +6,7 @@ import bisect
 from collections.abc import Mapping
 
 from diagnostics.model import Diagnostic, Label, Severity
+from diagnostics.symbols import Code
 from placement._storage import Packed
 from placement._warps import Layout, overlaps
 from placement.problem import DOMAINS, Domain, Problem
@@ -92,12 +93,10 @@ def _sharing(problem: Problem, packed: Packed, i: int, first: list[int], count: 
         other = packed.items[j]
         olo, ohi = packed.bases[j], packed.bases[j] + packed.sizes[j]
         reason = problem.timeline.disjoint_reason(it.lifetime, other.lifetime)
-        shares.append(f"shares [{max(lo, olo)}, {min(hi, ohi)}) with `{other.display}` "
-                      f"({reason})")
+        shares.append(f"shares [{max(lo, olo)}, {min(hi, ohi)}) with `{other.display}` ({reason})")
     if count > 2:
         more = count - 2
-        shares.append(f"and with {more} more {'claim' if more == 1 else 'claims'} never live "
-                      f"at the same time")
+        shares.append(f"and with {more} more {'claim' if more == 1 else 'claims'} never live at the same time")
     return "; ".join(shares)
 
 
@@ -106,16 +105,38 @@ def slots_of(problem: Problem, packed: Packed) -> list[Slot]:
     overlaps = _first_overlaps(packed)
     for i, it in enumerate(packed.items):
         parts = [_item_why(problem, packed, i), _sharing(problem, packed, i, *overlaps[i])]
-        out.append(Slot(it.domain, it.owner, it.name, packed.bases[i], packed.sizes[i], it.align,
-                        it.lifetime, it.kind, it.ring, it.demand,
-                        "; ".join(p for p in parts if p), it.span))
+        out.append(
+            Slot(
+                it.domain,
+                it.owner,
+                it.name,
+                packed.bases[i],
+                packed.sizes[i],
+                it.align,
+                it.lifetime,
+                it.kind,
+                it.ring,
+                it.demand,
+                "; ".join(p for p in parts if p),
+                it.span,
+            )
+        )
     out.sort(key=lambda s: (s.offset, s.owner, s.name))
     return out
 
 
-def assemble(problem: Problem, packed: Mapping[Domain, Packed], layout: Layout, *,
-             method: str, optimal: bool, canonical: bool, notes: tuple[Diagnostic, ...] = (),
-             rlimit_used: int = 0, checks: int = 0) -> Placement:
+def assemble(
+    problem: Problem,
+    packed: Mapping[Domain, Packed],
+    layout: Layout,
+    *,
+    method: str,
+    optimal: bool,
+    canonical: bool,
+    notes: tuple[Diagnostic, ...] = (),
+    rlimit_used: int = 0,
+    checks: int = 0,
+) -> Placement:
     """The placement record of solved domains and a layout, with every reason filled in."""
     caps = problem.capacities
     slots: list[Slot] = []
@@ -136,16 +157,21 @@ def assemble(problem: Problem, packed: Mapping[Domain, Packed], layout: Layout, 
         if depth == high:
             why = "its deepest allowed depth"
         else:
-            why = ("deepest that shared memory holds (largest depth sum, then depths spread "
-                   "evenly, then rings in name order)")
+            why = (
+                "deepest that shared memory holds (largest depth sum, then depths spread "
+                "evenly, then rings in name order)"
+            )
         rings.append(RingDepth(ring.owner, ring.name, depth, low, high, slot_bytes, why, ring.span))
         if depth == low < high and method == "solver":
-            notes_out.append(Diagnostic(
-                "I-DEPTH-MIN",
-                f"ring `{ring.name}` stays at its minimum depth {depth} of {low}..{high}",
-                Severity.NOTE, (Label(ring.span, f"depth {depth}: one more slot needs "
-                                      f"{slot_bytes} B more shared memory"),),
-                helps=("free shared memory (smaller or shorter-lived claims) to deepen the ring",)))
+            notes_out.append(
+                Diagnostic(
+                    Code.I_DEPTH_MIN,
+                    f"ring `{ring.name}` stays at its minimum depth {depth} of {low}..{high}",
+                    Severity.NOTE,
+                    (Label(ring.span, f"depth {depth}: one more slot needs {slot_bytes} B more shared memory"),),
+                    helps=("free shared memory (smaller or shorter-lived claims) to deepen the ring",),
+                )
+            )
     g = caps.warpgroup_warps
     roles = []
     for r, role in enumerate(problem.roles):
@@ -154,11 +180,20 @@ def assemble(problem: Problem, packed: Mapping[Domain, Packed], layout: Layout, 
         why = "lowest free warp in declaration order"
         if role.warpgroup:
             why = f"warpgroup-aligned; {why}"
-        roles.append(RolePlacement(role.owner, role.name, o, role.warps, role.warpgroup,
-                                   problem.role_regs(role),
-                                   min((layout.group_budgets[k] for k in groups), default=0), groups,
-                                   why,
-                                   role.span))
+        roles.append(
+            RolePlacement(
+                role.owner,
+                role.name,
+                o,
+                role.warps,
+                role.warpgroup,
+                problem.role_regs(role),
+                min((layout.group_budgets[k] for k in groups), default=0),
+                groups,
+                why,
+                role.span,
+            )
+        )
     taken = {w for rp in roles for w in range(rp.first_warp, rp.end)}
     idle = tuple(w for w in range(layout.block_warps) if w not in taken)
     groups_out = []
@@ -188,9 +223,21 @@ def assemble(problem: Problem, packed: Mapping[Domain, Packed], layout: Layout, 
     order = {d: n for n, d in enumerate(DOMAINS)}
     slots.sort(key=lambda s: (order[s.domain], s.offset, s.owner, s.name))
     return Placement(
-        target=caps.target, slots=tuple(slots), rings=tuple(rings), roles=tuple(roles),
-        groups=tuple(groups_out), block_warps=layout.block_warps, idle_warps=idle,
+        target=caps.target,
+        slots=tuple(slots),
+        rings=tuple(rings),
+        roles=tuple(roles),
+        groups=tuple(groups_out),
+        block_warps=layout.block_warps,
+        idle_warps=idle,
         entry_regs=caps.entry_regs(layout.block_warps) if layout.block_warps else 0,
         register_pool=caps.register_pool(layout.block_warps) if layout.block_warps else 0,
-        uses=tuple(uses), objective=objective, optimal=optimal, canonical=canonical,
-        method=method, notes=tuple(notes_out), rlimit_used=rlimit_used, checks=checks)
+        uses=tuple(uses),
+        objective=objective,
+        optimal=optimal,
+        canonical=canonical,
+        method=method,
+        notes=tuple(notes_out),
+        rlimit_used=rlimit_used,
+        checks=checks,
+    )

@@ -28,8 +28,9 @@ M = TypeVar("M")
 """What a probe returns when it is satisfiable: a Z3 model, or a placement found without one."""
 
 
-def search_max(probe: Callable[[int], tuple[Verdict, M | None]], value_of: Callable[[M], int],
-               best: int, upper: int, step: int = 1) -> tuple[int, bool, M | None]:
+def search_max(
+    probe: Callable[[int], tuple[Verdict, M | None]], value_of: Callable[[M], int], best: int, upper: int, step: int = 1
+) -> tuple[int, bool, M | None]:
     """The largest feasible value in ``[best, upper]`` on a grid of ``step``.
 
     ``probe(v)`` checks "objective ≥ v"; ``best`` is known feasible. Returns the best
@@ -51,8 +52,14 @@ def search_max(probe: Callable[[int], tuple[Verdict, M | None]], value_of: Calla
     return best, True, model
 
 
-def search_min(probe: Callable[[int], tuple[Verdict, M | None]], value_of: Callable[[M], int],
-               best: int, lower: int, step: int = 1, near_first: bool = False) -> tuple[int, bool, M | None]:
+def search_min(
+    probe: Callable[[int], tuple[Verdict, M | None]],
+    value_of: Callable[[M], int],
+    best: int,
+    lower: int,
+    step: int = 1,
+    near_first: bool = False,
+) -> tuple[int, bool, M | None]:
     """The smallest feasible value in ``[lower, best]`` on a grid of ``step`` (``lower`` on it).
 
     ``probe(v)`` checks "objective ≤ v"; ``best`` is known feasible. With ``near_first``

@@ -68,15 +68,36 @@ def domain_items(problem: Problem, domain: Domain) -> tuple[Item, ...]:
     if domain is Domain.SMEM:
         for c in problem.smem:
             if c.per_slot_ring is None:
-                raw.append((c.owner, c.name, c.lifetime, c.span, c.bytes, c.align, None, "claim",
-                            c.bytes))
+                raw.append((c.owner, c.name, c.lifetime, c.span, c.bytes, c.align, None, "claim", c.bytes))
             else:
-                raw.append((c.owner, c.name, c.lifetime, c.span, problem.slot_stride(c), c.align,
-                            c.per_slot_ring, "slots", c.bytes))
+                raw.append(
+                    (
+                        c.owner,
+                        c.name,
+                        c.lifetime,
+                        c.span,
+                        problem.slot_stride(c),
+                        c.align,
+                        c.per_slot_ring,
+                        "slots",
+                        c.bytes,
+                    )
+                )
         for r in problem.rings:
             unit = problem.ring_barrier_bytes(r, 1)
-            raw.append((r.owner, r.barrier_claim_name, r.lifetime, r.span, unit, caps.mbarrier_align,
-                        r.name, "mbarriers", unit))
+            raw.append(
+                (
+                    r.owner,
+                    r.barrier_claim_name,
+                    r.lifetime,
+                    r.span,
+                    unit,
+                    caps.mbarrier_align,
+                    r.name,
+                    "mbarriers",
+                    unit,
+                )
+            )
     elif domain is Domain.TMEM:
         for t in problem.tmem:
             alloc = caps.tmem_alloc(t.columns)
@@ -125,7 +146,7 @@ def structure(items: Sequence[Item], timeline: Timeline) -> Structure:
         if x == y:
             group = members[x]
             for k, i in enumerate(group):
-                pairs.extend((i, j) if i < j else (j, i) for j in group[k + 1:])
+                pairs.extend((i, j) if i < j else (j, i) for j in group[k + 1 :])
         else:
             pairs.extend((i, j) if i < j else (j, i) for i in members[x] for j in members[y])
     pairs.sort()
@@ -145,8 +166,7 @@ def structure(items: Sequence[Item], timeline: Timeline) -> Structure:
     for clique in itertools.islice(nx.find_cliques(graph), MAX_CLIQUE_SCAN):
         found.append(tuple(sorted(i for x in clique for i in members[x])))
     found.sort(key=lambda c: (-sum(items[i].unit for i in c), c))
-    return Structure(tuple(tuple(n) for n in neighbours), tuple(pairs), chains,
-                     tuple(found[:MAX_CLIQUES]))
+    return Structure(tuple(tuple(n) for n in neighbours), tuple(pairs), chains, tuple(found[:MAX_CLIQUES]))
 
 
 def lower_bound(items: Sequence[Item], st: Structure, sizes: Sequence[int], lo: int) -> int:
@@ -159,9 +179,16 @@ def lower_bound(items: Sequence[Item], st: Structure, sizes: Sequence[int], lo: 
     return best
 
 
-def first_fit(items: Sequence[Item], st: Structure, sizes: Sequence[int], lo: int, hi: int,
-              order: Sequence[int], fixed: Mapping[int, int] | None = None,
-              keep_chains: bool = True) -> list[int] | None:
+def first_fit(
+    items: Sequence[Item],
+    st: Structure,
+    sizes: Sequence[int],
+    lo: int,
+    hi: int,
+    order: Sequence[int],
+    fixed: Mapping[int, int] | None = None,
+    keep_chains: bool = True,
+) -> list[int] | None:
     """Place items in ``order`` at the lowest aligned address free of co-live placed items.
 
     ``fixed`` items keep their addresses. With ``keep_chains`` an item of a chain never
@@ -228,15 +255,15 @@ def seed_orders(items: Sequence[Item], st: Structure, sizes: Sequence[int]) -> l
         tie_order(items, sizes),
         sorted(lexical, key=lambda i: (-sizes[i], i)),
         sorted(lexical, key=lambda i: (-(degree[i] + sizes[i]), -items[i].align, i)),
-        sorted(lexical, key=lambda i: (lifetime_key(items[i].lifetime), -items[i].align,
-                                       -sizes[i], i)),
+        sorted(lexical, key=lambda i: (lifetime_key(items[i].lifetime), -items[i].align, -sizes[i], i)),
         lexical,
     ]
 
 
-def grow_depths(ranges: Mapping[str, tuple[int, int]],
-                fits: Callable[[dict[str, int]], list[int] | None],
-                ) -> tuple[dict[str, int], list[int] | None]:
+def grow_depths(
+    ranges: Mapping[str, tuple[int, int]],
+    fits: Callable[[dict[str, int]], list[int] | None],
+) -> tuple[dict[str, int], list[int] | None]:
     """Ring depths that a packing heuristic accepts, grown greedily, and its placement.
 
     First the largest common level (every ring at ``clamp(level, min, max)``), then each
@@ -255,8 +282,7 @@ def grow_depths(ranges: Mapping[str, tuple[int, int]],
     if placed is None:
         return low, None
     depths = low
-    lo_level, hi_level = max(low.values(), default=0), max((r[1] for r in ranges.values()),
-                                                           default=0)
+    lo_level, hi_level = max(low.values(), default=0), max((r[1] for r in ranges.values()), default=0)
     while lo_level < hi_level:
         mid = (lo_level + hi_level + 1) // 2
         found = fits(at(mid))

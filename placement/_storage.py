@@ -92,9 +92,17 @@ class PackModel:
     every clique cut with a literal, for unsat cores; co-live pairs stay disjoint.
     """
 
-    def __init__(self, items: Sequence[Item], st: Structure, lo: int, hi: int, *,
-                 sizes: Sequence[int] | None, depth_ranges: Mapping[str, tuple[int, int]],
-                 tracked: bool = False) -> None:
+    def __init__(
+        self,
+        items: Sequence[Item],
+        st: Structure,
+        lo: int,
+        hi: int,
+        *,
+        sizes: Sequence[int] | None,
+        depth_ranges: Mapping[str, tuple[int, int]],
+        tracked: bool = False,
+    ) -> None:
         self.items = items
         # a context of its own: Z3's search depends on term identities, which must not
         # depend on what else this process solved before
@@ -170,31 +178,35 @@ class PackModel:
     def value(self, model: z3.ModelRef, expr: z3.ArithRef) -> int:
         return int(model.eval(expr, model_completion=True).as_long())
 
-    def raise_to(self, budget: Budget, expr: z3.ArithRef, best: int, upper: int,
-                 ) -> tuple[int, bool, z3.ModelRef | None]:
+    def raise_to(
+        self,
+        budget: Budget,
+        expr: z3.ArithRef,
+        best: int,
+        upper: int,
+    ) -> tuple[int, bool, z3.ModelRef | None]:
         """The largest value of ``expr`` in ``[best, upper]`` (``best`` feasible)."""
-        return search_max(lambda v: self.probe(budget, expr >= v),
-                          lambda m: self.value(m, expr), best, upper)
+        return search_max(lambda v: self.probe(budget, expr >= v), lambda m: self.value(m, expr), best, upper)
 
-    def lower_to(self, budget: Budget, expr: z3.ArithRef, best: int, lower: int, step: int = 1,
-                 near_first: bool = False) -> tuple[int, bool, z3.ModelRef | None]:
+    def lower_to(
+        self, budget: Budget, expr: z3.ArithRef, best: int, lower: int, step: int = 1, near_first: bool = False
+    ) -> tuple[int, bool, z3.ModelRef | None]:
         """The smallest value of ``expr`` in ``[lower, best]`` on a grid of ``step``."""
-        return search_min(lambda v: self.probe(budget, expr <= v),
-                          lambda m: self.value(m, expr), best, lower, step, near_first)
+        return search_min(
+            lambda v: self.probe(budget, expr <= v), lambda m: self.value(m, expr), best, lower, step, near_first
+        )
 
 
 def _sizes(items: Sequence[Item], depths: Mapping[str, int]) -> list[int]:
     return [it.size(depths) for it in items]
 
 
-def best_seed(items: Sequence[Item], st: Structure, sizes: Sequence[int], lo: int,
-              hi: int) -> list[int] | None:
+def best_seed(items: Sequence[Item], st: Structure, sizes: Sequence[int], lo: int, hi: int) -> list[int] | None:
     """The first-fit placement of smallest footprint over the seed orders (first wins ties)."""
     best: list[int] | None = None
     for order in seed_orders(items, st, sizes):
         bases = first_fit(items, st, sizes, lo, hi, _chain_order(st, order))
-        if bases is not None and (best is None or footprint(sizes, bases, lo)
-                                  < footprint(sizes, best, lo)):
+        if bases is not None and (best is None or footprint(sizes, bases, lo) < footprint(sizes, best, lo)):
             best = bases
     return best
 
@@ -214,8 +226,7 @@ def _chain_order(st: Structure, order: Sequence[int]) -> list[int]:
     return out
 
 
-def _lowest_free(it: Item, st: Structure, sizes: Sequence[int], fixed: Mapping[int, int],
-                 floor: int) -> int:
+def _lowest_free(it: Item, st: Structure, sizes: Sequence[int], fixed: Mapping[int, int], floor: int) -> int:
     """The lowest aligned address ≥ floor where the item overlaps no fixed co-live item."""
     v = round_up(floor, it.align)
     busy = sorted((fixed[j], fixed[j] + sizes[j]) for j in st.neighbours[it.index] if j in fixed)
@@ -227,15 +238,18 @@ def _lowest_free(it: Item, st: Structure, sizes: Sequence[int], fixed: Mapping[i
     return v
 
 
-def solve_domain(problem: Problem, domain: Domain, items: tuple[Item, ...], budget: Budget,
-                 ) -> Packed | Conflict | Undecided:
+def solve_domain(
+    problem: Problem,
+    domain: Domain,
+    items: tuple[Item, ...],
+    budget: Budget,
+) -> Packed | Conflict | Undecided:
     """Place one domain's items lexicographically optimally (module docstring)."""
     caps = problem.capacities
     timeline = problem.timeline
     lo, hi = caps.bounds(domain)
     st = structure(items, timeline)
-    ranges = ({r.name: problem.depth_range(r) for r in problem.rings}
-              if domain is Domain.SMEM else {})
+    ranges = {r.name: problem.depth_range(r) for r in problem.rings} if domain is Domain.SMEM else {}
     low_depths = {name: a for name, (a, _) in ranges.items()}
     sizes = _sizes(items, low_depths)
     witness = best_seed(items, st, sizes, lo, hi)
@@ -244,19 +258,16 @@ def solve_domain(problem: Problem, domain: Domain, items: tuple[Item, ...], budg
         # core, within one check; otherwise its check decides and may spend the whole budget
         cut = _capacity_core(items, st, sizes, lo, hi)
         if cut is not None and len(st.pairs) > MAX_CORE_PAIRS:
-            return _conflict(domain, items, timeline, cut, None, low_depths, sizes, lo, hi,
-                             budget)
+            return _conflict(domain, items, timeline, cut, None, low_depths, sizes, lo, hi, budget)
         tracked = PackModel(items, st, lo, hi, sizes=sizes, depth_ranges={}, tracked=True)
         result = budget.check(tracked.solver, *tracked.lits, decisive=cut is None)
         if result.unsat:
             core = sorted(int(str(lit)[1:]) for lit in tracked.solver.unsat_core())
-            return _conflict(domain, items, timeline, core, tracked, low_depths, sizes, lo, hi,
-                             budget)
+            return _conflict(domain, items, timeline, core, tracked, low_depths, sizes, lo, hi, budget)
         if result.unknown:
             if cut is None:
                 return Undecided(domain)
-            return _conflict(domain, items, timeline, cut, None, low_depths, sizes, lo, hi,
-                             budget)
+            return _conflict(domain, items, timeline, cut, None, low_depths, sizes, lo, hi, budget)
         witness = tracked.bases(tracked.solver.model())
     depths, depth_proven = dict(low_depths), True
     if ranges:
@@ -277,8 +288,9 @@ def solve_domain(problem: Problem, domain: Domain, items: tuple[Item, ...], budg
             end = footprint(sizes, witness, lo)
     bases, canonical = _canonical(items, st, lo, end, sizes, witness, model, budget)
     end = footprint(sizes, bases, lo)
-    return Packed(domain, items, tuple(bases), tuple(sizes), depths, end, lower,
-                  depth_proven, footprint_proven, canonical)
+    return Packed(
+        domain, items, tuple(bases), tuple(sizes), depths, end, lower, depth_proven, footprint_proven, canonical
+    )
 
 
 DepthTerm = Callable[[Mapping[str, z3.ArithRef]], z3.BoolRef]
@@ -298,8 +310,9 @@ class _DepthSearch:
     pairwise disjunctions make each check cost seconds when there are many items.
     """
 
-    def __init__(self, items: Sequence[Item], st: Structure, lo: int, hi: int,
-                 ranges: Mapping[str, tuple[int, int]]) -> None:
+    def __init__(
+        self, items: Sequence[Item], st: Structure, lo: int, hi: int, ranges: Mapping[str, tuple[int, int]]
+    ) -> None:
         self.items, self.st, self.lo, self.hi, self.ranges = items, st, lo, hi, ranges
         self.ctx = z3.Context()
         self.solver = z3.Solver(ctx=self.ctx)
@@ -350,9 +363,15 @@ def _equal(name: str, value: int) -> DepthTerm:
     return lambda d: d[name] == value
 
 
-def _deepen(items: Sequence[Item], st: Structure, lo: int, hi: int,
-            ranges: Mapping[str, tuple[int, int]], witness: list[int], budget: Budget,
-            ) -> tuple[dict[str, int], list[int], bool]:
+def _deepen(
+    items: Sequence[Item],
+    st: Structure,
+    lo: int,
+    hi: int,
+    ranges: Mapping[str, tuple[int, int]],
+    witness: list[int],
+    budget: Budget,
+) -> tuple[dict[str, int], list[int], bool]:
     """Ring depths: the largest sum, then the smallest maximum, then each deepest in name order."""
     names = sorted(ranges)
     top = {n: ranges[n][1] for n in names}
@@ -392,6 +411,7 @@ def _deepen(items: Sequence[Item], st: Structure, lo: int, hi: int,
         depths, witness = found
     search.add(lambda d: z3.And([d[n] <= narrow for n in names]))
     for n in names:
+
         def deeper(v: int, n: str = n) -> tuple[Verdict, Found | None]:
             return search.probe(budget, lambda d: d[n] >= v)
 
@@ -406,9 +426,16 @@ def _deepen(items: Sequence[Item], st: Structure, lo: int, hi: int,
     return depths, witness, proven
 
 
-def _canonical(items: Sequence[Item], st: Structure, lo: int, end: int, sizes: Sequence[int],
-               witness: list[int], model: PackModel | None, budget: Budget,
-               ) -> tuple[list[int], bool]:
+def _canonical(
+    items: Sequence[Item],
+    st: Structure,
+    lo: int,
+    end: int,
+    sizes: Sequence[int],
+    witness: list[int],
+    model: PackModel | None,
+    budget: Budget,
+) -> tuple[list[int], bool]:
     """The lexicographically smallest bases, items in :func:`tie_order`, with footprint ≤ end.
 
     Items are fixed one at a time at their lowest feasible address. The lowest address
@@ -446,8 +473,7 @@ def _canonical(items: Sequence[Item], st: Structure, lo: int, end: int, sizes: S
                     model.solver.add(model.base[j] == fixed[j])
                     pinned.append(j)
             model.solver.add(model.end <= end)
-            value, ok, found = model.lower_to(budget, model.base[i], witness[i], v0, it.align,
-                                              near_first=True)
+            value, ok, found = model.lower_to(budget, model.base[i], witness[i], v0, it.align, near_first=True)
             canonical = canonical and ok
             if found is not None:
                 witness = model.bases(found)
@@ -456,15 +482,15 @@ def _canonical(items: Sequence[Item], st: Structure, lo: int, end: int, sizes: S
     return [fixed[it.index] for it in items], canonical
 
 
-def _fits(items: Sequence[Item], members: Sequence[int], timeline: Timeline,
-          sizes: Sequence[int], lo: int, hi: int) -> bool:
+def _fits(
+    items: Sequence[Item], members: Sequence[int], timeline: Timeline, sizes: Sequence[int], lo: int, hi: int
+) -> bool:
     """Whether first fit packs these items (a cheap witness that a subset is satisfiable)."""
     sub = tuple(dataclasses.replace(items[i], index=k) for k, i in enumerate(members))
     return best_seed(sub, structure(sub, timeline), [sizes[i] for i in members], lo, hi) is not None
 
 
-def _capacity_core(items: Sequence[Item], st: Structure, sizes: Sequence[int], lo: int,
-                   hi: int) -> list[int] | None:
+def _capacity_core(items: Sequence[Item], st: Structure, sizes: Sequence[int], lo: int, hi: int) -> list[int] | None:
     """Pairwise co-live items whose sizes alone exceed the domain, or None if no cut proves it.
 
     The proof without a solver check: one item past the limit at its alignment, else the
@@ -483,9 +509,18 @@ def _capacity_core(items: Sequence[Item], st: Structure, sizes: Sequence[int], l
     return None
 
 
-def _conflict(domain: Domain, items: tuple[Item, ...], timeline: Timeline, core: list[int],
-              tracked: PackModel | None, depths: Mapping[str, int], sizes: Sequence[int], lo: int,
-              hi: int, budget: Budget) -> Conflict:
+def _conflict(
+    domain: Domain,
+    items: tuple[Item, ...],
+    timeline: Timeline,
+    core: list[int],
+    tracked: PackModel | None,
+    depths: Mapping[str, int],
+    sizes: Sequence[int],
+    lo: int,
+    hi: int,
+    budget: Budget,
+) -> Conflict:
     """Shrink an infeasible set of items to a minimal one (deletion-based) and measure what it needs.
 
     ``tracked`` is the domain's tracked model when the solver found the core; without one
@@ -501,8 +536,9 @@ def _conflict(domain: Domain, items: tuple[Item, ...], timeline: Timeline, core:
             return SAT, None
         if tracked is None:
             sub = tuple(dataclasses.replace(items[j], index=k) for k, j in enumerate(origin))
-            tracked = PackModel(sub, structure(sub, timeline), lo, hi,
-                                sizes=[sizes[j] for j in origin], depth_ranges={}, tracked=True)
+            tracked = PackModel(
+                sub, structure(sub, timeline), lo, hi, sizes=[sizes[j] for j in origin], depth_ranges={}, tracked=True
+            )
         result = budget.check(tracked.solver, *[tracked.lits[position[j]] for j in trial])
         if result.unsat:
             return UNSAT, sorted(origin[int(str(lit)[1:])] for lit in tracked.solver.unsat_core())
@@ -515,8 +551,7 @@ def _conflict(domain: Domain, items: tuple[Item, ...], timeline: Timeline, core:
     return Conflict(domain, members, depths, needs, exact, minimal)
 
 
-def _needs(members: Sequence[Item], timeline: Timeline, sizes: list[int], lo: int,
-           budget: Budget) -> tuple[int, bool]:
+def _needs(members: Sequence[Item], timeline: Timeline, sizes: list[int], lo: int, budget: Budget) -> tuple[int, bool]:
     """The smallest footprint (from ``lo``) of a set of items with no capacity limit."""
     sub = tuple(dataclasses.replace(it, index=k) for k, it in enumerate(members))
     st = structure(sub, timeline)

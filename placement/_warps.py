@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import z3
 
 from checker.memo import Memo
+from diagnostics.symbols import Code
 from placement._budget import Budget, search_max, search_min
 from placement.problem import Problem, Role, round_up
 from solver import UNSAT, Verdict, minimise_core
@@ -75,8 +76,16 @@ def overlaps(offset: int, warps: int, group: int, width: int) -> bool:
 class WarpModel:
     """The Z3 encoding of the layout and, with ``registers``, of the register groups."""
 
-    def __init__(self, problem: Problem, roles: Sequence[Role], *, registers: bool,
-                 limit: int, exact: int | None, pool: bool = True) -> None:
+    def __init__(
+        self,
+        problem: Problem,
+        roles: Sequence[Role],
+        *,
+        registers: bool,
+        limit: int,
+        exact: int | None,
+        pool: bool = True,
+    ) -> None:
         caps = problem.capacities
         g = caps.warpgroup_warps
         self.problem = problem
@@ -105,8 +114,7 @@ class WarpModel:
         for r in range(len(roles)):
             for t in range(r + 1, len(roles)):
                 a, b = roles[r], roles[t]
-                s.add(z3.Or(self.off[r] + a.warps <= self.off[t],
-                            self.off[t] + b.warps <= self.off[r]))
+                s.add(z3.Or(self.off[r] + a.warps <= self.off[t], self.off[t] + b.warps <= self.off[r]))
                 # declaration order: a role never starts before one declared earlier
                 s.add(z3.Implies(z3.And(self.lits[r], self.lits[t]), self.off[r] + a.warps <= self.off[t]))
         if not registers:
@@ -131,8 +139,7 @@ class WarpModel:
     def _demand(self, w: int) -> z3.ArithRef:
         caps = self.problem.capacities
         g = caps.warpgroup_warps
-        terms = [self.budget[k] * (caps.warp_size * min(g, w - g * k))
-                 for k in range(-(-w // g))]
+        terms = [self.budget[k] * (caps.warp_size * min(g, w - g * k)) for k in range(-(-w // g))]
         return z3.Sum(terms) if terms else z3.IntVal(0, self.ctx)
 
     def value(self, model: z3.ModelRef, expr: z3.ArithRef) -> int:
@@ -198,8 +205,14 @@ def solve_warps(problem: Problem, budget: Budget, memo: Memo | None = None) -> L
     """
     if memo is None or budget.used or budget.checks or budget.unknowns:
         return _solve_warps(problem, budget)
-    key = (problem.capacities, tuple((r.warps, r.warpgroup, r.regs) for r in problem.roles),
-           problem.block_warps, problem.allow_idle_warps, budget.total, budget.per_check)
+    key = (
+        problem.capacities,
+        tuple((r.warps, r.warpgroup, r.regs) for r in problem.roles),
+        problem.block_warps,
+        problem.allow_idle_warps,
+        budget.total,
+        budget.per_check,
+    )
 
     def compute() -> tuple[object, int, int, int]:
         fresh = Budget(budget.total, budget.per_check)
@@ -227,9 +240,9 @@ def _solve_warps(problem: Problem, budget: Budget) -> Layout | WarpConflict | Wa
             if sum(roles[t].warps for t in kept if t != r) > limit:
                 kept.remove(r)
         needs = sum(roles[t].warps for t in kept)
-        return WarpConflict("L-WARPS", tuple(kept), True, needs, limit, True, needs)
+        return WarpConflict(Code.L_WARPS, tuple(kept), True, needs, limit, True, needs)
     if not problem.allow_idle_warps and problem.block_warps is not None and total != limit:
-        return WarpConflict("L-WARPS", everyone, True, total, limit, True, total)
+        return WarpConflict(Code.L_WARPS, everyone, True, total, limit, True, total)
     exact = problem.block_warps if problem.allow_idle_warps else total
     if greedy_layout(problem, everyone) is None:
         layout_model = WarpModel(problem, roles, registers=False, limit=limit, exact=exact)
@@ -239,7 +252,7 @@ def _solve_warps(problem: Problem, budget: Budget) -> Layout | WarpConflict | Wa
         if result.unsat:
             core, minimal = _shrink(layout_model, budget)
             needs, ok = _warps_needed(problem, [roles[r] for r in core], budget)
-            return WarpConflict("L-WARPS", core, minimal, needs, limit, ok, needs)
+            return WarpConflict(Code.L_WARPS, core, minimal, needs, limit, ok, needs)
     model = WarpModel(problem, roles, registers=True, limit=limit, exact=exact)
     result = budget.check(model.solver, *model.lits, decisive=True)
     if result.unknown:
@@ -260,18 +273,18 @@ def _optimise(problem: Problem, m: WarpModel, current: z3.ModelRef, budget: Budg
 
     def maximise(expr: z3.ArithRef, upper: int, step: int = 1) -> bool:
         nonlocal current
-        value, ok, found = search_max(lambda v: m.probe(budget, expr >= v),
-                                      lambda mod: m.value(mod, expr),
-                                      m.value(current, expr), upper, step)
+        value, ok, found = search_max(
+            lambda v: m.probe(budget, expr >= v), lambda mod: m.value(mod, expr), m.value(current, expr), upper, step
+        )
         current = found if found is not None else current
         s.add(expr == value)
         return ok
 
     def minimise(expr: z3.ArithRef, lower: int, step: int = 1) -> bool:
         nonlocal current
-        value, ok, found = search_min(lambda v: m.probe(budget, expr <= v),
-                                      lambda mod: m.value(mod, expr),
-                                      m.value(current, expr), lower, step)
+        value, ok, found = search_min(
+            lambda v: m.probe(budget, expr <= v), lambda mod: m.value(mod, expr), m.value(current, expr), lower, step
+        )
         current = found if found is not None else current
         s.add(expr == value)
         return ok
@@ -300,7 +313,9 @@ def _optimise(problem: Problem, m: WarpModel, current: z3.ModelRef, budget: Budg
         offsets=tuple(m.value(current, o) for o in m.off),
         block_warps=warps,
         group_budgets=tuple(m.value(current, m.budget[k]) for k in range(-(-warps // g))),
-        proven=proven, canonical=canonical)
+        proven=proven,
+        canonical=canonical,
+    )
 
 
 def _shrink(m: WarpModel, budget: Budget) -> tuple[tuple[int, ...], bool]:
@@ -326,14 +341,18 @@ def _warps_needed(problem: Problem, roles: Sequence[Role], budget: Budget) -> tu
     result = budget.check(m.solver)
     if not result.sat:
         return sum(r.warps for r in roles), False
-    value, ok, _ = search_min(lambda v: m.probe(budget, m.warps <= v),
-                              lambda mod: m.value(mod, m.warps),
-                              m.value(m.solver.model(), m.warps), sum(r.warps for r in roles))
+    value, ok, _ = search_min(
+        lambda v: m.probe(budget, m.warps <= v),
+        lambda mod: m.value(mod, m.warps),
+        m.value(m.solver.model(), m.warps),
+        sum(r.warps for r in roles),
+    )
     return value, ok
 
 
-def _regs_conflict(problem: Problem, core: tuple[int, ...], minimal: bool, limit: int,
-                   exact: int | None, budget: Budget) -> WarpConflict:
+def _regs_conflict(
+    problem: Problem, core: tuple[int, ...], minimal: bool, limit: int, exact: int | None, budget: Budget
+) -> WarpConflict:
     """L-REGS for a core: the layout with the smallest register shortfall, and its numbers."""
     caps = problem.capacities
     roles = [problem.roles[r] for r in core]
@@ -348,10 +367,12 @@ def _regs_conflict(problem: Problem, core: tuple[int, ...], minimal: bool, limit
     short = demand - pool
     result = budget.check(m.solver)
     if not result.sat:
-        return WarpConflict("L-REGS", core, minimal, 0, 0, False, 0)
+        return WarpConflict(Code.L_REGS, core, minimal, 0, 0, False, 0)
     first = m.solver.model()
-    _, ok, found = search_min(lambda v: m.probe(budget, short <= v),
-                              lambda mod: m.value(mod, short), m.value(first, short), 1)
+    _, ok, found = search_min(
+        lambda v: m.probe(budget, short <= v), lambda mod: m.value(mod, short), m.value(first, short), 1
+    )
     best = found if found is not None else first
-    return WarpConflict("L-REGS", core, minimal, m.value(best, demand), m.value(best, pool), ok,
-                        m.value(best, m.warps))
+    return WarpConflict(
+        Code.L_REGS, core, minimal, m.value(best, demand), m.value(best, pool), ok, m.value(best, m.warps)
+    )

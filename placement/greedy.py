@@ -34,8 +34,9 @@ from placement.result import Placement
 ORDERS = ("lexical", "size")
 
 
-def _fit(items: tuple[Item, ...], st: Structure, depths: Mapping[str, int], lo: int, hi: int,
-         order: str) -> list[int] | None:
+def _fit(
+    items: tuple[Item, ...], st: Structure, depths: Mapping[str, int], lo: int, hi: int, order: str
+) -> list[int] | None:
     sizes = [it.size(depths) for it in items]
     return first_fit(items, st, sizes, lo, hi, greedy_orders(items, sizes)[order], keep_chains=False)
 
@@ -62,8 +63,7 @@ def _layout(problem: Problem, order: str) -> Layout | None:
     return Layout(tuple(offsets), warps, tuple(mins), False, False)
 
 
-def greedy(problem: Problem, order: str = "lexical",
-           depths: Mapping[str, int] | None = None) -> Placement | None:
+def greedy(problem: Problem, order: str = "lexical", depths: Mapping[str, int] | None = None) -> Placement | None:
     """The first-fit placement in ``order`` (``lexical`` or ``size``), or None if it fails.
 
     ``depths`` fixes the ring depths (e.g. the solver's, to compare footprints); by default
@@ -89,11 +89,19 @@ def greedy(problem: Problem, order: str = "lexical",
         if bases is None:
             return None
         sizes = [it.size(chosen) for it in items]
-        packed[domain] = Packed(domain, items, tuple(bases), tuple(sizes), chosen,
-                                footprint(sizes, bases, dlo), lower_bound(items, st, sizes, dlo),
-                                False, False, False)
+        packed[domain] = Packed(
+            domain,
+            items,
+            tuple(bases),
+            tuple(sizes),
+            chosen,
+            footprint(sizes, bases, dlo),
+            lower_bound(items, st, sizes, dlo),
+            False,
+            False,
+            False,
+        )
     layout = _layout(problem, order)
     if layout is None:
         return None
-    return assemble(problem, packed, layout, method=f"greedy-{order}", optimal=False,
-                    canonical=False)
+    return assemble(problem, packed, layout, method=f"greedy-{order}", optimal=False, canonical=False)

@@ -206,7 +206,7 @@ class Timeline:
             for a in xs:
                 sa, ea = ranges[a]
                 out.extend((a, b) for b in xs if b >= a and sa < ranges[b][1] and ranges[b][0] < ea)
-                for other in connections[c + 1:]:
+                for other in connections[c + 1 :]:
                     out.extend((min(a, b), max(a, b)) for b in intervals[other])
         out.sort()
         return out

@@ -50,8 +50,12 @@ class Domain(enum.Enum):
 
     @property
     def title(self) -> str:
-        return {"smem": "shared memory", "tmem": "tensor memory", "barrier": "named barriers",
-                "counter": "counter slots"}[self.value]
+        return {
+            "smem": "shared memory",
+            "tmem": "tensor memory",
+            "barrier": "named barriers",
+            "counter": "counter slots",
+        }[self.value]
 
 
 DOMAINS: tuple[Domain, ...] = (Domain.SMEM, Domain.TMEM, Domain.BARRIER, Domain.COUNTER)
@@ -171,10 +175,21 @@ class Capacities:
             raise ValueError("the mbarrier alignment must be a power of two")
         if self.tmem_columns and not is_power_of_two(self.tmem_min_alloc_columns):
             raise ValueError("the minimum tensor-memory allocation must be a power of two")
-        positive = ("warp_size", "max_warps_per_block", "warpgroup_warps", "regs_per_block", "regs_per_sm",
-                    "sub_partitions", "blocks_per_sm",
-                    "max_regs_per_thread", "reg_alloc_unit_per_warp", "reg_warp_rounding",
-                    "setmaxnreg_step", "smem_alloc_granularity", "mbarrier_size")
+        positive = (
+            "warp_size",
+            "max_warps_per_block",
+            "warpgroup_warps",
+            "regs_per_block",
+            "regs_per_sm",
+            "sub_partitions",
+            "blocks_per_sm",
+            "max_regs_per_thread",
+            "reg_alloc_unit_per_warp",
+            "reg_warp_rounding",
+            "setmaxnreg_step",
+            "smem_alloc_granularity",
+            "mbarrier_size",
+        )
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ValueError(f"capacity `{name}` must be positive")
@@ -188,8 +203,7 @@ class Capacities:
     def from_target(cls, spec: TargetLike, *, counter_slots: int, blocks_per_sm: int = 1) -> Capacities:
         """Copy the fields placement reads from a hardware-table entry, for ``blocks_per_sm``
         resident blocks (each gets its share of shared memory and tensor memory)."""
-        names = [f for f in cls.__dataclass_fields__
-                 if f not in ("target", "counter_slots", "blocks_per_sm")]
+        names = [f for f in cls.__dataclass_fields__ if f not in ("target", "counter_slots", "blocks_per_sm")]
         values = {n: int(getattr(spec, n)) for n in names}
         blocks = max(blocks_per_sm, 1)
         values["smem_per_block_optin"] = residency.smem_per_block(spec, blocks)
@@ -266,8 +280,7 @@ class SmemClaim:
     span: Span = field(default=UNKNOWN_SPAN, compare=False)
 
     def __post_init__(self) -> None:
-        _check_item("shared-memory claim", self.owner, self.name,
-                    (("bytes", self.bytes), ("align", self.align)))
+        _check_item("shared-memory claim", self.owner, self.name, (("bytes", self.bytes), ("align", self.align)))
         if not is_power_of_two(self.align):
             raise ValueError(f"`{self.owner}.{self.name}`: alignment {self.align} is not a power of two")
 
@@ -295,9 +308,16 @@ class Ring:
     span: Span = field(default=UNKNOWN_SPAN, compare=False)
 
     def __post_init__(self) -> None:
-        _check_item("ring", self.owner, self.name,
-                    (("depth_min", self.depth_min), ("depth_max", self.depth_max or 1),
-                     ("barriers_per_slot", self.barriers_per_slot)))
+        _check_item(
+            "ring",
+            self.owner,
+            self.name,
+            (
+                ("depth_min", self.depth_min),
+                ("depth_max", self.depth_max or 1),
+                ("barriers_per_slot", self.barriers_per_slot),
+            ),
+        )
         if self.depth_max is not None and self.depth_min > self.depth_max:
             raise ValueError(f"ring `{self.name}`: empty depth range {self.depth_min}..{self.depth_max}")
 
@@ -452,22 +472,23 @@ class Problem:
                 raise ValueError(f"{kind} `{dup[0]}.{dup[1]}` is declared twice")
         for claim in self.smem:
             if claim.per_slot_ring is not None and claim.per_slot_ring not in ring_names:
-                raise ValueError(f"`{claim.display}` is per-slot storage of undeclared ring "
-                                 f"`{claim.per_slot_ring}`")
+                raise ValueError(f"`{claim.display}` is per-slot storage of undeclared ring `{claim.per_slot_ring}`")
         lifetimes: list[Lifetime] = [r.lifetime for r in self.rings]
         lifetimes += [c.lifetime for c in self.claims()]
         for life in lifetimes:
             self.timeline.validate(life)
         for role in self.roles:
             if role.warpgroup and role.warps % caps.warpgroup_warps:
-                raise ValueError(f"warpgroup role `{role.display}` has {role.warps} warps, "
-                                 f"not a multiple of {caps.warpgroup_warps}")
+                raise ValueError(
+                    f"warpgroup role `{role.display}` has {role.warps} warps, not a multiple of {caps.warpgroup_warps}"
+                )
             if role.regs is not None and role.regs > caps.setmaxnreg_max:
-                raise ValueError(f"role `{role.display}` asks for {role.regs} registers, above "
-                                 f"the setmaxnreg maximum {caps.setmaxnreg_max}")
+                raise ValueError(
+                    f"role `{role.display}` asks for {role.regs} registers, above "
+                    f"the setmaxnreg maximum {caps.setmaxnreg_max}"
+                )
         if self.block_warps is not None and not 1 <= self.block_warps <= caps.max_warps_per_block:
-            raise ValueError(f"a block of {self.block_warps} warps is outside "
-                             f"1..{caps.max_warps_per_block}")
+            raise ValueError(f"a block of {self.block_warps} warps is outside 1..{caps.max_warps_per_block}")
 
     def _bounded(self, ring: Ring) -> Ring:
         """The ring with an unbounded depth capped at what shared memory could hold."""

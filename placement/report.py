@@ -34,8 +34,7 @@ barrier IDs {o.barrier_ids}; counter slots {o.counter_slots}; block warps {o.blo
 _COLUMNS = f"{'Offset':>10} {'Size':>10} {'Align':>6}  {'Lifetime':<30} {'Symbol':<36} Why"
 
 
-def _row(offset: int | str, size: int | str, align: int | str, lifetime: str, symbol: str,
-         why: str) -> str:
+def _row(offset: int | str, size: int | str, align: int | str, lifetime: str, symbol: str, why: str) -> str:
     return f"{offset:>10} {size:>10} {align:>6}  {lifetime:<30} {symbol:<36} {why}".rstrip()
 
 
@@ -46,28 +45,57 @@ def _yes(flag: bool, word: str) -> str:
 def render_map(placement: Placement) -> str:
     """The text map, ending with a newline."""
     p = placement
-    lines = [_HEADER.format(format=FORMAT, target=p.target, method=p.method,
-                            optimal=_yes(p.optimal, "optimal"),
-                            canonical=_yes(p.canonical, "canonical"), o=p.objective), "",
-             _COLUMNS]
+    lines = [
+        _HEADER.format(
+            format=FORMAT,
+            target=p.target,
+            method=p.method,
+            optimal=_yes(p.optimal, "optimal"),
+            canonical=_yes(p.canonical, "canonical"),
+            o=p.objective,
+        ),
+        "",
+        _COLUMNS,
+    ]
     for domain in DOMAINS:
         lines.extend(_domain_lines(p, domain))
     lines.append("")
     lines.append("rings")
     lines.append(_row("", "Depth", "", "Range; one slot", "Symbol", "Why"))
     for ring in p.rings:
-        lines.append(_row("", ring.depth, "", f"{ring.depth_min}..{ring.depth_max}; "
-                          f"{ring.slot_bytes} B", f"{ring.owner}.{ring.name}", ring.why))
+        lines.append(
+            _row(
+                "",
+                ring.depth,
+                "",
+                f"{ring.depth_min}..{ring.depth_max}; {ring.slot_bytes} B",
+                f"{ring.owner}.{ring.name}",
+                ring.why,
+            )
+        )
     lines.append("")
-    lines.append(f"warps  block {p.block_warps} warps; idle "
-                 f"{len(p.idle_warps)}; entry {p.entry_regs} registers per thread; "
-                 f"register pool {p.register_pool}")
+    lines.append(
+        f"warps  block {p.block_warps} warps; idle "
+        f"{len(p.idle_warps)}; entry {p.entry_regs} registers per thread; "
+        f"register pool {p.register_pool}"
+    )
     lines.append(_row("First", "Warps", "Align", "Budget", "Symbol", "Why"))
     entries: list[tuple[int, str, str]] = []
     for r in p.roles:
-        entries.append((r.first_warp, r.display,
-                        _row(r.first_warp, r.warps, 4 if r.warpgroup else 1,
-                             f"budget {r.budget} (min {r.minimum})", f"    {r.name}", r.why)))
+        entries.append(
+            (
+                r.first_warp,
+                r.display,
+                _row(
+                    r.first_warp,
+                    r.warps,
+                    4 if r.warpgroup else 1,
+                    f"budget {r.budget} (min {r.minimum})",
+                    f"    {r.name}",
+                    r.why,
+                ),
+            )
+        )
     for w in p.idle_warps:
         entries.append((w, "", _row(w, 1, 1, "", "    <idle>", "padding the linker fills")))
     owners = sorted({r.owner for r in p.roles})
@@ -79,8 +107,9 @@ def render_map(placement: Placement) -> str:
     lines.append("registers")
     lines.append(_row("First", "Warps", "Budget", "Roles", "Symbol", "Why"))
     for grp in p.groups:
-        lines.append(_row(grp.first_warp, grp.warps, grp.budget,
-                          ", ".join(grp.roles) or "<idle>", f"group {grp.index}", grp.why))
+        lines.append(
+            _row(grp.first_warp, grp.warps, grp.budget, ", ".join(grp.roles) or "<idle>", f"group {grp.index}", grp.why)
+        )
     if p.notes:
         lines.append("")
         lines.extend(f"note: {n.code}: {n.message}" for n in p.notes)
@@ -90,8 +119,11 @@ def render_map(placement: Placement) -> str:
 def _domain_lines(p: Placement, domain: Domain) -> list[str]:
     use = p.use(domain)
     proven = "proven" if use.proven else "not proven"
-    lines = ["", f"{domain.value}  [{use.start}, {use.limit}) used {use.used} {domain.unit} "
-                 f"(end {use.end}); lower bound {use.lower_bound - use.start} ({proven} minimal)"]
+    lines = [
+        "",
+        f"{domain.value}  [{use.start}, {use.limit}) used {use.used} {domain.unit} "
+        f"(end {use.end}); lower bound {use.lower_bound - use.start} ({proven} minimal)",
+    ]
     if domain is Domain.SMEM and use.start > 0:
         lines.append(_row(0, use.start, "", "kernel", "<reserved>", "system bytes of every block"))
     if domain is Domain.BARRIER and use.start > 0:
@@ -108,15 +140,24 @@ def _lifetime(life: Lifetime) -> dict[str, Any]:
     if isinstance(life, Phase):
         return {"kind": "phase", "phase": life.name}
     if isinstance(life, Interval):
-        return {"kind": "interval", "connection": life.connection, "start": life.start,
-                "end": life.end}
+        return {"kind": "interval", "connection": life.connection, "start": life.start, "end": life.end}
     return {"kind": "kernel"}
 
 
 def _slot(s: Slot) -> dict[str, Any]:
-    return {"owner": s.owner, "name": s.name, "offset": s.offset, "size": s.size,
-            "align": s.align, "lifetime": _lifetime(s.lifetime), "kind": s.kind, "ring": s.ring,
-            "demand": s.demand, "why": s.why, "span": str(s.span)}
+    return {
+        "owner": s.owner,
+        "name": s.name,
+        "offset": s.offset,
+        "size": s.size,
+        "align": s.align,
+        "lifetime": _lifetime(s.lifetime),
+        "kind": s.kind,
+        "ring": s.ring,
+        "demand": s.demand,
+        "why": s.why,
+        "span": str(s.span),
+    }
 
 
 def to_jsonable(placement: Placement) -> dict[str, Any]:
@@ -126,31 +167,79 @@ def to_jsonable(placement: Placement) -> dict[str, Any]:
     for domain in DOMAINS:
         use = p.use(domain)
         domains[domain.value] = {
-            "unit": domain.unit, "start": use.start, "end": use.end, "limit": use.limit,
-            "used": use.used, "lower_bound": use.lower_bound, "proven": use.proven,
-            "claims": [_slot(s) for s in p.in_domain(domain)]}
+            "unit": domain.unit,
+            "start": use.start,
+            "end": use.end,
+            "limit": use.limit,
+            "used": use.used,
+            "lower_bound": use.lower_bound,
+            "proven": use.proven,
+            "claims": [_slot(s) for s in p.in_domain(domain)],
+        }
     o = p.objective
     return {
-        "format": FORMAT, "target": p.target, "method": p.method, "optimal": p.optimal,
+        "format": FORMAT,
+        "target": p.target,
+        "method": p.method,
+        "optimal": p.optimal,
         "canonical": p.canonical,
-        "objective": {"ring_depths": o.ring_depths, "role_registers": o.role_registers,
-                      "register_headroom": o.register_headroom, "smem_bytes": o.smem_bytes,
-                      "tmem_columns": o.tmem_columns, "barrier_ids": o.barrier_ids,
-                      "counter_slots": o.counter_slots, "block_warps": o.block_warps},
+        "objective": {
+            "ring_depths": o.ring_depths,
+            "role_registers": o.role_registers,
+            "register_headroom": o.register_headroom,
+            "smem_bytes": o.smem_bytes,
+            "tmem_columns": o.tmem_columns,
+            "barrier_ids": o.barrier_ids,
+            "counter_slots": o.counter_slots,
+            "block_warps": o.block_warps,
+        },
         "domains": domains,
-        "rings": [{"owner": r.owner, "name": r.name, "depth": r.depth, "depth_min": r.depth_min,
-                   "depth_max": r.depth_max, "slot_bytes": r.slot_bytes, "why": r.why,
-                   "span": str(r.span)} for r in p.rings],
+        "rings": [
+            {
+                "owner": r.owner,
+                "name": r.name,
+                "depth": r.depth,
+                "depth_min": r.depth_min,
+                "depth_max": r.depth_max,
+                "slot_bytes": r.slot_bytes,
+                "why": r.why,
+                "span": str(r.span),
+            }
+            for r in p.rings
+        ],
         "warps": {
-            "block_warps": p.block_warps, "idle": list(p.idle_warps),
-            "entry_regs": p.entry_regs, "register_pool": p.register_pool,
-            "roles": [{"owner": r.owner, "name": r.name, "first_warp": r.first_warp,
-                       "warps": r.warps, "warpgroup": r.warpgroup, "minimum": r.minimum,
-                       "budget": r.budget, "groups": list(r.groups), "why": r.why,
-                       "span": str(r.span)} for r in p.roles],
-            "groups": [{"index": g.index, "first_warp": g.first_warp, "warps": g.warps,
-                        "budget": g.budget, "roles": list(g.roles), "idle": list(g.idle_warps),
-                        "why": g.why} for g in p.groups]},
+            "block_warps": p.block_warps,
+            "idle": list(p.idle_warps),
+            "entry_regs": p.entry_regs,
+            "register_pool": p.register_pool,
+            "roles": [
+                {
+                    "owner": r.owner,
+                    "name": r.name,
+                    "first_warp": r.first_warp,
+                    "warps": r.warps,
+                    "warpgroup": r.warpgroup,
+                    "minimum": r.minimum,
+                    "budget": r.budget,
+                    "groups": list(r.groups),
+                    "why": r.why,
+                    "span": str(r.span),
+                }
+                for r in p.roles
+            ],
+            "groups": [
+                {
+                    "index": g.index,
+                    "first_warp": g.first_warp,
+                    "warps": g.warps,
+                    "budget": g.budget,
+                    "roles": list(g.roles),
+                    "idle": list(g.idle_warps),
+                    "why": g.why,
+                }
+                for g in p.groups
+            ],
+        },
         "notes": [{"code": n.code, "message": n.message, "notes": list(n.notes)} for n in p.notes],
     }
 

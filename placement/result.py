@@ -146,9 +146,13 @@ class Objective:
 
     def key(self) -> tuple[int, ...]:
         """A tuple that sorts better placements first."""
-        return (-self.ring_depths, -self.role_registers, -self.register_headroom,
-                self.smem_bytes + self.tmem_columns + self.barrier_ids + self.counter_slots,
-                self.block_warps)
+        return (
+            -self.ring_depths,
+            -self.role_registers,
+            -self.register_headroom,
+            self.smem_bytes + self.tmem_columns + self.barrier_ids + self.counter_slots,
+            self.block_warps,
+        )
 
 
 @dataclass(frozen=True)
@@ -180,8 +184,7 @@ class Placement:
     checks: int = field(default=0, compare=False)
 
     def slot(self, owner: str, name: str, domain: Domain | None = None) -> Slot:
-        return next(s for s in self.slots
-                    if s.owner == owner and s.name == name and domain in (None, s.domain))
+        return next(s for s in self.slots if s.owner == owner and s.name == name and domain in (None, s.domain))
 
     def depth(self, ring: str) -> int:
         return next(r.depth for r in self.rings if r.name == ring)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from checker.memo import Memo
 from diagnostics.model import Diagnostic, DiagnosticError, Severity, sort_diagnostics
+from diagnostics.symbols import Code
 from placement._assemble import assemble
 from placement._budget import DEFAULT_CHECK_RLIMIT, DEFAULT_RLIMIT, Budget
 from placement._model import domain_items
@@ -40,8 +41,13 @@ from placement.verify import verify
 SOLVE_ORDER: tuple[Domain, ...] = (Domain.BARRIER, Domain.COUNTER, Domain.TMEM, Domain.SMEM)
 
 
-def solve(problem: Problem, *, rlimit: int = DEFAULT_RLIMIT,
-          check_rlimit: int = DEFAULT_CHECK_RLIMIT, memo: Memo | None = None) -> Placement:
+def solve(
+    problem: Problem,
+    *,
+    rlimit: int = DEFAULT_RLIMIT,
+    check_rlimit: int = DEFAULT_CHECK_RLIMIT,
+    memo: Memo | None = None,
+) -> Placement:
     """Place every claim, ring depth, role and register budget of the problem.
 
     Raises :class:`~diagnostics.model.DiagnosticError` carrying one ``L-…`` diagnostic per
@@ -73,17 +79,24 @@ def solve(problem: Problem, *, rlimit: int = DEFAULT_RLIMIT,
     notes: list[Diagnostic] = []
     if not (optimal and canonical):
         notes.append(_budget_note(packed, layout, optimal, budget))
-    placement = assemble(problem, packed, layout, method="solver", optimal=optimal,
-                         canonical=canonical, notes=tuple(notes), rlimit_used=budget.used,
-                         checks=budget.checks)
+    placement = assemble(
+        problem,
+        packed,
+        layout,
+        method="solver",
+        optimal=optimal,
+        canonical=canonical,
+        notes=tuple(notes),
+        rlimit_used=budget.used,
+        checks=budget.checks,
+    )
     violations = verify(problem, placement)
     if violations:
         raise RuntimeError("the solver's placement fails verification: " + "; ".join(violations))
     return placement
 
 
-def _budget_note(packed: dict[Domain, Packed], layout: Layout, optimal: bool,
-                 budget: Budget) -> Diagnostic:
+def _budget_note(packed: dict[Domain, Packed], layout: Layout, optimal: bool, budget: Budget) -> Diagnostic:
     """``I-PLACE-BUDGET``: which levels were not proven within the budget, and which limit bound."""
     open_levels = []
     for domain in DOMAINS:
@@ -100,15 +113,20 @@ def _budget_note(packed: dict[Domain, Packed], layout: Layout, optimal: bool,
         open_levels.append("warp and register tie-break")
     what = "optimal" if not optimal else "canonical"
     if budget.left == 0:
-        help_text = (f"raise the placement budget (`rlimit`, {budget.total} units, all spent) to prove "
-                     "the remaining levels")
+        help_text = (
+            f"raise the placement budget (`rlimit`, {budget.total} units, all spent) to prove the remaining levels"
+        )
     else:
-        help_text = (f"raise the per-check limit (`check_rlimit`, {budget.per_check} units): a check hit "
-                     f"it with {budget.left} of the {budget.total} units of `rlimit` left")
+        help_text = (
+            f"raise the per-check limit (`check_rlimit`, {budget.per_check} units): a check hit "
+            f"it with {budget.left} of the {budget.total} units of `rlimit` left"
+        )
     return Diagnostic(
-        "I-PLACE-BUDGET",
+        Code.I_PLACE_BUDGET,
         f"placement is valid but not proven {what} within its budget of {budget.total} rlimit units",
-        Severity.NOTE, (), (f"not proven: {', '.join(open_levels)}",),
+        Severity.NOTE,
+        (),
+        (f"not proven: {', '.join(open_levels)}",),
         (help_text,),
-        (("rlimit", str(budget.total)), ("check_rlimit", str(budget.per_check)),
-         ("open", ", ".join(open_levels))))
+        (("rlimit", str(budget.total)), ("check_rlimit", str(budget.per_check)), ("open", ", ".join(open_levels))),
+    )

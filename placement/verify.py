@@ -27,8 +27,11 @@ def _pow2_at_least(value: int) -> int:
     return size
 
 
-def _expected(problem: Problem, placement: Placement, errors: list[str],
-              ) -> dict[tuple[Domain, str, str], tuple[int, int, object]]:
+def _expected(
+    problem: Problem,
+    placement: Placement,
+    errors: list[str],
+) -> dict[tuple[Domain, str, str], tuple[int, int, object]]:
     """Every storage item's (size, alignment, lifetime), keyed by (domain, owner, name)."""
     caps = problem.capacities
     depths = {r.name: r.depth for r in placement.rings}
@@ -42,8 +45,7 @@ def _expected(problem: Problem, placement: Placement, errors: list[str],
         if not low <= depth <= high:
             errors.append(f"ring `{ring.name}` depth {depth} outside {low}..{high}")
         size = ring.barriers_per_slot * caps.mbarrier_size * depth
-        out[(Domain.SMEM, ring.owner, f"{ring.name}.mbarriers")] = (size, caps.mbarrier_align,
-                                                                   ring.lifetime)
+        out[(Domain.SMEM, ring.owner, f"{ring.name}.mbarriers")] = (size, caps.mbarrier_align, ring.lifetime)
     for c in problem.smem:
         if c.per_slot_ring is None:
             size = c.bytes
@@ -58,8 +60,9 @@ def _expected(problem: Problem, placement: Placement, errors: list[str],
         out[(Domain.BARRIER, b.owner, b.name)] = (1, 1, b.lifetime)
     for k in problem.counters:
         out[(Domain.COUNTER, k.owner, k.name)] = (k.slots, 1, k.lifetime)
-    if len({r.name for r in placement.rings}) != len(placement.rings) or \
-            {r.name for r in placement.rings} != {r.name for r in problem.rings}:
+    if len({r.name for r in placement.rings}) != len(placement.rings) or {r.name for r in placement.rings} != {
+        r.name for r in problem.rings
+    }:
         errors.append("the placed rings differ from the problem's rings")
     return out
 
@@ -93,8 +96,7 @@ def _storage(problem: Problem, placement: Placement, errors: list[str]) -> None:
         if s.offset % align:
             errors.append(f"`{s.display}` at {s.offset} is not aligned to {align}")
         if s.offset < lo or s.offset + s.size > hi:
-            errors.append(f"`{s.display}` at [{s.offset}, {s.offset + s.size}) is outside "
-                          f"[{lo}, {hi})")
+            errors.append(f"`{s.display}` at [{s.offset}, {s.offset + s.size}) is outside [{lo}, {hi})")
         if s.lifetime != lifetime:
             errors.append(f"`{s.display}` has lifetime {s.lifetime.text()}, not the problem's")
     for key in expected:
@@ -107,14 +109,15 @@ def _storage(problem: Problem, placement: Placement, errors: list[str]) -> None:
         slots.sort(key=lambda s: s.offset)
         for i, j in _co_live_overlaps(problem.timeline, slots):
             a, b = slots[i], slots[j]
-            errors.append(f"{domain.value} `{a.display}` [{a.offset}, {a.end}) overlaps "
-                          f"co-live `{b.display}` [{b.offset}, {b.end})")
+            errors.append(
+                f"{domain.value} `{a.display}` [{a.offset}, {a.end}) overlaps "
+                f"co-live `{b.display}` [{b.offset}, {b.end})"
+            )
     for use in placement.uses:
         ends = [s.end for s in seen.values() if s.domain is use.domain]
         lo, hi = _range(problem, use.domain)
         if use.end != max(ends, default=lo) or use.start != lo or use.limit != hi:
-            errors.append(f"{use.domain.value} use [{use.start}, {use.end}) of {use.limit} "
-                          f"misreports the slots")
+            errors.append(f"{use.domain.value} use [{use.start}, {use.end}) of {use.limit} misreports the slots")
 
 
 def _co_live_overlaps(timeline: Timeline, slots: list[Slot]) -> list[tuple[int, int]]:
@@ -172,8 +175,7 @@ def _warps(problem: Problem, placement: Placement, errors: list[str]) -> None:
         if role.warpgroup and rp.first_warp % g:
             errors.append(f"warpgroup role `{rp.display}` starts at warp {rp.first_warp}")
         if rp.first_warp < 0 or rp.first_warp + role.warps > w:
-            errors.append(f"role `{rp.display}` at warps [{rp.first_warp}, {rp.end}) is outside "
-                          f"the block's {w}")
+            errors.append(f"role `{rp.display}` at warps [{rp.first_warp}, {rp.end}) is outside the block's {w}")
             continue
         for x in range(rp.first_warp, rp.first_warp + role.warps):
             if owner[x] is not None:
@@ -193,8 +195,9 @@ def _warps(problem: Problem, placement: Placement, errors: list[str]) -> None:
     entry = _oracle_entry(caps, w)
     pool = entry * w * caps.warp_size
     if (placement.entry_regs, placement.register_pool) != (entry, pool):
-        errors.append(f"entry registers {placement.entry_regs} and pool {placement.register_pool} "
-                      f"should be {entry} and {pool}")
+        errors.append(
+            f"entry registers {placement.entry_regs} and pool {placement.register_pool} should be {entry} and {pool}"
+        )
     used = 0
     for grp in placement.groups:
         b = grp.budget
@@ -209,15 +212,14 @@ def _warps(problem: Problem, placement: Placement, errors: list[str]) -> None:
     for role in problem.roles:
         rp = placed[(role.owner, role.name)]
         need = caps.setmaxnreg_min if role.regs is None else max(role.regs, caps.setmaxnreg_min)
-        touched = [grp for grp in placement.groups
-                   if rp.first_warp < (grp.index + 1) * g and rp.end > grp.index * g]
+        touched = [grp for grp in placement.groups if rp.first_warp < (grp.index + 1) * g and rp.end > grp.index * g]
         for grp in touched:
             if grp.budget < need:
-                errors.append(f"role `{rp.display}` needs {need} registers, its group "
-                              f"{grp.index} has {grp.budget}")
+                errors.append(f"role `{rp.display}` needs {need} registers, its group {grp.index} has {grp.budget}")
         if touched and rp.budget != min(grp.budget for grp in touched):
-            errors.append(f"role `{rp.display}` reports budget {rp.budget}, its groups give "
-                          f"{min(grp.budget for grp in touched)}")
+            errors.append(
+                f"role `{rp.display}` reports budget {rp.budget}, its groups give {min(grp.budget for grp in touched)}"
+            )
 
 
 def _oracle_entry(caps: Capacities, warps: int) -> int:

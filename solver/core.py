@@ -10,8 +10,10 @@ from solver.verdict import Verdict
 L = TypeVar("L")
 
 
-def minimise_core(core: Sequence[L], check: Callable[[Sequence[L]], tuple[Verdict, Collection[L] | None]],
-                  ) -> tuple[tuple[L, ...], bool]:
+def minimise_core(
+    core: Sequence[L],
+    check: Callable[[Sequence[L]], tuple[Verdict, Collection[L] | None]],
+) -> tuple[tuple[L, ...], bool]:
     """A minimal sub-core of ``core`` (order kept) and whether it is proven minimal.
 
     Each member in turn is dropped when the others stay unsat: ``check(trial)`` answers

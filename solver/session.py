@@ -26,8 +26,14 @@ class Solver:
     many terms through the Python API); ``check`` answers a :class:`Verdict`.
     """
 
-    def __init__(self, ctx: z3.Context | None = None, *, rlimit: int | None = None, logic: str | None = None,
-                 arith_solver: int | None = None) -> None:
+    def __init__(
+        self,
+        ctx: z3.Context | None = None,
+        *,
+        rlimit: int | None = None,
+        logic: str | None = None,
+        arith_solver: int | None = None,
+    ) -> None:
         self.ctx = ctx if ctx is not None else context()
         self.z3 = z3.SolverFor(logic, ctx=self.ctx) if logic else z3.Solver(ctx=self.ctx)
         self.checks = 0

@@ -9,11 +9,19 @@ from tests.snapshots import set_update
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--update-snapshots", action="store_true", default=False,
-                     help="rewrite every snapshot a test compares (a missing snapshot fails otherwise)")
-    parser.addoption("--tier", choices=tiers.TIERS, default="ci",
-                     help="ci: every property on its share of 100 examples, derandomized (the default); "
-                          "slow: 100x the examples at random, and the tests marked slow")
+    parser.addoption(
+        "--update-snapshots",
+        action="store_true",
+        default=False,
+        help="rewrite every snapshot a test compares (a missing snapshot fails otherwise)",
+    )
+    parser.addoption(
+        "--tier",
+        choices=tiers.TIERS,
+        default="ci",
+        help="ci: every property on its share of 100 examples, derandomized (the default); "
+        "slow: 100x the examples at random, and the tests marked slow",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -13,8 +13,9 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "specs" / "examples" / "ring" / "ring.kp"
 
 
-def test_an_escaping_exception_is_e_internal_exit_3(monkeypatch: pytest.MonkeyPatch,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_escaping_exception_is_e_internal_exit_3(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     def boom(*args: object, **kwargs: object) -> None:
         raise StopIteration
 
@@ -32,8 +33,10 @@ def test_an_internal_diagnostic_exits_3(monkeypatch: pytest.MonkeyPatch) -> None
     from diagnostics.sources import SourceMap
     from kernlink.api import CheckResult
 
-    monkeypatch.setattr("kernlink.api.check", lambda *a, **k: CheckResult(
-        [Diagnostic("E-INTERNAL", "clause `L-PAIR` failed with KeyError")], SourceMap()))
+    monkeypatch.setattr(
+        "kernlink.api.check",
+        lambda *a, **k: CheckResult([Diagnostic("E-INTERNAL", "clause `L-PAIR` failed with KeyError")], SourceMap()),
+    )
     assert cli.main(["check", str(EXAMPLE), "--color", "never"]) == EXIT_INTERNAL
 
 

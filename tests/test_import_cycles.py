@@ -12,8 +12,19 @@ import networkx as nx
 import pytest
 
 # checker is left out: its engine and the protocol clauses still import each other.
-ACYCLIC = ("hardware", "diagnostics", "solver", "contract_lang", "package", "placement", "transfer_model", "analysis",
-           "fuzzing", "linker", "kernlink")
+ACYCLIC = (
+    "hardware",
+    "diagnostics",
+    "solver",
+    "contract_lang",
+    "package",
+    "placement",
+    "transfer_model",
+    "analysis",
+    "fuzzing",
+    "linker",
+    "kernlink",
+)
 
 
 @pytest.fixture(scope="module")

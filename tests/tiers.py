@@ -19,8 +19,14 @@ CI_EXAMPLES = 100
 SLOW_EXAMPLES = 100 * CI_EXAMPLES
 TIERS = ("ci", "slow")
 
-settings.register_profile("ci", max_examples=CI_EXAMPLES, derandomize=True, database=None, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci",
+    max_examples=CI_EXAMPLES,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 settings.register_profile("slow", max_examples=SLOW_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 
 
@@ -33,5 +39,7 @@ def examples(share: float = 1.0, *, suppress: Sequence[HealthCheck] = ()) -> set
     """The loaded tier's settings with ``share`` of its examples (at least one), and the health
     checks in ``suppress`` suppressed besides the tier's own."""
     tier = settings.default
-    return settings(max_examples=max(1, round(share * tier.max_examples)),
-                    suppress_health_check=[*tier.suppress_health_check, *suppress])
+    return settings(
+        max_examples=max(1, round(share * tier.max_examples)),
+        suppress_health_check=[*tier.suppress_health_check, *suppress],
+    )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from checker.composition import Composition, Owned
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Label
+from diagnostics.symbols import Code
 from placement.adapter import Placed
 from transfer_model.library import LibraryError, library_map
 from transfer_model.maps import Chunk, LayoutMap
@@ -82,18 +83,42 @@ def seams(comp: Composition, placed: Placed) -> tuple[list[Seam], list[Diagnosti
             placement, demand = layout_map(exp.item.placement), layout_map(imp.item.demand)  # type: ignore[arg-type]
         except (LibraryError, ValueError) as err:
             spec = exp.item.placement if isinstance(exp.item.placement, A.LibraryMap) else imp.item.demand
-            problems.append(Diagnostic("L-MAP", str(err).rstrip("."), labels=(Label(spec.span, "this map"),),
-                                       helps=("see `kernlink explain L-MAP` for the map forms",)))
+            problems.append(
+                Diagnostic(
+                    Code.L_MAP,
+                    str(err).rstrip("."),
+                    labels=(Label(spec.span, "this map"),),
+                    helps=("see `kernlink explain L-MAP` for the map forms",),
+                )
+            )
             continue
         tile = tuple((d.name, d.extent) for d in exp.item.tile)
         chunk = Chunk(imp.item.chunk[0].name, imp.item.chunk[0].extent) if imp.item.chunk else None
         lends, lent = _lends(comp, imp)
-        export = TensorExport(exp.item.name, exp.item.role, exp.item.elem or "f32", tile, placement,
-                              exp_threads, exp.item.generation or "once",
-                              str(exp.item.ready or ""), span=exp.item.span)
-        tensor_import = TensorImport(imp.item.name, imp.item.export, imp.item.role, imp.item.elem or export.elem,
-                                     tile, demand, imp_threads, chunk,
-                                     imp.item.generation, str(imp.item.done or ""), span=imp.item.span)
+        export = TensorExport(
+            exp.item.name,
+            exp.item.role,
+            exp.item.elem or "f32",
+            tile,
+            placement,
+            exp_threads,
+            exp.item.generation or "once",
+            str(exp.item.ready or ""),
+            span=exp.item.span,
+        )
+        tensor_import = TensorImport(
+            imp.item.name,
+            imp.item.export,
+            imp.item.role,
+            imp.item.elem or export.elem,
+            tile,
+            demand,
+            imp_threads,
+            chunk,
+            imp.item.generation,
+            str(imp.item.done or ""),
+            span=imp.item.span,
+        )
         out.append(Seam(export, tensor_import, lends, lent, exp.stage_name, imp.stage_name))
     return out, problems
 
@@ -136,10 +161,14 @@ def _warpgroups(comp: Composition, seam: Seam) -> Diagnostic | None:
         return None
     want = threads // width
     return Diagnostic(
-        "L-MAP", f"placement of `{seam.export.name}` spans {given * width} threads (`warpgroups: {given}`) but role "
-                 f"`{seam.export.role}` has {threads}",
-        labels=(Label(spec.span, f"`warpgroups: {given}` = {given * width} threads"),
-                Label(info.role.span, f"`{info.name}`: {info.warps} warps = {threads} threads", primary=False)),
+        Code.L_MAP,
+        f"placement of `{seam.export.name}` spans {given * width} threads (`warpgroups: {given}`) but role "
+        f"`{seam.export.role}` has {threads}",
+        labels=(
+            Label(spec.span, f"`warpgroups: {given}` = {given * width} threads"),
+            Label(info.role.span, f"`{info.name}`: {info.warps} warps = {threads} threads", primary=False),
+        ),
         notes=(f"`{spec.name}` stacks one 64-row accumulator per warpgroup of the role that holds it",),
         helps=(f"write `warpgroups: {want}` (the role's {info.warps} warps), or change the role's width",),
-        data=(("check", "shape"), ("warpgroups", str(given)), ("expected", str(want))))
+        data=(("check", "shape"), ("warpgroups", str(given)), ("expected", str(want))),
+    )

@@ -85,8 +85,9 @@ def _check_constants(program: Program, constants: LinkConstants) -> None:
     if program.shared and constants.smem_addr is not None and constants.smem_addr % program.elem_bytes:
         raise ValueError(f"shared-memory address {constants.smem_addr} is not aligned to {program.elem_bytes}")
     if len(constants.barrier_ids) != program.barriers:
-        raise ValueError(f"route `{program.route}` needs {program.barriers} barrier IDs, "
-                         f"got {len(constants.barrier_ids)}")
+        raise ValueError(
+            f"route `{program.route}` needs {program.barriers} barrier IDs, got {len(constants.barrier_ids)}"
+        )
     if any(not 1 <= b < HW_BARRIERS for b in constants.barrier_ids):
         raise ValueError(f"barrier IDs must be in 1..{HW_BARRIERS - 1}: {constants.barrier_ids}")
     if program.route == "tmem-load" and constants.tmem_addr is None:
@@ -166,8 +167,9 @@ def lower(
     """CUDA C++ source defining the route's export and import functions."""
     constants = constants or LinkConstants()
     _check_constants(program, constants)
-    return _Lowering(program, constants, export_name or export_symbol(program),
-                     import_name or import_symbol(program)).source()
+    return _Lowering(
+        program, constants, export_name or export_symbol(program), import_name or import_symbol(program)
+    ).source()
 
 
 class _Lowering:
@@ -288,7 +290,8 @@ class _Lowering:
         else:
             name = f"kl_taddr_{symbol(self.import_name)}_{len(self.tables)}"
             self.tables.append(
-                f"static __constant__ unsigned {name}[{len(addrs)}] = {{{', '.join(f'{a}u' for a in addrs)}}};")
+                f"static __constant__ unsigned {name}[{len(addrs)}] = {{{', '.join(f'{a}u' for a in addrs)}}};"
+            )
             address = f"{name}[t / 32u]"
         outs = ", ".join(f"%{i}" for i in range(regs))
         operands = ", ".join(f'"=r"(dst[{op.dst + i}])' for i in range(regs))

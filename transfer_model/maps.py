@@ -38,6 +38,7 @@ from itertools import product
 from contract_lang.expr import BinOp, EvalError, Expr, Int, Name, names, to_text
 from diagnostics.model import Diagnostic, Label
 from diagnostics.span import UNKNOWN_SPAN, Span
+from diagnostics.symbols import Code
 from transfer_model import exprs as ex
 from transfer_model.smt import DEFAULT_RLIMIT, Answer, Query, Verdict, session, solve
 
@@ -199,7 +200,7 @@ def _diag(
 ) -> Diagnostic:
     labels = (Label(span or layout.span, label or "map declared here", True),)
     return Diagnostic(
-        code="L-MAP",
+        code=Code.L_MAP,
         message=message,
         labels=labels,
         notes=(*notes, f"the map: `{layout.to_text()}`"),
@@ -224,21 +225,27 @@ def _structure(layout: LayoutMap, tile: Tile, what: str, chunk: Chunk | None) ->
     tile_names = tuple(n for n, _ in tile)
     if layout.kind == SMEM:
         if layout.params != tile:
-            out.append(_diag(
-                f"{what} takes `({', '.join(f'{n}: {e}' for n, e in layout.params)})` but the "
-                f"tile is `{tile_text(tile)}`",
-                layout, check="shape",
-                helps=("give a shared-memory map one variable per tile dimension, with its extent",),
-            ))
+            out.append(
+                _diag(
+                    f"{what} takes `({', '.join(f'{n}: {e}' for n, e in layout.params)})` but the "
+                    f"tile is `{tile_text(tile)}`",
+                    layout,
+                    check="shape",
+                    helps=("give a shared-memory map one variable per tile dimension, with its extent",),
+                )
+            )
         if len(layout.outputs) != 1:
             out.append(_diag(f"{what} must have one output, the byte address", layout, check="shape"))
     elif layout.outputs != tile_names:
-        out.append(_diag(
-            f"{what} has outputs `({', '.join(layout.outputs)})` but the tile's dimensions are "
-            f"`({', '.join(tile_names)})`",
-            layout, check="shape",
-            helps=("name the outputs after the tile's dimensions, in order",),
-        ))
+        out.append(
+            _diag(
+                f"{what} has outputs `({', '.join(layout.outputs)})` but the tile's dimensions are "
+                f"`({', '.join(tile_names)})`",
+                layout,
+                check="shape",
+                helps=("name the outputs after the tile's dimensions, in order",),
+            )
+        )
     if layout.kind == TMEM and len(layout.params) != 2:
         out.append(_diag(f"{what} must take two variables, lane and column", layout, check="shape"))
     if chunk is not None:
@@ -247,28 +254,41 @@ def _structure(layout: LayoutMap, tile: Tile, what: str, chunk: Chunk | None) ->
     for output, expr in zip(layout.outputs, layout.exprs, strict=True):
         unknown = sorted(names(expr) - known)
         if unknown:
-            out.append(_diag(
-                f"{what} uses `{unknown[0]}` in `{output}`, which is not one of its variables",
-                layout, check="shape", span=_span_of(expr, layout.span), label="unknown variable",
-            ))
+            out.append(
+                _diag(
+                    f"{what} uses `{unknown[0]}` in `{output}`, which is not one of its variables",
+                    layout,
+                    check="shape",
+                    span=_span_of(expr, layout.span),
+                    label="unknown variable",
+                )
+            )
             continue
         bad = ex.first_non_arith(expr)
         if bad is not None:
             op = bad.op if isinstance(bad, BinOp) else "not"
-            out.append(_diag(
-                f"{what} uses `{op}` in `{output}`; layout maps use only `+ - * / %`",
-                layout, check="shape", span=_span_of(bad, _span_of(expr, layout.span)),
-                label="not integer arithmetic",
-            ))
+            out.append(
+                _diag(
+                    f"{what} uses `{op}` in `{output}`; layout maps use only `+ - * / %`",
+                    layout,
+                    check="shape",
+                    span=_span_of(bad, _span_of(expr, layout.span)),
+                    label="not integer arithmetic",
+                )
+            )
             continue
         try:
             ex.bounds(expr, {n: (0, e - 1) for n, e in layout.params})
         except ex.BoundsError as err:
-            out.append(_diag(
-                f"{what} may divide by zero or a negative value in `{to_text(err.node)}`",
-                layout, check="shape", span=_span_of(err.node, _span_of(expr, layout.span)),
-                label="divisor not always positive",
-            ))
+            out.append(
+                _diag(
+                    f"{what} may divide by zero or a negative value in `{to_text(err.node)}`",
+                    layout,
+                    check="shape",
+                    span=_span_of(err.node, _span_of(expr, layout.span)),
+                    label="divisor not always positive",
+                )
+            )
     return out
 
 
@@ -278,19 +298,25 @@ def _chunk_structure(layout: LayoutMap, tile: Tile, what: str, chunk: Chunk) -> 
         return []  # L-TENSOR reports a chunking the tile does not allow
     count = extents[chunk.dim] // chunk.size
     if layout.kind != REGS or len(layout.params) < 2:
-        return [_diag(
-            f"{what} is chunked but has no chunk variable",
-            layout, check="chunk",
-            helps=("make the demand's last variable the chunk index",),
-        )]
+        return [
+            _diag(
+                f"{what} is chunked but has no chunk variable",
+                layout,
+                check="chunk",
+                helps=("make the demand's last variable the chunk index",),
+            )
+        ]
     name, extent = layout.params[-1]
     if extent != count:
-        return [_diag(
-            f"{what} has chunk variable `{name}: {extent}` but `{chunk.dim} {extents[chunk.dim]}` "
-            f"in chunks of {chunk.size} makes {count} chunks",
-            layout, check="chunk",
-            notes=("the last variable of a chunked demand is the chunk index",),
-        )]
+        return [
+            _diag(
+                f"{what} has chunk variable `{name}: {extent}` but `{chunk.dim} {extents[chunk.dim]}` "
+                f"in chunks of {chunk.size} makes {count} chunks",
+                layout,
+                check="chunk",
+                notes=("the last variable of a chunked demand is the chunk index",),
+            )
+        ]
     return []
 
 
@@ -318,7 +344,12 @@ def check_map(
 
 
 def _check_exact(
-    layout: LayoutMap, tile: Tile, what: str, chunk: Chunk | None, elem_bytes: int | None, rlimit: int,
+    layout: LayoutMap,
+    tile: Tile,
+    what: str,
+    chunk: Chunk | None,
+    elem_bytes: int | None,
+    rlimit: int,
 ) -> list[Diagnostic]:
     if layout.kind == SMEM:
         return _check_addresses(layout, what, elem_bytes or 1, rlimit)
@@ -331,13 +362,17 @@ def _check_exact(
         slot = tuple(answer.value(n) for n in layout.names)
         element = layout.evaluate(slot)
         bad = next(i for i, (v, (_, e)) in enumerate(zip(element, tile, strict=True)) if not 0 <= v < e)
-        out.append(_diag(
-            f"{what} sends slot `{point_text(layout.names, slot)}` to "
-            f"`{point_text(layout.outputs, element)}`, outside the tile `{tile_text(tile)}`",
-            layout, check="out-of-range",
-            span=_span_of(layout.exprs[bad], layout.span), label=f"`{layout.outputs[bad]}` leaves the tile",
-            data=(("slot", point_text(layout.names, slot)), ("element", point_text(layout.outputs, element))),
-        ))
+        out.append(
+            _diag(
+                f"{what} sends slot `{point_text(layout.names, slot)}` to "
+                f"`{point_text(layout.outputs, element)}`, outside the tile `{tile_text(tile)}`",
+                layout,
+                check="out-of-range",
+                span=_span_of(layout.exprs[bad], layout.span),
+                label=f"`{layout.outputs[bad]}` leaves the tile",
+                data=(("slot", point_text(layout.names, slot)), ("element", point_text(layout.outputs, element))),
+            )
+        )
     elif answer.verdict is Verdict.UNKNOWN:
         return [_unknown(layout, what, "out-of-range", answer)]
     answer = _collision(layout, tile, rlimit)
@@ -346,25 +381,35 @@ def _check_exact(
         a = tuple(answer.value("a." + n) for n in layout.names)
         b = tuple(answer.value("b." + n) for n in layout.names)
         element = layout.evaluate(a)
-        out.append(_diag(
-            f"{what} sends slots `{point_text(layout.names, a)}` and `{point_text(layout.names, b)}` "
-            f"to one element `{point_text(layout.outputs, element)}`",
-            layout, check="collision", label="not one-to-one",
-            data=(("slot", point_text(layout.names, a)), ("other_slot", point_text(layout.names, b)),
-                  ("element", point_text(layout.outputs, element))),
-        ))
+        out.append(
+            _diag(
+                f"{what} sends slots `{point_text(layout.names, a)}` and `{point_text(layout.names, b)}` "
+                f"to one element `{point_text(layout.outputs, element)}`",
+                layout,
+                check="collision",
+                label="not one-to-one",
+                data=(
+                    ("slot", point_text(layout.names, a)),
+                    ("other_slot", point_text(layout.names, b)),
+                    ("element", point_text(layout.outputs, element)),
+                ),
+            )
+        )
     elif answer.verdict is Verdict.UNKNOWN:
         return [_unknown(layout, what, "collision", answer)]
     missing = _missing(layout, tile, in_range and injective)
     if missing is not None:
         verb = "demands" if what.startswith("demand") else "places"
-        out.append(_diag(
-            f"{what} never {verb} element `{point_text(layout.outputs, missing)}`",
-            layout, check="missing", label="does not cover the tile",
-            notes=(f"the map has {layout.size} slots for the {tile_size(tile)} elements of "
-                   f"`{tile_text(tile)}`",),
-            data=(("element", point_text(layout.outputs, missing)),),
-        ))
+        out.append(
+            _diag(
+                f"{what} never {verb} element `{point_text(layout.outputs, missing)}`",
+                layout,
+                check="missing",
+                label="does not cover the tile",
+                notes=(f"the map has {layout.size} slots for the {tile_size(tile)} elements of `{tile_text(tile)}`",),
+                data=(("element", point_text(layout.outputs, missing)),),
+            )
+        )
     if not out and chunk is not None:
         out.extend(_check_chunks(layout, tile, what, chunk, rlimit))
     return out
@@ -413,35 +458,52 @@ def _check_chunks(layout: LayoutMap, tile: Tile, what: str, chunk: Chunk, rlimit
         return []
     slot = tuple(answer.value(n) for n in layout.names)
     element = layout.evaluate(slot)
-    return [_diag(
-        f"{what} asks for `{point_text(layout.outputs, element)}` in chunk {slot[-1]}, but that "
-        f"element is in chunk {element[dims.index(chunk.dim)] // chunk.size}",
-        layout, check="chunk", span=_span_of(expr, layout.span), label="element of another chunk",
-        notes=(f"chunk `{name}` covers `{chunk.dim}` in [{chunk.size} * {name}, "
-               f"{chunk.size} * {name} + {chunk.size})",),
-        data=(("slot", point_text(layout.names, slot)), ("element", point_text(layout.outputs, element))),
-    )]
+    return [
+        _diag(
+            f"{what} asks for `{point_text(layout.outputs, element)}` in chunk {slot[-1]}, but that "
+            f"element is in chunk {element[dims.index(chunk.dim)] // chunk.size}",
+            layout,
+            check="chunk",
+            span=_span_of(expr, layout.span),
+            label="element of another chunk",
+            notes=(
+                f"chunk `{name}` covers `{chunk.dim}` in [{chunk.size} * {name}, {chunk.size} * {name} + {chunk.size})",
+            ),
+            data=(("slot", point_text(layout.names, slot)), ("element", point_text(layout.outputs, element))),
+        )
+    ]
 
 
 def _check_addresses(layout: LayoutMap, what: str, elem_bytes: int, rlimit: int) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     (expr,) = layout.exprs
-    bad = ex.disj([
-        ex.compare("<", expr, Int(0)),
-        ex.compare("!=", ex.mod(expr, Int(elem_bytes)), Int(0)),
-    ]) if elem_bytes > 1 else ex.compare("<", expr, Int(0))
+    bad = (
+        ex.disj(
+            [
+                ex.compare("<", expr, Int(0)),
+                ex.compare("!=", ex.mod(expr, Int(elem_bytes)), Int(0)),
+            ]
+        )
+        if elem_bytes > 1
+        else ex.compare("<", expr, Int(0))
+    )
     answer = solve(Query(layout.params, (bad,)), rlimit)
     if answer.verdict is Verdict.UNKNOWN:
         return [_unknown(layout, what, "address", answer)]
     if answer.verdict is Verdict.SAT:
         element = tuple(answer.value(n) for n in layout.names)
         (address,) = layout.evaluate(element)
-        out.append(_diag(
-            f"{what} puts element `{point_text(layout.names, element)}` at address {address}, "
-            f"which is negative or not a multiple of {elem_bytes}",
-            layout, check="out-of-range", span=_span_of(expr, layout.span), label="bad address",
-            data=(("element", point_text(layout.names, element)), ("address", str(address))),
-        ))
+        out.append(
+            _diag(
+                f"{what} puts element `{point_text(layout.names, element)}` at address {address}, "
+                f"which is negative or not a multiple of {elem_bytes}",
+                layout,
+                check="out-of-range",
+                span=_span_of(expr, layout.span),
+                label="bad address",
+                data=(("element", point_text(layout.names, element)), ("address", str(address))),
+            )
+        )
     pa, (ea,) = layout.renamed("a.")
     pb, (eb,) = layout.renamed("b.")
     overlap = (ex.compare("<", ea, ex.add(eb, Int(elem_bytes))), ex.compare("<", eb, ex.add(ea, Int(elem_bytes))))
@@ -452,11 +514,15 @@ def _check_addresses(layout: LayoutMap, what: str, elem_bytes: int, rlimit: int)
     if answer.verdict is Verdict.SAT:
         a = tuple(answer.value("a." + n) for n in layout.names)
         b = tuple(answer.value("b." + n) for n in layout.names)
-        out.append(_diag(
-            f"{what} stores elements `{point_text(layout.names, a)}` and `{point_text(layout.names, b)}` "
-            f"at overlapping addresses {layout.evaluate(a)[0]} and {layout.evaluate(b)[0]}",
-            layout, check="collision", span=_span_of(expr, layout.span), label="not one-to-one",
-            data=(("element", point_text(layout.names, a)), ("other_element", point_text(layout.names, b))),
-        ))
+        out.append(
+            _diag(
+                f"{what} stores elements `{point_text(layout.names, a)}` and `{point_text(layout.names, b)}` "
+                f"at overlapping addresses {layout.evaluate(a)[0]} and {layout.evaluate(b)[0]}",
+                layout,
+                check="collision",
+                span=_span_of(expr, layout.span),
+                label="not one-to-one",
+                data=(("element", point_text(layout.names, a)), ("other_element", point_text(layout.names, b))),
+            )
+        )
     return out
-

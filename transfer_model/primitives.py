@@ -85,8 +85,10 @@ class Witness:
     element_names: tuple[str, ...]
 
     def text(self) -> str:
-        return (f"element `{point_text(self.element_names, self.element)}` for thread {self.thread}, "
-                f"register {self.register} of chunk {self.chunk}")
+        return (
+            f"element `{point_text(self.element_names, self.element)}` for thread {self.thread}, "
+            f"register {self.register} of chunk {self.chunk}"
+        )
 
 
 @dataclass(frozen=True)
@@ -176,8 +178,9 @@ class Seam:
         values = answer.values
         slot = tuple(values["c." + n] for n in self.demand.names)
         element = self.demand.evaluate(slot)
-        register = ex.compile_function([n for n, _ in self.c_params], [self.c_reg, self.c_chunk])(*(
-            values[n] for n, _ in self.c_params))
+        register = ex.compile_function([n for n, _ in self.c_params], [self.c_reg, self.c_chunk])(
+            *(values[n] for n, _ in self.c_params)
+        )
         return Witness(slot[0], register[1], register[0], element, self.dims)
 
     def unknown(self, rung: str, check: str, answer: Answer) -> RungResult:
@@ -196,12 +199,13 @@ class Seam:
         pp, po = self.producer("p.")
         qp, qo = self.producer("q.")
         other = Name("c2." + self.demand.thread[0])
-        d2 = self.demand.at({
-            n: (other if i == 0 else Name("c." + n)) for i, n in enumerate(self.demand.names)
-        })
+        d2 = self.demand.at({n: (other if i == 0 else Name("c." + n)) for i, n in enumerate(self.demand.names)})
         params = [*self.c_params, ("c2." + self.demand.thread[0], self.demand.thread[1]), *pp, *qp]
-        assertions = [*self.holds(po, self.c_out), *self.holds(qo, d2),
-                      ex.compare("!=", self.p_reg("p."), self.p_reg("q."))]
+        assertions = [
+            *self.holds(po, self.c_out),
+            *self.holds(qo, d2),
+            ex.compare("!=", self.p_reg("p."), self.p_reg("q.")),
+        ]
         answer = self.solve(params, assertions)
         if answer.verdict is Verdict.UNKNOWN:
             return self.unknown("", "register-index", answer)
@@ -213,10 +217,14 @@ class Seam:
         r1 = reg(*(values[n] for n, _ in pp))[0]
         r2 = reg(*(values["q." + n[2:]] for n, _ in pp))[0]
         t2 = values["c2." + self.demand.thread[0]]
-        return _fail("", "register-index",
-                     f"destination register {w.register} of chunk {w.chunk} takes producer register {r1} "
-                     f"in thread {w.thread} but register {r2} in thread {t2}; one instruction names one "
-                     f"register index in every thread", w)
+        return _fail(
+            "",
+            "register-index",
+            f"destination register {w.register} of chunk {w.chunk} takes producer register {r1} "
+            f"in thread {w.thread} but register {r2} in thread {t2}; one instruction names one "
+            f"register index in every thread",
+            w,
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -250,9 +258,13 @@ def tmem_load(seam: Seam, target_has_tmem: bool) -> RungResult:
         failures.append((shape, result))
     # Report the canonical one-lane-per-thread load when it was a candidate.
     shown = next((f for shape, f in failures if shape == "32x32b"), failures[0][1])
-    return RungResult(rung, False, shown.check,
-                      f"{shown.reason} (none of {len(candidates)} shape and `.num` choices delivers the demand)",
-                      shown.witness)
+    return RungResult(
+        rung,
+        False,
+        shown.check,
+        f"{shown.reason} (none of {len(candidates)} shape and `.num` choices delivers the demand)",
+        shown.witness,
+    )
 
 
 def _tmem_candidate(seam: Seam, shape: str, num: int) -> RungResult:
@@ -279,10 +291,12 @@ def _tmem_candidate(seam: Seam, shape: str, num: int) -> RungResult:
     lane_off, col_off = frag.at({"T": lane_in_warp, "j": j_in_load})
     params = [*seam.c_params, *pp, *qp]
     located = [*seam.holds(po, seam.c_out), *seam.holds(qo, ref_element)]
-    wrong = ex.disj([
-        ex.compare("!=", p_lane, ex.add(q_lane, lane_off)),
-        ex.compare("!=", p_col, ex.add(q_col, col_off)),
-    ])
+    wrong = ex.disj(
+        [
+            ex.compare("!=", p_lane, ex.add(q_lane, lane_off)),
+            ex.compare("!=", p_col, ex.add(q_col, col_off)),
+        ]
+    )
     answer = seam.solve(params, [*located, wrong])
     if answer.verdict is Verdict.UNKNOWN:
         return _fail(rung, "unknown", f"the solver could not decide `tcgen05.ld.{shape}.x{num}` ({answer.reason})")
@@ -290,14 +304,20 @@ def _tmem_candidate(seam: Seam, shape: str, num: int) -> RungResult:
         w = seam.witness(answer)
         cell = (answer.value(p_lane.id), answer.value(p_col.id))
         base = (answer.value(q_lane.id), answer.value(q_col.id))
-        return _fail(rung, "fragment",
-                     f"`tcgen05.ld.{shape}.x{num}` based at lane {base[0]}, column {base[1]} does not bring "
-                     f"{w.text()} from tensor-memory lane {cell[0]}, column {cell[1]}", w)
+        return _fail(
+            rung,
+            "fragment",
+            f"`tcgen05.ld.{shape}.x{num}` based at lane {base[0]}, column {base[1]} does not bring "
+            f"{w.text()} from tensor-memory lane {cell[0]}, column {cell[1]}",
+            w,
+        )
     warp = ex.div(ex.add(Int(seam.imp.threads.first), c_t), Int(32))
-    outside = ex.disj([
-        ex.compare("!=", ex.div(q_lane, Int(32)), ex.mod(warp, Int(4))),
-        ex.compare("!=", ex.mod(q_lane, Int(info.lanes)), Int(0)),
-    ])
+    outside = ex.disj(
+        [
+            ex.compare("!=", ex.div(q_lane, Int(32)), ex.mod(warp, Int(4))),
+            ex.compare("!=", ex.mod(q_lane, Int(info.lanes)), Int(0)),
+        ]
+    )
     answer = seam.solve(params, [*located, outside])
     if answer.verdict is Verdict.UNKNOWN:
         return _fail(rung, "unknown", f"the solver could not decide the lane quadrant ({answer.reason})")
@@ -305,10 +325,14 @@ def _tmem_candidate(seam: Seam, shape: str, num: int) -> RungResult:
         w = seam.witness(answer)
         cta_warp = (seam.imp.threads.first + w.thread) // 32
         lane = answer.value(q_lane.id)
-        return _fail(rung, "lane-quadrant",
-                     f"`tcgen05.ld.{shape}.x{num}` for {w.text()} starts at lane {lane}, but warp {cta_warp} "
-                     f"may only read lanes {32 * (cta_warp % 4)}..{32 * (cta_warp % 4) + 31}"
-                     + (f" from a multiple of {info.lanes}" if info.lanes < 32 else ""), w)
+        return _fail(
+            rung,
+            "lane-quadrant",
+            f"`tcgen05.ld.{shape}.x{num}` for {w.text()} starts at lane {lane}, but warp {cta_warp} "
+            f"may only read lanes {32 * (cta_warp % 4)}..{32 * (cta_warp % 4) + 31}"
+            + (f" from a multiple of {info.lanes}" if info.lanes < 32 else ""),
+            w,
+        )
     return RungResult(rung, True)
 
 
@@ -325,9 +349,12 @@ def register_copy(seam: Seam) -> RungResult:
     if answer.verdict is Verdict.SAT:
         w = seam.witness(answer)
         holder = seam.export.threads.first + answer.value(pp[0][0])
-        return _fail(rung, "same-thread",
-                     f"{w.text()} (CTA thread {seam.imp.threads.first + w.thread}) is held by CTA thread "
-                     f"{holder}", w)
+        return _fail(
+            rung,
+            "same-thread",
+            f"{w.text()} (CTA thread {seam.imp.threads.first + w.thread}) is held by CTA thread {holder}",
+            w,
+        )
     return seam.register_index(rung)
 
 
@@ -344,9 +371,13 @@ def warp_shuffle(seam: Seam) -> RungResult:
     if answer.verdict is Verdict.SAT:
         w = seam.witness(answer)
         holder = seam.export.threads.first + answer.value(pp[0][0])
-        return _fail(rung, "same-warp",
-                     f"{w.text()} (warp {(seam.imp.threads.first + w.thread) // 32}) is held by CTA thread "
-                     f"{holder} in warp {holder // 32}", w)
+        return _fail(
+            rung,
+            "same-warp",
+            f"{w.text()} (warp {(seam.imp.threads.first + w.thread) // 32}) is held by CTA thread "
+            f"{holder} in warp {holder // 32}",
+            w,
+        )
     return seam.register_index(rung)
 
 
@@ -354,13 +385,20 @@ def smem_staging(seam: Seam, lends: Lends) -> RungResult:
     rung = SMEM_STAGING
     kind = seam.placement.kind
     if kind == TMEM:
-        return _fail(rung, "applicable", "staging stores from registers or loads a shared-memory placement; "
-                     "this placement is in tensor memory")
+        return _fail(
+            rung,
+            "applicable",
+            "staging stores from registers or loads a shared-memory placement; this placement is in tensor memory",
+        )
     producer, consumer = seam.export.threads, seam.imp.threads
     same = producer == consumer
     if not same and producer.overlaps(consumer):
-        return _fail(rung, "threads", f"producer threads {producer.first}..{producer.end - 1} and consumer "
-                     f"threads {consumer.first}..{consumer.end - 1} overlap without coinciding")
+        return _fail(
+            rung,
+            "threads",
+            f"producer threads {producer.first}..{producer.end - 1} and consumer "
+            f"threads {consumer.first}..{consumer.end - 1} overlap without coinciding",
+        )
     eb = seam.elem_bytes
     tile_bytes = tile_size(seam.export.tile) * eb
     chunk = seam.imp.chunk
@@ -380,8 +418,11 @@ def smem_staging(seam: Seam, lends: Lends) -> RungResult:
         e_params = tuple(("e." + n, x) for n, x in seam.export.tile)
         answer = seam.solve(e_params, [ex.compare(">", ex.add(address("e."), Int(eb)), Int(plan.smem_bytes))])
         if answer.verdict is not Verdict.UNSAT:
-            return seam.unknown(rung, "bounds", answer) if answer.verdict is Verdict.UNKNOWN else _fail(
-                rung, "bounds", f"a scratch address passes the {plan.smem_bytes} bytes staging needs")
+            return (
+                seam.unknown(rung, "bounds", answer)
+                if answer.verdict is Verdict.UNKNOWN
+                else _fail(rung, "bounds", f"a scratch address passes the {plan.smem_bytes} bytes staging needs")
+            )
     race = _race(seam, plan, address)
     if race is not None:
         return race
@@ -390,9 +431,14 @@ def smem_staging(seam: Seam, lends: Lends) -> RungResult:
         if order is not None:
             return order
     if plan.mode != "buffer" and lends.smem_bytes is not None and plan.smem_bytes > lends.smem_bytes:
-        return _fail(rung, "scratch-size",
-                     f"staging needs {plan.smem_bytes} bytes of shared memory but role `{seam.imp.role}` "
-                     f"lends {lends.smem_bytes}", needed=plan.smem_bytes, lent=lends.smem_bytes)
+        return _fail(
+            rung,
+            "scratch-size",
+            f"staging needs {plan.smem_bytes} bytes of shared memory but role `{seam.imp.role}` "
+            f"lends {lends.smem_bytes}",
+            needed=plan.smem_bytes,
+            lent=lends.smem_bytes,
+        )
     return RungResult(rung, True, plan=plan)
 
 
@@ -477,10 +523,16 @@ def _race(seam: Seam, plan: StagingPlan, address: StagingAddress) -> RungResult 
         params += [*c_params, *d_params]
         assertions += seam.holds(c_out, e) + seam.holds(d_out, f)
         d_chunk = Name("d." + seam.demand.params[-1][0])
-        assertions.append(ex.negate(ex.disj([
-            ex.compare("<", seam.c_chunk, store_phase(seam, plan.mode, f)),
-            ex.compare("<", d_chunk, store_phase(seam, plan.mode, e)),
-        ])))
+        assertions.append(
+            ex.negate(
+                ex.disj(
+                    [
+                        ex.compare("<", seam.c_chunk, store_phase(seam, plan.mode, f)),
+                        ex.compare("<", d_chunk, store_phase(seam, plan.mode, e)),
+                    ]
+                )
+            )
+        )
     answer = seam.solve(params, assertions)
     if answer.verdict is Verdict.UNKNOWN:
         return seam.unknown(rung, "race", answer)
@@ -490,9 +542,12 @@ def _race(seam: Seam, plan: StagingPlan, address: StagingAddress) -> RungResult 
     fa = tuple(answer.value("f." + n) for n in seam.dims)
     calc = ex.compile_function([n for n, _ in params], [address.of(e), address.of(f)])
     addr = calc(*(answer.value(n) for n, _ in params))
-    return _fail(rung, "race",
-                 f"elements `{point_text(seam.dims, ea)}` and `{point_text(seam.dims, fa)}` share scratch "
-                 f"bytes at {addr[0]} and {addr[1]} while both are live")
+    return _fail(
+        rung,
+        "race",
+        f"elements `{point_text(seam.dims, ea)}` and `{point_text(seam.dims, fa)}` share scratch "
+        f"bytes at {addr[0]} and {addr[1]} while both are live",
+    )
 
 
 def _order(seam: Seam) -> RungResult | None:
@@ -505,4 +560,3 @@ def _order(seam: Seam) -> RungResult | None:
         return None
     w = seam.witness(answer)
     return _fail(rung, "order", f"{w.text()} would be loaded before the barrier phase of its store", w)
-

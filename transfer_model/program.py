@@ -199,8 +199,9 @@ def build_program(seam: Seam, result: RungResult, *, scratch_aliased: bool = Fal
         same = seam.export.threads == seam.imp.threads
         threads = seam.export.threads.count + (0 if same else seam.imp.threads.count)
         release: tuple[Op, ...] = (TmemFence(before=True), Sync(0) if same else Arrive(0))
-        return _program(seam, result.rung, release, _tmem_ops(seam, result.plan, same), barriers=1,
-                        barrier_threads=threads)
+        return _program(
+            seam, result.rung, release, _tmem_ops(seam, result.plan, same), barriers=1, barrier_threads=threads
+        )
     assert result.rung == SMEM_STAGING and isinstance(result.plan, StagingPlan)
     plan = result.plan
     threads = seam.export.threads.count
@@ -209,9 +210,15 @@ def build_program(seam: Seam, result: RungResult, *, scratch_aliased: bool = Fal
     aliased = scratch_aliased and plan.mode != "buffer"
     export_ops, import_ops = _staging_ops(seam, plan, aliased)
     return _program(
-        seam, result.rung, export_ops, import_ops,
-        shared="buffer" if plan.mode == "buffer" else "scratch", smem_bytes=plan.smem_bytes,
-        barriers=plan.barriers, barrier_threads=threads if plan.barriers else 0, scratch_aliased=aliased,
+        seam,
+        result.rung,
+        export_ops,
+        import_ops,
+        shared="buffer" if plan.mode == "buffer" else "scratch",
+        smem_bytes=plan.smem_bytes,
+        barriers=plan.barriers,
+        barrier_threads=threads if plan.barriers else 0,
+        scratch_aliased=aliased,
     )
 
 

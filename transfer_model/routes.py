@@ -16,6 +16,7 @@ from functools import cached_property
 from checker.clauses import l_route, l_scratch
 from diagnostics.model import Diagnostic, Label
 from diagnostics.span import UNKNOWN_SPAN, Span
+from diagnostics.symbols import Code
 from transfer_model.maps import REGS, TMEM, check_map
 from transfer_model.primitives import (
     LADDER,
@@ -112,22 +113,29 @@ def check_maps(export: TensorExport, imp: TensorImport, rlimit: int = DEFAULT_RL
 
     def shape(message: str, span: Span, helps: tuple[str, ...] = ()) -> None:
         labels = (Label(span, "map declared here", True),) if _known(span) else ()
-        out.append(Diagnostic("L-MAP", message, labels=labels, helps=helps, data=(("check", "shape"),)))
+        out.append(Diagnostic(Code.L_MAP, message, labels=labels, helps=helps, data=(("check", "shape"),)))
 
     if placement.kind == REGS and placement.thread[1] != export.threads.count:
-        shape(f"{p_what} spans {placement.thread[1]} threads but role `{export.role}` has "
-              f"{export.threads.count}", placement.span)
+        shape(
+            f"{p_what} spans {placement.thread[1]} threads but role `{export.role}` has {export.threads.count}",
+            placement.span,
+        )
     if placement.kind == TMEM and len(placement.params) == 2:
         (lane, lanes), (col, cols) = placement.params
         if lanes > TMEM_LANES or cols > TMEM_COLUMNS:
-            shape(f"{p_what} spans `{lane}: {lanes}` x `{col}: {cols}` but tensor memory has "
-                  f"{TMEM_LANES} lanes and {TMEM_COLUMNS} columns", placement.span)
+            shape(
+                f"{p_what} spans `{lane}: {lanes}` x `{col}: {cols}` but tensor memory has "
+                f"{TMEM_LANES} lanes and {TMEM_COLUMNS} columns",
+                placement.span,
+            )
     if demand.kind != REGS:
-        shape(f"{d_what} must be a register map, not `{demand.kind}`", demand.span,
-              ("demand `regs(t: ..., r: ...) -> (...)`: imports deliver into registers",))
+        shape(
+            f"{d_what} must be a register map, not `{demand.kind}`",
+            demand.span,
+            ("demand `regs(t: ..., r: ...) -> (...)`: imports deliver into registers",),
+        )
     elif demand.thread[1] != imp.threads.count:
-        shape(f"{d_what} spans {demand.thread[1]} threads but role `{imp.role}` has "
-              f"{imp.threads.count}", demand.span)
+        shape(f"{d_what} spans {demand.thread[1]} threads but role `{imp.role}` has {imp.threads.count}", demand.span)
     if out:
         return out
     elem_bytes = ELEM_BYTES.get(export.elem)
@@ -150,7 +158,11 @@ def select_route(
 
 
 def _select(
-    export: TensorExport, imp: TensorImport, lends: Lends, target_has_tmem: bool, rlimit: int,
+    export: TensorExport,
+    imp: TensorImport,
+    lends: Lends,
+    target_has_tmem: bool,
+    rlimit: int,
 ) -> RouteResult:
     diags = check_identity(export, imp)
     if diags:
@@ -163,8 +175,7 @@ def _select(
     for rung in LADDER:
         if seam.elem_bytes == 0:
             supported = ", ".join(f"`{e}`" for e in ELEM_BYTES)
-            result = RungResult(rung, False, "element",
-                                f"generated transfers move {supported}, not `{export.elem}`")
+            result = RungResult(rung, False, "element", f"generated transfers move {supported}, not `{export.elem}`")
         elif rung == TMEM_LOAD:
             result = tmem_load(seam, target_has_tmem)
         elif rung == SMEM_STAGING:
@@ -227,6 +238,8 @@ def _route_help(seam: Seam, staging: RungResult) -> str:
     if staging.check == "element":
         return "export and import a 2- or 4-byte element type"
     if seam.placement.kind == TMEM:
-        return ("demand the tile as `tcgen05.ld` delivers it (e.g. one lane per thread, consecutive "
-                "columns in consecutive registers) from warps whose lane quadrant holds those lanes")
+        return (
+            "demand the tile as `tcgen05.ld` delivers it (e.g. one lane per thread, consecutive "
+            "columns in consecutive registers) from warps whose lane quadrant holds those lanes"
+        )
     return "demand the elements in a layout one of the primitives can deliver"

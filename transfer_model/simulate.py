@@ -223,8 +223,9 @@ class _Machine:
                 assert isinstance(op, Shuffle)
                 source = 32 * warp + op.lanes.source(lane, thread - p.consumer.first)
             if source not in self.held:
-                raise SimulationError(f"thread {thread} reads register {op.src} of thread {source}, "
-                                      "which holds no producer registers")
+                raise SimulationError(
+                    f"thread {thread} reads register {op.src} of thread {source}, which holds no producer registers"
+                )
             self._dst(thread)[op.dst] = self.held[source][op.src]
 
     def _dst(self, thread: int) -> list[Element | None]:
@@ -252,10 +253,15 @@ class _Machine:
             if isinstance(op, Store) and len(values) == 2 and not values[1]:
                 continue
             address = values[0]
-            if address % p.elem_bytes or address < 0 or (p.shared == "scratch" and address + p.elem_bytes
-                                                          > p.smem_bytes):
-                raise SimulationError(f"thread {thread} accesses shared byte {address}, outside the "
-                                      f"{p.smem_bytes}-byte scratch or misaligned")
+            if (
+                address % p.elem_bytes
+                or address < 0
+                or (p.shared == "scratch" and address + p.elem_bytes > p.smem_bytes)
+            ):
+                raise SimulationError(
+                    f"thread {thread} accesses shared byte {address}, outside the "
+                    f"{p.smem_bytes}-byte scratch or misaligned"
+                )
             if isinstance(op, Store):
                 self._write(warp, thread, address, self.held[thread][op.src], now)
             else:
@@ -275,13 +281,13 @@ class _Machine:
         cell = self.smem.get(address)
         if cell is not None:
             if not cell.reads:
-                raise SimulationError(f"thread {thread} overwrites shared byte {address} before "
-                                      f"{cell.value} was read")
+                raise SimulationError(f"thread {thread} overwrites shared byte {address} before {cell.value} was read")
             for reader, time in cell.reads:
                 if not self._ordered(warp, reader, time):
                     still = "use the claims it aliases" if cell.writer == _ALIAS_WRITER else "be reading it"
-                    raise SimulationError(f"thread {thread} overwrites shared byte {address} while warp "
-                                          f"{reader} may still {still}")
+                    raise SimulationError(
+                        f"thread {thread} overwrites shared byte {address} while warp {reader} may still {still}"
+                    )
         self.smem[address] = _Cell(value, warp, now)
 
     def _read(self, warp: int, thread: int, address: int, now: int) -> Element:
@@ -289,8 +295,9 @@ class _Machine:
         if cell is None or cell.writer == _ALIAS_WRITER:
             raise SimulationError(f"thread {thread} loads shared byte {address}, which nothing stored")
         if not self._ordered(warp, cell.writer, cell.time):
-            raise SimulationError(f"thread {thread} loads shared byte {address} without a barrier after "
-                                  f"warp {cell.writer}'s store")
+            raise SimulationError(
+                f"thread {thread} loads shared byte {address} without a barrier after warp {cell.writer}'s store"
+            )
         cell.reads.append((warp, now))
         return cell.value
 
@@ -302,11 +309,15 @@ class _Machine:
                 continue
             released = self.released.get(writer)
             if released is None:
-                raise SimulationError(f"warp {warp} loads tensor memory that producer warp {writer} wrote "
-                                      "without `tcgen05.fence::before_thread_sync`")
+                raise SimulationError(
+                    f"warp {warp} loads tensor memory that producer warp {writer} wrote "
+                    "without `tcgen05.fence::before_thread_sync`"
+                )
             if seen is None or seen.get(writer, 0) < released:
-                raise SimulationError(f"warp {warp}'s tcgen05.ld is not ordered after producer warp {writer}'s "
-                                      "writes (a barrier, then `tcgen05.fence::after_thread_sync`)")
+                raise SimulationError(
+                    f"warp {warp}'s tcgen05.ld is not ordered after producer warp {writer}'s "
+                    "writes (a barrier, then `tcgen05.fence::after_thread_sync`)"
+                )
 
     def _tmem_load(self, warp: int, op: TmemLoad) -> None:
         p = self.p
@@ -316,15 +327,18 @@ class _Machine:
         base_lane, base_col = op.bases[warp - p.consumer.first // 32]
         quadrant = warp % 4
         if base_lane // 32 != quadrant or base_lane % info.lanes:
-            raise SimulationError(f"warp {warp} loads tensor memory from lane {base_lane}, outside its quadrant "
-                                  f"{32 * quadrant}..{32 * quadrant + 31} or misaligned")
+            raise SimulationError(
+                f"warp {warp} loads tensor memory from lane {base_lane}, outside its quadrant "
+                f"{32 * quadrant}..{32 * quadrant + 31} or misaligned"
+            )
         for (lane_in_warp, j), (lane, col) in fragment.items():
             cell = (base_lane + lane, base_col + col)
             if cell[0] // 32 != quadrant:
                 raise SimulationError(f"warp {warp} reads tensor-memory lane {cell[0]} outside its quadrant")
             if cell not in self.tmem:
-                raise SimulationError(f"warp {warp} reads tensor-memory lane {cell[0]}, column {cell[1]}, "
-                                      "outside the tile")
+                raise SimulationError(
+                    f"warp {warp} reads tensor-memory lane {cell[0]}, column {cell[1]}, outside the tile"
+                )
             self.pending.setdefault(32 * warp + lane_in_warp, {})[op.dst + j] = self.tmem[cell]
 
 

@@ -194,8 +194,7 @@ def _attempt(query: Query, width: int | None, rlimit: int) -> Answer:
     if verdict.sat:
         model = solver.model()
         values = tuple(
-            (name, model.eval(encoder.vars[name], model_completion=True).as_long())
-            for name, _ in query.variables
+            (name, model.eval(encoder.vars[name], model_completion=True).as_long()) for name, _ in query.variables
         )
         return Answer(Verdict.SAT, values)
     return Answer(verdict.answer, reason=verdict.reason)
@@ -217,4 +216,3 @@ def solve(query: Query, rlimit: int = DEFAULT_RLIMIT) -> Answer:
                 return answer
             reasons.append(f"{'bit-vector' if encoding else 'integer'} encoding: {answer.reason}")
     return Answer(Verdict.UNKNOWN, reason="; ".join(reasons))
-

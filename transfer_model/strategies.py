@@ -179,16 +179,22 @@ def _tmem_view(draw: st.DrawFn, placement: LayoutMap) -> LayoutMap:
     columns per load), register ``j`` of the load at the shape's fragment offset.
     """
     (lane, _), (col, cols) = placement.params
-    options = [(shape, num) for shape, info in TCGEN05_SHAPES.items() for num in info.nums()
-               if info.columns(num) <= cols and num <= 8]
+    options = [
+        (shape, num)
+        for shape, info in TCGEN05_SHAPES.items()
+        for num in info.nums()
+        if info.columns(num) <= cols and num <= 8
+    ]
     shape, num = draw(st.sampled_from(options))
     info = TCGEN05_SHAPES[shape]
     halves = 32 // info.lanes
     loads = halves * (cols // info.columns(num))
     frag_lane, frag_col = tcgen05_ld_fragment(shape, num).at({"T": ex.mod(Name("t"), Int(32)), "j": Name("j")})
     which = Name("i")
-    lane_expr = ex.add(ex.add(ex.mul(Int(32), ex.div(Name("t"), Int(32))),
-                              ex.mul(Int(info.lanes), ex.mod(which, Int(halves)))), frag_lane)
+    lane_expr = ex.add(
+        ex.add(ex.mul(Int(32), ex.div(Name("t"), Int(32))), ex.mul(Int(info.lanes), ex.mod(which, Int(halves)))),
+        frag_lane,
+    )
     col_expr = ex.add(ex.mul(Int(info.columns(num)), ex.div(which, Int(halves))), frag_col)
     params = (("t", 128), ("i", loads), ("j", info.registers(num)))
     return LayoutMap(REGS, params, placement.outputs, placement.at({lane: lane_expr, col: col_expr}))

@@ -22,8 +22,14 @@ from diagnostics.span import UNKNOWN_SPAN, Span
 from transfer_model.maps import Chunk, LayoutMap, Tile, tile_size, tile_text
 
 ELEM_BYTES: dict[str, int] = {
-    "f32": 4, "tf32": 4, "i32": 4, "u32": 4,
-    "f16": 2, "bf16": 2, "i16": 2, "u16": 2,
+    "f32": 4,
+    "tf32": 4,
+    "i32": 4,
+    "u32": 4,
+    "f16": 2,
+    "bf16": 2,
+    "i16": 2,
+    "u16": 2,
 }
 """Element types the generated transfers move, and their sizes. Moves are bit copies."""
 
@@ -121,24 +127,34 @@ def check_identity(export: TensorExport, imp: TensorImport) -> list[Diagnostic]:
         out.append(Diagnostic(l_tensor.CODE, worded[0], labels=labels, helps=(worded[1],), data=data))
 
     if imp.source != export.name:
-        tensor(l_tensor.other_export(imp.name, imp.source, export.name),
-               (("import", imp.source), ("export", export.name)))
+        tensor(
+            l_tensor.other_export(imp.name, imp.source, export.name), (("import", imp.source), ("export", export.name))
+        )
     if imp.tile != export.tile:
         shapes = tile_text(imp.tile), tile_text(export.tile)
         worded = l_tensor.tile_mismatch(imp.name, export.name, *shapes, "the producer")
-        tensor(worded,
-               (("import", tile_text(imp.tile)), ("export", tile_text(export.tile))))
+        tensor(worded, (("import", tile_text(imp.tile)), ("export", tile_text(export.tile))))
     if imp.generation is not None and imp.generation != export.generation:
-        tensor(l_tensor.generation_mismatch(imp.name, export.name, imp.generation, export.generation, "the producer"),
-               (("import", imp.generation), ("export", export.generation)))
+        tensor(
+            l_tensor.generation_mismatch(imp.name, export.name, imp.generation, export.generation, "the producer"),
+            (("import", imp.generation), ("export", export.generation)),
+        )
     if imp.chunk is not None:
         problem = l_tensor.chunk_problem(imp.name, imp.chunk.dim, imp.chunk.size, tile_text(imp.tile), dict(imp.tile))
         if problem is not None:
             tensor(problem, (("chunk", f"{imp.chunk.dim} {imp.chunk.size}"),))
     if imp.elem != export.elem:
         message, help_ = l_dtype.mismatch(imp.name, export.name, imp.elem, export.elem, "the producer", "the consumer")
-        out.append(Diagnostic(l_dtype.CODE, message, labels=labels, notes=(l_dtype.NOTE,), helps=(help_,),
-                              data=(("import", imp.elem), ("export", export.elem))))
+        out.append(
+            Diagnostic(
+                l_dtype.CODE,
+                message,
+                labels=labels,
+                notes=(l_dtype.NOTE,),
+                helps=(help_,),
+                data=(("import", imp.elem), ("export", export.elem)),
+            )
+        )
     return out
 
 

@@ -48,7 +48,8 @@ extern "C" __global__ void __launch_bounds__({threads}, {blocks}) k(float* p) {{
 def occupancy(function: object, threads: int, dynamic: int) -> int:
     if dynamic > 48 * 1024:
         (err,) = driver.cuFuncSetAttribute(
-            function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic)
+            function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic
+        )
         if err != driver.CUresult.CUDA_SUCCESS:
             return -1
     err, blocks = driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, threads, dynamic)
@@ -63,8 +64,7 @@ def matrix(gpu: GpuSession, quick: bool) -> list[dict[str, object]]:
     for threads in sizes:
         for blocks in (1, 2, 3, 4, 8):
             for barrier_id in (0, 3, 15):
-                barrier = (f'asm volatile("bar.sync {barrier_id}, {threads};");' if barrier_id
-                           else "__syncthreads();")
+                barrier = f'asm volatile("bar.sync {barrier_id}, {threads};");' if barrier_id else "__syncthreads();"
                 src = KERNEL.format(threads=threads, blocks=blocks, barrier=barrier)
                 ltoir = compile_nvrtc(src, "occ.cu", arch=spec.name).ltoir
                 linked = link([("occ", ltoir)], arch=spec.name, kernels=["k"], verbose=True)
@@ -77,10 +77,20 @@ def matrix(gpu: GpuSession, quick: bool) -> list[dict[str, object]]:
                         continue
                     model = R.residency(spec, R.Demand(threads // 32, regs, dynamic, charged))
                     api = occupancy(kernel.function, threads, dynamic)
-                    cases.append({"threads": threads, "min_blocks": blocks, "barrier_id": barrier_id,
-                                  "registers": regs, "barriers": charged, "dynamic_smem": dynamic,
-                                  "model": model.blocks, "limiting": model.limiting.resource, "api": api,
-                                  "agree": model.blocks == api})
+                    cases.append(
+                        {
+                            "threads": threads,
+                            "min_blocks": blocks,
+                            "barrier_id": barrier_id,
+                            "registers": regs,
+                            "barriers": charged,
+                            "dynamic_smem": dynamic,
+                            "model": model.blocks,
+                            "limiting": model.limiting.resource,
+                            "api": api,
+                            "agree": model.blocks == api,
+                        }
+                    )
     return cases
 
 
@@ -90,8 +100,10 @@ def ring_two_blocks(gpu: GpuSession, out: Path) -> dict[str, object]:
     from placement.adapter import placed_residency
     from tests.link.examples import build_example
 
-    edits = {"loader.kc": {"threads 384": "threads 384 blocks_per_sm 2", "regs 40": "regs 24"},
-             "reduce.kc": {"threads 384": "threads 384 blocks_per_sm 2", "regs 232": "regs 96"}}
+    edits = {
+        "loader.kc": {"threads 384": "threads 384 blocks_per_sm 2", "regs 40": "regs 24"},
+        "reduce.kc": {"threads 384": "threads 384 blocks_per_sm 2", "regs 232": "regs 96"},
+    }
     pipeline = build_example("ring", out / "src", edits)
     result = kl_link([pipeline], out / "ring2")
     if not result.ok or result.output is None or result.output.cubin is None:
@@ -105,8 +117,14 @@ def ring_two_blocks(gpu: GpuSession, out: Path) -> dict[str, object]:
     kernel = loaded.kernel(data["dispatch"]["kernel"])
     api = occupancy(kernel.function, threads, dynamic)
     regs = read_cubin(result.output.cubin).kernel(data["dispatch"]["kernel"])
-    return {"threads": threads, "dynamic_smem": dynamic, "registers": regs.registers if regs else None,
-            "placement_claims": claimed, "api": api, "agree": claimed == api and api >= 2}
+    return {
+        "threads": threads,
+        "dynamic_smem": dynamic,
+        "registers": regs.registers if regs else None,
+        "placement_claims": claimed,
+        "api": api,
+        "agree": claimed == api and api >= 2,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,8 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"occupancy check could not run: {exc!r}")
         return 2
     bad = [c for c in cases if not c["agree"]]
-    report = {"target": device, "cases": cases, "ring_blocks_per_sm_2": ring,
-              "disagreements": len(bad)}
+    report = {"target": device, "cases": cases, "ring_blocks_per_sm_2": ring, "disagreements": len(bad)}
     (args.out / "occupancy.json").write_text(json.dumps(report, indent=2) + "\n")
     print(f"{device}: {len(cases)} kernels × smem sizes, {len(bad)} disagree with the occupancy API")
     for c in bad[:20]:

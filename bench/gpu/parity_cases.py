@@ -52,18 +52,52 @@ def main(argv: list[str]) -> int:
     rows = []
     hello = build_example("hello", root)
     (hello.parent / "data.bin").write_bytes(random_floats(HELLO_N, 1))
-    rows.append(("hello", hello, write_args(hello.parent, {
-        "grid": 2 * SMS, "values": {"n": HELLO_N}, "buffers": {"data": {"input": "data.bin", "output": "out.bin"}}})))
+    rows.append(
+        (
+            "hello",
+            hello,
+            write_args(
+                hello.parent,
+                {
+                    "grid": 2 * SMS,
+                    "values": {"n": HELLO_N},
+                    "buffers": {"data": {"input": "data.bin", "output": "out.bin"}},
+                },
+            ),
+        )
+    )
     ring = build_example("ring", root)
     (ring.parent / "src.bin").write_bytes(random_floats(RING_TILES * TILE_ELEMS, 2))
-    rows.append(("ring", ring, write_args(ring.parent, {
-        "grid": SMS, "values": {"tiles": RING_TILES},
-        "buffers": {"src": {"input": "src.bin"}, "dst": {"bytes": 4 * 8 * RING_TILES, "output": "sums.bin"}}})))
+    rows.append(
+        (
+            "ring",
+            ring,
+            write_args(
+                ring.parent,
+                {
+                    "grid": SMS,
+                    "values": {"tiles": RING_TILES},
+                    "buffers": {
+                        "src": {"input": "src.bin"},
+                        "dst": {"bytes": 4 * 8 * RING_TILES, "output": "sums.bin"},
+                    },
+                },
+            ),
+        )
+    )
     for name, case in sorted(CASES.items()):
         pipeline = build_case(case, root / f"tensor-{name}")
         words = len(case.expected(1)) * TENSOR_BLOCKS
-        rows.append((f"tensor-{name}", pipeline, write_args(pipeline.parent, {
-            "grid": TENSOR_BLOCKS, "buffers": {"out": {"bytes": 4 * words, "output": "out.bin"}}})))
+        rows.append(
+            (
+                f"tensor-{name}",
+                pipeline,
+                write_args(
+                    pipeline.parent,
+                    {"grid": TENSOR_BLOCKS, "buffers": {"out": {"bytes": 4 * words, "output": "out.bin"}}},
+                ),
+            )
+        )
     (root / "cases.tsv").write_text("".join(f"{n}\t{p}\t{a}\n" for n, p, a in rows))
     for n, p, a in rows:
         print(n, p, a)

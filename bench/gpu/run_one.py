@@ -54,8 +54,9 @@ def _run(args: argparse.Namespace) -> tuple[list[float], list[float]]:
         if args.example == "ring":
             data = floats(args.tiles * 8192, args.tiles)
             src, dst = gpu.upload(data.tobytes()), gpu.alloc(args.tiles * 8 * 4)
-            run_linked(args.out / "linked", gpu=gpu, grid=args.blocks,
-                       values={"src": src, "dst": dst, "tiles": args.tiles})
+            run_linked(
+                args.out / "linked", gpu=gpu, grid=args.blocks, values={"src": src, "dst": dst, "tiles": args.tiles}
+            )
             got, want = array("f", gpu.download(dst)).tolist(), ring_reference(data, args.tiles)
         else:
             data = floats(args.n + 7, args.n)

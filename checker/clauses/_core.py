@@ -40,8 +40,9 @@ class Core:
         return str(self.needs) if self.needs_exact else f"at least {self.needs}"
 
     def labels(self) -> tuple[Label, ...]:
-        return tuple(Label(m.span, f"`{m.name}` {m.need} ({m.lifetime})", k == self.primary)
-                     for k, m in enumerate(self.members))
+        return tuple(
+            Label(m.span, f"`{m.name}` {m.need} ({m.lifetime})", k == self.primary) for k, m in enumerate(self.members)
+        )
 
     def notes(self, unit: str) -> list[str]:
         """The notes every core carries, in order: members, why together, shortfall."""
@@ -62,6 +63,12 @@ class Core:
         return notes
 
     def data(self, domain: str) -> tuple[tuple[str, str], ...]:
-        return (("domain", domain), ("capacity", str(self.offers)), ("needs", str(self.needs)),
-                ("needs_exact", str(self.needs_exact).lower()), ("shortfall", str(self.needs - self.offers)),
-                ("core", ", ".join(m.name for m in self.members)), ("minimal", str(self.minimal).lower()))
+        return (
+            ("domain", domain),
+            ("capacity", str(self.offers)),
+            ("needs", str(self.needs)),
+            ("needs_exact", str(self.needs_exact).lower()),
+            ("shortfall", str(self.needs - self.offers)),
+            ("core", ", ".join(m.name for m in self.members)),
+            ("minimal", str(self.minimal).lower()),
+        )

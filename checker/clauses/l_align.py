@@ -50,16 +50,17 @@ from checker.report import seam
 from checker.storage import SIZED_USES, is_power_of_two, use_alignment
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 _WHY: dict[str, str] = {
     "tma": "TMA faults (`cudaErrorMisalignedAddress`) on a shared address that is not 128-byte aligned "
-           "(PG-TMA; measured on H200)",
+    "(PG-TMA; measured on H200)",
     "swizzle128": "the 128-byte swizzle XORs absolute address bits [9:7]; off a 1024-byte boundary the "
-                  "pattern shifts and a descriptor with base offset 0 reads the wrong elements (PTX ISA §5.5.7)",
+    "pattern shifts and a descriptor with base offset 0 reads the wrong elements (PTX ISA §5.5.7)",
     "swizzle64": "the 64-byte swizzle pattern repeats every 512 bytes of absolute address; off that "
-                 "boundary it shifts (PTX ISA §5.5.7)",
+    "boundary it shifts (PTX ISA §5.5.7)",
     "swizzle32": "the 32-byte swizzle pattern repeats every 256 bytes of absolute address; off that "
-                 "boundary it shifts (PTX ISA §5.5.7)",
+    "boundary it shifts (PTX ISA §5.5.7)",
     "wgmma": "a wgmma descriptor holds the operand's start address in 16-byte units (PTX ISA §9.7.15.5.1)",
     "ldmatrix": "each ldmatrix/stmatrix row address must be 16-byte aligned (PTX ISA §9.7.14.5.15)",
     "bulk_copy": "cp.async.bulk needs 16-byte aligned shared addresses (PTX ISA §9.7.9.25)",
@@ -68,7 +69,7 @@ _WHY: dict[str, str] = {
 
 
 class AlignClause(Clause):
-    code = "L-ALIGN"
+    code = Code.L_ALIGN
     name = "bad-alignment"
     summary = "an alignment is not a power of two, exceeds what its domain supports, or is below what its use needs"
     category = "storage"
@@ -83,9 +84,12 @@ class AlignClause(Clause):
         data = {"claim": item.name, "align": align}
         if align is not None and not is_power_of_two(align):
             yield seam(
-                self.code, f"alignment {align} of claim `{item.name}` is not a power of two",
+                self.code,
+                f"alignment {align} of claim `{item.name}` is not a power of two",
                 (claim.span, f"`align {align}`"),
-                helps=(f"use a power of two, such as `align {_pow2_above(align)}`",), data=data)
+                helps=(f"use a power of two, such as `align {_pow2_above(align)}`",),
+                data=data,
+            )
             return
         if target is None:
             return
@@ -96,10 +100,13 @@ class AlignClause(Clause):
                 f"claim `{item.name}` asks for {align}-byte alignment, but shared-memory placement can "
                 f"guarantee at most {base} on {target.name}",
                 (claim.span, f"`align {align}`"),
-                notes=(f"user shared memory starts at shared address {base} (HARDWARE.md §1.2), so an "
-                       f"offset is aligned in absolute terms only up to {base} bytes",),
+                notes=(
+                    f"user shared memory starts at shared address {base} (HARDWARE.md §1.2), so an "
+                    f"offset is aligned in absolute terms only up to {base} bytes",
+                ),
                 helps=(f"use `align {base}` or less, or realign at run time inside the component",),
-                data={**data, "supported": base})
+                data={**data, "supported": base},
+            )
         if align is not None:
             yield from self._uses(claim, target, align)
         yield from self._sizes(claim, target)
@@ -117,9 +124,11 @@ class AlignClause(Clause):
             f"claim `{item.name}` is aligned to {align} B, but its use `{use}` needs {needed} B",
             (claim.span, f"`align {align}` with `use {use}`{also}"),
             notes=(_WHY[use],),
-            helps=(f"write `align {needed}`, or drop `align` and let placement take the largest alignment "
-                   "the uses need",),
-            data={"claim": item.name, "align": align, "use": use, "needed": needed})
+            helps=(
+                f"write `align {needed}`, or drop `align` and let placement take the largest alignment the uses need",
+            ),
+            data={"claim": item.name, "align": align, "use": use, "needed": needed},
+        )
 
     def _sizes(self, claim: Owned[A.SmemClaim], target: TargetSpec) -> Iterator[Diagnostic]:
         item, unit = claim.item, target.tma_size_multiple
@@ -132,7 +141,8 @@ class AlignClause(Clause):
             (claim.span, f"`bytes {item.bytes}` with `use {sized[0]}`"),
             notes=(f"TMA and bulk copies transfer multiples of {unit} bytes (PG-TMA; PTX ISA §9.7.9.25)",),
             helps=(f"round the claim up to {-(-item.bytes // unit) * unit} bytes",),
-            data={"claim": item.name, "bytes": item.bytes, "multiple": unit})
+            data={"claim": item.name, "bytes": item.bytes, "multiple": unit},
+        )
 
 
 def _pow2_above(value: int) -> int:

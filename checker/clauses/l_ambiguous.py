@@ -46,10 +46,11 @@ from checker.report import seam
 from checker.resolve import serving_exports
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class AmbiguousClause(Clause):
-    code = "L-AMBIGUOUS"
+    code = Code.L_AMBIGUOUS
     name = "ambiguous-call"
     summary = "several exports could serve one call and the pipeline does not choose"
     category = "callables"
@@ -64,13 +65,13 @@ class AmbiguousClause(Clause):
             if len(candidates) > 1:
                 yield self._ambiguous(comp, name, calls, candidates)
 
-    def _ambiguous(self, comp: Composition, name: str, calls: list[Owned[A.Call]],
-                   candidates: tuple[Owned[A.ExportCallable], ...]) -> Diagnostic:
+    def _ambiguous(
+        self, comp: Composition, name: str, calls: list[Owned[A.Call]], candidates: tuple[Owned[A.ExportCallable], ...]
+    ) -> Diagnostic:
         stages = sorted({e.stage_name for e in candidates})
         first, *others = calls
         secondary = [(c.span, f"`{c.stage_name}` also calls `{name}` here") for c in others]
-        secondary += [(e.span, f"candidate: `{e.stage_name}` exports `{name} {e.item.signature}`")
-                      for e in candidates]
+        secondary += [(e.span, f"candidate: `{e.stage_name}` exports `{name} {e.item.signature}`") for e in candidates]
         chosen = next((it for it in comp.pipeline.items if isinstance(it, A.Resolve) and it.call == name), None)
         if chosen is not None:  # the chosen stage itself exports the name more than once
             message = f"call `{name}` is resolved to `{chosen.stage}`, which exports `{name}` {len(candidates)} times"
@@ -82,9 +83,14 @@ class AmbiguousClause(Clause):
             lines = " or ".join(f'`resolve call {name} to "{s}"`' for s in stages)
             helps = [f"choose one in pipeline `{comp.pipeline.name}`: add {lines}"]
         return seam(
-            self.code, message, (first.span, f"`{first.stage_name}` calls `{name}` here"), secondary,
+            self.code,
+            message,
+            (first.span, f"`{first.stage_name}` calls `{name}` here"),
+            secondary,
             notes=("the linker binds each call site to exactly one export and will not guess",),
-            helps=helps, data={"call": name, "candidates": ",".join(stages)})
+            helps=helps,
+            data={"call": name, "candidates": ",".join(stages)},
+        )
 
     def _conflicting_resolves(self, comp: Composition) -> Iterator[Diagnostic]:
         first: dict[str, A.Resolve] = {}
@@ -95,8 +101,11 @@ class AmbiguousClause(Clause):
             if earlier is item or earlier.stage == item.stage:
                 continue
             yield seam(
-                self.code, f"call `{item.call}` is resolved twice, to `{earlier.stage}` and to `{item.stage}`",
-                (item.span, f"resolves to `{item.stage}`"), [(earlier.span, f"resolves to `{earlier.stage}`")],
+                self.code,
+                f"call `{item.call}` is resolved twice, to `{earlier.stage}` and to `{item.stage}`",
+                (item.span, f"resolves to `{item.stage}`"),
+                [(earlier.span, f"resolves to `{earlier.stage}`")],
                 notes=("the first `resolve` line is the one that takes effect",),
                 helps=(f"keep one `resolve call {item.call}` line",),
-                data={"call": item.call, "stages": f"{earlier.stage},{item.stage}"})
+                data={"call": item.call, "stages": f"{earlier.stage},{item.stage}"},
+            )

@@ -62,10 +62,11 @@ from checker.clause import Clause
 from checker.composition import Composition
 from checker.context import CheckContext
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class ArriveClause(Clause):
-    code = "L-ARRIVE"
+    code = Code.L_ARRIVE
     name = "arrival-count"
     summary = "an mbarrier's initialized arrival count differs from the arrivals its participants make per phase"
     category = "protocol"

@@ -51,11 +51,12 @@ from checker.report import seam
 from contract_lang import ast as A
 from contract_lang.expr import EvalError, evaluate, names, to_text
 from diagnostics.model import Diagnostic, Label
+from diagnostics.symbols import Code
 from solver import unknown_diagnostic
 
 
 class AssumeClause(Clause):
-    code = "L-ASSUME"
+    code = Code.L_ASSUME
     name = "fact-constraint"
     summary = "a consumer's constraint on facts fails for a value the owner allows"
     category = "facts"
@@ -78,24 +79,31 @@ class AssumeClause(Clause):
             else:
                 yield from self._decide(req, owners, memo)
 
-    def _decide(self, req: Owned[A.RequiresFact], owners: dict[str, Owned[A.OwnsFact]],
-                memo: Memo) -> Iterator[Diagnostic]:
+    def _decide(
+        self, req: Owned[A.RequiresFact], owners: dict[str, Owned[A.OwnsFact]], memo: Memo
+    ) -> Iterator[Diagnostic]:
         expr = req.item.expr
         text = to_text(expr)
         values = {name: owner.item.value for name, owner in owners.items()}
         verdict = decide(expr, values, memo=memo)
         if verdict.status == "holds":
             return
-        secondary = [(o.item.value.span, f"`{o.stage_name}` owns `{n} {describe_value(o.item.value)}`")
-                     for n, o in sorted(owners.items())]
+        secondary = [
+            (o.item.value.span, f"`{o.stage_name}` owns `{n} {describe_value(o.item.value)}`")
+            for n, o in sorted(owners.items())
+        ]
         if verdict.status == "unknown":
             yield unknown_diagnostic(
-                self.code, f"cannot decide whether `{text}` holds for every value of its facts",
+                self.code,
+                f"cannot decide whether `{text}` holds for every value of its facts",
                 (Label(req.span, "undecided constraint"), *(Label(span, label, False) for span, label in secondary)),
-                notes=(f"Z3 gave up: {verdict.reason or 'unknown'}", "the constraint was not checked: "
-                       "this is not a pass"),
+                notes=(
+                    f"Z3 gave up: {verdict.reason or 'unknown'}",
+                    "the constraint was not checked: this is not a pass",
+                ),
                 helps=("simplify the constraint (avoid products of facts), or narrow the owners' values",),
-                data=(("constraint", text),))
+                data=(("constraint", text),),
+            )
             return
         witness = dict(verdict.witness)
         shown = ", ".join(f"`{n} = {v}`" for n, v in verdict.witness) or "every value"
@@ -106,8 +114,11 @@ class AssumeClause(Clause):
         if why is None:
             raise AssertionError(f"solver counterexample {witness} satisfies `{text}`")
         yield seam(
-            self.code, f"constraint `{text}` of `{req.stage_name}` fails for {shown}",
-            (req.span, f"{why} for {shown}"), secondary,
+            self.code,
+            f"constraint `{text}` of `{req.stage_name}` fails for {shown}",
+            (req.span, f"{why} for {shown}"),
+            secondary,
             notes=("the owners' values may be chosen at link time; a constraint must hold for every one",),
             helps=(f"narrow the owner's values to those meeting `{text}`, or relax the constraint",),
-            data={"constraint": text, "counterexample": ",".join(f"{n}={v}" for n, v in verdict.witness)})
+            data={"constraint": text, "counterexample": ",".join(f"{n}={v}" for n, v in verdict.witness)},
+        )

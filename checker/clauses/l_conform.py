@@ -76,10 +76,11 @@ from checker.conformance import derive, diagnostics, ptx_display, source_display
 from checker.context import CheckContext
 from checker.memo import Memo
 from diagnostics.model import Diagnostic, Label, Severity
+from diagnostics.symbols import Code
 
 
 class ConformClause(Clause):
-    code = "L-CONFORM"
+    code = Code.L_CONFORM
     name = "code-conformance"
     summary = "a component's compiled code disagrees with its own contract"
     category = "composition"
@@ -98,15 +99,24 @@ class ConformClause(Clause):
                 continue
             if captured.ptx is None and entry.package is not None:
                 labels = (Label(entry.use.span, "package named here"),) if entry.use is not None else ()
-                yield Diagnostic("I-CONFORM", f"package `{entry.package}` carries no PTX: its code was not "
-                                 "checked against its contract", severity=Severity.NOTE, labels=labels,
-                                 notes=("packages written before the conformance analysis have no `code.ptx`",),
-                                 helps=("rebuild the package with `kernlink pack`",))
+                yield Diagnostic(
+                    Code.I_CONFORM,
+                    f"package `{entry.package}` carries no PTX: its code was not checked against its contract",
+                    severity=Severity.NOTE,
+                    labels=labels,
+                    notes=("packages written before the conformance analysis have no `code.ptx`",),
+                    helps=("rebuild the package with `kernlink pack`",),
+                )
                 continue
             if captured.ptx is None:
                 continue
             origin = entry.package or entry.source
             ptx = captured.ptx
             facts = memo.code_facts.get(ptx, functools.partial(derive, ptx))
-            yield from diagnostics(entry.stage, facts, ptx_name=ptx_display(origin),
-                                   source_name=source_display(origin), ptx_text=captured.ptx)
+            yield from diagnostics(
+                entry.stage,
+                facts,
+                ptx_name=ptx_display(origin),
+                source_name=source_display(origin),
+                ptx_text=captured.ptx,
+            )

@@ -49,12 +49,13 @@ from checker.report import seam
 from checker.resolve import serving_exports
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 Node = tuple[str, str, str]  # (kind, stage, name)
 
 
 class CycleClause(Clause):
-    code = "L-CYCLE"
+    code = Code.L_CYCLE
     name = "call-cycle"
     summary = "the callable graph across components has a cycle"
     category = "callables"
@@ -76,20 +77,31 @@ class CycleClause(Clause):
         steps = list(itertools.pairwise(path))
         calls: list[Owned[A.Call]] = [graph.edges[a, b]["call"] for a, b in steps]
         shown = " → ".join(_show(n) for n in path)
-        labels = [(call.span, f"`{a[2]}` calls `{b[2]}` (exported by `{b[1]}`)")
-                  for call, (a, b) in zip(calls, steps, strict=True)]
+        labels = [
+            (call.span, f"`{a[2]}` calls `{b[2]}` (exported by `{b[1]}`)")
+            for call, (a, b) in zip(calls, steps, strict=True)
+        ]
         stages = sorted({n[1] for n in path})
-        message = (f"exported callable `{path[0][2]}` of `{path[0][1]}` calls itself through its own export"
-                   if len(path) == 2 else f"exported callables call each other in a cycle: {shown}")
+        message = (
+            f"exported callable `{path[0][2]}` of `{path[0][1]}` calls itself through its own export"
+            if len(path) == 2
+            else f"exported callables call each other in a cycle: {shown}"
+        )
         return seam(
-            self.code, message,
-            labels[0], labels[1:],
-            notes=(f"the cycle runs through {', '.join(f'`{s}`' for s in stages)}",
-                   "LTO cannot inline a recursive call, and the stack depth of device recursion "
-                   "cannot be bounded"),
-            helps=("break the cycle: pass what the inner call computes as an argument, or move the "
-                   "shared code into a callable that calls neither side back",),
-            data={"cycle": " -> ".join(f"{n[1]}:{n[2]}" for n in path)})
+            self.code,
+            message,
+            labels[0],
+            labels[1:],
+            notes=(
+                f"the cycle runs through {', '.join(f'`{s}`' for s in stages)}",
+                "LTO cannot inline a recursive call, and the stack depth of device recursion cannot be bounded",
+            ),
+            helps=(
+                "break the cycle: pass what the inner call computes as an argument, or move the "
+                "shared code into a callable that calls neither side back",
+            ),
+            data={"cycle": " -> ".join(f"{n[1]}:{n[2]}" for n in path)},
+        )
 
 
 def _shortest_cycle(graph: nx.DiGraph, start: Node) -> list[Node]:

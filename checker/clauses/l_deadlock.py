@@ -63,10 +63,11 @@ from checker.clause import Clause
 from checker.composition import Composition
 from checker.context import CheckContext
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class DeadlockClause(Clause):
-    code = "L-DEADLOCK"
+    code = Code.L_DEADLOCK
     name = "protocol-deadlock"
     summary = "the bounded protocol model reaches a state where every live role waits"
     category = "protocol"

@@ -60,10 +60,11 @@ from checker.report import seam
 from checker.storage import depth_ranges, valid_range
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class DepthClause(Clause):
-    code = "L-DEPTH"
+    code = Code.L_DEPTH
     name = "ring-depth"
     summary = "ring depths disagree between endpoints, a depth range is empty, or a per-slot claim names no ring"
     category = "protocol"
@@ -86,8 +87,14 @@ class DepthClause(Clause):
                 message = f"the depth range {text} of ring `{ring}` in `{side.stage_name}` is empty"
                 note = "a range `lo..hi` allows the depths from lo up to hi"
                 fix = f"`depth {depth.hi}..{depth.lo}`"
-            yield seam(self.code, message, (depth.span, f"`depth {text}`"), notes=(note,),
-                       helps=(f"write {fix}",), data={"ring": ring, "lo": depth.lo, "hi": depth.hi})
+            yield seam(
+                self.code,
+                message,
+                (depth.span, f"`depth {text}`"),
+                notes=(note,),
+                helps=(f"write {fix}",),
+                data={"ring": ring, "lo": depth.lo, "hi": depth.hi},
+            )
         if bad or len(ranges) < 2:
             return
         lo = max(d.lo for _, d in ranges)
@@ -102,10 +109,13 @@ class DepthClause(Clause):
             f"the sides of ring `{ring}` allow depths {_show(later[1])} and {_show(earlier[1])}, which do not meet",
             (later[1].span, f"`{later[0].stage_name}` allows {_show(later[1])}"),
             [(earlier[1].span, f"`{earlier[0].stage_name}` allows {_show(earlier[1])}")],
-            notes=("both sides index slots modulo one depth and flip their parity on each wrap; the linker "
-                   "picks a depth that every side allows",),
+            notes=(
+                "both sides index slots modulo one depth and flip their parity on each wrap; the linker "
+                "picks a depth that every side allows",
+            ),
             helps=("widen one range so they overlap, or state the depth on one side only",),
-            data={"ring": ring, "lo": lo, "hi": hi})
+            data={"ring": ring, "lo": lo, "hi": hi},
+        )
 
     def _orphans(self, comp: Composition) -> Iterator[Diagnostic]:
         from diagnostics.suggestions import did_you_mean
@@ -120,9 +130,11 @@ class DepthClause(Clause):
                 f"claim `{claim.item.name}` is stored per slot of ring `{ring}`, which no stage declares",
                 (claim.span, f"`per_slot {ring}`"),
                 notes=("a per-slot claim takes one buffer per slot, so its size depends on the ring's depth",),
-                helps=(f"did you mean `{guess}`?",) if guess else
-                ("name a ring of the composition, or drop `per_slot`",),
-                data={"claim": claim.item.name, "ring": ring})
+                helps=(f"did you mean `{guess}`?",)
+                if guess
+                else ("name a ring of the composition, or drop `per_slot`",),
+                data={"claim": claim.item.name, "ring": ring},
+            )
 
 
 def _show(depth: A.RingDepth) -> str:

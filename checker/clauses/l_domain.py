@@ -55,10 +55,11 @@ from checker.report import seam, size
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.suggestions import did_you_mean
+from diagnostics.symbols import Code
 
 
 class DomainClause(Clause):
-    code = "L-DOMAIN"
+    code = Code.L_DOMAIN
     name = "symmetric-allocation"
     summary = "owners of a symmetric allocation disagree on its domain, size or views"
     category = "communication"
@@ -81,53 +82,70 @@ class DomainClause(Clause):
 
     def _compare(self, name: str, first: Owned[A.Buffer], other: Owned[A.Buffer]) -> Iterator[Diagnostic]:
         a, b = first.item, other.item
-        pairs = (("symmetric", _sym(a), _sym(b)), ("domain", _dom(a.domain), _dom(b.domain)),
-                 ("size", size(a.bytes), size(b.bytes)),
-                 ("views", _views(a.views), _views(b.views)))
+        pairs = (
+            ("symmetric", _sym(a), _sym(b)),
+            ("domain", _dom(a.domain), _dom(b.domain)),
+            ("size", size(a.bytes), size(b.bytes)),
+            ("views", _views(a.views), _views(b.views)),
+        )
         for what, mine, theirs in pairs:
             if mine == theirs:
                 continue
-            said = (f"{theirs} by `{other.stage_name}` but {mine} by `{first.stage_name}`" if what == "symmetric"
-                    else f"with {what} {theirs} by `{other.stage_name}` but {mine} by `{first.stage_name}`")
+            said = (
+                f"{theirs} by `{other.stage_name}` but {mine} by `{first.stage_name}`"
+                if what == "symmetric"
+                else f"with {what} {theirs} by `{other.stage_name}` but {mine} by `{first.stage_name}`"
+            )
             yield seam(
-                self.code, f"buffer `{name}` is declared {said}",
+                self.code,
+                f"buffer `{name}` is declared {said}",
                 (other.span, theirs if what == "symmetric" else f"{what} {theirs}"),
                 [(first.span, mine if what == "symmetric" else f"{what} {mine}")],
                 notes=("every GPU of the domain allocates the buffer once, at one offset, from one declaration",),
                 helps=(f"declare `{name}` identically in every stage that uses it",),
-                data={"buffer": name, "attribute": what, "first": mine, "second": theirs})
+                data={"buffer": name, "attribute": what, "first": mine, "second": theirs},
+            )
 
     def _domain(self, name: str, buf: Owned[A.Buffer], domains: dict[str, set[str]]) -> Iterator[Diagnostic]:
         domain = buf.item.domain
         if domain is None:
             yield seam(
-                self.code, f"symmetric buffer `{name}` names no communication domain",
+                self.code,
+                f"symmetric buffer `{name}` names no communication domain",
                 (buf.span, "no `domain`"),
                 notes=("a symmetric allocation exists once per GPU of one domain",),
                 helps=(f"add `domain {_q('NAME')}` to `{name}` and a `domain {_q('NAME')} views …` line to the stage",),
-                data={"buffer": name})
+                data={"buffer": name},
+            )
             return
         if domain not in domains:
             guess = did_you_mean(domain, sorted(domains))
             helps = [f"did you mean `{_q(guess)}`?"] if guess else []
-            helps.append(f"add `domain {_q(domain)} views {', '.join(buf.item.views) or 'peer'}` to "
-                         f"`{buf.stage_name}`")
+            helps.append(f"add `domain {_q(domain)} views {', '.join(buf.item.views) or 'peer'}` to `{buf.stage_name}`")
             yield seam(
-                self.code, f"symmetric buffer `{name}` is in domain `{_q(domain)}`, which no stage declares",
+                self.code,
+                f"symmetric buffer `{name}` is in domain `{_q(domain)}`, which no stage declares",
                 (buf.span, f"domain `{_q(domain)}`"),
-                notes=(f"domains declared: {', '.join(f'`{_q(d)}`' for d in sorted(domains))}" if domains
-                       else "no stage declares a `domain` line",),
-                helps=helps, data={"buffer": name, "domain": domain})
+                notes=(
+                    f"domains declared: {', '.join(f'`{_q(d)}`' for d in sorted(domains))}"
+                    if domains
+                    else "no stage declares a `domain` line",
+                ),
+                helps=helps,
+                data={"buffer": name, "domain": domain},
+            )
             return
         missing = [v for v in buf.item.views if v not in domains[domain]]
         if missing:
             yield seam(
-                self.code, f"symmetric buffer `{name}` uses {_views(tuple(missing))} of domain `{_q(domain)}`, "
+                self.code,
+                f"symmetric buffer `{name}` uses {_views(tuple(missing))} of domain `{_q(domain)}`, "
                 "which no `domain` line declares",
                 (buf.span, f"views {_views(buf.item.views)}"),
                 notes=(f"domain `{_q(domain)}` is declared with views {_views(tuple(sorted(domains[domain])))}",),
                 helps=(f"add the views to the stage's `domain {_q(domain)}` line",),
-                data={"buffer": name, "domain": domain, "missing": ",".join(missing)})
+                data={"buffer": name, "domain": domain, "missing": ",".join(missing)},
+            )
 
 
 def _sym(buf: A.Buffer) -> str:

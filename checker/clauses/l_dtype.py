@@ -50,8 +50,10 @@ from checker.clause import Clause
 from checker.composition import Composition
 from checker.report import seam
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
-CODE = "L-DTYPE"
+CODE = Code.L_DTYPE
+
 
 class DtypeClause(Clause):
     code = CODE
@@ -68,15 +70,18 @@ class DtypeClause(Clause):
             mine, theirs = imp.item.elem, exp.item.elem
             if mine is None or theirs is None or mine == theirs:
                 continue
-            message, help_ = mismatch(imp.item.name, exp.item.name, mine, theirs, f"`{exp.stage_name}`",
-                                      f"`{imp.stage_name}`'s code")
+            message, help_ = mismatch(
+                imp.item.name, exp.item.name, mine, theirs, f"`{exp.stage_name}`", f"`{imp.stage_name}`'s code"
+            )
             yield seam(
-                self.code, message,
+                self.code,
+                message,
                 (imp.item.attr_span("elem"), f"imported as `{mine}`"),
                 [(exp.item.attr_span("elem"), f"exported as `{theirs}`")],
-                notes=(NOTE,), helps=(help_,),
-                data={"import": imp.item.name, "export": exp.item.name, "import_elem": mine,
-                      "export_elem": theirs})
+                notes=(NOTE,),
+                helps=(help_,),
+                data={"import": imp.item.name, "export": exp.item.name, "import_elem": mine, "export_elem": theirs},
+            )
 
 
 NOTE = "generated transfers move values bit for bit; they never convert"
@@ -84,5 +89,7 @@ NOTE = "generated transfers move values bit for bit; they never convert"
 
 def mismatch(imp: str, export: str, mine: str, theirs: str, exporter: str, consumer: str) -> tuple[str, str]:
     """The one wording of an element-type mismatch: message and help."""
-    return (f"import `{imp}` reads `{export}` as `{mine}`, but {exporter} exports it as `{theirs}`",
-            f"import `elem {theirs}` and convert to `{mine}` in {consumer}")
+    return (
+        f"import `{imp}` reads `{export}` as `{mine}`, but {exporter} exports it as `{theirs}`",
+        f"import `elem {theirs}` and convert to `{mine}` in {consumer}",
+    )

@@ -51,11 +51,12 @@ from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.suggestions import did_you_mean
+from diagnostics.symbols import Code
 from package.loader import StageEntry
 
 
 class FactClause(Clause):
-    code = "L-FACT"
+    code = Code.L_FACT
     name = "fact-mismatch"
     summary = "a consumer's type or compiled-in assumption disagrees with the fact's owner"
     category = "facts"
@@ -85,23 +86,29 @@ class FactClause(Clause):
         bad = [v for v in fact.value.values if not bounds[0] <= v <= bounds[1]]
         if bad:
             yield seam(
-                self.code, f"fact `{fact.name}` is `{fact.type}`, which cannot hold {bad[0]}",
+                self.code,
+                f"fact `{fact.name}` is `{fact.type}`, which cannot hold {bad[0]}",
                 (fact.value.span, f"`{fact.type}` holds {bounds[0]}..{bounds[1]}"),
                 helps=(f"declare a wider type or a value in {bounds[0]}..{bounds[1]}",),
-                data={"fact": fact.name, "type": fact.type, "value": bad[0]})
+                data={"fact": fact.name, "type": fact.type, "value": bad[0]},
+            )
 
-    def _typed(self, comp: Composition, entry: StageEntry, item: A.UsesFact | A.AssumesFact,
-               kind: str) -> Iterator[Diagnostic]:
+    def _typed(
+        self, comp: Composition, entry: StageEntry, item: A.UsesFact | A.AssumesFact, kind: str
+    ) -> Iterator[Diagnostic]:
         owner = sole_owner(comp, item.name)
         if owner is None or owner.item.type == item.type:
             return
         yield seam(
-            self.code, f"`{entry.name}` {kind} fact `{item.name}` as `{item.type}`, but `{owner.stage_name}` "
+            self.code,
+            f"`{entry.name}` {kind} fact `{item.name}` as `{item.type}`, but `{owner.stage_name}` "
             f"owns it as `{owner.item.type}`",
-            (item.span, f"declared `{item.type}` here"), [(owner.span, f"owned as `{owner.item.type}`")],
+            (item.span, f"declared `{item.type}` here"),
+            [(owner.span, f"owned as `{owner.item.type}`")],
             notes=("the linker writes the owner's bytes; a different type reads them differently",),
             helps=(f"declare `{item.name}: {owner.item.type}`",),
-            data={"fact": item.name, "consumer_type": item.type, "owner_type": owner.item.type})
+            data={"fact": item.name, "consumer_type": item.type, "owner_type": owner.item.type},
+        )
 
     def _assumed(self, comp: Composition, entry: StageEntry, item: A.AssumesFact) -> Iterator[Diagnostic]:
         owner = sole_owner(comp, item.name)
@@ -112,23 +119,32 @@ class FactClause(Clause):
         owned = f"`{item.name} {describe_value(value)}`"
         if only is None:
             yield seam(
-                self.code, f"`{entry.name}` is compiled assuming `{item.name} == {item.value}`, but "
+                self.code,
+                f"`{entry.name}` is compiled assuming `{item.name} == {item.value}`, but "
                 f"`{owner.stage_name}` owns {owned}, which can change without recompiling it",
-                (item.span, "compiled-in assumption"), [(value.span, "the owner may pick any of these")],
-                notes=("an assumed fact is compiled into the consumer; only an exact owner value keeps "
-                       "it valid",),
-                helps=(f"read it as a parameter: `uses fact {item.name}: {item.type} as param …`, or have "
-                       f"the owner fix `owns fact {item.name}: {owner.item.type} = {item.value}`",),
-                data={"fact": item.name, "assumed": item.value, "owned": describe_value(value)})
+                (item.span, "compiled-in assumption"),
+                [(value.span, "the owner may pick any of these")],
+                notes=("an assumed fact is compiled into the consumer; only an exact owner value keeps it valid",),
+                helps=(
+                    f"read it as a parameter: `uses fact {item.name}: {item.type} as param …`, or have "
+                    f"the owner fix `owns fact {item.name}: {owner.item.type} = {item.value}`",
+                ),
+                data={"fact": item.name, "assumed": item.value, "owned": describe_value(value)},
+            )
         elif only != item.value:
             yield seam(
-                self.code, f"`{entry.name}` is compiled assuming `{item.name} == {item.value}`, but "
+                self.code,
+                f"`{entry.name}` is compiled assuming `{item.name} == {item.value}`, but "
                 f"`{owner.stage_name}` owns `{item.name} = {only}`",
-                (item.span, f"assumes {item.value}"), [(value.span, f"owned value {only}")],
+                (item.span, f"assumes {item.value}"),
+                [(value.span, f"owned value {only}")],
                 notes=(f"`{entry.name}` is stale: it was built against another value of `{item.name}`",),
-                helps=(f"rebuild `{entry.name}` for `{item.name} == {only}`, or read it as a parameter: "
-                       f"`uses fact {item.name}: {item.type} as param …`",),
-                data={"fact": item.name, "assumed": item.value, "owned": only})
+                helps=(
+                    f"rebuild `{entry.name}` for `{item.name} == {only}`, or read it as a parameter: "
+                    f"`uses fact {item.name}: {item.type} as param …`",
+                ),
+                data={"fact": item.name, "assumed": item.value, "owned": only},
+            )
 
     def _param(self, entry: StageEntry, item: A.UsesFact, fields: dict[str, A.ParamField]) -> Iterator[Diagnostic]:
         field = fields.get(item.param)
@@ -137,34 +153,45 @@ class FactClause(Clause):
             helps = [f"did you mean `{guess}`?"] if guess else []
             helps.append(f"add `{item.param}: {item.type} @ OFFSET = fact {item.name}` to a params block")
             yield seam(
-                self.code, f"`{entry.name}` takes fact `{item.name}` as param `{item.param}`, but none of its "
+                self.code,
+                f"`{entry.name}` takes fact `{item.name}` as param `{item.param}`, but none of its "
                 "params blocks has that field",
                 (item.span, f"no field `{item.param}`"),
                 notes=(f"fields: {', '.join(f'`{f}`' for f in fields)}" if fields else "the stage has no params",),
-                helps=helps, data={"fact": item.name, "param": item.param})
+                helps=helps,
+                data={"fact": item.name, "param": item.param},
+            )
         elif field.fact is not None and field.fact != item.name:
             yield seam(
-                self.code, f"param `{field.name}` of `{entry.name}` is written from fact `{field.fact}`, but "
+                self.code,
+                f"param `{field.name}` of `{entry.name}` is written from fact `{field.fact}`, but "
                 f"`uses fact {item.name}` also names it",
-                (item.span, f"takes `{item.name}` as `{field.name}`"), [(field.span, f"written from `{field.fact}`")],
+                (item.span, f"takes `{item.name}` as `{field.name}`"),
+                [(field.span, f"written from `{field.fact}`")],
                 helps=(f"give `{item.name}` its own params field",),
-                data={"param": field.name, "facts": f"{field.fact},{item.name}"})
+                data={"param": field.name, "facts": f"{field.fact},{item.name}"},
+            )
         elif field.fact is None and field.type != item.type:
             yield seam(
-                self.code, f"`{entry.name}` takes fact `{item.name}: {item.type}` as param `{field.name}`, "
+                self.code,
+                f"`{entry.name}` takes fact `{item.name}: {item.type}` as param `{field.name}`, "
                 f"which is `{field.type}`",
-                (field.span, f"`{field.type}` field"), [(item.span, f"a `{item.type}` fact")],
+                (field.span, f"`{field.type}` field"),
+                [(item.span, f"a `{item.type}` fact")],
                 helps=(f"declare the field `{field.name}: {item.type}`",),
-                data={"param": field.name, "field_type": field.type, "fact_type": item.type})
+                data={"param": field.name, "field_type": field.type, "fact_type": item.type},
+            )
 
     def _field(self, comp: Composition, entry: StageEntry, field: A.ParamField) -> Iterator[Diagnostic]:
         owner = sole_owner(comp, field.fact) if field.fact is not None else None
         if owner is None or owner.item.type == field.type:
             return
         yield seam(
-            self.code, f"param `{field.name}` of `{entry.name}` is `{field.type}`, but the linker writes "
+            self.code,
+            f"param `{field.name}` of `{entry.name}` is `{field.type}`, but the linker writes "
             f"fact `{field.fact}`, a `{owner.item.type}`, into it",
-            (field.span, f"`{field.type}` field"), [(owner.span, f"owned as `{owner.item.type}`")],
+            (field.span, f"`{field.type}` field"),
+            [(owner.span, f"owned as `{owner.item.type}`")],
             helps=(f"declare the field `{field.name}: {owner.item.type}` (and check its offset)",),
-            data={"param": field.name, "fact": owner.item.name, "field_type": field.type,
-                  "fact_type": owner.item.type})
+            data={"param": field.name, "fact": owner.item.name, "field_type": field.type, "fact_type": owner.item.type},
+        )

@@ -51,13 +51,14 @@ from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from package.loader import StageEntry
 
 LIBRARY_FEATURES = {"wgmma_": "wgmma", "tcgen05_": "tcgen05"}
 
 
 class FeatureClause(Clause):
-    code = "L-FEATURE"
+    code = Code.L_FEATURE
     name = "missing-feature"
     summary = "a stage requires a hardware feature the target lacks"
     category = "composition"
@@ -72,23 +73,33 @@ class FeatureClause(Clause):
                 if not target.has(feature):
                     yield self._missing(entry, feature, sites, target, line)
 
-    def _missing(self, entry: StageEntry, feature: str, sites: list[tuple[Span, str]], target: TargetSpec,
-                 line: Span | None) -> Diagnostic:
+    def _missing(
+        self, entry: StageEntry, feature: str, sites: list[tuple[Span, str]], target: TargetSpec, line: Span | None
+    ) -> Diagnostic:
         (span, why), *more = sites
         having = [t.name for t in TARGETS.values() if t.has(feature)]
         secondary = [(s, f"{w} too") for s, w in more]
         if line is not None:
             secondary.append((line, f"the target is `{target.name}`"))
         return seam(
-            self.code, f"stage `{entry.name}` needs `{feature}`, which `{target.name}` does not have",
+            self.code,
+            f"stage `{entry.name}` needs `{feature}`, which `{target.name}` does not have",
             (span, why),
             secondary,
-            notes=(f"`{target.name}` has: {', '.join(sorted(target.features))}",
-                   *(() if line is not None else (f"checked for `--target {target.name}`",))),
-            helps=((f"build for a target with `{feature}` ({', '.join(f'`{t}`' for t in having)}), or use a "
-                    f"variant of `{entry.name}` written for `{target.name}`") if having else
-                   f"no known target has `{feature}`; drop the requirement",),
-            data={"stage": entry.name, "feature": feature, "target": target.name})
+            notes=(
+                f"`{target.name}` has: {', '.join(sorted(target.features))}",
+                *(() if line is not None else (f"checked for `--target {target.name}`",)),
+            ),
+            helps=(
+                (
+                    f"build for a target with `{feature}` ({', '.join(f'`{t}`' for t in having)}), or use a "
+                    f"variant of `{entry.name}` written for `{target.name}`"
+                )
+                if having
+                else f"no known target has `{feature}`; drop the requirement",
+            ),
+            data={"stage": entry.name, "feature": feature, "target": target.name},
+        )
 
 
 def required_features(entry: StageEntry) -> dict[str, list[tuple[Span, str]]]:

@@ -60,13 +60,16 @@ from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class FenceClause(Clause):
-    code = "L-FENCE"
+    code = Code.L_FENCE
     name = "missing-fence"
-    summary = ("data written through the generic proxy is consumed through the async proxy without a proxy "
-               "fence, or an mbarrier init is not fenced")
+    summary = (
+        "data written through the generic proxy is consumed through the async proxy without a proxy "
+        "fence, or an mbarrier init is not fenced"
+    )
     category = "protocol"
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
@@ -80,8 +83,9 @@ class FenceClause(Clause):
             write = _proxy(prod.item, "writes", "generic")
             if write is None or any(isinstance(it, A.RingFence) for it in prod.item.items):
                 return
-            readers = [(s, r) for s in sides if s.item.side == "consume"
-                       if (r := _proxy(s.item, "reads", "async")) is not None]
+            readers = [
+                (s, r) for s in sides if s.item.side == "consume" if (r := _proxy(s.item, "reads", "async")) is not None
+            ]
             if not readers:
                 return
             yield seam(
@@ -90,11 +94,16 @@ class FenceClause(Clause):
                 "without a proxy fence",
                 (write.span, f"`{prod.item.role}` writes the slots with generic stores"),
                 [(r.span, f"`{s.item.role}` reads them through the async proxy") for s, r in readers],
-                notes=("generic-proxy writes are not ordered with async-proxy reads (wgmma, TMA, bulk copies) "
-                       "without `fence.proxy.async` (PTX ISA §8.6, §9.7.13.4)",),
-                helps=(f"add `fence proxy_async` to the producer side of `{name}`: the writers fence after "
-                       "their stores, before they arrive on `full`",),
-                data={"ring": name, "producer": prod.item.role})
+                notes=(
+                    "generic-proxy writes are not ordered with async-proxy reads (wgmma, TMA, bulk copies) "
+                    "without `fence.proxy.async` (PTX ISA §8.6, §9.7.13.4)",
+                ),
+                helps=(
+                    f"add `fence proxy_async` to the producer side of `{name}`: the writers fence after "
+                    "their stores, before they arrive on `full`",
+                ),
+                data={"ring": name, "producer": prod.item.role},
+            )
 
     def _init(self, name: str, sides: Sequence[Owned[A.Ring]]) -> Iterator[Diagnostic]:
         inits = [it for s in sides for it in s.item.items if isinstance(it, A.RingInitBy)]
@@ -117,14 +126,20 @@ class FenceClause(Clause):
             other = (scope_item.span, "`scope cluster`")
             fence = "`fence.mbarrier_init.release.cluster`"
         yield seam(
-            self.code, f"the barrier init of ring `{name}` is not fenced, but {why}",
-            (init.span, f"`init by {init.role}` without `fenced`"), [other],
-            notes=(f"the init must be made visible with {fence} and a barrier of matching scope before the "
-                   "first use (HARDWARE.md §5, \"Making the init visible\")",),
+            self.code,
+            f"the barrier init of ring `{name}` is not fenced, but {why}",
+            (init.span, f"`init by {init.role}` without `fenced`"),
+            [other],
+            notes=(
+                f"the init must be made visible with {fence} and a barrier of matching scope before the "
+                'first use (HARDWARE.md §5, "Making the init visible")',
+            ),
             helps=(f"write `init by {init.role} fenced`",),
-            data={"ring": name, "role": init.role})
+            data={"ring": name, "role": init.role},
+        )
 
 
 def _proxy(ring: A.Ring, access: str, proxy: str) -> A.RingProxy | None:
-    return next((it for it in ring.items if isinstance(it, A.RingProxy)
-                 and it.access == access and it.proxy == proxy), None)
+    return next(
+        (it for it in ring.items if isinstance(it, A.RingProxy) and it.access == access and it.proxy == proxy), None
+    )

@@ -47,17 +47,19 @@ from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class GenerationClause(Clause):
-    code = "L-GENERATION"
+    code = Code.L_GENERATION
     name = "tensor-generation"
     summary = "a persistent producer exports a tensor, or one role imports one export twice"
     category = "tensors"
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
-        pipeline_launch = next((it for it in comp.pipeline.items
-                                if isinstance(it, A.Launch) and it.kind == "persistent"), None)
+        pipeline_launch = next(
+            (it for it in comp.pipeline.items if isinstance(it, A.Launch) and it.kind == "persistent"), None
+        )
         for exports in comp.tensor_exports.values():
             for exp in exports:
                 yield from self._persistent(comp, exp, pipeline_launch)
@@ -72,39 +74,46 @@ class GenerationClause(Clause):
         for key, again in repeats.items():
             yield self._twice(seen[key], again)
 
-    def _persistent(self, comp: Composition, exp: Owned[A.ExportTensor],
-                    pipeline_launch: A.Launch | None) -> Iterator[Diagnostic]:
+    def _persistent(
+        self, comp: Composition, exp: Owned[A.ExportTensor], pipeline_launch: A.Launch | None
+    ) -> Iterator[Diagnostic]:
         e = exp.item
         if e.generation == "persistent":
             yield seam(
-                self.code, f"tensor `{e.name}` is exported with generation `persistent`; an export "
-                "carries exactly one generation",
-                (e.attr_span("generation"), "persistent export"), [(exp.span, f"exported by `{exp.stage_name}`")],
+                self.code,
+                f"tensor `{e.name}` is exported with generation `persistent`; an export carries exactly one generation",
+                (e.attr_span("generation"), "persistent export"),
+                [(exp.span, f"exported by `{exp.stage_name}`")],
                 notes=("the ready and done events of a tensor connection fire once per kernel",),
                 helps=("export one generation (`generation once`); hand successive tiles over a ring instead",),
-                data={"export": e.name, "stage": exp.stage_name, "cause": "generation"})
+                data={"export": e.name, "stage": exp.stage_name, "cause": "generation"},
+            )
             return
-        launch = next((it for it in exp.stage.stage.items
-                       if isinstance(it, A.Launch) and it.kind == "persistent"), None) or pipeline_launch
+        launch = (
+            next((it for it in exp.stage.stage.items if isinstance(it, A.Launch) and it.kind == "persistent"), None)
+            or pipeline_launch
+        )
         if launch is None:
             return
         where = f"`{exp.stage_name}`" if launch is not pipeline_launch else f"pipeline `{comp.pipeline.name}`"
         yield seam(
-            self.code, f"tensor `{e.name}` is exported by `{exp.stage_name}`, which is launched persistent",
+            self.code,
+            f"tensor `{e.name}` is exported by `{exp.stage_name}`, which is launched persistent",
             (exp.span, f"exports `{e.name}` from role `{e.role}`"),
             [(launch.span, f"{where} launches persistent")],
-            notes=("a persistent producer rewrites the tensor for every tile, but an export carries one "
-                   "generation",),
-            helps=("launch the producer with one tile per CTA (`launch fixed`), or hand successive tiles "
-                   "over a ring",),
-            data={"export": e.name, "stage": exp.stage_name, "cause": "launch"})
+            notes=("a persistent producer rewrites the tensor for every tile, but an export carries one generation",),
+            helps=("launch the producer with one tile per CTA (`launch fixed`), or hand successive tiles over a ring",),
+            data={"export": e.name, "stage": exp.stage_name, "cause": "launch"},
+        )
 
     def _twice(self, first: Owned[A.ImportTensor], again: list[Owned[A.ImportTensor]]) -> Diagnostic:
         i = first.item
         return seam(
-            self.code, f"role `{i.role}` of `{first.stage_name}` imports `{i.export}` {len(again) + 1} times",
+            self.code,
+            f"role `{i.role}` of `{first.stage_name}` imports `{i.export}` {len(again) + 1} times",
             (again[0].span, f"imports `{i.export}` again as `{again[0].item.name}`"),
             [(first.span, f"first imported as `{i.name}`")] + [(x.span, "and again") for x in again[1:]],
             notes=("each import takes the export's one generation and signals its own `done`",),
             helps=(f"import `{i.export}` once into `{i.role}` and share the values inside the role",),
-            data={"export": i.export, "role": i.role, "stage": first.stage_name})
+            data={"export": i.export, "role": i.role, "stage": first.stage_name},
+        )

@@ -53,11 +53,12 @@ from checker.composition import Composition
 from checker.handles import Finding, HandleSpec, call_symbols, handle_bindings, handle_problems, resolve_handles
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Label
+from diagnostics.symbols import Code
 from package.loader import StageEntry
 
 
 class HandleClause(Clause):
-    code = "L-HANDLE"
+    code = Code.L_HANDLE
     name = "handle-binding"
     summary = "a handle a component reads is bound by no item, bound twice, or read as the wrong kind"
     category = "composition"
@@ -75,13 +76,20 @@ class HandleClause(Clause):
                 readers.setdefault(symbol, []).append((entry, spec))
                 if spec.claim is not None and (spec.item, spec.claim) not in slot_claims:
                     known = ", ".join(f"`{c}`" for r, c in sorted(slot_claims) if r == spec.item)
-                    found = Finding("L-HANDLE", "unbound", symbol,
-                                    (("slots", spec.claim), ("known", known)), spec.item, spec.node)
+                    found = Finding(
+                        Code.L_HANDLE,
+                        "unbound",
+                        symbol,
+                        (("slots", spec.claim), ("known", known)),
+                        spec.item,
+                        spec.node,
+                    )
                     yield finding_diagnostic(entry, found, *describe(found))
         yield from self._across_stages(comp, readers)
 
-    def _across_stages(self, comp: Composition,
-                       readers: dict[str, list[tuple[StageEntry, HandleSpec]]]) -> Iterator[Diagnostic]:
+    def _across_stages(
+        self, comp: Composition, readers: dict[str, list[tuple[StageEntry, HandleSpec]]]
+    ) -> Iterator[Diagnostic]:
         """A handle name read by one stage and bound, or called, by another."""
         for symbol, reads in sorted(readers.items()):
             entry, spec = reads[0]
@@ -97,44 +105,64 @@ class HandleClause(Clause):
             if not others:
                 continue
             labels = [Label((spec.node or entry.stage).span, f"`{entry.name}` binds `{symbol}` here")]
-            labels.extend(Label((node or o.stage).span, f"`{o.name}` binds it too", primary=False)
-                          for o, node in others)
+            labels.extend(
+                Label((node or o.stage).span, f"`{o.name}` binds it too", primary=False) for o, node in others
+            )
             names = ", ".join(f"`{o.name}`" for o, _ in others)
             yield Diagnostic(
-                self.code, f"handle `{symbol}` is bound by `{entry.name}` and by {names}",
+                self.code,
+                f"handle `{symbol}` is bound by `{entry.name}` and by {names}",
                 labels=tuple(labels),
                 notes=("the linker defines one function per name; it cannot return two values",),
-                helps=("give one of the items another name with `handle NAME`, or rename a stage whose name "
-                       "sanitises to the same prefix",),
-                data=(("problem", "bound-twice"), ("stage", entry.name), ("symbol", symbol)))
+                helps=(
+                    "give one of the items another name with `handle NAME`, or rename a stage whose name "
+                    "sanitises to the same prefix",
+                ),
+                data=(("problem", "bound-twice"), ("stage", entry.name), ("symbol", symbol)),
+            )
 
 
 def describe(found: Finding) -> tuple[str, str]:
     """An L-HANDLE finding's message and help: the one wording of each problem."""
     symbol, item, facts = found.symbol, found.item, dict(found.facts)
     if found.problem == "bound-twice":
-        return (f"handle `{symbol}` is bound by both `{facts['first']}` and `{item}`",
-                "give one of them another name with `handle NAME`")
+        return (
+            f"handle `{symbol}` is bound by both `{facts['first']}` and `{item}`",
+            "give one of them another name with `handle NAME`",
+        )
     if found.problem == "signature":
-        return (f"handle `{symbol}` is declared as `{facts['object']}`; {facts['what']} `{facts['shape']}`",
-                f"declare `extern \"C\" __device__ {facts['shape']};`")
+        return (
+            f"handle `{symbol}` is declared as `{facts['object']}`; {facts['what']} `{facts['shape']}`",
+            f'declare `extern "C" __device__ {facts["shape"]};`',
+        )
     if found.problem == "wrong-kind":
-        return (f"handle `{symbol}` reads {facts['reads']} of `{item}`, which is {facts['is']}",
-                f"read one of the handles `{item}` binds: {facts['binds']}")
+        return (
+            f"handle `{symbol}` reads {facts['reads']} of `{item}`, which is {facts['is']}",
+            f"read one of the handles `{item}` binds: {facts['binds']}",
+        )
     if found.problem != "unbound":
         raise ValueError(f"L-HANDLE has no wording for problem {found.problem!r}")
     if "slots" in facts:
         claim, known = facts["slots"], facts["known"]
-        return (f"handle `{symbol}` reads the slots of `{claim}` in ring `{item}`, but no stage "
-                f"claims `{claim}` per slot of `{item}`",
-                f"read a per-slot claim of `{item}`: {known}" if known else
-                f"claim the slot storage with `per_slot {item}` in the producing stage")
+        return (
+            f"handle `{symbol}` reads the slots of `{claim}` in ring `{item}`, but no stage "
+            f"claims `{claim}` per slot of `{item}`",
+            f"read a per-slot claim of `{item}`: {known}"
+            if known
+            else f"claim the slot storage with `per_slot {item}` in the producing stage",
+        )
     if "renamed" in facts:
-        return (f"handle `{symbol}` is bound by no item: `{item}` names its handle `{facts['renamed']}`",
-                f"read `{facts['renamed']}` instead")
+        return (
+            f"handle `{symbol}` is bound by no item: `{item}` names its handle `{facts['renamed']}`",
+            f"read `{facts['renamed']}` instead",
+        )
     if "lacks" in facts:
-        return (f"handle `{symbol}` is bound by no item: `{item}` {facts['lacks']}",
-                "change the contract so the item binds it, or stop reading it")
-    return (f"handle `{symbol}` is bound by no contract item",
-            f"claim the resource it reads, or name the claim's handle with `handle {symbol}`; "
-            "specs/handles.md lists the names")
+        return (
+            f"handle `{symbol}` is bound by no item: `{item}` {facts['lacks']}",
+            "change the contract so the item binds it, or stop reading it",
+        )
+    return (
+        f"handle `{symbol}` is bound by no contract item",
+        f"claim the resource it reads, or name the claim's handle with `handle {symbol}`; "
+        "specs/handles.md lists the names",
+    )

@@ -52,10 +52,11 @@ from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class InitClause(Clause):
-    code = "L-INIT"
+    code = Code.L_INIT
     name = "barrier-init"
     summary = "a barrier is initialized by no role, by several, or by a role that does not participate"
     category = "protocol"
@@ -72,14 +73,21 @@ class InitClause(Clause):
         producer = next(s for s in sides if s.item.side == "produce")
         if not inits:
             yield seam(
-                self.code, f"no role initializes the barriers of ring `{name}`",
+                self.code,
+                f"no role initializes the barriers of ring `{name}`",
                 (producer.span, f"producer side in `{producer.stage_name}`: no `init by`"),
-                [(s.span, f"consumer side in `{s.stage_name}`: no `init by`")
-                 for s in sides if s.item.side == "consume"],
-                notes=("one thread must run `mbarrier.init` on each full and empty barrier before any "
-                       "side waits or arrives on it (PTX ISA §9.7.13.15.9)",),
+                [
+                    (s.span, f"consumer side in `{s.stage_name}`: no `init by`")
+                    for s in sides
+                    if s.item.side == "consume"
+                ],
+                notes=(
+                    "one thread must run `mbarrier.init` on each full and empty barrier before any "
+                    "side waits or arrives on it (PTX ISA §9.7.13.15.9)",
+                ),
                 helps=(f"add `init by {producer.item.role} fenced` to the producer side of `{name}`",),
-                data={"ring": name})
+                data={"ring": name},
+            )
             return
         roles = list(dict.fromkeys(it.role for _, it in inits))
         if len(roles) > 1:
@@ -90,10 +98,12 @@ class InitClause(Clause):
                 f"the barriers of ring `{name}` are initialized by both `{first[1].role}` and `{second[1].role}`",
                 (second[1].span, f"`{second[0].stage_name}` initializes them by `{second[1].role}`"),
                 [(first[1].span, f"`{first[0].stage_name}` initializes them by `{first[1].role}`")],
-                notes=("`mbarrier.init` on a barrier that is already valid is undefined behaviour "
-                       "(PTX ISA §9.7.13.15.9)",),
+                notes=(
+                    "`mbarrier.init` on a barrier that is already valid is undefined behaviour (PTX ISA §9.7.13.15.9)",
+                ),
                 helps=("keep one `init by`, or name the same role on both sides",),
-                data={"ring": name, "roles": ",".join(roles)})
+                data={"ring": name, "roles": ",".join(roles)},
+            )
             return
         participants = list(dict.fromkeys(s.item.role for s in sides))
         init = inits[0][1]
@@ -103,11 +113,15 @@ class InitClause(Clause):
             self.code,
             f"ring `{name}` is initialized by `{init.role}`, which takes no part in it",
             (init.span, f"`init by {init.role}`"),
-            [(s.span, f"{'producer' if s.item.side == 'produce' else 'consumer'} `{s.item.role}`")
-             for s in sides],
-            notes=(f"the roles of `{name}` are {', '.join(f'`{r}`' for r in participants)}; another role's init "
-                   "is ordered before their first waits and arrivals only when it is `fenced` (the dispatch's "
-                   "fence and block-wide barrier)",),
-            helps=(f"write `init by {producer.item.role}{' fenced' if init.fenced else ''}`"
-                   + (f", or `init by {init.role} fenced`" if init.role in comp.roles else ""),),
-            data={"ring": name, "role": init.role})
+            [(s.span, f"{'producer' if s.item.side == 'produce' else 'consumer'} `{s.item.role}`") for s in sides],
+            notes=(
+                f"the roles of `{name}` are {', '.join(f'`{r}`' for r in participants)}; another role's init "
+                "is ordered before their first waits and arrivals only when it is `fenced` (the dispatch's "
+                "fence and block-wide barrier)",
+            ),
+            helps=(
+                f"write `init by {producer.item.role}{' fenced' if init.fenced else ''}`"
+                + (f", or `init by {init.role} fenced`" if init.role in comp.roles else ""),
+            ),
+            data={"ring": name, "role": init.role},
+        )

@@ -56,10 +56,11 @@ from collections.abc import Iterator
 from checker.clause import Clause
 from checker.composition import Composition
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class IntegrityClause(Clause):
-    code = "L-INTEGRITY"
+    code = Code.L_INTEGRITY
     name = "package-integrity"
     summary = "a package's payload does not match its manifest's hash, or its manifest is malformed"
     category = "composition"

@@ -79,6 +79,7 @@ from checker.residency import ResidencyFinding, grid_waits, launch_blocks, resid
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 
 
 def _n(value: int) -> str:
@@ -96,23 +97,35 @@ class _Line:
 
 
 _ATTRIBUTES = (
-    ("kind", "grid",
-     "a persistent stage loops over work from a counter; a fixed-grid stage takes its work from `blockIdx`",
-     "write both stages for one grid kind"),
-    ("threads", "block size",
-     "a stage compiled for one block size (`__launch_bounds__`) divides its work by it",
-     "state one block size; the roles must then cover it (L-WARPS)"),
-    ("blocks_per_sm", "blocks per SM",
-     "`blocks_per_sm` is the occupancy the stage's registers were allocated for (`.minnctapersm`)",
-     "state one `blocks_per_sm` and rebuild the stage tuned for the other"),
-    ("grid_text", "grid",
-     "the grid decides whether blocks that wait on each other are all resident",
-     "state one `grid`"),
+    (
+        "kind",
+        "grid",
+        "a persistent stage loops over work from a counter; a fixed-grid stage takes its work from `blockIdx`",
+        "write both stages for one grid kind",
+    ),
+    (
+        "threads",
+        "block size",
+        "a stage compiled for one block size (`__launch_bounds__`) divides its work by it",
+        "state one block size; the roles must then cover it (L-WARPS)",
+    ),
+    (
+        "blocks_per_sm",
+        "blocks per SM",
+        "`blocks_per_sm` is the occupancy the stage's registers were allocated for (`.minnctapersm`)",
+        "state one `blocks_per_sm` and rebuild the stage tuned for the other",
+    ),
+    (
+        "grid_text",
+        "grid",
+        "the grid decides whether blocks that wait on each other are all resident",
+        "state one `grid`",
+    ),
 )
 
 
 class LaunchClause(Clause):
-    code = "L-LAUNCH"
+    code = Code.L_LAUNCH
     name = "launch-geometry"
     summary = "stages disagree on launch geometry (grid kind, block size, blocks per SM)"
     category = "roles"
@@ -132,13 +145,14 @@ class LaunchClause(Clause):
                 if got == want:
                     continue
                 yield seam(
-                    self.code, f"{line.owner} and {ref.owner} disagree on the {what}: {_show(attr, got)} vs "
-                               f"{_show(attr, want)}",
+                    self.code,
+                    f"{line.owner} and {ref.owner} disagree on the {what}: {_show(attr, got)} vs {_show(attr, want)}",
                     (line.span, f"{line.owner} states {_show(attr, got)}"),
                     [(ref.span, f"{ref.owner} states {_show(attr, want)}")],
                     notes=("all stages run in one kernel launch, with one geometry", why),
                     helps=(fix,),
-                    data={"attribute": attr, "value": got, "reference": want})
+                    data={"attribute": attr, "value": got, "reference": want},
+                )
                 disagree = True
         if disagree or comp.target is None or not lines:
             return
@@ -159,30 +173,45 @@ class LaunchClause(Clause):
             if kind == "fixed" and waits:
                 span, what = waits[0]
                 yield seam(
-                    self.code, "blocks wait on each other, but the fixed-grid launch states no grid",
-                    (span, what), [(lines[0].span, "`launch fixed` without `grid`")],
-                    notes=("a block waiting on a counter another block raises hangs when the raising block is "
-                           "not resident: a fixed grid larger than the SMs hold starts it only after the waiter "
-                           "exits",),
-                    helps=(f"state `grid resident` ({blocks} × {target.sm_count} SMs = {resident} blocks on "
-                           f"`{target.name}`), or `grid N cooperative`",),
-                    data={"resident": resident})
+                    self.code,
+                    "blocks wait on each other, but the fixed-grid launch states no grid",
+                    (span, what),
+                    [(lines[0].span, "`launch fixed` without `grid`")],
+                    notes=(
+                        "a block waiting on a counter another block raises hangs when the raising block is "
+                        "not resident: a fixed grid larger than the SMs hold starts it only after the waiter "
+                        "exits",
+                    ),
+                    helps=(
+                        f"state `grid resident` ({blocks} × {target.sm_count} SMs = {resident} blocks on "
+                        f"`{target.name}`), or `grid N cooperative`",
+                    ),
+                    data={"resident": resident},
+                )
             return
         grid = grid_line.launch.grid
         if grid is None or grid <= resident or cooperative or not (waits or kind == "persistent"):
             return
-        what = (f"{_n(grid)} blocks wait on each other, but `{target.name}` holds {blocks} × {target.sm_count} SMs "
-                f"= {_n(resident)} at once")
+        what = (
+            f"{_n(grid)} blocks wait on each other, but `{target.name}` holds {blocks} × {target.sm_count} SMs "
+            f"= {_n(resident)} at once"
+        )
         yield seam(
-            self.code, what, (grid_line.span, f"`grid {grid}`"),
+            self.code,
+            what,
+            (grid_line.span, f"`grid {grid}`"),
             [(span, label) for span, label in waits[:1]],
-            notes=(f"{target.sm_count} SMs is `{target.name}`'s reference device "
-                   f"({target.sources['sm_count']}); a part with fewer SMs holds fewer",
-                   "blocks that are not resident start only when a resident one exits: a wait on them never "
-                   "returns"),
-            helps=(f"launch at most `grid {resident}`, `grid resident`, or add `cooperative` so the launch is "
-                   "refused instead of hanging",),
-            data={"grid": grid, "resident": resident, "blocks_per_sm": blocks, "sms": target.sm_count})
+            notes=(
+                f"{target.sm_count} SMs is `{target.name}`'s reference device "
+                f"({target.sources['sm_count']}); a part with fewer SMs holds fewer",
+                "blocks that are not resident start only when a resident one exits: a wait on them never returns",
+            ),
+            helps=(
+                f"launch at most `grid {resident}`, `grid resident`, or add `cooperative` so the launch is "
+                "refused instead of hanging",
+            ),
+            data={"grid": grid, "resident": resident, "blocks_per_sm": blocks, "sms": target.sm_count},
+        )
 
 
 def _show(attr: str, value: object) -> str:
@@ -193,29 +222,42 @@ def _show(attr: str, value: object) -> str:
 
 _WHY = {
     "threads": "ptxas drops a `.minnctapersm` the SM's threads cannot hold (with a warning nobody sees), and "
-               "the kernel runs fewer blocks per SM than it was written for",
+    "the kernel runs fewer blocks per SM than it was written for",
     "warps": "the SM schedules at most its warps; extra blocks wait for a resident one to exit",
     "blocks": "the SM holds at most this many blocks, whatever their size",
     "registers": "no register count per thread lets this many blocks share the register file",
     "named barriers": "every block is charged its highest barrier ID + 1; the SM's barriers run out first",
     "shared memory": "each block is charged its shared memory plus the reserved bytes, rounded to 128 B",
     "tensor memory": "`tcgen05.alloc` blocks until the SM's columns are free: blocks that cannot all hold "
-                     "their columns serialise",
+    "their columns serialise",
 }
 
 
 def residency_diagnostic(found: ResidencyFinding, target: TargetSpec) -> Diagnostic:
     """`blocks_per_sm B` that the limiting resource cannot give (check time, placement or link time)."""
     lim = found.limit
-    message = (f"`blocks_per_sm {found.blocks}` cannot be resident on `{target.name}`: {lim.resource} allow "
-               f"{lim.blocks} {'block' if lim.blocks == 1 else 'blocks'} per SM")
-    fix = (f"lower `blocks_per_sm` to {lim.blocks}" if lim.blocks >= 1
-           else f"shrink the block: not even one block fits the SM's {lim.resource}")
+    message = (
+        f"`blocks_per_sm {found.blocks}` cannot be resident on `{target.name}`: {lim.resource} allow "
+        f"{lim.blocks} {'block' if lim.blocks == 1 else 'blocks'} per SM"
+    )
+    fix = (
+        f"lower `blocks_per_sm` to {lim.blocks}"
+        if lim.blocks >= 1
+        else f"shrink the block: not even one block fits the SM's {lim.resource}"
+    )
     notes = [lim.detail, _WHY.get(lim.resource, ""), *found.notes]
     return seam(
-        "L-LAUNCH", message, (found.span, f"`blocks_per_sm {found.blocks}`"),
+        Code.L_LAUNCH,
+        message,
+        (found.span, f"`blocks_per_sm {found.blocks}`"),
         notes=tuple(n for n in notes if n),
-        helps=(fix + (f", or free {lim.resource}" if lim.resource in ("shared memory", "registers",
-                                                                         "named barriers", "tensor memory")
-                      else ""),),
-        data={"blocks_per_sm": found.blocks, "resource": lim.resource, "allows": lim.blocks})
+        helps=(
+            fix
+            + (
+                f", or free {lim.resource}"
+                if lim.resource in ("shared memory", "registers", "named barriers", "tensor memory")
+                else ""
+            ),
+        ),
+        data={"blocks_per_sm": found.blocks, "resource": lim.resource, "allows": lim.blocks},
+    )

@@ -55,17 +55,17 @@ from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 
 
 class LifetimeClause(Clause):
-    code = "L-LIFETIME"
+    code = Code.L_LIFETIME
     name = "bad-lifetime"
     summary = "a lifetime names an unknown event or ends before it starts"
     category = "storage"
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
-        claims: list[Owned[A.SmemClaim] | Owned[A.TmemClaim]] = [*comp.items(A.SmemClaim),
-                                                                 *comp.items(A.TmemClaim)]
+        claims: list[Owned[A.SmemClaim] | Owned[A.TmemClaim]] = [*comp.items(A.SmemClaim), *comp.items(A.TmemClaim)]
         claims.sort(key=lambda c: (c.span.file, c.span.line, c.span.col))
         for claim in claims:
             yield from self._lifetime(comp, claim.item.name, claim.item.lifetime)
@@ -75,8 +75,11 @@ class LifetimeClause(Clause):
         # `c.done` of an import `c` that declares no done event is L-RENDEZVOUS's: the
         # connection exists, its end is what is missing.
         undeclared_ends = {imp.item.name for imp in comp.tensor_imports if imp.item.done is None}
-        unknown = [e for e in events if str(e) not in comp.events
-                   and not (e.event == "done" and e.connection in undeclared_ends)]
+        unknown = [
+            e
+            for e in events
+            if str(e) not in comp.events and not (e.event == "done" and e.connection in undeclared_ends)
+        ]
         if unknown:
             yield self._unknown(comp, claim, unknown)
         if unknown or life.kind != "between" or life.start is None or life.end is None:
@@ -90,23 +93,30 @@ class LifetimeClause(Clause):
                 (end.span, f"an event of `{end.connection}`"),
                 [(start.span, f"an event of `{start.connection}`")],
                 notes=("events of different tensor connections are not ordered with each other",),
-                helps=(f"use two events of one connection, such as `between {start.connection}.ready "
-                       f"{start.connection}.done`",),
-                data={"claim": claim, "start": str(start), "end": str(end)})
+                helps=(
+                    f"use two events of one connection, such as `between {start.connection}.ready "
+                    f"{start.connection}.done`",
+                ),
+                data={"claim": claim, "start": str(start), "end": str(end)},
+            )
             return
         first, last = _position(comp, start), _position(comp, end)
         if first < last:
             return
         word = "ends where it starts" if str(start) == str(end) else "ends before it starts"
         yield seam(
-            self.code, f"the lifetime of `{claim}` {word}: `{start}` does not come before `{end}`",
+            self.code,
+            f"the lifetime of `{claim}` {word}: `{start}` does not come before `{end}`",
             (life.span, f"`{start}` … `{end}`"),
             _declared(comp, start) + (_declared(comp, end) if str(start) != str(end) else []),
-            notes=(f"on connection `{start.connection}` the export's ready event comes before the "
-                   "import's done event",),
-            helps=(f"write `between {end} {start}`",) if first > last else
-            ("a lifetime between one event and itself is empty; name the interval's two ends",),
-            data={"claim": claim, "start": str(start), "end": str(end)})
+            notes=(
+                f"on connection `{start.connection}` the export's ready event comes before the import's done event",
+            ),
+            helps=(f"write `between {end} {start}`",)
+            if first > last
+            else ("a lifetime between one event and itself is empty; name the interval's two ends",),
+            data={"claim": claim, "start": str(start), "end": str(end)},
+        )
 
     def _unknown(self, comp: Composition, claim: str, unknown: list[A.EventRef]) -> Diagnostic:
         from diagnostics.suggestions import did_you_mean
@@ -114,8 +124,9 @@ class LifetimeClause(Clause):
         known = sorted(comp.events)
         guesses = [(e, g) for e in unknown if (g := did_you_mean(str(e), known)) is not None]
         if guesses:
-            helps: tuple[str, ...] = tuple(f"did you mean `{g}` for `{e}`?" if len(unknown) > 1
-                                           else f"did you mean `{g}`?" for e, g in guesses)
+            helps: tuple[str, ...] = tuple(
+                f"did you mean `{g}` for `{e}`?" if len(unknown) > 1 else f"did you mean `{g}`?" for e, g in guesses
+            )
         elif known:
             helps = (f"known events: {', '.join(f'`{k}`' for k in known)}",)
         else:
@@ -126,10 +137,15 @@ class LifetimeClause(Clause):
             self.code,
             f"the lifetime of `{claim}` names {'event' if len(unknown) == 1 else 'events'} {names}, which no "
             "tensor connection declares",
-            (first.span, "unknown event"), [(e.span, "unknown event") for e in rest],
-            notes=("events come from `ready event` lines of tensor exports and `done event` lines of "
-                   "tensor imports, named `<connection>.<event>` after the import",),
-            helps=helps, data={"claim": claim, "events": ",".join(str(e) for e in unknown)})
+            (first.span, "unknown event"),
+            [(e.span, "unknown event") for e in rest],
+            notes=(
+                "events come from `ready event` lines of tensor exports and `done event` lines of "
+                "tensor imports, named `<connection>.<event>` after the import",
+            ),
+            helps=helps,
+            data={"claim": claim, "events": ",".join(str(e) for e in unknown)},
+        )
 
 
 def _position(comp: Composition, event: A.EventRef) -> int:

@@ -53,10 +53,11 @@ from collections.abc import Iterator
 from checker.clause import Clause
 from checker.composition import Composition
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class LinkClause(Clause):
-    code = "L-LINK"
+    code = Code.L_LINK
     name = "device-link"
     summary = "the device link fails, or its result is not the kernel the composition describes"
     category = "link"

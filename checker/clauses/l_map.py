@@ -67,10 +67,11 @@ from checker.report import seam
 from contract_lang import ast as A
 from contract_lang.expr import names
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class MapClause(Clause):
-    code = "L-MAP"
+    code = Code.L_MAP
     name = "inexact-map"
     summary = "a placement or demand map is not exact over its tile"
     category = "tensors"
@@ -93,30 +94,45 @@ class MapClause(Clause):
         variables = {p.name for p in spec.params}
         if spec.kind == "smem":
             if tuple(p.name for p in spec.params) != dims:
-                yield seam(self.code, f"the {what} maps from ({', '.join(p.name for p in spec.params)}) but the "
-                           f"tile's dimensions are ({', '.join(dims)})",
-                           (spec.span, "an `smem` map takes the tile's coordinates"),
-                           helps=(f"write `smem({', '.join(dims)}) -> (addr) {{ addr = … }}`",))
+                yield seam(
+                    self.code,
+                    f"the {what} maps from ({', '.join(p.name for p in spec.params)}) but the "
+                    f"tile's dimensions are ({', '.join(dims)})",
+                    (spec.span, "an `smem` map takes the tile's coordinates"),
+                    helps=(f"write `smem({', '.join(dims)}) -> (addr) {{ addr = … }}`",),
+                )
         else:
             if tuple(spec.outputs) != dims:
-                yield seam(self.code, f"the {what} yields ({', '.join(spec.outputs)}) but the tile's dimensions "
-                           f"are ({', '.join(dims)})", (spec.span, "outputs must be the tile's dimensions"),
-                           helps=(f"write `-> ({', '.join(dims)})` and one assignment for each",))
+                yield seam(
+                    self.code,
+                    f"the {what} yields ({', '.join(spec.outputs)}) but the tile's dimensions are ({', '.join(dims)})",
+                    (spec.span, "outputs must be the tile's dimensions"),
+                    helps=(f"write `-> ({', '.join(dims)})` and one assignment for each",),
+                )
             for param in spec.params:
                 if param.extent is None:
-                    yield seam(self.code, f"variable `{param.name}` of the {what} has no extent",
-                               (param.span, "unbounded variable"),
-                               helps=(f"write `{param.name}: N` with the number of values it takes",))
+                    yield seam(
+                        self.code,
+                        f"variable `{param.name}` of the {what} has no extent",
+                        (param.span, "unbounded variable"),
+                        helps=(f"write `{param.name}: N` with the number of values it takes",),
+                    )
         assigned = [a.name for a in spec.assigns]
         for out in spec.outputs:
             if assigned.count(out) != 1:
-                yield seam(self.code, f"the {what} assigns `{out}` {assigned.count(out)} times",
-                           (spec.span, "each output needs exactly one assignment"),
-                           helps=(f"write one `{out} = …` line",))
+                yield seam(
+                    self.code,
+                    f"the {what} assigns `{out}` {assigned.count(out)} times",
+                    (spec.span, "each output needs exactly one assignment"),
+                    helps=(f"write one `{out} = …` line",),
+                )
         for assign in spec.assigns:
             stray = sorted(names(assign.expr) - variables)
             if stray:
-                yield seam(self.code, f"the {what} uses {', '.join(f'`{s}`' for s in stray)}, which "
-                           f"{'is not a variable' if len(stray) == 1 else 'are not variables'} of the map",
-                           (assign.span, "unknown name"),
-                           helps=(f"the map's variables are {', '.join(f'`{v}`' for v in sorted(variables))}",))
+                yield seam(
+                    self.code,
+                    f"the {what} uses {', '.join(f'`{s}`' for s in stray)}, which "
+                    f"{'is not a variable' if len(stray) == 1 else 'are not variables'} of the map",
+                    (assign.span, "unknown name"),
+                    helps=(f"the map's variables are {', '.join(f'`{v}`' for v in sorted(variables))}",),
+                )

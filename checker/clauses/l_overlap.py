@@ -69,20 +69,27 @@ from checker.storage import (
     tmem_demands,
 )
 from diagnostics.model import Diagnostic, Severity
+from diagnostics.symbols import Code
 
-CODE = "L-OVERLAP"
+CODE = Code.L_OVERLAP
 # The help of a placement core with a ring in it, and of one without.
 RING_HELP = "lower the ring's minimum depth or its slot size, or free shared memory around it"
-CORE_HELP = ("make a claim smaller, or give claims that are not used together exclusive phases "
-             "or event lifetimes so that they can share storage")
+CORE_HELP = (
+    "make a claim smaller, or give claims that are not used together exclusive phases "
+    "or event lifetimes so that they can share storage"
+)
 
 
-def placement_core(core: Core, domain: str, target: str, blocks_per_sm: int = 1,
-                   rings: tuple[tuple[str, int], ...] = ()) -> Diagnostic:
+def placement_core(
+    core: Core, domain: str, target: str, blocks_per_sm: int = 1, rings: tuple[tuple[str, int], ...] = ()
+) -> Diagnostic:
     """A storage core placement cannot fit (``domain``: smem, tmem or counter), in this clause's words."""
     per = f" per block at `blocks_per_sm {blocks_per_sm}`" if blocks_per_sm > 1 else ""
-    title, unit = {"smem": ("shared memory", "B"), "tmem": ("tensor memory", "columns"),
-                   "counter": ("counter slots", "slots")}[domain]
+    title, unit = {
+        "smem": ("shared memory", "B"),
+        "tmem": ("tensor memory", "columns"),
+        "counter": ("counter slots", "slots"),
+    }[domain]
     if domain == "counter":
         what = f"counter slots need {core.needs_text}, the counter array holds {core.offers}"
     else:
@@ -94,11 +101,14 @@ def placement_core(core: Core, domain: str, target: str, blocks_per_sm: int = 1,
         what = f"rings {names} do not fit at their minimum depths {', '.join(str(d) for _, d in rings)}: {what}"
     notes = core.notes(unit)
     if blocks_per_sm > 1 and domain in ("smem", "tmem"):
-        notes.append(f"`blocks_per_sm {blocks_per_sm}`: {blocks_per_sm} blocks share one SM, so each "
-                     f"gets {core.offers} {unit} of {title} (hardware/residency.py)")
+        notes.append(
+            f"`blocks_per_sm {blocks_per_sm}`: {blocks_per_sm} blocks share one SM, so each "
+            f"gets {core.offers} {unit} of {title} (hardware/residency.py)"
+        )
     notes += core.budget_notes()
-    return Diagnostic(CODE, what, Severity.ERROR, core.labels(), tuple(notes),
-                      (RING_HELP if rings else CORE_HELP,), core.data(domain))
+    return Diagnostic(
+        CODE, what, Severity.ERROR, core.labels(), tuple(notes), (RING_HELP if rings else CORE_HELP,), core.data(domain)
+    )
 
 
 class OverlapClause(Clause):
@@ -116,17 +126,31 @@ class OverlapClause(Clause):
             yield self._storage(comp, ring)
         if not rings:
             yield from self._domain(
-                comp, "shared memory", smem_demands(comp), target.smem_per_block_optin, "B",
-                (f"the {target.smem_reserved_per_block} B the driver reserves per block are charged separately "
-                 "(HARDWARE.md §1.1)",),
-                "shrink a claim, lower a ring's minimum depth, or give claims lifetimes that do not overlap")
+                comp,
+                "shared memory",
+                smem_demands(comp),
+                target.smem_per_block_optin,
+                "B",
+                (
+                    f"the {target.smem_reserved_per_block} B the driver reserves per block are charged separately "
+                    "(HARDWARE.md §1.1)",
+                ),
+                "shrink a claim, lower a ring's minimum depth, or give claims lifetimes that do not overlap",
+            )
         if target.tmem_columns:
             yield from self._domain(
-                comp, "tensor memory", tmem_demands(comp), target.tmem_columns, "columns",
-                (f"every allocation takes a power of two of columns, at least {target.tmem_min_alloc_columns} "
-                 "(PTX ISA §9.7.16.7.1)",),
+                comp,
+                "tensor memory",
+                tmem_demands(comp),
+                target.tmem_columns,
+                "columns",
+                (
+                    f"every allocation takes a power of two of columns, at least {target.tmem_min_alloc_columns} "
+                    "(PTX ISA §9.7.16.7.1)",
+                ),
                 "shrink an allocation, or give the claims lifetimes that do not overlap (phases the "
-                "interpreter declares exclusive)")
+                "interpreter declares exclusive)",
+            )
 
     def _storage(self, comp: Composition, ring: str) -> Diagnostic:
         target = comp.target
@@ -137,21 +161,35 @@ class OverlapClause(Clause):
         assert span is not None
         claims = per_slot_claims(comp, ring)
         fits = have // per_slot
-        helps = ((f"lower the minimum depth to {fits} (the most that fits), or shrink the per-slot claims",)
-                 if fits >= 1 else (f"one slot alone needs {per_slot} B: shrink the per-slot claims",))
+        helps = (
+            (f"lower the minimum depth to {fits} (the most that fits), or shrink the per-slot claims",)
+            if fits >= 1
+            else (f"one slot alone needs {per_slot} B: shrink the per-slot claims",)
+        )
         return seam(
             self.code,
             f"no depth of ring `{ring}` fits its slot storage: at its minimum depth {depth} the slots need "
             f"{need} B, {target.name} offers {have} B",
             (span, f"minimum depth {depth}"),
             [(c.span, f"`{c.item.name}`: {c.item.bytes} B per slot") for c in claims],
-            notes=(f"one slot holds its per-slot claims and {BARRIERS_PER_SLOT} mbarriers of "
-                   f"{target.mbarrier_size} B: {per_slot} B; {plural(depth, 'slot')} take {need} B",),
+            notes=(
+                f"one slot holds its per-slot claims and {BARRIERS_PER_SLOT} mbarriers of "
+                f"{target.mbarrier_size} B: {per_slot} B; {plural(depth, 'slot')} take {need} B",
+            ),
             helps=helps,
-            data={"ring": ring, "depth": depth, "needed": need, "available": have})
+            data={"ring": ring, "depth": depth, "needed": need, "available": have},
+        )
 
-    def _domain(self, comp: Composition, domain: str, demands: list[Demand], capacity: int, unit: str,
-                notes: tuple[str, ...], fix: str) -> Iterator[Diagnostic]:
+    def _domain(
+        self,
+        comp: Composition,
+        domain: str,
+        demands: list[Demand],
+        capacity: int,
+        unit: str,
+        notes: tuple[str, ...],
+        fix: str,
+    ) -> Iterator[Diagnostic]:
         total, members = peak(comp, demands)
         if total <= capacity or not members:
             return
@@ -168,8 +206,16 @@ class OverlapClause(Clause):
             f"{domain} needs {total}{space}, {comp.target.name} offers {capacity}{space}",
             (primary.span, f"{primary.label} (the sum passes {capacity}{space} here)"),
             [(m.span, m.label) for m in members if m is not primary],
-            notes=(f"these {len(members)} demands are certainly live together; their sum is a lower bound "
-                   "of the peak (alignment padding not counted)", *notes),
+            notes=(
+                f"these {len(members)} demands are certainly live together; their sum is a lower bound "
+                "of the peak (alignment padding not counted)",
+                *notes,
+            ),
             helps=(f"free at least {total - capacity}{space}: {fix}",),
-            data={"domain": domain, "needed": total, "available": capacity,
-                  "claims": ",".join(m.name for m in members)})
+            data={
+                "domain": domain,
+                "needed": total,
+                "available": capacity,
+                "claims": ",".join(m.name for m in members),
+            },
+        )

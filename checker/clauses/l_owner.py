@@ -45,13 +45,18 @@ from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.suggestions import did_you_mean
+from diagnostics.symbols import Code
 
-_HOW = {"uses": "uses it as a parameter", "assumes": "assumes its value", "requires": "constrains it",
-        "param": "writes it into a params field"}
+_HOW = {
+    "uses": "uses it as a parameter",
+    "assumes": "assumes its value",
+    "requires": "constrains it",
+    "param": "writes it into a params field",
+}
 
 
 class OwnerClause(Clause):
-    code = "L-OWNER"
+    code = Code.L_OWNER
     name = "fact-owner"
     summary = "a fact has no owner or more than one"
     category = "facts"
@@ -73,21 +78,32 @@ class OwnerClause(Clause):
         helps = [f"did you mean `{guess}`?"] if guess else []
         helps.append(f"add `owns fact {fact}: TYPE = VALUE` to the stage that decides `{fact}`")
         return seam(
-            self.code, f"fact `{fact}` has no owner",
-            (first.span, f"`{first.stage_name}` {_HOW[first.kind]}"), secondary,
-            notes=(f"facts owned in this pipeline: {', '.join(f'`{o}`' for o in owned)}" if owned
-                   else "no stage of the pipeline owns a fact",),
-            helps=helps, data={"fact": fact, "suggestion": guess or ""})
+            self.code,
+            f"fact `{fact}` has no owner",
+            (first.span, f"`{first.stage_name}` {_HOW[first.kind]}"),
+            secondary,
+            notes=(
+                f"facts owned in this pipeline: {', '.join(f'`{o}`' for o in owned)}"
+                if owned
+                else "no stage of the pipeline owns a fact",
+            ),
+            helps=helps,
+            data={"fact": fact, "suggestion": guess or ""},
+        )
 
     def _several(self, fact: str, owners: tuple[Owned[A.OwnsFact], ...]) -> Diagnostic:
         first, second, *rest = owners
         stages = ", ".join(f"`{o.stage_name}`" for o in owners)
         return seam(
-            self.code, f"fact `{fact}` has {len(owners)} owners: {stages}",
+            self.code,
+            f"fact `{fact}` has {len(owners)} owners: {stages}",
             (second.span, f"`{second.stage_name}` owns `{fact} {describe_value(second.item.value)}`"),
             [(first.span, f"`{first.stage_name}` owns `{fact} {describe_value(first.item.value)}`")]
             + [(o.span, f"`{o.stage_name}` owns it too") for o in rest],
             notes=("the linker writes one owner's value into every consumer; two owners leave it two",),
-            helps=(f"keep `owns fact {fact}` in one stage; the others consume it with "
-                   f"`uses fact {fact}: {first.item.type} as param …`",),
-            data={"fact": fact, "owners": ",".join(o.stage_name for o in owners)})
+            helps=(
+                f"keep `owns fact {fact}` in one stage; the others consume it with "
+                f"`uses fact {fact}: {first.item.type} as param …`",
+            ),
+            data={"fact": fact, "owners": ",".join(o.stage_name for o in owners)},
+        )

@@ -42,10 +42,11 @@ from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class PairClause(Clause):
-    code = "L-PAIR"
+    code = Code.L_PAIR
     name = "endpoint-mismatch"
     summary = "paired endpoints disagree on memory space, scope or kind"
     category = "protocol"
@@ -67,14 +68,18 @@ class PairClause(Clause):
                         continue
                     yield seam(
                         self.code,
-                        f"counter `{name}` pairs a producer of {what} {_show(p)} with a consumer of "
-                        f"{what} {_show(c)}",
+                        f"counter `{name}` pairs a producer of {what} {_show(p)} with a consumer of {what} {_show(c)}",
                         (cons.span, f"`{cons.stage_name}` acquires at {what} {_show(c)}"),
                         [(prod.span, f"`{prod.stage_name}` releases at {what} {_show(p)}")],
-                        notes=("a release and an acquire synchronise only when each one's scope "
-                               "includes the other thread (PTX ISA §8.7)",) if attr == "scope" else (),
+                        notes=(
+                            "a release and an acquire synchronise only when each one's scope "
+                            "includes the other thread (PTX ISA §8.7)",
+                        )
+                        if attr == "scope"
+                        else (),
                         data={"channel": name, "attribute": attr, "producer": p, "consumer": c},
-                        helps=(f"state the same {what} on both endpoints of `{name}`",))
+                        helps=(f"state the same {what} on both endpoints of `{name}`",),
+                    )
 
     def _rings(self, name: str, sides: tuple[Owned[A.Ring], ...]) -> Iterator[Diagnostic]:
         producers = [s for s in sides if s.item.side == "produce"]
@@ -84,12 +89,13 @@ class PairClause(Clause):
                 p, c = prod.item.scope or "cta", cons.item.scope or "cta"
                 if p != c:
                     yield seam(
-                        self.code, f"ring `{name}` is `{p}`-scoped on the producer side but `{c}`-scoped "
-                        "on the consumer side",
+                        self.code,
+                        f"ring `{name}` is `{p}`-scoped on the producer side but `{c}`-scoped on the consumer side",
                         (cons.span, f"consumer side at `{c}` scope"),
                         [(prod.span, f"producer side at `{p}` scope")],
                         data={"channel": name, "attribute": "scope", "producer": p, "consumer": c},
-                        helps=(f"state one `scope` on both sides of ring `{name}`",))
+                        helps=(f"state one `scope` on both sides of ring `{name}`",),
+                    )
 
 
 def _show(value: str | None) -> str:

@@ -63,12 +63,13 @@ from checker.hardware import SCALAR_ALIGN_SOURCE, scalar_align, scalar_size
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 from package.captured import CapturedParams
 from package.loader import StageEntry
 
 
 class ParamsClause(Clause):
-    code = "L-PARAMS"
+    code = Code.L_PARAMS
     name = "params-layout"
     summary = "parameter regions overlap, exceed the kernel parameter limit, or disagree with the captured layout"
     category = "communication"
@@ -91,27 +92,35 @@ class ParamsClause(Clause):
     def _struct(self, entry: StageEntry, p: A.Params) -> Iterator[Diagnostic]:
         if not _power_of_two(p.align):
             yield seam(
-                self.code, f"params `{p.name}` of `{entry.name}` has alignment {p.align}, which is not a power of two",
-                (p.span, f"align {p.align}"), helps=("use the struct's `alignof`, a power of two",),
-                data={"params": p.name, "align": p.align})
+                self.code,
+                f"params `{p.name}` of `{entry.name}` has alignment {p.align}, which is not a power of two",
+                (p.span, f"align {p.align}"),
+                helps=("use the struct's `alignof`, a power of two",),
+                data={"params": p.name, "align": p.align},
+            )
             return
         if p.size % p.align:
             yield seam(
-                self.code, f"params `{p.name}` of `{entry.name}` has size {p.size}, not a multiple of its "
-                f"alignment {p.align}",
+                self.code,
+                f"params `{p.name}` of `{entry.name}` has size {p.size}, not a multiple of its alignment {p.align}",
                 (p.span, f"size {p.size}"),
                 notes=("a C struct's size is always a multiple of its alignment",),
                 helps=(f"use the struct's `sizeof`: {_round_up(p.size, p.align)} with trailing padding",),
-                data={"params": p.name, "size": p.size, "align": p.align})
+                data={"params": p.name, "size": p.size, "align": p.align},
+            )
         widest = max(p.fields, key=lambda f: scalar_align(f.type) or 1, default=None)
         need = (scalar_align(widest.type) or 1) if widest is not None else 1
         if widest is not None and p.align < need:
             yield seam(
-                self.code, f"params `{p.name}` of `{entry.name}` is aligned to {p.align}, but field "
+                self.code,
+                f"params `{p.name}` of `{entry.name}` is aligned to {p.align}, but field "
                 f"`{widest.name}: {widest.type}` needs {need}",
-                (p.span, f"align {p.align}"), [(widest.span, f"needs {need}-byte alignment")],
+                (p.span, f"align {p.align}"),
+                [(widest.span, f"needs {need}-byte alignment")],
                 notes=(f"a struct is aligned to its widest member ({SCALAR_ALIGN_SOURCE})",),
-                helps=(f"declare `align {need}`",), data={"params": p.name, "align": p.align, "needed": need})
+                helps=(f"declare `align {need}`",),
+                data={"params": p.name, "align": p.align, "needed": need},
+            )
 
     def _fields(self, entry: StageEntry, p: A.Params) -> Iterator[Diagnostic]:
         placed: list[tuple[int, int, A.ParamField]] = []
@@ -120,29 +129,37 @@ class ParamsClause(Clause):
             end = f.offset + size
             if f.offset % align:
                 yield seam(
-                    self.code, f"field `{f.name}` of params `{p.name}` is at offset {f.offset}, which is not a "
+                    self.code,
+                    f"field `{f.name}` of params `{p.name}` is at offset {f.offset}, which is not a "
                     f"multiple of {align} (the alignment of `{f.type}`)",
                     (f.span, f"offset {f.offset}"),
                     notes=(f"the compiler places a `{f.type}` at a multiple of {align} and pads before it",),
-                    helps=(f"declare the offset `offsetof` gives ({_round_up(f.offset, align)} after padding, "
-                           "unless other fields moved)",),
-                    data={"params": p.name, "field": f.name, "offset": f.offset, "align": align})
+                    helps=(
+                        f"declare the offset `offsetof` gives ({_round_up(f.offset, align)} after padding, "
+                        "unless other fields moved)",
+                    ),
+                    data={"params": p.name, "field": f.name, "offset": f.offset, "align": align},
+                )
             if end > p.size:
                 yield seam(
-                    self.code, f"field `{f.name}` of params `{p.name}` ends at byte {end}, past the struct's "
-                    f"size {p.size}",
-                    (f.span, f"bytes {f.offset}..{end}"), [(p.span, f"size {p.size}")],
+                    self.code,
+                    f"field `{f.name}` of params `{p.name}` ends at byte {end}, past the struct's size {p.size}",
+                    (f.span, f"bytes {f.offset}..{end}"),
+                    [(p.span, f"size {p.size}")],
                     helps=("use the struct's `sizeof` as `size`",),
-                    data={"params": p.name, "field": f.name, "end": end, "size": p.size})
+                    data={"params": p.name, "field": f.name, "end": end, "size": p.size},
+                )
             for start, stop, other in placed:
                 if f.offset < stop and start < end:
                     yield seam(
-                        self.code, f"fields `{other.name}` and `{f.name}` of params `{p.name}` overlap",
+                        self.code,
+                        f"fields `{other.name}` and `{f.name}` of params `{p.name}` overlap",
                         (f.span, f"`{f.name}` takes bytes {f.offset}..{end}"),
                         [(other.span, f"`{other.name}` takes bytes {start}..{stop}")],
                         notes=("the linker writes each field's value; overlapping fields overwrite each other",),
                         helps=("use the offsets `offsetof` gives",),
-                        data={"params": p.name, "fields": f"{other.name},{f.name}"})
+                        data={"params": p.name, "fields": f"{other.name},{f.name}"},
+                    )
             placed.append((f.offset, end, f))
 
     # ------------------------------------------------------------- host providers
@@ -158,21 +175,28 @@ class ParamsClause(Clause):
             name = f"host provider `{provider.library}` of `{entry.name}`"
             if provider.fills and provider.function is None:
                 yield seam(
-                    self.code, f"{name} fills {_listed(provider.fills)} but names no `fn`: nothing calls it",
+                    self.code,
+                    f"{name} fills {_listed(provider.fills)} but names no `fn`: nothing calls it",
                     (provider.span, "no `fn`"),
-                    notes=("the launch helpers call a provider through its `fn`; without one the fields stay "
-                           "as the caller left them",),
-                    helps=("name the provider's entry point: `fn NAME` (`CUresult NAME(void* params, "
-                           "CUstream stream)`)",),
-                    data={"provider": provider.library, "problem": "no-fn"})
+                    notes=(
+                        "the launch helpers call a provider through its `fn`; without one the fields stay "
+                        "as the caller left them",
+                    ),
+                    helps=(
+                        "name the provider's entry point: `fn NAME` (`CUresult NAME(void* params, CUstream stream)`)",
+                    ),
+                    data={"provider": provider.library, "problem": "no-fn"},
+                )
                 continue
             if provider.function is not None and len(blocks) > 1:
                 yield seam(
-                    self.code, f"{name} is called with the stage's params block, and `{entry.name}` declares "
-                    f"{len(blocks)}", (provider.span, "called with one params block"),
+                    self.code,
+                    f"{name} is called with the stage's params block, and `{entry.name}` declares {len(blocks)}",
+                    (provider.span, "called with one params block"),
                     [(b.span, f"params `{b.name}`") for b in blocks],
                     helps=("merge the stage's params blocks into one",),
-                    data={"provider": provider.library, "problem": "blocks", "blocks": len(blocks)})
+                    data={"provider": provider.library, "problem": "blocks", "blocks": len(blocks)},
+                )
                 continue
             for field in provider.fills:
                 found = fields.get(field)
@@ -181,28 +205,36 @@ class ParamsClause(Clause):
                     near = difflib.get_close_matches(field, list(fields), n=1)
                     guess = f"did you mean `{near[0]}`? " if near else ""
                     yield seam(
-                        self.code, f"{name} fills `{field}`, which no params block of the stage declares",
+                        self.code,
+                        f"{name} fills `{field}`, which no params block of the stage declares",
                         (provider.span, f"fills `{field}`"),
-                        notes=(f"the stage's params fields: {declared}",
-                               "a provider writes only into its own stage's params block"),
+                        notes=(
+                            f"the stage's params fields: {declared}",
+                            "a provider writes only into its own stage's params block",
+                        ),
                         helps=(f"{guess}declare `{field}` in the stage's params block, or drop it from `fills`",),
-                        data={"provider": provider.library, "field": field, "problem": "undeclared"})
+                        data={"provider": provider.library, "field": field, "problem": "undeclared"},
+                    )
                 elif found[1].fact is not None:
                     yield seam(
-                        self.code, f"{name} fills `{field}`, which the link writes from fact "
-                        f"`{found[1].fact}`", (provider.span, f"fills `{field}`"),
+                        self.code,
+                        f"{name} fills `{field}`, which the link writes from fact `{found[1].fact}`",
+                        (provider.span, f"fills `{field}`"),
                         [(found[1].span, f"`= fact {found[1].fact}`")],
                         notes=("a fact field holds the value the link checked; a provider may not overwrite it",),
                         helps=(f"drop `{field}` from `fills`, or make it a caller field (no `= fact`)",),
-                        data={"provider": provider.library, "field": field, "problem": "fact"})
+                        data={"provider": provider.library, "field": field, "problem": "fact"},
+                    )
                 elif field in filled:
                     yield seam(
-                        self.code, f"{name} fills `{field}`, which host provider `{filled[field].library}` "
-                        "fills too", (provider.span, f"fills `{field}`"),
+                        self.code,
+                        f"{name} fills `{field}`, which host provider `{filled[field].library}` fills too",
+                        (provider.span, f"fills `{field}`"),
                         [(filled[field].span, "the first provider that fills it")],
                         notes=("providers run in order, so the later one would silently win",),
                         helps=("let one provider fill each field",),
-                        data={"provider": provider.library, "field": field, "problem": "twice"})
+                        data={"provider": provider.library, "field": field, "problem": "twice"},
+                    )
                 else:
                     filled[field] = provider
 
@@ -214,41 +246,55 @@ class ParamsClause(Clause):
         for what, mine, theirs in (("size", p.size, c.size), ("alignment", p.align, c.align)):
             if mine != theirs:
                 yield seam(
-                    self.code, f"params `{p.name}` of `{entry.name}` declares {what} {mine}, but the compiled "
+                    self.code,
+                    f"params `{p.name}` of `{entry.name}` declares {what} {mine}, but the compiled "
                     f"struct has {what} {theirs}",
-                    (p.span, f"{what} {mine}"), notes=(note,),
-                    helps=(f"declare {what} {theirs}, or rebuild the package from the source the contract "
-                           "describes",),
-                    data={"params": p.name, "attribute": what, "declared": mine, "captured": theirs})
+                    (p.span, f"{what} {mine}"),
+                    notes=(note,),
+                    helps=(f"declare {what} {theirs}, or rebuild the package from the source the contract describes",),
+                    data={"params": p.name, "attribute": what, "declared": mine, "captured": theirs},
+                )
         seen = {name: (offset, size) for name, offset, size in c.fields}
         for f in p.fields:
             size = scalar_size(f.type) or 1
             if f.name not in seen:
                 yield seam(
-                    self.code, f"field `{f.name}` of params `{p.name}` is not in the compiled struct",
+                    self.code,
+                    f"field `{f.name}` of params `{p.name}` is not in the compiled struct",
                     (f.span, "declared here"),
                     notes=(note, f"compiled fields: {', '.join(f'`{n}`' for n in seen) or '(none)'}"),
                     helps=("declare the fields of the compiled struct, or rebuild the package",),
-                    data={"params": p.name, "field": f.name})
+                    data={"params": p.name, "field": f.name},
+                )
                 continue
             offset, got = seen[f.name]
             if (offset, got) != (f.offset, size):
                 yield seam(
-                    self.code, f"field `{f.name}` of params `{p.name}` is declared at offset {f.offset} "
+                    self.code,
+                    f"field `{f.name}` of params `{p.name}` is declared at offset {f.offset} "
                     f"({size} bytes), but the compiler placed it at offset {offset} ({got} bytes)",
-                    (f.span, f"offset {f.offset}, {size} bytes"), notes=(note,),
+                    (f.span, f"offset {f.offset}, {size} bytes"),
+                    notes=(note,),
                     helps=(f"declare `{f.name}` at `@ {offset}` with a {got}-byte type, or rebuild the package",),
-                    data={"params": p.name, "field": f.name, "declared": f"{f.offset}+{size}",
-                          "captured": f"{offset}+{got}"})
+                    data={
+                        "params": p.name,
+                        "field": f.name,
+                        "declared": f"{f.offset}+{size}",
+                        "captured": f"{offset}+{got}",
+                    },
+                )
         declared = {f.name for f in p.fields}
         for name, offset, size in c.fields:
             if name not in declared:
                 yield seam(
-                    self.code, f"the compiled struct `{p.name}` of `{entry.name}` has field `{name}` "
+                    self.code,
+                    f"the compiled struct `{p.name}` of `{entry.name}` has field `{name}` "
                     f"(offset {offset}, {size} bytes) that the contract does not declare",
-                    (p.span, f"no field `{name}`"), notes=(note, "the linker never writes an undeclared field"),
+                    (p.span, f"no field `{name}`"),
+                    notes=(note, "the linker never writes an undeclared field"),
                     helps=(f"declare `{name}` at `@ {offset}`",),
-                    data={"params": p.name, "field": name, "offset": offset, "size": size})
+                    data={"params": p.name, "field": name, "offset": offset, "size": size},
+                )
 
     # ------------------------------------------------------------- the kernel's parameter block
 
@@ -275,15 +321,20 @@ class ParamsClause(Clause):
         notes.append(f"{target.name} allows {limit.value} bytes of kernel parameters ({limit.source})")
         if legacy:
             old = legacy[0]
-            notes.append(f"`{old.name}` was built with `{old.captured.toolkit if old.captured else ''}`, "
-                         "before CUDA 12.1 raised the limit")
+            notes.append(
+                f"`{old.name}` was built with `{old.captured.toolkit if old.captured else ''}`, "
+                "before CUDA 12.1 raised the limit"
+            )
         yield seam(
-            self.code, f"the pipeline's params regions take {cursor} bytes, more than the {limit.value}-byte "
+            self.code,
+            f"the pipeline's params regions take {cursor} bytes, more than the {limit.value}-byte "
             f"kernel parameter limit of {target.name}",
             (p.span, f"`{p.name}` ends at byte {offset + p.size}"),
             [(q.span, f"`{q.name}`: {q.size} bytes") for e, q, o in regions if q is not p],
-            notes=notes, helps=("pass large tables through a pointer field instead of by value",),
-            data={"bytes": cursor, "limit": limit.value, "target": target.name})
+            notes=notes,
+            helps=("pass large tables through a pointer field instead of by value",),
+            data={"bytes": cursor, "limit": limit.value, "target": target.name},
+        )
 
 
 def _listed(names: tuple[str, ...]) -> str:

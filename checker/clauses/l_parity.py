@@ -60,10 +60,11 @@ from checker.clause import Clause
 from checker.composition import Composition
 from checker.context import CheckContext
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class ParityClause(Clause):
-    code = "L-PARITY"
+    code = Code.L_PARITY
     name = "phase-parity"
     summary = "endpoints disagree on the phase-parity convention of a ring's barriers"
     category = "protocol"

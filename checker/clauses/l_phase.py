@@ -47,18 +47,20 @@ from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 
 
 class PhaseClause(Clause):
-    code = "L-PHASE"
+    code = Code.L_PHASE
     name = "phase-mismatch"
-    summary = ("a claim's phase is not declared by the interpreter, or a stage treats as exclusive phases "
-               "the interpreter runs concurrently")
+    summary = (
+        "a claim's phase is not declared by the interpreter, or a stage treats as exclusive phases "
+        "the interpreter runs concurrently"
+    )
     category = "storage"
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
-        claims: list[Owned[A.SmemClaim] | Owned[A.TmemClaim]] = [*comp.items(A.SmemClaim),
-                                                                 *comp.items(A.TmemClaim)]
+        claims: list[Owned[A.SmemClaim] | Owned[A.TmemClaim]] = [*comp.items(A.SmemClaim), *comp.items(A.TmemClaim)]
         for claim in claims:
             life = claim.item.lifetime
             if life.kind == "phase" and life.phase is not None and life.phase not in comp.interpreter_phases:
@@ -78,18 +80,22 @@ class PhaseClause(Clause):
         else:
             helps = ("add the interpreter stage that declares its `phases` to the pipeline",)
         return seam(
-            self.code, f"{what} `{phase}`, which no interpreter declares",
+            self.code,
+            f"{what} `{phase}`, which no interpreter declares",
             (span, "undeclared phase"),
             notes=(("no stage of the pipeline has a `phases` line",) if not known else ()),
-            helps=helps, data={"phase": phase})
+            helps=helps,
+            data={"phase": phase},
+        )
 
     def _assumption(self, comp: Composition, assumption: Owned[A.AssumesPhases]) -> Iterator[Diagnostic]:
         declared = comp.interpreter_phases
         names = list(dict.fromkeys(assumption.item.names))
         for name in names:
             if name not in declared:
-                yield self._unknown(comp, name, assumption.span,
-                                    f"`{assumption.stage_name}` assumes exclusive the phase")
+                yield self._unknown(
+                    comp, name, assumption.span, f"`{assumption.stage_name}` assumes exclusive the phase"
+                )
         for a, b in combinations([n for n in names if n in declared], 2):
             if comp.phase_exclusive(a, b):
                 continue
@@ -100,16 +106,24 @@ class PhaseClause(Clause):
             else:
                 problem = "the interpreter does not declare them exclusive"
                 lines = {id(declared[n]): declared[n] for n in (a, b)}
-                others = [(d.span, f"`{d.stage_name}` declares {_listing(d.item, (a, b))} here")
-                          for d in lines.values()]
+                others = [
+                    (d.span, f"`{d.stage_name}` declares {_listing(d.item, (a, b))} here") for d in lines.values()
+                ]
             yield seam(
-                self.code, f"`{assumption.stage_name}` assumes phases `{a}` and `{b}` exclusive, but {problem}",
-                (assumption.span, "assumed exclusive here"), others,
-                notes=("placement overlaps the storage of exclusive phases; phases that may run together "
-                       "would share bytes while both are live",),
-                helps=(f"declare `phases exclusive {a}, {b}` in the interpreter if it never runs them "
-                       "together; otherwise drop the assumption",),
-                data={"stage": assumption.stage_name, "a": a, "b": b})
+                self.code,
+                f"`{assumption.stage_name}` assumes phases `{a}` and `{b}` exclusive, but {problem}",
+                (assumption.span, "assumed exclusive here"),
+                others,
+                notes=(
+                    "placement overlaps the storage of exclusive phases; phases that may run together "
+                    "would share bytes while both are live",
+                ),
+                helps=(
+                    f"declare `phases exclusive {a}, {b}` in the interpreter if it never runs them "
+                    "together; otherwise drop the assumption",
+                ),
+                data={"stage": assumption.stage_name, "a": a, "b": b},
+            )
 
 
 def _concurrent(comp: Composition, a: str, b: str) -> Owned[A.Phases] | None:

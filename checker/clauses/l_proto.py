@@ -60,13 +60,14 @@ from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 
 _OWN_BARRIER = {"produce": "full", "consume": "empty"}
 _WORD = {"produce": "producer", "consume": "consumer"}
 
 
 class ProtoClause(Clause):
-    code = "L-PROTO"
+    code = Code.L_PROTO
     name = "protocol-mismatch"
     summary = "paired endpoints follow different protocols or take incompatible sides"
     category = "protocol"
@@ -92,23 +93,27 @@ class ProtoClause(Clause):
             ends: list[tuple[str, Owned[Any]]] = [
                 *(("ring", e) for e in comp.rings.get(name, ())),
                 *(("counter", e) for e in comp.counters.get(name, ())),
-                *(("rendezvous", e) for e in comp.rendezvous.get(name, ()))]
+                *(("rendezvous", e) for e in comp.rendezvous.get(name, ())),
+            ]
             ends.sort(key=lambda e: _where(e[1].span))
             first_kind = ends[0][0]
             other_kind, other = next(e for e in ends if e[0] != first_kind)
             yield seam(
                 self.code,
-                f"`{name}` is a {first_kind} in `{ends[0][1].stage_name}` but a {other_kind} in "
-                f"`{other.stage_name}`",
+                f"`{name}` is a {first_kind} in `{ends[0][1].stage_name}` but a {other_kind} in `{other.stage_name}`",
                 (other.span, f"used as a {other_kind}"),
                 [(e.span, f"used as a {k}") for k, e in ends if e is not other],
-                notes=("an mbarrier ring, a counter and a rendezvous (named barrier) are different objects; "
-                       "each side would wait on one its partner never signals",),
+                notes=(
+                    "an mbarrier ring, a counter and a rendezvous (named barrier) are different objects; "
+                    "each side would wait on one its partner never signals",
+                ),
                 helps=(f"use one protocol for `{name}` on every endpoint, or rename one of the channels",),
-                data={"channel": name, "kinds": ",".join(sorted({k for k, _ in ends}))})
+                data={"channel": name, "kinds": ",".join(sorted({k for k, _ in ends}))},
+            )
 
-    def _single_writer(self, kind: str, name: str, ends: Sequence[Owned[A.Ring] | Owned[A.Counter]]
-                       ) -> Iterator[Diagnostic]:
+    def _single_writer(
+        self, kind: str, name: str, ends: Sequence[Owned[A.Ring] | Owned[A.Counter]]
+    ) -> Iterator[Diagnostic]:
         producers = [e for e in ends if e.item.side == "produce"]
         if len(producers) < 2:
             return
@@ -118,12 +123,19 @@ class ProtoClause(Clause):
             f"{kind} `{name}` has {len(producers)} producers; {kind}s are single-producer",
             (second.span, f"producer `{second.item.role}` in `{second.stage_name}`"),
             [(p.span, f"producer `{p.item.role}` in `{p.stage_name}`") for p in producers if p is not second],
-            notes=(("both producers fill the same slots and arrive on the same `full` barrier",) if kind == "ring"
-                   else ("both producers add to the same counter; a consumer's `wait ge` cannot tell whose "
-                         "data is ready",)),
+            notes=(
+                ("both producers fill the same slots and arrive on the same `full` barrier",)
+                if kind == "ring"
+                else ("both producers add to the same counter; a consumer's `wait ge` cannot tell whose data is ready",)
+            ),
             helps=(f"make `{second.item.role}` `consume` `{name}`, or give it a channel of its own",),
-            data={"channel": name, "kind": kind, "producers": ",".join(p.item.role for p in producers),
-                  "first": first.item.role})
+            data={
+                "channel": name,
+                "kind": kind,
+                "producers": ",".join(p.item.role for p in producers),
+                "first": first.item.role,
+            },
+        )
 
     def _wrong_side(self, name: str, sides: Sequence[Owned[A.Ring]]) -> Iterator[Diagnostic]:
         for side in sides:
@@ -138,23 +150,27 @@ class ProtoClause(Clause):
                     f"the {who} side of ring `{name}` {verb} on `{step.barrier}`, the "
                     f"{_WORD['consume' if side.item.side == 'produce' else 'produce']}'s barrier",
                     (step.span, f"{who} `{side.item.role}` signals `{step.barrier}`"),
-                    notes=("the producer signals `full` when a slot is filled; consumers signal `empty` when "
-                           "they release it",),
+                    notes=(
+                        "the producer signals `full` when a slot is filled; consumers signal `empty` when "
+                        "they release it",
+                    ),
                     helps=(f"signal `{own}` from the {who} side",),
-                    data={"channel": name, "side": side.item.side, "barrier": step.barrier})
+                    data={"channel": name, "side": side.item.side, "barrier": step.barrier},
+                )
 
     def _rendezvous(self, name: str, sides: Sequence[Owned[A.Rendezvous]]) -> Iterator[Diagnostic]:
         if len(sides) < 2 or any(s.item.mode == "sync" for s in sides):
             return
         first, *others = sides
         yield seam(
-            self.code, f"every side of rendezvous `{name}` only arrives; none waits",
+            self.code,
+            f"every side of rendezvous `{name}` only arrives; none waits",
             (others[0].span, f"`{others[0].item.role}` arrives"),
             [(s.span, f"`{s.item.role}` arrives") for s in [first, *others[1:]]],
             notes=("`bar.arrive` signals without waiting; the hand-off needs a side that waits with `bar.sync`",),
             helps=("make the side that consumes the hand-off `sync`",),
-            data={"channel": name})
-
+            data={"channel": name},
+        )
 
 
 def _where(span: Span) -> tuple[str, int, int]:

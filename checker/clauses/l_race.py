@@ -55,10 +55,11 @@ from checker.clause import Clause
 from checker.composition import Composition
 from checker.context import CheckContext
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class RaceClause(Clause):
-    code = "L-RACE"
+    code = Code.L_RACE
     name = "slot-race"
     summary = "the protocol lets a producer overwrite a slot not yet released, or a consumer read a slot not yet full"
     category = "protocol"

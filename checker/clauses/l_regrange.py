@@ -43,10 +43,11 @@ from checker.composition import Composition
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class RegrangeClause(Clause):
-    code = "L-REGRANGE"
+    code = Code.L_REGRANGE
     name = "register-budget-range"
     summary = "a register budget is outside the setmaxnreg range or not a multiple of its step"
     category = "roles"
@@ -72,11 +73,15 @@ class RegrangeClause(Clause):
                 problem, label = f"not a multiple of {step}", f"{regs} % {step} = {regs % step}"
                 fix = f"use {choices}"
             yield seam(
-                self.code, f"role `{owned.item.name}` asks for a register budget of {regs}, {problem}",
+                self.code,
+                f"role `{owned.item.name}` asks for a register budget of {regs}, {problem}",
                 (owned.span, label),
-                notes=(f"`setmaxnreg` on `{target.name}` takes a multiple of {step} in [{lo}, {hi}] "
-                       f"({target.sources['setmaxnreg_max']})",
-                       f"compiled code uses at most {target.max_regs_per_thread} registers per thread; "
-                       f"allocated {unit} at a time, they occupy {occupied}"),
+                notes=(
+                    f"`setmaxnreg` on `{target.name}` takes a multiple of {step} in [{lo}, {hi}] "
+                    f"({target.sources['setmaxnreg_max']})",
+                    f"compiled code uses at most {target.max_regs_per_thread} registers per thread; "
+                    f"allocated {unit} at a time, they occupy {occupied}",
+                ),
                 helps=(fix,),
-                data={"role": owned.item.name, "regs": regs, "min": lo, "max": hi, "step": step})
+                data={"role": owned.item.name, "regs": regs, "min": lo, "max": hi, "step": step},
+            )

@@ -68,9 +68,10 @@ from checker.warps import BlockLayout, PlacedRole, RegisterGroup, block_layout, 
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Label, Severity
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from hardware import residency
 
-CODE = "L-REGS"
+CODE = Code.L_REGS
 
 
 @dataclass(frozen=True)
@@ -98,42 +99,66 @@ class PoolOverflow:
 def pool_overflow(found: PoolOverflow) -> Diagnostic:
     """The one shape of an L-REGS pool overflow: need, pool, and the pool's two factors."""
     labels = tuple(Label(span, text, k == 0) for k, (span, text) in enumerate(found.labels))
-    data = {"need": str(found.demand), "pool": str(found.pool), "entry_regs": str(found.entry),
-            "threads": str(found.threads), **dict(found.data)}
+    data = {
+        "need": str(found.demand),
+        "pool": str(found.pool),
+        "entry_regs": str(found.entry),
+        "threads": str(found.threads),
+        **dict(found.data),
+    }
     return Diagnostic(
-        CODE, f"register groups need {_n(found.demand)} registers, the CTA pool holds {_n(found.pool)} "
-              f"({found.entry} per thread × {found.threads} threads)",
-        Severity.ERROR, labels, found.notes, found.helps, tuple(sorted(data.items())))
+        CODE,
+        f"register groups need {_n(found.demand)} registers, the CTA pool holds {_n(found.pool)} "
+        f"({found.entry} per thread × {found.threads} threads)",
+        Severity.ERROR,
+        labels,
+        found.notes,
+        found.helps,
+        tuple(sorted(data.items())),
+    )
 
 
-def entry_below_minimum(kernel: str, entry: int, least: int, threads: int,
-                        labels: Sequence[tuple[Span, str]]) -> Diagnostic:
+def entry_below_minimum(
+    kernel: str, entry: int, least: int, threads: int, labels: Sequence[tuple[Span, str]]
+) -> Diagnostic:
     """The linked kernel starts with fewer registers than any `setmaxnreg` budget: no group can be placed."""
     return Diagnostic(
-        CODE, f"the linked kernel `{kernel}` starts with {entry} registers per thread, fewer than the smallest "
-              f"`setmaxnreg` budget ({least}): the roles' `regs` cannot be applied",
-        Severity.ERROR, tuple(Label(span, text, k == 0) for k, (span, text) in enumerate(labels)),
-        (f"the register pool is the entry count × the block's {threads} threads; "
-         "`setmaxnreg` hands out whole steps of it",),
+        CODE,
+        f"the linked kernel `{kernel}` starts with {entry} registers per thread, fewer than the smallest "
+        f"`setmaxnreg` budget ({least}): the roles' `regs` cannot be applied",
+        Severity.ERROR,
+        tuple(Label(span, text, k == 0) for k, (span, text) in enumerate(labels)),
+        (
+            f"the register pool is the entry count × the block's {threads} threads; "
+            "`setmaxnreg` hands out whole steps of it",
+        ),
         ("drop the roles' `regs` (the kernel needs few registers), or lower the block's `blocks_per_sm`",),
-        (("entry", str(entry)), ("setmaxnreg_min", str(least))))
+        (("entry", str(entry)), ("setmaxnreg_min", str(least))),
+    )
 
 
 def setmaxnreg_ignored(kernel: str, ptxas_lines: Sequence[str]) -> Diagnostic:
     """ptxas dropped the `setmaxnreg` instructions of the linked kernel: the groups would not apply."""
     return Diagnostic(
-        CODE, f"ptxas ignored `setmaxnreg` in `{kernel}`: the register groups would not be applied",
+        CODE,
+        f"ptxas ignored `setmaxnreg` in `{kernel}`: the register groups would not be applied",
         notes=tuple(line.strip() for line in ptxas_lines),
-        helps=("report it with the inputs: the dispatch kernel is generated with launch bounds that cap its "
-               "entry registers",))
+        helps=(
+            "report it with the inputs: the dispatch kernel is generated with launch bounds that cap its "
+            "entry registers",
+        ),
+    )
 
 
 def resolve_moves_routes(entry: int, span: Span, moved: Sequence[str]) -> Diagnostic:
     """Re-solving the groups for the linked kernel's entry count would move roles a tensor route runs on."""
     return Diagnostic(
-        CODE, f"re-solving the register groups for {entry} entry registers moves roles that tensor routes run on",
-        labels=(Label(span, "in this composition"),), notes=tuple(moved),
-        helps=("lower the roles' `regs`, or the block's `blocks_per_sm`",))
+        CODE,
+        f"re-solving the register groups for {entry} entry registers moves roles that tensor routes run on",
+        labels=(Label(span, "in this composition"),),
+        notes=tuple(moved),
+        helps=("lower the roles' `regs`, or the block's `blocks_per_sm`",),
+    )
 
 
 class RegsClause(Clause):
@@ -165,13 +190,22 @@ class RegsClause(Clause):
         need = sum(g.registers(target, layout.warps) for g in groups)
         if need <= pool:
             return
-        if not stated and any(_fits_padded(target, groups, w, blocks)
-                              for w in range(layout.warps + 1, target.max_warps_per_block + 1)):
+        if not stated and any(
+            _fits_padded(target, groups, w, blocks) for w in range(layout.warps + 1, target.max_warps_per_block + 1)
+        ):
             return  # placement pads the block with idle warps at the setmaxnreg minimum
         yield self._report(layout, groups, target, need, entry, threads, blocks)
 
-    def _report(self, layout: BlockLayout, groups: tuple[RegisterGroup, ...], target: TargetSpec,
-                need: int, entry: int, threads: int, blocks: int) -> Diagnostic:
+    def _report(
+        self,
+        layout: BlockLayout,
+        groups: tuple[RegisterGroup, ...],
+        target: TargetSpec,
+        need: int,
+        entry: int,
+        threads: int,
+        blocks: int,
+    ) -> Diagnostic:
         pool = entry * threads
         group_threads = target.warpgroup_warps * target.warp_size
         running, overflow = 0, groups[-1]
@@ -188,23 +222,36 @@ class RegsClause(Clause):
         defaulted = [p for p in layout.roles if p.warps > 0 and p.info.role.regs is None]
         ordered = [(primary.info.role.span, labels.pop(primary.name))]
         ordered += [(p.info.role.span, labels[p.name]) for p in layout.roles if p.name in labels]
-        return pool_overflow(PoolOverflow(
-            need, entry, threads, tuple(ordered),
-            notes=(f"the warpgroups' budgets sum to {budgets} = {sum(g.budget for g in groups)}, times "
-                   f"{group_threads} threads each" + (f" (the last group holds {partial} threads)" if partial else ""),
-                   f"{threads} threads enter with {entry} registers each: the largest multiple of {unit} "
-                   f"(at most {target.max_regs_per_thread}) with which {plural(blocks, 'block')} of "
-                   f"{layout.warps} warps {'fits' if blocks == 1 else 'fit'} the SM's {target.regs_per_sm} "
-                   "registers (HARDWARE.md §3.1)",
-                   "`setmaxnreg.inc` blocks until the pool can give what it asks; budgets above the pool hang the "
-                   "kernel (on an H200 at 384 threads 40/232/232 completes, 40/240/240 hangs)",
-                   *([f"a role without `regs` counts as the setmaxnreg minimum, {target.setmaxnreg_min}"]
-                     if defaulted else [])),
-            helps=(f"lower the budgets so the {plural(len(groups), 'warpgroup')} sum to at most "
-                   f"{pool // group_threads} (now {need // group_threads})"
-                   + (f", or lower `blocks_per_sm {blocks}`" if blocks > 1 else "")
-                   + _fitting(layout, groups, target, pool // group_threads),),
-            data=(("budgets", ",".join(str(g.budget) for g in groups)),)))
+        return pool_overflow(
+            PoolOverflow(
+                need,
+                entry,
+                threads,
+                tuple(ordered),
+                notes=(
+                    f"the warpgroups' budgets sum to {budgets} = {sum(g.budget for g in groups)}, times "
+                    f"{group_threads} threads each" + (f" (the last group holds {partial} threads)" if partial else ""),
+                    f"{threads} threads enter with {entry} registers each: the largest multiple of {unit} "
+                    f"(at most {target.max_regs_per_thread}) with which {plural(blocks, 'block')} of "
+                    f"{layout.warps} warps {'fits' if blocks == 1 else 'fit'} the SM's {target.regs_per_sm} "
+                    "registers (HARDWARE.md §3.1)",
+                    "`setmaxnreg.inc` blocks until the pool can give what it asks; budgets above the pool hang the "
+                    "kernel (on an H200 at 384 threads 40/232/232 completes, 40/240/240 hangs)",
+                    *(
+                        [f"a role without `regs` counts as the setmaxnreg minimum, {target.setmaxnreg_min}"]
+                        if defaulted
+                        else []
+                    ),
+                ),
+                helps=(
+                    f"lower the budgets so the {plural(len(groups), 'warpgroup')} sum to at most "
+                    f"{pool // group_threads} (now {need // group_threads})"
+                    + (f", or lower `blocks_per_sm {blocks}`" if blocks > 1 else "")
+                    + _fitting(layout, groups, target, pool // group_threads),
+                ),
+                data=(("budgets", ",".join(str(g.budget) for g in groups)),),
+            )
+        )
 
 
 def _fitting(layout: BlockLayout, groups: tuple[RegisterGroup, ...], target: TargetSpec, limit: int) -> str:
@@ -225,13 +272,13 @@ def _fits_padded(target: TargetSpec, groups: tuple[RegisterGroup, ...], warps: i
     width = target.warpgroup_warps
     budgets = [g.budget for g in groups]
     budgets += [target.setmaxnreg_min] * (-(-warps // width) - len(budgets))
-    return (residency.register_demand(target, warps, budgets, width)
-            <= residency.register_pool(target, warps, blocks))
+    return residency.register_demand(target, warps, budgets, width) <= residency.register_pool(target, warps, blocks)
 
 
 def _valid(regs: int | None, target: TargetSpec) -> bool:
-    return regs is None or (target.setmaxnreg_min <= regs <= target.setmaxnreg_max
-                            and regs % target.setmaxnreg_step == 0)
+    return regs is None or (
+        target.setmaxnreg_min <= regs <= target.setmaxnreg_max and regs % target.setmaxnreg_step == 0
+    )
 
 
 def _label(placed: PlacedRole, groups: tuple[RegisterGroup, ...], target: TargetSpec, warps: int) -> str:
@@ -242,8 +289,9 @@ def _label(placed: PlacedRole, groups: tuple[RegisterGroup, ...], target: Target
         return f"shares warpgroup {shared.index} with `{decider}` (budget {shared.budget})"
     budget = decided[0].budget
     threads = sum(g.registers(target, warps) for g in decided) // budget
-    which = (f"warpgroup {decided[0].index}" if len(decided) == 1
-             else f"warpgroups {decided[0].index}–{decided[-1].index}")
+    which = (
+        f"warpgroup {decided[0].index}" if len(decided) == 1 else f"warpgroups {decided[0].index}–{decided[-1].index}"
+    )
     stated = f"`regs {budget}`" if placed.info.role.regs is not None else f"no `regs`, counts as {budget}"
     return f"{stated} × {threads} threads ({which}) = {_n(budget * threads)}"
 

@@ -72,6 +72,7 @@ from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ class _Connection:
 
 
 class RendezvousClause(Clause):
-    code = "L-RENDEZVOUS"
+    code = Code.L_RENDEZVOUS
     name = "tensor-events"
     summary = "a tensor connection's ready and done events do not line up with the lifetimes using them"
     category = "tensors"
@@ -122,28 +123,37 @@ class RendezvousClause(Clause):
         imp, exp = conn.imp, conn.exp
         if conn.ready is None:
             yield seam(
-                self.code, f"import `{conn.name}` reads `{exp.item.name}`, whose export declares no "
-                "`ready event`",
-                (imp.span, f"imports `{exp.item.name}`"), [(exp.span, f"`{exp.stage_name}` never signals it ready")],
+                self.code,
+                f"import `{conn.name}` reads `{exp.item.name}`, whose export declares no `ready event`",
+                (imp.span, f"imports `{exp.item.name}`"),
+                [(exp.span, f"`{exp.stage_name}` never signals it ready")],
                 notes=("without a ready event nothing orders the consumer's reads after the producer's writes",),
                 helps=(f"add `ready event {conn.name}.ready` to export `{exp.item.name}`",),
-                data={"connection": conn.name, "export": exp.item.name, "problem": "no-ready"})
+                data={"connection": conn.name, "export": exp.item.name, "problem": "no-ready"},
+            )
         elif conn.ready.connection != conn.name and conn.ready.connection not in fed:
             yield seam(
-                self.code, f"export `{exp.item.name}` signals `{conn.ready}`, but its import is named "
-                f"`{conn.name}`",
-                (imp.span, f"connection `{conn.name}`"), [(conn.ready.span, f"connection `{conn.ready.connection}`")],
+                self.code,
+                f"export `{exp.item.name}` signals `{conn.ready}`, but its import is named `{conn.name}`",
+                (imp.span, f"connection `{conn.name}`"),
+                [(conn.ready.span, f"connection `{conn.ready.connection}`")],
                 notes=("a connection's events are named after the import: `<import>.<event>`",),
-                helps=(f"write `ready event {conn.name}.{conn.ready.event}` on the export, or name the import "
-                       f"`{conn.ready.connection}`",),
-                data={"connection": conn.name, "ready": str(conn.ready), "problem": "ready-name"})
+                helps=(
+                    f"write `ready event {conn.name}.{conn.ready.event}` on the export, or name the import "
+                    f"`{conn.ready.connection}`",
+                ),
+                data={"connection": conn.name, "ready": str(conn.ready), "problem": "ready-name"},
+            )
         if conn.done is not None and conn.done.connection != conn.name:
             yield seam(
-                self.code, f"import `{conn.name}` declares `done event {conn.done}`, which belongs to "
+                self.code,
+                f"import `{conn.name}` declares `done event {conn.done}`, which belongs to "
                 f"connection `{conn.done.connection}`",
-                (conn.done.span, f"connection `{conn.done.connection}`"), [(imp.span, f"connection `{conn.name}`")],
+                (conn.done.span, f"connection `{conn.done.connection}`"),
+                [(imp.span, f"connection `{conn.name}`")],
                 helps=(f"write `done event {conn.name}.{conn.done.event}`",),
-                data={"connection": conn.name, "done": str(conn.done), "problem": "done-name"})
+                data={"connection": conn.name, "done": str(conn.done), "problem": "done-name"},
+            )
 
     def _lends(self, conn: _Connection, known: set[str]) -> Iterator[Diagnostic]:
         claims = {c.name: c for c in conn.imp.stage.stage.items if isinstance(c, A.SmemClaim)}
@@ -155,14 +165,18 @@ class RendezvousClause(Clause):
             done = str(conn.done) if conn.done is not None else f"{conn.name}.done"
             lifetime = claim.lifetime
             yield seam(
-                self.code, f"`{conn.imp.stage_name}` lends `{claim.name}` to import `{conn.name}`, but the "
+                self.code,
+                f"`{conn.imp.stage_name}` lends `{claim.name}` to import `{conn.name}`, but the "
                 f"claim's lifetime `{_show(lifetime)}` does not cover `{ready}` to `{done}`",
                 (lifetime.span, f"`{claim.name}` is live {_live(lifetime)}"),
                 [(lend.span, "lent to the transfer here")],
-                notes=("the generated transfer stages the tensor through lent scratch from the ready event "
-                       "to the done event; outside its lifetime the bytes may be given to another claim",),
+                notes=(
+                    "the generated transfer stages the tensor through lent scratch from the ready event "
+                    "to the done event; outside its lifetime the bytes may be given to another claim",
+                ),
                 helps=(f"write `lifetime between {ready} {done}` on `{claim.name}`",),
-                data={"connection": conn.name, "claim": claim.name, "lifetime": _show(lifetime)})
+                data={"connection": conn.name, "claim": claim.name, "lifetime": _show(lifetime)},
+            )
 
     def _lifetimes(self, comp: Composition, connections: list[_Connection]) -> Iterator[Diagnostic]:
         """Lifetimes ending at the done event of an import that declares none.
@@ -179,12 +193,15 @@ class RendezvousClause(Clause):
                     if ref is None or conn is None or (conn.ready is not None and ref.event == conn.ready.event):
                         continue
                     yield seam(
-                        self.code, f"the lifetime of `{claim.name}` in `{entry.name}` uses `{ref}`, but import "
+                        self.code,
+                        f"the lifetime of `{claim.name}` in `{entry.name}` uses `{ref}`, but import "
                         f"`{conn.name}` declares no `done event`",
-                        (ref.span, "never signalled"), [(conn.imp.span, f"connection `{conn.name}` opened here")],
+                        (ref.span, "never signalled"),
+                        [(conn.imp.span, f"connection `{conn.name}` opened here")],
                         notes=("the done event is the consumer's: it says the import has finished reading",),
                         helps=(f"add `done event {ref}` to import `{conn.name}` in `{conn.imp.stage_name}`",),
-                        data={"connection": conn.name, "event": str(ref), "claim": claim.name})
+                        data={"connection": conn.name, "event": str(ref), "claim": claim.name},
+                    )
 
 
 def _covers(lifetime: A.Lifetime, conn: _Connection, known: set[str]) -> bool:
@@ -198,9 +215,15 @@ def _covers(lifetime: A.Lifetime, conn: _Connection, known: set[str]) -> bool:
     refs = [r for r in (lifetime.start, lifetime.end) if r is not None]
     if any(str(r) not in known for r in refs):
         return True
-    if lifetime.start is not None and lifetime.end is not None and (
-            lifetime.start.connection != lifetime.end.connection or lifetime.start == lifetime.end
-            or (lifetime.start == conn.done and lifetime.end == conn.ready)):
+    if (
+        lifetime.start is not None
+        and lifetime.end is not None
+        and (
+            lifetime.start.connection != lifetime.end.connection
+            or lifetime.start == lifetime.end
+            or (lifetime.start == conn.done and lifetime.end == conn.ready)
+        )
+    ):
         return True
     if lifetime.kind == "kernel":
         return True

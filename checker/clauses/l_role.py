@@ -55,11 +55,12 @@ from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
 from diagnostics.suggestions import did_you_mean
+from diagnostics.symbols import Code
 from package.loader import StageEntry
 
 
 class RoleClause(Clause):
-    code = "L-ROLE"
+    code = Code.L_ROLE
     name = "bad-role"
     summary = "role names collide, a role has no warps or no entry, or an item names an unknown or foreign role"
     category = "roles"
@@ -86,60 +87,78 @@ class RoleClause(Clause):
 
     def _collision(self, first: Owned[A.Role], again: Owned[A.Role]) -> Diagnostic:
         name = again.item.name
-        where = (f"twice in `{again.stage_name}`" if first.stage_name == again.stage_name
-                 else f"in `{first.stage_name}` and in `{again.stage_name}`")
+        where = (
+            f"twice in `{again.stage_name}`"
+            if first.stage_name == again.stage_name
+            else f"in `{first.stage_name}` and in `{again.stage_name}`"
+        )
         return seam(
-            self.code, f"role `{name}` is declared {where}",
+            self.code,
+            f"role `{name}` is declared {where}",
             (again.span, f"`{name}` declared again in `{again.stage_name}`"),
             [(first.span, f"`{name}` first declared in `{first.stage_name}`")],
-            notes=("roles are one namespace across the pipeline: arrival counts, barriers and tensor "
-                   "routes name roles without their stage",),
-            helps=(f"rename one of them, e.g. after its stage's job (`{again.stage_name.rsplit('.', 1)[-1]}_"
-                   f"{name}`)",),
-            data={"role": name, "first": first.stage_name, "second": again.stage_name})
+            notes=(
+                "roles are one namespace across the pipeline: arrival counts, barriers and tensor "
+                "routes name roles without their stage",
+            ),
+            helps=(f"rename one of them, e.g. after its stage's job (`{again.stage_name.rsplit('.', 1)[-1]}_{name}`)",),
+            data={"role": name, "first": first.stage_name, "second": again.stage_name},
+        )
 
     def _shape(self, owned: Owned[A.Role]) -> Iterator[Diagnostic]:
         role = owned.item
         if role.warps is None or role.warps == 0:
             stated = "no `warps`" if role.warps is None else "`warps 0`"
             yield seam(
-                self.code, f"role `{role.name}` has {stated}",
+                self.code,
+                f"role `{role.name}` has {stated}",
                 (owned.span, "a role needs at least one warp"),
-                notes=("a role's width decides its threads (32 per warp), its place in the block and every "
-                       "arrival count computed from it",),
+                notes=(
+                    "a role's width decides its threads (32 per warp), its place in the block and every "
+                    "arrival count computed from it",
+                ),
                 helps=("give it a width: `warps 1` for a producer warp, `warps 4 warpgroup` for a warpgroup",),
-                data={"role": role.name, "stage": owned.stage_name, "warps": role.warps})
+                data={"role": role.name, "stage": owned.stage_name, "warps": role.warps},
+            )
         if role.entry is None:
             yield seam(
-                self.code, f"role `{role.name}` has no `entry`",
+                self.code,
+                f"role `{role.name}` has no `entry`",
                 (owned.span, "no entry function"),
                 notes=("the linker's dispatcher calls each role's entry function on the role's warps",),
                 helps=(f"name its entry function: `entry {role.name}_main`",),
-                data={"role": role.name, "stage": owned.stage_name})
+                data={"role": role.name, "stage": owned.stage_name},
+            )
 
     def _unknown(self, comp: Composition, stage: StageEntry, what: str, role: str, span: Span) -> Diagnostic:
         known = list(comp.roles)
         guess = did_you_mean(role, known)
         return seam(
-            self.code, f"{what} names role `{role}`, which no stage declares",
+            self.code,
+            f"{what} names role `{role}`, which no stage declares",
             (span, f"no role `{role}` in the pipeline"),
-            notes=(f"roles declared: {', '.join(f'`{k}`' for k in known)}" if known
-                   else "the pipeline declares no roles",),
-            helps=(f"did you mean `{guess}`?",) if guess else (
-                f"declare `role {role}` in the stage that runs it, or name a declared role",),
-            data={"role": role, "stage": stage.name, "item": what})
+            notes=(
+                f"roles declared: {', '.join(f'`{k}`' for k in known)}" if known else "the pipeline declares no roles",
+            ),
+            helps=(f"did you mean `{guess}`?",)
+            if guess
+            else (f"declare `role {role}` in the stage that runs it, or name a declared role",),
+            data={"role": role, "stage": stage.name, "item": what},
+        )
 
-
-    def _foreign(self, stage: StageEntry, what: str, role: str, span: Span, owner: str,
-                 declared: Span) -> Diagnostic:
+    def _foreign(self, stage: StageEntry, what: str, role: str, span: Span, owner: str, declared: Span) -> Diagnostic:
         return seam(
-            self.code, f"{what} of `{stage.name}` runs on role `{role}`, which stage `{owner}` declares",
+            self.code,
+            f"{what} of `{stage.name}` runs on role `{role}`, which stage `{owner}` declares",
             (span, f"`{role}` is not a role of `{stage.name}`"),
             [(declared, f"`{role}` declared in `{owner}`")],
-            notes=(f"the role that runs an item executes its stage's code: `{role}` runs `{owner}`'s entry "
-                   "function, which does not contain this side",),
+            notes=(
+                f"the role that runs an item executes its stage's code: `{role}` runs `{owner}`'s entry "
+                "function, which does not contain this side",
+            ),
             helps=(f"move this side into `{owner}`'s contract, or run it on a role of `{stage.name}`",),
-            data={"role": role, "stage": stage.name, "owner": owner, "item": what})
+            data={"role": role, "stage": stage.name, "owner": owner, "item": what},
+        )
 
 
 def _runners(comp: Composition) -> Iterator[tuple[StageEntry, str, str, Span]]:

@@ -62,8 +62,10 @@ from collections.abc import Iterator
 from checker.clause import Clause
 from checker.composition import Composition
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
-CODE = "L-ROUTE"
+CODE = Code.L_ROUTE
+
 
 class RouteClause(Clause):
     code = CODE

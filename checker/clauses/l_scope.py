@@ -45,12 +45,13 @@ from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 _RANK = {"cta": 0, "cluster": 1, "gpu": 2, "sys": 3}
 
 
 class ScopeClause(Clause):
-    code = "L-SCOPE"
+    code = Code.L_SCOPE
     name = "scope-too-narrow"
     summary = "a barrier or counter is used across a wider scope than it declares"
     category = "protocol"
@@ -77,12 +78,18 @@ class ScopeClause(Clause):
                 self.code,
                 f"ring `{name}` is `{scope}`-scoped, but `{side.item.role}` arrives on it from a cluster peer",
                 (remote.span, "remote arrive"),
-                [(stated.span, f"`scope {scope}`") if stated is not None
-                 else (side.span, "no `scope`: the ring is CTA-scoped")],
-                notes=("a remote `mbarrier.arrive` through `.shared::cluster` synchronizes with the waiting CTA "
-                       "only at `.cluster` scope (PTX ISA §9.7.13.15.16, §8.7)",),
+                [
+                    (stated.span, f"`scope {scope}`")
+                    if stated is not None
+                    else (side.span, "no `scope`: the ring is CTA-scoped")
+                ],
+                notes=(
+                    "a remote `mbarrier.arrive` through `.shared::cluster` synchronizes with the waiting CTA "
+                    "only at `.cluster` scope (PTX ISA §9.7.13.15.16, §8.7)",
+                ),
                 helps=(f"write `scope cluster` on every side of `{name}`",),
-                data={"channel": name, "scope": scope, "needed": "cluster"})
+                data={"channel": name, "scope": scope, "needed": "cluster"},
+            )
             return
 
     def _counter(self, name: str, ends: Sequence[Owned[A.Counter]]) -> Iterator[Diagnostic]:
@@ -95,24 +102,34 @@ class ScopeClause(Clause):
             why = _crossing(crossing[0].item)
             shown = f"`{scope}` scope" if scope is not None else "no scope"
             yield seam(
-                self.code, f"counter `{name}` {why} but is released and acquired at {shown}",
+                self.code,
+                f"counter `{name}` {why} but is released and acquired at {shown}",
                 (crossing[0].span, f"{why}, at {shown}"),
                 [(e.span, f"at {shown}") for e in ends if e is not crossing[0]],
-                notes=("`.sys` is the only scope that includes threads of other GPUs and the host; a narrower "
-                       "flag between them is a data race (PTX ISA §8.5, §8.7)",),
+                notes=(
+                    "`.sys` is the only scope that includes threads of other GPUs and the host; a narrower "
+                    "flag between them is a data race (PTX ISA §8.5, §8.7)",
+                ),
                 helps=(f"write `scope sys` on every endpoint of `{name}`",),
-                data={"channel": name, "scope": scope, "needed": "sys"})
+                data={"channel": name, "scope": scope, "needed": "sys"},
+            )
             return
         if scope == "cta":
             yield seam(
-                self.code, f"counter `{name}` is `cta`-scoped, but a counter signals other CTAs",
+                self.code,
+                f"counter `{name}` is `cta`-scoped, but a counter signals other CTAs",
                 (ends[0].span, "`scope cta`"),
                 [(e.span, "`scope cta`") for e in ends[1:]],
-                notes=("a `.cta`-scoped release is not ordered with an acquire in another CTA (PTX ISA §8.7); "
-                       "synchronize within a CTA with a named barrier or an mbarrier ring",),
-                helps=(f"write `scope gpu` (or `cluster` when every reader is in the writer's cluster) on "
-                       f"every endpoint of `{name}`",),
-                data={"channel": name, "scope": scope, "needed": "cluster"})
+                notes=(
+                    "a `.cta`-scoped release is not ordered with an acquire in another CTA (PTX ISA §8.7); "
+                    "synchronize within a CTA with a named barrier or an mbarrier ring",
+                ),
+                helps=(
+                    f"write `scope gpu` (or `cluster` when every reader is in the writer's cluster) on "
+                    f"every endpoint of `{name}`",
+                ),
+                data={"channel": name, "scope": scope, "needed": "cluster"},
+            )
 
 
 def _crossing(end: A.Counter) -> str:

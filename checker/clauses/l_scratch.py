@@ -59,8 +59,10 @@ from checker.composition import Composition
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
-CODE = "L-SCRATCH"
+CODE = Code.L_SCRATCH
+
 
 class ScratchClause(Clause):
     code = CODE
@@ -77,13 +79,20 @@ class ScratchClause(Clause):
                     from diagnostics.suggestions import did_you_mean
 
                     guess = did_you_mean(lend.claim or "", sorted(mine))
-                    yield seam(self.code, f"import `{imp.item.name}` lends shared-memory claim `{lend.claim}`, which "
-                               f"stage `{imp.stage_name}` does not declare", (lend.span, "no such claim"),
-                               helps=(f"did you mean `{guess}`?",) if guess else (
-                                   f"declare `claim smem {lend.claim} bytes …` in `{imp.stage_name}`",))
+                    yield seam(
+                        self.code,
+                        f"import `{imp.item.name}` lends shared-memory claim `{lend.claim}`, which "
+                        f"stage `{imp.stage_name}` does not declare",
+                        (lend.span, "no such claim"),
+                        helps=(f"did you mean `{guess}`?",)
+                        if guess
+                        else (f"declare `claim smem {lend.claim} bytes …` in `{imp.stage_name}`",),
+                    )
 
 
 def shortfall(export: str, imp: str, role: str, needed: int, lent: int) -> tuple[str, str]:
     """The one wording of a staging route short of scratch: message and help."""
-    return (f"staging `{export}` into `{imp}` needs {needed} bytes of shared memory but role `{role}` lends {lent}",
-            f"lend at least {needed} bytes of shared memory to `{role}` for this import")
+    return (
+        f"staging `{export}` into `{imp}` needs {needed} bytes of shared memory but role `{role}` lends {lent}",
+        f"lend at least {needed} bytes of shared memory to `{role}` for this import",
+    )

@@ -41,10 +41,11 @@ from checker.report import plural, seam
 from checker.resolve import serving_exports
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class SigClause(Clause):
-    code = "L-SIG"
+    code = Code.L_SIG
     name = "signature-mismatch"
     summary = "a call's signature differs from the serving export's"
     category = "callables"
@@ -60,20 +61,26 @@ class SigClause(Clause):
         name = call.item.name
         return seam(
             self.code,
-            f"call `{name}` in `{call.stage_name}` has signature `{mine}` but `{export.stage_name}` "
-            f"exports `{theirs}`",
-            (mine.span, f"called as `{mine}`"), [(theirs.span, f"exported as `{theirs}`")],
+            f"call `{name}` in `{call.stage_name}` has signature `{mine}` but `{export.stage_name}` exports `{theirs}`",
+            (mine.span, f"called as `{mine}`"),
+            [(theirs.span, f"exported as `{theirs}`")],
             notes=tuple(_differences(mine, theirs)),
-            helps=(f"declare the call as `call {name} {theirs} as {call.item.symbol} …` and update "
-                   "the calling code, or use a version of the exporter with the old signature",),
-            data={"call": name, "call_signature": str(mine), "export_signature": str(theirs),
-                  "exporter": export.stage_name})
+            helps=(
+                f"declare the call as `call {name} {theirs} as {call.item.symbol} …` and update "
+                "the calling code, or use a version of the exporter with the old signature",
+            ),
+            data={
+                "call": name,
+                "call_signature": str(mine),
+                "export_signature": str(theirs),
+                "exporter": export.stage_name,
+            },
+        )
 
 
 def _differences(mine: A.Signature, theirs: A.Signature) -> Iterator[str]:
     if len(mine.params) != len(theirs.params):
-        yield (f"the call passes {plural(len(mine.params), 'argument')}; the export takes "
-               f"{len(theirs.params)}")
+        yield (f"the call passes {plural(len(mine.params), 'argument')}; the export takes {len(theirs.params)}")
     for index, (a, b) in enumerate(zip(mine.params, theirs.params, strict=False), start=1):
         if a != b:
             yield f"parameter {index} is `{a}` at the call but `{b}` at the export"

@@ -50,6 +50,7 @@ from checker.report import seam
 from checker.resolve import serving_exports
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 _MEANING = {
     "converged": "the active threads of each calling warp arrive together",
@@ -60,7 +61,7 @@ _MEANING = {
 
 
 class SiteClause(Clause):
-    code = "L-SITE"
+    code = Code.L_SITE
     name = "call-site-guarantee"
     summary = "an export requires call-site guarantees the site does not give"
     category = "callables"
@@ -79,14 +80,15 @@ class SiteClause(Clause):
         name = call.item.name
         listed = ", ".join(f"`{g}`" for g in missing)
         given = ", ".join(call.item.guarantees)
-        where = (f"role `{call.item.caller}`" if call.item.caller_kind == "role"
-                 else f"callable `{call.item.caller}`")
+        where = f"role `{call.item.caller}`" if call.item.caller_kind == "role" else f"callable `{call.item.caller}`"
         wanted = ", ".join(dict.fromkeys((*call.item.guarantees, *export.item.requires)))
         return seam(
-            self.code, f"`{export.stage_name}` requires {listed} of every call to `{name}`, but the call "
+            self.code,
+            f"`{export.stage_name}` requires {listed} of every call to `{name}`, but the call "
             f"from {where} of `{call.stage_name}` does not guarantee {'it' if len(missing) == 1 else 'them'}",
             (call.span, f"guarantees {f'only `{given}`' if given else 'nothing'}"),
             [(export.span, f"requires `{', '.join(export.item.requires)}`")],
             notes=tuple(f"`{g}`: {_MEANING[g]}" for g in missing),
             helps=(f"make the site meet it and write `guarantees {wanted}` on the call",),
-            data={"call": name, "missing": ",".join(missing), "exporter": export.stage_name})
+            data={"call": name, "missing": ",".join(missing), "exporter": export.stage_name},
+        )

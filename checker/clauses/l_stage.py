@@ -47,11 +47,12 @@ from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 from package.loader import StageEntry
 
 
 class StageClause(Clause):
-    code = "L-STAGE"
+    code = Code.L_STAGE
     name = "missing-stage"
     summary = "a used stage is provided by no package or contract, or by two, or a needed stage is not used"
     category = "composition"
@@ -63,21 +64,31 @@ class StageClause(Clause):
             if problem.reason == "missing":
                 known = sorted({s.name for s in comp.stages})
                 yield seam(
-                    self.code, f"no package or contract provides stage `{use.stage}`",
+                    self.code,
+                    f"no package or contract provides stage `{use.stage}`",
                     (use.span, "used here"),
-                    notes=(f"stages found: {', '.join(f'`{k}`' for k in known)}" if known
-                           else "no stage contracts were found",),
-                    helps=(f"add a `.kc` file declaring `stage \"{use.stage}\"` beside the pipeline, "
-                           "or name its package with `from`",))
+                    notes=(
+                        f"stages found: {', '.join(f'`{k}`' for k in known)}"
+                        if known
+                        else "no stage contracts were found",
+                    ),
+                    helps=(
+                        f'add a `.kc` file declaring `stage "{use.stage}"` beside the pipeline, '
+                        "or name its package with `from`",
+                    ),
+                )
             elif problem.reason == "duplicate":
                 first, *others = problem.candidates
                 yield seam(
                     self.code,
                     f"stage `{use.stage}` version {first.stage.version} is provided twice",
                     (use.span, "used here"),
-                    [(first.stage.span, f"provided in `{first.source}`"),
-                     *((o.stage.span, f"and in `{o.source}`") for o in others)],
-                    helps=("keep one of them, or give them different versions",))
+                    [
+                        (first.stage.span, f"provided in `{first.source}`"),
+                        *((o.stage.span, f"and in `{o.source}`") for o in others),
+                    ],
+                    helps=("keep one of them, or give them different versions",),
+                )
 
     def _not_used(self, comp: Composition) -> Iterator[Diagnostic]:
         if comp.unresolved:
@@ -98,20 +109,27 @@ class StageClause(Clause):
             reported.update(e.name for e in entries)
             needer = wanted[(what, name)]
             major_minor = ".".join(entry.stage.version.split(".")[:2])
-            origin = f" from \"{entry.use.path}\"" if entry.use is not None and entry.use.path else (
-                f" from \"{entry.package}\"" if entry.package else "")
+            origin = (
+                f' from "{entry.use.path}"'
+                if entry.use is not None and entry.use.path
+                else (f' from "{entry.package}"' if entry.package else "")
+            )
             line = f'use "{entry.name}" version ^{major_minor}{origin}'
             also = [f"`{o.name}` (`{o.source}`) provides {what} `{name}` too: use one of them" for o in others]
             yield seam(
-                self.code, f"pipeline `{comp.pipeline.name}` does not use stage `{entry.name}`, which "
-                           f"`{entry.source}` defines and `{needer.stage_name}` needs",
-                (comp.pipeline.span, f"no `use \"{entry.name}\"` in this pipeline"),
-                [(entry.stage.span, f"provides {what} `{name}`"),
-                 (needer.span, f"needs {what} `{name}`")],
-                notes=(*also, f"without `{entry.name}`, every item that needs it fails; those failures are not "
-                       "reported until the pipeline uses it"),
+                self.code,
+                f"pipeline `{comp.pipeline.name}` does not use stage `{entry.name}`, which "
+                f"`{entry.source}` defines and `{needer.stage_name}` needs",
+                (comp.pipeline.span, f'no `use "{entry.name}"` in this pipeline'),
+                [(entry.stage.span, f"provides {what} `{name}`"), (needer.span, f"needs {what} `{name}`")],
+                notes=(
+                    *also,
+                    f"without `{entry.name}`, every item that needs it fails; those failures are not "
+                    "reported until the pipeline uses it",
+                ),
                 helps=(f"add `{line}` to the pipeline",),
-                data={"stage": entry.name, "file": entry.source, "needs": f"{what} {name}"})
+                data={"stage": entry.name, "file": entry.source, "needs": f"{what} {name}"},
+            )
 
 
 Need = tuple[str, str]

@@ -58,11 +58,12 @@ from checker.handles import Finding, required_definitions, symbol_problems
 from checker.report import seam
 from diagnostics.model import Diagnostic, Label
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from package.loader import StageEntry
 
 
 class SymbolClause(Clause):
-    code = "L-SYMBOL"
+    code = Code.L_SYMBOL
     name = "symbol-mismatch"
     summary = "a package's defined or needed device symbols disagree with its contract"
     category = "composition"
@@ -89,14 +90,21 @@ class SymbolClause(Clause):
             sides = [_definition(e, symbol) for e in entries]
             sides.sort(key=lambda side: not side[2])  # one defined outside its contract first
             yield seam(
-                self.code, f"device symbol `{symbol}` is defined by {len(entries)} packages: "
-                           + ", ".join(f"`{e.package or e.name}`" for e in entries),
-                sides[0][:2], [side[:2] for side in sides[1:]],
-                notes=("a global with external linkage (a non-`static` helper or `__device__` variable) is one "
-                       "symbol across the kernel: the device link fails with `multiply defined`",),
-                helps=("give the helper internal linkage (`static`, or an anonymous namespace) in all but one "
-                       "component, or rename it with the component's prefix",),
-                data={"symbol": symbol, "packages": ",".join(e.package or e.name for e in entries)})
+                self.code,
+                f"device symbol `{symbol}` is defined by {len(entries)} packages: "
+                + ", ".join(f"`{e.package or e.name}`" for e in entries),
+                sides[0][:2],
+                [side[:2] for side in sides[1:]],
+                notes=(
+                    "a global with external linkage (a non-`static` helper or `__device__` variable) is one "
+                    "symbol across the kernel: the device link fails with `multiply defined`",
+                ),
+                helps=(
+                    "give the helper internal linkage (`static`, or an anonymous namespace) in all but one "
+                    "component, or rename it with the component's prefix",
+                ),
+                data={"symbol": symbol, "packages": ",".join(e.package or e.name for e in entries)},
+            )
 
 
 def _definition(entry: StageEntry, symbol: str) -> tuple[Span, str, bool]:
@@ -108,36 +116,51 @@ def _definition(entry: StageEntry, symbol: str) -> tuple[Span, str, bool]:
     return span, f"`{entry.package or entry.name}` defines `{symbol}` outside its contract", True
 
 
-_ENTRY_HELP = "define `extern \"C\" __device__ void {symbol}(const void* params, unsigned char* smem)`"
+_ENTRY_HELP = 'define `extern "C" __device__ void {symbol}(const void* params, unsigned char* smem)`'
 
 
 def describe(found: Finding) -> tuple[str, str]:
     """An L-SYMBOL finding's message and help: the one wording of each problem."""
     symbol, name, problem = found.symbol, found.item, found.problem
     if problem == "reserved-definition":
-        return (f"the component defines `{symbol}`, a name the linker defines",
-                "declare it `extern \"C\" __device__` without a body; the linker defines handles and call trampolines")
+        return (
+            f"the component defines `{symbol}`, a name the linker defines",
+            'declare it `extern "C" __device__` without a body; the linker defines handles and call trampolines',
+        )
     if problem == "call-signature":
-        return (f"the component calls `{symbol}` as `{found.fact('object')}`, the contract's call `{name}` is "
-                f"`{found.fact('contract')}`", "declare the trampoline with the contract's signature")
+        return (
+            f"the component calls `{symbol}` as `{found.fact('object')}`, the contract's call `{name}` is "
+            f"`{found.fact('contract')}`",
+            "declare the trampoline with the contract's signature",
+        )
     if problem == "unexplained-need":
-        return (f"the component needs `{symbol}`, which no contract item explains",
-                f"declare `call NAME (...) -> T as {symbol} from role R` if it is a callable of another "
-                "component, or define it in the component")
+        return (
+            f"the component needs `{symbol}`, which no contract item explains",
+            f"declare `call NAME (...) -> T as {symbol} from role R` if it is a callable of another "
+            "component, or define it in the component",
+        )
     if problem == "entry-missing":
         return (f"role `{name}`'s entry `{symbol}` is not defined by the component", _ENTRY_HELP.format(symbol=symbol))
     if problem == "export-missing":
-        return (f"exported callable `{name}`'s symbol `{symbol}` is not defined by the component",
-                f"define `extern \"C\" __device__` function `{symbol}`")
+        return (
+            f"exported callable `{name}`'s symbol `{symbol}` is not defined by the component",
+            f'define `extern "C" __device__` function `{symbol}`',
+        )
     if problem.endswith("-missing"):
-        return (f"ring `{name}` is initialised by this stage, but its init hook `{symbol}` is not defined",
-                _ENTRY_HELP.format(symbol=symbol))
+        return (
+            f"ring `{name}` is initialised by this stage, but its init hook `{symbol}` is not defined",
+            _ENTRY_HELP.format(symbol=symbol),
+        )
     if problem == "export-signature":
-        return (f"`{symbol}` is `{found.fact('object')}` in the object, the export `{name}` is "
-                f"`{found.fact('contract')}`", "make the definition match the contract's signature")
+        return (
+            f"`{symbol}` is `{found.fact('object')}` in the object, the export `{name}` is `{found.fact('contract')}`",
+            "make the definition match the contract's signature",
+        )
     if problem.endswith("-signature"):
-        return (f"{found.fact('definer')} `{symbol}` is {found.fact('object')}, not `.func (b64, b64)`",
-                _ENTRY_HELP.format(symbol=symbol))
+        return (
+            f"{found.fact('definer')} `{symbol}` is {found.fact('object')}, not `.func (b64, b64)`",
+            _ENTRY_HELP.format(symbol=symbol),
+        )
     raise ValueError(f"L-SYMBOL has no wording for problem {problem!r}")
 
 
@@ -145,9 +168,16 @@ def finding_diagnostic(entry: StageEntry, found: Finding, message: str, help_tex
     """A package finding as a diagnostic: at the contract item when there is one, else at the stage."""
     node = found.node if found.node is not None and found.node.span.line > 0 else entry.stage
     text = "in this contract item" if node is not entry.stage else f"in stage `{entry.name}`"
-    note = (f"symbols captured when `{entry.package}` was packed" if entry.package
-            else f"symbols as captured for `{entry.name}`")
+    note = (
+        f"symbols captured when `{entry.package}` was packed"
+        if entry.package
+        else f"symbols as captured for `{entry.name}`"
+    )
     return Diagnostic(
-        found.clause, message, labels=(Label(node.span, text),), notes=(note,),
+        found.clause,
+        message,
+        labels=(Label(node.span, text),),
+        notes=(note,),
         helps=(help_text,) if help_text else (),
-        data=(("problem", found.problem), ("stage", entry.name), ("symbol", found.symbol)))
+        data=(("problem", found.problem), ("stage", entry.name), ("symbol", found.symbol)),
+    )

@@ -57,10 +57,13 @@ from checker.report import seam
 from diagnostics.model import Diagnostic
 from diagnostics.span import UNKNOWN_SPAN, Span
 from diagnostics.suggestions import did_you_mean
+from diagnostics.symbols import Code
 from package.loader import StageEntry
 
-_NOT_PORTABLE = ("LTO IR is compiled for one architecture; nvJitLink links objects of one architecture, and an "
-                 "`sm_90a` cubin runs only on compute capability 9.0 (HARDWARE.md §11)")
+_NOT_PORTABLE = (
+    "LTO IR is compiled for one architecture; nvJitLink links objects of one architecture, and an "
+    "`sm_90a` cubin runs only on compute capability 9.0 (HARDWARE.md §11)"
+)
 
 
 def overridden(comp: Composition) -> bool:
@@ -77,7 +80,7 @@ def target_line(comp: Composition) -> Span | None:
 
 
 class TargetClause(Clause):
-    code = "L-TARGET"
+    code = Code.L_TARGET
     name = "target-mismatch"
     summary = "stages or packages target different architectures or toolkit major versions"
     category = "composition"
@@ -85,11 +88,19 @@ class TargetClause(Clause):
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
         override = overridden(comp)
         if comp.target is None:
-            owner = next((f"the target of `{e.name}`" for e in comp.stages
-                          if e.stage.target is not None and e.stage.target.span == comp.target_span),
-                         "the pipeline's target")
-            yield self._unknown(comp.target_name, comp.pipeline.span if override else comp.target_span,
-                                "given with `--target`" if override else owner)
+            owner = next(
+                (
+                    f"the target of `{e.name}`"
+                    for e in comp.stages
+                    if e.stage.target is not None and e.stage.target.span == comp.target_span
+                ),
+                "the pipeline's target",
+            )
+            yield self._unknown(
+                comp.target_name,
+                comp.pipeline.span if override else comp.target_span,
+                "given with `--target`" if override else owner,
+            )
         for entry in comp.stages:
             line = entry.stage.target
             if line is not None and lookup_target(line.name) is None:
@@ -111,39 +122,52 @@ class TargetClause(Clause):
         known = list(TARGETS)
         guess = did_you_mean(name.strip().lower(), known)
         return seam(
-            self.code, f"unknown target `{name}`",
+            self.code,
+            f"unknown target `{name}`",
             (span, f"{what}: not in the hardware table"),
             notes=(f"known targets: {', '.join(f'`{k}`' for k in known)}",),
             helps=(f"did you mean `{guess}`?",) if guess else ("name one of the known targets",),
-            data={"target": name})
+            data={"target": name},
+        )
 
-    def _stage(self, comp: Composition, target: TargetSpec, entry: StageEntry, name: str,
-               span: Span) -> Diagnostic:
+    def _stage(self, comp: Composition, target: TargetSpec, entry: StageEntry, name: str, span: Span) -> Diagnostic:
         return seam(
-            self.code, f"stage `{entry.name}` targets `{name}`, but the pipeline targets `{target.name}`",
+            self.code,
+            f"stage `{entry.name}` targets `{name}`, but the pipeline targets `{target.name}`",
             (span, f"`{entry.name}` is built for `{name}`"),
             _target_label(comp),
             notes=(_NOT_PORTABLE,),
-            helps=(f"rebuild `{entry.name}` for `{target.name}`, or retarget the pipeline and rebuild the "
-                   "other stages",),
-            data={"stage": entry.name, "stage_target": name, "target": target.name})
+            helps=(
+                f"rebuild `{entry.name}` for `{target.name}`, or retarget the pipeline and rebuild the other stages",
+            ),
+            data={"stage": entry.name, "stage_target": name, "target": target.name},
+        )
 
     def _package(self, comp: Composition, target: TargetSpec, entry: StageEntry, built: str) -> Diagnostic:
         package = entry.package or entry.source
         return seam(
-            self.code, f"package `{package}` holds LTO IR for `{built}`, but the pipeline targets "
-                       f"`{target.name}`",
+            self.code,
+            f"package `{package}` holds LTO IR for `{built}`, but the pipeline targets `{target.name}`",
             (_use_span(entry), f"`{entry.name}` compiled for `{built}`"),
             _target_label(comp),
-            notes=(_NOT_PORTABLE,
-                   *(() if not overridden(comp) else (
-                       f"`--target {target.name}` re-targets contracts, not compiled packages",))),
+            notes=(
+                _NOT_PORTABLE,
+                *(
+                    ()
+                    if not overridden(comp)
+                    else (f"`--target {target.name}` re-targets contracts, not compiled packages",)
+                ),
+            ),
             helps=(f"rebuild `{package}` for `{target.name}` with `kernlink pack`",),
-            data={"stage": entry.name, "package_target": built, "target": target.name})
+            data={"stage": entry.name, "package_target": built, "target": target.name},
+        )
 
     def _toolkits(self, comp: Composition) -> Iterator[Diagnostic]:
-        built = [(entry, entry.captured.toolkit) for entry in comp.stages
-                 if entry.captured is not None and entry.captured.toolkit is not None]
+        built = [
+            (entry, entry.captured.toolkit)
+            for entry in comp.stages
+            if entry.captured is not None and entry.captured.toolkit is not None
+        ]
         if not built:
             return
         (first, first_kit), *others = built
@@ -151,13 +175,15 @@ class TargetClause(Clause):
             if _major(kit) == _major(first_kit):
                 continue
             yield seam(
-                self.code, f"package `{entry.package or entry.source}` was compiled with `{kit}`, but "
-                           f"`{first.package or first.source}` with `{first_kit}`",
+                self.code,
+                f"package `{entry.package or entry.source}` was compiled with `{kit}`, but "
+                f"`{first.package or first.source}` with `{first_kit}`",
                 (_use_span(entry), f"`{entry.name}`: `{kit}`"),
                 [(_use_span(first), f"`{first.name}`: `{first_kit}`")],
                 notes=("LTO IR of different toolkit major versions does not link into one kernel",),
                 helps=("rebuild the packages with one toolkit",),
-                data={"stage": entry.name, "toolkit": kit, "reference": first_kit})
+                data={"stage": entry.name, "toolkit": kit, "reference": first_kit},
+            )
 
 
 def _target_label(comp: Composition) -> list[tuple[Span, str]]:
@@ -165,8 +191,11 @@ def _target_label(comp: Composition) -> list[tuple[Span, str]]:
     if line is None or comp.target is None:
         return []
     owner = next((e.name for e in comp.stages if e.stage.target is not None and e.stage.target.span == line), None)
-    text = (f"`{owner}` targets `{comp.target.name}`, which sets the pipeline's target" if owner is not None
-            else f"the pipeline targets `{comp.target.name}`")
+    text = (
+        f"`{owner}` targets `{comp.target.name}`, which sets the pipeline's target"
+        if owner is not None
+        else f"the pipeline targets `{comp.target.name}`"
+    )
     return [(line, text)]
 
 

@@ -61,8 +61,10 @@ from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.suggestions import did_you_mean
+from diagnostics.symbols import Code
 
-CODE = "L-TENSOR"
+CODE = Code.L_TENSOR
+
 
 class TensorClause(Clause):
     code = CODE
@@ -87,58 +89,81 @@ class TensorClause(Clause):
         helps = [f"did you mean `{guess}`?"] if guess else []
         helps.append(f"add the stage that exports tensor `{name}` to the pipeline")
         return seam(
-            self.code, f"import `{imp.item.name}` names tensor `{name}`, which no stage exports",
+            self.code,
+            f"import `{imp.item.name}` names tensor `{name}`, which no stage exports",
             (imp.span, f"imports `{name}` into role `{imp.item.role}`"),
             [(e.span, f"`{e.stage_name}` exports `{guess}`") for e in comp.tensor_exports.get(guess or "", ())],
-            notes=(f"tensors exported in this pipeline: {', '.join(f'`{k}`' for k in known)}" if known
-                   else "no stage of the pipeline exports a tensor",),
-            helps=helps, data={"import": imp.item.name, "export": name, "suggestion": guess or ""})
+            notes=(
+                f"tensors exported in this pipeline: {', '.join(f'`{k}`' for k in known)}"
+                if known
+                else "no stage of the pipeline exports a tensor",
+            ),
+            helps=helps,
+            data={"import": imp.item.name, "export": name, "suggestion": guess or ""},
+        )
 
     def _several(self, imp: Owned[A.ImportTensor], exports: tuple[Owned[A.ExportTensor], ...]) -> Diagnostic:
         name = imp.item.export
         return seam(
-            self.code, f"import `{imp.item.name}` names tensor `{name}`, which {len(exports)} exports provide",
-            (imp.span, f"imports `{name}`"), [(e.span, f"`{e.stage_name}` exports `{name}`") for e in exports],
+            self.code,
+            f"import `{imp.item.name}` names tensor `{name}`, which {len(exports)} exports provide",
+            (imp.span, f"imports `{name}`"),
+            [(e.span, f"`{e.stage_name}` exports `{name}`") for e in exports],
             notes=("an import is bound to exactly one export; the name does not say which",),
             helps=(f"rename all but one export of `{name}`",),
-            data={"import": imp.item.name, "export": name})
+            data={"import": imp.item.name, "export": name},
+        )
 
     def _compare(self, imp: Owned[A.ImportTensor], exp: Owned[A.ExportTensor]) -> Iterator[Diagnostic]:
         i, e = imp.item, exp.item
         if i.tile and e.tile and _dims(i.tile) != _dims(e.tile):
             mine, theirs = _dims(i.tile), _dims(e.tile)
-            notes = [f"dimension `{d}`: {_extent(mine, d)} at the import, {_extent(theirs, d)} at the export"
-                     for d in sorted(set(mine) | set(theirs)) if mine.get(d) != theirs.get(d)]
+            notes = [
+                f"dimension `{d}`: {_extent(mine, d)} at the import, {_extent(theirs, d)} at the export"
+                for d in sorted(set(mine) | set(theirs))
+                if mine.get(d) != theirs.get(d)
+            ]
             message, help_ = tile_mismatch(i.name, e.name, _show(i.tile), _show(e.tile), f"`{exp.stage_name}`")
             yield seam(
-                self.code, message,
+                self.code,
+                message,
                 (i.attr_span("tile"), f"tile `{_show(i.tile)}`"),
                 [(e.attr_span("tile"), f"exported tile `{_show(e.tile)}`")],
-                notes=notes, helps=(help_,),
-                data={"import": i.name, "export": e.name, "import_tile": _show(i.tile),
-                      "export_tile": _show(e.tile)})
+                notes=notes,
+                helps=(help_,),
+                data={"import": i.name, "export": e.name, "import_tile": _show(i.tile), "export_tile": _show(e.tile)},
+            )
         tile = _dims(i.tile or e.tile)
         for chunk in i.chunk:
             problem = chunk_problem(i.name, chunk.name, chunk.extent, _show(i.tile or e.tile), tile)
             if problem is None:
                 continue
             yield seam(
-                self.code, problem[0],
+                self.code,
+                problem[0],
                 (chunk.span, "chunk here"),
                 [(i.attr_span("tile") if i.tile else e.attr_span("tile"), f"tile `{_show(i.tile or e.tile)}`")],
-                helps=(problem[1],), data={"import": i.name, "chunk": f"{chunk.name} {chunk.extent}"})
+                helps=(problem[1],),
+                data={"import": i.name, "chunk": f"{chunk.name} {chunk.extent}"},
+            )
         produced = e.generation or "once"
         # A persistent export is L-GENERATION's to report; comparing against it adds nothing.
         if i.generation is not None and i.generation != produced and produced != "persistent":
             message, help_ = generation_mismatch(i.name, e.name, i.generation, produced, f"`{exp.stage_name}`")
             yield seam(
-                self.code, message,
+                self.code,
+                message,
                 (i.attr_span("generation"), f"generation `{i.generation}`"),
                 [(e.attr_span("generation"), f"generation `{produced}`")],
                 notes=("an export carries exactly one generation of its tensor",),
                 helps=(help_,),
-                data={"import": i.name, "export": e.name, "import_generation": i.generation,
-                      "export_generation": produced})
+                data={
+                    "import": i.name,
+                    "export": e.name,
+                    "import_generation": i.generation,
+                    "export_generation": produced,
+                },
+            )
 
 
 def _divisors(n: int) -> list[int]:
@@ -162,10 +187,13 @@ def _show(dims: tuple[A.Dim, ...]) -> str:
 # The clause words what it finds in the contracts; the transfer model (which checks seams
 # built outside a composition too) words its findings through the same functions.
 
+
 def tile_mismatch(imp: str, export: str, import_tile: str, export_tile: str, exporter: str) -> tuple[str, str]:
     """Message and help: the import's tile is not the export's (``exporter``: who exports, e.g. "`gemm.mma`")."""
-    return (f"import `{imp}` sees tile `{import_tile}` but {exporter} exports `{export}` with tile `{export_tile}`",
-            f"write `tile {export_tile}` in the import, or leave the tile out")
+    return (
+        f"import `{imp}` sees tile `{import_tile}` but {exporter} exports `{export}` with tile `{export_tile}`",
+        f"write `tile {export_tile}` in the import, or leave the tile out",
+    )
 
 
 def chunk_problem(imp: str, dim: str, size: int, tile: str, extents: dict[str, int]) -> tuple[str, str] | None:
@@ -184,8 +212,10 @@ def chunk_problem(imp: str, dim: str, size: int, tile: str, extents: dict[str, i
 
 
 def generation_mismatch(imp: str, export: str, wanted: str, produced: str, exporter: str) -> tuple[str, str]:
-    return (f"import `{imp}` expects generation `{wanted}`, but {exporter} exports `{export}` with generation "
-            f"`{produced}`", f"write `generation {produced}` in the import, or leave it out")
+    return (
+        f"import `{imp}` expects generation `{wanted}`, but {exporter} exports `{export}` with generation `{produced}`",
+        f"write `generation {produced}` in the import, or leave it out",
+    )
 
 
 def other_export(imp: str, named: str, given: str) -> tuple[str, str]:

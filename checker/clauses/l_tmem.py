@@ -48,6 +48,7 @@ from checker.report import plural, seam
 from checker.storage import is_power_of_two
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 from hardware.residency import tmem_allocation
 
 QUADRANT_LANES = 32
@@ -55,10 +56,12 @@ QUADRANT_LANES = 32
 
 
 class TmemClause(Clause):
-    code = "L-TMEM"
+    code = Code.L_TMEM
     name = "bad-tmem-claim"
-    summary = ("a tensor-memory allocation is not a power of two of at least 32 columns, or a role reads lanes "
-               "outside its warps' quadrants")
+    summary = (
+        "a tensor-memory allocation is not a power of two of at least 32 columns, or a role reads lanes "
+        "outside its warps' quadrants"
+    )
     category = "storage"
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
@@ -71,15 +74,20 @@ class TmemClause(Clause):
             for read in claim.item.reads:
                 yield from self._read(comp, claim, read, target)
 
-    def _columns(self, claim: Owned[A.TmemClaim], target: TargetSpec,
-                 claims: list[Owned[A.TmemClaim]]) -> Iterator[Diagnostic]:
+    def _columns(
+        self, claim: Owned[A.TmemClaim], target: TargetSpec, claims: list[Owned[A.TmemClaim]]
+    ) -> Iterator[Diagnostic]:
         item = claim.item
         columns, least, most = item.columns, target.tmem_min_alloc_columns, target.tmem_columns
         data = {"claim": item.name, "columns": columns, "min": least, "max": most}
         if columns is None:
-            yield seam(self.code, f"tensor-memory claim `{item.name}` states no `columns`",
-                       (claim.span, "no `columns`"),
-                       helps=(f"state the allocation, a power of two in [{least}, {most}]",), data=data)
+            yield seam(
+                self.code,
+                f"tensor-memory claim `{item.name}` states no `columns`",
+                (claim.span, "no `columns`"),
+                helps=(f"state the allocation, a power of two in [{least}, {most}]",),
+                data=data,
+            )
             return
         problem = None
         if columns > most:
@@ -92,37 +100,50 @@ class TmemClause(Clause):
             return
         fit = target.tmem_alloc_columns(columns)
         notes = [f"`tcgen05.alloc` takes a power of two of columns in [{least}, {most}] (PTX ISA §9.7.16.7.1)"]
-        others = [(o, tmem_allocation(target, o.item.columns)) for o in claims
-                  if o is not claim and o.item.columns is not None]
+        others = [
+            (o, tmem_allocation(target, o.item.columns))
+            for o in claims
+            if o is not claim and o.item.columns is not None
+        ]
         taken = sum(a for _, a in others if a is not None)
         if fit is not None and others and fit + taken > most:
             names = ", ".join(f"`{o.item.name}` ({a})" for o, a in others if a is not None)
-            notes.append(f"rounded up to {fit}, it and the other claims ({names}) take {fit + taken} of the "
-                         f"{most} columns: live at the same time they then overflow tensor memory (L-OVERLAP); "
-                         "shrink a claim or give them exclusive lifetimes")
+            notes.append(
+                f"rounded up to {fit}, it and the other claims ({names}) take {fit + taken} of the "
+                f"{most} columns: live at the same time they then overflow tensor memory (L-OVERLAP); "
+                "shrink a claim or give them exclusive lifetimes"
+            )
         yield seam(
-            self.code, f"tensor-memory claim `{item.name}` of {columns} columns {problem}",
+            self.code,
+            f"tensor-memory claim `{item.name}` of {columns} columns {problem}",
             (claim.span, f"`columns {columns}`"),
             notes=tuple(notes),
-            helps=((f"claim `columns {fit}`",) if fit is not None
-                   else (f"split the claim into allocations of at most {most} columns",)),
-            data=data)
+            helps=(
+                (f"claim `columns {fit}`",)
+                if fit is not None
+                else (f"split the claim into allocations of at most {most} columns",)
+            ),
+            data=data,
+        )
 
-    def _read(self, comp: Composition, claim: Owned[A.TmemClaim], read: A.TmemRead,
-              target: TargetSpec) -> Iterator[Diagnostic]:
+    def _read(
+        self, comp: Composition, claim: Owned[A.TmemClaim], read: A.TmemRead, target: TargetSpec
+    ) -> Iterator[Diagnostic]:
         item, lanes = claim.item, target.tmem_lanes
         where = f"lanes {read.lane_lo}..{read.lane_hi}"
         data = {"claim": item.name, "role": read.role, "lo": read.lane_lo, "hi": read.lane_hi}
         if read.lane_lo > read.lane_hi or read.lane_hi >= lanes:
-            problem = ("ends before it starts" if read.lane_lo > read.lane_hi
-                       else f"goes past lane {lanes - 1}")
+            problem = "ends before it starts" if read.lane_lo > read.lane_hi else f"goes past lane {lanes - 1}"
             yield seam(
-                self.code, f"the read of `{item.name}` by `{read.role}` at {where} {problem}",
+                self.code,
+                f"the read of `{item.name}` by `{read.role}` at {where} {problem}",
                 (read.span, where),
                 notes=(f"tensor memory has {lanes} lanes, 0..{lanes - 1} (PTX ISA §9.7.16.1)",),
-                helps=("give the lanes as `lo..hi` with lo ≤ hi",) if read.lane_lo > read.lane_hi
+                helps=("give the lanes as `lo..hi` with lo ≤ hi",)
+                if read.lane_lo > read.lane_hi
                 else (f"read at most up to lane {lanes - 1}",),
-                data=data)
+                data=data,
+            )
             return
         role = comp.role(read.role)
         if role is None:
@@ -130,10 +151,12 @@ class TmemClause(Clause):
 
             guess = did_you_mean(read.role, sorted(comp.roles))
             yield seam(
-                self.code, f"`{item.name}` is read by `{read.role}`, which no stage declares as a role",
+                self.code,
+                f"`{item.name}` is read by `{read.role}`, which no stage declares as a role",
                 (read.span, "unknown role"),
                 helps=(f"did you mean `{guess}`?",) if guess else ("name a role of the composition",),
-                data=data)
+                data=data,
+            )
             return
         if role.warps <= 0:
             return
@@ -148,8 +171,10 @@ class TmemClause(Clause):
             f"{plural(role.warps, 'warp')} reach at most {plural(reach, 'quadrant')}",
             (read.span, f"{where} span quadrants {first}..{last}"),
             [(role.role.span, f"`{read.role}` has {plural(role.warps, 'warp')}")],
-            notes=("warp q of a warpgroup (warp rank mod 4) may touch only lanes 32q..32q+31 of tensor "
-                   "memory (PTX ISA §9.7.16.8.1)",),
-            helps=(f"give `{read.role}` {quadrants} warps, or read at most {reach * QUADRANT_LANES} lanes "
-                   "from it",),
-            data={**data, "quadrants": quadrants, "reach": reach})
+            notes=(
+                "warp q of a warpgroup (warp rank mod 4) may touch only lanes 32q..32q+31 of tensor "
+                "memory (PTX ISA §9.7.16.8.1)",
+            ),
+            helps=(f"give `{read.role}` {quadrants} warps, or read at most {reach * QUADRANT_LANES} lanes from it",),
+            data={**data, "quadrants": quadrants, "reach": reach},
+        )

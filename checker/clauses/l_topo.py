@@ -51,6 +51,7 @@ from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from package.loader import StageEntry
 
 _NO_CLUSTER = (1, 1, 1)
@@ -71,7 +72,7 @@ class _Accepts:
 
 
 class TopoClause(Clause):
-    code = "L-TOPO"
+    code = Code.L_TOPO
     name = "cluster-shape"
     summary = "the stages accept no common cluster shape, or a shape exceeds the target's cluster limit"
     category = "roles"
@@ -96,15 +97,18 @@ class TopoClause(Clause):
                 by_shape.setdefault((shape.x, shape.y, shape.z), []).append(shape)
         for first, *again in by_shape.values():
             yield seam(
-                self.code, f"cluster shape {first} has {first.size} CTAs; `{target.name}` launches clusters "
-                           f"of at most {limit}",
+                self.code,
+                f"cluster shape {first} has {first.size} CTAs; `{target.name}` launches clusters of at most {limit}",
                 (first.span, f"{first.x} × {first.y} × {first.z} = {first.size} CTAs"),
                 [(other.span, f"{other} again") for other in again],
-                notes=(f"{target.cluster_portable_max} CTAs is the portable maximum; up to {limit} need "
-                       f"`cudaFuncAttributeNonPortableClusterSizeAllowed` "
-                       f"({target.sources['cluster_nonportable_max']})",),
+                notes=(
+                    f"{target.cluster_portable_max} CTAs is the portable maximum; up to {limit} need "
+                    f"`cudaFuncAttributeNonPortableClusterSizeAllowed` "
+                    f"({target.sources['cluster_nonportable_max']})",
+                ),
                 helps=(f"use a shape of at most {limit} CTAs",),
-                data={"shape": str(first), "size": first.size, "max": limit})
+                data={"shape": str(first), "size": first.size, "max": limit},
+            )
 
     def _launched(self, launched: A.PipelineCluster, accepts: list[_Accepts]) -> Iterator[Diagnostic]:
         shape = launched.shape
@@ -112,14 +116,21 @@ class TopoClause(Clause):
             if (shape.x, shape.y, shape.z) in acc.shapes:
                 continue
             yield seam(
-                self.code, f"the pipeline launches clusters of {shape}, which `{acc.stage.name}` does not accept",
+                self.code,
+                f"the pipeline launches clusters of {shape}, which `{acc.stage.name}` does not accept",
                 (launched.span, f"clusters of {shape}"),
                 [(acc.span, acc.describe())],
                 notes=("a stage without a `cluster` line accepts only 1x1x1",) if not acc.stated else (),
-                helps=(f"launch a shape `{acc.stage.name}` accepts, or add {shape} to its `cluster` line if it "
-                       "supports it",),
-                data={"shape": str(shape), "stage": acc.stage.name,
-                      "accepted": ",".join(_text(s) for s in sorted(acc.shapes))})
+                helps=(
+                    f"launch a shape `{acc.stage.name}` accepts, or add {shape} to its `cluster` line if it "
+                    "supports it",
+                ),
+                data={
+                    "shape": str(shape),
+                    "stage": acc.stage.name,
+                    "accepted": ",".join(_text(s) for s in sorted(acc.shapes)),
+                },
+            )
 
     def _common(self, accepts: list[_Accepts]) -> Iterator[Diagnostic]:
         common = set(accepts[0].shapes)
@@ -129,14 +140,21 @@ class TopoClause(Clause):
                 continue
             earlier = accepts[:index]
             yield seam(
-                self.code, "no cluster shape is accepted by every stage",
+                self.code,
+                "no cluster shape is accepted by every stage",
                 (acc.span, acc.describe()),
                 [(other.span, other.describe()) for other in earlier],
-                notes=(("a stage without a `cluster` line accepts only 1x1x1",)
-                       if any(not a.stated for a in accepts[: index + 1]) else ()),
-                helps=("list every shape a stage supports on its `cluster` line, or rebuild one stage for the "
-                       "others' shape",),
-                data={"stages": ",".join(a.stage.name for a in accepts[: index + 1])})
+                notes=(
+                    ("a stage without a `cluster` line accepts only 1x1x1",)
+                    if any(not a.stated for a in accepts[: index + 1])
+                    else ()
+                ),
+                helps=(
+                    "list every shape a stage supports on its `cluster` line, or rebuild one stage for the "
+                    "others' shape",
+                ),
+                data={"stages": ",".join(a.stage.name for a in accepts[: index + 1])},
+            )
             return
 
 

@@ -61,10 +61,11 @@ from checker.clause import Clause
 from checker.composition import Composition
 from checker.context import CheckContext
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class TxbytesClause(Clause):
-    code = "L-TXBYTES"
+    code = Code.L_TXBYTES
     name = "transaction-bytes"
     summary = "an mbarrier's expected transaction bytes differ from the bytes its async copies complete per phase"
     category = "protocol"

@@ -44,13 +44,14 @@ from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 _OTHER = {"produce": "consume", "consume": "produce", "arrive": "sync", "sync": "arrive"}
 _WORD = {"produce": "producer", "consume": "consumer", "arrive": "arriving side", "sync": "synchronising side"}
 
 
 class UnpairedClause(Clause):
-    code = "L-UNPAIRED"
+    code = Code.L_UNPAIRED
     name = "unpaired-endpoint"
     summary = "a channel endpoint has no partner"
     category = "protocol"
@@ -58,7 +59,10 @@ class UnpairedClause(Clause):
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
         known = {*comp.rings, *comp.counters, *comp.rendezvous}
         tables: tuple[tuple[str, Mapping[str, Sequence[Owned[Any]]], str], ...] = (
-            ("ring", comp.rings, "side"), ("counter", comp.counters, "side"), ("rendezvous", comp.rendezvous, "mode"))
+            ("ring", comp.rings, "side"),
+            ("counter", comp.counters, "side"),
+            ("rendezvous", comp.rendezvous, "mode"),
+        )
         protocol = set(kinds_clash(comp))
         for kind, table, attr in tables:
             for name, ends in sorted(table.items()):
@@ -70,16 +74,24 @@ class UnpairedClause(Clause):
         consumer = next(e for e in ends if getattr(e.item, "side", None) == "consume")
         producer = next(e for e in ends if getattr(e.item, "side", None) == "produce")
         return seam(
-            self.code, f"{kind} `{name}` is produced and consumed by the same role `{role}`",
-            (consumer.span, f"consumer `{role}`"), [(producer.span, f"producer `{role}`")],
-            notes=(f"a channel hands data from one role to another: `{role}` would wait on a `full` barrier "
-                   "that only its own later arrives can complete",),
-            helps=(f"consume `{name}` in the role that reads the data, or produce it in the role that writes "
-                   "it (a role's own staging needs no channel)",),
-            data={"channel": name, "kind": kind, "role": role})
+            self.code,
+            f"{kind} `{name}` is produced and consumed by the same role `{role}`",
+            (consumer.span, f"consumer `{role}`"),
+            [(producer.span, f"producer `{role}`")],
+            notes=(
+                f"a channel hands data from one role to another: `{role}` would wait on a `full` barrier "
+                "that only its own later arrives can complete",
+            ),
+            helps=(
+                f"consume `{name}` in the role that reads the data, or produce it in the role that writes "
+                "it (a role's own staging needs no channel)",
+            ),
+            data={"channel": name, "kind": kind, "role": role},
+        )
 
-    def _unpaired(self, kind: str, name: str, ends: Sequence[Owned[A.Node]], attr: str,
-                  known: set[str]) -> Iterator[Diagnostic]:
+    def _unpaired(
+        self, kind: str, name: str, ends: Sequence[Owned[A.Node]], attr: str, known: set[str]
+    ) -> Iterator[Diagnostic]:
         sides = {getattr(e.item, attr) for e in ends}
         roles = {getattr(e.item, "role", None) for e in ends}
         if kind != "rendezvous" and sides == {"produce", "consume"} and len(roles) == 1:
@@ -93,10 +105,12 @@ class UnpairedClause(Clause):
 
             guess = did_you_mean(name, sorted(known - {name}))
             yield seam(
-                self.code, f"{kind} `{name}` has a {_WORD[side]} but no {_WORD[_OTHER[side]]}",
+                self.code,
+                f"{kind} `{name}` has a {_WORD[side]} but no {_WORD[_OTHER[side]]}",
                 (end.span, f"{_WORD[side]} in `{end.stage_name}`"),
                 notes=(f"no stage of the pipeline declares the {_WORD[_OTHER[side]]} of `{name}`",),
                 helps=((f"did you mean `{guess}`?",) if guess else ())
                 + (f"add the stage that {_OTHER[side]}s `{name}` to the pipeline",),
-                data={"channel": name, "kind": kind, "side": side})
+                data={"channel": name, "kind": kind, "side": side},
+            )
             return

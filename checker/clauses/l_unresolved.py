@@ -42,10 +42,11 @@ from checker.resolve import serving_exports
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.suggestions import did_you_mean
+from diagnostics.symbols import Code
 
 
 class UnresolvedClause(Clause):
-    code = "L-UNRESOLVED"
+    code = Code.L_UNRESOLVED
     name = "unresolved-call"
     summary = "a call has no export serving it"
     category = "callables"
@@ -66,16 +67,23 @@ class UnresolvedClause(Clause):
         name = call.item.name
         exported = sorted(comp.exports)
         guess = did_you_mean(name, exported)
-        notes = ([f"callables exported in this pipeline: {', '.join(f'`{e}`' for e in exported)}"]
-                 if exported else ["no stage of the pipeline exports a callable"])
+        notes = (
+            [f"callables exported in this pipeline: {', '.join(f'`{e}`' for e in exported)}"]
+            if exported
+            else ["no stage of the pipeline exports a callable"]
+        )
         helps = [f"did you mean `{guess}`?"] if guess else []
         helps.append(f"add the stage that exports `{name}` to the pipeline")
         secondary = [(e.span, f"`{e.stage_name}` exports `{guess}`") for e in comp.exports.get(guess or "", ())]
         return seam(
-            self.code, f"call `{name}` in `{call.stage_name}` has no export serving it",
-            (call.span, f"calls `{name} {call.item.signature}`"), secondary,
-            notes=notes, helps=helps,
-            data={"call": name, "stage": call.stage_name, "suggestion": guess or ""})
+            self.code,
+            f"call `{name}` in `{call.stage_name}` has no export serving it",
+            (call.span, f"calls `{name} {call.item.signature}`"),
+            secondary,
+            notes=notes,
+            helps=helps,
+            data={"call": name, "stage": call.stage_name, "suggestion": guess or ""},
+        )
 
     def _bad_resolve(self, comp: Composition, choice: A.Resolve) -> Iterator[Diagnostic]:
         exports = comp.exports.get(choice.call, ())
@@ -83,19 +91,28 @@ class UnresolvedClause(Clause):
             return
         sites = [c for c in comp.calls if c.item.name == choice.call]
         in_pipeline = comp.stage(choice.stage) is not None
-        why = (f"stage `{choice.stage}` exports no callable `{choice.call}`" if in_pipeline
-               else f"stage `{choice.stage}` is not in the pipeline")
+        why = (
+            f"stage `{choice.stage}` exports no callable `{choice.call}`"
+            if in_pipeline
+            else f"stage `{choice.stage}` is not in the pipeline"
+        )
         secondary = [(c.span, f"`{c.stage_name}` calls `{choice.call}` here") for c in sites]
         secondary += [(e.span, f"`{e.stage_name}` exports `{choice.call}`") for e in exports]
-        helps = [f"write `resolve call {choice.call} to \"{e.stage_name}\"`" for e in exports[:1]]
+        helps = [f'write `resolve call {choice.call} to "{e.stage_name}"`' for e in exports[:1]]
         if not exports:
             helps.append(f"add a stage exporting `{choice.call}` to the pipeline, or remove the `resolve` line")
         stage_guess = did_you_mean(choice.stage, [s.name for s in comp.stages])
         if not in_pipeline and stage_guess and not exports:
             helps.insert(0, f"did you mean `{stage_guess}`?")
         yield seam(
-            self.code, f"`resolve call {choice.call}` chooses `{choice.stage}`, but {why}",
-            (choice.span, "chosen here"), secondary,
-            notes=(f"{plural(len(sites), 'call site')} of `{choice.call}` "
-                   f"{'stays' if len(sites) == 1 else 'stay'} unresolved",),
-            helps=helps, data={"call": choice.call, "stage": choice.stage})
+            self.code,
+            f"`resolve call {choice.call}` chooses `{choice.stage}`, but {why}",
+            (choice.span, "chosen here"),
+            secondary,
+            notes=(
+                f"{plural(len(sites), 'call site')} of `{choice.call}` "
+                f"{'stays' if len(sites) == 1 else 'stay'} unresolved",
+            ),
+            helps=helps,
+            data={"call": choice.call, "stage": choice.stage},
+        )

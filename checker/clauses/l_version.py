@@ -36,10 +36,11 @@ from checker.clause import Clause
 from checker.composition import Composition
 from checker.report import seam
 from diagnostics.model import Diagnostic
+from diagnostics.symbols import Code
 
 
 class VersionClause(Clause):
-    code = "L-VERSION"
+    code = Code.L_VERSION
     name = "version-mismatch"
     summary = "a use line's version requirement is not met by the provided stage"
     category = "composition"
@@ -51,14 +52,16 @@ class VersionClause(Clause):
                 found = ", ".join(sorted(c.stage.version for c in problem.candidates))
                 yield seam(
                     self.code,
-                    f"stage `{use.stage}` is provided at version {found}, which does not meet "
-                    f"`{use.requirement}`",
+                    f"stage `{use.stage}` is provided at version {found}, which does not meet `{use.requirement}`",
                     (use.span, f"requires `{use.requirement}`"),
                     [(c.stage.span, f"provides version {c.stage.version}") for c in problem.candidates],
                     data={"requirement": use.requirement, "provided": found},
-                    helps=("review the stage's changes, then update the requirement or the stage",))
+                    helps=("review the stage's changes, then update the requirement or the stage",),
+                )
             elif problem.reason == "bad-requirement":
                 yield seam(
-                    self.code, f"`{use.requirement}` is not a version requirement",
+                    self.code,
+                    f"`{use.requirement}` is not a version requirement",
                     (use.span, "cannot be read as a requirement"),
-                    helps=("write a requirement like `^1.0`, `~1.2`, `>=1.0` or `=1.0.0`",))
+                    helps=("write a requirement like `^1.0`, `~1.2`, `>=1.0` or `=1.0.0`",),
+                )

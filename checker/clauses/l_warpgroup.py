@@ -48,6 +48,7 @@ from checker.report import plural, seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 
 WARPGROUP_LIBRARIES = {"wgmma_": "wgmma", "tcgen05_": "tcgen05.mma"}
 
@@ -62,7 +63,7 @@ class Need:
 
 
 class WarpgroupClause(Clause):
-    code = "L-WARPGROUP"
+    code = Code.L_WARPGROUP
     name = "warpgroup-alignment"
     summary = "a role that runs warpgroup instructions is not a whole, aligned warpgroup"
     category = "roles"
@@ -86,13 +87,18 @@ class WarpgroupClause(Clause):
     def _width(self, info: RoleInfo, group: int, needs: list[Need]) -> Diagnostic:
         warps = info.warps
         return seam(
-            self.code, f"`warpgroup` role `{info.name}` has {warps} warps, not a whole number of warpgroups",
+            self.code,
+            f"`warpgroup` role `{info.name}` has {warps} warps, not a whole number of warpgroups",
             (info.role.span, f"{plural(warps // group, 'warpgroup')} and {plural(warps % group, 'warp')} over"),
             [(n.span, n.label) for n in needs if n.span != info.role.span],
-            notes=(f"a warpgroup is {group} contiguous warps starting at a warp index divisible by {group} "
-                   "(PTX ISA §9.7.15.1)", *_instruction_note(needs)),
+            notes=(
+                f"a warpgroup is {group} contiguous warps starting at a warp index divisible by {group} "
+                "(PTX ISA §9.7.15.1)",
+                *_instruction_note(needs),
+            ),
             helps=(f"give `{info.name}` {_widths(warps, group)} warps",),
-            data={"role": info.name, "warps": warps, "warpgroup_warps": group})
+            data={"role": info.name, "warps": warps, "warpgroup_warps": group},
+        )
 
     def _unmarked(self, info: RoleInfo, group: int, needs: list[Need]) -> Diagnostic:
         warps = info.warps
@@ -101,15 +107,19 @@ class WarpgroupClause(Clause):
         width = "" if warps % group == 0 else f" and has {plural(warps, 'warp')}"
         fix = "" if warps % group == 0 else f" and give it {_widths(warps, group)} warps"
         return seam(
-            self.code, f"role `{info.name}` runs {instructions}, which {verb} on whole warpgroups, but is not "
-                       f"marked `warpgroup`{width}",
+            self.code,
+            f"role `{info.name}` runs {instructions}, which {verb} on whole warpgroups, but is not "
+            f"marked `warpgroup`{width}",
             (info.role.span, "not a `warpgroup` role"),
             [(n.span, n.label) for n in needs if n.span != info.role.span],
-            notes=(f"without `warpgroup` the role may be packed at any warp index; a warpgroup is {group} "
-                   f"contiguous warps starting at a warp index divisible by {group} (PTX ISA §9.7.15.1)",
-                   *_instruction_note(needs)),
+            notes=(
+                f"without `warpgroup` the role may be packed at any warp index; a warpgroup is {group} "
+                f"contiguous warps starting at a warp index divisible by {group} (PTX ISA §9.7.15.1)",
+                *_instruction_note(needs),
+            ),
             helps=(f"mark `{info.name}` `warpgroup`{fix}",),
-            data={"role": info.name, "warps": warps, "needs": ",".join(n.instruction for n in needs)})
+            data={"role": info.name, "warps": warps, "needs": ",".join(n.instruction for n in needs)},
+        )
 
 
 def _needs(comp: Composition) -> dict[str, list[Need]]:
@@ -136,8 +146,7 @@ def _library_need(spec: A.MapSpec | None, what: str) -> Need | None:
 
 def _instruction_note(needs: list[Need]) -> list[str]:
     if any(n.instruction == "setmaxnreg" for n in needs):
-        return ["`regs` budgets are applied with `setmaxnreg`, which all four warps of a warpgroup execute "
-                "together"]
+        return ["`regs` budgets are applied with `setmaxnreg`, which all four warps of a warpgroup execute together"]
     return []
 
 

@@ -58,8 +58,9 @@ from checker.warps import BlockLayout, PlacedRole, block_layout
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Label, Severity
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 
-CODE = "L-WARPS"
+CODE = Code.L_WARPS
 
 
 class Shortfall(enum.Enum):
@@ -90,20 +91,33 @@ def placement_core(core: LayoutCore) -> Diagnostic:
     what = {
         Shortfall.UNCOVERED: f"roles cover {core.covered} warps, the launch has {core.offers} and no idle warps",
         Shortfall.PADDING: f"roles packed in declaration order need {needs} warps, {core.needs - core.covered} "
-                           "of them idle padding, and the block allows no idle warps",
+        "of them idle padding, and the block allows no idle warps",
         Shortfall.LAUNCH: f"roles need {needs} warps, the launch has {core.offers}",
         Shortfall.BLOCK: f"roles need {needs} warps, a block has at most {core.offers}",
     }[core.shape]
-    labels = tuple(Label(span, f"`{name}` needs {warps} warps{', warpgroup-aligned' if aligned else ''}", k == 0)
-                   for k, (span, name, warps, aligned) in enumerate(core.roles))
+    labels = tuple(
+        Label(span, f"`{name}` needs {warps} warps{', warpgroup-aligned' if aligned else ''}", k == 0)
+        for k, (span, name, warps, aligned) in enumerate(core.roles)
+    )
     notes = [f"roles in conflict: {', '.join(f'`{name}`' for _, name, _, _ in core.roles)}"]
     if not core.minimal:
         notes.append("the solver budget ran out before this set was shown minimal")
-    data = (("capacity", str(core.offers)), ("needs", str(core.needs)), ("shortfall", str(core.needs - core.offers)),
-            ("core", ", ".join(name for _, name, _, _ in core.roles)), ("minimal", str(core.minimal).lower()))
-    return Diagnostic(CODE, what, Severity.ERROR, labels, tuple(notes),
-                      ("use fewer or narrower roles, or a launch geometry with as many warps as the roles take",),
-                      data)
+    data = (
+        ("capacity", str(core.offers)),
+        ("needs", str(core.needs)),
+        ("shortfall", str(core.needs - core.offers)),
+        ("core", ", ".join(name for _, name, _, _ in core.roles)),
+        ("minimal", str(core.minimal).lower()),
+    )
+    return Diagnostic(
+        CODE,
+        what,
+        Severity.ERROR,
+        labels,
+        tuple(notes),
+        ("use fewer or narrower roles, or a launch geometry with as many warps as the roles take",),
+        data,
+    )
 
 
 class WarpsClause(Clause):
@@ -128,24 +142,33 @@ class WarpsClause(Clause):
         threads, span, owner = launches[0]
         if threads % target.warp_size:
             yield seam(
-                self.code, f"{owner} launches {threads} threads, which is not a whole number of warps",
-                (span, f"{threads} = {threads // target.warp_size} × {target.warp_size} + "
-                       f"{threads % target.warp_size}"),
-                helps=(f"launch {layout.warps * target.warp_size} threads: the roles cover "
-                       f"{plural(layout.warps, 'warp')}",),
-                data={"threads": threads, "warp_size": target.warp_size})
+                self.code,
+                f"{owner} launches {threads} threads, which is not a whole number of warps",
+                (
+                    span,
+                    f"{threads} = {threads // target.warp_size} × {target.warp_size} + {threads % target.warp_size}",
+                ),
+                helps=(
+                    f"launch {layout.warps * target.warp_size} threads: the roles cover {plural(layout.warps, 'warp')}",
+                ),
+                data={"threads": threads, "warp_size": target.warp_size},
+            )
         elif threads != layout.warps * target.warp_size:
             yield self._uncovered(layout, target, threads, span, owner)
 
     def _no_role(self, comp: Composition) -> Diagnostic:
         stages = ", ".join(f"`{s.name}`" for s in comp.stages) or "none"
         return seam(
-            self.code, f"pipeline `{comp.pipeline.name}` has no role: its kernel would run no code",
+            self.code,
+            f"pipeline `{comp.pipeline.name}` has no role: its kernel would run no code",
             (comp.pipeline.span, "no stage of this pipeline declares a role"),
-            notes=(f"stages used: {stages}",
-                   "the block's warps are its roles' warps: with none, the dispatch kernel has 0 threads"),
+            notes=(
+                f"stages used: {stages}",
+                "the block's warps are its roles' warps: with none, the dispatch kernel has 0 threads",
+            ),
             helps=("declare the roles that run the stages' code: `role NAME entry FUNCTION warps N`",),
-            data={"pipeline": comp.pipeline.name, "stages": len(comp.stages)})
+            data={"pipeline": comp.pipeline.name, "stages": len(comp.stages)},
+        )
 
     def _too_many(self, layout: BlockLayout, target: TargetSpec) -> Diagnostic:
         limit = target.max_warps_per_block
@@ -154,36 +177,45 @@ class WarpsClause(Clause):
         others = [p for p in layout.roles if p is not over and p.warps > 0]
         of_which = f" ({padding} of them idle padding)" if padding else ""
         return seam(
-            self.code, f"the roles need {layout.warps} warps{of_which}, a block on `{target.name}` "
-                       f"has at most {limit}",
+            self.code,
+            f"the roles need {layout.warps} warps{of_which}, a block on `{target.name}` has at most {limit}",
             (over.info.role.span, f"{_where(over)}: past the block's last warp, {limit - 1}"),
             [(p.info.role.span, _where(p)) for p in others],
-            notes=(f"`{target.name}` runs at most {target.max_threads_per_block} threads per block "
-                   f"({target.sources['max_threads_per_block']})",
-                   *_padding_note(layout)),
-            helps=("narrow the roles, declare warpgroup roles before single warps to avoid padding, or split "
-                   "the pipeline into two kernels",),
-            data={"warps": layout.warps, "max_warps": limit, "padding": padding})
+            notes=(
+                f"`{target.name}` runs at most {target.max_threads_per_block} threads per block "
+                f"({target.sources['max_threads_per_block']})",
+                *_padding_note(layout),
+            ),
+            helps=(
+                "narrow the roles, declare warpgroup roles before single warps to avoid padding, or split "
+                "the pipeline into two kernels",
+            ),
+            data={"warps": layout.warps, "max_warps": limit, "padding": padding},
+        )
 
-    def _uncovered(self, layout: BlockLayout, target: TargetSpec, threads: int, span: Span,
-                   owner: str) -> Diagnostic:
+    def _uncovered(self, layout: BlockLayout, target: TargetSpec, threads: int, span: Span, owner: str) -> Diagnostic:
         want = threads // target.warp_size
         return seam(
-            self.code, f"the roles cover {plural(layout.warps, 'warp')} ({layout.warps * target.warp_size} "
-                       f"threads), but {owner} launches {threads} threads ({plural(want, 'warp')})",
+            self.code,
+            f"the roles cover {plural(layout.warps, 'warp')} ({layout.warps * target.warp_size} "
+            f"threads), but {owner} launches {threads} threads ({plural(want, 'warp')})",
             (span, f"{plural(want, 'warp')} launched"),
             [(p.info.role.span, _where(p)) for p in layout.roles if p.warps > 0],
-            notes=tuple(_padding_note(layout)) or (
+            notes=tuple(_padding_note(layout))
+            or (
                 "every warp of the block runs exactly one role; warps outside every role never arrive on "
-                "the barriers sized for them",),
-            helps=(f"launch `threads {layout.warps * target.warp_size}`, or change the roles' widths to cover "
-                   f"{plural(want, 'warp')}",),
-            data={"role_warps": layout.warps, "launched_warps": want, "threads": threads})
+                "the barriers sized for them",
+            ),
+            helps=(
+                f"launch `threads {layout.warps * target.warp_size}`, or change the roles' widths to cover "
+                f"{plural(want, 'warp')}",
+            ),
+            data={"role_warps": layout.warps, "launched_warps": want, "threads": threads},
+        )
 
 
 def _where(placed: PlacedRole) -> str:
-    span = (f"warp {placed.start}" if placed.warps == 1
-            else f"warps {placed.start}–{placed.end - 1}")
+    span = f"warp {placed.start}" if placed.warps == 1 else f"warps {placed.start}–{placed.end - 1}"
     pad = f", after {plural(placed.padding, 'idle warp')} of padding" if placed.padding else ""
     return f"`{placed.name}`: {span}{pad}"
 

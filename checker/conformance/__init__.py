@@ -29,10 +29,11 @@ from checker.conformance.checks import CHECKS, Finding, check
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Label, Severity
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from package.codefacts import FACTS_VERSION, MANIFEST_KEY, PTX_PAYLOAD, CodeFacts, Fact, derive, recorded
 
-CODE = "L-CONFORM"
-NOTE_CODE = "I-CONFORM"
+CODE = Code.L_CONFORM
+NOTE_CODE = Code.I_CONFORM
 
 
 def ptx_display(package: str) -> str:
@@ -45,22 +46,31 @@ def source_display(package: str) -> str:
     return f"{package}!source.cu"
 
 
-def diagnostics(stage: A.Stage, code: CodeFacts, *, ptx_name: str, source_name: str | None,
-                ptx_text: str | None = None, strict: bool = False,
-                severity: Severity = Severity.ERROR) -> list[Diagnostic]:
+def diagnostics(
+    stage: A.Stage,
+    code: CodeFacts,
+    *,
+    ptx_name: str,
+    source_name: str | None,
+    ptx_text: str | None = None,
+    strict: bool = False,
+    severity: Severity = Severity.ERROR,
+) -> list[Diagnostic]:
     """The findings of :func:`check` as diagnostics (``severity`` for violations; notes are errors if ``strict``)."""
     lines = ptx_text.split("\n") if ptx_text is not None else None
     return [_diagnostic(f, ptx_name, source_name, lines, strict, severity) for f in check(stage, code)]
 
 
-def _diagnostic(f: Finding, ptx_name: str, source_name: str | None, lines: list[str] | None,
-                strict: bool, severity: Severity) -> Diagnostic:
+def _diagnostic(
+    f: Finding, ptx_name: str, source_name: str | None, lines: list[str] | None, strict: bool, severity: Severity
+) -> Diagnostic:
     labels: list[Label] = []
     if f.node is not None and f.node.span.line > 0:
         labels.append(Label(f.node.span, f.contract_text))
     width = len(lines[f.fact.line - 1]) if lines and 0 < f.fact.line <= len(lines) else 1
-    labels.append(Label(Span(ptx_name, f.fact.line, 1, f.fact.line, max(width, 1) + 1), f.code_text,
-                        primary=not labels))
+    labels.append(
+        Label(Span(ptx_name, f.fact.line, 1, f.fact.line, max(width, 1) + 1), f.code_text, primary=not labels)
+    )
     notes: list[str] = []
     if f.fact.src is not None and source_name is not None:
         file, line = f.fact.src
@@ -74,10 +84,20 @@ def _diagnostic(f: Finding, ptx_name: str, source_name: str | None, lines: list[
         notes.append("the conformance analysis could not decide this site; it is not a pass")
     code = CODE if not undecided or strict else NOTE_CODE
     sev = severity if not undecided else (Severity.ERROR if strict else Severity.NOTE)
-    return Diagnostic(code, f.message, severity=sev, labels=tuple(labels), notes=tuple(notes),
-                      helps=(f.help,) if f.help else (),
-                      data=(("check", f.check), ("function", f.fact.function), ("ptx_line", str(f.fact.line)),
-                            ("instruction", f.fact.opcode)))
+    return Diagnostic(
+        code,
+        f.message,
+        severity=sev,
+        labels=tuple(labels),
+        notes=tuple(notes),
+        helps=(f.help,) if f.help else (),
+        data=(
+            ("check", f.check),
+            ("function", f.fact.function),
+            ("ptx_line", str(f.fact.line)),
+            ("instruction", f.fact.opcode),
+        ),
+    )
 
 
 def strict(diags: Sequence[Diagnostic]) -> list[Diagnostic]:
@@ -85,5 +105,21 @@ def strict(diags: Sequence[Diagnostic]) -> list[Diagnostic]:
     return [dataclasses.replace(d, code=CODE, severity=Severity.ERROR) if d.code == NOTE_CODE else d for d in diags]
 
 
-__all__ = ["CHECKS", "CODE", "FACTS_VERSION", "MANIFEST_KEY", "NOTE_CODE", "PTX_PAYLOAD", "CodeFacts", "Fact",
-           "Finding", "check", "derive", "diagnostics", "ptx_display", "recorded", "source_display", "strict"]
+__all__ = [
+    "CHECKS",
+    "CODE",
+    "FACTS_VERSION",
+    "MANIFEST_KEY",
+    "NOTE_CODE",
+    "PTX_PAYLOAD",
+    "CodeFacts",
+    "Fact",
+    "Finding",
+    "check",
+    "derive",
+    "diagnostics",
+    "ptx_display",
+    "recorded",
+    "source_display",
+    "strict",
+]

@@ -34,9 +34,22 @@ from contract_lang import ast as A
 from package.codefacts.facts import CodeFacts, Fact, Operand
 
 Severity = Literal["error", "note"]
-CHECKS = ("barrier-id", "barrier-threads", "block-barrier", "mbarrier-init", "expect-tx", "copy-bytes",
-          "setmaxnreg", "static-shared", "smem-literal", "scope", "proxy-fence", "launch-directive",
-          "tmem-columns", "tid-index")
+CHECKS = (
+    "barrier-id",
+    "barrier-threads",
+    "block-barrier",
+    "mbarrier-init",
+    "expect-tx",
+    "copy-bytes",
+    "setmaxnreg",
+    "static-shared",
+    "smem-literal",
+    "scope",
+    "proxy-fence",
+    "launch-directive",
+    "tmem-columns",
+    "tid-index",
+)
 
 
 @dataclass(frozen=True)
@@ -74,9 +87,11 @@ class _Ctx:
 
 def check(stage: A.Stage, code: CodeFacts) -> list[Finding]:
     """Every finding of every check, in fact order (one per instruction and check)."""
-    ctx = _Ctx(stage, {r.entry: r for r in stage.roles if r.entry},
-               {init_hook_symbol(stage, r.name): r for r in stage.rings
-                if any(isinstance(i, A.RingInitBy) for i in r.items)})
+    ctx = _Ctx(
+        stage,
+        {r.entry: r for r in stage.roles if r.entry},
+        {init_hook_symbol(stage, r.name): r for r in stage.rings if any(isinstance(i, A.RingInitBy) for i in r.items)},
+    )
     out: list[Finding] = []
     seen: set[tuple[str, str, int]] = set()
     for fact in code.facts:
@@ -119,9 +134,16 @@ def _judge(ctx: _Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
 
 
 def _unknown(check: str, fact: Fact, what: str, node: A.Node | None) -> Finding:
-    return Finding(check, "note", f"cannot decide {what} of `{fact.opcode}` in `{fact.function}`", fact, node,
-                   "the contract item it should match", "this instruction",
-                   "pass the value from a handle or a literal the analysis can see, or review it by hand")
+    return Finding(
+        check,
+        "note",
+        f"cannot decide {what} of `{fact.opcode}` in `{fact.function}`",
+        fact,
+        node,
+        "the contract item it should match",
+        "this instruction",
+        "pass the value from a handle or a literal the analysis can see, or review it by hand",
+    )
 
 
 def _role_of(ctx: _Ctx, fact: Fact) -> A.Role | None:
@@ -166,27 +188,46 @@ def _barrier(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
         block = _block_threads(ctx.stage)
         if fact.function in ctx.inits:
             ring = ctx.inits[fact.function]
-            yield Finding("block-barrier", "error", f"the init hook `{fact.function}` runs barrier 0 "
-                          "(`__syncthreads`), but the dispatch calls it from one thread", fact, ring,
-                          "the ring this hook initialises", "barrier 0 here",
-                          "remove the barrier: the dispatch's block-wide barrier follows every init")
+            yield Finding(
+                "block-barrier",
+                "error",
+                f"the init hook `{fact.function}` runs barrier 0 "
+                "(`__syncthreads`), but the dispatch calls it from one thread",
+                fact,
+                ring,
+                "the ring this hook initialises",
+                "barrier 0 here",
+                "remove the barrier: the dispatch's block-wide barrier follows every init",
+            )
         elif role is None:
             yield _unknown("block-barrier", fact, "which role runs barrier 0 (`__syncthreads`)", None)
         elif role.warps is not None and (block is None or role.warps * 32 < block):
             size = f"{block} threads" if block else "a block of several roles"
-            yield Finding("block-barrier", "error", f"role `{role.name}` runs barrier 0 (`__syncthreads`), "
-                          f"which waits for the whole block ({size}); the role has {role.warps * 32} threads",
-                          fact, role, f"role `{role.name}` ({role.warps} warps)", "barrier 0 here",
-                          "claim a named barrier (`claim barrier NAME participants ROLE`) and sync on "
-                          "its `_bar_id()`/`_threads()` handles")
+            yield Finding(
+                "block-barrier",
+                "error",
+                f"role `{role.name}` runs barrier 0 (`__syncthreads`), "
+                f"which waits for the whole block ({size}); the role has {role.warps * 32} threads",
+                fact,
+                role,
+                f"role `{role.name}` ({role.warps} warps)",
+                "barrier 0 here",
+                "claim a named barrier (`claim barrier NAME participants ROLE`) and sync on "
+                "its `_bar_id()`/`_threads()` handles",
+            )
         return
     if bid.kind == "constant":
         node = items[0] if items else role
-        yield Finding("barrier-id", "error", f"`{fact.function}` names barrier {bid.value} by a literal ID",
-                      fact, node, "the barrier the contract claims" if items else "the role that runs it",
-                      f"literal barrier ID {bid.value}",
-                      "read the ID from the claim's `_bar_id()` handle: the linker chooses IDs so they "
-                      "do not collide")
+        yield Finding(
+            "barrier-id",
+            "error",
+            f"`{fact.function}` names barrier {bid.value} by a literal ID",
+            fact,
+            node,
+            "the barrier the contract claims" if items else "the role that runs it",
+            f"literal barrier ID {bid.value}",
+            "read the ID from the claim's `_bar_id()` handle: the linker chooses IDs so they do not collide",
+        )
         return
     specs = ctx.handles_of(bid, "bar_id")
     if not specs:
@@ -198,15 +239,30 @@ def _barrier(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     if threads.kind == "constant" and claim is not None:
         want = _threads_of(ctx.stage, claim)
         if want is None:
-            yield Finding("barrier-threads", "error", f"`{fact.function}` gives barrier `{specs[0].item}` the "
-                          f"literal thread count {threads.value}; the contract's count depends on the "
-                          "composition", fact, claim, "the barrier's participants", f"{threads.value} threads",
-                          f"read the count from `{specs[0].symbol.removesuffix('_bar_id')}_threads()`")
+            yield Finding(
+                "barrier-threads",
+                "error",
+                f"`{fact.function}` gives barrier `{specs[0].item}` the "
+                f"literal thread count {threads.value}; the contract's count depends on the "
+                "composition",
+                fact,
+                claim,
+                "the barrier's participants",
+                f"{threads.value} threads",
+                f"read the count from `{specs[0].symbol.removesuffix('_bar_id')}_threads()`",
+            )
         elif want != threads.value:
-            yield Finding("barrier-threads", "error", f"`{fact.function}` syncs {threads.value} threads on "
-                          f"barrier `{specs[0].item}`; the contract says {want}", fact, claim,
-                          f"{want} threads take part", f"{threads.value} threads here",
-                          "use the barrier's `_threads()` handle, or fix the participants")
+            yield Finding(
+                "barrier-threads",
+                "error",
+                f"`{fact.function}` syncs {threads.value} threads on "
+                f"barrier `{specs[0].item}`; the contract says {want}",
+                fact,
+                claim,
+                f"{want} threads take part",
+                f"{threads.value} threads here",
+                "use the barrier's `_threads()` handle, or fix the participants",
+            )
     elif threads.kind != "handle":
         yield _unknown("barrier-threads", fact, "the thread count", claim)
 
@@ -246,10 +302,17 @@ def _mbarrier_init(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     if specs:
         other = "full" if specs[0].kind == "ring_full_count" else "empty"
         if other != which:
-            yield Finding("mbarrier-init", "error", f"`{fact.function}` initialises a {which} barrier of ring "
-                          f"`{ring.name}` with the {other} barrier's count", fact, init or ring,
-                          f"`{which} init`", f"`{specs[0].symbol}()` here",
-                          f"use `{specs[0].symbol.replace(f'_{other}_count', f'_{which}_count')}()`")
+            yield Finding(
+                "mbarrier-init",
+                "error",
+                f"`{fact.function}` initialises a {which} barrier of ring "
+                f"`{ring.name}` with the {other} barrier's count",
+                fact,
+                init or ring,
+                f"`{which} init`",
+                f"`{specs[0].symbol}()` here",
+                f"use `{specs[0].symbol.replace(f'_{other}_count', f'_{which}_count')}()`",
+            )
         return
     if count.kind != "constant" or init is None:
         yield _unknown("mbarrier-init", fact, "the arrival count", init or ring)
@@ -257,10 +320,17 @@ def _mbarrier_init(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     want = _count_value(ctx, init.count)
     if want is None or want != count.value:
         said = f"{want}" if want is not None else "a count that depends on the composition"
-        yield Finding("mbarrier-init", "error", f"`{fact.function}` initialises ring `{ring.name}`'s {which} "
-                      f"barrier with {count.value} arrivals; the contract says {said}", fact, init,
-                      f"`{which} init` declares {said}", f"count {count.value} here",
-                      f"initialise with the `{which}_count()` handle of ring `{ring.name}`")
+        yield Finding(
+            "mbarrier-init",
+            "error",
+            f"`{fact.function}` initialises ring `{ring.name}`'s {which} "
+            f"barrier with {count.value} arrivals; the contract says {said}",
+            fact,
+            init,
+            f"`{which} init` declares {said}",
+            f"count {count.value} here",
+            f"initialise with the `{which}_count()` handle of ring `{ring.name}`",
+        )
 
 
 def _declared(ring: A.Ring, cls: type[A.RingArrive] | type[A.RingCopy]) -> tuple[int | None, A.Node | None]:
@@ -286,10 +356,17 @@ def _expect_tx(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
         yield _unknown("expect-tx", fact, "the expected bytes", node or ring)
     elif want is None or want != nbytes.value:
         said = f"{want} bytes" if want is not None else "no transaction bytes"
-        yield Finding("expect-tx", "error", f"`{fact.function}` expects {nbytes.value} transaction bytes on "
-                      f"ring `{ring.name}`; the contract declares {said}", fact, node or ring,
-                      f"declared: {said}", f"expect_tx {nbytes.value} here",
-                      "make the contract's `tx` and the code's expect_tx agree (in bytes)")
+        yield Finding(
+            "expect-tx",
+            "error",
+            f"`{fact.function}` expects {nbytes.value} transaction bytes on "
+            f"ring `{ring.name}`; the contract declares {said}",
+            fact,
+            node or ring,
+            f"declared: {said}",
+            f"expect_tx {nbytes.value} here",
+            "make the contract's `tx` and the code's expect_tx agree (in bytes)",
+        )
 
 
 def _copy(ctx: _Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
@@ -301,47 +378,78 @@ def _copy(ctx: _Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
     want, node = _declared(ring, A.RingCopy)
     nbytes = fact.operand("bytes")
     if fact.kind == "tensor-copy" or nbytes is None or nbytes.kind != "constant":
-        yield _unknown("copy-bytes", fact, "the bytes (a tensor copy's size is in its tensor map)"
-                       if fact.kind == "tensor-copy" else "the copied bytes", node or ring)
+        yield _unknown(
+            "copy-bytes",
+            fact,
+            "the bytes (a tensor copy's size is in its tensor map)"
+            if fact.kind == "tensor-copy"
+            else "the copied bytes",
+            node or ring,
+        )
         return
-    sites = [f for f in code.facts if f.kind == "bulk-copy" and f.function == fact.function
-             and _ring_barrier(ctx, f.operand("bar")) == where]
+    sites = [
+        f
+        for f in code.facts
+        if f.kind == "bulk-copy" and f.function == fact.function and _ring_barrier(ctx, f.operand("bar")) == where
+    ]
     sizes = [f.operand("bytes") for f in sites]
     if any(s is None or s.kind != "constant" for s in sizes):
         return  # the undecided site reports itself
     total = sum(s.value or 0 for s in sizes if s is not None)
     if want is None or total != want:
         said = f"{want} bytes" if want is not None else "no `copy`"
-        yield Finding("copy-bytes", "error", f"`{fact.function}` copies {total} bytes per fill of ring "
-                      f"`{ring.name}`; the contract declares {said}", fact, node or ring,
-                      f"declared: {said}", f"copies {nbytes.value} bytes here",
-                      "make the ring's `full copy` bytes and the code's copy sizes agree")
+        yield Finding(
+            "copy-bytes",
+            "error",
+            f"`{fact.function}` copies {total} bytes per fill of ring `{ring.name}`; the contract declares {said}",
+            fact,
+            node or ring,
+            f"declared: {said}",
+            f"copies {nbytes.value} bytes here",
+            "make the ring's `full copy` bytes and the code's copy sizes agree",
+        )
 
 
 def _setmaxnreg(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     role = _role_of(ctx, fact)
     regs = fact.operand("regs")
     value = regs.value if regs is not None and regs.kind == "constant" else None
-    budget = role if role is not None and role.regs is not None else next(
-        (r for r in ctx.stage.roles if r.regs is not None), role)
+    budget = (
+        role
+        if role is not None and role.regs is not None
+        else next((r for r in ctx.stage.roles if r.regs is not None), role)
+    )
     shown = f"`setmaxnreg.{fact.detail} {value}`" if value is not None else f"`setmaxnreg.{fact.detail}`"
-    yield Finding("setmaxnreg", "error", f"`{fact.function}` runs its own {shown}; the dispatch kernel sets "
-                  "every warpgroup's register budget", fact, budget,
-                  f"the budget the dispatch sets (`regs {budget.regs}`)" if budget is not None and budget.regs
-                  else "the role the dispatch budgets", f"{shown} here",
-                  "remove the component's `setmaxnreg` and declare the budget with `regs N` on the role; "
-                  "two `setmaxnreg` per warpgroup can exceed the register pool and hang the kernel")
+    yield Finding(
+        "setmaxnreg",
+        "error",
+        f"`{fact.function}` runs its own {shown}; the dispatch kernel sets every warpgroup's register budget",
+        fact,
+        budget,
+        f"the budget the dispatch sets (`regs {budget.regs}`)"
+        if budget is not None and budget.regs
+        else "the role the dispatch budgets",
+        f"{shown} here",
+        "remove the component's `setmaxnreg` and declare the budget with `regs N` on the role; "
+        "two `setmaxnreg` per warpgroup can exceed the register pool and hang the kernel",
+    )
 
 
 def _static_shared(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     size = fact.operand("bytes")
     nbytes = size.value if size is not None else 0
     claim = next((i for i in ctx.stage.items if isinstance(i, A.SmemClaim)), None)
-    yield Finding("static-shared", "error", f"`{fact.detail}` is static shared memory ({nbytes} bytes) "
-                  "that no claim accounts for", fact, claim, "the stage's shared-memory claims"
-                  if claim is not None else "", f"`__shared__ {fact.detail}` ({nbytes} bytes)",
-                  f"claim it (`claim smem {fact.detail} bytes {nbytes} align 16`) and address it through "
-                  f"its `_smem()` handle from the entry's `smem` pointer")
+    yield Finding(
+        "static-shared",
+        "error",
+        f"`{fact.detail}` is static shared memory ({nbytes} bytes) that no claim accounts for",
+        fact,
+        claim,
+        "the stage's shared-memory claims" if claim is not None else "",
+        f"`__shared__ {fact.detail}` ({nbytes} bytes)",
+        f"claim it (`claim smem {fact.detail} bytes {nbytes} align 16`) and address it through "
+        f"its `_smem()` handle from the entry's `smem` pointer",
+    )
 
 
 def _smem(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
@@ -364,11 +472,16 @@ def _smem(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
         return
     claim = next((i for i in ctx.stage.items if isinstance(i, A.SmemClaim)), None)
     at = f"at the fixed offset {addr.value}" if addr.value is not None else "from the `smem` base"
-    yield Finding("smem-literal", "error", f"`{fact.function}` addresses shared memory {at} without any claim's "
-                  "handle", fact, claim or _role_of(ctx, fact),
-                  "the stage's claims" if claim is not None else "the role that runs it",
-                  f"`{fact.opcode}` at a fixed offset",
-                  "add the claim's `_smem()` handle (or the ring's slot handle) to the `smem` pointer")
+    yield Finding(
+        "smem-literal",
+        "error",
+        f"`{fact.function}` addresses shared memory {at} without any claim's handle",
+        fact,
+        claim or _role_of(ctx, fact),
+        "the stage's claims" if claim is not None else "the role that runs it",
+        f"`{fact.opcode}` at a fixed offset",
+        "add the claim's `_smem()` handle (or the ring's slot handle) to the `smem` pointer",
+    )
 
 
 # Handles that place something in shared memory: an address built from one of them comes from a claim.
@@ -392,29 +505,50 @@ def _scope(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
         node = specs[0].node
         declared = getattr(node, "scope", None)
         if declared and fact.detail and declared != fact.detail:
-            yield Finding("scope", "error", f"`{fact.function}` updates counter `{specs[0].item}` at scope "
-                          f"`{fact.detail}`; the contract declares `{declared}`", fact, node,
-                          f"scope `{declared}`", f"`{fact.opcode}` (scope `{fact.detail}`)",
-                          f"use the `.{declared}` form of the atomic")
+            yield Finding(
+                "scope",
+                "error",
+                f"`{fact.function}` updates counter `{specs[0].item}` at scope "
+                f"`{fact.detail}`; the contract declares `{declared}`",
+                fact,
+                node,
+                f"scope `{declared}`",
+                f"`{fact.opcode}` (scope `{fact.detail}`)",
+                f"use the `.{declared}` form of the atomic",
+            )
         return
     if not scopes or not fact.detail:
         return
     if all(fact.detail != s for s, _ in scopes):
         scope, node = scopes[0]
-        yield Finding("scope", "error", f"`{fact.function}` fences at scope `{fact.detail}`; its counters "
-                      f"declare `{scope}`", fact, node, f"scope `{scope}`", f"`{fact.opcode}`",
-                      f"fence at the counters' scope (`.{scope}`)")
+        yield Finding(
+            "scope",
+            "error",
+            f"`{fact.function}` fences at scope `{fact.detail}`; its counters declare `{scope}`",
+            fact,
+            node,
+            f"scope `{scope}`",
+            f"`{fact.opcode}`",
+            f"fence at the counters' scope (`.{scope}`)",
+        )
 
 
 def _proxy(ctx: _Ctx, fact: Fact) -> Finding:
     line, _, opcode = fact.detail.partition(":")
     ring = next((r for r in ctx.stage.rings if any(isinstance(i, A.RingProxy) for i in r.items)), None)
     node = next((i for i in ring.items if isinstance(i, A.RingProxy)), None) if ring else _role_of(ctx, fact)
-    return Finding("proxy-fence", "error", f"`{fact.function}` writes shared memory with `{opcode}` (PTX line "
-                   f"{line}) and then lets the async proxy read it with `{fact.opcode}`, with no "
-                   "`fence.proxy.async` between", fact, node, "the declared proxy use",
-                   "async-proxy read without a fence",
-                   "add `fence.proxy.async.shared::cta` after the generic writes, in the same role")
+    return Finding(
+        "proxy-fence",
+        "error",
+        f"`{fact.function}` writes shared memory with `{opcode}` (PTX line "
+        f"{line}) and then lets the async proxy read it with `{fact.opcode}`, with no "
+        "`fence.proxy.async` between",
+        fact,
+        node,
+        "the declared proxy use",
+        "async-proxy read without a fence",
+        "add `fence.proxy.async.shared::cta` after the generic writes, in the same role",
+    )
 
 
 def _cluster_shapes(stage: A.Stage) -> list[A.ClusterShape]:
@@ -433,20 +567,34 @@ def _directive(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
         bad = threads is None or (product != threads if fact.detail == "reqntid" else product < threads)
         if bad:
             said = f"{threads} threads" if threads is not None else "no block size"
-            yield Finding("launch-directive", "error", f"`{fact.function}` carries `.{fact.detail} "
-                          f"{', '.join(map(str, values))}` ({product} threads); the contract launches {said}",
-                          fact, launch, f"launch: {said}", f"`.{fact.detail}` here",
-                          "drop the launch bounds from the component: the dispatch kernel's are generated")
+            yield Finding(
+                "launch-directive",
+                "error",
+                f"`{fact.function}` carries `.{fact.detail} "
+                f"{', '.join(map(str, values))}` ({product} threads); the contract launches {said}",
+                fact,
+                launch,
+                f"launch: {said}",
+                f"`.{fact.detail}` here",
+                "drop the launch bounds from the component: the dispatch kernel's are generated",
+            )
     elif fact.detail in ("reqnctapercluster", "explicitcluster"):
         shapes = _cluster_shapes(ctx.stage)
         if fact.detail == "explicitcluster" and shapes:
             return
         if not any((s.x, s.y, s.z) == tuple([*values, 1, 1, 1][:3]) for s in shapes):
-            yield Finding("launch-directive", "error", f"`{fact.function}` carries `.{fact.detail}` "
-                          f"{', '.join(map(str, values))}; the contract declares "
-                          f"{'no cluster' if not shapes else 'other cluster shapes'}", fact, launch,
-                          "the contract's launch", f"`.{fact.detail}` here",
-                          "declare the cluster in the contract (`cluster X, Y, Z`) or drop the directive")
+            yield Finding(
+                "launch-directive",
+                "error",
+                f"`{fact.function}` carries `.{fact.detail}` "
+                f"{', '.join(map(str, values))}; the contract declares "
+                f"{'no cluster' if not shapes else 'other cluster shapes'}",
+                fact,
+                launch,
+                "the contract's launch",
+                f"`.{fact.detail}` here",
+                "declare the cluster in the contract (`cluster X, Y, Z`) or drop the directive",
+            )
 
 
 def _tmem(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
@@ -457,10 +605,16 @@ def _tmem(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
         return
     if not any(c.columns == cols.value for c in claims):
         said = ", ".join(str(c.columns) for c in claims) or "none"
-        yield Finding("tmem-columns", "error", f"`{fact.function}` allocates {cols.value} tensor-memory columns; "
-                      f"the contract claims {said}", fact, claims[0] if claims else _role_of(ctx, fact),
-                      "the tensor-memory claims", f"{cols.value} columns here",
-                      "allocate the claimed columns, or claim what the code allocates")
+        yield Finding(
+            "tmem-columns",
+            "error",
+            f"`{fact.function}` allocates {cols.value} tensor-memory columns; the contract claims {said}",
+            fact,
+            claims[0] if claims else _role_of(ctx, fact),
+            "the tensor-memory claims",
+            f"{cols.value} columns here",
+            "allocate the claimed columns, or claim what the code allocates",
+        )
 
 
 def _tid(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
@@ -470,7 +624,14 @@ def _tid(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     op = fact.operands[0][1] if fact.operands else None
     if op is not None and not op.tid_abs and op.tid_wg and role.warpgroup:
         return  # `threadIdx.x % 128` in a warpgroup-aligned role is its own thread index
-    yield Finding("tid-index", "error", f"role `{role.name}` indexes by absolute `threadIdx` in "
-                  f"`{fact.function}`; the linker may place the role at any warp", fact, role,
-                  f"role `{role.name}` (placed by the linker)", "absolute `%tid` here",
-                  f"subtract `32 * kl_..._{role.name}_warp0()` from `threadIdx.x` first")
+    yield Finding(
+        "tid-index",
+        "error",
+        f"role `{role.name}` indexes by absolute `threadIdx` in "
+        f"`{fact.function}`; the linker may place the role at any warp",
+        fact,
+        role,
+        f"role `{role.name}` (placed by the linker)",
+        "absolute `%tid` here",
+        f"subtract `32 * kl_..._{role.name}_warp0()` from `threadIdx.x` first",
+    )

@@ -47,6 +47,7 @@ from contract_lang import ast as A
 from contract_lang.printer import count_text, ring_item_line
 from diagnostics.model import Diagnostic, Label, Severity
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from solver import validate_rlimit
 
 MAX_CHECKED_DEPTH = 8
@@ -55,7 +56,7 @@ MAX_CHECKED_DEPTH = 8
 # Clause codes the protocol model decides (its L-INIT duplicates the structural clause),
 # in tiers: a wrong declaration (count, bytes, parity) makes the protocol race or hang, so
 # only the first tier that has findings is reported — one mistake, one clause.
-TIERS = (("L-ARRIVE", "L-TXBYTES", "L-PARITY"), ("L-RACE",), ("L-DEADLOCK",))
+TIERS = ((Code.L_ARRIVE, Code.L_TXBYTES, Code.L_PARITY), (Code.L_RACE,), (Code.L_DEADLOCK,))
 MODEL_CODES = tuple(code for tier in TIERS for code in tier)
 
 
@@ -91,11 +92,15 @@ def count_problem(comp: Composition, count: A.Count) -> str | None:
         if term.unit != "per_warpgroup" or info is None or not info.warps:
             continue
         if info.warps < 4:
-            return (f"`per_warpgroup({term.role})` is 0: `{term.role}` has {info.warps} "
-                    f"warp{'s' if info.warps != 1 else ''}, less than one warpgroup")
+            return (
+                f"`per_warpgroup({term.role})` is 0: `{term.role}` has {info.warps} "
+                f"warp{'s' if info.warps != 1 else ''}, less than one warpgroup"
+            )
         if info.warps % 4:
-            return (f"`per_warpgroup({term.role})` is not a whole number: `{term.role}` has "
-                    f"{info.warps} warps, not a multiple of 4")
+            return (
+                f"`per_warpgroup({term.role})` is not a whole number: `{term.role}` has "
+                f"{info.warps} warps, not a multiple of 4"
+            )
     return None
 
 
@@ -158,16 +163,23 @@ def _ring(comp: Composition, parts: _Parts, name: str, sides: tuple[Owned[A.Ring
     full_init, empty_init = (_count(comp, inits[k].count) for k in ("full", "empty"))
     if full_init < 1 or empty_init < 1:
         raise _Skip("a barrier is initialized with no arrivals")
-    full = Barrier(BarrierKind.FULL, full_init, _prov(inits["full"], ring_item_line(inits["full"])),
-                   inits["full"].expect_tx, tuple(init_by))
-    empty = Barrier(BarrierKind.EMPTY, empty_init, _prov(inits["empty"], ring_item_line(inits["empty"])),
-                    None, tuple(init_by))
+    full = Barrier(
+        BarrierKind.FULL,
+        full_init,
+        _prov(inits["full"], ring_item_line(inits["full"])),
+        inits["full"].expect_tx,
+        tuple(init_by),
+    )
+    empty = Barrier(
+        BarrierKind.EMPTY, empty_init, _prov(inits["empty"], ring_item_line(inits["empty"])), None, tuple(init_by)
+    )
     consumer_roles = tuple(dict.fromkeys(c.item.role for c in consumers))
     if producers[0].item.role in consumer_roles:
         raise _Skip("one role both produces and consumes it")
     header = f"ring {name} {producers[0].item.side} by {producers[0].item.role}"
-    parts.rings.append(Ring(name, depth, producers[0].item.role, consumer_roles, full, empty,
-                            _prov(producers[0].item, header)))
+    parts.rings.append(
+        Ring(name, depth, producers[0].item.role, consumer_roles, full, empty, _prov(producers[0].item, header))
+    )
     for info in [*roles, initializer]:
         assert info is not None
         _role(parts, info)
@@ -198,17 +210,37 @@ def _side_steps(comp: Composition, side: Owned[A.Ring]) -> list[Step]:
             if not producer and kind is BarrierKind.EMPTY and not read and not item.prearm:
                 steps.append(Step(role, Op.READ, ring.name, _prov(item, f"read slot of `{ring.name}`")))
                 read = True
-            steps.append(Step(role, Op.ARRIVE, ring.name, _prov(item, text), kind, count=_count(comp, item.count),
-                              nbytes=item.tx or 0, lag=item.lag or 0, prearm=item.prearm))
+            steps.append(
+                Step(
+                    role,
+                    Op.ARRIVE,
+                    ring.name,
+                    _prov(item, text),
+                    kind,
+                    count=_count(comp, item.count),
+                    nbytes=item.tx or 0,
+                    lag=item.lag or 0,
+                    prearm=item.prearm,
+                )
+            )
             if producer and kind is BarrierKind.FULL and not copies and item.tx and not wrote:
-                steps.append(Step(role, Op.COPY, ring.name, _prov(item, f"copy {item.tx} bytes (implied by `tx`)"),
-                                  kind, nbytes=item.tx))
+                steps.append(
+                    Step(
+                        role,
+                        Op.COPY,
+                        ring.name,
+                        _prov(item, f"copy {item.tx} bytes (implied by `tx`)"),
+                        kind,
+                        nbytes=item.tx,
+                    )
+                )
                 wrote = True
         elif isinstance(item, A.RingCopy):
             if item.bytes < 1:
                 continue  # a copy of no bytes: reported by declaration_problems
-            steps.append(Step(role, Op.COPY, ring.name, _prov(item, text), BarrierKind(item.barrier),
-                              nbytes=item.bytes))
+            steps.append(
+                Step(role, Op.COPY, ring.name, _prov(item, text), BarrierKind(item.barrier), nbytes=item.bytes)
+            )
             wrote = True
     # a side that states no fill (no `full arrive`, no copy) still writes its slot, and a
     # consumer with no `full wait` and no release still reads it: the model then decides
@@ -230,8 +262,11 @@ def _counter(comp: Composition, parts: _Parts, name: str, ends: tuple[Owned[A.Co
     if any(i is None or not i.warps for i in infos) or prod.item.role == cons.item.role:
         raise _Skip
     scope = Scope(prod.item.scope) if prod.item.scope in {s.value for s in Scope} else Scope.CTA
-    parts.counters.append(Counter(name, prod.item.role, cons.item.role,
-                                  _prov(prod.item, f"counter {name} produce by {prod.item.role}"), scope))
+    parts.counters.append(
+        Counter(
+            name, prod.item.role, cons.item.role, _prov(prod.item, f"counter {name} produce by {prod.item.role}"), scope
+        )
+    )
     for info in infos:
         assert info is not None
         _role(parts, info)
@@ -240,9 +275,16 @@ def _counter(comp: Composition, parts: _Parts, name: str, ends: tuple[Owned[A.Co
 def _counter_steps(end: Owned[A.Counter]) -> list[Step]:
     counter = end.item
     if counter.steps:
-        return [Step(counter.role, Op.ADD if s.op == "add" else Op.WAIT_GE, counter.name,
-                     _prov(s, f"add {s.amount}" if s.op == "add" else f"wait ge {s.amount}"), count=s.amount)
-                for s in counter.steps]
+        return [
+            Step(
+                counter.role,
+                Op.ADD if s.op == "add" else Op.WAIT_GE,
+                counter.name,
+                _prov(s, f"add {s.amount}" if s.op == "add" else f"wait ge {s.amount}"),
+                count=s.amount,
+            )
+            for s in counter.steps
+        ]
     op, text = (Op.ADD, "add 1 (implied)") if counter.side == "produce" else (Op.WAIT_GE, "wait ge 1 (implied)")
     return [Step(counter.role, op, counter.name, _prov(counter, text), count=1)]
 
@@ -310,8 +352,9 @@ def build_model(comp: Composition, depths: dict[str, int], exclude: dict[str, st
                     # each side arrives with its own role's threads (bar.sync/bar.arrive count whole warps)
                     op = Op.BAR_SYNC if item.mode == "sync" else Op.BAR_ARRIVE
                     text = f"rendezvous {item.name} {item.mode}"
-                    side_steps[key] = [Step(item.role, op, item.name, _prov(item, text),
-                                            count=comp.roles[item.role].threads)]
+                    side_steps[key] = [
+                        Step(item.role, op, item.name, _prov(item, text), count=comp.roles[item.role].threads)
+                    ]
             except _Skip as skip:
                 if item.name not in dropped:
                     dropped.add(item.name)
@@ -320,8 +363,9 @@ def build_model(comp: Composition, depths: dict[str, int], exclude: dict[str, st
     return Built(protocol, tuple(sorted(left, key=lambda u: u.channel)))
 
 
-def _assemble(parts: _Parts, side_steps: dict[tuple[str, int], list[Step]], dropped: set[str],
-              left: list[Unmodelled]) -> Protocol | None:
+def _assemble(
+    parts: _Parts, side_steps: dict[tuple[str, int], list[Step]], dropped: set[str], left: list[Unmodelled]
+) -> Protocol | None:
     """The protocol of the channels not dropped; a channel the model refuses is dropped too."""
     while True:
         programs: dict[str, list[Step]] = {}
@@ -335,8 +379,9 @@ def _assemble(parts: _Parts, side_steps: dict[tuple[str, int], list[Step]], drop
         if not rings and not counters and not bars:
             return None
         try:
-            return Protocol(tuple(parts.roles.values()), rings, counters, bars,
-                            tuple((r, tuple(s)) for r, s in programs.items()))
+            return Protocol(
+                tuple(parts.roles.values()), rings, counters, bars, tuple((r, tuple(s)) for r, s in programs.items())
+            )
         except ValueError as err:
             channels: list[Ring | Counter | NamedBarrier] = [*rings, *counters, *bars]
             culprit = next((c for c in channels if f"`{c.name}`" in str(err)), channels[0])
@@ -390,7 +435,8 @@ def verdict(protocol: Protocol, options: ModelOptions, memo: Memo | None = None)
     canon, back = canonical(protocol)
     found = (memo or Memo()).verdicts.get(
         (canon, options.bound, options.rlimit),
-        lambda: check_protocol(canon, bound=options.bound, rlimit=options.rlimit, memo=memo))
+        lambda: check_protocol(canon, bound=options.bound, rlimit=options.rlimit, memo=memo),
+    )
     return remap_provenance(found, lambda p: back.get(p, p))  # type: ignore[no-any-return]
 
 
@@ -406,12 +452,18 @@ def _missing_inits(comp: Composition) -> list[Diagnostic]:
             if kind in stated:
                 continue
             example = "full init 1" if kind == "full" else f"empty init per_warp({_consumer_role(sides)})"
-            out.append(seam("L-ARRIVE", f"`{name}.{kind}` has no arrival count: no side states `{kind} init`",
-                            (producers[0].span, f"no `{kind} init` on ring `{name}`"),
-                            notes=("`mbarrier.init` needs the number of arrivals that complete a phase "
-                                   "(PTX ISA §9.7.13.15.9)",),
-                            helps=(f"state the arrivals each phase makes, e.g. `{example}`",),
-                            data={"ring": name, "barrier": kind}))
+            out.append(
+                seam(
+                    Code.L_ARRIVE,
+                    f"`{name}.{kind}` has no arrival count: no side states `{kind} init`",
+                    (producers[0].span, f"no `{kind} init` on ring `{name}`"),
+                    notes=(
+                        "`mbarrier.init` needs the number of arrivals that complete a phase (PTX ISA §9.7.13.15.9)",
+                    ),
+                    helps=(f"state the arrivals each phase makes, e.g. `{example}`",),
+                    data={"ring": name, "barrier": kind},
+                )
+            )
     return out
 
 
@@ -429,27 +481,40 @@ def slot_overruns(comp: Composition) -> list[Diagnostic]:
             for copy in copies:
                 if copy.into is not None and copy.into not in claims:
                     known = ", ".join(f"`{c}`" for c in sorted(claims)) or "none"
-                    out.append(seam("L-TXBYTES", f"a copy of ring `{name}` fills `{copy.into}`, which is no "
-                                    f"per-slot claim of `{name}`", (copy.span, f"`{ring_item_line(copy)}`"),
-                                    helps=(f"name a `per_slot {name}` claim of the composition (here: {known})",),
-                                    data={"ring": name, "into": copy.into}))
+                    out.append(
+                        seam(
+                            Code.L_TXBYTES,
+                            f"a copy of ring `{name}` fills `{copy.into}`, which is no per-slot claim of `{name}`",
+                            (copy.span, f"`{ring_item_line(copy)}`"),
+                            helps=(f"name a `per_slot {name}` claim of the composition (here: {known})",),
+                            data={"ring": name, "into": copy.into},
+                        )
+                    )
             over = False
             for cname, claim in sorted(claims.items()):
                 into = [c for c in copies if c.into == cname]
                 moved = sum(c.bytes for c in into)
                 if moved > (claim.item.bytes or 0):
                     over = True
-                    out.append(seam(
-                        "L-TXBYTES", f"the copies into `{cname}` move {count_bytes(moved)} per phase, but a slot of "
-                        f"`{cname}` holds {count_bytes(claim.item.bytes or 0)}",
-                        (into[0].span, f"`{ring_item_line(into[0])}`"),
-                        [(c.span, f"`{ring_item_line(c)}`") for c in into[1:]]
-                        + [(claim.span, f"one slot of `{cname}`")],
-                        notes=("a copy past the end of its slot overwrites the next slot or claim while "
-                               "another role reads it",),
-                        helps=(f"copy at most {count_bytes(claim.item.bytes or 0)} into `{cname}` per phase, or "
-                               f"claim {count_bytes(moved)} per slot",),
-                        data={"ring": name, "claim": cname, "copied": moved, "slot": claim.item.bytes or 0}))
+                    out.append(
+                        seam(
+                            Code.L_TXBYTES,
+                            f"the copies into `{cname}` move {count_bytes(moved)} per phase, but a slot of "
+                            f"`{cname}` holds {count_bytes(claim.item.bytes or 0)}",
+                            (into[0].span, f"`{ring_item_line(into[0])}`"),
+                            [(c.span, f"`{ring_item_line(c)}`") for c in into[1:]]
+                            + [(claim.span, f"one slot of `{cname}`")],
+                            notes=(
+                                "a copy past the end of its slot overwrites the next slot or claim while "
+                                "another role reads it",
+                            ),
+                            helps=(
+                                f"copy at most {count_bytes(claim.item.bytes or 0)} into `{cname}` per phase, or "
+                                f"claim {count_bytes(moved)} per slot",
+                            ),
+                            data={"ring": name, "claim": cname, "copied": moved, "slot": claim.item.bytes or 0},
+                        )
+                    )
             if over or not claims:
                 continue
             implied = [it for it in side.item.items if isinstance(it, A.RingArrive) and it.barrier == "full" and it.tx]
@@ -457,16 +522,25 @@ def slot_overruns(comp: Composition) -> list[Diagnostic]:
             moved = sum(c.bytes for c in copies) if copies else sum(a.tx or 0 for a in implied)
             room = sum(c.item.bytes or 0 for c in claims.values())
             if moving and moved > room:
-                out.append(seam(
-                    "L-TXBYTES", f"the copies of ring `{name}` move {count_bytes(moved)} per phase, but its slot "
-                    f"holds {count_bytes(room)}", (moving[0].span, f"`{ring_item_line(moving[0])}`"),
-                    [(c.span, f"`{ring_item_line(c)}`") for c in moving[1:]]
-                    + [(c.span, f"{count_bytes(c.item.bytes or 0)} per slot") for c in claims.values()],
-                    notes=("a copy past the end of its slot overwrites the next slot or claim while another "
-                           "role reads it",),
-                    helps=(f"claim at least {count_bytes(moved)} per slot of `{name}`, or copy less; name the "
-                           "claim each copy fills with `into CLAIM`",),
-                    data={"ring": name, "copied": moved, "slot": room}))
+                out.append(
+                    seam(
+                        Code.L_TXBYTES,
+                        f"the copies of ring `{name}` move {count_bytes(moved)} per phase, but its slot "
+                        f"holds {count_bytes(room)}",
+                        (moving[0].span, f"`{ring_item_line(moving[0])}`"),
+                        [(c.span, f"`{ring_item_line(c)}`") for c in moving[1:]]
+                        + [(c.span, f"{count_bytes(c.item.bytes or 0)} per slot") for c in claims.values()],
+                        notes=(
+                            "a copy past the end of its slot overwrites the next slot or claim while another "
+                            "role reads it",
+                        ),
+                        helps=(
+                            f"claim at least {count_bytes(moved)} per slot of `{name}`, or copy less; name the "
+                            "claim each copy fills with `into CLAIM`",
+                        ),
+                        data={"ring": name, "copied": moved, "slot": room},
+                    )
+                )
     return out
 
 
@@ -494,26 +568,47 @@ def declaration_problems(comp: Composition) -> list[Diagnostic]:
                 what = "initialized with" if isinstance(item, A.RingBarrierInit) else "arrived on"
                 problem = count_problem(comp, item.count)
                 if problem is not None:
-                    out.append(seam("L-ARRIVE", f"`{side.item.name}.{item.barrier}` is {what} a count that is "
-                                    "no whole number of arrivals", (item.span, problem),
-                                    notes=("a warpgroup is 4 consecutive warps; a role of fewer warps makes "
-                                           "`per_warpgroup` 0, which no mbarrier can be initialized or "
-                                           "arrived with (PTX ISA §9.7.13.15.9)",),
-                                    helps=("count the arrivals per warp (`per_warp(ROLE)`) or per thread, or give "
-                                           "the role whole warpgroups",)))
+                    out.append(
+                        seam(
+                            Code.L_ARRIVE,
+                            f"`{side.item.name}.{item.barrier}` is {what} a count that is no whole number of arrivals",
+                            (item.span, problem),
+                            notes=(
+                                "a warpgroup is 4 consecutive warps; a role of fewer warps makes "
+                                "`per_warpgroup` 0, which no mbarrier can be initialized or "
+                                "arrived with (PTX ISA §9.7.13.15.9)",
+                            ),
+                            helps=(
+                                "count the arrivals per warp (`per_warp(ROLE)`) or per thread, or give "
+                                "the role whole warpgroups",
+                            ),
+                        )
+                    )
                     continue
                 try:
                     count = _count(comp, item.count)
                 except _Skip:
                     continue  # a count over an unknown role: L-ROLE
                 if not 1 <= count <= MBAR_MAX_COUNT:
-                    out.append(seam("L-ARRIVE", f"`{side.item.name}.{item.barrier}` is {what} {count} arrivals, "
-                                    f"outside 1..{MBAR_MAX_COUNT}", (item.span, f"`{text}`"),
-                                    notes=("mbarrier arrival counts are 1 … 2^20 − 1 (PTX ISA §9.7.13.15.9)",),
-                                    helps=("give the count of arrivals each phase really makes",)))
+                    out.append(
+                        seam(
+                            Code.L_ARRIVE,
+                            f"`{side.item.name}.{item.barrier}` is {what} {count} arrivals, "
+                            f"outside 1..{MBAR_MAX_COUNT}",
+                            (item.span, f"`{text}`"),
+                            notes=("mbarrier arrival counts are 1 … 2^20 − 1 (PTX ISA §9.7.13.15.9)",),
+                            helps=("give the count of arrivals each phase really makes",),
+                        )
+                    )
             elif isinstance(item, A.RingCopy) and item.bytes < 1:
-                out.append(seam("L-TXBYTES", f"a copy of {item.bytes} bytes into `{side.item.name}` completes nothing",
-                                (item.span, f"`{text}`"), helps=("state the bytes the copy moves, or drop the line",)))
+                out.append(
+                    seam(
+                        Code.L_TXBYTES,
+                        f"a copy of {item.bytes} bytes into `{side.item.name}` completes nothing",
+                        (item.span, f"`{text}`"),
+                        helps=("state the bytes the copy moves, or drop the line",),
+                    )
+                )
     return out
 
 
@@ -523,7 +618,7 @@ def declaration_problems(comp: Composition) -> list[Diagnostic]:
 MAX_MODEL_DEPTH = 32
 """The deepest ring the bounded model unrolls (``2 * depth + 1`` iterations per role)."""
 
-BOUND_NOTE = "I-PROTOCOL-BOUND"
+BOUND_NOTE = Code.I_PROTOCOL_BOUND
 
 
 @dataclass(frozen=True)
@@ -563,8 +658,9 @@ class ModelReport:
         is reported: an undecided check is never an accept.
         """
         chosen = set(codes)
-        tier = next((i for i, t in enumerate(TIERS) if any(d.code in t and d.code in chosen for d in self.findings)),
-                    None)
+        tier = next(
+            (i for i, t in enumerate(TIERS) if any(d.code in t and d.code in chosen for d in self.findings)), None
+        )
         if tier is None:
             return self.undecided
         found = tuple(d for d in self.findings if d.code in TIERS[tier] and d.code in chosen)
@@ -572,7 +668,7 @@ class ModelReport:
 
 
 def _clause_of(diag: Diagnostic) -> str:
-    return dict(diag.data).get("clause", "L-DEADLOCK")
+    return dict(diag.data).get("clause", Code.L_DEADLOCK)
 
 
 def _tier_of(code: str) -> int:
@@ -642,8 +738,9 @@ def analyse(comp: Composition, options: ModelOptions | None = None, memo: Memo |
                 undecided.setdefault((diag.code, diag.message), diag)
         if len(found) > len(declared):
             break  # report the least depth's findings; a deeper ring adds no new mistake
-    return ModelReport(tuple(found.values()), tuple(undecided.values()), tuple(unmodelled.values()),
-                       tuple(checked), tuple(notes[-1:]))  # one note: the deepest depths' bound
+    return ModelReport(
+        tuple(found.values()), tuple(undecided.values()), tuple(unmodelled.values()), tuple(checked), tuple(notes[-1:])
+    )  # one note: the deepest depths' bound
 
 
 def _too_deep(comp: Composition, protocol: Protocol) -> list[Diagnostic]:
@@ -651,14 +748,21 @@ def _too_deep(comp: Composition, protocol: Protocol) -> list[Diagnostic]:
     out = []
     for ring in protocol.rings:
         if ring.depth > MAX_MODEL_DEPTH:
-            out.append(undecided_diagnostic(
-                "L-DEADLOCK", f"the protocol model does not unroll ring `{ring.name}` at depth {ring.depth} "
-                f"(at most {MAX_MODEL_DEPTH})",
-                (Label(ring.provenance.span, f"depth {ring.depth} is not checked", True),),
-                ("the linker may only use a depth the protocol model has decided",),
-                (("ring", ring.name), ("depth", str(ring.depth))),
-                (f"bound the ring's depth range to at most {MAX_MODEL_DEPTH} (e.g. `depth "
-                 f"{_lowest(comp, ring.name)}..{MAX_MODEL_DEPTH}`): a deeper ring rarely pays for its shared memory",)))
+            out.append(
+                undecided_diagnostic(
+                    Code.L_DEADLOCK,
+                    f"the protocol model does not unroll ring `{ring.name}` at depth {ring.depth} "
+                    f"(at most {MAX_MODEL_DEPTH})",
+                    (Label(ring.provenance.span, f"depth {ring.depth} is not checked", True),),
+                    ("the linker may only use a depth the protocol model has decided",),
+                    (("ring", ring.name), ("depth", str(ring.depth))),
+                    (
+                        f"bound the ring's depth range to at most {MAX_MODEL_DEPTH} (e.g. `depth "
+                        f"{_lowest(comp, ring.name)}..{MAX_MODEL_DEPTH}`): "
+                        "a deeper ring rarely pays for its shared memory",
+                    ),
+                )
+            )
     return out
 
 
@@ -671,16 +775,26 @@ def _bound_note(protocol: Protocol, options: ModelOptions) -> list[Diagnostic]:
     if options.bound is None or options.bound >= protocol.default_bound():
         return []
     first = protocol.rings[0].provenance.span if protocol.rings else None
-    return [Diagnostic(
-        BOUND_NOTE, f"the protocol was checked over {options.bound} iterations per role, fewer than the "
-        f"{protocol.default_bound()} that wrap every ring twice", severity=Severity.NOTE,
-        labels=(Label(first, "checked with a lowered bound", True),) if first is not None else (),
-        notes=("a mistake that shows only in later iterations is not looked for",),
-        helps=(f"drop `--bound` (or give at least {protocol.default_bound()}) for the full check",))]
+    return [
+        Diagnostic(
+            BOUND_NOTE,
+            f"the protocol was checked over {options.bound} iterations per role, fewer than the "
+            f"{protocol.default_bound()} that wrap every ring twice",
+            severity=Severity.NOTE,
+            labels=(Label(first, "checked with a lowered bound", True),) if first is not None else (),
+            notes=("a mistake that shows only in later iterations is not looked for",),
+            helps=(f"drop `--bound` (or give at least {protocol.default_bound()}) for the full check",),
+        )
+    ]
 
 
-def check_placed_depths(comp: Composition, depths: dict[str, int], options: ModelOptions | None = None,
-                        selected: Iterable[str] | None = None, memo: Memo | None = None) -> list[Diagnostic]:
+def check_placed_depths(
+    comp: Composition,
+    depths: dict[str, int],
+    options: ModelOptions | None = None,
+    selected: Iterable[str] | None = None,
+    memo: Memo | None = None,
+) -> list[Diagnostic]:
     """The model's diagnostics at the depths placement chose, when those were not checked.
 
     The accepted verdict must cover the configuration that is linked: a depth range is
@@ -699,29 +813,39 @@ def check_placed_depths(comp: Composition, depths: dict[str, int], options: Mode
     deep = _too_deep(comp, built.protocol)
     if deep:
         return deep
-    found = [d for d in verdict_diagnostics(verdict(built.protocol, options, memo))
-             if d.code in MODEL_CODES or not d.code.startswith("L-")]
+    found = [
+        d
+        for d in verdict_diagnostics(verdict(built.protocol, options, memo))
+        if d.code in MODEL_CODES or not d.code.startswith("L-")
+    ]
     at = ", ".join(f"`{n}` at depth {depths.get(n, 1)}" for n in modelled)
-    report = ModelReport(tuple(d for d in found if d.code.startswith("L-")),
-                         tuple(d for d in found if not d.code.startswith("L-")))
+    report = ModelReport(
+        tuple(d for d in found if d.code.startswith("L-")), tuple(d for d in found if not d.code.startswith("L-"))
+    )
     # one mistake, one clause over the *selected* codes, as at the checked depths: under
     # `--select L-DEADLOCK` a count mistake's hang is still reported, never tiered away
     codes = MODEL_CODES if selected is None else [c for c in MODEL_CODES if c in set(selected)]
-    return [dataclasses.replace(d, notes=(*d.notes, f"found at the depths placement chose: {at}"))
-            for d in report.tiered(codes)]
+    return [
+        dataclasses.replace(d, notes=(*d.notes, f"found at the depths placement chose: {at}"))
+        for d in report.tiered(codes)
+    ]
 
 
 def _related(comp: Composition, channel: str) -> list[Span]:
     """The channel's endpoints and the declarations of the roles they name."""
-    ends: list[Owned[Any]] = [*comp.rings.get(channel, ()), *comp.counters.get(channel, ()),
-                              *comp.rendezvous.get(channel, ())]
+    ends: list[Owned[Any]] = [
+        *comp.rings.get(channel, ()),
+        *comp.counters.get(channel, ()),
+        *comp.rendezvous.get(channel, ()),
+    ]
     roles = {e.item.role for e in ends}
     roles |= {it.role for e in comp.rings.get(channel, ()) for it in e.item.items if isinstance(it, A.RingInitBy)}
     return [e.span for e in ends] + [comp.roles[r].role.span for r in sorted(roles) if r in comp.roles]
 
 
-def unmodelled_diagnostics(comp: Composition, unmodelled: Iterable[Unmodelled],
-                           reported: Sequence[Diagnostic]) -> list[Diagnostic]:
+def unmodelled_diagnostics(
+    comp: Composition, unmodelled: Iterable[Unmodelled], reported: Sequence[Diagnostic]
+) -> list[Diagnostic]:
     """``E-SOLVER-UNKNOWN`` for each channel left out of the model that no error of the run is about
     (an error on one of its endpoints, or on a role one of them names, is its root cause)."""
     errs = [lab.span for d in reported if d.severity is Severity.ERROR for lab in d.labels]
@@ -729,11 +853,17 @@ def unmodelled_diagnostics(comp: Composition, unmodelled: Iterable[Unmodelled],
     for u in unmodelled:
         if any(_inside(span, whole) for span in errs for whole in (*u.spans, *_related(comp, u.channel))):
             continue  # a dependent: the error about the channel is the root cause
-        out.append(undecided_diagnostic(
-            "L-DEADLOCK", f"the protocol model leaves out `{u.channel}`: {u.reason}",
-            tuple(Label(span, "not modelled" if i == 0 else "another side", i == 0) for i, span in enumerate(u.spans)),
-            ("no other selected clause reports why; its hand-offs are not checked",),
-            (("channel", u.channel), ("reason", u.reason))))
+        out.append(
+            undecided_diagnostic(
+                Code.L_DEADLOCK,
+                f"the protocol model leaves out `{u.channel}`: {u.reason}",
+                tuple(
+                    Label(span, "not modelled" if i == 0 else "another side", i == 0) for i, span in enumerate(u.spans)
+                ),
+                ("no other selected clause reports why; its hand-offs are not checked",),
+                (("channel", u.channel), ("reason", u.reason)),
+            )
+        )
     return out
 
 
@@ -741,6 +871,20 @@ def _inside(part: Span, whole: Span) -> bool:
     return part.file == whole.file and whole.line <= part.line and part.end_line <= whole.end_line
 
 
-__all__ = ["MODEL_CODES", "TIERS", "Built", "ModelOptions", "ModelReport", "Unmodelled", "analyse", "build",
-           "build_model", "canonical", "check_placed_depths", "count_text",
-           "depth_choices", "unmodelled_diagnostics", "verdict"]
+__all__ = [
+    "MODEL_CODES",
+    "TIERS",
+    "Built",
+    "ModelOptions",
+    "ModelReport",
+    "Unmodelled",
+    "analyse",
+    "build",
+    "build_model",
+    "canonical",
+    "check_placed_depths",
+    "count_text",
+    "depth_choices",
+    "unmodelled_diagnostics",
+    "verdict",
+]

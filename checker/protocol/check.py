@@ -41,14 +41,15 @@ from checker.protocol.smt import (
     ring_slice,
 )
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from solver import DEFAULT_RLIMIT as DEFAULT_RLIMIT
 from solver import MAX_RLIMIT as MAX_RLIMIT
 from solver import UNKNOWN_CODE as UNKNOWN_CODE
 from solver import Verdict, validate_rlimit
 
-L_INIT = "L-INIT"
-L_DEADLOCK = "L-DEADLOCK"
-L_RACE = "L-RACE"
+L_INIT = Code.L_INIT
+L_DEADLOCK = Code.L_DEADLOCK
+L_RACE = Code.L_RACE
 
 
 class Status(enum.Enum):
@@ -187,20 +188,28 @@ class _Run:
         self.deadlock: bool | None = None
         self.checks = 0
 
-    def check(self, model: ProtocolModel, facts: Sequence[str],
-              extra: Sequence[Any] = (), *, solver: str = "model") -> Verdict:
+    def check(
+        self, model: ProtocolModel, facts: Sequence[str], extra: Sequence[Any] = (), *, solver: str = "model"
+    ) -> Verdict:
         self.checks += 1
         return model.check(facts, extra, solver=solver)
 
-    def core(self, model: ProtocolModel, facts: Sequence[str],
-             extra: Sequence[Any] = (), *, solver: str = "model") -> tuple[str, ...]:
+    def core(
+        self, model: ProtocolModel, facts: Sequence[str], extra: Sequence[Any] = (), *, solver: str = "model"
+    ) -> tuple[str, ...]:
         kept = model.core(facts, extra, solver=solver)
         self.checks += len(kept) + 1
         return kept
 
 
-def check_protocol(protocol: Protocol, *, bound: int | None = None,
-                   rlimit: int = DEFAULT_RLIMIT, explain: bool = False, memo: Memo | None = None) -> ProtocolVerdict:
+def check_protocol(
+    protocol: Protocol,
+    *,
+    bound: int | None = None,
+    rlimit: int = DEFAULT_RLIMIT,
+    explain: bool = False,
+    memo: Memo | None = None,
+) -> ProtocolVerdict:
     """Decide L-INIT, L-ARRIVE, L-TXBYTES, L-PARITY, L-RACE and L-DEADLOCK for ``protocol``.
 
     ``bound`` is the number of iterations every role runs (default: enough to wrap every
@@ -216,10 +225,25 @@ def check_protocol(protocol: Protocol, *, bound: int | None = None,
     _check_races(run)
     _check_deadlock(run)
     model = run.model
-    stats = ModelStats(run.bound, len(model.events), model.assertions, model.variables,
-                       run.checks, time.perf_counter() - start, run.build_seconds)
-    return ProtocolVerdict(tuple(run.findings), tuple(run.undecided), tuple(run.proofs), stats,
-                           run.deadlock, frozenset(run.races), frozenset(run.static), rlimit)
+    stats = ModelStats(
+        run.bound,
+        len(model.events),
+        model.assertions,
+        model.variables,
+        run.checks,
+        time.perf_counter() - start,
+        run.build_seconds,
+    )
+    return ProtocolVerdict(
+        tuple(run.findings),
+        tuple(run.undecided),
+        tuple(run.proofs),
+        stats,
+        run.deadlock,
+        frozenset(run.races),
+        frozenset(run.static),
+        rlimit,
+    )
 
 
 # -- L-INIT ---------------------------------------------------------------------------
@@ -243,22 +267,27 @@ def _check_init(run: _Run) -> None:
             elif len(roles) > 1:
                 listed = ", ".join(f"`{r}`" for r in roles)
                 message = f"`{name}` is initialized by several roles ({listed})"
-                primary = tuple((i.provenance, f"`{i.role}` initializes it")
-                                for i in bar.init_by)
+                primary = tuple((i.provenance, f"`{i.role}` initializes it") for i in bar.init_by)
                 secondary = ((bar.provenance, "the barrier"),)
             else:
-                message = (f"`{name}` is initialized by `{roles[0]}`, which does not take part "
-                           f"in ring `{ring.name}`")
+                message = f"`{name}` is initialized by `{roles[0]}`, which does not take part in ring `{ring.name}`"
                 primary = ((bar.init_by[0].provenance, f"`{roles[0]}` is neither side"),)
                 secondary = ((ring.provenance, "the ring's sides"),)
-            run.findings.append(Finding(
-                L_INIT, message, primary, secondary,
-                notes=("an mbarrier is initialized exactly once, by one thread, before any "
-                       "use; a second `mbarrier.init` on a live barrier is undefined "
-                       "(PTX §9.7.13.15.9)",),
-                helps=(f"state `init by {ring.producer}` (or a consumer role) once, on one "
-                       "side of the ring",),
-                key=(L_INIT, ring.name, kind.value)))
+            run.findings.append(
+                Finding(
+                    L_INIT,
+                    message,
+                    primary,
+                    secondary,
+                    notes=(
+                        "an mbarrier is initialized exactly once, by one thread, before any "
+                        "use; a second `mbarrier.init` on a live barrier is undefined "
+                        "(PTX §9.7.13.15.9)",
+                    ),
+                    helps=(f"state `init by {ring.producer}` (or a consumer role) once, on one side of the ring",),
+                    key=(L_INIT, ring.name, kind.value),
+                )
+            )
 
 
 # -- L-ARRIVE, L-TXBYTES, L-PARITY ----------------------------------------------------
@@ -277,8 +306,9 @@ def _check_static(run: _Run) -> None:
             result = run.check(model, facts, solver="static")
             if result.unknown:
                 bar = run.protocol.ring(check.ring).barrier(check.barrier)
-                run.undecided.append(Undecided(check.kind.value, f"`{check.ring}.{check.barrier.value}`",
-                                               (bar.provenance,)))
+                run.undecided.append(
+                    Undecided(check.kind.value, f"`{check.ring}.{check.barrier.value}`", (bar.provenance,))
+                )
             elif result.unsat:
                 failing.append((check, run.core(model, facts, solver="static")))
         if failing:
@@ -293,8 +323,7 @@ def _static_finding(run: _Run, failing: list[tuple[StaticCheck, tuple[str, ...]]
     run.static.add((check.kind.value, ring.name, check.barrier.value))
     acct = _accounting(run.protocol, ring, check.barrier)
     facts = tuple(run.model.facts[k] for k in core)
-    messages = [_static_message(run, c, name, bar.init_count, bar.expect_tx, acct)
-                for c, _ in failing]
+    messages = [_static_message(run, c, name, bar.init_count, bar.expect_tx, acct) for c, _ in failing]
     steps = _core_steps(run.protocol, core)
     primary: list[tuple[Provenance, str]] = []
     secondary: list[tuple[Provenance, str]] = []
@@ -317,13 +346,25 @@ def _static_finding(run: _Run, failing: list[tuple[StaticCheck, tuple[str, ...]]
         helps = (_static_help(check, name, bar.init_count, acct),)
     notes = tuple(f"also: {m}" for m in messages[1:])
     notes += tuple(f"rule: {f.text}" for f in facts if isinstance(f, Rule))
-    data = (("barrier", name), ("init", str(bar.init_count)),
-            ("arrivals", str(acct.arrivals)), ("expected_tx", str(acct.expected)),
-            ("completed_tx", str(acct.completed)),
-            ("core", "; ".join(fact_text(f) for f in facts)))
-    return Finding(check.kind.value, messages[0], tuple(primary), tuple(secondary), notes,
-                   helps, core=facts, key=(check.kind.value, ring.name, check.barrier.value),
-                   data=data)
+    data = (
+        ("barrier", name),
+        ("init", str(bar.init_count)),
+        ("arrivals", str(acct.arrivals)),
+        ("expected_tx", str(acct.expected)),
+        ("completed_tx", str(acct.completed)),
+        ("core", "; ".join(fact_text(f) for f in facts)),
+    )
+    return Finding(
+        check.kind.value,
+        messages[0],
+        tuple(primary),
+        tuple(secondary),
+        notes,
+        helps,
+        core=facts,
+        key=(check.kind.value, ring.name, check.barrier.value),
+        data=data,
+    )
 
 
 @dataclass(frozen=True)
@@ -335,42 +376,36 @@ class _Accounting:
 
 
 def _accounting(protocol: Protocol, ring: Ring, kind: BarrierKind) -> _Accounting:
-    steps = [s for _, prog in protocol.programs for s in prog
-             if s.channel == ring.name and s.barrier is kind]
+    steps = [s for _, prog in protocol.programs for s in prog if s.channel == ring.name and s.barrier is kind]
     return _Accounting(
         sum(s.count for s in steps if s.op is Op.ARRIVE and not s.prearm),
         sum(s.count for s in steps if s.prearm),
         sum(s.nbytes for s in steps if s.op in (Op.ARRIVE, Op.EXPECT_TX)),
-        sum(s.nbytes for s in steps if s.op is Op.COPY))
+        sum(s.nbytes for s in steps if s.op is Op.COPY),
+    )
 
 
-def _static_message(run: _Run, check: StaticCheck, name: str, init: int,
-                    declared: int | None, acct: _Accounting) -> str:
+def _static_message(
+    run: _Run, check: StaticCheck, name: str, init: int, declared: int | None, acct: _Accounting
+) -> str:
     rule = run.model.facts[check.rule_key]
     assert isinstance(rule, Rule)
     if rule.name == "arrive":
-        made = f"its participants arrive {_times(acct.arrivals)}" if acct.arrivals \
-            else "no role arrives on it"
+        made = f"its participants arrive {_times(acct.arrivals)}" if acct.arrivals else "no role arrives on it"
         return f"`{name}` is initialized for {_arrivals(init)} per phase but {made}"
     if rule.name == "prearm":
-        return (f"the pre-arm of `{name}` arrives {_times(acct.prearm)} but a phase needs "
-                f"{_arrivals(init)}")
+        return f"the pre-arm of `{name}` arrives {_times(acct.prearm)} but a phase needs {_arrivals(init)}"
     if rule.name == "range" and check.kind is StaticKind.ARRIVE:
-        return (f"`{name}` is initialized for {_arrivals(init)}, above the mbarrier limit of "
-                "1048575")
+        return f"`{name}` is initialized for {_arrivals(init)}, above the mbarrier limit of 1048575"
     if rule.name == "range":
         most = max(acct.expected, acct.completed)
-        return (f"`{name}` moves {most} transaction bytes per phase, above the tx-count "
-                "limit of 1048575")
+        return f"`{name}` moves {most} transaction bytes per phase, above the tx-count limit of 1048575"
     if rule.name == "txbytes":
-        return (f"`{name}` expects {acct.expected} transaction bytes per phase but its copies "
-                f"complete {acct.completed}")
+        return f"`{name}` expects {acct.expected} transaction bytes per phase but its copies complete {acct.completed}"
     if rule.name == "declared-tx" and check.rule_key.startswith("rule:declared-expect"):
-        return (f"`{name}` declares {declared} transaction bytes per phase but its arrivals "
-                f"expect {acct.expected}")
+        return f"`{name}` declares {declared} transaction bytes per phase but its arrivals expect {acct.expected}"
     if rule.name == "declared-tx":
-        return (f"`{name}` declares {declared} transaction bytes per phase but its copies "
-                f"complete {acct.completed}")
+        return f"`{name}` declares {declared} transaction bytes per phase but its copies complete {acct.completed}"
     wait = check.wait
     assert wait is not None and rule is FIRST_PARITY_RULE
     armed = acct.prearm > 0
@@ -413,21 +448,28 @@ def _step_label(step: Step) -> str:
 
 def _static_help(check: StaticCheck, name: str, init: int, acct: _Accounting) -> str:
     if check.kind is StaticKind.ARRIVE and not acct.arrivals:
-        return (f"add an `arrive` on `{name}` to the side that "
-                + ("fills the slot" if name.endswith(".full") else "releases the slot"))
+        return f"add an `arrive` on `{name}` to the side that " + (
+            "fills the slot" if name.endswith(".full") else "releases the slot"
+        )
     if check.kind is StaticKind.ARRIVE:
-        return (f"make the arrivals per phase equal the init count ({init}) — e.g. "
-                "`per_warp(role)` for one arrival per warp — or initialize "
-                f"`{name}` with {acct.arrivals}")
+        return (
+            f"make the arrivals per phase equal the init count ({init}) — e.g. "
+            "`per_warp(role)` for one arrival per warp — or initialize "
+            f"`{name}` with {acct.arrivals}"
+        )
     # Which side is wrong cannot be told: offer both fixes, in the contract's units (KiB as written).
     expected, completed = _size(acct.expected), _size(acct.completed)
     gap = _size(abs(acct.expected - acct.completed))
     if acct.expected > acct.completed:
-        return (f"either a copy is missing: copy {gap} more per phase (the copies complete {completed} of the "
-                f"{expected} expected); or the expectation is too high: expect {completed} in the `arrive … tx` "
-                "and `expect_tx` steps")
-    return (f"either the expectation is short: expect {completed} in the `arrive … tx` and `expect_tx` steps "
-            f"(now {expected}); or a copy is extra: copy only {expected} per phase ({gap} fewer)")
+        return (
+            f"either a copy is missing: copy {gap} more per phase (the copies complete {completed} of the "
+            f"{expected} expected); or the expectation is too high: expect {completed} in the `arrive … tx` "
+            "and `expect_tx` steps"
+        )
+    return (
+        f"either the expectation is short: expect {completed} in the `arrive … tx` and `expect_tx` steps "
+        f"(now {expected}); or a copy is extra: copy only {expected} per phase ({gap} fewer)"
+    )
 
 
 def _size(n: int) -> str:
@@ -439,8 +481,10 @@ def _parity_help(kind: BarrierKind, armed: bool, name: str) -> str:
     if kind is BarrierKind.EMPTY:
         good = 0 if armed else 1
         why = "after the consumer's pre-arm" if armed else "it passes on a fresh barrier"
-        return (f"the producer's first wait on `{name}` uses parity {good} ({why}); pre-arm "
-                "from the consumer only together with parity 0")
+        return (
+            f"the producer's first wait on `{name}` uses parity {good} ({why}); pre-arm "
+            "from the consumer only together with parity 0"
+        )
     good = 1 if armed else 0
     return f"the consumer's first wait on `{name}` uses parity {good}: it waits for the first fill"
 
@@ -450,7 +494,7 @@ def _core_steps(protocol: Protocol, core: Iterable[str]) -> list[Step]:
     for key in core:
         if not key.startswith("step:"):
             continue
-        role, index = key[len("step:"):].rsplit("#", 1)
+        role, index = key[len("step:") :].rsplit("#", 1)
         steps.append(protocol.program(role)[int(index)])
     return steps
 
@@ -463,8 +507,11 @@ def _check_races(run: _Run) -> None:
     protocol = run.protocol
     whole = len(protocol.rings) == 1 and not protocol.counters and not protocol.named_barriers
     for ring in protocol.rings:
-        queries = [QueryKey(q, ring.name) for q in (Query.OVERWRITE, Query.EARLY_READ)
-                   if QueryKey(q, ring.name) in run.model.queries]
+        queries = [
+            QueryKey(q, ring.name)
+            for q in (Query.OVERWRITE, Query.EARLY_READ)
+            if QueryKey(q, ring.name) in run.model.queries
+        ]
         if not queries:
             continue
         if whole:
@@ -483,8 +530,9 @@ def _check_races(run: _Run) -> None:
                     _race_on_model(run, qk)
             continue
         nowhere = remap_provenance(sliced, lambda _: _NOWHERE)
-        safe = run.memo.slices.get((nowhere, run.bound, run.rlimit),
-                                   functools.partial(_slice_safe, nowhere, run.bound, run.rlimit))
+        safe = run.memo.slices.get(
+            (nowhere, run.bound, run.rlimit), functools.partial(_slice_safe, nowhere, run.bound, run.rlimit)
+        )
         run.checks += len(queries)
         facts = [keys.get(k, k) for k, _ in declared_facts(sliced)]
         for qk in queries:
@@ -507,8 +555,11 @@ def _slice_safe(sliced: Protocol, bound: int, rlimit: int) -> frozenset[Query]:
     """
     part = ProtocolModel(sliced, bound=bound, rlimit=rlimit)
     facts = part.dynamic_facts()
-    return frozenset(qk.query for qk, lit in part.queries.items()
-                     if qk.query in (Query.OVERWRITE, Query.EARLY_READ) and part.check(facts, [lit]).unsat)
+    return frozenset(
+        qk.query
+        for qk, lit in part.queries.items()
+        if qk.query in (Query.OVERWRITE, Query.EARLY_READ) and part.check(facts, [lit]).unsat
+    )
 
 
 def _race_on_model(run: _Run, qk: QueryKey) -> None:
@@ -553,13 +604,19 @@ def _race_finding(run: _Run, qk: QueryKey, zmodel: Any) -> Finding:
     executed = {e.id for e in order}
     pairs: list[tuple[Event, str, Event | None]]
     if qk.query is Query.OVERWRITE:
-        pairs = [(w, c, prev) for w, c, prev in model.overwrite_pairs(ring)
-                 if w.id in executed and (prev is None or not _before_in(order, prev, w))]
+        pairs = [
+            (w, c, prev)
+            for w, c, prev in model.overwrite_pairs(ring)
+            if w.id in executed and (prev is None or not _before_in(order, prev, w))
+        ]
     else:
-        pairs = [(r, ring.producer, lw) for r, lw in model.read_pairs(ring)
-                 if r.id in executed and not _before_in(order, lw, r)]
+        pairs = [
+            (r, ring.producer, lw)
+            for r, lw in model.read_pairs(ring)
+            if r.id in executed and not _before_in(order, lw, r)
+        ]
     culprit, partner, other = min(pairs, key=lambda p: order.index(p[0]))
-    shown = order[:order.index(culprit) + 1]
+    shown = order[: order.index(culprit) + 1]
     every = _rows(run, zmodel, shown)
     rows = every[:-1]
     trace = Trace(rows, every[-1:])
@@ -567,37 +624,54 @@ def _race_finding(run: _Run, qk: QueryKey, zmodel: Any) -> Finding:
     secondary: list[tuple[Provenance, str]] = []
     if qk.query is Query.OVERWRITE:
         assert culprit.data is not None
-        message = (f"`{ring.producer}` can overwrite slot {slot} of ring `{ring.name}` before "
-                   f"`{partner}` releases it")
-        primary = ((culprit.step.provenance,
-                    f"writes slot {slot} for iteration {culprit.data} (the trace's last step)"),)
+        message = f"`{ring.producer}` can overwrite slot {slot} of ring `{ring.name}` before `{partner}` releases it"
+        primary = (
+            (culprit.step.provenance, f"writes slot {slot} for iteration {culprit.data} (the trace's last step)"),
+        )
         if other is not None:
-            secondary.append((other.step.provenance,
-                              f"`{partner}` is done with iteration {culprit.data - ring.depth} "
-                              f"of slot {slot} only later"))
-        waits = any(s.op is Op.WAIT and s.channel == ring.name and s.barrier is BarrierKind.EMPTY
-                    for s in run.protocol.program(ring.producer))
-        help_text = (f"make `{ring.producer}` wait for the release before writing: the "
-                     "parities and the release's lag decide which use of the slot it waits for"
-                     if waits else f"wait on `{ring.name}.empty` before writing the slot")
+            secondary.append(
+                (
+                    other.step.provenance,
+                    f"`{partner}` is done with iteration {culprit.data - ring.depth} of slot {slot} only later",
+                )
+            )
+        waits = any(
+            s.op is Op.WAIT and s.channel == ring.name and s.barrier is BarrierKind.EMPTY
+            for s in run.protocol.program(ring.producer)
+        )
+        help_text = (
+            f"make `{ring.producer}` wait for the release before writing: the "
+            "parities and the release's lag decide which use of the slot it waits for"
+            if waits
+            else f"wait on `{ring.name}.empty` before writing the slot"
+        )
     else:
         assert other is not None
         reader = culprit.role
-        message = (f"`{reader}` can read slot {slot} of ring `{ring.name}` before "
-                   f"`{ring.producer}` fills it")
-        primary = ((culprit.step.provenance,
-                    f"reads slot {slot} of iteration {culprit.data} (the trace's last step)"),)
+        message = f"`{reader}` can read slot {slot} of ring `{ring.name}` before `{ring.producer}` fills it"
+        primary = ((culprit.step.provenance, f"reads slot {slot} of iteration {culprit.data} (the trace's last step)"),)
         secondary.append((other.step.provenance, f"`{ring.producer}` writes it only later"))
-        waits = any(s.op is Op.WAIT and s.channel == ring.name and s.barrier is BarrierKind.FULL
-                    for s in run.protocol.program(reader))
-        help_text = (f"wait on `{ring.name}.full` with the parity of the fill before reading"
-                     if waits else f"wait on `{ring.name}.full` before reading the slot")
+        waits = any(
+            s.op is Op.WAIT and s.channel == ring.name and s.barrier is BarrierKind.FULL
+            for s in run.protocol.program(reader)
+        )
+        help_text = (
+            f"wait on `{ring.name}.full` with the parity of the fill before reading"
+            if waits
+            else f"wait on `{ring.name}.full` before reading the slot"
+        )
     secondary += _trace_labels(rows, exclude={culprit.step.provenance})
-    return Finding(L_RACE, message, primary, tuple(secondary),
-                   notes=(_render_table(trace),), helps=(help_text,), trace=trace,
-                   key=(L_RACE, ring.name, qk.query.value),
-                   data=(("ring", ring.name), ("kind", qk.query.value),
-                         ("slot", str(slot)), ("trace_length", str(len(rows)))))
+    return Finding(
+        L_RACE,
+        message,
+        primary,
+        tuple(secondary),
+        notes=(_render_table(trace),),
+        helps=(help_text,),
+        trace=trace,
+        key=(L_RACE, ring.name, qk.query.value),
+        data=(("ring", ring.name), ("kind", qk.query.value), ("slot", str(slot)), ("trace_length", str(len(rows)))),
+    )
 
 
 def _before_in(order: list[Event], a: Event, b: Event) -> bool:
@@ -661,9 +735,9 @@ def _prove_no_overshoot(run: _Run) -> bool:
                 continue
             core = run.core(model, facts, [lit]) if run.explain else tuple(facts)
             basis = _flatten(model.facts[k] for k in core)
-            model.add_overshoot_lemma(f"lemma:overshoot:{qk.ring}",
-                                      Lemma(f"no arrival jumps a phase of `{qk.ring}` (proved)",
-                                            basis), qk.ring)
+            model.add_overshoot_lemma(
+                f"lemma:overshoot:{qk.ring}", Lemma(f"no arrival jumps a phase of `{qk.ring}` (proved)", basis), qk.ring
+            )
             added = True
     finally:
         model.set_rlimit(run.rlimit)
@@ -687,9 +761,19 @@ def _deadlock_finding(run: _Run, zmodel: Any) -> Finding:
             continue
         e = seq[pc]
         phase = phases.get(str(e.obj), 0) if e.op in (Op.WAIT, Op.BAR_SYNC) else None
-        stuck.append(TraceRow(len(rows) + len(stuck) + 1, e.role, e.step, e.iteration,
-                              str(e.obj) if e.obj is not None else "", e.slot, phase, e.parity,
-                              "blocks"))
+        stuck.append(
+            TraceRow(
+                len(rows) + len(stuck) + 1,
+                e.role,
+                e.step,
+                e.iteration,
+                str(e.obj) if e.obj is not None else "",
+                e.slot,
+                phase,
+                e.parity,
+                "blocks",
+            )
+        )
     trace = Trace(rows, tuple(stuck))
     who = ", ".join(f"`{r.role}` on `{r.barrier}`" for r in stuck)
     message = f"the protocol can deadlock: every live role waits ({who})"
@@ -698,15 +782,23 @@ def _deadlock_finding(run: _Run, zmodel: Any) -> Finding:
     secondary = (*lagging, *_trace_labels(rows, exclude={p for p, _ in primary} | {p for p, _ in lagging}))
     notes = [_render_table(trace)]
     if finished:
-        notes.append("finished: " + ", ".join(f"`{r}`" for r in finished)
-                     + f" ran all {run.bound} iterations")
-    helps = ("each wait needs an arrival that does not depend on the waiter's own later "
-             "steps: check the order of waits and releases across rings, a release's lag "
-             "against the ring depth, and a wait on a barrier no role arrives on",)
-    return Finding(L_DEADLOCK, message, primary, secondary, tuple(notes), helps, trace,
-                   key=(L_DEADLOCK,),
-                   data=(("blocked", "; ".join(f"{r.role}@{r.barrier}" for r in stuck)),
-                         ("trace_length", str(len(rows)))))
+        notes.append("finished: " + ", ".join(f"`{r}`" for r in finished) + f" ran all {run.bound} iterations")
+    helps = (
+        "each wait needs an arrival that does not depend on the waiter's own later "
+        "steps: check the order of waits and releases across rings, a release's lag "
+        "against the ring depth, and a wait on a barrier no role arrives on",
+    )
+    return Finding(
+        L_DEADLOCK,
+        message,
+        primary,
+        secondary,
+        tuple(notes),
+        helps,
+        trace,
+        key=(L_DEADLOCK,),
+        data=(("blocked", "; ".join(f"{r.role}@{r.barrier}" for r in stuck)), ("trace_length", str(len(rows)))),
+    )
 
 
 def _lag_labels(model: ProtocolModel, stuck: list[TraceRow]) -> list[tuple[Provenance, str]]:
@@ -718,8 +810,9 @@ def _lag_labels(model: ProtocolModel, stuck: list[TraceRow]) -> list[tuple[Prove
             step = e.step
             if step.lag and step.channel in rings and step.provenance not in found:
                 late = f"{step.lag} iteration" + ("" if step.lag == 1 else "s")
-                found[step.provenance] = (f"`{step.role}` releases each slot {late} late (`lag {step.lag}`): "
-                                          "the waiter needs it first")
+                found[step.provenance] = (
+                    f"`{step.role}` releases each slot {late} late (`lag {step.lag}`): the waiter needs it first"
+                )
     return list(found.items())
 
 
@@ -773,8 +866,7 @@ def _bisect(run: _Run, facts: list[str], extra: list[Any], total: Any, best: Any
     return best
 
 
-def _phases_at_end(model: ProtocolModel, zmodel: Any,
-                   order: list[Event]) -> dict[str, int]:
+def _phases_at_end(model: ProtocolModel, zmodel: Any, order: list[Event]) -> dict[str, int]:
     phases: dict[str, int] = {}
     for e in order:
         if e.obj is not None and model.completes(zmodel, e):
@@ -789,8 +881,7 @@ def _rows(run: _Run, zmodel: Any, order: list[Event]) -> tuple[TraceRow, ...]:
     rows = []
     for i, e in enumerate(order, 1):
         obj = str(e.obj) if e.obj is not None else ""
-        phase = phases.get(obj, 0) if e.obj is not None and e.op is not Op.ADD \
-            and e.op is not Op.WAIT_GE else None
+        phase = phases.get(obj, 0) if e.obj is not None and e.op is not Op.ADD and e.op is not Op.WAIT_GE else None
         completes = model.completes(zmodel, e)
         effect = _effect(e, completes, phases.get(obj, 0), counters)
         if completes:
@@ -798,8 +889,7 @@ def _rows(run: _Run, zmodel: Any, order: list[Event]) -> tuple[TraceRow, ...]:
         if e.op is Op.ADD:
             counters[obj] = counters.get(obj, 0) + e.step.count
         slot = e.slot
-        rows.append(TraceRow(i, e.role, e.step, e.iteration, obj or e.step.channel, slot, phase,
-                             e.parity, effect))
+        rows.append(TraceRow(i, e.role, e.step, e.iteration, obj or e.step.channel, slot, phase, e.parity, effect))
     return tuple(rows)
 
 
@@ -828,8 +918,7 @@ def _effect(e: Event, completes: bool, phase: int, counters: dict[str, int]) -> 
     return "passes"
 
 
-def _trace_labels(rows: Sequence[TraceRow],
-                  exclude: set[Provenance]) -> list[tuple[Provenance, str]]:
+def _trace_labels(rows: Sequence[TraceRow], exclude: set[Provenance]) -> list[tuple[Provenance, str]]:
     seen: dict[Provenance, list[int]] = {}
     for row in rows:
         if row.step.provenance not in exclude:
@@ -847,14 +936,23 @@ def _render_table(trace: Trace) -> str:
     body = []
     for row in (*trace.rows, *trace.stuck):
         mark = "->" if row in trace.stuck else str(row.index)
-        body.append((mark, row.role, row.step.provenance.text,
-                     "pre" if row.iteration < 0 else str(row.iteration), row.barrier,
-                     _opt(row.slot), _opt(row.phase), _opt(row.parity), row.effect))
+        body.append(
+            (
+                mark,
+                row.role,
+                row.step.provenance.text,
+                "pre" if row.iteration < 0 else str(row.iteration),
+                row.barrier,
+                _opt(row.slot),
+                _opt(row.phase),
+                _opt(row.parity),
+                row.effect,
+            )
+        )
     widths = [max(len(r[i]) for r in (head, *body)) for i in range(len(head))]
     lines = ["trace (schedule order; phase = phases the barrier completed before the step):"]
     for r in (head, *body):
-        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True))
-                     .rstrip())
+        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
     return "\n".join(lines)
 
 

@@ -80,21 +80,44 @@ def unroll(protocol: Protocol, bound: int) -> list[list[Event]]:
         raise ValueError("the bound is at least one iteration")
     sequences: list[list[Event]] = []
     for rank, role in enumerate(protocol.roles):
-        sequences.append(_unroll_role(protocol, role.name, rank, bound,
-                                      sum(len(s) for s in sequences)))
+        sequences.append(_unroll_role(protocol, role.name, rank, bound, sum(len(s) for s in sequences)))
     return sequences
 
 
-def _unroll_role(protocol: Protocol, role: str, rank: int, bound: int,
-                 first_id: int) -> list[Event]:
+def _unroll_role(protocol: Protocol, role: str, rank: int, bound: int, first_id: int) -> list[Event]:
     program = protocol.program(role)
     seq: list[Event] = []
 
-    def emit(step: Step, k: int, iteration: int, data: int | None, obj: ObjKey | None,
-             slot: int | None = None, use: int | None = None, parity: int | None = None,
-             threshold: int | None = None, part: str = "") -> None:
-        seq.append(Event(first_id + len(seq), role, rank, len(seq), step, k, iteration, data,
-                         obj, slot, use, parity, threshold, part))
+    def emit(
+        step: Step,
+        k: int,
+        iteration: int,
+        data: int | None,
+        obj: ObjKey | None,
+        slot: int | None = None,
+        use: int | None = None,
+        parity: int | None = None,
+        threshold: int | None = None,
+        part: str = "",
+    ) -> None:
+        seq.append(
+            Event(
+                first_id + len(seq),
+                role,
+                rank,
+                len(seq),
+                step,
+                k,
+                iteration,
+                data,
+                obj,
+                slot,
+                use,
+                parity,
+                threshold,
+                part,
+            )
+        )
 
     for k, step in enumerate(program):
         if step.prearm:

@@ -21,13 +21,14 @@ from collections import deque
 from dataclasses import dataclass
 
 from checker.protocol.model import MBAR_MAX_COUNT, BarrierKind, Op, Protocol, Step
+from diagnostics.symbols import Code
 
 
 @dataclass(frozen=True)
 class _Act:
     step: Step
-    obj: int            # index of the physical object (-1: none)
-    data: int | None    # data iteration of ring steps
+    obj: int  # index of the physical object (-1: none)
+    data: int | None  # data iteration of ring steps
     parity: int = 0
     threshold: int = 0
     sync_wait: bool = False
@@ -47,8 +48,7 @@ class StateLimit(RuntimeError):
     """The search reached its state budget before finishing."""
 
 
-def explore(protocol: Protocol, bound: int | None = None, *,
-            max_states: int = 2_000_000) -> ExploreResult:
+def explore(protocol: Protocol, bound: int | None = None, *, max_states: int = 2_000_000) -> ExploreResult:
     """Search every interleaving of a ``bound``-iteration run of ``protocol``."""
     bound = bound or protocol.default_bound()
     objects: dict[tuple[str, str, int], int] = {}
@@ -92,8 +92,7 @@ def explore(protocol: Protocol, bound: int | None = None, *,
                     slot, use = j % ring.depth, j // ring.depth
                     o = -1
                     if step.barrier is not None:
-                        o = obj(step.channel, step.barrier.value, slot,
-                                ring.barrier(step.barrier).init_count)
+                        o = obj(step.channel, step.barrier.value, slot, ring.barrier(step.barrier).init_count)
                     parity = (step.parity ^ (use % 2)) if step.parity is not None else 0
                     acts.append(_Act(step, o, j, parity=parity))
         programs.append(acts)
@@ -115,14 +114,12 @@ def explore(protocol: Protocol, bound: int | None = None, *,
                 step = act.step
                 if step.channel != ring.name or act.data is None:
                     continue
-                if step.op is Op.READ or (step.op is Op.ARRIVE
-                                          and step.barrier is BarrierKind.EMPTY):
+                if step.op is Op.READ or (step.op is Op.ARRIVE and step.barrier is BarrierKind.EMPTY):
                     last_access[(ring.name, c, act.data)] = pos
 
     n = len(roles)
     # state: pcs, per object (a, b, c), per role the generation seen at a bar.sync arrival
-    start_objs = tuple((0, inits[k], 0) if kinds[k] in ("full", "empty") else (0, 0, 0)
-                       for k in range(len(kinds)))
+    start_objs = tuple((0, inits[k], 0) if kinds[k] in ("full", "empty") else (0, 0, 0) for k in range(len(kinds)))
     start = ((0,) * n, start_objs, (0,) * n)
     seen = {start}
     queue = deque([start])
@@ -137,10 +134,9 @@ def explore(protocol: Protocol, bound: int | None = None, *,
             if not _enabled(act, objs, synced[r]):
                 continue
             moved = True
-            _note_race(protocol, act, pcs, producer_of, consumers_of, last_write,
-                       last_access, races)
+            _note_race(protocol, act, pcs, producer_of, consumers_of, last_write, last_access, races)
             new_objs, new_synced = _apply(act, objs, synced, r, kinds, inits)
-            nxt = ((*pcs[:r], pcs[r] + 1, *pcs[r + 1:]), new_objs, new_synced)
+            nxt = ((*pcs[:r], pcs[r] + 1, *pcs[r + 1 :]), new_objs, new_synced)
             if nxt not in seen:
                 if len(seen) >= max_states:
                     raise StateLimit(f"more than {max_states} states")
@@ -167,9 +163,14 @@ def _enabled(act: _Act, objs: tuple[tuple[int, int, int], ...], synced: int) -> 
     return True
 
 
-def _apply(act: _Act, objs: tuple[tuple[int, int, int], ...], synced: tuple[int, ...], r: int,
-           kinds: list[str], inits: list[int]
-           ) -> tuple[tuple[tuple[int, int, int], ...], tuple[int, ...]]:
+def _apply(
+    act: _Act,
+    objs: tuple[tuple[int, int, int], ...],
+    synced: tuple[int, ...],
+    r: int,
+    kinds: list[str],
+    inits: list[int],
+) -> tuple[tuple[tuple[int, int, int], ...], tuple[int, ...]]:
     op = act.step.op
     if act.obj < 0 or op in (Op.WAIT, Op.WAIT_GE) or act.sync_wait:
         return objs, synced
@@ -179,7 +180,7 @@ def _apply(act: _Act, objs: tuple[tuple[int, int, int], ...], synced: tuple[int,
         state[act.obj] = (a + act.step.count, b, c)
     elif kinds[act.obj] == "bar":
         if op is Op.BAR_SYNC:
-            synced = (*synced[:r], b, *synced[r + 1:])
+            synced = (*synced[:r], b, *synced[r + 1 :])
         arrived, gen = a + act.step.count, b
         if arrived == inits[act.obj]:
             arrived, gen = 0, gen + 1
@@ -199,11 +200,16 @@ def _apply(act: _Act, objs: tuple[tuple[int, int, int], ...], synced: tuple[int,
     return tuple(state), synced
 
 
-def _note_race(protocol: Protocol, act: _Act, pcs: tuple[int, ...],
-               producer_of: dict[str, int], consumers_of: dict[str, list[int]],
-               last_write: dict[tuple[str, int], int],
-               last_access: dict[tuple[str, int, int], int],
-               races: set[tuple[str, str]]) -> None:
+def _note_race(
+    protocol: Protocol,
+    act: _Act,
+    pcs: tuple[int, ...],
+    producer_of: dict[str, int],
+    consumers_of: dict[str, list[int]],
+    last_write: dict[tuple[str, int], int],
+    last_access: dict[tuple[str, int, int], int],
+    races: set[tuple[str, str]],
+) -> None:
     step = act.step
     if act.data is None or step.channel not in producer_of:
         return
@@ -225,24 +231,25 @@ def static_expectations(protocol: Protocol) -> frozenset[tuple[str, str, str]]:
     for ring in protocol.rings:
         for kind in BarrierKind:
             bar = ring.barrier(kind)
-            steps = [s for _, prog in protocol.programs for s in prog
-                     if s.channel == ring.name and s.barrier is kind]
+            steps = [s for _, prog in protocol.programs for s in prog if s.channel == ring.name and s.barrier is kind]
             loop = sum(s.count for s in steps if s.op is Op.ARRIVE and not s.prearm)
             prearm = [s.count for s in steps if s.prearm]
-            if loop != bar.init_count or (prearm and sum(prearm) != bar.init_count) \
-                    or bar.init_count > MBAR_MAX_COUNT:
-                out.add(("L-ARRIVE", ring.name, kind.value))
+            if loop != bar.init_count or (prearm and sum(prearm) != bar.init_count) or bar.init_count > MBAR_MAX_COUNT:
+                out.add((Code.L_ARRIVE, ring.name, kind.value))
             expected = sum(s.nbytes for s in steps if s.op in (Op.ARRIVE, Op.EXPECT_TX))
             completed = sum(s.nbytes for s in steps if s.op is Op.COPY)
             declared = bar.expect_tx
-            if expected != completed or max(expected, completed) > MBAR_MAX_COUNT \
-                    or (declared is not None and declared != expected):
-                out.add(("L-TXBYTES", ring.name, kind.value))
+            if (
+                expected != completed
+                or max(expected, completed) > MBAR_MAX_COUNT
+                or (declared is not None and declared != expected)
+            ):
+                out.add((Code.L_TXBYTES, ring.name, kind.value))
             armed = bool(prearm)
             right = (1 if armed else 0) if kind is BarrierKind.FULL else (0 if armed else 1)
             if any(s.op is Op.WAIT and s.parity != right for s in steps):
-                out.add(("L-PARITY", ring.name, kind.value))
+                out.add((Code.L_PARITY, ring.name, kind.value))
             roles = bar.initializers
             if len(roles) != 1 or roles[0] not in ring.sides:
-                out.add(("L-INIT", ring.name, kind.value))
+                out.add((Code.L_INIT, ring.name, kind.value))
     return frozenset(out)

@@ -301,14 +301,14 @@ class Protocol:
     def __post_init__(self) -> None:
         names = [r.name for r in self.roles]
         _unique(names, "role")
-        channels = ([r.name for r in self.rings] + [c.name for c in self.counters]
-                    + [b.name for b in self.named_barriers])
+        channels = (
+            [r.name for r in self.rings] + [c.name for c in self.counters] + [b.name for b in self.named_barriers]
+        )
         _unique(channels, "channel")
         _unique([p for p, _ in self.programs], "program")
         known = set(names)
         for ring in self.rings:
-            for who in (*ring.sides, *ring.full.initializers,
-                        *ring.empty.initializers):
+            for who in (*ring.sides, *ring.full.initializers, *ring.empty.initializers):
                 if who not in known:
                     raise ValueError(f"ring `{ring.name}` names unknown role `{who}`")
         for ctr in self.counters:
@@ -323,8 +323,7 @@ class Protocol:
             if not any(s.op in WRITE_OPS for s in self._ring_steps(ring.name)):
                 raise ValueError(f"ring `{ring.name}`: the producer never writes a slot")
             for consumer in ring.consumers:
-                if not any(s.op is Op.READ and s.role == consumer
-                           for s in self._ring_steps(ring.name)):
+                if not any(s.op is Op.READ and s.role == consumer for s in self._ring_steps(ring.name)):
                     raise ValueError(f"ring `{ring.name}`: consumer `{consumer}` never reads a slot")
 
     @functools.cached_property
@@ -391,8 +390,9 @@ class Protocol:
     def with_depth(self, ring: str, depth: int) -> Protocol:
         """The same protocol with ``ring`` at another depth (for checking a depth range)."""
         rings = tuple(
-            Ring(r.name, depth, r.producer, r.consumers, r.full, r.empty, r.provenance)
-            if r.name == ring else r for r in self.rings)
+            Ring(r.name, depth, r.producer, r.consumers, r.full, r.empty, r.provenance) if r.name == ring else r
+            for r in self.rings
+        )
         return Protocol(self.roles, rings, self.counters, self.named_barriers, self.programs)
 
 
@@ -435,27 +435,37 @@ class ProtocolBuilder:
     def get_role(self, name: str) -> Role:
         return next(r for r in self._roles if r.name == name)
 
-    def ring(self, name: str, *, depth: int, producer: str, consumer: str | Iterable[str],
-             full_init: int, empty_init: int, full_tx: int | None = None,
-             init_by: Iterable[str] = ()) -> Ring:
+    def ring(
+        self,
+        name: str,
+        *,
+        depth: int,
+        producer: str,
+        consumer: str | Iterable[str],
+        full_init: int,
+        empty_init: int,
+        full_tx: int | None = None,
+        init_by: Iterable[str] = (),
+    ) -> Ring:
         """Declare a ring (its barriers share the initializers ``init_by``)."""
         consumers = (consumer,) if isinstance(consumer, str) else tuple(consumer)
         header = self.provenance(f"ring {name} produce by {producer}")
         inits = tuple(InitBy(r, self.provenance(f"init by {r}")) for r in init_by)
         tx_text = f" expect_tx {full_tx}" if full_tx is not None else ""
-        full = Barrier(BarrierKind.FULL, full_init, self.provenance(f"full init {full_init}{tx_text}"),
-                       full_tx, inits)
-        empty = Barrier(BarrierKind.EMPTY, empty_init, self.provenance(f"empty init {empty_init}"),
-                        None, inits)
+        full = Barrier(BarrierKind.FULL, full_init, self.provenance(f"full init {full_init}{tx_text}"), full_tx, inits)
+        empty = Barrier(BarrierKind.EMPTY, empty_init, self.provenance(f"empty init {empty_init}"), None, inits)
         ring = Ring(name, depth, producer, consumers, full, empty, header)
         self._rings.append(ring)
         return ring
 
-    def counter(self, name: str, *, producer: str, consumer: str,
-                scope: Scope = Scope.CTA) -> Counter:
-        ctr = Counter(name, producer, consumer,
-                      self.provenance(f"counter {name} produce by {producer} scope {scope.value}"),
-                      scope)
+    def counter(self, name: str, *, producer: str, consumer: str, scope: Scope = Scope.CTA) -> Counter:
+        ctr = Counter(
+            name,
+            producer,
+            consumer,
+            self.provenance(f"counter {name} produce by {producer} scope {scope.value}"),
+            scope,
+        )
         self._counters.append(ctr)
         return ctr
 
@@ -464,22 +474,52 @@ class ProtocolBuilder:
         self._bars.append(bar)
         return bar
 
-    def make_step(self, role: str, op: Op, channel: str, *,
-                  barrier: BarrierKind | None = None, count: int = 0, nbytes: int = 0,
-                  parity: int | None = None, lag: int = 0, prearm: bool = False,
-                  text: str | None = None) -> Step:
+    def make_step(
+        self,
+        role: str,
+        op: Op,
+        channel: str,
+        *,
+        barrier: BarrierKind | None = None,
+        count: int = 0,
+        nbytes: int = 0,
+        parity: int | None = None,
+        lag: int = 0,
+        prearm: bool = False,
+        text: str | None = None,
+    ) -> Step:
         """A step with a fresh provenance, not placed in any program."""
         if text is None:
             text = _step_text(op, channel, barrier, count, nbytes, parity, lag, prearm)
-        return Step(role, op, channel, self.provenance(text), barrier, count, nbytes, parity,
-                    lag, prearm)
+        return Step(role, op, channel, self.provenance(text), barrier, count, nbytes, parity, lag, prearm)
 
-    def step(self, role: str, op: Op, channel: str, *, barrier: BarrierKind | None = None,
-             count: int = 0, nbytes: int = 0, parity: int | None = None, lag: int = 0,
-             prearm: bool = False, text: str | None = None) -> Step:
+    def step(
+        self,
+        role: str,
+        op: Op,
+        channel: str,
+        *,
+        barrier: BarrierKind | None = None,
+        count: int = 0,
+        nbytes: int = 0,
+        parity: int | None = None,
+        lag: int = 0,
+        prearm: bool = False,
+        text: str | None = None,
+    ) -> Step:
         """Append one step to ``role``'s program."""
-        step = self.make_step(role, op, channel, barrier=barrier, count=count, nbytes=nbytes,
-                              parity=parity, lag=lag, prearm=prearm, text=text)
+        step = self.make_step(
+            role,
+            op,
+            channel,
+            barrier=barrier,
+            count=count,
+            nbytes=nbytes,
+            parity=parity,
+            lag=lag,
+            prearm=prearm,
+            text=text,
+        )
         self._programs.setdefault(role, []).append(step)
         return step
 
@@ -487,8 +527,16 @@ class ProtocolBuilder:
         """Replace ``role``'s program (for an explicit cross-channel order)."""
         self._programs[role] = list(steps)
 
-    def produce(self, ring: str, *, wait_empty: bool = True, parity: int = 1,
-                arrive: int = 1, tx: int | None = None, copies: Iterable[int] | None = None) -> None:
+    def produce(
+        self,
+        ring: str,
+        *,
+        wait_empty: bool = True,
+        parity: int = 1,
+        arrive: int = 1,
+        tx: int | None = None,
+        copies: Iterable[int] | None = None,
+    ) -> None:
         """The producer side in the language's order: ``empty wait``, ``full arrive``, copies.
 
         ``tx`` defaults to the full barrier's declared bytes; with no ``copies`` one copy of
@@ -507,9 +555,17 @@ class ProtocolBuilder:
         for size in sizes:
             self.step(who, Op.COPY, ring, barrier=BarrierKind.FULL, nbytes=size)
 
-    def consume(self, ring: str, *, role: str | None = None, wait_full: bool = True,
-                parity: int = 0, release: int | None = None, lag: int = 0,
-                prearm: bool = False) -> None:
+    def consume(
+        self,
+        ring: str,
+        *,
+        role: str | None = None,
+        wait_full: bool = True,
+        parity: int = 0,
+        release: int | None = None,
+        lag: int = 0,
+        prearm: bool = False,
+    ) -> None:
         """A consumer side in the language's order: ``full wait``, read, ``empty arrive``.
 
         ``role`` defaults to the ring's first consumer; ``release`` to the empty barrier's
@@ -531,12 +587,19 @@ class ProtocolBuilder:
 
     def build(self) -> Protocol:
         programs = tuple((r.name, tuple(self._programs.get(r.name, ()))) for r in self._roles)
-        return Protocol(tuple(self._roles), tuple(self._rings), tuple(self._counters),
-                        tuple(self._bars), programs)
+        return Protocol(tuple(self._roles), tuple(self._rings), tuple(self._counters), tuple(self._bars), programs)
 
 
-def _step_text(op: Op, channel: str, barrier: BarrierKind | None, count: int, nbytes: int,
-               parity: int | None, lag: int, prearm: bool) -> str:
+def _step_text(
+    op: Op,
+    channel: str,
+    barrier: BarrierKind | None,
+    count: int,
+    nbytes: int,
+    parity: int | None,
+    lag: int,
+    prearm: bool,
+) -> str:
     """Contract-like source text for a synthesized step."""
     head = f"{channel}.{barrier.value}" if barrier is not None else channel
     words = [head, op.value]

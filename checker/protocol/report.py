@@ -21,6 +21,7 @@ from checker.protocol.check import (
 from checker.protocol.model import Protocol
 from checker.protocol.smt import PARITY_RULE, PHASE_RULE, fact_text
 from diagnostics.model import Diagnostic, Label, sort_diagnostics
+from diagnostics.symbols import Code
 from solver import unknown_diagnostic
 
 __all__ = ["UNKNOWN_CODE", "check_protocol", "protocol_diagnostics", "verdict_diagnostics"]
@@ -30,38 +31,54 @@ def verdict_diagnostics(verdict: ProtocolVerdict) -> list[Diagnostic]:
     """One diagnostic per finding and per undecided query, in deterministic order."""
     diags = [_finding(f) for f in verdict.findings]
     for query in verdict.undecided:
-        diags.append(undecided_diagnostic(
-            query.code, f"the protocol model could not decide {_question(query)} within its budget "
-            f"(rlimit {verdict.rlimit})",
-            tuple(Label(p.span, f"{query.code} undecided here", True) for p in query.where[:1]),
-            (f"model: {verdict.stats.events} steps over {verdict.stats.bound} "
-             f"iterations, {verdict.stats.assertions} assertions",),
-            (("undecided", query.what), ("rlimit", str(verdict.rlimit)))))
+        diags.append(
+            undecided_diagnostic(
+                query.code,
+                f"the protocol model could not decide {_question(query)} within its budget (rlimit {verdict.rlimit})",
+                tuple(Label(p.span, f"{query.code} undecided here", True) for p in query.where[:1]),
+                (
+                    f"model: {verdict.stats.events} steps over {verdict.stats.bound} "
+                    f"iterations, {verdict.stats.assertions} assertions",
+                ),
+                (("undecided", query.what), ("rlimit", str(verdict.rlimit))),
+            )
+        )
     return sort_diagnostics(diags)
 
 
-_QUESTIONS = {"L-ARRIVE": "the arrival count of {}", "L-TXBYTES": "the transaction bytes of {}",
-              "L-PARITY": "the first parities on {}", "L-RACE": "whether there is an {}"}
+_QUESTIONS: dict[str, str] = {
+    Code.L_ARRIVE: "the arrival count of {}",
+    Code.L_TXBYTES: "the transaction bytes of {}",
+    Code.L_PARITY: "the first parities on {}",
+    Code.L_RACE: "whether there is an {}",
+}
 
 
 def _question(query: Undecided) -> str:
     return _QUESTIONS.get(query.code, "{}").format(query.what)
 
 
-def undecided_diagnostic(code: str, message: str, labels: tuple[Label, ...], notes: tuple[str, ...] = (),
-                         data: tuple[tuple[str, str], ...] = (), helps: tuple[str, ...] = ()) -> Diagnostic:
+def undecided_diagnostic(
+    code: str,
+    message: str,
+    labels: tuple[Label, ...],
+    notes: tuple[str, ...] = (),
+    data: tuple[tuple[str, str], ...] = (),
+    helps: tuple[str, ...] = (),
+) -> Diagnostic:
     """``E-SOLVER-UNKNOWN`` for an undecided question of clause ``code`` (never a pass)."""
     return unknown_diagnostic(code, message, labels, more_notes=notes, helps=helps, data=data)
 
 
-def protocol_diagnostics(protocol: Protocol, *, bound: int | None = None,
-                         rlimit: int = DEFAULT_RLIMIT) -> list[Diagnostic]:
+def protocol_diagnostics(
+    protocol: Protocol, *, bound: int | None = None, rlimit: int = DEFAULT_RLIMIT
+) -> list[Diagnostic]:
     """Check ``protocol`` and return its diagnostics (empty when it is safe)."""
     return verdict_diagnostics(check_protocol(protocol, bound=bound, rlimit=rlimit))
 
 
 def proof_notes(verdict: ProtocolVerdict) -> list[str]:
-    """"Why safe" lines for each query proved unsat (needs ``explain=True``)."""
+    """ "Why safe" lines for each query proved unsat (needs ``explain=True``)."""
     lines = []
     for proof in verdict.proofs:
         facts = "; ".join(fact_text(f) for f in proof.facts)
@@ -72,16 +89,20 @@ def proof_notes(verdict: ProtocolVerdict) -> list[str]:
 def _finding(finding: Finding) -> Diagnostic:
     labels = [Label(p.span, text, True) for p, text in finding.primary]
     primaries = {p for p, _ in finding.primary}
-    labels += [Label(p.span, text, False) for p, text in finding.secondary
-               if p not in primaries]
+    labels += [Label(p.span, text, False) for p, text in finding.secondary if p not in primaries]
     notes = list(finding.notes)
     if finding.trace is not None:
         notes.append(f"semantics: {PHASE_RULE.text}; {PARITY_RULE.text}")
     if finding.core:
-        notes.append("minimal conflicting facts: "
-                     + "; ".join(fact_text(f) for f in finding.core))
-    return Diagnostic(finding.code, finding.message, labels=tuple(_dedupe(labels)),
-                      notes=tuple(notes), helps=finding.helps, data=finding.data)
+        notes.append("minimal conflicting facts: " + "; ".join(fact_text(f) for f in finding.core))
+    return Diagnostic(
+        finding.code,
+        finding.message,
+        labels=tuple(_dedupe(labels)),
+        notes=tuple(notes),
+        helps=finding.helps,
+        data=finding.data,
+    )
 
 
 def _dedupe(labels: list[Label]) -> list[Label]:
@@ -93,4 +114,3 @@ def _dedupe(labels: list[Label]) -> list[Label]:
             seen.add(key)
             out.append(label)
     return out
-

@@ -58,6 +58,7 @@ from checker.protocol.model import (
     Ring,
     Step,
 )
+from diagnostics.symbols import Code
 from solver import UNSAT, Tracked, Verdict, context, minimise_core, verdict_of
 from solver import text as T
 from solver.text import Script, Term
@@ -81,24 +82,31 @@ class Lemma:
 
 Fact = Provenance | Rule | Lemma
 
-PHASE_RULE = Rule("phase", "a phase completes when the pending arrival count and the tx-count "
-                  "are both zero; pending then resets to the init count (PTX §9.7.13.15.6)")
-PARITY_RULE = Rule("parity", "a parity wait passes iff the preceding phase, of the other "
-                   "parity, is complete: on a fresh barrier parity 1 passes and parity 0 "
-                   "blocks (PTX §9.7.13.15.16)")
-ARRIVE_RULE = Rule("arrive", "per phase, the arrivals of all participants equal the "
-                   "initialized arrival count")
+PHASE_RULE = Rule(
+    "phase",
+    "a phase completes when the pending arrival count and the tx-count "
+    "are both zero; pending then resets to the init count (PTX §9.7.13.15.6)",
+)
+PARITY_RULE = Rule(
+    "parity",
+    "a parity wait passes iff the preceding phase, of the other "
+    "parity, is complete: on a fresh barrier parity 1 passes and parity 0 "
+    "blocks (PTX §9.7.13.15.16)",
+)
+ARRIVE_RULE = Rule("arrive", "per phase, the arrivals of all participants equal the initialized arrival count")
 PREARM_RULE = Rule("prearm", "the pre-arm arrivals complete exactly one phase")
-TX_RULE = Rule("txbytes", "per phase, the expected transaction bytes equal the bytes the "
-               "async copies complete")
-DECL_RULE = Rule("declared-tx", "the declared transaction bytes per phase equal what the "
-                 "participants expect and complete")
-RANGE_RULE = Rule("range", "arrival counts and tx-counts stay within 2^20 - 1 "
-                  "(PTX §9.7.13.15.2)")
-FIRST_PARITY_RULE = Rule("first-parity", "the first wait on a full barrier waits for the "
-                         "first fill (parity 0, or 1 after a pre-arm); the first wait on an "
-                         "empty barrier waits for the previous release (parity 1, or 0 "
-                         "after a pre-arm)")
+TX_RULE = Rule("txbytes", "per phase, the expected transaction bytes equal the bytes the async copies complete")
+DECL_RULE = Rule(
+    "declared-tx", "the declared transaction bytes per phase equal what the participants expect and complete"
+)
+RANGE_RULE = Rule("range", "arrival counts and tx-counts stay within 2^20 - 1 (PTX §9.7.13.15.2)")
+FIRST_PARITY_RULE = Rule(
+    "first-parity",
+    "the first wait on a full barrier waits for the "
+    "first fill (parity 0, or 1 after a pre-arm); the first wait on an "
+    "empty barrier waits for the previous release (parity 1, or 0 "
+    "after a pre-arm)",
+)
 
 
 def fact_text(fact: Fact) -> str:
@@ -122,9 +130,9 @@ class Query(enum.Enum):
 class StaticKind(enum.Enum):
     """The arithmetic checks decided per barrier or per wait."""
 
-    ARRIVE = "L-ARRIVE"
-    TXBYTES = "L-TXBYTES"
-    PARITY = "L-PARITY"
+    ARRIVE = Code.L_ARRIVE
+    TXBYTES = Code.L_TXBYTES
+    PARITY = Code.L_PARITY
 
 
 @dataclass(frozen=True)
@@ -198,8 +206,7 @@ class ProtocolModel:
         self._count: dict[str, Term] = {}
         self._bytes: dict[str, Term] = {}
         self._guards: dict[tuple[str, ...], str] = {}
-        self.overshoots: dict[str, tuple[dict[int, Term], list[Event], int, Term,
-                                         Term, list[str]]] = {}
+        self.overshoots: dict[str, tuple[dict[int, Term], list[Event], int, Term, Term, list[str]]] = {}
         self._declare_facts()
         self._encode_steps()
         for ring in protocol.rings:
@@ -249,8 +256,9 @@ class ProtocolModel:
             self._lit_terms[key] = self._bool(key)
             self.tracked.add(key, key, fact.span if isinstance(fact, Provenance) else None)
 
-    def _add(self, keys: str | Sequence[str], expr: Cond, *, dynamic: bool = True,
-             static: bool = False, cut: bool = False) -> None:
+    def _add(
+        self, keys: str | Sequence[str], expr: Cond, *, dynamic: bool = True, static: bool = False, cut: bool = False
+    ) -> None:
         """Assert ``expr`` guarded by the literals of ``keys`` (its provenance).
 
         ``dynamic``, ``static`` and ``cut`` pick the solvers that receive it: the whole
@@ -259,8 +267,9 @@ class ProtocolModel:
         names = (keys,) if isinstance(keys, str) else tuple(dict.fromkeys(keys))
         guard = self._guards.get(names)
         if guard is None:
-            guard = self._lit_terms[names[0]].text if len(names) == 1 else T.And(
-                *[self._lit_terms[k] for k in names]).text
+            guard = (
+                self._lit_terms[names[0]].text if len(names) == 1 else T.And(*[self._lit_terms[k] for k in names]).text
+            )
             self._guards[names] = guard
         assertion = f"(=> {guard} {T.lit(expr)})"
         self.assertions += 1
@@ -321,15 +330,20 @@ class ProtocolModel:
         name = f"{ring.name}.{kind.value}"
         init = self._int(f"init:{name}")
         self._add(dkey, init == bar.init_count, dynamic=False, static=True)
-        steps = [(step_key(s, k), s) for _, prog in self.protocol.programs
-                 for k, s in enumerate(prog) if s.channel == ring.name and s.barrier is kind]
+        steps = [
+            (step_key(s, k), s)
+            for _, prog in self.protocol.programs
+            for k, s in enumerate(prog)
+            if s.channel == ring.name and s.barrier is kind
+        ]
         loop = [k for k, s in steps if s.op is Op.ARRIVE and not s.prearm]
         prearm = [k for k, s in steps if s.prearm]
         expects = [k for k, s in steps if s.op in (Op.ARRIVE, Op.EXPECT_TX) and s.nbytes]
         copies = [k for k, s in steps if s.op is Op.COPY]
 
-        def rule(suffix: str, fact: Rule, expr: Term, related: Iterable[str],
-                 check: StaticKind, wait: Step | None = None) -> None:
+        def rule(
+            suffix: str, fact: Rule, expr: Term, related: Iterable[str], check: StaticKind, wait: Step | None = None
+        ) -> None:
             key = f"rule:{suffix}:{name}"
             self._fact(key, fact)
             self._add(key, expr, dynamic=False, static=True)
@@ -344,18 +358,19 @@ class ProtocolModel:
         rule("range-count", RANGE_RULE, init <= MBAR_MAX_COUNT, (), StaticKind.ARRIVE)
         expected = self._sum([self._bytes[k] for k in expects])
         completed = self._sum([self._bytes[k] for k in copies])
-        rule("txbytes", TX_RULE, expected == completed, [*expects, *copies],
-             StaticKind.TXBYTES)
+        rule("txbytes", TX_RULE, expected == completed, [*expects, *copies], StaticKind.TXBYTES)
         if bar.expect_tx is not None:
             declared = self._int(f"declared:{name}")
             self._add(dkey, declared == bar.expect_tx, dynamic=False, static=True)
-            rule("declared-expect", DECL_RULE, declared == expected, expects,
-                 StaticKind.TXBYTES)
-            rule("declared-copy", DECL_RULE, declared == completed, copies,
-                 StaticKind.TXBYTES)
-        rule("range-tx", RANGE_RULE,
-             T.And(expected <= MBAR_MAX_COUNT, completed <= MBAR_MAX_COUNT),
-             [*expects, *copies], StaticKind.TXBYTES)
+            rule("declared-expect", DECL_RULE, declared == expected, expects, StaticKind.TXBYTES)
+            rule("declared-copy", DECL_RULE, declared == completed, copies, StaticKind.TXBYTES)
+        rule(
+            "range-tx",
+            RANGE_RULE,
+            T.And(expected <= MBAR_MAX_COUNT, completed <= MBAR_MAX_COUNT),
+            [*expects, *copies],
+            StaticKind.TXBYTES,
+        )
         armed = self._int(f"prearmed:{name}")
         for k in prearm:
             self._add(k, armed == 1, dynamic=False, static=True)
@@ -368,8 +383,7 @@ class ProtocolModel:
             first = self._int(f"first-parity:{k}")
             self._add(k, first == step.parity, dynamic=False, static=True)
             related = [k, *prearm] if prearm else [k, f"ring:{ring.name}"]
-            rule(f"first-parity:{k}", FIRST_PARITY_RULE, first == right, related,
-                 StaticKind.PARITY, step)
+            rule(f"first-parity:{k}", FIRST_PARITY_RULE, first == right, related, StaticKind.PARITY, step)
 
     # -- interleaving semantics ------------------------------------------------------
 
@@ -424,11 +438,13 @@ class ProtocolModel:
         """
         steps = [s for _, prog in self.protocol.programs for s in prog if s.channel == name]
         roles = [s.role for s in steps]
-        return (all(s.op is Op.BAR_SYNC for s in steps) and len(set(roles)) == len(roles)
-                and sum(s.count for s in steps) == threads)
+        return (
+            all(s.op is Op.BAR_SYNC for s in steps)
+            and len(set(roles)) == len(roles)
+            and sum(s.count for s in steps) == threads
+        )
 
-    def _lockstep_barrier(self, name: str, movers: list[Event], waits: list[Event],
-                          decl: str) -> None:
+    def _lockstep_barrier(self, name: str, movers: list[Event], waits: list[Event], decl: str) -> None:
         """A rendezvous per iteration: a ``bar.sync`` of iteration ``j`` passes once every
         participant made its ``j``-th arrival (see :meth:`_lockstep`)."""
         basis = [decl, *dict.fromkeys(self._key(e) for e in movers)]
@@ -436,24 +452,20 @@ class ProtocolModel:
         for e in movers:
             by_round[e.iteration].append(e)
         for e in movers:
-            last = [b for o in by_round[e.iteration] if o is not e
-                    and (b := self.before(o, e)) is not True]
+            last = [b for o in by_round[e.iteration] if o is not e and (b := self.before(o, e)) is not True]
             flag = self._bool(f"done{e.id}")
             self.done[e.id] = flag
-            self._add(basis, flag == (T.And(*[b for b in last])
-                                      if last else self._const(True)))
+            self._add(basis, flag == (T.And(*[b for b in last]) if last else self._const(True)))
         for w in waits:
             group = by_round[w.iteration]
             seen = [b for o in group if (b := self.before(o, w)) is not True]
-            passes = T.And(*[b for b in seen]) if seen \
-                else self._const(True)
+            passes = T.And(*[b for b in seen]) if seen else self._const(True)
             now = self._bool(f"met-cut:{name}:{w.iteration}")
             self._add(basis, now == T.And(*[self.executed(o) for o in group]), cut=True)
             self._cut_pass[w.id] = now
             self._add([self._key(w), *basis], T.Implies(self.executed(w), passes))
 
-    def _mbarrier_chain(self, name: str, movers: list[Event], waits: list[Event], n: int,
-                        decl: str) -> None:
+    def _mbarrier_chain(self, name: str, movers: list[Event], waits: list[Event], n: int, decl: str) -> None:
         """An mbarrier slot whose state changes all come from one role, in program order.
 
         Which changes complete a phase follows from the declaration and the movers' steps
@@ -505,11 +517,12 @@ class ProtocolModel:
         for w in waits:
             key = self._key(w)
             threshold = self._count[key] * ((w.threshold or 0) // w.step.count)
-            value = [T.If(b, self._count[self._key(a)], self._val(0)) if b is not True
-                     else self._count[self._key(a)]
-                     for a in adds if (b := self.before(a, w)) is not False]
-            now = [T.If(self.executed(a), self._count[self._key(a)], self._val(0))
-                   for a in adds]
+            value = [
+                T.If(b, self._count[self._key(a)], self._val(0)) if b is not True else self._count[self._key(a)]
+                for a in adds
+                if (b := self.before(a, w)) is not False
+            ]
+            now = [T.If(self.executed(a), self._count[self._key(a)], self._val(0)) for a in adds]
             self._cut_pass[w.id] = self._sum(now) >= threshold
             self._add(key, T.Implies(self.executed(w), self._sum(value) >= threshold))
 
@@ -524,8 +537,7 @@ class ProtocolModel:
                 terms.append(T.If(both, self._val(1), self._val(0)))
         return self._sum(terms)
 
-    def _counting(self, name: str, movers: list[Event], waits: list[Event], n: int,
-                  decl: str) -> None:
+    def _counting(self, name: str, movers: list[Event], waits: list[Event], n: int, decl: str) -> None:
         """An mbarrier slot or named barrier changed by several roles: sums over order atoms.
 
         Besides the exact encoding, the cut abstraction gets facts true in every reachable
@@ -542,21 +554,29 @@ class ProtocolModel:
             over = self._completions_plain(movers, flags, n, decl)
         cut = [T.And(self.executed(o), flags[o.id]) for o in movers]
         gen_cut = self._int(f"gen-cut:{name}")
-        self._add(decl, gen_cut == self._sum([T.If(t, self._val(1), self._val(0))
-                                              for t in cut]))
-        arrived = self._sum([T.If(self.executed(o), self._count[self._key(o)], self._val(0))
-                             for o in movers if o.op is not Op.EXPECT_TX and o.op is not Op.COPY])
+        self._add(decl, gen_cut == self._sum([T.If(t, self._val(1), self._val(0)) for t in cut]))
+        arrived = self._sum(
+            [
+                T.If(self.executed(o), self._count[self._key(o)], self._val(0))
+                for o in movers
+                if o.op is not Op.EXPECT_TX and o.op is not Op.COPY
+            ]
+        )
         self._add(basis, T.And(gen_cut >= 0, n * gen_cut <= arrived), cut=True)
         if over:
             self.overshoots[name] = (over, movers, n, gen_cut, arrived, basis)
-            self._query(QueryKey(Query.OVERSHOOT, name),
-                        T.Or(*[T.And(self.executed(e), over[e.id]) for e in movers]))
+            self._query(QueryKey(Query.OVERSHOOT, name), T.Or(*[T.And(self.executed(e), over[e.id]) for e in movers]))
         odd_cut = gen_cut % 2 == 1
         seen: dict[int, Term] = {}
         for w in waits:
             if w.op is Op.WAIT:
-                odd = _xor([flags[o.id] if b is True else T.And(b, flags[o.id])
-                            for o in movers if (b := self.before(o, w)) is not False])
+                odd = _xor(
+                    [
+                        flags[o.id] if b is True else T.And(b, flags[o.id])
+                        for o in movers
+                        if (b := self.before(o, w)) is not False
+                    ]
+                )
                 self._cut_pass[w.id] = odd_cut if w.parity == 0 else T.Not(odd_cut)
                 passes = odd if w.parity == 0 else T.Not(odd)
                 self._add(self._key(w), T.Implies(self.executed(w), passes))
@@ -569,24 +589,29 @@ class ProtocolModel:
             self._add(self._key(w), T.Implies(self.executed(w), passes))
             own = [o for o in movers if o.rank == arrival.rank and o.pos < arrival.pos]
             others = [o for o in movers if o.rank != arrival.rank]
-            bound = self._sum([self._count[self._key(o)] for o in own]
-                              + [T.If(self.executed(o), self._count[self._key(o)], self._val(0))
-                                 for o in others])
+            bound = self._sum(
+                [self._count[self._key(o)] for o in own]
+                + [T.If(self.executed(o), self._count[self._key(o)], self._val(0)) for o in others]
+            )
             facts = [*basis, self._key(w)]
-            self._add(facts, T.And(gen >= 0, T.Implies(self.executed(arrival),
-                                                        T.And(gen <= gen_cut, n * gen <= bound))),
-                      dynamic=False, cut=True)
-            self._add(facts, T.Implies(self.executed(w), gen + 1 <= gen_cut),
-                      dynamic=False, cut=True)
+            self._add(
+                facts,
+                T.And(gen >= 0, T.Implies(self.executed(arrival), T.And(gen <= gen_cut, n * gen <= bound))),
+                dynamic=False,
+                cut=True,
+            )
+            self._add(facts, T.Implies(self.executed(w), gen + 1 <= gen_cut), dynamic=False, cut=True)
             previous = seen.get(arrival.rank)
             if previous is not None:
-                self._add([*facts, role_key(arrival.role)],
-                          T.Implies(self.executed(arrival), gen >= previous + 1),
-                          dynamic=False, cut=True)
+                self._add(
+                    [*facts, role_key(arrival.role)],
+                    T.Implies(self.executed(arrival), gen >= previous + 1),
+                    dynamic=False,
+                    cut=True,
+                )
             seen[arrival.rank] = gen
 
-    def _completions_plain(self, movers: list[Event], flags: dict[int, Term], n: int,
-                           decl: str) -> dict[int, Term]:
+    def _completions_plain(self, movers: list[Event], flags: dict[int, Term], n: int, decl: str) -> dict[int, Term]:
         """Completions of a counting object without bytes, from arrival sums alone.
 
         Until some arrival jumps past the next multiple of ``n`` (over-arrival, after which
@@ -598,9 +623,11 @@ class ProtocolModel:
         total_max = sum(self._count_value(e) for e in movers)
         levels = [n * j for j in range(1, total_max // n + 1)]
         for e in movers:
-            before = [T.If(b, self._count[self._key(o)], self._val(0)) if b is not True
-                      else self._count[self._key(o)]
-                      for o in movers if o is not e and (b := self.before(o, e)) is not False]
+            before = [
+                T.If(b, self._count[self._key(o)], self._val(0)) if b is not True else self._count[self._key(o)]
+                for o in movers
+                if o is not e and (b := self.before(o, e)) is not False
+            ]
             prev = self._acc(decl, f"prev{e.id}", self._sum(before))
             total = prev + self._count[self._key(e)]
             over[e.id] = self._bool(f"over{e.id}")
@@ -609,14 +636,16 @@ class ProtocolModel:
             hit = [total == level for level in levels]
             lands[e.id] = T.And(T.Or(*hit), T.Not(over[e.id])) if hit else self._const(False)
         for e in movers:
-            stuck = [T.And(b, over[o.id]) if b is not True else over[o.id]
-                     for o in movers if o is not e and (b := self.before(o, e)) is not False]
+            stuck = [
+                T.And(b, over[o.id]) if b is not True else over[o.id]
+                for o in movers
+                if o is not e and (b := self.before(o, e)) is not False
+            ]
             ok = T.And(lands[e.id], T.Not(T.Or(*stuck))) if stuck else lands[e.id]
             self._add(decl, flags[e.id] == ok)
         return over
 
-    def _completions_with_bytes(self, movers: list[Event], flags: dict[int, Term],
-                                n: int, decl: str) -> None:
+    def _completions_with_bytes(self, movers: list[Event], flags: dict[int, Term], n: int, decl: str) -> None:
         """Completions of an mbarrier slot with bytes: each flag from the earlier ones."""
         for e in movers:
             arrivals: list[Term] = []
@@ -638,8 +667,10 @@ class ProtocolModel:
                     expected.append(part(self._bytes[key]))
                 if o.op is not Op.EXPECT_TX:
                     arrivals.append(part(self._count[key]))
-            completes = T.And(self._sum(arrivals) == n * self._completions_before(movers, e) + n,
-                               self._sum(expected) == self._sum(completed))
+            completes = T.And(
+                self._sum(arrivals) == n * self._completions_before(movers, e) + n,
+                self._sum(expected) == self._sum(completed),
+            )
             self._add(decl, flags[e.id] == completes)
 
     def _acc(self, key: str, name: str, value: Term) -> Term:
@@ -648,8 +679,7 @@ class ProtocolModel:
         self._add(key, var == value)
         return var
 
-    def _frontier(self, chain: list[Event], values: Sequence[bool],
-                  at: Callable[[Event], Cond]) -> Term:
+    def _frontier(self, chain: list[Event], values: Sequence[bool], at: Callable[[Event], Cond]) -> Term:
         """``values[f]`` for the last ``f`` with ``at(chain[f])`` (false when there is none).
 
         ``at`` must be monotone along the chain (true on a prefix of it).
@@ -685,13 +715,11 @@ class ProtocolModel:
                 continue
             pc = self.pc[seq[0].rank]
             done = pc == len(seq)
-            blocked = [T.And(pc == e.pos, T.Not(self._cut_pass[e.id]))
-                       for e in seq if e.is_wait]
+            blocked = [T.And(pc == e.pos, T.Not(self._cut_pass[e.id])) for e in seq if e.is_wait]
             finished.append(done)
             stuck.append(T.Or(done, *blocked))
         if finished:
-            self._query(QueryKey(Query.DEADLOCK),
-                        T.And(*stuck, T.Or(*[T.Not(f) for f in finished])))
+            self._query(QueryKey(Query.DEADLOCK), T.And(*stuck, T.Or(*[T.Not(f) for f in finished])))
         for ring in self.protocol.rings:
             overwrite = [self._misordered(prev, w) for w, _, prev in self.overwrite_pairs(ring)]
             early = [self._misordered(lw, r) for r, lw in self.read_pairs(ring)]
@@ -707,11 +735,13 @@ class ProtocolModel:
         order = self.before(first, later)
         return T.And(self.executed(later), T.Not(order))
 
-    def ring_accesses(self, ring: Ring) -> tuple[list[Event], dict[tuple[str, int], Event],
-                                                 list[Event]]:
+    def ring_accesses(self, ring: Ring) -> tuple[list[Event], dict[tuple[str, int], Event], list[Event]]:
         """The producer's writes, each consumer's last access per data iteration, the reads."""
-        writes = [e for e in self.events if e.role == ring.producer
-                  and e.step.channel == ring.name and e.op in (Op.COPY, Op.WRITE)]
+        writes = [
+            e
+            for e in self.events
+            if e.role == ring.producer and e.step.channel == ring.name and e.op in (Op.COPY, Op.WRITE)
+        ]
         last: dict[tuple[str, int], Event] = {}
         reads = []
         for e in self.events:
@@ -728,8 +758,12 @@ class ProtocolModel:
     def overwrite_pairs(self, ring: Ring) -> list[tuple[Event, str, Event | None]]:
         """Each write of a reused slot, per consumer with its last access of the previous use."""
         writes, last, _ = self.ring_accesses(ring)
-        return [(w, c, last.get((c, w.data - ring.depth))) for w in writes
-                if w.data is not None and w.data >= ring.depth for c in ring.consumers]
+        return [
+            (w, c, last.get((c, w.data - ring.depth)))
+            for w in writes
+            if w.data is not None and w.data >= ring.depth
+            for c in ring.consumers
+        ]
 
     def read_pairs(self, ring: Ring) -> list[tuple[Event, Event]]:
         """Each read, with the producer's last write of the same data iteration."""
@@ -780,14 +814,12 @@ class ProtocolModel:
         """One of the model's solvers: ``"model"``, ``"static"`` or ``"cut"``."""
         return {"model": self.solver, "static": self.static_solver, "cut": self.cut_solver}[solver]
 
-    def check(self, facts: Iterable[str], extra: Iterable[z3.BoolRef] = (), *,
-              solver: str = "model") -> Verdict:
+    def check(self, facts: Iterable[str], extra: Iterable[z3.BoolRef] = (), *, solver: str = "model") -> Verdict:
         self._flush()
         chosen = self.pick(solver)
         return verdict_of(chosen.check(*[self.lits[k] for k in facts], *extra), chosen)
 
-    def core(self, facts: Sequence[str], extra: Sequence[z3.BoolRef] = (), *,
-             solver: str = "model") -> tuple[str, ...]:
+    def core(self, facts: Sequence[str], extra: Sequence[z3.BoolRef] = (), *, solver: str = "model") -> tuple[str, ...]:
         """A minimal subset of ``facts`` that stays unsat with ``extra`` (:func:`solver.minimise_core`).
 
         Starts from Z3's core; a literal whose removal gives ``unknown`` is kept.
@@ -800,8 +832,9 @@ class ProtocolModel:
         _, found = core_of(self.check(facts, extra, solver=solver))
         if found is None:
             return tuple(facts)
-        kept, _ = minimise_core([k for k in facts if k in found],
-                                lambda trial: core_of(self.check(trial, extra, solver=solver)))
+        kept, _ = minimise_core(
+            [k for k in facts if k in found], lambda trial: core_of(self.check(trial, extra, solver=solver))
+        )
         return kept
 
     def last_model(self) -> z3.ModelRef:
@@ -828,10 +861,8 @@ class ProtocolModel:
 
     def order(self, model: z3.ModelRef) -> list[Event]:
         """The executed events of ``model`` in schedule order."""
-        pcs = {rank: model.eval(self._z3(pc), model_completion=True).as_long()
-               for rank, pc in self.pc.items()}
-        times = {e.id: model.eval(self._z3(self.time[e.id]), model_completion=True).as_long()
-                 for e in self.events}
+        pcs = {rank: model.eval(self._z3(pc), model_completion=True).as_long() for rank, pc in self.pc.items()}
+        times = {e.id: model.eval(self._z3(self.time[e.id]), model_completion=True).as_long() for e in self.events}
         executed = [e for e in self.events if e.pos < pcs.get(e.rank, 0)]
         return sorted(executed, key=lambda e: (times[e.id], e.rank, e.pos))
 

@@ -22,8 +22,9 @@ EMPTY = BarrierKind.EMPTY
 
 
 @st.composite
-def small_protocols(draw: st.DrawFn, *, max_roles: int = 3, max_rings: int = 2,
-                    max_depth: int = 3, extras: bool = True) -> Protocol:
+def small_protocols(
+    draw: st.DrawFn, *, max_roles: int = 3, max_rings: int = 2, max_depth: int = 3, extras: bool = True
+) -> Protocol:
     """A random small protocol; ``extras`` adds counters and named barriers sometimes."""
     b = ProtocolBuilder("fuzz.kc")
     n_roles = draw(st.integers(2, max_roles))
@@ -45,8 +46,14 @@ def small_protocols(draw: st.DrawFn, *, max_roles: int = 3, max_rings: int = 2,
     return b.build()
 
 
-def _ring(draw: st.DrawFn, b: ProtocolBuilder, name: str, roles: list[str],
-          blocks: dict[str, list[list[Step]]], max_depth: int) -> None:
+def _ring(
+    draw: st.DrawFn,
+    b: ProtocolBuilder,
+    name: str,
+    roles: list[str],
+    blocks: dict[str, list[list[Step]]],
+    max_depth: int,
+) -> None:
     shuffled = draw(st.permutations(roles))
     two = len(roles) > 2 and draw(st.integers(0, 4)) == 0
     producer, consumers = shuffled[0], tuple(shuffled[1:3] if two else shuffled[1:2])
@@ -66,33 +73,37 @@ def _ring(draw: st.DrawFn, b: ProtocolBuilder, name: str, roles: list[str],
         releases[c] = pick(role.warps, 1, role.threads)
     empty_init = pick(sum(releases.values()), b.get_role(consumers[0]).warps, 1)
     declared: int | None = pick(None, 2 * tx) if not tx else pick(tx, None, 2 * tx)
-    init_by: tuple[str, ...] = pick((producer,), (consumers[-1],), (),
-                                    (producer, consumers[0]))
-    b.ring(name, depth=depth, producer=producer, consumer=consumers, full_init=full_init,
-           empty_init=empty_init, full_tx=declared, init_by=init_by)
+    init_by: tuple[str, ...] = pick((producer,), (consumers[-1],), (), (producer, consumers[0]))
+    b.ring(
+        name,
+        depth=depth,
+        producer=producer,
+        consumer=consumers,
+        full_init=full_init,
+        empty_init=empty_init,
+        full_tx=declared,
+        init_by=init_by,
+    )
     prearm = pick(False, True)
 
     prod: list[Step] = []
     if pick(True, False):
         right = 0 if prearm else 1
-        prod.append(b.make_step(producer, Op.WAIT, name, barrier=EMPTY,
-                                parity=pick(right, 1 - right)))
+        prod.append(b.make_step(producer, Op.WAIT, name, barrier=EMPTY, parity=pick(right, 1 - right)))
     split = bool(tx) and draw(st.booleans())
     expect = pick(tx, tx // 2) if split else tx
     if not tx:
         prod.append(b.make_step(producer, Op.WRITE, name))
-    prod.append(b.make_step(producer, Op.ARRIVE, name, barrier=FULL, count=arrive,
-                            nbytes=expect))
+    prod.append(b.make_step(producer, Op.ARRIVE, name, barrier=FULL, count=arrive, nbytes=expect))
     if tx:
-        for size in ((tx // 2, tx - tx // 2) if split else (tx,)):
+        for size in (tx // 2, tx - tx // 2) if split else (tx,):
             prod.append(b.make_step(producer, Op.COPY, name, barrier=FULL, nbytes=size))
     blocks[producer].append(prod)
 
     for c in consumers:
         cons: list[Step] = []
         if prearm:
-            cons.append(b.make_step(c, Op.ARRIVE, name, barrier=EMPTY, count=releases[c],
-                                    prearm=True))
+            cons.append(b.make_step(c, Op.ARRIVE, name, barrier=EMPTY, count=releases[c], prearm=True))
         if pick(True, False):
             cons.append(b.make_step(c, Op.WAIT, name, barrier=FULL, parity=pick(0, 1)))
         cons.append(b.make_step(c, Op.READ, name))
@@ -111,21 +122,17 @@ def _ring(draw: st.DrawFn, b: ProtocolBuilder, name: str, roles: list[str],
         blocks[helper].append([step])
 
 
-def _counter(draw: st.DrawFn, b: ProtocolBuilder, roles: list[str],
-             blocks: dict[str, list[list[Step]]]) -> None:
+def _counter(draw: st.DrawFn, b: ProtocolBuilder, roles: list[str], blocks: dict[str, list[list[Step]]]) -> None:
     producer, consumer = draw(st.permutations(roles))[:2]
-    b.counter("ready", producer=producer, consumer=consumer,
-              scope=draw(st.sampled_from(list(Scope))))
+    b.counter("ready", producer=producer, consumer=consumer, scope=draw(st.sampled_from(list(Scope))))
     add = draw(st.integers(1, 2))
     need = draw(st.sampled_from((add, add, 1, 2)))
     blocks[producer].append([b.make_step(producer, Op.ADD, "ready", count=add)])
     blocks[consumer].append([b.make_step(consumer, Op.WAIT_GE, "ready", count=need)])
 
 
-def _named_barrier(draw: st.DrawFn, b: ProtocolBuilder, roles: list[str],
-                   blocks: dict[str, list[list[Step]]]) -> None:
-    members = draw(st.lists(st.sampled_from(roles), min_size=1, max_size=len(roles),
-                            unique=True))
+def _named_barrier(draw: st.DrawFn, b: ProtocolBuilder, roles: list[str], blocks: dict[str, list[list[Step]]]) -> None:
+    members = draw(st.lists(st.sampled_from(roles), min_size=1, max_size=len(roles), unique=True))
     threads = sum(b.get_role(r).threads for r in members)
     b.named_barrier("sync", draw(st.sampled_from((threads, threads, 32))))
     for role in members:

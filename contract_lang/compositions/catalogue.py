@@ -15,55 +15,57 @@ from contract_lang.compositions.generate import COUNT_UNITS
 from contract_lang.expr import BinOp, Expr, Int, Not
 from contract_lang.printer import print_node
 
-MUTATION_KINDS: Mapping[str, str] = MappingProxyType({
-    "target": "retarget a stage or the pipeline to another architecture",
-    "feature": "require a feature the stage did not, or drop one it did",
-    "version": "bump a stage's major version or a use line's requirement",
-    "role-warps": "widen or narrow a role by a warp, double or halve it, or zero it",
-    "role-regs": "change a register budget by a step, off the step, out of range, or add/drop it",
-    "role-warpgroup": "mark a role as a warpgroup role or unmark it",
-    "role-name": "rename a role where it is declared (its users keep the old name)",
-    "launch": "change the launched threads by a warp, the grid kind, or blocks per SM",
-    "params": "move a params field, change its type, or shrink the struct",
-    "smem-bytes": "change a shared-memory claim's size (halve, double, +16, +1)",
-    "smem-align": "change a shared-memory alignment (halve, double, not a power of two)",
-    "smem-use": "add a use with a stricter alignment (swizzle128, tma) or drop the uses",
-    "lifetime": "change a claim's lifetime (kernel ↔ an event interval, swap events, a phase)",
-    "per-slot": "detach a claim from its ring or attach it to another name",
-    "tmem-columns": "change a tensor-memory claim's columns",
-    "barrier": "change a named barrier's thread count or drop a participant",
-    "counter-slots": "change a counter claim's slots",
-    "ring-depth": "change a ring's depth range (shift, widen, empty, start at 0) or add one to a side",
-    "expect-tx": "change or drop a barrier's expected transaction bytes",
-    "tx-bytes": "change or drop the bytes an arrive.expect_tx announces",
-    "copy-bytes": "change the bytes an async copy completes, or drop the copy",
-    "arrival-count": "change an init or arrive count: constant ±1, ×2, another unit or role",
-    "parity": "state or flip a wait's first parity",
-    "drop-init": "drop a ring's `init by` line",
-    "drop-fence": "drop a `fence proxy_async` line or the `fenced` of an `init by`",
-    "drop-wait": "drop a ring or counter wait",
-    "drop-arrive": "drop a ring arrive",
-    "proxy": "switch a ring side between the generic and the async proxy",
-    "init-role": "initialize a ring's barriers from another role",
-    "scope": "change or add a ring, counter or counter-claim scope",
-    "counter-space": "change a counter's memory space or domain",
-    "rename-endpoint": "rename one endpoint of a ring, counter or rendezvous",
-    "endpoint-side": "turn a consumer endpoint into a producer or back",
-    "endpoint-role": "move a ring or counter endpoint to another role",
-    "signature": "change a parameter or result type of a call or export",
-    "guarantee": "drop a call-site guarantee, or require one more of the callers",
-    "rename-callable": "rename a call or an export",
-    "elem-type": "swap a tensor's element type",
-    "tile-extent": "change a tensor tile or chunk extent",
-    "generation": "change a tensor's generation or ready/done event",
-    "fact-value": "change a fact's owned value, compiled-in assumption, or a constraint's constant",
-    "fact-type": "change a fact's declared type on one side",
-    "fact-name": "rename a fact on one side",
-    "phases": "change an interpreter's phase mode or drop a phase",
-    "cluster-shape": "change an accepted or launched cluster shape",
-    "views": "drop or change a communication domain's views",
-    "buffer-bytes": "change a buffer's or a caller-provided buffer's size",
-})
+MUTATION_KINDS: Mapping[str, str] = MappingProxyType(
+    {
+        "target": "retarget a stage or the pipeline to another architecture",
+        "feature": "require a feature the stage did not, or drop one it did",
+        "version": "bump a stage's major version or a use line's requirement",
+        "role-warps": "widen or narrow a role by a warp, double or halve it, or zero it",
+        "role-regs": "change a register budget by a step, off the step, out of range, or add/drop it",
+        "role-warpgroup": "mark a role as a warpgroup role or unmark it",
+        "role-name": "rename a role where it is declared (its users keep the old name)",
+        "launch": "change the launched threads by a warp, the grid kind, or blocks per SM",
+        "params": "move a params field, change its type, or shrink the struct",
+        "smem-bytes": "change a shared-memory claim's size (halve, double, +16, +1)",
+        "smem-align": "change a shared-memory alignment (halve, double, not a power of two)",
+        "smem-use": "add a use with a stricter alignment (swizzle128, tma) or drop the uses",
+        "lifetime": "change a claim's lifetime (kernel ↔ an event interval, swap events, a phase)",
+        "per-slot": "detach a claim from its ring or attach it to another name",
+        "tmem-columns": "change a tensor-memory claim's columns",
+        "barrier": "change a named barrier's thread count or drop a participant",
+        "counter-slots": "change a counter claim's slots",
+        "ring-depth": "change a ring's depth range (shift, widen, empty, start at 0) or add one to a side",
+        "expect-tx": "change or drop a barrier's expected transaction bytes",
+        "tx-bytes": "change or drop the bytes an arrive.expect_tx announces",
+        "copy-bytes": "change the bytes an async copy completes, or drop the copy",
+        "arrival-count": "change an init or arrive count: constant ±1, ×2, another unit or role",
+        "parity": "state or flip a wait's first parity",
+        "drop-init": "drop a ring's `init by` line",
+        "drop-fence": "drop a `fence proxy_async` line or the `fenced` of an `init by`",
+        "drop-wait": "drop a ring or counter wait",
+        "drop-arrive": "drop a ring arrive",
+        "proxy": "switch a ring side between the generic and the async proxy",
+        "init-role": "initialize a ring's barriers from another role",
+        "scope": "change or add a ring, counter or counter-claim scope",
+        "counter-space": "change a counter's memory space or domain",
+        "rename-endpoint": "rename one endpoint of a ring, counter or rendezvous",
+        "endpoint-side": "turn a consumer endpoint into a producer or back",
+        "endpoint-role": "move a ring or counter endpoint to another role",
+        "signature": "change a parameter or result type of a call or export",
+        "guarantee": "drop a call-site guarantee, or require one more of the callers",
+        "rename-callable": "rename a call or an export",
+        "elem-type": "swap a tensor's element type",
+        "tile-extent": "change a tensor tile or chunk extent",
+        "generation": "change a tensor's generation or ready/done event",
+        "fact-value": "change a fact's owned value, compiled-in assumption, or a constraint's constant",
+        "fact-type": "change a fact's declared type on one side",
+        "fact-name": "rename a fact on one side",
+        "phases": "change an interpreter's phase mode or drop a phase",
+        "cluster-shape": "change an accepted or launched cluster shape",
+        "views": "drop or change a communication domain's views",
+        "buffer-bytes": "change a buffer's or a caller-provided buffer's size",
+    }
+)
 """Every mutation kind, by the name the campaign report uses."""
 
 _TARGETS = ("sm_90", "sm_90a", "sm_100a", "sm_120a")
@@ -84,14 +86,17 @@ def _counts(count: A.Count, roles: Sequence[str]) -> list[A.Count]:
     for i, term in enumerate(count.terms):
         repl: list[A.CountTerm] = []
         if term.unit == "one":
-            repl += [A.CountTerm(v, "one") for v in (term.coef + 1, term.coef - 1, term.coef * 2)
-                     if v >= 0 and v != term.coef]
+            repl += [
+                A.CountTerm(v, "one")
+                for v in (term.coef + 1, term.coef - 1, term.coef * 2)
+                if v >= 0 and v != term.coef
+            ]
         else:
             repl.append(A.CountTerm(term.coef * 2, term.unit, term.role))
             repl += [A.CountTerm(term.coef, u, term.role) for u in COUNT_UNITS.values() if u != term.unit]
             repl += [A.CountTerm(term.coef, term.unit, r) for r in roles if r != term.role][:2]
             repl.append(A.CountTerm(1, "one"))
-        out += [A.Count((*count.terms[:i], t, *count.terms[i + 1:])) for t in repl]
+        out += [A.Count((*count.terms[:i], t, *count.terms[i + 1 :])) for t in repl]
     return out
 
 
@@ -124,19 +129,24 @@ class _Sites:
             return
         self.found.append(Edit(kind, unit, index, new, _line(old), "" if new is None else _line(new)))
 
-    def inner(self, kind: str, unit: int, index: int, new_item: A.Node, where: str, before: str,
-              after: str) -> None:
+    def inner(self, kind: str, unit: int, index: int, new_item: A.Node, where: str, before: str, after: str) -> None:
         """An edit of one line inside a block item (a ring step, a params field)."""
         self.found.append(Edit(kind, unit, index, new_item, before, after, where))
 
-    def ring_item(self, kind: str, unit: int, index: int, ring: A.Ring, j: int,
-                  new: A.RingItem | None) -> None:
+    def ring_item(self, kind: str, unit: int, index: int, ring: A.Ring, j: int, new: A.RingItem | None) -> None:
         old = ring.items[j]
         if new == old:
             return
-        items = ring.items[:j] + ((new,) if new is not None else ()) + ring.items[j + 1:]
-        self.inner(kind, unit, index, dataclasses.replace(ring, items=items), _ring_head(ring),
-                   _ring_line(old), "" if new is None else _ring_line(new))
+        items = ring.items[:j] + ((new,) if new is not None else ()) + ring.items[j + 1 :]
+        self.inner(
+            kind,
+            unit,
+            index,
+            dataclasses.replace(ring, items=items),
+            _ring_head(ring),
+            _ring_line(old),
+            "" if new is None else _ring_line(new),
+        )
 
 
 def _ring_head(ring: A.Ring) -> str:
@@ -211,8 +221,13 @@ def _item_edits(s: _Sites, u: int, i: int, item: object) -> None:
     elif isinstance(item, (A.OwnsFact, A.UsesFact, A.AssumesFact, A.RequiresFact)):
         _fact_edits(s, u, i, item)
     elif isinstance(item, A.Phases):
-        add("phases", u, i, item, dataclasses.replace(
-            item, mode="concurrent" if item.mode == "exclusive" else "exclusive"))
+        add(
+            "phases",
+            u,
+            i,
+            item,
+            dataclasses.replace(item, mode="concurrent" if item.mode == "exclusive" else "exclusive"),
+        )
         if len(item.names) > 1:
             add("phases", u, i, item, dataclasses.replace(item, names=item.names[:-1]))
     elif isinstance(item, A.AssumesPhases):
@@ -262,7 +277,7 @@ def _params_edits(s: _Sites, u: int, i: int, item: A.Params) -> None:
     where = f"params {item.name}"
     for j, fld in enumerate(item.fields):
         for new in (rep(fld, offset=fld.offset + 4), rep(fld, type="u64" if fld.type != "u64" else "u32")):
-            fields = (*item.fields[:j], new, *item.fields[j + 1:])
+            fields = (*item.fields[:j], new, *item.fields[j + 1 :])
             s.inner("params", u, i, rep(item, fields=fields), where, _field_line(fld), _field_line(new))
     if item.size > item.align:
         s.add("params", u, i, item, rep(item, size=item.size - item.align))
@@ -295,8 +310,15 @@ def _smem_edits(s: _Sites, u: int, i: int, item: A.SmemClaim) -> None:
         events = [str(e) for e in _events(s.bundle)]
         if events:
             conn, _, _ = events[0].partition(".")
-            s.add("lifetime", u, i, item, rep(item, lifetime=A.Lifetime(
-                "between", start=A.EventRef(conn, "ready"), end=A.EventRef(conn, "done"))))
+            s.add(
+                "lifetime",
+                u,
+                i,
+                item,
+                rep(
+                    item, lifetime=A.Lifetime("between", start=A.EventRef(conn, "ready"), end=A.EventRef(conn, "done"))
+                ),
+            )
         s.add("lifetime", u, i, item, rep(item, lifetime=A.Lifetime("phase", phase="main")))
     else:
         s.add("lifetime", u, i, item, rep(item, lifetime=A.KERNEL_LIFETIME))
@@ -323,18 +345,47 @@ def _ring_edits(s: _Sites, u: int, i: int, ring: A.Ring) -> None:
             s.add("endpoint-role", u, i, ring, rep(ring, role=other))
             break
     if ring.depth is None:
-        hi = next((d.hi for st_ in s.bundle.stages for r in st_.rings if r.name == ring.name
-                   and r.depth is not None for d in (r.depth,)), 1)
-        s.inner("ring-depth", u, i, rep(ring, items=(A.RingDepth(hi + 1, hi + 1), *ring.items)),
-                "", _ring_head(ring), f"{_ring_head(ring)} {{ depth {hi + 1} … }}")
+        hi = next(
+            (
+                d.hi
+                for st_ in s.bundle.stages
+                for r in st_.rings
+                if r.name == ring.name and r.depth is not None
+                for d in (r.depth,)
+            ),
+            1,
+        )
+        s.inner(
+            "ring-depth",
+            u,
+            i,
+            rep(ring, items=(A.RingDepth(hi + 1, hi + 1), *ring.items)),
+            "",
+            _ring_head(ring),
+            f"{_ring_head(ring)} {{ depth {hi + 1} … }}",
+        )
     if ring.scope is None:
-        s.inner("scope", u, i, rep(ring, items=(*ring.items, A.RingScope("cluster"))),
-                "", _ring_head(ring), f"{_ring_head(ring)} {{ … scope cluster }}")
+        s.inner(
+            "scope",
+            u,
+            i,
+            rep(ring, items=(*ring.items, A.RingScope("cluster"))),
+            "",
+            _ring_head(ring),
+            f"{_ring_head(ring)} {{ … scope cluster }}",
+        )
     for j, it in enumerate(ring.items):
         ri = s.ring_item
         if isinstance(it, A.RingDepth):
-            for lo, hi in ((it.lo + 1, it.hi), (it.lo, it.hi + 2), (it.hi + 1, it.hi + 1), (0, it.hi),
-                           (it.hi, it.lo), (1, 1), (it.lo * 8, it.hi * 8)):
+            for lo, hi in (
+                (it.lo + 1, it.hi),
+                (it.lo, it.hi + 2),
+                (it.hi + 1, it.hi + 1),
+                (0, it.hi),
+                (it.hi, it.lo),
+                (1, 1),
+                (it.lo * 8, it.hi * 8),
+            ):
                 ri("ring-depth", u, i, ring, j, A.RingDepth(lo, hi))
         elif isinstance(it, A.RingBarrierInit):
             for count in _counts(it.count, s.roles):
@@ -392,7 +443,7 @@ def _counter_edits(s: _Sites, u: int, i: int, item: A.Counter) -> None:
         s.add("counter-space", u, i, item, rep(item, domain=None))
     for j, step in enumerate(item.steps):
         if step.op == "wait_ge":
-            s.add("drop-wait", u, i, item, rep(item, steps=item.steps[:j] + item.steps[j + 1:]))
+            s.add("drop-wait", u, i, item, rep(item, steps=item.steps[:j] + item.steps[j + 1 :]))
 
 
 def _callable_edits(s: _Sites, u: int, i: int, item: A.ExportCallable | A.Call) -> None:
@@ -401,16 +452,22 @@ def _callable_edits(s: _Sites, u: int, i: int, item: A.ExportCallable | A.Call) 
     for j, p in enumerate(sig.params):
         for t in _SCALARS:
             if t != p:
-                s.add("signature", u, i, item, rep(item, signature=A.Signature(
-                    (*sig.params[:j], t, *sig.params[j + 1:]), sig.result)))
+                s.add(
+                    "signature",
+                    u,
+                    i,
+                    item,
+                    rep(item, signature=A.Signature((*sig.params[:j], t, *sig.params[j + 1 :]), sig.result)),
+                )
                 break
     s.add("signature", u, i, item, rep(item, signature=A.Signature((*sig.params, "u32"), sig.result)))
-    s.add("signature", u, i, item, rep(item, signature=A.Signature(
-        sig.params, "f64" if sig.result != "f64" else "f32")))
+    s.add(
+        "signature", u, i, item, rep(item, signature=A.Signature(sig.params, "f64" if sig.result != "f64" else "f32"))
+    )
     s.add("rename-callable", u, i, item, rep(item, name=item.name + "_x"))
     if isinstance(item, A.Call):
         for j in range(len(item.guarantees)):
-            s.add("guarantee", u, i, item, rep(item, guarantees=item.guarantees[:j] + item.guarantees[j + 1:]))
+            s.add("guarantee", u, i, item, rep(item, guarantees=item.guarantees[:j] + item.guarantees[j + 1 :]))
     else:
         for g in A.GUARANTEES:
             if g not in item.requires:
@@ -428,19 +485,18 @@ def _tensor_edits(s: _Sites, u: int, i: int, item: A.ExportTensor | A.ImportTens
     for j, dim in enumerate(item.tile):
         for v in (dim.extent * 2, dim.extent // 2):
             if v > 0:
-                tile = (*item.tile[:j], rep(dim, extent=v), *item.tile[j + 1:])
+                tile = (*item.tile[:j], rep(dim, extent=v), *item.tile[j + 1 :])
                 s.add("tile-extent", u, i, item, rep(item, tile=tile))
     if isinstance(item, A.ImportTensor):
         for j, dim in enumerate(item.chunk):
-            chunk = (*item.chunk[:j], rep(dim, extent=dim.extent * 2), *item.chunk[j + 1:])
+            chunk = (*item.chunk[:j], rep(dim, extent=dim.extent * 2), *item.chunk[j + 1 :])
             s.add("tile-extent", u, i, item, rep(item, chunk=chunk))
         if item.done is not None:
             s.add("generation", u, i, item, rep(item, done=A.EventRef(item.done.connection, "ready")))
     else:
         s.add("generation", u, i, item, rep(item, generation="persistent" if item.generation == "once" else "once"))
         if item.ready is not None:
-            s.add("generation", u, i, item, rep(item, ready=A.EventRef(item.ready.connection + "_x",
-                                                                          item.ready.event)))
+            s.add("generation", u, i, item, rep(item, ready=A.EventRef(item.ready.connection + "_x", item.ready.event)))
 
 
 def _fact_edits(s: _Sites, u: int, i: int, item: A.OwnsFact | A.UsesFact | A.AssumesFact | A.RequiresFact) -> None:
@@ -485,21 +541,29 @@ def _expr_variants(expr: Expr) -> Iterator[Expr]:
 
 
 def _shapes(shape: A.ClusterShape) -> list[A.ClusterShape]:
-    return [s for s in (A.ClusterShape(shape.x * 2, shape.y, shape.z), A.ClusterShape(shape.x, shape.y * 2, shape.z),
-                        A.ClusterShape(4, 4, 2), A.ClusterShape(1, 1, 1)) if s != shape]
+    return [
+        s
+        for s in (
+            A.ClusterShape(shape.x * 2, shape.y, shape.z),
+            A.ClusterShape(shape.x, shape.y * 2, shape.z),
+            A.ClusterShape(4, 4, 2),
+            A.ClusterShape(1, 1, 1),
+        )
+        if s != shape
+    ]
 
 
 def _cluster_edits(s: _Sites, u: int, i: int, item: A.Cluster) -> None:
     for j, shape in enumerate(item.shapes):
         for new in _shapes(shape)[:2]:
-            s.add("cluster-shape", u, i, item, A.Cluster((*item.shapes[:j], new, *item.shapes[j + 1:])))
+            s.add("cluster-shape", u, i, item, A.Cluster((*item.shapes[:j], new, *item.shapes[j + 1 :])))
     if len(item.shapes) > 1:
         s.add("cluster-shape", u, i, item, A.Cluster(item.shapes[:-1]))
 
 
 def _bumped_requirements(req: str) -> list[str]:
     op = req[: len(req) - len(req.lstrip("^~=<>"))]
-    version = req[len(op):]
+    version = req[len(op) :]
     parts = version.split(".")
     if not parts or not parts[0].isdigit():
         return []

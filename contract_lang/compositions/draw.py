@@ -20,8 +20,15 @@ def _by_kind(catalogue: Sequence[Edit]) -> dict[str, list[Edit]]:
     return found
 
 
-def random_mutation(bundle: Bundle, rng: random.Random, *, min_edits: int = 1, max_edits: int = 1,
-                    kinds: Sequence[str] | None = None, catalogue: Sequence[Edit] | None = None) -> Mutation:
+def random_mutation(
+    bundle: Bundle,
+    rng: random.Random,
+    *,
+    min_edits: int = 1,
+    max_edits: int = 1,
+    kinds: Sequence[str] | None = None,
+    catalogue: Sequence[Edit] | None = None,
+) -> Mutation:
     """Draw a mutation from the catalogue with ``rng``: a kind uniformly, then one of its edits.
 
     ``min_edits`` to ``max_edits`` edits, each of a different line. ``catalogue`` may pass
@@ -43,8 +50,7 @@ def random_mutation(bundle: Bundle, rng: random.Random, *, min_edits: int = 1, m
     return Mutation(tuple(chosen))
 
 
-def mutations(bundle: Bundle, *, max_edits: int = 1, kinds: Sequence[str] | None = None
-              ) -> st.SearchStrategy[Mutation]:
+def mutations(bundle: Bundle, *, max_edits: int = 1, kinds: Sequence[str] | None = None) -> st.SearchStrategy[Mutation]:
     """Mutations of ``bundle`` drawn from the catalogue: a kind, then one of its edits (shrinks to
     earlier kinds and edits, and to fewer edits)."""
     table = _by_kind(edits(bundle))
@@ -52,12 +58,15 @@ def mutations(bundle: Bundle, *, max_edits: int = 1, kinds: Sequence[str] | None
     if not names:
         return st.just(Mutation(()))
     one = st.sampled_from(names).flatmap(lambda k: st.sampled_from(table[k]))
-    return st.lists(one, min_size=1, max_size=max_edits,
-                    unique_by=lambda e: (e.unit, e.index)).map(lambda es: Mutation(tuple(es)))
+    return st.lists(one, min_size=1, max_size=max_edits, unique_by=lambda e: (e.unit, e.index)).map(
+        lambda es: Mutation(tuple(es))
+    )
 
 
-def mutated_compositions(target: TargetLimits, *, max_edits: int = 1, max_stages: int = 3,
-                         launch: bool | None = None) -> st.SearchStrategy[tuple[Bundle, Mutation]]:
+def mutated_compositions(
+    target: TargetLimits, *, max_edits: int = 1, max_stages: int = 3, launch: bool | None = None
+) -> st.SearchStrategy[tuple[Bundle, Mutation]]:
     """A valid composition (see :func:`compositions`) and a mutation of it."""
     return compositions(target, max_stages=max_stages, launch=launch).flatmap(
-        lambda b: st.tuples(st.just(b), mutations(b, max_edits=max_edits)))
+        lambda b: st.tuples(st.just(b), mutations(b, max_edits=max_edits))
+    )

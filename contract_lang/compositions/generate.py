@@ -59,7 +59,6 @@ class TargetLimits(Protocol):
     def cluster_portable_max(self) -> int: ...
 
 
-
 # ============================================================================ valid by construction
 #
 # A composition is drawn as a plan (roles, rings, counters, callables, facts, …) whose
@@ -123,8 +122,9 @@ def _group_budgets(roles: Sequence[_Role], spec: TargetLimits) -> list[int]:
     for index in range(_round_up(warps, group) // group):
         lo, hi = index * group, (index + 1) * group
         members = [r for r, s in zip(roles, starts, strict=True) if s < hi and s + r.warps > lo]
-        budgets.append(max((r.regs if r.regs is not None else spec.setmaxnreg_min for r in members),
-                           default=spec.setmaxnreg_min))
+        budgets.append(
+            max((r.regs if r.regs is not None else spec.setmaxnreg_min for r in members), default=spec.setmaxnreg_min)
+        )
     return budgets
 
 
@@ -133,8 +133,11 @@ def _fit_registers(roles: list[_Role], spec: TargetLimits) -> None:
     warps = _layout(roles, spec.warpgroup_warps)
     pool = _register_pool(spec, warps)
     while residency.register_demand(spec, warps, _group_budgets(roles, spec), spec.warpgroup_warps) > pool:
-        top = max((r for r in roles if r.regs is not None and r.regs > spec.setmaxnreg_min),
-                  key=lambda r: r.regs or 0, default=None)
+        top = max(
+            (r for r in roles if r.regs is not None and r.regs > spec.setmaxnreg_min),
+            key=lambda r: r.regs or 0,
+            default=None,
+        )
         if top is None:
             for role in roles:
                 role.regs = None
@@ -144,8 +147,9 @@ def _fit_registers(roles: list[_Role], spec: TargetLimits) -> None:
 
 
 @st.composite
-def _roles(draw: st.DrawFn, spec: TargetLimits, n_stages: int, needs: Sequence[tuple[str, int, int, bool]]
-           ) -> list[_Role]:
+def _roles(
+    draw: st.DrawFn, spec: TargetLimits, n_stages: int, needs: Sequence[tuple[str, int, int, bool]]
+) -> list[_Role]:
     """Roles per stage: the required ones (name, stage, warps, warpgroup) plus 0–2 drawn ones per stage."""
     group = spec.warpgroup_warps
     limit = min(spec.max_warps_per_block, 24)
@@ -173,8 +177,11 @@ def _roles(draw: st.DrawFn, spec: TargetLimits, n_stages: int, needs: Sequence[t
     # runs on four warps, as in production kernels).
     if "setmaxnreg" in spec.features and _layout(roles, group) % group == 0 and draw(st.booleans()):
         step = spec.setmaxnreg_step
-        choices = [v for v in (24, 40, 56, 72, 104, 152, 208, 224, 232, 240)
-                   if spec.setmaxnreg_min <= v <= spec.setmaxnreg_max and v % step == 0]
+        choices = [
+            v
+            for v in (24, 40, 56, 72, 104, 152, 208, 224, 232, 240)
+            if spec.setmaxnreg_min <= v <= spec.setmaxnreg_max and v % step == 0
+        ]
         for role in roles:
             if draw(st.booleans()):
                 role.regs = draw(st.sampled_from(choices))
@@ -183,8 +190,7 @@ def _roles(draw: st.DrawFn, spec: TargetLimits, n_stages: int, needs: Sequence[t
 
 
 _Unit = Literal["per_warp", "per_thread", "per_warpgroup"]
-COUNT_UNITS: dict[str, _Unit] = {"per_warp": "per_warp", "per_thread": "per_thread",
-                                   "per_warpgroup": "per_warpgroup"}
+COUNT_UNITS: dict[str, _Unit] = {"per_warp": "per_warp", "per_thread": "per_thread", "per_warpgroup": "per_warpgroup"}
 
 
 def _count(unit: str, role: _Role) -> A.Count:
@@ -207,8 +213,9 @@ class _Budget:
 
 
 @st.composite
-def _ring(draw: st.DrawFn, spec: TargetLimits, name: str, prod: _Role, cons: _Role,
-          plans: list[_StagePlan], budget: _Budget) -> None:
+def _ring(
+    draw: st.DrawFn, spec: TargetLimits, name: str, prod: _Role, cons: _Role, plans: list[_StagePlan], budget: _Budget
+) -> None:
     group = spec.warpgroup_warps
     asynchronous = "cp_async_bulk" in spec.features and draw(st.booleans())
     lo = draw(st.integers(1, 3))
@@ -256,8 +263,11 @@ def _ring(draw: st.DrawFn, spec: TargetLimits, name: str, prod: _Role, cons: _Ro
             producer.append(A.RingFence())
         producer.append(A.RingInitBy(prod.name, fenced=draw(st.booleans())))
     cplan.features.add("mbarrier")
-    consumer: list[A.RingItem] = [A.RingWait("full"), A.RingProxy("reads", reads),
-                                  A.RingArrive("empty", _count(empty_unit, cons))]
+    consumer: list[A.RingItem] = [
+        A.RingWait("full"),
+        A.RingProxy("reads", reads),
+        A.RingArrive("empty", _count(empty_unit, cons)),
+    ]
     pplan.items.append(A.Ring(name, "produce", prod.name, tuple(producer)))
     cplan.items.append(A.Ring(name, "consume", cons.name, tuple(consumer)))
 
@@ -287,8 +297,12 @@ def _fact(draw: st.DrawFn, index: int, plans: list[_StagePlan], owner: int, user
         consumer.items.append(A.RequiresFact(expr))
 
 
-_SIGNATURES = (A.Signature(("f32",), "f32"), A.Signature(("i32", "i32"), "bool"),
-               A.Signature(("u32", "f32"), "f32"), A.Signature((), "u32"))
+_SIGNATURES = (
+    A.Signature(("f32",), "f32"),
+    A.Signature(("i32", "i32"), "bool"),
+    A.Signature(("u32", "f32"), "f32"),
+    A.Signature((), "u32"),
+)
 
 
 @st.composite
@@ -296,20 +310,22 @@ def _callable(draw: st.DrawFn, index: int, plans: list[_StagePlan], provider: in
     name = f"fn{index}"
     sig = draw(st.sampled_from(_SIGNATURES))
     requires = tuple(draw(st.lists(st.sampled_from(("converged", "full_warps")), unique=True, max_size=2)))
-    extra = tuple(g for g in ("converged", "full_warps", "no_early_return")
-                  if g not in requires and draw(st.booleans()))
+    extra = tuple(
+        g for g in ("converged", "full_warps", "no_early_return") if g not in requires and draw(st.booleans())
+    )
     plans[provider].items.append(A.ExportCallable(name, sig, f"{name}_impl", requires))
-    plans[caller.stage].items.append(A.Call(name, sig, f"kl_call_{name}", caller.name, "role",
-                                            tuple(sorted(requires + extra))))
+    plans[caller.stage].items.append(
+        A.Call(name, sig, f"kl_call_{name}", caller.name, "role", tuple(sorted(requires + extra)))
+    )
 
 
 def _counter(index: int, plans: list[_StagePlan], prod: _Role, cons: _Role, slots: int) -> None:
     name = f"ready{index}"
     plans[prod.stage].items.append(A.CounterClaim(f"{name}_slots", slots=slots, scope="gpu"))
-    plans[prod.stage].items.append(A.Counter(name, "produce", prod.name, scope="gpu",
-                                             steps=(A.CounterStep("add", 1),)))
-    plans[cons.stage].items.append(A.Counter(name, "consume", cons.name, scope="gpu",
-                                             steps=(A.CounterStep("wait_ge", 1),)))
+    plans[prod.stage].items.append(A.Counter(name, "produce", prod.name, scope="gpu", steps=(A.CounterStep("add", 1),)))
+    plans[cons.stage].items.append(
+        A.Counter(name, "consume", cons.name, scope="gpu", steps=(A.CounterStep("wait_ge", 1),))
+    )
 
 
 def _tensor(index: int, plans: list[_StagePlan], mma: _Role, epi: _Role, n: int) -> None:
@@ -317,22 +333,45 @@ def _tensor(index: int, plans: list[_StagePlan], mma: _Role, epi: _Role, n: int)
     mplan, eplan = plans[mma.stage], plans[epi.stage]
     mplan.features.add("wgmma")
     m = 64 * (mma.warps // 4)
-    mplan.items.append(A.ExportTensor(
-        export, mma.name, elem="f32", tile=(A.Dim("m", m), A.Dim("n", n)), generation="once",
-        placement=A.LibraryMap("wgmma_m64nNk16_f32", (("n", n), ("warpgroups", mma.warps // 4))),
-        ready=A.EventRef(conn, "ready")))
+    mplan.items.append(
+        A.ExportTensor(
+            export,
+            mma.name,
+            elem="f32",
+            tile=(A.Dim("m", m), A.Dim("n", n)),
+            generation="once",
+            placement=A.LibraryMap("wgmma_m64nNk16_f32", (("n", n), ("warpgroups", mma.warps // 4))),
+            ready=A.EventRef(conn, "ready"),
+        )
+    )
     scratch = f"scratch{index}"
-    eplan.items.append(A.SmemClaim(scratch, bytes=16 * 1024, align=16,
-                                   lifetime=A.Lifetime("between", start=A.EventRef(conn, "ready"),
-                                                       end=A.EventRef(conn, "done"))))
-    demand = A.LayoutMap("regs", (A.MapParam("t", m), A.MapParam("p", 32), A.MapParam("c", n // 32)),
-                         ("m", "n"),
-                         (A.MapAssign("m", Name("t")),
-                          A.MapAssign("n", BinOp("+", BinOp("*", Int(32), Name("c")), Name("p")))))
-    eplan.items.append(A.ImportTensor(
-        conn, export, epi.name, elem="f32", tile=(A.Dim("m", m), A.Dim("n", n)), chunk=(A.Dim("n", 32),),
-        demand=demand, lends=(A.Lend("smem", claim=scratch), A.Lend("regs", regs=32)),
-        done=A.EventRef(conn, "done")))
+    eplan.items.append(
+        A.SmemClaim(
+            scratch,
+            bytes=16 * 1024,
+            align=16,
+            lifetime=A.Lifetime("between", start=A.EventRef(conn, "ready"), end=A.EventRef(conn, "done")),
+        )
+    )
+    demand = A.LayoutMap(
+        "regs",
+        (A.MapParam("t", m), A.MapParam("p", 32), A.MapParam("c", n // 32)),
+        ("m", "n"),
+        (A.MapAssign("m", Name("t")), A.MapAssign("n", BinOp("+", BinOp("*", Int(32), Name("c")), Name("p")))),
+    )
+    eplan.items.append(
+        A.ImportTensor(
+            conn,
+            export,
+            epi.name,
+            elem="f32",
+            tile=(A.Dim("m", m), A.Dim("n", n)),
+            chunk=(A.Dim("n", 32),),
+            demand=demand,
+            lends=(A.Lend("smem", claim=scratch), A.Lend("regs", regs=32)),
+            done=A.EventRef(conn, "done"),
+        )
+    )
 
 
 def _params_block(plan: _StagePlan, index: int) -> A.Params:
@@ -345,8 +384,16 @@ def _params_block(plan: _StagePlan, index: int) -> A.Params:
 
 
 @st.composite
-def compositions(draw: st.DrawFn, target: TargetLimits, *, max_stages: int = 4, max_rings: int = 2,
-                 max_facts: int = 2, max_callables: int = 2, launch: bool | None = None) -> Bundle:
+def compositions(
+    draw: st.DrawFn,
+    target: TargetLimits,
+    *,
+    max_stages: int = 4,
+    max_rings: int = 2,
+    max_facts: int = 2,
+    max_callables: int = 2,
+    launch: bool | None = None,
+) -> Bundle:
     """A composition the checker accepts on ``target``: 1 to ``max_stages`` stages and a pipeline.
 
     Drawn: roles of 1–8 warps (warpgroup roles aligned), register budgets fitted to the
@@ -363,8 +410,7 @@ def compositions(draw: st.DrawFn, target: TargetLimits, *, max_stages: int = 4, 
     """
     spec = target
     n_stages = draw(st.integers(1, max_stages))
-    plans = [_StagePlan(f"fz.s{i}", f"1.{draw(st.integers(0, 3))}.{draw(st.integers(0, 9))}")
-             for i in range(n_stages)]
+    plans = [_StagePlan(f"fz.s{i}", f"1.{draw(st.integers(0, 3))}.{draw(st.integers(0, 9))}") for i in range(n_stages)]
     tensor = "wgmma" in spec.features and n_stages >= 2 and draw(st.integers(0, 3)) == 0
     needs: list[tuple[str, int, int, bool]] = []
     if tensor:
@@ -373,8 +419,9 @@ def compositions(draw: st.DrawFn, target: TargetLimits, *, max_stages: int = 4, 
     roles = draw(_roles(spec, n_stages, needs))
     for role in roles:
         plan = plans[role.stage]
-        plan.items.append(A.Role(role.name, entry=f"{role.name}_main", warps=role.warps, regs=role.regs,
-                                 warpgroup=role.warpgroup))
+        plan.items.append(
+            A.Role(role.name, entry=f"{role.name}_main", warps=role.warps, regs=role.regs, warpgroup=role.warpgroup)
+        )
         if role.regs is not None:
             plan.features.add("setmaxnreg")
     budget = _Budget(int(spec.smem_per_block_optin * _SMEM_FILL), spec.tmem_columns)
@@ -394,8 +441,9 @@ def compositions(draw: st.DrawFn, target: TargetLimits, *, max_stages: int = 4, 
             members = draw(st.lists(st.sampled_from(roles), min_size=1, max_size=3, unique_by=lambda r: r.name))
             stage = members[0].stage
             threads = sum(r.warps for r in members) * spec.warp_size
-            plans[stage].items.append(A.BarrierClaim(
-                f"sync{k}", tuple(r.name for r in members), threads if draw(st.booleans()) else None))
+            plans[stage].items.append(
+                A.BarrierClaim(f"sync{k}", tuple(r.name for r in members), threads if draw(st.booleans()) else None)
+            )
     for k in range(draw(st.integers(0, max_facts))):
         draw(_fact(k, plans, draw(st.integers(0, n_stages - 1)), draw(st.integers(0, n_stages - 1))))
     for k in range(draw(st.integers(0, max_callables))):
@@ -411,16 +459,18 @@ def compositions(draw: st.DrawFn, target: TargetLimits, *, max_stages: int = 4, 
     return _render(draw, spec, plans, roles, launch)
 
 
-def _render(draw: st.DrawFn, spec: TargetLimits, plans: list[_StagePlan], roles: list[_Role],
-            launch_stated: bool | None) -> Bundle:
+def _render(
+    draw: st.DrawFn, spec: TargetLimits, plans: list[_StagePlan], roles: list[_Role], launch_stated: bool | None
+) -> Bundle:
     warps = _layout(roles, spec.warpgroup_warps)
     threads = warps * spec.warp_size
     modes = {True: ("stages", "pipeline", "both"), False: ("none",), None: ("none", "stages", "pipeline", "both")}
     launch_mode = draw(st.sampled_from(modes[launch_stated]))
     blocks = 1 if draw(st.booleans()) else None
     # blocks that wait on a gpu-scope counter need every block resident (L-LAUNCH)
-    waits = any(isinstance(it, A.Counter) and it.side == "consume" and it.scope == "gpu"
-                for plan in plans for it in plan.items)
+    waits = any(
+        isinstance(it, A.Counter) and it.side == "consume" and it.scope == "gpu" for plan in plans for it in plan.items
+    )
     launch = A.Launch("fixed", threads=threads, blocks_per_sm=blocks, resident=waits)
     cluster = draw(st.sampled_from(("none", "stages", "pipeline"))) if spec.cluster_portable_max >= 2 else "none"
     stages: list[A.Stage] = []
@@ -442,8 +492,7 @@ def _render(draw: st.DrawFn, spec: TargetLimits, plans: list[_StagePlan], roles:
     items: list[A.PipelineItem] = [A.Target(spec.name)]
     for plan in plans:
         major, minor, _ = plan.version.split(".")
-        requirement = draw(st.sampled_from((f"^{major}.0", f"^{major}.{minor}", f"={plan.version}",
-                                            f">={major}.0")))
+        requirement = draw(st.sampled_from((f"^{major}.0", f"^{major}.{minor}", f"={plan.version}", f">={major}.0")))
         items.append(A.Use(plan.name, requirement))
     if launch_mode in ("pipeline", "both") and roles:
         items.append(launch)

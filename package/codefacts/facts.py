@@ -35,8 +35,14 @@ class Operand:
     @classmethod
     def of(cls, val: Val) -> Operand:
         relative = any(h.endswith("_warp0") for h in val.handles)
-        return cls(val.kind(), val.const if val.is_const else None, tuple(sorted(val.handles)),
-                   "smem" in val.origins, val.tid_abs and not relative, "wg_lane" in val.origins and not relative)
+        return cls(
+            val.kind(),
+            val.const if val.is_const else None,
+            tuple(sorted(val.handles)),
+            "smem" in val.origins,
+            val.tid_abs and not relative,
+            "wg_lane" in val.origins and not relative,
+        )
 
     def describe(self) -> str:
         if self.kind == "constant":
@@ -55,8 +61,14 @@ class Operand:
     @classmethod
     def from_json(cls, raw: Any) -> Operand:
         kind, value, handles, smem, tid_abs, tid_wg = raw
-        return cls(str(kind), None if value is None else int(value), tuple(str(h) for h in handles),
-                   bool(smem), bool(tid_abs), bool(tid_wg))
+        return cls(
+            str(kind),
+            None if value is None else int(value),
+            tuple(str(h) for h in handles),
+            bool(smem),
+            bool(tid_abs),
+            bool(tid_wg),
+        )
 
 
 @dataclass(frozen=True)
@@ -75,16 +87,28 @@ class Fact:
         return next((o for r, o in self.operands if r == role), None)
 
     def as_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "function": self.function, "line": self.line, "opcode": self.opcode,
-                "operands": [[r, o.as_json()] for r, o in self.operands],
-                "src": list(self.src) if self.src else None, "detail": self.detail}
+        return {
+            "kind": self.kind,
+            "function": self.function,
+            "line": self.line,
+            "opcode": self.opcode,
+            "operands": [[r, o.as_json()] for r, o in self.operands],
+            "src": list(self.src) if self.src else None,
+            "detail": self.detail,
+        }
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Fact:
         src = raw.get("src")
-        return cls(str(raw["kind"]), str(raw["function"]), int(raw["line"]), str(raw["opcode"]),
-                   tuple((str(r), Operand.from_json(o)) for r, o in raw["operands"]),
-                   (str(src[0]), int(src[1])) if src else None, str(raw.get("detail", "")))
+        return cls(
+            str(raw["kind"]),
+            str(raw["function"]),
+            int(raw["line"]),
+            str(raw["opcode"]),
+            tuple((str(r), Operand.from_json(o)) for r, o in raw["operands"]),
+            (str(src[0]), int(src[1])) if src else None,
+            str(raw.get("detail", "")),
+        )
 
 
 @dataclass(frozen=True)
@@ -103,8 +127,14 @@ class CodeFacts:
 
 
 _BARRIER = re.compile(r"^(bar|barrier)\.(sync|arrive|red)|^(bar|barrier)(\.cta)?\.(sync|arrive|red)|^bar$")
-_ASYNC_READ = ("cp.async.bulk.global.shared", "cp.async.bulk.tensor", "cp.reduce.async.bulk",
-               "wgmma.mma_async", "tcgen05.mma", "tcgen05.cp")
+_ASYNC_READ = (
+    "cp.async.bulk.global.shared",
+    "cp.async.bulk.tensor",
+    "cp.reduce.async.bulk",
+    "wgmma.mma_async",
+    "tcgen05.mma",
+    "tcgen05.cp",
+)
 _SHARED_OPS = ("ld", "st", "atom", "red", "ldmatrix", "stmatrix", "ldu")
 
 
@@ -117,8 +147,16 @@ def derive(ptx: str, *, ignore: frozenset[str] = frozenset()) -> CodeFacts:
     facts: list[Fact] = []
     for decl in module.shared:
         if not decl.dynamic:
-            facts.append(Fact("shared-decl", decl.function or "", decl.line, ".shared",
-                              (("bytes", Operand("constant", decl.size)),), detail=decl.name))
+            facts.append(
+                Fact(
+                    "shared-decl",
+                    decl.function or "",
+                    decl.line,
+                    ".shared",
+                    (("bytes", Operand("constant", decl.size)),),
+                    detail=decl.name,
+                )
+            )
     for fn in module.functions:
         if fn.name in ignore:
             continue
@@ -126,14 +164,20 @@ def derive(ptx: str, *, ignore: frozenset[str] = frozenset()) -> CodeFacts:
     return CodeFacts(tuple(facts), module.lines)
 
 
-def _function(fn: Function, handles: frozenset[str], smem_names: frozenset[str],
-              static_names: frozenset[str]) -> Iterator[Fact]:
+def _function(
+    fn: Function, handles: frozenset[str], smem_names: frozenset[str], static_names: frozenset[str]
+) -> Iterator[Fact]:
     entry_like = len(fn.params) == 2 and fn.kind == ".func"
-    env = analyse(fn, handle_names=handles, smem_names=smem_names, entry_like=entry_like,
-                  static_names=static_names)
+    env = analyse(fn, handle_names=handles, smem_names=smem_names, entry_like=entry_like, static_names=static_names)
     for name, values, line in fn.directives:
-        yield Fact("directive", fn.name, line, f".{name}", tuple((f"v{i}", Operand("constant", v))
-                                                                   for i, v in enumerate(values)), detail=name)
+        yield Fact(
+            "directive",
+            fn.name,
+            line,
+            f".{name}",
+            tuple((f"v{i}", Operand("constant", v)) for i, v in enumerate(values)),
+            detail=name,
+        )
     pending_write: Instr | None = None
     for ins in fn.body:
         yield from _instruction(fn.name, ins, env)
@@ -143,8 +187,9 @@ def _function(fn: Function, handles: frozenset[str], smem_names: frozenset[str],
         elif _generic_smem_write(ins, env):
             pending_write = pending_write or ins
         elif op.startswith(_ASYNC_READ) and pending_write is not None:
-            yield Fact("proxy", fn.name, ins.line, op, src=ins.src,
-                       detail=f"{pending_write.line}:{pending_write.opcode}")
+            yield Fact(
+                "proxy", fn.name, ins.line, op, src=ins.src, detail=f"{pending_write.line}:{pending_write.opcode}"
+            )
             pending_write = None
 
 
@@ -186,8 +231,7 @@ def _instruction(fn: str, ins: Instr, env: Env) -> Iterator[Fact]:
     elif op.startswith("cp.async.bulk.tensor") and "mbarrier" in op:
         yield fact("tensor-copy", ("bar", _addr(env, ops[2] if len(ops) > 2 else "")))
     elif op.startswith("cp.async.bulk.shared") and "mbarrier" in op and len(ops) >= 4:
-        yield fact("bulk-copy", ("dst", _addr(env, ops[0])), ("bytes", _op(env, ops[2])),
-                   ("bar", _addr(env, ops[3])))
+        yield fact("bulk-copy", ("dst", _addr(env, ops[0])), ("bytes", _op(env, ops[2])), ("bar", _addr(env, ops[3])))
     elif op.startswith("setmaxnreg") and ops:
         yield fact("setmaxnreg", ("regs", _op(env, ops[0])), detail="inc" if ".inc" in op else "dec")
     elif op.startswith("tcgen05.alloc") and len(ops) >= 2:
@@ -197,8 +241,11 @@ def _instruction(fn: str, ins: Instr, env: Env) -> Iterator[Fact]:
     if ins.base in ("atom", "red") and len(ops) >= 2:
         addr_text = ops[1] if ins.base == "atom" else ops[0]
         yield fact("atomic", ("addr", _addr(env, addr_text)), detail=_scope(op))
-    if ins.base in _SHARED_OPS and ops and not op.startswith(("ld.param", "st.param", "ld.local", "st.local",
-                                                               "ld.const", "ld.global", "st.global")):
+    if (
+        ins.base in _SHARED_OPS
+        and ops
+        and not op.startswith(("ld.param", "st.param", "ld.local", "st.local", "ld.const", "ld.global", "st.global"))
+    ):
         bracket = next((o for o in ops if o.startswith("[")), None)
         if bracket is not None:
             addr = env.address(bracket)
@@ -211,8 +258,9 @@ def _instruction(fn: str, ins: Instr, env: Env) -> Iterator[Fact]:
     if ins.base == "setp" and len(ops) >= 3:
         val = env.operand(ops[1])
         other = env.operand(ops[2])
-        both = Operand.of(Val(None, val.origins | other.origins, val.unknown or other.unknown,
-                              val.tid_abs or other.tid_abs))
+        both = Operand.of(
+            Val(None, val.origins | other.origins, val.unknown or other.unknown, val.tid_abs or other.tid_abs)
+        )
         if both.tid_abs or both.tid_wg:
             yield fact("tid-index", ("cmp", both))
 

@@ -14,10 +14,14 @@ from dataclasses import dataclass
 
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)(?:.*inlined_at\s+(\d+)\s+(\d+))?")
-_HEADER = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)?(?P<kind>\.entry|\.func)\s*"
-                     r"(?:\([^)]*\)\s*)?(?P<name>[A-Za-z_$%][\w$]*)")
-_SHARED = re.compile(r"^\s*(?:\.visible\s+|\.extern\s+|\.weak\s+)*\.shared\s+(?:\.align\s+(\d+)\s+)?"
-                     r"\.(?:b|u|s|f)(\d+)\s+([A-Za-z_$][\w$]*)\s*((?:\[\d*\])*)")
+_HEADER = re.compile(
+    r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)?(?P<kind>\.entry|\.func)\s*"
+    r"(?:\([^)]*\)\s*)?(?P<name>[A-Za-z_$%][\w$]*)"
+)
+_SHARED = re.compile(
+    r"^\s*(?:\.visible\s+|\.extern\s+|\.weak\s+)*\.shared\s+(?:\.align\s+(\d+)\s+)?"
+    r"\.(?:b|u|s|f)(\d+)\s+([A-Za-z_$][\w$]*)\s*((?:\[\d*\])*)"
+)
 _DIRECTIVE = re.compile(r"\.(maxntid|reqntid|reqnctapercluster|explicitcluster|maxnreg|minnctapersm)\b\s*([\d,\s]*)")
 _LABEL = re.compile(r"^([$\w]+):")
 
@@ -147,8 +151,15 @@ def parse(ptx: str) -> Module:
     return Module(tuple(functions), tuple(shared), len(raw))
 
 
-def _function(raw: list[str], start: int, kind: str, name: str, files: dict[int, str],
-              functions: list[Function], shared: list[SharedDecl]) -> int:
+def _function(
+    raw: list[str],
+    start: int,
+    kind: str,
+    name: str,
+    files: dict[int, str],
+    functions: list[Function],
+    shared: list[SharedDecl],
+) -> int:
     """Parse one function from its header line; returns the index after its closing brace."""
     header: list[str] = []
     directives: list[tuple[str, tuple[int, ...], int]] = []
@@ -189,7 +200,7 @@ def _function(raw: list[str], start: int, kind: str, name: str, files: dict[int,
             core = ""
         label = _LABEL.match(core)
         if label:
-            core = core[label.end():].strip()
+            core = core[label.end() :].strip()
         if core:
             if not pending:
                 pending_line = i + 1

@@ -83,15 +83,27 @@ def combine(vals: list[Val], fold: Callable[[list[int]], int] | None = None) -> 
 
 
 _FOLDS: Mapping[str, Callable[[list[int]], int]] = {
-    "add": lambda v: sum(v), "sub": lambda v: v[0] - v[1], "mul": lambda v: v[0] * v[1],
-    "mad": lambda v: v[0] * v[1] + v[2], "shl": lambda v: v[0] << v[1], "shr": lambda v: v[0] >> v[1],
-    "and": lambda v: v[0] & v[1], "or": lambda v: v[0] | v[1], "xor": lambda v: v[0] ^ v[1],
-    "neg": lambda v: -v[0], "not": lambda v: ~v[0], "min": min, "max": max,
-    "div": lambda v: v[0] // v[1], "rem": lambda v: v[0] % v[1],
+    "add": lambda v: sum(v),
+    "sub": lambda v: v[0] - v[1],
+    "mul": lambda v: v[0] * v[1],
+    "mad": lambda v: v[0] * v[1] + v[2],
+    "shl": lambda v: v[0] << v[1],
+    "shr": lambda v: v[0] >> v[1],
+    "and": lambda v: v[0] & v[1],
+    "or": lambda v: v[0] | v[1],
+    "xor": lambda v: v[0] ^ v[1],
+    "neg": lambda v: -v[0],
+    "not": lambda v: ~v[0],
+    "min": min,
+    "max": max,
+    "div": lambda v: v[0] // v[1],
+    "rem": lambda v: v[0] % v[1],
 }
 _COPIES = ("mov", "cvt", "cvta", "mov")
-_SPECIAL = re.compile(r"%(tid|ntid|laneid|warpid|ctaid|nctaid|clusterid|nclusterid|cluster_ctaid|"
-                      r"cluster_nctarank|cluster_ctarank|smid|nsmid|gridid|lanemask_\w+|clock\w*|globaltimer\w*)")
+_SPECIAL = re.compile(
+    r"%(tid|ntid|laneid|warpid|ctaid|nctaid|clusterid|nclusterid|cluster_ctaid|"
+    r"cluster_nctarank|cluster_ctarank|smid|nsmid|gridid|lanemask_\w+|clock\w*|globaltimer\w*)"
+)
 _IMM = re.compile(r"^-?(0[xX][0-9a-fA-F]+|\d+)[Uu]?$")
 _REG = re.compile(r"^%[\w$]+$")
 _ADDR = re.compile(r"^\[\s*([^\]+]+?)\s*(?:\+\s*(-?\w+))?\s*\]$")
@@ -122,8 +134,16 @@ class Env:
                 return Val(origins=frozenset({"tid"}), tid_abs=True)
             if what == "laneid":
                 return Val(origins=frozenset({"lane"}))
-            if what in ("ntid", "nctaid", "ctaid", "clusterid", "nclusterid", "cluster_ctaid",
-                        "cluster_nctarank", "cluster_ctarank"):
+            if what in (
+                "ntid",
+                "nctaid",
+                "ctaid",
+                "clusterid",
+                "nclusterid",
+                "cluster_ctaid",
+                "cluster_nctarank",
+                "cluster_ctarank",
+            ):
                 return Val(origins=frozenset({"grid"}))
             return UNKNOWN
         if text in self.smem_names:
@@ -145,8 +165,15 @@ class Env:
         return combine([base, self.operand(m.group(2))], _FOLDS["add"])
 
 
-def analyse(function: Function, *, handle_names: frozenset[str], smem_names: frozenset[str],
-            entry_like: bool, smem_offsets: bool = False, static_names: frozenset[str] = frozenset()) -> Env:
+def analyse(
+    function: Function,
+    *,
+    handle_names: frozenset[str],
+    smem_names: frozenset[str],
+    entry_like: bool,
+    smem_offsets: bool = False,
+    static_names: frozenset[str] = frozenset(),
+) -> Env:
     """The fixed point of the function's register values (module docstring).
 
     ``smem_offsets``: the shared-memory base counts as offset 0 (origin ``smem``), so
@@ -261,9 +288,32 @@ def _transfer(env: Env, ins: Instr, last_call: str | None) -> tuple[str, Val] | 
     if base in ("setp", "set"):
         return dest, combine([env.operand(o) for o in ops[1:3]])
     srcs = [env.operand(o) for o in ops[1:]]
-    if fold is not None or base in ("mul24", "mad24", "bfe", "bfi", "prmt", "shf", "abs", "popc", "clz",
-                                    "brev", "sad", "addc", "subc", "madc", "mul", "fma", "cnot", "lop3",
-                                    "copysign", "testp", "vote", "shfl", "activemask", "elect"):
+    if fold is not None or base in (
+        "mul24",
+        "mad24",
+        "bfe",
+        "bfi",
+        "prmt",
+        "shf",
+        "abs",
+        "popc",
+        "clz",
+        "brev",
+        "sad",
+        "addc",
+        "subc",
+        "madc",
+        "mul",
+        "fma",
+        "cnot",
+        "lop3",
+        "copysign",
+        "testp",
+        "vote",
+        "shfl",
+        "activemask",
+        "elect",
+    ):
         if base in ("vote", "shfl", "activemask", "elect"):
             return dest, UNKNOWN
         return dest, combine(srcs, fold)

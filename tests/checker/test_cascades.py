@@ -20,16 +20,27 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "specs" / "examples" / "gemm_swi
 CASCADES = [
     ("keyword typo", "mainloop.kc", "    role producer", "    rol producer", "E-SYNTAX", "`rol`"),
     ("unmet version", "gemm_swiglu.kp", "version ^2.1", "version ^3.0", "L-VERSION", "`^3.0`"),
-    ("missing use", "gemm_swiglu.kp", '    use "gemm.mainloop" version ^2.1 from "build/mainloop.kpkg"\n', "",
-     "L-STAGE", "mainloop.kc"),
-    ("unknown feature", "mainloop.kc", "requires feature tma,", "requires feature tma_multicsat,", "E-NAME",
-     "`tma_multicsat`"),
+    (
+        "missing use",
+        "gemm_swiglu.kp",
+        '    use "gemm.mainloop" version ^2.1 from "build/mainloop.kpkg"\n',
+        "",
+        "L-STAGE",
+        "mainloop.kc",
+    ),
+    (
+        "unknown feature",
+        "mainloop.kc",
+        "requires feature tma,",
+        "requires feature tma_multicsat,",
+        "E-NAME",
+        "`tma_multicsat`",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("name", "file", "old", "new", "root", "word"), CASCADES, ids=[c[0] for c in CASCADES])
-def test_root_cause_first(name: str, file: str, old: str, new: str, root: str, word: str,
-                          tmp_path: Path) -> None:
+def test_root_cause_first(name: str, file: str, old: str, new: str, root: str, word: str, tmp_path: Path) -> None:
     folder = tmp_path / "gemm_swiglu"
     shutil.copytree(EXAMPLE, folder)
     path = folder / file
@@ -51,14 +62,15 @@ def test_missing_use_suggests_the_line_and_the_file(tmp_path: Path) -> None:
     kp.write_text(kp.read_text().replace('    use "gemm.mainloop" version ^2.1 from "build/mainloop.kpkg"\n', ""))
     [diag] = [d for d in check([kp]).diagnostics if d.is_error]
     assert diag.helps == ('add `use "gemm.mainloop" version ^2.1` to the pipeline',)
-    assert {lab.span.file.rsplit("/", 1)[-1] for lab in diag.labels} == {"gemm_swiglu.kp", "mainloop.kc",
-                                                                          "epilogue.kc"}
+    assert {lab.span.file.rsplit("/", 1)[-1] for lab in diag.labels} == {"gemm_swiglu.kp", "mainloop.kc", "epilogue.kc"}
 
 
 def test_an_unrelated_unused_stage_is_not_reported(tmp_path: Path) -> None:
     """A contract beside the pipeline that nothing needs is not a missing `use`."""
     folder = tmp_path / "gemm_swiglu"
     shutil.copytree(EXAMPLE, folder)
-    (folder / "other.kc").write_text('stage "demo.other" version "1.0.0" {\n    target sm_90a\n'
-                                     '    role other entry other_main warps 4 warpgroup\n}\n')
+    (folder / "other.kc").write_text(
+        'stage "demo.other" version "1.0.0" {\n    target sm_90a\n'
+        "    role other entry other_main warps 4 warpgroup\n}\n"
+    )
     assert [d.code for d in check([folder / "gemm_swiglu.kp"]).diagnostics if d.is_error] == []

@@ -22,16 +22,14 @@ def _exprs() -> st.SearchStrategy[Expr]:
     ops = (*ARITH_OPS, *COMPARE_OPS, *BOOL_OPS)
     return st.recursive(
         _leaf(),
-        lambda inner: st.one_of(
-            st.builds(BinOp, st.sampled_from(ops), inner, inner),
-            inner.map(Not)),
-        max_leaves=6)
+        lambda inner: st.one_of(st.builds(BinOp, st.sampled_from(ops), inner, inner), inner.map(Not)),
+        max_leaves=6,
+    )
 
 
 def _values() -> st.SearchStrategy[A.FactValue]:
     exact = st.integers(0, 5).map(lambda v: A.FactValue("exact", (v,)))
-    ranged = st.tuples(st.integers(0, 4), st.integers(0, 4)).map(
-        lambda t: A.FactValue("range", (min(t), max(t))))
+    ranged = st.tuples(st.integers(0, 4), st.integers(0, 4)).map(lambda t: A.FactValue("range", (min(t), max(t))))
     sets = st.lists(st.integers(0, 6), min_size=1, max_size=3).map(lambda v: A.FactValue("set", tuple(v)))
     return st.one_of(exact, ranged, sets)
 
@@ -73,12 +71,15 @@ def _c(op: str, left: Expr, right: Expr) -> Expr:
     return BinOp(op, left, right)
 
 
-@pytest.mark.parametrize(("expr", "env"), [
-    (_c("/", Int(7), _c("-", Int(0), Int(2))), {}),          # 7 // -2 == -4
-    (_c("%", Int(7), _c("-", Int(0), Int(2))), {}),          # 7 % -2 == -1
-    (_c("/", _c("-", Int(0), Int(7)), Int(2)), {}),          # -7 // 2 == -4
-    (_c("%", _c("-", Int(0), Int(7)), Int(2)), {}),          # -7 % 2 == 1
-])
+@pytest.mark.parametrize(
+    ("expr", "env"),
+    [
+        (_c("/", Int(7), _c("-", Int(0), Int(2))), {}),  # 7 // -2 == -4
+        (_c("%", Int(7), _c("-", Int(0), Int(2))), {}),  # 7 % -2 == -1
+        (_c("/", _c("-", Int(0), Int(7)), Int(2)), {}),  # -7 // 2 == -4
+        (_c("%", _c("-", Int(0), Int(7)), Int(2)), {}),  # -7 % 2 == 1
+    ],
+)
 def test_floor_semantics_on_negative_operands(expr: Expr, env: dict[str, int]) -> None:
     target = evaluate(expr, env)
     for probe in (target, target + 1):

@@ -14,8 +14,10 @@ def test_vocabulary_is_the_hardware_tables_features() -> None:
 
 
 def test_ldmatrix_and_tma_multicast_can_be_required() -> None:
-    text = ('stage "demo.s" version "1.0.0" {\n    target sm_90a\n'
-            '    requires feature ldmatrix, tma_multicast, dsmem\n'
-            '    role main entry main_fn warps 4 warpgroup\n}\n')
+    text = (
+        'stage "demo.s" version "1.0.0" {\n    target sm_90a\n'
+        "    requires feature ldmatrix, tma_multicast, dsmem\n"
+        "    role main entry main_fn warps 4 warpgroup\n}\n"
+    )
     result = check_text(text, "s.kc")
     assert [d.code for d in result.diagnostics if d.is_error] == []

@@ -106,7 +106,11 @@ def test_ring_slot_handles_name_a_per_slot_claim_of_any_stage() -> None:
 def test_required_definitions_are_entries_exports_and_init_hooks() -> None:
     required = required_definitions(_stage())
     assert {s: what for s, (what, _) in required.items()} == {
-        "mma_main": "entry", "epi_main": "entry", "demo_scale": "export", "demo_mma_v2_out_init": "init"}
+        "mma_main": "entry",
+        "epi_main": "entry",
+        "demo_scale": "export",
+        "demo_mma_v2_out_init": "init",
+    }
     assert init_hook_symbol("ring.loader", "kv") == "ring_loader_kv_init"
 
 
@@ -114,10 +118,14 @@ def test_a_clean_object_has_no_findings() -> None:
     stage = _stage()
     needed = {"kl_call_mask", "kl_demo_scratch", "my_done_bar", "kl_demo_mma_v2_kv_tiles_smem", "vprintf"}
     captured = _captured({"mma_main", "epi_main", "demo_scale", "demo_mma_v2_out_init"}, needed)
-    protos = {"mma_main": ENTRY_PROTOTYPE, "epi_main": ENTRY_PROTOTYPE, "demo_mma_v2_out_init": ENTRY_PROTOTYPE,
-              "demo_scale": Prototype("func", ("b32",), ("b32",)), "kl_call_mask": Prototype("func", ("b32", "b32"),
-                                                                                             ("b32",)),
-              **{s: HANDLE_PROTOTYPE for s in needed if s not in ("kl_call_mask", "vprintf")}}
+    protos = {
+        "mma_main": ENTRY_PROTOTYPE,
+        "epi_main": ENTRY_PROTOTYPE,
+        "demo_mma_v2_out_init": ENTRY_PROTOTYPE,
+        "demo_scale": Prototype("func", ("b32",), ("b32",)),
+        "kl_call_mask": Prototype("func", ("b32", "b32"), ("b32",)),
+        **{s: HANDLE_PROTOTYPE for s in needed if s not in ("kl_call_mask", "vprintf")},
+    }
     assert symbol_problems(stage, captured, protos) == []
     assert handle_problems(stage, captured, protos) == []
     assert set(resolve_handles(stage, needed)) == {"kl_demo_scratch", "my_done_bar", "kl_demo_mma_v2_kv_tiles_smem"}
@@ -127,28 +135,44 @@ def test_missing_definitions_and_unexplained_needs_are_l_symbol() -> None:
     stage = _stage()
     captured = _captured({"mma_main", "kl_demo_mma_v2_mma_warp0"}, {"helper_from_elsewhere", "kl_call_mask"})
     found = {(f.problem, f.symbol) for f in symbol_problems(stage, captured)}
-    assert found == {("entry-missing", "epi_main"), ("export-missing", "demo_scale"),
-                     ("init-missing", "demo_mma_v2_out_init"),
-                     ("reserved-definition", "kl_demo_mma_v2_mma_warp0"),
-                     ("unexplained-need", "helper_from_elsewhere")}
+    assert found == {
+        ("entry-missing", "epi_main"),
+        ("export-missing", "demo_scale"),
+        ("init-missing", "demo_mma_v2_out_init"),
+        ("reserved-definition", "kl_demo_mma_v2_mma_warp0"),
+        ("unexplained-need", "helper_from_elsewhere"),
+    }
     assert all(f.clause == "L-SYMBOL" for f in symbol_problems(stage, captured))
 
 
 def test_signatures_are_checked_when_prototypes_are_known() -> None:
     stage = _stage()
     captured = _captured({"mma_main", "epi_main", "demo_scale", "demo_mma_v2_out_init"}, {"kl_call_mask"})
-    protos = {"mma_main": Prototype("entry", ("b64",)), "epi_main": ENTRY_PROTOTYPE,
-              "demo_mma_v2_out_init": ENTRY_PROTOTYPE, "demo_scale": Prototype("func", ("b64",), ("b32",)),
-              "kl_call_mask": Prototype("func", ("b32",), ("b32",))}
+    protos = {
+        "mma_main": Prototype("entry", ("b64",)),
+        "epi_main": ENTRY_PROTOTYPE,
+        "demo_mma_v2_out_init": ENTRY_PROTOTYPE,
+        "demo_scale": Prototype("func", ("b64",), ("b32",)),
+        "kl_call_mask": Prototype("func", ("b32",), ("b32",)),
+    }
     found = {(f.problem, f.symbol) for f in symbol_problems(stage, captured, protos)}
-    assert found == {("entry-signature", "mma_main"), ("export-signature", "demo_scale"),
-                     ("call-signature", "kl_call_mask")}
+    assert found == {
+        ("entry-signature", "mma_main"),
+        ("export-signature", "demo_scale"),
+        ("call-signature", "kl_call_mask"),
+    }
 
 
 def test_handle_findings_unbound_wrong_kind_explicit_name_and_conditions() -> None:
     stage = _stage()
-    needed = {"kl_demo_mma_v2_nothing_smem", "kl_demo_mma_v2_acc_smem", "kl_demo_mma_v2_scratch_smem",
-              "kl_demo_mma_v2_epi_regs", "kl_demo_mma_v2_kv_full_count", "kl_demo_mma_v2_scratch_stride"}
+    needed = {
+        "kl_demo_mma_v2_nothing_smem",
+        "kl_demo_mma_v2_acc_smem",
+        "kl_demo_mma_v2_scratch_smem",
+        "kl_demo_mma_v2_epi_regs",
+        "kl_demo_mma_v2_kv_full_count",
+        "kl_demo_mma_v2_scratch_stride",
+    }
     found = {f.symbol: (f.problem, f.item) for f in handle_problems(stage, _captured(set(), needed))}
     assert found == {
         "kl_demo_mma_v2_nothing_smem": ("unbound", None),
@@ -169,10 +193,13 @@ def test_a_handle_bound_twice_and_a_bad_handle_signature() -> None:
     text = DEMO.replace("handle kl_demo_scratch", "handle kl_demo_mma_v2_acc_tmem")
     stage = _stage(text)
     needed = {"kl_demo_mma_v2_sync_bar_id"}
-    found = handle_problems(stage, _captured(set(), needed), {"kl_demo_mma_v2_sync_bar_id": Prototype("func", (),
-                                                                                                        ("b64",))})
-    assert [(f.problem, f.symbol) for f in found] == [("bound-twice", "kl_demo_mma_v2_acc_tmem"),
-                                                        ("signature", "kl_demo_mma_v2_sync_bar_id")]
+    found = handle_problems(
+        stage, _captured(set(), needed), {"kl_demo_mma_v2_sync_bar_id": Prototype("func", (), ("b64",))}
+    )
+    assert [(f.problem, f.symbol) for f in found] == [
+        ("bound-twice", "kl_demo_mma_v2_acc_tmem"),
+        ("signature", "kl_demo_mma_v2_sync_bar_id"),
+    ]
 
 
 def test_call_symbols_with_the_handle_prefix_are_not_handles() -> None:

@@ -29,10 +29,16 @@ def _codes(text: str, target: str | None = None) -> list[str]:
 
 def _packaged(toolkits: dict[str, str], built: dict[str, str], target: str | None = None) -> list[str]:
     source = parse_text(MIXED.replace("sm_100a", "sm_90a"), "p.kc")
-    entries = [StageEntry(s, f"{s.name}.kpkg!contract.kc", None, package=f"{s.name}.kpkg",
-                          captured=Captured(frozenset(), frozenset(), toolkit=toolkits[s.name],
-                                            target=built[s.name]))
-               for s in source.stages]
+    entries = [
+        StageEntry(
+            s,
+            f"{s.name}.kpkg!contract.kc",
+            None,
+            package=f"{s.name}.kpkg",
+            captured=Captured(frozenset(), frozenset(), toolkit=toolkits[s.name], target=built[s.name]),
+        )
+        for s in source.stages
+    ]
     pipeline = implicit_pipeline(source.stages, "p", Span("p.kc", 1, 1, 1, 1))
     comp = resolve(pipeline, "p.kc", entries, target)
     return [d.message for d in run_clauses(comp) if d.code == "L-TARGET"]
@@ -58,14 +64,16 @@ def test_toolkit_major_versions_must_agree() -> None:
     built = {"gemm.load": "sm_90a", "gemm.mma": "sm_90a"}
     assert _packaged(same, built) == []
     assert _packaged(differ, built) == [
-        "package `gemm.mma.kpkg` was compiled with `nvcc 12.8`, but `gemm.load.kpkg` with `nvrtc 13.0`"]
+        "package `gemm.mma.kpkg` was compiled with `nvcc 12.8`, but `gemm.load.kpkg` with `nvrtc 13.0`"
+    ]
 
 
 def test_packages_are_not_retargeted_by_an_override() -> None:
     toolkits = {"gemm.load": "nvrtc 13.0", "gemm.mma": "nvrtc 13.0"}
     built = {"gemm.load": "sm_90a", "gemm.mma": "sm_100a"}
     assert _packaged(toolkits, built) == [
-        "package `gemm.mma.kpkg` holds LTO IR for `sm_100a`, but the pipeline targets `sm_90a`"]
+        "package `gemm.mma.kpkg` holds LTO IR for `sm_100a`, but the pipeline targets `sm_90a`"
+    ]
     assert len(_packaged(toolkits, {k: "sm_90a" for k in built}, target="sm_120a")) == 2
 
 

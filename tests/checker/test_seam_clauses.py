@@ -129,8 +129,7 @@ stage "swiglu.epilogue" version "1.0.3" {{
 """
 
 
-@pytest.mark.parametrize("lifetime", ["kernel", "between acc.ready acc.done", "from acc.ready",
-                                      "until acc.done"])
+@pytest.mark.parametrize("lifetime", ["kernel", "between acc.ready acc.done", "from acc.ready", "until acc.done"])
 def test_lent_scratch_covering_the_transfer_is_accepted(lifetime: str) -> None:
     assert _codes(_PAIR.format(lifetime=lifetime, done="        done event acc.done\n")) == []
 
@@ -174,6 +173,7 @@ stage "gemm.mainloop" version "2.1.0" {
 
 
 # ----------------------------------------------------------------- callables
+
 
 def test_cycles_through_ambiguous_calls_are_not_reported() -> None:
     text = """
@@ -256,15 +256,17 @@ def test_captured_layout_disagreements() -> None:
     diags = _with_captured(CapturedParams("GemmParams", 32, 8, fields))
     messages = sorted(d.message for d in diags)
     assert all(d.code == "L-PARAMS" for d in diags)
-    assert messages == sorted([
-        "params `GemmParams` of `gemm.mainloop` declares size 24, but the compiled struct has size 32",
-        "field `tile_n` of params `GemmParams` is declared at offset 12 (4 bytes), but the compiler placed it "
-        "at offset 16 (4 bytes)",
-        "field `tmap_b` of params `GemmParams` is declared at offset 16 (8 bytes), but the compiler placed it "
-        "at offset 24 (8 bytes)",
-        "the compiled struct `GemmParams` of `gemm.mainloop` has field `split_k` (offset 12, 4 bytes) that the "
-        "contract does not declare",
-    ])
+    assert messages == sorted(
+        [
+            "params `GemmParams` of `gemm.mainloop` declares size 24, but the compiled struct has size 32",
+            "field `tile_n` of params `GemmParams` is declared at offset 12 (4 bytes), but the compiler placed it "
+            "at offset 16 (4 bytes)",
+            "field `tmap_b` of params `GemmParams` is declared at offset 16 (8 bytes), but the compiler placed it "
+            "at offset 24 (8 bytes)",
+            "the compiled struct `GemmParams` of `gemm.mainloop` has field `split_k` (offset 12, 4 bytes) that the "
+            "contract does not declare",
+        ]
+    )
     assert all("build/gemm.kpkg" in d.notes[0] for d in diags)
 
 
@@ -272,8 +274,9 @@ def test_old_toolkit_gets_the_legacy_parameter_limit() -> None:
     text = _PARAMS.replace("size 24 align 8", "size 4104 align 8")
     source = parse_text(text, "gemm.kc")
     fields = (("tmap_a", 0, 8), ("k_tiles", 8, 4), ("tile_n", 12, 4), ("tmap_b", 16, 8))
-    captured = Captured(frozenset(), frozenset(), (CapturedParams("GemmParams", 4104, 8, fields),),
-                        toolkit="nvcc 12.0", target="sm_90a")
+    captured = Captured(
+        frozenset(), frozenset(), (CapturedParams("GemmParams", 4104, 8, fields),), toolkit="nvcc 12.0", target="sm_90a"
+    )
     entry = StageEntry(source.stages[0], "gemm.kc", None, "build/gemm.kpkg", captured)
     comp = resolve(implicit_pipeline(source.stages, "gemm", Span("gemm.kc", 1, 1, 1, 1)), "gemm.kc", [entry])
     (diag,) = run_clauses(comp, [ParamsClause])

@@ -17,15 +17,18 @@ def _layout(roles: str):  # type: ignore[no-untyped-def]
 
 
 def test_warpgroup_roles_start_aligned_after_padding() -> None:
-    layout = _layout("    role load entry a warps 1\n    role mma entry b warps 8 warpgroup\n"
-                     "    role epi entry c warps 1\n")
+    layout = _layout(
+        "    role load entry a warps 1\n    role mma entry b warps 8 warpgroup\n    role epi entry c warps 1\n"
+    )
     assert [(p.name, p.start, p.padding) for p in layout.roles] == [("load", 0, 0), ("mma", 4, 3), ("epi", 12, 0)]
     assert layout.warps == 13
 
 
 def test_register_groups_take_the_largest_budget_and_default_to_the_minimum() -> None:
-    layout = _layout("    role load entry a warps 1\n    role aux entry b warps 2 regs 56\n"
-                     "    role mma entry c warps 8 warpgroup regs 232\n")
+    layout = _layout(
+        "    role load entry a warps 1\n    role aux entry b warps 2 regs 56\n"
+        "    role mma entry c warps 8 warpgroup regs 232\n"
+    )
     groups = register_groups(layout, SM90A)
     assert [g.budget for g in groups] == [56, 232, 232]
     assert groups[0].decided_by is not None and groups[0].decided_by.name == "aux"

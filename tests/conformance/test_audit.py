@@ -49,8 +49,7 @@ def _audit(out: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[
 
 
 @pytest.mark.parametrize("name", ["hello", "ring"])
-def test_audit_passes_on_link_outputs(outputs: dict[str, Path], name: str,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_audit_passes_on_link_outputs(outputs: dict[str, Path], name: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, text = _audit(outputs[name], capsys)
     assert code == 0, text
     assert "agree with the map" in text and "register budgets" in text
@@ -60,8 +59,9 @@ def test_link_writes_the_ptx_the_audit_reads(outputs: dict[str, Path]) -> None:
     assert (outputs["ring"] / "kernel.ptx").read_text().count("setmaxnreg") == 2  # dec 40; inc 232 (warps 4..11)
 
 
-def test_a_map_with_another_ring_depth_fails(outputs: dict[str, Path], tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_map_with_another_ring_depth_fails(
+    outputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = _copy(outputs, "ring", tmp_path)
 
     def shallower(data: dict[str, Any]) -> None:
@@ -77,7 +77,8 @@ def test_a_map_with_another_ring_depth_fails(outputs: dict[str, Path], tmp_path:
 
 
 def test_a_map_with_another_register_budget_fails_with_both_values(
-        outputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    outputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = _copy(outputs, "ring", tmp_path)
 
     def budget(data: dict[str, Any]) -> None:
@@ -89,8 +90,9 @@ def test_a_map_with_another_register_budget_fails_with_both_values(
     assert "the linked code runs `setmaxnreg.inc 232`; the map's budgets are dec 40, inc 224" in text
 
 
-def test_a_map_with_another_arrival_count_fails(outputs: dict[str, Path], tmp_path: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_map_with_another_arrival_count_fails(
+    outputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = _copy(outputs, "ring", tmp_path)
 
     def count(data: dict[str, Any]) -> None:
@@ -103,8 +105,7 @@ def test_a_map_with_another_arrival_count_fails(outputs: dict[str, Path], tmp_pa
     assert code == 1 and "with 8 arrivals; the map says 4" in text
 
 
-def test_a_tampered_cubin_fails(outputs: dict[str, Path], tmp_path: Path,
-                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_tampered_cubin_fails(outputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = _copy(outputs, "hello", tmp_path)
     data = bytearray((out / "kernel.cubin").read_bytes())
     data[len(data) // 2] ^= 0xFF
@@ -113,8 +114,9 @@ def test_a_tampered_cubin_fails(outputs: dict[str, Path], tmp_path: Path,
     assert code == 1 and "`kernel.cubin` has SHA-256" in text and "the map records" in text
 
 
-def test_an_unassigned_barrier_id_in_the_code_fails(outputs: dict[str, Path], tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unassigned_barrier_id_in_the_code_fails(
+    outputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = _copy(outputs, "ring", tmp_path)
     ptx = (out / "kernel.ptx").read_text()
     (out / "kernel.ptx").write_text(ptx.replace("\tbar.sync \t0;", "\tbar.sync \t5, 64;", 1))
@@ -123,7 +125,8 @@ def test_an_unassigned_barrier_id_in_the_code_fails(outputs: dict[str, Path], tm
 
 
 def test_an_unprovable_site_is_a_note_and_strict_makes_it_an_error(
-        outputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    outputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = _copy(outputs, "ring", tmp_path)
     ptx = (out / "kernel.ptx").read_text()
     (out / "kernel.ptx").write_text(ptx.replace("\tbar.sync \t0;", "\tbar.sync \t%r1;", 1))
@@ -133,8 +136,9 @@ def test_an_unprovable_site_is_a_note_and_strict_makes_it_an_error(
     assert code == 1 and "error[L-LINK]" in text
 
 
-def test_a_directory_without_the_ptx_is_an_io_error(outputs: dict[str, Path], tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_directory_without_the_ptx_is_an_io_error(
+    outputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = _copy(outputs, "hello", tmp_path)
     (out / "kernel.ptx").unlink()
     code, text = _audit(out, capsys)
@@ -142,14 +146,16 @@ def test_a_directory_without_the_ptx_is_an_io_error(outputs: dict[str, Path], tm
 
 
 def test_link_fails_when_the_linked_code_disagrees_with_the_map(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import linker.link as link_module
 
     real = link_module._link_ptx
 
     def skewed(*args: Any, **kwargs: Any) -> str:
-        return str(real(*args, **kwargs)).replace("setmaxnreg.dec.sync.aligned.u32 40;",
-                                                  "setmaxnreg.dec.sync.aligned.u32 48;")
+        return str(real(*args, **kwargs)).replace(
+            "setmaxnreg.dec.sync.aligned.u32 40;", "setmaxnreg.dec.sync.aligned.u32 48;"
+        )
 
     monkeypatch.setattr(link_module, "_link_ptx", skewed)
     result = link([build_example("ring", tmp_path / "src")], tmp_path / "out")

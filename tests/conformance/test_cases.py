@@ -78,15 +78,17 @@ def test_examples_conform(example: str, tmp_path: Path) -> None:
     assert conformance_findings(built, tmp_path / "x.kpkg", strict=True) == []
 
 
-def test_check_reports_an_undecided_site_and_strict_rejects_it(tmp_path: Path,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_reports_an_undecided_site_and_strict_rejects_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from kernlink.cli import main
 
     folder = tmp_path / "undecided"
     shutil.copytree(CASES / "undecided", folder)
     pack(folder / "fail.cu", folder / "stage.kc", folder / "build" / "bar.kpkg")
-    (folder / "fx.kp").write_text('pipeline "fx" {\n    target sm_90a\n'
-                                  '    use "fx.bar" version ^1.0 from "build/bar.kpkg"\n}\n')
+    (folder / "fx.kp").write_text(
+        'pipeline "fx" {\n    target sm_90a\n    use "fx.bar" version ^1.0 from "build/bar.kpkg"\n}\n'
+    )
     assert main(["check", str(folder / "fx.kp"), "--color", "never"]) == 0
     assert "note[I-CONFORM]: cannot decide the barrier ID of `bar.arrive` in `fx_prod`" in capsys.readouterr().out
     assert main(["check", str(folder / "fx.kp"), "--color", "never", "--strict"]) == 1
@@ -94,14 +96,17 @@ def test_check_reports_an_undecided_site_and_strict_rejects_it(tmp_path: Path,
 
 
 @pytest.mark.parametrize(("warpgroup", "expected"), [(" warpgroup", []), ("", ["tid-index"])])
-def test_thread_of_warpgroup_is_relative_only_in_an_aligned_role(tmp_path: Path, warpgroup: str,
-                                                                 expected: list[str]) -> None:
-    (tmp_path / "wg.kc").write_text(f'stage "fx.wg" version "1.0.0" {{\n    target sm_90a\n'
-                                    f'    role work entry fx_work warps 4{warpgroup}\n}}\n')
+def test_thread_of_warpgroup_is_relative_only_in_an_aligned_role(
+    tmp_path: Path, warpgroup: str, expected: list[str]
+) -> None:
+    (tmp_path / "wg.kc").write_text(
+        f'stage "fx.wg" version "1.0.0" {{\n    target sm_90a\n    role work entry fx_work warps 4{warpgroup}\n}}\n'
+    )
     (tmp_path / "wg.cu").write_text(
         'extern "C" __device__ void fx_work(const void* params, unsigned char*) {\n'
-        '    unsigned* out = *static_cast<unsigned* const*>(params);\n'
-        '    out[blockIdx.x * 128 + threadIdx.x % 128] = 1;\n}\n')
+        "    unsigned* out = *static_cast<unsigned* const*>(params);\n"
+        "    out[blockIdx.x * 128 + threadIdx.x % 128] = 1;\n}\n"
+    )
     built = build(tmp_path / "wg.cu", tmp_path / "wg.kc")
     found = conformance_findings(built, tmp_path / "wg.kpkg")
     assert [dict(d.data)["check"] for d in found] == expected

@@ -51,6 +51,7 @@ def assert_parses_canonically(path: Path) -> None:
 
 # ------------------------------------------------------------------ LANGUAGE.md
 
+
 @pytest.mark.parametrize("path", _fixtures(), ids=lambda p: p.name)
 def test_language_examples_parse(path: Path) -> None:
     assert_parses_canonically(path)
@@ -59,10 +60,35 @@ def test_language_examples_parse(path: Path) -> None:
 def test_language_examples_cover_every_construct() -> None:
     sources = [parse_file(p)[0] for p in _fixtures()]
     kinds = {type(item).__name__ for s in sources for block in s.items for item in block.items}
-    assert {"Target", "Features", "Role", "Params", "SmemClaim", "TmemClaim", "BarrierClaim", "CounterClaim",
-            "Ring", "Counter", "ExportCallable", "Call", "ExportTensor", "ImportTensor", "OwnsFact", "UsesFact",
-            "AssumesFact", "RequiresFact", "Phases", "Cluster", "Domain", "Buffer", "HostProvider", "Use",
-            "PipelineCluster", "ProvidesDomain", "ProvidesBuffer"} <= kinds
+    assert {
+        "Target",
+        "Features",
+        "Role",
+        "Params",
+        "SmemClaim",
+        "TmemClaim",
+        "BarrierClaim",
+        "CounterClaim",
+        "Ring",
+        "Counter",
+        "ExportCallable",
+        "Call",
+        "ExportTensor",
+        "ImportTensor",
+        "OwnsFact",
+        "UsesFact",
+        "AssumesFact",
+        "RequiresFact",
+        "Phases",
+        "Cluster",
+        "Domain",
+        "Buffer",
+        "HostProvider",
+        "Use",
+        "PipelineCluster",
+        "ProvidesDomain",
+        "ProvidesBuffer",
+    } <= kinds
 
 
 @pytest.mark.skipif(not DESIGN_LANGUAGE.exists(), reason="the design folder is not beside this checkout")
@@ -75,6 +101,7 @@ def test_fixtures_hold_every_block_of_the_design() -> None:
 
 
 # ------------------------------------------------------------------ specs/
+
 
 @pytest.mark.parametrize("path", _spec_files(), ids=_rel)
 def test_spec_files_parse_canonically(path: Path) -> None:
@@ -90,6 +117,7 @@ def test_kernlink_fmt_check_passes_on_specs(capsys: pytest.CaptureFixture[str]) 
 
 
 # ------------------------------------------------------------------ specs/language.md
+
 
 def _reference_blocks() -> list[tuple[int, str, str]]:
     text = (SPECS / "language.md").read_text()
@@ -136,8 +164,9 @@ def test_reference_lists_the_grammar_keywords() -> None:
     assert set(re.findall(r"`(\w+)`", listed)) == KEYWORDS
 
 
-@pytest.mark.parametrize(("info", "body"), [pytest.param(info, body, id=f"language.md:{line}")
-                                             for line, info, body in _reference_blocks()])
+@pytest.mark.parametrize(
+    ("info", "body"), [pytest.param(info, body, id=f"language.md:{line}") for line, info, body in _reference_blocks()]
+)
 def test_reference_examples_parse(info: str, body: str) -> None:
     path = "specs/language.md"
     source = parse_text(_as_file(info, body), path)

@@ -51,10 +51,14 @@ def _kept_for_reading(text: str, open_at: int, close_at: int) -> bool:
     ``(t % 32) / 4`` (a product inside a product of another operator)."""
     if text[:open_at].endswith("not "):
         return True
-    inner = try_parse(text[open_at + 1:close_at])
-    after = text[close_at + 1:close_at + 4]
-    return (isinstance(inner, BinOp) and inner.op in ("*", "/", "%") and after in (" * ", " / ", " % ")
-            and after.strip() != inner.op)
+    inner = try_parse(text[open_at + 1 : close_at])
+    after = text[close_at + 1 : close_at + 4]
+    return (
+        isinstance(inner, BinOp)
+        and inner.op in ("*", "/", "%")
+        and after in (" * ", " / ", " % ")
+        and after.strip() != inner.op
+    )
 
 
 @examples(3)
@@ -62,27 +66,30 @@ def _kept_for_reading(text: str, open_at: int, close_at: int) -> bool:
 def test_to_text_has_no_needless_parentheses(expr: Expr) -> None:
     text = to_text(expr)
     for open_at, close_at in _paren_pairs(text):
-        without = text[:open_at] + text[open_at + 1:close_at] + text[close_at + 1:]
+        without = text[:open_at] + text[open_at + 1 : close_at] + text[close_at + 1 :]
         if try_parse(without) == expr:
             assert _kept_for_reading(text, open_at, close_at), f"needless parentheses in {text!r}"
 
 
-@pytest.mark.parametrize(("expr", "text"), [
-    (BinOp("-", BinOp("-", Name("a"), Name("b")), Name("n")), "a - b - n"),
-    (BinOp("-", Name("a"), BinOp("-", Name("b"), Name("n"))), "a - (b - n)"),
-    (BinOp("*", BinOp("+", Name("a"), Int(1)), Int(2)), "(a + 1) * 2"),
-    (BinOp("/", BinOp("%", Name("t"), Int(32)), Int(4)), "(t % 32) / 4"),
-    (BinOp("/", BinOp("/", Name("t"), Int(32)), Int(4)), "t / 32 / 4"),
-    (BinOp("==", BinOp("==", Name("a"), Name("b")), Int(0)), "(a == b) == 0"),
-    (BinOp("and", Name("a"), Not(Name("b"))), "a and not b"),
-    (BinOp("and", Not(Name("a")), Name("b")), "not a and b"),
-    (BinOp("or", BinOp("and", Name("a"), Name("b")), Name("n")), "a and b or n"),
-    (BinOp("and", BinOp("or", Name("a"), Name("b")), Name("n")), "(a or b) and n"),
-    (BinOp("+", Name("a"), Not(Name("b"))), "a + (not b)"),
-    (Not(BinOp("==", Name("a"), Int(0))), "not (a == 0)"),
-    (Not(Not(Name("a"))), "not not a"),
-    (BinOp("<=", Name("a"), Int(256)), "a <= 256"),
-])
+@pytest.mark.parametrize(
+    ("expr", "text"),
+    [
+        (BinOp("-", BinOp("-", Name("a"), Name("b")), Name("n")), "a - b - n"),
+        (BinOp("-", Name("a"), BinOp("-", Name("b"), Name("n"))), "a - (b - n)"),
+        (BinOp("*", BinOp("+", Name("a"), Int(1)), Int(2)), "(a + 1) * 2"),
+        (BinOp("/", BinOp("%", Name("t"), Int(32)), Int(4)), "(t % 32) / 4"),
+        (BinOp("/", BinOp("/", Name("t"), Int(32)), Int(4)), "t / 32 / 4"),
+        (BinOp("==", BinOp("==", Name("a"), Name("b")), Int(0)), "(a == b) == 0"),
+        (BinOp("and", Name("a"), Not(Name("b"))), "a and not b"),
+        (BinOp("and", Not(Name("a")), Name("b")), "not a and b"),
+        (BinOp("or", BinOp("and", Name("a"), Name("b")), Name("n")), "a and b or n"),
+        (BinOp("and", BinOp("or", Name("a"), Name("b")), Name("n")), "(a or b) and n"),
+        (BinOp("+", Name("a"), Not(Name("b"))), "a + (not b)"),
+        (Not(BinOp("==", Name("a"), Int(0))), "not (a == 0)"),
+        (Not(Not(Name("a"))), "not not a"),
+        (BinOp("<=", Name("a"), Int(256)), "a <= 256"),
+    ],
+)
 def test_canonical_forms(expr: Expr, text: str) -> None:
     assert to_text(expr) == text
     assert parse_expr(text) == expr

@@ -21,8 +21,14 @@ def _run(cache: Path, *, no_cache: bool = False) -> list[str]:
     env = {"KERNLINK_CACHE": str(cache), "PATH": "/usr/bin:/bin"}
     if no_cache:
         env["KERNLINK_NO_GRAMMAR_CACHE"] = "1"
-    out = subprocess.run([sys.executable, "-c", SCRIPT.format(path=str(RING))], env=env, check=True,
-                         capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT.format(path=str(RING))],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert out.stderr == ""
     return out.stdout.splitlines()
 

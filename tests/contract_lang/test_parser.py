@@ -20,15 +20,18 @@ def only_error(text: str, kind: str = "any") -> Diagnostic:
     return diag
 
 
-@pytest.mark.parametrize(("item", "word", "helps"), [
-    ("claim smemtiles bytes 16", "smemtiles", ("did you mean `smem tiles`?",)),
-    ("role load warps1", "warps1", ("did you mean `warps 1`?",)),
-    ("launch persistentthreads 4", "persistentthreads", ("did you mean `persistent threads`?",)),
-    ("requires featuretma", "featuretma", ("did you mean `feature tma`?",)),
-    ("ring kv produceby load {\n    }", "produceby", ("did you mean `produce by`?",)),
-    ("ring kv produce by load {\n        fullwait\n    }", "fullwait", ("did you mean `full wait`?",)),
-    ("ringg kv produce by load {\n    }", "ringg", ("did you mean `ring`?",)),
-])
+@pytest.mark.parametrize(
+    ("item", "word", "helps"),
+    [
+        ("claim smemtiles bytes 16", "smemtiles", ("did you mean `smem tiles`?",)),
+        ("role load warps1", "warps1", ("did you mean `warps 1`?",)),
+        ("launch persistentthreads 4", "persistentthreads", ("did you mean `persistent threads`?",)),
+        ("requires featuretma", "featuretma", ("did you mean `feature tma`?",)),
+        ("ring kv produceby load {\n    }", "produceby", ("did you mean `produce by`?",)),
+        ("ring kv produce by load {\n        fullwait\n    }", "fullwait", ("did you mean `full wait`?",)),
+        ("ringg kv produce by load {\n    }", "ringg", ("did you mean `ring`?",)),
+    ],
+)
 def test_keywords_are_whole_words(item: str, word: str, helps: tuple[str, ...]) -> None:
     """Regression: the contextual lexer split `smemtiles` into `smem tiles` and accepted it."""
     diag = only_error(stage(item))
@@ -36,14 +39,23 @@ def test_keywords_are_whole_words(item: str, word: str, helps: tuple[str, ...]) 
 
 
 def test_keywords_still_name_things_where_a_name_is_expected() -> None:
-    (role, claim) = parse_text(stage("role depth entry warps warps 1", "claim barrier sync participants depth")
-                               ).items[0].items
+    (role, claim) = (
+        parse_text(stage("role depth entry warps warps 1", "claim barrier sync participants depth")).items[0].items
+    )
     assert role == A.Role("depth", entry="warps", warps=1)
     assert claim == A.BarrierClaim("sync", participants=("depth",))
 
 
-@pytest.mark.parametrize(("literal", "what"), [("4x", "integer"), ("0xZZ", "integer"), ("16kb", "integer"),
-                                               ("2x1", "cluster shape"), ("2x1x1x1", "cluster shape")])
+@pytest.mark.parametrize(
+    ("literal", "what"),
+    [
+        ("4x", "integer"),
+        ("0xZZ", "integer"),
+        ("16kb", "integer"),
+        ("2x1", "cluster shape"),
+        ("2x1x1x1", "cluster shape"),
+    ],
+)
 def test_malformed_literals(literal: str, what: str) -> None:
     item = f"cluster {literal}" if what == "cluster shape" else f"claim smem s bytes {literal}"
     diag = only_error(stage(item))
@@ -58,18 +70,20 @@ def test_malformed_version_requirements(requirement: str) -> None:
     assert diag.message.startswith("invalid version requirement `")
 
 
-@pytest.mark.parametrize("text", ["", "\n\n", "   \t\n", "# only a comment\n", "# a\x85stage\n",
-                                  "# a\u2028pipeline\n"])
+@pytest.mark.parametrize("text", ["", "\n\n", "   \t\n", "# only a comment\n", "# a\x85stage\n", "# a\u2028pipeline\n"])
 def test_files_without_blocks_are_empty(text: str) -> None:
     """Regression: a comment holding U+0085 or U+2028 looked like content and parsed to no blocks at all."""
     assert only_error(text, "contract").code == "E-EMPTY"
 
 
-@pytest.mark.parametrize(("text", "kind", "message"), [
-    ('pipeline "p" {}\n', "contract", "a contract file holds `stage` blocks, not a `pipeline`"),
-    ('stage "s" version "1" {}\n', "pipeline", "a pipeline file holds one `pipeline` block, not stages"),
-    ('pipeline "p" {}\npipeline "q" {}\n', "pipeline", "a pipeline file holds exactly one `pipeline` block"),
-])
+@pytest.mark.parametrize(
+    ("text", "kind", "message"),
+    [
+        ('pipeline "p" {}\n', "contract", "a contract file holds `stage` blocks, not a `pipeline`"),
+        ('stage "s" version "1" {}\n', "pipeline", "a pipeline file holds one `pipeline` block, not stages"),
+        ('pipeline "p" {}\npipeline "q" {}\n', "pipeline", "a pipeline file holds exactly one `pipeline` block"),
+    ],
+)
 def test_file_kinds(text: str, kind: str, message: str) -> None:
     diag = only_error(text, kind)
     assert diag.message == message

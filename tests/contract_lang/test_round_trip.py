@@ -69,8 +69,24 @@ def test_identifiers_are_never_keywords(name: str) -> None:
 
 
 def test_keywords_come_from_the_grammar() -> None:
-    assert {"stage", "pipeline", "ring", "claim", "smem", "produce", "consume", "per_warp", "full",
-            "empty", "not", "and", "or", "exclusive", "writes", "async"} <= KEYWORDS
+    assert {
+        "stage",
+        "pipeline",
+        "ring",
+        "claim",
+        "smem",
+        "produce",
+        "consume",
+        "per_warp",
+        "full",
+        "empty",
+        "not",
+        "and",
+        "or",
+        "exclusive",
+        "writes",
+        "async",
+    } <= KEYWORDS
     assert "load" not in KEYWORDS and "NAME" not in KEYWORDS
 
 
@@ -148,8 +164,11 @@ def test_item_kinds_are_every_item_type() -> None:
     assert sorted(pipeline_item_kinds()) == sorted(t.__name__ for t in get_args(A.PipelineItem))
 
 
-@pytest.mark.parametrize(("name", "strategy"), [*stage_item_kinds().items(), *pipeline_item_kinds().items()],
-                         ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize(
+    ("name", "strategy"),
+    [*stage_item_kinds().items(), *pipeline_item_kinds().items()],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
 def test_each_item_kind_produces_its_type(name: str, strategy: st.SearchStrategy[Any]) -> None:
     @examples(0.1)
     @given(strategy)
@@ -168,10 +187,16 @@ def test_strategies_reach_every_node_type_and_variant() -> None:
     deep (a `tmem` map in a tensor in a stage) is rare.
     """
     wanted = set().union(*(_variant_tags(cls) for cls in _node_classes())) - _operator_tags()
-    sweeps = [(source_files(), 0.3),
-              *((kind, 0.6) for kind in stage_item_kinds().values()),
-              *((kind, 0.3) for kind in pipeline_item_kinds().values()),
-              (lifetimes(), 0.6), (ring_items(), 1.0), (counts(), 0.6), (map_specs(), 1.0), (fact_values(), 0.6)]
+    sweeps = [
+        (source_files(), 0.3),
+        *((kind, 0.6) for kind in stage_item_kinds().values()),
+        *((kind, 0.3) for kind in pipeline_item_kinds().values()),
+        (lifetimes(), 0.6),
+        (ring_items(), 1.0),
+        (counts(), 0.6),
+        (map_specs(), 1.0),
+        (fact_values(), 0.6),
+    ]
     assert _unreached(sweeps, wanted) == []
 
 
@@ -185,6 +210,7 @@ def _operator_tags() -> set[str]:
 
 
 # ------------------------------------------------------------------ format_text and comments
+
 
 @examples(1)
 @given(source_files())
@@ -280,8 +306,10 @@ def test_comments_survive_line_separators_inside_strings(separator: str) -> None
 
 @pytest.mark.parametrize("line", ["full copy 16KiB into a_tiles", "full copy 16KiB", "full copy 100 into b"])
 def test_copy_into_round_trips(line: str) -> None:
-    text = ("stage \"s\" version \"1.0.0\" {\n    target sm_90a\n    role load entry m warps 1\n"
-            f"    ring kv produce by load {{\n        {line}\n    }}\n}}\n")
+    text = (
+        'stage "s" version "1.0.0" {\n    target sm_90a\n    role load entry m warps 1\n'
+        f"    ring kv produce by load {{\n        {line}\n    }}\n}}\n"
+    )
     source = parse_text(text, "<copy>", "any")
     copy = source.stages[0].items[-1].items[0]  # type: ignore[attr-defined]
     assert isinstance(copy, A.RingCopy)

@@ -135,9 +135,7 @@ def test_results() -> None:
 
     depth = results["L-DEPTH"]
     assert depth["level"] == "warning" and depth["ruleIndex"] == 0
-    assert depth["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == (
-        "dir%20with%20space/a.kc"
-    )
+    assert depth["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == ("dir%20with%20space/a.kc")
     assert "message" not in depth["locations"][0]
     assert "relatedLocations" not in depth
 

@@ -21,12 +21,7 @@ SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 COMM = "specs/examples/cp/comm.kc"
 LOAD = "specs/examples/cp/load.kc"
-COMM_TEXT = (
-    "contract comm {\n"
-    + "\n" * 10
-    + '    counter ready produce by push scope sys domain "cp"\n'
-    + "}\n"
-)
+COMM_TEXT = "contract comm {\n" + "\n" * 10 + '    counter ready produce by push scope sys domain "cp"\n' + "}\n"
 LOAD_TEXT = "contract load {\n" + "\n" * 7 + "    counter ready consume by load scope gpu\n}\n"
 
 
@@ -151,16 +146,14 @@ def test_input_error_without_labels_and_no_explain_line() -> None:
         helps=("check the path",),
     )
     assert render_text([diag], SourceMap(), color=False) == (
-        "error[E-IO]: cannot read `missing.kp`: No such file or directory\n"
-        "  = help: check the path\n"
+        "error[E-IO]: cannot read `missing.kp`: No such file or directory\n  = help: check the path\n"
     )
 
 
 def test_clause_without_labels_ends_with_explain_line() -> None:
     diag = Diagnostic(code="L-TOPO", message="no cluster shape is accepted by every stage")
     assert render_text([diag], SourceMap(), color=False) == (
-        "error[L-TOPO]: no cluster shape is accepted by every stage\n"
-        "  = run `kernlink explain L-TOPO`\n"
+        "error[L-TOPO]: no cluster shape is accepted by every stage\n  = run `kernlink explain L-TOPO`\n"
     )
 
 
@@ -177,9 +170,7 @@ def test_several_diagnostics_with_summary() -> None:
         message="ring `kv` has no consumer",
         labels=(Label(Span(LOAD, 1, 10, 1, 14), "produced here"),),
     )
-    output = render_text(
-        [note, warning, l_pair(), second], sources(), color=False, summary="composition rejected"
-    )
+    output = render_text([note, warning, l_pair(), second], sources(), color=False, summary="composition rejected")
     assert_snapshot("several_with_summary", output)
     assert output.endswith("error: composition rejected with 2 errors, 1 warning, 1 note\n")
 
@@ -193,10 +184,7 @@ def test_several_diagnostics_with_summary() -> None:
     ],
 )
 def test_summary_line_wording(severities: list[Severity], expected: str) -> None:
-    diags = [
-        Diagnostic(code="L-DEPTH", message=f"warning {n}", severity=sev)
-        for n, sev in enumerate(severities)
-    ]
+    diags = [Diagnostic(code="L-DEPTH", message=f"warning {n}", severity=sev) for n, sev in enumerate(severities)]
     output = render_text(diags, SourceMap(), color=False, summary="composition accepted")
     assert output.endswith(expected)
     assert render_text([], SourceMap(), color=False) == ""
@@ -208,9 +196,7 @@ def test_order_of_input_does_not_change_output() -> None:
         Diagnostic(code="L-UNPAIRED", message="b", labels=(Label(Span(LOAD, 1, 1, 1, 2)),)),
         Diagnostic(code="E-SYNTAX", message="a", labels=(Label(Span(COMM, 1, 1, 1, 2)),)),
     ]
-    assert render_text(diags, sources(), color=False) == render_text(
-        diags[::-1], sources(), color=False
-    )
+    assert render_text(diags, sources(), color=False) == render_text(diags[::-1], sources(), color=False)
 
 
 def test_long_notes_wrap_under_their_text() -> None:

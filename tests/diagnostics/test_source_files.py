@@ -124,9 +124,7 @@ def _fail_fsync(fd: int) -> None:
     raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 
-def test_failed_write_leaves_no_file_and_no_temp(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_failed_write_leaves_no_file_and_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "fsync", _fail_fsync)
     with pytest.raises(DiagnosticError) as excinfo:
         atomic_write_bytes(tmp_path / "kernel.cubin", b"\x7fELF" * 1000)
@@ -164,9 +162,7 @@ def test_missing_directory(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_interrupted_write_removes_the_temp_and_reraises(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_interrupted_write_removes_the_temp_and_reraises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def interrupt(src: object, dst: object) -> None:
         raise KeyboardInterrupt
 

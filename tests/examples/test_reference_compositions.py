@@ -33,21 +33,34 @@ MUTATIONS = [
     ("gemm_swiglu", "mainloop.kc", "owns fact tile_n: u32 = 128", "owns fact tile_n: u32 = 256", "L-FACT"),
     ("gemm_swiglu", "epilogue.kc", "bytes 65KiB align 16", "bytes 4KiB align 16", "L-SCRATCH"),
     ("gemm_swiglu", "mainloop.kc", "bytes 32KiB align 1024", "bytes 32KiB align 128", "L-ALIGN"),
-    ("attention", "mask.kc", "requires converged, full_warps", "requires converged, full_warps, enter_once",
-     "L-SITE"),
+    ("attention", "mask.kc", "requires converged, full_warps", "requires converged, full_warps, enter_once", "L-SITE"),
     ("attention", "load.kc", "owns fact block_n: u32 = 128", "owns fact block_n: u32 = 96", "L-ASSUME"),
     ("attention", "core.kc", "warps 8 regs 224", "warps 8 regs 232", "L-REGS"),
     ("attention", "epilogue.kc", "tile m 128 n 128", "tile m 128 n 64", "L-TENSOR"),
     ("moe4", "gemm.kc", "assumes fact elem_bits: u32 == 16", "assumes fact elem_bits: u32 == 32", "L-FACT"),
-    ("moe4", "interp.kc", "phases exclusive dispatch, expert, combine", "phases concurrent dispatch, expert, combine",
-     "L-PHASE"),
-    ("moe4", "gemm.kc", "counter tokens_ready consume by expert scope gpu",
-     "counter tokens_ready consume by expert scope cta", "L-PAIR"),
+    (
+        "moe4",
+        "interp.kc",
+        "phases exclusive dispatch, expert, combine",
+        "phases concurrent dispatch, expert, combine",
+        "L-PHASE",
+    ),
+    (
+        "moe4",
+        "gemm.kc",
+        "counter tokens_ready consume by expert scope gpu",
+        "counter tokens_ready consume by expert scope cta",
+        "L-PAIR",
+    ),
     ("moe4", "comm.kc", "claim smem staging bytes 16KiB", "claim smem staging bytes 200KiB", "L-OVERLAP"),
-    ("cp", "load.kc", "counter kv_ready consume by load scope sys", "counter kv_ready consume by load scope gpu",
-     "L-PAIR"),
-    ("cp", "cp.kp", "caller provides domain \"cp\" views peer", "caller provides domain \"cp\" views multicast",
-     "L-VIEW"),
+    (
+        "cp",
+        "load.kc",
+        "counter kv_ready consume by load scope sys",
+        "counter kv_ready consume by load scope gpu",
+        "L-PAIR",
+    ),
+    ("cp", "cp.kp", 'caller provides domain "cp" views peer', 'caller provides domain "cp" views multicast', "L-VIEW"),
     ("cp", "load.kc", "buffer kv_shards bytes 16384KiB", "buffer kv_shards bytes 8192KiB", "L-DOMAIN"),
 ]
 
@@ -69,10 +82,12 @@ def test_three_mutations_per_example(name: str) -> None:
     assert sum(1 for m in MUTATIONS if m[0] == name) >= 3
 
 
-@pytest.mark.parametrize(("name", "file", "old", "new", "code"), MUTATIONS,
-                         ids=[f"{m[0]}-{m[4]}-{i}" for i, m in enumerate(MUTATIONS)])
-def test_mutation_is_rejected_by_expected_clause(tmp_path: Path, name: str, file: str, old: str, new: str,
-                                                 code: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "file", "old", "new", "code"), MUTATIONS, ids=[f"{m[0]}-{m[4]}-{i}" for i, m in enumerate(MUTATIONS)]
+)
+def test_mutation_is_rejected_by_expected_clause(
+    tmp_path: Path, name: str, file: str, old: str, new: str, code: str
+) -> None:
     folder = _copy(name, tmp_path)
     path = folder / file
     text = path.read_text()

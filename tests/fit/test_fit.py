@@ -20,8 +20,7 @@ NAMES = sorted(p.name for p in EXAMPLES.iterdir() if (p / f"{p.name}.kp").exists
 
 @pytest.mark.parametrize("name", NAMES)
 def test_fit_prints_the_table_for_every_reference_composition(name: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["fit", str(EXAMPLES / name / f"{name}.kp"), "--targets", "sm_90a,sm_100a,sm_120a",
-                 "--no-repairs"])
+    code = main(["fit", str(EXAMPLES / name / f"{name}.kp"), "--targets", "sm_90a,sm_100a,sm_120a", "--no-repairs"])
     out = capsys.readouterr().out
     header = out.splitlines()[0].split()
     assert header == ["resource", "sm_90a", "sm_100a", "sm_120a"]
@@ -57,8 +56,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("fixture", "target", "edit"), CASES, ids=[f"{c[0]}-{c[2][1]}" for c in CASES])
-def test_repair_applied_makes_the_target_fit(tmp_path: Path, fixture: str, target: str,
-                                             edit: tuple[str, str]) -> None:
+def test_repair_applied_makes_the_target_fit(tmp_path: Path, fixture: str, target: str, edit: tuple[str, str]) -> None:
     source = FIXTURES / fixture
     assert not check([source], target=target).accepted
     result = fit_target([source], target)

@@ -40,10 +40,13 @@ def test_ring_two_blocks_per_sm_matches_the_occupancy_api(tmp_path: Path) -> Non
         claimed = placed_residency(gpu.spec, record.placement).blocks
         kernel = gpu.load(result.output.cubin).kernel(dispatch["kernel"])
         (err,) = driver.cuFuncSetAttribute(
-            kernel.function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            dispatch["dynamic_smem"])
+            kernel.function,
+            driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            dispatch["dynamic_smem"],
+        )
         assert err == driver.CUresult.CUDA_SUCCESS
         err, api = driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(
-            kernel.function, dispatch["threads"], dispatch["dynamic_smem"])
+            kernel.function, dispatch["threads"], dispatch["dynamic_smem"]
+        )
         assert err == driver.CUresult.CUDA_SUCCESS
     assert claimed == api >= 2

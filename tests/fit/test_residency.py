@@ -35,8 +35,13 @@ def ring_copy(tmp: Path, launch: str, regs: tuple[int | None, int | None] = (32,
         rt = rt.replace(", setmaxnreg", "")
     loader.write_text(lt)
     reduce.write_text(rt)
-    pipeline = (RING / "ring.kp").read_text().replace(' from "build/loader.kpkg"', "").replace(
-        ' from "build/reduce.kpkg"', "").replace("    target sm_90a\n", f"    target sm_90a\n    {launch}\n", 1)
+    pipeline = (
+        (RING / "ring.kp")
+        .read_text()
+        .replace(' from "build/loader.kpkg"', "")
+        .replace(' from "build/reduce.kpkg"', "")
+        .replace("    target sm_90a\n", f"    target sm_90a\n    {launch}\n", 1)
+    )
     (tmp / "ring.kp").write_text(pipeline)
     return [tmp / "ring.kp", loader, reduce]
 
@@ -70,6 +75,7 @@ def test_blocks_per_sm_the_shared_memory_cannot_hold_is_rejected_naming_it(tmp_p
 
 # ----------------------------------------------------------------- the brute-force oracle
 
+
 def brute_blocks(spec: TargetSpec, warps: int, regs: int, smem: int, barriers: int, tmem: int) -> int:
     """Blocks per SM by trying n = 1, 2, … and simulating n resident blocks on one SM.
 
@@ -89,19 +95,31 @@ def brute_blocks(spec: TargetSpec, warps: int, regs: int, smem: int, barriers: i
         for w in range(m * warps):
             files[w % spec.sub_partitions] += per_warp
         charge = -(-(smem + spec.smem_reserved_per_block) // 128) * 128
-        fits = (m * warps * 32 <= spec.max_threads_per_sm and m * warps <= spec.max_warps_per_sm
-                and m <= spec.max_ctas_per_sm and max(files) <= spec.regs_per_sm // spec.sub_partitions
-                and m * charge <= spec.smem_per_sm and m * barriers <= spec.named_barriers_per_sm
-                and (tmem == 0 or m * tmem <= spec.tmem_columns))
+        fits = (
+            m * warps * 32 <= spec.max_threads_per_sm
+            and m * warps <= spec.max_warps_per_sm
+            and m <= spec.max_ctas_per_sm
+            and max(files) <= spec.regs_per_sm // spec.sub_partitions
+            and m * charge <= spec.smem_per_sm
+            and m * barriers <= spec.named_barriers_per_sm
+            and (tmem == 0 or m * tmem <= spec.tmem_columns)
+        )
         if not fits:
             return n
         n = m
 
 
-@given(st.sampled_from(sorted(TARGETS)), st.integers(1, 32), st.integers(1, 255),
-       st.integers(0, 240 * 1024), st.integers(1, 16), st.sampled_from((0, 32, 64, 128, 256, 512)))
-def test_residency_never_claims_more_blocks_than_brute_force(name: str, warps: int, regs: int, smem: int,
-                                                             barriers: int, tmem: int) -> None:
+@given(
+    st.sampled_from(sorted(TARGETS)),
+    st.integers(1, 32),
+    st.integers(1, 255),
+    st.integers(0, 240 * 1024),
+    st.integers(1, 16),
+    st.sampled_from((0, 32, 64, 128, 256, 512)),
+)
+def test_residency_never_claims_more_blocks_than_brute_force(
+    name: str, warps: int, regs: int, smem: int, barriers: int, tmem: int
+) -> None:
     spec = TARGETS[name]
     tmem = tmem if spec.tmem_columns else 0
     model = R.residency(spec, R.Demand(warps, regs, smem, barriers, tmem)).blocks
@@ -113,11 +131,14 @@ def test_entry_registers_let_the_blocks_reside(name: str, warps: int, blocks: in
     spec = TARGETS[name]
     entry = R.entry_registers(spec, warps, blocks)
     if entry:
-        assert brute_blocks(spec, warps, entry, 0, 1, 0) >= min(blocks, R.residency(
-            spec, R.Demand(warps, entry)).blocks)
+        assert brute_blocks(spec, warps, entry, 0, 1, 0) >= min(
+            blocks, R.residency(spec, R.Demand(warps, entry)).blocks
+        )
         assert R.blocks_by_registers(spec, entry, warps) >= blocks
-        assert entry + R.reg_unit(spec) > spec.max_regs_per_thread or R.blocks_by_registers(
-            spec, entry + R.reg_unit(spec), warps) < blocks
+        assert (
+            entry + R.reg_unit(spec) > spec.max_regs_per_thread
+            or R.blocks_by_registers(spec, entry + R.reg_unit(spec), warps) < blocks
+        )
 
 
 def test_known_occupancies() -> None:
@@ -151,8 +172,11 @@ def test_placed_compositions_never_claim_more_blocks_than_brute_force(name: str)
     @given(compositions(spec, max_stages=2), st.integers(1, 4))
     def prop(bundle: Bundle, blocks: int) -> None:
         text = bundle.text()
-        text = re.sub(r"launch fixed threads (\d+)( blocks_per_sm \d+)?",
-                      lambda m: f"launch fixed threads {m[1]} blocks_per_sm {blocks}", text)
+        text = re.sub(
+            r"launch fixed threads (\d+)( blocks_per_sm \d+)?",
+            lambda m: f"launch fixed threads {m[1]} blocks_per_sm {blocks}",
+            text,
+        )
         source = parse_text(text, "bundle.kc")
         comp = resolve(source.pipelines[0], "bundle.kc", [StageEntry(s, "bundle.kc", None) for s in source.stages])
         if any(d.is_error for d in run_clauses(comp)):
@@ -163,8 +187,9 @@ def test_placed_compositions_never_claim_more_blocks_than_brute_force(name: str)
         p = placed.placement
         claimed = placed_residency(spec, p).blocks
         smem = max(0, p.use(Domain.SMEM).end - spec.smem_user_base)
-        brute = brute_blocks(spec, p.block_warps, p.entry_regs or 8, smem, max(p.use(Domain.BARRIER).end, 1),
-                             p.use(Domain.TMEM).end)
+        brute = brute_blocks(
+            spec, p.block_warps, p.entry_regs or 8, smem, max(p.use(Domain.BARRIER).end, 1), p.use(Domain.TMEM).end
+        )
         assert claimed <= brute, text
         if "blocks_per_sm" in text:
             assert brute >= blocks, text  # the placement was made for `blocks` resident blocks

@@ -27,8 +27,7 @@ def _placed(text: str):  # type: ignore[no-untyped-def]
 
 def test_roles_are_placed_in_declaration_order_not_by_name() -> None:
     p = _placed(TWO_WARPS)
-    assert [(r.name, r.first_warp) for r in sorted(p.roles, key=lambda r: r.first_warp)] == [
-        ("zed", 0), ("alpha", 1)]
+    assert [(r.name, r.first_warp) for r in sorted(p.roles, key=lambda r: r.first_warp)] == [("zed", 0), ("alpha", 1)]
     renamed = _placed(TWO_WARPS.replace("zed", "aaa").replace("alpha", "zzz"))
     assert [r.name for r in sorted(renamed.roles, key=lambda r: r.first_warp)] == ["aaa", "zzz"]
 

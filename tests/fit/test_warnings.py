@@ -30,6 +30,5 @@ def test_a_dropped_launch_bound_is_reported_by_the_real_link() -> None:
     compiled = compile_nvrtc(src, "k.cu", arch="sm_120a")
     result = link([("k", compiled.ltoir)], arch="sm_120a", kernels=["k"], verbose=True)
     assert any(".minnctapersm will be ignored" in w for w in result.warnings)
-    fine = link([("k", compile_nvrtc(src, "k.cu", arch="sm_90a").ltoir)], arch="sm_90a", kernels=["k"],
-                verbose=True)
+    fine = link([("k", compile_nvrtc(src, "k.cu", arch="sm_90a").ltoir)], arch="sm_90a", kernels=["k"], verbose=True)
     assert fine.warnings == ()

@@ -69,8 +69,9 @@ def test_same_seed_same_campaign_and_jobs_do_not_matter(ring: Subject) -> None:
     one = Campaign(ring, seed=11, oracles=[]).run(examples=40)
     again = Campaign(ring, seed=11, oracles=[]).run(examples=40, jobs=2)
     other = Campaign(ring, seed=12, oracles=[]).run(examples=40)
-    assert [(o.index, o.mutation, o.verdict) for o in one.outcomes] == \
-        [(o.index, o.mutation, o.verdict) for o in again.outcomes]
+    assert [(o.index, o.mutation, o.verdict) for o in one.outcomes] == [
+        (o.index, o.mutation, o.verdict) for o in again.outcomes
+    ]
     assert [o.mutation for o in one.outcomes] != [o.mutation for o in other.outcomes]
 
 
@@ -94,17 +95,24 @@ def test_every_rejection_of_a_reference_mutant_names_a_clause(ring: Subject) -> 
     report = Campaign(ring, seed=2, max_edits=1).run(examples=10_000)
     assert not report.bugs, [b[0].verdict for b in report.bugs]
     rejected = [o for o in report.outcomes if o.verdict.status == "rejected"]
-    assert rejected and all(o.verdict.codes and all(c.startswith(("L-", "E-SOLVER")) for c in o.verdict.codes)
-                            for o in rejected)
+    assert rejected and all(
+        o.verdict.codes and all(c.startswith(("L-", "E-SOLVER")) for c in o.verdict.codes) for o in rejected
+    )
 
 
 def test_a_refuted_mutant_is_a_bug_shrunk_to_the_culprit_edit(ring: Subject) -> None:
     checker = Checker(ring, oracles=[RefuteRings(ring)])
     plan = Campaign(ring, seed=0, max_edits=1, oracles=[]).plan
-    culprit = next(e for e in plan.catalogue if e.kind in ("proxy", "init-role", "ring-depth")
-                   and checker.check(Mutation((e,))).status == "bug")
-    harmless = [e for e in plan.catalogue if e.kind in ("launch", "role-regs")
-                and checker.check(Mutation((e,))).status == "accepted"]
+    culprit = next(
+        e
+        for e in plan.catalogue
+        if e.kind in ("proxy", "init-role", "ring-depth") and checker.check(Mutation((e,))).status == "bug"
+    )
+    harmless = [
+        e
+        for e in plan.catalogue
+        if e.kind in ("launch", "role-regs") and checker.check(Mutation((e,))).status == "accepted"
+    ]
     assert len(harmless) >= 2
     noisy = Mutation((harmless[0], culprit, harmless[1]))
     verdict = checker.check(noisy)
@@ -130,8 +138,14 @@ def test_the_command_prints_the_table(capsys: pytest.CaptureFixture[str]) -> Non
     out = capsys.readouterr().out
     assert code == 0, out
     assert "seed 4, 80 mutants" in out
-    for word in ("mutation", "rejected by", "accepted mutants", "total", "no checker bugs found",
-                 "independent re-verification of accepted mutants: placement"):
+    for word in (
+        "mutation",
+        "rejected by",
+        "accepted mutants",
+        "total",
+        "no checker bugs found",
+        "independent re-verification of accepted mutants: placement",
+    ):
         assert word in out
     assert f"replay: kernlink fuzz {RING} --seed 4 --examples 80" in out
 
@@ -145,12 +159,30 @@ def test_json_for_ci(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(data["accepted"]) == sum(row["accepted"] for row in data["kinds"])
 
 
-def test_the_command_exits_1_on_a_bug_and_writes_reproducers(tmp_path: Path, ring: Subject,
-                                                             monkeypatch: pytest.MonkeyPatch,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_command_exits_1_on_a_bug_and_writes_reproducers(
+    tmp_path: Path, ring: Subject, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr("fuzzing.oracles._REGISTERED_ORACLES", [RefuteRings(ring)])
-    code = main(["fuzz", RING, "--seed", "1", "--examples", "200", "--edits", "1", "--jobs", "1",
-                 "--kinds", "proxy,ring-depth,launch", "--out", str(tmp_path), "--color", "never"])
+    code = main(
+        [
+            "fuzz",
+            RING,
+            "--seed",
+            "1",
+            "--examples",
+            "200",
+            "--edits",
+            "1",
+            "--jobs",
+            "1",
+            "--kinds",
+            "proxy,ring-depth,launch",
+            "--out",
+            str(tmp_path),
+            "--color",
+            "never",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 1, out
     assert "checker bug(s)" in out and "fake: the ring changed" in out and "shrunk to 1 edit(s)" in out
@@ -164,8 +196,12 @@ def test_a_rejected_composition_is_not_fuzzed(tmp_path: Path, capsys: pytest.Cap
     source = Path(RING).parent
     for name in ("loader.kc", "reduce.kc"):
         (tmp_path / name).write_text((source / name).read_text().replace("depth 2..6", "depth 6..2"))
-    (tmp_path / "ring.kp").write_text((source / "ring.kp").read_text().replace(' from "build/loader.kpkg"', "")
-                                      .replace(' from "build/reduce.kpkg"', ""))
+    (tmp_path / "ring.kp").write_text(
+        (source / "ring.kp")
+        .read_text()
+        .replace(' from "build/loader.kpkg"', "")
+        .replace(' from "build/reduce.kpkg"', "")
+    )
     code = main(["fuzz", str(tmp_path / "ring.kp"), "--examples", "5", "--color", "never"])
     assert code == 1
     assert "rejected before any mutation" in capsys.readouterr().out
@@ -181,8 +217,9 @@ def test_list_kinds_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None
     assert main(["fuzz"]) == 2
 
 
-def test_the_protocol_explorer_catches_what_a_silent_model_misses(ring: Subject,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_protocol_explorer_catches_what_a_silent_model_misses(
+    ring: Subject, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from checker.clauses import CLAUSES
 
     def silent(self: object, comp: Composition, ctx: object = None) -> Iterator[object]:
@@ -198,8 +235,9 @@ def test_the_protocol_explorer_catches_what_a_silent_model_misses(ring: Subject,
     verdict = checker.check(Mutation((dropped,)))
     assert verdict.status == "bug" and verdict.by == "protocol", verdict
     assert any("L-RACE" in p or "L-DEADLOCK" in p for p in verdict.problems)
-    ignoring = Checker(ring, clauses=[c for c in CLAUSES if c.code not in ("L-RACE", "L-DEADLOCK")],
-                       oracles=[ProtocolOracle()])
+    ignoring = Checker(
+        ring, clauses=[c for c in CLAUSES if c.code not in ("L-RACE", "L-DEADLOCK")], oracles=[ProtocolOracle()]
+    )
     unchecked = ignoring.check(Mutation((dropped,)))
     assert not any(code in p for p in unchecked.problems for code in ("L-RACE", "L-DEADLOCK")), unchecked
 
@@ -221,8 +259,9 @@ def test_moe4_without_its_full_arrive_is_rejected(moe4: Subject) -> None:
     assert verdict.status == "rejected" and "L-ARRIVE" in verdict.codes, verdict
 
 
-def test_the_contract_oracle_does_not_share_the_models_blind_spot(moe4: Subject,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_contract_oracle_does_not_share_the_models_blind_spot(
+    moe4: Subject, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With the model's clauses silenced, the oracle built from the contracts refutes the accept."""
     from checker.clauses import CLAUSES
 

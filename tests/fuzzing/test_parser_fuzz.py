@@ -27,8 +27,9 @@ from kernlink.api import check_text
 from tests.tiers import examples
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
-INPUT_CODES = frozenset({"E-SYNTAX", "E-EMPTY", "E-NAME", "E-VALUE", "E-DUPLICATE", "E-BINARY", "E-ENCODING",
-                         "E-TOO-LARGE", "E-IO"})
+INPUT_CODES = frozenset(
+    {"E-SYNTAX", "E-EMPTY", "E-NAME", "E-VALUE", "E-DUPLICATE", "E-BINARY", "E-ENCODING", "E-TOO-LARGE", "E-IO"}
+)
 _TOKEN = re.compile(r'"[^"\n]*"|#[^\n]*|(?:[\^~]|[<>]=?|=)\d[\w.]*|\w[\w.]*|->|==|!=|<=|>=|\S|\n')
 _PUNCT = ("{", "}", "(", ")", ",", ":", "@", "=", "..", "->", "*", "+", "%", "/", "\n", '"', "#")
 
@@ -87,8 +88,9 @@ def token_mutants(draw: st.DrawFn) -> str:
         elif op == "punct":
             tokens[i] = draw(st.sampled_from(_PUNCT))
         elif op == "number":
-            tokens[i] = draw(st.sampled_from(("0", "1", "0x", "0x1G", "16KiB", "99999999999999999999", "1.5",
-                                              "-1", "007")))
+            tokens[i] = draw(
+                st.sampled_from(("0", "1", "0x", "0x1G", "16KiB", "99999999999999999999", "1.5", "-1", "007"))
+            )
         elif op == "string":
             tokens[i] = draw(st.sampled_from(('""', '"x"', '"unterminated', '"a\\"b"')))
         if not tokens:

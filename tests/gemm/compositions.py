@@ -29,16 +29,19 @@ class Producer:
 
 PRODUCERS = {
     "wgmma": Producer("gemm_swiglu.kp", "gemm.mainloop", "mainloop", "wgmma.mma_async.sync.aligned.m64n128k16"),
-    "mma_sync": Producer("gemm_swiglu_mma_sync.kp", "gemm.mma_sync", "mma_sync",
-                         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
-    "smem_acc": Producer("gemm_swiglu_smem_acc.kp", "gemm.smem_acc", "smem_acc",
-                         "wgmma.mma_async.sync.aligned.m64n128k16"),
+    "mma_sync": Producer(
+        "gemm_swiglu_mma_sync.kp", "gemm.mma_sync", "mma_sync", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+    ),
+    "smem_acc": Producer(
+        "gemm_swiglu_smem_acc.kp", "gemm.smem_acc", "smem_acc", "wgmma.mma_async.sync.aligned.m64n128k16"
+    ),
 }
 COMPONENTS = ("epilogue", *(p.component for p in PRODUCERS.values()))
 
 
-def build(root: Path, edits: Mapping[str, Mapping[str, str]] | None = None,
-          components: tuple[str, ...] = COMPONENTS) -> Path:
+def build(
+    root: Path, edits: Mapping[str, Mapping[str, str]] | None = None, components: tuple[str, ...] = COMPONENTS
+) -> Path:
     """Copy the example into ``root``, apply ``edits``, pack ``components``; the folder."""
     shutil.copytree(FOLDER, root, ignore=shutil.ignore_patterns("build"))
     for file, changes in (edits or {}).items():

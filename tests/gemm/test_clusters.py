@@ -23,9 +23,11 @@ from package.captured import Captured
 from tests.link.examples import build_example
 
 _LAUNCH = "    launch fixed threads 384\n"
-CLUSTERED = {"loader.kc": {_LAUNCH: _LAUNCH + "    cluster 1x1x1, 2x1x1\n"},
-             "reduce.kc": {_LAUNCH: _LAUNCH + "    cluster 1x1x1, 2x1x1\n"},
-             "ring.kp": {"    target sm_90a\n": "    target sm_90a\n    cluster 2x1x1\n"}}
+CLUSTERED = {
+    "loader.kc": {_LAUNCH: _LAUNCH + "    cluster 1x1x1, 2x1x1\n"},
+    "reduce.kc": {_LAUNCH: _LAUNCH + "    cluster 1x1x1, 2x1x1\n"},
+    "ring.kp": {"    target sm_90a\n": "    target sm_90a\n    cluster 2x1x1\n"},
+}
 
 
 @pytest.mark.toolchain
@@ -67,8 +69,9 @@ def test_a_stage_reads_the_launched_cluster_size_as_a_folded_handle() -> None:
     result = check_text(STAGE.replace("SHAPES", "2x1x1"), "demo.kc")
     assert result.accepted and result.composition is not None, [d.message for d in result.diagnostics]
     captured = Captured(frozenset(), frozenset({"kl_demo_cl_cluster_size"}))
-    comp = dataclasses.replace(result.composition, stages=tuple(
-        dataclasses.replace(s, captured=captured) for s in result.composition.stages))
+    comp = dataclasses.replace(
+        result.composition, stages=tuple(dataclasses.replace(s, captured=captured) for s in result.composition.stages)
+    )
     placed = verify_downstream(comp).placed
     assert placed is not None
     generated = generate(comp, placed)

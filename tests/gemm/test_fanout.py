@@ -80,12 +80,29 @@ extern "C" __device__ void fan_{name}_main(const OutParams* params, unsigned cha
 }}
 """
 CONSUMERS = {
-    "rows": dict(role="epi", event="got", scratch=512, lifetime="between got.ready got.done", chunk="",
-                 params="t: 32, r: 4", chunks=1, regs=4, demand="m = t / 2\n            n = 4 * (t % 2) + r"),
+    "rows": dict(
+        role="epi",
+        event="got",
+        scratch=512,
+        lifetime="between got.ready got.done",
+        chunk="",
+        params="t: 32, r: 4",
+        chunks=1,
+        regs=4,
+        demand="m = t / 2\n            n = 4 * (t % 2) + r",
+    ),
     # the export's one ready event is `got.ready`: this connection's scratch lives until its own done
-    "cols": dict(role="stat", event="seen", scratch=256, lifetime="until seen.done", chunk="\n        chunk n 4",
-                 params="t: 32, p: 2, c: 2", chunks=2, regs=2,
-                 demand="m = t / 2\n            n = 4 * c + 2 * (t % 2) + p"),
+    "cols": dict(
+        role="stat",
+        event="seen",
+        scratch=256,
+        lifetime="until seen.done",
+        chunk="\n        chunk n 4",
+        params="t: 32, p: 2, c: 2",
+        chunks=2,
+        regs=2,
+        demand="m = t / 2\n            n = 4 * c + 2 * (t % 2) + p",
+    ),
 }
 
 
@@ -114,14 +131,18 @@ def test_one_export_feeds_two_imports_in_import_order(tmp_path: Path) -> None:
     first, second = result.output.generated.transfers
     assert (first.import_stage, first.order, first.routes) == ("fan.rows", 1, 2)
     assert (second.import_stage, second.order, second.routes) == ("fan.cols", 2, 2)
-    assert (first.route_symbol, second.route_symbol) == ("kl_fan_prod_tile_export__to_fan_rows_got",
-                                                         "kl_fan_prod_tile_export__to_fan_cols_seen")
+    assert (first.route_symbol, second.route_symbol) == (
+        "kl_fan_prod_tile_export__to_fan_rows_got",
+        "kl_fan_prod_tile_export__to_fan_cols_seen",
+    )
     assert len(first.barrier_ids) == 1 and len(second.barrier_ids) == 2
     assert not set(first.barrier_ids) & set(second.barrier_ids)  # each route on its own barriers
     source = result.output.generated.source
-    fan = ('extern "C" __device__ void kl_fan_prod_tile_export(const unsigned int* held) {\n'
-           "    kl_fan_prod_tile_export__to_fan_rows_got(held);  // route 1: fan.prod.tile -> fan.rows.got\n"
-           "    kl_fan_prod_tile_export__to_fan_cols_seen(held);  // route 2: fan.prod.tile -> fan.cols.seen\n}")
+    fan = (
+        'extern "C" __device__ void kl_fan_prod_tile_export(const unsigned int* held) {\n'
+        "    kl_fan_prod_tile_export__to_fan_rows_got(held);  // route 1: fan.prod.tile -> fan.rows.got\n"
+        "    kl_fan_prod_tile_export__to_fan_cols_seen(held);  // route 2: fan.prod.tile -> fan.cols.seen\n}"
+    )
     assert fan in source
     ptx = (tmp_path / "out" / "kernel.ptx").read_text()
     assert not re.search(r"\bcall(\.uni)?\b", ptx)

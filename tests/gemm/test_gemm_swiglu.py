@@ -91,11 +91,14 @@ def test_the_route_stores_into_the_ring_only_after_every_mma_thread_exported(lin
     assert result.output is not None and result.output.generated is not None
     [transfer] = result.output.generated.transfers
     [bar] = transfer.barrier_ids
-    export = transfer.source[transfer.source.index(f"void {transfer.route_symbol}("):]
-    assert export.index(f"barrier.sync {bar}, 384;") < export.index("kl_st_b32(") < export.index(
-        f"barrier.arrive {bar}, 384;")
-    chunk0 = transfer.source[transfer.source.index("case 0: {"):transfer.source.index("case 1: {")]
-    assert chunk0[:chunk0.index("kl_ld_b32(")].count(f"barrier.sync {bar}, 384;") == 2
+    export = transfer.source[transfer.source.index(f"void {transfer.route_symbol}(") :]
+    assert (
+        export.index(f"barrier.sync {bar}, 384;")
+        < export.index("kl_st_b32(")
+        < export.index(f"barrier.arrive {bar}, 384;")
+    )
+    chunk0 = transfer.source[transfer.source.index("case 0: {") : transfer.source.index("case 1: {")]
+    assert chunk0[: chunk0.index("kl_ld_b32(")].count(f"barrier.sync {bar}, 384;") == 2
     assert "rows padded by 1 element(s)" in transfer.why
     assert "so the first store waits until every producer thread has reached the ready event" in transfer.why
     assert "operands" in transfer.why and "(until acc.ready)" in transfer.why
@@ -108,8 +111,14 @@ def test_each_pairing_gets_the_route_its_placement_implies(linked: Linked) -> No
     for name, (result, _) in linked.items():
         assert result.output is not None and result.output.generated is not None
         [transfer] = result.output.generated.transfers
-        routes[name] = (transfer.rung, transfer.shared, transfer.scratch_claim, transfer.chunks,
-                        len(transfer.barrier_ids), transfer.scratch_bytes)
+        routes[name] = (
+            transfer.rung,
+            transfer.shared,
+            transfer.scratch_claim,
+            transfer.chunks,
+            len(transfer.barrier_ids),
+            transfer.scratch_bytes,
+        )
     # registers of another role: the whole tile staged at once through the epilogue's 65 KiB
     # scratch, one barrier; its 128 rows of 128 words padded by a word each (no bank conflicts
     # when each epilogue thread loads its own row)
@@ -140,6 +149,7 @@ def _stable(text: str) -> str:
 
 
 # ----------------------------------------------------------------- three realistic wrong edits
+
 
 def test_the_composition_is_accepted_unedited() -> None:
     for producer in PRODUCERS.values():

@@ -31,8 +31,10 @@ extern "C" __device__ Bf16 half_scale(Bf16 x) {
     return out;
 }
 """
-WIDE_CU = PROVIDER_CU.replace("struct __align__(2) Bf16 { unsigned short bits; };",
-                              "struct __align__(4) Bf16 { unsigned short bits; unsigned short pad; };")
+WIDE_CU = PROVIDER_CU.replace(
+    "struct __align__(2) Bf16 { unsigned short bits; };",
+    "struct __align__(4) Bf16 { unsigned short bits; unsigned short pad; };",
+)
 CALLER_KC = """stage "half.caller" version "1.0.0" {
     target sm_90a
     role main entry half_caller_main warps 4
@@ -81,12 +83,16 @@ def test_a_bf16_call_links_with_each_side_passing_its_own_c_type(tmp_path: Path)
     assert result.ok, [f"{d.code}: {d.message}" for d in result.diagnostics]
     assert result.output is not None and result.output.generated is not None
     [tramp] = result.output.generated.trampolines
-    assert (tramp.caller_ctypes, tramp.export_ctypes) == (("unsigned short", "unsigned short"),
-                                                         (HALF_STRUCT, HALF_STRUCT))
+    assert (tramp.caller_ctypes, tramp.export_ctypes) == (
+        ("unsigned short", "unsigned short"),
+        (HALF_STRUCT, HALF_STRUCT),
+    )
     source = result.output.generated.source
     assert f'extern "C" __device__ {HALF_STRUCT} half_scale({HALF_STRUCT});' in source
-    assert ('extern "C" __device__ unsigned short kl_call_hscale(unsigned short a0) { return kl_bit_cast<unsigned '
-            f'short>(half_scale(kl_bit_cast<{HALF_STRUCT}>(a0))); }}') in source
+    assert (
+        'extern "C" __device__ unsigned short kl_call_hscale(unsigned short a0) { return kl_bit_cast<unsigned '
+        f"short>(half_scale(kl_bit_cast<{HALF_STRUCT}>(a0))); }}"
+    ) in source
     ptx = (tmp_path / "out" / "kernel.ptx").read_text()
     assert not re.search(r"\bcall(\.uni)?\b", ptx) and ".func" not in ptx  # inlined through the struct types
     assert re.search(r"add\.s16\s+%rs\d+, %rs\d+, 128;", ptx)  # the provider's body, in the caller's loop

@@ -34,10 +34,13 @@ def test_a_fixed_fact_folds_into_every_stage_that_reads_its_handle(tmp_path: Pat
     assert result.ok, [f"{d.code}: {d.message}" for d in result.diagnostics]
     assert result.output is not None and result.output.generated is not None
     folded = {(h.stage, h.item): h.value for h in result.output.generated.handles if h.kind == "fact"}
-    assert folded == {("gemm.mainloop", "raster_m"): 8, ("swiglu.epilogue", "raster_m"): 8,
-                      ("swiglu.epilogue", "tile_n"): 128}
+    assert folded == {
+        ("gemm.mainloop", "raster_m"): 8,
+        ("swiglu.epilogue", "raster_m"): 8,
+        ("swiglu.epilogue", "tile_n"): 128,
+    }
     source = result.output.generated.source
-    assert '__device__ unsigned kl_swiglu_epilogue_fact_tile_n() { return 128u; }' in source
+    assert "__device__ unsigned kl_swiglu_epilogue_fact_tile_n() { return 128u; }" in source
     ptx = (tmp_path / "out" / "kernel.ptx").read_text()
     assert "fact" not in ptx  # every read folded away
     assert re.search(r"min\.u32\s+%r\d+, %r\d+, 8;", ptx)  # the raster's group size is an immediate
@@ -58,8 +61,9 @@ def _generate_fact(owned: str) -> Generated:
     result = check_text(_FACT_STAGE.replace("OWNED", owned), "demo.kc")
     assert result.accepted and result.composition is not None, [d.message for d in result.diagnostics]
     captured = Captured(frozenset(), frozenset({"kl_demo_fact_fact_tile"}))
-    comp = dataclasses.replace(result.composition, stages=tuple(
-        dataclasses.replace(s, captured=captured) for s in result.composition.stages))
+    comp = dataclasses.replace(
+        result.composition, stages=tuple(dataclasses.replace(s, captured=captured) for s in result.composition.stages)
+    )
     placed = verify_downstream(comp).placed
     assert placed is not None
     return generate(comp, placed)
@@ -69,7 +73,7 @@ def test_a_fact_its_owner_fixes_is_a_handle_returning_the_value() -> None:
     generated = _generate_fact("= 96")
     [handle] = generated.handles
     assert (handle.symbol, handle.kind, handle.value) == ("kl_demo_fact_fact_tile", "fact", 96)
-    assert '__device__ unsigned kl_demo_fact_fact_tile() { return 96u; }' in generated.source
+    assert "__device__ unsigned kl_demo_fact_fact_tile() { return 96u; }" in generated.source
 
 
 def test_a_fact_owned_as_a_range_has_no_constant_to_fold() -> None:
@@ -77,14 +81,18 @@ def test_a_fact_owned_as_a_range_has_no_constant_to_fold() -> None:
         _generate_fact("in 64..128")
     [diag] = err.value.diagnostics
     assert diag.code == "L-LINK"
-    assert diag.message == ("handle `kl_demo_fact_fact_tile` of `demo.fact` reads fact `tile`, which has no fixed "
-                            "value to fold")
+    assert diag.message == (
+        "handle `kl_demo_fact_fact_tile` of `demo.fact` reads fact `tile`, which has no fixed value to fold"
+    )
 
 
 @pytest.mark.toolchain
 def test_an_export_placed_in_shared_memory_needs_the_claim_of_its_name(tmp_path: Path) -> None:
-    renamed = {"claim smem accumulator bytes 66KiB align 16 lifetime until acc.done":
-               "claim smem tile bytes 67584 align 16 lifetime until acc.done handle kl_gemm_smem_acc_accumulator_smem"}
+    renamed = {
+        "claim smem accumulator bytes 66KiB align 16 lifetime until acc.done": (
+            "claim smem tile bytes 67584 align 16 lifetime until acc.done handle kl_gemm_smem_acc_accumulator_smem"
+        )
+    }
     folder = build(tmp_path / "src", {"smem_acc.kc": renamed}, components=("smem_acc", "epilogue"))
     result = link([folder / "gemm_swiglu_smem_acc.kp"], tmp_path / "out")
     assert _errors(result) == {"L-LINK"}
@@ -93,13 +101,16 @@ def test_an_export_placed_in_shared_memory_needs_the_claim_of_its_name(tmp_path:
 
 @pytest.mark.toolchain
 def test_an_export_placed_in_shared_memory_must_fit_its_claim(tmp_path: Path) -> None:
-    folder = build(tmp_path / "src", {"smem_acc.kc": {"claim smem accumulator bytes 66KiB": "claim smem "
-                                                      "accumulator bytes 65536"}},
-                   components=("smem_acc", "epilogue"))
+    folder = build(
+        tmp_path / "src",
+        {"smem_acc.kc": {"claim smem accumulator bytes 66KiB": "claim smem accumulator bytes 65536"}},
+        components=("smem_acc", "epilogue"),
+    )
     result = link([folder / "gemm_swiglu_smem_acc.kp"], tmp_path / "out")
     assert _errors(result) == {"L-LINK"}
-    assert any("places elements up to byte 67568 of its claim, which holds 65536 B" in d.message
-               for d in result.diagnostics)
+    assert any(
+        "places elements up to byte 67568 of its claim, which holds 65536 B" in d.message for d in result.diagnostics
+    )
 
 
 @pytest.mark.toolchain

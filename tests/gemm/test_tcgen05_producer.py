@@ -37,18 +37,20 @@ def linked(tmp_path_factory: pytest.TempPathFactory) -> tuple[LinkResult, Path, 
 
 
 @pytest.mark.toolchain
-def test_the_epilogue_is_the_same_source_as_on_sm_90a(linked: tuple[LinkResult, Path, Path],
-                                                      tmp_path: Path) -> None:
+def test_the_epilogue_is_the_same_source_as_on_sm_90a(linked: tuple[LinkResult, Path, Path], tmp_path: Path) -> None:
     _, _, folder = linked
     sm90 = build(tmp_path / "sm90", components=("epilogue",))
-    sources = {read_package(path).payloads["source.cu"] for path in
-               (folder / "build" / "epilogue.kpkg", sm90 / "build" / "epilogue.kpkg")}
+    sources = {
+        read_package(path).payloads["source.cu"]
+        for path in (folder / "build" / "epilogue.kpkg", sm90 / "build" / "epilogue.kpkg")
+    }
     assert sources == {(FOLDER / "epilogue.cu").read_bytes()}
     # the contracts differ only in the target and the launch width
     ours = [line for line in (FOLDER / SM100 / "epilogue.kc").read_text().splitlines() if not line.startswith("#")]
     theirs = [line for line in (FOLDER / "epilogue.kc").read_text().splitlines() if not line.startswith("#")]
-    assert ours == [line.replace("target sm_90a", "target sm_100a").replace("threads 512", "threads 384")
-                    for line in theirs]
+    assert ours == [
+        line.replace("target sm_90a", "target sm_100a").replace("threads 512", "threads 384") for line in theirs
+    ]
     assert ours != theirs
 
 
@@ -64,10 +66,14 @@ def test_the_tensor_memory_route_is_ordered_after_the_producers_mmas(linked: tup
     assert "tensor-memory claim `accumulator` of `gemm.tcgen05` (column 0)" in transfer.why
     export, imported = transfer.source.split("void kl_swiglu_epilogue_acc_import(")
     assert export.index("tcgen05.fence::before_thread_sync;") < export.index(f"barrier.arrive {bar}, 256;")
-    chunk0 = imported[imported.index("case 0:"):imported.index("case 1:")]
-    assert (chunk0.index(f"barrier.sync {bar}, 256;") < chunk0.index("tcgen05.fence::after_thread_sync;")
-            < chunk0.index("tcgen05.ld.sync.aligned.32x32b.x32.b32") < chunk0.index("tcgen05.wait::ld"))
-    later = imported[imported.index("case 1:"):]
+    chunk0 = imported[imported.index("case 0:") : imported.index("case 1:")]
+    assert (
+        chunk0.index(f"barrier.sync {bar}, 256;")
+        < chunk0.index("tcgen05.fence::after_thread_sync;")
+        < chunk0.index("tcgen05.ld.sync.aligned.32x32b.x32.b32")
+        < chunk0.index("tcgen05.wait::ld")
+    )
+    later = imported[imported.index("case 1:") :]
     assert "barrier.sync" not in later and later.count("tcgen05.ld.sync.aligned.32x32b.x32.b32") == 3
     # the dispatch kernel allocates the claim's 128 columns and frees them
     assert (generated.dispatch.tmem_columns, generated.dispatch.tmem_slot) != (0, 0)
@@ -80,15 +86,29 @@ def test_the_tensor_memory_route_is_ordered_after_the_producers_mmas(linked: tup
 def test_the_linked_ptx_and_sass_hold_the_tcgen05_pipeline(linked: tuple[LinkResult, Path, Path]) -> None:
     _, out, _ = linked
     ptx = (out / "kernel.ptx").read_text()
-    count = {op: len(re.findall(rf"{re.escape(op)}\b", ptx)) for op in (
-        "tcgen05.mma.cta_group::1.kind::f16", "tcgen05.commit.cta_group::1.mbarrier::arrive::one",
-        "tcgen05.ld.sync.aligned.32x32b.x32.b32", "tcgen05.wait::ld.sync.aligned", "tcgen05.alloc",
-        "tcgen05.relinquish_alloc_permit", "tcgen05.dealloc",
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes")}
-    assert count == {"tcgen05.mma.cta_group::1.kind::f16": 4, "tcgen05.commit.cta_group::1.mbarrier::arrive::one": 2,
-                     "tcgen05.ld.sync.aligned.32x32b.x32.b32": 4, "tcgen05.wait::ld.sync.aligned": 4,
-                     "tcgen05.alloc": 1, "tcgen05.relinquish_alloc_permit": 1, "tcgen05.dealloc": 1,
-                     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes": 2}
+    count = {
+        op: len(re.findall(rf"{re.escape(op)}\b", ptx))
+        for op in (
+            "tcgen05.mma.cta_group::1.kind::f16",
+            "tcgen05.commit.cta_group::1.mbarrier::arrive::one",
+            "tcgen05.ld.sync.aligned.32x32b.x32.b32",
+            "tcgen05.wait::ld.sync.aligned",
+            "tcgen05.alloc",
+            "tcgen05.relinquish_alloc_permit",
+            "tcgen05.dealloc",
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+        )
+    }
+    assert count == {
+        "tcgen05.mma.cta_group::1.kind::f16": 4,
+        "tcgen05.commit.cta_group::1.mbarrier::arrive::one": 2,
+        "tcgen05.ld.sync.aligned.32x32b.x32.b32": 4,
+        "tcgen05.wait::ld.sync.aligned": 4,
+        "tcgen05.alloc": 1,
+        "tcgen05.relinquish_alloc_permit": 1,
+        "tcgen05.dealloc": 1,
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes": 2,
+    }
     assert "cvt.rn.bf16x2.f32" in ptx and "st.global.v4.b32" in ptx  # the epilogue's packed stores
     # every handle folded: no call, no handle symbol left; the instruction descriptor is an immediate
     assert not re.search(r"\bcall(\.uni)?\b", ptx), "a call survived LTO"
@@ -137,5 +157,7 @@ def test_a_tensor_memory_claim_narrower_than_the_placement_is_refused_at_link(tm
     assert not result.ok
     [error] = [d for d in result.diagnostics if d.is_error]
     assert error.code == "L-LINK"
-    assert error.message == ("export `accumulator` of `gemm.tcgen05` places elements up to column 128 of its "
-                             "tensor-memory claim, which holds 64 columns")
+    assert error.message == (
+        "export `accumulator` of `gemm.tcgen05` places elements up to column 128 of its "
+        "tensor-memory claim, which holds 64 columns"
+    )

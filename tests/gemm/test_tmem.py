@@ -72,8 +72,7 @@ def test_the_dispatch_kernel_allocates_and_frees_the_tensor_memory(tmp_path: Pat
     assert [(h.symbol, h.value) for h in generated.handles if h.kind == "tmem"] == [("kl_demo_tm_acc_tmem", 0)]
     ptx = (tmp_path / "out" / "kernel.ptx").read_text()
     order = [m.group(0) for m in re.finditer(r"tcgen05\.(alloc|relinquish_alloc_permit|st|ld|dealloc)\b", ptx)]
-    assert order == ["tcgen05.alloc", "tcgen05.relinquish_alloc_permit", "tcgen05.st", "tcgen05.ld",
-                     "tcgen05.dealloc"]
+    assert order == ["tcgen05.alloc", "tcgen05.relinquish_alloc_permit", "tcgen05.st", "tcgen05.ld", "tcgen05.dealloc"]
     assert ptx.count("tcgen05.fence::before_thread_sync") == 2 and "trap;" in ptx
     assert not re.search(r"\bcall(\.uni)?\b", ptx)
     [kernel] = read_cubin((tmp_path / "out" / "kernel.cubin").read_bytes()).kernels

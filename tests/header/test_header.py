@@ -26,8 +26,15 @@ def _header(kc: str, *peers: str) -> str:
     return device_header(stage, path.read_text(), path.name, others).text
 
 
-@pytest.mark.parametrize("kc,peers", [("ring/loader.kc", ()), ("ring/reduce.kc", ("ring/loader.kc",)),
-                                      ("hello/caller.kc", ()), ("hello/provider.kc", ())])
+@pytest.mark.parametrize(
+    "kc,peers",
+    [
+        ("ring/loader.kc", ()),
+        ("ring/reduce.kc", ("ring/loader.kc",)),
+        ("hello/caller.kc", ()),
+        ("hello/provider.kc", ()),
+    ],
+)
 def test_snapshot(kc: str, peers: tuple[str, ...]) -> None:
     text = _header(kc, *peers)
     assert_text_snapshot(SNAPSHOTS / (Path(kc).stem + ".h"), text)
@@ -67,7 +74,8 @@ def test_header_compiles_with_a_conforming_component(tmp_path: Path) -> None:
 @pytest.mark.toolchain
 def test_an_entry_with_another_signature_is_a_compile_error(tmp_path: Path) -> None:
     wrong = LOADER_BODY.replace("const LoaderParams* params", "const float* params").replace(
-        "(unsigned char)params->tiles", "(unsigned char)params[0]")
+        "(unsigned char)params->tiles", "(unsigned char)params[0]"
+    )
     with pytest.raises(DiagnosticError) as err:
         _compile(tmp_path, _header("ring/loader.kc"), "kl_ring_loader.h", wrong)
     assert {d.code for d in err.value.diagnostics} == {"E-COMPILE"}
@@ -79,14 +87,17 @@ def test_params_static_asserts_catch_a_drifted_offset(tmp_path: Path) -> None:
     text = text.replace("    unsigned tile_elems;", "    unsigned char tile_elems;")
     with pytest.raises(DiagnosticError) as err:
         _compile(tmp_path, text, "kl_ring_reduce.h", "")
-    assert "tile_elems is 4 bytes" in str([d.message for d in err.value.diagnostics] + [n for d in err.value.diagnostics
-                                                                             for n in d.notes])
+    assert "tile_elems is 4 bytes" in str(
+        [d.message for d in err.value.diagnostics] + [n for d in err.value.diagnostics for n in d.notes]
+    )
 
 
 def test_cli_writes_the_header(tmp_path: Path) -> None:
     out = tmp_path / "kl_ring_reduce.h"
-    assert main(["header", str(EXAMPLES / "ring/reduce.kc"), "--peer", str(EXAMPLES / "ring/loader.kc"),
-                 "-o", str(out)]) == 0
+    assert (
+        main(["header", str(EXAMPLES / "ring/reduce.kc"), "--peer", str(EXAMPLES / "ring/loader.kc"), "-o", str(out)])
+        == 0
+    )
     assert out.read_text() == _header("ring/reduce.kc", "ring/loader.kc")
     assert "kl_ring_reduce_kv_stage_smem_at" in out.read_text()
 
@@ -104,8 +115,10 @@ def test_nvcc_checks_every_offset(tmp_path: Path) -> None:
     good = _header("ring/reduce.kc", "ring/loader.kc")
     (tmp_path / "kl_ring_reduce.h").write_text(good)
     compile_nvcc('#include "kl_ring_reduce.h"\n', "use.cu", include_dirs=[tmp_path])
-    swapped = good.replace("    unsigned tile_elems;  // = fact tile_elems\n    unsigned tiles;",
-                           "    unsigned tiles;\n    unsigned tile_elems;  // = fact tile_elems")
+    swapped = good.replace(
+        "    unsigned tile_elems;  // = fact tile_elems\n    unsigned tiles;",
+        "    unsigned tiles;\n    unsigned tile_elems;  // = fact tile_elems",
+    )
     assert swapped != good
     (tmp_path / "kl_ring_reduce.h").write_text(swapped)
     with pytest.raises(DiagnosticError) as err:
@@ -113,11 +126,19 @@ def test_nvcc_checks_every_offset(tmp_path: Path) -> None:
     assert "tiles at offset 12" in " ".join(d.message for d in err.value.diagnostics)
 
 
-@pytest.mark.parametrize("header,kc,peers", [
-    ("ring/kl_ring_loader.h", "ring/loader.kc", ()), ("ring/kl_ring_reduce.h", "ring/reduce.kc", ("ring/loader.kc",)),
-    ("hello/kl_hello_caller.h", "hello/caller.kc", ()), ("hello/kl_hello_provider.h", "hello/provider.kc", ()),
-    ("moe4/kl_moe_interp.h", "moe4/interp.kc", ()), ("moe4/kl_moe_comm.h", "moe4/comm.kc", ()),
-    ("moe4/kl_moe_gemm.h", "moe4/gemm.kc", ("moe4/act.kc",)), ("moe4/kl_moe_act.h", "moe4/act.kc", ("moe4/gemm.kc",))])
+@pytest.mark.parametrize(
+    "header,kc,peers",
+    [
+        ("ring/kl_ring_loader.h", "ring/loader.kc", ()),
+        ("ring/kl_ring_reduce.h", "ring/reduce.kc", ("ring/loader.kc",)),
+        ("hello/kl_hello_caller.h", "hello/caller.kc", ()),
+        ("hello/kl_hello_provider.h", "hello/provider.kc", ()),
+        ("moe4/kl_moe_interp.h", "moe4/interp.kc", ()),
+        ("moe4/kl_moe_comm.h", "moe4/comm.kc", ()),
+        ("moe4/kl_moe_gemm.h", "moe4/gemm.kc", ("moe4/act.kc",)),
+        ("moe4/kl_moe_act.h", "moe4/act.kc", ("moe4/gemm.kc",)),
+    ],
+)
 def test_the_reference_components_include_current_headers(header: str, kc: str, peers: tuple[str, ...]) -> None:
     """The headers beside the reference components are what `kernlink header` writes now (regenerate them)."""
     assert (EXAMPLES / header).read_text() == _header(kc, *peers), f"regenerate {header} with `kernlink header`"

@@ -54,8 +54,11 @@ class Outcome:
 
     def codes(self) -> list[str]:
         """The diagnostic codes of the text output, in order (`error[E-IO]: …` → `E-IO`)."""
-        return [line.split("[", 1)[1].split("]", 1)[0] for line in self.output.splitlines()
-                if line.startswith(("error[", "warning[", "note["))]
+        return [
+            line.split("[", 1)[1].split("]", 1)[0]
+            for line in self.output.splitlines()
+            if line.startswith(("error[", "warning[", "note["))
+        ]
 
     def assert_clean(self, *, status: int, seconds: float = 10.0, memory: int = 256 * MiB) -> None:
         """Ended by itself with ``status``, within the time and memory bounds, without a traceback."""

@@ -45,11 +45,16 @@ def check(tmp_path: Path, *paths: str, fmt: str = "text") -> tuple[int, str, lis
 
 # ----------------------------------------------------------------- 1. bounded recursion
 
-@pytest.mark.parametrize(("expr", "where"), [
-    ("not " * 486 + "x == 1", "operator 257"),
-    ("(x + " * 486 + "x" + ")" * 486 + " > 0", "operator 257"),
-    (" + ".join(["x"] * 979) + " > 0", "operator 257"),
-], ids=["deep-not", "right-nested", "flat-979"])
+
+@pytest.mark.parametrize(
+    ("expr", "where"),
+    [
+        ("not " * 486 + "x == 1", "operator 257"),
+        ("(x + " * 486 + "x" + ")" * 486 + " > 0", "operator 257"),
+        (" + ".join(["x"] * 979) + " > 0", "operator 257"),
+    ],
+    ids=["deep-not", "right-nested", "flat-979"],
+)
 def test_deep_and_long_expressions_are_too_large_at_the_token(tmp_path: Path, expr: str, where: str) -> None:
     path = contract(tmp_path, stage("owns fact x: u32 in 1..8", f"requires fact {expr}"))
     outcome = run_cli(["check", "--color", "never", path.name], cwd=tmp_path)
@@ -60,14 +65,19 @@ def test_deep_and_long_expressions_are_too_large_at_the_token(tmp_path: Path, ex
 
 # ----------------------------------------------------------------- 2. huge integers
 
-@pytest.mark.parametrize("item", [
-    "role big warps " + "9" * 4301,
-    "claim smem t bytes " + "9" * 4301 + "KiB",
-    "claim smem t bytes 0x" + "f" * 5000,
-    "owns fact x: u64 = 18446744073709551616",
-    "requires fact x < " + "1" * 5000,
-    "cluster 1x" + "2" * 5000 + "x1",
-], ids=["decimal", "kib", "hex", "u64-plus-one", "expression", "cluster"])
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        "role big warps " + "9" * 4301,
+        "claim smem t bytes " + "9" * 4301 + "KiB",
+        "claim smem t bytes 0x" + "f" * 5000,
+        "owns fact x: u64 = 18446744073709551616",
+        "requires fact x < " + "1" * 5000,
+        "cluster 1x" + "2" * 5000 + "x1",
+    ],
+    ids=["decimal", "kib", "hex", "u64-plus-one", "expression", "cluster"],
+)
 def test_integers_out_of_range_are_e_value(tmp_path: Path, item: str) -> None:
     path = contract(tmp_path, stage("owns fact y: u32 = 1", item))
     outcome = run_cli(["check", "--color", "never", path.name], cwd=tmp_path)
@@ -95,10 +105,15 @@ def test_a_hex_literal_at_the_top_of_its_range_is_printed(tmp_path: Path) -> Non
 
 # ----------------------------------------------------------------- 3. duplicates
 
-@pytest.mark.parametrize(("items", "message"), [
-    (("target sm_100a",), "`target` is given twice"),
-    (("claim smem t bytes 1KiB", "claim smem t bytes 2KiB"), "claim `t` is declared twice"),
-], ids=["target", "claim"])
+
+@pytest.mark.parametrize(
+    ("items", "message"),
+    [
+        (("target sm_100a",), "`target` is given twice"),
+        (("claim smem t bytes 1KiB", "claim smem t bytes 2KiB"), "claim `t` is declared twice"),
+    ],
+    ids=["target", "claim"],
+)
 def test_duplicates_are_e_duplicate_with_both_spans(tmp_path: Path, items: tuple[str, ...], message: str) -> None:
     path = contract(tmp_path, stage(*items))
     outcome = run_cli(["check", "--color", "never", "--format", "json", path.name], cwd=tmp_path)
@@ -109,6 +124,7 @@ def test_duplicates_are_e_duplicate_with_both_spans(tmp_path: Path, items: tuple
 
 
 # ----------------------------------------------------------------- 4. files that are not files
+
 
 def _pipeline(tmp_path: Path, package: str) -> None:
     use = f'use "demo.a" version ^1.0 from "{package}"'
@@ -168,6 +184,7 @@ def test_a_symlink_loop_is_e_io(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------- 5. crafted packages
 
+
 def _crafted(tmp_path: Path, edit: str, value: object = None) -> Path:
     """The base package with its manifest edited and every hash recomputed (the format allows it)."""
     base = read_package(BASE_PACKAGE)
@@ -191,20 +208,25 @@ def _crafted(tmp_path: Path, edit: str, value: object = None) -> Path:
 BASE_CONTRACT = 'stage "demo.loader" version "1.0.0" {\n    target sm_90a\n    role load entry loader_main warps 1\n}\n'
 
 
-@pytest.mark.parametrize(("edit", "value", "code"), [
-    ("raw", "[" * 100_000 + "]" * 100_000, "L-INTEGRITY"),
-    ("raw", "1e400", "L-INTEGRITY"),
-    ("raw", '"\\ud800"', "L-INTEGRITY"),
-    ("raw", "9" * 4301, "L-INTEGRITY"),
-    ("contract", BASE_CONTRACT.replace("warps 1", "warps " + "9" * 4301), "E-VALUE"),
-    ("contract", BASE_CONTRACT + "# " + "x" * (2 * MiB) + "\n", "L-INTEGRITY"),
-    ("params", [{"name": "P", "size": 8, "align": 8, "fields": [["a", 0, 4, 9]]}], "L-INTEGRITY"),
-], ids=["deep-json", "1e400", "lone-surrogate", "4301-digit-int", "contract-int", "contract-2mib", "params-4-fields"])
+@pytest.mark.parametrize(
+    ("edit", "value", "code"),
+    [
+        ("raw", "[" * 100_000 + "]" * 100_000, "L-INTEGRITY"),
+        ("raw", "1e400", "L-INTEGRITY"),
+        ("raw", '"\\ud800"', "L-INTEGRITY"),
+        ("raw", "9" * 4301, "L-INTEGRITY"),
+        ("contract", BASE_CONTRACT.replace("warps 1", "warps " + "9" * 4301), "E-VALUE"),
+        ("contract", BASE_CONTRACT + "# " + "x" * (2 * MiB) + "\n", "L-INTEGRITY"),
+        ("params", [{"name": "P", "size": 8, "align": 8, "fields": [["a", 0, 4, 9]]}], "L-INTEGRITY"),
+    ],
+    ids=["deep-json", "1e400", "lone-surrogate", "4301-digit-int", "contract-int", "contract-2mib", "params-4-fields"],
+)
 @pytest.mark.parametrize("command", ["check", "inspect"])
 def test_crafted_packages_are_diagnosed(tmp_path: Path, edit: str, value: object, code: str, command: str) -> None:
     _crafted(tmp_path, edit, value)
-    (tmp_path / "p.kp").write_text('pipeline "p" {\n    target sm_90a\n    use "demo.loader" version ^1.0 from '
-                                   '"crafted.kpkg"\n}\n')
+    (tmp_path / "p.kp").write_text(
+        'pipeline "p" {\n    target sm_90a\n    use "demo.loader" version ^1.0 from "crafted.kpkg"\n}\n'
+    )
     argv = ["check", "p.kp"] if command == "check" else ["inspect", "crafted.kpkg"]
     outcome = run_cli([*argv, "--color", "never"], cwd=tmp_path)
     outcome.assert_clean(status=EXIT_REJECTED, seconds=15)
@@ -259,6 +281,7 @@ def test_text_rendering_is_linear_in_a_diagnostics_labels() -> None:
 
 # ----------------------------------------------------------------- 10. outputs independent of the cwd
 
+
 @pytest.mark.toolchain
 def test_link_outputs_are_the_same_from_every_cwd(tmp_path: Path) -> None:
     """link.json and link.map name files relative to the pipeline file, whatever directory
@@ -293,12 +316,17 @@ def test_internal_errors_name_project_modules_not_install_paths() -> None:
 
 # ----------------------------------------------------------------- 11. empty output paths
 
-@pytest.mark.parametrize("argv", [
-    ["link", "p.kp", "-o", ""],
-    ["check", "p.kp", "-o", ""],
-    ["place", "p.kp", "--json", ""],
-    ["pack", "a.cu", "--contract", "a.kc", "-o", ""],
-], ids=["link", "check", "place", "pack"])
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["link", "p.kp", "-o", ""],
+        ["check", "p.kp", "-o", ""],
+        ["place", "p.kp", "--json", ""],
+        ["pack", "a.cu", "--contract", "a.kc", "-o", ""],
+    ],
+    ids=["link", "check", "place", "pack"],
+)
 def test_an_empty_output_path_is_refused(tmp_path: Path, argv: list[str]) -> None:
     contract(tmp_path, stage())
     (tmp_path / "p.kp").write_text('pipeline "p" {\n    target sm_90a\n    use "demo.a" version ^1.0\n}\n')

@@ -40,8 +40,9 @@ def _shaped(shape: str, n: int) -> Expression:
 
 def expressions() -> st.SearchStrategy[Expression]:
     """Shapes that nest, chain or spread, sized around the operator bound."""
-    sizes = st.one_of(st.integers(0, 40), st.integers(MAX_OPERATORS - 3, MAX_OPERATORS + 3),
-                      st.integers(0, 2 * MAX_OPERATORS))
+    sizes = st.one_of(
+        st.integers(0, 40), st.integers(MAX_OPERATORS - 3, MAX_OPERATORS + 3), st.integers(0, 2 * MAX_OPERATORS)
+    )
     return st.builds(_shaped, st.sampled_from(("not", "right", "flat", "product", "wide")), sizes)
 
 
@@ -75,8 +76,10 @@ def contracts(draw: st.DrawFn) -> tuple[str, Expression, bool]:
     expr = draw(expressions())
     template, kind = draw(st.sampled_from(FIELDS))
     literal, in_range = draw(edge_integers(kind))
-    text = (f'stage "demo.edges" version "1.0.0" {{\n    target sm_90a\n    role main entry main_fn warps 4\n'
-            f"    owns fact x: u32 in 1..8\n    requires fact {expr.text}\n    {template.format(literal)}\n}}\n")
+    text = (
+        f'stage "demo.edges" version "1.0.0" {{\n    target sm_90a\n    role main entry main_fn warps 4\n'
+        f"    owns fact x: u32 in 1..8\n    requires fact {expr.text}\n    {template.format(literal)}\n}}\n"
+    )
     return text, expr, in_range
 
 

@@ -56,7 +56,7 @@ def ring_reference(data: array[float], tiles: int) -> list[float]:
         for k in range(0, 8192, 256):
             sums = [f32(s + data[base + k + t]) for t, s in enumerate(sums)]
         for w in range(8):
-            lanes = sums[32 * w:32 * w + 32]
+            lanes = sums[32 * w : 32 * w + 32]
             for mask in (16, 8, 4, 2, 1):
                 lanes = [f32(lanes[lane] + lanes[lane ^ mask]) for lane in range(32)]
             out.append(lanes[0])

@@ -55,8 +55,13 @@ class Case:
 
     def expected(self, blocks: int) -> list[int]:
         """What ``out`` holds after ``blocks`` blocks: ``out[((b * 32 + t) * chunks + c) * regs + j]``."""
-        return [value(*self.element(t, j, c), b) for b in range(blocks) for t in range(32)
-                for c in range(self.chunks) for j in range(self.regs)]
+        return [
+            value(*self.element(t, j, c), b)
+            for b in range(blocks)
+            for t in range(32)
+            for c in range(self.chunks)
+            for j in range(self.regs)
+        ]
 
 
 def _xor1(t: int) -> int:
@@ -64,15 +69,48 @@ def _xor1(t: int) -> int:
 
 
 CASES = {
-    "copy": Case("copy", "register-copy", "t: 32, r: 4", """m = t / 4 + 8 * (r % 2)
-            n = 2 * (t % 4) + r / 2""", 4, 1, lambda t, r, c: (t // 4 + 8 * (r % 2), 2 * (t % 4) + r // 2)),
-    "shuffle": Case("shuffle", "warp-shuffle", "t: 32, r: 4", """m = (t + 1 - 2 * (t % 2)) / 4 + 8 * (r / 2)
-            n = 2 * ((t + 1 - 2 * (t % 2)) % 4) + r % 2""", 4, 1,
-                    lambda t, r, c: (_xor1(t) // 4 + 8 * (r // 2), 2 * (_xor1(t) % 4) + r % 2)),
-    "staging": Case("staging", "smem-staging", "t: 32, r: 4", """m = t / 2
-            n = 4 * (t % 2) + r""", 4, 1, lambda t, r, c: (t // 2, 4 * (t % 2) + r), scratch=512),
-    "staging-chunk": Case("staging-chunk", "smem-staging", "t: 32, p: 2, c: 2", """m = t / 2
-            n = 4 * c + 2 * (t % 2) + p""", 2, 2, lambda t, p, c: (t // 2, 4 * c + 2 * (t % 2) + p), scratch=256),
+    "copy": Case(
+        "copy",
+        "register-copy",
+        "t: 32, r: 4",
+        """m = t / 4 + 8 * (r % 2)
+            n = 2 * (t % 4) + r / 2""",
+        4,
+        1,
+        lambda t, r, c: (t // 4 + 8 * (r % 2), 2 * (t % 4) + r // 2),
+    ),
+    "shuffle": Case(
+        "shuffle",
+        "warp-shuffle",
+        "t: 32, r: 4",
+        """m = (t + 1 - 2 * (t % 2)) / 4 + 8 * (r / 2)
+            n = 2 * ((t + 1 - 2 * (t % 2)) % 4) + r % 2""",
+        4,
+        1,
+        lambda t, r, c: (_xor1(t) // 4 + 8 * (r // 2), 2 * (_xor1(t) % 4) + r % 2),
+    ),
+    "staging": Case(
+        "staging",
+        "smem-staging",
+        "t: 32, r: 4",
+        """m = t / 2
+            n = 4 * (t % 2) + r""",
+        4,
+        1,
+        lambda t, r, c: (t // 2, 4 * (t % 2) + r),
+        scratch=512,
+    ),
+    "staging-chunk": Case(
+        "staging-chunk",
+        "smem-staging",
+        "t: 32, p: 2, c: 2",
+        """m = t / 2
+            n = 4 * c + 2 * (t % 2) + p""",
+        2,
+        2,
+        lambda t, p, c: (t // 2, 4 * c + 2 * (t % 2) + p),
+        scratch=256,
+    ),
 }
 
 _EXPORT = """    export tensor tile from role mma {{
@@ -114,16 +152,24 @@ _CONSUME = """    for (int c = 0; c < {chunks}; ++c) {{
 
 def _source(stage: str, role: str, entry: str, body: list[str], exports: bool, imports: bool) -> str:
     prefix = stage.replace(".", "_")
-    lines = [f"// {stage}: written for tests/link/test_tensor_link.py (see tests/link/tensor_cases.py)",
-             f'extern "C" __device__ unsigned kl_{prefix}_{role}_warp0();']
+    lines = [
+        f"// {stage}: written for tests/link/test_tensor_link.py (see tests/link/tensor_cases.py)",
+        f'extern "C" __device__ unsigned kl_{prefix}_{role}_warp0();',
+    ]
     if exports:
         lines.append(f'extern "C" __device__ void kl_{prefix}_tile_export(const unsigned* held);')
     if imports:
-        lines.append(f'extern "C" __device__ void kl_{prefix}_got_import(const unsigned* held, unsigned* dst, '
-                     "int chunk);")
-    lines += ["struct OutParams { unsigned* out; };",
-              f'extern "C" __device__ void {entry}(const OutParams* params, unsigned char* /*smem*/) {{',
-              f"    const unsigned t = threadIdx.x - 32u * kl_{prefix}_{role}_warp0();", *body, "}", ""]
+        lines.append(
+            f'extern "C" __device__ void kl_{prefix}_got_import(const unsigned* held, unsigned* dst, int chunk);'
+        )
+    lines += [
+        "struct OutParams { unsigned* out; };",
+        f'extern "C" __device__ void {entry}(const OutParams* params, unsigned char* /*smem*/) {{',
+        f"    const unsigned t = threadIdx.x - 32u * kl_{prefix}_{role}_warp0();",
+        *body,
+        "}",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -141,20 +187,27 @@ def build_case(case: Case, root: Path) -> Path:
     files: dict[str, tuple[str, str]] = {}
     if case.same_role:
         head = _HEAD.format(stage="xfer.solo", role="mma", entry="xfer_solo_main", threads=case.threads)
-        body = [_PRODUCE.format(prefix="xfer_solo"),
-                _CONSUME.format(chunks=case.chunks, regs=case.regs, prefix="xfer_solo", held="held")]
-        files["solo"] = ("\n".join([head, export, _import(case, "mma"), "}", ""]),
-                         _source("xfer.solo", "mma", "xfer_solo_main", body, True, True))
+        body = [
+            _PRODUCE.format(prefix="xfer_solo"),
+            _CONSUME.format(chunks=case.chunks, regs=case.regs, prefix="xfer_solo", held="held"),
+        ]
+        files["solo"] = (
+            "\n".join([head, export, _import(case, "mma"), "}", ""]),
+            _source("xfer.solo", "mma", "xfer_solo_main", body, True, True),
+        )
     else:
         head = _HEAD.format(stage="xfer.prod", role="mma", entry="xfer_prod_main", threads=case.threads)
-        files["prod"] = ("\n".join([head, export, "}", ""]),
-                         _source("xfer.prod", "mma", "xfer_prod_main", [_PRODUCE.format(prefix="xfer_prod")],
-                                 True, False))
+        files["prod"] = (
+            "\n".join([head, export, "}", ""]),
+            _source("xfer.prod", "mma", "xfer_prod_main", [_PRODUCE.format(prefix="xfer_prod")], True, False),
+        )
         head = _HEAD.format(stage="xfer.cons", role="epi", entry="xfer_cons_main", threads=case.threads)
-        claim = (f"    claim smem scratch bytes {case.scratch} align 16 lifetime between got.ready got.done")
+        claim = f"    claim smem scratch bytes {case.scratch} align 16 lifetime between got.ready got.done"
         body = [_CONSUME.format(chunks=case.chunks, regs=case.regs, prefix="xfer_cons", held="nullptr")]
-        files["cons"] = ("\n".join([head, claim, _import(case, "epi"), "}", ""]),
-                         _source("xfer.cons", "epi", "xfer_cons_main", body, False, True))
+        files["cons"] = (
+            "\n".join([head, claim, _import(case, "epi"), "}", ""]),
+            _source("xfer.cons", "epi", "xfer_cons_main", body, False, True),
+        )
     uses = []
     for name, (contract, source) in files.items():
         (folder / f"{name}.kc").write_text(contract)
@@ -163,6 +216,7 @@ def build_case(case: Case, root: Path) -> Path:
         stage = contract.split('"')[1]
         uses.append(f'    use "{stage}" version ^1.0 from "build/{name}.kpkg"')
     pipeline = folder / "xfer.kp"
-    pipeline.write_text("\n".join([f'pipeline "xfer_{case.name.replace("-", "_")}" {{', "    target sm_90a",
-                                   *uses, "}", ""]))
+    pipeline.write_text(
+        "\n".join([f'pipeline "xfer_{case.name.replace("-", "_")}" {{', "    target sm_90a", *uses, "}", ""])
+    )
     return pipeline

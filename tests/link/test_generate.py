@@ -49,7 +49,7 @@ def test_idle_warps_and_register_groups() -> None:
     source = generated.source
     assert "__launch_bounds__(256, 1)" in source
     # setmaxnreg and the roles share one if/else chain: ptxas compiles each branch to its budget
-    assert "    if (warp < 4u) {\n        asm volatile(\"setmaxnreg.dec.sync.aligned.u32 240;\");" in source
+    assert '    if (warp < 4u) {\n        asm volatile("setmaxnreg.dec.sync.aligned.u32 240;");' in source
     assert "        if (warp < 1u) {\n            ctl_main(" in source and "    } else if (warp < 8u) {" in source
     assert "// idle warps 1, 2, 3 return at once" in source
     # 8 warps: 248 registers at entry, pool 2 × 128 × 248; the idle warps' group gives up 8
@@ -74,9 +74,12 @@ def test_a_tensor_connection_is_no_longer_refused_and_gemm_swiglu_still_checks_a
 
 
 def test_generate_refuses_what_it_cannot_express() -> None:
-    text = PADDED.replace("    launch fixed threads 256\n", "    launch fixed threads 256\n"
-                                 "    counter c produce by ctl scope sys space host\n"
-                                 "    counter c consume by mma scope sys space host\n")
+    text = PADDED.replace(
+        "    launch fixed threads 256\n",
+        "    launch fixed threads 256\n"
+        "    counter c produce by ctl scope sys space host\n"
+        "    counter c consume by mma scope sys space host\n",
+    )
     with pytest.raises(DiagnosticError) as err:
         _generate(text, frozenset())
     assert [d.code for d in err.value.diagnostics] == ["E-UNSUPPORTED"]
@@ -88,10 +91,18 @@ RING_PARAMS = {
         {"stage": "ring.loader", "name": "src", "type": "ptr", "offset": 0, "source": "caller", "fact": None},
         {"stage": "ring.loader", "name": "tiles", "type": "u32", "offset": 8, "source": "caller", "fact": None},
         {"stage": "ring.reduce", "name": "dst", "type": "ptr", "offset": 16, "source": "caller", "fact": None},
-        {"stage": "ring.reduce", "name": "tile_elems", "type": "u32", "offset": 24, "source": "fact",
-         "fact": "tile_elems", "value": 8192},
+        {
+            "stage": "ring.reduce",
+            "name": "tile_elems",
+            "type": "u32",
+            "offset": 24,
+            "source": "fact",
+            "fact": "tile_elems",
+            "value": 8192,
+        },
         {"stage": "ring.reduce", "name": "tiles", "type": "u32", "offset": 28, "source": "caller", "fact": None},
-    ]}
+    ],
+}
 
 
 def test_params_block_writes_facts_and_caller_values() -> None:
@@ -101,12 +112,15 @@ def test_params_block_writes_facts_and_caller_values() -> None:
     assert struct.unpack_from("<I", split, 28) == (6,) and struct.unpack_from("<I", split, 8) == (5,)
 
 
-@pytest.mark.parametrize(("values", "message"), [
-    ({"src": 1, "dst": 2}, "no value for `ring.loader.tiles`, `ring.reduce.tiles`"),
-    ({"src": 1, "dst": 2, "tiles": 3, "tile_elems": 4}, "is the fact `tile_elems`"),
-    ({"src": 1, "dst": 2, "tiles": 3, "bogus": 4}, "no params field is named `bogus`"),
-    ({"src": 1, "dst": 2, "tiles": -1}, "does not fit a `u32`"),
-])
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"src": 1, "dst": 2}, "no value for `ring.loader.tiles`, `ring.reduce.tiles`"),
+        ({"src": 1, "dst": 2, "tiles": 3, "tile_elems": 4}, "is the fact `tile_elems`"),
+        ({"src": 1, "dst": 2, "tiles": 3, "bogus": 4}, "no params field is named `bogus`"),
+        ({"src": 1, "dst": 2, "tiles": -1}, "does not fit a `u32`"),
+    ],
+)
 def test_params_block_rejects_bad_values(values: dict[str, int], message: str) -> None:
     with pytest.raises(DiagnosticError) as err:
         params_block({"params": RING_PARAMS}, values)

@@ -71,8 +71,22 @@ def test_ring_host_example_compiles(linked: Linked, tmp_path: Path, compiler: li
     if shutil.which(compiler[0]) is None:
         pytest.skip(f"no {compiler[0]}")
     (tmp_path / "kernel.h").write_text(_header(linked, "ring")[0])
-    subprocess.run([*compiler, "-Wall", "-Wextra", "-Werror", "-O2", f"-I{tmp_path}", f"-I{cuda_include()}",
-                    "-c", str(EXAMPLE), "-o", str(tmp_path / "ring_host.o")], check=True)
+    subprocess.run(
+        [
+            *compiler,
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-O2",
+            f"-I{tmp_path}",
+            f"-I{cuda_include()}",
+            "-c",
+            str(EXAMPLE),
+            "-o",
+            str(tmp_path / "ring_host.o"),
+        ],
+        check=True,
+    )
 
 
 @pytest.mark.gpu
@@ -81,8 +95,9 @@ def test_ring_host_example_runs(linked: Linked, tmp_path: Path) -> None:
     assert include is not None, "a GPU machine has the CUDA toolkit"
     (tmp_path / "kernel.h").write_text(_header(linked, "ring")[0])
     exe = tmp_path / "ring_host"
-    subprocess.run(["cc", "-std=c99", "-O2", f"-I{tmp_path}", f"-I{include}", str(EXAMPLE), "-lcuda", "-o",
-                    str(exe)], check=True)
+    subprocess.run(
+        ["cc", "-std=c99", "-O2", f"-I{tmp_path}", f"-I{include}", str(EXAMPLE), "-lcuda", "-o", str(exe)], check=True
+    )
     for tiles, grid in ((37, 4), (264, 132)):
         run = subprocess.run([str(exe), str(tiles), str(grid)], capture_output=True, text=True, check=False)
         assert run.returncode == 0, run.stdout + run.stderr

@@ -70,8 +70,10 @@ def test_registers_from_the_cubin_equal_the_ptxas_report(linked: Linked, name: s
 
 
 def test_ptxas_usage_parser_reads_the_kernel_line() -> None:
-    log = ("ptxas info    : Compiling entry function 'kl_dispatch' for 'sm_90a'\n"
-           "ptxas info    : Used 168 registers, used 1 barriers\n")
+    log = (
+        "ptxas info    : Compiling entry function 'kl_dispatch' for 'sm_90a'\n"
+        "ptxas info    : Used 168 registers, used 1 barriers\n"
+    )
     assert parse_ptxas_usage(log)[KERNEL].registers == 168
 
 
@@ -81,8 +83,21 @@ def test_ring_map_records_every_decision(linked: Linked) -> None:
     assert text.startswith("# kernlink link map (kernlink-link/1)\n")
     header = next(line for line in text.splitlines() if line.lstrip().startswith("Value"))
     assert header.split() == ["Value", "Size", "Align", "Lifetime", "Symbol", "Why"]
-    for section in ("inputs", "smem", "barrier", "rings", "warps", "registers", "params", "handles", "calls",
-                    "facts", "dispatch", "link", "diagnostics"):
+    for section in (
+        "inputs",
+        "smem",
+        "barrier",
+        "rings",
+        "warps",
+        "registers",
+        "params",
+        "handles",
+        "calls",
+        "facts",
+        "dispatch",
+        "link",
+        "diagnostics",
+    ):
         assert re.search(rf"^{section}\b", text, re.M), section
     assert re.search(r"^\s+6\s+kl_ring_loader_kv_depth\s", text, re.M)
     assert re.search(r"^\s+24\s+4\s+4\s+tile_elems\s+u32 = fact `tile_elems` = 8192", text, re.M)
@@ -95,8 +110,12 @@ def test_ring_map_records_every_decision(linked: Linked) -> None:
     assert handles["kl_ring_loader_kv_empty_count"] == 8  # per_warp(reduce)
     assert [(g["op"], g["budget"]) for g in data["dispatch"]["groups"]] == [("dec", 40), ("inc", 232)]
     assert [(f["name"], f["offset"], f["source"]) for f in data["params"]["fields"]] == [
-        ("src", 0, "caller"), ("tiles", 8, "caller"), ("dst", 16, "caller"), ("tile_elems", 24, "fact"),
-        ("tiles", 28, "caller")]
+        ("src", 0, "caller"),
+        ("tiles", 8, "caller"),
+        ("dst", 16, "caller"),
+        ("tile_elems", 24, "fact"),
+        ("tiles", 28, "caller"),
+    ]
 
 
 def test_hello_map_records_the_trampoline_and_the_fact(linked: Linked) -> None:
@@ -104,7 +123,10 @@ def test_hello_map_records_the_trampoline_and_the_fact(linked: Linked) -> None:
     data = json.loads((out / JSON).read_text())
     [trampoline] = data["generated"]["trampolines"]
     assert (trampoline["symbol"], trampoline["export_symbol"], trampoline["export_stage"]) == (
-        "kl_call_scale", "hello_scale", "hello.provider")
+        "kl_call_scale",
+        "hello_scale",
+        "hello.provider",
+    )
     assert data["dispatch"]["setmaxnreg"] is False and data["dispatch"]["dynamic_smem"] == 0
     text = (out / MAP).read_text()
     assert re.search(r"kl_call_scale -> hello_scale\s+call `scale` \(f32\) -> f32 by hello.caller role `main`", text)
@@ -112,8 +134,9 @@ def test_hello_map_records_the_trampoline_and_the_fact(linked: Linked) -> None:
 
 
 @pytest.mark.parametrize("name", ["hello", "ring"])
-def test_same_inputs_give_byte_identical_outputs(pipelines: dict[str, Path], linked: Linked, tmp_path: Path,
-                                                 name: str) -> None:
+def test_same_inputs_give_byte_identical_outputs(
+    pipelines: dict[str, Path], linked: Linked, tmp_path: Path, name: str
+) -> None:
     again = link([pipelines[name]], tmp_path / name, emit_ptx=True)
     assert again.ok
     first = linked[name][1]

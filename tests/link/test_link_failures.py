@@ -56,8 +56,9 @@ def test_a_stage_checked_from_its_contract_alone_is_l_stage(tmp_path: Path) -> N
     result = link([pipeline], tmp_path / "out")
     assert _codes(result) == ["L-STAGE"]
     found = next(d for d in result.diagnostics if d.code == "L-STAGE")
-    assert found.message == ("stage `hello.provider` was checked from its contract "
-                             f"`{found.labels[1].span.file}`; linking needs its package")
+    assert found.message == (
+        f"stage `hello.provider` was checked from its contract `{found.labels[1].span.file}`; linking needs its package"
+    )
     assert _status(tmp_path / "out") == "failed"
 
 
@@ -69,10 +70,19 @@ def test_a_missing_entry_is_l_symbol(tmp_path: Path) -> None:
 
 
 def test_an_unresolved_extern_is_l_link_with_nvjitlinks_log(tmp_path: Path) -> None:
-    pipeline = build_example("hello", tmp_path, {"caller.cu": {
-        "extern \"C\" __device__ float kl_call_scale(float x);":
-            "extern \"C\" __device__ float kl_call_scale(float x);\nextern \"C\" __device__ float demo_missing(float);",
-        "kl_call_scale(x);": "kl_call_scale(x) + demo_missing(x);"}})
+    pipeline = build_example(
+        "hello",
+        tmp_path,
+        {
+            "caller.cu": {
+                'extern "C" __device__ float kl_call_scale(float x);': (
+                    'extern "C" __device__ float kl_call_scale(float x);\n'
+                    'extern "C" __device__ float demo_missing(float);'
+                ),
+                "kl_call_scale(x);": "kl_call_scale(x) + demo_missing(x);",
+            }
+        },
+    )
     _hide_need(pipeline.parent / "build" / "caller.kpkg", "demo_missing")  # a package whose capture lies
     result = link([pipeline], tmp_path / "out")
     assert _codes(result) == ["L-LINK"]
@@ -96,10 +106,19 @@ def _hide_need(package: Path, symbol: str) -> None:
 
 def test_static_shared_memory_is_rejected_at_check_with_its_name_and_size(tmp_path: Path) -> None:
     """Issue 12.18/16: the package's code names the array and its size; the link no longer has to."""
-    pipeline = build_example("hello", tmp_path, {"caller.cu": {
-        "    const unsigned n = params->n;":
-            "    volatile __shared__ float staging[128];\n    staging[t] = 1.0f;\n    const unsigned n = params->n;",
-        "data[i] = __fadd_rn(y, offset);": "data[i] = __fadd_rn(y, offset) * staging[t];"}})
+    pipeline = build_example(
+        "hello",
+        tmp_path,
+        {
+            "caller.cu": {
+                "    const unsigned n = params->n;": (
+                    "    volatile __shared__ float staging[128];\n"
+                    "    staging[t] = 1.0f;\n    const unsigned n = params->n;"
+                ),
+                "data[i] = __fadd_rn(y, offset);": "data[i] = __fadd_rn(y, offset) * staging[t];",
+            }
+        },
+    )
     result = link([pipeline], tmp_path / "out")
     assert _codes(result) == ["L-CONFORM"]
     (diag,) = [d for d in result.diagnostics if d.is_error]

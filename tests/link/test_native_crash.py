@@ -25,8 +25,14 @@ pytestmark = pytest.mark.toolchain
 def test_link_survives_a_native_crash(library: str, tmp_path: Path) -> None:
     out = tmp_path / "out"
     env = {**__import__("os").environ, FAULT_ENV: library}
-    proc = subprocess.run([sys.executable, "-m", "kernlink", "link", "pipeline.kp", "-o", str(out),
-                           "--color", "never"], cwd=PASS, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernlink", "link", "pipeline.kp", "-o", str(out), "--color", "never"],
+        cwd=PASS,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
     code = "L-LINK" if library == "nvjitlink" else "E-COMPILE"
@@ -48,9 +54,26 @@ def test_compile_crash_is_e_compile(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_pack_survives_a_compiler_crash(tmp_path: Path) -> None:
     env = {**__import__("os").environ, FAULT_ENV: "nvrtc"}
-    proc = subprocess.run([sys.executable, "-m", "kernlink", "pack", "loader.cu", "--contract", "loader.kc",
-                           "-o", str(tmp_path / "x.kpkg"), "--color", "never"], cwd=PASS, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kernlink",
+            "pack",
+            "loader.cu",
+            "--contract",
+            "loader.kc",
+            "-o",
+            str(tmp_path / "x.kpkg"),
+            "--color",
+            "never",
+        ],
+        cwd=PASS,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "error[E-COMPILE]" in proc.stdout and "SIGSEGV" in proc.stdout
     assert "Traceback" not in proc.stdout + proc.stderr

@@ -78,8 +78,9 @@ def _output(path: Path) -> LinkOutput:
 
 def _write(pickled: Path, directory: Path, stop: str = "", how: str = "") -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-c", WRITER, str(pickled.with_suffix(".files")), str(directory),
-                             stop, how], cwd=ROOT, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(pickled.with_suffix(".files")), str(directory), stop, how], cwd=ROOT, env=env
+    )
 
 
 def state(directory: Path, links: dict[str, LinkOutput]) -> str:
@@ -114,7 +115,8 @@ def _run_refuses(directory: Path, capsys: pytest.CaptureFixture[str]) -> str:
 @pytest.mark.parametrize("how", ["kill", "interrupt"])
 @pytest.mark.parametrize("stop", STEPS)
 def test_an_interrupted_link_leaves_the_old_link_the_new_one_or_a_refused_directory(
-        outputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], stop: str, how: str) -> None:
+    outputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], stop: str, how: str
+) -> None:
     links = {name: _output(path) for name, path in outputs.items()}
     out = tmp_path / "out"
     write_outputs(links["hello"], out)
@@ -136,7 +138,8 @@ def test_an_interrupted_link_leaves_the_old_link_the_new_one_or_a_refused_direct
 
 
 def test_a_cubin_replaced_behind_the_manifest_is_l_integrity(
-        outputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    outputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     links = {name: _output(path) for name, path in outputs.items()}
     out = tmp_path / "out"
     write_outputs(links["hello"], out)
@@ -174,8 +177,8 @@ def test_a_launch_checks_the_hash_too(outputs: dict[str, Path], tmp_path: Path) 
 
 
 def test_a_full_disk_while_writing_the_cubin_leaves_no_manifest(
-        pipelines: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    pipelines: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out"
     assert link([pipelines["hello"]], out).ok
     real = atomic_write_bytes
@@ -227,21 +230,40 @@ def test_concurrent_links_and_loads_share_a_directory(outputs: dict[str, Path], 
     assert seen and set(seen) <= {"hello", "ring"}  # a reader never sees a write in progress
 
 
-def test_two_concurrent_cli_links_into_one_directory(pipelines: dict[str, Path], outputs: dict[str, Path],
-                                                     tmp_path: Path) -> None:
+def test_two_concurrent_cli_links_into_one_directory(
+    pipelines: dict[str, Path], outputs: dict[str, Path], tmp_path: Path
+) -> None:
     links = {name: _output(path) for name, path in outputs.items()}
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen([sys.executable, "-m", "kernlink", "link", str(pipelines[name]), "-o", str(out),
-                               "--ptx", "--color", "never"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
-             for name in ("hello", "ring")]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "kernlink",
+                "link",
+                str(pipelines[name]),
+                "-o",
+                str(out),
+                "--ptx",
+                "--color",
+                "never",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+        )
+        for name in ("hello", "ring")
+    ]
     assert [p.wait(120) for p in procs] == [0, 0]
     assert state(out, links) in ("hello", "ring")
 
 
 @pytest.mark.skipif(gpu_available(), reason="checks the error path on a machine without a GPU")
-def test_an_intact_link_gets_as_far_as_the_gpu(outputs: dict[str, Path], tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_intact_link_gets_as_far_as_the_gpu(
+    outputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out"
     write_outputs(_output(outputs["hello"]), out)
     args = tmp_path / "args.json"

@@ -70,11 +70,14 @@ int main(void) {
 
 def _ring_with_providers(root: Path) -> Path:
     shutil.copytree(EXAMPLES / "ring", root, ignore=shutil.ignore_patterns("build", "host"))
-    for stem, ptr, middle, tail, base in (("loader", "src", "", "uint32_t pad;", 0x1000),
-                                          ("reduce", "dst", "uint32_t tile_elems;", "", 0x2000)):
+    for stem, ptr, middle, tail, base in (
+        ("loader", "src", "", "uint32_t pad;", 0x1000),
+        ("reduce", "dst", "uint32_t tile_elems;", "", 0x2000),
+    ):
         fn = f"kl_test_{stem}_provide"
-        (root / f"{stem}_host.c").write_text(PROVIDER.format(ptr=ptr, middle=middle, tail=tail, fn=fn,
-                                                             tag=f"{stem},", base=base))
+        (root / f"{stem}_host.c").write_text(
+            PROVIDER.format(ptr=ptr, middle=middle, tail=tail, fn=fn, tag=f"{stem},", base=base)
+        )
         kc = root / f"{stem}.kc"
         text = kc.read_text().rstrip()
         assert text.endswith("}")
@@ -98,7 +101,9 @@ def test_the_package_carries_the_provider_source(linked: Path) -> None:
 def test_the_link_writes_and_records_the_providers_in_stage_order(linked: Path) -> None:
     record = json.loads((linked / "link.json").read_text())
     assert [(p["stage"], p["function"], p["fills"], p["offset"]) for p in record["providers"]] == [
-        ("ring.loader", "kl_test_loader_provide", ["src"], 0), ("ring.reduce", "kl_test_reduce_provide", ["dst"], 16)]
+        ("ring.loader", "kl_test_loader_provide", ["src"], 0),
+        ("ring.reduce", "kl_test_reduce_provide", ["dst"], 16),
+    ]
     for p in record["providers"]:
         assert (linked / p["file"]).read_bytes() == (linked.parent / f"{p['stage'].split('.')[1]}_host.c").read_bytes()
     header = (linked / "kernel.h").read_text()
@@ -111,20 +116,37 @@ def test_kl_launch_calls_each_provider_in_stage_order_before_the_launch(linked: 
     (tmp_path / "main.c").write_text(MAIN)
     record = json.loads((linked / "link.json").read_text())
     exe = tmp_path / "main"
-    subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", f"-I{linked}", f"-I{cuda_include()}",
-                    str(tmp_path / "main.c"), *(str(linked / p["file"]) for p in record["providers"]),
-                    "-o", str(exe)], check=True)
+    subprocess.run(
+        [
+            "cc",
+            "-std=c99",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            f"-I{linked}",
+            f"-I{cuda_include()}",
+            str(tmp_path / "main.c"),
+            *(str(linked / p["file"]) for p in record["providers"]),
+            "-o",
+            str(exe),
+        ],
+        check=True,
+    )
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["loader,reduce,launch", str(0x1000 + 7), str(0x2000 + 9)]
 
 
-@pytest.mark.parametrize(("fills", "problem"), [
-    ("fills tiles, tmap", "which no params block of the stage declares"),
-    ("fills tile_elems", "which the link writes from fact `tile_elems`"),
-])
+@pytest.mark.parametrize(
+    ("fills", "problem"),
+    [
+        ("fills tiles, tmap", "which no params block of the stage declares"),
+        ("fills tile_elems", "which the link writes from fact `tile_elems`"),
+    ],
+)
 def test_a_provider_filling_a_field_it_does_not_own_is_l_params(fills: str, problem: str) -> None:
-    text = (EXAMPLES / "ring" / "reduce.kc").read_text().rstrip()[:-1] + \
-        f'    host provider "reduce_host.c" fn kl_reduce_provide {fills}\n}}\n'
+    text = (EXAMPLES / "ring" / "reduce.kc").read_text().rstrip()[
+        :-1
+    ] + f'    host provider "reduce_host.c" fn kl_reduce_provide {fills}\n}}\n'
     found = [d for d in check_text(text, "reduce.kc").diagnostics if d.code == "L-PARAMS"]
     assert len(found) == 1 and problem in found[0].message, [d.message for d in found]
 
@@ -166,13 +188,32 @@ def test_the_gemm_mainloop_provider_is_linked_and_its_example_compiles(gemm: Pat
     record = json.loads((gemm / "link.json").read_text())
     [provider] = record["providers"]
     assert (provider["stage"], provider["function"], provider["fills"], provider["offset"]) == (
-        "gemm.mainloop", "kl_gemm_mainloop_provide", ["tmap_a", "tmap_b"], 0)
+        "gemm.mainloop",
+        "kl_gemm_mainloop_provide",
+        ["tmap_a", "tmap_b"],
+        0,
+    )
     include = cuda_include()
     if include is None or shutil.which("cc") is None:
         pytest.skip("no C compiler or cuda.h")
     for source in (GEMM_HOST, gemm / provider["file"]):
-        subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", f"-I{gemm}", f"-I{include}", "-c",
-                        str(source), "-o", str(tmp_path / "x.o")], check=True)
+        subprocess.run(
+            [
+                "cc",
+                "-std=c99",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-O2",
+                f"-I{gemm}",
+                f"-I{include}",
+                "-c",
+                str(source),
+                "-o",
+                str(tmp_path / "x.o"),
+            ],
+            check=True,
+        )
 
 
 @pytest.mark.gpu
@@ -181,8 +222,22 @@ def test_gemm_host_example_runs_with_its_provider(gemm: Path, tmp_path: Path) ->
     assert include is not None and shutil.which("cc") is not None, "a GPU machine has cc and cuda.h"
     exe = tmp_path / "gemm_host"
     provider = json.loads((gemm / "link.json").read_text())["providers"][0]["file"]
-    subprocess.run(["cc", "-std=c99", "-O2", f"-I{gemm}", f"-I{include}", str(GEMM_HOST), str(gemm / provider),
-                    "-lcuda", "-lm", "-o", str(exe)], check=True)
+    subprocess.run(
+        [
+            "cc",
+            "-std=c99",
+            "-O2",
+            f"-I{gemm}",
+            f"-I{include}",
+            str(GEMM_HOST),
+            str(gemm / provider),
+            "-lcuda",
+            "-lm",
+            "-o",
+            str(exe),
+        ],
+        check=True,
+    )
     for shape in (("300", "512", "1024"), ("16", "256", "64")):
         run = subprocess.run([str(exe), *shape], capture_output=True, text=True, check=False)
         assert run.returncode == 0, run.stdout + run.stderr
@@ -208,19 +263,30 @@ def test_session_calls_the_gemm_provider_at_bind(gemm: Path) -> None:
     w = _floats(_bf16([((i * 23) % 17 - 8) / (8 * 11.3) for i in range(n * k)]))
     want = []
     for r in range(m):
-        row = x[r * k:(r + 1) * k]
+        row = x[r * k : (r + 1) * k]
         for j in range(n // 2):
             g = 32 * (j // 16) + j % 16
-            gate = sum(a * b for a, b in zip(row, w[g * k:(g + 1) * k], strict=True))
-            up = sum(a * b for a, b in zip(row, w[(g + 16) * k:(g + 17) * k], strict=True))
+            gate = sum(a * b for a, b in zip(row, w[g * k : (g + 1) * k], strict=True))
+            up = sum(a * b for a, b in zip(row, w[(g + 16) * k : (g + 17) * k], strict=True))
             want.append(gate / (1 + math.exp(-gate)) * up)
     with GpuSession() as gpu, Session(gemm) as session:
         dx, dw, out = gpu.upload(_bf16(x)), gpu.upload(_bf16(w)), gpu.upload(b"\xff" * (m * n))
         with pytest.raises(DiagnosticError, match="filled by a host provider"):
             session.bind(tmap_a=0)
         session.bind(a=dx, b=dw, k_tiles=k // 64, n=n, out=out, ldo=n // 2, rows=m)
-        (err,) = driver.cuLaunchKernel(session._function, (m + 127) // 128, n // 128, 1, session.linked.threads,
-                                       1, 1, session.linked.dynamic_smem, session.stream, session._params, 0)
+        (err,) = driver.cuLaunchKernel(
+            session._function,
+            (m + 127) // 128,
+            n // 128,
+            1,
+            session.linked.threads,
+            1,
+            1,
+            session.linked.dynamic_smem,
+            session.stream,
+            session._params,
+            0,
+        )
         assert err == driver.CUresult.CUDA_SUCCESS
         session.synchronize()
         got = _floats(gpu.download(out))
@@ -242,8 +308,9 @@ def test_editing_a_provider_repacks_its_stage(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(cuda_include() is None or shutil.which("cc") is None, reason="no C compiler or cuda.h")
-def test_session_builds_the_providers_once_into_a_shared_object(linked: Path, tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_session_builds_the_providers_once_into_a_shared_object(
+    linked: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("KERNLINK_CACHE", str(tmp_path / "cache"))
     record = json.loads((linked / "link.json").read_text())
     providers = [Provider.from_json(p) for p in record["providers"]]

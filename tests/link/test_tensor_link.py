@@ -58,8 +58,10 @@ def test_each_rung_links_and_its_route_is_in_the_code_the_ptx_and_the_map(tensor
     source = generated.source
     assert "// Tensor transfers" in source and f"route {case.rung}" in source
     assert f'extern "C" __device__ void {transfer.export_symbol}(const unsigned int* held) {{' in source
-    assert (f'extern "C" __device__ void {transfer.import_symbol}(const unsigned int* held, unsigned int* dst, '
-            "int chunk) {") in source
+    assert (
+        f'extern "C" __device__ void {transfer.import_symbol}(const unsigned int* held, unsigned int* dst, '
+        "int chunk) {"
+    ) in source
     ptx = (out / "kernel.ptx").read_text()
     assert not re.search(r"\bcall(\.uni)?\b", ptx), "a handle call survived LTO"
     assert ".extern" not in ptx
@@ -72,7 +74,8 @@ def test_each_rung_links_and_its_route_is_in_the_code_the_ptx_and_the_map(tensor
 @pytest.mark.toolchain
 @pytest.mark.parametrize("name", [n for n, c in sorted(CASES.items()) if not c.same_role])
 def test_staging_barriers_are_placed_with_the_others_and_the_scratch_is_the_lent_claim(
-        tensor_linked: Linked, name: str) -> None:
+    tensor_linked: Linked, name: str
+) -> None:
     case = CASES[name]
     result, out = tensor_linked[name]
     assert result.output is not None and result.output.generated is not None
@@ -152,8 +155,7 @@ def test_tensor_handles_are_bound_with_their_own_prototypes() -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", sorted(CASES))
 @pytest.mark.parametrize("blocks", [1, 132])
-def test_each_linked_route_delivers_every_element_bit_for_bit(tensor_linked: Linked, name: str,
-                                                            blocks: int) -> None:
+def test_each_linked_route_delivers_every_element_bit_for_bit(tensor_linked: Linked, name: str, blocks: int) -> None:
     case = CASES[name]
     want = case.expected(blocks)
     with GpuSession() as gpu:
@@ -163,7 +165,8 @@ def test_each_linked_route_delivers_every_element_bit_for_bit(tensor_linked: Lin
     assert got == want
 
 
-FAN_OUT = TENSOR_STAGE + "".join(f"""
+FAN_OUT = TENSOR_STAGE + "".join(
+    f"""
 stage "t.c{i}" version "1.0.0" {{
     target sm_90a
     role epi{i} entry c{i}_main warps 1
@@ -176,7 +179,9 @@ stage "t.c{i}" version "1.0.0" {{
         done event got{i}.done
     }}
 }}
-""" for i in (1, 2))
+"""
+    for i in (1, 2)
+)
 
 
 def test_an_export_with_two_imports_is_no_longer_refused() -> None:

@@ -13,7 +13,7 @@ from linker.toolchain import compile_nvrtc, link
 
 pytestmark = pytest.mark.toolchain
 
-KERNELS = r'''
+KERNELS = r"""
 extern "C" __global__ void light(int* o) { o[threadIdx.x] = threadIdx.x; }
 
 extern "C" __global__ void heavy(float* o, int n) {
@@ -66,7 +66,7 @@ extern "C" __device__ __noinline__ int helper(int* o, int x) { o[x] = x; return 
 extern "C" __global__ void params(int* o, double d, char c) {
     o[threadIdx.x] = helper(o, threadIdx.x) + d + c;
 }
-'''
+"""
 
 
 @pytest.fixture(scope="module", params=["sm_90a", "sm_100a", "sm_120a"])
@@ -113,8 +113,7 @@ def test_parameters(linked: tuple[bytes, dict[str, tuple[int, int, int]]]) -> No
     params = info.kernel("params")
     assert params is not None
     assert params.param_bytes == 17
-    assert [(p.ordinal, p.offset, p.size) for p in params.params] == [(0, 0, 8), (1, 8, 8),
-                                                                      (2, 16, 1)]
+    assert [(p.ordinal, p.offset, p.size) for p in params.params] == [(0, 0, 8), (1, 8, 8), (2, 16, 1)]
     assert "helper" not in info.kernel_names
 
 

@@ -13,7 +13,7 @@ from diagnostics import DiagnosticError
 from linker.launch import GpuSession, gpu_available
 from linker.toolchain import compile_nvrtc, link
 
-SOURCE = r'''
+SOURCE = r"""
 extern "C" __device__ float scale(float x);
 
 extern "C" __global__ void axpy(float* y, const float* x, float a, int n) {
@@ -36,14 +36,13 @@ extern "C" __global__ void cluster_rank(unsigned* out) {
     asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(size));
     if (threadIdx.x == 0) out[blockIdx.x] = rank | (size << 16);
 }
-'''
+"""
 SCALE = 'extern "C" __device__ float scale(float x) { return 2.0f * x; }\n'
 
 
 @pytest.fixture(scope="module")
 def cubin() -> bytes:
-    parts = [("kernels", compile_nvrtc(SOURCE, "kernels.cu").ltoir),
-             ("scale", compile_nvrtc(SCALE, "scale.cu").ltoir)]
+    parts = [("kernels", compile_nvrtc(SOURCE, "kernels.cu").ltoir), ("scale", compile_nvrtc(SCALE, "scale.cu").ltoir)]
     return link(parts, kernels=["axpy", "big_smem", "cluster_rank"]).cubin
 
 
@@ -74,8 +73,7 @@ def test_axpy(cubin: bytes, gpu: GpuSession) -> None:
         kernel = gpu.load(cubin).kernel("axpy")
         y = gpu.upload(struct.pack(f"<{n}f", *[1.0] * n))
         x = gpu.upload(struct.pack(f"<{n}f", *xs))
-        gpu.launch(kernel, grid=(n + 255) // 256, block=256,
-                   args=[y, x, ctypes.c_float(0.5), ctypes.c_int32(n)])
+        gpu.launch(kernel, grid=(n + 255) // 256, block=256, args=[y, x, ctypes.c_float(0.5), ctypes.c_int32(n)])
         got = struct.unpack(f"<{n}f", gpu.download(y))
     assert list(got) == [0.5 * 2.0 * v + 1.0 for v in xs]
 
@@ -88,12 +86,10 @@ def test_dynamic_shared_memory_above_the_default(cubin: bytes, gpu: GpuSession) 
         nbytes = gpu.spec.smem_per_block_optin
         words = nbytes // 4
         out = gpu.alloc(4)
-        gpu.launch(kernel, grid=1, block=256, args=[out, ctypes.c_int32(words)],
-                   dynamic_smem=nbytes)
+        gpu.launch(kernel, grid=1, block=256, args=[out, ctypes.c_int32(words)], dynamic_smem=nbytes)
         assert struct.unpack("<I", gpu.download(out))[0] == sum(i * 3 for i in range(words)) % 2**32
         with pytest.raises(DiagnosticError) as excinfo:
-            gpu.launch(kernel, grid=1, block=256, args=[out, ctypes.c_int32(words)],
-                       dynamic_smem=nbytes + 1)
+            gpu.launch(kernel, grid=1, block=256, args=[out, ctypes.c_int32(words)], dynamic_smem=nbytes + 1)
     (diag,) = excinfo.value.diagnostics
     assert diag.code == "E-CUDA" and "CUDA_ERROR_INVALID_VALUE" in diag.message
 
@@ -121,12 +117,15 @@ def test_errors_are_named(cubin: bytes, gpu: GpuSession) -> None:
         spec = gpu.spec
         assert spec is not None
         with pytest.raises(DiagnosticError) as excinfo:
-            gpu.launch(kernel, grid=1, block=spec.max_threads_per_block + 32,
-                       args=[out, out, ctypes.c_float(1), ctypes.c_int32(0)])
+            gpu.launch(
+                kernel,
+                grid=1,
+                block=spec.max_threads_per_block + 32,
+                args=[out, out, ctypes.c_float(1), ctypes.c_int32(0)],
+            )
         assert "CUDA_ERROR_INVALID_VALUE" in excinfo.value.diagnostics[0].message
         with pytest.raises(DiagnosticError) as excinfo:
-            gpu.launch(kernel, grid=1, block=32, args=[out, out, ctypes.c_double(1),
-                                                        ctypes.c_int32(0)])
+            gpu.launch(kernel, grid=1, block=32, args=[out, out, ctypes.c_double(1), ctypes.c_int32(0)])
         assert "argument 2 of kernel `axpy` is 8 bytes" in excinfo.value.diagnostics[0].message
         with pytest.raises(DiagnosticError) as excinfo:
             loaded.kernel("missing")

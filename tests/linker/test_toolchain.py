@@ -20,8 +20,7 @@ from linker.toolchain import (
 
 pytestmark = pytest.mark.toolchain
 
-CALLER = 'extern "C" __device__ int scale(int);\n' \
-         'extern "C" __global__ void k(int* o) { o[0] = scale(o[1]); }\n'
+CALLER = 'extern "C" __device__ int scale(int);\nextern "C" __global__ void k(int* o) { o[0] = scale(o[1]); }\n'
 SCALE = 'extern "C" __device__ int scale(int x) { return 2 * x; }\n'
 SCALE_AGAIN = 'extern "C" __device__ int scale(int x) { return 3 * x; }\n'
 BROKEN = (
@@ -55,9 +54,7 @@ def test_compile_gives_lto_ir_and_options() -> None:
     assert result.compiler == "nvrtc" and result.messages == ()
 
 
-def test_bundled_headers_go_to_the_cache_dir(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_bundled_headers_go_to_the_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KERNLINK_CACHE", str(tmp_path))
     new = nvrtc_options("sm_90a", version=BUNDLED_HEADERS_SINCE)
     assert f"--use-bundled-headers={tmp_path / 'nvrtc-headers'}" in new
@@ -75,8 +72,7 @@ def test_compile_errors_become_labelled_diagnostics() -> None:
     assert [d.code for d in diags] == ["E-COMPILE", "E-COMPILE"]
     first, second = (d.primary for d in diags)
     assert first is not None and second is not None
-    assert (first.span.file, first.span.line, first.span.col, first.span.end_col) == (
-        "comp/broken.cu", 3, 12, 27)
+    assert (first.span.file, first.span.line, first.span.col, first.span.end_col) == ("comp/broken.cu", 3, 12, 27)
     assert (second.span.line, second.span.col) == (4, 12)
     assert diags[0].message == 'identifier "undefined_thing" is undefined'
     assert "warning #177-D" in dict(diags[0].data)["log"]
@@ -95,15 +91,13 @@ def test_missing_header_and_bad_option() -> None:
 
 
 def test_parse_compiler_log_warnings() -> None:
-    log = 'a.cu(2): warning #177-D: variable "x" was declared but never referenced\n' \
-          "      int x;\n          ^\n"
+    log = 'a.cu(2): warning #177-D: variable "x" was declared but never referenced\n      int x;\n          ^\n'
     (msg,) = parse_compiler_log(log)
     assert msg.severity is Severity.WARNING and (msg.span.line, msg.span.col) == (2, 9)
 
 
 def test_link_resolves_extern_and_reports_usage(caller: bytes, scale: bytes) -> None:
-    result = link([("caller", caller), ("scale", scale)], kernels=["k"], verbose=True,
-                  emit_ptx=True)
+    result = link([("caller", caller), ("scale", scale)], kernels=["k"], verbose=True, emit_ptx=True)
     assert result.kernels == ("k",)
     assert result.cubin[:4] == b"\x7fELF"
     assert result.ptxas_usage()["k"].registers > 0

@@ -17,9 +17,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 class Client:
     def __init__(self, cwd: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "kernlink", "lsp"], cwd=cwd, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kernlink", "lsp"],
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        )
         self.next_id = 0
 
     def send(self, method: str, params: dict[str, Any], *, request: bool = False) -> int | None:
@@ -55,8 +60,7 @@ class Client:
         raise AssertionError("no such message")
 
     def diagnostics_for(self, uri: str) -> list[dict[str, Any]]:
-        msg = self.until(lambda m: m.get("method") == "textDocument/publishDiagnostics"
-                         and m["params"]["uri"] == uri)
+        msg = self.until(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri)
         result: list[dict[str, Any]] = msg["params"]["diagnostics"]
         return result
 
@@ -71,8 +75,7 @@ class Client:
 def client(tmp_path: Path) -> Any:
     shutil.copytree(EXAMPLES / "ring", tmp_path / "ring", ignore=shutil.ignore_patterns("build", "host"))
     c = Client(tmp_path)
-    ident = c.send("initialize", {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}},
-                   request=True)
+    ident = c.send("initialize", {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}, request=True)
     init = c.until(lambda m: m.get("id") == ident)
     assert init["result"]["serverInfo"]["name"] == "kernlink"
     c.send("initialized", {})
@@ -82,8 +85,17 @@ def client(tmp_path: Path) -> Any:
 
 def _open(c: Client, path: Path, text: str | None = None) -> str:
     uri = path.resolve().as_uri()
-    c.send("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "kernlink", "version": 1,
-                                                     "text": text if text is not None else path.read_text()}})
+    c.send(
+        "textDocument/didOpen",
+        {
+            "textDocument": {
+                "uri": uri,
+                "languageId": "kernlink",
+                "version": 1,
+                "text": text if text is not None else path.read_text(),
+            }
+        },
+    )
     return uri
 
 
@@ -102,11 +114,15 @@ def test_typing_publishes_syntax_errors_then_clears_them(client: Client, tmp_pat
     uri = _open(client, loader)
     assert [d for d in client.diagnostics_for(uri) if d["severity"] == 1] == []
     broken = loader.read_text().replace("ring kv produce", "rign kv produce")
-    client.send("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
-                                           "contentChanges": [{"text": broken}]})
+    client.send(
+        "textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": broken}]}
+    )
     (diag,) = client.diagnostics_for(uri)
     assert diag["code"] == "E-SYNTAX" and diag["range"]["start"]["line"] == broken.split("\n").index(
-        next(line for line in broken.split("\n") if "rign" in line))
-    client.send("textDocument/didChange", {"textDocument": {"uri": uri, "version": 3},
-                                           "contentChanges": [{"text": loader.read_text()}]})
+        next(line for line in broken.split("\n") if "rign" in line)
+    )
+    client.send(
+        "textDocument/didChange",
+        {"textDocument": {"uri": uri, "version": 3}, "contentChanges": [{"text": loader.read_text()}]},
+    )
     assert client.diagnostics_for(uri) == []

@@ -46,10 +46,14 @@ def test_cli_watch_checks_again_after_an_edit(tmp_path: Path) -> None:
 
     shutil.copytree(EXAMPLES / "ring", tmp_path / "ring", ignore=shutil.ignore_patterns("build", "host"))
     root = Path(__file__).resolve().parents[2]
-    proc = subprocess.Popen([sys.executable, "-m", "kernlink", "check", "--watch", "--color", "never",
-                             str(tmp_path / "ring" / "ring.kp")], cwd=root, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True,
-                            env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin", "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernlink", "check", "--watch", "--color", "never", str(tmp_path / "ring" / "ring.kp")],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin", "PYTHONUNBUFFERED": "1"},
+    )
     assert proc.stdout is not None
     timer = threading.Timer(300, proc.kill)  # a watch that never re-checks fails the test, never hangs it
     timer.start()

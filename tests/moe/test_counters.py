@@ -56,15 +56,21 @@ def test_a_counter_hand_off_links_with_folded_counter_handles(tmp_path: Path) ->
     assert f"counters  `{ARRAY}`: 4 32-bit words" in text and f"reset: {RESET_RULE}" in text
     counters = json.loads((tmp_path / "out" / "link.json").read_text())["counters"]
     assert (counters["symbol"], counters["words"], counters["reset"]) == (ARRAY, 4, RESET_RULE)
-    assert [(c["name"], c["index"], c["slots"], c["scope"]) for c in counters["counters"]] == [
-        ("ready", 0, 4, "gpu")]
+    assert [(c["name"], c["index"], c["slots"], c["scope"]) for c in counters["counters"]] == [("ready", 0, 4, "gpu")]
 
 
 @pytest.mark.toolchain
 def test_a_sys_scope_counter_releases_and_acquires_at_sys_scope(tmp_path: Path) -> None:
-    pipeline = build_handoff(tmp_path, {
-        "prod.kc": {"slots 4 scope gpu": "slots 4 scope sys", "produce by prod scope gpu": "produce by prod scope sys"},
-        "cons.kc": {"consume by cons scope gpu": "consume by cons scope sys"}})
+    pipeline = build_handoff(
+        tmp_path,
+        {
+            "prod.kc": {
+                "slots 4 scope gpu": "slots 4 scope sys",
+                "produce by prod scope gpu": "produce by prod scope sys",
+            },
+            "cons.kc": {"consume by cons scope gpu": "consume by cons scope sys"},
+        },
+    )
     result = link([pipeline], tmp_path / "out", emit_ptx=True)
     assert result.ok, [f"{d.code}: {d.message}" for d in result.diagnostics]
     ptx = (tmp_path / "out" / "kernel.ptx").read_text()
@@ -98,21 +104,27 @@ def _generated(text: str, needed: set[str]) -> Generated:
     result = check_text(text, "demo.kc")
     assert result.accepted and result.composition is not None, [d.message for d in result.diagnostics]
     captured = Captured(frozenset({"push_main", "pull_main"}), frozenset(needed))
-    comp = dataclasses.replace(result.composition, stages=tuple(
-        dataclasses.replace(s, captured=captured) for s in result.composition.stages))
+    comp = dataclasses.replace(
+        result.composition, stages=tuple(dataclasses.replace(s, captured=captured) for s in result.composition.stages)
+    )
     placed = verify_downstream(comp).placed
     assert placed is not None
     return generate(comp, placed)
 
 
 def test_a_counter_only_endpoints_name_gets_one_word_after_the_claims() -> None:
-    generated = _generated(TWO_COUNTERS, {"kl_demo_cnt_flags_counter", "kl_demo_cnt_done_counter",
-                                          "kl_demo_cnt_done_counter_wait"})
+    generated = _generated(
+        TWO_COUNTERS, {"kl_demo_cnt_flags_counter", "kl_demo_cnt_done_counter", "kl_demo_cnt_done_counter_wait"}
+    )
     assert [(h.symbol, h.value) for h in generated.handles] == [
-        ("kl_demo_cnt_done_counter", 3), ("kl_demo_cnt_flags_counter", 0)]
+        ("kl_demo_cnt_done_counter", 3),
+        ("kl_demo_cnt_flags_counter", 0),
+    ]
     assert generated.counters.size == 4
     assert [(c.name, c.index, c.slots, c.owner) for c in generated.counters.counters] == [
-        ("flags", 0, 3, "demo.cnt"), ("done", 3, 1, "")]
+        ("flags", 0, 3, "demo.cnt"),
+        ("done", 3, 1, ""),
+    ]
     assert f"__device__ __align__(128) unsigned {ARRAY}[4];" in generated.source
     assert "void kl_demo_cnt_done_counter_wait(unsigned slot, unsigned target)" in generated.source
     assert "kl_demo_cnt_flags_counter_add" not in generated.source  # only what the objects read
@@ -126,19 +138,29 @@ def test_a_composition_without_counters_has_no_counter_array() -> None:
 def test_the_endpoint_of_a_claimed_counter_reads_the_claims_handles_once() -> None:
     stage = parse_text(TWO_COUNTERS, "demo.kc", "contract").stages[0]
     symbols = [h.symbol for h in handle_bindings(stage) if h.item == "flags"]
-    assert symbols == ["kl_demo_cnt_flags_counter", "kl_demo_cnt_flags_counter_ptr",
-                       "kl_demo_cnt_flags_counter_add", "kl_demo_cnt_flags_counter_wait"]
+    assert symbols == [
+        "kl_demo_cnt_flags_counter",
+        "kl_demo_cnt_flags_counter_ptr",
+        "kl_demo_cnt_flags_counter_add",
+        "kl_demo_cnt_flags_counter_wait",
+    ]
     assert not handle_problems(stage, Captured(frozenset(), frozenset(symbols)))
 
 
 def test_a_counter_function_handle_with_another_prototype_is_l_handle() -> None:
     stage = parse_text(TWO_COUNTERS, "demo.kc", "contract").stages[0]
-    found = handle_problems(stage, Captured(frozenset(), frozenset({"kl_demo_cnt_flags_counter_ptr"})),
-                            {"kl_demo_cnt_flags_counter_ptr": Prototype("func", (), ("b32",))})
+    found = handle_problems(
+        stage,
+        Captured(frozenset(), frozenset({"kl_demo_cnt_flags_counter_ptr"})),
+        {"kl_demo_cnt_flags_counter_ptr": Prototype("func", (), ("b32",))},
+    )
     assert [(f.clause, f.problem) for f in found] == [("L-HANDLE", "signature")]
     assert "unsigned* kl_demo_cnt_flags_counter_ptr()" in describe(found[0])[0]
-    twin = handle_problems(stage, Captured(frozenset(), frozenset({"kl_demo_cnt_flags_counter_ptr"})),
-                           {"kl_demo_cnt_flags_counter_ptr": Prototype("func", (), ("b64",))})
+    twin = handle_problems(
+        stage,
+        Captured(frozenset(), frozenset({"kl_demo_cnt_flags_counter_ptr"})),
+        {"kl_demo_cnt_flags_counter_ptr": Prototype("func", (), ("b64",))},
+    )
     assert not twin
 
 

@@ -53,17 +53,33 @@ def test_a_consumer_that_waits_for_one_add_too_many_is_decoded_by_the_watchdog(t
 
     Runs in a subprocess: a trap leaves the process's primary context unusable.
     """
-    stale = {"ready_counter_wait(k, gridDim.x * params->adds)":
-             "ready_counter_wait(k, gridDim.x * params->adds + 1)"}
+    stale = {"ready_counter_wait(k, gridDim.x * params->adds)": "ready_counter_wait(k, gridDim.x * params->adds + 1)"}
     pipeline = build_handoff(tmp_path, {"cons.cu": stale})
     assert link([pipeline], tmp_path / "out", watchdog=20_000_000).ok
     grid, tiles = 8, 4
-    args = {"grid": grid, "values": {"tiles": tiles},
-            "buffers": {"data": {"bytes": tiles * grid * 128}, "out": {"bytes": tiles * grid * 128 + 8 * grid}}}
+    args = {
+        "grid": grid,
+        "values": {"tiles": tiles},
+        "buffers": {"data": {"bytes": tiles * grid * 128}, "out": {"bytes": tiles * grid * 128 + 8 * grid}},
+    }
     (tmp_path / "args.json").write_text(json.dumps(args))
-    done = subprocess.run([sys.executable, "-m", "kernlink", "run", str(tmp_path / "out"), "--args",
-                           str(tmp_path / "args.json"), "--color", "never"], capture_output=True, text=True,
-                          timeout=120, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kernlink",
+            "run",
+            str(tmp_path / "out"),
+            "--args",
+            str(tmp_path / "args.json"),
+            "--color",
+            "never",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     text = done.stdout + done.stderr
     assert done.returncode != 0, text
     assert "error[E-HANG]" in text and f"waits for >= {grid + 1}, last saw {grid}" in text, text

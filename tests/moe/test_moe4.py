@@ -48,17 +48,31 @@ def test_moe4_links_with_every_handle_folded(packed: Path, tmp_path: Path) -> No
     counters = record["counters"]
     assert (counters["words"], counters["reset"]) == (72, RESET_RULE)
     assert [(c["name"], c["index"], c["slots"], c["owner"]) for c in counters["counters"]] == [
-        ("tokens_ready", 0, 64, "moe.comm"), ("phase_done", 64, 8, "moe.interp")]
+        ("tokens_ready", 0, 64, "moe.comm"),
+        ("phase_done", 64, 8, "moe.interp"),
+    ]
     facts = {(f["stage"], f["name"]): f["value"] for f in record["params"]["fields"] if f["source"] == "fact"}
     assert facts == {
-        ("moe.comm", "num_experts"): 8, ("moe.comm", "top_k"): 2,
-        ("moe.gemm", "num_experts"): 8, ("moe.gemm", "top_k"): 2, ("moe.gemm", "tile_rows"): 32,
-        ("moe.gemm", "capacity"): 128, ("moe.gemm", "tokens_per_signal"): 8,
-        ("moe.act", "num_experts"): 8, ("moe.act", "top_k"): 2, ("moe.act", "tile_rows"): 32,
-        ("moe.act", "capacity"): 128, ("moe.act", "slot_elems"): 4096}
+        ("moe.comm", "num_experts"): 8,
+        ("moe.comm", "top_k"): 2,
+        ("moe.gemm", "num_experts"): 8,
+        ("moe.gemm", "top_k"): 2,
+        ("moe.gemm", "tile_rows"): 32,
+        ("moe.gemm", "capacity"): 128,
+        ("moe.gemm", "tokens_per_signal"): 8,
+        ("moe.act", "num_experts"): 8,
+        ("moe.act", "top_k"): 2,
+        ("moe.act", "tile_rows"): 32,
+        ("moe.act", "capacity"): 128,
+        ("moe.act", "slot_elems"): 4096,
+    }
     source = (tmp_path / "out" / "generated.cu").read_text()
-    for handle in ("kl_moe_comm_fact_capacity() { return 128u; }", "kl_moe_gemm_fact_slot_elems() { return 4096u; }",
-                   "kl_moe_gemm_h_depth() { return 4u; }", "kl_moe_act_h_depth() { return 4u; }"):
+    for handle in (
+        "kl_moe_comm_fact_capacity() { return 128u; }",
+        "kl_moe_gemm_fact_slot_elems() { return 4096u; }",
+        "kl_moe_gemm_h_depth() { return 4u; }",
+        "kl_moe_act_h_depth() { return 4u; }",
+    ):
         assert handle in source
 
 
@@ -75,7 +89,9 @@ def test_a_relink_after_one_owner_changes_a_fact_carries_it_to_every_consumer(pa
     assert result.ok, [f"{d.code}: {d.message}" for d in result.diagnostics if d.is_error]
     record = json.loads((tmp_path / "out" / "link.json").read_text())
     assert {f["stage"]: f["value"] for f in record["params"]["fields"] if f["name"] == "tile_rows"} == {
-        "moe.gemm": 16, "moe.act": 16}
+        "moe.gemm": 16,
+        "moe.act": 16,
+    }
     assert "kl_moe_comm_fact_tile_rows() { return 16u; }" in (tmp_path / "out" / "generated.cu").read_text()
 
 

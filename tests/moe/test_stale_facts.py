@@ -81,7 +81,8 @@ def old_link(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 @pytest.mark.toolchain
 @pytest.mark.parametrize("edit", STUDY.UPGRADES, ids=lambda e: e.name)
 def test_an_upgrade_relinks_with_the_new_value_and_a_symbol_link_keeps_the_consumers_old_view(
-        tmp_path: Path, old_link: tuple[Path, Path], edit: Any) -> None:
+    tmp_path: Path, old_link: tuple[Path, Path], edit: Any
+) -> None:
     import json
     import shutil
 
@@ -101,7 +102,7 @@ def test_an_upgrade_relinks_with_the_new_value_and_a_symbol_link_keeps_the_consu
         return {int(f["value"]) for f in fields if f["source"] == "fact" and f["fact"] == fact}
 
     if fact is not None and edit.assumed is not None:  # a fact some consumer takes as a param
-        (_, before, after), = edit.handles
+        ((_, before, after),) = edit.handles
         assert consumers(relinked) == {after} and consumers(symbol) == {before}
     if edit.name.startswith("ring"):  # the consumer's own depth handle: new in the relink, old in the symbol link
         assert "kl_moe_act_h_depth() { return 2u; }" in (relinked / "generated.cu").read_text()

@@ -39,13 +39,17 @@ def test_the_watchdog_changes_only_the_waits_and_is_absent_by_default(tmp_path: 
     assert "trap;" in (tmp_path / "watched" / "kernel.ptx").read_text()
     before = (tmp_path / "plain" / "generated.cu").read_text().splitlines()
     after = (tmp_path / "watched" / "generated.cu").read_text().splitlines()
-    removed = [line[1:] for line in difflib.unified_diff(before, after, n=0, lineterm="")
-               if line.startswith("-") and not line.startswith("---")]
+    removed = [
+        line[1:]
+        for line in difflib.unified_diff(before, after, n=0, lineterm="")
+        if line.startswith("-") and not line.startswith("---")
+    ]
     assert removed == ["    do {", "    } while (seen < target);"]  # the unbounded loop becomes the bounded one
     watchdog = json.loads((tmp_path / "watched" / "link.json").read_text())["watchdog"]
     assert watchdog["cycles"] == 1000
     assert [(s["id"], s["symbol"], s["kind"], s["where"].rsplit("/", 1)[-1]) for s in watchdog["sites"]] == [
-        (0, "kl_hand_cons_ready_counter_wait", "counter_wait", "cons.kpkg!contract.kc:11")]
+        (0, "kl_hand_cons_ready_counter_wait", "counter_wait", "cons.kpkg!contract.kc:11")
+    ]
     assert "watchdog  --watchdog=1000" in (tmp_path / "watched" / "link.map").read_text()
     assert "watchdog" not in json.loads((tmp_path / "plain" / "link.json").read_text())
 
@@ -66,14 +70,22 @@ def _ring(needed: set[str], watchdog: int | None) -> Generated:
     assert result.accepted and result.composition is not None and result.downstream is not None
     placed = result.downstream.placed
     assert placed is not None
-    comp = dataclasses.replace(result.composition, stages=tuple(
-        dataclasses.replace(s, captured=Captured(frozenset(), frozenset(needed))) for s in result.composition.stages))
+    comp = dataclasses.replace(
+        result.composition,
+        stages=tuple(
+            dataclasses.replace(s, captured=Captured(frozenset(), frozenset(needed))) for s in result.composition.stages
+        ),
+    )
     return generate(comp, placed, watchdog=watchdog)
 
 
 def test_ring_wait_handles_wait_on_the_slots_barrier_and_are_watched_on_request() -> None:
-    needed = {"kl_ring_reduce_kv_full_wait", "kl_ring_loader_kv_empty_wait", "kl_ring_loader_kv_full_bar",
-              "kl_ring_loader_kv_depth"}
+    needed = {
+        "kl_ring_reduce_kv_full_wait",
+        "kl_ring_loader_kv_empty_wait",
+        "kl_ring_loader_kv_full_bar",
+        "kl_ring_loader_kv_depth",
+    }
     plain = _ring(needed, None)
     full_bar = next(h.value for h in plain.handles if h.symbol == "kl_ring_loader_kv_full_bar")
     depth = next(h.value for h in plain.handles if h.symbol == "kl_ring_loader_kv_depth")
@@ -85,7 +97,9 @@ def test_ring_wait_handles_wait_on_the_slots_barrier_and_are_watched_on_request(
     watched = _ring(needed, 5000)
     assert watched.watchdog is not None
     assert [(s.symbol, s.kind) for s in watched.watchdog.sites] == [
-        ("kl_ring_loader_kv_empty_wait", "ring_empty_wait"), ("kl_ring_reduce_kv_full_wait", "ring_full_wait")]
+        ("kl_ring_loader_kv_empty_wait", "ring_empty_wait"),
+        ("kl_ring_reduce_kv_full_wait", "ring_full_wait"),
+    ]
     assert watched.source.count("if (kl_waited > 5000ll)") == 2
 
 
@@ -100,27 +114,58 @@ def _ledger(*entries: tuple[int, ...], torn: bool = False) -> bytes:
 
 
 LINK_MAP = {
-    "dispatch": {"roles": [{"stage": "hand.prod", "role": "prod", "first_warp": 0, "warps": 1},
-                           {"stage": "hand.cons", "role": "cons", "first_warp": 1, "warps": 1}]},
-    "counters": {"counters": [{"name": "ready", "users": ["hand.prod claim", "hand.prod role `prod` produces",
-                                                          "hand.cons role `cons` consumes"]}]},
-    "watchdog": {"cycles": 1000, "sites": [
-        {"id": 0, "symbol": "kl_hand_cons_ready_counter_wait", "kind": "counter_wait", "stage": "hand.cons",
-         "item": "ready", "where": "cons.kc:11", "detail": "`kl_counters[0 + slot]`, scope gpu"},
-        {"id": 1, "symbol": "kl_ring_reduce_kv_full_wait", "kind": "ring_full_wait", "stage": "ring.reduce",
-         "item": "kv", "where": "reduce.kc:9", "detail": "full mbarrier of slot i at shared address 1024 + 8i"}]},
+    "dispatch": {
+        "roles": [
+            {"stage": "hand.prod", "role": "prod", "first_warp": 0, "warps": 1},
+            {"stage": "hand.cons", "role": "cons", "first_warp": 1, "warps": 1},
+        ]
+    },
+    "counters": {
+        "counters": [
+            {
+                "name": "ready",
+                "users": ["hand.prod claim", "hand.prod role `prod` produces", "hand.cons role `cons` consumes"],
+            }
+        ]
+    },
+    "watchdog": {
+        "cycles": 1000,
+        "sites": [
+            {
+                "id": 0,
+                "symbol": "kl_hand_cons_ready_counter_wait",
+                "kind": "counter_wait",
+                "stage": "hand.cons",
+                "item": "ready",
+                "where": "cons.kc:11",
+                "detail": "`kl_counters[0 + slot]`, scope gpu",
+            },
+            {
+                "id": 1,
+                "symbol": "kl_ring_reduce_kv_full_wait",
+                "kind": "ring_full_wait",
+                "stage": "ring.reduce",
+                "item": "kv",
+                "where": "reduce.kc:9",
+                "detail": "full mbarrier of slot i at shared address 1024 + 8i",
+            },
+        ],
+    },
 }
 
 
 def test_a_ledger_decodes_into_hangs_that_name_the_role_the_item_and_the_contract_line() -> None:
     found = decode_ledger(LINK_MAP, _ledger((3, 32, 0, 2, 132, 131, 1500, 0), (7, 33, 1, 1, 0, 0xABC, 5, 2)))
     assert [d.code for d in found] == ["E-HANG", "E-HANG"]
-    assert found[0].message == ("block 3, thread 32 hung: counter `ready` slot 2: role `cons` of `hand.cons` "
-                                "waits for >= 132, last saw 131")
+    assert found[0].message == (
+        "block 3, thread 32 hung: counter `ready` slot 2: role `cons` of `hand.cons` waits for >= 132, last saw 131"
+    )
     assert found[0].notes[0].startswith("cons.kc:11: hand.cons `ready`")
     assert "producers: hand.prod role `prod` produces" in found[0].notes
-    assert found[1].message == ("block 7, thread 33 hung: ring `kv` slot 1, parity 0: role `cons` of `hand.cons` "
-                                "waits `full` (mbarrier state word 0x00000abc)")
+    assert found[1].message == (
+        "block 7, thread 33 hung: ring `kv` slot 1, parity 0: role `cons` of `hand.cons` "
+        "waits `full` (mbarrier state word 0x00000abc)"
+    )
     assert found[1].notes[1] == f"waited up to {(2 << 32) + 5} cycles (the bound is 1000)"
 
 
@@ -133,12 +178,16 @@ def test_the_same_stuck_wait_in_several_blocks_is_one_diagnostic() -> None:
 
 def test_the_same_stuck_wait_in_many_threads_of_a_role_is_one_diagnostic() -> None:
     """moe4's grouped GEMM waits in every thread: many threads of a block time out on one counter slot."""
-    link_map = {**LINK_MAP, "dispatch": {"roles": [{"stage": "hand.cons", "role": "cons", "first_warp": 1,
-                                                    "warps": 8}]}}
+    link_map = {
+        **LINK_MAP,
+        "dispatch": {"roles": [{"stage": "hand.cons", "role": "cons", "first_warp": 1, "warps": 8}]},
+    }
     same = [(b, t, 0, 0, 5, 4, 100, 0) for b in (0, 1) for t in (32, 33, 64, 287)]
     found = decode_ledger(link_map, _ledger(*same, (0, 40, 0, 0, 5, 3, 7, 0)))
-    assert [d.message.split(" hung")[0] for d in found] == ["2 blocks (0, 1), 4 threads (32, 33, 64, 287)",
-                                                            "block 0, thread 40"]
+    assert [d.message.split(" hung")[0] for d in found] == [
+        "2 blocks (0, 1), 4 threads (32, 33, 64, 287)",
+        "block 0, thread 40",
+    ]
 
 
 def test_a_wait_that_finds_the_ledger_full_sleeps_instead_of_trapping_first() -> None:
@@ -147,7 +196,7 @@ def test_a_wait_that_finds_the_ledger_full_sleeps_instead_of_trapping_first() ->
     text = "\n".join(prelude_lines(Watchdog(1000, ())))
     room = text.index(f"if (entry < {CAPACITY}u)")
     full = text.index("} else {", room)
-    assert "__nanosleep" in text[full:text.index("}", full + 8)]
+    assert "__nanosleep" in text[full : text.index("}", full + 8)]
     assert text.index('asm volatile("trap;")') > full  # the only trap: after a recorded entry, or without a ledger
 
 

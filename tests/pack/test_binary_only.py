@@ -20,10 +20,33 @@ pytestmark = pytest.mark.toolchain
 def ring(tmp_path: Path) -> Path:
     folder = tmp_path / "ring"
     shutil.copytree(EXAMPLES / "ring", folder, ignore=shutil.ignore_patterns("build", "host"))
-    assert main(["pack", str(folder / "loader.cu"), "--contract", str(folder / "loader.kc"), "--no-source",
-                 "-o", str(folder / "build" / "loader.kpkg")]) == 0
-    assert main(["pack", str(folder / "reduce.cu"), "--contract", str(folder / "reduce.kc"),
-                 "-o", str(folder / "build" / "reduce.kpkg")]) == 0
+    assert (
+        main(
+            [
+                "pack",
+                str(folder / "loader.cu"),
+                "--contract",
+                str(folder / "loader.kc"),
+                "--no-source",
+                "-o",
+                str(folder / "build" / "loader.kpkg"),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "pack",
+                str(folder / "reduce.cu"),
+                "--contract",
+                str(folder / "reduce.kc"),
+                "-o",
+                str(folder / "build" / "reduce.kpkg"),
+            ]
+        )
+        == 0
+    )
     return folder
 
 
@@ -43,8 +66,9 @@ def test_a_binary_only_package_links_with_a_note(ring: Path, tmp_path: Path) -> 
     assert len(notes) == 1 and "loader.kpkg" in notes[0].message  # its code is linked as packed, and said so
 
 
-def test_the_one_unit_control_says_why_it_cannot_be_built(ring: Path, tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_one_unit_control_says_why_it_cannot_be_built(
+    ring: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["parity", str(ring / "ring.kp"), "-o", str(tmp_path / "parity"), "--color", "never"]) == 1
     text = capsys.readouterr().out
     assert "E-PARITY" in text and "binary-only" in text

@@ -36,8 +36,9 @@ def _no_compiler(*_: object, **__: object) -> object:
     raise AssertionError("the binding check compiled a package the cache has a pass for")
 
 
-def test_a_pass_is_kept_and_not_compiled_again(tmp_path: Path, cache: Path, packed: dict[str, PackResult],
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_pass_is_kept_and_not_compiled_again(
+    tmp_path: Path, cache: Path, packed: dict[str, PackResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "loader.kpkg"
     shutil.copy(packed["ring/loader"].path, path)
     stage = _stage()
@@ -48,8 +49,9 @@ def test_a_pass_is_kept_and_not_compiled_again(tmp_path: Path, cache: Path, pack
     assert binding.rebuild_problems(str(path), stage) == []
 
 
-def test_changed_bytes_are_rebuilt_and_a_forgery_is_caught(tmp_path: Path, cache: Path,
-                                                           packed: dict[str, PackResult]) -> None:
+def test_changed_bytes_are_rebuilt_and_a_forgery_is_caught(
+    tmp_path: Path, cache: Path, packed: dict[str, PackResult]
+) -> None:
     path = tmp_path / "loader.kpkg"
     shutil.copy(packed["ring/loader"].path, path)
     stage = _stage()
@@ -65,8 +67,9 @@ def test_changed_bytes_are_rebuilt_and_a_forgery_is_caught(tmp_path: Path, cache
     assert len(list((cache / "binding").glob("*.ok"))) == 1, "a finding is never cached"
 
 
-def test_the_cache_can_be_turned_off(tmp_path: Path, cache: Path, packed: dict[str, PackResult],
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cache_can_be_turned_off(
+    tmp_path: Path, cache: Path, packed: dict[str, PackResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("KERNLINK_NO_BINDING_CACHE", "1")
     path = tmp_path / "loader.kpkg"
     shutil.copy(packed["ring/loader"].path, path)

@@ -64,8 +64,9 @@ def test_a_contract_edited_to_claim_1kib_slots_is_rejected(tmp_path: Path, packe
     _rewrite(pipeline.parent / "build" / "loader.kpkg", shrink)
     result = check([pipeline])
     conform = [d for d in result.diagnostics if d.code == "L-CONFORM"]
-    assert {dict(d.data)["check"] for d in conform} == {"expect-tx", "copy-bytes"}, \
-        [(d.code, d.message) for d in result.diagnostics]
+    assert {dict(d.data)["check"] for d in conform} == {"expect-tx", "copy-bytes"}, [
+        (d.code, d.message) for d in result.diagnostics
+    ]
     assert all("32768" in d.message and "1024" in d.message for d in conform)
 
 
@@ -104,6 +105,7 @@ def test_a_swapped_ptx_payload_is_l_integrity(tmp_path: Path, packed: dict[str, 
 def test_facts_without_their_ptx_are_l_integrity(tmp_path: Path, packed: dict[str, PackResult]) -> None:
     path = tmp_path / "loader.kpkg"
     shutil.copy(packed["ring/loader"].path, path)
+
     def drop(_: dict[str, Any], payloads: dict[str, bytes]) -> None:
         del payloads[PTX_PAYLOAD]
 
@@ -120,8 +122,9 @@ def _ring_with_setmaxnreg(tmp_path: Path, packed: dict[str, PackResult]) -> Path
     text = source.read_text()
     entry = "    const unsigned warp = (threadIdx.x >> 5) - kl_ring_loader_load_warp0();"
     assert entry in text
-    source.write_text(text.replace(entry, '    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;" ::: "memory");\n'
-                                          + entry))
+    source.write_text(
+        text.replace(entry, '    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;" ::: "memory");\n' + entry)
+    )
     pack(source, pipeline.parent / "loader.kc", pipeline.parent / "build" / "loader.kpkg")
     return pipeline
 
@@ -151,12 +154,13 @@ def test_an_lto_ir_swapped_for_other_code_fails_the_link(tmp_path: Path, packed:
     result = link([pipeline], tmp_path / "out")
     errors = [d for d in result.diagnostics if d.is_error]
     assert [d.code for d in errors] == ["L-INTEGRITY"]
-    assert "the `lto.ir` payload of" in errors[0].message and "is not what its `source.cu` compiles to" in \
-        errors[0].message
+    assert (
+        "the `lto.ir` payload of" in errors[0].message
+        and "is not what its `source.cu` compiles to" in errors[0].message
+    )
 
 
-def test_a_package_that_cannot_be_rebuilt_is_a_note_not_a_pass(tmp_path: Path,
-                                                              packed: dict[str, PackResult]) -> None:
+def test_a_package_that_cannot_be_rebuilt_is_a_note_not_a_pass(tmp_path: Path, packed: dict[str, PackResult]) -> None:
     pipeline = _ring(tmp_path, packed)
 
     def older(manifest: dict[str, Any], _: dict[str, bytes]) -> None:

@@ -24,13 +24,30 @@ pytestmark = pytest.mark.toolchain
 EXPECTED = {
     "hello/provider": ({"hello_scale"}, set()),
     "hello/caller": ({"hello_caller_main"}, {"kl_call_scale", "kl_hello_caller_main_warp0"}),
-    "ring/loader": ({"ring_load_main", "ring_loader_kv_init"}, {
-        "kl_ring_loader_load_warp0", "kl_ring_loader_kv_depth", "kl_ring_loader_kv_full_bar",
-        "kl_ring_loader_kv_empty_bar", "kl_ring_loader_kv_full_count", "kl_ring_loader_kv_empty_count",
-        "kl_ring_loader_stage_smem", "kl_ring_loader_stage_stride"}),
-    "ring/reduce": ({"ring_reduce_main"}, {
-        "kl_ring_reduce_reduce_warp0", "kl_ring_reduce_kv_depth", "kl_ring_reduce_kv_full_bar",
-        "kl_ring_reduce_kv_empty_bar", "kl_ring_reduce_kv_stage_smem", "kl_ring_reduce_kv_stage_stride"}),
+    "ring/loader": (
+        {"ring_load_main", "ring_loader_kv_init"},
+        {
+            "kl_ring_loader_load_warp0",
+            "kl_ring_loader_kv_depth",
+            "kl_ring_loader_kv_full_bar",
+            "kl_ring_loader_kv_empty_bar",
+            "kl_ring_loader_kv_full_count",
+            "kl_ring_loader_kv_empty_count",
+            "kl_ring_loader_stage_smem",
+            "kl_ring_loader_stage_stride",
+        },
+    ),
+    "ring/reduce": (
+        {"ring_reduce_main"},
+        {
+            "kl_ring_reduce_reduce_warp0",
+            "kl_ring_reduce_kv_depth",
+            "kl_ring_reduce_kv_full_bar",
+            "kl_ring_reduce_kv_empty_bar",
+            "kl_ring_reduce_kv_stage_smem",
+            "kl_ring_reduce_kv_stage_stride",
+        },
+    ),
 }
 
 
@@ -54,7 +71,8 @@ def _copy(tmp_path: Path, component: str, edit: tuple[str, str] | None = None) -
 
 @pytest.mark.parametrize("component", sorted(EXPECTED))
 def test_examples_pack_clean_with_the_symbols_their_contracts_name(
-        packed: dict[str, PackResult], component: str) -> None:
+    packed: dict[str, PackResult], component: str
+) -> None:
     result = packed[component]
     defined, needed = EXPECTED[component]
     assert result.captured.defined_symbols == defined
@@ -71,10 +89,12 @@ def test_examples_pack_clean_with_the_symbols_their_contracts_name(
 @pytest.mark.parametrize("component", sorted(EXPECTED))
 def test_captured_params_layouts_equal_the_declared_ones(packed: dict[str, PackResult], component: str) -> None:
     result = packed[component]
-    declared = {(p.name, p.size, p.align, tuple((f.name, f.offset) for f in p.fields))
-                for p in params_blocks(result.stage)}
-    captured = {(p.name, p.size, p.align, tuple((f, off) for f, off, _ in p.fields))
-                for p in result.captured.params_layouts}
+    declared = {
+        (p.name, p.size, p.align, tuple((f.name, f.offset) for f in p.fields)) for p in params_blocks(result.stage)
+    }
+    captured = {
+        (p.name, p.size, p.align, tuple((f, off) for f, off, _ in p.fields)) for p in result.captured.params_layouts
+    }
     assert captured == declared
     assert params_problems(result.stage, result.captured) == []
 
@@ -86,8 +106,11 @@ def test_the_manifest_records_contract_prototypes_and_payloads(packed: dict[str,
     protos = prototypes_of(pkg.manifest)
     assert str(protos["ring_load_main"]) == ".func (b64, b64)"
     assert str(protos["kl_ring_loader_kv_depth"]) == ".func () -> b32"
-    assert pkg.manifest["compile"] == {"compiler": "nvrtc", "source": "loader.cu",
-                                       "options": ["-arch=sm_90a", "-dlto", "-rdc=true", "-std=c++17"]}
+    assert pkg.manifest["compile"] == {
+        "compiler": "nvrtc",
+        "source": "loader.cu",
+        "options": ["-arch=sm_90a", "-dlto", "-rdc=true", "-std=c++17"],
+    }
     names = [p["name"] for p in pkg.manifest["payloads"]]
     assert names == ["code.ptx", "kl_ring_loader.h", LTO_PAYLOAD, SOURCE_PAYLOAD]  # the header it includes
 
@@ -110,7 +133,11 @@ def test_default_output_is_build_beside_the_source(tmp_path: Path, capsys: pytes
     report = json.loads(capsys.readouterr().out)
     assert report["package"] == str(tmp_path / "build" / "provider.kpkg")
     assert (report["stage"], report["defined"], report["needed"], report["warnings"]) == (
-        "hello.provider", ["hello_scale"], [], [])
+        "hello.provider",
+        ["hello_scale"],
+        [],
+        [],
+    )
     assert read_stage_package(tmp_path / "build" / "provider.kpkg").stage == "hello.provider"
 
 
@@ -127,30 +154,43 @@ def test_nvcc_captures_the_same_symbols_and_layouts(tmp_path: Path, packed: dict
 
 # ----------------------------------------------------------------- what the checker is told
 
+
 def test_a_source_missing_its_entry_is_an_l_symbol_finding(tmp_path: Path) -> None:
     src, kc = _copy(tmp_path, "ring/reduce", ("void ring_reduce_main(", "void ring_reduce_body("))
     result = pack(src, kc, tmp_path / "out.kpkg")
     pkg = read_stage_package(result.path)
     found = symbol_problems(result.stage, pkg.captured)
     assert [(f.clause, f.problem, f.symbol, f.item) for f in found] == [
-        ("L-SYMBOL", "entry-missing", "ring_reduce_main", "reduce")]
+        ("L-SYMBOL", "entry-missing", "ring_reduce_main", "reduce")
+    ]
     warning = next(w for w in result.warnings if w.code == "L-SYMBOL")
     assert warning.severity is Severity.WARNING
     assert warning.labels and warning.labels[0].span.file == str(kc)
 
 
 def test_an_entry_with_the_wrong_abi_is_an_l_symbol_finding(tmp_path: Path) -> None:
-    src, kc = _copy(tmp_path, "hello/caller",
-                    ("void hello_caller_main(const CallerParams* params, unsigned char* /*smem*/)",
-                     "void hello_caller_main(const CallerParams* params)"))
+    src, kc = _copy(
+        tmp_path,
+        "hello/caller",
+        (
+            "void hello_caller_main(const CallerParams* params, unsigned char* /*smem*/)",
+            "void hello_caller_main(const CallerParams* params)",
+        ),
+    )
     result = pack(src, kc, tmp_path / "out.kpkg")
     found = symbol_problems(result.stage, result.captured, result.prototypes)
     assert [(f.problem, f.symbol) for f in found] == [("entry-signature", "hello_caller_main")]
 
 
 def test_a_need_no_contract_item_explains_is_an_l_symbol_finding(tmp_path: Path) -> None:
-    src, kc = _copy(tmp_path, "hello/caller", ("float kl_call_scale(float x);", "float kl_call_scale(float x);\n"
-                    'extern "C" __device__ float other_scale(float);'))
+    src, kc = _copy(
+        tmp_path,
+        "hello/caller",
+        (
+            "float kl_call_scale(float x);",
+            'float kl_call_scale(float x);\nextern "C" __device__ float other_scale(float);',
+        ),
+    )
     text = src.read_text().replace("const float y = kl_call_scale(x);", "const float y = other_scale(x);")
     src.write_text(text)
     result = pack(src, kc, tmp_path / "out.kpkg")
@@ -159,52 +199,68 @@ def test_a_need_no_contract_item_explains_is_an_l_symbol_finding(tmp_path: Path)
 
 
 def test_a_handle_no_claim_binds_is_an_l_handle_finding(tmp_path: Path) -> None:
-    src, kc = _copy(tmp_path, "ring/reduce", (
-        "__device__ unsigned kl_ring_reduce_kv_depth();",
-        "__device__ unsigned kl_ring_reduce_kv_depth();\n__device__ unsigned kl_ring_reduce_scratch_smem();"))
-    text = src.read_text().replace("const unsigned depth = kl_ring_reduce_kv_depth();",
-                                   "const unsigned depth = kl_ring_reduce_kv_depth() + kl_ring_reduce_scratch_smem();")
+    src, kc = _copy(
+        tmp_path,
+        "ring/reduce",
+        (
+            "__device__ unsigned kl_ring_reduce_kv_depth();",
+            "__device__ unsigned kl_ring_reduce_kv_depth();\n__device__ unsigned kl_ring_reduce_scratch_smem();",
+        ),
+    )
+    text = src.read_text().replace(
+        "const unsigned depth = kl_ring_reduce_kv_depth();",
+        "const unsigned depth = kl_ring_reduce_kv_depth() + kl_ring_reduce_scratch_smem();",
+    )
     src.write_text(text)
     result = pack(src, kc, tmp_path / "out.kpkg")
     pkg = read_stage_package(result.path)
     assert "kl_ring_reduce_scratch_smem" in pkg.captured.needed_symbols
     found = handle_problems(result.stage, pkg.captured)
-    assert [(f.clause, f.problem, f.symbol) for f in found] == [
-        ("L-HANDLE", "unbound", "kl_ring_reduce_scratch_smem")]
+    assert [(f.clause, f.problem, f.symbol) for f in found] == [("L-HANDLE", "unbound", "kl_ring_reduce_scratch_smem")]
     assert symbol_problems(result.stage, pkg.captured) == []
     assert [w.code for w in result.warnings] == ["L-HANDLE"]
 
 
 def test_a_handle_read_as_the_wrong_kind_is_an_l_handle_finding(tmp_path: Path) -> None:
-    src, kc = _copy(tmp_path, "ring/loader", (
-        "unsigned kl_ring_loader_stage_stride();", "unsigned kl_ring_loader_stage_bar_id();"))
+    src, kc = _copy(
+        tmp_path, "ring/loader", ("unsigned kl_ring_loader_stage_stride();", "unsigned kl_ring_loader_stage_bar_id();")
+    )
     src.write_text(src.read_text().replace("kl_ring_loader_stage_stride()", "kl_ring_loader_stage_bar_id()"))
     result = pack(src, kc, tmp_path / "out.kpkg")
     found = handle_problems(result.stage, result.captured)
-    assert [(f.problem, f.symbol, f.item) for f in found] == [
-        ("wrong-kind", "kl_ring_loader_stage_bar_id", "stage")]
+    assert [(f.problem, f.symbol, f.item) for f in found] == [("wrong-kind", "kl_ring_loader_stage_bar_id", "stage")]
     message, _ = describe(found[0])
     assert "named-barrier ID" in message and "shared-memory claim" in message
 
 
 def test_a_handle_declared_with_another_signature_is_an_l_handle_finding(tmp_path: Path) -> None:
-    src, kc = _copy(tmp_path, "ring/loader", ("__device__ unsigned kl_ring_loader_kv_depth();",
-                                              "__device__ unsigned long long kl_ring_loader_kv_depth();"))
+    src, kc = _copy(
+        tmp_path,
+        "ring/loader",
+        ("__device__ unsigned kl_ring_loader_kv_depth();", "__device__ unsigned long long kl_ring_loader_kv_depth();"),
+    )
     result = pack(src, kc, tmp_path / "out.kpkg")
     found = handle_problems(result.stage, result.captured, result.prototypes)
     assert [(f.problem, f.symbol) for f in found] == [("signature", "kl_ring_loader_kv_depth")]
 
 
 def test_a_moved_params_field_is_captured_where_the_compiler_put_it(tmp_path: Path) -> None:
-    src, kc = _copy(tmp_path, "ring/loader", (
-        "    const float* src;  // @ 0: tiles * 8192 floats, 16-byte aligned\n    unsigned tiles;    // @ 8\n",
-        "    unsigned tiles;\n    const float* src;\n"))
+    src, kc = _copy(
+        tmp_path,
+        "ring/loader",
+        (
+            "    const float* src;  // @ 0: tiles * 8192 floats, 16-byte aligned\n    unsigned tiles;    // @ 8\n",
+            "    unsigned tiles;\n    const float* src;\n",
+        ),
+    )
     result = pack(src, kc, tmp_path / "out.kpkg")
     (layout,) = read_stage_package(result.path).captured.params_layouts
     assert layout.fields == (("src", 8, 8), ("tiles", 0, 4))
     problems = params_problems(result.stage, result.captured)
     assert [(p.problem, p.field, p.declared, p.captured) for p in problems] == [
-        ("offset", "src", 0, 8), ("offset", "tiles", 8, 0)]
+        ("offset", "src", 0, 8),
+        ("offset", "tiles", 8, 0),
+    ]
     assert [w.code for w in result.warnings] == ["L-PARAMS", "L-PARAMS"]
 
 
@@ -221,6 +277,7 @@ def test_a_missing_params_struct_or_field_is_captured_as_absent(tmp_path: Path) 
 
 # ----------------------------------------------------------------- errors
 
+
 def test_a_compile_error_points_into_the_source(tmp_path: Path) -> None:
     src, kc = _copy(tmp_path, "hello/provider", ("return x *", "return y *"))
     with pytest.raises(DiagnosticError) as info:
@@ -236,8 +293,10 @@ def test_a_contract_with_several_stages_needs_stage(tmp_path: Path, capsys: pyte
     kc.write_text(kc.read_text() + (EXAMPLES / "hello" / "caller.kc").read_text())
     assert main(["pack", str(src), "--contract", str(kc), "-o", str(tmp_path / "x.kpkg"), "--color", "never"]) == 1
     assert "E-PACK" in capsys.readouterr().out
-    assert main(["pack", str(src), "--contract", str(kc), "-o", str(tmp_path / "x.kpkg"),
-                 "--stage", "hello.provider"]) == 0
+    assert (
+        main(["pack", str(src), "--contract", str(kc), "-o", str(tmp_path / "x.kpkg"), "--stage", "hello.provider"])
+        == 0
+    )
     assert read_stage_package(tmp_path / "x.kpkg").stage == "hello.provider"
 
 
@@ -249,8 +308,10 @@ def test_a_missing_source_is_an_io_error(tmp_path: Path, capsys: pytest.CaptureF
 
 # ----------------------------------------------------------------- loading and inspect
 
+
 def test_tampered_and_truncated_packages_are_rejected_on_load(
-        tmp_path: Path, packed: dict[str, PackResult], capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, packed: dict[str, PackResult], capsys: pytest.CaptureFixture[str]
+) -> None:
     data = packed["ring/reduce"].path.read_bytes()
     tampered, truncated = tmp_path / "tampered.kpkg", tmp_path / "truncated.kpkg"
     flipped = bytearray(data)
@@ -266,12 +327,22 @@ def test_tampered_and_truncated_packages_are_rejected_on_load(
 
 
 def test_inspect_shows_manifest_symbols_layouts_and_payloads(
-        packed: dict[str, PackResult], capsys: pytest.CaptureFixture[str]) -> None:
+    packed: dict[str, PackResult], capsys: pytest.CaptureFixture[str]
+) -> None:
     path = str(packed["hello/caller"].path)
     assert main(["inspect", path, "--color", "never"]) == 0
     text = capsys.readouterr().out
-    for expected in ("hello.caller", "nvrtc 13", "hello_caller_main", "kl_call_scale", "call `scale`",
-                     "CallerParams", "lto.ir", "source.cu", 'stage "hello.caller"'):
+    for expected in (
+        "hello.caller",
+        "nvrtc 13",
+        "hello_caller_main",
+        "kl_call_scale",
+        "call `scale`",
+        "CallerParams",
+        "lto.ir",
+        "source.cu",
+        'stage "hello.caller"',
+    ):
         assert expected in text, expected
     assert main(["inspect", path, "--format", "json"]) == 0
     view = json.loads(capsys.readouterr().out)

@@ -54,7 +54,7 @@ PTX = """
 }
 """
 
-SOURCE = r'''
+SOURCE = r"""
 extern "C" __device__ unsigned kl_x_smem();
 extern "C" __device__ float kl_call_scale(float);
 extern "C" __device__ unsigned kl_dead();
@@ -72,20 +72,30 @@ extern "C" __device__ void role_main(const P* p, unsigned char* sm) {
 }
 __device__ void mangled(int) {}
 extern "C" __global__ void kern(int* x) { x[0] = 1; }
-'''
+"""
 
 
 def test_ptx_declarations_give_defined_and_needed_symbols_with_prototypes() -> None:
     table = read_ptx_symbols(PTX)
     assert dict(table.defined) == {
-        "gvar": Prototype("var"), "kern": Prototype("entry", ("u64",)), "role_main": Prototype("func", ("b64", "b64")),
-        "table": Prototype("var")}
-    assert dict(table.needed) == {"evar": Prototype("var"), "kl_call_pair": Prototype("func", ("b64", "b32"),
-                                                                                       ("b8[16]",)),
-                                  "kl_x_smem": Prototype("func", (), ("b32",))}
+        "gvar": Prototype("var"),
+        "kern": Prototype("entry", ("u64",)),
+        "role_main": Prototype("func", ("b64", "b64")),
+        "table": Prototype("var"),
+    }
+    assert dict(table.needed) == {
+        "evar": Prototype("var"),
+        "kl_call_pair": Prototype("func", ("b64", "b32"), ("b8[16]",)),
+        "kl_x_smem": Prototype("func", (), ("b32",)),
+    }
     assert str(table.needed["kl_call_pair"]) == ".func (b64, b32) -> b8[16]"
-    assert set(table.without(["gvar", "evar"]).prototypes()) == {"kern", "role_main", "table", "kl_call_pair",
-                                                                 "kl_x_smem"}
+    assert set(table.without(["gvar", "evar"]).prototypes()) == {
+        "kern",
+        "role_main",
+        "table",
+        "kl_call_pair",
+        "kl_x_smem",
+    }
 
 
 def test_prototypes_round_trip_through_json() -> None:
@@ -96,8 +106,9 @@ def test_prototypes_round_trip_through_json() -> None:
 
 
 @pytest.mark.toolchain
-@pytest.mark.parametrize("compiler", ["nvrtc", pytest.param("nvcc", marks=pytest.mark.skipif(
-    nvcc_path() is None, reason="no nvcc on PATH"))])
+@pytest.mark.parametrize(
+    "compiler", ["nvrtc", pytest.param("nvcc", marks=pytest.mark.skipif(nvcc_path() is None, reason="no nvcc on PATH"))]
+)
 def test_compiled_source_symbols(compiler: str) -> None:
     table = read_ptx_symbols(compile_ptx(SOURCE, "x.cu", arch="sm_90a", compiler=compiler))
     assert set(table.defined) == {"gvar", "role_main", "_Z7mangledi", "kern"}
@@ -107,10 +118,12 @@ def test_compiled_source_symbols(compiler: str) -> None:
 
 
 @pytest.mark.toolchain
-@pytest.mark.parametrize("compiler", ["nvrtc", pytest.param("nvcc", marks=pytest.mark.skipif(
-    nvcc_path() is None, reason="no nvcc on PATH"))])
+@pytest.mark.parametrize(
+    "compiler", ["nvrtc", pytest.param("nvcc", marks=pytest.mark.skipif(nvcc_path() is None, reason="no nvcc on PATH"))]
+)
 def test_the_probe_reads_what_the_compiler_laid_out(compiler: str) -> None:
-    stage = parse_text("""
+    stage = parse_text(
+        """
 stage "s" version "1.0.0" {
     params P size 48 align 8 {
         a: ptr @ 0
@@ -126,7 +139,10 @@ stage "s" version "1.0.0" {
         p: ptr @ 0
     }
 }
-""", "s.kc", "contract").stages[0]
+""",
+        "s.kc",
+        "contract",
+    ).stages[0]
     blocks = params_blocks(stage)
     source = "struct P { float* a; unsigned n; unsigned f; double d[3]; };\nstruct Q { unsigned x; };\n"
     ptx = compile_ptx(source + probe_source(blocks), "x.cu", arch="sm_90a", compiler=compiler)

@@ -19,10 +19,16 @@ from package.kpkg import PAYLOADS_KEY, read_package, write_package
 from package.manifest import SOURCE_PAYLOAD
 from tests.link.examples import build_example
 
-NOINLINE = {"provider.cu": {'extern "C" __device__ float hello_scale':
-                            'extern "C" __device__ __noinline__ float hello_scale'}}
-FILE_DEPENDENT = {"provider.cu": {"return x * static_cast<float>(kScaleFactor);":
-                                  "return x * static_cast<float>(kScaleFactor) + (sizeof(__FILE__) - 12u);"}}
+NOINLINE = {
+    "provider.cu": {'extern "C" __device__ float hello_scale': 'extern "C" __device__ __noinline__ float hello_scale'}
+}
+FILE_DEPENDENT = {
+    "provider.cu": {
+        "return x * static_cast<float>(kScaleFactor);": (
+            "return x * static_cast<float>(kScaleFactor) + (sizeof(__FILE__) - 12u);"
+        )
+    }
+}
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -40,9 +46,12 @@ def strip_source(package: Path) -> None:
 @pytest.fixture(scope="session")
 def compositions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("parity")
-    out = {"hello": build_example("hello", root / "plain"), "ring": build_example("ring", root / "plain"),
-           "unfoldable": build_example("hello", root / "unfoldable", NOINLINE),
-           "file_dependent": build_example("hello", root / "file_dependent", FILE_DEPENDENT),
-           "binary_only": build_example("hello", root / "binary_only")}
+    out = {
+        "hello": build_example("hello", root / "plain"),
+        "ring": build_example("ring", root / "plain"),
+        "unfoldable": build_example("hello", root / "unfoldable", NOINLINE),
+        "file_dependent": build_example("hello", root / "file_dependent", FILE_DEPENDENT),
+        "binary_only": build_example("hello", root / "binary_only"),
+    }
     strip_source(out["binary_only"].parent / "build" / "caller.kpkg")
     return out

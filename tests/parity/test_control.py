@@ -60,23 +60,25 @@ def _sources(text: str, parts: tuple[UnitPart, ...]) -> dict[str, str]:
     out = {}
     for part in parts:
         head = text.index(f'#line 1 "{part.package}:{part.source_name}"\n')
-        body = text[text.index("\n", head) + 1:text.index("}  // namespace kl_unit_", head)]
+        body = text[text.index("\n", head) + 1 : text.index("}  // namespace kl_unit_", head)]
         out[part.stage] = body
     return out
 
 
 def test_includes_are_hoisted_once_and_macros_stay_in_their_component() -> None:
     parts = tuple(UnitPart(s, f"build/{s}.kpkg", f"{s}.cu", "nvrtc", "nvrtc 13.0", ()) for s in ("a.x", "b.y"))
-    sources = {"a.x": '#include <cuda_fp16.h>\n#define TILE 64\nint a = TILE;\n',
-               "b.y": '  #  include <cuda_fp16.h>\n#include "local.h"\nint b = 1;\n'}
+    sources = {
+        "a.x": "#include <cuda_fp16.h>\n#define TILE 64\nint a = TILE;\n",
+        "b.y": '  #  include <cuda_fp16.h>\n#include "local.h"\nint b = 1;\n',
+    }
     text = unit_source(parts, sources, "// glue\n")
-    head = text[:text.index("namespace kl_unit")]
+    head = text[: text.index("namespace kl_unit")]
     assert head.count("#include <cuda_fp16.h>") == 1 and '#include "local.h"' in head
-    body = text[text.index("namespace kl_unit"):]
+    body = text[text.index("namespace kl_unit") :]
     assert "#include" not in body
     assert "}  // namespace kl_unit_a_x\n#undef TILE\n" in body
     # the emptied include line keeps the numbering: `int b` is on line 3 of b.y
-    b_lines = body[body.index('#line 1 "build/b.y.kpkg:b.y.cu"'):].splitlines()
+    b_lines = body[body.index('#line 1 "build/b.y.kpkg:b.y.cu"') :].splitlines()
     assert b_lines[3] == "int b = 1;"
     assert text.endswith("// glue\n")
     # the glue's `#line` names its real line in control.cu

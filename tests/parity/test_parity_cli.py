@@ -22,8 +22,9 @@ def _json(capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("name", ["hello", "ring"])
-def test_the_examples_are_proved_identical_and_folded(name: str, compositions: dict[str, Path], tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_examples_are_proved_identical_and_folded(
+    name: str, compositions: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / name
     assert main(["parity", str(compositions[name]), "-o", str(out), "--format", "json"]) == 0
     said = _json(capsys)
@@ -39,13 +40,16 @@ def test_the_examples_are_proved_identical_and_folded(name: str, compositions: d
         assert (out / product).is_file(), product
     assert json.loads((out / "parity.json").read_text()) == said
     if find_disassembler() is not None:
-        assert report["sass"]["identical"] is True and (out / "linked.sass").read_text() == (
-            out / "control.sass").read_text()
+        assert (
+            report["sass"]["identical"] is True
+            and (out / "linked.sass").read_text() == (out / "control.sass").read_text()
+        )
         assert not (out / "sass.diff").exists()
 
 
-def test_the_text_report_is_a_table_with_a_verdict(compositions: dict[str, Path], tmp_path: Path,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_text_report_is_a_table_with_a_verdict(
+    compositions: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["parity", str(compositions["ring"]), "-o", str(tmp_path), "--color", "never", "--no-sass"]) == 0
     said = capsys.readouterr().out
     assert ".text per function" in said and "resources of the kernel" in said and "registers" in said
@@ -53,8 +57,9 @@ def test_the_text_report_is_a_table_with_a_verdict(compositions: dict[str, Path]
     assert said.rstrip().endswith("every handle folded)") and "\x1b[" not in said
 
 
-def test_an_unfoldable_handle_is_reported_and_fails(compositions: dict[str, Path], tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unfoldable_handle_is_reported_and_fails(
+    compositions: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["parity", str(compositions["unfoldable"]), "-o", str(tmp_path), "--format", "json"]) == 1
     report = _json(capsys)["report"]
     assert isinstance(report, dict)
@@ -71,8 +76,9 @@ def test_an_unfoldable_handle_is_reported_and_fails(compositions: dict[str, Path
     assert "UNFOLDED: export of `hello.provider`" in said and "not proved: seams not folded: `hello_scale`" in said
 
 
-def test_a_link_that_differs_from_one_unit_fails(compositions: dict[str, Path], tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_link_that_differs_from_one_unit_fails(
+    compositions: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The provider's code depends on its file name (`sizeof(__FILE__)`): the one unit is not the link."""
     assert main(["parity", str(compositions["file_dependent"]), "-o", str(tmp_path), "--format", "json"]) == 1
     report = _json(capsys)["report"]
@@ -83,42 +89,66 @@ def test_a_link_that_differs_from_one_unit_fails(compositions: dict[str, Path], 
         assert report["sass"]["identical"] is False and (tmp_path / "sass.diff").read_text().startswith("---")
 
 
-def test_a_binary_only_package_is_a_diagnostic(compositions: dict[str, Path], tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_binary_only_package_is_a_diagnostic(
+    compositions: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["parity", str(compositions["binary_only"]), "-o", str(tmp_path), "--color", "never"]) == 1
     said = capsys.readouterr().out
     assert "error[E-PARITY]: stage `hello.caller` has no source" in said and "Traceback" not in said
     assert (tmp_path / "kernel.cubin").is_file() and not (tmp_path / "control.cubin").exists()
 
 
-def test_a_rejected_composition_stops_before_the_control(compositions: dict[str, Path], tmp_path: Path,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_rejected_composition_stops_before_the_control(
+    compositions: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     contracts = [str(compositions["hello"].parent / f"{n}.kc") for n in ("provider", "caller")]
     assert main(["parity", *contracts, "-o", str(tmp_path), "--color", "never"]) == 1
     assert "error[L-STAGE]" in capsys.readouterr().out and not (tmp_path / "control.cu").exists()
 
 
-def test_bad_timing_arguments_are_a_usage_error(compositions: dict[str, Path], tmp_path: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_timing_arguments_are_a_usage_error(
+    compositions: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["parity", str(compositions["hello"]), "-o", str(tmp_path), "--rounds", "0"]) == 2
     assert "--rounds" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH")
 def test_nvcc_packages_get_an_nvcc_control_and_another_front_end_is_explained(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     folder = tmp_path / "ring"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "specs" / "examples" / "ring", folder,
-                    ignore=shutil.ignore_patterns("build"))
+    shutil.copytree(
+        Path(__file__).resolve().parents[2] / "specs" / "examples" / "ring",
+        folder,
+        ignore=shutil.ignore_patterns("build"),
+    )
     for component in ("loader", "reduce"):
-        pack(folder / f"{component}.cu", folder / f"{component}.kc", folder / "build" / f"{component}.kpkg",
-             compiler="nvcc")
+        pack(
+            folder / f"{component}.cu",
+            folder / f"{component}.kc",
+            folder / "build" / f"{component}.kpkg",
+            compiler="nvcc",
+        )
     assert main(["parity", str(folder / "ring.kp"), "-o", str(tmp_path / "same"), "--format", "json"]) == 0
     report = _json(capsys)["report"]
     assert isinstance(report, dict)
     assert report["verdict"] == "identical" and report["front_end"]["control"].startswith("nvcc ")
-    assert main(["parity", str(folder / "ring.kp"), "-o", str(tmp_path / "nvrtc"), "--front-end", "nvrtc",
-                 "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "parity",
+                str(folder / "ring.kp"),
+                "-o",
+                str(tmp_path / "nvrtc"),
+                "--front-end",
+                "nvrtc",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     report = _json(capsys)["report"]
     assert isinstance(report, dict)
     assert report["verdict"] == "explained" and "as asked (`--front-end`)" in report["notes"][0]

@@ -52,7 +52,9 @@ def test_a_changed_instruction_shows_in_the_diff() -> None:
 def test_calls_and_returns_are_found_with_their_targets() -> None:
     calls = sass.sass_calls(NVDISASM)
     assert [(c.function, c.op, c.target) for c in calls] == [
-        ("kl_dispatch", "CALL", "$kl_dispatch$_ZN15kl_unit_hello_16helperEf"), ("kl_dispatch", "RET", None)]
+        ("kl_dispatch", "CALL", "$kl_dispatch$_ZN15kl_unit_hello_16helperEf"),
+        ("kl_dispatch", "RET", None),
+    ]
 
 
 def test_ptx_calls_externs_and_functions() -> None:
@@ -89,6 +91,7 @@ def test_ptx_calls_externs_and_functions() -> None:
 
 def test_no_calls_in_straight_line_code() -> None:
     listing = NVDISASM.replace("CALL.REL.NOINC `($kl_dispatch$_ZN15kl_unit_hello_16helperEf)", "NOP").replace(
-        "RET.REL.NODEC R6 `(kl_dispatch)", "NOP")
+        "RET.REL.NODEC R6 `(kl_dispatch)", "NOP"
+    )
     assert sass.sass_calls(listing) == []
     assert sass.ptx_calls(".visible .entry k()\n{\n\tret;\n}\n") == ([], [], [])

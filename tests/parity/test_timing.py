@@ -58,16 +58,37 @@ def test_different_outputs_refuse_a_ratio() -> None:
 
 @pytest.mark.gpu
 @pytest.mark.toolchain
-def test_hello_times_against_its_control(compositions: dict[str, Path], tmp_path: Path,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_hello_times_against_its_control(
+    compositions: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = floats(1000, seed=3)
     (tmp_path / "data.bin").write_bytes(data.tobytes())
     args = tmp_path / "args.json"
-    args.write_text(json.dumps({"grid": 4, "values": {"n": 1000},
-                                "buffers": {"data": {"input": "data.bin", "output": "out.bin"}}}))
+    args.write_text(
+        json.dumps({"grid": 4, "values": {"n": 1000}, "buffers": {"data": {"input": "data.bin", "output": "out.bin"}}})
+    )
     out = tmp_path / "out"
-    assert main(["parity", str(compositions["hello"]), "-o", str(out), "--args", str(args), "--rounds", "12",
-                 "--warmup", "2", "--reps", "3", "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "parity",
+                str(compositions["hello"]),
+                "-o",
+                str(out),
+                "--args",
+                str(args),
+                "--rounds",
+                "12",
+                "--warmup",
+                "2",
+                "--reps",
+                "3",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     timing = json.loads(capsys.readouterr().out)["timing"]
     assert timing["rounds"] == 12 and timing["grid"] == 4
     for key in ("ratio", "null"):
@@ -111,9 +132,9 @@ class _FakeGpu:
 
     def launch(self, kernel: Kernel, *, grid: int, block: int, args: list[bytes], dynamic_smem: int) -> None:
         ptr, n = struct.unpack_from("<QI", args[0])
-        data = array("f", self.memory[ptr][:4 * n])
+        data = array("f", self.memory[ptr][: 4 * n])
         bump = 4.0 if self.control_differs and kernel.function == 2 else 3.0
-        self.memory[ptr][:4 * n] = array("f", [f32(f32(3.0 * x) + bump) for x in data]).tobytes()
+        self.memory[ptr][: 4 * n] = array("f", [f32(f32(3.0 * x) + bump) for x in data]).tobytes()
 
     def synchronize(self) -> None:
         return None
@@ -134,8 +155,13 @@ def _fake_driver(monkeypatch: pytest.MonkeyPatch, launched: list[object]) -> Non
 
 @pytest.mark.toolchain
 @pytest.mark.parametrize("differs", [False, True])
-def test_the_timing_loop_on_a_fake_gpu(differs: bool, compositions: dict[str, Path], tmp_path: Path,
-                                       monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_timing_loop_on_a_fake_gpu(
+    differs: bool,
+    compositions: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """The whole `--args` path without a GPU: outputs checked, rounds interleaved, report written."""
     launched: list[object] = []
     _fake_driver(monkeypatch, launched)
@@ -144,11 +170,29 @@ def test_the_timing_loop_on_a_fake_gpu(differs: bool, compositions: dict[str, Pa
     data = floats(40, seed=5)
     (tmp_path / "data.bin").write_bytes(data.tobytes())
     args = tmp_path / "args.json"
-    args.write_text(json.dumps({"grid": 2, "values": {"n": 40},
-                                "buffers": {"data": {"input": "data.bin", "output": "out.bin"}}}))
+    args.write_text(
+        json.dumps({"grid": 2, "values": {"n": 40}, "buffers": {"data": {"input": "data.bin", "output": "out.bin"}}})
+    )
     out = tmp_path / "out"
-    code = main(["parity", str(compositions["hello"]), "-o", str(out), "--args", str(args), "--rounds", "7",
-                 "--warmup", "2", "--reps", "4", "--no-sass", "--format", "json"])
+    code = main(
+        [
+            "parity",
+            str(compositions["hello"]),
+            "-o",
+            str(out),
+            "--args",
+            str(args),
+            "--rounds",
+            "7",
+            "--warmup",
+            "2",
+            "--reps",
+            "4",
+            "--no-sass",
+            "--format",
+            "json",
+        ]
+    )
     said = json.loads(capsys.readouterr().out)
     assert array("f", (tmp_path / "out.bin").read_bytes()).tolist() == hello_reference(data, 40)
     if differs:
@@ -168,19 +212,41 @@ def test_the_timing_loop_on_a_fake_gpu(differs: bool, compositions: dict[str, Pa
 
 
 @pytest.mark.toolchain
-@pytest.mark.parametrize(("buffers", "says"), [
-    ({"data": {"input": "missing.bin"}}, "cannot read a buffer of"),
-    ({"data": {"bytes": "lots"}}, "has a malformed buffer"),
-])
-def test_a_bad_args_file_is_a_diagnostic(buffers: dict[str, object], says: str, compositions: dict[str, Path],
-                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("buffers", "says"),
+    [
+        ({"data": {"input": "missing.bin"}}, "cannot read a buffer of"),
+        ({"data": {"bytes": "lots"}}, "has a malformed buffer"),
+    ],
+)
+def test_a_bad_args_file_is_a_diagnostic(
+    buffers: dict[str, object],
+    says: str,
+    compositions: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     _fake_driver(monkeypatch, [])
     monkeypatch.setattr(parity_timing, "GpuSession", _FakeGpu)
     args = tmp_path / "args.json"
     args.write_text(json.dumps({"grid": 1, "values": {"n": 4}, "buffers": buffers}))
-    assert main(["parity", str(compositions["hello"]), "-o", str(tmp_path / "out"), "--args", str(args),
-                 "--no-sass", "--color", "never"]) == 1
+    assert (
+        main(
+            [
+                "parity",
+                str(compositions["hello"]),
+                "-o",
+                str(tmp_path / "out"),
+                "--args",
+                str(args),
+                "--no-sass",
+                "--color",
+                "never",
+            ]
+        )
+        == 1
+    )
     said = capsys.readouterr().out
     assert "error[E-RUN]" in said and says in said and "Traceback" not in said
     assert said.rstrip().splitlines()[-1].startswith("not proved: E-RUN")

@@ -33,13 +33,16 @@ def rejection(problem: Problem, **kw: int) -> Diagnostic:
 
 
 def test_tmem_544_columns_is_l_overlap() -> None:
-    problem = Problem(caps("sm_100a"), tmem=(TmemClaim("mma", "acc", 512, span=span(3)),
-                                             TmemClaim("epi", "stage", 32, span=span(9))))
+    problem = Problem(
+        caps("sm_100a"), tmem=(TmemClaim("mma", "acc", 512, span=span(3)), TmemClaim("epi", "stage", 32, span=span(9)))
+    )
     d = rejection(problem)
     assert d.code == "L-OVERLAP"
     assert d.message == "tensor memory needs 544 columns, sm_100a offers 512 columns"
-    assert [lab.text for lab in d.labels] == ["`epi.stage` needs 32 columns (kernel)",
-                                              "`mma.acc` needs 512 columns (kernel)"]
+    assert [lab.text for lab in d.labels] == [
+        "`epi.stage` needs 32 columns (kernel)",
+        "`mma.acc` needs 512 columns (kernel)",
+    ]
     assert [lab.primary for lab in d.labels] == [False, True]
     assert "short by 32 columns" in d.notes
     assert dict(d.data)["shortfall"] == "32"
@@ -53,8 +56,10 @@ def test_one_tmem_claim_of_544_columns_is_l_overlap() -> None:
 
 
 def test_smem_message_states_need_capacity_and_shortfall() -> None:
-    problem = Problem(caps("sm_120a"), smem=(SmemClaim("load", "a", 51200, 1024, span=span(4)),
-                                             SmemClaim("mma", "b", 51200, 1024, span=span(7))))
+    problem = Problem(
+        caps("sm_120a"),
+        smem=(SmemClaim("load", "a", 51200, 1024, span=span(4)), SmemClaim("mma", "b", 51200, 1024, span=span(7))),
+    )
     d = rejection(problem)
     assert d.code == "L-OVERLAP"
     assert d.message == "shared memory needs 102400 B, sm_120a offers 101376 B"
@@ -67,9 +72,11 @@ def test_smem_message_states_need_capacity_and_shortfall() -> None:
 def test_core_is_minimal() -> None:
     tl = Timeline(phases=("p", "q"), exclusive=(("p", "q"),))
     smem = [SmemClaim("s", f"k{i}", 8 * 1024, 1024) for i in range(4)]
-    smem += [SmemClaim("s", "big_p", 70 * 1024, 1024, Phase("p")),
-             SmemClaim("s", "big_q", 60 * 1024, 1024, Phase("q")),
-             SmemClaim("s", "small_q", 8 * 1024, 128, Phase("q"))]
+    smem += [
+        SmemClaim("s", "big_p", 70 * 1024, 1024, Phase("p")),
+        SmemClaim("s", "big_q", 60 * 1024, 1024, Phase("q")),
+        SmemClaim("s", "small_q", 8 * 1024, 128, Phase("q")),
+    ]
     problem = Problem(caps("sm_120a"), smem=tuple(smem), timeline=tl)
     d = rejection(problem)
     core = dict(d.data)["core"].split(", ")
@@ -85,11 +92,14 @@ def test_core_is_minimal() -> None:
 
 def test_ring_that_cannot_reach_its_minimum_depth_is_l_overlap() -> None:
     """Every capacity overflow is L-OVERLAP (L-DEPTH is for depth ranges), with the ring's help."""
-    problem = Problem(caps("sm_120a"),
-                      smem=(SmemClaim("load", "tiles", 32 * 1024, 1024, per_slot_ring="kv",
-                                      span=span(5)),
-                            SmemClaim("epi", "out", 8 * 1024, 128, span=span(8))),
-                      rings=(Ring("load", "kv", 3, 6, span=span(6)),))
+    problem = Problem(
+        caps("sm_120a"),
+        smem=(
+            SmemClaim("load", "tiles", 32 * 1024, 1024, per_slot_ring="kv", span=span(5)),
+            SmemClaim("epi", "out", 8 * 1024, 128, span=span(8)),
+        ),
+        rings=(Ring("load", "kv", 3, 6, span=span(6)),),
+    )
     d = rejection(problem)
     assert d.code == "L-OVERLAP" and "minimum depth" in d.helps[0]
     assert d.message.startswith("ring `kv` does not fit at its minimum depth 3: shared memory needs ")
@@ -100,8 +110,7 @@ def test_barrier_ids_run_out_is_l_barrier() -> None:
     barriers = tuple(BarrierClaim("s", f"b{i:02}", 128) for i in range(16))
     d = rejection(Problem(caps(), barriers=barriers))
     assert d.code == "L-BARRIER"
-    assert d.message == ("named barriers need 16 IDs, sm_90a offers 15 (IDs 1..15; ID 0 is the "
-                         "block-wide barrier)")
+    assert d.message == ("named barriers need 16 IDs, sm_90a offers 15 (IDs 1..15; ID 0 is the block-wide barrier)")
     assert len(d.labels) == 16
     tl = Timeline(phases=("p", "q"), exclusive=(("p", "q"),))
     shared = tuple(BarrierClaim("s", f"b{i:02}", 128, Phase("pq"[i % 2])) for i in range(20))
@@ -110,14 +119,16 @@ def test_barrier_ids_run_out_is_l_barrier() -> None:
 
 
 def test_counter_slots_overflow_is_l_overlap() -> None:
-    d = rejection(Problem(caps(counter_slots=8), counters=(CounterClaim("a", "x", 5),
-                                                           CounterClaim("b", "y", 4))))
+    d = rejection(Problem(caps(counter_slots=8), counters=(CounterClaim("a", "x", 5), CounterClaim("b", "y", 4))))
     assert (d.code, d.message) == ("L-OVERLAP", "counter slots need 9, the counter array holds 8")
 
 
 def test_too_many_warps_is_l_warps_with_a_minimal_set() -> None:
-    roles = (Role("a", "big", 20, span=span(1)), Role("b", "big", 16, True, span=span(2)),
-             Role("c", "one", 1, span=span(3)))
+    roles = (
+        Role("a", "big", 20, span=span(1)),
+        Role("b", "big", 16, True, span=span(2)),
+        Role("c", "one", 1, span=span(3)),
+    )
     d = rejection(Problem(caps(), roles=roles))
     assert d.code == "L-WARPS"
     assert d.message == "roles need 36 warps, a block has at most 32"
@@ -145,8 +156,7 @@ def test_register_groups_over_the_pool_is_l_regs() -> None:
 
 def test_a_capacity_cut_decides_what_the_budget_could_not() -> None:
     # the solver check runs out at once, but 512 + 32 co-live columns exceed 512 by arithmetic
-    problem = Problem(caps("sm_100a"), tmem=(TmemClaim("mma", "acc", 512),
-                                             TmemClaim("epi", "stage", 32)))
+    problem = Problem(caps("sm_100a"), tmem=(TmemClaim("mma", "acc", 512), TmemClaim("epi", "stage", 32)))
     d = rejection(problem, rlimit=1)
     assert d.code == "L-OVERLAP"
     assert d.message == "tensor memory needs 544 columns, sm_100a offers 512 columns"
@@ -162,8 +172,11 @@ def test_undecided_within_budget_is_e_solver_budget() -> None:
 
 
 def test_every_failing_domain_is_reported() -> None:
-    problem = Problem(caps("sm_100a"), tmem=(TmemClaim("a", "x", 1024),),
-                      barriers=tuple(BarrierClaim("s", f"b{i:02}", 32) for i in range(16)))
+    problem = Problem(
+        caps("sm_100a"),
+        tmem=(TmemClaim("a", "x", 1024),),
+        barriers=tuple(BarrierClaim("s", f"b{i:02}", 32) for i in range(16)),
+    )
     with pytest.raises(DiagnosticError) as info:
         solve(problem)
     assert sorted(d.code for d in info.value.diagnostics) == ["L-BARRIER", "L-OVERLAP"]
@@ -171,18 +184,19 @@ def test_every_failing_domain_is_reported() -> None:
 
 def _only(problem: Problem, names: set[str]) -> Problem:
     return replace(
-        problem, rings=(),
+        problem,
+        rings=(),
         smem=tuple(c for c in problem.smem if c.display in names),
         tmem=tuple(c for c in problem.tmem if c.display in names),
         barriers=tuple(c for c in problem.barriers if c.display in names),
-        counters=tuple(c for c in problem.counters if c.display in names))
+        counters=tuple(c for c in problem.counters if c.display in names),
+    )
 
 
 @given(storage_problems())
 @examples(0.4)
 def test_every_reported_core_is_minimal(problem: Problem) -> None:
-    problem = replace(problem, smem=tuple(c for c in problem.smem if c.per_slot_ring is None),
-                      rings=())
+    problem = replace(problem, smem=tuple(c for c in problem.smem if c.per_slot_ring is None), rings=())
     try:
         solve(problem)
     except DiagnosticError as err:

@@ -18,13 +18,19 @@ def packing_case() -> Problem:
     """An interpreter's scratch (phase `q`, so co-live with everything), two operand tiles
     live until `acc.ready` and an epilogue stage live between `acc.ready` and `acc.done`."""
     from placement import Connection, Timeline
+
     tl = Timeline(phases=("q",), connections=(Connection("acc", ("ready", "done")),))
     until = Interval("acc", None, "ready")
-    return Problem(caps(), timeline=tl, smem=(
-        SmemClaim("epilogue", "stage", 4 * KIB, 1024, Interval("acc", "ready", "done")),
-        SmemClaim("interp", "scratch", 3 * KIB, 1024, Phase("q")),
-        SmemClaim("mainloop", "a_tile", 3 * KIB, 1024, until),
-        SmemClaim("mainloop", "b_tile", 3 * KIB, 1024, until)))
+    return Problem(
+        caps(),
+        timeline=tl,
+        smem=(
+            SmemClaim("epilogue", "stage", 4 * KIB, 1024, Interval("acc", "ready", "done")),
+            SmemClaim("interp", "scratch", 3 * KIB, 1024, Phase("q")),
+            SmemClaim("mainloop", "a_tile", 3 * KIB, 1024, until),
+            SmemClaim("mainloop", "b_tile", 3 * KIB, 1024, until),
+        ),
+    )
 
 
 def test_greedy_misses_a_lifetime_packing_the_solver_finds() -> None:

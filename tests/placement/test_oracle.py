@@ -81,10 +81,18 @@ def test_warps_match_exhaustive_optimum_campaign(problem: Problem) -> None:
 @given(storage_problems(), role_problems())
 @examples(0.25)
 def test_every_solver_placement_passes_the_verifier(storage: Problem, roles: Problem) -> None:
-    problem = Problem(storage.capacities, smem=storage.smem, rings=storage.rings,
-                      tmem=storage.tmem, barriers=storage.barriers, counters=storage.counters,
-                      roles=roles.roles, timeline=storage.timeline, block_warps=roles.block_warps,
-                      allow_idle_warps=roles.allow_idle_warps)
+    problem = Problem(
+        storage.capacities,
+        smem=storage.smem,
+        rings=storage.rings,
+        tmem=storage.tmem,
+        barriers=storage.barriers,
+        counters=storage.counters,
+        roles=roles.roles,
+        timeline=storage.timeline,
+        block_warps=roles.block_warps,
+        allow_idle_warps=roles.allow_idle_warps,
+    )
     try:
         placement = solve(problem)
     except DiagnosticError as err:

@@ -19,8 +19,7 @@ SNAPSHOTS = Path(__file__).parent / "snapshots"
 @pytest.fixture(scope="module")
 def rendered() -> dict[str, str]:
     p = solve(gemm_swiglu())
-    return {"gemm_swiglu.map": render_map(p), "gemm_swiglu.json": to_json(p),
-            "gemm_swiglu.svg": render_svg(p)}
+    return {"gemm_swiglu.map": render_map(p), "gemm_swiglu.json": to_json(p), "gemm_swiglu.svg": render_svg(p)}
 
 
 @pytest.mark.parametrize("name", ["gemm_swiglu.map", "gemm_swiglu.json", "gemm_swiglu.svg"])
@@ -33,8 +32,7 @@ def test_map_has_fixed_header_and_every_claim(rendered: dict[str, str]) -> None:
     assert text.startswith("# kernlink placement map")
     header = next(line for line in text.splitlines() if line.lstrip().startswith("Offset"))
     assert header.split() == ["Offset", "Size", "Align", "Lifetime", "Symbol", "Why"]
-    for needle in ("<reserved>", "operands", "kv.mbarriers", "scratch", "sync", "producer",
-                   "group 3", "2..4"):
+    for needle in ("<reserved>", "operands", "kv.mbarriers", "scratch", "sync", "producer", "group 3", "2..4"):
         assert needle in text
 
 
@@ -43,8 +41,7 @@ def test_json_is_sorted_and_complete(rendered: dict[str, str]) -> None:
     assert rendered["gemm_swiglu.json"] == json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     assert data["format"] == "kernlink-placement/1"
     assert data["optimal"] is True and data["canonical"] is True
-    assert [c["name"] for c in data["domains"]["smem"]["claims"]] == \
-        ["operands", "scratch", "kv.mbarriers"]
+    assert [c["name"] for c in data["domains"]["smem"]["claims"]] == ["operands", "scratch", "kv.mbarriers"]
     assert data["warps"]["register_pool"] == 65536
 
 

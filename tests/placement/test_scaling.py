@@ -32,8 +32,11 @@ EVENTS = ("a", "b", "c")
 @st.composite
 def timelines(draw: st.DrawFn) -> tuple[Timeline, list[Lifetime]]:
     phases = [f"p{i}" for i in range(draw(st.integers(0, 6)))]
-    groups = draw(st.lists(st.lists(st.sampled_from(phases), min_size=2, max_size=4, unique=True),
-                           max_size=4)) if len(phases) >= 2 else []
+    groups = (
+        draw(st.lists(st.lists(st.sampled_from(phases), min_size=2, max_size=4, unique=True), max_size=4))
+        if len(phases) >= 2
+        else []
+    )
     conns = [Connection(f"c{k}", EVENTS) for k in range(draw(st.integers(0, 2)))]
     pool: list[Lifetime] = [KERNEL, *(Phase(p) for p in phases)]
     for c in conns:
@@ -46,36 +49,41 @@ def timelines(draw: st.DrawFn) -> tuple[Timeline, list[Lifetime]]:
 @given(timelines())
 def test_co_live_pairs_is_the_pairwise_rule(case: tuple[Timeline, list[Lifetime]]) -> None:
     timeline, lifetimes = case
-    expected = [(x, y) for x in range(len(lifetimes)) for y in range(x, len(lifetimes))
-                if timeline.co_live(lifetimes[x], lifetimes[y])]
+    expected = [
+        (x, y)
+        for x in range(len(lifetimes))
+        for y in range(x, len(lifetimes))
+        if timeline.co_live(lifetimes[x], lifetimes[y])
+    ]
     assert timeline.co_live_pairs(lifetimes) == expected
 
 
 @given(timelines(), st.lists(st.integers(0, 20), min_size=1, max_size=12))
-def test_structure_pairs_every_co_live_item_pair(case: tuple[Timeline, list[Lifetime]],
-                                                 picks: list[int]) -> None:
+def test_structure_pairs_every_co_live_item_pair(case: tuple[Timeline, list[Lifetime]], picks: list[int]) -> None:
     timeline, lifetimes = case
     if not lifetimes:
         return
-    smem = tuple(SmemClaim("s", f"c{i:02}", 128, 128, lifetimes[k % len(lifetimes)])
-                 for i, k in enumerate(picks))
+    smem = tuple(SmemClaim("s", f"c{i:02}", 128, 128, lifetimes[k % len(lifetimes)]) for i, k in enumerate(picks))
     problem = Problem(caps(), smem=smem, timeline=timeline)
     items = domain_items(problem, Domain.SMEM)
     got = structure(items, timeline)
-    pairs = tuple((a.index, b.index) for a, b in itertools.combinations(items, 2)
-                  if timeline.co_live(a.lifetime, b.lifetime))
+    pairs = tuple(
+        (a.index, b.index) for a, b in itertools.combinations(items, 2) if timeline.co_live(a.lifetime, b.lifetime)
+    )
     assert got.pairs == pairs
     for it in items:
-        assert got.neighbours[it.index] == tuple(
-            sorted(j for p in pairs for j in p if it.index in p and j != it.index))
+        assert got.neighbours[it.index] == tuple(sorted(j for p in pairs for j in p if it.index in p and j != it.index))
 
 
 @given(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 12)), min_size=1, max_size=30))
 def test_sharing_sweep_is_the_pairwise_overlap(spans: list[tuple[int, int]]) -> None:
-    items = tuple(Item(i, Domain.COUNTER, "s", f"k{i:02}", KERNEL, UNKNOWN_SPAN, size, 1, None, "claim",
-                       size) for i, (_, size) in enumerate(spans))
-    packed = Packed(Domain.COUNTER, items, tuple(b for b, _ in spans), tuple(s for _, s in spans), {},
-                    0, 0, True, True, True)
+    items = tuple(
+        Item(i, Domain.COUNTER, "s", f"k{i:02}", KERNEL, UNKNOWN_SPAN, size, 1, None, "claim", size)
+        for i, (_, size) in enumerate(spans)
+    )
+    packed = Packed(
+        Domain.COUNTER, items, tuple(b for b, _ in spans), tuple(s for _, s in spans), {}, 0, 0, True, True, True
+    )
     got = _first_overlaps(packed)
     for i, (lo, size) in enumerate(spans):
         hits = [j for j, (b, s) in enumerate(spans) if j != i and b < lo + size and lo < b + s]
@@ -95,17 +103,29 @@ def test_four_thousand_exclusive_claims_place_within_a_cpu_bound() -> None:
     assert "and with 997 more claims never live at the same time" in first.why
 
 
-@given(timelines(), st.lists(st.tuples(st.integers(0, 20), st.integers(0, 30), st.integers(1, 8)),
-                             min_size=1, max_size=16))
-def test_the_verifier_finds_every_overlapping_co_live_pair(case: tuple[Timeline, list[Lifetime]],
-                                                           spans: list[tuple[int, int, int]]) -> None:
+@given(
+    timelines(), st.lists(st.tuples(st.integers(0, 20), st.integers(0, 30), st.integers(1, 8)), min_size=1, max_size=16)
+)
+def test_the_verifier_finds_every_overlapping_co_live_pair(
+    case: tuple[Timeline, list[Lifetime]], spans: list[tuple[int, int, int]]
+) -> None:
     timeline, lifetimes = case
     if not lifetimes:
         return
-    slots = sorted((Slot(Domain.COUNTER, "s", f"k{i:02}", offset, size, 1, lifetimes[k % len(lifetimes)], "claim",
-                         None, size, "") for i, (k, offset, size) in enumerate(spans)), key=lambda s: s.offset)
-    expected = [(i, j) for i, j in itertools.combinations(range(len(slots)), 2)
-                if slots[j].offset < slots[i].end and timeline.co_live(slots[i].lifetime, slots[j].lifetime)]
+    slots = sorted(
+        (
+            Slot(
+                Domain.COUNTER, "s", f"k{i:02}", offset, size, 1, lifetimes[k % len(lifetimes)], "claim", None, size, ""
+            )
+            for i, (k, offset, size) in enumerate(spans)
+        ),
+        key=lambda s: s.offset,
+    )
+    expected = [
+        (i, j)
+        for i, j in itertools.combinations(range(len(slots)), 2)
+        if slots[j].offset < slots[i].end and timeline.co_live(slots[i].lifetime, slots[j].lifetime)
+    ]
     assert _co_live_overlaps(timeline, slots) == expected
 
 

@@ -54,16 +54,20 @@ def test_gemm_swiglu_reference() -> None:
 
 def test_deeper_rings_come_first_then_footprint() -> None:
     c = caps("sm_120a")
-    problem = Problem(c, smem=(SmemClaim("s", "tiles", 32 * 1024, 1024, per_slot_ring="kv"),
-                               SmemClaim("s", "stage", 20 * 1024, 128)),
-                      rings=(Ring("s", "kv", 1, 6),))
+    problem = Problem(
+        c,
+        smem=(SmemClaim("s", "tiles", 32 * 1024, 1024, per_slot_ring="kv"), SmemClaim("s", "stage", 20 * 1024, 128)),
+        rings=(Ring("s", "kv", 1, 6),),
+    )
     p = solve(problem)
     # 2 slots (64 KiB) + 20 KiB + mbarriers fit 99 KiB; 3 slots do not
     assert p.depth("kv") == 2 and p.optimal
     assert any(n.code == "I-DEPTH-MIN" for n in p.notes) is False
-    problem = Problem(c, smem=(SmemClaim("s", "tiles", 36 * 1024, 1024, per_slot_ring="kv"),
-                               SmemClaim("s", "stage", 20 * 1024, 128)),
-                      rings=(Ring("s", "kv", 2, 6),))
+    problem = Problem(
+        c,
+        smem=(SmemClaim("s", "tiles", 36 * 1024, 1024, per_slot_ring="kv"), SmemClaim("s", "stage", 20 * 1024, 128)),
+        rings=(Ring("s", "kv", 2, 6),),
+    )
     p = solve(problem)
     assert p.depth("kv") == 2
     assert [n.code for n in p.notes] == ["I-DEPTH-MIN"]
@@ -73,9 +77,11 @@ def test_depth_sum_then_name_order() -> None:
     # room for exactly 5 slots of 8 KiB over two rings: the sum is 5, spread 3 + 2, and the
     # extra slot goes to `a` (name order)
     c = caps("sm_120a")
-    claims = (SmemClaim("s", "x", 8 * 1024, 128, per_slot_ring="a"),
-              SmemClaim("s", "y", 8 * 1024, 128, per_slot_ring="b"),
-              SmemClaim("s", "pad", 101376 - 5 * 8 * 1024 - 1024, 128))
+    claims = (
+        SmemClaim("s", "x", 8 * 1024, 128, per_slot_ring="a"),
+        SmemClaim("s", "y", 8 * 1024, 128, per_slot_ring="b"),
+        SmemClaim("s", "pad", 101376 - 5 * 8 * 1024 - 1024, 128),
+    )
     p = solve(Problem(c, smem=claims, rings=(Ring("s", "a", 1, 8), Ring("s", "b", 1, 8))))
     assert (p.depth("a"), p.depth("b")) == (3, 2)
     assert p.optimal
@@ -83,8 +89,11 @@ def test_depth_sum_then_name_order() -> None:
 
 def test_exclusive_phases_share_bytes() -> None:
     tl = Timeline(phases=("attn", "mlp"), exclusive=(("attn", "mlp"),))
-    problem = Problem(caps(), smem=(SmemClaim("a", "x", 4096, 128, Phase("attn")),
-                                    SmemClaim("m", "y", 8192, 128, Phase("mlp"))), timeline=tl)
+    problem = Problem(
+        caps(),
+        smem=(SmemClaim("a", "x", 4096, 128, Phase("attn")), SmemClaim("m", "y", 8192, 128, Phase("mlp"))),
+        timeline=tl,
+    )
     p = solve(problem)
     assert p.use(Domain.SMEM).used == 8192
     concurrent = Problem(caps(), smem=problem.smem, timeline=Timeline(phases=("attn", "mlp")))
@@ -92,11 +101,15 @@ def test_exclusive_phases_share_bytes() -> None:
 
 
 def test_tmem_columns_share_across_events() -> None:
-    problem = Problem(caps("sm_100a"),
-                      tmem=(TmemClaim("m", "acc", 256, Interval("acc", None, "ready")),
-                            TmemClaim("e", "stage", 200, Interval("acc", "ready", "done")),
-                            TmemClaim("k", "keep", 100)),
-                      timeline=ACC)
+    problem = Problem(
+        caps("sm_100a"),
+        tmem=(
+            TmemClaim("m", "acc", 256, Interval("acc", None, "ready")),
+            TmemClaim("e", "stage", 200, Interval("acc", "ready", "done")),
+            TmemClaim("k", "keep", 100),
+        ),
+        timeline=ACC,
+    )
     p = solve(problem)
     # acc (256) and stage (200 → 256) are never live together and share columns; keep 128
     assert p.use(Domain.TMEM).used == 256 + 128
@@ -146,13 +159,18 @@ def test_same_problem_gives_identical_bytes() -> None:
 
 
 def test_identical_across_processes_and_hash_seeds() -> None:
-    code = ("from tests.placement.helpers import gemm_swiglu; from placement import solve, to_json;"
-            "import sys; sys.stdout.write(to_json(solve(gemm_swiglu())))")
+    code = (
+        "from tests.placement.helpers import gemm_swiglu; from placement import solve, to_json;"
+        "import sys; sys.stdout.write(to_json(solve(gemm_swiglu())))"
+    )
     outs = []
     for seed in ("1", "12345"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        outs.append(subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True,
-                                   capture_output=True, text=True).stdout)
+        outs.append(
+            subprocess.run(
+                [sys.executable, "-c", code], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+            ).stdout
+        )
     assert outs[0] == outs[1] == to_json(solve(gemm_swiglu()))
 
 
@@ -162,8 +180,7 @@ def test_budget_exhaustion_is_reported_not_hidden() -> None:
     # placement beats 3 KiB, so only a solver check can prove the optimum
     names = ("a", "b", "c", "d", "e")
     ring = {frozenset((names[i], names[(i + 1) % 5])) for i in range(5)}
-    exclusive = tuple((x, y) for i, x in enumerate(names) for y in names[i + 1:]
-                      if frozenset((x, y)) not in ring)
+    exclusive = tuple((x, y) for i, x in enumerate(names) for y in names[i + 1 :] if frozenset((x, y)) not in ring)
     tl = Timeline(phases=names, exclusive=exclusive)
     smem = tuple(SmemClaim("s", n, 1024, 1024, Phase(n)) for n in names)
     problem = Problem(caps(), smem=smem, timeline=tl)
@@ -188,9 +205,17 @@ def hard_problem(seed: int = 8, n: int = 30) -> Problem:
     """Phases exclusive only in random pairs: the footprint needs proofs a small budget lacks."""
     rng = random.Random(seed)
     names = [f"p{i}" for i in range(8)]
-    pairs = tuple((a, b) for i, a in enumerate(names) for b in names[i + 1:] if rng.random() < 0.6)
-    smem = tuple(SmemClaim("s", f"c{i:02}", rng.choice((1, 2, 3, 5)) * 1024 + rng.choice((0, 128, 640)),
-                           rng.choice((128, 1024)), Phase(rng.choice(names))) for i in range(n))
+    pairs = tuple((a, b) for i, a in enumerate(names) for b in names[i + 1 :] if rng.random() < 0.6)
+    smem = tuple(
+        SmemClaim(
+            "s",
+            f"c{i:02}",
+            rng.choice((1, 2, 3, 5)) * 1024 + rng.choice((0, 128, 640)),
+            rng.choice((128, 1024)),
+            Phase(rng.choice(names)),
+        )
+        for i in range(n)
+    )
     return Problem(caps(), smem=smem, timeline=Timeline(phases=tuple(names), exclusive=pairs))
 
 
@@ -207,8 +232,7 @@ def test_unproven_placement_does_not_depend_on_earlier_solves() -> None:
 
 def test_unbounded_ring_is_deepened_quickly() -> None:
     # no side bounds the depth: 232448 / 16 B of mbarriers allows 14528 slots
-    problem = Problem(caps(), smem=(SmemClaim("s", "tile", 64 * 1024, 1024),),
-                      rings=(Ring("s", "flags", 1, None),))
+    problem = Problem(caps(), smem=(SmemClaim("s", "tile", 64 * 1024, 1024),), rings=(Ring("s", "flags", 1, None),))
     p = solve(problem)
     assert p.depth("flags") == (232448 - 64 * 1024) // 16
     assert p.optimal and p.checks < 40

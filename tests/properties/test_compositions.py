@@ -51,6 +51,7 @@ REGISTERED = registered_codes()
 
 # ----------------------------------------------------------------- valid by construction
 
+
 def _accepted(bundle: Bundle) -> None:
     """The clauses accept, and the composition places, verifiably and deterministically.
 
@@ -103,6 +104,7 @@ def test_generated_compositions_round_trip(bundle: Bundle) -> None:
 
 # ----------------------------------------------------------------- mutants
 
+
 def _mutant_properties(pair: tuple[Bundle, Mutation]) -> None:
     bundle, mutation = pair
     mutant = mutation.apply(bundle)
@@ -118,8 +120,7 @@ def _mutant_properties(pair: tuple[Bundle, Mutation]) -> None:
 
 @pytest.mark.parametrize("name", ("sm_90a", "sm_100a"))
 def test_mutants_round_trip_and_never_crash_the_checker(name: str) -> None:
-    costly(2)(given(mutated_compositions(spec(name), max_edits=3, launch=True))(
-        _mutant_properties))()
+    costly(2)(given(mutated_compositions(spec(name), max_edits=3, launch=True))(_mutant_properties))()
 
 
 @pytest.mark.slow
@@ -143,6 +144,7 @@ def test_checker_never_raises_on_syntactic_asts(source: A.SourceFile) -> None:
 
 
 # ----------------------------------------------------------------- determinism
+
 
 def _deterministic(pair: tuple[Bundle, Mutation]) -> None:
     bundle, mutation = pair
@@ -180,8 +182,10 @@ def _shrunk_claims(item: A.StageItem) -> list[A.StageItem]:
         return [rep(item, slots=item.slots // 2)]
     if isinstance(item, A.Ring):
         depths = [d for d in item.items if isinstance(d, A.RingDepth) and d.lo > 1]
-        return [rep(item, items=tuple(A.RingDepth(d.lo - 1, d.hi) if d is depth else d for d in item.items))
-                for depth in depths]
+        return [
+            rep(item, items=tuple(A.RingDepth(d.lo - 1, d.hi) if d is depth else d for d in item.items))
+            for depth in depths
+        ]
     return []
 
 
@@ -189,14 +193,18 @@ def _shrunk_claims(item: A.StageItem) -> list[A.StageItem]:
 def shrunk_pairs(draw: st.DrawFn, launch: bool | None = True) -> tuple[Bundle, Bundle]:
     """An accepted composition and the same with one claim made smaller (or a ring shallower)."""
     bundle = draw(compositions(spec(draw(st.sampled_from(TARGETS))), launch=launch))
-    sites = [(u, i, new) for u, stage in enumerate(bundle.stages) for i, item in enumerate(stage.items)
-             for new in _shrunk_claims(item)]
+    sites = [
+        (u, i, new)
+        for u, stage in enumerate(bundle.stages)
+        for i, item in enumerate(stage.items)
+        for new in _shrunk_claims(item)
+    ]
     if not sites:
         return bundle, bundle
     u, i, new = draw(st.sampled_from(sites))
     stage = bundle.stages[u]
-    items = (*stage.items[:i], new, *stage.items[i + 1:])
-    stages = (*bundle.stages[:u], dataclasses.replace(stage, items=items), *bundle.stages[u + 1:])
+    items = (*stage.items[:i], new, *stage.items[i + 1 :])
+    stages = (*bundle.stages[:u], dataclasses.replace(stage, items=items), *bundle.stages[u + 1 :])
     return bundle, Bundle(bundle.pipeline, stages)
 
 
@@ -219,4 +227,3 @@ def test_shrinking_a_claim_never_causes_overlap(pair: tuple[Bundle, Bundle]) -> 
 @given(shrunk_pairs(None))
 def test_shrinking_a_claim_never_causes_overlap_campaign(pair: tuple[Bundle, Bundle]) -> None:
     _monotone(pair)
-

@@ -80,12 +80,14 @@ Check = Callable[[Sequence[int]], tuple[Verdict, list[int] | None]]
 
 def _oracle(conflicts: Sequence[frozenset[int]], flaky: frozenset[int] = frozenset()) -> Check:
     """Unsat iff the trial contains a conflict; ``unknown`` when a flaky member is left out."""
+
     def check(trial: Sequence[int]) -> tuple[Verdict, list[int] | None]:
         kept = set(trial)
         if flaky - kept:
             return UNKNOWN, None
         hit = next((c for c in conflicts if c <= kept), None)
         return (UNSAT, sorted(hit | (kept & flaky))) if hit is not None else (SAT, None)
+
     return check
 
 
@@ -107,8 +109,7 @@ def test_the_minimised_core_is_unsat_and_minimal(conflicts: list[frozenset[int]]
 
 @settings(max_examples=200)
 @given(conflicts=conflict_sets, flaky=st.frozensets(st.integers(0, 9), max_size=2))
-def test_an_unknown_keeps_the_member_and_is_not_minimal(conflicts: list[frozenset[int]],
-                                                        flaky: frozenset[int]) -> None:
+def test_an_unknown_keeps_the_member_and_is_not_minimal(conflicts: list[frozenset[int]], flaky: frozenset[int]) -> None:
     everything = sorted(set().union(*conflicts, flaky))
     core, minimal = minimise_core(everything, _oracle(conflicts, flaky))
     assert flaky <= set(core)
@@ -152,10 +153,18 @@ def test_solver_unknown_needs_a_span() -> None:
     assert diag.primary is not None and dict(diag.data)["clause"] == "L-DEADLOCK"
 
 
-@pytest.mark.parametrize("select, ignore", [
-    (None, None), (["L-DEADLOCK"], None), (["L-RACE"], None), (["L-ARRIVE", "L-PARITY"], None),
-    (None, ["L-DEADLOCK"]), (None, ["L-DEADLOCK", "L-RACE"]), (None, ["L-ARRIVE", "L-TXBYTES", "L-PARITY"]),
-])
+@pytest.mark.parametrize(
+    "select, ignore",
+    [
+        (None, None),
+        (["L-DEADLOCK"], None),
+        (["L-RACE"], None),
+        (["L-ARRIVE", "L-PARITY"], None),
+        (None, ["L-DEADLOCK"]),
+        (None, ["L-DEADLOCK", "L-RACE"]),
+        (None, ["L-ARRIVE", "L-TXBYTES", "L-PARITY"]),
+    ],
+)
 def test_solver_unknown_survives_select_and_ignore(select: list[str] | None, ignore: list[str] | None) -> None:
     fixture = CLAUSES / "L-DEADLOCK" / "pass_late_release_depth2.kc"
     result = check([str(fixture)], select=select, ignore=ignore, options=ModelOptions(rlimit=1))

@@ -30,17 +30,27 @@ def export_of(placement: LayoutMap, tile: Tile, first: int = 0, elem: str = "f32
 
 
 def import_of(
-    demand: LayoutMap, tile: Tile, first: int, chunk: Chunk | None = None, elem: str = "f32",
+    demand: LayoutMap,
+    tile: Tile,
+    first: int,
+    chunk: Chunk | None = None,
+    elem: str = "f32",
     role: str = "epilogue",
 ) -> TensorImport:
-    return TensorImport("acc", "accumulator", role, elem, tile, demand,
-                        RoleThreads(first, demand.thread[1]), chunk)
+    return TensorImport("acc", "accumulator", role, elem, tile, demand, RoleThreads(first, demand.thread[1]), chunk)
 
 
 def sketch_placement() -> LayoutMap:
     """The contract sketch's 256-thread wgmma accumulator map, written out by hand."""
-    m = b("+", b("+", b("+", b("*", 64, b("/", "t", 128)), b("*", 16, b("%", b("/", "t", 32), 4))),
-                 b("/", b("%", "t", 32), 4)), b("*", 8, b("%", b("/", "r", 2), 2)))
+    m = b(
+        "+",
+        b(
+            "+",
+            b("+", b("*", 64, b("/", "t", 128)), b("*", 16, b("%", b("/", "t", 32), 4))),
+            b("/", b("%", "t", 32), 4),
+        ),
+        b("*", 8, b("%", b("/", "r", 2), 2)),
+    )
     n = b("+", b("+", b("*", 8, b("/", "r", 4)), b("*", 2, b("%", "t", 4))), b("%", "r", 2))
     return regs((("t", 256), ("r", 128)), m, n)
 

@@ -49,10 +49,13 @@ def harness_source(name: str, program: Program, export: TensorExport, imp: Tenso
         buffer = [(address, element_id(element)) for element, (address,) in placement.items()]
     wanted = [
         element_id(imp.demand.evaluate(demand_slot(imp, t, j, c)))
-        for t in range(imp.threads.count) for c in range(program.chunks) for j in range(program.regs_per_call)
+        for t in range(imp.threads.count)
+        for c in range(program.chunks)
+        for j in range(program.regs_per_call)
     ]
-    constants = LinkConstants(smem_addr=SMEM_BASE if program.shared else None,
-                              barrier_ids=tuple(range(1, 1 + program.barriers)))
+    constants = LinkConstants(
+        smem_addr=SMEM_BASE if program.shared else None, barrier_ids=tuple(range(1, 1 + program.barriers))
+    )
     word = "unsigned int" if program.elem_bytes == 4 else "unsigned short"
     smem_bytes = max(program.smem_bytes, max((a for a, _ in buffer), default=0) + program.elem_bytes)
     threads = max(program.producer.end, program.consumer.end)

@@ -26,7 +26,9 @@ def rung_verdicts(export: TensorExport, imp: TensorImport, lends: Lends, has_tme
     regs = math.prod(e for _, e in imp.register_params)
     slots = [
         (t, j, c, where[demand.evaluate(demand_slot(imp, t, j, c))])
-        for t in range(imp.threads.count) for c in range(imp.chunks) for j in range(regs)
+        for t in range(imp.threads.count)
+        for c in range(imp.chunks)
+        for j in range(regs)
     ]
     verdicts = {"tmem-load": False, "register-copy": False, "warp-shuffle": False, "smem-staging": False}
     elem_bytes = ELEM_BYTES[export.elem]
@@ -49,7 +51,8 @@ def rung_verdicts(export: TensorExport, imp: TensorImport, lends: Lends, has_tme
     elif placement.kind == "tmem" and has_tmem and elem_bytes == 4:
         verdicts["tmem-load"] = any(
             _tmem_shape_works(imp, slots, shape, num, regs)
-            for shape, info in TCGEN05_SHAPES.items() for num in info.nums()
+            for shape, info in TCGEN05_SHAPES.items()
+            for num in info.nums()
             if regs % info.registers(num) == 0
         )
     return verdicts

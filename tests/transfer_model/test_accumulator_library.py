@@ -49,7 +49,8 @@ def test_model_matches_readback_element_by_element(name: str) -> None:
     assert isinstance(rows, list) and isinstance(cols, list) and len(rows) == len(cols) == layout.size
     mismatches = [
         (t, r, (rows[t * registers + r], cols[t * registers + r]), layout.evaluate((t, r)))
-        for t in range(threads) for r in range(registers)  # type: ignore[call-overload]
+        for t in range(threads)
+        for r in range(registers)  # type: ignore[call-overload]
         if layout.evaluate((t, r)) != (rows[t * registers + r], cols[t * registers + r])
     ]
     assert mismatches == []

@@ -111,9 +111,11 @@ def test_shared_memory_maps() -> None:
 
 
 def test_undecided_is_reported_not_passed() -> None:
-    hard = regs((("t", 256), ("r", 45)),
-                b("/", b("%", b("*", b("+", b("*", "t", 45), "r"), 7), 11520), 96),
-                b("%", b("%", b("*", b("+", b("*", "t", 45), "r"), 7), 11520), 96))
+    hard = regs(
+        (("t", 256), ("r", 45)),
+        b("/", b("%", b("*", b("+", b("*", "t", 45), "r"), 7), 11520), 96),
+        b("%", b("%", b("*", b("+", b("*", "t", 45), "r"), 7), 11520), 96),
+    )
     diags = check_map(hard, (("m", 120), ("n", 96)), rlimit=1000)
     assert diags and diags[0].message.startswith("could not decide whether")
 

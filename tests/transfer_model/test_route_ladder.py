@@ -107,8 +107,9 @@ def test_lends_too_small_is_l_scratch() -> None:
     result = _route(export, imp, Lends(4096))
     (diag,) = result.diagnostics
     assert diag.code == "L-SCRATCH"
-    assert diag.message == ("staging `accumulator` into `acc` needs 16384 bytes of shared memory "
-                            "but role `epilogue` lends 4096")
+    assert diag.message == (
+        "staging `accumulator` into `acc` needs 16384 bytes of shared memory but role `epilogue` lends 4096"
+    )
     assert dict(diag.data)["needed"] == "16384" and dict(diag.data)["lent"] == "4096"
     assert len(diag.notes) == 3 and diag.helps
 
@@ -124,7 +125,11 @@ def test_too_few_consumer_threads_and_no_scratch_is_l_route() -> None:
     assert diag.code == "L-ROUTE"
     assert diag.message == "no route delivers `accumulator` from role `mma` to `acc` of role `epilogue`"
     assert [note.split(":")[0] for note in diag.notes] == [
-        "tensor-memory load", "direct register copy", "warp shuffle", "shared-memory staging"]
+        "tensor-memory load",
+        "direct register copy",
+        "warp shuffle",
+        "shared-memory staging",
+    ]
     data = dict(diag.data)
     assert data["register-copy.check"] == "same-thread" and data["warp-shuffle.check"] == "same-warp"
     assert data["smem-staging.check"] == "scratch"
@@ -171,8 +176,11 @@ def test_tensor_memory_load_32x32b() -> None:
 
 def test_tensor_memory_load_16x256b() -> None:
     tile = (("m", 128), ("n", 32))
-    lane = b("+", b("+", b("+", b("*", 32, b("/", "t", 32)), b("*", 16, "h")), b("/", b("%", "t", 32), 4)),
-             b("*", 8, b("/", b("%", "j", 4), 2)))
+    lane = b(
+        "+",
+        b("+", b("+", b("*", 32, b("/", "t", 32)), b("*", 16, "h")), b("/", b("%", "t", 32), 4)),
+        b("*", 8, b("/", b("%", "j", 4), 2)),
+    )
     col = b("+", b("+", b("*", 8, b("/", "j", 4)), b("*", 2, b("%", "t", 4))), b("%", "j", 2))
     demand = regs((("t", 128), ("h", 2), ("j", 16)), lane, col)
     result = _route(export_of(_tmem_identity(128, 32), tile), import_of(demand, tile, first=0), tmem=True)
@@ -245,8 +253,12 @@ def test_maps_are_checked_first() -> None:
     (diag,) = select_route(export, imp, Lends(), target_has_tmem=False).diagnostics
     assert diag.code == "L-MAP" and "spans 256 threads but role `mma` has 128" in diag.message
     bad = regs((("t", 128), ("p", 32), ("c", 8)), "t", "p")
-    diags = select_route(export_of(sketch_placement(), SKETCH_TILE), import_of(bad, SKETCH_TILE, first=256),
-                         Lends(), target_has_tmem=False).diagnostics
+    diags = select_route(
+        export_of(sketch_placement(), SKETCH_TILE),
+        import_of(bad, SKETCH_TILE, first=256),
+        Lends(),
+        target_has_tmem=False,
+    ).diagnostics
     assert {d.code for d in diags} == {"L-MAP"}
 
 
@@ -286,7 +298,8 @@ def test_chunking_must_divide_the_tile() -> None:
 def test_overlapping_roles_get_a_threads_help() -> None:
     placement = wgmma_m64nNk16_f32(64)
     tile = (("m", 64), ("n", 64))
-    imp = TensorImport("acc", "accumulator", "mma", "f32", tile, regs((("t", 64), ("r", 64)), "t", "r"),
-                       RoleThreads(64, 64))
+    imp = TensorImport(
+        "acc", "accumulator", "mma", "f32", tile, regs((("t", 64), ("r", 64)), "t", "r"), RoleThreads(64, 64)
+    )
     (diag,) = select_route(export_of(placement, tile), imp, Lends(1 << 16), target_has_tmem=False).diagnostics
     assert diag.helps == ("import into the producer's own role, or into a role of its own",)

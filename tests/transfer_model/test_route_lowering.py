@@ -29,9 +29,11 @@ def _permuted(placement: LayoutMap, sigma: object) -> LayoutMap:
 
 
 def _constants(program: Program) -> LinkConstants:
-    return LinkConstants(smem_addr=1024 if program.shared else None,
-                         barrier_ids=tuple(range(1, 1 + program.barriers)),
-                         tmem_addr=0x20 if program.route == "tmem-load" else None)
+    return LinkConstants(
+        smem_addr=1024 if program.shared else None,
+        barrier_ids=tuple(range(1, 1 + program.barriers)),
+        tmem_addr=0x20 if program.route == "tmem-load" else None,
+    )
 
 
 MMA = mma_m16n8k16_f32()
@@ -56,25 +58,60 @@ def _seams() -> dict[str, Seam]:
     row_per_thread = regs((("t", 32), ("r", 4)), b("/", "t", 2), b("+", b("*", 4, b("%", "t", 2)), "r"))
     return {
         "copy": (export_of(MMA, MMA_TILE), import_of(MMA, MMA_TILE, 0, role="mma"), Lends(), False),
-        "shuffle-xor": (export_of(MMA, MMA_TILE), import_of(_permuted(MMA, xor_1), MMA_TILE, 0, role="mma"),
-                        Lends(), False),
-        "shuffle-rotate": (export_of(WG, WG_TILE), import_of(_permuted(WG, rotate_3), WG_TILE, 0, role="mma"),
-                           Lends(), False),
-        "shuffle-thread-table": (export_of(WG, WG_TILE), import_of(_permuted(WG, per_warp), WG_TILE, 0, role="mma"),
-                                 Lends(), False),
-        "staging-chunk": (export_of(sketch_placement(), SKETCH_TILE),
-                          import_of(sketch_demand(), SKETCH_TILE, 256, Chunk("n", 32)), Lends(16384), False),
-        "staging-tile": (export_of(sketch_placement(), SKETCH_TILE),
-                         import_of(sketch_demand(), SKETCH_TILE, 256, Chunk("n", 32)), Lends(1 << 17), False),
-        "staging-bf16": (export_of(sketch_placement(), SKETCH_TILE, elem="bf16"),
-                         import_of(sketch_demand(), SKETCH_TILE, 256, Chunk("n", 32), elem="bf16"),
-                         Lends(8192), False),
-        "staging-same-role": (export_of(MMA2, MMA2_TILE), import_of(row_per_thread_2, MMA2_TILE, 0, role="mma"),
-                              Lends(1024), False),
-        "staging-buffer": (TensorExport("accumulator", "mma", "f32", smem_tile, smem_placement, RoleThreads(0, 32)),
-                           import_of(row_per_thread, smem_tile, 32), Lends(), False),
-        "tmem-32x32b": (export_of(TMEM_PLACEMENT, SKETCH_TILE),
-                        import_of(sketch_demand(), SKETCH_TILE, 128, Chunk("n", 32)), Lends(), True),
+        "shuffle-xor": (
+            export_of(MMA, MMA_TILE),
+            import_of(_permuted(MMA, xor_1), MMA_TILE, 0, role="mma"),
+            Lends(),
+            False,
+        ),
+        "shuffle-rotate": (
+            export_of(WG, WG_TILE),
+            import_of(_permuted(WG, rotate_3), WG_TILE, 0, role="mma"),
+            Lends(),
+            False,
+        ),
+        "shuffle-thread-table": (
+            export_of(WG, WG_TILE),
+            import_of(_permuted(WG, per_warp), WG_TILE, 0, role="mma"),
+            Lends(),
+            False,
+        ),
+        "staging-chunk": (
+            export_of(sketch_placement(), SKETCH_TILE),
+            import_of(sketch_demand(), SKETCH_TILE, 256, Chunk("n", 32)),
+            Lends(16384),
+            False,
+        ),
+        "staging-tile": (
+            export_of(sketch_placement(), SKETCH_TILE),
+            import_of(sketch_demand(), SKETCH_TILE, 256, Chunk("n", 32)),
+            Lends(1 << 17),
+            False,
+        ),
+        "staging-bf16": (
+            export_of(sketch_placement(), SKETCH_TILE, elem="bf16"),
+            import_of(sketch_demand(), SKETCH_TILE, 256, Chunk("n", 32), elem="bf16"),
+            Lends(8192),
+            False,
+        ),
+        "staging-same-role": (
+            export_of(MMA2, MMA2_TILE),
+            import_of(row_per_thread_2, MMA2_TILE, 0, role="mma"),
+            Lends(1024),
+            False,
+        ),
+        "staging-buffer": (
+            TensorExport("accumulator", "mma", "f32", smem_tile, smem_placement, RoleThreads(0, 32)),
+            import_of(row_per_thread, smem_tile, 32),
+            Lends(),
+            False,
+        ),
+        "tmem-32x32b": (
+            export_of(TMEM_PLACEMENT, SKETCH_TILE),
+            import_of(sketch_demand(), SKETCH_TILE, 128, Chunk("n", 32)),
+            Lends(),
+            True,
+        ),
     }
 
 
@@ -85,10 +122,10 @@ CASES = {name: _program(*seam) for name, seam in SEAMS.items()}
 def test_shuffle_lane_selection_kinds() -> None:
     kinds = {
         name: {op.lanes.kind for ops in p.import_ops for op in ops if isinstance(op, Shuffle)}
-        for name, p in CASES.items() if name.startswith("shuffle")
+        for name, p in CASES.items()
+        if name.startswith("shuffle")
     }
-    assert kinds == {"shuffle-xor": {"xor"}, "shuffle-rotate": {"rotate"},
-                     "shuffle-thread-table": {"thread_table"}}
+    assert kinds == {"shuffle-xor": {"xor"}, "shuffle-rotate": {"rotate"}, "shuffle-thread-table": {"thread_table"}}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -112,9 +149,13 @@ def test_link_constants_fold_into_the_code() -> None:
     # ordered after the producer's writes: fence, arrive / sync, fence, then the loads
     export, imported = tmem.split("void kl_import_")
     assert export.index("tcgen05.fence::before_thread_sync;") < export.index("barrier.arrive 3, 256;")
-    chunk0 = imported[imported.index("case 0:"):imported.index("case 1:")]
-    assert (chunk0.index("barrier.sync 3, 256;") < chunk0.index("tcgen05.fence::after_thread_sync;")
-            < chunk0.index("tcgen05.ld.") < chunk0.index("tcgen05.wait::ld"))
+    chunk0 = imported[imported.index("case 0:") : imported.index("case 1:")]
+    assert (
+        chunk0.index("barrier.sync 3, 256;")
+        < chunk0.index("tcgen05.fence::after_thread_sync;")
+        < chunk0.index("tcgen05.ld.")
+        < chunk0.index("tcgen05.wait::ld")
+    )
 
 
 def test_missing_or_bad_constants_are_rejected() -> None:

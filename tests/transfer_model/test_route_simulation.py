@@ -93,6 +93,7 @@ def test_simulation_catches_a_barrier_count_mismatch() -> None:
 
 # ------------------------------------------------- scratch sharing storage with claims live until ready
 
+
 def _aliased(chunk: Chunk | None, lent: int, first: int = 256) -> tuple[Program, Program, object, object]:
     """The staging route unguarded but marked aliased (the old lowering) and as lowered for aliased scratch."""
     export = export_of(sketch_placement(), SKETCH_TILE)
@@ -105,7 +106,8 @@ def _aliased(chunk: Chunk | None, lent: int, first: int = 256) -> tuple[Program,
 
 @pytest.mark.parametrize(("chunk", "lent"), [(Chunk("n", 32), 16384), (None, 131072)], ids=["chunk", "tile"])
 def test_simulation_catches_a_first_store_into_aliased_scratch_before_every_producer_warp_exported(
-        chunk: Chunk | None, lent: int) -> None:
+    chunk: Chunk | None, lent: int
+) -> None:
     # warp 0 stores its first elements while warp 7 may still read the claims the scratch
     # reuses (a wgmma in flight on the ring's slot): the race the gemm components once hid
     unsafe, _, export, _ = _aliased(chunk, lent)
@@ -137,6 +139,7 @@ def test_aliased_scratch_needs_no_extra_consumer_sync_when_the_roles_coincide() 
 
 
 # ------------------------------------------------- tensor memory: loads ordered after the producer's writes
+
 
 def _tmem_route() -> tuple[Program, object, object]:
     placement = LayoutMap(TMEM, (("lane", 128), ("col", 256)), ("m", "n"), (Name("lane"), Name("col")))

@@ -85,8 +85,10 @@ def run(fixture: Fixture) -> tuple[CheckResult | LinkResult, str]:
 
 def _check_captured(folder: Path) -> CheckResult:
     """``check`` (the one pipeline) with each stage given the facts in ``captured/<stage>.json``."""
-    facts = {p.stem: captured_from_json(json.loads(p.read_text()), toolkit="nvrtc 13.0", target="sm_90a")
-             for p in sorted((folder / "captured").glob("*.json"))}
+    facts = {
+        p.stem: captured_from_json(json.loads(p.read_text()), toolkit="nvrtc 13.0", target="sm_90a")
+        for p in sorted((folder / "captured").glob("*.json"))
+    }
     for source in sorted((folder / "captured").glob("*.cu")):  # L-CONFORM: the stage's code, compiled here
         ptx = compile_ptx(source.read_text(), source.name, arch="sm_90a", extra_options=("-lineinfo",))
         facts[source.stem] = dataclasses.replace(facts[source.stem], ptx=ptx)

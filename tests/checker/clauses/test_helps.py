@@ -48,8 +48,11 @@ def test_map_with_wrong_warpgroups_shows_the_role_and_the_value(tmp_path: Path) 
     kc.write_text(kc.read_text().replace("warpgroups: 2", "warpgroups: 1"))
     [diag] = [d for d in check([folder / "gemm_swiglu.kp"]).diagnostics if d.is_error]
     assert diag.code == "L-MAP"
-    assert any("role mma" in (folder / "mainloop.kc").read_text().splitlines()[lab.span.line - 1]
-               for lab in diag.labels if not lab.primary)
+    assert any(
+        "role mma" in (folder / "mainloop.kc").read_text().splitlines()[lab.span.line - 1]
+        for lab in diag.labels
+        if not lab.primary
+    )
     assert diag.helps[0].startswith("write `warpgroups: 2`")
     kc.write_text(kc.read_text().replace("warpgroups: 1", "warpgroups: 2"))
     assert [d for d in check([folder / "gemm_swiglu.kp"]).diagnostics if d.is_error] == []

@@ -16,10 +16,16 @@ CLAUSES = Path(__file__).parent
 
 ALONE = (CLAUSES / "L-OVERLAP" / "fail_no_depth_fits.kc").read_text()
 # 6 × 32 KiB slots fit alone (192 KiB), not beside a kernel-lifetime 64 KiB claim.
-TOGETHER = ALONE.replace("64KiB per_slot", "16KiB per_slot").replace("128KiB", "32KiB").replace(
-    "full copy 64KiB", "full copy 16KiB").replace("depth 2..4", "depth 6..8").replace(
-    "    ring kv produce by load {",
-    "    claim smem stash bytes 64KiB align 128 lifetime kernel\n    ring kv produce by load {")
+TOGETHER = (
+    ALONE.replace("64KiB per_slot", "16KiB per_slot")
+    .replace("128KiB", "32KiB")
+    .replace("full copy 64KiB", "full copy 16KiB")
+    .replace("depth 2..4", "depth 6..8")
+    .replace(
+        "    ring kv produce by load {",
+        "    claim smem stash bytes 64KiB align 128 lifetime kernel\n    ring kv produce by load {",
+    )
+)
 
 
 @pytest.mark.parametrize("text", [ALONE, TOGETHER], ids=["ring alone", "ring with other claims"])

@@ -11,16 +11,29 @@ EMPTY = BarrierKind.EMPTY
 TILE = 16 * 1024
 
 
-def kv_ring(depth: int = 4, *, mma_warps: int = 8, produce: dict[str, Any] | None = None,
-            consume: dict[str, Any] | None = None, empty_init: int | None = None,
-            full_tx: int | None = TILE) -> Protocol:
+def kv_ring(
+    depth: int = 4,
+    *,
+    mma_warps: int = 8,
+    produce: dict[str, Any] | None = None,
+    consume: dict[str, Any] | None = None,
+    empty_init: int | None = None,
+    full_tx: int | None = TILE,
+) -> Protocol:
     """The reference ring: `load` (1 warp) fills `kv` for `mma` (a warpgroup pair)."""
     b = ProtocolBuilder("kv.kc")
     b.role("load", 1)
     mma = b.role("mma", mma_warps)
-    b.ring("kv", depth=depth, producer="load", consumer="mma", full_init=1,
-           empty_init=per_warp(mma) if empty_init is None else empty_init, full_tx=full_tx,
-           init_by=["load"])
+    b.ring(
+        "kv",
+        depth=depth,
+        producer="load",
+        consumer="mma",
+        full_init=1,
+        empty_init=per_warp(mma) if empty_init is None else empty_init,
+        full_tx=full_tx,
+        init_by=["load"],
+    )
     b.produce("kv", **(produce or {}))
     b.consume("kv", **(consume or {}))
     return b.build()
@@ -32,8 +45,16 @@ def two_operand_rings(depth: int = 2) -> ProtocolBuilder:
     b.role("load", 1)
     mma = b.role("mma", 4)
     for name in ("a", "b"):
-        b.ring(name, depth=depth, producer="load", consumer="mma", full_init=1,
-               empty_init=per_warp(mma), full_tx=8192, init_by=["load"])
+        b.ring(
+            name,
+            depth=depth,
+            producer="load",
+            consumer="mma",
+            full_init=1,
+            empty_init=per_warp(mma),
+            full_tx=8192,
+            init_by=["load"],
+        )
     return b
 
 
@@ -42,8 +63,7 @@ def waits_on_unfed_barrier(depth: int = 2) -> Protocol:
     b = ProtocolBuilder("acc.kc")
     b.role("mma", 4)
     b.role("epi", 4)
-    b.ring("acc", depth=depth, producer="mma", consumer="epi", full_init=1, empty_init=4,
-           init_by=["mma"])
+    b.ring("acc", depth=depth, producer="mma", consumer="epi", full_init=1, empty_init=4, init_by=["mma"])
     b.step("mma", Op.WAIT, "acc", barrier=EMPTY, parity=1)
     b.step("mma", Op.WRITE, "acc")
     b.consume("acc")
@@ -57,10 +77,8 @@ def loader_with_rendezvous(depth: int = 2, threads: int = 192) -> Protocol:
     b.role("r0", 1)
     b.role("r1", 1)
     b.role("r2", 4)
-    b.ring("q1", depth=depth, producer="r0", consumer="r1", full_init=1, empty_init=1,
-           full_tx=32, init_by=["r0"])
-    b.ring("q0", depth=depth, producer="r0", consumer="r2", full_init=1, empty_init=4,
-           init_by=["r0"])
+    b.ring("q1", depth=depth, producer="r0", consumer="r1", full_init=1, empty_init=1, full_tx=32, init_by=["r0"])
+    b.ring("q0", depth=depth, producer="r0", consumer="r2", full_init=1, empty_init=4, init_by=["r0"])
     b.named_barrier("sync", threads)
     b.produce("q1")
     b.step("r0", Op.BAR_SYNC, "sync", count=32)

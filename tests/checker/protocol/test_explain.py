@@ -18,7 +18,8 @@ def test_why_safe_names_the_waits_and_releases() -> None:
     proofs = {p.query: p for p in verdict.proofs}
     assert set(proofs) == {"L-RACE overwrite `kv`", "L-RACE early-read `kv`", "L-DEADLOCK"}
     assert {"kv.empty wait parity 1", "kv.empty arrive 8", "empty init 8"} <= texts(
-        proofs["L-RACE overwrite `kv`"].facts)
+        proofs["L-RACE overwrite `kv`"].facts
+    )
     assert "kv.full wait parity 0" in texts(proofs["L-RACE early-read `kv`"].facts)
     assert "kv.full wait parity 0" not in texts(proofs["L-RACE overwrite `kv`"].facts)
 
@@ -38,10 +39,8 @@ def test_every_core_is_minimal() -> None:
 def test_static_cores_are_minimal_and_name_the_declarations() -> None:
     protocol = kv_ring(2, produce={"tx": 8192, "copies": [8192, 8192]})
     model = ProtocolModel(protocol, bound=protocol.default_bound(), rlimit=100_000_000)
-    failing = [c for c in model.static_checks
-               if model.check([*c.fact_keys, c.rule_key], solver="static").unsat]
-    assert {c.rule_key for c in failing} == {"rule:txbytes:kv.full",
-                                             "rule:declared-expect:kv.full"}
+    failing = [c for c in model.static_checks if model.check([*c.fact_keys, c.rule_key], solver="static").unsat]
+    assert {c.rule_key for c in failing} == {"rule:txbytes:kv.full", "rule:declared-expect:kv.full"}
     for check in failing:
         core = model.core([*check.fact_keys, check.rule_key], solver="static")
         assert check.rule_key in core

@@ -39,8 +39,9 @@ def test_consumer_arriving_per_thread_where_per_warp_was_initialized() -> None:
     verdict = check_protocol(kv_ring(2, consume={"release": mma_threads}))
     assert "L-ARRIVE" in verdict.codes
     finding = next(f for f in verdict.findings if f.code == "L-ARRIVE")
-    assert finding.message == ("`kv.empty` is initialized for 8 arrivals per phase but its "
-                               "participants arrive 256 times")
+    assert finding.message == (
+        "`kv.empty` is initialized for 8 arrivals per phase but its participants arrive 256 times"
+    )
     assert [p.text for p, _ in finding.primary] == ["empty init 8"]
     assert [p.text for p, _ in finding.secondary] == ["kv.empty arrive 256"]
     # The consequence is visible too: the empty barrier never completes a phase.
@@ -52,10 +53,11 @@ def test_producer_forgetting_expect_tx_for_one_of_two_copies() -> None:
     verdict = check_protocol(protocol)
     assert "L-TXBYTES" in verdict.codes
     finding = next(f for f in verdict.findings if f.code == "L-TXBYTES")
-    assert finding.message == ("`kv.full` expects 8192 transaction bytes per phase but its "
-                               "copies complete 16384")
+    assert finding.message == ("`kv.full` expects 8192 transaction bytes per phase but its copies complete 16384")
     assert {p.text for p, _ in (*finding.primary, *finding.secondary)} == {
-        "kv.full arrive 1 tx 8192", "kv.full copy 8192"}
+        "kv.full arrive 1 tx 8192",
+        "kv.full copy 8192",
+    }
     assert any("declares 16384" in note for note in finding.notes)
     # The phase completes after the first copy: the consumer can read a half-written slot.
     assert ("kv", "early-read") in verdict.races
@@ -64,8 +66,9 @@ def test_producer_forgetting_expect_tx_for_one_of_two_copies() -> None:
 def test_empty_barrier_parity_differs_between_sides_prearm_without_parity_zero() -> None:
     verdict = check_protocol(kv_ring(2, consume={"prearm": True}))
     finding = next(f for f in verdict.findings if f.code == "L-PARITY")
-    assert finding.message == ("`load` first waits on `kv.empty` with parity 1 but it is "
-                               "pre-armed, so the wait skips the pre-armed phase")
+    assert finding.message == (
+        "`load` first waits on `kv.empty` with parity 1 but it is pre-armed, so the wait skips the pre-armed phase"
+    )
     assert [p.text for p, _ in finding.primary] == ["kv.empty wait parity 1"]
     assert [p.text for p, _ in finding.secondary] == ["kv.empty arrive 8 prearm"]
     assert {"L-DEADLOCK", "L-RACE"} <= verdict.codes
@@ -101,8 +104,7 @@ def test_role_waiting_on_a_barrier_no_role_arrives_on() -> None:
     verdict = check_protocol(waits_on_unfed_barrier())
     assert "L-DEADLOCK" in verdict.codes
     arrive = next(f for f in verdict.findings if f.code == "L-ARRIVE")
-    assert arrive.message == ("`acc.full` is initialized for 1 arrival per phase but no role "
-                              "arrives on it")
+    assert arrive.message == ("`acc.full` is initialized for 1 arrival per phase but no role arrives on it")
     assert arrive.helps == ("add an `arrive` on `acc.full` to the side that fills the slot",)
     deadlock = next(f for f in verdict.findings if f.code == "L-DEADLOCK")
     assert deadlock.trace is not None
@@ -123,10 +125,8 @@ def test_cross_ring_wait_cycle_deadlocks() -> None:
     b = ProtocolBuilder("cycle.kc")
     b.role("x", 1)
     b.role("y", 1)
-    b.ring("xy", depth=2, producer="x", consumer="y", full_init=1, empty_init=1,
-           init_by=["x"])
-    b.ring("yx", depth=2, producer="y", consumer="x", full_init=1, empty_init=1,
-           init_by=["y"])
+    b.ring("xy", depth=2, producer="x", consumer="y", full_init=1, empty_init=1, init_by=["x"])
+    b.ring("yx", depth=2, producer="y", consumer="x", full_init=1, empty_init=1, init_by=["y"])
     b.consume("yx", release=1)
     b.produce("xy")
     b.consume("xy", release=1)
@@ -141,10 +141,8 @@ def test_cross_ring_order_that_prearms_the_cycle_passes() -> None:
     b = ProtocolBuilder("cycle.kc")
     b.role("x", 1)
     b.role("y", 1)
-    b.ring("xy", depth=2, producer="x", consumer="y", full_init=1, empty_init=1,
-           init_by=["x"])
-    b.ring("yx", depth=2, producer="y", consumer="x", full_init=1, empty_init=1,
-           init_by=["y"])
+    b.ring("xy", depth=2, producer="x", consumer="y", full_init=1, empty_init=1, init_by=["x"])
+    b.ring("yx", depth=2, producer="y", consumer="x", full_init=1, empty_init=1, init_by=["y"])
     b.produce("xy")
     b.consume("yx", release=1)
     b.consume("xy", release=1)
@@ -174,14 +172,12 @@ def test_initialization_by_nobody_or_by_a_stranger() -> None:
     b.role("load", 1)
     b.role("mma", 4)
     b.role("epi", 4)
-    b.ring("kv", depth=2, producer="load", consumer="mma", full_init=1, empty_init=4,
-           init_by=["epi"])
+    b.ring("kv", depth=2, producer="load", consumer="mma", full_init=1, empty_init=4, init_by=["epi"])
     b.produce("kv")
     b.consume("kv")
     verdict = check_protocol(b.build())
     assert verdict.codes == {"L-INIT"}
-    assert verdict.findings[0].message == ("`kv.full` is initialized by `epi`, which does not "
-                                           "take part in ring `kv`")
+    assert verdict.findings[0].message == ("`kv.full` is initialized by `epi`, which does not take part in ring `kv`")
     b = ProtocolBuilder("init.kc")
     b.role("load", 1)
     b.role("mma", 4)
@@ -197,8 +193,16 @@ def test_multi_consumer_ring_needs_every_release() -> None:
         b.role("load", 1)
         b.role("ma", 4)
         b.role("mb", 4)
-        b.ring("kv", depth=2, producer="load", consumer=["ma", "mb"], full_init=1,
-               empty_init=8, full_tx=TILE, init_by=["load"])
+        b.ring(
+            "kv",
+            depth=2,
+            producer="load",
+            consumer=["ma", "mb"],
+            full_init=1,
+            empty_init=8,
+            full_tx=TILE,
+            init_by=["load"],
+        )
         b.produce("kv")
         b.consume("kv", role="ma", release=4)
         b.consume("kv", role="mb", release=release_b)
@@ -221,8 +225,7 @@ def test_counter_threshold_above_what_is_added_deadlocks() -> None:
 
     b = build(1)
     b.role("mma", 4)
-    b.ring("kv", depth=2, producer="load", consumer="mma", full_init=1, empty_init=4,
-           full_tx=TILE, init_by=["load"])
+    b.ring("kv", depth=2, producer="load", consumer="mma", full_init=1, empty_init=4, full_tx=TILE, init_by=["load"])
     b.produce("kv")
     b.consume("kv")
     assert check_protocol(b.build()).status is Status.SAFE

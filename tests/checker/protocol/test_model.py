@@ -29,17 +29,19 @@ def test_widths() -> None:
         per_warpgroup(ProtocolBuilder().role("odd", 3))
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"op": Op.WAIT, "barrier": BarrierKind.FULL}, "parity"),
-    ({"op": Op.WAIT, "parity": 2, "barrier": BarrierKind.FULL}, "parity must be 0 or 1"),
-    ({"op": Op.ARRIVE, "barrier": BarrierKind.FULL}, "count 0"),
-    ({"op": Op.COPY, "barrier": BarrierKind.FULL}, "byte count"),
-    ({"op": Op.READ, "barrier": BarrierKind.FULL}, "name a barrier"),
-    ({"op": Op.WAIT, "parity": 0, "barrier": BarrierKind.FULL, "lag": 1}, "lag"),
-    ({"op": Op.ARRIVE, "barrier": BarrierKind.EMPTY, "count": 1, "nbytes": 8, "prearm": True},
-     "pre-arm"),
-    ({"op": Op.BAR_SYNC, "count": 48}, "whole warps"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"op": Op.WAIT, "barrier": BarrierKind.FULL}, "parity"),
+        ({"op": Op.WAIT, "parity": 2, "barrier": BarrierKind.FULL}, "parity must be 0 or 1"),
+        ({"op": Op.ARRIVE, "barrier": BarrierKind.FULL}, "count 0"),
+        ({"op": Op.COPY, "barrier": BarrierKind.FULL}, "byte count"),
+        ({"op": Op.READ, "barrier": BarrierKind.FULL}, "name a barrier"),
+        ({"op": Op.WAIT, "parity": 0, "barrier": BarrierKind.FULL, "lag": 1}, "lag"),
+        ({"op": Op.ARRIVE, "barrier": BarrierKind.EMPTY, "count": 1, "nbytes": 8, "prearm": True}, "pre-arm"),
+        ({"op": Op.BAR_SYNC, "count": 48}, "whole warps"),
+    ],
+)
 def test_step_invariants(kwargs: dict[str, object], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         Step("r", channel="kv", provenance=PROV, **kwargs)  # type: ignore[arg-type]

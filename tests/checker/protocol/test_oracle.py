@@ -18,8 +18,7 @@ from tests.checker.protocol.helpers import (
 from tests.tiers import examples
 
 
-def assert_agree(protocol: Protocol, bound: int | None = None,
-                 rlimit: int = DEFAULT_RLIMIT) -> None:
+def assert_agree(protocol: Protocol, bound: int | None = None, rlimit: int = DEFAULT_RLIMIT) -> None:
     verdict = check_protocol(protocol, bound=bound, rlimit=rlimit)
     oracle = explore(protocol, bound)
     assert not verdict.undecided, verdict.undecided

@@ -33,8 +33,12 @@ def test_unknown_never_hides_a_found_violation() -> None:
 
 
 def test_diagnostics_are_deterministic() -> None:
-    for protocol in (kv_ring(3, consume={"lag": 3}), kv_ring(2, produce={"wait_empty": False}),
-                     waits_on_unfed_barrier(3), kv_ring(2, consume={"prearm": True})):
+    for protocol in (
+        kv_ring(3, consume={"lag": 3}),
+        kv_ring(2, produce={"wait_empty": False}),
+        waits_on_unfed_barrier(3),
+        kv_ring(2, consume={"prearm": True}),
+    ):
         first = protocol_diagnostics(protocol)
         second = protocol_diagnostics(protocol)
         assert first == second
@@ -44,16 +48,15 @@ def test_diagnostics_are_deterministic() -> None:
 def test_deadlock_diagnostic_has_trace_table_and_labels() -> None:
     [diag] = protocol_diagnostics(kv_ring(1, consume={"lag": 1}))
     assert diag.code == "L-DEADLOCK"
-    assert diag.message == ("the protocol can deadlock: every live role waits (`load` on "
-                            "`kv.empty[0]`, `mma` on `kv.full[0]`)")
+    assert diag.message == (
+        "the protocol can deadlock: every live role waits (`load` on `kv.empty[0]`, `mma` on `kv.full[0]`)"
+    )
     primaries = [label for label in diag.labels if label.primary]
     assert {label.span.line for label in primaries} == {7, 10}
     assert all("blocks here forever" in label.text for label in primaries)
-    assert any(not label.primary and label.text.startswith("runs at trace")
-               for label in diag.labels)
+    assert any(not label.primary and label.text.startswith("runs at trace") for label in diag.labels)
     table = diag.notes[0].splitlines()
-    assert table[1].split() == ["#", "role", "step", "iter", "barrier", "slot", "phase",
-                                "parity", "effect"]
+    assert table[1].split() == ["#", "role", "step", "iter", "barrier", "slot", "phase", "parity", "effect"]
     blocked = [line for line in table if line.strip().startswith("->")]
     assert len(blocked) == 2 and all(line.rstrip().endswith("blocks") for line in blocked)
     assert diag.message[-1] != "."

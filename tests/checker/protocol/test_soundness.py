@@ -143,7 +143,7 @@ def test_per_warpgroup_of_a_one_warp_role_is_l_arrive_with_a_span(tmp_path: Path
     text = TWO_RINGS.replace("empty init per_warp(mma)", "empty init per_warpgroup(load)")
     result = check([str(_write(tmp_path, text))])
     diag = next(d for d in result.diagnostics if d.code == "L-ARRIVE" and "per_warpgroup" in str(d.labels))
-    line = text[:text.index("per_warpgroup(load)")].count("\n") + 1
+    line = text[: text.index("per_warpgroup(load)")].count("\n") + 1
     assert diag.primary is not None and diag.primary.span.line == line
 
 
@@ -182,8 +182,9 @@ def _deep(tmp_path: Path, depth: str) -> Path:
     return _write(tmp_path, DEEP.replace("DEPTH", depth))
 
 
-def test_a_depth_range_is_decided_at_the_depth_placement_chooses(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_depth_range_is_decided_at_the_depth_placement_chooses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seen: list[int] = []
     real = adapter.verdict
 
@@ -241,8 +242,9 @@ def test_a_sigint_during_a_solve_raises_keyboard_interrupt() -> None:
         timer.cancel()
 
 
-def test_an_interrupted_check_exits_130_without_a_verdict(monkeypatch: pytest.MonkeyPatch,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_interrupted_check_exits_130_without_a_verdict(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 

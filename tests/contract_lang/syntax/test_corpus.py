@@ -38,8 +38,10 @@ GENERATED: dict[str, Callable[[], bytes]] = {
 
 
 def _requires(expr: str) -> bytes:
-    return (f'stage "demo.loader" version "1.0.0" {{\n    target sm_90a\n    owns fact tile_k: u32 = 64\n'
-            f"    requires fact {expr}\n}}\n").encode()
+    return (
+        f'stage "demo.loader" version "1.0.0" {{\n    target sm_90a\n    owns fact tile_k: u32 = 64\n'
+        f"    requires fact {expr}\n}}\n"
+    ).encode()
 
 
 def _committed() -> list[str]:
@@ -93,8 +95,11 @@ def test_corpus_size_and_codes() -> None:
 
 
 def test_corpus_covers_every_input_error_code() -> None:
-    found = {line.split("]")[0].removeprefix("error[") for p in CASES.glob("*.stderr")
-             for line in p.read_text().splitlines()[:1]}
+    found = {
+        line.split("]")[0].removeprefix("error[")
+        for p in CASES.glob("*.stderr")
+        for line in p.read_text().splitlines()[:1]
+    }
     assert found == set(CODES)
 
 
@@ -112,8 +117,9 @@ def test_case(name: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", case_names())
-def test_kernlink_fmt_reports_the_case(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_kernlink_fmt_reports_the_case(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The command line reports the same mistake. `kernlink fmt` reads a file whatever its
     extension says it holds, so file-kind cases may pass and helps may name both kinds."""
     path = materialise(name, tmp_path)

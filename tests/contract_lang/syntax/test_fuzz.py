@@ -21,8 +21,39 @@ from diagnostics.sources import SourceMap
 from diagnostics.syntax_errors import MAX_EXPECTED
 from tests.tiers import examples
 
-PIECES = st.sampled_from(["{", "}", '"', "\n", " ", "\t", "x", "1", "..", "(", ")", "->", "=", "==", "#", "$", ",",
-                          ":", "0x", "KiB", "1x1", "stage", "role", "warps", "full", "é", "\x85", "\u2028", "\0"])
+PIECES = st.sampled_from(
+    [
+        "{",
+        "}",
+        '"',
+        "\n",
+        " ",
+        "\t",
+        "x",
+        "1",
+        "..",
+        "(",
+        ")",
+        "->",
+        "=",
+        "==",
+        "#",
+        "$",
+        ",",
+        ":",
+        "0x",
+        "KiB",
+        "1x1",
+        "stage",
+        "role",
+        "warps",
+        "full",
+        "é",
+        "\x85",
+        "\u2028",
+        "\0",
+    ]
+)
 EDITS = st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(0, 4), PIECES), min_size=1, max_size=4)
 TERMINAL_NAME = re.compile(r"\b(?:[A-Z][A-Z0-9]*_[A-Z0-9_]*|__ANON_\d+|LBRACE|RBRACE|LPAR|RPAR|NAME|INT|STRING)\b")
 
@@ -30,7 +61,7 @@ TERMINAL_NAME = re.compile(r"\b(?:[A-Z][A-Z0-9]*_[A-Z0-9_]*|__ANON_\d+|LBRACE|RB
 def edit(text: str, edits: list[tuple[int, int, str]]) -> str:
     for pos, delete, insert in edits:
         pos %= len(text) + 1
-        text = text[:pos] + insert + text[pos + delete:]
+        text = text[:pos] + insert + text[pos + delete :]
     return text
 
 
