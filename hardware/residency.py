@@ -84,6 +84,23 @@ class TensorMemory(Protocol):
     def tmem_min_alloc_columns(self) -> int: ...
 
 
+class BlockLimits(Protocol):
+    """The per-block fields that compositions are laid out against (warps, register steps, barriers)."""
+
+    @property
+    def mbarrier_size(self) -> int: ...
+    @property
+    def max_warps_per_block(self) -> int: ...
+    @property
+    def warpgroup_warps(self) -> int: ...
+    @property
+    def setmaxnreg_min(self) -> int: ...
+    @property
+    def setmaxnreg_max(self) -> int: ...
+    @property
+    def setmaxnreg_step(self) -> int: ...
+
+
 class SmLimits(RegisterFile, SharedMemory, TensorMemory, Protocol):
     """Every field the residency model reads."""
 

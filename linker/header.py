@@ -37,6 +37,7 @@ from checker.handles import (
     stage_prefix,
 )
 from contract_lang import ast as A
+from linker.layout import TYPE_BYTES
 
 #: C type of each contract scalar type (2-byte floats travel as their bits).
 C_TYPES = {
@@ -58,22 +59,6 @@ C_TYPES = {
 #: Element bit type of a tensor handle's ``T`` (specs/handles.md: every move is a bit copy).
 _BITS = {1: "unsigned char", 2: "unsigned short", 4: "unsigned", 8: "unsigned long long"}
 _ELEM_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "e4m3": 1, "e5m2": 1, "i32": 4, "u32": 4, "i8": 1, "u8": 1, "f64": 8}
-_SIZES = {
-    "bool": 1,
-    "i8": 1,
-    "u8": 1,
-    "i16": 2,
-    "u16": 2,
-    "f16": 2,
-    "bf16": 2,
-    "i32": 4,
-    "u32": 4,
-    "f32": 4,
-    "i64": 8,
-    "u64": 8,
-    "f64": 8,
-    "ptr": 8,
-}
 
 
 @dataclass(frozen=True)
@@ -127,17 +112,17 @@ def _params(stage: A.Stage) -> list[str]:
         out.append(f"struct alignas({block.align}) {block.name} {{")
         at = 0
         for i, f in enumerate(sorted(block.fields, key=lambda f: f.offset)):
-            if f.offset % _SIZES[f.type] or f.offset < at:
+            if f.offset % TYPE_BYTES[f.type] or f.offset < at:
                 # C cannot lay this out; L-PARAMS rejects it too. Fail where the author compiles.
                 out.append(
                     f'#error "params {block.name}: `{f.name}` @ {f.offset} is not at a free, '
-                    f'{_SIZES[f.type]}-byte aligned offset"'
+                    f'{TYPE_BYTES[f.type]}-byte aligned offset"'
                 )
             if f.offset > at:
                 out.append(f"    unsigned char kl_pad{i}[{f.offset - at}];")
             note = f"  // = fact {f.fact}" if f.fact else ""
             out.append(f"    {C_TYPES[f.type]} {f.name};{note}")
-            at = f.offset + _SIZES[f.type]
+            at = f.offset + TYPE_BYTES[f.type]
         if block.size > at:
             out.append(f"    unsigned char kl_tail[{block.size - at}];")
         out.append("};")
@@ -145,8 +130,8 @@ def _params(stage: A.Stage) -> list[str]:
         out.append(f'static_assert(alignof({block.name}) == {block.align}, "params {block.name}: align");')
         for f in block.fields:
             out.append(
-                f"static_assert(sizeof({block.name}::{f.name}) == {_SIZES[f.type]}, "
-                f'"params {block.name}: {f.name} is {_SIZES[f.type]} bytes");'
+                f"static_assert(sizeof({block.name}::{f.name}) == {TYPE_BYTES[f.type]}, "
+                f'"params {block.name}: {f.name} is {TYPE_BYTES[f.type]} bytes");'
             )
         # NVRTC has no offsetof; with explicit padding and sizes checked, offsets can only
         # drift through alignment, which the `#error` above and nvcc's offsetof rule out.

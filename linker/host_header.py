@@ -26,6 +26,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from linker.layout import TYPE_BYTES
+
 #: C type of each params field type (2-byte floats as their bits).
 _C = {
     "bool": "uint8_t",
@@ -42,22 +44,6 @@ _C = {
     "u64": "uint64_t",
     "f64": "double",
     "ptr": "CUdeviceptr",
-}
-_SIZE = {
-    "bool": 1,
-    "i8": 1,
-    "u8": 1,
-    "i16": 2,
-    "u16": 2,
-    "f16": 2,
-    "bf16": 2,
-    "i32": 4,
-    "u32": 4,
-    "f32": 4,
-    "i64": 8,
-    "u64": 8,
-    "f64": 8,
-    "ptr": 8,
 }
 
 
@@ -133,7 +119,7 @@ def _params_struct(p: str, params: Mapping[str, Any], providers: list[Mapping[st
         if filler is not None:
             how = f"filled by host provider {filler}"
         out.append(f"    {_C[f['type']]} {c_name(f['stage'])}_{f['name']};  /* @ {off}: {how} */")
-        at = off + _SIZE[f["type"]]
+        at = off + TYPE_BYTES[f["type"]]
     if size > at or not fields:
         out.append(f"    uint8_t kl_tail[{max(size - at, 1)}];")
     out.append(f"}} {p}_params;")
