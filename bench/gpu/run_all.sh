@@ -22,9 +22,9 @@ T="$WORK/transfer"; mkdir -p "$T"
     nvcc -std=c++17 -arch=sm_90a -o "$T/readback" transfer_model/cuda/readback.cu && "$T/readback" > "$T/readback.json" \
         && "$PY" -c "
 import json, sys
-new = json.load(open('$T/readback.json')); old = json.load(open('tests/transfer/data/accumulator_readback.json'))
+new = json.load(open('$T/readback.json')); old = json.load(open('tests/transfer_model/data/accumulator_readback.json'))
 same = new == old
-print('read-back identical to tests/transfer/data/accumulator_readback.json:', same)
+print('read-back identical to tests/transfer_model/data/accumulator_readback.json:', same)
 sys.exit(0 if same else 1)"
 } > "$T/readback.txt" 2>&1 || status=1
 "$PY" -m pytest -o addopts= -p no:cacheprovider -v -m gpu tests/transfer > "$T/pytest-transfer-gpu.txt" 2>&1 || status=1
