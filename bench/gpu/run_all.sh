@@ -3,7 +3,7 @@
 #   1. the linked examples and their compute-sanitizer runs (bench/gpu/run_examples.sh);
 #   2. the accumulator read-back (mma.sync m16n8k16, wgmma m64nNk16) compared with the
 #      data the CPU tests check the library maps against;
-#   3. the generated tensor routes on the GPU (tests/transfer, -m gpu) and
+#   3. the generated tensor routes on the GPU (tests/transfer_model, -m gpu) and
 #      compute-sanitizer racecheck/synccheck on a staging route.
 # Outputs go to a scratch folder and come back as one archive plus the summary:
 #     $OUT/summary.txt  $OUT/gpu-results.tar.gz
@@ -22,12 +22,12 @@ T="$WORK/transfer"; mkdir -p "$T"
     nvcc -std=c++17 -arch=sm_90a -o "$T/readback" transfer_model/cuda/readback.cu && "$T/readback" > "$T/readback.json" \
         && "$PY" -c "
 import json, sys
-new = json.load(open('$T/readback.json')); old = json.load(open('tests/transfer/data/accumulator_readback.json'))
+new = json.load(open('$T/readback.json')); old = json.load(open('tests/transfer_model/data/accumulator_readback.json'))
 same = new == old
-print('read-back identical to tests/transfer/data/accumulator_readback.json:', same)
+print('read-back identical to tests/transfer_model/data/accumulator_readback.json:', same)
 sys.exit(0 if same else 1)"
 } > "$T/readback.txt" 2>&1 || status=1
-"$PY" -m pytest -o addopts= -p no:cacheprovider -v -m gpu tests/transfer > "$T/pytest-transfer-gpu.txt" 2>&1 || status=1
+"$PY" -m pytest -o addopts= -p no:cacheprovider -v -m gpu tests/transfer_model > "$T/pytest-transfer-gpu.txt" 2>&1 || status=1
 # compute-sanitizer on every generated shuffle and staging route of the lowering tests
 "$PY" - "$T" > "$T/sanitizer-routes-build.txt" 2>&1 <<'PYEOF' || status=1
 import sys

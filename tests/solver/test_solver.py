@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import z3
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from checker.protocol.adapter import ModelOptions
@@ -16,6 +16,7 @@ from diagnostics.span import Span
 from kernlink.api import check
 from solver import SAT, UNKNOWN, UNSAT, Budget, Solver, Tracked, Verdict, minimise_core, unknown_diagnostic
 from solver import text as T
+from tests.tiers import examples
 
 CLAUSES = Path(__file__).resolve().parents[1] / "checker" / "clauses"
 
@@ -94,7 +95,7 @@ def _oracle(conflicts: Sequence[frozenset[int]], flaky: frozenset[int] = frozens
 conflict_sets = st.lists(st.frozensets(st.integers(0, 9), min_size=1, max_size=4), min_size=1, max_size=5)
 
 
-@settings(max_examples=200)
+@examples(2)
 @given(conflicts=conflict_sets)
 def test_the_minimised_core_is_unsat_and_minimal(conflicts: list[frozenset[int]]) -> None:
     everything = sorted(set().union(*conflicts))
@@ -107,7 +108,7 @@ def test_the_minimised_core_is_unsat_and_minimal(conflicts: list[frozenset[int]]
     assert list(core) == sorted(core)  # the order of the input is kept
 
 
-@settings(max_examples=200)
+@examples(2)
 @given(conflicts=conflict_sets, flaky=st.frozensets(st.integers(0, 9), max_size=2))
 def test_an_unknown_keeps_the_member_and_is_not_minimal(conflicts: list[frozenset[int]], flaky: frozenset[int]) -> None:
     everything = sorted(set().union(*conflicts, flaky))
@@ -118,7 +119,7 @@ def test_an_unknown_keeps_the_member_and_is_not_minimal(conflicts: list[frozense
         assert flaky
 
 
-@settings(max_examples=40, deadline=None)
+@examples(0.4)
 @given(conflicts=conflict_sets)
 def test_the_minimiser_on_z3_cores(conflicts: list[frozenset[int]]) -> None:
     solver = Solver(rlimit=10_000_000)
