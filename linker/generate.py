@@ -51,6 +51,7 @@ import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
+from checker.clauses import l_link
 from checker.composition import Composition, Owned
 from checker.handles import init_hook_symbol, resolve_handles, sanitize
 from checker.resolve import serving_exports
@@ -458,19 +459,8 @@ def _handles(comp: Composition, solved: Solved) -> tuple[HandleValue, ...]:
             try:
                 value = handle_value(spec, solved)
             except UnfixedFact as err:
-                problems.append(
-                    Diagnostic(
-                        Code.L_LINK,
-                        f"handle `{symbol}` of `{entry.name}` reads fact `{spec.item}`, which has no fixed "
-                        "value to fold",
-                        labels=(Label((spec.node or entry.stage).span, "the fact"),),
-                        notes=(str(err),),
-                        helps=(
-                            f"take the value at launch with `uses fact {spec.item}: T as param FIELD`, or fix it "
-                            f"in its owner with `owns fact {spec.item}: T = VALUE`",
-                        ),
-                    )
-                )
+                span = (spec.node or entry.stage).span
+                problems.append(l_link.unfixed_fact(symbol, entry.name, spec.item, span, str(err)))
                 continue
             except UnplacedHandle as err:
                 problems.append(
@@ -489,14 +479,9 @@ def _handles(comp: Composition, solved: Solved) -> tuple[HandleValue, ...]:
                 continue
             first = values.setdefault(symbol, value)
             if first.value != value.value:
+                span = (spec.node or entry.stage).span
                 problems.append(
-                    Diagnostic(
-                        Code.L_LINK,
-                        f"handle `{symbol}` is read by `{first.stage}` as {first.value} and by "
-                        f"`{entry.name}` as {value.value}",
-                        labels=(Label((spec.node or entry.stage).span, "bound here"),),
-                        helps=("give one item another name with `handle NAME`",),
-                    )
+                    l_link.handle_read_twice(symbol, first.stage, first.value, entry.name, value.value, span)
                 )
     if problems:
         raise DiagnosticError(problems)
@@ -518,20 +503,7 @@ def _zero_count(comp: Composition, entry: StageEntry, ring: str, value: HandleVa
         None,
     )
     span = init.span if init is not None else entry.stage.span
-    return Diagnostic(
-        Code.L_LINK,
-        f"the `{which}` barrier of ring `{ring}` would be initialised with {value.value} arrivals",
-        labels=(Label(span, f"{value.why.split(': ', 1)[-1]} is {value.value} with these roles"),),
-        notes=(
-            "`mbarrier.init` with a count of 0 is undefined: the phase never completes, and nvJitLink has been "
-            "seen to crash on such code",
-        ),
-        helps=(
-            "count units of roles with at least that many warps (`per_warpgroup(r)` needs 4 warps per "
-            "warpgroup), or state the count in warps or threads",
-        ),
-        data=(("ring", ring), ("barrier", which), ("count", str(value.value))),
-    )
+    return l_link.zero_count(ring, which, value.value, span, value.why.split(": ", 1)[-1])
 
 
 def _calls(comp: Composition) -> tuple[tuple[Trampoline, ...], tuple[DroppedExport, ...], list[Diagnostic]]:
@@ -559,14 +531,8 @@ def _calls(comp: Composition) -> tuple[tuple[Trampoline, ...], tuple[DroppedExpo
             export_ctypes = _ctypes(sig, export.stage.captured, export.item.symbol)
         except ValueError as err:
             problems.append(
-                Diagnostic(
-                    Code.L_LINK,
-                    f"call `{call.item.name}` of `{call.stage_name}` cannot be linked to `{export.item.symbol}`: {err}",
-                    labels=(Label(call.item.span, "this call"), Label(export.item.span, "the export")),
-                    helps=(
-                        "pass a 16-bit float as `unsigned short` bits or as a 2-byte struct such as "
-                        "`__nv_bfloat16` / `__half`",
-                    ),
+                l_link.call_types(
+                    call.item.name, call.stage_name, export.item.symbol, str(err), call.item.span, export.item.span
                 )
             )
             continue
@@ -594,13 +560,8 @@ def _calls(comp: Composition) -> tuple[tuple[Trampoline, ...], tuple[DroppedExpo
             by_symbol[made.symbol] = replace(first, callers=(*first.callers, caller))
         else:
             problems.append(
-                Diagnostic(
-                    Code.L_LINK,
-                    f"trampoline `{made.symbol}` is called by {first.callers[0]} for `{first.export_symbol}` "
-                    f"and by {caller} for `{made.export_symbol}`",
-                    labels=(Label(call.item.span, "this call site"),),
-                    notes=("the linker defines one function per symbol",),
-                    helps=("give one of the call sites another symbol with `as NAME`",),
+                l_link.trampoline_twice(
+                    made.symbol, first.callers[0], first.export_symbol, caller, made.export_symbol, call.item.span
                 )
             )
     if problems:
@@ -668,17 +629,7 @@ def _dispatch(
     launch = _launch(comp)
     threads = placement.block_warps * 32
     if threads <= 0 or not placement.roles:
-        raise DiagnosticError(
-            [
-                Diagnostic(
-                    Code.L_LINK,
-                    f"pipeline `{comp.pipeline.name}` has no role: the dispatch kernel would run no code",
-                    labels=(Label(comp.pipeline.span, "no stage of this pipeline declares a role"),),
-                    notes=("a kernel of 0 threads (`__launch_bounds__(0)`) cannot be launched",),
-                    helps=("declare the roles that run the stages' code: `role NAME entry FUNCTION warps N`",),
-                )
-            ]
-        )
+        raise DiagnosticError([l_link.no_role(comp.pipeline.name, comp.pipeline.span)])
     setmaxnreg = any(info.role.regs is not None for info in comp.roles.values())
     if setmaxnreg and comp.target is not None and not comp.target.has("setmaxnreg"):
         raise DiagnosticError(
@@ -1182,17 +1133,7 @@ def _tmem_allocation(comp: Composition, placement: Placement, dynamic: int) -> t
     slot = round_up(dynamic, TMEM_SLOT_BYTES)
     limit = comp.target.smem_per_block_optin if comp.target is not None else None
     if limit is not None and slot + TMEM_SLOT_BYTES > limit:
-        raise DiagnosticError(
-            [
-                Diagnostic(
-                    Code.L_LINK,
-                    f"no shared memory is left for the word tcgen05.alloc writes: the claims use {dynamic} B "
-                    f"of the {limit} B a block may have",
-                    labels=(Label(comp.pipeline.span, "this pipeline"),),
-                    helps=(f"leave {TMEM_SLOT_BYTES} B of shared memory free (a shallower ring, a smaller claim)",),
-                )
-            ]
-        )
+        raise DiagnosticError([l_link.no_tmem_slot(dynamic, limit, TMEM_SLOT_BYTES, comp.pipeline.span)])
     return columns, slot
 
 

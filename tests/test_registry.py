@@ -258,7 +258,6 @@ UNMOVED = {
     ("kernlink/cmd_audit.py", "L-LINK"),
     ("linker/binding.py", "L-INTEGRITY"),
     ("linker/counters.py", "L-LINK"),
-    ("linker/generate.py", "L-LINK"),
     ("linker/link.py", "L-LINK"),
     ("linker/link.py", "L-STAGE"),
     ("linker/outdir.py", "L-INTEGRITY"),

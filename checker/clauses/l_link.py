@@ -52,7 +52,8 @@ from collections.abc import Iterator
 
 from checker.clause import Clause
 from checker.composition import Composition
-from diagnostics.model import Diagnostic
+from diagnostics.model import Diagnostic, Label
+from diagnostics.span import Span
 from diagnostics.symbols import Code
 
 
@@ -66,3 +67,97 @@ class LinkClause(Clause):
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
         """Nothing: the linker decides (module docstring)."""
         yield from ()
+
+
+# ----------------------------------------------------------------- the generator's findings, worded here
+
+CODE = Code.L_LINK
+
+
+def unfixed_fact(symbol: str, stage: str, fact: str, span: Span, why: str) -> Diagnostic:
+    """A handle reads a fact that has no value the link can fold."""
+    return Diagnostic(
+        CODE,
+        f"handle `{symbol}` of `{stage}` reads fact `{fact}`, which has no fixed value to fold",
+        labels=(Label(span, "the fact"),),
+        notes=(why,),
+        helps=(
+            f"take the value at launch with `uses fact {fact}: T as param FIELD`, or fix it "
+            f"in its owner with `owns fact {fact}: T = VALUE`",
+        ),
+    )
+
+
+def handle_read_twice(symbol: str, first_stage: str, first: int, stage: str, value: int, span: Span) -> Diagnostic:
+    """Two stages read one handle name with different values: the linker defines one function per name."""
+    return Diagnostic(
+        CODE,
+        f"handle `{symbol}` is read by `{first_stage}` as {first} and by `{stage}` as {value}",
+        labels=(Label(span, "bound here"),),
+        helps=("give one item another name with `handle NAME`",),
+    )
+
+
+def zero_count(ring: str, barrier: str, count: int, span: Span, counted: str) -> Diagnostic:
+    """An mbarrier initialised with no arrivals completes no phase: refused, never generated."""
+    return Diagnostic(
+        CODE,
+        f"the `{barrier}` barrier of ring `{ring}` would be initialised with {count} arrivals",
+        labels=(Label(span, f"{counted} is {count} with these roles"),),
+        notes=(
+            "`mbarrier.init` with a count of 0 is undefined: the phase never completes, and nvJitLink has been "
+            "seen to crash on such code",
+        ),
+        helps=(
+            "count units of roles with at least that many warps (`per_warpgroup(r)` needs 4 warps per "
+            "warpgroup), or state the count in warps or threads",
+        ),
+        data=(("ring", ring), ("barrier", barrier), ("count", str(count))),
+    )
+
+
+def call_types(call: str, stage: str, export_symbol: str, why: str, call_span: Span, export_span: Span) -> Diagnostic:
+    """A call whose types the trampoline cannot pass between the two components' C types."""
+    return Diagnostic(
+        CODE,
+        f"call `{call}` of `{stage}` cannot be linked to `{export_symbol}`: {why}",
+        labels=(Label(call_span, "this call"), Label(export_span, "the export")),
+        helps=(
+            "pass a 16-bit float as `unsigned short` bits or as a 2-byte struct such as `__nv_bfloat16` / `__half`",
+        ),
+    )
+
+
+def trampoline_twice(
+    symbol: str, first_caller: str, first_export: str, caller: str, export: str, span: Span
+) -> Diagnostic:
+    """One trampoline symbol asked to reach two exports."""
+    return Diagnostic(
+        CODE,
+        f"trampoline `{symbol}` is called by {first_caller} for `{first_export}` and by {caller} for `{export}`",
+        labels=(Label(span, "this call site"),),
+        notes=("the linker defines one function per symbol",),
+        helps=("give one of the call sites another symbol with `as NAME`",),
+    )
+
+
+def no_role(pipeline: str, span: Span) -> Diagnostic:
+    """A pipeline without roles: the dispatch kernel would run no code."""
+    return Diagnostic(
+        CODE,
+        f"pipeline `{pipeline}` has no role: the dispatch kernel would run no code",
+        labels=(Label(span, "no stage of this pipeline declares a role"),),
+        notes=("a kernel of 0 threads (`__launch_bounds__(0)`) cannot be launched",),
+        helps=("declare the roles that run the stages' code: `role NAME entry FUNCTION warps N`",),
+    )
+
+
+def no_tmem_slot(used: int, limit: int, slot: int, span: Span) -> Diagnostic:
+    """No shared memory left for the word `tcgen05.alloc` writes."""
+    return Diagnostic(
+        CODE,
+        f"no shared memory is left for the word tcgen05.alloc writes: the claims use {used} B "
+        f"of the {limit} B a block may have",
+        labels=(Label(span, "this pipeline"),),
+        helps=(f"leave {slot} B of shared memory free (a shallower ring, a smaller claim)",),
+    )
