@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from itertools import product
 
 from analysis.plan import barrier_name
+from checker.clauses import l_link
 from checker.composition import Composition
 from checker.handles import sanitize, tensor_symbol
 from contract_lang import ast as A
@@ -376,29 +377,18 @@ def _tmem(comp: Composition, placed: Placed, routed: RoutedSeam) -> tuple[str, i
     if claim is None:
         raise DiagnosticError(
             [
-                Diagnostic(
-                    Code.L_LINK,
-                    f"export `{name}` of `{seam.export_stage}` is placed in tensor memory, but the stage "
-                    f"claims no tensor memory named `{name}`",
-                    labels=(Label(seam.export.span, "placed in tensor memory here"),),
-                    notes=(
-                        "an export placed in tensor memory lives in the producing stage's claim of the export's "
-                        "name; the route loads the tile from that claim's columns",
-                    ),
-                    helps=(f"declare `claim tmem {name} columns N` in `{seam.export_stage}`",),
+                l_link.export_without_claim(
+                    name, seam.export_stage, "tensor", seam.export.span, f"claim tmem {name} columns N"
                 )
             ]
         )
     columns = max(col for _, col in seam.export.placement.inverse.values()) + 1
     if (claim.columns or 0) < columns:
+        reach, holds = f"column {columns} of its tensor-memory claim", f"{claim.columns or 0} columns"
         raise DiagnosticError(
             [
-                Diagnostic(
-                    Code.L_LINK,
-                    f"export `{name}` of `{seam.export_stage}` places elements up to column {columns} of its "
-                    f"tensor-memory claim, which holds {claim.columns or 0} columns",
-                    labels=(Label(seam.export.span, "placed here"), Label(claim.span, "the claim")),
-                    helps=(f"claim at least {columns} columns for `{name}`",),
+                l_link.export_past_claim(
+                    name, seam.export_stage, reach, holds, f"{columns} columns", seam.export.span, claim.span
                 )
             ]
         )
@@ -424,34 +414,17 @@ def _buffer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span, w
         (o.item for o in comp.items(A.SmemClaim) if o.stage_name == seam.export_stage and o.item.name == name), None
     )
     if claim is None:
+        declare = f"claim smem {name} bytes N align A lifetime until <done event>"
         raise DiagnosticError(
-            [
-                Diagnostic(
-                    Code.L_LINK,
-                    f"export `{name}` of `{seam.export_stage}` is placed in shared memory, but the stage "
-                    f"claims no shared memory named `{name}`",
-                    labels=(Label(seam.export.span, "placed in shared memory here"),),
-                    notes=(
-                        "an export placed in shared memory lives in the producing stage's claim of the export's "
-                        "name; the route reads the tile from that claim's placed address",
-                    ),
-                    helps=(
-                        f"declare `claim smem {name} bytes N align A lifetime until <done event>` in "
-                        f"`{seam.export_stage}`",
-                    ),
-                )
-            ]
+            [l_link.export_without_claim(name, seam.export_stage, "shared", seam.export.span, declare)]
         )
     needed = _shared_bytes(routed)
     if (claim.bytes or 0) < needed:
+        reach, holds = f"byte {needed} of its claim", f"{claim.bytes or 0} B"
         raise DiagnosticError(
             [
-                Diagnostic(
-                    Code.L_LINK,
-                    f"export `{name}` of `{seam.export_stage}` places elements up to byte {needed} of its "
-                    f"claim, which holds {claim.bytes or 0} B",
-                    labels=(Label(seam.export.span, "placed here"), Label(claim.span, "the claim")),
-                    helps=(f"claim at least {needed} bytes for `{name}`",),
+                l_link.export_past_claim(
+                    name, seam.export_stage, reach, holds, f"{needed} bytes", seam.export.span, claim.span
                 )
             ]
         )

@@ -264,7 +264,6 @@ UNMOVED = {
     ("linker/pack.py", "L-PARAMS"),
     ("linker/providers.py", "L-LINK"),
     ("linker/toolchain.py", "L-LINK"),
-    ("linker/transfers.py", "L-LINK"),
     ("package/kpkg.py", "L-INTEGRITY"),
     ("package/manifest.py", "L-INTEGRITY"),
     ("transfer_model/adapter.py", "L-MAP"),

@@ -161,3 +161,34 @@ def no_tmem_slot(used: int, limit: int, slot: int, span: Span) -> Diagnostic:
         labels=(Label(span, "this pipeline"),),
         helps=(f"leave {slot} B of shared memory free (a shallower ring, a smaller claim)",),
     )
+
+
+def export_without_claim(name: str, stage: str, memory: str, span: Span, declare: str) -> Diagnostic:
+    """An export placed in tensor or shared memory whose stage claims no storage of its name."""
+    short = "tmem" if memory == "tensor" else "smem"
+    reads = (
+        "loads the tile from that claim's columns"
+        if short == "tmem"
+        else "reads the tile from that claim's placed address"
+    )
+    return Diagnostic(
+        CODE,
+        f"export `{name}` of `{stage}` is placed in {memory} memory, but the stage claims no {memory} memory "
+        f"named `{name}`",
+        labels=(Label(span, f"placed in {memory} memory here"),),
+        notes=(
+            f"an export placed in {memory} memory lives in the producing stage's claim of the export's name; "
+            f"the route {reads}",
+        ),
+        helps=(f"declare `{declare}` in `{stage}`",),
+    )
+
+
+def export_past_claim(name: str, stage: str, reach: str, holds: str, need: str, span: Span, claim: Span) -> Diagnostic:
+    """An export placed beyond the storage its claim holds (``reach``/``holds``/``need`` carry their units)."""
+    return Diagnostic(
+        CODE,
+        f"export `{name}` of `{stage}` places elements up to {reach}, which holds {holds}",
+        labels=(Label(span, "placed here"), Label(claim, "the claim")),
+        helps=(f"claim at least {need} for `{name}`",),
+    )
