@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from checker.clauses import l_link
 from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.sources import SourceMap
 from diagnostics.symbols import Code
@@ -48,17 +49,9 @@ def _read(root: Path) -> tuple[dict[str, Any], bytes, str]:
     except (OSError, UnicodeDecodeError, ValueError) as err:
         raise DiagnosticError([Diagnostic(Code.E_IO, f"cannot read the link output in `{root}`: {err}")]) from err
     if not isinstance(record, dict):
-        raise DiagnosticError([Diagnostic(Code.L_LINK, f"`{root / 'link.json'}` is not a link record")])
+        raise DiagnosticError([l_link.not_a_record(str(root / "link.json"))])
     if record.get("status") != "linked":
-        raise DiagnosticError(
-            [
-                Diagnostic(
-                    Code.L_LINK,
-                    f"the link in `{root}` did not succeed (status "
-                    f"`{record.get('status')}`): there is nothing to audit",
-                )
-            ]
-        )
+        raise DiagnosticError([l_link.not_linked(str(root), str(record.get("status")))])
     return record, cubin, ptx
 
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from checker.clauses import l_link
 from checker.composition import Composition
 from checker.handles import HandleSpec, resolve_handles
 from contract_lang import ast as A
@@ -160,15 +161,7 @@ def unsupported_counters(comp: Composition) -> list[Diagnostic]:
     for endpoint in comp.items(A.Counter):
         owners = claimed.get(endpoint.item.name, [])
         if len(owners) > 1 and endpoint.stage_name not in owners:
-            out.append(
-                Diagnostic(
-                    Code.L_LINK,
-                    f"counter `{endpoint.item.name}` of `{endpoint.stage_name}` could be any of {len(owners)} claims",
-                    labels=(Label(endpoint.item.span, "this endpoint"),),
-                    notes=(f"`{'`, `'.join(owners)}` each claim a counter `{endpoint.item.name}`",),
-                    helps=("give the claims distinct names, so each endpoint names one",),
-                )
-            )
+            out.append(l_link.counter_ambiguous(endpoint.item.name, endpoint.stage_name, owners, endpoint.item.span))
     return out
 
 

@@ -72,7 +72,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.plan import plan, register_demand
-from checker.clauses import l_regs
+from checker.clauses import l_link, l_regs, l_stage
 from checker.clauses.l_launch import residency_diagnostic
 from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity, sort_diagnostics
@@ -308,18 +308,7 @@ def _inputs(comp: Composition, record: LinkRecord) -> list[tuple[str, StagePacka
 
 def _no_package(comp: Composition, entry: StageEntry) -> Diagnostic:
     span = entry.use.span if entry.use is not None else comp.pipeline.span
-    source = Path(entry.source).name
-    return Diagnostic(
-        Code.L_STAGE,
-        f"stage `{entry.name}` was checked from its contract `{entry.source}`; linking needs its package",
-        labels=(Label(span, "used here"), Label(entry.stage.span, "contract only", primary=False)),
-        notes=("a contract has no object code: the link needs the LTO IR that `kernlink pack` puts in a package",),
-        helps=(
-            f"run `kernlink pack <source>.cu --contract {source} -o build/<name>.kpkg` and name the package "
-            f'in the pipeline: `use "{entry.name}" version … from "build/<name>.kpkg"`',
-        ),
-        data=(("stage", entry.name), ("reason", "no-package")),
-    )
+    return l_stage.no_package(entry.name, str(entry.source), span, entry.stage.span)
 
 
 # ----------------------------------------------------------------- one round
@@ -443,23 +432,13 @@ def _static_smem(
         f"{f'`{pkg}`' if pkg else 'a package'} declares `__shared__` {', '.join(found)}"
         for pkg, found in declared.items()
     )
-    return Diagnostic(
-        Code.L_LINK,
-        f"{listed or 'a package declares `__shared__` variables'}: shared memory no contract claims",
-        labels=tuple(labels),
-        notes=(
-            f"the variables take {total} B; with their alignment the dynamic shared memory base moves by {window} B"
-            if declared
-            else f"the kernel has {window} B of static shared memory",
-            "static shared memory comes before the dynamic shared memory, so it moves the base every "
-            "shared-memory handle counts from",
-        ),
-        helps=(
-            "declare no `__shared__` variables in components: claim shared memory in the contract "
-            "(`claim smem NAME bytes N`) and reach it through its handle",
-        ),
-        data=(("kernel", KERNEL), ("static_smem", str(window)), ("bytes", str(total))),
+    size_note = (
+        f"the variables take {total} B; with their alignment the dynamic shared memory base moves by {window} B"
+        if declared
+        else f"the kernel has {window} B of static shared memory"
     )
+    data = (("kernel", KERNEL), ("static_smem", str(window)), ("bytes", str(total)))
+    return l_link.static_shared(listed, tuple(labels), size_note, data)
 
 
 def _link_ptx(final: _Round) -> str:

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from checker.clauses import l_link
 from checker.composition import Composition
 from contract_lang import ast as A
-from diagnostics.model import Diagnostic, DiagnosticError, Label
-from diagnostics.symbols import Code
+from diagnostics.model import Diagnostic, DiagnosticError
 from linker.generate import ParamsRegion
 from package.kpkg import read_package
 
@@ -70,14 +70,7 @@ def linked_providers(comp: Composition, regions: Sequence[ParamsRegion]) -> list
             source = payloads.get(payload)
             if source is None:
                 problems.append(
-                    Diagnostic(
-                        Code.L_LINK,
-                        f"package `{entry.package}` of `{entry.name}` does not carry the source of its host "
-                        f"provider `{provider.library}`",
-                        labels=(Label(provider.span, "this provider"),) if provider.span.line > 0 else (),
-                        notes=("`kernlink pack` carries every called provider's C source as a payload",),
-                        helps=("repack the stage with `kernlink pack`",),
-                    )
+                    l_link.provider_missing(str(entry.package), entry.name, provider.library, provider.span)
                 )
                 continue
             found.append(

@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from cuda.bindings import nvjitlink, nvrtc
 
+from checker.clauses import l_link
 from diagnostics import Diagnostic, DiagnosticError, Label, Severity, Span
 from diagnostics.symbols import Code
 from linker.cubin import read_cubin
@@ -335,20 +336,8 @@ def link(
     if missing or not names:
         message = f"no kernel `{missing[0]}` in the linked cubin" if missing else "the linked cubin has no kernel"
         found = ", ".join(f"`{n}`" for n in names) or "none"
-        raise DiagnosticError(
-            [
-                Diagnostic(
-                    Code.L_LINK,
-                    message,
-                    notes=(f"kernels in the cubin: {found}", "inputs: " + ", ".join(f"`{n}`" for n, _ in items)),
-                    helps=(
-                        'add the input that defines the kernel, and declare it `extern "C" '
-                        "__global__` so its name is not mangled",
-                    ),
-                    data=(("arch", arch), ("missing", ",".join(missing))),
-                )
-            ]
-        )
+        listed = ", ".join(f"`{n}`" for n, _ in items)
+        raise DiagnosticError([l_link.kernel_missing(message, found, listed, arch, ",".join(missing))])
     return LinkResult(arch, cubin, info, errors, names, ptx_bytes.decode() if emit_ptx else None)
 
 
@@ -410,13 +399,7 @@ def _crashed(library: str, exitcode: int | None, args: tuple[Any, ...]) -> Diagn
     if library == "nvjitlink":
         items: Sequence[tuple[str, bytes]] = args[0]
         names = ", ".join(f"`{n}`" for n, _ in items) or "no inputs"
-        return Diagnostic(
-            Code.L_LINK,
-            f"nvJitLink crashed linking {names} for `{args[2]}`: the linker process {how}",
-            notes=notes,
-            helps=helps,
-            data=(("result", "crashed"), ("exitcode", str(exitcode))),
-        )
+        return l_link.linker_crashed(names, args[2], how, str(exitcode), notes, helps)
     return Diagnostic(
         Code.E_COMPILE,
         f"NVRTC crashed compiling `{args[1]}` for `{args[2]}`: the compiler process {how}",
@@ -584,17 +567,5 @@ _LINK_HELP = {
 
 
 def _link_error(items: list[tuple[str, bytes]], arch: str, result: str, error_log: str) -> DiagnosticError:
-    notes = tuple(line for line in error_log.splitlines() if line.strip())
     names = ", ".join(f"`{n}`" for n, _ in items) or "no inputs"
-    help_text = _LINK_HELP.get(result)
-    return DiagnosticError(
-        [
-            Diagnostic(
-                Code.L_LINK,
-                f"nvJitLink could not link {names} for `{arch}` ({result})",
-                notes=notes,
-                helps=(help_text,) if help_text else (),
-                data=(("result", result), ("arch", arch), ("error_log", error_log)),
-            )
-        ]
-    )
+    return DiagnosticError([l_link.linker_failed(names, arch, result, error_log, _LINK_HELP.get(result))])

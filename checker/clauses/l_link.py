@@ -192,3 +192,91 @@ def export_past_claim(name: str, stage: str, reach: str, holds: str, need: str, 
         labels=(Label(span, "placed here"), Label(claim, "the claim")),
         helps=(f"claim at least {need} for `{name}`",),
     )
+
+
+def kernel_missing(message: str, found: str, inputs: str, arch: str, missing: str) -> Diagnostic:
+    """The linked cubin lacks the kernel the link asked for (``message`` says which)."""
+    return Diagnostic(
+        CODE,
+        message,
+        notes=(f"kernels in the cubin: {found}", f"inputs: {inputs}"),
+        helps=(
+            'add the input that defines the kernel, and declare it `extern "C" __global__` so its name is not mangled',
+        ),
+        data=(("arch", arch), ("missing", missing)),
+    )
+
+
+def linker_crashed(
+    inputs: str, arch: str, how: str, exitcode: str, notes: tuple[str, ...], helps: tuple[str, ...]
+) -> Diagnostic:
+    """nvJitLink died in its child process (a native crash, not kernlink's)."""
+    return Diagnostic(
+        CODE,
+        f"nvJitLink crashed linking {inputs} for `{arch}`: the linker process {how}",
+        notes=notes,
+        helps=helps,
+        data=(("result", "crashed"), ("exitcode", exitcode)),
+    )
+
+
+def linker_failed(inputs: str, arch: str, result: str, error_log: str, help_text: str | None) -> Diagnostic:
+    """nvJitLink refused the inputs: its result code and its error log, line by line."""
+    return Diagnostic(
+        CODE,
+        f"nvJitLink could not link {inputs} for `{arch}` ({result})",
+        notes=tuple(line for line in error_log.splitlines() if line.strip()),
+        helps=(help_text,) if help_text else (),
+        data=(("result", result), ("arch", arch), ("error_log", error_log)),
+    )
+
+
+def counter_ambiguous(counter: str, stage: str, owners: list[str], span: Span) -> Diagnostic:
+    """A counter endpoint whose name several stages claim."""
+    return Diagnostic(
+        CODE,
+        f"counter `{counter}` of `{stage}` could be any of {len(owners)} claims",
+        labels=(Label(span, "this endpoint"),),
+        notes=(f"`{'`, `'.join(owners)}` each claim a counter `{counter}`",),
+        helps=("give the claims distinct names, so each endpoint names one",),
+    )
+
+
+def provider_missing(package: str, stage: str, library: str, span: Span) -> Diagnostic:
+    """A package that does not carry the source of a host provider its contract calls."""
+    return Diagnostic(
+        CODE,
+        f"package `{package}` of `{stage}` does not carry the source of its host provider `{library}`",
+        labels=(Label(span, "this provider"),) if span.line > 0 else (),
+        notes=("`kernlink pack` carries every called provider's C source as a payload",),
+        helps=("repack the stage with `kernlink pack`",),
+    )
+
+
+def static_shared(
+    listed: str, labels: tuple[Label, ...], size_note: str, data: tuple[tuple[str, str], ...]
+) -> Diagnostic:
+    """Components that declare `__shared__` variables: static shared memory moves every handle's base."""
+    return Diagnostic(
+        CODE,
+        f"{listed or 'a package declares `__shared__` variables'}: shared memory no contract claims",
+        labels=labels,
+        notes=(
+            size_note,
+            "static shared memory comes before the dynamic shared memory, so it moves the base every "
+            "shared-memory handle counts from",
+        ),
+        helps=(
+            "declare no `__shared__` variables in components: claim shared memory in the contract "
+            "(`claim smem NAME bytes N`) and reach it through its handle",
+        ),
+        data=data,
+    )
+
+
+def not_a_record(path: str) -> Diagnostic:
+    return Diagnostic(CODE, f"`{path}` is not a link record")
+
+
+def not_linked(root: str, status: str) -> Diagnostic:
+    return Diagnostic(CODE, f"the link in `{root}` did not succeed (status `{status}`): there is nothing to audit")

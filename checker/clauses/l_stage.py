@@ -46,7 +46,8 @@ from checker.clause import Clause
 from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
-from diagnostics.model import Diagnostic
+from diagnostics.model import Diagnostic, Label
+from diagnostics.span import Span
 from diagnostics.symbols import Code
 from package.loader import StageEntry
 
@@ -172,3 +173,19 @@ def _needs(comp: Composition) -> dict[Need, Owned[A.Node]]:
         if imp.item.role not in comp.roles:
             out.setdefault(("role", imp.item.role), imp)  # type: ignore[arg-type]
     return out
+
+
+def no_package(stage: str, source: str, use_span: Span, contract_span: Span) -> Diagnostic:
+    """A stage checked from its contract alone, at the link: there is no object code to link."""
+    name = source.rsplit("/", 1)[-1]
+    return Diagnostic(
+        Code.L_STAGE,
+        f"stage `{stage}` was checked from its contract `{source}`; linking needs its package",
+        labels=(Label(use_span, "used here"), Label(contract_span, "contract only", primary=False)),
+        notes=("a contract has no object code: the link needs the LTO IR that `kernlink pack` puts in a package",),
+        helps=(
+            f"run `kernlink pack <source>.cu --contract {name} -o build/<name>.kpkg` and name the package "
+            f'in the pipeline: `use "{stage}" version … from "build/<name>.kpkg"`',
+        ),
+        data=(("stage", stage), ("reason", "no-package")),
+    )
