@@ -1,4 +1,4 @@
-"""Shared test configuration: the test tier (tests/tiers.py) and snapshot updates."""
+"""Shared test configuration: the test tier (tests/tiers.py), snapshot updates, and GPU tests skipped without a GPU."""
 
 from __future__ import annotations
 
@@ -31,3 +31,13 @@ def pytest_configure(config: pytest.Config) -> None:
     chosen = any(arg.startswith("-m") for arg in config.invocation_params.args)
     if tier == "slow" and not chosen:  # the slow tier adds the tests the default `-m 'not slow'` leaves out
         config.option.markexpr = ""
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A `gpu`-marked test, anywhere in the suite, skips cleanly on a machine without a GPU."""
+    if item.get_closest_marker("gpu") is None:
+        return
+    from linker.launch import gpu_available
+
+    if not gpu_available():
+        pytest.skip("needs an NVIDIA GPU with a CUDA driver")

@@ -1,4 +1,4 @@
-"""Thread-block clusters: a 2x1x1 launch links (CPU only; the H200 run of it was not made).
+"""Thread-block clusters: a 2x1x1 launch links on the CPU and, with a GPU, runs (grids of whole clusters).
 
 The ring example's stages state `cluster 1x1x1, 2x1x1` and the pipeline launches 2x1x1:
 the dispatch kernel carries `__cluster_dims__(2, 1, 1)`, waits on a cluster barrier after
@@ -85,3 +85,14 @@ def test_several_common_shapes_without_a_pipeline_shape_are_refused() -> None:
     [diag] = unsupported(result.composition)
     assert (diag.code, dict(diag.data)["what"]) == ("E-UNSUPPORTED", "cluster shape")
     assert diag.helps == ("state the launch's shape in the pipeline: `cluster 2x1x1`",)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("tiles", "blocks"), [(37, 4), (3, 2), (264, 132)])
+def test_the_2x1x1_clustered_ring_runs_and_matches_its_reference(tmp_path: Path, tiles: int, blocks: int) -> None:
+    """On a GPU: the clustered link launches (grids of whole clusters) and sums bit for bit like the ring."""
+    from tests.link.test_run_gpu import run_ring
+
+    result = link([build_example("ring", tmp_path / "src", CLUSTERED)], tmp_path / "out")
+    assert result.ok, [f"{d.code}: {d.message}" for d in result.diagnostics]
+    run_ring(tmp_path / "out", tiles, blocks)

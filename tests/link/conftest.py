@@ -7,13 +7,7 @@ from pathlib import Path
 import pytest
 
 from kernlink.api import LinkResult, link
-from linker.launch import gpu_available
 from tests.link.examples import build_example
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("gpu") is not None and not gpu_available():
-        pytest.skip("needs an NVIDIA GPU with a CUDA driver")
 
 
 @pytest.fixture(scope="session")

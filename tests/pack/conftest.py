@@ -6,16 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from linker.launch import gpu_available
 from linker.pack import PackResult, pack
 from tests.link.examples import EXAMPLES
 
 COMPONENTS = ("hello/provider", "hello/caller", "ring/loader", "ring/reduce")
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("gpu") is not None and not gpu_available():
-        pytest.skip("needs an NVIDIA GPU with a CUDA driver")
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from linker.launch import gpu_available
 from package.kpkg import PAYLOADS_KEY, read_package, write_package
 from package.manifest import SOURCE_PAYLOAD
 from tests.link.examples import build_example
@@ -29,11 +28,6 @@ FILE_DEPENDENT = {
         )
     }
 }
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("gpu") is not None and not gpu_available():
-        pytest.skip("needs an NVIDIA GPU with a CUDA driver")
 
 
 def strip_source(package: Path) -> None:
