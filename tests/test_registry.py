@@ -260,9 +260,7 @@ UNMOVED = {
     ("linker/pack.py", "L-PARAMS"),
     ("package/kpkg.py", "L-INTEGRITY"),
     ("package/manifest.py", "L-INTEGRITY"),
-    ("transfer_model/adapter.py", "L-MAP"),
     ("transfer_model/maps.py", "L-MAP"),
-    ("transfer_model/routes.py", "L-MAP"),
 }
 #: Calls that carry a clause code as a typed finding's tag (the clause module words it).
 FINDINGS = {"Finding", "WarpConflict"}

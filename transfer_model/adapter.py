@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from checker.clauses import l_map
 from checker.composition import Composition, Owned
 from contract_lang import ast as A
-from diagnostics.model import Diagnostic, Label
-from diagnostics.symbols import Code
+from diagnostics.model import Diagnostic
 from placement.adapter import Placed
 from transfer_model.library import LibraryError, library_map
 from transfer_model.maps import Chunk, LayoutMap
@@ -83,14 +83,7 @@ def seams(comp: Composition, placed: Placed) -> tuple[list[Seam], list[Diagnosti
             placement, demand = layout_map(exp.item.placement), layout_map(imp.item.demand)  # type: ignore[arg-type]
         except (LibraryError, ValueError) as err:
             spec = exp.item.placement if isinstance(exp.item.placement, A.LibraryMap) else imp.item.demand
-            problems.append(
-                Diagnostic(
-                    Code.L_MAP,
-                    str(err).rstrip("."),
-                    labels=(Label(spec.span, "this map"),),
-                    helps=("see `kernlink explain L-MAP` for the map forms",),
-                )
-            )
+            problems.append(l_map.unreadable(str(err).rstrip("."), spec.span))
             continue
         tile = tuple((d.name, d.extent) for d in exp.item.tile)
         chunk = Chunk(imp.item.chunk[0].name, imp.item.chunk[0].extent) if imp.item.chunk else None
@@ -159,16 +152,11 @@ def _warpgroups(comp: Composition, seam: Seam) -> Diagnostic | None:
     given, threads = args["warpgroups"], seam.export.threads.count
     if given * width == threads or threads % width:
         return None
-    want = threads // width
-    return Diagnostic(
-        Code.L_MAP,
-        f"placement of `{seam.export.name}` spans {given * width} threads (`warpgroups: {given}`) but role "
-        f"`{seam.export.role}` has {threads}",
-        labels=(
-            Label(spec.span, f"`warpgroups: {given}` = {given * width} threads"),
-            Label(info.role.span, f"`{info.name}`: {info.warps} warps = {threads} threads", primary=False),
-        ),
-        notes=(f"`{spec.name}` stacks one 64-row accumulator per warpgroup of the role that holds it",),
-        helps=(f"write `warpgroups: {want}` (the role's {info.warps} warps), or change the role's width",),
-        data=(("check", "shape"), ("warpgroups", str(given)), ("expected", str(want))),
+    return l_map.warpgroups_mismatch(
+        seam.export.name,
+        seam.export.role,
+        given,
+        threads,
+        (spec.span, spec.name),
+        (info.role.span, info.name, info.warps),
     )

@@ -13,10 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from checker.clauses import l_route, l_scratch
+from checker.clauses import l_map, l_route, l_scratch
 from diagnostics.model import Diagnostic, Label
 from diagnostics.span import UNKNOWN_SPAN, Span
-from diagnostics.symbols import Code
 from transfer_model.maps import REGS, TMEM, check_map
 from transfer_model.primitives import (
     LADDER,
@@ -111,31 +110,18 @@ def check_maps(export: TensorExport, imp: TensorImport, rlimit: int = DEFAULT_RL
     p_what, d_what = f"placement of `{export.name}`", f"demand of `{imp.name}`"
     out: list[Diagnostic] = []
 
-    def shape(message: str, span: Span, helps: tuple[str, ...] = ()) -> None:
-        labels = (Label(span, "map declared here", True),) if _known(span) else ()
-        out.append(Diagnostic(Code.L_MAP, message, labels=labels, helps=helps, data=(("check", "shape"),)))
-
+    p_span = placement.span if _known(placement.span) else None
+    d_span = demand.span if _known(demand.span) else None
     if placement.kind == REGS and placement.thread[1] != export.threads.count:
-        shape(
-            f"{p_what} spans {placement.thread[1]} threads but role `{export.role}` has {export.threads.count}",
-            placement.span,
-        )
+        out.append(l_map.threads_mismatch(p_what, placement.thread[1], export.role, export.threads.count, p_span))
     if placement.kind == TMEM and len(placement.params) == 2:
         (lane, lanes), (col, cols) = placement.params
         if lanes > TMEM_LANES or cols > TMEM_COLUMNS:
-            shape(
-                f"{p_what} spans `{lane}: {lanes}` x `{col}: {cols}` but tensor memory has "
-                f"{TMEM_LANES} lanes and {TMEM_COLUMNS} columns",
-                placement.span,
-            )
+            out.append(l_map.tmem_too_large(p_what, lane, lanes, col, cols, p_span, (TMEM_LANES, TMEM_COLUMNS)))
     if demand.kind != REGS:
-        shape(
-            f"{d_what} must be a register map, not `{demand.kind}`",
-            demand.span,
-            ("demand `regs(t: ..., r: ...) -> (...)`: imports deliver into registers",),
-        )
+        out.append(l_map.demand_not_registers(d_what, demand.kind, d_span))
     elif demand.thread[1] != imp.threads.count:
-        shape(f"{d_what} spans {demand.thread[1]} threads but role `{imp.role}` has {imp.threads.count}", demand.span)
+        out.append(l_map.threads_mismatch(d_what, demand.thread[1], imp.role, imp.threads.count, d_span))
     if out:
         return out
     elem_bytes = ELEM_BYTES.get(export.elem)

@@ -66,7 +66,8 @@ from checker.composition import Composition
 from checker.report import seam
 from contract_lang import ast as A
 from contract_lang.expr import names
-from diagnostics.model import Diagnostic
+from diagnostics.model import Diagnostic, Label
+from diagnostics.span import Span
 from diagnostics.symbols import Code
 
 
@@ -136,3 +137,65 @@ class MapClause(Clause):
                     (assign.span, "unknown name"),
                     helps=(f"the map's variables are {', '.join(f'`{v}`' for v in sorted(variables))}",),
                 )
+
+
+# ----------------------------------------------------------------- the transfer model's shape findings, worded here
+
+CODE = Code.L_MAP
+_SHAPE = (("check", "shape"),)
+
+
+def unreadable(message: str, span: Span) -> Diagnostic:
+    """A map the transfer model cannot build (an unknown library map, bad arguments): its reason."""
+    return Diagnostic(
+        CODE, message, labels=(Label(span, "this map"),), helps=("see `kernlink explain L-MAP` for the map forms",)
+    )
+
+
+def _shape(message: str, span: Span | None, helps: tuple[str, ...] = ()) -> Diagnostic:
+    labels = (Label(span, "map declared here", True),) if span is not None else ()
+    return Diagnostic(CODE, message, labels=labels, helps=helps, data=_SHAPE)
+
+
+def threads_mismatch(what: str, spans: int, role: str, has: int, span: Span | None) -> Diagnostic:
+    """A register map whose thread variable spans another count than its role's threads."""
+    return _shape(f"{what} spans {spans} threads but role `{role}` has {has}", span)
+
+
+def tmem_too_large(
+    what: str, lane: str, lanes: int, col: str, cols: int, span: Span | None, limits: tuple[int, int]
+) -> Diagnostic:
+    return _shape(
+        f"{what} spans `{lane}: {lanes}` x `{col}: {cols}` but tensor memory has {limits[0]} lanes and "
+        f"{limits[1]} columns",
+        span,
+    )
+
+
+def demand_not_registers(what: str, kind: str, span: Span | None) -> Diagnostic:
+    return _shape(
+        f"{what} must be a register map, not `{kind}`",
+        span,
+        ("demand `regs(t: ..., r: ...) -> (...)`: imports deliver into registers",),
+    )
+
+
+def warpgroups_mismatch(
+    export: str, role: str, given: int, threads: int, spec: tuple[Span, str], role_line: tuple[Span, str, int]
+) -> Diagnostic:
+    """A library placement whose `warpgroups:` disagrees with the role that holds it (``spec``: span, map name)."""
+    width = 128  # threads of a warpgroup
+    want = threads // width
+    role_span, role_name, warps = role_line
+    return Diagnostic(
+        CODE,
+        f"placement of `{export}` spans {given * width} threads (`warpgroups: {given}`) "
+        f"but role `{role}` has {threads}",
+        labels=(
+            Label(spec[0], f"`warpgroups: {given}` = {given * width} threads"),
+            Label(role_span, f"`{role_name}`: {warps} warps = {threads} threads", primary=False),
+        ),
+        notes=(f"`{spec[1]}` stacks one 64-row accumulator per warpgroup of the role that holds it",),
+        helps=(f"write `warpgroups: {want}` (the role's {warps} warps), or change the role's width",),
+        data=(("check", "shape"), ("warpgroups", str(given)), ("expected", str(want))),
+    )

@@ -1,5 +1,5 @@
-"""The linked examples (shared with tests/link) and the GPU skip rule."""
+"""The linked examples, shared with tests/link (the GPU skip rule is tests/conftest.py's)."""
 
-from tests.link.conftest import linked, pipelines, pytest_runtest_setup
+from tests.link.conftest import linked, pipelines
 
-__all__ = ["linked", "pipelines", "pytest_runtest_setup"]
+__all__ = ["linked", "pipelines"]
