@@ -28,6 +28,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from checker.clauses import l_integrity
 from checker.conformance import PTX_PAYLOAD
 from contract_lang import ast as A
 from contract_lang.printer import print_node
@@ -196,18 +197,9 @@ def _rebuild(path: str, stage: A.Stage) -> list[Diagnostic]:
     out = []
     for payload, rebuilt in ((LTO_PAYLOAD, lto), (PTX_PAYLOAD, normalise_ptx(again).encode("utf-8"))):
         if pkg.payloads.get(payload) != rebuilt:
-            out.append(
-                Diagnostic(
-                    Code.L_INTEGRITY,
-                    f"the `{payload}` payload of `{path}` is not what its `{SOURCE_PAYLOAD}` compiles to",
-                    labels=_where(path),
-                    notes=(
-                        f"rebuilt with {here} and the recorded options; the payload's SHA-256 is "
-                        f"{hashlib.sha256(pkg.payloads.get(payload, b'')).hexdigest()[:16]}…, the rebuild's "
-                        f"{hashlib.sha256(rebuilt).hexdigest()[:16]}…",
-                        "the package's hashes match: a payload was replaced and the hashes recomputed",
-                    ),
-                    helps=("rebuild the package with `kernlink pack`",),
-                )
+            hashes = (
+                hashlib.sha256(pkg.payloads.get(payload, b"")).hexdigest()[:16],
+                hashlib.sha256(rebuilt).hexdigest()[:16],
             )
+            out.append(l_integrity.payload_not_rebuilt(payload, str(path), SOURCE_PAYLOAD, here, hashes, _where(path)))
     return out

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from checker.clauses import l_integrity
 from diagnostics.files import atomic_write_bytes
 from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.symbols import Code
@@ -125,32 +126,12 @@ def verify_cubin(cubin: bytes, manifest: Mapping[str, Any], directory: str | Pat
     where = f"`{root / 'kernel.cubin'}`"
     fix = f"link again: `kernlink link PIPELINE.kp -o {root}`"
     if not isinstance(record, Mapping) or not isinstance(record.get("sha256"), str):
-        raise DiagnosticError(
-            [
-                Diagnostic(
-                    Code.L_INTEGRITY,
-                    f"`{root / MANIFEST}` records no SHA-256 for {where}",
-                    notes=("a loader runs a cubin only when the manifest vouches for it",),
-                    helps=(fix,),
-                )
-            ]
-        )
+        raise DiagnosticError([l_integrity.unrecorded_hash(str(root / MANIFEST), where, fix)])
     digest = hashlib.sha256(cubin).hexdigest()
     if digest != record["sha256"] or record.get("size") not in (None, len(cubin)):
+        recorded = (record.get("size"), str(record["sha256"]))
         raise DiagnosticError(
-            [
-                Diagnostic(
-                    Code.L_INTEGRITY,
-                    f"{where} does not match the SHA-256 that `{root / MANIFEST}` records",
-                    notes=(
-                        f"the manifest records {record.get('size')} bytes with SHA-256 {record['sha256']}; "
-                        f"the file has {len(cubin)} bytes with SHA-256 {digest}",
-                        "the cubin was replaced after the link, or two writers shared the directory",
-                    ),
-                    helps=(fix,),
-                    data=(("expected", str(record["sha256"])), ("found", digest)),
-                )
-            ]
+            [l_integrity.hash_mismatch(str(root / MANIFEST), where, recorded, (len(cubin), digest), fix)]
         )
 
 

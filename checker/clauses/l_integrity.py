@@ -55,7 +55,7 @@ from collections.abc import Iterator
 
 from checker.clause import Clause
 from checker.composition import Composition
-from diagnostics.model import Diagnostic
+from diagnostics.model import Diagnostic, Label
 from diagnostics.symbols import Code
 
 
@@ -69,3 +69,52 @@ class IntegrityClause(Clause):
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
         """Nothing: packages are verified when they are read (module docstring)."""
         yield from ()
+
+
+# ----------------------------------------------------------------- the linker's findings, worded here
+
+CODE = Code.L_INTEGRITY
+
+
+def unrecorded_hash(manifest: str, where: str, fix: str) -> Diagnostic:
+    """A link directory whose manifest vouches for no cubin hash."""
+    return Diagnostic(
+        CODE,
+        f"`{manifest}` records no SHA-256 for {where}",
+        notes=("a loader runs a cubin only when the manifest vouches for it",),
+        helps=(fix,),
+    )
+
+
+def hash_mismatch(
+    manifest: str, where: str, recorded: tuple[object, str], found: tuple[int, str], fix: str
+) -> Diagnostic:
+    """A cubin that is not the one its link directory's manifest records (``recorded``/``found``: size, SHA-256)."""
+    return Diagnostic(
+        CODE,
+        f"{where} does not match the SHA-256 that `{manifest}` records",
+        notes=(
+            f"the manifest records {recorded[0]} bytes with SHA-256 {recorded[1]}; "
+            f"the file has {found[0]} bytes with SHA-256 {found[1]}",
+            "the cubin was replaced after the link, or two writers shared the directory",
+        ),
+        helps=(fix,),
+        data=(("expected", recorded[1]), ("found", found[1])),
+    )
+
+
+def payload_not_rebuilt(
+    payload: str, path: str, source: str, how: str, hashes: tuple[str, str], labels: tuple[Label, ...]
+) -> Diagnostic:
+    """A package payload its own source does not compile to (the hashes were recomputed over a replaced payload)."""
+    return Diagnostic(
+        CODE,
+        f"the `{payload}` payload of `{path}` is not what its `{source}` compiles to",
+        labels=labels,
+        notes=(
+            f"rebuilt with {how} and the recorded options; the payload's SHA-256 is {hashes[0]}…, the rebuild's "
+            f"{hashes[1]}…",
+            "the package's hashes match: a payload was replaced and the hashes recomputed",
+        ),
+        helps=("rebuild the package with `kernlink pack`",),
+    )
