@@ -109,7 +109,7 @@ def clause_diagnostics(comp: Composition, ctx: AnalysisContext, found: Sequence[
     missing a stage, and its findings would be that stage's absence told again.
     """
     known = by_code()
-    first = run_clauses(comp, [known[c] for c in RESOLUTION], memo=ctx.memo)
+    first = run_clauses(comp, [known[c] for c in RESOLUTION], memo=ctx.memo, leftovers=False)
     # a warning made an error by --strict (W-) hides no stage: it does not stop the check
     if errors(first) or errors(d for d in found if not d.code.startswith("W-")):
         return first

@@ -37,16 +37,17 @@ class CheckContext:
         return [d for d in self.protocol().tiered(self.codes) if d.code == code]
 
     def leftovers(self, reported: list[Diagnostic]) -> list[Diagnostic]:
-        """What no clause owns: undecided queries and channels the model left out.
+        """What no selected clause owns: undecided queries, channels the model left out, hangs.
 
-        They are never filtered by the selection: an undecided check is never an accept.
-        Reported only when a protocol clause asked for the model.
+        They are never filtered by the selection, and the model runs whatever the selection
+        (a check of other clauses must not accept a composition that hangs): an undecided
+        check is never an accept, and the finding that proves a hang is always shown.
         """
-        if self._protocol is None:
-            return []
-        report = self._protocol
+        report = self.protocol()
         undecided = [d for d in report.tiered(self.codes) if not d.code.startswith("L-")]
-        return [*undecided, *unmodelled_diagnostics(self.comp, report.unmodelled, reported), *report.notes]
+        hangs = list(report.hang_proofs(self.codes))
+        unmodelled = unmodelled_diagnostics(self.comp, report.unmodelled, reported)
+        return [*undecided, *hangs, *unmodelled, *report.notes]
 
 
 __all__ = ["CheckContext"]

@@ -49,6 +49,8 @@ def run_clauses(
     clauses: Iterable[type[Clause]] | None = None,
     options: ModelOptions | None = None,
     memo: Memo | None = None,
+    *,
+    leftovers: bool = True,
 ) -> list[Diagnostic]:
     """All diagnostics of the given clauses (default: every registered clause), sorted.
 
@@ -56,7 +58,8 @@ def run_clauses(
     ``memo``, what the caller keeps between checks);
     the one-mistake-one-clause tiers of the protocol clauses apply over the selected codes
     only, and what no clause owns (undecided queries, channels the model left out) is
-    reported whatever the selection.
+    reported whatever the selection. ``leftovers=False`` is for a pre-pass of a few clauses
+    (resolution) that the full pass follows: the model's leftovers belong to that pass.
     """
     chosen = list(clauses) if clauses is not None else selected()
     ctx = CheckContext(comp, frozenset(c.code for c in chosen), options or ModelOptions(), memo or Memo())
@@ -67,7 +70,7 @@ def run_clauses(
         except Exception as exc:  # a clause bug must not look like a pass or crash the CLI
             found.append(_internal(cls, exc))
     try:
-        found.extend(ctx.leftovers(found))
+        found.extend(ctx.leftovers(found) if leftovers else ())
     except Exception as exc:
         found.append(_internal(chosen[0], exc))
     return sort_diagnostics(found)

@@ -666,6 +666,17 @@ class ModelReport:
         found = tuple(d for d in self.findings if d.code in TIERS[tier] and d.code in chosen)
         return found + tuple(d for d in self.undecided if _tier_of(_clause_of(d)) <= tier)
 
+    def hang_proofs(self, codes: Iterable[str]) -> tuple[Diagnostic, ...]:
+        """The deadlocks a selection would hide: no selected protocol clause reports anything, yet it hangs.
+
+        A selection narrows what is reported, never what is accepted: the finding that proves
+        a hang is shown whatever ``--select``/``--ignore`` say (with a selected finding, the
+        composition is rejected by its root cause already).
+        """
+        if any(d.code.startswith("L-") for d in self.tiered(codes)):
+            return ()
+        return tuple(d for d in self.findings if d.code == Code.L_DEADLOCK)
+
 
 def _clause_of(diag: Diagnostic) -> str:
     return dict(diag.data).get("clause", Code.L_DEADLOCK)
@@ -695,6 +706,11 @@ def _declared_rings(comp: Composition) -> dict[str, str]:
     return out
 
 
+#: Why a ring whose every depth overflows shared memory is left out. Placement rejects it
+#: (L-OVERLAP) whatever the selection, so the model's silence on it is never an accept.
+NO_DEPTH_FITS = "no depth of it fits shared memory"
+
+
 def _excluded(comp: Composition) -> dict[str, str]:
     """Rings the model leaves out, and why: their depths or declarations are rejected first."""
     out = _declared_rings(comp)
@@ -702,7 +718,7 @@ def _excluded(comp: Composition) -> dict[str, str]:
         if agreed_depth(comp, name) is None:
             out.setdefault(name, "its sides allow no common depth")
     for name in overflowing_rings(comp):
-        out.setdefault(name, "no depth of it fits shared memory")
+        out.setdefault(name, NO_DEPTH_FITS)
     return out
 
 
@@ -827,7 +843,7 @@ def check_placed_depths(
     codes = MODEL_CODES if selected is None else [c for c in MODEL_CODES if c in set(selected)]
     return [
         dataclasses.replace(d, notes=(*d.notes, f"found at the depths placement chose: {at}"))
-        for d in report.tiered(codes)
+        for d in (*report.tiered(codes), *report.hang_proofs(codes))
     ]
 
 
@@ -851,6 +867,8 @@ def unmodelled_diagnostics(
     errs = [lab.span for d in reported if d.severity is Severity.ERROR for lab in d.labels]
     out = []
     for u in unmodelled:
+        if u.reason == NO_DEPTH_FITS:
+            continue  # a dependent of the placement failure, which is reported whatever the selection
         if any(_inside(span, whole) for span in errs for whole in (*u.spans, *_related(comp, u.channel))):
             continue  # a dependent: the error about the channel is the root cause
         out.append(
