@@ -51,9 +51,9 @@ def _grammar_cache() -> str | None:
 
     if os.environ.get("KERNLINK_NO_GRAMMAR_CACHE"):
         return None
-    base = os.environ.get("KERNLINK_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "kernlink"
-    )
+    from diagnostics.files import user_cache_dir
+
+    base = str(user_cache_dir())
     grammar = Path(__file__).with_name("grammar.lark").read_bytes()
     key = hashlib.sha256(grammar + lark.__version__.encode()).hexdigest()[:16]
     try:

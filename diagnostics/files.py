@@ -217,3 +217,12 @@ def _bad_encoding(name: str, data: bytes, offset: int) -> Diagnostic:
         labels=(Label(Span.point(name, line, col), f"byte {byte} does not decode"),),
         helps=("save the file as UTF-8",),
     )
+
+
+def user_cache_dir() -> Path:
+    """``$KERNLINK_CACHE``, else ``kernlink`` in the user cache directory (``$XDG_CACHE_HOME`` or ``~/.cache``):
+    where what is worth keeping across runs goes (the parsed grammar, binding verdicts, host providers)."""
+    env = os.environ.get("KERNLINK_CACHE")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kernlink"

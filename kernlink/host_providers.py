@@ -151,7 +151,7 @@ def build_library(link_dir: Path, providers: Sequence[Provider]) -> Path:
         h.update(part.encode() + b"\0")
     for s in sources:
         h.update(hashlib.sha256(s.read_bytes()).digest())
-    from linker.toolchain import user_cache_dir
+    from diagnostics.files import user_cache_dir
 
     target = user_cache_dir() / "providers" / f"{h.hexdigest()[:32]}.so"
     if target.is_file():

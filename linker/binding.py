@@ -8,7 +8,7 @@ the recorded front end and options (NVRTC, from the filesystem root, as ``kernli
 pack`` did) and requires the ``lto.ir`` payload and the ``code.ptx`` payload to be
 byte-identical to what that source gives. A mismatch is ``L-INTEGRITY``.
 
-A pass is remembered on disk (:func:`linker.toolchain.user_cache_dir`, ``binding/``), keyed by the package's
+A pass is remembered on disk (:func:`diagnostics.files.user_cache_dir`, ``binding/``), keyed by the package's
 bytes, the stage, the NVRTC version, the CUDA header wheels' versions and the code of
 the modules that decide it; ``KERNLINK_NO_BINDING_CACHE=1`` turns the cache off. So a
 link after a rebuild of one component compiles that component alone, not all of them.
@@ -32,13 +32,13 @@ from checker.clauses import l_integrity
 from checker.conformance import PTX_PAYLOAD
 from contract_lang import ast as A
 from contract_lang.printer import print_node
-from diagnostics.files import atomic_write_text
+from diagnostics.files import atomic_write_text, user_cache_dir
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.span import Span
 from diagnostics.symbols import Code
 from linker import layout
 from linker.symbols import compile_lto_and_ptx
-from linker.toolchain import nvrtc_version, stable_cwd, user_cache_dir
+from linker.toolchain import nvrtc_version, stable_cwd
 from package.kpkg import read_package
 from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD
 

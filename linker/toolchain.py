@@ -155,15 +155,6 @@ def default_cache_dir() -> Path:
     return Path(env) if env else Path(tempfile.gettempdir()) / "kernlink-cache"
 
 
-def user_cache_dir() -> Path:
-    """``$KERNLINK_CACHE``, else ``kernlink`` in the user cache directory (``$XDG_CACHE_HOME`` or ``~/.cache``):
-    where verdicts and builds worth keeping across runs go (the binding check's, the host providers')."""
-    env = os.environ.get("KERNLINK_CACHE")
-    if env:
-        return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kernlink"
-
-
 @contextlib.contextmanager
 def stable_cwd() -> Iterator[None]:
     """Run the compiler from the filesystem root: NVRTC writes the working directory into LTO IR."""
