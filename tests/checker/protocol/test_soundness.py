@@ -232,6 +232,8 @@ def test_a_sigint_during_a_solve_raises_keyboard_interrupt() -> None:
     model = ProtocolModel(kv_ring(2), bound=5, rlimit=3_000_000)
     x, y, w = z3.Ints("x y w", model.ctx)
     model.solver.add(x * x * x + y * y * y == w * w * w, x > 1, y > 1, w > 1)  # only the budget ends this
+    # Python's own Ctrl-C handling, whatever another test in this worker process installed
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.2, signal.raise_signal, (signal.SIGINT,))
     timer.start()
     try:
@@ -241,6 +243,7 @@ def test_a_sigint_during_a_solve_raises_keyboard_interrupt() -> None:
             time.sleep(1)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_an_interrupted_check_exits_130_without_a_verdict(
