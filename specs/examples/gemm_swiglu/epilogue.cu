@@ -9,11 +9,14 @@
 // computes, for chunk c and q < 16,
 //
 //   out[m0 + t, n0 + 16c + q] = bf16(silu(g) * u),  g = acc[t, 32c + q], u = acc[t, 32c + 16 + q],
-//   silu(g) = g / (1 + exp(-g))   (f32, __expf)
+//   silu(g) = g / (1 + exp(-g))   (f32: __expf and the approximate division __fdividef, two
+//   MUFU operations; the IEEE division kept a slow-path CALL and cost 2-5 % of the whole
+//   kernel at M >= 512, since this warpgroup's work follows the mainloop's)
 //
 // with (tm, tn) = tile_of(raster_m), m0 = 128 tm, n0 = (tile_n / 2) tn, and writes its 16
 // outputs of the chunk
-// as two 16-byte stores (rows at or past `rows` are not written). `out` is row-major with
+// as two 16-byte stores (rows at or past `rows` are neither computed nor written; every
+// thread still takes each chunk, the import being collective). `out` is row-major with
 // `ldo` elements per row; ldo and n0 are multiples of 8, so each store is 16-byte aligned.
 
 extern "C" {
@@ -35,7 +38,7 @@ namespace {
 constexpr unsigned kTileM = 128;
 constexpr int kChunks = 4;        // `chunk n 32` of `tile n 128`
 
-__device__ __forceinline__ float silu(float g) { return g / (1.0f + __expf(-g)); }
+__device__ __forceinline__ float silu(float g) { return __fdividef(g, 1.0f + __expf(-g)); }
 
 // Round-to-nearest-even f32 -> bf16, two at a time (low half = first).
 __device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
@@ -78,6 +81,9 @@ extern "C" __device__ void swiglu_epilogue_main(const EpilogueParams* params, un
     for (int c = 0; c < kChunks; ++c) {
         unsigned int held[32];
         kl_swiglu_epilogue_acc_import(nullptr, held, c);
+        if (!live) {
+            continue;  // a row past M (whole warps at small M): nothing to compute
+        }
         unsigned packed[8];
 #pragma unroll
         for (int q = 0; q < 16; q += 2) {
@@ -85,9 +91,7 @@ extern "C" __device__ void swiglu_epilogue_main(const EpilogueParams* params, un
             const float u0 = __uint_as_float(held[16 + q]), u1 = __uint_as_float(held[16 + q + 1]);
             packed[q / 2] = pack_bf16x2(silu(g0) * u0, silu(g1) * u1);
         }
-        if (live) {
-            store_16(out + 16 * c, packed[0], packed[1], packed[2], packed[3]);
-            store_16(out + 16 * c + 8, packed[4], packed[5], packed[6], packed[7]);
-        }
+        store_16(out + 16 * c, packed[0], packed[1], packed[2], packed[3]);
+        store_16(out + 16 * c + 8, packed[4], packed[5], packed[6], packed[7]);
     }
 }
