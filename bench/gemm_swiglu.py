@@ -136,7 +136,14 @@ def interleave(wg: torch.Tensor, wu: torch.Tensor) -> torch.Tensor:
 
 
 def run_shape(
-    kernels: list[Linked], m: int, n: int, k: int, timing: bool, seed: int, compile_activation: bool = True
+    kernels: list[Linked],
+    m: int,
+    n: int,
+    k: int,
+    timing: bool,
+    seed: int,
+    compile_activation: bool = True,
+    pad_a: bool = False,
 ) -> list[dict[str, Any]]:
     gen = torch.Generator(device="cuda").manual_seed(seed)
     scale = 1.0 / math.sqrt(k)
@@ -150,11 +157,15 @@ def run_shape(
     flops = 2.0 * m * n * k
     for kern in kernels:
         out = torch.full((m, n // 2), -1, dtype=torch.int16, device="cuda").view(torch.bfloat16)  # 0xFFFF: NaN
-        ta, tb = tensor_map(x, kern.tile_m), tensor_map(w, kern.tile_n)
+        xa = x
+        if pad_a:  # diagnostic: A's tensor map over whole 128-row tiles (zero rows), no out-of-bounds box
+            xa = torch.zeros(math.ceil(m / kern.tile_m) * kern.tile_m, k, dtype=x.dtype, device="cuda")
+            xa[:m] = x
+        ta, tb = tensor_map(xa, kern.tile_m), tensor_map(w, kern.tile_n)
         values = {
             "tmap_a": ta.data_ptr(),
             "tmap_b": tb.data_ptr(),
-            "a": x.data_ptr(),
+            "a": xa.data_ptr(),
             "b": w.data_ptr(),
             "k_tiles": k // 64,
             "k": k,
@@ -328,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=2 * 14336)
     parser.add_argument("--check-only", action="store_true")
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile reference")
+    parser.add_argument(
+        "--pad-a", action="store_true", help="diagnostic: A's tensor map over rows padded to whole tiles"
+    )
     parser.add_argument("--json", type=Path)
     parser.add_argument("--parity", type=Path, metavar="CONTROLDIR")
     parser.add_argument("--rounds", type=int, default=30)
@@ -360,7 +374,14 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     for i, m in enumerate(int(s) for s in args.shapes.split(",")):
         got = run_shape(
-            kernels, m, args.n, args.k, not args.check_only, seed=1000 + i, compile_activation=not args.no_compile
+            kernels,
+            m,
+            args.n,
+            args.k,
+            not args.check_only,
+            seed=1000 + i,
+            compile_activation=not args.no_compile,
+            pad_a=args.pad_a,
         )
         for r in got:
             print(json.dumps(r), flush=True)
