@@ -14,8 +14,6 @@
 //   At the end each thread holds its 64 f32 accumulators in the wgmma layout
 //   (`placement library wgmma_m64nNk16_f32(n: 128, warpgroups: 2)`) and calls the
 //   export handle once (`ready event acc.ready`): the linker's route takes it from there.
-//   A warpgroup whose 64 rows all lie past `rows` issues no wgmma (it still waits on and
-//   releases every slot) and exports zeros: small M (decode) runs half the tensor work.
 //
 // The tile (m, n) of a CTA is `tile_of` below (grouped raster, the fact `raster_m`). The tensor maps are built on the
 // host by the stage's host provider, mainloop_host.c, from `a`, `b`, `rows`, `n` and
@@ -220,12 +218,6 @@ extern "C" __device__ void gemm_mma_main(const GemmParams* params, unsigned char
     const unsigned slots = base + kl_gemm_mainloop_operands_smem();
     const unsigned stride = kl_gemm_mainloop_operands_stride();
     const unsigned depth = kl_gemm_mainloop_kv_depth();
-    // A warpgroup whose 64 rows all lie at or past `rows` (M <= 64, or the last m-tile)
-    // issues no wgmma: it still waits on every slot and releases it, and exports zeros
-    // (rows the epilogue does not store). At M = 16 this halves the tile's tensor work.
-    unsigned tm, tn;
-    tile_of(kl_gemm_mainloop_fact_raster_m(), tm, tn);
-    const bool active = tm * kTileM + group * 64u < params->rows;
     float acc[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) {
@@ -235,22 +227,6 @@ extern "C" __device__ void gemm_mma_main(const GemmParams* params, unsigned char
     unsigned phase = 0;
     unsigned previous = 0;  // the slot the group still in flight reads
     const unsigned k_tiles = params->k_tiles;
-    if (!active) {
-        // Its own loop, before any wgmma: a branch around the wgmma inside the K loop makes
-        // ptxas serialize every wgmma (C7520).
-        for (unsigned kt = 0; kt < k_tiles; ++kt) {
-            mbarrier_wait(full + kBarrierBytes * slot, phase);  // `full wait`
-            if (leader) {
-                mbarrier_arrive(empty + kBarrierBytes * slot);  // `empty arrive per_warpgroup(mma)`
-            }
-            if (++slot == depth) {
-                slot = 0;
-                phase ^= 1;
-            }
-        }
-        kl_gemm_mainloop_accumulator_export(reinterpret_cast<const unsigned int*>(acc));
-        return;
-    }
     for (unsigned kt = 0; kt < k_tiles; ++kt) {
         mbarrier_wait(full + kBarrierBytes * slot, phase);  // `full wait`: both boxes have landed
         const unsigned a = slots + stride * slot + group * (64u * kTileK * 2u);
