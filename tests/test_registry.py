@@ -258,7 +258,6 @@ UNMOVED = {
     ("linker/pack.py", "L-PARAMS"),
     ("package/kpkg.py", "L-INTEGRITY"),
     ("package/manifest.py", "L-INTEGRITY"),
-    ("transfer_model/maps.py", "L-MAP"),
 }
 #: Calls that carry a clause code as a typed finding's tag (the clause module words it).
 FINDINGS = {"Finding", "WarpConflict"}
