@@ -255,7 +255,6 @@ UNMOVED = {
     ("checker/protocol/adapter.py", "L-ARRIVE"),
     ("checker/protocol/adapter.py", "L-DEADLOCK"),
     ("checker/protocol/adapter.py", "L-TXBYTES"),
-    ("linker/pack.py", "L-PARAMS"),
     ("package/kpkg.py", "L-INTEGRITY"),
     ("package/manifest.py", "L-INTEGRITY"),
 }

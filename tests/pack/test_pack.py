@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from checker.clauses.l_handle import describe
+from checker.params import params_problems
 from contract_lang.parser import parse_file
 from diagnostics import DiagnosticError, Severity
 from kernlink.cli import main
 from linker.handles import handle_problems, symbol_problems
-from linker.layout import params_blocks, params_problems
+from linker.layout import params_blocks
 from linker.pack import PackResult, pack, prototypes_of
 from linker.toolchain import nvcc_path
 from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, read_stage_package
