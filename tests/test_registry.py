@@ -255,8 +255,6 @@ UNMOVED = {
     ("checker/protocol/adapter.py", "L-ARRIVE"),
     ("checker/protocol/adapter.py", "L-DEADLOCK"),
     ("checker/protocol/adapter.py", "L-TXBYTES"),
-    ("package/kpkg.py", "L-INTEGRITY"),
-    ("package/manifest.py", "L-INTEGRITY"),
 }
 #: Calls that carry a clause code as a typed finding's tag (the clause module words it).
 FINDINGS = {"Finding", "WarpConflict"}

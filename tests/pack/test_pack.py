@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from checker.clauses import l_integrity
 from checker.clauses.l_handle import describe
 from checker.params import params_problems
 from contract_lang.parser import parse_file
@@ -320,7 +321,7 @@ def test_tampered_and_truncated_packages_are_rejected_on_load(
     tampered.write_bytes(bytes(flipped))
     truncated.write_bytes(data[: len(data) // 2])
     for path in (tampered, truncated):
-        with pytest.raises(DiagnosticError) as info:
+        with pytest.raises(DiagnosticError) as info, l_integrity.worded():
             read_stage_package(path)
         assert [d.code for d in info.value.diagnostics] == ["L-INTEGRITY"]
         assert main(["inspect", str(path), "--color", "never"]) == 1
