@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Literal
 
 from checker.composition import Composition, Owned, RoleInfo
 from checker.memo import Memo
-from checker.protocol.check import DEFAULT_RLIMIT, ProtocolVerdict, check_protocol
+from checker.protocol.check import DEFAULT_RLIMIT, check_protocol
 from checker.protocol.model import (
     MBAR_MAX_COUNT,
     Barrier,
@@ -41,6 +41,7 @@ from checker.protocol.model import (
     remap_provenance,
 )
 from checker.protocol.report import verdict_diagnostics
+from checker.protocol.verdict import ProtocolVerdict
 from checker.storage import agreed_depth, overflowing_rings, per_slot_claims
 from contract_lang import ast as A
 from contract_lang.printer import count_text, ring_item_line
