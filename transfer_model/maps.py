@@ -40,8 +40,9 @@ from checker.clauses.l_map import MapCase, MapFinding
 from contract_lang.expr import BinOp, EvalError, Expr, Int, Name, names, to_text
 from diagnostics.model import Diagnostic
 from diagnostics.span import UNKNOWN_SPAN, Span
+from solver import SAT, Verdict, Witnessed
 from transfer_model import exprs as ex
-from transfer_model.smt import DEFAULT_RLIMIT, Answer, Query, Verdict, session, solve
+from transfer_model.smt import DEFAULT_RLIMIT, Query, session, solve
 
 REGS = "regs"
 TMEM = "tmem"
@@ -172,9 +173,9 @@ class LayoutMap:
 
 
 def equivalent(a: LayoutMap, b: LayoutMap, rlimit: int = DEFAULT_RLIMIT) -> Verdict:
-    """``UNSAT`` when the two maps agree on every slot (same variables and outputs)."""
+    """``unsat`` when the two maps agree on every slot (same variables and outputs)."""
     if a.params != b.params or a.outputs != b.outputs:
-        return Verdict.SAT
+        return SAT
     differs = ex.disj([ex.compare("!=", x, y) for x, y in zip(a.exprs, b.exprs, strict=True)])
     return solve(Query(a.params, (differs,)), rlimit).verdict
 
@@ -192,8 +193,8 @@ def _found(case: MapCase, layout: LayoutMap, what: str, span: Span | None = None
     return MapFinding(case, what, layout.to_text(), span or layout.span, tuple((k, str(v)) for k, v in facts.items()))
 
 
-def _unknown(layout: LayoutMap, what: str, check: str, answer: Answer) -> MapFinding:
-    return _found("undecided", layout, what, check=check, reason=answer.reason)
+def _unknown(layout: LayoutMap, what: str, check: str, answer: Witnessed) -> MapFinding:
+    return _found("undecided", layout, what, check=check, reason=answer.verdict.reason)
 
 
 def _structure(layout: LayoutMap, tile: Tile, what: str, chunk: Chunk | None) -> list[MapFinding]:
@@ -310,7 +311,7 @@ def _check_exact(
     in_range = True
     injective = True
     answer = _out_of_range(layout, tile, rlimit)
-    if answer.verdict is Verdict.SAT:
+    if answer.verdict.sat:
         in_range = False
         slot = tuple(answer.value(n) for n in layout.names)
         element = layout.evaluate(slot)
@@ -327,10 +328,10 @@ def _check_exact(
                 output=layout.outputs[bad],
             )
         )
-    elif answer.verdict is Verdict.UNKNOWN:
+    elif answer.verdict.unknown:
         return [_unknown(layout, what, "out-of-range", answer)]
     answer = _collision(layout, tile, rlimit)
-    if answer.verdict is Verdict.SAT:
+    if answer.verdict.sat:
         injective = False
         a = tuple(answer.value("a." + n) for n in layout.names)
         b = tuple(answer.value("b." + n) for n in layout.names)
@@ -345,7 +346,7 @@ def _check_exact(
                 element=point_text(layout.outputs, element),
             )
         )
-    elif answer.verdict is Verdict.UNKNOWN:
+    elif answer.verdict.unknown:
         return [_unknown(layout, what, "collision", answer)]
     missing = _missing(layout, tile, in_range and injective)
     if missing is not None:
@@ -366,7 +367,7 @@ def _check_exact(
     return out
 
 
-def _out_of_range(layout: LayoutMap, tile: Tile, rlimit: int) -> Answer:
+def _out_of_range(layout: LayoutMap, tile: Tile, rlimit: int) -> Witnessed:
     conds = []
     for expr, (_, extent) in zip(layout.exprs, tile, strict=True):
         conds.append(ex.compare("<", expr, Int(0)))
@@ -374,7 +375,7 @@ def _out_of_range(layout: LayoutMap, tile: Tile, rlimit: int) -> Answer:
     return solve(Query(layout.params, (ex.disj(conds),)), rlimit)
 
 
-def _collision(layout: LayoutMap, tile: Tile, rlimit: int) -> Answer:
+def _collision(layout: LayoutMap, tile: Tile, rlimit: int) -> Witnessed:
     pa, ea = layout.renamed("a.")
     pb, eb = layout.renamed("b.")
     same = [ex.compare("==", x, y) for x, y in zip(ea, eb, strict=True)]
@@ -403,9 +404,9 @@ def _check_chunks(layout: LayoutMap, tile: Tile, what: str, chunk: Chunk, rlimit
     name = layout.params[-1][0]
     wrong = ex.compare("!=", ex.div(expr, Int(chunk.size)), Name(name))
     answer = solve(Query(layout.params, (wrong,)), rlimit)
-    if answer.verdict is Verdict.UNKNOWN:
+    if answer.verdict.unknown:
         return [_unknown(layout, what, "chunk", answer)]
-    if answer.verdict is Verdict.UNSAT:
+    if answer.verdict.unsat:
         return []
     slot = tuple(answer.value(n) for n in layout.names)
     element = layout.evaluate(slot)
@@ -440,9 +441,9 @@ def _check_addresses(layout: LayoutMap, what: str, elem_bytes: int, rlimit: int)
         else ex.compare("<", expr, Int(0))
     )
     answer = solve(Query(layout.params, (bad,)), rlimit)
-    if answer.verdict is Verdict.UNKNOWN:
+    if answer.verdict.unknown:
         return [_unknown(layout, what, "address", answer)]
-    if answer.verdict is Verdict.SAT:
+    if answer.verdict.sat:
         element = tuple(answer.value(n) for n in layout.names)
         (address,) = layout.evaluate(element)
         out.append(
@@ -461,9 +462,9 @@ def _check_addresses(layout: LayoutMap, what: str, elem_bytes: int, rlimit: int)
     overlap = (ex.compare("<", ea, ex.add(eb, Int(elem_bytes))), ex.compare("<", eb, ex.add(ea, Int(elem_bytes))))
     distinct = ex.disj([ex.compare("!=", Name("a." + n), Name("b." + n)) for n in layout.names])
     answer = solve(Query(pa + pb, (*overlap, distinct)), rlimit)
-    if answer.verdict is Verdict.UNKNOWN:
+    if answer.verdict.unknown:
         return [_unknown(layout, what, "collision", answer)]
-    if answer.verdict is Verdict.SAT:
+    if answer.verdict.sat:
         a = tuple(answer.value("a." + n) for n in layout.names)
         b = tuple(answer.value("b." + n) for n in layout.names)
         out.append(
