@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from checker.clauses import l_deadlock
 from checker.composition import Composition
 from checker.memo import Memo
 from checker.protocol.adapter import ModelOptions, check_placed_depths
@@ -39,6 +40,6 @@ def verify_downstream(
     if placed is None:
         return Downstream(None, [], diags)
     depths = {r.name: r.depth for r in placed.placement.rings}
-    protocol = check_placed_depths(comp, depths, options, selected, memo)
+    protocol = [l_deadlock.undecided(d) for d in check_placed_depths(comp, depths, options, selected, memo)]
     routes, route_diags = route_composition(comp, placed)
     return Downstream(placed, routes, diags + protocol + route_diags)

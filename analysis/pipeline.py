@@ -17,6 +17,7 @@ from typing import Protocol
 
 from analysis.downstream import Downstream, verify_downstream
 from checker.clause import Clause
+from checker.clauses import l_integrity
 from checker.composition import Composition
 from checker.engine import by_code, errors, run_clauses, selected
 from checker.memo import Memo
@@ -90,15 +91,21 @@ def analyse(inputs: Inputs, ctx: AnalysisContext | None = None) -> Analysis:
     """Check loaded inputs: resolve, run the clauses, then place and route an accepted composition."""
     ctx = ctx or AnalysisContext()
     comp = resolve_inputs(inputs, ctx.target)
-    diags = list(inputs.diagnostics)
+    loaded = input_diagnostics(inputs)
+    diags = list(loaded)
     if comp is None:
         return Analysis(sort_diagnostics(diags), inputs.sources, None, inputs)
-    diags.extend(clause_diagnostics(comp, ctx, inputs.diagnostics))
+    diags.extend(clause_diagnostics(comp, ctx, loaded))
     if errors(diags):
         return Analysis(sort_diagnostics(diags), inputs.sources, comp, inputs)
     downstream = _downstream(comp, ctx)
     later = _selected_later(comp, downstream, ctx.codes)
     return Analysis(sort_diagnostics([*diags, *later]), inputs.sources, comp, inputs, downstream, later)
+
+
+def input_diagnostics(inputs: Inputs) -> list[Diagnostic]:
+    """What loading the inputs found: its diagnostics, and each package that is not intact (L-INTEGRITY)."""
+    return [*inputs.diagnostics, *(l_integrity.defect(u.finding, u.use.span if u.use else None) for u in inputs.unread)]
 
 
 def clause_diagnostics(comp: Composition, ctx: AnalysisContext, found: Sequence[Diagnostic] = ()) -> list[Diagnostic]:

@@ -218,7 +218,9 @@ INCOMPATIBLE = (
 
 
 @dataclass(frozen=True)
-class Verdict:
+class CheckOutcome:
+    """What the check says about one edit of the bench (accepted, or the codes that reject it)."""
+
     edit: Edit
     accepted: bool
     codes: tuple[str, ...]
@@ -246,7 +248,7 @@ def apply(edit: Edit, folder: Path, *, assumed: bool = False) -> None:
         path.write_text(text.replace(old, new, 1), encoding="utf-8")
 
 
-def verdict(edit: Edit, scratch: Path, *, assumed: bool = False) -> Verdict:
+def verdict(edit: Edit, scratch: Path, *, assumed: bool = False) -> CheckOutcome:
     """Check the example with ``edit`` applied to a copy under ``scratch``."""
     folder = scratch / (edit.slug + ("_assumed" if assumed else ""))
     shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("build"))
@@ -254,7 +256,7 @@ def verdict(edit: Edit, scratch: Path, *, assumed: bool = False) -> Verdict:
     result = check([folder / "moe4.kp"])
     errors = [d for d in result.diagnostics if d.is_error]
     accepted = result.accepted and result.downstream is not None and result.downstream.placed is not None
-    return Verdict(edit, accepted, tuple(d.code for d in errors), errors[0].message if errors else "")
+    return CheckOutcome(edit, accepted, tuple(d.code for d in errors), errors[0].message if errors else "")
 
 
 # ----------------------------------------------------------------- building the links (CPU)

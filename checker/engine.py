@@ -12,6 +12,7 @@ import traceback
 from collections.abc import Iterable, Sequence
 
 from checker.clause import Clause
+from checker.clauses import CLAUSES, l_deadlock
 from checker.composition import Composition
 from checker.context import CheckContext
 from checker.memo import Memo
@@ -25,8 +26,6 @@ class SelectionError(ValueError):
 
 
 def registry() -> tuple[type[Clause], ...]:
-    from checker.clauses import CLAUSES
-
     return CLAUSES
 
 
@@ -70,7 +69,7 @@ def run_clauses(
         except Exception as exc:  # a clause bug must not look like a pass or crash the CLI
             found.append(_internal(cls, exc))
     try:
-        found.extend(ctx.leftovers(found) if leftovers else ())
+        found.extend(l_deadlock.leftovers(ctx, found) if leftovers else ())
     except Exception as exc:
         found.append(_internal(chosen[0], exc))
     return sort_diagnostics(found)

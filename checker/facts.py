@@ -25,7 +25,7 @@ from contract_lang import ast as A
 from contract_lang.expr import BinOp, Expr, Int, Name, Not
 from diagnostics.span import Span
 from package.loader import StageEntry
-from solver import Solver
+from solver import Solver, Witnessed
 
 ConsumerKind = Literal["uses", "assumes", "requires", "param"]
 
@@ -205,23 +205,15 @@ def domain(var: z3.ArithRef, value: A.FactValue) -> z3.BoolRef:
 RLIMIT = 5_000_000
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """Whether a constraint holds for every value its facts can take.
-
-    ``fails`` carries the lexicographically smallest counterexample (names in sorted
-    order); ``unknown`` carries the solver's reason and is never read as a pass.
-    """
-
-    status: Literal["holds", "fails", "unknown"]
-    witness: tuple[tuple[str, int], ...] = ()
-    reason: str = ""
-
-
-def decide(
+def counterexample(
     expr: Expr, values: Mapping[str, A.FactValue], rlimit: int | None = None, memo: Memo | None = None
-) -> Verdict:
-    """Decide ``expr`` over the product of its facts' values (every name must be in ``values``).
+) -> Witnessed:
+    """Whether some value of its facts makes ``expr`` fail (every name must be in ``values``).
+
+    The solver's verdict on that question: ``unsat``, the constraint holds for every value the
+    owners allow; ``sat``, it fails, and the witness is the lexicographically smallest
+    counterexample (names in sorted order); ``unknown`` carries the solver's reason and is
+    never read as either.
 
     ``rlimit`` bounds each solver query (default :data:`RLIMIT`). Kept in ``memo`` on the
     meaning of the question (expressions and values compare without their spans).
@@ -233,7 +225,7 @@ def decide(
 
 def _decide(
     expr: Expr, domains: tuple[tuple[str, Literal["exact", "range", "set"], tuple[int, ...]], ...], rlimit: int
-) -> Verdict:
+) -> Witnessed:
     values = {name: A.FactValue(kind, vals) for name, kind, vals in domains}
     names = sorted(values)
     variables = {n: z3.Int(n) for n in names}
@@ -243,10 +235,8 @@ def _decide(
         solver.add(domain(variables[name], values[name]))
     solver.add(encoded.fails)
     first = solver.check()
-    if first.unsat:
-        return Verdict("holds")
-    if first.unknown:
-        return Verdict("unknown", reason=first.reason)
+    if not first.sat:
+        return Witnessed(first)  # holds (unsat), or undecided (unknown, with the solver's reason)
     witness = {n: solver.model().eval(variables[n], model_completion=True).as_long() for n in names}
     for name in names:  # shrink each name in turn to its smallest failing value
         lo, hi = value_bounds(values[name])[0], witness[name]
@@ -265,4 +255,4 @@ def _decide(
             elif outcome.unknown:
                 break  # keep the counterexample found so far
         solver.add(variables[name] == witness[name])
-    return Verdict("fails", tuple((n, witness[n]) for n in names))
+    return Witnessed(first, tuple((n, witness[n]) for n in names))

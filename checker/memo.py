@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
-    from checker.facts import Verdict as FactVerdict
-    from checker.protocol.check import ProtocolVerdict
     from checker.protocol.model import Protocol
     from checker.protocol.smt import Query
+    from checker.protocol.verdict import ProtocolVerdict
     from contract_lang.expr import Expr
     from package.codefacts.facts import CodeFacts
+    from solver import Witnessed
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -57,8 +57,8 @@ class Memo:
     verdicts: Table[tuple[Protocol, int | None, int], ProtocolVerdict] = field(default_factory=Table)
     #: a ring's slice (without spans), bound, rlimit → the race queries it proves impossible
     slices: Table[tuple[Protocol, int, int], frozenset[Query]] = field(default_factory=Table)
-    #: a fact constraint, its facts' domains, rlimit → whether it holds (L-ASSUME; checker/facts.py)
-    fact_verdicts: Table[tuple[Expr, tuple[tuple[str, str, tuple[int, ...]], ...], int], FactVerdict] = field(
+    #: a fact constraint, its facts' domains, rlimit → its counterexample, if any (L-ASSUME; checker/facts.py)
+    fact_verdicts: Table[tuple[Expr, tuple[tuple[str, str, tuple[int, ...]], ...], int], Witnessed] = field(
         default_factory=lambda: Table(4096)
     )
     #: what a warp layout reads (capacities, roles' widths and register minimums, block warps,

@@ -25,7 +25,7 @@ after a prefix of that sequence, so ``--seed s --examples n`` replays it.
 
 Modules: ``subject`` (the composition under test), ``oracles`` (independent re-verification:
 the placement verifier and ``contract_oracle``, an explicit-state explorer read straight from
-the contracts), ``check`` (one mutant: verdict and outcome), ``mutation`` (which mutation is
+the contracts), ``check`` (one mutant: classification and outcome), ``mutation`` (which mutation is
 mutant ``i``; shrinking), ``campaign`` (running mutants serially or in workers) and ``report``
 (a finished campaign). ``kernlink fuzz`` (kernlink/cmd_fuzz.py) is the command line.
 """

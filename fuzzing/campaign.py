@@ -49,8 +49,8 @@ class Campaign:
         if mutation is None:
             return None
         start = time.perf_counter()
-        verdict = self.checker.check(mutation)
-        return Outcome(index, mutation, verdict, time.perf_counter() - start)
+        classified = self.checker.check(mutation)
+        return Outcome(index, mutation, classified, time.perf_counter() - start)
 
     def run(
         self,
@@ -95,13 +95,13 @@ class Campaign:
         )
         seen: set[tuple[str | None, Mutation]] = set()
         for out in outcomes:
-            if out.verdict.status != "bug":
+            if out.classification.status != "bug":
                 continue
-            small = shrink(self.checker, out.mutation, out.verdict)
-            if (out.verdict.bug, small) in seen:
+            small = shrink(self.checker, out.mutation, out.classification)
+            if (out.classification.bug, small) in seen:
                 report.duplicates += 1
                 continue
-            seen.add((out.verdict.bug, small))
+            seen.add((out.classification.bug, small))
             report.bugs.append((out, small, reproducer(self.checker, small)))
         return report
 

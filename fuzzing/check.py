@@ -48,7 +48,10 @@ def _error_codes(diags: Sequence[Diagnostic]) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Classification:
+    """How a campaign classifies one mutant (not a solver verdict): accepted, rejected with the
+    clause codes, or a bug, found ``by`` the checker or an oracle (``bug`` says which kind)."""
+
     status: Status
     codes: tuple[str, ...] = ()
     by: str = "checker"
@@ -62,7 +65,7 @@ class Outcome:
 
     index: int
     mutation: Mutation
-    verdict: Verdict
+    classification: Classification
     seconds: float
 
     @property
@@ -83,7 +86,7 @@ class Checker:
         self.registered = registered_codes()
         self.oracles = list(oracles) if oracles is not None else default_oracles()
         # Printing and parsing are deterministic: an edited block seen before parses the same.
-        self._parsed: dict[tuple[int, A.Stage | A.Pipeline], A.Stage | A.Pipeline | Verdict] = {}
+        self._parsed: dict[tuple[int, A.Stage | A.Pipeline], A.Stage | A.Pipeline | Classification] = {}
         # One context for every mutant's check: protocol verdicts (on their meaning) and PTX facts
         # in its memo; placement is deterministic (the same problem gets the same placement): each
         # is solved once.
@@ -92,14 +95,14 @@ class Checker:
     def units(self, mutation: Mutation) -> tuple[A.Stage | A.Pipeline, ...]:
         return apply_edits(self.subject.bundle.units, mutation.edits)
 
-    def check(self, mutation: Mutation) -> Verdict:
-        """The verdict on one mutant; never raises."""
+    def check(self, mutation: Mutation) -> Classification:
+        """How one mutant is classified; never raises."""
         try:
             return self._check(mutation)
         except Exception as err:  # anything escaping resolution, the clauses or an oracle is a bug
-            return Verdict("bug", bug="raised", problems=(f"{type(err).__name__}: {err}",))
+            return Classification("bug", bug="raised", problems=(f"{type(err).__name__}: {err}",))
 
-    def _check(self, mutation: Mutation) -> Verdict:
+    def _check(self, mutation: Mutation) -> Classification:
         subject = self.subject
         units = self.units(mutation)
         candidates = list(subject.inputs.candidates)
@@ -108,7 +111,7 @@ class Checker:
         n_stages = len(subject.bundle.stages)
         for u in mutation.changed_units():
             parsed = self._reparse(units[u], u)
-            if isinstance(parsed, Verdict):
+            if isinstance(parsed, Classification):
                 return parsed
             if u == n_stages:
                 assert isinstance(parsed, A.Pipeline)
@@ -125,16 +128,16 @@ class Checker:
         assert comp is not None
         if analysis.downstream is None:
             return self.judge(analysis.diagnostics)
-        verdict = self.judge(analysis.later, by="placement")
-        if verdict.status != "accepted":
-            return verdict
+        classified = self.judge(analysis.later, by="placement")
+        if classified.status != "accepted":
+            return classified
         for oracle in self.oracles:
             result = oracle.check(comp, analysis.placed, self.codes)
             if result.problems:
-                return Verdict("bug", bug="oracle", by=oracle.name, problems=result.problems)
-        return verdict
+                return Classification("bug", bug="oracle", by=oracle.name, problems=result.problems)
+        return classified
 
-    def _reparse(self, unit: A.Stage | A.Pipeline, u: int) -> A.Stage | A.Pipeline | Verdict:
+    def _reparse(self, unit: A.Stage | A.Pipeline, u: int) -> A.Stage | A.Pipeline | Classification:
         key = (u, unit)
         found = self._parsed.get(key)
         if found is None:
@@ -143,32 +146,32 @@ class Checker:
             found = self._parsed[key] = self._print_and_parse(unit, u)
         return found
 
-    def _print_and_parse(self, unit: A.Stage | A.Pipeline, u: int) -> A.Stage | A.Pipeline | Verdict:
+    def _print_and_parse(self, unit: A.Stage | A.Pipeline, u: int) -> A.Stage | A.Pipeline | Classification:
         text = print_node(unit)
         kind: Literal["contract", "pipeline"] = "pipeline" if isinstance(unit, A.Pipeline) else "contract"
         try:
             source = parse_text(text, mutant_name(f"unit{u}"), kind)
         except DiagnosticError as err:
-            return Verdict(
+            return Classification(
                 "bug",
                 bug="round-trip",
                 problems=tuple(f"printed mutant does not parse: {d.code}: {d.message}" for d in err.diagnostics),
             )
         parsed = source.items[0] if len(source.items) == 1 else None
         if parsed != unit:
-            return Verdict("bug", bug="round-trip", problems=("printed mutant parses to a different AST",))
+            return Classification("bug", bug="round-trip", problems=("printed mutant parses to a different AST",))
         assert parsed is not None
         return parsed
 
-    def judge(self, diags: Sequence[Diagnostic], *, by: str = "checker") -> Verdict:
+    def judge(self, diags: Sequence[Diagnostic], *, by: str = "checker") -> Classification:
         """Rejected, accepted, or a bug (E-INTERNAL, an unregistered code, a rejection without span)."""
         errors = [d for d in diags if d.severity is Severity.ERROR]
         internal = [d for d in errors if d.code == Code.E_INTERNAL]
         if internal:
-            return Verdict("bug", bug="internal", by=by, problems=_internal_problems(internal))
+            return Classification("bug", bug="internal", by=by, problems=_internal_problems(internal))
         malformed = [d for d in errors if d.code not in self.registered or not d.labels]
         if malformed:
-            return Verdict(
+            return Classification(
                 "bug",
                 bug="diagnostic",
                 by=by,
@@ -178,8 +181,8 @@ class Checker:
                 ),
             )
         if errors:
-            return Verdict("rejected", codes=_error_codes(errors), by=by)
-        return Verdict("accepted")
+            return Classification("rejected", codes=_error_codes(errors), by=by)
+        return Classification("accepted")
 
 
 _CLAUSE_FAILED = re.compile(r"^clause `(?P<code>[^`]+)` failed with (?P<what>.*)$", re.S)

@@ -11,7 +11,7 @@ from contract_lang.compositions.catalogue import edits
 from contract_lang.compositions.draw import random_mutation
 from contract_lang.compositions.edit import Edit, Mutation
 from contract_lang.printer import print_node
-from fuzzing.check import Checker, Verdict
+from fuzzing.check import Checker, Classification
 
 
 @dataclass(frozen=True)
@@ -49,14 +49,14 @@ class Plan:
         return random_mutation(self.bundle, rng, min_edits=2, max_edits=self.max_edits, catalogue=self.catalogue)
 
 
-def shrink(checker: Checker, mutation: Mutation, verdict: Verdict) -> Mutation:
+def shrink(checker: Checker, mutation: Mutation, classified: Classification) -> Mutation:
     """The smallest sub-list of the edits that still shows the same kind of bug (ddmin)."""
 
     def still(candidate: Sequence[Edit]) -> bool:
         if not candidate:
             return False
         found = checker.check(Mutation(tuple(candidate)))
-        return found.status == "bug" and found.bug == verdict.bug
+        return found.status == "bug" and found.bug == classified.bug
 
     current = list(mutation.edits)
     chunks = 2

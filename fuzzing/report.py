@@ -42,7 +42,7 @@ class Report:
                 {"kind": out.kind, "mutants": 0, "rejected": 0, "accepted": 0, "bugs": 0, "by_clause": Counter()},
             )
             row["mutants"] += 1
-            v = out.verdict
+            v = out.classification
             if v.status == "rejected":
                 row["rejected"] += 1
                 for code in v.codes:
@@ -55,7 +55,7 @@ class Report:
         return sorted(rows.values(), key=lambda r: (order.get(r["kind"], len(order)), r["kind"]))
 
     def accepted(self) -> list[Outcome]:
-        return [o for o in self.outcomes if o.verdict.status == "accepted"]
+        return [o for o in self.outcomes if o.classification.status == "accepted"]
 
     def to_json(self, bundle: Bundle) -> dict[str, Any]:
         return {
@@ -77,9 +77,9 @@ class Report:
                 {
                     "index": o.index,
                     "kind": o.kind,
-                    "bug": o.verdict.bug,
-                    "by": o.verdict.by,
-                    "problems": list(o.verdict.problems),
+                    "bug": o.classification.bug,
+                    "by": o.classification.by,
+                    "problems": list(o.classification.problems),
                     "mutation": o.mutation.describe(bundle),
                     "shrunk": shrunk.describe(bundle),
                     "reproducer": text,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from analysis.pipeline import input_diagnostics
 from checker.resolve import select_stages
 from contract_lang.compositions.bundle import Bundle
 from package.loader import Inputs, StageEntry, UsageError, load
@@ -30,7 +31,7 @@ def load_subject(paths: Sequence[str], *, target: str | None = None) -> Subject:
     """Load a composition for fuzzing; raises UsageError when no pipeline can be formed."""
     inputs = load(paths)
     if inputs.pipeline is None:
-        raise UsageError("no composition to fuzz: " + "; ".join(d.message for d in inputs.diagnostics[:3]))
+        raise UsageError("no composition to fuzz: " + "; ".join(d.message for d in input_diagnostics(inputs)[:3]))
     chosen, _ = select_stages(inputs.pipeline, inputs.candidates)
     slots: list[int] = []
     for entry in chosen:

@@ -80,13 +80,14 @@ def _key_file(package: Path) -> Path:
 
 
 def _reusable(package: Path, key: str) -> bool:
+    from package.integrity import PackageDefect
     from package.kpkg import read_package
 
     try:
         if _key_file(package).read_text(encoding="utf-8").strip() != key:
             return False
         read_package(package)
-    except (OSError, DiagnosticError, ValueError):
+    except (OSError, DiagnosticError, PackageDefect, ValueError):
         return False
     return True
 

@@ -203,11 +203,11 @@ def render_report(report: Report, campaign: Campaign, args: Any, *, color: bool 
         console.print(f"[bold red]{len(report.bugs)} checker bug(s)[/]{again}")
         for out, small, text in report.bugs:
             console.print(
-                f"mutant #{out.index} ({out.kind}): {BUG_KINDS.get(out.verdict.bug or '', '')}"
-                + (f" [{out.verdict.by}]" if out.verdict.bug == "oracle" else ""),
+                f"mutant #{out.index} ({out.kind}): {BUG_KINDS.get(out.classification.bug or '', '')}"
+                + (f" [{out.classification.by}]" if out.classification.bug == "oracle" else ""),
                 markup=False,
             )
-            for problem in out.verdict.problems:
+            for problem in out.classification.problems:
                 console.print(f"  = {problem}", markup=False)
             console.print(f"  shrunk to {len(small.edits)} edit(s); reproducer:", markup=False)
             console.print(text.rstrip("\n"), markup=False)

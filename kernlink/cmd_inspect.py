@@ -22,12 +22,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
+    from checker.clauses import l_integrity
     from package.kpkg import read_package
     from package.manifest import stage_package
 
     try:  # one bounded read; the manifest is validated before the view uses it
-        raw = read_package(args.package)
-        stage = stage_package(raw, args.package)
+        with l_integrity.worded():
+            raw = read_package(args.package)
+            stage = stage_package(raw, args.package)
         view = inspect_view(args.package, stage.manifest, raw.manifest_sha256)
     except DiagnosticError as err:
         return report(err.diagnostics, SourceMap(), args)

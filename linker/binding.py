@@ -155,7 +155,8 @@ def _note(path: str, why: str) -> Diagnostic:
 
 
 def _rebuild(path: str, stage: A.Stage) -> list[Diagnostic]:
-    pkg = read_package(path)
+    with l_integrity.worded():
+        pkg = read_package(path)
     compile_info = pkg.manifest.get("compile")
     source = pkg.payloads.get(SOURCE_PAYLOAD)
     ptx = pkg.payloads.get(PTX_PAYLOAD)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from checker.clauses import l_integrity
 from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.symbols import Code
@@ -117,7 +118,8 @@ def assemble(comp: Composition, generated: Generated, *, front_end: FrontEnd | N
     extra_dirs: list[Path] = []
     for entry in comp.stages:
         if entry.package is not None:
-            pkg = read_package(entry.package)
+            with l_integrity.worded():
+                pkg = read_package(entry.package)
             headers.update(carried_headers(pkg.payloads))
             info = pkg.manifest.get("compile")
             if isinstance(info, Mapping):
@@ -253,7 +255,8 @@ def _stage_sources(comp: Composition) -> tuple[dict[str, str], list[UnitPart]]:
         if entry.package is None:
             problems.append(_no_source(entry.name, shown, span, "the stage was checked from its contract alone"))
             continue
-        pkg = read_package(entry.package)
+        with l_integrity.worded():
+            pkg = read_package(entry.package)
         blob = pkg.payloads.get(SOURCE_PAYLOAD)
         if blob is None:
             problems.append(

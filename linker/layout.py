@@ -21,12 +21,11 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from contract_lang import ast as A
 from diagnostics import Diagnostic, DiagnosticError
 from diagnostics.symbols import Code
-from package.captured import Captured, CapturedParams
+from package.captured import CapturedParams
 
 PROBE_SYMBOL = "kl_probe_layouts"
 PROBE_FILE = "<kernlink params probe>"
@@ -68,30 +67,6 @@ template <class T> struct kl_probe_struct<T, typename kl_probe_void<decltype(siz
     static constexpr unsigned size = sizeof(T), align = alignof(T);
 }};
 """
-
-
-@dataclass(frozen=True)
-class ParamsProblem:
-    """One disagreement between a contract's params block and the captured layout."""
-
-    params: str
-    problem: str  # missing-struct | missing-field | size | align | offset | field-size
-    field: str | None
-    declared: int | None
-    captured: int | None
-    node: A.Node
-
-    @property
-    def message(self) -> str:
-        what = f"`{self.params}.{self.field}`" if self.field else f"`{self.params}`"
-        match self.problem:
-            case "missing-struct":
-                return f"params struct `{self.params}` is not declared at global scope in the source"
-            case "missing-field":
-                return f"params struct `{self.params}` has no field `{self.field}`"
-            case "field-size":
-                return f"field {what} is {self.captured} bytes in the source, its type takes {self.declared}"
-        return f"{self.problem} of {what} is {self.captured} in the source, the contract says {self.declared}"
 
 
 def params_blocks(stage: A.Stage) -> tuple[A.Params, ...]:
@@ -139,32 +114,6 @@ def read_probe(ptx: str, blocks: Sequence[A.Params]) -> tuple[CapturedParams, ..
         if size:
             layouts.append(CapturedParams(block.name, size, align, tuple(fields)))
     return tuple(layouts)
-
-
-def params_problems(stage: A.Stage, captured: Captured) -> list[ParamsProblem]:
-    """Every way the stage's params blocks disagree with the captured layouts (L-PARAMS's input)."""
-    found: list[ParamsProblem] = []
-    layouts = {p.name: p for p in captured.params_layouts}
-    for block in params_blocks(stage):
-        layout = layouts.get(block.name)
-        if layout is None:
-            found.append(ParamsProblem(block.name, "missing-struct", None, None, None, block))
-            continue
-        for what, declared, seen in (("size", block.size, layout.size), ("align", block.align, layout.align)):
-            if declared != seen:
-                found.append(ParamsProblem(block.name, what, None, declared, seen, block))
-        fields = {name: (offset, nbytes) for name, offset, nbytes in layout.fields}
-        for fld in block.fields:
-            if fld.name not in fields:
-                found.append(ParamsProblem(block.name, "missing-field", fld.name, None, None, fld))
-                continue
-            offset, nbytes = fields[fld.name]
-            if offset != fld.offset:
-                found.append(ParamsProblem(block.name, "offset", fld.name, fld.offset, offset, fld))
-            want = TYPE_BYTES.get(fld.type)
-            if want is not None and want != nbytes:
-                found.append(ParamsProblem(block.name, "field-size", fld.name, want, nbytes, fld))
-    return found
 
 
 def _probe_words(ptx: str) -> list[int]:

@@ -72,7 +72,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.plan import plan, register_demand
-from checker.clauses import l_link, l_regs, l_stage
+from checker.clauses import l_integrity, l_link, l_regs, l_stage
 from checker.clauses.l_launch import residency_diagnostic
 from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity, sort_diagnostics
@@ -281,7 +281,8 @@ def _inputs(comp: Composition, record: LinkRecord) -> list[tuple[str, StagePacka
             problems.append(_no_package(comp, entry))
             continue
         try:
-            pkg = read_stage_package(entry.package)
+            with l_integrity.worded():
+                pkg = read_stage_package(entry.package)
         except DiagnosticError as err:
             problems.extend(err.diagnostics)
             continue

@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from checker import conformance
-from checker.clauses import l_handle, l_symbol
+from checker.clauses import l_handle, l_params, l_symbol
+from checker.params import params_problems
 from contract_lang import ast as A
 from contract_lang.parser import parse_file
 from contract_lang.printer import print_node
@@ -193,7 +194,7 @@ def pack(
         built.prototypes,
         len(data),
         hashlib.sha256(data).hexdigest(),
-        (*findings(built), *conformance_findings(built, out)),
+        (*findings(built, out), *conformance_findings(built, out)),
         seconds,
     )
 
@@ -390,7 +391,7 @@ def prototypes_of(manifest: Mapping[str, Any]) -> dict[str, Prototype]:
         return {}
 
 
-def findings(built: Built) -> list[Diagnostic]:
+def findings(built: Built, output: Path) -> list[Diagnostic]:
     """The contract disagreements of a built package, as warnings (the checker rejects them)."""
     out: list[Diagnostic] = []
     stage, captured = built.stage, built.captured
@@ -408,16 +409,13 @@ def findings(built: Built) -> list[Diagnostic]:
                 data=(("problem", finding.problem), ("symbol", finding.symbol)),
             )
         )
-    for problem in layout.params_problems(stage, captured):
+    for problem in params_problems(stage, captured):
+        said = l_params.disagreement(problem, stage.name, str(output))
         out.append(
-            Diagnostic(
-                Code.L_PARAMS,
-                problem.message,
+            dataclasses.replace(
+                said,
                 severity=Severity.WARNING,
-                labels=_label(problem.node, "declared here"),
-                notes=("the package was written; `kernlink check` rejects this composition",),
-                helps=("make the struct in the source and the contract's params block agree",),
-                data=(("problem", problem.problem), ("params", problem.params)),
+                notes=(*said.notes, "the package was written; `kernlink check` rejects this composition"),
             )
         )
     return out

@@ -39,7 +39,8 @@ from linker.control import ControlBuild
 from linker.cubin import KernelInfo, read_cubin
 from linker.generate import Generated
 
-Verdict = Literal["identical", "explained", "differs"]
+Parity = Literal["identical", "explained", "differs"]
+"""How a linked kernel compares with its single-unit control build (not a solver verdict)."""
 _SPILLS = re.compile(r"(?P<stores>\d+) bytes spill stores, (?P<loads>\d+) bytes spill loads")
 _PROPERTIES = re.compile(r"Function properties for (?P<name>\S+)")
 _LOCAL_PREFIX = re.compile(r"^\$[^$]+\$")
@@ -117,7 +118,7 @@ class ParityReport:
         return same_text and all(r.equal for r in self.resources) and self.sass.identical is not False
 
     @property
-    def verdict(self) -> Verdict:
+    def verdict(self) -> Parity:
         if self.identical:
             return "identical"
         return "explained" if self.notes else "differs"

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from checker.clauses import l_link
+from checker.clauses import l_integrity, l_link
 from checker.composition import Composition
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError
@@ -62,7 +62,8 @@ def linked_providers(comp: Composition, regions: Sequence[ParamsRegion]) -> list
         called = [p for p in entry.stage.items if isinstance(p, A.HostProvider) and p.function is not None]
         if not called or entry.package is None:
             continue
-        payloads = read_package(entry.package).payloads
+        with l_integrity.worded():
+            payloads = read_package(entry.package).payloads
         region = next((r for r in regions if r.stage == entry.name), None)
         for provider in called:
             assert provider.function is not None

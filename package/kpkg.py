@@ -11,7 +11,8 @@ Layout (little-endian; documented in ``specs/package-format.md``)::
 
 The caller's manifest gets a ``payloads`` list of ``{name, size, sha256}``, sorted
 by name. The same inputs always give the same bytes. Any defect found on reading
-raises ``DiagnosticError`` with code ``L-INTEGRITY``.
+raises :class:`package.integrity.PackageDefect` (an ``L-INTEGRITY`` finding; a file over the
+size limit or one that cannot be read is a ``DiagnosticError``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any, BinaryIO
 from diagnostics import Diagnostic, DiagnosticError
 from diagnostics.files import atomic_write_bytes, open_regular, read_capped
 from diagnostics.symbols import Code
+from package.integrity import defect
 
 MAGIC = b"\x89KPKG\r\n\x1a"
 FORMAT_VERSION = 1
@@ -139,25 +141,23 @@ def _read(file: BinaryIO, size: int, name: str) -> Package:
         )
     head = handle.read(_HEADER.size)
     if len(head) < len(MAGIC) or head[: len(MAGIC)] != MAGIC:
-        raise _integrity(f"`{name}` is not a kernlink package (bad magic)")
+        raise defect(name, "bad-magic")
     if len(head) < _HEADER.size:
-        raise _integrity(f"package `{name}` is truncated: its header needs {_HEADER.size} bytes, the file has {size}")
+        raise defect(name, "short-header", need=_HEADER.size, size=size)
     _, version, length = _HEADER.unpack_from(head)
     if version != FORMAT_VERSION:
-        raise _integrity(f"package `{name}` has format version {version}; this kernlink reads version {FORMAT_VERSION}")
+        raise defect(name, "format-version", version=version, supported=FORMAT_VERSION)
     end = _HEADER.size + length
     if end + _HASH_BYTES > size:
-        raise _integrity(
-            f"package `{name}` is truncated: its manifest and hash need {end + _HASH_BYTES} bytes, the file has {size}"
-        )
+        raise defect(name, "short-manifest", need=end + _HASH_BYTES, size=size)
     if length > MAX_MANIFEST_BYTES:
-        raise _integrity(f"the manifest of `{name}` is {length} bytes, over the limit of {MAX_MANIFEST_BYTES} bytes")
+        raise defect(name, "manifest-too-large", length=length, limit=MAX_MANIFEST_BYTES)
     body = handle.read(length)
     digest = handle.read(_HASH_BYTES)
     if len(body) != length or len(digest) != _HASH_BYTES:
-        raise _integrity(f"package `{name}` is truncated: it ended while its manifest was read")
+        raise defect(name, "manifest-cut")
     if hashlib.sha256(body).digest() != digest:
-        raise _integrity(f"the manifest of `{name}` does not match its SHA-256")
+        raise defect(name, "manifest-hash")
     manifest = _decode_manifest(body, name)
     entries = _payload_entries(manifest, name)
     offset = end + _HASH_BYTES
@@ -165,11 +165,15 @@ def _read(file: BinaryIO, size: int, name: str) -> Package:
     if need != size:
         if need > size:
             missing = next(e for e in entries if (offset := offset + e["size"]) > size)
-            raise _integrity(
-                f"payload `{missing['name']}` of `{name}` is truncated: it needs "
-                f"{missing['size']} bytes at offset {offset - missing['size']}, the file has {size}"
+            raise defect(
+                name,
+                "payload-cut",
+                payload=missing["name"],
+                need=missing["size"],
+                offset=offset - missing["size"],
+                size=size,
             )
-        raise _integrity(f"package `{name}` has {size - need} unexpected bytes after its last payload")
+        raise defect(name, "trailing-bytes", count=size - need)
     payloads: dict[str, bytes] = {}
     for entry in entries:
         pname, psize = entry["name"], entry["size"]
@@ -179,15 +183,15 @@ def _read(file: BinaryIO, size: int, name: str) -> Package:
         while left:
             chunk = handle.read(min(left, _CHUNK))
             if not chunk:
-                raise _integrity(f"payload `{pname}` of `{name}` is truncated: the file ended while it was read")
+                raise defect(name, "payload-ended", payload=pname)
             sha.update(chunk)
             chunks.append(chunk)
             left -= len(chunk)
         if sha.hexdigest() != entry["sha256"]:
-            raise _integrity(f"payload `{pname}` of `{name}` does not match its SHA-256")
+            raise defect(name, "payload-hash", payload=pname)
         payloads[pname] = b"".join(chunks)
     if read_capped(file, 1, name):
-        raise _integrity(f"package `{name}` grew while it was read")
+        raise defect(name, "grew")
     return Package(
         version,
         MappingProxyType(manifest),
@@ -207,7 +211,7 @@ def unpack(package: Package, dest_dir: str | os.PathLike[str]) -> tuple[Path, ..
     for pname, blob in sorted(package.payloads.items()):
         target = root / pname
         if not valid_payload_name(pname) or target.parent != root:
-            raise _integrity(f"payload name `{pname}` is not a plain file name; refusing to write it")
+            raise defect("", "unsafe-name", payload=pname)
         atomic_write_bytes(target, blob)
         written.append(target)
     return tuple(written)
@@ -223,23 +227,23 @@ def _decode_manifest(body: bytes, name: str) -> dict[str, Any]:
             parse_float=_json_float,
         )
     except RecursionError as err:
-        raise _integrity(f"the manifest of `{name}` is nested more than {MAX_DEPTH} levels deep") from err
+        raise defect(name, "manifest-deep", depth=MAX_DEPTH) from err
     except (UnicodeDecodeError, ValueError) as err:
-        raise _integrity(f"the manifest of `{name}` is not valid JSON: {err}") from err
+        raise defect(name, "manifest-json", error=err) from err
     if not isinstance(manifest, dict):
-        raise _integrity(f"the manifest of `{name}` is not a JSON object")
+        raise defect(name, "manifest-not-object")
     problem = check_limits(manifest)
     if problem is not None:
-        raise _integrity(f"the manifest of `{name}` {problem}")
+        raise defect(name, "manifest-limits", problem=problem)
     if canonical_json(manifest) != body:
-        raise _integrity(f"the manifest of `{name}` is not in canonical form")
+        raise defect(name, "manifest-not-canonical")
     return manifest
 
 
 def _payload_entries(manifest: dict[str, Any], name: str) -> list[dict[str, Any]]:
     entries = manifest.get(PAYLOADS_KEY)
     if not isinstance(entries, list):
-        raise _integrity(f"the manifest of `{name}` has no `{PAYLOADS_KEY}` list")
+        raise defect(name, "no-payload-list", key=PAYLOADS_KEY)
     seen: set[str] = set()
     for entry in entries:
         ok = (
@@ -252,17 +256,15 @@ def _payload_entries(manifest: dict[str, Any], name: str) -> list[dict[str, Any]
             and re.fullmatch(r"[0-9a-f]{64}", entry["sha256"]) is not None
         )
         if not ok:
-            raise _integrity(
-                f"the manifest of `{name}` has a malformed payload entry: {json.dumps(entry, sort_keys=True)[:200]}"
-            )
+            raise defect(name, "payload-entry", entry=json.dumps(entry, sort_keys=True)[:200])
         pname = entry["name"]
         if not valid_payload_name(pname):
-            raise _integrity(f"payload name `{pname}` in `{name}` is not a plain file name")
+            raise defect(name, "payload-name", payload=pname)
         if pname in seen:
-            raise _integrity(f"payload `{pname}` appears twice in `{name}`")
+            raise defect(name, "payload-twice", payload=pname)
         seen.add(pname)
     if [e["name"] for e in entries] != sorted(seen):
-        raise _integrity(f"the payloads of `{name}` are not sorted by name")
+        raise defect(name, "payloads-unsorted")
     return entries
 
 
@@ -340,7 +342,3 @@ def _check_json(value: object, where: str) -> None:
             _check_json(item, f"{where}.{key}")
         return
     raise TypeError(f"{where} holds a {type(value).__name__}, which JSON cannot encode")
-
-
-def _integrity(message: str) -> DiagnosticError:
-    return DiagnosticError([Diagnostic(Code.L_INTEGRITY, message)])

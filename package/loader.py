@@ -3,7 +3,8 @@
 Accepted inputs: one `.kp` pipeline (stages come from `.kc` files beside it, from
 files named alongside, and from packages its `use … from` lines name), a directory
 holding one `.kp`, or only `.kc` files (an implicit pipeline using every stage in
-them). Every problem is a diagnostic; loading goes on so all of them are reported.
+them). Every problem is a diagnostic (a package that is not intact is a typed finding, in
+``Inputs.unread``, that the check words); loading goes on so all of them are reported.
 
 When a stage comes from a package (`use … from "x.kpkg"`, or a package on the command
 line) and a `.kc` file also declares it, **the package's embedded contract wins**: its
@@ -27,6 +28,7 @@ from diagnostics.sources import SourceMap
 from diagnostics.span import Span
 from diagnostics.symbols import Code
 from package.captured import Captured
+from package.integrity import IntegrityFinding, PackageDefect
 
 # `stage "name"` at the start of a line: what a file that does not parse would have declared.
 _STAGE_HEADER = re.compile(r'^\s*stage\s+"([^"\n]+)"', re.M)
@@ -56,10 +58,20 @@ class Inputs:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # stage name → the file that declares it but did not parse (its syntax error is the root cause)
     unparsable: dict[str, str] = field(default_factory=dict)
+    # packages that are not intact (L-INTEGRITY findings, worded by the check: checker/clauses/l_integrity.py)
+    unread: list[Unread] = field(default_factory=list)
 
     @property
     def fatal(self) -> bool:
-        return any(d.severity is Severity.ERROR for d in self.diagnostics)
+        return bool(self.unread) or any(d.severity is Severity.ERROR for d in self.diagnostics)
+
+
+@dataclass(frozen=True)
+class Unread:
+    """A package left out because it is not intact: the finding, and the `use` line that names the package."""
+
+    finding: IntegrityFinding
+    use: A.Use | None
 
 
 class UsageError(ValueError):
@@ -245,6 +257,9 @@ def _load_package(inputs: Inputs, path: Path, use: A.Use | None) -> None:
     name = display_name(path)
     try:
         loaded = read_stage_package(path)
+    except PackageDefect as err:
+        inputs.unread.append(Unread(err.finding, use))
+        return
     except DiagnosticError as err:
         inputs.diagnostics.extend(_at_use(d, use) for d in err.diagnostics)
         return
@@ -265,5 +280,4 @@ def _at_use(diag: Diagnostic, use: A.Use | None) -> Diagnostic:
     """A package's diagnostic pointed at the `use` line that names the package."""
     if diag.labels or use is None:
         return diag
-    helps = diag.helps or (("rebuild the package with `kernlink pack`",) if diag.code == Code.L_INTEGRITY else ())
-    return replace(diag, labels=(Label(use.span, "package named here"),), helps=helps)
+    return replace(diag, labels=(Label(use.span, "package named here"),))

@@ -23,13 +23,11 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from diagnostics.model import Diagnostic, DiagnosticError, Label
-from diagnostics.span import Span
-from diagnostics.symbols import Code
 from package import codefacts
 from package.captured import Captured, CapturedParams, Prototype
+from package.integrity import defect
 from package.kpkg import Package, read_package
 from package.schema import STAGE_MANIFEST, validate
 
@@ -77,7 +75,7 @@ def manifest_for(
 
 
 def read_stage_package(path: str | Path) -> StagePackage:
-    """Read and validate a stage package; any defect is an L-INTEGRITY diagnostic."""
+    """Read and validate a stage package; a defect raises :class:`package.integrity.PackageDefect` (L-INTEGRITY)."""
     name = str(path)
     pkg = read_package(path)
     return stage_package(pkg, name)
@@ -136,19 +134,8 @@ def _bound_ptx(pkg: Package, name: str) -> str | None:
         return text  # another facts version: the checker derives them from the payload itself
     derived = codefacts.derive(text)
     if facts.facts != derived.facts:
-        raise DiagnosticError(
-            [
-                Diagnostic(
-                    Code.L_INTEGRITY,
-                    f"the manifest of `{name}` records code facts its `{codefacts.PTX_PAYLOAD}` payload does not have",
-                    labels=(Label(Span(name, 1, 1, 1, 1), "in this package"),),
-                    notes=(
-                        _first_difference(facts.facts, derived.facts),
-                        "the package's hashes match: its manifest was edited and the hashes recomputed",
-                    ),
-                    helps=("rebuild the package with `kernlink pack`",),
-                )
-            ]
+        raise defect(
+            name, "code-facts", payload=codefacts.PTX_PAYLOAD, difference=_first_difference(facts.facts, derived.facts)
         )
     return text
 
@@ -196,14 +183,5 @@ def _strings(value: object) -> list[str]:
     return value
 
 
-def _malformed(name: str, why: str) -> None:
-    raise DiagnosticError(
-        [
-            Diagnostic(
-                Code.L_INTEGRITY,
-                f"package `{name}` has a malformed manifest: {why}",
-                labels=(Label(Span(name, 1, 1, 1, 1), "in this package"),),
-                helps=("rebuild the package with `kernlink pack`",),
-            )
-        ]
-    )
+def _malformed(name: str, why: str) -> NoReturn:
+    raise defect(name, "malformed", why=why)

@@ -26,7 +26,7 @@ from solver.budget import DEFAULT_RLIMIT, MAX_RLIMIT, Budget, rlimit_count, vali
 from solver.core import minimise_core
 from solver.diagnostic import UNKNOWN_CODE, unknown_diagnostic
 from solver.session import Solver, Tracked, context
-from solver.verdict import SAT, UNKNOWN, UNSAT, Answer, Verdict, verdict_of
+from solver.verdict import SAT, UNKNOWN, UNSAT, Answer, Verdict, Witnessed, verdict_of
 
 __all__ = [
     "DEFAULT_RLIMIT",
@@ -40,6 +40,7 @@ __all__ = [
     "Solver",
     "Tracked",
     "Verdict",
+    "Witnessed",
     "context",
     "minimise_core",
     "rlimit_count",

@@ -1,4 +1,4 @@
-"""The one answer type of every solver question: sat, unsat, or unknown with a reason."""
+"""The one answer type of every solver question: sat, unsat, or unknown with a reason (and the witness of a sat)."""
 
 from __future__ import annotations
 
@@ -39,6 +39,18 @@ class Verdict:
     @property
     def unknown(self) -> bool:
         return self.answer is Answer.UNKNOWN
+
+
+@dataclass(frozen=True)
+class Witnessed:
+    """A question's verdict with its witness: when ``sat``, the values the model gives the
+    question's variables (the counterexample or the example asked for), else nothing."""
+
+    verdict: Verdict
+    witness: tuple[tuple[str, int], ...] = ()
+
+    def value(self, name: str) -> int:
+        return dict(self.witness)[name]
 
 
 SAT = Verdict(Answer.SAT)

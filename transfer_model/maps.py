@@ -35,12 +35,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import product
 
+from checker.clauses import l_map
+from checker.clauses.l_map import MapCase, MapFinding
 from contract_lang.expr import BinOp, EvalError, Expr, Int, Name, names, to_text
-from diagnostics.model import Diagnostic, Label
+from diagnostics.model import Diagnostic
 from diagnostics.span import UNKNOWN_SPAN, Span
-from diagnostics.symbols import Code
+from solver import SAT, Verdict, Witnessed
 from transfer_model import exprs as ex
-from transfer_model.smt import DEFAULT_RLIMIT, Answer, Query, Verdict, session, solve
+from transfer_model.smt import DEFAULT_RLIMIT, Query, session, solve
 
 REGS = "regs"
 TMEM = "tmem"
@@ -171,15 +173,15 @@ class LayoutMap:
 
 
 def equivalent(a: LayoutMap, b: LayoutMap, rlimit: int = DEFAULT_RLIMIT) -> Verdict:
-    """``UNSAT`` when the two maps agree on every slot (same variables and outputs)."""
+    """``unsat`` when the two maps agree on every slot (same variables and outputs)."""
     if a.params != b.params or a.outputs != b.outputs:
-        return Verdict.SAT
+        return SAT
     differs = ex.disj([ex.compare("!=", x, y) for x, y in zip(a.exprs, b.exprs, strict=True)])
     return solve(Query(a.params, (differs,)), rlimit).verdict
 
 
 # ---------------------------------------------------------------------------------------
-# L-MAP
+# L-MAP: the decider; checker/clauses/l_map.py words each finding
 
 
 def _span_of(expr: Expr, fallback: Span) -> Span:
@@ -187,67 +189,28 @@ def _span_of(expr: Expr, fallback: Span) -> Span:
     return fallback if span == UNKNOWN_SPAN else span
 
 
-def _diag(
-    message: str,
-    layout: LayoutMap,
-    *,
-    check: str,
-    span: Span | None = None,
-    label: str = "",
-    notes: tuple[str, ...] = (),
-    helps: tuple[str, ...] = (),
-    data: tuple[tuple[str, str], ...] = (),
-) -> Diagnostic:
-    labels = (Label(span or layout.span, label or "map declared here", True),)
-    return Diagnostic(
-        code=Code.L_MAP,
-        message=message,
-        labels=labels,
-        notes=(*notes, f"the map: `{layout.to_text()}`"),
-        helps=helps,
-        data=(("check", check), *data),
-    )
+def _found(case: MapCase, layout: LayoutMap, what: str, span: Span | None = None, **facts: object) -> MapFinding:
+    return MapFinding(case, what, layout.to_text(), span or layout.span, tuple((k, str(v)) for k, v in facts.items()))
 
 
-def _unknown(layout: LayoutMap, what: str, check: str, answer: Answer) -> Diagnostic:
-    return _diag(
-        f"could not decide whether {what} is exact ({check}): the solver gave up",
-        layout,
-        check=check,
-        notes=(f"solver: {answer.reason}",),
-        helps=("simplify the map's expressions, or raise the solver's resource limit",),
-    )
+def _unknown(layout: LayoutMap, what: str, check: str, answer: Witnessed) -> MapFinding:
+    return _found("undecided", layout, what, check=check, reason=answer.verdict.reason)
 
 
-def _structure(layout: LayoutMap, tile: Tile, what: str, chunk: Chunk | None) -> list[Diagnostic]:
+def _structure(layout: LayoutMap, tile: Tile, what: str, chunk: Chunk | None) -> list[MapFinding]:
     """Shape errors that make the exactness queries meaningless."""
-    out: list[Diagnostic] = []
+    out: list[MapFinding] = []
     tile_names = tuple(n for n, _ in tile)
     if layout.kind == SMEM:
         if layout.params != tile:
-            out.append(
-                _diag(
-                    f"{what} takes `({', '.join(f'{n}: {e}' for n, e in layout.params)})` but the "
-                    f"tile is `{tile_text(tile)}`",
-                    layout,
-                    check="shape",
-                    helps=("give a shared-memory map one variable per tile dimension, with its extent",),
-                )
-            )
+            variables = ", ".join(f"{n}: {e}" for n, e in layout.params)
+            out.append(_found("smem-variables", layout, what, variables=variables, tile=tile_text(tile)))
         if len(layout.outputs) != 1:
-            out.append(_diag(f"{what} must have one output, the byte address", layout, check="shape"))
+            out.append(_found("smem-outputs", layout, what))
     elif layout.outputs != tile_names:
-        out.append(
-            _diag(
-                f"{what} has outputs `({', '.join(layout.outputs)})` but the tile's dimensions are "
-                f"`({', '.join(tile_names)})`",
-                layout,
-                check="shape",
-                helps=("name the outputs after the tile's dimensions, in order",),
-            )
-        )
+        out.append(_found("outputs", layout, what, outputs=", ".join(layout.outputs), dims=", ".join(tile_names)))
     if layout.kind == TMEM and len(layout.params) != 2:
-        out.append(_diag(f"{what} must take two variables, lane and column", layout, check="shape"))
+        out.append(_found("tmem-variables", layout, what))
     if chunk is not None:
         out.extend(_chunk_structure(layout, tile, what, chunk))
     known = set(layout.names)
@@ -255,66 +218,43 @@ def _structure(layout: LayoutMap, tile: Tile, what: str, chunk: Chunk | None) ->
         unknown = sorted(names(expr) - known)
         if unknown:
             out.append(
-                _diag(
-                    f"{what} uses `{unknown[0]}` in `{output}`, which is not one of its variables",
-                    layout,
-                    check="shape",
-                    span=_span_of(expr, layout.span),
-                    label="unknown variable",
-                )
+                _found("unknown-name", layout, what, _span_of(expr, layout.span), name=unknown[0], output=output)
             )
             continue
         bad = ex.first_non_arith(expr)
         if bad is not None:
             op = bad.op if isinstance(bad, BinOp) else "not"
-            out.append(
-                _diag(
-                    f"{what} uses `{op}` in `{output}`; layout maps use only `+ - * / %`",
-                    layout,
-                    check="shape",
-                    span=_span_of(bad, _span_of(expr, layout.span)),
-                    label="not integer arithmetic",
-                )
-            )
+            span = _span_of(bad, _span_of(expr, layout.span))
+            out.append(_found("not-arithmetic", layout, what, span, op=op, output=output))
             continue
         try:
             ex.bounds(expr, {n: (0, e - 1) for n, e in layout.params})
         except ex.BoundsError as err:
-            out.append(
-                _diag(
-                    f"{what} may divide by zero or a negative value in `{to_text(err.node)}`",
-                    layout,
-                    check="shape",
-                    span=_span_of(err.node, _span_of(expr, layout.span)),
-                    label="divisor not always positive",
-                )
-            )
+            span = _span_of(err.node, _span_of(expr, layout.span))
+            out.append(_found("divisor", layout, what, span, divisor=to_text(err.node)))
     return out
 
 
-def _chunk_structure(layout: LayoutMap, tile: Tile, what: str, chunk: Chunk) -> list[Diagnostic]:
+def _chunk_structure(layout: LayoutMap, tile: Tile, what: str, chunk: Chunk) -> list[MapFinding]:
     extents = dict(tile)
     if chunk.dim not in extents or chunk.size < 1 or extents[chunk.dim] % chunk.size:
         return []  # L-TENSOR reports a chunking the tile does not allow
     count = extents[chunk.dim] // chunk.size
     if layout.kind != REGS or len(layout.params) < 2:
-        return [
-            _diag(
-                f"{what} is chunked but has no chunk variable",
-                layout,
-                check="chunk",
-                helps=("make the demand's last variable the chunk index",),
-            )
-        ]
+        return [_found("no-chunk-variable", layout, what)]
     name, extent = layout.params[-1]
     if extent != count:
         return [
-            _diag(
-                f"{what} has chunk variable `{name}: {extent}` but `{chunk.dim} {extents[chunk.dim]}` "
-                f"in chunks of {chunk.size} makes {count} chunks",
+            _found(
+                "chunk-count",
                 layout,
-                check="chunk",
-                notes=("the last variable of a chunked demand is the chunk index",),
+                what,
+                variable=name,
+                extent=extent,
+                dim=chunk.dim,
+                dim_extent=extents[chunk.dim],
+                size=chunk.size,
+                count=count,
             )
         ]
     return []
@@ -336,6 +276,20 @@ def check_map(
     chunk ``c`` must name an element of chunk ``c``. ``elem_bytes`` lets a shared-memory
     map be checked for overlapping elements and alignment.
     """
+    found = map_findings(layout, tile, what=what, chunk=chunk, elem_bytes=elem_bytes, rlimit=rlimit)
+    return [l_map.inexact(f) for f in found]
+
+
+def map_findings(
+    layout: LayoutMap,
+    tile: Tile,
+    *,
+    what: str = "the layout map",
+    chunk: Chunk | None = None,
+    elem_bytes: int | None = None,
+    rlimit: int = DEFAULT_RLIMIT,
+) -> list[MapFinding]:
+    """Every way ``layout`` is not exact over ``tile`` (:func:`check_map`'s findings, before wording)."""
     shape = _structure(layout, tile, what, chunk)
     if shape:
         return shape
@@ -350,64 +304,62 @@ def _check_exact(
     chunk: Chunk | None,
     elem_bytes: int | None,
     rlimit: int,
-) -> list[Diagnostic]:
+) -> list[MapFinding]:
     if layout.kind == SMEM:
         return _check_addresses(layout, what, elem_bytes or 1, rlimit)
-    out: list[Diagnostic] = []
+    out: list[MapFinding] = []
     in_range = True
     injective = True
     answer = _out_of_range(layout, tile, rlimit)
-    if answer.verdict is Verdict.SAT:
+    if answer.verdict.sat:
         in_range = False
         slot = tuple(answer.value(n) for n in layout.names)
         element = layout.evaluate(slot)
         bad = next(i for i, (v, (_, e)) in enumerate(zip(element, tile, strict=True)) if not 0 <= v < e)
         out.append(
-            _diag(
-                f"{what} sends slot `{point_text(layout.names, slot)}` to "
-                f"`{point_text(layout.outputs, element)}`, outside the tile `{tile_text(tile)}`",
+            _found(
+                "out-of-range",
                 layout,
-                check="out-of-range",
-                span=_span_of(layout.exprs[bad], layout.span),
-                label=f"`{layout.outputs[bad]}` leaves the tile",
-                data=(("slot", point_text(layout.names, slot)), ("element", point_text(layout.outputs, element))),
+                what,
+                _span_of(layout.exprs[bad], layout.span),
+                slot=point_text(layout.names, slot),
+                element=point_text(layout.outputs, element),
+                tile=tile_text(tile),
+                output=layout.outputs[bad],
             )
         )
-    elif answer.verdict is Verdict.UNKNOWN:
+    elif answer.verdict.unknown:
         return [_unknown(layout, what, "out-of-range", answer)]
     answer = _collision(layout, tile, rlimit)
-    if answer.verdict is Verdict.SAT:
+    if answer.verdict.sat:
         injective = False
         a = tuple(answer.value("a." + n) for n in layout.names)
         b = tuple(answer.value("b." + n) for n in layout.names)
         element = layout.evaluate(a)
         out.append(
-            _diag(
-                f"{what} sends slots `{point_text(layout.names, a)}` and `{point_text(layout.names, b)}` "
-                f"to one element `{point_text(layout.outputs, element)}`",
+            _found(
+                "collision",
                 layout,
-                check="collision",
-                label="not one-to-one",
-                data=(
-                    ("slot", point_text(layout.names, a)),
-                    ("other_slot", point_text(layout.names, b)),
-                    ("element", point_text(layout.outputs, element)),
-                ),
+                what,
+                slot=point_text(layout.names, a),
+                other_slot=point_text(layout.names, b),
+                element=point_text(layout.outputs, element),
             )
         )
-    elif answer.verdict is Verdict.UNKNOWN:
+    elif answer.verdict.unknown:
         return [_unknown(layout, what, "collision", answer)]
     missing = _missing(layout, tile, in_range and injective)
     if missing is not None:
-        verb = "demands" if what.startswith("demand") else "places"
         out.append(
-            _diag(
-                f"{what} never {verb} element `{point_text(layout.outputs, missing)}`",
+            _found(
+                "missing",
                 layout,
-                check="missing",
-                label="does not cover the tile",
-                notes=(f"the map has {layout.size} slots for the {tile_size(tile)} elements of `{tile_text(tile)}`",),
-                data=(("element", point_text(layout.outputs, missing)),),
+                what,
+                element=point_text(layout.outputs, missing),
+                verb="demands" if what.startswith("demand") else "places",
+                slots=layout.size,
+                elements=tile_size(tile),
+                tile=tile_text(tile),
             )
         )
     if not out and chunk is not None:
@@ -415,7 +367,7 @@ def _check_exact(
     return out
 
 
-def _out_of_range(layout: LayoutMap, tile: Tile, rlimit: int) -> Answer:
+def _out_of_range(layout: LayoutMap, tile: Tile, rlimit: int) -> Witnessed:
     conds = []
     for expr, (_, extent) in zip(layout.exprs, tile, strict=True):
         conds.append(ex.compare("<", expr, Int(0)))
@@ -423,7 +375,7 @@ def _out_of_range(layout: LayoutMap, tile: Tile, rlimit: int) -> Answer:
     return solve(Query(layout.params, (ex.disj(conds),)), rlimit)
 
 
-def _collision(layout: LayoutMap, tile: Tile, rlimit: int) -> Answer:
+def _collision(layout: LayoutMap, tile: Tile, rlimit: int) -> Witnessed:
     pa, ea = layout.renamed("a.")
     pb, eb = layout.renamed("b.")
     same = [ex.compare("==", x, y) for x, y in zip(ea, eb, strict=True)]
@@ -446,36 +398,37 @@ def _missing(layout: LayoutMap, tile: Tile, exact_so_far: bool) -> tuple[int, ..
     return None
 
 
-def _check_chunks(layout: LayoutMap, tile: Tile, what: str, chunk: Chunk, rlimit: int) -> list[Diagnostic]:
+def _check_chunks(layout: LayoutMap, tile: Tile, what: str, chunk: Chunk, rlimit: int) -> list[MapFinding]:
     dims = [n for n, _ in tile]
     expr = layout.exprs[dims.index(chunk.dim)]
     name = layout.params[-1][0]
     wrong = ex.compare("!=", ex.div(expr, Int(chunk.size)), Name(name))
     answer = solve(Query(layout.params, (wrong,)), rlimit)
-    if answer.verdict is Verdict.UNKNOWN:
+    if answer.verdict.unknown:
         return [_unknown(layout, what, "chunk", answer)]
-    if answer.verdict is Verdict.UNSAT:
+    if answer.verdict.unsat:
         return []
     slot = tuple(answer.value(n) for n in layout.names)
     element = layout.evaluate(slot)
     return [
-        _diag(
-            f"{what} asks for `{point_text(layout.outputs, element)}` in chunk {slot[-1]}, but that "
-            f"element is in chunk {element[dims.index(chunk.dim)] // chunk.size}",
+        _found(
+            "wrong-chunk",
             layout,
-            check="chunk",
-            span=_span_of(expr, layout.span),
-            label="element of another chunk",
-            notes=(
-                f"chunk `{name}` covers `{chunk.dim}` in [{chunk.size} * {name}, {chunk.size} * {name} + {chunk.size})",
-            ),
-            data=(("slot", point_text(layout.names, slot)), ("element", point_text(layout.outputs, element))),
+            what,
+            _span_of(expr, layout.span),
+            slot=point_text(layout.names, slot),
+            element=point_text(layout.outputs, element),
+            asked=slot[-1],
+            actual=element[dims.index(chunk.dim)] // chunk.size,
+            variable=name,
+            dim=chunk.dim,
+            size=chunk.size,
         )
     ]
 
 
-def _check_addresses(layout: LayoutMap, what: str, elem_bytes: int, rlimit: int) -> list[Diagnostic]:
-    out: list[Diagnostic] = []
+def _check_addresses(layout: LayoutMap, what: str, elem_bytes: int, rlimit: int) -> list[MapFinding]:
+    out: list[MapFinding] = []
     (expr,) = layout.exprs
     bad = (
         ex.disj(
@@ -488,20 +441,20 @@ def _check_addresses(layout: LayoutMap, what: str, elem_bytes: int, rlimit: int)
         else ex.compare("<", expr, Int(0))
     )
     answer = solve(Query(layout.params, (bad,)), rlimit)
-    if answer.verdict is Verdict.UNKNOWN:
+    if answer.verdict.unknown:
         return [_unknown(layout, what, "address", answer)]
-    if answer.verdict is Verdict.SAT:
+    if answer.verdict.sat:
         element = tuple(answer.value(n) for n in layout.names)
         (address,) = layout.evaluate(element)
         out.append(
-            _diag(
-                f"{what} puts element `{point_text(layout.names, element)}` at address {address}, "
-                f"which is negative or not a multiple of {elem_bytes}",
+            _found(
+                "bad-address",
                 layout,
-                check="out-of-range",
-                span=_span_of(expr, layout.span),
-                label="bad address",
-                data=(("element", point_text(layout.names, element)), ("address", str(address))),
+                what,
+                _span_of(expr, layout.span),
+                element=point_text(layout.names, element),
+                address=address,
+                elem_bytes=elem_bytes,
             )
         )
     pa, (ea,) = layout.renamed("a.")
@@ -509,20 +462,21 @@ def _check_addresses(layout: LayoutMap, what: str, elem_bytes: int, rlimit: int)
     overlap = (ex.compare("<", ea, ex.add(eb, Int(elem_bytes))), ex.compare("<", eb, ex.add(ea, Int(elem_bytes))))
     distinct = ex.disj([ex.compare("!=", Name("a." + n), Name("b." + n)) for n in layout.names])
     answer = solve(Query(pa + pb, (*overlap, distinct)), rlimit)
-    if answer.verdict is Verdict.UNKNOWN:
+    if answer.verdict.unknown:
         return [_unknown(layout, what, "collision", answer)]
-    if answer.verdict is Verdict.SAT:
+    if answer.verdict.sat:
         a = tuple(answer.value("a." + n) for n in layout.names)
         b = tuple(answer.value("b." + n) for n in layout.names)
         out.append(
-            _diag(
-                f"{what} stores elements `{point_text(layout.names, a)}` and `{point_text(layout.names, b)}` "
-                f"at overlapping addresses {layout.evaluate(a)[0]} and {layout.evaluate(b)[0]}",
+            _found(
+                "overlap",
                 layout,
-                check="collision",
-                span=_span_of(expr, layout.span),
-                label="not one-to-one",
-                data=(("element", point_text(layout.names, a)), ("other_element", point_text(layout.names, b))),
+                what,
+                _span_of(expr, layout.span),
+                element=point_text(layout.names, a),
+                other_element=point_text(layout.names, b),
+                address=layout.evaluate(a)[0],
+                other_address=layout.evaluate(b)[0],
             )
         )
     return out

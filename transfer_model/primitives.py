@@ -50,10 +50,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from contract_lang.expr import Expr, Int, Name
+from solver import Witnessed
 from transfer_model import exprs as ex
 from transfer_model.library import TCGEN05_SHAPES, tcgen05_ld_fragment
 from transfer_model.maps import REGS, SMEM, TMEM, point_text, row_major, tile_size
-from transfer_model.smt import DEFAULT_RLIMIT, Answer, Query, Verdict, solve
+from transfer_model.smt import DEFAULT_RLIMIT, Query, solve
 from transfer_model.tensors import ELEM_BYTES, Lends, TensorExport, TensorImport
 
 TMEM_LOAD = "tmem-load"
@@ -162,7 +163,7 @@ class Seam:
 
     # -- helpers -------------------------------------------------------------------
 
-    def solve(self, params: Sequence[tuple[str, int]], assertions: Sequence[Expr]) -> Answer:
+    def solve(self, params: Sequence[tuple[str, int]], assertions: Sequence[Expr]) -> Witnessed:
         return solve(Query(tuple(params), tuple(assertions)), self.rlimit)
 
     def producer(self, prefix: str) -> tuple[tuple[tuple[str, int], ...], tuple[Expr, ...]]:
@@ -174,8 +175,8 @@ class Seam:
     def p_reg(self, prefix: str) -> Expr:
         return row_major(self.placement.params[1:], prefix)
 
-    def witness(self, answer: Answer) -> Witness:
-        values = answer.values
+    def witness(self, answer: Witnessed) -> Witness:
+        values = dict(answer.witness)
         slot = tuple(values["c." + n] for n in self.demand.names)
         element = self.demand.evaluate(slot)
         register = ex.compile_function([n for n, _ in self.c_params], [self.c_reg, self.c_chunk])(
@@ -183,8 +184,8 @@ class Seam:
         )
         return Witness(slot[0], register[1], register[0], element, self.dims)
 
-    def unknown(self, rung: str, check: str, answer: Answer) -> RungResult:
-        return _fail(rung, check, f"the solver could not decide the {check} check ({answer.reason})")
+    def unknown(self, rung: str, check: str, answer: Witnessed) -> RungResult:
+        return _fail(rung, check, f"the solver could not decide the {check} check ({answer.verdict.reason})")
 
     # -- shared check --------------------------------------------------------------
 
@@ -207,11 +208,11 @@ class Seam:
             ex.compare("!=", self.p_reg("p."), self.p_reg("q.")),
         ]
         answer = self.solve(params, assertions)
-        if answer.verdict is Verdict.UNKNOWN:
+        if answer.verdict.unknown:
             return self.unknown("", "register-index", answer)
-        if answer.verdict is Verdict.UNSAT:
+        if answer.verdict.unsat:
             return RungResult("", True)
-        values = answer.values
+        values = dict(answer.witness)
         w = self.witness(answer)
         reg = ex.compile_function([n for n, _ in pp], [self.p_reg("p.")])
         r1 = reg(*(values[n] for n, _ in pp))[0]
@@ -298,9 +299,11 @@ def _tmem_candidate(seam: Seam, shape: str, num: int) -> RungResult:
         ]
     )
     answer = seam.solve(params, [*located, wrong])
-    if answer.verdict is Verdict.UNKNOWN:
-        return _fail(rung, "unknown", f"the solver could not decide `tcgen05.ld.{shape}.x{num}` ({answer.reason})")
-    if answer.verdict is Verdict.SAT:
+    if answer.verdict.unknown:
+        return _fail(
+            rung, "unknown", f"the solver could not decide `tcgen05.ld.{shape}.x{num}` ({answer.verdict.reason})"
+        )
+    if answer.verdict.sat:
         w = seam.witness(answer)
         cell = (answer.value(p_lane.id), answer.value(p_col.id))
         base = (answer.value(q_lane.id), answer.value(q_col.id))
@@ -319,9 +322,9 @@ def _tmem_candidate(seam: Seam, shape: str, num: int) -> RungResult:
         ]
     )
     answer = seam.solve(params, [*located, outside])
-    if answer.verdict is Verdict.UNKNOWN:
-        return _fail(rung, "unknown", f"the solver could not decide the lane quadrant ({answer.reason})")
-    if answer.verdict is Verdict.SAT:
+    if answer.verdict.unknown:
+        return _fail(rung, "unknown", f"the solver could not decide the lane quadrant ({answer.verdict.reason})")
+    if answer.verdict.sat:
         w = seam.witness(answer)
         cta_warp = (seam.imp.threads.first + w.thread) // 32
         lane = answer.value(q_lane.id)
@@ -344,9 +347,9 @@ def register_copy(seam: Seam) -> RungResult:
     p_thread = ex.add(Int(seam.export.threads.first), Name(pp[0][0]))
     c_thread = ex.add(Int(seam.imp.threads.first), seam.c_thread)
     answer = seam.solve([*seam.c_params, *pp], [*seam.holds(po, seam.c_out), ex.compare("!=", p_thread, c_thread)])
-    if answer.verdict is Verdict.UNKNOWN:
+    if answer.verdict.unknown:
         return seam.unknown(rung, "same-thread", answer)
-    if answer.verdict is Verdict.SAT:
+    if answer.verdict.sat:
         w = seam.witness(answer)
         holder = seam.export.threads.first + answer.value(pp[0][0])
         return _fail(
@@ -366,9 +369,9 @@ def warp_shuffle(seam: Seam) -> RungResult:
     p_warp = ex.div(ex.add(Int(seam.export.threads.first), Name(pp[0][0])), Int(32))
     c_warp = ex.div(ex.add(Int(seam.imp.threads.first), seam.c_thread), Int(32))
     answer = seam.solve([*seam.c_params, *pp], [*seam.holds(po, seam.c_out), ex.compare("!=", p_warp, c_warp)])
-    if answer.verdict is Verdict.UNKNOWN:
+    if answer.verdict.unknown:
         return seam.unknown(rung, "same-warp", answer)
-    if answer.verdict is Verdict.SAT:
+    if answer.verdict.sat:
         w = seam.witness(answer)
         holder = seam.export.threads.first + answer.value(pp[0][0])
         return _fail(
@@ -417,10 +420,10 @@ def smem_staging(seam: Seam, lends: Lends) -> RungResult:
     if plan.mode != "buffer":
         e_params = tuple(("e." + n, x) for n, x in seam.export.tile)
         answer = seam.solve(e_params, [ex.compare(">", ex.add(address("e."), Int(eb)), Int(plan.smem_bytes))])
-        if answer.verdict is not Verdict.UNSAT:
+        if not answer.verdict.unsat:
             return (
                 seam.unknown(rung, "bounds", answer)
-                if answer.verdict is Verdict.UNKNOWN
+                if answer.verdict.unknown
                 else _fail(rung, "bounds", f"a scratch address passes the {plan.smem_bytes} bytes staging needs")
             )
     race = _race(seam, plan, address)
@@ -534,9 +537,9 @@ def _race(seam: Seam, plan: StagingPlan, address: StagingAddress) -> RungResult 
             )
         )
     answer = seam.solve(params, assertions)
-    if answer.verdict is Verdict.UNKNOWN:
+    if answer.verdict.unknown:
         return seam.unknown(rung, "race", answer)
-    if answer.verdict is Verdict.UNSAT:
+    if answer.verdict.unsat:
         return None
     ea = tuple(answer.value("e." + n) for n in seam.dims)
     fa = tuple(answer.value("f." + n) for n in seam.dims)
@@ -554,9 +557,9 @@ def _order(seam: Seam) -> RungResult | None:
     rung = SMEM_STAGING
     early = ex.compare(">", store_phase(seam, "chunk", seam.c_out), seam.c_chunk)
     answer = seam.solve(seam.c_params, [early])
-    if answer.verdict is Verdict.UNKNOWN:
+    if answer.verdict.unknown:
         return seam.unknown(rung, "order", answer)
-    if answer.verdict is Verdict.UNSAT:
+    if answer.verdict.unsat:
         return None
     w = seam.witness(answer)
     return _fail(rung, "order", f"{w.text()} would be loaded before the barrier phase of its store", w)

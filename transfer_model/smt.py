@@ -3,7 +3,7 @@
 A ``Query`` is a set of variables ``0 <= v < extent`` and boolean assertions written as
 ``contract_lang`` expressions. ``solve`` looks for a satisfying assignment: for every
 check of the transfer model the assertions describe a *defect* (an element out of the
-tile, two slots on one element, a value that lands in the wrong thread), so ``UNSAT``
+tile, two slots on one element, a value that lands in the wrong thread), so ``unsat``
 is a proof that the defect cannot happen and a model is a witness.
 
 Encodings. When interval analysis shows that no node of the query can be negative,
@@ -26,8 +26,7 @@ from typing import Any
 import z3
 
 from contract_lang.expr import BinOp, Expr, Int, Name, Not
-from solver import Answer as _SolverAnswer
-from solver import Solver
+from solver import SAT, Answer, Solver, Verdict, Witnessed
 from transfer_model.exprs import BoundsTable
 
 FAST_RLIMIT = 2_000_000
@@ -43,26 +42,6 @@ class Query:
 
     variables: tuple[tuple[str, int], ...]
     assertions: tuple[Expr, ...]
-
-
-Verdict = _SolverAnswer
-"""Sat, unsat or unknown: the answer of :class:`solver.Verdict`."""
-
-
-@dataclass(frozen=True)
-class Answer:
-    """The solver's :class:`solver.Verdict` of a query (its answer and reason) with the witness when sat."""
-
-    verdict: Verdict
-    model: tuple[tuple[str, int], ...] = ()
-    reason: str = ""
-
-    def value(self, name: str) -> int:
-        return dict(self.model)[name]
-
-    @property
-    def values(self) -> dict[str, int]:
-        return dict(self.model)
 
 
 class _Encoder:
@@ -180,7 +159,7 @@ def session() -> Iterator[None]:
         _SESSION.reset(token)
 
 
-def _attempt(query: Query, width: int | None, rlimit: int) -> Answer:
+def _attempt(query: Query, width: int | None, rlimit: int) -> Witnessed:
     ctx = _SESSION.get()
     if ctx is None:
         with session():
@@ -196,11 +175,11 @@ def _attempt(query: Query, width: int | None, rlimit: int) -> Answer:
         values = tuple(
             (name, model.eval(encoder.vars[name], model_completion=True).as_long()) for name, _ in query.variables
         )
-        return Answer(Verdict.SAT, values)
-    return Answer(verdict.answer, reason=verdict.reason)
+        return Witnessed(SAT, values)
+    return Witnessed(verdict)
 
 
-def solve(query: Query, rlimit: int = DEFAULT_RLIMIT) -> Answer:
+def solve(query: Query, rlimit: int = DEFAULT_RLIMIT) -> Witnessed:
     """Find an assignment satisfying every assertion, prove there is none, or give up.
 
     Outside a ``session`` each call gets a context of its own.
@@ -212,7 +191,7 @@ def solve(query: Query, rlimit: int = DEFAULT_RLIMIT) -> Answer:
     for limit in limits:
         for encoding in encodings:
             answer = _attempt(query, encoding, limit)
-            if answer.verdict is not Verdict.UNKNOWN:
+            if not answer.verdict.unknown:
                 return answer
-            reasons.append(f"{'bit-vector' if encoding else 'integer'} encoding: {answer.reason}")
-    return Answer(Verdict.UNKNOWN, reason="; ".join(reasons))
+            reasons.append(f"{'bit-vector' if encoding else 'integer'} encoding: {answer.verdict.reason}")
+    return Witnessed(Verdict(Answer.UNKNOWN, "; ".join(reasons)))

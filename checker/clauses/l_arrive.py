@@ -59,8 +59,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checker.clause import Clause
+from checker.clauses.l_deadlock import alone
 from checker.composition import Composition
 from checker.context import CheckContext
+from checker.protocol.adapter import CountFinding
+from checker.protocol.model import MBAR_MAX_COUNT
+from checker.report import seam
 from diagnostics.model import Diagnostic
 from diagnostics.symbols import Code
 
@@ -74,9 +78,56 @@ class ArriveClause(Clause):
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
         """Alone, as ``--select`` of this code: with the undecided queries it leaves."""
-        from checker.engine import run_clauses
-
-        return iter(run_clauses(comp, [type(self)]))
+        return iter(alone(self, comp))
 
     def check_in(self, comp: Composition, ctx: CheckContext) -> Iterator[Diagnostic]:
-        return iter(ctx.protocol_for(self.code))
+        yield from ctx.protocol_for(self.code)
+        yield from (count_finding(f) for f in ctx.declared_for(self.code, CountFinding))
+
+
+# ----------------------------------------------------------------- the declarations' findings (protocol/adapter.py)
+
+
+def count_finding(found: CountFinding) -> Diagnostic:
+    """The one message shape of each count no mbarrier can take."""
+    barrier = f"`{found.ring}.{found.barrier}`"
+    what = "initialized with" if found.initializes else "arrived on"
+    match found.case:
+        case "no-init":
+            kind = found.barrier
+            example = "full init 1" if kind == "full" else f"empty init per_warp({found.role})"
+            return seam(
+                Code.L_ARRIVE,
+                f"{barrier} has no arrival count: no side states `{kind} init`",
+                (found.span, f"no `{kind} init` on ring `{found.ring}`"),
+                notes=("`mbarrier.init` needs the number of arrivals that complete a phase (PTX ISA §9.7.13.15.9)",),
+                helps=(f"state the arrivals each phase makes, e.g. `{example}`",),
+                data={"ring": found.ring, "barrier": kind},
+            )
+        case "not-whole":
+            role, warps = found.role, found.warps
+            if warps < 4:
+                plural = "s" if warps != 1 else ""
+                why = f"`per_warpgroup({role})` is 0: `{role}` has {warps} warp{plural}, less than one warpgroup"
+            else:
+                why = f"`per_warpgroup({role})` is not a whole number: `{role}` has {warps} warps, not a multiple of 4"
+            return seam(
+                Code.L_ARRIVE,
+                f"{barrier} is {what} a count that is no whole number of arrivals",
+                (found.span, why),
+                notes=(
+                    "a warpgroup is 4 consecutive warps; a role of fewer warps makes `per_warpgroup` 0, which no "
+                    "mbarrier can be initialized or arrived with (PTX ISA §9.7.13.15.9)",
+                ),
+                helps=(
+                    "count the arrivals per warp (`per_warp(ROLE)`) or per thread, or give the role whole warpgroups",
+                ),
+            )
+        case "out-of-range":
+            return seam(
+                Code.L_ARRIVE,
+                f"{barrier} is {what} {found.count} arrivals, outside 1..{MBAR_MAX_COUNT}",
+                (found.span, f"`{found.line}`"),
+                notes=("mbarrier arrival counts are 1 … 2^20 − 1 (PTX ISA §9.7.13.15.9)",),
+                helps=("give the count of arrivals each phase really makes",),
+            )

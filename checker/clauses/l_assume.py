@@ -45,7 +45,7 @@ from collections.abc import Iterator
 from checker.clause import Clause
 from checker.composition import Composition, Owned
 from checker.context import CheckContext
-from checker.facts import decide, describe_value, sole_owner
+from checker.facts import counterexample, describe_value, sole_owner
 from checker.memo import Memo
 from checker.report import seam
 from contract_lang import ast as A
@@ -85,28 +85,28 @@ class AssumeClause(Clause):
         expr = req.item.expr
         text = to_text(expr)
         values = {name: owner.item.value for name, owner in owners.items()}
-        verdict = decide(expr, values, memo=memo)
-        if verdict.status == "holds":
-            return
+        found = counterexample(expr, values, memo=memo)
+        if found.verdict.unsat:
+            return  # no value of its facts makes the constraint fail
         secondary = [
             (o.item.value.span, f"`{o.stage_name}` owns `{n} {describe_value(o.item.value)}`")
             for n, o in sorted(owners.items())
         ]
-        if verdict.status == "unknown":
+        if found.verdict.unknown:
             yield unknown_diagnostic(
                 self.code,
                 f"cannot decide whether `{text}` holds for every value of its facts",
                 (Label(req.span, "undecided constraint"), *(Label(span, label, False) for span, label in secondary)),
                 notes=(
-                    f"Z3 gave up: {verdict.reason or 'unknown'}",
+                    f"Z3 gave up: {found.verdict.reason or 'unknown'}",
                     "the constraint was not checked: this is not a pass",
                 ),
                 helps=("simplify the constraint (avoid products of facts), or narrow the owners' values",),
                 data=(("constraint", text),),
             )
             return
-        witness = dict(verdict.witness)
-        shown = ", ".join(f"`{n} = {v}`" for n, v in verdict.witness) or "every value"
+        witness = dict(found.witness)
+        shown = ", ".join(f"`{n} = {v}`" for n, v in found.witness) or "every value"
         try:
             why = "it is false" if not evaluate(expr, witness) else None
         except EvalError as err:
@@ -120,5 +120,5 @@ class AssumeClause(Clause):
             secondary,
             notes=("the owners' values may be chosen at link time; a constraint must hold for every one",),
             helps=(f"narrow the owner's values to those meeting `{text}`, or relax the constraint",),
-            data={"constraint": text, "counterexample": ",".join(f"{n}={v}" for n, v in verdict.witness)},
+            data={"constraint": text, "counterexample": ",".join(f"{n}={v}" for n, v in found.witness)},
         )

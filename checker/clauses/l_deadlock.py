@@ -62,7 +62,9 @@ from collections.abc import Iterator
 from checker.clause import Clause
 from checker.composition import Composition
 from checker.context import CheckContext
-from diagnostics.model import Diagnostic
+from checker.protocol.adapter import MAX_MODEL_DEPTH, TooDeep, Unmodelled
+from checker.protocol.report import undecided_diagnostic
+from diagnostics.model import Diagnostic, Label, sort_diagnostics
 from diagnostics.symbols import Code
 
 
@@ -75,9 +77,58 @@ class DeadlockClause(Clause):
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
         """Alone, as ``--select`` of this code: with the undecided queries it leaves."""
-        from checker.engine import run_clauses
-
-        return iter(run_clauses(comp, [type(self)]))
+        return iter(alone(self, comp))
 
     def check_in(self, comp: Composition, ctx: CheckContext) -> Iterator[Diagnostic]:
         return iter(ctx.protocol_for(self.code))
+
+
+# ----------------------------------------------------------------- what the model leaves undecided, worded here
+# A hang cannot be ruled out where the model does not look: each is E-SOLVER-UNKNOWN of this clause.
+
+
+def too_deep(found: TooDeep) -> Diagnostic:
+    """A ring deeper than the bounded model unrolls."""
+    return undecided_diagnostic(
+        Code.L_DEADLOCK,
+        f"the protocol model does not unroll ring `{found.ring}` at depth {found.depth} (at most {MAX_MODEL_DEPTH})",
+        (Label(found.span, f"depth {found.depth} is not checked", True),),
+        ("the linker may only use a depth the protocol model has decided",),
+        (("ring", found.ring), ("depth", str(found.depth))),
+        (
+            f"bound the ring's depth range to at most {MAX_MODEL_DEPTH} (e.g. `depth "
+            f"{found.lowest}..{MAX_MODEL_DEPTH}`): a deeper ring rarely pays for its shared memory",
+        ),
+    )
+
+
+def left_out(found: Unmodelled) -> Diagnostic:
+    """A channel the model leaves out, which no other selected clause explains."""
+    return undecided_diagnostic(
+        Code.L_DEADLOCK,
+        f"the protocol model leaves out `{found.channel}`: {found.reason}",
+        tuple(Label(span, "not modelled" if i == 0 else "another side", i == 0) for i, span in enumerate(found.spans)),
+        ("no other selected clause reports why; its hand-offs are not checked",),
+        (("channel", found.channel), ("reason", found.reason)),
+    )
+
+
+def undecided(found: Diagnostic | TooDeep | Unmodelled) -> Diagnostic:
+    """An item the model leaves undecided, as its diagnostic (the model's own are worded already)."""
+    if isinstance(found, TooDeep):
+        return too_deep(found)
+    if isinstance(found, Unmodelled):
+        return left_out(found)
+    return found
+
+
+def leftovers(ctx: CheckContext, reported: list[Diagnostic]) -> list[Diagnostic]:
+    """What no selected clause owns, worded (:meth:`CheckContext.leftovers`): never filtered by the selection."""
+    return [undecided(item) for item in ctx.leftovers(reported)]
+
+
+def alone(clause: Clause, comp: Composition) -> list[Diagnostic]:
+    """One protocol clause checked by itself (a ``--select`` of its code), with what the model leaves undecided."""
+    ctx = CheckContext(comp, frozenset({clause.code}))
+    found = list(clause.check_in(comp, ctx))
+    return sort_diagnostics([*found, *leftovers(ctx, found)])

@@ -17,8 +17,9 @@ when:
   `captured`) is missing or of the wrong type, the `lto.ir` payload is missing, or
   `captured` is malformed.
 
-The clause's own check reports nothing: the loader turns every defect into this
-diagnostic, and the package's stage is then resolved as if the package were absent.
+The clause's own check reports nothing: the readers raise each defect as a typed finding
+(`package/integrity.py`), the check words it here, and the package's stage is then
+resolved as if the package were absent.
 
 The same code refuses a link output directory whose `kernel.cubin` is not the one
 its `link.json` records (size and SHA-256), or whose manifest records no hash:
@@ -52,11 +53,14 @@ package by hand. Copy packages as binary files.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 from checker.clause import Clause
 from checker.composition import Composition
-from diagnostics.model import Diagnostic, Label
+from diagnostics.model import Diagnostic, DiagnosticError, Label
+from diagnostics.span import Span
 from diagnostics.symbols import Code
+from package.integrity import IntegrityFinding, PackageDefect
 
 
 class IntegrityClause(Clause):
@@ -118,3 +122,99 @@ def payload_not_rebuilt(
         ),
         helps=("rebuild the package with `kernlink pack`",),
     )
+
+
+# ----------------------------------------------------------------- the package readers' findings, worded here
+
+_REBUILD = "rebuild the package with `kernlink pack`"
+
+
+def _message(found: IntegrityFinding) -> str:
+    """The one message of each defect the package readers find."""
+    name, f = found.package, dict(found.facts)
+    match found.defect:
+        case "bad-magic":
+            return f"`{name}` is not a kernlink package (bad magic)"
+        case "short-header":
+            return f"package `{name}` is truncated: its header needs {f['need']} bytes, the file has {f['size']}"
+        case "format-version":
+            return f"package `{name}` has format version {f['version']}; this kernlink reads version {f['supported']}"
+        case "short-manifest":
+            return (
+                f"package `{name}` is truncated: its manifest and hash need {f['need']} bytes, the file has {f['size']}"
+            )
+        case "manifest-too-large":
+            return f"the manifest of `{name}` is {f['length']} bytes, over the limit of {f['limit']} bytes"
+        case "manifest-cut":
+            return f"package `{name}` is truncated: it ended while its manifest was read"
+        case "manifest-hash":
+            return f"the manifest of `{name}` does not match its SHA-256"
+        case "manifest-deep":
+            return f"the manifest of `{name}` is nested more than {f['depth']} levels deep"
+        case "manifest-json":
+            return f"the manifest of `{name}` is not valid JSON: {f['error']}"
+        case "manifest-not-object":
+            return f"the manifest of `{name}` is not a JSON object"
+        case "manifest-limits":
+            return f"the manifest of `{name}` {f['problem']}"
+        case "manifest-not-canonical":
+            return f"the manifest of `{name}` is not in canonical form"
+        case "no-payload-list":
+            return f"the manifest of `{name}` has no `{f['key']}` list"
+        case "payload-entry":
+            return f"the manifest of `{name}` has a malformed payload entry: {f['entry']}"
+        case "payload-name":
+            return f"payload name `{f['payload']}` in `{name}` is not a plain file name"
+        case "payload-twice":
+            return f"payload `{f['payload']}` appears twice in `{name}`"
+        case "payloads-unsorted":
+            return f"the payloads of `{name}` are not sorted by name"
+        case "payload-cut":
+            return (
+                f"payload `{f['payload']}` of `{name}` is truncated: it needs {f['need']} bytes at offset "
+                f"{f['offset']}, the file has {f['size']}"
+            )
+        case "trailing-bytes":
+            return f"package `{name}` has {f['count']} unexpected bytes after its last payload"
+        case "payload-ended":
+            return f"payload `{f['payload']}` of `{name}` is truncated: the file ended while it was read"
+        case "payload-hash":
+            return f"payload `{f['payload']}` of `{name}` does not match its SHA-256"
+        case "grew":
+            return f"package `{name}` grew while it was read"
+        case "unsafe-name":
+            return f"payload name `{f['payload']}` is not a plain file name; refusing to write it"
+        case "malformed":
+            return f"package `{name}` has a malformed manifest: {f['why']}"
+        case "code-facts":
+            return f"the manifest of `{name}` records code facts its `{f['payload']}` payload does not have"
+
+
+def defect(found: IntegrityFinding, at: Span | None = None) -> Diagnostic:
+    """A package that is not intact; ``at`` is the `use` line that names it, when there is one.
+
+    A defect of the stage manifest points into the package itself; a defect of the container
+    points at ``at`` (with the fix), or nowhere when the package was named on the command line.
+    """
+    message = _message(found)
+    if found.defect in ("malformed", "code-facts"):
+        here = (Label(Span(found.package, 1, 1, 1, 1), "in this package"),)
+        if found.defect == "malformed":
+            return Diagnostic(CODE, message, labels=here, helps=(_REBUILD,))
+        notes = (
+            found.fact("difference"),
+            "the package's hashes match: its manifest was edited and the hashes recomputed",
+        )
+        return Diagnostic(CODE, message, labels=here, notes=notes, helps=(_REBUILD,))
+    if at is None:
+        return Diagnostic(CODE, message)
+    return Diagnostic(CODE, message, labels=(Label(at, "package named here"),), helps=(_REBUILD,))
+
+
+@contextmanager
+def worded() -> Iterator[None]:
+    """Read packages inside: a :class:`~package.integrity.PackageDefect` leaves as an L-INTEGRITY DiagnosticError."""
+    try:
+        yield
+    except PackageDefect as err:
+        raise DiagnosticError([defect(err.finding)]) from err

@@ -60,6 +60,8 @@ For MMA accumulators, name the library map (`wgmma_m64nNk16_f32`,
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
 
 from checker.clause import Clause
 from checker.composition import Composition
@@ -198,4 +200,130 @@ def warpgroups_mismatch(
         notes=(f"`{spec[1]}` stacks one 64-row accumulator per warpgroup of the role that holds it",),
         helps=(f"write `warpgroups: {want}` (the role's {warps} warps), or change the role's width",),
         data=(("check", "shape"), ("warpgroups", str(given)), ("expected", str(want))),
+    )
+
+
+# ----------------------------------------------------------------- the transfer model's exactness findings, worded here
+
+MapCase = Literal[
+    "smem-variables",  # facts: variables, tile
+    "smem-outputs",
+    "outputs",  # facts: outputs, dims
+    "tmem-variables",
+    "unknown-name",  # facts: name, output
+    "not-arithmetic",  # facts: op, output
+    "divisor",  # facts: divisor
+    "no-chunk-variable",
+    "chunk-count",  # facts: variable, extent, dim, dim_extent, size, count
+    "undecided",  # facts: check, reason
+    "out-of-range",  # facts: slot, element, tile, output
+    "collision",  # facts: slot, other_slot, element
+    "missing",  # facts: element, verb, slots, elements, tile
+    "wrong-chunk",  # facts: slot, element, asked, actual, variable, dim, size
+    "bad-address",  # facts: element, address, elem_bytes
+    "overlap",  # facts: element, other_element, address, other_address
+]
+
+
+@dataclass(frozen=True)
+class MapFinding:
+    """One way a layout map is not exact over its tile, as the transfer model found it.
+
+    ``case`` says which defect; ``what`` names the map ("placement of `acc`"); ``map_text``
+    is the map in contract syntax; ``span`` the locus (the map, or the expression at fault);
+    ``facts`` the values of the case (named beside each case of :data:`MapCase`, all text).
+    """
+
+    case: MapCase
+    what: str
+    map_text: str
+    span: Span
+    facts: tuple[tuple[str, str], ...] = ()
+
+
+def inexact(found: MapFinding) -> Diagnostic:
+    """The one message shape of each exactness case."""
+    f = dict(found.facts)
+    what = found.what
+    check, label = "shape", "map declared here"
+    notes: tuple[str, ...] = ()
+    helps: tuple[str, ...] = ()
+    data: tuple[tuple[str, str], ...] = ()
+    match found.case:
+        case "smem-variables":
+            message = f"{what} takes `({f['variables']})` but the tile is `{f['tile']}`"
+            helps = ("give a shared-memory map one variable per tile dimension, with its extent",)
+        case "smem-outputs":
+            message = f"{what} must have one output, the byte address"
+        case "outputs":
+            message = f"{what} has outputs `({f['outputs']})` but the tile's dimensions are `({f['dims']})`"
+            helps = ("name the outputs after the tile's dimensions, in order",)
+        case "tmem-variables":
+            message = f"{what} must take two variables, lane and column"
+        case "unknown-name":
+            message = f"{what} uses `{f['name']}` in `{f['output']}`, which is not one of its variables"
+            label = "unknown variable"
+        case "not-arithmetic":
+            message = f"{what} uses `{f['op']}` in `{f['output']}`; layout maps use only `+ - * / %`"
+            label = "not integer arithmetic"
+        case "divisor":
+            message = f"{what} may divide by zero or a negative value in `{f['divisor']}`"
+            label = "divisor not always positive"
+        case "no-chunk-variable":
+            check, message = "chunk", f"{what} is chunked but has no chunk variable"
+            helps = ("make the demand's last variable the chunk index",)
+        case "chunk-count":
+            check = "chunk"
+            message = (
+                f"{what} has chunk variable `{f['variable']}: {f['extent']}` but `{f['dim']} {f['dim_extent']}` "
+                f"in chunks of {f['size']} makes {f['count']} chunks"
+            )
+            notes = ("the last variable of a chunked demand is the chunk index",)
+        case "undecided":
+            check = f["check"]
+            message = f"could not decide whether {what} is exact ({check}): the solver gave up"
+            notes = (f"solver: {f['reason']}",)
+            helps = ("simplify the map's expressions, or raise the solver's resource limit",)
+        case "out-of-range":
+            check, label = "out-of-range", f"`{f['output']}` leaves the tile"
+            message = f"{what} sends slot `{f['slot']}` to `{f['element']}`, outside the tile `{f['tile']}`"
+            data = (("slot", f["slot"]), ("element", f["element"]))
+        case "collision":
+            check, label = "collision", "not one-to-one"
+            message = f"{what} sends slots `{f['slot']}` and `{f['other_slot']}` to one element `{f['element']}`"
+            data = (("slot", f["slot"]), ("other_slot", f["other_slot"]), ("element", f["element"]))
+        case "missing":
+            check, label = "missing", "does not cover the tile"
+            message = f"{what} never {f['verb']} element `{f['element']}`"
+            notes = (f"the map has {f['slots']} slots for the {f['elements']} elements of `{f['tile']}`",)
+            data = (("element", f["element"]),)
+        case "wrong-chunk":
+            check, label = "chunk", "element of another chunk"
+            message = (
+                f"{what} asks for `{f['element']}` in chunk {f['asked']}, but that element is in chunk {f['actual']}"
+            )
+            name, size = f["variable"], f["size"]
+            notes = (f"chunk `{name}` covers `{f['dim']}` in [{size} * {name}, {size} * {name} + {size})",)
+            data = (("slot", f["slot"]), ("element", f["element"]))
+        case "bad-address":
+            check, label = "out-of-range", "bad address"
+            message = (
+                f"{what} puts element `{f['element']}` at address {f['address']}, "
+                f"which is negative or not a multiple of {f['elem_bytes']}"
+            )
+            data = (("element", f["element"]), ("address", f["address"]))
+        case "overlap":
+            check, label = "collision", "not one-to-one"
+            message = (
+                f"{what} stores elements `{f['element']}` and `{f['other_element']}` "
+                f"at overlapping addresses {f['address']} and {f['other_address']}"
+            )
+            data = (("element", f["element"]), ("other_element", f["other_element"]))
+    return Diagnostic(
+        CODE,
+        message,
+        labels=(Label(found.span, label, True),),
+        notes=(*notes, f"the map: `{found.map_text}`"),
+        helps=helps,
+        data=(("check", check), *data),
     )

@@ -60,11 +60,11 @@ from collections.abc import Iterator
 from checker.clause import Clause
 from checker.composition import Composition
 from checker.hardware import SCALAR_ALIGN_SOURCE, scalar_align, scalar_size
+from checker.params import ParamsProblem, block_problems
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.symbols import Code
-from package.captured import CapturedParams
 from package.loader import StageEntry
 
 
@@ -83,7 +83,9 @@ class ParamsClause(Clause):
                 yield from self._struct(entry, params)
                 yield from self._fields(entry, params)
                 if params.name in captured:
-                    yield from self._captured(entry, params, captured[params.name])
+                    package = entry.package or entry.source
+                    for problem in block_problems(params, captured[params.name]):
+                        yield disagreement(problem, entry.name, package)
             yield from self._providers(entry)
         yield from self._limit(comp)
 
@@ -238,64 +240,6 @@ class ParamsClause(Clause):
                 else:
                     filled[field] = provider
 
-    # ------------------------------------------------------------- the compiler's layout
-
-    def _captured(self, entry: StageEntry, p: A.Params, c: CapturedParams) -> Iterator[Diagnostic]:
-        package = entry.package or entry.source
-        note = f"layout captured when `{package}` was packed"
-        for what, mine, theirs in (("size", p.size, c.size), ("alignment", p.align, c.align)):
-            if mine != theirs:
-                yield seam(
-                    self.code,
-                    f"params `{p.name}` of `{entry.name}` declares {what} {mine}, but the compiled "
-                    f"struct has {what} {theirs}",
-                    (p.span, f"{what} {mine}"),
-                    notes=(note,),
-                    helps=(f"declare {what} {theirs}, or rebuild the package from the source the contract describes",),
-                    data={"params": p.name, "attribute": what, "declared": mine, "captured": theirs},
-                )
-        seen = {name: (offset, size) for name, offset, size in c.fields}
-        for f in p.fields:
-            size = scalar_size(f.type) or 1
-            if f.name not in seen:
-                yield seam(
-                    self.code,
-                    f"field `{f.name}` of params `{p.name}` is not in the compiled struct",
-                    (f.span, "declared here"),
-                    notes=(note, f"compiled fields: {', '.join(f'`{n}`' for n in seen) or '(none)'}"),
-                    helps=("declare the fields of the compiled struct, or rebuild the package",),
-                    data={"params": p.name, "field": f.name},
-                )
-                continue
-            offset, got = seen[f.name]
-            if (offset, got) != (f.offset, size):
-                yield seam(
-                    self.code,
-                    f"field `{f.name}` of params `{p.name}` is declared at offset {f.offset} "
-                    f"({size} bytes), but the compiler placed it at offset {offset} ({got} bytes)",
-                    (f.span, f"offset {f.offset}, {size} bytes"),
-                    notes=(note,),
-                    helps=(f"declare `{f.name}` at `@ {offset}` with a {got}-byte type, or rebuild the package",),
-                    data={
-                        "params": p.name,
-                        "field": f.name,
-                        "declared": f"{f.offset}+{size}",
-                        "captured": f"{offset}+{got}",
-                    },
-                )
-        declared = {f.name for f in p.fields}
-        for name, offset, size in c.fields:
-            if name not in declared:
-                yield seam(
-                    self.code,
-                    f"the compiled struct `{p.name}` of `{entry.name}` has field `{name}` "
-                    f"(offset {offset}, {size} bytes) that the contract does not declare",
-                    (p.span, f"no field `{name}`"),
-                    notes=(note, "the linker never writes an undeclared field"),
-                    helps=(f"declare `{name}` at `@ {offset}`",),
-                    data={"params": p.name, "field": name, "offset": offset, "size": size},
-                )
-
     # ------------------------------------------------------------- the kernel's parameter block
 
     def _limit(self, comp: Composition) -> Iterator[Diagnostic]:
@@ -335,6 +279,74 @@ class ParamsClause(Clause):
             helps=("pass large tables through a pointer field instead of by value",),
             data={"bytes": cursor, "limit": limit.value, "target": target.name},
         )
+
+
+# ----------------------------------------------------------------- the compiler's layout (checker/params.py decides)
+
+
+def disagreement(problem: ParamsProblem, stage: str, package: str) -> Diagnostic:
+    """The one message shape of each way a params block disagrees with its compiled struct (``package``: where
+    the layout was captured; at check time the package read, at pack time the package written)."""
+    note = f"layout captured when `{package}` was packed"
+    p, node = problem.params, problem.node
+    declared, captured = problem.declared, problem.captured
+    match problem.problem:
+        case "missing-struct":
+            return seam(
+                CODE,
+                f"params struct `{p}` is not declared at global scope in the source",
+                (node.span, "declared here"),
+                notes=(note,),
+                helps=("make the struct in the source and the contract's params block agree",),
+                data={"params": p, "problem": problem.problem},
+            )
+        case "size" | "align":
+            what = "size" if problem.problem == "size" else "alignment"
+            return seam(
+                CODE,
+                f"params `{p}` of `{stage}` declares {what} {declared}, but the compiled struct has {what} {captured}",
+                (node.span, f"{what} {declared}"),
+                notes=(note,),
+                helps=(f"declare {what} {captured}, or rebuild the package from the source the contract describes",),
+                data={"params": p, "attribute": what, "declared": declared, "captured": captured},
+            )
+        case "missing-field":
+            compiled = ", ".join(f"`{n}`" for n in problem.compiled_fields) or "(none)"
+            return seam(
+                CODE,
+                f"field `{problem.field}` of params `{p}` is not in the compiled struct",
+                (node.span, "declared here"),
+                notes=(note, f"compiled fields: {compiled}"),
+                helps=("declare the fields of the compiled struct, or rebuild the package",),
+                data={"params": p, "field": problem.field},
+            )
+        case "offset" | "field-size":
+            assert problem.declared_place is not None and problem.captured_place is not None
+            (offset, size), (at, got) = problem.declared_place, problem.captured_place
+            return seam(
+                CODE,
+                f"field `{problem.field}` of params `{p}` is declared at offset {offset} ({size} bytes), but the "
+                f"compiler placed it at offset {at} ({got} bytes)",
+                (node.span, f"offset {offset}, {size} bytes"),
+                notes=(note,),
+                helps=(f"declare `{problem.field}` at `@ {at}` with a {got}-byte type, or rebuild the package",),
+                data={"params": p, "field": problem.field, "declared": f"{offset}+{size}", "captured": f"{at}+{got}"},
+            )
+        case "undeclared-field":
+            assert problem.captured_place is not None
+            at, got = problem.captured_place
+            return seam(
+                CODE,
+                f"the compiled struct `{p}` of `{stage}` has field `{problem.field}` (offset {at}, {got} bytes) "
+                "that the contract does not declare",
+                (node.span, f"no field `{problem.field}`"),
+                notes=(note, "the linker never writes an undeclared field"),
+                helps=(f"declare `{problem.field}` at `@ {at}`",),
+                data={"params": p, "field": problem.field, "offset": at, "size": got},
+            )
+
+
+CODE = Code.L_PARAMS
 
 
 def _listed(names: tuple[str, ...]) -> str:

@@ -57,6 +57,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checker.clause import Clause
+from checker.clauses.l_deadlock import alone
 from checker.composition import Composition
 from checker.context import CheckContext
 from diagnostics.model import Diagnostic
@@ -72,9 +73,7 @@ class ParityClause(Clause):
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
         """Alone, as ``--select`` of this code: with the undecided queries it leaves."""
-        from checker.engine import run_clauses
-
-        return iter(run_clauses(comp, [type(self)]))
+        return iter(alone(self, comp))
 
     def check_in(self, comp: Composition, ctx: CheckContext) -> Iterator[Diagnostic]:
         return iter(ctx.protocol_for(self.code))

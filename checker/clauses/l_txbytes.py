@@ -58,8 +58,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checker.clause import Clause
+from checker.clauses.l_deadlock import alone
 from checker.composition import Composition
 from checker.context import CheckContext
+from checker.protocol.adapter import CopyFinding
+from checker.report import seam
 from diagnostics.model import Diagnostic
 from diagnostics.symbols import Code
 
@@ -73,9 +76,67 @@ class TxbytesClause(Clause):
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
         """Alone, as ``--select`` of this code: with the undecided queries it leaves."""
-        from checker.engine import run_clauses
-
-        return iter(run_clauses(comp, [type(self)]))
+        return iter(alone(self, comp))
 
     def check_in(self, comp: Composition, ctx: CheckContext) -> Iterator[Diagnostic]:
-        return iter(ctx.protocol_for(self.code))
+        yield from ctx.protocol_for(self.code)
+        yield from (copy_finding(f) for f in ctx.declared_for(self.code, CopyFinding))
+
+
+# ----------------------------------------------------------------- the declarations' findings (protocol/adapter.py)
+
+_OVERRUN = "a copy past the end of its slot overwrites the next slot or claim while another role reads it"
+
+
+def count_bytes(n: int) -> str:
+    """Bytes as the contracts write them: whole KiB as `KiB`."""
+    return f"{n // 1024} KiB" if n and n % 1024 == 0 else f"{n} B"
+
+
+def copy_finding(found: CopyFinding) -> Diagnostic:
+    """The one message shape of each copy that moves what no slot holds."""
+    ring, first, rest = found.ring, found.copies[0], found.copies[1:]
+    primary = (first[0], f"`{first[1]}`")
+    copies = [(span, f"`{line}`") for span, line in rest]
+    moved, room = count_bytes(found.moved), count_bytes(found.room)
+    match found.case:
+        case "unknown-claim":
+            known = ", ".join(f"`{c}`" for c in found.claims) or "none"
+            return seam(
+                Code.L_TXBYTES,
+                f"a copy of ring `{ring}` fills `{found.claim}`, which is no per-slot claim of `{ring}`",
+                primary,
+                helps=(f"name a `per_slot {ring}` claim of the composition (here: {known})",),
+                data={"ring": ring, "into": found.claim},
+            )
+        case "over-claim":
+            claim = found.claim
+            return seam(
+                Code.L_TXBYTES,
+                f"the copies into `{claim}` move {moved} per phase, but a slot of `{claim}` holds {room}",
+                primary,
+                copies + [(span, f"one slot of `{claim}`") for span, _ in found.slots],
+                notes=(_OVERRUN,),
+                helps=(f"copy at most {room} into `{claim}` per phase, or claim {moved} per slot",),
+                data={"ring": ring, "claim": claim, "copied": found.moved, "slot": found.room},
+            )
+        case "over-slot":
+            return seam(
+                Code.L_TXBYTES,
+                f"the copies of ring `{ring}` move {moved} per phase, but its slot holds {room}",
+                primary,
+                copies + [(span, f"{count_bytes(n)} per slot") for span, n in found.slots],
+                notes=(_OVERRUN,),
+                helps=(
+                    f"claim at least {moved} per slot of `{ring}`, or copy less; name the claim each copy fills "
+                    "with `into CLAIM`",
+                ),
+                data={"ring": ring, "copied": found.moved, "slot": found.room},
+            )
+        case "no-bytes":
+            return seam(
+                Code.L_TXBYTES,
+                f"a copy of {found.moved} bytes into `{ring}` completes nothing",
+                primary,
+                helps=("state the bytes the copy moves, or drop the line",),
+            )

@@ -7,17 +7,7 @@ Build a :class:`Protocol` (directly or with :class:`ProtocolBuilder`), decide it
 ``strategies`` holds the Hypothesis strategy for small random protocols.
 """
 
-from checker.protocol.check import (
-    DEFAULT_RLIMIT,
-    Finding,
-    ModelStats,
-    Proof,
-    ProtocolVerdict,
-    Status,
-    Trace,
-    TraceRow,
-    check_protocol,
-)
+from checker.protocol.check import DEFAULT_RLIMIT, check_protocol
 from checker.protocol.model import (
     MBAR_MAX_COUNT,
     Barrier,
@@ -43,6 +33,7 @@ from checker.protocol.report import (
     protocol_diagnostics,
     verdict_diagnostics,
 )
+from checker.protocol.verdict import Finding, ModelStats, Proof, ProtocolVerdict, Status, Trace, TraceRow
 
 __all__ = [
     "DEFAULT_RLIMIT",

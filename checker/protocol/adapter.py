@@ -19,11 +19,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 from checker.composition import Composition, Owned, RoleInfo
 from checker.memo import Memo
-from checker.protocol.check import DEFAULT_RLIMIT, ProtocolVerdict, check_protocol
+from checker.protocol.check import DEFAULT_RLIMIT, check_protocol
 from checker.protocol.model import (
     MBAR_MAX_COUNT,
     Barrier,
@@ -40,15 +40,15 @@ from checker.protocol.model import (
     Step,
     remap_provenance,
 )
-from checker.protocol.report import undecided_diagnostic, verdict_diagnostics
-from checker.report import seam
+from checker.protocol.report import verdict_diagnostics
+from checker.protocol.verdict import ProtocolVerdict
 from checker.storage import agreed_depth, overflowing_rings, per_slot_claims
 from contract_lang import ast as A
 from contract_lang.printer import count_text, ring_item_line
 from diagnostics.model import Diagnostic, Label, Severity
 from diagnostics.span import Span
 from diagnostics.symbols import Code
-from solver import validate_rlimit
+from solver import UNKNOWN_CODE, validate_rlimit
 
 MAX_CHECKED_DEPTH = 8
 """The deepest ring depth the model checks when a range is unbounded above."""
@@ -85,22 +85,15 @@ def _prov(node: A.Node, text: str) -> Provenance:
     return Provenance(node.span, text)
 
 
-def count_problem(comp: Composition, count: A.Count) -> str | None:
-    """Why a count over role widths has no positive value, or None (unknown roles: L-ROLE's)."""
+def count_problem(comp: Composition, count: A.Count) -> tuple[str, int] | None:
+    """A `per_warpgroup` term over a role whose warps make no whole, positive number of
+    warpgroups, as (role, its warps); None when the count has a value (unknown roles: L-ROLE's)."""
     for term in count.terms:
         info = comp.roles.get(term.role or "")
         if term.unit != "per_warpgroup" or info is None or not info.warps:
             continue
-        if info.warps < 4:
-            return (
-                f"`per_warpgroup({term.role})` is 0: `{term.role}` has {info.warps} "
-                f"warp{'s' if info.warps != 1 else ''}, less than one warpgroup"
-            )
-        if info.warps % 4:
-            return (
-                f"`per_warpgroup({term.role})` is not a whole number: `{term.role}` has "
-                f"{info.warps} warps, not a multiple of 4"
-            )
+        if info.warps < 4 or info.warps % 4:
+            return term.role or "", info.warps
     return None
 
 
@@ -440,7 +433,67 @@ def verdict(protocol: Protocol, options: ModelOptions, memo: Memo | None = None)
     return remap_provenance(found, lambda p: back.get(p, p))  # type: ignore[no-any-return]
 
 
-def _missing_inits(comp: Composition) -> list[Diagnostic]:
+@dataclass(frozen=True)
+class CountFinding:
+    """An arrival count no mbarrier can take, found from the declarations (L-ARRIVE words it).
+
+    ``no-init``: no side states the barrier's `init` count (``span``: the producer side;
+    ``role``: a consumer role, for the example); ``not-whole``: a `per_warpgroup` count over
+    ``role``, which has ``warps`` warps; ``out-of-range``: ``count`` arrivals, outside
+    1 … :data:`MBAR_MAX_COUNT`. ``initializes``: the count is the barrier's `init` (else an
+    arrive's); ``line``: the item as written.
+    """
+
+    code: ClassVar[str] = Code.L_ARRIVE
+    case: Literal["no-init", "not-whole", "out-of-range"]
+    ring: str
+    barrier: str
+    span: Span
+    line: str = ""
+    initializes: bool = True
+    role: str = ""
+    warps: int = 0
+    count: int = 0
+
+    @property
+    def identity(self) -> tuple[object, ...]:
+        """What tells two findings apart, their locus aside: one report per barrier, side of it and count."""
+        return (self.code, self.case, self.ring, self.barrier, self.initializes, self.count)
+
+
+@dataclass(frozen=True)
+class CopyFinding:
+    """Copies that move what no slot holds, found from the declarations (L-TXBYTES words it).
+
+    ``copies`` are the copies at fault as (span, the line as written), the first the locus.
+    ``unknown-claim``: a copy fills ``claim``, which is none of the ring's per-slot
+    ``claims``; ``over-claim``: the copies into ``claim`` move ``moved`` bytes per phase, a
+    slot of it holds ``room``; ``over-slot``: the ring's copies move ``moved`` bytes, its
+    per-slot claims (``slots``: span and bytes each) hold ``room``; ``no-bytes``: a copy of
+    ``moved`` (< 1) bytes.
+    """
+
+    code: ClassVar[str] = Code.L_TXBYTES
+    case: Literal["unknown-claim", "over-claim", "over-slot", "no-bytes"]
+    ring: str
+    copies: tuple[tuple[Span, str], ...]
+    claim: str = ""
+    claims: tuple[str, ...] = ()
+    slots: tuple[tuple[Span, int], ...] = ()
+    moved: int = 0
+    room: int = 0
+
+    @property
+    def identity(self) -> tuple[object, ...]:
+        """What tells two findings apart, their locus aside: one report per ring, claim and amounts."""
+        return (self.code, self.case, self.ring, self.claim, self.moved, self.room)
+
+
+Declared = CountFinding | CopyFinding
+"""A finding of the declarations, before any model: the first tier's."""
+
+
+def _missing_inits(comp: Composition) -> list[CountFinding]:
     """Rings with both sides whose `full` or `empty` barrier has no `init` count on any side."""
     out = []
     for name, sides in sorted(comp.rings.items()):
@@ -449,45 +502,27 @@ def _missing_inits(comp: Composition) -> list[Diagnostic]:
             continue  # a ring missing a side is L-UNPAIRED's
         stated = {it.barrier for s in sides for it in s.item.items if isinstance(it, A.RingBarrierInit)}
         for kind in ("full", "empty"):
-            if kind in stated:
-                continue
-            example = "full init 1" if kind == "full" else f"empty init per_warp({_consumer_role(sides)})"
-            out.append(
-                seam(
-                    Code.L_ARRIVE,
-                    f"`{name}.{kind}` has no arrival count: no side states `{kind} init`",
-                    (producers[0].span, f"no `{kind} init` on ring `{name}`"),
-                    notes=(
-                        "`mbarrier.init` needs the number of arrivals that complete a phase (PTX ISA §9.7.13.15.9)",
-                    ),
-                    helps=(f"state the arrivals each phase makes, e.g. `{example}`",),
-                    data={"ring": name, "barrier": kind},
-                )
-            )
+            if kind not in stated:
+                out.append(CountFinding("no-init", name, kind, producers[0].span, role=_consumer_role(sides)))
     return out
 
 
-def slot_overruns(comp: Composition) -> list[Diagnostic]:
+def slot_overruns(comp: Composition) -> list[CopyFinding]:
     """Copies that move more bytes per phase than the slot storage they fill (L-TXBYTES).
 
     A copy with ``into C`` fills the per-slot claim ``C`` of its ring; the copies of a
     phase (stated, or the one a `tx` implies) fill the ring's per-slot claims together.
     """
-    out: list[Diagnostic] = []
+    out: list[CopyFinding] = []
     for name, sides in sorted(comp.rings.items()):
         claims = {c.item.name: c for c in per_slot_claims(comp, name) if c.item.bytes is not None}
         for side in (s for s in sides if s.item.side == "produce"):
             copies = [it for it in side.item.items if isinstance(it, A.RingCopy) and it.barrier == "full"]
             for copy in copies:
                 if copy.into is not None and copy.into not in claims:
-                    known = ", ".join(f"`{c}`" for c in sorted(claims)) or "none"
                     out.append(
-                        seam(
-                            Code.L_TXBYTES,
-                            f"a copy of ring `{name}` fills `{copy.into}`, which is no per-slot claim of `{name}`",
-                            (copy.span, f"`{ring_item_line(copy)}`"),
-                            helps=(f"name a `per_slot {name}` claim of the composition (here: {known})",),
-                            data={"ring": name, "into": copy.into},
+                        CopyFinding(
+                            "unknown-claim", name, _lines([copy]), claim=copy.into, claims=tuple(sorted(claims))
                         )
                     )
             over = False
@@ -496,94 +531,48 @@ def slot_overruns(comp: Composition) -> list[Diagnostic]:
                 moved = sum(c.bytes for c in into)
                 if moved > (claim.item.bytes or 0):
                     over = True
+                    slot = ((claim.span, claim.item.bytes or 0),)
                     out.append(
-                        seam(
-                            Code.L_TXBYTES,
-                            f"the copies into `{cname}` move {count_bytes(moved)} per phase, but a slot of "
-                            f"`{cname}` holds {count_bytes(claim.item.bytes or 0)}",
-                            (into[0].span, f"`{ring_item_line(into[0])}`"),
-                            [(c.span, f"`{ring_item_line(c)}`") for c in into[1:]]
-                            + [(claim.span, f"one slot of `{cname}`")],
-                            notes=(
-                                "a copy past the end of its slot overwrites the next slot or claim while "
-                                "another role reads it",
-                            ),
-                            helps=(
-                                f"copy at most {count_bytes(claim.item.bytes or 0)} into `{cname}` per phase, or "
-                                f"claim {count_bytes(moved)} per slot",
-                            ),
-                            data={"ring": name, "claim": cname, "copied": moved, "slot": claim.item.bytes or 0},
-                        )
+                        CopyFinding("over-claim", name, _lines(into), cname, slots=slot, moved=moved, room=slot[0][1])
                     )
             if over or not claims:
                 continue
             implied = [it for it in side.item.items if isinstance(it, A.RingArrive) and it.barrier == "full" and it.tx]
-            moving = copies or implied
+            moving: list[A.RingCopy] | list[A.RingArrive] = copies or implied
             moved = sum(c.bytes for c in copies) if copies else sum(a.tx or 0 for a in implied)
             room = sum(c.item.bytes or 0 for c in claims.values())
             if moving and moved > room:
-                out.append(
-                    seam(
-                        Code.L_TXBYTES,
-                        f"the copies of ring `{name}` move {count_bytes(moved)} per phase, but its slot "
-                        f"holds {count_bytes(room)}",
-                        (moving[0].span, f"`{ring_item_line(moving[0])}`"),
-                        [(c.span, f"`{ring_item_line(c)}`") for c in moving[1:]]
-                        + [(c.span, f"{count_bytes(c.item.bytes or 0)} per slot") for c in claims.values()],
-                        notes=(
-                            "a copy past the end of its slot overwrites the next slot or claim while another "
-                            "role reads it",
-                        ),
-                        helps=(
-                            f"claim at least {count_bytes(moved)} per slot of `{name}`, or copy less; name the "
-                            "claim each copy fills with `into CLAIM`",
-                        ),
-                        data={"ring": name, "copied": moved, "slot": room},
-                    )
-                )
+                slots = tuple((c.span, c.item.bytes or 0) for c in claims.values())
+                out.append(CopyFinding("over-slot", name, _lines(moving), slots=slots, moved=moved, room=room))
     return out
 
 
-def count_bytes(n: int) -> str:
-    """Bytes as the contracts write them: whole KiB as `KiB`."""
-    return f"{n // 1024} KiB" if n and n % 1024 == 0 else f"{n} B"
+def _lines(items: Sequence[A.RingItem]) -> tuple[tuple[Span, str], ...]:
+    return tuple((it.span, ring_item_line(it)) for it in items)
 
 
 def _consumer_role(sides: tuple[Owned[A.Ring], ...]) -> str:
     return next((s.item.role for s in sides if s.item.side == "consume"), "ROLE")
 
 
-def declaration_problems(comp: Composition) -> list[Diagnostic]:
+def declaration_problems(comp: Composition) -> list[Declared]:
     """Counts and byte amounts no mbarrier can take, found before any model is built.
 
     ``mbarrier.init`` takes an arrival count in 1 … 2^20 − 1 and an arrive a count that
     keeps the pending count in range (PTX ISA §9.7.13.15.9, §9.7.13.15.13); a copy of
     no bytes completes nothing.
     """
-    out: list[Diagnostic] = _missing_inits(comp)
+    out: list[Declared] = [*_missing_inits(comp)]
     for side in comp.items(A.Ring):
+        ring = side.item.name
         for item in side.item.items:
             text = ring_item_line(item)
             if isinstance(item, (A.RingBarrierInit, A.RingArrive)):
-                what = "initialized with" if isinstance(item, A.RingBarrierInit) else "arrived on"
+                initializes = isinstance(item, A.RingBarrierInit)
                 problem = count_problem(comp, item.count)
                 if problem is not None:
-                    out.append(
-                        seam(
-                            Code.L_ARRIVE,
-                            f"`{side.item.name}.{item.barrier}` is {what} a count that is no whole number of arrivals",
-                            (item.span, problem),
-                            notes=(
-                                "a warpgroup is 4 consecutive warps; a role of fewer warps makes "
-                                "`per_warpgroup` 0, which no mbarrier can be initialized or "
-                                "arrived with (PTX ISA §9.7.13.15.9)",
-                            ),
-                            helps=(
-                                "count the arrivals per warp (`per_warp(ROLE)`) or per thread, or give "
-                                "the role whole warpgroups",
-                            ),
-                        )
-                    )
+                    role, warps = problem
+                    out.append(CountFinding("not-whole", ring, item.barrier, item.span, text, initializes, role, warps))
                     continue
                 try:
                     count = _count(comp, item.count)
@@ -591,24 +580,10 @@ def declaration_problems(comp: Composition) -> list[Diagnostic]:
                     continue  # a count over an unknown role: L-ROLE
                 if not 1 <= count <= MBAR_MAX_COUNT:
                     out.append(
-                        seam(
-                            Code.L_ARRIVE,
-                            f"`{side.item.name}.{item.barrier}` is {what} {count} arrivals, "
-                            f"outside 1..{MBAR_MAX_COUNT}",
-                            (item.span, f"`{text}`"),
-                            notes=("mbarrier arrival counts are 1 … 2^20 − 1 (PTX ISA §9.7.13.15.9)",),
-                            helps=("give the count of arrivals each phase really makes",),
-                        )
+                        CountFinding("out-of-range", ring, item.barrier, item.span, text, initializes, count=count)
                     )
             elif isinstance(item, A.RingCopy) and item.bytes < 1:
-                out.append(
-                    seam(
-                        Code.L_TXBYTES,
-                        f"a copy of {item.bytes} bytes into `{side.item.name}` completes nothing",
-                        (item.span, f"`{text}`"),
-                        helps=("state the bytes the copy moves, or drop the line",),
-                    )
-                )
+                out.append(CopyFinding("no-bytes", ring, ((item.span, text),), moved=item.bytes))
     return out
 
 
@@ -635,21 +610,42 @@ class ModelOptions:
 
 
 @dataclass(frozen=True)
+class TooDeep:
+    """A ring deeper than the bounded model unrolls: undecided, never vouched for (L-DEADLOCK's ``E-SOLVER-UNKNOWN``).
+
+    ``lowest`` is the least depth the ring allows, at most :data:`MAX_MODEL_DEPTH` (for the fix).
+    """
+
+    code: ClassVar[str] = UNKNOWN_CODE
+    clause: ClassVar[str] = Code.L_DEADLOCK
+    ring: str
+    depth: int
+    span: Span
+    lowest: int
+
+
+ModelFinding = Diagnostic | Declared
+"""A finding of the protocol clauses: the model's (worded by protocol/report.py) or the declarations' (typed)."""
+ModelUndecided = Diagnostic | TooDeep
+"""An undecided question: the model's ``E-SOLVER-UNKNOWN``, or a ring too deep to model."""
+
+
+@dataclass(frozen=True)
 class ModelReport:
     """Everything the protocol model says about one composition, before any selection.
 
-    ``findings`` are the clauses' diagnostics (all tiers); ``undecided`` the
-    ``E-SOLVER-UNKNOWN`` of each undecided query (``data["clause"]`` names its clause);
-    ``unmodelled`` the channels left out; ``checked`` the depth assignments decided.
+    ``findings`` are the clauses' findings (all tiers); ``undecided`` the undecided questions
+    (an ``E-SOLVER-UNKNOWN`` diagnostic's ``data["clause"]`` names its clause); ``unmodelled``
+    the channels left out; ``checked`` the depth assignments decided.
     """
 
-    findings: tuple[Diagnostic, ...] = ()
-    undecided: tuple[Diagnostic, ...] = ()
+    findings: tuple[ModelFinding, ...] = ()
+    undecided: tuple[ModelUndecided, ...] = ()
     unmodelled: tuple[Unmodelled, ...] = ()
     checked: tuple[tuple[tuple[str, int], ...], ...] = ()
     notes: tuple[Diagnostic, ...] = ()
 
-    def tiered(self, codes: Iterable[str]) -> tuple[Diagnostic, ...]:
+    def tiered(self, codes: Iterable[str]) -> tuple[ModelFinding | ModelUndecided, ...]:
         """One mistake, one clause, over the selected ``codes`` only.
 
         Only the first tier with a finding among the selected codes is reported (a wrong
@@ -675,11 +671,13 @@ class ModelReport:
         """
         if any(d.code.startswith("L-") for d in self.tiered(codes)):
             return ()
-        return tuple(d for d in self.findings if d.code == Code.L_DEADLOCK)
+        return tuple(d for d in self.findings if isinstance(d, Diagnostic) and d.code == Code.L_DEADLOCK)
 
 
-def _clause_of(diag: Diagnostic) -> str:
-    return dict(diag.data).get("clause", Code.L_DEADLOCK)
+def _clause_of(undecided: ModelUndecided) -> str:
+    if isinstance(undecided, TooDeep):
+        return undecided.clause
+    return dict(undecided.data)["clause"]  # every E-SOLVER-UNKNOWN names its clause (solver.unknown_diagnostic)
 
 
 def _tier_of(code: str) -> int:
@@ -688,7 +686,7 @@ def _tier_of(code: str) -> int:
 
 def _declared_rings(comp: Composition) -> dict[str, str]:
     """Rings with a count or byte amount no mbarrier takes (reported before any model)."""
-    out: dict[str, str] = {str(dict(d.data)["ring"]): "a barrier has no `init` count" for d in _missing_inits(comp)}
+    out: dict[str, str] = {f.ring: "a barrier has no `init` count" for f in _missing_inits(comp)}
     for side in comp.items(A.Ring):
         for item in side.item.items:
             if isinstance(item, (A.RingBarrierInit, A.RingArrive)):
@@ -728,8 +726,10 @@ def analyse(comp: Composition, options: ModelOptions | None = None, memo: Memo |
     memo = memo or Memo()
     declared = (*declaration_problems(comp), *slot_overruns(comp))
     excluded = _excluded(comp)
-    found: dict[tuple[object, ...], Diagnostic] = {(d.code, d.message): d for d in declared}
-    undecided: dict[tuple[object, ...], Diagnostic] = {}
+    found: dict[object, ModelFinding] = {}
+    for d in declared:
+        found.setdefault(d.identity, d)
+    undecided: dict[object, ModelUndecided] = {}
     unmodelled: dict[str, Unmodelled] = {}
     checked: list[tuple[tuple[str, int], ...]] = []
     notes: list[Diagnostic] = []
@@ -743,7 +743,7 @@ def analyse(comp: Composition, options: ModelOptions | None = None, memo: Memo |
         checked.append(tuple(sorted(modelled.items())))
         deep = _too_deep(comp, built.protocol)
         if deep:
-            undecided.update(((d.code, d.message), d) for d in deep)
+            undecided.update((d, d) for d in deep)
             break
         result = verdict(built.protocol, options, memo)
         notes += _bound_note(built.protocol, options)
@@ -759,27 +759,13 @@ def analyse(comp: Composition, options: ModelOptions | None = None, memo: Memo |
     )  # one note: the deepest depths' bound
 
 
-def _too_deep(comp: Composition, protocol: Protocol) -> list[Diagnostic]:
+def _too_deep(comp: Composition, protocol: Protocol) -> list[TooDeep]:
     """Rings deeper than the bounded model unrolls: undecided, never vouched for."""
-    out = []
-    for ring in protocol.rings:
-        if ring.depth > MAX_MODEL_DEPTH:
-            out.append(
-                undecided_diagnostic(
-                    Code.L_DEADLOCK,
-                    f"the protocol model does not unroll ring `{ring.name}` at depth {ring.depth} "
-                    f"(at most {MAX_MODEL_DEPTH})",
-                    (Label(ring.provenance.span, f"depth {ring.depth} is not checked", True),),
-                    ("the linker may only use a depth the protocol model has decided",),
-                    (("ring", ring.name), ("depth", str(ring.depth))),
-                    (
-                        f"bound the ring's depth range to at most {MAX_MODEL_DEPTH} (e.g. `depth "
-                        f"{_lowest(comp, ring.name)}..{MAX_MODEL_DEPTH}`): "
-                        "a deeper ring rarely pays for its shared memory",
-                    ),
-                )
-            )
-    return out
+    return [
+        TooDeep(ring.name, ring.depth, ring.provenance.span, _lowest(comp, ring.name))
+        for ring in protocol.rings
+        if ring.depth > MAX_MODEL_DEPTH
+    ]
 
 
 def _lowest(comp: Composition, ring: str) -> int:
@@ -810,12 +796,12 @@ def check_placed_depths(
     options: ModelOptions | None = None,
     selected: Iterable[str] | None = None,
     memo: Memo | None = None,
-) -> list[Diagnostic]:
+) -> list[Diagnostic] | list[TooDeep]:
     """The model's diagnostics at the depths placement chose, when those were not checked.
 
     The accepted verdict must cover the configuration that is linked: a depth range is
     checked at its ends, placement may choose any depth inside it. A depth deeper than the
-    model unrolls is undecided (``E-SOLVER-UNKNOWN`` on the ring), never vouched for.
+    model unrolls is undecided (the rings too deep, for L-DEADLOCK to word), never vouched for.
     """
     options = options or ModelOptions()
     excluded = _excluded(comp)
@@ -844,6 +830,7 @@ def check_placed_depths(
     return [
         dataclasses.replace(d, notes=(*d.notes, f"found at the depths placement chose: {at}"))
         for d in (*report.tiered(codes), *report.hang_proofs(codes))
+        if isinstance(d, Diagnostic)  # the model's own: no declaration findings, no ring too deep here
     ]
 
 
@@ -859,11 +846,11 @@ def _related(comp: Composition, channel: str) -> list[Span]:
     return [e.span for e in ends] + [comp.roles[r].role.span for r in sorted(roles) if r in comp.roles]
 
 
-def unmodelled_diagnostics(
+def unexplained(
     comp: Composition, unmodelled: Iterable[Unmodelled], reported: Sequence[Diagnostic]
-) -> list[Diagnostic]:
-    """``E-SOLVER-UNKNOWN`` for each channel left out of the model that no error of the run is about
-    (an error on one of its endpoints, or on a role one of them names, is its root cause)."""
+) -> list[Unmodelled]:
+    """The channels left out of the model that no error of the run is about (an error on one of
+    its endpoints, or on a role one of them names, is its root cause): each is undecided."""
     errs = [lab.span for d in reported if d.severity is Severity.ERROR for lab in d.labels]
     out = []
     for u in unmodelled:
@@ -871,17 +858,7 @@ def unmodelled_diagnostics(
             continue  # a dependent of the placement failure, which is reported whatever the selection
         if any(_inside(span, whole) for span in errs for whole in (*u.spans, *_related(comp, u.channel))):
             continue  # a dependent: the error about the channel is the root cause
-        out.append(
-            undecided_diagnostic(
-                Code.L_DEADLOCK,
-                f"the protocol model leaves out `{u.channel}`: {u.reason}",
-                tuple(
-                    Label(span, "not modelled" if i == 0 else "another side", i == 0) for i, span in enumerate(u.spans)
-                ),
-                ("no other selected clause reports why; its hand-offs are not checked",),
-                (("channel", u.channel), ("reason", u.reason)),
-            )
-        )
+        out.append(u)
     return out
 
 
@@ -893,8 +870,11 @@ __all__ = [
     "MODEL_CODES",
     "TIERS",
     "Built",
+    "CopyFinding",
+    "CountFinding",
     "ModelOptions",
     "ModelReport",
+    "TooDeep",
     "Unmodelled",
     "analyse",
     "build",
@@ -903,6 +883,6 @@ __all__ = [
     "check_placed_depths",
     "count_text",
     "depth_choices",
-    "unmodelled_diagnostics",
+    "unexplained",
     "verdict",
 ]

@@ -10,16 +10,10 @@ contracts (primary on the blocking or racing step, secondary on the other steps)
 
 from __future__ import annotations
 
-from checker.protocol.check import (
-    DEFAULT_RLIMIT,
-    UNKNOWN_CODE,
-    Finding,
-    ProtocolVerdict,
-    Undecided,
-    check_protocol,
-)
+from checker.protocol.check import DEFAULT_RLIMIT, UNKNOWN_CODE, check_protocol
 from checker.protocol.model import Protocol
 from checker.protocol.smt import PARITY_RULE, PHASE_RULE, fact_text
+from checker.protocol.verdict import Finding, ProtocolVerdict, Undecided
 from diagnostics.model import Diagnostic, Label, sort_diagnostics
 from diagnostics.symbols import Code
 from solver import unknown_diagnostic

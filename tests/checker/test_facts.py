@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checker.facts import decide, describe_value, single_value
+from checker.facts import counterexample, describe_value, single_value
 from contract_lang import ast as A
 from contract_lang.expr import ARITH_OPS, BOOL_OPS, COMPARE_OPS, BinOp, EvalError, Expr, Int, Name, Not, evaluate
 from tests.tiers import examples
@@ -56,15 +56,15 @@ def _brute(expr: Expr, values: dict[str, A.FactValue]) -> tuple[tuple[str, int],
 
 @examples(3)
 @given(_exprs(), _values(), _values())
-def test_decide_matches_evaluate(expr: Expr, a: A.FactValue, b: A.FactValue) -> None:
+def test_counterexample_matches_evaluate(expr: Expr, a: A.FactValue, b: A.FactValue) -> None:
     values = {"a": a, "b": b}
     expected = _brute(expr, values)
-    verdict = decide(expr, values)
+    found = counterexample(expr, values)
     if expected is None:
-        assert verdict.status == "holds"
+        assert found.verdict.unsat
     else:
-        assert verdict.status == "fails"
-        assert verdict.witness == expected
+        assert found.verdict.sat
+        assert found.witness == expected
 
 
 def _c(op: str, left: Expr, right: Expr) -> Expr:
@@ -84,30 +84,30 @@ def test_floor_semantics_on_negative_operands(expr: Expr, env: dict[str, int]) -
     target = evaluate(expr, env)
     for probe in (target, target + 1):
         constraint = _c("==", expr, Int(probe) if probe >= 0 else _c("-", Int(0), Int(-probe)))
-        assert (decide(constraint, {}).status == "holds") == (probe == target)
+        assert counterexample(constraint, {}).verdict.unsat == (probe == target)
 
 
 def test_division_by_zero_fails_only_when_evaluated() -> None:
     n = Name("n")
     guarded = _c("or", _c("==", n, Int(0)), _c(">", _c("/", Int(100), n), Int(1)))
-    assert decide(guarded, {"n": A.FactValue("range", (0, 50))}).status == "holds"
+    assert counterexample(guarded, {"n": A.FactValue("range", (0, 50))}).verdict.unsat
     unguarded = _c(">", _c("/", Int(100), n), Int(1))
-    verdict = decide(unguarded, {"n": A.FactValue("range", (0, 50))})
-    assert verdict.status == "fails" and verdict.witness == (("n", 0),)
+    found = counterexample(unguarded, {"n": A.FactValue("range", (0, 50))})
+    assert found.verdict.sat and found.witness == (("n", 0),)
 
 
 def test_wide_range_gives_the_smallest_counterexample() -> None:
     expr = _c("==", _c("%", Name("tile_k"), Int(16)), Int(0))
-    verdict = decide(expr, {"tile_k": A.FactValue("range", (16, 2**64 - 1))})
-    assert verdict.witness == (("tile_k", 17),)
+    found = counterexample(expr, {"tile_k": A.FactValue("range", (16, 2**64 - 1))})
+    assert found.witness == (("tile_k", 17),)
 
 
 def test_unknown_is_reported_not_passed() -> None:
     a, b, c = Name("a"), Name("b"), Name("c")
     hard = _c("!=", _c("-", _c("*", _c("*", a, a), a), _c("*", _c("*", b, b), c)), Int(12345677))
     big = A.FactValue("range", (1, 2**40))
-    verdict = decide(hard, {"a": big, "b": big, "c": big}, rlimit=1)
-    assert verdict.status == "unknown"
+    found = counterexample(hard, {"a": big, "b": big, "c": big}, rlimit=1)
+    assert found.verdict.unknown and not found.witness
 
 
 def test_value_helpers() -> None:

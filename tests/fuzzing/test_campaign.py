@@ -69,8 +69,8 @@ def test_same_seed_same_campaign_and_jobs_do_not_matter(ring: Subject) -> None:
     one = Campaign(ring, seed=11, oracles=[]).run(examples=40)
     again = Campaign(ring, seed=11, oracles=[]).run(examples=40, jobs=2)
     other = Campaign(ring, seed=12, oracles=[]).run(examples=40)
-    assert [(o.index, o.mutation, o.verdict) for o in one.outcomes] == [
-        (o.index, o.mutation, o.verdict) for o in again.outcomes
+    assert [(o.index, o.mutation, o.classification) for o in one.outcomes] == [
+        (o.index, o.mutation, o.classification) for o in again.outcomes
     ]
     assert [o.mutation for o in one.outcomes] != [o.mutation for o in other.outcomes]
 
@@ -80,7 +80,7 @@ def test_a_time_budget_checks_a_prefix_of_the_plan(ring: Subject) -> None:
     assert [o.index for o in timed.outcomes] == list(range(len(timed.outcomes)))
     assert timed.stopped in ("time budget", "plan exhausted")
     replay = Campaign(ring, seed=3, oracles=[]).run(examples=len(timed.outcomes))
-    assert [o.verdict for o in replay.outcomes] == [o.verdict for o in timed.outcomes]
+    assert [o.classification for o in replay.outcomes] == [o.classification for o in timed.outcomes]
 
 
 def test_single_edits_only_stop_when_the_catalogue_is_exhausted(ring: Subject) -> None:
@@ -88,15 +88,16 @@ def test_single_edits_only_stop_when_the_catalogue_is_exhausted(ring: Subject) -
     assert report.stopped == "plan exhausted"
     assert 0 < len(report.outcomes) < 50
     assert {o.kind for o in report.outcomes} == {"ring-depth"}
-    assert any(o.verdict.codes == ("L-DEPTH",) for o in report.outcomes)
+    assert any(o.classification.codes == ("L-DEPTH",) for o in report.outcomes)
 
 
 def test_every_rejection_of_a_reference_mutant_names_a_clause(ring: Subject) -> None:
     report = Campaign(ring, seed=2, max_edits=1).run(examples=10_000)
-    assert not report.bugs, [b[0].verdict for b in report.bugs]
-    rejected = [o for o in report.outcomes if o.verdict.status == "rejected"]
+    assert not report.bugs, [b[0].classification for b in report.bugs]
+    rejected = [o for o in report.outcomes if o.classification.status == "rejected"]
     assert rejected and all(
-        o.verdict.codes and all(c.startswith(("L-", "E-SOLVER")) for c in o.verdict.codes) for o in rejected
+        o.classification.codes and all(c.startswith(("L-", "E-SOLVER")) for c in o.classification.codes)
+        for o in rejected
     )
 
 
@@ -129,8 +130,8 @@ def test_a_clause_that_raises_is_a_bug(ring: Subject, monkeypatch: pytest.Monkey
     monkeypatch.setattr(PairClause, "check", explode)
     campaign = Campaign(ring, seed=0, max_edits=1, oracles=[])
     out = campaign.run_one(0)
-    assert out is not None and out.verdict.status == "bug" and out.verdict.bug == "internal"
-    assert "boom" in out.verdict.problems[0]
+    assert out is not None and out.classification.status == "bug" and out.classification.bug == "internal"
+    assert "boom" in out.classification.problems[0]
 
 
 def test_the_command_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from checker.clauses import l_integrity
 from diagnostics import DiagnosticError
 from package.kpkg import (
     FORMAT_VERSION,
@@ -34,7 +35,7 @@ HEADER = struct.Struct("<8sIQ")
 
 
 def _integrity(data: bytes) -> str:
-    with pytest.raises(DiagnosticError) as excinfo:
+    with pytest.raises(DiagnosticError) as excinfo, l_integrity.worded():
         parse_package(data, name="p.kpkg")
     (diag,) = excinfo.value.diagnostics
     assert diag.code == "L-INTEGRITY"
@@ -173,7 +174,7 @@ def test_unpack_replaces_a_symlink_instead_of_following_it(tmp_path: Path) -> No
 @pytest.mark.parametrize("name", ["../evil", "/abs/evil", "a/b", ".."])
 def test_unpack_rejects_traversal(tmp_path: Path, name: str) -> None:
     pkg = Package(FORMAT_VERSION, {}, {name: b"x"}, "")
-    with pytest.raises(DiagnosticError) as excinfo:
+    with pytest.raises(DiagnosticError) as excinfo, l_integrity.worded():
         unpack(pkg, tmp_path / "out")
     assert excinfo.value.diagnostics[0].code == "L-INTEGRITY"
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["out"]

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from checker.clauses import l_integrity
 from checker.conformance import MANIFEST_KEY, PTX_PAYLOAD, derive
 from diagnostics.model import DiagnosticError
 from kernlink.api import check, link
@@ -81,7 +82,7 @@ def test_facts_edited_in_the_manifest_are_l_integrity(tmp_path: Path, packed: di
                     operand[1] = 1024
 
     _rewrite(path, forge)
-    with pytest.raises(DiagnosticError) as err:
+    with pytest.raises(DiagnosticError) as err, l_integrity.worded():
         read_stage_package(path)
     (diag,) = err.value.diagnostics
     assert diag.code == "L-INTEGRITY" and "code facts" in diag.message
@@ -97,7 +98,7 @@ def test_a_swapped_ptx_payload_is_l_integrity(tmp_path: Path, packed: dict[str, 
         payloads[PTX_PAYLOAD] = other.encode()
 
     _rewrite(path, swap)
-    with pytest.raises(DiagnosticError) as err:
+    with pytest.raises(DiagnosticError) as err, l_integrity.worded():
         read_stage_package(path)
     assert [d.code for d in err.value.diagnostics] == ["L-INTEGRITY"]
 
@@ -110,7 +111,7 @@ def test_facts_without_their_ptx_are_l_integrity(tmp_path: Path, packed: dict[st
         del payloads[PTX_PAYLOAD]
 
     _rewrite(path, drop)
-    with pytest.raises(DiagnosticError) as err:
+    with pytest.raises(DiagnosticError) as err, l_integrity.worded():
         read_stage_package(path)
     assert [d.code for d in err.value.diagnostics] == ["L-INTEGRITY"]
 

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from checker.clauses import l_integrity
 from checker.clauses.l_handle import describe
+from checker.params import params_problems
 from contract_lang.parser import parse_file
 from diagnostics import DiagnosticError, Severity
 from kernlink.cli import main
 from linker.handles import handle_problems, symbol_problems
-from linker.layout import params_blocks, params_problems
+from linker.layout import params_blocks
 from linker.pack import PackResult, pack, prototypes_of
 from linker.toolchain import nvcc_path
 from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, read_stage_package
@@ -319,7 +321,7 @@ def test_tampered_and_truncated_packages_are_rejected_on_load(
     tampered.write_bytes(bytes(flipped))
     truncated.write_bytes(data[: len(data) // 2])
     for path in (tampered, truncated):
-        with pytest.raises(DiagnosticError) as info:
+        with pytest.raises(DiagnosticError) as info, l_integrity.worded():
             read_stage_package(path)
         assert [d.code for d in info.value.diagnostics] == ["L-INTEGRITY"]
         assert main(["inspect", str(path), "--color", "never"]) == 1

@@ -6,7 +6,6 @@ from contract_lang.expr import BinOp, Int, Name, to_text
 from diagnostics.span import Span
 from transfer_model.library import wgmma_m64nNk16_f32
 from transfer_model.maps import REGS, SMEM, Chunk, LayoutMap, check_map, equivalent
-from transfer_model.smt import Verdict
 
 from .builders import SKETCH_TILE, b, regs, sketch_demand, sketch_placement
 
@@ -37,9 +36,9 @@ def test_sketch_maps_are_exact() -> None:
 
 def test_library_equals_sketch_node_for_node_and_by_proof() -> None:
     assert wgmma_m64nNk16_f32(256, 2) == sketch_placement()
-    assert equivalent(wgmma_m64nNk16_f32(256, 2), sketch_placement()) is Verdict.UNSAT
+    assert equivalent(wgmma_m64nNk16_f32(256, 2), sketch_placement()).unsat
     shifted = regs((("t", 256), ("r", 128)), sketch_placement().exprs[0], b("%", "r", 2))
-    assert equivalent(shifted, sketch_placement()) is Verdict.SAT
+    assert equivalent(shifted, sketch_placement()).sat
 
 
 def test_out_of_range_with_witness_and_span() -> None:
