@@ -316,12 +316,12 @@ def link(
     ``-ptx`` link (in the same child process) and returns the post-LTO PTX.
     """
     items = list(inputs.items()) if isinstance(inputs, Mapping) else list(inputs)
-    opts = [f"-arch={arch}", "-lto", *(["-verbose"] if verbose else []), *extra_options]
+    opts = [f"-arch={arch}", *link_options(extra_options), *(["-verbose"] if verbose else []), *extra_options]
     ptx_opts = [o for o in opts if o != "-verbose"] + ["-ptx"]
     if emit_ptx:  # nvJitLink gives no PTX after a cubin link (nor a cubin after `-ptx`): two links, one child
         (cubin, info, errors), (ptx_bytes, _, _) = isolated("nvjitlink", _nvjitlink_both, items, opts, ptx_opts, arch)
     else:
-        cubin, info, errors = isolated("nvjitlink", _nvjitlink, items, opts, arch, "cubin")
+        cubin, info, errors = isolated("nvjitlink", nvjitlink_here, items, opts, arch, "cubin")
     names = read_cubin(cubin, name=f"linked cubin for {arch}").kernel_names
     missing = [k for k in kernels if k not in names]
     if missing or not names:
@@ -330,6 +330,22 @@ def link(
         listed = ", ".join(f"`{n}`" for n, _ in items)
         raise DiagnosticError([l_link.kernel_missing(message, found, listed, arch, ",".join(missing))])
     return LinkResult(arch, cubin, info, errors, names, ptx_bytes.decode() if emit_ptx else None)
+
+
+#: Drops the debug information of the inputs before optimisation (LLVM's ``-strip-debug`` in NVVM's
+#: optimiser, an option nvJitLink passes through but does not document). Packages carry line
+#: information in their LTO IR (``kernlink pack`` compiles with ``-lineinfo``: its PTX, lowered from
+#: that LTO IR, names the CUDA lines L-CONFORM reports); without this, it would reach the linked
+#: cubin (twice the size). With it, the cubin and PTX are byte-identical to a link of LTO IR compiled
+#: without ``-lineinfo`` (tests/pack/test_single_compile.py). Asking for ``-lineinfo`` or ``-g``
+#: keeps it.
+STRIP_DEBUG = ("-Xnvvm=-Xopt", "-Xnvvm=-strip-debug")
+
+
+def link_options(extra_options: Sequence[str] = ()) -> tuple[str, ...]:
+    """The options of every device link besides ``-arch``, ``-verbose`` and ``extra_options``."""
+    keep_debug = any(o in ("-lineinfo", "-g") for o in extra_options)
+    return ("-lto", *(() if keep_debug else STRIP_DEBUG))
 
 
 def isolated(library: str, fn: Callable[..., T], *args: Any) -> T:
@@ -454,10 +470,10 @@ def _nvjitlink_both(
     items: list[tuple[str, bytes]], opts: list[str], ptx_opts: list[str], arch: str
 ) -> tuple[tuple[bytes, str, str], tuple[bytes, str, str]]:
     """The cubin link and the PTX link (in one child process)."""
-    return _nvjitlink(items, opts, arch, "cubin"), _nvjitlink(items, ptx_opts, arch, "ptx")
+    return nvjitlink_here(items, opts, arch, "cubin"), nvjitlink_here(items, ptx_opts, arch, "ptx")
 
 
-def _nvjitlink(items: list[tuple[str, bytes]], opts: list[str], arch: str, want: str) -> tuple[bytes, str, str]:
+def nvjitlink_here(items: list[tuple[str, bytes]], opts: list[str], arch: str, want: str) -> tuple[bytes, str, str]:
     """nvJitLink itself (in the child process)."""
     handle = None
     try:
