@@ -164,16 +164,24 @@ def compile_lto_and_ptx(
     std: str = "c++17",
     extra_options: Sequence[str] = (),
 ) -> tuple[CompileResult, str | tuple[Diagnostic, ...]]:
-    """NVRTC's LTO IR of ``source`` and the PTX of that same LTO IR, from one compile in one child process.
+    """NVRTC's LTO IR of ``source`` and the PTX of that same LTO IR: one compile, then nvJitLink.
 
     NVRTC gives one kind of output per compile (a ``-dlto`` program's PTX is empty), so the PTX
-    is not asked of NVRTC: nvJitLink lowers the one component's LTO IR with
-    :data:`PTX_LINK_OPTIONS`. The PTX that `kernlink pack` reads symbols, the params probe and
-    the conformance facts from is therefore the code of the LTO IR that is linked, not of a
-    second compile. The compile's errors are raised; nvJitLink's come back as the second value.
+    is not asked of NVRTC: nvJitLink lowers the one component's LTO IR with :data:`PTX_LINK_OPTIONS`
+    (both run in the native worker, linker/toolchain.py). The PTX that `kernlink pack` reads
+    symbols, the params probe and the conformance facts from is therefore the code of the LTO
+    IR that is linked, not of a second compile. The compile's errors are raised; nvJitLink's
+    come back as the second value.
     """
     lto_opts = nvrtc_options(arch, std=std, include_dirs=include_dirs, defines=defines, extra=extra_options)
-    return isolated("nvrtc", _lto_and_ptx, source, name, arch, lto_opts)
+    lto = isolated("nvrtc", compile_nvrtc_here, source, name, arch, lto_opts)
+    try:
+        ptx, _, _ = isolated(
+            "nvjitlink", nvjitlink_here, [(name, lto.ltoir)], list(ptx_link_options(arch)), arch, "ptx"
+        )
+    except DiagnosticError as err:
+        return lto, tuple(err.diagnostics)
+    return lto, _text(ptx)
 
 
 def ptx_link_options(arch: str) -> tuple[str, ...]:
@@ -191,18 +199,6 @@ def ptx_record() -> dict[str, object]:
         "nvjitlink": f"{major}.{minor}",
         "options": list(PTX_LINK_OPTIONS),
     }
-
-
-def _lto_and_ptx(
-    source: bytes, name: str, arch: str, lto_opts: tuple[str, ...]
-) -> tuple[CompileResult, str | tuple[Diagnostic, ...]]:
-    """The compile and the PTX lowering of :func:`compile_lto_and_ptx` (in the child process)."""
-    lto = compile_nvrtc_here(source, name, arch, lto_opts)
-    try:
-        ptx, _, _ = nvjitlink_here([(name, lto.ltoir)], list(ptx_link_options(arch)), arch, "ptx")
-    except DiagnosticError as err:
-        return lto, tuple(err.diagnostics)
-    return lto, _text(ptx)
 
 
 def _ptx_nvrtc(text: bytes, name: str, arch: str, opts: Sequence[str]) -> str:

@@ -78,3 +78,21 @@ def test_pack_survives_a_compiler_crash(tmp_path: Path) -> None:
     assert "error[E-COMPILE]" in proc.stdout and "SIGSEGV" in proc.stdout
     assert "Traceback" not in proc.stdout + proc.stderr
     assert not (tmp_path / "x.kpkg").exists()
+
+
+def test_one_worker_serves_every_call_and_a_dead_one_is_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    from linker.toolchain import native_worker_pid
+
+    source = "__device__ int f() { return 1; }\n"
+    compile_nvrtc(source, "f.cu")
+    first = native_worker_pid()
+    assert first is not None
+    compile_nvrtc(source, "g.cu")
+    assert native_worker_pid() == first  # no new process per compile
+    monkeypatch.setenv(FAULT_ENV, "nvrtc")
+    with pytest.raises(DiagnosticError):
+        compile_nvrtc(source, "f.cu")
+    assert native_worker_pid() is None  # the dead worker was reaped
+    monkeypatch.delenv(FAULT_ENV)
+    assert compile_nvrtc(source, "f.cu").ltoir
+    assert native_worker_pid() not in (None, first)
