@@ -355,7 +355,8 @@ def link_options(extra_options: Sequence[str] = ()) -> tuple[str, ...]:
 def isolated(library: str, fn: Callable[..., T], *args: Any) -> T:
     """``fn(*args)`` in the native worker process, so that a crash in ``library`` (native code) is a diagnostic.
 
-    ``fn`` must be a module-level function (it is sent to the worker by name). The worker's
+    ``fn`` must be a module-level function (it is sent to the worker by name); it runs in this
+    process's working directory and environment of the moment, as in a child forked for it. The worker's
     :class:`DiagnosticError` is raised here; a worker killed by a signal (or exiting without an
     answer) is ``L-LINK`` for nvJitLink and ``E-COMPILE`` for NVRTC, and the next call starts a
     new worker.
@@ -364,7 +365,7 @@ def isolated(library: str, fn: Callable[..., T], *args: Any) -> T:
     with _WORKER_LOCK:
         worker = _worker()
         try:
-            worker.conn.send((fn, args, fault))
+            worker.conn.send((fn, args, fault, os.getcwd(), dict(os.environ)))
             kind, value = worker.conn.recv()
         except (EOFError, OSError):
             kind, value = "died", None
@@ -439,9 +440,14 @@ def _serve(conn: Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it retires the worker
     while True:
         try:
-            fn, args, fault = conn.recv()
+            fn, args, fault, cwd, env = conn.recv()
         except (EOFError, OSError):
             return
+        if os.getcwd() != cwd:  # as a child forked for this call would be: NVRTC records the cwd in LTO IR
+            os.chdir(cwd)
+        if os.environ != env:
+            os.environ.clear()
+            os.environ.update(env)
         if fault:
             os.kill(os.getpid(), signal.SIGSEGV)
         try:

@@ -96,3 +96,28 @@ def test_one_worker_serves_every_call_and_a_dead_one_is_replaced(monkeypatch: py
     monkeypatch.delenv(FAULT_ENV)
     assert compile_nvrtc(source, "f.cu").ltoir
     assert native_worker_pid() not in (None, first)
+
+
+def test_the_worker_compiles_in_the_callers_working_directory(tmp_path: Path) -> None:
+    """NVRTC records the working directory in LTO IR: the worker must follow the caller's, call by call."""
+    import os
+
+    from linker.toolchain import stable_cwd
+
+    source = "__device__ int f() { return 1; }\n"
+    before = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        compile_nvrtc(source, "f.cu")  # the worker may start here, in tmp_path
+    finally:
+        os.chdir(before)
+    with stable_cwd():
+        first = compile_nvrtc(source, "f.cu").ltoir
+    os.chdir(tmp_path)
+    try:
+        elsewhere = compile_nvrtc(source, "f.cu").ltoir
+    finally:
+        os.chdir(before)
+    with stable_cwd():
+        assert compile_nvrtc(source, "f.cu").ltoir == first
+    assert elsewhere != first
