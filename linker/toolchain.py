@@ -410,7 +410,7 @@ def _worker() -> _Worker:
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     mine, theirs = ctx.Pipe(duplex=True)
-    process = ctx.Process(target=_serve, args=(theirs,), daemon=True, name="kernlink-native")  # type: ignore[attr-defined]
+    process = ctx.Process(target=_serve, args=(theirs, mine), daemon=True, name="kernlink-native")  # type: ignore[attr-defined]
     process.start()
     theirs.close()
     _WORKERS.append(_Worker(process, mine, os.getpid()))
@@ -434,8 +434,14 @@ def native_worker_pid() -> int | None:
     return None
 
 
-def _serve(conn: Connection) -> None:
-    """The worker's loop: run each request, answer it; end when the parent closes the pipe."""
+def _serve(conn: Connection, parents_end: Connection) -> None:
+    """The worker's loop: run each request, answer it; end when the parent closes the pipe or dies.
+
+    A forked worker inherits the parent's end of the pipe too; it closes it first, or the pipe
+    would never report the parent's end and a worker whose parent was killed would live on.
+    """
+    if not parents_end.closed:
+        parents_end.close()
     faulthandler.disable()  # the parent reports a crash; no Python stack dump from the child
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it retires the worker
     while True:

@@ -121,3 +121,35 @@ def test_the_worker_compiles_in_the_callers_working_directory(tmp_path: Path) ->
     with stable_cwd():
         assert compile_nvrtc(source, "f.cu").ltoir == first
     assert elsewhere != first
+
+
+def test_the_worker_ends_when_its_parent_is_killed() -> None:
+    import os
+    import signal
+    import time
+
+    script = (
+        "from linker.toolchain import compile_nvrtc, native_worker_pid\n"
+        "compile_nvrtc('__device__ int f() { return 1; }\\n', 'f.cu')\n"
+        "print(native_worker_pid(), flush=True)\n"
+        "import time; time.sleep(120)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(root)}
+    )
+    assert proc.stdout is not None
+    worker = int(proc.stdout.readline())
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{worker}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return  # gone
+        if state == "Z":
+            return  # exited (a zombie until init reaps it)
+        time.sleep(0.1)
+    os.kill(worker, signal.SIGKILL)
+    raise AssertionError("the native worker outlived its killed parent")
