@@ -100,17 +100,18 @@ def link(
     emit_ptx: bool = False,
     strict: bool = False,
     watchdog: int | None = None,
+    memo: Memo | None = None,
 ) -> LinkResult:
     """Check, then link an accepted composition; with ``out_dir``, write the outputs there.
 
     The link map is written even when the check or the link fails. Raises only
-    ``UsageError`` for bad arguments.
+    ``UsageError`` for bad arguments. ``memo``: as for :func:`check`.
     """
     from linker.link import LinkOutput, link_composition, record_for, write_outputs
 
     if isinstance(out_dir, str) and not out_dir.strip():
         raise UsageError("an output directory cannot be empty")
-    result = check(paths, target=target, strict=strict)
+    result = check(paths, target=target, strict=strict, memo=memo)
     comp, placed = result.composition, result.placed
     if not result.accepted or comp is None or placed is None:
         output = None

@@ -28,6 +28,7 @@ from diagnostics.model import Diagnostic, DiagnosticError
 from kernlink import __version__
 
 if TYPE_CHECKING:
+    from checker.memo import Memo
     from kernlink.api import LinkResult
 
 _HEADERS = ("*.h", "*.cuh", "*.hpp")
@@ -106,10 +107,42 @@ def packages_of(pipeline: Path) -> list[Path]:
     return found
 
 
+def inputs_of(pipeline: Path) -> list[Path]:
+    """What a build of ``pipeline`` reads (`kernlink build --watch` watches them): the pipeline, the
+    contracts beside it, and for each package its source, contract, the headers beside the source
+    and the host providers' C sources — or, for a package with no source beside it, the package.
+    The packages a build writes are not inputs (a rebuild would trigger the next one)."""
+    found = {pipeline, *pipeline.parent.glob("*.kc")}
+    try:
+        packages = packages_of(pipeline)
+    except DiagnosticError:
+        return sorted(found)
+    for package in packages:
+        source, contract = component_of(package)
+        if not source.is_file() or not contract.is_file():
+            found.add(package)
+            continue
+        found.update((source, contract, *(p for pattern in _HEADERS for p in source.parent.glob(pattern))))
+        try:
+            named = _PROVIDER.findall(contract.read_text("utf-8"))
+        except (OSError, UnicodeDecodeError):
+            named = []
+        found.update(contract.parent / name for name in named)
+    return sorted(found)
+
+
 def build(
-    pipeline: str | Path, out_dir: str | Path, *, compiler: str = "nvrtc", target: str | None = None
+    pipeline: str | Path,
+    out_dir: str | Path,
+    *,
+    compiler: str = "nvrtc",
+    target: str | None = None,
+    memo: Memo | None = None,
 ) -> tuple[BuildResult, LinkResult | None]:
-    """Pack every stale package of ``pipeline``, then link it into ``out_dir``; (steps, the link result)."""
+    """Pack every stale package of ``pipeline``, then link it into ``out_dir``; (steps, the link result).
+
+    ``memo`` keeps the check's verdicts for the next build of the same process (``--watch``).
+    """
     from kernlink.api import link
     from linker.pack import pack
 
@@ -138,7 +171,7 @@ def build(
             return result, None
         atomic_write_text(_key_file(package), key + "\n")
         result.steps.append(Step(package, "packed", time.perf_counter() - start, why))
-    linked = link([path], out_dir, target=target)
+    linked = link([path], out_dir, target=target, memo=memo)
     result.diagnostics.extend(linked.diagnostics)
     result.ok = linked.ok
     return result, linked

@@ -1,11 +1,23 @@
-"""`kernlink build PIPELINE.kp -o DIR`: pack the components that changed, then link, in one process."""
+"""`kernlink build PIPELINE.kp -o DIR`: pack the components that changed, then link, in one process.
+
+``--watch`` keeps the process: it builds, then builds again whenever an input changes
+(kernlink/build.py ``inputs_of``), reusing its imports, the parsed grammar, the check's
+verdicts (a :class:`checker.memo.Memo`), the binding verdicts and the native worker that
+runs NVRTC and nvJitLink (linker/toolchain.py; a crash there is a diagnostic, and the next
+build starts a new worker). A build that fails prints its diagnostics and the watch goes on.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
+from typing import TYPE_CHECKING
 
 from diagnostics.symbols import Code
+
+if TYPE_CHECKING:
+    from checker.memo import Memo
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -19,10 +31,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--compiler", choices=("nvrtc", "nvcc"), default="nvrtc")
     p.add_argument("--target", help="link for another target than the pipeline's")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
-    p.set_defaults(run=cmd_build)
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="stay resident: build again whenever the pipeline, a contract, a source or a header it uses changes",
+    )
+    p.set_defaults(run=cmd_watch)
 
 
-def cmd_build(args: argparse.Namespace) -> int:
+def cmd_build(args: argparse.Namespace, memo: Memo | None = None) -> int:
     from diagnostics.sources import SourceMap
     from kernlink.build import build, summary
     from kernlink.exit_codes import EXIT_OK, EXIT_REJECTED, EXIT_USAGE
@@ -31,7 +48,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     if not args.output:
         print("error: -o needs a directory name", file=sys.stderr)
         return EXIT_USAGE
-    result, linked = build(args.pipeline, args.output, compiler=args.compiler, target=args.target)
+    result, linked = build(args.pipeline, args.output, compiler=args.compiler, target=args.target, memo=memo)
     if result.steps:
         print(summary(result.steps))
     color = {"always": True, "never": False}.get(args.color)
@@ -41,3 +58,54 @@ def cmd_build(args: argparse.Namespace) -> int:
         return EXIT_USAGE if any(d.code == Code.E_IO for d in result.diagnostics) else EXIT_REJECTED
     print(f"built `{args.pipeline}` -> {args.output}/kernel.cubin")
     return EXIT_OK
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    """`build`, once or (``--watch``) again after every change of an input."""
+    if not args.watch:
+        return cmd_build(args)
+    from pathlib import Path
+
+    from checker.memo import Memo
+    from kernlink.build import inputs_of
+    from kernlink.watch import watch
+
+    memo = Memo()
+
+    def once() -> int:
+        start = time.perf_counter()
+        status = _survive(args, memo)
+        print(f"--- build finished (exit {status}) in {time.perf_counter() - start:.3f} s; watching", flush=True)
+        return status
+
+    return watch(
+        [args.pipeline],
+        once,
+        say=lambda line: print(line, flush=True),
+        files=lambda paths: inputs_of(Path(paths[0])),
+        verb="building",
+    )
+
+
+def _survive(args: argparse.Namespace, memo: Memo) -> int:
+    """One build of the watch: whatever goes wrong is reported, and the watch goes on."""
+    from diagnostics.model import DiagnosticError
+    from diagnostics.sources import SourceMap
+    from kernlink.exit_codes import EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, exit_for
+    from kernlink.output import emit
+    from package.loader import UsageError
+
+    color = {"always": True, "never": False}.get(args.color)
+    try:
+        return cmd_build(args, memo)
+    except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except DiagnosticError as err:
+        emit(err.diagnostics, SourceMap(), "text", color=color)
+        return exit_for(err.diagnostics) or EXIT_REJECTED
+    except Exception as exc:  # a kernlink bug: reported as E-INTERNAL, never a traceback; the watch goes on
+        from diagnostics.internal import internal_error
+
+        emit([internal_error(exc, "`kernlink build --watch`", sys.argv[1:])], SourceMap(), "text", color=color)
+        return EXIT_INTERNAL

@@ -1,9 +1,10 @@
-"""`kernlink check --watch`: check again whenever an input of the composition changes.
+"""`kernlink check --watch` and `kernlink build --watch`: run again whenever an input changes.
 
-The inputs are the files named on the command line, the contracts (``.kc``) beside each
-pipeline and the packages (``.kpkg``) under its ``build/`` folder; a change is a new, removed
-or modified file (size or modification time). Polling keeps it dependency-free and works
-on every filesystem; a check runs at most once per change burst.
+For a check, the inputs are the files named on the command line, the contracts (``.kc``)
+beside each pipeline and the packages (``.kpkg``) under its ``build/`` folder; a build
+lists its own (kernlink/build.py: sources, headers, contracts, providers). A change is a
+new, removed or modified file (size or modification time). Polling keeps it
+dependency-free and works on every filesystem; a run happens at most once per change burst.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ def watched(paths: Sequence[str | Path]) -> list[Path]:
     return sorted(files)
 
 
-def snapshot(paths: Sequence[str | Path]) -> Snapshot:
+def snapshot(paths: Sequence[str | Path], files: Callable[[Sequence[str | Path]], list[Path]] = watched) -> Snapshot:
     state: Snapshot = {}
-    for path in watched(paths):
+    for path in files(paths):
         try:
             st = path.stat()
         except OSError:
@@ -48,21 +49,26 @@ def watch(
     say: Callable[[str], None],
     poll: float = 0.3,
     runs: int | None = None,
+    files: Callable[[Sequence[str | Path]], list[Path]] = watched,
+    verb: str = "checking",
 ) -> int:
-    """Run ``run`` now and after every change; ``runs`` bounds the number of runs (None: until interrupted)."""
-    state = snapshot(paths)  # before the run: a save during a check is a change to check again
+    """Run ``run`` now and after every change; ``runs`` bounds the number of runs (None: until interrupted).
+
+    ``files`` lists the inputs to watch for ``paths`` (asked again at each poll: an edit can add one).
+    """
+    state = snapshot(paths, files)  # before the run: a save during a check is a change to check again
     status = run()
     count = 1
     try:
         while runs is None or count < runs:
             time.sleep(poll)
-            now = snapshot(paths)
+            now = snapshot(paths, files)
             moved = changed(state, now)
             if not moved:
                 continue
             time.sleep(poll)  # let a burst of writes (an editor's save) settle
-            state = snapshot(paths)  # taken before the run, as above
-            say(f"--- {', '.join(str(p) for p in moved[:3])}{' …' if len(moved) > 3 else ''} changed: checking again")
+            state = snapshot(paths, files)  # taken before the run, as above
+            say(f"--- {', '.join(str(p) for p in moved[:3])}{' …' if len(moved) > 3 else ''} changed: {verb} again")
             status = run()
             count += 1
     except KeyboardInterrupt:

@@ -3,10 +3,12 @@
 The package's hashes prove integrity, not authenticity: whoever edits a package can
 recompute them. The conformance facts bind the manifest to ``code.ptx`` (read time,
 package/manifest.py), and L-CONFORM binds ``code.ptx`` to the contract. This step
-closes the loop to the object that is linked: it compiles ``source.cu`` again with
-the recorded front end and options (NVRTC, from the filesystem root, as ``kernlink
-pack`` did) and requires the ``lto.ir`` payload and the ``code.ptx`` payload to be
-byte-identical to what that source gives. A mismatch is ``L-INTEGRITY``.
+closes the loop to the object that is linked: it compiles ``source.cu`` (with the
+params probe) again with the recorded front end and options (NVRTC, from the
+filesystem root, as ``kernlink pack`` did), lowers that LTO IR to PTX with nvJitLink
+as pack did (``compile.ptx``), and requires the ``lto.ir`` payload and the
+``code.ptx`` payload to be byte-identical to what that source gives. A mismatch is
+``L-INTEGRITY``.
 
 A pass is remembered on disk (:func:`diagnostics.files.user_cache_dir`, ``binding/``), keyed by the package's
 bytes, the stage, the NVRTC version, the CUDA header wheels' versions and the code of
@@ -37,8 +39,8 @@ from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.span import Span
 from diagnostics.symbols import Code
 from linker import layout
-from linker.symbols import compile_lto_and_ptx
-from linker.toolchain import nvrtc_version, stable_cwd
+from linker.symbols import LTO_PTX_EXTRA, PTX_LINK_OPTIONS, compile_lto_and_ptx
+from linker.toolchain import nvjitlink_version, nvrtc_version, stable_cwd
 from package.kpkg import read_package
 from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD
 
@@ -109,8 +111,15 @@ def _cached(digest: str, path: str, stage: A.Stage) -> tuple[Diagnostic, ...]:
 
 #: The modules whose code decides the verdict: a change to any of them is a new cache key.
 _DECIDERS = ("binding.py", "layout.py", "symbols.py", "toolchain.py")
-#: The wheels whose headers and compiler the rebuild uses.
-_WHEELS = ("nvidia-cuda-nvrtc", "nvidia-cuda-runtime", "nvidia-cuda-crt", "nvidia-cuda-cccl", "nvidia-cutlass")
+#: The wheels whose headers, compiler and linker (the PTX lowering) the rebuild uses.
+_WHEELS = (
+    "nvidia-cuda-nvrtc",
+    "nvidia-nvjitlink",
+    "nvidia-cuda-runtime",
+    "nvidia-cuda-crt",
+    "nvidia-cuda-cccl",
+    "nvidia-cutlass",
+)
 
 
 def _verdict_file(digest: str, stage: A.Stage) -> Path | None:
@@ -168,19 +177,27 @@ def _rebuild(path: str, stage: A.Stage) -> list[Diagnostic]:
     here = f"nvrtc {version[0]}.{version[1]}"
     if pkg.manifest.get("toolkit") != here:
         return [_note(path, f"it was compiled by `{pkg.manifest.get('toolkit')}`, this kernlink has `{here}`")]
+    lowered = compile_info.get("ptx")
+    if not isinstance(lowered, dict) or lowered.get("options") != list(PTX_LINK_OPTIONS):
+        return [_note(path, "it was packed by an older kernlink (its PTX is not its LTO IR's)")]
+    linker_here = "{}.{}".format(*nvjitlink_version())
+    if lowered.get("nvjitlink") != linker_here:
+        return [
+            _note(path, f"its PTX was lowered by nvJitLink {lowered.get('nvjitlink')}, this kernlink has {linker_here}")
+        ]
     name = str(compile_info.get("source") or "source.cu")
     target = str(pkg.manifest.get("target"))
     std, defines, extra = recorded_options(compile_info.get("options"))
+    extra = (*extra, *LTO_PTX_EXTRA)
     with tempfile.TemporaryDirectory(prefix="kernlink-rebuild-") as tmp:
         include = [Path(tmp), *extra_include_dirs(compile_info)]
         for header, blob in carried_headers(pkg.payloads).items():
             (Path(tmp) / header).write_bytes(blob)
         (Path(tmp) / Path(name).name).write_bytes(source)
         try:
-            text = source.decode("utf-8") + "\n" + layout.probe_source(layout.params_blocks(stage))
+            text = source.decode("utf-8") + "\n" + layout.probe_source(layout.params_blocks(stage), stage.name)
             with stable_cwd():
                 result, again = compile_lto_and_ptx(
-                    source,
                     text.encode(),
                     name,
                     arch=target,
@@ -188,7 +205,6 @@ def _rebuild(path: str, stage: A.Stage) -> list[Diagnostic]:
                     defines=defines,
                     std=std,
                     extra_options=extra,
-                    ptx_extra=("-lineinfo",),
                 )
             if not isinstance(again, str):
                 raise DiagnosticError(list(again))

@@ -88,6 +88,7 @@ from linker.providers import LinkedProvider, linked_providers
 from linker.toolchain import (
     compile_nvrtc,
     link,
+    link_options,
     parse_ptxas_usage,
     stable_cwd,
     tool_warnings,
@@ -183,7 +184,7 @@ def link_composition(
         record.placement = placed.placement
         versions = toolkit_versions()
         record.toolkit = {"nvrtc": versions.as_dict()["nvrtc"], "nvjitlink": versions.as_dict()["nvjitlink"]}
-        record.options = (f"-arch={_arch(comp)}", "-lto", "-verbose")
+        record.options = (f"-arch={_arch(comp)}", *link_options(), "-verbose")
         first = _round(comp, placed, packages, None, record, out.seconds, routes, watchdog)
         final = first
         need = _registers(first, placed)

@@ -2,11 +2,13 @@
 
 Steps, for the contract's one stage (or the one ``--stage`` names):
 
-1. compile the source to LTO IR for the stage's ``target`` (NVRTC, or nvcc);
-2. compile it again to PTX (with ``-lineinfo``), with a params probe appended
-   (linker/layout.py) — NVRTC gives one kind of output per compile, so these are two
-   compiles, run in one child process (linker/symbols.py) — and read the defined and needed device symbols with their
-   prototypes (linker/symbols.py) and the params layouts;
+1. compile the source, with a params probe appended (linker/layout.py), to LTO IR
+   for the stage's ``target`` with NVRTC (and ``-lineinfo``), and have nvJitLink lower
+   that LTO IR to PTX (one child process, linker/symbols.py): one front-end compile,
+   and the PTX is the code of the LTO IR that is linked. With nvcc: the source to
+   LTO IR, then the probed source again to PTX (with ``-lineinfo``);
+2. read the defined and needed device symbols with their prototypes
+   (linker/symbols.py) and the params layouts from that PTX;
 2b. analyse that same PTX for conformance (checker/conformance): the facts go into
    the manifest (``conformance``), the PTX into the payload ``code.ptx``, and each
    disagreement with the contract comes back as an L-CONFORM warning (``--strict``:
@@ -47,7 +49,7 @@ from diagnostics import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.files import atomic_write_bytes, read_source
 from diagnostics.symbols import Code
 from linker import binding, handles, layout
-from linker.symbols import Prototype, compile_lto_and_ptx, compile_ptx, read_ptx_symbols
+from linker.symbols import LTO_PTX_EXTRA, Prototype, compile_lto_and_ptx, compile_ptx, ptx_record, read_ptx_symbols
 from linker.toolchain import compile_nvcc, nvcc_version, nvrtc_version, stable_cwd
 from package.captured import Captured
 from package.kpkg import pack_bytes, valid_payload_name
@@ -232,7 +234,7 @@ def build(
     extra = flags.extra(compiler)
     start = time.perf_counter()
     blocks = layout.params_blocks(chosen)
-    probed = text + "\n" + layout.probe_source(blocks)
+    probed = text + "\n" + layout.probe_source(blocks, chosen.name)
     try:
         with stable_cwd():  # NVRTC records the working directory in LTO IR, -lineinfo in `.file`
             if compiler == "nvcc":
@@ -240,20 +242,20 @@ def build(
                     text, name, arch=target, std=flags.std, include_dirs=include, defines=defines, extra_options=extra
                 )
                 ptx_or_error: str | tuple[Diagnostic, ...] = ""
-            else:
+            else:  # one compile: the probed source to LTO IR, whose PTX nvJitLink gives (linker/symbols.py)
                 result, ptx_or_error = compile_lto_and_ptx(
-                    text.encode(),
                     probed.encode(),
                     name,
                     arch=target,
                     std=flags.std,
                     include_dirs=include,
                     defines=defines,
-                    extra_options=extra,
-                    ptx_extra=("-lineinfo",),
+                    extra_options=(*extra, *LTO_PTX_EXTRA),
                 )
     except DiagnosticError as err:
-        raise _renamed(err, name, display) from None
+        if compiler == "nvrtc" and _probe_only(err):
+            raise _probe_failed(err, chosen, display) from None
+        raise _renamed(_without_probe(err), name, display) from None
     compiled = time.perf_counter()
     try:
         if compiler == "nvcc":
@@ -271,11 +273,13 @@ def build(
         elif isinstance(ptx_or_error, str):
             ptx = ptx_or_error
         else:
-            raise DiagnosticError(list(ptx_or_error))
+            raise _lowering_failed(ptx_or_error, display)
     except DiagnosticError as err:
+        if compiler == "nvrtc":
+            raise
         raise _probe_failed(err, chosen, display) from None
     ptx = binding.normalise_ptx(ptx)  # `.file 1 "/tmp/…/x.cu"` -> `"x.cu"`: no host path in the package
-    symbols = read_ptx_symbols(ptx).without([layout.PROBE_SYMBOL])
+    symbols = read_ptx_symbols(ptx).without([layout.PROBE_SYMBOL, layout.probe_keeper(chosen.name)])
     toolkit = _toolkit(compiler)
     captured = Captured(
         frozenset(symbols.defined),
@@ -292,6 +296,9 @@ def build(
         "source": name,
         "options": [o for o in result.options if not _is_path_option(o)],
     }
+    if compiler == "nvrtc":  # the PTX is the LTO IR's (what a rebuild, linker/binding.py, repeats)
+        manifest["compile"]["options"] = [o for o in manifest["compile"]["options"] if o not in LTO_PTX_EXTRA]
+        manifest["compile"]["ptx"] = ptx_record()
     captured_at = time.perf_counter()
     code = conformance.derive(ptx)
     manifest[conformance.MANIFEST_KEY] = code.as_json()
@@ -465,7 +472,11 @@ def _renamed(err: DiagnosticError, name: str, display: str) -> DiagnosticError:
 
 def _probe_failed(err: DiagnosticError, stage: A.Stage, display: str) -> DiagnosticError:
     names = ", ".join(f"`{b.name}`" for b in layout.params_blocks(stage)) or "none"
-    notes = tuple(n for d in err.diagnostics for n in d.notes)
+    notes = tuple(
+        n
+        for d in err.diagnostics
+        for n in (*(f"{lab.span.file}:{lab.span.line}: {d.message}" for lab in d.labels[:1]), *d.notes)
+    )
     return DiagnosticError(
         [
             Diagnostic(
@@ -476,6 +487,37 @@ def _probe_failed(err: DiagnosticError, stage: A.Stage, display: str) -> Diagnos
                 helps=(
                     "declare each params struct once, at global scope, as `struct NAME { … };` with plain "
                     "(non-bit-field) members named as in the contract",
+                ),
+            )
+        ]
+    )
+
+
+def _in_probe(d: Diagnostic) -> bool:
+    return any(label.span.file == layout.PROBE_FILE for label in d.labels)
+
+
+def _probe_only(err: DiagnosticError) -> bool:
+    """The compile failed in the params probe only (the component's own code compiles)."""
+    return any(_in_probe(d) for d in err.diagnostics) and all(_in_probe(d) for d in err.diagnostics if d.is_error)
+
+
+def _without_probe(err: DiagnosticError) -> DiagnosticError:
+    """The compiler's diagnostics about the component's code, not about the probe appended to it."""
+    return DiagnosticError([d for d in err.diagnostics if not _in_probe(d)] or list(err.diagnostics))
+
+
+def _lowering_failed(found: tuple[Diagnostic, ...], display: str) -> DiagnosticError:
+    """nvJitLink could not lower the component's LTO IR to PTX (the compile itself succeeded)."""
+    notes = tuple(n for d in found for n in (d.message, *d.notes))
+    return DiagnosticError(
+        [
+            Diagnostic(
+                Code.E_PACK,
+                f"nvJitLink could not lower the LTO IR of `{display}` to PTX",
+                notes=notes,
+                helps=(
+                    "report this with the component's source: NVRTC compiled it, nvJitLink did not take its LTO IR",
                 ),
             )
         ]

@@ -1,9 +1,12 @@
 """Which device symbols a component defines and which it needs, as its compiler saw them.
 
-NVRTC's LTO IR is an opaque container (no public reader, and LLVM's tools do not
-open it), so the symbols are read from PTX: the same source is compiled a second
-time with the same compiler and options, minus ``-dlto`` (``-rdc=true`` keeps every
-external definition and declaration). At module scope PTX declares
+NVRTC's LTO IR is an opaque container (no public reader; LLVM's tools and the public
+libNVVM do not open it: ``nvvmAddModuleToProgram`` takes it, ``nvvmCompileProgram``
+fails with "parse expected top-level entity"), so the symbols are read from PTX.
+With NVRTC that PTX is nvJitLink's lowering of the one LTO IR (:func:`compile_lto_and_ptx`:
+``-lto -ptx -Xnvvm=--device-c``, a separate-compilation build that keeps every
+external definition and declaration); with nvcc the source is compiled a second time
+to PTX, with the same options minus ``-dlto``. At module scope PTX declares
 
 * ``.visible .func`` / ``.visible .entry`` / ``.visible .global`` — a definition
   other objects can link against (``defined``);
@@ -37,7 +40,15 @@ from cuda.bindings import nvrtc
 from checker.handles import TOOLKIT_EXTERNS as TOOLKIT_EXTERNS
 from diagnostics import Diagnostic, DiagnosticError
 from diagnostics.symbols import Code
-from linker.toolchain import CompileResult, compile_nvrtc_here, isolated, nvcc_path, nvrtc_options, parse_compiler_log
+from linker.toolchain import (
+    CompileResult,
+    compile_nvrtc_here,
+    isolated,
+    nvcc_path,
+    nvjitlink_here,
+    nvrtc_options,
+    parse_compiler_log,
+)
 from package.captured import Prototype as Prototype
 from package.captured import SymbolKind as SymbolKind
 
@@ -133,9 +144,18 @@ def ptx_options(
     return (*opts, *extra_options)
 
 
+#: The nvJitLink options that turn one component's LTO IR into its PTX: ``-lto -ptx`` alone is a
+#: whole-program link (every device function that is not a kernel is internalised and, unused,
+#: dropped, and the references it made go with it); ``-Xnvvm=--device-c`` makes it the
+#: separate-compilation build NVRTC's ``-rdc=true`` is, so external definitions and references stay.
+#: ``-lineinfo`` keeps the ``.loc`` lines the LTO IR carries (it is compiled with ``-lineinfo``).
+PTX_LINK_OPTIONS = ("-lto", "-ptx", "-Xnvvm=--device-c", "-lineinfo")
+#: What the LTO IR compile adds for that PTX: line information (L-CONFORM names the CUDA line).
+LTO_PTX_EXTRA = ("-lineinfo",)
+
+
 def compile_lto_and_ptx(
     source: bytes,
-    ptx_source: bytes,
     name: str,
     *,
     arch: str,
@@ -143,32 +163,42 @@ def compile_lto_and_ptx(
     defines: Mapping[str, str] | None = None,
     std: str = "c++17",
     extra_options: Sequence[str] = (),
-    ptx_extra: Sequence[str] = (),
 ) -> tuple[CompileResult, str | tuple[Diagnostic, ...]]:
-    """NVRTC's LTO IR of ``source`` and the PTX of ``ptx_source``, from one child process.
+    """NVRTC's LTO IR of ``source`` and the PTX of that same LTO IR: one compile, then nvJitLink.
 
-    NVRTC gives one kind of output per compile (a ``-dlto`` program's PTX is empty, a PTX
-    program has no LTO IR), so these are two compiles; one child process runs both, which
-    halves the process cost of `kernlink pack` and of the binding check. The LTO IR
-    compile's errors are raised; the PTX compile's come back as the second value (its diagnostics) (the
-    caller words them: the PTX source carries the params probe).
+    NVRTC gives one kind of output per compile (a ``-dlto`` program's PTX is empty), so the PTX
+    is not asked of NVRTC: nvJitLink lowers the one component's LTO IR with :data:`PTX_LINK_OPTIONS`
+    (both run in the native worker, linker/toolchain.py). The PTX that `kernlink pack` reads
+    symbols, the params probe and the conformance facts from is therefore the code of the LTO
+    IR that is linked, not of a second compile. The compile's errors are raised; nvJitLink's
+    come back as the second value.
     """
     lto_opts = nvrtc_options(arch, std=std, include_dirs=include_dirs, defines=defines, extra=extra_options)
-    opts = ptx_options(
-        arch, include_dirs=include_dirs, defines=defines, std=std, extra_options=(*ptx_extra, *extra_options)
-    )
-    return isolated("nvrtc", _lto_and_ptx, source, ptx_source, name, arch, lto_opts, opts)
-
-
-def _lto_and_ptx(
-    source: bytes, ptx_source: bytes, name: str, arch: str, lto_opts: tuple[str, ...], opts: tuple[str, ...]
-) -> tuple[CompileResult, str | tuple[Diagnostic, ...]]:
-    """Both compiles of :func:`compile_lto_and_ptx` (in the child process)."""
-    lto = compile_nvrtc_here(source, name, arch, lto_opts)
+    lto = isolated("nvrtc", compile_nvrtc_here, source, name, arch, lto_opts)
     try:
-        return lto, _ptx_nvrtc(ptx_source, name, arch, opts)
+        ptx, _, _ = isolated(
+            "nvjitlink", nvjitlink_here, [(name, lto.ltoir)], list(ptx_link_options(arch)), arch, "ptx"
+        )
     except DiagnosticError as err:
         return lto, tuple(err.diagnostics)
+    return lto, _text(ptx)
+
+
+def ptx_link_options(arch: str) -> tuple[str, ...]:
+    return (f"-arch={arch}", *PTX_LINK_OPTIONS)
+
+
+def ptx_record() -> dict[str, object]:
+    """The manifest's ``compile.ptx``: the PTX payload is nvJitLink's lowering of the LTO IR payload."""
+    from linker.toolchain import nvjitlink_version
+
+    major, minor = nvjitlink_version()
+    return {
+        "from": "lto.ir",
+        "nvrtc": list(LTO_PTX_EXTRA),
+        "nvjitlink": f"{major}.{minor}",
+        "options": list(PTX_LINK_OPTIONS),
+    }
 
 
 def _ptx_nvrtc(text: bytes, name: str, arch: str, opts: Sequence[str]) -> str:

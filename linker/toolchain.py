@@ -9,8 +9,11 @@ cubin lacks an expected kernel, which nvJitLink itself reports as success.
 NVRTC and nvJitLink run in a child process (:func:`isolated`): a crash inside the
 native library (a SIGSEGV in nvJitLink has been seen on a zero mbarrier count) kills
 the child, not kernlink, and becomes ``E-COMPILE`` / ``L-LINK`` naming the signal,
-so the caller still writes its outputs. ``KERNLINK_NATIVE_FAULT=nvrtc|nvjitlink``
-makes that child kill itself with SIGSEGV first: the tests' way to prove it.
+so the caller still writes its outputs. The child is one long-lived worker per
+process (started by the first call, replaced after a crash), so a build pays for one
+process and one load of the native libraries, and a resident ``kernlink build
+--watch`` for one in all. ``KERNLINK_NATIVE_FAULT=nvrtc|nvjitlink`` (read at each
+call) makes the worker kill itself with SIGSEGV first: the tests' way to prove it.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -316,12 +320,12 @@ def link(
     ``-ptx`` link (in the same child process) and returns the post-LTO PTX.
     """
     items = list(inputs.items()) if isinstance(inputs, Mapping) else list(inputs)
-    opts = [f"-arch={arch}", "-lto", *(["-verbose"] if verbose else []), *extra_options]
+    opts = [f"-arch={arch}", *link_options(extra_options), *(["-verbose"] if verbose else []), *extra_options]
     ptx_opts = [o for o in opts if o != "-verbose"] + ["-ptx"]
     if emit_ptx:  # nvJitLink gives no PTX after a cubin link (nor a cubin after `-ptx`): two links, one child
         (cubin, info, errors), (ptx_bytes, _, _) = isolated("nvjitlink", _nvjitlink_both, items, opts, ptx_opts, arch)
     else:
-        cubin, info, errors = isolated("nvjitlink", _nvjitlink, items, opts, arch, "cubin")
+        cubin, info, errors = isolated("nvjitlink", nvjitlink_here, items, opts, arch, "cubin")
     names = read_cubin(cubin, name=f"linked cubin for {arch}").kernel_names
     missing = [k for k in kernels if k not in names]
     if missing or not names:
@@ -332,46 +336,133 @@ def link(
     return LinkResult(arch, cubin, info, errors, names, ptx_bytes.decode() if emit_ptx else None)
 
 
-def isolated(library: str, fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)`` in a child process, so that a crash in ``library`` (native code) is a diagnostic.
+#: Drops the debug information of the inputs before optimisation (LLVM's ``-strip-debug`` in NVVM's
+#: optimiser, an option nvJitLink passes through but does not document). Packages carry line
+#: information in their LTO IR (``kernlink pack`` compiles with ``-lineinfo``: its PTX, lowered from
+#: that LTO IR, names the CUDA lines L-CONFORM reports); without this, it would reach the linked
+#: cubin (twice the size). With it, the cubin and PTX are byte-identical to a link of LTO IR compiled
+#: without ``-lineinfo`` (tests/pack/test_single_compile.py). Asking for ``-lineinfo`` or ``-g``
+#: keeps it.
+STRIP_DEBUG = ("-Xnvvm=-Xopt", "-Xnvvm=-strip-debug")
 
-    The child's :class:`DiagnosticError` is raised here; a child killed by a signal (or
-    exiting without an answer) is ``L-LINK`` for nvJitLink and ``E-COMPILE`` for NVRTC.
+
+def link_options(extra_options: Sequence[str] = ()) -> tuple[str, ...]:
+    """The options of every device link besides ``-arch``, ``-verbose`` and ``extra_options``."""
+    keep_debug = any(o in ("-lineinfo", "-g") for o in extra_options)
+    return ("-lto", *(() if keep_debug else STRIP_DEBUG))
+
+
+def isolated(library: str, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in the native worker process, so that a crash in ``library`` (native code) is a diagnostic.
+
+    ``fn`` must be a module-level function (it is sent to the worker by name); it runs in this
+    process's working directory and environment of the moment, as in a child forked for it. The worker's
+    :class:`DiagnosticError` is raised here; a worker killed by a signal (or exiting without an
+    answer) is ``L-LINK`` for nvJitLink and ``E-COMPILE`` for NVRTC, and the next call starts a
+    new worker.
     """
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(send, library, fn, args), daemon=True)  # type: ignore[attr-defined]
-    child.start()
-    send.close()
-    try:
-        kind, value = receive.recv()
-    except EOFError:
-        kind, value = "died", None
-    finally:
-        receive.close()
-        child.join()
+    fault = os.environ.get(FAULT_ENV) == library
+    with _WORKER_LOCK:
+        worker = _worker()
+        try:
+            worker.conn.send((fn, args, fault, os.getcwd(), dict(os.environ)))
+            kind, value = worker.conn.recv()
+        except (EOFError, OSError):
+            kind, value = "died", None
+        except BaseException:  # Ctrl-C mid-answer: the pipe's state is unknown, so this worker is done
+            _retire(worker, kill=True)
+            raise
+        if kind == "died":
+            _retire(worker, kill=False)
     if kind == "ok":
         return value  # type: ignore[no-any-return]
     if kind == "diagnostics":
         raise DiagnosticError(value)
     if kind == "error":
         raise RuntimeError(f"{library} child process: {value}")
-    raise DiagnosticError([_crashed(library, child.exitcode, args)])
+    raise DiagnosticError([_crashed(library, worker.process.exitcode, args)])
 
 
-def _child(conn: Connection, library: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+@dataclass
+class _Worker:
+    """The child process that runs NVRTC and nvJitLink for this process, one request at a time.
+
+    It lives as long as this process (a resident ``kernlink build --watch`` keeps one across
+    rebuilds): the native libraries are loaded once, and each compile or link is a message on
+    a pipe, not a new process. One that dies is replaced by the next call.
+    """
+
+    process: Any  # multiprocessing.Process
+    conn: Connection
+    owner: int  # the pid that started it: a forked copy of this process starts its own
+
+
+_WORKER_LOCK = threading.Lock()
+_WORKERS: list[_Worker] = []
+
+
+def _worker() -> _Worker:
+    if _WORKERS and _WORKERS[0].owner == os.getpid() and _WORKERS[0].process.is_alive():
+        return _WORKERS[0]
+    if _WORKERS and _WORKERS[0].owner == os.getpid():
+        _retire(_WORKERS[0], kill=True)
+    _WORKERS.clear()
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    mine, theirs = ctx.Pipe(duplex=True)
+    process = ctx.Process(target=_serve, args=(theirs, mine), daemon=True, name="kernlink-native")  # type: ignore[attr-defined]
+    process.start()
+    theirs.close()
+    _WORKERS.append(_Worker(process, mine, os.getpid()))
+    return _WORKERS[0]
+
+
+def _retire(worker: _Worker, *, kill: bool) -> None:
+    """Close the pipe to ``worker`` and reap it (after killing it, with ``kill``)."""
+    if kill and worker.process.is_alive():
+        worker.process.kill()
+    worker.conn.close()
+    worker.process.join()
+    if _WORKERS and _WORKERS[0] is worker:
+        _WORKERS.clear()
+
+
+def native_worker_pid() -> int | None:
+    """The pid of this process's native worker, when one is running (benchmarks read its CPU time)."""
+    if _WORKERS and _WORKERS[0].owner == os.getpid() and _WORKERS[0].process.is_alive():
+        return int(_WORKERS[0].process.pid)
+    return None
+
+
+def _serve(conn: Connection, parents_end: Connection) -> None:
+    """The worker's loop: run each request, answer it; end when the parent closes the pipe or dies.
+
+    A forked worker inherits the parent's end of the pipe too; it closes it first, or the pipe
+    would never report the parent's end and a worker whose parent was killed would live on.
+    """
+    if not parents_end.closed:
+        parents_end.close()
     faulthandler.disable()  # the parent reports a crash; no Python stack dump from the child
-    try:
-        if os.environ.get(FAULT_ENV) == library:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it retires the worker
+    while True:
+        try:
+            fn, args, fault, cwd, env = conn.recv()
+        except (EOFError, OSError):
+            return
+        if os.getcwd() != cwd:  # as a child forked for this call would be: NVRTC records the cwd in LTO IR
+            os.chdir(cwd)
+        if os.environ != env:
+            os.environ.clear()
+            os.environ.update(env)
+        if fault:
             os.kill(os.getpid(), signal.SIGSEGV)
-        answer: tuple[str, Any] = ("ok", fn(*args))
-    except DiagnosticError as err:
-        answer = ("diagnostics", err.diagnostics)
-    except Exception as exc:  # reported to the parent, which raises it as a kernlink bug
-        answer = ("error", f"{type(exc).__name__}: {exc}")
-    conn.send(answer)
-    conn.close()
+        try:
+            answer: tuple[str, Any] = ("ok", fn(*args))
+        except DiagnosticError as err:
+            answer = ("diagnostics", err.diagnostics)
+        except Exception as exc:  # reported to the parent, which raises it as a kernlink bug
+            answer = ("error", f"{type(exc).__name__}: {exc}")
+        conn.send(answer)
 
 
 def _crashed(library: str, exitcode: int | None, args: tuple[Any, ...]) -> Diagnostic:
@@ -454,10 +545,10 @@ def _nvjitlink_both(
     items: list[tuple[str, bytes]], opts: list[str], ptx_opts: list[str], arch: str
 ) -> tuple[tuple[bytes, str, str], tuple[bytes, str, str]]:
     """The cubin link and the PTX link (in one child process)."""
-    return _nvjitlink(items, opts, arch, "cubin"), _nvjitlink(items, ptx_opts, arch, "ptx")
+    return nvjitlink_here(items, opts, arch, "cubin"), nvjitlink_here(items, ptx_opts, arch, "ptx")
 
 
-def _nvjitlink(items: list[tuple[str, bytes]], opts: list[str], arch: str, want: str) -> tuple[bytes, str, str]:
+def nvjitlink_here(items: list[tuple[str, bytes]], opts: list[str], arch: str, want: str) -> tuple[bytes, str, str]:
     """nvJitLink itself (in the child process)."""
     handle = None
     try:

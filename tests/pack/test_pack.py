@@ -17,7 +17,7 @@ from kernlink.cli import main
 from linker.handles import handle_problems, symbol_problems
 from linker.layout import params_blocks
 from linker.pack import PackResult, pack, prototypes_of
-from linker.toolchain import nvcc_path
+from linker.toolchain import nvcc_path, nvjitlink_version
 from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, read_stage_package
 from tests.link.examples import EXAMPLES
 
@@ -112,6 +112,12 @@ def test_the_manifest_records_contract_prototypes_and_payloads(packed: dict[str,
         "compiler": "nvrtc",
         "source": "loader.cu",
         "options": ["-arch=sm_90a", "-dlto", "-rdc=true", "-std=c++17"],
+        "ptx": {
+            "from": "lto.ir",
+            "nvrtc": ["-lineinfo"],
+            "nvjitlink": "{}.{}".format(*nvjitlink_version()),
+            "options": ["-lto", "-ptx", "-Xnvvm=--device-c", "-lineinfo"],
+        },
     }
     names = [p["name"] for p in pkg.manifest["payloads"]]
     assert names == ["code.ptx", "kl_ring_loader.h", LTO_PAYLOAD, SOURCE_PAYLOAD]  # the header it includes
