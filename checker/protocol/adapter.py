@@ -412,10 +412,14 @@ _CANON_FILE = "<canonical>"
 
 
 def canonical(protocol: Protocol) -> tuple[Protocol, dict[Provenance, Provenance]]:
-    """``protocol`` with its spans numbered in order of appearance, and the way back.
+    """``protocol`` reduced to what its verdict depends on, and the way back.
 
-    Two compositions that differ only in layout (line breaks, comments, stage order in a
-    file) have the same canonical protocol, so they share one verdict.
+    Every provenance becomes a numbered placeholder (span and text) in order of
+    appearance, and every role is one warp wide: the model reads neither (a role's width
+    is in the counts it was evaluated into; the text is quoted only when the verdict is
+    put in words, after the way back). Two compositions that differ only in layout, in the
+    wording of a line (``empty wait`` and ``empty wait parity 1``) or in a width no count
+    reads have the same canonical protocol, so they share one verdict.
     """
     back: dict[Provenance, Provenance] = {}
     forth: dict[Provenance, Provenance] = {}
@@ -423,15 +427,17 @@ def canonical(protocol: Protocol) -> tuple[Protocol, dict[Provenance, Provenance
     def swap(p: Provenance) -> Provenance:
         if p not in forth:
             n = len(forth) + 1
-            forth[p] = Provenance(Span(_CANON_FILE, n, 1, n, 2), p.text)
+            forth[p] = Provenance(Span(_CANON_FILE, n, 1, n, 2), f"#{n}")
             back[forth[p]] = p
         return forth[p]
 
-    return remap_provenance(protocol, swap), back
+    canon: Protocol = remap_provenance(protocol, swap)
+    roles = tuple(r if r.warps == 1 else dataclasses.replace(r, warps=1) for r in canon.roles)
+    return dataclasses.replace(canon, roles=roles), back
 
 
 def verdict(protocol: Protocol, options: ModelOptions, memo: Memo | None = None) -> ProtocolVerdict:
-    """The protocol's verdict, kept in ``memo`` on its meaning (not its spans)."""
+    """The protocol's verdict, kept in ``memo`` on its meaning (:func:`canonical`), not its spans or text."""
     canon, back = canonical(protocol)
     found = (memo or Memo()).verdicts.get(
         (canon, options.bound, options.rlimit),

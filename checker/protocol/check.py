@@ -37,7 +37,6 @@ from checker.protocol.smt import (
     StaticCheck,
     StaticKind,
     declared_facts,
-    fact_text,
     ring_slice,
 )
 from diagnostics.span import Span
@@ -352,7 +351,6 @@ def _static_finding(run: _Run, failing: list[tuple[StaticCheck, tuple[str, ...]]
         ("arrivals", str(acct.arrivals)),
         ("expected_tx", str(acct.expected)),
         ("completed_tx", str(acct.completed)),
-        ("core", "; ".join(fact_text(f) for f in facts)),
     )
     return Finding(
         check.kind.value,
@@ -666,7 +664,6 @@ def _race_finding(run: _Run, qk: QueryKey, zmodel: Any) -> Finding:
         message,
         primary,
         tuple(secondary),
-        notes=(_render_table(trace),),
         helps=(help_text,),
         trace=trace,
         key=(L_RACE, ring.name, qk.query.value),
@@ -780,7 +777,7 @@ def _deadlock_finding(run: _Run, zmodel: Any) -> Finding:
     primary = tuple((r.step.provenance, _blocked_label(r)) for r in stuck)
     lagging = _lag_labels(model, stuck)
     secondary = (*lagging, *_trace_labels(rows, exclude={p for p, _ in primary} | {p for p, _ in lagging}))
-    notes = [_render_table(trace)]
+    notes: list[str] = []
     if finished:
         notes.append("finished: " + ", ".join(f"`{r}`" for r in finished) + f" ran all {run.bound} iterations")
     helps = (
@@ -928,33 +925,3 @@ def _trace_labels(rows: Sequence[TraceRow], exclude: set[Provenance]) -> list[tu
         shown = ", ".join(f"#{i}" for i in indices[:6]) + (", …" if len(indices) > 6 else "")
         labels.append((prov, f"runs at trace {shown}"))
     return labels
-
-
-def _render_table(trace: Trace) -> str:
-    """The step table of a trace (``->`` marks the steps it ends at)."""
-    head = ("#", "role", "step", "iter", "barrier", "slot", "phase", "parity", "effect")
-    body = []
-    for row in (*trace.rows, *trace.stuck):
-        mark = "->" if row in trace.stuck else str(row.index)
-        body.append(
-            (
-                mark,
-                row.role,
-                row.step.provenance.text,
-                "pre" if row.iteration < 0 else str(row.iteration),
-                row.barrier,
-                _opt(row.slot),
-                _opt(row.phase),
-                _opt(row.parity),
-                row.effect,
-            )
-        )
-    widths = [max(len(r[i]) for r in (head, *body)) for i in range(len(head))]
-    lines = ["trace (schedule order; phase = phases the barrier completed before the step):"]
-    for r in (head, *body):
-        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    return "\n".join(lines)
-
-
-def _opt(value: int | None) -> str:
-    return "-" if value is None else str(value)
