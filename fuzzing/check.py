@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from analysis.downstream import Downstream
-from analysis.pipeline import AnalysisContext, analyse
+from analysis.pipeline import Analysis, AnalysisContext, analyse
 from checker.clause import Clause
 from checker.composition import Composition
 from checker.engine import by_code, selected
@@ -100,6 +100,25 @@ class Checker:
             return Verdict("bug", bug="raised", problems=(f"{type(err).__name__}: {err}",))
 
     def _check(self, mutation: Mutation) -> Verdict:
+        analysis = self.analysis(mutation)
+        if isinstance(analysis, Verdict):
+            return analysis
+        comp = analysis.composition
+        assert comp is not None
+        if analysis.downstream is None:
+            return self.judge(analysis.diagnostics)
+        verdict = self.judge(analysis.later, by="placement")
+        if verdict.status != "accepted":
+            return verdict
+        for oracle in self.oracles:
+            result = oracle.check(comp, analysis.placed, self.codes)
+            if result.problems:
+                return Verdict("bug", bug="oracle", by=oracle.name, problems=result.problems)
+        return verdict
+
+    def analysis(self, mutation: Mutation) -> Analysis | Verdict:
+        """The mutant printed, parsed back and analysed as ``kernlink check`` does (may raise),
+        or the round-trip bug that stops it."""
         subject = self.subject
         units = self.units(mutation)
         candidates = list(subject.inputs.candidates)
@@ -120,19 +139,7 @@ class Checker:
                     parsed, mutant_name(old.source), old.use, old.package, old.captured
                 )
         mutant = dataclasses.replace(subject.inputs, pipeline=pipeline, candidates=candidates, diagnostics=[])
-        analysis = analyse(mutant, self.context)
-        comp = analysis.composition
-        assert comp is not None
-        if analysis.downstream is None:
-            return self.judge(analysis.diagnostics)
-        verdict = self.judge(analysis.later, by="placement")
-        if verdict.status != "accepted":
-            return verdict
-        for oracle in self.oracles:
-            result = oracle.check(comp, analysis.placed, self.codes)
-            if result.problems:
-                return Verdict("bug", bug="oracle", by=oracle.name, problems=result.problems)
-        return verdict
+        return analyse(mutant, self.context)
 
     def _reparse(self, unit: A.Stage | A.Pipeline, u: int) -> A.Stage | A.Pipeline | Verdict:
         key = (u, unit)
