@@ -389,6 +389,18 @@ def _assemble(
             left.append(Unmodelled(culprit.name, (culprit.provenance.span,), str(err)))
 
 
+def _at_depths(built: Built, depths: dict[str, int]) -> Built:
+    """``built`` with its rings at ``depths``: what :func:`build_model` gives at those depths
+    (a ring's depth is all it reads of them)."""
+    protocol = built.protocol
+    if protocol is None:
+        return built
+    for ring in protocol.rings:
+        if ring.depth != depths.get(ring.name, 1):
+            protocol = protocol.with_depth(ring.name, depths.get(ring.name, 1))
+    return Built(protocol, built.unmodelled)
+
+
 def build(comp: Composition, depths: dict[str, int]) -> Protocol | None:
     """The composition's protocol with the given ring depths, or None when it has no channels."""
     return build_model(comp, depths).protocol
@@ -438,12 +450,17 @@ def canonical(protocol: Protocol) -> tuple[Protocol, dict[Provenance, Provenance
 
 def verdict(protocol: Protocol, options: ModelOptions, memo: Memo | None = None) -> ProtocolVerdict:
     """The protocol's verdict, kept in ``memo`` on its meaning (:func:`canonical`), not its spans or text."""
-    canon, back = canonical(protocol)
-    found = (memo or Memo()).verdicts.get(
-        (canon, options.bound, options.rlimit),
-        lambda: check_protocol(canon, bound=options.bound, rlimit=options.rlimit, memo=memo),
-    )
-    return remap_provenance(found, lambda p: back.get(p, p))  # type: ignore[no-any-return]
+    memo = memo or Memo()
+
+    def decide() -> ProtocolVerdict:
+        canon, back = canonical(protocol)
+        found = memo.verdicts.get(
+            (canon, options.bound, options.rlimit),
+            lambda: check_protocol(canon, bound=options.bound, rlimit=options.rlimit, memo=memo),
+        )
+        return remap_provenance(found, lambda p: back.get(p, p))  # type: ignore[no-any-return]
+
+    return memo.worded.get((protocol, options.bound, options.rlimit), decide)
 
 
 def _missing_inits(comp: Composition) -> list[Diagnostic]:
@@ -739,8 +756,9 @@ def analyse(comp: Composition, options: ModelOptions | None = None, memo: Memo |
     unmodelled: dict[str, Unmodelled] = {}
     checked: list[tuple[tuple[str, int], ...]] = []
     notes: list[Diagnostic] = []
+    first: Built | None = None
     for depths in depth_choices(comp):
-        built = build_model(comp, depths, excluded)
+        built = first = build_model(comp, depths, excluded) if first is None else _at_depths(first, depths)
         for u in built.unmodelled:
             unmodelled.setdefault(u.channel, u)
         if built.protocol is None:

@@ -5,14 +5,21 @@ quotes each protocol's own text."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
+import pytest
+
+from analysis.pipeline import resolve_inputs
 from checker.memo import Memo
 from checker.protocol import Protocol, ProtocolBuilder, Provenance, per_thread, verdict_diagnostics
-from checker.protocol.adapter import ModelOptions, canonical, verdict
+from checker.protocol.adapter import ModelOptions, _at_depths, build_model, canonical, depth_choices, verdict
 from checker.protocol.check import check_protocol
 from checker.protocol.model import remap_provenance
 from diagnostics.span import Span
+from fuzzing.subject import load_subject
 from tests.checker.protocol.helpers import kv_ring
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "specs" / "examples"
 
 
 def reworded(protocol: Protocol, file: str) -> Protocol:
@@ -59,3 +66,12 @@ def test_a_kept_verdict_is_worded_with_each_protocols_own_text() -> None:
     assert any("# again" in n and n.startswith("trace (") for n in notes)  # the step table
     assert any("# again" in n and "other.kc" in n for n in notes if n.startswith("minimal conflicting facts"))
     assert all("<canonical>" not in v for d in second for _, v in d.data)
+
+
+@pytest.mark.parametrize("name", ["ring", "attention", "gemm_swiglu"])
+def test_a_protocol_moved_to_other_depths_is_the_one_built_there(name: str) -> None:
+    comp = resolve_inputs(load_subject([str(EXAMPLES / name / f"{name}.kp")]).inputs)
+    assert comp is not None
+    lows, *rest = depth_choices(comp)
+    for depths in [*rest, {ring: 3 for ring in comp.rings}]:
+        assert _at_depths(build_model(comp, lows), depths) == build_model(comp, depths)
