@@ -23,7 +23,7 @@ from typing import Any
 
 from checker.composition import Composition, Owned, RoleInfo
 from checker.memo import Memo
-from checker.protocol.check import DEFAULT_RLIMIT, ProtocolVerdict, check_protocol
+from checker.protocol.check import DEFAULT_RLIMIT, ProtocolVerdict, check_protocol, with_init
 from checker.protocol.model import (
     MBAR_MAX_COUNT,
     Barrier,
@@ -424,14 +424,15 @@ _CANON_FILE = "<canonical>"
 
 
 def canonical(protocol: Protocol) -> tuple[Protocol, dict[Provenance, Provenance]]:
-    """``protocol`` reduced to what its verdict depends on, and the way back.
+    """``protocol`` reduced to what the model decides of it, and the way back.
 
     Every provenance becomes a numbered placeholder (span and text) in order of
-    appearance, and every role is one warp wide: the model reads neither (a role's width
-    is in the counts it was evaluated into; the text is quoted only when the verdict is
-    put in words, after the way back). Two compositions that differ only in layout, in the
-    wording of a line (``empty wait`` and ``empty wait parity 1``) or in a width no count
-    reads have the same canonical protocol, so they share one verdict.
+    appearance, every role is one warp wide and no barrier says who initializes it: the
+    model reads none of these (a role's width is in the counts it was evaluated into; the
+    text is quoted only when the verdict is put in words, after the way back; who
+    initializes is L-INIT's alone, :func:`~checker.protocol.check.with_init`). Compositions
+    that differ only in layout, in the wording of a line (``empty wait`` and ``empty wait
+    parity 1``), in a width no count reads or in their `init by` share one verdict.
     """
     back: dict[Provenance, Provenance] = {}
     forth: dict[Provenance, Provenance] = {}
@@ -443,9 +444,18 @@ def canonical(protocol: Protocol) -> tuple[Protocol, dict[Provenance, Provenance
             back[forth[p]] = p
         return forth[p]
 
-    canon: Protocol = remap_provenance(protocol, swap)
-    roles = tuple(r if r.warps == 1 else dataclasses.replace(r, warps=1) for r in canon.roles)
-    return dataclasses.replace(canon, roles=roles), back
+    roles = tuple(r if r.warps == 1 else dataclasses.replace(r, warps=1) for r in protocol.roles)
+    rings = tuple(_uninitialised(r) for r in protocol.rings)
+    canon: Protocol = remap_provenance(dataclasses.replace(protocol, roles=roles, rings=rings), swap)
+    return canon, back
+
+
+def _uninitialised(ring: Ring) -> Ring:
+    """``ring`` without its `init by` statements: only L-INIT reads them (:func:`with_init`)."""
+    if not ring.full.init_by and not ring.empty.init_by:
+        return ring
+    full, empty = (dataclasses.replace(b, init_by=()) for b in (ring.full, ring.empty))
+    return dataclasses.replace(ring, full=full, empty=empty)
 
 
 def verdict(protocol: Protocol, options: ModelOptions, memo: Memo | None = None) -> ProtocolVerdict:
@@ -456,9 +466,9 @@ def verdict(protocol: Protocol, options: ModelOptions, memo: Memo | None = None)
         canon, back = canonical(protocol)
         found = memo.verdicts.get(
             (canon, options.bound, options.rlimit),
-            lambda: check_protocol(canon, bound=options.bound, rlimit=options.rlimit, memo=memo),
+            lambda: check_protocol(canon, bound=options.bound, rlimit=options.rlimit, memo=memo, init=False),
         )
-        return remap_provenance(found, lambda p: back.get(p, p))  # type: ignore[no-any-return]
+        return with_init(remap_provenance(found, lambda p: back.get(p, p)), protocol)
 
     return memo.worded.get((protocol, options.bound, options.rlimit), decide)
 

@@ -16,6 +16,7 @@ says so and never reports it as a pass.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import time
@@ -208,6 +209,7 @@ def check_protocol(
     rlimit: int = DEFAULT_RLIMIT,
     explain: bool = False,
     memo: Memo | None = None,
+    init: bool = True,
 ) -> ProtocolVerdict:
     """Decide L-INIT, L-ARRIVE, L-TXBYTES, L-PARITY, L-RACE and L-DEADLOCK for ``protocol``.
 
@@ -215,11 +217,14 @@ def check_protocol(
     ring twice, ``2 * max depth + 1``); ``rlimit`` the Z3 resource budget of each check;
     ``explain`` adds a minimal unsat core ("why safe") for every query proved unsat;
     ``memo`` keeps ring slices' verdicts for the caller's later checks (checker/memo.py).
+    ``init=False`` leaves L-INIT out (:func:`with_init` adds it: it reads who initializes
+    each barrier, which nothing else reads).
     """
     validate_rlimit(rlimit)
     start = time.perf_counter()
     run = _Run(protocol, bound or protocol.default_bound(), rlimit, explain, memo)
-    _check_init(run)
+    if init:
+        _check_init(run)
     _check_static(run)
     _check_races(run)
     _check_deadlock(run)
@@ -248,7 +253,28 @@ def check_protocol(
 # -- L-INIT ---------------------------------------------------------------------------
 
 
-def _check_init(run: _Run) -> None:
+@dataclass
+class _Inits:
+    """What L-INIT reads and writes of a check (it needs no model)."""
+
+    protocol: Protocol
+    findings: list[Finding] = field(default_factory=list)
+    static: set[tuple[str, str, str]] = field(default_factory=set)
+
+
+def with_init(verdict: ProtocolVerdict, protocol: Protocol) -> ProtocolVerdict:
+    """``verdict``, decided with ``init=False``, with ``protocol``'s L-INIT findings first (as
+    :func:`check_protocol` orders them)."""
+    inits = _Inits(protocol)
+    _check_init(inits)
+    if not inits.findings:
+        return verdict
+    return dataclasses.replace(
+        verdict, findings=(*inits.findings, *verdict.findings), static=verdict.static | inits.static
+    )
+
+
+def _check_init(run: _Run | _Inits) -> None:
     for ring in run.protocol.rings:
         for kind in BarrierKind:
             bar = ring.barrier(kind)

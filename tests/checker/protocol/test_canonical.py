@@ -14,7 +14,7 @@ from checker.memo import Memo
 from checker.protocol import Protocol, ProtocolBuilder, Provenance, per_thread, verdict_diagnostics
 from checker.protocol.adapter import ModelOptions, _at_depths, build_model, canonical, depth_choices, verdict
 from checker.protocol.check import check_protocol
-from checker.protocol.model import remap_provenance
+from checker.protocol.model import InitBy, remap_provenance
 from diagnostics.span import Span
 from fuzzing.subject import load_subject
 from tests.checker.protocol.helpers import kv_ring
@@ -75,3 +75,30 @@ def test_a_protocol_moved_to_other_depths_is_the_one_built_there(name: str) -> N
     lows, *rest = depth_choices(comp)
     for depths in [*rest, {ring: 3 for ring in comp.rings}]:
         assert _at_depths(build_model(comp, lows), depths) == build_model(comp, depths)
+
+
+def initialised_by(protocol: Protocol, *roles: str) -> Protocol:
+    """``protocol`` with both barriers of its first ring initialized by ``roles``."""
+    ring = protocol.rings[0]
+    inits = tuple(
+        InitBy(r, Provenance(Span("kv.kc", 40 + i, 5, 40 + i, 20), f"init by {r}")) for i, r in enumerate(roles)
+    )
+    full, empty = (dataclasses.replace(b, init_by=inits) for b in (ring.full, ring.empty))
+    return dataclasses.replace(protocol, rings=(dataclasses.replace(ring, full=full, empty=empty), *protocol.rings[1:]))
+
+
+def test_who_initializes_is_decided_apart_and_shares_the_models_verdict() -> None:
+    memo, options = Memo(), ModelOptions()
+    for roles in (("load",), ("load", "mma"), ("mma",), ()):
+        for protocol in (kv_ring(2), hanging()):
+            variant = initialised_by(protocol, *roles)
+            kept, whole = verdict(variant, options, memo), check_protocol(variant)
+            assert verdict_diagnostics(kept) == verdict_diagnostics(whole)
+            assert (kept.codes, kept.static, kept.races, kept.deadlock) == (
+                whole.codes,
+                whole.static,
+                whole.races,
+                whole.deadlock,
+            )
+    assert "L-INIT" in check_protocol(initialised_by(kv_ring(2), "load", "mma")).codes
+    assert len(memo.verdicts) == 2  # one model verdict per protocol, whoever initializes
