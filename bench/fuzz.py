@@ -48,7 +48,7 @@ def bench(name: str, examples: int, jobs: int, seed: int, ignore: tuple[str, ...
     report = campaign.run(examples=examples, jobs=jobs)
     wall = time.perf_counter() - start
     cpu = time.process_time() - cpu
-    status = {s: sum(o.verdict.status == s for o in report.outcomes) for s in ("rejected", "accepted", "bug")}
+    status = {s: sum(o.classification.status == s for o in report.outcomes) for s in ("rejected", "accepted", "bug")}
     return {
         "composition": name,
         "clauses": "all" if not ignore else "no SMT",

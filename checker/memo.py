@@ -55,6 +55,9 @@ class Memo:
 
     #: canonical protocol, bound, rlimit → its verdict (checker/protocol/adapter.py)
     verdicts: Table[tuple[Protocol, int | None, int], ProtocolVerdict] = field(default_factory=Table)
+    #: a protocol as built (spans, text and all), bound, rlimit → its verdict, mapped back: a
+    #: protocol met again (a mutant that left its channels' lines alone) skips canonicalising
+    worded: Table[tuple[Protocol, int | None, int], ProtocolVerdict] = field(default_factory=Table)
     #: a ring's slice (without spans), bound, rlimit → the race queries it proves impossible
     slices: Table[tuple[Protocol, int, int], frozenset[Query]] = field(default_factory=Table)
     #: a fact constraint, its facts' domains, rlimit → its counterexample, if any (L-ASSUME; checker/facts.py)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from analysis.downstream import Downstream
-from analysis.pipeline import AnalysisContext, analyse
+from analysis.pipeline import Analysis, AnalysisContext, analyse
 from checker.clause import Clause
 from checker.composition import Composition
 from checker.engine import by_code, selected
@@ -87,6 +87,7 @@ class Checker:
         self.oracles = list(oracles) if oracles is not None else default_oracles()
         # Printing and parsing are deterministic: an edited block seen before parses the same.
         self._parsed: dict[tuple[int, A.Stage | A.Pipeline], A.Stage | A.Pipeline | Classification] = {}
+        self._printed: dict[int, _Printed | None] = {}
         # One context for every mutant's check: protocol verdicts (on their meaning) and PTX facts
         # in its memo; placement is deterministic (the same problem gets the same placement): each
         # is solved once.
@@ -103,6 +104,25 @@ class Checker:
             return Classification("bug", bug="raised", problems=(f"{type(err).__name__}: {err}",))
 
     def _check(self, mutation: Mutation) -> Classification:
+        analysis = self.analysis(mutation)
+        if isinstance(analysis, Classification):
+            return analysis
+        comp = analysis.composition
+        assert comp is not None
+        if analysis.downstream is None:
+            return self.judge(analysis.diagnostics)
+        classified = self.judge(analysis.later, by="placement")
+        if classified.status != "accepted":
+            return classified
+        for oracle in self.oracles:
+            result = oracle.check(comp, analysis.placed, self.codes)
+            if result.problems:
+                return Classification("bug", bug="oracle", by=oracle.name, problems=result.problems)
+        return classified
+
+    def analysis(self, mutation: Mutation) -> Analysis | Classification:
+        """The mutant printed, parsed back and analysed as ``kernlink check`` does (may raise),
+        or the round-trip bug that stops it."""
         subject = self.subject
         units = self.units(mutation)
         candidates = list(subject.inputs.candidates)
@@ -123,19 +143,7 @@ class Checker:
                     parsed, mutant_name(old.source), old.use, old.package, old.captured
                 )
         mutant = dataclasses.replace(subject.inputs, pipeline=pipeline, candidates=candidates, diagnostics=[])
-        analysis = analyse(mutant, self.context)
-        comp = analysis.composition
-        assert comp is not None
-        if analysis.downstream is None:
-            return self.judge(analysis.diagnostics)
-        classified = self.judge(analysis.later, by="placement")
-        if classified.status != "accepted":
-            return classified
-        for oracle in self.oracles:
-            result = oracle.check(comp, analysis.placed, self.codes)
-            if result.problems:
-                return Classification("bug", bug="oracle", by=oracle.name, problems=result.problems)
-        return classified
+        return analyse(mutant, self.context)
 
     def _reparse(self, unit: A.Stage | A.Pipeline, u: int) -> A.Stage | A.Pipeline | Classification:
         key = (u, unit)
@@ -149,6 +157,12 @@ class Checker:
     def _print_and_parse(self, unit: A.Stage | A.Pipeline, u: int) -> A.Stage | A.Pipeline | Classification:
         text = print_node(unit)
         kind: Literal["contract", "pipeline"] = "pipeline" if isinstance(unit, A.Pipeline) else "contract"
+        if u not in self._printed:
+            self._printed[u] = _Printed.of(self.subject.bundle.units[u], mutant_name(f"unit{u}"), kind)
+        base = self._printed[u]
+        found = base.reparse(unit, text) if base is not None else None
+        if found is not None:
+            return found
         try:
             source = parse_text(text, mutant_name(f"unit{u}"), kind)
         except DiagnosticError as err:
@@ -183,6 +197,66 @@ class Checker:
         if errors:
             return Classification("rejected", codes=_error_codes(errors), by=by)
         return Classification("accepted")
+
+
+@dataclass(frozen=True)
+class _Printed:
+    """An unmutated unit printed and parsed back, with the lines each of its items spans.
+
+    A mutant's unit prints the same lines as this one but for the items an edit changed
+    (most edits rewrite a line in place). :meth:`reparse` parses those items' lines alone,
+    at their places (every other item's lines left blank), and takes the other items from
+    this parse: the same text at the same place parses to the same nodes and spans, so the
+    result is the unit the whole printed text parses to — and the round trip is still
+    checked on every item the mutant changed.
+    """
+
+    unit: A.Stage | A.Pipeline
+    parsed: A.Stage | A.Pipeline
+    lines: tuple[str, ...]
+    spans: tuple[range, ...]
+    path: str
+    kind: Literal["contract", "pipeline"]
+
+    @classmethod
+    def of(cls, unit: A.Stage | A.Pipeline, path: str, kind: Literal["contract", "pipeline"]) -> _Printed | None:
+        text = print_node(unit)
+        try:
+            source = parse_text(text, path, kind)
+        except DiagnosticError:
+            return None
+        parsed = source.items[0] if len(source.items) == 1 else None
+        if parsed is None or parsed != unit or any(not it.span.line for it in parsed.items):
+            return None
+        spans = tuple(range(it.span.line - 1, it.span.end_line) for it in parsed.items)
+        return cls(unit, parsed, tuple(text.split("\n")), spans, path, kind)
+
+    def reparse(self, unit: A.Stage | A.Pipeline, text: str) -> A.Stage | A.Pipeline | None:
+        """What ``text`` (``unit`` printed) parses to, from its changed items' lines alone;
+        None when the lines moved or anything is unexpected (then the whole text is parsed)."""
+        lines = text.split("\n")
+        base = self.unit
+        if type(unit) is not type(base) or len(lines) != len(self.lines) or len(unit.items) != len(base.items):
+            return None
+        changed = [i for i, (a, b) in enumerate(zip(unit.items, base.items, strict=True)) if a != b]
+        if not changed:
+            return self.parsed if unit == base else None
+        kept = {k for i in changed for k in self.spans[i]}
+        blank = {k for r in self.spans for k in r} - kept
+        if any(lines[k] != self.lines[k] for k in range(len(lines)) if k not in kept):
+            return None
+        try:
+            source = parse_text("\n".join("" if k in blank else t for k, t in enumerate(lines)), self.path, self.kind)
+        except DiagnosticError:
+            return None
+        part = source.items[0] if len(source.items) == 1 else None
+        if part is None or type(part) is not type(unit) or len(part.items) != len(changed):
+            return None
+        items = list(self.parsed.items)
+        for i, item in zip(changed, part.items, strict=True):
+            items[i] = item
+        found = dataclasses.replace(part, items=tuple(items))  # type: ignore[arg-type]
+        return found if found == unit else None
 
 
 _CLAUSE_FAILED = re.compile(r"^clause `(?P<code>[^`]+)` failed with (?P<what>.*)$", re.S)

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Literal
 
 from checker.composition import Composition, Owned, RoleInfo
 from checker.memo import Memo
-from checker.protocol.check import DEFAULT_RLIMIT, check_protocol
+from checker.protocol.check import DEFAULT_RLIMIT, check_protocol, with_init
 from checker.protocol.model import (
     MBAR_MAX_COUNT,
     Barrier,
@@ -382,6 +382,18 @@ def _assemble(
             left.append(Unmodelled(culprit.name, (culprit.provenance.span,), str(err)))
 
 
+def _at_depths(built: Built, depths: dict[str, int]) -> Built:
+    """``built`` with its rings at ``depths``: what :func:`build_model` gives at those depths
+    (a ring's depth is all it reads of them)."""
+    protocol = built.protocol
+    if protocol is None:
+        return built
+    for ring in protocol.rings:
+        if ring.depth != depths.get(ring.name, 1):
+            protocol = protocol.with_depth(ring.name, depths.get(ring.name, 1))
+    return Built(protocol, built.unmodelled)
+
+
 def build(comp: Composition, depths: dict[str, int]) -> Protocol | None:
     """The composition's protocol with the given ring depths, or None when it has no channels."""
     return build_model(comp, depths).protocol
@@ -405,10 +417,15 @@ _CANON_FILE = "<canonical>"
 
 
 def canonical(protocol: Protocol) -> tuple[Protocol, dict[Provenance, Provenance]]:
-    """``protocol`` with its spans numbered in order of appearance, and the way back.
+    """``protocol`` reduced to what the model decides of it, and the way back.
 
-    Two compositions that differ only in layout (line breaks, comments, stage order in a
-    file) have the same canonical protocol, so they share one verdict.
+    Every provenance becomes a numbered placeholder (span and text) in order of
+    appearance, every role is one warp wide and no barrier says who initializes it: the
+    model reads none of these (a role's width is in the counts it was evaluated into; the
+    text is quoted only when the verdict is put in words, after the way back; who
+    initializes is L-INIT's alone, :func:`~checker.protocol.check.with_init`). Compositions
+    that differ only in layout, in the wording of a line (``empty wait`` and ``empty wait
+    parity 1``), in a width no count reads or in their `init by` share one verdict.
     """
     back: dict[Provenance, Provenance] = {}
     forth: dict[Provenance, Provenance] = {}
@@ -416,21 +433,37 @@ def canonical(protocol: Protocol) -> tuple[Protocol, dict[Provenance, Provenance
     def swap(p: Provenance) -> Provenance:
         if p not in forth:
             n = len(forth) + 1
-            forth[p] = Provenance(Span(_CANON_FILE, n, 1, n, 2), p.text)
+            forth[p] = Provenance(Span(_CANON_FILE, n, 1, n, 2), f"#{n}")
             back[forth[p]] = p
         return forth[p]
 
-    return remap_provenance(protocol, swap), back
+    roles = tuple(r if r.warps == 1 else dataclasses.replace(r, warps=1) for r in protocol.roles)
+    rings = tuple(_uninitialised(r) for r in protocol.rings)
+    canon: Protocol = remap_provenance(dataclasses.replace(protocol, roles=roles, rings=rings), swap)
+    return canon, back
+
+
+def _uninitialised(ring: Ring) -> Ring:
+    """``ring`` without its `init by` statements: only L-INIT reads them (:func:`with_init`)."""
+    if not ring.full.init_by and not ring.empty.init_by:
+        return ring
+    full, empty = (dataclasses.replace(b, init_by=()) for b in (ring.full, ring.empty))
+    return dataclasses.replace(ring, full=full, empty=empty)
 
 
 def verdict(protocol: Protocol, options: ModelOptions, memo: Memo | None = None) -> ProtocolVerdict:
-    """The protocol's verdict, kept in ``memo`` on its meaning (not its spans)."""
-    canon, back = canonical(protocol)
-    found = (memo or Memo()).verdicts.get(
-        (canon, options.bound, options.rlimit),
-        lambda: check_protocol(canon, bound=options.bound, rlimit=options.rlimit, memo=memo),
-    )
-    return remap_provenance(found, lambda p: back.get(p, p))  # type: ignore[no-any-return]
+    """The protocol's verdict, kept in ``memo`` on its meaning (:func:`canonical`), not its spans or text."""
+    memo = memo or Memo()
+
+    def decide() -> ProtocolVerdict:
+        canon, back = canonical(protocol)
+        found = memo.verdicts.get(
+            (canon, options.bound, options.rlimit),
+            lambda: check_protocol(canon, bound=options.bound, rlimit=options.rlimit, memo=memo, init=False),
+        )
+        return with_init(remap_provenance(found, lambda p: back.get(p, p)), protocol)
+
+    return memo.worded.get((protocol, options.bound, options.rlimit), decide)
 
 
 @dataclass(frozen=True)
@@ -733,8 +766,9 @@ def analyse(comp: Composition, options: ModelOptions | None = None, memo: Memo |
     unmodelled: dict[str, Unmodelled] = {}
     checked: list[tuple[tuple[str, int], ...]] = []
     notes: list[Diagnostic] = []
+    first: Built | None = None
     for depths in depth_choices(comp):
-        built = build_model(comp, depths, excluded)
+        built = first = build_model(comp, depths, excluded) if first is None else _at_depths(first, depths)
         for u in built.unmodelled:
             unmodelled.setdefault(u.channel, u)
         if built.protocol is None:

@@ -16,10 +16,11 @@ says so and never reports it as a pass.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from checker.memo import Memo
@@ -36,7 +37,6 @@ from checker.protocol.smt import (
     StaticCheck,
     StaticKind,
     declared_facts,
-    fact_text,
     ring_slice,
 )
 from checker.protocol.verdict import Finding, ModelStats, Proof, ProtocolVerdict, Trace, TraceRow, Undecided
@@ -93,6 +93,7 @@ def check_protocol(
     rlimit: int = DEFAULT_RLIMIT,
     explain: bool = False,
     memo: Memo | None = None,
+    init: bool = True,
 ) -> ProtocolVerdict:
     """Decide L-INIT, L-ARRIVE, L-TXBYTES, L-PARITY, L-RACE and L-DEADLOCK for ``protocol``.
 
@@ -100,11 +101,14 @@ def check_protocol(
     ring twice, ``2 * max depth + 1``); ``rlimit`` the Z3 resource budget of each check;
     ``explain`` adds a minimal unsat core ("why safe") for every query proved unsat;
     ``memo`` keeps ring slices' verdicts for the caller's later checks (checker/memo.py).
+    ``init=False`` leaves L-INIT out (:func:`with_init` adds it: it reads who initializes
+    each barrier, which nothing else reads).
     """
     validate_rlimit(rlimit)
     start = time.perf_counter()
     run = _Run(protocol, bound or protocol.default_bound(), rlimit, explain, memo)
-    _check_init(run)
+    if init:
+        _check_init(run)
     _check_static(run)
     _check_races(run)
     _check_deadlock(run)
@@ -133,7 +137,28 @@ def check_protocol(
 # -- L-INIT ---------------------------------------------------------------------------
 
 
-def _check_init(run: _Run) -> None:
+@dataclass
+class _Inits:
+    """What L-INIT reads and writes of a check (it needs no model)."""
+
+    protocol: Protocol
+    findings: list[Finding] = field(default_factory=list)
+    static: set[tuple[str, str, str]] = field(default_factory=set)
+
+
+def with_init(verdict: ProtocolVerdict, protocol: Protocol) -> ProtocolVerdict:
+    """``verdict``, decided with ``init=False``, with ``protocol``'s L-INIT findings first (as
+    :func:`check_protocol` orders them)."""
+    inits = _Inits(protocol)
+    _check_init(inits)
+    if not inits.findings:
+        return verdict
+    return dataclasses.replace(
+        verdict, findings=(*inits.findings, *verdict.findings), static=verdict.static | inits.static
+    )
+
+
+def _check_init(run: _Run | _Inits) -> None:
     for ring in run.protocol.rings:
         for kind in BarrierKind:
             bar = ring.barrier(kind)
@@ -236,7 +261,6 @@ def _static_finding(run: _Run, failing: list[tuple[StaticCheck, tuple[str, ...]]
         ("arrivals", str(acct.arrivals)),
         ("expected_tx", str(acct.expected)),
         ("completed_tx", str(acct.completed)),
-        ("core", "; ".join(fact_text(f) for f in facts)),
     )
     return Finding(
         check.kind.value,
@@ -550,7 +574,6 @@ def _race_finding(run: _Run, qk: QueryKey, zmodel: Any) -> Finding:
         message,
         primary,
         tuple(secondary),
-        notes=(_render_table(trace),),
         helps=(help_text,),
         trace=trace,
         key=(L_RACE, ring.name, qk.query.value),
@@ -664,7 +687,7 @@ def _deadlock_finding(run: _Run, zmodel: Any) -> Finding:
     primary = tuple((r.step.provenance, _blocked_label(r)) for r in stuck)
     lagging = _lag_labels(model, stuck)
     secondary = (*lagging, *_trace_labels(rows, exclude={p for p, _ in primary} | {p for p, _ in lagging}))
-    notes = [_render_table(trace)]
+    notes: list[str] = []
     if finished:
         notes.append("finished: " + ", ".join(f"`{r}`" for r in finished) + f" ran all {run.bound} iterations")
     helps = (
@@ -812,33 +835,3 @@ def _trace_labels(rows: Sequence[TraceRow], exclude: set[Provenance]) -> list[tu
         shown = ", ".join(f"#{i}" for i in indices[:6]) + (", …" if len(indices) > 6 else "")
         labels.append((prov, f"runs at trace {shown}"))
     return labels
-
-
-def _render_table(trace: Trace) -> str:
-    """The step table of a trace (``->`` marks the steps it ends at)."""
-    head = ("#", "role", "step", "iter", "barrier", "slot", "phase", "parity", "effect")
-    body = []
-    for row in (*trace.rows, *trace.stuck):
-        mark = "->" if row in trace.stuck else str(row.index)
-        body.append(
-            (
-                mark,
-                row.role,
-                row.step.provenance.text,
-                "pre" if row.iteration < 0 else str(row.iteration),
-                row.barrier,
-                _opt(row.slot),
-                _opt(row.phase),
-                _opt(row.parity),
-                row.effect,
-            )
-        )
-    widths = [max(len(r[i]) for r in (head, *body)) for i in range(len(head))]
-    lines = ["trace (schedule order; phase = phases the barrier completed before the step):"]
-    for r in (head, *body):
-        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    return "\n".join(lines)
-
-
-def _opt(value: int | None) -> str:
-    return "-" if value is None else str(value)

@@ -617,25 +617,61 @@ def _step_text(
 
 
 def remap_provenance(obj: Any, swap: Callable[[Provenance], Provenance]) -> Any:
-    """``obj`` rebuilt with every :class:`Provenance` in it replaced by ``swap(p)``."""
-    if isinstance(obj, Provenance):
-        return swap(obj)
-    if isinstance(obj, tuple):
-        return tuple(remap_provenance(x, swap) for x in obj)
-    if isinstance(obj, frozenset):
-        return frozenset(remap_provenance(x, swap) for x in obj)
-    names = _init_fields(type(obj))
-    if names is None:
+    """``obj`` rebuilt with every :class:`Provenance` in it replaced by ``swap(p)``.
+
+    A part in which nothing changes is kept as it is. A rebuilt dataclass is a copy of a
+    valid one that differs in provenances only, so its ``__post_init__`` checks (which read
+    no provenance but in their messages) are not run again: canonicalising a protocol and
+    mapping a verdict back happen for every check of a fuzz campaign.
+    """
+    kind = _kind(type(obj))
+    if kind is _LEAF:
         return obj
-    return type(obj)(**{name: remap_provenance(getattr(obj, name), swap) for name in names})
+    if kind is _PROVENANCE:
+        return swap(obj)
+    if kind is _TUPLE:
+        items = [remap_provenance(x, swap) for x in obj]
+        if type(obj) is tuple and all(a is b for a, b in zip(items, obj, strict=True)):
+            return obj
+        return tuple(items)
+    if kind is _FROZENSET:
+        return frozenset(remap_provenance(x, swap) for x in obj)
+    changed = False
+    values = []
+    for name in kind:
+        old = getattr(obj, name)
+        new = old if _kind(type(old)) is _LEAF else remap_provenance(old, swap)
+        changed = changed or new is not old
+        values.append((name, new))
+    if not changed:
+        return obj
+    copy = object.__new__(type(obj))
+    for name, new in values:
+        object.__setattr__(copy, name, new)
+    return copy
 
 
-_FIELDS: dict[type, tuple[str, ...] | None] = {}
+class _Marker(tuple[str, ...]):
+    """How :func:`remap_provenance` treats a type that is not a dataclass with fields."""
 
 
-def _init_fields(cls: type) -> tuple[str, ...] | None:
-    """The ``__init__`` fields of a dataclass type (None for any other type), looked up once per type."""
-    if cls not in _FIELDS:
-        plain = not dataclasses.is_dataclass(cls)
-        _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.init) if not plain else None
-    return _FIELDS[cls]
+_LEAF, _PROVENANCE, _TUPLE, _FROZENSET = _Marker(), _Marker(), _Marker(), _Marker()
+_KINDS: dict[type, tuple[str, ...]] = {}
+
+
+def _kind(cls: type) -> tuple[str, ...]:
+    """A marker for ``cls``, or its ``__init__`` fields when it is a dataclass (looked up once per type)."""
+    found = _KINDS.get(cls)
+    if found is None:
+        if issubclass(cls, Provenance):
+            found = _PROVENANCE
+        elif issubclass(cls, tuple):
+            found = _TUPLE
+        elif issubclass(cls, frozenset):
+            found = _FROZENSET
+        elif dataclasses.is_dataclass(cls):
+            found = tuple(f.name for f in dataclasses.fields(cls) if f.init) or _LEAF
+        else:
+            found = _LEAF
+        _KINDS[cls] = found
+    return found

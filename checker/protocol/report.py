@@ -13,7 +13,7 @@ from __future__ import annotations
 from checker.protocol.check import DEFAULT_RLIMIT, UNKNOWN_CODE, check_protocol
 from checker.protocol.model import Protocol
 from checker.protocol.smt import PARITY_RULE, PHASE_RULE, fact_text
-from checker.protocol.verdict import Finding, ProtocolVerdict, Undecided
+from checker.protocol.verdict import Finding, ProtocolVerdict, Trace, Undecided
 from diagnostics.model import Diagnostic, Label, sort_diagnostics
 from diagnostics.symbols import Code
 from solver import unknown_diagnostic
@@ -81,22 +81,59 @@ def proof_notes(verdict: ProtocolVerdict) -> list[str]:
 
 
 def _finding(finding: Finding) -> Diagnostic:
+    """A finding in words. What quotes the contracts' text (the trace's step table, the core)
+    is written here, from the finding's provenances: a verdict is decided, and kept, on its
+    protocol's meaning alone (checker/protocol/adapter.py, ``canonical``)."""
     labels = [Label(p.span, text, True) for p, text in finding.primary]
     primaries = {p for p, _ in finding.primary}
     labels += [Label(p.span, text, False) for p, text in finding.secondary if p not in primaries]
-    notes = list(finding.notes)
+    notes = [render_table(finding.trace)] if finding.trace is not None else []
+    notes += finding.notes
+    data = finding.data
     if finding.trace is not None:
         notes.append(f"semantics: {PHASE_RULE.text}; {PARITY_RULE.text}")
     if finding.core:
-        notes.append("minimal conflicting facts: " + "; ".join(fact_text(f) for f in finding.core))
+        core = "; ".join(fact_text(f) for f in finding.core)
+        notes.append(f"minimal conflicting facts: {core}")
+        data = (*data, ("core", core))
     return Diagnostic(
         finding.code,
         finding.message,
         labels=tuple(_dedupe(labels)),
         notes=tuple(notes),
         helps=finding.helps,
-        data=finding.data,
+        data=data,
     )
+
+
+def render_table(trace: Trace) -> str:
+    """The step table of a trace (``->`` marks the steps it ends at)."""
+    head = ("#", "role", "step", "iter", "barrier", "slot", "phase", "parity", "effect")
+    body = []
+    for row in (*trace.rows, *trace.stuck):
+        mark = "->" if row in trace.stuck else str(row.index)
+        body.append(
+            (
+                mark,
+                row.role,
+                row.step.provenance.text,
+                "pre" if row.iteration < 0 else str(row.iteration),
+                row.barrier,
+                _opt(row.slot),
+                _opt(row.phase),
+                _opt(row.parity),
+                row.effect,
+            )
+        )
+    widths = [max(len(r[i]) for r in (head, *body)) for i in range(len(head))]
+    lines = ["trace (schedule order; phase = phases the barrier completed before the step):"]
+    for r in (head, *body):
+        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    return "\n".join(lines)
+
+
+def _opt(value: int | None) -> str:
+    return "-" if value is None else str(value)
 
 
 def _dedupe(labels: list[Label]) -> list[Label]:

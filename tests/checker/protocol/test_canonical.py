@@ -1,0 +1,104 @@
+"""Protocol verdicts are kept on the protocol's meaning: what the model does not read (spans,
+the source text of a line, a role's width) is not in the key, and the verdict put in words
+quotes each protocol's own text."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from analysis.pipeline import resolve_inputs
+from checker.memo import Memo
+from checker.protocol import Protocol, ProtocolBuilder, Provenance, per_thread, verdict_diagnostics
+from checker.protocol.adapter import ModelOptions, _at_depths, build_model, canonical, depth_choices, verdict
+from checker.protocol.check import check_protocol
+from checker.protocol.model import InitBy, remap_provenance
+from diagnostics.span import Span
+from fuzzing.subject import load_subject
+from tests.checker.protocol.helpers import kv_ring
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "specs" / "examples"
+
+
+def reworded(protocol: Protocol, file: str) -> Protocol:
+    """The same protocol written elsewhere, every line worded differently."""
+    return remap_provenance(  # type: ignore[no-any-return]
+        protocol,
+        lambda p: Provenance(Span(file, p.span.line + 3, 1, p.span.line + 3, 9), f"{p.text} # again"),
+    )
+
+
+def widened(protocol: Protocol) -> Protocol:
+    """The same protocol with every role a warp wider (no count changes)."""
+    return dataclasses.replace(protocol, roles=tuple(dataclasses.replace(r, warps=r.warps + 1) for r in protocol.roles))
+
+
+def hanging() -> Protocol:
+    """`mma` releases per thread where the barrier counts warps: L-ARRIVE (a core) and a deadlock (a trace)."""
+    return kv_ring(2, consume={"release": per_thread(ProtocolBuilder().role("mma", 8))})
+
+
+def test_wording_layout_and_widths_are_not_in_the_key() -> None:
+    protocol = hanging()
+    assert canonical(reworded(protocol, "other.kc"))[0] == canonical(protocol)[0]
+    assert canonical(widened(protocol))[0] == canonical(protocol)[0]
+    assert canonical(kv_ring(2))[0] != canonical(protocol)[0]
+
+
+def test_the_model_reads_no_width_and_no_text() -> None:
+    protocol = hanging()
+    plain = verdict_diagnostics(check_protocol(protocol))
+    assert verdict_diagnostics(check_protocol(widened(protocol))) == plain
+    assert verdict_diagnostics(check_protocol(canonical(protocol)[0])) != plain  # placeholders quoted
+
+
+def test_a_kept_verdict_is_worded_with_each_protocols_own_text() -> None:
+    protocol, other = hanging(), reworded(hanging(), "other.kc")
+    memo, options = Memo(), ModelOptions()
+    first = verdict_diagnostics(verdict(protocol, options, memo))
+    second = verdict_diagnostics(verdict(other, options, memo))
+    assert len(memo.verdicts) == 1  # decided once
+    assert first == verdict_diagnostics(check_protocol(protocol))
+    assert second == verdict_diagnostics(check_protocol(other))
+    notes = [n for d in second for n in d.notes]
+    assert any("# again" in n and n.startswith("trace (") for n in notes)  # the step table
+    assert any("# again" in n and "other.kc" in n for n in notes if n.startswith("minimal conflicting facts"))
+    assert all("<canonical>" not in v for d in second for _, v in d.data)
+
+
+@pytest.mark.parametrize("name", ["ring", "attention", "gemm_swiglu"])
+def test_a_protocol_moved_to_other_depths_is_the_one_built_there(name: str) -> None:
+    comp = resolve_inputs(load_subject([str(EXAMPLES / name / f"{name}.kp")]).inputs)
+    assert comp is not None
+    lows, *rest = depth_choices(comp)
+    for depths in [*rest, {ring: 3 for ring in comp.rings}]:
+        assert _at_depths(build_model(comp, lows), depths) == build_model(comp, depths)
+
+
+def initialised_by(protocol: Protocol, *roles: str) -> Protocol:
+    """``protocol`` with both barriers of its first ring initialized by ``roles``."""
+    ring = protocol.rings[0]
+    inits = tuple(
+        InitBy(r, Provenance(Span("kv.kc", 40 + i, 5, 40 + i, 20), f"init by {r}")) for i, r in enumerate(roles)
+    )
+    full, empty = (dataclasses.replace(b, init_by=inits) for b in (ring.full, ring.empty))
+    return dataclasses.replace(protocol, rings=(dataclasses.replace(ring, full=full, empty=empty), *protocol.rings[1:]))
+
+
+def test_who_initializes_is_decided_apart_and_shares_the_models_verdict() -> None:
+    memo, options = Memo(), ModelOptions()
+    for roles in (("load",), ("load", "mma"), ("mma",), ()):
+        for protocol in (kv_ring(2), hanging()):
+            variant = initialised_by(protocol, *roles)
+            kept, whole = verdict(variant, options, memo), check_protocol(variant)
+            assert verdict_diagnostics(kept) == verdict_diagnostics(whole)
+            assert (kept.codes, kept.static, kept.races, kept.deadlock) == (
+                whole.codes,
+                whole.static,
+                whole.races,
+                whole.deadlock,
+            )
+    assert "L-INIT" in check_protocol(initialised_by(kv_ring(2), "load", "mma")).codes
+    assert len(memo.verdicts) == 2  # one model verdict per protocol, whoever initializes
