@@ -12,6 +12,9 @@ SwiGLU epilogue (specs/examples/gemm_swiglu): `kernel.cubin` and `link.json`. Th
 - fills the kernel's params block from `link.json` (fields by name: `tmap_a`/`tmap_b`, the
   TMA descriptors built with cuTensorMapEncodeTiled and stored in device memory, `a`/`b`
   raw pointers, `k_tiles`, `k`, `n`, `out`, `ldo`, `rows`; fact fields from their owners' values);
+  a producer with the field `a_box_rows` (gemm.mainloop >= 2.2) gets A's box sized to M as its
+  host provider sizes it, min(128, M rounded up to 8) (``--a-box tile`` keeps 128-row boxes and
+  writes 0, the whole-tile box, for a same-cubin comparison); other producers get 128-row boxes;
 - poisons the output (0xFFFF, a bf16 NaN), launches, and checks against a float32 reference
   silu(X Wg^T) * (X Wu^T) (TF32 off): ||out - ref|| / ||ref|| <= 1e-2 (bf16 operands and a
   bf16 output; METHOD.md's range for bf16 operands is 1e-3 .. 1e-2), no NaN (every element
@@ -83,6 +86,9 @@ class Linked:
         self.tile_m = 128
         self.name = self.meta["pipeline"]
 
+    def has_field(self, name: str) -> bool:
+        return any(f["name"] == name for f in self.params["fields"])
+
     def block(self, values: dict[str, int]) -> bytes:
         data = bytearray(int(self.params["size"]))
         for f in self.params["fields"]:
@@ -108,7 +114,30 @@ class Linked:
         return launch
 
 
-def tensor_map(t: torch.Tensor, box_rows: int, box_cols: int = 64) -> torch.Tensor:
+OOB_FILL = {
+    "none": driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+    "nan": driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
+}
+L2_PROMOTION = {
+    "none": driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
+    "64": driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
+    "128": driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+    "256": driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+}
+#: A's tensor-map options (``--a-oob-fill``, ``--a-l2-promotion``): the side experiment on the OOB fill's cost.
+A_MAP_OPTIONS = {"oob_fill": "none", "l2_promotion": "256"}
+
+
+def a_box_rows(kern: Linked, m: int, mode: str) -> int:
+    """Rows of A's TMA box: sized to M (as mainloop_host.c) where the producer reads `a_box_rows`, else a tile."""
+    if mode == "tile" or not kern.has_field("a_box_rows"):
+        return kern.tile_m
+    return min(kern.tile_m, (m + 7) // 8 * 8)
+
+
+def tensor_map(
+    t: torch.Tensor, box_rows: int, box_cols: int = 64, *, oob_fill: str = "none", l2_promotion: str = "256"
+) -> torch.Tensor:
     """A 2-D bf16 TMA descriptor of row-major ``t`` (box ``box_rows`` x 64, 128B swizzle), in device memory."""
     rows, cols = t.shape
     err, tmap = driver.cuTensorMapEncodeTiled(
@@ -121,12 +150,17 @@ def tensor_map(t: torch.Tensor, box_rows: int, box_cols: int = 64) -> torch.Tens
         [driver.cuuint32_t(1), driver.cuuint32_t(1)],
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        L2_PROMOTION[l2_promotion],
+        OOB_FILL[oob_fill],
     )
     check(err, "cuTensorMapEncodeTiled")
     raw = ctypes.string_at(tmap.getPtr(), 128)
     return torch.frombuffer(bytearray(raw), dtype=torch.uint8).to("cuda")
+
+
+def a_map(t: torch.Tensor, box_rows: int) -> torch.Tensor:
+    """A's descriptor, with the side experiment's OOB fill and L2 promotion (A_MAP_OPTIONS)."""
+    return tensor_map(t, box_rows, oob_fill=A_MAP_OPTIONS["oob_fill"], l2_promotion=A_MAP_OPTIONS["l2_promotion"])
 
 
 def interleave(wg: torch.Tensor, wu: torch.Tensor) -> torch.Tensor:
@@ -144,6 +178,7 @@ def run_shape(
     seed: int,
     compile_activation: bool = True,
     pad_a: bool = False,
+    a_box: str = "auto",
 ) -> list[dict[str, Any]]:
     gen = torch.Generator(device="cuda").manual_seed(seed)
     scale = 1.0 / math.sqrt(k)
@@ -161,8 +196,10 @@ def run_shape(
         if pad_a:  # diagnostic: A's tensor map over whole 128-row tiles (zero rows), no out-of-bounds box
             xa = torch.zeros(math.ceil(m / kern.tile_m) * kern.tile_m, k, dtype=x.dtype, device="cuda")
             xa[:m] = x
-        ta, tb = tensor_map(xa, kern.tile_m), tensor_map(w, kern.tile_n)
+        box = a_box_rows(kern, m, a_box)
+        ta, tb = a_map(xa, box), tensor_map(w, kern.tile_n)
         values = {
+            "a_box_rows": 0 if box == kern.tile_m else box,
             "tmap_a": ta.data_ptr(),
             "tmap_b": tb.data_ptr(),
             "a": xa.data_ptr(),
@@ -187,6 +224,7 @@ def run_shape(
             "m": m,
             "n": n,
             "k": k,
+            "a_box_rows": box,
             "rel_err": rel,
             "max_abs_err": worst,
             "nan": nan,
@@ -269,7 +307,17 @@ def _compiled_row(
 
 
 def parity_shape(
-    linked: Linked, control: Linked, null: Linked, m: int, n: int, k: int, *, rounds: int, reps: int, seed: int
+    linked: Linked,
+    control: Linked,
+    null: Linked,
+    m: int,
+    n: int,
+    k: int,
+    *,
+    rounds: int,
+    reps: int,
+    seed: int,
+    a_box: str = "auto",
 ) -> dict[str, Any]:
     """Bit-identical outputs first, then interleaved timing of linked, control and null (module docstring)."""
     root = str(Path(__file__).resolve().parents[1])
@@ -280,11 +328,13 @@ def parity_shape(
     gen = torch.Generator(device="cuda").manual_seed(seed)
     x = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
     w = (torch.randn(n, k, device="cuda", generator=gen) / math.sqrt(k)).to(torch.bfloat16)
-    ta, tb = tensor_map(x, linked.tile_m), tensor_map(w, linked.tile_n)
+    box = a_box_rows(linked, m, a_box)
+    ta, tb = a_map(x, box), tensor_map(w, linked.tile_n)
     outs, launches = [], []
     for kern in (linked, control, null):
         out = torch.full((m, n // 2), -1, dtype=torch.int16, device="cuda")
         values = {
+            "a_box_rows": 0 if box == linked.tile_m else box,
             "tmap_a": ta.data_ptr(),
             "tmap_b": tb.data_ptr(),
             "a": x.data_ptr(),
@@ -302,7 +352,7 @@ def parity_shape(
         launch()
     torch.cuda.synchronize()
     same = all(torch.equal(outs[0], o) for o in outs[1:])
-    row: dict[str, Any] = {"m": m, "n": n, "k": k, "outputs_identical": same, "ok": same}
+    row: dict[str, Any] = {"m": m, "n": n, "k": k, "a_box_rows": box, "outputs_identical": same, "ok": same}
     if not same:
         return row  # no ratio between kernels that compute different things
     for _ in range(5):
@@ -342,18 +392,40 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--pad-a", action="store_true", help="diagnostic: A's tensor map over rows padded to whole tiles"
     )
+    parser.add_argument(
+        "--a-box",
+        choices=("auto", "tile"),
+        default="auto",
+        help="A's TMA box rows: sized to M where the producer reads `a_box_rows` (auto), or a whole tile",
+    )
+    parser.add_argument(
+        "--a-oob-fill", choices=sorted(OOB_FILL), default="none", help="side experiment: A's map OOB fill mode"
+    )
+    parser.add_argument(
+        "--a-l2-promotion", choices=sorted(L2_PROMOTION), default="256", help="side experiment: A's map L2 promotion"
+    )
     parser.add_argument("--json", type=Path)
     parser.add_argument("--parity", type=Path, metavar="CONTROLDIR")
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--reps", type=int, default=10)
     args = parser.parse_args(argv)
     torch.backends.cuda.matmul.allow_tf32 = False
+    A_MAP_OPTIONS.update(oob_fill=args.a_oob_fill, l2_promotion=args.a_l2_promotion)
     if args.parity is not None:
         linked, control, null = Linked(args.links[0]), Linked(args.parity), Linked(args.links[0])
         found = []
         for i, m in enumerate(int(s) for s in args.shapes.split(",")):
             row = parity_shape(
-                linked, control, null, m, args.n, args.k, rounds=args.rounds, reps=args.reps, seed=2000 + i
+                linked,
+                control,
+                null,
+                m,
+                args.n,
+                args.k,
+                rounds=args.rounds,
+                reps=args.reps,
+                seed=2000 + i,
+                a_box=args.a_box,
             )
             print(json.dumps(row), flush=True)
             found.append(row)
@@ -382,18 +454,20 @@ def main(argv: list[str] | None = None) -> int:
             seed=1000 + i,
             compile_activation=not args.no_compile,
             pad_a=args.pad_a,
+            a_box=args.a_box,
         )
         for r in got:
             print(json.dumps(r), flush=True)
         rows += got
-    print(f"\n{'kernel':<32} {'M':>6} {'N':>6} {'K':>5} {'rel err':>9} {'ok':>3} {'ms':>9} {'TFLOP/s':>8}")
+    print(f"\n{'kernel':<32} {'M':>6} {'N':>6} {'K':>5} {'A box':>5} {'rel err':>9} {'ok':>3} {'ms':>9} {'TFLOP/s':>8}")
     for r in rows:
         rel = f"{r['rel_err']:.2e}" if r.get("rel_err") is not None else "-"
         ms = f"{r['ms']:.4f}" if "ms" in r else "-"
         tf = f"{r['tflops']:.1f}" if "tflops" in r else "-"
         note = f"  ({r['error']})" if "error" in r else ""
         print(
-            f"{r['kernel']:<32} {r['m']:>6} {r['n']:>6} {r['k']:>5} {rel:>9} {'yes' if r['ok'] else 'NO':>3} "
+            f"{r['kernel']:<32} {r['m']:>6} {r['n']:>6} {r['k']:>5} {r.get('a_box_rows', '-'):>5} {rel:>9} "
+            f"{'yes' if r['ok'] else 'NO':>3} "
             f"{ms:>9} {tf:>8}{note}"
         )
     if args.json:

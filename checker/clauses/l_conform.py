@@ -16,8 +16,9 @@ code against its stage's contract (the diagnostic's `check` datum names the chec
 - `mbarrier-init`: a ring mbarrier initialised with a count other than the ring's
   `init` (or with the other barrier's count handle);
 - `expect-tx`: expect-tx bytes other than the ring's `full arrive … tx`;
-- `copy-bytes`: bulk copies completing on a ring barrier whose bytes differ from the
-  ring's `full copy`;
+- `copy-bytes`: bulk copies completing on a ring barrier, together with the bytes
+  the code completes on it itself (`mbarrier.complete_tx`), whose bytes differ from the
+  ring's `full copy` (a `complete_tx` count the analysis cannot trace is a note);
 - `setmaxnreg`: a component that runs its own `setmaxnreg` (the dispatch kernel sets
   every warpgroup's budget);
 - `static-shared`: a static `__shared__` variable (named, with its size);

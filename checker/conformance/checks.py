@@ -9,7 +9,7 @@ Each check has a stable name (the ``check`` datum of an L-CONFORM diagnostic):
 | ``block-barrier`` | runs barrier 0 (``__syncthreads``) in a role that is not the whole block, or in a ring init |
 | ``mbarrier-init`` | initialises a ring mbarrier with a count other than the ring's ``init`` |
 | ``expect-tx`` | expects transaction bytes other than the ring's ``full arrive … tx`` |
-| ``copy-bytes`` | copies bytes (bulk copies completing on a ring barrier) other than the ring's ``full copy`` |
+| ``copy-bytes`` | completes bytes (bulk copies on a ring barrier, ``mbarrier.complete_tx``) other than ``full copy`` |
 | ``setmaxnreg`` | runs its own ``setmaxnreg``, although the dispatch kernel sets every warpgroup's budget |
 | ``static-shared`` | declares static ``__shared__`` memory, which no claim accounts for |
 | ``smem-literal`` | addresses dynamic shared memory at an offset that comes from no claim or ring handle |
@@ -113,7 +113,7 @@ def _judge(ctx: _Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
         yield from _mbarrier_init(ctx, fact)
     elif kind == "expect-tx":
         yield from _expect_tx(ctx, fact)
-    elif kind in ("bulk-copy", "tensor-copy"):
+    elif kind in ("bulk-copy", "tensor-copy", "complete-tx"):
         yield from _copy(ctx, fact, code)
     elif kind == "setmaxnreg":
         yield from _setmaxnreg(ctx, fact)
@@ -369,43 +369,64 @@ def _expect_tx(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
         )
 
 
+def _completion_bar(fact: Fact) -> Operand | None:
+    """The barrier a copy completes on, or a ``complete_tx`` credits."""
+    return fact.operand("addr") if fact.kind == "complete-tx" else fact.operand("bar")
+
+
 def _copy(ctx: _Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
-    where = _ring_barrier(ctx, fact.operand("bar"))
+    """Copies and ``complete_tx`` credits together complete the ring's declared ``full copy`` bytes.
+
+    A credit stands for bytes of a declared copy that no copy delivers (a tensor copy of a
+    clipped box, say): it counts with the bulk copies of the same barrier in the function.
+    """
+    credit = fact.kind == "complete-tx"
+    where = _ring_barrier(ctx, _completion_bar(fact))
     if where is None:
-        yield _unknown("copy-bytes", fact, "which ring barrier the copy completes on", None)
+        what = "which ring barrier the bytes are completed on" if credit else "which ring barrier the copy completes on"
+        yield _unknown("copy-bytes", fact, what, None)
         return
     ring = where[0]
     want, node = _declared(ring, A.RingCopy)
     nbytes = fact.operand("bytes")
     if fact.kind == "tensor-copy" or nbytes is None or nbytes.kind != "constant":
-        yield _unknown(
-            "copy-bytes",
-            fact,
-            "the bytes (a tensor copy's size is in its tensor map)"
-            if fact.kind == "tensor-copy"
-            else "the copied bytes",
-            node or ring,
-        )
+        if fact.kind == "tensor-copy":
+            what = "the bytes (a tensor copy's size is in its tensor map)"
+        else:
+            what = "the completed bytes" if credit else "the copied bytes"
+        yield _unknown("copy-bytes", fact, what, node or ring)
         return
     sites = [
         f
         for f in code.facts
-        if f.kind == "bulk-copy" and f.function == fact.function and _ring_barrier(ctx, f.operand("bar")) == where
+        if f.kind in ("bulk-copy", "complete-tx")
+        and f.function == fact.function
+        and _ring_barrier(ctx, _completion_bar(f)) == where
     ]
     sizes = [f.operand("bytes") for f in sites]
     if any(s is None or s.kind != "constant" for s in sizes):
         return  # the undecided site reports itself
+    if credit and any(f.kind == "bulk-copy" for f in sites):
+        return  # the copies report the total
+    tensor = [f for f in code.facts if f.kind == "tensor-copy" and f.function == fact.function]
+    if credit and any(_ring_barrier(ctx, f.operand("bar")) == where for f in tensor):
+        return  # the tensor copy's size is in its tensor map: its own note says so
     total = sum(s.value or 0 for s in sizes if s is not None)
+    credited = sum((f.operand("bytes") or Operand("constant", 0)).value or 0 for f in sites if f.kind == "complete-tx")
     if want is None or total != want:
         said = f"{want} bytes" if want is not None else "no `copy`"
+        how = f" ({credited} of them by `mbarrier.complete_tx`)" if credited else ""
         yield Finding(
             "copy-bytes",
             "error",
-            f"`{fact.function}` copies {total} bytes per fill of ring `{ring.name}`; the contract declares {said}",
+            f"`{fact.function}` completes {total} bytes per fill of ring `{ring.name}`{how}; "
+            f"the contract declares {said}"
+            if credited
+            else f"`{fact.function}` copies {total} bytes per fill of ring `{ring.name}`; the contract declares {said}",
             fact,
             node or ring,
             f"declared: {said}",
-            f"copies {nbytes.value} bytes here",
+            f"completes {nbytes.value} bytes here" if credit else f"copies {nbytes.value} bytes here",
             "make the ring's `full copy` bytes and the code's copy sizes agree",
         )
 

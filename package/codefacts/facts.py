@@ -18,7 +18,7 @@ from package.codefacts.ptx import Function, Instr, parse
 from package.codefacts.values import Env, Val, analyse
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
-FACTS_VERSION = 1
+FACTS_VERSION = 2  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact
 
 
 @dataclass(frozen=True)
@@ -228,6 +228,9 @@ def _instruction(fn: str, ins: Instr, env: Env) -> Iterator[Fact]:
         addr_i = 1 if op.startswith("mbarrier.arrive") else 0
         if len(ops) > addr_i + 1:
             yield fact("expect-tx", ("addr", _addr(env, ops[addr_i])), ("bytes", _op(env, ops[addr_i + 1])))
+    elif op.startswith("mbarrier.complete_tx") and len(ops) >= 2:
+        # transaction bytes a thread completes without a copy (e.g. the part of a copy a clipped box leaves out)
+        yield fact("complete-tx", ("addr", _addr(env, ops[0])), ("bytes", _op(env, ops[1])))
     elif op.startswith("cp.async.bulk.tensor") and "mbarrier" in op:
         yield fact("tensor-copy", ("bar", _addr(env, ops[2] if len(ops) > 2 else "")))
     elif op.startswith("cp.async.bulk.shared") and "mbarrier" in op and len(ops) >= 4:

@@ -61,7 +61,7 @@ def test_missing_use_suggests_the_line_and_the_file(tmp_path: Path) -> None:
     kp = folder / "gemm_swiglu.kp"
     kp.write_text(kp.read_text().replace('    use "gemm.mainloop" version ^2.1 from "build/mainloop.kpkg"\n', ""))
     [diag] = [d for d in check([kp]).diagnostics if d.is_error]
-    assert diag.helps == ('add `use "gemm.mainloop" version ^2.1` to the pipeline',)
+    assert diag.helps == ('add `use "gemm.mainloop" version ^2.2` to the pipeline',)
     assert {lab.span.file.rsplit("/", 1)[-1] for lab in diag.labels} == {"gemm_swiglu.kp", "mainloop.kc", "epilogue.kc"}
 
 

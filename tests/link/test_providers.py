@@ -190,7 +190,7 @@ def test_the_gemm_mainloop_provider_is_linked_and_its_example_compiles(gemm: Pat
     assert (provider["stage"], provider["function"], provider["fills"], provider["offset"]) == (
         "gemm.mainloop",
         "kl_gemm_mainloop_provide",
-        ["tmap_a", "tmap_b"],
+        ["tmap_a", "tmap_b", "a_box_rows"],
         0,
     )
     include = cuda_include()

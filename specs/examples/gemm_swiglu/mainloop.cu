@@ -6,7 +6,10 @@
 // - role `producer` (entry `gemm_producer_main`, a warpgroup, `regs 24`): one elected
 //   thread issues, per K tile, two TMA loads (`cp.async.bulk.tensor.2d`) into a slot of
 //   the mbarrier ring `kv`: A's 128 x 64 box and B's 128 x 64 box (16 KiB each), both
-//   128B-swizzled, completing on the slot's full barrier (`full arrive 1 tx 32KiB`);
+//   128B-swizzled, completing on the slot's full barrier (`full arrive 1 tx 32KiB`); when
+//   A has fewer than 128 rows the host sizes A's box to `a_box_rows` rows (M rounded up to
+//   8) and the thread credits the box's missing rows' bytes itself (`mbarrier.complete_tx`,
+//   see `a_box_credit`), so each phase still completes on 32 KiB;
 // - role `mma` (entry `gemm_mma_main`, two warpgroups, `regs 208`): warpgroup g runs
 //   `wgmma.mma_async.m64n128k16` on rows 64 g .. 64 g + 63 of the A box and all of the B
 //   box, four K steps of 16 per slot, keeping one wgmma group in flight; it releases a
@@ -17,9 +20,9 @@
 //
 // The tile (m, n) of a CTA is `tile_of` below (grouped raster, the fact `raster_m`). The tensor maps are built on the
 // host by the stage's host provider, mainloop_host.c, from `a`, `b`, `rows`, `n` and
-// `k_tiles` (cuTensorMapEncodeTiled: bf16, 2-D, box {64, 128} for A and for B,
-// CU_TENSOR_MAP_SWIZZLE_128B, out-of-bounds elements filled with zeros) and stored in
-// global memory; params hold their addresses.
+// `k_tiles` (cuTensorMapEncodeTiled: bf16, 2-D, box {64, a_box_rows} for A and {64, 128}
+// for B, CU_TENSOR_MAP_SWIZZLE_128B, out-of-bounds elements filled with zeros) and stored in
+// global memory; params hold their addresses, and `a_box_rows` the rows of A's box.
 //
 // Every placement comes from a handle (specs/handles.md): the ring's depth, its barriers
 // and arrival counts, the slots of the claim `operands`, and the roles' first warps.
@@ -49,6 +52,7 @@ struct GemmParams {
     const void* b;       // @ 32: B [N, K] bf16, row-major (its input for tmap_b)
     unsigned rows;       // @ 40: M
     unsigned n;          // @ 44: N
+    unsigned a_box_rows; // @ 48: rows of tmap_a's box: 0 (= 128) or min(128, M rounded up to 8)
 };
 
 namespace {
@@ -90,6 +94,34 @@ __device__ __forceinline__ void mbarrier_arrive(unsigned bar) {
 __device__ __forceinline__ void mbarrier_arrive_expect_tx(unsigned bar, unsigned bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
                  : "memory");
+}
+
+// Completes `bytes` of the barrier's current phase's transactions without a copy (no arrival).
+__device__ __forceinline__ void mbarrier_complete_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+// The bytes of A's 16 KiB slot half that its TMA box does not deliver: A's box holds
+// `a_box_rows` rows (params; 0 means a whole 128-row box) of 128 bytes each. A box of
+// fewer rows than the tile skips the rows at or past M that TMA would fill with zeros (at
+// M = 16, 112 of 128 rows per k-tile: that fill made TMA the bottleneck). The producer
+// completes the missing bytes on the slot's full barrier itself, so the phase completes
+// on exactly `full arrive 1 tx 32KiB` = A's 16 KiB + B's 16 KiB, as the contract declares.
+//
+// Rows a_box_rows .. 127 of the slot's A half then hold whatever shared memory held (no
+// copy writes them, so no write races the wgmma reads). That is sound because wgmma's
+// row r of D reads only row r of A: accumulator rows >= a_box_rows >= M (possibly NaN or
+// Inf) never mix into rows < M, and the epilogue neither computes nor stores rows >= M
+// (epilogue.cu: `live`), the route only moves their bits. A box smaller than the rows the
+// tile needs would drop real rows: a value below min(M, 128), or above 128, traps.
+__device__ __forceinline__ unsigned a_box_credit(unsigned a_box_rows, unsigned rows) {
+    if (a_box_rows == 0 || a_box_rows == kTileM) {
+        return 0;
+    }
+    if (a_box_rows > kTileM || a_box_rows < (rows < kTileM ? rows : kTileM)) {
+        __trap();
+    }
+    return kBytesA - a_box_rows * kTileK * 2u;
 }
 
 // A 2-D TMA box load at (inner, outer), its bytes completing on `bar`.
@@ -192,6 +224,7 @@ extern "C" __device__ void gemm_producer_main(const GemmParams* params, unsigned
     tile_of(kl_gemm_mainloop_fact_raster_m(), tm, tn);
     const int m0 = static_cast<int>(tm * kTileM);
     const int n0 = static_cast<int>(tn * kTileN);
+    const unsigned credit = a_box_credit(params->a_box_rows, params->rows);
     unsigned slot = 0;
     unsigned phase = 0;  // flips each time the slot index wraps
     for (unsigned kt = 0; kt < params->k_tiles; ++kt) {
@@ -199,6 +232,9 @@ extern "C" __device__ void gemm_producer_main(const GemmParams* params, unsigned
         const unsigned bar = full + kBarrierBytes * slot;
         const unsigned dst = slots + stride * slot;
         mbarrier_arrive_expect_tx(bar, kBytesA + kBytesB);  // `full arrive 1 tx 32KiB`
+        if (credit != 0) {
+            mbarrier_complete_tx(bar, credit);  // A's rows past its box: part of `full copy 16KiB`
+        }
         tma_load_2d(dst, params->tmap_a, static_cast<int>(kt * kTileK), m0, bar);
         tma_load_2d(dst + kBytesA, params->tmap_b, static_cast<int>(kt * kTileK), n0, bar);
         if (++slot == depth) {

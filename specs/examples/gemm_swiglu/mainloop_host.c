@@ -4,9 +4,12 @@
  * kl_gemm_mainloop_provide on this stage's params block, with the caller's fields set:
  * `a` (A [rows, K] bf16, row-major), `b` (B [n, K] bf16, row-major) and `k_tiles` (K / 64).
  * It writes `tmap_a` and `tmap_b`: the device addresses of the two TMA descriptors the
- * producer loads through (cuTensorMapEncodeTiled: bf16, 2-D, box 64 x 128, 128B swizzle,
- * L2 promotion 256 B, out-of-bounds elements read as zero), the same descriptors
- * bench/gemm_swiglu.py builds in Python.
+ * producer loads through (cuTensorMapEncodeTiled: bf16, 2-D, box 64 x a_box_rows for A and
+ * 64 x 128 for B, 128B swizzle, L2 promotion 256 B, out-of-bounds elements read as zero),
+ * the same descriptors bench/gemm_swiglu.py builds in Python, and `a_box_rows`: 128, or
+ * rows rounded up to 8 when A has fewer than 128 rows (a box past A's last row costs TMA
+ * an out-of-bounds fill per k-tile; the producer credits the rows the box leaves out to
+ * the ring's barrier itself, mainloop.cu `a_box_credit`).
  *
  * A descriptor lives in device memory (the kernel reads it through a pointer), so each
  * is encoded, allocated and copied once per (context, address, shape) and kept for the
@@ -28,12 +31,14 @@ typedef struct {
     CUdeviceptr b;      /* @ 32 */
     uint32_t rows;      /* @ 40 */
     uint32_t n;         /* @ 44 */
+    uint32_t a_box_rows; /* @ 48: filled here */
 } GemmParams;
 
-_Static_assert(sizeof(GemmParams) == 48, "params GemmParams: size");
+_Static_assert(sizeof(GemmParams) == 56, "params GemmParams: size");
 _Static_assert(offsetof(GemmParams, k_tiles) == 16, "params GemmParams: k_tiles at 16");
 _Static_assert(offsetof(GemmParams, a) == 24, "params GemmParams: a at 24");
 _Static_assert(offsetof(GemmParams, n) == 44, "params GemmParams: n at 44");
+_Static_assert(offsetof(GemmParams, a_box_rows) == 48, "params GemmParams: a_box_rows at 48");
 
 #define KL_GEMM_MAINLOOP_DESCRIPTORS 64
 enum { TILE_M = 128, TILE_K = 64 };
@@ -101,7 +106,9 @@ CUresult kl_gemm_mainloop_provide(void* params, CUstream stream) {
     if (p == NULL || p->a == 0 || p->b == 0 || p->rows == 0 || p->n == 0 || p->k_tiles == 0 || p->tile_n == 0)
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t k = (uint64_t)p->k_tiles * TILE_K;
-    CUresult err = descriptor(p->a, p->rows, k, TILE_M, &p->tmap_a);
+    uint32_t box_rows = p->rows >= TILE_M ? TILE_M : (p->rows + 7u) & ~7u;
+    CUresult err = descriptor(p->a, p->rows, k, box_rows, &p->tmap_a);
     if (err != CUDA_SUCCESS) return err;
+    p->a_box_rows = box_rows;
     return descriptor(p->b, p->n, k, p->tile_n, &p->tmap_b);
 }

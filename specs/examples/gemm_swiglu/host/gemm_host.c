@@ -7,7 +7,8 @@
  *
  * The caller sets only the plain fields (a, b, rows, n, k_tiles, out, ldo, rows): the
  * mainloop's host provider (mainloop_host.c, linked from the link directory) builds the
- * TMA descriptors tmap_a and tmap_b when kl_gemm_swiglu_launch_grid calls it. The output
+ * TMA descriptors tmap_a and tmap_b, and A's box rows a_box_rows (min(128, M rounded up to
+ * 8)), when kl_gemm_swiglu_launch_grid calls it. The output
  * out [M, N/2] = silu(X Wg^T) * (X Wu^T), with W's gate and up rows interleaved by 16, is
  * checked against a double-precision reference: ||out - ref|| / ||ref|| <= 1e-2 and no NaN
  * (the output is poisoned with 0xFFFF first). It launches twice (the second launch reuses
@@ -123,9 +124,10 @@ int main(int argc, char** argv) {
         }
         double rel = sqrt(diff / (norm > 0 ? norm : 1.0));
         int ok = nan == 0 && rel <= 1e-2;
-        printf("gemm_swiglu from C, launch %d: M %u N %u K %u, tmap_a 0x%llx tmap_b 0x%llx (host provider): "
+        printf("gemm_swiglu from C, launch %d: M %u N %u K %u, tmap_a 0x%llx tmap_b 0x%llx a_box_rows %u (host provider): "
                "relative error %.3e, %u NaN: %s\n", round + 1, m, n, k, (unsigned long long)params.gemm_mainloop_tmap_a,
-               (unsigned long long)params.gemm_mainloop_tmap_b, rel, nan, ok ? "ok" : "FAILED");
+               (unsigned long long)params.gemm_mainloop_tmap_b, (unsigned)params.gemm_mainloop_a_box_rows, rel, nan,
+               ok ? "ok" : "FAILED");
         failed |= !ok;
     }
     CHECK(cuMemFree(dx));
