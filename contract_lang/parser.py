@@ -74,7 +74,17 @@ def terminals() -> Terminals:
 
 
 def parse_text(text: str, path: str = "<input>", kind: FileKind = "any") -> SourceFile:
-    """Parse one file's text; raise DiagnosticError with one clean diagnostic on bad input."""
+    """Parse one file's text; raise DiagnosticError with one clean diagnostic on bad input.
+
+    The AST is frozen and a pure function of the arguments, so it is kept per process: a
+    build parses each contract several times (the ``.kc``, the copy a package embeds), a
+    resident build (`kernlink build --watch`, `check --watch`) again on every round.
+    """
+    return _parse_text(text, path, kind)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_text(text: str, path: str, kind: FileKind) -> SourceFile:
     if not _has_content(text):
         raise DiagnosticError([_empty(path, kind, text)])
     # Parsing allocates many small objects that all stay alive until the AST is built;

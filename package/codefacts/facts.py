@@ -9,6 +9,7 @@ against the contract.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -139,7 +140,17 @@ _SHARED_OPS = ("ld", "st", "atom", "red", "ldmatrix", "stmatrix", "ldu")
 
 
 def derive(ptx: str, *, ignore: frozenset[str] = frozenset()) -> CodeFacts:
-    """The facts of a PTX module; functions named in ``ignore`` (the params probe) are skipped."""
+    """The facts of a PTX module; functions named in ``ignore`` (the params probe) are skipped.
+
+    A pure function of its arguments, kept per process (the facts are frozen): a build reads
+    each package's PTX several times (pack, the check's load, the link's), a resident build
+    (`kernlink build --watch`) again on every rebuild.
+    """
+    return _derive(ptx, ignore)
+
+
+@functools.lru_cache(maxsize=64)
+def _derive(ptx: str, ignore: frozenset[str]) -> CodeFacts:
     module = parse(ptx)
     handles = frozenset(re.findall(r"\.extern\s+\.func\s*\([^)]*\)\s*([\w$]+)", ptx))
     smem_names = frozenset(d.name for d in module.shared if d.dynamic)
