@@ -63,6 +63,7 @@ paths, and the map holds no time, host or absolute path.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import re
@@ -86,6 +87,7 @@ from linker.linkmap import Attempt, InputRecord, LinkRecord
 from linker.outdir import Hook, write_set
 from linker.providers import LinkedProvider, linked_providers
 from linker.toolchain import (
+    CompileResult,
     compile_nvrtc,
     link,
     link_options,
@@ -336,8 +338,7 @@ def _round(
     t1 = time.perf_counter()
     arch = _arch(comp)
     try:
-        with stable_cwd():
-            glue = compile_nvrtc(generated.source, SOURCE_NAME, arch=arch)
+        glue = _compile_glue(generated.source, arch) if "#include" not in generated.source else _glue(generated, arch)
     except DiagnosticError as err:
         raise DiagnosticError(
             [
@@ -373,6 +374,21 @@ def _round(
     if kernel.static_smem:
         raise DiagnosticError([_static_smem(comp, packages, inputs, arch, kernel.static_smem)])
     return _Round(generated, result.cubin, kernel, result.info_log, attempt, result.ptx or "")
+
+
+def _glue(generated: Generated, arch: str) -> CompileResult:
+    with stable_cwd():
+        return compile_nvrtc(generated.source, SOURCE_NAME, arch=arch)
+
+
+@functools.lru_cache(maxsize=8)
+def _compile_glue(source: str, arch: str) -> CompileResult:
+    """The generated glue's LTO IR, kept per process when it includes no header: then it is a
+    function of its text and target alone (NVRTC, from the fixed directory), and a resident build
+    (`kernlink build --watch`) whose edit left the composition as it was links the glue it compiled
+    last time."""
+    with stable_cwd():
+        return compile_nvrtc(source, SOURCE_NAME, arch=arch)
 
 
 _SHARED_DECL = re.compile(r"^\s*\.shared\s+(?:\.align\s+\d+\s+)?\.[busf](\d+)\s+([\w$.]+)(?:\[(\d+)\])?\s*;", re.M)
