@@ -17,6 +17,9 @@ children, ``resource.getrusage``), median of ``--repeats``:
     (the native worker that runs NVRTC and nvJitLink) — not only the client. The watcher's
     polling in that interval is included. The native worker's share is reported on its own:
     the NVRTC + nvJitLink work of a rebuild, the floor of any rebuild that compiles and links;
+  * resident, both changed: the same with both components' sources edited at once (both packed
+    and bound again, then linked): a full build of the ring's code in a process already started
+    (its start-up, ~1 s of imports, is paid once per session, not per build);
   * nvcc one unit: ``nvcc -cubin -arch=sm_90a control.cu`` of the same sources built as one
     translation unit (``kernlink parity``'s control.cu, which it writes once beforehand).
 Goals (issue 19): full ≤ the nvcc build, rebuild ≤ 0.5 × it.
@@ -106,6 +109,17 @@ def resident(kl: list[str], work: Path, repeats: int, rows: dict[str, list[float
             own_after, children_after = tree_cpu(proc.pid)
             rows["kernlink build --watch: rebuild, whole tree"].append(own_after - own + children_after - children)
             rows["  of which the native worker (NVRTC+nvJitLink)"].append(children_after - children)
+        for i in range(repeats):  # both components changed at once: everything packed again, then linked
+            time.sleep(1.0)
+            own, children = tree_cpu(proc.pid)
+            for name in ("loader.cu", "reduce.cu"):
+                edited = ring / name
+                edited.write_text(edited.read_text() + f"\n// resident edit of both {i}\n")
+            line = _until_built(proc)
+            if "(exit 0)" not in line:
+                raise SystemExit(f"the resident rebuild failed: {line}")
+            own_after, children_after = tree_cpu(proc.pid)
+            rows["kernlink build --watch: both changed, whole tree"].append(own_after - own + children_after - children)
     finally:
         proc.terminate()
         proc.wait(30)
@@ -123,6 +137,7 @@ def main() -> int:
         "kernlink build (one component changed)": [],
         "kernlink build --watch: rebuild, whole tree": [],
         "  of which the native worker (NVRTC+nvJitLink)": [],
+        "kernlink build --watch: both changed, whole tree": [],
         "nvcc one unit (control.cu)": [],
     }
     env_root = str(ROOT)
