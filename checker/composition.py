@@ -12,8 +12,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-import networkx as nx
-
 from checker.hardware import TargetSpec
 from contract_lang import ast as A
 from diagnostics.span import Span
@@ -67,6 +65,65 @@ class RoleInfo:
         return self.warps * 32
 
 
+CallNode = tuple[str, str, str]  # (kind: "role" | "callable", stage, name)
+
+
+@dataclass
+class CallGraph:
+    """Callers and the exports serving their calls: a node per role and per exported callable.
+
+    Nodes and, per node, successors are kept in first-insertion order (the order
+    networkx's DiGraph gave, which L-CYCLE's path search depends on); a second edge
+    between the same two nodes replaces the first one's call, as ``add_edge`` did.
+    """
+
+    succ: dict[CallNode, dict[CallNode, Owned[A.Call]]] = field(default_factory=dict)
+
+    def add_node(self, node: CallNode) -> None:
+        self.succ.setdefault(node, {})
+
+    def add_edge(self, src: CallNode, dst: CallNode, call: Owned[A.Call]) -> None:
+        self.add_node(src)
+        self.add_node(dst)
+        self.succ[src][dst] = call
+
+    def edges(self) -> Iterator[tuple[CallNode, CallNode, Owned[A.Call]]]:
+        """Every edge with its call: by source in node order, then by target in insertion order."""
+        for src, targets in self.succ.items():
+            for dst, call in targets.items():
+                yield src, dst, call
+
+
+@dataclass(frozen=True)
+class ChannelEdge:
+    """A producer role to a consumer role over one ring, counter or rendezvous."""
+
+    src: str
+    dst: str
+    kind: str  # "ring" | "counter" | "rendezvous"
+    name: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.name}"
+
+
+@dataclass
+class ChannelGraph:
+    """Roles and the channels between them, in insertion order; an edge is unique per ends and key."""
+
+    roles: dict[str, None] = field(default_factory=dict)
+    channels: dict[tuple[str, str, str], ChannelEdge] = field(default_factory=dict)
+
+    def add_role(self, role: str) -> None:
+        self.roles.setdefault(role, None)
+
+    def add_edge(self, edge: ChannelEdge) -> None:
+        self.add_role(edge.src)
+        self.add_role(edge.dst)
+        self.channels[edge.src, edge.dst, edge.key] = edge
+
+
 @dataclass(frozen=True)
 class Composition:
     """A pipeline resolved against its stages, for one target."""
@@ -90,8 +147,8 @@ class Composition:
     unresolved: tuple[UnresolvedUse, ...] = ()
     # candidate stages (beside the pipeline, named, or packaged) that no `use` selects
     unused: tuple[StageEntry, ...] = ()
-    call_graph: nx.DiGraph = field(default_factory=nx.DiGraph)
-    channel_graph: nx.MultiDiGraph = field(default_factory=nx.MultiDiGraph)
+    call_graph: CallGraph = field(default_factory=CallGraph)
+    channel_graph: ChannelGraph = field(default_factory=ChannelGraph)
     _by_kind: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def items(self, kind: type[N]) -> Iterator[Owned[N]]:

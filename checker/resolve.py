@@ -13,9 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-import networkx as nx
-
-from checker.composition import Composition, N, Owned, RoleInfo, UnresolvedUse
+from checker.composition import CallGraph, ChannelEdge, ChannelGraph, Composition, N, Owned, RoleInfo, UnresolvedUse
 from checker.hardware import target as lookup_target
 from checker.versions import Requirement, Version
 from contract_lang import ast as A
@@ -138,8 +136,8 @@ def _indexed(comp: Composition) -> Composition:
         calls=tuple(comp.items(A.Call)),
         tensor_imports=imports,
         events=events,
-        call_graph=nx.DiGraph(),
-        channel_graph=nx.MultiDiGraph(),
+        call_graph=CallGraph(),
+        channel_graph=ChannelGraph(),
     )
 
 
@@ -164,13 +162,13 @@ def _call_graph(comp: Composition) -> None:
             src = ("callable", call.stage_name, call.item.caller)
         graph.add_node(src)
         for exp in serving_exports(comp, call):
-            graph.add_edge(src, ("callable", exp.stage_name, exp.item.name), call=call)
+            graph.add_edge(src, ("callable", exp.stage_name, exp.item.name), call)
 
 
 def _channel_graph(comp: Composition) -> None:
     graph = comp.channel_graph
     for info in comp.roles.values():
-        graph.add_node(info.name)
+        graph.add_role(info.name)
     tables: tuple[tuple[str, Mapping[str, tuple[Owned[A.Ring] | Owned[A.Counter], ...]]], ...] = (
         ("ring", comp.rings),
         ("counter", comp.counters),
@@ -181,10 +179,10 @@ def _channel_graph(comp: Composition) -> None:
             consumers = [e for e in ends if getattr(e.item, "side", None) == "consume"]
             for p in producers:
                 for c in consumers:
-                    graph.add_edge(p.item.role, c.item.role, key=f"{kind}:{name}", kind=kind, name=name)
+                    graph.add_edge(ChannelEdge(p.item.role, c.item.role, kind, name))
     for name, rdv in comp.rendezvous.items():
         arrivers = [e for e in rdv if e.item.mode == "arrive"]
         syncers = [e for e in rdv if e.item.mode == "sync"]
         for a in arrivers:
             for s in syncers:
-                graph.add_edge(a.item.role, s.item.role, key=f"rendezvous:{name}", kind="rendezvous", name=name)
+                graph.add_edge(ChannelEdge(a.item.role, s.item.role, "rendezvous", name))

@@ -40,8 +40,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from checker.clause import Clause
 from checker.composition import Composition, Owned
@@ -50,6 +49,9 @@ from checker.resolve import serving_exports
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.symbols import Code
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 Node = tuple[str, str, str]  # (kind, stage, name)
 
@@ -61,10 +63,19 @@ class CycleClause(Clause):
     category = "callables"
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
+        edges = [
+            (src, dst, call) for src, dst, call in comp.call_graph.edges() if len(serving_exports(comp, call)) == 1
+        ]
+        if not _has_cycle(edges):
+            return
+        # networkx (~0.1 s to import) only once there is a cycle to report: a sound
+        # composition is checked without it, and the path search below stays the one
+        # whose tie-breaking the snapshots record
+        import networkx as nx
+
         graph = nx.DiGraph()
-        for src, dst, call in comp.call_graph.edges(data="call"):
-            if call is not None and len(serving_exports(comp, call)) == 1:
-                graph.add_edge(src, dst, call=call)
+        for src, dst, call in edges:
+            graph.add_edge(src, dst, call=call)
         components = [sorted(c) for c in nx.strongly_connected_components(graph)]
         for nodes in sorted(components):
             start = nodes[0]
@@ -104,8 +115,36 @@ class CycleClause(Clause):
         )
 
 
+def _has_cycle(edges: list[tuple[Node, Node, Owned[A.Call]]]) -> bool:
+    """Whether the directed graph of ``edges`` has a cycle (a self-loop included)."""
+    succ: dict[Node, list[Node]] = {}
+    for src, dst, _ in edges:
+        succ.setdefault(src, []).append(dst)
+    done: set[Node] = set()
+    for root in succ:
+        if root in done:
+            continue
+        on_path = {root}
+        stack = [(root, iter(succ[root]))]
+        while stack:
+            node, rest = stack[-1]
+            nxt = next(rest, None)
+            if nxt is None:
+                stack.pop()
+                on_path.discard(node)
+                done.add(node)
+            elif nxt in on_path:
+                return True
+            elif nxt not in done:
+                on_path.add(nxt)
+                stack.append((nxt, iter(succ.get(nxt, ()))))
+    return False
+
+
 def _shortest_cycle(graph: nx.DiGraph, start: Node) -> list[Node]:
     """A shortest cycle through ``start``, as a node path that ends where it begins."""
+    import networkx as nx  # already loaded by CycleClause.check: only a graph with a cycle gets here
+
     best: list[Node] | None = None
     for succ in sorted(graph.successors(start)):
         back = [start] if succ == start else nx.shortest_path(graph, succ, start)
