@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-import networkx as nx
-
 from checker.composition import Composition, Owned
 from checker.hardware import TargetSpec
 from contract_lang import ast as A
@@ -305,23 +303,52 @@ def peak(comp: Composition, demands: Iterable[Demand]) -> tuple[int, list[Demand
         if d.lifetime.kind != "kernel":
             classes.setdefault(d.lifetime, []).append(d)
     lifetimes = list(classes)
-    graph = nx.Graph()
-    for i, life in enumerate(lifetimes):
-        graph.add_node(i, weight=sum(d.amount for d in classes[life]))
-    graph.add_edges_from(_certain_pairs(comp, lifetimes))
+    weights = [sum(d.amount for d in classes[life]) for life in lifetimes]
+    pairs = _certain_pairs(comp, lifetimes)
+    graph = None
+    if pairs:
+        # networkx (~0.1 s to import) only for the clique search: with no two lifetimes
+        # certainly co-live every component is one node, and most compositions are so
+        import networkx as nx
+
+        graph = nx.Graph()
+        for i, weight in enumerate(weights):
+            graph.add_node(i, weight=weight)
+        graph.add_edges_from(pairs)
     # a clique lies within one connected component: search each alone (phases that are
     # never concurrent are single nodes, and the search over all of them was quadratic)
     clique: list[int] = []
     best = 0
-    for component in sorted(sorted(c) for c in nx.connected_components(graph)):
+    for component in _components(len(lifetimes), pairs):
         if len(component) == 1:
-            found, weight = component, graph.nodes[component[0]]["weight"]
+            found, weight = component, weights[component[0]]
         else:
+            assert graph is not None, "a component of several lifetimes has an edge"
             found, weight = nx.max_weight_clique(graph.subgraph(component), weight="weight")
         if weight > best:
             clique, best = list(found), weight
     members = sorted([*always, *(d for i in clique for d in classes[lifetimes[i]])], key=lambda d: d.order)
     return sum(d.amount for d in members), members
+
+
+def _components(size: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
+    """The connected components of the graph on ``range(size)`` with edges ``pairs``, each sorted, in sorted order."""
+    parent = list(range(size))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, j in pairs:
+        a, b = root(i), root(j)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    groups: dict[int, list[int]] = {}
+    for i in range(size):
+        groups.setdefault(root(i), []).append(i)
+    return sorted(groups.values())
 
 
 def _certain_pairs(comp: Composition, lifetimes: list[A.Lifetime]) -> list[tuple[int, int]]:
