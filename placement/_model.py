@@ -9,10 +9,8 @@ canonical order: by (owner, name) within their domain.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-
-import networkx as nx
 
 from diagnostics.span import Span
 from placement.lifetime import Lifetime, Timeline, lifetime_key
@@ -159,14 +157,39 @@ def structure(items: Sequence[Item], timeline: Timeline) -> Structure:
     for it in items:
         shapes.setdefault(it.shape, []).append(it.index)
     chains = tuple(tuple(v) for v in shapes.values() if len(v) > 1)
-    graph = nx.Graph()
-    graph.add_nodes_from(range(len(lifetimes)))
-    graph.add_edges_from((x, y) for x, y in live if x != y)
     found = []
-    for clique in itertools.islice(nx.find_cliques(graph), MAX_CLIQUE_SCAN):
+    for clique in itertools.islice(maximal_cliques(len(lifetimes), live), MAX_CLIQUE_SCAN):
         found.append(tuple(sorted(i for x in clique for i in members[x])))
     found.sort(key=lambda c: (-sum(items[i].unit for i in c), c))
     return Structure(tuple(tuple(n) for n in neighbours), tuple(pairs), chains, tuple(found[:MAX_CLIQUES]))
+
+
+def maximal_cliques(size: int, edges: Iterable[tuple[int, int]]) -> Iterator[tuple[int, ...]]:
+    """Every maximal clique of the graph on ``range(size)`` (loops ignored), each in increasing order.
+
+    Bron–Kerbosch with Tomita's pivot: the pivot is the vertex of P ∪ X with the most neighbours
+    in P (the smallest on a tie) and the branches are taken in increasing vertex order, so the
+    cliques come in one fixed order: the first ``MAX_CLIQUE_SCAN`` of a huge graph are always the
+    same ones. Our own code, so that placing needs no graph library.
+    """
+    neighbours: list[set[int]] = [set() for _ in range(size)]
+    for x, y in edges:
+        if x != y:
+            neighbours[x].add(y)
+            neighbours[y].add(x)
+
+    def extend(chosen: tuple[int, ...], candidates: set[int], excluded: set[int]) -> Iterator[tuple[int, ...]]:
+        if not candidates and not excluded:
+            yield tuple(sorted(chosen))
+            return
+        pivot = max(sorted(candidates | excluded), key=lambda u: len(candidates & neighbours[u]))
+        for v in sorted(candidates - neighbours[pivot]):
+            yield from extend((*chosen, v), candidates & neighbours[v], excluded & neighbours[v])
+            candidates = candidates - {v}
+            excluded = excluded | {v}
+
+    if size:
+        yield from extend((), set(range(size)), set())
 
 
 def lower_bound(items: Sequence[Item], st: Structure, sizes: Sequence[int], lo: int) -> int:
