@@ -39,3 +39,18 @@ def test_a_verb_registers_only_its_module(verb: str) -> None:
 def test_every_verb_has_its_module() -> None:
     for verb in VERBS:
         assert (ROOT / "kernlink" / f"cmd_{verb}.py").is_file(), verb
+
+
+def test_check_imports_neither_networkx_nor_cuda() -> None:
+    """A sound composition is checked without networkx (only a call cycle or a storage clique needs it) or CUDA."""
+    hello = ROOT / "specs" / "examples" / "hello"
+    code = (
+        "import contextlib, io, os\n"
+        f"os.chdir({str(hello)!r})\n"
+        "from kernlink.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        "    assert main(['check', 'hello.kp']) == 0\n"
+    )
+    loaded = _modules_after(code)
+    assert "checker.engine" in loaded
+    assert not {m for m in loaded if m.split(".")[0] in ("networkx", "cuda")}
