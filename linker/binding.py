@@ -26,6 +26,7 @@ import functools
 import hashlib
 import os
 import re
+import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -135,17 +136,34 @@ def _verdict_file(digest: str, stage: A.Stage) -> Path | None:
 
 @functools.cache
 def _environment() -> str:
-    from importlib import metadata
-
     here = Path(__file__).parent
     code = hashlib.sha256(b"".join((here / name).read_bytes() for name in _DECIDERS)).hexdigest()
-    versions = []
-    for wheel in _WHEELS:
-        try:
-            versions.append(f"{wheel}=={metadata.version(wheel)}")
-        except metadata.PackageNotFoundError:
-            versions.append(f"{wheel} absent")
+    found = _wheel_versions()
+    versions = [f"{wheel}=={found[wheel]}" if wheel in found else f"{wheel} absent" for wheel in _WHEELS]
     return "\n".join((code, *versions))
+
+
+def _wheel_versions() -> dict[str, str]:
+    """The installed version of each of ``_WHEELS``, from the name of its ``.dist-info`` folder.
+
+    What ``importlib.metadata.version`` answers (the first one on ``sys.path`` wins, and an
+    installer names the folder ``<name>-<version>.dist-info``) without importing it and the
+    email parser it reads ``METADATA`` with: ~30 ms of every build.
+    """
+    wanted = {wheel.replace("-", "_").lower(): wheel for wheel in _WHEELS}
+    found: dict[str, str] = {}
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in sorted(names):
+            stem, dot, ext = name.rpartition(".")
+            project, dash, version = stem.partition("-")
+            wheel = wanted.get(project.lower().replace("-", "_").replace(".", "_"))
+            if dot and ext == "dist-info" and dash and wheel is not None:
+                found.setdefault(wheel, version)
+    return found
 
 
 def _where(path: str) -> tuple[Label, ...]:
