@@ -98,28 +98,27 @@ def resident(kl: list[str], work: Path, repeats: int, rows: dict[str, list[float
     )
     try:
         _until_built(proc)
-        source = ring / "reduce.cu"
-        for i in range(repeats):
-            time.sleep(1.0)  # past the watcher's settle time: the edit below is one change
+
+        def rebuild(names: tuple[str, ...], tag: str) -> tuple[float, float]:
+            """Edit ``names`` at once; CPU of the whole tree and of its live children until built."""
+            time.sleep(1.0)  # past the watcher's settle time: the edits below are one change
             own, children = tree_cpu(proc.pid)
-            source.write_text(source.read_text() + f"\n// resident edit {i}\n")
-            line = _until_built(proc)
-            if "(exit 0)" not in line:
-                raise SystemExit(f"the resident rebuild failed: {line}")
-            own_after, children_after = tree_cpu(proc.pid)
-            rows["kernlink build --watch: rebuild, whole tree"].append(own_after - own + children_after - children)
-            rows["  of which the native worker (NVRTC+nvJitLink)"].append(children_after - children)
-        for i in range(repeats):  # both components changed at once: everything packed again, then linked
-            time.sleep(1.0)
-            own, children = tree_cpu(proc.pid)
-            for name in ("loader.cu", "reduce.cu"):
+            for name in names:
                 edited = ring / name
-                edited.write_text(edited.read_text() + f"\n// resident edit of both {i}\n")
+                edited.write_text(edited.read_text() + f"\n// resident edit {tag}\n")
             line = _until_built(proc)
             if "(exit 0)" not in line:
                 raise SystemExit(f"the resident rebuild failed: {line}")
             own_after, children_after = tree_cpu(proc.pid)
-            rows["kernlink build --watch: both changed, whole tree"].append(own_after - own + children_after - children)
+            return own_after - own + children_after - children, children_after - children
+
+        for i in range(repeats):
+            whole, native = rebuild(("reduce.cu",), f"{i}")
+            rows["kernlink build --watch: rebuild, whole tree"].append(whole)
+            rows["  of which the native worker (NVRTC+nvJitLink)"].append(native)
+        for i in range(repeats):  # both components changed at once: everything packed again, then linked
+            whole, _ = rebuild(("loader.cu", "reduce.cu"), f"of both {i}")
+            rows["kernlink build --watch: both changed, whole tree"].append(whole)
     finally:
         proc.terminate()
         proc.wait(30)
