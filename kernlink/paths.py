@@ -11,10 +11,12 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import fields, is_dataclass, replace
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from diagnostics.span import Span
-from linker.linkmap import LinkRecord
+
+if TYPE_CHECKING:  # only named in a signature: `kernlink check` builds its parser without the linker
+    from linker.linkmap import LinkRecord
 
 # A package's embedded contract is named `<package>!contract.kc`: the path is before the `!`.
 _MEMBER = "!"

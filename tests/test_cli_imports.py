@@ -41,8 +41,9 @@ def test_every_verb_has_its_module() -> None:
         assert (ROOT / "kernlink" / f"cmd_{verb}.py").is_file(), verb
 
 
-def test_check_imports_neither_networkx_nor_cuda() -> None:
-    """A sound composition is checked without networkx (only a call cycle or a storage clique needs it) or CUDA."""
+def test_check_imports_neither_networkx_nor_cuda_nor_the_linker() -> None:
+    """A sound composition is checked without networkx (only a call cycle or a storage clique needs it),
+    CUDA or the linker (checking never needs it)."""
     hello = ROOT / "specs" / "examples" / "hello"
     code = (
         "import contextlib, io, os\n"
@@ -53,4 +54,4 @@ def test_check_imports_neither_networkx_nor_cuda() -> None:
     )
     loaded = _modules_after(code)
     assert "checker.engine" in loaded
-    assert not {m for m in loaded if m.split(".")[0] in ("networkx", "cuda")}
+    assert not {m for m in loaded if m.split(".")[0] in ("networkx", "cuda", "linker")}
