@@ -3,9 +3,12 @@
 # into .gpu/gemm/links/<name>. Usage: build.sh NAME SRCDIR  (SRCDIR: a copy of specs/examples/gemm_swiglu)
 set -euo pipefail
 NAME=$1; SRC=$(cd "$2" && pwd)
-WT=/work/wt/gemm
-K="env PYTHONPATH=$WT /work/main/.venv/bin/python -m kernlink"
-OUTL=/work/main/.gpu/gemm/links
+# TREE: the kernlink tree to build with (default: this repository); PYTHON: its interpreter;
+# OUTL: where the links go (default: $TREE/.gpu/gemm/links, carried to the device)
+TREE=${TREE:-$(git -C "$(dirname "$0")" rev-parse --show-toplevel)}
+PYTHON=${PYTHON:-python3}
+K="env PYTHONPATH=$TREE $PYTHON -m kernlink"
+OUTL=${OUTL:-$TREE/.gpu/gemm/links}
 mkdir -p "$OUTL"; rm -rf "$OUTL/$NAME" "$OUTL/${NAME}_control"
 WORK=$(mktemp -d); cp -r "$SRC/." "$WORK/"; cd "$WORK"
 for c in mainloop epilogue; do $K pack $c.cu --contract $c.kc -o build/$c.kpkg > "$OUTL/$NAME.pack-$c.txt" 2>&1; done

@@ -3,7 +3,7 @@
 # one-unit controls, and the ring, into .gpu/final/links (carried to the H200 by run.sh's call).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-K="env PYTHONPATH=$ROOT $ROOT/.venv/bin/python -m kernlink"
+K="env PYTHONPATH=$ROOT ${PYTHON:-$ROOT/.venv/bin/python} -m kernlink"
 WORK=$(mktemp -d)
 OUTL="$ROOT/.gpu/final/links"
 rm -rf "$OUTL"; mkdir -p "$OUTL"
