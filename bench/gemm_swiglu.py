@@ -158,6 +158,27 @@ def tensor_map(
     return torch.frombuffer(bytearray(raw), dtype=torch.uint8).to("cuda")
 
 
+def params_values(
+    kern: Linked, box: int, ta: torch.Tensor, tb: torch.Tensor, a: torch.Tensor, w: torch.Tensor, out: torch.Tensor
+) -> dict[str, int]:
+    """The params fields the bench fills, by name (a field a producer lacks is not written): M is
+    ``out``'s rows (``a`` may be padded past them), N is ``w``'s rows, K ``a``'s columns."""
+    m, n, k = out.shape[0], w.shape[0], a.shape[1]
+    return {
+        "a_box_rows": 0 if box == kern.tile_m else box,
+        "tmap_a": ta.data_ptr(),
+        "tmap_b": tb.data_ptr(),
+        "a": a.data_ptr(),
+        "b": w.data_ptr(),
+        "k_tiles": k // 64,
+        "k": k,
+        "n": n,
+        "out": out.data_ptr(),
+        "ldo": n // 2,
+        "rows": m,
+    }
+
+
 def a_map(t: torch.Tensor, box_rows: int) -> torch.Tensor:
     """A's descriptor, with the side experiment's OOB fill and L2 promotion (A_MAP_OPTIONS)."""
     return tensor_map(t, box_rows, oob_fill=A_MAP_OPTIONS["oob_fill"], l2_promotion=A_MAP_OPTIONS["l2_promotion"])
@@ -198,19 +219,7 @@ def run_shape(
             xa[:m] = x
         box = a_box_rows(kern, m, a_box)
         ta, tb = a_map(xa, box), tensor_map(w, kern.tile_n)
-        values = {
-            "a_box_rows": 0 if box == kern.tile_m else box,
-            "tmap_a": ta.data_ptr(),
-            "tmap_b": tb.data_ptr(),
-            "a": xa.data_ptr(),
-            "b": w.data_ptr(),
-            "k_tiles": k // 64,
-            "k": k,
-            "n": n,
-            "out": out.data_ptr(),
-            "ldo": n // 2,
-            "rows": m,
-        }
+        values = params_values(kern, box, ta, tb, xa, w, out)
         launch = kern.launcher(m, n, values)
         launch()
         torch.cuda.synchronize()
@@ -333,19 +342,7 @@ def parity_shape(
     outs, launches = [], []
     for kern in (linked, control, null):
         out = torch.full((m, n // 2), -1, dtype=torch.int16, device="cuda")
-        values = {
-            "a_box_rows": 0 if box == linked.tile_m else box,
-            "tmap_a": ta.data_ptr(),
-            "tmap_b": tb.data_ptr(),
-            "a": x.data_ptr(),
-            "b": w.data_ptr(),
-            "k_tiles": k // 64,
-            "k": k,
-            "n": n,
-            "out": out.data_ptr(),
-            "ldo": n // 2,
-            "rows": m,
-        }
+        values = params_values(linked, box, ta, tb, x, w, out)
         launches.append(kern.launcher(m, n, values))
         outs.append(out)
     for launch in launches:
