@@ -9,13 +9,16 @@ from which ``kernlink explain``, ``kernlink clauses`` and specs/clauses.md are m
 from __future__ import annotations
 
 import abc
+import os
 import re
+import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from checker.composition import Composition
-from diagnostics.model import Diagnostic
+from diagnostics.model import Diagnostic, Severity
+from diagnostics.symbols import Code
 
 if TYPE_CHECKING:
     from checker.context import CheckContext
@@ -109,3 +112,24 @@ class Clause(abc.ABC):
     def check_in(self, comp: Composition, ctx: CheckContext) -> Iterable[Diagnostic]:
         """The violations within one check (``ctx`` holds analyses the clauses share)."""
         return self.check(comp)
+
+
+def internal_error(cls: type[Clause], exc: Exception) -> Diagnostic:
+    """E-INTERNAL for a clause that raised: a clause bug must not look like a pass or crash the CLI."""
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    where = f"{_module_path(frame.filename)}:{frame.lineno}" if frame else "unknown location"
+    return Diagnostic(
+        Code.E_INTERNAL,
+        f"clause `{cls.code}` failed with {type(exc).__name__}: {exc}",
+        severity=Severity.ERROR,
+        labels=(),
+        notes=(f"raised at {where}", "the composition was not fully checked; this is a kernlink bug"),
+        helps=("report it with the inputs that trigger it",),
+    )
+
+
+def _module_path(filename: str) -> str:
+    """A source file as a path inside the project (`checker/facts.py`), never the install's absolute path."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    full = os.path.abspath(filename)
+    return os.path.relpath(full, root) if full.startswith(root + os.sep) else os.path.basename(full)

@@ -7,18 +7,15 @@ deterministically; a clause that raises is reported as an engine bug
 
 from __future__ import annotations
 
-import os
-import traceback
 from collections.abc import Iterable, Sequence
 
-from checker.clause import Clause
+from checker.clause import Clause, internal_error
 from checker.clauses import CLAUSES, l_deadlock
 from checker.composition import Composition
 from checker.context import CheckContext
 from checker.memo import Memo
 from checker.protocol.adapter import ModelOptions
 from diagnostics.model import Diagnostic, Label, Severity, sort_diagnostics
-from diagnostics.symbols import Code
 
 
 class SelectionError(ValueError):
@@ -67,32 +64,12 @@ def run_clauses(
         try:
             found.extend(cls().check_in(comp, ctx))
         except Exception as exc:  # a clause bug must not look like a pass or crash the CLI
-            found.append(_internal(cls, exc))
+            found.append(internal_error(cls, exc))
     try:
         found.extend(l_deadlock.leftovers(ctx, found) if leftovers else ())
     except Exception as exc:
-        found.append(_internal(chosen[0], exc))
+        found.append(internal_error(chosen[0], exc))
     return sort_diagnostics(found)
-
-
-def _internal(cls: type[Clause], exc: Exception) -> Diagnostic:
-    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
-    where = f"{_module_path(frame.filename)}:{frame.lineno}" if frame else "unknown location"
-    return Diagnostic(
-        Code.E_INTERNAL,
-        f"clause `{cls.code}` failed with {type(exc).__name__}: {exc}",
-        severity=Severity.ERROR,
-        labels=(),
-        notes=(f"raised at {where}", "the composition was not fully checked; this is a kernlink bug"),
-        helps=("report it with the inputs that trigger it",),
-    )
-
-
-def _module_path(filename: str) -> str:
-    """A source file as a path inside the project (`checker/facts.py`), never the install's absolute path."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    full = os.path.abspath(filename)
-    return os.path.relpath(full, root) if full.startswith(root + os.sep) else os.path.basename(full)
 
 
 def errors(diags: Iterable[Diagnostic]) -> list[Diagnostic]:

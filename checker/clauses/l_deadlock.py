@@ -59,7 +59,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from checker.clause import Clause
+from checker.clause import Clause, internal_error
 from checker.composition import Composition
 from checker.context import CheckContext
 from checker.protocol.adapter import MAX_MODEL_DEPTH, TooDeep, Unmodelled
@@ -130,5 +130,8 @@ def leftovers(ctx: CheckContext, reported: list[Diagnostic]) -> list[Diagnostic]
 def alone(clause: Clause, comp: Composition) -> list[Diagnostic]:
     """One protocol clause checked by itself (a ``--select`` of its code), with what the model leaves undecided."""
     ctx = CheckContext(comp, frozenset({clause.code}))
-    found = list(clause.check_in(comp, ctx))
-    return sort_diagnostics([*found, *leftovers(ctx, found)])
+    try:
+        found = list(clause.check_in(comp, ctx))
+        return sort_diagnostics([*found, *leftovers(ctx, found)])
+    except Exception as exc:  # as in the engine: a clause bug is E-INTERNAL, never a pass or a traceback
+        return [internal_error(type(clause), exc)]

@@ -14,7 +14,7 @@ from typing import SupportsIndex
 
 import pytest
 
-from checker.engine import _internal
+from checker.clause import internal_error as _internal
 from diagnostics.model import Diagnostic, Label
 from diagnostics.render_text import render_text
 from diagnostics.sources import SourceMap

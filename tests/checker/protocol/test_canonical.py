@@ -102,3 +102,19 @@ def test_who_initializes_is_decided_apart_and_shares_the_models_verdict() -> Non
             )
     assert "L-INIT" in check_protocol(initialised_by(kv_ring(2), "load", "mma")).codes
     assert len(memo.verdicts) == 2  # one model verdict per protocol, whoever initializes
+
+
+def test_a_protocol_clause_alone_reports_its_own_bug_as_e_internal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Clause.check` of a protocol clause (run alone, outside the engine) words a clause bug as
+    E-INTERNAL, as the engine does: never a traceback, never a pass."""
+    from checker.clauses.l_deadlock import DeadlockClause
+
+    comp = resolve_inputs(load_subject([str(EXAMPLES / "ring" / "ring.kp")]).inputs)
+    assert comp is not None
+
+    def broken(self: DeadlockClause, comp: object, ctx: object) -> list[object]:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(DeadlockClause, "check_in", broken)
+    (diag,) = DeadlockClause().check(comp)
+    assert diag.code == "E-INTERNAL" and "boom" in diag.message
