@@ -4,16 +4,18 @@ The package's hashes prove integrity, not authenticity: whoever edits a package 
 recompute them. The conformance facts bind the manifest to ``code.ptx`` (read time,
 package/manifest.py), and L-CONFORM binds ``code.ptx`` to the contract. This step
 closes the loop to the object that is linked: it compiles ``source.cu`` (with the
-params probe) again with the recorded front end and options (NVRTC, from the
-filesystem root, as ``kernlink pack`` did), lowers that LTO IR to PTX with nvJitLink
-as pack did (``compile.ptx``), and requires the ``lto.ir`` payload and the
-``code.ptx`` payload to be byte-identical to what that source gives. A mismatch is
-``L-INTEGRITY``.
+params probe) again with the recorded front end and options and only the headers the
+package carries (:class:`Alone`: NVRTC, headers in memory, from the filesystem root),
+lowers that LTO IR to PTX with nvJitLink as pack did (``compile.ptx``), and requires
+the ``lto.ir`` payload and the ``code.ptx`` payload to be byte-identical to what that
+source gives. A mismatch is ``L-INTEGRITY``.
 
 A pass is remembered on disk (:func:`diagnostics.files.user_cache_dir`, ``binding/``), keyed by the package's
 bytes, the stage, the NVRTC version, the CUDA header wheels' versions and the code of
 the modules that decide it; ``KERNLINK_NO_BINDING_CACHE=1`` turns the cache off. So a
 link after a rebuild of one component compiles that component alone, not all of them.
+``kernlink pack`` records the pass itself when its compile was this very rebuild
+(:func:`remember_pass`): then the link compiles nothing again.
 
 What cannot be rebuilt here is an ``I-BINDING`` note, never a pass: a package made
 by nvcc or by another NVRTC version, one without a source or PTX payload, or a
@@ -27,8 +29,8 @@ import hashlib
 import os
 import re
 import sys
-import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from checker.clauses import l_integrity
@@ -41,8 +43,8 @@ from diagnostics.span import Span
 from diagnostics.symbols import Code
 from linker import layout
 from linker.symbols import LTO_PTX_EXTRA, PTX_LINK_OPTIONS, compile_lto_and_ptx
-from linker.toolchain import nvjitlink_version, nvrtc_version, stable_cwd
-from package.kpkg import read_package
+from linker.toolchain import CompileResult, nvjitlink_version, nvrtc_version, stable_cwd
+from package.kpkg import Package, read_package
 from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD
 
 NOTE_CODE = Code.I_BINDING
@@ -101,13 +103,19 @@ def _cached(digest: str, path: str, stage: A.Stage) -> tuple[Diagnostic, ...]:
     if marker is not None and marker.is_file():
         return ()
     found = tuple(_rebuild(path, stage))
-    if not found and marker is not None:
-        try:
-            marker.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(marker, "binding verified: the payloads are what the source compiles to\n")
-        except (OSError, DiagnosticError):
-            pass  # the cache is an optimisation: a verdict not written is found again next time
+    if not found:
+        _record_pass(marker)
     return found
+
+
+def _record_pass(marker: Path | None) -> None:
+    if marker is None:
+        return
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(marker, "binding verified: the payloads are what the source compiles to\n")
+    except (OSError, DiagnosticError):
+        pass  # the cache is an optimisation: a verdict not written is found again next time
 
 
 #: The modules whose code decides the verdict: a change to any of them is a new cache key.
@@ -181,56 +189,124 @@ def _note(path: str, why: str) -> Diagnostic:
     )
 
 
-def _rebuild(path: str, stage: A.Stage) -> list[Diagnostic]:
-    with l_integrity.worded():
-        pkg = read_package(path)
+@dataclass(frozen=True)
+class Alone:
+    """The compile a rebuild repeats: a package's source with the params probe and only the headers
+    it carries, given to NVRTC in memory by their include names (the source, too, under its own
+    name), with the recorded options, from the filesystem root; then nvJitLink's lowering to PTX.
+
+    ``kernlink pack`` runs this very compile when it can show the source sees nothing else
+    (linker/pack.py ``alone_inputs``): a package whose rebuild inputs, read back from its file,
+    equal the ones it was packed with passes this check by construction (:func:`remember_pass`).
+    """
+
+    source: bytes
+    headers: tuple[tuple[str, bytes], ...]
+    name: str
+    target: str
+    std: str
+    defines: tuple[tuple[str, str], ...]
+    extra: tuple[str, ...]  # recorded, without LTO_PTX_EXTRA
+    cutlass: bool
+    probe: str
+
+    def run(self, absent: Sequence[str] = ()) -> tuple[CompileResult, str]:
+        """The compile and its normalised PTX. Each of ``absent`` is an include name that must not be
+        found: it is given as a header that is an ``#error``. Raises :class:`DiagnosticError` (the
+        compile or the lowering) and ``UnicodeDecodeError``."""
+        text = self.source.decode("utf-8") + "\n" + self.probe
+        given = dict(self.headers)
+        given.setdefault(Path(self.name).name, self.source)
+        poison = {
+            n: f'#error "`{n}` is beside the source, and the package does not carry it"\n'.encode() for n in absent
+        }
+        with stable_cwd():
+            result, ptx = compile_lto_and_ptx(
+                text.encode(),
+                self.name,
+                arch=self.target,
+                include_dirs=_cutlass_dirs(self.cutlass),
+                headers=tuple(sorted({**poison, **given}.items())),
+                defines=dict(self.defines),
+                std=self.std,
+                extra_options=(*self.extra, *LTO_PTX_EXTRA),
+            )
+        if not isinstance(ptx, str):
+            raise DiagnosticError(list(ptx))
+        return result, normalise_ptx(ptx)
+
+
+def _cutlass_dirs(cutlass: bool) -> list[Path]:
+    return extra_include_dirs({"cutlass": cutlass})
+
+
+def rebuild_inputs(pkg: Package, stage: A.Stage) -> Alone | str:
+    """What a rebuild of ``pkg`` compiles, or why it cannot be rebuilt here (an I-BINDING note's words)."""
     compile_info = pkg.manifest.get("compile")
     source = pkg.payloads.get(SOURCE_PAYLOAD)
     ptx = pkg.payloads.get(PTX_PAYLOAD)
     if not isinstance(compile_info, dict) or source is None or ptx is None:
-        return [_note(path, "it has no `compile` record, `source.cu` or `code.ptx`")]
+        return "it has no `compile` record, `source.cu` or `code.ptx`"
     if compile_info.get("compiler") != "nvrtc":
-        return [_note(path, f"it was compiled by `{compile_info.get('compiler')}`")]
+        return f"it was compiled by `{compile_info.get('compiler')}`"
     version = nvrtc_version()
     here = f"nvrtc {version[0]}.{version[1]}"
     if pkg.manifest.get("toolkit") != here:
-        return [_note(path, f"it was compiled by `{pkg.manifest.get('toolkit')}`, this kernlink has `{here}`")]
+        return f"it was compiled by `{pkg.manifest.get('toolkit')}`, this kernlink has `{here}`"
     lowered = compile_info.get("ptx")
     if not isinstance(lowered, dict) or lowered.get("options") != list(PTX_LINK_OPTIONS):
-        return [_note(path, "it was packed by an older kernlink (its PTX is not its LTO IR's)")]
+        return "it was packed by an older kernlink (its PTX is not its LTO IR's)"
     linker_here = "{}.{}".format(*nvjitlink_version())
     if lowered.get("nvjitlink") != linker_here:
-        return [
-            _note(path, f"its PTX was lowered by nvJitLink {lowered.get('nvjitlink')}, this kernlink has {linker_here}")
-        ]
-    name = str(compile_info.get("source") or "source.cu")
-    target = str(pkg.manifest.get("target"))
+        return f"its PTX was lowered by nvJitLink {lowered.get('nvjitlink')}, this kernlink has {linker_here}"
     std, defines, extra = recorded_options(compile_info.get("options"))
-    extra = (*extra, *LTO_PTX_EXTRA)
-    with tempfile.TemporaryDirectory(prefix="kernlink-rebuild-") as tmp:
-        include = [Path(tmp), *extra_include_dirs(compile_info)]
-        for header, blob in carried_headers(pkg.payloads).items():
-            (Path(tmp) / header).write_bytes(blob)
-        (Path(tmp) / Path(name).name).write_bytes(source)
-        try:
-            text = source.decode("utf-8") + "\n" + layout.probe_source(layout.params_blocks(stage), stage.name)
-            with stable_cwd():
-                result, again = compile_lto_and_ptx(
-                    text.encode(),
-                    name,
-                    arch=target,
-                    include_dirs=include,
-                    defines=defines,
-                    std=std,
-                    extra_options=extra,
-                )
-            if not isinstance(again, str):
-                raise DiagnosticError(list(again))
-            lto = result.ltoir
-        except (DiagnosticError, UnicodeDecodeError):
-            return [_note(path, "its source does not compile alone (it includes files the package does not carry)")]
+    return Alone(
+        source,
+        tuple(carried_headers(pkg.payloads).items()),
+        str(compile_info.get("source") or "source.cu"),
+        str(pkg.manifest.get("target")),
+        std,
+        tuple(sorted(defines.items())),
+        extra,
+        bool(compile_info.get("cutlass")),
+        layout.probe_source(layout.params_blocks(stage), stage.name),
+    )
+
+
+def remember_pass(path: Path, stage: A.Stage, alone: Alone, result: CompileResult, ptx: str) -> None:
+    """Record the pass of a package ``kernlink pack`` just wrote from ``alone``'s compile.
+
+    By construction, not by trust: the inputs a rebuild would take from the written file must
+    equal ``alone`` and its payloads must be what ``alone`` compiled to, so a rebuild repeats
+    this very compile (NVRTC and nvJitLink are deterministic: the check itself relies on it).
+    Anything else records nothing, and the link rebuilds the package as usual.
+    """
+    try:
+        data = path.read_bytes()
+        with l_integrity.worded():
+            pkg = read_package(path)
+    except (OSError, DiagnosticError):
+        return
+    if rebuild_inputs(pkg, stage) != alone:
+        return
+    if pkg.payloads.get(LTO_PAYLOAD) != result.ltoir or pkg.payloads.get(PTX_PAYLOAD) != ptx.encode("utf-8"):
+        return
+    _record_pass(_verdict_file(hashlib.sha256(data).hexdigest(), stage))
+
+
+def _rebuild(path: str, stage: A.Stage) -> list[Diagnostic]:
+    with l_integrity.worded():
+        pkg = read_package(path)
+    inputs = rebuild_inputs(pkg, stage)
+    if isinstance(inputs, str):
+        return [_note(path, inputs)]
+    try:
+        result, again = inputs.run()
+    except (DiagnosticError, UnicodeDecodeError):
+        return [_note(path, "its source does not compile alone (it includes files the package does not carry)")]
+    here = "nvrtc {}.{}".format(*nvrtc_version())
     out = []
-    for payload, rebuilt in ((LTO_PAYLOAD, lto), (PTX_PAYLOAD, normalise_ptx(again).encode("utf-8"))):
+    for payload, rebuilt in ((LTO_PAYLOAD, result.ltoir), (PTX_PAYLOAD, again.encode("utf-8"))):
         if pkg.payloads.get(payload) != rebuilt:
             hashes = (
                 hashlib.sha256(pkg.payloads.get(payload, b"")).hexdigest()[:16],

@@ -50,7 +50,7 @@ from diagnostics.files import atomic_write_bytes, read_source
 from diagnostics.symbols import Code
 from linker import binding, handles, layout
 from linker.symbols import LTO_PTX_EXTRA, Prototype, compile_lto_and_ptx, compile_ptx, ptx_record, read_ptx_symbols
-from linker.toolchain import compile_nvcc, nvcc_version, nvrtc_version, stable_cwd
+from linker.toolchain import CompileResult, compile_nvcc, nvcc_version, nvrtc_options, nvrtc_version, stable_cwd
 from package.captured import Captured
 from package.kpkg import pack_bytes, valid_payload_name
 from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, manifest_for
@@ -133,6 +133,98 @@ def local_headers(text: str, folder: Path) -> dict[str, bytes]:
     return found
 
 
+#: Every `#include` line, and what follows the directive.
+_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include(_next)?\b(.*)$", re.M)
+_PLAIN_INCLUDE = re.compile(r'^[ \t]*(?:"([^"]+)"|<([^>]+)>)[ \t]*(?://.*|/\*.*)?$')
+#: A folder beside the source with more entries than this is not mirrored (see ``alone_inputs``).
+MIRROR_LIMIT = 2048
+
+
+def alone_inputs(
+    text: str, source: Path, name: str, target: str, stage: A.Stage, flags: CompileFlags
+) -> tuple[binding.Alone, tuple[str, ...]] | None:
+    """The compile of the package's own rebuild (linker/binding.py ``Alone``) and the names it must not
+    find, when that compile is provably the one beside the source folder; else None.
+
+    Beside its folder, NVRTC looks an include up in the folder, then in the system headers. In
+    the rebuild it finds the carried headers in memory, then the system headers. The two agree
+    when every file in the folder is given under its relative path: a carried one as itself,
+    any other as an ``#error`` header (``absent``), so that a compile that would open it fails,
+    and a compile that succeeds opened exactly the carried files. That needs every include in the
+    source and its headers to be a plain relative name (no ``.``/``..`` segment, no macro, no
+    ``#include_next``), no ``__has_include`` (it sees a file without opening it), no symbolic link
+    in the folder and at most :data:`MIRROR_LIMIT` files; no ``-I`` folder and a carried source.
+    """
+    if not flags.source or flags.include_dirs:
+        return None
+    folder = source.parent
+    headers = local_headers(text, folder)
+    for body in (text, *(h.decode("utf-8") for h in headers.values())):
+        if "__has_include" in body or not all(_plain(m.group(1), m.group(2)) for m in _INCLUDE.finditer(body)):
+            return None
+    absent = _mirror(folder, {name, *headers})
+    if absent is None:
+        return None
+    std, defines, extra = binding.recorded_options(
+        [
+            o
+            for o in nvrtc_options(target, std=flags.std, defines=dict(flags.defines), extra=flags.extra("nvrtc"))
+            if not _is_path_option(o)
+        ]
+    )
+    alone = binding.Alone(
+        text.encode("utf-8"),
+        tuple(sorted(headers.items())),
+        name,
+        target,
+        std,
+        tuple(sorted(defines.items())),
+        extra,
+        flags.cutlass,
+        layout.probe_source(layout.params_blocks(stage), stage.name),
+    )
+    return alone, absent
+
+
+def _run_alone(alone: tuple[binding.Alone, tuple[str, ...]] | None) -> tuple[CompileResult, str] | None:
+    """``alone``'s compile, or None when there is none or it fails: a source that sees more than it
+    carries, or that does not compile, is compiled beside its folder as always (whose errors are
+    the ones reported)."""
+    if alone is None:
+        return None
+    try:
+        return alone[0].run(alone[1])
+    except (DiagnosticError, UnicodeDecodeError):
+        return None
+
+
+def _plain(next_: str | None, rest: str) -> bool:
+    match = _PLAIN_INCLUDE.match(rest)
+    if next_ or match is None:
+        return False
+    included = match.group(1) or match.group(2)
+    return not included.startswith("/") and all(part not in ("", ".", "..") for part in included.split("/"))
+
+
+def _mirror(folder: Path, carried: set[str]) -> tuple[str, ...] | None:
+    """The relative paths of the files under ``folder`` besides ``carried``; None when a symbolic
+    link is there, a folder cannot be read, or there are more than :data:`MIRROR_LIMIT`."""
+    import os
+
+    found: list[str] = []
+    errors: list[OSError] = []
+    for root, dirs, files in os.walk(folder, onerror=errors.append):
+        here = Path(root)
+        for entry in (*dirs, *files):
+            if (here / entry).is_symlink():
+                return None
+        for file in files:
+            found.append((here / file).relative_to(folder).as_posix())
+        if errors or len(found) > MIRROR_LIMIT:
+            return None
+    return tuple(sorted(n for n in found if n not in carried))
+
+
 @dataclass(frozen=True)
 class Built:
     """A package's manifest and payloads before they are written."""
@@ -148,6 +240,9 @@ class Built:
     code: conformance.CodeFacts | None = None
     ptx: str | None = None
     source_display: str | None = None
+    #: The compile, when it was the package's own rebuild (binding.Alone): what `pack` records as
+    #: the link's binding verdict once the file is written.
+    alone: tuple[binding.Alone, CompileResult, str] | None = None
 
 
 def default_output(source: str | Path) -> Path:
@@ -186,6 +281,8 @@ def pack(
             [Diagnostic(Code.E_IO, f"cannot create directory `{out.parent}`: {err.strerror or err}")]
         ) from err
     atomic_write_bytes(out, data)
+    if built.alone is not None:
+        binding.remember_pass(out, built.stage, *built.alone)
     seconds = {**built.seconds, "write": time.perf_counter() - start}
     return PackResult(
         out,
@@ -235,13 +332,18 @@ def build(
     start = time.perf_counter()
     blocks = layout.params_blocks(chosen)
     probed = text + "\n" + layout.probe_source(blocks, chosen.name)
+    alone = alone_inputs(text, src_path, name, target, chosen, flags) if compiler == "nvrtc" else None
+    ran = _run_alone(alone)
+    ptx_or_error: str | tuple[Diagnostic, ...]
     try:
         with stable_cwd():  # NVRTC records the working directory in LTO IR, -lineinfo in `.file`
-            if compiler == "nvcc":
+            if ran is not None:  # the package's own rebuild (linker/binding.py), run once, here
+                result, ptx_or_error = ran
+            elif compiler == "nvcc":
                 result = compile_nvcc(
                     text, name, arch=target, std=flags.std, include_dirs=include, defines=defines, extra_options=extra
                 )
-                ptx_or_error: str | tuple[Diagnostic, ...] = ""
+                ptx_or_error = ""
             else:  # one compile: the probed source to LTO IR, whose PTX nvJitLink gives (linker/symbols.py)
                 result, ptx_or_error = compile_lto_and_ptx(
                     probed.encode(),
@@ -316,7 +418,18 @@ def build(
         "conform": time.perf_counter() - captured_at,
     }
     return Built(
-        chosen, target, toolkit, captured, symbols.prototypes(), manifest, payloads, seconds, code, ptx, display
+        chosen,
+        target,
+        toolkit,
+        captured,
+        symbols.prototypes(),
+        manifest,
+        payloads,
+        seconds,
+        code,
+        ptx,
+        display,
+        (alone[0], result, ptx) if alone is not None and ran is not None else None,
     )
 
 

@@ -163,8 +163,11 @@ def compile_lto_and_ptx(
     defines: Mapping[str, str] | None = None,
     std: str = "c++17",
     extra_options: Sequence[str] = (),
+    headers: Sequence[tuple[str, bytes]] = (),
 ) -> tuple[CompileResult, str | tuple[Diagnostic, ...]]:
     """NVRTC's LTO IR of ``source`` and the PTX of that same LTO IR: one compile, then nvJitLink.
+
+    ``headers``: (include name, text) pairs NVRTC finds in memory before ``include_dirs``.
 
     NVRTC gives one kind of output per compile (a ``-dlto`` program's PTX is empty), so the PTX
     is not asked of NVRTC: nvJitLink lowers the one component's LTO IR with :data:`PTX_LINK_OPTIONS`
@@ -174,7 +177,7 @@ def compile_lto_and_ptx(
     come back as the second value.
     """
     lto_opts = nvrtc_options(arch, std=std, include_dirs=include_dirs, defines=defines, extra=extra_options)
-    lto = isolated("nvrtc", compile_nvrtc_here, source, name, arch, lto_opts)
+    lto = isolated("nvrtc", compile_nvrtc_here, source, name, arch, lto_opts, tuple(headers))
     try:
         ptx, _, _ = isolated(
             "nvjitlink", nvjitlink_here, [(name, lto.ltoir)], list(ptx_link_options(arch)), arch, "ptx"

@@ -243,9 +243,15 @@ def compile_nvrtc(
     return isolated("nvrtc", compile_nvrtc_here, text, name, arch, opts)
 
 
-def compile_nvrtc_here(text: bytes, name: str, arch: str, opts: tuple[str, ...]) -> CompileResult:
-    """NVRTC itself, in this process (:func:`compile_nvrtc` runs it in a child process)."""
-    err, prog = nvrtc.nvrtcCreateProgram(text, name.encode(), 0, [], [])
+def compile_nvrtc_here(
+    text: bytes, name: str, arch: str, opts: tuple[str, ...], headers: tuple[tuple[str, bytes], ...] = ()
+) -> CompileResult:
+    """NVRTC itself, in this process (:func:`compile_nvrtc` runs it in a child process).
+
+    ``headers``: (include name, text) pairs NVRTC finds in memory before any include path.
+    """
+    names = [n.encode() for n, _ in headers]
+    err, prog = nvrtc.nvrtcCreateProgram(text, name.encode(), len(headers), [t for _, t in headers], names)
     _check_nvrtc(err, name, "nvrtcCreateProgram")
     try:
         encoded = [o.encode() for o in opts]
