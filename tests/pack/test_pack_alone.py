@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from contract_lang import ast as A
-from linker import binding, pack as pack_module
+from linker import binding
+from linker import pack as pack_module
 from linker.pack import CompileFlags, alone_inputs, choose_stage, pack
 from tests.link.examples import EXAMPLES
 
