@@ -20,6 +20,12 @@ children, ``resource.getrusage``), median of ``--repeats``:
   * resident, both changed: the same with both components' sources edited at once (both packed
     and bound again, then linked): a full build of the ring's code in a process already started
     (its start-up, ~1 s of imports, is paid once per session, not per build);
+  * through a build server: ``kernlink serve`` runs (its start-up and first build not counted);
+    each one-shot ``kernlink build`` finds it and the server builds. Counted: the client process
+    plus the server's whole process tree (server, native worker) from /proc, before and after.
+    Rows: one component changed; both changed; and a new folder whose sources and contracts all
+    carry an edit (every text-keyed cache misses; the check's verdicts, kept on the contracts'
+    meaning, are still the server's);
   * nvcc one unit: ``nvcc -cubin -arch=sm_90a control.cu`` of the same sources built as one
     translation unit (``kernlink parity``'s control.cu, which it writes once beforehand).
 Goals (issue 19): full ≤ the nvcc build, rebuild ≤ 0.5 × it.
@@ -124,6 +130,51 @@ def resident(kl: list[str], work: Path, repeats: int, rows: dict[str, list[float
         proc.wait(30)
 
 
+def served(kl: list[str], work: Path, repeats: int, rows: dict[str, list[float]]) -> None:
+    """The rows of one-shot builds through a running ``kernlink serve`` (module docstring)."""
+    runtime = work / "rt"
+    runtime.mkdir(mode=0o700)
+    env = {**os.environ, "KERNLINK_CACHE": str(work / "cache-served"), "KERNLINK_RUNTIME_DIR": str(runtime)}
+    proc = subprocess.Popen(
+        [*kl, "serve", "--foreground", "--idle", "600"], cwd="/", stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert proc.stdout is not None
+    if not proc.stdout.readline().startswith("listening on "):
+        raise SystemExit("kernlink serve did not start")
+    try:
+
+        def fresh(name: str) -> Path:
+            folder = work / name
+            shutil.copytree(
+                ROOT / "specs" / "examples" / "ring", folder, ignore=shutil.ignore_patterns("build", "host")
+            )
+            return folder
+
+        def one(folder: Path, edits: tuple[str, ...], tag: str) -> float:
+            for name in edits:
+                mark = "//" if name.endswith(".cu") else "#"
+                (folder / name).write_text((folder / name).read_text() + f"\n{mark} edit {tag}\n")
+            own, children = tree_cpu(proc.pid)
+            spent = cpu([*kl, "build", "ring.kp", "-o", "out"], folder, env)
+            own_after, children_after = tree_cpu(proc.pid)
+            return spent + own_after - own + children_after - children
+
+        ring = fresh("served")
+        one(ring, (), "first")  # the server's first build: not counted
+        for i in range(repeats):
+            rows["kernlink build via kernlink serve: one changed"].append(one(ring, ("reduce.cu",), f"{i}"))
+        for i in range(repeats):
+            rows["kernlink build via kernlink serve: both changed"].append(
+                one(ring, ("loader.cu", "reduce.cu"), f"both {i}")
+            )
+        for i in range(repeats):
+            everything = ("loader.cu", "reduce.cu", "loader.kc", "reduce.kc", "ring.kp")
+            rows["kernlink build via kernlink serve: new folder"].append(one(fresh(f"new{i}"), everything, f"new {i}"))
+    finally:
+        subprocess.run([*kl, "serve", "--stop"], env=env, stdout=subprocess.DEVNULL, check=False)
+        proc.wait(60)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
@@ -137,6 +188,9 @@ def main() -> int:
         "kernlink build --watch: rebuild, whole tree": [],
         "  of which the native worker (NVRTC+nvJitLink)": [],
         "kernlink build --watch: both changed, whole tree": [],
+        "kernlink build via kernlink serve: one changed": [],
+        "kernlink build via kernlink serve: both changed": [],
+        "kernlink build via kernlink serve: new folder": [],
         "nvcc one unit (control.cu)": [],
     }
     env_root = str(ROOT)
@@ -145,11 +199,14 @@ def main() -> int:
         shutil.copytree(ROOT / "specs" / "examples" / "ring", ring, ignore=shutil.ignore_patterns("build", "host"))
         env = {**os.environ, "KERNLINK_CACHE": str(work / f"cache{i}")}
         subprocess.run([*kl, "check", "ring.kp"], cwd=ring, stdout=subprocess.DEVNULL, env=env, check=False)
-        rows["kernlink build (full)"].append(cpu([*kl, "build", "ring.kp", "-o", "out"], ring, env))
+        rows["kernlink build (full)"].append(cpu([*kl, "build", "ring.kp", "-o", "out", "--no-server"], ring, env))
         source = ring / "reduce.cu"
         source.write_text(source.read_text() + f"\n// edit {i}\n")
-        rows["kernlink build (one component changed)"].append(cpu([*kl, "build", "ring.kp", "-o", "out"], ring, env))
+        rows["kernlink build (one component changed)"].append(
+            cpu([*kl, "build", "ring.kp", "-o", "out", "--no-server"], ring, env)
+        )
     resident(kl, work, args.repeats, rows)
+    served(kl, work, args.repeats, rows)
     control = work / "parity"
     subprocess.run(
         [*kl, "parity", str(work / "ring0" / "ring.kp"), "-o", str(control), "--color", "never"],

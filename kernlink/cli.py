@@ -13,8 +13,12 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from kernlink import __version__
+
+if TYPE_CHECKING:
+    from checker.memo import Memo
 
 # Every verb, in the order `--help` lists them; `kernlink/cmd_<verb>.py` registers it. Only the
 # verb being run is registered (and its module imported), so `kernlink check` does not pay for
@@ -34,6 +38,7 @@ VERBS = (
     "parity",
     "header",
     "build",
+    "serve",
     "lsp",
     "fit",
     "audit",
@@ -59,36 +64,47 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, resident: Memo | None = None) -> int:
+    """Run one command; ``resident``: the check verdicts a build server keeps across its builds."""
     words = list(argv) if argv is not None else sys.argv[1:]
     if words in (["--version"], ["-V"]):  # answered before anything is imported
         print(f"kernlink {__version__}")
         return 0  # EXIT_OK
     parser = build_parser(words[0] if words and not words[0].startswith("-") else None)
     args = parser.parse_args(argv)
+    args.resident = resident
+    try:
+        code: int = args.run(args)
+    except KeyboardInterrupt:
+        from kernlink.exit_codes import EXIT_INTERRUPTED
+
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        return _failed(exc, args, argv)
+    return code
+
+
+def _failed(exc: Exception, args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    """The exit code (and the report) of a command that raised; imported only then, so that a verb
+    that succeeds (a `kernlink build` a server runs) pays for none of it."""
     from checker.engine import SelectionError
     from diagnostics.model import DiagnosticError
     from diagnostics.sources import SourceMap
-    from kernlink.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED, EXIT_USAGE, exit_for
+    from kernlink.exit_codes import EXIT_INTERNAL, EXIT_OK, EXIT_REJECTED, EXIT_USAGE, exit_for
     from kernlink.output import emit
     from package.loader import UsageError
 
-    try:
-        code: int = args.run(args)
-    except (UsageError, SelectionError) as err:
-        print(f"error: {err}", file=sys.stderr)
+    if isinstance(exc, (UsageError, SelectionError)):
+        print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except DiagnosticError as err:
-        emit(err.diagnostics, SourceMap(), "text", color=None)
-        return exit_for(err.diagnostics) or EXIT_REJECTED
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
+    if isinstance(exc, DiagnosticError):
+        emit(exc.diagnostics, SourceMap(), "text", color=None)
+        return exit_for(exc.diagnostics) or EXIT_REJECTED
+    if isinstance(exc, BrokenPipeError):
         return EXIT_OK
-    except Exception as exc:  # a kernlink bug: never a traceback, never the rejected code
-        from diagnostics.internal import internal_error
+    # a kernlink bug: never a traceback, never the rejected code
+    from diagnostics.internal import internal_error
 
-        argv_list = list(argv) if argv is not None else sys.argv[1:]
-        emit([internal_error(exc, f"`kernlink {args.command}`", argv_list)], SourceMap(), "text", color=None)
-        return EXIT_INTERNAL
-    return code
+    argv_list = list(argv) if argv is not None else sys.argv[1:]
+    emit([internal_error(exc, f"`kernlink {args.command}`", argv_list)], SourceMap(), "text", color=None)
+    return EXIT_INTERNAL

@@ -14,8 +14,6 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from diagnostics.symbols import Code
-
 if TYPE_CHECKING:
     from checker.memo import Memo
 
@@ -36,11 +34,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="stay resident: build again whenever the pipeline, a contract, a source or a header it uses changes",
     )
+    p.add_argument(
+        "--no-server",
+        action="store_true",
+        help="build in this process even when a build server (`kernlink serve`) is running",
+    )
     p.set_defaults(run=cmd_watch)
 
 
 def cmd_build(args: argparse.Namespace, memo: Memo | None = None) -> int:
     from diagnostics.sources import SourceMap
+    from diagnostics.symbols import Code
     from kernlink.build import build, summary
     from kernlink.exit_codes import EXIT_OK, EXIT_REJECTED, EXIT_USAGE
     from kernlink.output import emit
@@ -61,9 +65,17 @@ def cmd_build(args: argparse.Namespace, memo: Memo | None = None) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    """`build`, once or (``--watch``) again after every change of an input."""
+    """`build`, once (in a running build server when there is one) or (``--watch``) again after every
+    change of an input."""
+    resident = getattr(args, "resident", None)
+    if not args.watch and resident is None and not args.no_server:
+        from kernlink import server
+
+        served = server.build(_server_argv(args))
+        if served is not None:
+            return served
     if not args.watch:
-        return cmd_build(args)
+        return cmd_build(args, resident)
     from pathlib import Path
 
     from checker.memo import Memo
@@ -85,6 +97,18 @@ def cmd_watch(args: argparse.Namespace) -> int:
         files=lambda paths: inputs_of(Path(paths[0])),
         verb="building",
     )
+
+
+def _server_argv(args: argparse.Namespace) -> list[str]:
+    """``args`` as the server's `kernlink build` takes them; ``--color auto`` decided here, where the
+    terminal is."""
+    import os
+
+    color = args.color
+    if color == "auto":
+        color = "always" if sys.stdout.isatty() and not os.environ.get("NO_COLOR") else "never"
+    argv = [args.pipeline, "-o", args.output, "--compiler", args.compiler, "--color", color]
+    return [*argv, "--target", args.target] if args.target else argv
 
 
 def _survive(args: argparse.Namespace, memo: Memo) -> int:

@@ -18,9 +18,10 @@ from "kernlink is wrong".
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from diagnostics.model import Diagnostic, Severity
-from diagnostics.symbols import Code
+if TYPE_CHECKING:  # the diagnostics are imported by `exit_for` alone: `--help` and a served build need none
+    from diagnostics.model import Diagnostic
 
 EXIT_OK = 0
 EXIT_REJECTED = 1
@@ -37,9 +38,6 @@ TABLE: tuple[tuple[int, str], ...] = (
     (EXIT_INTERRUPTED, "interrupted: no verdict"),
 )
 
-#: Codes that mean the inputs could not be read, not that they are wrong.
-USAGE_CODES = frozenset({Code.E_IO})
-
 
 def epilog() -> str:
     """The exit-code table as the CLI's help epilog."""
@@ -47,10 +45,14 @@ def epilog() -> str:
 
 
 def exit_for(diags: Iterable[Diagnostic]) -> int:
-    """The exit code a command's diagnostics call for: internal > usage > rejected > ok."""
+    """The exit code a command's diagnostics call for: internal > usage > rejected > ok (E-IO: the
+    inputs could not be read, not that they are wrong, is usage)."""
+    from diagnostics.model import Severity
+    from diagnostics.symbols import Code
+
     found = list(diags)
     if any(d.code == Code.E_INTERNAL for d in found):
         return EXIT_INTERNAL
-    if any(d.code in USAGE_CODES for d in found):
+    if any(d.code == Code.E_IO for d in found):
         return EXIT_USAGE
     return EXIT_REJECTED if any(d.severity is Severity.ERROR for d in found) else EXIT_OK
