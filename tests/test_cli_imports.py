@@ -55,3 +55,29 @@ def test_check_imports_neither_networkx_nor_cuda_nor_the_linker() -> None:
     loaded = _modules_after(code)
     assert "checker.engine" in loaded
     assert not {m for m in loaded if m.split(".")[0] in ("networkx", "cuda", "linker")}
+
+
+def test_a_build_a_server_runs_imports_nothing_heavy(tmp_path: Path) -> None:
+    """The client of `kernlink serve` sends its arguments and prints the answer: the checker, the
+    linker and the diagnostics stay in the server (here a stand-in answering on the socket)."""
+    runtime = tmp_path / "rt"
+    code = (
+        "import os, socket, threading\n"
+        f"os.environ['KERNLINK_RUNTIME_DIR'] = {str(runtime)!r}\n"
+        "from kernlink import server\n"
+        "listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        "listener.bind(str(server.socket_path()))\n"
+        "listener.listen(1)\n"
+        "def answer():\n"
+        "    conn, _ = listener.accept()\n"
+        "    server._receive(conn)\n"
+        "    server._send(conn, {'rc': 0, 'stdout': '', 'stderr': ''})\n"
+        "    conn.close()\n"
+        "threading.Thread(target=answer, daemon=True).start()\n"
+        "from kernlink.cli import main\n"
+        "assert main(['build', 'ring.kp', '-o', 'out']) == 0\n"
+    )
+    loaded = _modules_after(code)
+    assert "kernlink.cmd_build" in loaded
+    heavy = {m for m in loaded if m.split(".")[0] in (*HEAVY, "checker", "linker", "diagnostics", "contract_lang")}
+    assert not heavy
