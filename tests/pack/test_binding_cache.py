@@ -24,14 +24,6 @@ def _stage() -> A.Stage:
     return choose_stage(EXAMPLES / "ring" / "loader.kc", None)
 
 
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("KERNLINK_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("KERNLINK_NO_BINDING_CACHE", raising=False)
-    binding._cached.cache_clear()
-    return tmp_path / "cache"
-
-
 def _no_compiler(*_: object, **__: object) -> object:
     raise AssertionError("the binding check compiled a package the cache has a pass for")
 

@@ -23,14 +23,6 @@ from tests.link.examples import EXAMPLES
 
 
 @pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("KERNLINK_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("KERNLINK_NO_BINDING_CACHE", raising=False)
-    binding._cached.cache_clear()
-    return tmp_path / "cache"
-
-
-@pytest.fixture
 def ring(tmp_path: Path) -> Path:
     folder = tmp_path / "ring"
     shutil.copytree(EXAMPLES / "ring", folder, ignore=shutil.ignore_patterns("build", "host", "out"))
