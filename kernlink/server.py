@@ -191,8 +191,19 @@ def status() -> dict[str, Any] | None:
     return _ask({"op": "status"}, timeout=10)
 
 
-def stop() -> bool:
-    return _ask({"op": "stop"}, timeout=30) is not None
+def stop(wait: float = 30.0) -> bool:
+    """Stop the server of this code, if one runs, and wait (up to ``wait`` seconds) until it has
+    stopped serving (its socket is gone)."""
+    try:
+        path = socket_path(create=False)
+    except (OSError, ServerError):
+        return False
+    if _ask({"op": "stop"}, timeout=30) is None:
+        return False
+    deadline = time.monotonic() + wait
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return True
 
 
 def start(idle: float = IDLE_SECONDS, wait: float = 60.0) -> dict[str, Any]:
@@ -228,21 +239,30 @@ def start(idle: float = IDLE_SECONDS, wait: float = 60.0) -> dict[str, Any]:
 
 
 def serve(idle: float = IDLE_SECONDS, *, ready: Callable[[Path], None] | None = None) -> int:
-    """Listen until ``idle`` seconds pass without a request or a ``stop`` arrives; 0, or 2 when the
-    socket is taken by a live server or cannot be made."""
+    """Listen until ``idle`` seconds pass without a request or a ``stop`` arrives (then 0); a
+    :class:`ServerError` when a server of this code already listens or the socket cannot be made."""
     key = server_key()
     path = socket_path(key)
     if len(os.fsencode(path)) > 107:
         raise ServerError(f"the socket path `{path}` is too long for a Unix socket; set KERNLINK_RUNTIME_DIR")
-    if _ask({"op": "status"}, key, timeout=10) is not None:
-        raise ServerError(f"a build server of this kernlink is already listening on `{path}`")
+    import fcntl
+
+    lock = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:  # held while this server lives: of two servers started at once, one serves
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(lock)
+        raise ServerError(f"a build server of this kernlink is already listening on `{path}`") from None
     with contextlib.suppress(FileNotFoundError):
         path.unlink()  # a socket left by a server that did not end cleanly
     _warm()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        listener.bind(os.fspath(path))
-        listener.listen(16)
+        try:
+            listener.bind(os.fspath(path))
+            listener.listen(16)
+        except OSError as err:
+            raise ServerError(f"cannot listen on `{path}`: {err.strerror or err}") from None
         listener.settimeout(idle)
         if ready is not None:
             ready(path)
@@ -263,6 +283,7 @@ def serve(idle: float = IDLE_SECONDS, *, ready: Callable[[Path], None] | None = 
         with contextlib.suppress(OSError):
             if path.exists() and path.is_socket():
                 path.unlink()
+        os.close(lock)
 
 
 class _State:

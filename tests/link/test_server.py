@@ -121,6 +121,12 @@ def test_a_rejected_build_through_the_server_reports_as_in_process(tmp_path: Pat
     assert usage.returncode == 2 and "-o" in usage.stderr
 
 
+def test_a_second_server_of_the_same_code_is_refused(tmp_path: Path, running: dict[str, str]) -> None:
+    second = _kernlink(["serve", "--foreground", "--idle", "5"], tmp_path, running)
+    assert second.returncode == 2 and "already listening" in second.stderr
+    assert _kernlink(["serve", "--status"], tmp_path, running).stdout.startswith("build server pid")
+
+
 def test_without_a_server_the_build_runs_in_the_client(tmp_path: Path) -> None:
     runtime = tmp_path / "rt"
     env = _env(runtime, tmp_path / "cache")
@@ -159,7 +165,7 @@ def test_stop_and_idle_end_the_server(tmp_path: Path) -> None:
     runtime = tmp_path / "rt"
     runtime.mkdir(mode=0o700)
     env = _env(runtime, tmp_path / "cache")
-    started = _kernlink(["serve", "--idle", "2"], tmp_path, env)
+    started = _kernlink(["serve", "--idle", "120"], tmp_path, env)
     assert started.returncode == 0 and "is running" in started.stdout, started.stderr
     again = _kernlink(["serve", "--status"], tmp_path, env)
     assert again.stdout.startswith("build server pid")
