@@ -178,7 +178,10 @@ def _ask(message: dict[str, Any], key: str | None = None, timeout: float | None 
 def build(argv: list[str]) -> int | None:
     """Run ``kernlink build`` ``argv`` in a running server and print what it printed: its exit code,
     or None when no server built it (the caller builds in its own process)."""
-    answer = _ask({"op": "build", "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)})
+    umask = os.umask(0o022)
+    os.umask(umask)
+    request = {"op": "build", "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": umask}
+    answer = _ask(request)
     if answer is None or not isinstance(answer.get("rc"), int):
         return None
     sys.stdout.write(str(answer.get("stdout", "")))
@@ -324,7 +327,10 @@ def _build(request: dict[str, Any], state: _State) -> dict[str, Any]:
     argv = [str(a) for a in request.get("argv", [])]
     env = request.get("env")
     out, err = io.StringIO(), io.StringIO()
-    where = _inside(str(request.get("cwd", "/")), env if isinstance(env, dict) else {})
+    umask = request.get("umask")
+    where = _inside(
+        str(request.get("cwd", "/")), env if isinstance(env, dict) else {}, umask if isinstance(umask, int) else 0o022
+    )
     with where, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             rc = cli.main(["build", *argv], resident=state.memo)
@@ -334,18 +340,19 @@ def _build(request: dict[str, Any], state: _State) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _inside(cwd: str, env: dict[str, str]) -> Iterator[None]:
-    """The request's working directory and environment, for the request only."""
-    before_cwd, before_env = os.getcwd(), dict(os.environ)
-    os.chdir(cwd)
-    os.environ.clear()
-    os.environ.update({str(k): str(v) for k, v in env.items()})
+def _inside(cwd: str, env: dict[str, str], umask: int) -> Iterator[None]:
+    """The request's working directory, environment and file mode mask, for the request only."""
+    before_cwd, before_env, before_umask = os.getcwd(), dict(os.environ), os.umask(umask)
     try:
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update({str(k): str(v) for k, v in env.items()})
         yield
     finally:
         os.environ.clear()
         os.environ.update(before_env)
         os.chdir(before_cwd)
+        os.umask(before_umask)
 
 
 def _from_this_user(conn: socket.socket) -> bool:

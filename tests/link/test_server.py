@@ -192,3 +192,18 @@ def test_auto_colour_is_decided_where_the_terminal_is(monkeypatch: pytest.Monkey
     assert _server_argv(args)[-2:] == ["--color", "always"]
     monkeypatch.setenv("NO_COLOR", "1")
     assert _server_argv(args)[-2:] == ["--color", "never"]
+
+
+def test_the_server_writes_with_the_clients_file_mode_mask(tmp_path: Path, running: dict[str, str]) -> None:
+    folder = _ring(tmp_path / "ring")
+    done = subprocess.run(
+        ["sh", "-c", f"umask 077 && exec {sys.executable} -m kernlink build ring.kp -o out"],
+        cwd=folder,
+        env=running,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert _served(running, tmp_path) == 1
+    assert stat.S_IMODE((folder / "out" / "kernel.cubin").stat().st_mode) & 0o077 == 0
