@@ -12,7 +12,9 @@ import ast
 import importlib
 import pkgutil
 import re
+import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,6 +64,42 @@ def test_documented(cls: type[Clause]) -> None:
     for title in SECTIONS:
         assert sections.get(title, "").strip(), f"{cls.code}: empty `{title}` section"
     assert cls.docs().example_source, f"{cls.code}: the Example has no ```kernlink block"
+
+
+_DOCS = "## What it checks\nx\n## Why it matters\nx\n## Example\nx\n## Fix\nx\n"
+
+
+def _define(**attrs: Any) -> type[Clause]:
+    """A clause class built outside any module (its class docstring is its documentation)."""
+    body = {
+        "__module__": "not.a.module",
+        "__doc__": _DOCS,
+        "code": "L-DEMO",
+        "name": "demo-clause",
+        "summary": "a demo",
+        "category": "composition",
+        **attrs,
+    }
+    return types.new_class("DemoClause", (Clause,), exec_body=lambda ns: ns.update(body))
+
+
+def test_a_clause_is_validated_when_its_class_is_built() -> None:
+    """Metadata and the four section headers are checked when the class is defined, not when it is used."""
+    assert set(_define().docs().sections) == set(SECTIONS)
+    with pytest.raises(TypeError, match=r"docs lack sections: Fix$"):
+        _define(__doc__=_DOCS.split("## Fix")[0])
+    with pytest.raises(TypeError, match="docs lack sections: What it checks, Why it matters, Example, Fix"):
+        _define(__doc__="What it checks\n# Why it matters\n")
+    with pytest.raises(TypeError, match="code 'L-demo' is not of the form L-NAME"):
+        _define(code="L-demo")
+    with pytest.raises(TypeError, match="name must be kebab-case"):
+        _define(name="Demo")
+    with pytest.raises(TypeError, match="summary must be a lowercase phrase"):
+        _define(summary="A demo.")
+    with pytest.raises(TypeError, match="category must be one of"):
+        _define(category="misc")
+    with pytest.raises(TypeError, match="decided_by must be one of"):
+        _define(decided_by="oracle")
 
 
 @pytest.mark.parametrize("cls", CLAUSES, ids=lambda c: c.code)
