@@ -1,13 +1,12 @@
-"""Diagnostics: the model, source lookup, file helpers and renderers.
+"""Diagnostics: the model, source lookup and file helpers; the renderers are its submodules.
 
-Depends on no other kernlink package.
+Depends on no other kernlink package. The renderers (``diagnostics.render_text``, which
+needs rich, ``render_json``, ``render_sarif``) are imported from their own modules, so a
+command that prints nothing never loads them.
 """
 
 from diagnostics.files import atomic_write_bytes, atomic_write_text, read_source
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity, sort_diagnostics
-from diagnostics.render_json import render_json
-from diagnostics.render_sarif import render_sarif
-from diagnostics.render_text import render_text
 from diagnostics.rules import RuleInfo
 from diagnostics.sources import SourceMap
 from diagnostics.span import Span
@@ -23,8 +22,5 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "read_source",
-    "render_json",
-    "render_sarif",
-    "render_text",
     "sort_diagnostics",
 ]

@@ -32,16 +32,18 @@ def emit(
     output: str | None = None,
 ) -> None:
     """Render diagnostics in the chosen format to stdout (or a file, written atomically)."""
-    from diagnostics.render_json import render_json
-    from diagnostics.render_sarif import render_sarif
-    from diagnostics.render_text import render_text
-
     if fmt == "json":
-        text = render_json(diags, tool_version=__version__)
+        text = diagnostics_json(diags)
     elif fmt == "sarif":
+        from diagnostics.render_sarif import render_sarif
+
         text = render_sarif(diags, tool_version=__version__, rules=_rules())
+    elif diags or summary:
+        from diagnostics.render_text import render_text  # rich: only when there is text to print
+
+        text = render_text(diags, sources, color=color, summary=summary)
     else:
-        text = render_text(diags, sources, color=color, summary=summary) if diags or summary else ""
+        text = ""
     if output is not None:
         atomic_write_text(output, text)
     elif text:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -81,3 +82,41 @@ def test_a_build_a_server_runs_imports_nothing_heavy(tmp_path: Path) -> None:
     assert "kernlink.cmd_build" in loaded
     heavy = {m for m in loaded if m.split(".")[0] in (*HEAVY, "checker", "linker", "diagnostics", "contract_lang")}
     assert not heavy
+
+
+def test_check_never_parses_clause_docs_nor_renders_text_for_json() -> None:
+    """Clause docs are parsed only by `explain`/`clauses` (a class checks its headers when built), and
+    `check --format json` prints without the terminal renderer (rich)."""
+    hello = ROOT / "specs" / "examples" / "hello"
+    code = (
+        "import contextlib, io, os\n"
+        f"os.chdir({str(hello)!r})\n"
+        "import checker.clause\n"
+        "def parsed(text):\n"
+        "    raise AssertionError('clause docs parsed')\n"
+        "checker.clause.parse_docs = parsed\n"
+        "from kernlink.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        "    assert main(['check', 'hello.kp', '--format', 'json']) == 0\n"
+    )
+    loaded = _modules_after(code)
+    assert "checker.engine" in loaded
+    assert not {m for m in loaded if m.split(".")[0] == "rich"} | ({"diagnostics.render_text"} & loaded)
+
+
+@pytest.mark.toolchain
+def test_a_build_with_nothing_to_report_does_not_import_rich(tmp_path: Path) -> None:
+    """`kernlink build` prints its steps with print(); the terminal renderer is loaded only for a diagnostic."""
+    ring = tmp_path / "ring"
+    shutil.copytree(ROOT / "specs" / "examples" / "ring", ring, ignore=shutil.ignore_patterns("build", "host"))
+    code = (
+        "import contextlib, io, os\n"
+        f"os.chdir({str(ring)!r})\n"
+        f"os.environ['KERNLINK_CACHE'] = {str(tmp_path / 'cache')!r}\n"
+        "from kernlink.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        "    assert main(['build', 'ring.kp', '-o', 'out', '--no-server']) == 0\n"
+    )
+    loaded = _modules_after(code)
+    assert "linker.link" in loaded
+    assert not {m for m in loaded if m.split(".")[0] == "rich"} | ({"diagnostics.render_text"} & loaded)

@@ -9,7 +9,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from diagnostics import Diagnostic, Label, Severity, Span, render_json
+from diagnostics import Diagnostic, Label, Severity, Span
+from diagnostics.render_json import render_json
 
 SCHEMA_PATH = Path(__file__).parents[2] / "diagnostics" / "schemas" / "diagnostics-v1.schema.json"
 

@@ -10,7 +10,8 @@ import jsonschema
 import pytest
 from jsonschema.protocols import Validator
 
-from diagnostics import Diagnostic, Label, RuleInfo, Severity, Span, render_sarif
+from diagnostics import Diagnostic, Label, RuleInfo, Severity, Span
+from diagnostics.render_sarif import render_sarif
 from diagnostics.span import UNKNOWN_SPAN
 
 SCHEMA_PATH = Path(__file__).parents[2] / "diagnostics" / "schemas" / "sarif-schema-2.1.0.json"

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics import Diagnostic, Label, Severity, SourceMap, Span, render_text
+from diagnostics import Diagnostic, Label, Severity, SourceMap, Span
+from diagnostics.render_text import render_text
 from diagnostics.span import UNKNOWN_SPAN
 from tests.snapshots import assert_text_snapshot
 
