@@ -37,7 +37,6 @@ from typing import Any, TypeVar
 
 from cuda.bindings import nvjitlink, nvrtc
 
-from checker.clauses import l_link
 from diagnostics import Diagnostic, DiagnosticError, Label, Severity, Span
 from diagnostics.symbols import Code
 from linker.cubin import read_cubin
@@ -338,6 +337,8 @@ def link(
         message = f"no kernel `{missing[0]}` in the linked cubin" if missing else "the linked cubin has no kernel"
         found = ", ".join(f"`{n}`" for n in names) or "none"
         listed = ", ".join(f"`{n}`" for n, _ in items)
+        from checker.clauses import l_link  # the whole checker: imported only for a failed link
+
         raise DiagnosticError([l_link.kernel_missing(message, found, listed, arch, ",".join(missing))])
     return LinkResult(arch, cubin, info, errors, names, ptx_bytes.decode() if emit_ptx else None)
 
@@ -487,6 +488,8 @@ def _crashed(library: str, exitcode: int | None, args: tuple[Any, ...]) -> Diagn
     if library == "nvjitlink":
         items: Sequence[tuple[str, bytes]] = args[0]
         names = ", ".join(f"`{n}`" for n, _ in items) or "no inputs"
+        from checker.clauses import l_link
+
         return l_link.linker_crashed(names, args[2], how, str(exitcode), notes, helps)
     return Diagnostic(
         Code.E_COMPILE,
@@ -655,5 +658,7 @@ _LINK_HELP = {
 
 
 def _link_error(items: list[tuple[str, bytes]], arch: str, result: str, error_log: str) -> DiagnosticError:
+    from checker.clauses import l_link
+
     names = ", ".join(f"`{n}`" for n, _ in items) or "no inputs"
     return DiagnosticError([l_link.linker_failed(names, arch, result, error_log, _LINK_HELP.get(result))])

@@ -120,3 +120,9 @@ def test_a_build_with_nothing_to_report_does_not_import_rich(tmp_path: Path) -> 
     loaded = _modules_after(code)
     assert "linker.link" in loaded
     assert not {m for m in loaded if m.split(".")[0] == "rich"} | ({"diagnostics.render_text"} & loaded)
+
+
+def test_the_toolchain_does_not_import_the_checker() -> None:
+    """NVRTC and nvJitLink wrappers word their link failures with L-LINK, importing the clauses only then."""
+    loaded = _modules_after("import linker.toolchain")
+    assert not {m for m in loaded if m.startswith(("checker.clauses", "checker.engine", "contract_lang", "z3"))}
