@@ -126,3 +126,11 @@ def test_the_toolchain_does_not_import_the_checker() -> None:
     """NVRTC and nvJitLink wrappers word their link failures with L-LINK, importing the clauses only then."""
     loaded = _modules_after("import linker.toolchain")
     assert not {m for m in loaded if m.startswith(("checker.clauses", "checker.engine", "contract_lang", "z3"))}
+
+
+def test_checking_does_not_import_how_a_route_is_lowered() -> None:
+    """A route's moves (transfer_model.program), their CUDA (lower) and their simulation are the linker's and
+    the tests'; the transfer_model package re-exports nothing, so checking routes loads none of them."""
+    loaded = _modules_after("import kernlink.api")
+    assert "transfer_model.routes" in loaded
+    assert not {"transfer_model.program", "transfer_model.lower", "transfer_model.simulate"} & loaded

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from checker.clauses import l_map, l_route, l_scratch
 from diagnostics.model import Diagnostic, Label
@@ -31,9 +32,11 @@ from transfer_model.primitives import (
     tmem_load,
     warp_shuffle,
 )
-from transfer_model.program import Program, build_program
 from transfer_model.smt import DEFAULT_RLIMIT, session
 from transfer_model.tensors import ELEM_BYTES, Lends, TensorExport, TensorImport, check_identity
+
+if TYPE_CHECKING:
+    from transfer_model.program import Program
 
 TMEM_LANES = 128
 TMEM_COLUMNS = 512
@@ -75,6 +78,8 @@ class Route:
 
     @cached_property
     def program(self) -> Program:
+        from transfer_model.program import build_program  # the moves: read when a route is lowered, not checked
+
         return build_program(self.seam, self.result)
 
 
