@@ -48,7 +48,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def cmd_check(args: argparse.Namespace, memo: Memo | None = None) -> int:
     """One check; ``memo`` carries verdicts from the earlier checks of ``--watch``."""
-    from checker import conformance
     from checker.engine import ModelOptions
     from kernlink.api import check
     from kernlink.exit_codes import exit_for
@@ -67,7 +66,11 @@ def cmd_check(args: argparse.Namespace, memo: Memo | None = None) -> int:
         options=options,
         memo=memo,
     )
-    diags = conformance.strict(result.diagnostics) if args.strict else result.diagnostics
+    diags = result.diagnostics
+    if args.strict:
+        from checker import conformance
+
+        diags = conformance.strict(diags)
     n_err = sum(1 for d in diags if d.is_error)
     summary = "composition rejected" if n_err else "composition accepted"
     if any(d.code == Code.E_INTERNAL for d in diags):

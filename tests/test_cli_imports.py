@@ -44,7 +44,7 @@ def test_every_verb_has_its_module() -> None:
 
 def test_check_imports_neither_networkx_nor_cuda_nor_the_linker() -> None:
     """A sound composition is checked without networkx (only a call cycle or a storage clique needs it),
-    CUDA or the linker (checking never needs it)."""
+    CUDA or the linker (checking never needs it), and without the PTX analysis when no package carries PTX."""
     hello = ROOT / "specs" / "examples" / "hello"
     code = (
         "import contextlib, io, os\n"
@@ -56,6 +56,7 @@ def test_check_imports_neither_networkx_nor_cuda_nor_the_linker() -> None:
     loaded = _modules_after(code)
     assert "checker.engine" in loaded
     assert not {m for m in loaded if m.split(".")[0] in ("networkx", "cuda", "linker")}
+    assert not {m for m in loaded if m.startswith(("checker.conformance", "package.codefacts"))}
 
 
 def test_a_build_a_server_runs_imports_nothing_heavy(tmp_path: Path) -> None:

@@ -73,7 +73,6 @@ from collections.abc import Iterator
 
 from checker.clause import Clause
 from checker.composition import Composition
-from checker.conformance import derive, diagnostics, ptx_display, source_display
 from checker.context import CheckContext
 from checker.memo import Memo
 from diagnostics.model import Diagnostic, Label, Severity
@@ -111,6 +110,9 @@ class ConformClause(Clause):
                 continue
             if captured.ptx is None:
                 continue
+            # The PTX analysis (a parser, a value analysis, the checks) only for a package that carries PTX
+            from checker.conformance import derive, diagnostics, ptx_display, source_display
+
             origin = entry.package or entry.source
             ptx = captured.ptx
             facts = memo.code_facts.get(ptx, functools.partial(derive, ptx))
