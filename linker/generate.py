@@ -50,6 +50,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from checker.clauses import l_link
 from checker.composition import Composition, Owned
@@ -67,7 +68,6 @@ from linker.counters import (
     unsupported_counters,
 )
 from linker.handles import HandleValue, Solved, UnfixedFact, UnplacedHandle, handle_value, launch_cluster
-from linker.transfers import Transfer, UnusedExport, elem_ctype, plan_transfers
 from linker.watchdog import RING_WAITS, Watchdog, plan_waits
 from package.captured import Captured
 from package.loader import StageEntry
@@ -75,6 +75,9 @@ from placement.adapter import Placed
 from placement.problem import Domain, round_up
 from placement.result import Placement
 from transfer_model.adapter import RoutedSeam
+
+if TYPE_CHECKING:
+    from linker.transfers import Transfer, UnusedExport
 
 KERNEL = "kl_dispatch"
 SOURCE_NAME = "generated.cu"
@@ -373,7 +376,7 @@ def generate(
     )
     handles = _handles(comp, solved)
     trampolines, dropped, notes = _calls(comp)
-    transfers, unused = plan_transfers(comp, placed, routes)
+    transfers, unused = _plan_transfers(comp, placed, routes)
     dispatch = _dispatch(
         comp, placement, params, caps.smem_user_base, placement.entry_regs if entry_regs is None else entry_regs
     )
@@ -804,7 +807,21 @@ def render(
     return "\n".join(out) + "\n"
 
 
+def _plan_transfers(
+    comp: Composition, placed: Placed, routes: Sequence[RoutedSeam]
+) -> tuple[tuple[Transfer, ...], tuple[UnusedExport, ...]]:
+    """:func:`linker.transfers.plan_transfers`, imported (with the route lowering it needs) only for a
+    composition with a tensor export or import: for any other it plans nothing."""
+    if not comp.tensor_imports and next(comp.items(A.ExportTensor), None) is None:
+        return (), ()
+    from linker.transfers import plan_transfers
+
+    return plan_transfers(comp, placed, routes)
+
+
 def _transfer_lines(transfers: Sequence[Transfer], unused: Sequence[UnusedExport]) -> list[str]:
+    from linker.transfers import elem_ctype
+
     out = [
         "// Tensor transfers: each connection's route, lowered with its link-time constants. The export",
         "// function is the producing stage's export handle, the import function the consuming stage's import",

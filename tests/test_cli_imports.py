@@ -106,8 +106,9 @@ def test_check_never_parses_clause_docs_nor_renders_text_for_json() -> None:
 
 
 @pytest.mark.toolchain
-def test_a_build_with_nothing_to_report_does_not_import_rich(tmp_path: Path) -> None:
-    """`kernlink build` prints its steps with print(); the terminal renderer is loaded only for a diagnostic."""
+def test_a_build_imports_neither_rich_nor_tensor_lowering_it_does_not_need(tmp_path: Path) -> None:
+    """`kernlink build` prints its steps with print(); the terminal renderer is loaded only for a diagnostic,
+    and the transfer planner (with route lowering) only for a composition with tensor hand-offs."""
     ring = tmp_path / "ring"
     shutil.copytree(ROOT / "specs" / "examples" / "ring", ring, ignore=shutil.ignore_patterns("build", "host"))
     code = (
@@ -121,6 +122,7 @@ def test_a_build_with_nothing_to_report_does_not_import_rich(tmp_path: Path) -> 
     loaded = _modules_after(code)
     assert "linker.link" in loaded
     assert not {m for m in loaded if m.split(".")[0] == "rich"} | ({"diagnostics.render_text"} & loaded)
+    assert not {"linker.transfers", "transfer_model.program", "transfer_model.lower"} & loaded
 
 
 def test_the_toolchain_does_not_import_the_checker() -> None:
