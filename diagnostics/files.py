@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 from pathlib import Path
 from typing import BinaryIO
@@ -93,6 +92,8 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     if _is_stream(target):
         _write_stream(target, data)
         return
+    import secrets  # hmac, base64 and random: only a command that writes a file pays for them
+
     directory = target.parent
     temp = directory / f".{target.name}.{secrets.token_hex(6)}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)

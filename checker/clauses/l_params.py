@@ -53,7 +53,6 @@ keep parameter blocks small (pass large tables through a pointer).
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterator
 
@@ -204,6 +203,8 @@ class ParamsClause(Clause):
                 found = fields.get(field)
                 if found is None:
                     declared = ", ".join(f"`{f}`" for f in fields) or "none"
+                    import difflib
+
                     near = difflib.get_close_matches(field, list(fields), n=1)
                     guess = f"did you mean `{near[0]}`? " if near else ""
                     yield seam(
