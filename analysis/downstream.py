@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from checker.clauses import l_deadlock
 from checker.composition import Composition
@@ -16,7 +17,9 @@ from checker.memo import Memo
 from checker.protocol.adapter import ModelOptions, check_placed_depths
 from diagnostics.model import Diagnostic
 from placement.adapter import Placed, place
-from transfer_model.adapter import RoutedSeam, route_composition
+
+if TYPE_CHECKING:
+    from transfer_model.adapter import RoutedSeam
 
 
 @dataclass
@@ -41,5 +44,18 @@ def verify_downstream(
         return Downstream(None, [], diags)
     depths = {r.name: r.depth for r in placed.placement.rings}
     protocol = [l_deadlock.undecided(d) for d in check_placed_depths(comp, depths, options, selected, memo)]
-    routes, route_diags = route_composition(comp, placed)
+    routes, route_diags = route_tensors(comp, placed)
     return Downstream(placed, routes, diags + protocol + route_diags)
+
+
+def route_tensors(comp: Composition, placed: Placed) -> tuple[list[RoutedSeam], list[Diagnostic]]:
+    """:func:`transfer_model.adapter.route_composition`: every tensor connection's route on ``placed``.
+
+    A composition without an ``import tensor`` has no seam to route: the route ladder (its SMT
+    models and layout maps) is imported only for one that has.
+    """
+    if not comp.tensor_imports:
+        return [], []
+    from transfer_model.adapter import route_composition
+
+    return route_composition(comp, placed)

@@ -22,7 +22,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from analysis.downstream import route_tensors
 from checker.clauses import l_regs
 from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label
@@ -33,7 +35,9 @@ from placement.problem import BarrierClaim, Problem
 from placement.result import Placement
 from placement.solve import solve
 from placement.verify import verify
-from transfer_model.adapter import RoutedSeam, route_composition
+
+if TYPE_CHECKING:
+    from transfer_model.adapter import RoutedSeam
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,7 @@ def plan(comp: Composition, placed: Placed, routes: Sequence[RoutedSeam] | None 
     None routes them here. Raises ``DiagnosticError`` with the routes' or the solver's errors.
     """
     if routes is None:
-        routes, route_diags = route_composition(comp, placed)
+        routes, route_diags = route_tensors(comp, placed)
         if any(d.is_error for d in route_diags):
             raise DiagnosticError(route_diags)
     return Plan(comp, place_route_barriers(comp, placed, routes), tuple(routes))

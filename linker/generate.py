@@ -74,10 +74,10 @@ from package.loader import StageEntry
 from placement.adapter import Placed
 from placement.problem import Domain, round_up
 from placement.result import Placement
-from transfer_model.adapter import RoutedSeam
 
 if TYPE_CHECKING:
     from linker.transfers import Transfer, UnusedExport
+    from transfer_model.adapter import RoutedSeam
 
 KERNEL = "kl_dispatch"
 SOURCE_NAME = "generated.cu"

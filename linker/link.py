@@ -71,6 +71,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analysis.plan import plan, register_demand
 from checker.clauses import l_integrity, l_link, l_regs, l_stage
@@ -99,7 +100,9 @@ from linker.toolchain import (
 from package.loader import StageEntry
 from package.manifest import StagePackage, read_stage_package
 from placement.adapter import Placed, residency_shortfall
-from transfer_model.adapter import RoutedSeam
+
+if TYPE_CHECKING:
+    from transfer_model.adapter import RoutedSeam
 
 CUBIN = "kernel.cubin"
 PTX = "kernel.ptx"

@@ -44,7 +44,8 @@ def test_every_verb_has_its_module() -> None:
 
 def test_check_imports_neither_networkx_nor_cuda_nor_the_linker() -> None:
     """A sound composition is checked without networkx (only a call cycle or a storage clique needs it),
-    CUDA or the linker (checking never needs it), and without the PTX analysis when no package carries PTX."""
+    CUDA or the linker (checking never needs it), without the PTX analysis when no package carries PTX and
+    without the route ladder when no stage imports a tensor."""
     hello = ROOT / "specs" / "examples" / "hello"
     code = (
         "import contextlib, io, os\n"
@@ -56,7 +57,7 @@ def test_check_imports_neither_networkx_nor_cuda_nor_the_linker() -> None:
     loaded = _modules_after(code)
     assert "checker.engine" in loaded
     assert not {m for m in loaded if m.split(".")[0] in ("networkx", "cuda", "linker")}
-    assert not {m for m in loaded if m.startswith(("checker.conformance", "package.codefacts"))}
+    assert not {m for m in loaded if m.startswith(("checker.conformance", "package.codefacts", "transfer_model"))}
 
 
 def test_a_build_a_server_runs_imports_nothing_heavy(tmp_path: Path) -> None:
@@ -122,7 +123,7 @@ def test_a_build_imports_neither_rich_nor_tensor_lowering_it_does_not_need(tmp_p
     loaded = _modules_after(code)
     assert "linker.link" in loaded
     assert not {m for m in loaded if m.split(".")[0] == "rich"} | ({"diagnostics.render_text"} & loaded)
-    assert not {"linker.transfers", "transfer_model.program", "transfer_model.lower"} & loaded
+    assert not {m for m in loaded if m.startswith(("linker.transfers", "transfer_model"))}
 
 
 def test_the_toolchain_does_not_import_the_checker() -> None:
@@ -132,8 +133,17 @@ def test_the_toolchain_does_not_import_the_checker() -> None:
 
 
 def test_checking_does_not_import_how_a_route_is_lowered() -> None:
-    """A route's moves (transfer_model.program), their CUDA (lower) and their simulation are the linker's and
-    the tests'; the transfer_model package re-exports nothing, so checking routes loads none of them."""
-    loaded = _modules_after("import kernlink.api")
+    """The route ladder is imported only for a composition with a tensor hand-off, and a route's moves
+    (transfer_model.program), their CUDA (lower) and their simulation only by the linker and the tests."""
+    assert not {m for m in _modules_after("import kernlink.api") if m.startswith("transfer_model")}
+    gemm = ROOT / "specs" / "examples" / "gemm_swiglu"
+    code = (
+        "import contextlib, io, os\n"
+        f"os.chdir({str(gemm)!r})\n"
+        "from kernlink.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        "    assert main(['check', 'gemm_swiglu.kp']) == 0\n"
+    )
+    loaded = _modules_after(code)
     assert "transfer_model.routes" in loaded
     assert not {"transfer_model.program", "transfer_model.lower", "transfer_model.simulate"} & loaded
