@@ -343,9 +343,12 @@ def expected_handles(stage: A.Stage) -> dict[str, HandleSpec]:
     return found
 
 
-def classify_handle(stage: A.Stage, symbol: str) -> HandleSpec | None:
-    """The handle ``symbol`` reads in this stage: a bound one, or a ring-slot handle; else None."""
-    spec = expected_handles(stage).get(symbol)
+def classify_handle(stage: A.Stage, symbol: str, expected: Mapping[str, HandleSpec] | None = None) -> HandleSpec | None:
+    """The handle ``symbol`` reads in this stage: a bound one, or a ring-slot handle; else None.
+
+    ``expected``: the stage's :func:`expected_handles`, for a caller that classifies many symbols.
+    """
+    spec = (expected_handles(stage) if expected is None else expected).get(symbol)
     if spec is not None:
         return spec
     p = stage_prefix(stage)
@@ -364,9 +367,10 @@ def classify_handle(stage: A.Stage, symbol: str) -> HandleSpec | None:
 def resolve_handles(stage: A.Stage, needed: Iterable[str]) -> dict[str, HandleSpec]:
     """Symbol → handle for every needed symbol that is a handle of this stage (for code generation)."""
     calls = call_symbols(stage)
+    expected = expected_handles(stage)
     found = {}
     for symbol in sorted(needed):
-        spec = None if symbol in calls else classify_handle(stage, symbol)
+        spec = None if symbol in calls else classify_handle(stage, symbol, expected)
         if spec is not None:
             found[symbol] = spec
     return found
@@ -439,7 +443,7 @@ def symbol_problems(
                     )
                 )
             continue
-        if symbol in TOOLKIT_EXTERNS or symbol.startswith(HANDLE_PREFIX) or classify_handle(stage, symbol):
+        if symbol in TOOLKIT_EXTERNS or symbol.startswith(HANDLE_PREFIX) or classify_handle(stage, symbol, expected):
             continue
         found.append(Finding(Code.L_SYMBOL, "unexplained-need", symbol))
     return found
@@ -462,7 +466,7 @@ def handle_problems(
     for symbol in sorted(captured.needed_symbols):
         if symbol in calls:
             continue
-        handle = classify_handle(stage, symbol)
+        handle = classify_handle(stage, symbol, seen)  # `seen` holds each symbol's first binding
         if handle is None:
             if symbol.startswith(HANDLE_PREFIX):
                 found.append(_unbound(stage, symbol))

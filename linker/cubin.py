@@ -23,6 +23,7 @@ entries start on 4-byte boundaries.
 
 from __future__ import annotations
 
+import functools
 import io
 import struct
 from collections.abc import Iterator
@@ -97,8 +98,22 @@ class _Attr:
 def read_cubin(data: bytes, *, name: str = "<cubin>") -> CubinInfo:
     """Kernels of a cubin with their resource use, sorted by name.
 
-    Raises DiagnosticError (``E-CUBIN``) when ``data`` is not a readable CUDA ELF.
+    Raises DiagnosticError (``E-CUBIN``) when ``data`` is not a readable CUDA ELF. The answer
+    is frozen and a function of the bytes alone, so it is kept per process: a link reads its
+    cubin three times (the kernel's resources, the audit, the host header).
     """
+    try:
+        return _read_bytes(bytes(data))
+    except DiagnosticError:
+        return _read_named(data, name)  # raises, naming the cubin
+
+
+@functools.lru_cache(maxsize=8)
+def _read_bytes(data: bytes) -> CubinInfo:
+    return _read_named(data, "<cubin>")
+
+
+def _read_named(data: bytes, name: str) -> CubinInfo:
     try:
         elf = ELFFile(io.BytesIO(data))
         return _read(elf, name)

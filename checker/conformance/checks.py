@@ -25,11 +25,12 @@ tensor map holds) is a *note*, never a pass; ``--strict`` makes those errors.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from checker.handles import HandleSpec, classify_handle, init_hook_symbol
+from checker.handles import HandleSpec, classify_handle, expected_handles, init_hook_symbol
 from contract_lang import ast as A
 from package.codefacts.facts import CodeFacts, Fact, Operand
 
@@ -75,8 +76,12 @@ class _Ctx:
     roles: dict[str, A.Role]  # entry symbol -> role
     inits: dict[str, A.Ring]  # init hook symbol -> ring
 
+    @functools.cached_property
+    def expected(self) -> Mapping[str, HandleSpec]:
+        return expected_handles(self.stage)
+
     def handle(self, symbol: str) -> HandleSpec | None:
-        return classify_handle(self.stage, symbol)
+        return classify_handle(self.stage, symbol, self.expected)
 
     def handles_of(self, op: Operand | None, *kinds: str) -> list[HandleSpec]:
         if op is None:
