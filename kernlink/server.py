@@ -258,6 +258,7 @@ def serve(idle: float = IDLE_SECONDS, *, ready: Callable[[Path], None] | None = 
         raise ServerError(f"a build server of this kernlink is already listening on `{path}`") from None
     with contextlib.suppress(FileNotFoundError):
         path.unlink()  # a socket left by a server that did not end cleanly
+    _sweep(path.parent, keep=path)
     _warm()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -287,6 +288,29 @@ def serve(idle: float = IDLE_SECONDS, *, ready: Callable[[Path], None] | None = 
             if path.exists() and path.is_socket():
                 path.unlink()
         os.close(lock)
+
+
+def _sweep(folder: Path, keep: Path) -> None:
+    """Remove what servers of other code left here (a server of each kernlink version a user ran):
+    each ``s-*.lock`` no live server holds, with its socket and log."""
+    import fcntl
+
+    for lock_path in sorted(folder.glob("s-*.lock")):
+        if lock_path.with_suffix("") == keep:
+            continue
+        try:
+            fd = os.open(lock_path, os.O_RDWR)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            for leftover in (lock_path.with_suffix(""), lock_path.with_suffix(".log"), lock_path):
+                with contextlib.suppress(OSError):
+                    leftover.unlink()  # while holding the lock: no server of that code starts meanwhile
+        except OSError:
+            pass  # a live server holds it
+        finally:
+            os.close(fd)
 
 
 class _State:

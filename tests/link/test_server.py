@@ -207,3 +207,22 @@ def test_the_server_writes_with_the_clients_file_mode_mask(tmp_path: Path, runni
     assert done.returncode == 0, done.stderr
     assert _served(running, tmp_path) == 1
     assert stat.S_IMODE((folder / "out" / "kernel.cubin").stat().st_mode) & 0o077 == 0
+
+
+def test_a_starting_server_sweeps_what_servers_of_other_code_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fcntl
+
+    folder = tmp_path / "rt"
+    folder.mkdir(mode=0o700)
+    for stem in ("s-old", "s-live"):
+        for suffix in ("", ".lock", ".log"):
+            (folder / f"{stem}{suffix}").write_text("")
+    held = os.open(folder / "s-live.lock", os.O_RDWR)
+    fcntl.flock(held, fcntl.LOCK_EX)
+    try:
+        server._sweep(folder, keep=folder / "s-new")
+    finally:
+        os.close(held)
+    assert sorted(p.name for p in folder.iterdir()) == ["s-live", "s-live.lock", "s-live.log"]
