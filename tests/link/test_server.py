@@ -209,9 +209,7 @@ def test_the_server_writes_with_the_clients_file_mode_mask(tmp_path: Path, runni
     assert stat.S_IMODE((folder / "out" / "kernel.cubin").stat().st_mode) & 0o077 == 0
 
 
-def test_a_starting_server_sweeps_what_servers_of_other_code_left(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_starting_server_sweeps_what_servers_of_other_code_left(tmp_path: Path) -> None:
     import fcntl
 
     folder = tmp_path / "rt"
