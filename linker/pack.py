@@ -153,7 +153,9 @@ def alone_inputs(
     and a compile that succeeds opened exactly the carried files. That needs every include in the
     source and its headers to be a plain relative name (no ``.``/``..`` segment, no macro, no
     ``#include_next``), no ``__has_include`` (it sees a file without opening it), no symbolic link
-    in the folder and at most :data:`MIRROR_LIMIT` files; no ``-I`` folder and a carried source.
+    in the folder and at most :data:`MIRROR_LIMIT` files, no file in the folder that a system
+    header folder also has (a system header's own ``__has_include`` would see it beside the
+    source but not in the rebuild); no ``-I`` folder and a carried source.
     """
     if not flags.source or flags.include_dirs:
         return None
@@ -165,13 +167,13 @@ def alone_inputs(
     absent = _mirror(folder, {name, *headers})
     if absent is None:
         return None
-    std, defines, extra = binding.recorded_options(
-        [
-            o
-            for o in nvrtc_options(target, std=flags.std, defines=dict(flags.defines), extra=flags.extra("nvrtc"))
-            if not _is_path_option(o)
-        ]
-    )
+    options = nvrtc_options(target, std=flags.std, defines=dict(flags.defines), extra=flags.extra("nvrtc"))
+    system = [Path(o.split("=", 1)[1]) for o in options if o.startswith(("--include-path=", "--use-bundled-headers="))]
+    if flags.cutlass:
+        system += binding.extra_include_dirs({"cutlass": True})
+    if any((d / n).exists() for d in system for n in absent):
+        return None  # a file beside the source shadows a system header: only the folder's compile is the author's
+    std, defines, extra = binding.recorded_options([o for o in options if not _is_path_option(o)])
     alone = binding.Alone(
         text.encode("utf-8"),
         tuple(sorted(headers.items())),

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from contract_lang import ast as A
+from diagnostics.model import DiagnosticError
 from linker import binding
 from linker import pack as pack_module
 from linker.pack import CompileFlags, alone_inputs, choose_stage, pack
@@ -58,31 +59,47 @@ SHADOW = """#pragma once
 #define KL_LOCAL_FP16 1
 """
 
-SOURCE = """#include <cuda_fp16.h>
-#ifdef KL_LOCAL_FP16
-extern "C" __device__ int kl_local_fp16() { return 1; }
-#endif
-"""
+
+def _defining(folder: Path, header: str) -> None:
+    """loader.cu includes ``<header>`` first, and defines `kl_local_fp16` when that is the folder's file."""
+    (folder / header).write_text(SHADOW)
+    local = 'extern "C" __device__ int kl_local_fp16() { return 1; }'
+    prefix = f"#include <{header}>\n#ifdef KL_LOCAL_FP16\n{local}\n#endif\n"
+    (folder / "loader.cu").write_text(prefix + (folder / "loader.cu").read_text())
 
 
-def test_a_file_beside_the_source_that_the_package_does_not_carry_is_never_replaced(
+def test_a_file_beside_the_source_that_shadows_a_system_header_is_never_replaced(
     ring: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`<cuda_fp16.h>` is found beside the source first; alone, NVRTC would take its own. The
-    `#error` stand-in makes the compile alone fail, so the one beside the folder is packed."""
-    (ring / "cuda_fp16.h").write_text(SHADOW)
-    (ring / "loader.cu").write_text(SOURCE + (ring / "loader.cu").read_text())
+    """`<cuda_fp16.h>` is found beside the source first; alone, NVRTC would take its own: the
+    package is compiled beside its folder, and records no binding pass."""
+    _defining(ring, "cuda_fp16.h")
+    text = (ring / "loader.cu").read_text()
+    assert alone_inputs(text, ring / "loader.cu", "loader.cu", "sm_90a", _stage(ring), CompileFlags()) is None
     result = pack(ring / "loader.cu", ring / "loader.kc", ring / "x.kpkg")
     assert "kl_local_fp16" in result.captured.defined_symbols
     assert not (cache / "binding").exists(), "not the rebuild's compile: no pass recorded"
     # alone, the source takes NVRTC's header: the link's rebuild sees other payloads (as before this change)
     found = binding.rebuild_problems(str(result.path), _stage(ring))
     assert [d.code for d in found] == ["L-INTEGRITY", "L-INTEGRITY"]
-    # the stand-ins carry the argument: without them the compile alone would take NVRTC's header
+    # the guard carries the argument: without the folder's listing the compile alone takes NVRTC's header
     monkeypatch.setattr(pack_module, "_mirror", lambda folder, carried: ())
-    (ring / "y.kpkg").unlink(missing_ok=True)
     unguarded = pack(ring / "loader.cu", ring / "loader.kc", ring / "y.kpkg")
     assert "kl_local_fp16" not in unguarded.captured.defined_symbols
+
+
+def test_an_uncarried_file_the_compile_opens_is_an_error_alone(ring: Path, cache: Path) -> None:
+    """`<kl_local.h>` (an angle include: not carried) is beside the source; alone, its `#error`
+    stand-in fails the compile, and the package is compiled beside its folder."""
+    _defining(ring, "kl_local.h")
+    text = (ring / "loader.cu").read_text()
+    found = alone_inputs(text, ring / "loader.cu", "loader.cu", "sm_90a", _stage(ring), CompileFlags())
+    assert found is not None and "kl_local.h" in found[1]
+    with pytest.raises(DiagnosticError, match="does not carry it"):
+        found[0].run(found[1])
+    result = pack(ring / "loader.cu", ring / "loader.kc", ring / "x.kpkg")
+    assert "kl_local_fp16" in result.captured.defined_symbols
+    assert not (cache / "binding").exists()
 
 
 @pytest.mark.parametrize(
