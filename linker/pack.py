@@ -153,9 +153,11 @@ def alone_inputs(
     and a compile that succeeds opened exactly the carried files. That needs every include in the
     source and its headers to be a plain relative name (no ``.``/``..`` segment, no macro, no
     ``#include_next``), no ``__has_include`` (it sees a file without opening it), no symbolic link
-    in the folder and at most :data:`MIRROR_LIMIT` files, no file in the folder that a system
-    header folder also has (a system header's own ``__has_include`` would see it beside the
-    source but not in the rebuild); no ``-I`` folder and a carried source.
+    in the folder and at most :data:`MIRROR_LIMIT` files, and no file there that a system header
+    could look for without opening it (``__has_include``: it would see the file beside the source
+    but not in the rebuild): none that a system header folder also has, and none without a suffix
+    (CUDA's headers probe ``<random>``, ``<__config>``, ``<ext/random>``); no ``-I`` folder and a
+    carried source.
     """
     if not flags.source or flags.include_dirs:
         return None
@@ -173,6 +175,8 @@ def alone_inputs(
         system += binding.extra_include_dirs({"cutlass": True})
     if any((d / n).exists() for d in system for n in absent):
         return None  # a file beside the source shadows a system header: only the folder's compile is the author's
+    if any("." not in n.rsplit("/", 1)[-1] for n in absent):
+        return None  # the names system headers probe with `__has_include` (`random`, `__config`) have no suffix
     std, defines, extra = binding.recorded_options([o for o in options if not _is_path_option(o)])
     alone = binding.Alone(
         text.encode("utf-8"),

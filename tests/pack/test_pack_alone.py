@@ -117,6 +117,14 @@ def test_includes_the_mirror_cannot_vouch_for_compile_beside_the_folder(ring: Pa
     assert alone_inputs(text, ring / "loader.cu", "loader.cu", "sm_90a", _stage(ring), CompileFlags()) is None, why
 
 
+def test_a_file_without_a_suffix_beside_the_source_compiles_beside_the_folder(ring: Path) -> None:
+    """A system header may probe `<random>` with `__has_include`: beside the source it would see the file."""
+    text = (ring / "loader.cu").read_text()
+    stage = _stage(ring)
+    (ring / "random").write_text("")
+    assert alone_inputs(text, ring / "loader.cu", "loader.cu", "sm_90a", stage, CompileFlags()) is None
+
+
 def test_a_symbolic_link_beside_the_source_compiles_beside_the_folder(ring: Path) -> None:
     text = (ring / "loader.cu").read_text()
     stage = _stage(ring)
