@@ -131,8 +131,11 @@ def _params_struct(p: str, params: Mapping[str, Any], providers: list[Mapping[st
     return out
 
 
+_BYTE = tuple(f"0x{b:02x}" for b in range(256))
+
+
 def _cubin(p: str, cubin: bytes) -> list[str]:
-    rows = [", ".join(f"0x{b:02x}" for b in cubin[i : i + 16]) for i in range(0, len(cubin), 16)]
+    rows = [", ".join(map(_BYTE.__getitem__, cubin[i : i + 16])) for i in range(0, len(cubin), 16)]
     return [
         f"static const unsigned char {p}_cubin[{len(cubin)}] KL_ALIGNED = {{",
         *(f"    {row}," for row in rows),
