@@ -52,5 +52,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except server.ServerError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as err:  # the runtime folder or the socket: an I/O error, not a kernlink bug
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
     print(f"build server pid {found.get('pid')} is running; it exits after {idle:g} s without a request")
     return EXIT_OK

@@ -68,9 +68,12 @@ def runtime_dir(*, create: bool = True) -> Path:
         import tempfile
 
         folder = Path(tempfile.gettempdir()) / f"kernlink-{os.getuid()}"
-    if create:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = folder.lstat()
+    try:
+        if create:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = folder.lstat()
+    except OSError as err:
+        raise ServerError(f"cannot use `{folder}` for the build server's socket: {err.strerror or err}") from None
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
         raise ServerError(f"`{folder}` is not a private folder of this user: no build server there")
     return folder
@@ -219,7 +222,11 @@ def start(idle: float = IDLE_SECONDS, wait: float = 60.0) -> dict[str, Any]:
         return found
     path = socket_path()
     log = path.with_suffix(".log")
-    with open(log, "ab") as out:
+    try:
+        out = open(log, "ab")  # noqa: SIM115 (the server child writes to it)
+    except OSError as err:
+        raise ServerError(f"cannot write the build server's log `{log}`: {err.strerror or err}") from None
+    with out:
         subprocess.Popen(
             [sys.executable, "-m", "kernlink", "serve", "--foreground", "--idle", str(idle)],
             stdin=subprocess.DEVNULL,

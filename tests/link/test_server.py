@@ -224,3 +224,13 @@ def test_a_starting_server_sweeps_what_servers_of_other_code_left(tmp_path: Path
     finally:
         os.close(held)
     assert sorted(p.name for p in folder.iterdir()) == ["s-live", "s-live.lock", "s-live.log"]
+
+
+def test_a_runtime_folder_that_is_a_file_is_a_usage_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "rt"
+    blocker.write_text("not a folder")
+    env = _env(blocker, tmp_path / "cache")
+    for args in (["serve", "--foreground", "--idle", "1"], ["serve", "--idle", "1"]):
+        done = _kernlink(args, tmp_path, env)
+        assert done.returncode == 2 and done.stderr.startswith("error: cannot use"), done.stderr
+    assert _kernlink(["serve", "--status"], tmp_path, env).stdout.startswith("no build server")
