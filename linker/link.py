@@ -394,9 +394,6 @@ def _compile_glue(source: str, arch: str) -> CompileResult:
         return compile_nvrtc(source, SOURCE_NAME, arch=arch)
 
 
-_SHARED_DECL = re.compile(r"^\s*\.shared\s+(?:\.align\s+\d+\s+)?\.[busf](\d+)\s+([\w$.]+)(?:\[(\d+)\])?\s*;", re.M)
-
-
 _LOCAL_STATIC = re.compile(r"^_ZZ(\d+)")  # a function-scope static: _ZZ<len><function>E<len><name>
 
 
@@ -415,6 +412,19 @@ def _shared_name(mangled: str) -> tuple[str, str | None]:
     return rest[name.end() : name.end() + k] or mangled, function
 
 
+def static_shared(ptx: str) -> list[tuple[str, str | None, int]]:
+    """The linked PTX's static ``.shared`` variables: (name as written, the function declaring it or
+    None at file scope, bytes); the kernel's dynamic shared memory is the placement's, not listed."""
+    from package.codefacts.ptx import parse
+
+    found = []
+    for decl in parse(ptx).shared:
+        if not decl.dynamic:
+            name, function = _shared_name(decl.name)
+            found.append((name, function or decl.function, decl.size))
+    return found
+
+
 def _static_smem(
     comp: Composition,
     packages: Sequence[tuple[str, StagePackage]],
@@ -430,10 +440,8 @@ def _static_smem(
     uses = {entry.use.path: entry.use.span for entry in comp.stages if entry.use is not None and entry.use.path}
     declared: dict[str, list[str]] = {}  # package ("" when unknown) -> "`name` (N B)" entries
     total = 0
-    for m in _SHARED_DECL.finditer(ptx):
-        size = int(m.group(1)) // 8 * int(m.group(3) or 1)
+    for name, function, size in static_shared(ptx):
         total += size
-        name, function = _shared_name(m.group(2))
         owners = [
             pkg for pkg, stage in packages if function is not None and function in stage.manifest["captured"]["defined"]
         ]

@@ -27,7 +27,6 @@ a role entry (``(b64, b64)``) declared with the wrong signature.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -51,19 +50,7 @@ from linker.toolchain import (
 )
 from package.captured import Prototype as Prototype
 from package.captured import SymbolKind as SymbolKind
-
-_FUNC = re.compile(
-    r"^(?P<linkage>\.visible|\.extern|\.weak|\.common)?\s*(?P<kind>\.entry|\.func)\s*"
-    r"(?:\((?P<ret>[^)]*)\))?\s*(?P<name>[A-Za-z_$%][\w$]*)\s*(?:\((?P<params>[^)]*)\))?"
-)
-_VAR = re.compile(
-    r"^(?P<linkage>\.visible|\.extern|\.weak|\.common)\s+(?P<space>\.global|\.const|\.shared)\b"
-    r"(?P<rest>[^=]*?)(?P<name>[A-Za-z_$%][\w$]*)\s*(?:\[[^\]]*\]\s*)*(?:=.*)?$"
-)
-_TYPE = re.compile(r"\.(?P<type>[bsuf](?:8|16|32|64)|pred)\b")
-_ARRAY = re.compile(r"\[\d+\]\s*$")
-_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
-_HEADER = re.compile(r"^\s*\.(?:version|target|address_size|file)\b[^\n]*$", re.M)  # no ';' ends these
+from package.codefacts.ptx import declarations
 
 
 @dataclass(frozen=True)
@@ -88,15 +75,11 @@ def read_ptx_symbols(ptx: str) -> SymbolTable:
     """The defined and needed device symbols declared at module scope of a PTX module."""
     defined: dict[str, Prototype] = {}
     needed: dict[str, Prototype] = {}
-    for statement in _module_statements(ptx):
-        found = _declaration(statement)
-        if found is None:
-            continue
-        linkage, name, proto = found
-        if linkage == ".visible":
-            defined[name] = proto
-        elif linkage == ".extern":
-            needed[name] = proto
+    for declared in declarations(ptx):
+        if declared.linkage == ".visible":
+            defined[declared.name] = declared.prototype
+        elif declared.linkage == ".extern":
+            needed[declared.name] = declared.prototype
     for name in defined:
         needed.pop(name, None)
     return SymbolTable(_frozen(defined), _frozen(needed))
@@ -258,46 +241,6 @@ def _ptx_nvcc(
             log = (proc.stdout + proc.stderr).replace(base + "(", name + "(")
             raise _ptx_error(name, arch, "nvcc", log)
         return out.read_text(encoding="utf-8", errors="replace")
-
-
-def _module_statements(ptx: str) -> list[str]:
-    """Module-scope statements: function bodies and initialisers are cut out, ';' splits."""
-    text = _HEADER.sub(" ", _COMMENTS.sub(" ", ptx))
-    outside: list[str] = []
-    depth = 0
-    for char in text:
-        if char == "{":
-            if depth == 0:
-                outside.append(";")
-            depth += 1
-        elif char == "}":
-            depth = max(0, depth - 1)
-        elif depth == 0:
-            outside.append(char)
-    return [" ".join(s.split()) for s in "".join(outside).split(";") if s.strip()]
-
-
-def _declaration(statement: str) -> tuple[str, str, Prototype] | None:
-    func = _FUNC.match(statement)
-    if func and func["linkage"]:
-        kind: SymbolKind = "entry" if func["kind"] == ".entry" else "func"
-        proto = Prototype(kind, _slots(func["params"]), _slots(func["ret"]))
-        return func["linkage"], func["name"], proto
-    var = _VAR.match(statement)
-    if var and var["space"] != ".shared":
-        return var["linkage"], var["name"], Prototype("var")
-    return None
-
-
-def _slots(text: str | None) -> tuple[str, ...]:
-    if not text or not text.strip():
-        return ()
-    slots = []
-    for part in text.split(","):
-        found = _TYPE.search(part)
-        array = _ARRAY.search(part)
-        slots.append((found["type"] if found else part.strip()) + (array.group(0).strip() if array else ""))
-    return tuple(slots)
 
 
 def _frozen(table: dict[str, Prototype]) -> Mapping[str, Prototype]:

@@ -1,16 +1,21 @@
-"""A PTX reader sufficient for the conformance checks: functions, instructions, shared declarations.
+"""kernlink's PTX reader: functions, instructions, shared declarations, and module-scope symbols.
 
-Not a full PTX parser: it reads what NVRTC/nvcc emit for one translation unit — module
+Not a full PTX parser: it reads what NVRTC/nvcc/nvJitLink emit for one module — module
 directives, ``.shared`` declarations (module or function scope), function headers with
 their performance directives (``.maxntid``, ``.reqntid``, ``.reqnctapercluster``,
 ``.explicitcluster``), and each instruction with its guard, opcode, operands, PTX line
-and, where the PTX was compiled with ``-lineinfo``, the CUDA source line (``.loc``).
+and, where the PTX was compiled with ``-lineinfo``, the CUDA source line (``.loc``)
+(:func:`parse`, for the conformance checks); and every symbol declared at module scope
+with its linkage and PTX prototype (:func:`declarations`, for what a package defines and
+needs: linker/symbols.py).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from package.captured import Prototype, SymbolKind
 
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)(?:.*inlined_at\s+(\d+)\s+(\d+))?")
@@ -231,3 +236,79 @@ def _instruction(stmt: str, line: int, src: tuple[str, int] | None) -> Instr | N
     if not opcode or not re.match(r"[a-z]", opcode):
         return None
     return Instr(opcode, split_operands(rest.strip()), line, guard, src)
+
+
+# ---- module-scope declarations
+
+_DECL_FUNC = re.compile(
+    r"^(?P<linkage>\.visible|\.extern|\.weak|\.common)?\s*(?P<kind>\.entry|\.func)\s*"
+    r"(?:\((?P<ret>[^)]*)\))?\s*(?P<name>[A-Za-z_$%][\w$]*)\s*(?:\((?P<params>[^)]*)\))?"
+)
+_DECL_VAR = re.compile(
+    r"^(?P<linkage>\.visible|\.extern|\.weak|\.common)\s+(?P<space>\.global|\.const|\.shared)\b"
+    r"(?P<rest>[^=]*?)(?P<name>[A-Za-z_$%][\w$]*)\s*(?:\[[^\]]*\]\s*)*(?:=.*)?$"
+)
+_SLOT_TYPE = re.compile(r"\.(?P<type>[bsuf](?:8|16|32|64)|pred)\b")
+_SLOT_ARRAY = re.compile(r"\[\d+\]\s*$")
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_MODULE_DIRECTIVE = re.compile(r"^\s*\.(?:version|target|address_size|file)\b[^\n]*$", re.M)  # no ';' ends these
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """A symbol declared at module scope with a linkage: ``.visible``, ``.extern``, ``.weak`` or
+    ``.common``, its name, and its PTX prototype (a ``.shared`` variable is none of these)."""
+
+    linkage: str
+    name: str
+    prototype: Prototype
+
+
+def declarations(ptx: str) -> tuple[Declaration, ...]:
+    """Every module-scope declaration with a linkage, in module order (function bodies and
+    initialisers cut out; a declaration may span lines)."""
+    found = []
+    for statement in _module_statements(ptx):
+        declared = _declaration(statement)
+        if declared is not None:
+            found.append(declared)
+    return tuple(found)
+
+
+def _module_statements(ptx: str) -> list[str]:
+    """Module-scope statements: function bodies and initialisers are cut out, ';' splits."""
+    text = _MODULE_DIRECTIVE.sub(" ", _COMMENTS.sub(" ", ptx))
+    outside: list[str] = []
+    depth = 0
+    for char in text:
+        if char == "{":
+            if depth == 0:
+                outside.append(";")
+            depth += 1
+        elif char == "}":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            outside.append(char)
+    return [" ".join(s.split()) for s in "".join(outside).split(";") if s.strip()]
+
+
+def _declaration(statement: str) -> Declaration | None:
+    func = _DECL_FUNC.match(statement)
+    if func and func["linkage"]:
+        kind: SymbolKind = "entry" if func["kind"] == ".entry" else "func"
+        return Declaration(func["linkage"], func["name"], Prototype(kind, _slots(func["params"]), _slots(func["ret"])))
+    var = _DECL_VAR.match(statement)
+    if var and var["space"] != ".shared":
+        return Declaration(var["linkage"], var["name"], Prototype("var"))
+    return None
+
+
+def _slots(text: str | None) -> tuple[str, ...]:
+    if not text or not text.strip():
+        return ()
+    slots = []
+    for part in text.split(","):
+        found = _SLOT_TYPE.search(part)
+        array = _SLOT_ARRAY.search(part)
+        slots.append((found["type"] if found else part.strip()) + (array.group(0).strip() if array else ""))
+    return tuple(slots)

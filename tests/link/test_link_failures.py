@@ -153,3 +153,28 @@ def test_what_the_abi_cannot_express_is_e_unsupported() -> None:
     found = unsupported(result.composition)
     assert [d.code for d in found] == ["E-UNSUPPORTED"]  # tensor memory links now (tests/gemm/test_tmem.py)
     assert [dict(d.data)["what"] for d in found] == ["counter `done`"]
+
+
+def test_the_linked_ptx_names_each_static_shared_variable_and_its_function() -> None:
+    """What L-LINK lists for `__shared__` variables the check did not see: read by the one PTX reader."""
+    from linker.link import static_shared
+
+    ptx = "\n".join(
+        [
+            ".version 8.8",
+            ".target sm_90a",
+            ".extern .shared .align 16 .b8 kl_smem[];",
+            ".shared .align 4 .b8 _ZZ14ring_load_mainE7staging[512];",
+            ".shared .align 8 .u64 table[4][2];",
+            ".visible .entry kl_dispatch()",
+            "{",
+            "\t.shared .align 4 .f32 scratch[32];",
+            "\tret;",
+            "}",
+        ]
+    )
+    assert static_shared(ptx) == [
+        ("staging", "ring_load_main", 512),
+        ("table", None, 64),
+        ("scratch", "kl_dispatch", 128),
+    ]
