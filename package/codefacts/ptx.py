@@ -19,10 +19,6 @@ from package.captured import Prototype, SymbolKind
 
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)(?:.*inlined_at\s+(\d+)\s+(\d+))?")
-_HEADER = re.compile(
-    r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)?(?P<kind>\.entry|\.func)\s*"
-    r"(?:\([^)]*\)\s*)?(?P<name>[A-Za-z_$%][\w$]*)"
-)
 _SHARED = re.compile(
     r"^\s*(?:\.visible\s+|\.extern\s+|\.weak\s+)*\.shared\s+(?:\.align\s+(\d+)\s+)?"
     r"\.(?:b|u|s|f)(\d+)\s+([A-Za-z_$][\w$]*)\s*((?:\[\d*\])*)"
@@ -148,7 +144,7 @@ def parse(ptx: str) -> Module:
             shared.append(decl)
             i += 1
             continue
-        hm = _HEADER.match(text)
+        hm = _DECL_FUNC.match(text.strip())  # a function's header line (its body follows)
         if hm and ".extern" not in text.split(hm.group("kind"), 1)[0]:
             i = _function(raw, i, hm.group("kind"), hm.group("name"), files, functions, shared)
             continue
