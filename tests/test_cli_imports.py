@@ -23,6 +23,18 @@ def _modules_after(code: str) -> set[str]:
     return set(json.loads(out.stdout.splitlines()[-1]))
 
 
+def _quietly(folder: Path, argv: list[str], setup: str = "") -> str:
+    """Code that runs ``kernlink ARGV`` in ``folder`` (after ``setup``), its output swallowed, and asserts exit 0."""
+    return (
+        "import contextlib, io, os\n"
+        f"os.chdir({str(folder)!r})\n"
+        f"{setup}"
+        "from kernlink.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        f"    assert main({argv!r}) == 0\n"
+    )
+
+
 def test_version_imports_nothing_heavy() -> None:
     loaded = _modules_after("from kernlink.cli import main; main(['--version'])")
     assert not {m for m in loaded if m.split(".")[0] in HEAVY}
@@ -47,14 +59,7 @@ def test_check_imports_neither_networkx_nor_cuda_nor_the_linker() -> None:
     CUDA or the linker (checking never needs it), without the PTX analysis when no package carries PTX and
     without the route ladder when no stage imports a tensor."""
     hello = ROOT / "specs" / "examples" / "hello"
-    code = (
-        "import contextlib, io, os\n"
-        f"os.chdir({str(hello)!r})\n"
-        "from kernlink.cli import main\n"
-        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
-        "    assert main(['check', 'hello.kp']) == 0\n"
-    )
-    loaded = _modules_after(code)
+    loaded = _modules_after(_quietly(hello, ["check", "hello.kp"]))
     assert "checker.engine" in loaded
     assert not {m for m in loaded if m.split(".")[0] in ("networkx", "cuda", "linker")}
     assert not {m for m in loaded if m.startswith(("checker.conformance", "package.codefacts", "transfer_model"))}
@@ -90,18 +95,13 @@ def test_check_never_parses_clause_docs_nor_renders_text_for_json() -> None:
     """Clause docs are parsed only by `explain`/`clauses` (a class checks its headers when built), and
     `check --format json` prints without the terminal renderer (rich)."""
     hello = ROOT / "specs" / "examples" / "hello"
-    code = (
-        "import contextlib, io, os\n"
-        f"os.chdir({str(hello)!r})\n"
+    setup = (
         "import checker.clause\n"
         "def parsed(text):\n"
         "    raise AssertionError('clause docs parsed')\n"
         "checker.clause.parse_docs = parsed\n"
-        "from kernlink.cli import main\n"
-        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
-        "    assert main(['check', 'hello.kp', '--format', 'json']) == 0\n"
     )
-    loaded = _modules_after(code)
+    loaded = _modules_after(_quietly(hello, ["check", "hello.kp", "--format", "json"], setup))
     assert "checker.engine" in loaded
     assert not {m for m in loaded if m.split(".")[0] == "rich"} | ({"diagnostics.render_text"} & loaded)
 
@@ -112,15 +112,8 @@ def test_a_build_imports_neither_rich_nor_tensor_lowering_it_does_not_need(tmp_p
     and the transfer planner (with route lowering) only for a composition with tensor hand-offs."""
     ring = tmp_path / "ring"
     shutil.copytree(ROOT / "specs" / "examples" / "ring", ring, ignore=shutil.ignore_patterns("build", "host"))
-    code = (
-        "import contextlib, io, os\n"
-        f"os.chdir({str(ring)!r})\n"
-        f"os.environ['KERNLINK_CACHE'] = {str(tmp_path / 'cache')!r}\n"
-        "from kernlink.cli import main\n"
-        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
-        "    assert main(['build', 'ring.kp', '-o', 'out', '--no-server']) == 0\n"
-    )
-    loaded = _modules_after(code)
+    setup = f"os.environ['KERNLINK_CACHE'] = {str(tmp_path / 'cache')!r}\n"
+    loaded = _modules_after(_quietly(ring, ["build", "ring.kp", "-o", "out", "--no-server"], setup))
     assert "linker.link" in loaded
     assert not {m for m in loaded if m.split(".")[0] == "rich"} | ({"diagnostics.render_text"} & loaded)
     assert not {m for m in loaded if m.startswith(("linker.transfers", "transfer_model"))}
@@ -137,13 +130,6 @@ def test_checking_does_not_import_how_a_route_is_lowered() -> None:
     (transfer_model.program), their CUDA (lower) and their simulation only by the linker and the tests."""
     assert not {m for m in _modules_after("import kernlink.api") if m.startswith("transfer_model")}
     gemm = ROOT / "specs" / "examples" / "gemm_swiglu"
-    code = (
-        "import contextlib, io, os\n"
-        f"os.chdir({str(gemm)!r})\n"
-        "from kernlink.cli import main\n"
-        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
-        "    assert main(['check', 'gemm_swiglu.kp']) == 0\n"
-    )
-    loaded = _modules_after(code)
+    loaded = _modules_after(_quietly(gemm, ["check", "gemm_swiglu.kp"]))
     assert "transfer_model.routes" in loaded
     assert not {"transfer_model.program", "transfer_model.lower", "transfer_model.simulate"} & loaded
