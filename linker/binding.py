@@ -225,7 +225,7 @@ class Alone:
                 text.encode(),
                 self.name,
                 arch=self.target,
-                include_dirs=_cutlass_dirs(self.cutlass),
+                include_dirs=extra_include_dirs({"cutlass": self.cutlass}),
                 headers=tuple(sorted({**poison, **given}.items())),
                 defines=dict(self.defines),
                 std=self.std,
@@ -234,10 +234,6 @@ class Alone:
         if not isinstance(ptx, str):
             raise DiagnosticError(list(ptx))
         return result, normalise_ptx(ptx)
-
-
-def _cutlass_dirs(cutlass: bool) -> list[Path]:
-    return extra_include_dirs({"cutlass": cutlass})
 
 
 def rebuild_inputs(pkg: Package, stage: A.Stage) -> Alone | str:

@@ -169,23 +169,25 @@ def alone_inputs(
     absent = _mirror(folder, {name, *headers})
     if absent is None:
         return None
-    options = nvrtc_options(target, std=flags.std, defines=dict(flags.defines), extra=flags.extra("nvrtc"))
-    system = [Path(o.split("=", 1)[1]) for o in options if o.startswith(("--include-path=", "--use-bundled-headers="))]
+    system = [
+        Path(o.split("=", 1)[1])
+        for o in nvrtc_options(target)
+        if o.startswith(("--include-path=", "--use-bundled-headers="))  # the CUDA headers NVRTC is given
+    ]
     if flags.cutlass:
         system += binding.extra_include_dirs({"cutlass": True})
     if any((d / n).exists() for d in system for n in absent):
         return None  # a file beside the source shadows a system header: only the folder's compile is the author's
     if any("." not in n.rsplit("/", 1)[-1] for n in absent):
         return None  # the names system headers probe with `__has_include` (`random`, `__config`) have no suffix
-    std, defines, extra = binding.recorded_options([o for o in options if not _is_path_option(o)])
     alone = binding.Alone(
         text.encode("utf-8"),
         tuple(sorted(headers.items())),
         name,
         target,
-        std,
-        tuple(sorted(defines.items())),
-        extra,
+        flags.std,
+        tuple(sorted(flags.defines)),
+        flags.extra("nvrtc"),
         flags.cutlass,
         layout.probe_source(layout.params_blocks(stage), stage.name),
     )
