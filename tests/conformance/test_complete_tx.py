@@ -17,11 +17,19 @@ from diagnostics.model import Diagnostic, Severity
 from linker.pack import build, conformance_findings
 
 CASE = Path(__file__).parent / "cases" / "complete-tx"
+#: The producer's credit in ``pass.cu`` (one 16 KiB copy and 16 KiB completed: the contract's 32 KiB)
+CREDIT = '"r"(16384u) : "memory");'
+#: The other variants change that credit alone: 4 KiB (20 KiB per fill: the phase waits for bytes
+#: that never come), or a count read from the params at run time (the analysis cannot tell).
+VARIANTS = {"fail": '"r"(4096u) : "memory");', "undecided": '"r"(static_cast<const unsigned*>(params)[2]) : "memory");'}
 
 
 def _findings(variant: str, tmp_path: Path) -> list[Diagnostic]:
     folder = tmp_path / "complete-tx"
     shutil.copytree(CASE, folder)
+    source = (folder / "pass.cu").read_text()
+    assert source.count(CREDIT) == 1
+    (folder / f"{variant}.cu").write_text(source.replace(CREDIT, VARIANTS.get(variant, CREDIT)))
     built = build(folder / f"{variant}.cu", folder / "stage.kc")
     return conformance_findings(built, tmp_path / "out.kpkg")
 
