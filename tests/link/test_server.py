@@ -234,3 +234,27 @@ def test_a_runtime_folder_that_is_a_file_is_a_usage_error(tmp_path: Path) -> Non
         done = _kernlink(args, tmp_path, env)
         assert done.returncode == 2 and done.stderr.startswith("error: cannot use"), done.stderr
     assert _kernlink(["serve", "--status"], tmp_path, env).stdout.startswith("no build server")
+
+
+def test_the_key_covers_every_package_kernlink_installs() -> None:
+    """`server.PACKAGES` keys a server on kernlink's code: it must name every top-level package pyproject installs."""
+    import tomllib
+
+    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    assert set(server.PACKAGES) == {name.split(".")[0] for name in listed}
+
+
+def test_the_client_forwards_every_option_of_a_one_shot_build() -> None:
+    """`_server_argv` rebuilds the arguments the server's build parses: an option it does not forward
+    would be dropped silently when a server builds."""
+    import argparse
+
+    from kernlink.cli import build_parser
+
+    parser = build_parser("build")
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["build"]
+    own = {a.dest for a in sub._actions} - {"help", "run", "watch", "no_server"}  # the client's own choices
+    values = {"pipeline": "p.kp", "output": "o", "compiler": "nvcc", "target": "sm_100a", "color": "never"}
+    assert own == set(values)
+    forwarded = sub.parse_args(_server_argv(argparse.Namespace(**values)))
+    assert {k: getattr(forwarded, k) for k in values} == values
