@@ -276,25 +276,11 @@ def check_map(
     chunk ``c`` must name an element of chunk ``c``. ``elem_bytes`` lets a shared-memory
     map be checked for overlapping elements and alignment.
     """
-    found = map_findings(layout, tile, what=what, chunk=chunk, elem_bytes=elem_bytes, rlimit=rlimit)
+    found = _structure(layout, tile, what, chunk)  # the map's shape first: no SMT query for a malformed map
+    if not found:
+        with session():
+            found = _check_exact(layout, tile, what, chunk, elem_bytes, rlimit)
     return [l_map.inexact(f) for f in found]
-
-
-def map_findings(
-    layout: LayoutMap,
-    tile: Tile,
-    *,
-    what: str = "the layout map",
-    chunk: Chunk | None = None,
-    elem_bytes: int | None = None,
-    rlimit: int = DEFAULT_RLIMIT,
-) -> list[MapFinding]:
-    """Every way ``layout`` is not exact over ``tile`` (:func:`check_map`'s findings, before wording)."""
-    shape = _structure(layout, tile, what, chunk)
-    if shape:
-        return shape
-    with session():
-        return _check_exact(layout, tile, what, chunk, elem_bytes, rlimit)
 
 
 def _check_exact(
