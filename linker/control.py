@@ -142,6 +142,7 @@ def assemble(comp: Composition, generated: Generated, *, front_end: FrontEnd | N
         [p.package for p in parts],
         generated.transfers,
         generated.unused_exports,
+        generated.function_handles,
         control=True,
     )
     return ControlUnit(

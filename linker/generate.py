@@ -284,6 +284,7 @@ class Generated:
     unused_exports: tuple[UnusedExport, ...] = field(default=())
     counters: CounterArray = field(default=CounterArray((), 0))
     watchdog: Watchdog | None = None
+    function_handles: tuple[str, ...] = ()  # the rendered counter and wait functions (the control renders them too)
 
 
 # ----------------------------------------------------------------- what cannot be generated
@@ -402,6 +403,7 @@ def generate(
         unused,
         counters,
         waits.watchdog,
+        tuple(counter_lines),
     )
 
 

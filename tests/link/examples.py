@@ -1,4 +1,4 @@
-"""The reference examples hello and ring, packed into a scratch folder, and their host references.
+"""The reference examples (hello, ring, moe4, gemm_swiglu), packed into a scratch folder, and their host references.
 
 ``build_examples`` copies each example's pipeline, contracts and sources into a folder
 and packs every component into ``build/`` there, as a user would; ``variant`` makes a
@@ -17,7 +17,12 @@ from pathlib import Path
 from linker.pack import pack
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
-COMPONENTS = {"hello": ("provider", "caller"), "ring": ("loader", "reduce")}
+COMPONENTS = {
+    "hello": ("provider", "caller"),
+    "ring": ("loader", "reduce"),
+    "moe4": ("interp", "comm", "gemm", "act"),
+    "gemm_swiglu": ("mainloop", "epilogue", "mma_sync", "smem_acc"),
+}
 KERNEL = "kl_dispatch"
 
 

@@ -1,6 +1,6 @@
 """Compositions for the parity tests, packed once per session into a scratch folder.
 
-- ``hello`` and ``ring``: the reference examples, as a user packs them;
+- ``hello``, ``ring``, ``moe4`` and ``gemm_swiglu``: the reference examples, as a user packs them;
 - ``unfoldable``: hello whose provider marks its export ``__noinline__`` — the call seam
   cannot fold, in the link or in one unit (the fixture the issue asks to be reported);
 - ``file_dependent``: hello whose provider's code depends on its translation unit's file
@@ -43,6 +43,9 @@ def compositions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = {
         "hello": build_example("hello", root / "plain"),
         "ring": build_example("ring", root / "plain"),
+        # moe4's components call the generated counter and ring-wait functions (`kl_*_counter_add`, `kl_*_full_wait`)
+        "moe4": build_example("moe4", root / "plain"),
+        "gemm_swiglu": build_example("gemm_swiglu", root / "plain"),
         "unfoldable": build_example("hello", root / "unfoldable", NOINLINE),
         "file_dependent": build_example("hello", root / "file_dependent", FILE_DEPENDENT),
         "binary_only": build_example("hello", root / "binary_only"),

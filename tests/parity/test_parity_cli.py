@@ -21,7 +21,7 @@ def _json(capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
     return dict(json.loads(capsys.readouterr().out))
 
 
-@pytest.mark.parametrize("name", ["hello", "ring"])
+@pytest.mark.parametrize("name", ["hello", "ring", "moe4", "gemm_swiglu"])
 def test_the_examples_are_proved_identical_and_folded(
     name: str, compositions: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
