@@ -657,8 +657,20 @@ _LINK_HELP = {
 }
 
 
+_UNRESOLVED = re.compile(r"Unresolved extern function '([^']+)'")
+_GENERATED_HELP = (
+    "`{name}` is a kernlink name: the generated code defines it, and no component may; no input "
+    "defining it means kernlink did not generate it (a contract item that reads it is missing, or a kernlink bug)"
+)
+
+
 def _link_error(items: list[tuple[str, bytes]], arch: str, result: str, error_log: str) -> DiagnosticError:
     from checker.clauses import l_link
 
     names = ", ".join(f"`{n}`" for n, _ in items) or "no inputs"
-    return DiagnosticError([l_link.linker_failed(names, arch, result, error_log, _LINK_HELP.get(result))])
+    unresolved = _UNRESOLVED.search(error_log)
+    if unresolved and unresolved.group(1).startswith("kl_"):
+        help_text: str | None = _GENERATED_HELP.format(name=unresolved.group(1))
+    else:
+        help_text = _LINK_HELP.get(result)
+    return DiagnosticError([l_link.linker_failed(names, arch, result, error_log, help_text)])

@@ -170,3 +170,17 @@ def test_nvcc_lto_ir_links_with_nvrtc_lto_ir(caller: bytes) -> None:
         compile_nvcc(BROKEN, "parts/broken.cu")
     first = excinfo.value.diagnostics[0].primary
     assert first is not None and (first.span.file, first.span.line) == ("parts/broken.cu", 3)
+
+
+def test_an_unresolved_kernlink_name_is_not_blamed_on_a_missing_input() -> None:
+    """A `kl_` name is the generated code's to define: the help must not ask the user to add an input."""
+    caller = 'extern "C" __device__ unsigned kl_demo_ring_full_wait();\n'
+    caller += 'extern "C" __global__ void k(unsigned* o) { o[0] = kl_demo_ring_full_wait(); }\n'
+    other = 'extern "C" __device__ int scale_of(int);\nextern "C" __global__ void j(int* o) { o[0] = scale_of(1); }\n'
+    helps = []
+    for name, source, kernel in (("kl", caller, "k"), ("user", other, "j")):
+        with pytest.raises(DiagnosticError) as excinfo:
+            link([(name, compile_nvrtc(source, f"{name}.cu").ltoir)], kernels=[kernel])
+        helps.append(" ".join(excinfo.value.diagnostics[0].helps))
+    assert "`kl_demo_ring_full_wait` is a kernlink name" in helps[0] and "add the input" not in helps[0]
+    assert "add the input that defines it" in helps[1]
