@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from diagnostics.model import DiagnosticError
 from diagnostics.sources import SourceMap
 from diagnostics.symbols import Code
+
+if TYPE_CHECKING:
+    from contract_lang import ast as A
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,7 +36,7 @@ def cmd_header(args: argparse.Namespace) -> int:
     from diagnostics.files import atomic_write_text, read_source
     from kernlink.exit_codes import EXIT_OK, EXIT_USAGE
     from kernlink.output import emit
-    from linker.header import device_header
+    from linker.header import device_header, unreached_slots
 
     sources = SourceMap()
     try:
@@ -54,11 +58,46 @@ def cmd_header(args: argparse.Namespace) -> int:
     if args.output == "":
         print("error: -o needs a file name", file=sys.stderr)
         return EXIT_USAGE
-    header = device_header(
-        chosen[0], texts[args.contract], Path(args.contract).name, [p for p in peers if p.name != chosen[0].name]
-    )
+    stage = chosen[0]
+    peers = [p for p in peers if p.name != stage.name]
+    if not args.peer:
+        peers += _peers_beside(stage, Path(args.contract))
+    for ring in unreached_slots(stage, peers):
+        print(
+            f"warning: ring `{ring}` is consumed by `{stage.name}`, and no contract given or beside "
+            f"{args.contract} produces it: its slot-storage handles are not declared (pass --peer PRODUCER.kc)",
+            file=sys.stderr,
+        )
+    header = device_header(stage, texts[args.contract], Path(args.contract).name, peers)
     if args.output:
         atomic_write_text(args.output, header.text)
     else:
         sys.stdout.write(header.text)
     return EXIT_OK
+
+
+def _peers_beside(stage: A.Stage, contract: Path) -> list[A.Stage]:
+    """The stages in `.kc` files beside the contract that produce a ring this stage consumes and
+    whose slot storage it cannot name alone (as a pipeline's `use` without `from` finds contracts)."""
+    from contract_lang.parser import parse_text
+    from diagnostics.files import read_source
+    from linker.header import unreached_slots
+
+    wanted = set(unreached_slots(stage))
+    found: list[A.Stage] = []
+    if not wanted:
+        return found
+    for path in sorted(contract.parent.glob("*.kc")):
+        if path.resolve() == contract.resolve():
+            continue
+        try:
+            others = parse_text(read_source(str(path)), str(path), "contract").stages
+        except DiagnosticError:
+            continue  # a contract beside this one that does not parse names no peer; `check` reports it
+        for other in others:
+            if other.name != stage.name and any(r.side == "produce" and r.name in wanted for r in other.rings):
+                print(
+                    f"note: ring slot handles from `{other.name}` in {path.name} (beside the contract)", file=sys.stderr
+                )
+                found.append(other)
+    return found

@@ -149,12 +149,18 @@ def _params(stage: A.Stage) -> list[str]:
 
 def _facts(stage: A.Stage) -> list[str]:
     out: list[str] = []
+    for assumed in stage.of(A.AssumesFact):
+        assert isinstance(assumed, A.AssumesFact)
+        # `assumes` means compiled in: the value is this stage's constant (L-FACT rejects an owner that differs)
+        name = f"{stage_prefix(stage)}_assumed_{sanitize(assumed.name)}"
+        out.append(
+            f"enum : {_enum_type(assumed.type)} {{ {name} = {assumed.value} }};  "
+            f"// assumes fact {assumed.name} == {assumed.value}"
+        )
     for fact in stage.of(A.OwnsFact):
         assert isinstance(fact, A.OwnsFact)
         name = f"{stage_prefix(stage)}_owned_{sanitize(fact.name)}"  # the value; `_fact_` is its fold handle
-        ctype = C_TYPES.get(fact.type, "unsigned long long")
-        if ctype in ("float", "double", "void*", "bool"):  # an enumerator must be integral
-            ctype = "unsigned long long"
+        ctype = _enum_type(fact.type)
         if fact.value.kind == "exact":
             out.append(f"enum : {ctype} {{ {name} = {fact.value.values[0]} }};  // owns fact {fact.name}")
         elif fact.value.kind == "range":
@@ -163,6 +169,11 @@ def _facts(stage: A.Stage) -> list[str]:
                 f"enum : {ctype} {{ {name}_min = {lo}, {name}_max = {hi} }};  // owns fact {fact.name}: {lo}..{hi}"
             )
     return [*out, ""] if out else []
+
+
+def _enum_type(fact_type: str) -> str:
+    ctype = C_TYPES.get(fact_type, "unsigned long long")
+    return "unsigned long long" if ctype in ("float", "double", "void*", "bool") else ctype  # enumerators are integral
 
 
 def _handles(stage: A.Stage, lines: Sequence[str], source_name: str, peers: Sequence[A.Stage]) -> list[str]:
@@ -174,6 +185,11 @@ def _handles(stage: A.Stage, lines: Sequence[str], source_name: str, peers: Sequ
         seen.add(spec.symbol)
         where = _where(spec.node, lines, source_name) if spec.node is not None else ""
         out.append(f"__device__ {_declaration(stage, spec)};  // {spec.text}; {where}")
+    for name in unreached_slots(stage, peers):
+        out.append(
+            f"// ring {name}: consumed here, and no stage given claims its per-slot storage (the producer's "
+            "contract does): no slot handles are declared for it; `kernlink header --peer PRODUCER.kc` declares them"
+        )
     for ring, claim in _slot_claims(stage, peers):
         smem, stride = ring_slot_symbols(stage, ring.name, claim.name)
         where = _where(ring, lines, source_name)
@@ -239,8 +255,8 @@ def _helpers(stage: A.Stage, peers: Sequence[A.Stage]) -> list[str]:
         "// ---- typed helpers over the handles (shared-memory offsets from the dynamic base); macros, so the",
         "// component's LTO IR does not depend on where this header lies (the linker rebuilds it elsewhere)",
     ]
-    for ring in stage.rings:
-        r = f"{p}_{sanitize(ring.name)}"
+    for name in dict.fromkeys(ring.name for ring in stage.rings):  # a stage may hold both sides of a ring
+        r = f"{p}_{sanitize(name)}"
         out += [
             f"#define {r}_full_bar_at(slot) ({r}_full_bar() + 8u * (slot))",
             f"#define {r}_empty_bar_at(slot) ({r}_empty_bar() + 8u * (slot))",
@@ -274,10 +290,17 @@ def _barrier_pairs(stage: A.Stage) -> Iterable[tuple[str, str]]:
 
 def _slot_claims(stage: A.Stage, peers: Sequence[A.Stage]) -> list[tuple[A.Ring, A.SmemClaim]]:
     """(ring, per-slot claim) pairs this stage can reach through its rings, from any stage given."""
-    found: list[tuple[A.Ring, A.SmemClaim]] = []
+    found: dict[tuple[str, str], tuple[A.Ring, A.SmemClaim]] = {}
     for ring in stage.rings:
         for other in (stage, *peers):
             for claim in other.of(A.SmemClaim):
                 if isinstance(claim, A.SmemClaim) and claim.per_slot == ring.name:
-                    found.append((ring, claim))
-    return found
+                    found.setdefault((ring.name, claim.name), (ring, claim))
+    return list(found.values())
+
+
+def unreached_slots(stage: A.Stage, peers: Sequence[A.Stage] = ()) -> list[str]:
+    """The rings this stage consumes whose per-slot storage no given stage claims: the producer's
+    contract (a peer) names it, so without that peer the header cannot declare the slot handles."""
+    reached = {ring.name for ring, _ in _slot_claims(stage, peers)}
+    return sorted({r.name for r in stage.rings if r.side == "consume" and r.name not in reached})

@@ -173,3 +173,46 @@ def test_a_component_using_the_helpers_rebuilds_identically_in_another_folder(tm
     pack(folder / "loader.cu", folder / "loader.kc", folder / "loader.kpkg")
     (stage,) = parse_file(folder / "loader.kc")[0].stages
     assert [(d.code, d.message) for d in rebuild_problems(str(folder / "loader.kpkg"), stage)] == []
+
+
+def test_without_peer_the_producer_beside_the_contract_names_the_slot_handles(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The consumer reaches the producer's slots only through handles its contract names: found beside it."""
+    out = tmp_path / "kl_ring_reduce.h"
+    assert main(["header", str(EXAMPLES / "ring/reduce.kc"), "-o", str(out)]) == 0
+    assert out.read_text() == _header("ring/reduce.kc", "ring/loader.kc")
+    assert "slot handles from `ring.loader` in loader.kc" in capsys.readouterr().err
+
+
+def test_without_any_producer_the_missing_slot_handles_are_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    alone = tmp_path / "reduce.kc"
+    alone.write_text((EXAMPLES / "ring/reduce.kc").read_text())
+    out = tmp_path / "kl_ring_reduce.h"
+    assert main(["header", str(alone), "-o", str(out)]) == 0
+    assert "ring `kv` is consumed by `ring.reduce`" in capsys.readouterr().err
+    text = out.read_text()
+    assert "// ring kv: consumed here, and no stage given claims its per-slot storage" in text
+    assert "kv_stage_smem" not in text
+
+
+def test_an_assumed_fact_is_a_constant_on_the_assuming_side() -> None:
+    text = _header("moe4/gemm.kc", "moe4/act.kc")
+    assert "enum : unsigned { kl_moe_gemm_assumed_elem_bits = 16 };  // assumes fact elem_bits == 16" in text
+
+
+def test_a_stage_holding_both_sides_of_a_ring_defines_each_macro_once(tmp_path: Path) -> None:
+    loader = (EXAMPLES / "ring/loader.kc").read_text()
+    reduce = (EXAMPLES / "ring/reduce.kc").read_text()
+    body = reduce[reduce.index("{") + 1 : reduce.rindex("}")]
+    kept = "\n".join(line for line in body.splitlines() if not line.strip().startswith(("target", "launch")))
+    both = loader[: loader.rindex("}")] + kept + "}\n"
+    path = tmp_path / "both.kc"
+    path.write_text(both)
+    (stage,) = parse_file(path)[0].stages
+    text = device_header(stage, both, path.name).text
+    defines = re.findall(r"^#define (\w+)", text, re.M)
+    assert defines and len(defines) == len(set(defines))
+    compile_nvrtc(text + "\n", "both.cu")

@@ -49,6 +49,7 @@ static_assert(offsetof(GemmParams, capacity) == 56, "params GemmParams: capacity
 static_assert(offsetof(GemmParams, tokens_per_signal) == 60, "params GemmParams: tokens_per_signal at offset 60");
 #endif
 
+enum : unsigned { kl_moe_gemm_assumed_elem_bits = 16 };  // assumes fact elem_bits == 16
 enum : unsigned { kl_moe_gemm_owned_slot_elems = 4096 };  // owns fact slot_elems
 
 extern "C" {
