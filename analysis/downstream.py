@@ -11,10 +11,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from checker.clauses import l_deadlock
 from checker.composition import Composition
+from checker.engine import at_placed_depths
 from checker.memo import Memo
-from checker.protocol.adapter import ModelOptions, check_placed_depths
+from checker.protocol.check import ModelOptions
 from diagnostics.model import Diagnostic
 from placement.adapter import Placed, place
 
@@ -43,7 +43,7 @@ def verify_downstream(
     if placed is None:
         return Downstream(None, [], diags)
     depths = {r.name: r.depth for r in placed.placement.rings}
-    protocol = [l_deadlock.undecided(d) for d in check_placed_depths(comp, depths, options, selected, memo)]
+    protocol = at_placed_depths(comp, depths, options, selected, memo)
     routes, route_diags = route_tensors(comp, placed)
     return Downstream(placed, routes, diags + protocol + route_diags)
 

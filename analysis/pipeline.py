@@ -21,7 +21,8 @@ from checker.clauses import l_integrity
 from checker.composition import Composition
 from checker.engine import by_code, errors, run_clauses, selected
 from checker.memo import Memo
-from checker.protocol.adapter import MODEL_CODES, ModelOptions
+from checker.policy import MODEL_CODES
+from checker.protocol.check import ModelOptions
 from checker.resolve import resolve
 from diagnostics.model import Diagnostic, Label, sort_diagnostics
 from diagnostics.sources import SourceMap

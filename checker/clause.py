@@ -85,8 +85,11 @@ class Clause(abc.ABC):
     category: ClassVar[str]
     decided_by: ClassVar[str] = "structure"
 
-    def __init_subclass__(cls, **kwargs: object) -> None:
+    def __init_subclass__(cls, base: bool = False, **kwargs: object) -> None:
+        """Validate a clause's metadata and docs; ``base=True`` marks a shared base, which has none."""
         super().__init_subclass__(**kwargs)
+        if base:
+            return
         problems = []
         code = getattr(cls, "code", "")
         if not _CODE.match(code):
@@ -126,6 +129,15 @@ class Clause(abc.ABC):
     def check_in(self, comp: Composition, ctx: CheckContext) -> Iterable[Diagnostic]:
         """The violations within one check (``ctx`` holds analyses the clauses share)."""
         return self.check(comp)
+
+    @classmethod
+    def word(cls, found: object) -> Diagnostic:
+        """A typed finding of this clause, or a question it left undecided, in words.
+
+        A clause whose decider returns typed findings words them here; the engine asks the
+        clause a finding's ``code`` names (``checker/engine.py``, :func:`~checker.engine.word`).
+        """
+        raise TypeError(f"clause {cls.code} words no {type(found).__name__}")
 
 
 def internal_error(cls: type[Clause], exc: Exception) -> Diagnostic:

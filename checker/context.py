@@ -9,22 +9,13 @@ the context's :class:`~checker.memo.Memo`, which the caller owns: nothing is mod
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TypeVar
 
+from checker import policy
 from checker.composition import Composition
 from checker.memo import Memo
-from checker.protocol.adapter import (
-    Declared,
-    ModelOptions,
-    ModelReport,
-    TooDeep,
-    Unmodelled,
-    analyse,
-    unexplained,
-)
+from checker.protocol.check import ModelOptions
+from checker.protocol.depths import ModelFinding, ModelReport, analyse
 from diagnostics.model import Diagnostic
-
-F = TypeVar("F", bound=Declared)
 
 
 @dataclass
@@ -43,30 +34,13 @@ class CheckContext:
             self._protocol = analyse(self.comp, self.options, self.memo)
         return self._protocol
 
-    def protocol_for(self, code: str) -> list[Diagnostic]:
-        """The model's diagnostics of one protocol clause, tiered over the selected codes."""
-        return [d for d in self.protocol().tiered(self.codes) if isinstance(d, Diagnostic) and d.code == code]
+    def protocol_for(self, code: str) -> list[ModelFinding]:
+        """The findings of one protocol clause that the selection reports (``checker/policy.py``)."""
+        return [f for f in policy.reported(self.protocol(), self.codes)[0] if f.code == code]
 
-    def declared_for(self, code: str, kind: type[F]) -> list[F]:
-        """The declarations' findings of one protocol clause (its module words them), tiered as the model's."""
-        return [d for d in self.protocol().tiered(self.codes) if isinstance(d, kind) and d.code == code]
-
-    def leftovers(self, reported: list[Diagnostic]) -> list[Diagnostic | TooDeep | Unmodelled]:
-        """What no selected clause owns: undecided queries, channels the model left out, hangs.
-
-        They are never filtered by the selection, and the model runs whatever the selection
-        (a check of other clauses must not accept a composition that hangs): an undecided
-        check is never an accept, and the finding that proves a hang is always shown.
-        Rings too deep for the model and channels it left out come typed: L-DEADLOCK words them
-        (``checker/clauses/l_deadlock.py``, whose ``leftovers`` is what the engine reports).
-        """
-        report = self.protocol()
-        undecided = [
-            d for d in report.tiered(self.codes) if isinstance(d, (Diagnostic, TooDeep)) and not d.code.startswith("L-")
-        ]
-        hangs = list(report.hang_proofs(self.codes))
-        unmodelled = unexplained(self.comp, report.unmodelled, reported)
-        return [*undecided, *hangs, *unmodelled, *report.notes]
+    def leftovers(self, found: list[Diagnostic]) -> list[policy.Leftover]:
+        """What no selected clause owns, given what the clauses ``found`` (:func:`checker.policy.leftovers`)."""
+        return policy.leftovers(self.protocol(), self.codes, self.comp, found)
 
 
 __all__ = ["CheckContext"]

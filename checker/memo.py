@@ -53,7 +53,7 @@ class Table(Generic[K, V]):
 class Memo:
     """The tables one series of checks shares."""
 
-    #: canonical protocol, bound, rlimit → its verdict (checker/protocol/adapter.py)
+    #: canonical protocol, bound, rlimit → its verdict (checker/protocol/check.py)
     verdicts: Table[tuple[Protocol, int | None, int], ProtocolVerdict] = field(default_factory=Table)
     #: a protocol as built (spans, text and all), bound, rlimit → its verdict, mapped back: a
     #: protocol met again (a mutant that left its channels' lines alone) skips canonicalising

@@ -288,7 +288,9 @@ class _Downstreams:
 
 def _protocol_key(comp: Composition) -> object:
     """What the protocol decided at the placed depths reads: its meaning at the deepest checked depths."""
-    from checker.protocol.adapter import build, canonical, depth_choices
+    from checker.protocol.build import build
+    from checker.protocol.check import canonical
+    from checker.protocol.depths import depth_choices
 
     protocol = build(comp, depth_choices(comp)[-1])
     return None if protocol is None else canonical(protocol)[0]

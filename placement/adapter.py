@@ -14,7 +14,7 @@ from checker.clauses.l_launch import residency_diagnostic
 from checker.composition import Composition, Owned
 from checker.hardware import TargetSpec
 from checker.memo import Memo
-from checker.protocol.adapter import MAX_CHECKED_DEPTH
+from checker.protocol.depths import MAX_CHECKED_DEPTH
 from checker.residency import ResidencyFinding, blocks_line, launch_blocks
 from checker.storage import agreed_depth, needed_alignment
 from contract_lang import ast as A

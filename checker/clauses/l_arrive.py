@@ -56,36 +56,65 @@ Make the arrivals match the initialized count: elect one lane per warp to arrive
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from checker.clause import Clause
-from checker.clauses.l_deadlock import alone
-from checker.composition import Composition
-from checker.context import CheckContext
-from checker.protocol.adapter import CountFinding
+from checker.clauses._protocol import ModelClause, arrivals, count_labels, static_diagnostic, times, undecided
+from checker.protocol.declarations import CountFinding
 from checker.protocol.model import MBAR_MAX_COUNT
+from checker.protocol.smt import StaticRule
+from checker.protocol.verdict import StaticViolation, Undecided
 from checker.report import seam
 from diagnostics.model import Diagnostic
 from diagnostics.symbols import Code
 
 
-class ArriveClause(Clause):
+class ArriveClause(ModelClause):
     code = Code.L_ARRIVE
     name = "arrival-count"
     summary = "an mbarrier's initialized arrival count differs from the arrivals its participants make per phase"
-    category = "protocol"
-    decided_by = "smt"
 
-    def check(self, comp: Composition) -> Iterator[Diagnostic]:
-        """Alone, as ``--select`` of this code: with the undecided queries it leaves."""
-        return iter(alone(self, comp))
+    @classmethod
+    def word(cls, found: object) -> Diagnostic:
+        """Decided by the model (``checker/protocol/check.py``, ``_check_static``) or the declarations
+        (``checker/protocol/declarations.py``)."""
+        if isinstance(found, StaticViolation):
+            return violation(found)
+        if isinstance(found, CountFinding):
+            return count_finding(found)
+        if isinstance(found, Undecided):
+            what = f"`{found.ring}.{found.about}`"
+            return undecided(found, what, f"the arrival count of {what}")
+        return super().word(found)
 
-    def check_in(self, comp: Composition, ctx: CheckContext) -> Iterator[Diagnostic]:
-        yield from ctx.protocol_for(self.code)
-        yield from (count_finding(f) for f in ctx.declared_for(self.code, CountFinding))
+
+# ----------------------------------------------------------------- the model's findings (protocol/check.py)
 
 
-# ----------------------------------------------------------------- the declarations' findings (protocol/adapter.py)
+def violation(found: StaticViolation) -> Diagnostic:
+    """The arrivals of one barrier against its init count, in the contracts' words."""
+    primary, secondary = count_labels(found, f"initialized for {arrivals(found.init)} per phase")
+    acct = found.accounting
+    if not acct.arrivals:
+        side = "fills the slot" if found.barrier.value == "full" else "releases the slot"
+        fix = f"add an `arrive` on `{found.name}` to the side that {side}"
+    else:
+        fix = (
+            f"make the arrivals per phase equal the init count ({found.init}) — e.g. "
+            "`per_warp(role)` for one arrival per warp — or initialize "
+            f"`{found.name}` with {acct.arrivals}"
+        )
+    return static_diagnostic(found, [_message(found, rule) for rule in found.broken], primary, secondary, fix)
+
+
+def _message(found: StaticViolation, rule: StaticRule) -> str:
+    name, init, acct = found.name, found.init, found.accounting
+    if rule == "arrive":
+        made = f"its participants arrive {times(acct.arrivals)}" if acct.arrivals else "no role arrives on it"
+        return f"`{name}` is initialized for {arrivals(init)} per phase but {made}"
+    if rule == "prearm":
+        return f"the pre-arm of `{name}` arrives {times(acct.prearm)} but a phase needs {arrivals(init)}"
+    return f"`{name}` is initialized for {arrivals(init)}, above the mbarrier limit of 1048575"
+
+
+# ------------------------------------------------------------ the declarations' findings (protocol/declarations.py)
 
 
 def count_finding(found: CountFinding) -> Diagnostic:

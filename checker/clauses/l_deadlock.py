@@ -57,81 +57,102 @@ side or the missing `arrive` step.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from checker.clause import Clause, internal_error
-from checker.composition import Composition
-from checker.context import CheckContext
-from checker.protocol.adapter import MAX_MODEL_DEPTH, TooDeep, Unmodelled
-from checker.protocol.report import undecided_diagnostic
-from diagnostics.model import Diagnostic, Label, sort_diagnostics
+from checker.clauses._protocol import Labelled, ModelClause, diagnostic, trace_labels, undecided
+from checker.protocol.build import Unmodelled
+from checker.protocol.check import MAX_MODEL_DEPTH
+from checker.protocol.depths import TooDeep
+from checker.protocol.verdict import DeadlockWitness, TraceRow, Undecided
+from diagnostics.model import Diagnostic, Label
 from diagnostics.symbols import Code
+from solver import unknown_diagnostic
 
 
-class DeadlockClause(Clause):
+class DeadlockClause(ModelClause):
     code = Code.L_DEADLOCK
     name = "protocol-deadlock"
     summary = "the bounded protocol model reaches a state where every live role waits"
-    category = "protocol"
-    decided_by = "smt"
 
-    def check(self, comp: Composition) -> Iterator[Diagnostic]:
-        """Alone, as ``--select`` of this code: with the undecided queries it leaves."""
-        return iter(alone(self, comp))
+    @classmethod
+    def word(cls, found: object) -> Diagnostic:
+        """Decided by the model (``checker/protocol/check.py``, ``_check_deadlock``); what it cannot
+        look at is undecided (``checker/protocol/depths.py``, ``build.py``)."""
+        if isinstance(found, DeadlockWitness):
+            return witness(found)
+        if isinstance(found, Undecided):
+            return undecided(found, "whether the protocol can deadlock", "whether the protocol can deadlock")
+        if isinstance(found, TooDeep):
+            return too_deep(found)
+        if isinstance(found, Unmodelled):
+            return left_out(found)
+        return super().word(found)
 
-    def check_in(self, comp: Composition, ctx: CheckContext) -> Iterator[Diagnostic]:
-        return iter(ctx.protocol_for(self.code))
+
+def witness(found: DeadlockWitness) -> Diagnostic:
+    """Where every live role blocks, the late releases that cause it, and the trace that gets there."""
+    trace = found.trace
+    who = ", ".join(f"`{r.role}` on `{r.barrier}`" for r in trace.stuck)
+    primary = [(r.step.provenance, _blocked(r)) for r in trace.stuck]
+    lagging: list[Labelled] = [(s.provenance, _late(s.role, s.lag)) for s in found.lagging]
+    exclude = {p for p, _ in primary} | {p for p, _ in lagging}
+    notes = []
+    if found.finished:
+        notes.append("finished: " + ", ".join(f"`{r}`" for r in found.finished) + f" ran all {found.bound} iterations")
+    return diagnostic(
+        Code.L_DEADLOCK,
+        f"the protocol can deadlock: every live role waits ({who})",
+        primary,
+        (*lagging, *trace_labels(trace.rows, exclude)),
+        notes,
+        (
+            "each wait needs an arrival that does not depend on the waiter's own later "
+            "steps: check the order of waits and releases across rings, a release's lag "
+            "against the ring depth, and a wait on a barrier no role arrives on",
+        ),
+        trace=trace,
+        data=(
+            ("blocked", "; ".join(f"{r.role}@{r.barrier}" for r in trace.stuck)),
+            ("trace_length", str(len(trace.rows))),
+        ),
+    )
 
 
-# ----------------------------------------------------------------- what the model leaves undecided, worded here
+def _blocked(row: TraceRow) -> str:
+    where = f"iteration {row.iteration}" if row.iteration >= 0 else "the prologue"
+    parity = f", parity {row.parity}" if row.parity is not None else ""
+    phase = f", phase {row.phase}" if row.phase is not None else ""
+    return f"`{row.role}` blocks here forever ({where}{phase}{parity})"
+
+
+def _late(role: str, lag: int) -> str:
+    late = f"{lag} iteration" + ("" if lag == 1 else "s")
+    return f"`{role}` releases each slot {late} late (`lag {lag}`): the waiter needs it first"
+
+
+# ----------------------------------------------------------------- what the model leaves undecided
 # A hang cannot be ruled out where the model does not look: each is E-SOLVER-UNKNOWN of this clause.
 
 
 def too_deep(found: TooDeep) -> Diagnostic:
     """A ring deeper than the bounded model unrolls."""
-    return undecided_diagnostic(
+    return unknown_diagnostic(
         Code.L_DEADLOCK,
         f"the protocol model does not unroll ring `{found.ring}` at depth {found.depth} (at most {MAX_MODEL_DEPTH})",
         (Label(found.span, f"depth {found.depth} is not checked", True),),
-        ("the linker may only use a depth the protocol model has decided",),
-        (("ring", found.ring), ("depth", str(found.depth))),
-        (
+        more_notes=("the linker may only use a depth the protocol model has decided",),
+        helps=(
             f"bound the ring's depth range to at most {MAX_MODEL_DEPTH} (e.g. `depth "
             f"{found.lowest}..{MAX_MODEL_DEPTH}`): a deeper ring rarely pays for its shared memory",
         ),
+        data=(("ring", found.ring), ("depth", str(found.depth))),
     )
 
 
 def left_out(found: Unmodelled) -> Diagnostic:
     """A channel the model leaves out, which no other selected clause explains."""
-    return undecided_diagnostic(
+    return unknown_diagnostic(
         Code.L_DEADLOCK,
         f"the protocol model leaves out `{found.channel}`: {found.reason}",
         tuple(Label(span, "not modelled" if i == 0 else "another side", i == 0) for i, span in enumerate(found.spans)),
-        ("no other selected clause reports why; its hand-offs are not checked",),
-        (("channel", found.channel), ("reason", found.reason)),
+        more_notes=("no other selected clause reports why; its hand-offs are not checked",),
+        data=(("channel", found.channel), ("reason", found.reason)),
     )
-
-
-def undecided(found: Diagnostic | TooDeep | Unmodelled) -> Diagnostic:
-    """An item the model leaves undecided, as its diagnostic (the model's own are worded already)."""
-    if isinstance(found, TooDeep):
-        return too_deep(found)
-    if isinstance(found, Unmodelled):
-        return left_out(found)
-    return found
-
-
-def leftovers(ctx: CheckContext, reported: list[Diagnostic]) -> list[Diagnostic]:
-    """What no selected clause owns, worded (:meth:`CheckContext.leftovers`): never filtered by the selection."""
-    return [undecided(item) for item in ctx.leftovers(reported)]
-
-
-def alone(clause: Clause, comp: Composition) -> list[Diagnostic]:
-    """One protocol clause checked by itself (a ``--select`` of its code), with what the model leaves undecided."""
-    ctx = CheckContext(comp, frozenset({clause.code}))
-    try:
-        found = list(clause.check_in(comp, ctx))
-        return sort_diagnostics([*found, *leftovers(ctx, found)])
-    except Exception as exc:  # as in the engine: a clause bug is E-INTERNAL, never a pass or a traceback
-        return [internal_error(type(clause), exc)]

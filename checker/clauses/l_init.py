@@ -49,6 +49,7 @@ from collections.abc import Iterator, Sequence
 
 from checker.clause import Clause
 from checker.composition import Composition, Owned
+from checker.protocol.model import init_fault
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
@@ -71,7 +72,9 @@ class InitClause(Clause):
     def _ring(self, comp: Composition, name: str, sides: Sequence[Owned[A.Ring]]) -> Iterator[Diagnostic]:
         inits = [(s, it) for s in sides for it in s.item.items if isinstance(it, A.RingInitBy)]
         producer = next(s for s in sides if s.item.side == "produce")
-        if not inits:
+        participants = list(dict.fromkeys(s.item.role for s in sides))
+        fault = init_fault([(it.role, it.fenced) for _, it in inits], participants, comp.roles)
+        if fault == "none":
             yield seam(
                 self.code,
                 f"no role initializes the barriers of ring `{name}`",
@@ -88,9 +91,8 @@ class InitClause(Clause):
                 helps=(f"add `init by {producer.item.role} fenced` to the producer side of `{name}`",),
                 data={"ring": name},
             )
-            return
-        roles = list(dict.fromkeys(it.role for _, it in inits))
-        if len(roles) > 1:
+        elif fault == "several":
+            roles = list(dict.fromkeys(it.role for _, it in inits))
             first = inits[0]
             second = next((s, it) for s, it in inits if it.role != first[1].role)
             yield seam(
@@ -104,24 +106,21 @@ class InitClause(Clause):
                 helps=("keep one `init by`, or name the same role on both sides",),
                 data={"ring": name, "roles": ",".join(roles)},
             )
-            return
-        participants = list(dict.fromkeys(s.item.role for s in sides))
-        init = inits[0][1]
-        if init.role in participants or (init.role in comp.roles and init.fenced):
-            return  # the dispatch runs every init, then a block-wide barrier, before any role starts
-        yield seam(
-            self.code,
-            f"ring `{name}` is initialized by `{init.role}`, which takes no part in it",
-            (init.span, f"`init by {init.role}`"),
-            [(s.span, f"{'producer' if s.item.side == 'produce' else 'consumer'} `{s.item.role}`") for s in sides],
-            notes=(
-                f"the roles of `{name}` are {', '.join(f'`{r}`' for r in participants)}; another role's init "
-                "is ordered before their first waits and arrivals only when it is `fenced` (the dispatch's "
-                "fence and block-wide barrier)",
-            ),
-            helps=(
-                f"write `init by {producer.item.role}{' fenced' if init.fenced else ''}`"
-                + (f", or `init by {init.role} fenced`" if init.role in comp.roles else ""),
-            ),
-            data={"ring": name, "role": init.role},
-        )
+        elif fault == "outsider":
+            init = inits[0][1]
+            yield seam(
+                self.code,
+                f"ring `{name}` is initialized by `{init.role}`, which takes no part in it",
+                (init.span, f"`init by {init.role}`"),
+                [(s.span, f"{'producer' if s.item.side == 'produce' else 'consumer'} `{s.item.role}`") for s in sides],
+                notes=(
+                    f"the roles of `{name}` are {', '.join(f'`{r}`' for r in participants)}; another role's init "
+                    "is ordered before their first waits and arrivals only when it is `fenced` (the dispatch's "
+                    "fence and block-wide barrier)",
+                ),
+                helps=(
+                    f"write `init by {producer.item.role}{' fenced' if init.fenced else ''}`"
+                    + (f", or `init by {init.role} fenced`" if init.role in comp.roles else ""),
+                ),
+                data={"ring": name, "role": init.role},
+            )

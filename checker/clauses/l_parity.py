@@ -54,26 +54,60 @@ parity 1 (the default), or the consumer pre-arms every empty barrier
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from checker.clause import Clause
-from checker.clauses.l_deadlock import alone
-from checker.composition import Composition
-from checker.context import CheckContext
+from checker.clauses._protocol import Labelled, ModelClause, static_diagnostic, undecided
+from checker.protocol.model import BarrierKind
+from checker.protocol.verdict import StaticViolation, Undecided
 from diagnostics.model import Diagnostic
 from diagnostics.symbols import Code
 
 
-class ParityClause(Clause):
+class ParityClause(ModelClause):
     code = Code.L_PARITY
     name = "phase-parity"
     summary = "endpoints disagree on the phase-parity convention of a ring's barriers"
-    category = "protocol"
-    decided_by = "smt"
 
-    def check(self, comp: Composition) -> Iterator[Diagnostic]:
-        """Alone, as ``--select`` of this code: with the undecided queries it leaves."""
-        return iter(alone(self, comp))
+    @classmethod
+    def word(cls, found: object) -> Diagnostic:
+        """Decided by the model (``checker/protocol/check.py``, ``_check_static``)."""
+        if isinstance(found, StaticViolation):
+            return violation(found)
+        if isinstance(found, Undecided):
+            return undecided(
+                found, f"`{found.ring}.{found.about}`", f"the first parities on `{found.ring}.{found.about}`"
+            )
+        return super().word(found)
 
-    def check_in(self, comp: Composition, ctx: CheckContext) -> Iterator[Diagnostic]:
-        return iter(ctx.protocol_for(self.code))
+
+def violation(found: StaticViolation) -> Diagnostic:
+    """A first wait against the pre-arms before it: which wait, and what pre-arms (or that nothing does)."""
+    wait = found.wait
+    assert wait is not None  # an L-PARITY finding is about one wait
+    name = found.name
+    primary: list[Labelled] = [(wait.provenance, f"`{wait.role}` first waits with parity {wait.parity}")]
+    arms = [s for s in found.steps if s.prearm]
+    secondary: list[Labelled] = [(s.provenance, f"`{s.role}` pre-arms `{name}`") for s in arms]
+    if not arms:
+        secondary.append((found.ring_at, f"nothing pre-arms `{name}`"))
+    who = f"`{wait.role}` first waits on `{name}` with parity {wait.parity}"
+    armed = found.accounting.prearm > 0
+    if found.barrier is BarrierKind.EMPTY and not armed:
+        message = f"{who} but nothing pre-arms it, so the first wait blocks on a fresh barrier"
+    elif found.barrier is BarrierKind.EMPTY:
+        message = f"{who} but it is pre-armed, so the wait skips the pre-armed phase"
+    elif not armed:
+        message = f"{who}, which passes on a fresh barrier before the slot is filled"
+    else:
+        message = f"{who} but it is pre-armed, so the first fill is taken for the pre-armed phase"
+    return static_diagnostic(found, [message] * len(found.broken), primary, secondary, _fix(found, bool(arms)))
+
+
+def _fix(found: StaticViolation, armed: bool) -> str:
+    if found.barrier is BarrierKind.EMPTY:
+        good = 0 if armed else 1
+        why = "after the consumer's pre-arm" if armed else "it passes on a fresh barrier"
+        return (
+            f"the producer's first wait on `{found.name}` uses parity {good} ({why}); pre-arm "
+            "from the consumer only together with parity 0"
+        )
+    good = 1 if armed else 0
+    return f"the consumer's first wait on `{found.name}` uses parity {good}: it waits for the first fill"

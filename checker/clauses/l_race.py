@@ -49,26 +49,58 @@ barrier before reading it (consumer), and release it only after the last read.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from checker.clause import Clause
-from checker.clauses.l_deadlock import alone
-from checker.composition import Composition
-from checker.context import CheckContext
+from checker.clauses._protocol import Labelled, ModelClause, diagnostic, trace_labels, undecided
+from checker.protocol.smt import Query
+from checker.protocol.verdict import RaceWitness, Undecided
 from diagnostics.model import Diagnostic
 from diagnostics.symbols import Code
 
 
-class RaceClause(Clause):
+class RaceClause(ModelClause):
     code = Code.L_RACE
     name = "slot-race"
     summary = "the protocol lets a producer overwrite a slot not yet released, or a consumer read a slot not yet full"
-    category = "protocol"
-    decided_by = "smt"
 
-    def check(self, comp: Composition) -> Iterator[Diagnostic]:
-        """Alone, as ``--select`` of this code: with the undecided queries it leaves."""
-        return iter(alone(self, comp))
+    @classmethod
+    def word(cls, found: object) -> Diagnostic:
+        """Decided by the model (``checker/protocol/check.py``, ``_check_races``)."""
+        if isinstance(found, RaceWitness):
+            return witness(found)
+        if isinstance(found, Undecided):
+            what = f"{found.about} on ring `{found.ring}`"
+            return undecided(found, what, f"whether there is an {what}")
+        return super().word(found)
 
-    def check_in(self, comp: Composition, ctx: CheckContext) -> Iterator[Diagnostic]:
-        return iter(ctx.protocol_for(self.code))
+
+def witness(found: RaceWitness) -> Diagnostic:
+    """The racing step (the trace's last), the partner's step that comes only later, and the trace."""
+    ring, slot, iteration = found.ring, found.slot, found.iteration
+    secondary: list[Labelled] = []
+    if found.query is Query.OVERWRITE:
+        assert iteration is not None  # a write of a ring slot is of a data iteration
+        message = f"`{found.producer}` can overwrite slot {slot} of ring `{ring}` before `{found.partner}` releases it"
+        primary = (found.step.provenance, f"writes slot {slot} for iteration {iteration} (the trace's last step)")
+        if found.partner_step is not None:
+            done = iteration - found.depth
+            later = f"`{found.partner}` is done with iteration {done} of slot {slot} only later"
+            secondary.append((found.partner_step.provenance, later))
+        fix = (
+            f"make `{found.producer}` wait for the release before writing: the "
+            "parities and the release's lag decide which use of the slot it waits for"
+            if found.waits
+            else f"wait on `{ring}.empty` before writing the slot"
+        )
+    else:
+        assert found.partner_step is not None  # a read races the producer's write
+        message = f"`{found.racer}` can read slot {slot} of ring `{ring}` before `{found.producer}` fills it"
+        primary = (found.step.provenance, f"reads slot {slot} of iteration {iteration} (the trace's last step)")
+        secondary.append((found.partner_step.provenance, f"`{found.producer}` writes it only later"))
+        fix = (
+            f"wait on `{ring}.full` with the parity of the fill before reading"
+            if found.waits
+            else f"wait on `{ring}.full` before reading the slot"
+        )
+    rows = found.trace.rows
+    secondary += trace_labels(rows, exclude={found.step.provenance})
+    data = (("ring", ring), ("kind", found.query.value), ("slot", str(slot)), ("trace_length", str(len(rows))))
+    return diagnostic(Code.L_RACE, message, (primary,), secondary, helps=(fix,), trace=found.trace, data=data)

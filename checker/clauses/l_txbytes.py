@@ -55,35 +55,81 @@ Expect the sum of the copies' bytes in the one `arrive.expect_tx` of the phase
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from checker.clause import Clause
-from checker.clauses.l_deadlock import alone
-from checker.composition import Composition
-from checker.context import CheckContext
-from checker.protocol.adapter import CopyFinding
+from checker.clauses._protocol import ModelClause, count_labels, static_diagnostic, undecided
+from checker.protocol.declarations import CopyFinding
+from checker.protocol.smt import StaticRule
+from checker.protocol.verdict import StaticViolation, Undecided
 from checker.report import seam
 from diagnostics.model import Diagnostic
 from diagnostics.symbols import Code
 
 
-class TxbytesClause(Clause):
+class TxbytesClause(ModelClause):
     code = Code.L_TXBYTES
     name = "transaction-bytes"
     summary = "an mbarrier's expected transaction bytes differ from the bytes its async copies complete per phase"
-    category = "protocol"
-    decided_by = "smt"
 
-    def check(self, comp: Composition) -> Iterator[Diagnostic]:
-        """Alone, as ``--select`` of this code: with the undecided queries it leaves."""
-        return iter(alone(self, comp))
+    @classmethod
+    def word(cls, found: object) -> Diagnostic:
+        """Decided by the model (``checker/protocol/check.py``, ``_check_static``) or the declarations
+        (``checker/protocol/declarations.py``)."""
+        if isinstance(found, StaticViolation):
+            return violation(found)
+        if isinstance(found, CopyFinding):
+            return copy_finding(found)
+        if isinstance(found, Undecided):
+            what = f"`{found.ring}.{found.about}`"
+            return undecided(found, what, f"the transaction bytes of {what}")
+        return super().word(found)
 
-    def check_in(self, comp: Composition, ctx: CheckContext) -> Iterator[Diagnostic]:
-        yield from ctx.protocol_for(self.code)
-        yield from (copy_finding(f) for f in ctx.declared_for(self.code, CopyFinding))
+
+# ----------------------------------------------------------------- the model's findings (protocol/check.py)
 
 
-# ----------------------------------------------------------------- the declarations' findings (protocol/adapter.py)
+def violation(found: StaticViolation) -> Diagnostic:
+    """The bytes one barrier expects against those its copies complete (and those it declares)."""
+    declared = found.expect_tx
+    primary, secondary = count_labels(
+        found, f"declares {declared} bytes per phase" if declared is not None else "the barrier"
+    )
+    return static_diagnostic(found, [_message(found, rule) for rule in found.broken], primary, secondary, _fix(found))
+
+
+def _message(found: StaticViolation, rule: StaticRule) -> str:
+    name, declared, acct = found.name, found.expect_tx, found.accounting
+    if rule == "txbytes":
+        return f"`{name}` expects {acct.expected} transaction bytes per phase but its copies complete {acct.completed}"
+    if rule == "declared-expect":
+        return f"`{name}` declares {declared} transaction bytes per phase but its arrivals expect {acct.expected}"
+    if rule == "declared-copy":
+        return f"`{name}` declares {declared} transaction bytes per phase but its copies complete {acct.completed}"
+    most = max(acct.expected, acct.completed)
+    return f"`{name}` moves {most} transaction bytes per phase, above the tx-count limit of 1048575"
+
+
+def _fix(found: StaticViolation) -> str:
+    """Which side is wrong cannot be told: both fixes, in the contract's units (KiB as written)."""
+    acct = found.accounting
+    expected, completed = _size(acct.expected), _size(acct.completed)
+    gap = _size(abs(acct.expected - acct.completed))
+    if acct.expected > acct.completed:
+        return (
+            f"either a copy is missing: copy {gap} more per phase (the copies complete {completed} of the "
+            f"{expected} expected); or the expectation is too high: expect {completed} in the `arrive … tx` "
+            "and `expect_tx` steps"
+        )
+    return (
+        f"either the expectation is short: expect {completed} in the `arrive … tx` and `expect_tx` steps "
+        f"(now {expected}); or a copy is extra: copy only {expected} per phase ({gap} fewer)"
+    )
+
+
+def _size(n: int) -> str:
+    """Bytes as contracts write them: `48KiB` when whole KiB, else a plain byte count."""
+    return f"{n // 1024}KiB" if n >= 1024 and n % 1024 == 0 else str(n)
+
+
+# ------------------------------------------------------------ the declarations' findings (protocol/declarations.py)
 
 _OVERRUN = "a copy past the end of its slot overwrites the next slot or claim while another role reads it"
 

@@ -1,10 +1,11 @@
-"""The SMT model of mbarrier ring protocols (L-INIT, L-ARRIVE, L-TXBYTES, L-PARITY, L-RACE,
-L-DEADLOCK).
+"""The SMT model of mbarrier ring protocols (L-ARRIVE, L-TXBYTES, L-PARITY, L-RACE, L-DEADLOCK).
 
-Build a :class:`Protocol` (directly or with :class:`ProtocolBuilder`), decide it with
-:func:`check_protocol`, and turn the verdict into diagnostics with
-:func:`verdict_diagnostics`. ``explore`` is the explicit-state oracle used by the tests;
-``strategies`` holds the Hypothesis strategy for small random protocols.
+Build a :class:`Protocol` (directly, with :class:`ProtocolBuilder`, or from a composition
+with ``build``), decide it with :func:`check_protocol`: the verdict's findings are typed
+(:class:`StaticViolation`, :class:`RaceWitness`, :class:`DeadlockWitness`), and the clause
+each names words it (``checker/clauses/``; :func:`checker.engine.word`). ``depths`` decides
+a composition at the depths the linker may choose; ``explore`` is the explicit-state oracle
+used by the tests; ``strategies`` holds the Hypothesis strategy for small random protocols.
 """
 
 from checker.protocol.check import DEFAULT_RLIMIT, check_protocol
@@ -27,22 +28,26 @@ from checker.protocol.model import (
     per_warp,
     per_warpgroup,
 )
-from checker.protocol.report import (
-    UNKNOWN_CODE,
-    proof_notes,
-    protocol_diagnostics,
-    verdict_diagnostics,
+from checker.protocol.verdict import (
+    DeadlockWitness,
+    ModelStats,
+    Proof,
+    ProtocolVerdict,
+    RaceWitness,
+    StaticViolation,
+    Status,
+    Trace,
+    TraceRow,
+    Undecided,
 )
-from checker.protocol.verdict import Finding, ModelStats, Proof, ProtocolVerdict, Status, Trace, TraceRow
 
 __all__ = [
     "DEFAULT_RLIMIT",
     "MBAR_MAX_COUNT",
-    "UNKNOWN_CODE",
     "Barrier",
     "BarrierKind",
     "Counter",
-    "Finding",
+    "DeadlockWitness",
     "InitBy",
     "ModelStats",
     "NamedBarrier",
@@ -52,18 +57,18 @@ __all__ = [
     "ProtocolBuilder",
     "ProtocolVerdict",
     "Provenance",
+    "RaceWitness",
     "Ring",
     "Role",
     "Scope",
+    "StaticViolation",
     "Status",
     "Step",
     "Trace",
     "TraceRow",
+    "Undecided",
     "check_protocol",
     "per_thread",
     "per_warp",
     "per_warpgroup",
-    "proof_notes",
-    "protocol_diagnostics",
-    "verdict_diagnostics",
 ]

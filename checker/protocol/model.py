@@ -29,9 +29,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from diagnostics.span import Span
 
@@ -141,10 +141,33 @@ def per_warpgroup(role: Role) -> int:
 
 @dataclass(frozen=True)
 class InitBy:
-    """A contract's statement that ``role`` initializes a barrier (``init by load``)."""
+    """A contract's statement that ``role`` initializes a barrier (``init by load [fenced]``)."""
 
     role: str
     provenance: Provenance
+    fenced: bool = False
+
+
+InitFault = Literal["none", "several", "outsider"]
+
+
+def init_fault(
+    stated: Sequence[tuple[str, bool]], participants: Collection[str], roles: Collection[str]
+) -> InitFault | None:
+    """What is wrong with who initializes a ring's barriers (L-INIT's one rule), None when nothing is.
+
+    ``stated`` holds the ring's `init by` statements as (role, fenced). Exactly one role
+    initializes: one of the ring's ``participants``, or any of the composition's ``roles``
+    whose init is `fenced` (the dispatch runs every init, then a block-wide barrier, before
+    any role starts). ``none``: no statement; ``several``: more than one role; ``outsider``:
+    a role that takes no part, unfenced or unknown.
+    """
+    if not stated:
+        return "none"
+    if len({role for role, _ in stated}) > 1:
+        return "several"
+    role, fenced = stated[0]
+    return None if role in participants or (role in roles and fenced) else "outsider"
 
 
 @dataclass(frozen=True)
@@ -153,7 +176,7 @@ class Barrier:
 
     ``init_count`` is the evaluated arrival count per phase; ``expect_tx`` the declared
     transaction bytes per phase (``None`` when the declaration states none);
-    ``init_by`` every statement of who initializes it (exactly one participant is right).
+    ``init_by`` every statement of who initializes it (:func:`init_fault` says what is right).
     """
 
     kind: BarrierKind

@@ -44,7 +44,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import TypeAlias
+from typing import Literal, TypeAlias
 
 import z3
 
@@ -135,12 +135,21 @@ class StaticKind(enum.Enum):
     PARITY = Code.L_PARITY
 
 
+StaticRule = Literal[
+    "arrive", "prearm", "range-count", "txbytes", "declared-expect", "declared-copy", "range-tx", "first-parity"
+]
+"""The static rules a barrier's declarations can break: its arrivals, pre-arm and count range
+(L-ARRIVE), its bytes against the copies and the declaration and their range (L-TXBYTES), a
+first wait's parity (L-PARITY)."""
+
+
 @dataclass(frozen=True)
 class StaticCheck:
-    """One rule literal and the facts it relates; unsat under them means a conflict."""
+    """One rule literal and the facts it relates; unsat under them means a conflict (``case``: which rule)."""
 
     kind: StaticKind
     rule_key: str
+    case: StaticRule
     fact_keys: tuple[str, ...]
     ring: str
     barrier: BarrierKind
@@ -342,13 +351,19 @@ class ProtocolModel:
         copies = [k for k, s in steps if s.op is Op.COPY]
 
         def rule(
-            suffix: str, fact: Rule, expr: Term, related: Iterable[str], check: StaticKind, wait: Step | None = None
+            case: StaticRule,
+            fact: Rule,
+            expr: Term,
+            related: Iterable[str],
+            check: StaticKind,
+            wait: Step | None = None,
+            at: str = "",
         ) -> None:
-            key = f"rule:{suffix}:{name}"
+            key = f"rule:{case}{at}:{name}"
             self._fact(key, fact)
             self._add(key, expr, dynamic=False, static=True)
             facts = tuple(dict.fromkeys([dkey, *related]))
-            self.static_checks.append(StaticCheck(check, key, facts, ring.name, kind, wait))
+            self.static_checks.append(StaticCheck(check, key, case, facts, ring.name, kind, wait))
 
         arrivals = self._sum([self._count[k] for k in loop])
         rule("arrive", ARRIVE_RULE, arrivals == init, loop, StaticKind.ARRIVE)
@@ -383,7 +398,7 @@ class ProtocolModel:
             first = self._int(f"first-parity:{k}")
             self._add(k, first == step.parity, dynamic=False, static=True)
             related = [k, *prearm] if prearm else [k, f"ring:{ring.name}"]
-            rule(f"first-parity:{k}", FIRST_PARITY_RULE, first == right, related, StaticKind.PARITY, step)
+            rule("first-parity", FIRST_PARITY_RULE, first == right, related, StaticKind.PARITY, step, f":{k}")
 
     # -- interleaving semantics ------------------------------------------------------
 

@@ -1,17 +1,21 @@
-"""The verdict of a protocol check: findings with traces and cores, undecided queries, proofs, cost.
+"""The verdict of a protocol check: typed findings with traces and cores, undecided queries, proofs, cost.
 
 What :func:`checker.protocol.check.check_protocol` returns, apart from how it decides: the
-memo of verdicts (``checker/memo.py``) and the report (``checker/protocol/report.py``)
-read these types without the decision procedure.
+memo of verdicts (``checker/memo.py``) and the clauses that word the findings read these
+types without the decision procedure. Nothing here is text for people: each finding names
+its clause (``code``), whose module words it (``checker/clauses/l_arrive.py``, ``l_txbytes.py``,
+``l_parity.py``, ``l_race.py``, ``l_deadlock.py``).
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import ClassVar
 
-from checker.protocol.model import Provenance, Step
-from checker.protocol.smt import Fact
+from checker.protocol.model import BarrierKind, Provenance, Step
+from checker.protocol.smt import Fact, Query, StaticRule
+from diagnostics.symbols import Code
 from solver import DEFAULT_RLIMIT, UNKNOWN_CODE
 
 
@@ -28,7 +32,10 @@ class TraceRow:
     """One step of a counterexample schedule.
 
     ``phase`` is the number of phases the barrier completed before the step (the index of
-    its current phase); ``effect`` says what the step did (``passes``, ``blocks``, …).
+    its current phase) and ``completes`` whether the step completed it; ``value`` is the
+    counter's value after an add, or the value a counter wait saw (its target ``threshold``);
+    ``part`` the half of a ``bar.sync`` (``arrive``, ``wait``); ``blocked`` that the role
+    never gets past the step (a deadlock's last rows).
     """
 
     index: int
@@ -39,7 +46,11 @@ class TraceRow:
     slot: int | None
     phase: int | None
     parity: int | None
-    effect: str
+    completes: bool = False
+    value: int | None = None
+    threshold: int | None = None
+    part: str = ""
+    blocked: bool = False
 
 
 @dataclass(frozen=True)
@@ -51,36 +62,105 @@ class Trace:
 
 
 @dataclass(frozen=True)
-class Finding:
-    """One violated clause: message, the locus, related spans, a trace or a core."""
+class Accounting:
+    """What the steps on one barrier make per phase: loop and pre-arm arrivals, expected and completed bytes."""
 
-    code: str
-    message: str
-    primary: tuple[tuple[Provenance, str], ...]
-    secondary: tuple[tuple[Provenance, str], ...] = ()
-    notes: tuple[str, ...] = ()
-    helps: tuple[str, ...] = ()
-    trace: Trace | None = None
-    core: tuple[Fact, ...] = ()
-    key: tuple[str, ...] = ()
-    data: tuple[tuple[str, str], ...] = ()
+    arrivals: int
+    prearm: int
+    expected: int
+    completed: int
 
 
 @dataclass(frozen=True)
-class Undecided:
-    """A query the solver could not decide: the clause that asked it, what, and where."""
+class StaticViolation:
+    """A barrier's declarations break an arithmetic rule (L-ARRIVE, L-TXBYTES), or a first wait
+    the parity convention (L-PARITY), whatever the schedule.
+
+    ``broken`` are the rules (``smt.StaticRule``) broken on the barrier (for L-PARITY: by
+    ``wait``), the first the one reported; ``core`` is that rule's minimal conflicting set and
+    ``steps`` the steps in it; ``in_core`` whether the barrier's declaration (``declared_at``)
+    is in it. ``init`` and ``expect_tx`` are the declaration's values, ``accounting`` what
+    the steps make; ``ring_at`` the ring's declaration.
+    """
 
     code: str
-    what: str
-    where: tuple[Provenance, ...] = ()
+    ring: str
+    barrier: BarrierKind
+    broken: tuple[StaticRule, ...]
+    init: int
+    expect_tx: int | None
+    accounting: Accounting
+    core: tuple[Fact, ...]
+    steps: tuple[Step, ...]
+    in_core: bool
+    declared_at: Provenance
+    ring_at: Provenance
+    wait: Step | None = None
+
+    @property
+    def name(self) -> str:
+        """The barrier as contracts name it (``kv.full``)."""
+        return f"{self.ring}.{self.barrier.value}"
+
+    @property
+    def identity(self) -> tuple[object, ...]:
+        """What tells two findings of one verdict apart: the barrier, and the waiting role and parity."""
+        wait = (self.wait.role, self.wait.parity) if self.wait is not None else ()
+        return (self.code, self.ring, self.barrier, *wait)
 
 
 @dataclass(frozen=True)
-class Proof:
-    """Why a query is unsat: the minimal set of facts that rules it out."""
+class RaceWitness:
+    """A schedule in which ``racer`` overwrites a slot of ``ring`` before ``partner`` released it
+    (``overwrite``), or reads it before ``partner`` filled it (``early-read``).
 
-    query: str
-    facts: tuple[Fact, ...]
+    ``step`` is the racing step, the trace's last, on data iteration ``iteration`` in slot
+    ``slot``; ``partner_step`` the partner's step that comes only later (None: none ran);
+    ``waits`` whether ``racer`` waits on the slot's barrier at all.
+    """
+
+    code: ClassVar[str] = Code.L_RACE
+    ring: str
+    query: Query
+    depth: int
+    producer: str
+    racer: str
+    partner: str
+    slot: int | None
+    iteration: int | None
+    step: Step
+    partner_step: Step | None
+    waits: bool
+    trace: Trace
+
+    @property
+    def identity(self) -> tuple[object, ...]:
+        """One race per ring and query in a verdict."""
+        return (self.code, self.ring, self.query)
+
+
+@dataclass(frozen=True)
+class DeadlockWitness:
+    """A schedule after which every live role waits (``trace.stuck``: where each blocks).
+
+    ``finished`` are the roles that ran all ``bound`` iterations; ``lagging`` the releases
+    made late (``lag``) on the rings the blocked roles wait on: the lines that cause it.
+    """
+
+    code: ClassVar[str] = Code.L_DEADLOCK
+    trace: Trace
+    finished: tuple[str, ...]
+    bound: int
+    lagging: tuple[Step, ...] = ()
+
+    @property
+    def identity(self) -> tuple[object, ...]:
+        """One deadlock per verdict."""
+        return (self.code,)
+
+
+Finding = StaticViolation | RaceWitness | DeadlockWitness
+"""A violated clause, as the model decided it."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +178,38 @@ class ModelStats:
     checks: int
     seconds: float
     build_seconds: float
+
+
+@dataclass(frozen=True)
+class Undecided:
+    """A query the solver could not decide within ``rlimit``: the clause that asked it, about what, where.
+
+    ``about`` is the barrier (``full``, ``empty``) of an L-ARRIVE, L-TXBYTES or L-PARITY query on
+    ``ring``, the race (``overwrite``, ``early-read``) of an L-RACE one; an L-DEADLOCK query is
+    about the whole protocol. ``stats`` is the model it was asked of.
+    """
+
+    code: str
+    ring: str = ""
+    about: str = ""
+    where: tuple[Provenance, ...] = ()
+    stats: ModelStats | None = None
+    rlimit: int = DEFAULT_RLIMIT
+
+    @property
+    def identity(self) -> tuple[object, ...]:
+        """The question, whatever model it was asked of."""
+        return (self.code, self.ring, self.about)
+
+
+@dataclass(frozen=True)
+class Proof:
+    """Why a query of clause ``code`` (a race: ``query`` on ``ring``) is unsat: the minimal facts ruling it out."""
+
+    code: str
+    facts: tuple[Fact, ...]
+    query: str = ""
+    ring: str = ""
 
 
 @dataclass(frozen=True)
@@ -131,4 +243,17 @@ class ProtocolVerdict:
         return frozenset(codes)
 
 
-__all__ = ["Finding", "ModelStats", "Proof", "ProtocolVerdict", "Status", "Trace", "TraceRow", "Undecided"]
+__all__ = [
+    "Accounting",
+    "DeadlockWitness",
+    "Finding",
+    "ModelStats",
+    "Proof",
+    "ProtocolVerdict",
+    "RaceWitness",
+    "StaticViolation",
+    "Status",
+    "Trace",
+    "TraceRow",
+    "Undecided",
+]

@@ -12,7 +12,7 @@ from analysis.pipeline import AnalysisContext, analyse
 from analysis.plan import plan
 from checker.composition import Composition
 from checker.memo import Memo
-from checker.protocol import adapter
+from checker.protocol import check as protocol_check
 from kernlink.api import check, check_text
 from package.loader import load
 
@@ -40,13 +40,13 @@ def test_no_placement_is_never_an_accept() -> None:
 
 def test_a_memo_carries_protocol_verdicts_between_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[object] = []
-    real = adapter.check_protocol
+    real = protocol_check.check_protocol
 
     def counted(*args: object, **kwargs: object) -> object:
         calls.append(args[0])
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(adapter, "check_protocol", counted)
+    monkeypatch.setattr(protocol_check, "check_protocol", counted)
     memo = Memo()
     first = analyse(load([RING]), AnalysisContext(memo=memo))
     decided = len(calls)

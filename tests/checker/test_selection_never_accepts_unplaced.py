@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from checker.protocol.adapter import check_placed_depths
+from checker.engine import at_placed_depths
 from kernlink.api import check
 from kernlink.cli import main
 
@@ -31,7 +31,7 @@ def test_a_hang_at_the_placed_depth_survives_a_selection_of_its_code(tmp_path: P
     result = check([tmp_path / "ring" / "ring.kp"], select=["L-DEADLOCK"])
     assert result.composition is not None
     # a depth inside 2..6 that the check's ends did not decide, as placement may choose it
-    found = check_placed_depths(result.composition, {"kv": 4}, selected=["L-DEADLOCK"])
+    found = at_placed_depths(result.composition, {"kv": 4}, selected=["L-DEADLOCK"])
     assert "L-DEADLOCK" in {d.code for d in found}, [d.code for d in found]
-    everything = check_placed_depths(result.composition, {"kv": 4})
+    everything = at_placed_depths(result.composition, {"kv": 4})
     assert "L-DEADLOCK" not in {d.code for d in everything}  # with every code selected, only its root

@@ -10,7 +10,7 @@ import z3
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checker.protocol.adapter import ModelOptions
+from checker.protocol.check import ModelOptions
 from diagnostics.model import Label, Severity
 from diagnostics.span import Span
 from kernlink.api import check

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from checker.protocol import BarrierKind, Op, Protocol, ProtocolBuilder, per_warp
+from checker.engine import word
+from checker.protocol import BarrierKind, Op, Protocol, ProtocolBuilder, ProtocolVerdict, check_protocol, per_warp
+from diagnostics.model import Diagnostic, sort_diagnostics
 
 FULL = BarrierKind.FULL
 EMPTY = BarrierKind.EMPTY
@@ -37,6 +39,16 @@ def kv_ring(
     b.produce("kv", **(produce or {}))
     b.consume("kv", **(consume or {}))
     return b.build()
+
+
+def worded(verdict: ProtocolVerdict) -> list[Diagnostic]:
+    """A verdict's findings and undecided queries in words, each by its clause, in deterministic order."""
+    return sort_diagnostics(word(found) for found in (*verdict.findings, *verdict.undecided))
+
+
+def protocol_diagnostics(protocol: Protocol) -> list[Diagnostic]:
+    """``protocol`` checked and its verdict in words (empty when it is safe)."""
+    return worded(check_protocol(protocol))
 
 
 def two_operand_rings(depth: int = 2) -> ProtocolBuilder:

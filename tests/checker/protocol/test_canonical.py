@@ -11,13 +11,14 @@ import pytest
 
 from analysis.pipeline import resolve_inputs
 from checker.memo import Memo
-from checker.protocol import Protocol, ProtocolBuilder, Provenance, per_thread, verdict_diagnostics
-from checker.protocol.adapter import ModelOptions, _at_depths, build_model, canonical, depth_choices, verdict
-from checker.protocol.check import check_protocol
+from checker.protocol import Protocol, ProtocolBuilder, Provenance, per_thread
+from checker.protocol.build import at_depths, build_model
+from checker.protocol.check import ModelOptions, canonical, check_protocol, verdict
+from checker.protocol.depths import depth_choices
 from checker.protocol.model import InitBy, remap_provenance
 from diagnostics.span import Span
 from fuzzing.subject import load_subject
-from tests.checker.protocol.helpers import kv_ring
+from tests.checker.protocol.helpers import kv_ring, worded
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "specs" / "examples"
 
@@ -49,19 +50,19 @@ def test_wording_layout_and_widths_are_not_in_the_key() -> None:
 
 def test_the_model_reads_no_width_and_no_text() -> None:
     protocol = hanging()
-    plain = verdict_diagnostics(check_protocol(protocol))
-    assert verdict_diagnostics(check_protocol(widened(protocol))) == plain
-    assert verdict_diagnostics(check_protocol(canonical(protocol)[0])) != plain  # placeholders quoted
+    plain = worded(check_protocol(protocol))
+    assert worded(check_protocol(widened(protocol))) == plain
+    assert worded(check_protocol(canonical(protocol)[0])) != plain  # placeholders quoted
 
 
 def test_a_kept_verdict_is_worded_with_each_protocols_own_text() -> None:
     protocol, other = hanging(), reworded(hanging(), "other.kc")
     memo, options = Memo(), ModelOptions()
-    first = verdict_diagnostics(verdict(protocol, options, memo))
-    second = verdict_diagnostics(verdict(other, options, memo))
+    first = worded(verdict(protocol, options, memo))
+    second = worded(verdict(other, options, memo))
     assert len(memo.verdicts) == 1  # decided once
-    assert first == verdict_diagnostics(check_protocol(protocol))
-    assert second == verdict_diagnostics(check_protocol(other))
+    assert first == worded(check_protocol(protocol))
+    assert second == worded(check_protocol(other))
     notes = [n for d in second for n in d.notes]
     assert any("# again" in n and n.startswith("trace (") for n in notes)  # the step table
     assert any("# again" in n and "other.kc" in n for n in notes if n.startswith("minimal conflicting facts"))
@@ -74,7 +75,7 @@ def test_a_protocol_moved_to_other_depths_is_the_one_built_there(name: str) -> N
     assert comp is not None
     lows, *rest = depth_choices(comp)
     for depths in [*rest, {ring: 3 for ring in comp.rings}]:
-        assert _at_depths(build_model(comp, lows), depths) == build_model(comp, depths)
+        assert at_depths(build_model(comp, lows), depths) == build_model(comp, depths)
 
 
 def initialised_by(protocol: Protocol, *roles: str) -> Protocol:
@@ -87,27 +88,30 @@ def initialised_by(protocol: Protocol, *roles: str) -> Protocol:
     return dataclasses.replace(protocol, rings=(dataclasses.replace(ring, full=full, empty=empty), *protocol.rings[1:]))
 
 
-def test_who_initializes_is_decided_apart_and_shares_the_models_verdict() -> None:
+def test_who_initializes_is_no_question_of_the_model_and_shares_its_verdict() -> None:
+    """L-INIT's rule reads the declarations (``model.init_fault``, from l_init): the model's verdict,
+    kept or decided afresh, is the same whoever initializes."""
     memo, options = Memo(), ModelOptions()
     for roles in (("load",), ("load", "mma"), ("mma",), ()):
         for protocol in (kv_ring(2), hanging()):
             variant = initialised_by(protocol, *roles)
             kept, whole = verdict(variant, options, memo), check_protocol(variant)
-            assert verdict_diagnostics(kept) == verdict_diagnostics(whole)
+            assert worded(kept) == worded(whole)
             assert (kept.codes, kept.static, kept.races, kept.deadlock) == (
                 whole.codes,
                 whole.static,
                 whole.races,
                 whole.deadlock,
             )
-    assert "L-INIT" in check_protocol(initialised_by(kv_ring(2), "load", "mma")).codes
+    assert check_protocol(initialised_by(kv_ring(2), "load", "mma")).codes == check_protocol(kv_ring(2)).codes
     assert len(memo.verdicts) == 2  # one model verdict per protocol, whoever initializes
 
 
 def test_a_protocol_clause_alone_reports_its_own_bug_as_e_internal(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`Clause.check` of a protocol clause (run alone, outside the engine) words a clause bug as
-    E-INTERNAL, as the engine does: never a traceback, never a pass."""
+    """A protocol clause run alone (``--select`` of its code: the engine with that one clause) words a
+    clause bug as E-INTERNAL: never a traceback, never a pass."""
     from checker.clauses.l_deadlock import DeadlockClause
+    from checker.engine import run_clauses
 
     comp = resolve_inputs(load_subject([str(EXAMPLES / "ring" / "ring.kp")]).inputs)
     assert comp is not None
@@ -116,5 +120,17 @@ def test_a_protocol_clause_alone_reports_its_own_bug_as_e_internal(monkeypatch: 
         raise RuntimeError("boom")
 
     monkeypatch.setattr(DeadlockClause, "check_in", broken)
-    (diag,) = DeadlockClause().check(comp)
+    (diag,) = run_clauses(comp, [DeadlockClause])
     assert diag.code == "E-INTERNAL" and "boom" in diag.message
+
+
+def test_a_protocol_clause_checks_alone_with_a_context_of_its_own() -> None:
+    """`Clause.check` of a protocol clause: its own findings, in a check of its code alone."""
+    from checker.clauses.l_deadlock import DeadlockClause
+
+    fixture = Path(__file__).parents[1] / "clauses" / "L-DEADLOCK"
+    hangs = resolve_inputs(load_subject([str(fixture / "fail_late_release_depth1.kc")]).inputs)
+    safe = resolve_inputs(load_subject([str(fixture / "pass_late_release_depth2.kc")]).inputs)
+    assert hangs is not None and safe is not None
+    assert [d.code for d in DeadlockClause().check(hangs)] == ["L-DEADLOCK"]
+    assert list(DeadlockClause().check(safe)) == []

@@ -15,13 +15,12 @@ def texts(facts: tuple[object, ...]) -> set[str]:
 
 def test_why_safe_names_the_waits_and_releases() -> None:
     verdict = check_protocol(kv_ring(2), explain=True)
-    proofs = {p.query: p for p in verdict.proofs}
-    assert set(proofs) == {"L-RACE overwrite `kv`", "L-RACE early-read `kv`", "L-DEADLOCK"}
-    assert {"kv.empty wait parity 1", "kv.empty arrive 8", "empty init 8"} <= texts(
-        proofs["L-RACE overwrite `kv`"].facts
-    )
-    assert "kv.full wait parity 0" in texts(proofs["L-RACE early-read `kv`"].facts)
-    assert "kv.full wait parity 0" not in texts(proofs["L-RACE overwrite `kv`"].facts)
+    proofs = {(p.code, p.query, p.ring): p for p in verdict.proofs}
+    overwrite, early = ("L-RACE", "overwrite", "kv"), ("L-RACE", "early-read", "kv")
+    assert set(proofs) == {overwrite, early, ("L-DEADLOCK", "", "")}
+    assert {"kv.empty wait parity 1", "kv.empty arrive 8", "empty init 8"} <= texts(proofs[overwrite].facts)
+    assert "kv.full wait parity 0" in texts(proofs[early].facts)
+    assert "kv.full wait parity 0" not in texts(proofs[overwrite].facts)
 
 
 def test_every_core_is_minimal() -> None:

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from checker.protocol import (
-    UNKNOWN_CODE,
-    Status,
-    check_protocol,
-    protocol_diagnostics,
-    verdict_diagnostics,
-)
-from tests.checker.protocol.helpers import kv_ring, waits_on_unfed_barrier
+from checker.protocol import Status, check_protocol
+from solver import UNKNOWN_CODE
+from tests.checker.protocol.helpers import kv_ring, protocol_diagnostics, waits_on_unfed_barrier, worded
 
 
 def test_tiny_budget_is_unknown_not_a_pass() -> None:
@@ -17,7 +12,7 @@ def test_tiny_budget_is_unknown_not_a_pass() -> None:
     assert verdict.status is Status.UNKNOWN
     assert verdict.undecided
     assert verdict.deadlock is None
-    diags = verdict_diagnostics(verdict)
+    diags = worded(verdict)
     assert diags and all(d.code == UNKNOWN_CODE and d.is_error for d in diags)
     assert any(dict(d.data)["clause"] == "L-DEADLOCK" for d in diags)
     assert all("rlimit 2000" in d.message for d in diags)

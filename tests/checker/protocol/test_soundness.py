@@ -19,8 +19,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from checker.engine import ModelOptions, by_code
-from checker.protocol import adapter
-from checker.protocol.check import check_protocol
+from checker.protocol import depths
+from checker.protocol.build import build
+from checker.protocol.check import canonical, check_protocol
 from checker.protocol.smt import ProtocolModel
 from fuzzing.contract_oracle import problems_of
 from kernlink.api import check, compose
@@ -186,13 +187,13 @@ def test_a_depth_range_is_decided_at_the_depth_placement_chooses(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[int] = []
-    real = adapter.verdict
+    real = depths.verdict
 
     def spy(protocol, options, memo=None):  # type: ignore[no-untyped-def]
         seen.extend(r.depth for r in protocol.rings)
         return real(protocol, options, memo)
 
-    monkeypatch.setattr(adapter, "verdict", spy)
+    monkeypatch.setattr(depths, "verdict", spy)
     result = check([str(_deep(tmp_path, "2..20"))])
     assert result.accepted
     placed = {r.depth for r in result.downstream.placed.placement.rings}  # type: ignore[union-attr]
@@ -221,8 +222,8 @@ def test_an_open_depth_range_is_placed_within_the_checked_depths(tmp_path: Path)
     text = (CORPUS / "cutlass_ws_gemm.kc").read_text().replace("        depth 2..5\n", "")
     result = check([str(_write(tmp_path, text))])
     assert result.accepted, [d.message for d in result.diagnostics]
-    depths = [r.depth for r in result.downstream.placed.placement.rings]  # type: ignore[union-attr]
-    assert max(depths) <= adapter.MAX_CHECKED_DEPTH
+    placed = [r.depth for r in result.downstream.placed.placement.rings]  # type: ignore[union-attr]
+    assert max(placed) <= depths.MAX_CHECKED_DEPTH
 
 
 # -- issue 12 item 9: Ctrl-C is an interrupt, not a spent budget ---------------------------
@@ -322,10 +323,10 @@ def test_verdicts_are_cached_on_meaning_not_layout(tmp_path: Path) -> None:
     first = compose([str(_write(tmp_path, text, "a.kc"))])[1]
     second = compose([str(_write(tmp_path, moved, "b.kc"))])[1]
     assert first is not None and second is not None
-    one = adapter.build(first, {"ab": 2})
-    two = adapter.build(second, {"ab": 2})
+    one = build(first, {"ab": 2})
+    two = build(second, {"ab": 2})
     assert one is not None and two is not None and one != two
-    assert adapter.canonical(one)[0] == adapter.canonical(two)[0]
+    assert canonical(one)[0] == canonical(two)[0]
 
 
 # -- issue 12 items 11, 12: correct production-style compositions stay accepted -------------
@@ -336,13 +337,13 @@ def test_production_corpus_is_accepted_and_the_contract_oracle_agrees(path: Path
     result = check([str(path)])
     assert result.accepted, [f"{d.code}: {d.message}" for d in result.diagnostics]
     assert result.composition is not None and result.downstream is not None and result.downstream.placed
-    depths = {r.name: r.depth for r in result.downstream.placed.placement.rings}
-    assert problems_of(result.composition, depths) == ()
+    placed = {r.name: r.depth for r in result.downstream.placed.placement.rings}
+    assert problems_of(result.composition, placed) == ()
 
 
 def test_a_lowered_bound_is_said_once() -> None:
     fixture = CLAUSES / "L-DEADLOCK" / "pass_late_release_depth2.kc"
     result = check([str(fixture)], options=ModelOptions(bound=3))
-    notes = [d for d in result.diagnostics if d.code == adapter.BOUND_NOTE]
+    notes = [d for d in result.diagnostics if d.code == depths.BOUND_NOTE]
     assert result.accepted and len(notes) == 1 and notes[0].primary is not None
-    assert not [d for d in check([str(fixture)]).diagnostics if d.code == adapter.BOUND_NOTE]
+    assert not [d for d in check([str(fixture)]).diagnostics if d.code == depths.BOUND_NOTE]
