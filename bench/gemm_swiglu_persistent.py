@@ -1,0 +1,524 @@
+"""Persistent GEMM + SwiGLU (specs/examples/gemm_swiglu/persistent) on an H200: correctness and timing
+against the strongest PyTorch paths, all in one process.
+
+    python bench/gemm_swiglu_persistent.py --cubins DIR [--kernels coop256_c2:sk,...]
+        [--check-shapes 16,48,200,384,1000] [--shapes 16,128,512,2048,8192] [--k 4096] [--n 28672]
+        [--baselines gemm,eager,static,dynamic,autotune] [--autotune-shapes 512,2048,8192]
+        [--check-only] [--isolate] [--json FILE]
+
+DIR holds the cubins of `specs/examples/gemm_swiglu/persistent/build.sh` (gs_<variant>.cubin). A
+kernel is `<variant>:<mode>`: variant coop256_c1 | coop256_c2 | coop128_c1 | pp128_c1 | pp128_c2,
+mode `sk` (data-parallel waves, the remainder stream-K) or `dp` (data-parallel only; the only mode
+of the ping-pong variants). `auto` is the dispatch the example ships (AUTO below, by M).
+
+For every kernel and every M of --check-shapes and --shapes the script
+- draws X [M, K] ~ N(0, 1) and Wg, Wu [N/2, K] ~ N(0, 1) / sqrt(K) (bf16, fresh per shape) and the
+  kernel's W = Wg and Wu interleaved by 16 rows (rows 32g .. 32g + 15 = Wg's 16g .., the next 16 Wu's);
+- poisons the output and 8 guard rows past it (0xFFFF, a bf16 NaN), launches, and checks against the
+  float32 reference silu(X Wg^T) * (X Wu^T) (TF32 off): ||out - ref|| / ||ref|| <= 1e-2, no NaN,
+  max |out - ref| <= 0.05 max |ref| (bench/gemm_swiglu.py's tolerance), the guard rows untouched,
+  the stream-K counters back at zero, and a second launch bit-identical;
+- times (unless --check-only) with triton's do_bench (median, L2 flushed between runs) at --shapes.
+
+Baselines at --shapes (same process, same inputs): `gemm` cuBLAS X [Wg; Wu]^T alone (a bound),
+`eager` cuBLAS + silu(gate) * up, `static` cuBLAS + the activation torch.compile'd per shape
+(dynamic=False), `dynamic` the same with dynamic=True, `autotune` Inductor max-autotune-no-cudagraphs of
+the whole up-projection act(X W^T) (per shape; --autotune-shapes limits where, it compiles for
+tens of seconds each). The table gives, per M, each time, the fastest baseline and best / ours.
+
+--isolate runs each kernel (and the baselines) in a child process with --timeout seconds, so a
+hang or a fault in one is reported and the others still run. Exit status 1 when any check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from cuda.bindings import driver
+
+TOLERANCE = 1e-2
+THREADS = 384
+SMEM_LIMIT = 232448
+
+#: variant -> (BN, cluster size, ping-pong, ring depth) as gemm_swiglu_persistent.cu instantiates them
+VARIANTS: dict[str, tuple[int, int, bool, int]] = {
+    "coop256_c1": (256, 1, False, 4),
+    "coop256_c2": (256, 2, False, 4),
+    "coop128_c1": (128, 1, False, 6),
+    "pp128_c1": (128, 1, True, 6),
+    "pp128_c2": (128, 2, True, 6),
+}
+#: the dispatch the example ships: (largest M, kernel), first match
+AUTO: list[tuple[int, str]] = [(128, "coop128_c1:sk"), (1 << 30, "coop256_c2:sk")]
+
+
+def check(err: Any, what: str) -> None:
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"{what}: {err}")
+
+
+def smem_bytes(bn: int, pingpong: bool, depth: int) -> int:
+    """gs::Config<...>::SMEM: ring + two epilogue claims + barriers + 1 KiB alignment slack."""
+    stage = 16384 + bn * 128
+    staging = 2 * 8192 if pingpong else (bn // 128) * 8192
+    return depth * stage + 2 * staging + 16 * depth + 1024
+
+
+def tensor_map(t: torch.Tensor, box_rows: int, box_cols: int = 64) -> bytes:
+    """The 128 bytes of a 2-D bf16 TMA descriptor of row-major ``t`` (box box_rows x 64, 128B swizzle)."""
+    rows, cols = t.shape
+    err, tmap = driver.cuTensorMapEncodeTiled(
+        driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        2,
+        t.data_ptr(),
+        [driver.cuuint64_t(cols), driver.cuuint64_t(rows)],
+        [driver.cuuint64_t(t.stride(0) * t.element_size())],
+        [driver.cuuint32_t(box_cols), driver.cuuint32_t(box_rows)],
+        [driver.cuuint32_t(1), driver.cuuint32_t(1)],
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+    )
+    check(err, "cuTensorMapEncodeTiled")
+    return ctypes.string_at(tmap.getPtr(), 128)
+
+
+class Variant:
+    """One cubin of build.sh loaded into PyTorch's context."""
+
+    def __init__(self, folder: Path, name: str) -> None:
+        self.name = name
+        self.bn, self.cluster, self.pingpong, self.depth = VARIANTS[name]
+        torch.cuda.init()
+        torch.empty(1, device="cuda")  # PyTorch makes the primary context current
+        err, self.module = driver.cuModuleLoadData((folder / f"gs_{name}.cubin").read_bytes())
+        check(err, f"cuModuleLoadData gs_{name}.cubin")
+        err, self.function = driver.cuModuleGetFunction(self.module, f"gs_{name}".encode())
+        check(err, "cuModuleGetFunction")
+        self.smem = smem_bytes(self.bn, self.pingpong, self.depth)
+        self.smem_reported = self._read_u32(f"gs_smem_bytes_gs_{name}")
+        if self.smem_reported is not None and self.smem_reported != self.smem:
+            raise RuntimeError(f"{name}: shared memory {self.smem_reported} in the cubin, {self.smem} here")
+        if self.smem > SMEM_LIMIT:
+            raise RuntimeError(f"{name}: {self.smem} bytes of shared memory")
+        (err,) = driver.cuFuncSetAttribute(
+            self.function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.smem
+        )
+        check(err, "cuFuncSetAttribute")
+        self.sms = torch.cuda.get_device_properties(0).multi_processor_count
+        self.resident_clusters = self._resident_clusters()
+
+    def _read_u32(self, symbol: str) -> int | None:
+        err, ptr, size = driver.cuModuleGetGlobal(self.module, symbol.encode())
+        if err != driver.CUresult.CUDA_SUCCESS or int(size) != 4:
+            return None
+        host = (ctypes.c_uint32 * 1)()
+        (err,) = driver.cuMemcpyDtoH(ctypes.addressof(host), ptr, 4)
+        return int(host[0]) if err == driver.CUresult.CUDA_SUCCESS else None
+
+    def _resident_clusters(self) -> int:
+        """Clusters that fit on the GPU at once (every CTA of a stream-K grid must be resident)."""
+        if self.cluster == 1:
+            return self.sms
+        try:
+            cfg = driver.CUlaunchConfig()
+            cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = self.sms // self.cluster * self.cluster, 1, 1
+            cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = THREADS, 1, 1
+            cfg.sharedMemBytes = self.smem
+            cfg.numAttrs = 0
+            err, n = driver.cuOccupancyMaxActiveClusters(self.function, cfg)
+            check(err, "cuOccupancyMaxActiveClusters")
+            return int(n)
+        except Exception as e:  # an older binding: assume every SM pair of the GPU
+            print(f"# {self.name}: cuOccupancyMaxActiveClusters failed ({e}); assuming {self.sms // 2}", flush=True)
+            return self.sms // self.cluster
+
+
+class Problem:
+    """Inputs, reference and the tensors every launch of one shape reads."""
+
+    def __init__(self, m: int, n: int, k: int, seed: int) -> None:
+        gen = torch.Generator(device="cuda").manual_seed(seed)
+        scale = 1.0 / math.sqrt(k)
+        self.m, self.n, self.k = m, n, k
+        self.x = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
+        wg = (torch.randn(n // 2, k, device="cuda", generator=gen) * scale).to(torch.bfloat16)
+        wu = (torch.randn(n // 2, k, device="cuda", generator=gen) * scale).to(torch.bfloat16)
+        self.w = interleave(wg, wu).contiguous()
+        self.wcat = torch.cat([wg, wu]).contiguous()
+        self.ref = F.silu(self.x.float() @ wg.float().T) * (self.x.float() @ wu.float().T)
+        self.ref_norm = float(self.ref.norm())
+        self.ref_max = float(self.ref.abs().max())
+
+    def verdict(self, got: torch.Tensor) -> dict[str, Any]:
+        g = got.float()
+        nan = int(torch.isnan(g).sum())
+        rel = float((g - self.ref).norm() / self.ref_norm) if nan == 0 else float("nan")
+        worst = float((g - self.ref).abs().max()) if nan == 0 else float("nan")
+        ok = nan == 0 and rel <= TOLERANCE and worst <= 0.05 * self.ref_max
+        return {"rel_err": rel, "max_abs_err": worst, "nan": nan, "ok": ok}
+
+
+def interleave(wg: torch.Tensor, wu: torch.Tensor) -> torch.Tensor:
+    """Rows 32g .. 32g + 15 are wg's rows 16g .. 16g + 15; rows 32g + 16 .. 32g + 31 are wu's."""
+    half, k = wg.shape
+    return torch.stack([wg.view(half // 16, 16, k), wu.view(half // 16, 16, k)], dim=1).reshape(2 * half, k)
+
+
+class Launch:
+    """One kernel bound to one problem: params block, grid, workspace; call it to launch."""
+
+    def __init__(self, var: Variant, mode: str, prob: Problem, raster: int) -> None:
+        m, n, k = prob.m, prob.n, prob.k
+        if k % 64 or n % var.bn or n % 32:
+            raise ValueError(f"K = {k} must be a multiple of 64 and N = {n} of {var.bn}")
+        if var.pingpong and mode != "dp":
+            raise ValueError("the ping-pong kernels run data-parallel only (mode dp)")
+        c = var.cluster
+        tiles_m = math.ceil(m / 128)
+        units = math.ceil(tiles_m / c) * (n // var.bn)
+        stream_k = mode == "sk"
+        clusters = var.resident_clusters if stream_k else min(var.resident_clusters, units)
+        self.grid = clusters * c
+        self.a_box_rows = 128 if m >= 128 else (m + 7) // 8 * 8
+        # output with 8 guard rows past M (the descriptor covers M rows only)
+        self.out_full = torch.empty(m + 8, n // 2, dtype=torch.bfloat16, device="cuda")
+        self.out = self.out_full[:m]
+        slot_float4 = 256 * var.bn // 8
+        self.ws = torch.empty(self.grid * slot_float4 * 4, dtype=torch.float32, device="cuda")
+        self.flags = torch.zeros(self.grid, dtype=torch.int32, device="cuda")
+        policy = 3 if tiles_m == 1 else 0  # one m-tile: W streams once (evict_first), X stays (evict_last)
+        maps = tensor_map(prob.x, self.a_box_rows) + tensor_map(prob.w, var.bn // c) + tensor_map(self.out, 64)
+        tail = struct.pack(
+            "<QQIIIIIIII",
+            self.ws.data_ptr(),
+            self.flags.data_ptr(),
+            m,
+            n,
+            k,
+            self.a_box_rows,
+            max(1, raster // c),
+            1 if stream_k else 0,
+            policy,
+            0,
+        )
+        block = maps + tail
+        block += bytes(512 - len(block))
+        self.block = ctypes.create_string_buffer(block, 512)
+        self.args = (ctypes.c_void_p * 1)(ctypes.addressof(self.block))
+        self.var = var
+        self.prob = prob
+
+    def __call__(self) -> None:
+        stream = torch.cuda.current_stream().cuda_stream
+        (err,) = driver.cuLaunchKernel(
+            self.var.function,
+            self.grid,
+            1,
+            1,
+            THREADS,
+            1,
+            1,
+            self.var.smem,
+            stream,
+            ctypes.addressof(self.args),
+            0,
+        )
+        check(err, "cuLaunchKernel")
+
+
+def resolve(kernel: str, m: int) -> str:
+    if kernel != "auto":
+        return kernel
+    return next(name for limit, name in AUTO if m <= limit)
+
+
+def run_kernel(variants: dict[str, Variant], kernel: str, prob: Problem, timing: bool, raster: int) -> dict[str, Any]:
+    spec = resolve(kernel, prob.m)
+    name, mode = spec.split(":")
+    var = variants[name]
+    launch = Launch(var, mode, prob, raster)
+    launch.out_full.view(torch.int16).fill_(-1)  # 0xFFFF: NaN
+    launch()
+    torch.cuda.synchronize()
+    row: dict[str, Any] = {"kernel": kernel, "m": prob.m, "n": prob.n, "k": prob.k, "runs": spec, "grid": launch.grid}
+    row.update(prob.verdict(launch.out))
+    guard = bool((launch.out_full[prob.m :].view(torch.int16) == -1).all())
+    flags = int(launch.flags.abs().sum())
+    first = launch.out.clone()
+    launch()
+    torch.cuda.synchronize()
+    row["deterministic"] = bool(torch.equal(first.view(torch.int16), launch.out.view(torch.int16)))
+    row["guard_ok"] = guard
+    row["flags_zero"] = flags == 0 and int(launch.flags.abs().sum()) == 0
+    row["ok"] = row["ok"] and guard and row["deterministic"] and row["flags_zero"]
+    if timing:
+        from triton.testing import do_bench
+
+        ms = float(do_bench(launch, warmup=25, rep=200, return_mode="median"))
+        row.update(ms=ms, **rates(prob, ms))
+    return row
+
+
+def rates(prob: Problem, ms: float) -> dict[str, float]:
+    m, n, k = prob.m, prob.n, prob.k
+    moved = 2.0 * (n * k + m * k + m * n // 2)  # W, X read once; out written once
+    return {"tflops": 2.0 * m * n * k / ms / 1e9, "tbps": moved / ms / 1e9}
+
+
+def act(gu: torch.Tensor) -> torch.Tensor:
+    half = gu.shape[1] // 2
+    return F.silu(gu[:, :half]) * gu[:, half:]
+
+
+def up_projection(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return act(x @ w.T)
+
+
+_COMPILED: dict[str, Any] = {}
+
+
+def compiled(kind: str) -> Any:
+    if kind not in _COMPILED:
+        if kind == "static":
+            _COMPILED[kind] = torch.compile(act, dynamic=False)
+        elif kind == "dynamic":
+            _COMPILED[kind] = torch.compile(act, dynamic=True)
+        else:
+            _COMPILED[kind] = torch.compile(up_projection, mode="max-autotune-no-cudagraphs", dynamic=False)
+    return _COMPILED[kind]
+
+
+BASELINE_NAMES = {
+    "gemm": "cuBLAS GEMM alone",
+    "eager": "cuBLAS + eager act",
+    "static": "cuBLAS + compiled act (static)",
+    "dynamic": "cuBLAS + compiled act (dynamic)",
+    "autotune": "Inductor max-autotune (whole)",
+}
+
+
+def run_baseline(kind: str, prob: Problem) -> dict[str, Any]:
+    from triton.testing import do_bench
+
+    x, wcat = prob.x, prob.wcat
+    fn: Callable[[], torch.Tensor]
+    if kind == "gemm":
+
+        def fn() -> torch.Tensor:
+            return x @ wcat.T
+
+    elif kind == "eager":
+
+        def fn() -> torch.Tensor:
+            return act(x @ wcat.T)
+
+    elif kind in ("static", "dynamic"):
+        act_c = compiled(kind)
+
+        def fn() -> torch.Tensor:
+            return act_c(x @ wcat.T)
+
+    else:
+        whole = compiled("autotune")
+
+        def fn() -> torch.Tensor:
+            return whole(x, wcat)
+
+    row: dict[str, Any] = {"kernel": BASELINE_NAMES[kind], "baseline": kind, "m": prob.m, "n": prob.n, "k": prob.k}
+    start = time.time()
+    try:
+        got = fn()
+        torch.cuda.synchronize()
+        if kind != "gemm":
+            row.update(prob.verdict(got))
+        row["compile_s"] = round(time.time() - start, 1)
+        ms = float(do_bench(fn, warmup=25, rep=200, return_mode="median"))
+        row.update(ms=ms, **rates(prob, ms))
+        row.setdefault("ok", True)
+    except Exception as err:  # a compile that fails is reported, not fatal
+        row.update(ok=False, error=f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}")
+    return row
+
+
+def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
+    kernels = [s for s in args.kernels.split(",") if s]
+    names = sorted({resolve(kern, m).split(":")[0] for kern in kernels for m in _all_m(args)})
+    variants = {name: Variant(args.cubins, name) for name in names}
+    for v in variants.values():
+        print(
+            f"# {v.name}: smem {v.smem} B (cubin {v.smem_reported}), resident clusters {v.resident_clusters}",
+            flush=True,
+        )
+    baselines = [s for s in args.baselines.split(",") if s]
+    autotune_shapes = {int(s) for s in args.autotune_shapes.split(",") if s} if args.autotune_shapes else None
+    timed = [int(s) for s in args.shapes.split(",") if s]
+    checked = [int(s) for s in args.check_shapes.split(",") if s]
+    rows: list[dict[str, Any]] = []
+    deadline = time.time() + args.budget_s if args.budget_s else None
+    for m in checked + [m for m in timed if m not in checked]:
+        timing = m in timed and not args.check_only
+        prob = Problem(m, args.n, args.k, seed=1000 + m)
+        for kern in kernels:
+            try:
+                row = run_kernel(variants, kern, prob, timing, args.raster)
+            except Exception as err:
+                row = {"kernel": kern, "m": m, "ok": False, "error": f"{type(err).__name__}: {err}"}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+        if timing:
+            for kind in baselines:
+                if kind == "autotune" and autotune_shapes is not None and m not in autotune_shapes:
+                    continue
+                if kind == "autotune" and deadline is not None and time.time() > deadline:
+                    rows.append(
+                        {
+                            "kernel": BASELINE_NAMES[kind],
+                            "baseline": kind,
+                            "m": m,
+                            "ok": True,
+                            "error": "skipped: time budget",
+                        }
+                    )
+                    continue
+                row = run_baseline(kind, prob)
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+        del prob
+        torch.cuda.empty_cache()
+    return rows
+
+
+def _all_m(args: argparse.Namespace) -> list[int]:
+    return [int(s) for s in (args.check_shapes + "," + args.shapes).split(",") if s]
+
+
+def run_isolated(args: argparse.Namespace, argv: list[str]) -> list[dict[str, Any]]:
+    """Each kernel, then the baselines, in a child process of its own (a hang or fault stays there)."""
+    rows: list[dict[str, Any]] = []
+    base = [a for a in argv if a != "--isolate"]
+    jobs = [["--kernels", k, "--baselines", ""] for k in args.kernels.split(",") if k]
+    if args.baselines and not args.check_only:
+        jobs.append(["--kernels", "", "--check-shapes", "", "--baselines", args.baselines])
+    for extra in jobs:
+        out = Path(f"/tmp/gs_child_{os.getpid()}_{len(rows)}.json")
+        drop = ("--kernels", "--baselines", "--json", "--check-shapes")
+        cmd = [sys.executable, __file__, *strip(base, drop), *extra, "--json", str(out)]
+        if "--check-shapes" not in extra:
+            cmd += ["--check-shapes", args.check_shapes]
+        start = time.time()
+        try:
+            proc = subprocess.run(cmd, timeout=args.timeout, capture_output=True, text=True)
+            sys.stdout.write(proc.stdout)
+            sys.stdout.write(proc.stderr[-3000:])
+            got = json.loads(out.read_text()) if out.is_file() else []
+            if proc.returncode not in (0, 1) or not got:
+                got.append(
+                    {"kernel": extra[1] or "baselines", "m": 0, "ok": False, "error": f"child exit {proc.returncode}"}
+                )
+        except subprocess.TimeoutExpired as e:
+            partial = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            sys.stdout.write(partial)
+            got = [
+                {
+                    "kernel": extra[1] or "baselines",
+                    "m": 0,
+                    "ok": False,
+                    "error": f"timeout after {args.timeout} s (hang?)",
+                }
+            ]
+        print(f"# child {extra[:2]} {time.time() - start:.0f} s", flush=True)
+        rows += got
+    return rows
+
+
+def strip(argv: list[str], options: tuple[str, ...]) -> list[str]:
+    """argv without the given options and their values."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a in options:
+            skip = True
+            continue
+        if any(a.startswith(o + "=") for o in options):
+            continue
+        out.append(a)
+    return out
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = []
+    lines.append(f"{'kernel':<34} {'M':>6} {'rel err':>9} {'ok':>3} {'ms':>9} {'TFLOP/s':>8} {'TB/s':>6}  note")
+    for r in rows:
+        rel = f"{r['rel_err']:.2e}" if isinstance(r.get("rel_err"), float) else "-"
+        ms = f"{r['ms']:.4f}" if "ms" in r else "-"
+        tf = f"{r['tflops']:.1f}" if "tflops" in r else "-"
+        tb = f"{r['tbps']:.2f}" if "tbps" in r else "-"
+        note = r.get("error", "") or (f"runs {r['runs']} grid {r['grid']}" if "runs" in r else "")
+        lines.append(
+            f"{r['kernel']:<34} {r['m']:>6} {rel:>9} {'yes' if r.get('ok') else 'NO':>3} {ms:>9} "
+            f"{tf:>8} {tb:>6}  {note}"
+        )
+    # per M: each kernel against the fastest baseline
+    ms_rows = [r for r in rows if "ms" in r]
+    for m in sorted({r["m"] for r in ms_rows}):
+        base = [r for r in ms_rows if r["m"] == m and "baseline" in r]
+        ours = [r for r in ms_rows if r["m"] == m and "baseline" not in r]
+        if not base:
+            continue
+        best = min(base, key=lambda r: r["ms"])
+        lines.append(
+            f"M {m:>5}: best PyTorch {best['ms']:.4f} ms ({best['kernel']})"
+            + "".join(f"; {r['kernel']} {r['ms']:.4f} ms = {best['ms'] / r['ms']:.3f}x" for r in ours)
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cubins", type=Path, required=True)
+    parser.add_argument("--kernels", default="auto")
+    parser.add_argument("--check-shapes", default="16,48,200,384,1000")
+    parser.add_argument("--shapes", default="16,128,512,2048,8192")
+    parser.add_argument("--k", type=int, default=4096)
+    parser.add_argument("--n", type=int, default=2 * 14336)
+    parser.add_argument("--raster", type=int, default=8, help="m-tiles per raster group")
+    parser.add_argument("--baselines", default="gemm,eager,static,dynamic,autotune")
+    parser.add_argument("--autotune-shapes", default="", help="M values for the max-autotune baseline (all)")
+    parser.add_argument("--budget-s", type=float, default=0.0, help="skip max-autotune past this many seconds")
+    parser.add_argument("--check-only", action="store_true")
+    parser.add_argument("--isolate", action="store_true")
+    parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    for limit in ("cache_size_limit", "recompile_limit"):  # one static compile per shape
+        if hasattr(torch._dynamo.config, limit):
+            setattr(torch._dynamo.config, limit, 64)
+    rows = run_isolated(args, argv) if args.isolate else run_all(args)
+    print()
+    print(table(rows))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+    return 0 if all(r.get("ok") for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+// epilogue.cuh — component `swiglu.epilogue` (future owner: the epilogue package; it runs in the
+// threads of the consumer warpgroup that owns the accumulator, once per output tile).
+//
+// Owns: the output's TMA descriptor (tmap_out: bf16 [M, N / 2], box {64, 64}, 128B swizzle),
+// the SwiGLU arithmetic, and a staging claim in shared memory per consumer warpgroup
+// (FRAGS x 64 rows x NJ * 4 bf16 = FRAGS * NJ / 16 boxes of 8 KiB, 1024-aligned).
+// Imports: the accumulator, FRAGS fragments of one warpgroup in the wgmma m64nNk16 f32 layout
+// (N = 8 NJ): thread t of the warpgroup (warp q = t / 32, lane l) holds for n8-block j the
+// values d[4j + e] at (row 16q + l / 4 + 8 (e / 2), column 8j + 2 (l % 4) + e % 2).
+//
+// W interleaves gate and up rows by 16: accumulator columns 32c .. 32c + 15 are gate, the next
+// 16 the matching up columns, so n8-block 4c + h (gate) and 4c + 2 + h (up) sit in the same
+// thread at the same index: out column 16c + 8h + 2 (l % 4) + e % 2 of the tile's BN / 2 is
+//     bf16(silu(g) * u),  silu(g) = g / (1 + exp(-g))  (__expf, __fdividef: f32 throughout).
+//
+// Protocol per tile (the warpgroup's 128 threads; `issuer` is its thread 0):
+//   1. issuer: cp.async.bulk.wait_group.read 0 — the previous tile's TMA stores have finished
+//      READING the staging claim (an asynchronous read: the claim may be rewritten after it);
+//   2. bar.sync(bar_id, 128) — every thread knows the claim is free;
+//   3. every thread: SwiGLU of its fragments, stmatrix.x4 into the claim (128B-swizzled), then
+//      fence.proxy.async.shared::cta (its generic-proxy writes visible to the TMA engine);
+//   4. bar.sync(bar_id, 128) — the claim is complete;
+//   5. issuer: one TMA store per 64 x 64 box (rows past M are clipped by the descriptor), then
+//      cp.async.bulk.commit_group. The stores run on while the warpgroup starts its next tile.
+// At the end of the kernel the issuer waits cp.async.bulk.wait_group 0 (epilogue_drain).
+#pragma once
+
+#include "common.cuh"
+
+namespace gs {
+
+__device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
+    unsigned out;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(out) : "f"(hi), "f"(lo));
+    return out;
+}
+
+__device__ __forceinline__ float swiglu(float g, float u) { return __fdividef(g, 1.0f + __expf(-g)) * u; }
+
+__device__ __forceinline__ void stmatrix_x4(unsigned addr, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r0), "r"(r1),
+                 "r"(r2), "r"(r3)
+                 : "memory");
+}
+
+// Staging bytes per consumer warpgroup.
+template <int FRAGS, int NJ>
+constexpr unsigned epilogue_staging_bytes() {
+    return FRAGS * (NJ / 16) * 8192u;
+}
+
+// One tile's epilogue for one warpgroup: FRAGS fragments of 64 rows, fragment f at output rows
+// row0 + 64 f; output columns col0 .. col0 + 4 NJ - 1. t = thread in the warpgroup (0..127).
+template <int FRAGS, int NJ>
+__device__ __forceinline__ void swiglu_epilogue(const float (&acc)[FRAGS][NJ * 4], unsigned staging,
+                                                const CUtensorMap* tmap_out, int row0, int col0, unsigned t,
+                                                unsigned bar_id) {
+    static_assert(NJ % 16 == 0, "whole 64-column boxes");
+    constexpr int kBoxes = NJ / 16;  // 64-column boxes per fragment
+    const bool issuer = t == 0;
+    if (issuer) {
+        bulk_wait_read0();
+    }
+    named_sync(bar_id, 128);
+    const unsigned q = t >> 5, l = t & 31u;
+    const unsigned mat = l >> 3, rr = l & 7u;
+    const unsigned row = 16u * q + 8u * (mat & 1u) + rr;  // this lane's stmatrix row address
+#pragma unroll
+    for (int f = 0; f < FRAGS; ++f) {
+#pragma unroll
+        for (int c = 0; c < NJ / 4; ++c) {
+            const float* g0 = &acc[f][4 * (4 * c)];      // gate, n8-block 4c
+            const float* g1 = &acc[f][4 * (4 * c + 1)];  // gate, n8-block 4c + 1
+            const float* u0 = &acc[f][4 * (4 * c + 2)];  // up, n8-block 4c + 2
+            const float* u1 = &acc[f][4 * (4 * c + 3)];  // up, n8-block 4c + 3
+            const unsigned r0 = pack_bf16x2(swiglu(g0[0], u0[0]), swiglu(g0[1], u0[1]));
+            const unsigned r1 = pack_bf16x2(swiglu(g0[2], u0[2]), swiglu(g0[3], u0[3]));
+            const unsigned r2 = pack_bf16x2(swiglu(g1[0], u1[0]), swiglu(g1[1], u1[1]));
+            const unsigned r3 = pack_bf16x2(swiglu(g1[2], u1[2]), swiglu(g1[3], u1[3]));
+            const unsigned ob = 2u * c + (mat >> 1);  // output 8-column block this lane addresses
+            const unsigned box = static_cast<unsigned>(f * kBoxes) + (ob >> 3);
+            const unsigned addr = staging + box * 8192u + row * 128u + (((ob & 7u) ^ rr) << 4);
+            stmatrix_x4(addr, r0, r1, r2, r3);
+        }
+    }
+    fence_proxy_async_smem();
+    named_sync(bar_id, 128);
+    if (issuer) {
+#pragma unroll
+        for (int f = 0; f < FRAGS; ++f) {
+#pragma unroll
+            for (int b = 0; b < kBoxes; ++b) {
+                tma_store(tmap_out, staging + static_cast<unsigned>(f * kBoxes + b) * 8192u, col0 + 64 * b,
+                          row0 + 64 * f);
+            }
+        }
+        bulk_commit();
+    }
+}
+
+// End of the kernel: the issuer's stores have completed.
+__device__ __forceinline__ void epilogue_drain(unsigned t) {
+    if (t == 0) {
+        bulk_wait0();
+    }
+}
+
+}  // namespace gs

@@ -1,0 +1,83 @@
+// fixup.cuh — component `gemm.streamk_fixup` (future owner: the mainloop package; it runs in the
+// consumer warpgroups, role `mma`, of every CTA, and its partner is the same role in OTHER CTAs).
+//
+// Owns: the workspace (one f32 partial tile per CTA, `ws` + slot * R * 256 float4s, R = the
+// accumulator floats per thread / 4 ... in fragment order: float4 q of consumer thread t at
+// [q * 256 + t]) and one u32 counter per CTA (`flags[slot]`, 0 between launches), slot =
+// cluster * C + rank (scheduler.cuh: Scheduler::slot).
+//
+// Counter protocol (consumer threads t = 0..255 of both warpgroups, named barrier 1 of 256):
+//   raise (segment kind PARTIAL, at most once per CTA per launch, its first stream-K segment):
+//     1. every thread whose warp holds a row < M stores its accumulators to ws[slot(own)];
+//     2. every thread: fence (membar.gl), then bar.sync(1, 256);
+//     3. t == 0: st.release.gpu flags[slot(own)] = 1.
+//   await (segment kind FINISH, the last segment of a range, at most once per CTA per launch):
+//     1. t == 0: for each contributor g' (clusters g + 1 .. whose non-empty range starts inside
+//        the tile, in order): spin ld.acquire.gpu flags[slot(g')] until 1, then store 0 (reset
+//        for the next launch: the awaiting CTA is the counter's only reader);
+//     2. bar.sync(1, 256);
+//     3. every thread whose warp holds a row < M adds ws[slot(g')] (ld.global.cg) to its
+//        accumulators, contributors in increasing order (deterministic sums).
+// A FINISH of cluster g waits only for clusters g' > g, whose PARTIAL is the first stream-K
+// segment they run; every CTA must be resident at once (the host sizes the grid to the
+// co-resident clusters), so the wait always ends.
+#pragma once
+
+#include "common.cuh"
+#include "scheduler.cuh"
+
+namespace gs {
+
+template <int R>
+__device__ __forceinline__ void sk_raise(const float (&acc)[R], float4* ws, unsigned* flags, unsigned slot,
+                                         unsigned t, bool warp_live) {
+    float4* dst = ws + static_cast<size_t>(slot) * (R / 4) * 256u;
+    if (warp_live) {
+#pragma unroll
+        for (int q = 0; q < R / 4; ++q) {
+            dst[q * 256 + t] = make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
+        }
+    }
+    __threadfence();
+    named_sync(1, 256);
+    if (t == 0) {
+        st_release_gpu(flags + slot, 1u);
+    }
+}
+
+template <int R>
+__device__ __forceinline__ void sk_await_add(float (&acc)[R], const float4* ws, unsigned* flags,
+                                             const Scheduler& sched, unsigned sk_tile, unsigned t, bool warp_live) {
+    const unsigned tile_end = (sk_tile + 1u) * sched.k_tiles;
+    if (t == 0) {
+        for (unsigned g = sched.cluster + 1u; g < sched.clusters && sched.sk_start(g) < tile_end; ++g) {
+            if (sched.sk_start(g + 1u) == sched.sk_start(g)) {
+                continue;  // an empty range contributes nothing
+            }
+            unsigned* flag = flags + sched.slot(g);
+            while (ld_acquire_gpu(flag) == 0u) {
+            }
+            st_relaxed_gpu(flag, 0u);
+        }
+    }
+    named_sync(1, 256);
+    if (!warp_live) {
+        return;
+    }
+    for (unsigned g = sched.cluster + 1u; g < sched.clusters && sched.sk_start(g) < tile_end; ++g) {
+        if (sched.sk_start(g + 1u) == sched.sk_start(g)) {
+            continue;
+        }
+        const float4* src = ws + static_cast<size_t>(sched.slot(g)) * (R / 4) * 256u;
+#pragma unroll
+        for (int q = 0; q < R / 4; ++q) {
+            const float4 v = __ldcg(src + q * 256 + t);
+            acc[4 * q] += v.x;
+            acc[4 * q + 1] += v.y;
+            acc[4 * q + 2] += v.z;
+            acc[4 * q + 3] += v.w;
+        }
+    }
+}
+
+}  // namespace gs
