@@ -53,16 +53,22 @@ TOLERANCE = 1e-2
 THREADS = 384
 SMEM_LIMIT = 232448
 
-#: variant -> (BN, cluster size, ping-pong, ring depth) as gemm_swiglu_persistent.cu instantiates them
-VARIANTS: dict[str, tuple[int, int, bool, int]] = {
-    "coop256_c1": (256, 1, False, 4),
-    "coop256_c2": (256, 2, False, 4),
-    "coop128_c1": (128, 1, False, 6),
-    "pp128_c1": (128, 1, True, 6),
-    "pp128_c2": (128, 2, True, 6),
+#: variant -> (BN, cluster size, ping-pong, ring KiB, k-blocks per slot) as gemm_swiglu_persistent.cu
+#: instantiates them; a variant name may end in _eN (built with the epilogue arithmetic GS_EPI=N).
+VARIANTS: dict[str, tuple[int, int, bool, int, int]] = {
+    "coop256_c1": (256, 1, False, 192, 1),
+    "coop256_c2": (256, 2, False, 192, 1),
+    "coop128_c1": (128, 1, False, 208, 1),
+    "coop128k2_c1": (128, 1, False, 208, 2),
+    "coop128k4r_c1": (128, 1, False, 208, 4),
+    "pp128_c1": (128, 1, True, 192, 1),
+    "pp128_c2": (128, 2, True, 192, 1),
 }
+#: GS_EPI 9 is a diagnostic (g * u, not SwiGLU): timed, its check not required
+DIAGNOSTIC_EPI = "_e9"
 #: the dispatch the example ships: (largest M, kernel), first match
 AUTO: list[tuple[int, str]] = [(128, "coop128_c1:sk"), (1 << 30, "coop256_c2:sk")]
+MAX_DEPTH = 16
 
 
 def check(err: Any, what: str) -> None:
@@ -70,11 +76,22 @@ def check(err: Any, what: str) -> None:
         raise RuntimeError(f"{what}: {err}")
 
 
-def smem_bytes(bn: int, pingpong: bool, depth: int) -> int:
+def base_variant(name: str) -> str:
+    """coop256_c2_e1 -> coop256_c2 (the kernel's name in the cubin)."""
+    head, _, tail = name.rpartition("_e")
+    return head if head and tail.isdigit() else name
+
+
+def smem_bytes(bn: int, pingpong: bool, ring_kb: int) -> int:
     """gs::Config<...>::SMEM: ring + two epilogue claims + barriers + 1 KiB alignment slack."""
-    stage = 16384 + bn * 128
     staging = 2 * 8192 if pingpong else (bn // 128) * 8192
-    return depth * stage + 2 * staging + 16 * depth + 1024
+    return ring_kb * 1024 + 2 * staging + 16 * MAX_DEPTH + 1024
+
+
+def ring_depth(bn: int, ring_kb: int, ksub: int, a_box_rows: int) -> int:
+    """Ring::layout: slots of the ring for this A box."""
+    a_sub = (a_box_rows * 128 + 1023) // 1024 * 1024
+    return min(MAX_DEPTH, ring_kb * 1024 // (ksub * (a_sub + bn * 128)))
 
 
 def tensor_map(t: torch.Tensor, box_rows: int, box_cols: int = 64) -> bytes:
@@ -102,15 +119,16 @@ class Variant:
 
     def __init__(self, folder: Path, name: str) -> None:
         self.name = name
-        self.bn, self.cluster, self.pingpong, self.depth = VARIANTS[name]
+        self.base = base_variant(name)
+        self.bn, self.cluster, self.pingpong, self.ring_kb, self.ksub = VARIANTS[self.base]
         torch.cuda.init()
         torch.empty(1, device="cuda")  # PyTorch makes the primary context current
         err, self.module = driver.cuModuleLoadData((folder / f"gs_{name}.cubin").read_bytes())
         check(err, f"cuModuleLoadData gs_{name}.cubin")
-        err, self.function = driver.cuModuleGetFunction(self.module, f"gs_{name}".encode())
+        err, self.function = driver.cuModuleGetFunction(self.module, f"gs_{self.base}".encode())
         check(err, "cuModuleGetFunction")
-        self.smem = smem_bytes(self.bn, self.pingpong, self.depth)
-        self.smem_reported = self._read_u32(f"gs_smem_bytes_gs_{name}")
+        self.smem = smem_bytes(self.bn, self.pingpong, self.ring_kb)
+        self.smem_reported = self._read_u32(f"gs_smem_bytes_gs_{self.base}")
         if self.smem_reported is not None and self.smem_reported != self.smem:
             raise RuntimeError(f"{name}: shared memory {self.smem_reported} in the cubin, {self.smem} here")
         if self.smem > SMEM_LIMIT:
@@ -184,8 +202,8 @@ class Launch:
 
     def __init__(self, var: Variant, mode: str, prob: Problem, raster: int) -> None:
         m, n, k = prob.m, prob.n, prob.k
-        if k % 64 or n % var.bn or n % 32:
-            raise ValueError(f"K = {k} must be a multiple of 64 and N = {n} of {var.bn}")
+        if k % (64 * var.ksub) or n % var.bn:
+            raise ValueError(f"K = {k} must be a multiple of {64 * var.ksub} and N = {n} of {var.bn}")
         if var.pingpong and mode != "dp":
             raise ValueError("the ping-pong kernels run data-parallel only (mode dp)")
         c = var.cluster
@@ -195,6 +213,9 @@ class Launch:
         clusters = var.resident_clusters if stream_k else min(var.resident_clusters, units)
         self.grid = clusters * c
         self.a_box_rows = 128 if m >= 128 else (m + 7) // 8 * 8
+        self.depth = ring_depth(var.bn, var.ring_kb, var.ksub, self.a_box_rows)
+        if self.depth < 2:
+            raise ValueError(f"{var.name}: a ring of {self.depth} slot(s) at M = {m}")
         # output with 8 guard rows past M (the descriptor covers M rows only)
         self.out_full = torch.empty(m + 8, n // 2, dtype=torch.bfloat16, device="cuda")
         self.out = self.out_full[:m]
@@ -247,15 +268,35 @@ def resolve(kernel: str, m: int) -> str:
     return next(name for limit, name in AUTO if m <= limit)
 
 
+def parse_spec(spec: str) -> tuple[str, str, int | None, set[int] | None]:
+    """`variant:mode[:rN][@m/m/...]` -> (variant, mode, raster or None, timed M values or None)."""
+    shapes: set[int] | None = None
+    if "@" in spec:
+        spec, _, at = spec.partition("@")
+        shapes = {int(v) for v in at.split("/") if v}
+    parts = spec.split(":")
+    raster = next((int(p[1:]) for p in parts[2:] if p.startswith("r")), None)
+    return parts[0], parts[1], raster, shapes
+
+
 def run_kernel(variants: dict[str, Variant], kernel: str, prob: Problem, timing: bool, raster: int) -> dict[str, Any]:
     spec = resolve(kernel, prob.m)
-    name, mode = spec.split(":")
+    name, mode, own_raster, shapes = parse_spec(spec)
+    timing = timing and (shapes is None or prob.m in shapes)
     var = variants[name]
-    launch = Launch(var, mode, prob, raster)
+    launch = Launch(var, mode, prob, own_raster or raster)
     launch.out_full.view(torch.int16).fill_(-1)  # 0xFFFF: NaN
     launch()
     torch.cuda.synchronize()
-    row: dict[str, Any] = {"kernel": kernel, "m": prob.m, "n": prob.n, "k": prob.k, "runs": spec, "grid": launch.grid}
+    row: dict[str, Any] = {
+        "kernel": kernel,
+        "m": prob.m,
+        "n": prob.n,
+        "k": prob.k,
+        "runs": spec,
+        "grid": launch.grid,
+        "depth": launch.depth,
+    }
     row.update(prob.verdict(launch.out))
     guard = bool((launch.out_full[prob.m :].view(torch.int16) == -1).all())
     flags = int(launch.flags.abs().sum())
@@ -266,6 +307,9 @@ def run_kernel(variants: dict[str, Variant], kernel: str, prob: Problem, timing:
     row["guard_ok"] = guard
     row["flags_zero"] = flags == 0 and int(launch.flags.abs().sum()) == 0
     row["ok"] = row["ok"] and guard and row["deterministic"] and row["flags_zero"]
+    if DIAGNOSTIC_EPI in name:  # computes g * u on purpose: only the protocol checks apply
+        row["diagnostic"] = True
+        row["ok"] = guard and row["deterministic"] and row["flags_zero"] and row["nan"] == 0
     if timing:
         from triton.testing import do_bench
 
@@ -309,7 +353,10 @@ BASELINE_NAMES = {
     "static": "cuBLAS + compiled act (static)",
     "dynamic": "cuBLAS + compiled act (dynamic)",
     "autotune": "Inductor max-autotune (whole)",
+    "read": "reference: read W once (sum)",
 }
+#: baselines that are no PyTorch path for the up-projection (excluded from "best")
+REFERENCES = {"read"}
 
 
 def run_baseline(kind: str, prob: Problem) -> dict[str, Any]:
@@ -326,6 +373,12 @@ def run_baseline(kind: str, prob: Problem) -> dict[str, Any]:
 
         def fn() -> torch.Tensor:
             return act(x @ wcat.T)
+
+    elif kind == "read":
+        words = prob.wcat.view(torch.int32)
+
+        def fn() -> torch.Tensor:
+            return words.sum(dtype=torch.int64)
 
     elif kind in ("static", "dynamic"):
         act_c = compiled(kind)
@@ -344,11 +397,13 @@ def run_baseline(kind: str, prob: Problem) -> dict[str, Any]:
     try:
         got = fn()
         torch.cuda.synchronize()
-        if kind != "gemm":
+        if kind not in ("gemm", "read"):
             row.update(prob.verdict(got))
         row["compile_s"] = round(time.time() - start, 1)
         ms = float(do_bench(fn, warmup=25, rep=200, return_mode="median"))
         row.update(ms=ms, **rates(prob, ms))
+        if kind == "read":
+            row["tbps"] = prob.wcat.numel() * 2 / ms / 1e9
         row.setdefault("ok", True)
     except Exception as err:  # a compile that fails is reported, not fatal
         row.update(ok=False, error=f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}")
@@ -357,7 +412,7 @@ def run_baseline(kind: str, prob: Problem) -> dict[str, Any]:
 
 def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
     kernels = [s for s in args.kernels.split(",") if s]
-    names = sorted({resolve(kern, m).split(":")[0] for kern in kernels for m in _all_m(args)})
+    names = sorted({parse_spec(resolve(kern, m))[0] for kern in kernels for m in _all_m(args)})
     variants = {name: Variant(args.cubins, name) for name in names}
     for v in variants.values():
         print(
@@ -376,6 +431,8 @@ def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
         for kern in kernels:
             try:
                 row = run_kernel(variants, kern, prob, timing, args.raster)
+            except ValueError as err:  # the kernel does not apply to this shape (ring depth, K, N)
+                row = {"kernel": kern, "m": m, "ok": True, "error": f"skipped: {err}"}
             except Exception as err:
                 row = {"kernel": kern, "m": m, "ok": False, "error": f"{type(err).__name__}: {err}"}
             print(json.dumps(row), flush=True)
@@ -470,7 +527,11 @@ def table(rows: list[dict[str, Any]]) -> str:
         ms = f"{r['ms']:.4f}" if "ms" in r else "-"
         tf = f"{r['tflops']:.1f}" if "tflops" in r else "-"
         tb = f"{r['tbps']:.2f}" if "tbps" in r else "-"
-        note = r.get("error", "") or (f"runs {r['runs']} grid {r['grid']}" if "runs" in r else "")
+        note = r.get("error", "") or (
+            f"runs {r['runs']} grid {r['grid']} depth {r['depth']}" + (" DIAGNOSTIC" if r.get("diagnostic") else "")
+            if "runs" in r
+            else ""
+        )
         lines.append(
             f"{r['kernel']:<34} {r['m']:>6} {rel:>9} {'yes' if r.get('ok') else 'NO':>3} {ms:>9} "
             f"{tf:>8} {tb:>6}  {note}"
@@ -478,7 +539,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     # per M: each kernel against the fastest baseline
     ms_rows = [r for r in rows if "ms" in r]
     for m in sorted({r["m"] for r in ms_rows}):
-        base = [r for r in ms_rows if r["m"] == m and "baseline" in r]
+        base = [r for r in ms_rows if r["m"] == m and r.get("baseline") not in (None, *REFERENCES)]
         ours = [r for r in ms_rows if r["m"] == m and "baseline" not in r]
         if not base:
             continue
@@ -493,7 +554,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cubins", type=Path, required=True)
+    parser.add_argument("--cubins", type=Path, default=Path("."))
     parser.add_argument("--kernels", default="auto")
     parser.add_argument("--check-shapes", default="16,48,200,384,1000")
     parser.add_argument("--shapes", default="16,128,512,2048,8192")
@@ -507,7 +568,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--isolate", action="store_true")
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--merge", type=Path, nargs="+", help="print the table of earlier --json files only")
     args = parser.parse_args(argv)
+    if args.merge:
+        rows = [row for path in args.merge for row in json.loads(path.read_text())]
+        print(table(rows))
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1) + "\n")
+        return 0 if all(r.get("ok") for r in rows) else 1
     torch.backends.cuda.matmul.allow_tf32 = False
     for limit in ("cache_size_limit", "recompile_limit"):  # one static compile per shape
         if hasattr(torch._dynamo.config, limit):

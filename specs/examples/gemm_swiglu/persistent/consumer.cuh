@@ -77,17 +77,21 @@ __device__ __forceinline__ void fence_acc(float (&acc)[FRAGS][R]) {
     }
 }
 
-// The k-steps [kb, ke) of one unit: acc = A[rows] * B^T over them. `a_off` selects the
-// warpgroup's rows in the slot. Thread `leader` releases slots. Returns with every wgmma retired
-// and every slot released.
-template <unsigned BN, unsigned C, int FRAGS>
+// The k-steps of one unit (n_k of them, KSUB k-blocks of 64 each): acc = A[rows] * B^T over
+// them. `a_off` selects the warpgroup's rows in an A sub-block. Thread `leader` releases slots.
+// KEEP = wgmma groups left in flight per k-step: 1 holds two slots (the tensor pipe never waits
+// for a group to retire), 0 releases each slot as soon as its own group retired (one slot held:
+// a deeper effective ring for memory-bound shapes). Returns with every wgmma retired and every
+// slot released.
+template <unsigned BN, unsigned C, int FRAGS, unsigned KSUB, int KEEP>
 __device__ __forceinline__ void mainloop(float (&acc)[FRAGS][BN / 2], const Ring& ring, RingCursor& cur,
                                          unsigned n_k, unsigned a_off, bool leader, unsigned order_next) {
     // Descriptors of slot 0; a slot is stage_bytes / 16 descriptor units further, a k16 step
     // 32 bytes = 2 units (the address field is the descriptor's low 14 bits; no carry out of it
     // within shared memory).
-    const uint64_t da0 = wgmma_desc(ring.a(0) + a_off);
-    const uint64_t db0 = wgmma_desc(ring.b(0));
+    const uint64_t da0 = wgmma_desc(ring.a(0, 0) + a_off);
+    const uint64_t db0 = wgmma_desc(ring.b(0, 0));
+    const unsigned a_sub = ring.a_sub >> 4, b_sub = ring.b_sub >> 4;
     unsigned prev = 0;
     for (unsigned i = 0; i < n_k; ++i) {
         mbar_wait(ring.full_bar(cur.slot), cur.phase);
@@ -95,15 +99,27 @@ __device__ __forceinline__ void mainloop(float (&acc)[FRAGS][BN / 2], const Ring
         fence_acc(acc);
         wgmma_fence();
 #pragma unroll
-        for (unsigned ks = 0; ks < 4; ++ks) {
-            mma_k16<BN, FRAGS>(acc, da0 + step + 2u * ks, db0 + step + 2u * ks, (i | ks) != 0u);
+        for (unsigned j = 0; j < KSUB; ++j) {
+#pragma unroll
+            for (unsigned ks = 0; ks < 4; ++ks) {
+                mma_k16<BN, FRAGS>(acc, da0 + step + j * a_sub + 2u * ks, db0 + step + j * b_sub + 2u * ks,
+                                   (i | j | ks) != 0u);
+            }
         }
         wgmma_commit();
         fence_acc(acc);
-        if (i > 0) {
-            wgmma_wait<1>();
+        if constexpr (KEEP == 0) {
+            wgmma_wait<0>();
+            fence_acc(acc);
             if (leader) {
-                release_slot<C>(ring, prev);
+                release_slot<C>(ring, cur.slot);
+            }
+        } else {
+            if (i > 0) {
+                wgmma_wait<1>();
+                if (leader) {
+                    release_slot<C>(ring, prev);
+                }
             }
         }
         prev = cur.slot;
@@ -112,10 +128,12 @@ __device__ __forceinline__ void mainloop(float (&acc)[FRAGS][BN / 2], const Ring
     if (order_next != 0) {
         named_arrive(order_next, 256);  // ping-pong: the other warpgroup may issue now
     }
-    wgmma_wait<0>();
-    fence_acc(acc);
-    if (leader && n_k > 0) {
-        release_slot<C>(ring, prev);
+    if constexpr (KEEP != 0) {
+        wgmma_wait<0>();
+        fence_acc(acc);
+        if (leader && n_k > 0) {
+            release_slot<C>(ring, prev);
+        }
     }
 }
 
@@ -124,11 +142,12 @@ struct ConsumerArgs {
     float4* ws;
     unsigned* flags;
     unsigned m;
+    unsigned a_box_rows;
     unsigned staging;  // this warpgroup's epilogue claim
 };
 
 // COOPERATIVE: warpgroup w (0 or 1) of the two consumer warpgroups.
-template <unsigned BN, unsigned C>
+template <unsigned BN, unsigned C, unsigned KSUB, int KEEP>
 __device__ __forceinline__ void consumer_cooperative(const ConsumerArgs& args, const Ring& ring, Scheduler sched,
                                                      unsigned w) {
     constexpr int R = BN / 2;
@@ -136,13 +155,17 @@ __device__ __forceinline__ void consumer_cooperative(const ConsumerArgs& args, c
     const unsigned t = threadIdx.x - 128u;  // consumer thread 0..255
     const unsigned tw = t & 127u;           // thread in the warpgroup
     const bool leader = tw == 0;
+    // Warpgroup 1's rows start 8 KiB into A's sub-block; with A's box at most 64 rows
+    // (M <= 64) they are all past M, and it reads warpgroup 0's rows instead (never stored),
+    // so that no read leaves the slot.
+    const unsigned a_off = (w == 1 && args.a_box_rows > 64u) ? 8192u : 0u;
     RingCursor cur;
     Work u;
     while (sched.next(u)) {
         const unsigned row0 = u.tile_m * 128u + 64u * w;
         const unsigned n_k = u.k_end - u.k_begin;
         const bool live = row0 < args.m;  // warpgroup-uniform
-        mainloop<BN, C, 1>(acc, ring, cur, n_k, 8192u * w, leader, 0u);
+        mainloop<BN, C, 1, KSUB, KEEP>(acc, ring, cur, n_k, a_off, leader, 0u);
         const bool warp_live = row0 + 16u * (tw >> 5) < args.m;
         if (u.kind == kPartial) {
             sk_raise<R>(acc[0], args.ws, args.flags, sched.slot(sched.cluster), t, warp_live);
@@ -160,7 +183,7 @@ __device__ __forceinline__ void consumer_cooperative(const ConsumerArgs& args, c
 }
 
 // PING-PONG: warpgroup w (0 or 1); every unit is FULL (the host runs it data-parallel only).
-template <unsigned C>
+template <unsigned C, unsigned KSUB>
 __device__ __forceinline__ void consumer_pingpong(const ConsumerArgs& args, const Ring& ring, Scheduler sched,
                                                   unsigned w) {
     float acc[2][64];
@@ -181,7 +204,7 @@ __device__ __forceinline__ void consumer_pingpong(const ConsumerArgs& args, cons
             continue;
         }
         named_sync(order_mine, 256);
-        mainloop<128, C, 2>(acc, ring, cur, n_k, 0u, leader, order_other);
+        mainloop<128, C, 2, KSUB, 1>(acc, ring, cur, n_k, 0u, leader, order_other);
         swiglu_epilogue<2, 16>(acc, args.staging, args.tmap_out, static_cast<int>(u.tile_m * 128u),
                                static_cast<int>(u.tile_n * 64u), tw, 2u + w);
     }

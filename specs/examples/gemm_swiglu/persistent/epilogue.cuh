@@ -11,7 +11,7 @@
 // W interleaves gate and up rows by 16: accumulator columns 32c .. 32c + 15 are gate, the next
 // 16 the matching up columns, so n8-block 4c + h (gate) and 4c + 2 + h (up) sit in the same
 // thread at the same index: out column 16c + 8h + 2 (l % 4) + e % 2 of the tile's BN / 2 is
-//     bf16(silu(g) * u),  silu(g) = g / (1 + exp(-g))  (__expf, __fdividef: f32 throughout).
+//     bf16(silu(g) * u),  silu(g) = g / (1 + exp(-g))  (f32; swiglu2 below).
 //
 // Protocol per tile (the warpgroup's 128 threads; `issuer` is its thread 0):
 //   1. issuer: cp.async.bulk.wait_group.read 0 — the previous tile's TMA stores have finished
@@ -25,6 +25,8 @@
 // At the end of the kernel the issuer waits cp.async.bulk.wait_group 0 (epilogue_drain).
 #pragma once
 
+#include <cuda_fp16.h>
+
 #include "common.cuh"
 
 namespace gs {
@@ -35,7 +37,65 @@ __device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
     return out;
 }
 
-__device__ __forceinline__ float swiglu(float g, float u) { return __fdividef(g, 1.0f + __expf(-g)) * u; }
+// The SwiGLU arithmetic, chosen at build time by GS_EPI (build.sh builds each; the bench
+// measures them):
+//   0  silu(g) = g / (1 + exp(-g)) with __expf and __fdividef: two MUFU operations per output
+//      (ex2, rcp), f32 throughout (the example's epilogue.cu does the same);
+//   1  the same with the reciprocal on the FMA pipe: exp(-g) by ex2.approx (one MUFU, -g log2 e
+//      clamped at 64 so that 1 + e stays finite), 1 / (1 + e) from an integer-trick seed and two
+//      Newton steps (relative error below 7e-6, against bf16's 2^-9 rounding of the output);
+//   2  silu(g) = h + h tanh(h), h = g / 2, tanh.approx.f32: one MUFU per output (absolute
+//      error about |h| 2^-11: relative error grows in the negative tail);
+//   3  as 2 with tanh.approx.f16x2: one MUFU per two outputs (f16 rounding of h and tanh(h));
+//   9  diagnostic, NOT SwiGLU: g * u (the epilogue's cost without its arithmetic; fails the check).
+#ifndef GS_EPI
+#define GS_EPI 0
+#endif
+
+__device__ __forceinline__ float rcp_newton(float d) {  // d in [1, 2^64 + 1]
+    float r = __int_as_float(0x7EF311C3 - __float_as_int(d));
+    r = r * fmaf(-d, r, 2.0f);
+    r = r * fmaf(-d, r, 2.0f);
+    return r;
+}
+
+__device__ __forceinline__ float ex2_approx(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+__device__ __forceinline__ float tanh_approx(float x) {
+    float y;
+    asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+// bf16x2 of (silu(g0) u0, silu(g1) u1), low half first.
+__device__ __forceinline__ unsigned swiglu2(float g0, float g1, float u0, float u1) {
+#if GS_EPI == 0
+    return pack_bf16x2(__fdividef(g0, 1.0f + __expf(-g0)) * u0, __fdividef(g1, 1.0f + __expf(-g1)) * u1);
+#elif GS_EPI == 1
+    const float kLog2e = 1.4426950408889634f;
+    const float e0 = ex2_approx(fminf(-g0 * kLog2e, 64.0f)), e1 = ex2_approx(fminf(-g1 * kLog2e, 64.0f));
+    return pack_bf16x2(g0 * rcp_newton(1.0f + e0) * u0, g1 * rcp_newton(1.0f + e1) * u1);
+#elif GS_EPI == 2
+    const float h0 = 0.5f * g0, h1 = 0.5f * g1;
+    return pack_bf16x2(fmaf(h0, tanh_approx(h0), h0) * u0, fmaf(h1, tanh_approx(h1), h1) * u1);
+#elif GS_EPI == 3
+    const float h0 = 0.5f * g0, h1 = 0.5f * g1;
+    unsigned hh, tt;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(hh) : "f"(h1), "f"(h0));
+    asm("tanh.approx.f16x2 %0, %1;" : "=r"(tt) : "r"(hh));
+    const __half2 t2 = *reinterpret_cast<const __half2*>(&tt);
+    const float t0 = __low2float(t2), t1 = __high2float(t2);
+    return pack_bf16x2(fmaf(h0, t0, h0) * u0, fmaf(h1, t1, h1) * u1);
+#elif GS_EPI == 9
+    return pack_bf16x2(g0 * u0, g1 * u1);
+#else
+#error "GS_EPI: 0, 1, 2, 3 or 9"
+#endif
+}
 
 __device__ __forceinline__ void stmatrix_x4(unsigned addr, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {
     asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r0), "r"(r1),
@@ -73,10 +133,10 @@ __device__ __forceinline__ void swiglu_epilogue(const float (&acc)[FRAGS][NJ * 4
             const float* g1 = &acc[f][4 * (4 * c + 1)];  // gate, n8-block 4c + 1
             const float* u0 = &acc[f][4 * (4 * c + 2)];  // up, n8-block 4c + 2
             const float* u1 = &acc[f][4 * (4 * c + 3)];  // up, n8-block 4c + 3
-            const unsigned r0 = pack_bf16x2(swiglu(g0[0], u0[0]), swiglu(g0[1], u0[1]));
-            const unsigned r1 = pack_bf16x2(swiglu(g0[2], u0[2]), swiglu(g0[3], u0[3]));
-            const unsigned r2 = pack_bf16x2(swiglu(g1[0], u1[0]), swiglu(g1[1], u1[1]));
-            const unsigned r3 = pack_bf16x2(swiglu(g1[2], u1[2]), swiglu(g1[3], u1[3]));
+            const unsigned r0 = swiglu2(g0[0], g0[1], u0[0], u0[1]);
+            const unsigned r1 = swiglu2(g0[2], g0[3], u0[2], u0[3]);
+            const unsigned r2 = swiglu2(g1[0], g1[1], u1[0], u1[1]);
+            const unsigned r3 = swiglu2(g1[2], g1[3], u1[2], u1[3]);
             const unsigned ob = 2u * c + (mat >> 1);  // output 8-column block this lane addresses
             const unsigned box = static_cast<unsigned>(f * kBoxes) + (ob >> 3);
             const unsigned addr = staging + box * 8192u + row * 128u + (((ob & 7u) ^ rr) << 4);

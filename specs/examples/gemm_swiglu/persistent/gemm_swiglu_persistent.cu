@@ -111,19 +111,22 @@ static_assert(offsetof(GsParams, policy) == 424, "GsParams layout");
 
 namespace gs {
 
-template <unsigned BN_, unsigned C_, bool PINGPONG_, unsigned DEPTH_>
+template <unsigned BN_, unsigned C_, bool PINGPONG_, unsigned RING_KB_, unsigned KSUB_, int KEEP_ = 1>
 struct Config {
+    static constexpr int KEEP = KEEP_;
     static constexpr unsigned BN = BN_;
     static constexpr unsigned C = C_;
     static constexpr bool PINGPONG = PINGPONG_;
-    static constexpr unsigned DEPTH = DEPTH_;
-    static constexpr unsigned STAGE = 16384u + BN * 128u;
+    static constexpr unsigned KSUB = KSUB_;
+    // The ring's region: as many slots as fit, smaller A boxes (M < 128) making smaller slots
+    // and a deeper ring in the same region (ring.cuh: Ring::layout).
+    static constexpr unsigned RING_BYTES = RING_KB_ * 1024u;
     static constexpr unsigned STAGING = PINGPONG ? epilogue_staging_bytes<2, 16>() : epilogue_staging_bytes<1, BN / 8>();
     static constexpr unsigned RING_OFF = 0;
-    static constexpr unsigned STAGING_OFF = DEPTH * STAGE;
+    static constexpr unsigned STAGING_OFF = RING_BYTES;
     static constexpr unsigned FULL_OFF = STAGING_OFF + 2u * STAGING;
-    static constexpr unsigned EMPTY_OFF = FULL_OFF + 8u * DEPTH;
-    static constexpr unsigned SMEM = EMPTY_OFF + 8u * DEPTH + 1024u;  // + alignment slack
+    static constexpr unsigned EMPTY_OFF = FULL_OFF + 8u * kMaxDepth;
+    static constexpr unsigned SMEM = EMPTY_OFF + 8u * kMaxDepth + 1024u;  // + alignment slack
     static constexpr unsigned EMPTY_COUNT = (PINGPONG ? 1u : 2u) * C;
     static_assert(SMEM <= 232448u, "shared memory per block");
     static_assert(!PINGPONG || BN == 128, "ping-pong tiles are 128 x 128 per warpgroup");
@@ -134,16 +137,13 @@ __device__ __forceinline__ void kernel_body(const GsParams& p) {
     extern __shared__ unsigned char smem_raw[];
     const unsigned base = (smem_u32(smem_raw) + 1023u) & ~1023u;
     Ring ring;
-    ring.slots = base + Cfg::RING_OFF;
-    ring.stage_bytes = Cfg::STAGE;
-    ring.full = base + Cfg::FULL_OFF;
-    ring.empty = base + Cfg::EMPTY_OFF;
-    ring.depth = Cfg::DEPTH;
+    ring.layout(base + Cfg::RING_OFF, Cfg::RING_BYTES, base + Cfg::FULL_OFF, base + Cfg::EMPTY_OFF, p.a_box_rows,
+                Cfg::BN, Cfg::KSUB);
     const unsigned wg = threadIdx.x / 128u;
 
     // (P0)
     if (threadIdx.x == 0) {
-        for (unsigned s = 0; s < Cfg::DEPTH; ++s) {
+        for (unsigned s = 0; s < ring.depth; ++s) {
             mbar_init(ring.full_bar(s), 1u);
             mbar_init(ring.empty_bar(s), Cfg::EMPTY_COUNT);
         }
@@ -156,7 +156,7 @@ __device__ __forceinline__ void kernel_body(const GsParams& p) {
     }
 
     Scheduler sched;
-    sched.init(p.m, p.n, p.k, Cfg::BN, p.raster, Cfg::PINGPONG ? 0u : p.stream_k, Cfg::C,
+    sched.init(p.m, p.n, p.k, 64u * Cfg::KSUB, Cfg::BN, p.raster, Cfg::PINGPONG ? 0u : p.stream_k, Cfg::C,
                Cfg::C > 1 ? cluster_rank() : 0u);
 
     if (wg == 0) {
@@ -164,7 +164,7 @@ __device__ __forceinline__ void kernel_body(const GsParams& p) {
         if (threadIdx.x == 0) {
             tma_prefetch_map(&p.tmap_a);
             tma_prefetch_map(&p.tmap_b);
-            producer_main<Cfg::BN, Cfg::C>(&p.tmap_a, &p.tmap_b, p.a_box_rows, p.policy, ring, sched);
+            producer_main<Cfg::BN, Cfg::C, Cfg::KSUB>(&p.tmap_a, &p.tmap_b, p.a_box_rows, p.policy, ring, sched);
         }
         __syncwarp();
     } else {
@@ -178,11 +178,12 @@ __device__ __forceinline__ void kernel_body(const GsParams& p) {
         args.ws = p.workspace;
         args.flags = p.flags;
         args.m = p.m;
+        args.a_box_rows = p.a_box_rows;
         args.staging = base + Cfg::STAGING_OFF + w * Cfg::STAGING;
         if constexpr (Cfg::PINGPONG) {
-            consumer_pingpong<Cfg::C>(args, ring, sched, w);
+            consumer_pingpong<Cfg::C, Cfg::KSUB>(args, ring, sched, w);
         } else {
-            consumer_cooperative<Cfg::BN, Cfg::C>(args, ring, sched, w);
+            consumer_cooperative<Cfg::BN, Cfg::C, Cfg::KSUB, Cfg::KEEP>(args, ring, sched, w);
         }
     }
     // (P5)
@@ -204,21 +205,28 @@ __device__ __forceinline__ void kernel_body(const GsParams& p) {
 
 // build.sh compiles one cubin per kernel (-DGS_ONLY_<name>); without a selection, all of them.
 #if !defined(GS_ONLY_coop256_c1) && !defined(GS_ONLY_coop256_c2) && !defined(GS_ONLY_coop128_c1) && \
-    !defined(GS_ONLY_pp128_c1) && !defined(GS_ONLY_pp128_c2)
+    !defined(GS_ONLY_coop128k2_c1) && !defined(GS_ONLY_coop128k4r_c1) && !defined(GS_ONLY_pp128_c1) && \
+    !defined(GS_ONLY_pp128_c2)
 #define GS_ALL 1
 #endif
 #if GS_ALL || defined(GS_ONLY_coop256_c1)
-GS_KERNEL(gs_coop256_c1, GS_NO_CLUSTER, 256, 1, false, 4)
+GS_KERNEL(gs_coop256_c1, GS_NO_CLUSTER, 256, 1, false, 192, 1)
 #endif
 #if GS_ALL || defined(GS_ONLY_coop256_c2)
-GS_KERNEL(gs_coop256_c2, GS_CLUSTER2, 256, 2, false, 4)
+GS_KERNEL(gs_coop256_c2, GS_CLUSTER2, 256, 2, false, 192, 1)
 #endif
 #if GS_ALL || defined(GS_ONLY_coop128_c1)
-GS_KERNEL(gs_coop128_c1, GS_NO_CLUSTER, 128, 1, false, 6)
+GS_KERNEL(gs_coop128_c1, GS_NO_CLUSTER, 128, 1, false, 208, 1)
+#endif
+#if GS_ALL || defined(GS_ONLY_coop128k2_c1)
+GS_KERNEL(gs_coop128k2_c1, GS_NO_CLUSTER, 128, 1, false, 208, 2)
+#endif
+#if GS_ALL || defined(GS_ONLY_coop128k4r_c1)
+GS_KERNEL(gs_coop128k4r_c1, GS_NO_CLUSTER, 128, 1, false, 208, 4, 0)
 #endif
 #if GS_ALL || defined(GS_ONLY_pp128_c1)
-GS_KERNEL(gs_pp128_c1, GS_NO_CLUSTER, 128, 1, true, 6)
+GS_KERNEL(gs_pp128_c1, GS_NO_CLUSTER, 128, 1, true, 192, 1)
 #endif
 #if GS_ALL || defined(GS_ONLY_pp128_c2)
-GS_KERNEL(gs_pp128_c2, GS_CLUSTER2, 128, 2, true, 6)
+GS_KERNEL(gs_pp128_c2, GS_CLUSTER2, 128, 2, true, 192, 1)
 #endif

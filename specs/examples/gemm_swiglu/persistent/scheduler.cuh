@@ -12,7 +12,7 @@
 //   - data-parallel part: units 0 .. dp_units - 1, cluster g runs g, g + G, g + 2G, ...
 //               (G = gridDim.x / C clusters; dp_units = G * floor(U / G) when `stream_k`, else U);
 //   - stream-K part (`stream_k` = 1): the remaining sk_units = U - dp_units units, flattened
-//               into sk_units * KT k-iterations (KT = K / 64), split into G contiguous ranges
+//               into sk_units * KT k-steps (KT = K / (64 KSUB)), split into G contiguous ranges
 //               [start(g), start(g + 1)), start(g) = floor(g * S / G), S = sk_units * KT, run
 //               after the cluster's data-parallel units;
 //   - tiles per CTA: ceil((dp_units - g) / G) whole units, then at most
@@ -31,7 +31,7 @@ enum WorkKind : unsigned { kFull = 0, kPartial = 1, kFinish = 2 };
 struct Work {
     unsigned tile_m;   // this CTA's m-tile (rows 128 tile_m ..)
     unsigned tile_n;   // n-tile (W rows BN tile_n ..)
-    unsigned k_begin;  // k-tiles [k_begin, k_end) of 64
+    unsigned k_begin;  // k-steps [k_begin, k_end) of 64 KSUB
     unsigned k_end;
     unsigned kind;     // WorkKind
     unsigned sk_tile;  // stream-K segments: the tile's index in the stream-K part
@@ -46,14 +46,16 @@ struct Scheduler {
     unsigned next_dp;
     unsigned sk_pos, sk_end;
 
-    __device__ __forceinline__ void init(unsigned m, unsigned n, unsigned k, unsigned bn, unsigned raster_rows,
-                                         unsigned stream_k, unsigned cluster_size, unsigned cluster_rank) {
+    // k_step = the k-extent of one k-step (64 * KSUB): k_tiles below counts k-steps.
+    __device__ __forceinline__ void init(unsigned m, unsigned n, unsigned k, unsigned k_step, unsigned bn,
+                                         unsigned raster_rows, unsigned stream_k, unsigned cluster_size,
+                                         unsigned cluster_rank) {
         const unsigned tiles_m = (m + 127u) / 128u;
         csize = cluster_size;
         rank = cluster_rank;
         tiles_mc = (tiles_m + csize - 1u) / csize;
         tiles_n = n / bn;
-        k_tiles = k / 64u;
+        k_tiles = k / k_step;
         raster = raster_rows == 0 ? 1u : raster_rows;
         clusters = gridDim.x / csize;
         cluster = blockIdx.x / csize;
