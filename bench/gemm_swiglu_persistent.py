@@ -1,15 +1,18 @@
 """Persistent GEMM + SwiGLU (specs/examples/gemm_swiglu/persistent) on an H200: correctness and timing
 against the strongest PyTorch paths, all in one process.
 
-    python bench/gemm_swiglu_persistent.py --cubins DIR [--kernels coop256_c2:sk,...]
+    python bench/gemm_swiglu_persistent.py --cubins DIR [--kernels auto,coop256_c2:sk:r16@2048/8192,...]
         [--check-shapes 16,48,200,384,1000] [--shapes 16,128,512,2048,8192] [--k 4096] [--n 28672]
-        [--baselines gemm,eager,static,dynamic,autotune] [--autotune-shapes 512,2048,8192]
-        [--check-only] [--isolate] [--json FILE]
+        [--baselines gemm,eager,static,dynamic,autotune,read] [--autotune-shapes 512,2048,8192]
+        [--budget-s S] [--clean-flush-shapes 16,128] [--check-only] [--isolate] [--json FILE]
+    python bench/gemm_swiglu_persistent.py --merge FILE [FILE ...] [--json FILE]
 
 DIR holds the cubins of `specs/examples/gemm_swiglu/persistent/build.sh` (gs_<variant>.cubin). A
-kernel is `<variant>:<mode>`: variant coop256_c1 | coop256_c2 | coop128_c1 | pp128_c1 | pp128_c2,
-mode `sk` (data-parallel waves, the remainder stream-K) or `dp` (data-parallel only; the only mode
-of the ping-pong variants). `auto` is the dispatch the example ships (AUTO below, by M).
+kernel is `<variant>:<mode>[:r<raster>][@<M>/<M>...]`: a variant of VARIANTS (a suffix _eN: built
+with the epilogue arithmetic GS_EPI=N; _e9 is a diagnostic whose numbers are not SwiGLU), mode
+`sk` (data-parallel waves, the remainder stream-K) or `dp` (data-parallel only; the only mode of
+the ping-pong variants), raster in m-tiles per group (default --raster), and the M values at which
+it is timed (default: all of --shapes). `auto` is the dispatch the example ships (AUTO below).
 
 For every kernel and every M of --check-shapes and --shapes the script
 - draws X [M, K] ~ N(0, 1) and Wg, Wu [N/2, K] ~ N(0, 1) / sqrt(K) (bf16, fresh per shape) and the
@@ -23,8 +26,13 @@ For every kernel and every M of --check-shapes and --shapes the script
 Baselines at --shapes (same process, same inputs): `gemm` cuBLAS X [Wg; Wu]^T alone (a bound),
 `eager` cuBLAS + silu(gate) * up, `static` cuBLAS + the activation torch.compile'd per shape
 (dynamic=False), `dynamic` the same with dynamic=True, `autotune` Inductor max-autotune-no-cudagraphs of
-the whole up-projection act(X W^T) (per shape; --autotune-shapes limits where, it compiles for
-tens of seconds each). The table gives, per M, each time, the fastest baseline and best / ours.
+the whole up-projection act(X W^T) (run after everything else, per shape from the largest M;
+--autotune-shapes limits where, --budget-s stops starting new ones: it compiles for tens of
+seconds each), `read` a reference that is no up-projection (a float32 sum over W: W's read rate
+under the same flush). The table gives, per M, each time, the fastest baseline and best / ours.
+--clean-flush-shapes also times the kernels, cuBLAS alone and `read` with an L2 flush that READS
+256 MB (clean_bench), a side experiment on do_bench's write flush. Rows go to FILE.partial.jsonl as
+they are measured and to --json at the end.
 
 --isolate runs each kernel (and the baselines) in a child process with --timeout seconds, so a
 hang or a fault in one is reported and the others still run. Exit status 1 when any check fails.

@@ -9,10 +9,12 @@
 // Two schedules of the two warpgroups (template parameter of the driver):
 //
 // COOPERATIVE (tile 128 x BN, BN = 256 or 128): both warpgroups consume every slot, warpgroup
-// w computes rows 64 w .. 64 w + 63 with wgmma m64nBNk16 (A rows at + 8 KiB w of the slot).
-//   per k-step: wait full[s] (parity phase); wgmma.fence; 4 x wgmma (k16 steps, 32 B apart);
-//   commit; wait_group 1 (the previous k-step's group retired); thread 0 of the warpgroup
-//   arrives on empty[s_prev] of every CTA of the cluster (count of empty[] = 2 C).
+// w computes rows 64 w .. 64 w + 63 with wgmma m64nBNk16 (A rows at + 8 KiB w of each A
+// sub-block; with A's box at most 64 rows warpgroup 1 reads warpgroup 0's rows instead).
+//   per k-step: wait full[s] (parity phase); wgmma.fence; 4 KSUB x wgmma (k16 steps 32 B apart,
+//   k-blocks a sub-block apart); commit; KEEP = 1: wait_group 1 (the previous k-step's group
+//   retired), thread 0 of the warpgroup arrives on empty[s_prev] of every CTA of the cluster
+//   (count of empty[] = 2 C); KEEP = 0: wait_group 0, arrive on empty[s].
 //   after the unit: wait_group 0; release the last slot; then by kind: PARTIAL -> sk_raise;
 //   FINISH -> sk_await_add, epilogue; FULL -> epilogue. A warpgroup whose 64 rows all lie at or
 //   past M runs the same wgmma (a branch around them, even outside the k-loop, made ptxas

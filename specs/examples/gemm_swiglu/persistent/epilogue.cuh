@@ -25,8 +25,6 @@
 // At the end of the kernel the issuer waits cp.async.bulk.wait_group 0 (epilogue_drain).
 #pragma once
 
-#include <cuda_fp16.h>
-
 #include "common.cuh"
 
 namespace gs {
@@ -48,7 +46,6 @@ __device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
 //      Newton steps (relative error below 7e-6, against bf16's 2^-9 rounding of the output);
 //   2  silu(g) = h + h tanh(h), h = g / 2, tanh.approx.f32: one MUFU per output (absolute
 //      error about |h| 2^-11: relative error grows in the negative tail);
-//   3  as 2 with tanh.approx.f16x2 (sm_90 SASS still runs one MUFU.TANH.F16 per output);
 //   9  diagnostic, NOT SwiGLU: g * u (the epilogue's cost without its arithmetic; fails the check).
 #ifndef GS_EPI
 #define GS_EPI 1
@@ -84,18 +81,10 @@ __device__ __forceinline__ unsigned swiglu2(float g0, float g1, float u0, float 
 #elif GS_EPI == 2
     const float h0 = 0.5f * g0, h1 = 0.5f * g1;
     return pack_bf16x2(fmaf(h0, tanh_approx(h0), h0) * u0, fmaf(h1, tanh_approx(h1), h1) * u1);
-#elif GS_EPI == 3
-    const float h0 = 0.5f * g0, h1 = 0.5f * g1;
-    unsigned hh, tt;
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(hh) : "f"(h1), "f"(h0));
-    asm("tanh.approx.f16x2 %0, %1;" : "=r"(tt) : "r"(hh));
-    const __half2 t2 = *reinterpret_cast<const __half2*>(&tt);
-    const float t0 = __low2float(t2), t1 = __high2float(t2);
-    return pack_bf16x2(fmaf(h0, t0, h0) * u0, fmaf(h1, t1, h1) * u1);
 #elif GS_EPI == 9
     return pack_bf16x2(g0 * u0, g1 * u1);
 #else
-#error "GS_EPI: 0, 1, 2, 3 or 9"
+#error "GS_EPI: 0, 1, 2 or 9"
 #endif
 }
 

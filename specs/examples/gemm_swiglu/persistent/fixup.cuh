@@ -1,10 +1,10 @@
 // fixup.cuh — component `gemm.streamk_fixup` (future owner: the mainloop package; it runs in the
 // consumer warpgroups, role `mma`, of every CTA, and its partner is the same role in OTHER CTAs).
 //
-// Owns: the workspace (one f32 partial tile per CTA, `ws` + slot * R * 256 float4s, R = the
-// accumulator floats per thread / 4 ... in fragment order: float4 q of consumer thread t at
-// [q * 256 + t]) and one u32 counter per CTA (`flags[slot]`, 0 between launches), slot =
-// cluster * C + rank (scheduler.cuh: Scheduler::slot).
+// Owns: the workspace, one f32 partial tile per CTA at ws + slot * (R / 4) * 256 float4 (R = the
+// accumulator floats per consumer thread, BN / 2), in fragment order: float4 q of consumer
+// thread t at [q * 256 + t]; and one u32 counter per CTA, flags[slot], 0 between launches;
+// slot = cluster * C + rank (scheduler.cuh: Scheduler::slot).
 //
 // Counter protocol (consumer threads t = 0..255 of both warpgroups, named barrier 1 of 256):
 //   raise (segment kind PARTIAL, at most once per CTA per launch, its first stream-K segment):

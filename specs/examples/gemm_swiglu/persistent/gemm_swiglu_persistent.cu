@@ -1,83 +1,142 @@
 // gemm_swiglu_persistent.cu — the one-unit driver of the persistent warp-specialized GEMM + SwiGLU
 // for sm_90a: out[M, N/2] = silu(X Wg^T) * (X Wu^T), bf16 in, f32 accumulate, bf16 out, with
 // W [N, K] = Wg and Wu interleaved by 16 rows (rows 32g .. 32g + 15 = Wg's rows 16g .., the next
-// 16 = Wu's), K a multiple of 64, N a multiple of the tile's BN.
+// 16 = Wu's), K a multiple of 64 KSUB, N a multiple of the tile's BN.
 //
-// It includes one file per future component and owns only what joins them: shared memory
+// It includes one file per future component and owns only what joins them: the shared memory
 // layout, barrier initialisation, the role split and the teardown.
-//   scheduler.cuh  gemm.scheduler        tile order, data-parallel + stream-K split
+//   scheduler.cuh  gemm.scheduler        tile order, data-parallel + stream-K split (facts)
 //   producer.cuh   gemm.producer         TMA loads of A and B into the ring `kv`
-//   ring.cuh       (mainloop)            the ring's layout and cursor
+//   ring.cuh       (mainloop)            the ring's layout and cursor, shared by producer/consumers
 //   consumer.cuh   gemm.mainloop (mma)   wgmma consumers, cooperative or ping-pong
-//   fixup.cuh      gemm.streamk_fixup    stream-K partials and counters
+//   fixup.cuh      gemm.streamk_fixup    stream-K partials and counters (consumer role)
 //   epilogue.cuh   swiglu.epilogue       SwiGLU and the TMA store of each output tile
 //   common.cuh, wgmma.cuh                instruction wrappers (no component)
 //
-// Kernels (extern "C", 384 threads = 3 warpgroups, 1 CTA per SM, dynamic shared memory =
-// gs_smem_bytes_<name>, grid = G * C CTAs with G the co-resident clusters or fewer):
-//   gs_coop256_c1  cooperative, tile 128 x 256, ring depth 4 (48 KiB slots), no cluster
-//   gs_coop256_c2  the same in 2 x 1 clusters, B multicast (each CTA loads half of B's tile)
-//   gs_coop128_c1  cooperative, tile 128 x 128, depth 6 (32 KiB slots)
-//   gs_pp128_c1    ping-pong, 128 x 128 per warpgroup, depth 6
-//   gs_pp128_c2    the same in 2 x 1 clusters with B multicast
+// Kernels (extern "C", 384 threads = 3 warpgroups, __launch_bounds__(384, 1): 1 CTA per SM,
+// dynamic shared memory gs_smem_bytes_<name> = ring + 2 epilogue claims + 2 x 16 barriers + 1 KiB):
+//   gs_coop256_c2   cooperative, tile 128 x 256, 2 x 1 clusters, B multicast, ring 192 KiB
+//                   (4 slots of 48 KiB at M >= 128) — what the bench's `auto` runs for M > 128
+//                   (stream-K for the last wave, raster 16 m-tiles)
+//   gs_coop128_c1   cooperative, tile 128 x 128, ring 208 KiB (6 slots of 32 KiB at M >= 128,
+//                   11 of 18 KiB at M = 16) — `auto` for M <= 128, data-parallel
+//   gs_coop256_c1   gs_coop256_c2 without the cluster
+//   gs_coop128k2_c1 gs_coop128_c1 with 2 k-blocks of 64 per slot (128 B -> 256 B per W row and request)
+//   gs_coop128k4r_c1 4 k-blocks per slot, each slot released as soon as its own wgmma retired
+//   gs_pp128_c1     ping-pong, 128 x 128 per warpgroup, ring 192 KiB
+//   gs_pp128_c2     the same in 2 x 1 clusters with B multicast
+// Measured on the H200 (bench/results/h200-2026-12-03/README.md): cooperative 128 x 256 in
+// clusters beats ping-pong 128 x 128 at M >= 512 (the 256-wide wgmma reads less shared memory
+// per flop); at M <= 128 every variant streams W at the same rate.
+//
+// Host contract (bench/gemm_swiglu_persistent.py): params as GsParams below; grid = G * C CTAs,
+// G = the clusters co-resident on the GPU (cuOccupancyMaxActiveClusters; 132 SMs: 132 CTAs) when
+// stream_k = 1 (a FINISH segment spins on later clusters: all must be resident), else
+// min(G, units); a_box_rows = 128, or M rounded up to 8 when M < 128 (the ring's slots shrink and
+// the ring deepens); workspace of G * C * 256 * BN / 8 float4 and flags of G * C u32, zero before
+// the first launch (the kernel leaves them zero); policy = 3 (B evict_first, A evict_last) when
+// M <= 128, else 0.
 //
 // ============================ synchronization protocols ============================
-// Roles: warpgroup 0 = producer (warp 0, lane 0 issues; warps 1-3 idle; setmaxnreg.dec 40);
-// warpgroups 1, 2 = consumers w = 0, 1 (setmaxnreg.inc 232). C = cluster size (1 or 2).
+// Roles: warpgroup 0 = producer (setmaxnreg.dec 40; warp 0 lane 0 issues every copy, the other
+// 127 threads go straight to the teardown); warpgroups 1, 2 = consumers w = 0, 1 (setmaxnreg.inc
+// 232; threads t = 0..255, tw = t % 128 within the warpgroup). C = cluster size (1 or 2). Both
+// CTAs of a cluster run the same protocol (no step is rank-0-only: each rank loads half of B and
+// multicasts it); rank only selects the m-tile, B's half, and the stream-K slot.
+// D = ring depth = min(16, ring bytes / stage bytes), stage bytes = KSUB * (a_sub + BN * 128),
+// a_sub = a_box_rows * 128 rounded up to 1 KiB: a run-time value, the same for every role.
 //
-// (P0) Before the loop. Thread 0 initialises, for each slot s < depth, full[s] with count 1 and
-// empty[s] with count E = 2 C (cooperative) or C (ping-pong); fence.mbarrier_init.release.cluster.
-// Then every thread of the cluster: barrier.cluster.arrive.release + wait.acquire (C = 2; no
-// peer may multicast into or arrive on a barrier before it is initialised), or __syncthreads
-// (C = 1). Producer lane: prefetch.tensormap A, B; consumer thread 0: prefetch.tensormap out.
+// (P0) Before the loop (once per CTA). Thread 0: for s < D, mbarrier.init full[s] count 1 and
+// empty[s] count E = 2 C (cooperative) or C (ping-pong); fence.mbarrier_init.release.cluster.
+// Then C = 2: every thread of both CTAs barrier.cluster.arrive.release + barrier.cluster.wait
+// .acquire (no peer multicasts into or arrives on a barrier before it is initialised); C = 1:
+// __syncthreads. Producer lane: prefetch.tensormap A, B; consumer thread t = 0: prefetch out.
+// Ping-pong only: warpgroup 1 bar.arrive(ORDER0 = 4, 256) before its loop (P2).
 //
-// (P1) Ring `kv` (depth D, per k-step of every unit, both sides walk the same (slot, phase)
-// sequence: slot advances by one per k-step, phase flips at each wrap, both start at (0, 0)):
-//   producer (elected lane): wait empty[s] parity phase^1 ->
-//     mbarrier.arrive.expect_tx full[s], tx = a_box_rows * 128 + BN * 128 bytes (1 arrival) ->
-//     TMA A box {64, a_box_rows} at (64 kt, 128 tile_m) into A(s), complete_tx on full[s] ->
-//     C = 1: TMA B box {64, BN} at (64 kt, BN tile_n) into B(s), complete_tx on full[s];
-//     C = 2: TMA B box {64, BN/2} at (64 kt, BN tile_n + rank BN/2), .multicast::cluster mask
-//     0b11, into B(s) + rank BN/2 * 128 of BOTH CTAs, complete_tx on full[s] of both CTAs.
-//     So full[s] of each CTA completes on 1 arrival + (own A + own half B + peer half B) bytes.
-//   consumer warpgroup (all 128 threads wait; thread 0 of the warpgroup releases):
-//     wait full[s] parity phase -> wgmma.fence -> 4 (cooperative) or 8 (ping-pong) wgmma ->
-//     commit -> wait_group 1 -> release s_prev: mbarrier.arrive on empty[s_prev] of every CTA
-//     of the cluster (C = 2: mapa + mbarrier.arrive.shared::cluster to rank 0
-//     and 1) -> after the unit's last k-step: wait_group 0, release the last slot.
-//   empty[s] of a CTA thus completes when E arrivals came: in the cooperative kernels the two
-//   warpgroups of each CTA of the cluster, in ping-pong the one consuming warpgroup per CTA.
+// (P1) Ring `kv`, per k-step (KSUB k-blocks of 64) of every unit of the scheduler's sequence; the
+// producer and each consumer warpgroup walk the same (slot s, phase) sequence: s += 1 per
+// k-step, phase ^= 1 when s wraps to 0, both from (0, 0); a ping-pong warpgroup skips the other
+// warpgroup's units by advancing its cursor by their k-step count.
+//   producer (elected lane, per k-step):
+//     1. mbarrier.try_wait.parity empty[s], phase ^ 1 (first pass: returns at once);
+//     2. mbarrier.arrive.expect_tx full[s], tx = KSUB * (a_box_rows * 128 + BN * 128) (the
+//        phase's one arrival, and its bytes);
+//     3. KSUB x TMA A box {64 k, a_box_rows rows} at (64 k-block, 128 tile_m) -> A sub-block j,
+//        complete_tx on full[s] of this CTA;
+//     4. KSUB x: C = 1: TMA B box {64, BN} at (64 k-block, BN tile_n) -> B sub-block j,
+//        complete_tx on full[s]; C = 2: TMA B box {64, BN / 2} at (64 k-block, BN tile_n +
+//        rank BN / 2), .multicast::cluster ctaMask 0b11 -> B sub-block j + rank BN / 2 * 128 in
+//        BOTH CTAs, complete_tx on full[s] (same offset) of both CTAs. Each CTA's full[s] phase
+//        thus completes on its producer's 1 arrival + own A + own half of B + the peer's half;
+//        the peer's bytes may land before this CTA's expect_tx (tx-count goes negative, the
+//        phase cannot complete without the arrival); the peer's copy for pass p + 1 is issued
+//        only after the peer's empty[s] completed, which needs THIS CTA's release of pass p.
+//   consumer warpgroup (all 128 threads wait; thread tw = 0 releases), KEEP = 1 (every kernel
+//   but k4r):
+//     1. try_wait.parity full[s], phase;
+//     2. wgmma.fence; 4 KSUB (cooperative) or 8 KSUB (ping-pong: two m64 chains) wgmma, the
+//        first of a unit with scale-d 0; wgmma.commit_group;
+//     3. from the unit's second k-step on: wgmma.wait_group 1 (the previous k-step's group
+//        retired) -> tw = 0: release s_prev;
+//     after the unit's last k-step: wgmma.wait_group 0 -> tw = 0: release the last slot.
+//     KEEP = 0 (k4r): wait_group 0 after each commit, then release s itself (one slot held).
+//   release s = mbarrier.arrive on empty[s] of every CTA of the cluster: C = 1 local arrive;
+//   C = 2 mapa.shared::cluster + mbarrier.arrive.shared::cluster to rank 0 and to rank 1 (default
+//   .release.cta semantics; .release.cluster costs a MEMBAR.GPU per arrival). empty[s] completes
+//   on E arrivals: cooperative, both warpgroups of both CTAs; ping-pong, the consuming warpgroup
+//   of both CTAs (the cluster's CTAs run the same unit sequence, so the same warpgroup index).
 //
-// (P2) Ping-pong order (named barriers ORDER0 = 4, ORDER1 = 5, 256 threads: 128 bar.arrive of
-// the signalling warpgroup + 128 bar.sync of the waiting one). Units of a CTA alternate,
-// unit j -> warpgroup j % 2. Before the loop warpgroup 1 bar.arrive(ORDER0). Per own unit,
-// warpgroup w: bar.sync(ORDER_w) -> issue all k-steps of (P1) -> bar.arrive(ORDER_{1-w}) right
-// after the last commit -> wait_group 0 -> release -> epilogue (P3), which overlaps the other
-// warpgroup's mainloop. After the loop the one unmatched arrival is consumed: unit count even
-// -> warpgroup 0 bar.sync(ORDER0); odd -> warpgroup 1 bar.sync(ORDER1).
+// (P2) Ping-pong order: named barriers ORDER0 = 4 and ORDER1 = 5, 256 threads each (128
+// bar.arrive of the signalling warpgroup + 128 bar.sync of the waiting one). Unit j of a CTA
+// belongs to warpgroup j % 2. Before the loop warpgroup 1 bar.arrive(ORDER0). Per own unit,
+// warpgroup w: bar.sync(ORDER_w) -> (P1) for all its k-steps -> bar.arrive(ORDER_{1-w}) right
+// after the last commit, before wait_group 0 -> release -> epilogue (P3), overlapping the other
+// warpgroup's mainloop. After the loop exactly one arrival is unmatched: the CTA's unit count
+// even -> warpgroup 0 bar.sync(ORDER0) once more; odd -> warpgroup 1 bar.sync(ORDER1). At most
+// one arrival is ever pending per barrier (strict alternation).
 //
-// (P3) Epilogue, per output tile and warpgroup (named barrier 2 + w, 128 threads; issuer =
-// thread 0 of the warpgroup; staging claim of its own, reused every tile):
-//   issuer: cp.async.bulk.wait_group.read 0 (the previous tile's stores finished reading the
-//   claim) -> bar.sync(2 + w) -> all: SwiGLU, stmatrix into the claim, fence.proxy.async
-//   .shared::cta -> bar.sync(2 + w) -> issuer: TMA stores (boxes of 64 x 64), commit_group.
-//   End of kernel: issuer cp.async.bulk.wait_group 0.
+// (P3) Epilogue, per output tile, in the warpgroup that owns the accumulator (cooperative: 64
+// rows x BN / 2 outputs each; ping-pong: 128 x 64), named barrier 2 + w with 128 threads, issuer
+// tw = 0, a staging claim per warpgroup reused every tile:
+//     1. issuer: cp.async.bulk.wait_group.read 0 (the previous tile's TMA stores finished
+//        READING the claim; their global writes may still be in flight);
+//     2. bar.sync(2 + w, 128);
+//     3. all: SwiGLU of the fragments (gate n8-blocks 4c, 4c+1 with up 4c+2, 4c+3 in the same
+//        thread), stmatrix.x4 into the claim (128B swizzle), fence.proxy.async.shared::cta;
+//     4. bar.sync(2 + w, 128);
+//     5. issuer: TMA store per 64 x 64 box (rows >= M clipped by tmap_out), commit_group.
+//   End of kernel: issuer cp.async.bulk.wait_group 0. A cooperative warpgroup whose 64 rows all
+//   lie at or past M skips (P3) entirely (its wgmma still ran: a branch around them serialised
+//   every wgmma, ptxas C7515).
 //
-// (P4) Stream-K counters (cooperative kernels, params.stream_k = 1; named barrier 1, the 256
-// consumer threads; flags[] zero before the launch and again after it):
-//   PARTIAL (first stream-K segment of a cluster's range, starts past k = 0): warps with a row
-//   < M store the accumulators to ws[slot] -> every thread membar.gl -> bar.sync(1, 256) ->
-//   consumer thread 0: st.release.gpu flags[slot] = 1.
-//   FINISH (last segment, starts at k = 0, ends before K): consumer thread 0, for each later
-//   cluster g' whose non-empty range starts inside the tile (increasing g'): spin
-//   ld.acquire.gpu flags[slot(g')] == 1, then st.relaxed flags[slot(g')] = 0 -> bar.sync(1, 256)
-//   -> warps with a row < M add ws[slot(g')] (ld.global.cg) in increasing g' -> epilogue.
-//   slot = cluster * C + rank: in a cluster each rank pairs with the same rank of the other
-//   cluster. The awaited segment is always the first stream-K segment of a later cluster, all
-//   clusters are co-resident (host), so every wait ends.
+// (P4) Stream-K counters (cooperative kernels with stream_k = 1; named barrier 1 with the 256
+// consumer threads; slot = cluster * C + rank; flags[] zero at launch and at exit):
+//   PARTIAL (the first stream-K segment of a cluster's range when it starts past k = 0; at most
+//   one per CTA per launch): warps holding a row < M store their accumulators to ws[slot]
+//   (float4 q of thread t at [q * 256 + t]) -> every thread membar.gl -> bar.sync(1, 256) ->
+//   t = 0: st.release.gpu flags[slot] = 1 (raised once, by the consumer role of this CTA).
+//   FINISH (the last segment of a range when it starts at k = 0 and ends before K; at most one
+//   per CTA per launch): t = 0, for each later cluster g' = g + 1, ... while start(g') < the
+//   tile's end, skipping empty ranges: spin ld.acquire.gpu flags[slot(g')] until 1, then
+//   st.relaxed.gpu flags[slot(g')] = 0 (the awaiting CTA is the only reader) -> bar.sync(1, 256)
+//   -> warps holding a row < M add ws[slot(g')] (ld.global.cg) in increasing g' (deterministic)
+//   -> (P3). The partner of a counter is the SAME role (consumers) of another CTA, same rank;
+//   a FINISH waits only on later clusters, whose awaited PARTIAL is their first stream-K segment
+//   (after the same number of data-parallel units as every cluster), and every CTA is resident,
+//   so every wait ends.
 //
-// (P5) Teardown: C = 2: every thread of both CTAs barrier.cluster.arrive.release + wait.acquire
-// (no CTA exits while its peer may still multicast into it or arrive on its empty[]).
+// (P5) Teardown: C = 2: every thread of both CTAs barrier.cluster.arrive.release +
+// barrier.cluster.wait.acquire (no CTA exits while its peer may still multicast into its shared
+// memory or arrive on its empty[]). C = 1: nothing (consumers outlive the producer's last copy).
+//
+// What the hand-off of (P3) needs from the contract language: the accumulator is exported once
+// per unit (a generation per tile) by the consumer warpgroup and imported in the SAME threads,
+// in registers (a route that is the identity); the "ring of accumulator buffers" is the two
+// warpgroups' register files in ping-pong (depth 2, released when the epilogue returns and the
+// warpgroup's next bar.sync(ORDER_w) passes) and one buffer per warpgroup in the cooperative
+// kernels (released when the epilogue returns, before the next unit's first wgmma); the staging
+// claim's release waits for an asynchronous READ (cp.async.bulk.wait_group.read) and its slot
+// index restarts every tile.
 // ==================================================================================
 #include <cuda.h>
 
