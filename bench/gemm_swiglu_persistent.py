@@ -48,6 +48,7 @@ import os
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -547,7 +548,7 @@ def run_isolated(args: argparse.Namespace, argv: list[str]) -> list[dict[str, An
     if args.baselines and not args.check_only:
         jobs.append(["--kernels", "", "--check-shapes", "", "--baselines", args.baselines])
     for extra in jobs:
-        out = Path(f"/tmp/gs_child_{os.getpid()}_{len(rows)}.json")
+        out = Path(tempfile.gettempdir()) / f"gs_child_{os.getpid()}_{len(rows)}.json"
         drop = ("--kernels", "--baselines", "--json", "--check-shapes")
         cmd = [sys.executable, __file__, *strip(base, drop), *extra, "--json", str(out)]
         if "--check-shapes" not in extra:
