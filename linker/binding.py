@@ -210,10 +210,11 @@ class Alone:
     cutlass: bool
     probe: str
 
-    def run(self, absent: Sequence[str] = ()) -> tuple[CompileResult, str]:
+    def run(self, absent: Sequence[str] = (), options: Sequence[str] = ()) -> tuple[CompileResult, str]:
         """The compile and its normalised PTX. Each of ``absent`` is an include name that must not be
-        found: it is given as a header that is an ``#error``. Raises :class:`DiagnosticError` (the
-        compile or the lowering) and ``UnicodeDecodeError``."""
+        found: it is given as a header that is an ``#error``. ``options`` are added for this run only
+        (``kernlink pack`` asks what the compile opened: linker/opened.py). Raises
+        :class:`DiagnosticError` (the compile or the lowering) and ``UnicodeDecodeError``."""
         text = self.source.decode("utf-8") + "\n" + self.probe
         given = dict(self.headers)
         given.setdefault(Path(self.name).name, self.source)
@@ -229,7 +230,7 @@ class Alone:
                 headers=tuple(sorted({**poison, **given}.items())),
                 defines=dict(self.defines),
                 std=self.std,
-                extra_options=(*self.extra, *LTO_PTX_EXTRA),
+                extra_options=(*self.extra, *LTO_PTX_EXTRA, *options),
             )
         if not isinstance(ptx, str):
             raise DiagnosticError(list(ptx))

@@ -48,7 +48,7 @@ from contract_lang.printer import print_node
 from diagnostics import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.files import atomic_write_bytes, read_source
 from diagnostics.symbols import Code
-from linker import binding, handles, layout
+from linker import binding, handles, layout, opened
 from linker.symbols import LTO_PTX_EXTRA, Prototype, compile_lto_and_ptx, compile_ptx, ptx_record, read_ptx_symbols
 from linker.toolchain import CompileResult, compile_nvcc, nvcc_version, nvrtc_options, nvrtc_version, stable_cwd
 from package.captured import Captured
@@ -73,6 +73,7 @@ class PackResult:
     sha256: str
     warnings: tuple[Diagnostic, ...]
     seconds: Mapping[str, float]  # compile, capture, conform, write
+    opened: opened.Opened | None = None  # what the compile read (None: the compiler did not say)
 
 
 @dataclass(frozen=True)
@@ -194,15 +195,18 @@ def alone_inputs(
     return alone, absent
 
 
-def _run_alone(alone: tuple[binding.Alone, tuple[str, ...]] | None) -> tuple[CompileResult, str] | None:
+def _run_alone(
+    alone: tuple[binding.Alone, tuple[str, ...]] | None, trace: opened.Trace
+) -> tuple[CompileResult, str] | None:
     """``alone``'s compile, or None when there is none or it fails: a source that sees more than it
     carries, or that does not compile, is compiled beside its folder as always (whose errors are
     the ones reported)."""
     if alone is None:
         return None
     try:
-        return alone[0].run(alone[1])
+        return alone[0].run(alone[1], trace.options("alone"))
     except (DiagnosticError, UnicodeDecodeError):
+        trace.failed()
         return None
 
 
@@ -251,6 +255,7 @@ class Built:
     #: The compile, when it was the package's own rebuild (binding.Alone): what `pack` records as
     #: the link's binding verdict once the file is written.
     alone: tuple[binding.Alone, CompileResult, str] | None = None
+    opened: opened.Opened | None = None
 
 
 def default_output(source: str | Path) -> Path:
@@ -303,6 +308,7 @@ def pack(
         hashlib.sha256(data).hexdigest(),
         (*findings(built, out), *conformance_findings(built, out)),
         seconds,
+        built.opened,
     )
 
 
@@ -315,6 +321,18 @@ def build(
     flags: CompileFlags | None = None,
 ) -> Built:
     """Everything `pack` writes, without writing it."""
+    with opened.tracing(compiler) as trace:  # what the compile opens: `kernlink build` keys on it
+        return _build(source, contract, compiler, stage, flags, trace)
+
+
+def _build(
+    source: str | Path,
+    contract: str | Path,
+    compiler: Compiler,
+    stage: str | None,
+    flags: CompileFlags | None,
+    trace: opened.Trace,
+) -> Built:
     src_path = Path(source)
     display = str(source)
     text = read_source(src_path, display=display)
@@ -341,7 +359,7 @@ def build(
     blocks = layout.params_blocks(chosen)
     probed = text + "\n" + layout.probe_source(blocks, chosen.name)
     alone = alone_inputs(text, src_path, name, target, chosen, flags) if compiler == "nvrtc" else None
-    ran = _run_alone(alone)
+    ran = _run_alone(alone, trace)
     ptx_or_error: str | tuple[Diagnostic, ...]
     try:
         with stable_cwd():  # NVRTC records the working directory in LTO IR, -lineinfo in `.file`
@@ -349,7 +367,13 @@ def build(
                 result, ptx_or_error = ran
             elif compiler == "nvcc":
                 result = compile_nvcc(
-                    text, name, arch=target, std=flags.std, include_dirs=include, defines=defines, extra_options=extra
+                    text,
+                    name,
+                    arch=target,
+                    std=flags.std,
+                    include_dirs=include,
+                    defines=defines,
+                    extra_options=(*extra, *trace.options("folder")),
                 )
                 ptx_or_error = ""
             else:  # one compile: the probed source to LTO IR, whose PTX nvJitLink gives (linker/symbols.py)
@@ -360,13 +384,17 @@ def build(
                     std=flags.std,
                     include_dirs=include,
                     defines=defines,
-                    extra_options=(*extra, *LTO_PTX_EXTRA),
+                    extra_options=(*extra, *LTO_PTX_EXTRA, *trace.options("folder")),
                 )
     except DiagnosticError as err:
+        trace.failed()
         if compiler == "nvrtc" and _probe_only(err):
             raise _probe_failed(err, chosen, display) from None
         raise _renamed(_without_probe(err), name, display) from None
     compiled = time.perf_counter()
+    read = trace.read(
+        "alone" if ran is not None else "folder", source=src_path.resolve(), memory=src_path.parent.resolve()
+    )
     try:
         if compiler == "nvcc":
             with stable_cwd():
@@ -404,7 +432,7 @@ def build(
     manifest["compile"] = {
         "compiler": compiler,
         "source": name,
-        "options": [o for o in result.options if not _is_path_option(o)],
+        "options": [o for o in result.options if not _is_path_option(o) and not opened.is_dependency_option(o)],
     }
     if compiler == "nvrtc":  # the PTX is the LTO IR's (what a rebuild, linker/binding.py, repeats)
         manifest["compile"]["options"] = [o for o in manifest["compile"]["options"] if o not in LTO_PTX_EXTRA]
@@ -438,6 +466,7 @@ def build(
         ptx,
         display,
         (alone[0], result, ptx) if alone is not None and ran is not None else None,
+        None if read is None else opened.Opened(read, opened.search_folders(result.options)),
     )
 
 

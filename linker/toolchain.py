@@ -434,6 +434,14 @@ def _retire(worker: _Worker, *, kill: bool) -> None:
         _WORKERS.clear()
 
 
+def restart_native_worker() -> None:
+    """Retire this process's native worker; the next call starts a new one. NVRTC's time trace
+    (linker/opened.py) is left broken in a process where a traced compile failed."""
+    with _WORKER_LOCK:
+        if _WORKERS and _WORKERS[0].owner == os.getpid():
+            _retire(_WORKERS[0], kill=True)
+
+
 def native_worker_pid() -> int | None:
     """The pid of this process's native worker, when one is running (benchmarks read its CPU time)."""
     if _WORKERS and _WORKERS[0].owner == os.getpid() and _WORKERS[0].process.is_alive():
