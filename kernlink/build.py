@@ -2,38 +2,56 @@
 
 Separate compilation pays only if an unchanged component is not compiled again. For
 every ``use … from "build/<stem>.kpkg"`` of the pipeline, the component's source is
-``<stem>.cu`` and its contract ``<stem>.kc`` in the folder above ``build/`` (where
-``kernlink pack`` puts a package by default). Its *build key* is a sha256 over what
-the package depends on: the source, the contract, every ``.h``/``.cuh``/``.hpp`` file
-beside the source (the includes a component can see without flags), the C sources of
-the host providers the contract names (which the package carries), the compiler, the
-toolkit versions and kernlink's version. The key is kept beside the package
-(``<stem>.kpkg.key``); a package whose key matches and that still reads back whole is
-reused, any other is packed again. A package with no source beside it (a binary-only
-package from another owner) is used as it is. Then the pipeline is linked.
+``<stem>.cu``, its contract ``<stem>.kc`` and its compile flags ``<stem>.flags``
+(kernlink/buildflags.py; optional) in the folder above ``build/`` (where ``kernlink pack``
+puts a package by default).
+
+A package is reused when its *build record* (``<stem>.kpkg.key``, JSON, written after each
+pack) still holds: its key is a sha256 over kernlink's version, the compiler, the toolkit
+versions, every file the compile opened as the compiler itself reports it (linker/opened.py:
+the source and every header, in any folder and with any extension), the contract, the flags
+file and the host providers' C sources, and the absence of every file that would be found
+before one of the opened ones (a new header beside the source that shadows one from ``-I`` or
+the CUDA headers). The component's own files (in its folder and its ``-I`` folders) are keyed
+by content; the installed headers it opens (CUDA, CUTLASS) by path, size, modification time
+and inode. Any other package is packed again: no record, a record that no longer holds, a
+package that does not read back whole, or a compile the compiler said nothing about. A
+package with no source beside it (a binary-only package from another owner) is used as it is.
+Then the pipeline is linked.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
+import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from diagnostics.files import atomic_write_text
 from diagnostics.model import Diagnostic, DiagnosticError
+from diagnostics.sources import SourceMap
 from kernlink import __version__
+from kernlink.buildflags import flags_path, read_flags
 
 if TYPE_CHECKING:
     from checker.memo import Memo
     from kernlink.api import LinkResult
+    from linker.opened import Opened
 
-_HEADERS = ("*.h", "*.cuh", "*.hpp")
+#: What a component with no build record yet may include beside its source (--watch, before a build).
+_HEADERS = ("*.h", "*.cuh", "*.hpp", "*.inc")
 #: A host provider's C source, named by the contract (it is packed with the stage).
 _PROVIDER = re.compile(r'host\s+provider\s+"([^"]+)"')
+_RECORD_VERSION = 1
+#: A file changed this close to (or after) the start of its compile may have been read either way:
+#: its record is not trusted (the kernel's file clock lags the wall clock by up to one tick).
+_SETTLE_NS = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -51,6 +69,19 @@ class BuildResult:
     steps: list[Step] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     ok: bool = False
+    sources: SourceMap = field(default_factory=SourceMap)  # what the build itself read (flags files)
+
+
+@dataclass(frozen=True)
+class Record:
+    """A package's build record: the files whose content the key hashes (the component's own: its
+    folder and its ``-I`` folders), the installed headers it keys by their file identity, and the
+    paths it requires absent."""
+
+    key: str
+    files: tuple[str, ...]
+    installed: tuple[str, ...]
+    absent: tuple[str, ...]
 
 
 def component_of(package: Path) -> tuple[Path, Path]:
@@ -59,37 +90,139 @@ def component_of(package: Path) -> tuple[Path, Path]:
     return root / f"{package.stem}.cu", root / f"{package.stem}.kc"
 
 
-def build_key(source: Path, contract: Path, compiler: str) -> str:
-    from linker.toolchain import toolkit_versions
-
-    h = hashlib.sha256()
-    versions = toolkit_versions()
-    for part in (f"kernlink {__version__}", f"compiler {compiler}", f"toolkit {versions}"):
-        h.update(part.encode() + b"\0")
-    files = [source, contract, *sorted(p for pattern in _HEADERS for p in source.parent.glob(pattern))]
-    files += [
-        p for p in (contract.parent / name for name in _PROVIDER.findall(contract.read_text("utf-8"))) if p.is_file()
-    ]
-    for path in files:
-        h.update(path.name.encode() + b"\0")
-        h.update(hashlib.sha256(path.read_bytes()).digest())
-    return h.hexdigest()
-
-
-def _key_file(package: Path) -> Path:
+def record_file(package: Path) -> Path:
     return package.with_name(package.name + ".key")
 
 
-def _reusable(package: Path, key: str) -> bool:
+def build_key(compiler: str, files: Sequence[str], installed: Sequence[str], absent: Sequence[str]) -> str:
+    """The key of a build record: the toolchain, each file's path and content, each installed file's
+    path, size, modification time and inode (an install or upgrade writes new files; hashing the
+    CUTLASS headers a CuTe component opens would cost 0.1 s a build), each absent path's absence."""
+    from linker.toolchain import toolkit_versions
+
+    h = hashlib.sha256()
+    for part in (f"kernlink {__version__}", f"compiler {compiler}", f"toolkit {toolkit_versions()}"):
+        h.update(part.encode() + b"\0")
+    for path in files:
+        h.update(path.encode() + b"\0")
+        try:
+            with open(path, "rb") as f:
+                h.update(hashlib.file_digest(f, "sha256").digest())
+        except OSError:
+            h.update(b"\0unreadable\0")
+    for path in installed:
+        try:
+            st = os.stat(path)
+            h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0".encode())
+        except OSError:
+            h.update(f"{path}\0unreadable\0".encode())
+    for path in absent:
+        h.update(path.encode() + (b"\0present\0" if os.path.lexists(path) else b"\0absent\0"))
+    return h.hexdigest()
+
+
+def read_record(package: Path) -> Record | None:
+    try:
+        value = json.loads(record_file(package).read_text("utf-8"))
+        if value.get("version") != _RECORD_VERSION:
+            return None
+        record = Record(str(value["key"]), *(tuple(map(str, value[part])) for part in ("files", "installed", "absent")))
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return record
+
+
+def _write_record(package: Path, record: Record) -> None:
+    value = {
+        "version": _RECORD_VERSION,
+        "key": record.key,
+        "files": record.files,
+        "installed": record.installed,
+        "absent": record.absent,
+    }
+    atomic_write_text(record_file(package), json.dumps(value, indent=1) + "\n")
+
+
+def _stale(package: Path, compiler: str) -> str | None:
+    """Why ``package`` must be packed again; None when its build record holds and it reads back whole."""
     from package.integrity import PackageDefect
     from package.kpkg import read_package
 
+    if not package.exists():
+        return "no package yet"
+    record = read_record(package)
+    if record is None:
+        return f"no build record `{record_file(package).name}` beside it"
+    if record.key != build_key(compiler, record.files, record.installed, record.absent):
+        return "a file its compile opened, its contract, its flags or the toolkit changed"
     try:
-        if _key_file(package).read_text(encoding="utf-8").strip() != key:
-            return False
         read_package(package)
     except (OSError, DiagnosticError, PackageDefect, ValueError):
-        return False
+        return "it does not read back whole"
+    return None
+
+
+def _providers(contract: Path) -> list[Path]:
+    try:
+        named = _PROVIDER.findall(contract.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError):
+        named = []
+    return [contract.parent / name for name in named]
+
+
+def _under(path: str, folder: str) -> str | None:
+    """``path`` relative to ``folder`` when it is below it."""
+    prefix = folder.rstrip(os.sep) + os.sep
+    return path[len(prefix) :] if path.startswith(prefix) else None
+
+
+def shadows(opened: Opened, user: Iterable[str]) -> list[str]:
+    """The paths where a new file would be found instead of, or before, one the compile opened.
+
+    An include name is looked up in the including file's folder (quoted), then in each include
+    folder: a file the compile opened at ``D/name`` is shadowed by a new ``E/name`` in a folder
+    ``E`` searched first. The candidates are every user folder (the source's, the ``-I`` ones and
+    the folders of the opened files within them) joined with every name an opened file has below
+    a folder it may have been found from; of those, the ones that do not exist now."""
+    users = [os.path.normpath(u) for u in user]
+    roots = [*users, *opened.search]
+    folders = set(users)
+    for path in opened.files:
+        if any(_under(path, u) is not None for u in users):
+            folders.add(os.path.dirname(path))
+    found = set(opened.files)
+    out: set[str] = set()
+    for path in opened.files:
+        for root in roots:
+            name = _under(path, root)
+            if name is None:
+                continue
+            for folder in folders:
+                candidate = os.path.join(folder, name)
+                if candidate not in found and candidate not in out and not os.path.lexists(candidate):
+                    out.add(candidate)
+    return sorted(out)
+
+
+def _record(package: Path, contract: Path, flags: Path, compiler: str, opened: Opened, user: Sequence[str]) -> Record:
+    """The record of a package just packed from a compile that opened ``opened``."""
+    own = [f for f in opened.files if any(_under(f, u) is not None for u in user)]
+    installed = sorted(set(opened.files) - set(own))
+    files = {*own, os.path.abspath(contract), *(os.path.abspath(p) for p in _providers(contract))}
+    absent = set(shadows(opened, user))
+    (files if os.path.exists(flags) else absent).add(os.path.abspath(flags))
+    key = build_key(compiler, sorted(files), installed, sorted(absent))
+    return Record(key, tuple(sorted(files)), tuple(installed), tuple(sorted(absent)))
+
+
+def _settled(files: Sequence[str], since_ns: int) -> bool:
+    """No file changed after the compile began (one saved during it may have been read either way)."""
+    for path in files:
+        try:
+            if os.stat(path).st_mtime_ns >= since_ns - _SETTLE_NS:
+                return False
+        except OSError:
+            return False
     return True
 
 
@@ -109,8 +242,9 @@ def packages_of(pipeline: Path) -> list[Path]:
 
 def inputs_of(pipeline: Path) -> list[Path]:
     """What a build of ``pipeline`` reads (`kernlink build --watch` watches them): the pipeline, the
-    contracts beside it, and for each package its source, contract, the headers beside the source
-    and the host providers' C sources — or, for a package with no source beside it, the package.
+    contracts beside it, and for each package its source, contract, flags file and host providers'
+    C sources, and the files its build record names (present and required absent); before a first
+    build, the headers beside the source. For a package with no source beside it, the package.
     The packages a build writes are not inputs (a rebuild would trigger the next one)."""
     found = {pipeline, *pipeline.parent.glob("*.kc")}
     try:
@@ -122,13 +256,13 @@ def inputs_of(pipeline: Path) -> list[Path]:
         if not source.is_file() or not contract.is_file():
             found.add(package)
             continue
-        found.update((source, contract, *(p for pattern in _HEADERS for p in source.parent.glob(pattern))))
-        try:
-            named = _PROVIDER.findall(contract.read_text("utf-8"))
-        except (OSError, UnicodeDecodeError):
-            named = []
-        found.update(contract.parent / name for name in named)
-    return sorted(found)
+        found.update((source, contract, flags_path(source), *_providers(contract)))
+        record = read_record(package)
+        if record is None:
+            found.update(p for pattern in _HEADERS for p in source.parent.glob(pattern))
+        else:
+            found.update(Path(p) for p in (*record.files, *record.installed, *record.absent))
+    return sorted({Path(os.path.abspath(p)) for p in found})  # one spelling each, before and after a build
 
 
 def build(
@@ -144,37 +278,48 @@ def build(
     ``memo`` keeps the check's verdicts for the next build of the same process (``--watch``).
     """
     from kernlink.api import link
-    from linker.pack import pack
 
     result = BuildResult()
     path = Path(pipeline)
     try:
         packages = packages_of(path)
+        for package in packages:
+            result.steps.append(_one(package, compiler, result.sources))
     except DiagnosticError as err:
         result.diagnostics.extend(err.diagnostics)
         return result, None
-    for package in packages:
-        start = time.perf_counter()
-        source, contract = component_of(package)
-        if not source.is_file() or not contract.is_file():
-            result.steps.append(Step(package, "given", 0.0, f"no `{source.name}` and `{contract.name}` beside it"))
-            continue
-        key = build_key(source, contract, compiler)
-        why = "source, contract, headers or toolkit changed" if package.exists() else "no package yet"
-        if _reusable(package, key):
-            result.steps.append(Step(package, "reused", time.perf_counter() - start, "build key unchanged"))
-            continue
-        try:
-            pack(source, contract, package, compiler="nvcc" if compiler == "nvcc" else "nvrtc")
-        except DiagnosticError as err:
-            result.diagnostics.extend(err.diagnostics)
-            return result, None
-        atomic_write_text(_key_file(package), key + "\n")
-        result.steps.append(Step(package, "packed", time.perf_counter() - start, why))
     linked = link([path], out_dir, target=target, memo=memo)
     result.diagnostics.extend(linked.diagnostics)
     result.ok = linked.ok
     return result, linked
+
+
+def _one(package: Path, compiler: str, sources: SourceMap) -> Step:
+    """Reuse or pack one package; a :class:`DiagnosticError` when it cannot be packed."""
+    from linker.pack import pack
+
+    start = time.perf_counter()
+    source, contract = component_of(package)
+    if not source.is_file() or not contract.is_file():
+        return Step(package, "given", 0.0, f"no `{source.name}` and `{contract.name}` beside it")
+    flags_file = flags_path(source)
+    flags = read_flags(flags_file, sources)
+    why = _stale(package, compiler)
+    if why is None:
+        return Step(package, "reused", time.perf_counter() - start, "build key unchanged")
+    began = time.time_ns()
+    packed = pack(source, contract, package, compiler="nvcc" if compiler == "nvcc" else "nvrtc", flags=flags)
+    if packed.opened is None:
+        record_file(package).unlink(missing_ok=True)
+        why += "; the compiler did not report the files it opened, so the next build packs it again"
+    else:
+        user = [str(source.parent.resolve()), *(str(d) for d in (flags.include_dirs if flags else ()))]
+        record = _record(package, contract, flags_file, compiler, packed.opened, user)
+        if not _settled((*record.files, *record.installed), began):
+            record = dataclasses.replace(record, key="")  # watched, never reused
+            why += "; a file changed while it compiled, so the next build packs it again"
+        _write_record(package, record)
+    return Step(package, "packed", time.perf_counter() - start, why)
 
 
 def summary(steps: Sequence[Step]) -> str:

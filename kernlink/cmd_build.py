@@ -57,7 +57,10 @@ def cmd_build(args: argparse.Namespace, memo: Memo | None = None) -> int:
         print(summary(result.steps))
     color = {"always": True, "never": False}.get(args.color)
     if result.diagnostics:
-        emit(result.diagnostics, linked.sources if linked is not None else SourceMap(), "text", color=color)
+        sources = linked.sources if linked is not None else SourceMap()
+        for name, text in result.sources.texts.items():
+            sources.add(name, text)
+        emit(result.diagnostics, sources, "text", color=color)
     if not result.ok:
         return EXIT_USAGE if any(d.code == Code.E_IO for d in result.diagnostics) else EXIT_REJECTED
     print(f"built `{args.pipeline}` -> {args.output}/kernel.cubin")

@@ -2,9 +2,12 @@
 
 For a check, the inputs are the files named on the command line, the contracts (``.kc``)
 beside each pipeline and the packages (``.kpkg``) under its ``build/`` folder; a build
-lists its own (kernlink/build.py: sources, headers, contracts, providers). A change is a
-new, removed or modified file (size or modification time). Polling keeps it
-dependency-free and works on every filesystem; a run happens at most once per change burst.
+lists its own (kernlink/build.py: what each compile opened, contracts, flags, providers, and
+paths that must stay absent). A change is a new, removed or modified file (size or
+modification time) among the inputs listed before the run; a path a run adds to the list
+(a build learns what its compile opened) is compared from the end of that run on. Polling
+keeps it dependency-free and works on every filesystem; a run happens at most once per
+change burst.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-Snapshot = dict[Path, tuple[int, int]]
+#: Each listed input: its size and modification time, or None while it does not exist.
+Snapshot = dict[Path, tuple[int, int] | None]
 
 
 def watched(paths: Sequence[str | Path]) -> list[Path]:
@@ -33,9 +37,24 @@ def snapshot(paths: Sequence[str | Path], files: Callable[[Sequence[str | Path]]
         try:
             st = path.stat()
         except OSError:
+            state[path] = None
             continue
         state[path] = (st.st_size, st.st_mtime_ns)
     return state
+
+
+def _after(before: Snapshot, now: Snapshot) -> Snapshot:
+    """The state to compare with once a run is done: as before it for the inputs listed then, as now
+    for the ones the run added (a save during the run is a change; a newly listed file is not)."""
+    return {path: before.get(path, value) for path, value in now.items()}
+
+
+def _display(path: Path) -> str:
+    """A path as the user named it: relative to the working directory when below it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def changed(before: Snapshot, after: Snapshot) -> list[Path]:
@@ -58,6 +77,7 @@ def watch(
     """
     state = snapshot(paths, files)  # before the run: a save during a check is a change to check again
     status = run()
+    state = _after(state, snapshot(paths, files))
     count = 1
     try:
         while runs is None or count < runs:
@@ -67,9 +87,11 @@ def watch(
             if not moved:
                 continue
             time.sleep(poll)  # let a burst of writes (an editor's save) settle
-            state = snapshot(paths, files)  # taken before the run, as above
-            say(f"--- {', '.join(str(p) for p in moved[:3])}{' …' if len(moved) > 3 else ''} changed: {verb} again")
+            before = snapshot(paths, files)  # taken before the run, as above
+            shown = ", ".join(_display(p) for p in moved[:3])
+            say(f"--- {shown}{' …' if len(moved) > 3 else ''} changed: {verb} again")
             status = run()
+            state = _after(before, snapshot(paths, files))
             count += 1
     except KeyboardInterrupt:
         return 0

@@ -41,10 +41,11 @@ def _cold(root: Path, edited: bool) -> bytes:
     return (root / "out" / "kernel.cubin").read_bytes()
 
 
-def test_inputs_are_sources_contracts_and_headers_not_the_packages_a_build_writes(tmp_path: Path) -> None:
+def test_inputs_are_sources_contracts_flags_and_headers_not_the_packages_a_build_writes(tmp_path: Path) -> None:
     pipeline = _ring(tmp_path)
     (pipeline.parent / "build").mkdir()
     (pipeline.parent / "build" / "loader.kpkg").write_bytes(b"x")
+    (pipeline.parent / "notes.inc").write_text("")
     names = {p.name for p in inputs_of(pipeline)}
     assert names == {
         "ring.kp",
@@ -52,9 +53,17 @@ def test_inputs_are_sources_contracts_and_headers_not_the_packages_a_build_write
         "reduce.kc",
         "loader.cu",
         "reduce.cu",
+        "loader.flags",  # watched before it exists: writing one is a change
+        "reduce.flags",
         "kl_ring_loader.h",
         "kl_ring_reduce.h",
+        "notes.inc",  # before a first build, every header-like file beside the source
     }
+    result, _ = build(pipeline, tmp_path / "out")
+    assert result.ok
+    after = {p.name for p in inputs_of(pipeline)}
+    assert "notes.inc" not in after, "after a build, what the compile opened"
+    assert {"kl_ring_loader.h", "kl_ring_reduce.h", "loader.flags", "reduce.flags"} <= after
 
 
 def test_a_rebuild_after_a_change_is_a_cold_build_of_the_changed_sources(tmp_path: Path) -> None:

@@ -72,3 +72,32 @@ def test_cli_watch_checks_again_after_an_edit(tmp_path: Path) -> None:
         proc.wait(10)
     text = "".join(lines)
     assert "reduce.kc changed: checking again" in text and "error[L-ARRIVE]" in text
+
+
+def test_an_input_a_run_adds_is_no_change_and_a_listed_absent_file_appearing_is_one(tmp_path: Path) -> None:
+    """A build learns what its compile opened: those inputs are compared from the end of that run on.
+    A path listed while absent (a header that would shadow an include) counts once it appears."""
+    first, opened, shadow = tmp_path / "k.cu", tmp_path / "k.inc", tmp_path / "shadow.h"
+    first.write_text("k")
+    opened.write_text("i")
+    listed = [first, shadow]
+    runs: list[float] = []
+    said: list[str] = []
+
+    def run() -> int:
+        runs.append(time.monotonic())
+        if opened not in listed:
+            listed.append(opened)
+        return 0
+
+    created: list[float] = []
+
+    def create() -> None:
+        time.sleep(0.5)
+        created.append(time.monotonic())
+        shadow.write_text("new")
+
+    threading.Thread(target=create).start()
+    watch([first], run, say=said.append, poll=0.05, runs=2, files=lambda _: list(listed))
+    assert len(runs) == 2 and runs[1] > created[0], "no run before the file appeared"
+    assert len(said) == 1 and "shadow.h" in said[0] and "k.inc" not in said[0], said
