@@ -226,6 +226,40 @@ def _settled(files: Sequence[str], since_ns: int) -> bool:
     return True
 
 
+def _flags_hint(package: Path, flags_file: Path) -> str | None:
+    """When the package this build could not repack was packed with flags and no flags file gives
+    any: which ones, and where `kernlink build` takes them from."""
+    from linker.binding import recorded_options
+    from package.integrity import PackageDefect
+    from package.kpkg import read_package
+
+    try:
+        info = read_package(package).manifest.get("compile")
+    except (OSError, DiagnosticError, PackageDefect, ValueError):
+        return None
+    if not isinstance(info, dict):
+        return None
+    std, defines, _ = recorded_options(info.get("options"))
+    said = [f"-D {k}={v}" for k, v in sorted(defines.items())]
+    said += ["--cutlass"] if info.get("cutlass") else []
+    said += [f"--std {std}"] if std != "c++17" else []
+    if not said:
+        return None
+    return (
+        f"`{package}` was packed with `{' '.join(said)}` and `{flags_file}` does not exist: `kernlink build` "
+        "takes a component's flags from that file; write them there (with any `-I DIR` it was packed with)"
+    )
+
+
+def _with_help(diagnostics: Sequence[Diagnostic], hint: str | None) -> list[Diagnostic]:
+    """``diagnostics`` with ``hint`` added to the first error's helps."""
+    out = list(diagnostics)
+    first = next((i for i, d in enumerate(out) if d.is_error), None)
+    if hint is not None and first is not None:
+        out[first] = dataclasses.replace(out[first], helps=(*out[first].helps, hint))
+    return out
+
+
 def packages_of(pipeline: Path) -> list[Path]:
     """The package paths a pipeline's ``use … from`` lines name, resolved against the pipeline's folder."""
     from contract_lang import ast as A
@@ -308,7 +342,11 @@ def _one(package: Path, compiler: str, sources: SourceMap) -> Step:
     if why is None:
         return Step(package, "reused", time.perf_counter() - start, "build key unchanged")
     began = time.time_ns()
-    packed = pack(source, contract, package, compiler="nvcc" if compiler == "nvcc" else "nvrtc", flags=flags)
+    try:
+        packed = pack(source, contract, package, compiler="nvcc" if compiler == "nvcc" else "nvrtc", flags=flags)
+    except DiagnosticError as err:
+        hint = _flags_hint(package, flags_file) if flags is None else None
+        raise DiagnosticError(_with_help(err.diagnostics, hint)) from None
     if packed.opened is None:
         record_file(package).unlink(missing_ok=True)
         why += "; the compiler did not report the files it opened, so the next build packs it again"

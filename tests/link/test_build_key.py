@@ -288,3 +288,22 @@ def test_watch_rebuilds_on_an_edit_to_an_inc_file_in_a_sub_folder_and_to_the_fla
     (cold / "reduce.flags").write_text("-D KL_FACTOR=5.0f\n")
     assert _actions(cold / "ring.kp") == ["packed", "packed"]
     assert watched == _cubin(cold / "ring.kp")
+
+
+def test_a_failed_repack_of_a_package_packed_with_flags_says_where_build_takes_them(tmp_path: Path) -> None:
+    from linker.pack import CompileFlags, pack
+
+    pipeline = _ring(tmp_path, scaled="")
+    source = pipeline.parent / "reduce.cu"
+    pack(
+        source,
+        source.with_suffix(".kc"),
+        pipeline.parent / "build" / "reduce.kpkg",
+        flags=CompileFlags(defines=(("KL_SCALE", "2.0f"),)),
+    )
+    result, _ = build(pipeline, pipeline.parent / "out")
+    (error,) = [d for d in result.diagnostics if d.is_error]
+    assert error.code == "E-COMPILE"
+    assert any("packed with `-D KL_SCALE=2.0f`" in h and "reduce.flags" in h for h in error.helps), error.helps
+    (pipeline.parent / "reduce.flags").write_text("-D KL_SCALE=2.0f\n")
+    assert _actions(pipeline) == ["reused", "packed"]
