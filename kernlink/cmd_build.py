@@ -19,11 +19,13 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("build", help="pack every component whose source, contract or toolkit changed, then link")
+    p = sub.add_parser(
+        "build", help="pack every component whose source, headers, contract, flags or toolkit changed, then link"
+    )
     p.add_argument(
         "pipeline",
         help='the pipeline (.kp); its `use … from "build/<stem>.kpkg"` lines name the '
-        "packages, built from <stem>.cu and <stem>.kc beside build/",
+        "packages, built from <stem>.cu and <stem>.kc beside build/, with the flags of <stem>.flags",
     )
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="the link's output directory")
     p.add_argument("--compiler", choices=("nvrtc", "nvcc"), default="nvrtc")
@@ -32,7 +34,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--watch",
         action="store_true",
-        help="stay resident: build again whenever the pipeline, a contract, a source or a header it uses changes",
+        help="stay resident: build again whenever the pipeline, a contract, a flags file, a source or a file "
+        "its compile opened changes",
     )
     p.add_argument(
         "--no-server",

@@ -24,6 +24,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="SECONDS",
         help="exit after this long without a request (default 900)",
     )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop a build that runs longer than this (default 600): one stalled build never blocks the next",
+    )
     p.set_defaults(run=cmd_serve)
 
 
@@ -32,9 +39,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from kernlink.exit_codes import EXIT_OK, EXIT_USAGE
 
     idle = server.IDLE_SECONDS if args.idle is None else args.idle
-    if idle <= 0:
-        print("error: --idle needs a positive number of seconds", file=sys.stderr)
-        return EXIT_USAGE
+    timeout = server.BUILD_SECONDS if args.timeout is None else args.timeout
+    for option, value in (("--idle", idle), ("--timeout", timeout)):
+        if not 0 < value < float("inf"):
+            print(f"error: {option} needs a positive number of seconds", file=sys.stderr)
+            return EXIT_USAGE
     try:
         if args.stop:
             print("stopped the build server" if server.stop() else "no build server of this kernlink is running")
@@ -42,13 +51,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if args.status:
             found = server.status()
             if found is None:
-                print("no build server of this kernlink is running")
+                print(f"no build server of this kernlink is running (key {server.server_key()})")
                 return EXIT_OK
-            print(f"build server pid {found.get('pid')}: {found.get('builds')} builds served")
+            print(
+                f"build server pid {found.get('pid')}: {found.get('builds')} builds served, "
+                f"{found.get('waiting')} waiting (key {found.get('key')})"
+            )
             return EXIT_OK
         if args.foreground:
-            return server.serve(idle, ready=lambda path: print(f"listening on {path}", flush=True))
-        found = server.start(idle)
+            return server.serve(idle, timeout=timeout, ready=lambda path: print(f"listening on {path}", flush=True))
+        found = server.start(idle, timeout=timeout)
     except server.ServerError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE

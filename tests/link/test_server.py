@@ -6,13 +6,18 @@ its own process; no server (or one of other code) means the build runs in the cl
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
+import socket
 import stat
+import struct
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -244,6 +249,20 @@ def test_the_key_covers_every_package_kernlink_installs() -> None:
     assert set(server.PACKAGES) == {name.split(".")[0] for name in listed}
 
 
+def test_pyproject_installs_every_package_folder() -> None:
+    """An installed kernlink (pip, not the editable checkout) has every sub-package: a missing one
+    is an import error in the installed `kernlink` command only."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for root in server.PACKAGES
+        for init in (ROOT / root).rglob("__init__.py")
+    }
+    assert found - listed == set()
+
+
 def test_the_client_forwards_every_option_of_a_one_shot_build() -> None:
     """`_server_argv` rebuilds the arguments the server's build parses: an option it does not forward
     would be dropped silently when a server builds."""
@@ -258,3 +277,328 @@ def test_the_client_forwards_every_option_of_a_one_shot_build() -> None:
     assert own == set(values)
     forwarded = sub.parse_args(_server_argv(argparse.Namespace(**values)))
     assert {k: getattr(forwarded, k) for k in values} == values
+
+
+# ---- the key: what decides a build, not the launcher
+
+
+def _launcher(folder: Path) -> Path:
+    """A console script as pip writes one for `kernlink = kernlink.cli:main` (in its own `bin` folder)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "kernlink"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import re\nimport sys\nfrom kernlink.cli import main\n"
+        "if __name__ == '__main__':\n"
+        "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
+        "    sys.exit(main())\n"
+    )
+    script.chmod(0o755)
+    return script
+
+
+def _key(done: subprocess.CompletedProcess[str]) -> str:
+    found = re.search(r"\(key ([0-9a-f]+)\)", done.stdout)
+    assert found, (done.stdout, done.stderr)
+    return found.group(1)
+
+
+def test_the_console_script_and_python_m_compute_one_key(tmp_path: Path) -> None:
+    """The key hashes the import path without the launcher's own entry: a console script's `bin`
+    folder, `python -m`'s working directory."""
+    runtime = tmp_path / "rt"
+    runtime.mkdir(mode=0o700)
+    env = _env(runtime, tmp_path / "cache")
+    script = _launcher(tmp_path / "venv" / "bin")
+    elsewhere = tmp_path / "work"
+    elsewhere.mkdir()
+    as_script = subprocess.run(
+        [str(script), "serve", "--status"], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120
+    )
+    as_module = _kernlink(["serve", "--status"], tmp_path, env)
+    as_module_elsewhere = _kernlink(["serve", "--status"], elsewhere, env)
+    assert _key(as_script) == _key(as_module) == _key(as_module_elsewhere)
+
+
+def test_a_server_the_console_script_starts_serves_both_launchers(tmp_path: Path) -> None:
+    runtime = tmp_path / "rt"
+    runtime.mkdir(mode=0o700)
+    env = _env(runtime, tmp_path / "cache")
+    script = _launcher(tmp_path / "venv" / "bin")
+    started = subprocess.run(
+        [str(script), "serve", "--idle", "120"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert started.returncode == 0 and "is running" in started.stdout, started.stderr
+    try:
+        folder = _ring(tmp_path / "ring")
+        by_module = _kernlink(["build", "ring.kp", "-o", "out"], folder, env)
+        assert by_module.returncode == 0, by_module.stderr
+        by_script = subprocess.run(
+            [str(script), "build", "ring.kp", "-o", "out2"],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert by_script.returncode == 0, by_script.stderr
+        assert _served(env, tmp_path) == 2
+    finally:
+        stopped = subprocess.run(
+            [str(script), "serve", "--stop"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        )
+    assert stopped.stdout.startswith("stopped"), stopped.stdout
+
+
+@pytest.mark.slow
+def test_the_installed_console_script_of_a_fresh_venv_serves_its_builds(tmp_path: Path) -> None:
+    """`pip install` kernlink into a new virtual environment (its dependencies: this interpreter's,
+    through a `.pth` file, the CUDA wheels' folder linked in), then `kernlink serve` and `kernlink
+    build` from its console script."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    ours = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
+    (Path(site) / "kernlink_dependencies.pth").write_text("\n".join(ours) + "\n")
+    for folder in ours:  # the CUDA libraries are looked for beside the interpreter's own packages
+        if (Path(folder) / "nvidia").is_dir() and not (Path(site) / "nvidia").exists():
+            (Path(site) / "nvidia").symlink_to(Path(folder) / "nvidia")
+    installed = subprocess.run(
+        [str(python), "-m", "pip", "install", "--no-deps", "--quiet", str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if installed.returncode != 0:
+        pytest.skip(f"pip could not install kernlink here (no package index?): {installed.stderr[-400:]}")
+    script = venv / "bin" / "kernlink"
+    runtime = tmp_path / "rt"
+    runtime.mkdir(mode=0o700)
+    env = {k: v for k, v in _env(runtime, tmp_path / "cache").items() if k != "PYTHONPATH"}
+    located = subprocess.run(
+        [str(python), "-c", "import kernlink; print(kernlink.__file__)"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert located.stdout.startswith(str(venv)), "the fresh venv imports its own installed copy"
+
+    def run(*args: str, cwd: Path = tmp_path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(script), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+    started = run("serve", "--idle", "120")
+    assert started.returncode == 0 and "is running" in started.stdout, (started.stdout, started.stderr)
+    try:
+        folder = _ring(tmp_path / "ring")
+        built = run("build", "ring.kp", "-o", "out", cwd=folder)
+        assert built.returncode == 0, built.stderr
+        assert re.search(r"1 builds served", run("serve", "--status").stdout)
+    finally:
+        stopped = run("serve", "--stop")
+    assert stopped.stdout.startswith("stopped")
+
+
+# ---- one stalled request blocks nothing: timeouts, cancellation, a bounded frame, --stop
+
+
+@contextlib.contextmanager
+def _server(tmp_path: Path, *args: str) -> Iterator[dict[str, str]]:
+    """A foreground server with ``args`` in a child process; stopped (and awaited) afterwards."""
+    runtime = tmp_path / "rt"
+    runtime.mkdir(mode=0o700)
+    env = _env(runtime, tmp_path / "cache")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernlink", "serve", "--foreground", "--idle", "120", *args],
+        cwd="/",
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.startswith("listening on "), line
+    try:
+        yield env
+    finally:
+        _kernlink(["serve", "--stop"], tmp_path, env)
+        assert proc.wait(60) == 0
+
+
+def _raw(env: dict[str, str]) -> socket.socket:
+    """A connection to the server of `env`, as any client of this user could open it."""
+    folder = Path(env["KERNLINK_RUNTIME_DIR"])
+    (path,) = [p for p in folder.iterdir() if p.is_socket()]
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(str(path))
+    return conn
+
+
+def _stalled(folder: Path) -> Path:
+    """The ring with its output `kernel.cubin` a FIFO no one reads: a build blocks writing it."""
+    (folder / "out").mkdir()
+    fifo = folder / "out" / "kernel.cubin"
+    os.mkfifo(fifo)
+    return fifo
+
+
+def _background(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "kernlink", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _until(condition: Callable[[], bool], seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.1)
+
+
+def _busy(env: dict[str, str]) -> bool:
+    with _raw(env) as conn:
+        server._send(conn, {"op": "status"})
+        answer = server._receive(conn)
+    return bool(answer and answer.get("building"))
+
+
+def test_a_partial_frame_blocks_no_build_and_not_stop(tmp_path: Path) -> None:
+    with _server(tmp_path) as env:
+        stalled = _raw(env)
+        stalled.sendall(b"\x00\x00")  # half a length prefix, then nothing
+        folder = _ring(tmp_path / "ring")
+        start = time.monotonic()
+        done = _kernlink(["build", "ring.kp", "-o", "out"], folder, env)
+        assert done.returncode == 0 and _served(env, tmp_path) == 1, done.stderr
+        assert time.monotonic() - start < 120
+        another = _raw(env)
+        another.sendall(b"\x00\x00\x00\x10{")  # a frame that promises 16 bytes and sends 1
+        begun = time.monotonic()
+        assert _kernlink(["serve", "--stop"], tmp_path, env).stdout.startswith("stopped")
+        assert time.monotonic() - begun < server.FRAME_SECONDS + 5
+        stalled.close()
+        another.close()
+
+
+def test_a_deeply_nested_frame_is_dropped_and_the_server_goes_on(tmp_path: Path) -> None:
+    body = b"[" * 200_000 + b"]" * 200_000  # 400 KB: the decoder would recurse 200 000 deep
+    assert server.nesting(body) > server.DEPTH_LIMIT
+    assert server.nesting(b'{"op": "build", "argv": ["[[[[[[[[[["], "env": {"A": "{{{{"}}') == 2
+    with _server(tmp_path) as env:
+        with _raw(env) as conn:
+            conn.sendall(struct.pack(">I", len(body)) + body)
+            conn.settimeout(60)
+            assert conn.recv(1) == b"", "dropped unanswered"
+        assert _kernlink(["serve", "--status"], tmp_path, env).stdout.startswith("build server pid")
+        folder = _ring(tmp_path / "ring")
+        assert _kernlink(["build", "ring.kp", "-o", "out"], folder, env).returncode == 0
+
+
+def test_ctrl_c_on_a_served_build_cancels_it_and_the_next_build_runs(tmp_path: Path) -> None:
+    with _server(tmp_path) as env:
+        stuck = _ring(tmp_path / "stuck")
+        fifo = _stalled(stuck)
+        client = _background(["build", "ring.kp", "-o", "out"], stuck, env)
+        _until(lambda: _busy(env))  # the served build is blocked opening the FIFO
+        client.send_signal(signal.SIGINT)
+        assert client.wait(60) == 130
+        assert not _busy(env), "the client returns once the server has stopped its build"
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            time.sleep(1)
+            assert os.read(reader, 1 << 16) == b"", "no cubin is written after the client gave up"
+        finally:
+            os.close(reader)
+        assert not (stuck / "out" / "link.json").exists()
+        other = _ring(tmp_path / "other")
+        done = _kernlink(["build", "ring.kp", "-o", "out"], other, env)
+        assert done.returncode == 0 and _served(env, tmp_path) == 2, done.stderr
+
+
+def test_a_build_past_the_timeout_is_stopped_and_the_waiting_build_then_runs(tmp_path: Path) -> None:
+    with _server(tmp_path, "--timeout", "15") as env:
+        other = _ring(tmp_path / "other")
+        assert _kernlink(["build", "ring.kp", "-o", "out", "--no-server"], other, env).returncode == 0
+        stuck = _ring(tmp_path / "stuck")
+        _stalled(stuck)
+        first = _background(["build", "ring.kp", "-o", "out"], stuck, env)
+        _until(lambda: _busy(env))
+        second = _kernlink(["build", "ring.kp", "-o", "out"], other, env)  # waits behind the stalled one
+        assert second.returncode == 0, second.stderr
+        out, err = first.communicate(timeout=60)
+        assert first.returncode == 2 and "stopped this build after 15 s" in err, (out, err)
+        assert _served(env, tmp_path) == 2
+
+
+def test_stop_while_a_build_is_stalled_stops_the_server_and_the_client_builds_itself(tmp_path: Path) -> None:
+    with _server(tmp_path) as env:
+        stuck = _ring(tmp_path / "stuck")
+        fifo = _stalled(stuck)
+        client = _background(["build", "ring.kp", "-o", "out"], stuck, env)
+        _until(lambda: _busy(env))
+        begun = time.monotonic()
+        assert _kernlink(["serve", "--stop"], tmp_path, env).stdout.startswith("stopped")
+        assert time.monotonic() - begun < 30
+        assert _kernlink(["serve", "--status"], tmp_path, env).stdout.startswith("no build server")
+        # the client, left without an answer, builds in its own process: blocked on the FIFO in turn
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            _until(lambda: client.poll() is not None or _drained(reader))
+        finally:
+            os.close(reader)
+        client.send_signal(signal.SIGINT)
+        client.wait(60)
+
+
+def _drained(reader: int) -> bool:
+    try:
+        return bool(os.read(reader, 1 << 20))
+    except BlockingIOError:
+        return False
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root: a listener of another user in a folder of this one")
+def test_the_client_sends_nothing_to_a_server_of_another_user(tmp_path: Path) -> None:
+    runtime = tmp_path / "rt"
+    runtime.mkdir(mode=0o700)
+    env = _env(runtime, tmp_path / "cache")
+    path = runtime / f"s-{_key(_kernlink(['serve', '--status'], tmp_path, env))}"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    report, told = os.pipe()
+    child = os.fork()
+    if child == 0:  # the peer's credentials are the listening process's: another user's
+        try:
+            os.close(report)
+            os.setuid(65534)
+            listener.listen(1)
+            listener.settimeout(120)
+            conn, _ = listener.accept()
+            os.write(told, b"accepted:")
+            conn.settimeout(5)
+            os.write(told, conn.recv(1 << 20))
+        finally:
+            os._exit(0)
+    os.close(told)
+    listener.close()
+    try:
+        folder = _ring(tmp_path / "ring")
+        done = _kernlink(["build", "ring.kp", "-o", "out"], folder, env)
+        assert done.returncode == 0, done.stderr  # built in the client's own process
+    finally:
+        os.waitpid(child, 0)
+    with os.fdopen(report, "rb") as pipe:
+        said = pipe.read()
+    assert said == b"accepted:", "the client connected, and sent nothing: its environment least of all"
