@@ -602,3 +602,31 @@ def test_the_client_sends_nothing_to_a_server_of_another_user(tmp_path: Path) ->
     with os.fdopen(report, "rb") as pipe:
         said = pipe.read()
     assert said == b"accepted:", "the client connected, and sent nothing: its environment least of all"
+
+
+def test_a_component_with_a_flags_file_builds_through_the_server_as_in_process(
+    tmp_path: Path, running: dict[str, str]
+) -> None:
+    """`-D` and `-I` from `reduce.flags` reach the served build (the key covers them: an edit repacks)."""
+    folders = (_ring(tmp_path / "a"), _ring(tmp_path / "b"))
+    for folder in folders:
+        source = folder / "reduce.cu"
+        source.write_text(
+            '#include "scale.h"\n' + source.read_text().replace("sum += data[k];", "sum += KL_SCALE * data[k];")
+        )
+        (folder / "inc").mkdir()
+        (folder / "inc" / "scale.h").write_text("#define KL_SCALE (KL_FACTOR * 1.0f)\n")
+        (folder / "reduce.flags").write_text("-I inc -D KL_FACTOR=2.0f\n")
+    served, alone = folders
+    through = _kernlink(["build", "ring.kp", "-o", "out"], served, running)
+    here = _kernlink(["build", "ring.kp", "-o", "out", "--no-server"], alone, running)
+    assert through.returncode == here.returncode == 0, through.stdout + through.stderr
+    assert _served(running, tmp_path) == 1
+    assert (served / "out" / "kernel.cubin").read_bytes() == (alone / "out" / "kernel.cubin").read_bytes()
+    time.sleep(0.05)
+    for folder in folders:
+        (folder / "reduce.flags").write_text("-I inc -D KL_FACTOR=3.0f\n")
+    again = _kernlink(["build", "ring.kp", "-o", "out"], served, running)
+    assert "packed build/reduce.kpkg" in again.stdout and "reused build/loader.kpkg" in again.stdout, again.stdout
+    _kernlink(["build", "ring.kp", "-o", "out", "--no-server"], alone, running)
+    assert (served / "out" / "kernel.cubin").read_bytes() == (alone / "out" / "kernel.cubin").read_bytes()
