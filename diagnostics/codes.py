@@ -180,6 +180,25 @@ CODES: tuple[CodeInfo, ...] = (
         "Repack the component (`kernlink pack loader.cu --contract loader.kc -o build/loader.kpkg`), or "
         "revert the edit to the `.kc` file.",
     ),
+    _c(
+        Code.W_STALE_SOURCE,
+        "stale-source",
+        "a component's source or a header its package carries differs from the copy packed",
+        "input",
+        "A stage package carries the source it was compiled from (`source.cu`) and the local headers it "
+        "includes, and records each one's SHA-256. When the file that source was packed from (`<folder>/"
+        "<name>.cu` for a package at `<folder>/build/<stem>.kpkg`, where `kernlink pack` puts it, or "
+        "beside the package) or one of those headers there says something else, the package's code is the "
+        "one checked and linked, and the edit is ignored. kernlink says so, naming each file that "
+        "changed; with `--strict` it is an error. A binary-only package carries no source: nothing is "
+        "compared.",
+        "An edit to a kernel's source that is never compiled looks like a verified change; the code that "
+        "gets linked is still the package's.",
+        'use "demo.loader" version ^1.0 from "build/loader.kpkg"   # loader.cu beside build/ was edited\n'
+        "warning[W-STALE-SOURCE]: `loader.cu` differs from the copy packed in `build/loader.kpkg`",
+        "Repack the component (`kernlink pack loader.cu --contract loader.kc -o build/loader.kpkg`, or "
+        "`kernlink build`, which repacks what changed), or revert the edit.",
+    ),
     # ------------------------------------------------------------ solvers
     _c(
         Code.E_SOLVER_UNKNOWN,

@@ -9,16 +9,21 @@ them). Every problem is a diagnostic (a package that is not intact is a typed fi
 When a stage comes from a package (`use … from "x.kpkg"`, or a package on the command
 line) and a `.kc` file also declares it, **the package's embedded contract wins**: its
 object code was compiled against it. A `.kc` that says something else is reported as
-``W-STALE-CONTRACT`` (a warning with both spans; an error with ``strict``).
+``W-STALE-CONTRACT`` (a warning with both spans; an error with ``strict``). Likewise its code:
+a package records the SHA-256 of the source it carries and of each local header; when the
+file it was packed from (``<folder>/<source>`` for a package at ``<folder>/build/x.kpkg``,
+else beside the package) or such a header says something else, ``W-STALE-SOURCE``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from contract_lang import ast as A
 from contract_lang.parser import FileKind, parse_text
@@ -60,10 +65,21 @@ class Inputs:
     unparsable: dict[str, str] = field(default_factory=dict)
     # packages that are not intact (L-INTEGRITY findings, worded by the check: checker/clauses/l_integrity.py)
     unread: list[Unread] = field(default_factory=list)
+    # packages whose source or carried headers beside them were edited since they were packed
+    stale_sources: list[StaleSource] = field(default_factory=list)
 
     @property
     def fatal(self) -> bool:
         return bool(self.unread) or any(d.severity is Severity.ERROR for d in self.diagnostics)
+
+
+@dataclass(frozen=True)
+class StaleSource:
+    """A package whose packed source or headers differ from the files beside it (W-STALE-SOURCE)."""
+
+    package: str
+    files: tuple[str, ...]  # as displayed, the source first
+    use: A.Use | None
 
 
 @dataclass(frozen=True)
@@ -135,6 +151,7 @@ def load(paths: Sequence[str | Path], *, strict: bool = False) -> Inputs:
             inputs.pipeline = implicit_pipeline(stages, first.stem, Span(name, 1, 1, 1, 1))
             inputs.pipeline_source = name
     inputs.diagnostics.extend(stale_contracts(inputs.candidates, strict=strict))
+    inputs.diagnostics.extend(_stale_source(s, strict) for s in inputs.stale_sources)
     return inputs
 
 
@@ -178,6 +195,58 @@ def _stale(kc: StageEntry, pkg: StageEntry, strict: bool) -> Diagnostic:
             f"-o {package}`), or revert the edit",
         ),
         data=(("stage", kc.name), ("file", kc.source), ("package", package)),
+    )
+
+
+_HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".inc")
+
+
+def edited_sources(path: Path, manifest: Mapping[str, Any]) -> tuple[Path, ...]:
+    """The files a package was packed from that now differ from the copies it carries: its source
+    (``compile.source``, in the folder above ``build/`` or beside the package) and each carried
+    local header there. Files that are absent or unreadable are not compared."""
+    info = manifest.get("compile")
+    name = info.get("source") if isinstance(info, Mapping) else None
+    entries = manifest.get("payloads")
+    recorded = {
+        e["name"]: e["sha256"]
+        for e in (entries if isinstance(entries, list) else [])
+        if isinstance(e, Mapping) and isinstance(e.get("name"), str) and isinstance(e.get("sha256"), str)
+    }
+    from package.manifest import SOURCE_PAYLOAD
+
+    if not isinstance(name, str) or not name or Path(name).name != name or SOURCE_PAYLOAD not in recorded:
+        return ()  # a binary-only package, or one that names no plain source file
+    folder = path.parent.parent if path.parent.name == "build" else path.parent
+    pairs = [(name, SOURCE_PAYLOAD), *((h, h) for h in sorted(recorded) if h.endswith(_HEADER_SUFFIXES))]
+    edited: list[Path] = []
+    for file, payload in pairs:
+        try:
+            with open(folder / file, "rb") as f:
+                if hashlib.file_digest(f, "sha256").hexdigest() != recorded[payload]:
+                    edited.append(folder / file)
+        except OSError:
+            continue
+    return tuple(edited)
+
+
+def _stale_source(found: StaleSource, strict: bool) -> Diagnostic:
+    named = [f"`{f}`" for f in found.files]
+    listed = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
+    labels = [Label(Span(found.files[0], 1, 1, 1, 1), "edited since it was packed")]
+    if found.use is not None:
+        labels.append(Label(found.use.span, "the package checked instead", primary=False))
+    return Diagnostic(
+        Code.W_STALE_SOURCE,
+        f"{listed} {'differs' if len(named) == 1 else 'differ'} from the copy packed in `{found.package}`",
+        severity=Severity.ERROR if strict else Severity.WARNING,
+        labels=tuple(labels),
+        notes=("the package's code is the one checked and linked; the edit is ignored",),
+        helps=(
+            f"repack the component (`kernlink build`, or `kernlink pack {found.files[0]} --contract <stage>.kc "
+            f"-o {found.package}`), or revert the edit",
+        ),
+        data=(("package", found.package), ("files", ", ".join(found.files))),
     )
 
 
@@ -263,6 +332,9 @@ def _load_package(inputs: Inputs, path: Path, use: A.Use | None) -> None:
     except DiagnosticError as err:
         inputs.diagnostics.extend(_at_use(d, use) for d in err.diagnostics)
         return
+    edited = edited_sources(path, loaded.manifest)
+    if edited:
+        inputs.stale_sources.append(StaleSource(name, tuple(display_name(f) for f in edited), use))
     contract_name = f"{name}!contract.kc"
     inputs.sources.add(contract_name, loaded.contract_text)
     if loaded.captured.ptx is not None:
