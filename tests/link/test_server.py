@@ -369,8 +369,14 @@ def test_the_installed_console_script_of_a_fresh_venv_serves_its_builds(tmp_path
     for folder in ours:  # the CUDA libraries are looked for beside the interpreter's own packages
         if (Path(folder) / "nvidia").is_dir() and not (Path(site) / "nvidia").exists():
             (Path(site) / "nvidia").symlink_to(Path(folder) / "nvidia")
+    source = tmp_path / "source"  # pip builds in the source tree: a copy, so the checkout gets no build/
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for package in server.PACKAGES:
+        shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
     installed = subprocess.run(
-        [str(python), "-m", "pip", "install", "--no-deps", "--quiet", str(ROOT)],
+        [str(python), "-m", "pip", "install", "--no-deps", "--quiet", str(source)],
         capture_output=True,
         text=True,
         timeout=600,
