@@ -49,8 +49,9 @@ _HEADERS = ("*.h", "*.cuh", "*.hpp", "*.inc")
 #: A host provider's C source, named by the contract (it is packed with the stage).
 _PROVIDER = re.compile(r'host\s+provider\s+"([^"]+)"')
 _RECORD_VERSION = 1
-#: A file changed this close to (or after) the start of its compile may have been read either way:
-#: its record is not trusted (the kernel's file clock lags the wall clock by up to one tick).
+#: A file the build could not hash before its compile (one the compile found first), changed this
+#: close to or after the compile began, may have been read either way: its record is not trusted
+#: (the kernel's file clock lags the wall clock by up to one tick).
 _SETTLE_NS = 20_000_000
 
 
@@ -215,9 +216,34 @@ def _record(package: Path, contract: Path, flags: Path, compiler: str, opened: O
     return Record(key, tuple(sorted(files)), tuple(installed), tuple(sorted(absent)))
 
 
-def _settled(files: Sequence[str], since_ns: int) -> bool:
-    """No file changed after the compile began (one saved during it may have been read either way)."""
-    for path in files:
+def _digests(paths: Iterable[str]) -> dict[str, bytes | None]:
+    found: dict[str, bytes | None] = {}
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                found[path] = hashlib.file_digest(f, "sha256").digest()
+        except OSError:
+            found[path] = None
+    return found
+
+
+def _expected(source: Path, contract: Path, flags: Path, package: Path) -> list[str]:
+    """The files a compile of ``source`` will likely open or the record will name, hashed before it:
+    the component's own files, the headers beside its source and those its last record named."""
+    found = {source, contract, flags, *_providers(contract), *(p for g in _HEADERS for p in source.parent.glob(g))}
+    record = read_record(package)
+    paths = {os.path.abspath(p) for p in found} | set(record.files if record is not None else ())
+    return sorted({*paths, *(os.path.realpath(p) for p in paths)})
+
+
+def _settled(record: Record, before: dict[str, bytes | None], since_ns: int) -> bool:
+    """No file of ``record`` changed while its compile ran: the ones hashed before it have the same
+    content now; the others were last modified before it began (they may have been read either way)."""
+    for path in (*record.files, *record.installed):
+        if path in before:
+            if _digests([path])[path] != before[path]:
+                return False
+            continue
         try:
             if os.stat(path).st_mtime_ns >= since_ns - _SETTLE_NS:
                 return False
@@ -341,6 +367,7 @@ def _one(package: Path, compiler: str, sources: SourceMap) -> Step:
     why = _stale(package, compiler)
     if why is None:
         return Step(package, "reused", time.perf_counter() - start, "build key unchanged")
+    before = _digests(_expected(source, contract, flags_file, package))
     began = time.time_ns()
     try:
         packed = pack(source, contract, package, compiler="nvcc" if compiler == "nvcc" else "nvrtc", flags=flags)
@@ -353,7 +380,7 @@ def _one(package: Path, compiler: str, sources: SourceMap) -> Step:
     else:
         user = [str(source.parent.resolve()), *(str(d) for d in (flags.include_dirs if flags else ()))]
         record = _record(package, contract, flags_file, compiler, packed.opened, user)
-        if not _settled((*record.files, *record.installed), began):
+        if not _settled(record, before, began):
             record = dataclasses.replace(record, key="")  # watched, never reused
             why += "; a file changed while it compiled, so the next build packs it again"
         _write_record(package, record)

@@ -178,17 +178,53 @@ def test_a_record_that_no_longer_holds_or_does_not_parse_repacks(tmp_path: Path)
     assert "no build record" in result.steps[1].why
 
 
-def test_a_file_saved_while_its_component_compiles_is_not_trusted(tmp_path: Path) -> None:
+def test_a_file_saved_while_its_component_compiles_is_not_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import linker.pack
+
     pipeline = _ring(tmp_path)
-    later = time.time_ns() + 10**9  # as if saved during the compile
-    os.utime(pipeline.parent / "scale.inc", ns=(later, later))
+    inc = pipeline.parent / "scale.inc"
+    packed = linker.pack.pack
+
+    def save_during(*args: object, **kwargs: object) -> object:
+        done = packed(*args, **kwargs)  # type: ignore[arg-type]
+        if Path(str(args[0])).name == "reduce.cu":
+            _write(inc, "7.0f")  # read as 1.0f, saved before the record is written
+        return done
+
+    monkeypatch.setattr(linker.pack, "pack", save_during)
     result, _ = build(pipeline, pipeline.parent / "out")
+    monkeypatch.undo()
     assert result.ok and "changed while it compiled" in result.steps[1].why
     record = read_record(pipeline.parent / "build" / "reduce.kpkg")
     assert record is not None and record.key == "" and record.files
-    os.utime(pipeline.parent / "scale.inc")
-    assert _actions(pipeline)[1] == "packed"
-    assert _actions(pipeline)[1] == "reused"
+    assert _actions(pipeline) == ["reused", "packed"]
+    assert _actions(pipeline) == ["reused", "reused"]
+    assert _cubin(pipeline) == _cold(tmp_path / "cold", '#include "scale.inc"', {"scale.inc": "7.0f"})
+
+
+def test_a_file_the_compile_found_first_and_saved_during_it_is_not_trusted(tmp_path: Path) -> None:
+    """A header the build could not hash before the compile is judged by its modification time."""
+    pipeline = _ring(tmp_path, scaled='#include "detail/scale.cuh"')
+    header = pipeline.parent / "detail" / "scale.cuh"
+    _write(header, "1.0f")
+    later = time.time_ns() + 10**9  # as if saved during the compile
+    os.utime(header, ns=(later, later))
+    result, _ = build(pipeline, pipeline.parent / "out")
+    assert result.ok and "changed while it compiled" in result.steps[1].why
+    os.utime(header)
+    assert _actions(pipeline) == ["reused", "packed"]
+    assert _actions(pipeline) == ["reused", "reused"]
+
+
+def test_files_written_just_before_a_build_are_trusted(tmp_path: Path) -> None:
+    pipeline = _ring(tmp_path)  # copied, edited and written a moment ago
+    result, _ = build(pipeline, pipeline.parent / "out")
+    assert result.ok and [s.action for s in result.steps] == ["packed", "packed"]
+    assert not any("changed while" in s.why for s in result.steps)
+    again, _ = build(pipeline, pipeline.parent / "out")
+    assert [s.action for s in again.steps] == ["reused", "reused"]
 
 
 def test_the_dependency_options_are_not_recorded_and_do_not_change_the_package(tmp_path: Path) -> None:
