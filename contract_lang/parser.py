@@ -7,18 +7,23 @@ was expected in readable names; wrong vocabulary gets a "did you mean".
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
+import json
 from pathlib import Path
 from typing import Any, Literal
 
 from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.grammar import Rule
+from lark.lexer import TerminalDef
 
 from contract_lang.ast import Pipeline, SourceFile, Stage
 from contract_lang.transform import AstBuilder
 from diagnostics import syntax_errors
 from diagnostics.model import Diagnostic, DiagnosticError, Label
+from diagnostics.private import read_sealed, write_sealed
 from diagnostics.span import Span
 from diagnostics.symbols import Code
 from diagnostics.syntax_errors import WORD_CHARS, Terminals, Tok, source_lines, span_at
@@ -28,9 +33,17 @@ FileKind = Literal["contract", "pipeline", "any"]
 
 @functools.cache
 def _lark() -> Lark:
-    # The analysed LALR tables are cached (lark checks the grammar, options, lark and Python
-    # versions against the file's hash and rebuilds on any mismatch): ~0.65 s -> ~40 ms a start.
-    return Lark.open(
+    """The parser: its analysed LALR tables from the grammar cache (~0.65 s -> ~40 ms a start), else built
+    from the grammar and cached."""
+    cache = _grammar_cache()
+    if cache is not None:
+        sealed = read_sealed(*cache)
+        if sealed is not None:
+            with contextlib.suppress(ValueError, KeyError, TypeError, IndexError, AttributeError, LarkError):
+                data = json.loads(sealed, object_hook=_int_keys)
+                loaded: Lark = Lark._load_from_dict(data["data"], data["memo"])  # type: ignore[no-untyped-call]
+                return loaded
+    parser = Lark.open(
         "grammar.lark",
         rel_to=__file__,
         parser="lalr",
@@ -38,12 +51,22 @@ def _lark() -> Lark:
         propagate_positions=True,
         strict=True,
         maybe_placeholders=True,
-        cache=_grammar_cache() or False,
     )
+    if cache is not None:
+        data, memo = parser.memo_serialize([TerminalDef, Rule])
+        text = json.dumps(_json_ready({"data": data, "memo": memo}), separators=(",", ":"), sort_keys=True)
+        write_sealed(*cache, text.encode("utf-8"))
+    return parser
 
 
-def _grammar_cache() -> str | None:
-    """Where the analysed grammar is kept: the user cache directory, keyed by grammar and lark version."""
+def _grammar_cache() -> tuple[Path, str] | None:
+    """Where the analysed grammar is kept: (the user cache folder, the entry's name), keyed by the grammar
+    and the lark version; None with ``KERNLINK_NO_GRAMMAR_CACHE``.
+
+    The entry is JSON, read without running anything (lark's own cache is a pickle, which runs
+    whatever a planted file says), and sealed (diagnostics/private.py): a planted, damaged or
+    stale entry reads as absent and is built again. ``E-IO`` when the cache folder is refused.
+    """
     import hashlib
     import os
 
@@ -53,14 +76,25 @@ def _grammar_cache() -> str | None:
         return None
     from diagnostics.files import user_cache_dir
 
-    base = str(user_cache_dir())
     grammar = Path(__file__).with_name("grammar.lark").read_bytes()
     key = hashlib.sha256(grammar + lark.__version__.encode()).hexdigest()[:16]
-    try:
-        os.makedirs(base, exist_ok=True)
-    except OSError:
-        return None
-    return os.path.join(base, f"grammar-{key}.lark-cache")
+    return user_cache_dir(), f"grammar-{key}.json"
+
+
+def _json_ready(value: Any) -> Any:
+    """Lark's serialized tables as JSON: tuples as lists, and a dict with keys JSON cannot keep (the LALR
+    states' integers) as ``{"#": [[key, value], ...]}``."""
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, dict):
+        if "#" not in value and all(isinstance(k, str) for k in value):
+            return {k: _json_ready(v) for k, v in value.items()}
+        return {"#": [[k, _json_ready(v)] for k, v in value.items()]}
+    return value
+
+
+def _int_keys(obj: dict[str, Any]) -> dict[Any, Any]:
+    return {k: v for k, v in obj["#"]} if "#" in obj else obj
 
 
 @functools.cache

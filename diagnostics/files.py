@@ -221,9 +221,32 @@ def _bad_encoding(name: str, data: bytes, offset: int) -> Diagnostic:
 
 
 def user_cache_dir() -> Path:
-    """``$KERNLINK_CACHE``, else ``kernlink`` in the user cache directory (``$XDG_CACHE_HOME`` or ``~/.cache``):
-    where what is worth keeping across runs goes (the parsed grammar, binding verdicts, host providers)."""
+    """Where what is worth keeping across runs goes (the parsed grammar, binding verdicts, host providers):
+    ``$KERNLINK_CACHE``, else ``kernlink`` in the user cache directory (``$XDG_CACHE_HOME`` or ``~/.cache``),
+    else, when that cannot be made, ``kernlink-cache-<uid>`` in the temp folder.
+
+    Made private (0700) when absent; ``E-IO`` naming it when it is not a private folder of this user
+    (diagnostics/private.py): another user's, a symbolic link, one others may enter.
+    """
+    from diagnostics.private import NotPrivate, cache_folder, private_folder, refused
+
     env = os.environ.get("KERNLINK_CACHE")
     if env:
-        return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kernlink"
+        return cache_folder(Path(env))
+    try:
+        default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kernlink"
+        return private_folder(default, tighten=True)
+    except NotPrivate as err:
+        raise DiagnosticError([refused(err)]) from None
+    except (OSError, RuntimeError):  # no home, or one this user cannot write
+        return temp_cache_dir()
+
+
+def temp_cache_dir() -> Path:
+    """``$KERNLINK_CACHE``, else ``kernlink-cache-<uid>`` in the temp folder; private as :func:`user_cache_dir`."""
+    import tempfile
+
+    from diagnostics.private import cache_folder
+
+    env = os.environ.get("KERNLINK_CACHE")
+    return cache_folder(Path(env) if env else Path(tempfile.gettempdir()) / f"kernlink-cache-{os.getuid()}")

@@ -48,7 +48,6 @@ import re
 import select
 import signal
 import socket
-import stat
 import struct
 import sys
 import threading
@@ -104,15 +103,14 @@ def runtime_dir(*, create: bool = True) -> Path:
         import tempfile
 
         folder = Path(tempfile.gettempdir()) / f"kernlink-{os.getuid()}"
+    from diagnostics.private import NotPrivate, private_folder
+
     try:
-        if create:
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = folder.lstat()
+        return private_folder(folder, create=create)
+    except NotPrivate as err:
+        raise ServerError(f"{err}: no build server there") from None
     except OSError as err:
         raise ServerError(f"cannot use `{folder}` for the build server's socket: {err.strerror or err}") from None
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise ServerError(f"`{folder}` is not a private folder of this user: no build server there")
-    return folder
 
 
 def server_key() -> str:

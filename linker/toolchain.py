@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 from cuda.bindings import nvjitlink, nvrtc
 
 from diagnostics import Diagnostic, DiagnosticError, Label, Severity, Span
+from diagnostics.files import temp_cache_dir
 from diagnostics.symbols import Code
 from linker.cubin import read_cubin
 
@@ -152,12 +153,6 @@ def nvcc_version(nvcc: str | None = None) -> tuple[int, int] | None:
     return (int(found.group(1)), int(found.group(2))) if found else None
 
 
-def default_cache_dir() -> Path:
-    """``$KERNLINK_CACHE``, else ``kernlink-cache`` in the system temp directory."""
-    env = os.environ.get("KERNLINK_CACHE")
-    return Path(env) if env else Path(tempfile.gettempdir()) / "kernlink-cache"
-
-
 @contextlib.contextmanager
 def stable_cwd() -> Iterator[None]:
     """Run the compiler from the filesystem root: NVRTC writes the working directory into LTO IR."""
@@ -184,7 +179,7 @@ def nvrtc_options(
     opts += [f"--include-path={os.fspath(d)}" for d in include_dirs]
     opts += [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
     if (version or nvrtc_version()) >= BUNDLED_HEADERS_SINCE:
-        headers = (cache_dir or default_cache_dir()) / "nvrtc-headers"
+        headers = (cache_dir or temp_cache_dir()) / "nvrtc-headers"
         opts.append(f"--use-bundled-headers={headers}")
     else:  # the CUDA headers from PyPI, after the user's: <cuda_bf16.h>, <cuda_fp16.h>, <cuda/barrier>, …
         opts += [f"--include-path={os.fspath(d)}" for d in cuda_include_dirs()]
