@@ -7,11 +7,15 @@ params block, as ``kl_<pipeline>_provide`` in ``kernel.h`` does from C.
 
 They are compiled, not ported to Python: a provider is the stage author's C code, and
 the C launch helper runs that code; a Python port would be a second implementation per
-provider, free to drift from the first. The shared object is cached by the sources'
-hash, the compiler and the ``cuda.h`` it was built against (``$KERNLINK_CACHE`` or the
-user cache directory, ``providers/``), so a session pays the compile once per change.
-It is linked against nothing: the CUDA driver (``libcuda.so.1``) is loaded first with
-global symbols, which the providers' driver calls resolve to.
+provider, free to drift from the first. A provider's source is compiled only when its
+SHA-256 is the one ``link.json`` records (the hash `kernlink link` printed): one replaced
+after the link is ``L-INTEGRITY``, never compiled. The shared object is cached, sealed
+(diagnostics/private.py), by the sources' hash, the compiler and the ``cuda.h`` it was
+built against, so a session pays the compile once per change; an entry whose seal does
+not verify (planted, cut short) is compiled again, never loaded, and the bytes that
+were verified are the bytes loaded (:func:`load_library`). It is linked against
+nothing: the CUDA driver (``libcuda.so.1``) is loaded first with global symbols, which
+the providers' driver calls resolve to.
 """
 
 from __future__ import annotations
@@ -27,11 +31,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from diagnostics.files import atomic_write_bytes
+from checker.clauses import l_integrity
+from diagnostics.files import open_regular, read_capped, user_cache_dir
 from diagnostics.model import Diagnostic, DiagnosticError
+from diagnostics.private import read_sealed, write_sealed
 from diagnostics.symbols import Code
 
 _CUDA_SUCCESS = 0
+_SOURCE_LIMIT = 1 << 20  # a provider's C source (pack carries at most this)
+_LIBRARY_LIMIT = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -43,16 +51,18 @@ class Provider:
     file: str
     fills: tuple[str, ...]
     offset: int | None
+    sha256: str | None  # of its source, as the link recorded it (None: a link.json that records none)
 
     @classmethod
     def from_json(cls, item: Mapping[str, Any]) -> Provider:
-        offset = item.get("offset")
+        offset, digest = item.get("offset"), item.get("sha256")
         return cls(
             str(item["stage"]),
             str(item["function"]),
             str(item["file"]),
             tuple(str(f) for f in item.get("fills") or ()),
             None if offset is None else int(offset),
+            digest if isinstance(digest, str) else None,
         )
 
 
@@ -85,9 +95,9 @@ class Providers:
         self._calls: list[tuple[Provider, Any]] = []
         if not self.providers:
             return
-        path = build_library(Path(link_dir), self.providers)
+        library_bytes = shared_object(Path(link_dir), self.providers)
         _load_driver()
-        library = ctypes.CDLL(str(path))
+        library = load_library(library_bytes)
         for provider in self.providers:
             try:
                 fn = getattr(library, provider.function)
@@ -125,8 +135,10 @@ class Providers:
                 )
 
 
-def build_library(link_dir: Path, providers: Sequence[Provider]) -> Path:
-    """The shared object of ``providers`` (their sources in ``link_dir``), from the cache or compiled now."""
+def shared_object(link_dir: Path, providers: Sequence[Provider]) -> bytes:
+    """The shared object of ``providers``, compiled from their sources in ``link_dir`` once each is the
+    one ``link.json`` records (``L-INTEGRITY`` otherwise): from the cache when its seal verifies, else
+    compiled now and cached."""
     cc = shutil.which(os.environ.get("CC", "cc"))
     include = cuda_include()
     if cc is None or include is None:
@@ -137,36 +149,56 @@ def build_library(link_dir: Path, providers: Sequence[Provider]) -> Path:
             help_text="install a C compiler and the CUDA headers (`pip install nvidia-cuda-runtime`), "
             "or set `CUDA_HOME`",
         )
-    sources = []
-    for p in providers:
-        path = link_dir / p.file
-        if not path.is_file():
-            raise _error(
-                f"the host provider `{p.file}` is not in `{link_dir}`",
-                help_text="link again: `kernlink link` writes every provider beside kernel.h",
-            )
-        sources.append(path)
+    sources = {p.file: verified_source(link_dir, p) for p in providers}
     h = hashlib.sha256()
-    for part in (cc, str(include), *(s.name for s in sources)):
+    for part in (cc, str(include), *sources):
         h.update(part.encode() + b"\0")
-    for s in sources:
-        h.update(hashlib.sha256(s.read_bytes()).digest())
-    from diagnostics.files import user_cache_dir
+    for text in sources.values():
+        h.update(hashlib.sha256(text).digest())
+    cache = user_cache_dir()
+    name = f"provider-{h.hexdigest()[:32]}.so"
+    cached = read_sealed(cache, name, limit=_LIBRARY_LIMIT)
+    if cached is not None:
+        return cached
+    library = _compile(cc, include, sources)
+    write_sealed(cache, name, library)
+    return library
 
-    target = user_cache_dir() / "providers" / f"{h.hexdigest()[:32]}.so"
-    if target.is_file():
-        return target
-    return _compile(cc, include, sources, target)
+
+def verified_source(link_dir: Path, provider: Provider) -> bytes:
+    """The provider's C source in ``link_dir``, when it is the file whose SHA-256 ``link.json`` records."""
+    path = link_dir / provider.file
+    fix = "link again (`kernlink link` writes each provider beside kernel.h and records its SHA-256)"
+    if provider.file != Path(provider.file).name or provider.file in ("", ".", ".."):
+        raise _error(f"`{provider.file}` is not a file name of the link directory", help_text=fix)
+    try:
+        with open_regular(path) as handle:
+            text = read_capped(handle, _SOURCE_LIMIT + 1, str(path))
+    except DiagnosticError:
+        raise _error(f"the host provider `{provider.file}` is not in `{link_dir}`", help_text=fix) from None
+    manifest = str(link_dir / "link.json")
+    where = f"the host provider `{path}` ({provider.stage}, fn {provider.function})"
+    if provider.sha256 is None:
+        raise DiagnosticError([l_integrity.unrecorded_hash(manifest, where, fix)])
+    digest = hashlib.sha256(text).hexdigest()
+    if digest != provider.sha256:
+        raise DiagnosticError([l_integrity.host_code_mismatch(manifest, where, provider.sha256, digest, fix)])
+    return text
 
 
-def _compile(cc: str, include: Path, sources: Sequence[Path], target: Path) -> Path:
+def _compile(cc: str, include: Path, sources: Mapping[str, bytes]) -> bytes:
+    """Compile the verified sources, copied into a private folder (nothing else beside them is read)."""
     with tempfile.TemporaryDirectory(prefix="kernlink-providers-") as tmp:
-        out = Path(tmp) / "providers.so"
+        folder = Path(tmp)
+        for name, text in sources.items():
+            (folder / name).write_bytes(text)
+        out = folder / "providers.so"
         proc = subprocess.run(
-            [cc, "-std=c99", "-O2", "-fPIC", "-shared", f"-I{include}", *map(str, sources), "-o", str(out)],
+            [cc, "-std=c99", "-O2", "-fPIC", "-shared", f"-I{include}", *sources, "-o", str(out)],
             capture_output=True,
             text=True,
             check=False,
+            cwd=folder,
         )
         if proc.returncode != 0:
             raise _error(
@@ -174,14 +206,27 @@ def _compile(cc: str, include: Path, sources: Sequence[Path], target: Path) -> P
                 *proc.stderr.strip().splitlines()[-20:],
                 help_text="fix the provider's source and pack its stage again",
             )
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(target, out.read_bytes())
-        except (OSError, DiagnosticError):
-            keep = Path(tempfile.mkdtemp(prefix="kernlink-providers-")) / "providers.so"
-            shutil.copy(out, keep)
-            return keep
-    return target
+        return out.read_bytes()
+
+
+#: The shared objects this process loaded, by their SHA-256: each is loaded once.
+_LOADED: dict[str, ctypes.CDLL] = {}
+
+
+def load_library(library: bytes) -> ctypes.CDLL:
+    """Load the shared object ``library`` from memory: the bytes that were verified are the bytes mapped.
+
+    They go to an anonymous file (``memfd``) that stays open for the process, so its
+    ``/proc/self/fd`` name is never reused for other bytes (the dynamic loader matches a
+    loaded object by that name); no file of the cache or the link directory is mapped, so
+    none can change or shrink under the process.
+    """
+    digest = hashlib.sha256(library).hexdigest()
+    if digest not in _LOADED:
+        fd = os.memfd_create(f"kernlink-providers-{digest[:16]}", os.MFD_CLOEXEC)
+        os.write(fd, library)
+        _LOADED[digest] = ctypes.CDLL(f"/proc/self/fd/{fd}")
+    return _LOADED[digest]
 
 
 def _load_driver() -> None:

@@ -24,7 +24,8 @@ resolved as if the package were absent.
 The same code refuses a link output directory whose `kernel.cubin` is not the one
 its `link.json` records (size and SHA-256), or whose manifest records no hash:
 `kernlink run` and every load of a linked kernel check it before a launch
-(`linker/outdir.py`).
+(`linker/outdir.py`). So it does a host provider's C source that is not the one
+`link.json` records: `kernlink.Session` compiles a provider only after checking it.
 
 ## Why it matters
 The checker trusts what a package captured — its symbols, its params layout, its
@@ -104,6 +105,21 @@ def hash_mismatch(
         ),
         helps=(fix,),
         data=(("expected", recorded[1]), ("found", found[1])),
+    )
+
+
+def host_code_mismatch(manifest: str, where: str, recorded: str, found: str, fix: str) -> Diagnostic:
+    """A host provider's source that is not the one its link directory's manifest records: never compiled."""
+    return Diagnostic(
+        CODE,
+        f"{where} does not match the SHA-256 that `{manifest}` records",
+        notes=(
+            f"the manifest records SHA-256 {recorded}; the file has SHA-256 {found}",
+            "a host provider is C code the launch helpers compile and run: only the source the link "
+            "recorded (and `kernlink link` listed) is built; this one was replaced after the link",
+        ),
+        helps=(fix,),
+        data=(("expected", recorded), ("found", found)),
     )
 
 

@@ -8,6 +8,9 @@ launch (`cuLaunchKernel`) is a stub, which records the params block it was given
 
 from __future__ import annotations
 
+import ctypes
+import dataclasses
+import hashlib
 import json
 import math
 import shutil
@@ -19,9 +22,11 @@ import pytest
 from cuda.bindings import driver
 
 from diagnostics.model import DiagnosticError
+from diagnostics.private import read_sealed
+from kernlink import host_providers
 from kernlink.api import check_text
 from kernlink.build import build
-from kernlink.host_providers import Provider, build_library, cuda_include
+from kernlink.host_providers import Provider, cuda_include, load_library, shared_object
 from kernlink.session import Session
 from linker.launch import GpuSession
 from linker.pack import pack
@@ -307,21 +312,115 @@ def test_editing_a_provider_repacks_its_stage(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "provider_ring_reduce_reduce_host.c").read_text() == provider.read_text()
 
 
-@pytest.mark.skipif(cuda_include() is None or shutil.which("cc") is None, reason="no C compiler or cuda.h")
+NEEDS_CC = pytest.mark.skipif(cuda_include() is None or shutil.which("cc") is None, reason="no C compiler or cuda.h")
+
+
+@NEEDS_CC
 def test_session_builds_the_providers_once_into_a_shared_object(
     linked: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KERNLINK_CACHE", str(tmp_path / "cache"))
     record = json.loads((linked / "link.json").read_text())
     providers = [Provider.from_json(p) for p in record["providers"]]
-    library = build_library(linked, providers)
-    assert library.parent == tmp_path / "cache" / "providers" and library.read_bytes()[:4] == b"\x7fELF"
-    symbols = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True).stdout
-    assert "kl_test_loader_provide" in symbols and "kl_test_reduce_provide" in symbols
-    assert build_library(linked, providers) == library  # cached by the sources' hash
+    library = shared_object(linked, providers)
+    [entry] = (tmp_path / "cache").glob("provider-*.so")
+    assert library[:4] == b"\x7fELF" and read_sealed(tmp_path / "cache", entry.name) == library
+    (tmp_path / "lib.so").write_bytes(library)
+    symbols = subprocess.run(["nm", "-D", "--defined-only", str(tmp_path / "lib.so")], capture_output=True, text=True)
+    assert "kl_test_loader_provide" in symbols.stdout and "kl_test_reduce_provide" in symbols.stdout
+    monkeypatch.setattr(host_providers, "_compile", lambda *_: pytest.fail("compiled again"))
+    assert shared_object(linked, providers) == library  # from the cache: the compiler is not run
+
+
+@NEEDS_CC
+def test_a_provider_that_does_not_compile_is_e_run(
+    linked: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KERNLINK_CACHE", str(tmp_path / "cache"))
+    record = json.loads((linked / "link.json").read_text())
     broken = tmp_path / "broken"
     shutil.copytree(linked, broken)
-    (broken / providers[0].file).write_text("this is not C\n")
+    (broken / record["providers"][0]["file"]).write_text("this is not C\n")
+    record["providers"][0]["sha256"] = hashlib.sha256(b"this is not C\n").hexdigest()
+    providers = [Provider.from_json(p) for p in record["providers"]]
     with pytest.raises(DiagnosticError) as err:
-        build_library(broken, providers)
+        shared_object(broken, providers)
     assert err.value.diagnostics[0].code == "E-RUN" and "do not compile" in err.value.diagnostics[0].message
+
+
+# ----------------------------------------------------------------- what runs is what the link recorded (issue 32)
+
+RAN = "ran.txt"
+TINY = """#include <cuda.h>
+#include <stdint.h>
+CUresult kl_tiny_provide(void* params, CUstream stream) {
+    (void)stream;
+    *(uint32_t*)params = 0x600du;
+    return CUDA_SUCCESS;
+}
+"""
+PLANTED = """#include <stdio.h>
+__attribute__((constructor)) static void planted(void) { FILE* f = fopen("%s", "w"); if (f) fclose(f); }
+int kl_tiny_provide(void* params, void* stream) { (void)params; (void)stream; return 0; }
+"""
+
+
+def _tiny(folder: Path, text: str = TINY) -> list[Provider]:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "provider_s_tiny.c").write_text(text)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    return [Provider("s", "kl_tiny_provide", "provider_s_tiny.c", ("x",), 0, digest)]
+
+
+def _call(library: bytes) -> int:
+    fn = load_library(library).kl_tiny_provide
+    fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]
+    block = ctypes.c_uint32(0)
+    assert fn(ctypes.addressof(block), None) == 0
+    return block.value
+
+
+@NEEDS_CC
+def test_a_provider_replaced_after_the_link_is_refused_before_it_is_compiled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KERNLINK_CACHE", str(tmp_path / "cache"))
+    providers = _tiny(tmp_path / "link")
+    assert _call(shared_object(tmp_path / "link", providers)) == 0x600D
+    (tmp_path / "link" / "provider_s_tiny.c").write_text(PLANTED % (tmp_path / RAN))
+    with pytest.raises(DiagnosticError) as err:
+        shared_object(tmp_path / "link", providers)
+    [diag] = err.value.diagnostics
+    assert diag.code == "L-INTEGRITY" and "provider_s_tiny.c" in diag.message and "link.json" in diag.message
+    assert not (tmp_path / RAN).exists()
+    unrecorded = [dataclasses.replace(providers[0], sha256=None)]
+    with pytest.raises(DiagnosticError, match="records no SHA-256"):
+        shared_object(tmp_path / "link", unrecorded)
+
+
+@NEEDS_CC
+@pytest.mark.parametrize("plant", ["planted", "truncated", "resealed"])
+def test_a_planted_or_damaged_compiled_provider_is_rebuilt_never_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plant: str
+) -> None:
+    """The attacks of issue 32: a planted shared object was dlopen'ed (its constructor ran), a truncated one
+    killed the process with SIGBUS."""
+    monkeypatch.setenv("KERNLINK_CACHE", str(tmp_path / "cache"))
+    providers = _tiny(tmp_path / "link")
+    good = shared_object(tmp_path / "link", providers)
+    [entry] = (tmp_path / "cache").glob("provider-*.so")
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    (evil / "p.c").write_text(PLANTED % (tmp_path / RAN))
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(evil / "p.so"), str(evil / "p.c")], check=True)
+    whole = entry.read_bytes()
+    if plant == "planted":
+        entry.write_bytes((evil / "p.so").read_bytes())
+    elif plant == "truncated":
+        entry.write_bytes(whole[: len(whole) // 3])
+    else:  # the sealed header of the real entry in front of other bytes
+        entry.write_bytes(whole[: len(whole) - len(good)] + (evil / "p.so").read_bytes())
+    library = shared_object(tmp_path / "link", providers)
+    assert library == good and _call(library) == 0x600D
+    assert not (tmp_path / RAN).exists(), "a planted shared object was loaded"
+    assert read_sealed(tmp_path / "cache", entry.name) == good
