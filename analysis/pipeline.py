@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from analysis.downstream import Downstream, verify_downstream
+from analysis.host_code import host_code_refusals
 from checker.clause import Clause
 from checker.clauses import l_integrity
 from checker.composition import Composition
@@ -49,6 +50,7 @@ class AnalysisContext:
     options: ModelOptions = field(default_factory=ModelOptions)
     memo: Memo = field(default_factory=Memo, repr=False)
     downstreams: DownstreamCache | None = field(default=None, repr=False)
+    host_code: bool = True  # False: `--no-host-code`, every host provider is E-HOST-CODE (analysis/host_code.py)
 
     @property
     def codes(self) -> frozenset[str]:
@@ -96,6 +98,8 @@ def analyse(inputs: Inputs, ctx: AnalysisContext | None = None) -> Analysis:
     diags = list(loaded)
     if comp is None:
         return Analysis(sort_diagnostics(diags), inputs.sources, None, inputs)
+    if not ctx.host_code:
+        diags.extend(host_code_refusals(comp))
     diags.extend(clause_diagnostics(comp, ctx, loaded))
     if errors(diags):
         return Analysis(sort_diagnostics(diags), inputs.sources, comp, inputs)

@@ -291,6 +291,24 @@ CODES: tuple[CodeInfo, ...] = (
         "Fix the source at the span; `kernlink pack --compiler nvcc` compiles with the nvcc on PATH instead of NVRTC.",
     ),
     _c(
+        Code.E_HOST_CODE,
+        "host-code-refused",
+        "a stage carries host code and `--no-host-code` refuses it",
+        "input",
+        "With `--no-host-code`, `check`, `link` and `build` refuse every stage with a `host provider`: a called "
+        'one (`host provider "x.c" fn F`), whose C source the package carries and the launch helpers '
+        "(kernel.h, `kernlink.Session`) compile and run before the kernel, and a host library the caller must "
+        "run. One error per provider, at its line, naming its stage.",
+        "A host provider is code from the stage's owner that runs on the host with the caller's rights. A "
+        "build that must run only reviewed device code (a CI job, a service linking packages from elsewhere) "
+        "needs the composition refused, not a provider run without a word.",
+        'host provider "mainloop_host.c" fn kl_gemm_mainloop_provide fills tmap_a\n'
+        "error[E-HOST-CODE]: `gemm.mainloop` calls the host provider `mainloop_host.c` "
+        "(fn kl_gemm_mainloop_provide); --no-host-code refuses host code",
+        "Review the provider's source (`kernlink inspect PACKAGE` prints it) and run without `--no-host-code`, "
+        "or use a version of the stage that needs no host provider.",
+    ),
+    _c(
         Code.E_UNSUPPORTED,
         "not-linkable-yet",
         "the linker cannot generate code for a part of the composition",

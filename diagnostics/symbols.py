@@ -21,6 +21,7 @@ class Code(StrEnum):
     E_EMPTY = "E-EMPTY"
     E_ENCODING = "E-ENCODING"
     E_HANG = "E-HANG"
+    E_HOST_CODE = "E-HOST-CODE"
     E_INTERNAL = "E-INTERNAL"
     E_IO = "E-IO"
     E_NAME = "E-NAME"

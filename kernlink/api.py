@@ -67,14 +67,18 @@ def check(
     strict: bool = False,
     options: ModelOptions | None = None,
     memo: Memo | None = None,
+    host_code: bool = True,
 ) -> CheckResult:
     """Audit a composition. Raises only ``UsageError`` / ``SelectionError`` for bad arguments.
 
     ``strict`` makes warnings about the inputs (a stale `.kc`, W-STALE-CONTRACT) errors;
     ``options`` sets the protocol model's solver budget and bound (``--rlimit``, ``--bound``);
-    ``memo`` keeps verdicts for the caller's later checks (``--watch``, the language server).
+    ``memo`` keeps verdicts for the caller's later checks (``--watch``, the language server);
+    ``host_code=False`` (``--no-host-code``) refuses every host provider (E-HOST-CODE).
     """
-    ctx = AnalysisContext(target, tuple(selected(select, ignore)), options or ModelOptions(), memo or Memo())
+    ctx = AnalysisContext(
+        target, tuple(selected(select, ignore)), options or ModelOptions(), memo or Memo(), host_code=host_code
+    )
     return analyse(load(paths, strict=strict), ctx)
 
 
@@ -101,17 +105,18 @@ def link(
     strict: bool = False,
     watchdog: int | None = None,
     memo: Memo | None = None,
+    host_code: bool = True,
 ) -> LinkResult:
     """Check, then link an accepted composition; with ``out_dir``, write the outputs there.
 
     The link map is written even when the check or the link fails. Raises only
-    ``UsageError`` for bad arguments. ``memo``: as for :func:`check`.
+    ``UsageError`` for bad arguments. ``memo``, ``host_code``: as for :func:`check`.
     """
     from linker.link import LinkOutput, link_composition, record_for, write_outputs
 
     if isinstance(out_dir, str) and not out_dir.strip():
         raise UsageError("an output directory cannot be empty")
-    result = check(paths, target=target, strict=strict, memo=memo)
+    result = check(paths, target=target, strict=strict, memo=memo, host_code=host_code)
     comp, placed = result.composition, result.placed
     if not result.accepted or comp is None or placed is None:
         output = None

@@ -332,10 +332,12 @@ def build(
     compiler: str = "nvrtc",
     target: str | None = None,
     memo: Memo | None = None,
+    host_code: bool = True,
 ) -> tuple[BuildResult, LinkResult | None]:
     """Pack every stale package of ``pipeline``, then link it into ``out_dir``; (steps, the link result).
 
-    ``memo`` keeps the check's verdicts for the next build of the same process (``--watch``).
+    ``memo`` keeps the check's verdicts for the next build of the same process (``--watch``);
+    ``host_code=False`` (``--no-host-code``) refuses every host provider.
     """
     from kernlink.api import link
 
@@ -348,7 +350,7 @@ def build(
     except DiagnosticError as err:
         result.diagnostics.extend(err.diagnostics)
         return result, None
-    linked = link([path], out_dir, target=target, memo=memo)
+    linked = link([path], out_dir, target=target, memo=memo, host_code=host_code)
     result.diagnostics.extend(linked.diagnostics)
     result.ok = linked.ok
     return result, linked

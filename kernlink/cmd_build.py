@@ -32,6 +32,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--target", help="link for another target than the pipeline's")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.add_argument(
+        "--no-host-code",
+        action="store_true",
+        help="refuse a composition whose stages carry host code (`host provider`): E-HOST-CODE for each",
+    )
+    p.add_argument(
         "--watch",
         action="store_true",
         help="stay resident: build again whenever the pipeline, a contract, a flags file, a source or a file "
@@ -55,7 +60,14 @@ def cmd_build(args: argparse.Namespace, memo: Memo | None = None) -> int:
     if not args.output:
         print("error: -o needs a directory name", file=sys.stderr)
         return EXIT_USAGE
-    result, linked = build(args.pipeline, args.output, compiler=args.compiler, target=args.target, memo=memo)
+    result, linked = build(
+        args.pipeline,
+        args.output,
+        compiler=args.compiler,
+        target=args.target,
+        memo=memo,
+        host_code=not args.no_host_code,
+    )
     if result.steps:
         print(summary(result.steps))
     color = {"always": True, "never": False}.get(args.color)
@@ -67,6 +79,12 @@ def cmd_build(args: argparse.Namespace, memo: Memo | None = None) -> int:
     if not result.ok:
         return EXIT_USAGE if any(d.code == Code.E_IO for d in result.diagnostics) else EXIT_REJECTED
     print(f"built `{args.pipeline}` -> {args.output}/kernel.cubin")
+    if linked is not None and linked.output is not None:
+        from diagnostics.render_text import escape_controls
+        from linker.providers import announce
+
+        for line in announce(linked.output.record.providers, args.output):
+            print(escape_controls(line))
     return EXIT_OK
 
 
@@ -114,6 +132,8 @@ def _server_argv(args: argparse.Namespace) -> list[str]:
     if color == "auto":
         color = "always" if sys.stdout.isatty() and not os.environ.get("NO_COLOR") else "never"
     argv = [args.pipeline, "-o", args.output, "--compiler", args.compiler, "--color", color]
+    if args.no_host_code:
+        argv.append("--no-host-code")
     return [*argv, "--target", args.target] if args.target else argv
 
 

@@ -28,6 +28,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "and so are code sites the conformance analysis cannot decide",
     )
     p.add_argument(
+        "--no-host-code",
+        action="store_true",
+        help="refuse a composition whose stages carry host code (`host provider`): E-HOST-CODE for each",
+    )
+    p.add_argument(
         "--rlimit", type=int, metavar="N", help="Z3 resource budget of each protocol-model query (default 400000000)"
     )
     p.add_argument(
@@ -65,6 +70,7 @@ def cmd_check(args: argparse.Namespace, memo: Memo | None = None) -> int:
         strict=args.strict,
         options=options,
         memo=memo,
+        host_code=not args.no_host_code,
     )
     diags = result.diagnostics
     if args.strict:

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from diagnostics.model import DiagnosticError
 from diagnostics.sources import SourceMap
 from kernlink.exit_codes import EXIT_OK
 from kernlink.output import color, report
+
+if TYPE_CHECKING:
+    from contract_lang import ast as A
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,7 +35,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         with l_integrity.worded():
             raw = read_package(args.package)
             stage = stage_package(raw, args.package)
-        view = inspect_view(args.package, stage.manifest, raw.manifest_sha256)
+        view = inspect_view(args.package, stage.manifest, raw.manifest_sha256, raw.payloads)
     except DiagnosticError as err:
         return report(err.diagnostics, SourceMap(), args)
     if args.format == "json":
@@ -40,8 +45,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def inspect_view(path: str, manifest: Mapping[str, Any], manifest_sha256: str) -> dict[str, Any]:
-    """What ``inspect`` shows, as plain data: the manifest, classified symbols, payloads."""
+def inspect_view(
+    path: str, manifest: Mapping[str, Any], manifest_sha256: str, payloads: Mapping[str, bytes]
+) -> dict[str, Any]:
+    """What ``inspect`` shows, as plain data: the manifest, classified symbols, payloads, host providers."""
+    from contract_lang import ast as A
     from contract_lang.parser import parse_text
     from linker.handles import call_symbols, required_definitions, resolve_handles
     from linker.pack import prototypes_of
@@ -84,6 +92,27 @@ def inspect_view(path: str, manifest: Mapping[str, Any], manifest_sha256: str) -
         "params": captured["params"],
         "payloads": list(manifest["payloads"]),
         "binary_only": "source.cu" not in payload_names,
+        "providers": [_provider(p, payloads) for p in stage.items if isinstance(p, A.HostProvider) and p.function],
+    }
+
+
+def _provider(provider: A.HostProvider, payloads: Mapping[str, bytes]) -> dict[str, Any]:
+    """A called host provider: its payload, hash and C source (None: the package carries no readable source)."""
+    from linker.pack import provider_payload
+
+    name = provider_payload(provider)
+    data = payloads.get(name)
+    source = None
+    if data is not None:
+        with contextlib.suppress(UnicodeDecodeError):
+            source = data.decode("utf-8") if b"\0" not in data else None
+    return {
+        "file": name,
+        "function": provider.function,
+        "fills": list(provider.fills),
+        "size": None if data is None else len(data),
+        "sha256": None if data is None else hashlib.sha256(data).hexdigest(),
+        "source": source,
     }
 
 
@@ -135,6 +164,20 @@ def _inspect_text(view: Mapping[str, Any], *, color: bool | None) -> None:
     console.print(payloads)
     console.print("contract:", style="bold")
     console.print(view["contract"].rstrip("\n"), markup=False)
+    if view["providers"]:
+        console.print(
+            "host providers: C code that kernel.h and kernlink.Session compile and run before the kernel",
+            style="bold",
+        )
+    for x in view["providers"]:
+        fills = ", ".join(x["fills"]) or "nothing"
+        console.print(f"provider {x['file']}: fn {x['function']} fills {fills}", markup=False)
+        if x["source"] is None:
+            what = "absent" if x["size"] is None else f"{x['size']} bytes, sha256 {x['sha256']}"
+            console.print(f"  binary-only: the package carries no readable source for it ({what})", markup=False)
+            continue
+        console.print(f"  sha256 {x['sha256']}; its source:", markup=False)
+        console.print(x["source"].rstrip("\n"), markup=False)
 
 
 def _escaped(value: Any) -> Any:

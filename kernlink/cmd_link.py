@@ -26,6 +26,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--target", help="link for another target than the pipeline's")
     p.add_argument("--ptx", action="store_true", help="also write the linked PTX (kernel.ptx)")
     p.add_argument("--strict", action="store_true", help="a `.kc` that differs from its package's contract is an error")
+    p.add_argument(
+        "--no-host-code",
+        action="store_true",
+        help="refuse a composition whose stages carry host code (`host provider`): E-HOST-CODE for each",
+    )
     add_watchdog_argument(p)
     p.add_argument("--format", choices=("text", "json"), default="text", help="how to print diagnostics")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
@@ -35,9 +40,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def cmd_link(args: argparse.Namespace) -> int:
     from diagnostics.render_text import escape_controls
     from kernlink.api import link
+    from linker.providers import announce
 
     result = link(
-        args.paths, args.output, target=args.target, emit_ptx=args.ptx, strict=args.strict, watchdog=args.watchdog
+        args.paths,
+        args.output,
+        target=args.target,
+        emit_ptx=args.ptx,
+        strict=args.strict,
+        watchdog=args.watchdog,
+        host_code=not args.no_host_code,
     )
     if not result.ok:
         return report(result.diagnostics, result.sources, args)
@@ -54,4 +66,6 @@ def cmd_link(args: argparse.Namespace) -> int:
             f"({size} bytes); map in {args.output}/link.map"
         )
     )
+    for line in announce(record.providers, str(args.output)):
+        print(escape_controls(line))
     return EXIT_OK

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,3 +88,13 @@ def linked_providers(comp: Composition, regions: Sequence[ParamsRegion]) -> list
     if problems:
         raise DiagnosticError(problems)
     return found
+
+
+def announce(providers: Sequence[Mapping[str, Any]], directory: str) -> list[str]:
+    """What `kernlink link` and `kernlink build` print about the host code a link carries: one line per
+    provider (``link.json`` ``providers``), with its owner and the SHA-256 the launch helpers check."""
+    return [
+        f"host code: `{x['function']}` of `{x['stage']}` in {directory}/{x['file']} (sha256 {x['sha256']}); "
+        "kernel.h and kernlink.Session compile and run it before the kernel"
+        for x in providers
+    ]

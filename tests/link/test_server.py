@@ -191,7 +191,9 @@ def test_stop_and_idle_end_the_server(tmp_path: Path) -> None:
 def test_auto_colour_is_decided_where_the_terminal_is(monkeypatch: pytest.MonkeyPatch) -> None:
     import argparse
 
-    args = argparse.Namespace(pipeline="ring.kp", output="out", compiler="nvrtc", color="auto", target=None)
+    args = argparse.Namespace(
+        pipeline="ring.kp", output="out", compiler="nvrtc", color="auto", target=None, no_host_code=False
+    )
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     monkeypatch.delenv("NO_COLOR", raising=False)
     assert _server_argv(args)[-2:] == ["--color", "always"]
@@ -273,7 +275,14 @@ def test_the_client_forwards_every_option_of_a_one_shot_build() -> None:
     parser = build_parser("build")
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["build"]
     own = {a.dest for a in sub._actions} - {"help", "run", "watch", "no_server"}  # the client's own choices
-    values = {"pipeline": "p.kp", "output": "o", "compiler": "nvcc", "target": "sm_100a", "color": "never"}
+    values = {
+        "pipeline": "p.kp",
+        "output": "o",
+        "compiler": "nvcc",
+        "target": "sm_100a",
+        "color": "never",
+        "no_host_code": True,
+    }
     assert own == set(values)
     forwarded = sub.parse_args(_server_argv(argparse.Namespace(**values)))
     assert {k: getattr(forwarded, k) for k in values} == values
