@@ -29,7 +29,8 @@ from typing import Any
 from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.symbols import Code
 from kernlink.run import LinkedKernel, Value, make_buffers, params_block
-from linker.launch import DeviceBuffer, GpuSession, Kernel
+from linker.launch import DeviceBuffer, GpuSession, Kernel, driver_config, enqueue, prepare
+from linker.launch_config import Launch
 
 ORDERS = tuple(itertools.permutations(range(3)))
 BOOTSTRAP_SAMPLES = 2000
@@ -108,11 +109,13 @@ def time_parity(
     cubins = (linked.cubin, control_cubin, linked.cubin)
     with GpuSession() as gpu:
         kernels = [gpu.load(c).kernel(linked.kernel) for c in cubins]
-        grid = _grid(gpu, linked, spec)
+        plan = linked.plan(None if spec.get("grid") is None else int(spec["grid"]), gpu.sms)
+        grid = plan.grid[0]
         outputs = []
         for index, kernel in enumerate(kernels):
             values, files = _buffers(gpu, spec, args_file)
-            _launch(gpu, linked, kernel, values, grid)
+            block = params_block(linked.map, values)
+            gpu.run(kernel, plan, [block] if block else [])
             outputs.append({name: gpu.download(v) for name, v in sorted(values.items()) if isinstance(v, DeviceBuffer)})
             if index == 0:  # the args file's `output` files get the linked kernel's results
                 for buffer, path in files:
@@ -120,7 +123,7 @@ def time_parity(
         _same_outputs(outputs)
         values, _ = _buffers(gpu, spec, args_file)
         block = params_block(linked.map, values)
-        launches = [_Prepared(kernel, grid, linked.threads, block, linked.dynamic_smem) for kernel in kernels]
+        launches = [_Prepared(kernel, plan, block) for kernel in kernels]
         for launch in launches:
             for _ in range(warmup):
                 launch()
@@ -208,57 +211,24 @@ def _buffers(
         ) from err
 
 
-def _grid(gpu: GpuSession, linked: LinkedKernel, spec: Mapping[str, Any]) -> int:
-    if spec.get("grid") is not None:
-        return int(spec["grid"])
-    dispatch = linked.map["dispatch"]
-    if dispatch["launch"] != "persistent":
-        raise DiagnosticError(
-            [
-                Diagnostic(
-                    Code.E_RUN, "a fixed launch needs a grid size", helps=('add `"grid": N` (blocks) to the args file',)
-                )
-            ]
-        )
-    from cuda.bindings import driver
-
-    sms = gpu.attribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-    return sms * int(dispatch.get("blocks_per_sm") or 1)
-
-
-def _launch(gpu: GpuSession, linked: LinkedKernel, kernel: Kernel, values: Mapping[str, Value], grid: int) -> None:
-    block = params_block(linked.map, values)
-    gpu.launch(kernel, grid=grid, block=linked.threads, args=[block] if block else [], dynamic_smem=linked.dynamic_smem)
-
-
 class _Prepared:
-    """One kernel's launch with its arguments packed once: each call only queues it (no wait).
+    """One kernel's launch with its arguments and driver configuration built once: each call only queues it
+    (no wait).
 
     The timing loop must queue launches faster than the GPU runs them, or the time between
-    two events measures the host; packing the arguments once keeps a launch to one driver call.
+    two events measures the host; building everything once keeps a launch to one driver call.
     """
 
-    def __init__(self, kernel: Kernel, grid: int, threads: int, block: bytes, dynamic_smem: int) -> None:
-        from cuda.bindings import driver
-
-        self._driver, self._function, self._grid, self._threads = driver, kernel.function, grid, threads
-        self._smem = dynamic_smem
-        if dynamic_smem:
-            (err,) = driver.cuFuncSetAttribute(
-                kernel.function,
-                driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                dynamic_smem,
-            )
-            _check(err, "cuFuncSetAttribute")
+    def __init__(self, kernel: Kernel, plan: Launch, block: bytes) -> None:
+        self._function, self._plan = kernel.function, plan
+        prepare(kernel.function, plan.dynamic_smem, plan.nonportable_cluster)
+        self._config = driver_config(plan, 0)
         self._buffer = ctypes.create_string_buffer(block, max(len(block), 1))
         self._pointers = (ctypes.c_void_p * 1)(ctypes.addressof(self._buffer))
         self._params = ctypes.addressof(self._pointers) if block else 0
 
     def __call__(self) -> None:
-        (err,) = self._driver.cuLaunchKernel(
-            self._function, self._grid, 1, 1, self._threads, 1, 1, self._smem, 0, self._params, 0
-        )
-        _check(err, "cuLaunchKernel")
+        enqueue(self._function, self._plan, self._params, 0, config=self._config)
 
 
 def _check(err: Any, call: str) -> None:

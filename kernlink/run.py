@@ -14,8 +14,11 @@ Python API (what tests use)::
 
 A value's key is a field name (given to every stage whose params have a field of
 that name) or ``stage.field`` (``ring.loader.tiles``) for one stage's field; a
-``ptr`` field takes a :class:`~linker.launch.DeviceBuffer` or an address. A fixed
-launch needs ``grid``; a persistent one defaults to the SM count × ``blocks_per_sm``.
+``ptr`` field takes a :class:`~linker.launch.DeviceBuffer` or an address. The launch
+takes its geometry from the link's launch configuration (``link.json`` ``launch``,
+linker/launch_config.py), as ``kernel.h`` and ``kernlink.Session`` do: the grid the
+pipeline states, else ``grid``, else for a persistent or ``grid resident`` launch the SM
+count × ``blocks_per_sm``; the cluster and cooperative attributes it records.
 
 ``kernlink run DIR --args ARGS.json`` does the same from the command line, with
 device buffers made from files::
@@ -45,6 +48,7 @@ from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.symbols import Code
 from linker.generate import FIELD_FORMATS
 from linker.launch import DeviceBuffer, GpuSession, LoadedCubin
+from linker.launch_config import Launch, LaunchConfig, LaunchRefused
 from linker.outdir import locked, verify_cubin
 from linker.watchdog import HostLedger, decode_ledger
 
@@ -87,16 +91,35 @@ class LinkedKernel:
         return cls(cubin, data, str(root))
 
     @property
+    def launch(self) -> LaunchConfig:
+        """The link's launch configuration (``link.json`` ``launch``), the one every launcher takes."""
+        try:
+            return LaunchConfig.from_json(self.map["launch"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise _error(
+                f"`{Path(self.directory) / JSON}` records no usable launch configuration ({err})",
+                "link again with this kernlink: `kernlink link PIPELINE.kp -o DIR`",
+            ) from err
+
+    @property
     def kernel(self) -> str:
-        return str(self.map["dispatch"]["kernel"])
+        return self.launch.kernel
 
     @property
     def threads(self) -> int:
-        return int(self.map["dispatch"]["threads"])
+        return self.launch.threads
 
     @property
     def dynamic_smem(self) -> int:
-        return int(self.map["dispatch"]["dynamic_smem"])
+        return self.launch.dynamic_smem
+
+    def plan(self, grid: int | None, sms: int) -> Launch:
+        """One launch of ``grid`` blocks (None: the link's grid) on ``sms`` SMs; ``E-RUN`` for a grid the link
+        does not allow."""
+        try:
+            return self.launch.plan(grid, sms)
+        except LaunchRefused as err:
+            raise _error(str(err), err.help) from err
 
 
 def params_block(link_map: Mapping[str, Any], values: Mapping[str, Value]) -> bytes:
@@ -152,26 +175,17 @@ def params_block(link_map: Mapping[str, Any], values: Mapping[str, Value]) -> by
 def run_linked(
     linked: LinkedKernel | str | Path, *, gpu: GpuSession, values: Mapping[str, Value], grid: int | None = None
 ) -> None:
-    """Launch the linked kernel once with the link's block size and dynamic shared memory, and wait."""
+    """Launch the linked kernel once with the link's launch configuration (``grid``: None, the link's) and wait."""
     kernel = linked if isinstance(linked, LinkedKernel) else LinkedKernel.load(linked)
     verify_cubin(kernel.cubin, kernel.map, kernel.directory)
     block = params_block(kernel.map, values)
-    dispatch = kernel.map["dispatch"]
-    if grid is None:
-        if dispatch["launch"] != "persistent":
-            raise _error("a fixed launch needs a grid size", "pass `grid=` (blocks)")
-        from cuda.bindings import driver
-
-        sms = gpu.attribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-        grid = sms * int(dispatch.get("blocks_per_sm") or 1)
+    plan = kernel.plan(grid, gpu.sms)
     module = gpu.load(kernel.cubin)
     loaded = module.kernel(kernel.kernel)
     zero_counters(module, kernel.map)
     ledger = HostLedger(module.module) if kernel.map.get("watchdog") else None
     try:
-        gpu.launch(
-            loaded, grid=grid, block=kernel.threads, args=[block] if block else [], dynamic_smem=kernel.dynamic_smem
-        )
+        gpu.run(loaded, plan, [block] if block else [])
     except DiagnosticError as err:
         hangs = decode_ledger(kernel.map, ledger.read()) if ledger is not None else []
         if hangs:  # a watched wait timed out: the ledger says which; the driver's error is its consequence

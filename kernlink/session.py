@@ -6,7 +6,7 @@ the work once:
 
     with Session("out/ring") as s:
         s.bind(src=x, dst=y, tiles=37)        # torch tensors, DeviceBuffers or addresses
-        s.launch(grid=4)                      # one cuLaunchKernel, no synchronisation
+        s.launch(grid=4)                      # one cuLaunchKernelEx, no synchronisation
         graph = s.capture(launches=10, grid=4)
         graph.replay()                        # one cuGraphLaunch for all ten
         s.synchronize()
@@ -18,7 +18,9 @@ compiler and run at ``bind`` (kernlink/host_providers.py).
 ``__dlpack__`` for a ``ptr`` field and keeps a reference to it, so the memory outlives
 every launch that reads it. Launches go to the session's own stream; after ``bind``,
 ``launch`` is the driver call and nothing else (the params block and the argument array
-are built at bind time).
+are built at bind time, the launch's driver configuration once per grid). Launches take the
+link's launch configuration (linker/launch_config.py), as ``kernel.h`` does: the grid the
+pipeline states, the cluster and cooperative attributes.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.symbols import Code
 from kernlink.host_providers import Providers
 from kernlink.run import LinkedKernel, Value, params_block
-from linker.launch import DeviceBuffer, GpuSession, check_cuda
+from linker.launch import DeviceBuffer, GpuSession, check_cuda, driver_config, enqueue, prepare
+from linker.launch_config import Launch
 
 _DLPACK_CUDA = 2  # kDLCUDA
 
@@ -64,17 +67,15 @@ class Session:
             module = self.gpu.load(self.linked.cubin)
             self._function = module.kernel(self.linked.kernel).function
             self._counters = _counter_array(module.module, self.linked.map)
-            smem = self.linked.dynamic_smem
-            if smem:
-                (err,) = driver.cuFuncSetAttribute(
-                    self._function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem
-                )
-                check_cuda(err, "cuFuncSetAttribute", f"{smem} B dynamic shared memory")
+            self._sms = self.gpu.sms
+            launch = self.linked.launch
+            prepare(self._function, launch.dynamic_smem, launch.nonportable_cluster)
             err, self.stream = driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING)
             check_cuda(err, "cuStreamCreate")
         except BaseException:
             self.gpu.close()
             raise
+        self._configs: dict[int, tuple[Launch, Any]] = {}  # by blocks: each launch is then one driver call
         self._keep: list[object] = []
         self._args: tuple[ctypes.Array[ctypes.c_char], ctypes.Array[ctypes.c_void_p]] | None = None
         self._params = 0
@@ -140,20 +141,8 @@ class Session:
         if self._counters is not None:
             (err,) = driver.cuMemsetD32Async(self._counters[0], 0, self._counters[1], self.stream)
             check_cuda(err, "cuMemsetD32Async", "zeroing the kernel's counters")
-        (err,) = driver.cuLaunchKernel(
-            self._function,
-            self._grid(grid),
-            1,
-            1,
-            self.linked.threads,
-            1,
-            1,
-            self.linked.dynamic_smem,
-            self.stream,
-            self._params,
-            0,
-        )
-        check_cuda(err, "cuLaunchKernel", f"kernel `{self.linked.kernel}`")
+        plan, config = self._config(grid)
+        enqueue(self._function, plan, self._params, self.stream, f"kernel `{self.linked.kernel}`", config)
 
     def capture(self, launches: int = 1, grid: int | None = None) -> Graph:
         """Capture ``launches`` launches with the current arguments into a CUDA graph."""
@@ -188,16 +177,14 @@ class Session:
         driver.cuStreamDestroy(self.stream)
         self.gpu.close()
 
-    def _grid(self, grid: int | None) -> int:
-        if grid is not None:
-            return grid
-        dispatch = self.linked.map["dispatch"]
-        if dispatch["launch"] != "persistent":
-            raise DiagnosticError(
-                [Diagnostic(Code.E_RUN, "a fixed launch needs a grid size", helps=("pass `grid=` (blocks)",))]
-            )
-        sms = self.gpu.attribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-        return sms * int(dispatch.get("blocks_per_sm") or 1)
+    def _config(self, grid: int | None) -> tuple[Launch, Any]:
+        """The plan of a launch of ``grid`` blocks (the link's launch configuration) and its driver config,
+        built once per grid."""
+        plan = self.linked.plan(grid, self._sms)
+        found = self._configs.get(plan.grid[0])
+        if found is None:
+            found = self._configs[plan.grid[0]] = (plan, driver_config(plan, self.stream))
+        return found
 
 
 def _counter_array(module: Any, link_map: Mapping[str, Any]) -> tuple[int, int] | None:

@@ -6,12 +6,17 @@ always describes the cubin next to it:
 * ``kl_<pipeline>_params``: the kernel's params block with every field at its linked
   offset (``_Static_assert``-ed), the fields a fact fixes filled by
   ``kl_<pipeline>_params_init``, the caller's fields left to the caller;
-* the launch geometry: threads per block, dynamic shared memory, blocks per SM, the
-  launch kind, and the cluster shape when the link has one;
+* the launch configuration, from ``link.json`` ``launch`` (linker/launch_config.py), the
+  record every launcher takes: threads per block, dynamic shared memory, blocks per SM,
+  the launch kind, the grid the pipeline states, ``cooperative`` and the cluster shape;
 * the cubin itself as a byte array, ``kl_<pipeline>_load`` to load it (and set the
-  dynamic shared-memory limit), ``kl_<pipeline>_launch(fn, stream, grid, params)`` and
-  ``kl_<pipeline>_launch_grid`` (a 3-D grid);
-* the stages' host providers (linker/providers.py): their prototypes and
+  dynamic shared-memory limit and, above the portable size, the non-portable cluster
+  size), ``kl_<pipeline>_blocks`` (the grid of a launch, as ``LaunchConfig.blocks``),
+  ``kl_<pipeline>_launch(fn, stream, grid, params)`` and ``kl_<pipeline>_launch_grid`` (a
+  3-D grid), which launch with ``cuLaunchKernelEx`` and the configuration's cluster and
+  cooperative attributes, as the Python launchers do;
+* the stages' host providers (linker/providers.py): their prototypes, the SHA-256 of each
+  source the link recorded with the command that checks them before a build, and
   ``kl_<pipeline>_provide``, which calls them in stage order and which the launch
   helpers call before every launch (so they take a non-const ``params``);
 * the sha256 the link map records, so a caller can tell which link it was built from.
@@ -26,6 +31,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from linker.launch_config import LaunchConfig
 from linker.layout import TYPE_BYTES
 
 #: C type of each params field type (2-byte floats as their bits).
@@ -55,7 +61,7 @@ def host_header(record: Mapping[str, Any], cubin: bytes) -> str:
     """The header text for a successful link's record (``link.json``) and its cubin."""
     name = c_name(str(record["pipeline"]))
     p = f"kl_{name}"
-    dispatch = record["dispatch"]
+    launch = LaunchConfig.from_json(record["launch"])
     params = record.get("params") or {"size": 0, "align": 1, "fields": []}
     guard = f"{p.upper()}_KERNEL_H"
     out = [
@@ -67,6 +73,7 @@ def host_header(record: Mapping[str, Any], cubin: bytes) -> str:
         "#include <cuda.h>",
         "#include <stddef.h>",
         "#include <stdint.h>",
+        "#include <string.h>",
         "#ifdef __cplusplus",
         "#define KL_STATIC_ASSERT static_assert",
         "#else",
@@ -78,15 +85,21 @@ def host_header(record: Mapping[str, Any], cubin: bytes) -> str:
         "#define KL_ALIGNED",
         "#endif",
         "",
-        f'#define {p.upper()}_KERNEL "{dispatch["kernel"]}"',
-        f"#define {p.upper()}_THREADS {int(dispatch['threads'])}u",
-        f"#define {p.upper()}_DYNAMIC_SMEM {int(dispatch['dynamic_smem'])}u",
-        f"#define {p.upper()}_BLOCKS_PER_SM {int(dispatch.get('blocks_per_sm') or 1)}u",
-        f"#define {p.upper()}_PERSISTENT {1 if dispatch.get('launch') == 'persistent' else 0}",
+        "/* The launch configuration (link.json `launch`), the one every launcher takes: the block size,",
+        " * the dynamic shared memory, the grid the pipeline states (GRID: `grid N`, 0 when unstated;",
+        " * GRID_RESIDENT: `grid resident`, SMs x BLOCKS_PER_SM), a cooperative launch, the cluster shape",
+        " * and whether it is above the portable size. */",
+        f'#define {p.upper()}_KERNEL "{launch.kernel}"',
+        f"#define {p.upper()}_THREADS {launch.threads}u",
+        f"#define {p.upper()}_DYNAMIC_SMEM {launch.dynamic_smem}u",
+        f"#define {p.upper()}_BLOCKS_PER_SM {launch.blocks_per_sm}u",
+        f"#define {p.upper()}_PERSISTENT {int(launch.kind == 'persistent')}",
+        f"#define {p.upper()}_GRID {launch.grid or 0}u",
+        f"#define {p.upper()}_GRID_RESIDENT {int(launch.resident)}",
+        f"#define {p.upper()}_COOPERATIVE {int(launch.cooperative)}",
+        *(f"#define {p.upper()}_CLUSTER_{axis} {extent}u" for axis, extent in zip("XYZ", launch.cluster, strict=True)),
+        f"#define {p.upper()}_NONPORTABLE_CLUSTER {int(launch.nonportable_cluster)}",
     ]
-    cluster = dispatch.get("cluster")
-    if cluster:
-        out.append(f"#define {p.upper()}_CLUSTER_X {int(cluster[0])}u")
     providers = list(record.get("providers") or [])
     out += [
         "",
@@ -95,7 +108,7 @@ def host_header(record: Mapping[str, Any], cubin: bytes) -> str:
         *_cubin(p, cubin),
         "",
         *_providers(p, providers),
-        *_functions(p, params, dispatch, record),
+        *_functions(p, params, launch, record),
         f"#endif /* {guard} */",
         "",
     ]
@@ -148,8 +161,11 @@ def _providers(p: str, providers: list[Mapping[str, Any]]) -> list[str]:
     out = []
     if providers:
         out += [
-            "/* Host providers (specs/language.md \u00a715): compile their sources, in this directory, with",
-            " * the program. Each writes the fields it fills in its stage's params block. */",
+            "/* Host providers (specs/language.md \u00a715): C code from the stages' packages. Compile their",
+            " * sources, in this directory, with the program, once each is the one this link recorded:",
+            " *     sed -n 's/^ \\* sha256 //p' kernel.h | sha256sum --check --strict",
+            *(f" * sha256 {x['sha256']}  {x['file']}" for x in providers),
+            " * Each writes the fields it fills in its stage's params block. */",
             "#ifdef __cplusplus",
             'extern "C" {',
             "#endif",
@@ -180,9 +196,10 @@ def _providers(p: str, providers: list[Mapping[str, Any]]) -> list[str]:
     return out
 
 
-def _functions(p: str, params: Mapping[str, Any], dispatch: Mapping[str, Any], record: Mapping[str, Any]) -> list[str]:
+def _functions(p: str, params: Mapping[str, Any], launch: LaunchConfig, record: Mapping[str, Any]) -> list[str]:
     facts = [f for f in params["fields"] if f["source"] == "fact"]
     has_params = int(params["size"]) > 0
+    P = p.upper()
     out = [
         "/* Zero the block and write the fields the link fixed (facts); the caller sets the rest. */",
         f"static inline void {p}_params_init({p}_params* params) {{",
@@ -194,23 +211,41 @@ def _functions(p: str, params: Mapping[str, Any], dispatch: Mapping[str, Any], r
     out += [
         "}",
         "",
-        "/* Load the embedded cubin and find the kernel; allow its dynamic shared memory. */",
+        "/* Load the embedded cubin and find the kernel; allow its dynamic shared memory"
+        + (" and its non-portable cluster size. */" if launch.nonportable_cluster else ". */"),
         f"static inline CUresult {p}_load(CUmodule* module, CUfunction* function) {{",
         f"    CUresult err = cuModuleLoadData(module, {p}_cubin);",
         "    if (err != CUDA_SUCCESS) return err;",
-        f"    err = cuModuleGetFunction(function, *module, {p.upper()}_KERNEL);",
+        f"    err = cuModuleGetFunction(function, *module, {P}_KERNEL);",
         "    if (err != CUDA_SUCCESS) return err;",
+    ]
+    if launch.nonportable_cluster:
+        out += [
+            "    err = cuFuncSetAttribute(*function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);",
+            "    if (err != CUDA_SUCCESS) return err;",
+        ]
+    out += [
         "    return cuFuncSetAttribute(*function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,",
-        f"                              (int){p.upper()}_DYNAMIC_SMEM);",
+        f"                              (int){P}_DYNAMIC_SMEM);",
         "}",
         "",
-        "/* Run the host providers, then launch a grid of grid_x * grid_y * grid_z blocks on `stream` with",
-        " * the link's block size and dynamic shared memory; a link with counters gets them zeroed first",
-        " * on the same stream (the reset rule of the link map). */",
+        *_blocks(p, launch),
+        "/* Run the host providers, then launch a grid of grid_x * grid_y * grid_z blocks on `stream` (all 0:",
+        f" * {p}_blocks's grid) with the link's launch configuration; CUDA_ERROR_INVALID_VALUE for a grid",
+        " * the link does not allow. A link with counters gets them zeroed first on the same stream (the",
+        " * reset rule of the link map). */",
         f"static inline CUresult {p}_launch_grid(CUmodule module, CUfunction function, CUstream stream,",
         "                                       unsigned grid_x, unsigned grid_y, unsigned grid_z,",
         f"                                       {p}_params* params) {{",
-        f"    CUresult err = {p}_provide(params, stream);",
+        "    unsigned long long given = (unsigned long long)grid_x * grid_y * grid_z;",
+        "    unsigned long long blocks;",
+        f"    CUresult err = {p}_blocks(given, &blocks);",
+        "    if (err != CUDA_SUCCESS) return err;",
+        "    if (given == 0) {",
+        "        grid_x = (unsigned)blocks;",
+        "        grid_y = grid_z = 1;",
+        "    }",
+        f"    err = {p}_provide(params, stream);",
         "    if (err != CUDA_SUCCESS) return err;",
     ]
     counters = record.get("counters") or {}
@@ -225,17 +260,43 @@ def _functions(p: str, params: Mapping[str, Any], dispatch: Mapping[str, Any], r
         ]
     else:
         out.append("    (void)module;  /* no counters to zero */")
+    attributes = []
+    if launch.clustered:
+        attributes.append(
+            [
+                "id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;",
+                *(f"value.clusterDim.{axis.lower()} = {P}_CLUSTER_{axis};" for axis in "XYZ"),
+            ]
+        )
+    if launch.cooperative:
+        attributes.append(["id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;", "value.cooperative = 1;"])
+    out += [
+        "    CUlaunchConfig config;",
+        "    memset(&config, 0, sizeof config);",
+        "    config.gridDimX = grid_x;",
+        "    config.gridDimY = grid_y;",
+        "    config.gridDimZ = grid_z;",
+        f"    config.blockDimX = {P}_THREADS;",
+        "    config.blockDimY = 1;",
+        "    config.blockDimZ = 1;",
+        f"    config.sharedMemBytes = {P}_DYNAMIC_SMEM;",
+        "    config.hStream = stream;",
+    ]
+    if attributes:
+        out += [f"    CUlaunchAttribute attrs[{len(attributes)}];", "    memset(attrs, 0, sizeof attrs);"]
+        out += [f"    attrs[{i}].{line}" for i, lines in enumerate(attributes) for line in lines]
+        out += ["    config.attrs = attrs;", f"    config.numAttrs = {len(attributes)};"]
     if has_params:
         out.append("    void* args[1] = {(void*)params};")
         args = "args"
     else:
+        out.append("    (void)params;")
         args = "NULL"
     out += [
-        f"    return cuLaunchKernel(function, grid_x, grid_y, grid_z, {p.upper()}_THREADS, 1, 1,",
-        f"                          {p.upper()}_DYNAMIC_SMEM, stream, {args}, NULL);",
+        f"    return cuLaunchKernelEx(&config, function, {args}, NULL);",
         "}",
         "",
-        "/* The same, on a one-dimensional grid of `grid` blocks. */",
+        "/* The same, on a one-dimensional grid of `grid` blocks (0: the link's grid). */",
         f"static inline CUresult {p}_launch(CUmodule module, CUfunction function, CUstream stream,",
         f"                                  unsigned grid, {p}_params* params) {{",
         f"    return {p}_launch_grid(module, function, stream, grid, 1, 1, params);",
@@ -243,3 +304,55 @@ def _functions(p: str, params: Mapping[str, Any], dispatch: Mapping[str, Any], r
         "",
     ]
     return out
+
+
+def _blocks(p: str, launch: LaunchConfig) -> list[str]:
+    """``kl_<p>_blocks``: :meth:`LaunchConfig.blocks` in C, for the configuration at hand."""
+    P = p.upper()
+    out = [
+        "/* The blocks one launch runs (linker/launch_config.py): the grid the pipeline states; else `given`",
+        " * (0: none); else SMs x BLOCKS_PER_SM for a resident or persistent launch. A `given` the link does",
+        " * not allow (another than `grid N`, more than `grid resident` holds, none for a fixed launch",
+        " * without a grid) is CUDA_ERROR_INVALID_VALUE. */",
+        f"static inline CUresult {p}_blocks(unsigned long long given, unsigned long long* blocks) {{",
+    ]
+    if launch.grid is not None:
+        return [
+            *out,
+            f"    if (given != 0 && given != {P}_GRID) return CUDA_ERROR_INVALID_VALUE;",
+            f"    *blocks = {P}_GRID;",
+            "    return CUDA_SUCCESS;",
+            "}",
+            "",
+        ]
+    if not launch.resident and launch.kind != "persistent":
+        return [
+            *out,
+            "    if (given == 0) return CUDA_ERROR_INVALID_VALUE;",
+            "    *blocks = given;",
+            "    return CUDA_SUCCESS;",
+            "}",
+            "",
+        ]
+    if not launch.resident:  # persistent: the caller's grid, else the resident one
+        out += [
+            "    if (given != 0) {",
+            "        *blocks = given;",
+            "        return CUDA_SUCCESS;",
+            "    }",
+        ]
+    out += [
+        "    CUdevice device;",
+        "    int sms;",
+        "    CUresult err = cuCtxGetDevice(&device);",
+        "    if (err != CUDA_SUCCESS) return err;",
+        "    err = cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);",
+        "    if (err != CUDA_SUCCESS) return err;",
+        f"    unsigned long long resident = (unsigned long long)sms * {P}_BLOCKS_PER_SM;",
+    ]
+    if launch.resident:
+        out.append("    if (given > resident) return CUDA_ERROR_INVALID_VALUE;")
+        out.append("    *blocks = given != 0 ? given : resident;")
+    else:
+        out.append("    *blocks = resident;")
+    return [*out, "    return CUDA_SUCCESS;", "}", ""]

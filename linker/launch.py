@@ -12,6 +12,11 @@ Usage::
         out = gpu.alloc(4096)
         gpu.launch(kernel, grid=4, block=256, args=[out, ctypes.c_int32(1024)])
         data = gpu.download(out)
+
+Every launch goes through :func:`enqueue`: ``cuLaunchKernelEx`` with a :class:`Launch`
+plan's dimensions and attributes (cluster dimension, cooperative), after :func:`prepare`
+set the function attributes it needs. A linked kernel's plan comes from its link's
+launch configuration (linker/launch_config.py), the one ``kernel.h`` launches with too.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from checker.hardware import TargetSpec, target_for_sm
 from diagnostics import Diagnostic, DiagnosticError
 from diagnostics.symbols import Code
 from linker.cubin import KernelInfo, read_cubin
+from linker.launch_config import Launch
 
 Dim3 = int | tuple[int, int, int]
 
@@ -158,26 +164,30 @@ class GpuSession:
         cluster: Dim3 | None = None,
     ) -> None:
         """Launch and wait for completion; errors of the kernel surface here as ``E-CUDA``."""
+        size = _volume(_dim3(cluster)) if cluster is not None else 1
+        portable = self.spec.cluster_portable_max if self.spec is not None else size
+        plan = Launch(
+            _dim3(grid), _dim3(block), dynamic_smem, _dim3(cluster) if cluster else None, False, size > portable
+        )
+        self.run(kernel, plan, args)
+
+    def run(self, kernel: Kernel, plan: Launch, args: Sequence[KernelArg] = ()) -> None:
+        """Launch ``plan`` (a linked kernel's: linker/launch_config.py) and wait; errors surface as ``E-CUDA``."""
         packed = [_pack(a) for a in args]
         if kernel.info is not None:
             _check_args(kernel.info, packed)
-        if dynamic_smem:
-            err = driver.cuFuncSetAttribute(
-                kernel.function,
-                driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                dynamic_smem,
-            )[0]
-            _check(err, "cuFuncSetAttribute", self._smem_note(kernel, dynamic_smem))
+        prepare(
+            kernel.function, plan.dynamic_smem, plan.nonportable_cluster, self._smem_note(kernel, plan.dynamic_smem)
+        )
         buffers = [ctypes.create_string_buffer(p, max(len(p), 1)) for p in packed]
         pointers = (ctypes.c_void_p * max(len(buffers), 1))(*[ctypes.addressof(b) for b in buffers])
-        params = ctypes.addressof(pointers) if buffers else 0
-        g, b = _dim3(grid), _dim3(block)
-        if cluster is None:
-            (err,) = driver.cuLaunchKernel(kernel.function, *g, *b, dynamic_smem, 0, params, 0)
-            _check(err, "cuLaunchKernel", f"kernel `{kernel.name}`")
-        else:
-            self._launch_cluster(kernel, g, b, _dim3(cluster), dynamic_smem, params)
+        enqueue(kernel.function, plan, ctypes.addressof(pointers) if buffers else 0, 0, f"kernel `{kernel.name}`")
         self.synchronize()
+
+    @property
+    def sms(self) -> int:
+        """The device's SM count."""
+        return self.attribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
 
     def synchronize(self) -> None:
         (err,) = driver.cuCtxSynchronize()
@@ -194,33 +204,6 @@ class GpuSession:
             driver.cuModuleUnload(module)
         driver.cuDevicePrimaryCtxRelease(self._device)
 
-    def _launch_cluster(
-        self,
-        kernel: Kernel,
-        grid: tuple[int, int, int],
-        block: tuple[int, int, int],
-        cluster: tuple[int, int, int],
-        dynamic_smem: int,
-        params: int,
-    ) -> None:
-        size = cluster[0] * cluster[1] * cluster[2]
-        if self.spec is not None and size > self.spec.cluster_portable_max:
-            err = driver.cuFuncSetAttribute(
-                kernel.function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1
-            )[0]
-            _check(err, "cuFuncSetAttribute", "non-portable cluster size")
-        attr = driver.CUlaunchAttribute()
-        attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
-        config = driver.CUlaunchConfig()
-        config.gridDimX, config.gridDimY, config.gridDimZ = grid
-        config.blockDimX, config.blockDimY, config.blockDimZ = block
-        config.sharedMemBytes = dynamic_smem
-        config.attrs = [attr]
-        config.numAttrs = 1
-        (err,) = driver.cuLaunchKernelEx(config, kernel.function, params, 0)
-        _check(err, "cuLaunchKernelEx", f"kernel `{kernel.name}`, cluster {cluster}")
-
     def attribute(self, attribute: Any) -> int:
         """A ``CU_DEVICE_ATTRIBUTE_*`` value of the session's device."""
         err, value = driver.cuDeviceGetAttribute(attribute, self._device)
@@ -233,6 +216,50 @@ class GpuSession:
         if self.spec is not None:
             note += f"; {self.spec.name} allows {self.spec.smem_per_block_optin} B per block"
         return note
+
+
+def prepare(function: Any, dynamic_smem: int, nonportable_cluster: bool, note: str = "") -> None:
+    """The function attributes a launch needs before it runs: its dynamic shared memory above the default,
+    and a cluster above the portable size."""
+    if dynamic_smem:
+        attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        (err,) = driver.cuFuncSetAttribute(function, attribute, dynamic_smem)
+        _check(err, "cuFuncSetAttribute", note or f"{dynamic_smem} B dynamic shared memory")
+    if nonportable_cluster:
+        attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+        (err,) = driver.cuFuncSetAttribute(function, attribute, 1)
+        _check(err, "cuFuncSetAttribute", "non-portable cluster size")
+
+
+def driver_config(plan: Launch, stream: Any) -> Any:
+    """The ``CUlaunchConfig`` of ``plan`` on ``stream``: its dimensions and its attributes (the cluster
+    dimension, cooperative), what ``kernel.h`` passes to ``cuLaunchKernelEx`` for the same plan."""
+    attrs = []
+    if plan.cluster is not None:
+        attr = driver.CUlaunchAttribute()
+        attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = plan.cluster
+        attrs.append(attr)
+    if plan.cooperative:
+        attr = driver.CUlaunchAttribute()
+        attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+        attr.value.cooperative = 1
+        attrs.append(attr)
+    config = driver.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = plan.grid
+    config.blockDimX, config.blockDimY, config.blockDimZ = plan.block
+    config.sharedMemBytes = plan.dynamic_smem
+    config.hStream = stream
+    config.attrs = attrs
+    config.numAttrs = len(attrs)
+    return config
+
+
+def enqueue(function: Any, plan: Launch, params: int, stream: Any, what: str = "", config: Any = None) -> None:
+    """Queue one launch of ``plan`` (``config``: its :func:`driver_config`, built once by a caller that
+    launches it often); ``params`` is the address of the kernel's argument array (0: none)."""
+    (err,) = driver.cuLaunchKernelEx(config or driver_config(plan, stream), function, params, 0)
+    _check(err, "cuLaunchKernelEx", what)
 
 
 def _pack(arg: KernelArg) -> bytes:
@@ -267,6 +294,10 @@ def _check_args(info: KernelInfo, packed: list[bytes]) -> None:
 
 def _dim3(value: Dim3) -> tuple[int, int, int]:
     return (value, 1, 1) if isinstance(value, int) else value
+
+
+def _volume(shape: tuple[int, int, int]) -> int:
+    return shape[0] * shape[1] * shape[2]
 
 
 def _check(err: Any, call: str, context: str = "") -> None:

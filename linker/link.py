@@ -84,6 +84,7 @@ from linker.binding import rebuild_problems
 from linker.cubin import KernelInfo, read_cubin
 from linker.generate import KERNEL, SOURCE_NAME, Generated, generate, unsupported
 from linker.host_header import host_header
+from linker.launch_config import launch_config
 from linker.linkmap import Attempt, InputRecord, LinkRecord
 from linker.outdir import Hook, write_set
 from linker.providers import LinkedProvider, linked_providers
@@ -216,6 +217,7 @@ def link_composition(
             out.seconds["audit"] = _audit(record, final.cubin, out.ptx or "")
         out.providers = linked_providers(comp, final.generated.params.regions)
         record.providers = [p.as_json() for p in out.providers]
+        record.launch = launch_config(comp, final.generated.dispatch)
         record.status = "linked"
     except DiagnosticError as err:
         record.status = "failed"

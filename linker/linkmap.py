@@ -25,6 +25,7 @@ from typing import Any
 from diagnostics.model import Diagnostic
 from linker.counters import RESET_RULE
 from linker.generate import Generated
+from linker.launch_config import LaunchConfig, describe
 from linker.watchdog import LEDGER
 from placement.problem import Domain
 from placement.report import to_jsonable as placement_jsonable
@@ -117,6 +118,7 @@ class LinkRecord:
     cubin_sha256: str | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
     providers: list[dict[str, Any]] = field(default_factory=list)  # linker/providers.py, in stage order
+    launch: LaunchConfig | None = None  # linker/launch_config.py: what every launcher reads
 
 
 # ----------------------------------------------------------------- text
@@ -146,6 +148,8 @@ def render_text(record: LinkRecord) -> str:
         _row("Value", "Size", "Align", "Lifetime", "Symbol", "Why"),
     ]
     lines += _inputs(r)
+    if r.providers or r.status == "linked":
+        lines += _host_code(r.providers)
     if p is not None:
         lines += _storage(p, base, g)
         lines += _rings(p)
@@ -159,7 +163,7 @@ def render_text(record: LinkRecord) -> str:
         lines += _facts(g)
         lines += _counters(g)
         lines += _watchdog(g)
-        lines += _dispatch(g)
+        lines += _dispatch(g, r.launch)
     lines += _link(r)
     lines += ["", "diagnostics"]
     if not r.diagnostics:
@@ -187,6 +191,22 @@ def _inputs(r: LinkRecord) -> list[str]:
         lines.append(
             _row("", r.attempts[-1].lto_bytes, "", "", "<internal>", "generated.cu compiled by NVRTC to LTO IR")
         )
+    return lines
+
+
+def _host_code(providers: Sequence[Mapping[str, Any]]) -> list[str]:
+    lines = [
+        "",
+        "host  host providers: the stages' C code that kernel.h and kernlink.Session compile and run before "
+        "the kernel (Value: the offset of the params block it is given)",
+    ]
+    if not providers:
+        lines.append(_row(symbol="(none)", why="no stage calls a host provider: the link carries no host code"))
+    for x in providers:
+        fills = ", ".join(x["fills"]) or "nothing"
+        offset = "NULL" if x["offset"] is None else x["offset"]
+        why = f"{x['stage']}: fn {x['function']} fills {fills}; sha256 {x['sha256']}"
+        lines.append(_row(offset, "", "", "", x["file"], why))
     return lines
 
 
@@ -483,7 +503,7 @@ def _watchdog(g: Generated) -> list[str]:
     return lines
 
 
-def _dispatch(g: Generated) -> list[str]:
+def _dispatch(g: Generated, launch: LaunchConfig | None) -> list[str]:
     d = g.dispatch
     bounds = f"{d.threads}, {d.min_blocks}" if d.min_blocks is not None else f"{d.threads}"
     lines = [
@@ -507,6 +527,14 @@ def _dispatch(g: Generated) -> list[str]:
             1,
         ),
     ]
+    if launch is not None:
+        lines.append(
+            _row(
+                symbol="launch",
+                why=f"link.json `launch`, what kernel.h, run_linked and Session launch with: {describe(launch)}",
+                depth=2,
+            )
+        )
     for init in d.inits:
         lines.append(
             _row(
@@ -617,6 +645,8 @@ def to_jsonable(record: LinkRecord) -> dict[str, Any]:
         }
     if r.providers:
         out["providers"] = list(r.providers)
+    if r.launch is not None:
+        out["launch"] = r.launch.as_json()
     return out
 
 

@@ -3,7 +3,7 @@
 A copy of the ring example where each stage has a provider that fills one pointer field
 from the stage's `tiles` and logs its call. The C test program includes the generated
 kernel.h and links the providers' real sources from the link directory; only the driver
-launch (`cuLaunchKernel`) is a stub, which records the params block it was given.
+launch (`cuLaunchKernelEx`) is a stub, which records the params block it was given.
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ import dataclasses
 import hashlib
 import json
 import math
+import os
 import shutil
 import struct
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,9 +54,8 @@ MAIN = """#include <stdio.h>
 #include "kernel.h"
 char kl_test_log[64];
 static unsigned char seen[sizeof(kl_ring_params)];
-CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                                unsigned bz, unsigned smem, CUstream stream, void** args, void** extra) {
-    (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)smem; (void)stream; (void)extra;
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** args, void** extra) {
+    (void)config; (void)f; (void)extra;
     strcat(kl_test_log, "launch");
     memcpy(seen, args[0], sizeof seen);
     return CUDA_SUCCESS;
@@ -424,3 +425,163 @@ def test_a_planted_or_damaged_compiled_provider_is_rebuilt_never_loaded(
     assert library == good and _call(library) == 0x600D
     assert not (tmp_path / RAN).exists(), "a planted shared object was loaded"
     assert read_sealed(tmp_path / "cache", entry.name) == good
+
+
+# ----------------------------------------------------------------- host code: announced, checked, refusable
+
+
+def _kernlink(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kernlink", *args, "--color", "never"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+
+
+def test_link_and_build_print_and_map_every_provider_with_its_owner_and_hash(linked: Path, tmp_path: Path) -> None:
+    record = json.loads((linked / "link.json").read_text())
+    digests = {p["stage"]: hashlib.sha256((linked / p["file"]).read_bytes()).hexdigest() for p in record["providers"]}
+    assert {p["stage"]: p["sha256"] for p in record["providers"]} == digests
+    text = (linked / "link.map").read_text()
+    host = text[text.index("\nhost  ") : text.index("\nsmem  ")]
+    for p in record["providers"]:
+        assert f"{p['file']}" in host and f"{p['stage']}: fn {p['function']} fills" in host
+        assert f"sha256 {p['sha256']}" in host
+    pipeline = linked.parent
+    for verb in (["link", "ring.kp", "-o", "again"], ["build", "ring.kp", "-o", "again", "--no-server"]):
+        done = _kernlink(verb, pipeline)
+        assert done.returncode == 0, done.stdout + done.stderr
+        lines = [line for line in done.stdout.splitlines() if line.startswith("host code: ")]
+        assert lines == [
+            f"host code: `{p['function']}` of `{p['stage']}` in again/{p['file']} (sha256 {p['sha256']}); "
+            "kernel.h and kernlink.Session compile and run it before the kernel"
+            for p in record["providers"]
+        ], done.stdout
+
+
+def test_a_link_without_providers_says_it_carries_no_host_code(tmp_path: Path) -> None:
+    from kernlink.api import link
+    from tests.link.examples import build_example
+
+    assert link([build_example("ring", tmp_path)], tmp_path / "out").ok
+    text = (tmp_path / "out" / "link.map").read_text()
+    assert "no stage calls a host provider: the link carries no host code" in text
+    assert "providers" not in json.loads((tmp_path / "out" / "link.json").read_text())
+
+
+@pytest.mark.parametrize("verb", ["check", "link", "build"])
+def test_no_host_code_refuses_each_provider_by_its_stage(linked: Path, verb: str) -> None:
+    pipeline = linked.parent
+    out = pipeline / f"refused-{verb}"
+    args = {"check": [], "link": ["-o", out.name], "build": ["-o", out.name, "--no-server"]}[verb]
+    done = _kernlink([verb, "ring.kp", *args, "--no-host-code"], pipeline)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    errors = [line for line in output.splitlines() if line.startswith("error[")]
+    assert errors == [
+        "error[E-HOST-CODE]: `ring.loader` calls the host provider `loader_host.c` (fn kl_test_loader_provide); "
+        "--no-host-code refuses host code",
+        "error[E-HOST-CODE]: `ring.reduce` calls the host provider `reduce_host.c` (fn kl_test_reduce_provide); "
+        "--no-host-code refuses host code",
+    ], output
+    assert not (out / "kernel.cubin").exists() and not (out / "kernel.h").exists()
+    assert not list(out.glob("provider_*")) if out.exists() else True
+
+
+def test_no_host_code_accepts_a_composition_without_host_code_and_names_a_host_library(tmp_path: Path) -> None:
+    from kernlink.api import check
+
+    stage = """stage "demo.host" version "1.0.0" {
+    target sm_90a
+    role main entry demo_main warps 1
+    launch fixed threads 32
+    params Args size 8 align 8 {
+        x: ptr @ 0
+    }
+PROVIDERS}
+"""
+    plain = tmp_path / "plain.kc"
+    plain.write_text(stage.replace("PROVIDERS", ""))
+    assert check([plain], host_code=False).accepted
+    hosted = tmp_path / "hosted.kc"
+    hosted.write_text(
+        stage.replace(
+            "PROVIDERS", '    host provider "a.c" fn kl_a fills x\n    host provider "libx.so" header "x.h"\n'
+        )
+    )
+    assert not [d for d in check([hosted]).diagnostics if d.is_error]
+    found = [d for d in check([hosted], host_code=False).diagnostics if d.is_error]
+    assert [(d.code, d.primary.span.line if d.primary else None) for d in found] == [
+        ("E-HOST-CODE", 8),
+        ("E-HOST-CODE", 9),
+    ]
+    assert "needs the host library `libx.so`" in found[1].message
+
+
+def test_the_header_records_each_provider_hash_and_the_check_its_build_runs(linked: Path, tmp_path: Path) -> None:
+    """kernel.h's build step: the command the header gives checks every provider against the hash it records."""
+    if shutil.which("sha256sum") is None:
+        pytest.skip("no sha256sum")
+    copy = tmp_path / "out"
+    shutil.copytree(linked, copy)
+    header = (copy / "kernel.h").read_text()
+    [command] = [line.removeprefix(" *     ") for line in header.splitlines() if "sha256sum --check" in line]
+    record = json.loads((copy / "link.json").read_text())
+    for p in record["providers"]:
+        assert f" * sha256 {p['sha256']}  {p['file']}" in header
+    done = subprocess.run(["sh", "-c", command], cwd=copy, capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and done.stdout.count(": OK") == 2, done.stdout + done.stderr
+    replaced = copy / record["providers"][1]["file"]
+    replaced.write_text(replaced.read_text() + "/* changed after the link */\n")
+    done = subprocess.run(["sh", "-c", command], cwd=copy, capture_output=True, text=True, check=False)
+    assert done.returncode != 0 and f"{replaced.name}: FAILED" in done.stdout, done.stdout + done.stderr
+
+
+def test_inspect_shows_each_provider_source(linked: Path) -> None:
+    package = linked.parent / "build" / "loader.kpkg"
+    done = _kernlink(["inspect", str(package)], linked.parent)
+    assert done.returncode == 0, done.stderr
+    source = (linked.parent / "loader_host.c").read_text()
+    assert "provider loader_host.c: fn kl_test_loader_provide fills src" in done.stdout
+    assert f"sha256 {hashlib.sha256(source.encode()).hexdigest()}; its source:" in done.stdout
+    assert source.strip().splitlines()[-1] in done.stdout
+    view = json.loads(_kernlink(["inspect", str(package), "--format", "json"], linked.parent).stdout)
+    [provider] = view["providers"]
+    assert (provider["file"], provider["source"]) == ("loader_host.c", source)
+
+
+def test_inspect_says_when_a_provider_has_no_readable_source() -> None:
+    from contract_lang import ast as A
+    from contract_lang.parser import parse_text
+    from kernlink.cmd_inspect import _provider
+
+    text = (EXAMPLES / "ring" / "reduce.kc").read_text().rstrip()[
+        :-1
+    ] + '    host provider "p.c" fn kl_p fills dst\n}\n'
+    [provider] = [i for i in parse_text(text, "reduce.kc").stages[0].items if isinstance(i, A.HostProvider)]
+    assert (_provider(provider, {})["source"], _provider(provider, {})["size"]) == (None, None)
+    compiled = _provider(provider, {"p.c": b"\x7fELF\0\0binary"})
+    assert (compiled["source"], compiled["size"]) == (None, 12)
+    assert _provider(provider, {"p.c": b"int x;\n"})["source"] == "int x;\n"
+
+
+def test_session_refuses_a_provider_replaced_after_the_link(
+    linked: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attack of issue 32: `Session` compiled and loaded a provider `.c` replaced after the link."""
+    from tests.link.test_launch_config import FakeDriver
+
+    FakeDriver(monkeypatch)  # no GPU needed: the refusal comes before any driver call that matters
+    monkeypatch.setenv("KERNLINK_CACHE", str(tmp_path / "cache"))
+    copy = tmp_path / "out"
+    shutil.copytree(linked, copy)
+    record = json.loads((copy / "link.json").read_text())
+    (copy / record["providers"][1]["file"]).write_text(PLANTED % (tmp_path / RAN))
+    with pytest.raises(DiagnosticError) as err:
+        Session(copy)
+    [diag] = err.value.diagnostics
+    assert diag.code == "L-INTEGRITY" and record["providers"][1]["file"] in diag.message
+    assert not (tmp_path / RAN).exists() and not list((tmp_path / "cache").glob("provider-*"))

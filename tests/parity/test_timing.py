@@ -18,6 +18,7 @@ from kernlink import parity_timing
 from kernlink.cli import main
 from kernlink.parity_timing import ORDERS, _same_outputs, bootstrap_median, ratios
 from linker.launch import DeviceBuffer, Kernel
+from linker.launch_config import Launch
 from tests.link.examples import f32, floats, hello_reference
 
 
@@ -130,7 +131,10 @@ class _FakeGpu:
     def download(self, buf: DeviceBuffer) -> bytes:
         return bytes(self.memory[buf.ptr])
 
-    def launch(self, kernel: Kernel, *, grid: int, block: int, args: list[bytes], dynamic_smem: int) -> None:
+    sms = 132
+
+    def run(self, kernel: Kernel, plan: Launch, args: list[bytes]) -> None:
+        assert plan.grid == (2, 1, 1) and plan.cluster is None
         ptr, n = struct.unpack_from("<QI", args[0])
         data = array("f", self.memory[ptr][: 4 * n])
         bump = 4.0 if self.control_differs and kernel.function == 2 else 3.0
@@ -143,7 +147,7 @@ class _FakeGpu:
 def _fake_driver(monkeypatch: pytest.MonkeyPatch, launched: list[object]) -> None:
     ok = driver.CUresult.CUDA_SUCCESS
     monkeypatch.setattr(driver, "cuFuncSetAttribute", lambda *a: (ok,))
-    monkeypatch.setattr(driver, "cuLaunchKernel", lambda function, *a: (launched.append(function), (ok,))[1])
+    monkeypatch.setattr(driver, "cuLaunchKernelEx", lambda config, function, *a: (launched.append(function), (ok,))[1])
     monkeypatch.setattr(driver, "cuEventCreate", lambda flags: (ok, object()))
     monkeypatch.setattr(driver, "cuEventDestroy", lambda event: (ok,))
     monkeypatch.setattr(driver, "cuEventRecord", lambda event, stream: (ok,))
