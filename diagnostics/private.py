@@ -24,9 +24,10 @@ import hmac
 import os
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from diagnostics.model import Diagnostic, DiagnosticError
-from diagnostics.symbols import Code
+if TYPE_CHECKING:  # the build server's client imports this module alone (tests/test_cli_imports.py)
+    from diagnostics.model import Diagnostic
 
 KEY = "key"
 _KEY_BYTES = 32
@@ -73,6 +74,9 @@ def _not_private(info: os.stat_result) -> str | None:
 
 def cache_folder(folder: Path, *, tighten: bool = False) -> Path:
     """:func:`private_folder` for a cache: ``E-IO`` naming the folder when it is refused or cannot be made."""
+    from diagnostics.model import Diagnostic, DiagnosticError
+    from diagnostics.symbols import Code
+
     try:
         return private_folder(folder, tighten=tighten)
     except NotPrivate as err:
@@ -91,6 +95,9 @@ def cache_folder(folder: Path, *, tighten: bool = False) -> Path:
 
 def refused(err: NotPrivate) -> Diagnostic:
     """``E-IO``: a cache folder that is not this user's alone."""
+    from diagnostics.model import Diagnostic
+    from diagnostics.symbols import Code
+
     return Diagnostic(
         Code.E_IO,
         f"refusing the cache folder `{err.folder}`: it is not a private folder of this user ({err.reason})",
