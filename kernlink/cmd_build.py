@@ -79,8 +79,8 @@ def cmd_build(args: argparse.Namespace, memo: Memo | None = None) -> int:
     if not result.ok:
         return EXIT_USAGE if any(d.code == Code.E_IO for d in result.diagnostics) else EXIT_REJECTED
     print(f"built `{args.pipeline}` -> {args.output}/kernel.cubin")
-    if linked is not None and linked.output is not None:
-        from diagnostics.render_text import escape_controls
+    if linked is not None and linked.output is not None and linked.output.record.providers:
+        from diagnostics.render_text import escape_controls  # a provider's names are the package's text
         from linker.providers import announce
 
         for line in announce(linked.output.record.providers, args.output):
