@@ -36,6 +36,7 @@ cubin other than the one ``link.json`` records (checked on every load and launch
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
 import sys
@@ -90,7 +91,7 @@ class LinkedKernel:
         verify_cubin(cubin, data, root)
         return cls(cubin, data, str(root))
 
-    @property
+    @functools.cached_property
     def launch(self) -> LaunchConfig:
         """The link's launch configuration (``link.json`` ``launch``), the one every launcher takes."""
         try:

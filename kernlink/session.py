@@ -75,7 +75,8 @@ class Session:
         except BaseException:
             self.gpu.close()
             raise
-        self._configs: dict[int, tuple[Launch, Any]] = {}  # by blocks: each launch is then one driver call
+        self._configs: dict[int | None, tuple[Launch, Any]] = {}  # by grid: a launch is then one driver call
+        self._what = f"kernel `{self.linked.kernel}`"
         self._keep: list[object] = []
         self._args: tuple[ctypes.Array[ctypes.c_char], ctypes.Array[ctypes.c_void_p]] | None = None
         self._params = 0
@@ -141,8 +142,11 @@ class Session:
         if self._counters is not None:
             (err,) = driver.cuMemsetD32Async(self._counters[0], 0, self._counters[1], self.stream)
             check_cuda(err, "cuMemsetD32Async", "zeroing the kernel's counters")
-        plan, config = self._config(grid)
-        enqueue(self._function, plan, self._params, self.stream, f"kernel `{self.linked.kernel}`", config)
+        found = self._configs.get(grid)
+        if found is None:
+            plan = self.linked.plan(grid, self._sms)
+            found = self._configs[grid] = (plan, driver_config(plan, self.stream))
+        enqueue(self._function, found[0], self._params, self.stream, self._what, found[1])
 
     def capture(self, launches: int = 1, grid: int | None = None) -> Graph:
         """Capture ``launches`` launches with the current arguments into a CUDA graph."""
@@ -176,15 +180,6 @@ class Session:
         self._graphs = []
         driver.cuStreamDestroy(self.stream)
         self.gpu.close()
-
-    def _config(self, grid: int | None) -> tuple[Launch, Any]:
-        """The plan of a launch of ``grid`` blocks (the link's launch configuration) and its driver config,
-        built once per grid."""
-        plan = self.linked.plan(grid, self._sms)
-        found = self._configs.get(plan.grid[0])
-        if found is None:
-            found = self._configs[plan.grid[0]] = (plan, driver_config(plan, self.stream))
-        return found
 
 
 def _counter_array(module: Any, link_map: Mapping[str, Any]) -> tuple[int, int] | None:
