@@ -1,11 +1,14 @@
 /* gemm_host.c: the `gemm_swiglu` example launched from C through the generated kernel.h.
  *
  *   kernlink build specs/examples/gemm_swiglu/gemm_swiglu.kp -o out/gemm
+ *   (cd out/gemm && sed -n 's/^ \* sha256 //p' kernel.h | sha256sum --check --strict)
  *   cc -std=c99 -O2 -I out/gemm -I "$CUDA_HOME/include" specs/examples/gemm_swiglu/host/gemm_host.c \
  *      out/gemm/provider_gemm_mainloop_mainloop_host.c -lcuda -lm -o gemm_host
  *   ./gemm_host 300 512 1024        # M N K (N a multiple of 128, K of 64)
  *
- * The caller sets only the plain fields (a, b, rows, n, k_tiles, out, ldo, rows): the
+ * The second line checks that the provider is the source the link recorded (kernel.h lists
+ * its SHA-256) before it is compiled. The caller sets only the plain fields (a, b, rows, n,
+ * k_tiles, out, ldo, rows): the
  * mainloop's host provider (mainloop_host.c, linked from the link directory) builds the
  * TMA descriptors tmap_a and tmap_b, and A's box rows a_box_rows (min(128, M rounded up to
  * 8)), when kl_gemm_swiglu_launch_grid calls it. The output
