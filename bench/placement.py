@@ -32,8 +32,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from checker.hardware import target
 from diagnostics.model import DiagnosticError
+from hardware.targets import target
 from placement import (
     DEFAULT_RLIMIT,
     DOMAINS,

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from checker.hardware import TargetSpec
 from contract_lang import ast as A
 from diagnostics.span import Span
+from hardware.targets import TargetSpec
 from package.loader import StageEntry
 
 N = TypeVar("N", bound=A.Node)

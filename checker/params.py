@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from checker.hardware import scalar_size
 from contract_lang import ast as A
+from hardware.targets import scalar_size
 from package.captured import Captured, CapturedParams
 
 Problem = Literal["missing-struct", "size", "align", "missing-field", "offset", "field-size", "undeclared-field"]

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from checker.composition import Composition
-from checker.hardware import TargetSpec
 from checker.warps import block_layout
 from contract_lang import ast as A
 from diagnostics.span import Span
 from hardware import residency as R
+from hardware.targets import TargetSpec
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from checker.composition import CallGraph, ChannelEdge, ChannelGraph, Composition, N, Owned, RoleInfo, UnresolvedUse
-from checker.hardware import target as lookup_target
 from checker.versions import Requirement, Version
 from contract_lang import ast as A
 from diagnostics.span import UNKNOWN_SPAN
+from hardware.targets import target as lookup_target
 from package.loader import StageEntry
 
 

@@ -25,9 +25,9 @@ from types import MappingProxyType
 from typing import Any
 
 from checker.composition import Composition, Owned
-from checker.hardware import TargetSpec
 from contract_lang import ast as A
 from diagnostics.span import Span
+from hardware.targets import TargetSpec
 
 USE_ALIGN_FIELD: Mapping[str, str] = MappingProxyType(
     {

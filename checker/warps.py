@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from checker.composition import Composition, RoleInfo
-from checker.hardware import TargetSpec
 from hardware.residency import round_up
+from hardware.targets import TargetSpec
 
 
 @dataclass(frozen=True)

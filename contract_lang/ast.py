@@ -17,7 +17,7 @@ from diagnostics.span import UNKNOWN_SPAN, Span
 # Closed vocabularies. The parser rejects anything else with a "did you mean".
 SCALAR_TYPES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64", "ptr")
 ELEM_TYPES = ("f32", "f16", "bf16", "e4m3", "e5m2", "i32", "u32", "i8", "u8", "f64")
-# Every feature of the hardware table (checker/hardware.py FEATURE_SOURCES; a test keeps them equal).
+# Every feature of the hardware table (hardware/targets.py FEATURE_SOURCES; a test keeps them equal).
 FEATURES = (
     "tma",
     "tma_multicast",

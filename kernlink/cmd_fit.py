@@ -32,13 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from checker.composition import Composition
-from checker.hardware import TargetSpec, target
 from checker.residency import blocks_line, launch_blocks
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
 from diagnostics.symbols import Code
 from hardware import residency as R
+from hardware.targets import TargetSpec, target
 from kernlink.api import CheckResult, check
 from placement.adapter import placed_residency
 from placement.problem import Domain

@@ -33,9 +33,9 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import Section, SymbolTableSection
 
-from checker.hardware import target_for_sm
 from diagnostics import Diagnostic, DiagnosticError
 from diagnostics.symbols import Code
+from hardware.targets import target_for_sm
 
 EM_CUDA = 190
 STO_CUDA_ENTRY = 0x10

@@ -29,9 +29,9 @@ from typing import Any, TypeAlias
 
 from cuda.bindings import driver
 
-from checker.hardware import TargetSpec, target_for_sm
 from diagnostics import Diagnostic, DiagnosticError
 from diagnostics.symbols import Code
+from hardware.targets import TargetSpec, target_for_sm
 from linker.cubin import KernelInfo, read_cubin
 from linker.launch_config import Launch
 

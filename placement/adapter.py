@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from checker.clauses.l_launch import residency_diagnostic
 from checker.composition import Composition, Owned
-from checker.hardware import TargetSpec
 from checker.memo import Memo
 from checker.protocol.depths import MAX_CHECKED_DEPTH
 from checker.residency import ResidencyFinding, blocks_line, launch_blocks
@@ -22,6 +21,7 @@ from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
 from diagnostics.symbols import Code
 from hardware import residency as R
+from hardware.targets import TargetSpec
 from placement.lifetime import KERNEL, Connection, Interval, Lifetime, Phase, Timeline
 from placement.problem import (
     BarrierClaim,

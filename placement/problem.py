@@ -70,7 +70,7 @@ def round_up(value: int, unit: int) -> int:
 
 
 class TargetLike(residency.SmLimits, residency.BlockLimits, Protocol):
-    """The fields of a hardware-table entry that placement reads (``checker.hardware.TargetSpec``)."""
+    """The fields of a hardware-table entry that placement reads (``hardware.targets.TargetSpec``)."""
 
     @property
     def smem_user_base(self) -> int: ...

@@ -45,12 +45,12 @@ from collections.abc import Iterator
 
 from checker.clause import Clause
 from checker.composition import Composition, Owned
-from checker.hardware import TargetSpec
 from checker.report import seam
 from checker.storage import SIZED_USES, is_power_of_two, use_alignment
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.symbols import Code
+from hardware.targets import TargetSpec
 
 _WHY: dict[str, str] = {
     "tma": "TMA faults (`cudaErrorMisalignedAddress`) on a shared address that is not 128-byte aligned "

@@ -44,12 +44,12 @@ from collections.abc import Iterator
 from checker.clause import Clause
 from checker.clauses._core import Core
 from checker.composition import Composition, Owned
-from checker.hardware import TargetSpec
 from checker.report import plural, seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Severity
 from diagnostics.span import Span
 from diagnostics.symbols import Code
+from hardware.targets import TargetSpec
 
 CODE = Code.L_BARRIER
 CORE_HELP = (

@@ -46,12 +46,12 @@ from collections.abc import Iterator
 from checker.clause import Clause
 from checker.clauses.l_target import target_line
 from checker.composition import Composition
-from checker.hardware import TARGETS, TargetSpec
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
 from diagnostics.symbols import Code
+from hardware.targets import TARGETS, TargetSpec
 from package.loader import StageEntry
 
 LIBRARY_FEATURES = {"wgmma_": "wgmma", "tcgen05_": "tcgen05"}

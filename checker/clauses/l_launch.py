@@ -73,13 +73,13 @@ from dataclasses import dataclass
 
 from checker.clause import Clause
 from checker.composition import Composition
-from checker.hardware import TargetSpec
 from checker.report import seam
 from checker.residency import ResidencyFinding, grid_waits, launch_blocks, residency_finding
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
 from diagnostics.symbols import Code
+from hardware.targets import TargetSpec
 
 
 def _n(value: int) -> str:

@@ -58,12 +58,12 @@ from collections.abc import Iterator
 
 from checker.clause import Clause
 from checker.composition import Composition
-from checker.hardware import SCALAR_ALIGN_SOURCE, scalar_align, scalar_size
 from checker.params import ParamsProblem, block_problems
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.symbols import Code
+from hardware.targets import SCALAR_ALIGN_SOURCE, scalar_align, scalar_size
 from package.loader import StageEntry
 
 

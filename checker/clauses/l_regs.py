@@ -61,7 +61,6 @@ from dataclasses import dataclass
 
 from checker.clause import Clause
 from checker.composition import Composition
-from checker.hardware import TargetSpec
 from checker.report import plural
 from checker.residency import launch_blocks, residency_finding
 from checker.warps import BlockLayout, PlacedRole, RegisterGroup, block_layout, register_groups
@@ -70,6 +69,7 @@ from diagnostics.model import Diagnostic, Label, Severity
 from diagnostics.span import Span
 from diagnostics.symbols import Code
 from hardware import residency
+from hardware.targets import TargetSpec
 
 CODE = Code.L_REGS
 

@@ -51,13 +51,13 @@ from collections.abc import Iterator
 
 from checker.clause import Clause
 from checker.composition import Composition
-from checker.hardware import TARGETS, TargetSpec
-from checker.hardware import target as lookup_target
 from checker.report import seam
 from diagnostics.model import Diagnostic
 from diagnostics.span import UNKNOWN_SPAN, Span
 from diagnostics.suggestions import did_you_mean
 from diagnostics.symbols import Code
+from hardware.targets import TARGETS, TargetSpec
+from hardware.targets import target as lookup_target
 from package.loader import StageEntry
 
 _NOT_PORTABLE = (

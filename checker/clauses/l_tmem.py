@@ -43,13 +43,13 @@ from collections.abc import Iterator
 
 from checker.clause import Clause
 from checker.composition import Composition, Owned
-from checker.hardware import TargetSpec
 from checker.report import plural, seam
 from checker.storage import is_power_of_two
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.symbols import Code
 from hardware.residency import tmem_allocation
+from hardware.targets import TargetSpec
 
 QUADRANT_LANES = 32
 """Lanes one warp may touch: warp q of a warpgroup reaches lanes 32q … 32q+31 (PTX ISA §9.7.16.8.1)."""

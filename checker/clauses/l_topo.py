@@ -46,12 +46,12 @@ from dataclasses import dataclass
 
 from checker.clause import Clause
 from checker.composition import Composition
-from checker.hardware import TargetSpec
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
 from diagnostics.symbols import Code
+from hardware.targets import TargetSpec
 from package.loader import StageEntry
 
 _NO_CLUSTER = (1, 1, 1)

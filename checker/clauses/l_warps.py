@@ -52,13 +52,13 @@ from dataclasses import dataclass
 
 from checker.clause import Clause
 from checker.composition import Composition, Owned
-from checker.hardware import TargetSpec
 from checker.report import plural, seam
 from checker.warps import BlockLayout, PlacedRole, block_layout
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Label, Severity
 from diagnostics.span import Span
 from diagnostics.symbols import Code
+from hardware.targets import TargetSpec
 
 CODE = Code.L_WARPS
 

@@ -4,7 +4,7 @@ This is the fuzzing toolkit of the contract language (``contract_lang.strategies
 the *syntactic* strategies: well-formed but not valid ASTs); import from its modules::
 
     from hypothesis import given
-    from checker.hardware import target
+    from hardware.targets import target
     from contract_lang.compositions.bundle import Bundle
     from contract_lang.compositions.draw import mutations
     from contract_lang.compositions.generate import compositions
@@ -25,7 +25,7 @@ the *syntactic* strategies: well-formed but not valid ASTs); import from its mod
   target's capacities with margin, every ring, counter and callable is paired with
   consistent counts and byte totals, every fact has one owner whose value meets every
   consumer's constraint, launch lines agree. Parameterised by the target (any object with
-  the fields of ``checker.hardware.TargetSpec``: :class:`TargetLimits`) and by size.
+  the fields of ``hardware.targets.TargetSpec``: :class:`TargetLimits`) and by size.
 * ``edit`` — :class:`Edit` (one line replaced or dropped), :class:`Mutation` (edits
   applied together) and :func:`apply_edits`.
 * ``catalogue`` — :data:`MUTATION_KINDS` and :func:`edits`: one realistic edit of one line

@@ -1,6 +1,6 @@
 """Compositions that are valid by construction, drawn with Hypothesis against a target's limits.
 
-Parameterised by the target (any object with the fields of ``checker.hardware.TargetSpec``;
+Parameterised by the target (any object with the fields of ``hardware.targets.TargetSpec``;
 this module reads no table of its own) and by size."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from hardware import residency
 
 
 class TargetLimits(residency.SmLimits, residency.BlockLimits, Protocol):
-    """The fields of a hardware-table entry the generator reads (``checker.hardware.TargetSpec``)."""
+    """The fields of a hardware-table entry the generator reads (``hardware.targets.TargetSpec``)."""
 
     @property
     def features(self) -> frozenset[str]: ...

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from checker.hardware import FEATURE_SOURCES, TARGETS
 from contract_lang import ast as A
+from hardware.targets import FEATURE_SOURCES, TARGETS
 from kernlink.api import check_text
 
 

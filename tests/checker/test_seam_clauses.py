@@ -11,12 +11,12 @@ import pytest
 import checker.facts
 from checker.clauses.l_params import ParamsClause
 from checker.engine import run_clauses
-from checker.hardware import SCALAR_SIZES, scalar_align, scalar_size
 from checker.resolve import resolve
 from contract_lang import ast as A
 from contract_lang.parser import parse_text
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
+from hardware.targets import SCALAR_SIZES, scalar_align, scalar_size
 from kernlink.api import check_text
 from package.captured import Captured, CapturedParams
 from package.loader import StageEntry, implicit_pipeline

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from checker.composition import Composition
-from checker.hardware import TARGETS
 from checker.storage import (
     agreed_depth,
     certainly_colive,
@@ -16,6 +15,7 @@ from checker.storage import (
     tmem_demands,
 )
 from contract_lang import ast as A
+from hardware.targets import TARGETS
 from kernlink.api import check_text
 
 RING = """

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from checker.hardware import TARGETS
 from checker.warps import block_layout, register_groups
 from hardware.residency import entry_registers
+from hardware.targets import TARGETS
 from kernlink.api import check_text
 
 SM90A = TARGETS["sm_90a"]

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checker.hardware import TARGETS, TargetSpec
 from contract_lang.compositions.bundle import Bundle
 from hardware import residency as R
+from hardware.targets import TARGETS, TargetSpec
 from kernlink.api import check
 from placement.adapter import placed_residency
 from placement.problem import Domain

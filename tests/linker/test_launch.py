@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from checker.hardware import target_for_sm
 from diagnostics import DiagnosticError
+from hardware.targets import target_for_sm
 from linker.launch import GpuSession, gpu_available
 from linker.toolchain import compile_nvrtc, link
 

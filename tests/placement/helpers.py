@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 from hypothesis import strategies as st
 
-from checker.hardware import target
 from diagnostics.span import Span
+from hardware.targets import target
 from placement import (
     KERNEL,
     BarrierClaim,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hypothesis import settings
 
-from checker.hardware import TargetSpec, target
 from contract_lang.compositions.bundle import Bundle
+from hardware.targets import TargetSpec, target
 from kernlink.api import CheckResult, check_text
 from tests.tiers import examples
 

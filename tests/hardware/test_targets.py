@@ -6,7 +6,8 @@ import dataclasses
 
 import pytest
 
-from checker.hardware import (
+from hardware import residency
+from hardware.targets import (
     FEATURE_SOURCES,
     SOURCE_TAGS,
     TARGETS,
@@ -15,7 +16,6 @@ from checker.hardware import (
     target,
     target_for_sm,
 )
-from hardware import residency
 
 
 @pytest.mark.parametrize("name", sorted(TARGETS))
