@@ -27,6 +27,7 @@ from typing import Any
 from checker.composition import Composition, Owned
 from contract_lang import ast as A
 from diagnostics.span import Span
+from hardware.residency import tmem_allocation
 from hardware.targets import TargetSpec
 
 USE_ALIGN_FIELD: Mapping[str, str] = MappingProxyType(
@@ -278,7 +279,7 @@ def tmem_demands(comp: Composition) -> list[Demand]:
         columns = claim.item.columns
         if columns is None or columns < 1:
             continue
-        alloc = target.tmem_alloc_columns(columns)
+        alloc = tmem_allocation(target, columns)
         if alloc is None:
             continue
         label = f"`{claim.item.name}`: {alloc} columns"

@@ -24,8 +24,9 @@ shared memory (:func:`smem_per_block`) and tensor memory (:func:`tmem_per_block`
 
 Every function reads only the table's fields through the protocols below, so the
 checker's ``TargetSpec``, placement's ``Capacities`` and the generators' limits all
-use the same formulas. The placement verifier (``placement/verify.py``) keeps an
-independent copy of the entry-register formula on purpose: it is an oracle.
+use the same formulas. The placement verifier (``placement/verify.py``) keeps
+independent copies of the entry-register formula and the tensor-memory rounding on
+purpose: it is an oracle.
 """
 
 from __future__ import annotations
@@ -208,17 +209,21 @@ def smem_per_block(spec: SharedMemory, blocks: int) -> int:
     return max(0, min(spec.smem_per_block_optin, share - spec.smem_reserved_per_block))
 
 
-def tmem_allocation(spec: TensorMemory, columns: int) -> int | None:
-    """Columns a ``tcgen05.alloc`` of at least ``columns`` takes, or None if impossible.
-
-    Allocations are powers of two in [min alloc, capacity] (PTX §9.7.16.7.1).
-    """
-    if spec.tmem_columns == 0 or columns > spec.tmem_columns:
-        return None
+def tmem_alloc_columns(spec: TensorMemory, columns: int) -> int:
+    """Columns a ``tcgen05.alloc`` holding ``columns`` columns takes: the least power of two of at
+    least the minimum allocation (PTX §9.7.16.7.1; 32 on sm_100a). It may exceed the capacity
+    (:func:`tmem_allocation` says when it does): a claim of 544 columns takes 1024."""
     size = max(spec.tmem_min_alloc_columns, 1)
     while size < columns:
         size *= 2
     return size
+
+
+def tmem_allocation(spec: TensorMemory, columns: int) -> int | None:
+    """Columns a ``tcgen05.alloc`` of at least ``columns`` takes, or None if the target cannot allocate them."""
+    if spec.tmem_columns == 0 or columns > spec.tmem_columns:
+        return None
+    return tmem_alloc_columns(spec, columns)
 
 
 def tmem_per_block(spec: TensorMemory, blocks: int) -> int:

@@ -215,13 +215,6 @@ class TargetSpec:
         value = getattr(self, name)
         return Sourced(value, self.sources[name], name not in self.unconfirmed)
 
-    def tmem_alloc_columns(self, columns: int) -> int | None:
-        """Columns a ``tcgen05.alloc`` of at least ``columns`` takes, or None if impossible
-        (:func:`hardware.residency.tmem_allocation`)."""
-        from hardware.residency import tmem_allocation
-
-        return tmem_allocation(self, columns)
-
 
 def numeric_fields() -> tuple[str, ...]:
     """Names of the integer fields of :class:`TargetSpec` (each must have a source)."""

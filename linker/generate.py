@@ -59,6 +59,7 @@ from checker.resolve import serving_exports
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.symbols import Code
+from hardware.residency import tmem_alloc_columns
 from linker.counters import (
     FUNCTION_KINDS,
     CounterArray,
@@ -1144,14 +1145,13 @@ def _cluster_exit(d: Dispatch) -> list[str]:
 
 
 def _tmem_allocation(comp: Composition, placement: Placement, dynamic: int) -> tuple[int, int]:
-    """Columns to allocate (a power of two, at least 32) and the offset of the address word."""
-    end = placement.use(Domain.TMEM).end
-    columns = 32
-    while columns < end:
-        columns *= 2
+    """Columns to allocate (the one allocation holding every placed column) and the offset of the address word."""
+    if comp.target is None:
+        raise ValueError("a placed composition has a known target")
+    columns = tmem_alloc_columns(comp.target, placement.use(Domain.TMEM).end)
     slot = round_up(dynamic, TMEM_SLOT_BYTES)
-    limit = comp.target.smem_per_block_optin if comp.target is not None else None
-    if limit is not None and slot + TMEM_SLOT_BYTES > limit:
+    limit = comp.target.smem_per_block_optin
+    if slot + TMEM_SLOT_BYTES > limit:
         raise DiagnosticError([l_link.no_tmem_slot(dynamic, limit, TMEM_SLOT_BYTES, comp.pipeline.span)])
     return columns, slot
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from diagnostics.span import Span
+from hardware import residency
 from placement.lifetime import Lifetime, Timeline, lifetime_key
 from placement.problem import Domain, Problem, round_up
 
@@ -98,7 +99,7 @@ def domain_items(problem: Problem, domain: Domain) -> tuple[Item, ...]:
             )
     elif domain is Domain.TMEM:
         for t in problem.tmem:
-            alloc = caps.tmem_alloc(t.columns)
+            alloc = residency.tmem_alloc_columns(caps, t.columns)
             raw.append((t.owner, t.name, t.lifetime, t.span, alloc, alloc, None, "claim", t.columns))
     elif domain is Domain.BARRIER:
         for b in problem.barriers:

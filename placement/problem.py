@@ -177,11 +177,6 @@ class Capacities:
     def first_barrier_id(self) -> int:
         return self.syncthreads_barrier_id + 1
 
-    @property
-    def reg_unit(self) -> int:
-        """Registers per thread in one allocation unit (8)."""
-        return self.reg_alloc_unit_per_warp // self.warp_size
-
     def bounds(self, domain: Domain) -> tuple[int, int]:
         """The half-open address range claims of a domain are placed in."""
         if domain is Domain.SMEM:
@@ -191,13 +186,6 @@ class Capacities:
         if domain is Domain.BARRIER:
             return self.first_barrier_id, max(self.first_barrier_id, self.named_barriers_per_cta)
         return 0, self.counter_slots
-
-    def tmem_alloc(self, columns: int) -> int:
-        """The power-of-two allocation (≥ the minimum) that holds ``columns`` columns."""
-        size = max(self.tmem_min_alloc_columns, 1)
-        while size < columns:
-            size *= 2
-        return size
 
     def entry_regs(self, warps: int) -> int:
         """Registers per thread at kernel entry for a block of ``warps`` warps, ``blocks_per_sm``

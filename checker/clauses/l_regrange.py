@@ -44,6 +44,7 @@ from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.symbols import Code
+from hardware.residency import reg_unit
 
 
 class RegrangeClause(Clause):
@@ -57,7 +58,7 @@ class RegrangeClause(Clause):
         if target is None:
             return
         lo, hi, step = target.setmaxnreg_min, target.setmaxnreg_max, target.setmaxnreg_step
-        unit = target.reg_alloc_unit_per_warp // target.warp_size
+        unit = reg_unit(target)
         occupied = -(-target.max_regs_per_thread // unit) * unit
         for owned in comp.items(A.Role):
             regs = owned.item.regs

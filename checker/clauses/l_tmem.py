@@ -98,7 +98,7 @@ class TmemClause(Clause):
             problem = "is not a power of two"
         if problem is None:
             return
-        fit = target.tmem_alloc_columns(columns)
+        fit = tmem_allocation(target, columns)
         notes = [f"`tcgen05.alloc` takes a power of two of columns in [{least}, {most}] (PTX ISA §9.7.16.7.1)"]
         others = [
             (o, tmem_allocation(target, o.item.columns))

@@ -105,10 +105,22 @@ def test_tensor_memory() -> None:
     assert TARGETS["sm_90a"].tmem_columns == 0
     assert TARGETS["sm_120a"].tmem_columns == 0
     assert not TARGETS["sm_120a"].has("tmem")
+
+
+def test_one_tensor_memory_allocation_rule() -> None:
     blackwell = TARGETS["sm_100a"]
-    assert [blackwell.tmem_alloc_columns(c) for c in (1, 32, 33, 96, 512)] == [32, 32, 64, 128, 512]
-    assert blackwell.tmem_alloc_columns(513) is None
-    assert TARGETS["sm_90a"].tmem_alloc_columns(32) is None
+    assert [residency.tmem_allocation(blackwell, c) for c in (1, 32, 33, 96, 512)] == [32, 32, 64, 128, 512]
+    assert residency.tmem_allocation(blackwell, 513) is None
+    assert residency.tmem_allocation(TARGETS["sm_90a"], 32) is None
+    # beyond the capacity the rounding still answers: placement reports 544 columns as 1024
+    assert [residency.tmem_alloc_columns(blackwell, n) for n in (1, 32, 33, 200, 512, 544)] == [
+        32,
+        32,
+        64,
+        256,
+        512,
+        1024,
+    ]
 
 
 def test_features() -> None:

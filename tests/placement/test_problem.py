@@ -32,11 +32,6 @@ def test_entry_registers_and_pool(warps: int, entry: int, pool: int) -> None:
     assert c.register_pool(warps) == pool
 
 
-def test_tmem_allocation_is_a_power_of_two() -> None:
-    c = caps("sm_100a")
-    assert [c.tmem_alloc(n) for n in (1, 32, 33, 200, 512, 544)] == [32, 32, 64, 256, 512, 1024]
-
-
 def test_items_are_kept_in_canonical_order() -> None:
     a = SmemClaim("b", "x", 64)
     b = SmemClaim("a", "y", 64)
