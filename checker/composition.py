@@ -173,6 +173,22 @@ class Composition:
             found = self._by_kind[key] = (stage, {id(it): i for i, it in enumerate(stage.items)})
         return found[1].get(id(item), 0)
 
+    @property
+    def launch_lines(self) -> tuple[tuple[A.Launch, StageEntry | None], ...]:
+        """Every `launch` line with the stage stating it: the pipeline's first (stage None), then the stages'."""
+        found = self._by_kind.get("launch_lines")
+        if found is None:
+            found = self._by_kind["launch_lines"] = (
+                *((item, None) for item in self.pipeline.items if isinstance(item, A.Launch)),
+                *((owned.item, owned.stage) for owned in self.items(A.Launch)),
+            )
+        return found
+
+    @property
+    def launches(self) -> tuple[A.Launch, ...]:
+        """Every `launch` line: the pipeline's first, then the stages' in order (the first one rules)."""
+        return tuple(launch for launch, _ in self.launch_lines)
+
     def stage(self, name: str) -> StageEntry | None:
         return next((s for s in self.stages if s.name == name), None)
 

@@ -29,15 +29,9 @@ class ResidencyFinding:
     notes: tuple[str, ...] = ()
 
 
-def launches(comp: Composition) -> list[A.Launch]:
-    """Every launch line: the pipeline's first, then the stages' in order."""
-    found = [item for item in comp.pipeline.items if isinstance(item, A.Launch)]
-    return found + [owned.item for owned in comp.items(A.Launch)]
-
-
 def blocks_line(comp: Composition) -> A.Launch | None:
     """The launch line whose `blocks_per_sm` is the reference (the first stating one)."""
-    return next((launch for launch in launches(comp) if launch.blocks_per_sm is not None), None)
+    return next((launch for launch in comp.launches if launch.blocks_per_sm is not None), None)
 
 
 def launch_blocks(comp: Composition) -> int:
@@ -48,7 +42,7 @@ def launch_blocks(comp: Composition) -> int:
 
 def block_warps(comp: Composition, target: TargetSpec) -> int:
     """The block's warps: the stated `threads` when whole warps, else the packed roles."""
-    stated = next((launch.threads for launch in launches(comp) if launch.threads), None)
+    stated = next((launch.threads for launch in comp.launches if launch.threads), None)
     if stated is not None and stated % target.warp_size == 0:
         return stated // target.warp_size
     return block_layout(comp, target).warps

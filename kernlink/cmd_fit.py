@@ -351,7 +351,7 @@ def _blocks_edits(comp: Composition, spec: TargetSpec, allows: int = 0) -> Itera
 
 
 def _grid_edits(comp: Composition) -> Iterator[Edit]:
-    for launch in [i for i in comp.pipeline.items if isinstance(i, A.Launch)] + [o.item for o in comp.items(A.Launch)]:
+    for launch in comp.launches:
         if launch.grid is not None:
             yield Edit(
                 launch.span,
@@ -362,9 +362,7 @@ def _grid_edits(comp: Composition) -> Iterator[Edit]:
                 "the persistent loop takes the remaining work",
             )
             return
-    first = next(
-        (i for i in comp.pipeline.items if isinstance(i, A.Launch)), next((o.item for o in comp.items(A.Launch)), None)
-    )
+    first = next(iter(comp.launches), None)
     if first is not None:
         yield Edit(
             first.span,

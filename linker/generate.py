@@ -622,17 +622,10 @@ def _signature_text(sig: A.Signature) -> str:
     return f"({', '.join(sig.params)}) -> {sig.result}"
 
 
-def _launch(comp: Composition) -> A.Launch | None:
-    return next(
-        (it for it in comp.pipeline.items if isinstance(it, A.Launch)),
-        next((o.item for o in comp.items(A.Launch)), None),
-    )
-
-
 def _dispatch(
     comp: Composition, placement: Placement, params: ParamsLayout, smem_base: int, entry_regs: int
 ) -> Dispatch:
-    launch = _launch(comp)
+    launch = next(iter(comp.launches), None)
     threads = placement.block_warps * 32
     if threads <= 0 or not placement.roles:
         raise DiagnosticError([l_link.no_role(comp.pipeline.name, comp.pipeline.span)])

@@ -112,10 +112,7 @@ def _barriers(comp: Composition) -> list[BarrierClaim]:
 
 
 def _block_warps(comp: Composition) -> int | None:
-    for launch in [
-        *(i for i in comp.pipeline.items if isinstance(i, A.Launch)),
-        *(o.item for o in comp.items(A.Launch)),
-    ]:
+    for launch in comp.launches:
         limit = comp.target.max_warps_per_block if comp.target is not None else 0
         if launch.threads and launch.threads % 32 == 0 and launch.threads // 32 <= limit:
             return launch.threads // 32  # a partial warp or an oversized block is L-WARPS's

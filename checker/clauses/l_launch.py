@@ -131,8 +131,9 @@ class LaunchClause(Clause):
     category = "roles"
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
-        lines = [_Line(item, "the pipeline") for item in comp.pipeline.items if isinstance(item, A.Launch)]
-        lines += [_Line(owned.item, f"`{owned.stage_name}`") for owned in comp.items(A.Launch)]
+        lines = [
+            _Line(launch, "the pipeline" if stage is None else f"`{stage.name}`") for launch, stage in comp.launch_lines
+        ]
         disagree = False
         for attr, what, why, fix in _ATTRIBUTES:
             stating = [line for line in lines if getattr(line.launch, attr) is not None]

@@ -64,7 +64,6 @@ from checker.composition import Composition
 from checker.report import plural
 from checker.residency import launch_blocks, residency_finding
 from checker.warps import BlockLayout, PlacedRole, RegisterGroup, block_layout, register_groups
-from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Label, Severity
 from diagnostics.span import Span
 from diagnostics.symbols import Code
@@ -178,7 +177,7 @@ class RegsClause(Clause):
             return
         if residency_finding(comp, target) is not None:
             return  # the blocks per SM cannot be resident at all: L-LAUNCH reports the resource
-        stated = {launch.threads for launch in _launches(comp) if launch.threads}
+        stated = {launch.threads for launch in comp.launches if launch.threads}
         if stated and stated != {layout.warps * target.warp_size}:
             return  # the block itself is wrong: L-WARPS / L-LAUNCH report it
         # one formula with placement (hardware/residency.py): the pool of W warps for B blocks per SM
@@ -299,8 +298,3 @@ def _label(placed: PlacedRole, groups: tuple[RegisterGroup, ...], target: Target
 def _n(value: int) -> str:
     """An integer with its thousands separated by spaces, as in 64 512."""
     return f"{value:,}".replace(",", " ")
-
-
-def _launches(comp: Composition) -> list[A.Launch]:
-    found = [item for item in comp.pipeline.items if isinstance(item, A.Launch)]
-    return found + [owned.item for owned in comp.items(A.Launch)]

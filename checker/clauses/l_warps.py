@@ -51,10 +51,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from checker.clause import Clause
-from checker.composition import Composition, Owned
+from checker.composition import Composition
 from checker.report import plural, seam
 from checker.warps import BlockLayout, PlacedRole, block_layout
-from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Label, Severity
 from diagnostics.span import Span
 from diagnostics.symbols import Code
@@ -230,12 +229,8 @@ def _padding_note(layout: BlockLayout) -> list[str]:
 
 def _thread_launches(comp: Composition) -> list[tuple[int, Span, str]]:
     """Every stated `threads` with its line and who states it: the pipeline first, then the stages."""
-    found: list[tuple[int, Span, str]] = []
-    for item in comp.pipeline.items:
-        if isinstance(item, A.Launch) and item.threads is not None:
-            found.append((item.threads, item.span, "the pipeline"))
-    launch: Owned[A.Launch]
-    for launch in comp.items(A.Launch):
-        if launch.item.threads is not None:
-            found.append((launch.item.threads, launch.span, f"`{launch.stage_name}`"))
-    return found
+    return [
+        (launch.threads, launch.span, "the pipeline" if stage is None else f"`{stage.name}`")
+        for launch, stage in comp.launch_lines
+        if launch.threads is not None
+    ]
