@@ -26,6 +26,7 @@ budget lowest.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -367,7 +368,7 @@ def _regs_conflict(
     short = demand - pool
     result = budget.check(m.solver)
     if not result.sat:
-        return WarpConflict(Code.L_REGS, core, minimal, 0, 0, False, 0)
+        return _packed_shortfall(problem, core, minimal, exact)
     first = m.solver.model()
     _, ok, found = search_min(
         lambda v: m.probe(budget, short <= v), lambda mod: m.value(mod, short), m.value(first, short), 1
@@ -376,3 +377,25 @@ def _regs_conflict(
     return WarpConflict(
         Code.L_REGS, core, minimal, m.value(best, demand), m.value(best, pool), ok, m.value(best, m.warps)
     )
+
+
+def _packed_shortfall(problem: Problem, core: tuple[int, ...], minimal: bool, exact: int | None) -> WarpConflict:
+    """L-REGS by arithmetic, when the budget ran out after the proof but before a layout's numbers.
+
+    The core's roles packed in order (the tightest layout in declaration order, which the
+    layout check found room for), each group at its smallest budget: since the solver proved
+    that no layout fits the pool, its groups overflow it, and its numbers are the diagnostic's
+    (not shown the smallest shortfall).
+    """
+    roles = tuple(problem.roles[r] for r in core)
+    alone = dataclasses.replace(problem, roles=roles, block_warps=exact, allow_idle_warps=True)
+    packed = greedy_layout(alone, range(len(roles)))
+    if packed is None:
+        raise RuntimeError("the roles of a register core have no layout, though the layout check found one")
+    offsets, warps = packed
+    groups = zip(group_minimums(alone, offsets, warps), group_threads(alone, warps), strict=True)
+    demand = sum(budget * threads for budget, threads in groups)
+    pool = problem.capacities.register_pool(warps)
+    if demand <= pool:
+        raise RuntimeError("a register core fits its pool, though the solver proved that it cannot")
+    return WarpConflict(Code.L_REGS, core, minimal, demand, pool, False, warps)

@@ -131,7 +131,9 @@ def _pool_diagnostic(problem: Problem, conflict: WarpConflict, roles: Sequence[R
         f"short by {conflict.needs - conflict.offers} registers",
     ]
     if not conflict.exact:
-        notes.append("the solver budget ran out before the smallest shortfall was found: the need is a lower bound")
+        notes.append(
+            "the solver budget ran out before the smallest shortfall was found: another layout may need fewer registers"
+        )
     if not conflict.minimal:
         notes.append("the solver budget ran out before this set was shown minimal")
     return l_regs.pool_overflow(

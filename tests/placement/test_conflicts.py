@@ -20,6 +20,8 @@ from placement import (
     TmemClaim,
     solve,
 )
+from placement._warps import _regs_conflict
+from solver import Budget
 from tests.tiers import examples
 
 from .helpers import caps, span, storage_problems
@@ -152,6 +154,35 @@ def test_register_groups_over_the_pool_is_l_regs() -> None:
     )
     assert "short by 2048 registers" in d.notes
     assert sorted(lab.span.line for lab in d.labels) == [1, 2]
+
+
+def test_a_budget_spent_after_the_register_proof_still_gives_the_numbers() -> None:
+    # the groups of test_register_groups_over_the_pool_is_l_regs: 3 000 rlimit units prove them
+    # over the pool, and nothing is left to find a layout's numbers (it said "need 0, pool 0")
+    roles = (Role("k", "producer", 4, True, 40, span(1)), Role("k", "mma", 8, True, 240, span(2)))
+    d = rejection(Problem(caps(), roles=roles, block_warps=12), rlimit=3_000)
+    assert d.code == "L-REGS"
+    assert d.message == (
+        "register groups need 66 560 registers, the CTA pool holds 64 512 (168 per thread × 384 threads)"
+    )
+    assert (
+        "the solver budget ran out before the smallest shortfall was found: another layout may need fewer registers"
+        in d.notes
+    )
+
+
+def test_a_spent_budget_packs_the_register_core_in_order() -> None:
+    # with no budget left the numbers come from arithmetic alone: the roles packed in order
+    # (warps 0-3, 4-11, 12-15), each group at its smallest budget, over the pool of 16 warps
+    roles = (
+        Role("k", "producer", 4, True, 40),
+        Role("k", "mma", 8, True, 240),
+        Role("k", "epilogue", 4, True, 200),
+    )
+    problem = Problem(caps(), roles=roles, block_warps=16)
+    found = _regs_conflict(problem, (0, 1, 2), True, 16, 16, Budget(1, 1, used=1))
+    assert (found.code, found.roles, found.exact, found.warps) == ("L-REGS", (0, 1, 2), False, 16)
+    assert (found.needs, found.offers) == ((40 + 240 + 240 + 200) * 128, 128 * 512)
 
 
 def test_a_capacity_cut_decides_what_the_budget_could_not() -> None:
