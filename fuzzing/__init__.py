@@ -2,7 +2,7 @@
 
 A campaign loads the composition as ``kernlink check`` does, checks it (it must be
 accepted), then checks mutants of it: each mutant applies one or more edits of the
-catalogue in :mod:`contract_lang.compositions` to the ASTs of the stages and the
+catalogue in :mod:`fuzzing.compositions` to the ASTs of the stages and the
 pipeline, prints every edited block, parses the text back and checks the result the
 way ``kernlink check`` checks a user's files (packages keep what they captured):
 resolution, every selected clause, then, on acceptance, the joint placement

@@ -12,10 +12,10 @@ from typing import Any
 
 from analysis.pipeline import analyse
 from checker.clause import Clause
-from contract_lang.compositions.catalogue import MUTATION_KINDS
-from contract_lang.compositions.edit import Mutation
 from diagnostics.model import Diagnostic, Severity
 from fuzzing.check import Checker, Outcome
+from fuzzing.compositions.catalogue import MUTATION_KINDS
+from fuzzing.compositions.edit import Mutation
 from fuzzing.mutation import Plan, reproducer, shrink
 from fuzzing.oracles import Oracle
 from fuzzing.report import Report

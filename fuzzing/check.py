@@ -15,11 +15,11 @@ from checker.composition import Composition
 from checker.engine import by_code, selected
 from checker.memo import Memo
 from contract_lang import ast as A
-from contract_lang.compositions.edit import Mutation, apply_edits
 from contract_lang.parser import parse_text
 from contract_lang.printer import print_node
 from diagnostics.model import Diagnostic, DiagnosticError, Severity
 from diagnostics.symbols import Code
+from fuzzing.compositions.edit import Mutation, apply_edits
 from fuzzing.oracles import PARSE_CACHE, Oracle, default_oracles
 from fuzzing.subject import Subject
 from package.loader import StageEntry

@@ -6,12 +6,12 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from contract_lang.compositions.bundle import Bundle
-from contract_lang.compositions.catalogue import edits
-from contract_lang.compositions.draw import random_mutation
-from contract_lang.compositions.edit import Edit, Mutation
 from contract_lang.printer import print_node
 from fuzzing.check import Checker, Classification
+from fuzzing.compositions.bundle import Bundle
+from fuzzing.compositions.catalogue import edits
+from fuzzing.compositions.draw import random_mutation
+from fuzzing.compositions.edit import Edit, Mutation
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from contract_lang.compositions.bundle import Bundle
-from contract_lang.compositions.catalogue import MUTATION_KINDS
-from contract_lang.compositions.edit import Mutation
 from fuzzing.check import Outcome
+from fuzzing.compositions.bundle import Bundle
+from fuzzing.compositions.catalogue import MUTATION_KINDS
+from fuzzing.compositions.edit import Mutation
 
 
 @dataclass

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from analysis.pipeline import input_diagnostics
 from checker.resolve import select_stages
-from contract_lang.compositions.bundle import Bundle
+from fuzzing.compositions.bundle import Bundle
 from package.loader import Inputs, StageEntry, UsageError, load
 
 

@@ -121,7 +121,7 @@ def _print_kinds(color: bool | None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from contract_lang.compositions.catalogue import MUTATION_KINDS
+    from fuzzing.compositions.catalogue import MUTATION_KINDS
 
     table = Table(title="mutation kinds", title_justify="left")
     table.add_column("kind", no_wrap=True)
@@ -226,9 +226,9 @@ def render_report(report: Report, campaign: Campaign, args: Any, *, color: bool 
 def _write_reproducers(campaign: Campaign, report: Report, out: str) -> None:
     from pathlib import Path
 
-    from contract_lang.compositions.bundle import Bundle
     from contract_lang.printer import print_node
     from diagnostics.files import atomic_write_text
+    from fuzzing.compositions.bundle import Bundle
 
     for result, small, _ in report.bugs:
         folder = Path(out) / f"bug-{report.seed}-{result.index}"

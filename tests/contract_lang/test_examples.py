@@ -18,7 +18,7 @@ import pytest
 from contract_lang import ast as A
 from contract_lang.parser import parse_file, parse_text
 from contract_lang.printer import format_text, print_file
-from contract_lang.strategies import KEYWORDS
+from fuzzing.strategies import KEYWORDS
 from kernlink.cli import main as kernlink
 
 ROOT = Path(__file__).resolve().parents[2]

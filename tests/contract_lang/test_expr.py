@@ -8,8 +8,8 @@ from hypothesis import given
 from contract_lang import ast as A
 from contract_lang.expr import BinOp, Expr, Int, Name, Not, to_text
 from contract_lang.parser import parse_text
-from contract_lang.strategies import expressions
 from diagnostics.model import DiagnosticError
+from fuzzing.strategies import expressions
 from tests.tiers import examples
 
 NAMES = ("a", "b", "tile_k", "n")

@@ -20,7 +20,7 @@ from contract_lang import ast as A
 from contract_lang import expr as E
 from contract_lang.parser import FileKind, parse_text
 from contract_lang.printer import format_text, print_file
-from contract_lang.strategies import (
+from fuzzing.strategies import (
     KEYWORDS,
     counts,
     expressions,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contract_lang.compositions.bundle import Bundle
+from fuzzing.compositions.bundle import Bundle
 from hardware import residency as R
 from hardware.targets import TARGETS, TargetSpec
 from kernlink.api import check
@@ -162,8 +162,8 @@ def test_placed_compositions_never_claim_more_blocks_than_brute_force(name: str)
     from analysis.downstream import verify_downstream
     from checker.engine import run_clauses
     from checker.resolve import resolve
-    from contract_lang.compositions.generate import compositions
     from contract_lang.parser import parse_text
+    from fuzzing.compositions.generate import compositions
     from package.loader import StageEntry
 
     spec = TARGETS[name]

@@ -13,10 +13,10 @@ import pytest
 from checker.clauses.l_pair import PairClause
 from checker.composition import Composition, Owned
 from contract_lang import ast as A
-from contract_lang.compositions.catalogue import MUTATION_KINDS
-from contract_lang.compositions.edit import Mutation
 from fuzzing.campaign import Campaign
 from fuzzing.check import Checker
+from fuzzing.compositions.catalogue import MUTATION_KINDS
+from fuzzing.compositions.edit import Mutation
 from fuzzing.mutation import reproducer, shrink
 from fuzzing.oracles import OracleResult, ProtocolOracle
 from fuzzing.subject import Subject, load_subject

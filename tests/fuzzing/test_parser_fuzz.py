@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from contract_lang.parser import parse_file, parse_text
-from contract_lang.strategies import KEYWORDS
 from diagnostics.model import DiagnosticError
+from fuzzing.strategies import KEYWORDS
 from kernlink.api import check_text
 from tests.tiers import examples
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contract_lang.compositions.edit import Mutation
 from diagnostics.model import Diagnostic
 from fuzzing.check import Checker, Classification
+from fuzzing.compositions.edit import Mutation
 from fuzzing.mutation import Plan
 from fuzzing.subject import Subject, load_subject
 from tests.tiers import examples

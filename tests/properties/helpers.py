@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import settings
 
-from contract_lang.compositions.bundle import Bundle
+from fuzzing.compositions.bundle import Bundle
 from hardware.targets import TargetSpec, target
 from kernlink.api import CheckResult, check_text
 from tests.tiers import examples

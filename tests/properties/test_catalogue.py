@@ -9,11 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from contract_lang import ast as A
-from contract_lang.compositions.bundle import Bundle
-from contract_lang.compositions.catalogue import MUTATION_KINDS, edits
-from contract_lang.compositions.draw import mutations
-from contract_lang.compositions.edit import Mutation
 from contract_lang.parser import parse_text
+from fuzzing.compositions.bundle import Bundle
+from fuzzing.compositions.catalogue import MUTATION_KINDS, edits
+from fuzzing.compositions.draw import mutations
+from fuzzing.compositions.edit import Mutation
 from fuzzing.subject import load_subject
 from tests.properties.helpers import costly
 

@@ -4,7 +4,7 @@
   passes the independent verifier and is the same when solved twice;
 - parse ∘ print is the identity on generated compositions and on their mutants;
 - the checker never raises (nor reports ``E-INTERNAL``) on a generated or mutated
-  composition, nor on the syntactic ASTs of ``contract_lang.strategies``;
+  composition, nor on the syntactic ASTs of ``fuzzing.strategies``;
 - every rejection carries a registered code and at least one source span;
 - checking is deterministic: the same text gives the same diagnostics, spans included;
 - monotonicity: shrinking a claim never turns an accepted composition into an
@@ -27,14 +27,14 @@ from hypothesis import strategies as st
 from checker.engine import run_clauses
 from checker.resolve import resolve
 from contract_lang import ast as A
-from contract_lang.compositions.bundle import Bundle
-from contract_lang.compositions.draw import mutated_compositions
-from contract_lang.compositions.edit import Mutation
-from contract_lang.compositions.generate import compositions
 from contract_lang.parser import parse_text
 from contract_lang.printer import print_file
-from contract_lang.strategies import source_files
 from fuzzing.check import Checker, registered_codes
+from fuzzing.compositions.bundle import Bundle
+from fuzzing.compositions.draw import mutated_compositions
+from fuzzing.compositions.edit import Mutation
+from fuzzing.compositions.generate import compositions
+from fuzzing.strategies import source_files
 from fuzzing.subject import bundle_subject
 from kernlink.api import check_text
 from package.loader import StageEntry

@@ -9,11 +9,11 @@ from hypothesis import given
 
 from contract_lang.expr import Name
 from tests.tiers import examples
+from tests.transfer_model.strategies import Scenario, seams
 from transfer_model.maps import TMEM, Chunk, LayoutMap
 from transfer_model.program import Arrive, Copy, Program, Sync, TmemFence, build_program
 from transfer_model.routes import select_route
 from transfer_model.simulate import SimulationError, expected, simulate
-from transfer_model.strategies import Scenario, seams
 from transfer_model.tensors import Lends
 
 from .builders import SKETCH_TILE, b, export_of, import_of, regs, sketch_demand, sketch_placement

@@ -8,13 +8,13 @@ from hypothesis import given
 from checker.protocol import DEFAULT_RLIMIT, Protocol, check_protocol
 from checker.protocol.check import MAX_RLIMIT
 from checker.protocol.explore import explore
-from checker.protocol.strategies import small_protocols
 from tests.checker.protocol.helpers import (
     kv_ring,
     loader_with_rendezvous,
     two_operand_rings,
     waits_on_unfed_barrier,
 )
+from tests.checker.protocol.strategies import small_protocols
 from tests.tiers import examples
 
 

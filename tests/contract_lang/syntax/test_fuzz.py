@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 from contract_lang.ast import SourceFile
 from contract_lang.parser import parse_text
 from contract_lang.printer import print_file
-from contract_lang.strategies import source_files
 from diagnostics.model import DiagnosticError
 from diagnostics.render_text import render_text
 from diagnostics.sources import SourceMap
 from diagnostics.syntax_errors import MAX_EXPECTED
+from fuzzing.strategies import source_files
 from tests.tiers import examples
 
 PIECES = st.sampled_from(

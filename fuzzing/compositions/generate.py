@@ -13,8 +13,8 @@ from typing import Literal, Protocol
 from hypothesis import strategies as st
 
 from contract_lang import ast as A
-from contract_lang.compositions.bundle import Bundle
 from contract_lang.expr import BinOp, Expr, Int, Name
+from fuzzing.compositions.bundle import Bundle
 from hardware import residency
 
 

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 from hypothesis import strategies as st
 
-from contract_lang.compositions.bundle import Bundle
-from contract_lang.compositions.catalogue import edits
-from contract_lang.compositions.edit import Edit, Mutation
-from contract_lang.compositions.generate import TargetLimits, compositions
+from fuzzing.compositions.bundle import Bundle
+from fuzzing.compositions.catalogue import edits
+from fuzzing.compositions.edit import Edit, Mutation
+from fuzzing.compositions.generate import TargetLimits, compositions
 
 
 def _by_kind(catalogue: Sequence[Edit]) -> dict[str, list[Edit]]:

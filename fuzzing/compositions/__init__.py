@@ -1,13 +1,13 @@
 """Compositions that are valid by construction, and realistic one-line edits of any composition.
 
-This is the fuzzing toolkit of the contract language (``contract_lang.strategies`` holds
+This is the fuzzing toolkit of the contract language (``fuzzing.strategies`` holds
 the *syntactic* strategies: well-formed but not valid ASTs); import from its modules::
 
     from hypothesis import given
     from hardware.targets import target
-    from contract_lang.compositions.bundle import Bundle
-    from contract_lang.compositions.draw import mutations
-    from contract_lang.compositions.generate import compositions
+    from fuzzing.compositions.bundle import Bundle
+    from fuzzing.compositions.draw import mutations
+    from fuzzing.compositions.generate import compositions
 
     @given(compositions(target("sm_90a"), max_stages=3))
     def test_my_tool_accepts(bundle: Bundle) -> None:

@@ -5,7 +5,7 @@ Usage::
     from hypothesis import given
     from contract_lang.parser import parse_text
     from contract_lang.printer import print_file
-    from contract_lang.strategies import source_files
+    from fuzzing.strategies import source_files
 
     @given(source_files())
     def test_round_trip(source):
@@ -21,7 +21,7 @@ The module has one section per family of strategies:
   shared memory than any GPU has. Use them to fuzz parsers, printers, formatters
   and anything that must not crash on a contract that parses.
 * **valid by construction**: compositions that the checker accepts are a family of
-  their own, kept beside this module in :mod:`contract_lang.compositions`.
+  their own, kept beside this module in :mod:`fuzzing.compositions`.
 
 Building blocks, from the whole to the parts: :func:`source_files` (``kind``
 ``"contract"``, ``"pipeline"`` or ``"any"``), :func:`stages`, :func:`pipelines`,
@@ -43,7 +43,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Sequence
-from pathlib import Path
+from importlib.resources import files
 from typing import Literal, TypeVar
 
 from hypothesis import strategies as st
@@ -85,14 +85,14 @@ __all__ = [
 T = TypeVar("T")
 Names = Sequence[str] | st.SearchStrategy[str] | None
 
-_GRAMMAR = Path(__file__).with_name("grammar.lark")
+_GRAMMAR = files("contract_lang").joinpath("grammar.lark")
 _ALTERNATION = re.compile(r"\(\?:((?:[A-Za-z_][A-Za-z0-9_]*\|?)+)\)")
 
 
 @functools.cache
 def _grammar_keywords() -> frozenset[str]:
     """Every word the grammar spells literally: ``"stage"``, and the words of ``SIDE: "produce" | "consume"``."""
-    grammar = Lark.open(str(_GRAMMAR), parser="lalr", lexer="contextual")
+    grammar = Lark(_GRAMMAR.read_text(encoding="utf-8"), parser="lalr", lexer="contextual")
     words: set[str] = set()
     for term in grammar.terminals:
         value = term.pattern.value

@@ -9,11 +9,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
 
 from contract_lang import ast as A
-from contract_lang.compositions.bundle import Bundle
-from contract_lang.compositions.edit import Edit
-from contract_lang.compositions.generate import COUNT_UNITS
 from contract_lang.expr import BinOp, Expr, Int, Not
 from contract_lang.printer import print_node
+from fuzzing.compositions.bundle import Bundle
+from fuzzing.compositions.edit import Edit
+from fuzzing.compositions.generate import COUNT_UNITS
 
 MUTATION_KINDS: Mapping[str, str] = MappingProxyType(
     {

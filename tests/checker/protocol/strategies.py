@@ -1,4 +1,4 @@
-"""Hypothesis strategies for small random protocols (shared with the fuzzing tools).
+"""Hypothesis strategies for small random protocols, for the protocol tests.
 
 :func:`small_protocols` draws 2–3 roles, 1–2 rings and optional counters and named
 barriers, with realistic mistakes mixed in at random: arrival counts off by a width

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from contract_lang import ast as A
-from contract_lang.compositions.bundle import Bundle
+from fuzzing.compositions.bundle import Bundle
 
 
 @dataclass(frozen=True)
