@@ -505,28 +505,8 @@ def _items(stage: A.Stage) -> list[tuple[str, str, A.Node, frozenset[HandleKind]
     for it in stage.items:
         name = getattr(it, "name", None)
         if isinstance(name, str) and name in kinds:
-            out.append((name, _describe(it), it, frozenset(kinds[name])))
+            out.append((name, A.item_kind(it).noun, it, frozenset(kinds[name])))
     return out
-
-
-def _describe(node: A.Node) -> str:
-    if isinstance(node, A.SmemClaim):
-        return "a shared-memory claim"
-    if isinstance(node, A.TmemClaim):
-        return "a tensor-memory claim"
-    if isinstance(node, A.BarrierClaim):
-        return "a named-barrier claim"
-    if isinstance(node, (A.CounterClaim, A.Counter)):
-        return "a counter"
-    if isinstance(node, A.Rendezvous):
-        return "a rendezvous"
-    if isinstance(node, A.Ring):
-        return "a ring"
-    if isinstance(node, A.ExportTensor):
-        return "a tensor export"
-    if isinstance(node, A.ImportTensor):
-        return "a tensor import"
-    return "a role"
 
 
 def _unbound(stage: A.Stage, symbol: str) -> Finding:

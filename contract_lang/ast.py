@@ -9,7 +9,7 @@ checker's clauses, not the parser, decide whether an omission is an error.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 from contract_lang.expr import Expr
 from diagnostics.span import UNKNOWN_SPAN, Span
@@ -570,6 +570,8 @@ class HostProvider(Node):
     fills: tuple[str, ...] = ()
 
 
+N = TypeVar("N", bound=Node)
+
 StageItem = (
     Target
     | Features
@@ -606,13 +608,12 @@ class Stage(Node):
     version: str
     items: tuple[StageItem, ...] = ()
 
-    def of(self, kind: type[StageItem]) -> tuple[StageItem, ...]:
+    def of(self, kind: type[N]) -> tuple[N, ...]:
         return tuple(it for it in self.items if isinstance(it, kind))
 
     @property
     def target(self) -> Target | None:
-        found = self.of(Target)
-        return found[0] if found and isinstance(found[0], Target) else None
+        return next(iter(self.of(Target)), None)
 
     @property
     def roles(self) -> tuple[Role, ...]:
@@ -620,7 +621,7 @@ class Stage(Node):
 
     @property
     def claims(self) -> tuple[Claim, ...]:
-        return tuple(it for it in self.items if isinstance(it, (SmemClaim, TmemClaim, BarrierClaim, CounterClaim)))
+        return tuple(it for it in self.items if isinstance(it, Claim))
 
     @property
     def rings(self) -> tuple[Ring, ...]:
@@ -697,3 +698,63 @@ class SourceFile(Node):
     @property
     def pipelines(self) -> tuple[Pipeline, ...]:
         return tuple(it for it in self.items if isinstance(it, Pipeline))
+
+
+# ----------------------------------------------------------------- item kinds
+
+Block = Literal["stage", "pipeline"]
+
+
+@dataclass(frozen=True)
+class ItemKind:
+    """One kind of item: its AST class, how a message names one, and the blocks it may stand in."""
+
+    node: type[Node]
+    noun: str
+    blocks: tuple[Block, ...] = ("stage",)
+
+
+ITEM_KINDS: tuple[ItemKind, ...] = (
+    ItemKind(Target, "a target line", ("stage", "pipeline")),
+    ItemKind(Features, "a feature requirement"),
+    ItemKind(Role, "a role"),
+    ItemKind(Launch, "a launch line", ("stage", "pipeline")),
+    ItemKind(Params, "a params block"),
+    ItemKind(SmemClaim, "a shared-memory claim"),
+    ItemKind(TmemClaim, "a tensor-memory claim"),
+    ItemKind(BarrierClaim, "a named-barrier claim"),
+    ItemKind(CounterClaim, "a counter"),
+    ItemKind(Ring, "a ring"),
+    ItemKind(Counter, "a counter"),
+    ItemKind(Rendezvous, "a rendezvous"),
+    ItemKind(ExportCallable, "a callable export"),
+    ItemKind(Call, "a call"),
+    ItemKind(ExportTensor, "a tensor export"),
+    ItemKind(ImportTensor, "a tensor import"),
+    ItemKind(OwnsFact, "an owned fact"),
+    ItemKind(UsesFact, "a used fact"),
+    ItemKind(AssumesFact, "an assumed fact"),
+    ItemKind(RequiresFact, "a fact constraint"),
+    ItemKind(Phases, "a phase declaration"),
+    ItemKind(AssumesPhases, "a phase assumption"),
+    ItemKind(Cluster, "a cluster line"),
+    ItemKind(Domain, "a communication domain"),
+    ItemKind(Buffer, "a buffer"),
+    ItemKind(HostProvider, "a host provider"),
+    ItemKind(Use, "a use line", ("pipeline",)),
+    ItemKind(PipelineCluster, "a cluster line", ("pipeline",)),
+    ItemKind(ProvidesDomain, "a caller-provided domain", ("pipeline",)),
+    ItemKind(ProvidesBuffer, "a caller-provided buffer", ("pipeline",)),
+    ItemKind(Resolve, "a resolve line", ("pipeline",)),
+)
+"""Every kind of item a stage or a pipeline holds. Its stage kinds are :data:`StageItem`, its
+pipeline kinds :data:`PipelineItem`, and everything that handles each kind in turn (the printer,
+the strategies and the mutation catalogue of :mod:`fuzzing`) is keyed by it: a new kind
+fails ``tests/contract_lang/test_item_kinds.py`` until each one knows it."""
+
+_KINDS: dict[type[Node], ItemKind] = {kind.node: kind for kind in ITEM_KINDS}
+
+
+def item_kind(item: Node) -> ItemKind:
+    """The kind of a stage or pipeline item (KeyError for any other node)."""
+    return _KINDS[type(item)]

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from contract_lang import ast as A
 from contract_lang.expr import to_text
@@ -65,40 +66,52 @@ def count_text(count: A.Count) -> str:
     return " + ".join(parts)
 
 
-def _claim_line(item: A.Claim) -> str:
-    words: list[str]
-    if isinstance(item, A.SmemClaim):
-        words = ["claim smem", item.name]
-        if item.bytes is not None:
-            words.append(f"bytes {size(item.bytes)}")
-        if item.align is not None:
-            words.append(f"align {item.align}")
-        if item.per_slot is not None:
-            words.append(f"per_slot {item.per_slot}")
-        if item.uses:
-            words.append(f"use {_names(item.uses)}")
-    elif isinstance(item, A.TmemClaim):
-        words = ["claim tmem", item.name]
-        if item.columns is not None:
-            words.append(f"columns {item.columns}")
-        words.extend(f"read by {r.role} lanes {r.lane_lo}..{r.lane_hi}" for r in item.reads)
-    elif isinstance(item, A.BarrierClaim):
-        words = ["claim barrier", item.name]
-        if item.participants:
-            words.append(f"participants {_names(item.participants)}")
-        if item.threads is not None:
-            words.append(f"threads {item.threads}")
-    else:
-        words = ["claim counter", item.name]
-        if item.slots is not None:
-            words.append(f"slots {item.slots}")
-        if item.scope is not None:
-            words.append(f"scope {item.scope}")
+def _claimed(words: list[str], item: A.Claim) -> str:
+    """A claim line, ending with what every claim may state: a lifetime (shared and tensor memory), a handle."""
     if isinstance(item, (A.SmemClaim, A.TmemClaim)) and item.lifetime != A.KERNEL_LIFETIME:
         words.append(lifetime_text(item.lifetime))
     if item.handle is not None:
         words.append(f"handle {item.handle}")
     return " ".join(words)
+
+
+def _smem_claim(item: A.SmemClaim) -> str:
+    words = ["claim smem", item.name]
+    if item.bytes is not None:
+        words.append(f"bytes {size(item.bytes)}")
+    if item.align is not None:
+        words.append(f"align {item.align}")
+    if item.per_slot is not None:
+        words.append(f"per_slot {item.per_slot}")
+    if item.uses:
+        words.append(f"use {_names(item.uses)}")
+    return _claimed(words, item)
+
+
+def _tmem_claim(item: A.TmemClaim) -> str:
+    words = ["claim tmem", item.name]
+    if item.columns is not None:
+        words.append(f"columns {item.columns}")
+    words.extend(f"read by {r.role} lanes {r.lane_lo}..{r.lane_hi}" for r in item.reads)
+    return _claimed(words, item)
+
+
+def _barrier_claim(item: A.BarrierClaim) -> str:
+    words = ["claim barrier", item.name]
+    if item.participants:
+        words.append(f"participants {_names(item.participants)}")
+    if item.threads is not None:
+        words.append(f"threads {item.threads}")
+    return _claimed(words, item)
+
+
+def _counter_claim(item: A.CounterClaim) -> str:
+    words = ["claim counter", item.name]
+    if item.slots is not None:
+        words.append(f"slots {item.slots}")
+    if item.scope is not None:
+        words.append(f"scope {item.scope}")
+    return _claimed(words, item)
 
 
 def ring_item_line(item: A.RingItem) -> str:
@@ -147,91 +160,105 @@ def _lend(lend: A.Lend) -> str:
     return f"smem {lend.claim}" if lend.kind == "smem" else f"regs {lend.regs}"
 
 
-def _item_line(item: object) -> str:
-    """The text of a one-line stage or pipeline item."""
-    if isinstance(item, A.Target):
-        return f"target {item.name}"
-    if isinstance(item, A.Features):
-        return f"requires feature {_names(item.names)}"
-    if isinstance(item, A.Role):
-        words = [f"role {item.name}"]
-        if item.entry is not None:
-            words.append(f"entry {item.entry}")
-        if item.warps is not None:
-            words.append(f"warps {item.warps}")
-        if item.regs is not None:
-            words.append(f"regs {item.regs}")
-        if item.warpgroup:
-            words.append("warpgroup")
-        return " ".join(words)
-    if isinstance(item, A.Launch):
-        words = [f"launch {item.kind}"]
-        if item.threads is not None:
-            words.append(f"threads {item.threads}")
-        if item.blocks_per_sm is not None:
-            words.append(f"blocks_per_sm {item.blocks_per_sm}")
-        if item.grid_text is not None:
-            words.append(f"grid {item.grid_text}")
-        if item.cooperative:
-            words.append("cooperative")
-        return " ".join(words)
-    if isinstance(item, (A.SmemClaim, A.TmemClaim, A.BarrierClaim, A.CounterClaim)):
-        return _claim_line(item)
-    if isinstance(item, A.Rendezvous):
-        threads = f" threads {item.threads}" if item.threads is not None else ""
-        return f"rendezvous {item.name} {item.mode} by {item.role}{threads}"
-    if isinstance(item, A.ExportCallable):
-        req = f" requires {_names(item.requires)}" if item.requires else ""
-        return f"export callable {item.name} {item.signature} = {item.symbol}{req}"
-    if isinstance(item, A.Call):
-        gua = f" guarantees {_names(item.guarantees)}" if item.guarantees else ""
-        return f"call {item.name} {item.signature} as {item.symbol} from {item.caller_kind} {item.caller}{gua}"
-    if isinstance(item, A.OwnsFact):
-        return f"owns fact {item.name}: {item.type} {_fact_value(item.value)}"
-    if isinstance(item, A.UsesFact):
-        return f"uses fact {item.name}: {item.type} as param {item.param}"
-    if isinstance(item, A.AssumesFact):
-        return f"assumes fact {item.name}: {item.type} == {item.value}"
-    if isinstance(item, A.RequiresFact):
-        return f"requires fact {to_text(item.expr)}"
-    if isinstance(item, A.Phases):
-        return f"phases {item.mode} {_names(item.names)}"
-    if isinstance(item, A.AssumesPhases):
-        return f"assumes phases exclusive {_names(item.names)}"
-    if isinstance(item, A.Cluster):
-        return "cluster " + ", ".join(str(s) for s in item.shapes)
-    if isinstance(item, A.Domain):
-        return f"domain {_quote(item.name)} views {_names(item.views)}"
-    if isinstance(item, A.Buffer):
-        words = [f"buffer {item.name} bytes {size(item.bytes)}"]
-        if item.symmetric:
-            words.append("symmetric")
-        if item.domain is not None:
-            words.append(f"domain {_quote(item.domain)}")
-        if item.views:
-            words.append(f"views {_names(item.views)}")
-        return " ".join(words)
-    if isinstance(item, A.HostProvider):
-        words = [f"host provider {_quote(item.library)}"]
-        if item.function is not None:
-            words.append(f"fn {item.function}")
-        if item.fills:
-            words.append(f"fills {_names(item.fills)}")
-        if item.header is not None:
-            words.append(f"header {_quote(item.header)}")
-        return " ".join(words)
-    if isinstance(item, A.Use):
-        src = f" from {_quote(item.path)}" if item.path is not None else ""
-        return f"use {_quote(item.stage)} version {item.requirement}{src}"
-    if isinstance(item, A.PipelineCluster):
-        return f"cluster {item.shape}"
-    if isinstance(item, A.ProvidesDomain):
-        return f"caller provides domain {_quote(item.name)} views {_names(item.views)}"
-    if isinstance(item, A.ProvidesBuffer):
-        return f"caller provides buffer {item.name} bytes {size(item.bytes)}"
-    if isinstance(item, A.Resolve):
-        return f"resolve call {item.call} to {_quote(item.stage)}"
-    raise AssertionError(f"no printer for {type(item).__name__}")
+def _role(item: A.Role) -> str:
+    words = [f"role {item.name}"]
+    if item.entry is not None:
+        words.append(f"entry {item.entry}")
+    if item.warps is not None:
+        words.append(f"warps {item.warps}")
+    if item.regs is not None:
+        words.append(f"regs {item.regs}")
+    if item.warpgroup:
+        words.append("warpgroup")
+    return " ".join(words)
+
+
+def _launch(item: A.Launch) -> str:
+    words = [f"launch {item.kind}"]
+    if item.threads is not None:
+        words.append(f"threads {item.threads}")
+    if item.blocks_per_sm is not None:
+        words.append(f"blocks_per_sm {item.blocks_per_sm}")
+    if item.grid_text is not None:
+        words.append(f"grid {item.grid_text}")
+    if item.cooperative:
+        words.append("cooperative")
+    return " ".join(words)
+
+
+def _rendezvous(item: A.Rendezvous) -> str:
+    threads = f" threads {item.threads}" if item.threads is not None else ""
+    return f"rendezvous {item.name} {item.mode} by {item.role}{threads}"
+
+
+def _export_callable(item: A.ExportCallable) -> str:
+    req = f" requires {_names(item.requires)}" if item.requires else ""
+    return f"export callable {item.name} {item.signature} = {item.symbol}{req}"
+
+
+def _call(item: A.Call) -> str:
+    gua = f" guarantees {_names(item.guarantees)}" if item.guarantees else ""
+    return f"call {item.name} {item.signature} as {item.symbol} from {item.caller_kind} {item.caller}{gua}"
+
+
+def _buffer(item: A.Buffer) -> str:
+    words = [f"buffer {item.name} bytes {size(item.bytes)}"]
+    if item.symmetric:
+        words.append("symmetric")
+    if item.domain is not None:
+        words.append(f"domain {_quote(item.domain)}")
+    if item.views:
+        words.append(f"views {_names(item.views)}")
+    return " ".join(words)
+
+
+def _host_provider(item: A.HostProvider) -> str:
+    words = [f"host provider {_quote(item.library)}"]
+    if item.function is not None:
+        words.append(f"fn {item.function}")
+    if item.fills:
+        words.append(f"fills {_names(item.fills)}")
+    if item.header is not None:
+        words.append(f"header {_quote(item.header)}")
+    return " ".join(words)
+
+
+def _use(item: A.Use) -> str:
+    src = f" from {_quote(item.path)}" if item.path is not None else ""
+    return f"use {_quote(item.stage)} version {item.requirement}{src}"
+
+
+ITEM_LINES: Mapping[type[A.Node], Callable[[Any], str]] = MappingProxyType(
+    {
+        A.Target: lambda item: f"target {item.name}",
+        A.Features: lambda item: f"requires feature {_names(item.names)}",
+        A.Role: _role,
+        A.Launch: _launch,
+        A.SmemClaim: _smem_claim,
+        A.TmemClaim: _tmem_claim,
+        A.BarrierClaim: _barrier_claim,
+        A.CounterClaim: _counter_claim,
+        A.Rendezvous: _rendezvous,
+        A.ExportCallable: _export_callable,
+        A.Call: _call,
+        A.OwnsFact: lambda item: f"owns fact {item.name}: {item.type} {_fact_value(item.value)}",
+        A.UsesFact: lambda item: f"uses fact {item.name}: {item.type} as param {item.param}",
+        A.AssumesFact: lambda item: f"assumes fact {item.name}: {item.type} == {item.value}",
+        A.RequiresFact: lambda item: f"requires fact {to_text(item.expr)}",
+        A.Phases: lambda item: f"phases {item.mode} {_names(item.names)}",
+        A.AssumesPhases: lambda item: f"assumes phases exclusive {_names(item.names)}",
+        A.Cluster: lambda item: "cluster " + ", ".join(str(s) for s in item.shapes),
+        A.Domain: lambda item: f"domain {_quote(item.name)} views {_names(item.views)}",
+        A.Buffer: _buffer,
+        A.HostProvider: _host_provider,
+        A.Use: _use,
+        A.PipelineCluster: lambda item: f"cluster {item.shape}",
+        A.ProvidesDomain: lambda item: f"caller provides domain {_quote(item.name)} views {_names(item.views)}",
+        A.ProvidesBuffer: lambda item: f"caller provides buffer {item.name} bytes {size(item.bytes)}",
+        A.Resolve: lambda item: f"resolve call {item.call} to {_quote(item.stage)}",
+    }
+)
+"""The text of each kind of item printed on one line; the others are :data:`ITEM_BLOCKS`."""
 
 
 # ----------------------------------------------------------------- comments
@@ -330,37 +357,38 @@ class _Printer:
             return False
         return self.comments.any_inside(span)
 
-    def item(self, depth: int, item: A.Node) -> None:
-        if isinstance(item, A.Params):
-            fields = [
-                (f"{f.name}: {f.type} @ {f.offset}" + (f" = fact {f.fact}" if f.fact else ""), f) for f in item.fields
-            ]
-            self.block(
-                depth,
-                f"params {item.name} size {item.size} align {item.align}",
-                item,
-                list[tuple[str | None, A.Node]](fields),
-            )
-        elif isinstance(item, A.Ring):
-            rows = [(ring_item_line(it), it) for it in item.items]
-            self.block(
-                depth, f"ring {item.name} {item.side} by {item.role}", item, list[tuple[str | None, A.Node]](rows)
-            )
-        elif isinstance(item, A.Counter):
-            self._counter(depth, item)
-        elif isinstance(item, (A.ExportTensor, A.ImportTensor)):
-            self._tensor(depth, item)
-        elif isinstance(item, A.Stage):
-            self.block(
-                depth,
-                f"stage {_quote(item.name)} version {_quote(item.version)}",
-                item,
-                [(None, it) for it in item.items],
-            )
-        elif isinstance(item, A.Pipeline):
-            self.block(depth, f"pipeline {_quote(item.name)}", item, [(None, it) for it in item.items])
+    def unit(self, unit: A.Stage | A.Pipeline) -> None:
+        """A stage or a pipeline block, at the top level."""
+        if isinstance(unit, A.Stage):
+            header = f"stage {_quote(unit.name)} version {_quote(unit.version)}"
         else:
-            self.emit(depth, _item_line(item), item.span)
+            header = f"pipeline {_quote(unit.name)}"
+        self.block(0, header, unit, [(None, it) for it in unit.items])
+
+    def item(self, depth: int, item: A.Node) -> None:
+        block = ITEM_BLOCKS.get(type(item))
+        if block is not None:
+            block(self, depth, item)
+            return
+        line = ITEM_LINES.get(type(item))
+        if line is None:
+            raise AssertionError(f"no printer for {type(item).__name__}")
+        self.emit(depth, line(item), item.span)
+
+    def _params(self, depth: int, item: A.Params) -> None:
+        fields = [
+            (f"{f.name}: {f.type} @ {f.offset}" + (f" = fact {f.fact}" if f.fact else ""), f) for f in item.fields
+        ]
+        self.block(
+            depth,
+            f"params {item.name} size {item.size} align {item.align}",
+            item,
+            list[tuple[str | None, A.Node]](fields),
+        )
+
+    def _ring(self, depth: int, item: A.Ring) -> None:
+        rows = [(ring_item_line(it), it) for it in item.items]
+        self.block(depth, f"ring {item.name} {item.side} by {item.role}", item, list[tuple[str | None, A.Node]](rows))
 
     def _counter(self, depth: int, item: A.Counter) -> None:
         words = [f"counter {item.name} {item.side} by {item.role}"]
@@ -414,6 +442,18 @@ class _Printer:
         self.block(depth, header, spec, list[tuple[str | None, A.Node]](rows))
 
 
+ITEM_BLOCKS: Mapping[type[A.Node], Callable[[_Printer, int, Any], None]] = MappingProxyType(
+    {
+        A.Params: _Printer._params,
+        A.Ring: _Printer._ring,
+        A.Counter: _Printer._counter,
+        A.ExportTensor: _Printer._tensor,
+        A.ImportTensor: _Printer._tensor,
+    }
+)
+"""The kinds of item printed as a block of lines (a counter with steps; the others always)."""
+
+
 def print_file(source: A.SourceFile) -> str:
     """Canonical text of a parsed file (comments are not part of the AST)."""
     return _render(source, None)
@@ -438,7 +478,7 @@ def _render(source: A.SourceFile, comments: _Comments | None) -> str:
     for index, item in enumerate(source.items):
         if index:
             printer.lines.append("")
-        printer.item(0, item)
+        printer.unit(item)
     if comments is not None:
         printer.lines.extend(comments.before(1 << 30))
         printer.lines.extend(comments.trailing.values())

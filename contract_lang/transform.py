@@ -197,7 +197,7 @@ class AstBuilder(Transformer[Token, Any]):
             )
         claims: dict[str, A.Node] = {}
         for item in items:
-            if not isinstance(item, (A.SmemClaim, A.TmemClaim, A.BarrierClaim, A.CounterClaim)):
+            if not isinstance(item, A.Claim):
                 continue
             first = claims.setdefault(item.name, item)
             if first is not item:

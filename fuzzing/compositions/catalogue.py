@@ -5,8 +5,9 @@ Every edit is an AST replacement, so a mutant prints to text that parses back.""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
+from typing import Any
 
 from contract_lang import ast as A
 from contract_lang.expr import BinOp, Expr, Int, Not
@@ -167,92 +168,101 @@ def edits(bundle: Bundle) -> tuple[Edit, ...]:
     return tuple(sites.found)
 
 
-def _item_edits(s: _Sites, u: int, i: int, item: object) -> None:
-    add = s.add
-    if isinstance(item, A.Target):
-        for name in _TARGETS:
-            add("target", u, i, item, A.Target(name))
-    elif isinstance(item, A.Features):
-        extra = next(f for f in ("tcgen05", "wgmma", "multimem") if f not in item.names)
-        add("feature", u, i, item, A.Features((*item.names, extra)))
-        if len(item.names) > 1:
-            add("feature", u, i, item, A.Features(item.names[1:]))
-    elif isinstance(item, A.Role):
-        _role_edits(s, u, i, item)
-    elif isinstance(item, A.Launch):
-        rep = dataclasses.replace
-        if item.threads is not None:
-            for t in (item.threads + 32, item.threads - 32, item.threads * 2, item.threads + 16):
-                if t > 0:
-                    add("launch", u, i, item, rep(item, threads=t))
-        add("launch", u, i, item, rep(item, kind="persistent" if item.kind == "fixed" else "fixed"))
-        add("launch", u, i, item, rep(item, blocks_per_sm=(item.blocks_per_sm or 1) + 1))
-    elif isinstance(item, A.Params):
-        _params_edits(s, u, i, item)
-    elif isinstance(item, A.SmemClaim):
-        _smem_edits(s, u, i, item)
-    elif isinstance(item, A.TmemClaim) and item.columns is not None:
-        for c in (*_nums(item.columns), 48, 1024):
-            add("tmem-columns", u, i, item, dataclasses.replace(item, columns=c))
-    elif isinstance(item, A.BarrierClaim):
-        threads = item.threads or 128
-        for t in (threads + 32, threads - 32, threads + 16):
+def _item_edits(s: _Sites, u: int, i: int, item: A.Node) -> None:
+    ITEM_EDITS[type(item)](s, u, i, item)
+
+
+def _target_edits(s: _Sites, u: int, i: int, item: A.Target) -> None:
+    for name in _TARGETS:
+        s.add("target", u, i, item, A.Target(name))
+
+
+def _feature_edits(s: _Sites, u: int, i: int, item: A.Features) -> None:
+    extra = next(f for f in ("tcgen05", "wgmma", "multimem") if f not in item.names)
+    s.add("feature", u, i, item, A.Features((*item.names, extra)))
+    if len(item.names) > 1:
+        s.add("feature", u, i, item, A.Features(item.names[1:]))
+
+
+def _launch_edits(s: _Sites, u: int, i: int, item: A.Launch) -> None:
+    rep = dataclasses.replace
+    if item.threads is not None:
+        for t in (item.threads + 32, item.threads - 32, item.threads * 2, item.threads + 16):
             if t > 0:
-                add("barrier", u, i, item, dataclasses.replace(item, threads=t))
-        if len(item.participants) > 1:
-            add("barrier", u, i, item, dataclasses.replace(item, participants=item.participants[1:]))
-    elif isinstance(item, A.CounterClaim):
-        if item.slots is not None:
-            for v in (item.slots + 1, item.slots * 2, item.slots * 1024):
-                add("counter-slots", u, i, item, dataclasses.replace(item, slots=v))
-        for scope in A.SCOPES:
-            add("scope", u, i, item, dataclasses.replace(item, scope=scope))
-    elif isinstance(item, A.Ring):
-        _ring_edits(s, u, i, item)
-    elif isinstance(item, A.Counter):
-        _counter_edits(s, u, i, item)
-    elif isinstance(item, A.Rendezvous):
-        add("rename-endpoint", u, i, item, dataclasses.replace(item, name=item.name + "_x"))
-        add("barrier", u, i, item, dataclasses.replace(item, threads=(item.threads or 128) + 32))
-    elif isinstance(item, (A.ExportCallable, A.Call)):
-        _callable_edits(s, u, i, item)
-    elif isinstance(item, (A.ExportTensor, A.ImportTensor)):
-        _tensor_edits(s, u, i, item)
-    elif isinstance(item, (A.OwnsFact, A.UsesFact, A.AssumesFact, A.RequiresFact)):
-        _fact_edits(s, u, i, item)
-    elif isinstance(item, A.Phases):
-        add(
-            "phases",
-            u,
-            i,
-            item,
-            dataclasses.replace(item, mode="concurrent" if item.mode == "exclusive" else "exclusive"),
-        )
-        if len(item.names) > 1:
-            add("phases", u, i, item, dataclasses.replace(item, names=item.names[:-1]))
-    elif isinstance(item, A.AssumesPhases):
-        add("phases", u, i, item, A.AssumesPhases((*item.names, "combine_x")))
-    elif isinstance(item, A.Cluster):
-        _cluster_edits(s, u, i, item)
-    elif isinstance(item, A.PipelineCluster):
-        for shape in _shapes(item.shape):
-            add("cluster-shape", u, i, item, A.PipelineCluster(shape))
-    elif isinstance(item, (A.Domain, A.ProvidesDomain)):
-        other = tuple(v for v in A.VIEWS if v not in item.views)
-        if other:
-            add("views", u, i, item, dataclasses.replace(item, views=(*item.views, other[0])))
-        if len(item.views) > 1:
-            add("views", u, i, item, dataclasses.replace(item, views=item.views[1:]))
-        add("views", u, i, item, dataclasses.replace(item, name=item.name + "_x"))
-    elif isinstance(item, (A.Buffer, A.ProvidesBuffer)):
-        for v in (item.bytes // 2, item.bytes * 2, item.bytes + 1):
-            if v > 0:
-                add("buffer-bytes", u, i, item, dataclasses.replace(item, bytes=v))
-        if isinstance(item, A.Buffer) and item.views:
-            add("views", u, i, item, dataclasses.replace(item, views=("multicast",)))
-    elif isinstance(item, A.Use):
-        for req in _bumped_requirements(item.requirement):
-            add("version", u, i, item, dataclasses.replace(item, requirement=req))
+                s.add("launch", u, i, item, rep(item, threads=t))
+    s.add("launch", u, i, item, rep(item, kind="persistent" if item.kind == "fixed" else "fixed"))
+    s.add("launch", u, i, item, rep(item, blocks_per_sm=(item.blocks_per_sm or 1) + 1))
+
+
+def _tmem_edits(s: _Sites, u: int, i: int, item: A.TmemClaim) -> None:
+    if item.columns is not None:
+        for c in (*_nums(item.columns), 48, 1024):
+            s.add("tmem-columns", u, i, item, dataclasses.replace(item, columns=c))
+
+
+def _barrier_edits(s: _Sites, u: int, i: int, item: A.BarrierClaim) -> None:
+    threads = item.threads or 128
+    for t in (threads + 32, threads - 32, threads + 16):
+        if t > 0:
+            s.add("barrier", u, i, item, dataclasses.replace(item, threads=t))
+    if len(item.participants) > 1:
+        s.add("barrier", u, i, item, dataclasses.replace(item, participants=item.participants[1:]))
+
+
+def _counter_claim_edits(s: _Sites, u: int, i: int, item: A.CounterClaim) -> None:
+    if item.slots is not None:
+        for v in (item.slots + 1, item.slots * 2, item.slots * 1024):
+            s.add("counter-slots", u, i, item, dataclasses.replace(item, slots=v))
+    for scope in A.SCOPES:
+        s.add("scope", u, i, item, dataclasses.replace(item, scope=scope))
+
+
+def _rendezvous_edits(s: _Sites, u: int, i: int, item: A.Rendezvous) -> None:
+    s.add("rename-endpoint", u, i, item, dataclasses.replace(item, name=item.name + "_x"))
+    s.add("barrier", u, i, item, dataclasses.replace(item, threads=(item.threads or 128) + 32))
+
+
+def _phases_edits(s: _Sites, u: int, i: int, item: A.Phases) -> None:
+    s.add(
+        "phases", u, i, item, dataclasses.replace(item, mode="concurrent" if item.mode == "exclusive" else "exclusive")
+    )
+    if len(item.names) > 1:
+        s.add("phases", u, i, item, dataclasses.replace(item, names=item.names[:-1]))
+
+
+def _assumed_phases_edits(s: _Sites, u: int, i: int, item: A.AssumesPhases) -> None:
+    s.add("phases", u, i, item, A.AssumesPhases((*item.names, "combine_x")))
+
+
+def _launched_cluster_edits(s: _Sites, u: int, i: int, item: A.PipelineCluster) -> None:
+    for shape in _shapes(item.shape):
+        s.add("cluster-shape", u, i, item, A.PipelineCluster(shape))
+
+
+def _domain_edits(s: _Sites, u: int, i: int, item: A.Domain | A.ProvidesDomain) -> None:
+    other = tuple(v for v in A.VIEWS if v not in item.views)
+    if other:
+        s.add("views", u, i, item, dataclasses.replace(item, views=(*item.views, other[0])))
+    if len(item.views) > 1:
+        s.add("views", u, i, item, dataclasses.replace(item, views=item.views[1:]))
+    s.add("views", u, i, item, dataclasses.replace(item, name=item.name + "_x"))
+
+
+def _buffer_edits(s: _Sites, u: int, i: int, item: A.Buffer | A.ProvidesBuffer) -> None:
+    for v in (item.bytes // 2, item.bytes * 2, item.bytes + 1):
+        if v > 0:
+            s.add("buffer-bytes", u, i, item, dataclasses.replace(item, bytes=v))
+    if isinstance(item, A.Buffer) and item.views:
+        s.add("views", u, i, item, dataclasses.replace(item, views=("multicast",)))
+
+
+def _use_edits(s: _Sites, u: int, i: int, item: A.Use) -> None:
+    for req in _bumped_requirements(item.requirement):
+        s.add("version", u, i, item, dataclasses.replace(item, requirement=req))
+
+
+def _no_edits(s: _Sites, u: int, i: int, item: A.Node) -> None:
+    """A kind the catalogue leaves alone (a host provider's files, a resolve line's choice)."""
 
 
 def _role_edits(s: _Sites, u: int, i: int, item: A.Role) -> None:
@@ -569,3 +579,41 @@ def _bumped_requirements(req: str) -> list[str]:
         return []
     major = int(parts[0])
     return [f"{op}{major + 1}.0", f"{op}{major}.99", f">{version}" if op != ">" else f"<{version}"]
+
+
+ITEM_EDITS: Mapping[type[A.Node], Callable[[_Sites, int, int, Any], None]] = MappingProxyType(
+    {
+        A.Target: _target_edits,
+        A.Features: _feature_edits,
+        A.Role: _role_edits,
+        A.Launch: _launch_edits,
+        A.Params: _params_edits,
+        A.SmemClaim: _smem_edits,
+        A.TmemClaim: _tmem_edits,
+        A.BarrierClaim: _barrier_edits,
+        A.CounterClaim: _counter_claim_edits,
+        A.Ring: _ring_edits,
+        A.Counter: _counter_edits,
+        A.Rendezvous: _rendezvous_edits,
+        A.ExportCallable: _callable_edits,
+        A.Call: _callable_edits,
+        A.ExportTensor: _tensor_edits,
+        A.ImportTensor: _tensor_edits,
+        A.OwnsFact: _fact_edits,
+        A.UsesFact: _fact_edits,
+        A.AssumesFact: _fact_edits,
+        A.RequiresFact: _fact_edits,
+        A.Phases: _phases_edits,
+        A.AssumesPhases: _assumed_phases_edits,
+        A.Cluster: _cluster_edits,
+        A.Domain: _domain_edits,
+        A.Buffer: _buffer_edits,
+        A.HostProvider: _no_edits,
+        A.Use: _use_edits,
+        A.PipelineCluster: _launched_cluster_edits,
+        A.ProvidesDomain: _domain_edits,
+        A.ProvidesBuffer: _buffer_edits,
+        A.Resolve: _no_edits,
+    }
+)
+"""The edits of each kind of item (:data:`contract_lang.ast.ITEM_KINDS`), in the catalogue's order."""
