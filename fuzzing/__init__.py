@@ -28,4 +28,8 @@ the placement verifier and ``contract_oracle``, an explicit-state explorer read 
 the contracts), ``check`` (one mutant: classification and outcome), ``mutation`` (which mutation is
 mutant ``i``; shrinking), ``campaign`` (running mutants serially or in workers) and ``report``
 (a finished campaign). ``kernlink fuzz`` (kernlink/cmd_fuzz.py) is the command line.
+
+The generators are the public Hypothesis strategies, and import nothing of the campaign:
+``compositions`` (compositions the checker accepts, and the catalogue of one-line edits the
+campaigns draw from) and ``strategies`` (well-formed contracts, one strategy per item kind).
 """
