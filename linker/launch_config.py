@@ -144,9 +144,9 @@ class LaunchConfig:
 def launch_config(comp: Composition, dispatch: Dispatch) -> LaunchConfig:
     """The launch configuration of a link: the generated dispatch kernel's geometry, and the grid and
     ``cooperative`` the launch lines state (L-LAUNCH has checked that they agree)."""
-    from checker.residency import launch_blocks, launches
+    from checker.residency import launch_blocks
 
-    lines = launches(comp)
+    lines = comp.launches
     stated = next((line for line in lines if line.grid_text is not None), None)
     size = dispatch.cluster[0] * dispatch.cluster[1] * dispatch.cluster[2]
     return LaunchConfig(
