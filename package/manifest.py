@@ -15,11 +15,17 @@ Optional: ``conformance`` (the code facts of package/codefacts, derived from the
 payload is L-INTEGRITY).
 Payloads: ``lto.ir`` (the LTO IR), ``source.cu`` (the component's source) and, with
 ``conformance``, ``code.ptx`` (the PTX the facts come from).
+
+``compile.options`` are replayed when the source is rebuilt at link (linker/binding.py), so
+they come from an allowlist (:func:`refused_option`): a recorded option that could make the
+compiler do anything but compile this source in memory (write a file, read one from the
+host) is L-INTEGRITY on reading, before anything runs.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +41,17 @@ FORMAT = "kernlink.stage"
 FORMAT_VERSION = 1
 LTO_PAYLOAD = "lto.ir"
 SOURCE_PAYLOAD = "source.cu"
+
+#: The compile options a package may record (and a rebuild replays): ``-D``, ``-I`` within the
+#: package, ``-std``, ``-arch``, and the code-generation flags kernlink itself passes. Each is one
+#: whole option; none names a file the compiler would write or a folder outside the package.
+_REPLAYABLE = re.compile(
+    r"-arch=(?:sm|compute|lto)_[0-9]{2,3}[a-z]?"
+    r"|--?std=c\+\+(?:11|14|17|20)"
+    r"|-dlto|-rdc=true|-ltoir|-default-device|-lineinfo"
+    r"|-D[A-Za-z_][A-Za-z0-9_]*(?:=[^\x00-\x1f]*)?"
+)
+_INCLUDE = re.compile(r"(?:-I|--include-path=)([^\x00-\x1f]+)")
 
 
 @dataclass(frozen=True)
@@ -90,6 +107,9 @@ def stage_package(pkg: Package, name: str) -> StagePackage:
         _malformed(name, f"format `{man['format']}` v{man['format_version']} is not {FORMAT} v{FORMAT_VERSION}")
     if LTO_PAYLOAD not in pkg.payloads:
         _malformed(name, f"no `{LTO_PAYLOAD}` payload")
+    refused = refused_option(man.get("compile", {}).get("options", []))
+    if refused is not None:
+        raise defect(name, "compile-option", option=refused)
     try:
         captured = captured_from_json(man["captured"], toolkit=man["toolkit"], target=man["target"])
     except (KeyError, TypeError, ValueError, IndexError) as exc:
@@ -108,6 +128,27 @@ def stage_package(pkg: Package, name: str) -> StagePackage:
         pkg.size,
         pkg.sha256,
     )
+
+
+def refused_option(options: object) -> str | None:
+    """The first recorded compile option kernlink does not replay (:data:`_REPLAYABLE`), or None.
+
+    A list that is not one of strings is refused whole (its first item stands for it).
+    """
+    listed = options if isinstance(options, list) else [options]
+    for option in listed:
+        if not isinstance(option, str) or not (_REPLAYABLE.fullmatch(option) or _within(option)):
+            return str(option)
+    return None
+
+
+def _within(option: str) -> bool:
+    """``-I`` (``--include-path=``) of a folder inside the package: relative, no ``..``."""
+    found = _INCLUDE.fullmatch(option)
+    if found is None:
+        return False
+    folder = found.group(1)
+    return not folder.startswith(("/", "\\")) and ".." not in re.split(r"[/\\]", folder) and ":" not in folder
 
 
 def _bound_ptx(pkg: Package, name: str) -> str | None:

@@ -1,4 +1,4 @@
-"""The shape of a stage manifest, checked before any field is used.
+"""The shape of a stage manifest (and of any other JSON record read from outside), checked before any field is used.
 
 A package's manifest is data from outside: its hash only proves that nobody changed it
 after packing, not that kernlink wrote it. :func:`validate` checks a decoded manifest
@@ -71,7 +71,14 @@ class AnyValue:
     """Any JSON value (bounded only by the generic limits)."""
 
 
-Schema = Str | Int | Arr | Tup | Obj | Table | AnyValue
+@dataclass(frozen=True)
+class Maybe:
+    """``null``, or a value of ``schema``."""
+
+    schema: Schema
+
+
+Schema = Str | Int | Arr | Tup | Obj | Table | AnyValue | Maybe
 
 _SYMBOL = Str(4096)
 _SIZE = Int(0, U32_MAX)
@@ -107,6 +114,8 @@ def validate(value: Any, schema: Schema, where: str = "manifest") -> str | None:
     """The first way ``value`` breaks ``schema`` (naming the field), or None when it fits."""
     if isinstance(schema, AnyValue):
         return None
+    if isinstance(schema, Maybe):
+        return None if value is None else validate(value, schema.schema, where)
     if isinstance(schema, Str):
         return _string(value, schema, where)
     if isinstance(schema, Int):

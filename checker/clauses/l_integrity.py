@@ -58,7 +58,7 @@ from contextlib import contextmanager
 
 from checker.clause import Clause
 from checker.composition import Composition
-from diagnostics.model import Diagnostic, DiagnosticError, Label
+from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.span import Span
 from diagnostics.symbols import Code
 from package.integrity import IntegrityFinding, PackageDefect
@@ -123,21 +123,29 @@ def host_code_mismatch(manifest: str, where: str, recorded: str, found: str, fix
     )
 
 
-def payload_not_rebuilt(
-    payload: str, path: str, source: str, how: str, hashes: tuple[str, str], labels: tuple[Label, ...]
-) -> Diagnostic:
-    """A package payload its own source does not compile to (the hashes were recomputed over a replaced payload)."""
-    return Diagnostic(
-        CODE,
-        f"the `{payload}` payload of `{path}` is not what its `{source}` compiles to",
-        labels=labels,
-        notes=(
-            f"rebuilt with {how} and the recorded options; the payload's SHA-256 is {hashes[0]}…, the rebuild's "
-            f"{hashes[1]}…",
-            "the package's hashes match: a payload was replaced and the hashes recomputed",
-        ),
-        helps=("rebuild the package with `kernlink pack`",),
+def unbound_note(package: str, why: str, *, checked: bool) -> Diagnostic:
+    """I-BINDING: a package whose checked code is not shown to be its linked code (``--strict`` refuses it).
+
+    ``checked``: its LTO IR was lowered here, and that code checked against its contract at link.
+    """
+    then = (
+        "its LTO IR is linked; the PTX it lowers to was checked against its contract at link instead"
+        if checked
+        else "its LTO IR is linked as packed: nothing ties it to the code L-CONFORM checked"
     )
+    return Diagnostic(
+        Code.I_BINDING,
+        f"package `{package}` cannot be bound to the code that was checked: {why}",
+        severity=Severity.NOTE,
+        labels=_in(package),
+        notes=(then, "`--strict` and `--require-binding` refuse such a package"),
+        helps=("repack it with `kernlink pack` (NVRTC, this kernlink's toolkit)",),
+        data=(("package", package), ("why", why)),
+    )
+
+
+def _in(package: str) -> tuple[Label, ...]:
+    return (Label(Span(package, 1, 1, 1, 1), "in this package"),)
 
 
 # ----------------------------------------------------------------- the package readers' findings, worded here
@@ -204,6 +212,16 @@ def _message(found: IntegrityFinding) -> str:
             return f"package `{name}` has a malformed manifest: {f['why']}"
         case "code-facts":
             return f"the manifest of `{name}` records code facts its `{f['payload']}` payload does not have"
+        case "compile-option":
+            return f"package `{name}` records the compile option `{f['option']}`, which kernlink does not replay"
+        case "ptx-not-lowered":
+            return f"the `{f['payload']}` payload of `{name}` is not what its `{f['from']}` payload lowers to"
+        case "captured-not-code":
+            return f"the manifest of `{name}` records captured facts its code does not have: {f['what']}"
+        case "not-rebuilt":
+            return f"the `{f['payload']}` payload of `{name}` is not what its `{f['source']}` compiles to"
+        case "unbound":
+            return f"package `{name}` cannot be bound to the code that was checked: {f['why']}"
 
 
 def defect(found: IntegrityFinding, at: Span | None = None) -> Diagnostic:
@@ -213,10 +231,21 @@ def defect(found: IntegrityFinding, at: Span | None = None) -> Diagnostic:
     points at ``at`` (with the fix), or nowhere when the package was named on the command line.
     """
     message = _message(found)
-    if found.defect in ("malformed", "code-facts"):
+    if found.defect in _BINDING:
+        return _binding(found, message, at)
+    if found.defect in ("malformed", "code-facts", "compile-option"):
         here = (Label(Span(found.package, 1, 1, 1, 1), "in this package"),)
         if found.defect == "malformed":
             return Diagnostic(CODE, message, labels=here, helps=(_REBUILD,))
+        if found.defect == "compile-option":
+            replay = (
+                "a package's recorded options are given to the compiler again when its source is rebuilt at link; "
+                "kernlink replays only `-D`, `-I` within the package, `-std`, `-arch` and its own code-generation "
+                "flags, so that a package cannot make the compiler write or read a file of yours",
+            )
+            return Diagnostic(
+                CODE, message, labels=here, notes=replay, helps=(_REBUILD,), data=(("option", found.fact("option")),)
+            )
         notes = (
             found.fact("difference"),
             "the package's hashes match: its manifest was edited and the hashes recomputed",
@@ -225,6 +254,35 @@ def defect(found: IntegrityFinding, at: Span | None = None) -> Diagnostic:
     if at is None:
         return Diagnostic(CODE, message)
     return Diagnostic(CODE, message, labels=(Label(at, "package named here"),), helps=(_REBUILD,))
+
+
+_BINDING = ("ptx-not-lowered", "captured-not-code", "not-rebuilt", "unbound")
+
+
+def _binding(found: IntegrityFinding, message: str, at: Span | None) -> Diagnostic:
+    """A binding defect (linker/binding.py): the package, and the `use` line that names it when there is one."""
+    labels = _in(found.package) + ((Label(at, "package named here", primary=False),) if at is not None else ())
+    f = dict(found.facts)
+    if found.defect == "unbound":
+        notes: tuple[str, ...] = (
+            "`--strict` and `--require-binding` link only a package whose checked PTX is its LTO IR's code",
+        )
+        helps = (f"{_REBUILD} (NVRTC, this kernlink's toolkit), or drop `--strict`/`--require-binding`",)
+        return Diagnostic(CODE, message, labels=labels, notes=notes, helps=helps, data=(("why", f["why"]),))
+    if found.defect == "captured-not-code":
+        notes = (
+            "the checks read the manifest's symbols, prototypes and params layouts; its code declares others",
+            "the package's hashes match: its manifest was edited and the hashes recomputed",
+        )
+        return Diagnostic(CODE, message, labels=labels, notes=notes, helps=(_REBUILD,))
+    done = "lowered with" if found.defect == "ptx-not-lowered" else "rebuilt with"
+    notes = (
+        f"{done} {f['how']}: the payload's SHA-256 is {f['recorded']}…, the result's {f['found']}…",
+        "the package's hashes match: a payload was replaced and the hashes recomputed",
+    )
+    if found.defect == "ptx-not-lowered":
+        notes += ("the check read this PTX; the link would link other code",)
+    return Diagnostic(CODE, message, labels=labels, notes=notes, helps=(_REBUILD,))
 
 
 @contextmanager
