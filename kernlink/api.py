@@ -68,10 +68,13 @@ def check(
     options: ModelOptions | None = None,
     memo: Memo | None = None,
     host_code: bool = True,
+    require_binding: bool = False,
 ) -> CheckResult:
     """Audit a composition. Raises only ``UsageError`` / ``SelectionError`` for bad arguments.
 
     ``strict`` makes warnings about the inputs (a stale `.kc`, W-STALE-CONTRACT) errors;
+    ``strict`` or ``require_binding`` refuses a package whose checked code is not shown to be the
+    code it links (linker/binding.py: its LTO IR is lowered here, once per package's bytes);
     ``options`` sets the protocol model's solver budget and bound (``--rlimit``, ``--bound``);
     ``memo`` keeps verdicts for the caller's later checks (``--watch``, the language server);
     ``host_code=False`` (``--no-host-code``) refuses every host provider (E-HOST-CODE).
@@ -79,7 +82,12 @@ def check(
     ctx = AnalysisContext(
         target, tuple(selected(select, ignore)), options or ModelOptions(), memo or Memo(), host_code=host_code
     )
-    return analyse(load(paths, strict=strict), ctx)
+    inputs = load(paths, strict=strict)
+    if strict or require_binding:
+        from linker.binding import refuse_unbound
+
+        refuse_unbound(inputs)
+    return analyse(inputs, ctx)
 
 
 @dataclass
@@ -106,17 +114,20 @@ def link(
     watchdog: int | None = None,
     memo: Memo | None = None,
     host_code: bool = True,
+    require_binding: bool = False,
 ) -> LinkResult:
     """Check, then link an accepted composition; with ``out_dir``, write the outputs there.
 
     The link map is written even when the check or the link fails. Raises only
-    ``UsageError`` for bad arguments. ``memo``, ``host_code``: as for :func:`check`.
+    ``UsageError`` for bad arguments. ``memo``, ``host_code``, ``strict`` and ``require_binding``: as for
+    :func:`check` (the link refuses an unbound package too).
     """
     from linker.link import LinkOutput, link_composition, record_for, write_outputs
 
     if isinstance(out_dir, str) and not out_dir.strip():
         raise UsageError("an output directory cannot be empty")
-    result = check(paths, target=target, strict=strict, memo=memo, host_code=host_code)
+    bind = strict or require_binding
+    result = check(paths, target=target, strict=strict, memo=memo, require_binding=bind, host_code=host_code)
     comp, placed = result.composition, result.placed
     if not result.accepted or comp is None or placed is None:
         output = None
@@ -126,7 +137,9 @@ def link(
             output.record.diagnostics.extend(result.diagnostics)
     else:
         routes = result.downstream.routes if result.downstream is not None else None
-        output = link_composition(comp, placed, emit_ptx=emit_ptx, routes=routes, watchdog=watchdog)
+        output = link_composition(
+            comp, placed, emit_ptx=emit_ptx, routes=routes, watchdog=watchdog, require_binding=bind
+        )
     diags = list(result.diagnostics)
     if output is not None and output.record.status != "rejected":
         diags = sort_diagnostics([*diags, *output.diagnostics])

@@ -333,11 +333,14 @@ def build(
     target: str | None = None,
     memo: Memo | None = None,
     host_code: bool = True,
+    strict: bool = False,
+    require_binding: bool = False,
 ) -> tuple[BuildResult, LinkResult | None]:
     """Pack every stale package of ``pipeline``, then link it into ``out_dir``; (steps, the link result).
 
     ``memo`` keeps the check's verdicts for the next build of the same process (``--watch``);
     ``host_code=False`` (``--no-host-code``) refuses every host provider.
+    ``strict`` and ``require_binding`` are the link's (kernlink/api.py).
     """
     from kernlink.api import link
 
@@ -350,7 +353,9 @@ def build(
     except DiagnosticError as err:
         result.diagnostics.extend(err.diagnostics)
         return result, None
-    linked = link([path], out_dir, target=target, memo=memo, host_code=host_code)
+    linked = link(
+        [path], out_dir, target=target, memo=memo, host_code=host_code, strict=strict, require_binding=require_binding
+    )
     result.diagnostics.extend(linked.diagnostics)
     result.ok = linked.ok
     return result, linked

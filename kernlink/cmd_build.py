@@ -37,6 +37,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="refuse a composition whose stages carry host code (`host provider`): E-HOST-CODE for each",
     )
     p.add_argument(
+        "--strict",
+        action="store_true",
+        help="a `.kc` that differs from its package's contract is an error, and so is a package that cannot be "
+        "bound (as --require-binding)",
+    )
+    p.add_argument(
+        "--require-binding",
+        action="store_true",
+        help="refuse a package whose checked PTX is not shown to be its LTO IR's code (a CI policy)",
+    )
+    p.add_argument(
         "--watch",
         action="store_true",
         help="stay resident: build again whenever the pipeline, a contract, a flags file, a source or a file "
@@ -67,6 +78,8 @@ def cmd_build(args: argparse.Namespace, memo: Memo | None = None) -> int:
         target=args.target,
         memo=memo,
         host_code=not args.no_host_code,
+        strict=args.strict,
+        require_binding=args.require_binding,
     )
     if result.steps:
         print(summary(result.steps))
@@ -131,7 +144,8 @@ def _server_argv(args: argparse.Namespace) -> list[str]:
     color = args.color
     if color == "auto":
         color = "always" if sys.stdout.isatty() and not os.environ.get("NO_COLOR") else "never"
-    argv = [args.pipeline, "-o", args.output, "--compiler", args.compiler, "--color", color]
+    policy = [flag for flag, on in (("--strict", args.strict), ("--require-binding", args.require_binding)) if on]
+    argv = [args.pipeline, "-o", args.output, "--compiler", args.compiler, *policy, "--color", color]
     if args.no_host_code:
         argv.append("--no-host-code")
     return [*argv, "--target", args.target] if args.target else argv

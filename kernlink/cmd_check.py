@@ -24,8 +24,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--strict",
         action="store_true",
-        help="warnings about the inputs are errors (a `.kc` that differs from its package's contract) "
-        "and so are code sites the conformance analysis cannot decide",
+        help="warnings about the inputs are errors (a `.kc` that differs from its package's contract), "
+        "so are code sites the conformance analysis cannot decide, and a package that cannot be bound "
+        "(as --require-binding)",
+    )
+    p.add_argument(
+        "--require-binding",
+        action="store_true",
+        help="refuse a package whose checked PTX is not shown to be its LTO IR's code (a CI policy)",
     )
     p.add_argument(
         "--no-host-code",
@@ -71,6 +77,7 @@ def cmd_check(args: argparse.Namespace, memo: Memo | None = None) -> int:
         options=options,
         memo=memo,
         host_code=not args.no_host_code,
+        require_binding=args.require_binding,
     )
     diags = result.diagnostics
     if args.strict:

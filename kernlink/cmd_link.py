@@ -25,7 +25,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--target", help="link for another target than the pipeline's")
     p.add_argument("--ptx", action="store_true", help="also write the linked PTX (kernel.ptx)")
-    p.add_argument("--strict", action="store_true", help="a `.kc` that differs from its package's contract is an error")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="a `.kc` that differs from its package's contract is an error, and so is a package that cannot be "
+        "bound (as --require-binding)",
+    )
+    p.add_argument(
+        "--require-binding",
+        action="store_true",
+        help="refuse a package whose checked PTX is not shown to be its LTO IR's code (a CI policy)",
+    )
     p.add_argument(
         "--no-host-code",
         action="store_true",
@@ -50,6 +60,7 @@ def cmd_link(args: argparse.Namespace) -> int:
         strict=args.strict,
         watchdog=args.watchdog,
         host_code=not args.no_host_code,
+        require_binding=args.require_binding,
     )
     if not result.ok:
         return report(result.diagnostics, result.sources, args)

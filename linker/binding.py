@@ -1,54 +1,86 @@
-"""At link: the payloads of a stage package are what its own source compiles to.
+"""The binding: the code a package's check read is the code that is linked.
 
-The package's hashes prove integrity, not authenticity: whoever edits a package can
-recompute them. The conformance facts bind the manifest to ``code.ptx`` (read time,
-package/manifest.py), and L-CONFORM binds ``code.ptx`` to the contract. This step
-closes the loop to the object that is linked: it compiles ``source.cu`` (with the
-params probe) again with the recorded front end and options and only the headers the
-package carries (:class:`Alone`: NVRTC, headers in memory, from the filesystem root),
-lowers that LTO IR to PTX with nvJitLink as pack did (``compile.ptx``), and requires
-the ``lto.ir`` payload and the ``code.ptx`` payload to be byte-identical to what that
-source gives. A mismatch is ``L-INTEGRITY``.
+A package's hashes prove integrity, not authenticity: whoever edits a package can recompute
+them. The check reads a package's contract, its ``captured`` facts (symbols, prototypes,
+params layouts) and its ``code.ptx`` (L-CONFORM; the manifest's ``conformance`` facts are
+derived from that payload again on reading, package/manifest.py); the link links its
+``lto.ir``. This module ties the two, in two steps:
 
-A pass is remembered on disk (:func:`diagnostics.files.user_cache_dir`, ``binding/``), keyed by the package's
-bytes, the stage, the NVRTC version, the CUDA header wheels' versions and the code of
-the modules that decide it; ``KERNLINK_NO_BINDING_CACHE=1`` turns the cache off. So a
-link after a rebuild of one component compiles that component alone, not all of them.
-``kernlink pack`` records the pass itself when its compile was this very rebuild
-(:func:`remember_pass`): then the link compiles nothing again.
+1. **Lowering** (every package, at check with ``--strict``/``--require-binding`` and at every
+   link): nvJitLink lowers the ``lto.ir`` payload to PTX with kernlink's own options
+   (:data:`linker.symbols.PTX_LINK_OPTIONS`; nothing the manifest records is replayed), as
+   ``kernlink pack`` made ``code.ptx``. The package is *bound* when that PTX is byte-identical
+   to ``code.ptx`` (``.file`` paths reduced to base names) and the manifest's ``captured``
+   symbols, prototypes and params layouts are what that PTX declares. Otherwise it is
+   - *forged* (``L-INTEGRITY``): its ``compile.ptx`` record says ``code.ptx`` is this
+     nvJitLink's lowering of its ``lto.ir`` and it is not, or its ``captured`` facts are not
+     its code's;
+   - *unbound*: it records another lowering (another nvJitLink or other options, a PTX of its
+     own compile by nvcc, no record at all) or carries no ``code.ptx``; nothing shows that the
+     code checked is the code linked.
+2. **Rebuild** (at link, a bound package that carries its source and was packed by this
+   NVRTC): ``source.cu`` (with the params probe) is compiled again with the recorded options
+   and only the headers the package carries (:class:`Alone`: NVRTC, headers in memory, from
+   the filesystem root) and lowered again; ``lto.ir`` and ``code.ptx`` must be byte-identical
+   to the rebuild (``L-INTEGRITY``), so the source it ships is the source of its code. A
+   package that cannot be rebuilt here is still bound by step 1.
 
-What cannot be rebuilt here is an ``I-BINDING`` note, never a pass: a package made
-by nvcc or by another NVRTC version, one without a source or PTX payload, or a
-source that includes files the package does not carry.
+An unbound package is an ``I-BINDING`` note naming why, and at link its linked code (the
+PTX its ``lto.ir`` lowers to) is checked against its contract there (L-CONFORM), so even
+then what links keeps its contract. ``--strict`` and ``--require-binding`` refuse it
+(``L-INTEGRITY``) at check, link and build.
+
+A bound verdict is remembered on disk (:func:`diagnostics.files.user_cache_dir`, ``binding/``)
+as what it was computed from — the package's SHA-256, each payload's, the stage's, the mode
+and the deciding environment (nvJitLink/NVRTC versions, the header wheels, the code of the
+modules that decide) — with an HMAC under a per-user secret (``binding/key``, 0600, owned by
+the user). An entry is used only when every recorded hash equals the package's at hand and its
+HMAC verifies; anything else (a planted marker, another package's entry, a secret that is not
+the user's own) is ignored and the verdict computed again. ``KERNLINK_NO_BINDING_CACHE=1``
+turns the cache off. ``kernlink pack`` records the verdicts of what it wrote by construction
+(:func:`remember_pass`).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
+import json
 import os
 import re
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from checker.clauses import l_integrity
 from checker.conformance import PTX_PAYLOAD
 from contract_lang import ast as A
 from contract_lang.printer import print_node
-from diagnostics.files import atomic_write_text, user_cache_dir
-from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
-from diagnostics.span import Span
-from diagnostics.symbols import Code
+from diagnostics.files import atomic_write_bytes, open_regular, read_capped, user_cache_dir
+from diagnostics.model import Diagnostic, DiagnosticError
 from linker import layout
-from linker.symbols import LTO_PTX_EXTRA, PTX_LINK_OPTIONS, compile_lto_and_ptx
-from linker.toolchain import CompileResult, nvjitlink_version, nvrtc_version, stable_cwd
-from package.kpkg import Package, read_package
-from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD
+from linker.symbols import LTO_PTX_EXTRA, PTX_LINK_OPTIONS, compile_lto_and_ptx, ptx_link_options, read_ptx_symbols
+from linker.toolchain import (
+    CompileResult,
+    isolated,
+    nvjitlink_here,
+    nvjitlink_version,
+    nvrtc_version,
+    stable_cwd,
+)
+from package.captured import Captured
+from package.integrity import IntegrityFinding
+from package.kpkg import Package, read_package, valid_payload_name
+from package.loader import Inputs, Unread
+from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, captured_from_json, refused_option
 
-NOTE_CODE = Code.I_BINDING
+Mode = Literal["lowered", "rebuilt"]
 _FILE_PATH = re.compile(r'^(\s*\.file\s+\d+\s+)"(?:[^"]*/)?([^"/]*)"', re.M)
+_TARGET = re.compile(r"sm_[0-9]{2,3}[a-z]?")
 
 
 def normalise_ptx(ptx: str) -> str:
@@ -65,15 +97,19 @@ def carried_headers(payloads: Mapping[str, bytes]) -> dict[str, bytes]:
 
 
 def recorded_options(options: object) -> tuple[str, dict[str, str], tuple[str, ...]]:
-    """``-std``, the ``-D`` defines and the other options of a manifest's ``compile.options``."""
+    """``-std``, the ``-D`` defines and the other options of a manifest's ``compile.options``.
+
+    Only what :func:`package.manifest.refused_option` allows is ever recorded; ``-I`` is not
+    replayed (a rebuild is given the carried headers in memory), nor kernlink's own flags.
+    """
     listed = [str(o) for o in options] if isinstance(options, list) else []
-    std = next((o.removeprefix("-std=") for o in listed if o.startswith("-std=")), "c++17")
+    std = next((o.split("=", 1)[1] for o in listed if o.startswith(("-std=", "--std="))), "c++17")
     defines: dict[str, str] = {}
     for o in listed:
         if o.startswith("-D"):
             key, _, value = o[2:].partition("=")
             defines[key] = value
-    own = ("-arch=", "-dlto", "-rdc=true", "-std=", "-D", "-ltoir")
+    own = ("-arch=", "-dlto", "-rdc=true", "-std=", "--std=", "-D", "-ltoir", "-I", "--include-path=", "-lineinfo")
     return std, defines, tuple(o for o in listed if not o.startswith(own))
 
 
@@ -87,106 +123,239 @@ def extra_include_dirs(compile_info: Mapping[str, object]) -> list[Path]:
     return []
 
 
-def rebuild_problems(path: str, stage: A.Stage) -> list[Diagnostic]:
-    """L-INTEGRITY errors and I-BINDING notes for one package file (cached by the file's bytes)."""
-    data = Path(path).read_bytes()
-    return list(_cached(hashlib.sha256(data).hexdigest(), path, stage))
+# ----------------------------------------------------------------- the verdict
 
 
-@functools.lru_cache(maxsize=64)
-def _cached(digest: str, path: str, stage: A.Stage) -> tuple[Diagnostic, ...]:
-    """The verdict for a package's bytes: from this process, then from the disk cache, else rebuilt.
+@dataclass(frozen=True)
+class Verdict:
+    """What the binding found for one package's bytes.
 
-    Only a pass (no finding) is kept on disk; notes and errors are found again each time.
+    ``findings``: the package is forged (L-INTEGRITY). ``unbound``: why it cannot be bound (the
+    words of an I-BINDING note), with ``lowered``, the PTX its ``lto.ir`` lowers to (None when
+    nvJitLink here cannot lower it). Neither: bound.
     """
-    marker = _verdict_file(digest, stage)
-    if marker is not None and marker.is_file():
-        return ()
-    found = tuple(_rebuild(path, stage))
-    if not found:
-        _record_pass(marker)
-    return found
+
+    findings: tuple[IntegrityFinding, ...] = ()
+    unbound: str | None = None
+    lowered: str | None = None
+
+    @property
+    def bound(self) -> bool:
+        return not self.findings and self.unbound is None
 
 
-def _record_pass(marker: Path | None) -> None:
-    if marker is None:
-        return
+_BOUND = Verdict()
+#: Verdicts of this process, by (package SHA-256, stage text, mode); at most this many.
+_MEMO: dict[tuple[str, str, Mode], Verdict] = {}
+_MEMO_SIZE = 64
+
+
+def forget() -> None:
+    """Drop the verdicts this process keeps (the disk cache stays)."""
+    _MEMO.clear()
+
+
+def decide(path: str, stage: A.Stage, *, rebuild: bool) -> Verdict:
+    """The binding verdict of the package at ``path`` (read once, here), for ``stage`` (its contract).
+
+    ``rebuild``: also rebuild its source when it can be (at link). Raises :class:`DiagnosticError`
+    when the package cannot be read or is not intact (L-INTEGRITY).
+    """
+    with l_integrity.worded():
+        pkg = read_package(path)
+    inputs = rebuild_inputs(pkg, stage) if rebuild else None
+    mode: Mode = "rebuilt" if isinstance(inputs, Alone) else "lowered"
+    text = print_node(stage)
+    key = (pkg.sha256, text, mode)
+    known = _MEMO.get(key)
+    if known is None and _cached_pass(pkg, text, mode):
+        known = _BOUND
+    if known is None:
+        known = _decide(path, pkg, stage, inputs if isinstance(inputs, Alone) else None)
+        if known.bound:
+            _record_pass(pkg, text, mode)
+    if len(_MEMO) >= _MEMO_SIZE:
+        _MEMO.pop(next(iter(_MEMO)))
+    _MEMO[key] = known
+    return known
+
+
+def _decide(path: str, pkg: Package, stage: A.Stage, alone: Alone | None) -> Verdict:
+    target = str(pkg.manifest.get("target"))
+    if _TARGET.fullmatch(target) is None:
+        return Verdict(unbound=f"its target `{target[:64]}` is not an architecture nvJitLink lowers for")
+    failed, lowered = "", None
     try:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(marker, "binding verified: the payloads are what the source compiles to\n")
-    except (OSError, DiagnosticError):
-        pass  # the cache is an optimisation: a verdict not written is found again next time
+        lowered = lower(pkg.payloads[LTO_PAYLOAD], target)
+    except DiagnosticError as err:
+        failed = "; ".join(d.message for d in err.diagnostics)[:400]
+    if alone is not None:  # the rebuild, when it runs, decides first: it names the payload that differs
+        rebuilt = _rebuilt(path, pkg, alone)
+        if rebuilt:
+            return Verdict(tuple(rebuilt))
+    if lowered is None:
+        return Verdict(unbound=f"nvJitLink here cannot lower its LTO IR to PTX ({failed})")
+    payload = pkg.payloads.get(PTX_PAYLOAD)
+    if payload is None:
+        return Verdict(unbound=f"it carries no `{PTX_PAYLOAD}`: none of its code was checked", lowered=lowered)
+    if payload != lowered.encode("utf-8"):
+        why = _other_lowering(pkg.manifest)
+        if why is not None:
+            return Verdict(unbound=why, lowered=lowered)
+        return Verdict((_finding(path, "ptx-not-lowered", payload, lowered.encode("utf-8")),))
+    mismatch = captured_mismatch(pkg, stage, lowered)
+    if mismatch is not None:
+        return Verdict((IntegrityFinding(path, "captured-not-code", (("what", mismatch),)),))
+    return _BOUND
 
 
-#: The modules whose code decides the verdict: a change to any of them is a new cache key.
-_DECIDERS = ("binding.py", "layout.py", "symbols.py", "toolchain.py")
-#: The wheels whose headers, compiler and linker (the PTX lowering) the rebuild uses.
-_WHEELS = (
-    "nvidia-cuda-nvrtc",
-    "nvidia-nvjitlink",
-    "nvidia-cuda-runtime",
-    "nvidia-cuda-crt",
-    "nvidia-cuda-cccl",
-    "nvidia-cutlass",
-)
-
-
-def _verdict_file(digest: str, stage: A.Stage) -> Path | None:
-    """Where a pass for these package bytes is recorded: keyed by the bytes, the stage as checked, the
-    NVRTC version, the header wheels' versions and kernlink's own deciding code. None: no cache."""
-    if os.environ.get("KERNLINK_NO_BINDING_CACHE"):
-        return None
-    h = hashlib.sha256()
-    for part in (digest, print_node(stage), repr(nvrtc_version()), _environment()):
-        h.update(part.encode() + b"\0")
-    return user_cache_dir() / "binding" / f"{h.hexdigest()}.ok"
-
-
-@functools.cache
-def _environment() -> str:
-    here = Path(__file__).parent
-    code = hashlib.sha256(b"".join((here / name).read_bytes() for name in _DECIDERS)).hexdigest()
-    found = _wheel_versions()
-    versions = [f"{wheel}=={found[wheel]}" if wheel in found else f"{wheel} absent" for wheel in _WHEELS]
-    return "\n".join((code, *versions))
-
-
-def _wheel_versions() -> dict[str, str]:
-    """The installed version of each of ``_WHEELS``, from the name of its ``.dist-info`` folder.
-
-    What ``importlib.metadata.version`` answers (the first one on ``sys.path`` wins, and an
-    installer names the folder ``<name>-<version>.dist-info``) without importing it and the
-    email parser it reads ``METADATA`` with: ~30 ms of every build.
-    """
-    wanted = {wheel.replace("-", "_").lower(): wheel for wheel in _WHEELS}
-    found: dict[str, str] = {}
-    for entry in sys.path:
-        try:
-            names = os.listdir(entry or ".")
-        except OSError:
-            continue
-        for name in sorted(names):
-            stem, dot, ext = name.rpartition(".")
-            project, dash, version = stem.partition("-")
-            wheel = wanted.get(project.lower().replace("-", "_").replace(".", "_"))
-            if dot and ext == "dist-info" and dash and wheel is not None:
-                found.setdefault(wheel, version)
-    return found
-
-
-def _where(path: str) -> tuple[Label, ...]:
-    return (Label(Span(path, 1, 1, 1, 1), "in this package"),)
-
-
-def _note(path: str, why: str) -> Diagnostic:
-    return Diagnostic(
-        NOTE_CODE,
-        f"the payloads of `{path}` were not rebuilt from its source: {why}",
-        severity=Severity.NOTE,
-        labels=_where(path),
-        notes=("its LTO IR is linked as packed; nothing ties it to the code L-CONFORM checked",),
-        helps=("repack it with `kernlink pack` (NVRTC, this kernlink's toolkit)",),
+def lower(ltoir: bytes, target: str) -> str:
+    """The PTX nvJitLink lowers ``ltoir`` to with :data:`PTX_LINK_OPTIONS`, ``.file`` paths normalised."""
+    raw, _, _ = isolated(
+        "nvjitlink", nvjitlink_here, [(LTO_PAYLOAD, ltoir)], list(ptx_link_options(target)), target, "ptx"
     )
+    return normalise_ptx(bytes(raw).split(b"\0", 1)[0].decode("utf-8", errors="replace"))
+
+
+def _other_lowering(manifest: Mapping[str, object]) -> str | None:
+    """Why a ``code.ptx`` that is not this nvJitLink's lowering may still be honest; None when the
+    package itself records that it is (then it is forged)."""
+    compile_info = manifest.get("compile")
+    if not isinstance(compile_info, Mapping):
+        return "it has no `compile` record, and its `code.ptx` is not what its `lto.ir` lowers to here"
+    record = compile_info.get("ptx")
+    here = "{}.{}".format(*nvjitlink_version())
+    if not isinstance(record, Mapping) or record.get("from") != LTO_PAYLOAD:
+        how = f"compiled by `{compile_info.get('compiler')}`" if compile_info.get("compiler") != "nvrtc" else "older"
+        return f"its `code.ptx` is not its `lto.ir`'s lowering (the package is {how}: its PTX is a compile of its own)"
+    if record.get("options") != list(PTX_LINK_OPTIONS):
+        return "its `code.ptx` was lowered from its `lto.ir` with other nvJitLink options than this kernlink's"
+    if record.get("nvjitlink") != here:
+        return (
+            f"its `code.ptx` was lowered by nvJitLink {str(record.get('nvjitlink'))[:32]}; this kernlink's "
+            f"nvJitLink {here} lowers its `lto.ir` to other PTX"
+        )
+    return None
+
+
+def captured_mismatch(pkg: Package, stage: A.Stage, ptx: str) -> str | None:
+    """What of the manifest's ``captured`` facts ``ptx`` (the package's code) does not declare; None: all of it."""
+    try:
+        recorded = captured_from_json(pkg.manifest["captured"])
+    except (KeyError, TypeError, ValueError, IndexError):
+        return "the `captured` record cannot be read"
+    symbols = read_ptx_symbols(ptx).without([layout.PROBE_SYMBOL, layout.probe_keeper(stage.name)])
+    try:
+        params = layout.read_probe(ptx, layout.params_blocks(stage))
+    except DiagnosticError:
+        return "the params layouts (its code holds no params probe for this contract)"
+    code = Captured(
+        frozenset(symbols.defined),
+        frozenset(symbols.needed),
+        params,
+        prototypes=tuple(sorted(symbols.prototypes().items())),
+    )
+    if recorded.defined_symbols != code.defined_symbols:
+        return _listed("defined symbols", recorded.defined_symbols, code.defined_symbols)
+    if recorded.needed_symbols != code.needed_symbols:
+        return _listed("needed symbols", recorded.needed_symbols, code.needed_symbols)
+    if recorded.params_layouts != code.params_layouts:
+        return f"the params layouts (the manifest: {_layouts(recorded)}; the code: {_layouts(code)})"
+    if recorded.prototypes != code.prototypes:
+        wrong = next(
+            (n for n, p in code.prototypes if recorded.prototype_map.get(n) != p),
+            next(iter(recorded.prototype_map), ""),
+        )
+        return f"the prototype of `{wrong}`"
+    return None
+
+
+def _listed(what: str, recorded: frozenset[str], code: frozenset[str]) -> str:
+    extra, missing = sorted(recorded - code), sorted(code - recorded)
+    parts = [f"the manifest adds {', '.join(f'`{s}`' for s in extra[:4])}"] if extra else []
+    parts += [f"leaves out {', '.join(f'`{s}`' for s in missing[:4])}"] if missing else []
+    return f"the {what} ({'; '.join(parts)})"
+
+
+def _layouts(captured: Captured) -> str:
+    return (
+        ", ".join(
+            f"`{p.name}` {p.size} B: " + " ".join(f"{f}@{o}" for f, o, _ in p.fields) for p in captured.params_layouts
+        )
+        or "none"
+    )
+
+
+def _finding(path: str, case: Literal["ptx-not-lowered"], payload: bytes, lowered: bytes) -> IntegrityFinding:
+    return IntegrityFinding(
+        path,
+        case,
+        (
+            ("payload", PTX_PAYLOAD),
+            ("from", LTO_PAYLOAD),
+            ("how", "nvJitLink {}.{}".format(*nvjitlink_version())),
+            ("recorded", hashlib.sha256(payload).hexdigest()[:16]),
+            ("found", hashlib.sha256(lowered).hexdigest()[:16]),
+        ),
+    )
+
+
+# ----------------------------------------------------------------- what check and link report
+
+
+def rebuild_problems(path: str, stage: A.Stage, *, require: bool = False) -> list[Diagnostic]:
+    """At link: L-INTEGRITY errors, and for an unbound package an I-BINDING note with the L-CONFORM
+    findings of the code it links (``require``: the package is refused instead, L-INTEGRITY)."""
+    try:
+        verdict = decide(path, stage, rebuild=True)
+    except DiagnosticError as err:
+        return list(err.diagnostics)
+    out = [l_integrity.defect(f) for f in verdict.findings]
+    if verdict.unbound is None:
+        return out
+    if require:
+        return [*out, l_integrity.defect(unbound_finding(path, verdict.unbound))]
+    out.append(l_integrity.unbound_note(path, verdict.unbound, checked=verdict.lowered is not None))
+    if verdict.lowered is not None:
+        from checker import conformance
+
+        code = conformance.derive(verdict.lowered)
+        out += conformance.diagnostics(
+            stage,
+            code,
+            ptx_name=f"{conformance.ptx_display(path)}@{LTO_PAYLOAD}",
+            source_name=conformance.source_display(path),
+            ptx_text=verdict.lowered,
+        )
+    return out
+
+
+def unbound_finding(path: str, why: str) -> IntegrityFinding:
+    return IntegrityFinding(path, "unbound", (("why", why),))
+
+
+def refuse_unbound(inputs: Inputs) -> None:
+    """``--strict``/``--require-binding`` at check: every package of ``inputs`` that is forged or
+    unbound is left out as not intact (``inputs.unread``, L-INTEGRITY), like a corrupt one."""
+    kept = []
+    for entry in inputs.candidates:
+        if entry.package is None:
+            kept.append(entry)
+            continue
+        try:
+            verdict = decide(entry.package, entry.stage, rebuild=False)
+        except DiagnosticError:
+            kept.append(entry)  # read and verified by the loader a moment ago; the check reports it
+            continue
+        if verdict.bound:
+            kept.append(entry)
+            continue
+        found = verdict.findings[0] if verdict.findings else unbound_finding(entry.package, verdict.unbound or "")
+        inputs.unread.append(Unread(found, entry.use))
+    inputs.candidates[:] = kept
+
+
+# ----------------------------------------------------------------- the rebuild from source
 
 
 @dataclass(frozen=True)
@@ -238,7 +407,7 @@ class Alone:
 
 
 def rebuild_inputs(pkg: Package, stage: A.Stage) -> Alone | str:
-    """What a rebuild of ``pkg`` compiles, or why it cannot be rebuilt here (an I-BINDING note's words)."""
+    """What a rebuild of ``pkg`` compiles, or why it cannot be rebuilt here."""
     compile_info = pkg.manifest.get("compile")
     source = pkg.payloads.get(SOURCE_PAYLOAD)
     ptx = pkg.payloads.get(PTX_PAYLOAD)
@@ -250,18 +419,19 @@ def rebuild_inputs(pkg: Package, stage: A.Stage) -> Alone | str:
     here = f"nvrtc {version[0]}.{version[1]}"
     if pkg.manifest.get("toolkit") != here:
         return f"it was compiled by `{pkg.manifest.get('toolkit')}`, this kernlink has `{here}`"
-    lowered = compile_info.get("ptx")
-    if not isinstance(lowered, dict) or lowered.get("options") != list(PTX_LINK_OPTIONS):
-        return "it was packed by an older kernlink (its PTX is not its LTO IR's)"
-    linker_here = "{}.{}".format(*nvjitlink_version())
-    if lowered.get("nvjitlink") != linker_here:
-        return f"its PTX was lowered by nvJitLink {lowered.get('nvjitlink')}, this kernlink has {linker_here}"
+    name = str(compile_info.get("source") or "source.cu")
+    target = str(pkg.manifest.get("target"))
+    if not valid_payload_name(name) or _TARGET.fullmatch(target) is None:
+        return "its recorded source name or target is not one kernlink compiles"
+    refused = refused_option(compile_info.get("options", []))
+    if refused is not None:  # the reader refuses such a package; never replayed, whoever reads it
+        return f"it records the compile option `{refused}`, which kernlink does not replay"
     std, defines, extra = recorded_options(compile_info.get("options"))
     return Alone(
         source,
         tuple(carried_headers(pkg.payloads).items()),
-        str(compile_info.get("source") or "source.cu"),
-        str(pkg.manifest.get("target")),
+        name,
+        target,
         std,
         tuple(sorted(defines.items())),
         extra,
@@ -270,44 +440,205 @@ def rebuild_inputs(pkg: Package, stage: A.Stage) -> Alone | str:
     )
 
 
-def remember_pass(path: Path, stage: A.Stage, alone: Alone, result: CompileResult, ptx: str) -> None:
-    """Record the pass of a package ``kernlink pack`` just wrote from ``alone``'s compile.
-
-    By construction, not by trust: the inputs a rebuild would take from the written file must
-    equal ``alone`` and its payloads must be what ``alone`` compiled to, so a rebuild repeats
-    this very compile (NVRTC and nvJitLink are deterministic: the check itself relies on it).
-    Anything else records nothing, and the link rebuilds the package as usual.
-    """
+def _rebuilt(path: str, pkg: Package, alone: Alone) -> list[IntegrityFinding]:
+    """The payloads the rebuild does not give again (none: the source is the code's)."""
     try:
-        data = path.read_bytes()
-        with l_integrity.worded():
-            pkg = read_package(path)
-    except (OSError, DiagnosticError):
-        return
-    if rebuild_inputs(pkg, stage) != alone:
-        return
-    if pkg.payloads.get(LTO_PAYLOAD) != result.ltoir or pkg.payloads.get(PTX_PAYLOAD) != ptx.encode("utf-8"):
-        return
-    _record_pass(_verdict_file(hashlib.sha256(data).hexdigest(), stage))
-
-
-def _rebuild(path: str, stage: A.Stage) -> list[Diagnostic]:
-    with l_integrity.worded():
-        pkg = read_package(path)
-    inputs = rebuild_inputs(pkg, stage)
-    if isinstance(inputs, str):
-        return [_note(path, inputs)]
-    try:
-        result, again = inputs.run()
+        result, again = alone.run()
     except (DiagnosticError, UnicodeDecodeError):
-        return [_note(path, "its source does not compile alone (it includes files the package does not carry)")]
+        return []  # it includes files the package does not carry: bound by its lowering alone
     here = "nvrtc {}.{}".format(*nvrtc_version())
     out = []
     for payload, rebuilt in ((LTO_PAYLOAD, result.ltoir), (PTX_PAYLOAD, again.encode("utf-8"))):
         if pkg.payloads.get(payload) != rebuilt:
-            hashes = (
-                hashlib.sha256(pkg.payloads.get(payload, b"")).hexdigest()[:16],
-                hashlib.sha256(rebuilt).hexdigest()[:16],
+            facts = (
+                ("payload", payload),
+                ("source", SOURCE_PAYLOAD),
+                ("how", here),
+                ("recorded", hashlib.sha256(pkg.payloads.get(payload, b"")).hexdigest()[:16]),
+                ("found", hashlib.sha256(rebuilt).hexdigest()[:16]),
             )
-            out.append(l_integrity.payload_not_rebuilt(payload, str(path), SOURCE_PAYLOAD, here, hashes, _where(path)))
+            out.append(IntegrityFinding(path, "not-rebuilt", facts))
     return out
+
+
+def remember_pass(path: Path, stage: A.Stage, ltoir: bytes, ptx: str, alone: Alone | None) -> None:
+    """Record the verdicts of a package ``kernlink pack`` just wrote, by construction, not by trust.
+
+    Its ``code.ptx`` is nvJitLink's lowering (here) of its ``lto.ir`` and its ``captured`` facts were
+    read from that PTX, so it is bound once the file read back holds exactly ``ltoir`` and ``ptx``;
+    when the compile was the package's own rebuild (``alone``) and the inputs a rebuild would take
+    from the file equal it, a rebuild repeats this very compile (NVRTC and nvJitLink are
+    deterministic: the check itself relies on it). Anything else records nothing.
+    """
+    try:
+        with l_integrity.worded():
+            pkg = read_package(path)
+    except DiagnosticError:
+        return
+    if pkg.payloads.get(LTO_PAYLOAD) != ltoir or pkg.payloads.get(PTX_PAYLOAD) != ptx.encode("utf-8"):
+        return
+    text = print_node(stage)
+    _record_pass(pkg, text, "lowered")
+    if alone is not None and rebuild_inputs(pkg, stage) == alone:
+        _record_pass(pkg, text, "rebuilt")
+
+
+# ----------------------------------------------------------------- the cache on disk
+
+_FORMAT = "kernlink-binding/2"
+_SECRET = "key"
+_SECRET_BYTES = 32
+_ENTRY_LIMIT = 1 << 14
+
+
+def _folder() -> Path | None:
+    if os.environ.get("KERNLINK_NO_BINDING_CACHE"):
+        return None
+    return user_cache_dir() / "binding"
+
+
+def _body(pkg: Package, text: str, mode: Mode) -> dict[str, object]:
+    """What a verdict was computed from: every input's hash (all of it re-checked before use)."""
+    entries = pkg.manifest.get("payloads")
+    payloads = {str(e["name"]): str(e["sha256"]) for e in entries} if isinstance(entries, list) else {}
+    return {
+        "format": _FORMAT,
+        "verdict": "bound",
+        "mode": mode,
+        "package": pkg.sha256,
+        "payloads": payloads,
+        "stage": hashlib.sha256(text.encode()).hexdigest(),
+        "environment": hashlib.sha256(_environment().encode()).hexdigest(),
+    }
+
+
+def _entry(folder: Path, body: Mapping[str, object]) -> Path:
+    key = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    return folder / f"{key}.json"
+
+
+def _mac(secret: bytes, body: Mapping[str, object]) -> str:
+    return hmac.new(secret, json.dumps(body, sort_keys=True).encode(), hashlib.sha256).hexdigest()
+
+
+def _cached_pass(pkg: Package, text: str, mode: Mode) -> bool:
+    """A bound verdict for exactly these inputs is on disk, written under this user's secret."""
+    folder = _folder()
+    secret = _secret(folder, create=False) if folder is not None else None
+    if folder is None or secret is None:
+        return False
+    body = _body(pkg, text, mode)
+    path = _entry(folder, body)
+    try:
+        with open_regular(path) as handle:
+            raw = read_capped(handle, _ENTRY_LIMIT + 1, str(path))
+        stored = json.loads(raw.decode("utf-8")) if len(raw) <= _ENTRY_LIMIT else None
+    except (DiagnosticError, UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    if not isinstance(stored, dict) or not isinstance(stored.get("mac"), str):
+        return False
+    claimed = {k: v for k, v in stored.items() if k != "mac"}
+    return claimed == body and hmac.compare_digest(str(stored["mac"]), _mac(secret, body))
+
+
+def _record_pass(pkg: Package, text: str, mode: Mode) -> None:
+    folder = _folder()
+    if folder is None:
+        return
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        secret = _secret(folder, create=True)
+        if secret is None:
+            return
+        body = _body(pkg, text, mode)
+        atomic_write_bytes(
+            _entry(folder, body), json.dumps({**body, "mac": _mac(secret, body)}, sort_keys=True).encode()
+        )
+    except (OSError, DiagnosticError):
+        pass  # the cache is an optimisation: a verdict not written is found again next time
+
+
+def _secret(folder: Path, *, create: bool) -> bytes | None:
+    """This user's cache secret: a regular file of 32 bytes, owned by the user, readable by no one
+    else (created so when ``create``); None when there is none or it is not so (no cache then)."""
+    path = folder / _SECRET
+    if create and not path.exists():
+        fresh = folder / f".{_SECRET}.{os.getpid()}"
+        try:
+            fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(os.urandom(_SECRET_BYTES))
+            os.link(fresh, path)  # never replaces one another process made first
+        except OSError:
+            pass
+        finally:
+            fresh.unlink(missing_ok=True)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        private = stat.S_ISREG(info.st_mode) and not info.st_mode & 0o077 and info.st_uid == os.geteuid()
+        data = handle.read(_SECRET_BYTES + 1)
+    return data if private and len(data) == _SECRET_BYTES else None
+
+
+#: The modules whose code decides the verdict: a change to any of them is a new cache key.
+_DECIDERS = ("binding.py", "layout.py", "symbols.py", "toolchain.py")
+#: The wheels whose headers, compiler and linker (the PTX lowering) the rebuild uses.
+_WHEELS = (
+    "nvidia-cuda-nvrtc",
+    "nvidia-nvjitlink",
+    "nvidia-cuda-runtime",
+    "nvidia-cuda-crt",
+    "nvidia-cuda-cccl",
+    "nvidia-cutlass",
+)
+
+
+@functools.cache
+def _environment() -> str:
+    """The toolkit and kernlink code a verdict depends on (computed once per process)."""
+    here = Path(__file__).parent
+    code = hashlib.sha256(b"".join((here / name).read_bytes() for name in _DECIDERS)).hexdigest()
+    found = _wheel_versions()
+    versions = [f"{wheel}=={found[wheel]}" if wheel in found else f"{wheel} absent" for wheel in _WHEELS]
+    tools = (f"nvrtc {nvrtc_version()}", f"nvjitlink {nvjitlink_version()}")
+    return "\n".join((code, *tools, *versions))
+
+
+def _wheel_versions() -> dict[str, str]:
+    """The installed version of each of ``_WHEELS``, from the name of its ``.dist-info`` folder.
+
+    What ``importlib.metadata.version`` answers (the first one on ``sys.path`` wins, and an
+    installer names the folder ``<name>-<version>.dist-info``) without importing it and the
+    email parser it reads ``METADATA`` with: ~30 ms of every build.
+    """
+    wanted = {wheel.replace("-", "_").lower(): wheel for wheel in _WHEELS}
+    found: dict[str, str] = {}
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in sorted(names):
+            stem, dot, ext = name.rpartition(".")
+            project, dash, version = stem.partition("-")
+            wheel = wanted.get(project.lower().replace("-", "_").replace(".", "_"))
+            if dot and ext == "dist-info" and dash and wheel is not None:
+                found.setdefault(wheel, version)
+    return found
+
+
+__all__ = [
+    "Alone",
+    "Verdict",
+    "decide",
+    "forget",
+    "lower",
+    "rebuild_inputs",
+    "rebuild_problems",
+    "refuse_unbound",
+    "remember_pass",
+]

@@ -4,8 +4,9 @@ Steps (every failure is a diagnostic, recorded in the map, which is written anyw
 
 1. **Inputs.** Every stage must come from a package (a stage checked from its `.kc`
    alone is ``L-STAGE`` here: there is no object to link); each package is read
-   again (``L-INTEGRITY`` if it changed since the check) for its LTO IR, which must be
-   what its ``source.cu`` compiles to (:mod:`linker.binding`; so must ``code.ptx``). Parts of
+   again (``L-INTEGRITY`` if it changed since the check) for its LTO IR, which must lower to
+   the ``code.ptx`` the check read, and be what its ``source.cu`` compiles to when it can be
+   rebuilt here (:mod:`linker.binding`). Parts of
    the composition the role-entry ABI cannot express yet are ``E-UNSUPPORTED``.
 1b. **Route barriers** (the plan, :func:`analysis.plan.plan`): the staging routes' named
    barriers are added to the placement problem as barrier claims and solved once more
@@ -172,19 +173,21 @@ def link_composition(
     routes: Sequence[RoutedSeam] | None = None,
     audit: bool = True,
     watchdog: int | None = None,
+    require_binding: bool = False,
 ) -> LinkOutput:
     """Generate, compile and device-link a checked, placed composition (module docstring).
 
     ``routes`` are the tensor connections' routes on ``placed`` (``analysis.downstream``
     computed them during the check); None routes them here. ``watchdog`` bounds the generated
-    waits (``kernlink link --watchdog``, :mod:`linker.watchdog`).
+    waits (``kernlink link --watchdog``, :mod:`linker.watchdog`). ``require_binding`` refuses a
+    package that cannot be bound (:mod:`linker.binding`) instead of noting it.
     """
     start = time.perf_counter()
     record = record_for(comp)
     record.placement = placed.placement
     out = LinkOutput(record)
     try:
-        packages = _inputs(comp, record)
+        packages = _inputs(comp, record, require_binding)
         planned = plan(comp, placed, routes)  # the route barriers placed (analysis/plan.py)
         placed, routes = planned.placed, planned.routes
         record.placement = placed.placement
@@ -281,7 +284,7 @@ def _arch(comp: Composition) -> str:
     return comp.target.name if comp.target is not None else comp.target_name
 
 
-def _inputs(comp: Composition, record: LinkRecord) -> list[tuple[str, StagePackage]]:
+def _inputs(comp: Composition, record: LinkRecord, require_binding: bool) -> list[tuple[str, StagePackage]]:
     problems = unsupported(comp)
     packages: list[tuple[str, StagePackage]] = []
     for entry in comp.stages:
@@ -294,7 +297,7 @@ def _inputs(comp: Composition, record: LinkRecord) -> list[tuple[str, StagePacka
         except DiagnosticError as err:
             problems.extend(err.diagnostics)
             continue
-        rebuilt = rebuild_problems(entry.package, entry.stage)  # linker/binding.py: payloads = their source
+        rebuilt = rebuild_problems(entry.package, entry.stage, require=require_binding)  # linker/binding.py
         problems.extend(d for d in rebuilt if d.is_error)
         record.diagnostics.extend(d for d in rebuilt if not d.is_error)
         name = entry.use.path if entry.use is not None and entry.use.path else entry.package

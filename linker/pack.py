@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import re
 import time
 from collections.abc import Mapping
@@ -120,8 +121,33 @@ class CompileFlags:
 _LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"/\\]+\.(?:h|hpp|cuh|inc))"', re.M)
 
 
+def own_file(path: Path, folder: Path, what: str) -> None:
+    """Refuse to carry ``path`` unless it is the component's own: not a symbolic link, and inside
+    ``folder`` once every link on the way is followed. ``E-IO`` naming the path (exit 2): a package
+    carries what pack read, so a link to ``~/.ssh/id_rsa`` or a provider named ``../../x.c`` would
+    ship someone's file to whoever gets the package."""
+    why = None
+    if path.is_symlink():
+        why = "it is a symbolic link"
+    elif not Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder)):
+        why = f"it lies outside the component's folder `{folder}`"
+    if why is not None:
+        raise DiagnosticError(
+            [
+                Diagnostic(
+                    Code.E_IO,
+                    f"refusing to pack {what} `{path}`: {why}",
+                    notes=("a package carries the files pack reads, to whoever gets the package",),
+                    helps=("copy the file itself into the component's folder, beside the source and the contract",),
+                )
+            ]
+        )
+
+
 def local_headers(text: str, folder: Path) -> dict[str, bytes]:
-    """The quoted ``#include "x.h"`` files of ``text`` that are beside it (followed one level deep each)."""
+    """The quoted ``#include "x.h"`` files of ``text`` that are beside it (followed one level deep each).
+
+    Each must be the component's own (:func:`own_file`)."""
     found: dict[str, bytes] = {}
     pending = [text]
     while pending:
@@ -129,6 +155,7 @@ def local_headers(text: str, folder: Path) -> dict[str, bytes]:
             path = folder / name
             if name in found or name in (LTO_PAYLOAD, SOURCE_PAYLOAD) or not path.is_file():
                 continue
+            own_file(path, folder, "the header")
             found[name] = read_source(path, display=name).encode("utf-8")
             pending.append(found[name].decode("utf-8"))
     return found
@@ -221,8 +248,6 @@ def _plain(next_: str | None, rest: str) -> bool:
 def _mirror(folder: Path, carried: set[str]) -> tuple[str, ...] | None:
     """The relative paths of the files under ``folder`` besides ``carried``; None when a symbolic
     link is there, a folder cannot be read, or there are more than :data:`MIRROR_LIMIT`."""
-    import os
-
     found: list[str] = []
     errors: list[OSError] = []
     for root, dirs, files in os.walk(folder, onerror=errors.append):
@@ -254,8 +279,13 @@ class Built:
     source_display: str | None = None
     #: The compile, when it was the package's own rebuild (binding.Alone): what `pack` records as
     #: the link's binding verdict once the file is written.
-    alone: tuple[binding.Alone, CompileResult, str] | None = None
+    alone: binding.Alone | None = None
     opened: opened.Opened | None = None
+
+    @property
+    def lowered(self) -> bool:
+        """The PTX is nvJitLink's lowering (here) of the LTO IR: the package is bound by construction."""
+        return "ptx" in self.manifest["compile"]
 
 
 def default_output(source: str | Path) -> Path:
@@ -294,8 +324,8 @@ def pack(
             [Diagnostic(Code.E_IO, f"cannot create directory `{out.parent}`: {err.strerror or err}")]
         ) from err
     atomic_write_bytes(out, data)
-    if built.alone is not None:
-        binding.remember_pass(out, built.stage, *built.alone)
+    if built.lowered and built.ptx is not None:
+        binding.remember_pass(out, built.stage, built.payloads[LTO_PAYLOAD], built.ptx, built.alone)
     seconds = {**built.seconds, "write": time.perf_counter() - start}
     return PackResult(
         out,
@@ -335,6 +365,7 @@ def _build(
 ) -> Built:
     src_path = Path(source)
     display = str(source)
+    own_file(src_path, src_path.parent, "the source")
     text = read_source(src_path, display=display)
     chosen = choose_stage(contract, stage)
     target = chosen.target.name if chosen.target is not None else None
@@ -465,7 +496,7 @@ def _build(
         code,
         ptx,
         display,
-        (alone[0], result, ptx) if alone is not None and ran is not None else None,
+        alone[0] if alone is not None and ran is not None else None,
         None if read is None else opened.Opened(read, opened.search_folders(result.options)),
     )
 
@@ -491,7 +522,7 @@ def provider_sources(stage: A.Stage, folder: Path) -> dict[str, bytes]:
             problem = "is not the name of a C source file (`NAME.c`)"
         elif name in found or name in (LTO_PAYLOAD, SOURCE_PAYLOAD, conformance.PTX_PAYLOAD):
             problem = "has the file name of another payload of the package"
-        elif not path.is_file():
+        elif not path.is_file() and not path.is_symlink():
             problem = f"does not exist (looked for `{path}`)"
         if problem is not None:
             raise DiagnosticError(
@@ -504,6 +535,7 @@ def provider_sources(stage: A.Stage, folder: Path) -> dict[str, bytes]:
                     )
                 ]
             )
+        own_file(path, folder, "the host provider")
         found[name] = read_source(path, display=str(path)).encode("utf-8")
     return found
 

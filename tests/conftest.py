@@ -1,11 +1,20 @@
-"""Shared test configuration: the test tier (tests/tiers.py), snapshot updates, and GPU tests skipped without a GPU."""
+"""Shared test configuration: the test tier (tests/tiers.py), snapshot updates, GPU tests skipped without a GPU,
+and the reference examples' packages (``packed``), built once per session for tests/pack and tests/hostile."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests import tiers
 from tests.snapshots import set_update
+
+if TYPE_CHECKING:
+    from linker.pack import PackResult
+
+COMPONENTS = ("hello/provider", "hello/caller", "ring/loader", "ring/reduce")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -41,3 +50,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
     if not gpu_available():
         pytest.skip("needs an NVIDIA GPU with a CUDA driver")
+
+
+@pytest.fixture(scope="session")
+def packed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, PackResult]:
+    """The hello and ring examples' components, packed once into a temporary folder."""
+    from linker.pack import pack
+    from tests.link.examples import EXAMPLES
+
+    out = tmp_path_factory.mktemp("packages")
+    results = {}
+    for component in COMPONENTS:
+        source = EXAMPLES / f"{component}.cu"
+        results[component] = pack(source, source.with_suffix(".kc"), out / f"{Path(component).name}.kpkg")
+    return results

@@ -192,7 +192,14 @@ def test_auto_colour_is_decided_where_the_terminal_is(monkeypatch: pytest.Monkey
     import argparse
 
     args = argparse.Namespace(
-        pipeline="ring.kp", output="out", compiler="nvrtc", color="auto", target=None, no_host_code=False
+        pipeline="ring.kp",
+        output="out",
+        compiler="nvrtc",
+        color="auto",
+        target=None,
+        strict=False,
+        require_binding=False,
+        no_host_code=False,
     )
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     monkeypatch.delenv("NO_COLOR", raising=False)
@@ -282,6 +289,8 @@ def test_the_client_forwards_every_option_of_a_one_shot_build() -> None:
         "target": "sm_100a",
         "color": "never",
         "no_host_code": True,
+        "strict": True,
+        "require_binding": True,
     }
     assert own == set(values)
     forwarded = sub.parse_args(_server_argv(argparse.Namespace(**values)))

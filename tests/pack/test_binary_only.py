@@ -59,11 +59,11 @@ def test_the_package_carries_no_source_and_inspect_says_so(ring: Path, capsys: p
     assert view["binary_only"] is True and view["compile"]["binary_only"] is True
 
 
-def test_a_binary_only_package_links_with_a_note(ring: Path, tmp_path: Path) -> None:
-    result = link([ring / "ring.kp"], tmp_path / "out")
+def test_a_binary_only_package_links_bound_by_its_lto_ir(ring: Path, tmp_path: Path) -> None:
+    """No source to rebuild, but its PTX is its LTO IR's lowering: bound, even under `--require-binding`."""
+    result = link([ring / "ring.kp"], tmp_path / "out", require_binding=True)
     assert result.ok, [f"{d.code}: {d.message}" for d in result.diagnostics]
-    notes = [d for d in result.diagnostics if d.code == "I-BINDING"]
-    assert len(notes) == 1 and "loader.kpkg" in notes[0].message  # its code is linked as packed, and said so
+    assert [d for d in result.diagnostics if d.code == "I-BINDING"] == []
 
 
 def test_the_one_unit_control_says_why_it_cannot_be_built(

@@ -35,8 +35,8 @@ def test_a_pass_is_kept_and_not_compiled_again(
     shutil.copy(packed["ring/loader"].path, path)
     stage = _stage()
     assert binding.rebuild_problems(str(path), stage) == []
-    assert len(list((cache / "binding").glob("*.ok"))) == 1
-    binding._cached.cache_clear()  # a new process: only the disk remembers
+    assert len(list((cache / "binding").glob("*.json"))) == 1
+    binding.forget()  # a new process: only the disk remembers
     monkeypatch.setattr(binding, "compile_lto_and_ptx", _no_compiler)
     assert binding.rebuild_problems(str(path), stage) == []
 
@@ -53,10 +53,10 @@ def test_changed_bytes_are_rebuilt_and_a_forgery_is_caught(
     payloads = dict(pkg.payloads)
     payloads[LTO_PAYLOAD] = packed["ring/reduce"].path.read_bytes()[:64] + payloads[LTO_PAYLOAD][64:]
     path.write_bytes(pack_bytes(manifest, payloads))  # hashes recomputed: only the rebuild can tell
-    binding._cached.cache_clear()
+    binding.forget()
     found = binding.rebuild_problems(str(path), stage)
     assert [d.code for d in found] == ["L-INTEGRITY"]
-    assert len(list((cache / "binding").glob("*.ok"))) == 1, "a finding is never cached"
+    assert len(list((cache / "binding").glob("*.json"))) == 1, "a finding is never cached"
 
 
 def test_the_cache_can_be_turned_off(

@@ -161,14 +161,49 @@ def test_an_lto_ir_swapped_for_other_code_fails_the_link(tmp_path: Path, packed:
     )
 
 
-def test_a_package_that_cannot_be_rebuilt_is_a_note_not_a_pass(tmp_path: Path, packed: dict[str, PackResult]) -> None:
+def test_a_package_that_cannot_be_rebuilt_is_still_bound_by_its_lowering(
+    tmp_path: Path, packed: dict[str, PackResult]
+) -> None:
+    """Issue 32 item 1: the compiler a manifest names does not decide the binding; its LTO IR does."""
     pipeline = _ring(tmp_path, packed)
 
     def older(manifest: dict[str, Any], _: dict[str, bytes]) -> None:
         manifest["compile"]["compiler"] = "nvcc"
 
     _rewrite(pipeline.parent / "build" / "loader.kpkg", older)
+    result = link([pipeline], tmp_path / "out", require_binding=True)
+    assert result.ok, [(d.code, d.message) for d in result.diagnostics]
+    assert [d for d in result.diagnostics if d.code == "I-BINDING"] == []
+
+
+def _other_nvjitlink(manifest: dict[str, Any], payloads: dict[str, bytes]) -> None:
+    """A package whose PTX another nvJitLink lowered: here its LTO IR lowers to other PTX (a comment differs)."""
+    manifest["compile"]["ptx"]["nvjitlink"] = "12.8"
+    payloads[PTX_PAYLOAD] = payloads[PTX_PAYLOAD].replace(b"//\n", b"// lowered by nvJitLink 12.8\n", 1)
+    del payloads["source.cu"]
+
+
+def test_a_package_that_cannot_be_bound_is_a_note_and_its_linked_code_is_checked(
+    tmp_path: Path, packed: dict[str, PackResult]
+) -> None:
+    pipeline = _ring(tmp_path, packed)
+    _rewrite(pipeline.parent / "build" / "loader.kpkg", _other_nvjitlink)
     result = link([pipeline], tmp_path / "out")
-    assert result.ok
-    notes = [d for d in result.diagnostics if d.code == "I-BINDING"]
-    assert len(notes) == 1 and "compiled by `nvcc`" in notes[0].message
+    assert result.ok, [(d.code, d.message) for d in result.diagnostics]
+    (note,) = [d for d in result.diagnostics if d.code == "I-BINDING"]
+    assert "loader.kpkg" in note.message and "lowered by nvJitLink 12.8" in note.message
+    assert any("checked against its contract at link" in n for n in note.notes)
+
+
+@pytest.mark.parametrize("policy", ["strict", "require_binding"])
+def test_strict_and_require_binding_refuse_a_package_that_cannot_be_bound(
+    tmp_path: Path, packed: dict[str, PackResult], policy: str
+) -> None:
+    pipeline = _ring(tmp_path, packed)
+    _rewrite(pipeline.parent / "build" / "loader.kpkg", _other_nvjitlink)
+    checked = check([pipeline], **{policy: True})
+    refused = [d for d in checked.diagnostics if d.code == "L-INTEGRITY"]
+    assert not checked.accepted and len(refused) == 1 and "cannot be bound" in refused[0].message
+    linked = link([pipeline], tmp_path / "out", **{policy: True})
+    assert not linked.ok and not (tmp_path / "out" / "kernel.cubin").exists()
+    assert check([pipeline]).accepted  # without the policy the check reads the contract and the PTX: a note at link

@@ -9,6 +9,7 @@ its file asks for the very compile that made it (linker/binding.py ``remember_pa
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -38,13 +39,19 @@ def _no_compiler(*_: object, **__: object) -> object:
     raise AssertionError("compiled a package whose binding pass was recorded when it was packed")
 
 
+def _modes(cache: Path) -> list[str]:
+    """The modes of the binding verdicts on disk (linker/binding.py: `lowered`, `rebuilt`)."""
+    return sorted(json.loads(p.read_text())["mode"] for p in (cache / "binding").glob("*.json"))
+
+
 def test_a_packed_package_passes_the_binding_check_without_a_second_compile(
     ring: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     result = pack(ring / "loader.cu", ring / "loader.kc", ring / "build" / "loader.kpkg")
-    assert len(list((cache / "binding").glob("*.ok"))) == 1
-    binding._cached.cache_clear()
+    assert _modes(cache) == ["lowered", "rebuilt"]
+    binding.forget()
     monkeypatch.setattr(binding, "compile_lto_and_ptx", _no_compiler)
+    monkeypatch.setattr(binding, "isolated", _no_compiler)
     assert binding.rebuild_problems(str(result.path), _stage(ring)) == []
 
 
@@ -52,7 +59,7 @@ def test_the_compile_alone_gives_the_bytes_of_the_compile_beside_the_folder(ring
     alone = pack(ring / "loader.cu", ring / "loader.kc", ring / "a.kpkg")
     beside = pack(ring / "loader.cu", ring / "loader.kc", ring / "b.kpkg", flags=CompileFlags(include_dirs=(ring,)))
     assert alone.path.read_bytes() == beside.path.read_bytes()
-    assert len(list((cache / "binding").glob("*.ok"))) == 1, "a `-I` compile is not the rebuild: nothing recorded"
+    assert _modes(cache) == ["lowered", "rebuilt"], "a `-I` compile is not the rebuild: its lowering only (the same)"
 
 
 SHADOW = """#pragma once
@@ -78,7 +85,7 @@ def test_a_file_beside_the_source_that_shadows_a_system_header_is_never_replaced
     assert alone_inputs(text, ring / "loader.cu", "loader.cu", "sm_90a", _stage(ring), CompileFlags()) is None
     result = pack(ring / "loader.cu", ring / "loader.kc", ring / "x.kpkg")
     assert "kl_local_fp16" in result.captured.defined_symbols
-    assert not (cache / "binding").exists(), "not the rebuild's compile: no pass recorded"
+    assert _modes(cache) == ["lowered"], "not the rebuild's compile: no rebuild pass recorded"
     # alone, the source takes NVRTC's header: the link's rebuild sees other payloads (as before this change)
     found = binding.rebuild_problems(str(result.path), _stage(ring))
     assert [d.code for d in found] == ["L-INTEGRITY", "L-INTEGRITY"]
@@ -99,7 +106,7 @@ def test_an_uncarried_file_the_compile_opens_is_an_error_alone(ring: Path, cache
         found[0].run(found[1])
     result = pack(ring / "loader.cu", ring / "loader.kc", ring / "x.kpkg")
     assert "kl_local_fp16" in result.captured.defined_symbols
-    assert not (cache / "binding").exists()
+    assert _modes(cache) == ["lowered"]
 
 
 @pytest.mark.parametrize(
