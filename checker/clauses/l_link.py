@@ -49,10 +49,12 @@ repack.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
 
 from checker.clause import Clause
 from checker.composition import Composition
-from diagnostics.model import Diagnostic, Label
+from diagnostics.model import Diagnostic, Label, Severity
 from diagnostics.span import Span
 from diagnostics.symbols import Code
 
@@ -274,9 +276,226 @@ def static_shared(
     )
 
 
-def not_a_record(path: str) -> Diagnostic:
-    return Diagnostic(CODE, f"`{path}` is not a link record")
+def not_a_record(path: str, why: Literal["json", "deep", "shape", "depth"], detail: str = "") -> Diagnostic:
+    """``kernlink audit``: a ``link.json`` that is not a record kernlink wrote: not JSON (``detail``: the
+    parser's words), nested too deep, of another shape (``detail``: the first field that breaks it), or
+    with a ring deeper than any ring (``detail``: the depth)."""
+    said = {
+        "json": f"it is not JSON ({detail[:200]})",
+        "deep": "it nests deeper than a record does",
+        "shape": detail,
+        "depth": f"it gives a ring depth of {detail}, deeper than any ring",
+    }[why]
+    return Diagnostic(
+        CODE,
+        f"`{path}` is not a link record kernlink wrote: {said}",
+        notes=("the audit reads only a record of the shape `kernlink link` writes",),
+        helps=("relink with `kernlink link`: the record was edited or damaged",),
+    )
 
 
 def not_linked(root: str, status: str) -> Diagnostic:
     return Diagnostic(CODE, f"the link in `{root}` did not succeed (status `{status}`): there is nothing to audit")
+
+
+# ----------------------------------------------------------------- the link audit's findings, worded here
+
+AuditCase = Literal[
+    "no-kernel",  # kernel
+    "block-size",  # directive, values, threads
+    "barrier-id-unknown",  # opcode (undecided)
+    "barrier-unassigned",  # id, assigned
+    "barrier-threads",  # count, id, want
+    "barrier-threads-unknown",  # opcode, id (undecided)
+    "setmaxnreg-unknown",  # opcode
+    "setmaxnreg-unmapped",  # op, value, listed
+    "setmaxnreg-missing",  # op, budget
+    "mbarrier-unknown",  # opcode (undecided)
+    "mbarrier-unmapped",  # offset; optionally slot, which, ring, depth (the ring slot it would be)
+    "mbarrier-count",  # which, slot, depth, offset, count, want
+    "mbarrier-missing",  # which, slot, depth, offset
+    "smem-bounds",  # offset, size
+    "smem-unclaimed",  # offset, width
+    "copy-size",  # bytes, largest, claim
+    "copy-overrun",  # bytes, offset, claim, end
+    "params-load",  # offset, width, fields
+    "params-layout",  # field, stage, problem
+    "params-size",  # cubin, size
+    "fact-disagrees",  # fact, value, where, other, other_where
+    "header",  # line, has, want
+    "header-missing",  # (undecided)
+    "header-unreadable",  # why (undecided)
+    "cubin-hash",  # got, want
+    "cubin-unreadable",  # error
+    "cubin-no-kernel",  # kernel, found
+    "cubin-threads",  # kernel, bound, threads
+    "cubin-static-smem",  # kernel, bytes
+]
+
+#: What each part of the audit proves, as `kernlink audit` lists it when everything agrees.
+AUDIT_PROVED = {
+    "block-size": "block size",
+    "barriers": "named-barrier IDs and thread counts",
+    "setmaxnreg": "register budgets (setmaxnreg operands)",
+    "mbarriers": "ring barrier offsets, depths and arrival counts (other mbarriers: at a claim's first byte)",
+    "smem": "dynamic shared-memory size and the claims every constant offset falls in",
+    "copies": "bulk-copy sizes against the pieces of shared memory the map places",
+    "params": "the params layout the kernel reads and the fact values the map writes",
+    "header": "the params layout and values kernel.h writes",
+    "cubin": "cubin hash, kernel, thread bound, params size and static shared memory",
+}
+
+
+@dataclass(frozen=True)
+class AuditFinding:
+    """One way the linked code (or its launcher, ``kernel.h``) disagrees with its link map.
+
+    ``at``: (file, line, width) of the site, in the linked PTX or ``kernel.h``; ``undecided``: a
+    site the audit could not prove (``I-AUDIT``, an ``L-LINK`` error under ``strict``).
+    """
+
+    case: AuditCase
+    facts: tuple[tuple[str, str], ...] = ()
+    at: tuple[str, int, int] | None = None
+    undecided: bool = False
+
+    def fact(self, name: str) -> str:
+        return dict(self.facts).get(name, "")
+
+
+def _slot(f: AuditFinding) -> str:
+    return f"{f.fact('which')} barrier of slot {f.fact('slot')} (depth {f.fact('depth')})"
+
+
+def _audit_message(f: AuditFinding) -> str:
+    v = f.fact
+    match f.case:
+        case "no-kernel":
+            return f"the linked PTX defines no kernel `{v('kernel')}`"
+        case "block-size":
+            return (
+                f"the linked kernel carries `.{v('directive')} {v('values')}`; the map launches {v('threads')} threads"
+            )
+        case "barrier-id-unknown":
+            return f"the ID of `{v('opcode')}` in the linked code is not a constant"
+        case "barrier-unassigned":
+            return f"the linked code syncs on named barrier {v('id')}; the map assigns {v('assigned')}"
+        case "barrier-threads":
+            return f"the linked code syncs {v('count')} threads on barrier {v('id')}; the map says {v('want')}"
+        case "barrier-threads-unknown":
+            return f"the thread count of `{v('opcode')}` on barrier {v('id')} is not a constant"
+        case "setmaxnreg-unknown":
+            return f"`{v('opcode')}` in the linked code has no constant operand"
+        case "setmaxnreg-unmapped":
+            return f"the linked code runs `setmaxnreg.{v('op')} {v('value')}`; the map's budgets are {v('listed')}"
+        case "setmaxnreg-missing":
+            return (
+                f"the map sets a warpgroup's budget with `setmaxnreg.{v('op')} {v('budget')}`; "
+                "the linked code never does"
+            )
+        case "mbarrier-unknown":
+            return f"`{v('opcode')}` initialises a barrier whose offset is not a constant"
+        case "mbarrier-unmapped":
+            beyond = (
+                f" (it is the {v('which')} barrier of slot {v('slot')} of ring `{v('ring')}`: the code runs at "
+                f"least depth {int(v('slot')) + 1}, the map's depth is {v('depth')})"
+                if v("ring")
+                else ""
+            )
+            return (
+                f"the linked code initialises an mbarrier at offset {v('offset')}; the map places no ring "
+                f"barrier there{beyond}"
+            )
+        case "mbarrier-count":
+            return (
+                f"the linked code initialises the {_slot(f)} at offset {v('offset')} with {v('count')} arrivals; "
+                f"the map says {v('want')}"
+            )
+        case "mbarrier-missing":
+            return f"the map places the {_slot(f)} at offset {v('offset')}; the linked code never initialises it"
+        case "smem-bounds":
+            return (
+                f"the linked code addresses shared memory at offset {v('offset')}; the map's dynamic shared "
+                f"memory is {v('size')} bytes"
+            )
+        case "smem-unclaimed":
+            return (
+                f"the linked code addresses {v('width')} B of shared memory at offset {v('offset')}, "
+                "which no claim of the map holds"
+            )
+        case "copy-size":
+            return (
+                f"the linked code copies {v('bytes')} B into shared memory in one bulk copy; the largest piece "
+                f"the map places is {v('largest')} B ({v('claim')})"
+            )
+        case "copy-overrun":
+            return (
+                f"the linked code copies {v('bytes')} B to shared memory at offset {v('offset')}; "
+                f"the map's {v('claim')} ends at offset {v('end')}"
+            )
+        case "params-load":
+            return (
+                f"the linked kernel reads {v('width')} B of its params at +{v('offset')}; the map has no field "
+                "that starts and ends there"
+            )
+        case "params-layout":
+            return f"the map's params field `{v('field')}` of `{v('stage')}` {v('problem')}"
+        case "params-size":
+            return f"the cubin's kernel takes {v('cubin')} B of params; the map's params block is {v('size')} B"
+        case "fact-disagrees":
+            return (
+                f"the map gives fact `{v('fact')}` the value {v('value')} in {v('where')} and "
+                f"{v('other_value')} in {v('other')}"
+            )
+        case "header":
+            return f"`kernel.h` line {v('line')} is `{v('has')}`; the map gives `{v('want')}`"
+        case "header-missing":
+            return "the directory holds no `kernel.h`: the values its C launcher writes were not compared with the map"
+        case "header-unreadable":
+            return f"`kernel.h` cannot be compared with the map: {v('why')}"
+        case "cubin-hash":
+            return f"`kernel.cubin` has SHA-256 {v('got')}…; the map records {v('want')}…"
+        case "cubin-unreadable":
+            return f"`kernel.cubin` cannot be read: {v('error')}"
+        case "cubin-no-kernel":
+            return f"`kernel.cubin` has no kernel `{v('kernel')}`; it has {v('found')}"
+        case "cubin-threads":
+            return f"the cubin bounds `{v('kernel')}` to {v('bound')} threads; the map launches {v('threads')}"
+        case "cubin-static-smem":
+            return f"the cubin gives `{v('kernel')}` {v('bytes')} B of static shared memory; the map has none"
+
+
+_AUDIT_NOTES: dict[str, str] = {
+    "copy-size": "a bulk copy larger than the slot it lands in overwrites the next slot and the ring's mbarriers",
+    "copy-overrun": "a bulk copy past its claim overwrites the memory placed after it",
+    "smem-unclaimed": "every shared-memory byte the code touches must lie in a claim the placement made",
+    "params-load": "the launch helpers write each field where the map says; the kernel reads it elsewhere",
+    "params-layout": "the launch helpers write each field where the map says",
+    "fact-disagrees": "one fact has one value: the launch helpers would write two",
+    "header": "`kernel.h` (the C launcher) and `link.json` (what `Session` and `kernlink run` read) must be one link's",
+}
+
+
+def audit_diagnostic(f: AuditFinding, *, map_name: str, strict: bool = False) -> Diagnostic:
+    """The diagnostic of one audit finding: L-LINK, or an I-AUDIT note for an undecided site (not with ``strict``)."""
+    error = not f.undecided or strict
+    labels: tuple[Label, ...] = ()
+    if f.at is not None:
+        file, line, width = f.at
+        where = "in kernel.h" if file.endswith("kernel.h") else "in the linked code"
+        labels = (Label(Span(file, line, 1, line, max(width, 1) + 1), where),)
+    notes = tuple(n for n in (_AUDIT_NOTES.get(f.case),) if n)
+    if f.undecided:
+        notes += ("the audit could not prove this site; it is not a pass",)
+    return Diagnostic(
+        CODE if error else Code.I_AUDIT,
+        _audit_message(f),
+        severity=Severity.ERROR if error else Severity.NOTE,
+        labels=labels,
+        notes=(*notes, f"the link map: `{map_name}`"),
+        helps=(
+            "relink with `kernlink link`; if the audit still fails, report it: the linked code and the map disagree",
+        )
+        if error
+        else (),
+    )
