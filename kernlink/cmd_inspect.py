@@ -1,4 +1,5 @@
-"""`kernlink inspect PACKAGE`: show a package's manifest, captured symbols and layouts, and payloads."""
+"""`kernlink inspect PACKAGE`: show a package's manifest, captured symbols and layouts, payloads, and
+what the package gives whoever receives it (``discloses``: specs/security.md, "Binary-only packages")."""
 
 from __future__ import annotations
 
@@ -93,6 +94,7 @@ def inspect_view(
         "payloads": list(manifest["payloads"]),
         "binary_only": "source.cu" not in payload_names,
         "providers": [_provider(p, payloads) for p in stage.items if isinstance(p, A.HostProvider) and p.function],
+        "discloses": disclosed(sorted(str(n) for n in payload_names)),
     }
 
 
@@ -116,6 +118,30 @@ def _provider(provider: A.HostProvider, payloads: Mapping[str, bytes]) -> dict[s
     }
 
 
+def disclosed(payloads: list[str]) -> list[str]:
+    """What a package with these payloads gives whoever receives it, one line per kind of payload.
+
+    A binary-only package (`pack --no-source`) leaves out the CUDA source and its headers, not the
+    code: the LTO IR the link needs is lowered to PTX by any nvJitLink (that is how `code.ptx` is
+    made), so keeping facts instead of the PTX would hide nothing (specs/security.md).
+    """
+    from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD
+
+    out = [f"`{LTO_PAYLOAD}`: the component's code; nvJitLink (public, on PyPI) lowers it to readable PTX"]
+    if "code.ptx" in payloads:
+        out.append("`code.ptx`: readable PTX of every function, with the source's file name and line numbers")
+    if SOURCE_PAYLOAD in payloads:
+        out.append(f"`{SOURCE_PAYLOAD}`: the CUDA source as written")
+    headers = [n for n in payloads if n.endswith((".h", ".hpp", ".cuh", ".inc"))]
+    if headers:
+        out.append(f"{', '.join(f'`{n}`' for n in headers)}: the headers the source includes, as written")
+    providers = [n for n in payloads if n.endswith(".c")]
+    if providers:
+        out.append(f"{', '.join(f'`{n}`' for n in providers)}: host provider C source (compiled on the user's host)")
+    out.append("the contract, the captured symbols (with their mangled names) and the params layouts")
+    return out
+
+
 def _inspect_text(view: Mapping[str, Any], *, color: bool | None) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -136,9 +162,16 @@ def _inspect_text(view: Mapping[str, Any], *, color: bool | None) -> None:
         head.add_row(
             "source",
             str(compile_info.get("source", ""))
-            + ("  (binary-only: the source is not in the package)" if view.get("binary_only") else ""),
+            + (
+                "  (binary-only: the CUDA source is not in the package; its code is, as LTO IR and PTX)"
+                if view.get("binary_only")
+                else ""
+            ),
         )
     console.print(head)
+    console.print("gives whoever receives it:", style="bold")
+    for line in view["discloses"]:
+        console.print(f"  - {line}", markup=False)
 
     symbols = Table(title="captured symbols", title_justify="left")
     for column in ("symbol", "", "prototype", "meaning"):
