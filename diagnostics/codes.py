@@ -381,8 +381,9 @@ CODES: tuple[CodeInfo, ...] = (
         "audit-undecided",
         "a linked code site the link audit cannot prove against the map",
         "toolchain",
-        "The link audit (linker/audit.py) reads the linked PTX and cubin and proves the constants the map "
-        "promised reached the code; a site whose value it cannot trace is named instead of passed.",
+        "The link audit (linker/audit.py) reads the linked PTX and cubin and proves that the code uses the "
+        "resources the map placed; a site whose value it cannot trace, or a link directory without the "
+        "`kernel.h` it compares with the map, is named instead of passed.",
         "A constant the audit did not see may still be wrong; it is reported, never assumed.",
         "note[I-AUDIT]: a named barrier in `kl_dispatch` uses a register the audit cannot trace",
         "Nothing is required; `kernlink audit --strict` makes it an error.",
@@ -390,14 +391,17 @@ CODES: tuple[CodeInfo, ...] = (
     _c(
         Code.I_BINDING,
         "binding-unchecked",
-        "a package's payloads could not be rebuilt from its source",
+        "a package's checked code cannot be shown to be the code it links",
         "toolchain",
-        "At link, each package's LTO IR and PTX are rebuilt from its source to prove the manifest is bound "
-        "to the code; a package built with nvcc, another NVRTC version or headers it does not carry cannot "
-        "be rebuilt here.",
-        "Without the rebuild the manifest's facts are trusted as recorded, which is worth saying.",
-        "note[I-BINDING]: `build/loader.kpkg` was built with nvcc 13.0; its payloads were not rebuilt",
-        "Rebuild the package here (`kernlink pack`), or accept the note.",
+        "Each package's LTO IR is lowered to PTX with nvJitLink (linker/binding.py) and must be the `code.ptx` "
+        "the check read; a package whose PTX is not that lowering and whose manifest records another one (older "
+        "kernlink, another nvJitLink, no record), or that carries no `code.ptx`, cannot be bound. Its linked "
+        "code is then checked against its contract at link instead.",
+        "Without the binding the PTX the checks read is not shown to be the code that runs; `--strict` and "
+        "`--require-binding` refuse such a package (L-INTEGRITY).",
+        "note[I-BINDING]: package `build/loader.kpkg` cannot be bound to the code that was checked: it has no "
+        "`compile` record, and its `code.ptx` is not what its `lto.ir` lowers to here",
+        "Repack the package with `kernlink pack` (NVRTC or nvcc, this kernlink's nvJitLink), or accept the note.",
     ),
     _c(
         Code.I_PROTOCOL_BOUND,

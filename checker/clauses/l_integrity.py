@@ -15,7 +15,11 @@ when:
   not a plain file name, or the payloads are not sorted;
 - a required manifest key (`stage`, `version`, `target`, `contract`, `toolkit`,
   `captured`) is missing or of the wrong type, the `lto.ir` payload is missing, or
-  `captured` is malformed.
+  `captured` is malformed;
+- `compile.options` records an option kernlink would not replay when it rebuilds the
+  source: only `-D`, `-I` within the package, `-std`, `-arch` and kernlink's own
+  code-generation flags are (an option that names a file the compiler writes, such as
+  `--create-pch=F`, would let a package write the user's files).
 
 The clause's own check reports nothing: the readers raise each defect as a typed finding
 (`package/integrity.py`), the check words it here, and the package's stage is then
@@ -26,13 +30,20 @@ its `link.json` records (size and SHA-256), or whose manifest records no hash:
 `kernlink run` and every load of a linked kernel check it before a launch
 (`linker/outdir.py`). So it does a host provider's C source that is not the one
 `link.json` records: `kernlink.Session` compiles a provider only after checking it.
+The binding (`linker/binding.py`, at every link, and at check with `--strict` or
+`--require-binding`) reports here too: a `code.ptx` that is not what the package's
+`lto.ir` lowers to while its manifest says it is, `captured` symbols, prototypes or
+params layouts its code does not declare, a payload its own `source.cu` does not
+compile to, and — under `--strict`/`--require-binding` — a package that cannot be
+bound at all (an `I-BINDING` note without them).
 
 ## Why it matters
 The checker trusts what a package captured — its symbols, its params layout, its
-contract — and the linker links its LTO IR unread. A package changed after it was
-packed (a flipped byte, a truncated copy, a hand-edited manifest) would make the
-checker vouch for code it never saw, or feed nvJitLink an object that fails in a
-way that names neither file nor cause.
+contract, its PTX — and the linker links its LTO IR. A package changed after it was
+packed (a flipped byte, a truncated copy, a hand-edited manifest, a payload replaced
+and its hashes recomputed) would make the checker vouch for code it never saw, feed
+nvJitLink an object that fails in a way that names neither file nor cause, or run
+the compiler with options that write the user's files.
 
 ## Example
 Illustrative: the verdict comes from the package file. This pipeline is rejected

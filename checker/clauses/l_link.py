@@ -14,7 +14,15 @@ linked with nvJitLink (`-lto`). The link is rejected when:
   a kernel);
 - the kernel has static shared memory: a component declared `__shared__` storage,
   which moves the dynamic shared memory base and every placed offset with it;
-- two call sites share a trampoline symbol but are served by different exports.
+- two call sites share a trampoline symbol but are served by different exports;
+- the link audit (`linker/audit.py`, on every link and in `kernlink audit DIR`) finds
+  the linked code or its launcher disagreeing with the map: a named barrier, a
+  `setmaxnreg` budget, a ring barrier or its arrival count, a constant shared-memory
+  offset outside the placed claims, a bulk copy larger than the piece of shared
+  memory it lands in (32 KiB copies into 1 KiB slots), a params load that does not
+  read whole fields of the map's layout, one fact with two values, a `kernel.h` that
+  writes other offsets or values than `link.json`, or a cubin that is not the map's;
+  and a `link.json` that is not a link record kernlink wrote.
 
 The clause's own check reports nothing; the linker reports these with its link map.
 
