@@ -5,8 +5,8 @@ Steps, for the contract's one stage (or the one ``--stage`` names):
 1. compile the source, with a params probe appended (linker/layout.py), to LTO IR
    for the stage's ``target`` with NVRTC (and ``-lineinfo``), and have nvJitLink lower
    that LTO IR to PTX (one child process, linker/symbols.py): one front-end compile,
-   and the PTX is the code of the LTO IR that is linked. With nvcc: the source to
-   LTO IR, then the probed source again to PTX (with ``-lineinfo``);
+   and the PTX is the code of the LTO IR that is linked. With nvcc the same: the
+   probed source to LTO IR (with ``-lineinfo``), which nvJitLink lowers to PTX;
 2. read the defined and needed device symbols with their prototypes
    (linker/symbols.py) and the params layouts from that PTX;
 2b. analyse that same PTX for conformance (checker/conformance): the facts go into
@@ -18,7 +18,10 @@ Steps, for the contract's one stage (or the one ``--stage`` names):
    ``captured.prototypes``, ``compile`` (compiler and options) and ``conformance``,
    and the payloads ``lto.ir``, ``code.ptx`` and ``source.cu``, and the C source of
    every host provider the stage calls (``host provider "x.c" fn …``, beside the
-   contract), which `kernlink link` writes into the link directory.
+   contract), which `kernlink link` writes into the link directory. A file pack would
+   carry that is a symbolic link, or lies outside the component's folder (a provider
+   named ``../x.c``), is refused (``E-IO``, :func:`own_file`): a package carries what
+   pack read to whoever receives it.
 
 The same source, contract and toolkit always give the same bytes (with NVRTC):
 the compiler is given the file's base name, and runs with the working directory
@@ -50,7 +53,7 @@ from diagnostics import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.files import atomic_write_bytes, read_source
 from diagnostics.symbols import Code
 from linker import binding, handles, layout, opened
-from linker.symbols import LTO_PTX_EXTRA, Prototype, compile_lto_and_ptx, compile_ptx, ptx_record, read_ptx_symbols
+from linker.symbols import LTO_PTX_EXTRA, Prototype, compile_lto_and_ptx, ptx_record, read_ptx_symbols
 from linker.toolchain import CompileResult, compile_nvcc, nvcc_version, nvrtc_options, nvrtc_version, stable_cwd
 from package.captured import Captured
 from package.kpkg import pack_bytes, valid_payload_name
@@ -396,17 +399,17 @@ def _build(
         with stable_cwd():  # NVRTC records the working directory in LTO IR, -lineinfo in `.file`
             if ran is not None:  # the package's own rebuild (linker/binding.py), run once, here
                 result, ptx_or_error = ran
-            elif compiler == "nvcc":
+            elif compiler == "nvcc":  # the probed source to LTO IR, lowered by nvJitLink as NVRTC's is
                 result = compile_nvcc(
-                    text,
+                    probed,
                     name,
                     arch=target,
                     std=flags.std,
                     include_dirs=include,
                     defines=defines,
-                    extra_options=(*extra, *trace.options("folder")),
+                    extra_options=(*extra, *LTO_PTX_EXTRA, *trace.options("folder")),
                 )
-                ptx_or_error = ""
+                ptx_or_error = _lowered(result.ltoir, target)
             else:  # one compile: the probed source to LTO IR, whose PTX nvJitLink gives (linker/symbols.py)
                 result, ptx_or_error = compile_lto_and_ptx(
                     probed.encode(),
@@ -419,34 +422,16 @@ def _build(
                 )
     except DiagnosticError as err:
         trace.failed()
-        if compiler == "nvrtc" and _probe_only(err):
+        if _probe_only(err):
             raise _probe_failed(err, chosen, display) from None
         raise _renamed(_without_probe(err), name, display) from None
     compiled = time.perf_counter()
     read = trace.read(
         "alone" if ran is not None else "folder", source=src_path.resolve(), memory=src_path.parent.resolve()
     )
-    try:
-        if compiler == "nvcc":
-            with stable_cwd():
-                ptx = compile_ptx(
-                    probed,
-                    name,
-                    arch=target,
-                    compiler=compiler,
-                    include_dirs=include,
-                    defines=defines,
-                    std=flags.std,
-                    extra_options=("-lineinfo", *extra),
-                )
-        elif isinstance(ptx_or_error, str):
-            ptx = ptx_or_error
-        else:
-            raise _lowering_failed(ptx_or_error, display)
-    except DiagnosticError as err:
-        if compiler == "nvrtc":
-            raise
-        raise _probe_failed(err, chosen, display) from None
+    if not isinstance(ptx_or_error, str):
+        raise _lowering_failed(ptx_or_error, display)
+    ptx = ptx_or_error
     ptx = binding.normalise_ptx(ptx)  # `.file 1 "/tmp/…/x.cu"` -> `"x.cu"`: no host path in the package
     symbols = read_ptx_symbols(ptx).without([layout.PROBE_SYMBOL, layout.probe_keeper(chosen.name)])
     toolkit = _toolkit(compiler)
@@ -465,9 +450,9 @@ def _build(
         "source": name,
         "options": [o for o in result.options if not _is_path_option(o) and not opened.is_dependency_option(o)],
     }
-    if compiler == "nvrtc":  # the PTX is the LTO IR's (what a rebuild, linker/binding.py, repeats)
-        manifest["compile"]["options"] = [o for o in manifest["compile"]["options"] if o not in LTO_PTX_EXTRA]
-        manifest["compile"]["ptx"] = ptx_record()
+    # the PTX is the LTO IR's (what the binding, linker/binding.py, lowers again)
+    manifest["compile"]["options"] = [o for o in manifest["compile"]["options"] if o not in LTO_PTX_EXTRA]
+    manifest["compile"]["ptx"] = ptx_record()
     captured_at = time.perf_counter()
     code = conformance.derive(ptx)
     manifest[conformance.MANIFEST_KEY] = code.as_json()
@@ -687,6 +672,14 @@ def _probe_only(err: DiagnosticError) -> bool:
 def _without_probe(err: DiagnosticError) -> DiagnosticError:
     """The compiler's diagnostics about the component's code, not about the probe appended to it."""
     return DiagnosticError([d for d in err.diagnostics if not _in_probe(d)] or list(err.diagnostics))
+
+
+def _lowered(ltoir: bytes, target: str) -> str | tuple[Diagnostic, ...]:
+    """nvJitLink's PTX of one component's LTO IR (linker/binding.py), or its diagnostics."""
+    try:
+        return binding.lower(ltoir, target)
+    except DiagnosticError as err:
+        return tuple(err.diagnostics)
 
 
 def _lowering_failed(found: tuple[Diagnostic, ...], display: str) -> DiagnosticError:

@@ -3,10 +3,9 @@
 NVRTC's LTO IR is an opaque container (no public reader; LLVM's tools and the public
 libNVVM do not open it: ``nvvmAddModuleToProgram`` takes it, ``nvvmCompileProgram``
 fails with "parse expected top-level entity"), so the symbols are read from PTX.
-With NVRTC that PTX is nvJitLink's lowering of the one LTO IR (:func:`compile_lto_and_ptx`:
-``-lto -ptx -Xnvvm=--device-c``, a separate-compilation build that keeps every
-external definition and declaration); with nvcc the source is compiled a second time
-to PTX, with the same options minus ``-dlto``. At module scope PTX declares
+That PTX is nvJitLink's lowering of the one LTO IR, NVRTC's (:func:`compile_lto_and_ptx`) or
+nvcc's (linker/pack.py): ``-lto -ptx -Xnvvm=--device-c``, a separate-compilation build that
+keeps every external definition and declaration. At module scope PTX declares
 
 * ``.visible .func`` / ``.visible .entry`` / ``.visible .global`` — a definition
   other objects can link against (``defined``);
