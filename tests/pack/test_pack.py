@@ -14,6 +14,7 @@ from checker.params import params_problems
 from contract_lang.parser import parse_file
 from diagnostics import DiagnosticError, Severity
 from kernlink.cli import main
+from linker import binding
 from linker.handles import handle_problems, symbol_problems
 from linker.layout import params_blocks
 from linker.pack import PackResult, pack, prototypes_of
@@ -158,6 +159,11 @@ def test_nvcc_captures_the_same_symbols_and_layouts(tmp_path: Path, packed: dict
     assert result.captured.needed_symbols == packed["ring/reduce"].captured.needed_symbols
     assert result.captured.params_layouts == packed["ring/reduce"].captured.params_layouts
     assert result.warnings == ()
+    # its code.ptx is its LTO IR's lowering, as NVRTC's is: it binds (linker/binding.py), and not by its cache
+    binding.forget()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KERNLINK_NO_BINDING_CACHE", "1")
+        assert binding.decide(str(result.path), result.stage, rebuild=True).bound
 
 
 # ----------------------------------------------------------------- what the checker is told
