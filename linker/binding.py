@@ -155,14 +155,17 @@ def forget() -> None:
     _MEMO.clear()
 
 
-def decide(path: str, stage: A.Stage, *, rebuild: bool) -> Verdict:
+def decide(path: str, stage: A.Stage, *, rebuild: bool, sha256: str | None = None) -> Verdict:
     """The binding verdict of the package at ``path`` (read once, here), for ``stage`` (its contract).
 
-    ``rebuild``: also rebuild its source when it can be (at link). Raises :class:`DiagnosticError`
-    when the package cannot be read or is not intact (L-INTEGRITY).
+    ``rebuild``: also rebuild its source when it can be (at link). ``sha256``: the package's hash
+    as the caller read it (the link, whose LTO IR it links): other bytes here are ``L-INTEGRITY``.
+    Raises :class:`DiagnosticError` when the package cannot be read or is not intact (L-INTEGRITY).
     """
     with l_integrity.worded():
         pkg = read_package(path)
+    if sha256 is not None and pkg.sha256 != sha256:
+        raise DiagnosticError([l_integrity.defect(IntegrityFinding(path, "changed"))])
     inputs = rebuild_inputs(pkg, stage) if rebuild else None
     mode: Mode = "rebuilt" if isinstance(inputs, Alone) else "lowered"
     text = print_node(stage)
@@ -303,11 +306,14 @@ def _finding(path: str, case: Literal["ptx-not-lowered"], payload: bytes, lowere
 # ----------------------------------------------------------------- what check and link report
 
 
-def rebuild_problems(path: str, stage: A.Stage, *, require: bool = False) -> list[Diagnostic]:
+def rebuild_problems(
+    path: str, stage: A.Stage, *, require: bool = False, sha256: str | None = None
+) -> list[Diagnostic]:
     """At link: L-INTEGRITY errors, and for an unbound package an I-BINDING note with the L-CONFORM
-    findings of the code it links (``require``: the package is refused instead, L-INTEGRITY)."""
+    findings of the code it links (``require``: the package is refused instead, L-INTEGRITY).
+    ``sha256``: the package's hash as the link read it (:func:`decide`)."""
     try:
-        verdict = decide(path, stage, rebuild=True)
+        verdict = decide(path, stage, rebuild=True, sha256=sha256)
     except DiagnosticError as err:
         return list(err.diagnostics)
     out = [l_integrity.defect(f) for f in verdict.findings]

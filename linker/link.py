@@ -297,7 +297,7 @@ def _inputs(comp: Composition, record: LinkRecord, require_binding: bool) -> lis
         except DiagnosticError as err:
             problems.extend(err.diagnostics)
             continue
-        rebuilt = rebuild_problems(entry.package, entry.stage, require=require_binding)  # linker/binding.py
+        rebuilt = rebuild_problems(entry.package, entry.stage, require=require_binding, sha256=pkg.sha256)
         problems.extend(d for d in rebuilt if d.is_error)
         record.diagnostics.extend(d for d in rebuilt if not d.is_error)
         name = entry.use.path if entry.use is not None and entry.use.path else entry.package

@@ -46,6 +46,7 @@ Defect = Literal[
     "captured-not-code",  # facts: what (the captured facts its code does not declare)
     "not-rebuilt",  # facts: payload, source, how, recorded, found (SHA-256 prefixes)
     "unbound",  # facts: why (refused by --strict / --require-binding)
+    "changed",  # the package's bytes differ between two reads of one link (another writer)
 ]
 
 

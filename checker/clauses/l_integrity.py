@@ -233,6 +233,8 @@ def _message(found: IntegrityFinding) -> str:
             return f"the `{f['payload']}` payload of `{name}` is not what its `{f['source']}` compiles to"
         case "unbound":
             return f"package `{name}` cannot be bound to the code that was checked: {f['why']}"
+        case "changed":
+            return f"package `{name}` changed while it was linked: the binding read other bytes than the link"
 
 
 def defect(found: IntegrityFinding, at: Span | None = None) -> Diagnostic:
@@ -244,10 +246,13 @@ def defect(found: IntegrityFinding, at: Span | None = None) -> Diagnostic:
     message = _message(found)
     if found.defect in _BINDING:
         return _binding(found, message, at)
-    if found.defect in ("malformed", "code-facts", "compile-option"):
+    if found.defect in ("malformed", "code-facts", "compile-option", "changed"):
         here = (Label(Span(found.package, 1, 1, 1, 1), "in this package"),)
         if found.defect == "malformed":
             return Diagnostic(CODE, message, labels=here, helps=(_REBUILD,))
+        if found.defect == "changed":
+            notes = ("another writer replaced the package during the link",)
+            return Diagnostic(CODE, message, labels=here, notes=notes, helps=("link again once nothing writes it",))
         if found.defect == "compile-option":
             replay = (
                 "a package's recorded options are given to the compiler again when its source is rebuilt at link; "

@@ -67,3 +67,16 @@ def test_the_cache_can_be_turned_off(
     shutil.copy(packed["ring/loader"].path, path)
     assert binding.rebuild_problems(str(path), _stage()) == []
     assert not (cache / "binding").exists()
+
+
+def test_a_package_replaced_between_the_links_two_reads_is_l_integrity(
+    tmp_path: Path, cache: Path, packed: dict[str, PackResult]
+) -> None:
+    """The link reads a package for its LTO IR, the binding reads it again: other bytes the second time are refused."""
+    path = tmp_path / "loader.kpkg"
+    shutil.copy(packed["ring/reduce"].path, path)
+    first = parse_package(path.read_bytes()).sha256
+    shutil.copy(packed["ring/loader"].path, path)
+    (found,) = binding.rebuild_problems(str(path), _stage(), sha256=first)
+    assert found.code == "L-INTEGRITY" and "changed while it was linked" in found.message
+    assert binding.rebuild_problems(str(path), _stage(), sha256=parse_package(path.read_bytes()).sha256) == []
