@@ -51,6 +51,7 @@ from checker.clauses import l_link
 from checker.clauses.l_link import AuditCase, AuditFinding
 from diagnostics.model import Diagnostic
 from linker.cubin import read_cubin
+from linker.generate import TMEM_SLOT_BYTES
 from package.codefacts.ptx import Function, Instr, parse
 from package.codefacts.values import Env, Val, analyse
 from package.kpkg import check_limits
@@ -120,7 +121,8 @@ LINK_RECORD = Obj(
                                     )
                                 )
                             }
-                        )
+                        ),
+                        "tmem": Obj(optional={"claims": Arr(AnyValue())}),
                     }
                 )
             }
@@ -380,7 +382,9 @@ class _Audit:
 
     def _claims(self) -> list[tuple[int, int, int, str]]:
         """The map's shared-memory claims as (start, end, piece, name), offsets from the dynamic base;
-        ``piece``: a slot's bytes for a ring's slots, the claim's size otherwise."""
+        ``piece``: a slot's bytes for a ring's slots, the claim's size otherwise. With tensor-memory
+        claims the dispatch kernel's own word, the one ``tcgen05.alloc`` writes the allocation to, is
+        the last :data:`linker.generate.TMEM_SLOT_BYTES` of the dynamic shared memory."""
         base = int(self.dispatch.get("smem_base", 0))
         domains = (self.record.get("placement") or {}).get("domains") or {}
         found = []
@@ -388,6 +392,9 @@ class _Audit:
             start = int(c["offset"]) - base
             piece = int(c.get("demand", c["size"])) if c.get("kind") == "slots" else int(c["size"])
             found.append((start, start + int(c["size"]), piece, str(c.get("name", "?"))))
+        if (domains.get("tmem") or {}).get("claims"):
+            end = int(self.dispatch["dynamic_smem"])
+            found.append((end - TMEM_SLOT_BYTES, end, TMEM_SLOT_BYTES, "tcgen05.alloc"))
         return found
 
     def _smem(self) -> None:

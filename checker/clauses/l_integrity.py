@@ -251,8 +251,8 @@ def defect(found: IntegrityFinding, at: Span | None = None) -> Diagnostic:
         if found.defect == "malformed":
             return Diagnostic(CODE, message, labels=here, helps=(_REBUILD,))
         if found.defect == "changed":
-            notes = ("another writer replaced the package during the link",)
-            return Diagnostic(CODE, message, labels=here, notes=notes, helps=("link again once nothing writes it",))
+            other = ("another writer replaced the package during the link",)
+            return Diagnostic(CODE, message, labels=here, notes=other, helps=("link again once nothing writes it",))
         if found.defect == "compile-option":
             replay = (
                 "a package's recorded options are given to the compiler again when its source is rebuilt at link; "

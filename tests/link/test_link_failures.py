@@ -69,7 +69,7 @@ def test_a_missing_entry_is_l_symbol(tmp_path: Path) -> None:
     assert any("`ring_load_main` is not defined" in d.message for d in result.diagnostics)
 
 
-def test_an_unresolved_extern_is_l_link_with_nvjitlinks_log(tmp_path: Path) -> None:
+def test_an_unresolved_extern_is_l_link_with_nvjitlinks_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pipeline = build_example(
         "hello",
         tmp_path,
@@ -84,6 +84,12 @@ def test_an_unresolved_extern_is_l_link_with_nvjitlinks_log(tmp_path: Path) -> N
         },
     )
     _hide_need(pipeline.parent / "build" / "caller.kpkg", "demo_missing")  # a package whose capture lies
+    lied = link([pipeline], tmp_path / "bound")
+    assert _codes(lied) == ["L-INTEGRITY"]  # the binding reads the needed symbols from its code (issue 32)
+    assert any("captured facts its code does not have" in d.message for d in lied.diagnostics)
+    import linker.link as link_module
+
+    monkeypatch.setattr(link_module, "rebuild_problems", lambda *_, **__: [])  # past the binding: nvJitLink's log
     result = link([pipeline], tmp_path / "out")
     assert _codes(result) == ["L-LINK"]
     found = next(d for d in result.diagnostics if d.code == "L-LINK")
