@@ -429,11 +429,10 @@ class _Audit:
                 if home is not None:
                     end = home[1] if home[2] == home[1] - home[0] else _slot_end(home, dst.const)
                     if dst.const + size.const > end:
-                        claim = f"`{home[3]}`"
-                        self.add("copy-overrun", ins.line, bytes=size.const, offset=dst.const, claim=claim, end=end)
+                        self.add("copy-overrun", ins.line, bytes=size.const, offset=dst.const, claim=home[3], end=end)
                     continue
             if size.const > largest[2]:
-                self.add("copy-size", ins.line, bytes=size.const, largest=largest[2], claim=f"`{largest[3]}`")
+                self.add("copy-size", ins.line, bytes=size.const, largest=largest[2], claim=largest[3])
 
     # ------------------------------------------------------------- params
 
@@ -445,17 +444,15 @@ class _Audit:
         fields = [(int(f["offset"]), int(f["offset"]) + int(f["size"]), f) for f in params.get("fields", [])]
         regions = [(int(r["offset"]), int(r["offset"]) + int(r["size"])) for r in params.get("regions", [])]
         for start, end, f in fields:
-            problem = None
+            where = {"field": f["name"], "stage": f.get("stage") or "?", "start": start, "end": end, "size": size}
             if end > size:
-                problem = f"ends at +{end}, past the params block ({size} B)"
+                self.note("params-layout", None, {**where, "problem": "past"})
             elif regions and not any(a <= start and end <= b for a, b in regions):
-                problem = f"at +{start}..{end} lies in no stage's region"
+                self.note("params-layout", None, {**where, "problem": "region"})
             else:
                 other = next((g for s, e, g in fields if g is not f and s < end and start < e), None)
                 if other is not None:
-                    problem = f"at +{start}..{end} overlaps `{other['name']}`"
-            if problem is not None:
-                self.add("params-layout", field=f["name"], stage=f.get("stage") or "?", problem=problem)
+                    self.note("params-layout", None, {**where, "problem": "overlap", "other": other["name"]})
         starts = {s for s, _, _ in fields}
         ends = {e for _, e, _ in fields}
         for line, offset, width in _param_reads(entry):
@@ -465,21 +462,33 @@ class _Audit:
 
     def _facts(self, fields: Sequence[tuple[int, int, Mapping[str, Any]]]) -> None:
         """One fact, one value: in every params field that carries it and in its fact handles."""
-        first: dict[str, tuple[object, str]] = {}
+        first: dict[str, tuple[object, tuple[str, str, str]]] = {}
         carried = [
-            (str(f["fact"]), f.get("value"), f"field `{f['name']}` of `{f.get('stage')}`")
+            (str(f["fact"]), f.get("value"), ("field", str(f["name"]), str(f.get("stage"))))
             for _, _, f in fields
             if f.get("fact")
         ]
         carried += [
-            (str(h.get("item")), h["value"], f"handle `{h.get('item')}` of `{h.get('stage')}`")
+            (str(h.get("item")), h["value"], ("handle", str(h.get("item")), str(h.get("stage"))))
             for h in self.handles
             if h["kind"] == "fact"
         ]
         for fact, value, where in carried:
             seen = first.setdefault(fact, (value, where))
             if seen[0] != value:
-                self.add("fact-disagrees", fact=fact, value=seen[0], where=seen[1], other_value=value, other=where)
+                kind, name, stage = seen[1]
+                self.add(
+                    "fact-disagrees",
+                    fact=fact,
+                    value=seen[0],
+                    kind=kind,
+                    name=name,
+                    stage=stage,
+                    other_value=value,
+                    other_kind=where[0],
+                    other_name=where[1],
+                    other_stage=where[2],
+                )
 
     # ------------------------------------------------------------- kernel.h and the cubin
 
@@ -492,7 +501,7 @@ class _Audit:
         try:
             want = host_header(self.record, cubin or b"")
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
-            self.add("header-unreadable", undecided=True, why=f"the map lacks what the header needs ({err!r:.80})")
+            self.add("header-unreadable", undecided=True, error=repr(err)[:80])
             return
         has_lines, want_lines = text.split("\n"), want.split("\n")
         for number, (has, line) in enumerate(zip(has_lines, want_lines, strict=False), 1):

@@ -326,13 +326,13 @@ AuditCase = Literal[
     "smem-unclaimed",  # offset, width
     "copy-size",  # bytes, largest, claim
     "copy-overrun",  # bytes, offset, claim, end
-    "params-load",  # offset, width, fields
-    "params-layout",  # field, stage, problem
+    "params-load",  # offset, width
+    "params-layout",  # field, stage, start, end, size, problem (past / region / overlap, with other)
     "params-size",  # cubin, size
-    "fact-disagrees",  # fact, value, where, other, other_where
+    "fact-disagrees",  # fact, value, kind, name, stage; other_value, other_kind, other_name, other_stage
     "header",  # line, has, want
     "header-missing",  # (undecided)
-    "header-unreadable",  # why (undecided)
+    "header-unreadable",  # error (undecided)
     "cubin-hash",  # got, want
     "cubin-unreadable",  # error
     "cubin-no-kernel",  # kernel, found
@@ -434,12 +434,12 @@ def _audit_message(f: AuditFinding) -> str:
         case "copy-size":
             return (
                 f"the linked code copies {v('bytes')} B into shared memory in one bulk copy; the largest piece "
-                f"the map places is {v('largest')} B ({v('claim')})"
+                f"the map places is {v('largest')} B (`{v('claim')}`)"
             )
         case "copy-overrun":
             return (
                 f"the linked code copies {v('bytes')} B to shared memory at offset {v('offset')}; "
-                f"the map's {v('claim')} ends at offset {v('end')}"
+                f"the map's `{v('claim')}` ends at offset {v('end')}"
             )
         case "params-load":
             return (
@@ -447,20 +447,26 @@ def _audit_message(f: AuditFinding) -> str:
                 "that starts and ends there"
             )
         case "params-layout":
-            return f"the map's params field `{v('field')}` of `{v('stage')}` {v('problem')}"
+            problem = {
+                "past": f"ends at +{v('end')}, past the params block ({v('size')} B)",
+                "region": f"at +{v('start')}..{v('end')} lies in no stage's region",
+                "overlap": f"at +{v('start')}..{v('end')} overlaps `{v('other')}`",
+            }.get(v("problem"), v("problem"))
+            return f"the map's params field `{v('field')}` of `{v('stage')}` {problem}"
         case "params-size":
             return f"the cubin's kernel takes {v('cubin')} B of params; the map's params block is {v('size')} B"
         case "fact-disagrees":
             return (
-                f"the map gives fact `{v('fact')}` the value {v('value')} in {v('where')} and "
-                f"{v('other_value')} in {v('other')}"
+                f"the map gives fact `{v('fact')}` the value {v('value')} in {v('kind')} `{v('name')}` of "
+                f"`{v('stage')}` and {v('other_value')} in {v('other_kind')} `{v('other_name')}` of "
+                f"`{v('other_stage')}`"
             )
         case "header":
             return f"`kernel.h` line {v('line')} is `{v('has')}`; the map gives `{v('want')}`"
         case "header-missing":
             return "the directory holds no `kernel.h`: the values its C launcher writes were not compared with the map"
         case "header-unreadable":
-            return f"`kernel.h` cannot be compared with the map: {v('why')}"
+            return f"`kernel.h` cannot be compared with the map: the map lacks what the header needs ({v('error')})"
         case "cubin-hash":
             return f"`kernel.cubin` has SHA-256 {v('got')}…; the map records {v('want')}…"
         case "cubin-unreadable":
