@@ -292,11 +292,10 @@ def _symbol_uses() -> dict[str, set[str]]:
 WORDING_FIELDS = frozenset({"message", "help", "helps"})
 #: The one type outside the clauses that holds wording: the diagnostic itself, which every clause returns.
 DIAGNOSTIC = ("diagnostics/model.py", "Diagnostic")
-#: Temporary (issue 30 item 1): L-CONFORM's and the audit's L-LINK findings are turned into typed findings
-#: worded by their clause modules on branches of their own; the lead removes each entry at their merge.
+#: Temporary (issue 30 item 1): L-CONFORM's findings are turned into typed findings worded by their clause
+#: module on a branch of its own; the lead removes the entry at its merge.
 NOT_YET_TYPED = {
     "checker/conformance/": "issue 30 item 1: L-CONFORM's findings become typed (another branch)",
-    "linker/audit.py": "issue 30 item 1: the audit's L-LINK findings become typed (another branch)",
 }
 
 
