@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from checker.clauses import l_link
+from diagnostics.escape import escape_controls
 from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.sources import SourceMap
 from diagnostics.symbols import Code
@@ -77,8 +78,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         emit(result.diagnostics, sources, "text", color=color)
     if not result.ok:
         if args.format == "text":
-            print(f"audit failed: `{root}`'s linked code disagrees with its map", file=sys.stderr)
+            print(escape_controls(f"audit failed: `{root}`'s linked code disagrees with its map"), file=sys.stderr)
         return EXIT_REJECTED
     if args.format == "text":
-        print(f"audited `{root}`: {'; '.join(result.proved)} agree with the map")
+        print(escape_controls(f"audited `{root}`: {'; '.join(result.proved)} agree with the map"))
     return EXIT_OK
