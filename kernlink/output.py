@@ -1,4 +1,8 @@
-"""What every verb prints: diagnostics as text, JSON or SARIF, and the exit code they call for."""
+"""What every verb prints: diagnostics as text, JSON or SARIF, and the exit code they call for.
+
+Printing a verdict commits the command (:func:`say`, diagnostics/interrupts.py): an interrupt
+that came first, even one a finalizer swallowed, ends the command with exit 130 instead.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from diagnostics import interrupts
 from diagnostics.files import atomic_write_text
 from diagnostics.model import Diagnostic
 from diagnostics.sources import SourceMap
@@ -45,9 +50,16 @@ def emit(
     else:
         text = ""
     if output is not None:
+        interrupts.commit()
         atomic_write_text(output, text)
     elif text:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        say(text)
+
+
+def say(text: str) -> None:
+    """Print a verdict (or a line of one) on stdout, committing the command first."""
+    interrupts.commit()
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
 def diagnostics_json(diags: Sequence[Diagnostic]) -> str:
@@ -59,7 +71,7 @@ def diagnostics_json(diags: Sequence[Diagnostic]) -> str:
 def report(diags: Sequence[Diagnostic], sources: SourceMap, args: argparse.Namespace) -> int:
     """Print a failed command's diagnostics (``--format`` and ``--color`` from ``args``); its exit code."""
     if args.format == "json":
-        sys.stdout.write(diagnostics_json(diags) + "\n")
+        say(diagnostics_json(diags))
     else:
         emit(diags, sources, "text", color=color(args.color))
     return exit_for(diags) or EXIT_REJECTED
