@@ -25,7 +25,7 @@ from contract_lang import ast as A
 from contract_lang.expr import BinOp, Expr, Int, Name, Not
 from diagnostics.span import Span
 from package.loader import StageEntry
-from solver import Solver, Witnessed
+from solver import BUDGETS, Solver, Witnessed
 
 ConsumerKind = Literal["uses", "assumes", "requires", "param"]
 
@@ -202,7 +202,7 @@ def domain(var: z3.ArithRef, value: A.FactValue) -> z3.BoolRef:
 
 
 # Resource limit of one solver query (deterministic, unlike a wall-clock timeout).
-RLIMIT = 5_000_000
+RLIMIT = BUDGETS.fact_query
 
 
 def counterexample(
