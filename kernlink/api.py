@@ -22,7 +22,9 @@ from checker.engine import ModelOptions, selected
 from checker.memo import Memo
 from diagnostics.model import Diagnostic, DiagnosticError, sort_diagnostics
 from diagnostics.sources import SourceMap
+from diagnostics.span import Span
 from package.loader import Inputs, UsageError, load
+from solver import Deadline, TimeBudgetSpent, time_budget_diagnostic, within
 
 if TYPE_CHECKING:
     from linker.link import LinkOutput
@@ -68,18 +70,30 @@ def check(
     options: ModelOptions | None = None,
     memo: Memo | None = None,
     host_code: bool = True,
+    deadline: Deadline | None = None,
 ) -> CheckResult:
     """Audit a composition. Raises only ``UsageError`` / ``SelectionError`` for bad arguments.
 
     ``strict`` makes warnings about the inputs (a stale `.kc`, W-STALE-CONTRACT) errors;
     ``options`` sets the protocol model's solver budget and bound (``--rlimit``, ``--bound``);
     ``memo`` keeps verdicts for the caller's later checks (``--watch``, the language server);
-    ``host_code=False`` (``--no-host-code``) refuses every host provider (E-HOST-CODE).
+    ``host_code=False`` (``--no-host-code``) refuses every host provider (E-HOST-CODE);
+    ``deadline`` bounds the check's wall-clock time (``--time-budget``): past it the check is
+    ``E-SOLVER-BUDGET``; cancelled, it raises :class:`solver.Cancelled`.
     """
     ctx = AnalysisContext(
         target, tuple(selected(select, ignore)), options or ModelOptions(), memo or Memo(), host_code=host_code
     )
-    return analyse(load(paths, strict=strict), ctx)
+    inputs = load(paths, strict=strict)
+    if deadline is None:
+        return analyse(inputs, ctx)
+    try:
+        with within(deadline):
+            return analyse(inputs, ctx)
+    except TimeBudgetSpent as spent:
+        head = inputs.pipeline.span if inputs.pipeline is not None else None
+        span = Span.point(head.file, head.line, head.col) if head is not None else Span.point(str(paths[0]), 1, 1)
+        return CheckResult([time_budget_diagnostic(spent.seconds, span)], inputs.sources, inputs=inputs)
 
 
 @dataclass

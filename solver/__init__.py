@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from solver.budget import BUDGETS, DEFAULT_RLIMIT, MAX_RLIMIT, Budget, Budgets, rlimit_count, validate_rlimit
 from solver.core import minimise_core
-from solver.diagnostic import UNKNOWN_CODE, unknown_diagnostic
+from solver.deadline import Cancelled, Deadline, TimeBudgetSpent, within
+from solver.diagnostic import UNKNOWN_CODE, time_budget_diagnostic, unknown_diagnostic
 from solver.session import Solver, Tracked, context
 from solver.verdict import SAT, UNKNOWN, UNSAT, Answer, Verdict, Witnessed, verdict_of
 
@@ -39,14 +40,19 @@ __all__ = [
     "Answer",
     "Budget",
     "Budgets",
+    "Cancelled",
+    "Deadline",
     "Solver",
+    "TimeBudgetSpent",
     "Tracked",
     "Verdict",
     "Witnessed",
     "context",
     "minimise_core",
     "rlimit_count",
+    "time_budget_diagnostic",
     "unknown_diagnostic",
     "validate_rlimit",
     "verdict_of",
+    "within",
 ]

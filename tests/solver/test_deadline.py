@@ -1,0 +1,127 @@
+"""The budget table and the check's time budget (issue 32 item 10, issue 30 item 5).
+
+A check past its deadline is E-SOLVER-BUDGET with a span, never a verdict; a cancelled check
+stops at its next solver verdict; on a terminal, a check that runs past two seconds says so on
+stderr, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import z3
+
+from kernlink.api import check
+from solver import BUDGETS, Cancelled, Deadline, Solver, within
+
+ROOT = Path(__file__).resolve().parents[2]
+RING = ROOT / "specs" / "examples" / "ring" / "ring.kp"
+
+
+def test_every_default_budget_is_read_from_the_table() -> None:
+    """No module outside solver/budget.py spells a budget: each reads BUDGETS."""
+    spelled = re.compile(r"^\s*\w*(RLIMIT|BUDGET)\w*\s*(:\s*\w+\s*)?=\s*\d", re.MULTILINE)
+    packages = ("analysis", "checker", "contract_lang", "kernlink", "linker", "package", "placement", "solver")
+    found = [
+        str(path.relative_to(ROOT))
+        for package in (*packages, "transfer_model")
+        for path in (ROOT / package).rglob("*.py")
+        if path != ROOT / "solver" / "budget.py" and spelled.search(path.read_text())
+    ]
+    assert found == []
+    assert BUDGETS.check_seconds > 0 and BUDGETS.placement_query <= BUDGETS.placement
+
+
+def test_a_check_past_its_deadline_is_e_solver_budget_at_the_pipeline() -> None:
+    result = check([RING], deadline=Deadline(1e-9))
+    assert [(d.code, d.is_error) for d in result.diagnostics] == [("E-SOLVER-BUDGET", True)]
+    (diag,) = result.diagnostics
+    assert diag.message == "the check was not decided within its time budget of 1e-09 s"
+    assert diag.labels[0].span.file.endswith("ring.kp") and diag.labels[0].span.line == 3
+    assert not result.accepted
+    assert check([RING], deadline=Deadline(0)).accepted  # 0: no budget
+
+
+def test_a_cancelled_check_stops_at_its_next_verdict() -> None:
+    deadline = Deadline()
+    deadline.cancel()
+    with pytest.raises(Cancelled):
+        check([RING], deadline=deadline)
+    solver = Solver()
+    solver.add(z3.Int("x", solver.ctx) > 1)
+    assert solver.check().sat  # outside a check nothing stops
+    with within(Deadline()) as running:
+        assert solver.check().sat and running.steps == 1
+
+
+def _slow_composition(folder: Path) -> Path:
+    """Eight rings of depth 2..32 each: a minute of protocol queries at their placed depths."""
+    loader = ["target sm_90a", "requires feature mbarrier, cp_async_bulk", "role load entry load_main warps 1"]
+    reduce = ["target sm_90a", "requires feature mbarrier", "role reduce entry reduce_main warps 1"]
+    for i in range(8):
+        loader += [
+            f"claim smem s{i} bytes 128 align 128 per_slot r{i} use bulk_copy",
+            f"ring r{i} produce by load {{",
+            "    depth 2..32",
+            "    full init 1 expect_tx 128",
+            "    empty init per_warp(reduce)",
+            "    empty wait",
+            "    full arrive 1 tx 128",
+            "    full copy 128",
+            "    writes async",
+            "    init by load fenced",
+            "}",
+        ]
+        reduce += [
+            f"ring r{i} consume by reduce {{",
+            "    full wait",
+            "    reads generic",
+            "    empty arrive per_warp(reduce)",
+            "}",
+        ]
+    for name, items in (("loader", loader), ("reduce", reduce)):
+        body = "".join(f"    {line}\n" for line in items)
+        (folder / f"{name}.kc").write_text(f'stage "big.{name}" version "1.0.0" {{\n{body}}}\n')
+    pipeline = folder / "p.kp"
+    pipeline.write_text(
+        'pipeline "p" {\n    target sm_90a\n    use "big.loader" version ^1.0\n    use "big.reduce" version ^1.0\n}\n'
+    )
+    return pipeline
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "pipe"])
+def test_a_long_check_shows_progress_on_a_terminal_and_stops_at_its_budget(tmp_path: Path, terminal: bool) -> None:
+    pipeline = _slow_composition(tmp_path)
+    argv = [sys.executable, "-m", "kernlink", "check", pipeline.name, "--color", "never", "--time-budget", "4"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    reader, writer = os.openpty() if terminal else os.pipe()
+    start = time.monotonic()
+    child = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=writer, text=True)
+    os.close(writer)
+    said = b""
+    while chunk := _read(reader):
+        said += chunk
+    out, _ = child.communicate(timeout=300)
+    os.close(reader)
+    assert child.returncode == 1, out
+    assert "error[E-SOLVER-BUDGET]: the check was not decided within its time budget of 4 s" in out
+    assert "error: composition not decided in time (`--time-budget 4`) with 1 error" in out
+    assert time.monotonic() - start < 120
+    shown = said.decode(errors="replace")
+    if terminal:
+        assert re.search(r"checking: \d+ s, \d+ solver queries answered; stops at 4 s", shown), shown
+    else:
+        assert shown == ""
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, 1 << 16)
+    except OSError:  # a pty whose other end closed
+        return b""
