@@ -21,8 +21,11 @@ from diagnostics.symbols import Code
 
 _BOM = "\ufeff"
 
+SOURCE_LIMIT = 1 << 20
+"""The most bytes of a contract or pipeline kernlink reads (a file, or an editor's buffer)."""
 
-def read_source(path: str | Path, *, limit: int = 1 << 20, display: str | None = None) -> str:
+
+def read_source(path: str | Path, *, limit: int = SOURCE_LIMIT, display: str | None = None) -> str:
     """Read a UTF-8 text file of at most ``limit`` bytes, with CRLF normalised to LF.
 
     ``display`` is the file name used in diagnostics and spans (default: the path
@@ -223,6 +226,11 @@ def _not_regular(name: str, mode: int) -> Diagnostic:
         message=f"cannot read `{name}`: {reason}",
         notes=("kernlink reads contracts, pipelines and packages only from regular files",),
     )
+
+
+def too_large(name: str, size: int, limit: int = SOURCE_LIMIT) -> Diagnostic:
+    """``E-TOO-LARGE``: ``name`` holds ``size`` bytes, over ``limit``."""
+    return _too_large(name, size, limit)
 
 
 def _too_large(name: str, size: int, limit: int) -> Diagnostic:

@@ -19,6 +19,7 @@ import z3
 
 from kernlink.api import check
 from solver import BUDGETS, Cancelled, Deadline, Solver, within
+from tests.slow_inputs import rings
 
 ROOT = Path(__file__).resolve().parents[2]
 RING = ROOT / "specs" / "examples" / "ring" / "ring.kp"
@@ -60,44 +61,9 @@ def test_a_cancelled_check_stops_at_its_next_verdict() -> None:
         assert solver.check().sat and running.steps == 1
 
 
-def _slow_composition(folder: Path) -> Path:
-    """Eight rings of depth 2..32 each: a minute of protocol queries at their placed depths."""
-    loader = ["target sm_90a", "requires feature mbarrier, cp_async_bulk", "role load entry load_main warps 1"]
-    reduce = ["target sm_90a", "requires feature mbarrier", "role reduce entry reduce_main warps 1"]
-    for i in range(8):
-        loader += [
-            f"claim smem s{i} bytes 128 align 128 per_slot r{i} use bulk_copy",
-            f"ring r{i} produce by load {{",
-            "    depth 2..32",
-            "    full init 1 expect_tx 128",
-            "    empty init per_warp(reduce)",
-            "    empty wait",
-            "    full arrive 1 tx 128",
-            "    full copy 128",
-            "    writes async",
-            "    init by load fenced",
-            "}",
-        ]
-        reduce += [
-            f"ring r{i} consume by reduce {{",
-            "    full wait",
-            "    reads generic",
-            "    empty arrive per_warp(reduce)",
-            "}",
-        ]
-    for name, items in (("loader", loader), ("reduce", reduce)):
-        body = "".join(f"    {line}\n" for line in items)
-        (folder / f"{name}.kc").write_text(f'stage "big.{name}" version "1.0.0" {{\n{body}}}\n')
-    pipeline = folder / "p.kp"
-    pipeline.write_text(
-        'pipeline "p" {\n    target sm_90a\n    use "big.loader" version ^1.0\n    use "big.reduce" version ^1.0\n}\n'
-    )
-    return pipeline
-
-
 @pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "pipe"])
 def test_a_long_check_shows_progress_on_a_terminal_and_stops_at_its_budget(tmp_path: Path, terminal: bool) -> None:
-    pipeline = _slow_composition(tmp_path)
+    pipeline = rings(tmp_path)
     argv = [sys.executable, "-m", "kernlink", "check", pipeline.name, "--color", "never", "--time-budget", "4"]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
     reader, writer = os.openpty() if terminal else os.pipe()
