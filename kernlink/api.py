@@ -84,16 +84,18 @@ def check(
     ctx = AnalysisContext(
         target, tuple(selected(select, ignore)), options or ModelOptions(), memo or Memo(), host_code=host_code
     )
-    inputs = load(paths, strict=strict)
     if deadline is None:
-        return analyse(inputs, ctx)
+        return analyse(load(paths, strict=strict), ctx)
+    inputs: Inputs | None = None
     try:
         with within(deadline):
+            inputs = load(paths, strict=strict)
             return analyse(inputs, ctx)
     except TimeBudgetSpent as spent:
-        head = inputs.pipeline.span if inputs.pipeline is not None else None
+        head = inputs.pipeline.span if inputs is not None and inputs.pipeline is not None else None
         span = Span.point(head.file, head.line, head.col) if head is not None else Span.point(str(paths[0]), 1, 1)
-        return CheckResult([time_budget_diagnostic(spent.seconds, span)], inputs.sources, inputs=inputs)
+        sources = inputs.sources if inputs is not None else SourceMap()
+        return CheckResult([time_budget_diagnostic(spent.seconds, span)], sources, inputs=inputs)
 
 
 @dataclass

@@ -18,7 +18,7 @@ import pytest
 import z3
 
 from kernlink.api import check
-from solver import BUDGETS, Cancelled, Deadline, Solver, within
+from solver import BUDGETS, Cancelled, Deadline, Solver, TimeBudgetSpent, within
 from tests.slow_inputs import rings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,6 +47,23 @@ def test_a_check_past_its_deadline_is_e_solver_budget_at_the_pipeline() -> None:
     assert diag.labels[0].span.file.endswith("ring.kp") and diag.labels[0].span.line == 3
     assert not result.accepted
     assert check([RING], deadline=Deadline(0)).accepted  # 0: no budget
+
+
+def test_an_expired_deadline_interrupts_a_running_query_and_python_alike() -> None:
+    """A query of a context the check made is interrupted, not waited for (Fermat's cubes would run to
+    their rlimit: minutes); on the main thread a loop of Python stops too."""
+    start = time.monotonic()
+    with pytest.raises(TimeBudgetSpent), within(Deadline(0.5)):
+        solver = Solver(rlimit=4_000_000_000)
+        x, y, w = z3.Ints("x y w", solver.ctx)
+        solver.add(x * x * x + y * y * y == w * w * w, x > 1, y > 1, w > 1)
+        solver.check()
+    assert time.monotonic() - start < 20
+    start = time.monotonic()
+    with pytest.raises(TimeBudgetSpent), within(Deadline(0.5)):
+        while time.monotonic() - start < 60:
+            pass
+    assert time.monotonic() - start < 20
 
 
 def test_a_cancelled_check_stops_at_its_next_verdict() -> None:
