@@ -11,7 +11,8 @@ that also holds other files (a build folder) which a swap would drop:
    manifest and a cubin from two different writes);
 2. **stage**: every new file, the manifest last, is written beside its name as a
    temporary (``.NAME.*.tmp``, fsynced); the previous link is untouched;
-3. **swap** (SIGINT held back, and the command committed: diagnostics/interrupts.py):
+3. **swap** (SIGINT and the other signals that stop a command held back, and the command
+   committed: diagnostics/interrupts.py):
    ``link.json`` is removed and the removal made durable, each temporary is renamed
    over its name (names this link does not produce are removed), and the manifest is
    renamed last.
@@ -165,14 +166,21 @@ def _swap(
         raise
 
 
+_HELD = frozenset(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGALRM") if hasattr(signal, name)
+)
+"""Signals that end a command or turn into an exception in it: Ctrl-C, a stop, a build server's
+cancel (SIGUSR1) and time-out (SIGALRM)."""
+
+
 @contextlib.contextmanager
 def _held_interrupts() -> Iterator[None]:
-    """SIGINT held back for the block (the swap's few renames); one that arrived is delivered after it."""
+    """:data:`_HELD` held back for the block (the swap's few renames); one that arrived is delivered after it."""
     block = getattr(signal, "pthread_sigmask", None)
     if block is None:  # pragma: no cover - not on POSIX
         yield
         return
-    old = block(signal.SIG_BLOCK, {signal.SIGINT})
+    old = block(signal.SIG_BLOCK, _HELD)
     try:
         yield
     finally:
