@@ -66,5 +66,5 @@ def cmd_link(args: argparse.Namespace) -> int:
         )
     )
     for line in announce(record.providers, str(args.output)):
-        print(escape_controls(line))
+        say(escape_controls(line))
     return EXIT_OK
