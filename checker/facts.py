@@ -12,6 +12,8 @@ booleans as 0/1, short-circuit ``and``/``or``, division by zero is an error).
 from __future__ import annotations
 
 import functools
+import itertools
+import math
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -22,10 +24,10 @@ import z3
 from checker.composition import Composition, Owned
 from checker.memo import Memo
 from contract_lang import ast as A
-from contract_lang.expr import BinOp, Expr, Int, Name, Not
+from contract_lang.expr import BinOp, EvalError, Expr, Int, Name, Not, evaluate
 from diagnostics.span import Span
 from package.loader import StageEntry
-from solver import Solver, Witnessed
+from solver import BUDGETS, SAT, UNSAT, Solver, Witnessed
 
 ConsumerKind = Literal["uses", "assumes", "requires", "param"]
 
@@ -202,11 +204,20 @@ def domain(var: z3.ArithRef, value: A.FactValue) -> z3.BoolRef:
 
 
 # Resource limit of one solver query (deterministic, unlike a wall-clock timeout).
-RLIMIT = 5_000_000
+RLIMIT = BUDGETS.fact_query
+
+ENUMERATED = 4096
+"""Facts whose values combine in at most this many ways are decided by evaluating every
+combination (microseconds) rather than by a solver query (milliseconds each)."""
 
 
 def counterexample(
-    expr: Expr, values: Mapping[str, A.FactValue], rlimit: int | None = None, memo: Memo | None = None
+    expr: Expr,
+    values: Mapping[str, A.FactValue],
+    rlimit: int | None = None,
+    memo: Memo | None = None,
+    *,
+    enumerated: int = ENUMERATED,
 ) -> Witnessed:
     """Whether some value of its facts makes ``expr`` fail (every name must be in ``values``).
 
@@ -215,19 +226,27 @@ def counterexample(
     counterexample (names in sorted order); ``unknown`` carries the solver's reason and is
     never read as either.
 
-    ``rlimit`` bounds each solver query (default :data:`RLIMIT`). Kept in ``memo`` on the
-    meaning of the question (expressions and values compare without their spans).
+    ``rlimit`` bounds each solver query (default :data:`RLIMIT`); values that combine in at
+    most ``enumerated`` ways are evaluated instead, with the same answer. Kept in ``memo`` on
+    the meaning of the question (expressions and values compare without their spans).
     """
     domains = tuple((name, values[name].kind, values[name].values) for name in sorted(values))
     limit = rlimit if rlimit is not None else RLIMIT
-    return (memo or Memo()).fact_verdicts.get((expr, domains, limit), functools.partial(_decide, expr, domains, limit))
+    decide = functools.partial(_decide, expr, domains, limit, enumerated)
+    return (memo or Memo()).fact_verdicts.get((expr, domains, limit), decide)
 
 
 def _decide(
-    expr: Expr, domains: tuple[tuple[str, Literal["exact", "range", "set"], tuple[int, ...]], ...], rlimit: int
+    expr: Expr,
+    domains: tuple[tuple[str, Literal["exact", "range", "set"], tuple[int, ...]], ...],
+    rlimit: int,
+    enumerated: int,
 ) -> Witnessed:
     values = {name: A.FactValue(kind, vals) for name, kind, vals in domains}
     names = sorted(values)
+    members = [values[name].candidates(enumerated + 1) for name in names]
+    if all(m is not None for m in members) and math.prod(len(m or ()) for m in members) <= enumerated:
+        return _evaluated(expr, names, [m or () for m in members])
     variables = {n: z3.Int(n) for n in names}
     encoded = Encoded(expr, variables)
     solver = Solver(z3.main_ctx(), rlimit=rlimit)
@@ -256,3 +275,17 @@ def _decide(
                 break  # keep the counterexample found so far
         solver.add(variables[name] == witness[name])
     return Witnessed(first, tuple((n, witness[n]) for n in names))
+
+
+def _evaluated(expr: Expr, names: list[str], members: list[tuple[int, ...]]) -> Witnessed:
+    """Every combination in lexicographic order (names sorted, values ascending): the first that
+    fails is the smallest counterexample, as the solver's search finds it."""
+    for combo in itertools.product(*members):
+        env = dict(zip(names, combo, strict=True))
+        try:
+            holds = evaluate(expr, env) != 0
+        except EvalError:
+            holds = False
+        if not holds:
+            return Witnessed(SAT, tuple(env.items()))
+    return Witnessed(UNSAT)

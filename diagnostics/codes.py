@@ -217,15 +217,17 @@ CODES: tuple[CodeInfo, ...] = (
     _c(
         Code.E_SOLVER_BUDGET,
         "solver-budget",
-        "placement found neither a solution nor a proof of none in its budget",
+        "placement, or a whole check, was not decided within its budget",
         "solver",
         "The joint placement solve ran out of its resource budget before finding a placement or proving "
-        "that none exists.",
+        "that none exists; or a whole `kernlink check` ran out of its time budget (`--time-budget`) before "
+        "a verdict.",
         "Without a placement nothing can be linked, and without a proof the composition cannot be "
-        "rejected with a clause: the honest answer is that it was not decided.",
+        "rejected with a clause: the honest answer is that it was not decided. A check that runs for "
+        "minutes without a word is no answer either.",
         "error[E-SOLVER-BUDGET]: placement of 4 rings was not decided within its budget of 20000000 rlimit units",
         "Narrow the free choices (fixed ring depths instead of wide ranges, fewer claims with "
-        "`lifetime kernel`), or raise the budget.",
+        "`lifetime kernel`, fewer rings per stage), or raise the budget (`--time-budget SECONDS`, 0 for none).",
     ),
     _c(
         Code.I_PLACE_BUDGET,

@@ -9,6 +9,7 @@ traceback, and an interrupted write never leaves a half-written file behind.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from pathlib import Path
@@ -20,8 +21,11 @@ from diagnostics.symbols import Code
 
 _BOM = "\ufeff"
 
+SOURCE_LIMIT = 1 << 20
+"""The most bytes of a contract or pipeline kernlink reads (a file, or an editor's buffer)."""
 
-def read_source(path: str | Path, *, limit: int = 1 << 20, display: str | None = None) -> str:
+
+def read_source(path: str | Path, *, limit: int = SOURCE_LIMIT, display: str | None = None) -> str:
     """Read a UTF-8 text file of at most ``limit`` bytes, with CRLF normalised to LF.
 
     ``display`` is the file name used in diagnostics and spans (default: the path
@@ -83,19 +87,37 @@ def read_capped(handle: BinaryIO, limit: int, name: str) -> bytes:
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically: the old content or the new, never a mix.
 
-    Writes a temporary file in the same directory, fsyncs it and renames it over
-    ``path`` (keeping an existing file's permissions). On failure the temporary file
-    is removed and ``DiagnosticError`` ``E-IO`` is raised. A FIFO or a character device
-    (``-o /dev/null``, ``-o /dev/stdout``) is written into instead, never replaced.
+    Writes a temporary file in the same directory (:func:`write_temporary`) and renames it
+    over ``path``. On failure the temporary file is removed and ``DiagnosticError``
+    ``E-IO`` is raised. A FIFO or a character device (``-o /dev/null``, ``-o /dev/stdout``)
+    is written into instead, never replaced; a FIFO that no process reads is ``E-IO``.
     """
     target = Path(path)
     if _is_stream(target):
         _write_stream(target, data)
         return
+    temp = write_temporary(target, data)
+    try:
+        os.replace(temp, target)
+    except BaseException as err:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        if isinstance(err, OSError):
+            raise DiagnosticError([_io_error("write", str(path), err)]) from err
+        raise
+    _sync_directory(target.parent)
+
+
+def write_temporary(path: str | Path, data: bytes) -> Path:
+    """``data`` in a new file beside ``path`` (``.NAME.<random>.tmp``, fsynced, with an existing
+    ``path``'s permissions), for the caller to rename over ``path``; its path.
+
+    On failure nothing is left and ``DiagnosticError`` ``E-IO`` is raised.
+    """
     import secrets  # hmac, base64 and random: only a command that writes a file pays for them
 
-    directory = target.parent
-    temp = directory / f".{target.name}.{secrets.token_hex(6)}.tmp"
+    target = Path(path)
+    temp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(temp, flags, 0o666)
@@ -108,14 +130,13 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
             os.fsync(out.fileno())
         with contextlib.suppress(FileNotFoundError):
             os.chmod(temp, stat.S_IMODE(os.stat(target).st_mode))
-        os.replace(temp, target)
     except BaseException as err:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         if isinstance(err, OSError):
             raise DiagnosticError([_io_error("write", str(path), err)]) from err
         raise
-    _sync_directory(directory)
+    return temp
 
 
 def _is_stream(target: Path) -> bool:
@@ -128,11 +149,28 @@ def _is_stream(target: Path) -> bool:
 
 
 def _write_stream(target: Path, data: bytes) -> None:
+    """Write into a FIFO or device; the open never blocks (a FIFO no process reads is ``E-IO``)."""
+    flags = os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        with open(target, "wb", buffering=0) as out:
+        fd = os.open(target, flags)
+    except OSError as err:
+        if err.errno == errno.ENXIO:
+            raise DiagnosticError([_no_reader(str(target))]) from err
+        raise DiagnosticError([_io_error("write", str(target), err)]) from err
+    try:
+        with open(fd, "wb", buffering=0) as out:
+            os.set_blocking(fd, True)
             out.write(data)
     except OSError as err:
         raise DiagnosticError([_io_error("write", str(target), err)]) from err
+
+
+def _no_reader(name: str) -> Diagnostic:
+    return Diagnostic(
+        code=Code.E_IO,
+        message=f"cannot write `{name}`: it is a FIFO that no process is reading",
+        helps=("start the reader first, or write to a regular file",),
+    )
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
@@ -188,6 +226,11 @@ def _not_regular(name: str, mode: int) -> Diagnostic:
         message=f"cannot read `{name}`: {reason}",
         notes=("kernlink reads contracts, pipelines and packages only from regular files",),
     )
+
+
+def too_large(name: str, size: int, limit: int = SOURCE_LIMIT) -> Diagnostic:
+    """``E-TOO-LARGE``: ``name`` holds ``size`` bytes, over ``limit``."""
+    return _too_large(name, size, limit)
 
 
 def _too_large(name: str, size: int, limit: int) -> Diagnostic:

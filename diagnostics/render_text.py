@@ -9,7 +9,6 @@ pointer to ``kernlink explain`` for clause codes.
 from __future__ import annotations
 
 import os
-import re
 import sys
 import textwrap
 from collections.abc import Iterable
@@ -19,23 +18,9 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
+from diagnostics.escape import escape_controls
 from diagnostics.model import Diagnostic, Label, Severity, sort_diagnostics
 from diagnostics.sources import SourceMap
-
-# Characters a terminal would act on rather than show: C0/C1 controls (ESC starts the
-# sequences that retitle a terminal or clear it), DEL, line separators and bidi overrides.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-def escape_controls(text: str) -> str:
-    """``text`` with every control character written as an escape (``\\x1b``, ``\\u202e``);
-    line breaks and tabs are kept. Text output only: JSON and SARIF keep the data as it is."""
-    return _CONTROL.sub(_escape_one, text) if _CONTROL.search(text) else text
-
-
-def _escape_one(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 class _Lines:

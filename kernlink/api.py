@@ -22,7 +22,9 @@ from checker.engine import ModelOptions, selected
 from checker.memo import Memo
 from diagnostics.model import Diagnostic, DiagnosticError, sort_diagnostics
 from diagnostics.sources import SourceMap
+from diagnostics.span import Span
 from package.loader import Inputs, UsageError, load
+from solver import Deadline, TimeBudgetSpent, time_budget_diagnostic, within
 
 if TYPE_CHECKING:
     from linker.link import LinkOutput
@@ -69,6 +71,7 @@ def check(
     memo: Memo | None = None,
     host_code: bool = True,
     require_binding: bool = False,
+    deadline: Deadline | None = None,
 ) -> CheckResult:
     """Audit a composition. Raises only ``UsageError`` / ``SelectionError`` for bad arguments.
 
@@ -77,17 +80,32 @@ def check(
     code it links (linker/binding.py: its LTO IR is lowered here, once per package's bytes);
     ``options`` sets the protocol model's solver budget and bound (``--rlimit``, ``--bound``);
     ``memo`` keeps verdicts for the caller's later checks (``--watch``, the language server);
-    ``host_code=False`` (``--no-host-code``) refuses every host provider (E-HOST-CODE).
+    ``host_code=False`` (``--no-host-code``) refuses every host provider (E-HOST-CODE);
+    ``deadline`` bounds the check's wall-clock time (``--time-budget``): past it the check is
+    ``E-SOLVER-BUDGET``; cancelled, it raises :class:`solver.Cancelled`.
     """
     ctx = AnalysisContext(
         target, tuple(selected(select, ignore)), options or ModelOptions(), memo or Memo(), host_code=host_code
     )
-    inputs = load(paths, strict=strict)
     if strict or require_binding:
         from linker.binding import refuse_unbound
-
-        refuse_unbound(inputs)
-    return analyse(inputs, ctx)
+    if deadline is None:
+        inputs = load(paths, strict=strict)
+        if strict or require_binding:
+            refuse_unbound(inputs)
+        return analyse(inputs, ctx)
+    loaded: Inputs | None = None
+    try:
+        with within(deadline):
+            loaded = load(paths, strict=strict)
+            if strict or require_binding:
+                refuse_unbound(loaded)
+            return analyse(loaded, ctx)
+    except TimeBudgetSpent as spent:
+        head = loaded.pipeline.span if loaded is not None and loaded.pipeline is not None else None
+        span = Span.point(head.file, head.line, head.col) if head is not None else Span.point(str(paths[0]), 1, 1)
+        sources = loaded.sources if loaded is not None else SourceMap()
+        return CheckResult([time_budget_diagnostic(spent.seconds, span)], sources, inputs=loaded)
 
 
 @dataclass

@@ -65,7 +65,21 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, *, resident: Memo | None = None) -> int:
-    """Run one command; ``resident``: the check verdicts a build server keeps across its builds."""
+    """Run one command; ``resident``: the check verdicts a build server keeps across its builds.
+
+    Called without ``argv`` it is the process entry: SIGINT is recorded from its first line
+    (diagnostics/interrupts.py), so Ctrl-C at any moment, start-up and a finalizer included,
+    is exit 130 and no verdict.
+    """
+    from diagnostics import interrupts
+
+    code = interrupts.run(lambda: _main(argv, resident), entry=argv is None)
+    return 130 if code is None else code  # EXIT_INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None, resident: Memo | None) -> int:
+    from diagnostics import interrupts
+
     words = list(argv) if argv is not None else sys.argv[1:]
     if words in (["--version"], ["-V"]):  # answered before anything is imported
         print(f"kernlink {__version__}")
@@ -76,11 +90,10 @@ def main(argv: Sequence[str] | None = None, *, resident: Memo | None = None) -> 
     try:
         code: int = args.run(args)
     except KeyboardInterrupt:
-        from kernlink.exit_codes import EXIT_INTERRUPTED
-
-        return EXIT_INTERRUPTED
+        raise
     except Exception as exc:
-        return _failed(exc, args, argv)
+        code = _failed(exc, args, argv)
+    interrupts.checkpoint()  # a verb that committed nothing still ends 130 after an interrupt a finalizer dropped
     return code
 
 
@@ -95,7 +108,9 @@ def _failed(exc: Exception, args: argparse.Namespace, argv: Sequence[str] | None
     from package.loader import UsageError
 
     if isinstance(exc, (UsageError, SelectionError)):
-        print(f"error: {exc}", file=sys.stderr)
+        from diagnostics.escape import escape_controls
+
+        print(escape_controls(f"error: {exc}"), file=sys.stderr)
         return EXIT_USAGE
     if isinstance(exc, DiagnosticError):
         emit(exc.diagnostics, SourceMap(), "text", color=None)

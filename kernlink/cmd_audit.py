@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from diagnostics.escape import escape_controls
 from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.sources import SourceMap
 from diagnostics.symbols import Code
@@ -108,9 +109,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
         emit(result.diagnostics, sources, "text", color=color)
     if not result.ok:
         if args.format == "text":
-            print(f"audit failed: `{root}`'s linked code disagrees with its map", file=sys.stderr)
+            print(escape_controls(f"audit failed: `{root}`'s linked code disagrees with its map"), file=sys.stderr)
         return EXIT_REJECTED
     if args.format == "text":
         said = "; ".join(AUDIT_PROVED[key] for key in result.proved)
-        print(f"audited `{root}`: {said} agree with the map")
+        print(escape_controls(f"audited `{root}`: {said} agree with the map"))
     return EXIT_OK

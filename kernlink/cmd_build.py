@@ -62,11 +62,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_build(args: argparse.Namespace, memo: Memo | None = None) -> int:
+    from diagnostics.escape import escape_controls
     from diagnostics.sources import SourceMap
     from diagnostics.symbols import Code
     from kernlink.build import build, summary
     from kernlink.exit_codes import EXIT_OK, EXIT_REJECTED, EXIT_USAGE
-    from kernlink.output import emit
+    from kernlink.output import emit, say
 
     if not args.output:
         print("error: -o needs a directory name", file=sys.stderr)
@@ -82,7 +83,7 @@ def cmd_build(args: argparse.Namespace, memo: Memo | None = None) -> int:
         require_binding=args.require_binding,
     )
     if result.steps:
-        print(summary(result.steps))
+        say(escape_controls(summary(result.steps)))
     color = {"always": True, "never": False}.get(args.color)
     if result.diagnostics:
         sources = linked.sources if linked is not None else SourceMap()
@@ -91,13 +92,12 @@ def cmd_build(args: argparse.Namespace, memo: Memo | None = None) -> int:
         emit(result.diagnostics, sources, "text", color=color)
     if not result.ok:
         return EXIT_USAGE if any(d.code == Code.E_IO for d in result.diagnostics) else EXIT_REJECTED
-    print(f"built `{args.pipeline}` -> {args.output}/kernel.cubin")
+    say(escape_controls(f"built `{args.pipeline}` -> {args.output}/kernel.cubin"))
     if linked is not None and linked.output is not None and linked.output.record.providers:
-        from diagnostics.render_text import escape_controls  # a provider's names are the package's text
-        from linker.providers import announce
+        from linker.providers import announce  # a provider's names are the package's text: escaped
 
         for line in announce(linked.output.record.providers, args.output):
-            print(escape_controls(line))
+            say(escape_controls(line))
     return EXIT_OK
 
 

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from diagnostics.symbols import Code
-from kernlink.output import color, emit
+from kernlink.output import color, emit, progress
 
 if TYPE_CHECKING:
     from checker.memo import Memo
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from kernlink.paths import output_path
+    from solver import BUDGETS  # Z3 comes with it: the check needs it anyway
 
     p = sub.add_parser("check", help="check a composition: accept, or name every violated clause")
     p.add_argument("paths", nargs="+", help="a pipeline (.kp) and optionally contracts (.kc) or packages (.kpkg)")
@@ -42,6 +43,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--rlimit", type=int, metavar="N", help="Z3 resource budget of each protocol-model query (default 400000000)"
     )
     p.add_argument(
+        "--time-budget",
+        type=float,
+        metavar="SECONDS",
+        help="wall-clock seconds the check may take before it stops with E-SOLVER-BUDGET "
+        f"(default {BUDGETS.check_seconds:g}; 0: none)",
+    )
+    p.add_argument(
         "--bound",
         type=int,
         metavar="K",
@@ -63,22 +71,29 @@ def cmd_check(args: argparse.Namespace, memo: Memo | None = None) -> int:
     from kernlink.api import check
     from kernlink.exit_codes import exit_for
     from package.loader import UsageError
+    from solver import BUDGETS, Deadline
 
     try:
         options = ModelOptions(args.rlimit if args.rlimit is not None else ModelOptions.rlimit, args.bound)
     except ValueError as err:
         raise UsageError(str(err)) from err
-    result = check(
-        args.paths,
-        target=args.target,
-        select=_codes(args.select),
-        ignore=_codes(args.ignore),
-        strict=args.strict,
-        options=options,
-        memo=memo,
-        host_code=not args.no_host_code,
-        require_binding=args.require_binding,
-    )
+    seconds = BUDGETS.check_seconds if args.time_budget is None else args.time_budget
+    if not 0 <= seconds < float("inf"):
+        raise UsageError("--time-budget needs a number of seconds, 0 for none")
+    deadline = Deadline(seconds)
+    with progress(deadline, "checking"):
+        result = check(
+            args.paths,
+            target=args.target,
+            select=_codes(args.select),
+            ignore=_codes(args.ignore),
+            strict=args.strict,
+            options=options,
+            memo=memo,
+            host_code=not args.no_host_code,
+            require_binding=args.require_binding,
+            deadline=deadline,
+        )
     diags = result.diagnostics
     if args.strict:
         from checker import conformance
@@ -86,6 +101,8 @@ def cmd_check(args: argparse.Namespace, memo: Memo | None = None) -> int:
         diags = conformance.strict(diags)
     n_err = sum(1 for d in diags if d.is_error)
     summary = "composition rejected" if n_err else "composition accepted"
+    if any(d.code == Code.E_SOLVER_BUDGET and "seconds" in dict(d.data) for d in diags):
+        summary = f"composition not decided in time (`--time-budget {seconds:g}`)"
     if any(d.code == Code.E_INTERNAL for d in diags):
         summary = "composition not decided: kernlink failed (exit 3)"
     emit(diags, result.sources, args.format, color=color(args.color), summary=summary, output=args.output)

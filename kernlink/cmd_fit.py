@@ -34,6 +34,7 @@ from typing import Any
 from checker.composition import Composition
 from checker.residency import blocks_line, launch_blocks
 from contract_lang import ast as A
+from diagnostics.escape import escape_controls
 from diagnostics.model import Diagnostic
 from diagnostics.span import Span
 from diagnostics.symbols import Code
@@ -516,17 +517,19 @@ def cmd_fit(args: argparse.Namespace) -> int:
     unknown = [t for t in targets if target(t) is None]
     if unknown or not targets:
         print(
-            f"error: unknown target `{unknown[0] if unknown else ''}`; known: sm_90, sm_90a, sm_100a, sm_120a",
+            escape_controls(
+                f"error: unknown target `{unknown[0] if unknown else ''}`; known: sm_90, sm_90a, sm_100a, sm_120a"
+            ),
             file=sys.stderr,
         )
         return 2
     paths = [Path(p) for p in args.paths]
     missing = [p for p in paths if not p.exists()]
     if missing:
-        print(f"error: `{missing[0]}` does not exist", file=sys.stderr)
+        print(escape_controls(f"error: `{missing[0]}` does not exist"), file=sys.stderr)
         return 2
     fits = fit(paths, targets, repairs=not args.no_repairs)
-    text = render_json(fits) if args.format == "json" else render_text(fits)
+    text = render_json(fits) if args.format == "json" else escape_controls(render_text(fits))
     sys.stdout.write(text)
     return 0 if all(f.fits for f in fits) else 1
 

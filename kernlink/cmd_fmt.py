@@ -22,6 +22,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def cmd_fmt(args: argparse.Namespace) -> int:
     from contract_lang.parser import FileKind
     from contract_lang.printer import format_text
+    from diagnostics.escape import escape_controls
     from diagnostics.files import read_source
 
     status = EXIT_OK
@@ -39,9 +40,9 @@ def cmd_fmt(args: argparse.Namespace) -> int:
         if formatted == text:
             continue
         if args.check:
-            print(f"would reformat {path}")
+            print(escape_controls(f"would reformat {path}"))
             status = max(status, EXIT_REJECTED)
         else:
             atomic_write_text(path, formatted)
-            print(f"reformatted {path}")
+            print(escape_controls(f"reformatted {path}"))
     return status

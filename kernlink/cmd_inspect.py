@@ -215,7 +215,7 @@ def _inspect_text(view: Mapping[str, Any], *, color: bool | None) -> None:
 
 def _escaped(value: Any) -> Any:
     """Every string of a view with its control characters escaped, for text output."""
-    from diagnostics.render_text import escape_controls
+    from diagnostics.escape import escape_controls
 
     if isinstance(value, str):
         return escape_controls(value)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from kernlink.exit_codes import EXIT_OK
-from kernlink.output import color, diagnostics_json, emit, report
+from kernlink.output import color, diagnostics_json, emit, report, say
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -48,7 +47,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_link(args: argparse.Namespace) -> int:
-    from diagnostics.render_text import escape_controls
+    from diagnostics.escape import escape_controls
     from kernlink.api import link
     from linker.providers import announce
 
@@ -65,18 +64,18 @@ def cmd_link(args: argparse.Namespace) -> int:
     if not result.ok:
         return report(result.diagnostics, result.sources, args)
     if args.format == "json":
-        sys.stdout.write(diagnostics_json(result.diagnostics) + "\n")
+        say(diagnostics_json(result.diagnostics))
         return EXIT_OK
     if result.diagnostics:
         emit(result.diagnostics, result.sources, "text", color=color(args.color))
     assert result.output is not None and result.output.cubin is not None
     record, size = result.output.record, len(result.output.cubin)
-    print(
+    say(
         escape_controls(
             f"linked `{record.pipeline}` for {record.target} -> {args.output}/kernel.cubin "
             f"({size} bytes); map in {args.output}/link.map"
         )
     )
     for line in announce(record.providers, str(args.output)):
-        print(escape_controls(line))
+        say(escape_controls(line))
     return EXIT_OK

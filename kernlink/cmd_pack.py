@@ -97,9 +97,13 @@ def cmd_pack(args: argparse.Namespace) -> int:
         return EXIT_OK
     if result.warnings:
         emit(result.warnings, sources, "text", color=color(args.color))
+    from diagnostics.escape import escape_controls
+
     print(
-        f"packed `{result.stage.name}` {result.stage.version} for {result.target} with {result.toolkit} "
-        f"-> {result.path} ({result.size} bytes)"
+        escape_controls(
+            f"packed `{result.stage.name}` {result.stage.version} for {result.target} with {result.toolkit} "
+            f"-> {result.path} ({result.size} bytes)"
+        )
     )
     return EXIT_OK
 

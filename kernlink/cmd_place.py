@@ -24,8 +24,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def cmd_place(args: argparse.Namespace) -> int:
     """Check, then place; the map is written only for an accepted composition."""
+    from diagnostics.escape import escape_controls
     from diagnostics.files import atomic_write_text
-    from diagnostics.render_text import escape_controls
     from kernlink.api import check
     from placement import render_map, render_svg, to_json
 

@@ -1,12 +1,19 @@
-"""What every verb prints: diagnostics as text, JSON or SARIF, and the exit code they call for."""
+"""What every verb prints: diagnostics as text, JSON or SARIF, and the exit code they call for.
+
+Printing a verdict commits the command (:func:`say`, diagnostics/interrupts.py): an interrupt
+that came first, even one a finalizer swallowed, ends the command with exit 130 instead.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from diagnostics import interrupts
 from diagnostics.files import atomic_write_text
 from diagnostics.model import Diagnostic
 from diagnostics.sources import SourceMap
@@ -15,6 +22,10 @@ from kernlink.exit_codes import EXIT_REJECTED, exit_for
 
 if TYPE_CHECKING:
     from diagnostics.rules import RuleInfo
+    from solver import Deadline
+
+PROGRESS_AFTER = 2.0
+"""Seconds a command runs silently before it shows that it is alive (on a terminal)."""
 
 
 def color(choice: str) -> bool | None:
@@ -45,9 +56,16 @@ def emit(
     else:
         text = ""
     if output is not None:
+        interrupts.commit()
         atomic_write_text(output, text)
     elif text:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        say(text)
+
+
+def say(text: str) -> None:
+    """Print a verdict (or a line of one) on stdout, committing the command first."""
+    interrupts.commit()
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
 def diagnostics_json(diags: Sequence[Diagnostic]) -> str:
@@ -59,7 +77,7 @@ def diagnostics_json(diags: Sequence[Diagnostic]) -> str:
 def report(diags: Sequence[Diagnostic], sources: SourceMap, args: argparse.Namespace) -> int:
     """Print a failed command's diagnostics (``--format`` and ``--color`` from ``args``); its exit code."""
     if args.format == "json":
-        sys.stdout.write(diagnostics_json(diags) + "\n")
+        say(diagnostics_json(diags))
     else:
         emit(diags, sources, "text", color=color(args.color))
     return exit_for(diags) or EXIT_REJECTED
@@ -83,3 +101,40 @@ def _rules() -> list[RuleInfo]:
     return clauses + [
         RuleInfo(code=c.code, name=c.name, summary=c.summary, help_uri=None, full_description=c.what) for c in CODES
     ]
+
+
+@contextlib.contextmanager
+def progress(deadline: Deadline, doing: str) -> Iterator[None]:
+    """After :data:`PROGRESS_AFTER` seconds, a line on stderr (a terminal only, rich, erased at the
+    end) with the time spent, the solver queries answered and the budget left: a long check is
+    never a silent minute."""
+    if not sys.stderr.isatty():
+        yield
+        return
+    stop = threading.Event()
+    shown = threading.Thread(target=_show, args=(deadline, doing, stop), daemon=True)
+    shown.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        shown.join()
+
+
+def _show(deadline: Deadline, doing: str, stop: threading.Event) -> None:
+    if stop.wait(PROGRESS_AFTER):
+        return
+    from rich.console import Console
+    from rich.live import Live
+    from rich.spinner import Spinner
+
+    spinner = Spinner("dots")
+
+    def line() -> Spinner:
+        budget = f"; stops at {deadline.seconds:g} s (--time-budget)" if deadline.seconds else ""
+        spinner.text = f"{doing}: {deadline.elapsed:.0f} s, {deadline.steps} solver queries answered{budget}"
+        return spinner
+
+    console = Console(stderr=True)
+    with Live(get_renderable=line, console=console, transient=True, redirect_stdout=False, redirect_stderr=False):
+        stop.wait()

@@ -76,7 +76,7 @@ def watch(
     ``files`` lists the inputs to watch for ``paths`` (asked again at each poll: an edit can add one).
     """
     state = snapshot(paths, files)  # before the run: a save during a check is a change to check again
-    status = run()
+    status = _once(run)
     state = _after(state, snapshot(paths, files))
     count = 1
     try:
@@ -90,9 +90,17 @@ def watch(
             before = snapshot(paths, files)  # taken before the run, as above
             shown = ", ".join(_display(p) for p in moved[:3])
             say(f"--- {shown}{' …' if len(moved) > 3 else ''} changed: {verb} again")
-            status = run()
+            status = _once(run)
             state = _after(before, snapshot(paths, files))
             count += 1
     except KeyboardInterrupt:
         return 0
     return status
+
+
+def _once(run: Callable[[], int]) -> int:
+    """One run, a command of its own: the verdict it prints commits only it, so Ctrl-C still ends the watch."""
+    from diagnostics import interrupts
+
+    with interrupts.command():
+        return run()

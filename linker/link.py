@@ -50,11 +50,11 @@ Steps (every failure is a diagnostic, recorded in the map, which is written anyw
    depths, dynamic shared memory); a mismatch is ``L-LINK`` with both values.
 5. **Outputs** (:func:`write_outputs`): ``kernel.cubin``, ``generated.cu``,
    ``link.map``, ``link.json`` and ``kernel.ptx`` (the audit reads it), each written
-   atomically, under a lock on the directory, the manifest ``link.json`` removed
-   first and written last (:mod:`linker.outdir`), so the directory is one link's or
-   has no manifest. A failed link writes the map and JSON (and the generated source
-   when there is one) and removes a stale ``kernel.cubin``/``kernel.ptx`` of an
-   earlier link from the directory.
+   atomically, under a lock on the directory, staged first and swapped in with the
+   manifest ``link.json`` last (:mod:`linker.outdir`), so the directory is one link's
+   or has no manifest. A failed link writes the map and JSON (and the generated source
+   when there is one): as ``link.failed.*`` beside a good link, which it keeps, else
+   under their own names, removing a stale ``kernel.cubin``/``kernel.ptx``.
 
 The same inputs give byte-identical outputs: placement is canonical, generation is
 pure, NVRTC runs from a fixed directory and inputs are named by their pipeline
@@ -245,7 +245,8 @@ def write_outputs(out: LinkOutput, directory: str | Path, *, hook: Hook | None =
         message = f"cannot create directory `{root}`: {err.strerror or err}"
         raise DiagnosticError([Diagnostic(Code.E_IO, message)]) from err
     files, manifest = output_files(out)
-    return write_set(root, files, manifest, managed=[name for name, _ in files], hook=hook)
+    complete = out.ok and out.cubin is not None
+    return write_set(root, files, manifest, managed=[name for name, _ in files], complete=complete, hook=hook)
 
 
 def output_files(out: LinkOutput) -> tuple[list[tuple[str, bytes | None]], bytes]:

@@ -12,14 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from solver import Budget, Verdict
+from solver import BUDGETS, Budget, Verdict
 
-DEFAULT_RLIMIT = 200_000_000
-"""Total rlimit units of one placement (some 10 to 30 s of solving on a current CPU)."""
-
-DEFAULT_CHECK_RLIMIT = 10_000_000
-"""The most one optimisation check may spend (about a second), so one hard proof cannot starve
-the rest; the check deciding whether a domain has any placement is bounded by the total only."""
+DEFAULT_RLIMIT = BUDGETS.placement
+DEFAULT_CHECK_RLIMIT = BUDGETS.placement_query
 
 
 __all__ = ["DEFAULT_CHECK_RLIMIT", "DEFAULT_RLIMIT", "Budget", "search_max", "search_min"]

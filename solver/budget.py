@@ -1,9 +1,12 @@
-"""Reproducible solver budgets: Z3 ``rlimit`` units, identical across runs and machines for one Z3 build.
+"""Every default budget, in one table (:data:`BUDGETS`), and the shared budget placement draws from.
 
-A check that spends its limit answers ``unknown``; budgets are never wall-clock time, so
-a check that runs out does so at the same point everywhere. ``kernlink check --rlimit N``
-sets the protocol model's budget per check; placement draws all of its checks from one
-:class:`Budget`.
+Solver budgets are Z3 ``rlimit`` units, identical across runs and machines for one Z3
+build: a query that spends its limit answers ``unknown`` at the same point everywhere.
+``kernlink check --rlimit N`` sets the protocol model's budget per query; placement draws
+all of its queries from one :class:`Budget`. One budget is wall-clock time: a whole
+``kernlink check`` (``--time-budget``, :mod:`solver.deadline`), the bound on how long a
+user waits for a verdict, which ends in ``E-SOLVER-BUDGET`` rather than in a silent
+minute; every answer given within it is the same on every machine.
 """
 
 from __future__ import annotations
@@ -15,8 +18,41 @@ import z3
 
 from solver.verdict import Answer, Verdict, verdict_of
 
-DEFAULT_RLIMIT = 400_000_000
-"""The protocol model's budget per check (``--rlimit``)."""
+
+@dataclass(frozen=True)
+class Budgets:
+    """The default budget of each kind of question kernlink asks (rlimit units unless named otherwise)."""
+
+    protocol_query: int
+    """One query of the protocol model (``check --rlimit``)."""
+    placement: int
+    """One placement, all its queries together (some 10 to 30 s of solving on a current CPU)."""
+    placement_query: int
+    """The most one placement optimisation query may spend (about a second), so one hard proof
+    cannot starve the rest; the query deciding whether a domain has any placement is bounded by
+    the total only."""
+    route_first: int
+    """The first attempt of each tensor-route encoding."""
+    route: int
+    """The last attempts of a tensor-route encoding (a few seconds of solver work)."""
+    fact_query: int
+    """One fact-constraint query (L-ASSUME)."""
+    check_seconds: float
+    """Wall-clock seconds of one ``kernlink check`` (``--time-budget``; 0: none)."""
+
+
+BUDGETS = Budgets(
+    protocol_query=400_000_000,
+    placement=200_000_000,
+    placement_query=10_000_000,
+    route_first=2_000_000,
+    route=200_000_000,
+    fact_query=5_000_000,
+    check_seconds=60.0,
+)
+
+DEFAULT_RLIMIT = BUDGETS.protocol_query
+"""The protocol model's budget per query (``--rlimit``)."""
 
 MAX_RLIMIT = (1 << 32) - 1
 """The largest rlimit Z3 accepts."""

@@ -1,8 +1,10 @@
-"""``E-SOLVER-UNKNOWN``: a question the solver could not decide, shown where it was asked."""
+"""``E-SOLVER-UNKNOWN``: a question the solver could not decide, shown where it was asked; and
+``E-SOLVER-BUDGET`` for a check that ran out of its time budget."""
 
 from __future__ import annotations
 
 from diagnostics.model import Diagnostic, Label, Severity
+from diagnostics.span import Span
 from diagnostics.symbols import Code
 
 UNKNOWN_CODE = Code.E_SOLVER_UNKNOWN
@@ -41,4 +43,20 @@ def unknown_diagnostic(
         notes=(*lead, *more_notes),
         helps=helps or (RAISE_BUDGET,),
         data=(("clause", clause), *data),
+    )
+
+
+def time_budget_diagnostic(seconds: float, span: Span) -> Diagnostic:
+    """``E-SOLVER-BUDGET``: the check of the composition at ``span`` was not decided within ``seconds``."""
+    return Diagnostic(
+        Code.E_SOLVER_BUDGET,
+        f"the check was not decided within its time budget of {seconds:g} s",
+        severity=Severity.ERROR,
+        labels=(Label(span, "the composition checked"),),
+        notes=("a check that runs out of time is not a pass: the composition is not accepted",),
+        helps=(
+            "raise the budget (`kernlink check --time-budget SECONDS`, 0 for none), or narrow the choices "
+            "the check must explore (fixed ring depths instead of wide ranges, fewer rings per stage)",
+        ),
+        data=(("seconds", f"{seconds:g}"),),
     )

@@ -8,6 +8,7 @@ from typing import Generic, TypeVar
 import z3
 
 from diagnostics.span import Span
+from solver import deadline
 from solver.verdict import Verdict, verdict_of
 
 L = TypeVar("L")
@@ -15,8 +16,13 @@ L = TypeVar("L")
 
 def context() -> z3.Context:
     """A fresh Z3 context: Z3's search depends on term identities, so a model built in a
-    context of its own answers the same whatever this process solved before."""
-    return z3.Context()
+    context of its own answers the same whatever this process solved before. The check that
+    runs in this thread interrupts its queries when it must stop (:mod:`solver.deadline`)."""
+    ctx = z3.Context()
+    running = deadline.current()
+    if running is not None:
+        running.watch(ctx)
+    return ctx
 
 
 class Solver:

@@ -7,10 +7,14 @@ from dataclasses import dataclass
 
 import z3
 
+from diagnostics import interrupts
+from solver import deadline
+
 # Z3 catches SIGINT during a check and answers `unknown` — indistinguishable from a spent
 # budget ("canceled"), which an earlier kernlink read as a verdict. Leave SIGINT to Python:
 # the interrupt is raised as KeyboardInterrupt when the query returns (its rlimit bounds
-# the wait), and the CLI exits 130 with no verdict.
+# the wait), and the CLI exits 130 with no verdict. One that a finalizer swallowed (a Z3
+# object's `__del__`) is raised by the next verdict (diagnostics/interrupts.py).
 z3.set_param("ctrl_c", False)
 
 
@@ -63,8 +67,12 @@ def verdict_of(result: z3.CheckSatResult, solver: z3.Solver) -> Verdict:
 
     Z3 answers ``unknown`` for Ctrl-C ("interrupted from keyboard"; a spent ``rlimit``
     reads "canceled"): read as a spent budget it would carry on to a verdict, so an
-    interrupt raises :class:`KeyboardInterrupt` and ends the run.
+    interrupt raises :class:`KeyboardInterrupt` and ends the run, and so does one recorded
+    while the query ran. A check past its deadline, or cancelled, stops here too
+    (:mod:`solver.deadline`).
     """
+    interrupts.checkpoint()
+    deadline.step()
     if result == z3.unsat:
         return UNSAT
     if result == z3.sat:

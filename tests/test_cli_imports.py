@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -88,7 +89,8 @@ def test_a_build_a_server_runs_imports_nothing_heavy(tmp_path: Path) -> None:
     loaded = _modules_after(code)
     assert "kernlink.cmd_build" in loaded
     heavy = {m for m in loaded if m.split(".")[0] in (*HEAVY, "checker", "linker", "diagnostics", "contract_lang")}
-    assert heavy == {"diagnostics", "diagnostics.private"}  # the runtime folder's check (stdlib only)
+    # the runtime folder's check and the entry's Ctrl-C handler (stdlib only)
+    assert heavy == {"diagnostics", "diagnostics.private", "diagnostics.interrupts"}
 
 
 def test_check_never_parses_clause_docs_nor_renders_text_for_json() -> None:
@@ -133,3 +135,22 @@ def test_checking_does_not_import_how_a_route_is_lowered() -> None:
     loaded = _modules_after(_quietly(gemm, ["check", "gemm_swiglu.kp"]))
     assert "transfer_model.routes" in loaded
     assert not {"transfer_model.program", "transfer_model.lower", "transfer_model.simulate"} & loaded
+
+
+def test_python_m_kernlink_is_not_shadowed_by_the_working_directory(tmp_path: Path) -> None:
+    """`python -m kernlink` puts the working directory first on `sys.path`: a `solver/` folder there (a
+    package or a bare folder) was imported instead of kernlink's and ended in an import traceback."""
+    (tmp_path / "solver").mkdir()
+    (tmp_path / "solver" / "__init__.py").write_text("raise ImportError('the wrong solver')\n")
+    (tmp_path / "checker").mkdir()
+    hello = ROOT / "specs" / "examples" / "hello" / "hello.kp"
+    done = subprocess.run(
+        [sys.executable, "-m", "kernlink", "check", str(hello), "--color", "never"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert done.returncode == 0 and "composition accepted" in done.stdout, done.stdout + done.stderr
+    assert done.stderr == ""

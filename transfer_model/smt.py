@@ -26,14 +26,11 @@ from typing import Any
 import z3
 
 from contract_lang.expr import BinOp, Expr, Int, Name, Not
-from solver import SAT, Answer, Solver, Verdict, Witnessed
+from solver import BUDGETS, SAT, Answer, Solver, Verdict, Witnessed
 from transfer_model.exprs import BoundsTable
 
-FAST_RLIMIT = 2_000_000
-"""Resource limit of the first attempt of each encoding."""
-
-DEFAULT_RLIMIT = 200_000_000
-"""Resource limit of the last attempts (a few seconds of solver work)."""
+FAST_RLIMIT = BUDGETS.route_first
+DEFAULT_RLIMIT = BUDGETS.route
 
 
 @dataclass(frozen=True)

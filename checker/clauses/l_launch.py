@@ -7,7 +7,8 @@ each stage's and the pipeline's own — must agree on what it states:
 - the grid: `launch persistent` (a grid sized to the machine, looping over work)
   or `launch fixed` (one block per unit of work);
 - the block size, `threads N`;
-- the occupancy the stage was tuned and compiled for, `blocks_per_sm N`.
+- the occupancy the stage was tuned and compiled for, `blocks_per_sm N`, with
+  N ≥ 1 (`blocks_per_sm 0` asks for no resident block at all).
 
 - the grid, `grid N` or `grid resident`, and whether it is `cooperative`.
 
@@ -134,6 +135,21 @@ class LaunchClause(Clause):
         lines = [
             _Line(launch, "the pipeline" if stage is None else f"`{stage.name}`") for launch, stage in comp.launch_lines
         ]
+        zero = [line for line in lines if line.launch.blocks_per_sm == 0]
+        for line in zero:
+            yield seam(
+                self.code,
+                f"{line.owner} states `blocks_per_sm 0`: a launch runs at least one block per SM",
+                (line.span, "`blocks_per_sm 0`"),
+                notes=(
+                    "`blocks_per_sm B` is `__launch_bounds__(T, B)`: the occupancy the registers are allocated "
+                    "for, and the share of shared and tensor memory each block gets",
+                ),
+                helps=("state `blocks_per_sm 1` or more, or leave it out (one block per SM)",),
+                data={"blocks_per_sm": 0},
+            )
+        if zero:
+            return
         disagree = False
         for attr, what, why, fix in _ATTRIBUTES:
             stating = [line for line in lines if getattr(line.launch, attr) is not None]

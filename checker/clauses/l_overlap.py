@@ -1,6 +1,9 @@
 """L-OVERLAP: claims of one domain cannot be placed within capacity without overlapping live ranges.
 
 ## What it checks
+Every shared-memory claim states its size, `bytes N` with N ≥ 1: a claim of no bytes
+gets no storage of its own, and its address is a neighbour's.
+
 The claims of a domain that are certainly live together must fit its capacity:
 
 - **shared memory**: kernel-lifetime claims, per-slot claims times their ring's
@@ -68,6 +71,7 @@ from checker.storage import (
     smem_demands,
     tmem_demands,
 )
+from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Severity
 from diagnostics.symbols import Code
 
@@ -118,8 +122,22 @@ class OverlapClause(Clause):
     category = "storage"
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
+        sizeless = [o for o in comp.items(A.SmemClaim) if not o.item.bytes]
+        for owned in sizeless:
+            stated = "no `bytes`" if owned.item.bytes is None else "`bytes 0`"
+            yield seam(
+                self.code,
+                f"shared-memory claim `{owned.item.name}` of `{owned.stage_name}` has {stated}",
+                (owned.span, "a claim needs at least one byte"),
+                notes=(
+                    "placement gives every claim storage of its own; a claim of no bytes would be placed at "
+                    "the address of the next one, and a write through it lands there",
+                ),
+                helps=(f"state its size: `claim smem {owned.item.name} bytes N …`",),
+                data={"claim": owned.item.name, "stage": owned.stage_name, "bytes": owned.item.bytes},
+            )
         target = comp.target
-        if target is None:
+        if target is None or sizeless:
             return
         rings = overflowing_rings(comp)
         for ring in rings:

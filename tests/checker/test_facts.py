@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checker.facts import counterexample, describe_value, single_value
+from checker.facts import ENUMERATED, counterexample, describe_value, single_value
 from contract_lang import ast as A
 from contract_lang.expr import ARITH_OPS, BOOL_OPS, COMPARE_OPS, BinOp, EvalError, Expr, Int, Name, Not, evaluate
 from tests.tiers import examples
@@ -54,12 +54,15 @@ def _brute(expr: Expr, values: dict[str, A.FactValue]) -> tuple[tuple[str, int],
     return None
 
 
+@pytest.mark.parametrize("enumerated", [0, ENUMERATED], ids=["solver", "evaluated"])
 @examples(3)
 @given(_exprs(), _values(), _values())
-def test_counterexample_matches_evaluate(expr: Expr, a: A.FactValue, b: A.FactValue) -> None:
+def test_counterexample_matches_evaluate(enumerated: int, expr: Expr, a: A.FactValue, b: A.FactValue) -> None:
+    """The solver's answer, and the evaluation of every combination of small domains, are both the
+    brute force's."""
     values = {"a": a, "b": b}
     expected = _brute(expr, values)
-    found = counterexample(expr, values)
+    found = counterexample(expr, values, enumerated=enumerated)
     if expected is None:
         assert found.verdict.unsat
     else:

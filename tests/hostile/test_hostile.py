@@ -250,6 +250,14 @@ def test_control_characters_are_escaped_in_text_and_kept_in_json(tmp_path: Path)
     assert ESCAPES in diag["message"]
 
 
+def test_fit_escapes_what_it_echoes_from_an_input(tmp_path: Path) -> None:
+    path = contract(tmp_path, stage("requires feature tmem", name=f"demo{ESCAPES}").replace("sm_90a", "sm_100a"))
+    outcome = run_cli(["fit", path.name, "--targets", "sm_90a"], cwd=tmp_path)
+    outcome.assert_clean(status=EXIT_REJECTED)
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]", outcome.output)
+    assert "L-FEATURE stage `demo\\x1b]0;owned\\x07\\x1b[2J\\u202e` needs `tmem`" in outcome.output
+
+
 def test_a_crafted_package_cannot_drive_the_terminal_through_inspect(tmp_path: Path) -> None:
     _crafted(tmp_path, "contract", BASE_CONTRACT.replace("warps 1", f"warps 1  # {ESCAPES}"))
     outcome = run_cli(["inspect", "crafted.kpkg", "--color", "never"], cwd=tmp_path)
@@ -355,6 +363,16 @@ def test_an_output_path_that_is_a_fifo_is_written_into_not_replaced(tmp_path: Pa
     outcome.assert_clean(status=EXIT_REJECTED)
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     assert json.loads(received)["diagnostics"][0]["code"] == "E-DUPLICATE"
+
+
+def test_an_output_fifo_that_nobody_reads_is_e_io_not_a_hang(tmp_path: Path) -> None:
+    contract(tmp_path, stage("target sm_100a"))
+    fifo = tmp_path / "report"
+    os.mkfifo(fifo)
+    outcome = run_cli(["check", "a.kc", "--color", "never", "-o", str(fifo)], cwd=tmp_path, seconds=20)
+    outcome.assert_clean(status=EXIT_USAGE)
+    assert f"error[E-IO]: cannot write `{fifo}`: it is a FIFO that no process is reading" in outcome.output
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
 
 
 def test_the_placement_map_escapes_a_stage_name(tmp_path: Path) -> None:

@@ -133,13 +133,19 @@ def test_static_shared_memory_is_rejected_at_check_with_its_name_and_size(tmp_pa
     assert _status(tmp_path / "out") == "rejected"
 
 
-def test_a_failed_link_removes_the_stale_cubin_of_an_earlier_one(tmp_path: Path) -> None:
+def test_a_failed_relink_keeps_the_good_link_until_a_new_one_is_complete(tmp_path: Path) -> None:
     pipeline = build_example("hello", tmp_path)
     out = tmp_path / "out"
     assert link([pipeline], out).ok and (out / CUBIN).exists()
-    (pipeline.parent / "build" / "provider.kpkg").unlink()
+    cubin = (out / CUBIN).read_bytes()
+    package = pipeline.parent / "build" / "provider.kpkg"
+    kept = package.read_bytes()
+    package.unlink()
     assert not link([pipeline], out).ok
-    assert not (out / CUBIN).exists() and _status(out) == "failed"
+    assert (out / CUBIN).read_bytes() == cubin and _status(out) == "linked"
+    assert json.loads((out / "link.failed.json").read_text())["status"] == "failed"
+    package.write_bytes(kept)
+    assert link([pipeline], out).ok and not (out / "link.failed.json").exists()
 
 
 COUNTER_AND_TENSOR = """

@@ -1,11 +1,12 @@
 """A link output directory is one link's, or reported broken: never a mix a loader accepts.
 
 Every write step of ``write_outputs`` is interrupted in a subprocess (SIGKILL: nothing
-cleans up; KeyboardInterrupt: the clean-up runs) over an earlier link in the same
-directory; afterwards the directory must load as the old link, load as the new one, or
-be refused by ``LinkedKernel.load`` and ``kernlink run`` (never ``E-CUDA``, which would
-mean the run got as far as the GPU). Concurrent writers and readers share a directory
-through its lock.
+cleans up; SIGINT: the clean-up runs) over an earlier link in the same directory;
+afterwards the directory must load as the old link until the swap, as the new one after
+it, and only a kill inside the swap may leave it refused by ``LinkedKernel.load`` and
+``kernlink run`` (never ``E-CUDA``, which would mean the run got as far as the GPU). A
+failed link keeps the good link it would replace. Concurrent writers and readers share a
+directory through its lock.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 import os
 import pickle
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -22,7 +24,6 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics.files import atomic_write_bytes
 from diagnostics.model import Diagnostic, DiagnosticError
 from kernlink.api import link
 from kernlink.cli import main
@@ -34,7 +35,7 @@ from linker.link import CUBIN, JSON, MAP, PTX, LinkOutput, output_files, write_o
 pytestmark = pytest.mark.toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
-STEPS = ("lock", "uncommit", CUBIN, PTX, "generated.cu", MAP, JSON, "done")
+STEPS = ("lock", CUBIN, PTX, "generated.cu", MAP, JSON, "swap", "uncommit", "done")
 WRITER = """
 import os, pickle, signal, sys, time
 from pathlib import Path
@@ -44,12 +45,10 @@ stop, how = sys.argv[3], sys.argv[4]
 def hook(step):
     if how == "slow":
         time.sleep(0.02)
-    elif step == stop and how == "kill":
-        os.kill(os.getpid(), signal.SIGKILL)
     elif step == stop:
-        raise KeyboardInterrupt
+        os.kill(os.getpid(), signal.SIGKILL if how == "kill" else signal.SIGINT)
 try:
-    write_set(Path(sys.argv[2]), files, manifest, managed=[name for name, _ in files], hook=hook)
+    write_set(Path(sys.argv[2]), files, manifest, managed=[name for name, _ in files], complete=True, hook=hook)
 except KeyboardInterrupt:
     sys.exit(130)
 """
@@ -124,14 +123,14 @@ def test_an_interrupted_link_leaves_the_old_link_the_new_one_or_a_refused_direct
     writer = _write(outputs["ring"], out, stop, how)
     assert writer.wait(60) == (-signal.SIGKILL if how == "kill" else 130)
     found = state(out, links)
-    expected = {"lock": "hello", "uncommit": "hello" if how == "kill" else "broken", "done": "ring"}
-    assert found == expected.get(stop, "broken")
-    if found == "broken":
+    swapped = STEPS.index(stop) >= STEPS.index("uncommit")  # SIGINT is held back inside the swap
+    expected = ("broken" if how == "kill" and stop == "uncommit" else "ring") if swapped else "hello"
+    assert found == expected
+    if how == "interrupt":  # the clean-up ran: no temporary
+        assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+    if found == "broken":  # killed between the old manifest's removal and the new one's rename
         said = _run_refuses(out, capsys)
         assert "error[E-RUN]" in said and "holds no linked kernel" in said
-        if how == "interrupt":  # the clean-up ran: no product, no temporary, no manifest
-            assert not {CUBIN, PTX, JSON} & {p.name for p in out.iterdir()}
-            assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
     write_outputs(links["ring"], out)  # the next link repairs whatever was left
     assert state(out, links) == "ring"
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
@@ -176,33 +175,69 @@ def test_a_launch_checks_the_hash_too(outputs: dict[str, Path], tmp_path: Path) 
     assert info.value.diagnostics[0].code == "L-INTEGRITY"
 
 
-def test_a_full_disk_while_writing_the_cubin_leaves_no_manifest(
-    pipelines: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("full", [CUBIN, MAP, JSON])
+def test_a_full_disk_while_staging_keeps_the_previous_link(
+    outputs: dict[str, Path], pipelines: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, full: str
 ) -> None:
+    links = {name: _output(path) for name, path in outputs.items()}
     out = tmp_path / "out"
-    assert link([pipelines["hello"]], out).ok
-    real = atomic_write_bytes
+    write_outputs(links["hello"], out)
+    before = sorted(p.name for p in out.iterdir())
+    real = outdir.write_temporary
 
-    def full(path: str | Path, data: bytes) -> None:
-        if Path(path).name == CUBIN:
+    def disk_full(path: str | Path, data: bytes) -> Path:
+        if Path(path).name == full:
             raise DiagnosticError([Diagnostic("E-IO", f"cannot write `{path}`: No space left on device")])
-        real(path, data)
+        return real(path, data)
 
-    monkeypatch.setattr(outdir, "atomic_write_bytes", full)
-    result = link([pipelines["ring"]], out)
+    monkeypatch.setattr(outdir, "write_temporary", disk_full)
+    result = link([pipelines["ring"]], out, emit_ptx=True)
     assert not result.ok and [d.code for d in result.diagnostics if d.is_error] == ["E-IO"]
-    assert sorted(p.name for p in out.iterdir()) == []  # the cubin failed first: nothing of either link
-    assert "holds no linked kernel" in _run_refuses(out, capsys)
+    assert sorted(p.name for p in out.iterdir()) == before  # no temporary, nothing of the new link
+    assert state(out, links) == "hello"
+
+
+def test_a_failed_link_keeps_the_good_link_and_writes_its_map_beside_it(
+    outputs: dict[str, Path], pipelines: dict[str, Path], tmp_path: Path
+) -> None:
+    links = {name: _output(path) for name, path in outputs.items()}
+    out = tmp_path / "out"
+    write_outputs(links["hello"], out)
+    contracts = [pipelines["hello"].parent / f"{name}.kc" for name in ("provider", "caller")]
+    assert not link(contracts, out).ok
+    assert state(out, links) == "hello"
+    assert json.loads((out / "link.failed.json").read_text())["status"] == "failed"
+    assert "error[L-STAGE]" in (out / "link.failed.map").read_text()
+    write_outputs(links["ring"], out)  # a complete link removes the report of the failed one
+    assert state(out, links) == "ring"
+    assert not [p for p in out.iterdir() if ".failed." in p.name]
 
 
 def test_the_map_is_still_written_when_the_link_fails(pipelines: dict[str, Path], tmp_path: Path) -> None:
+    """Into a directory without a good link, a failed link writes its map and manifest under their own names."""
     out = tmp_path / "out"
-    assert link([pipelines["hello"]], out).ok
     contracts = [pipelines["hello"].parent / f"{name}.kc" for name in ("provider", "caller")]
     assert not link(contracts, out).ok
     assert sorted(p.name for p in out.iterdir()) == [JSON, MAP]
     assert json.loads((out / JSON).read_text())["status"] == "failed"
     assert "error[L-STAGE]" in (out / MAP).read_text()
+
+
+@pytest.mark.parametrize("name", [CUBIN, JSON, "link.failed.map"])
+def test_an_output_name_that_is_a_fifo_is_refused_not_opened(
+    outputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """A FIFO with no reader used to block the link forever."""
+    links = {n: _output(path) for n, path in outputs.items()}
+    out = tmp_path / "out"
+    write_outputs(links["hello"], out)
+    (out / name).unlink(missing_ok=True)
+    os.mkfifo(out / name)
+    with pytest.raises(DiagnosticError) as info:
+        write_outputs(links["ring"], out)
+    (found,) = info.value.diagnostics
+    assert found.code == "E-IO" and found.message == f"cannot write `{out / name}`: it is a FIFO, not a regular file"
+    assert stat.S_ISFIFO(os.stat(out / name).st_mode)
 
 
 def test_concurrent_links_and_loads_share_a_directory(outputs: dict[str, Path], tmp_path: Path) -> None:
@@ -271,3 +306,25 @@ def test_an_intact_link_gets_as_far_as_the_gpu(
     capsys.readouterr()
     assert main(["run", str(out), "--args", str(args), "--color", "never"]) == 1
     assert "error[E-CUDA]" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("verb", ["link", "build"])
+def test_link_and_build_into_a_directory_holding_a_fifo_exit_2_at_once(
+    pipelines: dict[str, Path], tmp_path: Path, verb: str
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / CUBIN)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KERNLINK_CACHE": str(tmp_path / "cache")}
+    extra = ["--no-server"] if verb == "build" else []
+    done = subprocess.run(
+        [sys.executable, "-m", "kernlink", verb, str(pipelines["hello"]), "-o", str(out), "--color", "never", *extra],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"error[E-IO]: cannot write `{out / CUBIN}`: it is a FIFO, not a regular file" in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
