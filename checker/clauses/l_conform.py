@@ -70,13 +70,21 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from checker.clause import Clause
 from checker.composition import Composition
 from checker.context import CheckContext
 from checker.memo import Memo
+from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Label, Severity
+from diagnostics.span import Span
 from diagnostics.symbols import Code
+
+if TYPE_CHECKING:
+    from checker.conformance.checks import Finding
+    from package.codefacts import CodeFacts
 
 
 class ConformClause(Clause):
@@ -111,7 +119,7 @@ class ConformClause(Clause):
             if captured.ptx is None:
                 continue
             # The PTX analysis (a parser, a value analysis, the checks) only for a package that carries PTX
-            from checker.conformance import derive, diagnostics, ptx_display, source_display
+            from checker.conformance import derive, ptx_display, source_display
 
             origin = entry.package or entry.source
             ptx = captured.ptx
@@ -123,3 +131,320 @@ class ConformClause(Clause):
                 source_name=source_display(origin),
                 ptx_text=captured.ptx,
             )
+
+
+def diagnostics(
+    stage: A.Stage,
+    code: CodeFacts,
+    *,
+    ptx_name: str,
+    source_name: str | None,
+    ptx_text: str | None = None,
+    strict: bool = False,
+    severity: Severity = Severity.ERROR,
+) -> list[Diagnostic]:
+    """The conformance findings of a component as diagnostics (``severity`` for violations; the
+    undecided sites are notes, errors if ``strict``)."""
+    from checker.conformance import check
+
+    lines = ptx_text.split("\n") if ptx_text is not None else None
+    return [_diagnostic(f, ptx_name, source_name, lines, strict, severity) for f in check(stage, code)]
+
+
+def _diagnostic(
+    f: Finding, ptx_name: str, source_name: str | None, lines: list[str] | None, strict: bool, severity: Severity
+) -> Diagnostic:
+    said = describe(f)
+    labels: list[Label] = []
+    if f.node is not None and f.node.span.line > 0:
+        labels.append(Label(f.node.span, said.contract))
+    width = len(lines[f.fact.line - 1]) if lines and 0 < f.fact.line <= len(lines) else 1
+    labels.append(Label(Span(ptx_name, f.fact.line, 1, f.fact.line, max(width, 1) + 1), said.code, primary=not labels))
+    notes: list[str] = []
+    if f.fact.src is not None and source_name is not None:
+        file, line = f.fact.src
+        own = file in ("#1", source_name.rsplit("!", 1)[-1].rsplit("/", 1)[-1])
+        if own and line > 0:
+            labels.append(Label(Span(source_name, line, 1, line, 2), "the CUDA line", primary=False))
+        else:
+            notes.append(f"CUDA source: {file}:{line}")
+    if not f.decided:
+        notes.append("the conformance analysis could not decide this site; it is not a pass")
+    code = Code.L_CONFORM if f.decided or strict else Code.I_CONFORM
+    sev = severity if f.decided else (Severity.ERROR if strict else Severity.NOTE)
+    return Diagnostic(
+        code,
+        said.message,
+        severity=sev,
+        labels=tuple(labels),
+        notes=tuple(notes),
+        helps=(said.help,) if said.help else (),
+        data=(
+            ("check", f.check),
+            ("function", f.fact.function),
+            ("ptx_line", str(f.fact.line)),
+            ("instruction", f.fact.opcode),
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class Worded:
+    """A finding in words: the message, the contract label, the code label and the help."""
+
+    message: str
+    contract: str
+    code: str
+    help: str = ""
+
+
+#: What an undecided site could not trace, by the tag the check gives.
+UNDECIDED = {
+    "barrier-0-role": "which role runs barrier 0 (`__syncthreads`)",
+    "barrier-id": "the barrier ID",
+    "thread-count": "the thread count",
+    "ring-barrier": "which ring barrier",
+    "arrival-count": "the arrival count",
+    "expected-bytes": "the expected bytes",
+    "credit-barrier": "which ring barrier the bytes are completed on",
+    "copy-barrier": "which ring barrier the copy completes on",
+    "tensor-bytes": "the bytes (a tensor copy's size is in its tensor map)",
+    "credit-bytes": "the completed bytes",
+    "copy-bytes": "the copied bytes",
+    "helper-address": "where a helper's shared-memory address comes from",
+    "address-claim": "which claim the address comes from",
+    "smem-address": "the shared-memory address",
+    "column-count": "the column count",
+}
+
+
+def describe(f: Finding) -> Worded:
+    """An L-CONFORM finding in words: the one wording of each check's problems."""
+    fn, op = f.fact.function, f.fact.opcode
+    if not f.decided:
+        return Worded(
+            f"cannot decide {UNDECIDED[f.value('what')]} of `{op}` in `{fn}`",
+            "the contract item it should match",
+            "this instruction",
+            "pass the value from a handle or a literal the analysis can see, or review it by hand",
+        )
+    words = _WORDING.get(f.check)
+    if words is None:
+        raise ValueError(f"L-CONFORM has no wording for check {f.check!r}")
+    return words(f, fn, op)
+
+
+def _block_barrier(f: Finding, fn: str, op: str) -> Worded:
+    if f.problem == "init-hook":
+        return Worded(
+            f"the init hook `{fn}` runs barrier 0 (`__syncthreads`), but the dispatch calls it from one thread",
+            "the ring this hook initialises",
+            "barrier 0 here",
+            "remove the barrier: the dispatch's block-wide barrier follows every init",
+        )
+    role, warps, block = f.value("role"), int(f.value("warps")), int(f.value("block"))
+    size = f"{block} threads" if block else "a block of several roles"
+    return Worded(
+        f"role `{role}` runs barrier 0 (`__syncthreads`), which waits for the whole block ({size}); "
+        f"the role has {warps * 32} threads",
+        f"role `{role}` ({warps} warps)",
+        "barrier 0 here",
+        "claim a named barrier (`claim barrier NAME participants ROLE`) and sync on its `_bar_id()`/`_threads()` "
+        "handles",
+    )
+
+
+def _barrier_id(f: Finding, fn: str, op: str) -> Worded:
+    ident = f.value("id")
+    return Worded(
+        f"`{fn}` names barrier {ident} by a literal ID",
+        "the barrier the contract claims" if f.value("claimed") == "True" else "the role that runs it",
+        f"literal barrier ID {ident}",
+        "read the ID from the claim's `_bar_id()` handle: the linker chooses IDs so they do not collide",
+    )
+
+
+def _barrier_threads(f: Finding, fn: str, op: str) -> Worded:
+    barrier, threads = f.value("barrier"), f.value("threads")
+    if f.problem == "literal":
+        return Worded(
+            f"`{fn}` gives barrier `{barrier}` the literal thread count {threads}; the contract's count depends "
+            "on the composition",
+            "the barrier's participants",
+            f"{threads} threads",
+            f"read the count from `{f.value('handle')}()`",
+        )
+    want = f.value("want")
+    return Worded(
+        f"`{fn}` syncs {threads} threads on barrier `{barrier}`; the contract says {want}",
+        f"{want} threads take part",
+        f"{threads} threads here",
+        "use the barrier's `_threads()` handle, or fix the participants",
+    )
+
+
+def _mbarrier_init(f: Finding, fn: str, op: str) -> Worded:
+    ring, which = f.value("ring"), f.value("which")
+    if f.problem == "other-count":
+        return Worded(
+            f"`{fn}` initialises a {which} barrier of ring `{ring}` with the {f.value('other')} barrier's count",
+            f"`{which} init`",
+            f"`{f.value('symbol')}()` here",
+            f"use `{f.value('instead')}()`",
+        )
+    want, count = f.value("want"), f.value("count")
+    said = want or "a count that depends on the composition"
+    return Worded(
+        f"`{fn}` initialises ring `{ring}`'s {which} barrier with {count} arrivals; the contract says {said}",
+        f"`{which} init` declares {said}",
+        f"count {count} here",
+        f"initialise with the `{which}_count()` handle of ring `{ring}`",
+    )
+
+
+def _expect_tx(f: Finding, fn: str, op: str) -> Worded:
+    want, nbytes = f.value("want"), f.value("bytes")
+    said = f"{want} bytes" if want else "no transaction bytes"
+    return Worded(
+        f"`{fn}` expects {nbytes} transaction bytes on ring `{f.value('ring')}`; the contract declares {said}",
+        f"declared: {said}",
+        f"expect_tx {nbytes} here",
+        "make the contract's `tx` and the code's expect_tx agree (in bytes)",
+    )
+
+
+def _copy_bytes(f: Finding, fn: str, op: str) -> Worded:
+    want, ring, total, credited, here = (f.value(k) for k in ("want", "ring", "total", "credited", "here"))
+    said = f"{want} bytes" if want else "no `copy`"
+    if credited != "0":
+        message = (
+            f"`{fn}` completes {total} bytes per fill of ring `{ring}` ({credited} of them by "
+            f"`mbarrier.complete_tx`); the contract declares {said}"
+        )
+    else:
+        message = f"`{fn}` copies {total} bytes per fill of ring `{ring}`; the contract declares {said}"
+    return Worded(
+        message,
+        f"declared: {said}",
+        f"completes {here} bytes here" if f.problem == "credit" else f"copies {here} bytes here",
+        "make the ring's `full copy` bytes and the code's copy sizes agree",
+    )
+
+
+def _setmaxnreg(f: Finding, fn: str, op: str) -> Worded:
+    mode, regs, budget = f.value("mode"), f.value("regs"), f.value("budget")
+    shown = f"`setmaxnreg.{mode} {regs}`" if regs else f"`setmaxnreg.{mode}`"
+    return Worded(
+        f"`{fn}` runs its own {shown}; the dispatch kernel sets every warpgroup's register budget",
+        f"the budget the dispatch sets (`regs {budget}`)" if budget else "the role the dispatch budgets",
+        f"{shown} here",
+        "remove the component's `setmaxnreg` and declare the budget with `regs N` on the role; "
+        "two `setmaxnreg` per warpgroup can exceed the register pool and hang the kernel",
+    )
+
+
+def _static_shared(f: Finding, fn: str, op: str) -> Worded:
+    name, nbytes = f.value("name"), f.value("bytes")
+    return Worded(
+        f"`{name}` is static shared memory ({nbytes} bytes) that no claim accounts for",
+        "the stage's shared-memory claims",
+        f"`__shared__ {name}` ({nbytes} bytes)",
+        f"claim it (`claim smem {name} bytes {nbytes} align 16`) and address it through its `_smem()` handle "
+        "from the entry's `smem` pointer",
+    )
+
+
+def _smem_literal(f: Finding, fn: str, op: str) -> Worded:
+    offset = f.value("offset")
+    at = f"at the fixed offset {offset}" if offset else "from the `smem` base"
+    return Worded(
+        f"`{fn}` addresses shared memory {at} without any claim's handle",
+        "the stage's claims" if f.value("claimed") == "True" else "the role that runs it",
+        f"`{op}` at a fixed offset",
+        "add the claim's `_smem()` handle (or the ring's slot handle) to the `smem` pointer",
+    )
+
+
+def _scope(f: Finding, fn: str, op: str) -> Worded:
+    scope, declared = f.value("scope"), f.value("declared")
+    if f.problem == "atomic":
+        return Worded(
+            f"`{fn}` updates counter `{f.value('counter')}` at scope `{scope}`; the contract declares `{declared}`",
+            f"scope `{declared}`",
+            f"`{op}` (scope `{scope}`)",
+            f"use the `.{declared}` form of the atomic",
+        )
+    return Worded(
+        f"`{fn}` fences at scope `{scope}`; its counters declare `{declared}`",
+        f"scope `{declared}`",
+        f"`{op}`",
+        f"fence at the counters' scope (`.{declared}`)",
+    )
+
+
+def _proxy_fence(f: Finding, fn: str, op: str) -> Worded:
+    return Worded(
+        f"`{fn}` writes shared memory with `{f.value('write')}` (PTX line {f.value('write_line')}) and then lets "
+        f"the async proxy read it with `{op}`, with no `fence.proxy.async` between",
+        "the declared proxy use",
+        "async-proxy read without a fence",
+        "add `fence.proxy.async.shared::cta` after the generic writes, in the same role",
+    )
+
+
+def _launch_directive(f: Finding, fn: str, op: str) -> Worded:
+    directive, values = f.value("directive"), f.value("values")
+    if f.problem == "block":
+        threads = f.value("threads")
+        said = f"{threads} threads" if threads else "no block size"
+        return Worded(
+            f"`{fn}` carries `.{directive} {values}` ({f.value('product')} threads); the contract launches {said}",
+            f"launch: {said}",
+            f"`.{directive}` here",
+            "drop the launch bounds from the component: the dispatch kernel's are generated",
+        )
+    return Worded(
+        f"`{fn}` carries `.{directive}` {values}; the contract declares "
+        f"{'other cluster shapes' if f.value('shapes') == 'True' else 'no cluster'}",
+        "the contract's launch",
+        f"`.{directive}` here",
+        "declare the cluster in the contract (`cluster X, Y, Z`) or drop the directive",
+    )
+
+
+def _tmem_columns(f: Finding, fn: str, op: str) -> Worded:
+    columns = f.value("columns")
+    return Worded(
+        f"`{fn}` allocates {columns} tensor-memory columns; the contract claims {f.value('said')}",
+        "the tensor-memory claims",
+        f"{columns} columns here",
+        "allocate the claimed columns, or claim what the code allocates",
+    )
+
+
+def _tid_index(f: Finding, fn: str, op: str) -> Worded:
+    role = f.value("role")
+    return Worded(
+        f"role `{role}` indexes by absolute `threadIdx` in `{fn}`; the linker may place the role at any warp",
+        f"role `{role}` (placed by the linker)",
+        "absolute `%tid` here",
+        f"subtract `32 * kl_..._{role}_warp0()` from `threadIdx.x` first",
+    )
+
+
+_WORDING = {
+    "block-barrier": _block_barrier,
+    "barrier-id": _barrier_id,
+    "barrier-threads": _barrier_threads,
+    "mbarrier-init": _mbarrier_init,
+    "expect-tx": _expect_tx,
+    "copy-bytes": _copy_bytes,
+    "setmaxnreg": _setmaxnreg,
+    "static-shared": _static_shared,
+    "smem-literal": _smem_literal,
+    "scope": _scope,
+    "proxy-fence": _proxy_fence,
+    "launch-directive": _launch_directive,
+    "tmem-columns": _tmem_columns,
+    "tid-index": _tid_index,
+}

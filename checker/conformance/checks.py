@@ -19,8 +19,11 @@ Each check has a stable name (the ``check`` datum of an L-CONFORM diagnostic):
 | ``tmem-columns`` | allocates a tensor-memory column count no ``claim tmem`` declares |
 | ``tid-index`` | indexes by absolute ``%tid`` in a role, instead of relative to its first-warp handle |
 
-What the analysis cannot decide (a value it cannot trace, a TMA copy whose size the
-tensor map holds) is a *note*, never a pass; ``--strict`` makes those errors.
+A check returns typed findings (:class:`Finding`): the check, the problem within it, the
+fact and contract item involved, and the values the wording names. The words are the
+clause's (``checker/clauses/l_conform.py``). What the analysis cannot decide (a value it
+cannot trace, a TMA copy whose size the tensor map holds) is an undecided finding, never
+a pass; ``--strict`` makes those errors.
 """
 
 from __future__ import annotations
@@ -28,13 +31,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
 from checker.handles import HandleSpec, classify_handle, expected_handles, init_hook_symbol
 from contract_lang import ast as A
 from package.codefacts.facts import CodeFacts, Fact, Operand
 
-Severity = Literal["error", "note"]
 CHECKS = (
     "barrier-id",
     "barrier-threads",
@@ -55,16 +56,31 @@ CHECKS = (
 
 @dataclass(frozen=True)
 class Finding:
-    """A disagreement between code and contract (``severity`` error) or an undecided site (note)."""
+    """A disagreement between code and contract (``decided``) or a site the analysis cannot decide.
+
+    ``check`` is the conformance check, ``problem`` the case within it (the clause words
+    each: ``l_conform.describe``), ``facts`` the values its message names, ``node`` the
+    contract item the code disagrees with (for its span), if any.
+    """
 
     check: str
-    severity: Severity
-    message: str
+    problem: str
     fact: Fact
     node: A.Node | None = field(default=None, compare=False, repr=False)
-    contract_text: str = "declared here"
-    code_text: str = "in the code"
-    help: str = ""
+    facts: tuple[tuple[str, str], ...] = ()
+    decided: bool = True
+
+    def value(self, key: str) -> str:
+        return dict(self.facts)[key]
+
+
+def _found(check: str, problem: str, fact: Fact, node: A.Node | None, **facts: object) -> Finding:
+    return Finding(check, problem, fact, node, tuple((k, str(v)) for k, v in facts.items()))
+
+
+def _unknown(check: str, fact: Fact, what: str, node: A.Node | None) -> Finding:
+    """An undecided site: ``what`` names what the analysis could not trace (``l_conform.UNDECIDED`` words it)."""
+    return Finding(check, "undecided", fact, node, (("what", what),), decided=False)
 
 
 _ONCE_PER_FUNCTION = frozenset({"smem-literal", "tid-index"})
@@ -138,19 +154,6 @@ def _judge(ctx: _Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
         yield from _tid(ctx, fact)
 
 
-def _unknown(check: str, fact: Fact, what: str, node: A.Node | None) -> Finding:
-    return Finding(
-        check,
-        "note",
-        f"cannot decide {what} of `{fact.opcode}` in `{fact.function}`",
-        fact,
-        node,
-        "the contract item it should match",
-        "this instruction",
-        "pass the value from a handle or a literal the analysis can see, or review it by hand",
-    )
-
-
 def _role_of(ctx: _Ctx, fact: Fact) -> A.Role | None:
     return ctx.roles.get(fact.function)
 
@@ -192,51 +195,19 @@ def _barrier(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     if bid.kind == "constant" and bid.value == 0:
         block = _block_threads(ctx.stage)
         if fact.function in ctx.inits:
-            ring = ctx.inits[fact.function]
-            yield Finding(
-                "block-barrier",
-                "error",
-                f"the init hook `{fact.function}` runs barrier 0 "
-                "(`__syncthreads`), but the dispatch calls it from one thread",
-                fact,
-                ring,
-                "the ring this hook initialises",
-                "barrier 0 here",
-                "remove the barrier: the dispatch's block-wide barrier follows every init",
-            )
+            yield _found("block-barrier", "init-hook", fact, ctx.inits[fact.function])
         elif role is None:
-            yield _unknown("block-barrier", fact, "which role runs barrier 0 (`__syncthreads`)", None)
+            yield _unknown("block-barrier", fact, "barrier-0-role", None)
         elif role.warps is not None and (block is None or role.warps * 32 < block):
-            size = f"{block} threads" if block else "a block of several roles"
-            yield Finding(
-                "block-barrier",
-                "error",
-                f"role `{role.name}` runs barrier 0 (`__syncthreads`), "
-                f"which waits for the whole block ({size}); the role has {role.warps * 32} threads",
-                fact,
-                role,
-                f"role `{role.name}` ({role.warps} warps)",
-                "barrier 0 here",
-                "claim a named barrier (`claim barrier NAME participants ROLE`) and sync on "
-                "its `_bar_id()`/`_threads()` handles",
-            )
+            yield _found("block-barrier", "narrow-role", fact, role, role=role.name, warps=role.warps, block=block or 0)
         return
     if bid.kind == "constant":
         node = items[0] if items else role
-        yield Finding(
-            "barrier-id",
-            "error",
-            f"`{fact.function}` names barrier {bid.value} by a literal ID",
-            fact,
-            node,
-            "the barrier the contract claims" if items else "the role that runs it",
-            f"literal barrier ID {bid.value}",
-            "read the ID from the claim's `_bar_id()` handle: the linker chooses IDs so they do not collide",
-        )
+        yield _found("barrier-id", "literal", fact, node, id=bid.value, claimed=bool(items))
         return
     specs = ctx.handles_of(bid, "bar_id")
     if not specs:
-        yield _unknown("barrier-id", fact, "the barrier ID", role)
+        yield _unknown("barrier-id", fact, "barrier-id", role)
         return
     claim = specs[0].node
     if threads is None:
@@ -244,32 +215,21 @@ def _barrier(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     if threads.kind == "constant" and claim is not None:
         want = _threads_of(ctx.stage, claim)
         if want is None:
-            yield Finding(
+            yield _found(
                 "barrier-threads",
-                "error",
-                f"`{fact.function}` gives barrier `{specs[0].item}` the "
-                f"literal thread count {threads.value}; the contract's count depends on the "
-                "composition",
+                "literal",
                 fact,
                 claim,
-                "the barrier's participants",
-                f"{threads.value} threads",
-                f"read the count from `{specs[0].symbol.removesuffix('_bar_id')}_threads()`",
+                barrier=specs[0].item,
+                threads=threads.value,
+                handle=specs[0].symbol.removesuffix("_bar_id") + "_threads",
             )
         elif want != threads.value:
-            yield Finding(
-                "barrier-threads",
-                "error",
-                f"`{fact.function}` syncs {threads.value} threads on "
-                f"barrier `{specs[0].item}`; the contract says {want}",
-                fact,
-                claim,
-                f"{want} threads take part",
-                f"{threads.value} threads here",
-                "use the barrier's `_threads()` handle, or fix the participants",
+            yield _found(
+                "barrier-threads", "count", fact, claim, barrier=specs[0].item, threads=threads.value, want=want
             )
     elif threads.kind != "handle":
-        yield _unknown("barrier-threads", fact, "the thread count", claim)
+        yield _unknown("barrier-threads", fact, "thread-count", claim)
 
 
 def _ring_barrier(ctx: _Ctx, op: Operand | None) -> tuple[A.Ring, str] | None:
@@ -299,7 +259,7 @@ def _mbarrier_init(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     where = _ring_barrier(ctx, fact.operand("addr"))
     count = fact.operand("count")
     if where is None or count is None:
-        yield _unknown("mbarrier-init", fact, "which ring barrier", None)
+        yield _unknown("mbarrier-init", fact, "ring-barrier", None)
         return
     ring, which = where
     init = next((i for i in ring.items if isinstance(i, A.RingBarrierInit) and i.barrier == which), None)
@@ -307,34 +267,32 @@ def _mbarrier_init(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     if specs:
         other = "full" if specs[0].kind == "ring_full_count" else "empty"
         if other != which:
-            yield Finding(
+            yield _found(
                 "mbarrier-init",
-                "error",
-                f"`{fact.function}` initialises a {which} barrier of ring "
-                f"`{ring.name}` with the {other} barrier's count",
+                "other-count",
                 fact,
                 init or ring,
-                f"`{which} init`",
-                f"`{specs[0].symbol}()` here",
-                f"use `{specs[0].symbol.replace(f'_{other}_count', f'_{which}_count')}()`",
+                ring=ring.name,
+                which=which,
+                other=other,
+                symbol=specs[0].symbol,
+                instead=specs[0].symbol.replace(f"_{other}_count", f"_{which}_count"),
             )
         return
     if count.kind != "constant" or init is None:
-        yield _unknown("mbarrier-init", fact, "the arrival count", init or ring)
+        yield _unknown("mbarrier-init", fact, "arrival-count", init or ring)
         return
     want = _count_value(ctx, init.count)
     if want is None or want != count.value:
-        said = f"{want}" if want is not None else "a count that depends on the composition"
-        yield Finding(
+        yield _found(
             "mbarrier-init",
-            "error",
-            f"`{fact.function}` initialises ring `{ring.name}`'s {which} "
-            f"barrier with {count.value} arrivals; the contract says {said}",
+            "count",
             fact,
             init,
-            f"`{which} init` declares {said}",
-            f"count {count.value} here",
-            f"initialise with the `{which}_count()` handle of ring `{ring.name}`",
+            ring=ring.name,
+            which=which,
+            count=count.value,
+            want="" if want is None else want,
         )
 
 
@@ -353,24 +311,21 @@ def _expect_tx(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     where = _ring_barrier(ctx, fact.operand("addr"))
     nbytes = fact.operand("bytes")
     if where is None or nbytes is None:
-        yield _unknown("expect-tx", fact, "which ring barrier", None)
+        yield _unknown("expect-tx", fact, "ring-barrier", None)
         return
     ring = where[0]
     want, node = _declared(ring, A.RingArrive)
     if nbytes.kind != "constant":
-        yield _unknown("expect-tx", fact, "the expected bytes", node or ring)
+        yield _unknown("expect-tx", fact, "expected-bytes", node or ring)
     elif want is None or want != nbytes.value:
-        said = f"{want} bytes" if want is not None else "no transaction bytes"
-        yield Finding(
+        yield _found(
             "expect-tx",
-            "error",
-            f"`{fact.function}` expects {nbytes.value} transaction bytes on "
-            f"ring `{ring.name}`; the contract declares {said}",
+            "bytes",
             fact,
             node or ring,
-            f"declared: {said}",
-            f"expect_tx {nbytes.value} here",
-            "make the contract's `tx` and the code's expect_tx agree (in bytes)",
+            ring=ring.name,
+            bytes=nbytes.value,
+            want="" if want is None else want,
         )
 
 
@@ -388,17 +343,13 @@ def _copy(ctx: _Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
     credit = fact.kind == "complete-tx"
     where = _ring_barrier(ctx, _completion_bar(fact))
     if where is None:
-        what = "which ring barrier the bytes are completed on" if credit else "which ring barrier the copy completes on"
-        yield _unknown("copy-bytes", fact, what, None)
+        yield _unknown("copy-bytes", fact, "credit-barrier" if credit else "copy-barrier", None)
         return
     ring = where[0]
     want, node = _declared(ring, A.RingCopy)
     nbytes = fact.operand("bytes")
     if fact.kind == "tensor-copy" or nbytes is None or nbytes.kind != "constant":
-        if fact.kind == "tensor-copy":
-            what = "the bytes (a tensor copy's size is in its tensor map)"
-        else:
-            what = "the completed bytes" if credit else "the copied bytes"
+        what = "tensor-bytes" if fact.kind == "tensor-copy" else ("credit-bytes" if credit else "copy-bytes")
         yield _unknown("copy-bytes", fact, what, node or ring)
         return
     sites = [
@@ -419,20 +370,16 @@ def _copy(ctx: _Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
     total = sum(s.value or 0 for s in sizes if s is not None)
     credited = sum((f.operand("bytes") or Operand("constant", 0)).value or 0 for f in sites if f.kind == "complete-tx")
     if want is None or total != want:
-        said = f"{want} bytes" if want is not None else "no `copy`"
-        how = f" ({credited} of them by `mbarrier.complete_tx`)" if credited else ""
-        yield Finding(
+        yield _found(
             "copy-bytes",
-            "error",
-            f"`{fact.function}` completes {total} bytes per fill of ring `{ring.name}`{how}; "
-            f"the contract declares {said}"
-            if credited
-            else f"`{fact.function}` copies {total} bytes per fill of ring `{ring.name}`; the contract declares {said}",
+            "credit" if credit else "bytes",
             fact,
             node or ring,
-            f"declared: {said}",
-            f"completes {nbytes.value} bytes here" if credit else f"copies {nbytes.value} bytes here",
-            "make the ring's `full copy` bytes and the code's copy sizes agree",
+            ring=ring.name,
+            total=total,
+            credited=credited,
+            here=nbytes.value,
+            want="" if want is None else want,
         )
 
 
@@ -445,36 +392,22 @@ def _setmaxnreg(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
         if role is not None and role.regs is not None
         else next((r for r in ctx.stage.roles if r.regs is not None), role)
     )
-    shown = f"`setmaxnreg.{fact.detail} {value}`" if value is not None else f"`setmaxnreg.{fact.detail}`"
-    yield Finding(
+    yield _found(
         "setmaxnreg",
-        "error",
-        f"`{fact.function}` runs its own {shown}; the dispatch kernel sets every warpgroup's register budget",
+        "own",
         fact,
         budget,
-        f"the budget the dispatch sets (`regs {budget.regs}`)"
-        if budget is not None and budget.regs
-        else "the role the dispatch budgets",
-        f"{shown} here",
-        "remove the component's `setmaxnreg` and declare the budget with `regs N` on the role; "
-        "two `setmaxnreg` per warpgroup can exceed the register pool and hang the kernel",
+        mode=fact.detail,
+        regs="" if value is None else value,
+        budget="" if budget is None or not budget.regs else budget.regs,
     )
 
 
 def _static_shared(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     size = fact.operand("bytes")
-    nbytes = size.value if size is not None else 0
     claim = next((i for i in ctx.stage.items if isinstance(i, A.SmemClaim)), None)
-    yield Finding(
-        "static-shared",
-        "error",
-        f"`{fact.detail}` is static shared memory ({nbytes} bytes) that no claim accounts for",
-        fact,
-        claim,
-        "the stage's shared-memory claims" if claim is not None else "",
-        f"`__shared__ {fact.detail}` ({nbytes} bytes)",
-        f"claim it (`claim smem {fact.detail} bytes {nbytes} align 16`) and address it through "
-        f"its `_smem()` handle from the entry's `smem` pointer",
+    yield _found(
+        "static-shared", "declared", fact, claim, name=fact.detail, bytes=size.value if size is not None else 0
     )
 
 
@@ -486,27 +419,24 @@ def _smem(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
         # Only an entry's or init hook's second argument is the shared-memory base; elsewhere
         # the analysis cannot tell where a pointer argument points.
         if addr.kind != "handle":
-            yield _unknown("smem-literal", fact, "where a helper's shared-memory address comes from", None)
+            yield _unknown("smem-literal", fact, "helper-address", None)
         return
     if ctx.handles_of(addr, *_PLACEMENT):
         return
     if addr.kind == "handle" and not ctx.handles_of(addr):
-        yield _unknown("smem-literal", fact, "which claim the address comes from", None)
+        yield _unknown("smem-literal", fact, "address-claim", None)
         return
     if addr.kind == "unknown":
-        yield _unknown("smem-literal", fact, "the shared-memory address", None)
+        yield _unknown("smem-literal", fact, "smem-address", None)
         return
     claim = next((i for i in ctx.stage.items if isinstance(i, A.SmemClaim)), None)
-    at = f"at the fixed offset {addr.value}" if addr.value is not None else "from the `smem` base"
-    yield Finding(
+    yield _found(
         "smem-literal",
-        "error",
-        f"`{fact.function}` addresses shared memory {at} without any claim's handle",
+        "fixed",
         fact,
         claim or _role_of(ctx, fact),
-        "the stage's claims" if claim is not None else "the role that runs it",
-        f"`{fact.opcode}` at a fixed offset",
-        "add the claim's `_smem()` handle (or the ring's slot handle) to the `smem` pointer",
+        offset="" if addr.value is None else addr.value,
+        claimed=claim is not None,
     )
 
 
@@ -531,50 +461,20 @@ def _scope(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
         node = specs[0].node
         declared = getattr(node, "scope", None)
         if declared and fact.detail and declared != fact.detail:
-            yield Finding(
-                "scope",
-                "error",
-                f"`{fact.function}` updates counter `{specs[0].item}` at scope "
-                f"`{fact.detail}`; the contract declares `{declared}`",
-                fact,
-                node,
-                f"scope `{declared}`",
-                f"`{fact.opcode}` (scope `{fact.detail}`)",
-                f"use the `.{declared}` form of the atomic",
-            )
+            yield _found("scope", "atomic", fact, node, counter=specs[0].item, scope=fact.detail, declared=declared)
         return
     if not scopes or not fact.detail:
         return
     if all(fact.detail != s for s, _ in scopes):
         scope, node = scopes[0]
-        yield Finding(
-            "scope",
-            "error",
-            f"`{fact.function}` fences at scope `{fact.detail}`; its counters declare `{scope}`",
-            fact,
-            node,
-            f"scope `{scope}`",
-            f"`{fact.opcode}`",
-            f"fence at the counters' scope (`.{scope}`)",
-        )
+        yield _found("scope", "fence", fact, node, scope=fact.detail, declared=scope)
 
 
 def _proxy(ctx: _Ctx, fact: Fact) -> Finding:
     line, _, opcode = fact.detail.partition(":")
     ring = next((r for r in ctx.stage.rings if any(isinstance(i, A.RingProxy) for i in r.items)), None)
     node = next((i for i in ring.items if isinstance(i, A.RingProxy)), None) if ring else _role_of(ctx, fact)
-    return Finding(
-        "proxy-fence",
-        "error",
-        f"`{fact.function}` writes shared memory with `{opcode}` (PTX line "
-        f"{line}) and then lets the async proxy read it with `{fact.opcode}`, with no "
-        "`fence.proxy.async` between",
-        fact,
-        node,
-        "the declared proxy use",
-        "async-proxy read without a fence",
-        "add `fence.proxy.async.shared::cta` after the generic writes, in the same role",
-    )
+    return _found("proxy-fence", "unfenced", fact, node, write_line=line, write=opcode)
 
 
 def _cluster_shapes(stage: A.Stage) -> list[A.ClusterShape]:
@@ -587,39 +487,29 @@ def _directive(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     product = 1
     for v in values:
         product *= v
+    shown = ", ".join(map(str, values))
     launch = next((i for i in ctx.stage.items if isinstance(i, A.Launch)), None)
     if fact.detail in ("maxntid", "reqntid"):
         threads = launch.threads if launch is not None else None
         bad = threads is None or (product != threads if fact.detail == "reqntid" else product < threads)
         if bad:
-            said = f"{threads} threads" if threads is not None else "no block size"
-            yield Finding(
+            yield _found(
                 "launch-directive",
-                "error",
-                f"`{fact.function}` carries `.{fact.detail} "
-                f"{', '.join(map(str, values))}` ({product} threads); the contract launches {said}",
+                "block",
                 fact,
                 launch,
-                f"launch: {said}",
-                f"`.{fact.detail}` here",
-                "drop the launch bounds from the component: the dispatch kernel's are generated",
+                directive=fact.detail,
+                values=shown,
+                product=product,
+                threads="" if threads is None else threads,
             )
     elif fact.detail in ("reqnctapercluster", "explicitcluster"):
         shapes = _cluster_shapes(ctx.stage)
         if fact.detail == "explicitcluster" and shapes:
             return
         if not any((s.x, s.y, s.z) == tuple([*values, 1, 1, 1][:3]) for s in shapes):
-            yield Finding(
-                "launch-directive",
-                "error",
-                f"`{fact.function}` carries `.{fact.detail}` "
-                f"{', '.join(map(str, values))}; the contract declares "
-                f"{'no cluster' if not shapes else 'other cluster shapes'}",
-                fact,
-                launch,
-                "the contract's launch",
-                f"`.{fact.detail}` here",
-                "declare the cluster in the contract (`cluster X, Y, Z`) or drop the directive",
+            yield _found(
+                "launch-directive", "cluster", fact, launch, directive=fact.detail, values=shown, shapes=bool(shapes)
             )
 
 
@@ -627,19 +517,12 @@ def _tmem(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     cols = fact.operand("columns")
     claims = [i for i in ctx.stage.items if isinstance(i, A.TmemClaim)]
     if cols is None or cols.kind != "constant":
-        yield _unknown("tmem-columns", fact, "the column count", claims[0] if claims else None)
+        yield _unknown("tmem-columns", fact, "column-count", claims[0] if claims else None)
         return
     if not any(c.columns == cols.value for c in claims):
         said = ", ".join(str(c.columns) for c in claims) or "none"
-        yield Finding(
-            "tmem-columns",
-            "error",
-            f"`{fact.function}` allocates {cols.value} tensor-memory columns; the contract claims {said}",
-            fact,
-            claims[0] if claims else _role_of(ctx, fact),
-            "the tensor-memory claims",
-            f"{cols.value} columns here",
-            "allocate the claimed columns, or claim what the code allocates",
+        yield _found(
+            "tmem-columns", "columns", fact, claims[0] if claims else _role_of(ctx, fact), columns=cols.value, said=said
         )
 
 
@@ -650,14 +533,4 @@ def _tid(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     op = fact.operands[0][1] if fact.operands else None
     if op is not None and not op.tid_abs and op.tid_wg and role.warpgroup:
         return  # `threadIdx.x % 128` in a warpgroup-aligned role is its own thread index
-    yield Finding(
-        "tid-index",
-        "error",
-        f"role `{role.name}` indexes by absolute `threadIdx` in "
-        f"`{fact.function}`; the linker may place the role at any warp",
-        fact,
-        role,
-        f"role `{role.name}` (placed by the linker)",
-        "absolute `%tid` here",
-        f"subtract `32 * kl_..._{role.name}_warp0()` from `threadIdx.x` first",
-    )
+    yield _found("tid-index", "absolute", fact, role, role=role.name)
