@@ -42,7 +42,8 @@ class Instr:
         return self.opcode.split(".", 1)[0]
 
     def has(self, part: str) -> bool:
-        return part in self.opcode.split(".")
+        """Whether the opcode has the part ``part``, alone or qualified (``shared`` in ``st.shared::cta.u32``)."""
+        return any(p == part or p.startswith(part + "::") for p in self.opcode.split("."))
 
     @property
     def text(self) -> str:

@@ -232,9 +232,69 @@ def _call_result(ins: Instr) -> str | None:
     return m.group(1) if m else None
 
 
+# Instructions whose first operand is read, not written (PTX ISA): stores, reductions, barriers,
+# fences, branches, copies, prefetches and the control of the asynchronous units.
+_NO_DEST_BASES = frozenset(
+    {
+        "st",
+        "stmatrix",
+        "red",
+        "sust",
+        "sured",
+        "membar",
+        "fence",
+        "bra",
+        "brx",
+        "ret",
+        "exit",
+        "trap",
+        "brkpt",
+        "nanosleep",
+        "pmevent",
+        "setmaxnreg",
+        "griddepcontrol",
+        "prefetch",
+        "prefetchu",
+        "cp",
+        "discard",
+        "applypriority",
+        "tensormap",
+        "stackrestore",
+        "clusterlaunchcontrol",
+    }
+)
+# Families with both kinds: the second opcode part that reads its first operand.
+_NO_DEST_PARTS = {
+    "bar": frozenset({"sync", "arrive", "warp", "cta"}),
+    "barrier": frozenset({"sync", "arrive", "cluster", "cta", "aligned"}),
+    "mbarrier": frozenset({"init", "inval", "expect_tx", "complete_tx"}),
+    "wgmma": frozenset({"fence", "commit_group", "wait_group"}),
+    "multimem": frozenset({"st", "red"}),
+    "wmma": frozenset({"store"}),
+}
+
+
+def defines(ins: Instr) -> bool:
+    """Whether ``ins`` writes its first operand (an instruction of the PTX ISA without a destination does not).
+
+    ``bar.red``/``barrier.red`` define their first operand; ``bar.cta.sync`` and ``bar.sync`` do
+    not; every ``tcgen05`` instruction but ``tcgen05.ld`` reads its operands.
+    """
+    parts = ins.opcode.split(".")
+    base = parts[0]
+    if base in _NO_DEST_BASES:
+        return base == "clusterlaunchcontrol" and "query_cancel" in parts
+    if base in ("bar", "barrier"):
+        return "red" in parts
+    if base == "tcgen05":
+        return len(parts) > 1 and parts[1] == "ld"
+    rest = _NO_DEST_PARTS.get(base)
+    return not (rest is not None and len(parts) > 1 and parts[1] in rest)
+
+
 def _transfer(env: Env, ins: Instr, last_call: str | None) -> tuple[str, Val] | None:
     ops = ins.operands
-    if not ops:
+    if not ops or not defines(ins):
         return None
     dest = ops[0].strip()
     if not _REG.match(dest) and not (dest.startswith("{") and ins.base in ("ld", "ldu", "mov")):
