@@ -70,6 +70,7 @@ class Function:
     directives: tuple[tuple[str, tuple[int, ...], int], ...]  # (name, values, line)
     body: tuple[Instr, ...]
     line: int
+    labels: tuple[tuple[str, int], ...] = ()  # (label, index in ``body`` of the instruction it names)
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,7 @@ def _function(
         i += 1
     params = tuple(re.findall(r"\.param\s+(?:\.align\s+\d+\s+)?\.\w+\s+([\w$]+)", " ".join(header)))
     body: list[Instr] = []
+    labels: list[tuple[str, int]] = []
     depth = 0
     src: tuple[str, int] | None = None
     pending = ""
@@ -202,6 +204,7 @@ def _function(
             core = ""
         label = _LABEL.match(core)
         if label:
+            labels.append((label.group(1), len(body)))
             core = core[label.end() :].strip()
         if core:
             if not pending:
@@ -218,7 +221,7 @@ def _function(
         i += 1
         if depth <= 0 and closed:
             break
-    functions.append(Function(name, kind, params, tuple(directives), tuple(body), start + 1))
+    functions.append(Function(name, kind, params, tuple(directives), tuple(body), start + 1, tuple(labels)))
     return i
 
 

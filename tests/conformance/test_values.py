@@ -12,10 +12,10 @@ from __future__ import annotations
 import pytest
 
 from package.codefacts.ptx import parse
-from package.codefacts.values import analyse, defines
+from package.codefacts.values import Env, analyse, defines
 
 
-def _env(body: str):  # type: ignore[no-untyped-def]
+def _env(body: str) -> Env:
     ptx = f".visible .func f(.param .b64 f_param_0, .param .b64 f_param_1)\n{{\n{body}\n}}\n"
     (fn,) = parse(ptx).functions
     return analyse(fn, handle_names=frozenset(), smem_names=frozenset(), entry_like=True)
