@@ -68,8 +68,9 @@ code does. The help line of each diagnostic names the handle or the contract ite
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -155,6 +156,8 @@ def _diagnostic(
     f: Finding, ptx_name: str, source_name: str | None, lines: list[str] | None, strict: bool, severity: Severity
 ) -> Diagnostic:
     said = describe(f)
+    if f.sites > 1:
+        said = dataclasses.replace(said, message=f"{said.message} (×{f.sites} sites of one source line)")
     labels: list[Label] = []
     if f.node is not None and f.node.span.line > 0:
         labels.append(Label(f.node.span, said.contract))
@@ -188,6 +191,14 @@ def _diagnostic(
     )
 
 
+def strict(diags: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """``--strict``: every undecided site (``I-CONFORM``) becomes an ``L-CONFORM`` error."""
+    return [
+        dataclasses.replace(d, code=Code.L_CONFORM, severity=Severity.ERROR) if d.code == Code.I_CONFORM else d
+        for d in diags
+    ]
+
+
 @dataclass(frozen=True)
 class Worded:
     """A finding in words: the message, the contract label, the code label and the help."""
@@ -203,7 +214,6 @@ UNDECIDED = {
     "barrier-0-role": "which role runs barrier 0 (`__syncthreads`)",
     "barrier-id": "the barrier ID",
     "thread-count": "the thread count",
-    "ring-barrier": "which ring barrier",
     "arrival-count": "the arrival count",
     "expected-bytes": "the expected bytes",
     "credit-barrier": "which ring barrier the bytes are completed on",
@@ -214,7 +224,12 @@ UNDECIDED = {
     "helper-address": "where a helper's shared-memory address comes from",
     "address-claim": "which claim the address comes from",
     "smem-address": "the shared-memory address",
-    "column-count": "the column count",
+    "ring-barrier": "which ring barrier",
+    "arrivals": "how many threads run",
+    "declared-count": "the arrivals the contract's count means (it names a role of another stage)",
+    "first-parity": "the parity",
+    "helper": "what the called function synchronises",
+    "params-offset": "which params field",
 }
 
 
@@ -412,13 +427,19 @@ def _launch_directive(f: Finding, fn: str, op: str) -> Worded:
     )
 
 
-def _tmem_columns(f: Finding, fn: str, op: str) -> Worded:
-    columns = f.value("columns")
+def _tmem_alloc(f: Finding, fn: str, op: str) -> Worded:
+    claimed = f.value("claimed")
+    if f.problem == "alloc":
+        cols = f.value("columns")
+        what = f"`tcgen05.alloc` of {cols} columns" if cols else "`tcgen05.alloc`"
+    else:
+        what = f"`tcgen05.{f.problem}`"
     return Worded(
-        f"`{fn}` allocates {columns} tensor-memory columns; the contract claims {f.value('said')}",
-        "the tensor-memory claims",
-        f"{columns} columns here",
-        "allocate the claimed columns, or claim what the code allocates",
+        f"`{fn}` runs its own {what}; the dispatch kernel allocates every `claim tmem` of the composition",
+        f"the claims the dispatch allocates ({claimed} columns)" if claimed else "the role the dispatch runs",
+        f"{what} here",
+        "remove the component's tensor-memory allocation and read the claim's first column from its `_tmem()` "
+        "handle; a second allocation gets other columns than the ones the composition placed",
     )
 
 
@@ -429,6 +450,234 @@ def _tid_index(f: Finding, fn: str, op: str) -> Worded:
         f"role `{role}` (placed by the linker)",
         "absolute `%tid` here",
         f"subtract `32 * kl_..._{role}_warp0()` from `threadIdx.x` first",
+    )
+
+
+def _feature(f: Finding, fn: str, op: str) -> Worded:
+    feature, declared = f.value("feature"), f.value("declared")
+    said = f"requires {declared}" if declared else "requires no feature"
+    return Worded(
+        f"`{fn}` runs `{op}`, which needs the feature `{feature}`; the contract {said}",
+        f"`requires feature`: {declared}" if declared else "the stage's target",
+        f"`{feature}` instruction here",
+        f"add `{feature}` to the stage's `requires feature` line: the checker then verifies every target has it",
+    )
+
+
+def _params_read(f: Finding, fn: str, op: str) -> Worded:
+    stage = f.value("stage")
+    if f.problem == "undeclared":
+        return Worded(
+            f"`{fn}` reads its params pointer, but stage `{stage}` declares no params block",
+            "the role whose entry reads it",
+            f"`{op}` through the params pointer",
+            "declare the fields the component reads (`params NAME size N align A { … }`): without a block the "
+            "dispatch passes the entry no params, and the read lands in other memory",
+        )
+    block, size, offset, width = (f.value(k) for k in ("block", "size", "offset", "width"))
+    return Worded(
+        f"`{fn}` reads {width} bytes at offset {offset} of params block `{block}` of stage `{stage}`, "
+        f"which is {size} bytes",
+        f"params `{block}`: {size} bytes",
+        f"`{op}` at params offset {offset}",
+        "declare the field in the params block (and its size), or read the field the contract declares",
+    )
+
+
+def _ring_step(f: Finding, fn: str, op: str) -> Worded:
+    ring, role, step = f.value("ring"), f.value("role"), f.value("step")
+    if f.problem == "missing":
+        where = "before its loop (`prearm`)" if f.value("prearm") == "True" else "in its loop"
+        return Worded(
+            f"role `{role}` never runs `{step}` of ring `{ring}` {where}: the contract's step has no instruction "
+            f"in `{fn}`",
+            f"`{step}` declared here",
+            f"`{fn}`: no matching instruction",
+            _STEP_HELP.get(step, "run the step the contract states, on the ring's barrier handle"),
+        )
+    if f.problem == "extra":
+        return Worded(
+            f"`{fn}` runs `{op}` on the {step.split()[0]} barrier of ring `{ring}`, a step (`{step}`) its "
+            f"{f.value('side')} side does not state",
+            f"ring `{ring}`: the steps of role `{role}`",
+            f"`{step}` with no step",
+            "state the step in the contract, or remove the instruction: the other side counts only the steps "
+            "the contract states",
+        )
+    if f.problem == "barrier":
+        got = f.value("got")
+        which = step.split()[0]
+        return Worded(
+            f"`{fn}` runs `{got}` of ring `{ring}` where the contract's step is `{step}`",
+            f"`{step}` declared here",
+            f"`{op}` on the {got.split()[0]} barrier",
+            f"address the {which} barrier (`_{which}_bar()` + 8 * slot)",
+        )
+    if f.problem == "foreign":
+        return Worded(
+            f"`{fn}` runs `{op}` on a barrier of ring `{ring}`, but role `{role}` takes no side of `{ring}`",
+            f"ring `{ring}`",
+            f"`{step}` here",
+            f"add a `ring {ring} … by {role}` side that states the step, or remove the instruction",
+        )
+    times, per, base = _times(f.value("times")), _times(f.value("per")), f.value("base")
+    return Worded(
+        f"`{fn}` runs `{step}` of ring `{ring}` {times} per iteration, where it runs `{base}` {per}",
+        f"`{step}`: once per iteration",
+        f"`{op}` here",
+        "run each step once per iteration of the ring's loop (a second arrive completes a phase early; a second "
+        "wait waits for a phase that never comes)",
+    )
+
+
+def _times(n: str) -> str:
+    return {"1": "once", "2": "twice"}.get(n, f"{n} times")
+
+
+_STEP_HELP = {
+    "empty arrive": "release each slot: arrive on the ring's empty barrier (`_empty_bar()` + 8 * slot) once the "
+    "slot is read, or the producer waits for it forever",
+    "full arrive": "signal each filled slot: arrive on the ring's full barrier (`_full_bar()` + 8 * slot)",
+    "full wait": "wait on the ring's full barrier (`mbarrier.try_wait.parity`) before reading a slot",
+    "empty wait": "wait on the ring's empty barrier before writing a slot",
+    "full copy": "issue the copy that completes its bytes on the slot's full barrier",
+}
+
+
+def _arrive_count(f: Finding, fn: str, op: str) -> Worded:
+    step, got, want = f.value("step"), f.value("got"), f.value("want")
+    selected, width, times = f.value("threads"), f.value("width"), f.value("times")
+    who = guard_words(f.value("guard"))
+    each = f" × {times}" if times != "1" else ""
+    return Worded(
+        f"`{fn}` arrives {got} times per `{step}` of ring `{f.value('ring')}` ({who}: {selected} of role "
+        f"`{f.value('role')}`'s {width} threads{each}); the contract counts {want}",
+        f"`{step}` counts {want}",
+        f"{got} arrivals here",
+        "guard the arrive so the arrivals the count states arrive: one elected lane per warp for `per_warp`, one "
+        "thread per warpgroup for `per_warpgroup`, one thread for a constant 1",
+    )
+
+
+def guard_words(text: str) -> str:
+    """A guard (``steps.guard_text``) in words."""
+    if text == "*":
+        return "every thread"
+    if text == "?":
+        return "threads the analysis cannot tell"
+    names = {"lane": "lane", "warp": "warp", "wgt": "thread of the warpgroup", "wg": "warpgroup", "thread": "thread"}
+    ops = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+    parts = []
+    for conj in text.split("|"):
+        atoms = []
+        for atom in conj.split(";"):
+            q, o, v = atom.split()
+            atoms.append("the elected lane" if q == "elect" else f"{names.get(q, q)} {ops[o]} {v}")
+        parts.append(" and ".join(atoms) or "every thread")
+    return " or ".join(parts)
+
+
+def _wait_parity(f: Finding, fn: str, op: str) -> Worded:
+    step, ring, got = f.value("step"), f.value("ring"), f.value("got")
+    if f.problem == "constant":
+        return Worded(
+            f"`{fn}` waits on `{step}` of ring `{ring}` with parity {got} in every iteration; the parity must flip "
+            "each time the slot index wraps",
+            f"`{step}`: the parity alternates",
+            f"parity {got} here, every iteration",
+            "flip the phase bit when the slot index wraps (`if (++slot == depth) { slot = 0; phase ^= 1; }`) and "
+            "wait on the phase variable",
+        )
+    want = f.value("want")
+    why = "as stated" if f.value("stated") == "True" else ("its first fill" if step.startswith("full") else "passes")
+    return Worded(
+        f"`{fn}` first waits on `{step}` of ring `{ring}` with parity {got}; the contract's first wait uses "
+        f"parity {want}",
+        f"`{step}`: first parity {want} ({why})",
+        f"parity {got} on the first iteration",
+        "start the phase variable so the first wait uses the contract's parity (a consumer's `full wait` 0, a "
+        "producer's `empty wait` 1, or the stated `parity P`): the other parity passes at once on a fresh barrier "
+        "or waits for a phase that never completes",
+    )
+
+
+def _step_order(f: Finding, fn: str, op: str) -> Worded:
+    step, before = f.value("step"), f.value("before")
+    return Worded(
+        f"`{fn}` runs `{step}` of ring `{f.value('ring')}` before `{before}`; the contract runs `{before}` first",
+        f"`{step}` follows `{before}`",
+        f"`{op}` runs first",
+        f"move the instruction after the `{before}` step, in the order the contract's steps are written",
+    )
+
+
+def _ring_fence(f: Finding, fn: str, op: str) -> Worded:
+    ring, release, side = f.value("ring"), f.value("release"), f.value("side")
+    access = "writes" if side == "produce" else "reads"
+    if f.problem == "early":
+        return Worded(
+            f"`{fn}` {access} a slot of ring `{ring}` with `{op}` after its `fence.proxy.async` and before `{release}`",
+            "`fence proxy_async` declared here",
+            "generic slot access after the fence",
+            f"fence after the last slot access, just before `{release}`",
+        )
+    return Worded(
+        f"`{fn}` runs `{release}` of ring `{ring}` without the `fence.proxy.async` its contract promises",
+        "`fence proxy_async` declared here",
+        f"`{release}` without a proxy fence before it",
+        f"run `fence.proxy.async.shared::cta` in the threads that {access} the slot, after the accesses and before "
+        f"`{release}`",
+    )
+
+
+def _named_barrier(f: Finding, fn: str, op: str) -> Worded:
+    barrier, role = f.value("barrier"), f.value("role")
+    if f.problem == "missing":
+        return Worded(
+            f"role `{role}` takes part in barrier `{barrier}` but `{fn}` never runs it",
+            f"`{barrier}`: `{role}` takes part",
+            f"`{fn}`: no `bar.sync`/`bar.arrive` on `{barrier}`",
+            f"run the barrier through its `{barrier}_bar_id()` and `{barrier}_threads()` handles, or take `{role}` "
+            "out of its participants; the other participants wait for these threads",
+        )
+    if f.problem == "not-participant":
+        return Worded(
+            f"`{fn}` runs `{op}` on barrier `{barrier}`, in which role `{role}` does not take part",
+            f"barrier `{barrier}`",
+            f"`{op}` here",
+            f"add `{role}` to the barrier's participants (or rendezvous), or remove the instruction",
+        )
+    got, want = f.value("got"), f.value("want")
+    return Worded(
+        f"`{fn}` runs `bar.{got}` on rendezvous `{barrier}`; the contract states `{want}`",
+        f"`{want} by {role}` declared here",
+        f"`bar.{got}` here",
+        f"use `bar.{want}` (`{want}` waits for every participant, `arrive` does not)",
+    )
+
+
+def _init_hook(f: Finding, fn: str, op: str) -> Worded:
+    ring = f.value("ring")
+    if f.problem == "missing-init":
+        which = f.value("barrier")
+        return Worded(
+            f"the init hook `{fn}` never initialises the {which} barriers of ring `{ring}`",
+            "`init by` declared here",
+            f"`{fn}`: no `mbarrier.init` on the {which} barriers",
+            f"initialise every slot's {which} barrier with the `{which}_count()` handle",
+        )
+    if f.problem == "unfenced":
+        return Worded(
+            f"the init hook `{fn}` does not fence its mbarrier inits, but ring `{ring}` is `init by … fenced`",
+            "`fenced` declared here",
+            f"`{fn}`: no fence after the inits",
+            f"end the hook with `{f.value('fence')};`",
+        )
+    return Worded(
+        f"`{fn}` initialises a barrier of ring `{ring}`, which the dispatch already initialised through its init hook",
+        "the ring's `init by`",
+        "a second `mbarrier.init` here",
+        "remove the init: re-initialising a live mbarrier is undefined behaviour",
     )
 
 
@@ -445,6 +694,15 @@ _WORDING = {
     "scope": _scope,
     "proxy-fence": _proxy_fence,
     "launch-directive": _launch_directive,
-    "tmem-columns": _tmem_columns,
+    "tmem-alloc": _tmem_alloc,
     "tid-index": _tid_index,
+    "feature": _feature,
+    "params-read": _params_read,
+    "ring-step": _ring_step,
+    "arrive-count": _arrive_count,
+    "wait-parity": _wait_parity,
+    "step-order": _step_order,
+    "ring-fence": _ring_fence,
+    "named-barrier": _named_barrier,
+    "init-hook": _init_hook,
 }

@@ -23,12 +23,7 @@ it does not compile (the layering keeps the checker below the linker).
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Sequence
-
 from checker.conformance.checks import CHECKS, Finding, check
-from diagnostics.model import Diagnostic, Severity
-from diagnostics.symbols import Code
 from package.codefacts import FACTS_VERSION, MANIFEST_KEY, PTX_PAYLOAD, CodeFacts, Fact, derive, recorded
 
 
@@ -40,14 +35,6 @@ def ptx_display(package: str) -> str:
 def source_display(package: str) -> str:
     """How a package's CUDA source payload is named in diagnostics (and in the source map)."""
     return f"{package}!source.cu"
-
-
-def strict(diags: Sequence[Diagnostic]) -> list[Diagnostic]:
-    """``--strict``: every undecided site (``I-CONFORM``) becomes an ``L-CONFORM`` error."""
-    return [
-        dataclasses.replace(d, code=Code.L_CONFORM, severity=Severity.ERROR) if d.code == Code.I_CONFORM else d
-        for d in diags
-    ]
 
 
 __all__ = [
@@ -63,5 +50,4 @@ __all__ = [
     "ptx_display",
     "recorded",
     "source_display",
-    "strict",
 ]

@@ -28,11 +28,12 @@ a pass; ``--strict`` makes those errors.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+import dataclasses
+from collections.abc import Iterator
 
-from checker.handles import HandleSpec, classify_handle, expected_handles, init_hook_symbol
+from checker.conformance.context import Ctx, Finding, found, unknown
+from checker.conformance.steps import STEP_CHECKS, steps
+from checker.handles import init_hook_symbol
 from contract_lang import ast as A
 from package.codefacts.facts import CodeFacts, Fact, Operand
 
@@ -49,84 +50,60 @@ CHECKS = (
     "scope",
     "proxy-fence",
     "launch-directive",
-    "tmem-columns",
+    "tmem-alloc",
     "tid-index",
+    "feature",
+    "params-read",
+    *STEP_CHECKS,
 )
 
 
-@dataclass(frozen=True)
-class Finding:
-    """A disagreement between code and contract (``decided``) or a site the analysis cannot decide.
-
-    ``check`` is the conformance check, ``problem`` the case within it (the clause words
-    each: ``l_conform.describe``), ``facts`` the values its message names, ``node`` the
-    contract item the code disagrees with (for its span), if any.
-    """
-
-    check: str
-    problem: str
-    fact: Fact
-    node: A.Node | None = field(default=None, compare=False, repr=False)
-    facts: tuple[tuple[str, str], ...] = ()
-    decided: bool = True
-
-    def value(self, key: str) -> str:
-        return dict(self.facts)[key]
-
-
-def _found(check: str, problem: str, fact: Fact, node: A.Node | None, **facts: object) -> Finding:
-    return Finding(check, problem, fact, node, tuple((k, str(v)) for k, v in facts.items()))
-
-
-def _unknown(check: str, fact: Fact, what: str, node: A.Node | None) -> Finding:
-    """An undecided site: ``what`` names what the analysis could not trace (``l_conform.UNDECIDED`` words it)."""
-    return Finding(check, "undecided", fact, node, (("what", what),), decided=False)
-
-
-_ONCE_PER_FUNCTION = frozenset({"smem-literal", "tid-index"})
-
-
-@dataclass(frozen=True)
-class _Ctx:
-    stage: A.Stage
-    roles: dict[str, A.Role]  # entry symbol -> role
-    inits: dict[str, A.Ring]  # init hook symbol -> ring
-
-    @functools.cached_property
-    def expected(self) -> Mapping[str, HandleSpec]:
-        return expected_handles(self.stage)
-
-    def handle(self, symbol: str) -> HandleSpec | None:
-        return classify_handle(self.stage, symbol, self.expected)
-
-    def handles_of(self, op: Operand | None, *kinds: str) -> list[HandleSpec]:
-        if op is None:
-            return []
-        found = [self.handle(h) for h in op.handles]
-        return [s for s in found if s is not None and (not kinds or s.kind in kinds)]
+_ONCE_PER_FUNCTION = frozenset({"smem-literal", "tid-index", "params-read"})
 
 
 def check(stage: A.Stage, code: CodeFacts) -> list[Finding]:
     """Every finding of every check, in fact order (one per instruction and check)."""
-    ctx = _Ctx(
+    ctx = Ctx(
         stage,
         {r.entry: r for r in stage.roles if r.entry},
         {init_hook_symbol(stage, r.name): r for r in stage.rings if any(isinstance(i, A.RingInitBy) for i in r.items)},
     )
     out: list[Finding] = []
-    seen: set[tuple[str, str, int]] = set()
-    for fact in code.facts:
-        for finding in _judge(ctx, fact, code):
-            # One diagnostic per mistake: a misplaced buffer or index shows at every access; report the first.
-            line = 0 if finding.check in _ONCE_PER_FUNCTION else fact.line
-            key = (finding.check, fact.function, line)
-            if key not in seen:
-                seen.add(key)
-                out.append(finding)
-    return out
+    seen: set[tuple[str, str, int, str, int]] = set()
+    judged = (finding for fact in code.facts for finding in _judge(ctx, fact, code))
+    for finding in (*judged, *steps(ctx, code)):
+        # One diagnostic per mistake: a misplaced buffer, an index or an undeclared feature shows at
+        # every access; report the first.
+        fact = finding.fact
+        once = finding.check in _ONCE_PER_FUNCTION
+        line = 0 if once else fact.line
+        item = 0 if once or finding.node is None else finding.node.span.line
+        problem = "" if once else finding.problem
+        if finding.check == "feature":  # one per feature and function, at its first instruction
+            line, problem = 0, fact.detail
+        key = (finding.check, fact.function, line, problem, item)
+        if key not in seen:
+            seen.add(key)
+            out.append(finding)
+    return _one_per_line(out)
 
 
-def _judge(ctx: _Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
+def _one_per_line(found: list[Finding]) -> list[Finding]:
+    """One finding per mistake: the copies of one source line (an unrolled loop, a helper inlined at
+    several call sites) that break the same rule the same way are one finding with their count."""
+    groups: dict[tuple[object, ...], list[Finding]] = {}
+    for f in found:
+        line = f.fact.origin or f.fact.src
+        key: tuple[object, ...] = (
+            (f.check, f.problem, f.facts, f.decided, f.fact.function, line, f.node.span if f.node else None)
+            if line is not None
+            else (id(f),)
+        )
+        groups.setdefault(key, []).append(f)
+    return [dataclasses.replace(g[0], sites=len(g)) if len(g) > 1 else g[0] for g in groups.values()]
+
+
+def _judge(ctx: Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
     kind = fact.kind
     if kind == "barrier":
         yield from _barrier(ctx, fact)
@@ -148,13 +125,17 @@ def _judge(ctx: _Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
         yield _proxy(ctx, fact)
     elif kind == "directive":
         yield from _directive(ctx, fact)
-    elif kind == "tmem-alloc":
-        yield from _tmem(ctx, fact)
+    elif kind in ("tmem-alloc", "tmem-op"):
+        yield _tmem(ctx, fact)
     elif kind == "tid-index":
         yield from _tid(ctx, fact)
+    elif kind == "feature":
+        yield from _feature(ctx, fact)
+    elif kind == "params-read":
+        yield from _params(ctx, fact)
 
 
-def _role_of(ctx: _Ctx, fact: Fact) -> A.Role | None:
+def _role_of(ctx: Ctx, fact: Fact) -> A.Role | None:
     return ctx.roles.get(fact.function)
 
 
@@ -186,7 +167,7 @@ def _threads_of(stage: A.Stage, node: A.Node) -> int | None:
     return None
 
 
-def _barrier(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
+def _barrier(ctx: Ctx, fact: Fact) -> Iterator[Finding]:
     bid, threads = fact.operand("id"), fact.operand("threads")
     role = _role_of(ctx, fact)
     items = _barrier_items(ctx.stage)
@@ -195,19 +176,19 @@ def _barrier(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     if bid.kind == "constant" and bid.value == 0:
         block = _block_threads(ctx.stage)
         if fact.function in ctx.inits:
-            yield _found("block-barrier", "init-hook", fact, ctx.inits[fact.function])
+            yield found("block-barrier", "init-hook", fact, ctx.inits[fact.function])
         elif role is None:
-            yield _unknown("block-barrier", fact, "barrier-0-role", None)
+            yield unknown("block-barrier", fact, "barrier-0-role", None)
         elif role.warps is not None and (block is None or role.warps * 32 < block):
-            yield _found("block-barrier", "narrow-role", fact, role, role=role.name, warps=role.warps, block=block or 0)
+            yield found("block-barrier", "narrow-role", fact, role, role=role.name, warps=role.warps, block=block or 0)
         return
     if bid.kind == "constant":
         node = items[0] if items else role
-        yield _found("barrier-id", "literal", fact, node, id=bid.value, claimed=bool(items))
+        yield found("barrier-id", "literal", fact, node, id=bid.value, claimed=bool(items))
         return
     specs = ctx.handles_of(bid, "bar_id")
     if not specs:
-        yield _unknown("barrier-id", fact, "barrier-id", role)
+        yield unknown("barrier-id", fact, "barrier-id", role)
         return
     claim = specs[0].node
     if threads is None:
@@ -215,7 +196,7 @@ def _barrier(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     if threads.kind == "constant" and claim is not None:
         want = _threads_of(ctx.stage, claim)
         if want is None:
-            yield _found(
+            yield found(
                 "barrier-threads",
                 "literal",
                 fact,
@@ -225,41 +206,20 @@ def _barrier(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
                 handle=specs[0].symbol.removesuffix("_bar_id") + "_threads",
             )
         elif want != threads.value:
-            yield _found(
+            yield found(
                 "barrier-threads", "count", fact, claim, barrier=specs[0].item, threads=threads.value, want=want
             )
     elif threads.kind != "handle":
-        yield _unknown("barrier-threads", fact, "thread-count", claim)
+        yield unknown("barrier-threads", fact, "thread-count", claim)
 
 
-def _ring_barrier(ctx: _Ctx, op: Operand | None) -> tuple[A.Ring, str] | None:
-    for spec in ctx.handles_of(op, "ring_full_bar", "ring_empty_bar"):
-        ring = next((r for r in ctx.stage.rings if r.name == spec.item), None)
-        if ring is not None:
-            return ring, "full" if spec.kind == "ring_full_bar" else "empty"
-    return None
-
-
-def _count_value(ctx: _Ctx, count: A.Count) -> int | None:
-    widths = {r.name: r.warps for r in ctx.stage.roles}
-    total = 0
-    for term in count.terms:
-        if term.unit == "one":
-            total += term.coef
-            continue
-        warps = widths.get(term.role or "")
-        if warps is None:
-            return None
-        per = {"per_warp": warps, "per_thread": 32 * warps, "per_warpgroup": max(warps // 4, 0)}[term.unit]
-        total += term.coef * per
-    return total
-
-
-def _mbarrier_init(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
-    where = _ring_barrier(ctx, fact.operand("addr"))
+def _mbarrier_init(ctx: Ctx, fact: Fact) -> Iterator[Finding]:
+    where = ctx.ring_barrier(fact.operand("addr"))
     count = fact.operand("count")
+    if where is None and ctx.private_barrier(fact.operand("addr")):
+        return  # an mbarrier in the stage's own claim (`use mbarrier`): its count is the stage's business
     if where is None or count is None:
-        yield _unknown("mbarrier-init", fact, "ring-barrier", None)
+        yield unknown("mbarrier-init", fact, "ring-barrier", None)
         return
     ring, which = where
     init = next((i for i in ring.items if isinstance(i, A.RingBarrierInit) and i.barrier == which), None)
@@ -267,7 +227,7 @@ def _mbarrier_init(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     if specs:
         other = "full" if specs[0].kind == "ring_full_count" else "empty"
         if other != which:
-            yield _found(
+            yield found(
                 "mbarrier-init",
                 "other-count",
                 fact,
@@ -280,11 +240,11 @@ def _mbarrier_init(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
             )
         return
     if count.kind != "constant" or init is None:
-        yield _unknown("mbarrier-init", fact, "arrival-count", init or ring)
+        yield unknown("mbarrier-init", fact, "arrival-count", init or ring)
         return
-    want = _count_value(ctx, init.count)
+    want = ctx.count_value(init.count)
     if want is None or want != count.value:
-        yield _found(
+        yield found(
             "mbarrier-init",
             "count",
             fact,
@@ -307,18 +267,18 @@ def _declared(ring: A.Ring, cls: type[A.RingArrive] | type[A.RingCopy]) -> tuple
     return (sum(c.bytes for c in copies), copies[0]) if copies else (None, None)
 
 
-def _expect_tx(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
-    where = _ring_barrier(ctx, fact.operand("addr"))
+def _expect_tx(ctx: Ctx, fact: Fact) -> Iterator[Finding]:
+    where = ctx.ring_barrier(fact.operand("addr"))
     nbytes = fact.operand("bytes")
     if where is None or nbytes is None:
-        yield _unknown("expect-tx", fact, "ring-barrier", None)
+        yield unknown("expect-tx", fact, "ring-barrier", None)
         return
     ring = where[0]
     want, node = _declared(ring, A.RingArrive)
     if nbytes.kind != "constant":
-        yield _unknown("expect-tx", fact, "expected-bytes", node or ring)
+        yield unknown("expect-tx", fact, "expected-bytes", node or ring)
     elif want is None or want != nbytes.value:
-        yield _found(
+        yield found(
             "expect-tx",
             "bytes",
             fact,
@@ -334,30 +294,30 @@ def _completion_bar(fact: Fact) -> Operand | None:
     return fact.operand("addr") if fact.kind == "complete-tx" else fact.operand("bar")
 
 
-def _copy(ctx: _Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
+def _copy(ctx: Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
     """Copies and ``complete_tx`` credits together complete the ring's declared ``full copy`` bytes.
 
     A credit stands for bytes of a declared copy that no copy delivers (a tensor copy of a
     clipped box, say): it counts with the bulk copies of the same barrier in the function.
     """
     credit = fact.kind == "complete-tx"
-    where = _ring_barrier(ctx, _completion_bar(fact))
+    where = ctx.ring_barrier(_completion_bar(fact))
     if where is None:
-        yield _unknown("copy-bytes", fact, "credit-barrier" if credit else "copy-barrier", None)
+        yield unknown("copy-bytes", fact, "credit-barrier" if credit else "copy-barrier", None)
         return
     ring = where[0]
     want, node = _declared(ring, A.RingCopy)
     nbytes = fact.operand("bytes")
     if fact.kind == "tensor-copy" or nbytes is None or nbytes.kind != "constant":
         what = "tensor-bytes" if fact.kind == "tensor-copy" else ("credit-bytes" if credit else "copy-bytes")
-        yield _unknown("copy-bytes", fact, what, node or ring)
+        yield unknown("copy-bytes", fact, what, node or ring)
         return
     sites = [
         f
         for f in code.facts
         if f.kind in ("bulk-copy", "complete-tx")
         and f.function == fact.function
-        and _ring_barrier(ctx, _completion_bar(f)) == where
+        and ctx.ring_barrier(_completion_bar(f)) == where
     ]
     sizes = [f.operand("bytes") for f in sites]
     if any(s is None or s.kind != "constant" for s in sizes):
@@ -365,12 +325,12 @@ def _copy(ctx: _Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
     if credit and any(f.kind == "bulk-copy" for f in sites):
         return  # the copies report the total
     tensor = [f for f in code.facts if f.kind == "tensor-copy" and f.function == fact.function]
-    if credit and any(_ring_barrier(ctx, f.operand("bar")) == where for f in tensor):
+    if credit and any(ctx.ring_barrier(f.operand("bar")) == where for f in tensor):
         return  # the tensor copy's size is in its tensor map: its own note says so
     total = sum(s.value or 0 for s in sizes if s is not None)
     credited = sum((f.operand("bytes") or Operand("constant", 0)).value or 0 for f in sites if f.kind == "complete-tx")
     if want is None or total != want:
-        yield _found(
+        yield found(
             "copy-bytes",
             "credit" if credit else "bytes",
             fact,
@@ -383,7 +343,7 @@ def _copy(ctx: _Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
         )
 
 
-def _setmaxnreg(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
+def _setmaxnreg(ctx: Ctx, fact: Fact) -> Iterator[Finding]:
     role = _role_of(ctx, fact)
     regs = fact.operand("regs")
     value = regs.value if regs is not None and regs.kind == "constant" else None
@@ -392,7 +352,7 @@ def _setmaxnreg(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
         if role is not None and role.regs is not None
         else next((r for r in ctx.stage.roles if r.regs is not None), role)
     )
-    yield _found(
+    yield found(
         "setmaxnreg",
         "own",
         fact,
@@ -403,15 +363,13 @@ def _setmaxnreg(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
     )
 
 
-def _static_shared(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
+def _static_shared(ctx: Ctx, fact: Fact) -> Iterator[Finding]:
     size = fact.operand("bytes")
     claim = next((i for i in ctx.stage.items if isinstance(i, A.SmemClaim)), None)
-    yield _found(
-        "static-shared", "declared", fact, claim, name=fact.detail, bytes=size.value if size is not None else 0
-    )
+    yield found("static-shared", "declared", fact, claim, name=fact.detail, bytes=size.value if size is not None else 0)
 
 
-def _smem(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
+def _smem(ctx: Ctx, fact: Fact) -> Iterator[Finding]:
     addr = fact.operand("addr")
     if addr is None:
         return
@@ -419,18 +377,18 @@ def _smem(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
         # Only an entry's or init hook's second argument is the shared-memory base; elsewhere
         # the analysis cannot tell where a pointer argument points.
         if addr.kind != "handle":
-            yield _unknown("smem-literal", fact, "helper-address", None)
+            yield unknown("smem-literal", fact, "helper-address", None)
         return
     if ctx.handles_of(addr, *_PLACEMENT):
         return
     if addr.kind == "handle" and not ctx.handles_of(addr):
-        yield _unknown("smem-literal", fact, "address-claim", None)
+        yield unknown("smem-literal", fact, "address-claim", None)
         return
     if addr.kind == "unknown":
-        yield _unknown("smem-literal", fact, "smem-address", None)
+        yield unknown("smem-literal", fact, "smem-address", None)
         return
     claim = next((i for i in ctx.stage.items if isinstance(i, A.SmemClaim)), None)
-    yield _found(
+    yield found(
         "smem-literal",
         "fixed",
         fact,
@@ -452,7 +410,7 @@ def _counter_scopes(stage: A.Stage) -> list[tuple[str, A.Node]]:
     return out
 
 
-def _scope(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
+def _scope(ctx: Ctx, fact: Fact) -> Iterator[Finding]:
     scopes = _counter_scopes(ctx.stage)
     if fact.kind == "atomic":
         specs = ctx.handles_of(fact.operand("addr"), "counter")
@@ -461,20 +419,20 @@ def _scope(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
         node = specs[0].node
         declared = getattr(node, "scope", None)
         if declared and fact.detail and declared != fact.detail:
-            yield _found("scope", "atomic", fact, node, counter=specs[0].item, scope=fact.detail, declared=declared)
+            yield found("scope", "atomic", fact, node, counter=specs[0].item, scope=fact.detail, declared=declared)
         return
     if not scopes or not fact.detail:
         return
     if all(fact.detail != s for s, _ in scopes):
         scope, node = scopes[0]
-        yield _found("scope", "fence", fact, node, scope=fact.detail, declared=scope)
+        yield found("scope", "fence", fact, node, scope=fact.detail, declared=scope)
 
 
-def _proxy(ctx: _Ctx, fact: Fact) -> Finding:
+def _proxy(ctx: Ctx, fact: Fact) -> Finding:
     line, _, opcode = fact.detail.partition(":")
     ring = next((r for r in ctx.stage.rings if any(isinstance(i, A.RingProxy) for i in r.items)), None)
     node = next((i for i in ring.items if isinstance(i, A.RingProxy)), None) if ring else _role_of(ctx, fact)
-    return _found("proxy-fence", "unfenced", fact, node, write_line=line, write=opcode)
+    return found("proxy-fence", "unfenced", fact, node, write_line=line, write=opcode)
 
 
 def _cluster_shapes(stage: A.Stage) -> list[A.ClusterShape]:
@@ -482,7 +440,7 @@ def _cluster_shapes(stage: A.Stage) -> list[A.ClusterShape]:
     return list(cluster.shapes) if cluster is not None else []
 
 
-def _directive(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
+def _directive(ctx: Ctx, fact: Fact) -> Iterator[Finding]:
     values = [o.value or 1 for _, o in fact.operands]
     product = 1
     for v in values:
@@ -493,7 +451,7 @@ def _directive(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
         threads = launch.threads if launch is not None else None
         bad = threads is None or (product != threads if fact.detail == "reqntid" else product < threads)
         if bad:
-            yield _found(
+            yield found(
                 "launch-directive",
                 "block",
                 fact,
@@ -508,29 +466,60 @@ def _directive(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
         if fact.detail == "explicitcluster" and shapes:
             return
         if not any((s.x, s.y, s.z) == tuple([*values, 1, 1, 1][:3]) for s in shapes):
-            yield _found(
+            yield found(
                 "launch-directive", "cluster", fact, launch, directive=fact.detail, values=shown, shapes=bool(shapes)
             )
 
 
-def _tmem(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
-    cols = fact.operand("columns")
+def _tmem(ctx: Ctx, fact: Fact) -> Finding:
+    """The dispatch kernel allocates every ``claim tmem`` (and deallocates, and gives up the permit) itself."""
     claims = [i for i in ctx.stage.items if isinstance(i, A.TmemClaim)]
-    if cols is None or cols.kind != "constant":
-        yield _unknown("tmem-columns", fact, "column-count", claims[0] if claims else None)
-        return
-    if not any(c.columns == cols.value for c in claims):
-        said = ", ".join(str(c.columns) for c in claims) or "none"
-        yield _found(
-            "tmem-columns", "columns", fact, claims[0] if claims else _role_of(ctx, fact), columns=cols.value, said=said
-        )
+    cols = fact.operand("columns")
+    shown = cols.value if cols is not None and cols.kind == "constant" else ""
+    what = "alloc" if fact.kind == "tmem-alloc" else fact.detail
+    node = claims[0] if claims else _role_of(ctx, fact)
+    return found("tmem-alloc", what, fact, node, columns=shown, claimed=", ".join(str(c.columns) for c in claims))
 
 
-def _tid(ctx: _Ctx, fact: Fact) -> Iterator[Finding]:
+def _tid(ctx: Ctx, fact: Fact) -> Iterator[Finding]:
     role = _role_of(ctx, fact)
     if role is None:
         return
     op = fact.operands[0][1] if fact.operands else None
     if op is not None and not op.tid_abs and op.tid_wg and role.warpgroup:
         return  # `threadIdx.x % 128` in a warpgroup-aligned role is its own thread index
-    yield _found("tid-index", "absolute", fact, role, role=role.name)
+    yield found("tid-index", "absolute", fact, role, role=role.name)
+
+
+def _feature(ctx: Ctx, fact: Fact) -> Iterator[Finding]:
+    """An instruction that needs a hardware feature the contract does not require (`requires feature`)."""
+    if fact.detail in ctx.stage.features:
+        return
+    node = next((i for i in ctx.stage.items if isinstance(i, A.Features)), None) or ctx.stage.target
+    yield found("feature", "undeclared", fact, node, feature=fact.detail, declared=", ".join(ctx.stage.features))
+
+
+def _params(ctx: Ctx, fact: Fact) -> Iterator[Finding]:
+    """A read through the entry's params pointer: the contract must declare the block, and the read fit it."""
+    block = next((i for i in ctx.stage.items if isinstance(i, A.Params)), None)
+    if fact.function not in ctx.roles and fact.function not in ctx.inits:
+        return  # only an entry's or init hook's first argument is the params pointer
+    if block is None:
+        yield found("params-read", "undeclared", fact, _role_of(ctx, fact), stage=ctx.stage.name)
+        return
+    offset = fact.operand("offset")
+    width = int(fact.detail or 0)
+    if offset is None or offset.value is None:
+        yield unknown("params-read", fact, "params-offset", block)
+    elif offset.value + width > block.size:
+        yield found(
+            "params-read",
+            "beyond",
+            fact,
+            block,
+            block=block.name,
+            size=block.size,
+            offset=offset.value,
+            width=width,
+            stage=ctx.stage.name,
+        )

@@ -107,6 +107,7 @@ class Fact:
     loops: tuple[int, ...] = ()
     order: int = 0
     reaches: tuple[int, ...] = ()
+    origin: tuple[str, int] | None = None  # the instruction's own line in an inlined helper (``Instr.origin``)
 
     def operand(self, role: str) -> Operand | None:
         return next((o for r, o in self.operands if r == role), None)
@@ -129,6 +130,8 @@ class Fact:
             out["order"] = self.order
         if self.reaches:
             out["reaches"] = list(self.reaches)
+        if self.origin:
+            out["origin"] = list(self.origin)
         return out
 
     @classmethod
@@ -150,6 +153,7 @@ class Fact:
             tuple(int(x) for x in raw.get("loops", ())),
             int(raw.get("order", 0)),
             tuple(int(x) for x in raw.get("reaches", ())),
+            (str(raw["origin"][0]), int(raw["origin"][1])) if raw.get("origin") else None,
         )
 
 
@@ -219,7 +223,18 @@ def _derive(ptx: str, ignore: frozenset[str]) -> CodeFacts:
 
 #: The facts of synchronisation steps: each records the ones a path reaches after it (``Fact.reaches``).
 SYNC_KINDS = frozenset(
-    {"arrive", "wait", "expect-tx", "tensor-copy", "bulk-copy", "complete-tx", "proxy-fence", "barrier", "call"}
+    {
+        "arrive",
+        "wait",
+        "expect-tx",
+        "tensor-copy",
+        "bulk-copy",
+        "complete-tx",
+        "proxy-fence",
+        "barrier",
+        "call",
+        "init-fence",
+    }
 )
 
 
@@ -230,7 +245,7 @@ class _Site:
         self.flow = Flow(fn)
         self.threads = Threads(self.flow, handles)
         body = fn.body
-        spinning = {lp.header for lp in self.flow.loops if _spins(body, self.flow, lp)}
+        spinning = {lp.header for lp in self.flow.loops if _spins(body, self.flow, lp, handles)}
         self.headers = {lp.header: self.flow.order[self.flow.blocks[lp.header][0]] + 1 for lp in self.flow.loops}
         self.spinning = spinning
 
@@ -241,15 +256,18 @@ class _Site:
         return shown, loops, self.flow.order[index] + 1
 
 
-def _spins(body: tuple[Instr, ...], flow: Flow, loop: Loop) -> bool:
-    """A loop that only polls an mbarrier (``try_wait``/``test_wait`` and the branch back): part of its wait."""
+def _spins(body: tuple[Instr, ...], flow: Flow, loop: Loop, handles: frozenset[str]) -> bool:
+    """A loop that only polls an mbarrier (``try_wait``/``test_wait``, the address it polls and the branch
+    back; a handle's value may be read again): part of the wait, not a loop of the role."""
     waits = False
     for block in loop.body:
         start, end = flow.blocks[block]
         for ins in body[start:end]:
             if ins.opcode.startswith(("mbarrier.try_wait", "mbarrier.test_wait")):
                 waits = True
-            elif ins.base in _EFFECTS or (ins.base == "mbarrier"):
+            elif (ins.base == "call" and callee(ins) in handles) or (ins.base == "ld" and ins.has("param")):
+                continue
+            elif ins.base in _EFFECTS or ins.base == "mbarrier":
                 return False
     return waits
 
@@ -269,6 +287,7 @@ def _function(
 ) -> Iterator[Fact]:
     entry_like = len(fn.params) == 2 and fn.kind == ".func"
     env = analyse(fn, handle_names=handles, smem_names=smem_names, entry_like=entry_like, static_names=static_names)
+    yield Fact("function", fn.name, fn.line, fn.kind)  # where a step the code lacks is shown
     for name, values, line in fn.directives:
         yield Fact(
             "directive",
@@ -383,7 +402,7 @@ def _instruction(fn: str, ins: Instr, env: Env, site: _Site, index: int) -> Iter
     op, ops, src = ins.opcode, ins.operands, ins.src
 
     def fact(kind: str, *operands: tuple[str, Operand], detail: str = "") -> Fact:
-        return Fact(kind, fn, ins.line, op, tuple(operands), src, detail)
+        return Fact(kind, fn, ins.line, op, tuple(operands), src, detail, origin=ins.origin)
 
     feature = next((f for prefix, f in _FEATURES if op.startswith(prefix)), None)
     if feature is not None:
@@ -442,6 +461,8 @@ def _instruction(fn: str, ins: Instr, env: Env, site: _Site, index: int) -> Iter
         yield fact("tmem-op", detail="relinquish_alloc_permit")
     elif op.startswith("fence.proxy.async"):
         yield fact("proxy-fence", detail=op)
+    elif op.startswith("fence.mbarrier_init"):
+        yield fact("init-fence", detail=op)
     elif op.startswith(("fence.", "membar.")) and not op.startswith(("fence.proxy", "fence.mbarrier_init")):
         yield fact("fence", detail=_scope(op))
     if ins.base in ("atom", "red") and len(ops) >= 2:
