@@ -333,7 +333,13 @@ class _Printer:
     def item(self, depth: int, item: A.Node) -> None:
         if isinstance(item, A.Params):
             fields = [
-                (f"{f.name}: {f.type} @ {f.offset}" + (f" = fact {f.fact}" if f.fact else ""), f) for f in item.fields
+                (
+                    f"{f.name}: {f.type} @ {f.offset}"
+                    + (f" = fact {f.fact}" if f.fact else "")
+                    + (f" box {', '.join(map(str, f.box.dims))} elem {f.box.elem}" if f.box else ""),
+                    f,
+                )
+                for f in item.fields
             ]
             self.block(
                 depth,

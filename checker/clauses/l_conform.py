@@ -218,7 +218,7 @@ UNDECIDED = {
     "expected-bytes": "the expected bytes",
     "credit-barrier": "which ring barrier the bytes are completed on",
     "copy-barrier": "which ring barrier the copy completes on",
-    "tensor-bytes": "the bytes (a tensor copy's size is in its tensor map)",
+    "tensor-bytes": "the bytes (a tensor copy's size is in its tensor map, read from no params field)",
     "credit-bytes": "the completed bytes",
     "copy-bytes": "the copied bytes",
     "helper-address": "where a helper's shared-memory address comes from",
@@ -237,8 +237,21 @@ def describe(f: Finding) -> Worded:
     """An L-CONFORM finding in words: the one wording of each check's problems."""
     fn, op = f.fact.function, f.fact.opcode
     if not f.decided:
+        what = f.value("what")
+        facts = dict(f.facts)
+        others = int(facts.get("others", "0"))
+        also = f" (and {others} other size{'s' if others > 1 else ''} of this fill)" if others else ""
+        if what == "tensor-box":
+            field = f.value("field")
+            return Worded(
+                f"cannot decide the bytes of `{op}` in `{fn}`: its tensor map, params field `{field}`, declares "
+                f"no box{also}",
+                "the copy bytes it should complete",
+                "this tensor copy",
+                f"declare the map's box on the field (`{field}: ptr @ … box D0, D1 elem E`), as the host builds it",
+            )
         return Worded(
-            f"cannot decide {UNDECIDED[f.value('what')]} of `{op}` in `{fn}`",
+            f"cannot decide {UNDECIDED[what]} of `{op}` in `{fn}`{also}",
             "the contract item it should match",
             "this instruction",
             "pass the value from a handle or a literal the analysis can see, or review it by hand",

@@ -297,8 +297,10 @@ def _completion_bar(fact: Fact) -> Operand | None:
 def _copy(ctx: Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
     """Copies and ``complete_tx`` credits together complete the ring's declared ``full copy`` bytes.
 
-    A credit stands for bytes of a declared copy that no copy delivers (a tensor copy of a
-    clipped box, say): it counts with the bulk copies of the same barrier in the function.
+    Per function and barrier, one finding at the first site: the bytes of every bulk copy (its size
+    operand), every tensor copy (the box its tensor map's params field declares) and every credit
+    (a thread completing bytes no copy delivers, e.g. those of a clipped box) add up to the ring's
+    declared bytes per fill; a size the analysis cannot tell makes the sum undecided.
     """
     credit = fact.kind == "complete-tx"
     where = ctx.ring_barrier(_completion_bar(fact))
@@ -307,28 +309,45 @@ def _copy(ctx: Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
         return
     ring = where[0]
     want, node = _declared(ring, A.RingCopy)
-    nbytes = fact.operand("bytes")
-    if fact.kind == "tensor-copy" or nbytes is None or nbytes.kind != "constant":
-        what = "tensor-bytes" if fact.kind == "tensor-copy" else ("credit-bytes" if credit else "copy-bytes")
-        yield unknown("copy-bytes", fact, what, node or ring)
-        return
     sites = [
         f
         for f in code.facts
-        if f.kind in ("bulk-copy", "complete-tx")
+        if f.kind in ("bulk-copy", "tensor-copy", "complete-tx")
         and f.function == fact.function
         and ctx.ring_barrier(_completion_bar(f)) == where
     ]
-    sizes = [f.operand("bytes") for f in sites]
-    if any(s is None or s.kind != "constant" for s in sizes):
-        return  # the undecided site reports itself
-    if credit and any(f.kind == "bulk-copy" for f in sites):
-        return  # the copies report the total
-    tensor = [f for f in code.facts if f.kind == "tensor-copy" and f.function == fact.function]
-    if credit and any(ctx.ring_barrier(f.operand("bar")) == where for f in tensor):
-        return  # the tensor copy's size is in its tensor map: its own note says so
-    total = sum(s.value or 0 for s in sizes if s is not None)
-    credited = sum((f.operand("bytes") or Operand("constant", 0)).value or 0 for f in sites if f.kind == "complete-tx")
+    if fact is not sites[0]:
+        return  # the group's first site reports it
+    sizes = [(f, _copy_bytes(ctx, f)) for f in sites]
+    unknowns = [(f, field) for f, (size, field) in sizes if size is None]
+    if unknowns:
+        site, field = unknowns[0]
+        if site.kind == "tensor-copy":
+            yield Finding(
+                "copy-bytes",
+                "undecided",
+                site,
+                node or ring,
+                (
+                    ("what", "tensor-box" if field else "tensor-bytes"),
+                    ("field", field),
+                    ("others", str(len(unknowns) - 1)),
+                ),
+                decided=False,
+            )
+        else:
+            what = "credit-bytes" if site.kind == "complete-tx" else "copy-bytes"
+            yield Finding(
+                "copy-bytes",
+                "undecided",
+                site,
+                node or ring,
+                (("what", what), ("others", str(len(unknowns) - 1))),
+                False,
+            )
+        return
+    total = sum(size or 0 for _, (size, _) in sizes)
+    credited = sum(size or 0 for f, (size, _) in sizes if f.kind == "complete-tx")
     if want is None or total != want:
         yield found(
             "copy-bytes",
@@ -338,9 +357,24 @@ def _copy(ctx: Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
             ring=ring.name,
             total=total,
             credited=credited,
-            here=nbytes.value,
+            here=_copy_bytes(ctx, fact)[0],
             want="" if want is None else want,
         )
+
+
+def _copy_bytes(ctx: Ctx, fact: Fact) -> tuple[int | None, str]:
+    """The bytes one copy or credit completes (None: undecided), and the params field of a tensor copy's map."""
+    if fact.kind == "tensor-copy":
+        where = fact.operand("map")
+        block = next((i for i in ctx.stage.items if isinstance(i, A.Params)), None)
+        field = None
+        if where is not None and where.field is not None and block is not None:
+            field = next((f for f in block.fields if f.offset == where.field), None)
+        if field is None:
+            return None, ""
+        return (field.box.bytes if field.box is not None else None), field.name
+    size = fact.operand("bytes")
+    return (size.value if size is not None and size.kind == "constant" else None), ""
 
 
 def _setmaxnreg(ctx: Ctx, fact: Fact) -> Iterator[Finding]:

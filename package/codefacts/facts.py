@@ -36,6 +36,7 @@ class Operand:
     tid_abs: bool = False
     tid_wg: bool = False  # %tid reduced modulo a warpgroup: relative only in a warpgroup-aligned role
     first: int | None = None  # the constant it holds when the instruction first runs (a wait's first parity)
+    field: int | None = None  # the params offset it was loaded from (a tensor map's address)
 
     @classmethod
     def of(cls, val: Val, first: int | None = None) -> Operand:
@@ -48,6 +49,7 @@ class Operand:
             val.tid_abs and not relative,
             "wg_lane" in val.origins and not relative,
             first,
+            val.field if val.kind() == "params" else None,
         )
 
     def describe(self) -> str:
@@ -62,11 +64,11 @@ class Operand:
         return "a value the analysis cannot trace"
 
     def as_json(self) -> list[Any]:
-        return [self.kind, self.value, list(self.handles), self.smem, self.tid_abs, self.tid_wg, self.first]
+        return [self.kind, self.value, list(self.handles), self.smem, self.tid_abs, self.tid_wg, self.first, self.field]
 
     @classmethod
     def from_json(cls, raw: Any) -> Operand:
-        kind, value, handles, smem, tid_abs, tid_wg, first = raw
+        kind, value, handles, smem, tid_abs, tid_wg, first, field = raw
         return cls(
             str(kind),
             None if value is None else int(value),
@@ -75,6 +77,7 @@ class Operand:
             bool(tid_abs),
             bool(tid_wg),
             None if first is None else int(first),
+            None if field is None else int(field),
         )
 
 

@@ -33,6 +33,7 @@ class Val:
     origins: frozenset[str] = frozenset()
     unknown: bool = False
     tid_abs: bool = False
+    field: int | None = None  # the params offset a value loaded from the params block was read at
 
     @property
     def handles(self) -> frozenset[str]:
@@ -65,7 +66,8 @@ def join(a: Val | None, b: Val) -> Val:
     if a == b:
         return a
     const = a.const if a.const == b.const else None
-    return Val(const, a.origins | b.origins, a.unknown or b.unknown, a.tid_abs or b.tid_abs)
+    field = a.field if a.field == b.field else None
+    return Val(const, a.origins | b.origins, a.unknown or b.unknown, a.tid_abs or b.tid_abs, field)
 
 
 def combine(vals: list[Val], fold: Callable[[list[int]], int] | None = None) -> Val:
@@ -318,7 +320,7 @@ def _transfer(env: Env, ins: Instr, last_call: str | None) -> tuple[str, Val] | 
     if base in ("ld", "ldu"):
         loaded = env.address(ops[1]) if len(ops) > 1 else UNKNOWN
         if "params_ptr" in loaded.origins and not loaded.unknown and not ins.has("shared"):
-            return dest, Val(origins=frozenset({"params"}))
+            return dest, Val(origins=frozenset({"params"}), field=loaded.const)
         return dest, UNKNOWN
     if base in _COPIES:
         if len(ops) < 2:
