@@ -72,7 +72,7 @@ import dataclasses
 import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from checker.clause import Clause
 from checker.composition import Composition
@@ -86,6 +86,7 @@ from diagnostics.symbols import Code
 if TYPE_CHECKING:
     from checker.conformance.checks import Finding
     from package.codefacts import CodeFacts
+    from package.loader import StageEntry
 
 
 class ConformClause(Clause):
@@ -102,6 +103,10 @@ class ConformClause(Clause):
         return self._check(comp, ctx.memo)  # a payload's facts are derived once per memo
 
     def _check(self, comp: Composition, memo: Memo) -> Iterator[Diagnostic]:
+        from checker.conformance import derive
+        from checker.conformance.steps import across_stages
+
+        coded: list[tuple[StageEntry, CodeFacts]] = []
         for entry in comp.stages:
             captured = entry.captured
             if captured is None:
@@ -120,18 +125,24 @@ class ConformClause(Clause):
             if captured.ptx is None:
                 continue
             # The PTX analysis (a parser, a value analysis, the checks) only for a package that carries PTX
-            from checker.conformance import derive, ptx_display, source_display
-
-            origin = entry.package or entry.source
             ptx = captured.ptx
             facts = memo.code_facts.get(ptx, functools.partial(derive, ptx))
-            yield from diagnostics(
-                entry.stage,
-                facts,
-                ptx_name=ptx_display(origin),
-                source_name=source_display(origin),
-                ptx_text=captured.ptx,
-            )
+            coded.append((entry, facts))
+            yield from diagnostics(entry.stage, facts, **_names(entry))
+        # what only the composition decides: how each participant meets a rendezvous
+        for index, finding in across_stages([(e.stage, f) for e, f in coded]):
+            entry = coded[index][0]
+            names = _names(entry)
+            lines = (entry.captured.ptx or "").split("\n") if entry.captured else None
+            yield _diagnostic(finding, names["ptx_name"], names["source_name"], lines, False, Severity.ERROR)
+
+
+def _names(entry: StageEntry) -> dict[str, Any]:
+    from checker.conformance import ptx_display, source_display
+
+    origin = entry.package or entry.source
+    ptx = entry.captured.ptx if entry.captured is not None else None
+    return {"ptx_name": ptx_display(origin), "source_name": source_display(origin), "ptx_text": ptx}
 
 
 def diagnostics(
@@ -660,6 +671,17 @@ def _named_barrier(f: Finding, fn: str, op: str) -> Worded:
             f"`{op}` here",
             f"add `{role}` to the barrier's participants (or rendezvous), or remove the instruction",
         )
+    if f.problem == "count":
+        other = f.value("other")
+        got, want = _times(f.value("got")), _times(f.value("want"))
+        return Worded(
+            f"role `{role}` meets rendezvous `{barrier}` {got} per pass of its code (at loop depths "
+            f"{f.value('depths')}), where `{other}` meets it {want} (at depths {f.value('other_depths')})",
+            f"`{barrier}`: every participant syncs together",
+            f"`{op}` here",
+            "run the rendezvous as often, and in the same loops, as its other participants: a participant that "
+            "syncs a different number of times leaves the others waiting, or runs ahead of them",
+        )
     got, want = f.value("got"), f.value("want")
     return Worded(
         f"`{fn}` runs `bar.{got}` on rendezvous `{barrier}`; the contract states `{want}`",
@@ -678,6 +700,16 @@ def _init_hook(f: Finding, fn: str, op: str) -> Worded:
             "`init by` declared here",
             f"`{fn}`: no `mbarrier.init` on the {which} barriers",
             f"initialise every slot's {which} barrier with the `{which}_count()` handle",
+        )
+    if f.problem == "uneven":
+        fewer = f.value("fewer")
+        return Worded(
+            f"the init hook `{fn}` initialises ring `{ring}`'s full barriers {_times(f.value('full'))} and its "
+            f"empty barriers {_times(f.value('empty'))} per pass of its loop: some slot's {fewer} barrier is "
+            "never initialised (or one is initialised twice)",
+            "`init by` declared here",
+            f"`{fn}`: uneven inits",
+            "initialise one full and one empty barrier per slot, in the same loop",
         )
     if f.problem == "unfenced":
         return Worded(

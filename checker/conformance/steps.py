@@ -31,6 +31,7 @@ A guard, parity or barrier the analysis cannot read is an undecided finding, nev
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -393,7 +394,7 @@ def _fence(
     release = next((s for s in plan if s.kind == "arrive" and s.barrier == _RELEASE[side.side]), None)
     if release is None:
         return
-    fences = [f for f in facts if f.kind == "proxy-fence"]
+    fences = [f for f in facts if f.kind == "proxy-fence" and _covers_shared(f)]
     for site in of(release):
         arrive = site.fact
         before = [f for f in fences if arrive.order in f.reaches]
@@ -422,6 +423,11 @@ def _fence(
                 side=side.side,
                 release=release.words,
             )
+
+
+def _covers_shared(fence: Fact) -> bool:
+    """A proxy fence whose state space includes shared memory (``fence.proxy.async.global`` does not)."""
+    return fence.kind == "init-fence" or fence.detail == "fence.proxy.async" or ".shared" in fence.detail
 
 
 def _slot(ctx: Ctx, access: Fact) -> bool:
@@ -495,8 +501,18 @@ def _init_hooks(ctx: Ctx, by_function: dict[str, list[Fact]]) -> Iterator[Findin
         for which in ("full", "empty"):
             if which not in done:
                 yield found("init-hook", "missing-init", anchor, init, ring=ring.name, barrier=which, hook=symbol)
+        per = {
+            which: longest_chain(
+                [f for f in inits if (w := ctx.ring_barrier(f.operand("addr"))) is not None and w == (ring, which)]
+            )
+            for which in ("full", "empty")
+        }
+        if done == {"full", "empty"} and per["full"] != per["empty"]:
+            # every slot has one barrier of each: an unrolled init loop inits both kinds equally often
+            fewer = min(per, key=lambda w: per[w])
+            yield found("init-hook", "uneven", anchor, init, ring=ring.name, hook=symbol, fewer=fewer, **per)
         if init.fenced:
-            fences = [f for f in facts if f.kind in ("proxy-fence", "init-fence")]
+            fences = [f for f in facts if f.kind == "init-fence" or (f.kind == "proxy-fence" and _covers_shared(f))]
             cluster = any(r.scope == "cluster" for r in ctx.stage.rings if r.name == ring.name)
             if cluster:
                 fences = [f for f in fences if f.kind == "init-fence"]
@@ -519,3 +535,63 @@ def _init_hooks(ctx: Ctx, by_function: dict[str, list[Fact]]) -> Iterator[Findin
             if where is not None:
                 init = where[0].first(A.RingInitBy)
                 yield found("init-hook", "outside", f, init or where[0], ring=where[0].name, function=function)
+
+
+def rendezvous_sites(stage: A.Stage, code: CodeFacts) -> dict[tuple[str, str], list[Fact]]:
+    """The named-barrier instructions of each (rendezvous, role) of the stage, from the role's code."""
+    ctx = Ctx(stage, {r.entry: r for r in stage.roles if r.entry}, {})
+    names = {i.name for i in stage.items if isinstance(i, A.Rendezvous)}
+    out: dict[tuple[str, str], list[Fact]] = {}
+    for f in code.facts:
+        role = ctx.roles.get(f.function)
+        if f.kind != "barrier" or role is None:
+            continue
+        specs = ctx.handles_of(f.operand("id"), "bar_id")
+        if specs and specs[0].item in names:
+            out.setdefault((specs[0].item, role.name), []).append(f)
+    return out
+
+
+def rendezvous_shape(sites: Sequence[Fact]) -> tuple[int, ...]:
+    """How a role meets a rendezvous: the loop depth of each instruction on its longest path, sorted."""
+    chain = longest_chain(sites)
+    depths = sorted(len(f.loops) for f in sites)
+    return (chain, *depths)
+
+
+def across_stages(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> Iterator[tuple[int, Finding]]:
+    """Every participant of a rendezvous meets it the same way (as often, at the same loop depths):
+    a participant that syncs once where the others sync twice waits at a barrier the others left."""
+    shapes: dict[str, list[tuple[int, str, tuple[int, ...], list[Fact], A.Node]]] = {}
+    for index, (stage, code) in enumerate(parts):
+        items = {(i.name, i.role): i for i in stage.items if isinstance(i, A.Rendezvous)}
+        for (name, role), sites in rendezvous_sites(stage, code).items():
+            node = items.get((name, role))
+            if node is not None:
+                shapes.setdefault(name, []).append((index, role, rendezvous_shape(sites), sites, node))
+    for name, found_shapes in sorted(shapes.items()):
+        counts = Counter(shape for _, _, shape, _, _ in found_shapes)
+        if len(counts) < 2:
+            continue
+        usual, _ = counts.most_common(1)[0]
+        first = next(f for f in found_shapes if f[2] == usual)
+        for index, role, shape, sites, node in found_shapes:
+            if shape == usual:
+                continue
+            site = sorted(sites, key=lambda f: f.order)[0]
+            yield (
+                index,
+                found(
+                    "named-barrier",
+                    "count",
+                    site,
+                    node,
+                    barrier=name,
+                    role=role,
+                    got=shape[0],
+                    depths=",".join(map(str, shape[1:])),
+                    other=first[1],
+                    want=usual[0],
+                    other_depths=",".join(map(str, usual[1:])),
+                ),
+            )

@@ -237,6 +237,7 @@ SYNC_KINDS = frozenset(
         "barrier",
         "call",
         "init-fence",
+        "mbarrier-init",
     }
 )
 
