@@ -76,6 +76,7 @@ class CodeMutation:
     ptx: str
     src: tuple[str, int] | None = None
     equivalent: str = ""  # why the edit changes nothing the protocol observes (empty: it may)
+    origin: tuple[str, int] | None = None  # the CUDA line of the instruction itself (an inlined helper's)
 
     def describe(self) -> str:
         where = f" (CUDA {self.src[0]}:{self.src[1]})" if self.src else ""
@@ -124,7 +125,16 @@ def _of(
 
     def make(kind: str, new_lines: list[str], edit: str, equivalent: str = "") -> CodeMutation:
         return CodeMutation(
-            component, kind, fn.name, ins.line, ins.opcode, edit, "\n".join(new_lines), ins.src, equivalent
+            component,
+            kind,
+            fn.name,
+            ins.line,
+            ins.opcode,
+            edit,
+            "\n".join(new_lines),
+            ins.src,
+            equivalent,
+            ins.origin or ins.src,
         )
 
     def replaced(new: str) -> list[str]:
@@ -460,13 +470,29 @@ class CodeReport:
             "rejected_by": dict(Counter(c for o in self.outcomes for c in o.checks).most_common()),
             **{
                 verdict: [
-                    {"mutant": o.mutation.describe(), "why": o.mutation.equivalent}
+                    {
+                        "mutant": o.mutation.describe(),
+                        "why": o.mutation.equivalent,
+                        "kind": o.mutation.kind,
+                        "component": o.mutation.component,
+                        "opcode": o.mutation.opcode,
+                        "cuda": list(o.mutation.origin) if o.mutation.origin else None,
+                    }
                     for o in self.outcomes
                     if o.verdict == verdict
                 ]
                 for verdict in ("equivalent", "outside", "undecided")
             },
             "accepted": [o.mutation.describe() for o in self.accepted()],
+            "accepted_cuda": [
+                {
+                    "kind": o.mutation.kind,
+                    "component": o.mutation.component,
+                    "opcode": o.mutation.opcode,
+                    "cuda": list(o.mutation.origin) if o.mutation.origin else None,
+                }
+                for o in self.accepted()
+            ],
         }
 
 

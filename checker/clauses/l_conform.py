@@ -103,9 +103,6 @@ class ConformClause(Clause):
         return self._check(comp, ctx.memo)  # a payload's facts are derived once per memo
 
     def _check(self, comp: Composition, memo: Memo) -> Iterator[Diagnostic]:
-        from checker.conformance import derive
-        from checker.conformance.steps import across_stages
-
         coded: list[tuple[StageEntry, CodeFacts]] = []
         for entry in comp.stages:
             captured = entry.captured
@@ -125,10 +122,16 @@ class ConformClause(Clause):
             if captured.ptx is None:
                 continue
             # The PTX analysis (a parser, a value analysis, the checks) only for a package that carries PTX
+            from checker.conformance import derive
+
             ptx = captured.ptx
             facts = memo.code_facts.get(ptx, functools.partial(derive, ptx))
             coded.append((entry, facts))
             yield from diagnostics(entry.stage, facts, **_names(entry))
+        if not coded:
+            return
+        from checker.conformance.steps import across_stages
+
         # what only the composition decides: how each participant meets a rendezvous
         for index, finding in across_stages([(e.stage, f) for e, f in coded]):
             entry = coded[index][0]
