@@ -329,6 +329,12 @@ def _argued(entry: StageEntry, mutation: CodeMutation) -> tuple[Verdict, str]:
     mine = [f for f in original.facts if f.function == mutation.function]
     at = [f for f in mine if f.line == mutation.line]
     kinds = {f.kind for f in at}
+    private = _private_lines(entry, original, mutation.function)
+    if mutation.line in private or (_moved_past(mutation, original) and set(_before(mutation)) & private):
+        return "outside", (
+            "an mbarrier in the stage's own claim (`use mbarrier`), its init, fence, arrives and waits: the "
+            "contract states that the claim holds one, not its protocol"
+        )
     if mutation.opcode.startswith("fence.") and mutation.function in _hooks(entry):
         return "equivalent", (
             "the init hook still fences its inits after the last one (one init fence publishes them: CUTLASS's "
@@ -391,6 +397,23 @@ def _argued(entry: StageEntry, mutation: CodeMutation) -> tuple[Verdict, str]:
 
 # Facts that are steps of some protocol: a barrier moved past one of them changes the protocol.
 _STEPS = frozenset({"arrive", "wait", "expect-tx", "tensor-copy", "bulk-copy", "complete-tx", "barrier", "call"})
+
+
+def _private_lines(entry: StageEntry, original: Any, function: str) -> set[int]:
+    """PTX lines of the synchronisation on the stage's own claimed mbarriers (their init fence included)."""
+    from checker.conformance.context import Ctx
+
+    ctx = Ctx(entry.stage, {}, {})
+    facts = [f for f in original.facts if f.function == function]
+    lines = {
+        f.line
+        for f in facts
+        if f.kind in ("mbarrier-init", "wait", "arrive") and ctx.private_barrier(f.operand("addr"))
+    }
+    inits = [f for f in facts if f.kind == "mbarrier-init"]
+    if inits and all(f.line in lines for f in inits):  # a role's own init fence publishes only those
+        lines |= {f.line for f in facts if f.kind == "init-fence"}
+    return lines
 
 
 def _before(mutation: CodeMutation) -> range:

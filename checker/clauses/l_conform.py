@@ -704,6 +704,14 @@ def _init_hook(f: Finding, fn: str, op: str) -> Worded:
             f"`{fn}`: no `mbarrier.init` on the {which} barriers",
             f"initialise every slot's {which} barrier with the `{which}_count()` handle",
         )
+    if f.problem == "same-slot":
+        return Worded(
+            f"the init hook `{fn}` initialises the same barrier of ring `{ring}` on every pass of its loop: its "
+            "address does not change with the slot",
+            "`init by` declared here",
+            "`mbarrier.init` at a loop-invariant address",
+            "initialise slot i's barrier at `_full_bar()`/`_empty_bar()` + 8 * i, i the loop's slot index",
+        )
     if f.problem == "uneven":
         fewer = f.value("fewer")
         return Worded(

@@ -202,7 +202,12 @@ def _side(
         return of(step)
 
     declared = {(s.kind, s.barrier) for s in plan}
-    extra = [site for site in sites if (site.kind, site.barrier) not in declared]
+    # a wait outside the side's loop is no step (its arrives may drain or prearm the ring there; its waits not)
+    extra = [
+        site
+        for site in sites
+        if (site.kind, site.barrier) not in declared or (site.kind == "wait" and not in_iteration(site))
+    ]
     absent = [
         s for s in plan if not of(s, inside=not (isinstance(s.item, A.RingArrive) and s.item.prearm) or loop is None)
     ]
@@ -501,6 +506,11 @@ def _init_hooks(ctx: Ctx, by_function: dict[str, list[Fact]]) -> Iterator[Findin
         for which in ("full", "empty"):
             if which not in done:
                 yield found("init-hook", "missing-init", anchor, init, ring=ring.name, barrier=which, hook=symbol)
+        again = next(
+            (f for f in inits if f.detail == "invariant" and ctx.ring_barrier(f.operand("addr")) is not None), None
+        )
+        if again is not None:
+            yield found("init-hook", "same-slot", again, init, ring=ring.name, hook=symbol)
         per = {
             which: longest_chain(
                 [f for f in inits if (w := ctx.ring_barrier(f.operand("addr"))) is not None and w == (ring, which)]

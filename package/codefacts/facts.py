@@ -315,6 +315,9 @@ def _function(
         if found and site.flow.reachable(index):
             guard, loops, order = site.place(index)
             found = [dataclasses.replace(f, guard=guard, loops=loops, order=order) for f in found]
+            undefined = [r for o in ins.operands for r in re.findall(r"%[\w$]+", o) if not site.flow.defined(index, r)]
+            if undefined:  # a register no path defines: what the instruction reads is unknown
+                found = [_unknown_operands(f) if f.kind in SYNC_KINDS else f for f in found]
         found_all.extend((index, f) for f in found)
         op = ins.opcode
         if op.startswith("fence.proxy.async"):
@@ -371,6 +374,10 @@ def _call(
         yield Fact("call", fn, ins.line, ins.opcode, (), ins.src, target)
 
 
+def _unknown_operands(fact: Fact) -> Fact:
+    return dataclasses.replace(fact, operands=tuple((r, Operand("unknown")) for r, _ in fact.operands))
+
+
 def _generic_smem_write(ins: Instr, env: Env) -> bool:
     if ins.base not in ("st", "stmatrix") or ins.has("async") or not ins.operands:
         return False
@@ -424,7 +431,11 @@ def _instruction(fn: str, ins: Instr, env: Env, site: _Site, index: int) -> Iter
             mode = "sync" if ".sync" in op or op.startswith(("bar.red", "barrier.red")) or op == "bar" else "arrive"
             yield fact("barrier", *parts, detail=mode)
     elif op.startswith("mbarrier.init") and len(ops) >= 2:
-        yield fact("mbarrier-init", ("addr", _addr(env, ops[0])), ("count", _op(env, ops[1])))
+        regs = re.findall(r"%[\w$]+", ops[0])
+        same = bool(regs) and all(site.flow.invariant(index, r) for r in regs)
+        # `invariant`: inside a loop, the address is the same on every pass (one barrier initialised again)
+        detail = "invariant" if same else ""
+        yield fact("mbarrier-init", ("addr", _addr(env, ops[0])), ("count", _op(env, ops[1])), detail=detail)
     elif op.startswith(("mbarrier.try_wait", "mbarrier.test_wait")) and len(ops) >= 3:
         parity = ".parity" in op
         third = ops[2]

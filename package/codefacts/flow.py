@@ -195,6 +195,53 @@ class Flow:
             return None, None
         return target, fall
 
+    # ---- reaching definitions
+
+    def defined(self, index: int, register: str) -> bool:
+        """Whether some path (loops included) defines ``register`` before instruction ``index`` runs."""
+        block = self.block_of[index]
+        if block not in self.rank:
+            return True
+        if register in self._defined_in[block]:
+            start = self.blocks[block][0]
+            if any(register in _written(ins) for ins in self.fn.body[start:index]):
+                return True
+        elif any(register in _written(ins) for ins in self.fn.body[self.blocks[block][0] : index]):
+            return True
+        return register in self._reaching[block]
+
+    def invariant(self, index: int, register: str) -> bool:
+        """Whether ``register`` keeps its value across the iterations of the innermost loop around ``index``
+        (no instruction of that loop defines it); False outside any loop."""
+        inside = self.loops_of(index)
+        if not inside:
+            return False
+        return all(register not in self._defined_in[b] for b in inside[-1].body)
+
+    @functools.cached_property
+    def _defined_in(self) -> dict[int, frozenset[str]]:
+        return {
+            b: frozenset(r for ins in self.fn.body[s:e] for r in _written(ins)) for b, (s, e) in enumerate(self.blocks)
+        }
+
+    @functools.cached_property
+    def _reaching(self) -> dict[int, frozenset[str]]:
+        """The registers some definition reaches at each block's entry (a may-analysis over every edge)."""
+        params = frozenset(self.fn.params)
+        entry: dict[int, set[str]] = {b: set() for b in self.rpo}
+        changed = True
+        while changed:
+            changed = False
+            for b in self.rpo:
+                found = set(params) if b == self.rpo[0] else set()
+                for p in self.preds[b]:
+                    if p in entry:
+                        found |= entry[p] | self._defined_in[p]
+                if found != entry[b]:
+                    entry[b] = found
+                    changed = True
+        return {b: frozenset(r) for b, r in entry.items()}
+
     # ---- first-iteration constants
 
     def first(self, index: int, operand: str) -> int | None:
@@ -230,6 +277,19 @@ class Flow:
                 _step(after, ins)
             out[b] = after
         return entry
+
+
+def _written(ins: Instr) -> tuple[str, ...]:
+    """The registers an instruction writes (a call's result, or its destinations)."""
+    ops = ins.operands
+    if not ops:
+        return ()
+    if ins.base == "call":
+        first = ops[0].strip()
+        return (first.strip("() "),) if first.startswith("(") else ()
+    if not defines(ins):
+        return ()
+    return tuple(d.strip() for part in ops[0].strip("{} ").split(",") for d in part.split("|") if d.strip())
 
 
 def _step(state: dict[str, int | None], ins: Instr) -> None:
