@@ -29,14 +29,52 @@ code against its stage's contract (the diagnostic's `check` datum names the chec
   proxy (bulk store, TMA store, `wgmma`) without `fence.proxy.async` between;
 - `launch-directive`: `.maxntid`/`.reqntid`/cluster directives that disagree with the
   contract's launch and cluster;
-- `tmem-columns`: `tcgen05.alloc` of a column count no `claim tmem` declares;
+- `tmem-alloc`: a component that runs its own `tcgen05.alloc`, `dealloc` or
+  `relinquish_alloc_permit` (the dispatch kernel allocates every `claim tmem`);
 - `tid-index`: a role indexing or electing by absolute `%tid` instead of relative to
-  its first-warp handle.
+  its first-warp handle;
+- `feature`: an instruction that needs a feature (`wgmma`, `tcgen05`, `tma`,
+  `cp_async_bulk`, `mbarrier`, cluster and multicast instructions, `multimem`) the stage's
+  `requires feature` line does not name;
+- `params-read`: a read through the params pointer when the stage declares no params
+  block, or past the end of its block.
+
+Every protocol step of a role has its instruction in the role's code, and every
+synchronisation instruction its step (`checker/conformance/steps.py`): for each side of
+a ring the role takes, the analysis finds each step's instruction in the loop around the
+side's first wait, through the barrier's handle, on every path it reads from the
+branches (which threads run it: every lane, one elected lane per warp, one thread per
+warpgroup, one thread):
+
+- `ring-step`: a step with no instruction in that loop, an instruction on a ring barrier
+  no step of the role states (or on the other barrier of the ring), or a step run more
+  often per iteration than the others;
+- `arrive-count`: the arrivals of an arrive (the threads its guard selects, times its
+  count) differ from the step's count (`per_warp`, `per_warpgroup`, 1, …);
+- `wait-parity`: the first wait uses another parity than the contract's (a consumer's
+  `full wait` 0, a producer's `empty wait` 1, or `parity P`), or never flips;
+- `step-order`: the steps run in another order than written;
+- `ring-fence`: a side that states `fence proxy_async` releases its slots without a
+  `fence.proxy.async` (covering shared memory) after its slot accesses;
+- `named-barrier`: a role that runs a claimed barrier or rendezvous it does not take
+  part in, in the wrong mode (`bar.arrive` for `sync`), or not at all; the participants
+  of a rendezvous that meet it a different number of times, or in other loops;
+- `init-hook`: a ring's init hook that leaves a barrier uninitialised (or initialises
+  one twice), does not fence a `fenced` init, or a role that initialises a ring barrier
+  again.
+
+A TMA copy's bytes come from the box its tensor map's params field declares (`box 64,
+128 elem bf16`); the copies and `complete_tx` credits of a fill add up to the ring's
+`copy` bytes (`copy-bytes`). One mistake is one diagnostic: the copies of one source line
+(an unrolled loop, a helper inlined at several call sites) are one finding with their
+count.
 
 Each diagnostic has two sides: the contract line, and the PTX line (the CUDA line is
 named in a note). A site the analysis cannot decide is an `I-CONFORM` note naming the
 instruction (an error with `--strict`), never a pass. `kernlink pack` reports the
-same findings as warnings when it writes the package.
+same findings as warnings when it writes the package. `kernlink fuzz PIPELINE.kp --code`
+edits the PTX of every package, one synchronisation instruction at a time, and reports
+every edit these checks miss.
 
 ## Why it matters
 The other clauses check contracts against each other and trust that the code keeps
@@ -84,7 +122,7 @@ from diagnostics.span import Span
 from diagnostics.symbols import Code
 
 if TYPE_CHECKING:
-    from checker.conformance.checks import Finding
+    from checker.conformance.context import Finding
     from package.codefacts import CodeFacts
     from package.loader import StageEntry
 

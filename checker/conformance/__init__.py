@@ -23,7 +23,8 @@ it does not compile (the layering keeps the checker below the linker).
 
 from __future__ import annotations
 
-from checker.conformance.checks import CHECKS, Finding, check
+from checker.conformance.checks import CHECKS, check
+from checker.conformance.context import Finding
 from package.codefacts import FACTS_VERSION, MANIFEST_KEY, PTX_PAYLOAD, CodeFacts, Fact, derive, recorded
 
 

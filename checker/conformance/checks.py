@@ -16,8 +16,13 @@ Each check has a stable name (the ``check`` datum of an L-CONFORM diagnostic):
 | ``scope`` | runs an atomic or fence at a scope other than the counters' declared scope |
 | ``proxy-fence`` | writes shared memory (generic proxy), then has the async proxy read it unfenced |
 | ``launch-directive`` | carries ``.maxntid``/``.reqntid``/cluster directives that disagree with the contract |
-| ``tmem-columns`` | allocates a tensor-memory column count no ``claim tmem`` declares |
+| ``tmem-alloc`` | runs its own ``tcgen05.alloc``/``dealloc``/``relinquish_alloc_permit`` |
 | ``tid-index`` | indexes by absolute ``%tid`` in a role, instead of relative to its first-warp handle |
+| ``feature`` | runs an instruction whose feature the stage does not ``require`` |
+| ``params-read`` | reads params the contract does not declare |
+
+and the step checks of :mod:`.steps` (``ring-step``, ``arrive-count``, ``wait-parity``,
+``step-order``, ``ring-fence``, ``named-barrier``, ``init-hook``).
 
 A check returns typed findings (:class:`Finding`): the check, the problem within it, the
 fact and contract item involved, and the values the wording names. The words are the

@@ -576,9 +576,9 @@ def across_stages(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> Iterator[tuple[
     for index, (stage, code) in enumerate(parts):
         items = {(i.name, i.role): i for i in stage.items if isinstance(i, A.Rendezvous)}
         for (name, role), sites in rendezvous_sites(stage, code).items():
-            node = items.get((name, role))
-            if node is not None:
-                shapes.setdefault(name, []).append((index, role, rendezvous_shape(sites), sites, node))
+            item = items.get((name, role))
+            if item is not None:
+                shapes.setdefault(name, []).append((index, role, rendezvous_shape(sites), sites, item))
     for name, found_shapes in sorted(shapes.items()):
         counts = Counter(shape for _, _, shape, _, _ in found_shapes)
         if len(counts) < 2:
