@@ -295,7 +295,6 @@ DIAGNOSTIC = ("diagnostics/model.py", "Diagnostic")
 #: Temporary (issue 30 item 1): L-CONFORM's and the audit's L-LINK findings are turned into typed findings
 #: worded by their clause modules on branches of their own; the lead removes each entry at their merge.
 NOT_YET_TYPED = {
-    "checker/conformance/": "issue 30 item 1: L-CONFORM's findings become typed (another branch)",
     "linker/audit.py": "issue 30 item 1: the audit's L-LINK findings become typed (another branch)",
 }
 
