@@ -17,6 +17,7 @@ from diagnostics.span import UNKNOWN_SPAN, Span
 # Closed vocabularies. The parser rejects anything else with a "did you mean".
 SCALAR_TYPES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64", "ptr")
 ELEM_TYPES = ("f32", "f16", "bf16", "e4m3", "e5m2", "i32", "u32", "i8", "u8", "f64")
+ELEM_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "e4m3": 1, "e5m2": 1, "i32": 4, "u32": 4, "i8": 1, "u8": 1, "f64": 8}
 # Every feature of the hardware table (hardware/targets.py FEATURE_SOURCES; a test keeps them equal).
 FEATURES = (
     "tma",
@@ -132,11 +133,28 @@ class Launch(Node):
 
 
 @dataclass(frozen=True)
+class TmaBox(Node):
+    """``box 64, 128 elem bf16``: the box of the tensor map a ``ptr`` field points to (innermost
+    dimension first), so a TMA copy through it completes ``product(dims) * sizeof(elem)`` bytes."""
+
+    dims: tuple[int, ...]
+    elem: str
+
+    @property
+    def bytes(self) -> int:
+        size = ELEM_BYTES[self.elem]
+        for d in self.dims:
+            size *= d
+        return size
+
+
+@dataclass(frozen=True)
 class ParamField(Node):
     name: str
     type: str
     offset: int
     fact: str | None = None
+    box: TmaBox | None = None
 
 
 @dataclass(frozen=True)

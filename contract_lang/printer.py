@@ -377,7 +377,13 @@ class _Printer:
 
     def _params(self, depth: int, item: A.Params) -> None:
         fields = [
-            (f"{f.name}: {f.type} @ {f.offset}" + (f" = fact {f.fact}" if f.fact else ""), f) for f in item.fields
+            (
+                f"{f.name}: {f.type} @ {f.offset}"
+                + (f" = fact {f.fact}" if f.fact else "")
+                + (f" box {', '.join(map(str, f.box.dims))} elem {f.box.elem}" if f.box else ""),
+                f,
+            )
+            for f in item.fields
         ]
         self.block(
             depth,

@@ -296,11 +296,38 @@ class AstBuilder(Transformer[Token, Any]):
     def param_field(self, meta: Meta, children: list[Any]) -> A.ParamField:
         name, type_tok, offset, *rest = children
         self._vocab(type_tok, A.SCALAR_TYPES, "type")
-        fact = rest[0] if rest else None
-        return A.ParamField(str(name), str(type_tok), self._int(offset, "size"), fact, span=self._span(meta))
+        fact = next((r for r in rest if isinstance(r, str)), None)
+        box = next((r for r in rest if isinstance(r, A.TmaBox)), None)
+        if box is not None and str(type_tok) != "ptr":
+            self.problems.append(
+                Diagnostic(
+                    Code.E_VALUE,
+                    f"field `{name}` is a `{type_tok}`; a tensor-map box belongs on a `ptr` field",
+                    labels=(Label(box.span, "the box of a tensor map"),),
+                    helps=("declare the box on the `ptr` field that holds the tensor map's address",),
+                )
+            )
+        return A.ParamField(str(name), str(type_tok), self._int(offset, "size"), fact, box, span=self._span(meta))
 
     def fact_source(self, c: list[Token]) -> str:
         return str(c[0])
+
+    @v_args(meta=True)
+    def tma_box(self, meta: Meta, c: list[Token]) -> A.TmaBox:
+        *dims, elem = c
+        sizes = tuple(self._int(d, "count") for d in dims)
+        bad = [t for t, size in zip(dims, sizes, strict=True) if not 1 <= size <= TMA_BOX_MAX]
+        if bad or len(sizes) > TMA_BOX_RANK:
+            span = self._tok_span(bad[0]) if bad else self._span(meta)
+            self.problems.append(
+                Diagnostic(
+                    Code.E_VALUE,
+                    f"a tensor-map box has 1 to {TMA_BOX_RANK} dimensions of 1 to {TMA_BOX_MAX} elements",
+                    labels=(Label(span, "outside the tensor map's limits"),),
+                    helps=(f"write each dimension between 1 and {TMA_BOX_MAX}, innermost first",),
+                )
+            )
+        return A.TmaBox(sizes, self._vocab(elem, A.ELEM_TYPES, "element type"), span=self._span(meta))
 
     # ------------------------------------------------------------- claims
 
@@ -977,6 +1004,11 @@ class AstBuilder(Transformer[Token, Any]):
             rhs: Expr = c[i + 1]
             result = BinOp(str(c[i]), result, rhs, span=_cover(result, rhs, self._span(meta)))
         return result
+
+
+#: A tensor map's box: at most 5 dimensions of at most 256 elements each (cuTensorMapEncodeTiled).
+TMA_BOX_RANK = 5
+TMA_BOX_MAX = 256
 
 
 def _out_of_range(text: str, kind: str, span: Span) -> Diagnostic:

@@ -158,7 +158,8 @@ CODES: tuple[CodeInfo, ...] = (
         "a value is outside what its property allows",
         "input",
         "A number or range is malformed for its property: an empty range (`depth 4..2`), a parity other "
-        "than 0 or 1, an integer out of bounds.",
+        "than 0 or 1, an integer out of bounds, a tensor-map box on a field that is not a `ptr` or outside "
+        "the map's limits (1 to 5 dimensions of 1 to 256 elements).",
         "The value would make the model meaningless (an empty depth range has no depth to place).",
         "depth 4..2\nerror[E-VALUE]: the range 4..2 is empty",
         "Write the value within its bounds (specs/language.md lists them).",

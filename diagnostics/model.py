@@ -55,9 +55,10 @@ class Diagnostic:
         return next((lab for lab in self.labels if lab.primary), None)
 
     def sort_key(self) -> tuple[object, ...]:
+        """Errors first, then warnings, then notes (an undecided site never hides the mistake); each by location."""
         first = self.primary.span if self.primary else None
         loc = (first.file, first.line, first.col) if first else ("", 0, 0)
-        return (loc, self.severity.rank, self.code, self.message)
+        return (self.severity.rank, loc, self.code, self.message)
 
     @property
     def is_error(self) -> bool:
@@ -65,7 +66,7 @@ class Diagnostic:
 
 
 def sort_diagnostics(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
-    """Deterministic order: by primary location, severity, code, message; duplicates dropped."""
+    """Deterministic order: by severity, primary location, code, message; duplicates dropped."""
     unique = {(d.code, d.message, d.labels, d.notes, d.helps, d.data): d for d in diags}
     return sorted(unique.values(), key=Diagnostic.sort_key)
 

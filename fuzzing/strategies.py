@@ -506,7 +506,11 @@ def stage_item_kinds() -> dict[str, st.SearchStrategy[A.StageItem]]:
     """One strategy per kind of stage item, by AST class name (``"Ring"``, ``"SmemClaim"``, …):
     fuzz one construct alone, or weight the kinds as a test needs."""
     ints = integers()
-    param_field = st.builds(A.ParamField, identifiers(), _scalar_types(), ints, _maybe(identifiers()))
+    box = st.builds(A.TmaBox, _tuple(st.integers(1, 256), min_size=1, max_size=5), _vocabulary(A.ELEM_TYPES))
+    param_field = st.one_of(
+        st.builds(A.ParamField, identifiers(), _scalar_types(), ints, _maybe(identifiers())),
+        st.builds(A.ParamField, identifiers(), st.just("ptr"), ints, _maybe(identifiers()), box),
+    )
     kinds: list[st.SearchStrategy[A.StageItem]] = [
         _targets(),
         st.builds(A.Features, _tuple(_vocabulary(A.FEATURES), min_size=1)),

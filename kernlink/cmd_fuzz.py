@@ -42,6 +42,11 @@ def register(sub: Any) -> None:
         help="list at most N accepted mutants in text output (default 40)",
     )
     p.add_argument("--out", help="write each checker bug's reproducer (pipeline.kp + stages.kc) under this folder")
+    p.add_argument(
+        "--code",
+        action="store_true",
+        help="mutate the PTX of every package instead of the contracts: a code-mutation campaign (fuzzing/code.py)",
+    )
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_fuzz)
@@ -66,6 +71,8 @@ def cmd_fuzz(args: Any) -> int:
         raise UsageError("the budget must be positive")
     if args.edits < 1 or args.jobs < 1:
         raise UsageError("--edits and --jobs must be at least 1")
+    if args.code:
+        return _code_campaign(args, color)
     kinds = replace_kinds(_split(args.kinds)) if args.kinds else None
     clauses = selected(_split(args.select) or None, _split(args.ignore) or None)
     subject = load_subject(args.paths, target=args.target)
@@ -91,6 +98,53 @@ def cmd_fuzz(args: Any) -> int:
     else:
         render_report(report, campaign, args, color=color)
     return EXIT_REJECTED if report.bugs else EXIT_OK
+
+
+def _code_campaign(args: Any, color: bool | None) -> int:
+    """``--code``: mutate each package's PTX; exit 1 when a mutant that changes the protocol is accepted."""
+    import json
+    import sys
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from analysis.pipeline import input_diagnostics, resolve_inputs
+    from fuzzing.code import CODE_KINDS, run_code_campaign
+    from package.loader import UsageError, load
+
+    kinds = frozenset(_split(args.kinds)) if args.kinds else None
+    unknown = sorted((kinds or frozenset()) - set(CODE_KINDS))
+    if unknown:
+        raise UsageError(f"unknown code mutation kind(s): {', '.join(unknown)} (known: {', '.join(CODE_KINDS)})")
+    inputs = load(args.paths)
+    comp = resolve_inputs(inputs, args.target)
+    if comp is None or inputs.pipeline is None:
+        problems = "; ".join(d.message for d in input_diagnostics(inputs)[:3])
+        raise UsageError(f"no composition to fuzz{': ' + problems if problems else ''}")
+    report = run_code_campaign(comp, inputs.pipeline_source, kinds=kinds, seconds=args.seconds, examples=args.examples)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
+        return EXIT_REJECTED if report.accepted() else EXIT_OK
+    console = Console(force_terminal=color, no_color=color is False, highlight=False, width=140)
+    console.print(
+        f"kernlink fuzz --code {report.subject}: {len(report.outcomes)} of {report.planned} mutants in "
+        f"{report.seconds:.1f} s",
+        markup=False,
+    )
+    verdicts = ("rejected", "equivalent", "outside", "undecided", "accepted")
+    for title, key in (("component", "by_component"), ("mutation", "by_kind")):
+        table = Table(title_justify="left")
+        table.add_column(title, no_wrap=True)
+        for column in ("mutants", *verdicts):
+            table.add_column(column, justify="right")
+        for row in report.to_json()[key]:
+            table.add_row(row["name"], str(row["mutants"]), *(str(row[v]) for v in verdicts))
+        console.print(table)
+    for out in report.accepted()[: max(args.show_accepted, 0)]:
+        console.print(f"accepted: {out.mutation.describe()}", markup=False)
+    if not report.accepted():
+        console.print("no accepted mutant changes the protocol", markup=False)
+    return EXIT_REJECTED if report.accepted() else EXIT_OK
 
 
 def _split(text: str | None) -> list[str]:

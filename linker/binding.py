@@ -324,9 +324,10 @@ def rebuild_problems(
     out.append(l_integrity.unbound_note(path, verdict.unbound, checked=verdict.lowered is not None))
     if verdict.lowered is not None:
         from checker import conformance
+        from checker.clauses import l_conform
 
         code = conformance.derive(verdict.lowered)
-        out += conformance.diagnostics(
+        out += l_conform.diagnostics(
             stage,
             code,
             ptx_name=f"{conformance.ptx_display(path)}@{LTO_PAYLOAD}",

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from checker import conformance
-from checker.clauses import l_handle, l_params, l_symbol
+from checker.clauses import l_conform, l_handle, l_params, l_symbol
 from checker.params import params_problems
 from contract_lang import ast as A
 from contract_lang.parser import parse_file
@@ -600,7 +600,7 @@ def conformance_findings(built: Built, output: Path, *, strict: bool = False) ->
     if built.code is None:
         return []
     severity = Severity.ERROR if strict else Severity.WARNING
-    return conformance.diagnostics(
+    return l_conform.diagnostics(
         built.stage,
         built.code,
         ptx_name=conformance.ptx_display(str(output)),

@@ -292,15 +292,6 @@ def _symbol_uses() -> dict[str, set[str]]:
 WORDING_FIELDS = frozenset({"message", "help", "helps"})
 #: The one type outside the clauses that holds wording: the diagnostic itself, which every clause returns.
 DIAGNOSTIC = ("diagnostics/model.py", "Diagnostic")
-#: Temporary (issue 30 item 1): L-CONFORM's findings are turned into typed findings worded by their clause
-#: module on a branch of its own; the lead removes the entry at its merge.
-NOT_YET_TYPED = {
-    "checker/conformance/": "issue 30 item 1: L-CONFORM's findings become typed (another branch)",
-}
-
-
-def _not_yet_typed(rel: str) -> bool:
-    return any(rel.startswith(prefix) for prefix in NOT_YET_TYPED)
 
 
 def _fields(node: ast.ClassDef) -> set[str]:
@@ -403,13 +394,13 @@ def _worded_outside(sources: list[tuple[str, ast.Module]]) -> set[tuple[str, str
 
 def test_clauses_word_their_findings() -> None:
     """Every L- diagnostic is worded by its clause module, aliases resolved: a decider returns a typed finding."""
-    outside = {(rel, code) for rel, code in _worded_outside(_sources()) if not _not_yet_typed(rel)}
+    outside = set(_worded_outside(_sources()))
     assert not outside, f"word these in their clause module (checker/clauses/): {sorted(outside)}"
 
 
 def test_no_type_outside_the_clauses_holds_wording() -> None:
     """A decider's finding is typed: no message or help field on a type outside `checker/clauses/` (issue 30)."""
-    worded = [t for t in _worded_types(_sources()) if not _not_yet_typed(t.split(":")[0])]
+    worded = list(_worded_types(_sources()))
     assert not worded, f"make these typed findings and word them in their clause module: {worded}"
 
 

@@ -29,14 +29,52 @@ code against its stage's contract (the diagnostic's `check` datum names the chec
   proxy (bulk store, TMA store, `wgmma`) without `fence.proxy.async` between;
 - `launch-directive`: `.maxntid`/`.reqntid`/cluster directives that disagree with the
   contract's launch and cluster;
-- `tmem-columns`: `tcgen05.alloc` of a column count no `claim tmem` declares;
+- `tmem-alloc`: a component that runs its own `tcgen05.alloc`, `dealloc` or
+  `relinquish_alloc_permit` (the dispatch kernel allocates every `claim tmem`);
 - `tid-index`: a role indexing or electing by absolute `%tid` instead of relative to
-  its first-warp handle.
+  its first-warp handle;
+- `feature`: an instruction that needs a feature (`wgmma`, `tcgen05`, `tma`,
+  `cp_async_bulk`, `mbarrier`, cluster and multicast instructions, `multimem`) the stage's
+  `requires feature` line does not name;
+- `params-read`: a read through the params pointer when the stage declares no params
+  block, or past the end of its block.
+
+Every protocol step of a role has its instruction in the role's code, and every
+synchronisation instruction its step (`checker/conformance/steps.py`): for each side of
+a ring the role takes, the analysis finds each step's instruction in the loop around the
+side's first wait, through the barrier's handle, on every path it reads from the
+branches (which threads run it: every lane, one elected lane per warp, one thread per
+warpgroup, one thread):
+
+- `ring-step`: a step with no instruction in that loop, an instruction on a ring barrier
+  no step of the role states (or on the other barrier of the ring), or a step run more
+  often per iteration than the others;
+- `arrive-count`: the arrivals of an arrive (the threads its guard selects, times its
+  count) differ from the step's count (`per_warp`, `per_warpgroup`, 1, …);
+- `wait-parity`: the first wait uses another parity than the contract's (a consumer's
+  `full wait` 0, a producer's `empty wait` 1, or `parity P`), or never flips;
+- `step-order`: the steps run in another order than written;
+- `ring-fence`: a side that states `fence proxy_async` releases its slots without a
+  `fence.proxy.async` (covering shared memory) after its slot accesses;
+- `named-barrier`: a role that runs a claimed barrier or rendezvous it does not take
+  part in, in the wrong mode (`bar.arrive` for `sync`), or not at all; the participants
+  of a rendezvous that meet it a different number of times, or in other loops;
+- `init-hook`: a ring's init hook that leaves a barrier uninitialised (or initialises
+  one twice), does not fence a `fenced` init, or a role that initialises a ring barrier
+  again.
+
+A TMA copy's bytes come from the box its tensor map's params field declares (`box 64,
+128 elem bf16`); the copies and `complete_tx` credits of a fill add up to the ring's
+`copy` bytes (`copy-bytes`). One mistake is one diagnostic: the copies of one source line
+(an unrolled loop, a helper inlined at several call sites) are one finding with their
+count.
 
 Each diagnostic has two sides: the contract line, and the PTX line (the CUDA line is
 named in a note). A site the analysis cannot decide is an `I-CONFORM` note naming the
 instruction (an error with `--strict`), never a pass. `kernlink pack` reports the
-same findings as warnings when it writes the package.
+same findings as warnings when it writes the package. `kernlink fuzz PIPELINE.kp --code`
+edits the PTX of every package, one synchronisation instruction at a time, and reports
+every edit these checks miss.
 
 ## Why it matters
 The other clauses check contracts against each other and trust that the code keeps
@@ -68,15 +106,25 @@ code does. The help line of each diagnostic names the handle or the contract ite
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from checker.clause import Clause
 from checker.composition import Composition
 from checker.context import CheckContext
 from checker.memo import Memo
+from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Label, Severity
+from diagnostics.span import Span
 from diagnostics.symbols import Code
+
+if TYPE_CHECKING:
+    from checker.conformance.context import Finding
+    from package.codefacts import CodeFacts
+    from package.loader import StageEntry
 
 
 class ConformClause(Clause):
@@ -93,6 +141,7 @@ class ConformClause(Clause):
         return self._check(comp, ctx.memo)  # a payload's facts are derived once per memo
 
     def _check(self, comp: Composition, memo: Memo) -> Iterator[Diagnostic]:
+        coded: list[tuple[StageEntry, CodeFacts]] = []
         for entry in comp.stages:
             captured = entry.captured
             if captured is None:
@@ -111,15 +160,643 @@ class ConformClause(Clause):
             if captured.ptx is None:
                 continue
             # The PTX analysis (a parser, a value analysis, the checks) only for a package that carries PTX
-            from checker.conformance import derive, diagnostics, ptx_display, source_display
+            from checker.conformance import derive
 
-            origin = entry.package or entry.source
             ptx = captured.ptx
             facts = memo.code_facts.get(ptx, functools.partial(derive, ptx))
-            yield from diagnostics(
-                entry.stage,
-                facts,
-                ptx_name=ptx_display(origin),
-                source_name=source_display(origin),
-                ptx_text=captured.ptx,
+            coded.append((entry, facts))
+            yield from diagnostics(entry.stage, facts, **_names(entry))
+        if not coded:
+            return
+        from checker.conformance.steps import across_stages
+
+        # what only the composition decides: how each participant meets a rendezvous
+        for index, finding in across_stages([(e.stage, f) for e, f in coded]):
+            entry = coded[index][0]
+            names = _names(entry)
+            lines = (entry.captured.ptx or "").split("\n") if entry.captured else None
+            yield _diagnostic(finding, names["ptx_name"], names["source_name"], lines, False, Severity.ERROR)
+
+
+def _names(entry: StageEntry) -> dict[str, Any]:
+    from checker.conformance import ptx_display, source_display
+
+    origin = entry.package or entry.source
+    ptx = entry.captured.ptx if entry.captured is not None else None
+    return {"ptx_name": ptx_display(origin), "source_name": source_display(origin), "ptx_text": ptx}
+
+
+def diagnostics(
+    stage: A.Stage,
+    code: CodeFacts,
+    *,
+    ptx_name: str,
+    source_name: str | None,
+    ptx_text: str | None = None,
+    strict: bool = False,
+    severity: Severity = Severity.ERROR,
+) -> list[Diagnostic]:
+    """The conformance findings of a component as diagnostics (``severity`` for violations; the
+    undecided sites are notes, errors if ``strict``)."""
+    from checker.conformance import check
+
+    lines = ptx_text.split("\n") if ptx_text is not None else None
+    return [_diagnostic(f, ptx_name, source_name, lines, strict, severity) for f in check(stage, code)]
+
+
+def _diagnostic(
+    f: Finding, ptx_name: str, source_name: str | None, lines: list[str] | None, strict: bool, severity: Severity
+) -> Diagnostic:
+    said = describe(f)
+    if f.sites > 1:
+        said = dataclasses.replace(said, message=f"{said.message} (×{f.sites} sites of one source line)")
+    labels: list[Label] = []
+    if f.node is not None and f.node.span.line > 0:
+        labels.append(Label(f.node.span, said.contract))
+    width = len(lines[f.fact.line - 1]) if lines and 0 < f.fact.line <= len(lines) else 1
+    labels.append(Label(Span(ptx_name, f.fact.line, 1, f.fact.line, max(width, 1) + 1), said.code, primary=not labels))
+    notes: list[str] = []
+    if f.fact.src is not None and source_name is not None:
+        file, line = f.fact.src
+        own = file in ("#1", source_name.rsplit("!", 1)[-1].rsplit("/", 1)[-1])
+        if own and line > 0:
+            labels.append(Label(Span(source_name, line, 1, line, 2), "the CUDA line", primary=False))
+        else:
+            notes.append(f"CUDA source: {file}:{line}")
+    if not f.decided:
+        notes.append("the conformance analysis could not decide this site; it is not a pass")
+    code = Code.L_CONFORM if f.decided or strict else Code.I_CONFORM
+    sev = severity if f.decided else (Severity.ERROR if strict else Severity.NOTE)
+    return Diagnostic(
+        code,
+        said.message,
+        severity=sev,
+        labels=tuple(labels),
+        notes=tuple(notes),
+        helps=(said.help,) if said.help else (),
+        data=(
+            ("check", f.check),
+            ("function", f.fact.function),
+            ("ptx_line", str(f.fact.line)),
+            ("instruction", f.fact.opcode),
+        ),
+    )
+
+
+def strict(diags: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """``--strict``: every undecided site (``I-CONFORM``) becomes an ``L-CONFORM`` error."""
+    return [
+        dataclasses.replace(d, code=Code.L_CONFORM, severity=Severity.ERROR) if d.code == Code.I_CONFORM else d
+        for d in diags
+    ]
+
+
+@dataclass(frozen=True)
+class Worded:
+    """A finding in words: the message, the contract label, the code label and the help."""
+
+    message: str
+    contract: str
+    code: str
+    help: str = ""
+
+
+#: What an undecided site could not trace, by the tag the check gives.
+UNDECIDED = {
+    "barrier-0-role": "which role runs barrier 0 (`__syncthreads`)",
+    "barrier-id": "the barrier ID",
+    "thread-count": "the thread count",
+    "arrival-count": "the arrival count",
+    "expected-bytes": "the expected bytes",
+    "credit-barrier": "which ring barrier the bytes are completed on",
+    "copy-barrier": "which ring barrier the copy completes on",
+    "tensor-bytes": "the bytes (a tensor copy's size is in its tensor map, read from no params field)",
+    "credit-bytes": "the completed bytes",
+    "copy-bytes": "the copied bytes",
+    "helper-address": "where a helper's shared-memory address comes from",
+    "address-claim": "which claim the address comes from",
+    "smem-address": "the shared-memory address",
+    "ring-barrier": "which ring barrier",
+    "arrivals": "how many threads run",
+    "declared-count": "the arrivals the contract's count means (it names a role of another stage)",
+    "first-parity": "the parity",
+    "helper": "what the called function synchronises",
+    "params-offset": "which params field",
+}
+
+
+def describe(f: Finding) -> Worded:
+    """An L-CONFORM finding in words: the one wording of each check's problems."""
+    fn, op = f.fact.function, f.fact.opcode
+    if not f.decided:
+        what = f.value("what")
+        facts = dict(f.facts)
+        others = int(facts.get("others", "0"))
+        also = f" (and {others} other size{'s' if others > 1 else ''} of this fill)" if others else ""
+        if what == "tensor-box":
+            field = f.value("field")
+            return Worded(
+                f"cannot decide the bytes of `{op}` in `{fn}`: its tensor map, params field `{field}`, declares "
+                f"no box{also}",
+                "the copy bytes it should complete",
+                "this tensor copy",
+                f"declare the map's box on the field (`{field}: ptr @ … box D0, D1 elem E`), as the host builds it",
             )
+        return Worded(
+            f"cannot decide {UNDECIDED[what]} of `{op}` in `{fn}`{also}",
+            "the contract item it should match",
+            "this instruction",
+            "pass the value from a handle or a literal the analysis can see, or review it by hand",
+        )
+    words = _WORDING.get(f.check)
+    if words is None:
+        raise ValueError(f"L-CONFORM has no wording for check {f.check!r}")
+    return words(f, fn, op)
+
+
+def _block_barrier(f: Finding, fn: str, op: str) -> Worded:
+    if f.problem == "init-hook":
+        return Worded(
+            f"the init hook `{fn}` runs barrier 0 (`__syncthreads`), but the dispatch calls it from one thread",
+            "the ring this hook initialises",
+            "barrier 0 here",
+            "remove the barrier: the dispatch's block-wide barrier follows every init",
+        )
+    role, warps, block = f.value("role"), int(f.value("warps")), int(f.value("block"))
+    size = f"{block} threads" if block else "a block of several roles"
+    return Worded(
+        f"role `{role}` runs barrier 0 (`__syncthreads`), which waits for the whole block ({size}); "
+        f"the role has {warps * 32} threads",
+        f"role `{role}` ({warps} warps)",
+        "barrier 0 here",
+        "claim a named barrier (`claim barrier NAME participants ROLE`) and sync on its `_bar_id()`/`_threads()` "
+        "handles",
+    )
+
+
+def _barrier_id(f: Finding, fn: str, op: str) -> Worded:
+    ident = f.value("id")
+    return Worded(
+        f"`{fn}` names barrier {ident} by a literal ID",
+        "the barrier the contract claims" if f.value("claimed") == "True" else "the role that runs it",
+        f"literal barrier ID {ident}",
+        "read the ID from the claim's `_bar_id()` handle: the linker chooses IDs so they do not collide",
+    )
+
+
+def _barrier_threads(f: Finding, fn: str, op: str) -> Worded:
+    barrier, threads = f.value("barrier"), f.value("threads")
+    if f.problem == "literal":
+        return Worded(
+            f"`{fn}` gives barrier `{barrier}` the literal thread count {threads}; the contract's count depends "
+            "on the composition",
+            "the barrier's participants",
+            f"{threads} threads",
+            f"read the count from `{f.value('handle')}()`",
+        )
+    want = f.value("want")
+    return Worded(
+        f"`{fn}` syncs {threads} threads on barrier `{barrier}`; the contract says {want}",
+        f"{want} threads take part",
+        f"{threads} threads here",
+        "use the barrier's `_threads()` handle, or fix the participants",
+    )
+
+
+def _mbarrier_init(f: Finding, fn: str, op: str) -> Worded:
+    ring, which = f.value("ring"), f.value("which")
+    if f.problem == "other-count":
+        return Worded(
+            f"`{fn}` initialises a {which} barrier of ring `{ring}` with the {f.value('other')} barrier's count",
+            f"`{which} init`",
+            f"`{f.value('symbol')}()` here",
+            f"use `{f.value('instead')}()`",
+        )
+    want, count = f.value("want"), f.value("count")
+    said = want or "a count that depends on the composition"
+    return Worded(
+        f"`{fn}` initialises ring `{ring}`'s {which} barrier with {count} arrivals; the contract says {said}",
+        f"`{which} init` declares {said}",
+        f"count {count} here",
+        f"initialise with the `{which}_count()` handle of ring `{ring}`",
+    )
+
+
+def _expect_tx(f: Finding, fn: str, op: str) -> Worded:
+    want, nbytes = f.value("want"), f.value("bytes")
+    said = f"{want} bytes" if want else "no transaction bytes"
+    return Worded(
+        f"`{fn}` expects {nbytes} transaction bytes on ring `{f.value('ring')}`; the contract declares {said}",
+        f"declared: {said}",
+        f"expect_tx {nbytes} here",
+        "make the contract's `tx` and the code's expect_tx agree (in bytes)",
+    )
+
+
+def _copy_bytes(f: Finding, fn: str, op: str) -> Worded:
+    want, ring, total, credited, here = (f.value(k) for k in ("want", "ring", "total", "credited", "here"))
+    said = f"{want} bytes" if want else "no `copy`"
+    if credited != "0":
+        message = (
+            f"`{fn}` completes {total} bytes per fill of ring `{ring}` ({credited} of them by "
+            f"`mbarrier.complete_tx`); the contract declares {said}"
+        )
+    else:
+        message = f"`{fn}` copies {total} bytes per fill of ring `{ring}`; the contract declares {said}"
+    return Worded(
+        message,
+        f"declared: {said}",
+        f"completes {here} bytes here" if f.problem == "credit" else f"copies {here} bytes here",
+        "make the ring's `full copy` bytes and the code's copy sizes agree",
+    )
+
+
+def _setmaxnreg(f: Finding, fn: str, op: str) -> Worded:
+    mode, regs, budget = f.value("mode"), f.value("regs"), f.value("budget")
+    shown = f"`setmaxnreg.{mode} {regs}`" if regs else f"`setmaxnreg.{mode}`"
+    return Worded(
+        f"`{fn}` runs its own {shown}; the dispatch kernel sets every warpgroup's register budget",
+        f"the budget the dispatch sets (`regs {budget}`)" if budget else "the role the dispatch budgets",
+        f"{shown} here",
+        "remove the component's `setmaxnreg` and declare the budget with `regs N` on the role; "
+        "two `setmaxnreg` per warpgroup can exceed the register pool and hang the kernel",
+    )
+
+
+def _static_shared(f: Finding, fn: str, op: str) -> Worded:
+    name, nbytes = f.value("name"), f.value("bytes")
+    return Worded(
+        f"`{name}` is static shared memory ({nbytes} bytes) that no claim accounts for",
+        "the stage's shared-memory claims",
+        f"`__shared__ {name}` ({nbytes} bytes)",
+        f"claim it (`claim smem {name} bytes {nbytes} align 16`) and address it through its `_smem()` handle "
+        "from the entry's `smem` pointer",
+    )
+
+
+def _smem_literal(f: Finding, fn: str, op: str) -> Worded:
+    offset = f.value("offset")
+    at = f"at the fixed offset {offset}" if offset else "from the `smem` base"
+    return Worded(
+        f"`{fn}` addresses shared memory {at} without any claim's handle",
+        "the stage's claims" if f.value("claimed") == "True" else "the role that runs it",
+        f"`{op}` at a fixed offset",
+        "add the claim's `_smem()` handle (or the ring's slot handle) to the `smem` pointer",
+    )
+
+
+def _scope(f: Finding, fn: str, op: str) -> Worded:
+    scope, declared = f.value("scope"), f.value("declared")
+    if f.problem == "atomic":
+        return Worded(
+            f"`{fn}` updates counter `{f.value('counter')}` at scope `{scope}`; the contract declares `{declared}`",
+            f"scope `{declared}`",
+            f"`{op}` (scope `{scope}`)",
+            f"use the `.{declared}` form of the atomic",
+        )
+    return Worded(
+        f"`{fn}` fences at scope `{scope}`; its counters declare `{declared}`",
+        f"scope `{declared}`",
+        f"`{op}`",
+        f"fence at the counters' scope (`.{declared}`)",
+    )
+
+
+def _proxy_fence(f: Finding, fn: str, op: str) -> Worded:
+    return Worded(
+        f"`{fn}` writes shared memory with `{f.value('write')}` (PTX line {f.value('write_line')}) and then lets "
+        f"the async proxy read it with `{op}`, with no `fence.proxy.async` between",
+        "the declared proxy use",
+        "async-proxy read without a fence",
+        "add `fence.proxy.async.shared::cta` after the generic writes, in the same role",
+    )
+
+
+def _launch_directive(f: Finding, fn: str, op: str) -> Worded:
+    directive, values = f.value("directive"), f.value("values")
+    if f.problem == "block":
+        threads = f.value("threads")
+        said = f"{threads} threads" if threads else "no block size"
+        return Worded(
+            f"`{fn}` carries `.{directive} {values}` ({f.value('product')} threads); the contract launches {said}",
+            f"launch: {said}",
+            f"`.{directive}` here",
+            "drop the launch bounds from the component: the dispatch kernel's are generated",
+        )
+    return Worded(
+        f"`{fn}` carries `.{directive}` {values}; the contract declares "
+        f"{'other cluster shapes' if f.value('shapes') == 'True' else 'no cluster'}",
+        "the contract's launch",
+        f"`.{directive}` here",
+        "declare the cluster in the contract (`cluster X, Y, Z`) or drop the directive",
+    )
+
+
+def _tmem_alloc(f: Finding, fn: str, op: str) -> Worded:
+    claimed = f.value("claimed")
+    if f.problem == "alloc":
+        cols = f.value("columns")
+        what = f"`tcgen05.alloc` of {cols} columns" if cols else "`tcgen05.alloc`"
+    else:
+        what = f"`tcgen05.{f.problem}`"
+    return Worded(
+        f"`{fn}` runs its own {what}; the dispatch kernel allocates every `claim tmem` of the composition",
+        f"the claims the dispatch allocates ({claimed} columns)" if claimed else "the role the dispatch runs",
+        f"{what} here",
+        "remove the component's tensor-memory allocation and read the claim's first column from its `_tmem()` "
+        "handle; a second allocation gets other columns than the ones the composition placed",
+    )
+
+
+def _tid_index(f: Finding, fn: str, op: str) -> Worded:
+    role = f.value("role")
+    return Worded(
+        f"role `{role}` indexes by absolute `threadIdx` in `{fn}`; the linker may place the role at any warp",
+        f"role `{role}` (placed by the linker)",
+        "absolute `%tid` here",
+        f"subtract `32 * kl_..._{role}_warp0()` from `threadIdx.x` first",
+    )
+
+
+def _feature(f: Finding, fn: str, op: str) -> Worded:
+    feature, declared = f.value("feature"), f.value("declared")
+    said = f"requires {declared}" if declared else "requires no feature"
+    return Worded(
+        f"`{fn}` runs `{op}`, which needs the feature `{feature}`; the contract {said}",
+        f"`requires feature`: {declared}" if declared else "the stage's target",
+        f"`{feature}` instruction here",
+        f"add `{feature}` to the stage's `requires feature` line: the checker then verifies every target has it",
+    )
+
+
+def _params_read(f: Finding, fn: str, op: str) -> Worded:
+    stage = f.value("stage")
+    if f.problem == "undeclared":
+        return Worded(
+            f"`{fn}` reads its params pointer, but stage `{stage}` declares no params block",
+            "the role whose entry reads it",
+            f"`{op}` through the params pointer",
+            "declare the fields the component reads (`params NAME size N align A { … }`): without a block the "
+            "dispatch passes the entry no params, and the read lands in other memory",
+        )
+    block, size, offset, width = (f.value(k) for k in ("block", "size", "offset", "width"))
+    return Worded(
+        f"`{fn}` reads {width} bytes at offset {offset} of params block `{block}` of stage `{stage}`, "
+        f"which is {size} bytes",
+        f"params `{block}`: {size} bytes",
+        f"`{op}` at params offset {offset}",
+        "declare the field in the params block (and its size), or read the field the contract declares",
+    )
+
+
+def _ring_step(f: Finding, fn: str, op: str) -> Worded:
+    ring, role, step = f.value("ring"), f.value("role"), f.value("step")
+    if f.problem == "missing":
+        where = "before its loop (`prearm`)" if f.value("prearm") == "True" else "in its loop"
+        return Worded(
+            f"role `{role}` never runs `{step}` of ring `{ring}` {where}: the contract's step has no instruction "
+            f"in `{fn}`",
+            f"`{step}` declared here",
+            f"`{fn}`: no matching instruction",
+            _STEP_HELP.get(step, "run the step the contract states, on the ring's barrier handle"),
+        )
+    if f.problem == "extra":
+        return Worded(
+            f"`{fn}` runs `{op}` on the {step.split()[0]} barrier of ring `{ring}`, a step (`{step}`) its "
+            f"{f.value('side')} side does not state",
+            f"ring `{ring}`: the steps of role `{role}`",
+            f"`{step}` with no step",
+            "state the step in the contract, or remove the instruction: the other side counts only the steps "
+            "the contract states",
+        )
+    if f.problem == "barrier":
+        got = f.value("got")
+        which = step.split()[0]
+        return Worded(
+            f"`{fn}` runs `{got}` of ring `{ring}` where the contract's step is `{step}`",
+            f"`{step}` declared here",
+            f"`{op}` on the {got.split()[0]} barrier",
+            f"address the {which} barrier (`_{which}_bar()` + 8 * slot)",
+        )
+    if f.problem == "foreign":
+        return Worded(
+            f"`{fn}` runs `{op}` on a barrier of ring `{ring}`, but role `{role}` takes no side of `{ring}`",
+            f"ring `{ring}`",
+            f"`{step}` here",
+            f"add a `ring {ring} … by {role}` side that states the step, or remove the instruction",
+        )
+    times, per, base = _times(f.value("times")), _times(f.value("per")), f.value("base")
+    return Worded(
+        f"`{fn}` runs `{step}` of ring `{ring}` {times} per iteration, where it runs `{base}` {per}",
+        f"`{step}`: once per iteration",
+        f"`{op}` here",
+        "run each step once per iteration of the ring's loop (a second arrive completes a phase early; a second "
+        "wait waits for a phase that never comes)",
+    )
+
+
+def _times(n: str) -> str:
+    return {"1": "once", "2": "twice"}.get(n, f"{n} times")
+
+
+_STEP_HELP = {
+    "empty arrive": "release each slot: arrive on the ring's empty barrier (`_empty_bar()` + 8 * slot) once the "
+    "slot is read, or the producer waits for it forever",
+    "full arrive": "signal each filled slot: arrive on the ring's full barrier (`_full_bar()` + 8 * slot)",
+    "full wait": "wait on the ring's full barrier (`mbarrier.try_wait.parity`) before reading a slot",
+    "empty wait": "wait on the ring's empty barrier before writing a slot",
+    "full copy": "issue the copy that completes its bytes on the slot's full barrier",
+}
+
+
+def _arrive_count(f: Finding, fn: str, op: str) -> Worded:
+    step, got, want = f.value("step"), f.value("got"), f.value("want")
+    selected, width, times = f.value("threads"), f.value("width"), f.value("times")
+    who = guard_words(f.value("guard"))
+    each = f" × {times}" if times != "1" else ""
+    return Worded(
+        f"`{fn}` arrives {got} times per `{step}` of ring `{f.value('ring')}` ({who}: {selected} of role "
+        f"`{f.value('role')}`'s {width} threads{each}); the contract counts {want}",
+        f"`{step}` counts {want}",
+        f"{got} arrivals here",
+        "guard the arrive so the arrivals the count states arrive: one elected lane per warp for `per_warp`, one "
+        "thread per warpgroup for `per_warpgroup`, one thread for a constant 1",
+    )
+
+
+def guard_words(text: str) -> str:
+    """A guard (``steps.guard_text``) in words."""
+    if text == "*":
+        return "every thread"
+    if text == "?":
+        return "threads the analysis cannot tell"
+    names = {"lane": "lane", "warp": "warp", "wgt": "thread of the warpgroup", "wg": "warpgroup", "thread": "thread"}
+    ops = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+    parts = []
+    for conj in text.split("|"):
+        atoms = []
+        for atom in conj.split(";"):
+            q, o, v = atom.split()
+            atoms.append("the elected lane" if q == "elect" else f"{names.get(q, q)} {ops[o]} {v}")
+        parts.append(" and ".join(atoms) or "every thread")
+    return " or ".join(parts)
+
+
+def _wait_parity(f: Finding, fn: str, op: str) -> Worded:
+    step, ring, got = f.value("step"), f.value("ring"), f.value("got")
+    if f.problem == "constant":
+        return Worded(
+            f"`{fn}` waits on `{step}` of ring `{ring}` with parity {got} in every iteration; the parity must flip "
+            "each time the slot index wraps",
+            f"`{step}`: the parity alternates",
+            f"parity {got} here, every iteration",
+            "flip the phase bit when the slot index wraps (`if (++slot == depth) { slot = 0; phase ^= 1; }`) and "
+            "wait on the phase variable",
+        )
+    want = f.value("want")
+    why = "as stated" if f.value("stated") == "True" else ("its first fill" if step.startswith("full") else "passes")
+    return Worded(
+        f"`{fn}` first waits on `{step}` of ring `{ring}` with parity {got}; the contract's first wait uses "
+        f"parity {want}",
+        f"`{step}`: first parity {want} ({why})",
+        f"parity {got} on the first iteration",
+        "start the phase variable so the first wait uses the contract's parity (a consumer's `full wait` 0, a "
+        "producer's `empty wait` 1, or the stated `parity P`): the other parity passes at once on a fresh barrier "
+        "or waits for a phase that never completes",
+    )
+
+
+def _step_order(f: Finding, fn: str, op: str) -> Worded:
+    step, before = f.value("step"), f.value("before")
+    return Worded(
+        f"`{fn}` runs `{step}` of ring `{f.value('ring')}` before `{before}`; the contract runs `{before}` first",
+        f"`{step}` follows `{before}`",
+        f"`{op}` runs first",
+        f"move the instruction after the `{before}` step, in the order the contract's steps are written",
+    )
+
+
+def _ring_fence(f: Finding, fn: str, op: str) -> Worded:
+    ring, release, side = f.value("ring"), f.value("release"), f.value("side")
+    access = "writes" if side == "produce" else "reads"
+    if f.problem == "early":
+        return Worded(
+            f"`{fn}` {access} a slot of ring `{ring}` with `{op}` after its `fence.proxy.async` and before `{release}`",
+            "`fence proxy_async` declared here",
+            "generic slot access after the fence",
+            f"fence after the last slot access, just before `{release}`",
+        )
+    return Worded(
+        f"`{fn}` runs `{release}` of ring `{ring}` without the `fence.proxy.async` its contract promises",
+        "`fence proxy_async` declared here",
+        f"`{release}` without a proxy fence before it",
+        f"run `fence.proxy.async.shared::cta` in the threads that {access} the slot, after the accesses and before "
+        f"`{release}`",
+    )
+
+
+def _named_barrier(f: Finding, fn: str, op: str) -> Worded:
+    barrier, role = f.value("barrier"), f.value("role")
+    if f.problem == "missing":
+        return Worded(
+            f"role `{role}` takes part in barrier `{barrier}` but `{fn}` never runs it",
+            f"`{barrier}`: `{role}` takes part",
+            f"`{fn}`: no `bar.sync`/`bar.arrive` on `{barrier}`",
+            f"run the barrier through its `{barrier}_bar_id()` and `{barrier}_threads()` handles, or take `{role}` "
+            "out of its participants; the other participants wait for these threads",
+        )
+    if f.problem == "not-participant":
+        return Worded(
+            f"`{fn}` runs `{op}` on barrier `{barrier}`, in which role `{role}` does not take part",
+            f"barrier `{barrier}`",
+            f"`{op}` here",
+            f"add `{role}` to the barrier's participants (or rendezvous), or remove the instruction",
+        )
+    if f.problem == "count":
+        other = f.value("other")
+        got, want = _times(f.value("got")), _times(f.value("want"))
+        return Worded(
+            f"role `{role}` meets rendezvous `{barrier}` {got} per pass of its code (at loop depths "
+            f"{f.value('depths')}), where `{other}` meets it {want} (at depths {f.value('other_depths')})",
+            f"`{barrier}`: every participant syncs together",
+            f"`{op}` here",
+            "run the rendezvous as often, and in the same loops, as its other participants: a participant that "
+            "syncs a different number of times leaves the others waiting, or runs ahead of them",
+        )
+    got, want = f.value("got"), f.value("want")
+    return Worded(
+        f"`{fn}` runs `bar.{got}` on rendezvous `{barrier}`; the contract states `{want}`",
+        f"`{want} by {role}` declared here",
+        f"`bar.{got}` here",
+        f"use `bar.{want}` (`{want}` waits for every participant, `arrive` does not)",
+    )
+
+
+def _init_hook(f: Finding, fn: str, op: str) -> Worded:
+    ring = f.value("ring")
+    if f.problem == "missing-init":
+        which = f.value("barrier")
+        return Worded(
+            f"the init hook `{fn}` never initialises the {which} barriers of ring `{ring}`",
+            "`init by` declared here",
+            f"`{fn}`: no `mbarrier.init` on the {which} barriers",
+            f"initialise every slot's {which} barrier with the `{which}_count()` handle",
+        )
+    if f.problem == "same-slot":
+        return Worded(
+            f"the init hook `{fn}` initialises the same barrier of ring `{ring}` on every pass of its loop: its "
+            "address does not change with the slot",
+            "`init by` declared here",
+            "`mbarrier.init` at a loop-invariant address",
+            "initialise slot i's barrier at `_full_bar()`/`_empty_bar()` + 8 * i, i the loop's slot index",
+        )
+    if f.problem == "uneven":
+        fewer = f.value("fewer")
+        return Worded(
+            f"the init hook `{fn}` initialises ring `{ring}`'s full barriers {_times(f.value('full'))} and its "
+            f"empty barriers {_times(f.value('empty'))} per pass of its loop: some slot's {fewer} barrier is "
+            "never initialised (or one is initialised twice)",
+            "`init by` declared here",
+            f"`{fn}`: uneven inits",
+            "initialise one full and one empty barrier per slot, in the same loop",
+        )
+    if f.problem == "unfenced":
+        return Worded(
+            f"the init hook `{fn}` does not fence its mbarrier inits, but ring `{ring}` is `init by … fenced`",
+            "`fenced` declared here",
+            f"`{fn}`: no fence after the inits",
+            f"end the hook with `{f.value('fence')};`",
+        )
+    return Worded(
+        f"`{fn}` initialises a barrier of ring `{ring}`, which the dispatch already initialised through its init hook",
+        "the ring's `init by`",
+        "a second `mbarrier.init` here",
+        "remove the init: re-initialising a live mbarrier is undefined behaviour",
+    )
+
+
+_WORDING = {
+    "block-barrier": _block_barrier,
+    "barrier-id": _barrier_id,
+    "barrier-threads": _barrier_threads,
+    "mbarrier-init": _mbarrier_init,
+    "expect-tx": _expect_tx,
+    "copy-bytes": _copy_bytes,
+    "setmaxnreg": _setmaxnreg,
+    "static-shared": _static_shared,
+    "smem-literal": _smem_literal,
+    "scope": _scope,
+    "proxy-fence": _proxy_fence,
+    "launch-directive": _launch_directive,
+    "tmem-alloc": _tmem_alloc,
+    "tid-index": _tid_index,
+    "feature": _feature,
+    "params-read": _params_read,
+    "ring-step": _ring_step,
+    "arrive-count": _arrive_count,
+    "wait-parity": _wait_parity,
+    "step-order": _step_order,
+    "ring-fence": _ring_fence,
+    "named-barrier": _named_barrier,
+    "init-hook": _init_hook,
+}

@@ -1,22 +1,35 @@
-"""L-FENCE: generic-proxy writes reach an async-proxy reader without a proxy fence, or an mbarrier init is not fenced.
+"""L-FENCE: a slot changes proxy (generic to async, or back) unfenced, or an mbarrier init is not fenced.
 
 ## What it checks
-- A ring whose producer side `writes generic` (ordinary `st.shared`) and whose
-  consumer side `reads async` (wgmma or tcgen05 operands, TMA stores, bulk copies
-  read shared memory through the async proxy) needs `fence proxy_async` on the
-  producer side: the writing threads fence before they arrive on `full`.
-- A ring's `init by R` must be `fenced` when the async proxy or another CTA
+The bytes of a ring's slot are reused across the generic proxy (ordinary loads and
+stores) and the async proxy (TMA, bulk copies, wgmma and tcgen05 operands). Both
+directions need `fence proxy_async` on the side whose generic accesses come first:
+
+- generic writes, async reads: a ring whose producer side `writes generic` and whose
+  consumer side `reads async` needs `fence proxy_async` on the producer side: the
+  writing threads fence after their stores, before they arrive on `full`;
+- generic reads, async writes: a ring whose producer side `writes async` (its copies
+  refill the released slot) and whose consumer side `reads generic` needs `fence
+  proxy_async` on that consumer side: the reading threads fence after their loads,
+  before they arrive on `empty`.
+
+Conformance (L-CONFORM `ring-fence`) checks the code side: a side that states `fence
+proxy_async` runs `fence.proxy.async` after its slot accesses and before that arrive.
+
+And for the barriers themselves:
+- a ring's `init by R` must be `fenced` when the async proxy or another CTA
   observes the barriers: its producer side `writes async` (TMA completes its
   transactions on the barrier), or its scope is `cluster` (peers arrive remotely).
 
 ## Why it matters
 The generic and async proxies are not ordered with each other without a proxy fence
 (PTX ISA §8.6): wgmma can read a slot's old contents even after the consumer has
-observed the `full` barrier. Likewise an `mbarrier.init` not made visible to the
-async proxy (`fence.proxy.async.shared::cta`) or to the cluster
-(`fence.mbarrier_init.release.cluster`) can be overtaken by the first TMA
-completion or remote arrive, which then lands on an uninitialized barrier. Both
-fail intermittently, not on every run.
+observed the `full` barrier, and a TMA copy into a slot a consumer has just released
+can land before that consumer's ordinary loads of the old tile have completed.
+Likewise an `mbarrier.init` not made visible to the async proxy
+(`fence.proxy.async.shared::cta`) or to the cluster (`fence.mbarrier_init.release.cluster`)
+can be overtaken by the first TMA completion or remote arrive, which then lands on an
+uninitialized barrier. All of these fail intermittently, not on every run.
 
 ## Example
 ```kernlink
@@ -46,9 +59,11 @@ stage "demo.mma" version "1.0.0" {
 ```
 
 ## Fix
-Add `fence proxy_async` to the producer side (emit `fence.proxy.async.shared::cta`
-after the stores and before the arrive), and write `init by R fenced` (emit the
-init fence, then a barrier of matching scope, before the first use).
+Add `fence proxy_async` to the side whose generic accesses come first: the producer
+of generic writes (emit `fence.proxy.async.shared::cta` after the stores, before the
+`full` arrive), the consumer of generic reads of async-filled slots (after the loads,
+before the `empty` arrive). Write `init by R fenced` (emit the init fence, then a
+barrier of matching scope, before the first use).
 """
 
 from __future__ import annotations
@@ -67,14 +82,15 @@ class FenceClause(Clause):
     code = Code.L_FENCE
     name = "missing-fence"
     summary = (
-        "data written through the generic proxy is consumed through the async proxy without a proxy "
-        "fence, or an mbarrier init is not fenced"
+        "a slot is reused between the generic and the async proxy, either way, without a proxy fence, "
+        "or an mbarrier init is not fenced"
     )
     category = "protocol"
 
     def check(self, comp: Composition) -> Iterator[Diagnostic]:
         for name, sides in sorted(comp.rings.items()):
             yield from self._proxy(name, sides)
+            yield from self._reuse(name, sides)
             yield from self._init(name, sides)
 
     def _proxy(self, name: str, sides: Sequence[Owned[A.Ring]]) -> Iterator[Diagnostic]:
@@ -103,6 +119,36 @@ class FenceClause(Clause):
                     "their stores, before they arrive on `full`",
                 ),
                 data={"ring": name, "producer": prod.item.role},
+            )
+
+    def _reuse(self, name: str, sides: Sequence[Owned[A.Ring]]) -> Iterator[Diagnostic]:
+        """Generic reads of a slot, then the async proxy refills it: each reading side fences before it releases."""
+        writer = next(
+            ((p, w) for p in sides if p.item.side == "produce" if (w := _proxy(p.item, "writes", "async")) is not None),
+            None,
+        )
+        if writer is None:
+            return
+        prod, write = writer
+        for side in sides:
+            read = _proxy(side.item, "reads", "generic") if side.item.side == "consume" else None
+            if read is None or any(isinstance(it, A.RingFence) for it in side.item.items):
+                continue
+            yield seam(
+                self.code,
+                f"ring `{name}` is read through the generic proxy by `{side.item.role}` and refilled through the "
+                "async proxy without a proxy fence",
+                (read.span, f"`{side.item.role}` reads the slots with generic loads, then releases them"),
+                [(write.span, f"`{prod.item.role}` refills them through the async proxy (TMA, bulk copies)")],
+                notes=(
+                    "generic-proxy reads are not ordered with later async-proxy writes to the same bytes without "
+                    "`fence.proxy.async` (PTX ISA §8.6): a copy into the released slot can overtake the reads",
+                ),
+                helps=(
+                    f"add `fence proxy_async` to the consumer side of `{name}` by `{side.item.role}`: the readers "
+                    "fence after their loads, before they arrive on `empty`",
+                ),
+                data={"ring": name, "consumer": side.item.role},
             )
 
     def _init(self, name: str, sides: Sequence[Owned[A.Ring]]) -> Iterator[Diagnostic]:

@@ -7,7 +7,9 @@ Both sides may state it only if they name the same role, and `R` must take part 
 the ring (its producer role or one of its consumer roles) — or be another role of the
 composition whose init is `fenced`: the generated dispatch kernel runs every ring's init
 and then a block-wide barrier (`__syncthreads()`) before any role starts, so a fenced
-init by any warp of the block is ordered before every wait and arrival.
+init by any warp of the block is ordered before every wait and arrival. `R` is a role of
+the stage that states `init by`: that stage defines the ring's init hook
+(`<stage>_<ring>_init`), which the dispatch runs in one of the stage's own roles.
 
 ## Why it matters
 An mbarrier must be initialized exactly once per lifetime: waiting on an
@@ -48,7 +50,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from checker.clause import Clause
-from checker.composition import Composition, Owned
+from checker.composition import Composition, Owned, RoleInfo
+from checker.handles import init_hook_symbol
 from checker.protocol.model import init_fault
 from checker.report import seam
 from contract_lang import ast as A
@@ -73,6 +76,12 @@ class InitClause(Clause):
         inits = [(s, it) for s in sides for it in s.item.items if isinstance(it, A.RingInitBy)]
         producer = next(s for s in sides if s.item.side == "produce")
         participants = list(dict.fromkeys(s.item.role for s in sides))
+        if inits and len({it.role for _, it in inits}) == 1:
+            owner, init = inits[0]
+            other = comp.roles.get(init.role)
+            if other is not None and other.stage is not owner.stage:
+                yield self._foreign(name, owner, init, other)
+                return
         fault = init_fault([(it.role, it.fenced) for _, it in inits], participants, comp.roles)
         if fault == "none":
             yield seam(
@@ -124,3 +133,25 @@ class InitClause(Clause):
                 ),
                 data={"ring": name, "role": init.role},
             )
+
+    def _foreign(self, name: str, owner: Owned[A.Ring], init: A.RingInitBy, other: RoleInfo) -> Diagnostic:
+        """`init by` a role of another stage: the stating stage defines the init hook, which the dispatch
+        runs in one of that stage's own roles (a decision about the hook, not the protocol model's)."""
+        own = [r.name for r in owner.stage.stage.roles]
+        return seam(
+            self.code,
+            f"ring `{name}` is initialized by `{init.role}`, a role of `{other.stage.name}`, but `init by` "
+            f"is stated in `{owner.stage_name}`",
+            (init.span, f"`{owner.stage_name}` states `init by {init.role}`"),
+            [(other.role.span, f"`{init.role}` is a role of `{other.stage.name}`")],
+            notes=(
+                f"the init hook `{init_hook_symbol(owner.stage_name, name)}` is `{owner.stage_name}`'s, and the "
+                "dispatch runs it in one of that stage's roles: named for another stage's role, it never runs "
+                "and the ring's barriers stay uninitialized",
+            ),
+            helps=(
+                f"name a role of `{owner.stage_name}` ({', '.join(f'`{r}`' for r in own)}), or state `init by` "
+                f"on `{other.stage.name}`'s side of `{name}` (which then defines the hook)",
+            ),
+            data={"ring": name, "role": init.role, "stage": owner.stage_name},
+        )

@@ -37,7 +37,7 @@ stage "demo.mma" version "1.0.0" {
     ring kv consume by mma {
         full wait
         empty arrive per_warp(mma)
-        reads generic
+        reads async
     }
 }
 ```

@@ -234,6 +234,7 @@ def _ring(
     consumer: list[A.RingItem] = [
         A.RingWait("full"),
         A.RingProxy("reads", reads),
+        *([A.RingFence()] if asynchronous and reads == "generic" else []),  # generic reads, then async refills
         A.RingArrive("empty", _count(empty_unit, cons)),
     ]
     pplan.items.append(A.Ring(name, "produce", prod.name, tuple(producer)))
@@ -367,7 +368,8 @@ def compositions(
     Drawn: roles of 1–8 warps (warpgroup roles aligned), register budgets fitted to the
     pool, mbarrier rings between two roles (bulk-copy rings with expect_tx equal to the
     bytes copied, or generic-proxy rings with arrival counts from the producer's width,
-    fenced where the consumer reads through the async proxy), per-slot shared memory
+    fenced where the consumer reads through the async proxy, or reads generically what the
+    async proxy refills), per-slot shared memory
     within the target's capacity at the minimum depth, counters, named barriers,
     callables with matching signatures and sufficient call-site guarantees, facts
     (owned once, consumed as parameters or compiled-in assumptions, constrained by

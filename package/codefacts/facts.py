@@ -9,17 +9,20 @@ against the contract.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from package.codefacts.flow import Flow, Loop
 from package.codefacts.ptx import Function, Instr, parse
-from package.codefacts.values import Env, Val, analyse
+from package.codefacts.threads import Threads
+from package.codefacts.values import Env, Val, analyse, callee
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
-FACTS_VERSION = 2  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact
+FACTS_VERSION = 3  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives
 
 
 @dataclass(frozen=True)
@@ -32,9 +35,11 @@ class Operand:
     smem: bool = False
     tid_abs: bool = False
     tid_wg: bool = False  # %tid reduced modulo a warpgroup: relative only in a warpgroup-aligned role
+    first: int | None = None  # the constant it holds when the instruction first runs (a wait's first parity)
+    field: int | None = None  # the params offset it was loaded from (a tensor map's address)
 
     @classmethod
-    def of(cls, val: Val) -> Operand:
+    def of(cls, val: Val, first: int | None = None) -> Operand:
         relative = any(h.endswith("_warp0") for h in val.handles)
         return cls(
             val.kind(),
@@ -43,6 +48,8 @@ class Operand:
             "smem" in val.origins,
             val.tid_abs and not relative,
             "wg_lane" in val.origins and not relative,
+            first,
+            val.field if val.kind() == "params" else None,
         )
 
     def describe(self) -> str:
@@ -57,11 +64,11 @@ class Operand:
         return "a value the analysis cannot trace"
 
     def as_json(self) -> list[Any]:
-        return [self.kind, self.value, list(self.handles), self.smem, self.tid_abs, self.tid_wg]
+        return [self.kind, self.value, list(self.handles), self.smem, self.tid_abs, self.tid_wg, self.first, self.field]
 
     @classmethod
     def from_json(cls, raw: Any) -> Operand:
-        kind, value, handles, smem, tid_abs, tid_wg = raw
+        kind, value, handles, smem, tid_abs, tid_wg, first, field = raw
         return cls(
             str(kind),
             None if value is None else int(value),
@@ -69,12 +76,28 @@ class Operand:
             bool(smem),
             bool(tid_abs),
             bool(tid_wg),
+            None if first is None else int(first),
+            None if field is None else int(field),
         )
+
+
+Atom = tuple[str, str, int]
+#: The threads of a role that run an instruction: a disjunction of conjunctions of atoms
+#: (``threads.py``); ``((),)`` every thread, ``None`` undecided.
+Guard = tuple[tuple[Atom, ...], ...] | None
+EVERY_THREAD: Guard = ((),)
 
 
 @dataclass(frozen=True)
 class Fact:
-    """One instruction (or declaration) a check reads."""
+    """One instruction (or declaration) a check reads.
+
+    Where an instruction sits in its function: ``guard`` (the threads that run it), ``order``
+    (its position in an order of the function's instructions that every path without a back
+    edge follows), ``loops`` (the positions of the headers of the loops around it, outermost
+    first; a loop that only spins on an mbarrier wait is not one) and ``reaches`` (the
+    positions of the synchronisation facts a path without a back edge runs after it).
+    """
 
     kind: str
     function: str
@@ -83,12 +106,17 @@ class Fact:
     operands: tuple[tuple[str, Operand], ...] = ()
     src: tuple[str, int] | None = None
     detail: str = ""
+    guard: Guard = EVERY_THREAD
+    loops: tuple[int, ...] = ()
+    order: int = 0
+    reaches: tuple[int, ...] = ()
+    origin: tuple[str, int] | None = None  # the instruction's own line in an inlined helper (``Instr.origin``)
 
     def operand(self, role: str) -> Operand | None:
         return next((o for r, o in self.operands if r == role), None)
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "kind": self.kind,
             "function": self.function,
             "line": self.line,
@@ -97,10 +125,25 @@ class Fact:
             "src": list(self.src) if self.src else None,
             "detail": self.detail,
         }
+        if self.guard != EVERY_THREAD:
+            out["guard"] = None if self.guard is None else [[list(a) for a in c] for c in self.guard]
+        if self.loops:
+            out["loops"] = list(self.loops)
+        if self.order:
+            out["order"] = self.order
+        if self.reaches:
+            out["reaches"] = list(self.reaches)
+        if self.origin:
+            out["origin"] = list(self.origin)
+        return out
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Fact:
         src = raw.get("src")
+        guard: Guard = EVERY_THREAD
+        if "guard" in raw:
+            got = raw["guard"]
+            guard = None if got is None else tuple(tuple((str(q), str(o), int(v)) for q, o, v in c) for c in got)
         return cls(
             str(raw["kind"]),
             str(raw["function"]),
@@ -109,6 +152,11 @@ class Fact:
             tuple((str(r), Operand.from_json(o)) for r, o in raw["operands"]),
             (str(src[0]), int(src[1])) if src else None,
             str(raw.get("detail", "")),
+            guard,
+            tuple(int(x) for x in raw.get("loops", ())),
+            int(raw.get("order", 0)),
+            tuple(int(x) for x in raw.get("reaches", ())),
+            (str(raw["origin"][0]), int(raw["origin"][1])) if raw.get("origin") else None,
         )
 
 
@@ -152,7 +200,8 @@ def derive(ptx: str, *, ignore: frozenset[str] = frozenset()) -> CodeFacts:
 @functools.lru_cache(maxsize=64)
 def _derive(ptx: str, ignore: frozenset[str]) -> CodeFacts:
     module = parse(ptx)
-    handles = frozenset(re.findall(r"\.extern\s+\.func\s*\([^)]*\)\s*([\w$]+)", ptx))
+    handles = frozenset(re.findall(r"\.extern\s+\.func\s*(?:\([^)]*\))?\s*([\w$]+)", ptx))
+    defined = frozenset(f.name for f in module.functions)
     smem_names = frozenset(d.name for d in module.shared if d.dynamic)
     static_names = frozenset(d.name for d in module.shared if not d.dynamic)
     facts: list[Fact] = []
@@ -171,15 +220,78 @@ def _derive(ptx: str, ignore: frozenset[str]) -> CodeFacts:
     for fn in module.functions:
         if fn.name in ignore:
             continue
-        facts.extend(_function(fn, handles, smem_names, static_names))
+        facts.extend(_function(fn, handles, defined, smem_names, static_names))
     return CodeFacts(tuple(facts), module.lines)
 
 
+#: The facts of synchronisation steps: each records the ones a path reaches after it (``Fact.reaches``).
+SYNC_KINDS = frozenset(
+    {
+        "arrive",
+        "wait",
+        "expect-tx",
+        "tensor-copy",
+        "bulk-copy",
+        "complete-tx",
+        "proxy-fence",
+        "barrier",
+        "call",
+        "init-fence",
+        "mbarrier-init",
+    }
+)
+
+
+class _Site:
+    """Where the instructions of one function sit: their guards, loops and order (the ``Fact`` fields)."""
+
+    def __init__(self, fn: Function, handles: frozenset[str]) -> None:
+        self.flow = Flow(fn)
+        self.threads = Threads(self.flow, handles)
+        body = fn.body
+        spinning = {lp.header for lp in self.flow.loops if _spins(body, self.flow, lp, handles)}
+        self.headers = {lp.header: self.flow.order[self.flow.blocks[lp.header][0]] + 1 for lp in self.flow.loops}
+        self.spinning = spinning
+
+    def place(self, index: int) -> tuple[Guard, tuple[int, ...], int]:
+        guard = self.threads.guard(index)
+        shown: Guard = None if guard is None else tuple(sorted(tuple(sorted(c)) for c in guard))
+        loops = tuple(self.headers[lp.header] for lp in self.flow.loops_of(index) if lp.header not in self.spinning)
+        return shown, loops, self.flow.order[index] + 1
+
+
+def _spins(body: tuple[Instr, ...], flow: Flow, loop: Loop, handles: frozenset[str]) -> bool:
+    """A loop that only polls an mbarrier (``try_wait``/``test_wait``, the address it polls and the branch
+    back; a handle's value may be read again): part of the wait, not a loop of the role."""
+    waits = False
+    for block in loop.body:
+        start, end = flow.blocks[block]
+        for ins in body[start:end]:
+            if ins.opcode.startswith(("mbarrier.try_wait", "mbarrier.test_wait")):
+                waits = True
+            elif (ins.base == "call" and callee(ins) in handles) or (ins.base == "ld" and ins.has("param")):
+                continue
+            elif ins.base in _EFFECTS or ins.base == "mbarrier":
+                return False
+    return waits
+
+
+# Instructions that do something a wait loop does not: a loop holding one is a loop of the role's work.
+_EFFECTS = frozenset(
+    {"st", "atom", "red", "cp", "bar", "barrier", "fence", "membar", "wgmma", "tcgen05", "call", "stmatrix", "ld"}
+)
+
+
 def _function(
-    fn: Function, handles: frozenset[str], smem_names: frozenset[str], static_names: frozenset[str]
+    fn: Function,
+    handles: frozenset[str],
+    defined: frozenset[str],
+    smem_names: frozenset[str],
+    static_names: frozenset[str],
 ) -> Iterator[Fact]:
     entry_like = len(fn.params) == 2 and fn.kind == ".func"
     env = analyse(fn, handle_names=handles, smem_names=smem_names, entry_like=entry_like, static_names=static_names)
+    yield Fact("function", fn.name, fn.line, fn.kind)  # where a step the code lacks is shown
     for name, values, line in fn.directives:
         yield Fact(
             "directive",
@@ -189,19 +301,81 @@ def _function(
             tuple((f"v{i}", Operand("constant", v)) for i, v in enumerate(values)),
             detail=name,
         )
+    site = _Site(fn, handles)
     pending_write: Instr | None = None
-    for ins in fn.body:
-        yield from _instruction(fn.name, ins, env)
+    stored: dict[str, tuple[int, str]] = {}  # a call's parameter -> (index, register) of the store that set it
+    found_all: list[tuple[int, Fact]] = []
+    for index, ins in enumerate(fn.body):
+        found = list(_instruction(fn.name, ins, env, site, index))
+        if ins.base == "st" and ins.has("param") and len(ins.operands) == 2:
+            stored[ins.operands[0].strip("[] ").split("+")[0].strip()] = (index, ins.operands[1].strip())
+        elif ins.base == "call":
+            found.extend(_call(fn.name, ins, env, site, index, stored, handles, defined))
+            stored = {}
+        if found and site.flow.reachable(index):
+            guard, loops, order = site.place(index)
+            found = [dataclasses.replace(f, guard=guard, loops=loops, order=order) for f in found]
+            undefined = [r for o in ins.operands for r in re.findall(r"%[\w$]+", o) if not site.flow.defined(index, r)]
+            if undefined:  # a register no path defines: what the instruction reads is unknown
+                found = [_unknown_operands(f) if f.kind in SYNC_KINDS else f for f in found]
+        found_all.extend((index, f) for f in found)
         op = ins.opcode
         if op.startswith("fence.proxy.async"):
             pending_write = None
         elif _generic_smem_write(ins, env):
             pending_write = pending_write or ins
         elif op.startswith(_ASYNC_READ) and pending_write is not None:
-            yield Fact(
-                "proxy", fn.name, ins.line, op, src=ins.src, detail=f"{pending_write.line}:{pending_write.opcode}"
+            found_all.append(
+                (
+                    index,
+                    Fact(
+                        "proxy",
+                        fn.name,
+                        ins.line,
+                        op,
+                        src=ins.src,
+                        detail=f"{pending_write.line}:{pending_write.opcode}",
+                    ),
+                )
             )
             pending_write = None
+    synced = [(i, f) for i, f in found_all if f.kind in SYNC_KINDS]
+    for index, f in found_all:
+        if f.kind in SYNC_KINDS:
+            later = sorted({g.order for j, g in synced if j != index and site.flow.precedes(index, j)})
+            f = dataclasses.replace(f, reaches=tuple(later)) if later else f
+        yield f
+
+
+def _call(
+    fn: str,
+    ins: Instr,
+    env: Env,
+    site: _Site,
+    index: int,
+    stored: dict[str, tuple[int, str]],
+    handles: frozenset[str],
+    defined: frozenset[str],
+) -> Iterator[Fact]:
+    """A call to a ring's wait handle (a ``wait`` with its slot and parity) or to a function of the module."""
+    target = callee(ins)
+    if target is None:
+        return
+    args = [
+        a.strip() for o in ins.operands if o.strip().startswith("(") for a in o.strip("() ").split(",") if a.strip()
+    ]
+    if target in handles and target.endswith(("_full_wait", "_empty_wait")) and len(args) == 2:
+        parts = []
+        for role, arg in zip(("slot", "parity"), args, strict=True):
+            at, reg = stored.get(arg, (index, ""))
+            parts.append((role, Operand.of(env.operand(reg), site.flow.first(at, reg) if reg else None)))
+        yield Fact("wait", fn, ins.line, ins.opcode, tuple(parts), ins.src, f"handle:{target}")
+    elif target in defined:
+        yield Fact("call", fn, ins.line, ins.opcode, (), ins.src, target)
+
+
+def _unknown_operands(fact: Fact) -> Fact:
+    return dataclasses.replace(fact, operands=tuple((r, Operand("unknown")) for r, _ in fact.operands))
 
 
 def _generic_smem_write(ins: Instr, env: Env) -> bool:
@@ -218,12 +392,34 @@ def _addr(env: Env, text: str) -> Operand:
     return Operand.of(env.address(text))
 
 
-def _instruction(fn: str, ins: Instr, env: Env) -> Iterator[Fact]:
+#: What a feature-gated instruction needs (the hardware table's feature names), by opcode prefix; first match.
+_FEATURES: tuple[tuple[str, str], ...] = (
+    ("wgmma.", "wgmma"),
+    ("tcgen05.", "tcgen05"),
+    ("cp.async.bulk.tensor", "tma"),
+    ("cp.reduce.async.bulk.tensor", "tma"),
+    ("cp.async.bulk.prefetch.tensor", "tma"),
+    ("cp.async.bulk", "cp_async_bulk"),
+    ("cp.reduce.async.bulk", "cp_async_bulk"),
+    ("mbarrier.", "mbarrier"),
+    ("barrier.cluster", "clusters"),
+    ("mapa", "clusters"),
+    ("getctarank", "clusters"),
+    ("multimem.", "multimem"),
+)
+
+
+def _instruction(fn: str, ins: Instr, env: Env, site: _Site, index: int) -> Iterator[Fact]:
     op, ops, src = ins.opcode, ins.operands, ins.src
 
     def fact(kind: str, *operands: tuple[str, Operand], detail: str = "") -> Fact:
-        return Fact(kind, fn, ins.line, op, tuple(operands), src, detail)
+        return Fact(kind, fn, ins.line, op, tuple(operands), src, detail, origin=ins.origin)
 
+    feature = next((f for prefix, f in _FEATURES if op.startswith(prefix)), None)
+    if feature is not None:
+        yield fact("feature", detail=feature)
+        if ".multicast" in op:
+            yield fact("feature", detail="tma_multicast" if feature == "tma" else "clusters")
     if _BARRIER.match(op) and not op.startswith(("bar.warp", "barrier.cluster")):
         if not ops:  # `barrier.sync.aligned` without operands is not valid PTX; treat as barrier 0
             yield fact("barrier", ("id", Operand("constant", 0)))
@@ -232,29 +428,66 @@ def _instruction(fn: str, ins: Instr, env: Env) -> Iterator[Fact]:
             parts = [("id", _op(env, ops[red]))]
             if len(ops) > red + 1 and not ops[red + 1].startswith(("%p", "!")) and red == 0:
                 parts.append(("threads", _op(env, ops[1])))
-            yield fact("barrier", *parts)
+            mode = "sync" if ".sync" in op or op.startswith(("bar.red", "barrier.red")) or op == "bar" else "arrive"
+            yield fact("barrier", *parts, detail=mode)
     elif op.startswith("mbarrier.init") and len(ops) >= 2:
-        yield fact("mbarrier-init", ("addr", _addr(env, ops[0])), ("count", _op(env, ops[1])))
-    elif (op.startswith("mbarrier.arrive.expect_tx") or op.startswith("mbarrier.expect_tx")) and len(ops) >= 2:
-        addr_i = 1 if op.startswith("mbarrier.arrive") else 0
-        if len(ops) > addr_i + 1:
-            yield fact("expect-tx", ("addr", _addr(env, ops[addr_i])), ("bytes", _op(env, ops[addr_i + 1])))
+        regs = re.findall(r"%[\w$]+", ops[0])
+        same = bool(regs) and all(site.flow.invariant(index, r) for r in regs)
+        # `invariant`: inside a loop, the address is the same on every pass (one barrier initialised again)
+        detail = "invariant" if same else ""
+        yield fact("mbarrier-init", ("addr", _addr(env, ops[0])), ("count", _op(env, ops[1])), detail=detail)
+    elif op.startswith(("mbarrier.try_wait", "mbarrier.test_wait")) and len(ops) >= 3:
+        parity = ".parity" in op
+        third = ops[2]
+        detail = "" if parity else "state"
+        first = site.flow.first(index, third) if parity else None
+        yield fact(
+            "wait", ("addr", _addr(env, ops[1])), ("parity", Operand.of(env.operand(third), first)), detail=detail
+        )
+    elif op.startswith("mbarrier.arrive") and len(ops) >= 2:
+        count = [("count", _op(env, ops[2]))] if len(ops) > 2 and ".expect_tx" not in op else []
+        if ".expect_tx" in op and len(ops) > 2:
+            yield fact("expect-tx", ("addr", _addr(env, ops[1])), ("bytes", _op(env, ops[2])))
+        kinds = [k for k in ("expect_tx", "arrive_drop", "noComplete") if k in op]
+        where = "remote" if "shared::cluster" in op else ""
+        yield fact(
+            "arrive", ("addr", _addr(env, ops[1])), *count, detail=",".join([*kinds, *([where] if where else [])])
+        )
+    elif op.startswith("mbarrier.expect_tx") and len(ops) >= 2:
+        yield fact("expect-tx", ("addr", _addr(env, ops[0])), ("bytes", _op(env, ops[1])))
     elif op.startswith("mbarrier.complete_tx") and len(ops) >= 2:
         # transaction bytes a thread completes without a copy (e.g. the part of a copy a clipped box leaves out)
         yield fact("complete-tx", ("addr", _addr(env, ops[0])), ("bytes", _op(env, ops[1])))
     elif op.startswith("cp.async.bulk.tensor") and "mbarrier" in op:
-        yield fact("tensor-copy", ("bar", _addr(env, ops[2] if len(ops) > 2 else "")))
+        yield fact("tensor-copy", ("bar", _addr(env, ops[2] if len(ops) > 2 else "")), *_tensor_map(env, ops))
     elif op.startswith("cp.async.bulk.shared") and "mbarrier" in op and len(ops) >= 4:
         yield fact("bulk-copy", ("dst", _addr(env, ops[0])), ("bytes", _op(env, ops[2])), ("bar", _addr(env, ops[3])))
+    elif op.startswith("cp.async.mbarrier.arrive") and ops:
+        yield fact("arrive", ("addr", _addr(env, ops[0])), detail="cp.async")
+    elif op.startswith("tcgen05.commit") and "mbarrier::arrive" in op and ops:
+        yield fact("arrive", ("addr", _addr(env, ops[0])), detail="tcgen05.commit")
     elif op.startswith("setmaxnreg") and ops:
         yield fact("setmaxnreg", ("regs", _op(env, ops[0])), detail="inc" if ".inc" in op else "dec")
     elif op.startswith("tcgen05.alloc") and len(ops) >= 2:
         yield fact("tmem-alloc", ("columns", _op(env, ops[1])))
+    elif op.startswith("tcgen05.dealloc"):
+        yield fact("tmem-op", detail="dealloc")
+    elif op.startswith("tcgen05.relinquish_alloc_permit"):
+        yield fact("tmem-op", detail="relinquish_alloc_permit")
+    elif op.startswith("fence.proxy.async"):
+        yield fact("proxy-fence", detail=op)
+    elif op.startswith("fence.mbarrier_init"):
+        yield fact("init-fence", detail=op)
     elif op.startswith(("fence.", "membar.")) and not op.startswith(("fence.proxy", "fence.mbarrier_init")):
         yield fact("fence", detail=_scope(op))
     if ins.base in ("atom", "red") and len(ops) >= 2:
         addr_text = ops[1] if ins.base == "atom" else ops[0]
         yield fact("atomic", ("addr", _addr(env, addr_text)), detail=_scope(op))
+    if ins.base in ("ld", "ldu") and len(ops) >= 2 and not ins.has("param"):
+        loaded = env.address(ops[1])
+        if "params_ptr" in loaded.origins and not loaded.unknown and not ins.has("shared"):
+            offset = Operand("constant", loaded.const) if loaded.const is not None else Operand("unknown")
+            yield fact("params-read", ("offset", offset), detail=str(_width(op, ops[0])))
     if (
         ins.base in _SHARED_OPS
         and ops
@@ -266,7 +499,7 @@ def _instruction(fn: str, ins: Instr, env: Env) -> Iterator[Fact]:
             if "static_shared" in addr.origins:
                 pass  # a static variable's accesses: its declaration's finding covers them (root cause first)
             elif ins.has("shared") or "smem" in addr.origins:
-                yield fact("smem-access", ("addr", Operand.of(addr)))
+                yield fact("smem-access", ("addr", Operand.of(addr)), detail=str(_width(op, ops[-1])))
             elif Operand.of(addr).tid_abs or Operand.of(addr).tid_wg:
                 yield fact("tid-index", ("addr", Operand.of(addr)))
     if ins.base == "setp" and len(ops) >= 3:
@@ -277,6 +510,23 @@ def _instruction(fn: str, ins: Instr, env: Env) -> Iterator[Fact]:
         )
         if both.tid_abs or both.tid_wg:
             yield fact("tid-index", ("cmp", both))
+
+
+def _tensor_map(env: Env, ops: tuple[str, ...]) -> list[tuple[str, Operand]]:
+    """The tensor map a TMA copy reads (``[tmap, {coords}]``): where its address comes from."""
+    if len(ops) < 2:
+        return []
+    inner = ops[1].strip().strip("[]")
+    base = inner.split(",", 1)[0].strip()
+    return [("map", Operand.of(env.operand(base)))] if base else []
+
+
+def _width(opcode: str, value: str) -> int:
+    """Bytes one access moves: its type's width times the lanes of a ``.v2``/``.v4`` vector."""
+    parts = opcode.split(".")
+    bits = next((int(p[1:]) for p in reversed(parts) if re.fullmatch(r"[bsuf](8|16|32|64|128)", p)), 0)
+    lanes = next((int(p[1:]) for p in parts if re.fullmatch(r"v[248]", p)), 1)
+    return bits // 8 * lanes
 
 
 def _scope(opcode: str) -> str:

@@ -29,20 +29,26 @@ _LABEL = re.compile(r"^([$\w]+):")
 
 @dataclass(frozen=True)
 class Instr:
-    """One instruction: ``@guard opcode a, b, …`` at PTX line ``line`` (source line ``src`` if known)."""
+    """One instruction: ``@guard opcode a, b, …`` at PTX line ``line`` (source line ``src`` if known).
+
+    ``src`` is where the author wrote the call that put the instruction there (an inlined
+    helper's call site); ``origin`` the line of the instruction itself, in the helper.
+    """
 
     opcode: str
     operands: tuple[str, ...]
     line: int
     guard: str | None = None
     src: tuple[str, int] | None = None
+    origin: tuple[str, int] | None = None
 
     @property
     def base(self) -> str:
         return self.opcode.split(".", 1)[0]
 
     def has(self, part: str) -> bool:
-        return part in self.opcode.split(".")
+        """Whether the opcode has the part ``part``, alone or qualified (``shared`` in ``st.shared::cta.u32``)."""
+        return any(p == part or p.startswith(part + "::") for p in self.opcode.split("."))
 
     @property
     def text(self) -> str:
@@ -69,6 +75,7 @@ class Function:
     directives: tuple[tuple[str, tuple[int, ...], int], ...]  # (name, values, line)
     body: tuple[Instr, ...]
     line: int
+    labels: tuple[tuple[str, int], ...] = ()  # (label, index in ``body`` of the instruction it names)
 
 
 @dataclass(frozen=True)
@@ -178,8 +185,10 @@ def _function(
         i += 1
     params = tuple(re.findall(r"\.param\s+(?:\.align\s+\d+\s+)?\.\w+\s+([\w$]+)", " ".join(header)))
     body: list[Instr] = []
+    labels: list[tuple[str, int]] = []
     depth = 0
     src: tuple[str, int] | None = None
+    origin: tuple[str, int] | None = None
     pending = ""
     pending_line = 0
     while i < len(raw):
@@ -190,6 +199,7 @@ def _function(
             # An inlined helper's line is reported at its call site (what the author wrote in the role).
             index, number = (lm.group(3), lm.group(4)) if lm.group(3) else (lm.group(1), lm.group(2))
             src = (files.get(int(index), f"#{index}"), int(number))
+            origin = (files.get(int(lm.group(1)), f"#{lm.group(1)}"), int(lm.group(2)))
             i += 1
             continue
         opened, closed = stripped.count("{"), stripped.count("}")
@@ -201,6 +211,7 @@ def _function(
             core = ""
         label = _LABEL.match(core)
         if label:
+            labels.append((label.group(1), len(body)))
             core = core[label.end() :].strip()
         if core:
             if not pending:
@@ -208,7 +219,7 @@ def _function(
             pending += " " + core
             while ";" in pending:
                 stmt, pending = pending.split(";", 1)
-                ins = _instruction(stmt.strip(), pending_line, src)
+                ins = _instruction(stmt.strip(), pending_line, src, origin)
                 if ins is not None:
                     body.append(ins)
                 pending = pending.strip()
@@ -217,11 +228,13 @@ def _function(
         i += 1
         if depth <= 0 and closed:
             break
-    functions.append(Function(name, kind, params, tuple(directives), tuple(body), start + 1))
+    functions.append(Function(name, kind, params, tuple(directives), tuple(body), start + 1, tuple(labels)))
     return i
 
 
-def _instruction(stmt: str, line: int, src: tuple[str, int] | None) -> Instr | None:
+def _instruction(
+    stmt: str, line: int, src: tuple[str, int] | None, origin: tuple[str, int] | None = None
+) -> Instr | None:
     if not stmt or stmt.startswith("."):
         return None
     guard = None
@@ -231,7 +244,7 @@ def _instruction(stmt: str, line: int, src: tuple[str, int] | None) -> Instr | N
     opcode, _, rest = stmt.partition(" ")
     if not opcode or not re.match(r"[a-z]", opcode):
         return None
-    return Instr(opcode, split_operands(rest.strip()), line, guard, src)
+    return Instr(opcode, split_operands(rest.strip()), line, guard, src, origin if origin != src else None)
 
 
 # ---- module-scope declarations

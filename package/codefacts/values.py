@@ -26,8 +26,6 @@ from dataclasses import dataclass
 
 from package.codefacts.ptx import Function, Instr
 
-_MASK32 = (1 << 64) - 1
-
 
 @dataclass(frozen=True)
 class Val:
@@ -35,6 +33,7 @@ class Val:
     origins: frozenset[str] = frozenset()
     unknown: bool = False
     tid_abs: bool = False
+    field: int | None = None  # the params offset a value loaded from the params block was read at
 
     @property
     def handles(self) -> frozenset[str]:
@@ -67,7 +66,8 @@ def join(a: Val | None, b: Val) -> Val:
     if a == b:
         return a
     const = a.const if a.const == b.const else None
-    return Val(const, a.origins | b.origins, a.unknown or b.unknown, a.tid_abs or b.tid_abs)
+    field = a.field if a.field == b.field else None
+    return Val(const, a.origins | b.origins, a.unknown or b.unknown, a.tid_abs or b.tid_abs, field)
 
 
 def combine(vals: list[Val], fold: Callable[[list[int]], int] | None = None) -> Val:
@@ -82,7 +82,7 @@ def combine(vals: list[Val], fold: Callable[[list[int]], int] | None = None) -> 
     return Val(const, origins, unknown, any(v.tid_abs for v in vals))
 
 
-_FOLDS: Mapping[str, Callable[[list[int]], int]] = {
+FOLDS: Mapping[str, Callable[[list[int]], int]] = {
     "add": lambda v: sum(v),
     "sub": lambda v: v[0] - v[1],
     "mul": lambda v: v[0] * v[1],
@@ -104,7 +104,7 @@ _SPECIAL = re.compile(
     r"%(tid|ntid|laneid|warpid|ctaid|nctaid|clusterid|nclusterid|cluster_ctaid|"
     r"cluster_nctarank|cluster_ctarank|smid|nsmid|gridid|lanemask_\w+|clock\w*|globaltimer\w*)"
 )
-_IMM = re.compile(r"^-?(0[xX][0-9a-fA-F]+|\d+)[Uu]?$")
+IMMEDIATE = re.compile(r"^-?(0[xX][0-9a-fA-F]+|\d+)[Uu]?$")
 _REG = re.compile(r"^%[\w$]+$")
 _ADDR = re.compile(r"^\[\s*([^\]+]+?)\s*(?:\+\s*(-?\w+))?\s*\]$")
 
@@ -123,7 +123,7 @@ class Env:
 
     def operand(self, text: str) -> Val:
         text = text.strip()
-        if _IMM.match(text):
+        if IMMEDIATE.match(text):
             return Val(int(text.rstrip("Uu"), 0))
         if text.startswith("0f") or text.startswith("0d"):
             return Val(0)
@@ -162,7 +162,7 @@ class Env:
         base = self.operand(m.group(1))
         if m.group(2) is None:
             return base
-        return combine([base, self.operand(m.group(2))], _FOLDS["add"])
+        return combine([base, self.operand(m.group(2))], FOLDS["add"])
 
 
 def analyse(
@@ -186,7 +186,7 @@ def analyse(
         last_call: str | None = None
         for ins in function.body:
             if ins.base == "call":
-                last_call = _callee(ins)
+                last_call = callee(ins)
                 dest = _call_result(ins)
                 if dest is not None:
                     changed |= _set(env, dest, UNKNOWN)
@@ -218,7 +218,7 @@ def _dests(dest: str) -> list[str]:
     return [d.strip() for d in dest.strip("{}").split(",") if _REG.match(d.strip())]
 
 
-def _callee(ins: Instr) -> str | None:
+def callee(ins: Instr) -> str | None:
     for op in ins.operands:
         name = op.strip()
         if re.fullmatch(r"[A-Za-z_$][\w$]*", name):
@@ -232,9 +232,69 @@ def _call_result(ins: Instr) -> str | None:
     return m.group(1) if m else None
 
 
+# Instructions whose first operand is read, not written (PTX ISA): stores, reductions, barriers,
+# fences, branches, copies, prefetches and the control of the asynchronous units.
+_NO_DEST_BASES = frozenset(
+    {
+        "st",
+        "stmatrix",
+        "red",
+        "sust",
+        "sured",
+        "membar",
+        "fence",
+        "bra",
+        "brx",
+        "ret",
+        "exit",
+        "trap",
+        "brkpt",
+        "nanosleep",
+        "pmevent",
+        "setmaxnreg",
+        "griddepcontrol",
+        "prefetch",
+        "prefetchu",
+        "cp",
+        "discard",
+        "applypriority",
+        "tensormap",
+        "stackrestore",
+        "clusterlaunchcontrol",
+    }
+)
+# Families with both kinds: the second opcode part that reads its first operand.
+_NO_DEST_PARTS = {
+    "bar": frozenset({"sync", "arrive", "warp", "cta"}),
+    "barrier": frozenset({"sync", "arrive", "cluster", "cta", "aligned"}),
+    "mbarrier": frozenset({"init", "inval", "expect_tx", "complete_tx"}),
+    "wgmma": frozenset({"fence", "commit_group", "wait_group"}),
+    "multimem": frozenset({"st", "red"}),
+    "wmma": frozenset({"store"}),
+}
+
+
+def defines(ins: Instr) -> bool:
+    """Whether ``ins`` writes its first operand (an instruction of the PTX ISA without a destination does not).
+
+    ``bar.red``/``barrier.red`` define their first operand; ``bar.cta.sync`` and ``bar.sync`` do
+    not; every ``tcgen05`` instruction but ``tcgen05.ld`` reads its operands.
+    """
+    parts = ins.opcode.split(".")
+    base = parts[0]
+    if base in _NO_DEST_BASES:
+        return base == "clusterlaunchcontrol" and "query_cancel" in parts
+    if base in ("bar", "barrier"):
+        return "red" in parts
+    if base == "tcgen05":
+        return len(parts) > 1 and parts[1] == "ld"
+    rest = _NO_DEST_PARTS.get(base)
+    return not (rest is not None and len(parts) > 1 and parts[1] in rest)
+
+
 def _transfer(env: Env, ins: Instr, last_call: str | None) -> tuple[str, Val] | None:
     ops = ins.operands
-    if not ops:
+    if not ops or not defines(ins):
         return None
     dest = ops[0].strip()
     if not _REG.match(dest) and not (dest.startswith("{") and ins.base in ("ld", "ldu", "mov")):
@@ -254,13 +314,13 @@ def _transfer(env: Env, ins: Instr, last_call: str | None) -> tuple[str, Val] | 
             if env.entry_like and index == 1:
                 return dest, Val(origins=frozenset({"smem"}))
             if env.entry_like and index == 0:
-                return dest, Val(origins=frozenset({"params_ptr"}))
+                return dest, Val(0, frozenset({"params_ptr"}))  # offset 0 of the params block
             return dest, Val(origins=frozenset({"arg"}))
         return dest, UNKNOWN
     if base in ("ld", "ldu"):
         loaded = env.address(ops[1]) if len(ops) > 1 else UNKNOWN
         if "params_ptr" in loaded.origins and not loaded.unknown and not ins.has("shared"):
-            return dest, Val(origins=frozenset({"params"}))
+            return dest, Val(origins=frozenset({"params"}), field=loaded.const)
         return dest, UNKNOWN
     if base in _COPIES:
         if len(ops) < 2:
@@ -270,7 +330,7 @@ def _transfer(env: Env, ins: Instr, last_call: str | None) -> tuple[str, Val] | 
         return dest, combine([env.operand(ops[1]), env.operand(ops[2]), _predless(env.operand(ops[3]))])
     if base == "and" and len(ops) == 3:
         a, b = env.operand(ops[1]), env.operand(ops[2])
-        val = combine([a, b], _FOLDS["and"])
+        val = combine([a, b], FOLDS["and"])
         mask = b.const if b.is_const else (a.const if a.is_const else None)
         if mask is not None and 0 <= mask < 32:
             val = Val(val.const, val.origins, val.unknown, False)
@@ -280,11 +340,11 @@ def _transfer(env: Env, ins: Instr, last_call: str | None) -> tuple[str, Val] | 
         return dest, val
     if base == "rem" and len(ops) == 3:
         a, b = env.operand(ops[1]), env.operand(ops[2])
-        val = combine([a, b], _FOLDS["rem"])
+        val = combine([a, b], FOLDS["rem"])
         if b.is_const and b.const is not None and 0 < b.const <= 32:
             val = Val(val.const, val.origins, val.unknown, False)
         return dest, val
-    fold = _FOLDS.get(base)
+    fold = FOLDS.get(base)
     if base in ("setp", "set"):
         return dest, combine([env.operand(o) for o in ops[1:3]])
     srcs = [env.operand(o) for o in ops[1:]]

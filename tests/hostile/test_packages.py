@@ -94,6 +94,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("KERNLINK_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("KERNLINK_NO_BINDING_CACHE", raising=False)
     binding.forget()
+    (tmp_path / "cache").mkdir(mode=0o700)  # a private folder, as the cache makes it (specs/security.md, Caches)
     return tmp_path / "cache"
 
 
@@ -181,7 +182,7 @@ def test_the_rebuild_never_replays_an_option_off_the_allowlist(tmp_path: Path, p
 
 def _plant(cache: Path, body: dict[str, Any], mac: str) -> Path:
     folder = cache / "binding"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(mode=0o700, exist_ok=True)
     entry = binding._entry(folder, body)
     entry.write_text(json.dumps({**body, "mac": mac}, sort_keys=True))
     return entry
@@ -198,7 +199,7 @@ def test_a_planted_binding_verdict_does_not_link_a_forged_package(
     from contract_lang.printer import print_node
 
     text = print_node(stage)
-    (cache / "binding").mkdir(parents=True)
+    (cache / "binding").mkdir(mode=0o700)
     (cache / "binding" / f"{hashlib.sha256(forged.sha256.encode()).hexdigest()}.ok").write_text("ok\n")  # old style
     for mode in ("lowered", "rebuilt"):
         body = binding._body(forged, text, mode)

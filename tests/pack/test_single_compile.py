@@ -30,8 +30,11 @@ COMPONENTS = sorted(p for p in EXAMPLES.glob("*/*.cu") if p.with_suffix(".kc").i
 
 
 def _without_ptx_lines(facts: Any) -> Any:
+    """The facts without where their instructions sit in the PTX (the lines, and the positions that
+    order, loop headers and the facts a path reaches are given in), which the block layout of each
+    compile decides."""
     if isinstance(facts, dict):
-        return {k: _without_ptx_lines(v) for k, v in facts.items() if k != "line"}
+        return {k: _without_ptx_lines(v) for k, v in facts.items() if k not in ("line", "order", "loops", "reaches")}
     if isinstance(facts, list):
         return [_without_ptx_lines(v) for v in facts]
     return facts

@@ -32,7 +32,7 @@ __device__ unsigned kl_ring_reduce_kv_full_bar();  // a full-barrier offset; red
 __device__ unsigned kl_ring_reduce_kv_empty_bar();  // an empty-barrier offset; reduce.kc:12: ring kv consume by reduce {
 __device__ void kl_ring_reduce_kv_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; reduce.kc:12: ring kv consume by reduce {
 __device__ void kl_ring_reduce_kv_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; reduce.kc:12: ring kv consume by reduce {
-__device__ unsigned kl_ring_reduce_fact_tile_elems();  // a fact's value; reduce.kc:17: uses fact tile_elems: u32 as param tile_elems
+__device__ unsigned kl_ring_reduce_fact_tile_elems();  // a fact's value; reduce.kc:18: uses fact tile_elems: u32 as param tile_elems
 __device__ unsigned kl_ring_reduce_kv_stage_smem();  // ring kv: slot 0's offset of claim `stage`; reduce.kc:12: ring kv consume by reduce {
 __device__ unsigned kl_ring_reduce_kv_stage_stride();  // ring kv: slot stride of claim `stage`; reduce.kc:12: ring kv consume by reduce {
 // ---- what this stage defines (the linker calls these)

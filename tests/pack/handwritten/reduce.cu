@@ -82,6 +82,9 @@ extern "C" __device__ void ring_reduce_main(const ReduceParams* params, unsigned
         for (unsigned k = t; k < elems; k += kThreads) {
             sum += data[k];
         }
+        // `fence proxy_async`: these generic loads are ordered before the async-proxy bulk copy
+        // that refills the slot once it is released
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         __syncwarp();  // the whole warp has read the slot
         if (lane == 0) {
             mbarrier_arrive(empty + kBarrierBytes * slot);  // `empty arrive per_warp(reduce)`

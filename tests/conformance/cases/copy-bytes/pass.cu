@@ -60,6 +60,7 @@ extern "C" __device__ void fx_use(const void* params, unsigned char* smem) {
         }
         const float* data = reinterpret_cast<const float*>(smem + kl_fx_ring_stage_smem() + kl_fx_ring_stage_stride() * slot);
         sum += data[32 * warp + lane];
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         __syncwarp();
         if (lane == 0) {
             asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(base + kl_fx_ring_kv_empty_bar() + 8 * slot) : "memory");

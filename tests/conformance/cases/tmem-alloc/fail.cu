@@ -1,4 +1,5 @@
-// The twin: it allocates the 128 columns it claims.
+// The warp allocates its accumulator's 128 columns itself, although the dispatch kernel
+// already allocated every `claim tmem`: two allocations at different bases.
 extern "C" __device__ unsigned kl_fx_tmem_slot_smem();
 extern "C" __device__ void fx_mma(const void*, unsigned char* smem) {
     const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem + kl_fx_tmem_slot_smem()));

@@ -1,0 +1,607 @@
+"""Every protocol step of a role has its instruction in the role's code, and every instruction its step.
+
+For each role with an entry and each side of a ring the role takes (``ring R produce|consume
+by ROLE``), the synchronisation facts of the role's code (:mod:`package.codefacts`) are
+matched with the side's steps:
+
+- the barrier: an instruction belongs to a ring's full or empty barrier through the handle
+  its address comes from (``_full_bar``/``_empty_bar``, or the ring's wait handles);
+- the iteration: the steps run once per iteration of the loop around the side's first wait
+  (its first arrive when it waits on nothing); instructions before that loop are the
+  side's ``prearm`` arrives, instructions after it drain the ring;
+- ``ring-step``: a step with no instruction in the iteration (``missing``), an instruction
+  on a ring barrier no step of the role names (``extra``), or a step that runs more often per
+  iteration than the others (``times``: a path with two arrives per wait);
+- ``arrive-count``: the arrivals of each arrive instruction (the threads of the role its
+  guard selects, times the instruction's count) against the step's count;
+- ``wait-parity``: the parity each wait uses first (the side's ``parity P``, else 0 for
+  ``full`` and 1 for ``empty``), and that it changes from one iteration to the next;
+- ``step-order``: the first instruction of each step comes after the first instruction of
+  the step written before it;
+- ``ring-fence``: a side that states ``fence proxy_async`` runs ``fence.proxy.async`` after
+  its slot accesses and before its release arrive (the producer's ``full``, the consumer's
+  ``empty``);
+- ``named-barrier``: a role runs a claimed barrier or rendezvous it takes part in, in the
+  mode it states (``bar.sync`` for ``sync``, ``bar.arrive`` for ``arrive``), and no other;
+- ``init-hook``: a ring's init hook initialises both barriers and, for ``init by R
+  fenced``, fences the inits; no role initialises a ring barrier again.
+
+A guard, parity or barrier the analysis cannot read is an undecided finding, never a pass.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from checker.conformance.context import Ctx, Finding, found, unknown
+from checker.handles import init_hook_symbol
+from contract_lang import ast as A
+from package.codefacts.facts import CodeFacts, Fact, Guard
+
+STEP_CHECKS = ("ring-step", "arrive-count", "wait-parity", "step-order", "ring-fence", "named-barrier", "init-hook")
+_RING_FACTS = ("wait", "arrive", "tensor-copy", "bulk-copy")
+
+
+@dataclass(frozen=True)
+class Site:
+    """A synchronisation instruction on a ring barrier: what it does (``wait``, ``arrive``, ``copy``) and where."""
+
+    fact: Fact
+    ring: str
+    barrier: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a ring side: a wait, an arrive or a copy on one barrier (``item`` is its contract line)."""
+
+    kind: str
+    barrier: str
+    item: A.RingWait | A.RingArrive | A.RingCopy
+
+    @property
+    def words(self) -> str:
+        return f"{self.barrier} {self.kind}"
+
+
+def guard_text(guard: Guard) -> str:
+    """A guard as data (``lane eq 0;warp eq 0|…``; ``*`` every thread; ``?`` undecided)."""
+    if guard is None:
+        return "?"
+    return "|".join(";".join(f"{q} {op} {v}" for q, op, v in conj) or "*" for conj in guard)
+
+
+def threads(guard: Guard, warps: int, aligned: bool) -> int | None:
+    """How many of a role's ``32 * warps`` threads a guard selects (None: it names what placement decides)."""
+    if guard is None:
+        return None
+    count = 0
+    for t in range(32 * warps):
+        values = {"lane": t % 32, "warp": t // 32, "wgt": t % 128, "wg": t // 128, "thread": t}
+        values["elect"] = int(t % 32 == 0)
+        if aligned:
+            values["awgt"] = t % 128
+        for conj in guard:
+            if any(q not in values for q, _, _ in conj):
+                return None
+            if all(_holds(op, values[q], v) for q, op, v in conj):
+                count += 1
+                break
+    return count
+
+
+def _holds(op: str, x: int, v: int) -> bool:
+    return {"eq": x == v, "ne": x != v, "lt": x < v, "le": x <= v, "gt": x > v, "ge": x >= v}[op]
+
+
+def longest_chain(facts: Sequence[Fact]) -> int:
+    """The most of ``facts`` that one path without a back edge runs (``Fact.reaches`` orders them)."""
+    ordered = sorted(facts, key=lambda f: f.order)
+    best: dict[int, int] = {}
+    for f in ordered:
+        before = [best[g.order] for g in ordered if g.order < f.order and f.order in g.reaches]
+        best[f.order] = 1 + max(before, default=0)
+    return max(best.values(), default=0)
+
+
+def steps(ctx: Ctx, code: CodeFacts) -> Iterator[Finding]:
+    """The findings of every step check (module docstring), role by role."""
+    by_function: dict[str, list[Fact]] = {}
+    for f in code.facts:
+        by_function.setdefault(f.function, []).append(f)
+    for role in ctx.stage.roles:
+        if not role.entry or role.entry not in by_function:
+            continue
+        facts = by_function[role.entry]
+        anchor = next(f for f in facts if f.kind == "function")
+        sites, stray = _sites(ctx, facts)
+        yield from stray
+        sides = [r for r in ctx.stage.rings if r.role == role.name]
+        for side in sides:
+            yield from _side(ctx, role, side, [s for s in sites if s.ring == side.name], anchor, facts)
+        named = {r.name for r in sides}
+        for site in sites:
+            if site.ring not in named:
+                yield found(
+                    "ring-step",
+                    "foreign",
+                    site.fact,
+                    _ring_node(ctx, site.ring),
+                    ring=site.ring,
+                    role=role.name,
+                    step=f"{site.barrier} {site.kind}",
+                )
+        yield from _named_barriers(ctx, role, facts, anchor)
+        yield from _calls(facts, by_function)
+    yield from _init_hooks(ctx, by_function)
+
+
+def _ring_node(ctx: Ctx, ring: str) -> A.Node | None:
+    return next((r for r in ctx.stage.rings if r.name == ring), None)
+
+
+def _sites(ctx: Ctx, facts: Sequence[Fact]) -> tuple[list[Site], list[Finding]]:
+    """The ring-barrier instructions of one role's code, and the undecided ones (their barrier unknown)."""
+    sites: list[Site] = []
+    stray: list[Finding] = []
+    for f in facts:
+        if f.kind not in _RING_FACTS:
+            continue
+        kind = "copy" if f.kind.endswith("-copy") else f.kind
+        handle = f.detail.removeprefix("handle:") if f.detail.startswith("handle:") else None
+        if handle is not None:
+            spec = ctx.handle(handle)
+            if spec is not None and spec.kind in ("ring_full_wait", "ring_empty_wait"):
+                sites.append(Site(f, spec.item, "full" if spec.kind == "ring_full_wait" else "empty", kind))
+            continue
+        addr = f.operand("bar" if kind == "copy" else "addr")
+        where = ctx.ring_barrier(addr)
+        if where is not None:
+            sites.append(Site(f, where[0].name, where[1], kind))
+        elif ctx.private_barrier(addr):
+            continue  # an mbarrier in the stage's own claim (`use mbarrier`): no ring's step
+        elif kind != "copy":
+            stray.append(unknown("ring-step", f, "ring-barrier", None))
+    return sites, stray
+
+
+def _steps(side: A.Ring) -> list[Step]:
+    out: list[Step] = []
+    for it in side.items:
+        if isinstance(it, A.RingWait):
+            out.append(Step("wait", it.barrier, it))
+        elif isinstance(it, A.RingArrive):
+            out.append(Step("arrive", it.barrier, it))
+        elif isinstance(it, A.RingCopy):
+            out.append(Step("copy", it.barrier, it))
+    if not any(s.kind == "copy" for s in out):
+        tx = next((s for s in out if isinstance(s.item, A.RingArrive) and s.item.tx), None)
+        if tx is not None:
+            out.append(Step("copy", "full", tx.item))  # an arrive with `tx` and no copy line stands for one copy
+    return out
+
+
+def _side(
+    ctx: Ctx, role: A.Role, side: A.Ring, sites: list[Site], anchor: Fact, facts: Sequence[Fact]
+) -> Iterator[Finding]:
+    plan = _steps(side)
+    looping = [s for s in plan if not (isinstance(s.item, A.RingArrive) and s.item.prearm)]
+    first = _first_site(plan, sites)
+    loop = first.fact.loops[-1] if first is not None and first.fact.loops else None
+
+    def in_iteration(site: Site) -> bool:
+        return loop is None or loop in site.fact.loops
+
+    def of(step: Step, inside: bool = True) -> list[Site]:
+        return [s for s in sites if (s.kind, s.barrier) == (step.kind, step.barrier) and in_iteration(s) == inside]
+
+    def sited(step: Step) -> list[Site]:
+        return of(step)
+
+    declared = {(s.kind, s.barrier) for s in plan}
+    # a wait outside the side's loop is no step (its arrives may drain or prearm the ring there; its waits not)
+    extra = [
+        site
+        for site in sites
+        if (site.kind, site.barrier) not in declared or (site.kind == "wait" and not in_iteration(site))
+    ]
+    absent = [
+        s for s in plan if not of(s, inside=not (isinstance(s.item, A.RingArrive) and s.item.prearm) or loop is None)
+    ]
+    for step in absent:
+        # an instruction of the step's kind on the ring's other barrier: one mistake, the barrier
+        wrong = [site for site in extra if site.kind == step.kind]
+        if wrong:
+            extra = [site for site in extra if site.kind != step.kind]
+            yield found(
+                "ring-step",
+                "barrier",
+                wrong[0].fact,
+                step.item,
+                ring=side.name,
+                role=role.name,
+                step=step.words,
+                got=f"{wrong[0].barrier} {wrong[0].kind}",
+            )
+            continue
+        prearm = isinstance(step.item, A.RingArrive) and step.item.prearm
+        yield found(
+            "ring-step",
+            "missing",
+            anchor,
+            step.item,
+            ring=side.name,
+            role=role.name,
+            step=step.words,
+            side=side.side,
+            prearm=prearm,
+        )
+    for site in extra:
+        yield found(
+            "ring-step",
+            "extra",
+            site.fact,
+            side,
+            ring=side.name,
+            role=role.name,
+            step=f"{site.barrier} {site.kind}",
+            side=side.side,
+        )
+    if absent or extra:
+        return  # the counts, parities and order of a side with a wrong step follow from that one mistake
+    disorder = [*_times(side, role, looping, sited), *_order(side, looping, sited)]
+    if disorder:
+        yield from disorder  # parities and counts of misplaced steps follow from the misplacement
+        return
+    for step in looping:
+        if step.kind == "arrive":
+            yield from _arrivals(ctx, role, side, step, of(step))
+        elif step.kind == "wait":
+            yield from _parities(side, step, of(step), loop is not None)
+    yield from _fence(ctx, role, side, plan, sited, facts)
+
+
+def _first_site(plan: list[Step], sites: list[Site]) -> Site | None:
+    for kind in ("wait", "arrive", "copy"):
+        keys = {(s.kind, s.barrier) for s in plan if s.kind == kind and not getattr(s.item, "prearm", False)}
+        chosen = sorted((s for s in sites if (s.kind, s.barrier) in keys), key=lambda s: s.fact.order)
+        if chosen:
+            return chosen[0]
+    return None
+
+
+Sited = Callable[[Step], list[Site]]
+
+
+def _times(side: A.Ring, role: A.Role, looping: list[Step], of: Sited) -> Iterator[Finding]:
+    """Every wait and arrive of the side runs as often per iteration as the others (copies are counted
+    in bytes: ``copy-bytes``, ``expect-tx``)."""
+    counted: list[tuple[Step, int, list[Site]]] = []
+    seen: set[tuple[str, str]] = set()
+    for step in looping:
+        key = (step.kind, step.barrier)
+        if key in seen or step.kind == "copy":
+            continue
+        seen.add(key)
+        here = of(step)
+        chain = longest_chain([s.fact for s in here])
+        per = sum(1 for s in looping if (s.kind, s.barrier) == key)
+        counted.append((step, chain // per if chain % per == 0 else -1, here))
+    if not counted:
+        return
+    base_step, base, _ = counted[0]
+    for step, times, here in counted[1:]:
+        if times != base:
+            site = max(here, key=lambda s: s.fact.order)
+            yield found(
+                "ring-step",
+                "times",
+                site.fact,
+                step.item,
+                ring=side.name,
+                role=role.name,
+                step=step.words,
+                base=base_step.words,
+                times=max(times, 0) or len(here),
+                per=base,
+            )
+
+
+def _arrivals(ctx: Ctx, role: A.Role, side: A.Ring, step: Step, here: list[Site]) -> Iterator[Finding]:
+    assert isinstance(step.item, A.RingArrive)
+    want = ctx.count_value(step.item.count)
+    for site in here:
+        selected = threads(site.fact.guard, role.warps or 0, role.warpgroup)
+        count = site.fact.operand("count")
+        times = 1 if count is None else (count.value if count.kind == "constant" else None)
+        if selected is None or times is None:
+            yield unknown("arrive-count", site.fact, "arrivals", step.item)
+            continue
+        if want is None:
+            yield unknown("arrive-count", site.fact, "declared-count", step.item)
+            continue
+        got = selected * times
+        if got != want:
+            yield found(
+                "arrive-count",
+                "count",
+                site.fact,
+                step.item,
+                ring=side.name,
+                role=role.name,
+                step=step.words,
+                got=got,
+                want=want,
+                guard=guard_text(site.fact.guard),
+                times=times,
+                threads=selected,
+                width=32 * (role.warps or 0),
+            )
+
+
+def _parities(side: A.Ring, step: Step, here: list[Site], looped: bool) -> Iterator[Finding]:
+    assert isinstance(step.item, A.RingWait)
+    want = step.item.parity if step.item.parity is not None else (0 if step.barrier == "full" else 1)
+    for site in here:
+        parity = site.fact.operand("parity")
+        if parity is None or site.fact.detail == "state":
+            yield unknown("wait-parity", site.fact, "first-parity", step.item)
+            continue
+        if parity.first is None:
+            yield unknown("wait-parity", site.fact, "first-parity", step.item)
+        elif parity.first % 2 != want:
+            yield found(
+                "wait-parity",
+                "first",
+                site.fact,
+                step.item,
+                ring=side.name,
+                step=step.words,
+                got=parity.first % 2,
+                want=want,
+                stated=step.item.parity is not None,
+            )
+        elif looped and parity.kind == "constant":
+            yield found(
+                "wait-parity", "constant", site.fact, step.item, ring=side.name, step=step.words, got=parity.first % 2
+            )
+
+
+def _order(side: A.Ring, looping: list[Step], of: Sited) -> Iterator[Finding]:
+    previous: tuple[Step, int] | None = None
+    for step in looping:
+        here = of(step)
+        if not here:
+            continue
+        at = min(s.fact.order for s in here)
+        if previous is not None and at < previous[1]:
+            site = min(here, key=lambda s: s.fact.order)
+            yield found(
+                "step-order", "before", site.fact, step.item, ring=side.name, step=step.words, before=previous[0].words
+            )
+            return
+        previous = (step, at)
+
+
+_RELEASE = {"produce": "full", "consume": "empty"}
+
+
+def _fence(
+    ctx: Ctx, role: A.Role, side: A.Ring, plan: list[Step], of: Sited, facts: Sequence[Fact]
+) -> Iterator[Finding]:
+    """`fence proxy_async`: a `fence.proxy.async` after the side's slot accesses and before its release arrive."""
+    promise = next((it for it in side.items if isinstance(it, A.RingFence)), None)
+    if promise is None:
+        return
+    release = next((s for s in plan if s.kind == "arrive" and s.barrier == _RELEASE[side.side]), None)
+    if release is None:
+        return
+    fences = [f for f in facts if f.kind == "proxy-fence" and _covers_shared(f)]
+    for site in of(release):
+        arrive = site.fact
+        before = [f for f in fences if arrive.order in f.reaches]
+        if not before:
+            yield found(
+                "ring-fence",
+                "missing",
+                arrive,
+                promise,
+                ring=side.name,
+                role=role.name,
+                side=side.side,
+                release=release.words,
+            )
+            continue
+        last = max(f.order for f in before)
+        accesses = [a for a in facts if a.kind == "smem-access" and last < a.order < arrive.order and _slot(ctx, a)]
+        if accesses:
+            yield found(
+                "ring-fence",
+                "early",
+                accesses[0],
+                promise,
+                ring=side.name,
+                role=role.name,
+                side=side.side,
+                release=release.words,
+            )
+
+
+def _covers_shared(fence: Fact) -> bool:
+    """A proxy fence whose state space includes shared memory (``fence.proxy.async.global`` does not)."""
+    return fence.kind == "init-fence" or fence.detail == "fence.proxy.async" or ".shared" in fence.detail
+
+
+def _slot(ctx: Ctx, access: Fact) -> bool:
+    """A shared-memory access to a ring's slots (through a per-slot claim's or a ring's slot handle)."""
+    addr = access.operand("addr")
+    for spec in ctx.handles_of(addr, "smem", "ring_slot_smem"):
+        if spec.kind == "ring_slot_smem" or (isinstance(spec.node, A.SmemClaim) and spec.node.per_slot):
+            return True
+    return False
+
+
+def _named_barriers(ctx: Ctx, role: A.Role, facts: Sequence[Fact], anchor: Fact) -> Iterator[Finding]:
+    items = [i for i in ctx.stage.items if isinstance(i, (A.BarrierClaim, A.Rendezvous))]
+    used: set[str] = set()
+    unnamed = False  # a barrier whose ID is a literal or untraced (its own finding): it may be any of them
+    for f in facts:
+        if f.kind != "barrier":
+            continue
+        specs = ctx.handles_of(f.operand("id"), "bar_id")
+        ident = f.operand("id")
+        if not specs:
+            unnamed = unnamed or ident is None or ident.value != 0
+            continue
+        name = specs[0].item
+        used.add(name)
+        mine = [i for i in items if i.name == name and _takes_part(i, role)]
+        if not mine:
+            node = next((i for i in items if i.name == name), None)
+            yield found("named-barrier", "not-participant", f, node, barrier=name, role=role.name)
+            continue
+        modes = {i.mode for i in mine if isinstance(i, A.Rendezvous)}
+        if modes and f.detail not in modes:
+            yield found(
+                "named-barrier", "mode", f, mine[0], barrier=name, role=role.name, got=f.detail, want=sorted(modes)[0]
+            )
+    for item in items:
+        if _takes_part(item, role) and item.name not in used and not unnamed:
+            yield found("named-barrier", "missing", anchor, item, barrier=item.name, role=role.name)
+
+
+def _takes_part(item: A.BarrierClaim | A.Rendezvous, role: A.Role) -> bool:
+    return role.name in item.participants if isinstance(item, A.BarrierClaim) else item.role == role.name
+
+
+def _calls(facts: Sequence[Fact], by_function: dict[str, list[Fact]]) -> Iterator[Finding]:
+    """A role calling a function of its module that synchronises: the analysis reads each function alone."""
+    for f in facts:
+        if f.kind == "call" and any(
+            g.kind in _RING_FACTS or g.kind == "barrier" for g in by_function.get(f.detail, [])
+        ):
+            yield unknown("ring-step", f, "helper", None)
+
+
+def _init_hooks(ctx: Ctx, by_function: dict[str, list[Fact]]) -> Iterator[Finding]:
+    hooks: dict[str, A.Ring] = {}
+    for ring in ctx.stage.rings:
+        init = ring.first(A.RingInitBy)
+        if isinstance(init, A.RingInitBy):
+            hooks[init_hook_symbol(ctx.stage, ring.name)] = ring
+    for symbol, ring in hooks.items():
+        facts = by_function.get(symbol)
+        if facts is None:
+            continue  # L-SYMBOL: the stage does not define its hook
+        anchor = next(f for f in facts if f.kind == "function")
+        inits = [f for f in facts if f.kind == "mbarrier-init"]
+        done = {
+            w[1] for f in inits if (w := ctx.ring_barrier(f.operand("addr"))) is not None and w[0].name == ring.name
+        }
+        init = ring.first(A.RingInitBy)
+        assert isinstance(init, A.RingInitBy)
+        for which in ("full", "empty"):
+            if which not in done:
+                yield found("init-hook", "missing-init", anchor, init, ring=ring.name, barrier=which, hook=symbol)
+        again = next(
+            (f for f in inits if f.detail == "invariant" and ctx.ring_barrier(f.operand("addr")) is not None), None
+        )
+        if again is not None:
+            yield found("init-hook", "same-slot", again, init, ring=ring.name, hook=symbol)
+        per = {
+            which: longest_chain(
+                [f for f in inits if (w := ctx.ring_barrier(f.operand("addr"))) is not None and w == (ring, which)]
+            )
+            for which in ("full", "empty")
+        }
+        if done == {"full", "empty"} and per["full"] != per["empty"]:
+            # every slot has one barrier of each: an unrolled init loop inits both kinds equally often
+            fewer = min(per, key=lambda w: per[w])
+            yield found("init-hook", "uneven", anchor, init, ring=ring.name, hook=symbol, fewer=fewer, **per)
+        if init.fenced:
+            fences = [f for f in facts if f.kind == "init-fence" or (f.kind == "proxy-fence" and _covers_shared(f))]
+            cluster = any(r.scope == "cluster" for r in ctx.stage.rings if r.name == ring.name)
+            if cluster:
+                fences = [f for f in fences if f.kind == "init-fence"]
+            last_init = max((f.order for f in inits), default=0)
+            if not any(f.order > last_init for f in fences):
+                yield found(
+                    "init-hook",
+                    "unfenced",
+                    anchor,
+                    init,
+                    ring=ring.name,
+                    hook=symbol,
+                    fence="fence.mbarrier_init.release.cluster" if cluster else "fence.proxy.async.shared::cta",
+                )
+    for function, facts in by_function.items():
+        if function in hooks:
+            continue
+        for f in facts:
+            where = ctx.ring_barrier(f.operand("addr")) if f.kind == "mbarrier-init" else None
+            if where is not None:
+                init = where[0].first(A.RingInitBy)
+                yield found("init-hook", "outside", f, init or where[0], ring=where[0].name, function=function)
+
+
+def rendezvous_sites(stage: A.Stage, code: CodeFacts) -> dict[tuple[str, str], list[Fact]]:
+    """The named-barrier instructions of each (rendezvous, role) of the stage, from the role's code."""
+    ctx = Ctx(stage, {r.entry: r for r in stage.roles if r.entry}, {})
+    names = {i.name for i in stage.items if isinstance(i, A.Rendezvous)}
+    out: dict[tuple[str, str], list[Fact]] = {}
+    for f in code.facts:
+        role = ctx.roles.get(f.function)
+        if f.kind != "barrier" or role is None:
+            continue
+        specs = ctx.handles_of(f.operand("id"), "bar_id")
+        if specs and specs[0].item in names:
+            out.setdefault((specs[0].item, role.name), []).append(f)
+    return out
+
+
+def rendezvous_shape(sites: Sequence[Fact]) -> tuple[int, ...]:
+    """How a role meets a rendezvous: the loop depth of each instruction on its longest path, sorted."""
+    chain = longest_chain(sites)
+    depths = sorted(len(f.loops) for f in sites)
+    return (chain, *depths)
+
+
+def across_stages(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> Iterator[tuple[int, Finding]]:
+    """Every participant of a rendezvous meets it the same way (as often, at the same loop depths):
+    a participant that syncs once where the others sync twice waits at a barrier the others left."""
+    shapes: dict[str, list[tuple[int, str, tuple[int, ...], list[Fact], A.Node]]] = {}
+    for index, (stage, code) in enumerate(parts):
+        items = {(i.name, i.role): i for i in stage.items if isinstance(i, A.Rendezvous)}
+        for (name, role), sites in rendezvous_sites(stage, code).items():
+            item = items.get((name, role))
+            if item is not None:
+                shapes.setdefault(name, []).append((index, role, rendezvous_shape(sites), sites, item))
+    for name, found_shapes in sorted(shapes.items()):
+        counts = Counter(shape for _, _, shape, _, _ in found_shapes)
+        if len(counts) < 2:
+            continue
+        usual, _ = counts.most_common(1)[0]
+        first = next(f for f in found_shapes if f[2] == usual)
+        for index, role, shape, sites, node in found_shapes:
+            if shape == usual:
+                continue
+            site = sorted(sites, key=lambda f: f.order)[0]
+            yield (
+                index,
+                found(
+                    "named-barrier",
+                    "count",
+                    site,
+                    node,
+                    barrier=name,
+                    role=role,
+                    got=shape[0],
+                    depths=",".join(map(str, shape[1:])),
+                    other=first[1],
+                    want=usual[0],
+                    other_depths=",".join(map(str, usual[1:])),
+                ),
+            )

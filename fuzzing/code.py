@@ -1,0 +1,566 @@
+"""The code-mutation campaign (``kernlink fuzz --code``): edit each component's PTX, one synchronisation
+instruction at a time, and see whether conformance notices.
+
+For every package of a composition, every synchronisation instruction of its PTX (mbarrier
+inits, waits, arrives, expect-tx and complete-tx, bulk and tensor copies, ``tcgen05.commit``,
+named barriers, fences) gets each mutation that applies to it:
+
+| kind | edit |
+|---|---|
+| ``delete`` | remove the instruction (a fence: ``drop-fence``) |
+| ``duplicate`` | run it twice |
+| ``reorder`` | move it before the synchronisation instruction that precedes it |
+| ``barrier`` | address another barrier the function uses (another ring barrier, another named barrier) |
+| ``count`` | another arrival, thread, byte or init count |
+| ``parity`` | wait on a constant parity, or on the other parity (first iteration flipped) |
+| ``scope`` | another scope (``.cta``, ``.cluster``, ``.gpu``) or state space |
+| ``drop-fence`` | remove a fence |
+
+Each mutant is judged as ``kernlink pack --strict`` and ``kernlink check --strict`` judge a
+package's code: the conformance findings of its stage (an undecided site counts, as under
+``--strict``), then the composition's L-CONFORM clause with the mutant in place of the
+package's PTX (what only the whole composition decides, such as a rendezvous run a
+different number of times by its participants). The link is not repeated: it reads a
+package's LTO IR, which a PTX mutant does not change; ``bench/gpu/code_mutants.py`` rebuilds
+a sample of mutants from their CUDA line and runs them on a GPU.
+
+A mutant is **rejected**, **equivalent** (accepted, and one of the edits this module can
+show changes nothing the protocol observes: a repeated fence, a widened scope, a dropped
+init fence beside the one that publishes the inits) or **accepted**: an edit that changes
+the protocol and that conformance missed. The campaign's goal is no accepted mutant.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from checker.composition import Composition
+from diagnostics.model import Diagnostic, Severity
+from package.codefacts import derive
+from package.codefacts.ptx import Function, Instr, parse
+from package.codefacts.values import Env, analyse
+from package.loader import StageEntry
+
+CODE_KINDS = {
+    "delete": "remove a synchronisation instruction",
+    "duplicate": "run a synchronisation instruction twice",
+    "reorder": "move a synchronisation instruction before the one that precedes it",
+    "barrier": "address another barrier the function uses",
+    "count": "another arrival, thread, byte or init count",
+    "parity": "wait on a constant parity, or on the other parity",
+    "scope": "another scope or state space",
+    "drop-fence": "remove a fence",
+}
+_SYNC = ("mbarrier.", "bar.", "barrier.", "fence.", "membar.", "cp.async.bulk", "tcgen05.commit")
+_PROBE = "kl_probe_keep_"
+
+Verdict = Literal["rejected", "equivalent", "outside", "undecided", "accepted"]
+
+
+@dataclass(frozen=True)
+class CodeMutation:
+    """One edit of one component's PTX: what it does and to which instruction."""
+
+    component: str
+    kind: str
+    function: str
+    line: int
+    opcode: str
+    edit: str
+    ptx: str
+    src: tuple[str, int] | None = None
+    equivalent: str = ""  # why the edit changes nothing the protocol observes (empty: it may)
+    origin: tuple[str, int] | None = None  # the CUDA line of the instruction itself (an inlined helper's)
+
+    def describe(self) -> str:
+        where = f" (CUDA {self.src[0]}:{self.src[1]})" if self.src else ""
+        return f"{self.component}: `{self.function}` PTX line {self.line}{where}: {self.edit}"
+
+
+@dataclass(frozen=True)
+class CodeOutcome:
+    mutation: CodeMutation
+    verdict: Verdict
+    codes: tuple[str, ...] = ()
+    checks: tuple[str, ...] = ()
+    at: str = ""  # "pack" or "check": where it was rejected
+
+
+def _is_sync(ins: Instr) -> bool:
+    return ins.opcode.startswith(_SYNC) and not ins.opcode.startswith(("bar.warp", "fence.proxy.tensormap"))
+
+
+def mutations(component: str, ptx: str) -> Iterator[CodeMutation]:
+    """Every mutation of every synchronisation instruction of ``ptx``, in PTX order."""
+    lines = ptx.split("\n")
+    module = parse(ptx)
+    handles = frozenset(re.findall(r"\.extern\s+\.func\s*(?:\([^)]*\))?\s*([\w$]+)", ptx))
+    for fn in module.functions:
+        if fn.name.startswith(_PROBE):
+            continue
+        env = analyse(fn, handle_names=handles, smem_names=frozenset(), entry_like=len(fn.params) == 2)
+        syncs = [ins for ins in fn.body if _is_sync(ins)]
+        for k, ins in enumerate(syncs):
+            yield from _of(component, lines, fn, env, ins, syncs[k - 1] if k else None, syncs)
+
+
+def _of(
+    component: str,
+    lines: list[str],
+    fn: Function,
+    env: Env,
+    ins: Instr,
+    previous: Instr | None,
+    syncs: Sequence[Instr],
+) -> Iterator[CodeMutation]:
+    at = ins.line - 1
+    text = lines[at]
+    fence = ins.opcode.startswith(("fence.", "membar."))
+
+    def make(kind: str, new_lines: list[str], edit: str, equivalent: str = "") -> CodeMutation:
+        return CodeMutation(
+            component,
+            kind,
+            fn.name,
+            ins.line,
+            ins.opcode,
+            edit,
+            "\n".join(new_lines),
+            ins.src,
+            equivalent,
+            ins.origin or ins.src,
+        )
+
+    def replaced(new: str) -> list[str]:
+        return [*lines[:at], new, *lines[at + 1 :]]
+
+    if text.count(";") != 1 or ins.opcode not in text:
+        return  # a statement over several lines, or several on one: leave it alone
+    kind = "drop-fence" if fence else "delete"
+    yield make(kind, replaced(""), f"remove `{ins.opcode}`")
+    yield make(
+        "duplicate",
+        [*lines[: at + 1], text, *lines[at + 1 :]],
+        f"run `{ins.opcode}` twice",
+        "a fence run twice orders no more and no less" if fence else "",
+    )
+    if previous is not None and previous.line < ins.line:
+        before = previous.line - 1
+        moved = [*lines[:before], text, *lines[before:at], *lines[at + 1 :]]
+        inits = ins.opcode.startswith("mbarrier.init") and previous.opcode.startswith("mbarrier.init")
+        why = "inits of two barriers commute (nothing waits or arrives until the hook returns)" if inits else ""
+        yield make("reorder", moved, f"move `{ins.opcode}` before `{previous.opcode}` (line {previous.line})", why)
+    brackets = [o for o in ins.operands if o.startswith("[")]
+    # the barrier operand: a copy's last (its first is the destination), an mbarrier instruction's only one
+    addr = brackets[-1] if brackets else None
+    if addr is not None and ins.opcode.startswith(("mbarrier.", "cp.async.bulk", "tcgen05.commit")):
+        yield from _other_barrier(make, replaced, text, ins, addr, env, syncs)
+    if ins.opcode.startswith(("bar.", "barrier.")) and ins.operands:
+        yield from _other_named(make, replaced, text, ins, env, syncs)
+    yield from _counts(make, replaced, text, ins)
+    if ins.opcode.startswith(("mbarrier.try_wait.parity", "mbarrier.test_wait.parity")) and len(ins.operands) >= 3:
+        parity = ins.operands[2]
+        for value in ("0", "1"):
+            if parity != value:
+                yield make("parity", replaced(_swap_operand(text, parity, value)), f"wait on parity {value}")
+        flip = ["\t{", "\t.reg .b32 %kl_flip;", f"\txor.b32 %kl_flip, {parity}, 1;"]
+        flip += [_swap_operand(text, parity, "%kl_flip", last=True), "\t}"]
+        yield make("parity", [*lines[:at], *flip, *lines[at + 1 :]], "wait on the other parity")
+    yield from _scopes(make, replaced, text, ins)
+
+
+def _swap_operand(text: str, old: str, new: str, last: bool = False) -> str:
+    """``text`` with operand ``old`` (a whole token) replaced by ``new`` (the last occurrence if ``last``)."""
+    pattern = re.compile(rf"(?<![\w%$]){re.escape(old)}(?![\w$])")
+    found = list(pattern.finditer(text))
+    if not found:
+        return text
+    m = found[-1] if last else found[0]
+    return text[: m.start()] + new + text[m.end() :]
+
+
+Make = Callable[..., CodeMutation]
+
+
+def _other_barrier(
+    make: Make,
+    replaced: Callable[[str], list[str]],
+    text: str,
+    ins: Instr,
+    addr: str,
+    env: Env,
+    syncs: Sequence[Instr],
+) -> Iterator[CodeMutation]:
+    mine = env.address(addr)
+    seen: set[str] = set()
+    for other in syncs:
+        oa = next((o for o in other.operands if o.startswith("[")), None)
+        if oa is None or oa == addr or oa in seen or not other.opcode.startswith("mbarrier."):
+            continue
+        val = env.address(oa)
+        if val.origins != mine.origins or val.const != mine.const:
+            seen.add(oa)
+            at_end = text.rfind(addr)
+            edited = text[:at_end] + oa + text[at_end + len(addr) :]
+            yield make("barrier", replaced(edited), f"`{ins.opcode}` on `{oa}` instead of `{addr}`")
+
+
+def _other_named(
+    make: Make, replaced: Callable[[str], list[str]], text: str, ins: Instr, env: Env, syncs: Sequence[Instr]
+) -> Iterator[CodeMutation]:
+    red = 1 if ".red" in ins.opcode else 0
+    if len(ins.operands) <= red:
+        return
+    ident = ins.operands[red]
+    mine = env.operand(ident)
+    seen: set[str] = set()
+    for other in syncs:
+        if not other.opcode.startswith(("bar.", "barrier.")) or len(other.operands) <= red:
+            continue
+        oid = other.operands[red]
+        val = env.operand(oid)
+        if oid != ident and oid not in seen and (val.origins != mine.origins or val.const != mine.const):
+            seen.add(oid)
+            yield make("barrier", replaced(_swap_operand(text, ident, oid)), f"barrier `{oid}` instead of `{ident}`")
+    literal = "1" if ident != "1" else "2"
+    yield make("barrier", replaced(_swap_operand(text, ident, literal)), f"barrier {literal} instead of `{ident}`")
+
+
+def _counts(make: Make, replaced: Callable[[str], list[str]], text: str, ins: Instr) -> Iterator[CodeMutation]:
+    op, ops = ins.opcode, ins.operands
+    target: tuple[str, str] | None = None
+    if op.startswith("mbarrier.init") and len(ops) >= 2:
+        target = (ops[1], "3")  # an arrival count no example's barrier has
+    elif op.startswith("mbarrier.arrive.expect_tx") and len(ops) >= 3:
+        target = (ops[2], "8192")
+    elif op.startswith(("mbarrier.expect_tx", "mbarrier.complete_tx")) and len(ops) >= 2:
+        target = (ops[1], "8192")
+    elif op.startswith("cp.async.bulk.shared") and len(ops) >= 4:
+        target = (ops[2], "8192")
+    elif op.startswith(("bar.sync", "bar.arrive", "barrier.sync", "barrier.arrive")) and len(ops) >= 2:
+        target = (ops[1], "64")
+    if target is not None and target[0] != target[1]:
+        yield make("count", replaced(_swap_operand(text, target[0], target[1], last=True)), f"count {target[1]}")
+    if op.startswith("mbarrier.arrive") and ".expect_tx" not in op and len(ops) == 2:
+        yield make("count", replaced(text.rstrip().rstrip(";") + ", 2;"), "arrive with count 2")
+
+
+_SCOPES = (
+    (".cta.", ".gpu.", "a wider scope orders at least what the narrower one did"),
+    (".gpu.", ".cta.", ""),
+    (".cluster.", ".cta.", ""),
+    (".shared::cta", ".global", ""),
+)
+
+
+def _scopes(make: Make, replaced: Callable[[str], list[str]], text: str, ins: Instr) -> Iterator[CodeMutation]:
+    op = ins.opcode
+    if not op.startswith(("fence.", "membar.", "mbarrier.")):
+        return
+    for old, new, why in _SCOPES:
+        if old in op + "." and not (old == ".shared::cta" and not op.startswith("fence.proxy")):
+            new_op = (op + ".").replace(old, new, 1).rstrip(".")
+            yield make("scope", replaced(text.replace(op, new_op, 1)), f"`{new_op}` instead of `{op}`", why)
+            return
+    if op.startswith("mbarrier.arrive") and ".release" not in op:
+        new_op = op.replace("mbarrier.arrive", "mbarrier.arrive.release.cluster", 1)
+        why = "a release at cluster scope orders at least what the default CTA-scope release did"
+        yield make("scope", replaced(text.replace(op, new_op, 1)), f"`{new_op}` instead of `{op}`", why)
+
+
+# ----------------------------------------------------------------- judging
+
+
+def _said(d: Diagnostic) -> tuple[str, str, str]:
+    """A finding without where it is (a mutant's PTX lines move): what the baseline already reports."""
+    return (d.code, d.message, dict(d.data).get("check", ""))
+
+
+def judge(
+    entry: StageEntry,
+    mutation: CodeMutation,
+    composition: Composition | None,
+    known: frozenset[tuple[str, str, str]] = frozenset(),
+    shaky: bool = False,
+) -> CodeOutcome:
+    """A mutant as ``kernlink pack --strict`` then ``kernlink check --strict`` judge it; ``known`` are the
+    findings of the unmutated composition (its undecided sites), which do not count against a mutant;
+    ``shaky`` says the mutated component has such a site, which may hide what the mutant changed."""
+    from checker.clauses import l_conform
+
+    facts = derive(mutation.ptx)
+    found = l_conform.diagnostics(
+        entry.stage, facts, ptx_name=f"{mutation.component}!code.ptx", source_name=None, strict=True
+    )
+    errors = [d for d in found if d.severity is Severity.ERROR and _said(d) not in known]
+    if errors:
+        return _rejected(mutation, errors, "pack")
+    if composition is not None:
+        errors = [
+            d
+            for d in _composition(entry, mutation, composition)
+            if d.severity is Severity.ERROR and _said(d) not in known
+        ]
+        if errors:
+            return _rejected(mutation, errors, "check")
+    if mutation.equivalent:
+        return CodeOutcome(mutation, "equivalent")
+    verdict, why = _argued(entry, mutation)
+    if verdict != "accepted":
+        return CodeOutcome(dataclasses.replace(mutation, equivalent=why), verdict)
+    if shaky:
+        why = "the unmutated component already has an undecided site here, which `--strict` rejects"
+        return CodeOutcome(dataclasses.replace(mutation, equivalent=why), "undecided")
+    return CodeOutcome(mutation, "accepted")
+
+
+def _argued(entry: StageEntry, mutation: CodeMutation) -> tuple[Verdict, str]:
+    """Whether an accepted mutant is ``equivalent`` (it changes nothing the protocol observes) or ``outside``
+    the contract (it changes only what no contract line states), and why; else ``accepted``."""
+    from contract_lang import ast as A
+
+    original = derive(entry.captured.ptx if entry.captured is not None and entry.captured.ptx else "")
+    mine = [f for f in original.facts if f.function == mutation.function]
+    at = [f for f in mine if f.line == mutation.line]
+    kinds = {f.kind for f in at}
+    private = _private_lines(entry, original, mutation.function)
+    if mutation.line in private or (_moved_past(mutation, original) and set(_before(mutation)) & private):
+        return "outside", (
+            "an mbarrier in the stage's own claim (`use mbarrier`), its init, fence, arrives and waits: the "
+            "contract states that the claim holds one, not its protocol"
+        )
+    if mutation.opcode.startswith("fence.") and mutation.function in _hooks(entry):
+        return "equivalent", (
+            "the init hook still fences its inits after the last one (one init fence publishes them: CUTLASS's "
+            "`fence_barrier_init` alone), and the dispatch's block-wide barrier follows"
+        )
+    if mutation.kind == "reorder" and kinds & {"tensor-copy", "bulk-copy"} and "cp.async.bulk" in mutation.edit:
+        return "equivalent", "two copies that complete on one barrier commute: the phase waits for both"
+    if "arrive" in kinds and mutation.kind in ("delete", "duplicate", "count"):
+        site = next(f for f in at if f.kind == "arrive")
+        waits = [f.loops for f in mine if f.kind == "wait" and f.loops]
+        if not site.loops and waits and all(len(lp) == 1 for lp in waits):
+            return "equivalent", (
+                "an arrive after the role's only loop: it releases the last slot, and no iteration of the other "
+                "side waits for it (the role's work, and its ring, end with that loop)"
+            )
+    if "barrier" in kinds:
+        site = next(f for f in at if f.kind == "barrier")
+        ident = site.operand("id")
+        handles = ident.handles if ident is not None else ()
+        claims = [
+            i
+            for i in entry.stage.items
+            if isinstance(i, A.BarrierClaim) and any(h.endswith(f"_{i.name}_bar_id") for h in handles)
+        ]
+        if claims and len(claims[0].participants) == 1:
+            if mutation.kind == "duplicate":
+                return "equivalent", (
+                    f"barrier `{claims[0].name}` has one participant role, whose threads all run the same code: "
+                    "one more barrier among the same threads still meets, and orders no less"
+                )
+            if mutation.kind in ("delete", "reorder"):
+                return "outside", (
+                    f"barrier `{claims[0].name}` has one participant role and the contract orders it against no "
+                    "step: what it orders inside the role (the reuse of the role's own claim) no contract line states"
+                )
+        same = [
+            f
+            for f in mine
+            if f.kind == "barrier" and f.operand("id") == ident and f.line < site.line and f.line in _before(mutation)
+        ]
+        between = [f for f in mine if same and same[-1].line < f.line < site.line and f.kind in _STEPS]
+        if mutation.kind == "reorder" and same and not between:
+            return "equivalent", (
+                "the barrier moves before another instance of the same barrier with no step between them: the "
+                "participants meet twice in a row, as before"
+            )
+    fences = ("membar.", "fence.sc", "fence.acq_rel")
+    stated = any(isinstance(i, (A.Counter, A.CounterClaim)) for i in entry.stage.items)
+    moved_past = mutation.kind == "reorder" and any(op.startswith(fences) for op in _moved_past(mutation, original))
+    if stated and (
+        (mutation.opcode.startswith(fences) and mutation.kind in ("drop-fence", "reorder", "scope")) or moved_past
+    ):
+        return "outside", (
+            "a memory fence the contract does not state: the stage's counters are released and acquired at their "
+            "scope by the linker's handles after the block's rendezvous (a release cumulative over the writes the "
+            "rendezvous ordered), which is what orders these writes for other blocks"
+        )
+    return "accepted", ""
+
+
+# Facts that are steps of some protocol: a barrier moved past one of them changes the protocol.
+_STEPS = frozenset({"arrive", "wait", "expect-tx", "tensor-copy", "bulk-copy", "complete-tx", "barrier", "call"})
+
+
+def _private_lines(entry: StageEntry, original: Any, function: str) -> set[int]:
+    """PTX lines of the synchronisation on the stage's own claimed mbarriers (their init fence included)."""
+    from checker.conformance.context import Ctx
+
+    ctx = Ctx(entry.stage, {}, {})
+    facts = [f for f in original.facts if f.function == function]
+    lines = {
+        f.line
+        for f in facts
+        if f.kind in ("mbarrier-init", "wait", "arrive") and ctx.private_barrier(f.operand("addr"))
+    }
+    inits = [f for f in facts if f.kind == "mbarrier-init"]
+    if inits and all(f.line in lines for f in inits):  # a role's own init fence publishes only those
+        lines |= {f.line for f in facts if f.kind == "init-fence"}
+    return lines
+
+
+def _before(mutation: CodeMutation) -> range:
+    """PTX lines a ``reorder`` mutant's instruction moved before (from its description)."""
+    import re as _re
+
+    found = _re.search(r"\(line (\d+)\)$", mutation.edit)
+    return range(int(found.group(1)), mutation.line) if found else range(0)
+
+
+def _moved_past(mutation: CodeMutation, original: Any) -> list[str]:
+    lines = _before(mutation)
+    return [f.opcode for f in original.facts if f.function == mutation.function and f.line in lines]
+
+
+def _hooks(entry: StageEntry) -> frozenset[str]:
+    from checker.handles import init_hook_symbol
+    from contract_lang import ast as A
+
+    return frozenset(
+        init_hook_symbol(entry.stage, r.name)
+        for r in entry.stage.rings
+        if isinstance(r.first(A.RingInitBy), A.RingInitBy)
+    )
+
+
+def _composition(entry: StageEntry, mutation: CodeMutation, comp: Composition) -> list[Diagnostic]:
+    from checker.clauses import l_conform
+
+    assert entry.captured is not None
+    mutant = dataclasses.replace(entry, captured=dataclasses.replace(entry.captured, ptx=mutation.ptx))
+    stages = tuple(mutant if s is entry else s for s in comp.stages)
+    return l_conform.strict(list(l_conform.ConformClause().check(dataclasses.replace(comp, stages=stages))))
+
+
+def _rejected(mutation: CodeMutation, errors: Sequence[Diagnostic], at: str) -> CodeOutcome:
+    checks = tuple(sorted({dict(d.data).get("check", "") for d in errors} - {""}))
+    return CodeOutcome(mutation, "rejected", tuple(sorted({d.code for d in errors})), checks, at)
+
+
+# ----------------------------------------------------------------- the campaign
+
+
+@dataclass(frozen=True)
+class CodeReport:
+    subject: str
+    outcomes: tuple[CodeOutcome, ...]
+    planned: int
+    seconds: float
+    baseline: tuple[str, ...] = ()  # components with findings unmutated (undecided sites): those do not count
+
+    def accepted(self) -> list[CodeOutcome]:
+        return [o for o in self.outcomes if o.verdict == "accepted"]
+
+    def table(self, key: Callable[[CodeOutcome], str]) -> list[dict[str, Any]]:
+        rows: dict[str, Counter[str]] = {}
+        for o in self.outcomes:
+            rows.setdefault(key(o), Counter())[o.verdict] += 1
+        return [
+            {
+                "name": name,
+                "mutants": sum(c.values()),
+                **{v: c[v] for v in ("rejected", "equivalent", "outside", "undecided", "accepted")},
+            }
+            for name, c in sorted(rows.items())
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "subject": self.subject,
+            "mutants": len(self.outcomes),
+            "planned": self.planned,
+            "seconds": round(self.seconds, 1),
+            "baseline_rejected": list(self.baseline),
+            "by_component": self.table(lambda o: o.mutation.component),
+            "by_kind": self.table(lambda o: o.mutation.kind),
+            "rejected_by": dict(Counter(c for o in self.outcomes for c in o.checks).most_common()),
+            **{
+                verdict: [
+                    {
+                        "mutant": o.mutation.describe(),
+                        "why": o.mutation.equivalent,
+                        "kind": o.mutation.kind,
+                        "component": o.mutation.component,
+                        "opcode": o.mutation.opcode,
+                        "cuda": list(o.mutation.origin) if o.mutation.origin else None,
+                    }
+                    for o in self.outcomes
+                    if o.verdict == verdict
+                ]
+                for verdict in ("equivalent", "outside", "undecided")
+            },
+            "accepted": [o.mutation.describe() for o in self.accepted()],
+            "accepted_cuda": [
+                {
+                    "kind": o.mutation.kind,
+                    "component": o.mutation.component,
+                    "opcode": o.mutation.opcode,
+                    "cuda": list(o.mutation.origin) if o.mutation.origin else None,
+                }
+                for o in self.accepted()
+            ],
+        }
+
+
+def components(comp: Composition) -> list[StageEntry]:
+    """The packages of a composition whose code the campaign mutates (those that carry PTX)."""
+    return [e for e in comp.stages if e.captured is not None and e.captured.ptx]
+
+
+def run_code_campaign(
+    comp: Composition,
+    subject: str,
+    *,
+    kinds: frozenset[str] | None = None,
+    seconds: float | None = None,
+    examples: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> CodeReport:
+    """Every mutant of every component (in a fixed order), until the budget runs out."""
+    from checker.clauses import l_conform
+
+    start = time.monotonic()
+    outcomes: list[CodeOutcome] = []
+    baseline: list[str] = []
+    planned = 0
+    known: set[tuple[str, str, str]] = set()
+    todo: list[tuple[StageEntry, CodeMutation]] = []
+    for entry in components(comp):
+        assert entry.captured is not None and entry.captured.ptx is not None
+        name = entry.package or entry.source
+        clean = l_conform.diagnostics(
+            entry.stage, derive(entry.captured.ptx), ptx_name=f"{name}!code.ptx", source_name=None, strict=True
+        )
+        if any(d.is_error for d in clean):
+            baseline.append(name)
+        known |= {_said(d) for d in clean}
+        for m in mutations(name, entry.captured.ptx):
+            if kinds is None or m.kind in kinds:
+                todo.append((entry, m))
+    planned = len(todo)
+    for entry, m in todo:
+        if examples is not None and len(outcomes) >= examples:
+            break
+        if seconds is not None and time.monotonic() - start > seconds:
+            break
+        outcomes.append(judge(entry, m, comp, frozenset(known), m.component in baseline))
+        if progress is not None:
+            progress(1)
+    return CodeReport(subject, tuple(outcomes), planned, time.monotonic() - start, tuple(baseline))

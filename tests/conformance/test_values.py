@@ -1,0 +1,92 @@
+"""The PTX value analysis: which operands an instruction defines, and what each register holds.
+
+Only an instruction with a destination defines its first operand. `bar.sync %r4, %r5` reads
+`%r4` (the barrier ID), so `mov.u32 %r4, 1; bar.sync %r4, %r5;` keeps the ID 1 that the link
+audit proves; the same holds for every destination-less instruction of the PTX ISA (stores,
+reductions, barriers, fences, mbarrier inits and transaction counts, bulk copies, wgmma and
+tcgen05 control, ...).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from package.codefacts.ptx import parse
+from package.codefacts.values import Env, analyse, defines
+
+
+def _env(body: str) -> Env:
+    ptx = f".visible .func f(.param .b64 f_param_0, .param .b64 f_param_1)\n{{\n{body}\n}}\n"
+    (fn,) = parse(ptx).functions
+    return analyse(fn, handle_names=frozenset(), smem_names=frozenset(), entry_like=True)
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        "bar.sync %r4, %r5;",
+        "barrier.sync %r4, %r5;",
+        "bar.arrive %r4, %r5;",
+        "barrier.sync.aligned %r4, %r5;",
+        "st.shared.u32 [%r5], %r4;",
+        "red.shared.add.u32 [%r5], %r4;",
+        "mbarrier.init.shared::cta.b64 [%r5], %r4;",
+        "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%r5], %r4;",
+        "mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [%r5], %r4;",
+        "setmaxnreg.inc.sync.aligned.u32 %r4;",
+        "nanosleep.u32 %r4;",
+        "tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r4, 128;",
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r5], [%rd1], %r4, [%r5];",
+        "wgmma.wait_group.sync.aligned %r4;",
+    ],
+)
+def test_a_destination_less_instruction_keeps_its_operands(use: str) -> None:
+    env = _env(f"mov.u32 %r4, 1;\nmov.u32 %r5, 8;\n{use}\nret;")
+    assert env.operand("%r4").const == 1 and env.operand("%r4").is_const
+
+
+@pytest.mark.parametrize(
+    ("ins", "dest"),
+    [
+        ("bar.red.popc.u32 %r4, 0, %p1;", True),
+        ("barrier.red.or.pred %p2, 1, %p1;", True),
+        ("mbarrier.arrive.shared::cta.b64 %rd2, [%r5];", True),
+        ("mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r5], %r4;", True),
+        ("tcgen05.ld.sync.aligned.32x32b.x1.b32 {%r6}, [%r4];", True),
+        ("ld.shared.u32 %r4, [%r5];", True),
+        ("bar.sync %r4, %r5;", False),
+        ("fence.proxy.async.shared::cta;", False),
+        ("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%r5], %r4;", False),
+        ("stmatrix.sync.aligned.m8n8.x1.shared.b16 [%r5], {%r4};", False),
+        ("multimem.st.global.u32 [%rd1], %r4;", False),
+        ("multimem.ld_reduce.global.add.u32 %r4, [%rd1];", True),
+    ],
+)
+def test_which_instructions_define_their_first_operand(ins: str, dest: bool) -> None:
+    (fn,) = parse(f".visible .func f()\n{{\n{ins}\nret;\n}}\n").functions
+    assert defines(fn.body[0]) is dest
+
+
+def test_a_destination_is_still_redefined() -> None:
+    env = _env("mov.u32 %r4, 1;\nld.shared.u32 %r4, [%r5];\nbar.sync %r4, 128;\nret;")
+    assert not env.operand("%r4").is_const
+
+
+@pytest.mark.parametrize(
+    ("ins", "part", "has"),
+    [
+        ("st.shared::cta.u32 [%r1], %r2;", "shared", True),
+        ("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%r1], 128;", "shared", True),
+        ("st.shared.u32 [%r1], %r2;", "shared", True),
+        ("st.global.u32 [%rd1], %r2;", "shared", False),
+        ("ld.param.u64 %rd1, [p];", "param", True),
+        (
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 16, [%r2];",
+            "mbarrier",
+            True,
+        ),
+    ],
+)
+def test_an_opcode_part_may_be_qualified(ins: str, part: str, has: bool) -> None:
+    (fn,) = parse(f".visible .func f()\n{{\n{ins}\nret;\n}}\n").functions
+    assert fn.body[0].has(part) is has

@@ -1,0 +1,48 @@
+"""`box D0, D1 elem E` on a params `ptr` field: the tensor map's box, parsed, printed back and checked."""
+
+from __future__ import annotations
+
+import pytest
+
+from contract_lang import ast as A
+from contract_lang.parser import parse_text
+from contract_lang.printer import print_file
+from diagnostics.model import DiagnosticError
+
+STAGE = """stage "fx.box" version "1.0.0" {{
+    target sm_90a
+    params P size 16 align 8 {{
+        {field}
+    }}
+}}
+"""
+
+
+def test_a_box_parses_prints_back_and_counts_its_bytes() -> None:
+    source = parse_text(STAGE.format(field="tmap: ptr @ 0 box 64, 128 elem bf16"), "box.kc")
+    (stage,) = source.items
+    assert isinstance(stage, A.Stage)
+    (params,) = stage.of(A.Params)
+    assert isinstance(params, A.Params)
+    (field,) = params.fields
+    assert field.box is not None and field.box.dims == (64, 128) and field.box.elem == "bf16"
+    assert field.box.bytes == 16384
+    text = print_file(source)
+    assert "tmap: ptr @ 0 box 64, 128 elem bf16" in text
+    assert parse_text(text, "again.kc") == source
+
+
+@pytest.mark.parametrize(
+    ("field", "message"),
+    [
+        ("n: u32 @ 0 box 8 elem f32", "a tensor-map box belongs on a `ptr` field"),
+        ("t: ptr @ 0 box 0, 128 elem bf16", "1 to 5 dimensions of 1 to 256 elements"),
+        ("t: ptr @ 0 box 512 elem bf16", "1 to 5 dimensions of 1 to 256 elements"),
+        ("t: ptr @ 0 box 1, 1, 1, 1, 1, 1 elem bf16", "1 to 5 dimensions of 1 to 256 elements"),
+    ],
+)
+def test_a_box_outside_a_tensor_map_is_a_value_error(field: str, message: str) -> None:
+    with pytest.raises(DiagnosticError) as err:
+        parse_text(STAGE.format(field=field), "box.kc")
+    (diag,) = err.value.diagnostics
+    assert diag.code == "E-VALUE" and message in diag.message
