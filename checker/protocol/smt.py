@@ -39,7 +39,9 @@ rule); ``facts`` maps each literal to its provenance.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -48,7 +50,7 @@ from typing import Literal, TypeAlias
 
 import z3
 
-from checker.protocol.events import Event, ObjKey, unroll
+from checker.protocol.events import Event, ObjKey, process_name, runs_in, targets, trip_cuts, unroll
 from checker.protocol.model import (
     MBAR_MAX_COUNT,
     BarrierKind,
@@ -57,6 +59,7 @@ from checker.protocol.model import (
     Provenance,
     Ring,
     Step,
+    Threshold,
 )
 from diagnostics.symbols import Code
 from solver import UNSAT, Tracked, Verdict, context, minimise_core, verdict_of
@@ -122,6 +125,8 @@ class Query(enum.Enum):
     DEADLOCK = "deadlock"
     OVERWRITE = "overwrite"
     EARLY_READ = "early-read"
+    CONFLICT = "conflict"
+    """A grid counter's tile: one CTA reads it while another CTA is about to write it."""
     OVERSHOOT = "overshoot"
     """Internal: an arrival jumps past a phase boundary of a barrier several roles arrive on;
     proved absent, it pins the completions at the cut (a lemma for the deadlock query)."""
@@ -145,7 +150,11 @@ first wait's parity (L-PARITY)."""
 
 @dataclass(frozen=True)
 class StaticCheck:
-    """One rule literal and the facts it relates; unsat under them means a conflict (``case``: which rule)."""
+    """One rule literal and the facts it relates; unsat under them means a conflict (``case``: which rule).
+
+    ``totals`` is what the steps make per phase on the barrier the rule is about: loop
+    arrivals, pre-arm arrivals, expected and completed bytes.
+    """
 
     kind: StaticKind
     rule_key: str
@@ -154,6 +163,87 @@ class StaticCheck:
     ring: str
     barrier: BarrierKind
     wait: Step | None = None
+    totals: tuple[int, int, int, int] = (0, 0, 0, 0)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """The steps that act on one CTA's barrier in one phase, each key with how often it acts there.
+
+    ``where`` names the barrier and phase (``@cta/residue``) when a ring's barriers differ:
+    CTAs of a cluster or a group, or data iterations of consumers that take turns.
+    """
+
+    where: str
+    loop: tuple[tuple[str, int], ...]
+    prearm: tuple[tuple[str, int], ...]
+    expects: tuple[tuple[str, int], ...]
+    copies: tuple[tuple[str, int], ...]
+
+    def totals(self, protocol: Protocol, ring: str, kind: BarrierKind) -> tuple[int, int, int, int]:
+        steps = {
+            step_key(s, k): s
+            for _, prog in protocol.programs
+            for k, s in enumerate(prog)
+            if s.channel == ring and s.barrier is kind
+        }
+
+        def total(terms: tuple[tuple[str, int], ...], attr: str) -> int:
+            return sum(n * int(getattr(steps[k], attr)) for k, n in terms)
+
+        return (
+            total(self.loop, "count"),
+            total(self.prearm, "count"),
+            total(self.expects, "nbytes"),
+            total(self.copies, "nbytes"),
+        )
+
+
+def tallies(protocol: Protocol, ring: Ring, kind: BarrierKind) -> list[Tally]:
+    """The distinct per-phase tallies of ``ring``'s ``kind`` barriers, over every CTA and data residue.
+
+    A barrier no step acts on in a CTA is left out, unless no step acts on any: then it
+    counts no arrivals (and a wait on it would hang).
+    """
+    period = math.lcm(*(r.turns for r in protocol.roles)) if protocol.roles else 1
+    keyed = [
+        (protocol.role(role), step_key(s, k), s)
+        for role, prog in protocol.programs
+        for k, s in enumerate(prog)
+        if s.channel == ring.name and s.barrier is kind
+    ]
+    found: dict[tuple[object, ...], Tally] = {}
+    for x in range(protocol.ctas):
+        for j in range(period):
+            loop: dict[str, int] = {}
+            armed: dict[str, int] = {}
+            expects: dict[str, int] = {}
+            copies: dict[str, int] = {}
+            touched = False
+            for info, key, s in keyed:
+                if s.op is Op.WAIT:
+                    touched = touched or (runs_in(protocol, s, x) and (s.prearm or info.takes(j)))
+                    continue
+                times = sum(1 for c in range(protocol.ctas) if runs_in(protocol, s, c) and x in targets(protocol, s, c))
+                if not times or not (s.prearm or info.takes(j)):
+                    continue
+                touched = True
+                if s.prearm:
+                    armed[key] = armed.get(key, 0) + times
+                    continue
+                if s.op is Op.ARRIVE:
+                    loop[key] = loop.get(key, 0) + times
+                if s.op in (Op.ARRIVE, Op.EXPECT_TX) and s.nbytes:
+                    expects[key] = expects.get(key, 0) + times
+                if s.op is Op.COPY:
+                    copies[key] = copies.get(key, 0) + times
+            if not touched:
+                continue
+            tally = Tally(
+                f"@{x}/{j}", tuple(loop.items()), tuple(armed.items()), tuple(expects.items()), tuple(copies.items())
+            )
+            found.setdefault((tally.loop, tally.prearm, tally.expects, tally.copies), tally)
+    return list(found.values()) or [Tally("@0/0", (), (), (), ())]
 
 
 @dataclass(frozen=True)
@@ -216,6 +306,8 @@ class ProtocolModel:
         self._bytes: dict[str, Term] = {}
         self._guards: dict[tuple[str, ...], str] = {}
         self.overshoots: dict[str, tuple[dict[int, Term], list[Event], int, Term, Term, list[str]]] = {}
+        self.trip_limits: dict[int, Term] = {}
+        self.trips: Term = T.Val(bound)
         self._declare_facts()
         self._encode_steps()
         for ring in protocol.rings:
@@ -334,6 +426,8 @@ class ProtocolModel:
     # -- per-phase accounting and parity conventions ---------------------------------
 
     def _encode_static(self, ring: Ring, kind: BarrierKind) -> None:
+        if not ring.synchronized:
+            return
         bar = ring.barrier(kind)
         dkey = decl_key(ring.name, kind)
         name = f"{ring.name}.{kind.value}"
@@ -345,10 +439,11 @@ class ProtocolModel:
             for k, s in enumerate(prog)
             if s.channel == ring.name and s.barrier is kind
         ]
-        loop = [k for k, s in steps if s.op is Op.ARRIVE and not s.prearm]
         prearm = [k for k, s in steps if s.prearm]
-        expects = [k for k, s in steps if s.op in (Op.ARRIVE, Op.EXPECT_TX) and s.nbytes]
-        copies = [k for k, s in steps if s.op is Op.COPY]
+        declared: Term | None = None
+        if bar.expect_tx is not None:
+            declared = self._int(f"declared:{name}")
+            self._add(dkey, declared == bar.expect_tx, dynamic=False, static=True)
 
         def rule(
             case: StaticRule,
@@ -358,34 +453,63 @@ class ProtocolModel:
             check: StaticKind,
             wait: Step | None = None,
             at: str = "",
+            tally: Tally | None = None,
         ) -> None:
             key = f"rule:{case}{at}:{name}"
             self._fact(key, fact)
             self._add(key, expr, dynamic=False, static=True)
             facts = tuple(dict.fromkeys([dkey, *related]))
-            self.static_checks.append(StaticCheck(check, key, case, facts, ring.name, kind, wait))
+            totals = tally.totals(self.protocol, ring.name, kind) if tally is not None else (0, 0, 0, 0)
+            self.static_checks.append(StaticCheck(check, key, case, facts, ring.name, kind, wait, totals))
 
-        arrivals = self._sum([self._count[k] for k in loop])
-        rule("arrive", ARRIVE_RULE, arrivals == init, loop, StaticKind.ARRIVE)
-        if prearm:
-            armed_count = self._sum([self._count[k] for k in prearm])
-            rule("prearm", PREARM_RULE, armed_count == init, prearm, StaticKind.ARRIVE)
-        rule("range-count", RANGE_RULE, init <= MBAR_MAX_COUNT, (), StaticKind.ARRIVE)
-        expected = self._sum([self._bytes[k] for k in expects])
-        completed = self._sum([self._bytes[k] for k in copies])
-        rule("txbytes", TX_RULE, expected == completed, [*expects, *copies], StaticKind.TXBYTES)
-        if bar.expect_tx is not None:
-            declared = self._int(f"declared:{name}")
-            self._add(dkey, declared == bar.expect_tx, dynamic=False, static=True)
-            rule("declared-expect", DECL_RULE, declared == expected, expects, StaticKind.TXBYTES)
-            rule("declared-copy", DECL_RULE, declared == completed, copies, StaticKind.TXBYTES)
-        rule(
-            "range-tx",
-            RANGE_RULE,
-            T.And(expected <= MBAR_MAX_COUNT, completed <= MBAR_MAX_COUNT),
-            [*expects, *copies],
-            StaticKind.TXBYTES,
-        )
+        def weighted(terms: tuple[tuple[str, int], ...], values: dict[str, Term]) -> Term:
+            return self._sum([values[k] if n == 1 else values[k] * n for k, n in terms])
+
+        found = tallies(self.protocol, ring, kind)
+        for tally in found:
+            at = tally.where if len(found) > 1 else ""
+            loop = [k for k, _ in tally.loop]
+            rule(
+                "arrive",
+                ARRIVE_RULE,
+                weighted(tally.loop, self._count) == init,
+                loop,
+                StaticKind.ARRIVE,
+                at=at,
+                tally=tally,
+            )
+            if tally.prearm:
+                armed_keys = [k for k, _ in tally.prearm]
+                rule(
+                    "prearm",
+                    PREARM_RULE,
+                    weighted(tally.prearm, self._count) == init,
+                    armed_keys,
+                    StaticKind.ARRIVE,
+                    at=at,
+                    tally=tally,
+                )
+            if tally is found[0]:
+                rule("range-count", RANGE_RULE, init <= MBAR_MAX_COUNT, (), StaticKind.ARRIVE, tally=tally)
+            expects = [k for k, _ in tally.expects]
+            copies = [k for k, _ in tally.copies]
+            expected = weighted(tally.expects, self._bytes)
+            completed = weighted(tally.copies, self._bytes)
+            rule("txbytes", TX_RULE, expected == completed, [*expects, *copies], StaticKind.TXBYTES, at=at, tally=tally)
+            if declared is not None:
+                rule(
+                    "declared-expect", DECL_RULE, declared == expected, expects, StaticKind.TXBYTES, at=at, tally=tally
+                )
+                rule("declared-copy", DECL_RULE, declared == completed, copies, StaticKind.TXBYTES, at=at, tally=tally)
+            rule(
+                "range-tx",
+                RANGE_RULE,
+                T.And(expected <= MBAR_MAX_COUNT, completed <= MBAR_MAX_COUNT),
+                [*expects, *copies],
+                StaticKind.TXBYTES,
+                at=at,
+                tally=tally,
+            )
         armed = self._int(f"prearmed:{name}")
         for k in prearm:
             self._add(k, armed == 1, dynamic=False, static=True)
@@ -398,7 +522,16 @@ class ProtocolModel:
             first = self._int(f"first-parity:{k}")
             self._add(k, first == step.parity, dynamic=False, static=True)
             related = [k, *prearm] if prearm else [k, f"ring:{ring.name}"]
-            rule("first-parity", FIRST_PARITY_RULE, first == right, related, StaticKind.PARITY, step, f":{k}")
+            rule(
+                "first-parity",
+                FIRST_PARITY_RULE,
+                first == right,
+                related,
+                StaticKind.PARITY,
+                step,
+                f":{k}",
+                found[0] if found else None,
+            )
 
     # -- interleaving semantics ------------------------------------------------------
 
@@ -432,7 +565,9 @@ class ProtocolModel:
                 else:
                     self._counting(str(obj), movers, waits, bar.init_count, decl)
             elif any(e.op in (Op.ADD, Op.WAIT_GE) for e in evs):
-                if one_role:
+                if self.protocol.counter(obj.channel).grid:
+                    self._grid_counter(movers, waits)
+                elif one_role:
                     self._counter_chain(movers, waits)
                 else:
                     self._counter(movers, waits)
@@ -540,6 +675,28 @@ class ProtocolModel:
             now = [T.If(self.executed(a), self._count[self._key(a)], self._val(0)) for a in adds]
             self._cut_pass[w.id] = self._sum(now) >= threshold
             self._add(key, T.Implies(self.executed(w), self._sum(value) >= threshold))
+
+    def _grid_counter(self, adds: list[Event], waits: list[Event]) -> None:
+        """A grid counter's word of one tile: the adds ordered before a wait reach its threshold.
+
+        A relative threshold (``split``, ``others``, ``all``) is the value the adds of the splits
+        it names make, so the facts of those adds are its basis as well.
+        """
+        adds_of = [self._key(a) for a in adds]
+        for w in waits:
+            key = self._key(w)
+            threshold = self._val(w.threshold or 0)
+            basis = [key] if w.step.threshold is Threshold.COUNT else [key, *dict.fromkeys(adds_of)]
+            value = [
+                T.If(b, self._count[self._key(a)], self._val(0)) if b is not True else self._count[self._key(a)]
+                for a in adds
+                if (b := self.before(a, w)) is not False
+            ]
+            now = [T.If(self.executed(a), self._count[self._key(a)], self._val(0)) for a in adds]
+            reached = self._bool(f"reached-cut:{w.id}")
+            self._add(basis, reached == (self._sum(now) >= threshold), cut=True)
+            self._cut_pass[w.id] = reached
+            self._add(basis, T.Implies(self.executed(w), self._sum(value) >= threshold))
 
     def _completions_before(self, movers: Sequence[Event], e: Event) -> Term:
         terms = []
@@ -725,16 +882,27 @@ class ProtocolModel:
     def _encode_queries(self) -> None:
         finished: list[Term] = []
         stuck: list[Term] = []
+        within: list[Term] = []
+        trips = self._int("trips")
         for seq in self.sequences:
             if not seq:
                 continue
             pc = self.pc[seq[0].rank]
-            done = pc == len(seq)
+            cuts = trip_cuts(seq, self.bound)
+            limit = self._int(f"limit:{seq[0].rank}")
+            self.trip_limits[seq[0].rank] = limit
+            within.append(T.Or(*[T.And(trips == n, limit == cuts[n]) for n in range(1, self.bound + 1)]))
+            within.append(pc <= limit)
+            done = pc == limit
             blocked = [T.And(pc == e.pos, T.Not(self._cut_pass[e.id])) for e in seq if e.is_wait]
             finished.append(done)
             stuck.append(T.Or(done, *blocked))
+        self.trips = trips
         if finished:
-            self._query(QueryKey(Query.DEADLOCK), T.And(*stuck, T.Or(*[T.Not(f) for f in finished])))
+            self._query(
+                QueryKey(Query.DEADLOCK),
+                T.And(trips >= 1, trips <= self.bound, *within, *stuck, T.Or(*[T.Not(f) for f in finished])),
+            )
         for ring in self.protocol.rings:
             overwrite = [self._misordered(prev, w) for w, _, prev in self.overwrite_pairs(ring)]
             early = [self._misordered(lw, r) for r, lw in self.read_pairs(ring)]
@@ -742,6 +910,12 @@ class ProtocolModel:
                 self._query(QueryKey(Query.OVERWRITE, ring.name), T.Or(*overwrite))
             if early:
                 self._query(QueryKey(Query.EARLY_READ, ring.name), T.Or(*early))
+        for counter in self.protocol.counters:
+            both = [
+                T.And(self.pc[r.rank] == r.pos, self.pc[w.rank] == w.pos) for r, w in self.conflict_pairs(counter.name)
+            ]
+            if both:
+                self._query(QueryKey(Query.CONFLICT, counter.name), T.Or(*both))
 
     def _misordered(self, first: Event | None, later: Event) -> Term:
         """``later`` ran but ``first`` did not run before it."""
@@ -750,41 +924,83 @@ class ProtocolModel:
         order = self.before(first, later)
         return T.And(self.executed(later), T.Not(order))
 
-    def ring_accesses(self, ring: Ring) -> tuple[list[Event], dict[tuple[str, int], Event], list[Event]]:
-        """The producer's writes, each consumer's last access per data iteration, the reads."""
-        writes = [
-            e
-            for e in self.events
-            if e.role == ring.producer and e.step.channel == ring.name and e.op in (Op.COPY, Op.WRITE)
-        ]
-        last: dict[tuple[str, int], Event] = {}
-        reads = []
+    def ring_accesses(self, ring: Ring) -> tuple[list[Event], dict[tuple[int, int, int], Event | None], list[Event]]:
+        """The writes of the ring's slots, each consumer process's last access per slot and data
+        iteration it reads (None: an asynchronous read no read wait completes), and the reads.
+
+        Keys are (process, the CTA of the slot, data iteration). A consumer's accesses are its
+        reads (done at the read wait that completes them when they are asynchronous) and its
+        releases on `empty`.
+        """
+        writes = [e for e in self.events if e.step.channel == ring.name and e.op in (Op.COPY, Op.WRITE)]
+        reads = [e for e in self.events if e.step.channel == ring.name and e.op is Op.READ]
+        last: dict[tuple[int, int, int], Event | None] = {}
+        for r in reads:
+            assert r.data is not None and r.lands is not None
+            done: Event | None = r
+            if r.step.asynchronous:
+                done = next(
+                    (
+                        e
+                        for e in self.sequences[r.rank][r.pos + 1 :]
+                        if e.op is Op.READ_WAIT and e.step.channel == ring.name and (e.data or 0) >= r.data
+                    ),
+                    None,
+                )
+            key = (r.rank, r.lands, r.data)
+            prior = last.get(key, r)
+            last[key] = None if prior is None or done is None else max(prior, done, key=lambda e: e.pos)
         for e in self.events:
-            if e.role not in ring.consumers or e.step.channel != ring.name or e.data is None:
+            if e.step.channel != ring.name or e.op is not Op.ARRIVE or e.step.barrier is not BarrierKind.EMPTY:
                 continue
-            if e.op is Op.READ:
-                reads.append(e)
-            access = e.op is Op.READ or (e.op is Op.ARRIVE and e.step.barrier is BarrierKind.EMPTY)
-            key = (e.role, e.data)
-            if access and (key not in last or last[key].pos < e.pos):
-                last[key] = e
+            for key, prior in list(last.items()):
+                if key[0] == e.rank and key[2] == e.data and prior is not None and prior.pos < e.pos:
+                    last[key] = e
         return writes, last, reads
 
     def overwrite_pairs(self, ring: Ring) -> list[tuple[Event, str, Event | None]]:
-        """Each write of a reused slot, per consumer with its last access of the previous use."""
+        """Each write of a reused slot, per consumer process that read the slot's previous use
+        (its name), with its last access of that use (None: never done)."""
         writes, last, _ = self.ring_accesses(ring)
-        return [
-            (w, c, last.get((c, w.data - ring.depth)))
-            for w in writes
-            if w.data is not None and w.data >= ring.depth
-            for c in ring.consumers
-        ]
+        out: list[tuple[Event, str, Event | None]] = []
+        for w in writes:
+            assert w.data is not None and w.lands is not None
+            prev = ring.previous_use(w.data)
+            if prev is None:
+                continue
+            for (rank, x, data), access in last.items():
+                if x == w.lands and data == prev:
+                    out.append((w, self.process(rank), access))
+        return out
 
     def read_pairs(self, ring: Ring) -> list[tuple[Event, Event]]:
-        """Each read, with the producer's last write of the same data iteration."""
+        """Each read, with every writer process's last write of the same slot and data iteration."""
         writes, _, reads = self.ring_accesses(ring)
-        last = {w.data: w for w in writes}
-        return [(r, last[r.data]) for r in reads if r.data in last]
+        last: dict[tuple[int, int, int], Event] = {}
+        for w in writes:
+            assert w.data is not None and w.lands is not None
+            last[(w.rank, w.lands, w.data)] = w
+        return [(r, lw) for r in reads for (_, x, data), lw in last.items() if x == r.lands and data == r.data]
+
+    def conflict_pairs(self, counter: str) -> list[tuple[Event, Event]]:
+        """Each read of a grid counter's tile with each write of that tile by another CTA."""
+        data = [
+            e for e in self.events if e.step.channel == counter and e.op in (Op.READ, Op.WRITE) and e.data is not None
+        ]
+        rank = self.protocol.cluster
+        return [
+            (r, w)
+            for r in data
+            if r.op is Op.READ
+            for w in data
+            if w.op is Op.WRITE and w.data == r.data and w.cta != r.cta and w.cta % rank == r.cta % rank
+        ]
+
+    def process(self, rank: int) -> str:
+        """The name of process ``rank`` in traces (``role``, or ``role@cta`` across CTAs)."""
+        seq = self.sequences[rank]
+        role = self.protocol.roles[rank % len(self.protocol.roles)].name
+        return process_name(self.protocol, role, seq[0].cta if seq else rank // len(self.protocol.roles))
 
     def add_lemma(self, key: str, fact: Fact, qk: QueryKey) -> None:
         """Assert, under ``key``, that the race of ``qk`` (proved unsat) never happens.
@@ -792,6 +1008,9 @@ class ProtocolModel:
         It is an invariant of every execution, so it removes none; it only gives the
         deadlock query the ordering facts in a form the solver reasons with quickly.
         """
+        if qk.query is Query.CONFLICT:
+            self._fact(key, fact)  # a state the run never reaches: nothing orders the deadlock query by it
+            return
         ring = self.protocol.ring(qk.ring)
         pairs: list[tuple[Event, Event | None]]
         if qk.query is Query.OVERWRITE:
@@ -874,6 +1093,17 @@ class ProtocolModel:
         """How many steps of the role of ``rank`` ran before the cut in ``model``."""
         return int(model.eval(self._z3(self.pc[rank]), model_completion=True).as_long())
 
+    def limit_at(self, model: z3.ModelRef, rank: int) -> int:
+        """How many steps of process ``rank`` the run of ``model``'s trip count has."""
+        limit = self.trip_limits.get(rank)
+        if limit is None:
+            return len(self.sequences[rank])
+        return int(model.eval(self._z3(limit), model_completion=True).as_long())
+
+    def trips_at(self, model: z3.ModelRef) -> int:
+        """The trip count (iterations every CTA runs) of ``model``'s deadlock."""
+        return int(model.eval(self._z3(self.trips), model_completion=True).as_long())
+
     def order(self, model: z3.ModelRef) -> list[Event]:
         """The executed events of ``model`` in schedule order."""
         pcs = {rank: model.eval(self._z3(pc), model_completion=True).as_long() for rank, pc in self.pc.items()}
@@ -918,7 +1148,10 @@ def ring_slice(protocol: Protocol, ring: str) -> tuple[Protocol, dict[str, str]]
                 keys[step_key(step, len(kept))] = step_key(step, k)
                 kept.append(step)
         programs.append((role, tuple(kept)))
-    return Protocol(protocol.roles, (protocol.ring(ring),), (), (), tuple(programs)), keys
+    sliced = dataclasses.replace(
+        protocol, rings=(protocol.ring(ring),), counters=(), named_barriers=(), programs=tuple(programs)
+    )
+    return sliced, keys
 
 
 def _xor(terms: Sequence[Term]) -> Term:
