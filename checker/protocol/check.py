@@ -469,11 +469,12 @@ def _deadlock_witness(run: _Run, zmodel: Any) -> DeadlockWitness:
     stuck: list[TraceRow] = []
     finished: list[str] = []
     phases = _phases_at_end(model, zmodel, order)
+    trips = model.trips_at(zmodel)
     for seq in model.sequences:
         if not seq:
             continue
         pc = model.pc_at(zmodel, seq[0].rank)
-        if pc >= model.limit_at(zmodel, seq[0].rank):
+        if pc >= model.trip_steps(seq[0].rank, trips):
             finished.append(model.process(seq[0].rank))
             continue
         e = seq[pc]
@@ -491,7 +492,6 @@ def _deadlock_witness(run: _Run, zmodel: Any) -> DeadlockWitness:
                 blocked=True,
             )
         )
-    trips = model.trips_at(zmodel)
     return DeadlockWitness(Trace(rows, tuple(stuck)), tuple(finished), trips, _lagging(model, stuck))
 
 

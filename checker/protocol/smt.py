@@ -306,8 +306,6 @@ class ProtocolModel:
         self._bytes: dict[str, Term] = {}
         self._guards: dict[tuple[str, ...], str] = {}
         self.overshoots: dict[str, tuple[dict[int, Term], list[Event], int, Term, Term, list[str]]] = {}
-        self.trip_limits: dict[int, Term] = {}
-        self.trips: Term = T.Val(bound)
         self._declare_facts()
         self._encode_steps()
         for ring in protocol.rings:
@@ -541,7 +539,7 @@ class ProtocolModel:
             if not seq:
                 continue
             key = role_key(seq[0].role)
-            self.pc[seq[0].rank] = pc = self._int(f"pc:{seq[0].role}")
+            self.pc[seq[0].rank] = pc = self._int(f"pc:{self.process(seq[0].rank)}")
             self._add(key, T.And(pc >= 0, pc <= len(seq)), cut=True)
             for a, b in pairwise(seq):
                 self._add(key, self.time[a.id] < self.time[b.id])
@@ -890,14 +888,12 @@ class ProtocolModel:
             pc = self.pc[seq[0].rank]
             cuts = trip_cuts(seq, self.bound)
             limit = self._int(f"limit:{seq[0].rank}")
-            self.trip_limits[seq[0].rank] = limit
             within.append(T.Or(*[T.And(trips == n, limit == cuts[n]) for n in range(1, self.bound + 1)]))
             within.append(pc <= limit)
             done = pc == limit
             blocked = [T.And(pc == e.pos, T.Not(self._cut_pass[e.id])) for e in seq if e.is_wait]
             finished.append(done)
             stuck.append(T.Or(done, *blocked))
-        self.trips = trips
         if finished:
             self._query(
                 QueryKey(Query.DEADLOCK),
@@ -930,7 +926,8 @@ class ProtocolModel:
 
         Keys are (process, the CTA of the slot, data iteration). A consumer's accesses are its
         reads (done at the read wait that completes them when they are asynchronous) and its
-        releases on `empty`.
+        releases on `empty` (each at its first arrival: one that reaches every CTA's barrier is
+        done with the slots when it starts).
         """
         writes = [e for e in self.events if e.step.channel == ring.name and e.op in (Op.COPY, Op.WRITE)]
         reads = [e for e in self.events if e.step.channel == ring.name and e.op is Op.READ]
@@ -950,9 +947,14 @@ class ProtocolModel:
             key = (r.rank, r.lands, r.data)
             prior = last.get(key, r)
             last[key] = None if prior is None or done is None else max(prior, done, key=lambda e: e.pos)
+        released: set[tuple[int, int, int]] = set()
         for e in self.events:
             if e.step.channel != ring.name or e.op is not Op.ARRIVE or e.step.barrier is not BarrierKind.EMPTY:
                 continue
+            instance = (e.rank, e.step_index, e.iteration)
+            if instance in released:
+                continue  # a release is done with the slots at its first arrival, whatever barriers it reaches
+            released.add(instance)
             for key, prior in list(last.items()):
                 if key[0] == e.rank and key[2] == e.data and prior is not None and prior.pos < e.pos:
                     last[key] = e
@@ -1093,16 +1095,25 @@ class ProtocolModel:
         """How many steps of the role of ``rank`` ran before the cut in ``model``."""
         return int(model.eval(self._z3(self.pc[rank]), model_completion=True).as_long())
 
-    def limit_at(self, model: z3.ModelRef, rank: int) -> int:
-        """How many steps of process ``rank`` the run of ``model``'s trip count has."""
-        limit = self.trip_limits.get(rank)
-        if limit is None:
-            return len(self.sequences[rank])
-        return int(model.eval(self._z3(limit), model_completion=True).as_long())
-
     def trips_at(self, model: z3.ModelRef) -> int:
-        """The trip count (iterations every CTA runs) of ``model``'s deadlock."""
-        return int(model.eval(self._z3(self.trips), model_completion=True).as_long())
+        """The least trip count (iterations every CTA runs) whose run ``model``'s deadlock is a state of:
+        every process has run at most that many iterations, and one short of them, as every
+        such one, waits."""
+        pcs = {seq[0].rank: self.pc_at(model, seq[0].rank) for seq in self.sequences if seq}
+        for n in range(1, self.bound + 1):
+            cuts = {rank: trip_cuts(self.sequences[rank], self.bound)[n] for rank in pcs}
+            short = [r for r, pc in pcs.items() if pc < cuts[r]]
+            if (
+                short
+                and all(pc <= cuts[r] for r, pc in pcs.items())
+                and all(self.sequences[r][pcs[r]].is_wait for r in short)
+            ):
+                return n
+        return self.bound
+
+    def trip_steps(self, rank: int, trips: int) -> int:
+        """How many steps process ``rank`` runs in ``trips`` iterations."""
+        return trip_cuts(self.sequences[rank], self.bound)[trips]
 
     def order(self, model: z3.ModelRef) -> list[Event]:
         """The executed events of ``model`` in schedule order."""
