@@ -13,8 +13,8 @@ pending resets to the init count (pending below zero never completes again). A p
 wait passes iff ``phase % 2 != parity``. ``bar.sync`` arrives, then passes once the
 barrier's generation moved past the one it arrived in. A write of data iteration ``i``
 into a CTA's slot races if a consumer that read the slot's previous use has not finished
-its last access to it (read, release at its first arrival, or the read wait that
-completes an asynchronous read); a read of ``i`` races if a process that writes it into that slot has not finished
+its last access to it (its read, or the read wait that completes an asynchronous read,
+and its first release of that data iteration); a read of ``i`` races if a process that writes it into that slot has not finished
 its last write of ``i``; a grid counter's tile is read by one CTA while another CTA is
 about to write it (both next) is a conflict. Every CTA runs the same number ``n`` of
 iterations, any ``n`` from 1 to the bound: a state in which every process has either
@@ -155,13 +155,13 @@ def explore(protocol: Protocol, bound: int | None = None, *, max_states: int = 2
                 done = _completion(acts, pos, act) if step.channel in async_rings else pos
                 table = last_access.setdefault(key, {})
                 table[p] = None if done is None else max(done, table.get(p) or 0)
-        released: set[tuple[int, int]] = set()
+        released: set[tuple[str, int]] = set()
         for pos, act in enumerate(acts):
             step = act.step
             if step.op is Op.ARRIVE and step.barrier is BarrierKind.EMPTY and act.data is not None:
-                if (id(step), act.trip) in released:
-                    continue  # done with the slots at the release's first arrival
-                released.add((id(step), act.trip))
+                if (step.channel, act.data) in released:
+                    continue  # done with the slots at the first release of the data iteration
+                released.add((step.channel, act.data))
                 for key, table in last_access.items():
                     if key[0] == step.channel and key[2] == act.data and p in table:
                         prior = table[p]

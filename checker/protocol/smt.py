@@ -926,8 +926,8 @@ class ProtocolModel:
 
         Keys are (process, the CTA of the slot, data iteration). A consumer's accesses are its
         reads (done at the read wait that completes them when they are asynchronous) and its
-        releases on `empty` (each at its first arrival: one that reaches every CTA's barrier is
-        done with the slots when it starts).
+        first release of the data iteration on `empty`: a consumer releases a slot only when it
+        is done reading it, whichever CTA's barrier that release reaches.
         """
         writes = [e for e in self.events if e.step.channel == ring.name and e.op in (Op.COPY, Op.WRITE)]
         reads = [e for e in self.events if e.step.channel == ring.name and e.op is Op.READ]
@@ -947,14 +947,13 @@ class ProtocolModel:
             key = (r.rank, r.lands, r.data)
             prior = last.get(key, r)
             last[key] = None if prior is None or done is None else max(prior, done, key=lambda e: e.pos)
-        released: set[tuple[int, int, int]] = set()
-        for e in self.events:
+        released: set[tuple[int, int | None]] = set()
+        for e in self.events:  # each process's events in program order
             if e.step.channel != ring.name or e.op is not Op.ARRIVE or e.step.barrier is not BarrierKind.EMPTY:
                 continue
-            instance = (e.rank, e.step_index, e.iteration)
-            if instance in released:
-                continue  # a release is done with the slots at its first arrival, whatever barriers it reaches
-            released.add(instance)
+            if (e.rank, e.data) in released:
+                continue  # a consumer is done with a slot at its first release of it, whatever barrier that reaches
+            released.add((e.rank, e.data))
             for key, prior in list(last.items()):
                 if key[0] == e.rank and key[2] == e.data and prior is not None and prior.pos < e.pos:
                     last[key] = e
