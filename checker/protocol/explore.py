@@ -14,13 +14,13 @@ wait passes iff ``phase % 2 != parity``. ``bar.sync`` arrives, then passes once 
 barrier's generation moved past the one it arrived in. A write of data iteration ``i``
 into a CTA's slot races if a consumer that read the slot's previous use has not finished
 its last access to it (its read, or the read wait that completes an asynchronous read,
-and its first release of that data iteration); a read of ``i`` races if a process that writes it into that slot has not finished
-its last write of ``i``; a grid counter's tile is read by one CTA while another CTA is
-about to write it (both next) is a conflict. Every CTA runs the same number ``n`` of
-iterations, any ``n`` from 1 to the bound: a state in which every process has either
-finished its first ``n`` iterations or waits in vain, and one has not finished, is a
-deadlock. The search starts with every barrier initialized once, before any step: a
-protocol whose `init by` statements break L-INIT's rule
+and its first release of that data iteration); a read of ``i`` races if a process that
+writes it into that slot has not finished its last write of ``i``; a grid counter's tile
+read by one CTA while another CTA is about to write it (both next) is a conflict. Every
+CTA runs the same number ``n`` of iterations, any ``n`` from 1 to the bound: a state in
+which every process has either finished its first ``n`` iterations or waits in vain, and
+one has not finished, is a deadlock. The search starts with every barrier initialized
+once, before any step: a protocol whose `init by` statements break L-INIT's rule
 (:func:`~checker.protocol.model.init_fault`) has no such start, and :func:`explore`
 refuses it.
 """
