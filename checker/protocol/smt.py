@@ -55,6 +55,7 @@ from checker.protocol.model import (
     MBAR_MAX_COUNT,
     BarrierKind,
     Op,
+    Part,
     Protocol,
     Provenance,
     Ring,
@@ -109,6 +110,14 @@ FIRST_PARITY_RULE = Rule(
     "first fill (parity 0, or 1 after a pre-arm); the first wait on an "
     "empty barrier waits for the previous release (parity 1, or 0 "
     "after a pre-arm)",
+)
+
+
+ALIGNED_KEY = "lemma:phases-in-order"
+ALIGNED = Rule(
+    "phases-in-order",
+    "no arrival or copy of a barrier's phase happens before every arrival and copy of the phase before it "
+    "(proved on the model; each phase then completes at its last step)",
 )
 
 
@@ -277,7 +286,12 @@ Cond: TypeAlias = "Term | bool"
 class ProtocolModel:
     """The SMT model of one protocol at one bound; built once, queried many times."""
 
-    def __init__(self, protocol: Protocol, *, bound: int, rlimit: int) -> None:
+    def __init__(self, protocol: Protocol, *, bound: int, rlimit: int, aligned: bool | None = None) -> None:
+        """``aligned``: encode the barriers several processes change by their phases (:meth:`_aligned`);
+        None: do so when a probe proves it exact, for a protocol of several CTAs."""
+        if aligned is None:
+            aligned = protocol.ctas > 1 and ProtocolModel(protocol, bound=bound, rlimit=rlimit, aligned=True).ordered()
+        self.aligned = aligned
         self.protocol = protocol
         self.bound = bound
         self.sequences = unroll(protocol, bound)
@@ -306,6 +320,7 @@ class ProtocolModel:
         self._bytes: dict[str, Term] = {}
         self._guards: dict[tuple[str, ...], str] = {}
         self.overshoots: dict[str, tuple[dict[int, Term], list[Event], int, Term, Term, list[str]]] = {}
+        self._misaligned: list[Term] = []
         self._declare_facts()
         self._encode_steps()
         for ring in protocol.rings:
@@ -408,6 +423,8 @@ class ProtocolModel:
     def _declare_facts(self) -> None:
         for key, fact in declared_facts(self.protocol):
             self._fact(key, fact)
+        if self.aligned:
+            self._fact(ALIGNED_KEY, ALIGNED)
 
     def _encode_steps(self) -> None:
         """Each step's amounts as variables fixed by the step's own literal."""
@@ -558,8 +575,11 @@ class ProtocolModel:
             if obj.barrier is not None:
                 bar = self.protocol.ring(obj.channel).barrier(obj.barrier)
                 decl = decl_key(obj.channel, obj.barrier)
+                phases = self._phases(movers, bar.init_count) if self.aligned and not one_role else None
                 if one_role:
                     self._mbarrier_chain(str(obj), movers, waits, bar.init_count, decl)
+                elif phases is not None:
+                    self._aligned_barrier(str(obj), phases, waits, decl)
                 else:
                     self._counting(str(obj), movers, waits, bar.init_count, decl)
             elif any(e.op in (Op.ADD, Op.WAIT_GE) for e in evs):
@@ -695,6 +715,83 @@ class ProtocolModel:
             self._add(basis, reached == (self._sum(now) >= threshold), cut=True)
             self._cut_pass[w.id] = reached
             self._add(basis, T.Implies(self.executed(w), self._sum(value) >= threshold))
+
+    # -- barriers encoded by their phases ----------------------------------------------
+
+    def _phases(self, movers: list[Event], n: int) -> list[tuple[list[Event], bool]] | None:
+        """The movers of an mbarrier slot by the phase they belong to, each with whether they
+        complete it; None when they cannot be grouped so (then the counting encoding decides).
+
+        A pre-arm belongs to phase 0, a step of the slot's ``k``-th use to phase ``k`` (plus one
+        after a pre-arm). The movers of a phase complete it when their arrivals are the init
+        count and their bytes balance; fewer arrivals complete nothing (a use the bounded run
+        cuts short), but only at the end: a phase that over-arrives, or fills with bytes out of
+        balance, or is followed by one that completes, is left to the counting encoding.
+        """
+        armed = any(e.iteration < 0 for e in movers)
+        grouped: dict[int, list[Event]] = defaultdict(list)
+        for e in movers:
+            grouped[0 if e.iteration < 0 else (e.use or 0) + armed].append(e)
+        phases: list[tuple[list[Event], bool]] = []
+        short = False
+        for k in range(max(grouped) + 1):
+            group = grouped.get(k, [])
+            arrivals = sum(e.step.count for e in group if e.op is Op.ARRIVE)
+            expected = sum(e.step.nbytes for e in group if e.op is not Op.COPY)
+            completed = sum(e.step.nbytes for e in group if e.op is Op.COPY)
+            full = arrivals == n
+            if arrivals > n or (full and expected != completed) or (full and short) or not group:
+                return None
+            short = short or not full
+            phases.append((group, full))
+        return phases
+
+    def _aligned_barrier(
+        self, name: str, phases: list[tuple[list[Event], bool]], waits: list[Event], decl: str
+    ) -> None:
+        """An mbarrier slot whose phases do not overlap: phase ``k`` completes at the last of its
+        movers, after every mover of phase ``k - 1`` (:meth:`ordered` proves that order).
+
+        Then the completions before an event are the phases all of whose movers precede it,
+        and a wait passes on their parity. Exact under the order; much cheaper than counting
+        over every pair of movers when several processes (CTAs) change one barrier.
+        """
+        movers = [e for group, _ in phases for e in group]
+        basis = [decl, ALIGNED_KEY, *dict.fromkeys(self._key(e) for e in movers)]
+        for group, full in phases:
+            for e in group:
+                others = [t for o in group if o is not e and (t := self.before(o, e)) is not True]
+                self.done[e.id] = (T.And(*others) if others else True) if full else False
+        for (earlier, _), (later, _) in pairwise(phases):
+            for m in later:
+                for o in earlier:
+                    order = self.before(o, m)
+                    if order is not True:
+                        late = self.executed(m)
+                        self._misaligned.append(late if order is False else T.And(late, T.Not(order)))
+                        self._add(basis, T.Implies(late, self.executed(o)), dynamic=False, cut=True)
+        complete = [g for g, full in phases if full]
+        for w in waits:
+            seen = [T.And(*[t for m in g if (t := self.before(m, w)) is not True]) for g in complete]
+            odd = _xor(seen)
+            now = _xor([T.And(*[self.executed(m) for m in g]) for g in complete])
+            self._cut_pass[w.id] = now if w.parity == 0 else T.Not(now)
+            self._add([self._key(w), *basis], T.Implies(self.executed(w), odd if w.parity == 0 else T.Not(odd)))
+
+    def ordered(self) -> bool:
+        """Whether no mover of a barrier's phase can run before every mover of the phase before it
+        (a probe, on a model built with :meth:`_aligned_barrier` for every such barrier).
+
+        The first such mover of an exact run is preceded by a run on which both encodings
+        agree, so the probe finds it whenever it exists: unsat here makes the phase encoding
+        exact for every run. Undecided is no proof.
+        """
+        if not self._misaligned:
+            return True
+        lit = self._bool("query:misaligned")
+        self._pending["model"].append(T.Implies(lit, T.Or(*self._misaligned)).text)
+        self._flush()
+        return self.check(self.dynamic_facts(), [self._z3(lit)]).unsat
 
     def _completions_before(self, movers: Sequence[Event], e: Event) -> Term:
         terms = []
@@ -1147,7 +1244,10 @@ def ring_slice(protocol: Protocol, ring: str) -> tuple[Protocol, dict[str, str]]
     """``protocol`` restricted to the steps on ``ring`` and a map of its step keys back.
 
     Dropping the other channels' steps only removes constraints, so a race that this
-    slice cannot reach is unreachable in the whole protocol.
+    slice cannot reach is unreachable in the whole protocol. The slice runs one cluster of
+    the group: steps of a ring never reach another cluster's barriers or slots, and the
+    steps that tie clusters together (a grid counter's) are gone; a ring whose steps tell
+    splits apart (`on first`, `on rest`) keeps the whole group.
     """
     keys: dict[str, str] = {}
     programs = []
@@ -1158,8 +1258,17 @@ def ring_slice(protocol: Protocol, ring: str) -> tuple[Protocol, dict[str, str]]
                 keys[step_key(step, len(kept))] = step_key(step, k)
                 kept.append(step)
         programs.append((role, tuple(kept)))
+    # a ring's barriers and slots are its cluster's: without the counters, the clusters of a
+    # tile's group run independently, and one of them shows every race of the ring, unless
+    # its steps tell splits apart
+    splits = any(s.part in (Part.FIRST, Part.REST) for _, steps in programs for s in steps)
     sliced = dataclasses.replace(
-        protocol, rings=(protocol.ring(ring),), counters=(), named_barriers=(), programs=tuple(programs)
+        protocol,
+        rings=(protocol.ring(ring),),
+        counters=(),
+        named_barriers=(),
+        programs=tuple(programs),
+        group=protocol.group if splits else 1,
     )
     return sliced, keys
 

@@ -17,6 +17,7 @@ from checker.protocol import Protocol, check_protocol
 from checker.protocol.check import MAX_RLIMIT
 from checker.protocol.explore import explore
 from checker.protocol.model import Op, Part, ProtocolBuilder, Scope, Threshold
+from checker.protocol.smt import ProtocolModel
 from checker.protocol.strategies import PATTERN_MISTAKES, pattern, pattern_protocols
 from tests.tiers import examples
 
@@ -120,3 +121,15 @@ def test_a_deadlock_names_the_trip_count_of_its_run() -> None:
     (witness,) = verdict.findings
     assert witness.code == "L-DEADLOCK" and witness.bound == 2  # type: ignore[union-attr]
     assert explore(b.build(), 5).deadlock
+
+
+def test_phases_in_order_are_proved_before_they_are_used() -> None:
+    """Across CTAs a barrier that several processes change is encoded by its phases only when a
+    probe proves that no step of a phase runs before the phase before it is complete; a
+    producer that skips its empty wait breaks that order, and the counting encoding decides."""
+    sound = pattern("multicast", depth=2)
+    assert ProtocolModel(sound, bound=sound.default_bound(), rlimit=MAX_RLIMIT).aligned
+    broken = pattern("multicast", "no-empty-wait", depth=2)
+    assert not ProtocolModel(broken, bound=broken.default_bound(), rlimit=MAX_RLIMIT).aligned
+    one = pattern("pingpong", depth=2)  # one CTA: the counting encoding, as before
+    assert not ProtocolModel(one, bound=one.default_bound(), rlimit=MAX_RLIMIT).aligned
