@@ -88,18 +88,33 @@ def witness(found: RaceWitness) -> Diagnostic:
     secondary: list[Labelled] = []
     if found.query is Query.OVERWRITE:
         assert iteration is not None  # a write of a ring slot is of a data iteration
-        message = f"`{found.producer}` can overwrite slot {slot} of ring `{ring}` before `{found.partner}` releases it"
+        if found.asynchronous:
+            whose = "its own" if found.partner == found.producer else f"`{found.partner}`'s"
+            message = (
+                f"`{found.producer}` can overwrite slot {slot} of ring `{ring}` while {whose} asynchronous "
+                "read of it may still run"
+            )
+        else:
+            message = (
+                f"`{found.producer}` can overwrite slot {slot} of ring `{ring}` before `{found.partner}` releases it"
+            )
         primary = (found.step.provenance, f"writes slot {slot} for iteration {iteration} (the trace's last step)")
         if found.partner_step is not None:
             done = iteration - found.depth
             later = f"`{found.partner}` is done with iteration {done} of slot {slot} only later"
             secondary.append((found.partner_step.provenance, later))
-        fix = (
-            f"make `{found.producer}` wait for the release before writing: the "
-            "parities and the release's lag decide which use of the slot it waits for"
-            if found.waits
-            else f"wait on `{ring}.empty` before writing the slot"
-        )
+        if found.asynchronous:
+            fix = (
+                "wait for the asynchronous reads (`read wait`, `cp.async.bulk.wait_group.read` or "
+                "`tcgen05.wait::ld`) before the slot is released or written again"
+            )
+        elif found.waits:
+            fix = (
+                f"make `{found.producer}` wait for the release before writing: the "
+                "parities and the release's lag decide which use of the slot it waits for"
+            )
+        else:
+            fix = f"wait on `{ring}.empty` before writing the slot"
     else:
         assert found.partner_step is not None  # a read races the producer's write
         message = f"`{found.racer}` can read slot {slot} of ring `{ring}` before `{found.producer}` fills it"

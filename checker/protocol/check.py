@@ -357,6 +357,12 @@ def _race_witness(run: _Run, qk: QueryKey, zmodel: Any) -> RaceWitness:
         other.step if other is not None else None,
         waits,
         Trace(every[:-1], every[-1:]),
+        qk.query is Query.OVERWRITE
+        and any(
+            s.op is Op.READ and s.asynchronous and s.channel == ring.name
+            for c in ring.consumers
+            for s in run.protocol.program(c)
+        ),
     )
 
 

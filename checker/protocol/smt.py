@@ -113,6 +113,24 @@ FIRST_PARITY_RULE = Rule(
 )
 
 
+def aligned_barriers(protocol: Protocol, bound: int, rlimit: int) -> frozenset[str]:
+    """The barriers several processes change whose phases (generations) provably do not overlap.
+
+    Starting from every one, a probe model encodes them by phases and the rest by counting;
+    the barriers it finds out of order go back to counting, until the probe finds none (or
+    cannot decide: then none is phase-encoded).
+    """
+    candidates = frozenset(str(e.obj) for seq in unroll(protocol, bound) for e in seq if e.obj is not None)
+    while candidates:
+        found = ProtocolModel(protocol, bound=bound, rlimit=rlimit, aligned=candidates).misaligned()
+        if found is None:
+            return frozenset()
+        if not found:
+            return candidates
+        candidates -= found
+    return candidates
+
+
 ALIGNED_KEY = "lemma:phases-in-order"
 ALIGNED = Rule(
     "phases-in-order",
@@ -286,11 +304,12 @@ Cond: TypeAlias = "Term | bool"
 class ProtocolModel:
     """The SMT model of one protocol at one bound; built once, queried many times."""
 
-    def __init__(self, protocol: Protocol, *, bound: int, rlimit: int, aligned: bool | None = None) -> None:
-        """``aligned``: encode the barriers several processes change by their phases (:meth:`_aligned`);
-        None: do so when a probe proves it exact, for a protocol of several CTAs."""
+    def __init__(self, protocol: Protocol, *, bound: int, rlimit: int, aligned: frozenset[str] | None = None) -> None:
+        """``aligned``: the barriers (by name, ``kv.full[0]@1``) that several processes change and
+        that are encoded by their phases (:meth:`_aligned_barrier`, :meth:`_aligned_named`); None:
+        those a probe proves exact (:func:`aligned_barriers`) in a protocol of several CTAs."""
         if aligned is None:
-            aligned = protocol.ctas > 1 and ProtocolModel(protocol, bound=bound, rlimit=rlimit, aligned=True).ordered()
+            aligned = aligned_barriers(protocol, bound, rlimit) if protocol.ctas > 1 else frozenset()
         self.aligned = aligned
         self.protocol = protocol
         self.bound = bound
@@ -320,7 +339,9 @@ class ProtocolModel:
         self._bytes: dict[str, Term] = {}
         self._guards: dict[tuple[str, ...], str] = {}
         self.overshoots: dict[str, tuple[dict[int, Term], list[Event], int, Term, Term, list[str]]] = {}
-        self._misaligned: list[Term] = []
+        self._misaligned: list[tuple[str, Term]] = []
+        self._phase_of: dict[int, list[Event]] = {}
+        self._name = ""
         self._declare_facts()
         self._encode_steps()
         for ring in protocol.rings:
@@ -575,7 +596,8 @@ class ProtocolModel:
             if obj.barrier is not None:
                 bar = self.protocol.ring(obj.channel).barrier(obj.barrier)
                 decl = decl_key(obj.channel, obj.barrier)
-                phases = self._phases(movers, bar.init_count) if self.aligned and not one_role else None
+                phases = self._phases(movers, bar.init_count) if str(obj) in self.aligned and not one_role else None
+                self._name = str(obj)
                 if one_role:
                     self._mbarrier_chain(str(obj), movers, waits, bar.init_count, decl)
                 elif phases is not None:
@@ -591,8 +613,12 @@ class ProtocolModel:
                     self._counter(movers, waits)
             else:
                 nb = self.protocol.named_barrier(obj.channel)
+                generations = self._generations(movers, nb.threads) if str(obj) in self.aligned else None
+                self._name = str(obj)
                 if self._lockstep(nb.name, nb.threads):
                     self._lockstep_barrier(str(obj), movers, waits, f"bar:{nb.name}")
+                elif generations is not None:
+                    self._aligned_named(generations, waits, f"bar:{nb.name}")
                 else:
                     self._counting(str(obj), movers, waits, nb.threads, f"bar:{nb.name}")
 
@@ -758,18 +784,8 @@ class ProtocolModel:
         """
         movers = [e for group, _ in phases for e in group]
         basis = [decl, ALIGNED_KEY, *dict.fromkeys(self._key(e) for e in movers)]
-        for group, full in phases:
-            for e in group:
-                others = [t for o in group if o is not e and (t := self.before(o, e)) is not True]
-                self.done[e.id] = (T.And(*others) if others else True) if full else False
-        for (earlier, _), (later, _) in pairwise(phases):
-            for m in later:
-                for o in earlier:
-                    order = self.before(o, m)
-                    if order is not True:
-                        late = self.executed(m)
-                        self._misaligned.append(late if order is False else T.And(late, T.Not(order)))
-                        self._add(basis, T.Implies(late, self.executed(o)), dynamic=False, cut=True)
+        self._last_of_phase(phases, basis)
+        self._order_phases(phases, basis)
         complete = [g for g, full in phases if full]
         for w in waits:
             seen = [T.And(*[t for m in g if (t := self.before(m, w)) is not True]) for g in complete]
@@ -778,20 +794,92 @@ class ProtocolModel:
             self._cut_pass[w.id] = now if w.parity == 0 else T.Not(now)
             self._add([self._key(w), *basis], T.Implies(self.executed(w), odd if w.parity == 0 else T.Not(odd)))
 
-    def ordered(self) -> bool:
-        """Whether no mover of a barrier's phase can run before every mover of the phase before it
-        (a probe, on a model built with :meth:`_aligned_barrier` for every such barrier).
+    def _generations(self, movers: list[Event], threads: int) -> list[tuple[list[Event], bool]] | None:
+        """The arrivals on a named barrier by generation: the ``k``-th arrival of each process is in
+        generation ``k``; each with whether its threads complete it. None unless every
+        generation but trailing short ones has exactly the barrier's threads."""
+        grouped: dict[int, list[Event]] = defaultdict(list)
+        seen: dict[int, int] = defaultdict(int)
+        for e in movers:
+            grouped[seen[e.rank]].append(e)
+            seen[e.rank] += 1
+        generations: list[tuple[list[Event], bool]] = []
+        short = False
+        for k in range(len(grouped)):
+            total = sum(e.step.count for e in grouped[k])
+            if total > threads or (short and total == threads):
+                return None
+            short = short or total < threads
+            generations.append((grouped[k], total == threads))
+        return generations
 
-        The first such mover of an exact run is preceded by a run on which both encodings
-        agree, so the probe finds it whenever it exists: unsat here makes the phase encoding
-        exact for every run. Undecided is no proof.
+    def _aligned_named(self, generations: list[tuple[list[Event], bool]], waits: list[Event], decl: str) -> None:
+        """A named barrier whose generations do not overlap (:meth:`ordered` proves it): generation
+        ``k`` completes at the last of its arrivals, and a ``bar.sync`` passes once every arrival
+        of the generation its own arrival is in precedes it."""
+        movers = [e for group, _ in generations for e in group]
+        basis = [decl, ALIGNED_KEY, *dict.fromkeys(self._key(e) for e in movers)]
+        of = {e.id: k for k, (group, _) in enumerate(generations) for e in group}
+        self._last_of_phase(generations, basis)
+        self._order_phases(generations, basis)
+        for w in waits:
+            group, full = generations[of[self.sequences[w.rank][w.pos - 1].id]]
+            if not full:
+                self._cut_pass[w.id] = T.FALSE
+                self._add([self._key(w), *basis], T.Not(self.executed(w)))
+                continue
+            seen = T.And(*[t for m in group if (t := self.before(m, w)) is not True])
+            self._cut_pass[w.id] = T.And(*[self.executed(m) for m in group])
+            self._add([self._key(w), *basis], T.Implies(self.executed(w), seen))
+
+    def _last_of_phase(self, phases: list[tuple[list[Event], bool]], basis: list[str]) -> None:
+        """Which step completes a phase: the last of a full one (read off a model's schedule by
+        :meth:`completes`; nothing is asserted)."""
+        for group, full in phases:
+            for e in group:
+                self._phase_of[e.id] = group if full else []
+
+    def _order_phases(self, phases: list[tuple[list[Event], bool]], basis: list[str]) -> None:
+        """The order a phase encoding assumes: no step of a phase before every step of the one
+        before it; to be proved (:meth:`ordered`), and a fact of the cut abstraction."""
+        for (earlier, _), (later, _) in pairwise(phases):
+            for m in later:
+                for o in earlier:
+                    order = self.before(o, m)
+                    if order is not True:
+                        late = self.executed(m)
+                        self._misaligned.append((self._name, late if order is False else T.And(late, T.Not(order))))
+                        self._add(basis, T.Implies(late, self.executed(o)), dynamic=False, cut=True)
+
+    def misaligned(self) -> frozenset[str] | None:
+        """The phase-encoded barriers on which a step of a phase can run before every step of the phase
+        before it, from one model of the probe (empty: on none; None: undecided).
+
+        The first such step of an exact run is preceded by a run on which the phase and the
+        counting encodings agree, so the probe finds a barrier with such a step whenever one
+        exists: an empty answer makes the phase encoding exact for every run.
         """
         if not self._misaligned:
-            return True
+            return frozenset()
+        flags = []
+        for k, (_, term) in enumerate(self._misaligned):
+            flag = self._bool(f"misaligned:{k}")
+            self._pending["model"].append((flag == term).text)
+            flags.append(flag)
         lit = self._bool("query:misaligned")
-        self._pending["model"].append(T.Implies(lit, T.Or(*self._misaligned)).text)
+        self._pending["model"].append(T.Implies(lit, T.Or(*flags)).text)
         self._flush()
-        return self.check(self.dynamic_facts(), [self._z3(lit)]).unsat
+        verdict = self.check(self.dynamic_facts(), [self._z3(lit)])
+        if verdict.unsat:
+            return frozenset()
+        if not verdict.sat:
+            return None
+        model = self.last_model()
+        return frozenset(
+            name
+            for (name, _), flag in zip(self._misaligned, flags, strict=True)
+            if z3.is_true(model.eval(self._z3(flag), model_completion=True))
+        )
 
     def _completions_before(self, movers: Sequence[Event], e: Event) -> Term:
         terms = []
@@ -1220,6 +1308,14 @@ class ProtocolModel:
 
     def completes(self, model: z3.ModelRef, e: Event) -> bool:
         """Whether ``e`` completed a phase of its barrier in ``model``."""
+        group = self._phase_of.get(e.id)
+        if group is not None:
+
+            def at(x: Event) -> tuple[int, int, int]:
+                t = model.eval(self._z3(self.time[x.id]), model_completion=True).as_long()
+                return (t, x.rank, x.pos)
+
+            return bool(group) and all(at(o) < at(e) for o in group if o is not e)
         flag = self.done.get(e.id, False)
         if isinstance(flag, bool):
             return flag

@@ -172,7 +172,8 @@ def pattern(name: str, mistake: str = "", depth: int = 2, knob: int = 0) -> Prot
     """A production synchronization pattern, sound (``mistake`` empty) or with one mistake.
 
     ``pingpong``: two consumer warpgroups take turns on a ring, ordered by two named
-    barriers, the second pre-armed once before the loop (FA3, CUTLASS ping-pong);
+    barriers, the second pre-armed once before the loop (FA3, CUTLASS ping-pong; ``knob`` 2:
+    in a 2-CTA cluster whose consumers release both CTAs' slots);
     ``multicast``: a 2-CTA cluster, each CTA copying its half of an operand into both CTAs'
     slots and releasing both CTAs' slots; ``pair``: a 2-CTA pair whose leader's barrier counts
     both CTAs' copies, each landing in its own CTA, and whose leader reads both slots;
@@ -202,25 +203,26 @@ def _pingpong(name: str, wrong: str, depth: int, knob: int) -> Protocol:
     turns = 1 if wrong == "no-turns" else 2
     for w in range(2):
         b.role(f"w{w}", 1, turn=w % turns, turns=turns)
-    b.ring("kv", depth=depth, producer="p", consumer=("w0", "w1"), full_init=1, empty_init=1, init_by=("p",))
+    cluster = 2 if knob == 2 else 1  # in a 2-CTA cluster each consumer releases both CTAs' slot
+    release = Target.ALL if cluster > 1 else Target.OWN
+    b.ring("kv", depth=depth, producer="p", consumer=("w0", "w1"), full_init=1, empty_init=cluster, init_by=("p",))
     b.named_barrier("o0", 64)
     b.named_barrier("o1", 64)
     b.produce("kv")
     for w in range(2):
         me = f"w{w}"
+        late = 1 if wrong == "release-late" and w == 0 else 0
         steps = [
             b.make_step(me, Op.BAR_SYNC, f"o{w}", count=32),
             b.make_step(me, Op.WAIT, "kv", barrier=FULL, parity=0),
             b.make_step(me, Op.READ, "kv"),
-            b.make_step(
-                me, Op.ARRIVE, "kv", barrier=EMPTY, count=1, lag=1 if wrong == "release-late" and w == 0 else 0
-            ),
+            b.make_step(me, Op.ARRIVE, "kv", barrier=EMPTY, count=1, lag=late, target=release),
             b.make_step(me, Op.BAR_ARRIVE, f"o{1 - w}", count=32),
         ]
         if (w == 1 and wrong != "no-prearm") or wrong == "prearm-both":
             steps.insert(0, b.make_step(me, Op.BAR_ARRIVE, f"o{1 - w}" if w == 1 else "o1", count=32, prearm=True))
         b.set_program(me, steps)
-    return b.build()
+    return b.build(cluster=cluster)
 
 
 def _multicast(name: str, wrong: str, depth: int, knob: int) -> Protocol:
