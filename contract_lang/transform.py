@@ -253,7 +253,8 @@ class AstBuilder(Transformer[Token, Any]):
             self.problems.append(
                 Diagnostic(
                     Code.E_VALUE,
-                    f"turn {turn} of {turns} is no turn: turns are numbered 0 to {max(turns, 1) - 1}",
+                    f"turn {turn} of {turns} is no turn: "
+                    + (f"turns are numbered 0 to {turns - 1}" if turns else "a role takes turns among at least 1"),
                     labels=(Label(self._span(meta), "turn out of range"),),
                     helps=("number a role's turn from 0, below the number of turns (`turn 1 of 2`)",),
                 )
