@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from checker.protocol import DEFAULT_RLIMIT, Protocol, check_protocol
 from checker.protocol.check import MAX_RLIMIT
 from checker.protocol.explore import explore
-from checker.protocol.strategies import small_protocols
+from checker.protocol.strategies import pattern_protocols, small_protocols
 from tests.checker.protocol.helpers import (
     kv_ring,
     loader_with_rendezvous,
@@ -73,3 +74,19 @@ def test_smt_agrees_with_explorer_campaign(protocol: Protocol) -> None:
     protocol in a thousand (a named barrier some role only arrives on, beside a ring with
     two consumers) needs more than the default per-check budget to be decided."""
     assert_agree(protocol, rlimit=MAX_RLIMIT)
+
+
+@examples(0.5)
+@given(pattern_protocols(), st.integers(2, 3))
+def test_smt_agrees_with_explorer_on_production_patterns(protocol: Protocol, bound: int) -> None:
+    """Issue 27: CTAs of a cluster and of a tile's group, parts, multicast and remote steps, turns,
+    grid counters, asynchronous reads, staging, pre-armed named barriers, any trip count; and
+    across CTAs the phase encoding the probe proves, or the counting one where it cannot."""
+    assert_agree(protocol, bound, rlimit=MAX_RLIMIT)
+
+
+@pytest.mark.slow
+@examples(1)
+@given(pattern_protocols(), st.integers(2, 4))
+def test_smt_agrees_with_explorer_on_production_patterns_campaign(protocol: Protocol, bound: int) -> None:
+    assert_agree(protocol, bound, rlimit=MAX_RLIMIT)
