@@ -75,6 +75,9 @@ class RaceClause(ModelClause):
         if isinstance(found, RaceWitness):
             return witness(found)
         if isinstance(found, Undecided):
+            if found.about == Query.CONFLICT.value:
+                what = f"a conflicting access to a tile of counter `{found.ring}`"
+                return undecided(found, what, f"whether there is {what}")
             what = f"{found.about} on ring `{found.ring}`"
             return undecided(found, what, f"whether there is an {what}")
         return super().word(found)
