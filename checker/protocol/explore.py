@@ -439,8 +439,10 @@ def static_expectations(protocol: Protocol) -> frozenset[tuple[str, str, str]]:
                         continue
                     info = protocol.role(role)
                     for x in _aims(protocol, s, cta) if s.op is not Op.WAIT else [cta]:
-                        if s.prearm:
+                        if s.prearm:  # a pre-armed barrier is one the loop must arrive on too
                             armed[x] = armed.get(x, 0) + s.count
+                            for j in range(period):
+                                loops.setdefault((x, j), [0, 0, 0, 0])
                             continue
                         for j in range(period):
                             if j % info.turns != info.turn:

@@ -623,8 +623,8 @@ class ProtocolModel:
                     self._counting(str(obj), movers, waits, nb.threads, f"bar:{nb.name}")
 
     def _lockstep(self, name: str, threads: int) -> bool:
-        """Whether every role on named barrier ``name`` runs one ``bar.sync`` per iteration
-        and their thread counts add up to its count.
+        """Whether every role on named barrier ``name`` runs one ``bar.sync`` per iteration, in
+        every CTA, and their thread counts add up to its count.
 
         Then generation ``j`` completes exactly at the last of the participants' ``j``-th
         arrivals (each blocks until it does, so none arrives twice in a generation), and
@@ -633,7 +633,7 @@ class ProtocolModel:
         steps = [s for _, prog in self.protocol.programs for s in prog if s.channel == name]
         roles = [s.role for s in steps]
         return (
-            all(s.op is Op.BAR_SYNC for s in steps)
+            all(s.op is Op.BAR_SYNC and s.part is Part.ALL and not s.prearm for s in steps)
             and len(set(roles)) == len(roles)
             and sum(s.count for s in steps) == threads
         )

@@ -10,6 +10,7 @@ initialized barriers); small enough for the explicit-state explorer at its defau
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TypeVar
 
 from hypothesis import strategies as st
@@ -355,3 +356,74 @@ def _async_ring(name: str, wrong: str, depth: int, knob: int) -> Protocol:
     steps += {"release-first": [release, done], "no-read-wait": [release]}.get(wrong, [done, release])
     b.set_program("epi", steps)
     return b.build()
+
+
+@st.composite
+def mixed_protocols(draw: st.DrawFn) -> Protocol:
+    """A :func:`small_protocols` draw with the production steps sprinkled in at random: a 2-CTA
+    cluster whose arrivals and copies reach the peer's or every CTA's barrier, steps only one
+    side of the cluster runs, consumers that take turns, asynchronous reads completed by read
+    waits (or never), pre-armed named-barrier arrivals, and a counter whose tiles a group of
+    2 CTAs shares, waited for by relative thresholds. Any mix, sound or not; small enough for
+    the explicit-state explorer at a bound of 2."""
+    base = draw(small_protocols(max_roles=3, max_rings=1, max_depth=2))
+    cluster = draw(st.sampled_from((1, 2)))
+    grid = bool(base.counters) and draw(st.booleans())
+    group = 2 if grid and cluster == 1 else 1
+    programs = []
+    for role, steps in base.programs:
+        new: list[Step] = []
+        for step in steps:
+            step = _sprinkle(draw, step, cluster > 1)
+            new.append(step)
+            if step.op is Op.READ and step.asynchronous and draw(st.booleans()):
+                wait = Step(role, Op.READ_WAIT, step.channel, step.provenance, lag=draw(st.integers(0, 1)))
+                new.insert(draw(st.integers(len(new), len(new) + 1)) if draw(st.booleans()) else len(new), wait)
+        programs.append((role, tuple(new)))
+    roles = list(base.roles)
+    if base.rings and len(base.rings[0].consumers) == 2 and draw(st.booleans()):
+        turned = base.rings[0].consumers
+        roles = [dataclasses.replace(r, turn=turned.index(r.name), turns=2) if r.name in turned else r for r in roles]
+    counters = base.counters
+    if grid:
+        ctr = base.counters[0]
+        counters = (dataclasses.replace(ctr, grid=True),)
+        programs = [(role, _grid_steps(draw, role, steps, ctr.name)) for role, steps in programs]
+    return dataclasses.replace(
+        base, roles=tuple(roles), counters=counters, programs=tuple(programs), cluster=cluster, group=group
+    )
+
+
+def _sprinkle(draw: st.DrawFn, step: Step, clustered: bool) -> Step:
+    """``step`` with, at random, a part, a target or an asynchronous read that its op allows."""
+    changes: dict[str, object] = {}
+    if clustered and step.op in (Op.ARRIVE, Op.COPY) and not step.prearm and draw(st.integers(0, 2)) == 0:
+        changes["target"] = draw(st.sampled_from((Target.PEER, Target.ALL)))
+    if clustered and draw(st.integers(0, 5)) == 0:
+        changes["part"] = draw(st.sampled_from((Part.LEADER, Part.PEER)))
+    if step.op is Op.READ and draw(st.integers(0, 2)) == 0:
+        changes["asynchronous"] = True
+        if clustered and draw(st.booleans()):
+            changes["target"] = Target.ALL
+    if step.op is Op.BAR_ARRIVE and draw(st.integers(0, 2)) == 0:
+        changes["prearm"] = True
+    return dataclasses.replace(step, **changes) if changes else step  # type: ignore[arg-type]
+
+
+def _grid_steps(draw: st.DrawFn, role: str, steps: tuple[Step, ...], counter: str) -> tuple[Step, ...]:
+    """A grid counter's steps: relative thresholds at random, first/rest parts, the tile's data steps."""
+    out: list[Step] = []
+    for step in steps:
+        if step.channel == counter and step.op is Op.WAIT_GE:
+            threshold = draw(st.sampled_from(list(Threshold)))
+            count = step.count if threshold is Threshold.COUNT else 0
+            part = draw(st.sampled_from((Part.ALL, Part.ALL, Part.FIRST, Part.REST)))
+            step = dataclasses.replace(step, threshold=threshold, count=count, part=part)
+            out += [step, Step(role, Op.READ, counter, step.provenance, part=part)]
+        elif step.channel == counter and step.op is Op.ADD:
+            part = draw(st.sampled_from((Part.ALL, Part.ALL, Part.FIRST, Part.REST)))
+            step = dataclasses.replace(step, part=part)
+            out += [Step(role, Op.WRITE, counter, step.provenance, part=part), step]
+        else:
+            out.append(step)
+    return tuple(out)

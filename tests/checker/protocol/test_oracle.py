@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from checker.protocol import DEFAULT_RLIMIT, Protocol, check_protocol
 from checker.protocol.check import MAX_RLIMIT
 from checker.protocol.explore import explore
-from checker.protocol.strategies import pattern_protocols, small_protocols
+from checker.protocol.strategies import mixed_protocols, pattern_protocols, small_protocols
 from tests.checker.protocol.helpers import (
     kv_ring,
     loader_with_rendezvous,
@@ -90,3 +90,18 @@ def test_smt_agrees_with_explorer_on_production_patterns(protocol: Protocol, bou
 @given(pattern_protocols(), st.integers(2, 4))
 def test_smt_agrees_with_explorer_on_production_patterns_campaign(protocol: Protocol, bound: int) -> None:
     assert_agree(protocol, bound, rlimit=MAX_RLIMIT)
+
+
+@examples(0.5)
+@given(mixed_protocols())
+def test_smt_agrees_with_explorer_on_mixed_protocols(protocol: Protocol) -> None:
+    """The production steps sprinkled into random protocols at random: any mix of targets, parts,
+    turns, asynchronous reads, pre-armed named barriers and grid counters, sound or not."""
+    assert_agree(protocol, 2, rlimit=MAX_RLIMIT)
+
+
+@pytest.mark.slow
+@examples(1)
+@given(mixed_protocols())
+def test_smt_agrees_with_explorer_on_mixed_protocols_campaign(protocol: Protocol) -> None:
+    assert_agree(protocol, 2, rlimit=MAX_RLIMIT)
