@@ -40,8 +40,14 @@ SCOPES = ("cta", "cluster", "gpu", "sys")
 GUARANTEES = ("converged", "full_warps", "enter_once", "no_early_return")
 VIEWS = ("peer", "multicast")
 SMEM_USES = ("generic", "tma", "wgmma", "ldmatrix", "swizzle32", "swizzle64", "swizzle128", "mbarrier", "bulk_copy")
-GENERATIONS = ("once", "persistent")
+GENERATIONS = ("once", "persistent", "ring")
 COUNTER_SPACES = ("global", "peer", "host")
+# Which CTAs run a step (`on leader`): cluster rank 0 or the others; the first split of a
+# tile's group or the others.
+PARTS = ("leader", "peer", "first", "rest")
+# What a counter wait waits for besides a number: the adds of the splits before it, of the
+# other splits, of every split of its tile.
+THRESHOLDS = ("split", "others", "all")
 
 
 @dataclass(frozen=True)
@@ -103,11 +109,15 @@ class Features(Node):
 
 @dataclass(frozen=True)
 class Role(Node):
+    """A role; ``turn T of N``: its loop takes the units ``T, T + N, …`` (ping-pong warpgroups)."""
+
     name: str
     entry: str | None = None
     warps: int | None = None
     regs: int | None = None
     warpgroup: bool = False
+    turn: int | None = None
+    turns: int | None = None
 
 
 @dataclass(frozen=True)
@@ -257,28 +267,75 @@ class RingBarrierInit(Node):
 
 @dataclass(frozen=True)
 class RingWait(Node):
+    """``full wait [parity P] [on PART]``; ``on``: only those CTAs wait (:data:`PARTS`)."""
+
     barrier: BarrierKind
     parity: int | None = None
+    on: str | None = None
 
 
 @dataclass(frozen=True)
 class RingArrive(Node):
+    """``empty arrive COUNT [tx B] [lag L] [prearm] [remote] [multicast] [on PART]``.
+
+    ``remote``: on the cluster peer's barrier; ``multicast``: on the barrier of every CTA of
+    the cluster; ``on``: only those CTAs arrive.
+    """
+
     barrier: BarrierKind
     count: Count
     tx: int | None = None
     lag: int | None = None
     prearm: bool = False
     remote: bool = False
+    multicast: bool = False
+    on: str | None = None
 
 
 @dataclass(frozen=True)
 class RingCopy(Node):
     """An asynchronous copy completing ``bytes`` on the barrier per phase, into the
-    per-slot claim ``into`` when stated (``full copy 16KiB into a_tiles``)."""
+    per-slot claim ``into`` when stated (``full copy 16KiB into a_tiles``).
+
+    ``multicast``: it lands in the slot of every CTA of the cluster and completes on each
+    one's barrier; ``remote``: it lands in this CTA's slot and completes on the cluster
+    peer's barrier (a 2-CTA pair's copy); ``on``: only those CTAs issue it.
+    """
 
     barrier: BarrierKind
     bytes: int
     into: str | None = None
+    multicast: bool = False
+    remote: bool = False
+    on: str | None = None
+
+
+@dataclass(frozen=True)
+class RingRead(Node):
+    """``read [async] [multicast] [on PART]``: this side reads the slot here (instead of right after
+    its `full wait`); ``async``: the reads complete only at a later ``read wait`` (a TMA store
+    from shared memory, ``tcgen05.ld``); ``multicast``: it reads the slot of every CTA of the
+    cluster (a 2-CTA MMA)."""
+
+    asynchronous: bool = False
+    multicast: bool = False
+    on: str | None = None
+
+
+@dataclass(frozen=True)
+class RingReadWait(Node):
+    """``read wait [lag L] [on PART]``: wait until this side's asynchronous reads of the data
+    iterations up to ``L`` back are done (``cp.async.bulk.wait_group.read``, ``tcgen05.wait::ld``)."""
+
+    lag: int | None = None
+    on: str | None = None
+
+
+@dataclass(frozen=True)
+class RingRestart(Node):
+    """``restart N``: the slot index restarts every ``N`` iterations (a staging index per tile)."""
+
+    every: int
 
 
 @dataclass(frozen=True)
@@ -306,9 +363,20 @@ class RingFence(Node):
 
 
 RingItem = (
-    RingDepth | RingBarrierInit | RingWait | RingArrive | RingCopy | RingInitBy | RingScope | RingProxy | RingFence
+    RingDepth
+    | RingBarrierInit
+    | RingWait
+    | RingArrive
+    | RingCopy
+    | RingRead
+    | RingReadWait
+    | RingRestart
+    | RingInitBy
+    | RingScope
+    | RingProxy
+    | RingFence
 )
-RING_STEP_TYPES = (RingWait, RingArrive, RingCopy)
+RING_STEP_TYPES = (RingWait, RingArrive, RingCopy, RingRead, RingReadWait)
 
 
 @dataclass(frozen=True)
@@ -337,11 +405,20 @@ class Ring(Node):
     def steps(self) -> tuple[RingWait | RingArrive | RingCopy, ...]:
         return tuple(it for it in self.items if isinstance(it, (RingWait, RingArrive, RingCopy)))
 
+    @property
+    def restart(self) -> int | None:
+        item = self.first(RingRestart)
+        return item.every if isinstance(item, RingRestart) else None
+
 
 @dataclass(frozen=True)
 class CounterStep(Node):
+    """``add N [on PART]`` or ``wait ge N|split|others|all [on PART]`` (``threshold``: the word, if not a number)."""
+
     op: Literal["add", "wait_ge"]
     amount: int
+    threshold: str | None = None
+    on: str | None = None
 
 
 @dataclass(frozen=True)
@@ -365,6 +442,8 @@ class Rendezvous(Node):
     mode: Literal["arrive", "sync"]
     role: str
     threads: int | None = None
+    prearm: bool = False
+    """Once before the loop, not in it (a ping-pong warpgroup letting the other one start)."""
 
 
 @dataclass(frozen=True)
@@ -449,6 +528,8 @@ class ExportTensor(Node):
     elem: str | None = None
     tile: tuple[Dim, ...] = ()
     generation: str | None = None
+    ring: str | None = None
+    """``generation ring R``: one generation per tile, each in a slot of ring ``R``."""
     placement: MapSpec | None = None
     ready: EventRef | None = None
     # Where each attribute line (`elem`, `tile`, …) was written, for precise diagnostics.
@@ -468,6 +549,7 @@ class ImportTensor(Node):
     tile: tuple[Dim, ...] = ()
     chunk: tuple[Dim, ...] = ()
     generation: str | None = None
+    ring: str | None = None
     demand: MapSpec | None = None
     lends: tuple[Lend, ...] = ()
     done: EventRef | None = None

@@ -121,7 +121,7 @@ def ring_item_line(item: A.RingItem) -> str:
         tx = f" expect_tx {size(item.expect_tx)}" if item.expect_tx is not None else ""
         return f"{item.barrier} init {count_text(item.count)}{tx}"
     if isinstance(item, A.RingWait):
-        return f"{item.barrier} wait" + (f" parity {item.parity}" if item.parity is not None else "")
+        return f"{item.barrier} wait" + (f" parity {item.parity}" if item.parity is not None else "") + _on(item.on)
     if isinstance(item, A.RingArrive):
         words = [f"{item.barrier} arrive {count_text(item.count)}"]
         if item.tx is not None:
@@ -132,9 +132,26 @@ def ring_item_line(item: A.RingItem) -> str:
             words.append("prearm")
         if item.remote:
             words.append("remote")
-        return " ".join(words)
+        if item.multicast:
+            words.append("multicast")
+        return " ".join(words) + _on(item.on)
     if isinstance(item, A.RingCopy):
-        return f"{item.barrier} copy {size(item.bytes)}" + (f" into {item.into}" if item.into else "")
+        words = [f"{item.barrier} copy {size(item.bytes)}"]
+        if item.into:
+            words.append(f"into {item.into}")
+        if item.multicast:
+            words.append("multicast")
+        if item.remote:
+            words.append("remote")
+        return " ".join(words) + _on(item.on)
+    if isinstance(item, A.RingRead):
+        return (
+            "read" + (" async" if item.asynchronous else "") + (" multicast" if item.multicast else "") + _on(item.on)
+        )
+    if isinstance(item, A.RingReadWait):
+        return "read wait" + (f" lag {item.lag}" if item.lag is not None else "") + _on(item.on)
+    if isinstance(item, A.RingRestart):
+        return f"restart {item.every}"
     if isinstance(item, A.RingInitBy):
         return f"init by {item.role}" + (" fenced" if item.fenced else "")
     if isinstance(item, A.RingScope):
@@ -142,6 +159,17 @@ def ring_item_line(item: A.RingItem) -> str:
     if isinstance(item, A.RingProxy):
         return f"{item.access} {item.proxy}"
     return f"fence {item.kind}"
+
+
+def _on(part: str | None) -> str:
+    return f" on {part}" if part is not None else ""
+
+
+def counter_step_line(step: A.CounterStep) -> str:
+    """A counter step as written: ``add 1``, ``wait ge split on rest``."""
+    if step.op == "add":
+        return f"add {step.amount}" + _on(step.on)
+    return f"wait ge {step.threshold or step.amount}" + _on(step.on)
 
 
 def _fact_value(value: A.FactValue) -> str:
@@ -170,6 +198,8 @@ def _role(item: A.Role) -> str:
         words.append(f"regs {item.regs}")
     if item.warpgroup:
         words.append("warpgroup")
+    if item.turns is not None:
+        words.append(f"turn {item.turn} of {item.turns}")
     return " ".join(words)
 
 
@@ -188,7 +218,8 @@ def _launch(item: A.Launch) -> str:
 
 def _rendezvous(item: A.Rendezvous) -> str:
     threads = f" threads {item.threads}" if item.threads is not None else ""
-    return f"rendezvous {item.name} {item.mode} by {item.role}{threads}"
+    prearm = " prearm" if item.prearm else ""
+    return f"rendezvous {item.name} {item.mode} by {item.role}{threads}{prearm}"
 
 
 def _export_callable(item: A.ExportCallable) -> str:
@@ -408,7 +439,7 @@ class _Printer:
         if not item.steps:
             self.emit(depth, header, item.span)
             return
-        rows = [(f"add {s.amount}" if s.op == "add" else f"wait ge {s.amount}", s) for s in item.steps]
+        rows = [(counter_step_line(s), s) for s in item.steps]
         self.block(depth, header, item, list[tuple[str | None, A.Node]](rows))
 
     def _tensor(self, depth: int, item: A.ExportTensor | A.ImportTensor) -> None:
@@ -425,7 +456,8 @@ class _Printer:
         if isinstance(item, A.ImportTensor) and item.chunk:
             self.emit(inner, f"chunk {_dims(item.chunk)}", item.chunk[0].span)
         if item.generation is not None:
-            self.emit(inner, f"generation {item.generation}", item.attr_span("generation"))
+            through = f" {item.ring}" if item.ring is not None else ""
+            self.emit(inner, f"generation {item.generation}{through}", item.attr_span("generation"))
         spec = item.placement if isinstance(item, A.ExportTensor) else item.demand
         if spec is not None:
             self._map(inner, "placement" if isinstance(item, A.ExportTensor) else "demand", spec)

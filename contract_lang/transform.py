@@ -49,6 +49,13 @@ INT_RANGES: dict[str, tuple[str, int]] = {
 _MAX_LITERAL = 24
 
 
+def _generation(value: str | tuple[str, str] | None) -> tuple[str | None, str | None]:
+    """A tensor's generation word and, for `generation ring R`, the ring."""
+    if isinstance(value, tuple):
+        return value
+    return value, None
+
+
 def bounded_int(text: str, kind: str) -> int | None:
     """The literal's value when it lies in the range of ``kind``, else None."""
     if len(text) > _MAX_LITERAL:
@@ -234,8 +241,25 @@ class AstBuilder(Transformer[Token, Any]):
             warps=got.get("warps"),
             regs=got.get("regs"),
             warpgroup=got.get("warpgroup", False),
+            turn=got["turn"][0] if "turn" in got else None,
+            turns=got["turn"][1] if "turn" in got else None,
             span=self._span(meta),
         )
+
+    @v_args(meta=True)
+    def role_turn(self, meta: Meta, c: list[Token]) -> Attr:
+        turn, turns = self._int(c[0], "count"), self._int(c[1], "count")
+        if not 0 <= turn < turns:
+            self.problems.append(
+                Diagnostic(
+                    Code.E_VALUE,
+                    f"turn {turn} of {turns} is no turn: "
+                    + (f"turns are numbered 0 to {turns - 1}" if turns else "a role takes turns among at least 1"),
+                    labels=(Label(self._span(meta), "turn out of range"),),
+                    helps=("number a role's turn from 0, below the number of turns (`turn 1 of 2`)",),
+                )
+            )
+        return ("turn", (turn, turns), self._span(meta))
 
     @v_args(meta=True)
     def role_entry(self, meta: Meta, c: list[Token]) -> Attr:
@@ -461,7 +485,12 @@ class AstBuilder(Transformer[Token, Any]):
     def ring(self, meta: Meta, children: list[Any]) -> A.Ring:
         name, side, role, *items = children
         span = self._span(meta)
-        for kind, label in ((A.RingDepth, "depth"), (A.RingInitBy, "init by"), (A.RingScope, "scope")):
+        for kind, label in (
+            (A.RingDepth, "depth"),
+            (A.RingInitBy, "init by"),
+            (A.RingScope, "scope"),
+            (A.RingRestart, "restart"),
+        ):
             found = [it for it in items if isinstance(it, kind)]
             if len(found) > 1:
                 self.problems.append(
@@ -496,11 +525,12 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def ring_wait(self, meta: Meta, c: list[Any]) -> A.RingWait:
-        parity = c[1] if len(c) > 1 else None
-        return A.RingWait(str(c[0]), parity, span=self._span(meta))  # type: ignore[arg-type]
+        kind, *attrs = c
+        got = self._attrs(f"`{kind} wait`", attrs)
+        return A.RingWait(str(kind), got.get("parity"), got.get("on"), span=self._span(meta))  # type: ignore[arg-type]
 
     @v_args(meta=True)
-    def wait_parity(self, meta: Meta, c: list[Token]) -> int:
+    def wait_parity(self, meta: Meta, c: list[Token]) -> Attr:
         value = self._int(c[0], "count")
         if value not in (0, 1):
             self.problems.append(
@@ -510,7 +540,11 @@ class AstBuilder(Transformer[Token, Any]):
                     labels=(Label(self._tok_span(c[0]), "parity out of range"),),
                 )
             )
-        return value
+        return ("parity", value, self._span(meta))
+
+    @v_args(meta=True)
+    def step_on(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("on", self._vocab(c[0], A.PARTS, "part"), self._span(meta))
 
     @v_args(meta=True)
     def ring_arrive(self, meta: Meta, c: list[Any]) -> A.RingArrive:
@@ -523,6 +557,8 @@ class AstBuilder(Transformer[Token, Any]):
             lag=got.get("lag"),
             prearm=got.get("prearm", False),
             remote=got.get("remote", False),
+            multicast=got.get("multicast", False),
+            on=got.get("on"),
             span=self._span(meta),
         )
 
@@ -543,9 +579,44 @@ class AstBuilder(Transformer[Token, Any]):
         return ("remote", True, self._span(meta))
 
     @v_args(meta=True)
-    def ring_copy(self, meta: Meta, c: list[Token]) -> A.RingCopy:
-        into = str(c[2]) if len(c) > 2 else None
-        return A.RingCopy(str(c[0]), self._int(c[1], "size"), into, span=self._span(meta))  # type: ignore[arg-type]
+    def arrive_multicast(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("multicast", True, self._span(meta))
+
+    @v_args(meta=True)
+    def ring_copy(self, meta: Meta, c: list[Any]) -> A.RingCopy:
+        kind, size, *attrs = c
+        got = self._attrs(f"`{kind} copy`", attrs)
+        return A.RingCopy(
+            str(kind),  # type: ignore[arg-type]
+            self._int(size, "size"),
+            got.get("into"),
+            multicast=got.get("multicast", False),
+            remote=got.get("remote", False),
+            on=got.get("on"),
+            span=self._span(meta),
+        )
+
+    @v_args(meta=True)
+    def copy_into(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("into", str(c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def ring_read(self, meta: Meta, c: list[Attr]) -> A.RingRead:
+        got = self._attrs("`read`", c)
+        return A.RingRead(got.get("async", False), got.get("multicast", False), got.get("on"), span=self._span(meta))
+
+    @v_args(meta=True)
+    def read_async(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("async", True, self._span(meta))
+
+    @v_args(meta=True)
+    def ring_read_wait(self, meta: Meta, c: list[Attr]) -> A.RingReadWait:
+        got = self._attrs("`read wait`", c)
+        return A.RingReadWait(got.get("lag"), got.get("on"), span=self._span(meta))
+
+    @v_args(meta=True)
+    def ring_restart(self, meta: Meta, c: list[Token]) -> A.RingRestart:
+        return A.RingRestart(self._int(c[0], "count"), span=self._span(meta))
 
     @v_args(meta=True)
     def ring_init_by(self, meta: Meta, c: list[Any]) -> A.RingInitBy:
@@ -618,26 +689,34 @@ class AstBuilder(Transformer[Token, Any]):
         return tuple(c)
 
     @v_args(meta=True)
-    def counter_add(self, meta: Meta, c: list[Token]) -> A.CounterStep:
-        return A.CounterStep("add", self._int(c[0], "count"), span=self._span(meta))
+    def counter_add(self, meta: Meta, c: list[Any]) -> A.CounterStep:
+        on = c[1][1] if len(c) > 1 else None
+        return A.CounterStep("add", self._int(c[0], "count"), on=on, span=self._span(meta))
 
     @v_args(meta=True)
-    def counter_wait(self, meta: Meta, c: list[Token]) -> A.CounterStep:
-        return A.CounterStep("wait_ge", self._int(c[0], "count"), span=self._span(meta))
+    def counter_wait(self, meta: Meta, c: list[Any]) -> A.CounterStep:
+        amount, on = c[0], (c[1][1] if len(c) > 1 else None)
+        if amount.type == "INT":
+            return A.CounterStep("wait_ge", self._int(amount, "count"), on=on, span=self._span(meta))
+        threshold = self._vocab(amount, A.THRESHOLDS, "counter threshold")
+        return A.CounterStep("wait_ge", 0, threshold, on, span=self._span(meta))
 
     @v_args(meta=True)
     def rendezvous(self, meta: Meta, c: list[Any]) -> A.Rendezvous:
-        threads = c[3] if len(c) > 3 else None
+        name, mode, role, *attrs = c
+        got = self._attrs(f"rendezvous `{name}`", attrs)
         return A.Rendezvous(
-            str(c[0]),
-            str(c[1]),  # type: ignore[arg-type]
-            str(c[2]),
-            threads,
+            str(name),
+            str(mode),  # type: ignore[arg-type]
+            str(role),
+            got.get("threads"),
+            got.get("prearm", False),
             span=self._span(meta),
         )
 
-    def rdv_threads(self, c: list[Token]) -> int:
-        return self._int(c[0], "count")
+    @v_args(meta=True)
+    def rdv_threads(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("threads", self._int(c[0], "count"), self._span(meta))
 
     # ------------------------------------------------------------- callables
 
@@ -698,12 +777,14 @@ class AstBuilder(Transformer[Token, Any]):
     def export_tensor(self, meta: Meta, c: list[Any]) -> A.ExportTensor:
         name, role, *attrs = c
         got = self._tensor_attrs(f"export `{name}`", attrs, self._EXPORT_KEYS)
+        generation, ring = _generation(got.get("generation"))
         return A.ExportTensor(
             str(name),
             str(role),
             elem=got.get("elem"),
             tile=got.get("tile", ()),
-            generation=got.get("generation"),
+            generation=generation,
+            ring=ring,
             placement=got.get("placement"),
             ready=got.get("ready"),
             attr_spans=_first_spans(attrs),
@@ -714,6 +795,7 @@ class AstBuilder(Transformer[Token, Any]):
     def import_tensor(self, meta: Meta, c: list[Any]) -> A.ImportTensor:
         name, export, role, *attrs = c
         got = self._tensor_attrs(f"import `{name}`", attrs, self._IMPORT_KEYS)
+        generation, ring = _generation(got.get("generation"))
         return A.ImportTensor(
             str(name),
             str(export),
@@ -721,7 +803,8 @@ class AstBuilder(Transformer[Token, Any]):
             elem=got.get("elem"),
             tile=got.get("tile", ()),
             chunk=got.get("chunk", ()),
-            generation=got.get("generation"),
+            generation=generation,
+            ring=ring,
             demand=got.get("demand"),
             lends=got.get("lends", ()),
             done=got.get("done"),
@@ -747,7 +830,12 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def tensor_generation(self, meta: Meta, c: list[Token]) -> Attr:
-        return ("generation", self._vocab(c[0], A.GENERATIONS, "generation"), self._span(meta))
+        word = self._vocab(c[0], [g for g in A.GENERATIONS if g != "ring"], "generation")
+        return ("generation", word, self._span(meta))
+
+    @v_args(meta=True)
+    def tensor_generation_ring(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("generation", ("ring", str(c[0])), self._span(meta))
 
     @v_args(meta=True)
     def tensor_placement(self, meta: Meta, c: list[A.MapSpec]) -> Attr:

@@ -40,6 +40,7 @@ Spans are left at their defaults: spans never take part in equality.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Callable, Sequence
@@ -305,11 +306,15 @@ _SIDES: tuple[Literal["produce", "consume"], ...] = ("produce", "consume")
 _MAP_KINDS: tuple[Literal["regs", "tmem", "smem"], ...] = ("regs", "tmem", "smem")
 
 
+def _parts() -> st.SearchStrategy[str | None]:
+    return _maybe(_vocabulary(A.PARTS))
+
+
 def _ring_repeatables(roles: Names) -> st.SearchStrategy[A.RingItem]:
     ints = integers()
     return st.one_of(
         st.builds(A.RingBarrierInit, _BARRIERS, counts(roles), _maybe(byte_sizes())),
-        st.builds(A.RingWait, _BARRIERS, _maybe(st.sampled_from((0, 1)))),
+        st.builds(A.RingWait, _BARRIERS, _maybe(st.sampled_from((0, 1))), _parts()),
         st.builds(
             A.RingArrive,
             _BARRIERS,
@@ -318,8 +323,20 @@ def _ring_repeatables(roles: Names) -> st.SearchStrategy[A.RingItem]:
             lag=_maybe(ints),
             prearm=st.booleans(),
             remote=st.booleans(),
+            multicast=st.booleans(),
+            on=_parts(),
         ),
-        st.builds(A.RingCopy, _BARRIERS, byte_sizes(), _maybe(identifiers())),
+        st.builds(
+            A.RingCopy,
+            _BARRIERS,
+            byte_sizes(),
+            _maybe(identifiers()),
+            multicast=st.booleans(),
+            remote=st.booleans(),
+            on=_parts(),
+        ),
+        st.builds(A.RingRead, st.booleans(), st.booleans(), _parts()),
+        st.builds(A.RingReadWait, _maybe(ints), _parts()),
         st.builds(A.RingProxy, _vocabulary(("writes", "reads")), _vocabulary(("generic", "async"))),
         st.just(A.RingFence()),
     )
@@ -327,7 +344,10 @@ def _ring_repeatables(roles: Names) -> st.SearchStrategy[A.RingItem]:
 
 def _ring_singletons(roles: Names) -> st.SearchStrategy[A.RingItem]:
     return st.one_of(
-        _depths(), st.builds(A.RingInitBy, _names(roles), st.booleans()), st.builds(A.RingScope, _scopes())
+        _depths(),
+        st.builds(A.RingInitBy, _names(roles), st.booleans()),
+        st.builds(A.RingScope, _scopes()),
+        st.builds(A.RingRestart, integers()),
     )
 
 
@@ -344,6 +364,7 @@ def rings(draw: st.DrawFn, roles: Names = None, max_items: int = 10) -> A.Ring:
         _depths(),
         st.builds(A.RingInitBy, _names(roles), st.booleans()),
         st.builds(A.RingScope, _scopes()),
+        st.builds(A.RingRestart, integers()),
     ]
     for strategy in once:
         if draw(st.booleans()):
@@ -356,7 +377,10 @@ def rings(draw: st.DrawFn, roles: Names = None, max_items: int = 10) -> A.Ring:
 
 def counters() -> st.SearchStrategy[A.Counter]:
     """Counter endpoints of either side, with any attributes and ``add``/``wait ge`` steps."""
-    step = st.builds(A.CounterStep, _vocabulary(("add", "wait_ge")), integers())
+    step = st.one_of(
+        st.builds(A.CounterStep, _vocabulary(("add", "wait_ge")), integers(), on=_parts()),
+        st.builds(A.CounterStep, st.just("wait_ge"), st.just(0), _vocabulary(A.THRESHOLDS), _parts()),
+    )
     return st.builds(
         A.Counter,
         identifiers(),
@@ -426,10 +450,22 @@ def export_tensors() -> st.SearchStrategy[A.ExportTensor]:
         identifiers(),
         elem=_maybe(_vocabulary(A.ELEM_TYPES)),
         tile=_dims(),
-        generation=_maybe(_vocabulary(A.GENERATIONS)),
         placement=_maybe(map_specs()),
         ready=_maybe(events()),
+    ).flatmap(_with_generation)
+
+
+def _generations() -> st.SearchStrategy[tuple[str | None, str | None]]:
+    """A tensor's ``generation`` word and ``ring``: none, a word, or ``ring`` and a ring's name."""
+    return st.one_of(
+        st.just((None, None)),
+        _vocabulary([g for g in A.GENERATIONS if g != "ring"]).map(lambda g: (g, None)),
+        identifiers().map(lambda r: ("ring", r)),
     )
+
+
+def _with_generation(tensor: T) -> st.SearchStrategy[T]:
+    return _generations().map(lambda g: dataclasses.replace(tensor, generation=g[0], ring=g[1]))  # type: ignore[type-var]
 
 
 def import_tensors() -> st.SearchStrategy[A.ImportTensor]:
@@ -446,11 +482,10 @@ def import_tensors() -> st.SearchStrategy[A.ImportTensor]:
         elem=_maybe(_vocabulary(A.ELEM_TYPES)),
         tile=_dims(),
         chunk=_dims(),
-        generation=_maybe(_vocabulary(A.GENERATIONS)),
         demand=_maybe(map_specs()),
         lends=_tuple(lend, max_size=3),
         done=_maybe(events()),
-    )
+    ).flatmap(_with_generation)
 
 
 # ------------------------------------------------------------------ facts, phases, topology
@@ -502,6 +537,12 @@ def _targets() -> st.SearchStrategy[A.Target]:
 # ------------------------------------------------------------------ stages
 
 
+def _with_turn(role: A.Role) -> st.SearchStrategy[A.Role]:
+    """``role`` as drawn, or taking turn ``t`` of ``n`` (``t < n``)."""
+    turn = st.integers(1, 8).flatmap(lambda n: st.tuples(st.integers(0, n - 1), st.just(n)))
+    return st.one_of(st.just(role), turn.map(lambda tn: dataclasses.replace(role, turn=tn[0], turns=tn[1])))
+
+
 def stage_item_kinds() -> dict[str, st.SearchStrategy[A.StageItem]]:
     """One strategy per kind of stage item, by AST class name (``"Ring"``, ``"SmemClaim"``, …):
     fuzz one construct alone, or weight the kinds as a test needs."""
@@ -521,13 +562,15 @@ def stage_item_kinds() -> dict[str, st.SearchStrategy[A.StageItem]]:
             warps=_maybe(ints),
             regs=_maybe(ints),
             warpgroup=st.booleans(),
-        ),
+        ).flatmap(_with_turn),
         _launches(),
         st.builds(A.Params, identifiers(), ints, ints, _tuple(param_field)),
         *_claim_kinds(),
         rings(),
         counters(),
-        st.builds(A.Rendezvous, identifiers(), _vocabulary(("arrive", "sync")), identifiers(), _maybe(ints)),
+        st.builds(
+            A.Rendezvous, identifiers(), _vocabulary(("arrive", "sync")), identifiers(), _maybe(ints), st.booleans()
+        ),
         *_callables(),
         export_tensors(),
         import_tensors(),

@@ -337,6 +337,18 @@ def unsupported(comp: Composition) -> list[Diagnostic]:
                     f"trampolines pass {', '.join(sorted((set(C_TYPES) | HALF_TYPES) - {'void'}))}",
                 )
                 break
+    for export in comp.items(A.ExportTensor):
+        if export.item.ring is not None:
+            refuse(
+                export.item,
+                export.stage_name,
+                f"the ring-fed export `{export.item.name}` (one generation per tile through ring `{export.item.ring}`)",
+                "a generated route hands one generation over: its scratch is one address and its named barriers "
+                "order one hand-off per kernel. Per tile it needs the export and import handles to take the "
+                f"generation's slot of `{export.item.ring}` (the scratch at that slot of the `per_slot` claim) and "
+                f"the hand-off ordered by `{export.item.ring}`'s `full` and `empty` barriers (or one route barrier "
+                "per slot), which the route ladder and the lowering do not generate",
+            )
     return out
 
 

@@ -190,9 +190,11 @@ def _effect(row: TraceRow) -> str:
     if op is Op.COPY:
         return f"writes slot {row.slot}, completes {step.nbytes} B{done}"
     if op is Op.WRITE:
-        return f"writes slot {row.slot}"
+        return f"writes slot {row.slot}" if row.slot is not None else f"writes tile {row.iteration}"
     if op is Op.READ:
-        return f"reads slot {row.slot}"
+        return f"reads slot {row.slot}" if row.slot is not None else f"reads tile {row.iteration}"
+    if op is Op.READ_WAIT:
+        return "its reads done"
     if op is Op.ADD:
         return f"adds {step.count} (value {row.value})"
     if op is Op.WAIT_GE:

@@ -7,7 +7,10 @@ Each ring slot has a full and an empty mbarrier initialized with an arrival coun
 warps / 4). A phase completes when exactly that many arrivals (and the transaction
 bytes) have come. The protocol model sums, per barrier and phase, the arrivals the
 sides' steps make (`full arrive …`, `empty arrive …` of every consumer) and compares
-them with the initialized count. Decided on the SMT protocol model; when the counts
+them with the initialized count: per CTA of a cluster (a `multicast` arrive reaches
+every CTA's barrier, a `remote` one the peer's, `on leader` / `on peer` steps only
+those CTAs') and per data iteration when consumers take turns (only the consumer
+whose turn it is releases a slot). Decided on the SMT protocol model; when the counts
 disagree, the resulting deadlock or race is not reported separately. Also: a barrier
 no side gives an `init` count, a `full` barrier no producer step arrives on (a side
 with no fill: the consumer would wait forever), and a count that is no whole positive

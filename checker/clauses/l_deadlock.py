@@ -3,8 +3,15 @@
 ## What it checks
 The bounded protocol model searches for a reachable state in which every role that
 has not finished is blocked on a wait (an mbarrier parity wait, a counter wait, a
-named barrier) that no other role can complete. The trace is reported as a step
-table (role, step, barrier, slot, phase, parity) and as labels on the contract lines.
+named barrier) that no other role can complete. Every role of every CTA runs the same
+number of iterations, any number up to the bound (a persistent CTA's trip count is
+whatever its scheduler gives it), so a hang of a shorter run is found too. Named
+barriers are stepped like any barrier: an arrival before the loop (`prearm`), a role
+that syncs on one barrier and arrives on another, and roles that take turns. Across
+CTAs (a cluster's multicast and remote steps, a counter whose partner is the same role
+in the other CTAs of a tile) the model runs the launch's cluster and three CTAs of the
+tile's group, named `role@cta` in the trace. The trace is reported as a step table
+(role, step, barrier, slot, phase, parity) and as labels on the contract lines.
 A query the solver could not decide within its `rlimit` is `E-SOLVER-UNKNOWN` on the
 ring or barrier it is about, filed under the clause that asked it (never a pass, and
 never hidden by `--select`/`--ignore`); `kernlink check --rlimit N --bound K` sets the

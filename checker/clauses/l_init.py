@@ -52,6 +52,7 @@ from collections.abc import Iterator, Sequence
 from checker.clause import Clause
 from checker.composition import Composition, Owned, RoleInfo
 from checker.handles import init_hook_symbol
+from checker.protocol.build import synchronized
 from checker.protocol.model import init_fault
 from checker.report import seam
 from contract_lang import ast as A
@@ -70,6 +71,8 @@ class InitClause(Clause):
             kinds = {s.item.side for s in sides}
             if kinds != {"produce", "consume"}:
                 continue  # a ring missing a side is L-UNPAIRED's (or L-PROTO's)
+            if not synchronized(sides):
+                continue  # no barriers to initialize: a role's staging buffer
             yield from self._ring(comp, name, sides)
 
     def _ring(self, comp: Composition, name: str, sides: Sequence[Owned[A.Ring]]) -> Iterator[Diagnostic]:

@@ -1,8 +1,9 @@
 """L-SCOPE: a barrier or counter is used across a wider scope than it declares.
 
 ## What it checks
-- A ring with a `remote` arrive (a cluster peer arriving through `.shared::cluster`)
-  must be `scope cluster` (or wider); a ring without `scope` is CTA-scoped.
+- A ring with a `remote` or `multicast` arrive or copy (a cluster peer arriving, or
+  completing bytes, through `.shared::cluster`) must be `scope cluster` (or wider); a
+  ring without `scope` is CTA-scoped.
 - A counter synchronizes across CTAs, so its scope is wider than `cta`.
 - A counter that crosses GPUs or reaches the host — it names a communication
   `domain`, or lives in `space peer` or `space host` — is `scope sys`.
@@ -70,14 +71,23 @@ class ScopeClause(Clause):
         if _RANK[scope] >= _RANK["cluster"]:
             return
         for side in sides:
-            remote = next((it for it in side.item.items if isinstance(it, A.RingArrive) and it.remote), None)
+            remote = next(
+                (
+                    it
+                    for it in side.item.items
+                    if isinstance(it, (A.RingArrive, A.RingCopy)) and (it.remote or it.multicast)
+                ),
+                None,
+            )
             if remote is None:
                 continue
             stated = next((it for s in sides for it in s.item.items if isinstance(it, A.RingScope)), None)
+            what = "arrives on it" if isinstance(remote, A.RingArrive) else "completes copies on it"
+            kind = "multicast" if remote.multicast else "remote"
             yield seam(
                 self.code,
-                f"ring `{name}` is `{scope}`-scoped, but `{side.item.role}` arrives on it from a cluster peer",
-                (remote.span, "remote arrive"),
+                f"ring `{name}` is `{scope}`-scoped, but `{side.item.role}` {what} from a cluster peer",
+                (remote.span, f"{kind} {'arrive' if isinstance(remote, A.RingArrive) else 'copy'}"),
                 [
                     (stated.span, f"`scope {scope}`")
                     if stated is not None

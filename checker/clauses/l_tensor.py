@@ -9,7 +9,8 @@ the tensor must then agree with the export:
   dimensions are matched by name, as the layout maps name them);
 - `chunk`: every chunk dimension is a tile dimension, and its extent divides that
   dimension's extent (a chunk of `n 48` cannot cover `n 256`);
-- `generation`: an export carries one generation (`once` when unstated); an import
+- `generation`: an export carries one generation (`once` when unstated), or one per
+  tile through a ring (`generation ring R`, both sides naming the same ring); an import
   stating `persistent` expects a stream the export does not produce.
 
 An import that leaves out `tile` or `generation` takes the export's. Element types
@@ -146,21 +147,22 @@ class TensorClause(Clause):
                 helps=(problem[1],),
                 data={"import": i.name, "chunk": f"{chunk.name} {chunk.extent}"},
             )
-        produced = e.generation or "once"
+        produced = generation_text(e.generation, e.ring)
+        wanted = generation_text(i.generation, i.ring) if i.generation is not None else None
         # A persistent export is L-GENERATION's to report; comparing against it adds nothing.
-        if i.generation is not None and i.generation != produced and produced != "persistent":
-            message, help_ = generation_mismatch(i.name, e.name, i.generation, produced, f"`{exp.stage_name}`")
+        if wanted is not None and wanted != produced and produced != "persistent":
+            message, help_ = generation_mismatch(i.name, e.name, wanted, produced, f"`{exp.stage_name}`")
             yield seam(
                 self.code,
                 message,
-                (i.attr_span("generation"), f"generation `{i.generation}`"),
+                (i.attr_span("generation"), f"generation `{wanted}`"),
                 [(e.attr_span("generation"), f"generation `{produced}`")],
                 notes=("an export carries exactly one generation of its tensor",),
                 helps=(help_,),
                 data={
                     "import": i.name,
                     "export": e.name,
-                    "import_generation": i.generation,
+                    "import_generation": wanted,
                     "export_generation": produced,
                 },
             )
@@ -209,6 +211,11 @@ def chunk_problem(imp: str, dim: str, size: int, tile: str, extents: dict[str, i
     else:
         return None
     return f"import `{imp}` chunks `{dim} {size}`, but {why}", help_
+
+
+def generation_text(generation: str | None, ring: str | None) -> str:
+    """A tensor's generation as written: ``once`` when unstated, ``ring R`` when ring-fed."""
+    return f"ring {ring}" if ring is not None else generation or "once"
 
 
 def generation_mismatch(imp: str, export: str, wanted: str, produced: str, exporter: str) -> tuple[str, str]:

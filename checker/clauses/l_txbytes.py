@@ -6,10 +6,14 @@ A full barrier fed by bulk or TMA copies completes a phase when its arrivals are
 N`) adds N expected bytes, and each async copy (`full copy M`, or one implied copy of
 the `tx` bytes when the side lists none) completes M. The model compares, per phase,
 the bytes expected with the bytes completed (and with the `expect_tx` the barrier's
-`init` line declares). Decided on the SMT protocol model. The copies must also fit the
-slot they fill: the copies `into` a per-slot claim move at most its bytes per phase,
-and all copies of a phase at most the ring's per-slot claims together (a slot smaller
-than its copies is overrun, however well tx, copies and barrier agree).
+`init` line declares). Decided on the SMT protocol model, per CTA: in a cluster a
+`multicast` copy completes its bytes on the barrier of every CTA, a `remote` one on the
+peer's (a 2-CTA pair's load, whose leader's barrier counts both CTAs' copies). The
+copies must also fit the slot they fill: the copies `into` a per-slot claim move at most
+its bytes per phase, and all copies of a phase at most the ring's per-slot claims
+together (a slot smaller than its copies is overrun, however well tx, copies and barrier
+agree). Each CTA has its own slot: a copy lands in its issuer's (a `remote` one too), a
+`multicast` one in every CTA's, and `on leader` / `on peer` say which CTAs issue it.
 
 ## Why it matters
 The transaction count must reach exactly zero (PTX ISA §9.7.13.15.2). A producer
@@ -139,12 +143,20 @@ def count_bytes(n: int) -> str:
     return f"{n // 1024} KiB" if n and n % 1024 == 0 else f"{n} B"
 
 
+_EACH_CTA = (
+    "each CTA has its own slot: a copy lands in its issuer's (a `remote` one too), a `multicast` one in "
+    "every CTA's, one from each CTA that issues it"
+)
+
+
 def copy_finding(found: CopyFinding) -> Diagnostic:
     """The one message shape of each copy that moves what no slot holds."""
     ring, first, rest = found.ring, found.copies[0], found.copies[1:]
     primary = (first[0], f"`{first[1]}`")
     copies = [(span, f"`{line}`") for span, line in rest]
     moved, room = count_bytes(found.moved), count_bytes(found.room)
+    multicast = any(" multicast" in line for _, line in found.copies)
+    notes = (_OVERRUN, _EACH_CTA) if multicast else (_OVERRUN,)
     match found.case:
         case "unknown-claim":
             known = ", ".join(f"`{c}`" for c in found.claims) or "none"
@@ -162,7 +174,7 @@ def copy_finding(found: CopyFinding) -> Diagnostic:
                 f"the copies into `{claim}` move {moved} per phase, but a slot of `{claim}` holds {room}",
                 primary,
                 copies + [(span, f"one slot of `{claim}`") for span, _ in found.slots],
-                notes=(_OVERRUN,),
+                notes=notes,
                 helps=(f"copy at most {room} into `{claim}` per phase, or claim {moved} per slot",),
                 data={"ring": ring, "claim": claim, "copied": found.moved, "slot": found.room},
             )
@@ -172,7 +184,7 @@ def copy_finding(found: CopyFinding) -> Diagnostic:
                 f"the copies of ring `{ring}` move {moved} per phase, but its slot holds {room}",
                 primary,
                 copies + [(span, f"{count_bytes(n)} per slot") for span, n in found.slots],
-                notes=(_OVERRUN,),
+                notes=notes,
                 helps=(
                     f"claim at least {moved} per slot of `{ring}`, or copy less; name the claim each copy fills "
                     "with `into CLAIM`",

@@ -6,8 +6,13 @@ with at least one endpoint of the other side in another role: a producer needs a
 consumer and a consumer needs a producer; a rendezvous `arrive` needs a `sync`, and a
 `sync` needs another side (an `arrive`, or a `sync` of another role: a rendezvous every
 side syncs on is a block-wide meeting point, which the protocol model steps through).
-A ring or counter whose producer and consumer are one and the same role is unpaired
-too: nothing hands its data to another role.
+A ring with barriers whose producer and consumer are one and the same role is unpaired
+too: nothing hands its slots to another role. A counter's partner may be the same role:
+a counter signals other CTAs (or GPUs), so the role that raises it in one CTA is the
+partner of the same role awaiting it in another (a stream-K fix-up flag, serial split-K's
+semaphore, a grid barrier); only a counter nobody raises or nobody awaits is unpaired. A
+ring without barriers that one role writes and reads is that role's own staging buffer
+(`read async`, `read wait`), which program order orders.
 A name used by two kinds of channel, or a channel whose only endpoints are several
 producers (several `arrive`s), is L-PROTO's: the partner is there, on the wrong side.
 
@@ -41,6 +46,7 @@ from typing import Any
 from checker.channels import kinds_clash, writers_only
 from checker.clause import Clause
 from checker.composition import Composition, Owned
+from checker.protocol.build import synchronized
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
@@ -94,7 +100,8 @@ class UnpairedClause(Clause):
     ) -> Iterator[Diagnostic]:
         sides = {getattr(e.item, attr) for e in ends}
         roles = {getattr(e.item, "role", None) for e in ends}
-        if kind != "rendezvous" and sides == {"produce", "consume"} and len(roles) == 1:
+        staging = kind == "ring" and not synchronized(ends)  # type: ignore[arg-type]
+        if kind == "ring" and sides == {"produce", "consume"} and len(roles) == 1 and not staging:
             yield self._same_role(kind, name, ends, str(roles.pop()))
             return
         for end in ends:

@@ -189,23 +189,13 @@ def _static_violation(run: _Run, failing: list[tuple[StaticCheck, tuple[str, ...
         tuple(c.case for c, _ in failing),
         bar.init_count,
         bar.expect_tx,
-        _accounting(run.protocol, ring, check.barrier),
+        Accounting(*check.totals),
         tuple(run.model.facts[k] for k in core),
         tuple(_core_steps(run.protocol, core)),
         any(k.startswith("decl:") for k in core),
         bar.provenance,
         ring.provenance,
         check.wait if check.kind is StaticKind.PARITY else None,
-    )
-
-
-def _accounting(protocol: Protocol, ring: Ring, kind: BarrierKind) -> Accounting:
-    steps = [s for _, prog in protocol.programs for s in prog if s.channel == ring.name and s.barrier is kind]
-    return Accounting(
-        sum(s.count for s in steps if s.op is Op.ARRIVE and not s.prearm),
-        sum(s.count for s in steps if s.prearm),
-        sum(s.nbytes for s in steps if s.op in (Op.ARRIVE, Op.EXPECT_TX)),
-        sum(s.nbytes for s in steps if s.op is Op.COPY),
     )
 
 
@@ -225,6 +215,10 @@ def _core_steps(protocol: Protocol, core: Iterable[str]) -> list[Step]:
 def _check_races(run: _Run) -> None:
     """Race queries per ring: on the ring's slice first when other channels exist."""
     protocol = run.protocol
+    for counter in protocol.counters:
+        qk = QueryKey(Query.CONFLICT, counter.name)
+        if qk in run.model.queries:
+            _race_on_model(run, qk)
     whole = len(protocol.rings) == 1 and not protocol.counters and not protocol.named_barriers
     for ring in protocol.rings:
         queries = [
@@ -288,8 +282,8 @@ def _race_on_model(run: _Run, qk: QueryKey) -> None:
     lit = model.queries[qk]
     result = run.check(model, facts, [lit])
     if result.unknown:
-        ring = run.protocol.ring(qk.ring or "")
-        run.undecided.append(Undecided(Code.L_RACE, qk.ring, qk.query.value, (ring.provenance,)))
+        where = run.protocol.counter(qk.ring) if qk.query is Query.CONFLICT else run.protocol.ring(qk.ring)
+        run.undecided.append(Undecided(Code.L_RACE, qk.ring, qk.query.value, (where.provenance,)))
     elif result.sat:
         run.races.add((qk.ring, qk.query.value))
         run.findings.append(_race_witness(run, qk, model.last_model()))
@@ -301,8 +295,13 @@ def _race_on_model(run: _Run, qk: QueryKey) -> None:
 def _prove_race(run: _Run, qk: QueryKey, core: Sequence[str]) -> None:
     model = run.model
     basis = _flatten(model.facts[k] for k in core if k in model.facts)
-    what = "overwrite" if qk.query is Query.OVERWRITE else "early read"
-    lemma = Lemma(f"no {what} on ring `{qk.ring}` (proved)", basis)
+    what = {Query.OVERWRITE: "overwrite", Query.EARLY_READ: "early read"}.get(qk.query, "conflicting access")
+    lemma = Lemma(
+        f"no {what} on `{qk.ring}` (proved)"
+        if qk.query is Query.CONFLICT
+        else f"no {what} on ring `{qk.ring}` (proved)",
+        basis,
+    )
     key = f"lemma:{qk.query.value}:{qk.ring}"
     model.add_lemma(key, lemma, qk)
     if run.explain:
@@ -318,9 +317,11 @@ def _flatten(facts: Iterable[Fact]) -> tuple[Provenance | Rule, ...]:
 
 def _race_witness(run: _Run, qk: QueryKey, zmodel: Any) -> RaceWitness:
     model = run.model
-    ring = run.protocol.ring(qk.ring)
     zmodel = _shorten(run, [model.queries[qk]], zmodel)
     order = model.order(zmodel)
+    if qk.query is Query.CONFLICT:
+        return _conflict_witness(run, qk, zmodel, order)
+    ring = run.protocol.ring(qk.ring)
     executed = {e.id for e in order}
     pairs: list[tuple[Event, str, Event | None]]
     if qk.query is Query.OVERWRITE:
@@ -348,14 +349,51 @@ def _race_witness(run: _Run, qk: QueryKey, zmodel: Any) -> RaceWitness:
         qk.query,
         ring.depth,
         ring.producer,
-        culprit.role,
-        partner,
+        model.process(culprit.rank),
+        partner if qk.query is Query.OVERWRITE else model.process(other.rank) if other is not None else partner,
         culprit.slot,
         culprit.data,
         culprit.step,
         other.step if other is not None else None,
         waits,
         Trace(every[:-1], every[-1:]),
+        qk.query is Query.OVERWRITE
+        and any(
+            s.op is Op.READ and s.asynchronous and s.channel == ring.name
+            for c in ring.consumers
+            for s in run.protocol.program(c)
+        ),
+    )
+
+
+def _conflict_witness(run: _Run, qk: QueryKey, zmodel: Any, order: list[Event]) -> RaceWitness:
+    """A state in which one CTA reads a grid counter's tile while another CTA is about to write it."""
+    model = run.model
+    read, write = next(
+        (r, w)
+        for r, w in model.conflict_pairs(qk.ring)
+        if model.pc_at(zmodel, r.rank) == r.pos and model.pc_at(zmodel, w.rank) == w.pos
+    )
+    counter = run.protocol.counter(qk.ring)
+    rows = _rows(run, zmodel, order)
+    both = tuple(
+        TraceRow(len(rows) + k, model.process(e.rank), e.step, e.iteration, e.step.channel, None, None, None)
+        for k, e in enumerate((read, write), 1)
+    )
+    waits = any(s.op is Op.WAIT_GE and s.channel == counter.name for s in run.protocol.program(read.role))
+    return RaceWitness(
+        counter.name,
+        qk.query,
+        0,
+        counter.producer,
+        model.process(read.rank),
+        model.process(write.rank),
+        None,
+        read.data,
+        read.step,
+        write.step,
+        waits,
+        Trace(rows, both),
     )
 
 
@@ -437,19 +475,20 @@ def _deadlock_witness(run: _Run, zmodel: Any) -> DeadlockWitness:
     stuck: list[TraceRow] = []
     finished: list[str] = []
     phases = _phases_at_end(model, zmodel, order)
+    trips = model.trips_at(zmodel)
     for seq in model.sequences:
         if not seq:
             continue
         pc = model.pc_at(zmodel, seq[0].rank)
-        if pc >= len(seq):
-            finished.append(seq[0].role)
+        if pc >= model.trip_steps(seq[0].rank, trips):
+            finished.append(model.process(seq[0].rank))
             continue
         e = seq[pc]
         phase = phases.get(str(e.obj), 0) if e.op in (Op.WAIT, Op.BAR_SYNC) else None
         stuck.append(
             TraceRow(
                 len(rows) + len(stuck) + 1,
-                e.role,
+                model.process(e.rank),
                 e.step,
                 e.iteration,
                 str(e.obj) if e.obj is not None else "",
@@ -459,7 +498,7 @@ def _deadlock_witness(run: _Run, zmodel: Any) -> DeadlockWitness:
                 blocked=True,
             )
         )
-    return DeadlockWitness(Trace(rows, tuple(stuck)), tuple(finished), run.bound, _lagging(model, stuck))
+    return DeadlockWitness(Trace(rows, tuple(stuck)), tuple(finished), trips, _lagging(model, stuck))
 
 
 def _lagging(model: ProtocolModel, stuck: list[TraceRow]) -> tuple[Step, ...]:
@@ -545,7 +584,7 @@ def _rows(run: _Run, zmodel: Any, order: list[Event]) -> tuple[TraceRow, ...]:
         rows.append(
             TraceRow(
                 i,
-                e.role,
+                model.process(e.rank),
                 e.step,
                 e.iteration,
                 obj or e.step.channel,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from checker.composition import Composition, Owned
-from checker.protocol.build import Unbuildable, count_problem, count_value
+from checker.protocol.build import Unbuildable, count_problem, count_value, launch_cluster_size, synchronized
 from checker.protocol.model import MBAR_MAX_COUNT
 from checker.storage import agreed_depth, overflowing_rings, per_slot_claims
 from contract_lang import ast as A
@@ -89,6 +89,8 @@ def _missing_inits(comp: Composition) -> list[CountFinding]:
         producers = [s for s in sides if s.item.side == "produce"]
         if not producers or not any(s.item.side == "consume" for s in sides):
             continue  # a ring missing a side is L-UNPAIRED's
+        if not synchronized(sides):
+            continue  # a ring without barriers counts nothing
         stated = {it.barrier for s in sides for it in s.item.items if isinstance(it, A.RingBarrierInit)}
         for kind in ("full", "empty"):
             if kind not in stated:
@@ -96,13 +98,30 @@ def _missing_inits(comp: Composition) -> list[CountFinding]:
     return out
 
 
+def _lands(item: A.RingCopy | A.RingArrive, rank: int, cluster: int) -> int:
+    """How many copies of ``item`` (a copy, or the one a `tx` implies) land in the slot of cluster
+    rank ``rank`` per phase: its issuer's own, or one from every CTA that issues it when multicast."""
+
+    def issues(r: int) -> bool:
+        return {"leader": r == 0, "peer": r != 0}.get(item.on or "", True)
+
+    if item.multicast:
+        return sum(1 for r in range(cluster) if issues(r))
+    return 1 if issues(rank) else 0
+
+
 def slot_overruns(comp: Composition) -> list[CopyFinding]:
     """Copies that move more bytes per phase than the slot storage they fill (L-TXBYTES).
 
     A copy with ``into C`` fills the per-slot claim ``C`` of its ring; the copies of a
     phase (stated, or the one a `tx` implies) fill the ring's per-slot claims together.
+    Each CTA of a cluster has its own slot: a copy lands in its issuer's (a `remote` one
+    too: it completes on the peer's barrier, a 2-CTA pair's copy), a `multicast` one in
+    every CTA's, and `on leader` / `on peer` say which CTAs issue it. A CTA's slot is
+    overrun when the copies landing in it move more than it holds.
     """
     out: list[CopyFinding] = []
+    cluster = launch_cluster_size(comp)
     for name, sides in sorted(comp.rings.items()):
         claims = {c.item.name: c for c in per_slot_claims(comp, name) if c.item.bytes is not None}
         for side in (s for s in sides if s.item.side == "produce"):
@@ -117,22 +136,34 @@ def slot_overruns(comp: Composition) -> list[CopyFinding]:
             over = False
             for cname, claim in sorted(claims.items()):
                 into = [c for c in copies if c.into == cname]
-                moved = sum(c.bytes for c in into)
+                moved, rank = max((sum(_lands(c, r, cluster) * c.bytes for c in into), r) for r in range(cluster))
                 if moved > (claim.item.bytes or 0):
                     over = True
                     slot = ((claim.span, claim.item.bytes or 0),)
+                    landing = [c for c in into if _lands(c, rank, cluster)]
                     out.append(
-                        CopyFinding("over-claim", name, _lines(into), cname, slots=slot, moved=moved, room=slot[0][1])
+                        CopyFinding(
+                            "over-claim", name, _lines(landing), cname, slots=slot, moved=moved, room=slot[0][1]
+                        )
                     )
             if over or not claims:
                 continue
             implied = [it for it in side.item.items if isinstance(it, A.RingArrive) and it.barrier == "full" and it.tx]
             moving: list[A.RingCopy] | list[A.RingArrive] = copies or implied
-            moved = sum(c.bytes for c in copies) if copies else sum(a.tx or 0 for a in implied)
+            moved, rank = max(
+                (
+                    sum(_lands(c, r, cluster) * c.bytes for c in copies)
+                    if copies
+                    else sum(_lands(a, r, cluster) * (a.tx or 0) for a in implied),
+                    r,
+                )
+                for r in range(cluster)
+            )
             room = sum(c.item.bytes or 0 for c in claims.values())
             if moving and moved > room:
                 slots = tuple((c.span, c.item.bytes or 0) for c in claims.values())
-                out.append(CopyFinding("over-slot", name, _lines(moving), slots=slots, moved=moved, room=room))
+                landed: list[A.RingCopy | A.RingArrive] = [m for m in moving if _lands(m, rank, cluster)]
+                out.append(CopyFinding("over-slot", name, _lines(landed), slots=slots, moved=moved, room=room))
     return out
 
 

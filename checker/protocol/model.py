@@ -19,9 +19,26 @@ language's defaults for hand-written models. An adapter from a resolved composit
   role's threads → ``BAR_SYNC``/``BAR_ARRIVE``.
 
 Semantics of one program: each role runs its prologue (``prearm`` steps, each on every
-slot of its ring) and then ``bound`` iterations of its step list in order. A step of
-iteration ``i`` acts on data iteration ``j = i - lag``, slot ``j % depth`` of its ring;
-a wait with first parity ``p`` waits on parity ``p ^ ((j // depth) & 1)``.
+slot of its ring, or once on a named barrier) and then ``bound`` iterations of its step
+list in order. A step of iteration ``i`` acts on data iteration ``j = i - lag``, slot
+``j % depth`` of its ring (``(j % restart) % depth`` when the slot index restarts every
+``restart`` iterations); a wait with first parity ``p`` waits on parity ``p`` flipped once
+per earlier use of the slot. A role that takes turn ``t`` of ``n`` runs only the data
+iterations ``j`` with ``j % n == t`` (ping-pong consumers).
+
+CTAs. A protocol runs in ``ctas = cluster * group`` CTAs: ``cluster`` CTAs of one thread-block
+cluster (cluster rank ``c % cluster``) times ``group`` clusters sharing each tile (split
+``c // cluster``). Every role runs in every CTA; a step's ``part`` says in which
+(:func:`runs`). Ring barriers, slots and named barriers are each CTA's own; an mbarrier
+step's ``target`` says whose barrier it acts on (its own, the cluster peer's, every
+CTA's), and a copy writes the slot of the CTAs it lands in (its own, or every CTA's when
+multicast). A ``grid`` counter has a word per tile and cluster rank that the group's CTAs
+share; its waits' thresholds may be relative to the adds of the other splits. Any other
+counter is each CTA's own (its partner is another role of the same CTA).
+
+Trip counts. Every CTA runs the same number ``n`` of iterations, any ``n`` from 1 to the
+bound: a run of ``n`` iterations is the prefix of the bounded run that stops at
+iteration ``n`` (:func:`checker.protocol.events.unroll` marks where).
 """
 
 from __future__ import annotations
@@ -92,15 +109,55 @@ class Op(enum.Enum):
     """Named barrier: arrive with ``count`` threads and wait for the barrier to complete."""
     BAR_ARRIVE = "bar.arrive"
     """Named barrier: arrive with ``count`` threads without waiting."""
+    READ_WAIT = "read.wait"
+    """Wait until this side's asynchronous reads of the slots are done (``cp.async.bulk.wait_group.read``,
+    ``tcgen05.wait::ld``): at iteration ``i`` those of data iterations up to ``i - lag``."""
 
 
 MBAR_OPS = frozenset({Op.WAIT, Op.ARRIVE, Op.EXPECT_TX, Op.COPY})
-SLOT_OPS = frozenset({Op.WRITE, Op.READ})
+SLOT_OPS = frozenset({Op.WRITE, Op.READ, Op.READ_WAIT})
 RING_OPS = MBAR_OPS | SLOT_OPS
 COUNTER_OPS = frozenset({Op.ADD, Op.WAIT_GE})
 BAR_OPS = frozenset({Op.BAR_SYNC, Op.BAR_ARRIVE})
 WAIT_OPS = frozenset({Op.WAIT, Op.WAIT_GE, Op.BAR_SYNC})
 WRITE_OPS = frozenset({Op.COPY, Op.WRITE})
+MOVER_OPS = frozenset({Op.ARRIVE, Op.EXPECT_TX, Op.COPY})
+
+
+class Part(enum.Enum):
+    """Which CTAs run a step (``on leader`` …): all of them, or one side of the cluster or the group."""
+
+    ALL = "all"
+    LEADER = "leader"
+    """Cluster rank 0."""
+    PEER = "peer"
+    """Every cluster rank but 0."""
+    FIRST = "first"
+    """The first CTA (split 0) of the group sharing a tile."""
+    REST = "rest"
+    """Every split but the first."""
+
+
+class Target(enum.Enum):
+    """Whose mbarrier an arrive or a copy acts on: this CTA's, the cluster peer's, or every CTA's of the cluster."""
+
+    OWN = "own"
+    PEER = "remote"
+    """The next cluster rank's (``(rank + 1) % cluster``: the other CTA of a pair)."""
+    ALL = "multicast"
+    """Every CTA of the cluster, this one included; a multicast copy also lands in each CTA's slot."""
+
+
+class Threshold(enum.Enum):
+    """What a counter wait waits for: ``count`` per iteration, or the adds of other splits of its tile."""
+
+    COUNT = "count"
+    SPLIT = "split"
+    """The adds of the splits before this one (split ``s`` waits for splits ``0 .. s-1``)."""
+    OTHERS = "others"
+    """The adds of every other split of the tile."""
+    ALL = "all"
+    """The adds of every split of the tile, its own included (a grid barrier)."""
 
 
 @dataclass(frozen=True)
@@ -110,12 +167,21 @@ class Role:
     name: str
     warps: int
     provenance: Provenance
+    turn: int = 0
+    turns: int = 1
+    """The role runs data iterations ``j`` with ``j % turns == turn`` (1: every one)."""
 
     def __post_init__(self) -> None:
         if not self.name:
             raise ValueError("a role needs a name")
         if self.warps < 1:
             raise ValueError(f"role `{self.name}` needs at least one warp")
+        if self.turns < 1 or not 0 <= self.turn < self.turns:
+            raise ValueError(f"role `{self.name}` takes turn {self.turn} of {self.turns}")
+
+    def takes(self, data: int) -> bool:
+        """Whether the role runs data iteration ``data``."""
+        return data % self.turns == self.turn
 
     @property
     def threads(self) -> int:
@@ -200,8 +266,13 @@ class Barrier:
 class Ring:
     """An mbarrier ring: ``depth`` slots, each with a full and an empty barrier.
 
-    One producer role fills the slots; every consumer role reads each slot and releases it
-    (the empty barrier's init count covers all consumers' arrivals).
+    One producer role fills the slots; every consumer role reads each slot it takes (every
+    one, or those of its turns) and releases it (the empty barrier's init count covers the
+    arrivals of one data iteration's consumers). ``restart`` > 0: the slot index restarts
+    every ``restart`` iterations (a staging index per tile). A ring that is not
+    ``synchronized`` has no barriers (its ``full`` and ``empty`` stand for none, and no step
+    names them): program order alone orders its accesses, as in a role's own staging
+    buffer, which it both writes and reads.
     """
 
     name: str
@@ -211,19 +282,40 @@ class Ring:
     full: Barrier
     empty: Barrier
     provenance: Provenance
+    restart: int = 0
+    synchronized: bool = True
 
     def __post_init__(self) -> None:
         if self.depth < 1:
             raise ValueError(f"ring `{self.name}` has depth {self.depth} < 1")
+        if self.restart < 0:
+            raise ValueError(f"ring `{self.name}` restarts every {self.restart} iterations")
         if not self.consumers or len(set(self.consumers)) != len(self.consumers):
             raise ValueError(f"ring `{self.name}` needs distinct consumer roles")
-        if self.producer in self.consumers:
+        if self.synchronized and self.producer in self.consumers:
             raise ValueError(f"ring `{self.name}` is produced and consumed by one role")
         if self.full.kind is not BarrierKind.FULL or self.empty.kind is not BarrierKind.EMPTY:
             raise ValueError(f"ring `{self.name}` has its barriers' kinds swapped")
 
     def barrier(self, kind: BarrierKind) -> Barrier:
         return self.full if kind is BarrierKind.FULL else self.empty
+
+    def slot(self, data: int) -> int:
+        """The slot of data iteration ``data``."""
+        return (data % self.restart if self.restart else data) % self.depth
+
+    def use(self, data: int) -> int:
+        """How often the slot of ``data`` was used by earlier data iterations."""
+        if not self.restart:
+            return data // self.depth
+        tile, index = divmod(data, self.restart)
+        per_tile = sum(1 for k in range(self.restart) if k % self.depth == index % self.depth)
+        return tile * per_tile + index // self.depth
+
+    def previous_use(self, data: int) -> int | None:
+        """The data iteration that last used the slot of ``data`` before it (None: the first use)."""
+        slot = self.slot(data)
+        return next((j for j in range(data - 1, -1, -1) if self.slot(j) == slot), None)
 
     @property
     def sides(self) -> tuple[str, ...]:
@@ -240,6 +332,10 @@ class Counter:
     consumer: str
     provenance: Provenance
     scope: Scope = Scope.CTA
+    grid: bool = False
+    """A word per tile (and cluster rank), shared by the CTAs of the group that shares the tile:
+    the partner of a side is the same or another role in the other CTAs. Its producer writes
+    the tile's data before it adds, its consumer reads it after it waits."""
 
 
 @dataclass(frozen=True)
@@ -261,10 +357,13 @@ class Step:
 
     ``channel`` names the ring, counter or named barrier; ``barrier`` the ring's mbarrier
     for mbarrier ops. ``count`` is arrivals (``ARRIVE``), threads (``BAR_*``), the counter
-    increment (``ADD``) or the per-iteration threshold (``WAIT_GE``); ``nbytes`` is
-    transaction bytes; ``parity`` the first parity of a ``WAIT``; ``lag`` delays an
-    ``ARRIVE`` to a later iteration; ``prearm`` runs an ``ARRIVE`` once per slot before
-    the loop.
+    increment (``ADD``) or the per-iteration threshold (``WAIT_GE`` with ``threshold``
+    ``COUNT``; a relative threshold has none); ``nbytes`` is transaction bytes; ``parity``
+    the first parity of a ``WAIT``; ``lag`` delays an ``ARRIVE`` or a ``READ_WAIT`` to a
+    later iteration; ``prearm`` runs an ``ARRIVE`` once per slot, or a named-barrier step
+    once, before the loop. ``part`` says which CTAs run the step, ``target`` whose barrier
+    an arrive or copy acts on; ``asynchronous`` marks a ``READ`` that completes only at a
+    later ``READ_WAIT``.
     """
 
     role: str
@@ -277,6 +376,10 @@ class Step:
     parity: int | None = None
     lag: int = 0
     prearm: bool = False
+    part: Part = Part.ALL
+    target: Target = Target.OWN
+    threshold: Threshold = Threshold.COUNT
+    asynchronous: bool = False
 
     def __post_init__(self) -> None:
         op = self.op
@@ -287,11 +390,20 @@ class Step:
             raise ValueError(f"{where}: waits, and only waits, have a parity")
         if self.parity is not None and self.parity not in (0, 1):
             raise ValueError(f"{where}: parity must be 0 or 1")
-        if self.lag < 0 or (self.lag and (op is not Op.ARRIVE or self.prearm)):
-            raise ValueError(f"{where}: only loop arrivals may lag, by a non-negative amount")
-        if self.prearm and (op is not Op.ARRIVE or self.nbytes):
-            raise ValueError(f"{where}: only plain arrivals may pre-arm")
-        needs_count = op in (Op.ARRIVE, Op.ADD, Op.WAIT_GE) or op in BAR_OPS
+        if self.lag < 0 or (self.lag and (op not in (Op.ARRIVE, Op.READ_WAIT) or self.prearm)):
+            raise ValueError(f"{where}: only loop arrivals and read waits may lag, by a non-negative amount")
+        if self.prearm and not ((op is Op.ARRIVE and not self.nbytes) or op in BAR_OPS):
+            raise ValueError(f"{where}: only plain arrivals and named-barrier steps may pre-arm")
+        if self.target is not Target.OWN and op not in MOVER_OPS and (op, self.target) != (Op.READ, Target.ALL):
+            raise ValueError(
+                f"{where}: only arrivals and copies act on another CTA's barrier (and reads on every CTA's slot)"
+            )
+        if self.threshold is not Threshold.COUNT and op is not Op.WAIT_GE:
+            raise ValueError(f"{where}: only counter waits have a relative threshold")
+        if self.asynchronous and op is not Op.READ:
+            raise ValueError(f"{where}: only reads are asynchronous")
+        relative = op is Op.WAIT_GE and self.threshold is not Threshold.COUNT
+        needs_count = (op in (Op.ARRIVE, Op.ADD, Op.WAIT_GE) or op in BAR_OPS) and not relative
         if needs_count != (self.count >= 1) or self.count < 0:
             raise ValueError(f"{where}: count {self.count} does not fit op `{op.value}`")
         if op in BAR_OPS and self.count % WARP_THREADS:
@@ -312,7 +424,8 @@ class Protocol:
     """A whole composition's synchronization protocol.
 
     ``programs`` maps every role to its ordered step list (the concatenation of its
-    sides across channels in the declared order).
+    sides across channels in the declared order). ``cluster`` CTAs of a cluster times
+    ``group`` clusters sharing each tile run it (the module's docstring says how).
     """
 
     roles: tuple[Role, ...]
@@ -320,8 +433,12 @@ class Protocol:
     counters: tuple[Counter, ...] = ()
     named_barriers: tuple[NamedBarrier, ...] = ()
     programs: tuple[tuple[str, tuple[Step, ...]], ...] = ()
+    cluster: int = 1
+    group: int = 1
 
     def __post_init__(self) -> None:
+        if self.cluster < 1 or self.group < 1:
+            raise ValueError(f"a protocol runs in at least one CTA, not {self.cluster} x {self.group}")
         names = [r.name for r in self.roles]
         _unique(names, "role")
         channels = (
@@ -337,6 +454,8 @@ class Protocol:
         for ctr in self.counters:
             if ctr.producer not in known or ctr.consumer not in known:
                 raise ValueError(f"counter `{ctr.name}` names an unknown role")
+            if ctr.producer == ctr.consumer and not ctr.grid:
+                raise ValueError(f"counter `{ctr.name}` pairs role `{ctr.producer}` with itself in one CTA")
         for role, steps in self.programs:
             if role not in known:
                 raise ValueError(f"program for unknown role `{role}`")
@@ -361,13 +480,22 @@ class Protocol:
         if step.role != role:
             raise ValueError(f"{where} belongs to role `{step.role}`")
         channel = self._index.get(step.channel)
-        if step.op in RING_OPS:
+        if step.op in (Op.WRITE, Op.READ) and isinstance(channel, Counter) and channel.grid:
+            side = channel.producer if step.op is Op.WRITE else channel.consumer
+            if role != side or step.asynchronous:
+                raise ValueError(
+                    f"{where}: only the {'producer' if step.op is Op.WRITE else 'consumer'} "
+                    f"of counter `{channel.name}` accesses its data, synchronously"
+                )
+        elif step.op in RING_OPS:
             if not isinstance(channel, Ring):
                 raise ValueError(f"{where} names unknown ring `{step.channel}`")
             if step.op in WRITE_OPS and role != channel.producer:
                 raise ValueError(f"{where}: only the producer writes ring `{channel.name}`")
-            if step.op is Op.READ and role not in channel.consumers:
+            if step.op in (Op.READ, Op.READ_WAIT) and role not in channel.consumers:
                 raise ValueError(f"{where}: only consumers read ring `{channel.name}`")
+            if step.op in MBAR_OPS and not channel.synchronized:
+                raise ValueError(f"{where}: ring `{channel.name}` has no barriers")
         elif step.op in COUNTER_OPS:
             if not isinstance(channel, Counter):
                 raise ValueError(f"{where} names unknown counter `{step.channel}`")
@@ -410,13 +538,15 @@ class Protocol:
         """Iterations per role that wrap every ring at least twice: ``2 * max depth + 1``."""
         return 2 * self.max_depth + 1
 
+    @property
+    def ctas(self) -> int:
+        """The CTAs the protocol runs in: the cluster's times the group's."""
+        return self.cluster * self.group
+
     def with_depth(self, ring: str, depth: int) -> Protocol:
         """The same protocol with ``ring`` at another depth (for checking a depth range)."""
-        rings = tuple(
-            Ring(r.name, depth, r.producer, r.consumers, r.full, r.empty, r.provenance) if r.name == ring else r
-            for r in self.rings
-        )
-        return Protocol(self.roles, rings, self.counters, self.named_barriers, self.programs)
+        rings = tuple(dataclasses.replace(r, depth=depth) if r.name == ring else r for r in self.rings)
+        return dataclasses.replace(self, rings=rings)
 
 
 def _unique(names: list[str], what: str) -> None:
@@ -449,8 +579,9 @@ class ProtocolBuilder:
         self._line += 1
         return Provenance(Span(self.file, self._line, 1, self._line, len(text) + 1), text)
 
-    def role(self, name: str, warps: int) -> Role:
-        role = Role(name, warps, self.provenance(f"role {name} warps {warps}"))
+    def role(self, name: str, warps: int, *, turn: int = 0, turns: int = 1) -> Role:
+        text = f"role {name} warps {warps}" + (f" turn {turn} of {turns}" if turns > 1 else "")
+        role = Role(name, warps, self.provenance(text), turn, turns)
         self._roles.append(role)
         self._programs.setdefault(name, [])
         return role
@@ -469,6 +600,8 @@ class ProtocolBuilder:
         empty_init: int,
         full_tx: int | None = None,
         init_by: Iterable[str] = (),
+        restart: int = 0,
+        synchronized: bool = True,
     ) -> Ring:
         """Declare a ring (its barriers share the initializers ``init_by``)."""
         consumers = (consumer,) if isinstance(consumer, str) else tuple(consumer)
@@ -477,17 +610,20 @@ class ProtocolBuilder:
         tx_text = f" expect_tx {full_tx}" if full_tx is not None else ""
         full = Barrier(BarrierKind.FULL, full_init, self.provenance(f"full init {full_init}{tx_text}"), full_tx, inits)
         empty = Barrier(BarrierKind.EMPTY, empty_init, self.provenance(f"empty init {empty_init}"), None, inits)
-        ring = Ring(name, depth, producer, consumers, full, empty, header)
+        ring = Ring(name, depth, producer, consumers, full, empty, header, restart, synchronized)
         self._rings.append(ring)
         return ring
 
-    def counter(self, name: str, *, producer: str, consumer: str, scope: Scope = Scope.CTA) -> Counter:
+    def counter(
+        self, name: str, *, producer: str, consumer: str, scope: Scope = Scope.CTA, grid: bool = False
+    ) -> Counter:
         ctr = Counter(
             name,
             producer,
             consumer,
             self.provenance(f"counter {name} produce by {producer} scope {scope.value}"),
             scope,
+            grid,
         )
         self._counters.append(ctr)
         return ctr
@@ -509,12 +645,41 @@ class ProtocolBuilder:
         parity: int | None = None,
         lag: int = 0,
         prearm: bool = False,
+        part: Part = Part.ALL,
+        target: Target = Target.OWN,
+        threshold: Threshold = Threshold.COUNT,
+        asynchronous: bool = False,
         text: str | None = None,
     ) -> Step:
         """A step with a fresh provenance, not placed in any program."""
         if text is None:
             text = _step_text(op, channel, barrier, count, nbytes, parity, lag, prearm)
-        return Step(role, op, channel, self.provenance(text), barrier, count, nbytes, parity, lag, prearm)
+            text += "".join(
+                f" {word}"
+                for word, on in (
+                    (target.value, target is not Target.OWN),
+                    (f"on {part.value}", part is not Part.ALL),
+                    (threshold.value, threshold is not Threshold.COUNT),
+                    ("async", asynchronous),
+                )
+                if on
+            )
+        return Step(
+            role,
+            op,
+            channel,
+            self.provenance(text),
+            barrier,
+            count,
+            nbytes,
+            parity,
+            lag,
+            prearm,
+            part,
+            target,
+            threshold,
+            asynchronous,
+        )
 
     def step(
         self,
@@ -528,6 +693,10 @@ class ProtocolBuilder:
         parity: int | None = None,
         lag: int = 0,
         prearm: bool = False,
+        part: Part = Part.ALL,
+        target: Target = Target.OWN,
+        threshold: Threshold = Threshold.COUNT,
+        asynchronous: bool = False,
         text: str | None = None,
     ) -> Step:
         """Append one step to ``role``'s program."""
@@ -541,6 +710,10 @@ class ProtocolBuilder:
             parity=parity,
             lag=lag,
             prearm=prearm,
+            part=part,
+            target=target,
+            threshold=threshold,
+            asynchronous=asynchronous,
             text=text,
         )
         self._programs.setdefault(role, []).append(step)
@@ -608,9 +781,11 @@ class ProtocolBuilder:
     def _ring(self, name: str) -> Ring:
         return next(r for r in self._rings if r.name == name)
 
-    def build(self) -> Protocol:
+    def build(self, *, cluster: int = 1, group: int = 1) -> Protocol:
         programs = tuple((r.name, tuple(self._programs.get(r.name, ()))) for r in self._roles)
-        return Protocol(tuple(self._roles), tuple(self._rings), tuple(self._counters), tuple(self._bars), programs)
+        return Protocol(
+            tuple(self._roles), tuple(self._rings), tuple(self._counters), tuple(self._bars), programs, cluster, group
+        )
 
 
 def _step_text(
@@ -628,7 +803,7 @@ def _step_text(
     words = [head, op.value]
     if op is Op.WAIT:
         words.append(f"parity {parity}")
-    elif op in (Op.ARRIVE, Op.ADD, Op.WAIT_GE) or op in BAR_OPS:
+    elif (op in (Op.ARRIVE, Op.ADD, Op.WAIT_GE) or op in BAR_OPS) and count:
         words.append(str(count))
     if nbytes:
         words.append(f"tx {nbytes}" if op is Op.ARRIVE else str(nbytes))

@@ -39,7 +39,9 @@ rule); ``facts`` maps each literal to its provenance.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -48,15 +50,17 @@ from typing import Literal, TypeAlias
 
 import z3
 
-from checker.protocol.events import Event, ObjKey, unroll
+from checker.protocol.events import Event, ObjKey, process_name, runs_in, targets, trip_cuts, unroll
 from checker.protocol.model import (
     MBAR_MAX_COUNT,
     BarrierKind,
     Op,
+    Part,
     Protocol,
     Provenance,
     Ring,
     Step,
+    Threshold,
 )
 from diagnostics.symbols import Code
 from solver import UNSAT, Tracked, Verdict, context, minimise_core, verdict_of
@@ -109,6 +113,32 @@ FIRST_PARITY_RULE = Rule(
 )
 
 
+def aligned_barriers(protocol: Protocol, bound: int, rlimit: int) -> frozenset[str]:
+    """The barriers several processes change whose phases (generations) provably do not overlap.
+
+    Starting from every one, a probe model encodes them by phases and the rest by counting;
+    the barriers it finds out of order go back to counting, until the probe finds none (or
+    cannot decide: then none is phase-encoded).
+    """
+    candidates = frozenset(str(e.obj) for seq in unroll(protocol, bound) for e in seq if e.obj is not None)
+    while candidates:
+        found = ProtocolModel(protocol, bound=bound, rlimit=rlimit, aligned=candidates).misaligned()
+        if found is None:
+            return frozenset()
+        if not found:
+            return candidates
+        candidates -= found
+    return candidates
+
+
+ALIGNED_KEY = "lemma:phases-in-order"
+ALIGNED = Rule(
+    "phases-in-order",
+    "no arrival or copy of a barrier's phase happens before every arrival and copy of the phase before it "
+    "(proved on the model; each phase then completes at its last step)",
+)
+
+
 def fact_text(fact: Fact) -> str:
     """A fact for people: source text and location, or the rule's or lemma's text."""
     if isinstance(fact, Provenance):
@@ -122,6 +152,8 @@ class Query(enum.Enum):
     DEADLOCK = "deadlock"
     OVERWRITE = "overwrite"
     EARLY_READ = "early-read"
+    CONFLICT = "conflict"
+    """A grid counter's tile: one CTA reads it while another CTA is about to write it."""
     OVERSHOOT = "overshoot"
     """Internal: an arrival jumps past a phase boundary of a barrier several roles arrive on;
     proved absent, it pins the completions at the cut (a lemma for the deadlock query)."""
@@ -145,7 +177,11 @@ first wait's parity (L-PARITY)."""
 
 @dataclass(frozen=True)
 class StaticCheck:
-    """One rule literal and the facts it relates; unsat under them means a conflict (``case``: which rule)."""
+    """One rule literal and the facts it relates; unsat under them means a conflict (``case``: which rule).
+
+    ``totals`` is what the steps make per phase on the barrier the rule is about: loop
+    arrivals, pre-arm arrivals, expected and completed bytes.
+    """
 
     kind: StaticKind
     rule_key: str
@@ -154,6 +190,87 @@ class StaticCheck:
     ring: str
     barrier: BarrierKind
     wait: Step | None = None
+    totals: tuple[int, int, int, int] = (0, 0, 0, 0)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """The steps that act on one CTA's barrier in one phase, each key with how often it acts there.
+
+    ``where`` names the barrier and phase (``@cta/residue``) when a ring's barriers differ:
+    CTAs of a cluster or a group, or data iterations of consumers that take turns.
+    """
+
+    where: str
+    loop: tuple[tuple[str, int], ...]
+    prearm: tuple[tuple[str, int], ...]
+    expects: tuple[tuple[str, int], ...]
+    copies: tuple[tuple[str, int], ...]
+
+    def totals(self, protocol: Protocol, ring: str, kind: BarrierKind) -> tuple[int, int, int, int]:
+        steps = {
+            step_key(s, k): s
+            for _, prog in protocol.programs
+            for k, s in enumerate(prog)
+            if s.channel == ring and s.barrier is kind
+        }
+
+        def total(terms: tuple[tuple[str, int], ...], attr: str) -> int:
+            return sum(n * int(getattr(steps[k], attr)) for k, n in terms)
+
+        return (
+            total(self.loop, "count"),
+            total(self.prearm, "count"),
+            total(self.expects, "nbytes"),
+            total(self.copies, "nbytes"),
+        )
+
+
+def tallies(protocol: Protocol, ring: Ring, kind: BarrierKind) -> list[Tally]:
+    """The distinct per-phase tallies of ``ring``'s ``kind`` barriers, over every CTA and data residue.
+
+    A barrier no step acts on in a CTA is left out, unless no step acts on any: then it
+    counts no arrivals (and a wait on it would hang).
+    """
+    period = math.lcm(*(r.turns for r in protocol.roles)) if protocol.roles else 1
+    keyed = [
+        (protocol.role(role), step_key(s, k), s)
+        for role, prog in protocol.programs
+        for k, s in enumerate(prog)
+        if s.channel == ring.name and s.barrier is kind
+    ]
+    found: dict[tuple[object, ...], Tally] = {}
+    for x in range(protocol.ctas):
+        for j in range(period):
+            loop: dict[str, int] = {}
+            armed: dict[str, int] = {}
+            expects: dict[str, int] = {}
+            copies: dict[str, int] = {}
+            touched = False
+            for info, key, s in keyed:
+                if s.op is Op.WAIT:
+                    touched = touched or (runs_in(protocol, s, x) and (s.prearm or info.takes(j)))
+                    continue
+                times = sum(1 for c in range(protocol.ctas) if runs_in(protocol, s, c) and x in targets(protocol, s, c))
+                if not times or not (s.prearm or info.takes(j)):
+                    continue
+                touched = True
+                if s.prearm:
+                    armed[key] = armed.get(key, 0) + times
+                    continue
+                if s.op is Op.ARRIVE:
+                    loop[key] = loop.get(key, 0) + times
+                if s.op in (Op.ARRIVE, Op.EXPECT_TX) and s.nbytes:
+                    expects[key] = expects.get(key, 0) + times
+                if s.op is Op.COPY:
+                    copies[key] = copies.get(key, 0) + times
+            if not touched:
+                continue
+            tally = Tally(
+                f"@{x}/{j}", tuple(loop.items()), tuple(armed.items()), tuple(expects.items()), tuple(copies.items())
+            )
+            found.setdefault((tally.loop, tally.prearm, tally.expects, tally.copies), tally)
+    return list(found.values()) or [Tally("@0/0", (), (), (), ())]
 
 
 @dataclass(frozen=True)
@@ -187,7 +304,13 @@ Cond: TypeAlias = "Term | bool"
 class ProtocolModel:
     """The SMT model of one protocol at one bound; built once, queried many times."""
 
-    def __init__(self, protocol: Protocol, *, bound: int, rlimit: int) -> None:
+    def __init__(self, protocol: Protocol, *, bound: int, rlimit: int, aligned: frozenset[str] | None = None) -> None:
+        """``aligned``: the barriers (by name, ``kv.full[0]@1``) that several processes change and
+        that are encoded by their phases (:meth:`_aligned_barrier`, :meth:`_aligned_named`); None:
+        those a probe proves exact (:func:`aligned_barriers`) in a protocol of several CTAs."""
+        if aligned is None:
+            aligned = aligned_barriers(protocol, bound, rlimit) if protocol.ctas > 1 else frozenset()
+        self.aligned = aligned
         self.protocol = protocol
         self.bound = bound
         self.sequences = unroll(protocol, bound)
@@ -216,6 +339,9 @@ class ProtocolModel:
         self._bytes: dict[str, Term] = {}
         self._guards: dict[tuple[str, ...], str] = {}
         self.overshoots: dict[str, tuple[dict[int, Term], list[Event], int, Term, Term, list[str]]] = {}
+        self._misaligned: list[tuple[str, Term]] = []
+        self._phase_of: dict[int, list[Event]] = {}
+        self._name = ""
         self._declare_facts()
         self._encode_steps()
         for ring in protocol.rings:
@@ -318,6 +444,8 @@ class ProtocolModel:
     def _declare_facts(self) -> None:
         for key, fact in declared_facts(self.protocol):
             self._fact(key, fact)
+        if self.aligned:
+            self._fact(ALIGNED_KEY, ALIGNED)
 
     def _encode_steps(self) -> None:
         """Each step's amounts as variables fixed by the step's own literal."""
@@ -334,6 +462,8 @@ class ProtocolModel:
     # -- per-phase accounting and parity conventions ---------------------------------
 
     def _encode_static(self, ring: Ring, kind: BarrierKind) -> None:
+        if not ring.synchronized:
+            return
         bar = ring.barrier(kind)
         dkey = decl_key(ring.name, kind)
         name = f"{ring.name}.{kind.value}"
@@ -345,10 +475,11 @@ class ProtocolModel:
             for k, s in enumerate(prog)
             if s.channel == ring.name and s.barrier is kind
         ]
-        loop = [k for k, s in steps if s.op is Op.ARRIVE and not s.prearm]
         prearm = [k for k, s in steps if s.prearm]
-        expects = [k for k, s in steps if s.op in (Op.ARRIVE, Op.EXPECT_TX) and s.nbytes]
-        copies = [k for k, s in steps if s.op is Op.COPY]
+        declared: Term | None = None
+        if bar.expect_tx is not None:
+            declared = self._int(f"declared:{name}")
+            self._add(dkey, declared == bar.expect_tx, dynamic=False, static=True)
 
         def rule(
             case: StaticRule,
@@ -358,34 +489,63 @@ class ProtocolModel:
             check: StaticKind,
             wait: Step | None = None,
             at: str = "",
+            tally: Tally | None = None,
         ) -> None:
             key = f"rule:{case}{at}:{name}"
             self._fact(key, fact)
             self._add(key, expr, dynamic=False, static=True)
             facts = tuple(dict.fromkeys([dkey, *related]))
-            self.static_checks.append(StaticCheck(check, key, case, facts, ring.name, kind, wait))
+            totals = tally.totals(self.protocol, ring.name, kind) if tally is not None else (0, 0, 0, 0)
+            self.static_checks.append(StaticCheck(check, key, case, facts, ring.name, kind, wait, totals))
 
-        arrivals = self._sum([self._count[k] for k in loop])
-        rule("arrive", ARRIVE_RULE, arrivals == init, loop, StaticKind.ARRIVE)
-        if prearm:
-            armed_count = self._sum([self._count[k] for k in prearm])
-            rule("prearm", PREARM_RULE, armed_count == init, prearm, StaticKind.ARRIVE)
-        rule("range-count", RANGE_RULE, init <= MBAR_MAX_COUNT, (), StaticKind.ARRIVE)
-        expected = self._sum([self._bytes[k] for k in expects])
-        completed = self._sum([self._bytes[k] for k in copies])
-        rule("txbytes", TX_RULE, expected == completed, [*expects, *copies], StaticKind.TXBYTES)
-        if bar.expect_tx is not None:
-            declared = self._int(f"declared:{name}")
-            self._add(dkey, declared == bar.expect_tx, dynamic=False, static=True)
-            rule("declared-expect", DECL_RULE, declared == expected, expects, StaticKind.TXBYTES)
-            rule("declared-copy", DECL_RULE, declared == completed, copies, StaticKind.TXBYTES)
-        rule(
-            "range-tx",
-            RANGE_RULE,
-            T.And(expected <= MBAR_MAX_COUNT, completed <= MBAR_MAX_COUNT),
-            [*expects, *copies],
-            StaticKind.TXBYTES,
-        )
+        def weighted(terms: tuple[tuple[str, int], ...], values: dict[str, Term]) -> Term:
+            return self._sum([values[k] if n == 1 else values[k] * n for k, n in terms])
+
+        found = tallies(self.protocol, ring, kind)
+        for tally in found:
+            at = tally.where if len(found) > 1 else ""
+            loop = [k for k, _ in tally.loop]
+            rule(
+                "arrive",
+                ARRIVE_RULE,
+                weighted(tally.loop, self._count) == init,
+                loop,
+                StaticKind.ARRIVE,
+                at=at,
+                tally=tally,
+            )
+            if tally.prearm:
+                armed_keys = [k for k, _ in tally.prearm]
+                rule(
+                    "prearm",
+                    PREARM_RULE,
+                    weighted(tally.prearm, self._count) == init,
+                    armed_keys,
+                    StaticKind.ARRIVE,
+                    at=at,
+                    tally=tally,
+                )
+            if tally is found[0]:
+                rule("range-count", RANGE_RULE, init <= MBAR_MAX_COUNT, (), StaticKind.ARRIVE, tally=tally)
+            expects = [k for k, _ in tally.expects]
+            copies = [k for k, _ in tally.copies]
+            expected = weighted(tally.expects, self._bytes)
+            completed = weighted(tally.copies, self._bytes)
+            rule("txbytes", TX_RULE, expected == completed, [*expects, *copies], StaticKind.TXBYTES, at=at, tally=tally)
+            if declared is not None:
+                rule(
+                    "declared-expect", DECL_RULE, declared == expected, expects, StaticKind.TXBYTES, at=at, tally=tally
+                )
+                rule("declared-copy", DECL_RULE, declared == completed, copies, StaticKind.TXBYTES, at=at, tally=tally)
+            rule(
+                "range-tx",
+                RANGE_RULE,
+                T.And(expected <= MBAR_MAX_COUNT, completed <= MBAR_MAX_COUNT),
+                [*expects, *copies],
+                StaticKind.TXBYTES,
+                at=at,
+                tally=tally,
+            )
         armed = self._int(f"prearmed:{name}")
         for k in prearm:
             self._add(k, armed == 1, dynamic=False, static=True)
@@ -398,7 +558,16 @@ class ProtocolModel:
             first = self._int(f"first-parity:{k}")
             self._add(k, first == step.parity, dynamic=False, static=True)
             related = [k, *prearm] if prearm else [k, f"ring:{ring.name}"]
-            rule("first-parity", FIRST_PARITY_RULE, first == right, related, StaticKind.PARITY, step, f":{k}")
+            rule(
+                "first-parity",
+                FIRST_PARITY_RULE,
+                first == right,
+                related,
+                StaticKind.PARITY,
+                step,
+                f":{k}",
+                found[0] if found else None,
+            )
 
     # -- interleaving semantics ------------------------------------------------------
 
@@ -408,7 +577,7 @@ class ProtocolModel:
             if not seq:
                 continue
             key = role_key(seq[0].role)
-            self.pc[seq[0].rank] = pc = self._int(f"pc:{seq[0].role}")
+            self.pc[seq[0].rank] = pc = self._int(f"pc:{self.process(seq[0].rank)}")
             self._add(key, T.And(pc >= 0, pc <= len(seq)), cut=True)
             for a, b in pairwise(seq):
                 self._add(key, self.time[a.id] < self.time[b.id])
@@ -427,25 +596,35 @@ class ProtocolModel:
             if obj.barrier is not None:
                 bar = self.protocol.ring(obj.channel).barrier(obj.barrier)
                 decl = decl_key(obj.channel, obj.barrier)
+                phases = self._phases(movers, bar.init_count) if str(obj) in self.aligned and not one_role else None
+                self._name = str(obj)
                 if one_role:
                     self._mbarrier_chain(str(obj), movers, waits, bar.init_count, decl)
+                elif phases is not None:
+                    self._aligned_barrier(str(obj), phases, waits, decl)
                 else:
                     self._counting(str(obj), movers, waits, bar.init_count, decl)
             elif any(e.op in (Op.ADD, Op.WAIT_GE) for e in evs):
-                if one_role:
+                if self.protocol.counter(obj.channel).grid:
+                    self._grid_counter(movers, waits)
+                elif one_role:
                     self._counter_chain(movers, waits)
                 else:
                     self._counter(movers, waits)
             else:
                 nb = self.protocol.named_barrier(obj.channel)
+                generations = self._generations(movers, nb.threads) if str(obj) in self.aligned else None
+                self._name = str(obj)
                 if self._lockstep(nb.name, nb.threads):
                     self._lockstep_barrier(str(obj), movers, waits, f"bar:{nb.name}")
+                elif generations is not None:
+                    self._aligned_named(generations, waits, f"bar:{nb.name}")
                 else:
                     self._counting(str(obj), movers, waits, nb.threads, f"bar:{nb.name}")
 
     def _lockstep(self, name: str, threads: int) -> bool:
-        """Whether every role on named barrier ``name`` runs one ``bar.sync`` per iteration
-        and their thread counts add up to its count.
+        """Whether every role on named barrier ``name`` runs one ``bar.sync`` per iteration, in
+        every CTA, and their thread counts add up to its count.
 
         Then generation ``j`` completes exactly at the last of the participants' ``j``-th
         arrivals (each blocks until it does, so none arrives twice in a generation), and
@@ -454,7 +633,7 @@ class ProtocolModel:
         steps = [s for _, prog in self.protocol.programs for s in prog if s.channel == name]
         roles = [s.role for s in steps]
         return (
-            all(s.op is Op.BAR_SYNC for s in steps)
+            all(s.op is Op.BAR_SYNC and s.part is Part.ALL and not s.prearm for s in steps)
             and len(set(roles)) == len(roles)
             and sum(s.count for s in steps) == threads
         )
@@ -540,6 +719,167 @@ class ProtocolModel:
             now = [T.If(self.executed(a), self._count[self._key(a)], self._val(0)) for a in adds]
             self._cut_pass[w.id] = self._sum(now) >= threshold
             self._add(key, T.Implies(self.executed(w), self._sum(value) >= threshold))
+
+    def _grid_counter(self, adds: list[Event], waits: list[Event]) -> None:
+        """A grid counter's word of one tile: the adds ordered before a wait reach its threshold.
+
+        A relative threshold (``split``, ``others``, ``all``) is the value the adds of the splits
+        it names make, so the facts of those adds are its basis as well.
+        """
+        adds_of = [self._key(a) for a in adds]
+        for w in waits:
+            key = self._key(w)
+            threshold = self._val(w.threshold or 0)
+            basis = [key] if w.step.threshold is Threshold.COUNT else [key, *dict.fromkeys(adds_of)]
+            value = [
+                T.If(b, self._count[self._key(a)], self._val(0)) if b is not True else self._count[self._key(a)]
+                for a in adds
+                if (b := self.before(a, w)) is not False
+            ]
+            now = [T.If(self.executed(a), self._count[self._key(a)], self._val(0)) for a in adds]
+            reached = self._bool(f"reached-cut:{w.id}")
+            self._add(basis, reached == (self._sum(now) >= threshold), cut=True)
+            self._cut_pass[w.id] = reached
+            self._add(basis, T.Implies(self.executed(w), self._sum(value) >= threshold))
+
+    # -- barriers encoded by their phases ----------------------------------------------
+
+    def _phases(self, movers: list[Event], n: int) -> list[tuple[list[Event], bool]] | None:
+        """The movers of an mbarrier slot by the phase they belong to, each with whether they
+        complete it; None when they cannot be grouped so (then the counting encoding decides).
+
+        A pre-arm belongs to phase 0, a step of the slot's ``k``-th use to phase ``k`` (plus one
+        after a pre-arm). The movers of a phase complete it when their arrivals are the init
+        count and their bytes balance; fewer arrivals complete nothing (a use the bounded run
+        cuts short), but only at the end: a phase that over-arrives, or fills with bytes out of
+        balance, or is followed by one that completes, is left to the counting encoding.
+        """
+        armed = any(e.iteration < 0 for e in movers)
+        grouped: dict[int, list[Event]] = defaultdict(list)
+        for e in movers:
+            grouped[0 if e.iteration < 0 else (e.use or 0) + armed].append(e)
+        phases: list[tuple[list[Event], bool]] = []
+        short = False
+        for k in range(max(grouped) + 1):
+            group = grouped.get(k, [])
+            arrivals = sum(e.step.count for e in group if e.op is Op.ARRIVE)
+            expected = sum(e.step.nbytes for e in group if e.op is not Op.COPY)
+            completed = sum(e.step.nbytes for e in group if e.op is Op.COPY)
+            full = arrivals == n
+            if arrivals > n or (full and expected != completed) or (full and short) or not group:
+                return None
+            short = short or not full
+            phases.append((group, full))
+        return phases
+
+    def _aligned_barrier(
+        self, name: str, phases: list[tuple[list[Event], bool]], waits: list[Event], decl: str
+    ) -> None:
+        """An mbarrier slot whose phases do not overlap: phase ``k`` completes at the last of its
+        movers, after every mover of phase ``k - 1`` (:meth:`ordered` proves that order).
+
+        Then the completions before an event are the phases all of whose movers precede it,
+        and a wait passes on their parity. Exact under the order; much cheaper than counting
+        over every pair of movers when several processes (CTAs) change one barrier.
+        """
+        movers = [e for group, _ in phases for e in group]
+        basis = [decl, ALIGNED_KEY, *dict.fromkeys(self._key(e) for e in movers)]
+        self._last_of_phase(phases, basis)
+        self._order_phases(phases, basis)
+        complete = [g for g, full in phases if full]
+        for w in waits:
+            seen = [T.And(*[t for m in g if (t := self.before(m, w)) is not True]) for g in complete]
+            odd = _xor(seen)
+            now = _xor([T.And(*[self.executed(m) for m in g]) for g in complete])
+            self._cut_pass[w.id] = now if w.parity == 0 else T.Not(now)
+            self._add([self._key(w), *basis], T.Implies(self.executed(w), odd if w.parity == 0 else T.Not(odd)))
+
+    def _generations(self, movers: list[Event], threads: int) -> list[tuple[list[Event], bool]] | None:
+        """The arrivals on a named barrier by generation: the ``k``-th arrival of each process is in
+        generation ``k``; each with whether its threads complete it. None unless every
+        generation but trailing short ones has exactly the barrier's threads."""
+        grouped: dict[int, list[Event]] = defaultdict(list)
+        seen: dict[int, int] = defaultdict(int)
+        for e in movers:
+            grouped[seen[e.rank]].append(e)
+            seen[e.rank] += 1
+        generations: list[tuple[list[Event], bool]] = []
+        short = False
+        for k in range(len(grouped)):
+            total = sum(e.step.count for e in grouped[k])
+            if total > threads or (short and total == threads):
+                return None
+            short = short or total < threads
+            generations.append((grouped[k], total == threads))
+        return generations
+
+    def _aligned_named(self, generations: list[tuple[list[Event], bool]], waits: list[Event], decl: str) -> None:
+        """A named barrier whose generations do not overlap (:meth:`ordered` proves it): generation
+        ``k`` completes at the last of its arrivals, and a ``bar.sync`` passes once every arrival
+        of the generation its own arrival is in precedes it."""
+        movers = [e for group, _ in generations for e in group]
+        basis = [decl, ALIGNED_KEY, *dict.fromkeys(self._key(e) for e in movers)]
+        of = {e.id: k for k, (group, _) in enumerate(generations) for e in group}
+        self._last_of_phase(generations, basis)
+        self._order_phases(generations, basis)
+        for w in waits:
+            group, full = generations[of[self.sequences[w.rank][w.pos - 1].id]]
+            if not full:
+                self._cut_pass[w.id] = T.FALSE
+                self._add([self._key(w), *basis], T.Not(self.executed(w)))
+                continue
+            seen = T.And(*[t for m in group if (t := self.before(m, w)) is not True])
+            self._cut_pass[w.id] = T.And(*[self.executed(m) for m in group])
+            self._add([self._key(w), *basis], T.Implies(self.executed(w), seen))
+
+    def _last_of_phase(self, phases: list[tuple[list[Event], bool]], basis: list[str]) -> None:
+        """Which step completes a phase: the last of a full one (read off a model's schedule by
+        :meth:`completes`; nothing is asserted)."""
+        for group, full in phases:
+            for e in group:
+                self._phase_of[e.id] = group if full else []
+
+    def _order_phases(self, phases: list[tuple[list[Event], bool]], basis: list[str]) -> None:
+        """The order a phase encoding assumes: no step of a phase before every step of the one
+        before it; to be proved (:meth:`ordered`), and a fact of the cut abstraction."""
+        for (earlier, _), (later, _) in pairwise(phases):
+            for m in later:
+                for o in earlier:
+                    order = self.before(o, m)
+                    if order is not True:
+                        late = self.executed(m)
+                        self._misaligned.append((self._name, late if order is False else T.And(late, T.Not(order))))
+                        self._add(basis, T.Implies(late, self.executed(o)), dynamic=False, cut=True)
+
+    def misaligned(self) -> frozenset[str] | None:
+        """The phase-encoded barriers on which a step of a phase can run before every step of the phase
+        before it, from one model of the probe (empty: on none; None: undecided).
+
+        The first such step of an exact run is preceded by a run on which the phase and the
+        counting encodings agree, so the probe finds a barrier with such a step whenever one
+        exists: an empty answer makes the phase encoding exact for every run.
+        """
+        if not self._misaligned:
+            return frozenset()
+        flags = []
+        for k, (_, term) in enumerate(self._misaligned):
+            flag = self._bool(f"misaligned:{k}")
+            self._pending["model"].append((flag == term).text)
+            flags.append(flag)
+        lit = self._bool("query:misaligned")
+        self._pending["model"].append(T.Implies(lit, T.Or(*flags)).text)
+        self._flush()
+        verdict = self.check(self.dynamic_facts(), [self._z3(lit)])
+        if verdict.unsat:
+            return frozenset()
+        if not verdict.sat:
+            return None
+        model = self.last_model()
+        return frozenset(
+            name
+            for (name, _), flag in zip(self._misaligned, flags, strict=True)
+            if z3.is_true(model.eval(self._z3(flag), model_completion=True))
+        )
 
     def _completions_before(self, movers: Sequence[Event], e: Event) -> Term:
         terms = []
@@ -725,16 +1065,25 @@ class ProtocolModel:
     def _encode_queries(self) -> None:
         finished: list[Term] = []
         stuck: list[Term] = []
+        within: list[Term] = []
+        trips = self._int("trips")
         for seq in self.sequences:
             if not seq:
                 continue
             pc = self.pc[seq[0].rank]
-            done = pc == len(seq)
+            cuts = trip_cuts(seq, self.bound)
+            limit = self._int(f"limit:{seq[0].rank}")
+            within.append(T.Or(*[T.And(trips == n, limit == cuts[n]) for n in range(1, self.bound + 1)]))
+            within.append(pc <= limit)
+            done = pc == limit
             blocked = [T.And(pc == e.pos, T.Not(self._cut_pass[e.id])) for e in seq if e.is_wait]
             finished.append(done)
             stuck.append(T.Or(done, *blocked))
         if finished:
-            self._query(QueryKey(Query.DEADLOCK), T.And(*stuck, T.Or(*[T.Not(f) for f in finished])))
+            self._query(
+                QueryKey(Query.DEADLOCK),
+                T.And(trips >= 1, trips <= self.bound, *within, *stuck, T.Or(*[T.Not(f) for f in finished])),
+            )
         for ring in self.protocol.rings:
             overwrite = [self._misordered(prev, w) for w, _, prev in self.overwrite_pairs(ring)]
             early = [self._misordered(lw, r) for r, lw in self.read_pairs(ring)]
@@ -742,6 +1091,12 @@ class ProtocolModel:
                 self._query(QueryKey(Query.OVERWRITE, ring.name), T.Or(*overwrite))
             if early:
                 self._query(QueryKey(Query.EARLY_READ, ring.name), T.Or(*early))
+        for counter in self.protocol.counters:
+            both = [
+                T.And(self.pc[r.rank] == r.pos, self.pc[w.rank] == w.pos) for r, w in self.conflict_pairs(counter.name)
+            ]
+            if both:
+                self._query(QueryKey(Query.CONFLICT, counter.name), T.Or(*both))
 
     def _misordered(self, first: Event | None, later: Event) -> Term:
         """``later`` ran but ``first`` did not run before it."""
@@ -750,41 +1105,88 @@ class ProtocolModel:
         order = self.before(first, later)
         return T.And(self.executed(later), T.Not(order))
 
-    def ring_accesses(self, ring: Ring) -> tuple[list[Event], dict[tuple[str, int], Event], list[Event]]:
-        """The producer's writes, each consumer's last access per data iteration, the reads."""
-        writes = [
-            e
-            for e in self.events
-            if e.role == ring.producer and e.step.channel == ring.name and e.op in (Op.COPY, Op.WRITE)
-        ]
-        last: dict[tuple[str, int], Event] = {}
-        reads = []
-        for e in self.events:
-            if e.role not in ring.consumers or e.step.channel != ring.name or e.data is None:
+    def ring_accesses(self, ring: Ring) -> tuple[list[Event], dict[tuple[int, int, int], Event | None], list[Event]]:
+        """The writes of the ring's slots, each consumer process's last access per slot and data
+        iteration it reads (None: an asynchronous read no read wait completes), and the reads.
+
+        Keys are (process, the CTA of the slot, data iteration). A consumer's accesses are its
+        reads (done at the read wait that completes them when they are asynchronous) and its
+        first release of the data iteration on `empty`: a consumer releases a slot only when it
+        is done reading it, whichever CTA's barrier that release reaches.
+        """
+        writes = [e for e in self.events if e.step.channel == ring.name and e.op in (Op.COPY, Op.WRITE)]
+        reads = [e for e in self.events if e.step.channel == ring.name and e.op is Op.READ]
+        last: dict[tuple[int, int, int], Event | None] = {}
+        for r in reads:
+            assert r.data is not None and r.lands is not None
+            done: Event | None = r
+            if r.step.asynchronous:
+                done = next(
+                    (
+                        e
+                        for e in self.sequences[r.rank][r.pos + 1 :]
+                        if e.op is Op.READ_WAIT and e.step.channel == ring.name and (e.data or 0) >= r.data
+                    ),
+                    None,
+                )
+            key = (r.rank, r.lands, r.data)
+            prior = last.get(key, r)
+            last[key] = None if prior is None or done is None else max(prior, done, key=lambda e: e.pos)
+        released: set[tuple[int, int | None]] = set()
+        for e in self.events:  # each process's events in program order
+            if e.step.channel != ring.name or e.op is not Op.ARRIVE or e.step.barrier is not BarrierKind.EMPTY:
                 continue
-            if e.op is Op.READ:
-                reads.append(e)
-            access = e.op is Op.READ or (e.op is Op.ARRIVE and e.step.barrier is BarrierKind.EMPTY)
-            key = (e.role, e.data)
-            if access and (key not in last or last[key].pos < e.pos):
-                last[key] = e
+            if (e.rank, e.data) in released:
+                continue  # a consumer is done with a slot at its first release of it, whatever barrier that reaches
+            released.add((e.rank, e.data))
+            for key, prior in list(last.items()):
+                if key[0] == e.rank and key[2] == e.data and prior is not None and prior.pos < e.pos:
+                    last[key] = e
         return writes, last, reads
 
     def overwrite_pairs(self, ring: Ring) -> list[tuple[Event, str, Event | None]]:
-        """Each write of a reused slot, per consumer with its last access of the previous use."""
+        """Each write of a reused slot, per consumer process that read the slot's previous use
+        (its name), with its last access of that use (None: never done)."""
         writes, last, _ = self.ring_accesses(ring)
-        return [
-            (w, c, last.get((c, w.data - ring.depth)))
-            for w in writes
-            if w.data is not None and w.data >= ring.depth
-            for c in ring.consumers
-        ]
+        out: list[tuple[Event, str, Event | None]] = []
+        for w in writes:
+            assert w.data is not None and w.lands is not None
+            prev = ring.previous_use(w.data)
+            if prev is None:
+                continue
+            for (rank, x, data), access in last.items():
+                if x == w.lands and data == prev:
+                    out.append((w, self.process(rank), access))
+        return out
 
     def read_pairs(self, ring: Ring) -> list[tuple[Event, Event]]:
-        """Each read, with the producer's last write of the same data iteration."""
+        """Each read, with every writer process's last write of the same slot and data iteration."""
         writes, _, reads = self.ring_accesses(ring)
-        last = {w.data: w for w in writes}
-        return [(r, last[r.data]) for r in reads if r.data in last]
+        last: dict[tuple[int, int, int], Event] = {}
+        for w in writes:
+            assert w.data is not None and w.lands is not None
+            last[(w.rank, w.lands, w.data)] = w
+        return [(r, lw) for r in reads for (_, x, data), lw in last.items() if x == r.lands and data == r.data]
+
+    def conflict_pairs(self, counter: str) -> list[tuple[Event, Event]]:
+        """Each read of a grid counter's tile with each write of that tile by another CTA."""
+        data = [
+            e for e in self.events if e.step.channel == counter and e.op in (Op.READ, Op.WRITE) and e.data is not None
+        ]
+        rank = self.protocol.cluster
+        return [
+            (r, w)
+            for r in data
+            if r.op is Op.READ
+            for w in data
+            if w.op is Op.WRITE and w.data == r.data and w.cta != r.cta and w.cta % rank == r.cta % rank
+        ]
+
+    def process(self, rank: int) -> str:
+        """The name of process ``rank`` in traces (``role``, or ``role@cta`` across CTAs)."""
+        seq = self.sequences[rank]
+        role = self.protocol.roles[rank % len(self.protocol.roles)].name
+        return process_name(self.protocol, role, seq[0].cta if seq else rank // len(self.protocol.roles))
 
     def add_lemma(self, key: str, fact: Fact, qk: QueryKey) -> None:
         """Assert, under ``key``, that the race of ``qk`` (proved unsat) never happens.
@@ -792,6 +1194,9 @@ class ProtocolModel:
         It is an invariant of every execution, so it removes none; it only gives the
         deadlock query the ordering facts in a form the solver reasons with quickly.
         """
+        if qk.query is Query.CONFLICT:
+            self._fact(key, fact)  # a state the run never reaches: nothing orders the deadlock query by it
+            return
         ring = self.protocol.ring(qk.ring)
         pairs: list[tuple[Event, Event | None]]
         if qk.query is Query.OVERWRITE:
@@ -874,6 +1279,26 @@ class ProtocolModel:
         """How many steps of the role of ``rank`` ran before the cut in ``model``."""
         return int(model.eval(self._z3(self.pc[rank]), model_completion=True).as_long())
 
+    def trips_at(self, model: z3.ModelRef) -> int:
+        """The least trip count (iterations every CTA runs) whose run ``model``'s deadlock is a state of:
+        every process has run at most that many iterations, and one short of them, as every
+        such one, waits."""
+        pcs = {seq[0].rank: self.pc_at(model, seq[0].rank) for seq in self.sequences if seq}
+        for n in range(1, self.bound + 1):
+            cuts = {rank: trip_cuts(self.sequences[rank], self.bound)[n] for rank in pcs}
+            short = [r for r, pc in pcs.items() if pc < cuts[r]]
+            if (
+                short
+                and all(pc <= cuts[r] for r, pc in pcs.items())
+                and all(self.sequences[r][pcs[r]].is_wait for r in short)
+            ):
+                return n
+        return self.bound
+
+    def trip_steps(self, rank: int, trips: int) -> int:
+        """How many steps process ``rank`` runs in ``trips`` iterations."""
+        return trip_cuts(self.sequences[rank], self.bound)[trips]
+
     def order(self, model: z3.ModelRef) -> list[Event]:
         """The executed events of ``model`` in schedule order."""
         pcs = {rank: model.eval(self._z3(pc), model_completion=True).as_long() for rank, pc in self.pc.items()}
@@ -883,6 +1308,14 @@ class ProtocolModel:
 
     def completes(self, model: z3.ModelRef, e: Event) -> bool:
         """Whether ``e`` completed a phase of its barrier in ``model``."""
+        group = self._phase_of.get(e.id)
+        if group is not None:
+
+            def at(x: Event) -> tuple[int, int, int]:
+                t = model.eval(self._z3(self.time[x.id]), model_completion=True).as_long()
+                return (t, x.rank, x.pos)
+
+            return bool(group) and all(at(o) < at(e) for o in group if o is not e)
         flag = self.done.get(e.id, False)
         if isinstance(flag, bool):
             return flag
@@ -907,7 +1340,10 @@ def ring_slice(protocol: Protocol, ring: str) -> tuple[Protocol, dict[str, str]]
     """``protocol`` restricted to the steps on ``ring`` and a map of its step keys back.
 
     Dropping the other channels' steps only removes constraints, so a race that this
-    slice cannot reach is unreachable in the whole protocol.
+    slice cannot reach is unreachable in the whole protocol. The slice runs one cluster of
+    the group: steps of a ring never reach another cluster's barriers or slots, and the
+    steps that tie clusters together (a grid counter's) are gone; a ring whose steps tell
+    splits apart (`on first`, `on rest`) keeps the whole group.
     """
     keys: dict[str, str] = {}
     programs = []
@@ -918,7 +1354,19 @@ def ring_slice(protocol: Protocol, ring: str) -> tuple[Protocol, dict[str, str]]
                 keys[step_key(step, len(kept))] = step_key(step, k)
                 kept.append(step)
         programs.append((role, tuple(kept)))
-    return Protocol(protocol.roles, (protocol.ring(ring),), (), (), tuple(programs)), keys
+    # a ring's barriers and slots are its cluster's: without the counters, the clusters of a
+    # tile's group run independently, and one of them shows every race of the ring, unless
+    # its steps tell splits apart
+    splits = any(s.part in (Part.FIRST, Part.REST) for _, steps in programs for s in steps)
+    sliced = dataclasses.replace(
+        protocol,
+        rings=(protocol.ring(ring),),
+        counters=(),
+        named_barriers=(),
+        programs=tuple(programs),
+        group=protocol.group if splits else 1,
+    )
+    return sliced, keys
 
 
 def _xor(terms: Sequence[Term]) -> Term:

@@ -116,7 +116,9 @@ class RaceWitness:
 
     ``step`` is the racing step, the trace's last, on data iteration ``iteration`` in slot
     ``slot``; ``partner_step`` the partner's step that comes only later (None: none ran);
-    ``waits`` whether ``racer`` waits on the slot's barrier at all.
+    ``waits`` whether ``racer`` waits on the slot's barrier at all; ``asynchronous`` whether
+    the partner reads the slot asynchronously (done only at a `read wait`). A grid counter's
+    ``conflict`` names the tile in ``iteration`` and the writer as ``partner``.
     """
 
     code: ClassVar[str] = Code.L_RACE
@@ -132,6 +134,7 @@ class RaceWitness:
     partner_step: Step | None
     waits: bool
     trace: Trace
+    asynchronous: bool = False
 
     @property
     def identity(self) -> tuple[object, ...]:

@@ -10,11 +10,12 @@ initialized barriers); small enough for the explicit-state explorer at its defau
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TypeVar
 
 from hypothesis import strategies as st
 
-from checker.protocol.model import BarrierKind, Op, Protocol, ProtocolBuilder, Scope, Step
+from checker.protocol.model import BarrierKind, Op, Part, Protocol, ProtocolBuilder, Scope, Step, Target, Threshold
 
 T = TypeVar("T")
 FULL = BarrierKind.FULL
@@ -138,3 +139,291 @@ def _named_barrier(draw: st.DrawFn, b: ProtocolBuilder, roles: list[str], blocks
     for role in members:
         op = draw(st.sampled_from((Op.BAR_SYNC, Op.BAR_SYNC, Op.BAR_ARRIVE)))
         blocks[role].append([b.make_step(role, op, "sync", count=b.get_role(role).threads)])
+
+
+# -- production patterns: CTAs, turns, grid counters, asynchronous reads -------------------------
+
+
+PATTERN_MISTAKES: dict[str, tuple[str, ...]] = {
+    "pingpong": ("no-prearm", "prearm-both", "no-turns", "release-late"),
+    "multicast": ("local-release", "tx-one-half", "no-empty-wait"),
+    "pair": ("peer-copy-local", "peer-no-wait", "tx-one-copy"),
+    "split-k": ("threshold", "no-wait", "add-first"),
+    "stream-k": ("threshold", "no-wait", "add-first"),
+    "grid-barrier": ("threshold", "no-wait", "add-first"),
+    "staging": ("no-read-wait", "lag", "restart"),
+    "tmem": ("release-first", "no-read-wait"),
+}
+"""Each production pattern :func:`pattern` builds, and the mistakes it can make in it."""
+
+
+@st.composite
+def pattern_protocols(draw: st.DrawFn) -> Protocol:
+    """A random protocol of one production pattern (:func:`pattern`), sound or with one mistake,
+    at a random depth (and group size, for the counters); small enough for the explicit-state
+    explorer at a bound of 2 or 3."""
+    name = draw(st.sampled_from(sorted(PATTERN_MISTAKES)))
+    mistake = draw(st.sampled_from(("",) * len(PATTERN_MISTAKES[name]) + PATTERN_MISTAKES[name]))
+    depth = draw(st.integers(1, 2))
+    knob = draw(st.integers(0, 2))
+    return pattern(name, mistake, depth, knob)
+
+
+def pattern(name: str, mistake: str = "", depth: int = 2, knob: int = 0) -> Protocol:
+    """A production synchronization pattern, sound (``mistake`` empty) or with one mistake.
+
+    ``pingpong``: two consumer warpgroups take turns on a ring, ordered by two named
+    barriers, the second pre-armed once before the loop (FA3, CUTLASS ping-pong; ``knob`` 2:
+    in a 2-CTA cluster whose consumers release both CTAs' slots);
+    ``multicast``: a 2-CTA cluster, each CTA copying its half of an operand into both CTAs'
+    slots and releasing both CTAs' slots; ``pair``: a 2-CTA pair whose leader's barrier counts
+    both CTAs' copies, each landing in its own CTA, and whose leader reads both slots;
+    ``split-k``, ``stream-k``, ``grid-barrier``: a counter whose partner is the same role in
+    the other CTAs of a tile's group (``2 + knob % 2`` CTAs); ``staging``: a buffer a role
+    writes and a TMA store reads asynchronously (``knob`` > 0: the read wait's lag is
+    ``knob - 1`` below the depth); ``tmem``: a ring whose consumer reads asynchronously.
+    """
+    builders = {
+        "pingpong": _pingpong,
+        "multicast": _multicast,
+        "pair": _pair,
+        "split-k": _grid_counter,
+        "stream-k": _grid_counter,
+        "grid-barrier": _grid_counter,
+        "staging": _staging,
+        "tmem": _async_ring,
+    }
+    if mistake and mistake not in PATTERN_MISTAKES[name]:
+        raise ValueError(f"pattern `{name}` has no mistake `{mistake}`")
+    return builders[name](name, mistake, depth, knob)
+
+
+def _pingpong(name: str, wrong: str, depth: int, knob: int) -> Protocol:
+    b = ProtocolBuilder(f"{name}.kc")
+    b.role("p", 1)
+    turns = 1 if wrong == "no-turns" else 2
+    for w in range(2):
+        b.role(f"w{w}", 1, turn=w % turns, turns=turns)
+    cluster = 2 if knob == 2 else 1  # in a 2-CTA cluster each consumer releases both CTAs' slot
+    release = Target.ALL if cluster > 1 else Target.OWN
+    b.ring("kv", depth=depth, producer="p", consumer=("w0", "w1"), full_init=1, empty_init=cluster, init_by=("p",))
+    b.named_barrier("o0", 64)
+    b.named_barrier("o1", 64)
+    b.produce("kv")
+    for w in range(2):
+        me = f"w{w}"
+        late = 1 if wrong == "release-late" and w == 0 else 0
+        steps = [
+            b.make_step(me, Op.BAR_SYNC, f"o{w}", count=32),
+            b.make_step(me, Op.WAIT, "kv", barrier=FULL, parity=0),
+            b.make_step(me, Op.READ, "kv"),
+            b.make_step(me, Op.ARRIVE, "kv", barrier=EMPTY, count=1, lag=late, target=release),
+            b.make_step(me, Op.BAR_ARRIVE, f"o{1 - w}", count=32),
+        ]
+        if (w == 1 and wrong != "no-prearm") or wrong == "prearm-both":
+            steps.insert(0, b.make_step(me, Op.BAR_ARRIVE, f"o{1 - w}" if w == 1 else "o1", count=32, prearm=True))
+        b.set_program(me, steps)
+    return b.build(cluster=cluster)
+
+
+def _multicast(name: str, wrong: str, depth: int, knob: int) -> Protocol:
+    b = ProtocolBuilder(f"{name}.kc")
+    own, half = 16, 8 * (1 + knob % 2)
+    b.role("p", 1)
+    b.role("c", 1)
+    tx = own + (half if wrong == "tx-one-half" else 2 * half)
+    b.ring("kv", depth=depth, producer="p", consumer="c", full_init=1, empty_init=2, full_tx=tx, init_by=("p",))
+    prod = []
+    if wrong != "no-empty-wait":
+        prod.append(b.make_step("p", Op.WAIT, "kv", barrier=EMPTY, parity=1))
+    prod.append(b.make_step("p", Op.ARRIVE, "kv", barrier=FULL, count=1, nbytes=tx))
+    prod.append(b.make_step("p", Op.COPY, "kv", barrier=FULL, nbytes=own))
+    prod.append(b.make_step("p", Op.COPY, "kv", barrier=FULL, nbytes=half, target=Target.ALL))
+    b.set_program("p", prod)
+    local = wrong == "local-release"
+    b.set_program(
+        "c",
+        [
+            b.make_step("c", Op.WAIT, "kv", barrier=FULL, parity=0),
+            b.make_step("c", Op.READ, "kv"),
+            b.make_step(
+                "c", Op.ARRIVE, "kv", barrier=EMPTY, count=2 if local else 1, target=Target.OWN if local else Target.ALL
+            ),
+        ],
+    )
+    return b.build(cluster=2)
+
+
+def _pair(name: str, wrong: str, depth: int, knob: int) -> Protocol:
+    b = ProtocolBuilder(f"{name}.kc")
+    b.role("p", 1)
+    b.role("c", 1)
+    size = 16
+    tx = size if wrong == "tx-one-copy" else 2 * size
+    b.ring("kv", depth=depth, producer="p", consumer="c", full_init=1, empty_init=1, full_tx=tx, init_by=("p",))
+    peer_target = Target.OWN if wrong == "peer-copy-local" else Target.PEER
+    wait = b.make_step("p", Op.WAIT, "kv", barrier=EMPTY, parity=1, part=Part.LEADER)
+    if wrong != "peer-no-wait":
+        wait = b.make_step("p", Op.WAIT, "kv", barrier=EMPTY, parity=1)
+    b.set_program(
+        "p",
+        [
+            wait,
+            b.make_step("p", Op.ARRIVE, "kv", barrier=FULL, count=1, nbytes=tx, part=Part.LEADER),
+            b.make_step("p", Op.COPY, "kv", barrier=FULL, nbytes=size, part=Part.LEADER),
+            b.make_step("p", Op.COPY, "kv", barrier=FULL, nbytes=size, part=Part.PEER, target=peer_target),
+        ],
+    )
+    b.set_program(
+        "c",
+        [
+            b.make_step("c", Op.WAIT, "kv", barrier=FULL, parity=0, part=Part.LEADER),
+            b.make_step("c", Op.READ, "kv", part=Part.LEADER, target=Target.ALL),
+            b.make_step("c", Op.ARRIVE, "kv", barrier=EMPTY, count=1, part=Part.LEADER, target=Target.ALL),
+        ],
+    )
+    return b.build(cluster=2)
+
+
+def _grid_counter(name: str, wrong: str, depth: int, knob: int) -> Protocol:
+    b = ProtocolBuilder(f"{name}.kc")
+    b.role("m", 1)
+    b.counter("flag", producer="m", consumer="m", scope=Scope.GPU, grid=True)
+    right = {"split-k": Threshold.SPLIT, "stream-k": Threshold.OTHERS}.get(name, Threshold.ALL)
+    # the wrong threshold: all splits (split-K waits for itself), split 0's none (stream-K), the
+    # others' adds, which a CTA's own add already makes (a grid barrier whose CTAs all add)
+    threshold = {Threshold.SPLIT: Threshold.ALL, Threshold.OTHERS: Threshold.SPLIT}.get(right, Threshold.OTHERS)
+    chosen = threshold if wrong == "threshold" else right
+
+    def step(op: Op, part: Part = Part.ALL) -> Step:
+        if op is Op.WAIT_GE:
+            return b.make_step("m", op, "flag", threshold=chosen, part=part)
+        return b.make_step("m", op, "flag", count=1 if op is Op.ADD else 0, part=part)
+
+    if name == "split-k":  # split s waits for splits 0 .. s-1, adds its partial to theirs, raises
+        steps = [step(Op.WAIT_GE), step(Op.READ), step(Op.WRITE), step(Op.ADD)]
+    elif name == "stream-k":  # the later splits store partials and raise; the first waits and reads them
+        steps = [
+            step(Op.WRITE, Part.REST),
+            step(Op.ADD, Part.REST),
+            step(Op.WAIT_GE, Part.FIRST),
+            step(Op.READ, Part.FIRST),
+        ]
+    else:  # every CTA writes, raises, waits for all, reads
+        steps = [step(Op.WRITE), step(Op.ADD), step(Op.WAIT_GE), step(Op.READ)]
+    if wrong == "no-wait":
+        steps = [s for s in steps if s.op is not Op.WAIT_GE]
+    elif wrong == "add-first":
+        add = next(s for s in steps if s.op is Op.ADD)
+        steps.remove(add)
+        steps.insert(0, add)
+    b.set_program("m", steps)
+    return b.build(group=2 + knob % 2)
+
+
+def _staging(name: str, wrong: str, depth: int, knob: int) -> Protocol:
+    b = ProtocolBuilder(f"{name}.kc")
+    b.role("e", 1)
+    b.ring(
+        "stage",
+        depth=depth,
+        producer="e",
+        consumer="e",
+        full_init=1,
+        empty_init=1,
+        restart=depth + 1 if wrong == "restart" else 0,
+        synchronized=False,
+    )
+    lag = depth + 1 if wrong == "lag" else max(0, depth - knob % 2)
+    steps = [] if wrong == "no-read-wait" else [b.make_step("e", Op.READ_WAIT, "stage", lag=lag)]
+    steps += [b.make_step("e", Op.WRITE, "stage"), b.make_step("e", Op.READ, "stage", asynchronous=True)]
+    b.set_program("e", steps)
+    return b.build()
+
+
+def _async_ring(name: str, wrong: str, depth: int, knob: int) -> Protocol:
+    b = ProtocolBuilder(f"{name}.kc")
+    b.role("mma", 1)
+    b.role("epi", 4)
+    b.ring("acc", depth=depth, producer="mma", consumer="epi", full_init=1, empty_init=4, init_by=("mma",))
+    b.produce("acc")
+    steps = [
+        b.make_step("epi", Op.WAIT, "acc", barrier=FULL, parity=0),
+        b.make_step("epi", Op.READ, "acc", asynchronous=True),
+    ]
+    release = b.make_step("epi", Op.ARRIVE, "acc", barrier=EMPTY, count=4)
+    done = b.make_step("epi", Op.READ_WAIT, "acc")
+    steps += {"release-first": [release, done], "no-read-wait": [release]}.get(wrong, [done, release])
+    b.set_program("epi", steps)
+    return b.build()
+
+
+@st.composite
+def mixed_protocols(draw: st.DrawFn) -> Protocol:
+    """A :func:`small_protocols` draw with the production steps sprinkled in at random: a 2-CTA
+    cluster whose arrivals and copies reach the peer's or every CTA's barrier, steps only one
+    side of the cluster runs, consumers that take turns, asynchronous reads completed by read
+    waits (or never), pre-armed named-barrier arrivals, and a counter whose tiles a group of
+    2 CTAs shares, waited for by relative thresholds. Any mix, sound or not; small enough for
+    the explicit-state explorer at a bound of 2."""
+    base = draw(small_protocols(max_roles=3, max_rings=1, max_depth=2))
+    cluster = draw(st.sampled_from((1, 2)))
+    grid = bool(base.counters) and draw(st.booleans())
+    group = 2 if grid and cluster == 1 else 1
+    programs = []
+    for role, steps in base.programs:
+        new: list[Step] = []
+        for step in steps:
+            step = _sprinkle(draw, step, cluster > 1)
+            new.append(step)
+            if step.op is Op.READ and step.asynchronous and draw(st.booleans()):
+                wait = Step(role, Op.READ_WAIT, step.channel, step.provenance, lag=draw(st.integers(0, 1)))
+                new.insert(draw(st.integers(len(new), len(new) + 1)) if draw(st.booleans()) else len(new), wait)
+        programs.append((role, tuple(new)))
+    roles = list(base.roles)
+    if base.rings and len(base.rings[0].consumers) == 2 and draw(st.booleans()):
+        turned = base.rings[0].consumers
+        roles = [dataclasses.replace(r, turn=turned.index(r.name), turns=2) if r.name in turned else r for r in roles]
+    counters = base.counters
+    if grid:
+        ctr = base.counters[0]
+        counters = (dataclasses.replace(ctr, grid=True),)
+        programs = [(role, _grid_steps(draw, role, steps, ctr.name)) for role, steps in programs]
+    return dataclasses.replace(
+        base, roles=tuple(roles), counters=counters, programs=tuple(programs), cluster=cluster, group=group
+    )
+
+
+def _sprinkle(draw: st.DrawFn, step: Step, clustered: bool) -> Step:
+    """``step`` with, at random, a part, a target or an asynchronous read that its op allows."""
+    changes: dict[str, object] = {}
+    if clustered and step.op in (Op.ARRIVE, Op.COPY) and not step.prearm and draw(st.integers(0, 2)) == 0:
+        changes["target"] = draw(st.sampled_from((Target.PEER, Target.ALL)))
+    if clustered and draw(st.integers(0, 5)) == 0:
+        changes["part"] = draw(st.sampled_from((Part.LEADER, Part.PEER)))
+    if step.op is Op.READ and draw(st.integers(0, 2)) == 0:
+        changes["asynchronous"] = True
+        if clustered and draw(st.booleans()):
+            changes["target"] = Target.ALL
+    if step.op is Op.BAR_ARRIVE and draw(st.integers(0, 2)) == 0:
+        changes["prearm"] = True
+    return dataclasses.replace(step, **changes) if changes else step  # type: ignore[arg-type]
+
+
+def _grid_steps(draw: st.DrawFn, role: str, steps: tuple[Step, ...], counter: str) -> tuple[Step, ...]:
+    """A grid counter's steps: relative thresholds at random, first/rest parts, the tile's data steps."""
+    out: list[Step] = []
+    for step in steps:
+        if step.channel == counter and step.op is Op.WAIT_GE:
+            threshold = draw(st.sampled_from(list(Threshold)))
+            count = step.count if threshold is Threshold.COUNT else 0
+            part = draw(st.sampled_from((Part.ALL, Part.ALL, Part.FIRST, Part.REST)))
+            step = dataclasses.replace(step, threshold=threshold, count=count, part=part)
+            out += [step, Step(role, Op.READ, counter, step.provenance, part=part)]
+        elif step.channel == counter and step.op is Op.ADD:
+            part = draw(st.sampled_from((Part.ALL, Part.ALL, Part.FIRST, Part.REST)))
+            step = dataclasses.replace(step, part=part)
+            out += [Step(role, Op.WRITE, counter, step.provenance, part=part), step]
+        else:
+            out.append(step)
+    return tuple(out)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from checker.protocol import DEFAULT_RLIMIT, Protocol, check_protocol
 from checker.protocol.check import MAX_RLIMIT
@@ -14,7 +15,7 @@ from tests.checker.protocol.helpers import (
     two_operand_rings,
     waits_on_unfed_barrier,
 )
-from tests.checker.protocol.strategies import small_protocols
+from tests.checker.protocol.strategies import mixed_protocols, pattern_protocols, small_protocols
 from tests.tiers import examples
 
 
@@ -73,3 +74,34 @@ def test_smt_agrees_with_explorer_campaign(protocol: Protocol) -> None:
     protocol in a thousand (a named barrier some role only arrives on, beside a ring with
     two consumers) needs more than the default per-check budget to be decided."""
     assert_agree(protocol, rlimit=MAX_RLIMIT)
+
+
+@examples(0.5)
+@given(pattern_protocols(), st.integers(2, 3))
+def test_smt_agrees_with_explorer_on_production_patterns(protocol: Protocol, bound: int) -> None:
+    """Issue 27: CTAs of a cluster and of a tile's group, parts, multicast and remote steps, turns,
+    grid counters, asynchronous reads, staging, pre-armed named barriers, any trip count; and
+    across CTAs the phase encoding the probe proves, or the counting one where it cannot."""
+    assert_agree(protocol, bound, rlimit=MAX_RLIMIT)
+
+
+@pytest.mark.slow
+@examples(1)
+@given(pattern_protocols(), st.integers(2, 4))
+def test_smt_agrees_with_explorer_on_production_patterns_campaign(protocol: Protocol, bound: int) -> None:
+    assert_agree(protocol, bound, rlimit=MAX_RLIMIT)
+
+
+@examples(0.5)
+@given(mixed_protocols())
+def test_smt_agrees_with_explorer_on_mixed_protocols(protocol: Protocol) -> None:
+    """The production steps sprinkled into random protocols at random: any mix of targets, parts,
+    turns, asynchronous reads, pre-armed named barriers and grid counters, sound or not."""
+    assert_agree(protocol, 2, rlimit=MAX_RLIMIT)
+
+
+@pytest.mark.slow
+@examples(1)
+@given(mixed_protocols())
+def test_smt_agrees_with_explorer_on_mixed_protocols_campaign(protocol: Protocol) -> None:
+    assert_agree(protocol, 2, rlimit=MAX_RLIMIT)
