@@ -133,12 +133,21 @@ def _late(role: str, lag: int) -> str:
 
 
 def too_deep(found: TooDeep) -> Diagnostic:
-    """A ring deeper than the bounded model unrolls."""
+    """A ring deeper than the bounded model unrolls in full, at a depth the parametric argument does not cover."""
+    why = (f"the parametric argument does not decide it: {found.reason}",) if found.reason else ()
+    ran = (
+        (
+            f"the bounded model found no mistake in {found.bound} iterations per role, fewer than the "
+            f"{2 * found.depth + 1} that wrap the ring twice",
+        )
+        if found.bound
+        else ()
+    )
     return unknown_diagnostic(
         Code.L_DEADLOCK,
         f"the protocol model does not unroll ring `{found.ring}` at depth {found.depth} (at most {MAX_MODEL_DEPTH})",
         (Label(found.span, f"depth {found.depth} is not checked", True),),
-        more_notes=("the linker may only use a depth the protocol model has decided",),
+        more_notes=(*why, *ran, "the linker may only use a depth the protocol model has decided"),
         helps=(
             f"bound the ring's depth range to at most {MAX_MODEL_DEPTH} (e.g. `depth "
             f"{found.lowest}..{MAX_MODEL_DEPTH}`): a deeper ring rarely pays for its shared memory",
