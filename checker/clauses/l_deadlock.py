@@ -1,18 +1,25 @@
-"""L-DEADLOCK: the bounded protocol model reaches a state where every live role waits.
+"""L-DEADLOCK: the protocol model reaches a state where every live role waits.
 
 ## What it checks
-The bounded protocol model searches for a reachable state in which every role that
-has not finished is blocked on a wait (an mbarrier parity wait, a counter wait, a
-named barrier) that no other role can complete. The trace is reported as a step
-table (role, step, barrier, slot, phase, parity) and as labels on the contract lines.
+The protocol model looks for a reachable state in which every role that has not
+finished is blocked on a wait (an mbarrier parity wait, a counter wait, a named
+barrier) that no other role can complete. It first tries to prove that no such state
+exists at every depth the linker may choose and for every trip count, by an
+invariant over the roles' progress counters (specs/protocol-proofs.md: what the proof
+covers, and what it leaves to the bounded model). Otherwise the bounded model decides:
+every ring at the least and the greatest depth of its range, every role running
+2·depth + 1 iterations, and a found hang is reported as a step table (role, step,
+barrier, slot, phase, parity) and as labels on the contract lines. A ring deeper than
+the bounded model unrolls in full (32) that the proof does not cover runs 65
+iterations: a hang found there is reported, otherwise the ring is `E-SOLVER-UNKNOWN`.
 A query the solver could not decide within its `rlimit` is `E-SOLVER-UNKNOWN` on the
 ring or barrier it is about, filed under the clause that asked it (never a pass, and
-never hidden by `--select`/`--ignore`); `kernlink check --rlimit N --bound K` sets the
-budget and the iterations unrolled. A ring the model cannot represent is left out with
-its own `E-SOLVER-UNKNOWN` unless another error of the check is about that ring.
-When a wrong declaration (L-ARRIVE, L-TXBYTES, L-PARITY) causes the hang, only that
-clause is reported — unless it is not selected: `--select L-DEADLOCK` still reports
-the hang.
+never hidden by `--select`/`--ignore`); `kernlink check --rlimit N` sets the budget and
+`--bound K` asks for the bounded model over K iterations instead of the proof. A ring
+the model cannot represent is left out with its own `E-SOLVER-UNKNOWN` unless another
+error of the check is about that ring. When a wrong declaration (L-ARRIVE, L-TXBYTES,
+L-PARITY) causes the hang, only that clause is reported — unless it is not selected:
+`--select L-DEADLOCK` still reports the hang.
 
 ## Why it matters
 A deadlocked kernel does not fail: it hangs the GPU until the watchdog or the user
@@ -70,7 +77,7 @@ from solver import unknown_diagnostic
 class DeadlockClause(ModelClause):
     code = Code.L_DEADLOCK
     name = "protocol-deadlock"
-    summary = "the bounded protocol model reaches a state where every live role waits"
+    summary = "the protocol model reaches a state where every live role waits"
 
     @classmethod
     def word(cls, found: object) -> Diagnostic:

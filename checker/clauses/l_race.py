@@ -1,12 +1,14 @@
 """L-RACE: the protocol lets a producer overwrite a slot not yet released, or a consumer read a slot not yet full.
 
 ## What it checks
-The bounded protocol model (every ring wrapped at least twice, at the least and the
-greatest depth the linker may choose) searches for an interleaving in which a
-producer's write or async copy into slot `i % depth` happens before every consumer
-released the slot's previous contents, or a consumer's read of a slot happens before
-the phase that fills it completed. A found interleaving is reported as a step table
-(role, step, barrier, slot, phase, parity) and as labels on the contract lines.
+The protocol model looks for an interleaving in which a producer's write or async copy
+into slot `i % depth` happens before every consumer released the slot's previous
+contents, or a consumer's read of a slot happens before the phase that fills it
+completed. It first tries to prove that none exists at every depth the linker may
+choose and for every trip count (specs/protocol-proofs.md); otherwise the bounded model
+searches every ring wrapped at least twice, at the least and the greatest depth of its
+range. A found interleaving is reported as a step table (role, step, barrier, slot,
+phase, parity) and as labels on the contract lines.
 
 ## Why it matters
 Rings move data between warps that run at different speeds; only the barriers order
