@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from checker.protocol import DEFAULT_RLIMIT, BarrierKind, Op, Protocol, ProtocolBuilder, check_protocol
@@ -202,11 +202,18 @@ def test_a_budget_that_runs_out_proves_nothing() -> None:
 # -- the oracle agrees with every proof ------------------------------------------------------
 
 
+def _covered(protocol: Protocol) -> bool:
+    return P.outside(protocol) is None
+
+
+COVERED = small_protocols(max_depth=4).filter(_covered)
+
+
 @st.composite
 def claims(draw: st.DrawFn) -> tuple[Protocol, dict[str, P.DepthRange]]:
     """A random protocol of the covered class (its releases lagging by up to 3 iterations) and a
     depth range per ring: about half of them are proved, the rest fail an obligation."""
-    protocol = draw(small_protocols(max_depth=4).filter(lambda p: P.outside(p) is None))
+    protocol = draw(COVERED)
     lags = {}
     for role, steps in protocol.programs:
         for k, step in enumerate(steps):
@@ -250,6 +257,7 @@ def _agrees(protocol: Protocol, ranges: dict[str, P.DepthRange], data: st.DataOb
     """Whether the oracle finds no deadlock, race or static finding in the runs a proof claims; False
     when nothing was proved (the bounded model decides those: ``test_oracle.py``)."""
     result = prove(protocol, ranges)
+    event("proved" if result.proved else "left to the bounded model")
     if not result.proved:
         return False
     checked = 0
@@ -259,6 +267,8 @@ def _agrees(protocol: Protocol, ranges: dict[str, P.DepthRange], data: st.DataOb
         except StateLimit:
             continue
         checked += 1
+        event("a run deeper than 8" if concrete.max_depth > 8 else "a run at depth 8 or less")
+        event("a run that wraps a ring" if trips > concrete.max_depth else "a run that wraps no ring")
         where = ({r.name: r.depth for r in concrete.rings}, trips)
         assert not found.deadlock and not found.races and not found.static, (where, found)
     return checked > 0
