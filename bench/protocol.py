@@ -12,6 +12,7 @@ unsat), rings 1–8 × depth 2–8, bound ``2 * depth + 1`` iterations:
     python bench/protocol.py --json                # one JSON object per row
     python bench/protocol.py --rings 8 --depths 8  # one cell
     python bench/protocol.py --examples            # `kernlink check` of every example, CPU time
+    python bench/protocol.py --bounded             # the bounded model alone (the fallback)
 
 ``--examples`` times the whole check (clauses, placement, routes) of every composition
 under ``specs/examples/`` and of the protocol corpus, cold (a fresh memo each run), as the
@@ -86,11 +87,12 @@ def pipeline(rings: int, depth: int) -> Protocol:
 TOPOLOGIES = {"operands": operands, "pipeline": pipeline}
 
 
-def run(topology: str, rings: int, depth: int, repeats: int) -> Row:
+def run(topology: str, rings: int, depth: int, repeats: int, bounded: bool = False) -> Row:
     protocol = TOPOLOGIES[topology](rings, depth)
+    bound = protocol.default_bound() if bounded else None
     best = None
     for _ in range(repeats):
-        verdict = check_protocol(protocol)
+        verdict = check_protocol(protocol, bound=bound)
         if best is None or verdict.stats.seconds < best.stats.seconds:
             best = verdict
     assert best is not None
@@ -176,11 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topology", choices=[*TOPOLOGIES, "all"], default="all")
     parser.add_argument("--repeats", type=int, default=1, help="best of N runs per cell (median with --examples)")
     parser.add_argument("--examples", action="store_true", help="time `kernlink check` of every example instead")
+    parser.add_argument("--bounded", action="store_true", help="the bounded model alone, at its default bound")
     args = parser.parse_args(argv)
     if args.examples:
         return examples(args.repeats, args.json)
     topologies = list(TOPOLOGIES) if args.topology == "all" else [args.topology]
-    rows = [run(t, r, d, args.repeats) for t in topologies for r in args.rings for d in args.depths]
+    rows = [run(t, r, d, args.repeats, args.bounded) for t in topologies for r in args.rings for d in args.depths]
     if args.json:
         for row in rows:
             print(json.dumps(row))
