@@ -30,13 +30,13 @@ The class of protocols covered (checked first; anything else falls back, with th
 * C1, accounting: per barrier the loop arrivals equal its init count, the pre-arms (if any)
   too, expected bytes equal completed ones and the declared ones, counts are in range, and
   every first parity follows the convention (no L-ARRIVE, L-TXBYTES or L-PARITY finding);
-* C2, exact completion: for every barrier, no proper subset of one data iteration's movers
-  that the movers' program order allows (a prefix per role) has the arrivals of a phase
-  with its bytes balanced, so a phase completes exactly when the last mover of its data
-  iteration acts;
-* C3, pre-arms: a role that pre-arms a barrier also moves it in its loop;
-* C4, named barriers: each role steps a named barrier at most once per iteration, and the
-  participants' thread counts add up to its count;
+* C2, exact completion: for every barrier some role waits on, no proper subset of one data
+  iteration's movers that the movers' program order allows (a prefix per role) has the
+  arrivals of a phase with its bytes balanced, so a phase completes exactly when the last
+  mover of its data iteration acts;
+* C3, pre-arms: a role that pre-arms a barrier some role waits on also moves it in its loop;
+* C4, named barriers: each role steps a named barrier some role syncs on at most once per
+  iteration, and the participants' thread counts add up to its count;
 * C5, the model: only the step kinds and fields above (a kind or field this module does
   not know, such as one another change adds to ``model.py``, falls back explicitly).
 
@@ -46,7 +46,8 @@ The invariant ``I`` over the counters (``D`` and ``N`` symbolic) is the conjunct
 * H, history: a wait that ran ``c >= 1`` times saw its guard for data ``c - 1`` true;
 * NM, no mixing: a mover that acted on data ``y`` found ``E_B(y - D)`` (the slot's
   previous use complete), and a named-barrier arrival of iteration ``y`` found every
-  participant arrived for ``y - 1``.
+  participant arrived for ``y - 1`` (asked of barriers some role waits on: the state of
+  one nobody waits on decides nothing).
 
 Proof obligations, each an unsatisfiable query over linear integer arithmetic with every
 depth in its range and ``N >= 1``:
@@ -62,6 +63,13 @@ depth in its range and ``N >= 1``:
   while a consumer's access (read or release) of ``y - D`` that exists has not run
   (overwrite), or a consumer at a read of ``y`` while a write of ``y`` has not run
   (early read).
+
+O1 and the consecution of S and H hold by construction: the initial counters are zero,
+a step keeps the counters' shape, and every guard only grows true as counters grow (a
+wait runs only when its guard holds). NM's consecution is the pre-state question "a mover
+about to act on ``y`` finds ``E_B(y - D)``". So the check asks the solver for that part
+of O2 and for O3–O5 (:func:`prove`); ``exhaustive`` asks for O1 and O2 in full too, which
+the tests do on random protocols.
 
 Why they suffice. C1, C2 and NM make every barrier's real state a function of the
 counters: its completed phases are the data iterations done on its slot, in order, and a
