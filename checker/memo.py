@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
     from checker.protocol.model import Protocol
+    from checker.protocol.parametric import ParametricResult
     from checker.protocol.smt import Query
     from checker.protocol.verdict import ProtocolVerdict
     from contract_lang.expr import Expr
@@ -58,6 +59,11 @@ class Memo:
     #: a protocol as built (spans, text and all), bound, rlimit → its verdict, mapped back: a
     #: protocol met again (a mutant that left its channels' lines alone) skips canonicalising
     worded: Table[tuple[Protocol, int | None, int], ProtocolVerdict] = field(default_factory=Table)
+    #: canonical protocol, its rings' depth ranges, rlimit → the parametric argument's result
+    #: (checker/protocol/parametric.py)
+    proofs: Table[tuple[Protocol, tuple[tuple[str, int, int | None], ...], int], ParametricResult] = field(
+        default_factory=Table
+    )
     #: a ring's slice (without spans), bound, rlimit → the race queries it proves impossible
     slices: Table[tuple[Protocol, int, int], frozenset[Query]] = field(default_factory=Table)
     #: a fact constraint, its facts' domains, rlimit → its counterexample, if any (L-ASSUME; checker/facts.py)

@@ -53,7 +53,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--bound",
         type=int,
         metavar="K",
-        help="iterations each role runs in the protocol model (default: 2 x ring depth + 1)",
+        help="check the protocol in the bounded model, each role running K iterations, instead of proving it "
+        "for every depth and trip count (the bounded model's default: 2 x ring depth + 1)",
     )
     p.add_argument("-o", "--output", type=output_path, help="write the report to a file instead of stdout")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from checker.clauses.l_launch import residency_diagnostic
 from checker.composition import Composition, Owned
 from checker.memo import Memo
-from checker.protocol.depths import MAX_CHECKED_DEPTH
+from checker.protocol.depths import placement_depths
 from checker.residency import ResidencyFinding, blocks_line, launch_blocks
-from checker.storage import agreed_depth, needed_alignment
+from checker.storage import needed_alignment
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
@@ -82,14 +82,14 @@ def _smem(comp: Composition, owned: Owned[A.SmemClaim]) -> SmemClaim:
     )
 
 
-def _rings(comp: Composition) -> list[Ring]:
+def _rings(comp: Composition, memo: Memo | None) -> list[Ring]:
+    """The rings at the depths the protocol model decides (an open range: all of them when the
+    parametric argument covers it, then shared memory caps it; checker/protocol/depths.py)."""
     rings = []
+    allowed = placement_depths(comp, memo)
     for name, sides in sorted(comp.rings.items()):
         producer = next((s for s in sides if s.item.side == "produce"), sides[0])
-        agreed = agreed_depth(comp, name)
-        lo, hi = (1, 1) if agreed is None else agreed
-        if hi is None:  # an open range goes no deeper than the protocol model decides (then shared memory caps it)
-            hi = max(lo, MAX_CHECKED_DEPTH)
+        lo, hi = allowed.get(name, (1, 1))
         rings.append(Ring(producer.stage_name, name, lo, hi, span=producer.span))
     return rings
 
@@ -119,8 +119,9 @@ def _block_warps(comp: Composition) -> int | None:
     return None
 
 
-def problem_from(comp: Composition) -> Problem:
-    """The placement problem of an accepted composition."""
+def problem_from(comp: Composition, memo: Memo | None = None) -> Problem:
+    """The placement problem of an accepted composition (``memo``: the check's, which holds the
+    protocol's parametric result)."""
     if comp.target is None:
         raise ValueError("placement needs a known target")
     counters = [
@@ -132,7 +133,7 @@ def problem_from(comp: Composition) -> Problem:
     return Problem(
         capacities=caps,
         smem=tuple(_smem(comp, o) for o in comp.items(A.SmemClaim) if o.item.bytes),
-        rings=tuple(_rings(comp)),
+        rings=tuple(_rings(comp, memo)),
         tmem=tuple(
             TmemClaim(o.stage_name, o.item.name, o.item.columns, lifetime(o.item.lifetime), span=o.item.span)
             for o in comp.items(A.TmemClaim)
@@ -159,7 +160,7 @@ def place(comp: Composition, memo: Memo | None = None) -> tuple[Placed | None, l
     """Solve the joint placement; a rejection or an unverifiable result is a diagnostic.
     ``memo``: results kept between the caller's checks (:class:`checker.memo.Memo`)."""
     try:
-        problem = problem_from(comp)
+        problem = problem_from(comp, memo)
     except ValueError as err:  # an invariant the clauses should have caught first
         return None, [
             Diagnostic(

@@ -12,6 +12,7 @@ place (:func:`unknown_diagnostic`), always with a span.
 Where Z3 is imported. Only here, and in the modules that *encode* a model into Z3 terms:
 
 - ``checker.protocol.smt`` — the bounded interleaving model of a protocol;
+- ``checker.protocol.parametric`` — the counter abstraction proving a protocol for every depth;
 - ``checker.facts`` — fact constraints (L-ASSUME), exactly as ``contract_lang.expr`` evaluates;
 - ``transfer_model.smt`` — layout and routing queries over bounded integers;
 - ``placement._storage`` and ``placement._warps`` — the placement models.

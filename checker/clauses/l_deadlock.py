@@ -1,25 +1,32 @@
-"""L-DEADLOCK: the bounded protocol model reaches a state where every live role waits.
+"""L-DEADLOCK: the protocol model reaches a state where every live role waits.
 
 ## What it checks
-The bounded protocol model searches for a reachable state in which every role that
-has not finished is blocked on a wait (an mbarrier parity wait, a counter wait, a
-named barrier) that no other role can complete. Every role of every CTA runs the same
-number of iterations, any number up to the bound (a persistent CTA's trip count is
-whatever its scheduler gives it), so a hang of a shorter run is found too. Named
-barriers are stepped like any barrier: an arrival before the loop (`prearm`), a role
-that syncs on one barrier and arrives on another, and roles that take turns. Across
-CTAs (a cluster's multicast and remote steps, a counter whose partner is the same role
-in the other CTAs of a tile) the model runs the launch's cluster and three CTAs of the
-tile's group, named `role@cta` in the trace. The trace is reported as a step table
-(role, step, barrier, slot, phase, parity) and as labels on the contract lines.
+The protocol model looks for a reachable state in which every role that has not
+finished is blocked on a wait (an mbarrier parity wait, a counter wait, a named
+barrier) that no other role can complete. It first tries to prove that no such state
+exists at every depth the linker may choose and for every trip count, by an
+invariant over the roles' progress counters (specs/protocol-proofs.md: what the proof
+covers, and what it leaves to the bounded model). Otherwise the bounded model decides:
+every ring at the least and the greatest depth of its range, every role of every CTA
+running the same number of iterations, any number up to 2·depth + 1 (a persistent
+CTA's trip count is whatever its scheduler gives it), so a hang of a shorter run is
+found too. A ring deeper than the bounded model unrolls in full (32) that the proof
+does not cover runs 65 iterations: a hang found there is reported, otherwise the ring
+is `E-SOLVER-UNKNOWN`. Named barriers are stepped like any barrier: an arrival before
+the loop (`prearm`), a role that syncs on one barrier and arrives on another, and roles
+that take turns. Across CTAs (a cluster's multicast and remote steps, a counter whose
+partner is the same role in the other CTAs of a tile) the model runs the launch's
+cluster and three CTAs of the tile's group, named `role@cta` in the trace. A found hang
+is reported as a step table (role, step, barrier, slot, phase, parity) and as labels
+on the contract lines.
 A query the solver could not decide within its `rlimit` is `E-SOLVER-UNKNOWN` on the
 ring or barrier it is about, filed under the clause that asked it (never a pass, and
-never hidden by `--select`/`--ignore`); `kernlink check --rlimit N --bound K` sets the
-budget and the iterations unrolled. A ring the model cannot represent is left out with
-its own `E-SOLVER-UNKNOWN` unless another error of the check is about that ring.
-When a wrong declaration (L-ARRIVE, L-TXBYTES, L-PARITY) causes the hang, only that
-clause is reported — unless it is not selected: `--select L-DEADLOCK` still reports
-the hang.
+never hidden by `--select`/`--ignore`); `kernlink check --rlimit N` sets the budget and
+`--bound K` asks for the bounded model over K iterations instead of the proof. A ring
+the model cannot represent is left out with its own `E-SOLVER-UNKNOWN` unless another
+error of the check is about that ring. When a wrong declaration (L-ARRIVE, L-TXBYTES,
+L-PARITY) causes the hang, only that clause is reported — unless it is not selected:
+`--select L-DEADLOCK` still reports the hang.
 
 ## Why it matters
 A deadlocked kernel does not fail: it hangs the GPU until the watchdog or the user
@@ -77,7 +84,7 @@ from solver import unknown_diagnostic
 class DeadlockClause(ModelClause):
     code = Code.L_DEADLOCK
     name = "protocol-deadlock"
-    summary = "the bounded protocol model reaches a state where every live role waits"
+    summary = "the protocol model reaches a state where every live role waits"
 
     @classmethod
     def word(cls, found: object) -> Diagnostic:
@@ -140,12 +147,21 @@ def _late(role: str, lag: int) -> str:
 
 
 def too_deep(found: TooDeep) -> Diagnostic:
-    """A ring deeper than the bounded model unrolls."""
+    """A ring deeper than the bounded model unrolls in full, at a depth the parametric argument does not cover."""
+    why = (f"the parametric argument does not decide it: {found.reason}",) if found.reason else ()
+    ran = (
+        (
+            f"the bounded model found no mistake in {found.bound} iterations per role, fewer than the "
+            f"{2 * found.depth + 1} that wrap the ring twice",
+        )
+        if found.bound
+        else ()
+    )
     return unknown_diagnostic(
         Code.L_DEADLOCK,
         f"the protocol model does not unroll ring `{found.ring}` at depth {found.depth} (at most {MAX_MODEL_DEPTH})",
         (Label(found.span, f"depth {found.depth} is not checked", True),),
-        more_notes=("the linker may only use a depth the protocol model has decided",),
+        more_notes=(*why, *ran, "the linker may only use a depth the protocol model has decided"),
         helps=(
             f"bound the ring's depth range to at most {MAX_MODEL_DEPTH} (e.g. `depth "
             f"{found.lowest}..{MAX_MODEL_DEPTH}`): a deeper ring rarely pays for its shared memory",

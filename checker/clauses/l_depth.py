@@ -12,6 +12,12 @@ L-DEPTH is about depth *ranges*. Running out of shared memory is always L-OVERLA
 also when the slots of one ring alone overflow it at the ring's minimum depth, so
 that `--select L-OVERLAP` catches every shared-memory overflow.
 
+Any depth can be checked: the protocol clauses (L-DEADLOCK, L-RACE) decide every depth
+of a range at once when their proof covers the protocol (specs/protocol-proofs.md), and
+the linker then picks the deepest that fits shared memory, an open range (no side
+states a depth) included. A protocol the proof does not cover is decided at the ends
+of each range, an open one at most at depth 8.
+
 ## Why it matters
 Both sides index slots modulo the depth and flip their wait parity on every wrap: a
 producer cycling through 4 slots and a consumer cycling through 2 read and release

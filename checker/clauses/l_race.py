@@ -1,20 +1,22 @@
 """L-RACE: the protocol lets a producer overwrite a slot not yet released, or a consumer read a slot not yet full.
 
 ## What it checks
-The bounded protocol model (every ring wrapped at least twice, at the least and the
-greatest depth the linker may choose) searches for an interleaving in which a
-producer's write or async copy into slot `i % depth` happens before every consumer
-released the slot's previous contents, or a consumer's read of a slot happens before
-the phase that fills it completed. A consumer that reads asynchronously (`read async`:
-a TMA store from shared memory, `tcgen05.ld`) is done with a slot only at the `read
-wait` that completes the read, so a release before it lets the producer overwrite data
-still being read. Across CTAs, a copy lands in its CTA's slot (every CTA's when
-`multicast`) and the consumers of that CTA must have released it. A grid counter's tile
-(a counter whose partner is a role in the other CTAs that share the tile) is written by
-its producers before they add and read by its consumers after they wait: a state in
-which one CTA reads a tile while another CTA is about to write it is a race. A found
-interleaving is reported as a step table (role, step, barrier, slot, phase, parity) and
-as labels on the contract lines; across CTAs a role is named `role@cta`.
+The protocol model looks for an interleaving in which a producer's write or async copy
+into slot `i % depth` happens before every consumer released the slot's previous
+contents, or a consumer's read of a slot happens before the phase that fills it
+completed. It first tries to prove that none exists at every depth the linker may
+choose and for every trip count (specs/protocol-proofs.md); otherwise the bounded model
+searches every ring wrapped at least twice, at the least and the greatest depth of its
+range. A consumer that reads asynchronously (`read async`: a TMA store from shared
+memory, `tcgen05.ld`) is done with a slot only at the `read wait` that completes the
+read, so a release before it lets the producer overwrite data still being read. Across
+CTAs, a copy lands in its CTA's slot (every CTA's when `multicast`) and the consumers
+of that CTA must have released it. A grid counter's tile (a counter whose partner is a
+role in the other CTAs that share the tile) is written by its producers before they
+add and read by its consumers after they wait: a state in which one CTA reads a tile
+while another CTA is about to write it is a race. A found interleaving is reported as
+a step table (role, step, barrier, slot, phase, parity) and as labels on the contract
+lines; across CTAs a role is named `role@cta`.
 
 ## Why it matters
 Rings move data between warps that run at different speeds; only the barriers order

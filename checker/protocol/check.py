@@ -2,6 +2,10 @@
 
 Order of work (each step one or more solver checks under ``rlimit``):
 
+0. Unless a bound or an explanation is asked for, the parametric argument (``parametric.py``):
+   when it proves the protocol free of deadlocks and races at every depth and trip count,
+   that is the verdict (safe; its class has no static finding). Otherwise the bounded model
+   decides, and the verdict's :class:`Coverage` says why the argument did not.
 1. Per barrier, the arithmetic rules (L-ARRIVE, L-TXBYTES) and, per wait, the first-parity
    convention (L-PARITY); a conflict is a :class:`StaticViolation` with its minimised unsat core.
 2. Per ring, the two race queries, first on the ring's slice of the protocol (an
@@ -27,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from checker.memo import Memo
+from checker.protocol import parametric
 from checker.protocol.events import Event
 from checker.protocol.model import BarrierKind, Op, Protocol, Provenance, Ring, Step, remap_provenance
 from checker.protocol.smt import (
@@ -43,6 +48,7 @@ from checker.protocol.smt import (
 )
 from checker.protocol.verdict import (
     Accounting,
+    Coverage,
     DeadlockWitness,
     Finding,
     ModelStats,
@@ -61,7 +67,8 @@ from solver import MAX_RLIMIT as MAX_RLIMIT
 from solver import Verdict, validate_rlimit
 
 MAX_MODEL_DEPTH = 32
-"""The deepest ring the bounded model unrolls (``2 * depth + 1`` iterations per role)."""
+"""The deepest ring the bounded model unrolls (``2 * depth + 1`` iterations per role); the
+parametric argument has no such limit."""
 
 
 @dataclass(frozen=True)
@@ -121,13 +128,21 @@ def check_protocol(
 ) -> ProtocolVerdict:
     """Decide L-ARRIVE, L-TXBYTES, L-PARITY, L-RACE and L-DEADLOCK for ``protocol``.
 
-    ``bound`` is the number of iterations every role runs (default: enough to wrap every
-    ring twice, ``2 * max depth + 1``); ``rlimit`` the Z3 resource budget of each check;
-    ``explain`` adds a minimal unsat core ("why safe") for every query proved unsat;
-    ``memo`` keeps ring slices' verdicts for the caller's later checks (checker/memo.py).
+    With no ``bound`` and no ``explain``, the parametric argument is tried first: a protocol
+    it proves safe is safe at its depths for every trip count. Otherwise ``bound`` is the
+    number of iterations every role runs (default: enough to wrap every ring twice,
+    ``2 * max depth + 1``); ``rlimit`` the Z3 resource budget of each check; ``explain``
+    adds a minimal unsat core ("why safe") for every query proved unsat; ``memo`` keeps
+    ring slices' verdicts and parametric results for the caller's later checks (checker/memo.py).
     """
     validate_rlimit(rlimit)
     start = time.perf_counter()
+    fallback = ""
+    if bound is None and not explain:
+        proof = parametric_proof(protocol, None, rlimit, memo)
+        if proof.proved:
+            return _proved(proof, rlimit, time.perf_counter() - start)
+        fallback = proof.reason
     run = _Run(protocol, bound or protocol.default_bound(), rlimit, explain, memo)
     _check_static(run)
     _check_races(run)
@@ -151,7 +166,35 @@ def check_protocol(
         frozenset(run.races),
         frozenset(run.static),
         rlimit,
+        Coverage(False, (), fallback),
     )
+
+
+def parametric_proof(
+    protocol: Protocol,
+    depths: dict[str, parametric.DepthRange] | None,
+    rlimit: int,
+    memo: Memo | None = None,
+) -> parametric.ParametricResult:
+    """:func:`parametric.prove` over ``depths`` (ring → range; default: each ring's own depth),
+    kept in ``memo`` on the protocol's meaning (:func:`canonical`, with each ring at the
+    least depth of its range: the argument reads ranges, not depths)."""
+    memo = memo or Memo()
+    ranges = {r.name: (depths or {}).get(r.name, (r.depth, r.depth)) for r in protocol.rings}
+    at_least = protocol
+    for name, (lo, _) in ranges.items():
+        if at_least.ring(name).depth != lo:
+            at_least = at_least.with_depth(name, lo)
+    canon, _ = canonical(at_least)
+    key = tuple(sorted((name, lo, hi) for name, (lo, hi) in ranges.items()))
+    return memo.proofs.get((canon, key, rlimit), lambda: parametric.prove(canon, ranges, rlimit=rlimit))
+
+
+def _proved(proof: parametric.ParametricResult, rlimit: int, seconds: float) -> ProtocolVerdict:
+    """The verdict of a protocol the parametric argument proved: safe, nothing unrolled."""
+    stats = ModelStats(0, 0, 0, 0, proof.checks, seconds, 0.0)
+    coverage = Coverage(True, proof.depths)
+    return ProtocolVerdict((), (), (), stats, False, frozenset(), frozenset(), rlimit, coverage)
 
 
 # -- L-ARRIVE, L-TXBYTES, L-PARITY ----------------------------------------------------

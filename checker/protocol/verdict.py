@@ -216,6 +216,23 @@ class Proof:
 
 
 @dataclass(frozen=True)
+class Coverage:
+    """What a verdict covers.
+
+    ``parametric``: the counter abstraction (``checker/protocol/parametric.py``) proved the
+    protocol free of deadlocks and races at every depth in ``depths`` (ring, lo, hi; hi
+    None: unbounded) and every trip count; such a verdict unrolls no model (its stats count
+    no events, bound 0). Otherwise the bounded model decided the protocol's own depths over
+    its bound, and ``fallback`` says why the parametric argument did not ("" when it was
+    not tried: an explicit bound, or an explanation asked for).
+    """
+
+    parametric: bool = False
+    depths: tuple[tuple[str, int, int | None], ...] = ()
+    fallback: str = ""
+
+
+@dataclass(frozen=True)
 class ProtocolVerdict:
     """The structured result of :func:`check_protocol`.
 
@@ -231,6 +248,7 @@ class ProtocolVerdict:
     races: frozenset[tuple[str, str]]
     static: frozenset[tuple[str, str, str]]
     rlimit: int = field(default=DEFAULT_RLIMIT)
+    coverage: Coverage = field(default_factory=Coverage)
 
     @property
     def status(self) -> Status:
@@ -248,6 +266,7 @@ class ProtocolVerdict:
 
 __all__ = [
     "Accounting",
+    "Coverage",
     "DeadlockWitness",
     "Finding",
     "ModelStats",

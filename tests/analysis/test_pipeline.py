@@ -39,18 +39,24 @@ def test_no_placement_is_never_an_accept() -> None:
 
 
 def test_a_memo_carries_protocol_verdicts_between_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whichever argument decides the protocol (the parametric proof or the bounded model)."""
     calls: list[object] = []
-    real = protocol_check.check_protocol
+    real, proof = protocol_check.check_protocol, protocol_check.parametric.prove
 
     def counted(*args: object, **kwargs: object) -> object:
         calls.append(args[0])
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
+    def proved(*args: object, **kwargs: object) -> object:
+        calls.append(args[0])
+        return proof(*args, **kwargs)  # type: ignore[arg-type]
+
     monkeypatch.setattr(protocol_check, "check_protocol", counted)
+    monkeypatch.setattr(protocol_check.parametric, "prove", proved)
     memo = Memo()
     first = analyse(load([RING]), AnalysisContext(memo=memo))
     decided = len(calls)
-    assert first.accepted and decided > 0 and len(memo.verdicts) == decided
+    assert first.accepted and decided > 0 and len(memo.verdicts) + len(memo.proofs) == decided
     again = analyse(load([RING]), AnalysisContext(memo=memo))
     assert again.diagnostics == first.diagnostics and len(calls) == decided  # nothing decided twice
     analyse(load([RING]))  # a fresh context: a cold check, nothing kept from the others

@@ -189,24 +189,32 @@ def test_a_depth_range_is_decided_at_the_depth_placement_chooses(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[int] = []
-    real = depths.verdict
+    real, proof = depths.verdict, depths.parametric_proof
 
     def spy(protocol, options, memo=None):  # type: ignore[no-untyped-def]
         seen.extend(r.depth for r in protocol.rings)
         return real(protocol, options, memo)
 
+    def spy_proof(protocol, ranges, rlimit, memo=None):  # type: ignore[no-untyped-def]
+        found = proof(protocol, ranges, rlimit, memo)
+        if found.proved:
+            seen.extend(d for _, lo, hi in found.depths for d in range(lo, (hi or lo) + 1))
+        return found
+
     monkeypatch.setattr(depths, "verdict", spy)
+    monkeypatch.setattr(depths, "parametric_proof", spy_proof)
     result = check([str(_deep(tmp_path, "2..20"))])
     assert result.accepted
     placed = {r.depth for r in result.downstream.placed.placement.rings}  # type: ignore[union-attr]
     assert placed <= set(seen), (placed, seen)
 
 
-def test_a_depth_the_model_does_not_unroll_is_never_vouched_for(tmp_path: Path) -> None:
+def test_a_depth_range_up_to_255_is_decided_at_every_depth(tmp_path: Path) -> None:
+    """Issue 27: the parametric argument decides every depth of `2..255` (E-SOLVER-UNKNOWN before)."""
     result = check([str(_deep(tmp_path, "2..255"))])
-    unknown = [d for d in result.diagnostics if d.code == "E-SOLVER-UNKNOWN"]
-    assert unknown and not result.accepted
-    assert unknown[0].primary is not None and "depth" in unknown[0].primary.text
+    assert result.accepted and not [d for d in result.diagnostics if d.code == "E-SOLVER-UNKNOWN"]
+    assert result.composition is not None
+    assert depths.analyse(result.composition).proved == (("kv", 2, 255),)
 
 
 @pytest.mark.parametrize("depth", [9, 12, 16])
@@ -220,12 +228,15 @@ def test_the_model_agrees_with_the_contract_oracle_at_larger_depths(depth: int) 
         assert (verdict.deadlock is True) == found.deadlock, (depth, consume)
 
 
-def test_an_open_depth_range_is_placed_within_the_checked_depths(tmp_path: Path) -> None:
+def test_an_open_depth_range_is_placed_within_the_decided_depths(tmp_path: Path) -> None:
     text = (CORPUS / "cutlass_ws_gemm.kc").read_text().replace("        depth 2..5\n", "")
     result = check([str(_write(tmp_path, text))])
     assert result.accepted, [d.message for d in result.diagnostics]
-    placed = [r.depth for r in result.downstream.placed.placement.rings]  # type: ignore[union-attr]
-    assert max(placed) <= depths.MAX_CHECKED_DEPTH
+    assert result.composition is not None
+    report = depths.analyse(result.composition)
+    placed = {r.name: r.depth for r in result.downstream.placed.placement.rings}  # type: ignore[union-attr]
+    proved = {name: (lo, hi) for name, lo, hi in report.proved}
+    assert placed and all(n in proved and proved[n][0] <= d for n, d in placed.items()), (placed, proved)
 
 
 # -- issue 12 item 9: Ctrl-C is an interrupt, not a spent budget ---------------------------

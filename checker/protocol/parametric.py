@@ -1,0 +1,696 @@
+"""Deadlock and race freedom for every ring depth and every trip count: a counter abstraction.
+
+The bounded model (``smt.py``) decides a protocol for one depth per ring and ``2·depth+1``
+iterations per role. This module proves L-DEADLOCK's and L-RACE's queries for every depth
+``D`` of each ring in a range (``lo..hi`` or ``lo..``) and every trip count ``N >= 1`` at
+once, or says why it cannot; the caller then falls back to the bounded model. It only ever
+answers *safe*: a rejection, with its shortest trace, stays the bounded model's.
+
+Semantics (``model.py``, the same as ``events.py`` and ``explore.py``): every role runs its
+prologue (each `prearm` step once per slot) and then ``N`` iterations of its program; a
+step of iteration ``i`` acts on data iteration ``j = i - lag`` (none when ``j < 0``), slot
+``j mod D``, and a wait with first parity ``p`` waits for parity ``p xor (j div D) mod 2``.
+
+The abstraction. A role's progress is a pair of counters, its iteration ``i`` and its
+position in the program (a `bar.sync` takes two: arrive, then wait), plus its place in the
+prologue. From them, every step's execution count ``c`` is linear (``i`` or ``i + 1``) and
+so is the number of data iterations it has acted on, ``d = max(0, c - lag)``. For a barrier
+``B`` (a ring's `full` or `empty`), data iteration ``x`` is *done*, ``E_B(x)``, when every
+step that changes ``B`` in the loop (its arrivals, expect_tx steps and copies, the
+*movers*) has acted on ``x``: ``d >= x + 1`` for each; a pre-armed barrier's prologue is
+data ``-D .. -1`` (done when every pre-arm step passed its slot), and nothing earlier
+exists. In the abstract system a parity wait on data ``j`` passes iff
+``E_B(j - (p + b)·D)`` (``b``: the barrier is pre-armed), a counter wait iff the sum of the
+counter's additions (linear in the counts) reaches its threshold, a `bar.sync` iff every
+participant of the named barrier arrived for the same iteration. Every guard is linear in
+the counters, ``D`` and ``N``.
+
+The class of protocols covered (checked first; anything else falls back, with the reason):
+
+* C1, accounting: per barrier the loop arrivals equal its init count, the pre-arms (if any)
+  too, expected bytes equal completed ones and the declared ones, counts are in range, and
+  every first parity follows the convention (no L-ARRIVE, L-TXBYTES or L-PARITY finding);
+* C2, exact completion: for every barrier some role waits on, no proper subset of one data
+  iteration's movers that the movers' program order allows (a prefix per role) has the
+  arrivals of a phase with its bytes balanced, so a phase completes exactly when the last
+  mover of its data iteration acts;
+* C3, pre-arms: a role that pre-arms a barrier some role waits on also moves it in its loop;
+* C4, named barriers: each role steps a named barrier some role syncs on at most once per
+  iteration, and the participants' thread counts add up to its count;
+* C5, the model: only the step kinds and fields above (a kind or field this module does
+  not know, such as one another change adds to ``model.py``, falls back explicitly).
+
+The invariant ``I`` over the counters (``D`` and ``N`` symbolic) is the conjunction of:
+
+* S, structure: ranges of the counters; a role's loop starts after its prologue;
+* H, history: a wait that ran ``c >= 1`` times saw its guard for data ``c - 1`` true;
+* NM, no mixing: a mover that acted on data ``y`` found ``E_B(y - D)`` (the slot's
+  previous use complete), and a named-barrier arrival of iteration ``y`` found every
+  participant arrived for ``y - 1`` (asked of barriers some role waits on: the state of
+  one nobody waits on decides nothing).
+
+Proof obligations, each an unsatisfiable query over linear integer arithmetic with every
+depth in its range and ``N >= 1``:
+
+* O1, initiation: the initial state satisfies ``I``;
+* O2, consecution: ``I`` and a step of any role imply ``I`` after it (this includes that
+  every mover, when it acts, finds its slot's previous use complete);
+* O3, windows: at every parity wait on data ``j``, with ``x = j - (p + b)·D``, the barrier
+  is neither two phases behind nor one ahead: ``E_B(x - D)`` and not ``E_B(x + D)``;
+* O4, deadlock: no state of ``I`` has every unfinished role at a wait whose guard is false
+  while some role is unfinished;
+* O5, races per ring: no state of ``I`` has the producer at a write of data ``y >= D``
+  while a consumer's access (read or release) of ``y - D`` that exists has not run
+  (overwrite), or a consumer at a read of ``y`` while a write of ``y`` has not run
+  (early read).
+
+O1 and the consecution of S and H hold by construction: the initial counters are zero,
+a step keeps the counters' shape, and every guard only grows true as counters grow (a
+wait runs only when its guard holds). NM's consecution is the pre-state question "a mover
+about to act on ``y`` finds ``E_B(y - D)``". So the check asks the solver for that part
+of O2 and for O3–O5 (:func:`prove`); ``exhaustive`` asks for O1 and O2 in full too, which
+the tests do on random protocols.
+
+Why they suffice. C1, C2 and NM make every barrier's real state a function of the
+counters: its completed phases are the data iterations done on its slot, in order, and a
+phase completes exactly at its last mover. With O3, a real parity wait (it passes iff the
+completed phases have the other parity) passes exactly when the abstract guard holds: the
+window leaves two candidate phase counts, one of each parity. A named barrier's generation
+at an arrival of iteration ``y`` is ``y`` (NM, C4), so its `bar.sync` passes iff every
+participant arrived for ``y``; a counter's value is exactly the linear sum. So, by
+induction on the length of a run (O1, O2), the real and the abstract system have the same
+runs from the initial state, and O4 and O5 over-approximate their reachable states: no run
+of any length, at any depth in range, deadlocks or races. What O1–O5 cannot prove (the
+invariant may be too weak, or the protocol is wrong) is left to the bounded model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import z3
+
+from checker.protocol.model import (
+    MBAR_MAX_COUNT,
+    Barrier,
+    BarrierKind,
+    Counter,
+    InitBy,
+    NamedBarrier,
+    Op,
+    Protocol,
+    Ring,
+    Role,
+    Step,
+)
+from solver import context, verdict_of
+from solver import text as T
+from solver.text import Script, Term
+
+DepthRange = tuple[int, int | None]
+"""A ring's depths: ``lo..hi``, ``hi`` None when unbounded."""
+
+MAX_PREFIXES = 4096
+"""The most prefix combinations C2 enumerates for one barrier (more falls back)."""
+
+PARITY_OPS = frozenset({Op.WAIT})
+MOVER_OPS = frozenset({Op.ARRIVE, Op.EXPECT_TX, Op.COPY})
+KNOWN_OPS = frozenset(
+    {Op.WAIT, Op.ARRIVE, Op.EXPECT_TX, Op.COPY, Op.WRITE, Op.READ, Op.ADD, Op.WAIT_GE, Op.BAR_SYNC, Op.BAR_ARRIVE}
+)
+
+_KNOWN_FIELDS: dict[type, frozenset[str]] = {
+    Protocol: frozenset({"roles", "rings", "counters", "named_barriers", "programs"}),
+    Role: frozenset({"name", "warps", "provenance"}),
+    Ring: frozenset({"name", "depth", "producer", "consumers", "full", "empty", "provenance"}),
+    Barrier: frozenset({"kind", "init_count", "provenance", "expect_tx", "init_by"}),
+    InitBy: frozenset({"role", "provenance", "fenced"}),
+    Counter: frozenset({"name", "producer", "consumer", "provenance", "scope"}),
+    NamedBarrier: frozenset({"name", "threads", "provenance"}),
+    Step: frozenset({"role", "op", "channel", "provenance", "barrier", "count", "nbytes", "parity", "lag", "prearm"}),
+}
+
+
+@dataclass(frozen=True)
+class ParametricResult:
+    """What the parametric argument decided.
+
+    ``proved``: O1–O5 hold, so no run at any depth in ``depths`` (ring, lo, hi; hi None:
+    unbounded) and any trip count deadlocks or races; otherwise ``reason`` says which class
+    condition or obligation failed. ``checks`` solver checks took ``seconds``.
+    """
+
+    proved: bool
+    reason: str = ""
+    depths: tuple[tuple[str, int, int | None], ...] = ()
+    checks: int = 0
+    seconds: float = 0.0
+
+
+def prove(
+    protocol: Protocol, depths: Mapping[str, DepthRange] | None = None, *, rlimit: int, exhaustive: bool = False
+) -> ParametricResult:
+    """Prove ``protocol`` free of deadlocks and races for every depth in ``depths`` and every trip count.
+
+    ``depths`` maps a ring to its range (default: its own depth); ``rlimit`` bounds each
+    solver check (a check that runs out proves nothing); ``exhaustive`` has the solver check
+    the obligations that hold by construction too (O1, all of O2).
+    """
+    start = time.perf_counter()
+    ranges = {r.name: (depths or {}).get(r.name, (r.depth, r.depth)) for r in protocol.rings}
+    shown = tuple((name, lo, hi) for name, (lo, hi) in sorted(ranges.items()))
+    for name, (lo, hi) in ranges.items():
+        if lo < 1 or (hi is not None and hi < lo):
+            raise ValueError(f"ring `{name}`: depth range {lo}..{hi} is empty")
+    reason = outside(protocol)
+    if reason is not None:
+        return ParametricResult(False, f"outside the covered class: {reason}", shown, 0, time.perf_counter() - start)
+    prover = _Prover(protocol, ranges, rlimit)
+    reason = prover.run(exhaustive)
+    return ParametricResult(reason is None, reason or "", shown, prover.checks, time.perf_counter() - start)
+
+
+# -- the class ------------------------------------------------------------------------------
+
+
+def outside(protocol: Protocol) -> str | None:
+    """Why ``protocol`` is not in the class the argument covers (C1–C5), or None when it is."""
+    for found in (_unknown_model(protocol), _accounting(protocol), _completion(protocol), _named(protocol)):
+        if found is not None:
+            return found
+    return None
+
+
+def _unknown_model(protocol: Protocol) -> str | None:
+    """C5: a step kind, or a model field with a value other than its default, this module does not know."""
+    for role, steps in protocol.programs:
+        for step in steps:
+            if step.op not in KNOWN_OPS:
+                return f"step kind `{step.op.value}` of `{role}`"
+    objects: list[Any] = [protocol, *protocol.roles, *protocol.counters, *protocol.named_barriers]
+    for ring in protocol.rings:
+        objects += [ring, ring.full, ring.empty, *ring.full.init_by, *ring.empty.init_by]
+    objects += [s for _, steps in protocol.programs for s in steps]
+    for obj in objects:
+        known = _KNOWN_FIELDS.get(type(obj))
+        if known is None:
+            return f"model part `{type(obj).__name__}`"
+        for f in dataclasses.fields(obj):
+            if f.name in known:
+                continue
+            if f.default is not dataclasses.MISSING and getattr(obj, f.name) == f.default:
+                continue
+            if f.default_factory is not dataclasses.MISSING and getattr(obj, f.name) == f.default_factory():
+                continue
+            return f"`{type(obj).__name__}.{f.name}` of the model"
+    return None
+
+
+def _barrier_steps(protocol: Protocol, ring: str, kind: BarrierKind) -> list[tuple[int, Step]]:
+    return [
+        (k, s) for _, prog in protocol.programs for k, s in enumerate(prog) if s.channel == ring and s.barrier is kind
+    ]
+
+
+def _accounting(protocol: Protocol) -> str | None:
+    """C1: per-phase accounting and first parities as the static rules ask (they report it otherwise)."""
+    for ring in protocol.rings:
+        for kind in BarrierKind:
+            bar = ring.barrier(kind)
+            steps = [s for _, s in _barrier_steps(protocol, ring.name, kind)]
+            loop = sum(s.count for s in steps if s.op is Op.ARRIVE and not s.prearm)
+            prearm = [s.count for s in steps if s.prearm]
+            expected = sum(s.nbytes for s in steps if s.op in (Op.ARRIVE, Op.EXPECT_TX))
+            completed = sum(s.nbytes for s in steps if s.op is Op.COPY)
+            name = f"`{ring.name}.{kind.value}`"
+            if loop != bar.init_count or (prearm and sum(prearm) != bar.init_count) or bar.init_count > MBAR_MAX_COUNT:
+                return f"the arrivals on {name} do not make its phases (L-ARRIVE)"
+            if expected != completed or max(expected, completed) > MBAR_MAX_COUNT:
+                return f"the bytes on {name} do not balance (L-TXBYTES)"
+            if bar.expect_tx is not None and bar.expect_tx != expected:
+                return f"the bytes on {name} differ from its declaration (L-TXBYTES)"
+            right = (1 if prearm else 0) if kind is BarrierKind.FULL else (0 if prearm else 1)
+            if any(s.op is Op.WAIT and s.parity != right for s in steps):
+                return f"a first parity on {name} breaks the convention (L-PARITY)"
+    return None
+
+
+def waited(protocol: Protocol) -> frozenset[tuple[str, BarrierKind | None]]:
+    """The barriers, counters and named barriers some role waits on (channel, and the ring's barrier).
+
+    The state of one nobody waits on decides nothing: C2–C4 and the no-mixing part of the
+    invariant are asked of these only.
+    """
+    out: set[tuple[str, BarrierKind | None]] = set()
+    for _, steps in protocol.programs:
+        out.update((s.channel, s.barrier) for s in steps if s.op in (Op.WAIT, Op.WAIT_GE, Op.BAR_SYNC))
+    return frozenset(out)
+
+
+def _completion(protocol: Protocol) -> str | None:
+    """C2 and C3: a phase completes exactly at its data iteration's last mover; pre-armers move in the loop."""
+    watched = waited(protocol)
+    for ring in protocol.rings:
+        for kind in BarrierKind:
+            if (ring.name, kind) not in watched:
+                continue
+            bar = ring.barrier(kind)
+            name = f"`{ring.name}.{kind.value}`"
+            steps = _barrier_steps(protocol, ring.name, kind)
+            movers = [(k, s) for k, s in steps if s.op in MOVER_OPS and not s.prearm]
+            loop_roles = {s.role for _, s in movers}
+            if any(s.prearm and s.role not in loop_roles for _, s in steps):
+                return f"a role pre-arms {name} but does not arrive on it in its loop"
+            per_role: dict[str, list[Step]] = {}
+            for _, s in sorted(movers, key=lambda m: (m[1].role, m[1].lag, m[0])):
+                per_role.setdefault(s.role, []).append(s)
+            sequences = list(per_role.values())
+            combos = 1
+            for seq in sequences:
+                combos *= len(seq) + 1
+            if combos > MAX_PREFIXES:
+                return f"{name} has too many movers to enumerate"
+            full = tuple(len(seq) for seq in sequences)
+            for cut in itertools.product(*(range(len(seq) + 1) for seq in sequences)):
+                if cut == full:
+                    continue
+                ran = [s for seq, n in zip(sequences, cut, strict=True) for s in seq[:n]]
+                arrivals = sum(s.count for s in ran if s.op is Op.ARRIVE)
+                expected = sum(s.nbytes for s in ran if s.op in (Op.ARRIVE, Op.EXPECT_TX))
+                completed = sum(s.nbytes for s in ran if s.op is Op.COPY)
+                if arrivals == bar.init_count and expected == completed:
+                    return f"a phase of {name} can complete before its last mover"
+    return None
+
+
+def _named(protocol: Protocol) -> str | None:
+    """C4: one step per role and iteration on a named barrier, whose participants make its count."""
+    watched = waited(protocol)
+    for bar in protocol.named_barriers:
+        if (bar.name, None) not in watched:
+            continue
+        steps = [s for _, prog in protocol.programs for s in prog if s.channel == bar.name]
+        roles = [s.role for s in steps]
+        if len(set(roles)) != len(roles):
+            return f"a role steps named barrier `{bar.name}` more than once per iteration"
+        if sum(s.count for s in steps) != bar.threads:
+            return f"the participants of named barrier `{bar.name}` do not make its count"
+    return None
+
+
+# -- the abstract system --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Pos:
+    """One position of a role's loop: a step, or one half (``arrive``, ``wait``) of a `bar.sync`."""
+
+    index: int
+    step: Step
+    part: str = ""
+
+    @property
+    def waits(self) -> bool:
+        return self.step.op in (Op.WAIT, Op.WAIT_GE) or self.part == "wait"
+
+    @property
+    def arrives_named(self) -> bool:
+        return self.step.op is Op.BAR_ARRIVE or self.part == "arrive"
+
+
+@dataclass(frozen=True)
+class _Program:
+    role: str
+    prologue: tuple[Step, ...]
+    loop: tuple[_Pos, ...]
+
+
+def _programs(protocol: Protocol) -> list[_Program]:
+    out = []
+    for role in protocol.roles:
+        steps = protocol.program(role.name)
+        loop: list[_Pos] = []
+        for step in steps:
+            if step.prearm:
+                continue
+            if step.op is Op.BAR_SYNC:
+                loop += [_Pos(len(loop), step, "arrive"), _Pos(len(loop) + 1, step, "wait")]
+            else:
+                loop.append(_Pos(len(loop), step))
+        out.append(_Program(role.name, tuple(s for s in steps if s.prearm), tuple(loop)))
+    return out
+
+
+class _State:
+    """One copy of the state variables (``tag`` tells the copies apart) and the terms derived from them."""
+
+    def __init__(self, prover: _Prover, tag: str) -> None:
+        self.p = prover
+        ints = prover.script.int
+        roles = [g.role for g in prover.programs]
+        self.i = {r: ints(f"i:{r}{tag}") for r in roles}
+        self.pos = {r: ints(f"pos:{r}{tag}") for r in roles}
+        self.cur = {r: ints(f"cur:{r}{tag}") for r in roles}
+        self.sig = {r: ints(f"sig:{r}{tag}") for r in roles}
+        self._counts: dict[tuple[str, int], Term] = {}
+
+    def variables(self) -> list[Term]:
+        return [v for part in (self.i, self.pos, self.cur, self.sig) for v in part.values()]
+
+    # -- counters
+
+    def count(self, role: str, pos: _Pos) -> Term:
+        """How often ``pos`` ran in the loop."""
+        key = (role, pos.index)
+        found = self._counts.get(key)
+        if found is None:
+            found = self._counts[key] = self.i[role] + T.If(self.pos[role] > pos.index, 1, 0)
+        return found
+
+    def data(self, role: str, pos: _Pos) -> Term:
+        """How many data iterations ``pos`` has acted on."""
+        c, lag = self.count(role, pos), pos.step.lag
+        return c if lag == 0 else T.If(c >= lag, c - lag, 0)
+
+    def armed(self, role: str, index: int) -> Term:
+        """How many slots the ``index``-th pre-arm step of ``role`` has armed."""
+        step = self.p.program(role).prologue[index]
+        cur = self.cur[role]
+        return T.If(cur > index, self.p.depth[step.channel], T.If(cur == index, self.sig[role], 0))
+
+    def in_loop(self, role: str) -> Term:
+        return self.cur[role] == len(self.p.program(role).prologue)
+
+    def at(self, role: str, pos: _Pos) -> Term:
+        """``role`` is about to run ``pos``."""
+        return T.And(self.in_loop(role), self.i[role] < self.p.n, self.pos[role] == pos.index)
+
+    def done(self, role: str) -> Term:
+        loop = self.p.program(role).loop
+        return T.And(self.in_loop(role), self.i[role] == self.p.n) if loop else self.in_loop(role)
+
+    # -- guards
+
+    def mbar_done(self, ring: str, kind: BarrierKind, x: Term) -> Term:
+        """``E_B(x)``: every step that changes the barrier acted on data iteration ``x``."""
+        movers, armers = self.p.movers[(ring, kind)], self.p.armers[(ring, kind)]
+        depth = self.p.depth[ring]
+        loop = T.And(*[self.data(r, pos) >= x + 1 for r, pos in movers]) if movers else T.FALSE
+        if not armers:
+            return T.Or(x < 0, loop)
+        every = T.And(*[self.armed(r, a) == depth for r, a in armers])
+        some = T.And(*[self.armed(r, a) >= x + depth + 1 for r, a in armers])
+        return T.If(x < T.Val(0) - depth, True, T.If(x < 0, some, T.And(every, loop)))
+
+    def named_done(self, name: str, x: Term) -> Term:
+        """Every participant of named barrier ``name`` arrived for iteration ``x``."""
+        parts = self.p.participants[name]
+        return T.Or(x < 0, T.And(*[self.count(r, pos) >= x + 1 for r, pos in parts]))
+
+    def counter_value(self, name: str) -> Term:
+        return T.Sum([self.count(r, pos) * pos.step.count for r, pos in self.p.adds[name]])
+
+    def parity_target(self, pos: _Pos, j: Term) -> Term:
+        """The data iteration ``x`` whose completion a parity wait on data ``j`` waits for."""
+        step = pos.step
+        assert step.barrier is not None and step.parity is not None
+        shift = step.parity + (1 if self.p.armers[(step.channel, step.barrier)] else 0)
+        return j if shift == 0 else j - self.p.depth[step.channel] * shift
+
+    def guard(self, role: str, pos: _Pos, j: Term) -> Term:
+        """Whether the wait at ``pos`` passes for data iteration ``j`` (the abstract guard)."""
+        step = pos.step
+        if step.op is Op.WAIT:
+            assert step.barrier is not None
+            return self.mbar_done(step.channel, step.barrier, self.parity_target(pos, j))
+        if step.op is Op.WAIT_GE:
+            return self.counter_value(step.channel) >= (j + 1) * step.count
+        return self.named_done(step.channel, j)
+
+    # -- the invariant
+
+    def structure(self) -> list[Term]:
+        p = self.p
+        out: list[Term] = []
+        for g in p.programs:
+            r = g.role
+            i, pos, cur, sig = self.i[r], self.pos[r], self.cur[r], self.sig[r]
+            out += [cur >= 0, cur <= len(g.prologue), sig >= 0, i >= 0, i <= p.n, pos >= 0]
+            out += [T.Implies(cur == a, sig < p.depth[step.channel]) for a, step in enumerate(g.prologue)]
+            out.append(T.Implies(self.in_loop(r), sig == 0))
+            out.append(T.Implies(T.Not(self.in_loop(r)), T.And(i == 0, pos == 0)))
+            out.append(pos < max(1, len(g.loop)))
+            out.append(T.Implies(i == p.n, pos == 0))
+            if not g.loop:
+                out.append(i == 0)
+        return out
+
+    def history(self) -> list[Term]:
+        out: list[Term] = []
+        for g in self.p.programs:
+            for pos in g.loop:
+                if pos.waits and self.p.modelled(pos.step.channel, pos.step.barrier):
+                    c = self.count(g.role, pos)
+                    out.append(T.Implies(c >= 1, self.guard(g.role, pos, c - 1)))
+        return out
+
+    def no_mixing(self) -> list[Term]:
+        out: list[Term] = []
+        for (ring, kind), movers in self.p.movers.items():
+            if not self.p.modelled(ring, kind):
+                continue
+            for r, pos in movers:
+                d = self.data(r, pos)
+                out.append(T.Implies(d >= 1, self.mbar_done(ring, kind, d - 1 - self.p.depth[ring])))
+        for name, parts in self.p.participants.items():
+            if not self.p.modelled(name, None):
+                continue
+            for r, pos in parts:
+                c = self.count(r, pos)
+                out.append(T.Implies(c >= 1, self.named_done(name, c - 2)))
+        return out
+
+    def invariant(self) -> Term:
+        return T.And(*self.structure(), *self.history(), *self.no_mixing())
+
+    # -- what the obligations ask of one state
+
+    def mixing(self) -> list[tuple[str, Term]]:
+        """States where a mover is about to act on a slot whose previous use is not complete,
+        or a named-barrier arrival finds the previous generation incomplete."""
+        out = []
+        for (ring, kind), movers in self.p.movers.items():
+            if not self.p.modelled(ring, kind):
+                continue
+            for r, pos in movers:
+                y = self.i[r] - pos.step.lag
+                early = T.And(self.at(r, pos), y >= 0, T.Not(self.mbar_done(ring, kind, y - self.p.depth[ring])))
+                out.append((f"the slot reuse by `{r}`'s step on `{ring}.{kind.value}`", early))
+        for name, parts in self.p.participants.items():
+            if not self.p.modelled(name, None):
+                continue
+            for r, pos in parts:
+                early = T.And(self.at(r, pos), T.Not(self.named_done(name, self.i[r] - 1)))
+                out.append((f"the generation of `{r}`'s arrival on `{name}`", early))
+        return out
+
+    def blocked(self, role: str) -> Term:
+        """``role`` is in its loop, at a wait whose guard is false."""
+        waits = [
+            T.And(self.pos[role] == pos.index, T.Not(self.guard(role, pos, self.i[role])))
+            for pos in self.p.program(role).loop
+            if pos.waits
+        ]
+        return T.And(self.in_loop(role), self.i[role] < self.p.n, T.Or(*waits))
+
+    def deadlock(self) -> Term:
+        roles = [g.role for g in self.p.programs]
+        return T.And(*[T.Or(self.done(r), self.blocked(r)) for r in roles], T.Or(*[T.Not(self.done(r)) for r in roles]))
+
+    def windows(self) -> list[tuple[str, Term]]:
+        out = []
+        for g in self.p.programs:
+            for pos in g.loop:
+                step = pos.step
+                if step.op is not Op.WAIT:
+                    continue
+                assert step.barrier is not None
+                x = self.parity_target(pos, self.i[g.role])
+                depth = self.p.depth[step.channel]
+                inside = T.And(
+                    self.mbar_done(step.channel, step.barrier, x - depth),
+                    T.Not(self.mbar_done(step.channel, step.barrier, x + depth)),
+                )
+                where = f"the parity window of `{g.role}`'s wait on `{step.channel}.{step.barrier.value}`"
+                out.append((where, T.And(self.at(g.role, pos), T.Not(inside))))
+        return out
+
+    def races(self, ring: Ring) -> list[tuple[str, Term]]:
+        depth, n = self.p.depth[ring.name], self.p.n
+        producer = self.p.program(ring.producer).loop
+        writes = [pos for pos in producer if pos.step.channel == ring.name and pos.step.op in (Op.COPY, Op.WRITE)]
+        overwrite = []
+        for pos in writes:
+            x = self.i[ring.producer] - depth
+            late = [
+                T.And(x + apos.step.lag < n, self.data(c, apos) <= x)
+                for c in ring.consumers
+                for apos in self.p.program(c).loop
+                if _accesses(apos.step, ring.name)
+            ]
+            overwrite.append(T.And(self.at(ring.producer, pos), x >= 0, T.Or(*late)))
+        early = [
+            T.And(self.at(c, pos), T.Or(*[self.count(ring.producer, w) <= self.i[c] for w in writes]))
+            for c in ring.consumers
+            for pos in self.p.program(c).loop
+            if pos.step.channel == ring.name and pos.step.op is Op.READ
+        ]
+        return [
+            (f"no overwrite on ring `{ring.name}`", T.Or(*overwrite)),
+            (f"no early read on ring `{ring.name}`", T.Or(*early)),
+        ]
+
+
+def _accesses(step: Step, ring: str) -> bool:
+    """A consumer's access of a slot: its read, or a release in the loop."""
+    if step.channel != ring or step.prearm:
+        return False
+    return step.op is Op.READ or (step.op is Op.ARRIVE and step.barrier is BarrierKind.EMPTY)
+
+
+class _Prover:
+    """The abstract system of one protocol over symbolic depths and trip count, and its obligations."""
+
+    def __init__(self, protocol: Protocol, ranges: Mapping[str, DepthRange], rlimit: int) -> None:
+        self.protocol = protocol
+        self.ctx = context()
+        self.script = Script(self.ctx)
+        self.rlimit = rlimit
+        self.checks = 0
+        self.programs = _programs(protocol)
+        self._by_role = {g.role: g for g in self.programs}
+        self.n = self.script.int("N")
+        self.depth = {r.name: self.script.int(f"D:{r.name}") for r in protocol.rings}
+        self.params: list[Term] = [self.n >= 1]
+        for name, (lo, hi) in ranges.items():
+            self.params.append(self.depth[name] >= lo)
+            if hi is not None:
+                self.params.append(self.depth[name] <= hi)
+        self.movers: dict[tuple[str, BarrierKind], list[tuple[str, _Pos]]] = {
+            (r.name, k): [] for r in protocol.rings for k in BarrierKind
+        }
+        self.armers: dict[tuple[str, BarrierKind], list[tuple[str, int]]] = {
+            (r.name, k): [] for r in protocol.rings for k in BarrierKind
+        }
+        self.participants: dict[str, list[tuple[str, _Pos]]] = {b.name: [] for b in protocol.named_barriers}
+        self.adds: dict[str, list[tuple[str, _Pos]]] = {c.name: [] for c in protocol.counters}
+        self.waited = waited(protocol)
+        for g in self.programs:
+            for a, step in enumerate(g.prologue):
+                assert step.barrier is not None
+                self.armers[(step.channel, step.barrier)].append((g.role, a))
+            for pos in g.loop:
+                step = pos.step
+                if step.op in MOVER_OPS:
+                    assert step.barrier is not None
+                    self.movers[(step.channel, step.barrier)].append((g.role, pos))
+                elif pos.arrives_named:
+                    self.participants[step.channel].append((g.role, pos))
+                elif step.op is Op.ADD:
+                    self.adds[step.channel].append((g.role, pos))
+
+    def program(self, role: str) -> _Program:
+        return self._by_role[role]
+
+    def modelled(self, channel: str, barrier: BarrierKind | None) -> bool:
+        """Whether a barrier's state matters: some role waits on it (no-mixing is asked of those only)."""
+        return (channel, barrier) in self.waited
+
+    def run(self, exhaustive: bool) -> str | None:
+        """None when the obligations hold, else why not (the first one that failed).
+
+        O1 and the parts of O2 other than slot reuse hold by construction (see the module's
+        docstring); ``exhaustive`` asks the solver for them too.
+        """
+        pre = _State(self, "")
+        named: list[tuple[str, list[tuple[str, Term]]]] = []
+        if exhaustive:
+            start, post = _State(self, "@0"), _State(self, "'")
+            initial = T.And(*[v == 0 for v in start.variables()], T.Not(start.invariant()))
+            steps = T.Or(*[self._step(pre, post, g.role) for g in self.programs])
+            named += [
+                ("O1", [("the invariant holding initially", initial)]),
+                ("O2", [("the invariant being inductive", T.And(steps, T.Not(post.invariant())))]),
+            ]
+        named += [
+            ("O2", pre.mixing()),
+            ("O3", pre.windows()),
+            ("O4", [("deadlock freedom", pre.deadlock())]),
+            ("O5", [race for ring in self.protocol.rings for race in pre.races(ring)]),
+        ]
+        assertions = [*[p.text for p in self.params], pre.invariant().text]
+        queries: list[tuple[str, Term, list[tuple[str, Term]]]] = []
+        for q, (label, cases) in enumerate(named):
+            if not cases:
+                continue
+            flags = [self.script.bool(f"case:{q}#{k}") for k in range(len(cases))]
+            assertions += [T.Implies(f, bad).text for f, (_, bad) in zip(flags, cases, strict=True)]
+            query = self.script.bool(f"query:{q}")
+            assertions.append(T.Implies(query, T.Or(*flags)).text)
+            queries.append((label, query, [(what, f) for f, (what, _) in zip(flags, cases, strict=True)]))
+        solver = z3.Solver(ctx=self.ctx)
+        solver.set("rlimit", self.rlimit)
+        solver.set("smt.arith.solver", 2)
+        self.script.parse(solver, assertions)
+        for label, query, cases in queries:
+            self.checks += 1
+            verdict = verdict_of(solver.check(self._handle(query)), solver)
+            if verdict.unknown:
+                return f"{label} ran out of budget (rlimit {self.rlimit})"
+            if verdict.sat:
+                model = solver.model()
+                found = [w for w, f in cases if z3.is_true(model.eval(self._handle(f), model_completion=True))]
+                return f"{(found or [cases[0][0]])[0]} is not proved ({label})"
+        return None
+
+    def _handle(self, symbol: Term) -> z3.ExprRef:
+        return self.script.handle(symbol.text[1:-1])
+
+    def _step(self, pre: _State, post: _State, role: str) -> Term:
+        """``role`` takes one step from ``pre`` to ``post``; every other role stays."""
+        g = self.program(role)
+        same = [
+            T.And(
+                post.i[o] == pre.i[o], post.pos[o] == pre.pos[o], post.cur[o] == pre.cur[o], post.sig[o] == pre.sig[o]
+            )
+            for o in (h.role for h in self.programs)
+            if o != role
+        ]
+        cur, sig, i, pos = pre.cur[role], pre.sig[role], pre.i[role], pre.pos[role]
+        moves: list[Term] = []
+        for a, step in enumerate(g.prologue):
+            wrap = sig + 1 == self.depth[step.channel]
+            moves.append(
+                T.And(
+                    cur == a,
+                    post.cur[role] == T.If(wrap, cur + 1, cur),
+                    post.sig[role] == T.If(wrap, 0, sig + 1),
+                    post.i[role] == i,
+                    post.pos[role] == pos,
+                )
+            )
+        last = len(g.loop) - 1
+        for p in g.loop:
+            nxt = (
+                [post.pos[role] == 0, post.i[role] == i + 1]
+                if p.index == last
+                else [post.pos[role] == p.index + 1, post.i[role] == i]
+            )
+            enabled = pre.guard(role, p, i) if p.waits else True
+            moves.append(T.And(pre.at(role, p), enabled, post.cur[role] == cur, post.sig[role] == sig, *nxt))
+        return T.And(T.Or(*moves), *same)
