@@ -86,7 +86,7 @@ VARIANTS: dict[str, Variant] = {
     "causal_s3": Variant("dense-causal-none-d128-s3", "causal"),
     "window": Variant("dense-window-none-d128-s2", "window", mask_args=(1024, 0), check_mask_args=(100, 20)),
     "softcap": Variant("dense-none-softcap-d128-s2", "none", score="softcap"),
-    "chunked": Variant("dense-chunked-none-d128-s2", "chunked", mask_args=(1024, 0), check_mask_args=(192, 0)),
+    "chunked": Variant("dense-chunked-none-d128-s2", "chunked", mask_args=(1024, 0), check_mask_args=(64, 0)),
     "alibi_causal": Variant("dense-causal-alibi-d128-s2", "causal", score="alibi"),
     "blocksparse10": Variant("blocksparse-causal-none-d128-s2", "blocksparse", density=0.10),
     "blocksparse25": Variant("blocksparse-causal-none-d128-s2", "blocksparse", density=0.25),
@@ -414,10 +414,12 @@ def verdict(launch: Launch, ref_o: torch.Tensor, ref_lse: torch.Tensor) -> dict[
     return {"rel_err": rel, "max_abs_err": worst, "lse_err": lse_err, "nan": nan, "guard_ok": guard, "ok": ok}
 
 
-def check_variant(name: str, cubins: dict[str, Cubin], seed: int) -> list[dict[str, Any]]:
+def check_variant(
+    name: str, cubins: dict[str, Cubin], seed: int, shapes: list[tuple[int, int, int]]
+) -> list[dict[str, Any]]:
     var = VARIANTS[name]
     rows = []
-    for i, (b, h, s) in enumerate(CHECK_SHAPES):
+    for i, (b, h, s) in enumerate(shapes):
         prob = Problem(var, b, h, s, seed + i, timing=False)
         ref_o, ref_lse = prob.reference()
         for ps in var.check_page_sizes or (0,):
@@ -574,6 +576,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--flex-budget-s", type=float, default=120.0)
     parser.add_argument("--sdpa", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--check-only", action="store_true")
+    parser.add_argument("--check-shapes", default="", help="BxHxS,... instead of the default check shapes")
     parser.add_argument("--no-check", action="store_true")
     parser.add_argument("--skip-file", type=Path)
     parser.add_argument("--json", type=Path)
@@ -613,13 +616,15 @@ def main(argv: list[str] | None = None) -> int:
         return 3
 
     variants = [v for v in args.variants.split(",") if v and v not in skip]
+    given = [tuple(int(v) for v in x.split("x")) for x in args.check_shapes.split(",") if x]
+    shapes = [(b, h, s) for b, h, s in given] or CHECK_SHAPES
     cubins = {c: Cubin(args.cubins, c) for c in sorted({VARIANTS[v].composition for v in variants})}
     if not args.no_check:
         for name in variants:
             if f"check:{name}" in done:
                 continue
             try:
-                for row in check_variant(name, cubins, seed=100):
+                for row in check_variant(name, cubins, 100, shapes):
                     emit(row, f"check:{name}")
             except Exception as err:  # a fault or a hang poisons the context: start again without it
                 if isinstance(err, Hang) or context_broken():

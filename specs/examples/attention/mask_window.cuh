@@ -9,7 +9,7 @@ struct MaskParams {
     int left, right, unused0, unused1;
 };
 
-KL_CALLABLE bool kl_mask(const MaskParams* p, int q, int kv) { return kv >= q - p->left && kv <= q + p->right; }
+KL_CALLABLE bool kl_mask(const MaskParams* p, int q, int kv) { return (kv >= q - p->left) & (kv <= q + p->right); }
 
 KL_CALLABLE void kl_mask_kv_range(const MaskParams* p, int q_lo, int q_hi, int seq_k, int* kv_lo, int* kv_hi) {
     const int lo = q_lo - p->left;
