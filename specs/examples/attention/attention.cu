@@ -55,11 +55,13 @@
 //        full[slot] (dense / block-sparse: D / 64 boxes {64, 128, 1}; paged: 128 / page_size
 //        pages x D / 64 boxes {64, 1, page_size, 1}).
 //   consumer warpgroup (all 128 threads wait; thread tw = 0 releases):
-//     K: try_wait.parity k_full[slot], phase right before issuing S_i = Q K_i^T; after the
-//        wgmma.wait_group that retires it (wait_group 1 in phases 1 .. N - 1, wait_group 0 in
-//        phase 0), tw = 0 arrives on k_empty[slot];
-//     V: try_wait.parity v_full[slot], phase right before issuing O += P_i V_i (in phase
-//        i + 1); after wgmma.wait_group 0 retires it, tw = 0 arrives on v_empty[slot].
+//     K: try_wait.parity k_full[slot], phase in the phase that issues S_i = Q K_i^T, after its
+//        turn (P3); after the wgmma.wait_group that retires it (wait_group 1 in phases
+//        1 .. N - 1, wait_group 0 in phase 0), tw = 0 arrives on k_empty[slot];
+//     V: try_wait.parity v_full[slot], phase in the phase that issues O += P_i V_i (phase
+//        i + 1), right after the K wait, before the phase's first wgmma (no wait between the
+//        two GEMMs of a phase: ptxas would inject a warpgroup.arrive there, C7519); after
+//        wgmma.wait_group 0 retires it, tw = 0 arrives on v_empty[slot].
 //     empty[slot] completes its phase when both consumer warpgroups have arrived (count 2):
 //     only then may the producer overwrite the slot. The arrival is plain (release, CTA
 //     scope) and follows wgmma.wait_group, which orders the tensor core's reads of the slot.
@@ -69,8 +71,9 @@
 // warpgroup arrives with bar.arrive (128 threads). A consumer warpgroup runs N + 1 phases
 // (phase 0: S_0; phase i = 1 .. N - 1: S_i then PV_{i-1}; phase N: PV_{N-1}); in each it
 //   1. bar.sync its own barrier (skipped by warpgroup 0 in phase 0: it takes the first turn);
-//   2. waits the ring barriers of the phase and issues the phase's wgmma (wgmma.fence first,
-//      wgmma.commit_group after each GEMM);
+//   2. waits the ring barriers of the phase (K then V) and issues the phase's wgmma
+//      (wgmma.fence first, one wgmma.commit_group per GEMM: S_i = 4 D / 64 x m64n128k16 from
+//      shared memory, PV = 8 x m64nDk16 with P from registers);
 //   3. bar.arrive the other warpgroup's barrier (skipped by warpgroup 1 in phase N);
 //   4. waits its wgmma (wait_group 1 for S_i, then softmax(S_i), then wait_group 0 for PV),
 //      releases slots, rescales O, packs P.
