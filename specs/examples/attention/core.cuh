@@ -1,0 +1,239 @@
+// core.cuh — component `attn.core` (owner: the core team): the two consumer warpgroups of the
+// FlashAttention-3-style forward. Warpgroup wg (0 or 1) owns query rows m0 + 64 wg .. + 63 of the
+// CTA's tile; for each kv block of the load's sequence it computes S = Q K^T (wgmma m64n128k16,
+// both operands K-major from shared memory, 128B swizzle), applies the score callable and the
+// mask callable (the latter only on blocks the mask does not report fully kept, and on the
+// block holding seq_k), runs the online softmax in registers (exp2 with the scale folded in),
+// and accumulates O += P V (wgmma m64nDk16, P from registers in the accumulator layout, V
+// MN-major from shared memory). Intra-warpgroup overlap: iteration i issues S_i = Q K_i^T and
+// O += P_{i-1} V_{i-1} back to back, then runs softmax(S_i) while the PV wgmma runs. Ping-pong
+// between the two warpgroups on named barriers kBarSched0/1: a warpgroup issues its wgmma
+// only in its turn and hands the turn over right after issuing, so its softmax overlaps the
+// other warpgroup's GEMMs (protocol: attention.cu's header, (P3)).
+// Owns: CoreParams, attn_core_main, the read side of q_full and the K / V rings (one release
+// per warpgroup per slot), the named barriers kBarSched0/1. Shares: the rings with the load,
+// the kv-block sequence (kl_load_kv_count / kl_load_kv_block), the accumulators with the
+// epilogue (kl_epilogue), the callables' signatures (attn_abi.cuh).
+#pragma once
+
+#include "attn_abi.cuh"
+#include "attn_common.cuh"
+
+struct CoreParams {
+    int seq_q, seq_k, heads, unused0;
+    float scale;       // softmax scale (on q.k)
+    float scale_log2;  // scale * log2(e)
+    float unused1, unused2;
+};
+
+KL_CALLABLE bool kl_mask(const MaskParams*, int, int);
+KL_CALLABLE bool kl_mask_block_full(const MaskParams*, int, int, int, int);
+KL_CALLABLE float kl_score(const ScoreParams*, float, int, int, int, int);
+KL_CALLABLE int kl_load_kv_count(const LoadParams*, const attn::Tile*);
+KL_CALLABLE int kl_load_kv_block(const LoadParams*, const attn::Tile*, int);
+KL_CALLABLE void kl_epilogue(const EpiParams*, const attn::Tile*, const attn::Smem*, int, int, float*, const float*,
+                             const float*, float);
+
+namespace attn {
+
+template <int D>
+__device__ __forceinline__ void wgmma_pv(float (&o)[D / 2], const uint32_t (&a)[4], uint64_t desc_v) {
+    if constexpr (D == 128) {
+        wgmma_rs_m64n128k16(o, a, desc_v, 1u);
+    } else {
+        wgmma_rs_m64n64k16(o, a, desc_v, 1u);
+    }
+}
+
+__device__ __forceinline__ void attn_core_main(const CoreParams& cp, const MaskParams* mp, const ScoreParams* sp,
+                                               const LoadParams* lp, const EpiParams* ep, const Tile& t,
+                                               const Smem& s, const int wg) {
+    const int tw = threadIdx.x & 127;
+    const int warp = tw >> 5, lane = tw & 31;
+    const bool leader = tw == 0;
+    const int row0 = t.m0 + 64 * wg + 16 * warp + (lane >> 2);  // this thread's rows: row0, row0 + 8
+    const int col0 = 2 * (lane & 3);                             // its columns: 8 c + col0 + {0, 1}
+    const unsigned turn_mine = kBarSched0 + wg, turn_other = kBarSched0 + (1 - wg);
+    const float c2 = cp.scale_log2;
+    const float neg_inf = -__int_as_float(0x7f800000);
+
+    float o[kD / 2];
+#pragma unroll
+    for (int i = 0; i < kD / 2; ++i) {
+        o[i] = 0.0f;
+    }
+    float sc[kBlockN / 2];  // S, then P in f32 (rows row0 / row0 + 8 at [4 c + {0,1}] / [4 c + {2,3}])
+    uint32_t pr[kBlockN / 4];  // P as bf16 pairs: the A operand of the PV wgmma
+    float m[2] = {neg_inf, neg_inf};
+    float l[2] = {0.0f, 0.0f};
+
+    const uint64_t dq = desc_k_sw128(s.q + 8192u * wg);
+    auto issue_qk = [&](unsigned slot) {
+        const uint64_t dk = desc_k_sw128(s.k + slot * kKVBytes);
+#pragma unroll
+        for (int sub = 0; sub < kSubs; ++sub) {
+#pragma unroll
+            for (int ks = 0; ks < 4; ++ks) {
+                const uint64_t step = (sub * kSubBytes >> 4) + 2u * ks;
+                wgmma_ss_m64n128k16(sc, dq + step, dk + step, (sub | ks) != 0 ? 1u : 0u);
+            }
+        }
+    };
+    auto issue_pv = [&](unsigned slot) {
+        #ifdef ATTN_VDESC_SWAP  // diagnostic build: leading and stride byte offsets exchanged
+        const uint64_t dv = desc_mn_sw128(s.v + slot * kKVBytes, 1024u) + (static_cast<uint64_t>(kSubBytes >> 4) << 32) -
+                            (64ull << 32);
+#else
+        const uint64_t dv = desc_mn_sw128(s.v + slot * kKVBytes, kSubBytes);
+#endif
+#pragma unroll
+        for (int j = 0; j < kBlockN / 16; ++j) {
+            const uint32_t a[4] = {pr[4 * j], pr[4 * j + 1], pr[4 * j + 2], pr[4 * j + 3]};
+            wgmma_pv<kD>(o, a, dv + (2048u >> 4) * j);
+        }
+    };
+    // score callable, mask callable, online softmax on sc (block n_block); so = O's rescale.
+    auto softmax = [&](int n_block, float (&so)[2]) {
+        const int n0 = n_block * kBlockN;
+#pragma unroll
+        for (int c = 0; c < kBlockN / 8; ++c) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                sc[4 * c + e] = kl_score(sp, sc[4 * c + e], t.b, t.h, row0 + 8 * (e >> 1), n0 + 8 * c + col0 + (e & 1));
+            }
+        }
+        const int q_lo = t.m0 + 64 * wg;
+        const bool full = n0 + kBlockN <= cp.seq_k && kl_mask_block_full(mp, q_lo, q_lo + 64, n0, n0 + kBlockN);
+        if (!full) {
+#pragma unroll
+            for (int c = 0; c < kBlockN / 8; ++c) {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int q = row0 + 8 * (e >> 1), kv = n0 + 8 * c + col0 + (e & 1);
+                    const bool keep = kv < cp.seq_k && kl_mask(mp, q, kv);
+                    sc[4 * c + e] = keep ? sc[4 * c + e] : neg_inf;
+                }
+            }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float mx = m[h];
+#pragma unroll
+            for (int c = 0; c < kBlockN / 8; ++c) {
+                mx = fmaxf(mx, fmaxf(sc[4 * c + 2 * h], sc[4 * c + 2 * h + 1]));
+            }
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float msc = (mx == neg_inf ? 0.0f : mx) * c2;
+            so[h] = ex2(fmaf(m[h], c2, -msc));
+            m[h] = mx;
+            float sum0 = 0.0f, sum1 = 0.0f;
+#pragma unroll
+            for (int c = 0; c < kBlockN / 8; ++c) {
+                const float p0 = ex2(fmaf(sc[4 * c + 2 * h], c2, -msc));
+                const float p1 = ex2(fmaf(sc[4 * c + 2 * h + 1], c2, -msc));
+                sc[4 * c + 2 * h] = p0;
+                sc[4 * c + 2 * h + 1] = p1;
+                sum0 += p0;
+                sum1 += p1;
+            }
+            l[h] = fmaf(l[h], so[h], sum0 + sum1);
+        }
+    };
+    auto to_p = [&]() {
+#pragma unroll
+        for (int i = 0; i < kBlockN / 4; ++i) {
+            pr[i] = pack_bf16(sc[2 * i], sc[2 * i + 1]);
+        }
+    };
+    auto rescale = [&](const float (&so)[2]) {
+#pragma unroll
+        for (int c = 0; c < kD / 8; ++c) {
+            o[4 * c] *= so[0];
+            o[4 * c + 1] *= so[0];
+            o[4 * c + 2] *= so[1];
+            o[4 * c + 3] *= so[1];
+        }
+    };
+
+    const int n = kl_load_kv_count(lp, &t);
+    RingPos kpos, vpos;
+    float so[2];
+    // Q landed (also when n == 0: the epilogue then reuses Q's storage, which the copy must
+    // have finished writing).
+    mbar_wait(s.q_full, 0);
+    if (n > 0) {
+        // (P3) phase 0: S_0 alone. Warpgroup 0 takes the first turn without waiting.
+        int nb = kl_load_kv_block(lp, &t, 0);
+        if (wg == 1) {
+            named_sync(turn_mine, 256);
+        }
+        mbar_wait(s.k_full + 8u * kpos.slot, kpos.phase);
+        fence_regs(o);
+        wgmma_fence();
+        issue_qk(kpos.slot);
+        wgmma_commit();
+        named_arrive(turn_other, 256);
+        wgmma_wait<0>();
+        fence_regs(sc);
+        if (leader) {
+            mbar_arrive(s.k_empty + 8u * kpos.slot);
+        }
+        kpos.advance();
+        softmax(nb, so);
+        to_p();
+        // phases 1 .. n - 1: S_i and O += P_{i-1} V_{i-1}, softmax(S_i) under the PV wgmma
+        for (int i = 1; i < n; ++i) {
+            nb = kl_load_kv_block(lp, &t, i);
+            named_sync(turn_mine, 256);
+            mbar_wait(s.k_full + 8u * kpos.slot, kpos.phase);
+            mbar_wait(s.v_full + 8u * vpos.slot, vpos.phase);
+            fence_regs(sc);
+            fence_regs(pr);
+            fence_regs(o);
+            wgmma_fence();
+            issue_qk(kpos.slot);
+            wgmma_commit();
+            issue_pv(vpos.slot);
+            wgmma_commit();
+            named_arrive(turn_other, 256);
+            wgmma_wait<1>();
+            fence_regs(sc);
+            if (leader) {
+                mbar_arrive(s.k_empty + 8u * kpos.slot);
+            }
+            kpos.advance();
+            softmax(nb, so);
+            wgmma_wait<0>();
+            fence_regs(o);
+            fence_regs(pr);
+            if (leader) {
+                mbar_arrive(s.v_empty + 8u * vpos.slot);
+            }
+            vpos.advance();
+            rescale(so);
+            to_p();
+        }
+        // phase n: O += P_{n-1} V_{n-1}. Warpgroup 1 hands no turn over after its last phase
+        // (every bar.arrive then meets exactly one bar.sync).
+        named_sync(turn_mine, 256);
+        mbar_wait(s.v_full + 8u * vpos.slot, vpos.phase);
+        fence_regs(pr);
+        fence_regs(o);
+        wgmma_fence();
+        issue_pv(vpos.slot);
+        wgmma_commit();
+        if (wg == 0) {
+            named_arrive(turn_other, 256);
+        }
+        wgmma_wait<0>();
+        fence_regs(o);
+        fence_regs(pr);
+        if (leader) {
+            mbar_arrive(s.v_empty + 8u * vpos.slot);
+        }
+    }
+    kl_epilogue(ep, &t, &s, wg, cp.seq_q, o, m, l, cp.scale);
+}
+
+}  // namespace attn
