@@ -97,7 +97,7 @@ def _error(message: str, *, labels: tuple[Label, ...] = (), helps: tuple[str, ..
 def lower(source: Path, header: A.Stage, target: str) -> Record:
     """The lowering record of ``source``: TileLang's, or the recorded one for exactly this file."""
     imports = [i.name for i in header.items if isinstance(i, A.ImportTensor)]
-    python = os.environ.get("KERNLINK_TILELANG_PYTHON") or (sys.executable if _has_tilelang() else None)
+    python = os.environ.get("KERNLINK_TILELANG_PYTHON") or (sys.executable if has_tilelang() else None)
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
     if python is not None:
         command = [python, str(DRIVER), str(source), "--arch", target]
@@ -129,7 +129,7 @@ def lower(source: Path, header: A.Stage, target: str) -> Record:
     return Record(data, str(recorded))
 
 
-def _has_tilelang() -> bool:
+def has_tilelang() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("tilelang") is not None
