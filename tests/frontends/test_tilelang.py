@@ -58,7 +58,7 @@ def test_the_demand_map_and_params_come_from_the_program() -> None:
     params = next(i for i in derived.items if isinstance(i, A.Params))
     assert (params.size, params.align) == (16, 8)
     assert [(f.name, f.type, f.offset) for f in params.fields] == [
-        ("output", "ptr", 0),
+        ("out", "ptr", 0),
         ("ldo", "i32", 8),
         ("rows", "i32", 12),
     ]

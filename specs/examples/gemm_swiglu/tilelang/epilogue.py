@@ -16,13 +16,13 @@ OUT = TILE_N // 2  # gate and up -> one output column each
 @T.prim_func
 def kernel(
     acc: T.Tensor((TILE_M, TILE_N), "float32"),
-    out: T.ptr("bfloat16"),
+    out_ptr: T.ptr("bfloat16"),
     ldo: T.int32,
     rows: T.int32,
 ):
     with T.Kernel(1, threads=TILE_M):
         t = T.get_thread_binding()
-        output = T.make_tensor(out, (rows, ldo), "bfloat16")
+        out = T.make_tensor(out_ptr, (rows, ldo), "bfloat16")
         held = T.alloc_local((CHUNK,), "float32")
         raster = T.alloc_var("int32", init=T.call_extern("int32", "kl_swiglu_tilelang_fact_raster_m"))
         tiles_m = T.alloc_var("int32", init=T.call_extern("int32", "grid_dim_x"))
@@ -38,6 +38,6 @@ def kernel(
                 held[p] = acc[t, c * CHUNK + p]
             if row < rows:
                 for q in T.serial(CHUNK // 2):
-                    output[row, col + c * (CHUNK // 2) + q] = T.cast(
+                    out[row, col + c * (CHUNK // 2) + q] = T.cast(
                         held[q] / (T.float32(1.0) + T.exp(-held[q])) * held[CHUNK // 2 + q], "bfloat16"
                     )
