@@ -10,10 +10,12 @@ finds into contract items.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from analysis.draft.threads import reaches
 from package.codefacts.ptx import Declaration, Function, Instr, Module, declarations, parse
 from package.codefacts.values import Env, Val, analyse
 
@@ -93,6 +95,7 @@ class Site:
     detail: str = ""  # the opcode, a callee, `sync`/`arrive`, `store`/`load`
     args: tuple[int | None, ...] = ()  # a call's constant arguments
     types: tuple[str, ...] = ()  # a call's PTX argument types, then `->` and its result's, when it has one
+    reach: str | None = None  # an arrive: which of the role's threads run it (analysis/draft/threads.py)
     extra: frozenset[str] = frozenset()  # a second operand's handles (a copy's destination)
 
 
@@ -156,21 +159,26 @@ def read(ptx: str, *, ignore: frozenset[str] = frozenset()) -> Code:
             if name and name.group(1) not in lines:
                 lines[name.group(1)] = number
     target = _TARGET.search(ptx)
+    ptx_lines = ptx.split("\n")
     functions = tuple(
-        _function(fn, externs, smem_names, static_names) for fn in module.functions if fn.name not in ignore
+        _function(fn, externs, smem_names, static_names, ptx_lines) for fn in module.functions if fn.name not in ignore
     )
     return Code(module, decls, target.group(1) if target else None, functions, lines)
 
 
-def _function(fn: Function, externs: frozenset[str], smem: frozenset[str], static: frozenset[str]) -> FunctionCode:
+def _function(
+    fn: Function, externs: frozenset[str], smem: frozenset[str], static: frozenset[str], ptx_lines: list[str]
+) -> FunctionCode:
     entry_like = len(fn.params) == 2 and fn.kind == ".func"
     env = analyse(fn, handle_names=externs, smem_names=smem, entry_like=entry_like, static_names=static)
+    reach = reaches(fn, ptx_lines, frozenset(n for n in externs if n.endswith("_warp0")))
+    sites = tuple(dataclasses.replace(s, reach=reach.get(s.line)) if s.op == "arrive" else s for s in _sites(fn, env))
     return FunctionCode(
         fn.name,
         fn.kind,
         fn.line,
         fn.params,
-        tuple(_sites(fn, env)),
+        sites,
         frozenset(c for ins in fn.body if ins.base == "call" for c in [_callee(ins)] if c),
         frozenset(ins.opcode for ins in fn.body),
         tuple((p, _param_type(fn, p)) for p in fn.params),

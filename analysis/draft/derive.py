@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from analysis.draft.code import TOOLKIT, Code, FunctionCode, Handle, Site, parse_handle, read, stage_prefix
 from analysis.draft.model import Draft, Key, Layouts, StructLayout, Undecided
@@ -352,10 +353,25 @@ class _Builder:
             items: list[A.RingItem] = []
             self.undecided((*key, "depth"), f"ring `{ring}`'s depth range", line, anchor)
             if side == "produce":
-                items.extend(self._produce(ring, key, hook, fills, waits_empty, slots, entry, anchor))
+                items.extend(self._produce(ring, key, role, hook, fills, waits_empty, slots, entry, anchor))
             else:
-                items.extend(self._consume(ring, key, waits_full, releases, slots, entry, anchor))
+                items.extend(self._consume(ring, key, role, waits_full, releases, slots, entry, anchor))
             self.add(A.Ring(ring, side, role, tuple(items)))  # type: ignore[arg-type]
+
+    def _arrival_count(self, ring: str, barrier: str) -> A.Count | None:
+        """How many arrive on ``ring``'s ``barrier`` per phase, from the arrivals this stage's roles make:
+        the full barrier's are its producer's, the empty one's its consumer's (None: undecided)."""
+        symbol = self._handle("ring", ring, f"{barrier}_bar")
+        terms: list[A.CountTerm] = []
+        for entry in self.entries:
+            sites = [s for s in self._sites(entry, "arrive") if symbol in s.handles]
+            if not sites:
+                continue
+            count = _reach_count({s.reach for s in sites}, self.role_of[entry])
+            if count is None:
+                return None
+            terms.extend(count.terms)
+        return A.Count(tuple(terms)) if terms else None
 
     def _init_items(self, ring: str, key: Key, hook: str | None, tx: int | None, anchor: int) -> list[A.RingItem]:
         items: list[A.RingItem] = []
@@ -367,19 +383,33 @@ class _Builder:
             symbol = self._handle("ring", ring, f"{barrier}_bar")
             counts = {s.value for s in inits if symbol in s.handles}
             at = next((s.line for s in inits if symbol in s.handles), self._line(hook))
-            count = counts.pop() if len(counts) == 1 and None not in counts else None
+            literal = counts.pop() if len(counts) == 1 and None not in counts else None
+            count = _count(literal) if literal is not None else self._arrival_count(ring, barrier)
             if count is None:
                 self.undecided(
                     (*key, f"{barrier} init", "count"), f"ring `{ring}`'s {barrier} arrival count", at, anchor
                 )
             expect = tx if barrier == "full" else None
-            items.append(A.RingBarrierInit(barrier, _count(count or 1), expect))
+            items.append(A.RingBarrierInit(barrier, count or _count(1), expect))
         return items
+
+    def _arrive(self, sites: list[Site], key: Key, role: str, barrier: str, ring: str, anchor: int) -> A.Count:
+        """The count of the role's threads that reach these arrive sites (a placeholder and a note when undecided)."""
+        count = _reach_count({s.reach for s in sites}, role)
+        if count is None:
+            self.undecided(
+                (*key, f"{barrier} arrive", "count"),
+                f"how many arrive on `{ring}`'s {barrier} barrier",
+                sites[0].line,
+                anchor,
+            )
+        return count or _count(1)
 
     def _produce(
         self,
         ring: str,
         key: Key,
+        role: str,
         hook: str | None,
         fills: list[Site],
         waits_empty: bool,
@@ -394,12 +424,10 @@ class _Builder:
             items.append(A.RingWait("empty"))
         arrives = [s for s in fills if s.op == "arrive"]
         if arrives:
-            self.undecided(
-                (*key, "full arrive", "count"), f"how many arrive on `{ring}`'s full barrier", arrives[0].line, anchor
-            )
+            count = self._arrive(arrives, key, role, "full", ring, anchor)
             if tx is None and any("expect_tx" in s.detail for s in arrives):
                 self.undecided((*key, "full arrive", "tx"), "the transaction bytes", arrives[0].line, anchor)
-            items.append(A.RingArrive("full", _count(1), tx))
+            items.append(A.RingArrive("full", count, tx))
         for site in fills:
             if site.op == "copy" and site.value is not None:
                 items.append(A.RingCopy("full", site.value))
@@ -420,7 +448,15 @@ class _Builder:
         return items
 
     def _consume(
-        self, ring: str, key: Key, waits_full: bool, releases: list[Site], slots: set[str], entry: str, anchor: int
+        self,
+        ring: str,
+        key: Key,
+        role: str,
+        waits_full: bool,
+        releases: list[Site],
+        slots: set[str],
+        entry: str,
+        anchor: int,
     ) -> list[A.RingItem]:
         items: list[A.RingItem] = []
         if waits_full:
@@ -432,13 +468,7 @@ class _Builder:
         elif async_readers:
             items.append(A.RingProxy("reads", "async"))
         if releases:
-            self.undecided(
-                (*key, "empty arrive", "count"),
-                f"how many arrive on `{ring}`'s empty barrier",
-                releases[0].line,
-                anchor,
-            )
-            items.append(A.RingArrive("empty", _count(1)))
+            items.append(A.RingArrive("empty", self._arrive(releases, key, role, "empty", ring, anchor)))
         return items
 
     # ------------------------------------------------------------------ counters, callables, tensors, facts
@@ -537,6 +567,21 @@ class _Builder:
 
 def _count(n: int) -> A.Count:
     return A.Count((A.CountTerm(n, "one"),))
+
+
+def _reach_count(reached: set[str | None], role: str) -> A.Count | None:
+    """One count for arrive sites that all reach the same threads of ``role`` (None: undecided or mixed)."""
+    if len(reached) != 1:
+        return None
+    only = next(iter(reached))
+    if only is None:
+        return None
+    if only == "one":
+        return _count(1)
+    unit: Literal["per_warp", "per_thread", "per_warpgroup"] = (
+        "per_warp" if only == "per_warp" else "per_warpgroup" if only == "per_warpgroup" else "per_thread"
+    )
+    return A.Count((A.CountTerm(1, unit, role),))
 
 
 def _role_guess(entry: str) -> str:

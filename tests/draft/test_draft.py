@@ -68,6 +68,15 @@ extern "C" __device__ void t_load(const Params* params, unsigned char* smem) {
 )
 
 
+RELEASE = {
+    "every thread": "{arrive}",
+    "lane 0 of each warp": "if ((threadIdx.x & 31) == 0) {arrive}",
+    "one thread": "if (threadIdx.x - 32 * kl_t_ring_load_warp0() == 0) {arrive}",
+    "thread 0 of each warpgroup": "if (((threadIdx.x - 32 * kl_t_ring_load_warp0()) % 128) == 0) {arrive}",
+}
+ARRIVE = 'asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(base + kl_t_ring_kv_empty_bar() + 8 * slot));'
+
+
 def _draft(tmp_path: Path, text: str, *extra: str) -> tuple[int, str]:
     source = tmp_path / "t.cu"
     source.write_text(text)
@@ -99,6 +108,37 @@ def test_a_role_that_waits_on_full_and_releases_empty_consumes(tmp_path: Path) -
     assert got[("ring", "kv", "consume", "reads")] == "generic"
     assert got[("ring", "kv", "consume", "full wait")] == "yes"
     assert not any(k[:3] == ("ring", "kv", "produce") for k in got)
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize(
+    ("who", "count"),
+    [
+        ("every thread", "per_thread(load)"),
+        ("lane 0 of each warp", "per_warp(load)"),
+        ("one thread", "1"),
+        ("thread 0 of each warpgroup", "per_warpgroup(load)"),
+    ],
+)
+def test_the_threads_that_reach_an_arrive_are_its_count(tmp_path: Path, who: str, count: str) -> None:
+    assert ARRIVE in CONSUMER
+    source = CONSUMER.replace(ARRIVE, RELEASE[who].format(arrive=ARRIVE))
+    assert _values(tmp_path, source)[("ring", "kv", "consume", "empty arrive", "count")] == count
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize(
+    "guard",
+    [
+        "if ((threadIdx.x & 31) != 0) {arrive}",  # 31 lanes of a warp: no unit of the language
+        "if (sum > 0.f) {arrive}",  # a value each thread loaded: who arrives depends on the data
+    ],
+)
+def test_an_arrive_whose_threads_the_code_does_not_decide_is_undecided(tmp_path: Path, guard: str) -> None:
+    code, text = _draft(tmp_path, CONSUMER.replace(ARRIVE, guard.format(arrive=ARRIVE)))
+    assert code == 0
+    assert "# undecided: how many arrive on `kv`'s empty barrier" in text
+    assert "empty arrive 1" in text  # the placeholder below the comment
 
 
 @pytest.mark.toolchain
