@@ -29,6 +29,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("-o", "--output", help="write the drafted contract here (default: print it)")
     p.add_argument("--ptx", help="write the PTX the draft's `code.ptx:LINE` comments refer to")
     p.add_argument("--target", default="sm_90a", help="the architecture to compile for (default sm_90a)")
+    p.add_argument(
+        "--compiler", choices=("nvrtc", "nvcc"), default="nvrtc", help="NVRTC from PyPI (default) or the nvcc on PATH"
+    )
     p.add_argument("--stage", help="the stage's name (else drafted from the handles, undecided)")
     p.add_argument("--version", dest="stage_version", help="the stage's version (else undecided)")
     p.add_argument("-I", "--include", action="append", default=[], metavar="DIR", help="another folder of headers")
@@ -74,7 +77,7 @@ def build_draft(args: argparse.Namespace, sources: SourceMap) -> tuple[Draft, st
     from kernlink.buildflags import flags_path, read_flags
     from linker import debuginfo
     from linker.pack import CompileFlags
-    from linker.symbols import LTO_PTX_EXTRA, compile_lto_and_ptx
+    from linker.symbols import LTO_PTX_EXTRA, compile_lto_and_ptx, compile_ptx
     from linker.toolchain import stable_cwd
     from package.codefacts.ptx import declarations
 
@@ -89,29 +92,46 @@ def build_draft(args: argparse.Namespace, sources: SourceMap) -> tuple[Draft, st
     std = args.std or flags.std
     extra = ("-default-device",) if args.cutlass or flags.cutlass else ()
     name = source.name
+    compiler = getattr(args, "compiler", "nvrtc")
     with stable_cwd():
-        _, lowered = compile_lto_and_ptx(
-            text.encode(),
-            name,
-            arch=args.target,
-            std=std,
-            include_dirs=include,
-            defines=defines,
-            extra_options=(*extra, *LTO_PTX_EXTRA),
-        )
-        if not isinstance(lowered, str):
-            raise DiagnosticError(
-                [Diagnostic(Code.E_PACK, f"nvJitLink could not lower the LTO IR of `{source}` to PTX")]
+        if compiler == "nvcc":
+            lowered = compile_ptx(
+                text.encode(),
+                name,
+                arch=args.target,
+                compiler="nvcc",
+                include_dirs=include,
+                defines=defines,
+                std=std,
+                extra_options=("-lineinfo",),
             )
-        cubin = debuginfo.debug_cubin(
-            text.encode(),
-            name,
-            arch=args.target,
-            include_dirs=[str(d) for d in include],
-            defines=defines,
-            std=std,
-            extra=extra,
-        )
+            cubin = debuginfo.debug_cubin_nvcc(
+                text.encode(), name, arch=args.target, include_dirs=[str(d) for d in include], defines=defines, std=std
+            )
+        else:
+            _, ptx = compile_lto_and_ptx(
+                text.encode(),
+                name,
+                arch=args.target,
+                std=std,
+                include_dirs=include,
+                defines=defines,
+                extra_options=(*extra, *LTO_PTX_EXTRA),
+            )
+            if not isinstance(ptx, str):
+                raise DiagnosticError(
+                    [Diagnostic(Code.E_PACK, f"nvJitLink could not lower the LTO IR of `{source}` to PTX")]
+                )
+            lowered = ptx
+            cubin = debuginfo.debug_cubin(
+                text.encode(),
+                name,
+                arch=args.target,
+                include_dirs=[str(d) for d in include],
+                defines=defines,
+                std=std,
+                extra=extra,
+            )
     entries = [d.name for d in declarations(lowered) if d.linkage in (".visible", ".weak")]
     layouts = debuginfo.layouts(cubin, entries)
     drafted = draft(lowered, layouts=layouts, name=args.stage, version=args.stage_version, fallback_name=source.stem)

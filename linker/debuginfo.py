@@ -11,14 +11,19 @@ unrelocated, which leaves the type information (offsets within ``.debug_info``) 
 from __future__ import annotations
 
 import io
+import subprocess
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from elftools.common.exceptions import DWARFError, ELFError
 from elftools.elf.elffile import ELFFile
 
 from analysis.draft.model import FieldLayout, Layouts, StructLayout
-from linker.toolchain import isolated, nvrtc_cubin_here, nvrtc_options
+from diagnostics import Diagnostic, DiagnosticError
+from diagnostics.symbols import Code
+from linker.toolchain import isolated, nvcc_path, nvrtc_cubin_here, nvrtc_options
 
 #: DWARF base type names (as NVRTC writes them) -> contract scalar types.
 _BASE_TYPES = {
@@ -52,6 +57,36 @@ def debug_cubin(
     """``source`` compiled by NVRTC with ``-G`` to a cubin for ``arch`` (raises ``DiagnosticError``)."""
     opts = tuple(o for o in nvrtc_options(arch, std=std, include_dirs=include_dirs, defines=defines) if o != "-dlto")
     return isolated("nvrtc", nvrtc_cubin_here, source, name, arch, (*opts, *extra, "-G"))
+
+
+def debug_cubin_nvcc(
+    source: bytes,
+    name: str,
+    *,
+    arch: str,
+    include_dirs: Sequence[str] = (),
+    defines: Mapping[str, str] | None = None,
+    std: str = "c++17",
+) -> bytes:
+    """``source`` compiled by the nvcc on PATH with ``-G`` to a relocatable cubin (raises ``DiagnosticError``)."""
+    exe = nvcc_path()
+    if exe is None:
+        raise DiagnosticError([Diagnostic(Code.E_COMPILE, "nvcc is not installed", helps=("draft with NVRTC",))])
+    base = Path(name).name or "source.cu"
+    opts = [f"-arch={arch}", "-cubin", "-rdc=true", "-G", f"-std={std}", *(f"-I{d}" for d in include_dirs)]
+    opts += [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
+    with tempfile.TemporaryDirectory(prefix="kernlink-draft-") as tmp:
+        (Path(tmp) / base).write_bytes(source)
+        done = subprocess.run(
+            [exe, *opts, base, "-o", "out.cubin"], cwd=tmp, capture_output=True, text=True, check=False
+        )
+        out = Path(tmp) / "out.cubin"
+        if done.returncode != 0 or not out.exists():
+            notes = tuple(line for line in (done.stdout + done.stderr).splitlines() if line.strip())
+            raise DiagnosticError(
+                [Diagnostic(Code.E_COMPILE, f"nvcc could not compile `{name}` with `-G` for `{arch}`", notes=notes)]
+            )
+        return out.read_bytes()
 
 
 def layouts(cubin: bytes, entries: Sequence[str]) -> Layouts:
@@ -100,10 +135,11 @@ def _strip(die: Any | None) -> Any | None:
 
 
 def _struct_of(param: Any | None) -> Any | None:
+    """The struct a parameter points to (a role entry's params), or is (a kernel's `__grid_constant__` params)."""
     pointer = _strip(_type(param)) if param is not None else None
-    if pointer is None or pointer.tag != "DW_TAG_pointer_type":
+    if pointer is None:
         return None
-    target = _strip(_type(pointer))
+    target = _strip(_type(pointer)) if pointer.tag == "DW_TAG_pointer_type" else pointer
     return target if target is not None and target.tag in ("DW_TAG_structure_type", "DW_TAG_class_type") else None
 
 
@@ -117,9 +153,13 @@ def _offset(member: Any) -> int | None:
         return None
     value = attr.value
     if isinstance(value, int):
-        return value
-    if isinstance(value, list) and len(value) == 2 and value[0] == 0x23:  # DW_OP_plus_uconst N
-        return int(value[1])
+        return int(value)
+    if isinstance(value, list) and len(value) >= 2 and value[0] == 0x23:  # DW_OP_plus_uconst, then ULEB128 bytes
+        offset = 0
+        for shift, byte in enumerate(value[1:]):
+            offset |= (int(byte) & 0x7F) << (7 * shift)
+            if not int(byte) & 0x80:
+                return offset
     return None
 
 

@@ -123,6 +123,7 @@ class Code:
     target: str | None
     functions: tuple[FunctionCode, ...]
     lines: dict[str, int] = field(default_factory=dict)  # symbol -> the PTX line declaring it
+    ptx_lines: list[str] = field(default_factory=list)
 
     def function(self, name: str) -> FunctionCode | None:
         return next((f for f in self.functions if f.name == name), None)
@@ -163,7 +164,7 @@ def read(ptx: str, *, ignore: frozenset[str] = frozenset()) -> Code:
     functions = tuple(
         _function(fn, externs, smem_names, static_names, ptx_lines) for fn in module.functions if fn.name not in ignore
     )
-    return Code(module, decls, target.group(1) if target else None, functions, lines)
+    return Code(module, decls, target.group(1) if target else None, functions, lines, ptx_lines)
 
 
 def _function(

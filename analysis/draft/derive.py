@@ -34,6 +34,7 @@ from typing import Literal
 
 from analysis.draft.code import TOOLKIT, Code, FunctionCode, Handle, Site, parse_handle, read, stage_prefix
 from analysis.draft.model import Draft, Key, Layouts, StructLayout, Undecided
+from analysis.draft.threads import ranges
 from contract_lang import ast as A
 
 #: PTX argument types with one contract type each (``b32`` could be ``u32``, ``i32`` or ``f32``).
@@ -170,6 +171,7 @@ class _Builder:
         if features:
             self.add(A.Features(features))
         self._roles()
+        self._kernels()
         self._params()
         self._claims()
         self._barriers()
@@ -228,9 +230,94 @@ class _Builder:
                 0,
             )
 
+    def _kernels(self) -> None:
+        """A one-unit kernel (``.entry``): its roles are the thread ranges its warp-index branches give each
+        ``setmaxnreg``; its launch its directives; its named barriers and mbarrier inits their literals."""
+        for fn in self.code.functions:
+            if fn.kind != ".entry" or self.entries:
+                continue
+            parsed = self.code.module.function(fn.name)
+            if parsed is None:
+                continue
+            line = self._line(fn.name)
+            directives = {name: values for name, values, _ in parsed.directives}
+            bounds = directives.get("reqntid") or directives.get("maxntid")
+            threads = 1
+            for v in bounds or (0,):
+                threads *= v
+            blocks = (directives.get("minnctapersm") or (None,))[0]
+            budgets = [s for s in fn.sites if s.op == "setmaxnreg"]
+            bars = [s for s in fn.sites if s.op == "bar" and s.value not in (None, 0)]
+            found = ranges(parsed, self.code.ptx_lines, {s.line for s in (*budgets, *bars)}, threads)
+            roles: dict[tuple[int, int], A.Role] = {}
+            for site in budgets:
+                span = found.get(site.line)
+                if span is None or site.value is None:
+                    self.undecided(("role", "?", "regs"), f"which threads run `setmaxnreg {site.value}`", site.line)
+                    continue
+                lo, hi = span
+                name = f"wg{lo // 128}" if lo % 128 == 0 else f"warps{lo // 32}"
+                aligned = lo % 128 == 0 and (hi - lo) % 128 == 0
+                roles.setdefault(span, A.Role(name, None, (hi - lo) // 32, site.value, aligned))
+            if not budgets and threads > 1:
+                roles[(0, threads)] = A.Role("main", None, threads // 32, None, threads % 128 == 0)
+            for span, role in sorted(roles.items()):
+                self.undecided(
+                    ("role", role.name, "name"),
+                    f"the role of threads {span[0]}..{span[1] - 1} of `{fn.name}`: its name, and its code as an entry "
+                    "`(const Params*, unsigned char* smem)`",
+                    line,
+                )
+                self.add(role)
+            if bounds:
+                self.undecided(("launch", "kind"), "whether the launch is `fixed` or `persistent`", line)
+                self.add(A.Launch("fixed", threads, blocks))
+            for bar_id in sorted({s.value for s in bars if s.value is not None}):
+                sites = [s for s in bars if s.value == bar_id]
+                counts = {s.args[0] for s in sites if s.args}
+                count = counts.pop() if len(counts) == 1 and None not in counts else None
+                spans = [found.get(s.line) for s in sites]
+                members = tuple(
+                    r.name
+                    for span, r in sorted(roles.items())
+                    if any(x and span[0] <= x[0] and x[1] <= span[1] for x in spans)
+                )
+                self.undecided(
+                    ("claim barrier", f"bar{bar_id}", "kind"),
+                    f"named barrier {bar_id}: a literal ID; a component reads it from its claim's `_bar_id()` handle",
+                    sites[0].line,
+                )
+                self.add(A.BarrierClaim(f"bar{bar_id}", members, count))
+            for count in sorted({s.value for s in fn.sites if s.op == "init" and s.value is not None}):
+                at = next(s.line for s in fn.sites if s.op == "init" and s.value == count)
+                self.undecided(
+                    ("ring", "?", "init"),
+                    f"mbarriers initialised with {count} arrivals: a ring's `full init` or `empty init`",
+                    at,
+                )
+            computed = [s for s in fn.sites if s.op == "bar" and s.value is None and not s.handles]
+            if computed:
+                self.undecided(
+                    ("claim barrier", "?", "id"),
+                    f"named barriers whose IDs the code computes ({len(computed)} sites, the first here)",
+                    computed[0].line,
+                )
+            self._shared()
+
+    def _shared(self) -> None:
+        for decl in self.code.module.shared:
+            align = re.search(r"\.align\s+(\d+)", self.code.ptx_lines[decl.line - 1])
+            nbytes = None if decl.dynamic else decl.size
+            if decl.dynamic:
+                self.undecided(
+                    ("claim smem", decl.name, "bytes"), f"the dynamic shared memory `{decl.name}` holds", decl.line
+                )
+            self.add(A.SmemClaim(_plain(decl.name), nbytes, int(align.group(1)) if align else None))
+
     def _params(self) -> None:
         structs: dict[str, StructLayout] = {}
-        for fn in [*self.entries, *self.hooks]:
+        kernels = [f.name for f in self.code.functions if f.kind == ".entry"] if not self.entries else []
+        for fn in [*self.entries, *self.hooks, *kernels]:
             layout = self.layouts.of_entry(fn)
             if layout is not None:
                 structs.setdefault(layout.name, layout)
@@ -563,6 +650,21 @@ class _Builder:
                     f"fact `{h.item}` (read through `{h.symbol}`): owned, used or assumed, its type and value",
                     self._line(h.symbol),
                 )
+
+
+def _plain(symbol: str) -> str:
+    """A C++ name's last component (``_ZN2gs8smem_rawE`` -> ``smem_raw``); other names as they are."""
+    if not symbol.startswith("_ZN"):
+        return symbol
+    parts, rest = [], symbol[3:]
+    while rest and rest[0].isdigit():
+        digits = re.match(r"\d+", rest)
+        assert digits is not None
+        size = int(digits.group(0))
+        start = len(digits.group(0))
+        parts.append(rest[start : start + size])
+        rest = rest[start + size :]
+    return parts[-1] if parts and rest == "E" else symbol
 
 
 def _count(n: int) -> A.Count:

@@ -25,15 +25,22 @@ Reach = Literal["one", "per_warp", "per_warpgroup", "per_thread"]
 #: the index relative to the role, the warp relative to it, the thread in its warpgroup.
 _KINDS = ("tid", "lane", "warp", "w0", "w0x32", "rel", "wrel", "wglane")
 _LABEL = re.compile(r"^\s*(\$[\w$]+):")
+#: Comparisons a bound literal holds, and the threads one index unit spans.
+_CMPS = ("eq", "ne", "lt", "le", "gt", "ge")
+_UNIT = {"tid": 1, "warp": 32, "wgi": 128}
 
 
 @dataclass(frozen=True)
 class _Lit:
-    """``kind == 0`` (``eq``) or ``!= 0``; kind ``unknown`` is a condition that selects threads unknowably."""
+    """``kind == 0`` (``eq``) or ``!= 0``; kind ``unknown`` is a condition that selects threads unknowably.
+
+    With ``bound`` (``("lt", 4)``), the literal is ``kind < 4`` (``eq``) or its negation: a comparison of the
+    absolute thread, warp or warpgroup index with a constant, which only :func:`ranges` reads."""
 
     kinds: frozenset[str]  # the operand: one kind, or several OR-ed together
     eq: bool
     where: int = 0
+    bound: tuple[str, int] | None = None
 
 
 @dataclass
@@ -66,7 +73,7 @@ def reaches(fn: Function, ptx_lines: list[str], warp0: frozenset[str]) -> dict[i
 
 
 def _classify(lits: set[_Lit]) -> Reach | None:
-    if any("unknown" in lit.kinds for lit in lits) or any(not lit.eq for lit in lits):
+    if any("unknown" in lit.kinds or lit.bound is not None for lit in lits) or any(not lit.eq for lit in lits):
         return None  # a thread-varying condition, or one such as "lanes 1..31" that is no unit of the language
     zero: set[str] = set()
     for lit in lits:
@@ -141,6 +148,10 @@ def _kind_of(
         return "wglane"
     if base in ("shr", "div") and a in ("tid", "rel") and c == (5 if base == "shr" else 32):
         return "warp" if a == "tid" else "wrel"
+    if base in ("shr", "div") and a == "tid" and c == (7 if base == "shr" else 128):
+        return "wgi"
+    if base == "and" and a == "tid" and c in (-32, -128):  # the thread index rounded down to its warp(group)
+        return "warp*32" if c == -32 else "wgi*128"
     if base == "or" and a is not None and b is not None:
         return _as_set(a) | _as_set(b)
     return None
@@ -185,8 +196,14 @@ def _predicate_pass(
         zero = _const(ops[2]) == 0
         pair = {a, b}
         lit: _Lit | None
+        bound = _const(ops[2])
+        if a in ("warp*32", "wgi*128") and bound is not None:  # `(tid & -128) < 256` is `wgi < 2`
+            unit = 32 if a == "warp*32" else 128
+            a, bound = ("warp" if unit == 32 else "wgi"), (bound // unit if bound % unit == 0 else None)
         if cmp in ("eq", "ne") and zero and a is not None:
             lit = _Lit(_as_set(a), cmp == "eq", ins.line)
+        elif a in ("tid", "warp", "wgi") and bound is not None and cmp in _CMPS:
+            lit = _Lit(frozenset({str(a)}), True, ins.line, (cmp, bound))
         elif cmp in ("eq", "ne") and pair == {"warp", "w0"}:
             lit = _Lit(frozenset({"wrel"}), cmp == "eq", ins.line)
         elif cmp in ("eq", "ne") and pair == {"tid", "w0x32"}:
@@ -361,3 +378,48 @@ def _must(blocks: list[_Block], ignore: set[tuple[int, int]]) -> list[frozenset[
                 if new != state[s]:
                     state[s], changed = new, True
     return state
+
+
+def ranges(fn: Function, ptx_lines: list[str], lines: set[int], threads: int) -> dict[int, tuple[int, int] | None]:
+    """For each instruction at a PTX line in ``lines``: the threads ``lo .. hi - 1`` of a block of ``threads``
+    that every path to it selects by the absolute thread, warp or warpgroup index (None: not one range)."""
+    body = fn.body
+    kinds = _kinds(body, frozenset())
+    preds = _predicates(body, kinds)
+    blocks, block_of = _blocks(body, ptx_lines, fn.line, preds)
+    must = _must(blocks, _loop_exits(blocks))
+    out: dict[int, tuple[int, int] | None] = {}
+    for index, ins in enumerate(body):
+        if ins.line in lines:
+            out[ins.line] = _range(must[block_of[index]] or frozenset(), threads)
+    return out
+
+
+def _range(lits: frozenset[_Lit], threads: int) -> tuple[int, int] | None:
+    lo, hi = 0, threads
+    for lit in lits:
+        kind = next(iter(lit.kinds)) if len(lit.kinds) == 1 else ""
+        if kind not in _UNIT:
+            continue
+        cmp, value = lit.bound if lit.bound is not None else ("eq", 0)
+        if not lit.eq:
+            cmp = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "le": "gt", "gt": "le"}[cmp]
+        unit = _UNIT[kind]
+        first, last = value * unit, (value + 1) * unit  # the threads of index `value`
+        if cmp == "eq":
+            lo, hi = max(lo, first), min(hi, last)
+        elif cmp == "lt":
+            hi = min(hi, first)
+        elif cmp == "le":
+            hi = min(hi, last)
+        elif cmp == "gt":
+            lo = max(lo, last)
+        elif cmp == "ge":
+            lo = max(lo, first)
+        elif first <= lo < last:
+            lo = last
+        elif first < hi <= last:
+            hi = first
+        elif lo < first and last < hi:
+            return None  # "not this index" inside the range: two ranges
+    return (lo, hi) if lo < hi else None

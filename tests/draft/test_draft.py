@@ -211,3 +211,46 @@ def test_a_source_that_does_not_compile_is_rejected_and_writes_nothing(tmp_path:
     code, text = _draft(tmp_path, 'extern "C" __device__ void f(const int* p, unsigned char* s) { oops; }')
     assert code == 1
     assert text == ""
+
+
+ONE_UNIT = """
+struct Params { const float* x; unsigned n; };
+__shared__ __align__(128) float stage_buf[256];
+extern "C" __global__ void __launch_bounds__(384, 1) fused(const __grid_constant__ Params p) {
+    __shared__ unsigned long long bars[2];
+    const unsigned wg = threadIdx.x / 128;
+    if (threadIdx.x == 0) {
+        const unsigned at = (unsigned)__cvta_generic_to_shared(bars);
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(at), "r"(1));
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(at + 8), "r"(2));
+    }
+    __syncthreads();
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        stage_buf[threadIdx.x] = p.x[threadIdx.x];
+        asm volatile("bar.arrive 3, 384;" ::: "memory");
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        asm volatile("bar.sync 3, 384;" ::: "memory");
+        if (stage_buf[threadIdx.x - 128] > p.n) asm volatile("trap;");
+    }
+}
+"""
+
+
+@pytest.mark.toolchain
+def test_a_one_unit_kernel_gets_roles_from_its_warp_index_branches(tmp_path: Path) -> None:
+    code, text = _draft(tmp_path, ONE_UNIT)
+    assert code == 0
+    got = values(parse_file(tmp_path / "t.kc", "contract")[0].stages[0])
+    assert got[("role", "wg0", "warps")] == "4" and got[("role", "wg0", "regs")] == "40"
+    assert got[("role", "wg1", "warps")] == "8" and got[("role", "wg1", "regs")] == "232"
+    assert got[("role", "wg1", "warpgroup")] == "yes"
+    assert (got[("launch", "threads")], got[("launch", "blocks_per_sm")]) == ("384", "1")
+    assert got[("claim barrier", "bar3", "threads")] == "384"
+    assert got[("claim barrier", "bar3", "participant", "wg0")] == got[("claim barrier", "bar3", "participant", "wg1")]
+    assert got[("claim smem", "stage_buf", "bytes")] == "1024" and got[("claim smem", "stage_buf", "align")] == "128"
+    assert got[("params", "Params", "n", "offset")] == "8"
+    assert "# undecided: mbarriers initialised with 1 arrivals" in text
+    assert "# undecided: mbarriers initialised with 2 arrivals" in text
+    assert "# undecided: the role of threads 0..127 of `fused`" in text
