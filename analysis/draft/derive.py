@@ -161,8 +161,8 @@ class _Builder:
     def build(self) -> Draft:
         name = self.name or (self.sanitized or self.fallback_name)
         if self.name is None:
-            said = f" (its handles read `{self.prefix}…`)" if self.prefix else ""
-            self.undecided(("stage", "name"), f"the stage's name{said}: `.` and `-` in it read as `_`", 0)
+            said = f" (its handles read `{self.prefix}…`, where `.` and `-` read as `_`)" if self.prefix else ""
+            self.undecided(("stage", "name"), f"the stage's name{said}", 0)
         if self.version is None:
             self.undecided(("stage", "version"), "the stage's version", 0)
         if self.code.target is not None:
@@ -310,7 +310,7 @@ class _Builder:
             nbytes = None if decl.dynamic else decl.size
             if decl.dynamic:
                 self.undecided(
-                    ("claim smem", decl.name, "bytes"), f"the dynamic shared memory `{decl.name}` holds", decl.line
+                    ("claim smem", _plain(decl.name), "bytes"), f"the bytes of `{_plain(decl.name)}`", decl.line
                 )
             self.add(A.SmemClaim(_plain(decl.name), nbytes, int(align.group(1)) if align else None))
 
