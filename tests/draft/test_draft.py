@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -254,3 +255,14 @@ def test_a_one_unit_kernel_gets_roles_from_its_warp_index_branches(tmp_path: Pat
     assert "# undecided: mbarriers initialised with 1 arrivals" in text
     assert "# undecided: mbarriers initialised with 2 arrivals" in text
     assert "# undecided: the role of threads 0..127 of `fused`" in text
+
+
+@pytest.mark.toolchain
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on PATH")
+def test_nvcc_drafts_the_same_roles(tmp_path: Path) -> None:
+    _, by_nvrtc = _draft(tmp_path, ONE_UNIT)
+    _, by_nvcc = _draft(tmp_path, ONE_UNIT, "--compiler", "nvcc")
+    roles = [line for line in by_nvrtc.split("\n") if line.strip().startswith(("role ", "launch ", "claim barrier"))]
+    assert roles and roles == [
+        line for line in by_nvcc.split("\n") if line.strip().startswith(("role ", "launch ", "claim barrier"))
+    ]
