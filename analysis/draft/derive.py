@@ -17,7 +17,11 @@ What the code decides (specs/draft.md has the table):
 - named barriers (``bar.sync`` on a ``_bar_id`` handle) and who syncs on them;
 - counters (a ``_counter_add`` or ``_counter_wait`` call and its constant amount);
 - tensor exports and imports, call trampolines and exported device functions, with the
-  PTX types of their arguments where those are unambiguous.
+  PTX types of their arguments where those are unambiguous;
+- the arrival counts of the stage's own roles (:mod:`analysis.draft.threads`);
+- for a one-unit kernel (a ``.entry``): a role per thread range its warp-index branches give a
+  ``setmaxnreg`` (with that budget), the launch from its directives, literal named barriers,
+  its mbarrier init counts and its ``.shared`` variables.
 
 Everything else — a role's width and register budget, the launch, ring depths, arrival
 counts a handle supplies, alignments, lifetimes, layout maps, facts' values — the
