@@ -72,10 +72,10 @@ def test_pack_link_and_parity_on_the_cpu(tmp_path: Path, capsys: pytest.CaptureF
     root = tmp_path / "triton"
     shutil.copytree(FOLDER, root, ignore=shutil.ignore_patterns("build"))
     assert main(["pack", str(root / "act" / "silu_mul.py"), "--contract", str(root / "act" / "silu_mul.kc")]) == 0
-    assert main(["check", str(root / "triton.kp")]) == 0
+    assert main(["check", str(root / "silu_mul.kp")]) == 0
     assert "no diagnostics" in capsys.readouterr().out
-    assert main(["link", str(root / "triton.kp"), "-o", str(tmp_path / "linked")]) == 0
-    assert main(["parity", str(root / "triton.kp"), "-o", str(tmp_path / "parity")]) == 0
+    assert main(["link", str(root / "silu_mul.kp"), "-o", str(tmp_path / "linked")]) == 0
+    assert main(["parity", str(root / "silu_mul.kp"), "-o", str(tmp_path / "parity")]) == 0
     report = json.loads((tmp_path / "parity" / "parity.json").read_text())
     assert report["proved"] is True, report
 
