@@ -30,6 +30,7 @@ VERBS = (
     "explain",
     "clauses",
     "pack",
+    "draft",
     "inspect",
     "link",
     "run",

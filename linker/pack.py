@@ -52,7 +52,7 @@ from contract_lang.printer import print_node
 from diagnostics import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.files import atomic_write_bytes, read_source
 from diagnostics.symbols import Code
-from linker import binding, handles, layout, opened
+from linker import binding, frontends, handles, layout, opened
 from linker.symbols import LTO_PTX_EXTRA, Prototype, compile_lto_and_ptx, ptx_record, read_ptx_symbols
 from linker.toolchain import CompileResult, compile_nvcc, nvcc_version, nvrtc_options, nvrtc_version, stable_cwd
 from package.captured import Captured
@@ -383,7 +383,7 @@ def _build(
                 )
             ]
         )
-    name = src_path.name or "source.cu"
+    text, chosen, name = frontends.prepare(src_path, text, chosen, target)  # a TileLang stage: its component
     flags = flags or CompileFlags()
     providers = provider_sources(chosen, Path(contract).parent)
     include = flags.dirs(src_path.parent.resolve())

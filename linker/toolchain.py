@@ -264,6 +264,25 @@ def compile_nvrtc_here(
     return CompileResult(name, arch, bytes(out), log, opts, "nvrtc", messages)
 
 
+def nvrtc_cubin_here(text: bytes, name: str, arch: str, opts: tuple[str, ...]) -> bytes:
+    """NVRTC's cubin of ``text`` (no ``-dlto`` in ``opts``), in this process; run it through :func:`isolated`."""
+    err, prog = nvrtc.nvrtcCreateProgram(text, name.encode(), 0, [], [])
+    _check_nvrtc(err, name, "nvrtcCreateProgram")
+    try:
+        (result,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+        if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            log = _nvrtc_log(prog)
+            raise _compile_error(name, arch, "nvrtc", result.name, log, parse_compiler_log(log))
+        err, size = nvrtc.nvrtcGetCUBINSize(prog)
+        _check_nvrtc(err, name, "nvrtcGetCUBINSize")
+        out = bytearray(size)
+        (err,) = nvrtc.nvrtcGetCUBIN(prog, out)
+        _check_nvrtc(err, name, "nvrtcGetCUBIN")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    return bytes(out)
+
+
 def compile_nvcc(
     source: str | bytes,
     name: str,

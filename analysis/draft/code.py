@@ -1,0 +1,282 @@
+"""What a draft reads in one PTX module: its handles by item, and what each function does with them.
+
+Built on :mod:`package.codefacts` (its PTX reader and its value analysis): every register
+is classified by :func:`package.codefacts.values.analyse`, and an operand that comes from
+a handle names the handle (``kl_<stage>_<item>_<what>``, specs/handles.md), so an
+``mbarrier.arrive`` on ``kl_ring_loader_kv_full_bar() + 8 * slot`` is an arrival on ring
+``kv``'s full barrier. This module only reads; :mod:`analysis.draft.derive` turns what it
+finds into contract items.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from analysis.draft.threads import reaches
+from package.codefacts.ptx import Declaration, Function, Instr, Module, declarations, parse
+from package.codefacts.values import Env, Val, analyse
+
+#: Handle suffixes (specs/handles.md), longest first, each with the kind of item it belongs to.
+_SUFFIXES: tuple[tuple[str, str], ...] = (
+    ("_counter_ptr", "counter"),
+    ("_counter_add", "counter"),
+    ("_counter_wait", "counter"),
+    ("_counter", "counter"),
+    ("_full_count", "ring"),
+    ("_empty_count", "ring"),
+    ("_full_wait", "ring"),
+    ("_empty_wait", "ring"),
+    ("_full_bar", "ring"),
+    ("_empty_bar", "ring"),
+    ("_depth", "ring"),
+    ("_bar_id", "barrier"),
+    ("_threads", "barrier"),
+    ("_stride", "smem"),
+    ("_smem", "smem"),
+    ("_tmem", "tmem"),
+    ("_warp0", "role"),
+    ("_regs", "role"),
+    ("_export", "export"),
+    ("_import", "import"),
+)
+_STAGE_WIDE = ("params_offset", "cluster_size")
+#: Externals the toolkit resolves (never a handle nor a call trampoline).
+TOOLKIT = frozenset({"vprintf", "__assertfail", "malloc", "free"})
+
+
+@dataclass(frozen=True)
+class Handle:
+    """One handle a component reads: its symbol, item kind and name, and what it returns."""
+
+    symbol: str
+    kind: str  # ring / barrier / smem / tmem / role / counter / export / import / fact / stage
+    item: str
+    what: str  # the suffix without its underscore ("full_bar", "warp0", …; the fact's name for facts)
+
+
+def parse_handle(rest: str) -> tuple[str, str, str] | None:
+    """``(kind, item, what)`` of a handle name after its stage prefix; None when it is none."""
+    if rest.startswith("fact_") and len(rest) > 5:
+        return "fact", rest[5:], "fact"
+    if rest in _STAGE_WIDE:
+        return "stage", "", rest
+    for suffix, kind in _SUFFIXES:
+        if rest.endswith(suffix) and len(rest) > len(suffix):
+            return kind, rest[: -len(suffix)], suffix[1:]
+    return None
+
+
+def stage_prefix(names: Iterable[str]) -> str | None:
+    """The ``kl_<stage>_`` prefix that explains most of ``names`` as handles (the longest on a tie)."""
+    names = sorted(set(names))
+    candidates: set[str] = set()
+    for name in names:
+        parts = name.split("_")
+        candidates.update("_".join(parts[:i]) + "_" for i in range(2, len(parts)))
+    best: tuple[int, int, str] | None = None
+    for prefix in candidates:
+        score = sum(1 for n in names if n.startswith(prefix) and parse_handle(n[len(prefix) :]) is not None)
+        if score and (best is None or (score, len(prefix)) > best[:2]):
+            best = (score, len(prefix), prefix)
+    return best[2] if best else None
+
+
+@dataclass(frozen=True)
+class Site:
+    """One instruction a draft reads, with the PTX line it is on."""
+
+    op: str  # init / wait / arrive / expect / copy / tensor-copy / credit / bar / setmaxnreg / call / smem
+    line: int
+    handles: frozenset[str] = frozenset()  # the handles its address (or barrier ID) comes from
+    value: int | None = None  # a constant operand: count, bytes, thread count, register budget
+    detail: str = ""  # the opcode, a callee, `sync`/`arrive`, `store`/`load`
+    args: tuple[int | None, ...] = ()  # a call's constant arguments
+    types: tuple[str, ...] = ()  # a call's PTX argument types, then `->` and its result's, when it has one
+    reach: str | None = None  # an arrive: which of the role's threads run it (analysis/draft/threads.py)
+    extra: frozenset[str] = frozenset()  # a second operand's handles (a copy's destination)
+
+
+@dataclass(frozen=True)
+class FunctionCode:
+    """What one function of the module does: its sites, the handles it calls, the opcodes it runs."""
+
+    name: str
+    kind: str
+    line: int
+    params: tuple[str, ...]
+    sites: tuple[Site, ...]
+    calls: frozenset[str]
+    opcodes: frozenset[str]
+    param_types: tuple[tuple[str, str | None], ...] = ()  # (parameter, its type as the body reads it: `ld.param.f32`)
+    result_type: str | None = None  # the type the body stores its result as (`st.param.f32 [func_retval0]`)
+
+
+@dataclass(frozen=True)
+class Code:
+    """A module as a draft reads it."""
+
+    module: Module
+    decls: tuple[Declaration, ...]
+    target: str | None
+    functions: tuple[FunctionCode, ...]
+    lines: dict[str, int] = field(default_factory=dict)  # symbol -> the PTX line declaring it
+    ptx_lines: list[str] = field(default_factory=list)
+
+    def function(self, name: str) -> FunctionCode | None:
+        return next((f for f in self.functions if f.name == name), None)
+
+    def line_of(self, symbol: str) -> int:
+        return self.lines.get(symbol, 0)
+
+    @property
+    def externs(self) -> dict[str, Declaration]:
+        return {d.name: d for d in self.decls if d.linkage == ".extern"}
+
+    @property
+    def defined(self) -> dict[str, Declaration]:
+        return {d.name: d for d in self.decls if d.linkage in (".visible", ".weak")}
+
+
+_DECL_LINE = re.compile(r"^\s*\.(?:extern|visible|weak)\s+\.(?:func|entry)\b(?P<rest>.*)$")
+_LAST_NAME = re.compile(r"([A-Za-z_$][\w$]*)\s*\(?\s*$")
+_TARGET = re.compile(r"^\s*\.target\s+(\w+)", re.M)
+
+
+def read(ptx: str, *, ignore: frozenset[str] = frozenset()) -> Code:
+    """Read ``ptx`` (functions named in ``ignore`` are left out)."""
+    module = parse(ptx)
+    decls = declarations(ptx)
+    externs = frozenset(d.name for d in decls if d.linkage == ".extern")
+    smem_names = frozenset(d.name for d in module.shared if d.dynamic)
+    static_names = frozenset(d.name for d in module.shared if not d.dynamic)
+    lines: dict[str, int] = {}
+    for number, text in enumerate(ptx.split("\n"), start=1):
+        m = _DECL_LINE.match(text.split("//", 1)[0])
+        if m:
+            name = _LAST_NAME.search(m.group("rest"))
+            if name and name.group(1) not in lines:
+                lines[name.group(1)] = number
+    target = _TARGET.search(ptx)
+    ptx_lines = ptx.split("\n")
+    functions = tuple(
+        _function(fn, externs, smem_names, static_names, ptx_lines) for fn in module.functions if fn.name not in ignore
+    )
+    return Code(module, decls, target.group(1) if target else None, functions, lines, ptx_lines)
+
+
+def _function(
+    fn: Function, externs: frozenset[str], smem: frozenset[str], static: frozenset[str], ptx_lines: list[str]
+) -> FunctionCode:
+    entry_like = len(fn.params) == 2 and fn.kind == ".func"
+    env = analyse(fn, handle_names=externs, smem_names=smem, entry_like=entry_like, static_names=static)
+    reach = reaches(fn, ptx_lines, frozenset(n for n in externs if n.endswith("_warp0")))
+    sites = tuple(dataclasses.replace(s, reach=reach.get(s.line)) if s.op == "arrive" else s for s in _sites(fn, env))
+    return FunctionCode(
+        fn.name,
+        fn.kind,
+        fn.line,
+        fn.params,
+        sites,
+        frozenset(c for ins in fn.body if ins.base == "call" for c in [_callee(ins)] if c),
+        frozenset(ins.opcode for ins in fn.body),
+        tuple((p, _param_type(fn, p)) for p in fn.params),
+        next(
+            (i.opcode.rsplit(".", 1)[-1] for i in fn.body if i.opcode.startswith("st.param") and "retval" in i.text),
+            None,
+        ),
+    )
+
+
+def _param_type(fn: Function, param: str) -> str | None:
+    for ins in fn.body:
+        if ins.opcode.startswith("ld.param.") and len(ins.operands) > 1 and ins.operands[1].strip("[] ") == param:
+            return ins.opcode.rsplit(".", 1)[-1]
+    return None
+
+
+def _const(val: Val) -> int | None:
+    return val.const if val.is_const else None
+
+
+def _callee(ins: Instr) -> str | None:
+    for op in ins.operands:
+        name = op.strip()
+        if re.fullmatch(r"[A-Za-z_$][\w$]*", name):
+            return name
+    return None
+
+
+def _result_type(body: tuple[Instr, ...], index: int) -> tuple[str, ...]:
+    """``("->", T)`` when the call at ``index`` reads a result (``ld.param.T … [retval0]``)."""
+    for ins in body[index + 1 : index + 4]:
+        if ins.base == "ld" and ins.has("param") and any("retval" in o for o in ins.operands):
+            return ("->", ins.opcode.rsplit(".", 1)[-1])
+    return ()
+
+
+def _sites(fn: Function, env: Env) -> Iterator[Site]:
+    pending: list[Val] = []  # the `st.param` values of the call being set up
+    types: list[str] = []
+    for index, ins in enumerate(fn.body):
+        op, ops, line = ins.opcode, ins.operands, ins.line
+
+        def addr(i: int, ops: tuple[str, ...] = ops) -> Val:
+            return env.address(ops[i]) if len(ops) > i else Val(unknown=True)
+
+        if ins.base == "st" and ins.has("param") and len(ops) >= 2 and "param" in ops[0] and "retval" not in ops[0]:
+            pending.append(env.operand(ops[1]))
+            types.append(op.rsplit(".", 1)[-1])
+            continue
+        if ins.base == "call":
+            callee = _callee(ins)
+            if callee is not None:
+                args = tuple(_const(v) for v in pending)
+                yield Site("call", line, detail=callee, args=args, types=(*types, *_result_type(fn.body, index)))
+            pending, types = [], []
+            continue
+        if op.startswith("mbarrier.init") and len(ops) >= 2:
+            count = env.operand(ops[1])
+            yield Site("init", line, addr(0).handles, _const(count), op, extra=count.handles)
+        elif op.startswith(("mbarrier.try_wait", "mbarrier.test_wait")) and len(ops) >= 2:
+            yield Site("wait", line, addr(1).handles, detail=op)
+        elif op.startswith("mbarrier.arrive"):
+            i = 0 if ops and ops[0].startswith("[") else 1  # `mbarrier.arrive _, [bar]` / `… %state, [bar]`
+            tx = _const(env.operand(ops[i + 1])) if "expect_tx" in op and len(ops) > i + 1 else None
+            yield Site("arrive", line, addr(i).handles, tx, op)
+        elif op.startswith("mbarrier.expect_tx") and len(ops) >= 2:
+            yield Site("expect", line, addr(0).handles, _const(env.operand(ops[1])), op)
+        elif op.startswith("mbarrier.complete_tx") and len(ops) >= 2:
+            yield Site("credit", line, addr(0).handles, _const(env.operand(ops[1])), op)
+        elif op.startswith("cp.async.bulk.tensor") and "mbarrier" in op and len(ops) >= 3:
+            yield Site("tensor-copy", line, addr(2).handles, None, op, extra=addr(0).handles)
+        elif op.startswith("cp.async.bulk.shared") and "mbarrier" in op and len(ops) >= 4:
+            yield Site("copy", line, addr(3).handles, _const(env.operand(ops[2])), op, extra=addr(0).handles)
+        elif re.match(r"^(bar|barrier)(\.cta)?\.(sync|arrive)", op) and ops:
+            bid = env.operand(ops[0])
+            threads = env.operand(ops[1]) if len(ops) > 1 and not ops[1].startswith(("%p", "!")) else None
+            mode = "arrive" if ".arrive" in op else "sync"
+            yield Site(
+                "bar",
+                line,
+                bid.handles,
+                _const(bid),
+                mode,
+                args=(_const(threads) if threads is not None else None,),
+                extra=threads.handles if threads is not None else frozenset(),
+            )
+        elif op.startswith("setmaxnreg") and ops:
+            yield Site("setmaxnreg", line, value=_const(env.operand(ops[0])), detail=op)
+        elif op.startswith(("fence.mbarrier_init", "fence.proxy.async")):
+            yield Site("fence", line, detail=op)
+        elif ins.base in ("st", "ld", "ldmatrix", "stmatrix") and not op.startswith(
+            ("ld.param", "st.param", "ld.global", "st.global", "ld.local", "st.local", "ld.const")
+        ):
+            bracket = next((o for o in ops if o.startswith("[")), None)
+            if bracket is not None:
+                where = env.address(bracket)
+                if where.handles and (ins.has("shared") or "smem" in where.origins):
+                    kind = "load" if ins.base in ("ld", "ldmatrix") else "store"
+                    yield Site("smem", line, where.handles, detail=f"{kind}:{ins.base}")

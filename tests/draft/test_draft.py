@@ -1,0 +1,268 @@
+"""`kernlink draft` on small components: each value it decides has a twin it must leave undecided, and the CLI."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from analysis.draft import values
+from contract_lang.parser import parse_file
+from kernlink.cli import main
+
+HANDLES = """
+extern "C" {
+__device__ unsigned kl_t_ring_kv_full_bar();
+__device__ unsigned kl_t_ring_kv_empty_bar();
+__device__ unsigned kl_t_ring_kv_depth();
+__device__ unsigned kl_t_ring_slot_smem();
+__device__ unsigned kl_t_ring_slot_stride();
+__device__ unsigned kl_t_ring_load_warp0();
+}
+struct Params { const void* src; unsigned tiles; };
+__device__ __forceinline__ unsigned sa(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void wait(unsigned bar, unsigned parity) {
+    unsigned done = 0;
+    while (!done) {
+        asm volatile("{\\n\\t.reg .pred p;\\n\\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\n\\t"
+                     "selp.u32 %0, 1, 0, p;\\n\\t}" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    }
+}
+"""
+
+PRODUCER = (
+    HANDLES
+    + """
+extern "C" __device__ void t_load(const Params* params, unsigned char* smem) {
+    if (threadIdx.x - 32 * kl_t_ring_load_warp0() != 0) return;
+    const unsigned base = sa(smem);
+    for (unsigned i = 0; i < params->tiles; ++i) {
+        const unsigned slot = i % kl_t_ring_kv_depth();
+        wait(base + kl_t_ring_kv_empty_bar() + 8 * slot, 1);
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+                     :: "r"(base + kl_t_ring_kv_full_bar() + 8 * slot), "r"(BYTES) : "memory");
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                     :: "r"(base + kl_t_ring_slot_smem() + kl_t_ring_slot_stride() * slot), "l"(params->src),
+                        "r"(BYTES), "r"(base + kl_t_ring_kv_full_bar() + 8 * slot) : "memory");
+    }
+}
+"""
+)
+
+CONSUMER = (
+    HANDLES
+    + """
+extern "C" __device__ void t_load(const Params* params, unsigned char* smem) {
+    const unsigned base = sa(smem);
+    float sum = 0.f;
+    for (unsigned i = 0; i < params->tiles; ++i) {
+        const unsigned slot = i % kl_t_ring_kv_depth();
+        wait(base + kl_t_ring_kv_full_bar() + 8 * slot, 0);
+        const unsigned char* at = smem + kl_t_ring_slot_smem() + kl_t_ring_slot_stride() * slot;
+        sum += reinterpret_cast<const float*>(at)[threadIdx.x];
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(base + kl_t_ring_kv_empty_bar() + 8 * slot));
+    }
+    if (sum == 1234.f) asm volatile("trap;");
+}
+"""
+)
+
+
+RELEASE = {
+    "every thread": "{arrive}",
+    "lane 0 of each warp": "if ((threadIdx.x & 31) == 0) {arrive}",
+    "one thread": "if (threadIdx.x - 32 * kl_t_ring_load_warp0() == 0) {arrive}",
+    "thread 0 of each warpgroup": "if (((threadIdx.x - 32 * kl_t_ring_load_warp0()) % 128) == 0) {arrive}",
+}
+ARRIVE = 'asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(base + kl_t_ring_kv_empty_bar() + 8 * slot));'
+
+
+def _draft(tmp_path: Path, text: str, *extra: str) -> tuple[int, str]:
+    source = tmp_path / "t.cu"
+    source.write_text(text)
+    out = tmp_path / "t.kc"
+    code = main(["draft", str(source), "-o", str(out), *extra])
+    return code, out.read_text() if out.exists() else ""
+
+
+def _values(tmp_path: Path, text: str, *extra: str) -> dict[tuple[str, ...], str]:
+    code, _ = _draft(tmp_path, text, *extra)
+    assert code == 0
+    return values(parse_file(tmp_path / "t.kc", "contract")[0].stages[0])
+
+
+@pytest.mark.toolchain
+def test_a_role_that_waits_on_empty_and_fills_full_produces(tmp_path: Path) -> None:
+    got = _values(tmp_path, PRODUCER.replace("BYTES", "4096u"))
+    assert got[("ring", "kv", "produce", "role")] == "load"
+    assert got[("ring", "kv", "produce", "full arrive", "tx")] == "4KiB"
+    assert got[("ring", "kv", "produce", "full copy")] == "4KiB"
+    assert got[("claim smem", "slot", "bytes")] == "4096"
+    assert not any(k[:3] == ("ring", "kv", "consume") for k in got)
+
+
+@pytest.mark.toolchain
+def test_a_role_that_waits_on_full_and_releases_empty_consumes(tmp_path: Path) -> None:
+    got = _values(tmp_path, CONSUMER)
+    assert got[("ring", "kv", "consume", "role")] == "load"
+    assert got[("ring", "kv", "consume", "reads")] == "generic"
+    assert got[("ring", "kv", "consume", "full wait")] == "yes"
+    assert not any(k[:3] == ("ring", "kv", "produce") for k in got)
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize(
+    ("who", "count"),
+    [
+        ("every thread", "per_thread(load)"),
+        ("lane 0 of each warp", "per_warp(load)"),
+        ("one thread", "1"),
+        ("thread 0 of each warpgroup", "per_warpgroup(load)"),
+    ],
+)
+def test_the_threads_that_reach_an_arrive_are_its_count(tmp_path: Path, who: str, count: str) -> None:
+    assert ARRIVE in CONSUMER
+    source = CONSUMER.replace(ARRIVE, RELEASE[who].format(arrive=ARRIVE))
+    assert _values(tmp_path, source)[("ring", "kv", "consume", "empty arrive", "count")] == count
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize(
+    "guard",
+    [
+        "if ((threadIdx.x & 31) != 0) {arrive}",  # 31 lanes of a warp: no unit of the language
+        "if (sum > 0.f) {arrive}",  # a value each thread loaded: who arrives depends on the data
+    ],
+)
+def test_an_arrive_whose_threads_the_code_does_not_decide_is_undecided(tmp_path: Path, guard: str) -> None:
+    code, text = _draft(tmp_path, CONSUMER.replace(ARRIVE, guard.format(arrive=ARRIVE)))
+    assert code == 0
+    assert "# undecided: how many arrive on `kv`'s empty barrier" in text
+    assert "empty arrive 1" in text  # the placeholder below the comment
+
+
+@pytest.mark.toolchain
+def test_bytes_the_code_computes_are_undecided(tmp_path: Path) -> None:
+    code, text = _draft(tmp_path, PRODUCER.replace("BYTES", "(params->tiles * 16u)"))
+    assert code == 0
+    assert "# undecided: the bytes of `slot`" in text
+    assert "# undecided: the transaction bytes" in text
+    assert "claim smem slot per_slot kv use bulk_copy" in text
+
+
+@pytest.mark.toolchain
+def test_the_params_struct_comes_from_the_compiler(tmp_path: Path) -> None:
+    got = _values(tmp_path, PRODUCER.replace("BYTES", "4096u"))
+    assert got[("params", "Params", "size")] == "16"
+    assert got[("params", "Params", "src", "type")] == "ptr"
+    assert got[("params", "Params", "tiles", "offset")] == "8"
+
+
+@pytest.mark.toolchain
+def test_the_draft_is_deterministic_and_names_its_ptx(tmp_path: Path) -> None:
+    source = tmp_path / "t.cu"
+    source.write_text(PRODUCER.replace("BYTES", "4096u"))
+    assert main(["draft", str(source), "-o", str(tmp_path / "a.kc"), "--ptx", str(tmp_path / "code.ptx")]) == 0
+    assert main(["draft", str(source), "-o", str(tmp_path / "b.kc"), "--stage", "t.ring", "--version", "1.2.0"]) == 0
+    first, second = (tmp_path / "a.kc").read_text(), (tmp_path / "b.kc").read_text()
+    assert 'stage "t_ring" version "0.0.0"' in first and "# undecided: the stage's name" in first
+    assert 'stage "t.ring" version "1.2.0"' in second
+    assert "stage's name" not in second and "stage's version" not in second
+    ptx = (tmp_path / "code.ptx").read_text().split("\n")
+    line = int(first.split("role `load`'s width in warps (code.ptx:")[1].split(")")[0])
+    assert "t_load" in ptx[line - 1]
+    assert main(["draft", str(source), "-o", str(tmp_path / "c.kc")]) == 0
+    assert (tmp_path / "c.kc").read_text() == first
+
+
+@pytest.mark.toolchain
+def test_against_a_contract_that_says_otherwise_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "t.cu"
+    source.write_text(PRODUCER.replace("BYTES", "4096u"))
+    contract = tmp_path / "hand.kc"
+    good = """stage "t.ring" version "1.0.0" {
+    target sm_90a
+    role load entry t_load warps 1
+    claim smem slot bytes 4KiB align 128 per_slot kv use bulk_copy
+    ring kv produce by load {
+        depth 2..4
+        empty wait
+        full arrive 1 tx 4KiB
+        full copy 4KiB
+        writes async
+    }
+}
+"""
+    contract.write_text(good)
+    assert main(["draft", str(source), "--against", str(contract)]) == 0
+    assert "0 disagree" in capsys.readouterr().out
+    contract.write_text(good.replace("full copy 4KiB", "full copy 8KiB"))
+    assert main(["draft", str(source), "--against", str(contract)]) == 1
+    out = capsys.readouterr().out
+    assert "ring / kv / produce / full copy: the contract says `8KiB`, the draft `4KiB`" in out
+
+
+def test_a_missing_source_is_a_usage_error(tmp_path: Path) -> None:
+    assert main(["draft", str(tmp_path / "absent.cu")]) == 2
+
+
+@pytest.mark.toolchain
+def test_a_source_that_does_not_compile_is_rejected_and_writes_nothing(tmp_path: Path) -> None:
+    code, text = _draft(tmp_path, 'extern "C" __device__ void f(const int* p, unsigned char* s) { oops; }')
+    assert code == 1
+    assert text == ""
+
+
+ONE_UNIT = """
+struct Params { const float* x; unsigned n; };
+__shared__ __align__(128) float stage_buf[256];
+extern "C" __global__ void __launch_bounds__(384, 1) fused(const __grid_constant__ Params p) {
+    __shared__ unsigned long long bars[2];
+    const unsigned wg = threadIdx.x / 128;
+    if (threadIdx.x == 0) {
+        const unsigned at = (unsigned)__cvta_generic_to_shared(bars);
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(at), "r"(1));
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(at + 8), "r"(2));
+    }
+    __syncthreads();
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        stage_buf[threadIdx.x] = p.x[threadIdx.x];
+        asm volatile("bar.arrive 3, 384;" ::: "memory");
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        asm volatile("bar.sync 3, 384;" ::: "memory");
+        if (stage_buf[threadIdx.x - 128] > p.n) asm volatile("trap;");
+    }
+}
+"""
+
+
+@pytest.mark.toolchain
+def test_a_one_unit_kernel_gets_roles_from_its_warp_index_branches(tmp_path: Path) -> None:
+    code, text = _draft(tmp_path, ONE_UNIT)
+    assert code == 0
+    got = values(parse_file(tmp_path / "t.kc", "contract")[0].stages[0])
+    assert got[("role", "wg0", "warps")] == "4" and got[("role", "wg0", "regs")] == "40"
+    assert got[("role", "wg1", "warps")] == "8" and got[("role", "wg1", "regs")] == "232"
+    assert got[("role", "wg1", "warpgroup")] == "yes"
+    assert (got[("launch", "threads")], got[("launch", "blocks_per_sm")]) == ("384", "1")
+    assert got[("claim barrier", "bar3", "threads")] == "384"
+    assert got[("claim barrier", "bar3", "participant", "wg0")] == got[("claim barrier", "bar3", "participant", "wg1")]
+    assert got[("claim smem", "stage_buf", "bytes")] == "1024" and got[("claim smem", "stage_buf", "align")] == "128"
+    assert got[("params", "Params", "n", "offset")] == "8"
+    assert "# undecided: mbarriers initialised with 1 arrivals" in text
+    assert "# undecided: mbarriers initialised with 2 arrivals" in text
+    assert "# undecided: the role of threads 0..127 of `fused`" in text
+
+
+@pytest.mark.toolchain
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on PATH")
+def test_nvcc_drafts_the_same_roles(tmp_path: Path) -> None:
+    _, by_nvrtc = _draft(tmp_path, ONE_UNIT)
+    _, by_nvcc = _draft(tmp_path, ONE_UNIT, "--compiler", "nvcc")
+    roles = [line for line in by_nvrtc.split("\n") if line.strip().startswith(("role ", "launch ", "claim barrier"))]
+    assert roles and roles == [
+        line for line in by_nvcc.split("\n") if line.strip().startswith(("role ", "launch ", "claim barrier"))
+    ]

@@ -1,0 +1,154 @@
+"""TileLang stages: the SwiGLU epilogue packed from its lowering record, its derived contract, and the link.
+
+TileLang needs an environment of its own (torch, a z3-solver older than kernlink's): these tests
+pack from the lowering record beside the stage, which TileLang's driver printed; the one that lowers
+again runs only where ``KERNLINK_TILELANG_PYTHON`` names a Python with TileLang.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from contract_lang import ast as A
+from contract_lang.parser import parse_text
+from contract_lang.printer import print_node
+from diagnostics import DiagnosticError
+from kernlink.cli import main
+from linker.frontends import tilelang
+from linker.pack import choose_stage, pack
+from package.manifest import read_stage_package
+from tests.link.examples import EXAMPLES
+
+STAGE = EXAMPLES / "gemm_swiglu" / "tilelang"
+
+
+def _header() -> A.Stage:
+    return choose_stage(STAGE / "epilogue.kc", None)
+
+
+def _record() -> tilelang.Record:
+    return tilelang.Record(json.loads((STAGE / "epilogue.tilelang.json").read_text()), "test")
+
+
+def test_the_demand_map_and_params_come_from_the_program() -> None:
+    derived = tilelang.derived_stage(_record(), _header())
+    imported = next(i for i in derived.items if isinstance(i, A.ImportTensor))
+    assert print_node(A.Stage("s", "1", (imported,))).split("\n")[1:-2] == [
+        "    import tensor acc from accumulator into role epilogue {",
+        "        elem f32",
+        "        tile m 128 n 128",
+        "        chunk n 32",
+        "        demand regs(t: 128, p: 32, c: 4) -> (m, n) {",
+        "            m = t",
+        "            n = c * 32 + p",
+        "        }",
+        "        lends smem scratch, regs 32",
+        "        done event acc.done",
+        "    }",
+    ]
+    assert not any(isinstance(i, A.ImportTensor) and i.demand for i in _header().items), "the header states no map"
+    role = derived.roles[0]
+    assert (role.entry, role.warps, role.regs, role.warpgroup) == ("swiglu_tilelang_epilogue_main", 4, 72, True)
+    params = next(i for i in derived.items if isinstance(i, A.Params))
+    assert (params.size, params.align) == (16, 8)
+    assert [(f.name, f.type, f.offset) for f in params.fields] == [
+        ("out", "ptr", 0),
+        ("ldo", "i32", 8),
+        ("rows", "i32", 12),
+    ]
+
+
+def test_a_header_that_states_a_value_keeps_it() -> None:
+    header = _header()
+    own = tuple(
+        A.ImportTensor(i.name, i.export, i.role, "u32", i.tile, i.chunk, i.generation, i.demand, i.lends, i.done)
+        if isinstance(i, A.ImportTensor)
+        else i
+        for i in header.items
+    )
+    derived = tilelang.derived_stage(_record(), A.Stage(header.name, header.version, own))
+    assert next(i for i in derived.items if isinstance(i, A.ImportTensor)).elem == "u32"
+
+
+def test_the_component_is_a_role_entry_over_the_import_handle() -> None:
+    source = tilelang.component(_record(), _header())
+    assert "__global__" not in source and "__launch_bounds__" not in source
+    assert 'extern "C" __device__ void swiglu_tilelang_epilogue_main(const SwigluTilelangParams* kl_params' in source
+    assert "kl_swiglu_tilelang_acc_import(nullptr, reinterpret_cast<unsigned int*>(dst), chunk);" in source
+    assert "threadIdx.x - 32u * kl_swiglu_tilelang_epilogue_warp0()" in source
+    assert source.count("threadIdx.x") == 1
+
+
+@pytest.mark.toolchain
+def test_pack_writes_the_derived_contract_and_it_conforms(tmp_path: Path) -> None:
+    folder = tmp_path / "tilelang"
+    shutil.copytree(STAGE, folder, ignore=shutil.ignore_patterns("build"))
+    result = pack(folder / "epilogue.py", folder / "epilogue.kc", folder / "build" / "epilogue.kpkg")
+    assert result.warnings == ()
+    loaded = read_stage_package(result.path)
+    stage = parse_text(loaded.contract_text, "<package>", "contract").stages[0]
+    assert stage == tilelang.derived_stage(_record(), _header())
+    assert "demand regs(t: 128, p: 32, c: 4) -> (m, n)" in loaded.contract_text
+
+
+@pytest.mark.toolchain
+def test_the_tilelang_epilogue_links_against_the_wgmma_mainloop(tmp_path: Path) -> None:
+    root = tmp_path / "gemm_swiglu"
+    shutil.copytree(EXAMPLES / "gemm_swiglu", root, ignore=shutil.ignore_patterns("build"))
+    assert main(["pack", str(root / "mainloop.cu"), "--contract", str(root / "mainloop.kc")]) == 0
+    assert (
+        main(["pack", str(root / "tilelang" / "epilogue.py"), "--contract", str(root / "tilelang" / "epilogue.kc")])
+        == 0
+    )
+    out = tmp_path / "linked"
+    assert main(["link", str(root / "gemm_swiglu_tilelang.kp"), "-o", str(out)]) == 0
+    linkmap = (out / "link.map").read_text()
+    assert "gemm.mainloop.accumulator -> swiglu.tilelang.acc shared-memory staging" in linkmap
+    assert main(["audit", str(out)]) == 0
+
+
+@pytest.mark.toolchain
+def test_a_record_of_another_program_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if tilelang.has_tilelang():
+        pytest.skip("this interpreter has TileLang: it lowers the edited program instead")
+    monkeypatch.delenv("KERNLINK_TILELANG_PYTHON", raising=False)
+    folder = tmp_path / "tilelang"
+    shutil.copytree(STAGE, folder, ignore=shutil.ignore_patterns("build"))
+    (folder / "epilogue.py").write_text((folder / "epilogue.py").read_text() + "\n# edited\n")
+    with pytest.raises(DiagnosticError) as err:
+        pack(folder / "epilogue.py", folder / "epilogue.kc", folder / "build" / "epilogue.kpkg")
+    assert "is of another version of `epilogue.py`" in err.value.diagnostics[0].message
+    assert not (folder / "build" / "epilogue.kpkg").exists()
+
+
+def test_no_tilelang_and_no_record_says_what_is_needed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if tilelang.has_tilelang():
+        pytest.skip("this interpreter has TileLang")
+    monkeypatch.delenv("KERNLINK_TILELANG_PYTHON", raising=False)
+    (tmp_path / "stage.py").write_text("import tilelang.language as T\n")
+    with pytest.raises(DiagnosticError) as err:
+        tilelang.lower(tmp_path / "stage.py", _header(), "sm_90a")
+    said = err.value.diagnostics[0]
+    assert "neither TileLang nor a lowering record `stage.tilelang.json`" in said.message
+    assert "KERNLINK_TILELANG_PYTHON" in said.helps[0]
+
+
+@pytest.mark.skipif(not os.environ.get("KERNLINK_TILELANG_PYTHON"), reason="KERNLINK_TILELANG_PYTHON names no TileLang")
+def test_the_committed_record_is_what_tilelang_prints() -> None:
+    python = os.environ["KERNLINK_TILELANG_PYTHON"]
+    command = [
+        python,
+        str(tilelang.DRIVER),
+        "epilogue.py",
+        "--arch",
+        "sm_90a",
+        f"--import=acc={tilelang.bridge('acc')}",
+    ]
+    done = subprocess.run(command, cwd=STAGE, capture_output=True, text=True, check=True)
+    assert done.stdout == (STAGE / "epilogue.tilelang.json").read_text()
