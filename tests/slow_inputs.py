@@ -29,6 +29,7 @@ def rings(folder: Path, count: int = 8, depth: str = "2..32") -> Path:
             f"ring r{i} consume by reduce {{",
             "    full wait",
             "    reads generic",
+            "    fence proxy_async",
             "    empty arrive per_warp(reduce)",
             "}",
         ]
