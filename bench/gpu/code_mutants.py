@@ -14,6 +14,7 @@ listed as not run).
 
     python bench/code_mutants.py --only ring --out /tmp/cm          # the campaign, on the CPU
     python bench/gpu/code_mutants.py /tmp/cm/code_mutants.json --sample 12 --out $OUT/code_mutants.json
+    python bench/gpu/code_mutants.py /tmp/cm/code_mutants.json --only ring --sample 100   # every ring mutant
 
 Each sampled mutant ends as `same` (the run matches the reference), `differs`, `hang`
 (the watchdog fired), `not-rebuilt` (no single CUDA line is the instruction) or `not-run`.
@@ -105,12 +106,14 @@ def main() -> int:
     parser.add_argument("campaign", type=Path, help="code_mutants.json of bench/code_mutants.py")
     parser.add_argument("--sample", type=int, default=12, help="mutants to run (default 12)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", nargs="*", help="draw only from these pipelines (e.g. the runnable `ring`)")
     parser.add_argument("--out", type=Path, help="write the results here (JSON)")
     args = parser.parse_args()
     runs: dict[str, Any] = json.loads(args.campaign.read_text())
     pool = [
         (pipeline, verdict, m)
         for pipeline, run in sorted(runs.items())
+        if not args.only or pipeline in args.only
         for verdict in ("accepted", "outside", "equivalent")
         for m in (run.get(verdict, []) if verdict != "accepted" else run.get("accepted_cuda", []))
     ]
