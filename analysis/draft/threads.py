@@ -51,9 +51,10 @@ class _Block:
 
 
 def reaches(fn: Function, ptx_lines: list[str], warp0: frozenset[str]) -> dict[int, Reach | None]:
-    """For every ``mbarrier.arrive`` of ``fn`` (by PTX line): which of the role's threads run it (None: undecided)."""
+    """For every arrive of ``fn`` (``mbarrier.arrive``, a ``tcgen05.commit`` that arrives on an mbarrier), by
+    PTX line: which of the role's threads run it (None: undecided)."""
     body = fn.body
-    if not any(i.opcode.startswith("mbarrier.arrive") for i in body):
+    if not any(is_arrive(i.opcode) for i in body):
         return {}
     kinds = _kinds(body, warp0)
     preds = _predicates(body, kinds)
@@ -62,7 +63,7 @@ def reaches(fn: Function, ptx_lines: list[str], warp0: frozenset[str]) -> dict[i
     must = _must(blocks, ignore)
     out: dict[int, Reach | None] = {}
     for index, ins in enumerate(body):
-        if not ins.opcode.startswith("mbarrier.arrive"):
+        if not is_arrive(ins.opcode):
             continue
         lits = set(must[block_of[index]] or ())
         own = _guard(ins.guard, preds) if ins.guard else None
@@ -72,7 +73,17 @@ def reaches(fn: Function, ptx_lines: list[str], warp0: frozenset[str]) -> dict[i
     return out
 
 
+def is_arrive(opcode: str) -> bool:
+    """Whether an instruction arrives on an mbarrier once per thread that runs it."""
+    return opcode.startswith("mbarrier.arrive") or (
+        opcode.startswith("tcgen05.commit") and "mbarrier::arrive" in opcode
+    )
+
+
 def _classify(lits: set[_Lit]) -> Reach | None:
+    if any(lit.kinds == {"rel"} and lit.eq and lit.bound is None for lit in lits):
+        # the role's first thread alone: a bound on the index it also passes (`t < 32`) selects no other
+        lits = {lit for lit in lits if not (lit.kinds == {"rel"} and lit.bound is not None and _holds_at_zero(lit))}
     if any("unknown" in lit.kinds or lit.bound is not None for lit in lits) or any(not lit.eq for lit in lits):
         return None  # a thread-varying condition, or one such as "lanes 1..31" that is no unit of the language
     zero: set[str] = set()
@@ -85,6 +96,14 @@ def _classify(lits: set[_Lit]) -> Reach | None:
     if "wglane" in zero:
         return "per_warpgroup"
     return "per_thread" if not lits else None
+
+
+def _holds_at_zero(lit: _Lit) -> bool:
+    """Whether index 0 passes a bound literal (``rel < 32``: yes; ``rel >= 32``: no)."""
+    assert lit.bound is not None
+    cmp, value = lit.bound
+    holds = {"eq": value == 0, "ne": value != 0, "lt": value > 0, "le": value >= 0, "gt": value < 0, "ge": value <= 0}
+    return holds[cmp] == lit.eq
 
 
 def _kinds(body: tuple[Instr, ...], warp0: frozenset[str]) -> dict[str, str | frozenset[str]]:
@@ -202,7 +221,7 @@ def _predicate_pass(
             a, bound = ("warp" if unit == 32 else "wgi"), (bound // unit if bound % unit == 0 else None)
         if cmp in ("eq", "ne") and zero and a is not None:
             lit = _Lit(_as_set(a), cmp == "eq", ins.line)
-        elif a in ("tid", "warp", "wgi") and bound is not None and cmp in _CMPS:
+        elif a in ("tid", "warp", "wgi", "rel") and bound is not None and cmp in _CMPS:
             lit = _Lit(frozenset({str(a)}), True, ins.line, (cmp, bound))
         elif cmp in ("eq", "ne") and pair == {"warp", "w0"}:
             lit = _Lit(frozenset({"wrel"}), cmp == "eq", ins.line)
