@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from analysis.draft.threads import reaches
+from analysis.draft.threads import reaches, together
 from package.codefacts.ptx import Declaration, Function, Instr, Module, declarations, parse
 from package.codefacts.values import Env, Val, analyse, defines
 
@@ -95,7 +95,7 @@ class Site:
     detail: str = ""  # the opcode, a callee, `sync`/`arrive`, `store`/`load`
     args: tuple[int | None, ...] = ()  # a call's constant arguments
     types: tuple[str, ...] = ()  # a call's PTX argument types, then `->` and its result's, when it has one
-    reach: str | None = None  # an arrive: which of the role's threads run it (analysis/draft/threads.py)
+    reach: str | None = None  # an arrive: which of the role's threads run it; a call: `per_thread` when all together
     extra: frozenset[str] = frozenset()  # a second operand's handles (a copy's destination)
 
 
@@ -172,8 +172,18 @@ def _function(
 ) -> FunctionCode:
     entry_like = len(fn.params) == 2 and fn.kind == ".func"
     env = analyse(fn, handle_names=externs, smem_names=smem, entry_like=entry_like, static_names=static)
-    reach = reaches(fn, ptx_lines, frozenset(n for n in externs if n.endswith("_warp0")))
-    sites = tuple(dataclasses.replace(s, reach=reach.get(s.line)) if s.op == "arrive" else s for s in _sites(fn, env))
+    warp0 = frozenset(n for n in externs if n.endswith("_warp0"))
+    reach = reaches(fn, ptx_lines, warp0)
+    found = list(_sites(fn, env))
+    calls = together(fn, ptx_lines, warp0, {s.line for s in found if s.op == "call"}) if entry_like else {}
+    sites = tuple(
+        dataclasses.replace(s, reach=reach.get(s.line))
+        if s.op == "arrive"
+        else dataclasses.replace(s, reach="per_thread" if calls.get(s.line) else None)
+        if s.op == "call"
+        else s
+        for s in found
+    )
     return FunctionCode(
         fn.name,
         fn.kind,

@@ -665,8 +665,12 @@ class _Builder:
                 sig = self._signature(("call", symbol), params, result, line)
                 guess = re.sub(r"^kl_(call_)?", "", symbol)
                 self.undecided(("call", guess, "name"), f"the callable `{symbol}` calls", line)
-                self.undecided(("call", guess, "guarantees"), "what the call site guarantees", line)
-                self.add(A.Call(guess, sig, symbol, self.role_of[entry]))
+                # every thread of the role calls, all together: the role is whole warps, so full ones
+                whole = all(s.reach == "per_thread" for s in calls)
+                guarantees = ("converged", "full_warps") if whole else ()
+                why = "what else the call site guarantees" if whole else "what the call site guarantees"
+                self.undecided(("call", guess, "guarantees"), why, line)
+                self.add(A.Call(guess, sig, symbol, self.role_of[entry], guarantees=guarantees))
 
     def _signature(self, key: Key, params: Iterable[str], result: str, line: int) -> A.Signature:
         def one(ptx: str) -> str:

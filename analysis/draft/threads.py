@@ -442,3 +442,52 @@ def _range(lits: frozenset[_Lit], threads: int) -> tuple[int, int] | None:
         elif lo < first and last < hi:
             return None  # "not this index" inside the range: two ranges
     return (lo, hi) if lo < hi else None
+
+
+def together(fn: Function, ptx_lines: list[str], warp0: frozenset[str], lines: set[int]) -> dict[int, bool]:
+    """For each call at a PTX line in ``lines``: whether every thread of the role makes it, all together.
+
+    Yes where the call post-dominates every branch whose condition differs between threads (it selects
+    threads, or reads a value that varies) from which the call can be reached: the threads that part
+    there meet again before the call, and none leaves on the way. A guarded return on such a condition,
+    or a branch to a label the function does not have, is a no for every call.
+    """
+    body = fn.body
+    kinds = _kinds(body, warp0)
+    preds = _predicates(body, kinds)
+    if any(i.base in ("ret", "exit", "trap") and i.guard and _guard(i.guard, preds) is not None for i in body):
+        return dict.fromkeys(lines, False)
+    blocks, block_of = _blocks(body, ptx_lines, fn.line, preds)
+    if any(b.end > b.start and body[b.end - 1].base == "bra" and not b.succ for b in blocks):
+        return dict.fromkeys(lines, False)
+    n = len(blocks)
+    exit_node = n
+    post: list[set[int]] = [set(range(n + 1)) for _ in range(n)] + [{exit_node}]
+    changed = True
+    while changed:
+        changed = False
+        for i in reversed(range(n)):
+            nexts = [s for s, _ in blocks[i].succ] or [exit_node]
+            new = {i} | set.intersection(*(post[s] for s in nexts))
+            if new != post[i]:
+                post[i], changed = new, True
+    parting = [i for i, b in enumerate(blocks) if any(lit is not None for _, lit in b.succ)]
+    out: dict[int, bool] = {}
+    for index, ins in enumerate(body):
+        if ins.line not in lines:
+            continue
+        at = block_of[index]
+        own = ins.guard is not None and _guard(ins.guard, preds) is not None  # `@%p call` on a varying %p
+        out[ins.line] = not own and all(at in post[b] for b in parting if at in _reachable(blocks, b))
+    return out
+
+
+def _reachable(blocks: list[_Block], start: int) -> set[int]:
+    seen: set[int] = set()
+    todo = [s for s, _ in blocks[start].succ]
+    while todo:
+        b = todo.pop()
+        if b not in seen:
+            seen.add(b)
+            todo.extend(s for s, _ in blocks[b].succ)
+    return seen

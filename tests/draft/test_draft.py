@@ -411,3 +411,40 @@ def test_a_bound_on_the_role_index_that_its_first_thread_passes_selects_no_other
         assert "# undecided: how many arrive on `kv`'s empty barrier" in text
     else:
         assert got[("ring", "kv", "consume", "empty arrive", "count")] == count
+
+
+CALLER = (
+    HANDLES
+    + """
+extern "C" __device__ float kl_call_scale(float x);
+extern "C" __device__ void t_load(const Params* params, unsigned char* smem) {
+    const unsigned t = threadIdx.x - 32 * kl_t_ring_load_warp0();
+    float* const data = static_cast<float*>(const_cast<void*>(params->src));
+    for (unsigned base = blockIdx.x * 128; base < params->tiles; base += gridDim.x * 128) {
+        const unsigned i = base + t;
+        const float x = i < params->tiles ? data[i] : 0.0f;
+        CALL
+        if (i < params->tiles) data[i] = y;
+    }
+}
+"""
+)
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize(
+    ("call", "together"),
+    [
+        # the threads that skip the load meet the others again before the call
+        ("const float y = kl_call_scale(x);", True),
+        ("float y = x; if (t < 16) y = kl_call_scale(x);", False),  # half a warp calls
+        ("float y = x; if (x > 0.f) y = kl_call_scale(x);", False),  # who calls depends on the data
+    ],
+)
+def test_a_call_every_thread_makes_together_guarantees_converged_full_warps(
+    tmp_path: Path, call: str, together: bool
+) -> None:
+    got = _values(tmp_path, CALLER.replace("CALL", call))
+    assert got[("call", "scale", "caller")] == "role load"
+    assert (("call", "scale", "guarantees", "converged") in got) == together
+    assert (("call", "scale", "guarantees", "full_warps") in got) == together
