@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from analysis.draft.threads import reaches, together
+from analysis.draft.threads import at_most_once, reaches, together
 from package.codefacts.ptx import Declaration, Function, Instr, Module, declarations, parse
 from package.codefacts.values import Env, Val, analyse, defines
 
@@ -97,6 +97,7 @@ class Site:
     types: tuple[str, ...] = ()  # a call's PTX argument types, then `->` and its result's, when it has one
     reach: str | None = None  # an arrive: which of the role's threads run it; a call: `per_thread` when all together
     extra: frozenset[str] = frozenset()  # a second operand's handles (a copy's destination)
+    once: bool = False  # a call in a role entry: each run of it makes at most one call of this callee, once
 
 
 @dataclass(frozen=True)
@@ -175,11 +176,17 @@ def _function(
     warp0 = frozenset(n for n in externs if n.endswith("_warp0"))
     reach = reaches(fn, ptx_lines, warp0)
     found = list(_sites(fn, env))
-    calls = together(fn, ptx_lines, warp0, {s.line for s in found if s.op == "call"}) if entry_like else {}
+    lines = {s.line for s in found if s.op == "call"}
+    calls = together(fn, ptx_lines, warp0, lines) if entry_like else {}
+    callees: dict[str, set[int]] = {}
+    for s in found:
+        if s.op == "call":
+            callees.setdefault(s.detail, set()).add(s.line)
+    once = at_most_once(fn, ptx_lines, list(callees.values())) if entry_like else {}
     sites = tuple(
         dataclasses.replace(s, reach=reach.get(s.line))
         if s.op == "arrive"
-        else dataclasses.replace(s, reach="per_thread" if calls.get(s.line) else None)
+        else dataclasses.replace(s, reach="per_thread" if calls.get(s.line) else None, once=once.get(s.line, False))
         if s.op == "call"
         else s
         for s in found

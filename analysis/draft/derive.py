@@ -697,7 +697,13 @@ class _Builder:
             if h.kind == "export":
                 self.undecided((*key, "placement"), "the placement (which thread holds which element)", line)
                 self.undecided((*key, "ready"), "the ready event", line)
-                self.add(A.ExportTensor(h.item, role))
+                own = self.code.function(callers[0])
+                sites = [s for s in (own.sites if own else ()) if s.op == "call" and s.detail == h.symbol]
+                # each run of the role exports at most once: one generation per kernel (else undecided)
+                once = len(callers) == 1 and bool(sites) and all(s.once for s in sites)
+                if not once:
+                    self.undecided((*key, "generation"), "the generation (the export may be made more than once)", line)
+                self.add(A.ExportTensor(h.item, role, generation="once" if once else None))
             else:
                 self.undecided((*key, "from"), "the export it imports", line)
                 self.undecided((*key, "demand"), "the demand map and its chunks", line)

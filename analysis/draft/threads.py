@@ -491,3 +491,23 @@ def _reachable(blocks: list[_Block], start: int) -> set[int]:
             seen.add(b)
             todo.extend(s for s, _ in blocks[b].succ)
     return seen
+
+
+def at_most_once(fn: Function, ptx_lines: list[str], groups: list[set[int]]) -> dict[int, bool]:
+    """For the instructions at the PTX lines of each group (the calls of one callee): whether each run of
+    ``fn`` executes at most one of the group, once: none is on a cycle of its control flow, and none
+    can be reached from another."""
+    body = fn.body
+    blocks, block_of = _blocks(body, ptx_lines, fn.line, _predicates(body, _kinds(body, frozenset())))
+    broken = any(b.end > b.start and body[b.end - 1].base == "bra" and not b.succ for b in blocks)
+    index = {ins.line: i for i, ins in enumerate(body)}
+    out: dict[int, bool] = {}
+    for group in groups:
+        at = {line: block_of[index[line]] for line in group if line in index}
+        after = {line: _reachable(blocks, b) for line, b in at.items()}
+        for line, b in at.items():
+            others = [o for o in at if o != line]
+            out[line] = (
+                not broken and b not in after[line] and not any(at[o] in after[line] or at[o] == b for o in others)
+            )
+    return out

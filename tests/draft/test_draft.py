@@ -448,3 +448,38 @@ def test_a_call_every_thread_makes_together_guarantees_converged_full_warps(
     assert got[("call", "scale", "caller")] == "role load"
     assert (("call", "scale", "guarantees", "converged") in got) == together
     assert (("call", "scale", "guarantees", "full_warps") in got) == together
+
+
+EXPORTER = (
+    HANDLES
+    + """
+extern "C" __device__ void kl_t_ring_acc_export(const unsigned* held);
+extern "C" __device__ void t_load(const Params* params, unsigned char* smem) {
+    unsigned held[4] = {params->tiles, 1u, 2u, 3u};
+    if (threadIdx.x - 32 * kl_t_ring_load_warp0() >= 32) {
+        kl_t_ring_acc_export(held);  // the other warps export at once
+        return;
+    }
+    EXPORT
+}
+"""
+)
+EXPORT = "kl_t_ring_acc_export(held);"
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize(
+    ("export", "once"),
+    [
+        (EXPORT, True),
+        (f"for (unsigned i = 0; i < params->tiles; ++i) {{ held[0] += i; {EXPORT} }}", False),  # once per tile
+        (f"{EXPORT} held[0] += 1; {EXPORT}", False),  # twice on one path
+    ],
+)
+def test_an_export_each_run_makes_once_is_generation_once(tmp_path: Path, export: str, once: bool) -> None:
+    code, text = _draft(tmp_path, EXPORTER.replace("EXPORT", export))
+    assert code == 0
+    got = values(parse_file(tmp_path / "t.kc", "contract")[0].stages[0])
+    assert got[("export tensor", "acc", "role")] == "load"
+    assert got.get(("export tensor", "acc", "generation")) == ("once" if once else None)
+    assert ("# undecided: the generation" in text) != once
