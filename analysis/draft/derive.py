@@ -12,12 +12,17 @@ What the code decides (specs/draft.md has the table):
   of its ``arrive.expect_tx``, the bytes of its bulk copies, the proxy its slots are written
   and read through, who initialises it and whether the init is fenced;
 - the shared-memory claims it reads handles of, whether they are per slot, the bytes a
-  constant-size copy fills, and the uses its instructions show (bulk copy, TMA, ldmatrix,
-  generic loads and stores);
+  constant-size copy (or the tensor copies that fill a slot) fills, and the uses its
+  instructions show (bulk copy, TMA, ldmatrix, generic loads and stores, mbarriers, and the
+  matrix descriptors of ``wgmma``/``tcgen05.mma`` with their swizzle), with the alignment
+  where the code encodes it (a descriptor's swizzle, an mbarrier);
 - named barriers (``bar.sync`` on a ``_bar_id`` handle) and who syncs on them;
 - counters (a ``_counter_add`` or ``_counter_wait`` call and its constant amount);
-- tensor exports and imports, call trampolines and exported device functions, with the
-  PTX types of their arguments where those are unambiguous;
+- tensor exports and imports (an export made at most once per run: ``generation once``),
+  call trampolines and exported device functions, with the PTX types of their arguments
+  where those are unambiguous, and ``converged, full_warps`` for a call every thread of the
+  role makes together;
+- a consumer's ``fence proxy_async`` before it releases slots it read generically;
 - the arrival counts of the stage's own roles (:mod:`analysis.draft.threads`);
 - for a one-unit kernel (a ``.entry``): a role per thread range its warp-index branches give a
   ``setmaxnreg`` (with that budget), the launch from its directives, literal named barriers,
