@@ -73,7 +73,7 @@ def measure(component: str, target: str) -> dict[str, Any]:
         k for k in (*result.agreed, *(d[0] for d in result.disagreed), *result.undecided) if k[0] not in OUT_OF_SCOPE
     ]
     scoped_agreed = [k for k in result.agreed if k[0] not in OUT_OF_SCOPE]
-    conform = [f for f in check(drafted.stage, derive(ptx)) if f.severity == "error"]
+    conform = [f for f in check(drafted.stage, derive(ptx)) if f.decided]
     return {
         "component": component,
         "stated": result.stated,

@@ -15,9 +15,9 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from analysis.draft.threads import reaches
+from analysis.draft.threads import at_most_once, reaches, together
 from package.codefacts.ptx import Declaration, Function, Instr, Module, declarations, parse
-from package.codefacts.values import Env, Val, analyse
+from package.codefacts.values import Env, Val, analyse, defines
 
 #: Handle suffixes (specs/handles.md), longest first, each with the kind of item it belongs to.
 _SUFFIXES: tuple[tuple[str, str], ...] = (
@@ -88,15 +88,16 @@ def stage_prefix(names: Iterable[str]) -> str | None:
 class Site:
     """One instruction a draft reads, with the PTX line it is on."""
 
-    op: str  # init / wait / arrive / expect / copy / tensor-copy / credit / bar / setmaxnreg / call / smem
+    op: str  # init / wait / arrive / expect / copy / tensor-copy / credit / bar / setmaxnreg / call / smem / desc
     line: int
     handles: frozenset[str] = frozenset()  # the handles its address (or barrier ID) comes from
-    value: int | None = None  # a constant operand: count, bytes, thread count, register budget
+    value: int | None = None  # a constant operand: count, bytes, thread count, register budget, swizzle bytes
     detail: str = ""  # the opcode, a callee, `sync`/`arrive`, `store`/`load`
     args: tuple[int | None, ...] = ()  # a call's constant arguments
     types: tuple[str, ...] = ()  # a call's PTX argument types, then `->` and its result's, when it has one
-    reach: str | None = None  # an arrive: which of the role's threads run it (analysis/draft/threads.py)
+    reach: str | None = None  # an arrive: which of the role's threads run it; a call: `per_thread` when all together
     extra: frozenset[str] = frozenset()  # a second operand's handles (a copy's destination)
+    once: bool = False  # a call in a role entry: each run of it makes at most one call of this callee, once
 
 
 @dataclass(frozen=True)
@@ -172,8 +173,24 @@ def _function(
 ) -> FunctionCode:
     entry_like = len(fn.params) == 2 and fn.kind == ".func"
     env = analyse(fn, handle_names=externs, smem_names=smem, entry_like=entry_like, static_names=static)
-    reach = reaches(fn, ptx_lines, frozenset(n for n in externs if n.endswith("_warp0")))
-    sites = tuple(dataclasses.replace(s, reach=reach.get(s.line)) if s.op == "arrive" else s for s in _sites(fn, env))
+    warp0 = frozenset(n for n in externs if n.endswith("_warp0"))
+    reach = reaches(fn, ptx_lines, warp0)
+    found = list(_sites(fn, env))
+    lines = {s.line for s in found if s.op == "call"}
+    calls = together(fn, ptx_lines, warp0, lines) if entry_like else {}
+    callees: dict[str, set[int]] = {}
+    for s in found:
+        if s.op == "call":
+            callees.setdefault(s.detail, set()).add(s.line)
+    once = at_most_once(fn, ptx_lines, list(callees.values())) if entry_like else {}
+    sites = tuple(
+        dataclasses.replace(s, reach=reach.get(s.line))
+        if s.op == "arrive"
+        else dataclasses.replace(s, reach="per_thread" if calls.get(s.line) else None, once=once.get(s.line, False))
+        if s.op == "call"
+        else s
+        for s in found
+    )
     return FunctionCode(
         fn.name,
         fn.kind,
@@ -246,6 +263,8 @@ def _sites(fn: Function, env: Env) -> Iterator[Site]:
             i = 0 if ops and ops[0].startswith("[") else 1  # `mbarrier.arrive _, [bar]` / `… %state, [bar]`
             tx = _const(env.operand(ops[i + 1])) if "expect_tx" in op and len(ops) > i + 1 else None
             yield Site("arrive", line, addr(i).handles, tx, op)
+        elif op.startswith("tcgen05.commit") and "mbarrier::arrive" in op and ops:
+            yield Site("arrive", line, addr(0).handles, None, op)  # one arrive once the thread's MMAs complete
         elif op.startswith("mbarrier.expect_tx") and len(ops) >= 2:
             yield Site("expect", line, addr(0).handles, _const(env.operand(ops[1])), op)
         elif op.startswith("mbarrier.complete_tx") and len(ops) >= 2:
@@ -267,6 +286,10 @@ def _sites(fn: Function, env: Env) -> Iterator[Site]:
                 args=(_const(threads) if threads is not None else None,),
                 extra=threads.handles if threads is not None else frozenset(),
             )
+        elif op.startswith(("wgmma.mma_async", "tcgen05.mma")):
+            for reg in (o.strip() for o in ops if re.fullmatch(r"%rd\d+", o.strip())):
+                swizzle, base = _descriptor(fn, reg, op.startswith("tcgen05"))
+                yield Site("desc", line, env.operand(reg).handles, swizzle, op, args=(base,))
         elif op.startswith("setmaxnreg") and ops:
             yield Site("setmaxnreg", line, value=_const(env.operand(ops[0])), detail=op)
         elif op.startswith(("fence.mbarrier_init", "fence.proxy.async")):
@@ -280,3 +303,41 @@ def _sites(fn: Function, env: Env) -> Iterator[Site]:
                 if where.handles and (ins.has("shared") or "smem" in where.origins):
                     kind = "load" if ins.base in ("ld", "ldmatrix") else "store"
                     yield Site("smem", line, where.handles, detail=f"{kind}:{ins.base}")
+
+
+#: A shared-memory matrix descriptor's layout type -> the swizzle's bytes (0: none). wgmma (sm_90a):
+#: bits 62..63 (PTX ISA "Matrix Descriptor Format"); tcgen05 (sm_100a): bits 61..63, where 1 (128-byte
+#: swizzle with 32-byte atoms) is left out.
+_WGMMA_SWIZZLE = {0: 0, 1: 128, 2: 64, 3: 32}
+_TCGEN05_SWIZZLE = {0: 0, 2: 128, 4: 64, 6: 32}
+
+
+def _descriptor(fn: Function, reg: str, tcgen05: bool) -> tuple[int | None, int | None]:
+    """The swizzle bytes and matrix base offset of the descriptor in ``reg`` (None each: undecided).
+
+    Decided where every definition of ``reg`` is ``or.b64 reg, low, C`` with one constant ``C`` and ``low``
+    zero-extended from 32 bits (``cvt.u64.u32``): the descriptor's bits 32..63, which hold the layout type
+    and the base offset, are then ``C``'s.
+    """
+    high: set[int] = set()
+    for ins in fn.body:
+        if not (ins.operands and ins.operands[0].strip() == reg and defines(ins)):
+            continue
+        ops = [o.strip() for o in ins.operands]
+        if ins.opcode != "or.b64" or len(ops) != 3 or not re.fullmatch(r"-?(0[xX][0-9a-fA-F]+|\d+)", ops[2]):
+            return None, None
+        if not _zero_extended(fn, ops[1]):
+            return None, None
+        high.add((int(ops[2], 0) & (1 << 64) - 1) >> 32)
+    if len(high) != 1:
+        return None, None
+    c = high.pop() << 32
+    layout = (c >> 61) & 7 if tcgen05 else (c >> 62) & 3
+    swizzle = (_TCGEN05_SWIZZLE if tcgen05 else _WGMMA_SWIZZLE).get(layout)
+    return swizzle, (c >> 49) & 7
+
+
+def _zero_extended(fn: Function, reg: str) -> bool:
+    """Whether every definition of ``reg`` zero-extends a 32-bit value (its bits 32..63 are 0)."""
+    defs = [i for i in fn.body if i.operands and i.operands[0].strip() == reg and defines(i)]
+    return bool(defs) and all(i.opcode == "cvt.u64.u32" for i in defs)

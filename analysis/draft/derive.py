@@ -12,12 +12,17 @@ What the code decides (specs/draft.md has the table):
   of its ``arrive.expect_tx``, the bytes of its bulk copies, the proxy its slots are written
   and read through, who initialises it and whether the init is fenced;
 - the shared-memory claims it reads handles of, whether they are per slot, the bytes a
-  constant-size copy fills, and the uses its instructions show (bulk copy, TMA, ldmatrix,
-  generic loads and stores);
+  constant-size copy (or the tensor copies that fill a slot) fills, and the uses its
+  instructions show (bulk copy, TMA, ldmatrix, generic loads and stores, mbarriers, and the
+  matrix descriptors of ``wgmma``/``tcgen05.mma`` with their swizzle), with the alignment
+  where the code encodes it (a descriptor's swizzle, an mbarrier);
 - named barriers (``bar.sync`` on a ``_bar_id`` handle) and who syncs on them;
 - counters (a ``_counter_add`` or ``_counter_wait`` call and its constant amount);
-- tensor exports and imports, call trampolines and exported device functions, with the
-  PTX types of their arguments where those are unambiguous;
+- tensor exports and imports (an export made at most once per run: ``generation once``),
+  call trampolines and exported device functions, with the PTX types of their arguments
+  where those are unambiguous, and ``converged, full_warps`` for a call every thread of the
+  role makes together;
+- a consumer's ``fence proxy_async`` before it releases slots it read generically;
 - the arrival counts of the stage's own roles (:mod:`analysis.draft.threads`);
 - for a one-unit kernel (a ``.entry``): a role per thread range its warp-index branches give a
   ``setmaxnreg`` (with that budget), the launch from its directives, literal named barriers,
@@ -39,8 +44,12 @@ from typing import Literal
 from analysis.draft.code import TOOLKIT, Code, FunctionCode, Handle, Site, parse_handle, read, stage_prefix
 from analysis.draft.model import Draft, Key, Layouts, StructLayout, Undecided
 from analysis.draft.threads import ranges
+from checker.storage import needed_alignment
 from contract_lang import ast as A
+from hardware.targets import target as target_spec
 
+#: The sites whose address is an mbarrier (a claim they address is `use mbarrier`).
+_MBARRIER_OPS = ("init", "wait", "arrive", "expect", "credit")
 #: PTX argument types with one contract type each (``b32`` could be ``u32``, ``i32`` or ``f32``).
 _PTX_TYPES = {"f32": "f32", "f64": "f64", "u32": "u32", "s32": "i32", "u16": "u16"}
 _PLACEHOLDER_TYPES = {"b32": "u32", "b64": "u64", "b16": "u16", "b8": "u8"}
@@ -197,7 +206,8 @@ class _Builder:
             ("wgmma", lambda o: o.startswith("wgmma.")),
             ("setmaxnreg", lambda o: o.startswith("setmaxnreg")),
             ("tcgen05", lambda o: o.startswith("tcgen05.")),
-            ("tmem", lambda o: o.startswith(("tcgen05.alloc", "tcgen05.ld", "tcgen05.st"))),
+            # tcgen05.mma's accumulator is always in tensor memory
+            ("tmem", lambda o: o.startswith(("tcgen05.alloc", "tcgen05.ld", "tcgen05.st", "tcgen05.mma"))),
             ("mma_sync", lambda o: o.startswith("mma.sync")),
             ("ldmatrix", lambda o: o.startswith("ldmatrix")),
             ("stmatrix", lambda o: o.startswith("stmatrix")),
@@ -220,13 +230,15 @@ class _Builder:
                 self.undecided(("role", role, "name"), f"the name of the role entered at `{entry}`", line)
             ops = self._opcodes(entry)
             warpgroup = any(o.startswith("wgmma.") for o in ops)
+            # a placeholder width (the least a role of its kind has), so that the arrivals its guards select
+            # check against its own code
             self.undecided(("role", role, "warps"), f"role `{role}`'s width in warps", line)
             regs = self._handle("role", role, "regs")
             budget = f" (it reads `{regs}`)" if regs else ""
             self.undecided(("role", role, "regs"), f"role `{role}`'s register budget{budget}", line)
             if not warpgroup:
                 self.undecided(("role", role, "warpgroup"), f"whether role `{role}` is warpgroup-aligned", line)
-            self.add(A.Role(role, entry, warpgroup=warpgroup))
+            self.add(A.Role(role, entry, 4 if warpgroup else 1, warpgroup=warpgroup))
         if self.entries:
             self.undecided(
                 ("launch", "kind"),
@@ -358,11 +370,14 @@ class _Builder:
             copies = [s for e in self._all() for s in self._sites(e, "copy") if s.extra & symbols]
             tensor = [s for e in self._all() for s in self._sites(e, "tensor-copy") if s.extra & symbols]
             access = [s for e in self._all() for s in self._sites(e, "smem") if s.handles & symbols]
+            descs = [s for e in self._all() for s in self._sites(e, "desc") if s.handles & symbols]
+            barriers = [s for e in self._all() for s in self._sites(e, *_MBARRIER_OPS) if s.handles & symbols]
             sized = [s.value for s in copies if s.value is not None]
             nbytes = max(sized) if sized and len(sized) == len(copies) and not tensor else None
+            if nbytes is None and tensor and not copies and per_slot is not None:
+                nbytes = self._slot_fill(per_slot, symbols)
             if nbytes is None:
                 self.undecided(("claim smem", claim, "bytes"), f"the bytes of `{claim}`", line)
-            self.undecided(("claim smem", claim, "align"), f"the alignment of `{claim}`", line)
             self.undecided(("claim smem", claim, "lifetime"), f"the lifetime of `{claim}`", line)
             uses = {"bulk_copy"} if copies else set()
             if tensor:
@@ -371,17 +386,54 @@ class _Builder:
                 uses.add("ldmatrix")
             if any(s.detail in ("load:ld", "store:st") for s in access):
                 uses.add("generic")
-            self.undecided(
-                ("claim smem", claim, "use"),
-                f"uses of `{claim}` beyond what its instructions show (swizzle, wgmma)",
-                line,
-            )
+            if barriers:
+                uses.add("mbarrier")
+            swizzles = {s.value for s in descs}
+            swizzle = swizzles.pop() if len(swizzles) == 1 else None
+            if descs:
+                uses.add("wgmma")
+            if swizzle:
+                uses.add(f"swizzle{swizzle}")
+            if swizzle is None:
+                self.undecided(
+                    ("claim smem", claim, "use"),
+                    f"uses of `{claim}` beyond what its instructions show (the swizzle a tensor map gives)",
+                    line,
+                )
             ordered = tuple(u for u in A.SMEM_USES if u in uses)
-            self.add(A.SmemClaim(claim, nbytes, None, per_slot, uses=ordered))
+            align = self._alignment(ordered, swizzle is not None, {s.args[0] for s in descs if s.args})
+            if align is None:
+                spec = target_spec(self.code.target or "")
+                least = needed_alignment(spec, ordered)[0] if spec is not None else 1
+                bound = f" (its uses need at least {least})" if least > 1 else ""
+                self.undecided(("claim smem", claim, "align"), f"the alignment of `{claim}`{bound}", line)
+            self.add(A.SmemClaim(claim, nbytes, align, per_slot, uses=ordered))
         for claim in sorted({h.item for h in self.handles.values() if h.kind == "tmem"}):
             line = self._line(self._handle("tmem", claim, "tmem"))
             self.undecided(("claim tmem", claim, "columns"), f"the tensor-memory columns of `{claim}`", line)
             self.add(A.TmemClaim(claim))
+
+    def _slot_fill(self, ring: str, symbols: set[str]) -> int | None:
+        """The bytes one slot of ``ring`` is filled with, when every copy completing on its full barrier is a
+        tensor copy into the claim of ``symbols``: the transaction bytes that barrier expects, all copied when
+        no ``mbarrier.complete_tx`` credits a part of them (None: undecided)."""
+        full = self._handle("ring", ring, "full_bar")
+        sites = [s for e in self._all() for s in self._sites(e) if full in s.handles]
+        if any(s.op == "copy" or (s.op == "tensor-copy" and not s.extra & symbols) for s in sites):
+            return None
+        tx = {s.value for s in sites if s.op in ("arrive", "expect") and "expect_tx" in s.detail + s.op}
+        return tx.pop() if len(tx) == 1 and None not in tx else None
+
+    def _alignment(self, uses: tuple[str, ...], swizzle_known: bool, bases: set[int | None]) -> int | None:
+        """The alignment the code itself encodes (None: undecided): a matrix descriptor's swizzle with base
+        offset 0 places the tile at a swizzle-repeat boundary, an mbarrier is an 8-byte object. The other uses
+        (copies, TMA, generic access) only bound it below; an author may align more."""
+        spec = target_spec(self.code.target or "")
+        if spec is None or not uses or not ((swizzle_known and bases == {0}) or set(uses) == {"mbarrier"}):
+            return None
+        if "generic" in uses or ("tma" in uses and not swizzle_known):
+            return None
+        return needed_alignment(spec, uses)[0]
 
     def _all(self) -> list[str]:
         return [*self.entries, *self.hooks, *self.exports]
@@ -560,7 +612,14 @@ class _Builder:
             items.append(A.RingProxy("reads", "async"))
         if releases:
             items.append(A.RingArrive("empty", self._arrive(releases, key, role, "empty", ring, anchor)))
+        if loads and self._fenced_before(entry, releases):
+            items.append(A.RingFence())
         return items
+
+    def _fenced_before(self, entry: str, releases: list[Site]) -> bool:
+        """Whether a ``fence.proxy.async`` of ``entry``'s code comes before a release of the slots."""
+        fences = [s.line for s in self._sites(entry, "fence") if s.detail.startswith("fence.proxy.async")]
+        return any(f < r.line for f in fences for r in releases)
 
     # ------------------------------------------------------------------ counters, callables, tensors, facts
 
@@ -611,8 +670,12 @@ class _Builder:
                 sig = self._signature(("call", symbol), params, result, line)
                 guess = re.sub(r"^kl_(call_)?", "", symbol)
                 self.undecided(("call", guess, "name"), f"the callable `{symbol}` calls", line)
-                self.undecided(("call", guess, "guarantees"), "what the call site guarantees", line)
-                self.add(A.Call(guess, sig, symbol, self.role_of[entry]))
+                # every thread of the role calls, all together: the role is whole warps, so full ones
+                whole = all(s.reach == "per_thread" for s in calls)
+                guarantees = ("converged", "full_warps") if whole else ()
+                why = "what else the call site guarantees" if whole else "what the call site guarantees"
+                self.undecided(("call", guess, "guarantees"), why, line)
+                self.add(A.Call(guess, sig, symbol, self.role_of[entry], guarantees=guarantees))
 
     def _signature(self, key: Key, params: Iterable[str], result: str, line: int) -> A.Signature:
         def one(ptx: str) -> str:
@@ -639,7 +702,13 @@ class _Builder:
             if h.kind == "export":
                 self.undecided((*key, "placement"), "the placement (which thread holds which element)", line)
                 self.undecided((*key, "ready"), "the ready event", line)
-                self.add(A.ExportTensor(h.item, role))
+                own = self.code.function(callers[0])
+                sites = [s for s in (own.sites if own else ()) if s.op == "call" and s.detail == h.symbol]
+                # each run of the role exports at most once: one generation per kernel (else undecided)
+                once = len(callers) == 1 and bool(sites) and all(s.once for s in sites)
+                if not once:
+                    self.undecided((*key, "generation"), "the generation (the export may be made more than once)", line)
+                self.add(A.ExportTensor(h.item, role, generation="once" if once else None))
             else:
                 self.undecided((*key, "from"), "the export it imports", line)
                 self.undecided((*key, "demand"), "the demand map and its chunks", line)

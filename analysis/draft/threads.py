@@ -51,9 +51,10 @@ class _Block:
 
 
 def reaches(fn: Function, ptx_lines: list[str], warp0: frozenset[str]) -> dict[int, Reach | None]:
-    """For every ``mbarrier.arrive`` of ``fn`` (by PTX line): which of the role's threads run it (None: undecided)."""
+    """For every arrive of ``fn`` (``mbarrier.arrive``, a ``tcgen05.commit`` that arrives on an mbarrier), by
+    PTX line: which of the role's threads run it (None: undecided)."""
     body = fn.body
-    if not any(i.opcode.startswith("mbarrier.arrive") for i in body):
+    if not any(is_arrive(i.opcode) for i in body):
         return {}
     kinds = _kinds(body, warp0)
     preds = _predicates(body, kinds)
@@ -62,7 +63,7 @@ def reaches(fn: Function, ptx_lines: list[str], warp0: frozenset[str]) -> dict[i
     must = _must(blocks, ignore)
     out: dict[int, Reach | None] = {}
     for index, ins in enumerate(body):
-        if not ins.opcode.startswith("mbarrier.arrive"):
+        if not is_arrive(ins.opcode):
             continue
         lits = set(must[block_of[index]] or ())
         own = _guard(ins.guard, preds) if ins.guard else None
@@ -72,7 +73,17 @@ def reaches(fn: Function, ptx_lines: list[str], warp0: frozenset[str]) -> dict[i
     return out
 
 
+def is_arrive(opcode: str) -> bool:
+    """Whether an instruction arrives on an mbarrier once per thread that runs it."""
+    return opcode.startswith("mbarrier.arrive") or (
+        opcode.startswith("tcgen05.commit") and "mbarrier::arrive" in opcode
+    )
+
+
 def _classify(lits: set[_Lit]) -> Reach | None:
+    if any(lit.kinds == {"rel"} and lit.eq and lit.bound is None for lit in lits):
+        # the role's first thread alone: a bound on the index it also passes (`t < 32`) selects no other
+        lits = {lit for lit in lits if not (lit.kinds == {"rel"} and lit.bound is not None and _holds_at_zero(lit))}
     if any("unknown" in lit.kinds or lit.bound is not None for lit in lits) or any(not lit.eq for lit in lits):
         return None  # a thread-varying condition, or one such as "lanes 1..31" that is no unit of the language
     zero: set[str] = set()
@@ -85,6 +96,14 @@ def _classify(lits: set[_Lit]) -> Reach | None:
     if "wglane" in zero:
         return "per_warpgroup"
     return "per_thread" if not lits else None
+
+
+def _holds_at_zero(lit: _Lit) -> bool:
+    """Whether index 0 passes a bound literal (``rel < 32``: yes; ``rel >= 32``: no)."""
+    assert lit.bound is not None
+    cmp, value = lit.bound
+    holds = {"eq": value == 0, "ne": value != 0, "lt": value > 0, "le": value >= 0, "gt": value < 0, "ge": value <= 0}
+    return holds[cmp] == lit.eq
 
 
 def _kinds(body: tuple[Instr, ...], warp0: frozenset[str]) -> dict[str, str | frozenset[str]]:
@@ -202,7 +221,7 @@ def _predicate_pass(
             a, bound = ("warp" if unit == 32 else "wgi"), (bound // unit if bound % unit == 0 else None)
         if cmp in ("eq", "ne") and zero and a is not None:
             lit = _Lit(_as_set(a), cmp == "eq", ins.line)
-        elif a in ("tid", "warp", "wgi") and bound is not None and cmp in _CMPS:
+        elif a in ("tid", "warp", "wgi", "rel") and bound is not None and cmp in _CMPS:
             lit = _Lit(frozenset({str(a)}), True, ins.line, (cmp, bound))
         elif cmp in ("eq", "ne") and pair == {"warp", "w0"}:
             lit = _Lit(frozenset({"wrel"}), cmp == "eq", ins.line)
@@ -423,3 +442,72 @@ def _range(lits: frozenset[_Lit], threads: int) -> tuple[int, int] | None:
         elif lo < first and last < hi:
             return None  # "not this index" inside the range: two ranges
     return (lo, hi) if lo < hi else None
+
+
+def together(fn: Function, ptx_lines: list[str], warp0: frozenset[str], lines: set[int]) -> dict[int, bool]:
+    """For each call at a PTX line in ``lines``: whether every thread of the role makes it, all together.
+
+    Yes where the call post-dominates every branch whose condition differs between threads (it selects
+    threads, or reads a value that varies) from which the call can be reached: the threads that part
+    there meet again before the call, and none leaves on the way. A guarded return on such a condition,
+    or a branch to a label the function does not have, is a no for every call.
+    """
+    body = fn.body
+    kinds = _kinds(body, warp0)
+    preds = _predicates(body, kinds)
+    if any(i.base in ("ret", "exit", "trap") and i.guard and _guard(i.guard, preds) is not None for i in body):
+        return dict.fromkeys(lines, False)
+    blocks, block_of = _blocks(body, ptx_lines, fn.line, preds)
+    if any(b.end > b.start and body[b.end - 1].base == "bra" and not b.succ for b in blocks):
+        return dict.fromkeys(lines, False)
+    n = len(blocks)
+    exit_node = n
+    post: list[set[int]] = [set(range(n + 1)) for _ in range(n)] + [{exit_node}]
+    changed = True
+    while changed:
+        changed = False
+        for i in reversed(range(n)):
+            nexts = [s for s, _ in blocks[i].succ] or [exit_node]
+            new = {i} | set.intersection(*(post[s] for s in nexts))
+            if new != post[i]:
+                post[i], changed = new, True
+    parting = [i for i, b in enumerate(blocks) if any(lit is not None for _, lit in b.succ)]
+    out: dict[int, bool] = {}
+    for index, ins in enumerate(body):
+        if ins.line not in lines:
+            continue
+        at = block_of[index]
+        own = ins.guard is not None and _guard(ins.guard, preds) is not None  # `@%p call` on a varying %p
+        out[ins.line] = not own and all(at in post[b] for b in parting if at in _reachable(blocks, b))
+    return out
+
+
+def _reachable(blocks: list[_Block], start: int) -> set[int]:
+    seen: set[int] = set()
+    todo = [s for s, _ in blocks[start].succ]
+    while todo:
+        b = todo.pop()
+        if b not in seen:
+            seen.add(b)
+            todo.extend(s for s, _ in blocks[b].succ)
+    return seen
+
+
+def at_most_once(fn: Function, ptx_lines: list[str], groups: list[set[int]]) -> dict[int, bool]:
+    """For the instructions at the PTX lines of each group (the calls of one callee): whether each run of
+    ``fn`` executes at most one of the group, once: none is on a cycle of its control flow, and none
+    can be reached from another."""
+    body = fn.body
+    blocks, block_of = _blocks(body, ptx_lines, fn.line, _predicates(body, _kinds(body, frozenset())))
+    broken = any(b.end > b.start and body[b.end - 1].base == "bra" and not b.succ for b in blocks)
+    index = {ins.line: i for i, ins in enumerate(body)}
+    out: dict[int, bool] = {}
+    for group in groups:
+        at = {line: block_of[index[line]] for line in group if line in index}
+        after = {line: _reachable(blocks, b) for line, b in at.items()}
+        for line, b in at.items():
+            others = [o for o in at if o != line]
+            out[line] = (
+                not broken and b not in after[line] and not any(at[o] in after[line] or at[o] == b for o in others)
+            )
+    return out

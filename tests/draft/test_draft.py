@@ -266,3 +266,220 @@ def test_nvcc_drafts_the_same_roles(tmp_path: Path) -> None:
     assert roles and roles == [
         line for line in by_nvcc.split("\n") if line.strip().startswith(("role ", "launch ", "claim barrier"))
     ]
+
+
+WGMMA = """
+__device__ __forceinline__ unsigned long long desc(const Params* params, unsigned addr) {{
+    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | {high};
+}}
+extern "C" __device__ void t_load(const Params* params, unsigned char* smem) {{
+    const unsigned base = sa(smem);
+    float d0 = 0.f, d1 = 0.f, d2 = 0.f, d3 = 0.f;
+    for (unsigned i = 0; i < params->tiles; ++i) {{
+        const unsigned slot = i % kl_t_ring_kv_depth();
+        wait(base + kl_t_ring_kv_full_bar() + 8 * slot, 0);
+        const unsigned at = base + kl_t_ring_slot_smem() + kl_t_ring_slot_stride() * slot;
+        asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {{%0, %1, %2, %3}}, %4, %5, 1, 1, 1, 0, 0;"
+                     : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3) : "l"(desc(params, at)), "l"(desc(params, at + 8192u)));
+        asm volatile("wgmma.commit_group.sync.aligned;\\n\\twgmma.wait_group.sync.aligned 0;" ::: "memory");
+        if (((threadIdx.x - 32 * kl_t_ring_load_warp0()) & 31) == 0)
+            asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(base + kl_t_ring_kv_empty_bar() + 8 * slot));
+    }}
+    if (d0 + d1 + d2 + d3 == 1234.f) asm volatile("trap;");
+}}
+"""
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize(
+    ("high", "uses", "align"),
+    [
+        # layout type 1 (bits 62..63: 128-byte swizzle), base offset 0, SBO 1024 bytes, LBO 16
+        ("((1ull << 62) | (64ull << 32) | (1ull << 16))", "use wgmma, swizzle128", "1024"),
+        ("((3ull << 62) | (64ull << 32) | (1ull << 16))", "use wgmma, swizzle32", "256"),
+        # the descriptor's high bits come from the params: no swizzle the code shows, no alignment
+        ("((unsigned long long)params->tiles << 32)", "use wgmma", None),
+    ],
+)
+def test_a_matrix_descriptor_gives_its_claim_wgmma_its_swizzle_and_alignment(
+    tmp_path: Path, high: str, uses: str, align: str | None
+) -> None:
+    code, text = _draft(tmp_path, HANDLES + WGMMA.format(high=high))
+    assert code == 0
+    got = values(parse_file(tmp_path / "t.kc", "contract")[0].stages[0])
+    assert f"claim smem slot {'' if align is None else f'align {align} '}per_slot kv {uses}\n" in text
+    assert got.get(("claim smem", "slot", "align")) == align
+    assert ("# undecided: the alignment of `slot`" in text) == (align is None)
+
+
+TMA_PRODUCER = (
+    HANDLES
+    + """
+extern "C" __device__ unsigned kl_t_ring_other_smem();
+#define TMA "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+extern "C" __device__ void t_load(const Params* params, unsigned char* smem) {
+    if (threadIdx.x - 32 * kl_t_ring_load_warp0() != 0) return;
+    const unsigned base = sa(smem);
+    for (unsigned i = 0; i < params->tiles; ++i) {
+        const unsigned slot = i % kl_t_ring_kv_depth();
+        const unsigned full = base + kl_t_ring_kv_full_bar() + 8 * slot;
+        wait(base + kl_t_ring_kv_empty_bar() + 8 * slot, 1);
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(full), "r"(8192u) : "memory");
+        asm volatile(TMA :: "r"(base + kl_t_ring_slot_smem() + kl_t_ring_slot_stride() * slot), "l"(params->src),
+                        "r"(0), "r"(i), "r"(full) : "memory");
+        asm volatile(TMA :: "r"(base + SECOND), "l"(params->src), "r"(64), "r"(i), "r"(full) : "memory");
+    }
+}
+"""
+)
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize(
+    ("second", "nbytes"),
+    [
+        ("kl_t_ring_slot_smem() + kl_t_ring_slot_stride() * slot + 4096u", "8192"),
+        ("kl_t_ring_other_smem()", None),  # a copy into another claim shares the transaction bytes
+    ],
+)
+def test_tensor_copies_that_fill_a_slot_give_its_bytes(tmp_path: Path, second: str, nbytes: str | None) -> None:
+    got = _values(tmp_path, TMA_PRODUCER.replace("SECOND", second))
+    assert got[("ring", "kv", "produce", "full arrive", "tx")] == "8KiB"
+    assert got.get(("claim smem", "slot", "bytes")) == nbytes
+
+
+MBARRIER_CLAIM = (
+    HANDLES
+    + """
+extern "C" __device__ unsigned kl_t_ring_done_smem();
+extern "C" __device__ void t_load(const Params* params, unsigned char* smem) {
+    const unsigned done = sa(smem) + kl_t_ring_done_smem();
+    if (threadIdx.x - 32 * kl_t_ring_load_warp0() == 0)
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(done), "r"(1));
+    STORE
+    wait(done, 0);
+}
+"""
+)
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize(
+    ("store", "align"),
+    [
+        ("", "8"),
+        # a generic store too: how wide the accesses need it aligned the draft does not decide
+        ('asm volatile("st.shared.u32 [%0], %1;" :: "r"(done), "r"(params->tiles));', None),
+    ],
+)
+def test_a_claim_that_holds_an_mbarrier_uses_it(tmp_path: Path, store: str, align: str | None) -> None:
+    got = _values(tmp_path, MBARRIER_CLAIM.replace("STORE", store))
+    assert got[("claim smem", "done", "use", "mbarrier")] == "yes"
+    assert got.get(("claim smem", "done", "align")) == align
+
+
+FENCE = 'asm volatile("fence.proxy.async.shared::cta;" ::: "memory");'
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("fenced", [True, False])
+def test_a_consumer_that_fences_its_generic_reads_before_the_release_fences(tmp_path: Path, fenced: bool) -> None:
+    source = CONSUMER.replace(ARRIVE, (FENCE if fenced else "") + ARRIVE)
+    got = _values(tmp_path, source)
+    assert (("ring", "kv", "consume", "fence") in got) == fenced
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize(
+    ("guard", "count"),
+    [
+        # warps 1.. of the role leave first; its first thread releases: one arrival
+        ("if (threadIdx.x - 32 * kl_t_ring_load_warp0() == 0) {arrive}", "1"),
+        # every thread of the first warp: the bound is no unit of the language
+        ("{arrive}", None),
+    ],
+)
+def test_a_bound_on_the_role_index_that_its_first_thread_passes_selects_no_other(
+    tmp_path: Path, guard: str, count: str | None
+) -> None:
+    early = "const unsigned base = sa(smem);"
+    source = CONSUMER.replace(early, "if (threadIdx.x - 32 * kl_t_ring_load_warp0() >= 32) return;\n    " + early)
+    code, text = _draft(tmp_path, source.replace(ARRIVE, guard.format(arrive=ARRIVE)))
+    assert code == 0
+    got = values(parse_file(tmp_path / "t.kc", "contract")[0].stages[0])
+    if count is None:
+        assert "# undecided: how many arrive on `kv`'s empty barrier" in text
+    else:
+        assert got[("ring", "kv", "consume", "empty arrive", "count")] == count
+
+
+CALLER = (
+    HANDLES
+    + """
+extern "C" __device__ float kl_call_scale(float x);
+extern "C" __device__ void t_load(const Params* params, unsigned char* smem) {
+    const unsigned t = threadIdx.x - 32 * kl_t_ring_load_warp0();
+    float* const data = static_cast<float*>(const_cast<void*>(params->src));
+    for (unsigned base = blockIdx.x * 128; base < params->tiles; base += gridDim.x * 128) {
+        const unsigned i = base + t;
+        const float x = i < params->tiles ? data[i] : 0.0f;
+        CALL
+        if (i < params->tiles) data[i] = y;
+    }
+}
+"""
+)
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize(
+    ("call", "together"),
+    [
+        # the threads that skip the load meet the others again before the call
+        ("const float y = kl_call_scale(x);", True),
+        ("float y = x; if (t < 16) y = kl_call_scale(x);", False),  # half a warp calls
+        ("float y = x; if (x > 0.f) y = kl_call_scale(x);", False),  # who calls depends on the data
+    ],
+)
+def test_a_call_every_thread_makes_together_guarantees_converged_full_warps(
+    tmp_path: Path, call: str, together: bool
+) -> None:
+    got = _values(tmp_path, CALLER.replace("CALL", call))
+    assert got[("call", "scale", "caller")] == "role load"
+    assert (("call", "scale", "guarantees", "converged") in got) == together
+    assert (("call", "scale", "guarantees", "full_warps") in got) == together
+
+
+EXPORTER = (
+    HANDLES
+    + """
+extern "C" __device__ void kl_t_ring_acc_export(const unsigned* held);
+extern "C" __device__ void t_load(const Params* params, unsigned char* smem) {
+    unsigned held[4] = {params->tiles, 1u, 2u, 3u};
+    if (threadIdx.x - 32 * kl_t_ring_load_warp0() >= 32) {
+        kl_t_ring_acc_export(held);  // the other warps export at once
+        return;
+    }
+    EXPORT
+}
+"""
+)
+EXPORT = "kl_t_ring_acc_export(held);"
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize(
+    ("export", "once"),
+    [
+        (EXPORT, True),
+        (f"for (unsigned i = 0; i < params->tiles; ++i) {{ held[0] += i; {EXPORT} }}", False),  # once per tile
+        (f"{EXPORT} held[0] += 1; {EXPORT}", False),  # twice on one path
+    ],
+)
+def test_an_export_each_run_makes_once_is_generation_once(tmp_path: Path, export: str, once: bool) -> None:
+    code, text = _draft(tmp_path, EXPORTER.replace("EXPORT", export))
+    assert code == 0
+    got = values(parse_file(tmp_path / "t.kc", "contract")[0].stages[0])
+    assert got[("export tensor", "acc", "role")] == "load"
+    assert got.get(("export tensor", "acc", "generation")) == ("once" if once else None)
+    assert ("# undecided: the generation" in text) != once
