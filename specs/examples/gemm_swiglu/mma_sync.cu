@@ -214,6 +214,9 @@ extern "C" __device__ void gemm_mma_sync_main(const MmaSyncParams* params, unsig
                 }
             }
         }
+        // ldmatrix reads through the generic proxy and the next TMA copy refills the slot
+        // through the async proxy: each lane fences its reads before the warp releases it
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // `fence proxy_async`
         __syncwarp();  // every lane's ldmatrix of this slot has returned
         if (lane == 0) {
             mbarrier_arrive(empty + kBarrierBytes * slot);  // `empty arrive per_warp(mma)`
