@@ -7,7 +7,13 @@ against the strongest PyTorch paths, all in one process.
         [--budget-s S] [--clean-flush-shapes 16,128] [--check-only] [--isolate] [--json FILE]
     python bench/gemm_swiglu_persistent.py --merge FILE [FILE ...] [--json FILE]
 
-DIR holds the cubins of `specs/examples/gemm_swiglu/persistent/build.sh` (gs_<variant>.cubin). A
+DIR holds the cubins of `specs/examples/gemm_swiglu/persistent/build.sh` (gs_<variant>.cubin) and,
+for the variant `linked`, the kernel that `kernlink build gemm_swiglu_persistent.kp -o OUT` links from
+the same sources as five components (OUT/kernel.cubin and OUT/link.json copied to gs_linked.cubin and
+gs_linked.json): coop256_c2's schedule behind the link's `kl_dispatch`, its params block (the two
+stages' blocks, tensor maps by address in global memory) and its counter array `kl_counters` (the
+stream-K flags; zeroed once before the first launch, and every kernel leaves it zero, which the
+check verifies after each launch, so the timed launches need no memset). A
 kernel is `<variant>:<mode>[:r<raster>][@<M>/<M>...]`: a variant of VARIANTS (a suffix _eN: built
 with the epilogue arithmetic GS_EPI=N; _e9 is a diagnostic whose numbers are not SwiGLU), mode
 `sk` (data-parallel waves, the remainder stream-K) or `dp` (data-parallel only; the only mode of
@@ -72,7 +78,12 @@ VARIANTS: dict[str, tuple[int, int, bool, int, int]] = {
     "coop128k4r_c1": (128, 1, False, 208, 4),
     "pp128_c1": (128, 1, True, 192, 1),
     "pp128_c2": (128, 2, True, 192, 1),
+    "linked": (256, 2, False, 192, 1),
 }
+#: the linked kernel (kernlink build of gemm_swiglu_persistent.kp): its entry and its counter array
+LINKED = "linked"
+LINKED_KERNEL = "kl_dispatch"
+LINKED_COUNTERS = "kl_counters"
 #: GS_EPI 9 is a diagnostic (g * u, not SwiGLU): timed, its check not required
 DIAGNOSTIC_EPI = "_e9"
 #: the dispatch the example ships: (largest M, kernel), first match
@@ -134,12 +145,25 @@ class Variant:
         self.bn, self.cluster, self.pingpong, self.ring_kb, self.ksub = VARIANTS[self.base]
         torch.cuda.init()
         torch.empty(1, device="cuda")  # PyTorch makes the primary context current
+        self.linked = self.base == LINKED
         err, self.module = driver.cuModuleLoadData((folder / f"gs_{name}.cubin").read_bytes())
         check(err, f"cuModuleLoadData gs_{name}.cubin")
-        err, self.function = driver.cuModuleGetFunction(self.module, f"gs_{self.base}".encode())
+        entry = LINKED_KERNEL if self.linked else f"gs_{self.base}"
+        err, self.function = driver.cuModuleGetFunction(self.module, entry.encode())
         check(err, "cuModuleGetFunction")
-        self.smem = smem_bytes(self.bn, self.pingpong, self.ring_kb)
-        self.smem_reported = self._read_u32(f"gs_smem_bytes_gs_{self.base}")
+        if self.linked:  # the link's plan: dynamic shared memory, the ring's depth
+            plan = json.loads((folder / f"gs_{name}.json").read_text())
+            self.smem = int(plan["launch"]["dynamic_smem"])
+            self.smem_reported = self.smem
+            self.linked_depth = 4  # producer.kc: ring kv depth 4 (the link map's `rings` row)
+            err, self.counters, size = driver.cuModuleGetGlobal(self.module, LINKED_COUNTERS.encode())
+            check(err, "cuModuleGetGlobal kl_counters")
+            self.counter_words = int(size) // 4
+            (err,) = driver.cuMemsetD32(self.counters, 0, self.counter_words)
+            check(err, "cuMemsetD32 kl_counters")
+        else:
+            self.smem = smem_bytes(self.bn, self.pingpong, self.ring_kb)
+            self.smem_reported = self._read_u32(f"gs_smem_bytes_gs_{self.base}")
         if self.smem_reported is not None and self.smem_reported != self.smem:
             raise RuntimeError(f"{name}: shared memory {self.smem_reported} in the cubin, {self.smem} here")
         if self.smem > SMEM_LIMIT:
@@ -224,7 +248,7 @@ class Launch:
         clusters = var.resident_clusters if stream_k else min(var.resident_clusters, units)
         self.grid = clusters * c
         self.a_box_rows = 128 if m >= 128 else (m + 7) // 8 * 8
-        self.depth = ring_depth(var.bn, var.ring_kb, var.ksub, self.a_box_rows)
+        self.depth = var.linked_depth if var.linked else ring_depth(var.bn, var.ring_kb, var.ksub, self.a_box_rows)
         if self.depth < 2:
             raise ValueError(f"{var.name}: a ring of {self.depth} slot(s) at M = {m}")
         # output with 8 guard rows past M (the descriptor covers M rows only)
@@ -235,6 +259,11 @@ class Launch:
         self.flags = torch.zeros(self.grid, dtype=torch.int32, device="cuda")
         policy = 3 if tiles_m == 1 else 0  # one m-tile: W streams once (evict_first), X stays (evict_last)
         maps = tensor_map(prob.x, self.a_box_rows) + tensor_map(prob.w, var.bn // c) + tensor_map(self.out, 64)
+        self.var = var
+        self.prob = prob
+        if var.linked:
+            self._linked_params(maps, m, n, k, max(1, raster // c), 1 if stream_k else 0, policy)
+            return
         tail = struct.pack(
             "<QQIIIIIIII",
             self.ws.data_ptr(),
@@ -252,8 +281,26 @@ class Launch:
         block += bytes(512 - len(block))
         self.block = ctypes.create_string_buffer(block, 512)
         self.args = (ctypes.c_void_p * 1)(ctypes.addressof(self.block))
-        self.var = var
-        self.prob = prob
+
+    def _linked_params(self, maps: bytes, m: int, n: int, k: int, raster: int, stream_k: int, policy: int) -> None:
+        """The link's KlParams (link map `params`): gemm.producer's GsLoadParams at 0 (48 B), then
+        gemm.mainloop's GsMmaParams at 48 (40 B); the three tensor maps live in global memory."""
+        self.maps = torch.frombuffer(bytearray(maps), dtype=torch.uint8).to("cuda")  # 128-byte aligned
+        base = self.maps.data_ptr()
+        load = struct.pack("<QQIIIIIII4x", base, base + 128, m, n, k, self.a_box_rows, raster, stream_k, policy)
+        mma = struct.pack("<QQIIIIII", base + 256, self.ws.data_ptr(), m, n, k, self.a_box_rows, raster, stream_k)
+        block = load + mma
+        self.block = ctypes.create_string_buffer(block, len(block))
+        self.args = (ctypes.c_void_p * 1)(ctypes.addressof(self.block))
+
+    def flags_sum(self) -> int:
+        """The stream-K counters' sum: the kernel leaves them zero."""
+        if not self.var.linked:
+            return int(self.flags.abs().sum())
+        words = (ctypes.c_uint32 * self.var.counter_words)()
+        (err,) = driver.cuMemcpyDtoH(ctypes.addressof(words), self.var.counters, 4 * self.var.counter_words)
+        check(err, "cuMemcpyDtoH kl_counters")
+        return sum(words)
 
     def __call__(self) -> None:
         stream = torch.cuda.current_stream().cuda_stream
@@ -310,13 +357,13 @@ def run_kernel(variants: dict[str, Variant], kernel: str, prob: Problem, timing:
     }
     row.update(prob.verdict(launch.out))
     guard = bool((launch.out_full[prob.m :].view(torch.int16) == -1).all())
-    flags = int(launch.flags.abs().sum())
+    flags = launch.flags_sum()
     first = launch.out.clone()
     launch()
     torch.cuda.synchronize()
     row["deterministic"] = bool(torch.equal(first.view(torch.int16), launch.out.view(torch.int16)))
     row["guard_ok"] = guard
-    row["flags_zero"] = flags == 0 and int(launch.flags.abs().sum()) == 0
+    row["flags_zero"] = flags == 0 and launch.flags_sum() == 0
     row["ok"] = row["ok"] and guard and row["deterministic"] and row["flags_zero"]
     if DIAGNOSTIC_EPI in name:  # computes g * u on purpose: only the protocol checks apply
         row["diagnostic"] = True

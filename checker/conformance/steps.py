@@ -252,7 +252,7 @@ def _side(
         )
     if absent or extra:
         return  # the counts, parities and order of a side with a wrong step follow from that one mistake
-    disorder = [*_times(side, role, looping, sited), *_order(side, looping, sited)]
+    disorder = [*_times(side, role, looping, sited, _cluster_size(ctx.stage)), *_order(side, looping, sited)]
     if disorder:
         yield from disorder  # parities and counts of misplaced steps follow from the misplacement
         return
@@ -276,9 +276,17 @@ def _first_site(plan: list[Step], sites: list[Site]) -> Site | None:
 Sited = Callable[[Step], list[Site]]
 
 
-def _times(side: A.Ring, role: A.Role, looping: list[Step], of: Sited) -> Iterator[Finding]:
+def _cluster_size(stage: A.Stage) -> int | None:
+    """The CTAs of the stage's cluster when it states one shape (None: several, or none stated)."""
+    shapes = [s for it in stage.items if isinstance(it, A.Cluster) for s in it.shapes]
+    return shapes[0].size if len(shapes) == 1 else None
+
+
+def _times(side: A.Ring, role: A.Role, looping: list[Step], of: Sited, cluster: int | None) -> Iterator[Finding]:
     """Every wait and arrive of the side runs as often per iteration as the others (copies are counted
-    in bytes: ``copy-bytes``, ``expect-tx``)."""
+    in bytes: ``copy-bytes``, ``expect-tx``). A ``multicast`` arrive is one ``mbarrier.arrive`` per CTA
+    of the cluster (PTX has no multicast arrive: each is a ``mapa`` + ``.shared::cluster`` arrive), so
+    it runs ``cluster`` instructions per iteration when the stage states one cluster shape."""
     counted: list[tuple[Step, int, list[Site]]] = []
     seen: set[tuple[str, str]] = set()
     for step in looping:
@@ -289,6 +297,8 @@ def _times(side: A.Ring, role: A.Role, looping: list[Step], of: Sited) -> Iterat
         here = of(step)
         chain = longest_chain([s.fact for s in here])
         per = sum(1 for s in looping if (s.kind, s.barrier) == key)
+        if isinstance(step.item, A.RingArrive) and step.item.multicast and cluster is not None:
+            per *= cluster
         counted.append((step, chain // per if chain % per == 0 else -1, here))
     if not counted:
         return

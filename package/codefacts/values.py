@@ -99,7 +99,7 @@ FOLDS: Mapping[str, Callable[[list[int]], int]] = {
     "div": lambda v: v[0] // v[1],
     "rem": lambda v: v[0] % v[1],
 }
-_COPIES = ("mov", "cvt", "cvta", "mov")
+_COPIES = ("mov", "cvt", "cvta", "mapa")  # mapa: the same shared offset in another CTA of the cluster
 _SPECIAL = re.compile(
     r"%(tid|ntid|laneid|warpid|ctaid|nctaid|clusterid|nclusterid|cluster_ctaid|"
     r"cluster_nctarank|cluster_ctarank|smid|nsmid|gridid|lanemask_\w+|clock\w*|globaltimer\w*)"

@@ -133,6 +133,7 @@ EXAMPLE_COMPONENTS: list[Any] = [
     "moe4/comm",
     "moe4/gemm",
     "moe4/act",
+    "gemm_swiglu/persistent/consumer",
 ]
 
 

@@ -3,8 +3,17 @@
 // one PTX instruction (or a spin on one); no protocol lives here.
 #pragma once
 
+#if defined(__CUDACC_RTC__)
+// NVRTC (what `kernlink build` packs the linked components with) bundles no C or driver headers:
+// the two types the device code names. CUtensorMap is opaque to it (only its address is used).
+typedef unsigned long long uint64_t;
+struct alignas(64) CUtensorMap {
+    unsigned long long opaque[16];
+};
+#else
 #include <cuda.h>
 #include <stdint.h>
+#endif
 
 namespace gs {
 
@@ -38,6 +47,11 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(unsigned bar, unsigned byt
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
 
+// Completes `bytes` of the barrier's current phase's transactions without a copy (no arrival).
+__device__ __forceinline__ void mbar_complete_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+
 __device__ __forceinline__ void mbar_arrive(unsigned bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
@@ -46,12 +60,9 @@ __device__ __forceinline__ void mbar_arrive(unsigned bar) {
 // release at CTA scope: what is released is the wgmma's completed reads of the slot, ordered by
 // wgmma.wait_group; the explicit .release.cluster form costs a MEMBAR.GPU per arrival).
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank) {
-    asm volatile(
-        "{\n\t.reg .b32 remote;\n\t"
-        "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
-        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}" ::"r"(bar),
-        "r"(rank)
-        : "memory");
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(rank));
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
 }
 
 // ---- cluster

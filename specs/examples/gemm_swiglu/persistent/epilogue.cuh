@@ -96,23 +96,26 @@ __device__ __forceinline__ void stmatrix_x4(unsigned addr, unsigned r0, unsigned
 
 // Staging bytes per consumer warpgroup.
 template <int FRAGS, int NJ>
-constexpr unsigned epilogue_staging_bytes() {
+__host__ __device__ constexpr unsigned epilogue_staging_bytes() {
     return FRAGS * (NJ / 16) * 8192u;
 }
 
-// One tile's epilogue for one warpgroup: FRAGS fragments of 64 rows, fragment f at output rows
-// row0 + 64 f; output columns col0 .. col0 + 4 NJ - 1. t = thread in the warpgroup (0..127).
-template <int FRAGS, int NJ>
-__device__ __forceinline__ void swiglu_epilogue(const float (&acc)[FRAGS][NJ * 4], unsigned staging,
-                                                const CUtensorMap* tmap_out, int row0, int col0, unsigned t,
-                                                unsigned bar_id) {
-    static_assert(NJ % 16 == 0, "whole 64-column boxes");
-    constexpr int kBoxes = NJ / 16;  // 64-column boxes per fragment
-    const bool issuer = t == 0;
-    if (issuer) {
+// One tile's epilogue for one warpgroup, in three parts around the two barriers of the protocol
+// (the linked consumers run the barriers themselves, between the epilogue package's calls):
+// FRAGS fragments of 64 rows, fragment f at output rows row0 + 64 f; output columns col0 ..
+// col0 + 4 NJ - 1. t = thread in the warpgroup (0..127).
+//   step 1: the issuer waits until the previous tile's stores have read the staging claim;
+__device__ __forceinline__ void swiglu_begin(unsigned t) {
+    if (t == 0) {
         bulk_wait_read0();
     }
-    named_sync(bar_id, 128);
+}
+
+//   step 3: every thread writes the SwiGLU of its fragments into the claim and fences the async proxy;
+template <int FRAGS, int NJ>
+__device__ __forceinline__ void swiglu_write(const float (&acc)[FRAGS][NJ * 4], unsigned staging, unsigned t) {
+    static_assert(NJ % 16 == 0, "whole 64-column boxes");
+    constexpr int kBoxes = NJ / 16;  // 64-column boxes per fragment
     const unsigned q = t >> 5, l = t & 31u;
     const unsigned mat = l >> 3, rr = l & 7u;
     const unsigned row = 16u * q + 8u * (mat & 1u) + rr;  // this lane's stmatrix row address
@@ -135,8 +138,14 @@ __device__ __forceinline__ void swiglu_epilogue(const float (&acc)[FRAGS][NJ * 4
         }
     }
     fence_proxy_async_smem();
-    named_sync(bar_id, 128);
-    if (issuer) {
+}
+
+//   step 5: the issuer stores the claim with TMA, one store per 64 x 64 box, and commits the group.
+template <int FRAGS, int NJ>
+__device__ __forceinline__ void swiglu_store(unsigned staging, const CUtensorMap* tmap_out, int row0, int col0,
+                                             unsigned t) {
+    constexpr int kBoxes = NJ / 16;
+    if (t == 0) {
 #pragma unroll
         for (int f = 0; f < FRAGS; ++f) {
 #pragma unroll
@@ -147,6 +156,18 @@ __device__ __forceinline__ void swiglu_epilogue(const float (&acc)[FRAGS][NJ * 4
         }
         bulk_commit();
     }
+}
+
+// The whole protocol for one warpgroup (the one-unit driver), on named barrier `bar_id` of 128.
+template <int FRAGS, int NJ>
+__device__ __forceinline__ void swiglu_epilogue(const float (&acc)[FRAGS][NJ * 4], unsigned staging,
+                                                const CUtensorMap* tmap_out, int row0, int col0, unsigned t,
+                                                unsigned bar_id) {
+    swiglu_begin(t);
+    named_sync(bar_id, 128);
+    swiglu_write<FRAGS, NJ>(acc, staging, t);
+    named_sync(bar_id, 128);
+    swiglu_store<FRAGS, NJ>(staging, tmap_out, row0, col0, t);
 }
 
 // End of the kernel: the issuer's stores have completed.

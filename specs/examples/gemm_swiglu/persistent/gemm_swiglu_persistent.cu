@@ -3,8 +3,12 @@
 // W [N, K] = Wg and Wu interleaved by 16 rows (rows 32g .. 32g + 15 = Wg's rows 16g .., the next
 // 16 = Wu's), K a multiple of 64 KSUB, N a multiple of the tile's BN.
 //
-// It includes one file per future component and owns only what joins them: the shared memory
-// layout, barrier initialisation, the role split and the teardown.
+// It includes one header per component and owns only what joins them: the shared memory layout,
+// barrier initialisation, the role split and the teardown. The same headers are the code of the
+// kernlink components beside it (scheduler.cu, producer.cu, consumer.cu, fixup.cu, epilogue.cu
+// with their .kc), which `kernlink build gemm_swiglu_persistent.kp` links into gs_coop256_c2's
+// schedule (the link's ABI places the ring, barriers and counters; bench/results/h200-2026-12-03/
+// gemmlink/README.md compares the two builds).
 //   scheduler.cuh  gemm.scheduler        tile order, data-parallel + stream-K split (facts)
 //   producer.cuh   gemm.producer         TMA loads of A and B into the ring `kv`
 //   ring.cuh       (mainloop)            the ring's layout and cursor, shared by producer/consumers

@@ -37,6 +37,18 @@ struct Work {
     unsigned sk_tile;  // stream-K segments: the tile's index in the stream-K part
 };
 
+// The problem as the scheduler package's gs_sched_init takes it (scheduler.cu): what
+// Scheduler::init takes, in one struct.
+struct Problem {
+    unsigned m, n, k;
+    unsigned k_step;  // the k-extent of one k-step (64 KSUB)
+    unsigned bn;
+    unsigned raster;
+    unsigned stream_k;
+    unsigned cluster_size;
+    unsigned cluster_rank;
+};
+
 struct Scheduler {
     // facts
     unsigned tiles_mc, tiles_n, k_tiles, raster;
@@ -68,9 +80,12 @@ struct Scheduler {
         sk_end = sk_start(cluster + 1u);
     }
 
-    // First k-iteration of cluster g's stream-K range.
+    // First k-iteration of cluster g's stream-K range: floor(g sk_iters / clusters), in 32 bits
+    // (sk_iters = q clusters + r: g q + floor(g r / clusters), g r < clusters^2), so that no 64-bit
+    // division routine is called.
     __device__ __forceinline__ unsigned sk_start(unsigned g) const {
-        return static_cast<unsigned>((static_cast<unsigned long long>(g) * sk_iters) / clusters);
+        const unsigned q = sk_iters / clusters, r = sk_iters - q * clusters;
+        return g * q + (g * r) / clusters;
     }
 
     // The unit u in raster order -> (cluster row mc, n-tile).

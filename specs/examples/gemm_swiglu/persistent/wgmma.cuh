@@ -2,7 +2,7 @@
 // shared library code like common.cuh, owned by no component).
 #pragma once
 
-#include <stdint.h>
+#include "common.cuh"  // uint64_t
 
 namespace gs {
 

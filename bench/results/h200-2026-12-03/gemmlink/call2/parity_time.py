@@ -1,0 +1,72 @@
+"""Linked vs one-unit timing, kernlink parity style: outputs compared bit for bit, then rounds of
+back-to-back launches of each (and of the linked kernel again: the null) between CUDA events, in
+rotating orders; median ratio linked / one-unit and null / linked with a 95 % bootstrap interval.
+(Kept as run in call 2, with lint fixes since: strict zips, a closed file, sorted imports.)"""
+
+import json
+import random
+import sys
+
+import gemm_swiglu_persistent as h
+import torch
+
+ROUNDS, REPS, WARMUP = 30, 10, 5
+shapes = [int(v) for v in sys.argv[1].split(",")]
+variants = {name: h.Variant(h.Path("cubins"), name) for name in ("linked", "coop256_c2")}
+out = []
+for m in shapes:
+    prob = h.Problem(m, 2 * 14336, 4096, seed=1000 + m)
+    launches = {
+        "linked": h.Launch(variants["linked"], "sk", prob, 16),
+        "one_unit": h.Launch(variants["coop256_c2"], "sk", prob, 16),
+        "null": h.Launch(variants["linked"], "sk", prob, 16),
+    }
+    outs = {}
+    for name, fn in launches.items():
+        fn.out_full.zero_()
+        fn()
+        torch.cuda.synchronize()
+        outs[name] = fn.out.clone()
+    identical = torch.equal(outs["linked"].view(torch.int16), outs["one_unit"].view(torch.int16))
+    for fn in launches.values():
+        for _ in range(WARMUP):
+            fn()
+    names = list(launches)
+    orders = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]]
+    times = {n: [] for n in names}
+    for r in range(ROUNDS):
+        for i in orders[r % 6]:
+            fn = launches[names[i]]
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            for _ in range(REPS):
+                fn()
+            b.record()
+            torch.cuda.synchronize()
+            times[names[i]].append(a.elapsed_time(b) / REPS)
+    ratio = [lk / ou for lk, ou in zip(times["linked"], times["one_unit"], strict=True)]
+    null = [nu / lk for nu, lk in zip(times["null"], times["linked"], strict=True)]
+
+    def med(v):
+        s = sorted(v)
+        return s[len(s) // 2]
+
+    def ci(v):
+        rng = random.Random(0)
+        meds = sorted(med([rng.choice(v) for _ in v]) for _ in range(2000))
+        return [meds[50], meds[1949]]
+
+    row = {
+        "m": m,
+        "identical_outputs": identical,
+        "linked_ms": med(times["linked"]),
+        "one_unit_ms": med(times["one_unit"]),
+        "ratio": med(ratio),
+        "ratio_ci": ci(ratio),
+        "null": med(null),
+        "null_ci": ci(null),
+    }
+    print(json.dumps(row), flush=True)
+    out.append(row)
+with open(sys.argv[2], "w") as f:
+    json.dump(out, f, indent=1)
