@@ -111,11 +111,11 @@ def cmd_check(args: argparse.Namespace, memo: Memo | None = None) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    """`check`, once or (``--watch``) again after every change of an input (kernlink/watch.py)."""
+    """`check`, once or (``--watch``) again after every change of an input (kernlink/builder/watch.py)."""
     if not args.watch:
         return cmd_check(args)
     from checker.memo import Memo
-    from kernlink.watch import watch
+    from kernlink.builder.watch import watch
 
     memo = Memo()
     return watch(args.paths, lambda: cmd_check(args, memo), say=lambda line: print(line, flush=True))

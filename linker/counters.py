@@ -26,7 +26,7 @@ else the one stage that claims the name). Handles (specs/handles.md, "Counters")
 widest any of its items states, ``gpu`` when none does.
 
 **Reset.** A counter counts from zero in every launch: the launch helper
-(``kernlink run``, :func:`kernlink.run.run_linked`) zeroes ``kl_counters`` before each
+(``kernlink run``, :func:`runtime.run.run_linked`) zeroes ``kl_counters`` before each
 launch (``cuModuleGetGlobal`` + ``cuMemsetD32``); a host that launches ``kernel.cubin``
 itself must do the same. The link map states this rule with the array's symbol and
 size (:data:`RESET_RULE`). Nothing in the kernel resets a counter: a persistent grid

@@ -21,12 +21,12 @@ from checker.clauses.l_handle import describe
 from checker.handles import handle_problems, symbol_problems
 from contract_lang.parser import parse_text
 from kernlink.api import LinkResult, check, check_text, link
-from kernlink.run import run_linked
 from linker.generate import unsupported
-from linker.launch import GpuSession
 from linker.link import JSON, MAP
 from package.captured import Captured, Prototype
 from placement.problem import Domain
+from runtime.launch import GpuSession
+from runtime.run import run_linked
 from tests.link.tensor_cases import CASES, build_case
 
 Linked = dict[str, tuple[LinkResult, Path]]
