@@ -96,10 +96,6 @@ def cmd_check(args: argparse.Namespace, memo: Memo | None = None) -> int:
             deadline=deadline,
         )
     diags = result.diagnostics
-    if args.strict:
-        from checker.clauses import l_conform
-
-        diags = l_conform.strict(diags)
     n_err = sum(1 for d in diags if d.is_error)
     summary = "composition rejected" if n_err else "composition accepted"
     if any(d.code == Code.E_SOLVER_BUDGET and "seconds" in dict(d.data) for d in diags):
