@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the launchers import this module: they need no checker or generator
     from checker.composition import Composition
-    from linker.generate import Dispatch
+    from linker.artifacts import Dispatch
 
 
 class LaunchRefused(ValueError):

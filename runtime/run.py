@@ -47,7 +47,7 @@ from typing import Any
 
 from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.symbols import Code
-from linker.generate import FIELD_FORMATS
+from linker.artifacts import FIELD_FORMATS
 from linker.launch_config import Launch, LaunchConfig, LaunchRefused
 from linker.outdir import locked, verify_cubin
 from linker.watchdog import HostLedger, decode_ledger

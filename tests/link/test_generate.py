@@ -11,7 +11,8 @@ import pytest
 from analysis.downstream import verify_downstream
 from diagnostics.model import DiagnosticError
 from kernlink.api import check, check_text
-from linker.generate import Generated, generate, unsupported
+from linker.artifacts import Generated
+from linker.generate import generate, unsupported
 from package.captured import Captured
 from runtime.launch import DeviceBuffer
 from runtime.run import params_block

@@ -21,8 +21,9 @@ from checker.clauses.l_handle import describe
 from checker.handles import handle_bindings, handle_problems
 from contract_lang.parser import parse_text
 from kernlink.api import check_text, link
+from linker.artifacts import Generated
 from linker.counters import ARRAY, RESET_RULE, unsupported_counters
-from linker.generate import Generated, generate
+from linker.generate import generate
 from linker.pack import pack
 from package.captured import Captured, Prototype
 
