@@ -98,6 +98,28 @@ def test_staging_barriers_are_placed_with_the_others_and_the_scratch_is_the_lent
 
 
 @pytest.mark.toolchain
+@pytest.mark.parametrize("name", ["staging", "staging-chunk"])
+def test_place_and_fit_report_the_route_barriers_the_link_uses(
+    tensor_linked: Linked, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The check places the staging routes' named barriers: `place`, `fit` and the link read one placement."""
+    from kernlink.cli import main
+
+    result, out = tensor_linked[name]
+    assert result.output is not None and result.output.generated is not None
+    [transfer] = result.output.generated.transfers
+    pipeline = out.parent.parent / "src" / CASES[name].name / "xfer.kp"
+    checked = check([pipeline])
+    assert checked.placed is not None and checked.placed.placement == result.output.record.placement
+    used = len(transfer.barrier_ids)
+    assert main(["place", str(pipeline)]) == 0
+    assert f"used {used} IDs (end {used + 1})" in capsys.readouterr().out
+    assert main(["fit", str(pipeline), "--targets", "sm_90a", "--format", "json"]) == 0
+    [fitted] = json.loads(capsys.readouterr().out)["targets"]
+    assert {"resource": "named barrier IDs", "used": used + 1, "capacity": 16, "unit": "IDs"} in fitted["resources"]
+
+
+@pytest.mark.toolchain
 def test_register_routes_need_no_barrier_and_no_scratch(tensor_linked: Linked) -> None:
     for name in ("copy", "shuffle"):
         result, _ = tensor_linked[name]
