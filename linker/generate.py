@@ -110,64 +110,34 @@ COUNTER_FUNCTIONS = FUNCTION_KINDS
 
 
 def unsupported(comp: Composition) -> list[Diagnostic]:
-    """``E-UNSUPPORTED`` for every part of the composition the role-entry ABI cannot express yet."""
-    out: list[Diagnostic] = []
-
-    def refuse(node: A.Node, stage: str, what: str, why: str) -> None:
-        out.append(
-            Diagnostic(
-                Code.E_UNSUPPORTED,
-                f"`kernlink link` cannot link {what} of `{stage}` yet",
-                labels=(Label(node.span, "declared here"),),
-                notes=(why,),
-                helps=("check the composition with `kernlink check`; link it once the linker supports this",),
-                data=(("stage", stage), ("what", what)),
-            )
-        )
-
-    out += unsupported_counters(comp)  # the rest link through the counter array (linker/counters.py)
+    """Every link-time refusal of a checked composition, decided in one step and worded by l_link:
+    ``E-UNSUPPORTED`` for each part the role-entry ABI cannot express yet, and the counters
+    whose owner is ambiguous (linker/counters.py)."""
+    counters, ambiguous = unsupported_counters(comp)  # the rest link through the counter array
+    found: list[l_link.Unsupported] = []
     if launch_cluster(comp) is None:
-        out.append(
-            Diagnostic(
-                Code.E_UNSUPPORTED,
-                f"`kernlink link` cannot choose the cluster shape of `{comp.pipeline.name}`",
-                labels=(Label(comp.pipeline.span, "this pipeline"),),
-                notes=("the stages accept several cluster shapes in common, and none is 1x1x1",),
-                helps=("state the launch's shape in the pipeline: `cluster 2x1x1`",),
-                data=(("stage", comp.pipeline.name), ("what", "cluster shape")),
-            )
-        )
+        found.append(l_link.Unsupported("cluster-shape", comp.pipeline.name, comp.pipeline.name, comp.pipeline.span))
     shared: list[Owned[A.Buffer] | Owned[A.Domain]] = [*comp.items(A.Buffer), *comp.items(A.Domain)]
     for buffer in shared:
-        refuse(
-            buffer.item,
-            buffer.stage_name,
-            f"symmetric buffer or domain `{buffer.item.name}`",
-            "multi-GPU buffers need host-side allocation that the launch helper does not do",
-        )
+        found.append(l_link.Unsupported("shared-buffer", buffer.stage_name, buffer.item.name, buffer.item.span))
+    passable = tuple(sorted((set(C_TYPES) | HALF_TYPES) - {"void"}))
     for call in comp.calls:
         for type_name in (*call.item.signature.params, call.item.signature.result):
             if type_name not in C_TYPES and type_name not in HALF_TYPES:
-                refuse(
-                    call.item,
-                    call.stage_name,
-                    f"call `{call.item.name}` with a `{type_name}` value",
-                    f"trampolines pass {', '.join(sorted((set(C_TYPES) | HALF_TYPES) - {'void'}))}",
+                found.append(
+                    l_link.Unsupported(
+                        "call-type", call.stage_name, call.item.name, call.item.span, type_name, passable
+                    )
                 )
                 break
     for export in comp.items(A.ExportTensor):
         if export.item.ring is not None:
-            refuse(
-                export.item,
-                export.stage_name,
-                f"the ring-fed export `{export.item.name}` (one generation per tile through ring `{export.item.ring}`)",
-                "a generated route hands one generation over: its scratch is one address and its named barriers "
-                "order one hand-off per kernel. Per tile it needs the export and import handles to take the "
-                f"generation's slot of `{export.item.ring}` (the scratch at that slot of the `per_slot` claim) and "
-                f"the hand-off ordered by `{export.item.ring}`'s `full` and `empty` barriers (or one route barrier "
-                "per slot), which the route ladder and the lowering do not generate",
+            found.append(
+                l_link.Unsupported(
+                    "ring-fed-export", export.stage_name, export.item.name, export.item.span, export.item.ring
+                )
             )
-    return out
+    return [*(l_link.unsupported(f) for f in counters), *ambiguous, *(l_link.unsupported(f) for f in found)]
 
 
 # ----------------------------------------------------------------- planning
