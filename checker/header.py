@@ -19,6 +19,10 @@ generated from the contract alone, so it can be written before anything is place
 ``peers`` are the other stages of the composition: a consumer reads the producer's
 per-slot storage through ``kl_<stage>_<ring>_<claim>_smem``, a name only the
 producer's contract fixes. Output is deterministic (no paths, no dates).
+
+It reads the contract, the handle ABI (:mod:`checker.handles`, which names every symbol
+declared here and which the linker defines) and the scalar sizes (``hardware``); nothing
+placed and nothing linked, so it sits beside the ABI, below placement and the linker.
 """
 
 from __future__ import annotations
