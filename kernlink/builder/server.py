@@ -68,6 +68,7 @@ PACKAGES = (
     "linker",
     "package",
     "placement",
+    "runtime",
     "solver",
     "transfer_model",
 )
