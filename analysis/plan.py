@@ -134,11 +134,9 @@ def place_route_barriers(comp: Composition, placed: Placed, routes: Sequence[Rou
     """
     placed_already = {(b.owner, b.name) for b in placed.problem.barriers}
     claims = [
-        BarrierClaim(
-            r.seam.import_stage, barrier_name(r, i), r.route.program.barrier_threads, KERNEL, span=r.seam.imp.span
-        )
+        BarrierClaim(r.seam.import_stage, barrier_name(r, i), r.route.barrier_threads, KERNEL, span=r.seam.imp.span)
         for r in routes
-        for i in range(r.route.program.barriers)
+        for i in range(r.route.barriers)
         if (r.seam.import_stage, barrier_name(r, i)) not in placed_already
     ]
     if not claims:
