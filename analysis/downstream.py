@@ -11,11 +11,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from analysis.plan import place_route_barriers, route_tensors
 from checker.composition import Composition
 from checker.engine import at_placed_depths
 from checker.memo import Memo
 from checker.protocol.check import ModelOptions
-from diagnostics.model import Diagnostic
+from diagnostics.model import Diagnostic, DiagnosticError
 from placement.adapter import Placed, place
 
 if TYPE_CHECKING:
@@ -36,26 +37,20 @@ def verify_downstream(
     memo: Memo | None = None,
 ) -> Downstream:
     """Place the composition, decide its protocol at the placed ring depths when those were not
-    decided yet (the verdict covers the configuration that is linked), then route its tensor
-    connections on the placed roles. ``selected``: the clause codes the caller reports (the
-    protocol's one-mistake-one-clause tiers apply over those)."""
+    decided yet (the verdict covers the configuration that is linked), route its tensor
+    connections on the placed roles, then place the routes' named barriers (analysis/plan.py),
+    so `place`, `fit` and the link read one placement. ``selected``: the clause codes the
+    caller reports (the protocol's one-mistake-one-clause tiers apply over those)."""
     placed, diags = place(comp, memo)
     if placed is None:
         return Downstream(None, [], diags)
     depths = {r.name: r.depth for r in placed.placement.rings}
     protocol = at_placed_depths(comp, depths, options, selected, memo)
     routes, route_diags = route_tensors(comp, placed)
-    return Downstream(placed, routes, diags + protocol + route_diags)
-
-
-def route_tensors(comp: Composition, placed: Placed) -> tuple[list[RoutedSeam], list[Diagnostic]]:
-    """:func:`transfer_model.adapter.route_composition`: every tensor connection's route on ``placed``.
-
-    A composition without an ``import tensor`` has no seam to route: the route ladder (its SMT
-    models and layout maps) is imported only for one that has.
-    """
-    if not comp.tensor_imports:
-        return [], []
-    from transfer_model.adapter import route_composition
-
-    return route_composition(comp, placed)
+    found = diags + protocol + route_diags
+    if any(d.is_error for d in route_diags):
+        return Downstream(placed, routes, found)
+    try:  # the staging routes' named barriers join the placement that place, fit and link read
+        return Downstream(place_route_barriers(comp, placed, routes), routes, found)
+    except DiagnosticError as err:
+        return Downstream(None, routes, found + list(err.diagnostics))

@@ -18,7 +18,7 @@ from typing import Protocol
 from analysis.downstream import Downstream, verify_downstream
 from analysis.host_code import host_code_refusals
 from checker.clause import Clause
-from checker.clauses import l_integrity
+from checker.clauses import l_conform, l_integrity
 from checker.composition import Composition
 from checker.engine import by_code, errors, run_clauses, selected
 from checker.memo import Memo
@@ -51,6 +51,7 @@ class AnalysisContext:
     memo: Memo = field(default_factory=Memo, repr=False)
     downstreams: DownstreamCache | None = field(default=None, repr=False)
     host_code: bool = True  # False: `--no-host-code`, every host provider is E-HOST-CODE (analysis/host_code.py)
+    strict: bool = False  # `--strict`: a site the conformance analysis cannot decide is an error (l_conform.strict)
 
     @property
     def codes(self) -> frozenset[str]:
@@ -91,8 +92,19 @@ def resolve_inputs(inputs: Inputs, target: str | None = None) -> Composition | N
 
 
 def analyse(inputs: Inputs, ctx: AnalysisContext | None = None) -> Analysis:
-    """Check loaded inputs: resolve, run the clauses, then place and route an accepted composition."""
+    """Check loaded inputs: resolve, run the clauses, then place and route an accepted composition.
+
+    Under ``ctx.strict`` an undecided conformance site rejects: every verb and the API read
+    "accepted" from here (the inputs' own strictness, a stale `.kc`, is the loader's).
+    """
     ctx = ctx or AnalysisContext()
+    found = _analyse(inputs, ctx)
+    if ctx.strict:
+        found.diagnostics = l_conform.strict(found.diagnostics)
+    return found
+
+
+def _analyse(inputs: Inputs, ctx: AnalysisContext) -> Analysis:
     comp = resolve_inputs(inputs, ctx.target)
     loaded = input_diagnostics(inputs)
     diags = list(loaded)

@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from analysis.downstream import route_tensors
 from checker.clauses import l_regs
 from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label
@@ -108,23 +107,37 @@ def plan(comp: Composition, placed: Placed, routes: Sequence[RoutedSeam] | None 
     return Plan(comp, place_route_barriers(comp, placed, routes), tuple(routes))
 
 
+def route_tensors(comp: Composition, placed: Placed) -> tuple[list[RoutedSeam], list[Diagnostic]]:
+    """:func:`transfer_model.adapter.route_composition`: every tensor connection's route on ``placed``.
+
+    A composition without an ``import tensor`` has no seam to route: the route ladder (its SMT
+    models and layout maps) is imported only for one that has.
+    """
+    if not comp.tensor_imports:
+        return [], []
+    from transfer_model.adapter import route_composition
+
+    return route_composition(comp, placed)
+
+
 def barrier_name(route: RoutedSeam, index: int) -> str:
     """The placement name of a route's ``index``-th named barrier."""
     return f"transfer.{route.seam.imp.name}.{index}"
 
 
 def place_route_barriers(comp: Composition, placed: Placed, routes: Sequence[RoutedSeam]) -> Placed:
-    """``placed`` with one named-barrier claim per route barrier, solved again; the same when none is needed.
+    """``placed`` with one named-barrier claim per route barrier, solved again; the same when none is
+    needed or ``placed`` holds them already (the check placed them: :mod:`analysis.downstream`).
 
     Raises ``DiagnosticError``: the solver's (e.g. ``L-BARRIER`` when the IDs run out),
     or ``E-INTERNAL`` when the second placement moves a role.
     """
+    placed_already = {(b.owner, b.name) for b in placed.problem.barriers}
     claims = [
-        BarrierClaim(
-            r.seam.import_stage, barrier_name(r, i), r.route.program.barrier_threads, KERNEL, span=r.seam.imp.span
-        )
+        BarrierClaim(r.seam.import_stage, barrier_name(r, i), r.route.barrier_threads, KERNEL, span=r.seam.imp.span)
         for r in routes
-        for i in range(r.route.program.barriers)
+        for i in range(r.route.barriers)
+        if (r.seam.import_stage, barrier_name(r, i)) not in placed_already
     ]
     if not claims:
         return placed
@@ -193,4 +206,4 @@ def _entry_too_small(comp: Composition, placed: Placed, entry: int, least: int, 
     )
 
 
-__all__ = ["Plan", "barrier_name", "moved_roles", "place_route_barriers", "plan", "register_demand"]
+__all__ = ["Plan", "barrier_name", "moved_roles", "place_route_barriers", "plan", "register_demand", "route_tensors"]

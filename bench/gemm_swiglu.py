@@ -32,7 +32,7 @@ link.json); for every shape the linked kernel, the control and the linked cubin 
 second time (the null) must write bit-identical outputs, then ``--rounds`` rounds time each
 of them (``--reps`` launches between CUDA events, the order rotating every round) and the
 report gives the median ratio linked / control and null / linked with a 95% bootstrap
-interval (kernlink/parity_timing.py).
+interval (runtime/parity_timing.py).
 
 Exit status 1 when any check fails.
 """
@@ -332,7 +332,7 @@ def parity_shape(
     root = str(Path(__file__).resolve().parents[1])
     if sys.path[0] != root:  # run as a script, bench/ comes first and would shadow the `placement` package
         sys.path.insert(0, root)
-    from kernlink.parity_timing import bootstrap_median, ratios
+    from runtime.parity_timing import bootstrap_median, ratios
 
     gen = torch.Generator(device="cuda").manual_seed(seed)
     x = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)

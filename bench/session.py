@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 from cuda.bindings import driver  # noqa: E402
 
 from kernlink.api import link  # noqa: E402
-from kernlink.session import Session  # noqa: E402
-from linker.launch import GpuSession, check_cuda  # noqa: E402
+from runtime.launch import GpuSession, check_cuda  # noqa: E402
+from runtime.session import Session  # noqa: E402
 from tests.link.examples import build_example  # noqa: E402
 
 

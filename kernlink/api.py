@@ -75,7 +75,8 @@ def check(
 ) -> CheckResult:
     """Audit a composition. Raises only ``UsageError`` / ``SelectionError`` for bad arguments.
 
-    ``strict`` makes warnings about the inputs (a stale `.kc`, W-STALE-CONTRACT) errors;
+    ``strict`` makes warnings about the inputs (a stale `.kc`, W-STALE-CONTRACT) errors, and so
+    is a code site the conformance analysis cannot decide (the analysis context's ``strict``);
     ``strict`` or ``require_binding`` refuses a package whose checked code is not shown to be the
     code it links (linker/binding.py: its LTO IR is lowered here, once per package's bytes);
     ``options`` sets the protocol model's solver budget and bound (``--rlimit``, ``--bound``);
@@ -85,7 +86,12 @@ def check(
     ``E-SOLVER-BUDGET``; cancelled, it raises :class:`solver.Cancelled`.
     """
     ctx = AnalysisContext(
-        target, tuple(selected(select, ignore)), options or ModelOptions(), memo or Memo(), host_code=host_code
+        target,
+        tuple(selected(select, ignore)),
+        options or ModelOptions(),
+        memo or Memo(),
+        host_code=host_code,
+        strict=strict,
     )
     if strict or require_binding:
         from linker.binding import refuse_unbound

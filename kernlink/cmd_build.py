@@ -1,7 +1,7 @@
 """`kernlink build PIPELINE.kp -o DIR`: pack the components that changed, then link, in one process.
 
 ``--watch`` keeps the process: it builds, then builds again whenever an input changes
-(kernlink/build.py ``inputs_of``), reusing its imports, the parsed grammar, the check's
+(kernlink/builder/incremental.py ``inputs_of``), reusing its imports, the parsed grammar, the check's
 verdicts (a :class:`checker.memo.Memo`), the binding verdicts and the native worker that
 runs NVRTC and nvJitLink (linker/toolchain.py; a crash there is a diagnostic, and the next
 build starts a new worker). A build that fails prints its diagnostics and the watch goes on.
@@ -39,8 +39,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--strict",
         action="store_true",
-        help="a `.kc` that differs from its package's contract is an error, and so is a package that cannot be "
-        "bound (as --require-binding)",
+        help="as `check --strict`: a `.kc` that differs from its package's contract is an error, so are code "
+        "sites the conformance analysis cannot decide, and a package that cannot be bound (as --require-binding)",
     )
     p.add_argument(
         "--require-binding",
@@ -65,7 +65,7 @@ def cmd_build(args: argparse.Namespace, memo: Memo | None = None) -> int:
     from diagnostics.escape import escape_controls
     from diagnostics.sources import SourceMap
     from diagnostics.symbols import Code
-    from kernlink.build import build, summary
+    from kernlink.builder.incremental import build, summary
     from kernlink.exit_codes import EXIT_OK, EXIT_REJECTED, EXIT_USAGE
     from kernlink.output import emit, say
 
@@ -106,7 +106,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     change of an input."""
     resident = getattr(args, "resident", None)
     if not args.watch and resident is None and not args.no_server:
-        from kernlink import server
+        from kernlink.builder import server
 
         served = server.build(_server_argv(args))
         if served is not None:
@@ -116,8 +116,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from checker.memo import Memo
-    from kernlink.build import inputs_of
-    from kernlink.watch import watch
+    from kernlink.builder.incremental import inputs_of
+    from kernlink.builder.watch import watch
 
     memo = Memo()
 

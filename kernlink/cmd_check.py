@@ -96,10 +96,6 @@ def cmd_check(args: argparse.Namespace, memo: Memo | None = None) -> int:
             deadline=deadline,
         )
     diags = result.diagnostics
-    if args.strict:
-        from checker.clauses import l_conform
-
-        diags = l_conform.strict(diags)
     n_err = sum(1 for d in diags if d.is_error)
     summary = "composition rejected" if n_err else "composition accepted"
     if any(d.code == Code.E_SOLVER_BUDGET and "seconds" in dict(d.data) for d in diags):
@@ -111,11 +107,11 @@ def cmd_check(args: argparse.Namespace, memo: Memo | None = None) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    """`check`, once or (``--watch``) again after every change of an input (kernlink/watch.py)."""
+    """`check`, once or (``--watch``) again after every change of an input (kernlink/builder/watch.py)."""
     if not args.watch:
         return cmd_check(args)
     from checker.memo import Memo
-    from kernlink.watch import watch
+    from kernlink.builder.watch import watch
 
     memo = Memo()
     return watch(args.paths, lambda: cmd_check(args, memo), say=lambda line: print(line, flush=True))

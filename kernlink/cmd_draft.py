@@ -74,7 +74,7 @@ def build_draft(args: argparse.Namespace, sources: SourceMap) -> tuple[Draft, st
     """Compile ``args.source`` and draft its contract (raises ``DiagnosticError`` on a bad input)."""
     from analysis.draft import draft
     from diagnostics.files import read_source
-    from kernlink.buildflags import flags_path, read_flags
+    from kernlink.builder.flags import flags_path, read_flags
     from linker import debuginfo
     from linker.pack import CompileFlags
     from linker.symbols import LTO_PTX_EXTRA, compile_lto_and_ptx, compile_ptx

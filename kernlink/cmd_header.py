@@ -32,11 +32,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_header(args: argparse.Namespace) -> int:
+    from checker.header import device_header, unreached_slots
     from contract_lang.parser import parse_text
     from diagnostics.files import atomic_write_text, read_source
     from kernlink.exit_codes import EXIT_OK, EXIT_USAGE
     from kernlink.output import emit
-    from linker.header import device_header, unreached_slots
 
     sources = SourceMap()
     try:
@@ -79,9 +79,9 @@ def cmd_header(args: argparse.Namespace) -> int:
 def _peers_beside(stage: A.Stage, contract: Path) -> list[A.Stage]:
     """The stages in `.kc` files beside the contract that produce a ring this stage consumes and
     whose slot storage it cannot name alone (as a pipeline's `use` without `from` finds contracts)."""
+    from checker.header import unreached_slots
     from contract_lang.parser import parse_text
     from diagnostics.files import read_source
-    from linker.header import unreached_slots
 
     wanted = set(unreached_slots(stage))
     found: list[A.Stage] = []

@@ -27,8 +27,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--strict",
         action="store_true",
-        help="a `.kc` that differs from its package's contract is an error, and so is a package that cannot be "
-        "bound (as --require-binding)",
+        help="as `check --strict`: a `.kc` that differs from its package's contract is an error, so are code "
+        "sites the conformance analysis cannot decide, and a package that cannot be bound (as --require-binding)",
     )
     p.add_argument(
         "--require-binding",

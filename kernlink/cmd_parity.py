@@ -10,7 +10,7 @@ Steps (specs/parity.md):
    resources, normalized SASS (DIR/linked.sass, control.sass, sass.diff when a
    disassembler is found), calls left; DIR/parity.json holds the report;
 4. with ``--args``, on a GPU: outputs bit for bit, then interleaved timing
-   (:mod:`kernlink.parity_timing`).
+   (:mod:`runtime.parity_timing`).
 
 Exit status: 0 proved (identical, or different only where the notes explain it, and every
 seam folded; with ``--args``, equal outputs), 1 not proved or rejected, 2 usage or I/O.
@@ -42,7 +42,7 @@ class ParityRun:
     diagnostics: list[Diagnostic]
     sources: SourceMap
     report: Any = None  # linker.parity.ParityReport
-    timing: Any = None  # kernlink.parity_timing.Timing
+    timing: Any = None  # runtime.parity_timing.Timing
     written: list[Path] = field(default_factory=list)
 
     @property
@@ -341,7 +341,7 @@ def _time(run: ParityRun, args: argparse.Namespace, color: bool | None) -> None:
     from rich.console import Console
     from rich.progress import Progress
 
-    from kernlink.parity_timing import time_parity
+    from runtime.parity_timing import time_parity
 
     root = Path(args.output)
     console = Console(stderr=True, no_color=color is False)

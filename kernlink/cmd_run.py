@@ -1,4 +1,4 @@
-"""`kernlink run DIR --args ARGS.json`: run a linked kernel on the GPU (kernlink/run.py)."""
+"""`kernlink run DIR --args ARGS.json`: run a linked kernel on the GPU (runtime/run.py)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from kernlink.run import run_command
+    from runtime.run import run_command
 
     try:
         run_command(Path(args.directory), Path(args.args))

@@ -1,4 +1,4 @@
-"""`kernlink serve`: start, stop or ask after the build server (kernlink/server.py)."""
+"""`kernlink serve`: start, stop or ask after the build server (kernlink/builder/server.py)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from kernlink import server
+    from kernlink.builder import server
     from kernlink.exit_codes import EXIT_OK, EXIT_USAGE
 
     idle = server.IDLE_SECONDS if args.idle is None else args.idle

@@ -50,8 +50,8 @@ from typing import Any
 from checker.clauses import l_link
 from checker.clauses.l_link import AuditCase, AuditFinding
 from diagnostics.model import Diagnostic
+from linker.artifacts import TMEM_SLOT_BYTES
 from linker.cubin import read_cubin
-from linker.generate import TMEM_SLOT_BYTES
 from package.codefacts.ptx import Function, Instr, parse
 from package.codefacts.values import Env, Val, analyse
 from package.kpkg import check_limits
@@ -384,7 +384,7 @@ class _Audit:
         """The map's shared-memory claims as (start, end, piece, name), offsets from the dynamic base;
         ``piece``: a slot's bytes for a ring's slots, the claim's size otherwise. With tensor-memory
         claims the dispatch kernel's own word, the one ``tcgen05.alloc`` writes the allocation to, is
-        the last :data:`linker.generate.TMEM_SLOT_BYTES` of the dynamic shared memory."""
+        the last :data:`linker.artifacts.TMEM_SLOT_BYTES` of the dynamic shared memory."""
         base = int(self.dispatch.get("smem_base", 0))
         domains = (self.record.get("placement") or {}).get("domains") or {}
         found = []

@@ -13,7 +13,7 @@ alone with the same nvJitLink options. ``control.cu`` holds, in this order:
    do not collide, as they would not in separate translation units. ``extern "C"``
    names are unaffected by namespaces: handle declarations and definitions, exports and
    entries are the same functions as in the link;
-3. the link's generated glue rendered for the control (``render(..., control=True)``):
+3. the link's generated glue rendered for the control (``render(generated, control=True)``):
    role entries and init hooks named from their namespaces and called with the params
    type they are defined with.
 
@@ -35,8 +35,9 @@ from checker.clauses import l_integrity
 from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.symbols import Code
+from linker.artifacts import Generated
 from linker.binding import carried_headers, extra_include_dirs
-from linker.generate import Generated, render, unit_namespace
+from linker.render import render, unit_namespace
 from linker.toolchain import (
     CompileResult,
     LinkResult,
@@ -133,18 +134,7 @@ def assemble(comp: Composition, generated: Generated, *, front_end: FrontEnd | N
         for p in parts
         if p.target and p.target != generated.target
     ]
-    glue = render(
-        comp,
-        generated.handles,
-        generated.trampolines,
-        generated.params,
-        generated.dispatch,
-        [p.package for p in parts],
-        generated.transfers,
-        generated.unused_exports,
-        generated.function_handles,
-        control=True,
-    )
+    glue = render(generated, [p.package for p in parts], control=True)
     return ControlUnit(
         unit_source(parts, sources, glue),
         tuple(parts),

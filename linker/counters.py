@@ -26,7 +26,7 @@ else the one stage that claims the name). Handles (specs/handles.md, "Counters")
 widest any of its items states, ``gpu`` when none does.
 
 **Reset.** A counter counts from zero in every launch: the launch helper
-(``kernlink run``, :func:`kernlink.run.run_linked`) zeroes ``kl_counters`` before each
+(``kernlink run``, :func:`runtime.run.run_linked`) zeroes ``kl_counters`` before each
 launch (``cuModuleGetGlobal`` + ``cuMemsetD32``); a host that launches ``kernel.cubin``
 itself must do the same. The link map states this rule with the array's symbol and
 size (:data:`RESET_RULE`). Nothing in the kernel resets a counter: a persistent grid
@@ -46,8 +46,7 @@ from checker.clauses import l_link
 from checker.composition import Composition
 from checker.handles import HandleSpec, resolve_handles
 from contract_lang import ast as A
-from diagnostics.model import Diagnostic, Label
-from diagnostics.symbols import Code
+from diagnostics.model import Diagnostic
 from placement.problem import Domain
 from placement.result import Placement
 
@@ -127,42 +126,33 @@ class UnplacedCounter(Exception):
     """A counter handle whose counter the array does not hold."""
 
 
-def unsupported_counters(comp: Composition) -> list[Diagnostic]:
-    """``E-UNSUPPORTED`` for counters the single-GPU launch helper cannot back with memory."""
-    out: list[Diagnostic] = []
+def unsupported_counters(comp: Composition) -> tuple[list[l_link.Unsupported], list[Diagnostic]]:
+    """Counters the single-GPU launch helper cannot back with memory (``E-UNSUPPORTED``, one per
+    counter at its first endpoint), and the endpoints whose counter two stages claim (L-LINK)."""
+    out: list[l_link.Unsupported] = []
     refused: set[str] = set()
     for owned in comp.items(A.Counter):
         c = owned.item
         if c.name in refused:
-            continue  # one diagnostic per counter, at its first endpoint
-        reason = None
+            continue
         if c.space in ("peer", "host"):
-            reason = (
-                f"a counter in `space {c.space}` lives in another GPU's or the host's memory, which the "
-                "launch helper does not allocate or map"
-            )
+            out.append(l_link.Unsupported("counter-space", owned.stage_name, c.name, c.span, c.space))
         elif c.domain is not None:
-            reason = f"a counter of domain `{c.domain}` spans several GPUs, and the launch runs on one"
-        if reason is not None:
-            refused.add(c.name)
-            out.append(
-                Diagnostic(
-                    Code.E_UNSUPPORTED,
-                    f"`kernlink link` cannot link counter `{c.name}` of `{owned.stage_name}` yet",
-                    labels=(Label(c.span, "declared here"),),
-                    notes=(reason,),
-                    helps=("keep the counter in this GPU's global memory (no `space`, no `domain`) to link it",),
-                    data=(("stage", owned.stage_name), ("what", f"counter `{c.name}`")),
-                )
-            )
+            out.append(l_link.Unsupported("counter-domain", owned.stage_name, c.name, c.span, c.domain))
+        else:
+            continue
+        refused.add(c.name)
     claimed: dict[str, list[str]] = {}
     for claim in comp.items(A.CounterClaim):
         claimed.setdefault(claim.item.name, []).append(claim.stage_name)
+    ambiguous = []
     for endpoint in comp.items(A.Counter):
         owners = claimed.get(endpoint.item.name, [])
         if len(owners) > 1 and endpoint.stage_name not in owners:
-            out.append(l_link.counter_ambiguous(endpoint.item.name, endpoint.stage_name, owners, endpoint.item.span))
-    return out
+            ambiguous.append(
+                l_link.counter_ambiguous(endpoint.item.name, endpoint.stage_name, owners, endpoint.item.span)
+            )
+    return out, ambiguous
 
 
 def plan_counters(comp: Composition, placement: Placement) -> CounterArray:

@@ -1,4 +1,5 @@
-"""Code generation: a placed composition in, the linker's CUDA C++ out (pure and deterministic).
+"""Planning the generated unit: a placed composition in, its artifacts (:mod:`linker.artifacts`)
+out, written as CUDA C++ by :mod:`linker.render` (pure and deterministic).
 
 The generated translation unit (``generated.cu`` in the link output, compiled with
 NVRTC to LTO IR and linked with every package) holds, in this order:
@@ -48,8 +49,8 @@ instead of generating code that would compute the wrong thing.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from checker.clauses import l_link
@@ -60,16 +61,33 @@ from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.symbols import Code
 from hardware.residency import tmem_alloc_columns
+from linker.artifacts import (
+    C_TYPES,
+    FIELD_FORMATS,
+    HALF_TYPES,
+    TMEM_SLOT_BYTES,
+    Dispatch,
+    DroppedExport,
+    Generated,
+    GroupRegs,
+    ParamField,
+    ParamsLayout,
+    ParamsRegion,
+    RingInit,
+    RoleEntry,
+    Trampoline,
+    component_ctype,
+)
 from linker.counters import (
     FUNCTION_KINDS,
-    CounterArray,
     counter_functions,
     plan_counters,
     render_counters,
     unsupported_counters,
 )
 from linker.handles import HandleValue, Solved, UnfixedFact, UnplacedHandle, handle_value, launch_cluster
-from linker.watchdog import RING_WAITS, Watchdog, plan_waits
+from linker.render import render
+from linker.watchdog import RING_WAITS, plan_waits
 from package.captured import Captured
 from package.loader import StageEntry
 from placement.adapter import Placed
@@ -82,274 +100,44 @@ if TYPE_CHECKING:
 
 KERNEL = "kl_dispatch"
 SOURCE_NAME = "generated.cu"
-FORMAT = "kernlink-generated/1"
 #: Handle kinds that are functions of a route (rendered with the transfers), not constants.
 TENSOR_HANDLES = frozenset({"tensor_export", "tensor_import"})
 #: Counter handles that are functions, rendered with the counter array (:mod:`linker.counters`).
 COUNTER_FUNCTIONS = FUNCTION_KINDS
-
-#: C types of the contract's scalar types in call signatures (pointer types are opaque in LTO IR).
-C_TYPES = {
-    "void": "void",
-    "bool": "bool",
-    "i8": "signed char",
-    "u8": "unsigned char",
-    "i16": "short",
-    "u16": "unsigned short",
-    "i32": "int",
-    "u32": "unsigned",
-    "i64": "long long",
-    "u64": "unsigned long long",
-    "f32": "float",
-    "f64": "double",
-    "ptr": "void*",
-}
-#: 16-bit float types a call may pass: the trampoline passes the component's own C type, read
-#: from the PTX shape the package captured (:func:`component_ctype`).
-HALF_TYPES = frozenset({"bf16", "f16"})
-#: The C type of a 16-bit float passed as a 2-byte aggregate (``__nv_bfloat16``, ``__half``, a
-#: ``{ unsigned short }`` wrapper): LLVM's IR linker maps it onto the component's isomorphic
-#: struct, so the call still inlines.
-HALF_STRUCT = "kl_half_bits"
-#: Bytes after the placed shared memory that receive tcgen05.alloc's address (one aligned word).
-TMEM_SLOT_BYTES = 16
-#: ``struct`` formats of param field types, for the fact values the launch helper writes.
-FIELD_FORMATS = {
-    "bool": "?",
-    "i8": "b",
-    "u8": "B",
-    "i16": "h",
-    "u16": "H",
-    "i32": "i",
-    "u32": "I",
-    "i64": "q",
-    "u64": "Q",
-    "f32": "f",
-    "f64": "d",
-    "ptr": "Q",
-}
-
-
-# ----------------------------------------------------------------- the plan
-
-
-@dataclass(frozen=True)
-class Trampoline:
-    """A call site's symbol, defined to call the export that serves it."""
-
-    symbol: str
-    call: str
-    signature: str
-    callers: tuple[str, ...]  # "stage role R" / "stage callable C", one per call site
-    export_stage: str
-    export_symbol: str
-    params: tuple[str, ...]
-    result: str
-    #: C types of the parameters then the result, as the caller declares the call and as the
-    #: export defines it (:func:`component_ctype`); they differ only for 16-bit float values
-    caller_ctypes: tuple[str, ...] = ()
-    export_ctypes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class DroppedExport:
-    stage: str
-    name: str
-    symbol: str
-
-
-@dataclass(frozen=True)
-class ParamField:
-    """One field of the kernel's params block; ``offset`` is from the block's start.
-
-    ``source`` is ``caller`` (the launch helper's caller gives it) or ``fact`` (the
-    launch helper writes ``value``, the owner's value of ``fact``); ``allowed`` lists
-    the values an owner permits for a caller-given fact field (empty: any).
-    """
-
-    stage: str
-    block: str
-    name: str
-    type: str
-    offset: int
-    size: int
-    source: str
-    fact: str | None = None
-    value: int | None = None
-    owner: str | None = None
-    allowed: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True)
-class ParamsRegion:
-    stage: str
-    block: str
-    member: str
-    offset: int
-    size: int
-    align: int
-
-
-@dataclass(frozen=True)
-class ParamsLayout:
-    size: int
-    align: int
-    regions: tuple[ParamsRegion, ...]
-    fields: tuple[ParamField, ...]
-
-    def region_of(self, stage: str) -> ParamsRegion | None:
-        """The stage's first params region: the block its entries receive."""
-        return next((r for r in self.regions if r.stage == stage), None)
-
-    def pack_facts(self) -> bytes:
-        """The block with every fact field written and everything else zero."""
-        data = bytearray(self.size)
-        for f in self.fields:
-            if f.source == "fact" and f.value is not None:
-                struct.pack_into("<" + FIELD_FORMATS[f.type], data, f.offset, f.value)
-        return bytes(data)
-
-
-@dataclass(frozen=True)
-class RingInit:
-    ring: str
-    stage: str
-    symbol: str
-    role: str
-    thread: int
-
-
-@dataclass(frozen=True)
-class RoleEntry:
-    stage: str
-    role: str
-    entry: str
-    first_warp: int
-    warps: int
-    params_member: str | None
-
-
-@dataclass(frozen=True)
-class GroupRegs:
-    """``setmaxnreg`` for warps ``[first_warp, first_warp + warps)``: one or more consecutive groups."""
-
-    groups: tuple[int, ...]
-    first_warp: int
-    warps: int
-    budget: int
-    op: str | None  # "inc", "dec", or None when the budget is the entry count
-    roles: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Dispatch:
-    kernel: str
-    threads: int
-    block_warps: int
-    min_blocks: int | None
-    dynamic_smem: int
-    smem_base: int
-    launch: str  # "fixed" | "persistent"
-    blocks_per_sm: int | None
-    setmaxnreg: bool
-    entry_regs: int
-    groups: tuple[GroupRegs, ...]
-    inits: tuple[RingInit, ...]
-    roles: tuple[RoleEntry, ...]
-    idle_warps: tuple[int, ...]
-    cluster: tuple[int, int, int] = (1, 1, 1)
-    #: tensor memory: columns the dispatch kernel allocates (0: none) and the byte offset, from the
-    #: dynamic shared memory base, of the word tcgen05.alloc writes the allocation's address to
-    tmem_columns: int = 0
-    tmem_slot: int = 0
-
-    @property
-    def clustered(self) -> bool:
-        return self.cluster != (1, 1, 1)
-
-
-@dataclass(frozen=True)
-class Generated:
-    """The generated source and every decision it encodes (the link map reads these)."""
-
-    pipeline: str
-    target: str
-    source: str
-    handles: tuple[HandleValue, ...]
-    trampolines: tuple[Trampoline, ...]
-    dropped: tuple[DroppedExport, ...]
-    params: ParamsLayout
-    dispatch: Dispatch
-    notes: tuple[Diagnostic, ...] = field(default=())
-    transfers: tuple[Transfer, ...] = field(default=())
-    unused_exports: tuple[UnusedExport, ...] = field(default=())
-    counters: CounterArray = field(default=CounterArray((), 0))
-    watchdog: Watchdog | None = None
-    function_handles: tuple[str, ...] = ()  # the rendered counter and wait functions (the control renders them too)
 
 
 # ----------------------------------------------------------------- what cannot be generated
 
 
 def unsupported(comp: Composition) -> list[Diagnostic]:
-    """``E-UNSUPPORTED`` for every part of the composition the role-entry ABI cannot express yet."""
-    out: list[Diagnostic] = []
-
-    def refuse(node: A.Node, stage: str, what: str, why: str) -> None:
-        out.append(
-            Diagnostic(
-                Code.E_UNSUPPORTED,
-                f"`kernlink link` cannot link {what} of `{stage}` yet",
-                labels=(Label(node.span, "declared here"),),
-                notes=(why,),
-                helps=("check the composition with `kernlink check`; link it once the linker supports this",),
-                data=(("stage", stage), ("what", what)),
-            )
-        )
-
-    out += unsupported_counters(comp)  # the rest link through the counter array (linker/counters.py)
+    """Every link-time refusal of a checked composition, decided in one step and worded by l_link:
+    ``E-UNSUPPORTED`` for each part the role-entry ABI cannot express yet, and the counters
+    whose owner is ambiguous (linker/counters.py)."""
+    counters, ambiguous = unsupported_counters(comp)  # the rest link through the counter array
+    found: list[l_link.Unsupported] = []
     if launch_cluster(comp) is None:
-        out.append(
-            Diagnostic(
-                Code.E_UNSUPPORTED,
-                f"`kernlink link` cannot choose the cluster shape of `{comp.pipeline.name}`",
-                labels=(Label(comp.pipeline.span, "this pipeline"),),
-                notes=("the stages accept several cluster shapes in common, and none is 1x1x1",),
-                helps=("state the launch's shape in the pipeline: `cluster 2x1x1`",),
-                data=(("stage", comp.pipeline.name), ("what", "cluster shape")),
-            )
-        )
+        found.append(l_link.Unsupported("cluster-shape", comp.pipeline.name, comp.pipeline.name, comp.pipeline.span))
     shared: list[Owned[A.Buffer] | Owned[A.Domain]] = [*comp.items(A.Buffer), *comp.items(A.Domain)]
     for buffer in shared:
-        refuse(
-            buffer.item,
-            buffer.stage_name,
-            f"symmetric buffer or domain `{buffer.item.name}`",
-            "multi-GPU buffers need host-side allocation that the launch helper does not do",
-        )
+        found.append(l_link.Unsupported("shared-buffer", buffer.stage_name, buffer.item.name, buffer.item.span))
+    passable = tuple(sorted((set(C_TYPES) | HALF_TYPES) - {"void"}))
     for call in comp.calls:
         for type_name in (*call.item.signature.params, call.item.signature.result):
             if type_name not in C_TYPES and type_name not in HALF_TYPES:
-                refuse(
-                    call.item,
-                    call.stage_name,
-                    f"call `{call.item.name}` with a `{type_name}` value",
-                    f"trampolines pass {', '.join(sorted((set(C_TYPES) | HALF_TYPES) - {'void'}))}",
+                found.append(
+                    l_link.Unsupported(
+                        "call-type", call.stage_name, call.item.name, call.item.span, type_name, passable
+                    )
                 )
                 break
     for export in comp.items(A.ExportTensor):
         if export.item.ring is not None:
-            refuse(
-                export.item,
-                export.stage_name,
-                f"the ring-fed export `{export.item.name}` (one generation per tile through ring `{export.item.ring}`)",
-                "a generated route hands one generation over: its scratch is one address and its named barriers "
-                "order one hand-off per kernel. Per tile it needs the export and import handles to take the "
-                f"generation's slot of `{export.item.ring}` (the scratch at that slot of the `per_slot` claim) and "
-                f"the hand-off ordered by `{export.item.ring}`'s `full` and `empty` barriers (or one route barrier "
-                "per slot), which the route ladder and the lowering do not generate",
+            found.append(
+                l_link.Unsupported(
+                    "ring-fed-export", export.stage_name, export.item.name, export.item.span, export.item.ring
+                )
             )
-    return out
+    return [*(l_link.unsupported(f) for f in counters), *ambiguous, *(l_link.unsupported(f) for f in found)]
 
 
 # ----------------------------------------------------------------- planning
@@ -400,12 +188,11 @@ def generate(
         *render_counters(counters, counter_functions(comp), waits.counter_wait),
         *waits.lines,
     ]
-    source = render(comp, handles, trampolines, params, dispatch, inputs, transfers, unused, counter_lines)
     target = comp.target.name if comp.target is not None else comp.target_name
-    return Generated(
+    unit = Generated(
         comp.pipeline.name,
         target,
-        source,
+        "",
         handles,
         trampolines,
         dropped,
@@ -417,7 +204,9 @@ def generate(
         counters,
         waits.watchdog,
         tuple(counter_lines),
+        tuple((e.name, e.stage.version) for e in comp.stages),
     )
+    return replace(unit, source=render(unit, inputs))
 
 
 def params_layout(comp: Composition) -> ParamsLayout:
@@ -603,23 +392,6 @@ def _calls(comp: Composition) -> tuple[tuple[Trampoline, ...], tuple[DroppedExpo
     return tuple(sorted(by_symbol.values(), key=lambda t: t.symbol)), tuple(dropped), notes
 
 
-def component_ctype(type_name: str, slot: str | None) -> str:
-    """The C type a component passes a value of contract type ``type_name`` as, from its PTX slot.
-
-    Scalars have one C type (:data:`C_TYPES`). A 16-bit float is either an integer holding its
-    bits (PTX ``.b16``/``.b32`` slot: ``unsigned short``) or a 2-byte aggregate (``.b8[2]``:
-    ``__nv_bfloat16``, ``__half``, a wrapper struct), passed as :data:`HALF_STRUCT`; a package
-    without prototypes is taken to pass bits. Raises ``ValueError`` for another slot.
-    """
-    if type_name not in HALF_TYPES:
-        return C_TYPES[type_name]
-    if slot is None or slot in ("b16", "b32", "u16", "s16", "u32", "s32"):
-        return "unsigned short"
-    if slot == "b8[2]":
-        return HALF_STRUCT
-    raise ValueError(f"a `{type_name}` value travels as PTX `{slot}`, neither 16-bit bits nor a 2-byte aggregate")
-
-
 def _ctypes(sig: A.Signature, captured: Captured | None, symbol: str) -> tuple[str, ...]:
     proto = captured.prototype_map.get(symbol) if captured is not None else None
     slots: list[str | None] = [None] * (len(sig.params) + 1)
@@ -726,95 +498,6 @@ def _initialised_rings(comp: Composition) -> Iterator[Owned[A.Ring]]:
             yield owned
 
 
-# ----------------------------------------------------------------- rendering
-
-_RULE = "// " + "-" * 64
-
-
-def render(
-    comp: Composition,
-    handles: Sequence[HandleValue],
-    trampolines: Sequence[Trampoline],
-    params: ParamsLayout,
-    d: Dispatch,
-    inputs: Sequence[str] = (),
-    transfers: Sequence[Transfer] = (),
-    unused: Sequence[UnusedExport] = (),
-    counter_lines: Sequence[str] = (),
-    *,
-    control: bool = False,
-) -> str:
-    """The generated translation unit, as text ending with a newline.
-
-    ``control`` renders the glue of the one-unit control build (``kernlink parity``): it
-    follows every component's source, each wrapped in :func:`unit_namespace`, so the role
-    entries and init hooks are not declared again with ``const void*`` (a conflicting
-    declaration of the components' own) but named from their namespaces, and the dispatch
-    kernel casts each params region to the type the entry is defined with.
-    """
-    target = comp.target.name if comp.target is not None else comp.target_name
-    out = [
-        f"// kernlink generated code ({FORMAT}): pipeline `{comp.pipeline.name}`, target {target}, "
-        f"kernel `{d.kernel}`.",
-        "// `kernlink link` writes this file; link.map records why each constant below has its value.",
-        "// Do not edit it: change the contracts or the components and link again.",
-        "//",
-        "// stages, in pipeline order:",
-    ]
-    names = list(inputs) + [""] * (len(comp.stages) - len(inputs))
-    out += [
-        f"//   {e.name} {e.stage.version}" + (f" from {n}" if n else "")
-        for e, n in zip(comp.stages, names, strict=True)
-    ]
-    out += [
-        "",
-        _RULE,
-        "// Handles: each returns its solved constant; LTO folds every call into an immediate.",
-        f"// Shared-memory offsets count from the dynamic shared memory base (shared address {d.smem_base}).",
-    ]
-    if handles:
-        out.append('extern "C" {')
-        for stage in dict.fromkeys(h.stage for h in handles):
-            out.append(f"// {stage}")
-            for h in (h for h in handles if h.stage == stage):
-                out.append(f"__device__ unsigned {h.symbol}() {{ return {h.value}u; }}  // {_comment(h.why)}")
-        out.append('}  // extern "C"')
-    else:
-        out.append("// (no component reads a handle)")
-    if counter_lines:
-        out += ["", _RULE, *counter_lines]
-    out += ["", _RULE, "// Call trampolines: each call site's symbol calls the export that serves it."]
-    if not trampolines:
-        out.append("// (no call sites)")
-    out += _half_lines(trampolines)
-    for t in trampolines:
-        out += _trampoline_lines(t)
-    if transfers or unused:
-        out += ["", _RULE, *_transfer_lines(transfers, unused)]
-    out += ["", _RULE, "// Role entries and ring init hooks, defined by the components."]
-    declared: dict[str, tuple[str, str]] = {}
-    for init in d.inits:
-        declared.setdefault(init.symbol, (init.stage, f"{init.stage}: init hook of ring `{init.ring}`"))
-    for role in d.roles:
-        declared.setdefault(role.entry, (role.stage, f"{role.stage}: entry of role `{role.role}`"))
-    if control:
-        out += [
-            "// (one-unit control build: as each component defines them, in its namespace above)",
-            "template <typename F> struct kl_entry_params;",
-            "template <typename P, typename S> struct kl_entry_params<void(P, S)> { typedef P type; };",
-        ]
-        out += [f"using {unit_namespace(stage)}::{sym};  // {why}" for sym, (stage, why) in declared.items()]
-    else:
-        out.append('extern "C" {')
-        out += [
-            f"__device__ void {sym}(const void* params, unsigned char* smem);  // {why}"
-            for sym, (_, why) in declared.items()
-        ]
-        out.append('}  // extern "C"')
-    out += ["", _RULE, *_params_lines(params), "", _RULE, *_kernel_lines(d, params, control)]
-    return "\n".join(out) + "\n"
-
-
 def _plan_transfers(
     comp: Composition, placed: Placed, routes: Sequence[RoutedSeam]
 ) -> tuple[tuple[Transfer, ...], tuple[UnusedExport, ...]]:
@@ -827,328 +510,6 @@ def _plan_transfers(
     return plan_transfers(comp, placed, routes)
 
 
-def _transfer_lines(transfers: Sequence[Transfer], unused: Sequence[UnusedExport]) -> list[str]:
-    from linker.transfers import elem_ctype
-
-    out = [
-        "// Tensor transfers: each connection's route, lowered with its link-time constants. The export",
-        "// function is the producing stage's export handle, the import function the consuming stage's import",
-        "// handle; every move is a bit copy (nothing is converted).",
-    ]
-    for t in transfers:
-        where = "the export's claim" if t.shared == "buffer" else "scratch"
-        scratch = (
-            f"{where} `{t.scratch_claim}` at shared address {t.scratch_addr} (dynamic base + "
-            f"{t.scratch_offset}), {t.scratch_bytes} B"
-            if t.scratch_claim is not None
-            else "no scratch"
-        )
-        barriers = (
-            f"named barrier(s) {', '.join(map(str, t.barrier_ids))} of {t.barrier_threads} threads"
-            if t.barrier_ids
-            else "no named barrier"
-        )
-        out += ["", f"// {t.connection}: {t.title} ({t.rung}); {scratch}; {barriers}", t.source.rstrip("\n")]
-    fans: dict[str, list[Transfer]] = {}
-    for t in transfers:
-        if t.fanned_out:
-            fans.setdefault(t.export_symbol, []).append(t)
-    for symbol, routes in fans.items():
-        ordered = sorted(routes, key=lambda t: t.order)
-        first = ordered[0]
-        ctype = elem_ctype(first.elem)
-        out += [
-            "",
-            f"// {first.export_stage}: export `{first.export}` feeds {len(ordered)} routes; its export handle "
-            "runs them in import order",
-            f'extern "C" __device__ void {symbol}(const {ctype}* held) {{',
-            *(f"    {t.route_symbol}(held);  // route {t.order}: {t.connection}" for t in ordered),
-            "}",
-        ]
-    for u in unused:
-        out += [
-            "",
-            f"// {u.stage}: export `{u.export}` is imported by no stage; its export handle does nothing",
-            f'extern "C" __device__ void {u.symbol}(const {u.ctype}* held) {{ (void)held; }}',
-        ]
-    return out
-
-
-def _comment(text: str) -> str:
-    return text.replace("*/", "* /").replace("\n", " ")
-
-
-def _params_lines(params: ParamsLayout) -> list[str]:
-    if not params.regions:
-        return ["// The params block: no stage declares `params`; the kernel takes no parameter."]
-    out = [
-        "// The params block: each stage's params region at its offset. The launch helper writes the fields",
-        "// marked `fact` from their owners' values; the caller gives the others.",
-        f"struct __align__({params.align}) KlParams {{",
-    ]
-    cursor = 0
-    for i, region in enumerate(params.regions):
-        if region.offset > cursor:
-            out.append(f"    unsigned char kl_pad{i}[{region.offset - cursor}];")
-        out.append(
-            f"    unsigned char {region.member}[{region.size}];  // @ {region.offset}: {region.stage} "
-            f"`{region.block}` (align {region.align})"
-        )
-        for f in (f for f in params.fields if f.stage == region.stage and f.block == region.block):
-            out.append(f"    //   @ {f.offset} {f.name}: {f.type}{_field_source(f)}")
-        cursor = region.offset + region.size
-    if params.size > cursor:
-        out.append(f"    unsigned char kl_pad_end[{params.size - cursor}];")
-    out.append("};")
-    out.append(
-        f"static_assert(sizeof(KlParams) == {params.size} && alignof(KlParams) == {params.align}, "
-        '"params block layout");'
-    )
-    return out
-
-
-def _field_source(f: ParamField) -> str:
-    if f.source == "fact":
-        return f" = fact `{f.fact}` = {f.value} (owned by {f.owner})"
-    if f.fact is not None:
-        return f" = fact `{f.fact}`, given by the caller" + (f" (owned by {f.owner})" if f.owner else "")
-    return " (caller)"
-
-
-def _branches(ranges: Sequence[tuple[int, int]], start: int = 0) -> list[str]:
-    """``if``/``else if`` conditions selecting each warp range ``[lo, hi)`` (ranges sorted, disjoint)."""
-    out = []
-    previous = start
-    for i, (lo, hi) in enumerate(ranges):
-        cond = f"warp < {hi}u" if lo == previous else f"warp >= {lo}u && warp < {hi}u"
-        out.append(("if" if i == 0 else "} else if") + f" ({cond}) {{")
-        previous = hi
-    return out
-
-
-def unit_namespace(stage: str) -> str:
-    """The namespace a stage's source is wrapped in inside the one-unit control build (``kernlink parity``)."""
-    return f"kl_unit_{sanitize(stage)}"
-
-
-def _kernel_lines(d: Dispatch, params: ParamsLayout, control: bool = False) -> list[str]:
-    bounds = f"{d.threads}, {d.min_blocks}" if d.min_blocks is not None else f"{d.threads}"
-    regs = f"entry {d.entry_regs} registers per thread" if d.setmaxnreg else "no setmaxnreg (no role declares `regs`)"
-    signature = "const __grid_constant__ KlParams params" if params.regions else ""
-    out = [
-        f"// The dispatch kernel: {d.threads} threads = {d.block_warps} warps; {d.dynamic_smem} B of dynamic "
-        f"shared memory; {regs}.",
-        *(
-            [
-                f"// clusters of {d.cluster[0]}x{d.cluster[1]}x{d.cluster[2]} CTAs, fixed at compile time: "
-                "the grid must be a multiple of the cluster"
-            ]
-            if d.clustered
-            else []
-        ),
-        f'extern "C" __global__ void __launch_bounds__({bounds}){_cluster_dims(d)} {d.kernel}({signature}) {{',
-        "    extern __shared__ __align__(1024) unsigned char kl_smem[];",
-        "    const unsigned warp = threadIdx.x / 32u;",
-    ]
-
-    def params_of(member: str | None, entry: str) -> str:
-        value = f"params.{member}" if member is not None else "kl_smem"
-        return f"(kl_entry_params<decltype({entry})>::type){value}" if control else value
-
-    members = {r.stage: r.member for r in params.regions if params.region_of(r.stage) is r}
-    if d.tmem_columns:
-        out += _tmem_alloc_lines(d)
-    if d.inits:
-        out.append("    // 1. ring inits: the first thread of each `init by` role, before any role starts")
-        for init in d.inits:
-            out += [
-                f"    if (threadIdx.x == {init.thread}u) {{",
-                f"        {init.symbol}({params_of(members.get(init.stage), init.symbol)}, kl_smem);"
-                f"  // ring `{init.ring}`, init by role `{init.role}`",
-                "    }",
-            ]
-        if d.clustered:
-            out += [
-                "    // every barrier of every CTA in the cluster is initialised before any role starts",
-                '    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");',
-                '    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");',
-            ]
-        else:
-            out.append("    __syncthreads();  // every barrier is initialised before any role starts")
-    if d.groups and _nested(d):
-        return [*out, *_nested_lines(d, params_of, 1 + bool(d.inits)), *_tmem_free_lines(d), *_cluster_exit(d), "}"]
-    if d.groups:
-        out.append(
-            f"    // {1 + bool(d.inits)}. register groups: setmaxnreg per warpgroup (the kernel starts with "
-            f"{d.entry_regs})"
-        )
-        for line, grp in zip(
-            _branches([(g.first_warp, g.first_warp + g.warps) for g in d.groups]), d.groups, strict=True
-        ):
-            out.append(f"    {line}")
-            what = f"groups {grp.groups[0]}..{grp.groups[-1]}" if len(grp.groups) > 1 else f"group {grp.groups[0]}"
-            who = ", ".join(grp.roles) or "idle warps"
-            if grp.op is None:
-                out.append(
-                    f"        // {what}, warps {grp.first_warp}..{grp.first_warp + grp.warps - 1} ({who}): "
-                    f"keeps {grp.budget}"
-                )
-            else:
-                out.append(
-                    f'        asm volatile("setmaxnreg.{grp.op}.sync.aligned.u32 {grp.budget};");'
-                    f"  // {what}, warps {grp.first_warp}..{grp.first_warp + grp.warps - 1}: {who}"
-                )
-        out.append("    }")
-    step = 1 + bool(d.inits) + bool(d.groups)
-    out.append(f"    // {step}. roles: each warp range calls its role's entry")
-    if d.roles:
-        for line, role in zip(
-            _branches([(r.first_warp, r.first_warp + r.warps) for r in d.roles]), d.roles, strict=True
-        ):
-            out.append(f"    {line}")
-            passed = params_of(role.params_member, role.entry)
-            out.append(
-                f"        {role.entry}({passed}, kl_smem);  // {role.stage} role "
-                f"`{role.role}`, warps {role.first_warp}..{role.first_warp + role.warps - 1}"
-            )
-        out.append("    }")
-    if d.idle_warps:
-        out.append(f"    // idle warps {', '.join(str(w) for w in d.idle_warps)} return at once")
-    out += _tmem_free_lines(d)
-    out += _cluster_exit(d)
-    out.append("}")
-    return out
-
-
-def _group_of(d: Dispatch, role: RoleEntry) -> GroupRegs | None:
-    return next(
-        (
-            g
-            for g in d.groups
-            if g.first_warp <= role.first_warp and role.first_warp + role.warps <= g.first_warp + g.warps
-        ),
-        None,
-    )
-
-
-def _nested(d: Dispatch) -> bool:
-    """True when every role lies inside one register group: each group's branch then holds its roles."""
-    return all(_group_of(d, r) is not None for r in d.roles)
-
-
-def _setmaxnreg_line(grp: GroupRegs, indent: str) -> str:
-    what = f"groups {grp.groups[0]}..{grp.groups[-1]}" if len(grp.groups) > 1 else f"group {grp.groups[0]}"
-    who = ", ".join(grp.roles) or "idle warps"
-    span = f"warps {grp.first_warp}..{grp.first_warp + grp.warps - 1}"
-    if grp.op is None:
-        return f"{indent}// {what}, {span} ({who}): keeps {grp.budget}"
-    return f'{indent}asm volatile("setmaxnreg.{grp.op}.sync.aligned.u32 {grp.budget};");  // {what}, {span}: {who}'
-
-
-def _nested_lines(d: Dispatch, params_of: Callable[[str | None, str], str], step: int) -> list[str]:
-    """Register groups and roles in one if/else chain: ptxas compiles each branch to its group's budget.
-
-    ptxas allocates registers for the code after a ``setmaxnreg`` to that budget only when
-    the instruction and the code are in the same branch (HOPPER.md: "each warpgroup's role is
-    one branch of a single if/else"); with a separate chain the whole kernel is compiled to
-    the entry count, and a role needing more (a wgmma accumulator) does not compile.
-    """
-    out = [
-        f"    // {step}. register groups and roles: each warpgroup range runs setmaxnreg (the kernel starts "
-        f"with {d.entry_regs}), then calls its roles' entries"
-    ]
-    for line, grp in zip(_branches([(g.first_warp, g.first_warp + g.warps) for g in d.groups]), d.groups, strict=True):
-        out.append(f"    {line}")
-        out.append(_setmaxnreg_line(grp, "        "))
-        inner = [r for r in d.roles if _group_of(d, r) is grp]
-        if len(inner) == 1 and (inner[0].first_warp, inner[0].warps) == (grp.first_warp, grp.warps):
-            role = inner[0]
-            out.append(
-                f"        {role.entry}({params_of(role.params_member, role.entry)}, kl_smem);  "
-                f"// {role.stage} role `{role.role}`, "
-                f"warps {role.first_warp}..{role.first_warp + role.warps - 1}"
-            )
-            continue
-        ranges = [(r.first_warp, r.first_warp + r.warps) for r in inner]
-        for branch, role in zip(_branches(ranges, grp.first_warp), inner, strict=True):
-            out.append(f"        {branch}")
-            out.append(
-                f"            {role.entry}({params_of(role.params_member, role.entry)}, kl_smem);  "
-                f"// {role.stage} "
-                f"role `{role.role}`, warps {role.first_warp}..{role.first_warp + role.warps - 1}"
-            )
-        if inner:
-            out.append("        }")
-    out.append("    }")
-    if d.idle_warps:
-        out.append(f"    // idle warps {', '.join(str(w) for w in d.idle_warps)} return at once")
-    return out
-
-
-def _trampoline_ctypes(t: Trampoline) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    if t.caller_ctypes and t.export_ctypes:
-        return t.caller_ctypes, t.export_ctypes
-    plain = tuple(component_ctype(p, None) for p in (*t.params, t.result))
-    return plain, plain
-
-
-def _half_lines(trampolines: Sequence[Trampoline]) -> list[str]:
-    """The 16-bit float helpers, when some trampoline passes one."""
-    used = {c for t in trampolines for side in _trampoline_ctypes(t) for c in side}
-    differs = any(a != b for t in trampolines for a, b in zip(*_trampoline_ctypes(t), strict=True))
-    out = []
-    if HALF_STRUCT in used:
-        out += [
-            "// a 16-bit float passed as a 2-byte aggregate (isomorphic to __nv_bfloat16 and __half)",
-            f"struct __align__(2) {HALF_STRUCT} {{ unsigned short bits; }};",
-        ]
-    if differs:
-        out += [
-            "// the caller and the export pass a 16-bit float differently: the trampoline copies its bits",
-            "template <typename To, typename From>",
-            "static __device__ __forceinline__ To kl_bit_cast(From v) {",
-            '    static_assert(sizeof(To) == sizeof(From), "a bit copy keeps the size");',
-            "    union { From from; To to; } u;",
-            "    u.from = v;",
-            "    return u.to;",
-            "}",
-        ]
-    return out
-
-
-def _trampoline_lines(t: Trampoline) -> list[str]:
-    caller, export = _trampoline_ctypes(t)
-
-    def cast(to: str, frm: str, value: str) -> str:
-        return value if to == frm else f"kl_bit_cast<{to}>({value})"
-
-    args = ", ".join(f"{c} a{i}" for i, c in enumerate(caller[:-1]))
-    passed = ", ".join(cast(e, c, f"a{i}") for i, (c, e) in enumerate(zip(caller[:-1], export[:-1], strict=True)))
-    call = f"{t.export_symbol}({passed})"
-    body = f"{call};" if t.result == "void" else f"return {cast(caller[-1], export[-1], call)};"
-    return [
-        f'extern "C" __device__ {export[-1]} {t.export_symbol}({", ".join(export[:-1])});'
-        f"  // {t.export_stage}: export `{t.call}` {t.signature}",
-        f'extern "C" __device__ {caller[-1]} {t.symbol}({args}) {{ {body} }}  // called by {"; ".join(t.callers)}',
-    ]
-
-
-def _cluster_dims(d: Dispatch) -> str:
-    return f" __cluster_dims__({d.cluster[0]}, {d.cluster[1]}, {d.cluster[2]})" if d.clustered else ""
-
-
-def _cluster_exit(d: Dispatch) -> list[str]:
-    """A clustered kernel's last step: no CTA leaves while a peer may still reach its shared memory."""
-    if not d.clustered:
-        return []
-    return [
-        "    // every role of every CTA in the cluster has returned: no peer still reaches this CTA's shared",
-        "    // memory when it exits",
-        '    asm volatile("barrier.cluster.arrive.release;" ::: "memory");',
-        '    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");',
-    ]
-
-
 def _tmem_allocation(comp: Composition, placement: Placement, dynamic: int) -> tuple[int, int]:
     """Columns to allocate (the one allocation holding every placed column) and the offset of the address word."""
     if comp.target is None:
@@ -1159,44 +520,3 @@ def _tmem_allocation(comp: Composition, placement: Placement, dynamic: int) -> t
     if slot + TMEM_SLOT_BYTES > limit:
         raise DiagnosticError([l_link.no_tmem_slot(dynamic, limit, TMEM_SLOT_BYTES, comp.pipeline.span)])
     return columns, slot
-
-
-def _tmem_alloc_lines(d: Dispatch) -> list[str]:
-    """Warp 0 allocates the tensor memory every role shares and gives up the allocation permit.
-
-    Every ``P_C_tmem`` handle is a column of this allocation counted from column 0, so an
-    allocation that does not start at lane 0, column 0 stops the kernel (``trap``) rather
-    than let roles use columns they do not own.
-    """
-    slot = f"kl_smem + {d.tmem_slot}u"
-    return [
-        f"    // 0. tensor memory: warp 0 allocates {d.tmem_columns} columns before any role starts (tcgen05.alloc",
-        "    //    writes the address to shared memory) and relinquishes the allocation permit",
-        "    if (warp == 0u) {",
-        '        asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;" ::'
-        f'"r"(static_cast<unsigned>(__cvta_generic_to_shared({slot}))), "r"({d.tmem_columns}u) : "memory");',
-        '        asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;" ::: "memory");',
-        "    }",
-        '    asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");',
-        "    __syncthreads();",
-        '    asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");',
-        f"    if (*reinterpret_cast<volatile unsigned*>({slot}) != 0u) {{",
-        '        asm volatile("trap;");  // handles count columns from 0: another allocation start is unusable',
-        "    }",
-    ]
-
-
-def _tmem_free_lines(d: Dispatch) -> list[str]:
-    """After every role has returned, warp 0 frees the allocation."""
-    if not d.tmem_columns:
-        return []
-    return [
-        "    // every role has returned: warp 0 frees the tensor memory",
-        '    asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");',
-        "    __syncthreads();",
-        '    asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");',
-        "    if (warp == 0u) {",
-        f'        asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, {d.tmem_columns};" :: "r"(0u) : '
-        '"memory");',
-        "    }",
-    ]

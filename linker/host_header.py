@@ -31,8 +31,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from hardware.targets import SCALAR_SIZES
 from linker.launch_config import LaunchConfig
-from linker.layout import TYPE_BYTES
 
 #: C type of each params field type (2-byte floats as their bits).
 _C = {
@@ -132,7 +132,7 @@ def _params_struct(p: str, params: Mapping[str, Any], providers: list[Mapping[st
         if filler is not None:
             how = f"filled by host provider {filler}"
         out.append(f"    {_C[f['type']]} {c_name(f['stage'])}_{f['name']};  /* @ {off}: {how} */")
-        at = off + TYPE_BYTES[f["type"]]
+        at = off + SCALAR_SIZES[f["type"]].value
     if size > at or not fields:
         out.append(f"    uint8_t kl_tail[{max(size - at, 1)}];")
     out.append(f"}} {p}_params;")

@@ -2,7 +2,7 @@
 
 ``kernel.h`` (linker/host_header.py writes its macros and launch code from it),
 ``run_linked``, ``kernlink.Session`` with its CUDA-graph capture, and the parity timing
-(through linker/launch.py ``enqueue``) all take the block size, the dynamic shared memory,
+(through runtime/launch.py ``enqueue``) all take the block size, the dynamic shared memory,
 the grid, the cluster shape and whether the launch is cooperative from this record, and
 nothing else: a launcher with its own idea of the geometry is how the C header came to
 launch a cluster kernel without its cluster attributes while the Python launcher set them.
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the launchers import this module: they need no checker or generator
     from checker.composition import Composition
-    from linker.generate import Dispatch
+    from linker.artifacts import Dispatch
 
 
 class LaunchRefused(ValueError):

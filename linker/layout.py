@@ -43,24 +43,6 @@ PROBE_FILE = "<kernlink params probe>"
 MAGIC = 0x4B4C5031  # "KLP1"
 MISSING = 0xFFFFFFFF
 
-#: Bytes of each contract scalar type, for comparing a field's declared type with its captured size.
-TYPE_BYTES = {
-    "bool": 1,
-    "i8": 1,
-    "u8": 1,
-    "i16": 2,
-    "u16": 2,
-    "f16": 2,
-    "bf16": 2,
-    "i32": 4,
-    "u32": 4,
-    "f32": 4,
-    "i64": 8,
-    "u64": 8,
-    "f64": 8,
-    "ptr": 8,
-}
-
 _KEEPER = re.compile(rf"\.func\s+{PROBE_KEEPER}\w*\s*\((?P<params>[^)]*)\)\s*\{{(?P<body>[^}}]*)\}}")
 _MOV = re.compile(r"\bmov\.[bu]32\s+(?P<reg>%r\d+)\s*,\s*(?P<value>-?(?:0[xX][0-9a-fA-F]+|\d+))[uU]?\s*;")
 _STORE = re.compile(

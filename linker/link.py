@@ -81,9 +81,10 @@ from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity, sort_diagnostics
 from diagnostics.symbols import Code
 from linker import linkmap
+from linker.artifacts import Generated
 from linker.binding import rebuild_problems
 from linker.cubin import KernelInfo, read_cubin
-from linker.generate import KERNEL, SOURCE_NAME, Generated, generate, unsupported
+from linker.generate import KERNEL, SOURCE_NAME, generate, unsupported
 from linker.host_header import host_header
 from linker.launch_config import launch_config
 from linker.linkmap import Attempt, InputRecord, LinkRecord

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from diagnostics.model import Diagnostic
+from linker.artifacts import Generated
 from linker.counters import RESET_RULE
-from linker.generate import Generated
 from linker.launch_config import LaunchConfig, describe
 from linker.watchdog import LEDGER
 from placement.problem import Domain

@@ -35,9 +35,9 @@ from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import SymbolTableSection
 
 from linker import sass
+from linker.artifacts import Generated
 from linker.control import ControlBuild
 from linker.cubin import KernelInfo, read_cubin
-from linker.generate import Generated
 
 Parity = Literal["identical", "explained", "differs"]
 """How a linked kernel compares with its single-unit control build (not a solver verdict)."""

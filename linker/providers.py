@@ -21,7 +21,7 @@ from checker.clauses import l_integrity, l_link
 from checker.composition import Composition
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError
-from linker.generate import ParamsRegion
+from linker.artifacts import ParamsRegion
 from package.kpkg import read_package
 
 

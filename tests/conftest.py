@@ -46,7 +46,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """A `gpu`-marked test, anywhere in the suite, skips cleanly on a machine without a GPU."""
     if item.get_closest_marker("gpu") is None:
         return
-    from linker.launch import gpu_available
+    from runtime.launch import gpu_available
 
     if not gpu_available():
         pytest.skip("needs an NVIDIA GPU with a CUDA driver")

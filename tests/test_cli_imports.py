@@ -47,7 +47,7 @@ def test_a_verb_registers_only_its_module(verb: str) -> None:
     loaded = _modules_after(f"from kernlink.cli import build_parser; build_parser({verb!r})")
     verbs = {m for m in loaded if m.startswith("kernlink.cmd_")}
     assert verbs == {f"kernlink.cmd_{verb}"}
-    assert not {"fuzzing", "kernlink.run", "kernlink.lsp", "kernlink.api"} & loaded
+    assert not {"fuzzing", "runtime.run", "kernlink.lsp", "kernlink.api"} & loaded
 
 
 def test_every_verb_has_its_module() -> None:
@@ -73,7 +73,7 @@ def test_a_build_a_server_runs_imports_nothing_heavy(tmp_path: Path) -> None:
     code = (
         "import os, socket, threading\n"
         f"os.environ['KERNLINK_RUNTIME_DIR'] = {str(runtime)!r}\n"
-        "from kernlink import server\n"
+        "from kernlink.builder import server\n"
         "listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
         "listener.bind(str(server.socket_path()))\n"
         "listener.listen(1)\n"

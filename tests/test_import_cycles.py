@@ -24,6 +24,7 @@ ACYCLIC = (
     "analysis",
     "fuzzing",
     "linker",
+    "runtime",
     "kernlink",
 )
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from kernlink.run import LinkedKernel
+from runtime.run import LinkedKernel
 from tests.link.examples import build_example
 
 ROOT = Path(__file__).resolve().parents[1]

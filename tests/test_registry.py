@@ -162,6 +162,7 @@ PACKAGES = (
     "transfer_model",
     "analysis",
     "linker",
+    "runtime",
     "kernlink",
     "fuzzing",
     "hardware",

@@ -563,3 +563,16 @@ def _order(seam: Seam) -> RungResult | None:
         return None
     w = seam.witness(answer)
     return _fail(rung, "order", f"{w.text()} would be loaded before the barrier phase of its store", w)
+
+
+def barrier_threads(seam: Seam, result: RungResult) -> int:
+    """Threads a route's named barriers count: the exporting role's, and the importing role's when it
+    is another (a tensor-memory route orders its loads with one barrier; a staging route with its plan's)."""
+    plan = result.plan
+    if isinstance(plan, TmemPlan):
+        same = seam.export.threads == seam.imp.threads
+    elif isinstance(plan, StagingPlan) and plan.barriers:
+        same = plan.same_threads
+    else:
+        return 0
+    return seam.export.threads.count + (0 if same else seam.imp.threads.count)

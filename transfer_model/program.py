@@ -47,6 +47,7 @@ from transfer_model.primitives import (
     StagingAddress,
     StagingPlan,
     TmemPlan,
+    barrier_threads,
     store_phase,
 )
 from transfer_model.tensors import RoleThreads, TensorImport
@@ -197,16 +198,17 @@ def build_program(seam: Seam, result: RungResult, *, scratch_aliased: bool = Fal
     if result.rung == TMEM_LOAD:
         assert isinstance(result.plan, TmemPlan)
         same = seam.export.threads == seam.imp.threads
-        threads = seam.export.threads.count + (0 if same else seam.imp.threads.count)
         release: tuple[Op, ...] = (TmemFence(before=True), Sync(0) if same else Arrive(0))
         return _program(
-            seam, result.rung, release, _tmem_ops(seam, result.plan, same), barriers=1, barrier_threads=threads
+            seam,
+            result.rung,
+            release,
+            _tmem_ops(seam, result.plan, same),
+            barriers=1,
+            barrier_threads=barrier_threads(seam, result),
         )
     assert result.rung == SMEM_STAGING and isinstance(result.plan, StagingPlan)
     plan = result.plan
-    threads = seam.export.threads.count
-    if not plan.same_threads:
-        threads += seam.imp.threads.count
     aliased = scratch_aliased and plan.mode != "buffer"
     export_ops, import_ops = _staging_ops(seam, plan, aliased)
     return _program(
@@ -217,7 +219,7 @@ def build_program(seam: Seam, result: RungResult, *, scratch_aliased: bool = Fal
         shared="buffer" if plan.mode == "buffer" else "scratch",
         smem_bytes=plan.smem_bytes,
         barriers=plan.barriers,
-        barrier_threads=threads if plan.barriers else 0,
+        barrier_threads=barrier_threads(seam, result),
         scratch_aliased=aliased,
     )
 

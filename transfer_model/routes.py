@@ -27,6 +27,7 @@ from transfer_model.primitives import (
     Seam,
     StagingPlan,
     TmemPlan,
+    barrier_threads,
     register_copy,
     smem_staging,
     tmem_load,
@@ -67,6 +68,11 @@ class Route:
         if isinstance(plan, TmemPlan):
             return 1
         return plan.barriers if isinstance(plan, StagingPlan) else 0
+
+    @property
+    def barrier_threads(self) -> int:
+        """Threads each of the route's named barriers counts (0: it has none)."""
+        return barrier_threads(self.seam, self.result)
 
     @property
     def needs_tmem_address(self) -> bool:

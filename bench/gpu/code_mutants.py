@@ -85,8 +85,8 @@ TIMEOUT = 60
 
 
 def _child(out: str, tiles: int, blocks: int, queue: Any) -> None:
-    from kernlink.run import run_linked
-    from linker.launch import GpuSession
+    from runtime.launch import GpuSession
+    from runtime.run import run_linked
     from tests.link.examples import floats, ring_reference
 
     data = floats(tiles * 8192, tiles)

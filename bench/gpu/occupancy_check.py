@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 from cuda.bindings import driver  # noqa: E402
 
 from hardware import residency as R  # noqa: E402
-from linker.launch import GpuSession  # noqa: E402
 from linker.toolchain import compile_nvrtc, link  # noqa: E402
+from runtime.launch import GpuSession  # noqa: E402
 
 KERNEL = """
 extern "C" __global__ void __launch_bounds__({threads}, {blocks}) k(float* p) {{

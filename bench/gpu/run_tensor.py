@@ -21,8 +21,8 @@ sys.path.insert(0, str(ROOT))
 from diagnostics.model import DiagnosticError  # noqa: E402
 from diagnostics.render_text import render_text  # noqa: E402
 from kernlink.api import link  # noqa: E402
-from kernlink.run import run_linked  # noqa: E402
-from linker.launch import GpuSession  # noqa: E402
+from runtime.launch import GpuSession  # noqa: E402
+from runtime.run import run_linked  # noqa: E402
 from tests.link.tensor_cases import CASES, build_case  # noqa: E402
 
 

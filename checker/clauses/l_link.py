@@ -84,6 +84,72 @@ class LinkClause(Clause):
 CODE = Code.L_LINK
 
 
+@dataclass(frozen=True)
+class Unsupported:
+    """A part of an accepted composition the role-entry ABI cannot express yet (``E-UNSUPPORTED``),
+    as the generator's planning finds it (linker/generate.py ``unsupported``).
+
+    ``name`` is the item's (the buffer or domain, the call, the export, the counter) or, for
+    ``cluster-shape``, the pipeline's; ``detail`` is the call's value type, the export's ring, or
+    the counter's space or domain; ``passable`` the types trampolines pass.
+    """
+
+    kind: Literal["shared-buffer", "call-type", "ring-fed-export", "counter-space", "counter-domain", "cluster-shape"]
+    stage: str
+    name: str
+    span: Span
+    detail: str = ""
+    passable: tuple[str, ...] = ()
+
+
+def unsupported(f: Unsupported) -> Diagnostic:
+    """``E-UNSUPPORTED``: what `kernlink link` cannot link yet, and why."""
+    if f.kind == "cluster-shape":
+        return Diagnostic(
+            Code.E_UNSUPPORTED,
+            f"`kernlink link` cannot choose the cluster shape of `{f.name}`",
+            labels=(Label(f.span, "this pipeline"),),
+            notes=("the stages accept several cluster shapes in common, and none is 1x1x1",),
+            helps=("state the launch's shape in the pipeline: `cluster 2x1x1`",),
+            data=(("stage", f.name), ("what", "cluster shape")),
+        )
+    if f.kind in ("counter-space", "counter-domain"):
+        what = f"counter `{f.name}`"
+        why = (
+            f"a counter in `space {f.detail}` lives in another GPU's or the host's memory, which the "
+            "launch helper does not allocate or map"
+            if f.kind == "counter-space"
+            else f"a counter of domain `{f.detail}` spans several GPUs, and the launch runs on one"
+        )
+        fix = "keep the counter in this GPU's global memory (no `space`, no `domain`) to link it"
+    elif f.kind == "shared-buffer":
+        what = f"symmetric buffer or domain `{f.name}`"
+        why = "multi-GPU buffers need host-side allocation that the launch helper does not do"
+        fix = "check the composition with `kernlink check`; link it once the linker supports this"
+    elif f.kind == "call-type":
+        what = f"call `{f.name}` with a `{f.detail}` value"
+        why = f"trampolines pass {', '.join(f.passable)}"
+        fix = "check the composition with `kernlink check`; link it once the linker supports this"
+    else:
+        what = f"the ring-fed export `{f.name}` (one generation per tile through ring `{f.detail}`)"
+        why = (
+            "a generated route hands one generation over: its scratch is one address and its named barriers "
+            "order one hand-off per kernel. Per tile it needs the export and import handles to take the "
+            f"generation's slot of `{f.detail}` (the scratch at that slot of the `per_slot` claim) and "
+            f"the hand-off ordered by `{f.detail}`'s `full` and `empty` barriers (or one route barrier "
+            "per slot), which the route ladder and the lowering do not generate"
+        )
+        fix = "check the composition with `kernlink check`; link it once the linker supports this"
+    return Diagnostic(
+        Code.E_UNSUPPORTED,
+        f"`kernlink link` cannot link {what} of `{f.stage}` yet",
+        labels=(Label(f.span, "declared here"),),
+        notes=(why,),
+        helps=(fix,),
+        data=(("stage", f.stage), ("what", what)),
+    )
+
+
 def unfixed_fact(symbol: str, stage: str, fact: str, span: Span, why: str) -> Diagnostic:
     """A handle reads a fact that has no value the link can fold."""
     return Diagnostic(

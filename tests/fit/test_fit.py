@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from analysis.fit import fit_target
 from kernlink.api import check
 from kernlink.cli import main
-from kernlink.cmd_fit import fit_target
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "specs" / "examples"

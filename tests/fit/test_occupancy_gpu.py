@@ -14,8 +14,8 @@ import pytest
 from cuda.bindings import driver
 
 from kernlink.api import link
-from linker.launch import GpuSession, gpu_available
 from placement.adapter import placed_residency
+from runtime.launch import GpuSession, gpu_available
 from tests.link.examples import build_example
 from tests.link.test_registers import SMALL_BUDGETS
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kernlink.api import check, link
-from linker.generate import HALF_STRUCT
+from linker.artifacts import HALF_STRUCT
 from linker.pack import pack
 
 PROVIDER_KC = """stage "half.provider" version "1.0.0" {

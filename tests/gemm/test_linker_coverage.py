@@ -18,7 +18,8 @@ import pytest
 from analysis.downstream import verify_downstream
 from diagnostics.model import DiagnosticError
 from kernlink.api import check_text, link
-from linker.generate import Generated, generate
+from linker.artifacts import Generated
+from linker.generate import generate
 from package.captured import Captured
 from tests.gemm.compositions import build
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from checker.handles import handle_bindings
+from checker.header import device_header
 from contract_lang.parser import parse_file
 from diagnostics import DiagnosticError
 from kernlink.cli import main
-from linker.header import device_header
 from linker.toolchain import compile_nvcc, compile_nvrtc, nvcc_path
 from tests.snapshots import assert_text_snapshot
 

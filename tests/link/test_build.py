@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kernlink.build import build, inputs_of
+from kernlink.builder.incremental import build, inputs_of
 from tests.link.examples import EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernlink.build import build, inputs_of, read_record, shadows
+from kernlink.builder.incremental import build, inputs_of, read_record, shadows
 from linker.opened import Opened, _make_rule, is_dependency_option
 from package.kpkg import read_package
 from tests.link.examples import EXAMPLES

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kernlink.cli import main
-from linker.launch import gpu_available
+from runtime.launch import gpu_available
 
 pytestmark = pytest.mark.toolchain
 

@@ -11,10 +11,11 @@ import pytest
 from analysis.downstream import verify_downstream
 from diagnostics.model import DiagnosticError
 from kernlink.api import check, check_text
-from kernlink.run import params_block
-from linker.generate import Generated, generate, unsupported
-from linker.launch import DeviceBuffer
+from linker.artifacts import Generated
+from linker.generate import generate, unsupported
 from package.captured import Captured
+from runtime.launch import DeviceBuffer
+from runtime.run import params_block
 from tests.link.examples import EXAMPLES
 
 PADDED = """

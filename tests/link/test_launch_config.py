@@ -24,13 +24,13 @@ from cuda.bindings import driver
 
 from diagnostics.model import DiagnosticError
 from kernlink.api import check_text, link
-from kernlink.host_providers import cuda_include
-from kernlink.run import run_linked
-from kernlink.session import Session
 from linker.generate import generate
 from linker.host_header import host_header
-from linker.launch import GpuSession
 from linker.launch_config import LaunchConfig, LaunchRefused, launch_config
+from runtime.host_providers import cuda_include
+from runtime.launch import GpuSession
+from runtime.run import run_linked
+from runtime.session import Session
 from tests.link.examples import build_example
 
 OK = driver.CUresult.CUDA_SUCCESS
@@ -144,7 +144,7 @@ def test_a_malformed_record_is_refused_by_every_python_launcher(
     record = json.loads((tmp_path / "out" / "link.json").read_text())
     record["launch"] = {**record["launch"], **broken} if broken else None
     (tmp_path / "out" / "link.json").write_text(json.dumps(record))
-    from kernlink.run import LinkedKernel
+    from runtime.run import LinkedKernel
 
     with pytest.raises(DiagnosticError) as err:
         LinkedKernel.load(tmp_path / "out").plan(4, 132)
@@ -331,12 +331,12 @@ def test_kernel_h_run_linked_session_and_graphs_launch_alike(
 
 
 def test_no_launcher_calls_the_driver_launch_itself() -> None:
-    """One launch path in Python: only linker/launch.py `enqueue` launches (kernel.h's, which
+    """One launch path in Python: only runtime/launch.py `enqueue` launches (kernel.h's, which
     linker/host_header.py writes, is held to the same plan above)."""
     root = Path(__file__).resolve().parents[2]
-    for folder in ("kernlink", "linker", "analysis"):
+    for folder in ("kernlink", "linker", "analysis", "runtime"):
         for source in (root / folder).rglob("*.py"):
-            if source in (root / "linker" / "launch.py", root / "linker" / "host_header.py"):
+            if source in (root / "runtime" / "launch.py", root / "linker" / "host_header.py"):
                 continue
             text = source.read_text()
             for call in ("cuLaunchKernel(", "cuLaunchKernelEx(", "cuLaunchCooperativeKernel(", "cuGraphAddKernelNode("):

@@ -27,10 +27,10 @@ import pytest
 from diagnostics.model import Diagnostic, DiagnosticError
 from kernlink.api import link
 from kernlink.cli import main
-from kernlink.run import LinkedKernel, run_linked
 from linker import outdir
-from linker.launch import gpu_available
 from linker.link import CUBIN, JSON, MAP, PTX, LinkOutput, output_files, write_outputs
+from runtime.launch import gpu_available
+from runtime.run import LinkedKernel, run_linked
 
 pytestmark = pytest.mark.toolchain
 

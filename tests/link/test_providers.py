@@ -25,14 +25,14 @@ from cuda.bindings import driver
 
 from diagnostics.model import DiagnosticError
 from diagnostics.private import read_sealed
-from kernlink import host_providers
 from kernlink.api import check_text
-from kernlink.build import build
-from kernlink.host_providers import Provider, cuda_include, load_library, shared_object
-from kernlink.session import Session
-from linker.launch import GpuSession
+from kernlink.builder.incremental import build
 from linker.pack import pack
 from package.kpkg import read_package
+from runtime import host_providers
+from runtime.host_providers import Provider, cuda_include, load_library, shared_object
+from runtime.launch import GpuSession
+from runtime.session import Session
 from tests.link.examples import EXAMPLES
 
 PROVIDER = """#include <cuda.h>

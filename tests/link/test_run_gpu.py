@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from kernlink.api import LinkResult, link
-from kernlink.run import LinkedKernel, run_linked
-from linker.launch import GpuSession
+from runtime.launch import GpuSession
+from runtime.run import LinkedKernel, run_linked
 from tests.link.examples import build_example, floats, hello_reference, ring_reference
 from tests.link.test_registers import SMALL_BUDGETS
 

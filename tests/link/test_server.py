@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from kernlink import server
+from kernlink.builder import server
 from kernlink.cmd_build import _server_argv
 from tests.link.examples import EXAMPLES
 

@@ -21,12 +21,12 @@ from checker.clauses.l_handle import describe
 from checker.handles import handle_problems, symbol_problems
 from contract_lang.parser import parse_text
 from kernlink.api import LinkResult, check, check_text, link
-from kernlink.run import run_linked
 from linker.generate import unsupported
-from linker.launch import GpuSession
 from linker.link import JSON, MAP
 from package.captured import Captured, Prototype
 from placement.problem import Domain
+from runtime.launch import GpuSession
+from runtime.run import run_linked
 from tests.link.tensor_cases import CASES, build_case
 
 Linked = dict[str, tuple[LinkResult, Path]]
@@ -95,6 +95,28 @@ def test_staging_barriers_are_placed_with_the_others_and_the_scratch_is_the_lent
         assert re.search(rf"barrier\.sync\s+{bar},\s*64;", ptx)
     text = (out / MAP).read_text()
     assert "named barrier `transfer.got.0`" in text and "stages through `scratch`" in text
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("name", ["staging", "staging-chunk"])
+def test_place_and_fit_report_the_route_barriers_the_link_uses(
+    tensor_linked: Linked, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The check places the staging routes' named barriers: `place`, `fit` and the link read one placement."""
+    from kernlink.cli import main
+
+    result, out = tensor_linked[name]
+    assert result.output is not None and result.output.generated is not None
+    [transfer] = result.output.generated.transfers
+    pipeline = out.parent.parent / "src" / CASES[name].name / "xfer.kp"
+    checked = check([pipeline])
+    assert checked.placed is not None and checked.placed.placement == result.output.record.placement
+    used = len(transfer.barrier_ids)
+    assert main(["place", str(pipeline)]) == 0
+    assert f"used {used} IDs (end {used + 1})" in capsys.readouterr().out
+    assert main(["fit", str(pipeline), "--targets", "sm_90a", "--format", "json"]) == 0
+    [fitted] = json.loads(capsys.readouterr().out)["targets"]
+    assert {"resource": "named barrier IDs", "used": used + 1, "capacity": 16, "unit": "IDs"} in fitted["resources"]
 
 
 @pytest.mark.toolchain

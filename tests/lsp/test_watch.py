@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from kernlink.watch import changed, snapshot, watch
+from kernlink.builder.watch import changed, snapshot, watch
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
 

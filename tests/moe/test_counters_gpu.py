@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from kernlink.api import link
-from kernlink.run import LinkedKernel, run_linked
-from linker.launch import GpuSession
+from runtime.launch import GpuSession
+from runtime.run import LinkedKernel, run_linked
 from tests.moe.test_counters import build_handoff
 
 pytestmark = pytest.mark.gpu

@@ -20,7 +20,8 @@ import pytest
 
 from kernlink.api import check, link
 from kernlink.cli import main
-from linker.generate import Generated, generate
+from linker.artifacts import Generated
+from linker.generate import generate
 from linker.watchdog import CAPACITY, DEFAULT_CYCLES, ENTRY_WORDS, HEADER_WORDS, LEDGER, MAGIC, decode_ledger
 from package.captured import Captured
 from tests.link.examples import EXAMPLES

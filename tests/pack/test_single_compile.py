@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from checker import conformance
-from kernlink.build import packages_of
+from kernlink.builder.incremental import packages_of
 from linker import binding, layout
 from linker.pack import build, choose_stage
 from linker.symbols import compile_ptx, read_ptx_symbols

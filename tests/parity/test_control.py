@@ -10,10 +10,11 @@ import pytest
 from checker.composition import Composition
 from diagnostics.model import DiagnosticError
 from kernlink.api import check
+from linker.artifacts import Generated
 from linker.control import CONTROL_SOURCE, UnitPart, _common_front_end, _notes, assemble, compile_control, unit_source
 from linker.cubin import read_cubin
-from linker.generate import Generated, render
 from linker.link import link_composition
+from linker.render import render
 
 pytestmark = pytest.mark.toolchain
 
@@ -46,7 +47,7 @@ def test_the_generated_glue_as_linked_does_not_compile_in_one_unit(compositions:
     """Why the control glue exists: `const void*` entry declarations conflict with the components' own."""
     comp, generated = _linked(compositions["hello"])
     unit = assemble(comp, generated)
-    plain = render(comp, generated.handles, generated.trampolines, generated.params, generated.dispatch)
+    plain = render(generated)
     broken = dataclasses.replace(unit, source=unit_source(unit.parts, _sources(unit.source, unit.parts), plain))
     with pytest.raises(DiagnosticError) as err:
         compile_control(broken)

@@ -14,11 +14,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from diagnostics.model import DiagnosticError
-from kernlink import parity_timing
 from kernlink.cli import main
-from kernlink.parity_timing import ORDERS, _same_outputs, bootstrap_median, ratios
-from linker.launch import DeviceBuffer, Kernel
 from linker.launch_config import Launch
+from runtime import parity_timing
+from runtime.launch import DeviceBuffer, Kernel
+from runtime.parity_timing import ORDERS, _same_outputs, bootstrap_median, ratios
 from tests.link.examples import f32, floats, hello_reference
 
 

@@ -11,8 +11,8 @@ from cuda.bindings import driver
 
 from diagnostics import DiagnosticError
 from kernlink.api import LinkResult
-from kernlink.session import Session, device_pointer
-from linker.launch import GpuSession
+from runtime.launch import GpuSession
+from runtime.session import Session, device_pointer
 from tests.link.examples import floats, ring_reference
 
 Linked = dict[str, tuple[LinkResult, Path]]

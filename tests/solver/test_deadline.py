@@ -28,7 +28,17 @@ RING = ROOT / "specs" / "examples" / "ring" / "ring.kp"
 def test_every_default_budget_is_read_from_the_table() -> None:
     """No module outside solver/budget.py spells a budget: each reads BUDGETS."""
     spelled = re.compile(r"^\s*\w*(RLIMIT|BUDGET)\w*\s*(:\s*\w+\s*)?=\s*\d", re.MULTILINE)
-    packages = ("analysis", "checker", "contract_lang", "kernlink", "linker", "package", "placement", "solver")
+    packages = (
+        "analysis",
+        "checker",
+        "contract_lang",
+        "kernlink",
+        "linker",
+        "package",
+        "placement",
+        "runtime",
+        "solver",
+    )
     found = [
         str(path.relative_to(ROOT))
         for package in (*packages, "transfer_model")

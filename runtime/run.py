@@ -14,7 +14,7 @@ Python API (what tests use)::
 
 A value's key is a field name (given to every stage whose params have a field of
 that name) or ``stage.field`` (``ring.loader.tiles``) for one stage's field; a
-``ptr`` field takes a :class:`~linker.launch.DeviceBuffer` or an address. The launch
+``ptr`` field takes a :class:`~runtime.launch.DeviceBuffer` or an address. The launch
 takes its geometry from the link's launch configuration (``link.json`` ``launch``,
 linker/launch_config.py), as ``kernel.h`` and ``kernlink.Session`` do: the grid the
 pipeline states, else ``grid``, else for a persistent or ``grid resident`` launch the SM
@@ -47,11 +47,11 @@ from typing import Any
 
 from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.symbols import Code
-from linker.generate import FIELD_FORMATS
-from linker.launch import DeviceBuffer, GpuSession, LoadedCubin
+from linker.artifacts import FIELD_FORMATS
 from linker.launch_config import Launch, LaunchConfig, LaunchRefused
 from linker.outdir import locked, verify_cubin
 from linker.watchdog import HostLedger, decode_ledger
+from runtime.launch import DeviceBuffer, GpuSession, LoadedCubin
 
 CUBIN = "kernel.cubin"
 JSON = "link.json"

@@ -2,7 +2,7 @@
 
 For a check, the inputs are the files named on the command line, the contracts (``.kc``)
 beside each pipeline and the packages (``.kpkg``) under its ``build/`` folder; a build
-lists its own (kernlink/build.py: what each compile opened, contracts, flags, providers, and
+lists its own (kernlink/builder/incremental.py: what each compile opened, contracts, flags, providers, and
 paths that must stay absent). A change is a new, removed or modified file (size or
 modification time) among the inputs listed before the run; a path a run adds to the list
 (a build learns what its compile opened) is compared from the end of that run on. Polling

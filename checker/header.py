@@ -19,6 +19,10 @@ generated from the contract alone, so it can be written before anything is place
 ``peers`` are the other stages of the composition: a consumer reads the producer's
 per-slot storage through ``kl_<stage>_<ring>_<claim>_smem``, a name only the
 producer's contract fixes. Output is deterministic (no paths, no dates).
+
+It reads the contract, the handle ABI (:mod:`checker.handles`, which names every symbol
+declared here and which the linker defines) and the scalar sizes (``hardware``); nothing
+placed and nothing linked, so it sits beside the ABI, below placement and the linker.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from checker.handles import (
     stage_prefix,
 )
 from contract_lang import ast as A
-from linker.layout import TYPE_BYTES
+from hardware.targets import SCALAR_SIZES
 
 #: C type of each contract scalar type (2-byte floats travel as their bits).
 C_TYPES = {
@@ -112,17 +116,17 @@ def _params(stage: A.Stage) -> list[str]:
         out.append(f"struct alignas({block.align}) {block.name} {{")
         at = 0
         for i, f in enumerate(sorted(block.fields, key=lambda f: f.offset)):
-            if f.offset % TYPE_BYTES[f.type] or f.offset < at:
+            if f.offset % SCALAR_SIZES[f.type].value or f.offset < at:
                 # C cannot lay this out; L-PARAMS rejects it too. Fail where the author compiles.
                 out.append(
                     f'#error "params {block.name}: `{f.name}` @ {f.offset} is not at a free, '
-                    f'{TYPE_BYTES[f.type]}-byte aligned offset"'
+                    f'{SCALAR_SIZES[f.type].value}-byte aligned offset"'
                 )
             if f.offset > at:
                 out.append(f"    unsigned char kl_pad{i}[{f.offset - at}];")
             note = f"  // = fact {f.fact}" if f.fact else ""
             out.append(f"    {C_TYPES[f.type]} {f.name};{note}")
-            at = f.offset + TYPE_BYTES[f.type]
+            at = f.offset + SCALAR_SIZES[f.type].value
         if block.size > at:
             out.append(f"    unsigned char kl_tail[{block.size - at}];")
         out.append("};")
@@ -130,8 +134,8 @@ def _params(stage: A.Stage) -> list[str]:
         out.append(f'static_assert(alignof({block.name}) == {block.align}, "params {block.name}: align");')
         for f in block.fields:
             out.append(
-                f"static_assert(sizeof({block.name}::{f.name}) == {TYPE_BYTES[f.type]}, "
-                f'"params {block.name}: {f.name} is {TYPE_BYTES[f.type]} bytes");'
+                f"static_assert(sizeof({block.name}::{f.name}) == {SCALAR_SIZES[f.type].value}, "
+                f'"params {block.name}: {f.name} is {SCALAR_SIZES[f.type].value} bytes");'
             )
         # NVRTC has no offsetof; with explicit padding and sizes checked, offsets can only
         # drift through alignment, which the `#error` above and nvcc's offsetof rule out.

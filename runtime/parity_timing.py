@@ -28,9 +28,9 @@ from typing import Any
 
 from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.symbols import Code
-from kernlink.run import LinkedKernel, Value, make_buffers, params_block
-from linker.launch import DeviceBuffer, GpuSession, Kernel, driver_config, enqueue, prepare
 from linker.launch_config import Launch
+from runtime.launch import DeviceBuffer, GpuSession, Kernel, driver_config, enqueue, prepare
+from runtime.run import LinkedKernel, Value, make_buffers, params_block
 
 ORDERS = tuple(itertools.permutations(range(3)))
 BOOTSTRAP_SAMPLES = 2000

@@ -3,7 +3,7 @@
 Separate compilation pays only if an unchanged component is not compiled again. For
 every ``use … from "build/<stem>.kpkg"`` of the pipeline, the component's source is
 ``<stem>.cu``, its contract ``<stem>.kc`` and its compile flags ``<stem>.flags``
-(kernlink/buildflags.py; optional) in the folder above ``build/`` (where ``kernlink pack``
+(kernlink/builder/flags.py; optional) in the folder above ``build/`` (where ``kernlink pack``
 puts a package by default).
 
 A package is reused when its *build record* (``<stem>.kpkg.key``, JSON, written after each
@@ -37,7 +37,7 @@ from diagnostics.files import atomic_write_text
 from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.sources import SourceMap
 from kernlink import __version__
-from kernlink.buildflags import flags_path, read_flags
+from kernlink.builder.flags import flags_path, read_flags
 
 if TYPE_CHECKING:
     from checker.memo import Memo

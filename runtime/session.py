@@ -12,7 +12,7 @@ the work once:
         s.synchronize()
 
 The link's host providers (``host provider … fn F``) are compiled with the system C
-compiler and run at ``bind`` (kernlink/host_providers.py).
+compiler and run at ``bind`` (runtime/host_providers.py).
 
 ``bind`` takes any object with ``__cuda_array_interface__`` (PyTorch, CuPy, Numba) or
 ``__dlpack__`` for a ``ptr`` field and keeps a reference to it, so the memory outlives
@@ -34,10 +34,10 @@ from cuda.bindings import driver
 
 from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.symbols import Code
-from kernlink.host_providers import Providers
-from kernlink.run import LinkedKernel, Value, params_block
-from linker.launch import DeviceBuffer, GpuSession, check_cuda, driver_config, enqueue, prepare
 from linker.launch_config import Launch
+from runtime.host_providers import Providers
+from runtime.launch import DeviceBuffer, GpuSession, check_cuda, driver_config, enqueue, prepare
+from runtime.run import LinkedKernel, Value, params_block
 
 _DLPACK_CUDA = 2  # kDLCUDA
 

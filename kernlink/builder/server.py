@@ -68,6 +68,7 @@ PACKAGES = (
     "linker",
     "package",
     "placement",
+    "runtime",
     "solver",
     "transfer_model",
 )
@@ -722,6 +723,6 @@ def _sweep(folder: Path, keep: Path) -> None:
 def _warm() -> None:
     """Import what a build imports, so that the first request pays no more than the later ones."""
     import kernlink.api
-    import kernlink.build  # noqa: F401
+    import kernlink.builder.incremental  # noqa: F401
     import linker.link
     import linker.pack  # noqa: F401
