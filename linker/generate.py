@@ -27,7 +27,7 @@ NVRTC to LTO IR and linked with every package) holds, in this order:
 5. **the dispatch kernel** ``kl_dispatch`` (specs/handles.md, "The role-entry ABI"):
    ``__launch_bounds__(T, B)`` with T the block's threads and B the contracts'
    ``blocks_per_sm`` (1 when unstated and the kernel runs ``setmaxnreg``, which needs
-   a register cap at entry: HARDWARE.md §3.2), no static shared memory, one thread
+   a register cap at entry: specs/hardware.md §3.2), no static shared memory, one thread
    of each ``init by`` role calling its ring init hook, ``__syncthreads()`` (when
    there is a ring to initialise; a cluster barrier when the launch is clustered, with
    ``__cluster_dims__`` on the kernel and a second cluster barrier before it exits), then —
@@ -1049,8 +1049,8 @@ def _nested_lines(d: Dispatch, params_of: Callable[[str | None, str], str], step
     """Register groups and roles in one if/else chain: ptxas compiles each branch to its group's budget.
 
     ptxas allocates registers for the code after a ``setmaxnreg`` to that budget only when
-    the instruction and the code are in the same branch (HOPPER.md: "each warpgroup's role is
-    one branch of a single if/else"); with a separate chain the whole kernel is compiled to
+    the instruction and the code are in the same branch (each warpgroup's role one branch of
+    a single if/else); with a separate chain the whole kernel is compiled to
     the entry count, and a role needing more (a wgmma accumulator) does not compile.
     """
     out = [
