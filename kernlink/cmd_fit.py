@@ -112,6 +112,7 @@ class TargetFit:
     safe_grid: int | None = None
     repairs: list[Edit] = field(default_factory=list)
     tried: int = 0
+    relaxed: bool = False  # the rows are the composition's use at its minimum ring depths (kernlink/fit_demand.py)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -127,6 +128,7 @@ class TargetFit:
             "largest_safe_grid": self.safe_grid,
             "repairs": [e.as_dict() for e in self.repairs],
             "repairs_tried": self.tried,
+            "resources_at_minimum_depths": self.relaxed,
         }
 
 
@@ -144,6 +146,7 @@ def fit_target(paths: Sequence[Path], name: str, *, repairs: bool = True) -> Tar
     out.blocks_per_sm = launch_blocks(comp) if comp is not None else 1
     out.rows = _rows(result, spec)
     placed = result.downstream.placed if result.downstream is not None else None
+    out.relaxed = placed is None and any(r.used is not None for r in out.rows)
     if placed is not None:
         res = placed_residency(spec, placed.placement)
         out.resident = res.blocks
@@ -155,13 +158,21 @@ def fit_target(paths: Sequence[Path], name: str, *, repairs: bool = True) -> Tar
 
 
 def _rows(result: CheckResult, spec: TargetSpec) -> list[Row]:
+    """Each resource's use against the target's capacity; for a target the composition does not fit,
+    the use of its placement with room relaxed (kernlink/fit_demand.py)."""
+    from kernlink.fit_demand import demand as relaxed_demand
+
     placed = result.downstream.placed if result.downstream is not None else None
-    if placed is None:
+    comp = result.composition
+    found = (placed.placement, placed.problem.capacities) if placed is not None else None
+    if found is None and comp is not None:
+        found = relaxed_demand(comp)
+    if found is None:
         return [
             Row("block threads", None, spec.max_threads_per_block, "threads"),
             Row("shared memory per block", None, spec.smem_per_block_optin, "B"),
         ]
-    p, caps = placed.placement, placed.problem.capacities
+    p, caps = found
     smem = p.use(Domain.SMEM)
     rows = [
         Row("block threads", p.block_warps * spec.warp_size, spec.max_threads_per_block, "threads"),
@@ -170,7 +181,7 @@ def _rows(result: CheckResult, spec: TargetSpec) -> list[Row]:
     if spec.tmem_columns:
         rows.append(Row("tensor memory", p.use(Domain.TMEM).end, caps.tmem_columns, "columns"))
     rows.append(Row("named barrier IDs", max(p.use(Domain.BARRIER).end, 1), spec.named_barriers_per_cta, "IDs"))
-    if p.groups and any(r.regs is not None for r in placed.problem.roles):
+    if p.groups and any(r.role.regs is not None for r in (comp.roles.values() if comp is not None else ())):
         demand = sum(g.budget * g.warps * spec.warp_size for g in p.groups)
         rows.append(Row("register pool", demand, p.register_pool, "registers"))
     res = placed_residency(spec, p)
@@ -458,7 +469,16 @@ def fit(
     return out
 
 
-def render_text(fits: Sequence[TargetFit]) -> str:
+_RED, _GREEN, _BOLD, _RESET = "\033[31m", "\033[32m", "\033[1m", "\033[0m"
+
+
+def _paint(text: str, style: str, on: bool) -> str:
+    return f"{style}{text}{_RESET}" if on and text.strip() else text
+
+
+def render_text(fits: Sequence[TargetFit], color: bool = False) -> str:
+    """The table and each failing target's reasons; ``color``: an over-capacity cell and a failing
+    verdict in red, a fitting one in green (ANSI)."""
     names = [f.target for f in fits]
     present = {row.resource for f in fits for row in f.rows}
     resources = [r for r in ROWS if r in present]
@@ -476,18 +496,31 @@ def render_text(fits: Sequence[TargetFit]) -> str:
             else:
                 mark = "" if row.ok else "  over"
                 cells.append(f"{_n(row.used)} / {_n(row.capacity)}{mark}")
-        lines.append(resource.ljust(width) + "".join(c.ljust(col) for c in cells))
+        painted = [_paint(c.ljust(col), _RED, color and c.endswith("over")) for c in cells]
+        lines.append(resource.ljust(width) + "".join(painted))
     lines.append(
         "largest safe grid".ljust(width)
         + "".join((f"{_n(f.safe_grid)} blocks" if f.safe_grid is not None else "—").ljust(col) for f in fits)
     )
-    lines.append("verdict".ljust(width) + "".join(("fits" if f.fits else "fails").ljust(col) for f in fits))
+    lines.append(
+        "verdict".ljust(width)
+        + "".join(
+            _paint(("fits" if f.fits else "fails").ljust(col), _GREEN if f.fits else _RED + _BOLD, color) for f in fits
+        )
+    )
     for f in fits:
         if f.fits:
             continue
         lines.append("")
         first = f.errors[0] if f.errors else None
-        lines.append(f"{f.target}: fails" + (f": {first.code} {first.message}" if first else ""))
+        lines.append(
+            _paint(f"{f.target}: fails", _RED + _BOLD, color)
+            + (escape_controls(f": {first.code} {first.message}") if first else "")
+        )
+        if f.relaxed:
+            lines.append(
+                "  its resources above are its use at the minimum ring depths, placed without the target's limits"
+            )
         if len(f.errors) > 1:
             lines.append(f"  and {len(f.errors) - 1} more error(s); run `kernlink check --target {f.target}`")
         if first is not None and first.code in (Code.L_FEATURE, Code.L_TARGET):
@@ -495,10 +528,15 @@ def render_text(fits: Sequence[TargetFit]) -> str:
         elif f.repairs:
             lines.append(f"  repairs that make it fit (cheapest first, {f.tried} tried):")
             for e in f.repairs:
-                lines.append(f"    {e.span.file}:{e.span.line}: {e.what} — {e.detail}; cost {e.cost:.2f}")
+                lines.append(
+                    escape_controls(f"    {e.span.file}:{e.span.line}: {e.what} — {e.detail}; cost {e.cost:.2f}")
+                )
                 if e.also:
                     lines.append(
-                        "      with " + ", ".join(f"{a.span.file}:{a.span.line}: `{a.old}` → `{a.new}`" for a in e.also)
+                        escape_controls(
+                            "      with "
+                            + ", ".join(f"{a.span.file}:{a.span.line}: `{a.old}` → `{a.new}`" for a in e.also)
+                        )
                     )
         else:
             lines.append(f"  no repair among {f.tried} candidate edits of its contracts makes it fit")
@@ -529,7 +567,14 @@ def cmd_fit(args: argparse.Namespace) -> int:
         print(escape_controls(f"error: `{missing[0]}` does not exist"), file=sys.stderr)
         return 2
     fits = fit(paths, targets, repairs=not args.no_repairs)
-    text = render_json(fits) if args.format == "json" else escape_controls(render_text(fits))
+    from kernlink.output import color
+
+    paint = color(args.color)
+    if paint is None:
+        import os
+
+        paint = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    text = render_json(fits) if args.format == "json" else render_text(fits, paint)
     sys.stdout.write(text)
     return 0 if all(f.fits for f in fits) else 1
 
@@ -541,4 +586,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--targets", help=f"comma-separated targets (default: {','.join(DEFAULT_TARGETS)})")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--no-repairs", action="store_true", help="do not search repairs for failing targets")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_fit)
