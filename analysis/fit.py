@@ -109,6 +109,7 @@ class TargetFit:
     safe_grid: int | None = None
     repairs: list[Edit] = field(default_factory=list)
     tried: int = 0
+    relaxed: bool = False  # the rows are the composition's use at its minimum ring depths (analysis/fit_demand.py)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -124,6 +125,7 @@ class TargetFit:
             "largest_safe_grid": self.safe_grid,
             "repairs": [e.as_dict() for e in self.repairs],
             "repairs_tried": self.tried,
+            "resources_at_minimum_depths": self.relaxed,
         }
 
 
@@ -141,6 +143,7 @@ def fit_target(paths: Sequence[Path], name: str, *, repairs: bool = True) -> Tar
     out.blocks_per_sm = launch_blocks(comp) if comp is not None else 1
     out.rows = _rows(result, spec)
     placed = result.downstream.placed if result.downstream is not None else None
+    out.relaxed = placed is None and any(r.used is not None for r in out.rows)
     if placed is not None:
         res = placed_residency(spec, placed.placement)
         out.resident = res.blocks
@@ -157,13 +160,21 @@ def _check(paths: Sequence[Path], name: str) -> Analysis:
 
 
 def _rows(result: Analysis, spec: TargetSpec) -> list[Row]:
+    """Each resource's use against the target's capacity; for a target the composition does not fit,
+    the use of its placement with room relaxed (analysis/fit_demand.py)."""
+    from analysis.fit_demand import demand as relaxed_demand
+
     placed = result.downstream.placed if result.downstream is not None else None
-    if placed is None:
+    comp = result.composition
+    found = (placed.placement, placed.problem.capacities) if placed is not None else None
+    if found is None and comp is not None:
+        found = relaxed_demand(comp)
+    if found is None:
         return [
             Row("block threads", None, spec.max_threads_per_block, "threads"),
             Row("shared memory per block", None, spec.smem_per_block_optin, "B"),
         ]
-    p, caps = placed.placement, placed.problem.capacities
+    p, caps = found
     smem = p.use(Domain.SMEM)
     rows = [
         Row("block threads", p.block_warps * spec.warp_size, spec.max_threads_per_block, "threads"),
@@ -172,7 +183,7 @@ def _rows(result: Analysis, spec: TargetSpec) -> list[Row]:
     if spec.tmem_columns:
         rows.append(Row("tensor memory", p.use(Domain.TMEM).end, caps.tmem_columns, "columns"))
     rows.append(Row("named barrier IDs", max(p.use(Domain.BARRIER).end, 1), spec.named_barriers_per_cta, "IDs"))
-    if p.groups and any(r.regs is not None for r in placed.problem.roles):
+    if p.groups and any(r.role.regs is not None for r in (comp.roles.values() if comp is not None else ())):
         demand = sum(g.budget * g.warps * spec.warp_size for g in p.groups)
         rows.append(Row("register pool", demand, p.register_pool, "registers"))
     res = placed_residency(spec, p)

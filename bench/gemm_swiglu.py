@@ -17,7 +17,7 @@ SwiGLU epilogue (specs/examples/gemm_swiglu): `kernel.cubin` and `link.json`. Th
   writes 0, the whole-tile box, for a same-cubin comparison); other producers get 128-row boxes;
 - poisons the output (0xFFFF, a bf16 NaN), launches, and checks against a float32 reference
   silu(X Wg^T) * (X Wu^T) (TF32 off): ||out - ref|| / ||ref|| <= 1e-2 (bf16 operands and a
-  bf16 output; METHOD.md's range for bf16 operands is 1e-3 .. 1e-2), no NaN (every element
+  bf16 output; the usual range for bf16 operands is 1e-3 .. 1e-2), no NaN (every element
   written), max |out - ref| <= 0.05 * max |ref|;
 - times (unless --check-only) with triton's do_bench (median, L2 flushed between runs): the
   linked kernel, and cuBLAS (`torch.matmul` of X and [Wg; Wu]^T) followed by a separate

@@ -255,6 +255,22 @@ CODES: tuple[CodeInfo, ...] = (
     ),
     # ------------------------------------------------------------ packages and toolchain
     _c(
+        Code.I_ASSUMED,
+        "assumed-of-other-stages",
+        "`check --stage`: what the other stages must provide, assumed",
+        "check",
+        "A stage checked alone with `kernlink check --stage X.kc` lacks what the other stages of its "
+        "composition bring: the other side of a ring, counter or rendezvous, the owner of a fact it uses, the "
+        "provider of a call, the exporter of a tensor it imports, roles for the rest of the block, the "
+        "pipeline's connections and caller buffers. Each such absence is this note, at the item that needs it, "
+        "instead of an error; the stage's own defects stay errors.",
+        "An owner lints their stage before the other stages exist. An assumption is not a verdict: the check "
+        "of the whole composition decides it.",
+        "kernlink check --stage loader.kc\n"
+        "note[I-ASSUMED]: assumed of the other stages: another stage consumes ring `kv`",
+        "Nothing, while the stage is written alone; check the pipeline once the other stages exist.",
+    ),
+    _c(
         Code.I_NO_PACKAGE,
         "checked-from-contract",
         "a `use … from` names a package that is not built",

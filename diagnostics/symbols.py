@@ -34,6 +34,7 @@ class Code(StrEnum):
     E_TOO_LARGE = "E-TOO-LARGE"
     E_UNSUPPORTED = "E-UNSUPPORTED"
     E_VALUE = "E-VALUE"
+    I_ASSUMED = "I-ASSUMED"
     I_AUDIT = "I-AUDIT"
     I_BINDING = "I-BINDING"
     I_CONFORM = "I-CONFORM"

@@ -1,7 +1,7 @@
 """Every formula over the hardware table: registers, shared memory, blocks per SM.
 
 The residency model answers "how many blocks of this kernel can one SM hold at once"
-as the minimum over each resource an SM divides between its blocks (HARDWARE.md §1,
+as the minimum over each resource an SM divides between its blocks (specs/hardware.md §1,
 §2, §3, §4, §6; the same structure as NVIDIA's ``cuda_occupancy.h``, HDR):
 
 - threads and warps: ``max_threads_per_sm // threads``, ``max_warps_per_sm // warps``;
@@ -161,7 +161,7 @@ def entry_registers(spec: RegisterFile, warps: int, blocks: int = 1) -> int:
     The largest multiple of the allocation unit, at most ``max_regs_per_thread``, with
     which ``blocks`` blocks fit one SM's register file (0 when none does). For one block
     this is min(255, 65536 / (32 × round_up(warps, 4))) rounded down to 8: 12 warps → 168
-    (HARDWARE.md §3.1, PTXAS, HW); ``blocks_per_sm 2`` at 12 warps → 80.
+    (specs/hardware.md §3.1, PTXAS, HW); ``blocks_per_sm 2`` at 12 warps → 80.
     """
     unit = reg_unit(spec)
     regs = spec.max_regs_per_thread // unit * unit
@@ -202,7 +202,7 @@ def blocks_by_smem(spec: SharedMemory, smem_bytes: int) -> int:
 def smem_per_block(spec: SharedMemory, blocks: int) -> int:
     """The most shared memory (static + dynamic) each of ``blocks`` resident blocks may use.
 
-    One block: the opt-in maximum (232 448 on sm_90a). Two: 115 712 (HARDWARE.md §1.1,
+    One block: the opt-in maximum (232 448 on sm_90a). Two: 115 712 (specs/hardware.md §1.1,
     HW). 0 when not even the reserved bytes fit.
     """
     share = spec.smem_per_sm // max(blocks, 1) // spec.smem_alloc_granularity * spec.smem_alloc_granularity

@@ -1,6 +1,6 @@
 """The per-target hardware table: every capacity, limit and alignment kernlink checks against.
 
-Every number comes from ``shared/design/HARDWARE.md`` (the project's vetted
+Every number comes from ``specs/hardware.md`` (the project's vetted
 reference) and carries the evidence tag that reference gives it:
 
 - ``PG-CC T<n>``: CUDA Programming Guide (CUDA 13) §5.1, Table n
@@ -9,7 +9,7 @@ reference) and carries the evidence tag that reference gives it:
 - ``HDR``: CUDA 13.0.88 ``include/cuda_occupancy.h`` (NVIDIA's occupancy model)
 - ``PTXAS``: what ``ptxas`` 13.0.88 accepted or rejected for that exact target
 - ``HW``: measured on an H200 (sm_90 only)
-- ``CUTLASS``, ``DOC``, ``PG-TMA``, ``PG-CLUSTER``, ``DRV-TMAP``: as listed in HARDWARE.md §0.2
+- ``CUTLASS``, ``DOC``, ``PG-TMA``, ``PG-CLUSTER``, ``DRV-TMAP``: as listed in specs/hardware.md §0.2
 - ``NVB-PARAMS``: NVIDIA technical blog "CUDA 12.1 Supports Large Kernel Parameters",
   https://developer.nvidia.com/blog/cuda-12-1-supports-large-kernel-parameters/
   (32764 bytes of kernel parameters on Volta and later from CUDA 12.1; 4096 before)
@@ -50,21 +50,21 @@ SOURCE_TAGS: tuple[str, ...] = (
 
 FEATURE_SOURCES: Mapping[str, str] = MappingProxyType(
     {
-        "tma": "HARDWARE.md §11: cp.async.bulk.tensor accepted on all targets (PTXAS)",
-        "tma_multicast": "HARDWARE.md §11 (PTXAS; advisory 'reduced performance' on sm_90, sm_120a)",
+        "tma": "specs/hardware.md §11: cp.async.bulk.tensor accepted on all targets (PTXAS)",
+        "tma_multicast": "specs/hardware.md §11 (PTXAS; advisory 'reduced performance' on sm_90, sm_120a)",
         "cp_async_bulk": "PTX §9.7.9.25 (sm_90+)",
         "mbarrier": "PTX §9.7.13.15 (try_wait, expect_tx, complete_tx: sm_90+)",
         "named_barriers": "PTX §9.7.13.1",
-        "clusters": "PG-CC T29; HARDWARE.md §9 (PTXAS: barrier.cluster, mapa on all targets)",
-        "dsmem": "PTX §9.7.9.23 (mapa); HARDWARE.md §9",
+        "clusters": "PG-CC T29; specs/hardware.md §9 (PTXAS: barrier.cluster, mapa on all targets)",
+        "dsmem": "PTX §9.7.9.23 (mapa); specs/hardware.md §9",
         "multimem": "PTXAS 13.0.88: multimem.ld_reduce/st/red accepted on sm_90/90a/100a/120a",
-        "mma_sync": "HARDWARE.md §11 (PTXAS; HW on sm_90a)",
+        "mma_sync": "specs/hardware.md §11 (PTXAS; HW on sm_90a)",
         "ldmatrix": "PTX §9.7.14.5.15 (sm_75+)",
-        "stmatrix": "HARDWARE.md §11; PTX §9.7.14.5.16 (sm_90+)",
-        "wgmma": "HARDWARE.md §11: sm_90a only (PTXAS)",
-        "setmaxnreg": "HARDWARE.md §11 and §3.2: not on plain sm_90 (PTXAS)",
-        "tcgen05": "HARDWARE.md §11: sm_100a/sm_103a only (PTXAS)",
-        "tmem": "PTX §9.7.16.1; HARDWARE.md §6 (sm_100a/sm_103a only)",
+        "stmatrix": "specs/hardware.md §11; PTX §9.7.14.5.16 (sm_90+)",
+        "wgmma": "specs/hardware.md §11: sm_90a only (PTXAS)",
+        "setmaxnreg": "specs/hardware.md §11 and §3.2: not on plain sm_90 (PTXAS)",
+        "tcgen05": "specs/hardware.md §11: sm_100a/sm_103a only (PTXAS)",
+        "tmem": "PTX §9.7.16.1; specs/hardware.md §6 (sm_100a/sm_103a only)",
     }
 )
 
@@ -229,7 +229,7 @@ _UNCONFIRMED_USER_BASE = Sourced(
 _COMMON: dict[str, Sourced] = {
     "smem_per_block_default": Sourced(49152, "PG-CC T31 footnote 3; BTG §1.4.2.3; HW (sm_90)"),
     "smem_static_portable_max": Sourced(
-        49152, "BTG §1.4.2.3 (static allocations limited to 48 KB); HARDWARE.md §0.3 item 3"
+        49152, "BTG §1.4.2.3 (static allocations limited to 48 KB); specs/hardware.md §0.3 item 3"
     ),
     "smem_reserved_per_block": Sourced(1024, "BTG §1.4.2.3; HW: reservedSharedMemPerBlock=1024; HDR"),
     "smem_alloc_granularity": Sourced(
@@ -285,7 +285,7 @@ _HOPPER: dict[str, Sourced] = {
     "max_threads_per_sm": Sourced(2048, "PG-CC T30; HTG; HW"),
     "max_warps_per_sm": Sourced(64, "PG-CC T30; HTG"),
     "max_ctas_per_sm": Sourced(32, "PG-CC T30; HDR; HW: maxBlocksPerMultiProcessor=32"),
-    "sm_count": Sourced(132, "HW: H200 multiProcessorCount=132 (HARDWARE.md Appendix A)"),
+    "sm_count": Sourced(132, "HW: H200 multiProcessorCount=132 (specs/hardware.md Appendix A)"),
     "named_barriers_per_sm": Sourced(64, "HDR cudaOccMaxBlocksPerSMBlockBarrierLimit; HW"),
     "cluster_nonportable_max": Sourced(16, "HTG §1.4.1.3; HW: 16 launches with the opt-in"),
 }
@@ -318,7 +318,7 @@ _BLACKWELL_RTX: dict[str, Sourced] = {
     "smem_user_base": _UNCONFIRMED_USER_BASE,
     "max_threads_per_sm": Sourced(1536, "PG-CC T30; BTG §1.4.1.1"),
     "max_warps_per_sm": Sourced(48, "PG-CC T30; BTG §1.4.1.1"),
-    "max_ctas_per_sm": Sourced(24, "PG-CC T30; HDR (BTG's 32 conflicts; HARDWARE.md §0.3 item 2)"),
+    "max_ctas_per_sm": Sourced(24, "PG-CC T30; HDR (BTG's 32 conflicts; specs/hardware.md §0.3 item 2)"),
     "sm_count": Sourced(170, "UNCONFIRMED: RTX 5090 as NVIDIA's product pages state; not measured"),
     "named_barriers_per_sm": Sourced(24, "HDR cudaOccMaxBlocksPerSMBlockBarrierLimit (12.x)"),
     "cluster_nonportable_max": Sourced(

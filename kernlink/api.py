@@ -99,19 +99,27 @@ def check(
         inputs = load(paths, strict=strict)
         if strict or require_binding:
             refuse_unbound(inputs)
-        return analyse(inputs, ctx)
+        return _told(analyse(inputs, ctx))
     loaded: Inputs | None = None
     try:
         with within(deadline):
             loaded = load(paths, strict=strict)
             if strict or require_binding:
                 refuse_unbound(loaded)
-            return analyse(loaded, ctx)
+            return _told(analyse(loaded, ctx))
     except TimeBudgetSpent as spent:
         head = loaded.pipeline.span if loaded is not None and loaded.pipeline is not None else None
         span = Span.point(head.file, head.line, head.col) if head is not None else Span.point(str(paths[0]), 1, 1)
         sources = loaded.sources if loaded is not None else SourceMap()
         return CheckResult([time_budget_diagnostic(spent.seconds, span)], sources, inputs=loaded)
+
+
+def _told(result: CheckResult) -> CheckResult:
+    """``result`` with spans inside a package told in the user's `.kc` where it holds the same contract."""
+    from kernlink.spans import user_spans
+
+    result.diagnostics = user_spans(result.diagnostics, result.inputs)
+    return result
 
 
 @dataclass

@@ -15,7 +15,11 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from checker.memo import Memo
+    from diagnostics.model import Diagnostic
+    from diagnostics.sources import SourceMap
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -89,7 +93,9 @@ def cmd_build(args: argparse.Namespace, memo: Memo | None = None) -> int:
         sources = linked.sources if linked is not None else SourceMap()
         for name, text in result.sources.texts.items():
             sources.add(name, text)
-        emit(result.diagnostics, sources, "text", color=color)
+        _quoted(result.diagnostics, sources)
+        failed = any(d.is_error for d in result.diagnostics)
+        emit(result.diagnostics, sources, "text", color=color, summary="build rejected" if failed else None)
     if not result.ok:
         return EXIT_USAGE if any(d.code == Code.E_IO for d in result.diagnostics) else EXIT_REJECTED
     say(escape_controls(f"built `{args.pipeline}` -> {args.output}/kernel.cubin"))
@@ -99,6 +105,21 @@ def cmd_build(args: argparse.Namespace, memo: Memo | None = None) -> int:
         for line in announce(linked.output.record.providers, args.output):
             say(escape_controls(line))
     return EXIT_OK
+
+
+def _quoted(diags: Sequence[Diagnostic], sources: SourceMap) -> None:
+    """Add to ``sources`` each user's file a diagnostic points into that the build did not keep (a
+    contract that did not parse, a source that did not compile), so its line and caret are shown."""
+    from diagnostics.files import read_source
+    from diagnostics.model import DiagnosticError
+
+    for name in sorted({lab.span.file for d in diags for lab in d.labels}):
+        if name in sources.texts or "!" in name or name.startswith("<"):
+            continue
+        try:
+            sources.add(name, read_source(name))
+        except DiagnosticError:
+            continue
 
 
 def cmd_watch(args: argparse.Namespace) -> int:

@@ -14,8 +14,16 @@ from diagnostics.escape import escape_controls
 from diagnostics.symbols import Code
 from hardware.targets import target
 
+_RED, _GREEN, _BOLD, _RESET = "\033[31m", "\033[32m", "\033[1m", "\033[0m"
 
-def render_text(fits: Sequence[TargetFit]) -> str:
+
+def _paint(text: str, style: str, on: bool) -> str:
+    return f"{style}{text}{_RESET}" if on and text.strip() else text
+
+
+def render_text(fits: Sequence[TargetFit], color: bool = False) -> str:
+    """The table and each failing target's reasons; ``color``: an over-capacity cell and a failing
+    verdict in red, a fitting one in green (ANSI)."""
     names = [f.target for f in fits]
     present = {row.resource for f in fits for row in f.rows}
     resources = [r for r in ROWS if r in present]
@@ -33,18 +41,31 @@ def render_text(fits: Sequence[TargetFit]) -> str:
             else:
                 mark = "" if row.ok else "  over"
                 cells.append(f"{thousands(row.used)} / {thousands(row.capacity)}{mark}")
-        lines.append(resource.ljust(width) + "".join(c.ljust(col) for c in cells))
+        painted = [_paint(c.ljust(col), _RED, color and c.endswith("over")) for c in cells]
+        lines.append(resource.ljust(width) + "".join(painted))
     lines.append(
         "largest safe grid".ljust(width)
         + "".join((f"{thousands(f.safe_grid)} blocks" if f.safe_grid is not None else "—").ljust(col) for f in fits)
     )
-    lines.append("verdict".ljust(width) + "".join(("fits" if f.fits else "fails").ljust(col) for f in fits))
+    lines.append(
+        "verdict".ljust(width)
+        + "".join(
+            _paint(("fits" if f.fits else "fails").ljust(col), _GREEN if f.fits else _RED + _BOLD, color) for f in fits
+        )
+    )
     for f in fits:
         if f.fits:
             continue
         lines.append("")
         first = f.errors[0] if f.errors else None
-        lines.append(f"{f.target}: fails" + (f": {first.code} {first.message}" if first else ""))
+        lines.append(
+            _paint(f"{f.target}: fails", _RED + _BOLD, color)
+            + (escape_controls(f": {first.code} {first.message}") if first else "")
+        )
+        if f.relaxed:
+            lines.append(
+                "  its resources above are its use at the minimum ring depths, placed without the target's limits"
+            )
         if len(f.errors) > 1:
             lines.append(f"  and {len(f.errors) - 1} more error(s); run `kernlink check --target {f.target}`")
         if first is not None and first.code in (Code.L_FEATURE, Code.L_TARGET):
@@ -52,10 +73,15 @@ def render_text(fits: Sequence[TargetFit]) -> str:
         elif f.repairs:
             lines.append(f"  repairs that make it fit (cheapest first, {f.tried} tried):")
             for e in f.repairs:
-                lines.append(f"    {e.span.file}:{e.span.line}: {e.what} — {e.detail}; cost {e.cost:.2f}")
+                lines.append(
+                    escape_controls(f"    {e.span.file}:{e.span.line}: {e.what} — {e.detail}; cost {e.cost:.2f}")
+                )
                 if e.also:
                     lines.append(
-                        "      with " + ", ".join(f"{a.span.file}:{a.span.line}: `{a.old}` → `{a.new}`" for a in e.also)
+                        escape_controls(
+                            "      with "
+                            + ", ".join(f"{a.span.file}:{a.span.line}: `{a.old}` → `{a.new}`" for a in e.also)
+                        )
                     )
         else:
             lines.append(f"  no repair among {f.tried} candidate edits of its contracts makes it fit")
@@ -86,7 +112,14 @@ def cmd_fit(args: argparse.Namespace) -> int:
         print(escape_controls(f"error: `{missing[0]}` does not exist"), file=sys.stderr)
         return 2
     fits = fit(paths, targets, repairs=not args.no_repairs)
-    text = render_json(fits) if args.format == "json" else escape_controls(render_text(fits))
+    from kernlink.output import color
+
+    paint = color(args.color)
+    if paint is None:
+        import os
+
+        paint = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    text = render_json(fits) if args.format == "json" else render_text(fits, paint)
     sys.stdout.write(text)
     return 0 if all(f.fits for f in fits) else 1
 
@@ -98,4 +131,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--targets", help=f"comma-separated targets (default: {','.join(DEFAULT_TARGETS)})")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--no-repairs", action="store_true", help="do not search repairs for failing targets")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=cmd_fit)

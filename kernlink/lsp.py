@@ -7,7 +7,13 @@ What it does, over stdio:
   pipeline (``.kp``) itself, a contract (``.kc``) through every pipeline beside it (alone
   when there is none); every diagnostic is published on the file its primary span is in,
   with the other labels as related information and the helps appended to the message.
-A file that had diagnostics and has none after a check is cleared.
+A file that had diagnostics and has none after a check is cleared. A span inside a package
+is shown in the user's files (kernlink/spans.py): at the same item of a `.kc` that holds the
+same contract, at the CUDA line a PTX line's ``.loc`` names, else on the `use` line of the
+pipeline; when a packed stage's `.kc` was edited, the composition is also checked with the
+edited contract, and both are shown. Hover (a code's explain text, the values the last link
+folded an item's handles to) and go-to-definition are in kernlink/lsp_nav.py; quick fixes,
+for a diagnostic whose help is a mechanical edit, in kernlink/lsp_fixes.py.
 
 The message loop never parses or checks: it hands each request to one worker thread
 (:class:`Worker`) and answers the next message. A newer request replaces an older one of
@@ -27,6 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types as T
@@ -36,8 +43,12 @@ from checker.memo import Memo
 from diagnostics.files import SOURCE_LIMIT, too_large
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.span import Span
+from diagnostics.symbols import Code
 from kernlink import __version__
 from solver import BUDGETS, Cancelled, Deadline, within
+
+if TYPE_CHECKING:
+    from package.loader import Inputs
 
 DEBOUNCE = 0.3
 """Seconds without an edit before a changed buffer is parsed (one parse per burst of typing)."""
@@ -82,6 +93,7 @@ def to_lsp(diags: Iterable[Diagnostic], root: Path, fallback: Path | None = None
         located.sort(key=lambda lp: not lp[0].primary)
         text = "\n".join([d.message, *(f"note: {n}" for n in d.notes), *(f"help: {h}" for h in d.helps)])
         shown: set[Path] = set()
+        fix = _fix(d, located[0][0].span, located[0][1]) if located else None
         for label, path in located:
             assert path is not None
             if path in shown:
@@ -100,9 +112,34 @@ def to_lsp(diags: Iterable[Diagnostic], root: Path, fallback: Path | None = None
                     code=d.code,
                     source="kernlink",
                     related_information=related or None,
+                    data=fix if path == located[0][1] else None,
                 )
             )
     return out
+
+
+def _fix(d: Diagnostic, at: Span, path: Path | None) -> dict[str, object] | None:
+    """The quick fix of ``d`` at its primary label in a contract (kernlink/lsp_fixes.py), as LSP data."""
+    from kernlink.lsp_fixes import fix_for
+
+    if path is None or path.suffix != ".kc":
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    found = fix_for(d, at, text)
+    if found is None:
+        return None
+    edits = [{"range": _json_range(e.line, e.col, e.end_line, e.end_col), "newText": e.text} for e in found.edits]
+    return {"fix": found.title, "edits": edits}
+
+
+def _json_range(line: int, col: int, end_line: int, end_col: int) -> dict[str, dict[str, int]]:
+    return {
+        "start": {"line": line - 1, "character": col - 1},
+        "end": {"line": end_line - 1, "character": end_col - 1},
+    }
 
 
 def syntax_diagnostics(path: Path, text: str) -> list[Diagnostic]:
@@ -122,8 +159,11 @@ def syntax_diagnostics(path: Path, text: str) -> list[Diagnostic]:
 
 def check_diagnostics(path: Path, memo: Memo | None = None, deadline: Deadline | None = None) -> list[Diagnostic]:
     """What `kernlink check` reports for the composition(s) ``path`` belongs to (``memo``: the session's;
-    ``deadline``: the check's time budget and cancel switch)."""
+    ``deadline``: the check's time budget and cancel switch), every span in a file of the user's
+    (:func:`kernlink.spans.editor_spans`); when a `.kc` was edited since its package was packed, also
+    what the check finds with the edited contract in the package's place."""
     from kernlink.api import check
+    from kernlink.spans import editor_spans
     from package.loader import UsageError
 
     targets: Sequence[Path] = [path]
@@ -132,10 +172,39 @@ def check_diagnostics(path: Path, memo: Memo | None = None, deadline: Deadline |
     found: list[Diagnostic] = []
     for target in targets:
         try:
-            found.extend(check([os.path.relpath(target)], memo=memo, deadline=deadline).diagnostics)
+            result = check([os.path.relpath(target)], memo=memo, deadline=deadline)
         except UsageError:
             continue
+        if result.inputs is None:
+            found.extend(result.diagnostics)
+            continue
+        told = editor_spans(result.diagnostics, result.inputs)
+        found.extend(told)
+        found.extend(d for d in edited_diagnostics(result.diagnostics, result.inputs, memo) if d not in told)
     return found
+
+
+def edited_diagnostics(diags: Sequence[Diagnostic], inputs: Inputs, memo: Memo | None) -> list[Diagnostic]:
+    """The check of the composition with each stage a `W-STALE-CONTRACT` names taken from its edited
+    `.kc` instead of its package: what the edit will do once packed, shown before a rebuild."""
+    from analysis.pipeline import AnalysisContext, analyse
+    from kernlink.spans import editor_spans
+
+    stale = {dict(d.data).get("stage") for d in diags if d.code == Code.W_STALE_CONTRACT}
+    if not stale:
+        return []
+    swapped = dataclasses.replace(
+        inputs,
+        candidates=[c for c in inputs.candidates if not (c.package is not None and c.name in stale)],
+        diagnostics=[d for d in inputs.diagnostics if d.code != Code.W_STALE_CONTRACT],
+    )
+    result = analyse(swapped, AnalysisContext(memo=memo or Memo()))
+    names = ", ".join(f"`{s}`" for s in sorted(n for n in stale if n))
+    note = (
+        f"found with the edited contract of {names}, not yet packed: "
+        "`kernlink build` or `kernlink pack` makes it the one checked"
+    )
+    return [dataclasses.replace(d, notes=(*d.notes, note)) for d in editor_spans(result.diagnostics, swapped)]
 
 
 Key = tuple[str, Path]
@@ -213,6 +282,7 @@ class KernlinkServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("kernlink", __version__)
         self.published: set[Path] = set()
+        self.shown: dict[Path, list[T.Diagnostic]] = {}  # what each file shows now: the codes a hover explains
         self.memo = Memo()  # verdicts on the protocol's meaning, kept across the session's checks (worker only)
         self.worker = Worker(self._failed)
 
@@ -222,6 +292,8 @@ class KernlinkServer(LanguageServer):
                 T.PublishDiagnosticsParams(uri=path.as_uri(), diagnostics=grouped.get(path, []))
             )
         self.published = (self.published - set(clear)) | set(grouped)
+        for path in set(clear) | set(grouped):
+            self.shown[path] = grouped.get(path, [])
 
     def _failed(self, about: Path, exc: BaseException) -> Callable[[], None]:
         from diagnostics.internal import internal_error
@@ -277,6 +349,78 @@ def did_save(ls: KernlinkServer, params: T.DidSaveTextDocumentParams) -> None:
 def did_change(ls: KernlinkServer, params: T.DidChangeTextDocumentParams) -> None:
     uri = params.text_document.uri
     _syntax(ls, uri, ls.workspace.get_text_document(uri).source, DEBOUNCE)
+
+
+@server.feature(T.TEXT_DOCUMENT_HOVER)
+@server.thread()
+def on_hover(ls: KernlinkServer, params: T.HoverParams) -> T.Hover | None:
+    """A code's explain text; the values a link folded an item's handles to (kernlink/lsp_nav.py)."""
+    from kernlink.docs import known_codes
+    from kernlink.lsp_nav import hover
+
+    path = uri_to_path(params.text_document.uri)
+    if path.suffix not in (".kc", ".kp"):
+        return None
+    pos = params.position
+    here = [str(d.code) for d in ls.shown.get(path.resolve(), []) if _inside(pos, d.range) and d.code is not None]
+    text = ls.workspace.get_text_document(params.text_document.uri).source
+    said = hover(path, text, pos.line + 1, pos.character + 1, here, known_codes())
+    if said is None:
+        return None
+    return T.Hover(contents=T.MarkupContent(kind=T.MarkupKind.Markdown, value=said))
+
+
+def _inside(pos: T.Position, r: T.Range) -> bool:
+    return (r.start.line, r.start.character) <= (pos.line, pos.character) <= (r.end.line, r.end.character)
+
+
+@server.feature(T.TEXT_DOCUMENT_DEFINITION)
+@server.thread()
+def on_definition(ls: KernlinkServer, params: T.DefinitionParams) -> list[T.Location]:
+    """A ring's other side, a fact's owner, a used stage's header (kernlink/lsp_nav.py)."""
+    from kernlink.lsp_nav import definition
+
+    path = uri_to_path(params.text_document.uri)
+    if path.suffix not in (".kc", ".kp"):
+        return []
+    text = ls.workspace.get_text_document(params.text_document.uri).source
+    found = definition(path, text, params.position.line + 1, params.position.character + 1)
+    return [T.Location(Path(s.file).resolve().as_uri(), _range(s)) for s in found]
+
+
+@server.feature(T.TEXT_DOCUMENT_CODE_ACTION, T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix]))
+def on_code_action(ls: KernlinkServer, params: T.CodeActionParams) -> list[T.CodeAction]:
+    """The quick fix each diagnostic of the request carries (computed when it was published)."""
+    actions: list[T.CodeAction] = []
+    for d in params.context.diagnostics:
+        fix = d.data if isinstance(d.data, dict) else None
+        if fix is None or not isinstance(fix.get("edits"), list) or not isinstance(fix.get("fix"), str):
+            continue
+        edits = [e for e in (_text_edit(raw) for raw in fix["edits"]) if e is not None]
+        if len(edits) != len(fix["edits"]):
+            continue
+        actions.append(
+            T.CodeAction(
+                title=fix["fix"],
+                kind=T.CodeActionKind.QuickFix,
+                diagnostics=[d],
+                is_preferred=True,
+                edit=T.WorkspaceEdit(changes={params.text_document.uri: edits}),
+            )
+        )
+    return actions
+
+
+def _text_edit(e: object) -> T.TextEdit | None:
+    """An edit as :func:`_fix` wrote it into a diagnostic's data, back as a text edit (None if malformed)."""
+    try:
+        start, end, text = e["range"]["start"], e["range"]["end"], e["newText"]  # type: ignore[index]
+        at = [int(start["line"]), int(start["character"]), int(end["line"]), int(end["character"])]
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not isinstance(text, str):
+        return None
+    return T.TextEdit(T.Range(T.Position(at[0], at[1]), T.Position(at[2], at[3])), text)
 
 
 def serve() -> None:

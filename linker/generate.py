@@ -28,7 +28,7 @@ NVRTC to LTO IR and linked with every package) holds, in this order:
 5. **the dispatch kernel** ``kl_dispatch`` (specs/handles.md, "The role-entry ABI"):
    ``__launch_bounds__(T, B)`` with T the block's threads and B the contracts'
    ``blocks_per_sm`` (1 when unstated and the kernel runs ``setmaxnreg``, which needs
-   a register cap at entry: HARDWARE.md §3.2), no static shared memory, one thread
+   a register cap at entry: specs/hardware.md §3.2), no static shared memory, one thread
    of each ``init by`` role calling its ring init hook, ``__syncthreads()`` (when
    there is a ring to initialise; a cluster barrier when the launch is clustered, with
    ``__cluster_dims__`` on the kernel and a second cluster barrier before it exits), then —

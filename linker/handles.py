@@ -11,7 +11,7 @@ Values follow specs/handles.md:
   placement works in absolute shared addresses from ``smem_user_base`` (1024 on every
   target kernlink knows: the system's reserved kilobyte is below), and the dispatch
   kernel declares no static shared memory, so the dynamic base is shared address
-  ``smem_user_base`` (HARDWARE.md §1.2) and an offset is ``address - smem_user_base``;
+  ``smem_user_base`` (specs/hardware.md §1.2) and an offset is ``address - smem_user_base``;
 - a ring's mbarrier array holds ``depth`` full barriers, then ``depth`` empty ones,
   8 bytes apart: ``full_bar`` is the array's offset, ``empty_bar`` is 8 × depth further;
 - a fact handle (``P_fact_F``) returns the value the fact's owner fixes (``owns fact F:

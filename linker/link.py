@@ -542,7 +542,7 @@ def _regs_failed(comp: Composition, rnd: _Round, placed: Placed, entry: int) -> 
             notes=(
                 f"after the device link: `{KERNEL}` has {rnd.kernel.registers} registers per thread at entry; "
                 f"the code was generated for an entry count of {d.entry_regs} and re-solved once",
-                "Σ budget × threads over the warpgroups must fit the CTA's pool (HARDWARE.md §3.2)",
+                "Σ budget × threads over the warpgroups must fit the CTA's pool (specs/hardware.md §3.2)",
             ),
             data=(("registers", str(rnd.kernel.registers)),),
         )

@@ -325,8 +325,8 @@ def _nested_lines(d: Dispatch, params_of: Callable[[str | None, str], str], step
     """Register groups and roles in one if/else chain: ptxas compiles each branch to its group's budget.
 
     ptxas allocates registers for the code after a ``setmaxnreg`` to that budget only when
-    the instruction and the code are in the same branch (HOPPER.md: "each warpgroup's role is
-    one branch of a single if/else"); with a separate chain the whole kernel is compiled to
+    the instruction and the code are in the same branch (each warpgroup's role
+    one branch of a single if/else); with a separate chain the whole kernel is compiled to
     the entry count, and a role needing more (a wgmma accumulator) does not compile.
     """
     out = [

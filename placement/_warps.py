@@ -12,7 +12,7 @@ Semantics:
   of at least the role's minimum (``regs`` rounded up to the step, else the
   setmaxnreg minimum). Groups with idle warps only sit at the minimum.
 - The groups must fit the block's register pool: Σ_k budget_k × threads_k ≤
-  entry(W) × threads(W) (HARDWARE.md §3.2; :meth:`Capacities.entry_regs`).
+  entry(W) × threads(W) (specs/hardware.md §3.2; :meth:`Capacities.entry_regs`).
 
 The objective, in priority order: (1) the most registers at the roles' disposal,
 Σ_r warps_r × budget_r; (2) the surplus spread evenly: the largest minimum of

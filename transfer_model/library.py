@@ -4,7 +4,7 @@ Contracts name these instead of spelling the formulas out
 (``placement library wgmma_m64nNk16_f32(n: 256, warpgroups: 2)``); ``library_map``
 expands such a reference into the same closed-form ``LayoutMap`` a contract could write.
 
-Sources (design/HARDWARE.md):
+Sources (specs/hardware.md):
 
 - §7.1 ``mma.sync.aligned.m16n8k16`` f32 accumulator, lane ``l``, ``g = l / 4``,
   register ``c_i``: row ``g + 8 * (i / 2)``, column ``2 * (l % 4) + i % 2``.
@@ -95,7 +95,7 @@ def wgmma_m64nNk16_f32(n: int, warpgroups: int = 1) -> LayoutMap:
 
 
 # ---------------------------------------------------------------------------------------
-# tcgen05.ld shapes (HARDWARE.md §6.1, §6.2)
+# tcgen05.ld shapes (specs/hardware.md §6.1, §6.2)
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ from transfer_model.program import (
 )
 
 HW_BARRIERS = 16
-"""Named barriers per CTA (HARDWARE.md §4); ID 0 belongs to ``__syncthreads``."""
+"""Named barriers per CTA (specs/hardware.md §4); ID 0 belongs to ``__syncthreads``."""
 
 
 @dataclass(frozen=True)

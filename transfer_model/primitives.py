@@ -11,7 +11,7 @@ exact delivery for every element, a model is the witness.
   consumer warp issues ``J / R`` loads of one shape and ``.num`` (``R`` registers each,
   instruction ``i`` filling registers ``i*R .. i*R+R-1``); thread ``T`` of the warp gets in
   register ``j'`` of a load the tensor-memory cell ``base + frag(T, j')`` (library
-  fragments, HARDWARE.md §6.2). The base of each load is the cell of the element its
+  fragments, specs/hardware.md §6.2). The base of each load is the cell of the element its
   lane 0, register 0 wants. Checks: *fragment* (every register gets its element from
   that base) and *lane-quadrant* (warp ``q = warp % 4`` may only touch lanes
   ``32q .. 32q+31``; a 16-lane shape starts at lane ``32q`` or ``32q + 16``).
@@ -19,7 +19,7 @@ exact delivery for every element, a model is the witness.
   is producer register ``src(j, c)``. Checks: *same-thread* (the element is held by the
   consumer's own hardware thread) and *register-index* (one register index per
   destination register, the same in every thread: registers are compile-time names).
-- **warp shuffle** (``shfl.sync.idx.b32``, HARDWARE.md §8.1): per destination register one
+- **warp shuffle** (``shfl.sync.idx.b32``, specs/hardware.md §8.1): per destination register one
   shuffle in which every lane sends its register ``src(j, c)`` and reads the value of a
   per-lane source lane of its own warp. Checks: *same-warp* (the element is held by a
   lane of the consumer's own hardware warp) and *register-index* (as above: a single

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 TMEM_LANES = 128
 TMEM_COLUMNS = 512
-"""Tensor memory per CTA on sm_100a/sm_103a (HARDWARE.md §6)."""
+"""Tensor memory per CTA on sm_100a/sm_103a (specs/hardware.md §6)."""
 
 
 @dataclass(frozen=True)

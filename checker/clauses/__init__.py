@@ -1,6 +1,6 @@
 """The clause registry: one explicit list, one module per clause (see checker/clause.py).
 
-Imports are sorted; the CLAUSES tuple is grouped by category as in CLAUSES.md.
+Imports are sorted; the CLAUSES tuple is grouped by category as in specs/clauses.md.
 """
 
 from __future__ import annotations

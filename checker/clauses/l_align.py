@@ -101,7 +101,7 @@ class AlignClause(Clause):
                 f"guarantee at most {base} on {target.name}",
                 (claim.span, f"`align {align}`"),
                 notes=(
-                    f"user shared memory starts at shared address {base} (HARDWARE.md §1.2), so an "
+                    f"user shared memory starts at shared address {base} (specs/hardware.md §1.2), so an "
                     f"offset is aligned in absolute terms only up to {base} bytes",
                 ),
                 helps=(f"use `align {base}` or less, or realign at run time inside the component",),

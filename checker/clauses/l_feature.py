@@ -3,7 +3,7 @@
 ## What it checks
 Each stage's required features — declared with `requires feature …` or implied by
 what it states — must all be features of the composition's target (the hardware
-table's feature list, sourced per instruction in HARDWARE.md §11). Implied:
+table's feature list, sourced per instruction in specs/hardware.md §11). Implied:
 
 - a `claim tmem` implies `tmem`;
 - a library map named `wgmma_*` implies `wgmma`, one named `tcgen05_*` implies `tcgen05`;

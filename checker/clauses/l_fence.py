@@ -178,7 +178,7 @@ class FenceClause(Clause):
             [other],
             notes=(
                 f"the init must be made visible with {fence} and a barrier of matching scope before the "
-                'first use (HARDWARE.md §5, "Making the init visible")',
+                'first use (specs/hardware.md §5, "Making the init visible")',
             ),
             helps=(f"write `init by {init.role} fenced`",),
             data={"ring": name, "role": init.role},

@@ -151,7 +151,7 @@ class OverlapClause(Clause):
                 "B",
                 (
                     f"the {target.smem_reserved_per_block} B the driver reserves per block are charged separately "
-                    "(HARDWARE.md §1.1)",
+                    "(specs/hardware.md §1.1)",
                 ),
                 "shrink a claim, lower a ring's minimum depth, or give claims lifetimes that do not overlap",
             )

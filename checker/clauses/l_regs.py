@@ -11,7 +11,7 @@ without `regs` counts as the setmaxnreg minimum (24). The CTA is launched with E
 registers per thread: the largest multiple of the allocation unit of 8, at most
 `max_regs_per_thread`, with which `blocks_per_sm` blocks (1 when unstated) fit the
 SM's register file — warps take 256-register units of the 4 sub-partitions' files,
-and a block's warps count as a multiple of 4 (HARDWARE.md §3.1): T = 384 gives
+and a block's warps count as a multiple of 4 (specs/hardware.md §3.1): T = 384 gives
 E = 168, 13 warps give 128, 384 threads at `blocks_per_sm 2` give 80. The clause
 rejects when
 
@@ -38,7 +38,7 @@ not fit, or a second link whose count differs again, fail with this code
 was launched with; `.dec` gives them back. The budgets together can never exceed
 the pool: an increase that cannot be satisfied blocks forever. On an H200 with 384
 threads (E = 168, pool 64 512), budgets 40 / 232 / 232 complete and 40 / 240 / 240
-hang (HARDWARE.md §3.2). No compiler or driver reports it.
+hang (specs/hardware.md §3.2). No compiler or driver reports it.
 
 ## Example
 ```kernlink
@@ -233,7 +233,7 @@ class RegsClause(Clause):
                     f"{threads} threads enter with {entry} registers each: the largest multiple of {unit} "
                     f"(at most {target.max_regs_per_thread}) with which {plural(blocks, 'block')} of "
                     f"{layout.warps} warps {'fits' if blocks == 1 else 'fit'} the SM's {target.regs_per_sm} "
-                    "registers (HARDWARE.md §3.1)",
+                    "registers (specs/hardware.md §3.1)",
                     "`setmaxnreg.inc` blocks until the pool can give what it asks; budgets above the pool hang the "
                     "kernel (on an H200 at 384 threads 40/232/232 completes, 40/240/240 hangs)",
                     *(

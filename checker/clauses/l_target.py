@@ -22,7 +22,7 @@ compiled and cannot be re-targeted without rebuilding them.
 ## Why it matters
 LTO IR is not portable. nvJitLink links objects of one architecture only, an
 `sm_90a` object carries instructions (`wgmma`) that no other target executes, and
-an `sm_90a` cubin runs only on compute capability 9.0 (HARDWARE.md §11). Objects of
+an `sm_90a` cubin runs only on compute capability 9.0 (specs/hardware.md §11). Objects of
 different toolkit major versions are different IR versions, which the device
 linker refuses or, worse, reads with different defaults.
 
@@ -62,7 +62,7 @@ from package.loader import StageEntry
 
 _NOT_PORTABLE = (
     "LTO IR is compiled for one architecture; nvJitLink links objects of one architecture, and an "
-    "`sm_90a` cubin runs only on compute capability 9.0 (HARDWARE.md §11)"
+    "`sm_90a` cubin runs only on compute capability 9.0 (specs/hardware.md §11)"
 )
 
 

@@ -18,7 +18,7 @@ A stage written for a 2x1x1 cluster multicasts TMA loads to its peer CTA and
 arrives on the peer's barriers; launched without clusters it waits for a peer that
 does not exist. A stage written without clusters, launched in one, is never told
 that a peer shares its tiles. A cluster larger than the hardware allows does not
-launch (`cudaErrorInvalidClusterSize` for 32 CTAs on an H200, HARDWARE.md §9).
+launch (`cudaErrorInvalidClusterSize` for 32 CTAs on an H200, specs/hardware.md §9).
 
 ## Example
 ```kernlink

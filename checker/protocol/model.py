@@ -53,7 +53,7 @@ from typing import Any, Literal
 from diagnostics.span import Span
 
 MBAR_MAX_COUNT = (1 << 20) - 1
-"""Largest mbarrier arrival count and tx-count magnitude (HARDWARE.md §5)."""
+"""Largest mbarrier arrival count and tx-count magnitude (specs/hardware.md §5)."""
 
 WARP_THREADS = 32
 
@@ -78,7 +78,7 @@ class BarrierKind(enum.Enum):
 
 
 class Scope(enum.Enum):
-    """Memory scopes (HARDWARE.md §10)."""
+    """Memory scopes (specs/hardware.md §10)."""
 
     CTA = "cta"
     CLUSTER = "cluster"

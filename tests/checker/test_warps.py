@@ -37,7 +37,7 @@ def test_register_groups_take_the_largest_budget_and_default_to_the_minimum() ->
 
 
 def test_entry_registers_match_ptxas() -> None:
-    # HARDWARE.md §3.1: 384 threads → 168, 640 threads → 96 (ptxas and the H200).
+    # specs/hardware.md §3.1: 384 threads → 168, 640 threads → 96 (ptxas and the H200).
     assert entry_registers(SM90A, 12) == 168
     assert entry_registers(SM90A, 20) == 96
     assert entry_registers(SM90A, 16) == 128

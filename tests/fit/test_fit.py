@@ -80,3 +80,45 @@ def test_repairs_are_cheapest_first() -> None:
     result = fit_target([FIXTURES / "regs_two_blocks.kc"], "sm_90a")
     costs = [e.cost for e in result.repairs]
     assert costs == sorted(costs) and len(costs) >= 2
+
+
+def test_a_failing_target_reports_every_resource(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 31 item 8: a failing target showed its block threads and shared memory as `—` and nothing else."""
+    code = main(
+        [
+            "fit",
+            str(FIXTURES / "ring_deep" / "deep.kp"),
+            "--targets",
+            "sm_90a,sm_120a",
+            "--no-repairs",
+            "--format",
+            "json",
+        ]
+    )
+    assert code == 1
+    sm90, sm120 = json.loads(capsys.readouterr().out)["targets"]
+    assert not sm120["fits"] and sm120["resources_at_minimum_depths"] and not sm90["resources_at_minimum_depths"]
+    rows = {r["resource"]: r for r in sm120["resources"]}
+    assert set(rows) == {r["resource"] for r in sm90["resources"]}
+    assert all(r["used"] is not None for r in rows.values()), rows
+    smem = rows["shared memory per block"]
+    assert smem["used"] > smem["capacity"] == 101376  # how far over, at the minimum depth
+    assert rows["named barrier IDs"]["used"] <= rows["named barrier IDs"]["capacity"]
+
+
+def test_a_fitting_targets_resources_are_its_placement(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["fit", str(EXAMPLES / "ring" / "ring.kp"), "--targets", "sm_90a", "--no-repairs", "--format", "json"])
+    (sm90,) = json.loads(capsys.readouterr().out)["targets"]
+    smem = next(r for r in sm90["resources"] if r["resource"] == "shared memory per block")
+    assert smem["used"] == 196704  # 6 slots: the deepest that fits, not the minimum
+
+
+def test_fit_color(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["fit", str(FIXTURES / "ring_deep" / "deep.kp"), "--targets", "sm_90a,sm_120a", "--no-repairs"]
+    main([*args, "--color", "always"])
+    painted = capsys.readouterr().out
+    assert "\033[32mfits" in painted and "\033[31m\033[1mfails" in painted and "over" in painted
+    over = next(line for line in painted.splitlines() if line.startswith("shared memory per block"))
+    assert "\033[31m" in over
+    main([*args, "--color", "never"])
+    assert "\033[" not in capsys.readouterr().out

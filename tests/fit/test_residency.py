@@ -81,7 +81,7 @@ def brute_blocks(spec: TargetSpec, warps: int, regs: int, smem: int, barriers: i
 
     Independent of hardware.residency: every resource is a running total, registers are
     dealt warp by warp to the sub-partitions' files, and the per-block launch checks are
-    written out from HARDWARE.md §1.1, §3.1 and §4.
+    written out from specs/hardware.md §1.1, §3.1 and §4.
     """
     per_warp = -(-regs * 32 // 256) * 256
     if regs > spec.max_regs_per_thread or per_warp * (-(-warps // 4) * 4) > spec.regs_per_block:
@@ -143,7 +143,7 @@ def test_entry_registers_let_the_blocks_reside(name: str, warps: int, blocks: in
 
 def test_known_occupancies() -> None:
     h = TARGETS["sm_90a"]
-    # HARDWARE.md §1.1: 115 712 B → 2 blocks, 116 224 B → 1 (H200 occupancy API)
+    # specs/hardware.md §1.1: 115 712 B → 2 blocks, 116 224 B → 1 (H200 occupancy API)
     assert R.residency(h, R.Demand(1, 32, 115712)).blocks == 2
     assert R.residency(h, R.Demand(1, 32, 116224)).blocks == 1
     assert R.residency(h, R.Demand(1, 32, 0)).blocks == 32

@@ -137,7 +137,7 @@ def test_component_setmaxnreg_is_rejected_at_check_and_link(tmp_path: Path, pack
     errors = [d for d in result.diagnostics if d.is_error]
     assert [(d.code, dict(d.data).get("check")) for d in errors] == [("L-CONFORM", "setmaxnreg")]
     files = sorted(lab.span.file.rsplit("/", 2)[-2:][1] for lab in errors[0].labels)
-    assert files == ["loader.kpkg!code.ptx", "loader.kpkg!contract.kc"], files
+    assert files == ["loader.kc", "loader.kpkg!code.ptx"], files  # the contract as the user wrote it
     linked = link([pipeline], tmp_path / "out")
     assert not linked.ok and not (tmp_path / "out" / "kernel.cubin").exists()
 

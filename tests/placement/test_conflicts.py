@@ -145,7 +145,7 @@ def test_roles_not_covering_the_launch_is_l_warps() -> None:
 
 
 def test_register_groups_over_the_pool_is_l_regs() -> None:
-    # HARDWARE.md §3.2: 40 / 240 / 240 at 384 threads blocks forever on an H200
+    # specs/hardware.md §3.2: 40 / 240 / 240 at 384 threads blocks forever on an H200
     roles = (Role("k", "producer", 4, True, 40, span(1)), Role("k", "mma", 8, True, 240, span(2)))
     d = rejection(Problem(caps(), roles=roles, block_warps=12))
     assert d.code == "L-REGS"

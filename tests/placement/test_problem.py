@@ -19,9 +19,9 @@ def test_capacities_from_the_hardware_table() -> None:
 @pytest.mark.parametrize(
     ("warps", "entry", "pool"),
     [
-        (12, 168, 64512),  # 384 threads: HARDWARE.md §3.1/§3.2
+        (12, 168, 64512),  # 384 threads: specs/hardware.md §3.1/§3.2
         (16, 128, 65536),
-        (20, 96, 61440),  # 640 threads → 96 (HARDWARE.md §3.1)
+        (20, 96, 61440),  # 640 threads → 96 (specs/hardware.md §3.1)
         (8, 248, 63488),  # 255 per thread at most, rounded down to 8
         (10, 168, 53760),  # warps rounded up to 12 for the allocation
     ],

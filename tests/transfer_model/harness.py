@@ -5,7 +5,7 @@ element's bit type), call the generated export function; consumer threads call t
 import function for every chunk and count registers that differ from the demand. A
 shared-memory placement is first filled by the producer threads. The route's shared
 address is 1024, where dynamic shared memory starts on sm_90 with no static shared
-memory (HARDWARE.md §1.2); the program checks that and prints ``OK <name>`` or ``FAIL``.
+memory (specs/hardware.md §1.2); the program checks that and prints ``OK <name>`` or ``FAIL``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,78 @@
+"""`kernlink check --stage X.kc`: one stage checked alone; what the other stages must provide is
+assumed (I-ASSUMED), only the stage's own defects are errors (issue 31 item 11)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernlink.api import check
+from kernlink.stage_check import split
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).resolve().parent / "data"
+EXAMPLES = ROOT / "specs" / "examples"
+
+
+def _kernlink(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kernlink", *args], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+
+
+def _alone(path: Path) -> list[tuple[str, str]]:
+    result = check([path])
+    stages = [c.stage for c in result.inputs.candidates] if result.inputs is not None else []
+    return [(d.code, d.severity.value) for d in split(result.diagnostics, stages)]
+
+
+def test_a_stage_alone_is_accepted_with_what_the_others_provide_assumed() -> None:
+    done = _kernlink("check", "--stage", str(DATA / "pass_loader_alone.kc"), "--format", "json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = json.loads(done.stdout)["diagnostics"]
+    said = sorted(dict(d["data"])["assumes"] for d in found)
+    assert said == [
+        "another stage consumes ring `kv`",
+        "another stage declares role `reduce`",
+        "other stages' roles cover the other 8 of the 12 warps launched",
+    ]
+    assert {d["code"] for d in found} == {"I-ASSUMED"} and {d["severity"] for d in found} == {"note"}
+
+
+def test_closed_world_the_same_stage_is_rejected() -> None:
+    done = _kernlink("check", str(DATA / "pass_loader_alone.kc"), "--color", "never")
+    assert done.returncode == 1 and "L-UNPAIRED" in done.stdout
+
+
+def test_a_stage_alone_still_reports_its_own_defect() -> None:
+    done = _kernlink("check", "--stage", str(DATA / "fail_loader_launches_too_few.kc"), "--color", "never")
+    assert done.returncode == 1
+    assert "error[L-WARPS]: the roles cover 4 warps (128 threads), but `ring.loader` launches 64 threads" in done.stdout
+    assert "error: stage rejected with 1 error, 2 notes" in done.stdout
+
+
+def test_a_misspelt_role_of_the_stages_own_ring_is_its_own_defect(tmp_path: Path) -> None:
+    contract = tmp_path / "loader.kc"
+    contract.write_text(
+        (DATA / "pass_loader_alone.kc").read_text().replace("ring kv produce by load", "ring kv produce by lod")
+    )
+    assert ("L-ROLE", "error") in _alone(contract)
+
+
+def test_stage_takes_contracts_only() -> None:
+    done = _kernlink("check", "--stage", str(EXAMPLES / "ring" / "ring.kp"))
+    assert done.returncode == 2 and "`--stage` checks stages alone" in done.stderr + done.stdout
+
+
+@pytest.mark.parametrize(
+    "contract",
+    ["ring/reduce.kc", "hello/caller.kc", "hello/provider.kc", "gemm_swiglu/epilogue.kc", "moe4/act.kc", "cp/load.kc"],
+)
+def test_every_example_stage_alone_has_no_error(contract: str) -> None:
+    found = _alone(EXAMPLES / contract)
+    assert [c for c, severity in found if severity == "error"] == [], found
+    assert ("I-ASSUMED", "note") in found
