@@ -10,42 +10,67 @@ Semantics (``model.py``, the same as ``events.py`` and ``explore.py``): every ro
 prologue (each `prearm` step once per slot) and then ``N`` iterations of its program; a
 step of iteration ``i`` acts on data iteration ``j = i - lag`` (none when ``j < 0``), slot
 ``j mod D``, and a wait with first parity ``p`` waits for parity ``p xor (j div D) mod 2``.
+A role that takes turn ``t`` of ``n`` runs only the data iterations ``j = k·n + t``: its
+iteration ``k`` runs data ``k·n + t``, and it runs the ``M`` iterations whose data is
+below ``N`` (``M·n + t >= N > (M - 1)·n + t``, linear: ``n`` and ``t`` are constants).
 
 The abstraction. A role's progress is a pair of counters, its iteration ``i`` and its
 position in the program (a `bar.sync` takes two: arrive, then wait), plus its place in the
 prologue. From them, every step's execution count ``c`` is linear (``i`` or ``i + 1``) and
-so is the number of data iterations it has acted on, ``d = max(0, c - lag)``. For a barrier
+so is the number of its role's data iterations it has acted on, ``d = max(0, c - lag)``;
+it acted on data ``x >= 0`` of its role iff ``x < (c - lag)·n + t``. For a barrier
 ``B`` (a ring's `full` or `empty`), data iteration ``x`` is *done*, ``E_B(x)``, when every
 step that changes ``B`` in the loop (its arrivals, expect_tx steps and copies, the
-*movers*) has acted on ``x``: ``d >= x + 1`` for each; a pre-armed barrier's prologue is
+*movers*) of a role that takes ``x`` has acted on ``x``; a pre-armed barrier's prologue is
 data ``-D .. -1`` (done when every pre-arm step passed its slot), and nothing earlier
 exists. In the abstract system a parity wait on data ``j`` passes iff
 ``E_B(j - (p + b)·D)`` (``b``: the barrier is pre-armed), a counter wait iff the sum of the
 counter's additions (linear in the counts) reaches its threshold, a `bar.sync` iff every
-participant of the named barrier arrived for the same iteration. Every guard is linear in
-the counters, ``D`` and ``N``.
+participant of the named barrier arrived for the same generation (a participant's arrival
+before its loop is its generation 0, its loop arrivals the next ones). Every guard is linear
+in the counters, ``D`` and ``N`` (``x mod n`` with a constant ``n`` included).
+
+Asynchronous reads (``reads async``, ``tcgen05.ld``, a TMA store's reads of shared memory)
+change no barrier: they only decide when a consumer is done with a slot. A read of data
+``x`` is over at the first later read wait of its ring that covers ``x`` (a read wait of
+iteration ``k`` with lag ``L`` covers data up to ``k - L``; without a lag, one placed
+before the read in the program covers it only in the next iteration), so "over" is linear
+in that read wait's count. A ring that is not synchronized (a role's own staging buffer) has
+no barrier: only its races are asked, with the producer as its own consumer.
+
+In one CTA, ``on leader`` and ``on first`` steps run, and a remote or multicast step acts on
+the CTA's own barrier and slot: :func:`one_cta` rewrites them to plain steps first.
 
 The class of protocols covered (checked first; anything else falls back, with the reason):
 
-* C1, accounting: per barrier the loop arrivals equal its init count, the pre-arms (if any)
-  too, expected bytes equal completed ones and the declared ones, counts are in range, and
-  every first parity follows the convention (no L-ARRIVE, L-TXBYTES or L-PARITY finding);
-* C2, exact completion: for every barrier some role waits on, no proper subset of one data
-  iteration's movers that the movers' program order allows (a prefix per role) has the
-  arrivals of a phase with its bytes balanced, so a phase completes exactly when the last
-  mover of its data iteration acts;
+* C1, accounting: per barrier of a synchronized ring and per data iteration (its movers are
+  those of the roles that take it: one residue per turn period) the loop arrivals equal its
+  init count, the pre-arms (if any) too, expected bytes equal completed ones and the
+  declared ones, counts are in range, and every first parity follows the convention (no
+  L-ARRIVE, L-TXBYTES or L-PARITY finding);
+* C2, exact completion: for every barrier some role waits on and every data iteration, no
+  proper subset of its movers that the movers' program order allows (a prefix per role)
+  has the arrivals of a phase with its bytes balanced, so a phase completes exactly when
+  the last mover of its data iteration acts;
 * C3, pre-arms: a role that pre-arms a barrier some role waits on also moves it in its loop;
 * C4, named barriers: each role steps a named barrier some role syncs on at most once per
-  iteration, and the participants' thread counts add up to its count;
+  iteration, and the participants' thread counts add up to its count; a role that arrives
+  on it before its loop (once) also arrives in its loop, with as many threads, so every
+  generation has the same arrivals;
 * C5, the model: only the step kinds and fields above (a kind or field this module does
-  not know, such as one another change adds to ``model.py``, falls back explicitly).
+  not know, such as one another change adds to ``model.py``, falls back explicitly);
+* C6, one CTA (:func:`_beyond`, each with its reason): a protocol that runs in several CTAs
+  (a cluster, or a group of CTAs sharing a tile) falls back, and so do grid counters (a
+  word per tile), a slot index that restarts every ``R`` iterations (``(j mod R) mod D``
+  is not linear in ``D``), a `bar.sync` before the loop, and a step that runs in no CTA
+  (``on peer``, ``on rest`` in one CTA).
 
 The invariant ``I`` over the counters (``D`` and ``N`` symbolic) is the conjunction of:
 
 * S, structure: ranges of the counters; a role's loop starts after its prologue;
 * H, history: a wait that ran ``c >= 1`` times saw its guard for data ``c - 1`` true;
 * NM, no mixing: a mover that acted on data ``y`` found ``E_B(y - D)`` (the slot's
-  previous use complete), and a named-barrier arrival of iteration ``y`` found every
+  previous use complete), and a named-barrier arrival of generation ``y`` found every
   participant arrived for ``y - 1`` (asked of barriers some role waits on: the state of
   one nobody waits on decides nothing).
 
@@ -60,9 +85,10 @@ depth in its range and ``N >= 1``:
 * O4, deadlock: no state of ``I`` has every unfinished role at a wait whose guard is false
   while some role is unfinished;
 * O5, races per ring: no state of ``I`` has the producer at a write of data ``y >= D``
-  while a consumer's access (read or release) of ``y - D`` that exists has not run
-  (overwrite), or a consumer at a read of ``y`` while a write of ``y`` has not run
-  (early read).
+  while a consumer that takes ``y - D`` has not finished an access of it that exists (a
+  read, over at its read wait when asynchronous, or a release; a release past the run's
+  last iteration does not exist) (overwrite), or a consumer at a read of ``y`` while a
+  write of ``y`` has not run (early read).
 
 O1 and the consecution of S and H hold by construction: the initial counters are zero,
 a step keeps the counters' shape, and every guard only grows true as counters grow (a
@@ -76,8 +102,12 @@ counters: its completed phases are the data iterations done on its slot, in orde
 phase completes exactly at its last mover. With O3, a real parity wait (it passes iff the
 completed phases have the other parity) passes exactly when the abstract guard holds: the
 window leaves two candidate phase counts, one of each parity. A named barrier's generation
-at an arrival of iteration ``y`` is ``y`` (NM, C4), so its `bar.sync` passes iff every
-participant arrived for ``y``; a counter's value is exactly the linear sum. So, by
+at a loop arrival of iteration ``y`` is ``y``, or ``y + 1`` for a role that arrived before
+its loop (NM, C4: every generation gets each participant's arrival once), so its
+`bar.sync` passes iff every participant arrived for that generation; a counter's value is
+exactly the linear sum. Turns change only which data a role's counters stand for, and an
+asynchronous read's completion is program order in its own role: neither adds state to
+the real system. So, by
 induction on the length of a run (O1, O2), the real and the abstract system have the same
 runs from the initial state, and O4 and O5 over-approximate their reachable states: no run
 of any length, at any depth in range, deadlocks or races. What O1–O5 cannot prove (the

@@ -7,16 +7,24 @@ and named-barrier steps."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
+from pathlib import Path
 
 import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
+from checker.composition import Composition
 from checker.protocol import DEFAULT_RLIMIT, BarrierKind, Op, Protocol, check_protocol
 from checker.protocol import parametric as P
+from checker.protocol.build import build_model
 from checker.protocol.check import MAX_RLIMIT
+from checker.protocol.declarations import excluded
+from checker.protocol.depths import analyse
 from checker.protocol.explore import StateLimit, explore
 from checker.protocol.model import Part, Target
+from kernlink.api import check, compose
 from tests.checker.protocol.strategies import PATTERN_MISTAKES, mixed_protocols, pattern, pattern_protocols
 from tests.checker.protocol.test_oracle import assert_agree
 from tests.tiers import examples
@@ -229,3 +237,82 @@ def test_what_holds_by_construction_is_proved_for_the_production_constructs_too(
 
 def test_every_pattern_is_built() -> None:
     assert set(PATTERN_MISTAKES) >= {"pingpong", "staging", "tmem", "multicast", "pair", "split-k"}
+
+
+# -- the production controls with their rings widened (issue 27's goal) ---------------------
+
+CORPUS = Path(__file__).resolve().parents[2] / "corpus" / "production"
+ONE_CTA = ("cutlass_cooperative_epilogue", "cutlass_pingpong", "dynamic_scheduler", "fa3_pingpong", "ring_fed_epilogue")
+SEVERAL_CTAS = ("cutlass_stream_k", "deepgemm_multicast", "serial_split_k")
+DEPTH = re.compile(r"(?m)^(\s*)depth [0-9.]+\s*$")
+
+
+def widened(folder: Path, into: Path, depth: str) -> Path:
+    """A copy of a control's pipeline and contracts with every ring's depth stated as ``depth``."""
+    for source in folder.iterdir():
+        text = source.read_text()
+        (into / source.name).write_text(DEPTH.sub(lambda m: f"{m.group(1)}depth {depth}", text))
+    (kp,) = into.glob("*.kp")
+    return kp
+
+
+def codes_of(kp: Path) -> list[str]:
+    old = Path.cwd()
+    os.chdir(kp.parent)
+    try:
+        result = check([kp.name])
+    finally:
+        os.chdir(old)
+    return sorted({d.code for d in result.diagnostics if d.is_error})
+
+
+def test_every_control_is_sorted_by_its_ctas() -> None:
+    assert sorted((*ONE_CTA, *SEVERAL_CTAS)) == sorted(p.name for p in CORPUS.iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("name", ONE_CTA)
+def test_a_one_cta_control_is_proved_at_depth_2_to_255_and_its_broken_twin_rejected(name: str, tmp_path: Path) -> None:
+    """Before the argument knew turns, pre-armed rendezvous and asynchronous reads, these fell back to
+    the bounded model at depths 2 and 8 (FA3's ping-pong: E-SOLVER-UNKNOWN at depth 8)."""
+    (tmp_path / "pass").mkdir()
+    (tmp_path / "broken").mkdir()
+    kp = widened(CORPUS / name / "pass", tmp_path / "pass", "2..255")
+    _, comp = _compose(kp)
+    assert comp is not None
+    report = analyse(comp)
+    assert report.proved and all(hi == 255 for _, _, hi in report.proved), report
+    assert codes_of(kp) == []
+    broken = widened(CORPUS / name / "broken", tmp_path / "broken", "2..255")
+    assert codes_of(broken) == [(CORPUS / name / "broken" / "EXPECTED").read_text().strip()]
+
+
+@pytest.mark.parametrize("name", ONE_CTA)
+def test_a_one_cta_control_is_proved_at_depth_64(name: str) -> None:
+    _, comp = _compose(next((CORPUS / name / "pass").glob("*.kp")))
+    assert comp is not None
+    built = build_model(comp, {n: 2 for n in comp.rings}, excluded(comp)).protocol
+    assert built is not None
+    deep = built
+    for ring in built.rings:
+        deep = deep.with_depth(ring.name, 64)
+    verdict = check_protocol(deep)
+    assert verdict.coverage.parametric and not verdict.findings and not verdict.undecided
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SEVERAL_CTAS)
+def test_a_control_of_several_ctas_is_decided_at_depth_2_to_255_by_the_bounded_model(name: str, tmp_path: Path) -> None:
+    (tmp_path / "pass").mkdir()
+    (tmp_path / "broken").mkdir()
+    assert codes_of(widened(CORPUS / name / "pass", tmp_path / "pass", "2..255")) == []
+    broken = widened(CORPUS / name / "broken", tmp_path / "broken", "2..255")
+    assert codes_of(broken) == [(CORPUS / name / "broken" / "EXPECTED").read_text().strip()]
+
+
+def _compose(kp: Path) -> tuple[object, Composition | None]:
+    old = Path.cwd()
+    os.chdir(kp.parent)
+    try:
+        return compose([kp.name])
+    finally:
+        os.chdir(old)
