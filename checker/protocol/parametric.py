@@ -10,42 +10,67 @@ Semantics (``model.py``, the same as ``events.py`` and ``explore.py``): every ro
 prologue (each `prearm` step once per slot) and then ``N`` iterations of its program; a
 step of iteration ``i`` acts on data iteration ``j = i - lag`` (none when ``j < 0``), slot
 ``j mod D``, and a wait with first parity ``p`` waits for parity ``p xor (j div D) mod 2``.
+A role that takes turn ``t`` of ``n`` runs only the data iterations ``j = k·n + t``: its
+iteration ``k`` runs data ``k·n + t``, and it runs the ``M`` iterations whose data is
+below ``N`` (``M·n + t >= N > (M - 1)·n + t``, linear: ``n`` and ``t`` are constants).
 
 The abstraction. A role's progress is a pair of counters, its iteration ``i`` and its
 position in the program (a `bar.sync` takes two: arrive, then wait), plus its place in the
 prologue. From them, every step's execution count ``c`` is linear (``i`` or ``i + 1``) and
-so is the number of data iterations it has acted on, ``d = max(0, c - lag)``. For a barrier
+so is the number of its role's data iterations it has acted on, ``d = max(0, c - lag)``;
+it acted on data ``x >= 0`` of its role iff ``x < (c - lag)·n + t``. For a barrier
 ``B`` (a ring's `full` or `empty`), data iteration ``x`` is *done*, ``E_B(x)``, when every
 step that changes ``B`` in the loop (its arrivals, expect_tx steps and copies, the
-*movers*) has acted on ``x``: ``d >= x + 1`` for each; a pre-armed barrier's prologue is
+*movers*) of a role that takes ``x`` has acted on ``x``; a pre-armed barrier's prologue is
 data ``-D .. -1`` (done when every pre-arm step passed its slot), and nothing earlier
 exists. In the abstract system a parity wait on data ``j`` passes iff
 ``E_B(j - (p + b)·D)`` (``b``: the barrier is pre-armed), a counter wait iff the sum of the
 counter's additions (linear in the counts) reaches its threshold, a `bar.sync` iff every
-participant of the named barrier arrived for the same iteration. Every guard is linear in
-the counters, ``D`` and ``N``.
+participant of the named barrier arrived for the same generation (a participant's arrival
+before its loop is its generation 0, its loop arrivals the next ones). Every guard is linear
+in the counters, ``D`` and ``N`` (``x mod n`` with a constant ``n`` included).
+
+Asynchronous reads (``reads async``, ``tcgen05.ld``, a TMA store's reads of shared memory)
+change no barrier: they only decide when a consumer is done with a slot. A read of data
+``x`` is over at the first later read wait of its ring that covers ``x`` (a read wait of
+iteration ``k`` with lag ``L`` covers data up to ``k - L``; without a lag, one placed
+before the read in the program covers it only in the next iteration), so "over" is linear
+in that read wait's count. A ring that is not synchronized (a role's own staging buffer) has
+no barrier: only its races are asked, with the producer as its own consumer.
+
+In one CTA, ``on leader`` and ``on first`` steps run, and a remote or multicast step acts on
+the CTA's own barrier and slot: :func:`one_cta` rewrites them to plain steps first.
 
 The class of protocols covered (checked first; anything else falls back, with the reason):
 
-* C1, accounting: per barrier the loop arrivals equal its init count, the pre-arms (if any)
-  too, expected bytes equal completed ones and the declared ones, counts are in range, and
-  every first parity follows the convention (no L-ARRIVE, L-TXBYTES or L-PARITY finding);
-* C2, exact completion: for every barrier some role waits on, no proper subset of one data
-  iteration's movers that the movers' program order allows (a prefix per role) has the
-  arrivals of a phase with its bytes balanced, so a phase completes exactly when the last
-  mover of its data iteration acts;
+* C1, accounting: per barrier of a synchronized ring and per data iteration (its movers are
+  those of the roles that take it: one residue per turn period) the loop arrivals equal its
+  init count, the pre-arms (if any) too, expected bytes equal completed ones and the
+  declared ones, counts are in range, and every first parity follows the convention (no
+  L-ARRIVE, L-TXBYTES or L-PARITY finding);
+* C2, exact completion: for every barrier some role waits on and every data iteration, no
+  proper subset of its movers that the movers' program order allows (a prefix per role)
+  has the arrivals of a phase with its bytes balanced, so a phase completes exactly when
+  the last mover of its data iteration acts;
 * C3, pre-arms: a role that pre-arms a barrier some role waits on also moves it in its loop;
 * C4, named barriers: each role steps a named barrier some role syncs on at most once per
-  iteration, and the participants' thread counts add up to its count;
+  iteration, and the participants' thread counts add up to its count; a role that arrives
+  on it before its loop (once) also arrives in its loop, with as many threads, so every
+  generation has the same arrivals;
 * C5, the model: only the step kinds and fields above (a kind or field this module does
-  not know, such as one another change adds to ``model.py``, falls back explicitly).
+  not know, such as one another change adds to ``model.py``, falls back explicitly);
+* C6, one CTA (:func:`_beyond`, each with its reason): a protocol that runs in several CTAs
+  (a cluster, or a group of CTAs sharing a tile) falls back, and so do grid counters (a
+  word per tile), a slot index that restarts every ``R`` iterations (``(j mod R) mod D``
+  is not linear in ``D``), a `bar.sync` before the loop, and a step that runs in no CTA
+  (``on peer``, ``on rest`` in one CTA).
 
 The invariant ``I`` over the counters (``D`` and ``N`` symbolic) is the conjunction of:
 
 * S, structure: ranges of the counters; a role's loop starts after its prologue;
 * H, history: a wait that ran ``c >= 1`` times saw its guard for data ``c - 1`` true;
 * NM, no mixing: a mover that acted on data ``y`` found ``E_B(y - D)`` (the slot's
-  previous use complete), and a named-barrier arrival of iteration ``y`` found every
+  previous use complete), and a named-barrier arrival of generation ``y`` found every
   participant arrived for ``y - 1`` (asked of barriers some role waits on: the state of
   one nobody waits on decides nothing).
 
@@ -60,9 +85,10 @@ depth in its range and ``N >= 1``:
 * O4, deadlock: no state of ``I`` has every unfinished role at a wait whose guard is false
   while some role is unfinished;
 * O5, races per ring: no state of ``I`` has the producer at a write of data ``y >= D``
-  while a consumer's access (read or release) of ``y - D`` that exists has not run
-  (overwrite), or a consumer at a read of ``y`` while a write of ``y`` has not run
-  (early read).
+  while a consumer that takes ``y - D`` has not finished an access of it that exists (a
+  read, over at its read wait when asynchronous, or a release; a release past the run's
+  last iteration does not exist) (overwrite), or a consumer at a read of ``y`` while a
+  write of ``y`` has not run (early read).
 
 O1 and the consecution of S and H hold by construction: the initial counters are zero,
 a step keeps the counters' shape, and every guard only grows true as counters grow (a
@@ -76,8 +102,12 @@ counters: its completed phases are the data iterations done on its slot, in orde
 phase completes exactly at its last mover. With O3, a real parity wait (it passes iff the
 completed phases have the other parity) passes exactly when the abstract guard holds: the
 window leaves two candidate phase counts, one of each parity. A named barrier's generation
-at an arrival of iteration ``y`` is ``y`` (NM, C4), so its `bar.sync` passes iff every
-participant arrived for ``y``; a counter's value is exactly the linear sum. So, by
+at a loop arrival of iteration ``y`` is ``y``, or ``y + 1`` for a role that arrived before
+its loop (NM, C4: every generation gets each participant's arrival once), so its
+`bar.sync` passes iff every participant arrived for that generation; a counter's value is
+exactly the linear sum. Turns change only which data a role's counters stand for, and an
+asynchronous read's completion is program order in its own role: neither adds state to
+the real system. So, by
 induction on the length of a run (O1, O2), the real and the abstract system have the same
 runs from the initial state, and O4 and O5 over-approximate their reachable states: no run
 of any length, at any depth in range, deadlocks or races. What O1–O5 cannot prove (the
@@ -88,6 +118,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -103,10 +134,12 @@ from checker.protocol.model import (
     InitBy,
     NamedBarrier,
     Op,
+    Part,
     Protocol,
     Ring,
     Role,
     Step,
+    Target,
 )
 from solver import context, verdict_of
 from solver import text as T
@@ -121,18 +154,32 @@ MAX_PREFIXES = 4096
 PARITY_OPS = frozenset({Op.WAIT})
 MOVER_OPS = frozenset({Op.ARRIVE, Op.EXPECT_TX, Op.COPY})
 KNOWN_OPS = frozenset(
-    {Op.WAIT, Op.ARRIVE, Op.EXPECT_TX, Op.COPY, Op.WRITE, Op.READ, Op.ADD, Op.WAIT_GE, Op.BAR_SYNC, Op.BAR_ARRIVE}
+    {
+        Op.WAIT,
+        Op.ARRIVE,
+        Op.EXPECT_TX,
+        Op.COPY,
+        Op.WRITE,
+        Op.READ,
+        Op.READ_WAIT,
+        Op.ADD,
+        Op.WAIT_GE,
+        Op.BAR_SYNC,
+        Op.BAR_ARRIVE,
+    }
 )
 
 _KNOWN_FIELDS: dict[type, frozenset[str]] = {
     Protocol: frozenset({"roles", "rings", "counters", "named_barriers", "programs"}),
-    Role: frozenset({"name", "warps", "provenance"}),
-    Ring: frozenset({"name", "depth", "producer", "consumers", "full", "empty", "provenance"}),
+    Role: frozenset({"name", "warps", "provenance", "turn", "turns"}),
+    Ring: frozenset({"name", "depth", "producer", "consumers", "full", "empty", "provenance", "synchronized"}),
     Barrier: frozenset({"kind", "init_count", "provenance", "expect_tx", "init_by"}),
     InitBy: frozenset({"role", "provenance", "fenced"}),
     Counter: frozenset({"name", "producer", "consumer", "provenance", "scope"}),
     NamedBarrier: frozenset({"name", "threads", "provenance"}),
-    Step: frozenset({"role", "op", "channel", "provenance", "barrier", "count", "nbytes", "parity", "lag", "prearm"}),
+    Step: frozenset(
+        {"role", "op", "channel", "provenance", "barrier", "count", "nbytes", "parity", "lag", "prearm", "asynchronous"}
+    ),
 }
 
 
@@ -170,7 +217,7 @@ def prove(
     reason = outside(protocol)
     if reason is not None:
         return ParametricResult(False, f"outside the covered class: {reason}", shown, 0, time.perf_counter() - start)
-    prover = _Prover(protocol, ranges, rlimit)
+    prover = _Prover(one_cta(protocol), ranges, rlimit)
     reason = prover.run(exhaustive)
     return ParametricResult(reason is None, reason or "", shown, prover.checks, time.perf_counter() - start)
 
@@ -179,11 +226,57 @@ def prove(
 
 
 def outside(protocol: Protocol) -> str | None:
-    """Why ``protocol`` is not in the class the argument covers (C1–C5), or None when it is."""
+    """Why ``protocol`` is not in the class the argument covers (C1–C6), or None when it is."""
+    found = _beyond(protocol)
+    if found is not None:
+        return found
+    protocol = one_cta(protocol)
     for found in (_unknown_model(protocol), _accounting(protocol), _completion(protocol), _named(protocol)):
         if found is not None:
             return found
     return None
+
+
+def _beyond(protocol: Protocol) -> str | None:
+    """C6: the constructs the argument leaves to the bounded model, each with its reason."""
+    if protocol.ctas > 1:
+        return (
+            f"it runs in {protocol.ctas} CTAs ({protocol.cluster} per cluster x {protocol.group} per tile): "
+            "the counters abstract one CTA's roles"
+        )
+    for ring in protocol.rings:
+        if ring.restart:
+            return f"ring `{ring.name}`'s slot index restarts every {ring.restart} iterations (not linear in the depth)"
+    for ctr in protocol.counters:
+        if ctr.grid:
+            return f"counter `{ctr.name}` has a word per tile (a grid counter)"
+    for role, steps in protocol.programs:
+        for step in steps:
+            if step.part in (Part.PEER, Part.REST):
+                return f"`{step.provenance.text}` of `{role}` runs in no CTA of a one-CTA protocol"
+            if step.prearm and step.op is Op.BAR_SYNC:
+                return f"`{role}` waits on named barrier `{step.channel}` before its loop"
+    return None
+
+
+def one_cta(protocol: Protocol) -> Protocol:
+    """A one-CTA protocol with every step's part and target at its default: in one CTA, `on leader`
+    and `on first` run, and a remote or multicast step acts on the CTA's own barrier and slot (the
+    next cluster rank of rank 0 in a cluster of one is rank 0). Others are returned as they are."""
+    if protocol.ctas > 1:
+        return protocol
+    plain = dataclasses.replace
+    programs = tuple(
+        (
+            role,
+            tuple(
+                s if (s.part, s.target) == (Part.ALL, Target.OWN) else plain(s, part=Part.ALL, target=Target.OWN)
+                for s in steps
+            ),
+        )
+        for role, steps in protocol.programs
+    )
+    return protocol if programs == protocol.programs else plain(protocol, programs=programs)
 
 
 def _unknown_model(protocol: Protocol) -> str | None:
@@ -217,25 +310,46 @@ def _barrier_steps(protocol: Protocol, ring: str, kind: BarrierKind) -> list[tup
     ]
 
 
+def _period(protocol: Protocol) -> int:
+    """The data iterations after which the roles' turns repeat (1 when no role takes turns)."""
+    return math.lcm(*(r.turns for r in protocol.roles)) if protocol.roles else 1
+
+
+def _taking(protocol: Protocol, steps: list[Step], residue: int) -> list[Step]:
+    """The loop steps among ``steps`` that act on the data iterations ``residue`` modulo the period
+    (a pre-arm acts once per slot, whatever the turns)."""
+    return [s for s in steps if s.prearm or protocol.role(s.role).takes(residue)]
+
+
 def _accounting(protocol: Protocol) -> str | None:
-    """C1: per-phase accounting and first parities as the static rules ask (they report it otherwise)."""
+    """C1: per-phase accounting and first parities as the static rules ask (they report it otherwise),
+    for every data iteration: with turns, a phase's movers are those of the roles that take it."""
     for ring in protocol.rings:
+        if not ring.synchronized:
+            continue
         for kind in BarrierKind:
             bar = ring.barrier(kind)
-            steps = [s for _, s in _barrier_steps(protocol, ring.name, kind)]
-            loop = sum(s.count for s in steps if s.op is Op.ARRIVE and not s.prearm)
-            prearm = [s.count for s in steps if s.prearm]
-            expected = sum(s.nbytes for s in steps if s.op in (Op.ARRIVE, Op.EXPECT_TX))
-            completed = sum(s.nbytes for s in steps if s.op is Op.COPY)
+            every = [s for _, s in _barrier_steps(protocol, ring.name, kind)]
             name = f"`{ring.name}.{kind.value}`"
-            if loop != bar.init_count or (prearm and sum(prearm) != bar.init_count) or bar.init_count > MBAR_MAX_COUNT:
-                return f"the arrivals on {name} do not make its phases (L-ARRIVE)"
-            if expected != completed or max(expected, completed) > MBAR_MAX_COUNT:
-                return f"the bytes on {name} do not balance (L-TXBYTES)"
-            if bar.expect_tx is not None and bar.expect_tx != expected:
-                return f"the bytes on {name} differ from its declaration (L-TXBYTES)"
-            right = (1 if prearm else 0) if kind is BarrierKind.FULL else (0 if prearm else 1)
-            if any(s.op is Op.WAIT and s.parity != right for s in steps):
+            for residue in range(_period(protocol)):
+                steps = _taking(protocol, every, residue)
+                loop = sum(s.count for s in steps if s.op is Op.ARRIVE and not s.prearm)
+                prearm = [s.count for s in steps if s.prearm]
+                expected = sum(s.nbytes for s in steps if s.op in (Op.ARRIVE, Op.EXPECT_TX))
+                completed = sum(s.nbytes for s in steps if s.op is Op.COPY)
+                if (
+                    loop != bar.init_count
+                    or (prearm and sum(prearm) != bar.init_count)
+                    or bar.init_count > MBAR_MAX_COUNT
+                ):
+                    return f"the arrivals on {name} do not make its phases (L-ARRIVE)"
+                if expected != completed or max(expected, completed) > MBAR_MAX_COUNT:
+                    return f"the bytes on {name} do not balance (L-TXBYTES)"
+                if bar.expect_tx is not None and bar.expect_tx != expected:
+                    return f"the bytes on {name} differ from its declaration (L-TXBYTES)"
+            armed = any(s.prearm for s in every)
+            right = (1 if armed else 0) if kind is BarrierKind.FULL else (0 if armed else 1)
+            if any(s.op is Op.WAIT and s.parity != right for s in every):
                 return f"a first parity on {name} breaks the convention (L-PARITY)"
     return None
 
@@ -262,42 +376,60 @@ def _completion(protocol: Protocol) -> str | None:
             bar = ring.barrier(kind)
             name = f"`{ring.name}.{kind.value}`"
             steps = _barrier_steps(protocol, ring.name, kind)
-            movers = [(k, s) for k, s in steps if s.op in MOVER_OPS and not s.prearm]
-            loop_roles = {s.role for _, s in movers}
+            every = [(k, s) for k, s in steps if s.op in MOVER_OPS and not s.prearm]
+            loop_roles = {s.role for _, s in every}
             if any(s.prearm and s.role not in loop_roles for _, s in steps):
                 return f"a role pre-arms {name} but does not arrive on it in its loop"
-            per_role: dict[str, list[Step]] = {}
-            for _, s in sorted(movers, key=lambda m: (m[1].role, m[1].lag, m[0])):
-                per_role.setdefault(s.role, []).append(s)
-            sequences = list(per_role.values())
-            combos = 1
-            for seq in sequences:
-                combos *= len(seq) + 1
-            if combos > MAX_PREFIXES:
-                return f"{name} has too many movers to enumerate"
-            full = tuple(len(seq) for seq in sequences)
-            for cut in itertools.product(*(range(len(seq) + 1) for seq in sequences)):
-                if cut == full:
-                    continue
-                ran = [s for seq, n in zip(sequences, cut, strict=True) for s in seq[:n]]
-                arrivals = sum(s.count for s in ran if s.op is Op.ARRIVE)
-                expected = sum(s.nbytes for s in ran if s.op in (Op.ARRIVE, Op.EXPECT_TX))
-                completed = sum(s.nbytes for s in ran if s.op is Op.COPY)
-                if arrivals == bar.init_count and expected == completed:
-                    return f"a phase of {name} can complete before its last mover"
+            for residue in range(_period(protocol)):
+                movers = [(k, s) for k, s in every if protocol.role(s.role).takes(residue)]
+                found = _early_completion(bar, name, movers)
+                if found is not None:
+                    return found
+    return None
+
+
+def _early_completion(bar: Barrier, name: str, movers: list[tuple[int, Step]]) -> str | None:
+    """C2 for one data iteration's ``movers``: no prefix per role but all of them completes a phase."""
+    per_role: dict[str, list[Step]] = {}
+    for _, s in sorted(movers, key=lambda m: (m[1].role, m[1].lag, m[0])):
+        per_role.setdefault(s.role, []).append(s)
+    sequences = list(per_role.values())
+    combos = 1
+    for seq in sequences:
+        combos *= len(seq) + 1
+    if combos > MAX_PREFIXES:
+        return f"{name} has too many movers to enumerate"
+    full = tuple(len(seq) for seq in sequences)
+    for cut in itertools.product(*(range(len(seq) + 1) for seq in sequences)):
+        if cut == full:
+            continue
+        ran = [s for seq, n in zip(sequences, cut, strict=True) for s in seq[:n]]
+        arrivals = sum(s.count for s in ran if s.op is Op.ARRIVE)
+        expected = sum(s.nbytes for s in ran if s.op in (Op.ARRIVE, Op.EXPECT_TX))
+        completed = sum(s.nbytes for s in ran if s.op is Op.COPY)
+        if arrivals == bar.init_count and expected == completed:
+            return f"a phase of {name} can complete before its last mover"
     return None
 
 
 def _named(protocol: Protocol) -> str | None:
-    """C4: one step per role and iteration on a named barrier, whose participants make its count."""
+    """C4: one step per role and iteration on a named barrier, whose participants make its count; a role
+    that arrives before its loop arrives in it too, with as many threads (its arrivals of generation
+    ``g`` are then its pre-arrival and its loop's first ``g``)."""
     watched = waited(protocol)
     for bar in protocol.named_barriers:
         if (bar.name, None) not in watched:
             continue
-        steps = [s for _, prog in protocol.programs for s in prog if s.channel == bar.name]
+        steps = [s for _, prog in protocol.programs for s in prog if s.channel == bar.name and not s.prearm]
         roles = [s.role for s in steps]
         if len(set(roles)) != len(roles):
             return f"a role steps named barrier `{bar.name}` more than once per iteration"
+        early = [s for _, prog in protocol.programs for s in prog if s.channel == bar.name and s.prearm]
+        if len({s.role for s in early}) != len(early):
+            return f"a role arrives on named barrier `{bar.name}` more than once before its loop"
+        counts = {s.role: s.count for s in steps}
+        if any(counts.get(s.role) != s.count for s in early):
+            return f"a role arrives on named barrier `{bar.name}` before its loop but not in it, or with other threads"
         if sum(s.count for s in steps) != bar.threads:
             return f"the participants of named barrier `{bar.name}` do not make its count"
     return None
@@ -373,34 +505,47 @@ class _State:
         return found
 
     def data(self, role: str, pos: _Pos) -> Term:
-        """How many data iterations ``pos`` has acted on."""
+        """How many of its role's data iterations ``pos`` has acted on."""
         c, lag = self.count(role, pos), pos.step.lag
         return c if lag == 0 else T.If(c >= lag, c - lag, 0)
 
+    def takes(self, role: str, x: Term) -> Term:
+        """Whether ``role`` runs data iteration ``x`` (its turns)."""
+        info = self.p.protocol.role(role)
+        return T.TRUE if info.turns == 1 else x % info.turns == info.turn
+
+    def acted(self, role: str, pos: _Pos, x: Term, later: int = 0) -> Term:
+        """Whether ``pos`` acted on data iteration ``x >= 0`` of its role (``later``: extra lag)."""
+        info = self.p.protocol.role(role)
+        done = self.count(role, pos) - (pos.step.lag + later)
+        if info.turns == 1:
+            return x < done
+        return T.Implies(self.takes(role, x), x < done * info.turns + info.turn)
+
     def armed(self, role: str, index: int) -> Term:
-        """How many slots the ``index``-th pre-arm step of ``role`` has armed."""
+        """How many slots (one on a named barrier) the ``index``-th pre-arm step of ``role`` has armed."""
         step = self.p.program(role).prologue[index]
         cur = self.cur[role]
-        return T.If(cur > index, self.p.depth[step.channel], T.If(cur == index, self.sig[role], 0))
+        return T.If(cur > index, self.p.slots(step), T.If(cur == index, self.sig[role], 0))
 
     def in_loop(self, role: str) -> Term:
         return self.cur[role] == len(self.p.program(role).prologue)
 
     def at(self, role: str, pos: _Pos) -> Term:
         """``role`` is about to run ``pos``."""
-        return T.And(self.in_loop(role), self.i[role] < self.p.n, self.pos[role] == pos.index)
+        return T.And(self.in_loop(role), self.i[role] < self.p.m[role], self.pos[role] == pos.index)
 
     def done(self, role: str) -> Term:
         loop = self.p.program(role).loop
-        return T.And(self.in_loop(role), self.i[role] == self.p.n) if loop else self.in_loop(role)
+        return T.And(self.in_loop(role), self.i[role] == self.p.m[role]) if loop else self.in_loop(role)
 
     # -- guards
 
     def mbar_done(self, ring: str, kind: BarrierKind, x: Term) -> Term:
-        """``E_B(x)``: every step that changes the barrier acted on data iteration ``x``."""
+        """``E_B(x)``: every step that changes the barrier, of a role that takes ``x``, acted on data ``x``."""
         movers, armers = self.p.movers[(ring, kind)], self.p.armers[(ring, kind)]
         depth = self.p.depth[ring]
-        loop = T.And(*[self.data(r, pos) >= x + 1 for r, pos in movers]) if movers else T.FALSE
+        loop = T.And(*[self.acted(r, pos, x) for r, pos in movers]) if movers else T.FALSE
         if not armers:
             return T.Or(x < 0, loop)
         every = T.And(*[self.armed(r, a) == depth for r, a in armers])
@@ -408,9 +553,18 @@ class _State:
         return T.If(x < T.Val(0) - depth, True, T.If(x < 0, some, T.And(every, loop)))
 
     def named_done(self, name: str, x: Term) -> Term:
-        """Every participant of named barrier ``name`` arrived for iteration ``x``."""
+        """Every participant of named barrier ``name`` arrived for generation ``x`` (a pre-arrival is its
+        participant's generation 0)."""
         parts = self.p.participants[name]
-        return T.Or(x < 0, T.And(*[self.count(r, pos) >= x + 1 for r, pos in parts]))
+        ahead = self.p.named_armers[name]
+        return T.Or(
+            x < 0,
+            T.And(*[self.count(r, pos) + (self.armed(r, ahead[r]) if r in ahead else 0) >= x + 1 for r, pos in parts]),
+        )
+
+    def generation(self, role: str, name: str, k: Term) -> Term:
+        """The generation of named barrier ``name`` that ``role``'s loop arrival of iteration ``k`` joins."""
+        return k + 1 if role in self.p.named_armers[name] else k
 
     def counter_value(self, name: str) -> Term:
         return T.Sum([self.count(r, pos) * pos.step.count for r, pos in self.p.adds[name]])
@@ -422,15 +576,15 @@ class _State:
         shift = step.parity + (1 if self.p.armers[(step.channel, step.barrier)] else 0)
         return j if shift == 0 else j - self.p.depth[step.channel] * shift
 
-    def guard(self, role: str, pos: _Pos, j: Term) -> Term:
-        """Whether the wait at ``pos`` passes for data iteration ``j`` (the abstract guard)."""
+    def guard(self, role: str, pos: _Pos, k: Term) -> Term:
+        """Whether the wait at ``pos`` passes in ``role``'s iteration ``k`` (the abstract guard)."""
         step = pos.step
         if step.op is Op.WAIT:
             assert step.barrier is not None
-            return self.mbar_done(step.channel, step.barrier, self.parity_target(pos, j))
+            return self.mbar_done(step.channel, step.barrier, self.parity_target(pos, self.p.data_of(role, k)))
         if step.op is Op.WAIT_GE:
-            return self.counter_value(step.channel) >= (j + 1) * step.count
-        return self.named_done(step.channel, j)
+            return self.counter_value(step.channel) >= (k + 1) * step.count
+        return self.named_done(step.channel, self.generation(role, step.channel, k))
 
     # -- the invariant
 
@@ -440,12 +594,12 @@ class _State:
         for g in p.programs:
             r = g.role
             i, pos, cur, sig = self.i[r], self.pos[r], self.cur[r], self.sig[r]
-            out += [cur >= 0, cur <= len(g.prologue), sig >= 0, i >= 0, i <= p.n, pos >= 0]
-            out += [T.Implies(cur == a, sig < p.depth[step.channel]) for a, step in enumerate(g.prologue)]
+            out += [cur >= 0, cur <= len(g.prologue), sig >= 0, i >= 0, i <= p.m[r], pos >= 0]
+            out += [T.Implies(cur == a, sig < p.slots(step)) for a, step in enumerate(g.prologue)]
             out.append(T.Implies(self.in_loop(r), sig == 0))
             out.append(T.Implies(T.Not(self.in_loop(r)), T.And(i == 0, pos == 0)))
             out.append(pos < max(1, len(g.loop)))
-            out.append(T.Implies(i == p.n, pos == 0))
+            out.append(T.Implies(i == p.m[r], pos == 0))
             if not g.loop:
                 out.append(i == 0)
         return out
@@ -466,13 +620,14 @@ class _State:
                 continue
             for r, pos in movers:
                 d = self.data(r, pos)
-                out.append(T.Implies(d >= 1, self.mbar_done(ring, kind, d - 1 - self.p.depth[ring])))
+                last = self.p.data_of(r, d - 1)
+                out.append(T.Implies(d >= 1, self.mbar_done(ring, kind, last - self.p.depth[ring])))
         for name, parts in self.p.participants.items():
             if not self.p.modelled(name, None):
                 continue
             for r, pos in parts:
                 c = self.count(r, pos)
-                out.append(T.Implies(c >= 1, self.named_done(name, c - 2)))
+                out.append(T.Implies(c >= 1, self.named_done(name, self.generation(r, name, c - 2))))
         return out
 
     def invariant(self) -> Term:
@@ -488,14 +643,16 @@ class _State:
             if not self.p.modelled(ring, kind):
                 continue
             for r, pos in movers:
-                y = self.i[r] - pos.step.lag
-                early = T.And(self.at(r, pos), y >= 0, T.Not(self.mbar_done(ring, kind, y - self.p.depth[ring])))
+                k = self.i[r] - pos.step.lag
+                y = self.p.data_of(r, k)
+                early = T.And(self.at(r, pos), k >= 0, T.Not(self.mbar_done(ring, kind, y - self.p.depth[ring])))
                 out.append((f"the slot reuse by `{r}`'s step on `{ring}.{kind.value}`", early))
         for name, parts in self.p.participants.items():
             if not self.p.modelled(name, None):
                 continue
             for r, pos in parts:
-                early = T.And(self.at(r, pos), T.Not(self.named_done(name, self.i[r] - 1)))
+                previous = self.generation(r, name, self.i[r] - 1)
+                early = T.And(self.at(r, pos), T.Not(self.named_done(name, previous)))
                 out.append((f"the generation of `{r}`'s arrival on `{name}`", early))
         return out
 
@@ -506,7 +663,7 @@ class _State:
             for pos in self.p.program(role).loop
             if pos.waits
         ]
-        return T.And(self.in_loop(role), self.i[role] < self.p.n, T.Or(*waits))
+        return T.And(self.in_loop(role), self.i[role] < self.p.m[role], T.Or(*waits))
 
     def deadlock(self) -> Term:
         roles = [g.role for g in self.p.programs]
@@ -520,7 +677,7 @@ class _State:
                 if step.op is not Op.WAIT:
                     continue
                 assert step.barrier is not None
-                x = self.parity_target(pos, self.i[g.role])
+                x = self.parity_target(pos, self.p.data_of(g.role, self.i[g.role]))
                 depth = self.p.depth[step.channel]
                 inside = T.And(
                     self.mbar_done(step.channel, step.barrier, x - depth),
@@ -530,26 +687,48 @@ class _State:
                 out.append((where, T.And(self.at(g.role, pos), T.Not(inside))))
         return out
 
+    def finished(self, role: str, pos: _Pos, x: Term) -> Term:
+        """Whether ``role``'s access at ``pos`` of data iteration ``x >= 0`` is over: a synchronous read or a
+        release has run on it, an asynchronous read has met the first later read wait that covers it (a
+        read wait of iteration ``k`` covers data up to ``k - lag``: without a lag, one before the read in
+        the program covers it only in the next iteration)."""
+        step = pos.step
+        if not (step.op is Op.READ and step.asynchronous):
+            return self.acted(role, pos, x)
+        covers = [
+            self.acted(role, q, x, 1 if q.step.lag == 0 and q.index < pos.index else 0)
+            for q in self.p.program(role).loop
+            if q.step.op is Op.READ_WAIT and q.step.channel == step.channel
+        ]
+        return T.Or(*covers)
+
     def races(self, ring: Ring) -> list[tuple[str, Term]]:
-        depth, n = self.p.depth[ring.name], self.p.n
+        depth = self.p.depth[ring.name]
         producer = self.p.program(ring.producer).loop
         writes = [pos for pos in producer if pos.step.channel == ring.name and pos.step.op in (Op.COPY, Op.WRITE)]
         overwrite = []
         for pos in writes:
-            x = self.i[ring.producer] - depth
-            late = [
-                T.And(x + apos.step.lag < n, self.data(c, apos) <= x)
-                for c in ring.consumers
-                for apos in self.p.program(c).loop
-                if _accesses(apos.step, ring.name)
-            ]
+            x = self.p.data_of(ring.producer, self.i[ring.producer]) - depth
+            late = []
+            for c in ring.consumers:
+                info = self.p.protocol.role(c)
+                for apos in self.p.program(c).loop:
+                    if not _accesses(apos.step, ring.name):
+                        continue
+                    # a release past the run's last iteration does not exist; the read it follows does
+                    lag = apos.step.lag
+                    exists = x + lag * info.turns < self.p.m[c] * info.turns + info.turn if lag else T.TRUE
+                    late.append(T.And(self.takes(c, x), exists, T.Not(self.finished(c, apos, x))))
             overwrite.append(T.And(self.at(ring.producer, pos), x >= 0, T.Or(*late)))
-        early = [
-            T.And(self.at(c, pos), T.Or(*[self.count(ring.producer, w) <= self.i[c] for w in writes]))
-            for c in ring.consumers
-            for pos in self.p.program(c).loop
-            if pos.step.channel == ring.name and pos.step.op is Op.READ
-        ]
+        early = []
+        for c in ring.consumers:
+            for pos in self.p.program(c).loop:
+                if pos.step.channel == ring.name and pos.step.op is Op.READ:
+                    y = self.p.data_of(c, self.i[c])
+                    unwritten = [
+                        T.And(self.takes(ring.producer, y), T.Not(self.acted(ring.producer, w, y))) for w in writes
+                    ]
+                    early.append(T.And(self.at(c, pos), T.Or(*unwritten)))
         return [
             (f"no overwrite on ring `{ring.name}`", T.Or(*overwrite)),
             (f"no early read on ring `{ring.name}`", T.Or(*early)),
@@ -577,6 +756,14 @@ class _Prover:
         self.n = self.script.int("N")
         self.depth = {r.name: self.script.int(f"D:{r.name}") for r in protocol.rings}
         self.params: list[Term] = [self.n >= 1]
+        self.m: dict[str, Term] = {}
+        for role in protocol.roles:
+            if role.turns == 1:
+                self.m[role.name] = self.n
+                continue
+            # the iterations of a role that takes turns: its data iterations below N
+            m = self.m[role.name] = self.script.int(f"M:{role.name}")
+            self.params += [m >= 0, m * role.turns + role.turn >= self.n, (m - 1) * role.turns + role.turn < self.n]
         for name, (lo, hi) in ranges.items():
             self.params.append(self.depth[name] >= lo)
             if hi is not None:
@@ -588,12 +775,15 @@ class _Prover:
             (r.name, k): [] for r in protocol.rings for k in BarrierKind
         }
         self.participants: dict[str, list[tuple[str, _Pos]]] = {b.name: [] for b in protocol.named_barriers}
+        self.named_armers: dict[str, dict[str, int]] = {b.name: {} for b in protocol.named_barriers}
         self.adds: dict[str, list[tuple[str, _Pos]]] = {c.name: [] for c in protocol.counters}
         self.waited = waited(protocol)
         for g in self.programs:
             for a, step in enumerate(g.prologue):
-                assert step.barrier is not None
-                self.armers[(step.channel, step.barrier)].append((g.role, a))
+                if step.barrier is None:
+                    self.named_armers[step.channel][g.role] = a
+                else:
+                    self.armers[(step.channel, step.barrier)].append((g.role, a))
             for pos in g.loop:
                 step = pos.step
                 if step.op in MOVER_OPS:
@@ -606,6 +796,15 @@ class _Prover:
 
     def program(self, role: str) -> _Program:
         return self._by_role[role]
+
+    def slots(self, step: Step) -> int | Term:
+        """How often a pre-arm step runs: once per slot of its ring, once on a named barrier."""
+        return self.depth[step.channel] if step.barrier is not None else 1
+
+    def data_of(self, role: str, k: Term) -> Term:
+        """The data iteration ``role`` runs in its iteration ``k`` (its turns)."""
+        info = self.protocol.role(role)
+        return k if info.turns == 1 else k * info.turns + info.turn
 
     def modelled(self, channel: str, barrier: BarrierKind | None) -> bool:
         """Whether a barrier's state matters: some role waits on it (no-mixing is asked of those only)."""
@@ -674,7 +873,7 @@ class _Prover:
         cur, sig, i, pos = pre.cur[role], pre.sig[role], pre.i[role], pre.pos[role]
         moves: list[Term] = []
         for a, step in enumerate(g.prologue):
-            wrap = sig + 1 == self.depth[step.channel]
+            wrap = sig + 1 == self.slots(step)
             moves.append(
                 T.And(
                     cur == a,

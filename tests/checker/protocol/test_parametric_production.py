@@ -1,0 +1,318 @@
+"""The parametric argument on the production constructs (issue 27): turns, pre-armed named
+barriers, asynchronous reads and read waits, unsynchronized staging rings, step parts and
+targets in one CTA; what it leaves to the bounded model (several CTAs, grid counters,
+restarting slot indices), and the oracle's agreement on random protocols with grid, cluster
+and named-barrier steps."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+from checker.composition import Composition
+from checker.protocol import DEFAULT_RLIMIT, BarrierKind, Op, Protocol, check_protocol
+from checker.protocol import parametric as P
+from checker.protocol.build import build_model
+from checker.protocol.check import MAX_RLIMIT
+from checker.protocol.declarations import excluded
+from checker.protocol.depths import analyse
+from checker.protocol.explore import StateLimit, explore
+from checker.protocol.model import Part, Target
+from kernlink.api import check, compose
+from tests.checker.protocol.strategies import PATTERN_MISTAKES, mixed_protocols, pattern, pattern_protocols
+from tests.checker.protocol.test_oracle import assert_agree
+from tests.tiers import examples
+
+FULL, EMPTY = BarrierKind.FULL, BarrierKind.EMPTY
+
+
+def prove(protocol: Protocol, depths: dict[str, P.DepthRange] | None = None) -> P.ParametricResult:
+    return P.prove(protocol, depths, rlimit=DEFAULT_RLIMIT)
+
+
+def every_depth(protocol: Protocol, lo: int = 1, hi: int | None = None) -> dict[str, P.DepthRange]:
+    return {r.name: (lo, hi) for r in protocol.rings}
+
+
+# -- what it proves now ----------------------------------------------------------------------
+
+PROVED = [
+    ("pingpong", 0),  # turns, two named barriers, one pre-armed arrival (FA3, CUTLASS ping-pong)
+    ("pingpong", 1),
+    ("staging", 0),  # a role's own staging buffer, read asynchronously by a TMA store, a read wait per reuse
+    ("tmem", 0),  # a ring whose consumer reads asynchronously and releases after its read wait
+]
+
+
+@pytest.mark.parametrize(("name", "knob"), PROVED)
+@pytest.mark.parametrize("depths", [(2, 255), (64, 64), (1, None)])
+def test_a_sound_production_pattern_of_one_cta_is_proved_at_every_depth(
+    name: str, knob: int, depths: P.DepthRange
+) -> None:
+    protocol = pattern(name, "", 2, knob)
+    lo, hi = depths
+    if name == "staging":  # its read wait lags by 2: a slot reused every iteration (depth 1) races
+        lo = max(lo, 2)
+        assert not prove(protocol, every_depth(protocol, 1, 1)).proved
+        assert explore(protocol.with_depth("stage", 1), 3).races
+    result = prove(protocol, every_depth(protocol, lo, hi))
+    assert result.proved, result.reason
+
+
+MISTAKES_OF_ONE_CTA = [
+    ("pingpong", "no-prearm", "deadlock freedom"),
+    ("pingpong", "prearm-both", "generation"),
+    ("pingpong", "no-turns", "arrivals on `kv.empty`"),
+    ("pingpong", "release-late", "is not proved"),
+    ("staging", "no-read-wait", "no overwrite on ring `stage`"),
+    ("tmem", "release-first", "no overwrite on ring `acc`"),
+    ("tmem", "no-read-wait", "no overwrite on ring `acc`"),
+]
+
+
+@pytest.mark.parametrize(("name", "mistake", "reason"), MISTAKES_OF_ONE_CTA)
+def test_each_mistake_of_a_production_pattern_is_left_to_the_bounded_model_which_rejects_it(
+    name: str, mistake: str, reason: str
+) -> None:
+    """The failing twins of the proofs above: never proved, at any depth, and found by the bounded model."""
+    for depth in (1, 2):
+        protocol = pattern(name, mistake, depth)
+        result = prove(protocol, every_depth(protocol, depth, depth))
+        assert not result.proved and reason in result.reason, result.reason
+        found = check_protocol(protocol)
+        assert found.findings and not found.coverage.parametric
+        oracle = explore(protocol)
+        assert oracle.deadlock or oracle.races or oracle.static
+
+
+@pytest.mark.parametrize(
+    ("name", "mistake", "reason"),
+    [
+        ("multicast", "", "it runs in 2 CTAs (2 per cluster x 1 per tile)"),
+        ("pair", "", "it runs in 2 CTAs"),
+        ("pingpong", "", "it runs in 2 CTAs"),  # knob 2: a 2-CTA cluster
+        ("split-k", "", "it runs in 2 CTAs (1 per cluster x 2 per tile)"),
+        ("staging", "restart", "slot index restarts every"),
+    ],
+)
+def test_what_the_argument_leaves_to_the_bounded_model_says_why(name: str, mistake: str, reason: str) -> None:
+    protocol = pattern(name, mistake, 2, 2 if name == "pingpong" else 0)
+    assert reason in (P.outside(protocol) or ""), P.outside(protocol)
+    result = check_protocol(protocol)
+    assert not result.coverage.parametric and reason in result.coverage.fallback
+
+
+def test_a_grid_counter_in_one_cta_falls_back() -> None:
+    protocol = pattern("split-k", "", 2, 0)
+    one = dataclasses.replace(protocol, group=1)
+    assert "counter `flag` has a word per tile" in (P.outside(one) or "")
+
+
+def test_parts_and_targets_of_one_cta_are_its_own() -> None:
+    """`on leader` runs and a multicast arrive acts on the CTA's own barrier when the protocol runs in
+    one CTA; a step `on peer` runs nowhere, so the argument leaves it to the bounded model."""
+    base = pattern("tmem", "", 2)
+    steps = dict(base.programs)
+    moved = {
+        role: tuple(
+            dataclasses.replace(s, part=Part.LEADER, target=Target.ALL) if s.op is Op.ARRIVE else s for s in prog
+        )
+        for role, prog in steps.items()
+    }
+    leader = dataclasses.replace(base, programs=tuple(moved.items()))
+    assert prove(leader, every_depth(leader)).proved
+    peer = {
+        role: tuple(dataclasses.replace(s, part=Part.PEER) if s.op is Op.ARRIVE else s for s in prog)
+        for role, prog in steps.items()
+    }
+    nowhere = dataclasses.replace(base, programs=tuple(peer.items()))
+    assert "runs in no CTA" in (P.outside(nowhere) or "")
+
+
+def test_a_named_barrier_pre_arrival_without_a_loop_arrival_falls_back() -> None:
+    protocol = pattern("pingpong", "", 2)
+    programs = tuple(
+        (role, tuple(s for s in prog if not (s.op is Op.BAR_ARRIVE and not s.prearm and role == "w1")))
+        for role, prog in protocol.programs
+    )
+    alone = dataclasses.replace(protocol, programs=programs)
+    assert "before its loop but not in it" in (P.outside(alone) or ""), P.outside(alone)
+
+
+# -- the oracle agrees ----------------------------------------------------------------------
+
+
+@st.composite
+def production_claims(draw: st.DrawFn) -> tuple[Protocol, dict[str, P.DepthRange]]:
+    """A random protocol with production steps (grid, cluster, named-barrier, turns, asynchronous
+    reads; sound or not) and a depth range per ring around its own depth."""
+    protocol = draw(st.one_of(mixed_protocols(), pattern_protocols()))
+    ranges: dict[str, P.DepthRange] = {}
+    for ring in protocol.rings:
+        lo = ring.depth
+        ranges[ring.name] = (lo, draw(st.sampled_from((lo, lo + 1, lo + 4, 64, None))))
+    return protocol, ranges
+
+
+STATES = 10_000
+"""The states the oracle explores per run (a larger run is skipped); the campaign allows more."""
+CAMPAIGN_STATES = 100_000
+
+
+def _runs(data: st.DataObject, protocol: Protocol, ranges: dict[str, P.DepthRange]) -> list[tuple[Protocol, int]]:
+    """Concrete runs of a proved claim: depths in each range (up to 64) and up to 8 tiles."""
+    runs = []
+    for _ in range(3):
+        deep = data.draw(st.integers(0, 2)) == 0
+        concrete = protocol
+        for name, (lo, hi) in ranges.items():
+            top = min(hi if hi is not None else 64, 64)
+            depth = data.draw(st.integers(lo, top) if deep else st.integers(lo, min(top, lo + 3)))
+            concrete = concrete.with_depth(name, depth)
+        most = concrete.max_depth
+        trips = st.integers(1, 8) if deep else st.integers(1, min(8, 2 * most + 2))
+        runs.append((concrete, data.draw(trips)))
+    return runs
+
+
+def agrees(protocol: Protocol, ranges: dict[str, P.DepthRange], data: st.DataObject, states: int) -> None:
+    """A proof holds in the explicit-state oracle at concrete depths and trip counts; a protocol the
+    argument leaves to the bounded model is decided by it as the oracle decides it (at its depth)."""
+    result = prove(protocol, ranges)
+    event(f"{protocol.ctas} CTA(s)")
+    if not result.proved:
+        event("left to the bounded model")
+        try:
+            assert_agree(protocol, 2, rlimit=MAX_RLIMIT)
+        except StateLimit:
+            event("the bounded run is too large for the oracle")
+        return
+    event("proved")
+    for concrete, trips in _runs(data, protocol, ranges):
+        try:
+            found = explore(concrete, trips, max_states=states)
+        except StateLimit:
+            event("a run too large for the oracle")
+            continue
+        event("a run deeper than 8" if concrete.max_depth > 8 else "a run at depth 8 or less")
+        where = ({r.name: r.depth for r in concrete.rings}, trips)
+        assert not found.deadlock and not found.races and not found.static, (where, found)
+
+
+@examples(2)
+@given(production_claims(), st.data())
+def test_the_oracle_agrees_on_random_production_protocols(
+    claim: tuple[Protocol, dict[str, P.DepthRange]], data: st.DataObject
+) -> None:
+    agrees(*claim, data, STATES)
+
+
+@pytest.mark.slow
+@examples(1)
+@given(production_claims(), st.data())
+def test_the_oracle_agrees_on_random_production_protocols_campaign(
+    claim: tuple[Protocol, dict[str, P.DepthRange]], data: st.DataObject
+) -> None:
+    """The campaign: 10 000 random protocols in the slow tier."""
+    agrees(*claim, data, CAMPAIGN_STATES)
+
+
+@examples(1)
+@given(production_claims())
+def test_what_holds_by_construction_is_proved_for_the_production_constructs_too(
+    claim: tuple[Protocol, dict[str, P.DepthRange]],
+) -> None:
+    """O1 and consecution (O2 in full) hold whenever the obligations the check asks hold."""
+    protocol, ranges = claim
+    if prove(protocol, ranges).proved:
+        full = P.prove(protocol, ranges, rlimit=DEFAULT_RLIMIT, exhaustive=True)
+        assert full.proved, full.reason
+
+
+def test_every_pattern_is_built() -> None:
+    assert set(PATTERN_MISTAKES) >= {"pingpong", "staging", "tmem", "multicast", "pair", "split-k"}
+
+
+# -- the production controls with their rings widened (issue 27's goal) ---------------------
+
+CORPUS = Path(__file__).resolve().parents[2] / "corpus" / "production"
+ONE_CTA = ("cutlass_cooperative_epilogue", "cutlass_pingpong", "dynamic_scheduler", "fa3_pingpong", "ring_fed_epilogue")
+SEVERAL_CTAS = ("cutlass_stream_k", "deepgemm_multicast", "serial_split_k")
+DEPTH = re.compile(r"(?m)^(\s*)depth [0-9.]+\s*$")
+
+
+def widened(folder: Path, into: Path, depth: str) -> Path:
+    """A copy of a control's pipeline and contracts with every ring's depth stated as ``depth``."""
+    for source in folder.iterdir():
+        text = source.read_text()
+        (into / source.name).write_text(DEPTH.sub(lambda m: f"{m.group(1)}depth {depth}", text))
+    (kp,) = into.glob("*.kp")
+    return kp
+
+
+def codes_of(kp: Path) -> list[str]:
+    old = Path.cwd()
+    os.chdir(kp.parent)
+    try:
+        result = check([kp.name])
+    finally:
+        os.chdir(old)
+    return sorted({d.code for d in result.diagnostics if d.is_error})
+
+
+def test_every_control_is_sorted_by_its_ctas() -> None:
+    assert sorted((*ONE_CTA, *SEVERAL_CTAS)) == sorted(p.name for p in CORPUS.iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("name", ONE_CTA)
+def test_a_one_cta_control_is_proved_at_depth_2_to_255_and_its_broken_twin_rejected(name: str, tmp_path: Path) -> None:
+    """Before the argument knew turns, pre-armed rendezvous and asynchronous reads, these fell back to
+    the bounded model at depths 2 and 8 (FA3's ping-pong: E-SOLVER-UNKNOWN at depth 8)."""
+    (tmp_path / "pass").mkdir()
+    (tmp_path / "broken").mkdir()
+    kp = widened(CORPUS / name / "pass", tmp_path / "pass", "2..255")
+    _, comp = _compose(kp)
+    assert comp is not None
+    report = analyse(comp)
+    assert report.proved and all(hi == 255 for _, _, hi in report.proved), report
+    assert codes_of(kp) == []
+    broken = widened(CORPUS / name / "broken", tmp_path / "broken", "2..255")
+    assert codes_of(broken) == [(CORPUS / name / "broken" / "EXPECTED").read_text().strip()]
+
+
+@pytest.mark.parametrize("name", ONE_CTA)
+def test_a_one_cta_control_is_proved_at_depth_64(name: str) -> None:
+    _, comp = _compose(next((CORPUS / name / "pass").glob("*.kp")))
+    assert comp is not None
+    built = build_model(comp, {n: 2 for n in comp.rings}, excluded(comp)).protocol
+    assert built is not None
+    deep = built
+    for ring in built.rings:
+        deep = deep.with_depth(ring.name, 64)
+    verdict = check_protocol(deep)
+    assert verdict.coverage.parametric and not verdict.findings and not verdict.undecided
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SEVERAL_CTAS)
+def test_a_control_of_several_ctas_is_decided_at_depth_2_to_255_by_the_bounded_model(name: str, tmp_path: Path) -> None:
+    (tmp_path / "pass").mkdir()
+    (tmp_path / "broken").mkdir()
+    assert codes_of(widened(CORPUS / name / "pass", tmp_path / "pass", "2..255")) == []
+    broken = widened(CORPUS / name / "broken", tmp_path / "broken", "2..255")
+    assert codes_of(broken) == [(CORPUS / name / "broken" / "EXPECTED").read_text().strip()]
+
+
+def _compose(kp: Path) -> tuple[object, Composition | None]:
+    old = Path.cwd()
+    os.chdir(kp.parent)
+    try:
+        return compose([kp.name])
+    finally:
+        os.chdir(old)
