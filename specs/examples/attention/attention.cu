@@ -120,11 +120,13 @@
 #include ATTN_SCORE_H
 #include ATTN_LOAD_H
 #include "core.cuh"
+#include "attn_tile.cuh"
 #include "epilogue.cuh"
 
 static_assert(ATTN_LOAD_REGS + 2 * ATTN_CORE_REGS <= 3 * 168, "setmaxnreg budgets exceed the entry allocation");
 
-// The kernel's one parameter: each component's block at a fixed offset (the harness packs it).
+// The kernel's one parameter: each component's block at a fixed offset (the harness packs it; the
+// linked kernel's params block, placed by kernlink in pipeline order, has the same layout).
 struct AttnParams {
     LoadParams load;    // @ 0: 3 tensor maps (128 B each, 128-aligned) + 128 B
     EpiParams epi;      // @ 512: 1 tensor map + 128 B
@@ -138,6 +140,33 @@ static_assert(offsetof(AttnParams, epi) == 512 && offsetof(AttnParams, core) == 
 static_assert(offsetof(AttnParams, mask) == 800 && offsetof(AttnParams, score) == 816, "offsets");
 static_assert(sizeof(AttnParams) == 896, "parameter block size");
 
+// The callables, as the linked build's trampolines serve them: each forwards to the component's
+// definition with its own block of the parameter block kp.
+namespace {
+__device__ __forceinline__ const AttnParams* attn_params(void* kp) { return static_cast<const AttnParams*>(kp); }
+}  // namespace
+KL_CALLABLE bool kl_mask(void* kp, int q, int kv) { return attn_mask_keep(&attn_params(kp)->mask, q, kv); }
+KL_CALLABLE void kl_mask_kv_range(void* kp, int q_lo, int q_hi, int seq_k, void* kv_lo, void* kv_hi) {
+    attn_mask_kv_range(&attn_params(kp)->mask, q_lo, q_hi, seq_k, static_cast<int*>(kv_lo), static_cast<int*>(kv_hi));
+}
+KL_CALLABLE bool kl_mask_block_full(void* kp, int q_lo, int q_hi, int kv_lo, int kv_hi) {
+    return attn_mask_block_full(&attn_params(kp)->mask, q_lo, q_hi, kv_lo, kv_hi);
+}
+KL_CALLABLE float kl_score(void* kp, float s, int b, int h, int q, int kv) {
+    return attn_score(&attn_params(kp)->score, s, b, h, q, kv);
+}
+KL_CALLABLE int kl_load_kv_count(void* kp, void* t) {
+    return attn_load_kv_count(&attn_params(kp)->load, static_cast<const attn::Tile*>(t));
+}
+KL_CALLABLE int kl_load_kv_block(void* kp, void* t, int i) {
+    return attn_load_kv_block(&attn_params(kp)->load, static_cast<const attn::Tile*>(t), i);
+}
+KL_CALLABLE void kl_epilogue(void* kp, void* t, unsigned staging, int wg, int seq_q, void* o, void* m, void* l,
+                             float scale) {
+    attn_epilogue(&attn_params(kp)->epi, static_cast<const attn::Tile*>(t), staging, wg,
+                  seq_q, static_cast<float*>(o), static_cast<const float*>(m), static_cast<const float*>(l), scale);
+}
+
 extern "C" __device__ const unsigned attn_smem_bytes = attn::kSmemBytes;
 extern "C" __device__ const unsigned attn_stages = attn::kStages;
 extern "C" __device__ const unsigned attn_head_dim = attn::kD;
@@ -145,35 +174,26 @@ extern "C" __device__ const unsigned attn_head_dim = attn::kD;
 extern "C" __global__ void __launch_bounds__(384, 1) attn_fwd(const __grid_constant__ AttnParams p) {
     using namespace attn;
     extern __shared__ __align__(1024) unsigned char smem_raw[];
+    void* const kp = const_cast<AttnParams*>(&p);
     const unsigned base = (smem_u32(smem_raw) + 1023u) & ~1023u;
     Smem s;
     s.q = base;
     s.k = base + kQBytes;
     s.v = s.k + kStages * kKVBytes;
+    s.k_stride = s.v_stride = kKVBytes;
+    s.k_depth = s.v_depth = kStages;
     s.q_full = s.v + kStages * kKVBytes;
-    s.k_full = s.q_full + 8u;
+    s.q_empty = s.q_full + 8u;
+    s.k_full = s.q_empty + 8u;
     s.k_empty = s.k_full + 8u * kStages;
     s.v_full = s.k_empty + 8u * kStages;
     s.v_empty = s.v_full + 8u * kStages;
 
-    Tile t;
-    t.b = blockIdx.z;
-    t.h = blockIdx.y;
-    t.bh = t.b * p.core.heads + t.h;
-    t.m_block = gridDim.x - 1 - blockIdx.x;
-    t.m0 = t.m_block * kBlockM;
-    {
-        const int q_hi = t.m0 + kBlockM < p.core.seq_q ? t.m0 + kBlockM : p.core.seq_q;
-        int kv_lo = 0, kv_hi = 0;
-        kl_mask_kv_range(&p.mask, t.m0, q_hi, p.core.seq_k, &kv_lo, &kv_hi);
-        kv_lo = kv_lo > 0 ? kv_lo : 0;
-        kv_hi = kv_hi < p.core.seq_k ? kv_hi : p.core.seq_k;
-        t.n_lo = kv_lo / kBlockN;
-        t.n_hi = kv_hi > kv_lo ? (kv_hi + kBlockN - 1) / kBlockN : t.n_lo;
-    }
+    const Tile t = attn_tile(kp, p.core.seq_q, p.core.seq_k);
 
     if (threadIdx.x == 0) {
         mbar_init(s.q_full, 1);
+        mbar_init(s.q_empty, 2);
 #pragma unroll
         for (unsigned i = 0; i < kStages; ++i) {
             mbar_init(s.k_full + 8u * i, 1);
@@ -189,10 +209,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) attn_fwd(const __grid_const
     if (wg == 0) {
         regs_dealloc<ATTN_LOAD_REGS>();
         if (threadIdx.x == 0) {
-            attn_load_main(&p.load, &t, &s);
+            Tile tl = t;
+            attn_load_main(&p.load, kp, &tl, &s);
         }
     } else {
         regs_alloc<ATTN_CORE_REGS>();
-        attn_core_main(p.core, &p.mask, &p.score, &p.load, &p.epi, t, s, wg - 1);
+        attn_core_main(p.core, kp, t, s, wg - 1);
     }
 }
