@@ -34,16 +34,19 @@
 //
 // (P0) Set-up, once per CTA. Every thread computes the tile and the mask's kv range
 // (kl_mask_kv_range on rows [m0, min(m0 + 128, seq_q)), clipped to [0, seq_k), in blocks of
-// 128). Thread 0 initialises: q_full count 1; k_full[s], v_full[s] count 1; k_empty[s],
+// 128; attn_tile.cuh; linked, each role computes it after the split). Thread 0 initialises:
+// q_full count 1, q_empty count 2; k_full[s], v_full[s] count 1; k_empty[s],
 // v_empty[s] count 2 (one arrival per consumer warpgroup), s < S; then
 // fence.mbarrier_init.release.cluster. __syncthreads (all 384 threads, barrier 0). Then the
 // role split (no CTA-wide barrier after it).
 //
-// (P1) q_full (one phase, parity 0). Producer thread: mbarrier.arrive.expect_tx q_full,
+// (P1) The Q ring, one slot, one phase. Producer thread: try_wait.parity q_empty, 1 (passes at
+// once on the fresh barrier), mbarrier.arrive.expect_tx q_full,
 // tx = 128 D 2 bytes (32 KiB at D = 128), then D / 64 TMA boxes {64, 128, 1} (16 KiB each,
 // zero-filled past seq_q) completing on q_full. Each consumer thread: try_wait.parity q_full, 0
-// before anything else (also when N = 0: the epilogue reuses Q's storage). Q is never released:
-// the tile is loaded once and the CTA ends with it.
+// before anything else (also when N = 0: the epilogue reuses Q's storage). After its last wgmma
+// retired, thread tw = 0 of each consumer warpgroup arrives on q_empty (the producer never
+// refills Q: the tile is loaded once; the epilogue then stages O in the slot).
 //
 // (P2) K ring and V ring, S slots each (slot = the kv-block sequence index mod S, phase = the
 // parity of the pass: both advance per block, phase ^= 1 when the slot wraps to 0, from (0, 0);
@@ -66,7 +69,7 @@
 //     only then may the producer overwrite the slot. The arrival is plain (release, CTA
 //     scope) and follows wgmma.wait_group, which orders the tensor core's reads of the slot.
 //
-// (P3) Ping-pong turns: named barriers kBarSched0 = 1 (warpgroup 0's turn) and kBarSched1 = 2
+// (P3) Ping-pong turns: named barriers ATTN_BAR_SCHED0 = 1 (warpgroup 0's turn) and ATTN_BAR_SCHED1 = 2
 // (warpgroup 1's turn), 256 threads each: the owner waits with bar.sync (128 threads), the other
 // warpgroup arrives with bar.arrive (128 threads). A consumer warpgroup runs N + 1 phases
 // (phase 0: S_0; phase i = 1 .. N - 1: S_i then PV_{i-1}; phase N: PV_{N-1}); in each it
@@ -77,8 +80,8 @@
 //   3. bar.arrive the other warpgroup's barrier (skipped by warpgroup 1 in phase N);
 //   4. waits its wgmma (wait_group 1 for S_i, then softmax(S_i), then wait_group 0 for PV),
 //      releases slots, rescales O, packs P.
-// Counts: kBarSched0 sees N bar.sync of warpgroup 0 and N bar.arrive of warpgroup 1;
-// kBarSched1 sees N + 1 of each: every generation completes with 256 threads, none is left
+// Counts: ATTN_BAR_SCHED0 sees N bar.sync of warpgroup 0 and N bar.arrive of warpgroup 1;
+// ATTN_BAR_SCHED1 sees N + 1 of each: every generation completes with 256 threads, none is left
 // half-arrived at exit. A warpgroup can arrive at most one generation ahead (its next arrive
 // needs its own next turn, which needs the other's arrive). N = 0: no phase, no barrier.
 // N is the same for both warpgroups (one kv sequence per CTA).
@@ -86,7 +89,7 @@
 // (P4) Epilogue, per consumer warpgroup, after its phase N (its last wgmma retired, so its 64
 // rows of Q are dead: each warpgroup's QK^T read only its own rows): every thread stores its
 // O / l as bf16 into those rows (st.shared, 128B-swizzled), fence.proxy.async.shared::cta,
-// bar.sync kBarEpi0 + wg (IDs 3, 4; 128 threads); thread tw = 0 issues D / 64 TMA stores
+// bar.sync ATTN_BAR_EPI0 / ATTN_BAR_EPI1 (IDs 3, 4; 128 threads); thread tw = 0 issues D / 64 TMA stores
 // (boxes {64, 64, 1}), commits the bulk group and waits for its source reads
 // (cp.async.bulk.wait_group.read 0) before exiting. LSE: plain st.global by lanes with
 // lane % 4 == 0, rows < seq_q.

@@ -7,12 +7,12 @@
 // and accumulates O += P V (wgmma m64nDk16, P from registers in the accumulator layout, V
 // MN-major from shared memory). Intra-warpgroup overlap: iteration i issues S_i = Q K_i^T and
 // O += P_{i-1} V_{i-1} back to back, then runs softmax(S_i) while the PV wgmma runs. Ping-pong
-// between the two warpgroups on named barriers kBarSched0/1: a warpgroup issues its wgmma
+// between the two warpgroups on named barriers ATTN_BAR_SCHED0/1: a warpgroup issues its wgmma
 // only in its turn and hands the turn over right after issuing, so its softmax overlaps the
 // other warpgroup's GEMMs (protocol: attention.cu's header, (P3)).
 // Owns: CoreParams, attn_core_main, the read side of the Q ring (one wait, one release per
-// warpgroup) and of the K / V rings (one release per warpgroup per slot), the named barriers kBarSched0/1. Shares: the rings with the load,
-// the kv-block sequence (kl_load_kv_count / kl_load_kv_block), the accumulators with the
+// warpgroup) and of the K / V rings (one release per warpgroup per slot), the named barriers
+// ATTN_BAR_SCHED0/1. Shares: the rings with the load, the kv-block sequence (kl_load_kv_count / kl_load_kv_block), the accumulators with the
 // epilogue (kl_epilogue), the callables' signatures (attn_abi.cuh).
 #pragma once
 

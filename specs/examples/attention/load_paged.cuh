@@ -6,9 +6,9 @@
 // sub-tile (4-D tensor maps, 128B swizzle) landing at + page * page_size * 128 B of the slot.
 // Pages past the sequence's last page (a partial last block) reload the last page: the copy
 // always completes kKVBytes, and the core masks keys >= seq_k. Q is dense [B * H, seq_q, D].
-// Visits the mask's kv-block range from the last block down. Owns: LoadParams,
-// attn_load_kv_count / attn_load_kv_block (served as kl_load_kv_count / kl_load_kv_block), attn_load_main (attn_abi.cuh), the write side of q_full and
-// the K / V rings. Shares with the core: the rings and the kv-block sequence.
+// Visits the mask's kv-block range from the last block down. Owns: LoadParams, attn_load_kv_count
+// / attn_load_kv_block (served as kl_load_kv_count / kl_load_kv_block), attn_load_main, the write
+// side of the Q ring and the K / V rings. Shares with the core: the rings and the kv-block sequence.
 #pragma once
 
 #include "attn_abi.cuh"

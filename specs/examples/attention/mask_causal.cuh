@@ -1,6 +1,6 @@
 // mask_causal.cuh — component `attn.mask.causal` (owner: the mask team): keep (q, kv) when
 // kv <= q (top-left aligned, PyTorch SDPA's is_causal). Owns attn_mask_keep, attn_mask_kv_range,
-// attn_mask_block_full (served as kl_mask, kl_mask_kv_range, kl_mask_block_full) (attn_abi.cuh gives their signatures and call-site guarantees).
+// attn_mask_block_full (served as kl_mask, kl_mask_kv_range, kl_mask_block_full; attn_abi.cuh).
 #pragma once
 
 #include "attn_abi.cuh"

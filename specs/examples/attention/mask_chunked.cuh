@@ -1,7 +1,7 @@
 // mask_chunked.cuh — component `attn.mask.chunked` (owner: the mask team): chunked local
 // attention, keep (q, kv) when kv <= q and both lie in the same chunk of `chunk` positions
-// (a power of two: the chunk start of q is q & -chunk, no division). Owns kl_mask,
-// kl_mask_kv_range, kl_mask_block_full (attn_abi.cuh).
+// (a power of two: the chunk start of q is q & -chunk, no division). Owns attn_mask_keep,
+// attn_mask_kv_range, attn_mask_block_full (served as kl_mask, ...; attn_abi.cuh).
 #pragma once
 
 #include "attn_abi.cuh"

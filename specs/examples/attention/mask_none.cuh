@@ -1,7 +1,7 @@
 // mask_none.cuh — component `attn.mask.none` (owner: the mask team): no mask (every key of the
 // sequence is kept). Owns attn_mask_keep, attn_mask_kv_range, attn_mask_block_full
-// (served as kl_mask, kl_mask_kv_range, kl_mask_block_full) (attn_abi.cuh gives
-// their signatures and call-site guarantees); shares nothing else with the core.
+// (served as kl_mask, kl_mask_kv_range, kl_mask_block_full) (attn_abi.cuh); shares
+// nothing else with the core.
 #pragma once
 
 #include "attn_abi.cuh"

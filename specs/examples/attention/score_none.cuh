@@ -1,5 +1,6 @@
 // score_none.cuh — component `attn.score.none` (owner: the score team): the identity score
-// modification. Owns attn_score (served as kl_score) (attn_abi.cuh gives its signature and call-site guarantees).
+// modification. Owns attn_score (served as kl_score;
+// attn_abi.cuh).
 #pragma once
 
 #include "attn_abi.cuh"

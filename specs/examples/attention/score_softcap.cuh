@@ -1,6 +1,7 @@
 // score_softcap.cuh — component `attn.score.softcap` (owner: the score team): logit soft-capping
 // of the scaled score x = scale s: x -> cap tanh(x / cap) (tanh.approx, one MUFU op), stated on
-// the raw dot product s the core passes: s -> (cap / scale) tanh(s scale / cap). Owns attn_score (served as kl_score).
+// the raw dot product s the core passes: s -> (cap / scale) tanh(s scale / cap). Owns attn_score
+// (served as kl_score).
 #pragma once
 
 #include "attn_abi.cuh"
