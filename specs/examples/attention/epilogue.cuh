@@ -55,7 +55,7 @@ __device__ __forceinline__ void attn_epilogue(const EpiParams* p, const attn::Ti
         }
     }
     attn::fence_proxy_async_smem();
-    attn::named_sync(wg == 0 ? ATTN_BAR_EPI0 : ATTN_BAR_EPI1, 128);
+    attn::named_sync(ATTN_BAR_EPI0 + wg * (ATTN_BAR_EPI1 - ATTN_BAR_EPI0), 128);
     if (tw == 0) {
 #pragma unroll
         for (int sub = 0; sub < attn::kSubs; ++sub) {
