@@ -63,6 +63,12 @@ static_assert(kD == 64 || kD == 128, "head dim 64 or 128");
 #define ATTN_BAR_SCHED0 1u  // consumer warpgroup 0's turn to issue wgmma (256 threads)
 #define ATTN_BAR_SCHED1 2u  // consumer warpgroup 1's turn (256 threads)
 #endif
+// Warpgroup wg's choice of two barrier IDs. The one-unit build's wg is a run-time value: there
+// arithmetic (a select costs the window composition 68 B of spills); a linked entry's wg is a
+// constant, and core.cu selects, so that each entry's code names one handle.
+#ifndef ATTN_TURN
+#define ATTN_TURN(wg, a, b) ((a) + (wg) * ((b) - (a)))
+#endif
 #ifndef ATTN_BAR_EPI0
 #define ATTN_BAR_EPI0 3u  // consumer warpgroup 0's staging complete (128 threads)
 #define ATTN_BAR_EPI1 4u  // consumer warpgroup 1's staging complete (128 threads)

@@ -6,6 +6,7 @@
 #include "kl_attn_core.h"
 #define ATTN_BAR_SCHED0 kl_attn_core_sched0_bar_id()
 #define ATTN_BAR_SCHED1 kl_attn_core_sched1_bar_id()
+#define ATTN_TURN(wg, a, b) ((wg) == 0 ? (a) : (b))
 #include "core.cuh"
 #include "attn_tile.cuh"
 

@@ -46,10 +46,8 @@ __device__ __forceinline__ void attn_core_main(const CoreParams& cp, void* kp, T
     const bool leader = tw == 0;
     const int row0 = t.m0 + 64 * wg + 16 * warp + (lane >> 2);  // this thread's rows: row0, row0 + 8
     const int col0 = 2 * (lane & 3);                             // its columns: 8 c + col0 + {0, 1}
-    // arithmetic, not a select on wg (the one-unit build's wg is a run-time value: a select there
-    // costs the window composition 68 B of spills); linked, wg is a constant and both fold
-    const unsigned sched_step = ATTN_BAR_SCHED1 - ATTN_BAR_SCHED0;
-    const unsigned turn_mine = ATTN_BAR_SCHED0 + wg * sched_step, turn_other = ATTN_BAR_SCHED1 - wg * sched_step;
+    const unsigned turn_mine = ATTN_TURN(wg, ATTN_BAR_SCHED0, ATTN_BAR_SCHED1);
+    const unsigned turn_other = ATTN_TURN(wg, ATTN_BAR_SCHED1, ATTN_BAR_SCHED0);
     const float c2 = cp.scale_log2;
     const float neg_inf = -__int_as_float(0x7f800000);
 
