@@ -2,7 +2,7 @@
 float32 PyTorch reference and timing against PyTorch SDPA (cuDNN, flash) and FlexAttention, all in
 one process.
 
-    python bench/attention.py --cubins DIR [--variants noncausal,causal,...] [--check-only]
+    python bench/attention.py --cubins DIR [--control DIR2] [--variants noncausal,causal,...] [--check-only]
         [--seqs 1024,4096,8192,16384] [--flex window@4096,...] [--flex-budget-s S]
         [--skip-file FILE] [--json FILE]
     python bench/attention.py --merge FILE [FILE ...]
@@ -22,6 +22,10 @@ Timing (unless --check-only): seq in --seqs, batch = 16384 / seq, 16 heads, head
 backends (non-causal and causal) and of FlexAttention (torch.compile'd flex_attention with the same
 mask_mod / score_mod and its block mask; the (variant@seq) pairs of --flex, started while the
 process is younger than --flex-budget-s). TFLOP/s counts the kept (q, kv) pairs only: 4 D per pair.
+With --control DIR2 (the same compositions built otherwise: a linked build's one-unit control, or
+an earlier tree), each timed variant also runs DIR2's cubin on the same inputs, alternating
+control, ours, control, ours; the row's vs_control is ours / control of the two medians each, and
+control_spread the control's own relative spread (a null interval).
 
 Rows go to FILE.partial.jsonl as they are measured and to --json at the end; a variant whose
 kernel faults or does not finish in 10 s is written to --skip-file and the process exits with 3
@@ -300,7 +304,7 @@ class Launch:
         self.lse = torch.empty(b, h, s, dtype=torch.float32, device="cuda")
         self.keep_alive: list[torch.Tensor] = []
         qmap = bhsd_map(prob.q, 128)
-        extra = bytes(128)
+        extra = struct.pack("<ii", s, s)  # the load's seq_q, seq_k (it computes its own tile)
         if var.load == "paged":
             kmap, vmap, extra = self._paged(page_size)
         else:
@@ -308,7 +312,7 @@ class Launch:
             if var.load == "blocksparse":
                 self.keep_alive += [prob.block_idx, prob.block_cnt]
                 extra = struct.pack(
-                    "<QQii", prob.block_idx.data_ptr(), prob.block_cnt.data_ptr(), prob.m_blocks, prob.m_blocks
+                    "<QQiiii", prob.block_idx.data_ptr(), prob.block_cnt.data_ptr(), prob.m_blocks, prob.m_blocks, s, s
                 )
         omap = tensor_map(self.out_full.data_ptr(), [d, s, b * h], [d * 2, s * d * 2], [64, 64, 1])
         load = qmap + kmap + vmap + extra.ljust(128, b"\0")
@@ -357,7 +361,7 @@ class Launch:
             )
             for c in caches
         ]
-        extra = struct.pack("<Qiiii", perm.data_ptr(), pps, page_size, s, 0)
+        extra = struct.pack("<Qiiii", perm.data_ptr(), pps, page_size, s, s)  # ..., seq_k, seq_q
         return maps[0], maps[1], extra
 
     def __call__(self) -> None:
@@ -451,16 +455,29 @@ def bench(fn: Callable[[], Any]) -> float:
     return float(do_bench(fn, warmup=20, rep=100, return_mode="median"))
 
 
-def time_variant(name: str, cubins: dict[str, Cubin], seq: int) -> dict[str, Any]:
+def time_variant(
+    name: str, cubins: dict[str, Cubin], seq: int, control: dict[str, Cubin] | None = None
+) -> dict[str, Any]:
+    """Times one variant; with ``control`` (the same compositions built otherwise: the one-unit build beside a
+    linked one, or an earlier tree), also the control on the same inputs: control, ours, control, ours, each a
+    do_bench median, and the ratio ours / control of the sums."""
     var = VARIANTS[name]
     b = TOKENS // seq
     prob = Problem(var, b, HEADS, seq, seed=7, timing=True)
     launch = Launch(cubins[var.composition], prob, var.page_size)
     launch()
     finish(f"{name} seq {seq}")
-    ms = bench(launch)
-    pairs = prob.kept_pairs()
     row: dict[str, Any] = {"kernel": "ours", "variant": name, "seq": seq, "batch": b, "heads": HEADS, "d": prob.d}
+    if control is not None:
+        other = Launch(control[var.composition], prob, var.page_size)
+        other()
+        finish(f"{name} seq {seq} (control)")
+        c1, m1, c2, m2 = bench(other), bench(launch), bench(other), bench(launch)
+        ms = (m1 + m2) / 2
+        row.update(control_ms=(c1 + c2) / 2, vs_control=(m1 + m2) / (c1 + c2), control_spread=abs(c1 - c2) / (c1 + c2))
+    else:
+        ms = bench(launch)
+    pairs = prob.kept_pairs()
     row.update(ms=ms, tflops=4.0 * pairs * prob.d / ms / 1e9, composition=var.composition)
     if var.mask == "blocksparse":
         row["density"] = prob.density
@@ -565,6 +582,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cubins", type=Path, default=Path("."))
+    parser.add_argument("--control", type=Path, help="a folder of the same compositions to time beside --cubins")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument(
         "--timed",
@@ -619,6 +637,7 @@ def main(argv: list[str] | None = None) -> int:
     given = [tuple(int(v) for v in x.split("x")) for x in args.check_shapes.split(",") if x]
     shapes = [(b, h, s) for b, h, s in given] or CHECK_SHAPES
     cubins = {c: Cubin(args.cubins, c) for c in sorted({VARIANTS[v].composition for v in variants})}
+    control = {c: Cubin(args.control, c) for c in cubins} if args.control else None
     if not args.no_check:
         for name in variants:
             if f"check:{name}" in done:
@@ -641,7 +660,7 @@ def main(argv: list[str] | None = None) -> int:
                 if key in done:
                     continue
                 try:
-                    emit(time_variant(name, cubins, seq), key)
+                    emit(time_variant(name, cubins, seq, control), key)
                 except Exception as err:
                     if isinstance(err, Hang) or context_broken():
                         return fatal(name, err)

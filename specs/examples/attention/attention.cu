@@ -34,16 +34,19 @@
 //
 // (P0) Set-up, once per CTA. Every thread computes the tile and the mask's kv range
 // (kl_mask_kv_range on rows [m0, min(m0 + 128, seq_q)), clipped to [0, seq_k), in blocks of
-// 128). Thread 0 initialises: q_full count 1; k_full[s], v_full[s] count 1; k_empty[s],
+// 128; attn_tile.cuh; linked, each role computes it after the split). Thread 0 initialises:
+// q_full count 1, q_empty count 2; k_full[s], v_full[s] count 1; k_empty[s],
 // v_empty[s] count 2 (one arrival per consumer warpgroup), s < S; then
 // fence.mbarrier_init.release.cluster. __syncthreads (all 384 threads, barrier 0). Then the
 // role split (no CTA-wide barrier after it).
 //
-// (P1) q_full (one phase, parity 0). Producer thread: mbarrier.arrive.expect_tx q_full,
+// (P1) The Q ring, one slot, one phase. Producer thread: try_wait.parity q_empty, 1 (passes at
+// once on the fresh barrier), mbarrier.arrive.expect_tx q_full,
 // tx = 128 D 2 bytes (32 KiB at D = 128), then D / 64 TMA boxes {64, 128, 1} (16 KiB each,
 // zero-filled past seq_q) completing on q_full. Each consumer thread: try_wait.parity q_full, 0
-// before anything else (also when N = 0: the epilogue reuses Q's storage). Q is never released:
-// the tile is loaded once and the CTA ends with it.
+// before anything else (also when N = 0: the epilogue reuses Q's storage). After its last wgmma
+// retired, thread tw = 0 of each consumer warpgroup arrives on q_empty (the producer never
+// refills Q: the tile is loaded once; the epilogue then stages O in the slot).
 //
 // (P2) K ring and V ring, S slots each (slot = the kv-block sequence index mod S, phase = the
 // parity of the pass: both advance per block, phase ^= 1 when the slot wraps to 0, from (0, 0);
@@ -66,7 +69,7 @@
 //     only then may the producer overwrite the slot. The arrival is plain (release, CTA
 //     scope) and follows wgmma.wait_group, which orders the tensor core's reads of the slot.
 //
-// (P3) Ping-pong turns: named barriers kBarSched0 = 1 (warpgroup 0's turn) and kBarSched1 = 2
+// (P3) Ping-pong turns: named barriers ATTN_BAR_SCHED0 = 1 (warpgroup 0's turn) and ATTN_BAR_SCHED1 = 2
 // (warpgroup 1's turn), 256 threads each: the owner waits with bar.sync (128 threads), the other
 // warpgroup arrives with bar.arrive (128 threads). A consumer warpgroup runs N + 1 phases
 // (phase 0: S_0; phase i = 1 .. N - 1: S_i then PV_{i-1}; phase N: PV_{N-1}); in each it
@@ -77,8 +80,8 @@
 //   3. bar.arrive the other warpgroup's barrier (skipped by warpgroup 1 in phase N);
 //   4. waits its wgmma (wait_group 1 for S_i, then softmax(S_i), then wait_group 0 for PV),
 //      releases slots, rescales O, packs P.
-// Counts: kBarSched0 sees N bar.sync of warpgroup 0 and N bar.arrive of warpgroup 1;
-// kBarSched1 sees N + 1 of each: every generation completes with 256 threads, none is left
+// Counts: ATTN_BAR_SCHED0 sees N bar.sync of warpgroup 0 and N bar.arrive of warpgroup 1;
+// ATTN_BAR_SCHED1 sees N + 1 of each: every generation completes with 256 threads, none is left
 // half-arrived at exit. A warpgroup can arrive at most one generation ahead (its next arrive
 // needs its own next turn, which needs the other's arrive). N = 0: no phase, no barrier.
 // N is the same for both warpgroups (one kv sequence per CTA).
@@ -86,7 +89,7 @@
 // (P4) Epilogue, per consumer warpgroup, after its phase N (its last wgmma retired, so its 64
 // rows of Q are dead: each warpgroup's QK^T read only its own rows): every thread stores its
 // O / l as bf16 into those rows (st.shared, 128B-swizzled), fence.proxy.async.shared::cta,
-// bar.sync kBarEpi0 + wg (IDs 3, 4; 128 threads); thread tw = 0 issues D / 64 TMA stores
+// bar.sync ATTN_BAR_EPI0 / ATTN_BAR_EPI1 (IDs 3, 4; 128 threads); thread tw = 0 issues D / 64 TMA stores
 // (boxes {64, 64, 1}), commits the bulk group and waits for its source reads
 // (cp.async.bulk.wait_group.read 0) before exiting. LSE: plain st.global by lanes with
 // lane % 4 == 0, rows < seq_q.
@@ -120,11 +123,13 @@
 #include ATTN_SCORE_H
 #include ATTN_LOAD_H
 #include "core.cuh"
+#include "attn_tile.cuh"
 #include "epilogue.cuh"
 
 static_assert(ATTN_LOAD_REGS + 2 * ATTN_CORE_REGS <= 3 * 168, "setmaxnreg budgets exceed the entry allocation");
 
-// The kernel's one parameter: each component's block at a fixed offset (the harness packs it).
+// The kernel's one parameter: each component's block at a fixed offset (the harness packs it; the
+// linked kernel's params block, placed by kernlink in pipeline order, has the same layout).
 struct AttnParams {
     LoadParams load;    // @ 0: 3 tensor maps (128 B each, 128-aligned) + 128 B
     EpiParams epi;      // @ 512: 1 tensor map + 128 B
@@ -138,6 +143,33 @@ static_assert(offsetof(AttnParams, epi) == 512 && offsetof(AttnParams, core) == 
 static_assert(offsetof(AttnParams, mask) == 800 && offsetof(AttnParams, score) == 816, "offsets");
 static_assert(sizeof(AttnParams) == 896, "parameter block size");
 
+// The callables, as the linked build's trampolines serve them: each forwards to the component's
+// definition with its own block of the parameter block kp.
+namespace {
+__device__ __forceinline__ const AttnParams* attn_params(void* kp) { return static_cast<const AttnParams*>(kp); }
+}  // namespace
+KL_CALLABLE bool kl_mask(void* kp, int q, int kv) { return attn_mask_keep(&attn_params(kp)->mask, q, kv); }
+KL_CALLABLE void kl_mask_kv_range(void* kp, int q_lo, int q_hi, int seq_k, void* kv_lo, void* kv_hi) {
+    attn_mask_kv_range(&attn_params(kp)->mask, q_lo, q_hi, seq_k, static_cast<int*>(kv_lo), static_cast<int*>(kv_hi));
+}
+KL_CALLABLE bool kl_mask_block_full(void* kp, int q_lo, int q_hi, int kv_lo, int kv_hi) {
+    return attn_mask_block_full(&attn_params(kp)->mask, q_lo, q_hi, kv_lo, kv_hi);
+}
+KL_CALLABLE float kl_score(void* kp, float s, int b, int h, int q, int kv) {
+    return attn_score(&attn_params(kp)->score, s, b, h, q, kv);
+}
+KL_CALLABLE int kl_load_kv_count(void* kp, void* t) {
+    return attn_load_kv_count(&attn_params(kp)->load, static_cast<const attn::Tile*>(t));
+}
+KL_CALLABLE int kl_load_kv_block(void* kp, void* t, int i) {
+    return attn_load_kv_block(&attn_params(kp)->load, static_cast<const attn::Tile*>(t), i);
+}
+KL_CALLABLE void kl_epilogue(void* kp, void* t, unsigned staging, int wg, int seq_q, void* o, void* m, void* l,
+                             float scale) {
+    attn_epilogue(&attn_params(kp)->epi, static_cast<const attn::Tile*>(t), staging, wg,
+                  seq_q, static_cast<float*>(o), static_cast<const float*>(m), static_cast<const float*>(l), scale);
+}
+
 extern "C" __device__ const unsigned attn_smem_bytes = attn::kSmemBytes;
 extern "C" __device__ const unsigned attn_stages = attn::kStages;
 extern "C" __device__ const unsigned attn_head_dim = attn::kD;
@@ -145,35 +177,26 @@ extern "C" __device__ const unsigned attn_head_dim = attn::kD;
 extern "C" __global__ void __launch_bounds__(384, 1) attn_fwd(const __grid_constant__ AttnParams p) {
     using namespace attn;
     extern __shared__ __align__(1024) unsigned char smem_raw[];
+    void* const kp = const_cast<AttnParams*>(&p);
     const unsigned base = (smem_u32(smem_raw) + 1023u) & ~1023u;
     Smem s;
     s.q = base;
     s.k = base + kQBytes;
     s.v = s.k + kStages * kKVBytes;
+    s.k_stride = s.v_stride = kKVBytes;
+    s.k_depth = s.v_depth = kStages;
     s.q_full = s.v + kStages * kKVBytes;
-    s.k_full = s.q_full + 8u;
+    s.q_empty = s.q_full + 8u;
+    s.k_full = s.q_empty + 8u;
     s.k_empty = s.k_full + 8u * kStages;
     s.v_full = s.k_empty + 8u * kStages;
     s.v_empty = s.v_full + 8u * kStages;
 
-    Tile t;
-    t.b = blockIdx.z;
-    t.h = blockIdx.y;
-    t.bh = t.b * p.core.heads + t.h;
-    t.m_block = gridDim.x - 1 - blockIdx.x;
-    t.m0 = t.m_block * kBlockM;
-    {
-        const int q_hi = t.m0 + kBlockM < p.core.seq_q ? t.m0 + kBlockM : p.core.seq_q;
-        int kv_lo = 0, kv_hi = 0;
-        kl_mask_kv_range(&p.mask, t.m0, q_hi, p.core.seq_k, &kv_lo, &kv_hi);
-        kv_lo = kv_lo > 0 ? kv_lo : 0;
-        kv_hi = kv_hi < p.core.seq_k ? kv_hi : p.core.seq_k;
-        t.n_lo = kv_lo / kBlockN;
-        t.n_hi = kv_hi > kv_lo ? (kv_hi + kBlockN - 1) / kBlockN : t.n_lo;
-    }
+    const Tile t = attn_tile(kp, p.core.seq_q, p.core.seq_k);
 
     if (threadIdx.x == 0) {
         mbar_init(s.q_full, 1);
+        mbar_init(s.q_empty, 2);
 #pragma unroll
         for (unsigned i = 0; i < kStages; ++i) {
             mbar_init(s.k_full + 8u * i, 1);
@@ -189,10 +212,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) attn_fwd(const __grid_const
     if (wg == 0) {
         regs_dealloc<ATTN_LOAD_REGS>();
         if (threadIdx.x == 0) {
-            attn_load_main(&p.load, &t, &s);
+            Tile tl = t;
+            attn_load_main(&p.load, kp, &tl, &s);
         }
     } else {
         regs_alloc<ATTN_CORE_REGS>();
-        attn_core_main(p.core, &p.mask, &p.score, &p.load, &p.epi, t, s, wg - 1);
+        attn_core_main(p.core, kp, t, s, wg - 1);
     }
 }

@@ -26,8 +26,8 @@ build() {
         -DATTN_D="${d#d}" -DATTN_STAGES="${s#s}" $flags ${ATTN_EXTRA:-} \
         -o "$OUT/attn_$name.cubin" "$HERE/attention.cu" > "$OUT/attn_$name.ptxas.txt" 2>&1 \
         || { cat "$OUT/attn_$name.ptxas.txt"; return 1; }
-    if grep -qE "C75|warning" "$OUT/attn_$name.ptxas.txt"; then
-        echo "$name: ptxas warns:"; grep -E "C75|warning" "$OUT/attn_$name.ptxas.txt"
+    if grep -qE "C75|warning|[1-9][0-9]* bytes spill" "$OUT/attn_$name.ptxas.txt"; then
+        echo "$name: ptxas warns or spills:"; grep -E "C75|warning|[1-9][0-9]* bytes spill" "$OUT/attn_$name.ptxas.txt"
     fi
     echo "$name: $(grep -E 'registers|spill' "$OUT/attn_$name.ptxas.txt" | tr -s ' ' | tr '\n' ' ')"
 }

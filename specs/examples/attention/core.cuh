@@ -7,32 +7,26 @@
 // and accumulates O += P V (wgmma m64nDk16, P from registers in the accumulator layout, V
 // MN-major from shared memory). Intra-warpgroup overlap: iteration i issues S_i = Q K_i^T and
 // O += P_{i-1} V_{i-1} back to back, then runs softmax(S_i) while the PV wgmma runs. Ping-pong
-// between the two warpgroups on named barriers kBarSched0/1: a warpgroup issues its wgmma
+// between the two warpgroups on named barriers ATTN_BAR_SCHED0/1: a warpgroup issues its wgmma
 // only in its turn and hands the turn over right after issuing, so its softmax overlaps the
 // other warpgroup's GEMMs (protocol: attention.cu's header, (P3)).
-// Owns: CoreParams, attn_core_main, the read side of q_full and the K / V rings (one release
-// per warpgroup per slot), the named barriers kBarSched0/1. Shares: the rings with the load,
-// the kv-block sequence (kl_load_kv_count / kl_load_kv_block), the accumulators with the
+// Owns: CoreParams, attn_core_main, the read side of the Q ring (one wait, one release per
+// warpgroup) and of the K / V rings (one release per warpgroup per slot), the named barriers
+// ATTN_BAR_SCHED0/1. Shares: the rings with the load, the kv-block sequence (kl_load_kv_count / kl_load_kv_block), the accumulators with the
 // epilogue (kl_epilogue), the callables' signatures (attn_abi.cuh).
 #pragma once
 
 #include "attn_abi.cuh"
 #include "attn_common.cuh"
 
+#ifndef ATTN_LINKED  // linked: the struct of core.kc's `params CoreParams`, from kl_attn_core.h
 struct CoreParams {
     int seq_q, seq_k, heads, unused0;
     float scale;       // softmax scale (on q.k)
     float scale_log2;  // scale * log2(e)
     float unused1, unused2;
 };
-
-KL_CALLABLE bool kl_mask(const MaskParams*, int, int);
-KL_CALLABLE bool kl_mask_block_full(const MaskParams*, int, int, int, int);
-KL_CALLABLE float kl_score(const ScoreParams*, float, int, int, int, int);
-KL_CALLABLE int kl_load_kv_count(const LoadParams*, const attn::Tile*);
-KL_CALLABLE int kl_load_kv_block(const LoadParams*, const attn::Tile*, int);
-KL_CALLABLE void kl_epilogue(const EpiParams*, const attn::Tile*, const attn::Smem*, int, int, float*, const float*,
-                             const float*, float);
+#endif
 
 namespace attn {
 
@@ -45,15 +39,15 @@ __device__ __forceinline__ void wgmma_pv(float (&o)[D / 2], const uint32_t (&a)[
     }
 }
 
-__device__ __forceinline__ void attn_core_main(const CoreParams& cp, const MaskParams* mp, const ScoreParams* sp,
-                                               const LoadParams* lp, const EpiParams* ep, const Tile& t,
-                                               const Smem& s, const int wg) {
+// kp: the kernel's parameter block (the callables find their own blocks in it).
+__device__ __forceinline__ void attn_core_main(const CoreParams& cp, void* kp, Tile t, Smem s, const int wg) {
     const int tw = threadIdx.x & 127;
     const int warp = tw >> 5, lane = tw & 31;
     const bool leader = tw == 0;
     const int row0 = t.m0 + 64 * wg + 16 * warp + (lane >> 2);  // this thread's rows: row0, row0 + 8
     const int col0 = 2 * (lane & 3);                             // its columns: 8 c + col0 + {0, 1}
-    const unsigned turn_mine = kBarSched0 + wg, turn_other = kBarSched0 + (1 - wg);
+    const unsigned turn_mine = ATTN_TURN(wg, ATTN_BAR_SCHED0, ATTN_BAR_SCHED1);
+    const unsigned turn_other = ATTN_TURN(wg, ATTN_BAR_SCHED1, ATTN_BAR_SCHED0);
     const float c2 = cp.scale_log2;
     const float neg_inf = -__int_as_float(0x7f800000);
 
@@ -69,7 +63,7 @@ __device__ __forceinline__ void attn_core_main(const CoreParams& cp, const MaskP
 
     const uint64_t dq = desc_k_sw128(s.q + 8192u * wg);
     auto issue_qk = [&](unsigned slot) {
-        const uint64_t dk = desc_k_sw128(s.k + slot * kKVBytes);
+        const uint64_t dk = desc_k_sw128(s.k + slot * s.k_stride);
 #pragma unroll
         for (int sub = 0; sub < kSubs; ++sub) {
 #pragma unroll
@@ -81,10 +75,10 @@ __device__ __forceinline__ void attn_core_main(const CoreParams& cp, const MaskP
     };
     auto issue_pv = [&](unsigned slot) {
         #ifdef ATTN_VDESC_SWAP  // diagnostic build: leading and stride byte offsets exchanged
-        const uint64_t dv = desc_mn_sw128(s.v + slot * kKVBytes, 1024u) + (static_cast<uint64_t>(kSubBytes >> 4) << 32) -
+        const uint64_t dv = desc_mn_sw128(s.v + slot * s.v_stride, 1024u) + (static_cast<uint64_t>(kSubBytes >> 4) << 32) -
                             (64ull << 32);
 #else
-        const uint64_t dv = desc_mn_sw128(s.v + slot * kKVBytes, kSubBytes);
+        const uint64_t dv = desc_mn_sw128(s.v + slot * s.v_stride, kSubBytes);
 #endif
 #pragma unroll
         for (int j = 0; j < kBlockN / 16; ++j) {
@@ -99,18 +93,18 @@ __device__ __forceinline__ void attn_core_main(const CoreParams& cp, const MaskP
         for (int c = 0; c < kBlockN / 8; ++c) {
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-                sc[4 * c + e] = kl_score(sp, sc[4 * c + e], t.b, t.h, row0 + 8 * (e >> 1), n0 + 8 * c + col0 + (e & 1));
+                sc[4 * c + e] = kl_score(kp, sc[4 * c + e], t.b, t.h, row0 + 8 * (e >> 1), n0 + 8 * c + col0 + (e & 1));
             }
         }
         const int q_lo = t.m0 + 64 * wg;
-        const bool full = n0 + kBlockN <= cp.seq_k && kl_mask_block_full(mp, q_lo, q_lo + 64, n0, n0 + kBlockN);
+        const bool full = n0 + kBlockN <= cp.seq_k && kl_mask_block_full(kp, q_lo, q_lo + 64, n0, n0 + kBlockN);
         if (!full) {
 #pragma unroll
             for (int c = 0; c < kBlockN / 8; ++c) {
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const int q = row0 + 8 * (e >> 1), kv = n0 + 8 * c + col0 + (e & 1);
-                    const bool keep = kv < cp.seq_k && kl_mask(mp, q, kv);
+                    const bool keep = kv < cp.seq_k && kl_mask(kp, q, kv);
                     sc[4 * c + e] = keep ? sc[4 * c + e] : neg_inf;
                 }
             }
@@ -156,15 +150,15 @@ __device__ __forceinline__ void attn_core_main(const CoreParams& cp, const MaskP
         }
     };
 
-    const int n = kl_load_kv_count(lp, &t);
-    RingPos kpos, vpos;
+    const int n = kl_load_kv_count(kp, &t);
+    RingPos kpos(s.k_depth), vpos(s.v_depth);
     float so[2];
     // Q landed (also when n == 0: the epilogue then reuses Q's storage, which the copy must
     // have finished writing).
     mbar_wait(s.q_full, 0);
     if (n > 0) {
         // (P3) phase 0: S_0 alone. Warpgroup 0 takes the first turn without waiting.
-        int nb = kl_load_kv_block(lp, &t, 0);
+        int nb = kl_load_kv_block(kp, &t, 0);
         if (wg == 1) {
             named_sync(turn_mine, 256);
         }
@@ -184,7 +178,7 @@ __device__ __forceinline__ void attn_core_main(const CoreParams& cp, const MaskP
         to_p();
         // phases 1 .. n - 1: S_i and O += P_{i-1} V_{i-1}, softmax(S_i) under the PV wgmma
         for (int i = 1; i < n; ++i) {
-            nb = kl_load_kv_block(lp, &t, i);
+            nb = kl_load_kv_block(kp, &t, i);
             named_sync(turn_mine, 256);
             mbar_wait(s.k_full + 8u * kpos.slot, kpos.phase);
             mbar_wait(s.v_full + 8u * vpos.slot, vpos.phase);
@@ -233,7 +227,11 @@ __device__ __forceinline__ void attn_core_main(const CoreParams& cp, const MaskP
             mbar_arrive(s.v_empty + 8u * vpos.slot);
         }
     }
-    kl_epilogue(ep, &t, &s, wg, cp.seq_q, o, m, l, cp.scale);
+    // every wgmma of this warpgroup retired: it reads Q no more (the epilogue stages O there)
+    if (leader) {
+        mbar_arrive(s.q_empty);
+    }
+    kl_epilogue(kp, &t, s.q, wg, cp.seq_q, o, m, l, cp.scale);
 }
 
 }  // namespace attn

@@ -4,7 +4,8 @@
 // output tensor map's box), then one thread stores them with TMA (boxes {64, 64, 1} of a
 // [B * H, seq_q, D] tensor map: rows >= seq_q are clipped by the copy engine), and writes the
 // log-sum-exp lse[bh, q] = scale m + ln l (f32; -inf, and O = 0, for a row that kept no key).
-// Owns: EpiParams, kl_epilogue (attn_abi.cuh), the named barrier kBarEpi0 + wg (128 threads),
+// Owns: EpiParams, attn_epilogue (served as kl_epilogue, attn_abi.cuh), the named barriers
+// ATTN_BAR_EPI0 / ATTN_BAR_EPI1 (one per warpgroup, 128 threads),
 // the bulk store group of thread 0 of the warpgroup. Shares with the core: the accumulator
 // layout (wgmma m64nDk16: thread (warp w, lane) holds rows 16 w + lane / 4 + {0, 8}, columns
 // 8 c + 2 (lane % 4) + {0, 1}), and the Q tile's storage, which the core no longer reads once its
@@ -20,8 +21,9 @@ struct EpiParams {
     uint64_t unused[15];
 };
 
-KL_CALLABLE void kl_epilogue(const EpiParams* p, const attn::Tile* t, const attn::Smem* s, int wg, int seq_q,
-                             float* o, const float* m, const float* l, float scale) {
+// staging: the Q slot's shared address (the warpgroup's 64 rows at + 8 KiB wg).
+__device__ __forceinline__ void attn_epilogue(const EpiParams* p, const attn::Tile* t, unsigned staging, int wg,
+                                              int seq_q, float* o, const float* m, const float* l, float scale) {
     const int tw = threadIdx.x & 127;
     const int warp = tw >> 5, lane = tw & 31;
     float inv[2];
@@ -40,7 +42,7 @@ KL_CALLABLE void kl_epilogue(const EpiParams* p, const attn::Tile* t, const attn
     // O / l as bf16 into the warpgroup's rows of the Q tile, 128B-swizzled: row r's 16-byte
     // chunk j lies at chunk j ^ (r % 8) of its 128-byte row (conflict-free: the 8 rows of a
     // store instruction land in 8 different chunks).
-    const unsigned base = s->q + 8192u * wg;
+    const unsigned base = staging + 8192u * wg;
 #pragma unroll
     for (int c = 0; c < attn::kD / 8; ++c) {
 #pragma unroll
@@ -53,7 +55,7 @@ KL_CALLABLE void kl_epilogue(const EpiParams* p, const attn::Tile* t, const attn
         }
     }
     attn::fence_proxy_async_smem();
-    attn::named_sync(attn::kBarEpi0 + wg, 128);
+    attn::named_sync(ATTN_BAR_EPI0 + wg * (ATTN_BAR_EPI1 - ATTN_BAR_EPI0), 128);
     if (tw == 0) {
 #pragma unroll
         for (int sub = 0; sub < attn::kSubs; ++sub) {

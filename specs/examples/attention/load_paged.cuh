@@ -6,9 +6,9 @@
 // sub-tile (4-D tensor maps, 128B swizzle) landing at + page * page_size * 128 B of the slot.
 // Pages past the sequence's last page (a partial last block) reload the last page: the copy
 // always completes kKVBytes, and the core masks keys >= seq_k. Q is dense [B * H, seq_q, D].
-// Visits the mask's kv-block range from the last block down. Owns: LoadParams,
-// kl_load_kv_count, kl_load_kv_block, attn_load_main (attn_abi.cuh), the write side of q_full and
-// the K / V rings. Shares with the core: the rings and the kv-block sequence.
+// Visits the mask's kv-block range from the last block down. Owns: LoadParams, attn_load_kv_count
+// / attn_load_kv_block (served as kl_load_kv_count / kl_load_kv_block), attn_load_main, the write
+// side of the Q ring and the K / V rings. Shares with the core: the rings and the kv-block sequence.
 #pragma once
 
 #include "attn_abi.cuh"
@@ -23,16 +23,18 @@ struct LoadParams {
     int table_stride;
     int page_size;
     int seq_k;
-    int unused0;
+    int seq_q;
     uint64_t unused[13];
 };
 
-KL_CALLABLE int kl_load_kv_count(const LoadParams*, const attn::Tile* t) { return t->n_hi - t->n_lo; }
+__device__ __forceinline__ int attn_load_kv_count(const LoadParams*, const attn::Tile* t) { return t->n_hi - t->n_lo; }
 
-KL_CALLABLE int kl_load_kv_block(const LoadParams*, const attn::Tile* t, int i) { return t->n_hi - 1 - i; }
+__device__ __forceinline__ int attn_load_kv_block(const LoadParams*, const attn::Tile* t, int i) {
+    return t->n_hi - 1 - i;
+}
 
-extern "C" __device__ __forceinline__ void attn_load_main(const LoadParams* p, const attn::Tile* t,
-                                                          const attn::Smem* s) {
+// One thread (warp 0 lane 0 of the producer warpgroup); kp: the kernel's parameter block.
+__device__ __forceinline__ void attn_load_main(const LoadParams* p, void* kp, attn::Tile* t, const attn::Smem* s) {
     attn::tma_prefetch_map(&p->q);
     attn::tma_prefetch_map(&p->k);
     attn::tma_prefetch_map(&p->v);
@@ -41,7 +43,7 @@ extern "C" __device__ __forceinline__ void attn_load_main(const LoadParams* p, c
     const int per_block = attn::kBlockN / page_size;
     const int last_page = (p->seq_k - 1) / page_size;
     const int* table = p->page_table + t->b * p->table_stride;
-    attn_produce_kv(p, &p->k, &p->v, t, s, [&](const CUtensorMap* map, int n_block, unsigned dst, unsigned bar) {
+    attn_produce_kv(kp, &p->k, &p->v, t, s, [&](const CUtensorMap* map, int n_block, unsigned dst, unsigned bar) {
         const int first = n_block * per_block;
         int phys[8];
 #pragma unroll

@@ -1,12 +1,15 @@
 // score_none.cuh — component `attn.score.none` (owner: the score team): the identity score
-// modification. Owns kl_score (attn_abi.cuh gives its signature and call-site guarantees).
+// modification. Owns attn_score (served as kl_score;
+// attn_abi.cuh).
 #pragma once
 
 #include "attn_abi.cuh"
 
+#ifndef ATTN_LINKED  // linked: the struct of the contract's `params`, from kl_<stage>.h
 struct ScoreParams {
     float unused0, unused1;
     int unused2, unused3;
 };
+#endif
 
-KL_CALLABLE float kl_score(const ScoreParams*, float s, int, int, int, int) { return s; }
+__device__ __forceinline__ float attn_score(const ScoreParams*, float s, int, int, int, int) { return s; }

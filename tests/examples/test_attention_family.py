@@ -1,0 +1,104 @@
+"""The attention family (specs/examples/attention): one frozen core, eight compositions.
+
+Every composition names the same core package (`build/core.kpkg` from core.cu and core.kc) and
+differs only in its load, mask and score; each is accepted from its contracts. The headers beside
+the component sources are what `kernlink header` writes now, and each component packs with nvcc
+(its sources include the CUDA headers, which NVRTC from PyPI does not bundle) with every symbol
+and handle its code reads explained by its contract.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from checker.handles import handle_problems, symbol_problems
+from contract_lang.parser import parse_file
+from kernlink.api import check
+from linker.header import device_header
+from linker.pack import pack
+
+FAMILY = Path(__file__).resolve().parents[2] / "specs" / "examples" / "attention"
+COMPOSITIONS = (
+    "attention",
+    "attn_noncausal",
+    "attn_window",
+    "attn_softcap",
+    "attn_chunked",
+    "attn_alibi",
+    "attn_blocksparse",
+    "attn_paged",
+)
+# attention.kp is checked by tests/examples/test_reference_compositions.py; these three differ from
+# it in the load (blocksparse, paged) or in a mask with parameters (window); the others only in
+# which callables serve the same calls, and run in the slow tier.
+CI_COMPOSITIONS = ("attn_window", "attn_blocksparse", "attn_paged")
+COMPONENTS = (
+    "core",
+    "load_dense",
+    "load_blocksparse",
+    "load_paged",
+    "epilogue",
+    "mask_none",
+    "mask_causal",
+    "mask_window",
+    "mask_chunked",
+    "score_none",
+    "score_softcap",
+    "score_alibi",
+)
+USE = re.compile(r'^\s*use "([^"]+)" version \S+ from "build/([^"]+)\.kpkg"$', re.M)
+
+
+def _uses(composition: str) -> dict[str, str]:
+    return dict(USE.findall((FAMILY / f"{composition}.kp").read_text()))
+
+
+def _copy(tmp_path: Path) -> Path:
+    folder = tmp_path / "attention"
+    shutil.copytree(FAMILY, folder, ignore=shutil.ignore_patterns("build"))
+    return folder
+
+
+def test_seven_or_more_compositions_share_one_core_package() -> None:
+    uses = {c: _uses(c) for c in COMPOSITIONS}
+    assert all(u["attn.core"] == "core" for u in uses.values())
+    assert all(len(u) == 5 for u in uses.values())
+    variants = {tuple(sorted(u.items())) for u in uses.values()}
+    assert len(variants) == len(COMPOSITIONS) >= 7
+
+
+@pytest.mark.parametrize(
+    "composition",
+    [c if c in CI_COMPOSITIONS else pytest.param(c, marks=pytest.mark.slow) for c in COMPOSITIONS[1:]],
+)
+def test_composition_is_accepted(tmp_path: Path, composition: str) -> None:
+    result = check([_copy(tmp_path) / f"{composition}.kp"])
+    assert result.accepted, [f"{d.code}: {d.message}" for d in result.diagnostics if d.is_error]
+
+
+@pytest.mark.parametrize("component", COMPONENTS)
+def test_headers_are_current(component: str) -> None:
+    kc = FAMILY / f"{component}.kc"
+    (stage,) = parse_file(kc)[0].stages
+    peers = parse_file(FAMILY / "load_dense.kc")[0].stages if component == "core" else ()
+    header = f"kl_{stage.name.replace('.', '_')}.h"
+    assert (FAMILY / header).read_text() == device_header(stage, kc.read_text(), kc.name, peers).text
+    assert f'#include "{header}"' in (FAMILY / f"{component}.cu").read_text()
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH")
+@pytest.mark.parametrize("component", COMPONENTS)
+def test_component_packs_with_its_symbols_explained(tmp_path: Path, component: str) -> None:
+    folder = _copy(tmp_path)
+    packed = pack(folder / f"{component}.cu", folder / f"{component}.kc", tmp_path / "out.kpkg", compiler="nvcc")
+    assert symbol_problems(packed.stage, packed.captured, packed.prototypes) == []
+    # Every handle the code reads is bound, with its kind and signature. (A rendezvous whose two sides
+    # are in one stage binds its two handles once per side: `bound-twice`, a checker limitation the
+    # report of issue 29 names; the core's ping-pong has both sides.)
+    problems = handle_problems(packed.stage, packed.captured, packed.prototypes)
+    assert [p for p in problems if p.problem != "bound-twice"] == []
+    assert {p.item for p in problems} <= {"sched0", "sched1"}
