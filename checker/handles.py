@@ -272,6 +272,7 @@ def handle_bindings(stage: A.Stage) -> list[HandleSpec]:
         out.append(HandleSpec(symbol, kind, stage.name, item, None, explicit, node))
 
     rings: set[str] = set()
+    rendezvous: set[str] = set()
     facts: set[str] = set()
     claimed_counters = {it.name for it in stage.items if isinstance(it, A.CounterClaim)}
     counters: set[str] = set()
@@ -296,8 +297,10 @@ def handle_bindings(stage: A.Stage) -> list[HandleSpec]:
             for suffix, kind in _COUNTER_FUNCTIONS:
                 add(f"{base}_{suffix}", kind, it.name, it, explicit is not None)
         elif isinstance(it, A.Rendezvous):
-            add(f"{p}_{it.name}_bar_id", "bar_id", it.name, it)
-            add(f"{p}_{it.name}_threads", "bar_threads", it.name, it)
+            if it.name not in rendezvous:  # a stage holding both sides of a rendezvous reads one barrier
+                add(f"{p}_{it.name}_bar_id", "bar_id", it.name, it)
+                add(f"{p}_{it.name}_threads", "bar_threads", it.name, it)
+            rendezvous.add(it.name)
         elif isinstance(it, A.Ring):
             if it.name not in rings:  # a stage holding both sides of a ring reads one set of barriers
                 for suffix, kind in _RING_HANDLES:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 def rings(folder: Path, count: int = 8, depth: str = "2..32") -> Path:
     """A loader and a consumer stage sharing ``count`` bulk-copy rings of ``depth`` each, and their
-    pipeline ``p.kp`` in ``folder``. Eight rings of depth 2..32 take about a minute of protocol
-    queries at their placed depths; depth 2 takes a few seconds."""
+    pipeline ``p.kp`` in ``folder``. A depth range restarts the producer's slot index every 3
+    iterations (`restart 3`), which the unbounded proof leaves to the bounded model: eight rings of
+    depth 2..32 then take about a minute of protocol queries; a fixed depth (no restart) takes seconds."""
     loader = ["target sm_90a", "requires feature mbarrier, cp_async_bulk", "role load entry load_main warps 1"]
     reduce = ["target sm_90a", "requires feature mbarrier", "role reduce entry reduce_main warps 1"]
     for i in range(count):
@@ -16,6 +17,7 @@ def rings(folder: Path, count: int = 8, depth: str = "2..32") -> Path:
             f"claim smem s{i} bytes 128 align 128 per_slot r{i} use bulk_copy",
             f"ring r{i} produce by load {{",
             f"    depth {depth}",
+            *(["    restart 3"] if ".." in depth else []),
             "    full init 1 expect_tx 128",
             "    empty init per_warp(reduce)",
             "    empty wait",

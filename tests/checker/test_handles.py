@@ -206,3 +206,18 @@ def test_call_symbols_with_the_handle_prefix_are_not_handles() -> None:
     stage = _stage()
     assert handle_problems(stage, _captured(set(), {"kl_call_mask"})) == []
     assert "kl_call_mask" not in resolve_handles(stage, {"kl_call_mask"})
+
+
+def test_both_sides_of_a_rendezvous_in_one_stage_read_one_barrier() -> None:
+    """A stage holding a rendezvous's arrive and sync sides (ping-pong warpgroups) binds its handles once."""
+    text = DEMO.replace(
+        "    claim barrier sync participants mma, epi\n",
+        "    claim barrier sync participants mma, epi\n"
+        "    rendezvous turn arrive by epi threads 384\n"
+        "    rendezvous turn sync by mma threads 384\n",
+    )
+    stage = _stage(text)
+    needed = {"kl_demo_mma_v2_turn_bar_id", "kl_demo_mma_v2_turn_threads"}
+    found = handle_problems(stage, _captured(set(), needed))
+    assert [(f.problem, f.symbol) for f in found if f.problem == "bound-twice"] == []
+    assert {s.symbol for s in expected_handles(stage).values() if s.item == "turn"} == needed
