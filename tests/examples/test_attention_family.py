@@ -14,11 +14,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from linker.header import device_header
 
 from checker.handles import handle_problems, symbol_problems
 from contract_lang.parser import parse_file
 from kernlink.api import check
-from linker.header import device_header
 from linker.pack import pack
 
 FAMILY = Path(__file__).resolve().parents[2] / "specs" / "examples" / "attention"
