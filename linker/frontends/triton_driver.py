@@ -16,6 +16,7 @@ import argparse
 import hashlib
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,10 @@ def main() -> None:
     parser.add_argument("stage")
     parser.add_argument("--arch", default="sm_90a")
     args = parser.parse_args()
+    # No line information: kernlink's component drops `.loc` anyway, and the `.file` directives and
+    # DWARF sections would record this machine's paths (the stage's folder, Triton's install) in a
+    # record that is committed beside the stage.
+    os.environ["TRITON_DISABLE_LINE_INFO"] = "1"
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -60,11 +65,14 @@ def main() -> None:
         for name, kind in signature.items()
         if kind != "constexpr"
     ]
+    ptx = compiled.asm["ptx"]
+    if ".file" in ptx or ".debug_" in ptx:
+        raise SystemExit("Triton emitted line information although TRITON_DISABLE_LINE_INFO is set")
     record = {
         "source_sha256": digest,
         "triton": triton.__version__,
         "arch": args.arch,
-        "kernel": {"name": compiled.metadata.name, "ptx": compiled.asm["ptx"]},
+        "kernel": {"name": compiled.metadata.name, "ptx": ptx},
         "params": params,
         "warps": int(compiled.metadata.num_warps),
         "shared": int(compiled.metadata.shared),

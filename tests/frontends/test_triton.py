@@ -99,3 +99,9 @@ def test_the_committed_record_is_what_triton_prints() -> None:
     command = [os.environ["KERNLINK_TRITON_PYTHON"], str(triton.DRIVER), "silu_mul.py", "--arch", "sm_90a"]
     done = subprocess.run(command, cwd=STAGE, capture_output=True, text=True, check=True)
     assert done.stdout == (STAGE / "silu_mul.triton.json").read_text()
+
+
+def test_the_committed_record_names_no_path_of_the_machine_that_wrote_it() -> None:
+    """The driver compiles without line information: no `.file` directive or DWARF section in the PTX."""
+    ptx = json.loads((STAGE / "silu_mul.triton.json").read_text())["kernel"]["ptx"]
+    assert ".file" not in ptx and ".debug_" not in ptx and ".loc" not in ptx
