@@ -25,6 +25,8 @@ from diagnostics.span import Span
 _WORD = re.compile(r"[A-Za-z_][\w.\-]*")
 LINK_SEARCH_DEPTH = 3
 """How many folders below a file's folder the hover looks for a `link.json`."""
+LINK_JSON_LIMIT = 16 << 20
+"""The largest `link.json` the hover reads (a link map of real kernels is a few hundred KiB)."""
 
 
 def word_at(text: str, line: int, col: int) -> str | None:
@@ -146,11 +148,14 @@ def newest_link(folder: Path, stage: str) -> tuple[str, list[dict[str, object]]]
     for depth in range(1, LINK_SEARCH_DEPTH + 1):
         for record in folder.glob("/".join(["*"] * depth) + "/link.json"):
             try:
-                data = json.loads(record.read_text(encoding="utf-8"))
                 when = record.stat().st_mtime
-            except (OSError, UnicodeDecodeError, ValueError):
-                continue
-            handles = data.get("generated", {}).get("handles") if isinstance(data, dict) else None
+                if record.stat().st_size > LINK_JSON_LIMIT:
+                    continue
+                data = json.loads(record.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+                continue  # a file in the workspace, not necessarily kernlink's: anything unreadable is skipped
+            generated = data.get("generated") if isinstance(data, dict) else None
+            handles = generated.get("handles") if isinstance(generated, dict) else None
             if not isinstance(handles, list) or not any(
                 isinstance(h, dict) and h.get("stage") == stage for h in handles
             ):

@@ -224,3 +224,20 @@ def test_a_quick_fix_adds_the_feature_the_code_needs(editor: Client, tmp_path: P
     uri = _open(editor, reduce)
     fixed = _fixed(editor, uri, reduce, "L-CONFORM")
     assert "requires feature setmaxnreg, mbarrier" in fixed
+
+
+def test_the_hover_skips_a_link_json_it_cannot_read_as_kernlinks(tmp_path: Path) -> None:
+    """A `link.json` in the workspace is anyone's file: malformed, deeply nested or oddly shaped, it is
+    skipped, and the readable one is found."""
+    from kernlink.lsp_nav import newest_link
+
+    for name, text in (
+        ("list", '{"generated": [1, 2]}'),
+        ("nested", "[" * 100_000 + "]" * 100_000),
+        ("broken", '{"generated": {"handles": '),
+    ):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "link.json").write_text(text)
+    (tmp_path / "good").mkdir()
+    (tmp_path / "good" / "link.json").write_text('{"generated": {"handles": [{"stage": "s", "symbol": "kl_x"}]}}')
+    assert newest_link(tmp_path, "s") == ("good", [{"stage": "s", "symbol": "kl_x"}])
