@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from kernlink.options import add_policy_arguments
+
     p = sub.add_parser(
         "build", help="pack every component whose source, headers, contract, flags or toolkit changed, then link"
     )
@@ -35,22 +37,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--compiler", choices=("nvrtc", "nvcc"), default="nvrtc")
     p.add_argument("--target", help="link for another target than the pipeline's")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
-    p.add_argument(
-        "--no-host-code",
-        action="store_true",
-        help="refuse a composition whose stages carry host code (`host provider`): E-HOST-CODE for each",
-    )
-    p.add_argument(
-        "--strict",
-        action="store_true",
-        help="as `check --strict`: a `.kc` that differs from its package's contract is an error, so are code "
-        "sites the conformance analysis cannot decide, and a package that cannot be bound (as --require-binding)",
-    )
-    p.add_argument(
-        "--require-binding",
-        action="store_true",
-        help="refuse a package whose checked PTX is not shown to be its LTO IR's code (a CI policy)",
-    )
+    add_policy_arguments(p)
     p.add_argument(
         "--watch",
         action="store_true",

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from kernlink.options import add_policy_arguments
     from kernlink.paths import output_path
     from solver import BUDGETS  # Z3 comes with it: the check needs it anyway
 
@@ -22,22 +23,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     p.add_argument("--select", help="only these clause codes (comma-separated)")
     p.add_argument("--ignore", help="skip these clause codes (comma-separated)")
-    p.add_argument(
-        "--strict",
-        action="store_true",
-        help="warnings about the inputs are errors (a `.kc` that differs from its package's contract), "
+    add_policy_arguments(
+        p,
+        "warnings about the inputs are errors (a `.kc` that differs from its package's contract), "
         "so are code sites the conformance analysis cannot decide, and a package that cannot be bound "
         "(as --require-binding)",
-    )
-    p.add_argument(
-        "--require-binding",
-        action="store_true",
-        help="refuse a package whose checked PTX is not shown to be its LTO IR's code (a CI policy)",
-    )
-    p.add_argument(
-        "--no-host-code",
-        action="store_true",
-        help="refuse a composition whose stages carry host code (`host provider`): E-HOST-CODE for each",
     )
     p.add_argument(
         "--rlimit", type=int, metavar="N", help="Z3 resource budget of each protocol-model query (default 400000000)"

@@ -9,6 +9,7 @@ from kernlink.output import color, diagnostics_json, emit, report, say
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from kernlink.options import add_policy_arguments
     from kernlink.paths import output_path
     from linker.watchdog import add_watchdog_argument
 
@@ -24,22 +25,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--target", help="link for another target than the pipeline's")
     p.add_argument("--ptx", action="store_true", help="also write the linked PTX (kernel.ptx)")
-    p.add_argument(
-        "--strict",
-        action="store_true",
-        help="as `check --strict`: a `.kc` that differs from its package's contract is an error, so are code "
-        "sites the conformance analysis cannot decide, and a package that cannot be bound (as --require-binding)",
-    )
-    p.add_argument(
-        "--require-binding",
-        action="store_true",
-        help="refuse a package whose checked PTX is not shown to be its LTO IR's code (a CI policy)",
-    )
-    p.add_argument(
-        "--no-host-code",
-        action="store_true",
-        help="refuse a composition whose stages carry host code (`host provider`): E-HOST-CODE for each",
-    )
+    add_policy_arguments(p)
     add_watchdog_argument(p)
     p.add_argument("--format", choices=("text", "json"), default="text", help="how to print diagnostics")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
