@@ -1,5 +1,5 @@
 """`kernlink place`: place every claim of an accepted composition and print the map (with the named
-barriers its staging routes take, as the link places them)."""
+barriers its staging routes take: the check placed them, analysis/downstream.py, as the link does)."""
 
 from __future__ import annotations
 
@@ -35,15 +35,6 @@ def cmd_place(args: argparse.Namespace) -> int:
     if not result.accepted or placed is None:
         emit(result.diagnostics, result.sources, "text", color=color(args.color), summary="composition rejected")
         return exit_for(result.diagnostics) or EXIT_REJECTED
-    if result.composition is not None and result.downstream is not None and result.downstream.routes:
-        from analysis.plan import place_route_barriers
-        from diagnostics.model import DiagnosticError
-
-        try:  # the placement the link uses: with the named barriers its staging routes take
-            placed = place_route_barriers(result.composition, placed, result.downstream.routes)
-        except DiagnosticError as err:
-            emit(list(err.diagnostics), result.sources, "text", color=color(args.color), summary="composition rejected")
-            return exit_for(list(err.diagnostics)) or EXIT_REJECTED
     text_map, json_map = render_map(placed.placement), to_json(placed.placement)
     if args.json_out:
         atomic_write_text(args.json_out, json_map)

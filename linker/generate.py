@@ -158,7 +158,7 @@ def generate(
     placement's prediction); it decides each ``setmaxnreg``'s direction. ``inputs``
     names the packages, for the file's header. ``routes`` are the tensor connections'
     routes, and ``placed`` must hold their named barriers
-    (:func:`linker.transfers.place_route_barriers`). ``watchdog`` bounds the waits the
+    (:func:`analysis.plan.place_route_barriers`). ``watchdog`` bounds the waits the
     linker generates to that many cycles (:mod:`linker.watchdog`; None: unbounded). Raises :class:`DiagnosticError`
     (``E-UNSUPPORTED``, ``L-LINK``, ``E-INTERNAL``) when no correct code can be made.
     """
