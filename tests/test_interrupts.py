@@ -173,12 +173,18 @@ def test_interrupts_at_random_moments_never_leave_a_verdict(
     runs = 100 if request.config.getoption("--tier") == "slow" else 3
     env, out = _env(tmp_path), tmp_path / "out"
     argv = _argv(verb, hello, out)
-    start = time.perf_counter()
     whole = subprocess.run(
         [sys.executable, "-m", "kernlink", *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )
-    length = time.perf_counter() - start
     assert whole.returncode == 0 and VERDICTS[verb] in whole.stdout and whole.stderr == "", whole
+    # the interrupts fall within a run as long as the ones they interrupt: a build's first run packs,
+    # every later one reuses its packages and is much shorter, so the second run is the one timed
+    start = time.perf_counter()
+    again = subprocess.run(
+        [sys.executable, "-m", "kernlink", *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    length = time.perf_counter() - start
+    assert again.returncode == 0 and again.stderr == "", again
     rng = random.Random(f"{verb}-{runs}")
     seen = {0: 0, 130: 0}
     for _ in range(runs):
