@@ -36,7 +36,7 @@ def assumption(d: Diagnostic, stages: Sequence[A.Stage]) -> str | None:
         return f"another stage owns fact `{data['fact']}`"
     if d.code == Code.L_UNRESOLVED and data.get("call"):
         return f"another stage provides `{data['call']}`"
-    if d.code == Code.L_TENSOR and data.get("import") and "no stage exports" in d.message:
+    if d.code == Code.L_TENSOR and data.get("absent") == "exporter":
         return f"another stage exports tensor `{data.get('export')}` (imported as `{data['import']}`)"
     if d.code == Code.L_ROLE and data.get("item") and data.get("role"):
         return _role(data["item"], data["role"], stages)
@@ -44,17 +44,17 @@ def assumption(d: Diagnostic, stages: Sequence[A.Stage]) -> str | None:
         launched, covered = _int(data.get("launched_warps")), _int(data.get("role_warps"))
         if launched is not None and covered is not None and 0 < covered < launched:
             return f"other stages' roles cover the other {launched - covered} of the {launched} warps launched"
-        if data.get("stages") == "1" and "has no role" in d.message:
+        if data.get("stages") == "1" and data.get("absent") == "role":
             return "a stage with roles calls this one"
     if d.code == Code.L_BARRIER and data.get("channel"):
         needed, have = _int(data.get("threads")), _int(data.get("roles"))
         if needed is not None and have is not None and have < needed:
             return f"other stages' roles bring rendezvous `{data['channel']}` to its {needed} threads"
-    if d.code == Code.L_PHASE and data.get("phase") and "no interpreter declares" in d.message:
+    if d.code == Code.L_PHASE and data.get("absent") == "interpreter":
         return f"another stage interprets phase `{data['phase']}`"
-    if d.code == Code.L_LIFETIME and data.get("events") and "no tensor connection declares" in d.message:
+    if d.code == Code.L_LIFETIME and data.get("absent") == "connection":
         return f"the pipeline connects the tensor of event `{data['events']}`"
-    if d.code == Code.L_VIEW and "does not provide" in d.message:
+    if d.code == Code.L_VIEW and data.get("absent") == "caller":
         what = f"domain {data['domain']}" if data.get("domain") else f"buffer `{data.get('buffer')}`"
         return f"the pipeline's caller provides {what}"
     return None

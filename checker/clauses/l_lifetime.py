@@ -144,7 +144,7 @@ class LifetimeClause(Clause):
                 "tensor imports, named `<connection>.<event>` after the import",
             ),
             helps=helps,
-            data={"claim": claim, "events": ",".join(str(e) for e in unknown)},
+            data={"claim": claim, "events": ",".join(str(e) for e in unknown), "absent": "connection"},
         )
 
 

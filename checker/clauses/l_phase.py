@@ -85,7 +85,7 @@ class PhaseClause(Clause):
             (span, "undeclared phase"),
             notes=(("no stage of the pipeline has a `phases` line",) if not known else ()),
             helps=helps,
-            data={"phase": phase},
+            data={"phase": phase, "absent": "interpreter"},
         )
 
     def _assumption(self, comp: Composition, assumption: Owned[A.AssumesPhases]) -> Iterator[Diagnostic]:

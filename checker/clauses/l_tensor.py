@@ -100,7 +100,7 @@ class TensorClause(Clause):
                 else "no stage of the pipeline exports a tensor",
             ),
             helps=helps,
-            data={"import": imp.item.name, "export": name, "suggestion": guess or ""},
+            data={"import": imp.item.name, "export": name, "suggestion": guess or "", "absent": "exporter"},
         )
 
     def _several(self, imp: Owned[A.ImportTensor], exports: tuple[Owned[A.ExportTensor], ...]) -> Diagnostic:

@@ -142,7 +142,7 @@ class ViewClause(Clause):
                 "passed to the kernel; the pipeline states what its caller creates",
             ),
             helps=(f'provide it and state so in the pipeline: `caller provides domain "{domain}" views {wanted}`',),
-            data={"stage": stage, "domain": domain, "missing": ",".join(missing)},
+            data={"stage": stage, "domain": domain, "missing": ",".join(missing), "absent": "caller"},
         )
 
     def _buffer(
@@ -165,7 +165,7 @@ class ViewClause(Clause):
                     f"allocate it on the host and add `caller provides buffer {name} bytes {size(need, '')}` "
                     "to the pipeline",
                 ),
-                data={"buffer": name, "needed": need, "provided": 0},
+                data={"buffer": name, "needed": need, "provided": 0, "absent": "caller"},
             )
         else:
             yield seam(

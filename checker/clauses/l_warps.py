@@ -166,7 +166,7 @@ class WarpsClause(Clause):
                 "the block's warps are its roles' warps: with none, the dispatch kernel has 0 threads",
             ),
             helps=("declare the roles that run the stages' code: `role NAME entry FUNCTION warps N`",),
-            data={"pipeline": comp.pipeline.name, "stages": len(comp.stages)},
+            data={"pipeline": comp.pipeline.name, "stages": len(comp.stages), "absent": "role"},
         )
 
     def _too_many(self, layout: BlockLayout, target: TargetSpec) -> Diagnostic:

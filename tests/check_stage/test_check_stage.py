@@ -76,3 +76,25 @@ def test_every_example_stage_alone_has_no_error(contract: str) -> None:
     found = _alone(EXAMPLES / contract)
     assert [c for c, severity in found if severity == "error"] == [], found
     assert ("I-ASSUMED", "note") in found
+
+
+@pytest.mark.parametrize(
+    ("code", "data"),
+    [
+        ("L-TENSOR", {"import": "x", "export": "acc", "absent": "exporter"}),
+        ("L-PHASE", {"phase": "decode", "absent": "interpreter"}),
+        ("L-LIFETIME", {"claim": "c", "events": "x.done", "absent": "connection"}),
+        ("L-VIEW", {"buffer": "scratch", "absent": "caller"}),
+    ],
+)
+def test_what_another_stage_provides_is_read_from_the_findings_data_not_its_wording(
+    code: str, data: dict[str, str]
+) -> None:
+    from diagnostics.model import Diagnostic
+    from diagnostics.symbols import Code
+
+    worded = Diagnostic(Code(code), "reworded by its clause", data=tuple(data.items()))
+    assert [d.code for d in split([worded], [])] == [Code.I_ASSUMED]
+    bare = {k: v for k, v in data.items() if k != "absent"}
+    unmarked = Diagnostic(Code(code), "which no stage exports / no interpreter declares", data=tuple(bare.items()))
+    assert [d.code for d in split([unmarked], [])] == [Code(code)]
