@@ -15,7 +15,7 @@ struct alignas(8) GsLoadParams {
     unsigned raster;
     unsigned stream_k;
     unsigned policy;
-    unsigned char kl_tail[4];
+    unsigned prefetch;
 };
 static_assert(sizeof(GsLoadParams) == 48, "params GsLoadParams: size");
 static_assert(alignof(GsLoadParams) == 8, "params GsLoadParams: align");
@@ -28,6 +28,7 @@ static_assert(sizeof(GsLoadParams::a_box_rows) == 4, "params GsLoadParams: a_box
 static_assert(sizeof(GsLoadParams::raster) == 4, "params GsLoadParams: raster is 4 bytes");
 static_assert(sizeof(GsLoadParams::stream_k) == 4, "params GsLoadParams: stream_k is 4 bytes");
 static_assert(sizeof(GsLoadParams::policy) == 4, "params GsLoadParams: policy is 4 bytes");
+static_assert(sizeof(GsLoadParams::prefetch) == 4, "params GsLoadParams: prefetch is 4 bytes");
 #ifndef __CUDACC_RTC__
 #include <cstddef>
 static_assert(offsetof(GsLoadParams, tmap_a) == 0, "params GsLoadParams: tmap_a at offset 0");
@@ -39,6 +40,7 @@ static_assert(offsetof(GsLoadParams, a_box_rows) == 28, "params GsLoadParams: a_
 static_assert(offsetof(GsLoadParams, raster) == 32, "params GsLoadParams: raster at offset 32");
 static_assert(offsetof(GsLoadParams, stream_k) == 36, "params GsLoadParams: stream_k at offset 36");
 static_assert(offsetof(GsLoadParams, policy) == 40, "params GsLoadParams: policy at offset 40");
+static_assert(offsetof(GsLoadParams, prefetch) == 44, "params GsLoadParams: prefetch at offset 44");
 #endif
 
 enum : unsigned { kl_gemm_producer_small_assumed_block_m = 128 };  // assumes fact block_m == 128
@@ -51,26 +53,26 @@ __device__ unsigned kl_gemm_producer_small_producer_warp0();  // a role's first 
 __device__ unsigned kl_gemm_producer_small_producer_regs();  // a register budget; producer_small.kc:11: role producer entry gs_producer_small_main warps 4 regs 40 warpgroup
 __device__ unsigned kl_gemm_producer_small_cluster_size();  // the CTAs of a cluster; producer_small.kc:12: cluster 1x1x1
 __device__ unsigned kl_gemm_producer_small_params_offset();  // a params offset; producer_small.kc:14: params GsLoadParams size 48 align 8 {
-__device__ unsigned kl_gemm_producer_small_fact_block_m();  // a fact's value; producer_small.kc:30: assumes fact block_m: u32 == 128
-__device__ unsigned kl_gemm_producer_small_fact_block_n();  // a fact's value; producer_small.kc:31: assumes fact block_n: u32 == 128
-__device__ unsigned kl_gemm_producer_small_fact_k_block();  // a fact's value; producer_small.kc:32: assumes fact k_block: u32 == 64
-__device__ unsigned kl_gemm_producer_small_operands_smem();  // a shared-memory offset; producer_small.kc:34: claim smem operands bytes 32KiB align 1024 per_slot kv use tma, swizzle128, wgmma
-__device__ unsigned kl_gemm_producer_small_operands_stride();  // a slot stride; producer_small.kc:34: claim smem operands bytes 32KiB align 1024 per_slot kv use tma, swizzle128, wgmma
-__device__ unsigned kl_gemm_producer_small_kv_depth();  // a ring depth; producer_small.kc:35: ring kv produce by producer {
-__device__ unsigned kl_gemm_producer_small_kv_full_bar();  // a full-barrier offset; producer_small.kc:35: ring kv produce by producer {
-__device__ unsigned kl_gemm_producer_small_kv_empty_bar();  // an empty-barrier offset; producer_small.kc:35: ring kv produce by producer {
-__device__ void kl_gemm_producer_small_kv_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; producer_small.kc:35: ring kv produce by producer {
-__device__ void kl_gemm_producer_small_kv_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; producer_small.kc:35: ring kv produce by producer {
-__device__ unsigned kl_gemm_producer_small_kv_full_count();  // a full-barrier arrival count; producer_small.kc:35: ring kv produce by producer {
-__device__ unsigned kl_gemm_producer_small_kv_empty_count();  // an empty-barrier arrival count; producer_small.kc:35: ring kv produce by producer {
-__device__ unsigned kl_gemm_producer_small_kv_operands_smem();  // ring kv: slot 0's offset of claim `operands`; producer_small.kc:35: ring kv produce by producer {
-__device__ unsigned kl_gemm_producer_small_kv_operands_stride();  // ring kv: slot stride of claim `operands`; producer_small.kc:35: ring kv produce by producer {
+__device__ unsigned kl_gemm_producer_small_fact_block_m();  // a fact's value; producer_small.kc:32: assumes fact block_m: u32 == 128
+__device__ unsigned kl_gemm_producer_small_fact_block_n();  // a fact's value; producer_small.kc:33: assumes fact block_n: u32 == 128
+__device__ unsigned kl_gemm_producer_small_fact_k_block();  // a fact's value; producer_small.kc:34: assumes fact k_block: u32 == 64
+__device__ unsigned kl_gemm_producer_small_operands_smem();  // a shared-memory offset; producer_small.kc:36: claim smem operands bytes 32KiB align 1024 per_slot kv use tma, swizzle128, wgmma
+__device__ unsigned kl_gemm_producer_small_operands_stride();  // a slot stride; producer_small.kc:36: claim smem operands bytes 32KiB align 1024 per_slot kv use tma, swizzle128, wgmma
+__device__ unsigned kl_gemm_producer_small_kv_depth();  // a ring depth; producer_small.kc:37: ring kv produce by producer {
+__device__ unsigned kl_gemm_producer_small_kv_full_bar();  // a full-barrier offset; producer_small.kc:37: ring kv produce by producer {
+__device__ unsigned kl_gemm_producer_small_kv_empty_bar();  // an empty-barrier offset; producer_small.kc:37: ring kv produce by producer {
+__device__ void kl_gemm_producer_small_kv_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; producer_small.kc:37: ring kv produce by producer {
+__device__ void kl_gemm_producer_small_kv_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; producer_small.kc:37: ring kv produce by producer {
+__device__ unsigned kl_gemm_producer_small_kv_full_count();  // a full-barrier arrival count; producer_small.kc:37: ring kv produce by producer {
+__device__ unsigned kl_gemm_producer_small_kv_empty_count();  // an empty-barrier arrival count; producer_small.kc:37: ring kv produce by producer {
+__device__ unsigned kl_gemm_producer_small_kv_operands_smem();  // ring kv: slot 0's offset of claim `operands`; producer_small.kc:37: ring kv produce by producer {
+__device__ unsigned kl_gemm_producer_small_kv_operands_stride();  // ring kv: slot stride of claim `operands`; producer_small.kc:37: ring kv produce by producer {
 // ---- what this stage defines (the linker calls these)
 __device__ void gs_producer_small_main(const GsLoadParams* params, unsigned char* smem);  // producer_small.kc:11: role producer entry gs_producer_small_main warps 4 regs 40 warpgroup
-__device__ void gemm_producer_small_kv_init(const GsLoadParams* params, unsigned char* smem);  // producer_small.kc:35: ring kv produce by producer {
+__device__ void gemm_producer_small_kv_init(const GsLoadParams* params, unsigned char* smem);  // producer_small.kc:37: ring kv produce by producer {
 // ---- call trampolines (the linker defines them to call the export)
-__device__ void gs_producer_small_sched_init(void*, void*);  // producer_small.kc:28: call gs_sched_init (ptr, ptr) -> void as gs_producer_small_sched_init from role producer
-__device__ bool gs_producer_small_sched_next(void*, void*);  // producer_small.kc:29: call gs_sched_next (ptr, ptr) -> bool as gs_producer_small_sched_next from role producer
+__device__ void gs_producer_small_sched_init(void*, void*);  // producer_small.kc:30: call gs_sched_init (ptr, ptr) -> void as gs_producer_small_sched_init from role producer
+__device__ bool gs_producer_small_sched_next(void*, void*);  // producer_small.kc:31: call gs_sched_next (ptr, ptr) -> bool as gs_producer_small_sched_next from role producer
 }  // extern "C"
 
 // ---- typed helpers over the handles (shared-memory offsets from the dynamic base); macros, so the

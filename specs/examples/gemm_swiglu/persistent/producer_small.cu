@@ -7,6 +7,8 @@
 //   2. arrive.expect_tx(full[s], 32 KiB); when A's box is smaller than 128 rows (m < 128), credit
 //      the box's missing rows with mbarrier.complete_tx: every phase completes on 32 KiB;
 //   3. TMA A's box and W's box into the slot.
+// With `prefetch` = d > 0 the lane also asks L2 for W's box d k-steps ahead (the unit's first d at
+// its start): W's bytes in flight are then no longer bounded by the ring's slots.
 #include "common.cuh"
 #include "kl_gemm_producer_small.h"
 #include "scheduler.cuh"
@@ -50,6 +52,10 @@ extern "C" __device__ void gs_producer_small_main(const GsLoadParams* p, unsigne
     while (gs_producer_small_sched_next(&sched, &w)) {
         const int m0 = static_cast<int>(w.tile_m * 128u);
         const int n0 = static_cast<int>(w.tile_n * kBN);
+        const unsigned ahead = p->prefetch;
+        for (unsigned kt = w.k_begin; kt < w.k_end && kt < w.k_begin + ahead; ++kt) {
+            gs::tma_prefetch_l2(tmap_b, static_cast<int>(kt * 64u), n0);
+        }
         for (unsigned kt = w.k_begin; kt < w.k_end; ++kt) {
             const unsigned full = base + kl_gemm_producer_small_kv_full_bar_at(slot);
             const unsigned dst = base + kl_gemm_producer_small_kv_operands_smem_at(slot);
@@ -61,6 +67,9 @@ extern "C" __device__ void gs_producer_small_main(const GsLoadParams* p, unsigne
             const int k0 = static_cast<int>(kt * 64u);
             gs::tma_load(dst, tmap_a, k0, m0, full, pol_a);
             gs::tma_load(dst + kBytesA, tmap_b, k0, n0, full, pol_b);
+            if (ahead != 0u && kt + ahead < w.k_end) {
+                gs::tma_prefetch_l2(tmap_b, static_cast<int>((kt + ahead) * 64u), n0);
+            }
             if (++slot == depth) {
                 slot = 0;
                 phase ^= 1u;
