@@ -100,7 +100,10 @@ DIAGNOSTIC_EPI = "_e9"
 #: (H200, 2026-12-03: at M <= 128 every variant streams W at the same rate and data-parallel is
 #: level with stream-K or ahead; above, 2 x 1 clusters, stream-K for the last wave, raster 16)
 AUTO: list[tuple[int, str]] = [(128, "coop128_c1:dp"), (1 << 30, "coop256_c2:sk:r16")]
-#: the same dispatch between the two linked cubins, as a user of kernlink ships it (`linked_auto`)
+#: the same dispatch between the two linked cubins, as a user of kernlink ships it (`linked_auto`;
+#: H200, 2026-12-04: data-parallel is ahead of stream-K at M = 16 and 128, and W's L2 promotion of
+#: 128 B instead of 256 B gains 3 % at M = 16 without a flush, none under do_bench, and loses 1.6 %
+#: at M = 128, so the default stays)
 LINKED_AUTO: list[tuple[int, str]] = [(128, "linked_small:dp"), (1 << 30, "linked:sk:r16")]
 DISPATCH = {"auto": AUTO, "linked_auto": LINKED_AUTO}
 #: a kernel spec's `:l2...` option: the L2 promotion of W's tensor map (default 256 B)
