@@ -72,10 +72,6 @@ __device__ void kl_gemm_mainloop_small_out_stage_full_wait(unsigned slot, unsign
 __device__ void kl_gemm_mainloop_small_out_stage_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; consumer_small.kc:62: ring out_stage produce by mma {
 __device__ unsigned kl_gemm_mainloop_small_kv_operands_smem();  // ring kv: slot 0's offset of claim `operands`; consumer_small.kc:49: ring kv consume by mma {
 __device__ unsigned kl_gemm_mainloop_small_kv_operands_stride();  // ring kv: slot stride of claim `operands`; consumer_small.kc:49: ring kv consume by mma {
-__device__ unsigned kl_gemm_mainloop_small_kv_a_tiles_smem();  // ring kv: slot 0's offset of claim `a_tiles`; consumer_small.kc:49: ring kv consume by mma {
-__device__ unsigned kl_gemm_mainloop_small_kv_a_tiles_stride();  // ring kv: slot stride of claim `a_tiles`; consumer_small.kc:49: ring kv consume by mma {
-__device__ unsigned kl_gemm_mainloop_small_kv_b_tiles_smem();  // ring kv: slot 0's offset of claim `b_tiles`; consumer_small.kc:49: ring kv consume by mma {
-__device__ unsigned kl_gemm_mainloop_small_kv_b_tiles_stride();  // ring kv: slot stride of claim `b_tiles`; consumer_small.kc:49: ring kv consume by mma {
 __device__ unsigned kl_gemm_mainloop_small_out_stage_staging_smem();  // ring out_stage: slot 0's offset of claim `staging`; consumer_small.kc:62: ring out_stage produce by mma {
 __device__ unsigned kl_gemm_mainloop_small_out_stage_staging_stride();  // ring out_stage: slot stride of claim `staging`; consumer_small.kc:62: ring out_stage produce by mma {
 // ---- what this stage defines (the linker calls these)
@@ -100,8 +96,6 @@ __device__ void gs_consumer_small_swiglu_write(void*, unsigned);  // consumer_sm
 #define kl_gemm_mainloop_small_out_stage_full_bar_at(slot) (kl_gemm_mainloop_small_out_stage_full_bar() + 8u * (slot))
 #define kl_gemm_mainloop_small_out_stage_empty_bar_at(slot) (kl_gemm_mainloop_small_out_stage_empty_bar() + 8u * (slot))
 #define kl_gemm_mainloop_small_kv_operands_smem_at(slot) (kl_gemm_mainloop_small_kv_operands_smem() + kl_gemm_mainloop_small_kv_operands_stride() * (slot))
-#define kl_gemm_mainloop_small_kv_a_tiles_smem_at(slot) (kl_gemm_mainloop_small_kv_a_tiles_smem() + kl_gemm_mainloop_small_kv_a_tiles_stride() * (slot))
-#define kl_gemm_mainloop_small_kv_b_tiles_smem_at(slot) (kl_gemm_mainloop_small_kv_b_tiles_smem() + kl_gemm_mainloop_small_kv_b_tiles_stride() * (slot))
 #define kl_gemm_mainloop_small_out_stage_staging_smem_at(slot) (kl_gemm_mainloop_small_out_stage_staging_smem() + kl_gemm_mainloop_small_out_stage_staging_stride() * (slot))
 #define kl_gemm_mainloop_small_staging_smem_at(slot) (kl_gemm_mainloop_small_staging_smem() + kl_gemm_mainloop_small_staging_stride() * (slot))
 #define kl_gemm_mainloop_small_sk_sync_sync() asm volatile("bar.sync %0, %1;" :: "r"(kl_gemm_mainloop_small_sk_sync_bar_id()), "r"(kl_gemm_mainloop_small_sk_sync_threads()) : "memory")
