@@ -7,18 +7,25 @@ against the strongest PyTorch paths, all in one process.
         [--budget-s S] [--clean-flush-shapes 16,128] [--check-only] [--isolate] [--json FILE]
     python bench/gemm_swiglu_persistent.py --merge FILE [FILE ...] [--json FILE]
 
-DIR holds the cubins of `specs/examples/gemm_swiglu/persistent/build.sh` (gs_<variant>.cubin) and,
-for the variant `linked`, the kernel that `kernlink build gemm_swiglu_persistent.kp -o OUT` links from
-the same sources as five components (OUT/kernel.cubin and OUT/link.json copied to gs_linked.cubin and
-gs_linked.json): coop256_c2's schedule behind the link's `kl_dispatch`, its params block (the two
-stages' blocks, tensor maps by address in global memory) and its counter array `kl_counters` (the
-stream-K flags; zeroed once before the first launch, and every kernel leaves it zero, which the
-check verifies after each launch, so the timed launches need no memset). A
-kernel is `<variant>:<mode>[:r<raster>][@<M>/<M>...]`: a variant of VARIANTS (a suffix _eN: built
-with the epilogue arithmetic GS_EPI=N; _e9 is a diagnostic whose numbers are not SwiGLU), mode
-`sk` (data-parallel waves, the remainder stream-K) or `dp` (data-parallel only; the only mode of
-the ping-pong variants), raster in m-tiles per group (default --raster), and the M values at which
-it is timed (default: all of --shapes). `auto` is the dispatch the example ships (AUTO below).
+DIR holds the cubins of `specs/examples/gemm_swiglu/persistent/build.sh` (gs_<variant>.cubin) and the
+two linked kernels: `linked`, what `kernlink build gemm_swiglu_persistent.kp -o OUT` links from the
+same sources as five components (OUT/kernel.cubin and OUT/link.json copied to gs_linked.cubin and
+gs_linked.json), coop256_c2's schedule; and `linked_small`, the same of
+gemm_swiglu_persistent_small.kp (gs_linked_small.cubin/.json), coop128_c1's schedule (128 x 128 tiles,
+no cluster). Each runs behind the link's `kl_dispatch`, with its params block (the two stages'
+blocks, tensor maps by address in global memory) and its counter array `kl_counters` (the stream-K
+flags; zeroed once before the first launch, and every kernel leaves it zero, which the check
+verifies after each launch, so the timed launches need no memset). A kernel is
+`<variant>:<mode>[:r<raster>][:g<CTAs>][:p<policy>][:l2none|l2b64|l2b128|l2b256][:pf<k-steps>][@<M>/...]`:
+a variant of VARIANTS (a suffix _eN: built with the epilogue arithmetic GS_EPI=N; _e9 is a
+diagnostic whose numbers are not SwiGLU), mode `sk` (data-parallel waves, the remainder stream-K)
+or `dp` (data-parallel only; the only mode of the ping-pong variants), raster in m-tiles per group
+(default --raster), at most that many CTAs (default: every resident one), the policy word (default
+3 = W evict_first and X evict_last for one m-tile, else 0), W's tensor-map L2 promotion (default
+256 B), W's L2 prefetch distance in k-steps (linked_small only; default 0: none), and the M values
+at which it is timed (default: all of --shapes). `auto` is the one-unit dispatch the example ships
+(AUTO below), `linked_auto` the same dispatch between the two linked cubins (M <=
+128: linked_small, else linked), as a user of kernlink ships it.
 
 For every kernel and every M of --check-shapes and --shapes the script
 - draws X [M, K] ~ N(0, 1) and Wg, Wu [N/2, K] ~ N(0, 1) / sqrt(K) (bf16, fresh per shape) and the
@@ -57,6 +64,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,9 +87,11 @@ VARIANTS: dict[str, tuple[int, int, bool, int, int]] = {
     "pp128_c1": (128, 1, True, 192, 1),
     "pp128_c2": (128, 2, True, 192, 1),
     "linked": (256, 2, False, 192, 1),
+    "linked_small": (128, 1, False, 192, 1),
 }
-#: the linked kernel (kernlink build of gemm_swiglu_persistent.kp): its entry and its counter array
-LINKED = "linked"
+#: the linked kernels (kernlink build of gemm_swiglu_persistent.kp and gemm_swiglu_persistent_small.kp):
+#: their entry and their counter array
+LINKED = {"linked", "linked_small"}
 LINKED_KERNEL = "kl_dispatch"
 LINKED_COUNTERS = "kl_counters"
 #: GS_EPI 9 is a diagnostic (g * u, not SwiGLU): timed, its check not required
@@ -90,6 +100,19 @@ DIAGNOSTIC_EPI = "_e9"
 #: (H200, 2026-12-03: at M <= 128 every variant streams W at the same rate and data-parallel is
 #: level with stream-K or ahead; above, 2 x 1 clusters, stream-K for the last wave, raster 16)
 AUTO: list[tuple[int, str]] = [(128, "coop128_c1:dp"), (1 << 30, "coop256_c2:sk:r16")]
+#: the same dispatch between the two linked cubins, as a user of kernlink ships it (`linked_auto`;
+#: H200, 2026-12-04: data-parallel is ahead of stream-K at M = 16 and 128, and W's L2 promotion of
+#: 128 B instead of 256 B gains 3 % at M = 16 without a flush, none under do_bench, and loses 1.6 %
+#: at M = 128, so the default stays)
+LINKED_AUTO: list[tuple[int, str]] = [(128, "linked_small:dp"), (1 << 30, "linked:sk:r16")]
+DISPATCH = {"auto": AUTO, "linked_auto": LINKED_AUTO}
+#: a kernel spec's `:l2...` option: the L2 promotion of W's tensor map (default 256 B)
+PROMOTION = {
+    "l2none": driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
+    "l2b64": driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
+    "l2b128": driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+    "l2b256": driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+}
 MAX_DEPTH = 16
 
 
@@ -116,8 +139,9 @@ def ring_depth(bn: int, ring_kb: int, ksub: int, a_box_rows: int) -> int:
     return min(MAX_DEPTH, ring_kb * 1024 // (ksub * (a_sub + bn * 128)))
 
 
-def tensor_map(t: torch.Tensor, box_rows: int, box_cols: int = 64) -> bytes:
-    """The 128 bytes of a 2-D bf16 TMA descriptor of row-major ``t`` (box box_rows x 64, 128B swizzle)."""
+def tensor_map(t: torch.Tensor, box_rows: int, box_cols: int = 64, promotion: str = "l2b256") -> bytes:
+    """The 128 bytes of a 2-D bf16 TMA descriptor of row-major ``t`` (box box_rows x 64, 128B swizzle,
+    L2 promotion PROMOTION[promotion])."""
     rows, cols = t.shape
     err, tmap = driver.cuTensorMapEncodeTiled(
         driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
@@ -129,7 +153,7 @@ def tensor_map(t: torch.Tensor, box_rows: int, box_cols: int = 64) -> bytes:
         [driver.cuuint32_t(1), driver.cuuint32_t(1)],
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        PROMOTION[promotion],
         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
     )
     check(err, "cuTensorMapEncodeTiled")
@@ -145,7 +169,7 @@ class Variant:
         self.bn, self.cluster, self.pingpong, self.ring_kb, self.ksub = VARIANTS[self.base]
         torch.cuda.init()
         torch.empty(1, device="cuda")  # PyTorch makes the primary context current
-        self.linked = self.base == LINKED
+        self.linked = self.base in LINKED
         err, self.module = driver.cuModuleLoadData((folder / f"gs_{name}.cubin").read_bytes())
         check(err, f"cuModuleLoadData gs_{name}.cubin")
         entry = LINKED_KERNEL if self.linked else f"gs_{self.base}"
@@ -155,7 +179,8 @@ class Variant:
             plan = json.loads((folder / f"gs_{name}.json").read_text())
             self.smem = int(plan["launch"]["dynamic_smem"])
             self.smem_reported = self.smem
-            self.linked_depth = 4  # producer.kc: ring kv depth 4 (the link map's `rings` row)
+            rings = {r["name"]: r for r in plan["placement"]["rings"]}
+            self.linked_depth = int(rings["kv"]["depth"])  # the link map's `rings` row
             err, self.counters, size = driver.cuModuleGetGlobal(self.module, LINKED_COUNTERS.encode())
             check(err, "cuModuleGetGlobal kl_counters")
             self.counter_words = int(size) // 4
@@ -235,7 +260,7 @@ def interleave(wg: torch.Tensor, wu: torch.Tensor) -> torch.Tensor:
 class Launch:
     """One kernel bound to one problem: params block, grid, workspace; call it to launch."""
 
-    def __init__(self, var: Variant, mode: str, prob: Problem, raster: int) -> None:
+    def __init__(self, var: Variant, mode: str, prob: Problem, raster: int, spec: Spec | None = None) -> None:
         m, n, k = prob.m, prob.n, prob.k
         if k % (64 * var.ksub) or n % var.bn:
             raise ValueError(f"K = {k} must be a multiple of {64 * var.ksub} and N = {n} of {var.bn}")
@@ -246,6 +271,8 @@ class Launch:
         units = math.ceil(tiles_m / c) * (n // var.bn)
         stream_k = mode == "sk"
         clusters = var.resident_clusters if stream_k else min(var.resident_clusters, units)
+        if spec is not None and spec.grid:
+            clusters = min(clusters, max(1, spec.grid // c))
         self.grid = clusters * c
         self.a_box_rows = 128 if m >= 128 else (m + 7) // 8 * 8
         self.depth = var.linked_depth if var.linked else ring_depth(var.bn, var.ring_kb, var.ksub, self.a_box_rows)
@@ -258,11 +285,21 @@ class Launch:
         self.ws = torch.empty(self.grid * slot_float4 * 4, dtype=torch.float32, device="cuda")
         self.flags = torch.zeros(self.grid, dtype=torch.int32, device="cuda")
         policy = 3 if tiles_m == 1 else 0  # one m-tile: W streams once (evict_first), X stays (evict_last)
-        maps = tensor_map(prob.x, self.a_box_rows) + tensor_map(prob.w, var.bn // c) + tensor_map(self.out, 64)
+        if spec is not None and spec.policy is not None:
+            policy = spec.policy
+        promotion = spec.promotion if spec is not None else "l2b256"
+        maps = (
+            tensor_map(prob.x, self.a_box_rows)
+            + tensor_map(prob.w, var.bn // c, promotion=promotion)
+            + tensor_map(self.out, 64)
+        )
         self.var = var
         self.prob = prob
         if var.linked:
-            self._linked_params(maps, m, n, k, max(1, raster // c), 1 if stream_k else 0, policy)
+            prefetch = spec.prefetch if spec is not None else 0
+            if prefetch and var.base != "linked_small":
+                raise ValueError(f"{var.name}: no L2 prefetch (only linked_small's producer has one)")
+            self._linked_params(maps, m, n, k, max(1, raster // c), 1 if stream_k else 0, policy, prefetch)
             return
         tail = struct.pack(
             "<QQIIIIIIII",
@@ -282,12 +319,17 @@ class Launch:
         self.block = ctypes.create_string_buffer(block, 512)
         self.args = (ctypes.c_void_p * 1)(ctypes.addressof(self.block))
 
-    def _linked_params(self, maps: bytes, m: int, n: int, k: int, raster: int, stream_k: int, policy: int) -> None:
-        """The link's KlParams (link map `params`): gemm.producer's GsLoadParams at 0 (48 B), then
-        gemm.mainloop's GsMmaParams at 48 (40 B); the three tensor maps live in global memory."""
+    def _linked_params(
+        self, maps: bytes, m: int, n: int, k: int, raster: int, stream_k: int, policy: int, prefetch: int
+    ) -> None:
+        """The link's KlParams (link map `params`): the producer's GsLoadParams at 0 (48 B; the last
+        word is gemm.producer_small's `prefetch`, gemm.producer's padding), then the mainloop's
+        GsMmaParams at 48 (40 B); the three tensor maps live in global memory."""
         self.maps = torch.frombuffer(bytearray(maps), dtype=torch.uint8).to("cuda")  # 128-byte aligned
         base = self.maps.data_ptr()
-        load = struct.pack("<QQIIIIIII4x", base, base + 128, m, n, k, self.a_box_rows, raster, stream_k, policy)
+        load = struct.pack(
+            "<QQIIIIIIII", base, base + 128, m, n, k, self.a_box_rows, raster, stream_k, policy, prefetch
+        )
         mma = struct.pack("<QQIIIIII", base + 256, self.ws.data_ptr(), m, n, k, self.a_box_rows, raster, stream_k)
         block = load + mma
         self.block = ctypes.create_string_buffer(block, len(block))
@@ -321,28 +363,54 @@ class Launch:
 
 
 def resolve(kernel: str, m: int) -> str:
-    if kernel != "auto":
+    """A dispatch (`auto`, `linked_auto`) -> the kernel it runs at M; any other spec as given."""
+    if kernel not in DISPATCH:
         return kernel
-    return next(name for limit, name in AUTO if m <= limit)
+    return next(name for limit, name in DISPATCH[kernel] if m <= limit)
 
 
-def parse_spec(spec: str) -> tuple[str, str, int | None, set[int] | None]:
-    """`variant:mode[:rN][@m/m/...]` -> (variant, mode, raster or None, timed M values or None)."""
-    shapes: set[int] | None = None
+@dataclass(frozen=True)
+class Spec:
+    """`variant:mode[:rN][:gN][:pN][:l2...][@m/m/...]`: raster rN, at most N CTAs (gN), the policy
+    word N (pN; default 3 for one m-tile, else 0), W's L2 promotion (PROMOTION), W's L2 prefetch
+    distance in k-steps (pfN, linked_small only: producer_small.kc's `prefetch`), the timed M values."""
+
+    variant: str
+    mode: str
+    raster: int | None = None
+    grid: int | None = None
+    policy: int | None = None
+    promotion: str = "l2b256"
+    prefetch: int = 0
+    shapes: frozenset[int] | None = None
+
+
+def parse_spec(spec: str) -> Spec:
+    shapes: frozenset[int] | None = None
     if "@" in spec:
         spec, _, at = spec.partition("@")
-        shapes = {int(v) for v in at.split("/") if v}
+        shapes = frozenset(int(v) for v in at.split("/") if v)
     parts = spec.split(":")
-    raster = next((int(p[1:]) for p in parts[2:] if p.startswith("r")), None)
-    return parts[0], parts[1], raster, shapes
+    opts: dict[str, Any] = {}
+    for p in parts[2:]:
+        if p in PROMOTION:
+            opts["promotion"] = p
+        elif p.startswith("pf") and p[2:].isdigit():
+            opts["prefetch"] = int(p[2:])
+        elif p[:1] in ("r", "g", "p") and p[1:].isdigit():
+            opts[{"r": "raster", "g": "grid", "p": "policy"}[p[0]]] = int(p[1:])
+        else:
+            raise ValueError(f"kernel spec {spec!r}: unknown option {p!r}")
+    return Spec(parts[0], parts[1], shapes=shapes, **opts)
 
 
 def run_kernel(variants: dict[str, Variant], kernel: str, prob: Problem, timing: bool, raster: int) -> dict[str, Any]:
     spec = resolve(kernel, prob.m)
-    name, mode, own_raster, shapes = parse_spec(spec)
-    timing = timing and (shapes is None or prob.m in shapes)
+    sp = parse_spec(spec)
+    name = sp.variant
+    timing = timing and (sp.shapes is None or prob.m in sp.shapes)
     var = variants[name]
-    launch = Launch(var, mode, prob, own_raster or raster)
+    launch = Launch(var, sp.mode, prob, sp.raster or raster, sp)
     launch.out_full.view(torch.int16).fill_(-1)  # 0xFFFF: NaN
     launch()
     torch.cuda.synchronize()
@@ -498,9 +566,10 @@ def clean_rows(variants: dict[str, Variant], kernels: list[str], prob: Problem, 
     x, wcat = prob.x, prob.wcat
     fns: list[tuple[str, Callable[[], Any], int]] = []
     for kern in kernels:
-        name, mode, own_raster, _ = parse_spec(resolve(kern, prob.m))
-        launch = Launch(variants[name], mode, prob, own_raster or raster)
-        fns.append((kern, launch, 0))
+        sp = parse_spec(resolve(kern, prob.m))
+        if sp.shapes is not None and prob.m not in sp.shapes:
+            continue
+        fns.append((kern, Launch(variants[sp.variant], sp.mode, prob, sp.raster or raster, sp), 0))
     fns.append((BASELINE_NAMES["gemm"], lambda: x @ wcat.T, 0))
     words = wcat.view(torch.float32)
     fns.append((BASELINE_NAMES["read"], lambda: words.sum(), 1))
@@ -517,7 +586,7 @@ def clean_rows(variants: dict[str, Variant], kernels: list[str], prob: Problem, 
 
 def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
     kernels = [s for s in args.kernels.split(",") if s]
-    names = sorted({parse_spec(resolve(kern, m))[0] for kern in kernels for m in _all_m(args)})
+    names = sorted({parse_spec(resolve(kern, m)).variant for kern in kernels for m in _all_m(args)})
     variants = {name: Variant(args.cubins, name) for name in names}
     for v in variants.values():
         print(

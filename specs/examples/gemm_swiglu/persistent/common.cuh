@@ -138,6 +138,14 @@ __device__ __forceinline__ void tma_load_multicast(unsigned dst, const CUtensorM
         : "memory");
 }
 
+// Prefetch of a 2-D box into L2 (no shared memory, no barrier: only a hint to the memory system).
+__device__ __forceinline__ void tma_prefetch_l2(const CUtensorMap* map, int x, int y) {
+    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(
+                     reinterpret_cast<uint64_t>(map)),
+                 "r"(x), "r"(y)
+                 : "memory");
+}
+
 // 2-D box store from this CTA's shared memory (a bulk async-group of the issuing thread).
 __device__ __forceinline__ void tma_store(const CUtensorMap* map, unsigned src, int x, int y) {
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];" ::"l"(

@@ -8,7 +8,9 @@
 // kernlink components beside it (scheduler.cu, producer.cu, consumer.cu, fixup.cu, epilogue.cu
 // with their .kc), which `kernlink build gemm_swiglu_persistent.kp` links into gs_coop256_c2's
 // schedule (the link's ABI places the ring, barriers and counters; bench/results/h200-2026-12-03/
-// gemmlink/README.md compares the two builds).
+// gemmlink/README.md compares the two builds); gemm_swiglu_persistent_small.kp links gs_coop128_c1's
+// (the small-M path: <stem>_small.cu + .kc, with the fix-up's and the epilogue's 64 x 128 exports;
+// bench/results/h200-2026-12-04/gemm/README.md).
 //   scheduler.cuh  gemm.scheduler        tile order, data-parallel + stream-K split (facts)
 //   producer.cuh   gemm.producer         TMA loads of A and B into the ring `kv`
 //   ring.cuh       (mainloop)            the ring's layout and cursor, shared by producer/consumers
