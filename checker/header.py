@@ -194,7 +194,7 @@ def _handles(stage: A.Stage, lines: Sequence[str], source_name: str, peers: Sequ
             f"// ring {name}: consumed here, and no stage given claims its per-slot storage (the producer's "
             "contract does): no slot handles are declared for it; `kernlink header --peer PRODUCER.kc` declares them"
         )
-    for ring, claim in _slot_claims(stage, peers):
+    for ring, claim in slot_claims(stage, peers):
         smem, stride = ring_slot_symbols(stage, ring.name, claim.name)
         where = _where(ring, lines, source_name)
         for symbol, what in ((smem, "slot 0's offset"), (stride, "slot stride")):
@@ -265,7 +265,7 @@ def _helpers(stage: A.Stage, peers: Sequence[A.Stage]) -> list[str]:
             f"#define {r}_full_bar_at(slot) ({r}_full_bar() + 8u * (slot))",
             f"#define {r}_empty_bar_at(slot) ({r}_empty_bar() + 8u * (slot))",
         ]
-    for ring, claim in _slot_claims(stage, peers):
+    for ring, claim in slot_claims(stage, peers):
         smem, stride = ring_slot_symbols(stage, ring.name, claim.name)
         out.append(f"#define {smem}_at(slot) ({smem}() + {stride}() * (slot))")
     for spec in handle_bindings(stage):
@@ -292,7 +292,7 @@ def _barrier_pairs(stage: A.Stage) -> Iterable[tuple[str, str]]:
             yield pair["bar_id"], pair["bar_threads"]
 
 
-def _slot_claims(stage: A.Stage, peers: Sequence[A.Stage]) -> list[tuple[A.Ring, A.SmemClaim]]:
+def slot_claims(stage: A.Stage, peers: Sequence[A.Stage]) -> list[tuple[A.Ring, A.SmemClaim]]:
     """(ring, per-slot claim) pairs this stage can reach through its rings, from any stage given."""
     found: dict[tuple[str, str], tuple[A.Ring, A.SmemClaim]] = {}
     for ring in stage.rings:
@@ -306,5 +306,5 @@ def _slot_claims(stage: A.Stage, peers: Sequence[A.Stage]) -> list[tuple[A.Ring,
 def unreached_slots(stage: A.Stage, peers: Sequence[A.Stage] = ()) -> list[str]:
     """The rings this stage consumes whose per-slot storage no given stage claims: the producer's
     contract (a peer) names it, so without that peer the header cannot declare the slot handles."""
-    reached = {ring.name for ring, _ in _slot_claims(stage, peers)}
+    reached = {ring.name for ring, _ in slot_claims(stage, peers)}
     return sorted({r.name for r in stage.rings if r.side == "consume" and r.name not in reached})

@@ -61,7 +61,18 @@ def cmd_header(args: argparse.Namespace) -> int:
     stage = chosen[0]
     peers = [p for p in peers if p.name != stage.name]
     if not args.peer:
-        peers += _peers_beside(stage, Path(args.contract))
+        beside = _peers_beside(stage, Path(args.contract))
+        several = {ring: paths for ring, paths in _producers(stage, beside).items() if len(paths) > 1}
+        if several:
+            for ring, paths in sorted(several.items()):
+                print(
+                    f"error: ring `{ring}` of `{stage.name}` is produced by {len(paths)} contracts beside "
+                    f"{args.contract} ({', '.join(paths)}), which claim its slots differently; "
+                    "choose the one this component runs with: --peer PRODUCER.kc",
+                    file=sys.stderr,
+                )
+            return EXIT_USAGE
+        peers += [other for other, _ in beside]
     for ring in unreached_slots(stage, peers):
         print(
             f"warning: ring `{ring}` is consumed by `{stage.name}`, and no contract given or beside "
@@ -76,15 +87,15 @@ def cmd_header(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _peers_beside(stage: A.Stage, contract: Path) -> list[A.Stage]:
-    """The stages in `.kc` files beside the contract that produce a ring this stage consumes and
-    whose slot storage it cannot name alone (as a pipeline's `use` without `from` finds contracts)."""
+def _peers_beside(stage: A.Stage, contract: Path) -> list[tuple[A.Stage, str]]:
+    """The stages (and their files) in `.kc` files beside the contract that produce a ring this stage
+    consumes and whose slot storage it cannot name alone (as a pipeline's `use` without `from` finds contracts)."""
     from checker.header import unreached_slots
     from contract_lang.parser import parse_text
     from diagnostics.files import read_source
 
     wanted = set(unreached_slots(stage))
-    found: list[A.Stage] = []
+    found: list[tuple[A.Stage, str]] = []
     if not wanted:
         return found
     for path in sorted(contract.parent.glob("*.kc")):
@@ -99,5 +110,18 @@ def _peers_beside(stage: A.Stage, contract: Path) -> list[A.Stage]:
                 print(
                     f"note: ring slot handles from `{other.name}` in {path.name} (beside the contract)", file=sys.stderr
                 )
-                found.append(other)
+                found.append((other, path.name))
     return found
+
+
+def _producers(stage: A.Stage, beside: list[tuple[A.Stage, str]]) -> dict[str, list[str]]:
+    """For each ring ``stage`` consumes, the files beside it that claim its slots, one per distinct claim set."""
+    from checker.header import slot_claims
+
+    claims: dict[str, dict[tuple[str, ...], str]] = {}
+    for other, path in beside:
+        pairs = slot_claims(stage, [other])
+        for ring in sorted({r.name for r, _ in pairs}):
+            names = tuple(sorted(c.name for r, c in pairs if r.name == ring))
+            claims.setdefault(ring, {}).setdefault(names, path)
+    return {ring: sorted(set(by.values())) for ring, by in claims.items()}

@@ -216,3 +216,22 @@ def test_a_stage_holding_both_sides_of_a_ring_defines_each_macro_once(tmp_path: 
     defines = re.findall(r"^#define (\w+)", text, re.M)
     assert defines and len(defines) == len(set(defines))
     compile_nvrtc(text + "\n", "both.cu")
+
+
+def test_two_producers_beside_that_claim_the_slots_differently_are_refused_not_merged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With two producers of the consumer's ring beside it, the header took both producers' slot claims;
+    now it names them and asks for the one the component runs with."""
+    for name in ("reduce.kc", "loader.kc"):
+        (tmp_path / name).write_text((EXAMPLES / "ring" / name).read_text())
+    other = (EXAMPLES / "ring/loader.kc").read_text().replace('"ring.loader"', '"ring.loader2"')
+    (tmp_path / "loader2.kc").write_text(other.replace("claim smem stage ", "claim smem staging "))
+    out = tmp_path / "kl_ring_reduce.h"
+    assert main(["header", str(tmp_path / "reduce.kc"), "-o", str(out)]) == 2
+    assert "ring `kv` of `ring.reduce` is produced by 2 contracts" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(["header", str(tmp_path / "reduce.kc"), "--peer", str(tmp_path / "loader.kc"), "-o", str(out)]) == 0
+    assert out.read_text() == _header("ring/reduce.kc", "ring/loader.kc")
+    (tmp_path / "loader2.kc").write_text(other)  # the same claims as loader.kc: one choice, no refusal
+    assert main(["header", str(tmp_path / "reduce.kc"), "-o", str(out)]) == 0
