@@ -94,7 +94,7 @@ def check(
         strict=strict,
     )
     if strict or require_binding:
-        from linker.binding import refuse_unbound
+        from packing.binding import refuse_unbound
     if deadline is None:
         inputs = load(paths, strict=strict)
         if strict or require_binding:

@@ -36,9 +36,11 @@ from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.symbols import Code
 from linker.artifacts import Generated
-from linker.binding import carried_headers, extra_include_dirs
 from linker.render import render, unit_namespace
-from linker.toolchain import (
+from package.kpkg import read_package
+from package.manifest import SOURCE_PAYLOAD
+from packing.binding import carried_headers, extra_include_dirs
+from toolchain.cuda import (
     CompileResult,
     LinkResult,
     compile_nvcc,
@@ -49,8 +51,6 @@ from linker.toolchain import (
     nvrtc_version,
     stable_cwd,
 )
-from package.kpkg import read_package
-from package.manifest import SOURCE_PAYLOAD
 
 FrontEnd = Literal["nvrtc", "nvcc"]
 FRONT_ENDS: tuple[FrontEnd, ...] = ("nvrtc", "nvcc")

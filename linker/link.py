@@ -6,7 +6,7 @@ Steps (every failure is a diagnostic, recorded in the map, which is written anyw
    alone is ``L-STAGE`` here: there is no object to link); each package is read
    again (``L-INTEGRITY`` if it changed since the check) for its LTO IR, which must lower to
    the ``code.ptx`` the check read, and be what its ``source.cu`` compiles to when it can be
-   rebuilt here (:mod:`linker.binding`). Parts of
+   rebuilt here (:mod:`packing.binding`). Parts of
    the composition the role-entry ABI cannot express yet are ``E-UNSUPPORTED``.
 1b. **Route barriers** (the plan, :func:`analysis.plan.plan`): the staging routes' named
    barriers are added to the placement problem as barrier claims and solved once more
@@ -82,15 +82,18 @@ from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity, sort
 from diagnostics.symbols import Code
 from linker import linkmap
 from linker.artifacts import Generated
-from linker.binding import rebuild_problems
-from linker.cubin import KernelInfo, read_cubin
 from linker.generate import KERNEL, SOURCE_NAME, generate, unsupported
 from linker.host_header import host_header
 from linker.launch_config import launch_config
 from linker.linkmap import Attempt, InputRecord, LinkRecord
 from linker.outdir import Hook, write_set
 from linker.providers import LinkedProvider, linked_providers
-from linker.toolchain import (
+from package.loader import StageEntry
+from package.manifest import StagePackage, read_stage_package
+from packing.binding import rebuild_problems
+from placement.adapter import Placed, residency_shortfall
+from toolchain.cubin import KernelInfo, read_cubin
+from toolchain.cuda import (
     CompileResult,
     compile_nvrtc,
     link,
@@ -100,9 +103,6 @@ from linker.toolchain import (
     tool_warnings,
     toolkit_versions,
 )
-from package.loader import StageEntry
-from package.manifest import StagePackage, read_stage_package
-from placement.adapter import Placed, residency_shortfall
 
 if TYPE_CHECKING:
     from transfer_model.adapter import RoutedSeam
@@ -181,7 +181,7 @@ def link_composition(
     ``routes`` are the tensor connections' routes on ``placed`` (``analysis.downstream``
     computed them during the check); None routes them here. ``watchdog`` bounds the generated
     waits (``kernlink link --watchdog``, :mod:`linker.watchdog`). ``require_binding`` refuses a
-    package that cannot be bound (:mod:`linker.binding`) instead of noting it.
+    package that cannot be bound (:mod:`packing.binding`) instead of noting it.
     """
     start = time.perf_counter()
     record = record_for(comp)

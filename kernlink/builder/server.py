@@ -724,5 +724,4 @@ def _warm() -> None:
     """Import what a build imports, so that the first request pays no more than the later ones."""
     import kernlink.api
     import kernlink.builder.incremental  # noqa: F401
-    import linker.link
-    import linker.pack  # noqa: F401
+    import packing.pack  # noqa: F401

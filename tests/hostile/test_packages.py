@@ -26,9 +26,9 @@ import pytest
 from checker.conformance import derive
 from kernlink.api import check, link
 from kernlink.cli import main
-from linker import binding
-from linker.pack import PackResult
 from package.kpkg import PAYLOADS_KEY, pack_bytes, parse_package, read_package
+from packing import binding
+from packing.pack import PackResult
 from tests.link.examples import EXAMPLES
 
 pytestmark = pytest.mark.toolchain

@@ -24,8 +24,8 @@ from kernlink.api import check_text, link
 from linker.artifacts import Generated
 from linker.counters import ARRAY, RESET_RULE, unsupported_counters
 from linker.generate import generate
-from linker.pack import pack
 from package.captured import Captured, Prototype
+from packing.pack import pack
 
 DATA = Path(__file__).parent / "data"
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from contract_lang import ast as A
-from linker import binding
-from linker.pack import PackResult, choose_stage
 from package.kpkg import PAYLOADS_KEY, pack_bytes, parse_package
 from package.manifest import LTO_PAYLOAD
+from packing import binding
+from packing.pack import PackResult, choose_stage
 from tests.link.examples import EXAMPLES
 
 

@@ -14,13 +14,13 @@ from checker.params import params_problems
 from contract_lang.parser import parse_file
 from diagnostics import DiagnosticError, Severity
 from kernlink.cli import main
-from linker import binding
 from linker.handles import handle_problems, symbol_problems
-from linker.layout import params_blocks
-from linker.pack import PackResult, pack, prototypes_of
-from linker.toolchain import nvcc_path, nvjitlink_version
 from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, read_stage_package
+from packing import binding
+from packing.layout import params_blocks
+from packing.pack import PackResult, pack, prototypes_of
 from tests.link.examples import EXAMPLES
+from toolchain.cuda import nvcc_path, nvjitlink_version
 
 pytestmark = pytest.mark.toolchain
 

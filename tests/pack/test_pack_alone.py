@@ -18,9 +18,9 @@ import pytest
 
 from contract_lang import ast as A
 from diagnostics.model import DiagnosticError
-from linker import binding
-from linker import pack as pack_module
-from linker.pack import CompileFlags, alone_inputs, choose_stage, pack
+from packing import binding
+from packing import pack as pack_module
+from packing.pack import CompileFlags, alone_inputs, choose_stage, pack
 from tests.link.examples import EXAMPLES
 
 

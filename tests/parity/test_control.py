@@ -12,9 +12,9 @@ from diagnostics.model import DiagnosticError
 from kernlink.api import check
 from linker.artifacts import Generated
 from linker.control import CONTROL_SOURCE, UnitPart, _common_front_end, _notes, assemble, compile_control, unit_source
-from linker.cubin import read_cubin
 from linker.link import link_composition
 from linker.render import render
+from toolchain.cubin import read_cubin
 
 pytestmark = pytest.mark.toolchain
 

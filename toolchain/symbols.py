@@ -38,7 +38,10 @@ from cuda.bindings import nvrtc
 from checker.handles import TOOLKIT_EXTERNS as TOOLKIT_EXTERNS
 from diagnostics import Diagnostic, DiagnosticError
 from diagnostics.symbols import Code
-from linker.toolchain import (
+from package.captured import Prototype as Prototype
+from package.captured import SymbolKind as SymbolKind
+from package.codefacts.ptx import declarations
+from toolchain.cuda import (
     CompileResult,
     compile_nvrtc_here,
     isolated,
@@ -47,9 +50,6 @@ from linker.toolchain import (
     nvrtc_options,
     parse_compiler_log,
 )
-from package.captured import Prototype as Prototype
-from package.captured import SymbolKind as SymbolKind
-from package.codefacts.ptx import declarations
 
 
 @dataclass(frozen=True)
@@ -175,7 +175,7 @@ def ptx_link_options(arch: str) -> tuple[str, ...]:
 
 def ptx_record() -> dict[str, object]:
     """The manifest's ``compile.ptx``: the PTX payload is nvJitLink's lowering of the LTO IR payload."""
-    from linker.toolchain import nvjitlink_version
+    from toolchain.cuda import nvjitlink_version
 
     major, minor = nvjitlink_version()
     return {

@@ -63,7 +63,7 @@ class Trace:
         """A compile given :meth:`options` failed: NVRTC writes no trace for it, and its later traces
         in the same process leave headers out, so the process that ran it is replaced."""
         if self.compiler == "nvrtc":
-            from linker.toolchain import restart_native_worker
+            from toolchain.cuda import restart_native_worker
 
             restart_native_worker()
 

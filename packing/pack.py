@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from checker import conformance
+from checker import conformance, handles
 from checker.clauses import l_conform, l_handle, l_params, l_symbol
 from checker.params import params_problems
 from contract_lang import ast as A
@@ -52,12 +52,12 @@ from contract_lang.printer import print_node
 from diagnostics import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.files import atomic_write_bytes, read_source
 from diagnostics.symbols import Code
-from linker import binding, frontends, handles, layout, opened
-from linker.symbols import LTO_PTX_EXTRA, Prototype, compile_lto_and_ptx, ptx_record, read_ptx_symbols
-from linker.toolchain import CompileResult, compile_nvcc, nvcc_version, nvrtc_options, nvrtc_version, stable_cwd
 from package.captured import Captured
 from package.kpkg import pack_bytes, valid_payload_name
 from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, manifest_for
+from packing import binding, frontends, layout, opened
+from toolchain.cuda import CompileResult, compile_nvcc, nvcc_version, nvrtc_options, nvrtc_version, stable_cwd
+from toolchain.symbols import LTO_PTX_EXTRA, Prototype, compile_lto_and_ptx, ptx_record, read_ptx_symbols
 
 Compiler = Literal["nvrtc", "nvcc"]
 COMPILERS: tuple[Compiler, ...] = ("nvrtc", "nvcc")
@@ -98,7 +98,7 @@ class CompileFlags:
     def dirs(self, source_dir: Path) -> list[Path]:
         found = [source_dir, *self.include_dirs]
         if self.cutlass:
-            from linker.toolchain import cutlass_include_dir
+            from toolchain.cuda import cutlass_include_dir
 
             folder = cutlass_include_dir()
             if folder is None:

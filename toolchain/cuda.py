@@ -40,7 +40,7 @@ from cuda.bindings import nvjitlink, nvrtc
 from diagnostics import Diagnostic, DiagnosticError, Label, Severity, Span
 from diagnostics.files import temp_cache_dir
 from diagnostics.symbols import Code
-from linker.cubin import read_cubin
+from toolchain.cubin import read_cubin
 
 T = TypeVar("T")
 
