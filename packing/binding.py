@@ -372,7 +372,7 @@ class Alone:
     name), with the recorded options, from the filesystem root; then nvJitLink's lowering to PTX.
 
     ``kernlink pack`` runs this very compile when it can show the source sees nothing else
-    (linker/pack.py ``alone_inputs``): a package whose rebuild inputs, read back from its file,
+    (packing/pack.py ``alone_inputs``): a package whose rebuild inputs, read back from its file,
     equal the ones it was packed with passes this check by construction (:func:`remember_pass`).
     """
 
@@ -389,7 +389,7 @@ class Alone:
     def run(self, absent: Sequence[str] = (), options: Sequence[str] = ()) -> tuple[CompileResult, str]:
         """The compile and its normalised PTX. Each of ``absent`` is an include name that must not be
         found: it is given as a header that is an ``#error``. ``options`` are added for this run only
-        (``kernlink pack`` asks what the compile opened: linker/opened.py). Raises
+        (``kernlink pack`` asks what the compile opened: packing/opened.py). Raises
         :class:`DiagnosticError` (the compile or the lowering) and ``UnicodeDecodeError``."""
         text = self.source.decode("utf-8") + "\n" + self.probe
         given = dict(self.headers)

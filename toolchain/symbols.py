@@ -4,7 +4,7 @@ NVRTC's LTO IR is an opaque container (no public reader; LLVM's tools and the pu
 libNVVM do not open it: ``nvvmAddModuleToProgram`` takes it, ``nvvmCompileProgram``
 fails with "parse expected top-level entity"), so the symbols are read from PTX.
 That PTX is nvJitLink's lowering of the one LTO IR, NVRTC's (:func:`compile_lto_and_ptx`) or
-nvcc's (linker/pack.py): ``-lto -ptx -Xnvvm=--device-c``, a separate-compilation build that
+nvcc's (packing/pack.py): ``-lto -ptx -Xnvvm=--device-c``, a separate-compilation build that
 keeps every external definition and declaration. At module scope PTX declares
 
 * ``.visible .func`` / ``.visible .entry`` / ``.visible .global`` — a definition
@@ -153,7 +153,7 @@ def compile_lto_and_ptx(
 
     NVRTC gives one kind of output per compile (a ``-dlto`` program's PTX is empty), so the PTX
     is not asked of NVRTC: nvJitLink lowers the one component's LTO IR with :data:`PTX_LINK_OPTIONS`
-    (both run in the native worker, linker/toolchain.py). The PTX that `kernlink pack` reads
+    (both run in the native worker, toolchain/cuda.py). The PTX that `kernlink pack` reads
     symbols, the params probe and the conformance facts from is therefore the code of the LTO
     IR that is linked, not of a second compile. The compile's errors are raised; nvJitLink's
     come back as the second value.

@@ -8,7 +8,7 @@ puts a package by default).
 
 A package is reused when its *build record* (``<stem>.kpkg.key``, JSON, written after each
 pack) still holds: its key is a sha256 over kernlink's version, the compiler, the toolkit
-versions, every file the compile opened as the compiler itself reports it (linker/opened.py:
+versions, every file the compile opened as the compiler itself reports it (packing/opened.py:
 the source and every header, in any folder and with any extension), the contract, the flags
 file and the host providers' C sources, and the absence of every file that would be found
 before one of the opened ones (a new header beside the source that shadows one from ``-I`` or

@@ -1,6 +1,6 @@
 """The binding verdict is remembered on disk: a pass for the same bytes is not compiled again.
 
-linker/binding.py keeps a pass (no finding) under ``$KERNLINK_CACHE/binding``, keyed by the
+packing/binding.py keeps a pass (no finding) under ``$KERNLINK_CACHE/binding``, keyed by the
 package's bytes, the stage, the NVRTC version, the header wheels and its own deciding code.
 A package whose bytes changed is rebuilt; a forged one is L-INTEGRITY however warm the cache.
 """

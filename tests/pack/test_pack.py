@@ -159,7 +159,7 @@ def test_nvcc_captures_the_same_symbols_and_layouts(tmp_path: Path, packed: dict
     assert result.captured.needed_symbols == packed["ring/reduce"].captured.needed_symbols
     assert result.captured.params_layouts == packed["ring/reduce"].captured.params_layouts
     assert result.warnings == ()
-    # its code.ptx is its LTO IR's lowering, as NVRTC's is: it binds (linker/binding.py), and not by its cache
+    # its code.ptx is its LTO IR's lowering, as NVRTC's is: it binds (packing/binding.py), and not by its cache
     binding.forget()
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("KERNLINK_NO_BINDING_CACHE", "1")
