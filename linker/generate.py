@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING
 
 from checker.clauses import l_link
 from checker.composition import Composition, Owned
-from checker.handles import init_hook_symbol, resolve_handles, sanitize
+from checker.handles import resolve_handles
 from checker.resolve import serving_exports
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
@@ -88,6 +88,7 @@ from linker.counters import (
 from linker.handles import HandleValue, Solved, UnfixedFact, UnplacedHandle, handle_value, launch_cluster
 from linker.render import render
 from linker.watchdog import RING_WAITS, plan_waits
+from package.abi import init_hook_symbol, sanitize
 from package.captured import Captured
 from package.loader import StageEntry
 from placement.adapter import Placed

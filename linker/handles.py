@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from checker.composition import Composition
 from checker.handles import (
     ENTRY_PROTOTYPE,
-    HANDLE_PREFIX,
     HANDLE_PROTOTYPE,
     RING_BARRIER_STRIDE,
     Finding,
@@ -39,11 +38,8 @@ from checker.handles import (
     classify_handle,
     expected_handles,
     handle_problems,
-    init_hook_symbol,
     required_definitions,
     resolve_handles,
-    sanitize,
-    stage_prefix,
     symbol_problems,
 )
 from contract_lang import ast as A
@@ -54,7 +50,6 @@ from placement.result import Placement, Slot
 
 __all__ = [
     "ENTRY_PROTOTYPE",
-    "HANDLE_PREFIX",
     "HANDLE_PROTOTYPE",
     "Finding",
     "HandleSpec",
@@ -68,12 +63,9 @@ __all__ = [
     "expected_handles",
     "handle_problems",
     "handle_value",
-    "init_hook_symbol",
     "launch_cluster",
     "required_definitions",
     "resolve_handles",
-    "sanitize",
-    "stage_prefix",
     "symbol_problems",
 ]
 

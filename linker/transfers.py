@@ -6,7 +6,7 @@ placed roles. Linking one needs three more decisions, made here:
 - **symbols** — the lowered route's export function is defined as the producing
   stage's handle ``kl_<stage>_<export>_export(const T* held)`` and its import function
   as the consuming stage's ``kl_<stage>_<import>_import(const T* held, T* dst, int
-  chunk)`` (``checker.handles.tensor_symbol``; specs/handles.md), so the components'
+  chunk)`` (``package.abi.tensor_symbol``; specs/handles.md), so the components'
   calls bind to the route with no trampoline and LTO inlines it;
 - **named barriers** — a staging route synchronises on ``program.barriers`` named
   barriers of ``program.barrier_threads`` threads (producer and consumer). Routes are
@@ -54,11 +54,11 @@ from itertools import product
 from analysis.plan import barrier_name
 from checker.clauses import l_link
 from checker.composition import Composition
-from checker.handles import sanitize, tensor_symbol
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
 from diagnostics.symbols import Code
+from package.abi import sanitize, tensor_symbol
 from placement.adapter import Placed
 from placement.problem import Domain
 from placement.result import Placement

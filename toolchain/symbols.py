@@ -35,9 +35,9 @@ from types import MappingProxyType
 
 from cuda.bindings import nvrtc
 
-from checker.handles import TOOLKIT_EXTERNS as TOOLKIT_EXTERNS
 from diagnostics import Diagnostic, DiagnosticError
 from diagnostics.symbols import Code
+from package.abi import TOOLKIT_EXTERNS as TOOLKIT_EXTERNS
 from package.captured import Prototype as Prototype
 from package.captured import SymbolKind as SymbolKind
 from package.codefacts.ptx import declarations
