@@ -74,7 +74,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analysis.plan import plan, register_demand
+from analysis.link_inputs import link_inputs
+from analysis.plan import Plan, plan, register_demand
 from checker.clauses import l_integrity, l_link, l_regs, l_stage
 from checker.clauses.l_launch import residency_diagnostic
 from checker.composition import Composition
@@ -195,7 +196,7 @@ def link_composition(
         versions = toolkit_versions()
         record.toolkit = {"nvrtc": versions.as_dict()["nvrtc"], "nvjitlink": versions.as_dict()["nvjitlink"]}
         record.options = (f"-arch={_arch(comp)}", *link_options(), "-verbose")
-        first = _round(comp, placed, packages, None, record, out.seconds, routes, watchdog)
+        first = _round(planned, packages, None, record, out.seconds, watchdog)
         final = first
         need = _registers(first, placed)
         if need is not None:
@@ -203,7 +204,7 @@ def link_composition(
             placed = planned.placed
             if planned.resolved:
                 record.placement, record.resolved = placed.placement, True
-            final = _round(comp, placed, packages, need, record, out.seconds, routes, watchdog)
+            final = _round(planned, packages, need, record, out.seconds, watchdog)
             again = _registers(final, placed)
             if again is not None:
                 raise DiagnosticError([_regs_failed(comp, final, placed, again)])
@@ -219,9 +220,9 @@ def link_composition(
             out.ptx = _link_ptx(final)
         if audit:  # linker/audit.py: the constants in the linked code are the map's
             out.seconds["audit"] = _audit(record, final.cubin, out.ptx or "")
-        out.providers = linked_providers(comp, final.generated.params.regions)
+        out.providers = linked_providers(planned.inputs, final.generated.params.regions)
         record.providers = [p.as_json() for p in out.providers]
-        record.launch = launch_config(comp, final.generated.dispatch)
+        record.launch = launch_config(planned.inputs, final.generated.dispatch)
         record.status = "linked"
     except DiagnosticError as err:
         record.status = "failed"
@@ -287,7 +288,7 @@ def _arch(comp: Composition) -> str:
 
 
 def _inputs(comp: Composition, record: LinkRecord, require_binding: bool) -> list[tuple[str, StagePackage]]:
-    problems = unsupported(comp)
+    problems = unsupported(link_inputs(comp))
     packages: list[tuple[str, StagePackage]] = []
     for entry in comp.stages:
         if entry.package is None or entry.captured is None:
@@ -329,19 +330,16 @@ def _no_package(comp: Composition, entry: StageEntry) -> Diagnostic:
 
 
 def _round(
-    comp: Composition,
-    placed: Placed,
+    planned: Plan,
     packages: Sequence[tuple[str, StagePackage]],
     entry: int | None,
     record: LinkRecord,
     seconds: dict[str, float],
-    routes: Sequence[RoutedSeam],
     watchdog: int | None = None,
 ) -> _Round:
     t0 = time.perf_counter()
-    generated = generate(
-        comp, placed, entry_regs=entry, inputs=[name for name, _ in packages], routes=routes, watchdog=watchdog
-    )
+    comp = planned.comp
+    generated = generate(planned, entry_regs=entry, inputs=[name for name, _ in packages], watchdog=watchdog)
     record.generated = generated
     attempt = Attempt(entry_assumed=generated.dispatch.entry_regs)
     record.attempts.append(attempt)
