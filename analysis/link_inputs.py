@@ -171,7 +171,19 @@ class NamedItem:
     stage: str
     name: str
     span: Span
-    detail: str | None = None  # an export tensor's feeding ring
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """An ``export tensor`` (``export`` None; ``ring`` the ring that feeds it, if any) or an ``import tensor``
+    of ``export``."""
+
+    stage: str
+    name: str
+    span: Span
+    elem: str | None
+    ring: str | None
+    export: str | None
 
 
 @dataclass(frozen=True)
@@ -208,8 +220,8 @@ class LinkInputs:
     callables: tuple[Callable, ...]
     providers: tuple[HostCall, ...]
     shared: tuple[NamedItem, ...]  # `buffer` and `domain` items (the role-entry ABI has none)
-    tensor_exports: tuple[NamedItem, ...]
-    tensor_imports: int
+    tensor_exports: tuple[Tensor, ...]
+    tensor_imports: tuple[Tensor, ...]  # in import order (pipeline order, then source order)
     launch: LaunchLines
     cluster: tuple[int, int, int] | None  # None: the stages accept several shapes and the pipeline names none
 
@@ -250,8 +262,14 @@ def link_inputs(comp: Composition) -> LinkInputs:
         tuple(_callable(o) for o in comp.items(A.ExportCallable)),
         tuple(_providers(comp)),
         tuple(_shared(comp)),
-        tuple(NamedItem(o.stage_name, o.item.name, o.item.span, o.item.ring) for o in comp.items(A.ExportTensor)),
-        len(comp.tensor_imports),
+        tuple(
+            Tensor(o.stage_name, o.item.name, o.item.span, o.item.elem, o.item.ring, None)
+            for o in comp.items(A.ExportTensor)
+        ),
+        tuple(
+            Tensor(o.stage_name, o.item.name, o.item.span, o.item.elem, o.item.ring, o.item.export)
+            for o in comp.tensor_imports
+        ),
         _launch(comp),
         _cluster(comp),
     )

@@ -1,5 +1,7 @@
-"""Planning the generated unit: a placed composition in, its artifacts (:mod:`linker.artifacts`)
-out, written as CUDA C++ by :mod:`linker.render` (pure and deterministic).
+"""Planning the generated unit: the link plan in (:class:`analysis.plan.Plan`: its placement, its
+routes and what the link reads of the composition, :mod:`analysis.link_inputs`; never the contract
+AST), its artifacts (:mod:`linker.artifacts`) out, written as CUDA C++ by :mod:`linker.render`
+(pure and deterministic).
 
 The generated translation unit (``generated.cu`` in the link output, compiled with
 NVRTC to LTO IR and linked with every package) holds, in this order:
@@ -9,7 +11,7 @@ NVRTC to LTO IR and linked with every package) holds, in this order:
    (:mod:`linker.handles`); LTO folds each call into an immediate;
 2. **call trampolines** — for each call site's symbol, a function with the
    contract's signature that calls the symbol of the export serving the call
-   (``checker.resolve.serving_exports``); exports no call site reaches get no
+   (``checker.resolve.serving_exports``, read once into the plan); exports no call site reaches get no
    trampoline and are dropped by LTO (an ``I-EXPORT-DROPPED`` note). A ``bf16``/``f16``
    value is passed as each side's own C type (bits or a 2-byte aggregate, read from
    the captured PTX shape: :func:`component_ctype`), its bits copied between them;
@@ -122,8 +124,8 @@ def unsupported(link: LinkInputs) -> list[Diagnostic]:
                 found.append(l_link.Unsupported("call-type", call.stage, call.name, call.span, type_name, passable))
                 break
     for export in link.tensor_exports:
-        if export.detail is not None:
-            found.append(l_link.Unsupported("ring-fed-export", export.stage, export.name, export.span, export.detail))
+        if export.ring is not None:
+            found.append(l_link.Unsupported("ring-fed-export", export.stage, export.name, export.span, export.ring))
     return [*(l_link.unsupported(f) for f in counters), *ambiguous, *(l_link.unsupported(f) for f in found)]
 
 
@@ -438,7 +440,7 @@ def _plan_transfers(planned: Plan) -> tuple[tuple[Transfer, ...], tuple[UnusedEx
         return (), ()
     from linker.transfers import plan_transfers
 
-    return plan_transfers(planned.comp, planned.placed, planned.routes)
+    return plan_transfers(planned.inputs, planned.placed, planned.routes)
 
 
 def _tmem_allocation(link: LinkInputs, placement: Placement, dynamic: int) -> tuple[int, int]:

@@ -16,9 +16,9 @@ Values follow specs/handles.md:
   8 bytes apart: ``full_bar`` is the array's offset, ``empty_bar`` is 8 × depth further;
 - a fact handle (``P_fact_F``) returns the value the fact's owner fixes (``owns fact F:
   T = v``); an owner that allows a range or a set fixes nothing, and the link says so;
-- arrival counts evaluate the initialising side's ``full init`` / ``empty init`` with
-  the composition's role widths (``per_warp(R)`` is R's warps, ``per_thread(R)`` its
-  threads, ``per_warpgroup(R)`` its warpgroups).
+- arrival counts are the initialising side's ``full init`` / ``empty init``, evaluated by
+  the plan (:mod:`analysis.link_inputs`) with the composition's role widths (``per_warp(R)``
+  is R's warps, ``per_thread(R)`` its threads, ``per_warpgroup(R)`` its warpgroups).
 """
 
 from __future__ import annotations
