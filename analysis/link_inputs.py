@@ -36,6 +36,7 @@ class LinkStage:
     use_span: Span | None
     use_path: str | None
     package: str | None
+    source: str  # where the stage's contract was read from
     captured: Captured | None
     handles: tuple[HandleSpec, ...]
 
@@ -285,6 +286,7 @@ def _stage(entry: StageEntry) -> LinkStage:
         use.span if use is not None else None,
         use.path if use is not None else None,
         entry.package,
+        entry.source,
         entry.captured,
         tuple(resolve_handles(entry.stage, needed).values()),
     )

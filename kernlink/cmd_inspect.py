@@ -50,9 +50,9 @@ def inspect_view(
     path: str, manifest: Mapping[str, Any], manifest_sha256: str, payloads: Mapping[str, bytes]
 ) -> dict[str, Any]:
     """What ``inspect`` shows, as plain data: the manifest, classified symbols, payloads, host providers."""
+    from checker.handles import call_symbols, required_definitions, resolve_handles
     from contract_lang import ast as A
     from contract_lang.parser import parse_text
-    from linker.handles import call_symbols, required_definitions, resolve_handles
     from packing.pack import prototypes_of
 
     captured = manifest["captured"]

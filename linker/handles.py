@@ -1,9 +1,9 @@
 """Handle values: the constant each handle function returns, from the placement.
 
-The names, the bindings and the L-SYMBOL / L-HANDLE findings are the checker's
-(``checker/handles.py``, re-exported here for the packer and ``kernlink inspect``);
-this module adds the linker's half: :func:`handle_value` turns one resolved handle
-into the number the generated stub returns, with the reason the link map records.
+The names are the handle ABI's (``package/abi.py``), the bindings and the L-SYMBOL /
+L-HANDLE findings the checker's (``checker/handles.py``); this module is the linker's
+half: :func:`handle_value` turns one resolved handle into the number the generated stub
+returns, with the reason the link map records.
 
 Values follow specs/handles.md:
 
@@ -27,21 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from checker.handles import (
-    ENTRY_PROTOTYPE,
-    HANDLE_PROTOTYPE,
-    RING_BARRIER_STRIDE,
-    Finding,
-    HandleKind,
-    HandleSpec,
-    call_symbols,
-    classify_handle,
-    expected_handles,
-    handle_problems,
-    required_definitions,
-    resolve_handles,
-    symbol_problems,
-)
+from checker.handles import RING_BARRIER_STRIDE, HandleKind, HandleSpec
 from linker.counters import CounterArray, UnplacedCounter, counter_index, plan_counters
 from placement.problem import Domain, Problem
 from placement.result import Placement, Slot
@@ -49,24 +35,7 @@ from placement.result import Placement, Slot
 if TYPE_CHECKING:
     from analysis.link_inputs import LinkInputs
 
-__all__ = [
-    "ENTRY_PROTOTYPE",
-    "HANDLE_PROTOTYPE",
-    "Finding",
-    "HandleSpec",
-    "HandleValue",
-    "Solved",
-    "UnfixedFact",
-    "UnplacedHandle",
-    "call_symbols",
-    "classify_handle",
-    "expected_handles",
-    "handle_problems",
-    "handle_value",
-    "required_definitions",
-    "resolve_handles",
-    "symbol_problems",
-]
+__all__ = ["HandleValue", "Solved", "UnfixedFact", "UnplacedHandle", "handle_value"]
 
 
 class UnplacedHandle(Exception):

@@ -10,11 +10,11 @@ import pytest
 
 from checker.clauses import l_integrity
 from checker.clauses.l_handle import describe
+from checker.handles import handle_problems, symbol_problems
 from checker.params import params_problems
 from contract_lang.parser import parse_file
 from diagnostics import DiagnosticError, Severity
 from kernlink.cli import main
-from linker.handles import handle_problems, symbol_problems
 from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, read_stage_package
 from packing import binding
 from packing.layout import params_blocks
