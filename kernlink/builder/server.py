@@ -67,9 +67,11 @@ PACKAGES = (
     "kernlink",
     "linker",
     "package",
+    "packing",
     "placement",
     "runtime",
     "solver",
+    "toolchain",
     "transfer_model",
 )
 IDLE_SECONDS = 900.0
