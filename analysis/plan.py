@@ -20,10 +20,12 @@ Every re-solved placement is verified (:func:`placement.verify`) before it is us
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from analysis.link_inputs import LinkInputs, link_inputs
 from checker.clauses import l_regs
 from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label
@@ -54,6 +56,11 @@ class Plan:
     @property
     def placement(self) -> Placement:
         return self.placed.placement
+
+    @functools.cached_property
+    def inputs(self) -> LinkInputs:
+        """What the link reads from the composition (:mod:`analysis.link_inputs`)."""
+        return link_inputs(self.comp)
 
     def for_entry(self, entry: int, kernel: str) -> Plan:
         """The plan for a linked ``kernel`` that starts with ``entry`` registers per thread.

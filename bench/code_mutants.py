@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from analysis.pipeline import resolve_inputs  # noqa: E402
 from fuzzing.code import run_code_campaign  # noqa: E402
-from linker.pack import pack  # noqa: E402
 from package.loader import load  # noqa: E402
+from packing.pack import pack  # noqa: E402
 
 EXAMPLES = ROOT / "specs" / "examples"
 # pipeline name -> (example folder, pipeline file in it, (component source, contract) pairs)

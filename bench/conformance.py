@@ -29,10 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from checker.conformance import check, derive  # noqa: E402
-from linker import layout  # noqa: E402
-from linker.pack import build, choose_stage  # noqa: E402
-from linker.symbols import compile_ptx  # noqa: E402
-from linker.toolchain import stable_cwd  # noqa: E402
+from packing import layout  # noqa: E402
+from packing.pack import build, choose_stage  # noqa: E402
+from toolchain.cuda import stable_cwd  # noqa: E402
+from toolchain.symbols import compile_ptx  # noqa: E402
 
 
 def components() -> list[tuple[str, Path, Path]]:

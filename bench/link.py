@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT))
 
 from kernlink.api import check  # noqa: E402
 from linker.link import link_composition  # noqa: E402
-from linker.pack import pack  # noqa: E402
-from linker.toolchain import toolkit_versions  # noqa: E402
+from packing.pack import pack  # noqa: E402
+from toolchain.cuda import toolkit_versions  # noqa: E402
 
 EXAMPLES = ROOT / "specs" / "examples"
 COMPONENTS = ("hello/provider", "hello/caller", "ring/loader", "ring/reduce")

@@ -48,10 +48,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kernlink.api import check, link  # noqa: E402
-from linker.pack import pack  # noqa: E402
-from linker.toolchain import compile_nvrtc  # noqa: E402
-from linker.toolchain import link as nvjitlink  # noqa: E402
 from package.manifest import read_stage_package  # noqa: E402
+from packing.pack import pack  # noqa: E402
+from toolchain.cuda import compile_nvrtc  # noqa: E402
+from toolchain.cuda import link as nvjitlink  # noqa: E402
 
 EXAMPLE = ROOT / "specs" / "examples" / "moe4"
 COMPONENTS = {"moe.interp": "interp", "moe.comm": "comm", "moe.gemm": "gemm", "moe.act": "act"}

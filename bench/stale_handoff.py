@@ -36,10 +36,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kernlink.api import link  # noqa: E402
-from linker.pack import pack  # noqa: E402
-from linker.toolchain import compile_nvrtc  # noqa: E402
-from linker.toolchain import link as nvjitlink  # noqa: E402
 from package.manifest import read_stage_package  # noqa: E402
+from packing.pack import pack  # noqa: E402
+from toolchain.cuda import compile_nvrtc  # noqa: E402
+from toolchain.cuda import link as nvjitlink  # noqa: E402
 
 HANDOFF = ROOT / "tests" / "moe" / "data" / "handoff"
 FACT_LINE = "owns fact adds: u32 = {}"

@@ -55,6 +55,14 @@ from typing import Literal
 
 from contract_lang import ast as A
 from diagnostics.symbols import Code
+from package.abi import (
+    HANDLE_PREFIX,
+    TOOLKIT_EXTERNS,
+    init_hook_symbol,
+    sanitize,
+    stage_prefix,
+    tensor_symbol,
+)
 from package.captured import Captured, Prototype
 
 HandleKind = Literal[
@@ -85,9 +93,6 @@ HandleKind = Literal[
     "ring_empty_wait",
 ]
 
-HANDLE_PREFIX = "kl_"
-#: Externals that the toolkit itself resolves in every device link.
-TOOLKIT_EXTERNS = frozenset({"vprintf", "__assertfail", "malloc", "free"})
 #: Bytes between the mbarriers of consecutive ring slots.
 RING_BARRIER_STRIDE = 8
 #: PTX prototype of every handle: no parameters, one 32-bit result.
@@ -243,26 +248,6 @@ class Finding:
 # ----------------------------------------------------------------- names
 
 
-def sanitize(name: str) -> str:
-    """A stage or item name as it appears in C identifiers: every other character becomes ``_``."""
-    return re.sub(r"[^A-Za-z0-9_]", "_", name)
-
-
-def stage_prefix(stage: A.Stage | str) -> str:
-    return HANDLE_PREFIX + sanitize(stage if isinstance(stage, str) else stage.name)
-
-
-def init_hook_symbol(stage: A.Stage | str, ring: str) -> str:
-    """The function a stage defines to initialise the barriers of a ring it inits."""
-    return f"{sanitize(stage if isinstance(stage, str) else stage.name)}_{sanitize(ring)}_init"
-
-
-def ring_slot_symbols(stage: A.Stage | str, ring: str, claim: str) -> tuple[str, str]:
-    """The slot-0 offset and stride handles through which ``stage`` reads ``claim``'s slots of ``ring``."""
-    base = f"{stage_prefix(stage)}_{sanitize(ring)}_{claim}"
-    return f"{base}_smem", f"{base}_stride"
-
-
 def handle_bindings(stage: A.Stage) -> list[HandleSpec]:
     """Every handle the contract binds, in item order (a symbol may appear twice: see L-HANDLE)."""
     p = stage_prefix(stage)
@@ -326,11 +311,6 @@ def handle_bindings(stage: A.Stage) -> list[HandleSpec]:
         elif isinstance(it, A.ImportTensor):
             add(tensor_symbol(stage, it.name, "import"), "tensor_import", it.name, it)
     return out
-
-
-def tensor_symbol(stage: A.Stage | str, tensor: str, side: Literal["export", "import"]) -> str:
-    """The handle through which ``stage`` runs its side of a tensor connection: ``kl_<stage>_<tensor>_<side>``."""
-    return f"{stage_prefix(stage)}_{sanitize(tensor)}_{side}"
 
 
 def handle_prototype(kind: HandleKind) -> Prototype:

@@ -35,13 +35,10 @@ from checker.handles import (
     HandleSpec,
     call_symbols,
     handle_bindings,
-    init_hook_symbol,
-    ring_slot_symbols,
-    sanitize,
-    stage_prefix,
 )
 from contract_lang import ast as A
 from hardware.targets import SCALAR_SIZES
+from package.abi import init_hook_symbol, ring_slot_symbols, sanitize, stage_prefix
 
 #: C type of each contract scalar type (2-byte floats travel as their bits).
 C_TYPES = {

@@ -412,7 +412,7 @@ CODES: tuple[CodeInfo, ...] = (
         "binding-unchecked",
         "a package's checked code cannot be shown to be the code it links",
         "toolchain",
-        "Each package's LTO IR is lowered to PTX with nvJitLink (linker/binding.py) and must be the `code.ptx` "
+        "Each package's LTO IR is lowered to PTX with nvJitLink (packing/binding.py) and must be the `code.ptx` "
         "the check read; a package whose PTX is not that lowering and whose manifest records another one (older "
         "kernlink, another nvJitLink, no record), or that carries no `code.ptx`, cannot be bound. Its linked "
         "code is then checked against its contract at link instead.",

@@ -430,8 +430,8 @@ def _moved_past(mutation: CodeMutation, original: Any) -> list[str]:
 
 
 def _hooks(entry: StageEntry) -> frozenset[str]:
-    from checker.handles import init_hook_symbol
     from contract_lang import ast as A
+    from package.abi import init_hook_symbol
 
     return frozenset(
         init_hook_symbol(entry.stage, r.name)

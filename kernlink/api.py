@@ -78,7 +78,7 @@ def check(
     ``strict`` makes warnings about the inputs (a stale `.kc`, W-STALE-CONTRACT) errors, and so
     is a code site the conformance analysis cannot decide (the analysis context's ``strict``);
     ``strict`` or ``require_binding`` refuses a package whose checked code is not shown to be the
-    code it links (linker/binding.py: its LTO IR is lowered here, once per package's bytes);
+    code it links (packing/binding.py: its LTO IR is lowered here, once per package's bytes);
     ``options`` sets the protocol model's solver budget and bound (``--rlimit``, ``--bound``);
     ``memo`` keeps verdicts for the caller's later checks (``--watch``, the language server);
     ``host_code=False`` (``--no-host-code``) refuses every host provider (E-HOST-CODE);
@@ -94,7 +94,7 @@ def check(
         strict=strict,
     )
     if strict or require_binding:
-        from linker.binding import refuse_unbound
+        from packing.binding import refuse_unbound
     if deadline is None:
         inputs = load(paths, strict=strict)
         if strict or require_binding:

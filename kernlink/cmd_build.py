@@ -3,7 +3,7 @@
 ``--watch`` keeps the process: it builds, then builds again whenever an input changes
 (kernlink/builder/incremental.py ``inputs_of``), reusing its imports, the parsed grammar, the check's
 verdicts (a :class:`checker.memo.Memo`), the binding verdicts and the native worker that
-runs NVRTC and nvJitLink (linker/toolchain.py; a crash there is a diagnostic, and the next
+runs NVRTC and nvJitLink (toolchain/cuda.py; a crash there is a diagnostic, and the next
 build starts a new worker). A build that fails prints its diagnostics and the watch goes on.
 """
 

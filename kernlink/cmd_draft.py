@@ -76,10 +76,10 @@ def build_draft(args: argparse.Namespace, sources: SourceMap) -> tuple[Draft, st
     from diagnostics.files import read_source
     from kernlink.builder.flags import flags_path, read_flags
     from linker import debuginfo
-    from linker.pack import CompileFlags
-    from linker.symbols import LTO_PTX_EXTRA, compile_lto_and_ptx, compile_ptx
-    from linker.toolchain import stable_cwd
     from package.codefacts.ptx import declarations
+    from packing.pack import CompileFlags
+    from toolchain.cuda import stable_cwd
+    from toolchain.symbols import LTO_PTX_EXTRA, compile_lto_and_ptx, compile_ptx
 
     source = Path(args.source)
     text = read_source(source, display=str(source))

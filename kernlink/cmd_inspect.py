@@ -50,10 +50,10 @@ def inspect_view(
     path: str, manifest: Mapping[str, Any], manifest_sha256: str, payloads: Mapping[str, bytes]
 ) -> dict[str, Any]:
     """What ``inspect`` shows, as plain data: the manifest, classified symbols, payloads, host providers."""
+    from checker.handles import call_symbols, required_definitions, resolve_handles
     from contract_lang import ast as A
     from contract_lang.parser import parse_text
-    from linker.handles import call_symbols, required_definitions, resolve_handles
-    from linker.pack import prototypes_of
+    from packing.pack import prototypes_of
 
     captured = manifest["captured"]
     protos = prototypes_of(manifest)
@@ -100,7 +100,7 @@ def inspect_view(
 
 def _provider(provider: A.HostProvider, payloads: Mapping[str, bytes]) -> dict[str, Any]:
     """A called host provider: its payload, hash and C source (None: the package carries no readable source)."""
-    from linker.pack import provider_payload
+    from packing.pack import provider_payload
 
     name = provider_payload(provider)
     data = payloads.get(name)

@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def cmd_pack(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from linker.pack import CompileFlags, pack
+    from packing.pack import CompileFlags, pack
 
     sources = _sources(args.source, args.contract)
     defines = tuple((d.partition("=")[0], d.partition("=")[2] or "1") for d in args.define)

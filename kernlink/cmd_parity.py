@@ -72,6 +72,7 @@ def parity(
     disassemble: bool = True,
 ) -> ParityRun:
     """Link, build the control, compare (steps 1-3 of the module docstring); writes into ``out_dir``."""
+    from analysis.link_inputs import link_inputs
     from kernlink.api import check
     from linker import sass
     from linker.control import CONTROL_SOURCE, FrontEnd, assemble, compile_control
@@ -99,7 +100,7 @@ def parity(
     run.sources.add("generated.cu", generated.source)
     chosen: FrontEnd | None = "nvcc" if front_end == "nvcc" else "nvrtc" if front_end == "nvrtc" else None
     try:
-        unit = assemble(comp, generated, front_end=chosen)
+        unit = assemble(link_inputs(comp), generated, front_end=chosen)
         atomic_write_text(root / CONTROL_SOURCE, unit.source)
         run.written.append(root / CONTROL_SOURCE)
         run.sources.add(CONTROL_SOURCE, unit.source)

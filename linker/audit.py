@@ -51,11 +51,11 @@ from checker.clauses import l_link
 from checker.clauses.l_link import AuditCase, AuditFinding
 from diagnostics.model import Diagnostic
 from linker.artifacts import TMEM_SLOT_BYTES
-from linker.cubin import read_cubin
 from package.codefacts.ptx import Function, Instr, parse
 from package.codefacts.values import Env, Val, analyse
 from package.kpkg import check_limits
 from package.schema import AnyValue, Arr, Int, Maybe, Obj, Str, validate
+from toolchain.cubin import read_cubin
 
 _BARRIER = re.compile(r"^(bar|barrier)(\.cta)?\.(sync|arrive|red)")
 _BULK_COPY = re.compile(r"^cp\.async\.bulk\.shared::(cta|cluster)\.global\b")

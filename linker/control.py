@@ -29,16 +29,20 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from checker.clauses import l_integrity
-from checker.composition import Composition
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.symbols import Code
 from linker.artifacts import Generated
-from linker.binding import carried_headers, extra_include_dirs
 from linker.render import render, unit_namespace
-from linker.toolchain import (
+from package.kpkg import read_package
+from package.manifest import SOURCE_PAYLOAD
+
+if TYPE_CHECKING:
+    from analysis.link_inputs import LinkInputs
+from packing.binding import carried_headers, extra_include_dirs
+from toolchain.cuda import (
     CompileResult,
     LinkResult,
     compile_nvcc,
@@ -49,8 +53,6 @@ from linker.toolchain import (
     nvrtc_version,
     stable_cwd,
 )
-from package.kpkg import read_package
-from package.manifest import SOURCE_PAYLOAD
 
 FrontEnd = Literal["nvrtc", "nvcc"]
 FRONT_ENDS: tuple[FrontEnd, ...] = ("nvrtc", "nvcc")
@@ -110,15 +112,15 @@ class ControlBuild:
         return self.unit.notes
 
 
-def assemble(comp: Composition, generated: Generated, *, front_end: FrontEnd | None = None) -> ControlUnit:
+def assemble(inputs: LinkInputs, generated: Generated, *, front_end: FrontEnd | None = None) -> ControlUnit:
     """The control unit of a linked composition (module docstring).
 
     Raises ``DiagnosticError`` (``E-PARITY``) when a stage's package carries no source.
     """
-    sources, parts = _stage_sources(comp)
+    sources, parts = _stage_sources(inputs)
     headers: dict[str, bytes] = {}
     extra_dirs: list[Path] = []
-    for entry in comp.stages:
+    for entry in inputs.stages:
         if entry.package is not None:
             with l_integrity.worded():
                 pkg = read_package(entry.package)
@@ -237,13 +239,13 @@ def _quoted(text: str) -> str:
 # ----------------------------------------------------------------- packages
 
 
-def _stage_sources(comp: Composition) -> tuple[dict[str, str], list[UnitPart]]:
+def _stage_sources(inputs: LinkInputs) -> tuple[dict[str, str], list[UnitPart]]:
     sources: dict[str, str] = {}
     parts: list[UnitPart] = []
     problems: list[Diagnostic] = []
-    for entry in comp.stages:
-        span = entry.use.span if entry.use is not None else comp.pipeline.span
-        shown = entry.use.path if entry.use is not None and entry.use.path else (entry.package or entry.source)
+    for entry in inputs.stages:
+        span = entry.use_span if entry.use_span is not None else inputs.span
+        shown = entry.use_path or entry.package or entry.source
         if entry.package is None:
             problems.append(_no_source(entry.name, shown, span, "the stage was checked from its contract alone"))
             continue

@@ -41,14 +41,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from checker.clauses import l_link
-from checker.composition import Composition
-from checker.handles import HandleSpec, resolve_handles
-from contract_lang import ast as A
+from checker.handles import HandleSpec
 from diagnostics.model import Diagnostic
 from placement.problem import Domain
 from placement.result import Placement
+
+if TYPE_CHECKING:
+    from analysis.link_inputs import CounterUse, LinkInputs
 
 #: The generated ``__device__`` array every counter lives in (``extern "C"``: the host reads it by name).
 ARRAY = "kl_counters"
@@ -126,48 +128,46 @@ class UnplacedCounter(Exception):
     """A counter handle whose counter the array does not hold."""
 
 
-def unsupported_counters(comp: Composition) -> tuple[list[l_link.Unsupported], list[Diagnostic]]:
+def unsupported_counters(inputs: LinkInputs) -> tuple[list[l_link.Unsupported], list[Diagnostic]]:
     """Counters the single-GPU launch helper cannot back with memory (``E-UNSUPPORTED``, one per
     counter at its first endpoint), and the endpoints whose counter two stages claim (L-LINK)."""
     out: list[l_link.Unsupported] = []
     refused: set[str] = set()
-    for owned in comp.items(A.Counter):
-        c = owned.item
+    endpoints = [c for c in inputs.counters if not c.claim]
+    for c in endpoints:
         if c.name in refused:
             continue
         if c.space in ("peer", "host"):
-            out.append(l_link.Unsupported("counter-space", owned.stage_name, c.name, c.span, c.space))
+            out.append(l_link.Unsupported("counter-space", c.stage, c.name, c.span, c.space))
         elif c.domain is not None:
-            out.append(l_link.Unsupported("counter-domain", owned.stage_name, c.name, c.span, c.domain))
+            out.append(l_link.Unsupported("counter-domain", c.stage, c.name, c.span, c.domain))
         else:
             continue
         refused.add(c.name)
     claimed: dict[str, list[str]] = {}
-    for claim in comp.items(A.CounterClaim):
-        claimed.setdefault(claim.item.name, []).append(claim.stage_name)
+    for claim in inputs.counters:
+        if claim.claim:
+            claimed.setdefault(claim.name, []).append(claim.stage)
     ambiguous = []
-    for endpoint in comp.items(A.Counter):
-        owners = claimed.get(endpoint.item.name, [])
-        if len(owners) > 1 and endpoint.stage_name not in owners:
-            ambiguous.append(
-                l_link.counter_ambiguous(endpoint.item.name, endpoint.stage_name, owners, endpoint.item.span)
-            )
+    for endpoint in endpoints:
+        owners = claimed.get(endpoint.name, [])
+        if len(owners) > 1 and endpoint.stage not in owners:
+            ambiguous.append(l_link.counter_ambiguous(endpoint.name, endpoint.stage, owners, endpoint.span))
     return out, ambiguous
 
 
-def plan_counters(comp: Composition, placement: Placement) -> CounterArray:
+def plan_counters(inputs: LinkInputs, placement: Placement) -> CounterArray:
     """The counter array of a placed composition (deterministic: placement order, then pipeline order)."""
     items: list[CounterSlots] = []
-    claims = {(o.stage_name, o.item.name): o for o in comp.items(A.CounterClaim)}
+    claims = {(c.stage, c.name): c for c in inputs.counters if c.claim}
+    endpoints = [c for c in inputs.counters if not c.claim]
     end = 0
     for slot in sorted((s for s in placement.slots if s.domain is Domain.COUNTER), key=lambda s: s.offset):
         owned = claims.get((slot.owner, slot.name))
         if owned is None:
             continue
-        scopes = [owned.item.scope] + [e.item.scope for e in comp.items(A.Counter) if e.item.name == slot.name]
-        users = [f"{slot.owner} claim"] + [
-            _endpoint(e.stage_name, e.item) for e in comp.items(A.Counter) if e.item.name == slot.name
-        ]
+        scopes = [owned.scope] + [e.scope for e in endpoints if e.name == slot.name]
+        users = [f"{slot.owner} claim"] + [_endpoint(e) for e in endpoints if e.name == slot.name]
         items.append(
             CounterSlots(
                 slot.name,
@@ -181,22 +181,19 @@ def plan_counters(comp: Composition, placement: Placement) -> CounterArray:
         )
         end = max(end, slot.offset + slot.size)
     claimed = {name for _, name in claims}
-    unclaimed: dict[str, list[A.Counter]] = {}
-    stages: dict[str, list[str]] = {}
-    for endpoint in comp.items(A.Counter):
-        if endpoint.item.name in claimed:
-            continue
-        unclaimed.setdefault(endpoint.item.name, []).append(endpoint.item)
-        stages.setdefault(endpoint.item.name, []).append(_endpoint(endpoint.stage_name, endpoint.item))
-    for name, endpoints in unclaimed.items():
+    unclaimed: dict[str, list[CounterUse]] = {}
+    for endpoint in endpoints:
+        if endpoint.name not in claimed:
+            unclaimed.setdefault(endpoint.name, []).append(endpoint)
+    for name, named in unclaimed.items():
         items.append(
             CounterSlots(
                 name,
                 end,
                 1,
-                _widest([e.scope for e in endpoints]),
+                _widest([e.scope for e in named]),
                 "",
-                tuple(stages[name]),
+                tuple(_endpoint(e) for e in named),
                 "named by endpoints only: one word after the claims, shared by every endpoint",
             )
         )
@@ -269,16 +266,15 @@ def _widest(scopes: Sequence[str | None]) -> str:
     return max(known, key=SCOPES.index) if known else DEFAULT_SCOPE
 
 
-def _endpoint(stage: str, c: A.Counter) -> str:
-    return f"{stage} role `{c.role}` {c.side}s"
+def _endpoint(c: CounterUse) -> str:
+    return f"{c.stage} role `{c.role}` {c.side}s"
 
 
-def counter_functions(comp: Composition) -> list[HandleSpec]:
+def counter_functions(inputs: LinkInputs) -> list[HandleSpec]:
     """The counter function handles (address, add, wait) the components' objects read, in pipeline order."""
     found: dict[str, HandleSpec] = {}
-    for entry in comp.stages:
-        needed = entry.captured.needed_symbols if entry.captured is not None else frozenset()
-        for symbol, spec in resolve_handles(entry.stage, needed).items():
+    for stage in inputs.stages:
+        for spec in stage.handles:
             if spec.kind in FUNCTION_KINDS:
-                found.setdefault(symbol, spec)
+                found.setdefault(spec.symbol, spec)
     return list(found.values())

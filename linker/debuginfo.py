@@ -23,7 +23,7 @@ from elftools.elf.elffile import ELFFile
 from analysis.draft.model import FieldLayout, Layouts, StructLayout
 from diagnostics import Diagnostic, DiagnosticError
 from diagnostics.symbols import Code
-from linker.toolchain import isolated, nvcc_path, nvrtc_cubin_here, nvrtc_options
+from toolchain.cuda import isolated, nvcc_path, nvrtc_cubin_here, nvrtc_options
 
 #: DWARF base type names (as NVRTC writes them) -> contract scalar types.
 _BASE_TYPES = {

@@ -1,5 +1,7 @@
-"""Planning the generated unit: a placed composition in, its artifacts (:mod:`linker.artifacts`)
-out, written as CUDA C++ by :mod:`linker.render` (pure and deterministic).
+"""Planning the generated unit: the link plan in (:class:`analysis.plan.Plan`: its placement, its
+routes and what the link reads of the composition, :mod:`analysis.link_inputs`; never the contract
+AST), its artifacts (:mod:`linker.artifacts`) out, written as CUDA C++ by :mod:`linker.render`
+(pure and deterministic).
 
 The generated translation unit (``generated.cu`` in the link output, compiled with
 NVRTC to LTO IR and linked with every package) holds, in this order:
@@ -9,7 +11,7 @@ NVRTC to LTO IR and linked with every package) holds, in this order:
    (:mod:`linker.handles`); LTO folds each call into an immediate;
 2. **call trampolines** — for each call site's symbol, a function with the
    contract's signature that calls the symbol of the export serving the call
-   (``checker.resolve.serving_exports``); exports no call site reaches get no
+   (``checker.resolve.serving_exports``, read once into the plan); exports no call site reaches get no
    trampoline and are dropped by LTO (an ``I-EXPORT-DROPPED`` note). A ``bf16``/``f16``
    value is passed as each side's own C type (bits or a 2-byte aggregate, read from
    the captured PTX shape: :func:`component_ctype`), its bits copied between them;
@@ -49,15 +51,11 @@ instead of generating code that would compute the wrong thing.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from checker.clauses import l_link
-from checker.composition import Composition, Owned
-from checker.handles import init_hook_symbol, resolve_handles, sanitize
-from checker.resolve import serving_exports
-from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.symbols import Code
 from hardware.residency import tmem_alloc_columns
@@ -85,18 +83,18 @@ from linker.counters import (
     render_counters,
     unsupported_counters,
 )
-from linker.handles import HandleValue, Solved, UnfixedFact, UnplacedHandle, handle_value, launch_cluster
+from linker.handles import HandleValue, Solved, UnfixedFact, UnplacedHandle, handle_value
 from linker.render import render
 from linker.watchdog import RING_WAITS, plan_waits
+from package.abi import init_hook_symbol, sanitize
 from package.captured import Captured
-from package.loader import StageEntry
-from placement.adapter import Placed
 from placement.problem import Domain, round_up
 from placement.result import Placement
 
 if TYPE_CHECKING:
+    from analysis.link_inputs import CallSite, LinkInputs, LinkStage, ParamsBlock, ParamsField
+    from analysis.plan import Plan
     from linker.transfers import Transfer, UnusedExport
-    from transfer_model.adapter import RoutedSeam
 
 KERNEL = "kl_dispatch"
 SOURCE_NAME = "generated.cu"
@@ -109,34 +107,25 @@ COUNTER_FUNCTIONS = FUNCTION_KINDS
 # ----------------------------------------------------------------- what cannot be generated
 
 
-def unsupported(comp: Composition) -> list[Diagnostic]:
+def unsupported(link: LinkInputs) -> list[Diagnostic]:
     """Every link-time refusal of a checked composition, decided in one step and worded by l_link:
     ``E-UNSUPPORTED`` for each part the role-entry ABI cannot express yet, and the counters
     whose owner is ambiguous (linker/counters.py)."""
-    counters, ambiguous = unsupported_counters(comp)  # the rest link through the counter array
+    counters, ambiguous = unsupported_counters(link)  # the rest link through the counter array
     found: list[l_link.Unsupported] = []
-    if launch_cluster(comp) is None:
-        found.append(l_link.Unsupported("cluster-shape", comp.pipeline.name, comp.pipeline.name, comp.pipeline.span))
-    shared: list[Owned[A.Buffer] | Owned[A.Domain]] = [*comp.items(A.Buffer), *comp.items(A.Domain)]
-    for buffer in shared:
-        found.append(l_link.Unsupported("shared-buffer", buffer.stage_name, buffer.item.name, buffer.item.span))
+    if link.cluster is None:
+        found.append(l_link.Unsupported("cluster-shape", link.pipeline, link.pipeline, link.span))
+    for buffer in link.shared:
+        found.append(l_link.Unsupported("shared-buffer", buffer.stage, buffer.name, buffer.span))
     passable = tuple(sorted((set(C_TYPES) | HALF_TYPES) - {"void"}))
-    for call in comp.calls:
-        for type_name in (*call.item.signature.params, call.item.signature.result):
+    for call in link.calls:
+        for type_name in (*call.params, call.result):
             if type_name not in C_TYPES and type_name not in HALF_TYPES:
-                found.append(
-                    l_link.Unsupported(
-                        "call-type", call.stage_name, call.item.name, call.item.span, type_name, passable
-                    )
-                )
+                found.append(l_link.Unsupported("call-type", call.stage, call.name, call.span, type_name, passable))
                 break
-    for export in comp.items(A.ExportTensor):
-        if export.item.ring is not None:
-            found.append(
-                l_link.Unsupported(
-                    "ring-fed-export", export.stage_name, export.item.name, export.item.span, export.item.ring
-                )
-            )
+    for export in link.tensor_exports:
+        if export.ring is not None:
+            found.append(l_link.Unsupported("ring-fed-export", export.stage, export.name, export.span, export.ring))
     return [*(l_link.unsupported(f) for f in counters), *ambiguous, *(l_link.unsupported(f) for f in found)]
 
 
@@ -144,53 +133,47 @@ def unsupported(comp: Composition) -> list[Diagnostic]:
 
 
 def generate(
-    comp: Composition,
-    placed: Placed,
-    *,
-    entry_regs: int | None = None,
-    inputs: Sequence[str] = (),
-    routes: Sequence[RoutedSeam] = (),
-    watchdog: int | None = None,
+    planned: Plan, *, entry_regs: int | None = None, inputs: Sequence[str] = (), watchdog: int | None = None
 ) -> Generated:
-    """The generated code for a checked, placed composition whose stages come from packages.
+    """The generated code for the plan of a checked composition whose stages come from packages.
 
     ``entry_regs`` is the register count the kernel starts with (default: the
     placement's prediction); it decides each ``setmaxnreg``'s direction. ``inputs``
-    names the packages, for the file's header. ``routes`` are the tensor connections'
-    routes, and ``placed`` must hold their named barriers
-    (:func:`analysis.plan.place_route_barriers`). ``watchdog`` bounds the waits the
+    names the packages, for the file's header. The plan's placement holds the named
+    barriers of its tensor routes (:func:`analysis.plan.place_route_barriers`). ``watchdog`` bounds the waits the
     linker generates to that many cycles (:mod:`linker.watchdog`; None: unbounded). Raises :class:`DiagnosticError`
     (``E-UNSUPPORTED``, ``L-LINK``, ``E-INTERNAL``) when no correct code can be made.
     """
-    problems = unsupported(comp)
+    link, placed = planned.inputs, planned.placed
+    problems = unsupported(link)
     if problems:
         raise DiagnosticError(problems)
     placement = placed.placement
     caps = placed.problem.capacities
-    params = params_layout(comp)
-    counters = plan_counters(comp, placement)
+    params = params_layout(link)
+    counters = plan_counters(link, placement)
     solved = Solved(
-        comp,
+        link,
         placed.problem,
         placement,
         {r.stage: r.offset for r in params.regions if params.region_of(r.stage) is r},
         counters,
     )
-    handles = _handles(comp, solved)
-    trampolines, dropped, notes = _calls(comp)
-    transfers, unused = _plan_transfers(comp, placed, routes)
+    handles = _handles(link, solved)
+    trampolines, dropped, notes = _calls(link)
+    transfers, unused = _plan_transfers(planned)
     dispatch = _dispatch(
-        comp, placement, params, caps.smem_user_base, placement.entry_regs if entry_regs is None else entry_regs
+        link, placement, params, caps.smem_user_base, placement.entry_regs if entry_regs is None else entry_regs
     )
-    waits = plan_waits(comp, solved, counters, watchdog)
+    waits = plan_waits(link, solved, counters, watchdog)
     counter_lines = [
         *waits.prelude,
-        *render_counters(counters, counter_functions(comp), waits.counter_wait),
+        *render_counters(counters, counter_functions(link), waits.counter_wait),
         *waits.lines,
     ]
-    target = comp.target.name if comp.target is not None else comp.target_name
+    target = link.target.name if link.target is not None else link.target_name
     unit = Generated(
-        comp.pipeline.name,
+        link.pipeline,
         target,
         "",
         handles,
@@ -204,69 +187,56 @@ def generate(
         counters,
         waits.watchdog,
         tuple(counter_lines),
-        tuple((e.name, e.stage.version) for e in comp.stages),
+        tuple((e.name, e.version) for e in link.stages),
     )
     return replace(unit, source=render(unit, inputs))
 
 
-def params_layout(comp: Composition) -> ParamsLayout:
+def params_layout(link: LinkInputs) -> ParamsLayout:
     """Each stage's params blocks at the next multiple of their alignment, in pipeline order."""
     regions: list[ParamsRegion] = []
     fields: list[ParamField] = []
     cursor, widest = 0, 1
-    for entry in comp.stages:
-        blocks = [it for it in entry.stage.items if isinstance(it, A.Params)]
-        uses = {u.param: u.name for u in entry.stage.items if isinstance(u, A.UsesFact)}
-        for i, block in enumerate(blocks):
-            offset = round_up(cursor, max(block.align, 1))
-            member = sanitize(entry.name) if i == 0 else f"{sanitize(entry.name)}_{sanitize(block.name)}"
-            regions.append(ParamsRegion(entry.name, block.name, member, offset, block.size, block.align))
-            for f in block.fields:
-                fields.append(_field(comp, entry, block, f, offset, f.fact or uses.get(f.name)))
-            cursor, widest = offset + block.size, max(widest, block.align)
+    seen: set[str] = set()
+    for block in link.params:
+        offset = round_up(cursor, max(block.align, 1))
+        first = block.stage not in seen
+        seen.add(block.stage)
+        member = sanitize(block.stage) if first else f"{sanitize(block.stage)}_{sanitize(block.name)}"
+        regions.append(ParamsRegion(block.stage, block.name, member, offset, block.size, block.align))
+        for f in block.fields:
+            fields.append(_field(link, block, f, offset))
+        cursor, widest = offset + block.size, max(widest, block.align)
     return ParamsLayout(round_up(cursor, widest), widest, tuple(regions), tuple(fields))
 
 
-def _field(
-    comp: Composition, entry: StageEntry, block: A.Params, f: A.ParamField, base: int, fact: str | None
-) -> ParamField:
+def _field(link: LinkInputs, block: ParamsBlock, f: ParamsField, base: int) -> ParamField:
     size = struct.calcsize("<" + FIELD_FORMATS.get(f.type, "B"))
-    owners = comp.owners.get(fact or "", ())
-    if fact is None or not owners:
-        return ParamField(entry.name, block.name, f.name, f.type, base + f.offset, size, "caller", fact)
-    owner = owners[0]
-    value = owner.item.value
-    if value.kind == "exact" and f.type in FIELD_FORMATS:
+    fact = f.fact
+    owner = link.facts.get(fact or "")
+    if fact is None or owner is None:
+        return ParamField(block.stage, block.name, f.name, f.type, base + f.offset, size, "caller", fact)
+    if owner.kind == "exact" and f.type in FIELD_FORMATS:
         return ParamField(
-            entry.name,
-            block.name,
-            f.name,
-            f.type,
-            base + f.offset,
-            size,
-            "fact",
-            fact,
-            value.values[0],
-            owner.stage_name,
+            block.stage, block.name, f.name, f.type, base + f.offset, size, "fact", fact, owner.values[0], owner.stage
         )
-    allowed = value.candidates() or ()
     return ParamField(
-        entry.name, block.name, f.name, f.type, base + f.offset, size, "caller", fact, None, owner.stage_name, allowed
+        block.stage, block.name, f.name, f.type, base + f.offset, size, "caller", fact, None, owner.stage, owner.allowed
     )
 
 
-def _handles(comp: Composition, solved: Solved) -> tuple[HandleValue, ...]:
+def _handles(link: LinkInputs, solved: Solved) -> tuple[HandleValue, ...]:
     values: dict[str, HandleValue] = {}
     problems: list[Diagnostic] = []
-    for entry in comp.stages:
-        needed = entry.captured.needed_symbols if entry.captured is not None else frozenset()
-        for symbol, spec in resolve_handles(entry.stage, needed).items():
+    for entry in link.stages:
+        for spec in entry.handles:
+            symbol = spec.symbol
             if spec.kind in TENSOR_HANDLES or spec.kind in COUNTER_FUNCTIONS or spec.kind in RING_WAITS:
                 continue  # defined by the tensor transfers' code / with the counter array
             try:
                 value = handle_value(spec, solved)
             except UnfixedFact as err:
-                span = (spec.node or entry.stage).span
+                span = spec.node.span if spec.node is not None else entry.span
                 problems.append(l_link.unfixed_fact(symbol, entry.name, spec.item, span, str(err)))
                 continue
             except UnplacedHandle as err:
@@ -274,7 +244,7 @@ def _handles(comp: Composition, solved: Solved) -> tuple[HandleValue, ...]:
                     Diagnostic(
                         Code.E_INTERNAL,
                         f"no value for handle `{symbol}` of `{entry.name}`: {err}",
-                        labels=(Label((spec.node or entry.stage).span, "bound here"),),
+                        labels=(Label(spec.node.span if spec.node is not None else entry.span, "bound here"),),
                         helps=(
                             "report it with the inputs: a checked, placed composition has a value for every handle",
                         ),
@@ -282,76 +252,62 @@ def _handles(comp: Composition, solved: Solved) -> tuple[HandleValue, ...]:
                 )
                 continue
             if spec.kind in ("ring_full_count", "ring_empty_count") and value.value <= 0:
-                problems.append(_zero_count(comp, entry, spec.item, value))
+                problems.append(_zero_count(link, entry, spec.item, value))
                 continue
             first = values.setdefault(symbol, value)
             if first.value != value.value:
-                span = (spec.node or entry.stage).span
+                span = spec.node.span if spec.node is not None else entry.span
                 problems.append(
                     l_link.handle_read_twice(symbol, first.stage, first.value, entry.name, value.value, span)
                 )
     if problems:
         raise DiagnosticError(problems)
-    order = {e.name: i for i, e in enumerate(comp.stages)}
+    order = {e.name: i for i, e in enumerate(link.stages)}
     return tuple(sorted(values.values(), key=lambda h: (order.get(h.stage, len(order)), h.symbol)))
 
 
-def _zero_count(comp: Composition, entry: StageEntry, ring: str, value: HandleValue) -> Diagnostic:
+def _zero_count(link: LinkInputs, entry: LinkStage, ring: str, value: HandleValue) -> Diagnostic:
     """An mbarrier initialised with no arrivals completes no phase: refuse it, never generate it."""
     which = "full" if value.kind == "ring_full_count" else "empty"
-    init = next(
-        (
-            part
-            for owned in comp.rings.get(ring, ())
-            if owned.stage_name == entry.name
-            for part in owned.item.items
-            if isinstance(part, A.RingBarrierInit) and part.barrier == which
-        ),
-        None,
-    )
-    span = init.span if init is not None else entry.stage.span
+    init = link.ring_count(entry.name, ring, which)
+    span = init.span if init is not None else entry.span
     return l_link.zero_count(ring, which, value.value, span, value.why.split(": ", 1)[-1])
 
 
-def _calls(comp: Composition) -> tuple[tuple[Trampoline, ...], tuple[DroppedExport, ...], list[Diagnostic]]:
+def _calls(link: LinkInputs) -> tuple[tuple[Trampoline, ...], tuple[DroppedExport, ...], list[Diagnostic]]:
     by_symbol: dict[str, Trampoline] = {}
     served: set[tuple[str, str]] = set()
     problems: list[Diagnostic] = []
-    for call in comp.calls:
-        exports = serving_exports(comp, call)
+    for call in link.calls:
+        exports = call.exports
         if len(exports) != 1:
             problems.append(
                 Diagnostic(
                     Code.E_INTERNAL,
-                    f"call `{call.item.name}` of `{call.stage_name}` is served by {len(exports)} exports",
-                    labels=(Label(call.item.span, "this call"),),
+                    f"call `{call.name}` of `{call.stage}` is served by {len(exports)} exports",
+                    labels=(Label(call.span, "this call"),),
                     helps=("report it with the inputs: L-UNRESOLVED and L-AMBIGUOUS accept one export per call",),
                 )
             )
             continue
         export = exports[0]
-        served.add((export.stage_name, export.item.name))
-        caller = f"{call.stage_name} {call.item.caller_kind} `{call.item.caller}`"
-        sig = call.item.signature
+        served.add((export.stage, export.name))
+        caller = f"{call.stage} {call.caller_kind} `{call.caller}`"
         try:
-            caller_ctypes = _ctypes(sig, call.stage.captured, call.item.symbol)
-            export_ctypes = _ctypes(sig, export.stage.captured, export.item.symbol)
+            caller_ctypes = _ctypes(call, call.captured, call.symbol)
+            export_ctypes = _ctypes(call, export.captured, export.symbol)
         except ValueError as err:
-            problems.append(
-                l_link.call_types(
-                    call.item.name, call.stage_name, export.item.symbol, str(err), call.item.span, export.item.span
-                )
-            )
+            problems.append(l_link.call_types(call.name, call.stage, export.symbol, str(err), call.span, export.span))
             continue
         made = Trampoline(
-            call.item.symbol,
-            call.item.name,
-            _signature_text(sig),
+            call.symbol,
+            call.name,
+            f"({', '.join(call.params)}) -> {call.result}",
             (caller,),
-            export.stage_name,
-            export.item.symbol,
-            sig.params,
-            sig.result,
+            export.stage,
+            export.symbol,
+            call.params,
+            call.result,
             caller_ctypes,
             export_ctypes,
         )
@@ -368,90 +324,77 @@ def _calls(comp: Composition) -> tuple[tuple[Trampoline, ...], tuple[DroppedExpo
         else:
             problems.append(
                 l_link.trampoline_twice(
-                    made.symbol, first.callers[0], first.export_symbol, caller, made.export_symbol, call.item.span
+                    made.symbol, first.callers[0], first.export_symbol, caller, made.export_symbol, call.span
                 )
             )
     if problems:
         raise DiagnosticError(problems)
     dropped = []
     notes = []
-    for exp in comp.items(A.ExportCallable):
-        if (exp.stage_name, exp.item.name) in served:
+    for exp in link.callables:
+        if (exp.stage, exp.name) in served:
             continue
-        dropped.append(DroppedExport(exp.stage_name, exp.item.name, exp.item.symbol))
+        dropped.append(DroppedExport(exp.stage, exp.name, exp.symbol))
         notes.append(
             Diagnostic(
                 Code.I_EXPORT_DROPPED,
-                f"export `{exp.item.name}` of `{exp.stage_name}` is called by no call site; "
-                f"the link drops `{exp.item.symbol}`",
+                f"export `{exp.name}` of `{exp.stage}` is called by no call site; the link drops `{exp.symbol}`",
                 Severity.NOTE,
-                (Label(exp.item.span, "exported here"),),
+                (Label(exp.span, "exported here"),),
                 notes=("LTO removes device functions nothing references",),
             )
         )
     return tuple(sorted(by_symbol.values(), key=lambda t: t.symbol)), tuple(dropped), notes
 
 
-def _ctypes(sig: A.Signature, captured: Captured | None, symbol: str) -> tuple[str, ...]:
+def _ctypes(call: CallSite, captured: Captured | None, symbol: str) -> tuple[str, ...]:
+    """The C types of ``call``'s parameters then result, as ``symbol`` is compiled in ``captured``."""
     proto = captured.prototype_map.get(symbol) if captured is not None else None
-    slots: list[str | None] = [None] * (len(sig.params) + 1)
-    if proto is not None and len(proto.params) == len(sig.params):
+    slots: list[str | None] = [None] * (len(call.params) + 1)
+    if proto is not None and len(proto.params) == len(call.params):
         slots[:-1] = list(proto.params)
     if proto is not None and len(proto.returns) == 1:
         slots[-1] = proto.returns[0]
-    return tuple(component_ctype(t, slot) for t, slot in zip((*sig.params, sig.result), slots, strict=True))
-
-
-def _signature_text(sig: A.Signature) -> str:
-    return f"({', '.join(sig.params)}) -> {sig.result}"
+    return tuple(component_ctype(t, slot) for t, slot in zip((*call.params, call.result), slots, strict=True))
 
 
 def _dispatch(
-    comp: Composition, placement: Placement, params: ParamsLayout, smem_base: int, entry_regs: int
+    link: LinkInputs, placement: Placement, params: ParamsLayout, smem_base: int, entry_regs: int
 ) -> Dispatch:
-    launch = next(iter(comp.launches), None)
     threads = placement.block_warps * 32
     if threads <= 0 or not placement.roles:
-        raise DiagnosticError([l_link.no_role(comp.pipeline.name, comp.pipeline.span)])
-    setmaxnreg = any(info.role.regs is not None for info in comp.roles.values())
-    if setmaxnreg and comp.target is not None and not comp.target.has("setmaxnreg"):
+        raise DiagnosticError([l_link.no_role(link.pipeline, link.span)])
+    setmaxnreg = any(role.regs is not None for role in link.roles.values())
+    if setmaxnreg and link.target is not None and not link.target.has("setmaxnreg"):
         raise DiagnosticError(
             [
                 Diagnostic(
                     Code.E_UNSUPPORTED,
-                    f"roles declare `regs`, but `{comp.target.name}` has no `setmaxnreg`",
-                    labels=(Label(comp.target_span, "target"),),
+                    f"roles declare `regs`, but `{link.target.name}` has no `setmaxnreg`",
+                    labels=(Label(link.target_span, "target"),),
                 )
             ]
         )
-    bps = launch.blocks_per_sm if launch is not None else None
+    bps = link.launch.blocks_per_sm
     min_blocks = bps if bps is not None else (1 if setmaxnreg else None)
     use = placement.use(Domain.SMEM)
     dynamic = max(0, use.end - smem_base)
     tmem_columns, tmem_slot = 0, 0
-    if any(True for _ in comp.items(A.TmemClaim)):
-        tmem_columns, tmem_slot = _tmem_allocation(comp, placement, dynamic)
+    if link.tmem:
+        tmem_columns, tmem_slot = _tmem_allocation(link, placement, dynamic)
         dynamic = tmem_slot + TMEM_SLOT_BYTES
     members = {r.stage: r.member for r in params.regions if params.region_of(r.stage) is r}
     roles = []
     for r in sorted(placement.roles, key=lambda r: r.first_warp):
-        info = comp.roles.get(r.name)
-        if info is None or info.stage.name != r.owner or not info.role.entry:
+        info = link.roles.get(r.name)
+        if info is None or info.stage != r.owner or not info.entry:
             continue
-        roles.append(RoleEntry(r.owner, r.name, info.role.entry, r.first_warp, r.warps, members.get(r.owner)))
+        roles.append(RoleEntry(r.owner, r.name, info.entry, r.first_warp, r.warps, members.get(r.owner)))
     inits = []
-    for owned in _initialised_rings(comp):
-        init = owned.item.first(A.RingInitBy)
-        assert isinstance(init, A.RingInitBy)
-        role = placement.role(owned.stage_name, init.role)
+    for init in link.ring_inits:
+        role = placement.role(init.stage, init.role)
         inits.append(
-            RingInit(
-                owned.item.name,
-                owned.stage_name,
-                init_hook_symbol(owned.stage_name, owned.item.name),
-                init.role,
-                32 * role.first_warp,
-            )
+            RingInit(init.ring, init.stage, init_hook_symbol(init.stage, init.ring), init.role, 32 * role.first_warp)
         )
     groups: list[GroupRegs] = []
     if setmaxnreg:
@@ -476,7 +419,7 @@ def _dispatch(
         min_blocks,
         dynamic,
         smem_base,
-        launch.kind if launch is not None else "fixed",
+        link.launch.kind or "fixed",
         bps,
         setmaxnreg,
         entry_regs,
@@ -484,39 +427,29 @@ def _dispatch(
         tuple(inits),
         tuple(roles),
         placement.idle_warps,
-        launch_cluster(comp) or (1, 1, 1),
+        link.cluster or (1, 1, 1),
         tmem_columns,
         tmem_slot,
     )
 
 
-def _initialised_rings(comp: Composition) -> Iterator[Owned[A.Ring]]:
-    """Each ring side whose `init by` names a role of its own stage, in stage then source order."""
-    for owned in comp.items(A.Ring):
-        init = owned.item.first(A.RingInitBy)
-        if isinstance(init, A.RingInitBy) and any(r.name == init.role for r in owned.stage.stage.roles):
-            yield owned
-
-
-def _plan_transfers(
-    comp: Composition, placed: Placed, routes: Sequence[RoutedSeam]
-) -> tuple[tuple[Transfer, ...], tuple[UnusedExport, ...]]:
+def _plan_transfers(planned: Plan) -> tuple[tuple[Transfer, ...], tuple[UnusedExport, ...]]:
     """:func:`linker.transfers.plan_transfers`, imported (with the route lowering it needs) only for a
     composition with a tensor export or import: for any other it plans nothing."""
-    if not comp.tensor_imports and next(comp.items(A.ExportTensor), None) is None:
+    if not planned.inputs.has_tensors:
         return (), ()
     from linker.transfers import plan_transfers
 
-    return plan_transfers(comp, placed, routes)
+    return plan_transfers(planned.inputs, planned.placed, planned.routes)
 
 
-def _tmem_allocation(comp: Composition, placement: Placement, dynamic: int) -> tuple[int, int]:
+def _tmem_allocation(link: LinkInputs, placement: Placement, dynamic: int) -> tuple[int, int]:
     """Columns to allocate (the one allocation holding every placed column) and the offset of the address word."""
-    if comp.target is None:
+    if link.target is None:
         raise ValueError("a placed composition has a known target")
-    columns = tmem_alloc_columns(comp.target, placement.use(Domain.TMEM).end)
+    columns = tmem_alloc_columns(link.target, placement.use(Domain.TMEM).end)
     slot = round_up(dynamic, TMEM_SLOT_BYTES)
-    limit = comp.target.smem_per_block_optin
+    limit = link.target.smem_per_block_optin
     if slot + TMEM_SLOT_BYTES > limit:
-        raise DiagnosticError([l_link.no_tmem_slot(dynamic, limit, TMEM_SLOT_BYTES, comp.pipeline.span)])
+        raise DiagnosticError([l_link.no_tmem_slot(dynamic, limit, TMEM_SLOT_BYTES, link.span)])
     return columns, slot

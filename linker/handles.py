@@ -1,9 +1,9 @@
 """Handle values: the constant each handle function returns, from the placement.
 
-The names, the bindings and the L-SYMBOL / L-HANDLE findings are the checker's
-(``checker/handles.py``, re-exported here for the packer and ``kernlink inspect``);
-this module adds the linker's half: :func:`handle_value` turns one resolved handle
-into the number the generated stub returns, with the reason the link map records.
+The names are the handle ABI's (``package/abi.py``), the bindings and the L-SYMBOL /
+L-HANDLE findings the checker's (``checker/handles.py``); this module is the linker's
+half: :func:`handle_value` turns one resolved handle into the number the generated stub
+returns, with the reason the link map records.
 
 Values follow specs/handles.md:
 
@@ -16,66 +16,26 @@ Values follow specs/handles.md:
   8 bytes apart: ``full_bar`` is the array's offset, ``empty_bar`` is 8 × depth further;
 - a fact handle (``P_fact_F``) returns the value the fact's owner fixes (``owns fact F:
   T = v``); an owner that allows a range or a set fixes nothing, and the link says so;
-- arrival counts evaluate the initialising side's ``full init`` / ``empty init`` with
-  the composition's role widths (``per_warp(R)`` is R's warps, ``per_thread(R)`` its
-  threads, ``per_warpgroup(R)`` its warpgroups).
+- arrival counts are the initialising side's ``full init`` / ``empty init``, evaluated by
+  the plan (:mod:`analysis.link_inputs`) with the composition's role widths (``per_warp(R)``
+  is R's warps, ``per_thread(R)`` its threads, ``per_warpgroup(R)`` its warpgroups).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from checker.composition import Composition
-from checker.handles import (
-    ENTRY_PROTOTYPE,
-    HANDLE_PREFIX,
-    HANDLE_PROTOTYPE,
-    RING_BARRIER_STRIDE,
-    Finding,
-    HandleKind,
-    HandleSpec,
-    call_symbols,
-    classify_handle,
-    expected_handles,
-    handle_problems,
-    init_hook_symbol,
-    required_definitions,
-    resolve_handles,
-    sanitize,
-    stage_prefix,
-    symbol_problems,
-)
-from contract_lang import ast as A
-from contract_lang.printer import count_text
+from checker.handles import RING_BARRIER_STRIDE, HandleKind, HandleSpec
 from linker.counters import CounterArray, UnplacedCounter, counter_index, plan_counters
 from placement.problem import Domain, Problem
 from placement.result import Placement, Slot
 
-__all__ = [
-    "ENTRY_PROTOTYPE",
-    "HANDLE_PREFIX",
-    "HANDLE_PROTOTYPE",
-    "Finding",
-    "HandleSpec",
-    "HandleValue",
-    "Solved",
-    "UnfixedFact",
-    "UnplacedHandle",
-    "call_symbols",
-    "classify_handle",
-    "count_value",
-    "expected_handles",
-    "handle_problems",
-    "handle_value",
-    "init_hook_symbol",
-    "launch_cluster",
-    "required_definitions",
-    "resolve_handles",
-    "sanitize",
-    "stage_prefix",
-    "symbol_problems",
-]
+if TYPE_CHECKING:
+    from analysis.link_inputs import LinkInputs
+
+__all__ = ["HandleValue", "Solved", "UnfixedFact", "UnplacedHandle", "handle_value"]
 
 
 class UnplacedHandle(Exception):
@@ -100,9 +60,10 @@ class HandleValue:
 
 @dataclass(frozen=True)
 class Solved:
-    """What handle values are read from: the composition, its placement problem and the placement."""
+    """What handle values are read from: what the link reads of the composition, its placement problem and
+    the placement."""
 
-    comp: Composition
+    inputs: LinkInputs
     problem: Problem
     placement: Placement
     params_offsets: Mapping[str, int]
@@ -117,21 +78,6 @@ def handle_value(spec: HandleSpec, solved: Solved) -> HandleValue:
     """The constant ``spec`` returns; raises :class:`UnplacedHandle` when nothing placed its item."""
     value, why = _value(spec, solved)
     return HandleValue(spec.symbol, value, spec.stage, spec.kind, spec.item, why)
-
-
-def count_value(comp: Composition, count: A.Count) -> int:
-    """An arrival count with the composition's role widths."""
-    total = 0
-    for term in count.terms:
-        if term.unit == "one":
-            total += term.coef
-            continue
-        info = comp.roles.get(term.role or "")
-        if info is None:
-            raise UnplacedHandle(f"count names role `{term.role}`, which the composition lacks")
-        per = {"per_warp": info.warps, "per_thread": info.threads, "per_warpgroup": info.warps // 4}[term.unit]
-        total += term.coef * per
-    return total
 
 
 def _value(spec: HandleSpec, s: Solved) -> tuple[int, str]:
@@ -163,8 +109,12 @@ def _value(spec: HandleSpec, s: Solved) -> tuple[int, str]:
         )
     if kind in ("ring_full_count", "ring_empty_count"):
         which = "full" if kind == "ring_full_count" else "empty"
-        init = _init_count(s.comp, spec.stage, item, which)
-        return count_value(s.comp, init.count), f"ring `{item}`: `{which} init {count_text(init.count)}`"
+        init = s.inputs.ring_count(spec.stage, item, which)
+        if init is None:
+            raise UnplacedHandle(f"ring `{item}` of `{spec.stage}` declares no `{which} init`")
+        if init.value is None:
+            raise UnplacedHandle(init.error)
+        return init.value, f"ring `{item}`: `{which} init {init.text}`"
     if kind in ("warp0", "regs"):
         role = next((r for r in s.placement.roles if r.owner == spec.stage and r.name == item), None)
         if role is None:
@@ -181,11 +131,11 @@ def _value(spec: HandleSpec, s: Solved) -> tuple[int, str]:
         return _fact(s, item)
     if kind == "counter":
         try:
-            return counter_index(s.counters or plan_counters(s.comp, s.placement), spec.stage, item)
+            return counter_index(s.counters or plan_counters(s.inputs, s.placement), spec.stage, item)
         except UnplacedCounter as err:
             raise UnplacedHandle(str(err)) from err
     if kind == "cluster_size":
-        shape = launch_cluster(s.comp)
+        shape = s.inputs.cluster
         if shape is None:
             raise UnplacedHandle("the pipeline states no cluster shape and the stages accept several")
         return shape[0] * shape[1] * shape[2], f"clusters of {shape[0]}x{shape[1]}x{shape[2]} CTAs"
@@ -196,34 +146,16 @@ def _value(spec: HandleSpec, s: Solved) -> tuple[int, str]:
     raise UnplacedHandle(f"handles of kind `{kind}` (`{spec.symbol}`) have no placed value")
 
 
-def launch_cluster(comp: Composition) -> tuple[int, int, int] | None:
-    """The cluster shape the kernel launches with: the pipeline's `cluster` line, else 1x1x1 when
-    every stage accepts it, else the one shape all stages accept; None when that is ambiguous."""
-    for item in comp.pipeline.items:
-        if isinstance(item, A.PipelineCluster):
-            return (item.shape.x, item.shape.y, item.shape.z)
-    common: set[tuple[int, int, int]] | None = None
-    for entry in comp.stages:
-        lines = [it for it in entry.stage.items if isinstance(it, A.Cluster)]
-        shapes = {(s.x, s.y, s.z) for line in lines for s in line.shapes} if lines else {(1, 1, 1)}
-        common = shapes if common is None else common & shapes
-    if not common or (1, 1, 1) in common:
-        return (1, 1, 1)
-    return next(iter(common)) if len(common) == 1 else None
-
-
 def _fact(s: Solved, name: str) -> tuple[int, str]:
-    owners = s.comp.owners.get(name, ())
-    if not owners:
+    owner = s.inputs.facts.get(name)
+    if owner is None:
         raise UnfixedFact(f"no stage owns fact `{name}`")
-    owner = owners[0]
-    value = owner.item.value
-    if value.kind != "exact":
+    if owner.kind != "exact":
         raise UnfixedFact(
-            f"`{owner.stage_name}` owns fact `{name}` as a {value.kind} of values, so its value is "
+            f"`{owner.stage}` owns fact `{name}` as a {owner.kind} of values, so its value is "
             "given at launch, not fixed at link time"
         )
-    return value.values[0], f"fact `{name}` = {value.values[0]}, fixed by its owner `{owner.stage_name}`: folded"
+    return owner.values[0], f"fact `{name}` = {owner.values[0]}, fixed by its owner `{owner.stage}`: folded"
 
 
 def _smem(s: Solved, owner: str, name: str, stride: bool) -> tuple[int, str]:
@@ -262,17 +194,7 @@ def _mbarriers(s: Solved, ring: str) -> Slot:
 
 
 def _slot_claim_owner(s: Solved, ring: str, claim: str) -> str:
-    for owned in s.comp.items(A.SmemClaim):
-        if owned.item.name == claim and owned.item.per_slot == ring:
-            return owned.stage_name
+    for c in s.inputs.smem:
+        if c.name == claim and c.per_slot == ring:
+            return c.stage
     raise UnplacedHandle(f"no stage claims `{claim}` per slot of ring `{ring}`")
-
-
-def _init_count(comp: Composition, stage: str, ring: str, which: str) -> A.RingBarrierInit:
-    for owned in comp.rings.get(ring, ()):
-        if owned.stage_name != stage:
-            continue
-        for part in owned.item.items:
-            if isinstance(part, A.RingBarrierInit) and part.barrier == which:
-                return part
-    raise UnplacedHandle(f"ring `{ring}` of `{stage}` declares no `{which} init`")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the launchers import this module: they need no checker or generator
-    from checker.composition import Composition
+    from analysis.link_inputs import LinkInputs
     from linker.artifacts import Dispatch
 
 
@@ -141,25 +141,21 @@ class LaunchConfig:
         return config
 
 
-def launch_config(comp: Composition, dispatch: Dispatch) -> LaunchConfig:
+def launch_config(link: LinkInputs, dispatch: Dispatch) -> LaunchConfig:
     """The launch configuration of a link: the generated dispatch kernel's geometry, and the grid and
     ``cooperative`` the launch lines state (L-LAUNCH has checked that they agree)."""
-    from checker.residency import launch_blocks
-
-    lines = comp.launches
-    stated = next((line for line in lines if line.grid_text is not None), None)
     size = dispatch.cluster[0] * dispatch.cluster[1] * dispatch.cluster[2]
     return LaunchConfig(
         dispatch.kernel,
         dispatch.threads,
         dispatch.dynamic_smem,
         dispatch.launch,
-        launch_blocks(comp),
-        stated.grid if stated is not None and not stated.resident else None,
-        stated is not None and stated.resident,
-        any(line.cooperative for line in lines),
+        link.launch.blocks,
+        link.launch.grid,
+        link.launch.resident,
+        link.launch.cooperative,
         dispatch.cluster,
-        comp.target is not None and size > comp.target.cluster_portable_max,
+        link.target is not None and size > link.target.cluster_portable_max,
     )
 
 

@@ -6,7 +6,7 @@ Steps (every failure is a diagnostic, recorded in the map, which is written anyw
    alone is ``L-STAGE`` here: there is no object to link); each package is read
    again (``L-INTEGRITY`` if it changed since the check) for its LTO IR, which must lower to
    the ``code.ptx`` the check read, and be what its ``source.cu`` compiles to when it can be
-   rebuilt here (:mod:`linker.binding`). Parts of
+   rebuilt here (:mod:`packing.binding`). Parts of
    the composition the role-entry ABI cannot express yet are ``E-UNSUPPORTED``.
 1b. **Route barriers** (the plan, :func:`analysis.plan.plan`): the staging routes' named
    barriers are added to the placement problem as barrier claims and solved once more
@@ -74,7 +74,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analysis.plan import plan, register_demand
+from analysis.link_inputs import link_inputs
+from analysis.plan import Plan, plan, register_demand
 from checker.clauses import l_integrity, l_link, l_regs, l_stage
 from checker.clauses.l_launch import residency_diagnostic
 from checker.composition import Composition
@@ -82,15 +83,18 @@ from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity, sort
 from diagnostics.symbols import Code
 from linker import linkmap
 from linker.artifacts import Generated
-from linker.binding import rebuild_problems
-from linker.cubin import KernelInfo, read_cubin
 from linker.generate import KERNEL, SOURCE_NAME, generate, unsupported
 from linker.host_header import host_header
 from linker.launch_config import launch_config
 from linker.linkmap import Attempt, InputRecord, LinkRecord
 from linker.outdir import Hook, write_set
 from linker.providers import LinkedProvider, linked_providers
-from linker.toolchain import (
+from package.loader import StageEntry
+from package.manifest import StagePackage, read_stage_package
+from packing.binding import rebuild_problems
+from placement.adapter import Placed, residency_shortfall
+from toolchain.cubin import KernelInfo, read_cubin
+from toolchain.cuda import (
     CompileResult,
     compile_nvrtc,
     link,
@@ -100,9 +104,6 @@ from linker.toolchain import (
     tool_warnings,
     toolkit_versions,
 )
-from package.loader import StageEntry
-from package.manifest import StagePackage, read_stage_package
-from placement.adapter import Placed, residency_shortfall
 
 if TYPE_CHECKING:
     from transfer_model.adapter import RoutedSeam
@@ -181,7 +182,7 @@ def link_composition(
     ``routes`` are the tensor connections' routes on ``placed`` (``analysis.downstream``
     computed them during the check); None routes them here. ``watchdog`` bounds the generated
     waits (``kernlink link --watchdog``, :mod:`linker.watchdog`). ``require_binding`` refuses a
-    package that cannot be bound (:mod:`linker.binding`) instead of noting it.
+    package that cannot be bound (:mod:`packing.binding`) instead of noting it.
     """
     start = time.perf_counter()
     record = record_for(comp)
@@ -195,7 +196,7 @@ def link_composition(
         versions = toolkit_versions()
         record.toolkit = {"nvrtc": versions.as_dict()["nvrtc"], "nvjitlink": versions.as_dict()["nvjitlink"]}
         record.options = (f"-arch={_arch(comp)}", *link_options(), "-verbose")
-        first = _round(comp, placed, packages, None, record, out.seconds, routes, watchdog)
+        first = _round(planned, packages, None, record, out.seconds, watchdog)
         final = first
         need = _registers(first, placed)
         if need is not None:
@@ -203,7 +204,7 @@ def link_composition(
             placed = planned.placed
             if planned.resolved:
                 record.placement, record.resolved = placed.placement, True
-            final = _round(comp, placed, packages, need, record, out.seconds, routes, watchdog)
+            final = _round(planned, packages, need, record, out.seconds, watchdog)
             again = _registers(final, placed)
             if again is not None:
                 raise DiagnosticError([_regs_failed(comp, final, placed, again)])
@@ -219,9 +220,9 @@ def link_composition(
             out.ptx = _link_ptx(final)
         if audit:  # linker/audit.py: the constants in the linked code are the map's
             out.seconds["audit"] = _audit(record, final.cubin, out.ptx or "")
-        out.providers = linked_providers(comp, final.generated.params.regions)
+        out.providers = linked_providers(planned.inputs, final.generated.params.regions)
         record.providers = [p.as_json() for p in out.providers]
-        record.launch = launch_config(comp, final.generated.dispatch)
+        record.launch = launch_config(planned.inputs, final.generated.dispatch)
         record.status = "linked"
     except DiagnosticError as err:
         record.status = "failed"
@@ -287,7 +288,7 @@ def _arch(comp: Composition) -> str:
 
 
 def _inputs(comp: Composition, record: LinkRecord, require_binding: bool) -> list[tuple[str, StagePackage]]:
-    problems = unsupported(comp)
+    problems = unsupported(link_inputs(comp))
     packages: list[tuple[str, StagePackage]] = []
     for entry in comp.stages:
         if entry.package is None or entry.captured is None:
@@ -329,19 +330,16 @@ def _no_package(comp: Composition, entry: StageEntry) -> Diagnostic:
 
 
 def _round(
-    comp: Composition,
-    placed: Placed,
+    planned: Plan,
     packages: Sequence[tuple[str, StagePackage]],
     entry: int | None,
     record: LinkRecord,
     seconds: dict[str, float],
-    routes: Sequence[RoutedSeam],
     watchdog: int | None = None,
 ) -> _Round:
     t0 = time.perf_counter()
-    generated = generate(
-        comp, placed, entry_regs=entry, inputs=[name for name, _ in packages], routes=routes, watchdog=watchdog
-    )
+    comp = planned.comp
+    generated = generate(planned, entry_regs=entry, inputs=[name for name, _ in packages], watchdog=watchdog)
     record.generated = generated
     attempt = Attempt(entry_assumed=generated.dispatch.entry_regs)
     record.attempts.append(attempt)

@@ -37,7 +37,7 @@ from elftools.elf.sections import SymbolTableSection
 from linker import sass
 from linker.artifacts import Generated
 from linker.control import ControlBuild
-from linker.cubin import KernelInfo, read_cubin
+from toolchain.cubin import KernelInfo, read_cubin
 
 Parity = Literal["identical", "explained", "differs"]
 """How a linked kernel compares with its single-unit control build (not a solver verdict)."""

@@ -15,14 +15,15 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from checker.clauses import l_integrity, l_link
-from checker.composition import Composition
-from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError
 from linker.artifacts import ParamsRegion
 from package.kpkg import read_package
+
+if TYPE_CHECKING:
+    from analysis.link_inputs import LinkInputs
 
 
 @dataclass(frozen=True)
@@ -54,37 +55,34 @@ def file_name(stage: str, payload: str) -> str:
     return f"provider_{re.sub(r'[^A-Za-z0-9_]', '_', stage)}_{payload}"
 
 
-def linked_providers(comp: Composition, regions: Sequence[ParamsRegion]) -> list[LinkedProvider]:
+def linked_providers(inputs: LinkInputs, regions: Sequence[ParamsRegion]) -> list[LinkedProvider]:
     """The called providers of every stage, in stage order; L-LINK when a package lacks a provider's source."""
     found: list[LinkedProvider] = []
     problems: list[Diagnostic] = []
-    for entry in comp.stages:
-        called = [p for p in entry.stage.items if isinstance(p, A.HostProvider) and p.function is not None]
-        if not called or entry.package is None:
+    payloads: dict[str, Mapping[str, bytes]] = {}
+    for provider in inputs.providers:
+        if provider.package is None:
             continue
-        with l_integrity.worded():
-            payloads = read_package(entry.package).payloads
-        region = next((r for r in regions if r.stage == entry.name), None)
-        for provider in called:
-            assert provider.function is not None
-            payload = provider.library.rsplit("/", 1)[-1]
-            source = payloads.get(payload)
-            if source is None:
-                problems.append(
-                    l_link.provider_missing(str(entry.package), entry.name, provider.library, provider.span)
-                )
-                continue
-            found.append(
-                LinkedProvider(
-                    entry.name,
-                    provider.function,
-                    file_name(entry.name, payload),
-                    provider.fills,
-                    region.block if region else None,
-                    region.offset if region else None,
-                    source,
-                )
+        if provider.stage not in payloads:
+            with l_integrity.worded():
+                payloads[provider.stage] = read_package(provider.package).payloads
+        region = next((r for r in regions if r.stage == provider.stage), None)
+        payload = provider.library.rsplit("/", 1)[-1]
+        source = payloads[provider.stage].get(payload)
+        if source is None:
+            problems.append(l_link.provider_missing(provider.package, provider.stage, provider.library, provider.span))
+            continue
+        found.append(
+            LinkedProvider(
+                provider.stage,
+                provider.function,
+                file_name(provider.stage, payload),
+                provider.fills,
+                region.block if region else None,
+                region.offset if region else None,
+                source,
             )
+        )
     if problems:
         raise DiagnosticError(problems)
     return found

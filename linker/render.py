@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from checker.handles import sanitize
 from linker.artifacts import (
     FORMAT,
     HALF_STRUCT,
@@ -23,6 +22,7 @@ from linker.artifacts import (
     Trampoline,
     component_ctype,
 )
+from package.abi import sanitize
 
 if TYPE_CHECKING:
     from linker.transfers import Transfer, UnusedExport

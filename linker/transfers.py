@@ -6,7 +6,7 @@ placed roles. Linking one needs three more decisions, made here:
 - **symbols** — the lowered route's export function is defined as the producing
   stage's handle ``kl_<stage>_<export>_export(const T* held)`` and its import function
   as the consuming stage's ``kl_<stage>_<import>_import(const T* held, T* dst, int
-  chunk)`` (``checker.handles.tensor_symbol``; specs/handles.md), so the components'
+  chunk)`` (``package.abi.tensor_symbol``; specs/handles.md), so the components'
   calls bind to the route with no trampoline and LTO inlines it;
 - **named barriers** — a staging route synchronises on ``program.barriers`` named
   barriers of ``program.barrier_threads`` threads (producer and consumer). Routes are
@@ -51,14 +51,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import product
 
+from analysis.link_inputs import LinkInputs
 from analysis.plan import barrier_name
 from checker.clauses import l_link
-from checker.composition import Composition
-from checker.handles import sanitize, tensor_symbol
-from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
 from diagnostics.symbols import Code
+from package.abi import sanitize, tensor_symbol
 from placement.adapter import Placed
 from placement.problem import Domain
 from placement.result import Placement
@@ -134,7 +133,7 @@ class UnusedExport:
 
 
 def plan_transfers(
-    comp: Composition, placed: Placed, routes: Sequence[RoutedSeam]
+    link: LinkInputs, placed: Placed, routes: Sequence[RoutedSeam]
 ) -> tuple[tuple[Transfer, ...], tuple[UnusedExport, ...]]:
     """Every tensor connection's transfer on ``placed`` (which holds the route barriers), in import order.
 
@@ -146,42 +145,36 @@ def plan_transfers(
     problems: list[Diagnostic] = []
     # fan-out: an export's routes run in import order (pipeline order, then source order)
     feeds: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    for owned in comp.tensor_imports:
-        route = by_import.get((owned.stage_name, owned.item.name))
+    for imp in link.tensor_imports:
+        route = by_import.get((imp.stage, imp.name))
         if route is not None:
             key = (route.seam.export_stage, route.seam.export.name)
-            feeds.setdefault(key, []).append((owned.stage_name, owned.item.name))
-    for owned in comp.tensor_imports:
-        route = by_import.get((owned.stage_name, owned.item.name))
+            feeds.setdefault(key, []).append((imp.stage, imp.name))
+    for imp in link.tensor_imports:
+        route = by_import.get((imp.stage, imp.name))
         if route is None:
             problems.append(
                 Diagnostic(
                     Code.E_INTERNAL,
-                    f"tensor connection `{owned.item.export}` -> `{owned.item.name}` of "
-                    f"`{owned.stage_name}` has no route",
-                    labels=(Label(owned.item.span, "imported here"),),
+                    f"tensor connection `{imp.export}` -> `{imp.name}` of `{imp.stage}` has no route",
+                    labels=(Label(imp.span, "imported here"),),
                     helps=("report it with the inputs: an accepted composition has a route for every import",),
                 )
             )
             continue
         fed = feeds[(route.seam.export_stage, route.seam.export.name)]
-        order = fed.index((owned.stage_name, owned.item.name)) + 1
+        order = fed.index((imp.stage, imp.name)) + 1
         try:
-            out.append(_transfer(comp, placed, route, owned.item.span, order, len(fed)))
+            out.append(_transfer(link, placed, route, imp.span, order, len(fed)))
         except DiagnosticError as err:
             problems.extend(err.diagnostics)
     if problems:
         raise DiagnosticError(problems)
     imported = {(t.export_stage, t.export) for t in out}
     unused = [
-        UnusedExport(
-            o.stage_name,
-            o.item.name,
-            tensor_symbol(o.stage_name, o.item.name, "export"),
-            elem_ctype(o.item.elem or "f32"),
-        )
-        for o in comp.items(A.ExportTensor)
-        if (o.stage_name, o.item.name) not in imported
+        UnusedExport(e.stage, e.name, tensor_symbol(e.stage, e.name, "export"), elem_ctype(e.elem or "f32"))
+        for e in link.tensor_exports
+        if (e.stage, e.name) not in imported
     ]
     return tuple(out), tuple(unused)
 
@@ -212,7 +205,7 @@ def route_symbol(export_symbol: str, import_stage: str, import_name: str) -> str
 
 
 def _transfer(
-    comp: Composition, placed: Placed, routed: RoutedSeam, span: Span, order: int = 1, routes: int = 1
+    link: LinkInputs, placed: Placed, routed: RoutedSeam, span: Span, order: int = 1, routes: int = 1
 ) -> Transfer:
     seam, route = routed.seam, routed.route
     program = route.program
@@ -221,14 +214,14 @@ def _transfer(
     claim, addr, tmem = None, None, None
     aliases: tuple[str, ...] = ()
     if program.shared == "scratch":
-        claim, addr = _scratch(comp, placed, routed, span, what)
+        claim, addr = _scratch(link, placed, routed, span, what)
         aliases = _aliases(placed.placement, seam.import_stage, claim, addr, program.smem_bytes)
         if aliases:
             program = build_program(route.seam, route.result, scratch_aliased=True)
     elif program.shared == "buffer":
-        claim, addr = _buffer(comp, placed, routed, span, what)
+        claim, addr = _buffer(link, placed, routed, span, what)
     elif route.rung == TMEM_LOAD:
-        claim, tmem = _tmem(comp, placed, routed)
+        claim, tmem = _tmem(link, placed, routed)
     base = placed.problem.capacities.smem_user_base
     export_symbol = tensor_symbol(seam.export_stage, seam.export.name, "export")
     import_symbol = tensor_symbol(seam.import_stage, seam.imp.name, "import")
@@ -329,10 +322,10 @@ def _barrier_ids(placement: Placement, routed: RoutedSeam, span: Span) -> tuple[
     return tuple(ids)
 
 
-def _scratch(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span, what: str) -> tuple[str, int]:
+def _scratch(link: LinkInputs, placed: Placed, routed: RoutedSeam, span: Span, what: str) -> tuple[str, int]:
     """The lent claim the route stages through, and its absolute shared address."""
     seam, program = routed.seam, routed.route.program
-    sizes = {o.item.name: o.item.bytes or 0 for o in comp.items(A.SmemClaim) if o.stage_name == seam.import_stage}
+    sizes = {c.name: c.size for c in link.smem if c.stage == seam.import_stage}
     for name in seam.lent_claims:
         if sizes.get(name, 0) < program.smem_bytes:
             continue
@@ -367,13 +360,11 @@ def _aliases(placement: Placement, stage: str, claim: str, addr: int, size: int)
     return tuple(sorted(out))
 
 
-def _tmem(comp: Composition, placed: Placed, routed: RoutedSeam) -> tuple[str, int]:
+def _tmem(link: LinkInputs, placed: Placed, routed: RoutedSeam) -> tuple[str, int]:
     """The producer's tensor-memory claim an export placed in tensor memory lives in, and its first column."""
     seam = routed.seam
     name = seam.export.name
-    claim = next(
-        (o.item for o in comp.items(A.TmemClaim) if o.stage_name == seam.export_stage and o.item.name == name), None
-    )
+    claim = next((c for c in link.tmem if c.stage == seam.export_stage and c.name == name), None)
     if claim is None:
         raise DiagnosticError(
             [
@@ -383,8 +374,8 @@ def _tmem(comp: Composition, placed: Placed, routed: RoutedSeam) -> tuple[str, i
             ]
         )
     columns = max(col for _, col in seam.export.placement.inverse.values()) + 1
-    if (claim.columns or 0) < columns:
-        reach, holds = f"column {columns} of its tensor-memory claim", f"{claim.columns or 0} columns"
+    if (claim.size) < columns:
+        reach, holds = f"column {columns} of its tensor-memory claim", f"{claim.size} columns"
         raise DiagnosticError(
             [
                 l_link.export_past_claim(
@@ -406,21 +397,19 @@ def _shared_bytes(routed: RoutedSeam) -> int:
     return highest + program.elem_bytes
 
 
-def _buffer(comp: Composition, placed: Placed, routed: RoutedSeam, span: Span, what: str) -> tuple[str, int]:
+def _buffer(link: LinkInputs, placed: Placed, routed: RoutedSeam, span: Span, what: str) -> tuple[str, int]:
     """The producer's claim an export placed in shared memory lives in, and its absolute shared address."""
     seam = routed.seam
     name = seam.export.name
-    claim = next(
-        (o.item for o in comp.items(A.SmemClaim) if o.stage_name == seam.export_stage and o.item.name == name), None
-    )
+    claim = next((c for c in link.smem if c.stage == seam.export_stage and c.name == name), None)
     if claim is None:
         declare = f"claim smem {name} bytes N align A lifetime until <done event>"
         raise DiagnosticError(
             [l_link.export_without_claim(name, seam.export_stage, "shared", seam.export.span, declare)]
         )
     needed = _shared_bytes(routed)
-    if (claim.bytes or 0) < needed:
-        reach, holds = f"byte {needed} of its claim", f"{claim.bytes or 0} B"
+    if (claim.size) < needed:
+        reach, holds = f"byte {needed} of its claim", f"{claim.size} B"
         raise DiagnosticError(
             [
                 l_link.export_past_claim(

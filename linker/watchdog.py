@@ -39,14 +39,16 @@ import argparse
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from checker.composition import Composition
-from checker.handles import HandleKind, HandleSpec, resolve_handles
+from checker.handles import HandleKind, HandleSpec
 from diagnostics.model import Diagnostic
 from diagnostics.symbols import Code
 from linker.counters import ARRAY, CounterArray, CounterSlots, WaitRenderer, counter_functions
 from linker.handles import Solved, handle_value
+
+if TYPE_CHECKING:
+    from analysis.link_inputs import LinkInputs
 
 LEDGER = "kl_watchdog_ledger"
 FIRE = "kl_watchdog_fire"
@@ -215,14 +217,13 @@ def ring_wait_lines(wd: Watchdog | None, spec: HandleSpec, address: int) -> list
     ]
 
 
-def ring_wait_specs(comp: Composition) -> list[HandleSpec]:
+def ring_wait_specs(inputs: LinkInputs) -> list[HandleSpec]:
     """The ring wait handles the components' objects read, in pipeline order."""
     found: dict[str, HandleSpec] = {}
-    for entry in comp.stages:
-        needed = entry.captured.needed_symbols if entry.captured is not None else frozenset()
-        for symbol, spec in resolve_handles(entry.stage, needed).items():
+    for stage in inputs.stages:
+        for spec in stage.handles:
             if spec.kind in RING_WAITS:
-                found.setdefault(symbol, spec)
+                found.setdefault(spec.symbol, spec)
     return list(found.values())
 
 
@@ -236,9 +237,9 @@ class Waits:
     counter_wait: WaitRenderer | None
 
 
-def plan_waits(comp: Composition, solved: Solved, counters: CounterArray, cycles: int | None) -> Waits:
+def plan_waits(inputs: LinkInputs, solved: Solved, counters: CounterArray, cycles: int | None) -> Waits:
     """The ring wait functions, and with ``cycles`` the watchdog over them and the counter waits."""
-    rings = ring_wait_specs(comp)
+    rings = ring_wait_specs(inputs)
     addresses = {}
     for spec in rings:
         bar: HandleKind = "ring_full_bar" if spec.kind == "ring_full_wait" else "ring_empty_bar"
@@ -246,7 +247,7 @@ def plan_waits(comp: Composition, solved: Solved, counters: CounterArray, cycles
     wd = None
     if cycles is not None:
         waits: list[tuple[HandleSpec, str]] = []
-        for spec in counter_functions(comp):
+        for spec in counter_functions(inputs):
             found = counters.find(spec.stage, spec.item)
             if spec.kind == "counter_wait" and found is not None:
                 waits.append((spec, f"`{ARRAY}[{found.index} + slot]`, scope {found.scope}"))

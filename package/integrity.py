@@ -41,7 +41,7 @@ Defect = Literal[
     "malformed",  # facts: why
     "code-facts",  # facts: payload, difference (the first fact the manifest and the payload disagree on)
     "compile-option",  # facts: option (a recorded compile option kernlink does not replay)
-    # the binding (linker/binding.py): the code checked is not shown to be the code linked
+    # the binding (packing/binding.py): the code checked is not shown to be the code linked
     "ptx-not-lowered",  # facts: payload, from, how, recorded, found (SHA-256 prefixes)
     "captured-not-code",  # facts: what (the captured facts its code does not declare)
     "not-rebuilt",  # facts: payload, source, how, recorded, found (SHA-256 prefixes)

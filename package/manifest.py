@@ -16,7 +16,7 @@ payload is L-INTEGRITY).
 Payloads: ``lto.ir`` (the LTO IR), ``source.cu`` (the component's source) and, with
 ``conformance``, ``code.ptx`` (the PTX the facts come from).
 
-``compile.options`` are replayed when the source is rebuilt at link (linker/binding.py), so
+``compile.options`` are replayed when the source is rebuilt at link (packing/binding.py), so
 they come from an allowlist (:func:`refused_option`): a recorded option that could make the
 compiler do anything but compile this source in memory (write a file, read one from the
 host) is L-INTEGRITY on reading, before anything runs.

@@ -69,7 +69,7 @@ class Provider:
 def cuda_include() -> Path | None:
     """A folder with the driver API's ``cuda.h``: the PyPI CUDA headers, ``$CUDA_HOME``, nvcc's toolkit, or
     ``/usr/local/cuda``."""
-    from linker.toolchain import cuda_include_dirs
+    from toolchain.cuda import cuda_include_dirs
 
     candidates = list(cuda_include_dirs())
     for root in (os.environ.get("CUDA_HOME", ""), _nvcc_root(), "/usr/local/cuda"):

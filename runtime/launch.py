@@ -32,8 +32,8 @@ from cuda.bindings import driver
 from diagnostics import Diagnostic, DiagnosticError
 from diagnostics.symbols import Code
 from hardware.targets import TargetSpec, target_for_sm
-from linker.cubin import KernelInfo, read_cubin
 from linker.launch_config import Launch
+from toolchain.cubin import KernelInfo, read_cubin
 
 Dim3 = int | tuple[int, int, int]
 

@@ -12,7 +12,7 @@ from tests import tiers
 from tests.snapshots import set_update
 
 if TYPE_CHECKING:
-    from linker.pack import PackResult
+    from packing.pack import PackResult
 
 COMPONENTS = ("hello/provider", "hello/caller", "ring/loader", "ring/reduce")
 
@@ -55,7 +55,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.fixture(scope="session")
 def packed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, PackResult]:
     """The hello and ring examples' components, packed once into a temporary folder."""
-    from linker.pack import pack
+    from packing.pack import pack
     from tests.link.examples import EXAMPLES
 
     out = tmp_path_factory.mktemp("packages")

@@ -57,7 +57,7 @@ def _edited(line: str, kind: str, opcode: str) -> str | None:
 
 def _run_ring(folder: Path, tiles: int, blocks: int) -> str:
     from kernlink.api import link
-    from linker.pack import pack
+    from packing.pack import pack
 
     for name in RUNNABLE["ring"]:
         pack(folder / f"{name}.cu", folder / f"{name}.kc", folder / "build" / f"{name}.kpkg")

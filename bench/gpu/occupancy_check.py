@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 from cuda.bindings import driver  # noqa: E402
 
 from hardware import residency as R  # noqa: E402
-from linker.toolchain import compile_nvrtc, link  # noqa: E402
 from runtime.launch import GpuSession  # noqa: E402
+from toolchain.cuda import compile_nvrtc, link  # noqa: E402
 
 KERNEL = """
 extern "C" __global__ void __launch_bounds__({threads}, {blocks}) k(float* p) {{
@@ -96,9 +96,9 @@ def matrix(gpu: GpuSession, quick: bool) -> list[dict[str, object]]:
 
 def ring_two_blocks(gpu: GpuSession, out: Path) -> dict[str, object]:
     from kernlink.api import link as kl_link
-    from linker.cubin import read_cubin
     from placement.adapter import placed_residency
     from tests.link.examples import build_example
+    from toolchain.cubin import read_cubin
 
     edits = {
         "loader.kc": {"threads 384": "threads 384 blocks_per_sm 2", "regs 40": "regs 24"},

@@ -38,7 +38,7 @@ fi
 step environment "$PY" -c "
 import sys, lark, z3, networkx, elftools, hypothesis, rich, pytest
 from cuda.bindings import nvrtc, nvjitlink, driver
-from linker.toolchain import toolkit_versions
+from toolchain.cuda import toolkit_versions
 print(sys.version); print('z3', z3.get_version_string()); print('toolkit', toolkit_versions().as_dict())
 print('driver', driver.cuDriverGetVersion())"
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1

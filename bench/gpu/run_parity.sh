@@ -24,7 +24,7 @@ status=0
 {
     echo "kernlink parity on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
     echo "rounds $ROUNDS, launches per measurement $REPS, warm-ups $WARMUP; disassembler: $(command -v nvdisasm || echo none)"
-    "$PY" -c "from linker.toolchain import toolkit_versions; print('toolkit', toolkit_versions().as_dict())"
+    "$PY" -c "from toolchain.cuda import toolkit_versions; print('toolkit', toolkit_versions().as_dict())"
 } > "$summary" 2>&1
 if ! "$PY" bench/gpu/parity_cases.py "$WORK/cases" > "$WORK/cases.txt" 2>&1; then
     cat "$WORK/cases.txt" >> "$summary"; cp "$summary" "$FINAL/parity-summary.txt"; cat "$summary"; exit 1

@@ -51,13 +51,13 @@ from collections.abc import Iterator, Sequence
 
 from checker.clause import Clause
 from checker.composition import Composition, Owned, RoleInfo
-from checker.handles import init_hook_symbol
 from checker.protocol.build import synchronized
 from checker.protocol.model import init_fault
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.symbols import Code
+from package.abi import init_hook_symbol
 
 
 class InitClause(Clause):

@@ -30,7 +30,7 @@ its `link.json` records (size and SHA-256), or whose manifest records no hash:
 `kernlink run` and every load of a linked kernel check it before a launch
 (`linker/outdir.py`). So it does a host provider's C source that is not the one
 `link.json` records: `kernlink.Session` compiles a provider only after checking it.
-The binding (`linker/binding.py`, at every link, and at check with `--strict` or
+The binding (`packing/binding.py`, at every link, and at check with `--strict` or
 `--require-binding`) reports here too: a `code.ptx` that is not what the package's
 `lto.ir` lowers to while its manifest says it is, `captured` symbols, prototypes or
 params layouts its code does not declare, a payload its own `source.cu` does not
@@ -276,7 +276,7 @@ _BINDING = ("ptx-not-lowered", "captured-not-code", "not-rebuilt", "unbound")
 
 
 def _binding(found: IntegrityFinding, message: str, at: Span | None) -> Diagnostic:
-    """A binding defect (linker/binding.py): the package, and the `use` line that names it when there is one."""
+    """A binding defect (packing/binding.py): the package, and the `use` line that names it when there is one."""
     labels = _in(found.package) + ((Label(at, "package named here", primary=False),) if at is not None else ())
     f = dict(found.facts)
     if found.defect == "unbound":

@@ -38,8 +38,8 @@ from collections.abc import Iterator
 
 from checker.conformance.context import Ctx, Finding, found, unknown
 from checker.conformance.steps import STEP_CHECKS, steps
-from checker.handles import init_hook_symbol
 from contract_lang import ast as A
+from package.abi import init_hook_symbol
 from package.codefacts.facts import CodeFacts, Fact, Operand
 
 CHECKS = (

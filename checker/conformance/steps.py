@@ -36,8 +36,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from checker.conformance.context import Ctx, Finding, found, unknown
-from checker.handles import init_hook_symbol
 from contract_lang import ast as A
+from package.abi import init_hook_symbol
 from package.codefacts.facts import CodeFacts, Fact, Guard
 
 STEP_CHECKS = ("ring-step", "arrive-count", "wait-parity", "step-order", "ring-fence", "named-barrier", "init-hook")

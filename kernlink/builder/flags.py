@@ -27,7 +27,7 @@ from diagnostics.span import Span
 from diagnostics.symbols import Code
 
 if TYPE_CHECKING:
-    from linker.pack import CompileFlags
+    from packing.pack import CompileFlags
 
 SUFFIX = ".flags"
 STDS = ("c++17", "c++20")
@@ -42,7 +42,7 @@ def read_flags(path: Path, sources: SourceMap) -> CompileFlags | None:
     """The flags ``path`` gives; None when there is no such file; :class:`DiagnosticError` (E-PACK,
     at the offending word) when it says something `kernlink pack` would not take. The text read
     is added to ``sources`` (diagnostics quote it)."""
-    from linker.pack import CompileFlags
+    from packing.pack import CompileFlags
 
     if not path.exists():
         return None

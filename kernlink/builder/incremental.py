@@ -8,7 +8,7 @@ puts a package by default).
 
 A package is reused when its *build record* (``<stem>.kpkg.key``, JSON, written after each
 pack) still holds: its key is a sha256 over kernlink's version, the compiler, the toolkit
-versions, every file the compile opened as the compiler itself reports it (linker/opened.py:
+versions, every file the compile opened as the compiler itself reports it (packing/opened.py:
 the source and every header, in any folder and with any extension), the contract, the flags
 file and the host providers' C sources, and the absence of every file that would be found
 before one of the opened ones (a new header beside the source that shadows one from ``-I`` or
@@ -42,7 +42,7 @@ from kernlink.builder.flags import flags_path, read_flags
 if TYPE_CHECKING:
     from checker.memo import Memo
     from kernlink.api import LinkResult
-    from linker.opened import Opened
+    from packing.opened import Opened
 
 #: What a component with no build record yet may include beside its source (--watch, before a build).
 _HEADERS = ("*.h", "*.cuh", "*.hpp", "*.inc")
@@ -99,7 +99,7 @@ def build_key(compiler: str, files: Sequence[str], installed: Sequence[str], abs
     """The key of a build record: the toolchain, each file's path and content, each installed file's
     path, size, modification time and inode (an install or upgrade writes new files; hashing the
     CUTLASS headers a CuTe component opens would cost 0.1 s a build), each absent path's absence."""
-    from linker.toolchain import toolkit_versions
+    from toolchain.cuda import toolkit_versions
 
     h = hashlib.sha256()
     for part in (f"kernlink {__version__}", f"compiler {compiler}", f"toolkit {toolkit_versions()}"):
@@ -255,9 +255,9 @@ def _settled(record: Record, before: dict[str, bytes | None], since_ns: int) -> 
 def _flags_hint(package: Path, flags_file: Path) -> str | None:
     """When the package this build could not repack was packed with flags and no flags file gives
     any: which ones, and where `kernlink build` takes them from."""
-    from linker.binding import recorded_options
     from package.integrity import PackageDefect
     from package.kpkg import read_package
+    from packing.binding import recorded_options
 
     try:
         info = read_package(package).manifest.get("compile")
@@ -363,7 +363,7 @@ def build(
 
 def _one(package: Path, compiler: str, sources: SourceMap) -> Step:
     """Reuse or pack one package; a :class:`DiagnosticError` when it cannot be packed."""
-    from linker.pack import pack
+    from packing.pack import pack
 
     start = time.perf_counter()
     source, contract = component_of(package)

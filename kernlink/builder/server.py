@@ -67,9 +67,11 @@ PACKAGES = (
     "kernlink",
     "linker",
     "package",
+    "packing",
     "placement",
     "runtime",
     "solver",
+    "toolchain",
     "transfer_model",
 )
 IDLE_SECONDS = 900.0
@@ -724,5 +726,4 @@ def _warm() -> None:
     """Import what a build imports, so that the first request pays no more than the later ones."""
     import kernlink.api
     import kernlink.builder.incremental  # noqa: F401
-    import linker.link
-    import linker.pack  # noqa: F401
+    import packing.pack  # noqa: F401

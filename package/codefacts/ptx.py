@@ -7,7 +7,7 @@ their performance directives (``.maxntid``, ``.reqntid``, ``.reqnctapercluster``
 and, where the PTX was compiled with ``-lineinfo``, the CUDA source line (``.loc``)
 (:func:`parse`, for the conformance checks); and every symbol declared at module scope
 with its linkage and PTX prototype (:func:`declarations`, for what a package defines and
-needs: linker/symbols.py).
+needs: toolchain/symbols.py).
 """
 
 from __future__ import annotations

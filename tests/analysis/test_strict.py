@@ -10,7 +10,7 @@ import pytest
 
 from kernlink import api
 from kernlink.cli import main
-from linker.pack import pack
+from packing.pack import pack
 
 UNDECIDED = Path(__file__).resolve().parents[1] / "conformance" / "cases" / "undecided"
 PIPELINE = 'pipeline "fx" {\n    target sm_90a\n    use "fx.bar" version ^1.0 from "build/bar.kpkg"\n}\n'

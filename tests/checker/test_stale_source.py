@@ -14,7 +14,7 @@ import pytest
 from diagnostics.model import Diagnostic, Severity
 from kernlink.api import check
 from kernlink.cli import main
-from linker.pack import CompileFlags, pack
+from packing.pack import CompileFlags, pack
 from tests.link.examples import EXAMPLES
 
 PACKAGED = Path(__file__).resolve().parent / "clauses" / "L-LINK" / "pass_linked"

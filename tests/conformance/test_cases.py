@@ -26,7 +26,7 @@ import pytest
 
 from checker.conformance import CHECKS
 from diagnostics.model import Diagnostic, DiagnosticError, Severity
-from linker.pack import build, conformance_findings, pack
+from packing.pack import build, conformance_findings, pack
 
 CASES = Path(__file__).parent / "cases"
 EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"

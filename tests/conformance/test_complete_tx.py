@@ -14,7 +14,7 @@ from pathlib import Path
 
 from checker.conformance import derive
 from diagnostics.model import Diagnostic, Severity
-from linker.pack import build, conformance_findings
+from packing.pack import build, conformance_findings
 
 CASE = Path(__file__).parent / "cases" / "complete-tx"
 #: The producer's credit in ``pass.cu`` (one 16 KiB copy and 16 KiB completed: the contract's 32 KiB)

@@ -19,7 +19,7 @@ from checker.handles import handle_problems, symbol_problems
 from checker.header import device_header
 from contract_lang.parser import parse_file
 from kernlink.api import check
-from linker.pack import pack
+from packing.pack import pack
 
 FAMILY = Path(__file__).resolve().parents[2] / "specs" / "examples" / "attention"
 COMPOSITIONS = (

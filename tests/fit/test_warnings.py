@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from linker.toolchain import compile_nvrtc, link, tool_warnings
+from toolchain.cuda import compile_nvrtc, link, tool_warnings
 
 LOG = """ptxas warning : Value of threads per SM for entry k is out of range. .minnctapersm will be ignored
 ptxas info    : 0 bytes gmem

@@ -20,9 +20,9 @@ from contract_lang.parser import parse_text
 from contract_lang.printer import print_node
 from diagnostics import DiagnosticError
 from kernlink.cli import main
-from linker.frontends import tilelang
-from linker.pack import choose_stage, pack
 from package.manifest import read_stage_package
+from packing.frontends import tilelang
+from packing.pack import choose_stage, pack
 from tests.link.examples import EXAMPLES
 
 STAGE = EXAMPLES / "gemm_swiglu" / "tilelang"

@@ -18,8 +18,8 @@ import pytest
 from contract_lang import ast as A
 from diagnostics import DiagnosticError
 from kernlink.cli import main
-from linker.frontends import triton
-from linker.pack import choose_stage, pack
+from packing.frontends import triton
+from packing.pack import choose_stage, pack
 from tests.link.examples import EXAMPLES
 
 FOLDER = EXAMPLES / "triton"

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from linker.pack import pack
+from packing.pack import pack
 
 FOLDER = Path(__file__).resolve().parents[2] / "specs" / "examples" / "gemm_swiglu"
 

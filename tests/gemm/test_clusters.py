@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from analysis.downstream import verify_downstream
+from analysis.link_inputs import link_inputs
+from analysis.plan import Plan
 from kernlink.api import check_text, link
 from linker.generate import generate, unsupported
 from package.captured import Captured
@@ -74,7 +76,7 @@ def test_a_stage_reads_the_launched_cluster_size_as_a_folded_handle() -> None:
     )
     placed = verify_downstream(comp).placed
     assert placed is not None
-    generated = generate(comp, placed)
+    generated = generate(Plan(comp, placed))
     assert [(h.symbol, h.value) for h in generated.handles] == [("kl_demo_cl_cluster_size", 2)]
     assert generated.dispatch.cluster == (2, 1, 1)
 
@@ -82,7 +84,7 @@ def test_a_stage_reads_the_launched_cluster_size_as_a_folded_handle() -> None:
 def test_several_common_shapes_without_a_pipeline_shape_are_refused() -> None:
     result = check_text(STAGE.replace("SHAPES", "2x1x1, 4x1x1"), "demo.kc")
     assert result.accepted and result.composition is not None, [d.message for d in result.diagnostics]
-    [diag] = unsupported(result.composition)
+    [diag] = unsupported(link_inputs(result.composition))
     assert (diag.code, dict(diag.data)["what"]) == ("E-UNSUPPORTED", "cluster shape")
     assert diag.helps == ("state the launch's shape in the pipeline: `cluster 2x1x1`",)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kernlink.api import check, link
-from linker.pack import pack
+from packing.pack import pack
 
 PLACEMENT = """m = t / 4 + 8 * (r / 2)
             n = 2 * (t % 4) + r % 2"""

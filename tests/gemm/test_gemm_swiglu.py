@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from kernlink.api import LinkResult, check, link
-from linker.cubin import read_cubin
 from tests.gemm.compositions import FOLDER, PRODUCERS, build
 from tests.snapshots import assert_text_snapshot
+from toolchain.cubin import read_cubin
 
 DATA = Path(__file__).parent / "data"
 Linked = dict[str, tuple[LinkResult, Path]]

@@ -16,7 +16,7 @@ import pytest
 
 from kernlink.api import check, link
 from linker.artifacts import HALF_STRUCT
-from linker.pack import pack
+from packing.pack import pack
 
 PROVIDER_KC = """stage "half.provider" version "1.0.0" {
     target sm_90a

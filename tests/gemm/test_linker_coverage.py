@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from analysis.downstream import verify_downstream
+from analysis.plan import Plan
 from diagnostics.model import DiagnosticError
 from kernlink.api import check_text, link
 from linker.artifacts import Generated
@@ -67,7 +68,7 @@ def _generate_fact(owned: str) -> Generated:
     )
     placed = verify_downstream(comp).placed
     assert placed is not None
-    return generate(comp, placed)
+    return generate(Plan(comp, placed))
 
 
 def test_a_fact_its_owner_fixes_is_a_handle_returning_the_value() -> None:

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from kernlink.api import LinkResult, check, link
-from linker.cubin import read_cubin
 from linker.sass import disassemble, find_disassembler, functions
 from package.kpkg import read_package
 from tests.gemm.compositions import FOLDER, SM100, TCGEN05_PIPELINE, build, build_sm100
 from tests.gemm.test_gemm_swiglu import _stable
 from tests.snapshots import assert_text_snapshot
+from toolchain.cubin import read_cubin
 
 DATA = Path(__file__).parent / "data"
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from kernlink.api import link
-from linker.cubin import read_cubin
-from linker.pack import pack
+from packing.pack import pack
+from toolchain.cubin import read_cubin
 
 CONTRACT = """stage "demo.tm" version "1.0.0" {
     target sm_100a

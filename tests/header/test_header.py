@@ -12,8 +12,8 @@ from checker.header import device_header
 from contract_lang.parser import parse_file
 from diagnostics import DiagnosticError
 from kernlink.cli import main
-from linker.toolchain import compile_nvcc, compile_nvrtc, nvcc_path
 from tests.snapshots import assert_text_snapshot
+from toolchain.cuda import compile_nvcc, compile_nvrtc, nvcc_path
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -162,8 +162,8 @@ extern "C" __device__ void ring_load_main(const LoaderParams* params, unsigned c
 def test_a_component_using_the_helpers_rebuilds_identically_in_another_folder(tmp_path: Path) -> None:
     """The helpers are macros: an inline function defined in the header made the LTO IR depend on the header's
     folder, and `kernlink link`'s rebuild (in a temporary folder) refused every such package as L-INTEGRITY."""
-    from linker.binding import rebuild_problems
-    from linker.pack import pack
+    from packing.binding import rebuild_problems
+    from packing.pack import pack
 
     folder = tmp_path / "a-folder-of-its-own"
     folder.mkdir()

@@ -3,7 +3,7 @@
 1. A package rewritten to 1 KiB slots (contract, `code.ptx`, its facts; hashes recomputed) while its
    LTO IR copies 32 KiB per fill: a plain check reads a consistent contract and PTX and accepts;
    `--strict`/`--require-binding` refuse it at check, and every link refuses it (the binding:
-   linker/binding.py). With the binding bypassed, the audit catches what the linked code does.
+   packing/binding.py). With the binding bypassed, the audit catches what the linked code does.
 2. A recorded compile option that makes the compiler write a file: refused on reading, no file
    is written.
 3. A planted binding verdict does not pass a forged package.
@@ -26,9 +26,9 @@ import pytest
 from checker.conformance import derive
 from kernlink.api import check, link
 from kernlink.cli import main
-from linker import binding
-from linker.pack import PackResult
 from package.kpkg import PAYLOADS_KEY, pack_bytes, parse_package, read_package
+from packing import binding
+from packing.pack import PackResult
 from tests.link.examples import EXAMPLES
 
 pytestmark = pytest.mark.toolchain

@@ -14,7 +14,7 @@ from array import array
 from collections.abc import Mapping
 from pathlib import Path
 
-from linker.pack import pack
+from packing.pack import pack
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
 COMPONENTS = {

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from linker.pack import pack
+from packing.pack import pack
 
 MASK = 0xFFFFFFFF
 PLACEMENT = """m = t / 4 + 8 * (r / 2)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from kernlink.builder.incremental import build, inputs_of, read_record, shadows
-from linker.opened import Opened, _make_rule, is_dependency_option
 from package.kpkg import read_package
+from packing.opened import Opened, _make_rule, is_dependency_option
 from tests.link.examples import EXAMPLES
 
 pytestmark = pytest.mark.toolchain
@@ -181,11 +181,11 @@ def test_a_record_that_no_longer_holds_or_does_not_parse_repacks(tmp_path: Path)
 def test_a_file_saved_while_its_component_compiles_is_not_trusted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import linker.pack
+    import packing.pack
 
     pipeline = _ring(tmp_path)
     inc = pipeline.parent / "scale.inc"
-    packed = linker.pack.pack
+    packed = packing.pack.pack
 
     def save_during(*args: object, **kwargs: object) -> object:
         done = packed(*args, **kwargs)  # type: ignore[arg-type]
@@ -193,7 +193,7 @@ def test_a_file_saved_while_its_component_compiles_is_not_trusted(
             _write(inc, "7.0f")  # read as 1.0f, saved before the record is written
         return done
 
-    monkeypatch.setattr(linker.pack, "pack", save_during)
+    monkeypatch.setattr(packing.pack, "pack", save_during)
     result, _ = build(pipeline, pipeline.parent / "out")
     monkeypatch.undo()
     assert result.ok and "changed while it compiled" in result.steps[1].why
@@ -228,7 +228,7 @@ def test_files_written_just_before_a_build_are_trusted(tmp_path: Path) -> None:
 
 
 def test_the_dependency_options_are_not_recorded_and_do_not_change_the_package(tmp_path: Path) -> None:
-    from linker.pack import pack
+    from packing.pack import pack
 
     pipeline = _ring(tmp_path, scaled='#include "detail/scale.cuh"')
     _write(pipeline.parent / "detail" / "scale.cuh", "1.0f")
@@ -238,8 +238,8 @@ def test_the_dependency_options_are_not_recorded_and_do_not_change_the_package(t
     assert str((pipeline.parent / "detail" / "scale.cuh").resolve()) in packed.opened.files
     options = read_package(tmp_path / "a.kpkg").manifest["compile"]["options"]
     assert not any(is_dependency_option(o) for o in options)
-    from linker.symbols import LTO_PTX_EXTRA, compile_lto_and_ptx
-    from linker.toolchain import stable_cwd
+    from toolchain.cuda import stable_cwd
+    from toolchain.symbols import LTO_PTX_EXTRA, compile_lto_and_ptx
 
     text = source.read_bytes()
     with stable_cwd():
@@ -259,7 +259,7 @@ def test_the_dependency_options_are_not_recorded_and_do_not_change_the_package(t
 def test_nvcc_reports_what_it_opened(tmp_path: Path) -> None:
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
-    from linker.pack import pack
+    from packing.pack import pack
 
     pipeline = _ring(tmp_path, scaled='#include "detail/scale.cuh"')
     _write(pipeline.parent / "detail" / "scale.cuh", "1.0f")
@@ -327,7 +327,7 @@ def test_watch_rebuilds_on_an_edit_to_an_inc_file_in_a_sub_folder_and_to_the_fla
 
 
 def test_a_failed_repack_of_a_package_packed_with_flags_says_where_build_takes_them(tmp_path: Path) -> None:
-    from linker.pack import CompileFlags, pack
+    from packing.pack import CompileFlags, pack
 
     pipeline = _ring(tmp_path, scaled="")
     source = pipeline.parent / "reduce.cu"

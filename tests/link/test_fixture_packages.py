@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from linker.pack import build
 from package.kpkg import pack_bytes, parse_package
 from package.manifest import LTO_PAYLOAD
+from packing.pack import build
 from tests.snapshots import assert_bytes_snapshot
 
 pytestmark = pytest.mark.toolchain

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from analysis.downstream import verify_downstream
+from analysis.link_inputs import link_inputs
+from analysis.plan import Plan
 from diagnostics.model import DiagnosticError
 from kernlink.api import check, check_text
 from linker.artifacts import Generated
@@ -43,7 +45,7 @@ def _generate(text: str, needed: frozenset[str]) -> Generated:
     comp = dataclasses.replace(comp, stages=tuple(dataclasses.replace(s, captured=captured) for s in comp.stages))
     placed = verify_downstream(comp).placed
     assert placed is not None
-    return generate(comp, placed)
+    return generate(Plan(comp, placed))
 
 
 def test_idle_warps_and_register_groups() -> None:
@@ -72,7 +74,7 @@ def test_a_tensor_connection_is_no_longer_refused_and_gemm_swiglu_still_checks_a
     assert result.accepted and result.composition is not None
     assert result.downstream is not None and result.downstream.placed is not None
     assert [r.route.rung for r in result.downstream.routes] == ["smem-staging"]
-    assert not [d for d in unsupported(result.composition) if "tensor" in d.message]
+    assert not [d for d in unsupported(link_inputs(result.composition)) if "tensor" in d.message]
 
 
 def test_generate_refuses_what_it_cannot_express() -> None:
@@ -97,7 +99,7 @@ def test_a_ring_fed_export_checks_and_places_but_the_linker_refuses_it() -> None
     result = check([RING_FED / "gemm_swiglu.kp"])
     assert result.accepted and result.composition is not None
     assert result.downstream is not None and result.downstream.placed is not None
-    refused = [d for d in unsupported(result.composition) if "ring-fed" in d.message]
+    refused = [d for d in unsupported(link_inputs(result.composition)) if "ring-fed" in d.message]
     assert [d.code for d in refused] == ["E-UNSUPPORTED"]
     assert "`accs`" in refused[0].message and "slot" in refused[0].notes[0]
 

@@ -12,6 +12,7 @@ import dataclasses
 import pytest
 
 from analysis.downstream import verify_downstream
+from analysis.plan import Plan
 from diagnostics.model import DiagnosticError
 from kernlink.api import check_text
 from linker.generate import generate
@@ -51,7 +52,7 @@ def _generate(text: str, needed: frozenset[str]) -> None:
     comp = dataclasses.replace(comp, stages=tuple(dataclasses.replace(s, captured=captured) for s in comp.stages))
     placed = verify_downstream(comp).placed
     assert placed is not None
-    generate(comp, placed)
+    generate(Plan(comp, placed))
 
 
 def test_zero_arrival_count_is_refused() -> None:

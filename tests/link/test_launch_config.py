@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 from cuda.bindings import driver
 
+from analysis.link_inputs import link_inputs
+from analysis.plan import Plan
 from diagnostics.model import DiagnosticError
 from kernlink.api import check_text, link
 from linker.generate import generate
@@ -128,7 +130,7 @@ def test_the_configuration_is_what_the_launch_and_cluster_lines_state(
     result = check_text(STAGE.replace("LAUNCH", launch).replace("SHAPE", shape), "demo.kc")
     assert result.accepted and result.composition is not None, [d.message for d in result.diagnostics]
     assert result.placed is not None
-    config = launch_config(result.composition, generate(result.composition, result.placed).dispatch)
+    config = launch_config(link_inputs(result.composition), generate(Plan(result.composition, result.placed)).dispatch)
     assert (config.grid, config.resident, config.cooperative, config.cluster, config.nonportable_cluster) == want
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from kernlink.api import LinkResult, link
-from linker.cubin import read_cubin
 from linker.link import CUBIN, JSON, MAP, PTX
-from linker.toolchain import parse_ptxas_usage
 from tests.link.examples import KERNEL
+from toolchain.cubin import read_cubin
+from toolchain.cuda import parse_ptxas_usage
 
 pytestmark = pytest.mark.toolchain
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.link_inputs import link_inputs
 from kernlink.api import LinkResult, check_text, link
 from linker.generate import unsupported
 from linker.link import CUBIN, JSON, MAP
@@ -162,7 +163,7 @@ stage "demo.mma" version "1.0.0" {
 def test_what_the_abi_cannot_express_is_e_unsupported() -> None:
     result = check_text(COUNTER_AND_TENSOR, "demo.kc")
     assert result.composition is not None
-    found = unsupported(result.composition)
+    found = unsupported(link_inputs(result.composition))
     assert [d.code for d in found] == ["E-UNSUPPORTED"]  # tensor memory links now (tests/gemm/test_tmem.py)
     assert [dict(d.data)["what"] for d in found] == ["counter `done`"]
 

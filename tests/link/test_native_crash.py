@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from diagnostics.model import DiagnosticError
-from linker.toolchain import FAULT_ENV, compile_nvrtc
+from toolchain.cuda import FAULT_ENV, compile_nvrtc
 
 PASS = Path(__file__).resolve().parents[1] / "checker" / "clauses" / "L-LINK" / "pass_linked"
 
@@ -81,7 +81,7 @@ def test_pack_survives_a_compiler_crash(tmp_path: Path) -> None:
 
 
 def test_one_worker_serves_every_call_and_a_dead_one_is_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
-    from linker.toolchain import native_worker_pid
+    from toolchain.cuda import native_worker_pid
 
     source = "__device__ int f() { return 1; }\n"
     compile_nvrtc(source, "f.cu")
@@ -102,7 +102,7 @@ def test_the_worker_compiles_in_the_callers_working_directory(tmp_path: Path) ->
     """NVRTC records the working directory in LTO IR: the worker must follow the caller's, call by call."""
     import os
 
-    from linker.toolchain import stable_cwd
+    from toolchain.cuda import stable_cwd
 
     source = "__device__ int f() { return 1; }\n"
     before = os.getcwd()
@@ -129,7 +129,7 @@ def test_the_worker_ends_when_its_parent_is_killed() -> None:
     import time
 
     script = (
-        "from linker.toolchain import compile_nvrtc, native_worker_pid\n"
+        "from toolchain.cuda import compile_nvrtc, native_worker_pid\n"
         "compile_nvrtc('__device__ int f() { return 1; }\\n', 'f.cu')\n"
         "print(native_worker_pid(), flush=True)\n"
         "import time; time.sleep(120)\n"

@@ -27,8 +27,8 @@ from diagnostics.model import DiagnosticError
 from diagnostics.private import read_sealed
 from kernlink.api import check_text
 from kernlink.builder.incremental import build
-from linker.pack import pack
 from package.kpkg import read_package
+from packing.pack import pack
 from runtime import host_providers
 from runtime.host_providers import Provider, cuda_include, load_library, shared_object
 from runtime.launch import GpuSession

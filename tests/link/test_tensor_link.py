@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.link_inputs import link_inputs
 from checker.clauses.l_handle import describe
 from checker.handles import handle_problems, symbol_problems
 from contract_lang.parser import parse_text
@@ -210,4 +211,4 @@ def test_an_export_with_two_imports_is_no_longer_refused() -> None:
     # fan-out links (tests/gemm/test_fanout.py): the export handle runs both routes in import order
     result = check_text(FAN_OUT.replace("ready event got.ready", "ready event got1.ready"), "fan.kc")
     assert result.composition is not None
-    assert not [d for d in unsupported(result.composition) if "tensor" in d.message]
+    assert not [d for d in unsupported(link_inputs(result.composition)) if "tensor" in d.message]

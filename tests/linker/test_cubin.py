@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from diagnostics import DiagnosticError
-from linker.cubin import read_cubin
-from linker.toolchain import compile_nvrtc, link
+from toolchain.cubin import read_cubin
+from toolchain.cuda import compile_nvrtc, link
 
 pytestmark = pytest.mark.toolchain
 

@@ -10,8 +10,8 @@ import pytest
 
 from diagnostics import DiagnosticError
 from hardware.targets import target_for_sm
-from linker.toolchain import compile_nvrtc, link
 from runtime.launch import GpuSession, gpu_available
+from toolchain.cuda import compile_nvrtc, link
 
 SOURCE = r"""
 extern "C" __device__ float scale(float x);

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from diagnostics import DiagnosticError, Severity
-from linker.toolchain import (
+from toolchain.cuda import (
     BUNDLED_HEADERS_SINCE,
     compile_nvcc,
     compile_nvrtc,

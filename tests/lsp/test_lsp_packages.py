@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from linker.pack import pack
+from packing.pack import pack
 from tests.lsp.test_lsp import EXAMPLES, Client, _open
 
 pytestmark = pytest.mark.toolchain

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from analysis.downstream import verify_downstream
+from analysis.link_inputs import link_inputs
+from analysis.plan import Plan
 from checker.clauses.l_handle import describe
 from checker.handles import handle_bindings, handle_problems
 from contract_lang.parser import parse_text
@@ -24,8 +26,8 @@ from kernlink.api import check_text, link
 from linker.artifacts import Generated
 from linker.counters import ARRAY, RESET_RULE, unsupported_counters
 from linker.generate import generate
-from linker.pack import pack
 from package.captured import Captured, Prototype
+from packing.pack import pack
 
 DATA = Path(__file__).parent / "data"
 
@@ -110,7 +112,7 @@ def _generated(text: str, needed: set[str]) -> Generated:
     )
     placed = verify_downstream(comp).placed
     assert placed is not None
-    return generate(comp, placed)
+    return generate(Plan(comp, placed))
 
 
 def test_a_counter_only_endpoints_name_gets_one_word_after_the_claims() -> None:
@@ -194,8 +196,8 @@ stage "a.three" version "1.0.0" {
 def test_an_endpoint_that_could_read_two_stages_claims_is_l_link() -> None:
     result = check_text(AMBIGUOUS.replace("CLAIM", "x"), "demo.kc")
     assert result.accepted and result.composition is not None
-    refused, found = unsupported_counters(result.composition)
+    refused, found = unsupported_counters(link_inputs(result.composition))
     assert not refused
     assert [(d.code, d.message) for d in found] == [("L-LINK", "counter `x` of `a.three` could be any of 2 claims")]
     twin = check_text(AMBIGUOUS.replace("CLAIM", "y"), "demo.kc")
-    assert twin.composition is not None and unsupported_counters(twin.composition) == ([], [])
+    assert twin.composition is not None and unsupported_counters(link_inputs(twin.composition)) == ([], [])

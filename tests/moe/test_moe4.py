@@ -26,7 +26,7 @@ COMPONENTS = ("interp", "comm", "gemm", "act")
 
 @pytest.fixture(scope="module")
 def packed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from linker.pack import pack
+    from packing.pack import pack
 
     folder = tmp_path_factory.mktemp("moe4") / "moe4"
     shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("build"))
@@ -80,7 +80,7 @@ def test_moe4_links_with_every_handle_folded(packed: Path, tmp_path: Path) -> No
 
 @pytest.mark.toolchain
 def test_a_relink_after_one_owner_changes_a_fact_carries_it_to_every_consumer(packed: Path, tmp_path: Path) -> None:
-    from linker.pack import pack
+    from packing.pack import pack
 
     folder = tmp_path / "moe4"
     shutil.copytree(packed.parent, folder)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.plan import Plan
 from kernlink.api import check, link
 from kernlink.cli import main
 from linker.artifacts import Generated
@@ -77,7 +78,7 @@ def _ring(needed: set[str], watchdog: int | None) -> Generated:
             dataclasses.replace(s, captured=Captured(frozenset(), frozenset(needed))) for s in result.composition.stages
         ),
     )
-    return generate(comp, placed, watchdog=watchdog)
+    return generate(Plan(comp, placed), watchdog=watchdog)
 
 
 def test_ring_wait_handles_wait_on_the_slots_barrier_and_are_watched_on_request() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from linker import binding
+from packing import binding
 
 
 @pytest.fixture

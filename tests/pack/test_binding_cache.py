@@ -1,6 +1,6 @@
 """The binding verdict is remembered on disk: a pass for the same bytes is not compiled again.
 
-linker/binding.py keeps a pass (no finding) under ``$KERNLINK_CACHE/binding``, keyed by the
+packing/binding.py keeps a pass (no finding) under ``$KERNLINK_CACHE/binding``, keyed by the
 package's bytes, the stage, the NVRTC version, the header wheels and its own deciding code.
 A package whose bytes changed is rebuilt; a forged one is L-INTEGRITY however warm the cache.
 """
@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from contract_lang import ast as A
-from linker import binding
-from linker.pack import PackResult, choose_stage
 from package.kpkg import PAYLOADS_KEY, pack_bytes, parse_package
 from package.manifest import LTO_PAYLOAD
+from packing import binding
+from packing.pack import PackResult, choose_stage
 from tests.link.examples import EXAMPLES
 
 

@@ -20,9 +20,9 @@ from checker.clauses import l_integrity
 from checker.conformance import MANIFEST_KEY, PTX_PAYLOAD, derive
 from diagnostics.model import DiagnosticError
 from kernlink.api import check, link
-from linker.pack import PackResult, pack
 from package.kpkg import PAYLOADS_KEY, pack_bytes, parse_package
 from package.manifest import read_stage_package
+from packing.pack import PackResult, pack
 from tests.link.examples import EXAMPLES
 
 CASES = Path(__file__).resolve().parents[1] / "conformance" / "cases"

@@ -9,7 +9,7 @@ import pytest
 
 from kernlink.api import link
 from kernlink.cli import main
-from linker.toolchain import cutlass_include_dir
+from toolchain.cuda import cutlass_include_dir
 
 HERE = Path(__file__).parent / "cute"
 pytestmark = [

@@ -10,17 +10,17 @@ import pytest
 
 from checker.clauses import l_integrity
 from checker.clauses.l_handle import describe
+from checker.handles import handle_problems, symbol_problems
 from checker.params import params_problems
 from contract_lang.parser import parse_file
 from diagnostics import DiagnosticError, Severity
 from kernlink.cli import main
-from linker import binding
-from linker.handles import handle_problems, symbol_problems
-from linker.layout import params_blocks
-from linker.pack import PackResult, pack, prototypes_of
-from linker.toolchain import nvcc_path, nvjitlink_version
 from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, read_stage_package
+from packing import binding
+from packing.layout import params_blocks
+from packing.pack import PackResult, pack, prototypes_of
 from tests.link.examples import EXAMPLES
+from toolchain.cuda import nvcc_path, nvjitlink_version
 
 pytestmark = pytest.mark.toolchain
 
@@ -159,7 +159,7 @@ def test_nvcc_captures_the_same_symbols_and_layouts(tmp_path: Path, packed: dict
     assert result.captured.needed_symbols == packed["ring/reduce"].captured.needed_symbols
     assert result.captured.params_layouts == packed["ring/reduce"].captured.params_layouts
     assert result.warnings == ()
-    # its code.ptx is its LTO IR's lowering, as NVRTC's is: it binds (linker/binding.py), and not by its cache
+    # its code.ptx is its LTO IR's lowering, as NVRTC's is: it binds (packing/binding.py), and not by its cache
     binding.forget()
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("KERNLINK_NO_BINDING_CACHE", "1")

@@ -1,10 +1,10 @@
 """`kernlink pack` compiles a component as the link's binding check rebuilds it, when that is provably
 the compile beside its folder, and records the binding pass; otherwise it compiles beside the folder.
 
-linker/pack.py ``alone_inputs``: every file beside the source is given to NVRTC under its relative
+packing/pack.py ``alone_inputs``: every file beside the source is given to NVRTC under its relative
 name, a carried header as itself and any other as an ``#error`` header, so a compile that succeeds
 opened exactly what the package carries. The pass is recorded only when the package read back from
-its file asks for the very compile that made it (linker/binding.py ``remember_pass``).
+its file asks for the very compile that made it (packing/binding.py ``remember_pass``).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import pytest
 
 from contract_lang import ast as A
 from diagnostics.model import DiagnosticError
-from linker import binding
-from linker import pack as pack_module
-from linker.pack import CompileFlags, alone_inputs, choose_stage, pack
+from packing import binding
+from packing import pack as pack_module
+from packing.pack import CompileFlags, alone_inputs, choose_stage, pack
 from tests.link.examples import EXAMPLES
 
 
@@ -40,7 +40,7 @@ def _no_compiler(*_: object, **__: object) -> object:
 
 
 def _modes(cache: Path) -> list[str]:
-    """The modes of the binding verdicts on disk (linker/binding.py: `lowered`, `rebuilt`)."""
+    """The modes of the binding verdicts on disk (packing/binding.py: `lowered`, `rebuilt`)."""
     return sorted(json.loads(p.read_text())["mode"] for p in (cache / "binding").glob("*.json"))
 
 

@@ -19,12 +19,12 @@ import pytest
 
 from checker import conformance
 from kernlink.builder.incremental import packages_of
-from linker import binding, layout
-from linker.pack import build, choose_stage
-from linker.symbols import compile_ptx, read_ptx_symbols
-from linker.toolchain import compile_nvrtc, link, stable_cwd
 from package.manifest import read_stage_package
+from packing import binding, layout
+from packing.pack import build, choose_stage
 from tests.link.examples import EXAMPLES, KERNEL, build_example
+from toolchain.cuda import compile_nvrtc, link, stable_cwd
+from toolchain.symbols import compile_ptx, read_ptx_symbols
 
 # The attention family's sources include CUDA headers (stdint.h, cuda.h, cuda_bf16.h) that NVRTC from
 # PyPI does not bundle: tests/examples/test_attention_family.py packs them with nvcc.
@@ -91,8 +91,8 @@ def test_the_linked_kernel_is_the_one_plain_lto_ir_gives(example: str, tmp_path:
 
 def test_a_lowering_nvjitlink_refuses_is_a_pack_diagnostic(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from diagnostics import DiagnosticError
-    from linker import symbols
-    from linker.pack import pack
+    from packing.pack import pack
+    from toolchain import symbols
 
     monkeypatch.setattr(symbols, "ptx_link_options", lambda arch: (f"-arch={arch}", "-lto", "-ptx", "-no-such-option"))
     source = EXAMPLES / "ring" / "reduce.cu"
@@ -107,7 +107,7 @@ def test_a_lowering_nvjitlink_refuses_is_a_pack_diagnostic(monkeypatch: pytest.M
 def test_a_probe_that_does_not_compile_is_named_as_such(tmp_path: Path) -> None:
     """The probe is compiled with the component now: its errors are the probe's, the component's its own."""
     from diagnostics import DiagnosticError
-    from linker.pack import pack
+    from packing.pack import pack
 
     (tmp_path / "p.kc").write_text(
         'stage "p" version "1.0.0" {\n    target sm_90a\n    params P size 4 align 4 {\n        x: u32 @ 0\n    }\n}\n'

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from contract_lang.parser import parse_text
-from linker.layout import params_blocks, probe_source, read_probe
-from linker.symbols import Prototype, compile_ptx, read_ptx_symbols
-from linker.toolchain import nvcc_path
+from packing.layout import params_blocks, probe_source, read_probe
+from toolchain.cuda import nvcc_path
+from toolchain.symbols import Prototype, compile_ptx, read_ptx_symbols
 
 PTX = """
 //

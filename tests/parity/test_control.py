@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from analysis.link_inputs import link_inputs
 from checker.composition import Composition
 from diagnostics.model import DiagnosticError
 from kernlink.api import check
 from linker.artifacts import Generated
 from linker.control import CONTROL_SOURCE, UnitPart, _common_front_end, _notes, assemble, compile_control, unit_source
-from linker.cubin import read_cubin
 from linker.link import link_composition
 from linker.render import render
+from toolchain.cubin import read_cubin
 
 pytestmark = pytest.mark.toolchain
 
@@ -30,7 +31,7 @@ def _linked(pipeline: Path) -> tuple[Composition, Generated]:
 
 def test_the_control_of_ring_compiles_and_has_the_kernel(compositions: dict[str, Path]) -> None:
     comp, generated = _linked(compositions["ring"])
-    unit = assemble(comp, generated)
+    unit = assemble(link_inputs(comp), generated)
     assert unit.front_end == "nvrtc" and unit.notes == ()
     src = unit.source
     # each component in its namespace, named by its package; the glue names the entries from there
@@ -46,7 +47,7 @@ def test_the_control_of_ring_compiles_and_has_the_kernel(compositions: dict[str,
 def test_the_generated_glue_as_linked_does_not_compile_in_one_unit(compositions: dict[str, Path]) -> None:
     """Why the control glue exists: `const void*` entry declarations conflict with the components' own."""
     comp, generated = _linked(compositions["hello"])
-    unit = assemble(comp, generated)
+    unit = assemble(link_inputs(comp), generated)
     plain = render(generated)
     broken = dataclasses.replace(unit, source=unit_source(unit.parts, _sources(unit.source, unit.parts), plain))
     with pytest.raises(DiagnosticError) as err:
@@ -91,7 +92,7 @@ def test_includes_are_hoisted_once_and_macros_stay_in_their_component() -> None:
 def test_a_package_without_source_makes_the_control_impossible(compositions: dict[str, Path]) -> None:
     comp, generated = _linked(compositions["binary_only"])
     with pytest.raises(DiagnosticError) as err:
-        assemble(comp, generated)
+        assemble(link_inputs(comp), generated)
     [diag] = err.value.diagnostics
     assert diag.code == "E-PARITY" and "`hello.caller` has no source" in diag.message
     assert dict(diag.data)["reason"] == "no-source"

@@ -10,8 +10,8 @@ import pytest
 
 from kernlink.cli import main
 from kernlink.cmd_parity import parity
-from linker.pack import pack
 from linker.sass import find_disassembler
+from packing.pack import pack
 from tests.link.tensor_cases import CASES, build_case
 
 pytestmark = pytest.mark.toolchain

@@ -31,9 +31,9 @@ from checker.clauses import CLAUSES
 from checker.conformance import ptx_display
 from diagnostics.render_text import render_text
 from kernlink.api import CheckResult, LinkResult, check, link
-from linker.symbols import compile_ptx
 from package.loader import load
 from package.manifest import captured_from_json
+from toolchain.symbols import compile_ptx
 
 ROOT = Path(__file__).parent
 

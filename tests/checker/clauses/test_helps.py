@@ -61,7 +61,7 @@ def test_map_with_wrong_warpgroups_shows_the_role_and_the_value(tmp_path: Path) 
 @pytest.mark.toolchain
 def test_compile_help_names_a_flag_that_exists() -> None:
     from kernlink.cli import build_parser
-    from linker.toolchain import BUNDLED_HEADERS_SINCE, compile_nvrtc, nvrtc_version
+    from toolchain.cuda import BUNDLED_HEADERS_SINCE, compile_nvrtc, nvrtc_version
 
     if nvrtc_version() >= BUNDLED_HEADERS_SINCE:
         pytest.skip("this NVRTC bundles the CUDA headers: no help is given")

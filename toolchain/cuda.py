@@ -40,7 +40,7 @@ from cuda.bindings import nvjitlink, nvrtc
 from diagnostics import Diagnostic, DiagnosticError, Label, Severity, Span
 from diagnostics.files import temp_cache_dir
 from diagnostics.symbols import Code
-from linker.cubin import read_cubin
+from toolchain.cubin import read_cubin
 
 T = TypeVar("T")
 
@@ -450,7 +450,7 @@ def _retire(worker: _Worker, *, kill: bool) -> None:
 
 def restart_native_worker() -> None:
     """Retire this process's native worker; the next call starts a new one. NVRTC's time trace
-    (linker/opened.py) is left broken in a process where a traced compile failed."""
+    (packing/opened.py) is left broken in a process where a traced compile failed."""
     with _WORKER_LOCK:
         if _WORKERS and _WORKERS[0].owner == os.getpid():
             _retire(_WORKERS[0], kill=True)

@@ -12,7 +12,7 @@ component, so the handles fold (they are operands computed outside the block) an
 leaves no call: the asm block is opaque to the LTO optimiser and compiled by ptxas with the rest.
 
 The stage file defines the ``@triton.jit`` function ``kernel``, ``SIGNATURE``, ``CONSTEXPRS``
-and ``NUM_WARPS`` (:mod:`linker.frontends.triton_driver`, which runs where Triton is:
+and ``NUM_WARPS`` (:mod:`packing.frontends.triton_driver`, which runs where Triton is:
 ``$KERNLINK_TRITON_PYTHON``, else this interpreter when it imports ``triton``; without Triton the
 lowering record ``STAGE.triton.json`` beside the stage is read, for exactly that file).
 """

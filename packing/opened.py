@@ -5,7 +5,7 @@ refused as unknown options. Its time trace (``--fdevice-time-trace=FILE``) recor
 ``Processing Header File`` event for every header the front end opens, with the path it opened
 (the include name for a header given in memory), its own built-in header first. It writes no
 trace for a compile that fails, and after one, its later traces in that process leave headers
-out: :meth:`Trace.failed` replaces the native worker (linker/toolchain.py), and a trace without
+out: :meth:`Trace.failed` replaces the native worker (toolchain/cuda.py), and a trace without
 the built-in header is not taken. nvcc writes a make rule (``--dependency-output=FILE``).
 Either file goes into a folder :func:`tracing` makes private to this user (``mkdtemp``: mode
 0700) and removes afterwards; neither option changes the compiler's output (tests), and neither
@@ -63,7 +63,7 @@ class Trace:
         """A compile given :meth:`options` failed: NVRTC writes no trace for it, and its later traces
         in the same process leave headers out, so the process that ran it is replaced."""
         if self.compiler == "nvrtc":
-            from linker.toolchain import restart_native_worker
+            from toolchain.cuda import restart_native_worker
 
             restart_native_worker()
 

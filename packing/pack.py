@@ -2,13 +2,13 @@
 
 Steps, for the contract's one stage (or the one ``--stage`` names):
 
-1. compile the source, with a params probe appended (linker/layout.py), to LTO IR
+1. compile the source, with a params probe appended (packing/layout.py), to LTO IR
    for the stage's ``target`` with NVRTC (and ``-lineinfo``), and have nvJitLink lower
-   that LTO IR to PTX (one child process, linker/symbols.py): one front-end compile,
+   that LTO IR to PTX (one child process, toolchain/symbols.py): one front-end compile,
    and the PTX is the code of the LTO IR that is linked. With nvcc the same: the
    probed source to LTO IR (with ``-lineinfo``), which nvJitLink lowers to PTX;
 2. read the defined and needed device symbols with their prototypes
-   (linker/symbols.py) and the params layouts from that PTX;
+   (toolchain/symbols.py) and the params layouts from that PTX;
 2b. analyse that same PTX for conformance (checker/conformance): the facts go into
    the manifest (``conformance``), the PTX into the payload ``code.ptx``, and each
    disagreement with the contract comes back as an L-CONFORM warning (``--strict``:
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from checker import conformance
+from checker import conformance, handles
 from checker.clauses import l_conform, l_handle, l_params, l_symbol
 from checker.params import params_problems
 from contract_lang import ast as A
@@ -52,12 +52,12 @@ from contract_lang.printer import print_node
 from diagnostics import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.files import atomic_write_bytes, read_source
 from diagnostics.symbols import Code
-from linker import binding, frontends, handles, layout, opened
-from linker.symbols import LTO_PTX_EXTRA, Prototype, compile_lto_and_ptx, ptx_record, read_ptx_symbols
-from linker.toolchain import CompileResult, compile_nvcc, nvcc_version, nvrtc_options, nvrtc_version, stable_cwd
 from package.captured import Captured
 from package.kpkg import pack_bytes, valid_payload_name
 from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, manifest_for
+from packing import binding, frontends, layout, opened
+from toolchain.cuda import CompileResult, compile_nvcc, nvcc_version, nvrtc_options, nvrtc_version, stable_cwd
+from toolchain.symbols import LTO_PTX_EXTRA, Prototype, compile_lto_and_ptx, ptx_record, read_ptx_symbols
 
 Compiler = Literal["nvrtc", "nvcc"]
 COMPILERS: tuple[Compiler, ...] = ("nvrtc", "nvcc")
@@ -98,7 +98,7 @@ class CompileFlags:
     def dirs(self, source_dir: Path) -> list[Path]:
         found = [source_dir, *self.include_dirs]
         if self.cutlass:
-            from linker.toolchain import cutlass_include_dir
+            from toolchain.cuda import cutlass_include_dir
 
             folder = cutlass_include_dir()
             if folder is None:
@@ -174,7 +174,7 @@ MIRROR_LIMIT = 2048
 def alone_inputs(
     text: str, source: Path, name: str, target: str, stage: A.Stage, flags: CompileFlags
 ) -> tuple[binding.Alone, tuple[str, ...]] | None:
-    """The compile of the package's own rebuild (linker/binding.py ``Alone``) and the names it must not
+    """The compile of the package's own rebuild (packing/binding.py ``Alone``) and the names it must not
     find, when that compile is provably the one beside the source folder; else None.
 
     Beside its folder, NVRTC looks an include up in the folder, then in the system headers. In
@@ -397,7 +397,7 @@ def _build(
     ptx_or_error: str | tuple[Diagnostic, ...]
     try:
         with stable_cwd():  # NVRTC records the working directory in LTO IR, -lineinfo in `.file`
-            if ran is not None:  # the package's own rebuild (linker/binding.py), run once, here
+            if ran is not None:  # the package's own rebuild (packing/binding.py), run once, here
                 result, ptx_or_error = ran
             elif compiler == "nvcc":  # the probed source to LTO IR, lowered by nvJitLink as NVRTC's is
                 result = compile_nvcc(
@@ -410,7 +410,7 @@ def _build(
                     extra_options=(*extra, *LTO_PTX_EXTRA, *trace.options("folder")),
                 )
                 ptx_or_error = _lowered(result.ltoir, target)
-            else:  # one compile: the probed source to LTO IR, whose PTX nvJitLink gives (linker/symbols.py)
+            else:  # one compile: the probed source to LTO IR, whose PTX nvJitLink gives (toolchain/symbols.py)
                 result, ptx_or_error = compile_lto_and_ptx(
                     probed.encode(),
                     name,
@@ -450,7 +450,7 @@ def _build(
         "source": name,
         "options": [o for o in result.options if not _is_path_option(o) and not opened.is_dependency_option(o)],
     }
-    # the PTX is the LTO IR's (what the binding, linker/binding.py, lowers again)
+    # the PTX is the LTO IR's (what the binding, packing/binding.py, lowers again)
     manifest["compile"]["options"] = [o for o in manifest["compile"]["options"] if o not in LTO_PTX_EXTRA]
     manifest["compile"]["ptx"] = ptx_record()
     captured_at = time.perf_counter()
@@ -458,7 +458,7 @@ def _build(
     manifest[conformance.MANIFEST_KEY] = code.as_json()
     payloads = {LTO_PAYLOAD: result.ltoir, conformance.PTX_PAYLOAD: ptx.encode("utf-8"), **providers}
     if flags.cutlass:
-        manifest["compile"]["cutlass"] = True  # a rebuild (linker/binding.py) adds the same headers
+        manifest["compile"]["cutlass"] = True  # a rebuild (packing/binding.py) adds the same headers
     if flags.source:  # the source and the local headers it includes: the package rebuilds alone
         payloads[SOURCE_PAYLOAD] = text.encode("utf-8")
         payloads.update(local_headers(text, src_path.parent))
@@ -675,7 +675,7 @@ def _without_probe(err: DiagnosticError) -> DiagnosticError:
 
 
 def _lowered(ltoir: bytes, target: str) -> str | tuple[Diagnostic, ...]:
-    """nvJitLink's PTX of one component's LTO IR (linker/binding.py), or its diagnostics."""
+    """nvJitLink's PTX of one component's LTO IR (packing/binding.py), or its diagnostics."""
     try:
         return binding.lower(ltoir, target)
     except DiagnosticError as err:

@@ -8,7 +8,7 @@ derived from that payload again on reading, package/manifest.py); the link links
 
 1. **Lowering** (every package, at check with ``--strict``/``--require-binding`` and at every
    link): nvJitLink lowers the ``lto.ir`` payload to PTX with kernlink's own options
-   (:data:`linker.symbols.PTX_LINK_OPTIONS`; nothing the manifest records is replayed), as
+   (:data:`toolchain.symbols.PTX_LINK_OPTIONS`; nothing the manifest records is replayed), as
    ``kernlink pack`` made ``code.ptx``. The package is *bound* when that PTX is byte-identical
    to ``code.ptx`` (``.file`` paths reduced to base names) and the manifest's ``captured``
    symbols, prototypes and params layouts are what that PTX declares. Otherwise it is
@@ -62,9 +62,13 @@ from contract_lang import ast as A
 from contract_lang.printer import print_node
 from diagnostics.files import atomic_write_bytes, open_regular, read_capped, user_cache_dir
 from diagnostics.model import Diagnostic, DiagnosticError
-from linker import layout
-from linker.symbols import LTO_PTX_EXTRA, PTX_LINK_OPTIONS, compile_lto_and_ptx, ptx_link_options, read_ptx_symbols
-from linker.toolchain import (
+from package.captured import Captured
+from package.integrity import IntegrityFinding
+from package.kpkg import Package, read_package, valid_payload_name
+from package.loader import Inputs, Unread
+from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, captured_from_json, refused_option
+from packing import layout
+from toolchain.cuda import (
     CompileResult,
     isolated,
     nvjitlink_here,
@@ -72,11 +76,7 @@ from linker.toolchain import (
     nvrtc_version,
     stable_cwd,
 )
-from package.captured import Captured
-from package.integrity import IntegrityFinding
-from package.kpkg import Package, read_package, valid_payload_name
-from package.loader import Inputs, Unread
-from package.manifest import LTO_PAYLOAD, SOURCE_PAYLOAD, captured_from_json, refused_option
+from toolchain.symbols import LTO_PTX_EXTRA, PTX_LINK_OPTIONS, compile_lto_and_ptx, ptx_link_options, read_ptx_symbols
 
 Mode = Literal["lowered", "rebuilt"]
 _FILE_PATH = re.compile(r'^(\s*\.file\s+\d+\s+)"(?:[^"]*/)?([^"/]*)"', re.M)
@@ -116,7 +116,7 @@ def recorded_options(options: object) -> tuple[str, dict[str, str], tuple[str, .
 def extra_include_dirs(compile_info: Mapping[str, object]) -> list[Path]:
     """Header folders a package's compile record names by kind (CUTLASS), found on this machine."""
     if compile_info.get("cutlass"):
-        from linker.toolchain import cutlass_include_dir
+        from toolchain.cuda import cutlass_include_dir
 
         folder = cutlass_include_dir()
         return [folder] if folder is not None else []
@@ -372,7 +372,7 @@ class Alone:
     name), with the recorded options, from the filesystem root; then nvJitLink's lowering to PTX.
 
     ``kernlink pack`` runs this very compile when it can show the source sees nothing else
-    (linker/pack.py ``alone_inputs``): a package whose rebuild inputs, read back from its file,
+    (packing/pack.py ``alone_inputs``): a package whose rebuild inputs, read back from its file,
     equal the ones it was packed with passes this check by construction (:func:`remember_pass`).
     """
 
@@ -389,7 +389,7 @@ class Alone:
     def run(self, absent: Sequence[str] = (), options: Sequence[str] = ()) -> tuple[CompileResult, str]:
         """The compile and its normalised PTX. Each of ``absent`` is an include name that must not be
         found: it is given as a header that is an ``#error``. ``options`` are added for this run only
-        (``kernlink pack`` asks what the compile opened: linker/opened.py). Raises
+        (``kernlink pack`` asks what the compile opened: packing/opened.py). Raises
         :class:`DiagnosticError` (the compile or the lowering) and ``UnicodeDecodeError``."""
         text = self.source.decode("utf-8") + "\n" + self.probe
         given = dict(self.headers)
@@ -592,7 +592,7 @@ def _secret(folder: Path, *, create: bool) -> bytes | None:
 
 
 #: The modules whose code decides the verdict: a change to any of them is a new cache key.
-_DECIDERS = ("binding.py", "layout.py", "symbols.py", "toolchain.py")
+_DECIDERS = ("packing/binding.py", "packing/layout.py", "toolchain/symbols.py", "toolchain/cuda.py")
 #: The wheels whose headers, compiler and linker (the PTX lowering) the rebuild uses.
 _WHEELS = (
     "nvidia-cuda-nvrtc",
@@ -607,8 +607,8 @@ _WHEELS = (
 @functools.cache
 def _environment() -> str:
     """The toolkit and kernlink code a verdict depends on (computed once per process)."""
-    here = Path(__file__).parent
-    code = hashlib.sha256(b"".join((here / name).read_bytes() for name in _DECIDERS)).hexdigest()
+    root = Path(__file__).parent.parent
+    code = hashlib.sha256(b"".join((root / name).read_bytes() for name in _DECIDERS)).hexdigest()
     found = _wheel_versions()
     versions = [f"{wheel}=={found[wheel]}" if wheel in found else f"{wheel} absent" for wheel in _WHEELS]
     tools = (f"nvrtc {nvrtc_version()}", f"nvjitlink {nvjitlink_version()}")

@@ -5,7 +5,7 @@ stage's name, version and target, its role's name and register budget, its impor
 (from which export, what it lends, its events) and its facts. `kernlink pack STAGE.py --contract
 STAGE.kc` then
 
-1. lowers the program with TileLang's own code generator (:mod:`linker.frontends.tilelang_driver`,
+1. lowers the program with TileLang's own code generator (:mod:`packing.frontends.tilelang_driver`,
    run by the Python that has TileLang: ``$KERNLINK_TILELANG_PYTHON``, else this interpreter when it
    imports ``tilelang``); without TileLang it reads the *lowering record* ``STAGE.tilelang.json``
    beside the program, which that driver printed, and only when the record is of this very

@@ -15,7 +15,7 @@ def prepare(source: Path, text: str, stage: A.Stage, target: str) -> tuple[str, 
     other ``.py``) is the component and the contract its front end derives, compiled as
     ``<stem>.triton.cu`` / ``<stem>.tilelang.cu``.
     """
-    from linker.frontends import tilelang, triton
+    from packing.frontends import tilelang, triton
 
     if triton.is_stage(source):
         compiled = triton.lower(source, target)

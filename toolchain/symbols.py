@@ -4,7 +4,7 @@ NVRTC's LTO IR is an opaque container (no public reader; LLVM's tools and the pu
 libNVVM do not open it: ``nvvmAddModuleToProgram`` takes it, ``nvvmCompileProgram``
 fails with "parse expected top-level entity"), so the symbols are read from PTX.
 That PTX is nvJitLink's lowering of the one LTO IR, NVRTC's (:func:`compile_lto_and_ptx`) or
-nvcc's (linker/pack.py): ``-lto -ptx -Xnvvm=--device-c``, a separate-compilation build that
+nvcc's (packing/pack.py): ``-lto -ptx -Xnvvm=--device-c``, a separate-compilation build that
 keeps every external definition and declaration. At module scope PTX declares
 
 * ``.visible .func`` / ``.visible .entry`` / ``.visible .global`` — a definition
@@ -35,10 +35,13 @@ from types import MappingProxyType
 
 from cuda.bindings import nvrtc
 
-from checker.handles import TOOLKIT_EXTERNS as TOOLKIT_EXTERNS
 from diagnostics import Diagnostic, DiagnosticError
 from diagnostics.symbols import Code
-from linker.toolchain import (
+from package.abi import TOOLKIT_EXTERNS as TOOLKIT_EXTERNS
+from package.captured import Prototype as Prototype
+from package.captured import SymbolKind as SymbolKind
+from package.codefacts.ptx import declarations
+from toolchain.cuda import (
     CompileResult,
     compile_nvrtc_here,
     isolated,
@@ -47,9 +50,6 @@ from linker.toolchain import (
     nvrtc_options,
     parse_compiler_log,
 )
-from package.captured import Prototype as Prototype
-from package.captured import SymbolKind as SymbolKind
-from package.codefacts.ptx import declarations
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,7 @@ def compile_lto_and_ptx(
 
     NVRTC gives one kind of output per compile (a ``-dlto`` program's PTX is empty), so the PTX
     is not asked of NVRTC: nvJitLink lowers the one component's LTO IR with :data:`PTX_LINK_OPTIONS`
-    (both run in the native worker, linker/toolchain.py). The PTX that `kernlink pack` reads
+    (both run in the native worker, toolchain/cuda.py). The PTX that `kernlink pack` reads
     symbols, the params probe and the conformance facts from is therefore the code of the LTO
     IR that is linked, not of a second compile. The compile's errors are raised; nvJitLink's
     come back as the second value.
@@ -175,7 +175,7 @@ def ptx_link_options(arch: str) -> tuple[str, ...]:
 
 def ptx_record() -> dict[str, object]:
     """The manifest's ``compile.ptx``: the PTX payload is nvJitLink's lowering of the LTO IR payload."""
-    from linker.toolchain import nvjitlink_version
+    from toolchain.cuda import nvjitlink_version
 
     major, minor = nvjitlink_version()
     return {
