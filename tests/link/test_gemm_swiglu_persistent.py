@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from kernlink.cli import main
-from linker.pack import build, conformance_findings
 from linker.sass import find_disassembler
+from packing.pack import build, conformance_findings
 from tests.snapshots import assert_text_snapshot
 
 pytestmark = pytest.mark.toolchain
