@@ -101,7 +101,7 @@ if TYPE_CHECKING:
 KERNEL = "kl_dispatch"
 SOURCE_NAME = "generated.cu"
 #: Handle kinds that are functions of a route (rendered with the transfers), not constants.
-TENSOR_HANDLES = frozenset({"tensor_export", "tensor_import"})
+TENSOR_HANDLES = frozenset({"tensor_export", "tensor_import", "ring_tensor_export", "ring_tensor_import"})
 #: Counter handles that are functions, rendered with the counter array (:mod:`linker.counters`).
 COUNTER_FUNCTIONS = FUNCTION_KINDS
 
@@ -130,13 +130,10 @@ def unsupported(comp: Composition) -> list[Diagnostic]:
                     )
                 )
                 break
-    for export in comp.items(A.ExportTensor):
-        if export.item.ring is not None:
-            found.append(
-                l_link.Unsupported(
-                    "ring-fed-export", export.stage_name, export.item.name, export.item.span, export.item.ring
-                )
-            )
+    if any(e.item.ring is not None for e in comp.items(A.ExportTensor)):
+        from linker.ring_fed import refusals  # with the route lowering it needs
+
+        found += refusals(comp)  # the ring-fed exports the hand-off does not generate (and why)
     return [*(l_link.unsupported(f) for f in counters), *ambiguous, *(l_link.unsupported(f) for f in found)]
 
 

@@ -108,6 +108,10 @@ class Transfer:
     order: int = 1
     routes: int = 1
     route_symbol: str = ""
+    #: ring-fed (linker/ring_fed.py): the ring whose slots hold one generation each, its depth, the slot stride
+    ring: str = ""
+    depth: int = 0
+    slot_stride: int = 0
 
     @property
     def fanned_out(self) -> bool:
@@ -167,7 +171,12 @@ def plan_transfers(
         fed = feeds[(route.seam.export_stage, route.seam.export.name)]
         order = fed.index((owned.stage_name, owned.item.name)) + 1
         try:
-            out.append(_transfer(comp, placed, route, owned.item.span, order, len(fed)))
+            if route.seam.export.generation == "ring":  # one generation per tile, through a ring's slots
+                from linker.ring_fed import ring_fed_transfer
+
+                out.append(ring_fed_transfer(comp, placed, route, owned.item.span))
+            else:
+                out.append(_transfer(comp, placed, route, owned.item.span, order, len(fed)))
         except DiagnosticError as err:
             problems.extend(err.diagnostics)
     if problems:

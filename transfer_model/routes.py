@@ -63,8 +63,11 @@ class Route:
 
     @property
     def barriers(self) -> int:
-        """Named barrier IDs the linker must assign (a tensor-memory route orders its loads with one)."""
+        """Named barrier IDs the linker must assign (a tensor-memory route orders its loads with one; a
+        ring-fed route none: its ring's mbarriers order each generation, linker/ring_fed.py)."""
         plan = self.result.plan
+        if self.seam.export.generation == "ring":
+            return 0
         if isinstance(plan, TmemPlan):
             return 1
         return plan.barriers if isinstance(plan, StagingPlan) else 0
