@@ -28,7 +28,7 @@ matched with the side's steps:
 
 A side of a ring that carries a ring-fed tensor of its role (``generation ring R``) is run by
 the hand-off the linker generates behind the tensor handle (``linker/ring_fed.py``): the role's
-own code runs none of its steps, and an instruction of it on the ring's barriers is ``extra``.
+own code runs none of its steps, and an instruction of it on the ring's barriers is ``ring-fed``.
 
 A guard, parity or barrier the analysis cannot read is an undecided finding, never a pass.
 """
@@ -131,7 +131,14 @@ def steps(ctx: Ctx, code: CodeFacts) -> Iterator[Finding]:
                 for site in mine:
                     step = f"{site.barrier} {site.kind}"
                     yield found(
-                        "ring-step", "extra", site.fact, side, ring=side.name, role=role.name, step=step, side=side.side
+                        "ring-step",
+                        "ring-fed",
+                        site.fact,
+                        side,
+                        ring=side.name,
+                        role=role.name,
+                        step=step,
+                        side=side.side,
                     )
                 continue
             yield from _side(ctx, role, side, mine, anchor, facts)
