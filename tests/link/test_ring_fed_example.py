@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
 import shutil
 from pathlib import Path
 
@@ -14,6 +15,9 @@ import pytest
 
 from kernlink.cli import main
 from linker.sass import find_disassembler
+from runtime.launch import GpuSession
+from runtime.run import run_linked
+from tests.link.examples import f32, floats
 from tests.snapshots import assert_text_snapshot
 
 pytestmark = pytest.mark.toolchain
@@ -114,3 +118,17 @@ def test_a_role_that_steps_its_ring_fed_ring_itself_is_rejected(
         "error[L-CONFORM]: `ring_fed_sum_main` runs `mbarrier.arrive.shared::cta.b64` on the empty barrier of " in text
     )
     assert "ring `tiles`, whose consume side the ring-fed tensor handle runs" in text
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("tiles", "blocks"), [(7, 1), (37, 4), (3, 8), (264, 132)])
+def test_the_linked_kernel_hands_every_tile_over_on_the_gpu(built: Path, tiles: int, blocks: int) -> None:
+    """dst = 2 * src + 1 in float32, bit for bit: every generation reached the consumer whole, in its
+    slot, and no slot was overwritten before it was read (one CTA runs 7 tiles: the ring wraps 3 times;
+    3 tiles on 8 CTAs: five CTAs run none)."""
+    data = floats(tiles * 4096, tiles)
+    with GpuSession() as gpu:
+        src, dst = gpu.upload(data.tobytes()), gpu.alloc(tiles * 4096 * 4)
+        run_linked(built, gpu=gpu, grid=blocks, values={"src": src, "dst": dst, "tiles": tiles})
+        got = array("f", gpu.download(dst)).tolist()
+    assert got == [f32(f32(2.0 * x) + 1.0) for x in data]
