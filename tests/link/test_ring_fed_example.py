@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 import re
-from array import array
 import shutil
+from array import array
 from pathlib import Path
 
 import pytest
