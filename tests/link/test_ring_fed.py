@@ -10,10 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from checker.clauses.l_handle import describe
+from checker.handles import handle_problems
+from contract_lang.parser import parse_text
 from diagnostics.model import DiagnosticError
 from kernlink.api import check
 from linker.artifacts import Generated
 from linker.generate import generate, unsupported
+from package.captured import Captured, Prototype
 from tests.link.examples import EXAMPLES
 
 EXAMPLE = EXAMPLES / "ring_fed"
@@ -162,3 +166,16 @@ def test_a_scratch_outside_the_rings_slots_is_refused(tmp_path: Path) -> None:
         generate(comp, placed, routes=routes)  # type: ignore[arg-type]
     [d] = err.value.diagnostics
     assert d.code == "E-UNSUPPORTED" and "declared `per_slot tiles`" in d.notes[0]
+
+
+def test_a_ring_fed_handle_declared_without_its_generation_is_l_handle() -> None:
+    """The ring-fed handles take the generation: an object declaring the one-generation prototype
+    (compiled against an old header) is refused at check time, and the ring-fed prototype passes."""
+    stage = parse_text((EXAMPLE / "producer.kc").read_text(), "producer.kc", "contract").stages[0]
+    symbol = "kl_ring_fed_producer_rows_export"
+    needed = Captured(frozenset(), frozenset({symbol}))
+    [old] = handle_problems(stage, needed, {symbol: Prototype("func", ("b64",), ())})
+    assert (old.problem, old.symbol) == ("signature", symbol)
+    worded = " ".join(map(str, describe(old)))
+    assert "void kl_ring_fed_producer_rows_export(const T* held, unsigned generation)" in worded
+    assert handle_problems(stage, needed, {symbol: Prototype("func", ("b64", "b32"), ())}) == []
