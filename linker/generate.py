@@ -18,7 +18,8 @@ NVRTC to LTO IR and linked with every package) holds, in this order:
    (:mod:`linker.transfers`), its export and import functions named by the two
    stages' tensor handles; an export several imports read gets an export handle that
    runs their routes in import order; an export no import names gets an export
-   handle that does nothing;
+   handle that does nothing; a ring-fed export's handles take the generation and stage
+   it in its slot of the ring, ordered by the ring's barriers (:mod:`linker.ring_fed`);
 3. **declarations** of the role entries and ring init hooks the components define;
 4. **the params block** ``KlParams`` — each stage's ``params`` region at the next
    multiple of its ``align`` in pipeline order (the layout L-PARAMS checks), with
