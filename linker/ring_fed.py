@@ -29,8 +29,9 @@ after): a side whose steps are not one wait and one arrive of this shape (copies
 ``lag``, ``prearm``, ``remote``, ``multicast``, ``on``, reads placed or asynchronous,
 ``restart``), an arrive counted otherwise (``per_warpgroup`` and constants need a barrier
 of the warpgroup or role before one thread arrives, which the placement does not claim), a
-cluster-scoped ring, asynchronous-proxy slots, an export several imports or none read, a
-route other than whole-tile staging from registers, and a scratch that is not the
+cluster-scoped ring, asynchronous-proxy slots, an export several imports or none read, an
+import that leaves out ``generation ring R`` (its stage's handle is then the one-generation
+one), a route other than whole-tile staging from registers, and a scratch that is not the
 importing stage's ``per_slot R`` claim.
 """
 
@@ -98,6 +99,12 @@ def _contract_refusal(comp: Composition, export: Owned[A.ExportTensor]) -> str |
         return (
             f"a generated hand-off serves one import, and {len(imports)} import it "
             "(each import would stage its own copy of every generation, released on one `empty` barrier)"
+        )
+    if imports[0].item.ring is None:
+        return (
+            f"import `{imports[0].item.name}` of `{imports[0].stage_name}` leaves out its generation: a stage's "
+            "handles follow its own contract, so its import handle is the one-generation one; write "
+            f"`generation ring {ring}` in the import"
         )
     sides = comp.rings.get(ring, ())
     producer = next((s for s in sides if s.item.side == "produce" and s.item.role == export.item.role), None)

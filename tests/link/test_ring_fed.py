@@ -135,6 +135,10 @@ REFUSED = {
         },
         "arrives `4`",
     ),
+    "an import without its generation": (
+        {"consumer.kc": {"        generation ring tiles\n": ""}},
+        "write `generation ring tiles` in the import",
+    ),
     "a prearmed release": (
         {
             "producer.kc": {"        empty wait  #": "        empty wait parity 0  #"},
