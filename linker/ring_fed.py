@@ -19,7 +19,10 @@ generation as their last argument (specs/handles.md, "Ring-fed tensor handles"):
 
 An arrive counted ``per_thread(Q)`` is every thread's ``mbarrier.arrive`` after its own
 moves; one counted ``per_warp(Q)`` is lane 0's, after ``__syncwarp()``, which orders the
-warp's moves before it. ``mbarrier.arrive`` releases and ``mbarrier.try_wait`` acquires at
+warp's moves before it; one counted ``per_warpgroup(Q)`` is thread 0's of each warpgroup of
+``Q``, after a ``barrier.sync`` of the warpgroup's 128 threads on a named barrier of its own
+(the route's barriers: ``transfer_model`` counts one per such warpgroup, and the check places
+them with the others). ``mbarrier.arrive`` releases and ``mbarrier.try_wait`` acquires at
 CTA scope (PTX ISA, "mbarrier"), so a generation's stores happen before its loads, and its
 loads before the next stores into the slot. The ring's barriers are the ones its ``init by``
 role initialises with the contract's counts (``P_R_full_count``, ``P_R_empty_count``).
@@ -27,12 +30,12 @@ role initialises with the contract's counts (``P_R_full_count``, ``P_R_empty_cou
 What is refused (``E-UNSUPPORTED``, :func:`refusals` before routing, :func:`ring_fed_transfer`
 after): a side whose steps are not one wait and one arrive of this shape (copies, ``tx``,
 ``lag``, ``prearm``, ``remote``, ``multicast``, ``on``, reads placed or asynchronous,
-``restart``), an arrive counted otherwise (``per_warpgroup`` and constants need a barrier
-of the warpgroup or role before one thread arrives, which the placement does not claim), a
-cluster-scoped ring, asynchronous-proxy slots, an export several imports or none read, an
-import that leaves out ``generation ring R`` (its stage's handle is then the one-generation
-one), a route other than whole-tile staging from registers, and a scratch that is not the
-importing stage's ``per_slot R`` claim.
+``restart``), an arrive counted otherwise (a constant, a sum, another role's width: no one
+thread arrives once for a fixed group of the role's threads), per warpgroup by a role that
+is not whole warpgroups, a cluster-scoped ring, asynchronous-proxy slots, an export several
+imports or none read, an import that leaves out ``generation ring R`` (its stage's handle is
+then the one-generation one), a route other than whole-tile staging from registers, and a
+scratch that is not the importing stage's ``per_slot R`` claim.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from analysis.plan import barrier_name
 from checker.clauses import l_link
 from checker.composition import Composition, Owned
 from checker.handles import HandleKind, HandleSpec, tensor_symbol
@@ -51,13 +55,14 @@ from diagnostics.symbols import Code
 from linker.handles import Solved, handle_value
 from linker.transfers import Transfer, elem_ctype
 from placement.adapter import Placed
+from placement.problem import Domain
 from transfer_model.adapter import RoutedSeam
 from transfer_model.lower import lower_moves
 from transfer_model.primitives import SMEM_STAGING, StagingPlan
 from transfer_model.program import Arrive, Op, Sync, build_program
 
 #: The arrival units a generated hand-off arrives with, by what orders the side's moves first.
-ARRIVE_UNITS = ("per_thread", "per_warp")
+ARRIVE_UNITS = ("per_thread", "per_warp", "per_warpgroup")
 
 
 @dataclass(frozen=True)
@@ -111,10 +116,22 @@ def _contract_refusal(comp: Composition, export: Owned[A.ExportTensor]) -> str |
     consumer = next((s for s in sides if s.item.side == "consume" and s.item.role == imports[0].item.role), None)
     if producer is None or consumer is None:
         return f"ring `{ring}` has no side of the exporting or the importing role"
-    for found in (side_shape(producer.item, "empty", "full"), side_shape(consumer.item, "full", "empty")):
+    for side in (producer, consumer):
+        found = _shape(side.item)
         if isinstance(found, str):
             return found
+        info = comp.roles.get(side.item.role)
+        if found.unit == "per_warpgroup" and (info is None or info.warps % 4):
+            return (
+                f"role `{side.item.role}` arrives on ring `{ring}` once per warpgroup, and its "
+                f"{info.warps if info is not None else 0} warps are not whole warpgroups"
+            )
     return None
+
+
+def _shape(side: A.Ring) -> RingSide | str:
+    """A side as the hand-off runs it: the producer waits `empty` and arrives `full`, a consumer the reverse."""
+    return side_shape(side, "empty", "full") if side.side == "produce" else side_shape(side, "full", "empty")
 
 
 def side_shape(ring: A.Ring, wait: A.BarrierKind, arrive: A.BarrierKind) -> RingSide | str:
@@ -155,9 +172,10 @@ def side_shape(ring: A.Ring, wait: A.BarrierKind, arrive: A.BarrierKind) -> Ring
     if len(terms) != 1 or terms[0].unit not in ARRIVE_UNITS or terms[0].coef != 1 or terms[0].role != ring.role:
         return (
             f"{who} arrives `{count_text(last.count)}`; the hand-off arrives `per_thread({ring.role})` (each thread "
-            f"after its own moves) or `per_warp({ring.role})` (lane 0 after `__syncwarp`). Fewer arrivals "
-            "(per warpgroup, a constant) need a barrier of the warpgroup or the role before one thread arrives, "
-            "which the placement does not claim"
+            f"after its own moves), `per_warp({ring.role})` (lane 0 after `__syncwarp`) or "
+            f"`per_warpgroup({ring.role})` (thread 0 of each warpgroup after a named barrier of the warpgroup). "
+            "Other counts (a constant, a sum, another role's width) have no one thread that arrives once for a "
+            "fixed group of the role's threads"
         )
     parity = first.parity if first.parity is not None else (1 if wait == "empty" else 0)
     fence = any(isinstance(item, A.RingFence) for item in ring.items)
@@ -200,6 +218,8 @@ def ring_fed_transfer(comp: Composition, placed: Placed, routed: RoutedSeam, spa
     full = base + value("ring_full_bar", seam.export_stage, ring)
     empty = base + value("ring_empty_bar", seam.export_stage, ring)
     producer, consumer = _sides(comp, ring, seam.export.role, seam.imp.role)
+    ids = _group_ids(placed, routed, span)
+    producer_ids, consumer_ids = ids[: seam.export.group_barriers], ids[seam.export.group_barriers :]
     program = build_program(route.seam, route.result)
     moves = lower_moves(
         program,
@@ -236,7 +256,7 @@ def ring_fed_transfer(comp: Composition, placed: Placed, routed: RoutedSeam, spa
         *slot,
         *_wait(producer, ring, empty, depth),
         *moves.export,
-        *_release(producer, ring, full),
+        *_release(producer, ring, full, producer_ids),
         "}",
         "",
         f'extern "C" __device__ void {import_symbol}(const {ctype}* held, {ctype}* dst, int chunk, '
@@ -248,7 +268,7 @@ def ring_fed_transfer(comp: Composition, placed: Placed, routed: RoutedSeam, spa
     ]
     for c, body in enumerate(moves.chunks):
         head = _wait(consumer, ring, full, depth) if c == 0 else []
-        tail = _release(consumer, ring, empty) if c == last else []
+        tail = _release(consumer, ring, empty, consumer_ids) if c == last else []
         if last == 0:
             lines += ["    (void)chunk;", *head, *body, *tail]
             break
@@ -260,7 +280,11 @@ def ring_fed_transfer(comp: Composition, placed: Placed, routed: RoutedSeam, spa
         f"waits `empty wait` (first parity {producer.parity}), stores, {'fences, ' if producer.fence else ''}"
         f"`{producer.arrive_text}`; the import's chunk 0 waits `full wait` (first parity {consumer.parity}) and its "
         f"last chunk, after its loads, {'fences and ' if consumer.fence else ''}`{consumer.arrive_text}`; "
-        "no named barrier"
+        + (
+            f"named barrier(s) {', '.join(map(str, ids))} of one warpgroup each, before its thread 0 arrives"
+            if ids
+            else "no named barrier"
+        )
     )
     return Transfer(
         seam.export_stage,
@@ -280,8 +304,8 @@ def ring_fed_transfer(comp: Composition, placed: Placed, routed: RoutedSeam, spa
         scratch,
         scratch - base,
         plan.smem_bytes,
-        (),
-        0,
+        ids,
+        128 if ids else 0,
         why,
         "\n".join(lines),
         "scratch",
@@ -316,18 +340,61 @@ def _wait(side: RingSide, ring: str, bar: int, depth: int) -> list[str]:
     ]
 
 
-def _release(side: RingSide, ring: str, bar: int) -> list[str]:
+def _release(side: RingSide, ring: str, bar: int, groups: tuple[int, ...]) -> list[str]:
     out = []
     if side.fence:
         out.append('    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // `fence proxy_async`')
     arrive = f"kl_ring_fed_arrive({bar}u + 8u * slot);"
     if side.unit == "per_thread":
         return [*out, f"    {arrive}  // `{side.arrive_text}` of ring `{ring}`: every thread"]
+    if side.unit == "per_warpgroup":
+        # the named barrier of the calling thread's warpgroup (warpgroup w of the role: groups[w])
+        pick = f"{groups[-1]}u"
+        for w in range(len(groups) - 2, -1, -1):
+            pick = f"t < {128 * (w + 1)}u ? {groups[w]}u : {pick}"
+        sync = (
+            f'asm volatile("barrier.sync {groups[0]}, 128;" ::: "memory");'
+            if len(groups) == 1
+            else f'asm volatile("barrier.sync %0, 128;" :: "r"({pick}) : "memory");'
+        )
+        return [
+            *out,
+            f"    {sync}  // the warpgroup's moves happen before its thread 0's arrive",
+            f"    if ((t % 128u) == 0u) {arrive}  // `{side.arrive_text}` of ring `{ring}`: thread 0 of each warpgroup",
+        ]
     return [
         *out,
         "    __syncwarp();  // the warp's moves happen before lane 0's arrive",
         f"    if ((threadIdx.x & 31u) == 0u) {arrive}  // `{side.arrive_text}` of ring `{ring}`: lane 0 of each warp",
     ]
+
+
+def _group_ids(placed: Placed, routed: RoutedSeam, span: Span) -> tuple[int, ...]:
+    """The placed IDs of the route's warpgroup barriers: the exporting role's groups, then the importing role's."""
+    ids = []
+    for i in range(routed.route.barriers):
+        name = barrier_name(routed, i)
+        slot = next(
+            (
+                s
+                for s in placed.placement.in_domain(Domain.BARRIER)
+                if (s.owner, s.name) == (routed.seam.import_stage, name)
+            ),
+            None,
+        )
+        if slot is None:
+            raise DiagnosticError(
+                [
+                    Diagnostic(
+                        Code.E_INTERNAL,
+                        f"route barrier `{name}` has no placed ID",
+                        labels=(Label(span, "imported here"),),
+                        helps=("report it with the inputs: the link places route barriers before generating code",),
+                    )
+                ]
+            )
+        ids.append(slot.offset)
+    return tuple(ids)
 
 
 def _data(ops: Sequence[Op]) -> tuple[Op, ...]:
@@ -340,7 +407,7 @@ def _sides(comp: Composition, ring: str, producer: str, consumer: str) -> tuple[
     for owned in comp.rings.get(ring, ()):
         side = owned.item
         if (side.side, side.role) in (("produce", producer), ("consume", consumer)):
-            shape = side_shape(side, "empty", "full") if side.side == "produce" else side_shape(side, "full", "empty")
+            shape = _shape(side)
             assert isinstance(shape, RingSide), shape  # refusals() accepted the contract
             found[side.side] = shape
     return found["produce"], found["consume"]

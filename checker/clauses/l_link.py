@@ -135,8 +135,9 @@ def unsupported(f: Unsupported) -> Diagnostic:
         what = f"the ring-fed export `{f.name}` (one generation per tile through ring `{f.detail}`)"
         why = f"the linker generates a ring-fed hand-off of one shape (specs/handles.md), and {f.why}"
         fix = (
-            "write the ring's sides as the hand-off runs them: the producer `empty wait` then `full arrive "
-            "per_warp(R)` or `per_thread(R)` of its role, each consumer `full wait` then `empty arrive` likewise"
+            "write the ring's sides as the hand-off runs them: the producer `empty wait` then `full arrive` "
+            "counted `per_thread`, `per_warp` or `per_warpgroup` of its role, the consumer `full wait` then "
+            "`empty arrive` likewise"
         )
     return Diagnostic(
         Code.E_UNSUPPORTED,

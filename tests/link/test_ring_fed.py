@@ -62,22 +62,26 @@ def _generate(parts: tuple[object, object, object]) -> Generated:
     return generate(comp, placed, routes=routes)  # type: ignore[arg-type]
 
 
-def test_a_per_warpgroup_ring_is_refused_with_its_reason_and_its_per_warp_twin_generates(tmp_path: Path) -> None:
-    """The issue's production fixture releases its accumulator buffers once per warpgroup: one thread
-    per warpgroup cannot arrive for the others' loads without a warpgroup barrier, so the linker says
-    so. The same composition arriving once per warp links through the generated hand-off."""
+def test_the_production_fixture_links_its_per_warpgroup_releases_through_warpgroup_barriers(tmp_path: Path) -> None:
+    """The issue's production fixture (a persistent mainloop handing each tile to another owner's
+    epilogue) arrives once per warpgroup: each warpgroup meets on a named barrier of its own, placed
+    with the route, before its thread 0 arrives for it. Its per-warp twin needs no named barrier."""
     result = check([PRODUCTION / "gemm_swiglu.kp"])
-    assert result.accepted and result.composition is not None
-    [refused] = unsupported(result.composition)
-    assert refused.code == "E-UNSUPPORTED" and "ring-fed export `accumulator`" in refused.message
-    assert "`per_warpgroup(mma)`" in refused.notes[0] and "barrier of the warpgroup" in refused.notes[0]
+    assert result.accepted and result.composition is not None and result.downstream is not None
+    assert unsupported(result.composition) == []
+    parts = (result.composition, result.downstream.placed, result.downstream.routes)
+    [t] = _generate(parts).transfers  # type: ignore[arg-type]
+    assert (t.ring, t.depth, len(t.barrier_ids), t.barrier_threads) == ("accs", 2, 3, 128)
+    one, two, epi = t.barrier_ids
+    export, imp = t.source.split('extern "C" __device__ void kl_swiglu_epilogue_acc_import')
+    assert f'asm volatile("barrier.sync %0, 128;" :: "r"(t < 128u ? {one}u : {two}u) : "memory");' in export
+    assert "if ((t % 128u) == 0u) kl_ring_fed_arrive(" in export and "__syncwarp" not in export
+    assert f'asm volatile("barrier.sync {epi}, 128;" ::: "memory");' in imp
+    assert imp.rindex("kl_ld_b32") < imp.index(f"barrier.sync {epi}, 128") < imp.index("if ((t % 128u) == 0u)")
+    assert "void kl_gemm_mainloop_accumulator_export(const unsigned int* held, unsigned generation)" in t.source
     twin = _copy(PRODUCTION, tmp_path, PER_WARP)
-    comp, placed, routes = _checked(twin / "gemm_swiglu.kp", ("mainloop.kc", "epilogue.kc"))
-    assert unsupported(comp) == []  # type: ignore[arg-type]
-    [transfer] = _generate((comp, placed, routes)).transfers
-    assert (transfer.ring, transfer.depth, transfer.barrier_ids) == ("accs", 2, ())
-    assert "void kl_gemm_mainloop_accumulator_export(const unsigned int* held, unsigned generation)" in transfer.source
-    assert "int chunk, unsigned generation)" in transfer.source
+    [t] = _generate(_checked(twin / "gemm_swiglu.kp", ("mainloop.kc", "epilogue.kc"))).transfers
+    assert (t.barrier_ids, t.barrier_threads) == ((), 0) and "barrier.sync" not in t.source
 
 
 def test_the_hand_off_waits_stores_and_arrives_on_the_generations_slot(tmp_path: Path) -> None:
@@ -122,13 +126,6 @@ def test_per_thread_arrivals_arrive_from_every_thread(tmp_path: Path) -> None:
 
 
 REFUSED = {
-    "per warpgroup": (
-        {
-            "producer.kc": {"empty init per_warp(sum)": "empty init per_warpgroup(sum)"},
-            "consumer.kc": {"empty arrive per_warp(sum)": "empty arrive per_warpgroup(sum)"},
-        },
-        "arrives `per_warpgroup(sum)`",
-    ),
     "a constant": (
         {
             "producer.kc": {"full init per_warp(make)": "full init 4", "full arrive per_warp(make)": "full arrive 4"},

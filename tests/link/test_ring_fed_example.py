@@ -132,3 +132,32 @@ def test_the_linked_kernel_hands_every_tile_over_on_the_gpu(built: Path, tiles: 
         run_linked(built, gpu=gpu, grid=blocks, values={"src": src, "dst": dst, "tiles": tiles})
         got = array("f", gpu.download(dst)).tolist()
     assert got == [f32(f32(2.0 * x) + 1.0) for x in data]
+
+
+def test_a_per_warpgroup_variant_links_with_warpgroup_barriers_and_is_proved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Arrivals once per warpgroup: each warpgroup syncs a named barrier of its own before its thread
+    0 arrives; the link still folds every handle into the one-unit build's code."""
+    per_warpgroup = tuple(
+        (name, f"{which} per_warp({role})", f"{which} per_warpgroup({role})")
+        for name, which, role in (
+            ("producer.kc", "full init", "make"),
+            ("producer.kc", "full arrive", "make"),
+            ("producer.kc", "empty init", "sum"),
+            ("consumer.kc", "empty arrive", "sum"),
+        )
+    )
+    code, out = _build(tmp_path, per_warpgroup)
+    assert code == 0
+    plan = json.loads((out / "link.json").read_text())
+    [transfer] = plan["generated"]["transfers"] if "generated" in plan else plan["transfers"]
+    assert len(transfer["barrier_ids"]) == 2 and transfer["barrier_threads"] == 128
+    ptx = (out / "kernel.ptx").read_text()
+    assert sorted(re.findall(r"\bbarrier\.sync\s+(\d+), 128;", ptx)) == sorted(map(str, transfer["barrier_ids"]))
+    folder = tmp_path / "ring_fed"
+    argv = ["parity", str(folder / PIPELINE), "-o", str(tmp_path / "parity"), "-I", str(folder), "--format", "json"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert said["proved"] is True and said["report"]["verdict"] == "identical"
