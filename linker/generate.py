@@ -503,9 +503,10 @@ def _plan_transfers(
     composition with a tensor export or import: for any other it plans nothing."""
     if not comp.tensor_imports and next(comp.items(A.ExportTensor), None) is None:
         return (), ()
+    from linker.ring_fed import ring_fed_transfer
     from linker.transfers import plan_transfers
 
-    return plan_transfers(comp, placed, routes)
+    return plan_transfers(comp, placed, routes, ring_fed_transfer)
 
 
 def _tmem_allocation(comp: Composition, placement: Placement, dynamic: int) -> tuple[int, int]:

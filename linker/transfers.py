@@ -47,7 +47,7 @@ Register routes (copy, shuffle) need no constants.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import product
 
@@ -137,10 +137,15 @@ class UnusedExport:
     ctype: str
 
 
+#: Lowers a ring-fed connection (:func:`linker.ring_fed.ring_fed_transfer`, passed in by the generator).
+RingFed = Callable[[Composition, Placed, RoutedSeam, Span], Transfer]
+
+
 def plan_transfers(
-    comp: Composition, placed: Placed, routes: Sequence[RoutedSeam]
+    comp: Composition, placed: Placed, routes: Sequence[RoutedSeam], ring_fed: RingFed
 ) -> tuple[tuple[Transfer, ...], tuple[UnusedExport, ...]]:
-    """Every tensor connection's transfer on ``placed`` (which holds the route barriers), in import order.
+    """Every tensor connection's transfer on ``placed`` (which holds the route barriers), in import order;
+    ``ring_fed`` lowers the ring-fed ones.
 
     Raises ``DiagnosticError``: ``E-UNSUPPORTED`` for a route the linker cannot lower yet,
     ``E-INTERNAL`` for a connection without a route or a constant the placement lacks.
@@ -172,9 +177,7 @@ def plan_transfers(
         order = fed.index((owned.stage_name, owned.item.name)) + 1
         try:
             if route.seam.export.generation == "ring":  # one generation per tile, through a ring's slots
-                from linker.ring_fed import ring_fed_transfer
-
-                out.append(ring_fed_transfer(comp, placed, route, owned.item.span))
+                out.append(ring_fed(comp, placed, route, owned.item.span))
             else:
                 out.append(_transfer(comp, placed, route, owned.item.span, order, len(fed)))
         except DiagnosticError as err:
