@@ -34,8 +34,9 @@ after): a side whose steps are not one wait and one arrive of this shape (copies
 thread arrives once for a fixed group of the role's threads), per warpgroup by a role that
 is not whole warpgroups, a cluster-scoped ring, asynchronous-proxy slots, an export several
 imports or none read, an import that leaves out ``generation ring R`` (its stage's handle is
-then the one-generation one), a route other than whole-tile staging from registers, and a
-scratch that is not the importing stage's ``per_slot R`` claim.
+then the one-generation one), a route other than whole-tile staging from registers, a
+scratch that is not the importing stage's ``per_slot R`` claim, and one whose slots share
+storage with another claim.
 """
 
 from __future__ import annotations
@@ -217,6 +218,15 @@ def ring_fed_transfer(comp: Composition, placed: Placed, routed: RoutedSeam, spa
     stride = value("smem_stride", seam.import_stage, claim)
     full = base + value("ring_full_bar", seam.export_stage, ring)
     empty = base + value("ring_empty_bar", seam.export_stage, ring)
+    shared = _sharing(placed, seam.import_stage, claim)
+    if shared:
+        raise _refuse(
+            span,
+            seam.import_stage,
+            what,
+            f"the slots of `{claim}` share storage with {', '.join(shared)}; a generation stays in its slot "
+            "until the consumer releases it, whatever the producer's events",
+        )
     producer, consumer = _sides(comp, ring, seam.export.role, seam.imp.role)
     ids = _group_ids(placed, routed, span)
     producer_ids, consumer_ids = ids[: seam.export.group_barriers], ids[seam.export.group_barriers :]
@@ -367,6 +377,21 @@ def _release(side: RingSide, ring: str, bar: int, groups: tuple[int, ...]) -> li
         "    __syncwarp();  // the warp's moves happen before lane 0's arrive",
         f"    if ((threadIdx.x & 31u) == 0u) {arrive}  // `{side.arrive_text}` of ring `{ring}`: lane 0 of each warp",
     ]
+
+
+def _sharing(placed: Placed, stage: str, claim: str) -> tuple[str, ...]:
+    """The other shared-memory storage that overlaps the slots of ``claim`` (placement may alias claims
+    whose lifetimes do not meet)."""
+    own = placed.placement.slot(stage, claim, Domain.SMEM)
+    return tuple(
+        sorted(
+            f"`{other.display}` ({other.lifetime.text()})"
+            for other in placed.placement.in_domain(Domain.SMEM)
+            if (other.owner, other.name) != (stage, claim)
+            and other.offset < own.offset + own.size
+            and own.offset < other.offset + other.size
+        )
+    )
 
 
 def _group_ids(placed: Placed, routed: RoutedSeam, span: Span) -> tuple[int, ...]:

@@ -180,3 +180,18 @@ def test_a_ring_fed_handle_declared_without_its_generation_is_l_handle() -> None
     worded = " ".join(map(str, describe(old)))
     assert "void kl_ring_fed_producer_rows_export(const T* held, unsigned generation)" in worded
     assert handle_problems(stage, needed, {symbol: Prototype("func", ("b64", "b32"), ())}) == []
+
+
+def test_slots_that_share_storage_with_another_claim_are_refused(tmp_path: Path) -> None:
+    """Placement may alias a claim that dies at the import's done event; a ring-fed slot is reused
+    generation after generation, so a claim placed over it would overwrite tiles not yet read."""
+    claim = "    claim smem slots bytes 17KiB align 16 per_slot tiles\n"
+    aliased = (
+        "    claim smem slots bytes 17KiB align 16 per_slot tiles lifetime until tile.done\n"
+        "    claim smem after bytes 34KiB align 16 lifetime from tile.done\n"
+    )
+    comp, placed, routes = _example(tmp_path, {"consumer.kc": {claim: aliased}})
+    with pytest.raises(DiagnosticError) as err:
+        generate(comp, placed, routes=routes)  # type: ignore[arg-type]
+    [d] = err.value.diagnostics
+    assert d.code == "E-UNSUPPORTED" and "share storage with `ring_fed.consumer.after` (from tile.done)" in d.notes[0]
