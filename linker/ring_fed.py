@@ -358,18 +358,24 @@ def _release(side: RingSide, ring: str, bar: int, groups: tuple[int, ...]) -> li
     if side.unit == "per_thread":
         return [*out, f"    {arrive}  // `{side.arrive_text}` of ring `{ring}`: every thread"]
     if side.unit == "per_warpgroup":
-        # the named barrier of the calling thread's warpgroup (warpgroup w of the role: groups[w])
-        pick = f"{groups[-1]}u"
-        for w in range(len(groups) - 2, -1, -1):
-            pick = f"t < {128 * (w + 1)}u ? {groups[w]}u : {pick}"
-        sync = (
-            f'asm volatile("barrier.sync {groups[0]}, 128;" ::: "memory");'
-            if len(groups) == 1
-            else f'asm volatile("barrier.sync %0, 128;" :: "r"({pick}) : "memory");'
-        )
+        # each warpgroup w of the role syncs its own named barrier groups[w] (an immediate: the link's
+        # audit reads every barrier ID), then its thread 0 arrives for it
+        syncs = []
+        for w, bar_id in enumerate(groups):
+            sync = f'asm volatile("barrier.sync {bar_id}, 128;" ::: "memory");'
+            if len(groups) == 1:
+                syncs.append(f"    {sync}")
+            else:
+                test = f"t < {128 * (w + 1)}u" if w < len(groups) - 1 else ""
+                keyword = "if" if w == 0 else ("} else if" if test else "} else")
+                syncs.append(f"    {keyword} ({test}) {{" if test else f"    {keyword} {{")
+                syncs.append(f"        {sync}")
+        if len(groups) > 1:
+            syncs.append("    }")
         return [
             *out,
-            f"    {sync}  // the warpgroup's moves happen before its thread 0's arrive",
+            "    // the warpgroup's moves happen before its thread 0's arrive",
+            *syncs,
             f"    if ((t % 128u) == 0u) {arrive}  // `{side.arrive_text}` of ring `{ring}`: thread 0 of each warpgroup",
         ]
     return [
