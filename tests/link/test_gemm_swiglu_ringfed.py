@@ -6,14 +6,19 @@ buffers. `kernlink build` packs, checks, places and links it; its link map is a 
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 from pathlib import Path
 
 import pytest
+from cuda.bindings import driver
 
 from kernlink.cli import main
 from linker.sass import find_disassembler
+from runtime.launch import GpuSession
+from runtime.session import Session
+from tests.link.test_providers import _bf16, _floats
 from tests.snapshots import assert_text_snapshot
 
 pytestmark = pytest.mark.toolchain
@@ -80,3 +85,43 @@ def test_parity_proves_the_link_the_one_unit_build(
     assert report["calls"] == [] and all(r["equal"] for r in report["resources"])
     if find_disassembler() is not None:
         assert report["sass"]["identical"] is True
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("m", "ctas"), [(200, 1), (200, 3), (16, 2)])
+def test_the_linked_kernel_computes_swiglu_across_generations_on_the_gpu(built: Path, m: int, ctas: int) -> None:
+    """silu(X Wg^T) * (X Wu^T) within bf16's tolerance, with a 1-D grid of `ctas` CTAs: at M = 200,
+    N = 512 one CTA runs all 8 tiles (the ring `accs` wraps four times), three CTAs 3, 3 and 2."""
+    n, k = 512, 128
+    x = _floats(_bf16([((i * 37) % 19 - 9) / 9 for i in range(m * k)]))
+    w = _floats(_bf16([((i * 23) % 17 - 8) / (8 * 11.3) for i in range(n * k)]))
+    want = []
+    for r in range(m):
+        row = x[r * k : (r + 1) * k]
+        for j in range(n // 2):
+            g = 32 * (j // 16) + j % 16  # gate rows 32g' .. 32g' + 15, their up rows 16 further
+            gate = sum(a * b for a, b in zip(row, w[g * k : (g + 1) * k], strict=True))
+            up = sum(a * b for a, b in zip(row, w[(g + 16) * k : (g + 17) * k], strict=True))
+            want.append(gate / (1 + math.exp(-gate)) * up)
+    with GpuSession() as gpu, Session(built) as session:
+        dx, dw, out = gpu.upload(_bf16(x)), gpu.upload(_bf16(w)), gpu.upload(b"\xff" * (m * n))
+        session.bind(a=dx, b=dw, k_tiles=k // 64, n=n, out=out, ldo=n // 2, rows=m)
+        (err,) = driver.cuLaunchKernel(
+            session._function,
+            ctas,
+            1,
+            1,
+            session.linked.threads,
+            1,
+            1,
+            session.linked.dynamic_smem,
+            session.stream,
+            session._params,
+            0,
+        )
+        assert err == driver.CUresult.CUDA_SUCCESS
+        session.synchronize()
+        got = _floats(gpu.download(out))
+    assert not any(math.isnan(v) for v in got)  # every output written
+    diff = math.sqrt(sum((a - b) ** 2 for a, b in zip(got, want, strict=True)))
+    assert diff / math.sqrt(sum(v * v for v in want)) <= 1e-2
