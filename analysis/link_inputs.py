@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from analysis.ring_fed import RingFed, ring_fed
 from checker.composition import Composition, Owned
 from checker.handles import HandleSpec, resolve_handles
 from checker.residency import launch_blocks
@@ -225,6 +226,7 @@ class LinkInputs:
     tensor_imports: tuple[Tensor, ...]  # in import order (pipeline order, then source order)
     launch: LaunchLines
     cluster: tuple[int, int, int] | None  # None: the stages accept several shapes and the pipeline names none
+    ring_fed: RingFed  # the ring-fed exports: hand-offs generated and refused
 
     @property
     def has_tensors(self) -> bool:
@@ -273,6 +275,7 @@ def link_inputs(comp: Composition) -> LinkInputs:
         ),
         _launch(comp),
         _cluster(comp),
+        ring_fed(comp),
     )
 
 

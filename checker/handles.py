@@ -37,6 +37,11 @@ linker defines each as the lowered code of the tensor connection's route
 | ``export tensor X`` | ``P_X_export`` | ``void (const T* held)`` (the exporting role, once, when ready) |
 | ``import tensor Y`` | ``P_Y_import`` | ``void (const T* held, T* dst, int chunk)`` (the importing role, per chunk) |
 
+A ring-fed connection (``generation ring R``) hands one generation per tile over, so both
+handles take the generation (the caller's tile ordinal ``0, 1, …``): ``void (const T* held,
+unsigned generation)`` and ``void (const T* held, T* dst, int chunk, unsigned generation)``
+(``linker/ring_fed.py``).
+
 Symbols a stage must *define* besides its role entries and exports: for each ring
 it initialises (``init by`` one of its roles), ``<stage>_<R>_init`` (no ``kl_``).
 
@@ -84,6 +89,8 @@ HandleKind = Literal[
     "params_offset",
     "tensor_export",
     "tensor_import",
+    "ring_tensor_export",
+    "ring_tensor_import",
     "fact",
     "cluster_size",
     "counter_ptr",
@@ -103,11 +110,15 @@ ENTRY_PROTOTYPE = Prototype("func", ("b64", "b64"), ())
 TENSOR_PROTOTYPES: Mapping[str, Prototype] = {
     "tensor_export": Prototype("func", ("b64",), ()),
     "tensor_import": Prototype("func", ("b64", "b64", "b32"), ()),
+    "ring_tensor_export": Prototype("func", ("b64", "b32"), ()),
+    "ring_tensor_import": Prototype("func", ("b64", "b64", "b32", "b32"), ()),
 }
 #: C declaration of each tensor handle kind, for messages (``T`` the element's bit type).
 TENSOR_DECLARATIONS: Mapping[str, str] = {
     "tensor_export": "void {symbol}(const T* held)",
     "tensor_import": "void {symbol}(const T* held, T* dst, int chunk)",
+    "ring_tensor_export": "void {symbol}(const T* held, unsigned generation)",
+    "ring_tensor_import": "void {symbol}(const T* held, T* dst, int chunk, unsigned generation)",
     "counter_ptr": "unsigned* {symbol}()",
     "counter_add": "void {symbol}(unsigned slot, unsigned n)",
     "counter_wait": "void {symbol}(unsigned slot, unsigned target)",
@@ -144,6 +155,8 @@ KIND_TEXT: Mapping[str, str] = {
     "params_offset": "a params offset",
     "tensor_export": "a tensor export's route",
     "tensor_import": "a tensor import's route",
+    "ring_tensor_export": "a ring-fed tensor export's hand-off of one generation",
+    "ring_tensor_import": "a ring-fed tensor import's hand-off of one generation",
     "fact": "a fact's value",
     "cluster_size": "the CTAs of a cluster",
     "counter_ptr": "a counter's address",
@@ -307,9 +320,21 @@ def handle_bindings(stage: A.Stage) -> list[HandleSpec]:
         elif isinstance(it, A.Params) and not any(h.kind == "params_offset" for h in out):
             add(f"{p}_params_offset", "params_offset", "params", it)
         elif isinstance(it, A.ExportTensor):
-            add(tensor_symbol(stage, it.name, "export"), "tensor_export", it.name, it)
+            ring_fed = it.ring is not None  # the hand-off takes the generation (linker/ring_fed.py)
+            add(
+                tensor_symbol(stage, it.name, "export"),
+                "ring_tensor_export" if ring_fed else "tensor_export",
+                it.name,
+                it,
+            )
         elif isinstance(it, A.ImportTensor):
-            add(tensor_symbol(stage, it.name, "import"), "tensor_import", it.name, it)
+            ring_fed = it.ring is not None
+            add(
+                tensor_symbol(stage, it.name, "import"),
+                "ring_tensor_import" if ring_fed else "tensor_import",
+                it.name,
+                it,
+            )
     return out
 
 

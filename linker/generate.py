@@ -20,7 +20,8 @@ NVRTC to LTO IR and linked with every package) holds, in this order:
    (:mod:`linker.transfers`), its export and import functions named by the two
    stages' tensor handles; an export several imports read gets an export handle that
    runs their routes in import order; an export no import names gets an export
-   handle that does nothing;
+   handle that does nothing; a ring-fed export's handles take the generation and stage
+   it in its slot of the ring, ordered by the ring's barriers (:mod:`linker.ring_fed`);
 3. **declarations** of the role entries and ring init hooks the components define;
 4. **the params block** ``KlParams`` — each stage's ``params`` region at the next
    multiple of its ``align`` in pipeline order (the layout L-PARAMS checks), with
@@ -99,7 +100,7 @@ if TYPE_CHECKING:
 KERNEL = "kl_dispatch"
 SOURCE_NAME = "generated.cu"
 #: Handle kinds that are functions of a route (rendered with the transfers), not constants.
-TENSOR_HANDLES = frozenset({"tensor_export", "tensor_import"})
+TENSOR_HANDLES = frozenset({"tensor_export", "tensor_import", "ring_tensor_export", "ring_tensor_import"})
 #: Counter handles that are functions, rendered with the counter array (:mod:`linker.counters`).
 COUNTER_FUNCTIONS = FUNCTION_KINDS
 
@@ -123,9 +124,7 @@ def unsupported(link: LinkInputs) -> list[Diagnostic]:
             if type_name not in C_TYPES and type_name not in HALF_TYPES:
                 found.append(l_link.Unsupported("call-type", call.stage, call.name, call.span, type_name, passable))
                 break
-    for export in link.tensor_exports:
-        if export.ring is not None:
-            found.append(l_link.Unsupported("ring-fed-export", export.stage, export.name, export.span, export.ring))
+    found += link.ring_fed.refusals  # the ring-fed exports the hand-off does not generate (and why)
     return [*(l_link.unsupported(f) for f in counters), *ambiguous, *(l_link.unsupported(f) for f in found)]
 
 
@@ -438,9 +437,10 @@ def _plan_transfers(planned: Plan) -> tuple[tuple[Transfer, ...], tuple[UnusedEx
     composition with a tensor export or import: for any other it plans nothing."""
     if not planned.inputs.has_tensors:
         return (), ()
+    from linker.ring_fed import ring_fed_transfer
     from linker.transfers import plan_transfers
 
-    return plan_transfers(planned.inputs, planned.placed, planned.routes)
+    return plan_transfers(planned.inputs, planned.placed, planned.routes, ring_fed_transfer)
 
 
 def _tmem_allocation(link: LinkInputs, placement: Placement, dynamic: int) -> tuple[int, int]:

@@ -391,6 +391,12 @@ def _transfers(g: Generated) -> list[str]:
         lines.append(_row(value, size, "", "", t.connection, t.why))
         p_first, p_count = t.producer_threads
         c_first, c_count = t.consumer_threads
+        when = (
+            f"once per tile with its generation g (slot g % {t.depth} of ring `{t.ring}`, slots {t.slot_stride} B "
+            "apart)"
+            if t.ring
+            else "once at the ready event"
+        )
         lines.append(
             _row(
                 "",
@@ -398,7 +404,7 @@ def _transfers(g: Generated) -> list[str]:
                 "",
                 "",
                 t.export_symbol,
-                f"export handle: threads {p_first}..{p_first + p_count - 1} call it once at the ready event",
+                f"export handle: threads {p_first}..{p_first + p_count - 1} call it {when}",
                 1,
             )
         )
@@ -410,7 +416,8 @@ def _transfers(g: Generated) -> list[str]:
                 "",
                 t.import_symbol,
                 f"import handle: threads {c_first}..{c_first + c_count - 1} call it for chunks "
-                f"0..{t.chunks - 1}, {t.regs_per_call} {t.elem} registers per call",
+                f"0..{t.chunks - 1}{' of each generation' if t.ring else ''}, {t.regs_per_call} {t.elem} registers "
+                "per call",
                 1,
             )
         )

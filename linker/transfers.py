@@ -47,7 +47,7 @@ Register routes (copy, shuffle) need no constants.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import product
 
@@ -107,6 +107,10 @@ class Transfer:
     order: int = 1
     routes: int = 1
     route_symbol: str = ""
+    #: ring-fed (linker/ring_fed.py): the ring whose slots hold one generation each, its depth, the slot stride
+    ring: str = ""
+    depth: int = 0
+    slot_stride: int = 0
 
     @property
     def fanned_out(self) -> bool:
@@ -132,10 +136,15 @@ class UnusedExport:
     ctype: str
 
 
+#: Lowers a ring-fed connection (:func:`linker.ring_fed.ring_fed_transfer`, passed in by the generator).
+RingFed = Callable[[LinkInputs, Placed, RoutedSeam, Span], Transfer]
+
+
 def plan_transfers(
-    link: LinkInputs, placed: Placed, routes: Sequence[RoutedSeam]
+    link: LinkInputs, placed: Placed, routes: Sequence[RoutedSeam], ring_fed: RingFed
 ) -> tuple[tuple[Transfer, ...], tuple[UnusedExport, ...]]:
-    """Every tensor connection's transfer on ``placed`` (which holds the route barriers), in import order.
+    """Every tensor connection's transfer on ``placed`` (which holds the route barriers), in import order;
+    ``ring_fed`` lowers the ring-fed ones.
 
     Raises ``DiagnosticError``: ``E-UNSUPPORTED`` for a route the linker cannot lower yet,
     ``E-INTERNAL`` for a connection without a route or a constant the placement lacks.
@@ -165,7 +174,10 @@ def plan_transfers(
         fed = feeds[(route.seam.export_stage, route.seam.export.name)]
         order = fed.index((imp.stage, imp.name)) + 1
         try:
-            out.append(_transfer(link, placed, route, imp.span, order, len(fed)))
+            if imp.ring is not None:  # one generation per tile, through a ring's slots
+                out.append(ring_fed(link, placed, route, imp.span))
+            else:
+                out.append(_transfer(link, placed, route, imp.span, order, len(fed)))
         except DiagnosticError as err:
             problems.extend(err.diagnostics)
     if problems:

@@ -98,6 +98,7 @@ def seams(comp: Composition, placed: Placed) -> tuple[list[Seam], list[Diagnosti
             exp.item.generation or "once",
             str(exp.item.ready or ""),
             span=exp.item.span,
+            group_barriers=_group_barriers(comp, exp.item.ring, "produce", exp.item.role, exp_threads),
         )
         tensor_import = TensorImport(
             imp.item.name,
@@ -111,9 +112,24 @@ def seams(comp: Composition, placed: Placed) -> tuple[list[Seam], list[Diagnosti
             imp.item.generation,
             str(imp.item.done or ""),
             span=imp.item.span,
+            group_barriers=_group_barriers(comp, exp.item.ring, "consume", imp.item.role, imp_threads),
         )
         out.append(Seam(export, tensor_import, lends, lent, exp.stage_name, imp.stage_name))
     return out, problems
+
+
+def _group_barriers(comp: Composition, ring: str | None, side: str, role: str, threads: RoleThreads) -> int:
+    """For a ring-fed connection whose ``side`` of ``ring`` (by ``role``) arrives ``per_warpgroup(role)``:
+    the role's warpgroups, each synchronising its threads before one of them arrives; else 0."""
+    for owned in comp.rings.get(ring or "", ()):
+        if (owned.item.side, owned.item.role) != (side, role):
+            continue
+        arrives = [s for s in owned.item.steps if isinstance(s, A.RingArrive)]
+        if len(arrives) == 1 and [(t.coef, t.unit, t.role) for t in arrives[0].count.terms] == [
+            (1, "per_warpgroup", role)
+        ]:
+            return threads.count // 128
+    return 0
 
 
 def route_composition(comp: Composition, placed: Placed) -> tuple[list[RoutedSeam], list[Diagnostic]]:

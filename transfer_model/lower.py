@@ -172,10 +172,36 @@ def lower(
     ).source()
 
 
+@dataclass(frozen=True)
+class Moves:
+    """A route's stores and loads alone, for a caller that orders them itself (a ring-fed hand-off,
+    ``linker/ring_fed.py``): the export's lines, each chunk's lines, and the helpers and tables they use."""
+
+    export: tuple[str, ...]
+    chunks: tuple[tuple[str, ...], ...]
+    preamble: tuple[str, ...]
+
+
+def lower_moves(
+    program: Program, export_ops: tuple[Op, ...], import_ops: tuple[tuple[Op, ...], ...], *, base: str, name: str
+) -> Moves:
+    """The C lines of ``export_ops`` and of each call of ``import_ops`` (stores and loads), every shared
+    address offset by the C expression ``base`` (a variable the caller defines) instead of a constant;
+    ``name`` (the import's symbol) names the tables a shuffle would need."""
+    low = _Lowering(program, LinkConstants(), "", name, base=base)
+    export = low._ops(export_ops, program.producer.count)
+    chunks = tuple(tuple(low._ops(ops, program.consumer.count)) for ops in import_ops)
+    preamble = (*(_helper(n) for n in _HELPERS if n in low.helpers), *low.tables)
+    return Moves(tuple(export), chunks, preamble)
+
+
 class _Lowering:
-    def __init__(self, program: Program, constants: LinkConstants, export_name: str, import_name: str) -> None:
+    def __init__(
+        self, program: Program, constants: LinkConstants, export_name: str, import_name: str, base: str | None = None
+    ) -> None:
         self.p = program
         self.k = constants
+        self.base = base if base is not None else f"{constants.smem_addr or 0}u"
         self.export_name = export_name
         self.import_name = import_name
         self.ctype = "unsigned int" if program.elem_bytes == 4 else "unsigned short"
@@ -236,7 +262,7 @@ class _Lowering:
 
     def _op(self, op: Op, c: _CExpr) -> list[str]:
         p = self.p
-        base = self.k.smem_addr or 0
+        base = self.base
         if isinstance(op, Copy):
             return [f"    dst[{op.dst}] = held[{op.src}];"]
         if isinstance(op, Shuffle):
@@ -246,13 +272,13 @@ class _Lowering:
             return [f"    dst[{op.dst}] = {cast}{call};"]
         if isinstance(op, Store):
             self.helpers.add(f"kl_st_b{self.bits}")
-            store = f"kl_st_b{self.bits}({base}u + {c.render(op.addr)}, held[{op.src}]);"
+            store = f"kl_st_b{self.bits}({base} + {c.render(op.addr)}, held[{op.src}]);"
             if op.when is None:
                 return [f"    {store}"]
             return [f"    if ({c.render(op.when)}) {store}"]
         if isinstance(op, Load):
             self.helpers.add(f"kl_ld_b{self.bits}")
-            return [f"    dst[{op.dst}] = kl_ld_b{self.bits}({base}u + {c.render(op.addr)});"]
+            return [f"    dst[{op.dst}] = kl_ld_b{self.bits}({base} + {c.render(op.addr)});"]
         if isinstance(op, Arrive):
             barrier = f"barrier.arrive {self._barrier(op.barrier)}, {p.barrier_threads};"
             return [f'    asm volatile("{barrier}" ::: "memory");']

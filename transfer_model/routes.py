@@ -63,15 +63,21 @@ class Route:
 
     @property
     def barriers(self) -> int:
-        """Named barrier IDs the linker must assign (a tensor-memory route orders its loads with one)."""
+        """Named barrier IDs the linker must assign (a tensor-memory route orders its loads with one; a
+        ring-fed route one per warpgroup that arrives on its ring for the group, linker/ring_fed.py: the
+        ring's mbarriers order each generation)."""
         plan = self.result.plan
+        if self.seam.export.generation == "ring":
+            return self.seam.export.group_barriers + self.seam.imp.group_barriers
         if isinstance(plan, TmemPlan):
             return 1
         return plan.barriers if isinstance(plan, StagingPlan) else 0
 
     @property
     def barrier_threads(self) -> int:
-        """Threads each of the route's named barriers counts (0: it has none)."""
+        """Threads each of the route's named barriers counts (0: it has none; a ring-fed route's: a warpgroup)."""
+        if self.seam.export.generation == "ring":
+            return 128 if self.barriers else 0
         return barrier_threads(self.seam, self.result)
 
     @property

@@ -71,6 +71,9 @@ class TensorExport:
     generation: str = "once"
     ready_event: str = ""
     span: Span = field(default=UNKNOWN_SPAN, compare=False)
+    #: ring-fed, its ring side arriving once per warpgroup: the warpgroups that each synchronise on a
+    #: named barrier of 128 threads before one thread arrives for them (linker/ring_fed.py); else 0
+    group_barriers: int = 0
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,7 @@ class TensorImport:
     generation: str | None = None
     done_event: str = ""
     span: Span = field(default=UNKNOWN_SPAN, compare=False)
+    group_barriers: int = 0  # as the export's, for the importing role's ring side
 
     @property
     def chunks(self) -> int:

@@ -48,7 +48,9 @@ warpgroup, one thread):
 
 - `ring-step`: a step with no instruction in that loop, an instruction on a ring barrier
   no step of the role states (or on the other barrier of the ring), or a step run more
-  often per iteration than the others;
+  often per iteration than the others; a side of a ring that carries a ring-fed tensor of
+  the role is run by the tensor handle the linker generates, so any instruction of the
+  role on that ring's barriers is reported;
 - `arrive-count`: the arrivals of an arrive (the threads its guard selects, times its
   count) differ from the step's count (`per_warp`, `per_warpgroup`, 1, …);
 - `wait-parity`: the first wait uses another parity than the contract's (a consumer's
@@ -568,6 +570,15 @@ def _ring_step(f: Finding, fn: str, op: str) -> Worded:
             f"`{step}` with no step",
             "state the step in the contract, or remove the instruction: the other side counts only the steps "
             "the contract states",
+        )
+    if f.problem == "ring-fed":
+        return Worded(
+            f"`{fn}` runs `{op}` on the {step.split()[0]} barrier of ring `{ring}`, whose {f.value('side')} side "
+            "the ring-fed tensor handle runs",
+            f"ring `{ring}`: its slots carry a ring-fed tensor of role `{role}`",
+            f"`{step}` outside the hand-off",
+            "remove the instruction: the tensor handle the linker generates waits and arrives on the ring for the "
+            "role (specs/handles.md), so this would count twice",
         )
     if f.problem == "barrier":
         got = f.value("got")

@@ -100,6 +100,7 @@ class Unsupported:
     span: Span
     detail: str = ""
     passable: tuple[str, ...] = ()
+    why: str = ""
 
 
 def unsupported(f: Unsupported) -> Diagnostic:
@@ -132,14 +133,12 @@ def unsupported(f: Unsupported) -> Diagnostic:
         fix = "check the composition with `kernlink check`; link it once the linker supports this"
     else:
         what = f"the ring-fed export `{f.name}` (one generation per tile through ring `{f.detail}`)"
-        why = (
-            "a generated route hands one generation over: its scratch is one address and its named barriers "
-            "order one hand-off per kernel. Per tile it needs the export and import handles to take the "
-            f"generation's slot of `{f.detail}` (the scratch at that slot of the `per_slot` claim) and "
-            f"the hand-off ordered by `{f.detail}`'s `full` and `empty` barriers (or one route barrier "
-            "per slot), which the route ladder and the lowering do not generate"
+        why = f"the linker generates a ring-fed hand-off of one shape (specs/handles.md), and {f.why}"
+        fix = (
+            "write the ring's sides as the hand-off runs them: the producer `empty wait` then `full arrive` "
+            "counted `per_thread`, `per_warp` or `per_warpgroup` of its role, the consumer `full wait` then "
+            "`empty arrive` likewise"
         )
-        fix = "check the composition with `kernlink check`; link it once the linker supports this"
     return Diagnostic(
         Code.E_UNSUPPORTED,
         f"`kernlink link` cannot link {what} of `{f.stage}` yet",

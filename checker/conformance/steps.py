@@ -26,6 +26,10 @@ matched with the side's steps:
 - ``init-hook``: a ring's init hook initialises both barriers and, for ``init by R
   fenced``, fences the inits; no role initialises a ring barrier again.
 
+A side of a ring that carries a ring-fed tensor of its role (``generation ring R``) is run by
+the hand-off the linker generates behind the tensor handle (``linker/ring_fed.py``): the role's
+own code runs none of its steps, and an instruction of it on the ring's barriers is ``ring-fed``.
+
 A guard, parity or barrier the analysis cannot read is an undecided finding, never a pass.
 """
 
@@ -120,8 +124,24 @@ def steps(ctx: Ctx, code: CodeFacts) -> Iterator[Finding]:
         sites, stray = _sites(ctx, facts)
         yield from stray
         sides = [r for r in ctx.stage.rings if r.role == role.name]
+        carried = _ring_fed(ctx.stage, role.name)
         for side in sides:
-            yield from _side(ctx, role, side, [s for s in sites if s.ring == side.name], anchor, facts)
+            mine = [s for s in sites if s.ring == side.name]
+            if side.name in carried:  # the generated hand-off runs the side's steps: the role's code runs none
+                for site in mine:
+                    step = f"{site.barrier} {site.kind}"
+                    yield found(
+                        "ring-step",
+                        "ring-fed",
+                        site.fact,
+                        side,
+                        ring=side.name,
+                        role=role.name,
+                        step=step,
+                        side=side.side,
+                    )
+                continue
+            yield from _side(ctx, role, side, mine, anchor, facts)
         named = {r.name for r in sides}
         for site in sites:
             if site.ring not in named:
@@ -137,6 +157,15 @@ def steps(ctx: Ctx, code: CodeFacts) -> Iterator[Finding]:
         yield from _named_barriers(ctx, role, facts, anchor)
         yield from _calls(facts, by_function)
     yield from _init_hooks(ctx, by_function)
+
+
+def _ring_fed(stage: A.Stage, role: str) -> set[str]:
+    """The rings whose slots carry a ring-fed tensor this role exports or imports (``generation ring R``)."""
+    return {
+        it.ring
+        for it in stage.items
+        if isinstance(it, (A.ExportTensor, A.ImportTensor)) and it.ring is not None and it.role == role
+    }
 
 
 def _ring_node(ctx: Ctx, ring: str) -> A.Node | None:

@@ -15,7 +15,7 @@ import pytest
 from kernlink.api import check
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
-NAMES = ("hello", "ring", "gemm_swiglu", "attention", "moe4", "cp")
+NAMES = ("hello", "ring", "gemm_swiglu", "attention", "moe4", "cp", "ring_fed")
 
 # (example, file, old text, new text, expected clause)
 MUTATIONS = [
@@ -67,6 +67,10 @@ MUTATIONS = [
     ),
     ("cp", "cp.kp", 'caller provides domain "cp" views peer', 'caller provides domain "cp" views multicast', "L-VIEW"),
     ("cp", "load.kc", "buffer kv_shards bytes 16384KiB", "buffer kv_shards bytes 8192KiB", "L-DOMAIN"),
+    ("ring_fed", "consumer.kc", "empty arrive per_warp(sum)", "empty arrive per_thread(sum)", "L-ARRIVE"),
+    ("ring_fed", "consumer.kc", "        generation ring tiles\n", "        generation once\n", "L-TENSOR"),
+    ("ring_fed", "producer.kc", "        empty wait  # the hand-off waits", "        # the hand-off waits", "L-RACE"),
+    ("ring_fed", "producer.kc", "launch persistent threads 256", "launch persistent threads 128", "L-LAUNCH"),
 ]
 
 

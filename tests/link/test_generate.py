@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from pathlib import Path
 
 import pytest
 
@@ -87,21 +86,6 @@ def test_generate_refuses_what_it_cannot_express() -> None:
     with pytest.raises(DiagnosticError) as err:
         _generate(text, frozenset())
     assert [d.code for d in err.value.diagnostics] == ["E-UNSUPPORTED"]
-
-
-RING_FED = Path(__file__).resolve().parents[1] / "corpus" / "production" / "ring_fed_epilogue" / "pass"
-
-
-def test_a_ring_fed_export_checks_and_places_but_the_linker_refuses_it() -> None:
-    """Issue 27: a persistent producer hands tiles to another owner's epilogue through a ring of
-    buffers; check and placement accept it, and the linker says what it lacks rather than
-    generating a single-generation route."""
-    result = check([RING_FED / "gemm_swiglu.kp"])
-    assert result.accepted and result.composition is not None
-    assert result.downstream is not None and result.downstream.placed is not None
-    refused = [d for d in unsupported(link_inputs(result.composition)) if "ring-fed" in d.message]
-    assert [d.code for d in refused] == ["E-UNSUPPORTED"]
-    assert "`accs`" in refused[0].message and "slot" in refused[0].notes[0]
 
 
 RING_PARAMS = {

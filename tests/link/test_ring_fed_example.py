@@ -1,0 +1,163 @@
+"""The ring_fed example (specs/examples/ring_fed): a persistent producer hands tile after tile to
+another owner's consumer through a two-slot ring-fed export. `kernlink build` packs, checks,
+places and links it; its link map is a snapshot, and `kernlink parity` proves the link the
+one-unit build of the same sources."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from array import array
+from pathlib import Path
+
+import pytest
+
+from kernlink.cli import main
+from linker.sass import find_disassembler
+from runtime.launch import GpuSession
+from runtime.run import run_linked
+from tests.link.examples import f32, floats
+from tests.snapshots import assert_text_snapshot
+
+pytestmark = pytest.mark.toolchain
+
+FOLDER = Path(__file__).resolve().parents[2] / "specs" / "examples" / "ring_fed"
+PIPELINE = "ring_fed.kp"
+SNAPSHOT = Path(__file__).parent / "snapshots" / "ring_fed.link.map"
+
+
+def _build(root: Path, edits: tuple[tuple[str, str, str], ...] = ()) -> tuple[int, Path]:
+    folder = root / "ring_fed"
+    shutil.copytree(FOLDER, folder, ignore=shutil.ignore_patterns("build"))
+    for name, old, new in edits:
+        text = (folder / name).read_text()
+        assert old in text, f"{old!r} not in {name}"
+        (folder / name).write_text(text.replace(old, new))
+    out = root / "out"
+    return main(["build", str(folder / PIPELINE), "-o", str(out), "--no-server", "--color", "never"]), out
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example copied without its build/ folder and built as a user would: its output folder."""
+    code, out = _build(tmp_path_factory.mktemp("ring_fed"))
+    assert code == 0
+    return out
+
+
+def test_the_pipeline_links_through_the_ring_fed_hand_off(built: Path) -> None:
+    plan = json.loads((built / "link.json").read_text())
+    assert plan["status"] == "linked" and plan["diagnostics"] == []
+    [transfer] = plan["generated"]["transfers"] if "generated" in plan else plan["transfers"]
+    assert (transfer["ring"], transfer["depth"], transfer["barrier_ids"]) == ("tiles", 2, [])
+    assert transfer["connection"] == "ring_fed.producer.rows -> ring_fed.consumer.tile"
+    ptx = (built / "kernel.ptx").read_text()
+    assert re.findall(r"^\s*call", ptx, re.M) == []  # both handles inlined
+    assert ptx.count("st.shared.b32") == 32 and ptx.count("ld.shared.b32") == 32
+    assert ptx.count("mbarrier.try_wait.parity") == 2 and ptx.count("mbarrier.arrive.shared::cta.b64") == 2
+    assert not re.search(r"\bbar(rier)?\.(sync|arrive)\s+[1-9]", ptx)  # no named barrier
+    assert "__syncwarp();  // the warp's moves happen before lane 0's arrive" in (built / "generated.cu").read_text()
+
+
+def _stable(link_map: str) -> str:
+    """The map without what names the toolkit's bytes (package and cubin hashes, sizes of LTO IR)."""
+    keep = []
+    section = ""
+    for line in link_map.splitlines():
+        if line and not line.startswith(" ") and not line.startswith("#"):
+            section = line.split()[0]
+        if section == "inputs" and line.startswith(" "):
+            continue
+        if line.startswith("# toolkit") or "sha256" in line:
+            continue
+        keep.append(line)
+    return "\n".join(keep) + "\n"
+
+
+def test_the_link_map_is_the_snapshot(built: Path) -> None:
+    assert_text_snapshot(SNAPSHOT, _stable((built / "link.map").read_text()))
+
+
+def test_parity_proves_the_link_the_one_unit_build(
+    built: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = built.parent / "ring_fed"
+    out = tmp_path / "parity"
+    argv = ["parity", str(folder / PIPELINE), "-o", str(out), "-I", str(folder), "--format", "json"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    said = json.loads(capsys.readouterr().out)
+    report = said["report"]
+    assert said["proved"] is True and report["verdict"] == "identical" and report["folded"] is True
+    assert report["calls"] == [] and all(r["equal"] for r in report["resources"])
+    if find_disassembler() is not None:
+        assert report["sass"]["identical"] is True
+
+
+def test_a_role_that_steps_its_ring_fed_ring_itself_is_rejected(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The hand-off runs the consumer's `full wait` and `empty arrive`: a consumer that also arrives
+    on the ring's `empty` barrier would release each slot twice (L-CONFORM, `ring-step`); the example
+    itself (the passing twin) is built by the other tests."""
+    call = "            kl_ring_fed_consumer_tile_import(nullptr, got, static_cast<int>(c), generation);\n"
+    release = (
+        '            asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(static_cast<unsigned>('
+        '__cvta_generic_to_shared(smem)) + kl_ring_fed_consumer_tiles_empty_bar()) : "memory");\n'
+    )
+    edits = (
+        ("consumer.cu", "unsigned char* /*smem*/", "unsigned char* smem"),
+        ("consumer.cu", call, call + release),
+    )
+    code, _ = _build(tmp_path, edits)
+    said = capsys.readouterr()
+    assert code == 1
+    text = said.out + said.err
+    assert (
+        "error[L-CONFORM]: `ring_fed_sum_main` runs `mbarrier.arrive.shared::cta.b64` on the empty barrier of " in text
+    )
+    assert "ring `tiles`, whose consume side the ring-fed tensor handle runs" in text
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("tiles", "blocks"), [(7, 1), (37, 4), (3, 8), (264, 132)])
+def test_the_linked_kernel_hands_every_tile_over_on_the_gpu(built: Path, tiles: int, blocks: int) -> None:
+    """dst = 2 * src + 1 in float32, bit for bit: every generation reached the consumer whole, in its
+    slot, and no slot was overwritten before it was read (one CTA runs 7 tiles: the ring wraps 3 times;
+    3 tiles on 8 CTAs: five CTAs run none)."""
+    data = floats(tiles * 4096, tiles)
+    with GpuSession() as gpu:
+        src, dst = gpu.upload(data.tobytes()), gpu.alloc(tiles * 4096 * 4)
+        run_linked(built, gpu=gpu, grid=blocks, values={"src": src, "dst": dst, "tiles": tiles})
+        got = array("f", gpu.download(dst)).tolist()
+    assert got == [f32(f32(2.0 * x) + 1.0) for x in data]
+
+
+def test_a_per_warpgroup_variant_links_with_warpgroup_barriers_and_is_proved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Arrivals once per warpgroup: each warpgroup syncs a named barrier of its own before its thread
+    0 arrives; the link still folds every handle into the one-unit build's code."""
+    per_warpgroup = tuple(
+        (name, f"{which} per_warp({role})", f"{which} per_warpgroup({role})")
+        for name, which, role in (
+            ("producer.kc", "full init", "make"),
+            ("producer.kc", "full arrive", "make"),
+            ("producer.kc", "empty init", "sum"),
+            ("consumer.kc", "empty arrive", "sum"),
+        )
+    )
+    code, out = _build(tmp_path, per_warpgroup)
+    assert code == 0
+    plan = json.loads((out / "link.json").read_text())
+    [transfer] = plan["generated"]["transfers"] if "generated" in plan else plan["transfers"]
+    assert len(transfer["barrier_ids"]) == 2 and transfer["barrier_threads"] == 128
+    ptx = (out / "kernel.ptx").read_text()
+    assert sorted(re.findall(r"\bbarrier\.sync\s+(\d+), 128;", ptx)) == sorted(map(str, transfer["barrier_ids"]))
+    folder = tmp_path / "ring_fed"
+    argv = ["parity", str(folder / PIPELINE), "-o", str(tmp_path / "parity"), "-I", str(folder), "--format", "json"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert said["proved"] is True and said["report"]["verdict"] == "identical"
