@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from analysis.link_inputs import link_inputs
+from analysis.plan import Plan
 from checker.clauses.l_handle import describe
 from checker.handles import handle_problems
 from contract_lang.parser import parse_text
@@ -59,7 +61,7 @@ def _example(root: Path, edits: Mapping[str, Mapping[str, str]] | None = None) -
 
 def _generate(parts: tuple[object, object, object]) -> Generated:
     comp, placed, routes = parts
-    return generate(comp, placed, routes=routes)  # type: ignore[arg-type]
+    return generate(Plan(comp, placed, tuple(routes)))  # type: ignore[arg-type]
 
 
 def test_the_production_fixture_links_its_per_warpgroup_releases_through_warpgroup_barriers(tmp_path: Path) -> None:
@@ -68,7 +70,7 @@ def test_the_production_fixture_links_its_per_warpgroup_releases_through_warpgro
     with the route, before its thread 0 arrives for it. Its per-warp twin needs no named barrier."""
     result = check([PRODUCTION / "gemm_swiglu.kp"])
     assert result.accepted and result.composition is not None and result.downstream is not None
-    assert unsupported(result.composition) == []
+    assert unsupported(link_inputs(result.composition)) == []
     parts = (result.composition, result.downstream.placed, result.downstream.routes)
     [t] = _generate(parts).transfers  # type: ignore[arg-type]
     assert (t.ring, t.depth, len(t.barrier_ids), t.barrier_threads) == ("accs", 2, 3, 128)
@@ -153,11 +155,11 @@ REFUSED = {
 def test_what_the_hand_off_does_not_generate_is_refused_with_the_reason(tmp_path: Path, case: str) -> None:
     edits, reason = REFUSED[case]
     comp, placed, routes = _example(tmp_path, edits)
-    [refused] = unsupported(comp)  # type: ignore[arg-type]
+    [refused] = unsupported(link_inputs(comp))  # type: ignore[arg-type]
     assert refused.code == "E-UNSUPPORTED" and "the ring-fed export `rows`" in refused.message
     assert reason in refused.notes[0], refused.notes[0]
     with pytest.raises(DiagnosticError) as err:
-        generate(comp, placed, routes=routes)  # type: ignore[arg-type]
+        generate(Plan(comp, placed, tuple(routes)))  # type: ignore[arg-type]
     assert [d.code for d in err.value.diagnostics] == ["E-UNSUPPORTED"]
 
 
@@ -165,9 +167,9 @@ def test_a_scratch_outside_the_rings_slots_is_refused(tmp_path: Path) -> None:
     """Each generation needs its own slot: a lent claim that is not `per_slot R` holds one."""
     edits = {"consumer.kc": {"bytes 17KiB align 16 per_slot tiles": "bytes 17KiB align 16"}}
     comp, placed, routes = _example(tmp_path, edits)
-    assert unsupported(comp) == []  # type: ignore[arg-type]
+    assert unsupported(link_inputs(comp)) == []  # type: ignore[arg-type]
     with pytest.raises(DiagnosticError) as err:
-        generate(comp, placed, routes=routes)  # type: ignore[arg-type]
+        generate(Plan(comp, placed, tuple(routes)))  # type: ignore[arg-type]
     [d] = err.value.diagnostics
     assert d.code == "E-UNSUPPORTED" and "declared `per_slot tiles`" in d.notes[0]
 
@@ -195,6 +197,6 @@ def test_slots_that_share_storage_with_another_claim_are_refused(tmp_path: Path)
     )
     comp, placed, routes = _example(tmp_path, {"consumer.kc": {claim: aliased}})
     with pytest.raises(DiagnosticError) as err:
-        generate(comp, placed, routes=routes)  # type: ignore[arg-type]
+        generate(Plan(comp, placed, tuple(routes)))  # type: ignore[arg-type]
     [d] = err.value.diagnostics
     assert d.code == "E-UNSUPPORTED" and "share storage with `ring_fed.consumer.after` (from tile.done)" in d.notes[0]
