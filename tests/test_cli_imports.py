@@ -88,7 +88,8 @@ def test_a_build_a_server_runs_imports_nothing_heavy(tmp_path: Path) -> None:
     )
     loaded = _modules_after(code)
     assert "kernlink.cmd_build" in loaded
-    heavy = {m for m in loaded if m.split(".")[0] in (*HEAVY, "checker", "linker", "diagnostics", "contract_lang")}
+    ours = (*HEAVY, "checker", "linker", "packing", "toolchain", "diagnostics", "contract_lang")
+    heavy = {m for m in loaded if m.split(".")[0] in ours}
     # the runtime folder's check and the entry's Ctrl-C handler (stdlib only)
     assert heavy == {"diagnostics", "diagnostics.private", "diagnostics.interrupts"}
 

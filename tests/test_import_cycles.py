@@ -19,6 +19,8 @@ ACYCLIC = (
     "contract_lang",
     "package",
     "checker",
+    "toolchain",
+    "packing",
     "placement",
     "transfer_model",
     "analysis",

@@ -161,6 +161,8 @@ PACKAGES = (
     "placement",
     "transfer_model",
     "analysis",
+    "toolchain",
+    "packing",
     "linker",
     "runtime",
     "kernlink",

@@ -336,7 +336,7 @@ def test_no_launcher_calls_the_driver_launch_itself() -> None:
     """One launch path in Python: only runtime/launch.py `enqueue` launches (kernel.h's, which
     linker/host_header.py writes, is held to the same plan above)."""
     root = Path(__file__).resolve().parents[2]
-    for folder in ("kernlink", "linker", "analysis", "runtime"):
+    for folder in ("kernlink", "linker", "packing", "toolchain", "analysis", "runtime"):
         for source in (root / folder).rglob("*.py"):
             if source in (root / "runtime" / "launch.py", root / "linker" / "host_header.py"):
                 continue

@@ -35,9 +35,11 @@ def test_every_default_budget_is_read_from_the_table() -> None:
         "kernlink",
         "linker",
         "package",
+        "packing",
         "placement",
         "runtime",
         "solver",
+        "toolchain",
     )
     found = [
         str(path.relative_to(ROOT))
