@@ -717,12 +717,16 @@ class _State:
         return out
 
     def history(self) -> list[Term]:
+        """A wait that ran ``c`` times saw its guard true in each of its last iterations, one turns'
+        period of them (a guard of data ``x`` implies the guards of ``x - period``, not of every earlier
+        data iteration: another role may take those)."""
         out: list[Term] = []
+        period = _period(self.p.protocol)
         for g in self.p.programs:
             for pos in g.loop:
                 if pos.waits and self.p.modelled(pos.step.channel, pos.step.barrier):
                     c = self.count(g.proc, pos)
-                    out.append(T.Implies(c >= 1, self.guard(g.proc, pos, c - 1)))
+                    out += [T.Implies(c >= back, self.guard(g.proc, pos, c - back)) for back in range(1, period + 1)]
         return out
 
     def no_mixing(self) -> list[Term]:
