@@ -38,18 +38,35 @@ before the read in the program covers it only in the next iteration), so "over" 
 in that read wait's count. A ring that is not synchronized (a role's own staging buffer) has
 no barrier: only its races are asked, with the producer as its own consumer.
 
-In one CTA, ``on leader`` and ``on first`` steps run, and a remote or multicast step acts on
-the CTA's own barrier and slot: :func:`one_cta` rewrites them to plain steps first.
+Several CTAs. The counters are per *process*: a role in one CTA (``ctas = cluster x group``
+of them, named ``role@cta`` as in traces), running the steps its CTA runs (``part``: ``on
+leader`` in cluster rank 0, ``on first`` in split 0, ...). Every barrier, slot and named
+barrier is a CTA's own, so ``E_B`` and every other guard above is per CTA: the movers of CTA
+``c``'s barrier are the positions of every process that act on it. A step that acts on several
+CTAs' barriers or slots (``multicast``: every CTA of the cluster, in rank order; ``remote``: the
+next rank's) is one position per target, in the order :func:`checker.protocol.events.unroll`
+emits them, so a multicast release into the peer's barrier is a mover of that barrier, and a
+multicast copy writes (and must find released) the peer's slot; a pre-arm of several barriers
+arms them slot-major. A ``grid`` counter has a word per tile (data iteration) and cluster rank:
+its value for tile ``x`` is the sum of the adds of the group's processes of that rank that
+acted on ``x`` (linear, exact: a word is never reused), and a wait on it passes iff that sum
+reaches its threshold: its count, or the adds of the splits a relative threshold names
+(``split``, ``others``, ``all``: a constant per CTA and residue of the turns' period, from
+:func:`checker.protocol.events.relative_threshold`). The first split of a tile waits for none
+(``split``), so the order argument is the solver's: a tile's split ``s`` is blocked only while
+some split before it has not added, and that one is not blocked on the tile (O4). Every trip
+count is the same in every CTA (``model.py``).
 
 The class of protocols covered (checked first; anything else falls back, with the reason):
 
-* C1, accounting: per barrier of a synchronized ring and per data iteration (its movers are
-  those of the roles that take it: one residue per turn period) the loop arrivals equal its
-  init count, the pre-arms (if any) too, expected bytes equal completed ones and the
+* C1, accounting: per CTA's barrier of a synchronized ring that any step touches (some must) and
+  per data iteration (its movers are those of the roles that take it: one residue per turn
+  period) the loop arrivals equal its init count, the pre-arms (if any) too, a barrier
+  pre-armed in one CTA is pre-armed in every CTA that touches it, expected bytes equal completed ones and the
   declared ones, counts are in range, and every first parity follows the convention (no
   L-ARRIVE, L-TXBYTES or L-PARITY finding);
 * C2, exact completion: for every barrier some role waits on and every data iteration, no
-  proper subset of its movers that the movers' program order allows (a prefix per role)
+  proper subset of its movers that the movers' program order allows (a prefix per process)
   has the arrivals of a phase with its bytes balanced, so a phase completes exactly when
   the last mover of its data iteration acts;
 * C3, pre-arms: a role that pre-arms a barrier some role waits on also moves it in its loop;
@@ -59,16 +76,16 @@ The class of protocols covered (checked first; anything else falls back, with th
   generation has the same arrivals;
 * C5, the model: only the step kinds and fields above (a kind or field this module does
   not know, such as one another change adds to ``model.py``, falls back explicitly);
-* C6, one CTA (:func:`_beyond`, each with its reason): a protocol that runs in several CTAs
-  (a cluster, or a group of CTAs sharing a tile) falls back, and so do grid counters (a
-  word per tile), a slot index that restarts every ``R`` iterations (``(j mod R) mod D``
-  is not linear in ``D``), a `bar.sync` before the loop, and a step that runs in no CTA
-  (``on peer``, ``on rest`` in one CTA).
+* C6, what stays outside (:func:`_beyond`, each with its reason): a slot index that restarts
+  every ``R`` iterations (``(j mod R) mod D`` is not linear in ``D``) and a `bar.sync` before
+  the loop. C1–C4 are asked per CTA, of every process.
 
 The invariant ``I`` over the counters (``D`` and ``N`` symbolic) is the conjunction of:
 
-* S, structure: ranges of the counters; a role's loop starts after its prologue;
-* H, history: a wait that ran ``c >= 1`` times saw its guard for data ``c - 1`` true;
+* S, structure: ranges of the counters; a process's loop starts after its prologue;
+* H, history: a wait that ran ``c`` times saw its guard true in its iterations ``c - 1`` back
+  to ``c - P`` (``P`` the turns' period: a guard of data ``x`` implies the one of ``x - P``,
+  whose data the same roles take, but not of ``x - 1``, which another role may take);
 * NM, no mixing: a mover that acted on data ``y`` found ``E_B(y - D)`` (the slot's
   previous use complete), and a named-barrier arrival of generation ``y`` found every
   participant arrived for ``y - 1`` (asked of barriers some role waits on: the state of
@@ -88,7 +105,11 @@ depth in its range and ``N >= 1``:
   while a consumer that takes ``y - D`` has not finished an access of it that exists (a
   read, over at its read wait when asynchronous, or a release; a release past the run's
   last iteration does not exist) (overwrite), or a consumer at a read of ``y`` while a
-  write of ``y`` has not run (early read).
+  write of ``y`` has not run (early read), per CTA whose slot the write or read touches (a
+  consumer is done with a slot at its reads and its first release of the data iteration,
+  whichever CTA's barrier that release reaches, as ``smt.py`` asks); per grid counter, no
+  state has a process at a read of tile ``x`` while a process of another CTA of its rank is
+  at a write of ``x`` (conflict).
 
 O1 and the consecution of S and H hold by construction: the initial counters are zero,
 a step keeps the counters' shape, and every guard only grows true as counters grow (a
@@ -105,11 +126,13 @@ window leaves two candidate phase counts, one of each parity. A named barrier's 
 at a loop arrival of iteration ``y`` is ``y``, or ``y + 1`` for a role that arrived before
 its loop (NM, C4: every generation gets each participant's arrival once), so its
 `bar.sync` passes iff every participant arrived for that generation; a counter's value is
-exactly the linear sum. Turns change only which data a role's counters stand for, and an
-asynchronous read's completion is program order in its own role: neither adds state to
-the real system. So, by
-induction on the length of a run (O1, O2), the real and the abstract system have the same
-runs from the initial state, and O4 and O5 over-approximate their reachable states: no run
+exactly the linear sum, and a grid counter's word of a tile the sum of that tile's adds.
+Every process's steps on another CTA's barrier are positions of its own program, so the
+barriers of several CTAs are barriers like one CTA's with more movers. Turns change only
+which data a role's counters stand for, and an asynchronous read's completion is program
+order in its own process: neither adds state to the real system. So, by induction on the
+length of a run (O1, O2), the real and the abstract system have the same runs from the
+initial state, and O4 and O5 over-approximate their reachable states: no run
 of any length, at any depth in range, deadlocks or races. What O1–O5 cannot prove (the
 invariant may be too weak, or the protocol is wrong) is left to the bounded model.
 """
