@@ -8,8 +8,8 @@ decides each range at its least and its greatest depth (an unbounded range at
 :data:`MAX_CHECKED_DEPTH`, which placement then reads: it never places such a ring
 deeper), and :func:`recheck` decides the depths placement chose when the ends did not. A
 ring deeper than the bounded model unrolls in full, at a depth the argument does not cover,
-is run for :data:`DEEP_BOUND` iterations: what that run finds is reported (a run of any
-length is a run of the kernel), and with nothing found the ring is :class:`TooDeep`:
+is run for :data:`SHORT_BOUND`, then :data:`DEEP_BOUND` iterations: what a run finds is
+reported (a run of any length is a run of the kernel), and with nothing found the ring is :class:`TooDeep`:
 undecided, never vouched for. What this module returns is typed and unselected:
 ``checker/policy.py`` says which of it a selection reports, the clauses word it.
 """
@@ -39,6 +39,9 @@ deepest placement chooses then), when the parametric argument does not decide th
 DEEP_BOUND = 2 * MAX_MODEL_DEPTH + 1
 """The iterations per role the bounded model runs for a ring deeper than it unrolls in full
 (the size of the model of a ring at :data:`MAX_MODEL_DEPTH`)."""
+
+SHORT_BOUND = 3
+"""The iterations per role of the short run that goes before the :data:`DEEP_BOUND` one."""
 
 BOUND_NOTE = Code.I_PROTOCOL_BOUND
 
@@ -230,8 +233,16 @@ def _deep_run(
     protocol: Protocol, deep: list[TooDeep], options: ModelOptions, memo: Memo | None
 ) -> tuple[ProtocolVerdict, list[TooDeep]]:
     """The bounded model's verdict over at most :data:`DEEP_BOUND` iterations, and the rings that
-    stay undecided: none when the run found a mistake (the composition is rejected by it)."""
+    stay undecided: none when the run found a mistake (the composition is rejected by it).
+
+    A run of :data:`SHORT_BOUND` iterations goes first: what it finds is a run of the kernel too,
+    and a mistake that needs no wrap of the ring (a counter's order, a barrier's accounting) is
+    found there within the budget that the long run's model may exceed."""
     bound = min(options.bound or DEEP_BOUND, DEEP_BOUND)
+    if bound > SHORT_BOUND:
+        short = verdict(protocol, ModelOptions(options.rlimit, SHORT_BOUND), memo)
+        if short.findings:
+            return short, []
     result = verdict(protocol, ModelOptions(options.rlimit, bound), memo)
     if result.findings:
         return result, []

@@ -38,18 +38,35 @@ before the read in the program covers it only in the next iteration), so "over" 
 in that read wait's count. A ring that is not synchronized (a role's own staging buffer) has
 no barrier: only its races are asked, with the producer as its own consumer.
 
-In one CTA, ``on leader`` and ``on first`` steps run, and a remote or multicast step acts on
-the CTA's own barrier and slot: :func:`one_cta` rewrites them to plain steps first.
+Several CTAs. The counters are per *process*: a role in one CTA (``ctas = cluster x group``
+of them, named ``role@cta`` as in traces), running the steps its CTA runs (``part``: ``on
+leader`` in cluster rank 0, ``on first`` in split 0, ...). Every barrier, slot and named
+barrier is a CTA's own, so ``E_B`` and every other guard above is per CTA: the movers of CTA
+``c``'s barrier are the positions of every process that act on it. A step that acts on several
+CTAs' barriers or slots (``multicast``: every CTA of the cluster, in rank order; ``remote``: the
+next rank's) is one position per target, in the order :func:`checker.protocol.events.unroll`
+emits them, so a multicast release into the peer's barrier is a mover of that barrier, and a
+multicast copy writes (and must find released) the peer's slot; a pre-arm of several barriers
+arms them slot-major. A ``grid`` counter has a word per tile (data iteration) and cluster rank:
+its value for tile ``x`` is the sum of the adds of the group's processes of that rank that
+acted on ``x`` (linear, exact: a word is never reused), and a wait on it passes iff that sum
+reaches its threshold: its count, or the adds of the splits a relative threshold names
+(``split``, ``others``, ``all``: a constant per CTA and residue of the turns' period, from
+:func:`checker.protocol.events.relative_threshold`). The first split of a tile waits for none
+(``split``), so the order argument is the solver's: a tile's split ``s`` is blocked only while
+some split before it has not added, and that one is not blocked on the tile (O4). Every trip
+count is the same in every CTA (``model.py``).
 
 The class of protocols covered (checked first; anything else falls back, with the reason):
 
-* C1, accounting: per barrier of a synchronized ring and per data iteration (its movers are
-  those of the roles that take it: one residue per turn period) the loop arrivals equal its
-  init count, the pre-arms (if any) too, expected bytes equal completed ones and the
+* C1, accounting: per CTA's barrier of a synchronized ring that any step touches (some must) and
+  per data iteration (its movers are those of the roles that take it: one residue per turn
+  period) the loop arrivals equal its init count, the pre-arms (if any) too, a barrier
+  pre-armed in one CTA is pre-armed in every CTA that touches it, expected bytes equal completed ones and the
   declared ones, counts are in range, and every first parity follows the convention (no
   L-ARRIVE, L-TXBYTES or L-PARITY finding);
 * C2, exact completion: for every barrier some role waits on and every data iteration, no
-  proper subset of its movers that the movers' program order allows (a prefix per role)
+  proper subset of its movers that the movers' program order allows (a prefix per process)
   has the arrivals of a phase with its bytes balanced, so a phase completes exactly when
   the last mover of its data iteration acts;
 * C3, pre-arms: a role that pre-arms a barrier some role waits on also moves it in its loop;
@@ -59,16 +76,16 @@ The class of protocols covered (checked first; anything else falls back, with th
   generation has the same arrivals;
 * C5, the model: only the step kinds and fields above (a kind or field this module does
   not know, such as one another change adds to ``model.py``, falls back explicitly);
-* C6, one CTA (:func:`_beyond`, each with its reason): a protocol that runs in several CTAs
-  (a cluster, or a group of CTAs sharing a tile) falls back, and so do grid counters (a
-  word per tile), a slot index that restarts every ``R`` iterations (``(j mod R) mod D``
-  is not linear in ``D``), a `bar.sync` before the loop, and a step that runs in no CTA
-  (``on peer``, ``on rest`` in one CTA).
+* C6, what stays outside (:func:`_beyond`, each with its reason): a slot index that restarts
+  every ``R`` iterations (``(j mod R) mod D`` is not linear in ``D``) and a `bar.sync` before
+  the loop. C1–C4 are asked per CTA, of every process.
 
 The invariant ``I`` over the counters (``D`` and ``N`` symbolic) is the conjunction of:
 
-* S, structure: ranges of the counters; a role's loop starts after its prologue;
-* H, history: a wait that ran ``c >= 1`` times saw its guard for data ``c - 1`` true;
+* S, structure: ranges of the counters; a process's loop starts after its prologue;
+* H, history: a wait that ran ``c`` times saw its guard true in its iterations ``c - 1`` back
+  to ``c - P`` (``P`` the turns' period: a guard of data ``x`` implies the one of ``x - P``,
+  whose data the same roles take, but not of ``x - 1``, which another role may take);
 * NM, no mixing: a mover that acted on data ``y`` found ``E_B(y - D)`` (the slot's
   previous use complete), and a named-barrier arrival of generation ``y`` found every
   participant arrived for ``y - 1`` (asked of barriers some role waits on: the state of
@@ -88,7 +105,11 @@ depth in its range and ``N >= 1``:
   while a consumer that takes ``y - D`` has not finished an access of it that exists (a
   read, over at its read wait when asynchronous, or a release; a release past the run's
   last iteration does not exist) (overwrite), or a consumer at a read of ``y`` while a
-  write of ``y`` has not run (early read).
+  write of ``y`` has not run (early read), per CTA whose slot the write or read touches (a
+  consumer is done with a slot at its reads and its first release of the data iteration,
+  whichever CTA's barrier that release reaches, as ``smt.py`` asks); per grid counter, no
+  state has a process at a read of tile ``x`` while a process of another CTA of its rank is
+  at a write of ``x`` (conflict).
 
 O1 and the consecution of S and H hold by construction: the initial counters are zero,
 a step keeps the counters' shape, and every guard only grows true as counters grow (a
@@ -105,11 +126,13 @@ window leaves two candidate phase counts, one of each parity. A named barrier's 
 at a loop arrival of iteration ``y`` is ``y``, or ``y + 1`` for a role that arrived before
 its loop (NM, C4: every generation gets each participant's arrival once), so its
 `bar.sync` passes iff every participant arrived for that generation; a counter's value is
-exactly the linear sum. Turns change only which data a role's counters stand for, and an
-asynchronous read's completion is program order in its own role: neither adds state to
-the real system. So, by
-induction on the length of a run (O1, O2), the real and the abstract system have the same
-runs from the initial state, and O4 and O5 over-approximate their reachable states: no run
+exactly the linear sum, and a grid counter's word of a tile the sum of that tile's adds.
+Every process's steps on another CTA's barrier are positions of its own program, so the
+barriers of several CTAs are barriers like one CTA's with more movers. Turns change only
+which data a role's counters stand for, and an asynchronous read's completion is program
+order in its own process: neither adds state to the real system. So, by induction on the
+length of a run (O1, O2), the real and the abstract system have the same runs from the
+initial state, and O4 and O5 over-approximate their reachable states: no run
 of any length, at any depth in range, deadlocks or races. What O1–O5 cannot prove (the
 invariant may be too weak, or the protocol is wrong) is left to the bounded model.
 """
@@ -126,6 +149,7 @@ from typing import Any
 
 import z3
 
+from checker.protocol.events import process_name, relative_threshold, runs_in, targets
 from checker.protocol.model import (
     MBAR_MAX_COUNT,
     Barrier,
@@ -134,12 +158,12 @@ from checker.protocol.model import (
     InitBy,
     NamedBarrier,
     Op,
-    Part,
     Protocol,
     Ring,
     Role,
     Step,
     Target,
+    Threshold,
 )
 from solver import context, verdict_of
 from solver import text as T
@@ -170,15 +194,30 @@ KNOWN_OPS = frozenset(
 )
 
 _KNOWN_FIELDS: dict[type, frozenset[str]] = {
-    Protocol: frozenset({"roles", "rings", "counters", "named_barriers", "programs"}),
+    Protocol: frozenset({"roles", "rings", "counters", "named_barriers", "programs", "cluster", "group"}),
     Role: frozenset({"name", "warps", "provenance", "turn", "turns"}),
     Ring: frozenset({"name", "depth", "producer", "consumers", "full", "empty", "provenance", "synchronized"}),
     Barrier: frozenset({"kind", "init_count", "provenance", "expect_tx", "init_by"}),
     InitBy: frozenset({"role", "provenance", "fenced"}),
-    Counter: frozenset({"name", "producer", "consumer", "provenance", "scope"}),
+    Counter: frozenset({"name", "producer", "consumer", "provenance", "scope", "grid"}),
     NamedBarrier: frozenset({"name", "threads", "provenance"}),
     Step: frozenset(
-        {"role", "op", "channel", "provenance", "barrier", "count", "nbytes", "parity", "lag", "prearm", "asynchronous"}
+        {
+            "role",
+            "op",
+            "channel",
+            "provenance",
+            "barrier",
+            "count",
+            "nbytes",
+            "parity",
+            "lag",
+            "prearm",
+            "asynchronous",
+            "part",
+            "target",
+            "threshold",
+        }
     ),
 }
 
@@ -217,9 +256,88 @@ def prove(
     reason = outside(protocol)
     if reason is not None:
         return ParametricResult(False, f"outside the covered class: {reason}", shown, 0, time.perf_counter() - start)
-    prover = _Prover(one_cta(protocol), ranges, rlimit)
+    prover = _Prover(protocol, ranges, rlimit)
     reason = prover.run(exhaustive)
     return ParametricResult(reason is None, reason or "", shown, prover.checks, time.perf_counter() - start)
+
+
+# -- the processes ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Pos:
+    """One position of a process's loop: a step, one half (``arrive``, ``wait``) of a `bar.sync`, or
+    one of the barriers or slots of a step that acts on several CTAs' (``remote``, ``multicast``).
+
+    ``bar`` is the CTA whose barrier a mover acts on, ``lands`` the CTA whose slot a write or
+    read touches (the process's own for the other steps).
+    """
+
+    index: int
+    step: Step
+    part: str = ""
+    bar: int = 0
+    lands: int = 0
+
+    @property
+    def waits(self) -> bool:
+        return self.step.op in (Op.WAIT, Op.WAIT_GE) or self.part == "wait"
+
+    @property
+    def arrives_named(self) -> bool:
+        return self.step.op is Op.BAR_ARRIVE or self.part == "arrive"
+
+
+@dataclass(frozen=True)
+class _Arm:
+    """A step before the loop: a pre-arm runs once per slot on each barrier it targets (``bars``,
+    slot-major as the hardware steps them), a named-barrier arrival once."""
+
+    step: Step
+    bars: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class _Program:
+    """One process: a role in one CTA, with the steps that CTA runs (``part``)."""
+
+    proc: str
+    role: str
+    cta: int
+    prologue: tuple[_Arm, ...]
+    loop: tuple[_Pos, ...]
+
+
+def _programs(protocol: Protocol) -> list[_Program]:
+    """Per process (CTA-major, roles in declaration order, as ``events.unroll``), its prologue and loop."""
+    out = []
+    for cta in range(protocol.ctas):
+        for role in protocol.roles:
+            steps = [s for s in protocol.program(role.name) if runs_in(protocol, s, cta)]
+            prologue = tuple(
+                _Arm(s, targets(protocol, s, cta) if s.barrier is not None else (cta,)) for s in steps if s.prearm
+            )
+            loop: list[_Pos] = []
+            for step in steps:
+                if step.prearm:
+                    continue
+                if step.op is Op.BAR_SYNC:
+                    loop += [_Pos(len(loop), step, "arrive", cta, cta), _Pos(len(loop) + 1, step, "wait", cta, cta)]
+                elif step.op in MOVER_OPS:
+                    for t in targets(protocol, step, cta):
+                        lands = t if step.op is Op.COPY and step.target is Target.ALL else cta
+                        loop.append(_Pos(len(loop), step, "", t, lands))
+                elif step.op is Op.READ and step.barrier is None and _is_ring(protocol, step.channel):
+                    loop += [_Pos(len(loop) + k, step, "", cta, t) for k, t in enumerate(targets(protocol, step, cta))]
+                else:
+                    loop.append(_Pos(len(loop), step, "", cta, cta))
+            name = process_name(protocol, role.name, cta)
+            out.append(_Program(name, role.name, cta, prologue, tuple(loop)))
+    return out
+
+
+def _is_ring(protocol: Protocol, channel: str) -> bool:
+    return any(r.name == channel for r in protocol.rings)
 
 
 # -- the class ------------------------------------------------------------------------------
@@ -227,11 +345,11 @@ def prove(
 
 def outside(protocol: Protocol) -> str | None:
     """Why ``protocol`` is not in the class the argument covers (C1–C6), or None when it is."""
-    found = _beyond(protocol)
-    if found is not None:
-        return found
-    protocol = one_cta(protocol)
-    for found in (_unknown_model(protocol), _accounting(protocol), _completion(protocol), _named(protocol)):
+    for found in (_beyond(protocol), _unknown_model(protocol)):
+        if found is not None:
+            return found
+    programs = _programs(protocol)
+    for found in (_accounting(protocol, programs), _completion(protocol, programs), _named(protocol, programs)):
         if found is not None:
             return found
     return None
@@ -239,44 +357,14 @@ def outside(protocol: Protocol) -> str | None:
 
 def _beyond(protocol: Protocol) -> str | None:
     """C6: the constructs the argument leaves to the bounded model, each with its reason."""
-    if protocol.ctas > 1:
-        return (
-            f"it runs in {protocol.ctas} CTAs ({protocol.cluster} per cluster x {protocol.group} per tile): "
-            "the counters abstract one CTA's roles"
-        )
     for ring in protocol.rings:
         if ring.restart:
             return f"ring `{ring.name}`'s slot index restarts every {ring.restart} iterations (not linear in the depth)"
-    for ctr in protocol.counters:
-        if ctr.grid:
-            return f"counter `{ctr.name}` has a word per tile (a grid counter)"
     for role, steps in protocol.programs:
         for step in steps:
-            if step.part in (Part.PEER, Part.REST):
-                return f"`{step.provenance.text}` of `{role}` runs in no CTA of a one-CTA protocol"
             if step.prearm and step.op is Op.BAR_SYNC:
                 return f"`{role}` waits on named barrier `{step.channel}` before its loop"
     return None
-
-
-def one_cta(protocol: Protocol) -> Protocol:
-    """A one-CTA protocol with every step's part and target at its default: in one CTA, `on leader`
-    and `on first` run, and a remote or multicast step acts on the CTA's own barrier and slot (the
-    next cluster rank of rank 0 in a cluster of one is rank 0). Others are returned as they are."""
-    if protocol.ctas > 1:
-        return protocol
-    plain = dataclasses.replace
-    programs = tuple(
-        (
-            role,
-            tuple(
-                s if (s.part, s.target) == (Part.ALL, Target.OWN) else plain(s, part=Part.ALL, target=Target.OWN)
-                for s in steps
-            ),
-        )
-        for role, steps in protocol.programs
-    )
-    return protocol if programs == protocol.programs else plain(protocol, programs=programs)
 
 
 def _unknown_model(protocol: Protocol) -> str | None:
@@ -304,49 +392,87 @@ def _unknown_model(protocol: Protocol) -> str | None:
     return None
 
 
-def _barrier_steps(protocol: Protocol, ring: str, kind: BarrierKind) -> list[tuple[int, Step]]:
-    return [
-        (k, s) for _, prog in protocol.programs for k, s in enumerate(prog) if s.channel == ring and s.barrier is kind
-    ]
-
-
 def _period(protocol: Protocol) -> int:
     """The data iterations after which the roles' turns repeat (1 when no role takes turns)."""
     return math.lcm(*(r.turns for r in protocol.roles)) if protocol.roles else 1
 
 
-def _taking(protocol: Protocol, steps: list[Step], residue: int) -> list[Step]:
-    """The loop steps among ``steps`` that act on the data iterations ``residue`` modulo the period
-    (a pre-arm acts once per slot, whatever the turns)."""
-    return [s for s in steps if s.prearm or protocol.role(s.role).takes(residue)]
+@dataclass(frozen=True)
+class _Touch:
+    """What acts on one CTA's barrier of a ring: the loop positions of every process that move it
+    (``(process, role, position)``), the pre-arm steps that arm it, and whether a process waits on it."""
+
+    movers: tuple[tuple[str, str, _Pos], ...]
+    armers: tuple[Step, ...]
+    waited: bool
+
+    @property
+    def touched(self) -> bool:
+        return bool(self.movers or self.armers or self.waited)
 
 
-def _accounting(protocol: Protocol) -> str | None:
+def _touches(protocol: Protocol, programs: list[_Program], ring: str, kind: BarrierKind) -> list[_Touch]:
+    """Per CTA, what acts on its ``kind`` barrier of ``ring``."""
+    out = []
+    for cta in range(protocol.ctas):
+        movers = tuple(
+            (g.proc, g.role, p)
+            for g in programs
+            for p in g.loop
+            if p.step.channel == ring and p.step.barrier is kind and p.step.op in MOVER_OPS and p.bar == cta
+        )
+        armers = tuple(
+            a.step
+            for g in programs
+            for a in g.prologue
+            if a.step.channel == ring and a.step.barrier is kind
+            for t in a.bars
+            if t == cta
+        )
+        waited = any(
+            p.step.op is Op.WAIT and p.step.channel == ring and p.step.barrier is kind
+            for g in programs
+            if g.cta == cta
+            for p in g.loop
+        )
+        out.append(_Touch(movers, armers, waited))
+    return out
+
+
+def _accounting(protocol: Protocol, programs: list[_Program]) -> str | None:
     """C1: per-phase accounting and first parities as the static rules ask (they report it otherwise),
-    for every data iteration: with turns, a phase's movers are those of the roles that take it."""
+    on every CTA's barrier that some step touches and for every data iteration: with turns, a phase's
+    movers are those of the roles that take it. A barrier pre-armed in one CTA is pre-armed in every
+    CTA that touches it."""
     for ring in protocol.rings:
         if not ring.synchronized:
             continue
         for kind in BarrierKind:
             bar = ring.barrier(kind)
-            every = [s for _, s in _barrier_steps(protocol, ring.name, kind)]
             name = f"`{ring.name}.{kind.value}`"
-            for residue in range(_period(protocol)):
-                steps = _taking(protocol, every, residue)
-                loop = sum(s.count for s in steps if s.op is Op.ARRIVE and not s.prearm)
-                prearm = [s.count for s in steps if s.prearm]
-                expected = sum(s.nbytes for s in steps if s.op in (Op.ARRIVE, Op.EXPECT_TX))
-                completed = sum(s.nbytes for s in steps if s.op is Op.COPY)
-                if (
-                    loop != bar.init_count
-                    or (prearm and sum(prearm) != bar.init_count)
-                    or bar.init_count > MBAR_MAX_COUNT
-                ):
-                    return f"the arrivals on {name} do not make its phases (L-ARRIVE)"
-                if expected != completed or max(expected, completed) > MBAR_MAX_COUNT:
-                    return f"the bytes on {name} do not balance (L-TXBYTES)"
-                if bar.expect_tx is not None and bar.expect_tx != expected:
-                    return f"the bytes on {name} differ from its declaration (L-TXBYTES)"
+            touches = [t for t in _touches(protocol, programs, ring.name, kind) if t.touched]
+            if not touches:
+                return f"the arrivals on {name} do not make its phases (L-ARRIVE)"
+            if len({bool(t.armers) for t in touches}) > 1:
+                return f"{name} is pre-armed in some CTAs and not in others"
+            for touch in touches:
+                for residue in range(_period(protocol)):
+                    steps = [p.step for _, role, p in touch.movers if protocol.role(role).takes(residue)]
+                    loop = sum(s.count for s in steps if s.op is Op.ARRIVE)
+                    prearm = [s.count for s in touch.armers]
+                    expected = sum(s.nbytes for s in steps if s.op in (Op.ARRIVE, Op.EXPECT_TX))
+                    completed = sum(s.nbytes for s in steps if s.op is Op.COPY)
+                    if (
+                        loop != bar.init_count
+                        or (prearm and sum(prearm) != bar.init_count)
+                        or bar.init_count > MBAR_MAX_COUNT
+                    ):
+                        return f"the arrivals on {name} do not make its phases (L-ARRIVE)"
+                    if expected != completed or max(expected, completed) > MBAR_MAX_COUNT:
+                        return f"the bytes on {name} do not balance (L-TXBYTES)"
+                    if bar.expect_tx is not None and bar.expect_tx != expected:
+                        return f"the bytes on {name} differ from its declaration (L-TXBYTES)"
+            every = [s for _, prog in protocol.programs for s in prog if s.channel == ring.name and s.barrier is kind]
             armed = any(s.prearm for s in every)
             right = (1 if armed else 0) if kind is BarrierKind.FULL else (0 if armed else 1)
             if any(s.op is Op.WAIT and s.parity != right for s in every):
@@ -366,8 +492,9 @@ def waited(protocol: Protocol) -> frozenset[tuple[str, BarrierKind | None]]:
     return frozenset(out)
 
 
-def _completion(protocol: Protocol) -> str | None:
-    """C2 and C3: a phase completes exactly at its data iteration's last mover; pre-armers move in the loop."""
+def _completion(protocol: Protocol, programs: list[_Program]) -> str | None:
+    """C2 and C3, per CTA's barrier: a phase completes exactly at its data iteration's last mover; a
+    process that pre-arms a barrier moves it in its loop."""
     watched = waited(protocol)
     for ring in protocol.rings:
         for kind in BarrierKind:
@@ -375,25 +502,35 @@ def _completion(protocol: Protocol) -> str | None:
                 continue
             bar = ring.barrier(kind)
             name = f"`{ring.name}.{kind.value}`"
-            steps = _barrier_steps(protocol, ring.name, kind)
-            every = [(k, s) for k, s in steps if s.op in MOVER_OPS and not s.prearm]
-            loop_roles = {s.role for _, s in every}
-            if any(s.prearm and s.role not in loop_roles for _, s in steps):
-                return f"a role pre-arms {name} but does not arrive on it in its loop"
-            for residue in range(_period(protocol)):
-                movers = [(k, s) for k, s in every if protocol.role(s.role).takes(residue)]
-                found = _early_completion(bar, name, movers)
-                if found is not None:
-                    return found
+            for cta in range(protocol.ctas):
+                movers = [
+                    (g.proc, g.role, p)
+                    for g in programs
+                    for p in g.loop
+                    if p.step.channel == ring.name
+                    and p.step.barrier is kind
+                    and p.step.op in MOVER_OPS
+                    and p.bar == cta
+                ]
+                moving = {proc for proc, _, _ in movers}
+                for g in programs:
+                    arms = [a for a in g.prologue if a.step.channel == ring.name and a.step.barrier is kind]
+                    if any(cta in a.bars for a in arms) and g.proc not in moving:
+                        return f"a role pre-arms {name} but does not arrive on it in its loop"
+                for residue in range(_period(protocol)):
+                    taking = [(proc, p) for proc, role, p in movers if protocol.role(role).takes(residue)]
+                    found = _early_completion(bar, name, taking)
+                    if found is not None:
+                        return found
     return None
 
 
-def _early_completion(bar: Barrier, name: str, movers: list[tuple[int, Step]]) -> str | None:
-    """C2 for one data iteration's ``movers``: no prefix per role but all of them completes a phase."""
-    per_role: dict[str, list[Step]] = {}
-    for _, s in sorted(movers, key=lambda m: (m[1].role, m[1].lag, m[0])):
-        per_role.setdefault(s.role, []).append(s)
-    sequences = list(per_role.values())
+def _early_completion(bar: Barrier, name: str, movers: list[tuple[str, _Pos]]) -> str | None:
+    """C2 for one data iteration's ``movers``: no prefix per process but all of them completes a phase."""
+    per_proc: dict[str, list[Step]] = {}
+    for proc, p in sorted(movers, key=lambda m: (m[0], m[1].step.lag, m[1].index)):
+        per_proc.setdefault(proc, []).append(p.step)
+    sequences = list(per_proc.values())
     combos = 1
     for seq in sequences:
         combos *= len(seq) + 1
@@ -412,70 +549,38 @@ def _early_completion(bar: Barrier, name: str, movers: list[tuple[int, Step]]) -
     return None
 
 
-def _named(protocol: Protocol) -> str | None:
-    """C4: one step per role and iteration on a named barrier, whose participants make its count; a role
-    that arrives before its loop arrives in it too, with as many threads (its arrivals of generation
-    ``g`` are then its pre-arrival and its loop's first ``g``)."""
+def _named(protocol: Protocol, programs: list[_Program]) -> str | None:
+    """C4, per CTA: one step per process and iteration on a named barrier, whose participants make its
+    count; a process that arrives before its loop arrives in it too, with as many threads (its
+    arrivals of generation ``g`` are then its pre-arrival and its loop's first ``g``)."""
     watched = waited(protocol)
     for bar in protocol.named_barriers:
         if (bar.name, None) not in watched:
             continue
-        steps = [s for _, prog in protocol.programs for s in prog if s.channel == bar.name and not s.prearm]
-        roles = [s.role for s in steps]
-        if len(set(roles)) != len(roles):
-            return f"a role steps named barrier `{bar.name}` more than once per iteration"
-        early = [s for _, prog in protocol.programs for s in prog if s.channel == bar.name and s.prearm]
-        if len({s.role for s in early}) != len(early):
-            return f"a role arrives on named barrier `{bar.name}` more than once before its loop"
-        counts = {s.role: s.count for s in steps}
-        if any(counts.get(s.role) != s.count for s in early):
-            return f"a role arrives on named barrier `{bar.name}` before its loop but not in it, or with other threads"
-        if sum(s.count for s in steps) != bar.threads:
-            return f"the participants of named barrier `{bar.name}` do not make its count"
+        for cta in range(protocol.ctas):
+            here = [g for g in programs if g.cta == cta]
+            steps = [(g.proc, p.step) for g in here for p in g.loop if p.step.channel == bar.name and p.part != "wait"]
+            if not steps:
+                if any(a.step.channel == bar.name for g in here for a in g.prologue):
+                    return f"a role arrives on named barrier `{bar.name}` before its loop but not in it"
+                continue
+            procs = [proc for proc, _ in steps]
+            if len(set(procs)) != len(procs):
+                return f"a role steps named barrier `{bar.name}` more than once per iteration"
+            early = [(g.proc, a.step) for g in here for a in g.prologue if a.step.channel == bar.name]
+            if len({proc for proc, _ in early}) != len(early):
+                return f"a role arrives on named barrier `{bar.name}` more than once before its loop"
+            counts = dict((proc, s.count) for proc, s in steps)
+            if any(counts.get(proc) != s.count for proc, s in early):
+                return (
+                    f"a role arrives on named barrier `{bar.name}` before its loop but not in it, or with other threads"
+                )
+            if sum(s.count for _, s in steps) != bar.threads:
+                return f"the participants of named barrier `{bar.name}` do not make its count"
     return None
 
 
 # -- the abstract system --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Pos:
-    """One position of a role's loop: a step, or one half (``arrive``, ``wait``) of a `bar.sync`."""
-
-    index: int
-    step: Step
-    part: str = ""
-
-    @property
-    def waits(self) -> bool:
-        return self.step.op in (Op.WAIT, Op.WAIT_GE) or self.part == "wait"
-
-    @property
-    def arrives_named(self) -> bool:
-        return self.step.op is Op.BAR_ARRIVE or self.part == "arrive"
-
-
-@dataclass(frozen=True)
-class _Program:
-    role: str
-    prologue: tuple[Step, ...]
-    loop: tuple[_Pos, ...]
-
-
-def _programs(protocol: Protocol) -> list[_Program]:
-    out = []
-    for role in protocol.roles:
-        steps = protocol.program(role.name)
-        loop: list[_Pos] = []
-        for step in steps:
-            if step.prearm:
-                continue
-            if step.op is Op.BAR_SYNC:
-                loop += [_Pos(len(loop), step, "arrive"), _Pos(len(loop) + 1, step, "wait")]
-            else:
-                loop.append(_Pos(len(loop), step))
-        out.append(_Program(role.name, tuple(s for s in steps if s.prearm), tuple(loop)))
-    return out
 
 
 class _State:
@@ -484,11 +589,11 @@ class _State:
     def __init__(self, prover: _Prover, tag: str) -> None:
         self.p = prover
         ints = prover.script.int
-        roles = [g.role for g in prover.programs]
-        self.i = {r: ints(f"i:{r}{tag}") for r in roles}
-        self.pos = {r: ints(f"pos:{r}{tag}") for r in roles}
-        self.cur = {r: ints(f"cur:{r}{tag}") for r in roles}
-        self.sig = {r: ints(f"sig:{r}{tag}") for r in roles}
+        procs = [g.proc for g in prover.programs]
+        self.i = {r: ints(f"i:{r}{tag}") for r in procs}
+        self.pos = {r: ints(f"pos:{r}{tag}") for r in procs}
+        self.cur = {r: ints(f"cur:{r}{tag}") for r in procs}
+        self.sig = {r: ints(f"sig:{r}{tag}") for r in procs}
         self._counts: dict[tuple[str, int], Term] = {}
 
     def variables(self) -> list[Term]:
@@ -496,95 +601,125 @@ class _State:
 
     # -- counters
 
-    def count(self, role: str, pos: _Pos) -> Term:
+    def count(self, proc: str, pos: _Pos) -> Term:
         """How often ``pos`` ran in the loop."""
-        key = (role, pos.index)
+        key = (proc, pos.index)
         found = self._counts.get(key)
         if found is None:
-            found = self._counts[key] = self.i[role] + T.If(self.pos[role] > pos.index, 1, 0)
+            found = self._counts[key] = self.i[proc] + T.If(self.pos[proc] > pos.index, 1, 0)
         return found
 
-    def data(self, role: str, pos: _Pos) -> Term:
+    def data(self, proc: str, pos: _Pos) -> Term:
         """How many of its role's data iterations ``pos`` has acted on."""
-        c, lag = self.count(role, pos), pos.step.lag
+        c, lag = self.count(proc, pos), pos.step.lag
         return c if lag == 0 else T.If(c >= lag, c - lag, 0)
 
-    def takes(self, role: str, x: Term) -> Term:
-        """Whether ``role`` runs data iteration ``x`` (its turns)."""
-        info = self.p.protocol.role(role)
+    def takes(self, proc: str, x: Term) -> Term:
+        """Whether ``proc`` runs data iteration ``x`` (its role's turns)."""
+        info = self.p.info(proc)
         return T.TRUE if info.turns == 1 else x % info.turns == info.turn
 
-    def acted(self, role: str, pos: _Pos, x: Term, later: int = 0) -> Term:
-        """Whether ``pos`` acted on data iteration ``x >= 0`` of its role (``later``: extra lag)."""
-        info = self.p.protocol.role(role)
-        done = self.count(role, pos) - (pos.step.lag + later)
+    def acted(self, proc: str, pos: _Pos, x: Term, later: int = 0) -> Term:
+        """Whether ``pos`` acted on data iteration ``x >= 0`` of its role (``later``: extra lag); true of
+        a data iteration its role does not take."""
+        info = self.p.info(proc)
+        done = self.count(proc, pos) - (pos.step.lag + later)
         if info.turns == 1:
             return x < done
-        return T.Implies(self.takes(role, x), x < done * info.turns + info.turn)
+        return T.Implies(self.takes(proc, x), x < done * info.turns + info.turn)
 
-    def armed(self, role: str, index: int) -> Term:
-        """How many slots (one on a named barrier) the ``index``-th pre-arm step of ``role`` has armed."""
-        step = self.p.program(role).prologue[index]
-        cur = self.cur[role]
-        return T.If(cur > index, self.p.slots(step), T.If(cur == index, self.sig[role], 0))
+    def added(self, proc: str, pos: _Pos, x: Term) -> Term:
+        """What ``pos`` (an add) added to the word of data iteration ``x >= 0``."""
+        return T.If(T.And(self.takes(proc, x), self.acted(proc, pos, x)), pos.step.count, 0)
 
-    def in_loop(self, role: str) -> Term:
-        return self.cur[role] == len(self.p.program(role).prologue)
+    def armed_at_least(self, proc: str, index: int, bar: int, least: Term) -> Term:
+        """Whether the ``index``-th step before ``proc``'s loop has armed at least ``least`` slots of CTA
+        ``bar``'s barrier (it arms slot-major: slot ``s`` of its ``u``-th target is its step ``s·T + u``)."""
+        arm = self.p.program(proc).prologue[index]
+        width, u = len(arm.bars), arm.bars.index(bar)
+        cur, sig, depth = self.cur[proc], self.sig[proc], self.p.depth[arm.step.channel]
+        now = T.Or(least <= 0, sig >= (least - 1) * width + u + 1)
+        return T.If(cur > index, least <= depth, T.If(cur == index, now, least <= 0))
 
-    def at(self, role: str, pos: _Pos) -> Term:
-        """``role`` is about to run ``pos``."""
-        return T.And(self.in_loop(role), self.i[role] < self.p.m[role], self.pos[role] == pos.index)
+    def named_armed(self, proc: str, index: int) -> Term:
+        """Whether ``proc``'s ``index``-th step before its loop (a named-barrier arrival) ran."""
+        return T.If(self.cur[proc] > index, 1, T.If(self.cur[proc] == index, self.sig[proc], 0))
 
-    def done(self, role: str) -> Term:
-        loop = self.p.program(role).loop
-        return T.And(self.in_loop(role), self.i[role] == self.p.m[role]) if loop else self.in_loop(role)
+    def in_loop(self, proc: str) -> Term:
+        return self.cur[proc] == len(self.p.program(proc).prologue)
+
+    def at(self, proc: str, pos: _Pos) -> Term:
+        """``proc`` is about to run ``pos``."""
+        return T.And(self.in_loop(proc), self.i[proc] < self.p.m[proc], self.pos[proc] == pos.index)
+
+    def done(self, proc: str) -> Term:
+        loop = self.p.program(proc).loop
+        return T.And(self.in_loop(proc), self.i[proc] == self.p.m[proc]) if loop else self.in_loop(proc)
 
     # -- guards
 
-    def mbar_done(self, ring: str, kind: BarrierKind, x: Term) -> Term:
-        """``E_B(x)``: every step that changes the barrier, of a role that takes ``x``, acted on data ``x``."""
-        movers, armers = self.p.movers[(ring, kind)], self.p.armers[(ring, kind)]
+    def mbar_done(self, ring: str, kind: BarrierKind, cta: int, x: Term) -> Term:
+        """``E_B(x)`` of CTA ``cta``'s barrier: every step that changes it, of a role that takes ``x``,
+        acted on data ``x``."""
+        movers, armers = self.p.movers[(ring, kind, cta)], self.p.armers[(ring, kind, cta)]
         depth = self.p.depth[ring]
         loop = T.And(*[self.acted(r, pos, x) for r, pos in movers]) if movers else T.FALSE
         if not armers:
             return T.Or(x < 0, loop)
-        every = T.And(*[self.armed(r, a) == depth for r, a in armers])
-        some = T.And(*[self.armed(r, a) >= x + depth + 1 for r, a in armers])
+        every = T.And(*[self.armed_at_least(r, a, cta, depth) for r, a in armers])
+        some = T.And(*[self.armed_at_least(r, a, cta, x + depth + 1) for r, a in armers])
         return T.If(x < T.Val(0) - depth, True, T.If(x < 0, some, T.And(every, loop)))
 
-    def named_done(self, name: str, x: Term) -> Term:
-        """Every participant of named barrier ``name`` arrived for generation ``x`` (a pre-arrival is its
-        participant's generation 0)."""
-        parts = self.p.participants[name]
-        ahead = self.p.named_armers[name]
+    def named_done(self, name: str, cta: int, x: Term) -> Term:
+        """Every participant of CTA ``cta``'s named barrier ``name`` arrived for generation ``x`` (a
+        pre-arrival is its participant's generation 0)."""
+        parts = self.p.participants[(name, cta)]
+        ahead = self.p.named_armers[(name, cta)]
         return T.Or(
             x < 0,
-            T.And(*[self.count(r, pos) + (self.armed(r, ahead[r]) if r in ahead else 0) >= x + 1 for r, pos in parts]),
+            T.And(
+                *[
+                    self.count(r, pos) + (self.named_armed(r, ahead[r]) if r in ahead else 0) >= x + 1
+                    for r, pos in parts
+                ]
+            ),
         )
 
-    def generation(self, role: str, name: str, k: Term) -> Term:
-        """The generation of named barrier ``name`` that ``role``'s loop arrival of iteration ``k`` joins."""
-        return k + 1 if role in self.p.named_armers[name] else k
+    def generation(self, proc: str, name: str, k: Term) -> Term:
+        """The generation of named barrier ``name`` that ``proc``'s loop arrival of iteration ``k`` joins."""
+        return k + 1 if proc in self.p.named_armers[(name, self.p.program(proc).cta)] else k
 
-    def counter_value(self, name: str) -> Term:
-        return T.Sum([self.count(r, pos) * pos.step.count for r, pos in self.p.adds[name]])
+    def counter_value(self, name: str, cta: int) -> Term:
+        """A counter of one CTA: every add of its processes."""
+        return T.Sum([self.count(r, pos) * pos.step.count for r, pos in self.p.adds[(name, cta)]])
 
-    def parity_target(self, pos: _Pos, j: Term) -> Term:
+    def word(self, name: str, rank: int, x: Term) -> Term:
+        """A grid counter's word of data iteration (tile) ``x`` and cluster rank ``rank``: the adds of
+        that tile by the group's CTAs of that rank."""
+        return T.Sum([self.added(r, pos, x) for r, pos in self.p.adds[(name, rank)]])
+
+    def parity_target(self, proc: str, pos: _Pos, j: Term) -> Term:
         """The data iteration ``x`` whose completion a parity wait on data ``j`` waits for."""
         step = pos.step
         assert step.barrier is not None and step.parity is not None
-        shift = step.parity + (1 if self.p.armers[(step.channel, step.barrier)] else 0)
+        armed = self.p.armers[(step.channel, step.barrier, self.p.program(proc).cta)]
+        shift = step.parity + (1 if armed else 0)
         return j if shift == 0 else j - self.p.depth[step.channel] * shift
 
-    def guard(self, role: str, pos: _Pos, k: Term) -> Term:
-        """Whether the wait at ``pos`` passes in ``role``'s iteration ``k`` (the abstract guard)."""
+    def guard(self, proc: str, pos: _Pos, k: Term) -> Term:
+        """Whether the wait at ``pos`` passes in ``proc``'s iteration ``k`` (the abstract guard)."""
         step = pos.step
+        cta = self.p.program(proc).cta
         if step.op is Op.WAIT:
             assert step.barrier is not None
-            return self.mbar_done(step.channel, step.barrier, self.parity_target(pos, self.p.data_of(role, k)))
+            target = self.parity_target(proc, pos, self.p.data_of(proc, k))
+            return self.mbar_done(step.channel, step.barrier, cta, target)
         if step.op is Op.WAIT_GE:
-            return self.counter_value(step.channel) >= (k + 1) * step.count
-        return self.named_done(step.channel, self.generation(role, step.channel, k))
+            if not self.p.protocol.counter(step.channel).grid:
+                return self.counter_value(step.channel, cta) >= (k + 1) * step.count
+            x = self.p.data_of(proc, k)
+            return self.word(step.channel, cta % self.p.protocol.cluster, x) >= self.p.threshold(proc, step, x)
+        return self.named_done(step.channel, cta, self.generation(proc, step.channel, k))
 
     # -- the invariant
 
@@ -592,10 +727,10 @@ class _State:
         p = self.p
         out: list[Term] = []
         for g in p.programs:
-            r = g.role
+            r = g.proc
             i, pos, cur, sig = self.i[r], self.pos[r], self.cur[r], self.sig[r]
             out += [cur >= 0, cur <= len(g.prologue), sig >= 0, i >= 0, i <= p.m[r], pos >= 0]
-            out += [T.Implies(cur == a, sig < p.slots(step)) for a, step in enumerate(g.prologue)]
+            out += [T.Implies(cur == a, sig < p.slots(arm)) for a, arm in enumerate(g.prologue)]
             out.append(T.Implies(self.in_loop(r), sig == 0))
             out.append(T.Implies(T.Not(self.in_loop(r)), T.And(i == 0, pos == 0)))
             out.append(pos < max(1, len(g.loop)))
@@ -605,29 +740,33 @@ class _State:
         return out
 
     def history(self) -> list[Term]:
+        """A wait that ran ``c`` times saw its guard true in each of its last iterations, one turns'
+        period of them (a guard of data ``x`` implies the guards of ``x - period``, not of every earlier
+        data iteration: another role may take those)."""
         out: list[Term] = []
+        period = _period(self.p.protocol)
         for g in self.p.programs:
             for pos in g.loop:
                 if pos.waits and self.p.modelled(pos.step.channel, pos.step.barrier):
-                    c = self.count(g.role, pos)
-                    out.append(T.Implies(c >= 1, self.guard(g.role, pos, c - 1)))
+                    c = self.count(g.proc, pos)
+                    out += [T.Implies(c >= back, self.guard(g.proc, pos, c - back)) for back in range(1, period + 1)]
         return out
 
     def no_mixing(self) -> list[Term]:
         out: list[Term] = []
-        for (ring, kind), movers in self.p.movers.items():
+        for (ring, kind, cta), movers in self.p.movers.items():
             if not self.p.modelled(ring, kind):
                 continue
             for r, pos in movers:
                 d = self.data(r, pos)
                 last = self.p.data_of(r, d - 1)
-                out.append(T.Implies(d >= 1, self.mbar_done(ring, kind, last - self.p.depth[ring])))
-        for name, parts in self.p.participants.items():
+                out.append(T.Implies(d >= 1, self.mbar_done(ring, kind, cta, last - self.p.depth[ring])))
+        for (name, cta), parts in self.p.participants.items():
             if not self.p.modelled(name, None):
                 continue
             for r, pos in parts:
                 c = self.count(r, pos)
-                out.append(T.Implies(c >= 1, self.named_done(name, self.generation(r, name, c - 2))))
+                out.append(T.Implies(c >= 1, self.named_done(name, cta, self.generation(r, name, c - 2))))
         return out
 
     def invariant(self) -> Term:
@@ -639,35 +778,35 @@ class _State:
         """States where a mover is about to act on a slot whose previous use is not complete,
         or a named-barrier arrival finds the previous generation incomplete."""
         out = []
-        for (ring, kind), movers in self.p.movers.items():
+        for (ring, kind, cta), movers in self.p.movers.items():
             if not self.p.modelled(ring, kind):
                 continue
             for r, pos in movers:
                 k = self.i[r] - pos.step.lag
                 y = self.p.data_of(r, k)
-                early = T.And(self.at(r, pos), k >= 0, T.Not(self.mbar_done(ring, kind, y - self.p.depth[ring])))
-                out.append((f"the slot reuse by `{r}`'s step on `{ring}.{kind.value}`", early))
-        for name, parts in self.p.participants.items():
+                early = T.And(self.at(r, pos), k >= 0, T.Not(self.mbar_done(ring, kind, cta, y - self.p.depth[ring])))
+                out.append((f"the slot reuse by `{r}`'s step on `{ring}.{kind.value}`{self.p.where(cta)}", early))
+        for (name, cta), parts in self.p.participants.items():
             if not self.p.modelled(name, None):
                 continue
             for r, pos in parts:
                 previous = self.generation(r, name, self.i[r] - 1)
-                early = T.And(self.at(r, pos), T.Not(self.named_done(name, previous)))
+                early = T.And(self.at(r, pos), T.Not(self.named_done(name, cta, previous)))
                 out.append((f"the generation of `{r}`'s arrival on `{name}`", early))
         return out
 
-    def blocked(self, role: str) -> Term:
-        """``role`` is in its loop, at a wait whose guard is false."""
+    def blocked(self, proc: str) -> Term:
+        """``proc`` is in its loop, at a wait whose guard is false."""
         waits = [
-            T.And(self.pos[role] == pos.index, T.Not(self.guard(role, pos, self.i[role])))
-            for pos in self.p.program(role).loop
+            T.And(self.pos[proc] == pos.index, T.Not(self.guard(proc, pos, self.i[proc])))
+            for pos in self.p.program(proc).loop
             if pos.waits
         ]
-        return T.And(self.in_loop(role), self.i[role] < self.p.m[role], T.Or(*waits))
+        return T.And(self.in_loop(proc), self.i[proc] < self.p.m[proc], T.Or(*waits))
 
     def deadlock(self) -> Term:
-        roles = [g.role for g in self.p.programs]
-        return T.And(*[T.Or(self.done(r), self.blocked(r)) for r in roles], T.Or(*[T.Not(self.done(r)) for r in roles]))
+        procs = [g.proc for g in self.p.programs]
+        return T.And(*[T.Or(self.done(r), self.blocked(r)) for r in procs], T.Or(*[T.Not(self.done(r)) for r in procs]))
 
     def windows(self) -> list[tuple[str, Term]]:
         out = []
@@ -677,69 +816,105 @@ class _State:
                 if step.op is not Op.WAIT:
                     continue
                 assert step.barrier is not None
-                x = self.parity_target(pos, self.p.data_of(g.role, self.i[g.role]))
+                x = self.parity_target(g.proc, pos, self.p.data_of(g.proc, self.i[g.proc]))
                 depth = self.p.depth[step.channel]
                 inside = T.And(
-                    self.mbar_done(step.channel, step.barrier, x - depth),
-                    T.Not(self.mbar_done(step.channel, step.barrier, x + depth)),
+                    self.mbar_done(step.channel, step.barrier, g.cta, x - depth),
+                    T.Not(self.mbar_done(step.channel, step.barrier, g.cta, x + depth)),
                 )
-                where = f"the parity window of `{g.role}`'s wait on `{step.channel}.{step.barrier.value}`"
-                out.append((where, T.And(self.at(g.role, pos), T.Not(inside))))
+                where = f"the parity window of `{g.proc}`'s wait on `{step.channel}.{step.barrier.value}`"
+                out.append((where, T.And(self.at(g.proc, pos), T.Not(inside))))
         return out
 
-    def finished(self, role: str, pos: _Pos, x: Term) -> Term:
-        """Whether ``role``'s access at ``pos`` of data iteration ``x >= 0`` is over: a synchronous read or a
-        release has run on it, an asynchronous read has met the first later read wait that covers it (a
-        read wait of iteration ``k`` covers data up to ``k - lag``: without a lag, one before the read in
-        the program covers it only in the next iteration)."""
+    def finished(self, proc: str, pos: _Pos, x: Term) -> Term:
+        """Whether ``proc``'s read at ``pos`` of data iteration ``x >= 0`` is over: a synchronous read has
+        run on it, an asynchronous read has met the first later read wait that covers it (a read wait
+        of iteration ``k`` covers data up to ``k - lag``: without a lag, one before the read in the
+        program covers it only in the next iteration)."""
         step = pos.step
-        if not (step.op is Op.READ and step.asynchronous):
-            return self.acted(role, pos, x)
+        if not step.asynchronous:
+            return self.acted(proc, pos, x)
         covers = [
-            self.acted(role, q, x, 1 if q.step.lag == 0 and q.index < pos.index else 0)
-            for q in self.p.program(role).loop
+            self.acted(proc, q, x, 1 if q.step.lag == 0 and q.index < pos.index else 0)
+            for q in self.p.program(proc).loop
             if q.step.op is Op.READ_WAIT and q.step.channel == step.channel
         ]
         return T.Or(*covers)
 
+    def released(self, proc: str, ring: str, x: Term) -> Term:
+        """Whether ``proc`` is done with data iteration ``x >= 0`` of ``ring`` by its release: its first
+        release of ``x`` (whichever CTA's barrier it reaches) ran, or it has none in the run."""
+        loop = self.p.program(proc).loop
+        releases = [q for q in loop if _releases(q.step, ring)]
+        if not releases:
+            return T.TRUE
+        first = min(releases, key=lambda q: (-q.step.lag, q.index))
+        info, lag = self.p.info(proc), first.step.lag
+        exists = x + lag * info.turns < self.p.m[proc] * info.turns + info.turn if lag else T.TRUE
+        return T.Implies(exists, self.acted(proc, first, x))
+
     def races(self, ring: Ring) -> list[tuple[str, Term]]:
         depth = self.p.depth[ring.name]
-        producer = self.p.program(ring.producer).loop
-        writes = [pos for pos in producer if pos.step.channel == ring.name and pos.step.op in (Op.COPY, Op.WRITE)]
+        producers = [g for g in self.p.programs if g.role == ring.producer]
+        consumers = [g for g in self.p.programs if g.role in ring.consumers]
+        writes = [
+            (g, pos)
+            for g in producers
+            for pos in g.loop
+            if pos.step.channel == ring.name and pos.step.op in (Op.COPY, Op.WRITE)
+        ]
         overwrite = []
-        for pos in writes:
-            x = self.p.data_of(ring.producer, self.i[ring.producer]) - depth
+        for g, pos in writes:
+            x = self.p.data_of(g.proc, self.i[g.proc]) - depth
             late = []
-            for c in ring.consumers:
-                info = self.p.protocol.role(c)
-                for apos in self.p.program(c).loop:
-                    if not _accesses(apos.step, ring.name):
-                        continue
-                    # a release past the run's last iteration does not exist; the read it follows does
-                    lag = apos.step.lag
-                    exists = x + lag * info.turns < self.p.m[c] * info.turns + info.turn if lag else T.TRUE
-                    late.append(T.And(self.takes(c, x), exists, T.Not(self.finished(c, apos, x))))
-            overwrite.append(T.And(self.at(ring.producer, pos), x >= 0, T.Or(*late)))
+            for c in consumers:
+                reads = [
+                    q for q in c.loop if q.step.channel == ring.name and q.step.op is Op.READ and q.lands == pos.lands
+                ]
+                if not reads:
+                    continue
+                over = T.And(*[self.finished(c.proc, q, x) for q in reads], self.released(c.proc, ring.name, x))
+                late.append(T.And(self.takes(c.proc, x), T.Not(over)))
+            overwrite.append(T.And(self.at(g.proc, pos), x >= 0, T.Or(*late)))
         early = []
-        for c in ring.consumers:
-            for pos in self.p.program(c).loop:
+        for c in consumers:
+            for pos in c.loop:
                 if pos.step.channel == ring.name and pos.step.op is Op.READ:
-                    y = self.p.data_of(c, self.i[c])
+                    y = self.p.data_of(c.proc, self.i[c.proc])
                     unwritten = [
-                        T.And(self.takes(ring.producer, y), T.Not(self.acted(ring.producer, w, y))) for w in writes
+                        T.And(self.takes(g.proc, y), T.Not(self.acted(g.proc, w, y)))
+                        for g, w in writes
+                        if w.lands == pos.lands
                     ]
-                    early.append(T.And(self.at(c, pos), T.Or(*unwritten)))
+                    early.append(T.And(self.at(c.proc, pos), T.Or(*unwritten)))
         return [
             (f"no overwrite on ring `{ring.name}`", T.Or(*overwrite)),
             (f"no early read on ring `{ring.name}`", T.Or(*early)),
         ]
 
+    def conflicts(self, counter: Counter) -> list[tuple[str, Term]]:
+        """A grid counter's tile read by one CTA while another CTA of its rank is about to write it."""
+        if not counter.grid:
+            return []
+        cluster = self.p.protocol.cluster
+        sides = [(g, pos) for g in self.p.programs for pos in g.loop if pos.step.channel == counter.name]
+        both = [
+            T.And(
+                self.at(g.proc, r),
+                self.at(h.proc, w),
+                self.p.data_of(g.proc, self.i[g.proc]) == self.p.data_of(h.proc, self.i[h.proc]),
+            )
+            for g, r in sides
+            if r.step.op is Op.READ
+            for h, w in sides
+            if w.step.op is Op.WRITE and h.cta != g.cta and h.cta % cluster == g.cta % cluster
+        ]
+        return [(f"no conflict on counter `{counter.name}`", T.Or(*both))] if both else []
 
-def _accesses(step: Step, ring: str) -> bool:
-    """A consumer's access of a slot: its read, or a release in the loop."""
-    if step.channel != ring or step.prearm:
-        return False
-    return step.op is Op.READ or (step.op is Op.ARRIVE and step.barrier is BarrierKind.EMPTY)
+
+def _releases(step: Step, ring: str) -> bool:
+    """A consumer's release of a slot in the loop."""
+    return step.channel == ring and not step.prearm and step.op is Op.ARRIVE and step.barrier is BarrierKind.EMPTY
 
 
 class _Prover:
@@ -752,59 +927,90 @@ class _Prover:
         self.rlimit = rlimit
         self.checks = 0
         self.programs = _programs(protocol)
-        self._by_role = {g.role: g for g in self.programs}
+        self._by_proc = {g.proc: g for g in self.programs}
         self.n = self.script.int("N")
         self.depth = {r.name: self.script.int(f"D:{r.name}") for r in protocol.rings}
         self.params: list[Term] = [self.n >= 1]
-        self.m: dict[str, Term] = {}
+        trips: dict[str, Term] = {}
         for role in protocol.roles:
             if role.turns == 1:
-                self.m[role.name] = self.n
+                trips[role.name] = self.n
                 continue
             # the iterations of a role that takes turns: its data iterations below N
-            m = self.m[role.name] = self.script.int(f"M:{role.name}")
+            m = trips[role.name] = self.script.int(f"M:{role.name}")
             self.params += [m >= 0, m * role.turns + role.turn >= self.n, (m - 1) * role.turns + role.turn < self.n]
+        self.m = {g.proc: trips[g.role] for g in self.programs}
         for name, (lo, hi) in ranges.items():
             self.params.append(self.depth[name] >= lo)
             if hi is not None:
                 self.params.append(self.depth[name] <= hi)
-        self.movers: dict[tuple[str, BarrierKind], list[tuple[str, _Pos]]] = {
-            (r.name, k): [] for r in protocol.rings for k in BarrierKind
+        ctas = range(protocol.ctas)
+        self.movers: dict[tuple[str, BarrierKind, int], list[tuple[str, _Pos]]] = {
+            (r.name, k, c): [] for r in protocol.rings for k in BarrierKind for c in ctas
         }
-        self.armers: dict[tuple[str, BarrierKind], list[tuple[str, int]]] = {
-            (r.name, k): [] for r in protocol.rings for k in BarrierKind
+        self.armers: dict[tuple[str, BarrierKind, int], list[tuple[str, int]]] = {
+            (r.name, k, c): [] for r in protocol.rings for k in BarrierKind for c in ctas
         }
-        self.participants: dict[str, list[tuple[str, _Pos]]] = {b.name: [] for b in protocol.named_barriers}
-        self.named_armers: dict[str, dict[str, int]] = {b.name: {} for b in protocol.named_barriers}
-        self.adds: dict[str, list[tuple[str, _Pos]]] = {c.name: [] for c in protocol.counters}
+        self.participants: dict[tuple[str, int], list[tuple[str, _Pos]]] = {
+            (b.name, c): [] for b in protocol.named_barriers for c in ctas
+        }
+        self.named_armers: dict[tuple[str, int], dict[str, int]] = {
+            (b.name, c): {} for b in protocol.named_barriers for c in ctas
+        }
+        # a counter's adds per CTA; a grid counter's per cluster rank (its word per tile and rank)
+        self.adds: dict[tuple[str, int], list[tuple[str, _Pos]]] = {
+            (c.name, k): [] for c in protocol.counters for k in ctas
+        }
         self.waited = waited(protocol)
         for g in self.programs:
-            for a, step in enumerate(g.prologue):
-                if step.barrier is None:
-                    self.named_armers[step.channel][g.role] = a
+            for a, arm in enumerate(g.prologue):
+                if arm.step.barrier is None:
+                    self.named_armers[(arm.step.channel, g.cta)][g.proc] = a
                 else:
-                    self.armers[(step.channel, step.barrier)].append((g.role, a))
+                    for t in arm.bars:
+                        self.armers[(arm.step.channel, arm.step.barrier, t)].append((g.proc, a))
             for pos in g.loop:
                 step = pos.step
                 if step.op in MOVER_OPS:
                     assert step.barrier is not None
-                    self.movers[(step.channel, step.barrier)].append((g.role, pos))
+                    self.movers[(step.channel, step.barrier, pos.bar)].append((g.proc, pos))
                 elif pos.arrives_named:
-                    self.participants[step.channel].append((g.role, pos))
+                    self.participants[(step.channel, g.cta)].append((g.proc, pos))
                 elif step.op is Op.ADD:
-                    self.adds[step.channel].append((g.role, pos))
+                    grid = protocol.counter(step.channel).grid
+                    self.adds[(step.channel, g.cta % protocol.cluster if grid else g.cta)].append((g.proc, pos))
 
-    def program(self, role: str) -> _Program:
-        return self._by_role[role]
+    def program(self, proc: str) -> _Program:
+        return self._by_proc[proc]
 
-    def slots(self, step: Step) -> int | Term:
-        """How often a pre-arm step runs: once per slot of its ring, once on a named barrier."""
-        return self.depth[step.channel] if step.barrier is not None else 1
+    def info(self, proc: str) -> Role:
+        return self.protocol.role(self._by_proc[proc].role)
 
-    def data_of(self, role: str, k: Term) -> Term:
-        """The data iteration ``role`` runs in its iteration ``k`` (its turns)."""
-        info = self.protocol.role(role)
+    def where(self, cta: int) -> str:
+        return f" of CTA {cta}" if self.protocol.ctas > 1 else ""
+
+    def slots(self, arm: _Arm) -> int | Term:
+        """How often a step before the loop runs: once per slot of each barrier it arms, once on a named
+        barrier."""
+        return self.depth[arm.step.channel] * len(arm.bars) if arm.step.barrier is not None else 1
+
+    def data_of(self, proc: str, k: Term) -> Term:
+        """The data iteration ``proc`` runs in its iteration ``k`` (its role's turns)."""
+        info = self.info(proc)
         return k if info.turns == 1 else k * info.turns + info.turn
+
+    def threshold(self, proc: str, step: Step, x: Term) -> Term | int:
+        """The value a grid counter wait of ``proc`` waits for in tile ``x``: its count, or the adds of the
+        splits it names in that tile (constant per residue of the turns' period)."""
+        if step.threshold is Threshold.COUNT:
+            return step.count
+        cta = self.program(proc).cta
+        period = _period(self.protocol)
+        values = [relative_threshold(self.protocol, step, cta, r) for r in range(period)]
+        out: Term | int = values[-1]
+        for r in range(period - 1):
+            out = T.If(x % period == r, values[r], out)
+        return out
 
     def modelled(self, channel: str, barrier: BarrierKind | None) -> bool:
         """Whether a barrier's state matters: some role waits on it (no-mixing is asked of those only)."""
@@ -821,7 +1027,7 @@ class _Prover:
         if exhaustive:
             start, post = _State(self, "@0"), _State(self, "'")
             initial = T.And(*[v == 0 for v in start.variables()], T.Not(start.invariant()))
-            steps = T.Or(*[self._step(pre, post, g.role) for g in self.programs])
+            steps = T.Or(*[self._step(pre, post, g.proc) for g in self.programs])
             named += [
                 ("O1", [("the invariant holding initially", initial)]),
                 ("O2", [("the invariant being inductive", T.And(steps, T.Not(post.invariant())))]),
@@ -830,7 +1036,11 @@ class _Prover:
             ("O2", pre.mixing()),
             ("O3", pre.windows()),
             ("O4", [("deadlock freedom", pre.deadlock())]),
-            ("O5", [race for ring in self.protocol.rings for race in pre.races(ring)]),
+            (
+                "O5",
+                [race for ring in self.protocol.rings for race in pre.races(ring)]
+                + [c for counter in self.protocol.counters for c in pre.conflicts(counter)],
+            ),
         ]
         assertions = [*[p.text for p in self.params], pre.invariant().text]
         queries: list[tuple[str, Term, list[tuple[str, Term]]]] = []
@@ -860,36 +1070,36 @@ class _Prover:
     def _handle(self, symbol: Term) -> z3.ExprRef:
         return self.script.handle(symbol.text[1:-1])
 
-    def _step(self, pre: _State, post: _State, role: str) -> Term:
-        """``role`` takes one step from ``pre`` to ``post``; every other role stays."""
-        g = self.program(role)
+    def _step(self, pre: _State, post: _State, proc: str) -> Term:
+        """``proc`` takes one step from ``pre`` to ``post``; every other process stays."""
+        g = self.program(proc)
         same = [
             T.And(
                 post.i[o] == pre.i[o], post.pos[o] == pre.pos[o], post.cur[o] == pre.cur[o], post.sig[o] == pre.sig[o]
             )
-            for o in (h.role for h in self.programs)
-            if o != role
+            for o in (h.proc for h in self.programs)
+            if o != proc
         ]
-        cur, sig, i, pos = pre.cur[role], pre.sig[role], pre.i[role], pre.pos[role]
+        cur, sig, i, pos = pre.cur[proc], pre.sig[proc], pre.i[proc], pre.pos[proc]
         moves: list[Term] = []
-        for a, step in enumerate(g.prologue):
-            wrap = sig + 1 == self.slots(step)
+        for a, arm in enumerate(g.prologue):
+            wrap = sig + 1 == self.slots(arm)
             moves.append(
                 T.And(
                     cur == a,
-                    post.cur[role] == T.If(wrap, cur + 1, cur),
-                    post.sig[role] == T.If(wrap, 0, sig + 1),
-                    post.i[role] == i,
-                    post.pos[role] == pos,
+                    post.cur[proc] == T.If(wrap, cur + 1, cur),
+                    post.sig[proc] == T.If(wrap, 0, sig + 1),
+                    post.i[proc] == i,
+                    post.pos[proc] == pos,
                 )
             )
         last = len(g.loop) - 1
         for p in g.loop:
             nxt = (
-                [post.pos[role] == 0, post.i[role] == i + 1]
+                [post.pos[proc] == 0, post.i[proc] == i + 1]
                 if p.index == last
-                else [post.pos[role] == p.index + 1, post.i[role] == i]
+                else [post.pos[proc] == p.index + 1, post.i[proc] == i]
             )
-            enabled = pre.guard(role, p, i) if p.waits else True
-            moves.append(T.And(pre.at(role, p), enabled, post.cur[role] == cur, post.sig[role] == sig, *nxt))
+            enabled = pre.guard(proc, p, i) if p.waits else True
+            moves.append(T.And(pre.at(proc, p), enabled, post.cur[proc] == cur, post.sig[proc] == sig, *nxt))
         return T.And(T.Or(*moves), *same)
