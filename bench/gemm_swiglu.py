@@ -165,7 +165,7 @@ def params_values(
     ``out``'s rows (``a`` may be padded past them), N is ``w``'s rows, K ``a``'s columns."""
     m, n, k = out.shape[0], w.shape[0], a.shape[1]
     return {
-        "a_box_rows": 0 if box == kern.tile_m else box,
+        "a_box_rows": box,
         "tmap_a": ta.data_ptr(),
         "tmap_b": tb.data_ptr(),
         "a": a.data_ptr(),

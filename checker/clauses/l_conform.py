@@ -65,9 +65,14 @@ warpgroup, one thread):
 
 A TMA copy's bytes come from the box its tensor map's params field declares (`box 64,
 128 elem bf16`); the copies and `complete_tx` credits of a fill add up to the ring's
-`copy` bytes (`copy-bytes`). One mistake is one diagnostic: the copies of one source line
-(an unrolled loop, a helper inlined at several call sites) are one finding with their
-count.
+`copy` bytes (`copy-bytes`). A box dimension may name a `u32` params field the host fills
+(`box 64, a_box_rows elem bf16`): the box's bytes and a credit computed from params fields
+(`16384 - 128 * a_box_rows`) are then added as expressions of those fields (32-bit, as the
+code computes them), and the fill conforms when the fields cancel and the constant is the
+declared bytes; a sum that still depends on a field, or a part that may wrap for a value
+no trapping check excludes, is an undecided note. One mistake is one diagnostic: the
+copies of one source line (an unrolled loop, a helper inlined at several call sites) are
+one finding with their count.
 
 Each diagnostic has two sides: the contract line, and the PTX line (the CUDA line is
 named in a note). A site the analysis cannot decide is an `I-CONFORM` note naming the
@@ -272,6 +277,8 @@ UNDECIDED = {
     "copy-barrier": "which ring barrier the copy completes on",
     "tensor-bytes": "the bytes (a tensor copy's size is in its tensor map, read from no params field)",
     "credit-bytes": "the completed bytes",
+    "part-range": "the range of the bytes (a params field they are computed from is not bounded by a check that "
+    "traps before them, so the count may wrap below 0 or past the barrier's 2^20 - 1)",
     "copy-bytes": "the copied bytes",
     "helper-address": "where a helper's shared-memory address comes from",
     "address-claim": "which claim the address comes from",
@@ -301,6 +308,16 @@ def describe(f: Finding) -> Worded:
                 "the copy bytes it should complete",
                 "this tensor copy",
                 f"declare the map's box on the field (`{field}: ptr @ … box D0, D1 elem E`), as the host builds it",
+            )
+        if what == "sum-bytes":
+            fields = f.value("fields")
+            return Worded(
+                f"cannot decide the bytes `{fn}` completes per fill: its copies and completed bytes (`{op}` "
+                f"first) add up to an expression of params {fields}, not a constant",
+                "the copy bytes it should complete",
+                "the fill's first copy or credit",
+                "complete the bytes a box sized by a params field leaves out (`mbarrier.complete_tx` of the "
+                "declared bytes minus the box's), so the sum no longer depends on the field",
             )
         return Worded(
             f"cannot decide {UNDECIDED[what]} of `{op}` in `{fn}`{also}",
