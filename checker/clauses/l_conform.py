@@ -56,6 +56,10 @@ warpgroup, one thread):
 - `step-order`: the steps run in another order than written;
 - `ring-fence`: a side that states `fence proxy_async` releases its slots without a
   `fence.proxy.async` (covering shared memory) after its slot accesses;
+- `read-proxy`: a consume side that says `reads async` while its role reads a slot with a
+  generic load (`ld.shared`, `ldmatrix`), or `reads generic` while its role reads no slot
+  generically and its slot readers are asynchronous (`wgmma`, `tcgen05.mma`, a TMA or bulk
+  store from shared memory): the declared proxy decides which fence the reuse needs;
 - `named-barrier`: a role that runs a claimed barrier or rendezvous it does not take
   part in, in the wrong mode (`bar.arrive` for `sync`), or not at all; the participants
   of a rendezvous that meet it a different number of times, or in other loops;
@@ -712,6 +716,26 @@ def _ring_fence(f: Finding, fn: str, op: str) -> Worded:
     )
 
 
+def _read_proxy(f: Finding, fn: str, op: str) -> Worded:
+    ring, role = f.value("ring"), f.value("role")
+    if f.problem == "generic":
+        return Worded(
+            f"`{fn}` reads a slot of ring `{ring}` with `{op}`, a generic load, but role `{role}`'s contract says "
+            "`reads async`",
+            "`reads async` declared here",
+            "a generic read of the slot",
+            "write `reads generic` (and `fence proxy_async` before the release, when the next fill is a TMA or "
+            "bulk copy), or read the slot through the async proxy",
+        )
+    return Worded(
+        f"role `{role}` reads the slots of ring `{ring}` only through the async proxy (`{op}`), but its contract "
+        "says `reads generic`",
+        "`reads generic` declared here",
+        "an asynchronous read of shared memory",
+        "write `reads async`, so the contract states the proxy the slots are read through",
+    )
+
+
 def _named_barrier(f: Finding, fn: str, op: str) -> Worded:
     barrier, role = f.value("barrier"), f.value("role")
     if f.problem == "missing":
@@ -814,6 +838,7 @@ _WORDING = {
     "wait-parity": _wait_parity,
     "step-order": _step_order,
     "ring-fence": _ring_fence,
+    "read-proxy": _read_proxy,
     "named-barrier": _named_barrier,
     "init-hook": _init_hook,
 }
