@@ -2,7 +2,8 @@
 
 A block that runs an unguarded ``trap`` ends every path through it. A guarded branch with a
 trapping side (``@%p bra TRAP`` or a fall-through into one) lets only the threads for which the
-predicate has the other value go on; when that side's block is entered from the branch alone and
+predicate has the other value go on; when that side's block is entered from the branch alone (a
+block after a trap, which no path enters, does not count) and
 dominates the instruction, the predicate's value holds there. A predicate set once by an
 unsigned 32-bit comparison of ``field + c`` (a linear form of one params field, coefficient 1)
 against a constant bounds the field: ``add %r, %rows, -1; setp.gt.u32 %p, %r, 127; @%p bra
@@ -48,7 +49,8 @@ def field_bounds(flow: Flow, env: Env, index: int) -> dict[int, tuple[int, int]]
         if taken is None or fall is None or (taken in traps) == (fall in traps):
             continue
         safe = fall if taken in traps else taken
-        if flow.preds[safe] != (block,) or not flow.dominates(safe, site):
+        entries = [p for p in flow.preds[safe] if p in flow.rank]  # a block after a trap is entered from nowhere
+        if entries != [block] or not flow.dominates(safe, site):
             continue
         guard = branch.guard or ""
         holds = (safe == taken) != guard.startswith("!")  # the predicate's value past the check

@@ -67,6 +67,20 @@ def test_a_credit_is_a_linear_form_of_the_field_bounded_by_the_trap_before_it() 
     assert field_bounds(Flow(fn), env, 2) == {}
 
 
+def test_the_block_the_compiler_leaves_after_a_trap_does_not_hide_the_bound() -> None:
+    # the shape of gemm_swiglu/persistent's producer: the check falls through into the trap, and
+    # the compiler places a copy of the load after it, a block no path enters
+    ptx = PTX.replace(
+        "\tsetp.gt.u32 %p1, %r2, 127;\n\t@%p1 bra $L__BB0_2;\n\tbra.uni $L__BB0_3;\n$L__BB0_2:\n\ttrap;\n",
+        "\tsetp.lt.u32 %p1, %r2, 128;\n\t@%p1 bra $L__BB0_3;\n\ttrap;\n\tld.u32 %r1, [%rd1+48];\n",
+    )
+    assert ptx != PTX
+    (fn,) = parse(ptx).functions
+    env = analyse(fn, handle_names=frozenset(), smem_names=frozenset(), entry_like=True)
+    site = next(i for i, ins in enumerate(fn.body) if ins.opcode.startswith("mbarrier.complete_tx"))
+    assert field_bounds(Flow(fn), env, site) == {48: (1, 128)}
+
+
 def test_a_register_set_twice_has_no_linear_form() -> None:
     (fn,) = parse(PTX.replace("\tret;", "\tmov.u32 %r5, 0;\n\tret;")).functions
     env = analyse(fn, handle_names=frozenset(), smem_names=frozenset(), entry_like=True)
