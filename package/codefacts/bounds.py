@@ -13,6 +13,7 @@ no such check bounds has no range.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from package.codefacts.flow import Flow
@@ -54,19 +55,32 @@ def field_bounds(flow: Flow, env: Env, index: int) -> dict[int, tuple[int, int]]
             continue
         guard = branch.guard or ""
         holds = (safe == taken) != guard.startswith("!")  # the predicate's value past the check
-        bound = _bound(body, env, guard.lstrip("!"), holds)
-        if bound is None:
-            continue
-        off, (low, high) = bound
-        was = out.get(off, (0, _WORD - 1))
-        out[off] = (max(was[0], low), min(was[1], high))
+        for off, (low, high) in _bounds(body, env, guard.lstrip("!"), holds):
+            was = out.get(off, (0, _WORD - 1))
+            out[off] = (max(was[0], low), min(was[1], high))
     return out
 
 
-def _bound(body: tuple[Instr, ...], env: Env, predicate: str, holds: bool) -> tuple[int, tuple[int, int]] | None:
-    """The field and range ``predicate == holds`` gives, when one ``setp`` defines it as a bound."""
+def _bounds(body: tuple[Instr, ...], env: Env, predicate: str, holds: bool) -> list[tuple[int, tuple[int, int]]]:
+    """The fields and ranges ``predicate == holds`` gives: a ``setp`` bound, or the bounds of each side of
+    an ``and.pred`` that holds (an ``or.pred`` that does not)."""
     sets = [i for i in body if i.operands and i.operands[0].strip() == predicate]
-    if len(sets) != 1 or sets[0].base != "setp" or len(sets[0].operands) != 3:
+    if len(sets) != 1:
+        return []
+    ins = sets[0]
+    if ins.opcode in ("and.pred", "or.pred") and len(ins.operands) == 3 and holds == (ins.opcode == "and.pred"):
+        sides = [o.strip() for o in ins.operands[1:]]
+        if all(re.fullmatch(r"%[\w$]+", o) for o in sides):  # a negated side (`!%p`) is left out
+            return [b for o in sides for b in _bounds(body, env, o, holds)]
+        return []
+    bound = _bound(ins, env, holds)
+    return [] if bound is None else [bound]
+
+
+def _bound(setp: Instr, env: Env, holds: bool) -> tuple[int, tuple[int, int]] | None:
+    """The field and range a ``setp`` that is ``holds`` gives, when it compares one field with a constant."""
+    sets = [setp]
+    if sets[0].base != "setp" or len(sets[0].operands) != 3:
         return None
     parts = sets[0].opcode.split(".")
     if len(parts) != 3 or parts[2] not in ("u32", "b32") or parts[1] not in _HOLDS:

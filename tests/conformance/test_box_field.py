@@ -81,6 +81,23 @@ def test_the_block_the_compiler_leaves_after_a_trap_does_not_hide_the_bound() ->
     assert field_bounds(Flow(fn), env, site) == {48: (1, 128)}
 
 
+def test_both_sides_of_a_conjunction_that_guards_the_trap_bound() -> None:
+    # NVRTC's shape of the mainloop's check: `(rows - 1) < 128 && min(m, 128) <= rows` in one predicate
+    ptx = PTX.replace(
+        "\tsetp.gt.u32 %p1, %r2, 127;\n\t@%p1 bra $L__BB0_2;\n\tbra.uni $L__BB0_3;\n$L__BB0_2:\n\ttrap;\n",
+        "\tsetp.lt.u32 %p1, %r2, 128;\n\tsetp.le.u32 %p2, %r7, %r1;\n\tand.pred %p3, %p1, %p2;\n"
+        "\t@%p3 bra $L__BB0_3;\n\ttrap;\n",
+    )
+    assert ptx != PTX
+    (fn,) = parse(ptx).functions
+    env = analyse(fn, handle_names=frozenset(), smem_names=frozenset(), entry_like=True)
+    site = next(i for i, ins in enumerate(fn.body) if ins.opcode.startswith("mbarrier.complete_tx"))
+    assert field_bounds(Flow(fn), env, site) == {48: (1, 128)}
+    # an `or` that is true says nothing of either side
+    (fn,) = parse(ptx.replace("and.pred", "or.pred")).functions
+    assert field_bounds(Flow(fn), env, site) == {}
+
+
 def test_a_register_set_twice_has_no_linear_form() -> None:
     (fn,) = parse(PTX.replace("\tret;", "\tmov.u32 %r5, 0;\n\tret;")).functions
     env = analyse(fn, handle_names=frozenset(), smem_names=frozenset(), entry_like=True)
