@@ -6,7 +6,7 @@ epilogue, moe4's four owners), runs the campaign on each pipeline with no budget
 the counts per component and per mutation kind, and every mutant that was not rejected with
 the reason it is equivalent or outside the contract:
 
-    python bench/code_mutants.py --out bench/results/cpu-2026-12-03   # code_mutants.{json,md}
+    python bench/code_mutants.py --out bench/results/cpu-2026-12-04   # code_mutants.{json,md}
 
 `kernlink fuzz PIPELINE.kp --code` runs one pipeline's campaign (CI runs the ring's:
 tests/fuzzing/test_code_campaign.py). The GPU check of a sample of the mutants that were not
@@ -92,20 +92,19 @@ def campaign(names: list[str]) -> dict[str, Any]:
     return runs
 
 
-def markdown(runs: dict[str, Any], seconds: float) -> str:
+def markdown(runs: dict[str, Any], seconds: float, out: str) -> str:
     verdicts = ("rejected", "equivalent", "outside", "undecided", "accepted")
     out = [
         "# Code-mutation campaign over every example component",
         "",
-        f"`python bench/code_mutants.py --out bench/results/cpu-2026-12-03` ({platform.machine()}, "
+        f"`python bench/code_mutants.py --out {out}` ({platform.machine()}, "
         f"{seconds:.0f} s). Per pipeline: `kernlink fuzz PIPELINE.kp --code`.",
         "",
         "Verdicts: **rejected** by `kernlink pack --strict` or `kernlink check --strict` (L-CONFORM, or an "
         "undecided site the mutant adds); **equivalent**: accepted, and the edit changes nothing the protocol "
         "observes (reason below); **outside**: accepted, and the edit changes only what no contract line states "
-        "(reason below); **undecided**: the component's unmutated code already has an undecided site (gemm_swiglu's "
-        "mainloop: A's clipped TMA box), which `--strict` rejects, so the campaign cannot tell; **accepted**: "
-        "a protocol change conformance missed.",
+        "(reason below); **undecided**: the component's unmutated code already has an undecided site, which "
+        "`--strict` rejects, so the campaign cannot tell; **accepted**: a protocol change conformance missed.",
         "",
     ]
     for title, key in (("component", "by_component"), ("mutation kind", "by_kind")):
@@ -149,7 +148,7 @@ def main() -> int:
     start = time.monotonic()
     runs = campaign(args.only or list(PIPELINES))
     seconds = time.monotonic() - start
-    text = markdown(runs, seconds)
+    text = markdown(runs, seconds, str(args.out or "OUT"))
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "code_mutants.json").write_text(json.dumps(runs, indent=1, sort_keys=True) + "\n")

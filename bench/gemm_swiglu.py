@@ -14,7 +14,7 @@ SwiGLU epilogue (specs/examples/gemm_swiglu): `kernel.cubin` and `link.json`. Th
   raw pointers, `k_tiles`, `k`, `n`, `out`, `ldo`, `rows`; fact fields from their owners' values);
   a producer with the field `a_box_rows` (gemm.mainloop >= 2.2) gets A's box sized to M as its
   host provider sizes it, min(128, M rounded up to 8) (``--a-box tile`` keeps 128-row boxes and
-  writes 0, the whole-tile box, for a same-cubin comparison); other producers get 128-row boxes;
+  writes 128, for a same-cubin comparison); other producers get 128-row boxes;
 - poisons the output (0xFFFF, a bf16 NaN), launches, and checks against a float32 reference
   silu(X Wg^T) * (X Wu^T) (TF32 off): ||out - ref|| / ||ref|| <= 1e-2 (bf16 operands and a
   bf16 output; the usual range for bf16 operands is 1e-3 .. 1e-2), no NaN (every element
@@ -165,7 +165,7 @@ def params_values(
     ``out``'s rows (``a`` may be padded past them), N is ``w``'s rows, K ``a``'s columns."""
     m, n, k = out.shape[0], w.shape[0], a.shape[1]
     return {
-        "a_box_rows": 0 if box == kern.tile_m else box,
+        "a_box_rows": box,
         "tmap_a": ta.data_ptr(),
         "tmap_b": tb.data_ptr(),
         "a": a.data_ptr(),

@@ -145,17 +145,27 @@ class Launch(Node):
 @dataclass(frozen=True)
 class TmaBox(Node):
     """``box 64, 128 elem bf16``: the box of the tensor map a ``ptr`` field points to (innermost
-    dimension first), so a TMA copy through it completes ``product(dims) * sizeof(elem)`` bytes."""
+    dimension first), so a TMA copy through it completes ``product(dims) * sizeof(elem)`` bytes.
+    A dimension may name a ``u32`` field of the same params block (``box 64, a_box_rows elem bf16``):
+    the host sizes the box at run time and writes its size there."""
 
-    dims: tuple[int, ...]
+    dims: tuple[int | str, ...]
     elem: str
 
     @property
-    def bytes(self) -> int:
+    def bytes(self) -> int | None:
+        """The bytes of one box; None when a dimension is a params field's run-time value."""
         size = ELEM_BYTES[self.elem]
         for d in self.dims:
+            if isinstance(d, str):
+                return None
             size *= d
         return size
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The params fields that size a dimension."""
+        return tuple(d for d in self.dims if isinstance(d, str))
 
 
 @dataclass(frozen=True)

@@ -312,6 +312,18 @@ class AstBuilder(Transformer[Token, Any]):
     @v_args(meta=True)
     def params(self, meta: Meta, children: list[Any]) -> A.Params:
         name, size, align, *fields = children
+        u32 = {f.name for f in fields if f.type == "u32"}
+        for f in fields:
+            for dim in f.box.fields if f.box is not None else ():
+                if dim not in u32:
+                    self.problems.append(
+                        Diagnostic(
+                            Code.E_VALUE,
+                            f"the box of `{f.name}` is sized by `{dim}`, which is no `u32` field of params `{name}`",
+                            labels=(Label(f.box.span, "a box dimension names a params field"),),
+                            helps=("write the dimension as a number, or name a `u32` field of this block",),
+                        )
+                    )
         return A.Params(
             str(name), self._int(size, "size"), self._int(align, "size"), tuple(fields), span=self._span(meta)
         )
@@ -339,8 +351,8 @@ class AstBuilder(Transformer[Token, Any]):
     @v_args(meta=True)
     def tma_box(self, meta: Meta, c: list[Token]) -> A.TmaBox:
         *dims, elem = c
-        sizes = tuple(self._int(d, "count") for d in dims)
-        bad = [t for t, size in zip(dims, sizes, strict=True) if not 1 <= size <= TMA_BOX_MAX]
+        sizes = tuple(str(d) if d.type == "NAME" else self._int(d, "count") for d in dims)
+        bad = [t for t, size in zip(dims, sizes, strict=True) if isinstance(size, int) and not 1 <= size <= TMA_BOX_MAX]
         if bad or len(sizes) > TMA_BOX_RANK:
             span = self._tok_span(bad[0]) if bad else self._span(meta)
             self.problems.append(

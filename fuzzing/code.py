@@ -342,6 +342,17 @@ def _argued(entry: StageEntry, mutation: CodeMutation) -> tuple[Verdict, str]:
         )
     if mutation.kind == "reorder" and kinds & {"tensor-copy", "bulk-copy"} and "cp.async.bulk" in mutation.edit:
         return "equivalent", "two copies that complete on one barrier commute: the phase waits for both"
+    if mutation.kind == "reorder" and "complete-tx" in kinds:
+        credit = next(f for f in at if f.kind == "complete-tx")
+        past = [f for f in mine if f.line in _before(mutation) and f.kind in _STEPS]
+        if past and all(
+            f.kind in ("arrive", "expect-tx") and f.operand("addr") == credit.operand("addr") for f in past
+        ):
+            return "equivalent", (
+                "the credit moves before its own thread's `arrive.expect_tx` on the same barrier: the phase cannot "
+                "complete before that arrive, and the transaction count may go below zero until it (it is signed), "
+                "so the phase completes on the same bytes"
+            )
     if "arrive" in kinds and mutation.kind in ("delete", "duplicate", "count"):
         site = next(f for f in at if f.kind == "arrive")
         waits = [f.loops for f in mine if f.kind == "wait" and f.loops]

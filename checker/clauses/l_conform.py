@@ -58,6 +58,10 @@ warpgroup, one thread):
 - `step-order`: the steps run in another order than written;
 - `ring-fence`: a side that states `fence proxy_async` releases its slots without a
   `fence.proxy.async` (covering shared memory) after its slot accesses;
+- `read-proxy`: a consume side that says `reads async` while its role reads a slot with a
+  generic load (`ld.shared`, `ldmatrix`), or `reads generic` while its role reads no slot
+  generically and its slot readers are asynchronous (`wgmma`, `tcgen05.mma`, a TMA or bulk
+  store from shared memory): the declared proxy decides which fence the reuse needs;
 - `named-barrier`: a role that runs a claimed barrier or rendezvous it does not take
   part in, in the wrong mode (`bar.arrive` for `sync`), or not at all; the participants
   of a rendezvous that meet it a different number of times, or in other loops;
@@ -67,9 +71,14 @@ warpgroup, one thread):
 
 A TMA copy's bytes come from the box its tensor map's params field declares (`box 64,
 128 elem bf16`); the copies and `complete_tx` credits of a fill add up to the ring's
-`copy` bytes (`copy-bytes`). One mistake is one diagnostic: the copies of one source line
-(an unrolled loop, a helper inlined at several call sites) are one finding with their
-count.
+`copy` bytes (`copy-bytes`). A box dimension may name a `u32` params field the host fills
+(`box 64, a_box_rows elem bf16`): the box's bytes and a credit computed from params fields
+(`16384 - 128 * a_box_rows`) are then added as expressions of those fields (32-bit, as the
+code computes them), and the fill conforms when the fields cancel and the constant is the
+declared bytes; a sum that still depends on a field, or a part that may wrap for a value
+no trapping check excludes, is an undecided note. One mistake is one diagnostic: the
+copies of one source line (an unrolled loop, a helper inlined at several call sites) are
+one finding with their count.
 
 Each diagnostic has two sides: the contract line, and the PTX line (the CUDA line is
 named in a note). A site the analysis cannot decide is an `I-CONFORM` note naming the
@@ -274,6 +283,8 @@ UNDECIDED = {
     "copy-barrier": "which ring barrier the copy completes on",
     "tensor-bytes": "the bytes (a tensor copy's size is in its tensor map, read from no params field)",
     "credit-bytes": "the completed bytes",
+    "part-range": "the range of the bytes (a params field they are computed from is not bounded by a check that "
+    "traps before them, so the count may wrap below 0 or past the barrier's 2^20 - 1)",
     "copy-bytes": "the copied bytes",
     "helper-address": "where a helper's shared-memory address comes from",
     "address-claim": "which claim the address comes from",
@@ -303,6 +314,16 @@ def describe(f: Finding) -> Worded:
                 "the copy bytes it should complete",
                 "this tensor copy",
                 f"declare the map's box on the field (`{field}: ptr @ … box D0, D1 elem E`), as the host builds it",
+            )
+        if what == "sum-bytes":
+            fields = f.value("fields")
+            return Worded(
+                f"cannot decide the bytes `{fn}` completes per fill: its copies and completed bytes (`{op}` "
+                f"first) add up to an expression of params {fields}, not a constant",
+                "the copy bytes it should complete",
+                "the fill's first copy or credit",
+                "complete the bytes a box sized by a params field leaves out (`mbarrier.complete_tx` of the "
+                "declared bytes minus the box's), so the sum no longer depends on the field",
             )
         return Worded(
             f"cannot decide {UNDECIDED[what]} of `{op}` in `{fn}`{also}",
@@ -706,6 +727,26 @@ def _ring_fence(f: Finding, fn: str, op: str) -> Worded:
     )
 
 
+def _read_proxy(f: Finding, fn: str, op: str) -> Worded:
+    ring, role = f.value("ring"), f.value("role")
+    if f.problem == "generic":
+        return Worded(
+            f"`{fn}` reads a slot of ring `{ring}` with `{op}`, a generic load, but role `{role}`'s contract says "
+            "`reads async`",
+            "`reads async` declared here",
+            "a generic read of the slot",
+            "write `reads generic` (and `fence proxy_async` before the release, when the next fill is a TMA or "
+            "bulk copy), or read the slot through the async proxy",
+        )
+    return Worded(
+        f"role `{role}` reads the slots of ring `{ring}` only through the async proxy (`{op}`), but its contract "
+        "says `reads generic`",
+        "`reads generic` declared here",
+        "an asynchronous read of shared memory",
+        "write `reads async`, so the contract states the proxy the slots are read through",
+    )
+
+
 def _named_barrier(f: Finding, fn: str, op: str) -> Worded:
     barrier, role = f.value("barrier"), f.value("role")
     if f.problem == "missing":
@@ -808,6 +849,7 @@ _WORDING = {
     "wait-parity": _wait_parity,
     "step-order": _step_order,
     "ring-fence": _ring_fence,
+    "read-proxy": _read_proxy,
     "named-barrier": _named_barrier,
     "init-hook": _init_hook,
 }

@@ -39,8 +39,10 @@ from collections.abc import Iterator
 from checker.conformance.context import Ctx, Finding, found, unknown
 from checker.conformance.steps import STEP_CHECKS, steps
 from contract_lang import ast as A
+from contract_lang.transform import TMA_BOX_MAX
 from package.abi import init_hook_symbol
 from package.codefacts.facts import CodeFacts, Fact, Operand
+from package.codefacts.values import Linear, linear_sum
 
 CHECKS = (
     "barrier-id",
@@ -351,35 +353,126 @@ def _copy(ctx: Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
                 False,
             )
         return
-    total = sum(size or 0 for _, (size, _) in sizes)
-    credited = sum(size or 0 for f, (size, _) in sizes if f.kind == "complete-tx")
-    if want is None or total != want:
+    forms = [size for _, (size, _) in sizes if size is not None]
+    total = linear_sum(forms)
+    if total[1]:
+        # The sum still depends on a run-time params value: equal to the declared bytes for some
+        # values of it at most, which the code does not show are the ones the host writes.
+        yield Finding(
+            "copy-bytes",
+            "undecided",
+            fact,
+            node or ring,
+            (("what", "sum-bytes"), ("fields", _field_names(ctx, total)), ("others", "0")),
+            False,
+        )
+        return
+    wraps = next((f for f, (size, _) in sizes if size is not None and size[1] and not _in_range(f, size)), None)
+    if wraps is not None:
+        # The sum is the declared bytes modulo 2**32 only: a part that may wrap (a credit of
+        # `16384 - 128 * rows` with `rows` unbounded) is no count the barrier takes.
+        yield unknown("copy-bytes", wraps, "part-range", node or ring)
+        return
+    credited = linear_sum([size for f, (size, _) in sizes if size is not None and f.kind == "complete-tx"])
+    here = _copy_bytes(ctx, fact)[0]
+    if want is None or total[0] != want:
         yield found(
             "copy-bytes",
             "credit" if credit else "bytes",
             fact,
             node or ring,
             ring=ring.name,
-            total=total,
-            credited=credited,
-            here=_copy_bytes(ctx, fact)[0],
+            total=total[0],
+            credited=_show(ctx, credited),
+            here="" if here is None else _show(ctx, here),
             want="" if want is None else want,
         )
 
 
-def _copy_bytes(ctx: Ctx, fact: Fact) -> tuple[int | None, str]:
-    """The bytes one copy or credit completes (None: undecided), and the params field of a tensor copy's map."""
+def _copy_bytes(ctx: Ctx, fact: Fact) -> tuple[Linear | None, str]:
+    """The bytes one copy or credit completes, as a linear form over params fields (None: undecided),
+    and the params field of a tensor copy's map.
+
+    A tensor copy completes its whole box (rows past the tensor's edge count too); a box dimension
+    that names a params field makes the bytes a multiple of that field's value.
+    """
     if fact.kind == "tensor-copy":
         where = fact.operand("map")
         block = next((i for i in ctx.stage.items if isinstance(i, A.Params)), None)
         field = None
         if where is not None and where.field is not None and block is not None:
             field = next((f for f in block.fields if f.offset == where.field), None)
-        if field is None:
+        if field is None or block is None:
             return None, ""
-        return (field.box.bytes if field.box is not None else None), field.name
+        if field.box is None:
+            return None, field.name
+        return _box_bytes(field.box, block), field.name
     size = fact.operand("bytes")
-    return (size.value if size is not None and size.kind == "constant" else None), ""
+    if size is not None and size.kind == "constant" and size.value is not None:
+        return (size.value % (1 << 32), ()), ""
+    return (size.linear if size is not None else None), ""
+
+
+#: A barrier phase's transaction count stays below 2**20 (PTX ISA, mbarrier tx-count).
+_TX_LIMIT = 1 << 20
+
+
+def _in_range(fact: Fact, form: Linear) -> bool:
+    """Whether a copy's or credit's bytes, an expression of params fields, stay in 0 .. 2**20 - 1 for every
+    value the code lets the fields take there (the trap checks before it; a box dimension is 1 .. 256)."""
+    bounds: dict[int, list[int]] = {}
+    for role, o in fact.operands:
+        if role in ("low", "high") and o.field is not None and o.value is not None:
+            bounds.setdefault(o.field, [0, (1 << 32) - 1])[role == "high"] = o.value
+    const, terms = form
+    low = high = const - (1 << 32) if const >= 1 << 31 else const
+    for off, coef in terms:
+        lo, hi = bounds.get(off, (0, (1 << 32) - 1))
+        if fact.kind == "tensor-copy":
+            lo, hi = max(lo, 1), min(hi, TMA_BOX_MAX)
+        k = coef - (1 << 32) if coef >= 1 << 31 else coef
+        low, high = low + min(k * lo, k * hi), high + max(k * lo, k * hi)
+    return low >= 0 and high < _TX_LIMIT
+
+
+def _box_bytes(box: A.TmaBox, block: A.Params) -> Linear | None:
+    """A box's bytes: a constant, or a constant times the one params field that sizes a dimension."""
+    scale = A.ELEM_BYTES[box.elem]
+    for d in box.dims:
+        if isinstance(d, int):
+            scale *= d
+    names = box.fields
+    if not names:
+        return (scale % (1 << 32), ())
+    offsets = [f.offset for f in block.fields if f.name in names]
+    if len(names) != 1 or len(offsets) != 1:
+        return None  # a product of two run-time values is no linear form
+    return linear_sum([(0, ((offsets[0], 1),))], [scale])
+
+
+def _show(ctx: Ctx, form: Linear) -> str:
+    """A linear form as the contract names it: ``16384 - 128 * a_box_rows``."""
+    const, terms = form
+    names = _names(ctx)
+    text = str(const) if const or not terms else ""
+    for off, coef in terms:
+        signed = coef - (1 << 32) if coef >= 1 << 31 else coef
+        name = names.get(off, f"params[{off}]")
+        part = name if abs(signed) == 1 else f"{abs(signed)} * {name}"
+        text = (
+            (f"{text} - {part}" if signed < 0 else f"{text} + {part}") if text else ("-" if signed < 0 else "") + part
+        )
+    return text
+
+
+def _names(ctx: Ctx) -> dict[int, str]:
+    block = next((i for i in ctx.stage.items if isinstance(i, A.Params)), None)
+    return {f.offset: f.name for f in block.fields} if block is not None else {}
+
+
+def _field_names(ctx: Ctx, form: Linear) -> str:
+    names = _names(ctx)
+    return ", ".join(f"`{names.get(off, f'params[{off}]')}`" for off, _ in form[1])
 
 
 def _setmaxnreg(ctx: Ctx, fact: Fact) -> Iterator[Finding]:

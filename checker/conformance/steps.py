@@ -21,6 +21,10 @@ matched with the side's steps:
 - ``ring-fence``: a side that states ``fence proxy_async`` runs ``fence.proxy.async`` after
   its slot accesses and before its release arrive (the producer's ``full``, the consumer's
   ``empty``);
+- ``read-proxy``: a consume side's ``reads`` proxy against the instructions of its role that
+  read the slots: ``reads async`` while a generic load (``ld.shared``, ``ldmatrix``) reads
+  a slot, or ``reads generic`` while no generic load reads one and the role's slot readers
+  are asynchronous (``wgmma``, ``tcgen05.mma``, a TMA or bulk store from shared memory);
 - ``named-barrier``: a role runs a claimed barrier or rendezvous it takes part in, in the
   mode it states (``bar.sync`` for ``sync``, ``bar.arrive`` for ``arrive``), and no other;
 - ``init-hook``: a ring's init hook initialises both barriers and, for ``init by R
@@ -44,7 +48,16 @@ from contract_lang import ast as A
 from package.abi import init_hook_symbol
 from package.codefacts.facts import CodeFacts, Fact, Guard
 
-STEP_CHECKS = ("ring-step", "arrive-count", "wait-parity", "step-order", "ring-fence", "named-barrier", "init-hook")
+STEP_CHECKS = (
+    "ring-step",
+    "arrive-count",
+    "wait-parity",
+    "step-order",
+    "ring-fence",
+    "read-proxy",
+    "named-barrier",
+    "init-hook",
+)
 _RING_FACTS = ("wait", "arrive", "tensor-copy", "bulk-copy")
 
 
@@ -291,6 +304,48 @@ def _side(
         elif step.kind == "wait":
             yield from _parities(side, step, of(step), loop is not None)
     yield from _fence(ctx, role, side, plan, sited, facts)
+    yield from _read_proxy(ctx, role, side, facts)
+
+
+#: Instructions that read shared memory through the async proxy.
+_ASYNC_READERS = ("wgmma.mma_async", "tcgen05.mma", "tcgen05.cp", "cp.async.bulk.global.shared", "cp.reduce.async.bulk")
+
+
+def _async_reader(fact: Fact) -> bool:
+    op = fact.opcode
+    return fact.kind == "feature" and (
+        op.startswith(_ASYNC_READERS) or (op.startswith("cp.async.bulk.tensor") and ".global.shared" in op)
+    )
+
+
+def _read_proxy(ctx: Ctx, role: A.Role, side: A.Ring, facts: Sequence[Fact]) -> Iterator[Finding]:
+    """``reads async|generic``: the proxy of the instructions that read the side's slots."""
+    said = next((it for it in side.items if isinstance(it, A.RingProxy) and it.access == "reads"), None)
+    if said is None or side.side != "consume":
+        return
+    loads = [
+        f
+        for f in facts
+        if f.kind == "smem-access"
+        and f.opcode.split(".")[0] in ("ld", "ldu", "ldmatrix")
+        and _slot_of(ctx, f) == side.name
+    ]
+    if said.proxy == "async" and loads:
+        yield found("read-proxy", "generic", loads[0], said, ring=side.name, role=role.name)
+        return
+    readers = [f for f in facts if _async_reader(f)]
+    if said.proxy == "generic" and not loads and readers:
+        yield found("read-proxy", "async", readers[0], said, ring=side.name, role=role.name)
+
+
+def _slot_of(ctx: Ctx, access: Fact) -> str | None:
+    """The ring whose slots an access addresses (through a per-slot claim's or the ring's slot handle)."""
+    for spec in ctx.handles_of(access.operand("addr"), "smem", "ring_slot_smem"):
+        if spec.kind == "ring_slot_smem":
+            return spec.item
+        if isinstance(spec.node, A.SmemClaim) and spec.node.per_slot:
+            return spec.node.per_slot
+    return None
 
 
 def _first_site(plan: list[Step], sites: list[Site]) -> Site | None:

@@ -16,13 +16,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from package.codefacts.bounds import field_bounds
 from package.codefacts.flow import Flow, Loop
 from package.codefacts.ptx import Function, Instr, parse
 from package.codefacts.threads import Threads
-from package.codefacts.values import Env, Val, analyse, callee
+from package.codefacts.values import Env, Linear, Val, analyse, callee
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
-FACTS_VERSION = 3  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives
+FACTS_VERSION = 4  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
+# 4: an operand's linear form over params fields
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class Operand:
     tid_wg: bool = False  # %tid reduced modulo a warpgroup: relative only in a warpgroup-aligned role
     first: int | None = None  # the constant it holds when the instruction first runs (a wait's first parity)
     field: int | None = None  # the params offset it was loaded from (a tensor map's address)
+    linear: Linear | None = None  # a value of params fields (values.Linear): a run-time copy or credit size
 
     @classmethod
     def of(cls, val: Val, first: int | None = None) -> Operand:
@@ -50,6 +53,7 @@ class Operand:
             "wg_lane" in val.origins and not relative,
             first,
             val.field if val.kind() == "params" else None,
+            val.linear if val.kind() == "params" else None,
         )
 
     def describe(self) -> str:
@@ -64,11 +68,22 @@ class Operand:
         return "a value the analysis cannot trace"
 
     def as_json(self) -> list[Any]:
-        return [self.kind, self.value, list(self.handles), self.smem, self.tid_abs, self.tid_wg, self.first, self.field]
+        linear = None if self.linear is None else [self.linear[0], [list(t) for t in self.linear[1]]]
+        return [
+            self.kind,
+            self.value,
+            list(self.handles),
+            self.smem,
+            self.tid_abs,
+            self.tid_wg,
+            self.first,
+            self.field,
+            linear,
+        ]
 
     @classmethod
     def from_json(cls, raw: Any) -> Operand:
-        kind, value, handles, smem, tid_abs, tid_wg, first, field = raw
+        kind, value, handles, smem, tid_abs, tid_wg, first, field, linear = raw
         return cls(
             str(kind),
             None if value is None else int(value),
@@ -78,6 +93,7 @@ class Operand:
             bool(tid_wg),
             None if first is None else int(first),
             None if field is None else int(field),
+            None if linear is None else (int(linear[0]), tuple((int(o), int(c)) for o, c in linear[1])),
         )
 
 
@@ -457,9 +473,14 @@ def _instruction(fn: str, ins: Instr, env: Env, site: _Site, index: int) -> Iter
         yield fact("expect-tx", ("addr", _addr(env, ops[0])), ("bytes", _op(env, ops[1])))
     elif op.startswith("mbarrier.complete_tx") and len(ops) >= 2:
         # transaction bytes a thread completes without a copy (e.g. the part of a copy a clipped box leaves out)
-        yield fact("complete-tx", ("addr", _addr(env, ops[0])), ("bytes", _op(env, ops[1])))
+        yield fact("complete-tx", ("addr", _addr(env, ops[0])), ("bytes", _op(env, ops[1])), *_bounds(site, env, index))
     elif op.startswith("cp.async.bulk.tensor") and "mbarrier" in op:
-        yield fact("tensor-copy", ("bar", _addr(env, ops[2] if len(ops) > 2 else "")), *_tensor_map(env, ops))
+        yield fact(
+            "tensor-copy",
+            ("bar", _addr(env, ops[2] if len(ops) > 2 else "")),
+            *_tensor_map(env, ops),
+            *_bounds(site, env, index),
+        )
     elif op.startswith("cp.async.bulk.shared") and "mbarrier" in op and len(ops) >= 4:
         yield fact("bulk-copy", ("dst", _addr(env, ops[0])), ("bytes", _op(env, ops[2])), ("bar", _addr(env, ops[3])))
     elif op.startswith("cp.async.mbarrier.arrive") and ops:
@@ -510,6 +531,18 @@ def _instruction(fn: str, ins: Instr, env: Env, site: _Site, index: int) -> Iter
         )
         if both.tid_abs or both.tid_wg:
             yield fact("tid-index", ("cmp", both))
+
+
+def _bounds(site: _Site, env: Env, index: int) -> list[tuple[str, Operand]]:
+    """The ranges the trap checks before ``index`` give params fields (``low``/``high`` per field, in ``field``)."""
+    if not site.flow.reachable(index):
+        return []
+    found = field_bounds(site.flow, env, index)
+    return [
+        part
+        for off, (low, high) in sorted(found.items())
+        for part in (("low", Operand("constant", low, field=off)), ("high", Operand("constant", high, field=off)))
+    ]
 
 
 def _tensor_map(env: Env, ops: tuple[str, ...]) -> list[tuple[str, Operand]]:

@@ -172,7 +172,7 @@ class Flow:
         for a, ins in self.branch.items():
             if a not in self.rank:
                 continue
-            target, fall = self._branch_targets(a, ins)
+            target, fall = self.branch_targets(a, ins)
             for b, taken in ((target, True), (fall, False)):
                 if b is None or (a, b) in self.back or b not in ipdom:
                     continue
@@ -186,7 +186,7 @@ class Flow:
                     x = None if up == x else up
         return {b: tuple(edges) for b, edges in found.items()}
 
-    def _branch_targets(self, block: int, ins: Instr) -> tuple[int | None, int | None]:
+    def branch_targets(self, block: int, ins: Instr) -> tuple[int | None, int | None]:
         labels = dict(self.fn.labels)
         start = labels.get(ins.operands[0].strip())
         target = self.block_of[start] if start is not None and start < len(self.block_of) else None

@@ -20,11 +20,18 @@ only becomes non-constant).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from package.codefacts.ptx import Function, Instr
+
+#: A 32-bit value as a linear form over ``u32`` params fields, modulo 2**32: the constant and the
+#: (params offset, coefficient) terms, sorted, no zero coefficient. ``16384 - (rows << 7)`` with
+#: ``rows`` at offset 48 is ``(16384, ((48, 2**32 - 128),))``.
+Linear = tuple[int, tuple[tuple[int, int], ...]]
+_WORD = 1 << 32
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,7 @@ class Val:
     unknown: bool = False
     tid_abs: bool = False
     field: int | None = None  # the params offset a value loaded from the params block was read at
+    linear: Linear | None = None  # a 32-bit value of params fields (a run-time copy or credit size)
 
     @property
     def handles(self) -> frozenset[str]:
@@ -67,7 +75,55 @@ def join(a: Val | None, b: Val) -> Val:
         return a
     const = a.const if a.const == b.const else None
     field = a.field if a.field == b.field else None
-    return Val(const, a.origins | b.origins, a.unknown or b.unknown, a.tid_abs or b.tid_abs, field)
+    linear = a.linear if a.linear == b.linear else None
+    return Val(const, a.origins | b.origins, a.unknown or b.unknown, a.tid_abs or b.tid_abs, field, linear)
+
+
+def linear_of(val: Val) -> Linear | None:
+    """``val`` as a linear form over params fields (a constant is one without terms), or None."""
+    if val.is_const and val.const is not None:
+        return (val.const % _WORD, ())
+    return val.linear
+
+
+def linear_sum(forms: list[Linear], scale: list[int] | None = None) -> Linear:
+    """``sum(scale[i] * forms[i])`` modulo 2**32."""
+    const = 0
+    terms: dict[int, int] = {}
+    for i, (c, ts) in enumerate(forms):
+        k = 1 if scale is None else scale[i]
+        const += k * c
+        for off, coef in ts:
+            terms[off] = terms.get(off, 0) + k * coef
+    return (const % _WORD, tuple(sorted((o, c % _WORD) for o, c in terms.items() if c % _WORD)))
+
+
+def _linear(ins: Instr, srcs: list[Val]) -> Linear | None:
+    """The linear form a 32-bit ``mov``/``add``/``sub``/``shl``/``mul.lo``/``mad.lo`` computes, or None."""
+    parts = ins.opcode.split(".")
+    if not {"u32", "s32", "b32"} & set(parts) or "cc" in parts or "sat" in parts:
+        return None
+    forms = [linear_of(v) for v in srcs]
+    base = ins.base
+    if base == "mov" and len(forms) == 1 and forms[0] is not None:
+        return forms[0]
+    if len(forms) < 2 or any(f is None for f in forms[:2]):
+        return None
+    a, b = forms[0], forms[1]
+    assert a is not None and b is not None
+    if base == "add" and len(forms) == 2:
+        return linear_sum([a, b])
+    if base == "sub" and len(forms) == 2:
+        return linear_sum([a, b], [1, -1])
+    if base == "shl" and len(forms) == 2 and not b[1] and b[0] < 32:
+        return linear_sum([a], [1 << b[0]])
+    if base in ("mul", "mad") and "lo" in parts and (not a[1] or not b[1]):
+        product = linear_sum([b], [a[0]]) if not a[1] else linear_sum([a], [b[0]])
+        if base == "mul" and len(forms) == 2:
+            return product
+        if base == "mad" and len(forms) == 3 and forms[2] is not None:
+            return linear_sum([product, forms[2]])
+    return None
 
 
 def combine(vals: list[Val], fold: Callable[[list[int]], int] | None = None) -> Val:
@@ -320,12 +376,17 @@ def _transfer(env: Env, ins: Instr, last_call: str | None) -> tuple[str, Val] | 
     if base in ("ld", "ldu"):
         loaded = env.address(ops[1]) if len(ops) > 1 else UNKNOWN
         if "params_ptr" in loaded.origins and not loaded.unknown and not ins.has("shared"):
-            return dest, Val(origins=frozenset({"params"}), field=loaded.const)
+            word = loaded.const is not None and ins.opcode in ("ld.u32", "ld.s32", "ld.b32", "ld.global.u32")
+            linear = (0, ((loaded.const, 1),)) if word and loaded.const is not None else None
+            return dest, Val(origins=frozenset({"params"}), field=loaded.const, linear=linear)
         return dest, UNKNOWN
     if base in _COPIES:
         if len(ops) < 2:
             return None
-        return dest, env.operand(ops[1])
+        val = env.operand(ops[1])
+        if val.linear is not None and (base != "mov" or _linear(ins, [val]) is None):
+            val = dataclasses.replace(val, linear=None)  # a conversion or a 64-bit copy: no longer the u32 form
+        return dest, val
     if base == "selp":
         return dest, combine([env.operand(ops[1]), env.operand(ops[2]), _predless(env.operand(ops[3]))])
     if base == "and" and len(ops) == 3:
@@ -376,7 +437,9 @@ def _transfer(env: Env, ins: Instr, last_call: str | None) -> tuple[str, Val] | 
     ):
         if base in ("vote", "shfl", "activemask", "elect"):
             return dest, UNKNOWN
-        return dest, combine(srcs, fold)
+        val = combine(srcs, fold)
+        form = _linear(ins, srcs) if base in ("add", "sub", "shl", "mul", "mad") else None
+        return dest, val if form is None or val.is_const else dataclasses.replace(val, linear=form)
     return dest, UNKNOWN
 
 

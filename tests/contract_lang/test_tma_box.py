@@ -46,3 +46,25 @@ def test_a_box_outside_a_tensor_map_is_a_value_error(field: str, message: str) -
         parse_text(STAGE.format(field=field), "box.kc")
     (diag,) = err.value.diagnostics
     assert diag.code == "E-VALUE" and message in diag.message
+
+
+def test_a_box_dimension_may_name_a_u32_field_of_the_block() -> None:
+    text = STAGE.format(field="tmap: ptr @ 0 box 64, rows elem bf16\n        rows: u32 @ 8")
+    source = parse_text(text, "box.kc")
+    (stage,) = source.items
+    assert isinstance(stage, A.Stage)
+    (params,) = stage.of(A.Params)
+    assert isinstance(params, A.Params)
+    box = params.fields[0].box
+    assert box is not None and box.dims == (64, "rows") and box.fields == ("rows",) and box.bytes is None
+    printed = print_file(source)
+    assert "tmap: ptr @ 0 box 64, rows elem bf16" in printed
+    assert parse_text(printed, "again.kc") == source
+
+
+@pytest.mark.parametrize("other", ["rows: ptr @ 8", "count: u32 @ 8"])
+def test_a_box_dimension_naming_no_u32_field_is_a_value_error(other: str) -> None:
+    with pytest.raises(DiagnosticError) as err:
+        parse_text(STAGE.format(field=f"tmap: ptr @ 0 box 64, rows elem bf16\n        {other}"), "box.kc")
+    (diag,) = err.value.diagnostics
+    assert diag.code == "E-VALUE" and "is sized by `rows`, which is no `u32` field of params `P`" in diag.message

@@ -42,9 +42,9 @@ __device__ unsigned kl_gemm_mainloop_operands_stride();  // claim operands: byte
 __device__ void kl_gemm_mainloop_accumulator_export(const unsigned int* held);  // export accumulator
 }
 
-// params GemmParams size 48 align 8
+// params GemmParams size 56 align 8
 struct GemmParams {
-    const void* tmap_a;  // @ 0: CUtensorMap of A [M, K], box {64, 128}, 128B swizzle (64-byte aligned)
+    const void* tmap_a;  // @ 0: CUtensorMap of A [M, K], box {64, a_box_rows}, 128B swizzle (64-byte aligned)
     const void* tmap_b;  // @ 8: CUtensorMap of B [N, K], box {64, 128}, 128B swizzle
     unsigned k_tiles;    // @ 16: K / 64
     unsigned tile_n;     // @ 20 = fact tile_n (128)
@@ -52,7 +52,7 @@ struct GemmParams {
     const void* b;       // @ 32: B [N, K] bf16, row-major (its input for tmap_b)
     unsigned rows;       // @ 40: M
     unsigned n;          // @ 44: N
-    unsigned a_box_rows; // @ 48: rows of tmap_a's box: 0 (= 128) or min(128, M rounded up to 8)
+    unsigned a_box_rows; // @ 48: rows of tmap_a's box: min(128, M rounded up to 8)
 };
 
 namespace {
@@ -102,7 +102,7 @@ __device__ __forceinline__ void mbarrier_complete_tx(unsigned bar, unsigned byte
 }
 
 // The bytes of A's 16 KiB slot half that its TMA box does not deliver: A's box holds
-// `a_box_rows` rows (params; 0 means a whole 128-row box) of 128 bytes each. A box of
+// `a_box_rows` rows (params: `box 64, a_box_rows`) of 128 bytes each. A box of
 // fewer rows than the tile skips the rows at or past M that TMA would fill with zeros (at
 // M = 16, 112 of 128 rows per k-tile: that fill made TMA the bottleneck). The producer
 // completes the missing bytes on the slot's full barrier itself, so the phase completes
@@ -113,12 +113,10 @@ __device__ __forceinline__ void mbarrier_complete_tx(unsigned bar, unsigned byte
 // row r of D reads only row r of A: accumulator rows >= a_box_rows >= M (possibly NaN or
 // Inf) never mix into rows < M, and the epilogue neither computes nor stores rows >= M
 // (epilogue.cu: `live`), the route only moves their bits. A box smaller than the rows the
-// tile needs would drop real rows: a value below min(M, 128), or above 128, traps.
+// tile needs would drop real rows: a value below min(M, 128), 0, or above 128, traps. A whole
+// box (128 rows) leaves no credit.
 __device__ __forceinline__ unsigned a_box_credit(unsigned a_box_rows, unsigned rows) {
-    if (a_box_rows == 0 || a_box_rows == kTileM) {
-        return 0;
-    }
-    if (a_box_rows > kTileM || a_box_rows < (rows < kTileM ? rows : kTileM)) {
+    if (a_box_rows == 0 || a_box_rows > kTileM || a_box_rows < (rows < kTileM ? rows : kTileM)) {
         __trap();
     }
     return kBytesA - a_box_rows * kTileK * 2u;
