@@ -8,7 +8,11 @@ one process.
     python bench/attention.py --merge FILE [FILE ...]
 
 DIR holds the cubins of `specs/examples/attention/build.sh` (attn_<composition>.cubin). A variant
-(VARIANTS below) is a composition (load-mask-score-dD-sS) plus its run-time parameters.
+(VARIANTS below) is a composition (load-mask-score-dD-sS) plus its run-time parameters. A linked
+cubin (`kernlink build X.kp -o OUT`: OUT/kernel.cubin) is staged as attn_<composition>.cubin beside
+its map, attn_<composition>.link.json (LINKED below names each .kp's composition): its kernel,
+dynamic shared memory and ring depth come from the map, whose parameter block must hold the
+components' blocks where the one-unit build's does (checked).
 
 Checks (every variant, unless --no-check): B x H x seq = 2 x 3 x 1, 2 x 3 x 77, 1 x 4 x 1000,
 1 x 2 x 4097 (head dim of the composition), q, k, v ~ N(0, 1) bf16 drawn fresh per shape; the
@@ -133,19 +137,48 @@ def bhsd_map(t: torch.Tensor, box_rows: int) -> bytes:
     return tensor_map(t.data_ptr(), [d, s, b * h], [d * 2, s * d * 2], [64, box_rows, 1])
 
 
+# The composition each pipeline of specs/examples/attention links (its load, mask and score).
+LINKED = {
+    "attention": "dense-causal-none-d128-s2",
+    "attn_noncausal": "dense-none-none-d128-s2",
+    "attn_window": "dense-window-none-d128-s2",
+    "attn_softcap": "dense-none-softcap-d128-s2",
+    "attn_chunked": "dense-chunked-none-d128-s2",
+    "attn_alibi": "dense-causal-alibi-d128-s2",
+    "attn_blocksparse": "blocksparse-causal-none-d128-s2",
+    "attn_paged": "paged-causal-none-d128-s2",
+}
+# The one-unit build's parameter block: (offset, bytes) of the load's, epilogue's, core's, mask's and
+# score's blocks, 896 bytes in all (Launch below writes it).
+BLOCKS = [(0, 512), (512, 256), (768, 32), (800, 16), (816, 16)]
+
+
 class Cubin:
-    """One composition's cubin loaded into PyTorch's context."""
+    """One composition's cubin loaded into PyTorch's context (one-unit, or linked with its map)."""
 
     def __init__(self, folder: Path, composition: str) -> None:
         torch.cuda.init()
         torch.empty(1, device="cuda")
         err, self.module = driver.cuModuleLoadData((folder / f"attn_{composition}.cubin").read_bytes())
         check(err, f"cuModuleLoadData attn_{composition}.cubin")
-        err, self.function = driver.cuModuleGetFunction(self.module, b"attn_fwd")
+        record = folder / f"attn_{composition}.link.json"
+        self.linked = record.is_file()
+        if self.linked:
+            link = json.loads(record.read_text())
+            params = link["params"]
+            regions = [(r["offset"], r["size"]) for r in params["regions"]]
+            if regions != BLOCKS or params["size"] != 896:
+                raise ValueError(f"{record.name}: parameter block {regions}, {params['size']} B is not the harness's")
+            kernel = link["dispatch"]["kernel"].encode()
+            self.smem = int(link["dispatch"]["dynamic_smem"])
+            self.stages = int(composition.rsplit("-s", 1)[1])
+            self.head_dim = int(composition.split("-")[3].removeprefix("d"))
+        err, self.function = driver.cuModuleGetFunction(self.module, kernel if self.linked else b"attn_fwd")
         check(err, "cuModuleGetFunction")
-        self.smem = self._u32("attn_smem_bytes")
-        self.stages = self._u32("attn_stages")
-        self.head_dim = self._u32("attn_head_dim")
+        if not self.linked:
+            self.smem = self._u32("attn_smem_bytes")
+            self.stages = self._u32("attn_stages")
+            self.head_dim = self._u32("attn_head_dim")
         (err,) = driver.cuFuncSetAttribute(
             self.function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.smem
         )

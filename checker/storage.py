@@ -153,6 +153,23 @@ def overflowing_rings(comp: Composition) -> list[str]:
     return found
 
 
+def crowded_rings(comp: Composition) -> list[str]:
+    """Rings whose slots are in the shared-memory peak when that peak, every ring at its minimum
+    depth, exceeds shared memory (L-OVERLAP's sum): no depth of them fits beside the rest.
+
+    Empty while a ring overflows alone (:func:`overflowing_rings`) or a claim has no size, as
+    L-OVERLAP then reports those and not the sum.
+    """
+    target = comp.target
+    if target is None or overflowing_rings(comp) or any(not o.item.bytes for o in comp.items(A.SmemClaim)):
+        return []
+    total, members = peak(comp, smem_demands(comp))
+    if total <= target.smem_per_block_optin:
+        return []
+    claims = {m.name for m in members}
+    return [ring for ring in sorted(comp.rings) if any(c.item.name in claims for c in per_slot_claims(comp, ring))]
+
+
 # ----------------------------------------------------------------- liveness
 
 

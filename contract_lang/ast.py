@@ -349,6 +349,15 @@ class RingRestart(Node):
 
 
 @dataclass(frozen=True)
+class RingLag(Node):
+    """``lag N``: the side runs ``N`` iterations behind its role's loop, peeled: at iteration ``i`` its
+    steps act on data iteration ``i - N`` (the first ``N`` iterations run none of them), and after
+    the loop they run ``N`` more times, for the last ``N`` data iterations (software pipelining)."""
+
+    count: int
+
+
+@dataclass(frozen=True)
 class RingInitBy(Node):
     role: str
     fenced: bool = False
@@ -381,6 +390,7 @@ RingItem = (
     | RingRead
     | RingReadWait
     | RingRestart
+    | RingLag
     | RingInitBy
     | RingScope
     | RingProxy
@@ -419,6 +429,12 @@ class Ring(Node):
     def restart(self) -> int | None:
         item = self.first(RingRestart)
         return item.every if isinstance(item, RingRestart) else None
+
+    @property
+    def lag(self) -> int:
+        """The iterations the side runs behind its role's loop (``lag N``; 0 when not stated)."""
+        item = self.first(RingLag)
+        return item.count if isinstance(item, RingLag) else 0
 
 
 @dataclass(frozen=True)

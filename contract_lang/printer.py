@@ -152,6 +152,8 @@ def ring_item_line(item: A.RingItem) -> str:
         return "read wait" + (f" lag {item.lag}" if item.lag is not None else "") + _on(item.on)
     if isinstance(item, A.RingRestart):
         return f"restart {item.every}"
+    if isinstance(item, A.RingLag):
+        return f"lag {item.count}"
     if isinstance(item, A.RingInitBy):
         return f"init by {item.role}" + (" fenced" if item.fenced else "")
     if isinstance(item, A.RingScope):

@@ -502,6 +502,7 @@ class AstBuilder(Transformer[Token, Any]):
             (A.RingInitBy, "init by"),
             (A.RingScope, "scope"),
             (A.RingRestart, "restart"),
+            (A.RingLag, "lag"),
         ):
             found = [it for it in items if isinstance(it, kind)]
             if len(found) > 1:
@@ -629,6 +630,10 @@ class AstBuilder(Transformer[Token, Any]):
     @v_args(meta=True)
     def ring_restart(self, meta: Meta, c: list[Token]) -> A.RingRestart:
         return A.RingRestart(self._int(c[0], "count"), span=self._span(meta))
+
+    @v_args(meta=True)
+    def ring_lag(self, meta: Meta, c: list[Token]) -> A.RingLag:
+        return A.RingLag(self._int(c[0], "count"), span=self._span(meta))
 
     @v_args(meta=True)
     def ring_init_by(self, meta: Meta, c: list[Any]) -> A.RingInitBy:

@@ -348,6 +348,7 @@ def _ring_singletons(roles: Names) -> st.SearchStrategy[A.RingItem]:
         st.builds(A.RingInitBy, _names(roles), st.booleans()),
         st.builds(A.RingScope, _scopes()),
         st.builds(A.RingRestart, integers()),
+        st.builds(A.RingLag, integers()),
     )
 
 
@@ -365,6 +366,7 @@ def rings(draw: st.DrawFn, roles: Names = None, max_items: int = 10) -> A.Ring:
         st.builds(A.RingInitBy, _names(roles), st.booleans()),
         st.builds(A.RingScope, _scopes()),
         st.builds(A.RingRestart, integers()),
+        st.builds(A.RingLag, integers()),
     ]
     for strategy in once:
         if draw(st.booleans()):

@@ -159,6 +159,8 @@ def _ring(ring: A.Ring) -> Iterator[tuple[Key, str]]:
             yield (*k, "read wait"), f"lag {it.lag}" if it.lag is not None else "yes"
         elif isinstance(it, A.RingRestart):
             yield (*k, "restart"), str(it.every)
+        elif isinstance(it, A.RingLag):
+            yield (*k, "lag"), str(it.count)
         else:
             yield (*k, "fence"), it.kind
     for barrier, sizes in sorted(copies.items()):

@@ -48,9 +48,12 @@ warpgroup, one thread):
 
 - `ring-step`: a step with no instruction in that loop, an instruction on a ring barrier
   no step of the role states (or on the other barrier of the ring), or a step run more
-  often per iteration than the others; a side of a ring that carries a ring-fed tensor of
-  the role is run by the tensor handle the linker generates, so any instruction of the
-  role on that ring's barriers is reported;
+  often per iteration than the others; a lagged side (`lag N`, software pipelining) runs
+  each step once more after the loop, its peeled phase, where a wait is a step (a wait
+  after the loop of a side with no `lag` is an unstated one), and a lagged side whose code
+  peels nothing is one finding at its first step; a side of a ring that carries a ring-fed
+  tensor of the role is run by the tensor handle the linker generates, so any instruction
+  of the role on that ring's barriers is reported;
 - `arrive-count`: the arrivals of an arrive (the threads its guard selects, times its
   count) differ from the step's count (`per_warp`, `per_warpgroup`, 1, …);
 - `wait-parity`: the first wait uses another parity than the contract's (a consumer's
@@ -576,6 +579,9 @@ def _ring_step(f: Finding, fn: str, op: str) -> Worded:
     ring, role, step = f.value("ring"), f.value("role"), f.value("step")
     if f.problem == "missing":
         where = "before its loop (`prearm`)" if f.value("prearm") == "True" else "in its loop"
+        peel = dict(f.facts).get("peeled")
+        if peel is not None:
+            where = f"after its loop (the peeled phase of `lag {peel}`)"
         return Worded(
             f"role `{role}` never runs `{step}` of ring `{ring}` {where}: the contract's step has no instruction "
             f"in `{fn}`",

@@ -106,7 +106,7 @@ def witness(found: DeadlockWitness) -> Diagnostic:
     trace = found.trace
     who = ", ".join(f"`{r.role}` on `{r.barrier}`" for r in trace.stuck)
     primary = [(r.step.provenance, _blocked(r)) for r in trace.stuck]
-    lagging: list[Labelled] = [(s.provenance, _late(s.role, s.lag)) for s in found.lagging]
+    lagging: list[Labelled] = [(s.provenance, _late(s.role, s.lag, s.peel)) for s in found.lagging]
     exclude = {p for p, _ in primary} | {p for p, _ in lagging}
     notes = []
     if found.finished:
@@ -137,8 +137,10 @@ def _blocked(row: TraceRow) -> str:
     return f"`{row.role}` blocks here forever ({where}{phase}{parity})"
 
 
-def _late(role: str, lag: int) -> str:
+def _late(role: str, lag: int, peel: int) -> str:
     late = f"{lag} iteration" + ("" if lag == 1 else "s")
+    if peel:
+        return f"`{role}` runs this side {late} behind its loop (`lag {peel}`): the waiter needs it first"
     return f"`{role}` releases each slot {late} late (`lag {lag}`): the waiter needs it first"
 
 

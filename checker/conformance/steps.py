@@ -8,7 +8,8 @@ matched with the side's steps:
   its address comes from (``_full_bar``/``_empty_bar``, or the ring's wait handles);
 - the iteration: the steps run once per iteration of the loop around the side's first wait
   (its first arrive when it waits on nothing); instructions before that loop are the
-  side's ``prearm`` arrives, instructions after it drain the ring;
+  side's ``prearm`` arrives, instructions after it drain the ring; a lagged side (``lag N``)
+  also runs each step after the loop (its peeled phase), waits included;
 - ``ring-step``: a step with no instruction in the iteration (``missing``), an instruction
   on a ring barrier no step of the role names (``extra``), or a step that runs more often per
   iteration than the others (``times``: a path with two arrives per wait);
@@ -243,15 +244,28 @@ def _side(
     def sited(step: Step) -> list[Site]:
         return of(step)
 
+    def peeled(site: Site) -> bool:
+        """After the loop: a lagged side's peeled phase (`lag N`)."""
+        inside = [s.fact for s in sites if loop is not None and in_iteration(s)]
+        return bool(side.lag) and not in_iteration(site) and any(site.fact.order in f.reaches for f in inside)
+
     declared = {(s.kind, s.barrier) for s in plan}
-    # a wait outside the side's loop is no step (its arrives may drain or prearm the ring there; its waits not)
+    # a wait outside the side's loop is no step (its arrives may drain or prearm the ring there; its
+    # waits not), unless it is the peeled phase of a lagged side
     extra = [
         site
         for site in sites
-        if (site.kind, site.barrier) not in declared or (site.kind == "wait" and not in_iteration(site))
+        if (site.kind, site.barrier) not in declared
+        or (site.kind == "wait" and not in_iteration(site) and not peeled(site))
     ]
     absent = [
         s for s in plan if not of(s, inside=not (isinstance(s.item, A.RingArrive) and s.item.prearm) or loop is None)
+    ]
+    unpeeled = [
+        s
+        for s in looping
+        if side.lag and loop is not None and s not in absent
+        if not any(peeled(site) for site in sites if (site.kind, site.barrier) == (s.kind, s.barrier))
     ]
     for step in absent:
         # an instruction of the step's kind on the ring's other barrier: one mistake, the barrier
@@ -281,6 +295,19 @@ def _side(
             side=side.side,
             prearm=prearm,
         )
+    for step in unpeeled[:1]:  # a side with no peeled phase: one mistake, named at its first step
+        yield found(
+            "ring-step",
+            "missing",
+            anchor,
+            step.item,
+            ring=side.name,
+            role=role.name,
+            step=step.words,
+            side=side.side,
+            prearm=False,
+            peeled=side.lag,
+        )
     for site in extra:
         yield found(
             "ring-step",
@@ -292,7 +319,7 @@ def _side(
             step=f"{site.barrier} {site.kind}",
             side=side.side,
         )
-    if absent or extra:
+    if absent or extra or unpeeled:
         return  # the counts, parities and order of a side with a wrong step follow from that one mistake
     disorder = [*_times(side, role, looping, sited, _cluster_size(ctx.stage)), *_order(side, looping, sited)]
     if disorder:

@@ -17,7 +17,7 @@ the cause, and what no clause explains is undecided (``checker/policy.py``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from checker.composition import Composition, Owned, RoleInfo
@@ -317,6 +317,8 @@ def _side_steps(comp: Composition, side: Owned[A.Ring]) -> list[Step]:
         steps.append(Step(role, Op.WRITE, ring.name, _prov(ring, f"write slot of `{ring.name}` (no fill stated)")))
     elif not producer and not read:
         steps.append(Step(role, Op.READ, ring.name, _prov(ring, f"read slot of `{ring.name}` (no wait stated)")))
+    if ring.lag:  # `lag N`: every loop step N iterations late, and N more times after the loop
+        steps = [s if s.prearm else replace(s, lag=s.lag + ring.lag, peel=ring.lag) for s in steps]
     return steps
 
 

@@ -143,10 +143,7 @@ def check_protocol(
         if proof.proved:
             return _proved(proof, rlimit, time.perf_counter() - start)
         fallback = proof.reason
-    run = _Run(protocol, bound or protocol.default_bound(), rlimit, explain, memo)
-    _check_static(run)
-    _check_races(run)
-    _check_deadlock(run)
+    run = _bounded(protocol, bound or protocol.default_bound(), rlimit, explain, memo)
     model = run.model
     stats = ModelStats(
         run.bound,
@@ -168,6 +165,22 @@ def check_protocol(
         rlimit,
         Coverage(False, (), fallback),
     )
+
+
+def _bounded(protocol: Protocol, bound: int, rlimit: int, explain: bool, memo: Memo | None) -> _Run:
+    """The bounded model's run at ``bound``. A peeled protocol's shorter runs are no prefixes of
+    longer ones (its peeled steps follow the loop), so it is decided at every trip count up to
+    the bound, each unrolled by itself; the first that finds or cannot decide something is the
+    verdict's run."""
+    counts = range(1, bound + 1) if protocol.peeled else range(bound, bound + 1)
+    for n in counts:
+        run = _Run(protocol, n, rlimit, explain, memo)
+        _check_static(run)
+        _check_races(run)
+        _check_deadlock(run)
+        if run.findings or run.undecided:
+            break
+    return run
 
 
 def parametric_proof(
@@ -548,11 +561,16 @@ def _lagging(model: ProtocolModel, stuck: list[TraceRow]) -> tuple[Step, ...]:
     """The lagging releases on the rings the blocked roles wait on: the lines that cause the deadlock."""
     rings = {r.barrier.split(".", 1)[0] for r in stuck}
     found: dict[Provenance, Step] = {}
+    sides: set[tuple[str, str]] = set()  # a lagged side (`lag N`) is named once, at its first step
     for seq in model.sequences:
         for e in seq:
             step = e.step
-            if step.lag and step.channel in rings and step.provenance not in found:
-                found[step.provenance] = step
+            if not step.lag or step.channel not in rings or step.provenance in found:
+                continue
+            if step.peel and (step.role, step.channel) in sides:
+                continue
+            sides.add((step.role, step.channel))
+            found[step.provenance] = step
     return tuple(found.values())
 
 

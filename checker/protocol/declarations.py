@@ -15,7 +15,7 @@ from typing import ClassVar, Literal
 from checker.composition import Composition, Owned
 from checker.protocol.build import Unbuildable, count_problem, count_value, launch_cluster_size, synchronized
 from checker.protocol.model import MBAR_MAX_COUNT
-from checker.storage import agreed_depth, overflowing_rings, per_slot_claims
+from checker.storage import agreed_depth, crowded_rings, overflowing_rings, per_slot_claims
 from contract_lang import ast as A
 from contract_lang.printer import ring_item_line
 from diagnostics.span import Span
@@ -230,8 +230,9 @@ def _declared_rings(comp: Composition) -> dict[str, str]:
     return out
 
 
-#: Why a ring whose every depth overflows shared memory is left out. Placement rejects it
-#: (L-OVERLAP) whatever the selection, so the model's silence on it is never an accept.
+#: Why a ring whose every depth overflows shared memory (alone, or beside the other claims) is
+#: left out. Placement rejects it (L-OVERLAP) whatever the selection, so the model's silence on
+#: it is never an accept.
 NO_DEPTH_FITS = "no depth of it fits shared memory"
 
 
@@ -241,6 +242,6 @@ def excluded(comp: Composition) -> dict[str, str]:
     for name in sorted(comp.rings):
         if agreed_depth(comp, name) is None:
             out.setdefault(name, "its sides allow no common depth")
-    for name in overflowing_rings(comp):
+    for name in (*overflowing_rings(comp), *crowded_rings(comp)):
         out.setdefault(name, NO_DEPTH_FITS)
     return out

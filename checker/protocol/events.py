@@ -145,7 +145,11 @@ def relative_threshold(protocol: Protocol, step: Step, cta: int, tile: int) -> i
 
 
 def unroll(protocol: Protocol, bound: int) -> list[list[Event]]:
-    """Per process (CTA-major, roles in declaration order), the events of a ``bound``-iteration run."""
+    """Per process (CTA-major, roles in declaration order), the events of a ``bound``-iteration run.
+
+    A peeled protocol (:attr:`Protocol.peeled`) is unrolled for exactly ``bound`` iterations: its
+    peeled steps then run once more per iteration they peel, after the loop (their events carry
+    the last loop iteration's trip, so a run of ``bound`` trips has them all)."""
     if bound < 1:
         raise ValueError("the bound is at least one iteration")
     sequences: list[list[Event]] = []
@@ -204,10 +208,14 @@ def _unroll_role(protocol: Protocol, role: str, rank: int, cta: int, bound: int,
             for t in targets(protocol, step, cta):
                 emit(step, k, -1, -1, None, ObjKey(step.channel, step.barrier, slot, t if multi else None), slot=slot)
     tiles = [j for j in range(bound) if info.takes(j)]
-    for i, tile in enumerate(tiles):
+    peel = max((s.peel for s in program), default=0) if protocol.peeled and tiles else 0
+    for i in range(len(tiles) + peel):
+        tile = tiles[min(i, len(tiles) - 1)]
         for k, step in enumerate(program):
             if step.prearm or i < step.lag or not runs_in(protocol, step, cta):
                 continue
+            if i >= len(tiles) and i - len(tiles) >= step.peel:
+                continue  # after the loop only the peeled steps run
             data = tiles[i - step.lag]
             counter = counters.get(step.channel)
             if counter is not None and step.op in (Op.ADD, Op.WAIT_GE, Op.READ, Op.WRITE):

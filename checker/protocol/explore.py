@@ -19,7 +19,9 @@ writes it into that slot has not finished its last write of ``i``; a grid counte
 read by one CTA while another CTA is about to write it (both next) is a conflict. Every
 CTA runs the same number ``n`` of iterations, any ``n`` from 1 to the bound: a state in
 which every process has either finished its first ``n`` iterations or waits in vain, and
-one has not finished, is a deadlock. The search starts with every barrier initialized
+one has not finished, is a deadlock. A peeled step (``peel``) runs again after the loop
+for the last data iterations its lag left: a run of ``n`` iterations is then no prefix of a
+longer one, and each ``n`` is searched by itself. The search starts with every barrier initialized
 once, before any step: a protocol whose `init by` statements break L-INIT's rule
 (:func:`~checker.protocol.model.init_fault`) has no such start, and :func:`explore`
 refuses it.
@@ -121,6 +123,22 @@ def explore(protocol: Protocol, bound: int | None = None, *, max_states: int = 2
             if fault is not None:
                 raise Uninitialised(f"`{ring.name}.{kind.value}`: {fault}")
     bound = bound or protocol.default_bound()
+    if not protocol.peeled:
+        return _search(protocol, bound, range(1, bound + 1), max_states)
+    # a run of n iterations ends with its peeled steps: no prefix of a longer run, so each trip
+    # count is searched by itself
+    runs = [_search(protocol, n, range(n, n + 1), max_states) for n in range(1, bound + 1)]
+    return ExploreResult(
+        any(r.deadlock for r in runs),
+        frozenset().union(*(r.races for r in runs)),
+        static_expectations(protocol),
+        sum(r.states for r in runs),
+    )
+
+
+def _search(protocol: Protocol, bound: int, trips: range, max_states: int) -> ExploreResult:
+    """Search every interleaving of a ``bound``-iteration run; a deadlock ends one of ``trips``."""
+    roles = [r.name for r in protocol.roles]
     ctas = protocol.cluster * protocol.group
     objects: dict[tuple[object, ...], int] = {}
     kinds: list[str] = []
@@ -181,7 +199,7 @@ def explore(protocol: Protocol, bound: int | None = None, *, max_states: int = 2
         ]
         _note_conflicts(programs, pcs, procs, grid, races)
         if not deadlock:
-            deadlock = _stuck(pcs, programs, cuts, enabled, bound)
+            deadlock = _stuck(pcs, programs, cuts, enabled, trips)
         for r in enabled:
             act = programs[r][pcs[r]]
             _note_race(protocol, act, pcs, last_write, last_access, races)
@@ -222,9 +240,14 @@ def _program(protocol: Protocol, cta: int, role: str, bound: int, grid: set[str]
                 o = make(("mbar", step.channel, kind.value, slot, aim), kind.value, ring.barrier(kind).init_count)
                 acts.append(_Act(step, o, None, -1))
     mine = [j for j in range(bound) if j % info.turns == info.turn]
-    for i, trip in enumerate(mine):
+    # after the loop's last iteration, the peeled steps run once per iteration they peel
+    after = max((s.peel for s in steps), default=0) if mine else 0
+    for i in range(len(mine) + after):
+        trip = mine[min(i, len(mine) - 1)]
         for step in steps:
             if step.prearm or i - step.lag < 0 or not _runs(protocol, step, cta):
+                continue
+            if i >= len(mine) and i - len(mine) >= step.peel:
                 continue
             j = mine[i - step.lag]
             if step.op in (Op.ADD, Op.WAIT_GE) or (step.channel in grid and step.op in (Op.READ, Op.WRITE)):
@@ -315,11 +338,11 @@ def _enabled(act: _Act, objs: tuple[tuple[int, int, int], ...], synced: int, kin
 
 
 def _stuck(
-    pcs: tuple[int, ...], programs: list[list[_Act]], cuts: list[list[int]], enabled: list[int], bound: int
+    pcs: tuple[int, ...], programs: list[list[_Act]], cuts: list[list[int]], enabled: list[int], trips: range
 ) -> bool:
     """Whether, for some trip count ``n``, every process finished its ``n`` iterations or waits in vain."""
     moving = set(enabled)
-    for n in range(1, bound + 1):
+    for n in trips:
         if any(pcs[p] > cuts[p][n] for p in range(len(pcs))):
             continue
         live = [p for p in range(len(pcs)) if pcs[p] < cuts[p][n]]

@@ -360,10 +360,12 @@ class Step:
     increment (``ADD``) or the per-iteration threshold (``WAIT_GE`` with ``threshold``
     ``COUNT``; a relative threshold has none); ``nbytes`` is transaction bytes; ``parity``
     the first parity of a ``WAIT``; ``lag`` delays an ``ARRIVE`` or a ``READ_WAIT`` to a
-    later iteration; ``prearm`` runs an ``ARRIVE`` once per slot, or a named-barrier step
-    once, before the loop. ``part`` says which CTAs run the step, ``target`` whose barrier
-    an arrive or copy acts on; ``asynchronous`` marks a ``READ`` that completes only at a
-    later ``READ_WAIT``.
+    later iteration; ``peel`` (at most ``lag``, on any loop step) runs the step ``peel`` more
+    times after the loop, for the last data iterations its lag left (a side's ``lag N``: the
+    software-pipelined phase the code peels out of its loop); ``prearm`` runs an ``ARRIVE``
+    once per slot, or a named-barrier step once, before the loop. ``part`` says which CTAs run
+    the step, ``target`` whose barrier an arrive or copy acts on; ``asynchronous`` marks a
+    ``READ`` that completes only at a later ``READ_WAIT``.
     """
 
     role: str
@@ -380,6 +382,7 @@ class Step:
     target: Target = Target.OWN
     threshold: Threshold = Threshold.COUNT
     asynchronous: bool = False
+    peel: int = 0
 
     def __post_init__(self) -> None:
         op = self.op
@@ -390,8 +393,10 @@ class Step:
             raise ValueError(f"{where}: waits, and only waits, have a parity")
         if self.parity is not None and self.parity not in (0, 1):
             raise ValueError(f"{where}: parity must be 0 or 1")
-        if self.lag < 0 or (self.lag and (op not in (Op.ARRIVE, Op.READ_WAIT) or self.prearm)):
+        if self.lag < 0 or (self.lag > self.peel and (op not in (Op.ARRIVE, Op.READ_WAIT) or self.prearm)):
             raise ValueError(f"{where}: only loop arrivals and read waits may lag, by a non-negative amount")
+        if self.peel < 0 or self.peel > self.lag or (self.peel and self.prearm):
+            raise ValueError(f"{where}: a loop step peels at most the iterations it lags")
         if self.prearm and not ((op is Op.ARRIVE and not self.nbytes) or op in BAR_OPS):
             raise ValueError(f"{where}: only plain arrivals and named-barrier steps may pre-arm")
         if self.target is not Target.OWN and op not in MOVER_OPS and (op, self.target) != (Op.READ, Target.ALL):
@@ -529,6 +534,12 @@ class Protocol:
         if not isinstance(channel, NamedBarrier):
             raise KeyError(name)
         return channel
+
+    @property
+    def peeled(self) -> bool:
+        """Whether a step runs after the loop (``peel``): a run of ``n`` iterations is then no
+        prefix of a longer one, and each trip count is unrolled by itself."""
+        return any(s.peel for _, steps in self.programs for s in steps)
 
     @property
     def max_depth(self) -> int:

@@ -1073,7 +1073,7 @@ class ProtocolModel:
             pc = self.pc[seq[0].rank]
             cuts = trip_cuts(seq, self.bound)
             limit = self._int(f"limit:{seq[0].rank}")
-            within.append(T.Or(*[T.And(trips == n, limit == cuts[n]) for n in range(1, self.bound + 1)]))
+            within.append(T.Or(*[T.And(trips == n, limit == cuts[n]) for n in self.trip_counts]))
             within.append(pc <= limit)
             done = pc == limit
             blocked = [T.And(pc == e.pos, T.Not(self._cut_pass[e.id])) for e in seq if e.is_wait]
@@ -1284,7 +1284,7 @@ class ProtocolModel:
         every process has run at most that many iterations, and one short of them, as every
         such one, waits."""
         pcs = {seq[0].rank: self.pc_at(model, seq[0].rank) for seq in self.sequences if seq}
-        for n in range(1, self.bound + 1):
+        for n in self.trip_counts:
             cuts = {rank: trip_cuts(self.sequences[rank], self.bound)[n] for rank in pcs}
             short = [r for r, pc in pcs.items() if pc < cuts[r]]
             if (
@@ -1294,6 +1294,12 @@ class ProtocolModel:
             ):
                 return n
         return self.bound
+
+    @property
+    def trip_counts(self) -> range:
+        """The trip counts whose runs end in the model: every one up to the bound, or only the bound
+        when the protocol is peeled (its shorter runs are no prefixes: each has its own model)."""
+        return range(self.bound, self.bound + 1) if self.protocol.peeled else range(1, self.bound + 1)
 
     def trip_steps(self, rank: int, trips: int) -> int:
         """How many steps process ``rank`` runs in ``trips`` iterations."""

@@ -42,6 +42,15 @@ MUTATIONS = [
     ),
     ("attention", "load_dense.kc", "owns fact block_n: u32 = 128", "owns fact block_n: u32 = 64", "L-FACT"),
     ("attention", "core.kc", "warps 4 regs 240 warpgroup", "warps 4 regs 248 warpgroup", "L-REGS"),
+    # a K ring of 5 slots no longer fits beside Q and V: placement's root cause alone (the protocol
+    # model at depths no placement can take stays silent; it ran, and ended undecided, before)
+    (
+        "attention",
+        "load_dense.kc",
+        "    ring k produce by load {\n        depth 2\n",
+        "    ring k produce by load {\n        depth 5\n",
+        "L-OVERLAP",
+    ),
     ("moe4", "gemm.kc", "assumes fact elem_bits: u32 == 16", "assumes fact elem_bits: u32 == 32", "L-FACT"),
     (
         "moe4",

@@ -19,7 +19,7 @@
 #include "attn_abi.cuh"
 #include "attn_common.cuh"
 
-#ifndef ATTN_LINKED  // linked: the struct of core.kc's `params CoreParams`, from kl_attn_core.h
+#ifndef KL_ATTN_CORE_H  // linked: the struct of core.kc's `params CoreParams`, from kl_attn_core.h (included first)
 struct CoreParams {
     int seq_q, seq_k, heads, unused0;
     float scale;       // softmax scale (on q.k)

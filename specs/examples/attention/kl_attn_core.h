@@ -61,8 +61,8 @@ __device__ unsigned kl_attn_core_v_full_bar();  // a full-barrier offset; core.k
 __device__ unsigned kl_attn_core_v_empty_bar();  // an empty-barrier offset; core.kc:71: ring v consume by core0 {
 __device__ void kl_attn_core_v_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; core.kc:71: ring v consume by core0 {
 __device__ void kl_attn_core_v_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; core.kc:71: ring v consume by core0 {
-__device__ unsigned kl_attn_core_sched1_bar_id();  // a named-barrier ID; core.kc:76: rendezvous sched1 arrive by core0 threads 256
-__device__ unsigned kl_attn_core_sched1_threads();  // a barrier thread count; core.kc:76: rendezvous sched1 arrive by core0 threads 256
+__device__ unsigned kl_attn_core_sched1_bar_id();  // a named-barrier ID; core.kc:77: rendezvous sched1 arrive by core0 threads 256
+__device__ unsigned kl_attn_core_sched1_threads();  // a barrier thread count; core.kc:77: rendezvous sched1 arrive by core0 threads 256
 __device__ unsigned kl_attn_core_q_q_tile_smem();  // ring q: slot 0's offset of claim `q_tile`; core.kc:51: ring q consume by core0 {
 __device__ unsigned kl_attn_core_q_q_tile_stride();  // ring q: slot stride of claim `q_tile`; core.kc:51: ring q consume by core0 {
 __device__ unsigned kl_attn_core_k_k_tiles_smem();  // ring k: slot 0's offset of claim `k_tiles`; core.kc:66: ring k consume by core0 {

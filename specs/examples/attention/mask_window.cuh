@@ -6,7 +6,7 @@
 
 #include "attn_abi.cuh"
 
-#ifndef ATTN_LINKED  // linked: the struct of the contract's `params`, from kl_<stage>.h
+#ifndef KL_ATTN_MASK_WINDOW_H  // linked: the struct of the contract's `params`, from kl_<stage>.h (included first)
 struct MaskParams {
     int left, right, unused0, unused1;
 };

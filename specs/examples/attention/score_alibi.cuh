@@ -5,7 +5,7 @@
 
 #include "attn_abi.cuh"
 
-#ifndef ATTN_LINKED  // linked: the struct of the contract's `params`, from kl_<stage>.h
+#ifndef KL_ATTN_SCORE_ALIBI_H  // linked: the struct of the contract's `params`, from kl_<stage>.h (included first)
 struct ScoreParams {
     float inv_scale;     // 1 / softmax_scale
     float neg8_over_h;   // -8 / heads

@@ -5,7 +5,7 @@
 
 #include "attn_abi.cuh"
 
-#ifndef ATTN_LINKED  // linked: the struct of the contract's `params`, from kl_<stage>.h
+#ifndef KL_ATTN_SCORE_NONE_H  // linked: the struct of the contract's `params`, from kl_<stage>.h (included first)
 struct ScoreParams {
     float unused0, unused1;
     int unused2, unused3;

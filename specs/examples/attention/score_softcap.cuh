@@ -7,7 +7,7 @@
 #include "attn_abi.cuh"
 #include "attn_common.cuh"
 
-#ifndef ATTN_LINKED  // linked: the struct of the contract's `params`, from kl_<stage>.h
+#ifndef KL_ATTN_SCORE_SOFTCAP_H  // linked: the struct of the contract's `params`, from kl_<stage>.h (included first)
 struct ScoreParams {
     float scale_over_cap;  // softmax_scale / cap
     float cap_over_scale;  // cap / softmax_scale
