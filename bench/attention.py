@@ -1,10 +1,11 @@
 """The attention family (specs/examples/attention, one-unit build) on an H200: correctness against a
-float32 PyTorch reference and timing against PyTorch SDPA (cuDNN, flash) and FlexAttention, all in
-one process.
+float32 PyTorch reference and timing against PyTorch SDPA (cuDNN, flash), FlexAttention and
+FlashAttention 4 (`--fa4 SITE`: the variants it offers, checked at 1 x 2 x 1000 and timed beside
+ours; bench/fa4.py), all in one process.
 
     python bench/attention.py --cubins DIR [--control DIR2] [--variants noncausal,causal,...] [--check-only]
         [--seqs 1024,4096,8192,16384] [--flex window@4096,...] [--flex-budget-s S]
-        [--skip-file FILE] [--json FILE]
+        [--fa4 SITE] [--fa4-variants noncausal,causal,window,softcap] [--skip-file FILE] [--json FILE]
     python bench/attention.py --merge FILE [FILE ...]
 
 DIR holds the cubins of `specs/examples/attention/build.sh` (attn_<composition>.cubin). A variant
@@ -51,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import fa4
 import torch
 import torch.nn.functional as F
 from cuda.bindings import driver
@@ -606,6 +608,9 @@ def table(rows: list[dict[str, Any]]) -> str:
             fx = base.get(("flex", r["variant"]))
             if fx is not None and "ms" in fx:
                 parts.append(f"flex {fx['ms']:.4f} ({fx['ms'] / r['ms']:.2f}x)")
+            f4 = base.get(("fa4", r["variant"]))
+            if f4 is not None and "ms" in f4:
+                parts.append(f"fa4 {f4['ms']:.4f} ({f4['ms'] / r['ms']:.2f}x)")
             lines.append("  ".join(parts))
         for r in (r for r in at if r["kernel"] != "ours"):
             lines.append(f"  {r['kernel']:<10} {r['variant']:<16} {r['ms']:.4f} ms {r['tflops']:.0f} TF/s")
@@ -626,6 +631,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--flex", default="", help="variant@seq pairs for FlexAttention, in order")
     parser.add_argument("--flex-budget-s", type=float, default=120.0)
     parser.add_argument("--sdpa", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--fa4", metavar="SITE", help="time FlashAttention 4 from this site folder (bench/fa4.py)")
+    parser.add_argument("--fa4-variants", default="noncausal,causal,window,softcap")
     parser.add_argument("--check-only", action="store_true")
     parser.add_argument("--check-shapes", default="", help="BxHxS,... instead of the default check shapes")
     parser.add_argument("--no-check", action="store_true")
@@ -701,6 +708,30 @@ def main(argv: list[str] | None = None) -> int:
             if args.sdpa and f"sdpa@{seq}" not in done:
                 for row in sdpa_rows(seq):
                     emit(row, f"sdpa@{seq}")
+            for name in (v for v in args.fa4_variants.split(",") if args.fa4 and v and f"fa4:{v}@{seq}" not in done):
+                var = VARIANTS[name]
+                opts = fa4.options(var.mask, var.score, var.mask_args, var.softcap)
+                if opts is None:
+                    continue
+                flash = fa4.load(args.fa4)
+                if f"fa4-check:{name}" not in done | {r.get("key") for r in rows}:
+                    small = Problem(var, 1, 2, 1000, seed=7, timing=False)
+                    small_opts = fa4.options(var.mask, var.score, small.mask_args, var.softcap) or opts
+                    emit(
+                        {
+                            "kernel": "fa4",
+                            "variant": name,
+                            "check": True,
+                            "batch": 1,
+                            "heads": 2,
+                            "seq": 1000,
+                            **fa4.check(flash, small, small_opts),
+                        },
+                        f"fa4-check:{name}",
+                    )
+                prob = Problem(var, TOKENS // seq, HEADS, seq, seed=7, timing=True)
+                emit(fa4.row(flash, name, seq, prob, opts, bench), f"fa4:{name}@{seq}")
+                del prob
             torch.cuda.empty_cache()
         for pair in (p for p in args.flex.split(",") if p):
             name, _, at = pair.partition("@")
