@@ -32,9 +32,6 @@ UNDECIDED = {
     "gemm_swiglu/persistent/epilogue": _HELPER,
     "gemm_swiglu/persistent/fixup": _HELPER,
     "gemm_swiglu/persistent/scheduler": _HELPER,
-    "gemm_swiglu/persistent/producer": "its contract does not size A's box by `a_box_rows` (`tmap_a: ptr @ 0 box "
-    "64, a_box_rows elem bf16`, and B's `box 64, 128`), and no check that traps bounds `a_box_rows` before the "
-    "credit (`if (p->a_box_rows - 1u > 127u) __trap();`): with both it packs",
 }
 
 

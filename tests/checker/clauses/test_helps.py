@@ -43,7 +43,7 @@ def test_regs_suggests_budgets_that_fit(fixture: str) -> None:
 
 def test_map_with_wrong_warpgroups_shows_the_role_and_the_value(tmp_path: Path) -> None:
     folder = tmp_path / "g"
-    shutil.copytree(EXAMPLES / "gemm_swiglu", folder)
+    shutil.copytree(EXAMPLES / "gemm_swiglu", folder, ignore=shutil.ignore_patterns("build"))  # not a local build
     kc = folder / "mainloop.kc"
     kc.write_text(kc.read_text().replace("warpgroups: 2", "warpgroups: 1"))
     [diag] = [d for d in check([folder / "gemm_swiglu.kp"]).diagnostics if d.is_error]

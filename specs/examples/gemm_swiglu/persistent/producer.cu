@@ -51,6 +51,9 @@ extern "C" __device__ void gs_producer_main(const GsLoadParams* p, unsigned char
     const bool stream_w = p->policy == 3u;
     const uint64_t pol_a = stream_w ? gs::policy_evict_last() : gs::policy_evict_normal();
     const uint64_t pol_b = stream_w ? gs::policy_evict_first() : gs::policy_evict_normal();
+    // A's box has 1..128 rows (the host provider writes them): the check the contract's box and credit
+    // rest on (conformance reads the bound from this trap)
+    if (p->a_box_rows - 1u > 127u) __trap();
     const unsigned credit = kBytesA - p->a_box_rows * 128u;  // A's rows past its box
     gs::Problem problem{p->m, p->n, p->k, 64u, kBN, p->raster, p->stream_k, kC, rank};
     gs::Scheduler sched;
