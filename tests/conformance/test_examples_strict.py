@@ -32,6 +32,7 @@ UNDECIDED = {
     "gemm_swiglu/persistent/epilogue": _HELPER,
     "gemm_swiglu/persistent/fixup": _HELPER,
     "gemm_swiglu/persistent/scheduler": _HELPER,
+    "gemm_swiglu/persistent/scheduler_small": _HELPER,
 }
 
 

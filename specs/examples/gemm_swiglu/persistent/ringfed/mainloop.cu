@@ -111,12 +111,10 @@ __device__ __forceinline__ void mbarrier_complete_tx(unsigned bar, unsigned byte
 // row r of D reads only row r of A: accumulator rows >= a_box_rows >= M (possibly NaN or
 // Inf) never mix into rows < M, and the epilogue neither computes nor stores rows >= M
 // (epilogue.cu: `live`), the route only moves their bits. A box smaller than the rows the
-// tile needs would drop real rows: a value below min(M, 128), or above 128, traps.
+// tile needs would drop real rows: a value below min(M, 128), 0, or above 128, traps. A whole
+// box (128 rows) leaves no credit.
 __device__ __forceinline__ unsigned a_box_credit(unsigned a_box_rows, unsigned rows) {
-    if (a_box_rows == 0 || a_box_rows == kTileM) {
-        return 0;
-    }
-    if (a_box_rows > kTileM || a_box_rows < (rows < kTileM ? rows : kTileM)) {
+    if (a_box_rows == 0 || a_box_rows > kTileM || a_box_rows < (rows < kTileM ? rows : kTileM)) {
         __trap();
     }
     return kBytesA - a_box_rows * kTileK * 2u;
