@@ -16,7 +16,7 @@ import pytest
 from kernlink.cli import main
 from linker.sass import find_disassembler
 from packing.pack import build, conformance_findings
-from tests.snapshots import assert_text_snapshot
+from tests.snapshots import assert_text_snapshot, stable_link_map
 
 pytestmark = pytest.mark.toolchain
 
@@ -86,24 +86,9 @@ def test_every_component_is_packed_and_the_pipeline_links(built: tuple[Pipeline,
     assert plan["counters"]["words"] == pipeline.counter_words
 
 
-def _stable(link_map: str) -> str:
-    """The map without what names the toolkit's bytes (package and cubin hashes, sizes of LTO IR)."""
-    keep = []
-    section = ""
-    for line in link_map.splitlines():
-        if line and not line.startswith(" ") and not line.startswith("#"):
-            section = line.split()[0]
-        if section == "inputs" and line.startswith(" "):
-            continue
-        if line.startswith("# toolkit") or "sha256" in line:
-            continue
-        keep.append(line)
-    return "\n".join(keep) + "\n"
-
-
 def test_the_link_map_is_the_snapshot(built: tuple[Pipeline, Path]) -> None:
     pipeline, out = built
-    assert_text_snapshot(pipeline.snapshot, _stable((out / "link.map").read_text()))
+    assert_text_snapshot(pipeline.snapshot, stable_link_map((out / "link.map").read_text()))
 
 
 def test_parity_proves_the_link_the_one_unit_build(

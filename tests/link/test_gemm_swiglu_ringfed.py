@@ -19,7 +19,7 @@ from linker.sass import find_disassembler
 from runtime.launch import GpuSession
 from runtime.session import Session
 from tests.link.test_providers import _bf16, _floats
-from tests.snapshots import assert_text_snapshot
+from tests.snapshots import assert_text_snapshot, stable_link_map
 
 pytestmark = pytest.mark.toolchain
 
@@ -52,23 +52,8 @@ def test_the_mainloop_hands_each_tile_to_the_epilogue_through_the_ring(built: Pa
     assert sorted(set(synced)) == sorted(map(str, transfer["barrier_ids"]))
 
 
-def _stable(link_map: str) -> str:
-    """The map without what names the toolkit's bytes (package and cubin hashes, sizes of LTO IR)."""
-    keep = []
-    section = ""
-    for line in link_map.splitlines():
-        if line and not line.startswith(" ") and not line.startswith("#"):
-            section = line.split()[0]
-        if section == "inputs" and line.startswith(" "):
-            continue
-        if line.startswith("# toolkit") or "sha256" in line:
-            continue
-        keep.append(line)
-    return "\n".join(keep) + "\n"
-
-
 def test_the_link_map_is_the_snapshot(built: Path) -> None:
-    assert_text_snapshot(SNAPSHOT, _stable((built / "link.map").read_text()))
+    assert_text_snapshot(SNAPSHOT, stable_link_map((built / "link.map").read_text()))
 
 
 def test_parity_proves_the_link_the_one_unit_build(

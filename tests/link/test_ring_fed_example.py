@@ -18,7 +18,7 @@ from linker.sass import find_disassembler
 from runtime.launch import GpuSession
 from runtime.run import run_linked
 from tests.link.examples import f32, floats
-from tests.snapshots import assert_text_snapshot
+from tests.snapshots import assert_text_snapshot, stable_link_map
 
 pytestmark = pytest.mark.toolchain
 
@@ -60,23 +60,8 @@ def test_the_pipeline_links_through_the_ring_fed_hand_off(built: Path) -> None:
     assert "__syncwarp();  // the warp's moves happen before lane 0's arrive" in (built / "generated.cu").read_text()
 
 
-def _stable(link_map: str) -> str:
-    """The map without what names the toolkit's bytes (package and cubin hashes, sizes of LTO IR)."""
-    keep = []
-    section = ""
-    for line in link_map.splitlines():
-        if line and not line.startswith(" ") and not line.startswith("#"):
-            section = line.split()[0]
-        if section == "inputs" and line.startswith(" "):
-            continue
-        if line.startswith("# toolkit") or "sha256" in line:
-            continue
-        keep.append(line)
-    return "\n".join(keep) + "\n"
-
-
 def test_the_link_map_is_the_snapshot(built: Path) -> None:
-    assert_text_snapshot(SNAPSHOT, _stable((built / "link.map").read_text()))
+    assert_text_snapshot(SNAPSHOT, stable_link_map((built / "link.map").read_text()))
 
 
 def test_parity_proves_the_link_the_one_unit_build(
