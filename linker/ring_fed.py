@@ -46,6 +46,7 @@ from diagnostics.span import Span
 from diagnostics.symbols import Code
 from linker.handles import Solved, handle_value
 from linker.transfers import Transfer, elem_ctype
+from linker.watchdog import TRY_WAIT_PARITY
 from package.abi import tensor_symbol
 from placement.adapter import Placed
 from placement.problem import Domain
@@ -205,8 +206,7 @@ _MBARRIER = (
     "static __device__ __forceinline__ void kl_ring_fed_wait(unsigned bar, unsigned parity) {",
     "    unsigned ok;",
     "    do {",
-    '        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; '
-    'selp.u32 %0, 1, 0, p; }" : "=r"(ok) : "r"(bar), "r"(parity) : "memory");',
+    f"        {TRY_WAIT_PARITY}",
     "    } while (!ok);",
     "}",
     "static __device__ __forceinline__ void kl_ring_fed_arrive(unsigned bar) {",

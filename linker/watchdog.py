@@ -197,16 +197,21 @@ def counter_wait(wd: Watchdog) -> WaitRenderer:
     return lines
 
 
+#: One probe of an mbarrier's phase: ``ok`` = 1 once the phase of parity ``parity`` of the barrier at
+#: shared address ``bar`` has completed (every generated ring wait spins on it).
+TRY_WAIT_PARITY = (
+    'asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; '
+    'selp.u32 %0, 1, 0, p; }" : "=r"(ok) : "r"(bar), "r"(parity) : "memory");'
+)
+
+
 def ring_wait_lines(wd: Watchdog | None, spec: HandleSpec, address: int) -> list[str]:
     """The body of a ring wait: ``mbarrier.try_wait.parity`` on slot ``slot``'s barrier until it passes."""
     head = [
         f"    const unsigned bar = {address}u + 8u * slot;  // shared address of slot `slot`'s mbarrier",
         "    unsigned ok;",
     ]
-    probe = (
-        '    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; '
-        'selp.u32 %0, 1, 0, p; }" : "=r"(ok) : "r"(bar), "r"(parity) : "memory");'
-    )
+    probe = f"    {TRY_WAIT_PARITY}"
     if wd is None:
         return [*head, "    do {", "    " + probe, "    } while (!ok);"]
     peek = '    if (!done) asm volatile("ld.shared.u32 %0, [%1];" : "=r"(state) : "r"(bar) : "memory");'
