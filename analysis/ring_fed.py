@@ -22,6 +22,7 @@ from checker.clauses import l_link
 from checker.composition import Composition, Owned
 from contract_lang import ast as A
 from contract_lang.printer import count_text
+from diagnostics.span import Span
 
 #: The arrival units a generated hand-off arrives with, by what orders the side's moves first.
 ARRIVE_UNITS = ("per_thread", "per_warp", "per_warpgroup")
@@ -29,14 +30,16 @@ ARRIVE_UNITS = ("per_thread", "per_warp", "per_warpgroup")
 
 @dataclass(frozen=True)
 class RingSide:
-    """What one side of the hand-off does on the ring: wait on ``wait`` (first parity ``parity``),
-    fence when ``fence``, arrive on the other barrier once per thread or per warp."""
+    """What one side of the hand-off does on the ring: wait on ``wait`` (first parity ``parity``,
+    stated at ``wait_span``), fence when ``fence``, arrive on the other barrier once per thread, per
+    warp or per warpgroup."""
 
     wait: A.BarrierKind
     parity: int
     fence: bool
-    unit: str  # per_thread | per_warp
+    unit: str  # per_thread | per_warp | per_warpgroup
     arrive_text: str  # the contract's arrive line, for comments
+    wait_span: Span  # the side's `wait` step (the watchdog's site names it)
 
 
 @dataclass(frozen=True)
@@ -165,4 +168,4 @@ def side_shape(ring: A.Ring, wait: A.BarrierKind, arrive: A.BarrierKind) -> Ring
         )
     parity = first.parity if first.parity is not None else (1 if wait == "empty" else 0)
     fence = any(isinstance(item, A.RingFence) for item in ring.items)
-    return RingSide(wait, parity, fence, terms[0].unit, f"{arrive} arrive {count_text(last.count)}")
+    return RingSide(wait, parity, fence, terms[0].unit, f"{arrive} arrive {count_text(last.count)}", first.span)

@@ -86,7 +86,7 @@ from linker.counters import (
 )
 from linker.handles import HandleValue, Solved, UnfixedFact, UnplacedHandle, handle_value
 from linker.render import render
-from linker.watchdog import RING_WAITS, plan_waits
+from linker.watchdog import RING_WAITS, Watchdog, plan_waits
 from package.abi import init_hook_symbol, sanitize
 from package.captured import Captured
 from placement.problem import Domain, round_up
@@ -95,7 +95,10 @@ from placement.result import Placement
 if TYPE_CHECKING:
     from analysis.link_inputs import CallSite, LinkInputs, LinkStage, ParamsBlock, ParamsField
     from analysis.plan import Plan
+    from diagnostics.span import Span
     from linker.transfers import Transfer, UnusedExport
+    from placement.adapter import Placed
+    from transfer_model.adapter import RoutedSeam
 
 KERNEL = "kl_dispatch"
 SOURCE_NAME = "generated.cu"
@@ -160,11 +163,11 @@ def generate(
     )
     handles = _handles(link, solved)
     trampolines, dropped, notes = _calls(link)
-    transfers, unused = _plan_transfers(planned)
+    waits = plan_waits(link, solved, counters, watchdog)
+    transfers, unused = _plan_transfers(planned, waits.watchdog)
     dispatch = _dispatch(
         link, placement, params, caps.smem_user_base, placement.entry_regs if entry_regs is None else entry_regs
     )
-    waits = plan_waits(link, solved, counters, watchdog)
     counter_lines = [
         *waits.prelude,
         *render_counters(counters, counter_functions(link), waits.counter_wait),
@@ -432,15 +435,19 @@ def _dispatch(
     )
 
 
-def _plan_transfers(planned: Plan) -> tuple[tuple[Transfer, ...], tuple[UnusedExport, ...]]:
+def _plan_transfers(planned: Plan, watchdog: Watchdog | None) -> tuple[tuple[Transfer, ...], tuple[UnusedExport, ...]]:
     """:func:`linker.transfers.plan_transfers`, imported (with the route lowering it needs) only for a
-    composition with a tensor export or import: for any other it plans nothing."""
+    composition with a tensor export or import: for any other it plans nothing. ``watchdog`` bounds the
+    ring-fed hand-offs' waits."""
     if not planned.inputs.has_tensors:
         return (), ()
     from linker.ring_fed import ring_fed_transfer
     from linker.transfers import plan_transfers
 
-    return plan_transfers(planned.inputs, planned.placed, planned.routes, ring_fed_transfer)
+    def ring_fed(link: LinkInputs, placed: Placed, routed: RoutedSeam, span: Span) -> Transfer:
+        return ring_fed_transfer(link, placed, routed, span, watchdog)
+
+    return plan_transfers(planned.inputs, planned.placed, planned.routes, ring_fed)
 
 
 def _tmem_allocation(link: LinkInputs, placement: Placement, dynamic: int) -> tuple[int, int]:

@@ -46,7 +46,7 @@ from diagnostics.span import Span
 from diagnostics.symbols import Code
 from linker.handles import Solved, handle_value
 from linker.transfers import Transfer, elem_ctype
-from linker.watchdog import TRY_WAIT_PARITY
+from linker.watchdog import TRY_WAIT_PARITY, Watchdog, ring_wait_lines
 from package.abi import tensor_symbol
 from placement.adapter import Placed
 from placement.problem import Domain
@@ -56,8 +56,11 @@ from transfer_model.primitives import SMEM_STAGING, StagingPlan
 from transfer_model.program import Arrive, Op, Sync, build_program
 
 
-def ring_fed_transfer(link: LinkInputs, placed: Placed, routed: RoutedSeam, span: Span) -> Transfer:
-    """The linked hand-off of a ring-fed connection whose contract :mod:`analysis.ring_fed` accepts."""
+def ring_fed_transfer(
+    link: LinkInputs, placed: Placed, routed: RoutedSeam, span: Span, watchdog: Watchdog | None = None
+) -> Transfer:
+    """The linked hand-off of a ring-fed connection whose contract :mod:`analysis.ring_fed` accepts; with
+    ``watchdog`` (``--watchdog``) its two waits are bounded like the linker's other waits."""
     seam, route = routed.seam, routed.route
     what = f"ring-fed tensor connection `{seam.export.name}` -> `{seam.imp.name}` ({route.result.title})"
     hand_off = link.ring_fed.hand_off(seam.export_stage, seam.export.name)
@@ -138,7 +141,7 @@ def ring_fed_transfer(link: LinkInputs, placed: Placed, routed: RoutedSeam, span
         f"    const unsigned t = threadIdx.x - {program.producer.first}u;",
         "    (void)t;",
         *slot,
-        *_wait(producer, ring, empty, depth),
+        *_wait(producer, ring, empty, depth, watchdog, export_symbol),
         *moves.export,
         *_release(producer, ring, full, producer_ids),
         "}",
@@ -151,7 +154,7 @@ def ring_fed_transfer(link: LinkInputs, placed: Placed, routed: RoutedSeam, span
         *slot,
     ]
     for c, body in enumerate(moves.chunks):
-        head = _wait(consumer, ring, full, depth) if c == 0 else []
+        head = _wait(consumer, ring, full, depth, watchdog, import_symbol) if c == 0 else []
         tail = _release(consumer, ring, empty, consumer_ids) if c == last else []
         if last == 0:
             lines += ["    (void)chunk;", *head, *body, *tail]
@@ -216,10 +219,20 @@ _MBARRIER = (
 )
 
 
-def _wait(side: RingSide, ring: str, bar: int, depth: int) -> list[str]:
+def _wait(side: RingSide, ring: str, bar: int, depth: int, wd: Watchdog | None, symbol: str) -> list[str]:
+    comment = (
+        f"    // `{side.wait} wait` of ring `{ring}` (first parity {side.parity}, flipped each pass through the ring)"
+    )
+    parity = f"{side.parity}u ^ ((generation / {depth}u) & 1u)"
+    if wd is None:
+        return [comment, f"    kl_ring_fed_wait({bar}u + 8u * slot, {parity});"]
+    site = wd.site(symbol)
     return [
-        f"    // `{side.wait} wait` of ring `{ring}` (first parity {side.parity}, flipped each pass through the ring)",
-        f"    kl_ring_fed_wait({bar}u + 8u * slot, {side.parity}u ^ ((generation / {depth}u) & 1u));",
+        f"{comment}, bounded by --watchdog (site {site.id})",
+        "    {",
+        f"        const unsigned parity = {parity};",
+        *("    " + line for line in ring_wait_lines(wd, symbol, bar)),
+        "    }",
     ]
 
 

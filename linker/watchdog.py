@@ -1,10 +1,11 @@
 """The contract-keyed hang recorder: bounded waits that write a ledger and trap (``--watchdog``).
 
-The linker owns two kinds of waits a component reaches through handles: the counter
-waits (``P_C_counter_wait(slot, target)``, :mod:`linker.counters`) and the ring waits
+The linker owns three kinds of waits a component reaches through handles: the counter
+waits (``P_C_counter_wait(slot, target)``, :mod:`linker.counters`), the ring waits
 (``P_R_full_wait(slot, parity)`` / ``P_R_empty_wait(slot, parity)``, an
-``mbarrier.try_wait.parity`` loop on slot ``slot``'s barrier). Each such handle a
-component reads is a *site*, numbered in the order the generated code defines them.
+``mbarrier.try_wait.parity`` loop on slot ``slot``'s barrier) and the two waits inside a
+ring-fed hand-off's tensor handles (:mod:`linker.ring_fed`). Each such wait is a *site*,
+numbered in the order the generated code defines them.
 
 Without ``--watchdog`` every wait spins until it succeeds, and nothing of this module
 reaches the generated code (:func:`ring_wait_lines` with ``watchdog=None`` is the plain
@@ -46,9 +47,11 @@ from diagnostics.model import Diagnostic
 from diagnostics.symbols import Code
 from linker.counters import ARRAY, CounterArray, CounterSlots, WaitRenderer, counter_functions
 from linker.handles import Solved, handle_value
+from package.abi import tensor_symbol
 
 if TYPE_CHECKING:
     from analysis.link_inputs import LinkInputs
+    from diagnostics.span import Span
 
 LEDGER = "kl_watchdog_ledger"
 FIRE = "kl_watchdog_fire"
@@ -122,13 +125,29 @@ class Watchdog:
         }
 
 
-def plan_watchdog(cycles: int, waits: Sequence[tuple[HandleSpec, str]]) -> Watchdog:
-    """Sites for the wait handles the objects read, in definition order; ``waits`` pairs each with its detail."""
+@dataclass(frozen=True)
+class Watched:
+    """A wait the generated code bounds: the function it sits in, which wait, and the contract line."""
+
+    symbol: str
+    kind: str  # counter_wait | ring_full_wait | ring_empty_wait
+    stage: str
+    item: str
+    span: Span | None
+    detail: str
+
+    @staticmethod
+    def of(spec: HandleSpec, detail: str) -> Watched:
+        """A wait handle a component's object reads (its contract item binds it)."""
+        return Watched(spec.symbol, spec.kind, spec.stage, spec.item, spec.node.span if spec.node else None, detail)
+
+
+def plan_watchdog(cycles: int, waits: Sequence[Watched]) -> Watchdog:
+    """Sites for the watched waits, numbered in the order the generated code defines them."""
     sites = []
-    for i, (spec, detail) in enumerate(waits):
-        span = spec.node.span if spec.node is not None else None
-        where = f"{span.file}:{span.line}" if span is not None else spec.stage
-        sites.append(Site(i, spec.symbol, spec.kind, spec.stage, spec.item, where, detail))
+    for i, w in enumerate(waits):
+        where = f"{w.span.file}:{w.span.line}" if w.span is not None else w.stage
+        sites.append(Site(i, w.symbol, w.kind, w.stage, w.item, where, w.detail))
     return Watchdog(cycles, tuple(sites))
 
 
@@ -205,8 +224,9 @@ TRY_WAIT_PARITY = (
 )
 
 
-def ring_wait_lines(wd: Watchdog | None, spec: HandleSpec, address: int) -> list[str]:
-    """The body of a ring wait: ``mbarrier.try_wait.parity`` on slot ``slot``'s barrier until it passes."""
+def ring_wait_lines(wd: Watchdog | None, symbol: str, address: int) -> list[str]:
+    """The body of a ring wait: ``mbarrier.try_wait.parity`` on slot ``slot``'s barrier until it passes
+    (``slot`` and ``parity`` in scope; with ``wd``, bounded as the site of ``symbol``)."""
     head = [
         f"    const unsigned bar = {address}u + 8u * slot;  // shared address of slot `slot`'s mbarrier",
         "    unsigned ok;",
@@ -218,7 +238,7 @@ def ring_wait_lines(wd: Watchdog | None, spec: HandleSpec, address: int) -> list
     return [
         *head,
         "    unsigned state = 0u;",
-        *bounded_loop(wd, spec.symbol, [probe, "    const bool done = ok != 0u;", peek], "state", "parity"),
+        *bounded_loop(wd, symbol, [probe, "    const bool done = ok != 0u;", peek], "state", "parity"),
     ]
 
 
@@ -251,14 +271,16 @@ def plan_waits(inputs: LinkInputs, solved: Solved, counters: CounterArray, cycle
         addresses[spec.symbol] = solved.smem_base + handle_value(replace(spec, kind=bar), solved).value
     wd = None
     if cycles is not None:
-        waits: list[tuple[HandleSpec, str]] = []
+        waits: list[Watched] = []
         for spec in counter_functions(inputs):
             found = counters.find(spec.stage, spec.item)
             if spec.kind == "counter_wait" and found is not None:
-                waits.append((spec, f"`{ARRAY}[{found.index} + slot]`, scope {found.scope}"))
+                waits.append(Watched.of(spec, f"`{ARRAY}[{found.index} + slot]`, scope {found.scope}"))
         for spec in rings:
             which = "full" if spec.kind == "ring_full_wait" else "empty"
-            waits.append((spec, f"{which} mbarrier of slot i at shared address {addresses[spec.symbol]} + 8i"))
+            detail = f"{which} mbarrier of slot i at shared address {addresses[spec.symbol]} + 8i"
+            waits.append(Watched.of(spec, detail))
+        waits += ring_fed_waits(inputs, solved)
         wd = plan_watchdog(cycles, waits)
     lines: list[str] = []
     if rings:
@@ -270,13 +292,33 @@ def plan_waits(inputs: LinkInputs, solved: Solved, counters: CounterArray, cycle
             lines += [
                 f"__device__ void {spec.symbol}(unsigned slot, unsigned parity) {{  // {spec.stage}: ring "
                 f"`{spec.item}`",
-                *ring_wait_lines(wd, spec, addresses[spec.symbol]),
+                *ring_wait_lines(wd, spec.symbol, addresses[spec.symbol]),
                 "}",
             ]
         lines.append('}  // extern "C"')
     if wd is None or not wd.sites:
         return Waits(None, (), tuple(lines), None)
     return Waits(wd, tuple(prelude_lines(wd)), tuple(lines), counter_wait(wd))
+
+
+def ring_fed_waits(inputs: LinkInputs, solved: Solved) -> list[Watched]:
+    """The two waits of each generated ring-fed hand-off (:mod:`linker.ring_fed`): the export's on
+    ``empty`` and the import's on ``full``, in the functions the hand-off defines."""
+    out = []
+    for h in inputs.ring_fed.hand_offs:
+        imp = next((t for t in inputs.tensor_imports if t.export == h.export), None)
+        if imp is None:
+            continue  # refused before generation: a hand-off serves exactly one import
+        sides = (
+            (tensor_symbol(h.export_stage, h.export, "export"), h.producer),
+            (tensor_symbol(imp.stage, imp.name, "import"), h.consumer),
+        )
+        for symbol, side in sides:
+            kind: HandleKind = "ring_full_bar" if side.wait == "full" else "ring_empty_bar"
+            bar = solved.smem_base + handle_value(HandleSpec("", kind, h.export_stage, h.ring), solved).value
+            detail = f"{side.wait} mbarrier of slot g % depth at shared address {bar} + 8·slot (ring-fed generation g)"
+            out.append(Watched(symbol, f"ring_{side.wait}_wait", h.export_stage, h.ring, side.wait_span, detail))
+    return out
 
 
 # ----------------------------------------------------------------- decoding

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from diagnostics.model import DiagnosticError
 from kernlink.cli import main
 from linker.sass import find_disassembler
 from runtime.launch import GpuSession
@@ -146,3 +147,49 @@ def test_a_per_warpgroup_variant_links_with_warpgroup_barriers_and_is_proved(
     assert main(argv) == 0
     said = json.loads(capsys.readouterr().out)
     assert said["proved"] is True and said["report"]["verdict"] == "identical"
+
+
+def _link_watched(folder: Path, out: Path, cycles: int) -> int:
+    """`kernlink link --watchdog` of a built copy of the example (its packages are in folder/build)."""
+    return main(["link", str(folder / PIPELINE), "-o", str(out), f"--watchdog={cycles}", "--ptx"])
+
+
+def test_the_watchdog_bounds_both_waits_of_the_hand_off(built: Path, tmp_path: Path) -> None:
+    """With `--watchdog` the export's `empty wait` and the import's `full wait` are sites of their own,
+    named by their contract lines; only those two waits change in the generated code."""
+    folder = built.parent / "ring_fed"
+    assert main(["link", str(folder / PIPELINE), "-o", str(tmp_path / "plain"), "--ptx"]) == 0
+    assert _link_watched(folder, tmp_path / "watched", 1000) == 0
+    sites = json.loads((tmp_path / "watched" / "link.json").read_text())["watchdog"]["sites"]
+    assert [(s["id"], s["symbol"], s["kind"], s["item"], s["where"].rsplit("!", 1)[-1]) for s in sites] == [
+        (0, "kl_ring_fed_producer_rows_export", "ring_empty_wait", "tiles", "contract.kc:14"),
+        (1, "kl_ring_fed_consumer_tile_import", "ring_full_wait", "tiles", "contract.kc:12"),
+    ]
+    plain = (tmp_path / "plain" / "generated.cu").read_text()
+    watched = (tmp_path / "watched" / "generated.cu").read_text()
+    assert "trap" not in (tmp_path / "plain" / "kernel.ptx").read_text()
+    assert "trap;" in (tmp_path / "watched" / "kernel.ptx").read_text()
+    assert plain.count("kl_ring_fed_wait(") == 3  # the helper and its two calls
+    assert watched.count("kl_ring_fed_wait(") == 1  # the helper alone: both calls are bounded loops
+    assert watched.count("kl_watchdog_fire(0u, slot,") == 1 and watched.count("kl_watchdog_fire(1u, slot,") == 1
+
+
+@pytest.mark.gpu
+def test_a_hand_off_that_never_releases_is_named_by_the_watchdog(tmp_path: Path) -> None:
+    """The consumer skips the import's last chunk, so no slot is ever released: the producer hangs on
+    `empty` once the ring wraps and the consumer on `full` after it. `--watchdog` turns the hang into
+    E-HANG diagnostics naming ring `tiles`, the barrier, the role and the contract line."""
+    code, _ = _build(tmp_path, (("consumer.cu", "c < kChunks;", "c + 1 < kChunks;"),))
+    assert code == 0  # `kernlink check` cannot see it: the consumer calls the import, never its last chunk
+    folder, out = tmp_path / "ring_fed", tmp_path / "watched"
+    assert _link_watched(folder, out, 20_000_000) == 0
+    tiles = 7
+    data = floats(tiles * 4096, tiles)
+    with GpuSession() as gpu, pytest.raises(DiagnosticError) as caught:
+        src, dst = gpu.upload(data.tobytes()), gpu.alloc(tiles * 4096 * 4)
+        run_linked(out, gpu=gpu, grid=1, values={"src": src, "dst": dst, "tiles": tiles})
+    said = caught.value.diagnostics
+    assert {d.code for d in said} == {"E-HANG"}
+    text = "\n".join(d.message + "\n" + "\n".join(d.notes) for d in said)
+    assert "ring `tiles` slot 0, parity 0: role `make` of `ring_fed.producer` waits `empty`" in text, text
+    assert "producer.kpkg!contract.kc:14" in text and "kl_ring_fed_producer_rows_export" in text, text
