@@ -1,23 +1,31 @@
-"""On the H200: run a sample of the code mutants conformance did not reject, under the watchdog.
+"""On the H200: run a sample of the code mutants conformance did not reject.
 
 The CPU campaign (bench/code_mutants.py, `kernlink fuzz --code`) edits the PTX a package
 carries; the link reads the package's LTO IR, so a PTX mutant never reaches a GPU. This
 script rebuilds a mutant from its CUDA line instead, where one line is the instruction
 (an inline `asm` statement that the PTX holds once): `delete`/`drop-fence` removes the
-statement, `duplicate` runs it twice, `scope` edits the opcode in its string. It packs
-the edited example, links it with `--watchdog` (the waits the linker generates are bounded:
-E-HANG) and runs the ring in a child process killed after 60 s (the ring's own `try_wait`
-loops are the component's, which no watchdog bounds: a child still running is a hang) on
-its host reference, bit for bit (ring.reduce and
-ring.loader are the example whose run this script knows; other pipelines' mutants are
-listed as not run).
+statement, `duplicate` runs it twice, `scope` edits the opcode in its string, and runs the
+linked kernel on a reference in a child process killed after 60 s (a component's own
+`try_wait` loops are not bounded by the watchdog: a child still running is a hang).
 
-    python bench/code_mutants.py --only ring --out /tmp/cm          # the campaign, on the CPU
-    python bench/gpu/code_mutants.py /tmp/cm/code_mutants.json --sample 12 --out $OUT/code_mutants.json
-    python bench/gpu/code_mutants.py /tmp/cm/code_mutants.json --only ring --sample 100   # every ring mutant
+Runnable pipelines: `ring` (linked with `--watchdog`, so the waits the linker generates
+end in E-HANG; checked bit for bit on its host reference at two grids) and the three
+Hopper gemm_swiglu producers `gemm_swiglu`, `gemm_swiglu_mma_sync`, `gemm_swiglu_smem_acc`
+(checked by bench/gemm_swiglu.py --check-only against PyTorch at odd M: relative error,
+no NaN left in the poisoned output). Mutants of other pipelines are listed as not run.
 
-Each sampled mutant ends as `same` (the run matches the reference), `differs`, `hang`
-(the watchdog fired), `not-rebuilt` (no single CUDA line is the instruction) or `not-run`.
+Two phases, so that only the runs need the GPU:
+
+    python bench/code_mutants.py --out /tmp/cm                              # the campaign, CPU
+    python bench/gpu/code_mutants.py /tmp/cm/code_mutants.json --sample 24 --stage /tmp/st   # CPU: rebuild, link
+    python bench/gpu/code_mutants.py --run /tmp/st --out $OUT/code_mutants.json              # GPU: run each
+
+(`--sample N` without `--stage` rebuilds and runs in one go on the GPU machine.) The
+unmutated pipelines are staged and run first as controls: a control that does not pass
+makes the whole run fail. Each sampled mutant ends as `same` (the run passes the reference
+check), `differs`, `hang` (the watchdog fired or the child was killed), `not-rebuilt` (no
+single CUDA line is the instruction), `not-built` (the rebuilt mutant does not link:
+rejected after all, with the first error) or `not-run`.
 """
 
 from __future__ import annotations
@@ -27,8 +35,8 @@ import json
 import random
 import re
 import shutil
+import subprocess
 import sys
-import tempfile
 from array import array
 from pathlib import Path
 from typing import Any
@@ -37,7 +45,17 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 EXAMPLES = ROOT / "specs" / "examples"
-RUNNABLE = {"ring": ("loader", "reduce")}
+TIMEOUT = 60
+#: pipeline -> (example folder, pipeline file); every other pipeline's mutants are not run
+RUNNABLE = {
+    "ring": ("ring", "ring.kp"),
+    "gemm_swiglu": ("gemm_swiglu", "gemm_swiglu.kp"),
+    "gemm_swiglu_mma_sync": ("gemm_swiglu", "gemm_swiglu_mma_sync.kp"),
+    "gemm_swiglu_smem_acc": ("gemm_swiglu", "gemm_swiglu_smem_acc.kp"),
+}
+#: the shapes of the gemm_swiglu check: odd M (partial tiles), K and N smaller than the bench's
+GEMM_CHECK = ("--check-only", "--shapes", "1,77,200", "--k", "1024", "--n", "4096")
+RING_GRIDS = ((37, 4), (264, 132))
 
 
 def _edited(line: str, kind: str, opcode: str) -> str | None:
@@ -55,94 +73,158 @@ def _edited(line: str, kind: str, opcode: str) -> str | None:
     return None
 
 
-def _run_ring(folder: Path, tiles: int, blocks: int) -> str:
-    from kernlink.api import link
-    from packing.pack import pack
+def _build(pipeline: str, edit: tuple[str, int, str] | None, work: Path, out: Path) -> str | None:
+    """Copy the example, apply ``edit`` (file, line, new text), `kernlink build` it into ``out`` (the ring
+    with `--watchdog`); None when it linked, else the first error."""
+    from kernlink.cli import main
 
-    for name in RUNNABLE["ring"]:
-        pack(folder / f"{name}.cu", folder / f"{name}.kc", folder / "build" / f"{name}.kpkg")
-    from linker.watchdog import DEFAULT_CYCLES
+    folder_name, kp = RUNNABLE[pipeline]
+    folder = work / folder_name
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(EXAMPLES / folder_name, folder, ignore=shutil.ignore_patterns("build"))
+    if edit is not None:
+        source = folder / edit[0]
+        lines = source.read_text().split("\n")
+        lines[edit[1] - 1] = edit[2]
+        source.write_text("\n".join(lines))
+    argv = ["build", str(folder / kp), "-o", str(out), "--no-server", "--color", "never"]
+    if main(argv) != 0:
+        return "does not build"
+    if pipeline == "ring":  # link again with the watchdog: the linker's waits end in E-HANG, not a hang
+        from linker.watchdog import DEFAULT_CYCLES
 
-    result = link([folder / "ring.kp"], folder / "out", watchdog=DEFAULT_CYCLES)
-    if not result.ok:
-        return "not-run: " + "; ".join(d.message for d in result.diagnostics if d.is_error)[:200]
-    # the ring's own waits are the component's `try_wait` loops, which the watchdog does not bound: the run
-    # is a child process, and a child still running after TIMEOUT seconds is a hang (killing it frees the GPU)
-    import multiprocessing
+        watched = ["link", str(folder / kp), "-o", str(out), f"--watchdog={DEFAULT_CYCLES}", "--color", "never"]
+        if main(watched) != 0:
+            return "does not link with --watchdog"
+    return None
 
-    ctx = multiprocessing.get_context("spawn")
-    queue = ctx.Queue()
-    child = ctx.Process(target=_child, args=(str(folder / "out"), tiles, blocks, queue))
-    child.start()
-    child.join(TIMEOUT)
-    if child.is_alive():
-        child.kill()
+
+def _run(pipeline: str, linked: Path) -> str:
+    """Run one linked kernel in a child process: `same`, `differs`, `hang` or `error: …`."""
+    if pipeline == "ring":
+        argv = [sys.executable, __file__, "--ring-child", str(linked)]
+    else:
+        argv = [sys.executable, str(ROOT / "bench" / "gemm_swiglu.py"), str(linked), *GEMM_CHECK]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT, check=False, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return "hang"  # killing the child frees the GPU
+    text = done.stdout + done.stderr
+    if pipeline == "ring":
+        return text.strip().splitlines()[-1] if text.strip() else f"error: exit {done.returncode}"
+    if "HANG" in text.upper():
         return "hang"
-    return str(queue.get()) if not queue.empty() else f"error: exit {child.exitcode}"
+    if done.returncode == 0:
+        return "same"
+    if done.returncode == 1:  # bench/gemm_swiglu.py: a shape failed its check (error, NaN left, or worst element)
+        return "differs"
+    return f"error: exit {done.returncode}: {text.strip()[-160:]}"
 
 
-TIMEOUT = 60
-
-
-def _child(out: str, tiles: int, blocks: int, queue: Any) -> None:
+def _ring_child(linked: Path) -> None:
+    """The ring on its host reference at each grid of RING_GRIDS, printing one verdict."""
     from runtime.launch import GpuSession
     from runtime.run import run_linked
     from tests.link.examples import floats, ring_reference
 
-    data = floats(tiles * 8192, tiles)
-    try:
-        with GpuSession() as gpu:
-            src, dst = gpu.upload(data.tobytes()), gpu.alloc(tiles * 8 * 4)
-            run_linked(Path(out), gpu=gpu, grid=blocks, values={"src": src, "dst": dst, "tiles": tiles})
-            got = array("f", gpu.download(dst)).tolist()
-    except Exception as exc:  # E-HANG from the watchdog, or a launch error: reported, not raised
-        queue.put("hang" if "HANG" in str(exc).upper() else f"error: {exc}"[:200])
-        return
-    queue.put("same" if got == ring_reference(data, tiles) else "differs")
+    verdicts = []
+    for tiles, blocks in RING_GRIDS:
+        data = floats(tiles * 8192, tiles)
+        try:
+            with GpuSession() as gpu:
+                src, dst = gpu.upload(data.tobytes()), gpu.alloc(tiles * 8 * 4)
+                run_linked(linked, gpu=gpu, grid=blocks, values={"src": src, "dst": dst, "tiles": tiles})
+                got = array("f", gpu.download(dst)).tolist()
+        except Exception as exc:  # E-HANG from the watchdog, or a launch error: reported, not raised
+            verdicts.append("hang" if "HANG" in str(exc).upper() else f"error: {exc}"[:200])
+            break
+        verdicts.append("same" if got == ring_reference(data, tiles) else "differs")
+    print(", ".join(verdicts), flush=True)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("campaign", type=Path, help="code_mutants.json of bench/code_mutants.py")
-    parser.add_argument("--sample", type=int, default=12, help="mutants to run (default 12)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", nargs="*", help="draw only from these pipelines (e.g. the runnable `ring`)")
-    parser.add_argument("--out", type=Path, help="write the results here (JSON)")
-    args = parser.parse_args()
-    runs: dict[str, Any] = json.loads(args.campaign.read_text())
+def _sample(campaign: Path, count: int, seed: int, only: list[str] | None) -> list[dict[str, Any]]:
+    runs: dict[str, Any] = json.loads(campaign.read_text())
     pool = [
-        (pipeline, verdict, m)
+        {"pipeline": pipeline, "verdict": verdict, **m}
         for pipeline, run in sorted(runs.items())
-        if not args.only or pipeline in args.only
+        if not only or pipeline in only
         for verdict in ("accepted", "outside", "equivalent")
         for m in (run.get(verdict, []) if verdict != "accepted" else run.get("accepted_cuda", []))
     ]
-    sample = random.Random(args.seed).sample(pool, min(args.sample, len(pool)))
-    results = []
-    for pipeline, verdict, m in sample:
-        entry = {"pipeline": pipeline, "verdict": verdict, **m}
+    return random.Random(seed).sample(pool, min(count, len(pool)))
+
+
+def stage(sample: list[dict[str, Any]], into: Path) -> list[dict[str, Any]]:
+    """Rebuild and link every sampled mutant (and each pipeline's unmutated control) under ``into``."""
+    into.mkdir(parents=True, exist_ok=True)
+    work = into / "work"
+    entries: list[dict[str, Any]] = []
+    for pipeline in sorted({m["pipeline"] for m in sample if m["pipeline"] in RUNNABLE}):
+        failed = _build(pipeline, None, work, into / f"control-{pipeline}")
+        entries.append({"pipeline": pipeline, "verdict": "control", "linked": f"control-{pipeline}", "gpu": failed})
+    for i, m in enumerate(sample):
+        entry = dict(m)
         cuda = m.get("cuda")
-        if pipeline not in RUNNABLE or not cuda:
+        if m["pipeline"] not in RUNNABLE or not cuda:
             entry["gpu"] = "not-run"
-            results.append(entry)
-            continue
-        with tempfile.TemporaryDirectory(prefix="kernlink-mutant-") as tmp:
-            folder = Path(tmp) / pipeline
-            shutil.copytree(EXAMPLES / pipeline, folder, ignore=shutil.ignore_patterns("build"))
-            source = folder / cuda[0]
-            lines = source.read_text().split("\n")
+        else:
+            folder_name = RUNNABLE[m["pipeline"]][0]
+            lines = (EXAMPLES / folder_name / cuda[0]).read_text().split("\n")
             new = _edited(lines[cuda[1] - 1], m["kind"], m["opcode"]) if 0 < cuda[1] <= len(lines) else None
             if new is None:
                 entry["gpu"] = "not-rebuilt"
             else:
-                lines[cuda[1] - 1] = new
-                source.write_text("\n".join(lines))
-                entry["gpu"] = ", ".join(_run_ring(folder, t, b) for t, b in ((37, 4), (264, 132)))
-        results.append(entry)
-        print(f"{entry['gpu']:>12}  {pipeline}: {m.get('mutant', m)}", flush=True)
+                failed = _build(m["pipeline"], (cuda[0], cuda[1], new), work, into / f"m{i:03d}")
+                entry["linked"] = f"m{i:03d}"
+                entry["gpu"] = f"not-built: {failed}" if failed else None
+        entries.append(entry)
+    shutil.rmtree(work, ignore_errors=True)
+    (into / "sample.json").write_text(json.dumps(entries, indent=1) + "\n")
+    return entries
+
+
+def run(staged: Path) -> list[dict[str, Any]]:
+    """Run every staged link that still needs a run; controls first."""
+    entries: list[dict[str, Any]] = json.loads((staged / "sample.json").read_text())
+    for entry in entries:
+        if entry.get("gpu") is None:
+            entry["gpu"] = _run(entry["pipeline"], staged / entry["linked"])
+        what = "control" if entry["verdict"] == "control" else entry.get("mutant", entry.get("kind"))
+        print(f"{entry['gpu']!s:>12}  {entry['pipeline']}: {what}", flush=True)
+    return entries
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("campaign", type=Path, nargs="?", help="code_mutants.json of bench/code_mutants.py")
+    parser.add_argument("--sample", type=int, default=12, help="mutants to draw (default 12)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", nargs="*", help="draw only from these pipelines (e.g. the runnable `ring`)")
+    parser.add_argument("--stage", type=Path, metavar="DIR", help="only rebuild and link the sample into DIR")
+    parser.add_argument("--run", type=Path, metavar="DIR", help="run the links a --stage call left in DIR")
+    parser.add_argument("--out", type=Path, help="write the results here (JSON)")
+    parser.add_argument("--ring-child", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.ring_child is not None:
+        _ring_child(args.ring_child)
+        return 0
+    if args.run is not None:
+        results = run(args.run)
+    elif args.campaign is None:
+        parser.error("give the campaign's code_mutants.json, or --run DIR")
+    else:
+        sample = _sample(args.campaign, args.sample, args.seed, args.only)
+        if args.stage is not None:
+            staged = stage(sample, args.stage)
+            print(f"staged {sum(1 for e in staged if e.get('gpu') is None)} links in {args.stage}")
+            return 0
+        scratch = Path(args.out or ".").resolve().parent / "code_mutants_stage"
+        stage(sample, scratch)
+        results = run(scratch)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1) + "\n")
-    return 1 if any("differs" in r["gpu"] or "hang" in r["gpu"] for r in results) else 0
+    bad = [r for r in results if r["verdict"] == "control" and r["gpu"] not in ("same", "same, same")]
+    return 1 if bad or any("differs" in str(r["gpu"]) or "hang" in str(r["gpu"]) for r in results) else 0
 
 
 if __name__ == "__main__":
