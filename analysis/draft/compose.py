@@ -7,7 +7,8 @@ stage agree on:
 
 - the stage's name: the ``use`` whose name reads as the handles' prefix (``ring.loader`` for
   ``kl_ring_loader_…``); its version only where the ``use`` pins one exact version;
-- the launch: the pipeline's ``launch`` line, else the other stages' (L-LAUNCH: they agree);
+- the launch of a stage with roles: the pipeline's ``launch`` line, else the other stages'
+  (L-LAUNCH: they agree);
 - a lone role's width: the block's warps less the other stages' roles (L-WARPS; it assumes no
   idle warp, and the comment says so);
 - facts: one another stage owns is this stage's ``uses fact … as param F`` where its params
@@ -18,7 +19,9 @@ stage agree on:
 - a named barrier another stage declares as a ``rendezvous``: this stage's side of it, its
   mode from the code's ``bar.sync`` / ``bar.arrive``, its threads the other sides' (L-BARRIER);
 - a tensor import's export (the one export of the composition), its element type (L-DTYPE)
-  and tile (L-TENSOR); an export's element type and tile from the imports of it;
+  and tile (L-TENSOR), and its done event (``c.done`` of its connection ``c``, §7.1); an
+  export's element type and tile from the imports of it, and its ready event where one
+  connection imports it (``c.ready``);
 - a counter endpoint's scope: the other endpoint's (L-PAIR);
 - a ring barrier's init count the code leaves open: the sum of every side's arrivals on it,
   the other stages' as their contracts state them (§8.2; the protocol model checks the sum).
@@ -144,8 +147,8 @@ class _Pass:
 
     def launch(self) -> None:
         items = self.items
-        if any(isinstance(i, A.Launch) for i in items):
-            return
+        if any(isinstance(i, A.Launch) for i in items) or not any(isinstance(i, A.Role) for i in items):
+            return  # a stage without roles runs no code of its own in the launch
         stated = next((i for i in self.comp.pipeline.items if isinstance(i, A.Launch)), None)
         if stated is None:
             lines = [i for _, i in self.others(A.Launch) if isinstance(i, A.Launch)]
@@ -305,11 +308,17 @@ class _Pass:
         for at, item in enumerate(items):
             if isinstance(item, A.ImportTensor) and len(exports) == 1:
                 export = exports[0]
-                items[at] = replace(item, export=export.name, elem=export.elem, tile=export.tile)
+                done = A.EventRef(item.name, "done")
+                items[at] = replace(item, export=export.name, elem=export.elem, tile=export.tile, done=done)
                 key = ("import tensor", item.name)
-                self.decided((*key, "from"), *((*key, "elem"),) * (export.elem is not None), (*key, "tile"))
+                self.decided(
+                    (*key, "from"), *((*key, "elem"),) * (export.elem is not None), (*key, "tile"), (*key, "done")
+                )
                 self.note(
-                    key, f"its export `{export.name}`, the composition's one, and its elem and tile", export.span, at
+                    key,
+                    f"its export `{export.name}` (the composition's one), its elem and tile; its done event `{done}`",
+                    export.span,
+                    at,
                 )
             elif isinstance(item, A.ExportTensor):
                 mine = [i for i in imports if i.export == item.name]
@@ -320,9 +329,16 @@ class _Pass:
                 key = ("export tensor", item.name)
                 elem = elems.pop() if elems else None
                 tile = tiles.pop() if tiles else ()
-                items[at] = replace(item, elem=elem, tile=tile)
-                self.decided(*((*key, "elem"),) * (elem is not None), *((*key, "tile"),) * bool(tile))
-                self.note(key, "its elem and tile: the imports' (L-DTYPE, L-TENSOR)", mine[0].span, at)
+                # the ready event is the connection's: one import, one connection (§7.1)
+                ready = A.EventRef(mine[0].name, "ready") if len(mine) == 1 else None
+                items[at] = replace(item, elem=elem, tile=tile, ready=ready)
+                self.decided(
+                    *((*key, "elem"),) * (elem is not None),
+                    *((*key, "tile"),) * bool(tile),
+                    *((*key, "ready"),) * (ready is not None),
+                )
+                said = f"; its ready event `{ready}`, of the one connection importing it (§7.1)" if ready else ""
+                self.note(key, f"its elem and tile: the imports' (L-DTYPE, L-TENSOR){said}", mine[0].span, at)
         self.put(items)
 
     def counters(self) -> None:
