@@ -368,10 +368,20 @@ class _Builder:
                 if f.name.startswith("kl_"):
                     continue  # the padding `kernlink header` adds
                 if f.type is None:
-                    self.undecided(("params", layout.name, f.name, "type"), f"the type of field `{f.name}`", 0)
+                    self._untyped(layout.name, f.name, f.size)
                 fields.append(A.ParamField(f.name, f.type or _PLACEHOLDER_TYPES.get(f"b{8 * f.size}", "u8"), f.offset))
             self.undecided(("params", layout.name, "facts"), f"which fields of `{layout.name}` a fact fills", 0)
             self.add(A.Params(layout.name, layout.size, layout.align, tuple(fields)))
+
+    def _untyped(self, struct: str, name: str, size: int) -> None:
+        """A field with no contract scalar type; one of an inline tensor map's 128 bytes where the code
+        copies tensors, with the first tensor copy's line (the language has no field type for it yet)."""
+        why, line = f"the type of field `{name}`", 0
+        copies = [k for k, row in enumerate(self.code.ptx_lines, start=1) if "cp.async.bulk.tensor" in row]
+        if size == 128 and copies:
+            why += " (128 bytes, an inline `CUtensorMap`'s size; the code's first tensor copy is here)"
+            line = copies[0]
+        self.undecided(("params", struct, name, "type"), why, line)
 
     # ------------------------------------------------------------------ claims
 
