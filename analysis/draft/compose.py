@@ -26,7 +26,9 @@ stage agree on:
 - a ring barrier's init count the code leaves open: the sum of every side's arrivals on it,
   the other stages' as their contracts state them (§8.2; the protocol model checks the sum).
 
-Each value so drafted carries a ``# composed: …`` comment naming the line it comes from.
+A width and a fact's owner are deduced from what none of the other stages states, so only
+when every stage the pipeline uses but this one was read. Each value so drafted carries a
+``# composed: …`` comment naming the line it comes from.
 """
 
 from __future__ import annotations
@@ -117,6 +119,13 @@ class _Pass:
         ]
         return at
 
+    @property
+    def complete(self) -> bool:
+        """Whether every other stage the pipeline uses was read (a deduction from what none of them
+        states, a width or a fact's owner, needs them all)."""
+        wanted = {u.stage for u in self.comp.pipeline.uses} - {self.own.stage}
+        return wanted <= {s.name for s in self.comp.stages}
+
     def others(self, kind: type[A.StageItem]) -> Iterable[tuple[A.Stage, A.StageItem]]:
         """The items of this kind of every stage the pipeline uses but the drafted one."""
         for stage in self.comp.stages:
@@ -176,7 +185,7 @@ class _Pass:
         items = self.items
         roles = [(k, i) for k, i in enumerate(items) if isinstance(i, A.Role)]
         launch = next((i for i in items if isinstance(i, A.Launch)), None)
-        if len(roles) != 1 or launch is None or launch.threads is None or launch.threads % 32:
+        if len(roles) != 1 or launch is None or launch.threads is None or launch.threads % 32 or not self.complete:
             return
         theirs = [i for _, i in self.others(A.Role) if isinstance(i, A.Role)]
         if any(r.warps is None for r in theirs):
@@ -219,7 +228,7 @@ class _Pass:
             owner = owners.get(name)
             if owner is not None:
                 self._used(name, owner, fields)
-            elif name in users:
+            elif name in users and self.complete:
                 self._owned(name, users[name], fields)
 
     def _field_fact(self, name: str, type_: str, fields: dict[str, tuple[int, A.ParamField]], span: Span) -> bool:

@@ -206,3 +206,12 @@ def test_the_drafted_stages_own_contract_is_never_read() -> None:
     got = composed(also=(own,), facts=frozenset({"n"}))
     assert not any(isinstance(i, A.Launch) for i in got.stage.items)
     assert ("fact", "n", "assumes") not in decided(got) and ("fact", "n", "owns") not in decided(got)
+
+
+def test_a_stage_the_pipeline_uses_but_nobody_read_stops_the_deductions_from_what_none_states() -> None:
+    """With a third stage unread, the block's spare warps and an unowned fact may be its: neither is drafted."""
+    pipeline = '    use "t.third" version ^1.0\n    launch fixed threads 384\n'
+    got = composed(peer="    assumes fact n: u32 == 16\n", pipeline=pipeline)
+    assert ("role", "mine", "warps") in got.undecided_keys()
+    assert not any(isinstance(i, A.OwnsFact) for i in got.stage.items)
+    assert decided(got)[("launch", "threads")] == "384"
