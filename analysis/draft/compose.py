@@ -23,6 +23,9 @@ stage agree on:
   export's element type and tile from the imports of it, and its ready event where one
   connection imports it (``c.ready``);
 - a counter endpoint's scope: the other endpoint's (L-PAIR);
+- the interpreter's ``phases exclusive …``: the phases the other stages assume exclusive, where
+  none of them declares phases (L-PHASE: one stage declares them all in one line), in the one
+  order their assumptions share (a phase none assumes is not shown: the comment says so);
 - a ring barrier's init count the code leaves open: the sum of every side's arrivals on it,
   the other stages' as their contracts state them (§8.2; the protocol model checks the sum).
 
@@ -36,6 +39,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 from analysis.draft.model import Composed, Key, Undecided
 from contract_lang import ast as A
@@ -405,6 +409,41 @@ class _Pass:
             items[at] = replace(ring, items=tuple(inner))
         self.put(items)
 
+    def phases(self) -> None:
+        items = self.items
+        assumed = [i for _, i in self.others(A.AssumesPhases) if isinstance(i, A.AssumesPhases)]
+        declared = any(True for _ in self.others(A.Phases))
+        if not assumed or declared or not self.complete or any(isinstance(i, A.Phases) for i in items):
+            return
+        order = _one_order([a.names for a in assumed])
+        if order is None:
+            return
+        at = max((k for k, i in enumerate(items) if isinstance(i, (A.Role, A.Launch, A.Params))), default=-1) + 1
+        self.insert(at, A.Phases("exclusive", order))
+        self.note(
+            ("phases",),
+            "the phases the other stages assume exclusive, none of which declares them (L-PHASE), in the order "
+            "their assumptions share; a phase none assumes is not shown",
+            assumed[0].span,
+            at,
+        )
+
+
+def _one_order(sequences: Sequence[tuple[str, ...]]) -> tuple[str, ...] | None:
+    """The one order of every name that keeps each sequence's (None: none, or more than one)."""
+    names = list(dict.fromkeys(n for seq in sequences for n in seq))
+    after: dict[str, set[str]] = {n: set() for n in names}
+    for seq in sequences:
+        for a, b in pairwise(seq):
+            after[b].add(a)
+    order: list[str] = []
+    while len(order) < len(names):
+        ready = [n for n in names if n not in order and after[n] <= set(order)]
+        if len(ready) != 1:
+            return None
+        order.append(ready[0])
+    return tuple(order)
+
 
 def _plain_arrives(ring: A.Ring, barrier: str) -> list[A.RingArrive] | None:
     """``ring``'s arrivals on ``barrier`` (None: one is remote, multicast, pre-armed or on part of the grid)."""
@@ -432,4 +471,5 @@ def compose(
     run.tensors()
     run.counters()
     run.inits()
+    run.phases()
     return run.stage, tuple(run.notes), tuple(run.composed)

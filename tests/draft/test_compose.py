@@ -215,3 +215,17 @@ def test_a_stage_the_pipeline_uses_but_nobody_read_stops_the_deductions_from_wha
     assert ("role", "mine", "warps") in got.undecided_keys()
     assert not any(isinstance(i, A.OwnsFact) for i in got.stage.items)
     assert decided(got)[("launch", "threads")] == "384"
+
+
+def test_the_phases_the_others_assume_are_the_interpreters_in_the_one_order_they_share() -> None:
+    peer = "    assumes phases exclusive a, b\n"
+    other = _stage('stage "t.third" version "1.0.0" {\n    assumes phases exclusive b, c\n}\n')
+    pipeline = '    use "t.third" version ^1.0\n'
+    got = decided(composed(peer=peer, also=(other,), pipeline=pipeline))
+    assert got[("phases", "phases exclusive a, b, c")] == "yes"
+    unordered = _stage('stage "t.third" version "1.0.0" {\n    assumes phases exclusive a, c\n}\n')
+    got = decided(composed(peer=peer, also=(unordered,), pipeline=pipeline))  # b and c: either order
+    assert not any(k[0] == "phases" for k in got)
+    declares = _stage('stage "t.third" version "1.0.0" {\n    phases exclusive a, b\n}\n')
+    got = decided(composed(peer=peer, also=(declares,), pipeline=pipeline))  # another stage is the interpreter
+    assert not any(k[0] == "phases" for k in got)
