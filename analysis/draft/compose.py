@@ -56,7 +56,8 @@ class Composition:
 
 @dataclass(frozen=True)
 class CodeView:
-    """What the composition pass reads of the code: each named barrier's modes and roles, the facts read."""
+    """What the composition pass reads of the code: each named barrier's modes (``sync``/``arrive``), the
+    facts whose handles it reads."""
 
     bar_modes: dict[str, frozenset[str]]
     fact_handles: frozenset[str]
@@ -181,7 +182,7 @@ class _Pass:
         else:
             why = "the launch: the pipeline's `launch` line"
         at = max((k for k, i in enumerate(items) if isinstance(i, (A.Role, A.Target, A.Features))), default=-1) + 1
-        self.insert(at, replace(stated, span=stated.span))
+        self.insert(at, stated)
         self.decided(("launch", "kind"))
         self.note(("launch",), why, stated.span, at)
 
