@@ -36,7 +36,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("-o", "--output", help="write the drafted contract here (default: print it)")
     p.add_argument("--ptx", help="write the PTX the draft's `code.ptx:LINE` comments refer to")
-    p.add_argument("--target", default="sm_90a", help="the architecture to compile for (default sm_90a)")
+    p.add_argument(
+        "--target", default=None, help="the architecture to compile for (default: the pipeline's target, else sm_90a)"
+    )
     p.add_argument(
         "--compiler", choices=("nvrtc", "nvcc"), default="nvrtc", help="NVRTC from PyPI (default) or the nvcc on PATH"
     )
@@ -144,6 +146,10 @@ def build_draft(
     from toolchain.cuda import stable_cwd
     from toolchain.symbols import LTO_PTX_EXTRA, compile_lto_and_ptx, compile_ptx
 
+    if composition is None and getattr(args, "pipeline", None):
+        composition = load_composition(Path(args.pipeline), sources)
+    stated = composition.pipeline.target if composition is not None else None
+    arch = args.target or (stated.name if stated is not None else "sm_90a")
     source = Path(args.source)
     text = read_source(source, display=str(source))
     sources.add(str(source), text)
@@ -161,7 +167,7 @@ def build_draft(
             lowered = compile_ptx(
                 text.encode(),
                 name,
-                arch=args.target,
+                arch=arch,
                 compiler="nvcc",
                 include_dirs=include,
                 defines=defines,
@@ -169,13 +175,13 @@ def build_draft(
                 extra_options=("-lineinfo",),
             )
             cubin = debuginfo.debug_cubin_nvcc(
-                text.encode(), name, arch=args.target, include_dirs=[str(d) for d in include], defines=defines, std=std
+                text.encode(), name, arch=arch, include_dirs=[str(d) for d in include], defines=defines, std=std
             )
         else:
             _, ptx = compile_lto_and_ptx(
                 text.encode(),
                 name,
-                arch=args.target,
+                arch=arch,
                 std=std,
                 include_dirs=include,
                 defines=defines,
@@ -189,7 +195,7 @@ def build_draft(
             cubin = debuginfo.debug_cubin(
                 text.encode(),
                 name,
-                arch=args.target,
+                arch=arch,
                 include_dirs=[str(d) for d in include],
                 defines=defines,
                 std=std,
@@ -197,8 +203,6 @@ def build_draft(
             )
     entries = [d.name for d in declarations(lowered) if d.linkage in (".visible", ".weak")]
     layouts = debuginfo.layouts(cubin, entries)
-    if composition is None and getattr(args, "pipeline", None):
-        composition = load_composition(Path(args.pipeline), sources)
     drafted = draft(
         lowered,
         layouts=layouts,

@@ -216,3 +216,13 @@ def test_a_pipeline_with_no_use_of_the_component_leaves_the_stage_open(capsys: p
     assert main(["draft", str(source), "--pipeline", str(EXAMPLES / "hello" / "hello.kp")]) == 0
     text = capsys.readouterr().out
     assert "# undecided: which stage of pipeline `hello` this is" in text and "# composed" not in text
+
+
+@pytest.mark.toolchain
+def test_a_pipeline_compiles_its_components_for_its_target(capsys: pytest.CaptureFixture[str]) -> None:
+    """No `--target`: the pipeline's (sm_100a for the tcgen05 producer), which the default sm_90a cannot compile."""
+    source = EXAMPLES / "gemm_swiglu" / "sm100" / "tcgen05.cu"
+    pipeline = EXAMPLES / "gemm_swiglu" / "sm100" / "gemm_swiglu_tcgen05.kp"
+    assert main(["draft", str(source), "--pipeline", str(pipeline)]) == 0
+    text = capsys.readouterr().out
+    assert "    target sm_100a\n" in text and 'stage "gemm.tcgen05"' in text
