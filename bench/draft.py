@@ -10,7 +10,8 @@ callables; not the launch, facts, names, versions and layout maps the compositio
 Each draft is also checked against its own code (the conformance checks): *conform* counts
 the errors, which must be 0.
 
-    python bench/draft.py                 # markdown table
+    python bench/draft.py                 # markdown tables: from the code alone, then composed
+    python bench/draft.py --code-only     # only from the code alone
     python bench/draft.py --json          # one JSON object
 """
 
@@ -26,26 +27,28 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+#: (component, target, the pipeline it is composed into for `--pipeline`)
 COMPONENTS = (
-    ("hello/provider", "sm_90a"),
-    ("hello/caller", "sm_90a"),
-    ("ring/loader", "sm_90a"),
-    ("ring/reduce", "sm_90a"),
-    ("moe4/interp", "sm_90a"),
-    ("moe4/comm", "sm_90a"),
-    ("moe4/gemm", "sm_90a"),
-    ("moe4/act", "sm_90a"),
-    ("gemm_swiglu/mainloop", "sm_90a"),
-    ("gemm_swiglu/epilogue", "sm_90a"),
-    ("gemm_swiglu/smem_acc", "sm_90a"),
-    ("gemm_swiglu/mma_sync", "sm_90a"),
-    ("gemm_swiglu/sm100/tcgen05", "sm_100a"),
+    ("hello/provider", "sm_90a", "hello/hello.kp"),
+    ("hello/caller", "sm_90a", "hello/hello.kp"),
+    ("ring/loader", "sm_90a", "ring/ring.kp"),
+    ("ring/reduce", "sm_90a", "ring/ring.kp"),
+    ("moe4/interp", "sm_90a", "moe4/moe4.kp"),
+    ("moe4/comm", "sm_90a", "moe4/moe4.kp"),
+    ("moe4/gemm", "sm_90a", "moe4/moe4.kp"),
+    ("moe4/act", "sm_90a", "moe4/moe4.kp"),
+    ("gemm_swiglu/mainloop", "sm_90a", "gemm_swiglu/gemm_swiglu.kp"),
+    ("gemm_swiglu/epilogue", "sm_90a", "gemm_swiglu/gemm_swiglu.kp"),
+    ("gemm_swiglu/smem_acc", "sm_90a", "gemm_swiglu/gemm_swiglu_smem_acc.kp"),
+    ("gemm_swiglu/mma_sync", "sm_90a", "gemm_swiglu/gemm_swiglu_mma_sync.kp"),
+    ("gemm_swiglu/sm100/tcgen05", "sm_100a", "gemm_swiglu/sm100/gemm_swiglu_tcgen05.kp"),
 )
 #: Keys (their first word) of what the composition, not the component's code, decides.
 OUT_OF_SCOPE = ("stage", "launch", "fact", "requires fact", "phases", "assumesphases", "hostprovider")
 
 
-def measure(component: str, target: str) -> dict[str, Any]:
+def measure(component: str, target: str, pipeline: str | None) -> dict[str, Any]:
+    """One component's tally; ``pipeline``: composed into it (`--pipeline`), else from its code alone."""
     from analysis.draft import tally
     from checker.conformance import check, derive
     from contract_lang.parser import parse_file
@@ -63,6 +66,7 @@ def measure(component: str, target: str) -> dict[str, Any]:
         target=target,
         stage=None,
         stage_version=None,
+        pipeline=str(ROOT / "specs" / "examples" / pipeline) if pipeline else None,
     )
     start = time.perf_counter()
     drafted, ptx = build_draft(args, SourceMap())
@@ -78,8 +82,10 @@ def measure(component: str, target: str) -> dict[str, Any]:
         "component": component,
         "stated": result.stated,
         "agreed": len(result.agreed),
+        "agreed_keys": [" / ".join(k) for k in result.agreed],
         "disagreed": [[" / ".join(k), hand, said] for k, hand, said in result.disagreed],
         "undecided": len(result.undecided),
+        "undecided_keys": [" / ".join(k) for k in result.undecided],
         "extra": result.extra,
         "in_scope": len(scope),
         "in_scope_agreed": len(scoped_agreed),
@@ -88,22 +94,15 @@ def measure(component: str, target: str) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    rows = [measure(c, t) for c, t in COMPONENTS]
-    total = {
-        k: sum(r[k] for r in rows) for k in ("stated", "agreed", "undecided", "extra", "in_scope", "in_scope_agreed")
-    }
-    total["disagreed"] = sum(len(r["disagreed"]) for r in rows)
-    total["conform_errors"] = sum(r["conform_errors"] for r in rows)
-    if args.json:
-        print(json.dumps({"components": rows, "total": total}, indent=2, sort_keys=True))
-        return
+SUMMED = ("stated", "agreed", "undecided", "extra", "in_scope", "in_scope_agreed", "conform_errors")
+
+
+def _table(rows: list[dict[str, Any]]) -> None:
+    total: dict[str, Any] = {k: sum(r[k] for r in rows) for k in SUMMED}
+    total["disagreed"] = [d for r in rows for d in r["disagreed"]]
     print("| component | stated | agreed | disagreed | undecided | extra | in scope: agreed / stated | conform | s |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for r in [*rows, {**total, "component": "**all 13**", "disagreed": [None] * total["disagreed"], "seconds": ""}]:
+    for r in [*rows, {**total, "component": f"**all {len(rows)}**", "seconds": ""}]:
         scoped = f"{r['in_scope_agreed']} / {r['in_scope']} ({100 * r['in_scope_agreed'] / max(r['in_scope'], 1):.0f}%)"
         agreed = f"{r['agreed']} ({100 * r['agreed'] / r['stated']:.0f}%)"
         print(
@@ -113,6 +112,33 @@ def main() -> None:
     for r in rows:
         for key, hand, said in r["disagreed"]:
             print(f"\n{r['component']}: `{key}`: the contract says `{hand}`, the draft `{said}`")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--code-only", action="store_true", help="only the drafts from each component's code (no `--pipeline`)"
+    )
+    args = parser.parse_args()
+    modes = {"code": [measure(c, t, None) for c, t, _ in COMPONENTS]}
+    if not args.code_only:
+        modes["composed"] = [measure(c, t, p) for c, t, p in COMPONENTS]
+    if args.json:
+        out = {
+            m: {"components": rows, "total": {k: sum(r[k] for r in rows) for k in SUMMED}} for m, rows in modes.items()
+        }
+        print(json.dumps(out, indent=2, sort_keys=True))
+        return
+    for mode, rows in modes.items():
+        said = "each component's code alone" if mode == "code" else "each component composed into its pipeline"
+        print(f"\n### {said}\n")
+        _table(rows)
+    if "composed" in modes:
+        print("\n### the values the composition adds (agreed composed, undecided from the code alone)\n")
+        for alone, composed in zip(modes["code"], modes["composed"], strict=True):
+            added = sorted(set(composed["agreed_keys"]) - set(alone["agreed_keys"]))
+            print(f"- {alone['component']} (+{len(added)}): " + ", ".join(f"`{k}`" for k in added))
 
 
 if __name__ == "__main__":

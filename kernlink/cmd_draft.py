@@ -13,22 +13,32 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from diagnostics.model import Diagnostic, DiagnosticError
+from diagnostics.model import Diagnostic, DiagnosticError, Severity
 from diagnostics.sources import SourceMap
 from diagnostics.symbols import Code
 from kernlink.exit_codes import EXIT_OK, EXIT_REJECTED
 from kernlink.output import report
 
 if TYPE_CHECKING:
-    from analysis.draft import Draft, Tally
+    from analysis.draft import Composition, Draft, Tally
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("draft", help="draft a contract from a component's compiled code")
-    p.add_argument("source", help="the component's CUDA source (.cu)")
+    p.add_argument(
+        "source", help="the component's CUDA source (.cu), or a pipeline (.kp): each component it uses, composed"
+    )
+    p.add_argument(
+        "--pipeline",
+        metavar="P.kp",
+        help="draft the component as a stage of this pipeline: what the pipeline and its other stages decide "
+        "(name, launch, facts, rendezvous, tensor connections) is drafted, each with a `composed` comment",
+    )
     p.add_argument("-o", "--output", help="write the drafted contract here (default: print it)")
     p.add_argument("--ptx", help="write the PTX the draft's `code.ptx:LINE` comments refer to")
-    p.add_argument("--target", default="sm_90a", help="the architecture to compile for (default sm_90a)")
+    p.add_argument(
+        "--target", default=None, help="the architecture to compile for (default: the pipeline's target, else sm_90a)"
+    )
     p.add_argument(
         "--compiler", choices=("nvrtc", "nvcc"), default="nvrtc", help="NVRTC from PyPI (default) or the nvcc on PATH"
     )
@@ -55,6 +65,8 @@ def cmd_draft(args: argparse.Namespace) -> int:
 
     sources = SourceMap()
     try:
+        if Path(args.source).suffix == ".kp":
+            return _pipeline(args, sources)
         drafted, ptx = build_draft(args, sources)
         text = render(drafted)
         if args.ptx:
@@ -70,8 +82,61 @@ def cmd_draft(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def build_draft(args: argparse.Namespace, sources: SourceMap) -> tuple[Draft, str]:
-    """Compile ``args.source`` and draft its contract (raises ``DiagnosticError`` on a bad input)."""
+def _pipeline(args: argparse.Namespace, sources: SourceMap) -> int:
+    """``kernlink draft P.kp``: the draft of each component the pipeline uses whose source is beside it."""
+    from analysis.draft import render
+    from diagnostics.files import atomic_write_text
+
+    if args.against or args.pipeline or args.ptx:
+        raise DiagnosticError(
+            [Diagnostic(Code.E_PACK, "`--against`, `--pipeline` and `--ptx` draft one component: give its `.cu`")]
+        )
+    pipeline = Path(args.source)
+    composition = load_composition(pipeline, sources)
+    texts: list[str] = []
+    for use in composition.pipeline.uses:
+        stem = Path(use.path).stem if use.path else None
+        source = pipeline.parent / f"{stem}.cu" if stem else None
+        if source is None or not source.is_file():
+            where = f"`{source}`" if source else "a package path"
+            texts.append(f"# stage `{use.stage}`: not drafted, its `use` names no source ({where} is missing)\n")
+            continue
+        one = argparse.Namespace(**{**vars(args), "source": str(source), "pipeline": str(pipeline)})
+        drafted, _ = build_draft(one, sources, composition)
+        texts.append(render(drafted))
+    text = "\n".join(texts)
+    if args.output:
+        atomic_write_text(args.output, text)
+    else:
+        print(text, end="")
+    return EXIT_OK
+
+
+def load_composition(pipeline: Path, sources: SourceMap) -> Composition:
+    """The pipeline and the stages its ``use`` lines select (packages, else the contracts beside it)."""
+    from analysis.draft import Composition
+    from checker.resolve import select_stages
+    from package.loader import UsageError, load
+
+    try:
+        inputs = load([pipeline])
+    except UsageError as err:
+        raise DiagnosticError([Diagnostic(Code.E_PACK, str(err))]) from err
+    sources.texts.update(inputs.sources.texts)
+    errors = [d for d in inputs.diagnostics if d.severity is Severity.ERROR]
+    if errors:
+        raise DiagnosticError(errors)
+    if inputs.pipeline is None:
+        raise DiagnosticError([Diagnostic(Code.E_PACK, f"`{pipeline}` holds no pipeline")])
+    chosen, _ = select_stages(inputs.pipeline, inputs.candidates, inputs.unparsable)
+    return Composition(inputs.pipeline, tuple(c.stage for c in chosen))
+
+
+def build_draft(
+    args: argparse.Namespace, sources: SourceMap, composition: Composition | None = None
+) -> tuple[Draft, str]:
+    """Compile ``args.source`` and draft its contract, composed into ``args.pipeline`` when given (raises
+    ``DiagnosticError`` on a bad input)."""
     from analysis.draft import draft
     from diagnostics.files import read_source
     from kernlink.builder.flags import flags_path, read_flags
@@ -81,6 +146,10 @@ def build_draft(args: argparse.Namespace, sources: SourceMap) -> tuple[Draft, st
     from toolchain.cuda import stable_cwd
     from toolchain.symbols import LTO_PTX_EXTRA, compile_lto_and_ptx, compile_ptx
 
+    if composition is None and getattr(args, "pipeline", None):
+        composition = load_composition(Path(args.pipeline), sources)
+    stated = composition.pipeline.target if composition is not None else None
+    arch = args.target or (stated.name if stated is not None else "sm_90a")
     source = Path(args.source)
     text = read_source(source, display=str(source))
     sources.add(str(source), text)
@@ -98,7 +167,7 @@ def build_draft(args: argparse.Namespace, sources: SourceMap) -> tuple[Draft, st
             lowered = compile_ptx(
                 text.encode(),
                 name,
-                arch=args.target,
+                arch=arch,
                 compiler="nvcc",
                 include_dirs=include,
                 defines=defines,
@@ -106,13 +175,13 @@ def build_draft(args: argparse.Namespace, sources: SourceMap) -> tuple[Draft, st
                 extra_options=("-lineinfo",),
             )
             cubin = debuginfo.debug_cubin_nvcc(
-                text.encode(), name, arch=args.target, include_dirs=[str(d) for d in include], defines=defines, std=std
+                text.encode(), name, arch=arch, include_dirs=[str(d) for d in include], defines=defines, std=std
             )
         else:
             _, ptx = compile_lto_and_ptx(
                 text.encode(),
                 name,
-                arch=args.target,
+                arch=arch,
                 std=std,
                 include_dirs=include,
                 defines=defines,
@@ -126,7 +195,7 @@ def build_draft(args: argparse.Namespace, sources: SourceMap) -> tuple[Draft, st
             cubin = debuginfo.debug_cubin(
                 text.encode(),
                 name,
-                arch=args.target,
+                arch=arch,
                 include_dirs=[str(d) for d in include],
                 defines=defines,
                 std=std,
@@ -134,7 +203,14 @@ def build_draft(args: argparse.Namespace, sources: SourceMap) -> tuple[Draft, st
             )
     entries = [d.name for d in declarations(lowered) if d.linkage in (".visible", ".weak")]
     layouts = debuginfo.layouts(cubin, entries)
-    drafted = draft(lowered, layouts=layouts, name=args.stage, version=args.stage_version, fallback_name=source.stem)
+    drafted = draft(
+        lowered,
+        layouts=layouts,
+        name=args.stage,
+        version=args.stage_version,
+        fallback_name=source.stem,
+        composition=composition,
+    )
     return drafted, lowered
 
 

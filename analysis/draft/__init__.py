@@ -9,13 +9,17 @@ compiles the source with the linker's toolchain and hands the PTX and the compil
 params layouts down.
 """
 
+from analysis.draft.compose import Composition
 from analysis.draft.derive import draft
-from analysis.draft.model import MARKER, Draft, FieldLayout, Layouts, StructLayout, Undecided
+from analysis.draft.model import COMPOSED, MARKER, Composed, Draft, FieldLayout, Layouts, StructLayout, Undecided
 from analysis.draft.render import render
 from analysis.draft.tally import Tally, tally, values
 
 __all__ = [
+    "COMPOSED",
     "MARKER",
+    "Composed",
+    "Composition",
     "Draft",
     "FieldLayout",
     "Layouts",

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from analysis.draft.code import TOOLKIT, Code, FunctionCode, Handle, Site, parse_handle, read, stage_prefix
+from analysis.draft.compose import CodeView, Composition, compose
 from analysis.draft.model import Draft, Key, Layouts, StructLayout, Undecided
 from analysis.draft.threads import ranges
 from checker.storage import needed_alignment
@@ -63,14 +64,23 @@ def draft(
     version: str | None = None,
     fallback_name: str = "component",
     ignore: frozenset[str] = frozenset(),
+    composition: Composition | None = None,
 ) -> Draft:
     """The draft of the component whose PTX is ``ptx`` (module docstring).
 
     ``layouts``: the params structs the compiler laid out; ``name`` / ``version``: the stage's,
     when the author gives them (else placeholders, undecided); ``ignore``: functions to leave
-    out (a params probe).
+    out (a params probe); ``composition``: the pipeline and its other stages, for what they decide
+    (:mod:`analysis.draft.compose`).
     """
-    return _Builder(read(ptx, ignore=ignore), layouts or Layouts(), name, version, fallback_name).build()
+    built = _Builder(read(ptx, ignore=ignore), layouts or Layouts(), name, version, fallback_name)
+    drafted = built.build()
+    if composition is None:
+        return drafted
+    stage, notes, composed = compose(
+        drafted.stage, drafted.undecided, composition, built.view(), built.sanitized, fallback_name
+    )
+    return Draft(stage, notes, composed)
 
 
 @dataclass
@@ -194,6 +204,17 @@ class _Builder:
         self._tensors()
         self._facts()
         return Draft(A.Stage(name, self.version or "0.0.0", tuple(self.items)), tuple(self.notes))
+
+    def view(self) -> CodeView:
+        """What the composition pass reads of the code (analysis/draft/compose.py)."""
+        modes: dict[str, frozenset[str]] = {}
+        for name in sorted({h.item for h in self.handles.values() if h.kind == "barrier"}):
+            bar_id = self._handle("barrier", name, "bar_id")
+            modes[name] = frozenset(
+                s.detail for e in self.entries for s in self._sites(e, "bar") if bar_id in s.handles
+            )
+        facts = frozenset(h.item for h in self.handles.values() if h.kind == "fact")
+        return CodeView(modes, facts)
 
     def _features(self) -> tuple[str, ...]:
         ops = {o for f in self.code.functions for o in f.opcodes}
@@ -347,10 +368,20 @@ class _Builder:
                 if f.name.startswith("kl_"):
                     continue  # the padding `kernlink header` adds
                 if f.type is None:
-                    self.undecided(("params", layout.name, f.name, "type"), f"the type of field `{f.name}`", 0)
+                    self._untyped(layout.name, f.name, f.size)
                 fields.append(A.ParamField(f.name, f.type or _PLACEHOLDER_TYPES.get(f"b{8 * f.size}", "u8"), f.offset))
             self.undecided(("params", layout.name, "facts"), f"which fields of `{layout.name}` a fact fills", 0)
             self.add(A.Params(layout.name, layout.size, layout.align, tuple(fields)))
+
+    def _untyped(self, struct: str, name: str, size: int) -> None:
+        """A field with no contract scalar type; one of an inline tensor map's 128 bytes where the code
+        copies tensors, with the first tensor copy's line (the language has no field type for it yet)."""
+        why, line = f"the type of field `{name}`", 0
+        copies = [k for k, row in enumerate(self.code.ptx_lines, start=1) if "cp.async.bulk.tensor" in row]
+        if size == 128 and copies:
+            why += " (128 bytes, an inline `CUtensorMap`'s size; the code's first tensor copy is here)"
+            line = copies[0]
+        self.undecided(("params", struct, name, "type"), why, line)
 
     # ------------------------------------------------------------------ claims
 

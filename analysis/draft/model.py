@@ -15,6 +15,8 @@ from contract_lang import ast as A
 
 #: The word every undecided value's comment starts with (``# undecided: … (code.ptx:LINE)``).
 MARKER = "undecided"
+#: The word every composition-decided value's comment starts with (``# composed: … (ring.kp:5)``).
+COMPOSED = "composed"
 
 #: A value's key: the item (its kind and name) and the attribute, e.g. ``("role", "load", "warps")``.
 Key = tuple[str, ...]
@@ -71,11 +73,25 @@ class Undecided:
 
 
 @dataclass(frozen=True)
+class Composed:
+    """A value the composition, not the code, decides: which (``key``), how, and the line it comes from."""
+
+    key: Key
+    why: str
+    where: str  # ``file:line`` of the pipeline or the other stage's contract
+    anchor: int | None = None
+
+    def comment(self) -> str:
+        return f"# {COMPOSED}: {self.why} ({self.where})"
+
+
+@dataclass(frozen=True)
 class Draft:
-    """A drafted stage and its undecided values."""
+    """A drafted stage, its undecided values, and the values its composition decided."""
 
     stage: A.Stage
     undecided: tuple[Undecided, ...]
+    composed: tuple[Composed, ...] = ()
 
     def undecided_keys(self) -> frozenset[Key]:
         return frozenset(u.key for u in self.undecided)

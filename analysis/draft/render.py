@@ -15,6 +15,9 @@ HEADER = (
     "# Drafted by `kernlink draft` from the compiled code. Each `undecided` line names a value the code\n"
     "# does not decide, with the PTX line that shows it; the value written below it, if any, is a placeholder.\n"
 )
+COMPOSED_HEADER = (
+    "# Each `composed` line names a value the pipeline or another stage's contract decides, with that line.\n"
+)
 
 
 def render(draft: Draft, *, ptx_name: str = "code.ptx") -> str:
@@ -23,10 +26,11 @@ def render(draft: Draft, *, ptx_name: str = "code.ptx") -> str:
     stage = parse_text(text, "<draft>", "contract").stages[0]
     lines = text.split("\n")
     above: dict[int, list[str]] = {}
-    for note in draft.undecided:
-        index = note.anchor if note.anchor is not None and note.anchor < len(stage.items) else None
+    notes = [(n.anchor, n.comment(ptx_name)) for n in draft.undecided]
+    notes += [(c.anchor, c.comment()) for c in draft.composed]
+    for anchor, comment in notes:
+        index = anchor if anchor is not None and anchor < len(stage.items) else None
         line = stage.items[index].span.line if index is not None else (stage.items[0].span.line if stage.items else 2)
-        comment = note.comment(ptx_name)
         if comment not in above.setdefault(line, []):
             above[line].append(comment)
     out: list[str] = []
@@ -34,4 +38,4 @@ def render(draft: Draft, *, ptx_name: str = "code.ptx") -> str:
         pad = row[: len(row) - len(row.lstrip())]
         out.extend(pad + c for c in above.get(number, []))
         out.append(row)
-    return format_text(HEADER + "\n".join(out), "<draft>", "contract")
+    return format_text(HEADER + (COMPOSED_HEADER if draft.composed else "") + "\n".join(out), "<draft>", "contract")

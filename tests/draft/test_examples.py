@@ -4,18 +4,36 @@ from __future__ import annotations
 
 import argparse
 from functools import cache
+from pathlib import Path
 
 import pytest
 
-from analysis.draft import MARKER, Draft, render, tally, values
+from analysis.draft import COMPOSED, MARKER, Draft, render, tally, values
 from checker.conformance import check, derive
 from contract_lang import ast as A
 from contract_lang.parser import parse_file, parse_text
 from contract_lang.printer import format_text
 from diagnostics.sources import SourceMap
+from kernlink.cli import main
 from kernlink.cmd_draft import build_draft
 from tests.link.examples import EXAMPLES
 
+#: The pipeline each component is composed into (`kernlink draft COMPONENT.cu --pipeline P.kp`).
+PIPELINES = {
+    "hello/provider": "hello/hello.kp",
+    "hello/caller": "hello/hello.kp",
+    "ring/loader": "ring/ring.kp",
+    "ring/reduce": "ring/ring.kp",
+    "moe4/interp": "moe4/moe4.kp",
+    "moe4/comm": "moe4/moe4.kp",
+    "moe4/gemm": "moe4/moe4.kp",
+    "moe4/act": "moe4/moe4.kp",
+    "gemm_swiglu/mainloop": "gemm_swiglu/gemm_swiglu.kp",
+    "gemm_swiglu/epilogue": "gemm_swiglu/gemm_swiglu.kp",
+    "gemm_swiglu/smem_acc": "gemm_swiglu/gemm_swiglu_smem_acc.kp",
+    "gemm_swiglu/mma_sync": "gemm_swiglu/gemm_swiglu_mma_sync.kp",
+    "gemm_swiglu/sm100/tcgen05": "gemm_swiglu/sm100/gemm_swiglu_tcgen05.kp",
+}
 COMPONENTS = (
     "hello/provider",
     "hello/caller",
@@ -53,8 +71,26 @@ AGREED = {
 }
 
 
+#: The same, composed into its pipeline (bench/results/cpu-2026-12-04b/draft.md): 501 of 642 in all.
+AGREED_COMPOSED = {
+    "hello/provider": 5,
+    "hello/caller": 16,
+    "ring/loader": 29,
+    "ring/reduce": 23,
+    "moe4/interp": 22,
+    "moe4/comm": 47,
+    "moe4/gemm": 65,
+    "moe4/act": 62,
+    "gemm_swiglu/mainloop": 60,
+    "gemm_swiglu/epilogue": 24,
+    "gemm_swiglu/smem_acc": 50,
+    "gemm_swiglu/mma_sync": 46,
+    "gemm_swiglu/sm100/tcgen05": 52,
+}
+
+
 @cache
-def drafted(component: str) -> tuple[Draft, str]:
+def drafted(component: str, composed: bool = False) -> tuple[Draft, str]:
     source = EXAMPLES / f"{component}.cu"
     args = argparse.Namespace(
         source=str(source),
@@ -65,6 +101,7 @@ def drafted(component: str) -> tuple[Draft, str]:
         target="sm_100a" if "sm100" in component else "sm_90a",
         stage=None,
         stage_version=None,
+        pipeline=str(EXAMPLES / PIPELINES[component]) if composed else None,
     )
     return build_draft(args, SourceMap())
 
@@ -85,6 +122,22 @@ def test_the_draft_agrees_with_the_hand_written_contract(component: str) -> None
 
 def test_the_agreement_figure_covers_every_component() -> None:
     assert set(AGREED) == set(COMPONENTS) and sum(AGREED.values()) == 340
+    assert set(AGREED_COMPOSED) == set(PIPELINES) == set(COMPONENTS) and sum(AGREED_COMPOSED.values()) == 501
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("component", COMPONENTS)
+def test_the_composed_draft_agrees_and_keeps_its_own_code(component: str) -> None:
+    """Composed into its pipeline: no value disagrees, none contradicts the code, it prints canonically."""
+    draft, ptx = drafted(component, composed=True)
+    result = tally(_stated(component), draft)
+    assert set(result.disagreed) == KNOWN.get(component, set())
+    assert len(result.agreed) >= AGREED_COMPOSED[component]
+    assert [f for f in check(draft.stage, derive(ptx)) if f.decided] == []
+    text = render(draft)
+    assert format_text(text, "<draft>", "contract") == text
+    assert parse_text(text, "<draft>", "contract").stages[0] == draft.stage
+    assert all(f"# {COMPOSED}: {c.why} ({c.where})" in text for c in draft.composed)
 
 
 @pytest.mark.toolchain
@@ -144,3 +197,32 @@ def test_the_ring_loader_draft() -> None:
         ("ring", "kv", "produce", "init fenced"): "yes",
     }
     assert {("role", "load", "warps"), ("ring", "kv", "produce", "depth"), ("launch", "kind")} <= open_keys
+
+
+@pytest.mark.toolchain
+def test_a_pipeline_drafts_each_component_it_uses(tmp_path: Path) -> None:
+    """`kernlink draft ring.kp`: both stages, named by the pipeline, each composed with the other's contract."""
+    out = tmp_path / "ring.kc"
+    assert main(["draft", str(EXAMPLES / "ring" / "ring.kp"), "-o", str(out)]) == 0
+    stages = parse_file(out, "contract", display=str(out))[0].stages
+    assert [s.name for s in stages] == ["ring.loader", "ring.reduce"]
+    widths = {i.name: i.warps for s in stages for i in s.items if isinstance(i, A.Role)}
+    assert widths == {"load": 4, "reduce": 8}
+
+
+@pytest.mark.toolchain
+def test_a_pipeline_with_no_use_of_the_component_leaves_the_stage_open(capsys: pytest.CaptureFixture[str]) -> None:
+    source = EXAMPLES / "ring" / "loader.cu"
+    assert main(["draft", str(source), "--pipeline", str(EXAMPLES / "hello" / "hello.kp")]) == 0
+    text = capsys.readouterr().out
+    assert "# undecided: which stage of pipeline `hello` this is" in text and "# composed" not in text
+
+
+@pytest.mark.toolchain
+def test_a_pipeline_compiles_its_components_for_its_target(capsys: pytest.CaptureFixture[str]) -> None:
+    """No `--target`: the pipeline's (sm_100a for the tcgen05 producer), which the default sm_90a cannot compile."""
+    source = EXAMPLES / "gemm_swiglu" / "sm100" / "tcgen05.cu"
+    pipeline = EXAMPLES / "gemm_swiglu" / "sm100" / "gemm_swiglu_tcgen05.kp"
+    assert main(["draft", str(source), "--pipeline", str(pipeline)]) == 0
+    text = capsys.readouterr().out
+    assert "    target sm_100a\n" in text and 'stage "gemm.tcgen05"' in text
