@@ -92,13 +92,19 @@ VARIANTS: dict[str, tuple[int, int, bool, int, int]] = {
     "linked": (256, 2, False, 192, 1),
     "linked_small": (128, 1, False, 192, 1),
     "linked_swapab": (128, 1, False, 220, 1),
+    "linked_swapab16": (128, 1, False, 216, 1),
 }
 #: the linked kernels (kernlink build of gemm_swiglu_persistent.kp and gemm_swiglu_persistent_small.kp):
 #: their entry and their counter array
-LINKED = {"linked", "linked_small", "linked_swapab"}
-#: the swap-AB link: rows of X its slots hold (producer_swapab.kc's fact x_rows: the largest M)
-SWAPAB = "linked_swapab"
+#: the swap-AB links: `linked_swapab` as the example ships it, `linked_swapab16` a lever (the same
+#: sources with producer_swapab.kc's fact x_rows = 16: 18 KiB slots, wgmma N = 16)
+SWAPAB = {"linked_swapab", "linked_swapab16"}
+LINKED = {"linked", "linked_small", *SWAPAB}
+#: rows of X the shipped swap-AB link's slots hold (producer_swapab.kc's fact x_rows): the largest M
+#: it serves
 SWAPAB_ROWS = 32
+#: a swap-AB slot: W's 64 gate and 64 up rows of 128 B, then X's x_rows rows
+SWAPAB_W_BYTES = 16384
 LINKED_KERNEL = "kl_dispatch"
 LINKED_COUNTERS = "kl_counters"
 #: GS_EPI 9 is a diagnostic (g * u, not SwiGLU): timed, its check not required
@@ -218,6 +224,10 @@ class Variant:
             self.threads = int(plan["launch"]["threads"])
             rings = {r["name"]: r for r in plan["placement"]["rings"]}
             self.linked_depth = int(rings["kv"]["depth"])  # the link map's `rings` row
+            # a swap-AB slot's rows of X (its bytes past W's, without the slot's two mbarriers)
+            self.x_rows = (int(rings["kv"]["slot_bytes"]) - 16 - SWAPAB_W_BYTES) // 128
+            if self.base == "linked_swapab" and self.x_rows != SWAPAB_ROWS:
+                raise RuntimeError(f"{name}: slots of {self.x_rows} rows of X, the dispatch assumes {SWAPAB_ROWS}")
             self.params_fields = [(f["name"], int(f["offset"]), int(f["size"])) for f in plan["params"]["fields"]]
             err, self.counters, size = driver.cuModuleGetGlobal(self.module, LINKED_COUNTERS.encode())
             if err == driver.CUresult.CUDA_SUCCESS:  # a link without a counter claim has none
@@ -304,8 +314,8 @@ class Launch:
             raise ValueError(f"K = {k} must be a multiple of {64 * var.ksub} and N = {n} of {var.bn}")
         if var.pingpong and mode != "dp":
             raise ValueError("the ping-pong kernels run data-parallel only (mode dp)")
-        if var.base == SWAPAB and (m > SWAPAB_ROWS or mode != "dp"):
-            raise ValueError(f"{var.name} runs M <= {SWAPAB_ROWS}, data-parallel (mode dp)")
+        if var.base in SWAPAB and (m > var.x_rows or mode != "dp"):
+            raise ValueError(f"{var.name} runs M <= {var.x_rows}, data-parallel (mode dp)")
         c = var.cluster
         tiles_m = math.ceil(m / 128)
         units = math.ceil(tiles_m / c) * (n // var.bn)
@@ -330,7 +340,7 @@ class Launch:
         promotion = spec.promotion if spec is not None else "l2b256"
         self.var = var
         self.prob = prob
-        if var.base == SWAPAB:
+        if var.base in SWAPAB:
             if spec is not None and (spec.policy is not None or spec.prefetch):
                 raise ValueError(f"{var.name}: no policy word or prefetch (W evict_first, X evict_last)")
             self._swapab_params(prob, promotion)
