@@ -93,12 +93,14 @@ VARIANTS: dict[str, tuple[int, int, bool, int, int]] = {
     "linked_small": (128, 1, False, 192, 1),
     "linked_swapab": (128, 1, False, 220, 1),
     "linked_swapab16": (128, 1, False, 216, 1),
+    "linked_swapab64": (128, 1, False, 216, 1),
 }
 #: the linked kernels (kernlink build of gemm_swiglu_persistent.kp and gemm_swiglu_persistent_small.kp):
 #: their entry and their counter array
-#: the swap-AB links: `linked_swapab` as the example ships it, `linked_swapab16` a lever (the same
-#: sources with producer_swapab.kc's fact x_rows = 16: 18 KiB slots, wgmma N = 16)
-SWAPAB = {"linked_swapab", "linked_swapab16"}
+#: the swap-AB links: `linked_swapab` as the example ships it, `linked_swapab16` and `linked_swapab64`
+#: levers (the same sources with producer_swapab.kc's fact x_rows = 16 or 64: slots of 18 or 24 KiB,
+#: wgmma N = 16 or 64)
+SWAPAB = {"linked_swapab", "linked_swapab16", "linked_swapab64"}
 LINKED = {"linked", "linked_small", *SWAPAB}
 #: rows of X the shipped swap-AB link's slots hold (producer_swapab.kc's fact x_rows): the largest M
 #: it serves
@@ -113,12 +115,13 @@ DIAGNOSTIC_EPI = "_e9"
 #: (H200, 2026-12-03: at M <= 128 every variant streams W at the same rate and data-parallel is
 #: level with stream-K or ahead; above, 2 x 1 clusters, stream-K for the last wave, raster 16)
 AUTO: list[tuple[int, str]] = [(128, "coop128_c1:dp"), (1 << 30, "coop256_c2:sk:r16")]
-#: the same dispatch between the two linked cubins, as a user of kernlink ships it (`linked_auto`;
+#: the same dispatch between the three linked cubins, as a user of kernlink ships it (`linked_auto`;
 #: H200, 2026-12-04: data-parallel is ahead of stream-K at M = 16 and 128, and W's L2 promotion of
 #: 128 B instead of 256 B gains 3 % at M = 16 without a flush, none under do_bench, and loses 1.6 %
-#: at M = 128, so the default stays)
+#: at M = 128, so linked_small's default stays; the swap-AB kernel with promotion none was 0.5 % /
+#: 1.6 % faster at M = 16 / 32 under do_bench and 5 % faster at M = 16 under a read flush)
 LINKED_AUTO: list[tuple[int, str]] = [
-    (SWAPAB_ROWS, "linked_swapab:dp"),
+    (SWAPAB_ROWS, "linked_swapab:dp:l2none"),
     (128, "linked_small:dp"),
     (1 << 30, "linked:sk:r16"),
 ]
