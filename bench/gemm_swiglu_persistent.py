@@ -19,11 +19,12 @@ the link's `kl_dispatch`, with its params block (the stages' blocks at the link 
 tensor maps by address in global memory) and, where the link has one, its counter array
 `kl_counters` (the stream-K flags; zeroed once before the first launch, and every kernel leaves it
 zero, which the check verifies after each launch, so the timed launches need no memset). A kernel is
-`<variant>:<mode>[:r<raster>][:g<CTAs>][:p<policy>][:l2none|l2b64|l2b128|l2b256][:pf<k-steps>][@<M>/...]`:
+`<variant>:<mode>[:r<raster>][:g<CTAs>|:gb][:p<policy>][:l2none|l2b64|l2b128|l2b256][:pf<k-steps>][@<M>/...]`:
 a variant of VARIANTS (a suffix _eN: built with the epilogue arithmetic GS_EPI=N; _e9 is a
 diagnostic whose numbers are not SwiGLU), mode `sk` (data-parallel waves, the remainder stream-K)
 or `dp` (data-parallel only; the only mode of the ping-pong variants), raster in m-tiles per group
-(default --raster), at most that many CTAs (default: every resident one), the policy word (default
+(default --raster), at most that many CTAs (default: every resident one; `gb`, data-parallel: the
+fewest that keep the number of waves, so every CTA runs as many units), the policy word (default
 3 = W evict_first and X evict_last for one m-tile, else 0), W's tensor-map L2 promotion (default
 256 B), W's L2 prefetch distance in k-steps (linked_small only; default 0: none), and the M values
 at which it is timed (default: all of --shapes). `auto` is the one-unit dispatch the example ships
@@ -119,9 +120,10 @@ AUTO: list[tuple[int, str]] = [(128, "coop128_c1:dp"), (1 << 30, "coop256_c2:sk:
 #: H200, 2026-12-04: data-parallel is ahead of stream-K at M = 16 and 128, and W's L2 promotion of
 #: 128 B instead of 256 B gains 3 % at M = 16 without a flush, none under do_bench, and loses 1.6 %
 #: at M = 128, so linked_small's default stays; the swap-AB kernel with promotion none was 0.5 % /
-#: 1.6 % faster at M = 16 / 32 under do_bench and 5 % faster at M = 16 under a read flush)
+#: 1.6 % faster at M = 16 / 32 under do_bench and 5 % faster at M = 16 under a read flush, and 112
+#: CTAs of 2 tiles each (N = 28672: 224 tiles) 1-2 % faster than 132 CTAs of 1 or 2: `gb`)
 LINKED_AUTO: list[tuple[int, str]] = [
-    (SWAPAB_ROWS, "linked_swapab:dp:l2none"),
+    (SWAPAB_ROWS, "linked_swapab:dp:l2none:gb"),
     (128, "linked_small:dp"),
     (1 << 30, "linked:sk:r16"),
 ]
@@ -326,6 +328,8 @@ class Launch:
         clusters = var.resident_clusters if stream_k else min(var.resident_clusters, units)
         if spec is not None and spec.grid:
             clusters = min(clusters, max(1, spec.grid // c))
+        if spec is not None and spec.balanced and not stream_k:
+            clusters = math.ceil(units / math.ceil(units / clusters))
         self.grid = clusters * c
         self.a_box_rows = 128 if m >= 128 else (m + 7) // 8 * 8
         self.depth = var.linked_depth if var.linked else ring_depth(var.bn, var.ring_kb, var.ksub, self.a_box_rows)
@@ -455,7 +459,8 @@ def resolve(kernel: str, m: int) -> str:
 
 @dataclass(frozen=True)
 class Spec:
-    """`variant:mode[:rN][:gN][:pN][:l2...][@m/m/...]`: raster rN, at most N CTAs (gN), the policy
+    """`variant:mode[:rN][:gN|:gb][:pN][:l2...][@m/m/...]`: raster rN, at most N CTAs (gN) or the
+    fewest CTAs of as many data-parallel waves (gb: balanced), the policy
     word N (pN; default 3 for one m-tile, else 0), W's L2 promotion (PROMOTION), W's L2 prefetch
     distance in k-steps (pfN, linked_small only: producer_small.kc's `prefetch`), the timed M values."""
 
@@ -463,6 +468,7 @@ class Spec:
     mode: str
     raster: int | None = None
     grid: int | None = None
+    balanced: bool = False
     policy: int | None = None
     promotion: str = "l2b256"
     prefetch: int = 0
@@ -479,6 +485,8 @@ def parse_spec(spec: str) -> Spec:
     for p in parts[2:]:
         if p in PROMOTION:
             opts["promotion"] = p
+        elif p == "gb":
+            opts["balanced"] = True
         elif p.startswith("pf") and p[2:].isdigit():
             opts["prefetch"] = int(p[2:])
         elif p[:1] in ("r", "g", "p") and p[1:].isdigit():
