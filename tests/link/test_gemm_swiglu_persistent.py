@@ -126,3 +126,22 @@ def test_the_small_m_components_conform_under_strict(stem: str, tmp_path: Path) 
     with its credit), is decided and matches the contract."""
     built = build(FOLDER / f"{stem}.cu", FOLDER / f"{stem}.kc")
     assert conformance_findings(built, tmp_path / "x.kpkg", strict=True) == []
+
+
+def test_the_swapab_rows_of_x_are_the_producers_fact(tmp_path: Path) -> None:
+    """The swap-AB mainloop and epilogue compile in wgmma's N, the rows of X a slot holds; the
+    producer owns it. A producer that holds another number of rows makes both stale (L-FACT), each
+    at its own `assumes`: neither links against a slot it would misread."""
+    folder = tmp_path / "persistent"
+    shutil.copytree(FOLDER, folder, ignore=shutil.ignore_patterns("build"))
+    contract = folder / "producer_swapab.kc"
+    text = contract.read_text()
+    assert text.count("owns fact x_rows: u32 = 32") == 1
+    contract.write_text(text.replace("owns fact x_rows: u32 = 32", "owns fact x_rows: u32 = 16"))
+    out = tmp_path / "out"
+    assert main(["build", str(folder / "gemm_swiglu_persistent_swapab.kp"), "-o", str(out), "--no-server"]) != 0
+    plan = json.loads((out / "link.json").read_text())
+    assert plan["status"] == "rejected"
+    errors = [d for d in plan["diagnostics"] if d["severity"] == "error"]
+    assert [d["code"] for d in errors] == ["L-FACT", "L-FACT"]
+    assert sorted(d["message"].split("`")[1] for d in errors) == ["gemm.mainloop_swapab", "swiglu.epilogue_swapab"]
