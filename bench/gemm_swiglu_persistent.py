@@ -8,24 +8,28 @@ against the strongest PyTorch paths, all in one process.
     python bench/gemm_swiglu_persistent.py --merge FILE [FILE ...] [--json FILE]
 
 DIR holds the cubins of `specs/examples/gemm_swiglu/persistent/build.sh` (gs_<variant>.cubin) and the
-two linked kernels: `linked`, what `kernlink build gemm_swiglu_persistent.kp -o OUT` links from the
+linked kernels: `linked`, what `kernlink build gemm_swiglu_persistent.kp -o OUT` links from the
 same sources as five components (OUT/kernel.cubin and OUT/link.json copied to gs_linked.cubin and
-gs_linked.json), coop256_c2's schedule; and `linked_small`, the same of
+gs_linked.json), coop256_c2's schedule; `linked_small`, the same of
 gemm_swiglu_persistent_small.kp (gs_linked_small.cubin/.json), coop128_c1's schedule (128 x 128 tiles,
-no cluster). Each runs behind the link's `kl_dispatch`, with its params block (the two stages'
-blocks, tensor maps by address in global memory) and its counter array `kl_counters` (the stream-K
-flags; zeroed once before the first launch, and every kernel leaves it zero, which the check
-verifies after each launch, so the timed launches need no memset). A kernel is
-`<variant>:<mode>[:r<raster>][:g<CTAs>][:p<policy>][:l2none|l2b64|l2b128|l2b256][:pf<k-steps>][@<M>/...]`:
+no cluster); and `linked_swapab`, the same of gemm_swiglu_persistent_swapab.kp
+(gs_linked_swapab.cubin/.json): the swap-AB mainloop for M <= 32 (W the 64-row wgmma operand, X
+the 32-row one; 128 W rows = 64 outputs a tile, data-parallel only, 256 threads). Each runs behind
+the link's `kl_dispatch`, with its params block (the stages' blocks at the link map's offsets,
+tensor maps by address in global memory) and, where the link has one, its counter array
+`kl_counters` (the stream-K flags; zeroed once before the first launch, and every kernel leaves it
+zero, which the check verifies after each launch, so the timed launches need no memset). A kernel is
+`<variant>:<mode>[:r<raster>][:g<CTAs>|:gb][:p<policy>][:l2none|l2b64|l2b128|l2b256][:pf<k-steps>][@<M>/...]`:
 a variant of VARIANTS (a suffix _eN: built with the epilogue arithmetic GS_EPI=N; _e9 is a
 diagnostic whose numbers are not SwiGLU), mode `sk` (data-parallel waves, the remainder stream-K)
 or `dp` (data-parallel only; the only mode of the ping-pong variants), raster in m-tiles per group
-(default --raster), at most that many CTAs (default: every resident one), the policy word (default
+(default --raster), at most that many CTAs (default: every resident one; `gb`, data-parallel: the
+fewest that keep the number of waves, so every CTA runs as many units), the policy word (default
 3 = W evict_first and X evict_last for one m-tile, else 0), W's tensor-map L2 promotion (default
 256 B), W's L2 prefetch distance in k-steps (linked_small only; default 0: none), and the M values
 at which it is timed (default: all of --shapes). `auto` is the one-unit dispatch the example ships
-(AUTO below), `linked_auto` the same dispatch between the two linked cubins (M <=
-128: linked_small, else linked), as a user of kernlink ships it.
+(AUTO below), `linked_auto` the dispatch between the three linked cubins (M <= 32: linked_swapab,
+M <= 128: linked_small, else linked), as a user of kernlink ships it.
 
 For every kernel and every M of --check-shapes and --shapes the script
 - draws X [M, K] ~ N(0, 1) and Wg, Wu [N/2, K] ~ N(0, 1) / sqrt(K) (bf16, fresh per shape) and the
@@ -88,10 +92,22 @@ VARIANTS: dict[str, tuple[int, int, bool, int, int]] = {
     "pp128_c2": (128, 2, True, 192, 1),
     "linked": (256, 2, False, 192, 1),
     "linked_small": (128, 1, False, 192, 1),
+    "linked_swapab": (128, 1, False, 220, 1),
+    "linked_swapab16": (128, 1, False, 216, 1),
+    "linked_swapab64": (128, 1, False, 216, 1),
 }
 #: the linked kernels (kernlink build of gemm_swiglu_persistent.kp and gemm_swiglu_persistent_small.kp):
 #: their entry and their counter array
-LINKED = {"linked", "linked_small"}
+#: the swap-AB links: `linked_swapab` as the example ships it, `linked_swapab16` and `linked_swapab64`
+#: levers (the same sources with producer_swapab.kc's fact x_rows = 16 or 64: slots of 18 or 24 KiB,
+#: wgmma N = 16 or 64)
+SWAPAB = {"linked_swapab", "linked_swapab16", "linked_swapab64"}
+LINKED = {"linked", "linked_small", *SWAPAB}
+#: rows of X the shipped swap-AB link's slots hold (producer_swapab.kc's fact x_rows): the largest M
+#: it serves
+SWAPAB_ROWS = 32
+#: a swap-AB slot: W's 64 gate and 64 up rows of 128 B, then X's x_rows rows
+SWAPAB_W_BYTES = 16384
 LINKED_KERNEL = "kl_dispatch"
 LINKED_COUNTERS = "kl_counters"
 #: GS_EPI 9 is a diagnostic (g * u, not SwiGLU): timed, its check not required
@@ -100,11 +116,17 @@ DIAGNOSTIC_EPI = "_e9"
 #: (H200, 2026-12-03: at M <= 128 every variant streams W at the same rate and data-parallel is
 #: level with stream-K or ahead; above, 2 x 1 clusters, stream-K for the last wave, raster 16)
 AUTO: list[tuple[int, str]] = [(128, "coop128_c1:dp"), (1 << 30, "coop256_c2:sk:r16")]
-#: the same dispatch between the two linked cubins, as a user of kernlink ships it (`linked_auto`;
+#: the same dispatch between the three linked cubins, as a user of kernlink ships it (`linked_auto`;
 #: H200, 2026-12-04: data-parallel is ahead of stream-K at M = 16 and 128, and W's L2 promotion of
 #: 128 B instead of 256 B gains 3 % at M = 16 without a flush, none under do_bench, and loses 1.6 %
-#: at M = 128, so the default stays)
-LINKED_AUTO: list[tuple[int, str]] = [(128, "linked_small:dp"), (1 << 30, "linked:sk:r16")]
+#: at M = 128, so linked_small's default stays; the swap-AB kernel with promotion none was 0.5 % /
+#: 1.6 % faster at M = 16 / 32 under do_bench and 5 % faster at M = 16 under a read flush, and 112
+#: CTAs of 2 tiles each (N = 28672: 224 tiles) 1-2 % faster than 132 CTAs of 1 or 2: `gb`)
+LINKED_AUTO: list[tuple[int, str]] = [
+    (SWAPAB_ROWS, "linked_swapab:dp:l2none:gb"),
+    (128, "linked_small:dp"),
+    (1 << 30, "linked:sk:r16"),
+]
 DISPATCH = {"auto": AUTO, "linked_auto": LINKED_AUTO}
 #: a kernel spec's `:l2...` option: the L2 promotion of W's tensor map (default 256 B)
 PROMOTION = {
@@ -160,6 +182,29 @@ def tensor_map(t: torch.Tensor, box_rows: int, box_cols: int = 64, promotion: st
     return ctypes.string_at(tmap.getPtr(), 128)
 
 
+def swapab_w_map(w: torch.Tensor, promotion: str) -> bytes:
+    """The 128 bytes of the swap-AB producer's 4-D TMA descriptor of the interleaved W [n, k]: W as
+    [n / 32][2][16][k] (groups of 16 gate rows then 16 up rows), box {64, 16, 1, 4}: one box is the
+    64 gate (or up) rows of 4 groups, 64 rows of 128 B (128B swizzle)."""
+    n, k = w.shape
+    row = w.stride(0) * w.element_size()
+    err, tmap = driver.cuTensorMapEncodeTiled(
+        driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        4,
+        w.data_ptr(),
+        [driver.cuuint64_t(k), driver.cuuint64_t(16), driver.cuuint64_t(2), driver.cuuint64_t(n // 32)],
+        [driver.cuuint64_t(row), driver.cuuint64_t(16 * row), driver.cuuint64_t(32 * row)],
+        [driver.cuuint32_t(64), driver.cuuint32_t(16), driver.cuuint32_t(1), driver.cuuint32_t(4)],
+        [driver.cuuint32_t(1)] * 4,
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        PROMOTION[promotion],
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+    )
+    check(err, "cuTensorMapEncodeTiled (4-D W)")
+    return ctypes.string_at(tmap.getPtr(), 128)
+
+
 class Variant:
     """One cubin of build.sh loaded into PyTorch's context."""
 
@@ -175,17 +220,25 @@ class Variant:
         entry = LINKED_KERNEL if self.linked else f"gs_{self.base}"
         err, self.function = driver.cuModuleGetFunction(self.module, entry.encode())
         check(err, "cuModuleGetFunction")
-        if self.linked:  # the link's plan: dynamic shared memory, the ring's depth
+        self.threads = THREADS
+        self.counter_words = 0
+        if self.linked:  # the link's plan: dynamic shared memory, block, the ring's depth, params
             plan = json.loads((folder / f"gs_{name}.json").read_text())
             self.smem = int(plan["launch"]["dynamic_smem"])
             self.smem_reported = self.smem
+            self.threads = int(plan["launch"]["threads"])
             rings = {r["name"]: r for r in plan["placement"]["rings"]}
             self.linked_depth = int(rings["kv"]["depth"])  # the link map's `rings` row
+            # a swap-AB slot's rows of X (its bytes past W's, without the slot's two mbarriers)
+            self.x_rows = (int(rings["kv"]["slot_bytes"]) - 16 - SWAPAB_W_BYTES) // 128
+            if self.base == "linked_swapab" and self.x_rows != SWAPAB_ROWS:
+                raise RuntimeError(f"{name}: slots of {self.x_rows} rows of X, the dispatch assumes {SWAPAB_ROWS}")
+            self.params_fields = [(f["name"], int(f["offset"]), int(f["size"])) for f in plan["params"]["fields"]]
             err, self.counters, size = driver.cuModuleGetGlobal(self.module, LINKED_COUNTERS.encode())
-            check(err, "cuModuleGetGlobal kl_counters")
-            self.counter_words = int(size) // 4
-            (err,) = driver.cuMemsetD32(self.counters, 0, self.counter_words)
-            check(err, "cuMemsetD32 kl_counters")
+            if err == driver.CUresult.CUDA_SUCCESS:  # a link without a counter claim has none
+                self.counter_words = int(size) // 4
+                (err,) = driver.cuMemsetD32(self.counters, 0, self.counter_words)
+                check(err, "cuMemsetD32 kl_counters")
         else:
             self.smem = smem_bytes(self.bn, self.pingpong, self.ring_kb)
             self.smem_reported = self._read_u32(f"gs_smem_bytes_gs_{self.base}")
@@ -215,7 +268,7 @@ class Variant:
         try:
             cfg = driver.CUlaunchConfig()
             cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = self.sms // self.cluster * self.cluster, 1, 1
-            cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = THREADS, 1, 1
+            cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = self.threads, 1, 1
             cfg.sharedMemBytes = self.smem
             cfg.numAttrs = 0
             err, n = driver.cuOccupancyMaxActiveClusters(self.function, cfg)
@@ -266,6 +319,8 @@ class Launch:
             raise ValueError(f"K = {k} must be a multiple of {64 * var.ksub} and N = {n} of {var.bn}")
         if var.pingpong and mode != "dp":
             raise ValueError("the ping-pong kernels run data-parallel only (mode dp)")
+        if var.base in SWAPAB and (m > var.x_rows or mode != "dp"):
+            raise ValueError(f"{var.name} runs M <= {var.x_rows}, data-parallel (mode dp)")
         c = var.cluster
         tiles_m = math.ceil(m / 128)
         units = math.ceil(tiles_m / c) * (n // var.bn)
@@ -273,6 +328,8 @@ class Launch:
         clusters = var.resident_clusters if stream_k else min(var.resident_clusters, units)
         if spec is not None and spec.grid:
             clusters = min(clusters, max(1, spec.grid // c))
+        if spec is not None and spec.balanced and not stream_k:
+            clusters = math.ceil(units / math.ceil(units / clusters))
         self.grid = clusters * c
         self.a_box_rows = 128 if m >= 128 else (m + 7) // 8 * 8
         self.depth = var.linked_depth if var.linked else ring_depth(var.bn, var.ring_kb, var.ksub, self.a_box_rows)
@@ -288,13 +345,18 @@ class Launch:
         if spec is not None and spec.policy is not None:
             policy = spec.policy
         promotion = spec.promotion if spec is not None else "l2b256"
+        self.var = var
+        self.prob = prob
+        if var.base in SWAPAB:
+            if spec is not None and (spec.policy is not None or spec.prefetch):
+                raise ValueError(f"{var.name}: no policy word or prefetch (W evict_first, X evict_last)")
+            self._swapab_params(prob, promotion)
+            return
         maps = (
             tensor_map(prob.x, self.a_box_rows)
             + tensor_map(prob.w, var.bn // c, promotion=promotion)
             + tensor_map(self.out, 64)
         )
-        self.var = var
-        self.prob = prob
         if var.linked:
             prefetch = spec.prefetch if spec is not None else 0
             if prefetch and var.base != "linked_small":
@@ -335,10 +397,36 @@ class Launch:
         self.block = ctypes.create_string_buffer(block, len(block))
         self.args = (ctypes.c_void_p * 1)(ctypes.addressof(self.block))
 
+    def _swapab_params(self, prob: Problem, promotion: str) -> None:
+        """linked_swapab's KlParams, each field at the link map's offset: producer_swapab's W map (4-D:
+        W as [n / 32][2][16][k], box {64, 16, 1, 4}: 64 gate or 64 up rows) and X map (box {64,
+        x_box_rows}), m, n, k, x_box_rows; mainloop_swapab's out pointer (row-major [m, n / 2]), m, n, k."""
+        m, n, k = prob.m, prob.n, prob.k
+        maps = swapab_w_map(prob.w, promotion) + tensor_map(prob.x, self.a_box_rows)
+        self.maps = torch.frombuffer(bytearray(maps), dtype=torch.uint8).to("cuda")  # 128-byte aligned
+        base = self.maps.data_ptr()
+        values = {
+            "tmap_w": base,
+            "tmap_x": base + 128,
+            "m": m,
+            "n": n,
+            "k": k,
+            "x_box_rows": self.a_box_rows,
+            "out": self.out.data_ptr(),
+        }
+        size = max(off + width for _, off, width in self.var.params_fields)
+        block = bytearray((size + 7) // 8 * 8)
+        for name, off, width in self.var.params_fields:
+            struct.pack_into("<Q" if width == 8 else "<I", block, off, values[name])
+        self.block = ctypes.create_string_buffer(bytes(block), len(block))
+        self.args = (ctypes.c_void_p * 1)(ctypes.addressof(self.block))
+
     def flags_sum(self) -> int:
         """The stream-K counters' sum: the kernel leaves them zero."""
         if not self.var.linked:
             return int(self.flags.abs().sum())
+        if self.var.counter_words == 0:
+            return 0
         words = (ctypes.c_uint32 * self.var.counter_words)()
         (err,) = driver.cuMemcpyDtoH(ctypes.addressof(words), self.var.counters, 4 * self.var.counter_words)
         check(err, "cuMemcpyDtoH kl_counters")
@@ -351,7 +439,7 @@ class Launch:
             self.grid,
             1,
             1,
-            THREADS,
+            self.var.threads,
             1,
             1,
             self.var.smem,
@@ -371,7 +459,8 @@ def resolve(kernel: str, m: int) -> str:
 
 @dataclass(frozen=True)
 class Spec:
-    """`variant:mode[:rN][:gN][:pN][:l2...][@m/m/...]`: raster rN, at most N CTAs (gN), the policy
+    """`variant:mode[:rN][:gN|:gb][:pN][:l2...][@m/m/...]`: raster rN, at most N CTAs (gN) or the
+    fewest CTAs of as many data-parallel waves (gb: balanced), the policy
     word N (pN; default 3 for one m-tile, else 0), W's L2 promotion (PROMOTION), W's L2 prefetch
     distance in k-steps (pfN, linked_small only: producer_small.kc's `prefetch`), the timed M values."""
 
@@ -379,6 +468,7 @@ class Spec:
     mode: str
     raster: int | None = None
     grid: int | None = None
+    balanced: bool = False
     policy: int | None = None
     promotion: str = "l2b256"
     prefetch: int = 0
@@ -395,6 +485,8 @@ def parse_spec(spec: str) -> Spec:
     for p in parts[2:]:
         if p in PROMOTION:
             opts["promotion"] = p
+        elif p == "gb":
+            opts["balanced"] = True
         elif p.startswith("pf") and p[2:].isdigit():
             opts["prefetch"] = int(p[2:])
         elif p[:1] in ("r", "g", "p") and p[1:].isdigit():

@@ -1,8 +1,10 @@
-"""The persistent GEMM + SwiGLU (specs/examples/gemm_swiglu/persistent): two pipelines of five
-components each that `kernlink build` packs, checks, places and links into one cubin each — the
-2 x 1 cluster kernel (gemm_swiglu_persistent.kp) and the small-M path (gemm_swiglu_persistent_small.kp,
-128 x 128 tiles without a cluster, sharing the fix-up and epilogue packages); each link map is a
-snapshot, and `kernlink parity` proves each link the one-unit build of the same sources."""
+"""The persistent GEMM + SwiGLU (specs/examples/gemm_swiglu/persistent): three pipelines that
+`kernlink build` packs, checks, places and links into one cubin each — the 2 x 1 cluster kernel
+(gemm_swiglu_persistent.kp), the small-M path (gemm_swiglu_persistent_small.kp, 128 x 128 tiles
+without a cluster, sharing the fix-up and epilogue packages) and the swap-AB path for M <= 32
+(gemm_swiglu_persistent_swapab.kp: the small path's scheduler, its own producer, mainloop and
+transposed epilogue); each link map is a snapshot, and `kernlink parity` proves each link the
+one-unit build of the same sources."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ class Pipeline:
     kp: str
     stems: tuple[str, ...]
     dynamic_smem: int
-    counter_words: int  # the stream-K flags: one word per CTA of a 132-SM grid
+    counter_words: int | None  # the stream-K flags: one word per CTA of a 132-SM grid (None: no counter)
     # the shared fix-up and epilogue packages' exports of the other tile width, which no call
     # reaches (I-EXPORT-DROPPED, a note: LTO drops them)
     dropped: tuple[str, ...]
@@ -55,6 +57,14 @@ PIPELINES = {
         213104,
         132,
         ("gs_fixup_add", "gs_fixup_store", "gs_swiglu_store", "gs_swiglu_write"),
+    ),
+    # 11 slots of 20 KiB (W's 64 gate and 64 up rows, X's 32), no staging, no counter
+    "swapab": Pipeline(
+        "gemm_swiglu_persistent_swapab.kp",
+        ("scheduler_small", "producer_swapab", "consumer_swapab", "epilogue_swapab"),
+        225456,
+        None,
+        (),
     ),
 }
 
@@ -83,7 +93,8 @@ def test_every_component_is_packed_and_the_pipeline_links(built: tuple[Pipeline,
     dropped = sorted(d["message"].split("`")[1] for d in plan["diagnostics"])
     assert dropped == sorted(pipeline.dropped)
     assert plan["launch"]["dynamic_smem"] == pipeline.dynamic_smem
-    assert plan["counters"]["words"] == pipeline.counter_words
+    words = plan["counters"]["words"] if "counters" in plan else None
+    assert words == pipeline.counter_words
 
 
 def test_the_link_map_is_the_snapshot(built: tuple[Pipeline, Path]) -> None:
@@ -108,8 +119,29 @@ def test_parity_proves_the_link_the_one_unit_build(
         assert report["sass"]["identical"] is True
 
 
-def test_the_small_mainloop_conforms_under_strict(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stem", ["consumer_small", "consumer_swapab", "producer_swapab"])
+def test_the_small_m_components_conform_under_strict(stem: str, tmp_path: Path) -> None:
     """As gemm.mainloop (tests/conformance/test_cases.py): every ring, barrier and counter step of
-    the small-M consumers' code is decided and matches consumer_small.kc."""
-    built = build(FOLDER / "consumer_small.cu", FOLDER / "consumer_small.kc")
+    the small-M consumers' code, and the swap-AB producer's (its 4-D gate and up boxes, X's box
+    with its credit), is decided and matches the contract."""
+    built = build(FOLDER / f"{stem}.cu", FOLDER / f"{stem}.kc")
     assert conformance_findings(built, tmp_path / "x.kpkg", strict=True) == []
+
+
+def test_the_swapab_rows_of_x_are_the_producers_fact(tmp_path: Path) -> None:
+    """The swap-AB mainloop and epilogue compile in wgmma's N, the rows of X a slot holds; the
+    producer owns it. A producer that holds another number of rows makes both stale (L-FACT), each
+    at its own `assumes`: neither links against a slot it would misread."""
+    folder = tmp_path / "persistent"
+    shutil.copytree(FOLDER, folder, ignore=shutil.ignore_patterns("build"))
+    contract = folder / "producer_swapab.kc"
+    text = contract.read_text()
+    assert text.count("owns fact x_rows: u32 = 32") == 1
+    contract.write_text(text.replace("owns fact x_rows: u32 = 32", "owns fact x_rows: u32 = 16"))
+    out = tmp_path / "out"
+    assert main(["build", str(folder / "gemm_swiglu_persistent_swapab.kp"), "-o", str(out), "--no-server"]) != 0
+    plan = json.loads((out / "link.json").read_text())
+    assert plan["status"] == "rejected"
+    errors = [d for d in plan["diagnostics"] if d["severity"] == "error"]
+    assert [d["code"] for d in errors] == ["L-FACT", "L-FACT"]
+    assert sorted(d["message"].split("`")[1] for d in errors) == ["gemm.mainloop_swapab", "swiglu.epilogue_swapab"]

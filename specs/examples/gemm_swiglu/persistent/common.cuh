@@ -127,6 +127,17 @@ __device__ __forceinline__ void tma_load(unsigned dst, const CUtensorMap* map, i
         : "memory");
 }
 
+// 4-D box load into this CTA's shared memory (coordinates innermost first), its bytes completing
+// on `bar` (this CTA): the swap-AB producer's view of W as [n / 32][2][16][k].
+__device__ __forceinline__ void tma_load_4d(unsigned dst, const CUtensorMap* map, int x, int y, int z, int w,
+                                            unsigned bar, uint64_t policy) {
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+        " [%0], [%1, {%2, %3, %4, %5}], [%6], %7;" ::"r"(dst),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(z), "r"(w), "r"(bar), "l"(policy)
+        : "memory");
+}
+
 // 2-D box load multicast to every CTA of `mask`: the box lands at offset `dst` of each
 // destination CTA's shared memory and completes its bytes on the barrier at offset `bar` there.
 __device__ __forceinline__ void tma_load_multicast(unsigned dst, const CUtensorMap* map, int x, int y, unsigned bar,

@@ -58,15 +58,24 @@ __device__ __forceinline__ void release_slot(const Ring& ring, unsigned slot) {
 }
 
 // One wgmma k16 step of the tile for one warpgroup: FRAGS fragments of 64 rows (A's descriptor
-// advanced by 8 KiB = 512 descriptor units per fragment), all BN columns of B.
+// advanced by 8 KiB = 512 descriptor units per fragment), all BN columns of B. (The swap-AB
+// mainloop, consumer_swapab.cu, runs it with A = W's gate and up rows, two fragments, and
+// B = X's BN = 16, 32 or 64 rows.)
 template <unsigned BN, int FRAGS>
 __device__ __forceinline__ void mma_k16(float (&acc)[FRAGS][BN / 2], uint64_t da, uint64_t db, unsigned accumulate) {
 #pragma unroll
     for (int f = 0; f < FRAGS; ++f) {
         if constexpr (BN == 256) {
             wgmma_m64n256k16(acc[f], da + 512u * f, db, accumulate);
-        } else {
+        } else if constexpr (BN == 128) {
             wgmma_m64n128k16(acc[f], da + 512u * f, db, accumulate);
+        } else if constexpr (BN == 64) {
+            wgmma_m64n64k16(acc[f], da + 512u * f, db, accumulate);
+        } else if constexpr (BN == 32) {
+            wgmma_m64n32k16(acc[f], da + 512u * f, db, accumulate);
+        } else {
+            static_assert(BN == 16, "wgmma.cuh has m64nNk16 for N = 16, 32, 64, 128, 256");
+            wgmma_m64n16k16(acc[f], da + 512u * f, db, accumulate);
         }
     }
 }
