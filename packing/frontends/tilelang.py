@@ -28,7 +28,7 @@ the other parameters the callable's arguments. The derived contract exports it, 
 from TileLang's parameters; each fragment's layout map, from the filling loop's index, is checked
 exact (every register one element, every element of the tile one register) and written at the
 head of the component. The contract language has no item that states a callable's fragment, so
-the linker does not yet prove that map against the caller's (specs/tilelang.md).
+the linker does not yet prove that map against the caller's (specs/frameworks.md, "TileLang").
 
 The rest of `kernlink pack` is the CUDA path's: NVRTC to LTO IR, the PTX and its conformance
 check against the derived contract, which the package embeds (`kernlink inspect` prints it).
