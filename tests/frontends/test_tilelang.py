@@ -7,6 +7,7 @@ again runs only where ``KERNLINK_TILELANG_PYTHON`` names a Python with TileLang.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -66,12 +67,7 @@ def test_the_demand_map_and_params_come_from_the_program() -> None:
 
 def test_a_header_that_states_a_value_keeps_it() -> None:
     header = _header()
-    own = tuple(
-        A.ImportTensor(i.name, i.export, i.role, "u32", i.tile, i.chunk, i.generation, i.demand, i.lends, i.done)
-        if isinstance(i, A.ImportTensor)
-        else i
-        for i in header.items
-    )
+    own = tuple(dataclasses.replace(i, elem="u32") if isinstance(i, A.ImportTensor) else i for i in header.items)
     derived = tilelang.derived_stage(_record(), A.Stage(header.name, header.version, own))
     assert next(i for i in derived.items if isinstance(i, A.ImportTensor)).elem == "u32"
 
@@ -232,7 +228,7 @@ def test_the_register_route_links_and_is_its_one_unit_build(tmp_path: Path) -> N
     root = tmp_path / "gemm_swiglu"
     shutil.copytree(EXAMPLES / "gemm_swiglu", root, ignore=shutil.ignore_patterns("build"))
     tl = root / "tilelang"
-    assert main(["pack", str(tl / "epilogue_regs.py"), "--contract", str(tl / "epilogue_regs.kc")]) == 0
+    assert main(["pack", str(tl / "epilogue_regs.py"), "--contract", str(tl / "epilogue_regs.kc"), "--strict"]) == 0
     mainloop = [
         "pack",
         str(root / "mainloop.cu"),
@@ -240,6 +236,7 @@ def test_the_register_route_links_and_is_its_one_unit_build(tmp_path: Path) -> N
         str(tl / "mainloop_regs.kc"),
         "-D",
         "GEMM_MMA_EPILOGUE",
+        "--strict",
     ]
     assert main([*mainloop, "-o", str(tl / "build" / "mainloop_regs.kpkg")]) == 0
     pipeline = tl / "regs" / "gemm_swiglu_tilelang_regs.kp"
