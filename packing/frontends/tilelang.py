@@ -211,8 +211,10 @@ def component(record: Record, header: A.Stage) -> str:
     args, rest = _kernel(record, header)
     struct = params_name(header)
     fields, unpack = [], []
-    for arg, param in zip(args, data["params"], strict=True):
-        cname = arg.split()[-1].lstrip("*")
+    generated = {_arg_name(a): a for a in args}  # TileLang's kernel lists the scalars by name: match by name
+    for param in data["params"]:
+        cname = str(param["name"])
+        arg = generated[cname]
         ctype = arg[: arg.rfind(cname)].strip()
         if param["kind"] == "ptr":
             fields.append(f"    void* {cname};")

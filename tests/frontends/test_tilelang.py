@@ -81,6 +81,17 @@ def test_the_component_is_a_role_entry_over_the_import_handle() -> None:
     assert source.count("threadIdx.x") == 1
 
 
+def test_the_params_struct_follows_the_programs_order_not_the_kernels() -> None:
+    """TileLang's kernel lists scalars by name; the struct and the derived layout follow the program."""
+    data = dict(_record().data)
+    out, ldo, rows = data["params"]
+    record = tilelang.Record({**data, "params": [out, rows, ldo]}, "test")
+    source = tilelang.component(record, _header())
+    assert "    void* out;\n    int rows;\n    int ldo;\n};" in source
+    params = next(i for i in tilelang.derived_stage(record, _header()).items if isinstance(i, A.Params))
+    assert [(f.name, f.offset) for f in params.fields] == [("out", 0), ("rows", 8), ("ldo", 12)]
+
+
 @pytest.mark.toolchain
 def test_pack_writes_the_derived_contract_and_it_conforms(tmp_path: Path) -> None:
     folder = tmp_path / "tilelang"
