@@ -14,9 +14,10 @@
 # writes out[row0 + m, col0 + 16 (n / 32) + n % 16 + e] = bf16(silu(g) * u) for the gate column
 # (m, n) of register g = 4 (4 (b / 2) + b % 2) + 2 h, e < 2 (a 4-byte store of two bf16). As in
 # ../epilogue.cu, silu(g) = g / (1 + exp(-g)) with the fast exponential and division; rows at or
-# past `rows` are skipped; `T.assume` states that the tile's 64 output columns lie in the row
-# (the caller's grid covers the output's columns exactly) and col0 is written as a multiple of 8
-# so that TileLang proves each pair's alignment.
+# past `rows` are skipped. What the caller guarantees (the example mainloop does): `T.assume` states
+# that the tile's 64 output columns lie in the row and start at a multiple of 8 (col0 = 64 n-tile),
+# and the row stride is written as a multiple of 8 elements (ldo = N / 2 is one), so that TileLang
+# proves each pair's 4-byte alignment.
 import tilelang.language as T
 from tilelang.cuda.intrinsics.macro.wgmma_macro_generator import TensorCoreIntrinEmitter
 from tvm import tirx as tir
@@ -64,7 +65,6 @@ def swiglu_regs(
     with T.Kernel(1, threads=128):
         t = T.get_thread_binding()
         out = T.make_tensor(out_ptr, (rows, (ldo // 8) * 8), "bfloat16")
-        col = (col0 // 8) * 8
         frag = T.alloc_local((REGS,), "float32")
         for p in T.serial(REGS):
             frag[p] = acc[element(t, p)]
@@ -73,9 +73,9 @@ def swiglu_regs(
                 g = 4 * (4 * (b // 2) + b % 2) + 2 * h
                 m, n = element(t, g)
                 if row0 + m < rows:
-                    T.assume(row0 >= 0 and col >= 0 and col + OUT <= ldo)
+                    T.assume(row0 >= 0 and col0 >= 0 and col0 % 8 == 0 and col0 + OUT <= ldo)
                     for e in T.vectorized(2):
-                        out[row0 + m, col + (n // 32) * 16 + n % 16 + e] = T.cast(
+                        out[row0 + m, col0 + (n // 32) * 16 + n % 16 + e] = T.cast(
                             T.call_extern("float32", "__fdividef", frag[g + e], T.float32(1.0) + T.__exp(-frag[g + e]))
                             * frag[g + 8 + e],
                             "bfloat16",
