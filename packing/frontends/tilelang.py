@@ -20,6 +20,16 @@ STAGE.kc` then
    type, tile, chunk and demand map (from the loop's index: ``held[p] = acc[t, 32 * c + p]`` is
    ``demand regs(t: 128, p: 32, c: 4) -> (m, n) { m = t  n = 32 * c + p }``).
 
+A header without a role makes the stage a *callable* (:func:`callable_component`): TileLang's
+kernel becomes an exported device function its caller's threads run (thread ``t`` is the
+caller's thread in its group of ``T.Kernel(…, threads=N)``), each tensor parameter of a constant
+shape a register *fragment* the caller passes (its filling loop copies the caller's registers),
+the other parameters the callable's arguments. The derived contract exports it, the signature
+from TileLang's parameters; each fragment's layout map, from the filling loop's index, is checked
+exact (every register one element, every element of the tile one register) and written at the
+head of the component. The contract language has no item that states a callable's fragment, so
+the linker does not yet prove that map against the caller's (specs/frameworks.md, "TileLang").
+
 The rest of `kernlink pack` is the CUDA path's: NVRTC to LTO IR, the PTX and its conformance
 check against the derived contract, which the package embeds (`kernlink inspect` prints it).
 """
@@ -39,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from contract_lang import ast as A
-from contract_lang.expr import Expr
+from contract_lang.expr import Expr, evaluate, to_text
 from contract_lang.parser import parse_text
 from diagnostics import Diagnostic, DiagnosticError, Label
 from diagnostics.symbols import Code
@@ -95,14 +105,24 @@ def _error(message: str, *, labels: tuple[Label, ...] = (), helps: tuple[str, ..
     return DiagnosticError([Diagnostic(Code.E_PACK, message, labels=labels, helps=helps)])
 
 
+def is_callable(header: A.Stage) -> bool:
+    """A header without a role: the stage is a device function its caller's threads run."""
+    return not header.roles
+
+
+def driver_arguments(header: A.Stage) -> list[str]:
+    """The driver's arguments after the stage and the target: the imports, or the callable's fragments."""
+    if is_callable(header):
+        return [f"--callable={bridge('{name}')}"]
+    return [f"--import={i.name}={bridge(i.name)}" for i in header.items if isinstance(i, A.ImportTensor)]
+
+
 def lower(source: Path, header: A.Stage, target: str) -> Record:
     """The lowering record of ``source``: TileLang's, or the recorded one for exactly this file."""
-    imports = [i.name for i in header.items if isinstance(i, A.ImportTensor)]
     python = os.environ.get("KERNLINK_TILELANG_PYTHON") or (sys.executable if has_tilelang() else None)
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
     if python is not None:
-        command = [python, str(DRIVER), str(source), "--arch", target]
-        command += [f"--import={name}={bridge(name)}" for name in imports]
+        command = [python, str(DRIVER), str(source), "--arch", target, *driver_arguments(header)]
         done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=600)
         if done.returncode != 0:
             lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
@@ -150,12 +170,19 @@ def params_name(header: A.Stage) -> str:
     return "".join(p.capitalize() for p in _sanitize(header.name).split("_")) + "Params"
 
 
-def component(record: Record, header: A.Stage) -> str:
-    """The component source of a lowering record (module docstring, step 2)."""
-    data = record.data
-    prefix, role, entry = names(header)
-    source = str(data["kernel"]["source"])
-    kernel = str(data["kernel"]["name"])
+_PRELUDE = (
+    "#include <cuda_bf16.h>",
+    "#include <cuda_fp16.h>",
+    "typedef __nv_bfloat16 bfloat16_t;",
+    "typedef __half half_t;",
+    "typedef long long int64_t;",
+)
+
+
+def _kernel(record: Record, header: A.Stage) -> tuple[list[str], str]:
+    """The generated kernel's argument declarations and its body (after the opening brace)."""
+    source = str(record.data["kernel"]["source"])
+    kernel = str(record.data["kernel"]["name"])
     if "tl::" in source:
         raise _error(
             f"the kernel TileLang generated for `{header.name}` uses TileLang's C++ templates (`tl::`), "
@@ -167,10 +194,27 @@ def component(record: Record, header: A.Stage) -> str:
         raise _error(f"no `__global__` kernel `{kernel}` in what TileLang generated for `{header.name}`")
     signature, rest = body[1].split("{", 1)
     args = [a.strip() for a in signature.split(f"{kernel}(", 1)[-1].rsplit(")", 1)[0].split(",") if a.strip()]
+    return args, rest
+
+
+def _arg_name(arg: str) -> str:
+    return arg.split()[-1].lstrip("*")
+
+
+def component(record: Record, header: A.Stage) -> str:
+    """The component source of a lowering record (module docstring, step 2)."""
+    if "callable" in record.data:
+        return callable_component(record, header)
+    data = record.data
+    prefix, role, entry = names(header)
+    kernel = str(data["kernel"]["name"])
+    args, rest = _kernel(record, header)
     struct = params_name(header)
     fields, unpack = [], []
-    for arg, param in zip(args, data["params"], strict=True):
-        cname = arg.split()[-1].lstrip("*")
+    generated = {_arg_name(a): a for a in args}  # TileLang's kernel lists the scalars by name: match by name
+    for param in data["params"]:
+        cname = str(param["name"])
+        arg = generated[cname]
         ctype = arg[: arg.rfind(cname)].strip()
         if param["kind"] == "ptr":
             fields.append(f"    void* {cname};")
@@ -210,11 +254,7 @@ def component(record: Record, header: A.Stage) -> str:
     lines = [
         f"// {header.name}: generated by `kernlink pack` from the TileLang stage's kernel `{kernel}`",
         f"// (TileLang {data['tilelang']}, its CUDA code generator, {data['arch']}); do not edit.",
-        "#include <cuda_bf16.h>",
-        "#include <cuda_fp16.h>",
-        "typedef __nv_bfloat16 bfloat16_t;",
-        "typedef __half half_t;",
-        "typedef long long int64_t;",
+        *_PRELUDE,
         'extern "C" {',
         *declared,
         "}",
@@ -232,11 +272,131 @@ def component(record: Record, header: A.Stage) -> str:
     return "\n".join(lines)
 
 
+def callable_symbol(record: Record, header: A.Stage) -> str:
+    """The device function a callable stage exports: ``<stage>_<TileLang function>``."""
+    return f"{_sanitize(header.name)}_{record.data['callable']}"
+
+
+@dataclass(frozen=True)
+class _Arg:
+    """A parameter of the callable: its name, contract type and C declaration, and how the body reads it."""
+
+    name: str
+    type: str
+    decl: str
+    unpack: str = ""
+
+
+def _callable_args(record: Record, header: A.Stage) -> list[_Arg]:
+    """The callable's parameters: each fragment, then TileLang's other parameters in the program's order."""
+    generated = {_arg_name(a): a for a in _kernel(record, header)[0]}
+    out = [_Arg(str(i["param"]), "ptr", f"void* kl_frag_{i['param']}") for i in record.data["imports"]]
+    for param in record.data["params"]:
+        name = str(param["name"])
+        if param["kind"] == "ptr":
+            ctype = generated[name][: generated[name].rfind(name)].replace("__restrict__", "").strip()
+            out.append(_Arg(name, "ptr", f"void* kl_arg_{name}", f"    {ctype} {name} = ({ctype})kl_arg_{name};"))
+        else:
+            contract, ctype, _ = _SCALARS[str(param["dtype"])]
+            out.append(_Arg(name, contract, f"{ctype} {name}"))
+    return out
+
+
+def signature(record: Record, header: A.Stage) -> A.Signature:
+    """The exported callable's signature, from TileLang's parameters."""
+    return A.Signature(tuple(a.type for a in _callable_args(record, header)), "void")
+
+
+def fragment_map(imp: Mapping[str, Any], threads: int) -> A.LayoutMap:
+    """A fragment's layout map: thread ``t``, register ``p`` -> the element ``(m, n)`` of its tile."""
+    return A.LayoutMap(
+        "regs",
+        (A.MapParam("t", threads), A.MapParam("p", int(imp["regs"]))),
+        ("m", "n"),
+        tuple(A.MapAssign(d, _expr(e)) for d, e in zip(("m", "n"), imp["indices"], strict=True)),
+    )
+
+
+def check_fragment(imp: Mapping[str, Any], threads: int, header: A.Stage) -> None:
+    """A fragment's map is exact: every (thread, register) one element of the tile, every element once."""
+    m_extent, n_extent = (int(x) for x in imp["shape"])
+    regs = int(imp["regs"])
+    what = f"fragment `{imp['param']}` of `{header.name}`"
+    if threads * regs != m_extent * n_extent:
+        raise _error(f"{what}: {threads} threads x {regs} registers do not hold its {m_extent} x {n_extent} tile once")
+    index = [_expr(e) for e in imp["indices"]]
+    seen: dict[tuple[int, int], tuple[int, int]] = {}
+    for t in range(threads):
+        for p in range(regs):
+            m, n = (evaluate(e, {"t": t, "p": p}) for e in index)
+            if not (0 <= m < m_extent and 0 <= n < n_extent):
+                raise _error(f"{what}: thread {t}, register {p} holds ({m}, {n}), outside the tile")
+            if (m, n) in seen:
+                first = seen[(m, n)]
+                raise _error(f"{what}: thread {t}, register {p} holds ({m}, {n}), as thread {first[0]}'s {first[1]}")
+            seen[(m, n)] = (t, p)
+
+
+def callable_component(record: Record, header: A.Stage) -> str:
+    """The component of a callable stage (module docstring): an exported device function."""
+    data = record.data
+    threads = int(data["threads"])
+    kernel = str(data["kernel"]["name"])
+    code = _kernel(record, header)[1].replace("threadIdx.x", "kl_tid")
+    if "__syncthreads()" in code or "extern __shared__" in code:
+        raise _error(
+            f"the callable stage `{header.name}` synchronises its block or claims shared memory, which a callable "
+            "cannot own",
+            helps=("keep a callable stage to registers and global memory; give the stage a role otherwise",),
+        )
+    bridges, maps = [], []
+    for imp in data["imports"]:
+        check_fragment(imp, threads, header)
+        name, ctype = str(imp["param"]), _SCALARS.get(str(imp["elem"]), ("", "float", 4))[1]
+        code = code.replace(f"{bridge(name)}(", f"{bridge(name)}(kl_frag_{name}, ")
+        bridges.append(
+            f"static __device__ __forceinline__ void {bridge(name)}(const void* src, {ctype}* dst, int) {{\n"
+            f"#pragma unroll\n    for (int p = 0; p < {int(imp['regs'])}; ++p) {{\n"
+            f"        dst[p] = static_cast<const {ctype}*>(src)[p];\n    }}\n}}"
+        )
+        shape = " x ".join(str(x) for x in imp["shape"])
+        maps.append(f"//   `{name}` ({imp['dtype']} {shape}): {print_map(fragment_map(imp, threads))}")
+    args = _callable_args(record, header)
+    lines = [
+        f"// {header.name}: generated by `kernlink pack` from the TileLang stage's kernel `{kernel}`",
+        f"// (TileLang {data['tilelang']}, its CUDA code generator, {data['arch']}); do not edit.",
+        f"// A device function its caller's threads run in groups of {threads} (t = threadIdx.x % {threads}); each",
+        "// fragment is the caller's registers, register p of thread t holding element (m, n):",
+        *maps,
+        *_PRELUDE,
+        *bridges,
+        f'extern "C" __device__ void {callable_symbol(record, header)}({", ".join(a.decl for a in args)}) {{',
+        f"    const unsigned kl_tid = threadIdx.x % {threads}u;",
+        *(a.unpack for a in args if a.unpack),
+        code.rstrip(),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def print_map(layout: A.LayoutMap) -> str:
+    """A layout map on one line, as a contract writes it."""
+    params = ", ".join(f"{p.name}: {p.extent}" for p in layout.params)
+    body = "  ".join(f"{a.name} = {to_text(a.expr)}" for a in layout.assigns)
+    return f"{layout.kind}({params}) -> ({', '.join(layout.outputs)}) {{ {body} }}"
+
+
 # ---------------------------------------------------------------------------- the derived contract
 
 
 def derived_stage(record: Record, header: A.Stage) -> A.Stage:
     """The header with what TileLang's IR decides added (module docstring, step 3)."""
+    if "callable" in record.data:
+        export = A.ExportCallable(
+            str(record.data["callable"]), signature(record, header), callable_symbol(record, header)
+        )
+        at = _after(list(header.items), (A.Target, A.Features, A.Cluster))
+        return A.Stage(header.name, header.version, (*header.items[:at], export, *header.items[at:]), span=header.span)
     data = record.data
     _, role_name, entry = names(header)
     threads = int(data["threads"])

@@ -20,6 +20,11 @@ JSON object, the *lowering record*:
   holds as an expression of the thread ``t``, the register ``p`` and the chunk ``c``. The
   loop that filled the array from the parameter is replaced by a call ``BRIDGE(&array[0], c)``
   (kernlink defines the bridge over the stage's import handle) and the parameter removed.
+  A filling loop outside any chunk loop fills the whole tile at once (one chunk; ``c`` absent).
+- ``callable``: with ``--callable``, the function's name: the stage is a device function its
+  caller's threads run, and each tensor parameter of a constant shape is a register *fragment*
+  the caller passes, read by a filling loop (``imports`` as above, its bridge reading the caller's
+  registers); the element each register holds is then the layout map of that fragment.
 
 The stage file defines one ``T.prim_func`` (or names it ``kernel``).
 """
@@ -90,6 +95,15 @@ def _thread_var(func: Any) -> Any:
     return found[0] if found else None
 
 
+def _fragments(func: Any, bridge: str) -> dict[str, str]:
+    """A callable stage's fragments: every tensor parameter of a constant shape (``T.Tensor((64, 128), …)``;
+    a ``T.ptr`` made a tensor has its run-time shape), each with the bridge its filling loop becomes."""
+    from tvm import tirx as tir
+
+    fixed = [b for b in func.buffer_map.values() if all(isinstance(s, tir.IntImm) for s in b.shape)]
+    return {buf.name: bridge.format(name=buf.name) for buf in fixed}
+
+
 def _imports(func: Any, wanted: dict[str, str]) -> tuple[Any, list[dict[str, Any]]]:
     """Replace each imported parameter's filling loop by the bridge call; what each import demands."""
     from tvm import tirx as tir
@@ -107,7 +121,7 @@ def _imports(func: Any, wanted: dict[str, str]) -> tuple[Any, list[dict[str, Any
         def fill(
             stmt: Any, chunk: Any, source: Any = source, bridge: str = bridge, found: dict[str, Any] = found
         ) -> Any:
-            """``for p: held[p] = source[…]`` in chunk loop ``chunk`` -> the bridge call (else None)."""
+            """``for p: held[p] = source[…]`` in chunk loop ``chunk`` (None: no chunk loop) -> the bridge call."""
             store = stmt.body if isinstance(stmt, tir.For) else None
             if not (
                 isinstance(store, tir.BufferStore)
@@ -118,18 +132,30 @@ def _imports(func: Any, wanted: dict[str, str]) -> tuple[Any, list[dict[str, Any
             held = store.buffer
             if len(store.indices) != 1 or not store.indices[0].same_as(stmt.loop_var):
                 raise SystemExit(f"import `{source.name}`: fill `{held.name}[p]` from it, one register per iteration")
-            names = {tx: "t", stmt.loop_var: "p", chunk.loop_var: "c"}
+            names = {tx: "t", stmt.loop_var: "p"}
+            if chunk is not None:
+                names[chunk.loop_var] = "c"
             found.update(
                 held=held.name,
                 elem=str(held.dtype),
                 regs=int(stmt.extent),
-                chunks=int(chunk.extent),
+                chunks=int(chunk.extent) if chunk is not None else 1,
                 indices=[_expr(i, names) for i in store.value.indices],
                 shape=[int(x) for x in source.shape],
                 dtype=str(source.dtype),
             )
-            call = tir.call_extern("void", bridge, tir.address_of(tir.BufferLoad(held, [0])), chunk.loop_var)
+            index = chunk.loop_var if chunk is not None else tir.IntImm("int32", 0)
+            call = tir.call_extern("void", bridge, tir.address_of(tir.BufferLoad(held, [0])), index)
             return tir.Evaluate(call)
+
+        def whole(node: Any, fill: Any = fill) -> Any:
+            """A filling loop outside any chunk loop: one chunk."""
+            if not isinstance(node, tir.SeqStmt):
+                return None
+            changed = [fill(part, None) if isinstance(part, tir.For) else None for part in node.seq]
+            if all(c is None for c in changed):
+                return None
+            return tir.SeqStmt([c if c is not None else part for c, part in zip(changed, node.seq, strict=True)])
 
         def rewrite(node: Any, fill: Any = fill) -> Any:
             if not isinstance(node, tir.For):
@@ -144,8 +170,10 @@ def _imports(func: Any, wanted: dict[str, str]) -> tuple[Any, list[dict[str, Any
 
         body = tir.stmt_functor.ir_transform(body, None, rewrite, ["tirx.For"])
         if not found:
+            body = tir.stmt_functor.ir_transform(body, None, whole, ["tirx.SeqStmt"])
+        if not found:
             raise SystemExit(
-                f"import `{name}`: no `for c: for p: held[p] = {name}[…]` loop (chunk c, register p) reads it"
+                f"import `{name}`: no `for p: held[p] = {name}[…]` loop (register p, in a chunk loop c or not) reads it"
             )
         records.append({"param": name, "bridge": bridge, **found})
     params = [p for p in func.params if p not in [by_name[n][0] for n in wanted]]
@@ -202,6 +230,9 @@ def main() -> None:
     parser.add_argument("stage")
     parser.add_argument("--arch", default="sm_90a")
     parser.add_argument("--import", dest="imports", action="append", default=[], metavar="PARAM=BRIDGE")
+    parser.add_argument(
+        "--callable", metavar="BRIDGE", help="lower as a device function; fragment bridges named BRIDGE.format(name=)"
+    )
     args = parser.parse_args()
     import tilelang
     from tvm.target import Target
@@ -210,6 +241,8 @@ def main() -> None:
         digest = hashlib.sha256(handle.read()).hexdigest()
     func = _load(args.stage)
     wanted = dict(i.split("=", 1) for i in args.imports)
+    if args.callable:
+        wanted.update(_fragments(func, args.callable))
     func, imports = _imports(func, wanted)
     facts = _facts(func)
     target = Target({"kind": "cuda", "arch": args.arch})
@@ -223,6 +256,7 @@ def main() -> None:
         "arch": args.arch,
         "kernel": {"name": name, "source": source},
         "imports": imports,
+        **({"callable": str(func.attrs["global_symbol"])} if args.callable else {}),
         **facts,
     }
     json.dump(record, sys.stdout, indent=1, sort_keys=True)

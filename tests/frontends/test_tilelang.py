@@ -7,6 +7,7 @@ again runs only where ``KERNLINK_TILELANG_PYTHON`` names a Python with TileLang.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -66,12 +67,7 @@ def test_the_demand_map_and_params_come_from_the_program() -> None:
 
 def test_a_header_that_states_a_value_keeps_it() -> None:
     header = _header()
-    own = tuple(
-        A.ImportTensor(i.name, i.export, i.role, "u32", i.tile, i.chunk, i.generation, i.demand, i.lends, i.done)
-        if isinstance(i, A.ImportTensor)
-        else i
-        for i in header.items
-    )
+    own = tuple(dataclasses.replace(i, elem="u32") if isinstance(i, A.ImportTensor) else i for i in header.items)
     derived = tilelang.derived_stage(_record(), A.Stage(header.name, header.version, own))
     assert next(i for i in derived.items if isinstance(i, A.ImportTensor)).elem == "u32"
 
@@ -83,6 +79,17 @@ def test_the_component_is_a_role_entry_over_the_import_handle() -> None:
     assert "kl_swiglu_tilelang_acc_import(nullptr, reinterpret_cast<unsigned int*>(dst), chunk);" in source
     assert "threadIdx.x - 32u * kl_swiglu_tilelang_epilogue_warp0()" in source
     assert source.count("threadIdx.x") == 1
+
+
+def test_the_params_struct_follows_the_programs_order_not_the_kernels() -> None:
+    """TileLang's kernel lists scalars by name; the struct and the derived layout follow the program."""
+    data = dict(_record().data)
+    out, ldo, rows = data["params"]
+    record = tilelang.Record({**data, "params": [out, rows, ldo]}, "test")
+    source = tilelang.component(record, _header())
+    assert "    void* out;\n    int rows;\n    int ldo;\n};" in source
+    params = next(i for i in tilelang.derived_stage(record, _header()).items if isinstance(i, A.Params))
+    assert [(f.name, f.offset) for f in params.fields] == [("out", 0), ("rows", 8), ("ldo", 12)]
 
 
 @pytest.mark.toolchain
@@ -152,3 +159,109 @@ def test_the_committed_record_is_what_tilelang_prints() -> None:
     ]
     done = subprocess.run(command, cwd=STAGE, capture_output=True, text=True, check=True)
     assert done.stdout == (STAGE / "epilogue.tilelang.json").read_text()
+
+
+# ---------------------------------------------------------------------------- the callable over registers
+
+
+def _regs_header() -> A.Stage:
+    return choose_stage(STAGE / "epilogue_regs.kc", None)
+
+
+def _regs_record(**edits: object) -> tilelang.Record:
+    data = json.loads((STAGE / "epilogue_regs.tilelang.json").read_text())
+    return tilelang.Record({**data, **edits}, "test")
+
+
+def test_a_stage_without_a_role_exports_a_callable_whose_signature_is_the_programs() -> None:
+    header = _regs_header()
+    assert not header.roles and not any(isinstance(i, A.ExportCallable) for i in header.items)
+    derived = tilelang.derived_stage(_regs_record(), header)
+    (export,) = (i for i in derived.items if isinstance(i, A.ExportCallable))
+    assert (export.name, str(export.signature), export.symbol) == (
+        "swiglu_regs",
+        "(ptr, ptr, i32, i32, i32, i32) -> void",
+        "swiglu_tilelang_regs_swiglu_regs",
+    )
+    assert tilelang.driver_arguments(header) == ["--callable=tl_import_{name}"]
+    assert tilelang.driver_arguments(_header()) == ["--import=acc=tl_import_acc"]
+
+
+def test_the_fragment_map_tilelang_gives_is_the_wgmma_accumulator() -> None:
+    """TileLang's layout of its wgmma accumulator, as the record holds it, is element for element the
+    transfer model's `wgmma_m64nNk16_f32(n: 128)`: the caller's registers are the fragment as they lie."""
+    from contract_lang.expr import evaluate
+    from transfer_model.library import wgmma_m64nNk16_f32
+
+    (fragment,) = _regs_record().data["imports"]
+    assert (fragment["param"], fragment["regs"], fragment["chunks"], fragment["shape"]) == ("acc", 64, 1, [64, 128])
+    index = [tilelang._expr(e) for e in fragment["indices"]]
+    wgmma = wgmma_m64nNk16_f32(n=128)
+    for t in range(128):
+        for r in range(64):
+            ours = tuple(evaluate(e, {"t": t, "p": r}) for e in index)
+            assert ours == tuple(evaluate(e, {"t": t, "r": r}) for e in wgmma.exprs), (t, r)
+
+
+def test_the_callable_component_copies_the_callers_registers() -> None:
+    source = tilelang.component(_regs_record(), _regs_header())
+    assert "__global__" not in source and "__launch_bounds__" not in source
+    assert (
+        'extern "C" __device__ void swiglu_tilelang_regs_swiglu_regs(void* kl_frag_acc, void* kl_arg_out, int ldo, '
+        "int rows, int row0, int col0) {" in source
+    )
+    body = source.split('extern "C" __device__ void', 1)[1]
+    assert "const unsigned kl_tid = threadIdx.x % 128u;" in body and body.count("threadIdx.x") == 1
+    assert "tl_import_acc(kl_frag_acc, (&(frag[0])), 0);" in source
+    assert "//   `acc` (float32 64 x 128): regs(t: 128, p: 64) -> (m, n) { m = " in source
+
+
+def test_a_fragment_map_that_is_not_exact_is_refused() -> None:
+    (fragment,) = _regs_record().data["imports"]
+    twice = {**fragment, "indices": [fragment["indices"][0], "((p / 4) * 8) + (p % 2)"]}  # without t % 4
+    with pytest.raises(DiagnosticError) as err:
+        tilelang.component(_regs_record(imports=[twice]), _regs_header())
+    said = err.value.diagnostics[0].message
+    assert said.startswith("fragment `acc` of `swiglu.tilelang_regs`: thread 1, register 0 holds (0, 0), as thread 0")
+
+
+def test_a_callable_stage_that_synchronises_its_block_is_refused() -> None:
+    record = _regs_record()
+    kernel = dict(record.data["kernel"])
+    kernel["source"] = str(kernel["source"]).replace("float frag[64];", "float frag[64];\n  __syncthreads();")
+    with pytest.raises(DiagnosticError) as err:
+        tilelang.component(_regs_record(kernel=kernel), _regs_header())
+    assert "synchronises its block or claims shared memory" in err.value.diagnostics[0].message
+
+
+@pytest.mark.toolchain
+def test_the_register_route_links_and_is_its_one_unit_build(tmp_path: Path) -> None:
+    root = tmp_path / "gemm_swiglu"
+    shutil.copytree(EXAMPLES / "gemm_swiglu", root, ignore=shutil.ignore_patterns("build"))
+    tl = root / "tilelang"
+    assert main(["pack", str(tl / "epilogue_regs.py"), "--contract", str(tl / "epilogue_regs.kc"), "--strict"]) == 0
+    mainloop = [
+        "pack",
+        str(root / "mainloop.cu"),
+        "--contract",
+        str(tl / "mainloop_regs.kc"),
+        "-D",
+        "GEMM_MMA_EPILOGUE",
+        "--strict",
+    ]
+    assert main([*mainloop, "-o", str(tl / "build" / "mainloop_regs.kpkg")]) == 0
+    pipeline = tl / "regs" / "gemm_swiglu_tilelang_regs.kp"
+    assert main(["link", str(pipeline), "-o", str(tmp_path / "linked")]) == 0
+    linkmap = (tmp_path / "linked" / "link.map").read_text()
+    assert "warps  12 warps = 384 threads" in linkmap and "staging" not in linkmap
+    assert main(["parity", str(pipeline), "-o", str(tmp_path / "parity"), "--no-sass"]) == 0
+    assert json.loads((tmp_path / "parity" / "parity.json").read_text())["proved"] is True
+
+
+@pytest.mark.skipif(not os.environ.get("KERNLINK_TILELANG_PYTHON"), reason="KERNLINK_TILELANG_PYTHON names no TileLang")
+def test_the_committed_callable_record_is_what_tilelang_prints() -> None:
+    python = os.environ["KERNLINK_TILELANG_PYTHON"]
+    command = [python, str(tilelang.DRIVER), "epilogue_regs.py", "--arch", "sm_90a"]
+    command += tilelang.driver_arguments(_regs_header())
+    done = subprocess.run(command, cwd=STAGE, capture_output=True, text=True, check=True)
+    assert done.stdout == (STAGE / "epilogue_regs.tilelang.json").read_text()

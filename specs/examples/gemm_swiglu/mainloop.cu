@@ -26,6 +26,10 @@
 //
 // Every placement comes from a handle (specs/handles.md): the ring's depth, its barriers
 // and arrival counts, the slots of the claim `operands`, and the roles' first warps.
+//
+// Built with GEMM_MMA_EPILOGUE (contract tilelang/mainloop_regs.kc), the `mma` role exports no
+// tensor: each warpgroup calls the epilogue callable `gemm_mma_epilogue` on its accumulator in
+// registers with the output (params `out`, `ldo`), M and its 64 rows' and 64 output columns' origin.
 
 // ---- handles (defined by the linker; LTO folds each to an immediate)
 extern "C" {
@@ -39,7 +43,12 @@ __device__ unsigned kl_gemm_mainloop_kv_full_count();    // `full init 1`
 __device__ unsigned kl_gemm_mainloop_kv_empty_count();   // `empty init per_warpgroup(mma)`
 __device__ unsigned kl_gemm_mainloop_operands_smem();    // claim operands: slot 0 (1024-aligned)
 __device__ unsigned kl_gemm_mainloop_operands_stride();  // claim operands: bytes between slots
+#ifdef GEMM_MMA_EPILOGUE
+// call swiglu_regs: the epilogue on this warpgroup's accumulator (acc, out, ldo, rows, row0, col0)
+__device__ void gemm_mma_epilogue(void* acc, void* out, int ldo, int rows, int row0, int col0);
+#else
 __device__ void kl_gemm_mainloop_accumulator_export(const unsigned int* held);  // export accumulator
+#endif
 }
 
 // params GemmParams size 56 align 8
@@ -53,6 +62,10 @@ struct GemmParams {
     unsigned rows;       // @ 40: M
     unsigned n;          // @ 44: N
     unsigned a_box_rows; // @ 48: rows of tmap_a's box: min(128, M rounded up to 8)
+#ifdef GEMM_MMA_EPILOGUE
+    void* out;           // @ 56: bf16 [rows, ldo], the epilogue's output
+    unsigned ldo;        // @ 64: elements per output row
+#endif
 };
 
 namespace {
@@ -291,6 +304,13 @@ extern "C" __device__ void gemm_mma_main(const GemmParams* params, unsigned char
     if (k_tiles > 0 && leader) {
         mbarrier_arrive(empty + kBarrierBytes * previous);
     }
+#ifdef GEMM_MMA_EPILOGUE
+    unsigned tm, tn;
+    tile_of(kl_gemm_mainloop_fact_raster_m(), tm, tn);
+    gemm_mma_epilogue(acc, params->out, static_cast<int>(params->ldo), static_cast<int>(params->rows),
+                      static_cast<int>(tm * kTileM + 64u * group), static_cast<int>(tn * (kTileN / 2u)));
+#else
     // `ready event acc.ready`: every accumulator is final.
     kl_gemm_mainloop_accumulator_export(reinterpret_cast<const unsigned int*>(acc));
+#endif
 }
