@@ -521,6 +521,31 @@ def time_variant(
     return row
 
 
+def profile(
+    name: str, seq: int, cubins: dict[str, Cubin], control: dict[str, Cubin] | None, flash: Callable[..., Any] | None
+) -> None:
+    """One launch each of ours, the control's and FA4's kernel for ``name`` at ``seq`` (the timing shape), in that
+    order, inside a cudaProfilerStart / Stop range (``ncu --profile-from-start off`` profiles just these), each
+    after a warm launch outside it (FA4 compiles on its first call)."""
+    var = VARIANTS[name]
+    prob = Problem(var, TOKENS // seq, HEADS, seq, seed=7, timing=True)
+    runs: list[Callable[[], Any]] = [Launch(cubins[var.composition], prob, var.page_size)]
+    if control is not None:
+        runs.append(Launch(control[var.composition], prob, var.page_size))
+    opts = fa4.options(var.mask, var.score, var.mask_args, var.softcap) if flash is not None else None
+    if flash is not None and opts is not None:
+        runs.append(fa4.runner(flash, prob, opts))
+    for run in runs:
+        run()
+    finish(f"profile {name} seq {seq} (warm)")
+    torch.cuda.profiler.start()
+    for run in runs:
+        run()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+    print(json.dumps({"profiled": name, "seq": seq, "launches": ["ours", "control", "fa4"][: len(runs)]}), flush=True)
+
+
 def sdpa_rows(seq: int) -> list[dict[str, Any]]:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -639,6 +664,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-file", type=Path)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--merge", type=Path, nargs="+")
+    parser.add_argument(
+        "--profile",
+        default="",
+        help="variant@seq,...: one launch each of ours, the control and FA4 inside a profiler range (for ncu)",
+    )
     args = parser.parse_args(argv)
     if args.merge:
         merged = [row for path in args.merge for row in json.loads(path.read_text())]
@@ -678,6 +708,11 @@ def main(argv: list[str] | None = None) -> int:
     shapes = [(b, h, s) for b, h, s in given] or CHECK_SHAPES
     cubins = {c: Cubin(args.cubins, c) for c in sorted({VARIANTS[v].composition for v in variants})}
     control = {c: Cubin(args.control, c) for c in cubins} if args.control else None
+    if args.profile:
+        for pair in (p for p in args.profile.split(",") if p):
+            name, _, at = pair.partition("@")
+            profile(name, int(at), cubins, control, fa4.load(args.fa4) if args.fa4 else None)
+        return 0
     if not args.no_check:
         for name in variants:
             if f"check:{name}" in done:

@@ -20,9 +20,9 @@
 //
 // Kernel: extern "C" attn_fwd(const __grid_constant__ AttnParams), 384 threads = 3 warpgroups,
 // __launch_bounds__(384, 1) (register cap 168 at entry), dynamic shared memory
-// attn::kSmemBytes (attn_smem_bytes in the cubin), grid (ceil(seq_q / 128), H, B); the CTA
-// (x, h, b) computes query rows m0 = 128 (gridDim.x - 1 - x) .. + 127 of head (b, h) (the
-// longest causal rows first).
+// attn::kSmemBytes (attn_smem_bytes in the cubin), grid (ceil(seq_q / 128), H, B); CTAs take
+// their (head, query block) in launch order, longest causal rows first within sections of heads
+// whose K and V fit in L2 (attn_tile.cuh).
 //
 // ============================ synchronization protocols ============================
 // Roles. Warpgroup 0 = producer (threads 0..127): setmaxnreg.dec 24 (ATTN_LOAD_REGS); thread 0
@@ -60,7 +60,8 @@
 //   consumer warpgroup (all 128 threads wait; thread tw = 0 releases):
 //     K: try_wait.parity k_full[slot], phase in the phase that issues S_i = Q K_i^T, after its
 //        turn (P3); after the wgmma.wait_group that retires it (wait_group 1 in phases
-//        1 .. N - 1, wait_group 0 in phase 0), tw = 0 arrives on k_empty[slot];
+//        1 .. N - 1, then the softmax of S_i; wait_group 0 in phase 0), tw = 0 arrives on
+//        k_empty[slot];
 //     V: try_wait.parity v_full[slot], phase in the phase that issues O += P_i V_i (phase
 //        i + 1), right after the K wait, before the phase's first wgmma (no wait between the
 //        two GEMMs of a phase: ptxas would inject a warpgroup.arrive there, C7519); after
