@@ -20,9 +20,9 @@
 //
 // Kernel: extern "C" attn_fwd(const __grid_constant__ AttnParams), 384 threads = 3 warpgroups,
 // __launch_bounds__(384, 1) (register cap 168 at entry), dynamic shared memory
-// attn::kSmemBytes (attn_smem_bytes in the cubin), grid (ceil(seq_q / 128), H, B); CTAs take
-// their (head, query block) in launch order, longest causal rows first within sections of heads
-// whose K and V fit in L2 (attn_tile.cuh).
+// attn::kSmemBytes (attn_smem_bytes in the cubin), grid (ceil(seq_q / 128), H, B); the CTA
+// (x, h, b) computes query rows m0 = 128 (gridDim.x - 1 - x) .. + 127 of head (b, h) (the
+// longest causal rows first).
 //
 // ============================ synchronization protocols ============================
 // Roles. Warpgroup 0 = producer (threads 0..127): setmaxnreg.dec 24 (ATTN_LOAD_REGS); thread 0
