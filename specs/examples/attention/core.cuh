@@ -200,6 +200,7 @@ __device__ __forceinline__ void attn_core_main(const CoreParams& cp, void* kp, T
             // the PV wait below this arrive, so the softmax runs under the PV wgmma. Released
             // right after wait_group 1, the arrive and the wait were hoisted above the softmax
             // (ptxas interleaves P's packing, which needs PV_{i-1} retired, with the exponentials).
+            // L-CONFORM cannot count the threads of a guard that reads data (an I-CONFORM note).
             if (leader && l[1] != -1.0f) {
                 mbar_arrive(s.k_empty + 8u * kpos.slot);
             }
