@@ -21,8 +21,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
 _HELPER = "a helper function's shared-memory address (the analysis reads each function alone)"
 UNDECIDED = {
     "attention/core": "a wait on ring `v`'s full barrier the step check places outside the side's loop "
-    "(`ring-step`: a step the side does not state), wait parities it cannot read, and the threads of ring `k`'s "
-    "release, whose guard reads the softmax's row sum (it keeps ptxas's wgmma wait below the softmax)",
+    "(`ring-step`: a step the side does not state), and wait parities it cannot read",
     "attention/epilogue": _HELPER,
     "attention/load_blocksparse": "tensor maps held in the params block by value (no ptr field to declare a box "
     "on), and a wait parity it cannot follow",

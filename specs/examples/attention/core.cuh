@@ -195,14 +195,15 @@ __device__ __forceinline__ void attn_core_main(const CoreParams& cp, void* kp, T
             wgmma_wait<1>();
             fence_regs(sc);
             softmax(nb, so);
-            // K_i's slot is released after the softmax, on a condition that reads the softmax's
-            // last row sum (a sum of exponentials is never -1, so it always holds): ptxas keeps
-            // the PV wait below this arrive, so the softmax runs under the PV wgmma. Released
-            // right after wait_group 1, the arrive and the wait were hoisted above the softmax
-            // (ptxas interleaves P's packing, which needs PV_{i-1} retired, with the exponentials).
-            // L-CONFORM cannot count the threads of a guard that reads data (an I-CONFORM note).
-            if (leader && l[1] != -1.0f) {
-                mbar_arrive(s.k_empty + 8u * kpos.slot);
+            // K_i's slot is released after the softmax, at an address that reads the softmax's last
+            // row sum through `zero` (l[1] * 0 is 0, -0 or NaN, and each converts to 0): ptxas keeps
+            // the PV wait below this arrive, so the softmax runs under the PV wgmma. Released right
+            // after wait_group 1, or after the softmax without the dependence, the arrive and the wait
+            // were hoisted above the softmax (ptxas interleaves P's packing, which needs PV_{i-1}
+            // retired, with the exponentials). The guard stays `leader`, which L-CONFORM counts.
+            if (leader) {
+                const unsigned zero = static_cast<unsigned>(__float2int_rz(l[1] * 0.0f));
+                mbar_arrive(s.k_empty + 8u * (kpos.slot + zero));
             }
             kpos.advance();
             wgmma_wait<0>();
