@@ -202,7 +202,7 @@ __device__ __forceinline__ void attn_core_main(const CoreParams& cp, void* kp, T
             // were hoisted above the softmax (ptxas interleaves P's packing, which needs PV_{i-1}
             // retired, with the exponentials). The guard stays `leader`, which L-CONFORM counts.
             if (leader) {
-                const unsigned zero = static_cast<unsigned>(__float2int_rz(l[1] * 0.0f));
+                const unsigned zero = static_cast<unsigned>(f2i_rz(l[1] * 0.0f));
                 mbar_arrive(s.k_empty + 8u * (kpos.slot + zero));
             }
             kpos.advance();
