@@ -6,6 +6,7 @@ ours; bench/fa4.py), all in one process.
     python bench/attention.py --cubins DIR [--control DIR2] [--variants noncausal,causal,...] [--check-only]
         [--seqs 1024,4096,8192,16384] [--flex window@4096,...] [--flex-budget-s S]
         [--fa4 SITE] [--fa4-variants noncausal,causal,window,softcap] [--skip-file FILE] [--json FILE]
+        [--rounds N] [--profile variant@seq,...]
     python bench/attention.py --merge FILE [FILE ...]
 
 DIR holds the cubins of `specs/examples/attention/build.sh` (attn_<composition>.cubin). A variant
@@ -32,6 +33,11 @@ an earlier tree), each timed variant also runs DIR2's cubin on the same inputs, 
 control, ours, control, ours; the row's vs_control is ours / control of the two medians each, and
 control_spread the control's own relative spread (a null interval).
 
+With --rounds N, each timed variant instead runs N rounds of ours, the control, FA4 and cuDNN SDPA (those
+that offer it) back to back on the same inputs, and reports per kernel the median over rounds and ours / each as
+the median, min and max of per-round ratios (rounds_variant). --profile variant@seq,... launches ours, the
+control and FA4 once each inside a cudaProfilerStart / Stop range, for `ncu --profile-from-start off`.
+
 Rows go to FILE.partial.jsonl as they are measured and to --json at the end; a variant whose
 kernel faults or does not finish in 10 s is written to --skip-file and the process exits with 3
 (run it again: rows already in the partial file are not repeated). Exit status 1 when a check
@@ -44,6 +50,7 @@ import argparse
 import ctypes
 import json
 import math
+import statistics
 import struct
 import sys
 import time
@@ -521,6 +528,78 @@ def time_variant(
     return row
 
 
+def profile(
+    name: str, seq: int, cubins: dict[str, Cubin], control: dict[str, Cubin] | None, flash: Callable[..., Any] | None
+) -> None:
+    """One launch each of ours, the control's and FA4's kernel for ``name`` at ``seq`` (the timing shape), in that
+    order, inside a cudaProfilerStart / Stop range (``ncu --profile-from-start off`` profiles just these), each
+    after a warm launch outside it (FA4 compiles on its first call)."""
+    var = VARIANTS[name]
+    prob = Problem(var, TOKENS // seq, HEADS, seq, seed=7, timing=True)
+    runs: list[Callable[[], Any]] = [Launch(cubins[var.composition], prob, var.page_size)]
+    if control is not None:
+        runs.append(Launch(control[var.composition], prob, var.page_size))
+    opts = fa4.options(var.mask, var.score, var.mask_args, var.softcap) if flash is not None else None
+    if flash is not None and opts is not None:
+        runs.append(fa4.runner(flash, prob, opts))
+    for run in runs:
+        run()
+    finish(f"profile {name} seq {seq} (warm)")
+    torch.cuda.profiler.start()
+    for run in runs:
+        run()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+    print(json.dumps({"profiled": name, "seq": seq, "launches": ["ours", "control", "fa4"][: len(runs)]}), flush=True)
+
+
+def rounds_variant(
+    name: str,
+    cubins: dict[str, Cubin],
+    seq: int,
+    control: dict[str, Cubin] | None,
+    flash: Callable[..., Any] | None,
+    n: int,
+) -> dict[str, Any]:
+    """``n`` rounds of ours, the control, FA4 and cuDNN SDPA (those that offer the variant) on the same inputs,
+    one ``do_bench`` median each per round, in that order every round: per kernel the median of its rounds and
+    the median, min and max over rounds of ours / it (ratios of neighbours in time, so that clock and thermal
+    drift between rows cancel)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    var = VARIANTS[name]
+    prob = Problem(var, TOKENS // seq, HEADS, seq, seed=7, timing=True)
+    kernels: dict[str, Callable[[], Any]] = {"ours": Launch(cubins[var.composition], prob, var.page_size)}
+    if control is not None:
+        kernels["control"] = Launch(control[var.composition], prob, var.page_size)
+    opts = fa4.options(var.mask, var.score, var.mask_args, var.softcap) if flash is not None else None
+    if flash is not None and opts is not None:
+        kernels["fa4"] = fa4.runner(flash, prob, opts)
+    if var.mask in ("none", "causal") and var.score == "none" and var.load == "dense":
+        causal = var.mask == "causal"
+
+        def cudnn() -> torch.Tensor:
+            return F.scaled_dot_product_attention(prob.q, prob.k, prob.v, is_causal=causal)
+
+        kernels["sdpa_cudnn"] = cudnn
+    times: dict[str, list[float]] = {k: [] for k in kernels}
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):  # SDPA's only backend here: cuDNN or an error
+        for fn in kernels.values():
+            fn()
+        finish(f"{name} seq {seq} (rounds)")
+        for _ in range(n):
+            for k, fn in kernels.items():
+                times[k].append(bench(fn))
+    row: dict[str, Any] = {"kernel": "rounds", "variant": name, "seq": seq, "rounds": n, "ms": {}, "ours_over": {}}
+    for k, ts in times.items():
+        row["ms"][k] = statistics.median(ts)
+        if k != "ours":
+            ratios = [a / b for a, b in zip(times["ours"], ts, strict=True)]
+            row["ours_over"][k] = {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
+    row["times"] = times
+    return row
+
+
 def sdpa_rows(seq: int) -> list[dict[str, Any]]:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -639,6 +718,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-file", type=Path)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--merge", type=Path, nargs="+")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=0,
+        help="time --timed at --seqs in N rounds of ours, the control, FA4 and cuDNN (rounds_variant) instead",
+    )
+    parser.add_argument(
+        "--profile",
+        default="",
+        help="variant@seq,...: one launch each of ours, the control and FA4 inside a profiler range (for ncu)",
+    )
     args = parser.parse_args(argv)
     if args.merge:
         merged = [row for path in args.merge for row in json.loads(path.read_text())]
@@ -678,6 +768,26 @@ def main(argv: list[str] | None = None) -> int:
     shapes = [(b, h, s) for b, h, s in given] or CHECK_SHAPES
     cubins = {c: Cubin(args.cubins, c) for c in sorted({VARIANTS[v].composition for v in variants})}
     control = {c: Cubin(args.control, c) for c in cubins} if args.control else None
+    if args.profile:
+        for pair in (p for p in args.profile.split(",") if p):
+            name, _, at = pair.partition("@")
+            profile(name, int(at), cubins, control, fa4.load(args.fa4) if args.fa4 else None)
+        return 0
+    if args.rounds:
+        flash = fa4.load(args.fa4) if args.fa4 else None
+        for seq in (int(x) for x in args.seqs.split(",") if x):
+            for name in (v for v in args.timed.split(",") if v in variants):
+                emit(rounds_variant(name, cubins, seq, control, flash, args.rounds), f"rounds:{name}@{seq}")
+        print()
+        for r in rows:
+            ms = " ".join(f"{k} {v:.4f}" for k, v in r["ms"].items())
+            over = " ".join(
+                f"{k} {v['median']:.3f} ({v['min']:.3f}..{v['max']:.3f})" for k, v in r["ours_over"].items()
+            )
+            print(f"{r['variant']:<12} seq {r['seq']:>5}: ms {ms}; ours / {over}")
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1) + "\n")
+        return 0
     if not args.no_check:
         for name in variants:
             if f"check:{name}" in done:

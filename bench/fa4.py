@@ -55,7 +55,8 @@ def options(mask: str, score: str, mask_args: tuple[int, int], softcap: float) -
     return None
 
 
-def _run(fa4: Callable[..., Any], prob: Prob, opts: dict[str, Any]) -> Callable[[], torch.Tensor]:
+def runner(fa4: Callable[..., Any], prob: Prob, opts: dict[str, Any]) -> Callable[[], torch.Tensor]:
+    """FA4's forward on ``prob`` as a no-argument call (its inputs transposed once, outside the call)."""
     q, k, v = (t.transpose(1, 2).contiguous() for t in (prob.q, prob.k, prob.v))  # FA4 takes B S H D
 
     def fn() -> torch.Tensor:
@@ -68,7 +69,7 @@ def _run(fa4: Callable[..., Any], prob: Prob, opts: dict[str, Any]) -> Callable[
 def check(fa4: Callable[..., Any], prob: Prob, opts: dict[str, Any]) -> dict[str, Any]:
     """FA4's output against the float32 reference of ``prob``."""
     ref, _ = prob.reference()
-    got = _run(fa4, prob, opts)().transpose(1, 2).float()
+    got = runner(fa4, prob, opts)().transpose(1, 2).float()
     err = ((got - ref).norm() / ref.norm()).item()
     return {"rel_err": err, "ok": bool(err < 1e-2)}
 
@@ -79,7 +80,7 @@ def row(
     """FA4 timed on ``prob`` (the bench's shape)."""
     out: dict[str, Any] = {"kernel": "fa4", "variant": name, "seq": seq}
     try:
-        fn = _run(fa4, prob, opts)
+        fn = runner(fa4, prob, opts)
         got = fn()
         torch.cuda.synchronize()
         ms = bench(fn)

@@ -60,7 +60,8 @@
 //   consumer warpgroup (all 128 threads wait; thread tw = 0 releases):
 //     K: try_wait.parity k_full[slot], phase in the phase that issues S_i = Q K_i^T, after its
 //        turn (P3); after the wgmma.wait_group that retires it (wait_group 1 in phases
-//        1 .. N - 1, wait_group 0 in phase 0), tw = 0 arrives on k_empty[slot];
+//        1 .. N - 1, then the softmax of S_i; wait_group 0 in phase 0), tw = 0 arrives on
+//        k_empty[slot];
 //     V: try_wait.parity v_full[slot], phase in the phase that issues O += P_i V_i (phase
 //        i + 1), right after the K wait, before the phase's first wgmma (no wait between the
 //        two GEMMs of a phase: ptxas would inject a warpgroup.arrive there, C7519); after

@@ -143,6 +143,12 @@ __device__ __forceinline__ float tanh_approx(float x) {
     asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
 }
+// float -> int toward zero; PTX converts NaN to 0 (CUDA's __float2int_rz leaves NaN unspecified).
+__device__ __forceinline__ int f2i_rz(float x) {
+    int y;
+    asm("cvt.rzi.s32.f32 %0, %1;" : "=r"(y) : "f"(x));
+    return y;
+}
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<uint32_t*>(&v);

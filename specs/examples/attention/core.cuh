@@ -6,7 +6,8 @@
 // block holding seq_k), runs the online softmax in registers (exp2 with the scale folded in),
 // and accumulates O += P V (wgmma m64nDk16, P from registers in the accumulator layout, V
 // MN-major from shared memory). Intra-warpgroup overlap: iteration i issues S_i = Q K_i^T and
-// O += P_{i-1} V_{i-1} back to back, then runs softmax(S_i) while the PV wgmma runs. Ping-pong
+// O += P_{i-1} V_{i-1} back to back, then runs softmax(S_i) while the PV wgmma runs (K_i's
+// release after the softmax keeps ptxas from hoisting the PV wait above it). Ping-pong
 // between the two warpgroups on named barriers ATTN_BAR_SCHED0/1: a warpgroup issues its wgmma
 // only in its turn and hands the turn over right after issuing, so its softmax overlaps the
 // other warpgroup's GEMMs (protocol: attention.cu's header, (P3)).
@@ -193,11 +194,18 @@ __device__ __forceinline__ void attn_core_main(const CoreParams& cp, void* kp, T
             named_arrive(turn_other, 256);
             wgmma_wait<1>();
             fence_regs(sc);
+            softmax(nb, so);
+            // K_i's slot is released after the softmax, at an address that reads the softmax's last
+            // row sum through `zero` (l[1] * 0 is 0, -0 or NaN, and each converts to 0): ptxas keeps
+            // the PV wait below this arrive, so the softmax runs under the PV wgmma. Released right
+            // after wait_group 1, or after the softmax without the dependence, the arrive and the wait
+            // were hoisted above the softmax (ptxas interleaves P's packing, which needs PV_{i-1}
+            // retired, with the exponentials). The guard stays `leader`, which L-CONFORM counts.
             if (leader) {
-                mbar_arrive(s.k_empty + 8u * kpos.slot);
+                const unsigned zero = static_cast<unsigned>(f2i_rz(l[1] * 0.0f));
+                mbar_arrive(s.k_empty + 8u * (kpos.slot + zero));
             }
             kpos.advance();
-            softmax(nb, so);
             wgmma_wait<0>();
             fence_regs(o);
             fence_regs(pr);
