@@ -23,7 +23,8 @@ code against its stage's contract (the diagnostic's `check` datum names the chec
   every warpgroup's budget);
 - `static-shared`: a static `__shared__` variable (named, with its size);
 - `smem-literal`: a dynamic shared-memory address from the `smem` base at an offset
-  no claim or ring handle gives;
+  no claim or ring handle gives, used or passed to a call (a callable or helper that
+  addresses shared memory relative to its own argument is judged at the caller);
 - `scope`: an atomic on a counter, or a fence, at a scope other than the declared one;
 - `proxy-fence`: shared memory written by the generic proxy, then read by the async
   proxy (bulk store, TMA store, `wgmma`) without `fence.proxy.async` between;
@@ -463,8 +464,9 @@ def _static_shared(f: Finding, fn: str, op: str) -> Worded:
 def _smem_literal(f: Finding, fn: str, op: str) -> Worded:
     offset = f.value("offset")
     at = f"at the fixed offset {offset}" if offset else "from the `smem` base"
+    does = f"passes `{f.fact.detail}` a shared-memory address" if f.fact.kind == "smem-arg" else "addresses shared memory"
     return Worded(
-        f"`{fn}` addresses shared memory {at} without any claim's handle",
+        f"`{fn}` {does} {at} without any claim's handle",
         "the stage's claims" if f.value("claimed") == "True" else "the role that runs it",
         f"`{op}` at a fixed offset",
         "add the claim's `_smem()` handle (or the ring's slot handle) to the `smem` pointer",

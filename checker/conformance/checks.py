@@ -12,7 +12,8 @@ Each check has a stable name (the ``check`` datum of an L-CONFORM diagnostic):
 | ``copy-bytes`` | completes bytes (bulk copies on a ring barrier, ``mbarrier.complete_tx``) other than ``full copy`` |
 | ``setmaxnreg`` | runs its own ``setmaxnreg``, although the dispatch kernel sets every warpgroup's budget |
 | ``static-shared`` | declares static ``__shared__`` memory, which no claim accounts for |
-| ``smem-literal`` | addresses dynamic shared memory at an offset that comes from no claim or ring handle |
+| ``smem-literal`` | addresses dynamic shared memory (or passes an address to a call) at an offset that comes |
+| | from no claim or ring handle |
 | ``scope`` | runs an atomic or fence at a scope other than the counters' declared scope |
 | ``proxy-fence`` | writes shared memory (generic proxy), then has the async proxy read it unfenced |
 | ``launch-directive`` | carries ``.maxntid``/``.reqntid``/cluster directives that disagree with the contract |
@@ -124,7 +125,7 @@ def _judge(ctx: Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
         yield from _setmaxnreg(ctx, fact)
     elif kind == "shared-decl":
         yield from _static_shared(ctx, fact)
-    elif kind == "smem-access":
+    elif kind in ("smem-access", "smem-arg"):
         yield from _smem(ctx, fact)
     elif kind in ("atomic", "fence"):
         yield from _scope(ctx, fact)
@@ -506,9 +507,11 @@ def _smem(ctx: Ctx, fact: Fact) -> Iterator[Finding]:
     if addr is None:
         return
     if fact.function not in ctx.roles and fact.function not in ctx.inits:
-        # Only an entry's or init hook's second argument is the shared-memory base; elsewhere
-        # the analysis cannot tell where a pointer argument points.
-        if addr.kind != "handle":
+        # Only an entry's or init hook's second argument is the shared-memory base. A callable or
+        # helper addresses what its caller passed: relative to its argument, the address is the
+        # caller's, judged where the caller makes it (`smem-arg`: what a role passes on, by this
+        # same rule). Anything else it cannot place.
+        if addr.kind != "handle" and not (addr.arg and addr.kind != "unknown"):
             yield unknown("smem-literal", fact, "helper-address", None)
         return
     if ctx.handles_of(addr, *_PLACEMENT):

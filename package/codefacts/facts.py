@@ -23,8 +23,8 @@ from package.codefacts.threads import Threads
 from package.codefacts.values import Env, Linear, Val, analyse, callee
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
-FACTS_VERSION = 4  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
-# 4: an operand's linear form over params fields
+FACTS_VERSION = 5  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
+# 4: an operand's linear form over params fields; 5: an operand from the function's arguments, `smem-arg`
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,7 @@ class Operand:
     first: int | None = None  # the constant it holds when the instruction first runs (a wait's first parity)
     field: int | None = None  # the params offset it was loaded from (a tensor map's address)
     linear: Linear | None = None  # a value of params fields (values.Linear): a run-time copy or credit size
+    arg: bool = False  # computed from a value the function's caller passed (one of its parameters)
 
     @classmethod
     def of(cls, val: Val, first: int | None = None) -> Operand:
@@ -54,6 +55,7 @@ class Operand:
             first,
             val.field if val.kind() == "params" else None,
             val.linear if val.kind() == "params" else None,
+            "arg" in val.origins,
         )
 
     def describe(self) -> str:
@@ -79,11 +81,12 @@ class Operand:
             self.first,
             self.field,
             linear,
+            self.arg,
         ]
 
     @classmethod
     def from_json(cls, raw: Any) -> Operand:
-        kind, value, handles, smem, tid_abs, tid_wg, first, field, linear = raw
+        kind, value, handles, smem, tid_abs, tid_wg, first, field, linear, arg = raw
         return cls(
             str(kind),
             None if value is None else int(value),
@@ -94,6 +97,7 @@ class Operand:
             None if first is None else int(first),
             None if field is None else int(field),
             None if linear is None else (int(linear[0]), tuple((int(o), int(c)) for o, c in linear[1])),
+            bool(arg),
         )
 
 
@@ -388,6 +392,13 @@ def _call(
         yield Fact("wait", fn, ins.line, ins.opcode, tuple(parts), ins.src, f"handle:{target}")
     elif target in defined:
         yield Fact("call", fn, ins.line, ins.opcode, (), ins.src, target)
+    for arg in args:
+        # A shared-memory address handed to another function: the callee addresses what it is given
+        # (its accesses are relative to its argument), so the address is judged here, where it is made.
+        reg = stored.get(arg, (index, ""))[1]
+        val = env.operand(reg) if reg else None
+        if val is not None and "smem" in val.origins:
+            yield Fact("smem-arg", fn, ins.line, ins.opcode, (("addr", Operand.of(val)),), ins.src, target)
 
 
 def _unknown_operands(fact: Fact) -> Fact:
