@@ -15,6 +15,7 @@ named barriers, fences) gets each mutation that applies to it:
 | ``parity`` | wait on a constant parity, or on the other parity (first iteration flipped) |
 | ``scope`` | another scope (``.cta``, ``.cluster``, ``.gpu``) or state space |
 | ``drop-fence`` | remove a fence |
+| ``guard`` | run a copy or credit only in some blocks (under a thread-invariant condition: ``%ctaid.x != 0``) |
 
 Each mutant is judged as ``kernlink pack --strict`` and ``kernlink check --strict`` judge a
 package's code: the conformance findings of its stage (an undecided site counts, as under
@@ -56,6 +57,7 @@ CODE_KINDS = {
     "parity": "wait on a constant parity, or on the other parity",
     "scope": "another scope or state space",
     "drop-fence": "remove a fence",
+    "guard": "run a copy or credit under a data-dependent condition",
 }
 _SYNC = ("mbarrier.", "bar.", "barrier.", "fence.", "membar.", "cp.async.bulk", "tcgen05.commit")
 _PROBE = "kl_probe_keep_"
@@ -173,6 +175,15 @@ def _of(
         flip += [_swap_operand(text, parity, "%kl_flip", last=True), "\t}"]
         yield make("parity", [*lines[:at], *flip, *lines[at + 1 :]], "wait on the other parity")
     yield from _scopes(make, replaced, text, ins)
+    if ins.opcode.startswith(_FILLS) and not ins.guard:
+        # the same instruction, skipped by the first block: those fills lack its bytes
+        guarded = ["\t{", "\t.reg .b32 %kl_cta;", "\t.reg .pred %kl_run;", "\tmov.u32 %kl_cta, %ctaid.x;"]
+        guarded += ["\tsetp.ne.u32 %kl_run, %kl_cta, 0;", f"\t@%kl_run {text.strip()}", "\t}"]
+        yield make("guard", [*lines[:at], *guarded, *lines[at + 1 :]], f"run `{ins.opcode}` only where `%ctaid.x != 0`")
+
+
+# What completes bytes of a fill: a bulk or tensor copy on an mbarrier, a thread's credit.
+_FILLS = ("cp.async.bulk.tensor", "cp.async.bulk.shared", "mbarrier.complete_tx")
 
 
 def _swap_operand(text: str, old: str, new: str, last: bool = False) -> str:

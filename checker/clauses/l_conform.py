@@ -329,6 +329,15 @@ def describe(f: Finding) -> Worded:
                 "complete the bytes a box sized by a params field leaves out (`mbarrier.complete_tx` of the "
                 "declared bytes minus the box's), so the sum no longer depends on the field",
             )
+        if what == "conditional":
+            return Worded(
+                f"cannot decide the bytes `{fn}` completes per fill: `{op}` runs only under a condition "
+                f"({f.value('conds')}) the fill's `expect_tx` does not share, so some fills may lack its bytes",
+                "the copy bytes every fill completes",
+                "this copy or credit",
+                "issue every copy and credit of a fill under the same conditions as its `expect_tx` (a credit may "
+                "skip only a count of 0: `if (bytes != 0)`)",
+            )
         return Worded(
             f"cannot decide {UNDECIDED[what]} of `{op}` in `{fn}`{also}",
             "the contract item it should match",
@@ -464,7 +473,8 @@ def _static_shared(f: Finding, fn: str, op: str) -> Worded:
 def _smem_literal(f: Finding, fn: str, op: str) -> Worded:
     offset = f.value("offset")
     at = f"at the fixed offset {offset}" if offset else "from the `smem` base"
-    does = f"passes `{f.fact.detail}` a shared-memory address" if f.fact.kind == "smem-arg" else "addresses shared memory"
+    passes = f.fact.kind == "smem-arg"
+    does = f"passes `{f.fact.detail}` a shared-memory address" if passes else "addresses shared memory"
     return Worded(
         f"`{fn}` {does} {at} without any claim's handle",
         "the stage's claims" if f.value("claimed") == "True" else "the role that runs it",

@@ -24,7 +24,8 @@ from package.codefacts.values import Env, Linear, Val, analyse, callee
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
 FACTS_VERSION = 5  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
-# 4: an operand's linear form over params fields; 5: an operand from the function's arguments, `smem-arg`
+# 4: an operand's linear form over params fields; 5: an operand from the function's arguments, `smem-arg`,
+# the conditions a copy, credit or expect-tx runs under
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,7 @@ class Fact:
     order: int = 0
     reaches: tuple[int, ...] = ()
     origin: tuple[str, int] | None = None  # the instruction's own line in an inlined helper (``Instr.origin``)
+    conds: tuple[str, ...] = ()  # the thread-invariant conditions it runs under (``Threads.conditions``)
 
     def operand(self, role: str) -> Operand | None:
         return next((o for r, o in self.operands if r == role), None)
@@ -155,6 +157,8 @@ class Fact:
             out["reaches"] = list(self.reaches)
         if self.origin:
             out["origin"] = list(self.origin)
+        if self.conds:
+            out["conds"] = list(self.conds)
         return out
 
     @classmethod
@@ -177,6 +181,7 @@ class Fact:
             int(raw.get("order", 0)),
             tuple(int(x) for x in raw.get("reaches", ())),
             (str(raw["origin"][0]), int(raw["origin"][1])) if raw.get("origin") else None,
+            tuple(str(c) for c in raw.get("conds", ())),
         )
 
 
@@ -335,6 +340,9 @@ def _function(
         if found and site.flow.reachable(index):
             guard, loops, order = site.place(index)
             found = [dataclasses.replace(f, guard=guard, loops=loops, order=order) for f in found]
+            if any(f.kind in _CONDITIONAL for f in found):
+                conds = site.threads.conditions(index, _bytes_register(ins))
+                found = [dataclasses.replace(f, conds=conds) if f.kind in _CONDITIONAL else f for f in found]
             undefined = [r for o in ins.operands for r in re.findall(r"%[\w$]+", o) if not site.flow.defined(index, r)]
             if undefined:  # a register no path defines: what the instruction reads is unknown
                 found = [_unknown_operands(f) if f.kind in SYNC_KINDS else f for f in found]
@@ -365,6 +373,20 @@ def _function(
             later = sorted({g.order for j, g in synced if j != index and site.flow.precedes(index, j)})
             f = dataclasses.replace(f, reaches=tuple(later)) if later else f
         yield f
+
+
+#: The facts whose thread-invariant conditions are recorded: a fill's arrive, expect-tx and the bytes completed on it.
+_CONDITIONAL = frozenset({"arrive", "expect-tx", "tensor-copy", "bulk-copy", "complete-tx"})
+
+
+def _bytes_register(ins: Instr) -> str | None:
+    """The register holding the bytes a credit or bulk copy completes (a tensor copy's are its box's)."""
+    ops = ins.operands
+    if ins.opcode.startswith("mbarrier.complete_tx") and len(ops) >= 2:
+        return ops[1].strip()
+    if ins.opcode.startswith("cp.async.bulk.shared") and len(ops) >= 3:
+        return ops[2].strip()
+    return None
 
 
 def _call(
@@ -557,12 +579,18 @@ def _bounds(site: _Site, env: Env, index: int) -> list[tuple[str, Operand]]:
 
 
 def _tensor_map(env: Env, ops: tuple[str, ...]) -> list[tuple[str, Operand]]:
-    """The tensor map a TMA copy reads (``[tmap, {coords}]``): where its address comes from."""
+    """The tensor map a TMA copy reads (``[tmap, {coords}]``): where its address comes from (``map``), or,
+    for a map held in the params block itself, the block offset it sits at (``map-inline``)."""
     if len(ops) < 2:
         return []
     inner = ops[1].strip().strip("[]")
     base = inner.split(",", 1)[0].strip()
-    return [("map", Operand.of(env.operand(base)))] if base else []
+    if not base:
+        return []
+    val = env.operand(base)
+    if val.origins and val.origins <= {"params_ptr", "arg"} and val.const is not None and not val.unknown:
+        return [("map-inline", Operand("constant", val.const, field=val.const))]
+    return [("map", Operand.of(val))]
 
 
 def _width(opcode: str, value: str) -> int:

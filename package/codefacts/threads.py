@@ -412,7 +412,11 @@ class Threads:
         if {a, b} != {reg, "0"}:
             return False
         runs_when_true = holds != guard.startswith("!")
-        return (parts[1] == "ne" and runs_when_true) or (parts[1] == "eq" and not runs_when_true)
+        unsigned = parts[2] == "u32"  # x > 0 is x != 0, x <= 0 is x == 0
+        above, below = (("hi", "gt"), ("ls", "le")) if b == "0" else (("lo", "lt"), ("hs", "ge"))
+        nonzero_test = parts[1] == "ne" or (unsigned and parts[1] in above)
+        zero_test = parts[1] == "eq" or (unsigned and parts[1] in below)
+        return (nonzero_test and runs_when_true) or (zero_test and not runs_when_true)
 
     def guard(self, index: int) -> Dnf | None:
         """The threads that run instruction ``index`` (module docstring)."""

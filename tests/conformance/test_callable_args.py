@@ -72,8 +72,6 @@ def test_an_access_relative_to_the_callables_argument_is_the_callers(ptx: str, t
         (("ld.param.u32 %r1, [fx_stage_impl_param_1];", "ld.u32 %r1, [%rd1];"), "an address read through a pointer"),
     ],
 )
-def test_an_address_the_callable_was_not_given_stays_undecided(
-    edit: tuple[str, str], why: str, tmp_path: Path
-) -> None:
+def test_an_address_the_callable_was_not_given_stays_undecided(edit: tuple[str, str], why: str, tmp_path: Path) -> None:
     assert edit[0] in STAGING, why
     assert ("smem-literal", False) in _checks(STAGING.replace(*edit), tmp_path)
