@@ -18,7 +18,11 @@ code against its stage's contract (the diagnostic's `check` datum names the chec
 - `expect-tx`: expect-tx bytes other than the ring's `full arrive … tx`;
 - `copy-bytes`: bulk copies completing on a ring barrier, together with the bytes
   the code completes on it itself (`mbarrier.complete_tx`), whose bytes differ from the
-  ring's `full copy` (a `complete_tx` count the analysis cannot trace is a note);
+  ring's `full copy` (a `complete_tx` count the analysis cannot trace is a note), added
+  per fill (the sites after one `arrive.expect_tx` and before the next); a copy or
+  credit under a condition its fill's `expect_tx` does not share (a params value, the
+  block's index; a credit skipped only when 0 excepted) is a note: some fills may lack
+  its bytes;
 - `setmaxnreg`: a component that runs its own `setmaxnreg` (the dispatch kernel sets
   every warpgroup's budget);
 - `static-shared`: a static `__shared__` variable (named, with its size);

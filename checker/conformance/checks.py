@@ -10,6 +10,7 @@ Each check has a stable name (the ``check`` datum of an L-CONFORM diagnostic):
 | ``mbarrier-init`` | initialises a ring mbarrier with a count other than the ring's ``init`` |
 | ``expect-tx`` | expects transaction bytes other than the ring's ``full arrive … tx`` |
 | ``copy-bytes`` | completes bytes (bulk copies on a ring barrier, ``mbarrier.complete_tx``) other than ``full copy`` |
+| | per fill, or some only under a condition the fill's ``expect_tx`` does not share |
 | ``setmaxnreg`` | runs its own ``setmaxnreg``, although the dispatch kernel sets every warpgroup's budget |
 | ``static-shared`` | declares static ``__shared__`` memory, which no claim accounts for |
 | ``smem-literal`` | addresses dynamic shared memory (or passes an address to a call) at an offset that comes |
