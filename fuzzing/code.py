@@ -351,7 +351,12 @@ def _argued(entry: StageEntry, mutation: CodeMutation) -> tuple[Verdict, str]:
             "the init hook still fences its inits after the last one (one init fence publishes them: CUTLASS's "
             "`fence_barrier_init` alone), and the dispatch's block-wide barrier follows"
         )
-    if mutation.kind == "reorder" and kinds & {"tensor-copy", "bulk-copy"} and "cp.async.bulk" in mutation.edit:
+    if (
+        mutation.kind == "reorder"
+        and kinds & {"tensor-copy", "bulk-copy"}
+        and "cp.async.bulk" in mutation.edit
+        and not _crosses_branch(mutation, (entry.captured.ptx if entry.captured is not None else None) or "")
+    ):
         return "equivalent", "two copies that complete on one barrier commute: the phase waits for both"
     if mutation.kind == "reorder" and "complete-tx" in kinds:
         credit = next(f for f in at if f.kind == "complete-tx")
@@ -444,6 +449,14 @@ def _before(mutation: CodeMutation) -> range:
 
     found = _re.search(r"\(line (\d+)\)$", mutation.edit)
     return range(int(found.group(1)), mutation.line) if found else range(0)
+
+
+def _crosses_branch(mutation: CodeMutation, ptx: str) -> bool:
+    """Whether a ``reorder`` mutant moves its instruction past a branch or a label of the original PTX
+    (into or out of a block that runs under another condition)."""
+    lines = _before(mutation)
+    between = ptx.split("\n")[lines.start - 1 : lines.stop - 1]
+    return any(re.match(r"\s*(@!?%\w+\s+)?bra(\.uni)?\s|\s*[$\w]+:", t) for t in between)
 
 
 def _moved_past(mutation: CodeMutation, original: Any) -> list[str]:
