@@ -18,15 +18,16 @@ from diagnostics.model import DiagnosticError
 from packing.pack import pack
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
+_PARITY = (
+    "wait parities after a run-time advance of the ring position: the compiler unrolls (or the code peels) the "
+    "waits, and the parity a non-first copy uses depends on the ring's depth, a handle the code-facts read as unknown"
+)
 UNDECIDED = {
-    "attention/core": "a wait on ring `v`'s full barrier the step check places outside the side's loop "
-    "(`ring-step`: a step the side does not state), and wait parities it cannot read",
-    "attention/load_blocksparse": "tensor maps held in the params block by value (no ptr field to declare a box "
-    "on), and a wait parity it cannot follow",
-    "attention/load_dense": "tensor maps held in the params block by value (no ptr field to declare a box on), "
-    "and a wait parity it cannot follow",
-    "attention/load_paged": "tensor maps held in the params block by value (no ptr field to declare a box on), "
-    "and a wait parity it cannot follow",
+    "attention/core": _PARITY,
+    "attention/load_blocksparse": _PARITY,
+    "attention/load_dense": _PARITY,
+    "attention/load_paged": "K and V boxes of `page_size` rows, 128 / page_size of them per fill (the fill's bytes "
+    "are no linear form of the params fields), and " + _PARITY,
 }
 
 

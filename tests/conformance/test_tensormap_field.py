@@ -41,10 +41,11 @@ CONTRACT = """stage "fx.tm" version "1.0.0" {{
 """
 FIELD = "tmap: tensormap @ 0 box 64, 64, 1 elem bf16"
 
-FILL = """	mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r{b}], %r9;
-	cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r3], [%rd1, {{%r4, %r4, %r4}}], [%r{b}];
-	cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r3], [%rd1, {{%r4, %r4, %r4}}], [%r{b}];
-"""
+COPY = "\tcp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+FILL = (
+    "\tmbarrier.arrive.expect_tx.shared::cta.b64 _, [%r{b}], %r9;\n"
+    + (COPY + " [%r3], [%rd1, {{%r4, %r4, %r4}}], [%r{b}];\n") * 2
+)
 PTX = """.version 8.0
 .target sm_90a
 .extern .func  (.param .b32 func_retval0) kl_fx_tm_r_full_bar
