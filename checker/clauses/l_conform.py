@@ -62,7 +62,10 @@ warpgroup, one thread):
 - `arrive-count`: the arrivals of an arrive (the threads its guard selects, times its
   count) differ from the step's count (`per_warp`, `per_warpgroup`, 1, …);
 - `wait-parity`: the first wait uses another parity than the contract's (a consumer's
-  `full wait` 0, a producer's `empty wait` 1, or `parity P`), or never flips;
+  `full wait` 0, a producer's `empty wait` 1, or `parity P`), or never flips; a copy of
+  the step after `k` earlier waits on its barrier (an unrolled or peeled copy) uses
+  another parity than the ring position's there, `P ^ ((k / depth) & 1)`, at a depth the
+  stage's `depth` allows (a depth it does not state is undecided);
 - `step-order`: the steps run in another order than written;
 - `ring-fence`: a side that states `fence proxy_async` releases its slots without a
   `fence.proxy.async` (covering shared memory) after its slot accesses;
@@ -708,6 +711,16 @@ def _wait_parity(f: Finding, fn: str, op: str) -> Worded:
             "wait on the phase variable",
         )
     want = f.value("want")
+    if f.problem == "advanced":
+        depth, waits = f.value("depth"), f.value("waits")
+        return Worded(
+            f"`{fn}` waits on `{step}` of ring `{ring}` with parity {got} after {waits} earlier wait(s) of the "
+            f"step; at depth {depth} the ring's phase there is {want}",
+            f"`{step}`: the parity flips each time the slot index wraps",
+            f"parity {got} on its first pass, at depth {depth}",
+            "advance the ring position once per wait (`if (++slot == depth) { slot = 0; phase ^= 1; }`) and wait "
+            "on its phase variable in every copy of the step",
+        )
     why = "as stated" if f.value("stated") == "True" else ("its first fill" if step.startswith("full") else "passes")
     return Worded(
         f"`{fn}` first waits on `{step}` of ring `{ring}` with parity {got}; the contract's first wait uses "

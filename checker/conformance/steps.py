@@ -16,7 +16,9 @@ matched with the side's steps:
 - ``arrive-count``: the arrivals of each arrive instruction (the threads of the role its
   guard selects, times the instruction's count) against the step's count;
 - ``wait-parity``: the parity each wait uses first (the side's ``parity P``, else 0 for
-  ``full`` and 1 for ``empty``), and that it changes from one iteration to the next;
+  ``full`` and 1 for ``empty``), and that it changes from one iteration to the next; a
+  copy of the step after ``k`` earlier waits on its barrier uses ``P ^ ((k // depth) & 1)``
+  at every depth the stage's ``depth`` allows (:func:`_advanced`);
 - ``step-order``: the first instruction of each step comes after the first instruction of
   the step written before it;
 - ``ring-fence``: a side that states ``fence proxy_async`` runs ``fence.proxy.async`` after
@@ -47,7 +49,7 @@ from dataclasses import dataclass
 from checker.conformance.context import Ctx, Finding, found, unknown
 from contract_lang import ast as A
 from package.abi import init_hook_symbol
-from package.codefacts.facts import CodeFacts, Fact, Guard
+from package.codefacts.facts import MAX_DEPTH, CodeFacts, Fact, Guard
 
 STEP_CHECKS = (
     "ring-step",
@@ -329,7 +331,7 @@ def _side(
         if step.kind == "arrive":
             yield from _arrivals(ctx, role, side, step, of(step))
         elif step.kind == "wait":
-            yield from _parities(side, step, of(step), loop is not None)
+            yield from _parities(ctx, side, step, of(step), loop is not None)
     yield from _fence(ctx, role, side, plan, sited, facts)
     yield from _read_proxy(ctx, role, side, facts)
 
@@ -463,7 +465,7 @@ def _arrivals(ctx: Ctx, role: A.Role, side: A.Ring, step: Step, here: list[Site]
             )
 
 
-def _parities(side: A.Ring, step: Step, here: list[Site], looped: bool) -> Iterator[Finding]:
+def _parities(ctx: Ctx, side: A.Ring, step: Step, here: list[Site], looped: bool) -> Iterator[Finding]:
     assert isinstance(step.item, A.RingWait)
     want = step.item.parity if step.item.parity is not None else (0 if step.barrier == "full" else 1)
     for site in here:
@@ -471,8 +473,12 @@ def _parities(side: A.Ring, step: Step, here: list[Site], looped: bool) -> Itera
         if parity is None or site.fact.detail == "state":
             yield unknown("wait-parity", site.fact, "first-parity", step.item)
             continue
+        depth = _depth_range(ctx, side.name)
         if parity.first is None:
-            yield unknown("wait-parity", site.fact, "first-parity", step.item)
+            yield from _advanced(ctx, side, step, site, want)
+        elif any(site.fact.prior) and depth is not None and depth[1] <= MAX_DEPTH:
+            # a copy after earlier waits of the step, on a constant parity: the ring position there
+            yield from _advanced(ctx, side, step, site, want, (parity.first,) * MAX_DEPTH)
         elif parity.first % 2 != want:
             yield found(
                 "wait-parity",
@@ -489,6 +495,55 @@ def _parities(side: A.Ring, step: Step, here: list[Site], looped: bool) -> Itera
             yield found(
                 "wait-parity", "constant", site.fact, step.item, ring=side.name, step=step.words, got=parity.first % 2
             )
+
+
+def _advanced(
+    ctx: Ctx, side: A.Ring, step: Step, site: Site, want: int, constant: tuple[int, ...] | None = None
+) -> Iterator[Finding]:
+    """A wait whose first parity depends on the ring's depth: the ring position has advanced before it (an
+    unrolled or peeled copy of the step). On its first pass, after ``k`` waits of the step (``Fact.prior``)
+    at depth ``d``, the wait must use parity ``want ^ ((k // d) & 1)``; the facts hold the parity the code
+    computes at each depth its ring's depth handle may take (``Fact.depths``). Decided for every depth the
+    stage's `depth` allows, up to ``MAX_DEPTH``; a depth it does not state (a consumer's ring is sized by
+    its producer), a pass reached after different counts that need different parities, or a parity the
+    facts do not fold is undecided. ``constant``: the parity the site uses at every depth (a literal)."""
+    spec = next((s for s in ctx.expected.values() if s.kind == "ring_depth" and s.item == side.name), None)
+    computed = constant or (dict(site.fact.depths).get(spec.symbol) if spec is not None else None)
+    depth = _depth_range(ctx, side.name)
+    if computed is None or depth is None or depth[1] > MAX_DEPTH or not site.fact.prior:
+        yield unknown("wait-parity", site.fact, "first-parity", step.item)
+        return
+    for d in range(depth[0], depth[1] + 1):
+        expected = {want ^ ((k // d) & 1) for k in site.fact.prior}
+        got = computed[d - 1]
+        if len(expected) != 1 or got is None:
+            yield unknown("wait-parity", site.fact, "first-parity", step.item)
+            return
+        (should,) = expected
+        if got % 2 != should:
+            yield found(
+                "wait-parity",
+                "advanced",
+                site.fact,
+                step.item,
+                ring=side.name,
+                step=step.words,
+                got=got % 2,
+                want=should,
+                depth=d,
+                waits=", ".join(map(str, site.fact.prior)),
+            )
+            return
+
+
+def _depth_range(ctx: Ctx, ring: str) -> tuple[int, int] | None:
+    """The depths a ring of the stage may have: its `depth` (a side that states it), else None."""
+    for side in ctx.stage.rings:
+        if side.name == ring:
+            found = next((i for i in side.items if isinstance(i, A.RingDepth)), None)
+            if found is not None:
+                return found.lo, found.hi
+    return None
 
 
 def _order(side: A.Ring, looping: list[Step], of: Sited) -> Iterator[Finding]:

@@ -133,6 +133,11 @@ class Fact:
     reaches: tuple[int, ...] = ()
     origin: tuple[str, int] | None = None  # the instruction's own line in an inlined helper (``Instr.origin``)
     conds: tuple[str, ...] = ()  # the thread-invariant conditions it runs under (``Threads.conditions``)
+    # A wait: how many waits on the same barrier a path without a back edge runs before it (every count;
+    # empty: more than the cap), and, when its parity is no constant on that first pass, the parity it
+    # first uses with a ring-depth handle's result fixed at 1 .. MAX_DEPTH (``(handle, parities)``).
+    prior: tuple[int, ...] = ()
+    depths: tuple[tuple[str, tuple[int | None, ...]], ...] = ()
 
     def operand(self, role: str) -> Operand | None:
         return next((o for r, o in self.operands if r == role), None)
@@ -159,6 +164,10 @@ class Fact:
             out["origin"] = list(self.origin)
         if self.conds:
             out["conds"] = list(self.conds)
+        if self.prior:
+            out["prior"] = list(self.prior)
+        if self.depths:
+            out["depths"] = [[h, list(v)] for h, v in self.depths]
         return out
 
     @classmethod
@@ -182,6 +191,8 @@ class Fact:
             tuple(int(x) for x in raw.get("reaches", ())),
             (str(raw["origin"][0]), int(raw["origin"][1])) if raw.get("origin") else None,
             tuple(str(c) for c in raw.get("conds", ())),
+            tuple(int(c) for c in raw.get("prior", ())),
+            tuple((str(h), tuple(None if v is None else int(v) for v in vs)) for h, vs in raw.get("depths", ())),
         )
 
 
@@ -367,12 +378,50 @@ def _function(
                 )
             )
             pending_write = None
+    found_all = _waits(fn, site, handles, found_all)
     synced = [(i, f) for i, f in found_all if f.kind in SYNC_KINDS]
     for index, f in found_all:
         if f.kind in SYNC_KINDS:
             later = sorted({g.order for j, g in synced if j != index and site.flow.precedes(index, j)})
             f = dataclasses.replace(f, reaches=tuple(later)) if later else f
         yield f
+
+
+#: The ring depths a wait's first parity is worked out at, when it depends on the ring's depth handle.
+MAX_DEPTH = 8
+
+
+def _waits(fn: Function, site: _Site, handles: frozenset[str], found: list[tuple[int, Fact]]) -> list[tuple[int, Fact]]:
+    """Each wait with the waits on its barrier before it (``Fact.prior``) and, where its first parity is
+    no constant, that parity at each depth of a ring-depth handle the function calls (``Fact.depths``)."""
+
+    def key(f: Fact) -> tuple[str, ...]:
+        addr = f.operand("addr")
+        return addr.handles if addr is not None and addr.handles else (f.detail,)
+
+    waits = [(i, f) for i, f in found if f.kind == "wait"]
+    depth_handles = sorted(
+        {callee(ins) or "" for ins in fn.body if ins.base == "call"} & {h for h in handles if h.endswith("_depth")}
+    )
+    out = []
+    for index, f in found:
+        if f.kind == "wait" and site.flow.reachable(index):
+            same = frozenset(i for i, g in waits if key(g) == key(f))
+            f = dataclasses.replace(f, prior=site.flow.prior(index, same) or ())
+            parity = f.operand("parity")
+            ins = fn.body[index]
+            if parity is not None and parity.first is None and ins.base == "mbarrier" and len(ins.operands) >= 3:
+                reg = ins.operands[2].strip()
+                found_depths = []
+                addr = f.operand("addr")
+                rings = {h.rsplit("_", 2)[0] + "_depth" for h in (addr.handles if addr else ()) if h.endswith("_bar")}
+                for h in [d for d in depth_handles if d in rings] or depth_handles:  # its ring's, by the ABI's names
+                    values = tuple(site.flow.first(index, reg, {h: d}) for d in range(1, MAX_DEPTH + 1))
+                    if any(v is not None for v in values):
+                        found_depths.append((h, values))
+                f = dataclasses.replace(f, depths=tuple(found_depths))
+        out.append((index, f))
+    return out
 
 
 #: The facts whose thread-invariant conditions are recorded: a fill's arrive, expect-tx and the bytes completed on it.

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from package.codefacts.ptx import Function, Instr
-from package.codefacts.values import FOLDS, IMMEDIATE, defines
+from package.codefacts.values import FOLDS, IMMEDIATE, callee, defines
 
 _ENDS = frozenset({"ret", "exit", "trap"})
 
@@ -244,22 +244,29 @@ class Flow:
 
     # ---- first-iteration constants
 
-    def first(self, index: int, operand: str) -> int | None:
-        """The constant ``operand`` holds when instruction ``index`` first runs (None: not a constant)."""
+    def first(self, index: int, operand: str, results: Mapping[str, int] | None = None) -> int | None:
+        """The constant ``operand`` holds when instruction ``index`` first runs (None: not a constant).
+
+        ``results``: functions whose call results count as these constants (a ring's depth handle at one
+        depth), every other call's result being unknown.
+        """
         text = operand.strip()
         if IMMEDIATE.match(text):
             return int(text.rstrip("Uu"), 0)
         block = self.block_of[index]
         if block not in self.rank:
             return None
-        state = dict(self._entry_states[block])
+        known = tuple(sorted((results or {}).items()))
+        state = dict(self._entry_states(known)[block])
         start = self.blocks[block][0]
+        called: list[str | None] = [None]
         for ins in self.fn.body[start:index]:
-            _step(state, ins)
+            _step(state, ins, dict(known), called)
         return state.get(text)
 
-    @functools.cached_property
-    def _entry_states(self) -> dict[int, dict[str, int | None]]:
+    @functools.lru_cache(maxsize=64)  # noqa: B019 - one Flow per function, kept while its facts are derived
+    def _entry_states(self, known: tuple[tuple[str, int], ...] = ()) -> dict[int, dict[str, int | None]]:
+        results = dict(known)
         entry: dict[int, dict[str, int | None]] = {}
         out: dict[int, dict[str, int | None]] = {}
         for b in self.rpo:
@@ -273,10 +280,37 @@ class Flow:
             entry[b] = state
             after = dict(state)
             s, e = self.blocks[b]
+            called: list[str | None] = [None]
             for ins in self.fn.body[s:e]:
-                _step(after, ins)
+                _step(after, ins, results, called)
             out[b] = after
         return entry
+
+    def prior(self, index: int, counted: frozenset[int], cap: int = 16) -> tuple[int, ...] | None:
+        """How many of the instructions ``counted`` a path without a back edge runs before instruction
+        ``index`` (every such count, sorted; None: more than ``cap`` counts, or one past ``cap``)."""
+        at_entry: dict[int, frozenset[int] | None] = {}
+        for b in self.rpo:
+            incoming = [p for p in self.preds[b] if p in at_entry and (p, b) not in self.back]
+            counts: frozenset[int] | None = frozenset({0}) if b == self.rpo[0] else frozenset()
+            for p in incoming:
+                got = self._through(p, at_entry[p], counted, len(self.fn.body), cap)
+                counts = None if counts is None or got is None else counts | got
+            at_entry[b] = counts
+        block = self.block_of[index]
+        if block not in at_entry:
+            return None
+        found = self._through(block, at_entry[block], counted, index, cap)
+        return None if found is None or len(found) > cap else tuple(sorted(found))
+
+    def _through(
+        self, block: int, counts: frozenset[int] | None, counted: frozenset[int], stop: int, cap: int
+    ) -> frozenset[int] | None:
+        s, e = self.blocks[block]
+        extra = sum(1 for i in range(s, min(e, stop)) if i in counted)
+        if counts is None or any(c + extra > cap for c in counts):
+            return None
+        return frozenset(c + extra for c in counts)
 
 
 def _written(ins: Instr) -> tuple[str, ...]:
@@ -292,9 +326,29 @@ def _written(ins: Instr) -> tuple[str, ...]:
     return tuple(d.strip() for part in ops[0].strip("{} ").split(",") for d in part.split("|") if d.strip())
 
 
-def _step(state: dict[str, int | None], ins: Instr) -> None:
-    """One instruction of the first-iteration constant propagation."""
+def _step(
+    state: dict[str, int | None],
+    ins: Instr,
+    results: Mapping[str, int] | None = None,
+    called: list[str | None] | None = None,
+) -> None:
+    """One instruction of the first-iteration constant propagation (``results``: the constant results of
+    these functions; ``called``: the function the block called last, kept across its instructions)."""
     ops = ins.operands
+    if ins.base == "call" and called is not None:
+        called[0] = callee(ins)
+        return
+    if (
+        results
+        and called is not None
+        and ins.base == "ld"
+        and ins.has("param")
+        and len(ops) == 2
+        and "retval" in ops[1]
+        and called[0] in results
+    ):
+        state[ops[0].strip()] = results[str(called[0])]
+        return
     if not ops or not defines(ins) or ins.base == "call":
         return
     dest = ops[0].strip()

@@ -18,16 +18,12 @@ from diagnostics.model import DiagnosticError
 from packing.pack import pack
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
-_PARITY = (
-    "wait parities after a run-time advance of the ring position: the compiler unrolls (or the code peels) the "
-    "waits, and the parity a non-first copy uses depends on the ring's depth, a handle the code-facts read as unknown"
-)
 UNDECIDED = {
-    "attention/core": _PARITY,
-    "attention/load_blocksparse": _PARITY,
-    "attention/load_dense": _PARITY,
-    "attention/load_paged": "K and V boxes of `page_size` rows, 128 / page_size of them per fill (the fill's bytes "
-    "are no linear form of the params fields), and " + _PARITY,
+    "attention/core": "wait parities after a run-time advance of a ring position (the peeled and in-loop copies "
+    "of `k` and `v`'s `full wait`): they depend on the ring's depth, which the core, a consumer, does not state "
+    "(its producer's ring sets it at link time), so the depths to check are unbounded at pack time",
+    "attention/load_paged": "K and V boxes of `page_size` rows, 128 / page_size of them per fill: the fill's "
+    "bytes are no linear form of the params fields",
 }
 
 

@@ -1,0 +1,100 @@
+"""The parity of a wait the ring position has advanced before: an unrolled or peeled copy of a step.
+
+The first wait of a step uses the step's parity; a copy of the step after ``k`` earlier waits on its
+barrier (``Fact.prior``) at ring depth ``d`` must use ``want ^ ((k // d) & 1)``: the phase flips at
+each wrap of the slot index. Its parity depends on the depth handle, so the facts fold it at each depth
+the handle may take (``Fact.depths``), and the check compares at every depth the stage's `depth`
+allows. A depth the stage does not state, or one past the facts' ``MAX_DEPTH``, is undecided. The
+examples that pass: the attention loads (`load_dense`, `load_blocksparse`), whose loops nvcc unrolls.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from checker.conformance import check
+from package.codefacts import derive
+from packing.pack import choose_stage
+
+CONTRACT = """stage "fx.adv" version "1.0.0" {{
+    target sm_90a
+    requires feature mbarrier
+    role p entry fx_p warps 1
+    claim smem tiles bytes 1KiB align 128 per_slot r
+    ring r produce by p {{
+        {depth}
+        full init 32
+        empty init 1
+        empty wait
+        full arrive 32
+    }}
+}}
+"""
+
+
+def _handle(name: str, reg: str) -> str:
+    return (
+        f"\t{{\n\t.param .b32 retval0;\n\tcall.uni (retval0), kl_fx_adv_r_{name}, ();\n"
+        f"\tld.param.b32 {reg}, [retval0+0];\n\t}}\n"
+    )
+
+
+def _ptx(second_parity: str = "%r10") -> str:
+    externs = "".join(
+        f".extern .func  (.param .b32 func_retval0) kl_fx_adv_r_{n}\n(\n)\n;\n"
+        for n in ("depth", "empty_bar", "full_bar")
+    )
+    return (
+        ".version 8.0\n.target sm_90a\n" + externs + ".visible .func fx_p(.param .b64 fx_p_param_0, "
+        ".param .b64 fx_p_param_1)\n{\n\t.reg .pred %p<4>;\n\t.reg .b32 %r<16>;\n"
+        + _handle("depth", "%r1")
+        + _handle("empty_bar", "%r2")
+        + _handle("full_bar", "%r13")
+        + "\tmov.u32 %r3, 0;\n\tmov.u32 %r4, 0;\n\txor.b32 %r5, %r4, 1;\n"
+        "\t{\n\t.reg .pred w;\n\tmbarrier.try_wait.parity.shared::cta.b64 w, [%r2], %r5;\n\t}\n"
+        "\tmbarrier.arrive.shared::cta.b64 _, [%r13];\n"
+        # advance: if (++slot == depth) { slot = 0; phase ^= 1; }
+        "\tadd.s32 %r6, %r3, 1;\n\tsetp.eq.s32 %p1, %r6, %r1;\n\tselp.b32 %r7, 0, %r6, %p1;\n"
+        "\txor.b32 %r8, %r4, 1;\n\tselp.b32 %r9, %r8, %r4, %p1;\n\txor.b32 %r10, %r9, 1;\n"
+        "\tshl.b32 %r11, %r7, 3;\n\tadd.s32 %r12, %r2, %r11;\n"
+        f"\t{{\n\t.reg .pred w;\n\tmbarrier.try_wait.parity.shared::cta.b64 w, [%r12], {second_parity};\n\t}}\n"
+        "\tadd.s32 %r14, %r13, %r11;\n\tmbarrier.arrive.shared::cta.b64 _, [%r14];\n"
+        "\tret;\n}\n"
+    )
+
+
+def _parity_findings(tmp_path: Path, depth: str, ptx: str) -> list[tuple[str, bool, dict[str, str]]]:
+    (tmp_path / "adv.kc").write_text(CONTRACT.format(depth=depth))
+    stage = choose_stage(tmp_path / "adv.kc", None)
+    found = check(stage, derive(ptx))
+    return [(f.problem, f.decided, dict(f.facts)) for f in found if f.check == "wait-parity"]
+
+
+def test_the_facts_fold_the_parity_at_each_depth() -> None:
+    (_, second) = [f for f in derive(_ptx()).facts if f.kind == "wait"]
+    assert second.prior == (1,)
+    assert second.depths == (("kl_fx_adv_r_depth", (0, 1, 1, 1, 1, 1, 1, 1)),)
+
+
+@pytest.mark.parametrize("depth", ["depth 2", "depth 1..4"])
+def test_a_copy_of_the_step_that_follows_the_ring_position_conforms(tmp_path: Path, depth: str) -> None:
+    assert _parity_findings(tmp_path, depth, _ptx()) == []
+
+
+def test_a_copy_on_the_other_parity_is_rejected(tmp_path: Path) -> None:
+    flipped = _ptx("%r9")  # the phase, not the empty wait's `phase ^ 1`
+    ((problem, decided, facts),) = _parity_findings(tmp_path, "depth 2", flipped)
+    assert (problem, decided, facts["got"], facts["want"], facts["depth"]) == ("advanced", True, "0", "1", "2")
+
+
+def test_a_copy_that_forgets_the_wrap_is_rejected_at_depth_one(tmp_path: Path) -> None:
+    unwrapped = _ptx("%r5")  # the first wait's parity again: right until the slot index wraps
+    ((problem, decided, facts),) = _parity_findings(tmp_path, "depth 1..2", unwrapped)
+    assert (problem, decided, facts["depth"]) == ("advanced", True, "1")
+
+
+@pytest.mark.parametrize("depth", ["", "depth 2..16"], ids=["no-depth", "past-max-depth"])
+def test_a_depth_the_facts_do_not_cover_is_undecided(tmp_path: Path, depth: str) -> None:
+    assert [(p, d) for p, d, _ in _parity_findings(tmp_path, depth, _ptx())] == [("undecided", False)]
