@@ -473,12 +473,11 @@ def _parities(ctx: Ctx, side: A.Ring, step: Step, here: list[Site], looped: bool
         if parity is None or site.fact.detail == "state":
             yield unknown("wait-parity", site.fact, "first-parity", step.item)
             continue
-        depth = _depth_range(ctx, side.name)
         if parity.first is None:
             yield from _advanced(ctx, side, step, site, want)
-        elif any(site.fact.prior) and depth is not None and depth[1] <= MAX_DEPTH:
+        elif any(site.fact.prior):
             # a copy after earlier waits of the step, on a constant parity: the ring position there
-            yield from _advanced(ctx, side, step, site, want, (parity.first,) * MAX_DEPTH)
+            yield from _advanced(ctx, side, step, site, want, (parity.first,) * (MAX_DEPTH + 1))
         elif parity.first % 2 != want:
             yield found(
                 "wait-parity",
@@ -503,20 +502,25 @@ def _advanced(
     """A wait whose first parity depends on the ring's depth: the ring position has advanced before it (an
     unrolled or peeled copy of the step). On its first pass, after ``k`` waits of the step (``Fact.prior``)
     at depth ``d``, the wait must use parity ``want ^ ((k // d) & 1)``; the facts hold the parity the code
-    computes at each depth its ring's depth handle may take (``Fact.depths``). Decided for every depth the
-    stage's `depth` allows, up to ``MAX_DEPTH``; a depth it does not state (a consumer's ring is sized by
-    its producer), a pass reached after different counts that need different parities, or a parity the
-    facts do not fold is undecided. ``constant``: the parity the site uses at every depth (a literal)."""
+    computes at each depth its ring's depth handle may take (``Fact.depths``: 1 .. MAX_DEPTH, then every
+    deeper one). Decided for every depth the stage's `depth` allows, or every depth where it states none
+    (a consumer's ring is sized by its producer); a pass reached after different counts that need
+    different parities, or a parity the facts do not fold, is undecided. ``constant``: the parity the
+    site uses at every depth (a literal)."""
     spec = next((s for s in ctx.expected.values() if s.kind == "ring_depth" and s.item == side.name), None)
     computed = constant or (dict(site.fact.depths).get(spec.symbol) if spec is not None else None)
-    depth = _depth_range(ctx, side.name)
-    if computed is None or depth is None or depth[1] > MAX_DEPTH or not site.fact.prior:
+    lo, hi = _depth_range(ctx, side.name) or (1, None)  # a consumer's ring: any depth its producer picks
+    prior = site.fact.prior
+    if computed is None or not prior:
         yield unknown("wait-parity", site.fact, "first-parity", step.item)
         return
-    for d in range(depth[0], depth[1] + 1):
-        expected = {want ^ ((k // d) & 1) for k in site.fact.prior}
-        got = computed[d - 1]
-        if len(expected) != 1 or got is None:
+    # each depth up to MAX_DEPTH, then every deeper one at once (its parity the last of ``computed``)
+    beyond = hi is None or hi > MAX_DEPTH
+    last = MAX_DEPTH + 1 if beyond or hi is None else hi
+    for d in range(min(lo, last), last + 1):
+        expected = {want ^ ((k // d) & 1) for k in prior}
+        got = computed[min(d, MAX_DEPTH + 1) - 1]
+        if len(expected) != 1 or got is None or (d > MAX_DEPTH and max(prior) >= d):
             yield unknown("wait-parity", site.fact, "first-parity", step.item)
             return
         (should,) = expected
@@ -530,8 +534,8 @@ def _advanced(
                 step=step.words,
                 got=got % 2,
                 want=should,
-                depth=d,
-                waits=", ".join(map(str, site.fact.prior)),
+                depth=d if d <= MAX_DEPTH else f"{d} or more",
+                waits=", ".join(map(str, prior)),
             )
             return
 

@@ -135,7 +135,8 @@ class Fact:
     conds: tuple[str, ...] = ()  # the thread-invariant conditions it runs under (``Threads.conditions``)
     # A wait: how many waits on the same barrier a path without a back edge runs before it (every count;
     # empty: more than the cap), and, when its parity is no constant on that first pass, the parity it
-    # first uses with a ring-depth handle's result fixed at 1 .. MAX_DEPTH (``(handle, parities)``).
+    # first uses with a ring-depth handle's result fixed at 1 .. MAX_DEPTH, then the one it uses at every
+    # deeper depth (``(handle, parities)``, MAX_DEPTH + 1 of them; None: not a constant).
     prior: tuple[int, ...] = ()
     depths: tuple[tuple[str, tuple[int | None, ...]], ...] = ()
 
@@ -417,6 +418,7 @@ def _waits(fn: Function, site: _Site, handles: frozenset[str], found: list[tuple
                 rings = {h.rsplit("_", 2)[0] + "_depth" for h in (addr.handles if addr else ()) if h.endswith("_bar")}
                 for h in [d for d in depth_handles if d in rings] or depth_handles:  # its ring's, by the ABI's names
                     values = tuple(site.flow.first(index, reg, {h: d}) for d in range(1, MAX_DEPTH + 1))
+                    values += (site.flow.first_beyond(index, reg, h, MAX_DEPTH + 1),)  # every deeper ring
                     if any(v is not None for v in values):
                         found_depths.append((h, values))
                 f = dataclasses.replace(f, depths=tuple(found_depths))

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -286,6 +287,54 @@ class Flow:
             out[b] = after
         return entry
 
+    def first_beyond(self, index: int, operand: str, handle: str, bound: int) -> int | None:
+        """The constant ``operand`` holds when instruction ``index`` first runs, the same for every result
+        ``d >= bound`` of function ``handle`` (a ring's depth): ``d`` may only be copied or compared with
+        constants below ``bound`` (``slot + 1 == depth`` is then false, ``slot < depth`` true); any other use
+        of it, or of a value computed from it, makes what it reaches unknown. None: no such constant."""
+        big = 1 << 40  # stands for every d >= bound: only comparisons with constants below bound read it
+        text = operand.strip()
+        block = self.block_of[index]
+        if block not in self.rank:
+            return None
+        states = self._beyond_states(handle, big, bound)
+        if states is None:
+            return None
+        state, depth = dict(states[block][0]), set(states[block][1])
+        called: list[str | None] = [None]
+        start = self.blocks[block][0]
+        for ins in self.fn.body[start:index]:
+            if not _beyond_step(state, depth, ins, handle, big, bound, called):
+                return None
+        value = state.get(text)
+        return None if value is None or text in depth else value
+
+    @functools.lru_cache(maxsize=16)  # noqa: B019 - one Flow per function, kept while its facts are derived
+    def _beyond_states(
+        self, handle: str, big: int, bound: int
+    ) -> dict[int, tuple[dict[str, int | None], frozenset[str]]] | None:
+        entry: dict[int, tuple[dict[str, int | None], frozenset[str]]] = {}
+        out: dict[int, tuple[dict[str, int | None], frozenset[str]]] = {}
+        for b in self.rpo:
+            incoming = [p for p in self.preds[b] if p in out and (p, b) not in self.back]
+            state: dict[str, int | None] = dict(out[incoming[0]][0]) if incoming else {}
+            depth = set(out[incoming[0]][1]) if incoming else set()
+            for p in incoming[1:]:
+                other, others = out[p]
+                for reg in set(state) | set(other):
+                    if state.get(reg) != other.get(reg):
+                        state[reg] = None
+                depth &= others
+            entry[b] = (state, frozenset(depth))
+            after, now = dict(state), set(depth)
+            called: list[str | None] = [None]
+            s, e = self.blocks[b]
+            for ins in self.fn.body[s:e]:
+                if not _beyond_step(after, now, ins, handle, big, bound, called):
+                    return None
+            out[b] = (after, frozenset(now))
+        return entry
+
     def prior(self, index: int, counted: frozenset[int], cap: int = 16) -> tuple[int, ...] | None:
         """How many of the instructions ``counted`` a path without a back edge runs before instruction
         ``index`` (every such count, sorted; None: more than ``cap`` counts, or one past ``cap``)."""
@@ -324,6 +373,53 @@ def _written(ins: Instr) -> tuple[str, ...]:
     if not defines(ins):
         return ()
     return tuple(d.strip() for part in ops[0].strip("{} ").split(",") for d in part.split("|") if d.strip())
+
+
+def _beyond_step(
+    state: dict[str, int | None],
+    depth: set[str],
+    ins: Instr,
+    handle: str,
+    big: int,
+    bound: int,
+    called: list[str | None],
+) -> bool:
+    """One instruction of :meth:`Flow.first_beyond` (False: the depth is compared with a constant of
+    ``bound`` or more, so no one value holds beyond it)."""
+    ops = ins.operands
+    if ins.base == "call":
+        called[0] = callee(ins)
+        return True
+    reads = [r for o in ops[1:] for r in re.findall(r"%[\w$.]+", o)] + ([ins.guard.lstrip("!")] if ins.guard else [])
+    dests = [d.strip() for d in ops[0].strip("{} ").split(",")] if ops and defines(ins) else []
+    if ins.base == "ld" and ins.has("param") and len(ops) == 2 and "retval" in ops[1] and called[0] == handle:
+        state[dests[0]] = big
+        depth.add(dests[0])
+        return True
+    uses = [r for r in reads if r in depth]
+    if not uses:
+        _step(state, ins)
+        depth.difference_update(dests)
+        return True
+    if ins.base in ("mov", "cvt") and len(ops) == 2 and not ins.guard:
+        state[dests[0]] = big
+        depth.add(dests[0])
+        return True
+    if ins.base == "setp" and len(ops) == 3 and not ins.guard:
+        other = [o.strip() for o in ops[1:] if o.strip() not in depth]
+        value = None
+        if len(other) == 1:
+            value = int(other[0].rstrip("Uu"), 0) if IMMEDIATE.match(other[0]) else state.get(other[0])
+        if value is not None and value < bound:
+            _step(state, ins)
+            depth.difference_update(dests)
+            return True
+        if value is not None:
+            return False
+    for d in dests:  # any other use: unknown from here on
+        state[d] = None
+        depth.discard(d)
+    return True
 
 
 def _step(

@@ -19,9 +19,6 @@ from packing.pack import pack
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
 UNDECIDED = {
-    "attention/core": "wait parities after a run-time advance of a ring position (the peeled and in-loop copies "
-    "of `k` and `v`'s `full wait`): they depend on the ring's depth, which the core, a consumer, does not state "
-    "(its producer's ring sets it at link time), so the depths to check are unbounded at pack time",
     "attention/load_paged": "K and V boxes of `page_size` rows, 128 / page_size of them per fill: the fill's "
     "bytes are no linear form of the params fields",
 }

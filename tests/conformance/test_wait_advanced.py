@@ -3,9 +3,10 @@
 The first wait of a step uses the step's parity; a copy of the step after ``k`` earlier waits on its
 barrier (``Fact.prior``) at ring depth ``d`` must use ``want ^ ((k // d) & 1)``: the phase flips at
 each wrap of the slot index. Its parity depends on the depth handle, so the facts fold it at each depth
-the handle may take (``Fact.depths``), and the check compares at every depth the stage's `depth`
-allows. A depth the stage does not state, or one past the facts' ``MAX_DEPTH``, is undecided. The
-examples that pass: the attention loads (`load_dense`, `load_blocksparse`), whose loops nvcc unrolls.
+the handle may take (``Fact.depths``: 1 .. MAX_DEPTH, then every deeper one at once, where the code
+only compares the depth with constants up to MAX_DEPTH), and the check compares at every depth the
+stage's `depth` allows, or every depth when it states none (a consumer). The examples that pass: the
+attention loads (`load_dense`, `load_blocksparse`), whose loops nvcc unrolls, and the core.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def _parity_findings(tmp_path: Path, depth: str, ptx: str) -> list[tuple[str, bo
 def test_the_facts_fold_the_parity_at_each_depth() -> None:
     (_, second) = [f for f in derive(_ptx()).facts if f.kind == "wait"]
     assert second.prior == (1,)
-    assert second.depths == (("kl_fx_adv_r_depth", (0, 1, 1, 1, 1, 1, 1, 1)),)
+    assert second.depths == (("kl_fx_adv_r_depth", (0, 1, 1, 1, 1, 1, 1, 1, 1)),)
 
 
 @pytest.mark.parametrize("depth", ["depth 2", "depth 1..4"])
@@ -96,5 +97,15 @@ def test_a_copy_that_forgets_the_wrap_is_rejected_at_depth_one(tmp_path: Path) -
 
 
 @pytest.mark.parametrize("depth", ["", "depth 2..16"], ids=["no-depth", "past-max-depth"])
-def test_a_depth_the_facts_do_not_cover_is_undecided(tmp_path: Path, depth: str) -> None:
-    assert [(p, d) for p, d, _ in _parity_findings(tmp_path, depth, _ptx())] == [("undecided", False)]
+def test_every_deeper_ring_is_decided_at_once(tmp_path: Path, depth: str) -> None:
+    # past MAX_DEPTH the code only compares the depth with the slot index (1 here): no wrap, parity 1
+    assert _parity_findings(tmp_path, depth, _ptx()) == []
+    ((problem, decided, facts),) = _parity_findings(tmp_path, depth, _ptx("%r9"))
+    assert (problem, decided) == ("advanced", True) and facts["depth"] in ("1", "2")
+
+
+def test_a_depth_used_past_a_comparison_leaves_deeper_rings_undecided(tmp_path: Path) -> None:
+    # the code compares the depth with 16: no one parity holds for every depth past MAX_DEPTH
+    wide = _ptx().replace("\tret;", "\tsetp.gt.u32 %p3, %r1, 16;\n\tret;")
+    assert _parity_findings(tmp_path, "depth 2", wide) == []  # a stated depth needs no more
+    assert [(p, d) for p, d, _ in _parity_findings(tmp_path, "", wide)] == [("undecided", False)]
