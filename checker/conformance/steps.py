@@ -331,7 +331,7 @@ def _side(
         if step.kind == "arrive":
             yield from _arrivals(ctx, role, side, step, of(step))
         elif step.kind == "wait":
-            yield from _parities(ctx, side, step, of(step), loop is not None)
+            yield from _parities(ctx, role, side, step, of(step), loop is not None)
     yield from _fence(ctx, role, side, plan, sited, facts)
     yield from _read_proxy(ctx, role, side, facts)
 
@@ -465,17 +465,22 @@ def _arrivals(ctx: Ctx, role: A.Role, side: A.Ring, step: Step, here: list[Site]
             )
 
 
-def _parities(ctx: Ctx, side: A.Ring, step: Step, here: list[Site], looped: bool) -> Iterator[Finding]:
+def _parities(ctx: Ctx, role: A.Role, side: A.Ring, step: Step, here: list[Site], looped: bool) -> Iterator[Finding]:
     assert isinstance(step.item, A.RingWait)
     want = step.item.parity if step.item.parity is not None else (0 if step.barrier == "full" else 1)
+    # one ring position per wait: not a role on turns (it takes every N-th fill) or a restarting index
+    stepwise = (role.turns or 1) == 1 and side.restart is None
     for site in here:
         parity = site.fact.operand("parity")
         if parity is None or site.fact.detail == "state":
             yield unknown("wait-parity", site.fact, "first-parity", step.item)
             continue
         if parity.first is None:
-            yield from _advanced(ctx, side, step, site, want)
-        elif any(site.fact.prior):
+            if stepwise:
+                yield from _advanced(ctx, side, step, site, want)
+            else:
+                yield unknown("wait-parity", site.fact, "first-parity", step.item)
+        elif stepwise and any(site.fact.prior):
             # a copy after earlier waits of the step, on a constant parity: the ring position there
             yield from _advanced(ctx, side, step, site, want, (parity.first,) * (MAX_DEPTH + 1))
         elif parity.first % 2 != want:
