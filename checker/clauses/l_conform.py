@@ -65,7 +65,7 @@ warpgroup, one thread):
   `full wait` 0, a producer's `empty wait` 1, or `parity P`), or never flips; a copy of
   the step after `k` earlier waits on its barrier (an unrolled or peeled copy) uses
   another parity than the ring position's there, `P ^ ((k / depth) & 1)`, at a depth the
-  stage's `depth` allows (a depth it does not state is undecided);
+  stage's `depth` allows (every depth when it states none: a consumer's ring);
 - `step-order`: the steps run in another order than written;
 - `ring-fence`: a side that states `fence proxy_async` releases its slots without a
   `fence.proxy.async` (covering shared memory) after its slot accesses;

@@ -109,3 +109,13 @@ def test_a_depth_used_past_a_comparison_leaves_deeper_rings_undecided(tmp_path: 
     wide = _ptx().replace("\tret;", "\tsetp.gt.u32 %p3, %r1, 16;\n\tret;")
     assert _parity_findings(tmp_path, "depth 2", wide) == []  # a stated depth needs no more
     assert [(p, d) for p, d, _ in _parity_findings(tmp_path, "", wide)] == [("undecided", False)]
+
+
+def test_a_role_on_turns_is_undecided(tmp_path: Path) -> None:
+    # a role on turn 0 of 2 takes every other fill: its k-th wait is not the ring's k-th position
+    (tmp_path / "adv.kc").write_text(
+        CONTRACT.format(depth="depth 2").replace("role p entry fx_p warps 1", "role p entry fx_p warps 1 turn 0 of 2")
+    )
+    stage = choose_stage(tmp_path / "adv.kc", None)
+    found = [(f.problem, f.decided) for f in check(stage, derive(_ptx())) if f.check == "wait-parity"]
+    assert found == [("undecided", False)]
