@@ -135,10 +135,11 @@ class Fact:
     conds: tuple[str, ...] = ()  # the thread-invariant conditions it runs under (``Threads.conditions``)
     # A wait: how many waits on the same barrier a path without a back edge runs before it (every count;
     # empty: more than the cap), and, when its parity is no constant on that first pass, the parity it
-    # first uses with a ring-depth handle's result fixed at 1 .. MAX_DEPTH, then the one it uses at every
-    # deeper depth (``(handle, parities)``, MAX_DEPTH + 1 of them; None: not a constant).
+    # first uses on the paths of each count with a ring-depth handle's result fixed at 1 .. MAX_DEPTH,
+    # then at every deeper depth: ``(handle, per depth (MAX_DEPTH + 1 of them) the parity per count of
+    # ``prior``)``, None where it is no constant.
     prior: tuple[int, ...] = ()
-    depths: tuple[tuple[str, tuple[int | None, ...]], ...] = ()
+    depths: tuple[tuple[str, tuple[tuple[int | None, ...], ...]], ...] = ()
 
     def operand(self, role: str) -> Operand | None:
         return next((o for r, o in self.operands if r == role), None)
@@ -168,7 +169,7 @@ class Fact:
         if self.prior:
             out["prior"] = list(self.prior)
         if self.depths:
-            out["depths"] = [[h, list(v)] for h, v in self.depths]
+            out["depths"] = [[h, [list(per) for per in v]] for h, v in self.depths]
         return out
 
     @classmethod
@@ -193,7 +194,10 @@ class Fact:
             (str(raw["origin"][0]), int(raw["origin"][1])) if raw.get("origin") else None,
             tuple(str(c) for c in raw.get("conds", ())),
             tuple(int(c) for c in raw.get("prior", ())),
-            tuple((str(h), tuple(None if v is None else int(v) for v in vs)) for h, vs in raw.get("depths", ())),
+            tuple(
+                (str(h), tuple(tuple(None if v is None else int(v) for v in per) for per in vs))
+                for h, vs in raw.get("depths", ())
+            ),
         )
 
 
@@ -411,15 +415,22 @@ def _waits(fn: Function, site: _Site, handles: frozenset[str], found: list[tuple
             f = dataclasses.replace(f, prior=site.flow.prior(index, same) or ())
             parity = f.operand("parity")
             ins = fn.body[index]
-            if parity is not None and parity.first is None and ins.base == "mbarrier" and len(ins.operands) >= 3:
+            if (
+                parity is not None
+                and parity.first is None
+                and ins.base == "mbarrier"
+                and len(ins.operands) >= 3
+                and f.prior
+            ):
                 reg = ins.operands[2].strip()
                 found_depths = []
                 addr = f.operand("addr")
                 rings = {h.rsplit("_", 2)[0] + "_depth" for h in (addr.handles if addr else ()) if h.endswith("_bar")}
                 for h in [d for d in depth_handles if d in rings] or depth_handles:  # its ring's, by the ABI's names
-                    values = tuple(site.flow.first(index, reg, {h: d}) for d in range(1, MAX_DEPTH + 1))
-                    values += (site.flow.first_beyond(index, reg, h, MAX_DEPTH + 1),)  # every deeper ring
-                    if any(v is not None for v in values):
+                    at = [site.flow.by_count(index, reg, same, ((h, d),)) for d in range(1, MAX_DEPTH + 1)]
+                    at.append(site.flow.by_count(index, reg, same, beyond=(h, MAX_DEPTH + 1)))  # every deeper ring
+                    values = tuple(tuple((got or {}).get(k) for k in f.prior) for got in at)
+                    if any(v is not None for per in values for v in per):
                         found_depths.append((h, values))
                 f = dataclasses.replace(f, depths=tuple(found_depths))
         out.append((index, f))

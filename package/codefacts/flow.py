@@ -335,6 +335,79 @@ class Flow:
             out[b] = (after, frozenset(now))
         return entry
 
+    def by_count(
+        self,
+        index: int,
+        operand: str,
+        counted: frozenset[int],
+        results: tuple[tuple[str, int], ...] = (),
+        beyond: tuple[str, int] | None = None,
+        cap: int = 16,
+    ) -> dict[int, int | None] | None:
+        """The constant ``operand`` holds when instruction ``index`` first runs, per count ``k`` of the
+        instructions ``counted`` a path without a back edge runs before it: paths with the same count are
+        joined, paths with different counts kept apart (a peeled copy after a loop that ran or did not).
+        ``results``: call results fixed as in :meth:`first`; ``beyond``: ``(handle, bound)``, the handle's
+        result any value of ``bound`` or more, as in :meth:`first_beyond`. None: more than ``cap`` counts,
+        or (``beyond``) the handle's result used otherwise than there."""
+        states = self._keyed(counted, results, beyond, cap)
+        block = self.block_of[index]
+        if states is None or block not in states:
+            return None
+        start = self.blocks[block][0]
+        text = operand.strip()
+        out: dict[int, int | None] = {}
+        for k, (regs, depth) in states[block].items():
+            state, now = dict(regs), set(depth)
+            step = _Stepper(results, beyond)
+            for i in range(start, index):
+                if not step(state, now, self.fn.body[i]):
+                    return None
+                k += i in counted
+            value = state.get(text)
+            out[k] = None if value is None or text in now else value
+        return out
+
+    @functools.lru_cache(maxsize=32)  # noqa: B019 - one Flow per function, kept while its facts are derived
+    def _keyed(
+        self,
+        counted: frozenset[int],
+        results: tuple[tuple[str, int], ...],
+        beyond: tuple[str, int] | None,
+        cap: int,
+    ) -> dict[int, dict[int, tuple[dict[str, int | None], frozenset[str]]]] | None:
+        Keyed = dict[int, tuple[dict[str, int | None], frozenset[str]]]
+        entry: dict[int, Keyed] = {}
+        out: dict[int, Keyed] = {}
+        for b in self.rpo:
+            merged: Keyed = {0: ({}, frozenset())} if b == self.rpo[0] else {}
+            for p in (p for p in self.preds[b] if p in out and (p, b) not in self.back):
+                for k, (regs, depth) in out[p].items():
+                    if k not in merged:
+                        merged[k] = (dict(regs), depth)
+                        continue
+                    mine, mine_depth = merged[k]
+                    joined = {r: v for r, v in mine.items() if regs.get(r) == v}
+                    joined.update({r: None for r in set(mine) ^ set(regs)})
+                    merged[k] = (joined, mine_depth & depth)
+            if len(merged) > cap:
+                return None
+            entry[b] = merged
+            after: Keyed = {}
+            s, e = self.blocks[b]
+            for k, (regs, depth) in merged.items():
+                state, now = dict(regs), set(depth)
+                step = _Stepper(results, beyond)
+                for i in range(s, e):
+                    if not step(state, now, self.fn.body[i]):
+                        return None
+                    k += i in counted
+                if k > cap:
+                    return None
+                after[k] = (state, frozenset(now))
+            out[b] = after
+        return entry
+
     def prior(self, index: int, counted: frozenset[int], cap: int = 16) -> tuple[int, ...] | None:
         """How many of the instructions ``counted`` a path without a back edge runs before instruction
         ``index`` (every such count, sorted; None: more than ``cap`` counts, or one past ``cap``)."""
@@ -373,6 +446,23 @@ def _written(ins: Instr) -> tuple[str, ...]:
     if not defines(ins):
         return ()
     return tuple(d.strip() for part in ops[0].strip("{} ").split(",") for d in part.split("|") if d.strip())
+
+
+class _Stepper:
+    """One instruction at a time of :meth:`Flow.by_count`: fixed call results, or a handle's result
+    standing for every value past a bound (``_beyond_step``), across one block."""
+
+    def __init__(self, results: tuple[tuple[str, int], ...], beyond: tuple[str, int] | None) -> None:
+        self.results = dict(results)
+        self.beyond = beyond
+        self.called: list[str | None] = [None]
+
+    def __call__(self, state: dict[str, int | None], depth: set[str], ins: Instr) -> bool:
+        if self.beyond is not None:
+            handle, bound = self.beyond
+            return _beyond_step(state, depth, ins, handle, 1 << 40, bound, self.called)
+        _step(state, ins, self.results, self.called)
+        return True
 
 
 def _beyond_step(

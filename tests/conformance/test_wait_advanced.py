@@ -11,6 +11,7 @@ attention loads (`load_dense`, `load_blocksparse`), whose loops nvcc unrolls, an
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -76,7 +77,8 @@ def _parity_findings(tmp_path: Path, depth: str, ptx: str) -> list[tuple[str, bo
 def test_the_facts_fold_the_parity_at_each_depth() -> None:
     (_, second) = [f for f in derive(_ptx()).facts if f.kind == "wait"]
     assert second.prior == (1,)
-    assert second.depths == (("kl_fx_adv_r_depth", (0, 1, 1, 1, 1, 1, 1, 1, 1)),)
+    # per depth 1 .. 8 and every deeper one, the parity on the paths of each earlier-wait count (one: 1)
+    assert second.depths == (("kl_fx_adv_r_depth", ((0,), (1,), (1,), (1,), (1,), (1,), (1,), (1,), (1,))),)
 
 
 @pytest.mark.parametrize("depth", ["depth 2", "depth 1..4"])
@@ -119,3 +121,60 @@ def test_a_role_on_turns_is_undecided(tmp_path: Path) -> None:
     stage = choose_stage(tmp_path / "adv.kc", None)
     found = [(f.problem, f.decided) for f in check(stage, derive(_ptx())) if f.check == "wait-parity"]
     assert found == [("undecided", False)]
+
+
+def _peeled(second_parity: str = "%r10") -> str:
+    """The first wait and its advance in a block a params value may skip: the second wait runs after
+    zero or one earlier wait, with the ring position of each path."""
+    body = _ptx(second_parity)
+    head, rest = body.split("\tmov.u32 %r3, 0;", 1)
+    first, second = rest.split("\tshl.b32 %r11", 1)
+    first = first.replace("selp.b32 %r7, 0, %r6, %p1;", "selp.b32 %r3, 0, %r6, %p1;")
+    first = first.replace("selp.b32 %r9, %r8, %r4, %p1;", "selp.b32 %r4, %r8, %r4, %p1;")
+    first = first.replace("\txor.b32 %r10, %r9, 1;\n", "")
+    skip = "\tld.param.u64 %rd1, [fx_p_param_0];\n\tld.u32 %r15, [%rd1];\n\tsetp.eq.s32 %p2, %r15, 0;\n"
+    second = "\txor.b32 %r10, %r4, 1;\n\tshl.b32 %r11" + second.replace("%r7", "%r3").replace("%r9", "%r4")
+    return (
+        head.replace(".reg .b32 %r<16>;", ".reg .b32 %r<16>;\n\t.reg .b64 %rd<2>;")
+        + "\tmov.u32 %r3, 0;\n\tmov.u32 %r4, 0;\n"
+        + skip
+        + "\t@%p2 bra $SKIP;\n"
+        + first.replace("\tmov.u32 %r4, 0;\n", "", 1)
+        + "$SKIP:\n"
+        + second
+    )
+
+
+def test_a_peeled_copy_is_judged_on_each_path_apart(tmp_path: Path) -> None:
+    (_, second) = [f for f in derive(_peeled()).facts if f.kind == "wait"]
+    assert second.prior == (0, 1) and second.operand("parity") is not None
+    assert second.depths[0][1][:2] == ((1, 0), (1, 1))  # depth 1: no wrap on the skipping path, one on the other
+    assert _parity_findings(tmp_path, "", _peeled()) == []
+    ((problem, decided, facts),) = _parity_findings(tmp_path, "", _peeled("%r4"))
+    assert (problem, decided, facts["depth"], facts["waits"]) == ("advanced", True, "1", "0")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH")
+def test_the_dense_loads_unrolled_and_peeled_waits(tmp_path: Path) -> None:
+    """attn.load.dense: nvcc unrolls the kv loop by 4 and the side `v` (lag 1) peels its last wait. Every
+    copy conforms; a copy on the other parity, or a peeled copy on one constant parity (right on the first
+    pass, wrong once the loop before it has run another number of times), is rejected."""
+    from fuzzing.code import mutations
+    from packing.pack import build
+
+    folder = Path(__file__).resolve().parents[2] / "specs" / "examples" / "attention"
+    built = build(folder / "load_dense.cu", folder / "load_dense.kc", compiler="nvcc")
+    assert built.ptx is not None
+    assert check(built.stage, derive(built.ptx)) == []
+    waits = [f for f in derive(built.ptx).facts if f.kind == "wait" and f.function == "attn_load_dense_main"]
+    unrolled = next(f for f in waits if f.loops and f.operand("parity").first is None)  # type: ignore[union-attr]
+    peeled = max(waits, key=lambda f: f.order)  # v's last wait, after every loop
+    assert not peeled.loops and len(peeled.prior) > 1
+    verdicts = {}
+    for m in mutations("load_dense", built.ptx):
+        if m.kind == "parity" and m.line in (unrolled.line, peeled.line):
+            found = [(f.check, f.problem) for f in check(built.stage, derive(m.ptx)) if f.decided]
+            verdicts[(m.line == peeled.line, m.edit)] = found
+    assert ("wait-parity", "advanced") in verdicts[(False, "wait on the other parity")]
+    assert verdicts[(True, "wait on parity 0")] and verdicts[(True, "wait on parity 1")]
+    assert all(found for found in verdicts.values()), verdicts
