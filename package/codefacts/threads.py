@@ -188,6 +188,7 @@ class Threads:
                 self.defs.setdefault(dest, []).append(i)
         self._busy: set[str] = set()
         self._guards: dict[int, Dnf | None] = {}
+        self._conditions: dict[tuple[int, str | None], frozenset[str]] = {}
 
     @staticmethod
     def _dests(ins: Instr) -> list[str]:
@@ -387,16 +388,19 @@ class Threads:
             found.add(f"@{own}" if single else f"@{own}:{self.body[index].line}")
         return tuple(sorted(found))
 
-    def _block_conditions(self, block: int, nonzero: str | None, seen: frozenset[int] = frozenset()) -> set[str]:
+    def _block_conditions(self, block: int, nonzero: str | None) -> frozenset[str]:
+        key = (block, nonzero)
+        if key in self._conditions:
+            return self._conditions[key]
+        self._conditions[key] = frozenset()  # a cycle of control dependences (none without back edges) adds none
         out: set[str] = set()
         for edge in self.flow.control(block):
-            if edge.block in seen:
-                continue
             ins = self.flow.branch[edge.block]
             if self.pred(ins.guard or "") == UNIFORM and not self._nonzero(ins.guard or "", edge.taken, nonzero):
                 out.add(f"{ins.line}:{'t' if edge.taken else 'f'}")
-            out |= self._block_conditions(edge.block, nonzero, seen | {block})
-        return out
+            out |= self._block_conditions(edge.block, nonzero)
+        self._conditions[key] = frozenset(out)
+        return self._conditions[key]
 
     def _nonzero(self, guard: str, holds: bool, reg: str | None) -> bool:
         """Whether ``guard`` holding (``holds``) or failing means exactly ``reg != 0``."""
