@@ -190,10 +190,13 @@ class ConformClause(Clause):
             yield from diagnostics(entry.stage, facts, **_names(entry))
         if not coded:
             return
+        from checker.conformance.checks import callable_addresses
         from checker.conformance.steps import across_stages
 
-        # what only the composition decides: how each participant meets a rendezvous
-        for index, finding in across_stages([(e.stage, f) for e, f in coded]):
+        # what only the composition decides: how each participant meets a rendezvous, what a role passes
+        # another stage's callable as a shared-memory address
+        parts = [(e.stage, f) for e, f in coded]
+        for index, finding in (*across_stages(parts), *callable_addresses(parts)):
             entry = coded[index][0]
             names = _names(entry)
             lines = (entry.captured.ptx or "").split("\n") if entry.captured else None
@@ -480,7 +483,7 @@ def _static_shared(f: Finding, fn: str, op: str) -> Worded:
 def _smem_literal(f: Finding, fn: str, op: str) -> Worded:
     offset = f.value("offset")
     at = f"at the fixed offset {offset}" if offset else "from the `smem` base"
-    passes = f.fact.kind == "smem-arg"
+    passes = f.fact.kind in ("smem-arg", "call-arg")
     does = f"passes `{f.fact.detail}` a shared-memory address" if passes else "addresses shared memory"
     return Worded(
         f"`{fn}` {does} {at} without any claim's handle",

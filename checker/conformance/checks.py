@@ -36,7 +36,7 @@ a pass; ``--strict`` makes those errors.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from checker.conformance.context import Ctx, Finding, found, unknown
 from checker.conformance.steps import STEP_CHECKS, steps
@@ -95,6 +95,50 @@ def check(stage: A.Stage, code: CodeFacts) -> list[Finding]:
             seen.add(key)
             out.append(finding)
     return _one_per_line(out)
+
+
+def callable_addresses(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> Iterator[tuple[int, Finding]]:
+    """What only the composition decides: a callable that addresses shared memory relative to one of its
+    parameters (``smem-param``) is given, at each call a role of another stage makes (``call-arg``), an
+    address from one of the caller's claims or ring slots (a placement handle), as the caller's own
+    accesses must be. A callable passing its own argument on is its callers' (they are judged at theirs)."""
+    exports: dict[str, tuple[int, str]] = {}
+    used: dict[tuple[int, str], dict[int, Fact]] = {}
+    for index, (stage, code) in enumerate(parts):
+        for item in stage.items:
+            if isinstance(item, A.ExportCallable):
+                exports[item.name] = (index, item.symbol)
+        for f in code.facts:
+            if f.kind == "smem-param":
+                for param in f.detail.split(","):
+                    used.setdefault((index, f.function), {}).setdefault(int(param), f)
+    for index, (stage, code) in enumerate(parts):
+        calls = {c.symbol: c for c in stage.items if isinstance(c, A.Call)}
+        ctx = Ctx(stage, {r.entry: r for r in stage.roles if r.entry}, {})
+        for f in code.facts:
+            call = calls.get(f.detail) if f.kind == "call-arg" else None
+            target = exports.get(call.name) if call is not None else None
+            if call is None or target is None or f.function not in ctx.roles:
+                continue
+            for position in sorted(used.get(target, {})):
+                passed = f.operand(f"a{position}")
+                if passed is None or ctx.handles_of(passed, *_PLACEMENT):
+                    continue
+                if passed.kind == "unknown":
+                    yield index, unknown("smem-literal", f, "smem-address", call)
+                    continue
+                claim = next((i for i in stage.items if isinstance(i, A.SmemClaim)), None)
+                yield (
+                    index,
+                    found(
+                        "smem-literal",
+                        "fixed",
+                        f,
+                        call,
+                        offset="" if passed.value is None else passed.value,
+                        claimed=claim is not None,
+                    ),
+                )
 
 
 def _one_per_line(found: list[Finding]) -> list[Finding]:

@@ -20,7 +20,7 @@ from package.codefacts.bounds import field_bounds
 from package.codefacts.flow import Flow, Loop
 from package.codefacts.ptx import Function, Instr, parse
 from package.codefacts.threads import Threads
-from package.codefacts.values import Env, Linear, Val, analyse, callee
+from package.codefacts.values import Env, Linear, Val, analyse, callee, defines
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
 FACTS_VERSION = 5  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
@@ -293,6 +293,38 @@ class _Site:
         spinning = {lp.header for lp in self.flow.loops if _spins(body, self.flow, lp, handles)}
         self.headers = {lp.header: self.flow.order[self.flow.blocks[lp.header][0]] + 1 for lp in self.flow.loops}
         self.spinning = spinning
+        self._defs: dict[str, list[Instr]] = {}
+        for ins in body:
+            if ins.operands and defines(ins) and ins.base != "call":
+                for dest in ins.operands[0].strip("{} ").split(","):
+                    self._defs.setdefault(dest.strip(), []).append(ins)
+        self._sources: dict[str, set[int]] = {}
+
+    def params_of(self, registers: list[str]) -> set[int]:
+        """The function parameters (by position) these registers' values are computed from."""
+        found: set[int] = set()
+        for reg in registers:
+            found |= self._param_sources(reg, frozenset())
+        return found
+
+    def _param_sources(self, reg: str, busy: frozenset[str]) -> set[int]:
+        if reg in self._sources:
+            return self._sources[reg]
+        if reg in busy:
+            return set()
+        fn = self.flow.fn
+        found: set[int] = set()
+        for ins in self._defs.get(reg, ()):
+            if ins.base == "ld" and ins.has("param") and len(ins.operands) == 2:
+                name = ins.operands[1].strip("[] ").split("+")[0].strip()
+                if name in fn.params:
+                    found.add(fn.params.index(name))
+                continue
+            for src in (r for o in ins.operands[1:] for r in re.findall(r"%[\w$]+", o)):
+                found |= self._param_sources(src, busy | {reg})
+        if not busy:
+            self._sources[reg] = found
+        return found
 
     def place(self, index: int) -> tuple[Guard, tuple[int, ...], int]:
         guard = self.threads.guard(index)
@@ -346,8 +378,10 @@ def _function(
     pending_write: Instr | None = None
     stored: dict[str, tuple[int, str]] = {}  # a call's parameter -> (index, register) of the store that set it
     found_all: list[tuple[int, Fact]] = []
+    params_seen: set[tuple[str, str]] = set()
     for index, ins in enumerate(fn.body):
-        found = list(_instruction(fn.name, ins, env, site, index))
+        found = [f for f in _instruction(fn.name, ins, env, site, index) if (f.kind, f.detail) not in params_seen]
+        params_seen |= {(f.kind, f.detail) for f in found if f.kind == "smem-param"}  # one per parameter set
         if ins.base == "st" and ins.has("param") and len(ins.operands) == 2:
             stored[ins.operands[0].strip("[] ").split("+")[0].strip()] = (index, ins.operands[1].strip())
         elif ins.base == "call":
@@ -476,6 +510,13 @@ def _call(
         yield Fact("wait", fn, ins.line, ins.opcode, tuple(parts), ins.src, f"handle:{target}")
     elif target in defined:
         yield Fact("call", fn, ins.line, ins.opcode, (), ins.src, target)
+    if target in handles and args and not target.endswith(("_full_wait", "_empty_wait")):
+        # what a call to another stage's callable passes (the callee may address shared memory with it)
+        passed = []
+        for i, arg in enumerate(args):
+            reg = stored.get(arg, (index, ""))[1]
+            passed.append((f"a{i}", Operand.of(env.operand(reg)) if reg else Operand("unknown")))
+        yield Fact("call-arg", fn, ins.line, ins.opcode, tuple(passed), ins.src, target)
     for arg in args:
         # A shared-memory address handed to another function: the callee addresses what it is given
         # (its accesses are relative to its argument), so the address is judged here, where it is made.
@@ -616,6 +657,11 @@ def _instruction(fn: str, ins: Instr, env: Env, site: _Site, index: int) -> Iter
                 pass  # a static variable's accesses: its declaration's finding covers them (root cause first)
             elif ins.has("shared") or "smem" in addr.origins:
                 yield fact("smem-access", ("addr", Operand.of(addr)), detail=str(_width(op, ops[-1])))
+                if "arg" in addr.origins:
+                    # addressed relative to what the caller passed: which parameters (the caller answers)
+                    used = site.params_of(re.findall(r"%[\w$]+", bracket))
+                    if used:
+                        yield fact("smem-param", detail=",".join(map(str, sorted(used))))
             elif Operand.of(addr).tid_abs or Operand.of(addr).tid_wg:
                 yield fact("tid-index", ("addr", Operand.of(addr)))
     if ins.base == "setp" and len(ops) >= 3:

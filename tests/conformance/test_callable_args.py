@@ -10,6 +10,7 @@ from nothing it was given stays undecided. Two pointer arguments look like a rol
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,36 @@ def test_an_access_relative_to_the_callables_argument_is_the_callers(ptx: str, t
 def test_an_address_the_callable_was_not_given_stays_undecided(edit: tuple[str, str], why: str, tmp_path: Path) -> None:
     assert edit[0] in STAGING, why
     assert ("smem-literal", False) in _checks(STAGING.replace(*edit), tmp_path)
+
+
+PERSISTENT = Path(__file__).resolve().parents[2] / "specs" / "examples" / "gemm_swiglu" / "persistent"
+CLAIM_STAGING = "base + kl_gemm_mainloop_out_stage_staging_smem() + w"
+
+
+@pytest.mark.parametrize(
+    ("staging", "expected"),
+    [(CLAIM_STAGING, []), ("65536u + w", [("smem-literal", "fixed", True)])],
+    ids=["a-claim-address", "a-literal-address"],
+)
+def test_the_caller_answers_for_the_address_a_callable_writes(
+    tmp_path: Path, staging: str, expected: list[tuple[str, str, bool]]
+) -> None:
+    """The SwiGLU epilogue's `gs_swiglu_write` stores into the staging address it is given (`smem-param`);
+    the consumer passes it a claim's address. Passing a literal u32 instead is a fixed offset, which only
+    the composition sees (the epilogue is another stage's code): `callable_addresses`."""
+    from checker.conformance.checks import callable_addresses
+    from packing.pack import build
+
+    folder = tmp_path / "persistent"
+    shutil.copytree(PERSISTENT, folder, ignore=shutil.ignore_patterns("build", "ringfed"))
+    source = (folder / "consumer.cu").read_text()
+    assert source.count(CLAIM_STAGING) == 1
+    (folder / "consumer.cu").write_text(source.replace(CLAIM_STAGING, staging))
+    parts = []
+    for name in ("consumer", "epilogue"):
+        built = build(folder / f"{name}.cu", folder / f"{name}.kc")
+        assert built.ptx is not None
+        parts.append((built.stage, derive(built.ptx)))
+    assert any(f.kind == "smem-param" and f.function == "gs_swiglu_epilogue_write" for f in parts[1][1].facts)
+    found = [(f.check, f.problem, f.decided) for _, f in callable_addresses(parts)]
+    assert found == expected
