@@ -98,20 +98,20 @@ def check(stage: A.Stage, code: CodeFacts) -> list[Finding]:
 
 
 def callable_addresses(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> Iterator[tuple[int, Finding]]:
-    """What only the composition decides: a callable that addresses shared memory relative to one of its
-    parameters (``smem-param``) is given, at each call a role of another stage makes (``call-arg``), an
-    address from one of the caller's claims or ring slots (a placement handle), as the caller's own
-    accesses must be. A callable passing its own argument on is its callers' (they are judged at theirs)."""
+    """What only the composition decides: a callable that addresses shared memory from some of its
+    parameters (``smem-param``: the base and any offsets the address adds) is given, at each call a role
+    of another stage makes (``call-arg``), an address from one of the caller's claims or ring slots (a
+    placement handle) in one of them, as the caller's own accesses must be built on one. A callable
+    passing its own argument on is its callers' (they are judged at theirs)."""
     exports: dict[str, tuple[int, str]] = {}
-    used: dict[tuple[int, str], dict[int, Fact]] = {}
+    used: dict[tuple[int, str], list[tuple[int, ...]]] = {}
     for index, (stage, code) in enumerate(parts):
         for item in stage.items:
             if isinstance(item, A.ExportCallable):
                 exports[item.name] = (index, item.symbol)
         for f in code.facts:
             if f.kind == "smem-param":
-                for param in f.detail.split(","):
-                    used.setdefault((index, f.function), {}).setdefault(int(param), f)
+                used.setdefault((index, f.function), []).append(tuple(int(p) for p in f.detail.split(",")))
     for index, (stage, code) in enumerate(parts):
         calls = {c.symbol: c for c in stage.items if isinstance(c, A.Call)}
         ctx = Ctx(stage, {r.entry: r for r in stage.roles if r.entry}, {})
@@ -120,14 +120,15 @@ def callable_addresses(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> Iterator[t
             target = exports.get(call.name) if call is not None else None
             if call is None or target is None or f.function not in ctx.roles:
                 continue
-            for position in sorted(used.get(target, {})):
-                passed = f.operand(f"a{position}")
-                if passed is None or ctx.handles_of(passed, *_PLACEMENT):
+            for positions in used.get(target, []):
+                passed = [op for op in (f.operand(f"a{p}") for p in positions) if op is not None]
+                if not passed or any(ctx.handles_of(op, *_PLACEMENT) for op in passed):
                     continue
-                if passed.kind == "unknown":
+                if any(op.kind == "unknown" for op in passed):
                     yield index, unknown("smem-literal", f, "smem-address", call)
                     continue
-                claim = next((i for i in stage.items if isinstance(i, A.SmemClaim)), None)
+                base = next((op for op in passed if op.smem), passed[0])
+                claim = next((c for c in stage.items if isinstance(c, A.SmemClaim)), None)
                 yield (
                     index,
                     found(
@@ -135,7 +136,7 @@ def callable_addresses(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> Iterator[t
                         "fixed",
                         f,
                         call,
-                        offset="" if passed.value is None else passed.value,
+                        offset="" if base.value is None else base.value,
                         claimed=claim is not None,
                     ),
                 )
