@@ -483,6 +483,8 @@ def _static_shared(f: Finding, fn: str, op: str) -> Worded:
 def _smem_literal(f: Finding, fn: str, op: str) -> Worded:
     offset = f.value("offset")
     at = f"at the fixed offset {offset}" if offset else "from the `smem` base"
+    if f.fact.kind == "call-arg" and not offset:
+        at = "computed without the `smem` base or any placement handle, where the callee addresses shared memory"
     passes = f.fact.kind in ("smem-arg", "call-arg")
     does = f"passes `{f.fact.detail}` a shared-memory address" if passes else "addresses shared memory"
     return Worded(

@@ -109,3 +109,13 @@ def test_the_caller_answers_for_the_address_a_callable_writes(
     assert any(f.kind == "smem-param" and f.function == "gs_swiglu_epilogue_write" for f in parts[1][1].facts)
     found = [(f.check, f.problem, f.decided) for _, f in callable_addresses(parts)]
     assert found == expected
+
+
+def test_the_callers_literal_is_worded_as_passed() -> None:
+    from checker.clauses.l_conform import describe
+    from checker.conformance.context import found
+    from package.codefacts.facts import Fact
+
+    call = Fact("call-arg", "gs_consumer_main", 12, "call.uni", (), None, "gs_consumer_swiglu_write")
+    words = describe(found("smem-literal", "fixed", call, None, offset="", claimed=True))
+    assert "passes `gs_consumer_swiglu_write` a shared-memory address computed without" in words.message
