@@ -37,7 +37,7 @@ from checker.handles import (
     handle_bindings,
 )
 from contract_lang import ast as A
-from hardware.targets import SCALAR_SIZES
+from hardware.targets import TENSORMAP_ALIGN, field_align, field_size
 from package.abi import init_hook_symbol, ring_slot_symbols, sanitize, stage_prefix
 
 #: C type of each contract scalar type (2-byte floats travel as their bits).
@@ -57,6 +57,16 @@ C_TYPES = {
     "f64": "double",
     "ptr": "void*",
 }
+
+
+def c_member(type_name: str, name: str) -> str:
+    """A params field as a C member: a scalar's type, or a by-value tensor map's aligned 128 bytes
+    (``CUtensorMap``'s size and alignment, so the struct needs no driver header)."""
+    if type_name == "tensormap":
+        return f"alignas({TENSORMAP_ALIGN.value}) unsigned char {name}[{field_size(type_name)}]"
+    return f"{C_TYPES[type_name]} {name}"
+
+
 #: Element bit type of a tensor handle's ``T`` (specs/handles.md: every move is a bit copy).
 _BITS = {1: "unsigned char", 2: "unsigned short", 4: "unsigned", 8: "unsigned long long"}
 _ELEM_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "e4m3": 1, "e5m2": 1, "i32": 4, "u32": 4, "i8": 1, "u8": 1, "f64": 8}
@@ -113,17 +123,18 @@ def _params(stage: A.Stage) -> list[str]:
         out.append(f"struct alignas({block.align}) {block.name} {{")
         at = 0
         for i, f in enumerate(sorted(block.fields, key=lambda f: f.offset)):
-            if f.offset % SCALAR_SIZES[f.type].value or f.offset < at:
+            size, align = field_size(f.type) or 1, field_align(f.type) or 1
+            if f.offset % align or f.offset < at:
                 # C cannot lay this out; L-PARAMS rejects it too. Fail where the author compiles.
                 out.append(
                     f'#error "params {block.name}: `{f.name}` @ {f.offset} is not at a free, '
-                    f'{SCALAR_SIZES[f.type].value}-byte aligned offset"'
+                    f'{align}-byte aligned offset"'
                 )
             if f.offset > at:
                 out.append(f"    unsigned char kl_pad{i}[{f.offset - at}];")
             note = f"  // = fact {f.fact}" if f.fact else ""
-            out.append(f"    {C_TYPES[f.type]} {f.name};{note}")
-            at = f.offset + SCALAR_SIZES[f.type].value
+            out.append(f"    {c_member(f.type, f.name)};{note}")
+            at = f.offset + size
         if block.size > at:
             out.append(f"    unsigned char kl_tail[{block.size - at}];")
         out.append("};")
@@ -131,8 +142,8 @@ def _params(stage: A.Stage) -> list[str]:
         out.append(f'static_assert(alignof({block.name}) == {block.align}, "params {block.name}: align");')
         for f in block.fields:
             out.append(
-                f"static_assert(sizeof({block.name}::{f.name}) == {SCALAR_SIZES[f.type].value}, "
-                f'"params {block.name}: {f.name} is {SCALAR_SIZES[f.type].value} bytes");'
+                f"static_assert(sizeof({block.name}::{f.name}) == {field_size(f.type)}, "
+                f'"params {block.name}: {f.name} is {field_size(f.type)} bytes");'
             )
         # NVRTC has no offsetof; with explicit padding and sizes checked, offsets can only
         # drift through alignment, which the `#error` above and nvcc's offsetof rule out.

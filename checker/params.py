@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from contract_lang import ast as A
-from hardware.targets import scalar_size
+from hardware.targets import field_size
 from package.captured import Captured, CapturedParams
 
 Problem = Literal["missing-struct", "size", "align", "missing-field", "offset", "field-size", "undeclared-field"]
@@ -64,7 +64,7 @@ def block_problems(block: A.Params, layout: CapturedParams | None) -> list[Param
             )
             continue
         offset, got = fields[fld.name]
-        size = scalar_size(fld.type) or 1
+        size = field_size(fld.type) or 1
         if (offset, got) != (fld.offset, size):
             moved = offset != fld.offset
             found.append(

@@ -16,6 +16,8 @@ from diagnostics.span import UNKNOWN_SPAN, Span
 
 # Closed vocabularies. The parser rejects anything else with a "did you mean".
 SCALAR_TYPES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64", "ptr")
+#: A params field's type: a scalar, or ``tensormap`` (a ``CUtensorMap`` held in the block by value).
+FIELD_TYPES = (*SCALAR_TYPES, "tensormap")
 ELEM_TYPES = ("f32", "f16", "bf16", "e4m3", "e5m2", "i32", "u32", "i8", "u8", "f64")
 ELEM_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "e4m3": 1, "e5m2": 1, "i32": 4, "u32": 4, "i8": 1, "u8": 1, "f64": 8}
 # Every feature of the hardware table (hardware/targets.py FEATURE_SOURCES; a test keeps them equal).

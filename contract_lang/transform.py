@@ -331,16 +331,19 @@ class AstBuilder(Transformer[Token, Any]):
     @v_args(meta=True)
     def param_field(self, meta: Meta, children: list[Any]) -> A.ParamField:
         name, type_tok, offset, *rest = children
-        self._vocab(type_tok, A.SCALAR_TYPES, "type")
+        self._vocab(type_tok, A.FIELD_TYPES, "type")
         fact = next((r for r in rest if isinstance(r, str)), None)
         box = next((r for r in rest if isinstance(r, A.TmaBox)), None)
-        if box is not None and str(type_tok) != "ptr":
+        if box is not None and str(type_tok) not in ("ptr", "tensormap"):
             self.problems.append(
                 Diagnostic(
                     Code.E_VALUE,
-                    f"field `{name}` is a `{type_tok}`; a tensor-map box belongs on a `ptr` field",
+                    f"field `{name}` is a `{type_tok}`; a tensor-map box belongs on a `ptr` or `tensormap` field",
                     labels=(Label(box.span, "the box of a tensor map"),),
-                    helps=("declare the box on the `ptr` field that holds the tensor map's address",),
+                    helps=(
+                        "declare the box on the field that holds the tensor map: `ptr` (its address) or "
+                        "`tensormap` (the map itself, 128 bytes)",
+                    ),
                 )
             )
         return A.ParamField(str(name), str(type_tok), self._int(offset, "size"), fact, box, span=self._span(meta))

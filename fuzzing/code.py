@@ -15,6 +15,7 @@ named barriers, fences) gets each mutation that applies to it:
 | ``parity`` | wait on a constant parity, or on the other parity (first iteration flipped) |
 | ``scope`` | another scope (``.cta``, ``.cluster``, ``.gpu``) or state space |
 | ``drop-fence`` | remove a fence |
+| ``guard`` | run a copy or credit only in some blocks (under a thread-invariant condition: ``%ctaid.x != 0``) |
 
 Each mutant is judged as ``kernlink pack --strict`` and ``kernlink check --strict`` judge a
 package's code: the conformance findings of its stage (an undecided site counts, as under
@@ -56,6 +57,7 @@ CODE_KINDS = {
     "parity": "wait on a constant parity, or on the other parity",
     "scope": "another scope or state space",
     "drop-fence": "remove a fence",
+    "guard": "run a copy or credit under a data-dependent condition",
 }
 _SYNC = ("mbarrier.", "bar.", "barrier.", "fence.", "membar.", "cp.async.bulk", "tcgen05.commit")
 _PROBE = "kl_probe_keep_"
@@ -173,6 +175,15 @@ def _of(
         flip += [_swap_operand(text, parity, "%kl_flip", last=True), "\t}"]
         yield make("parity", [*lines[:at], *flip, *lines[at + 1 :]], "wait on the other parity")
     yield from _scopes(make, replaced, text, ins)
+    if ins.opcode.startswith(_FILLS) and not ins.guard:
+        # the same instruction, skipped by the first block: those fills lack its bytes
+        guarded = ["\t{", "\t.reg .b32 %kl_cta;", "\t.reg .pred %kl_run;", "\tmov.u32 %kl_cta, %ctaid.x;"]
+        guarded += ["\tsetp.ne.u32 %kl_run, %kl_cta, 0;", f"\t@%kl_run {text.strip()}", "\t}"]
+        yield make("guard", [*lines[:at], *guarded, *lines[at + 1 :]], f"run `{ins.opcode}` only where `%ctaid.x != 0`")
+
+
+# What completes bytes of a fill: a bulk or tensor copy on an mbarrier, a thread's credit.
+_FILLS = ("cp.async.bulk.tensor", "cp.async.bulk.shared", "mbarrier.complete_tx")
 
 
 def _swap_operand(text: str, old: str, new: str, last: bool = False) -> str:
@@ -340,7 +351,12 @@ def _argued(entry: StageEntry, mutation: CodeMutation) -> tuple[Verdict, str]:
             "the init hook still fences its inits after the last one (one init fence publishes them: CUTLASS's "
             "`fence_barrier_init` alone), and the dispatch's block-wide barrier follows"
         )
-    if mutation.kind == "reorder" and kinds & {"tensor-copy", "bulk-copy"} and "cp.async.bulk" in mutation.edit:
+    if (
+        mutation.kind == "reorder"
+        and kinds & {"tensor-copy", "bulk-copy"}
+        and "cp.async.bulk" in mutation.edit
+        and not _crosses_branch(mutation, (entry.captured.ptx if entry.captured is not None else None) or "")
+    ):
         return "equivalent", "two copies that complete on one barrier commute: the phase waits for both"
     if mutation.kind == "reorder" and "complete-tx" in kinds:
         credit = next(f for f in at if f.kind == "complete-tx")
@@ -433,6 +449,14 @@ def _before(mutation: CodeMutation) -> range:
 
     found = _re.search(r"\(line (\d+)\)$", mutation.edit)
     return range(int(found.group(1)), mutation.line) if found else range(0)
+
+
+def _crosses_branch(mutation: CodeMutation, ptx: str) -> bool:
+    """Whether a ``reorder`` mutant moves its instruction past a branch or a label of the original PTX
+    (into or out of a block that runs under another condition)."""
+    lines = _before(mutation)
+    between = ptx.split("\n")[lines.start - 1 : lines.stop - 1]
+    return any(re.match(r"\s*(@!?%\w+\s+)?bra(\.uni)?\s|\s*[$\w]+:", t) for t in between)
 
 
 def _moved_past(mutation: CodeMutation, original: Any) -> list[str]:

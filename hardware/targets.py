@@ -406,3 +406,18 @@ def scalar_size(type_name: str) -> int | None:
 def scalar_align(type_name: str) -> int | None:
     """Natural alignment of a contract scalar type: its size."""
     return scalar_size(type_name)
+
+
+#: A params field holding a tensor map by value (``tensormap``): the driver's opaque ``CUtensorMap``.
+TENSORMAP_SIZE = Sourced(128, "DRV-TMAP: CUtensorMap is 16 64-bit words (CU_TENSOR_MAP_NUM_QWORDS), 128 bytes")
+TENSORMAP_ALIGN = Sourced(64, "DRV-TMAP: CUtensorMap is declared alignas(64) in cuda.h; TMA requires the alignment")
+
+
+def field_size(type_name: str) -> int | None:
+    """Bytes of a params field's type: a scalar's, or a by-value tensor map's 128."""
+    return TENSORMAP_SIZE.value if type_name == "tensormap" else scalar_size(type_name)
+
+
+def field_align(type_name: str) -> int | None:
+    """Alignment of a params field's type: a scalar's size, or a by-value tensor map's 64."""
+    return TENSORMAP_ALIGN.value if type_name == "tensormap" else scalar_align(type_name)

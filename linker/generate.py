@@ -60,6 +60,7 @@ from checker.clauses import l_link
 from diagnostics.model import Diagnostic, DiagnosticError, Label, Severity
 from diagnostics.symbols import Code
 from hardware.residency import tmem_alloc_columns
+from hardware.targets import field_size
 from linker.artifacts import (
     C_TYPES,
     FIELD_FORMATS,
@@ -213,7 +214,7 @@ def params_layout(link: LinkInputs) -> ParamsLayout:
 
 
 def _field(link: LinkInputs, block: ParamsBlock, f: ParamsField, base: int) -> ParamField:
-    size = struct.calcsize("<" + FIELD_FORMATS.get(f.type, "B"))
+    size = field_size(f.type) or struct.calcsize("<" + FIELD_FORMATS.get(f.type, "B"))
     fact = f.fact
     owner = link.facts.get(fact or "")
     if fact is None or owner is None:

@@ -31,7 +31,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from hardware.targets import SCALAR_SIZES
+from hardware.targets import field_size
 from linker.launch_config import LaunchConfig
 
 #: C type of each params field type (2-byte floats as their bits).
@@ -50,6 +50,7 @@ _C = {
     "u64": "uint64_t",
     "f64": "double",
     "ptr": "CUdeviceptr",
+    "tensormap": "uint8_t",
 }
 
 
@@ -131,8 +132,11 @@ def _params_struct(p: str, params: Mapping[str, Any], providers: list[Mapping[st
         filler = next((x["function"] for x in providers if x["stage"] == f["stage"] and f["name"] in x["fills"]), None)
         if filler is not None:
             how = f"filled by host provider {filler}"
-        out.append(f"    {_C[f['type']]} {c_name(f['stage'])}_{f['name']};  /* @ {off}: {how} */")
-        at = off + SCALAR_SIZES[f["type"]].value
+        member = f"{c_name(f['stage'])}_{f['name']}"
+        if f["type"] == "tensormap":  # a CUtensorMap by value: its 128 bytes (the offset is asserted below)
+            member += f"[{field_size('tensormap')}]"
+        out.append(f"    {_C[f['type']]} {member};  /* @ {off}: {how} */")
+        at = off + (field_size(f["type"]) or 1)
     if size > at or not fields:
         out.append(f"    uint8_t kl_tail[{max(size - at, 1)}];")
     out.append(f"}} {p}_params;")

@@ -18,12 +18,17 @@ code against its stage's contract (the diagnostic's `check` datum names the chec
 - `expect-tx`: expect-tx bytes other than the ring's `full arrive … tx`;
 - `copy-bytes`: bulk copies completing on a ring barrier, together with the bytes
   the code completes on it itself (`mbarrier.complete_tx`), whose bytes differ from the
-  ring's `full copy` (a `complete_tx` count the analysis cannot trace is a note);
+  ring's `full copy` (a `complete_tx` count the analysis cannot trace is a note), added
+  per fill (the sites after one `arrive.expect_tx` and before the next); a copy or
+  credit under a condition its fill's `expect_tx` does not share (a params value, the
+  block's index; a credit skipped only when 0 excepted) is a note: some fills may lack
+  its bytes;
 - `setmaxnreg`: a component that runs its own `setmaxnreg` (the dispatch kernel sets
   every warpgroup's budget);
 - `static-shared`: a static `__shared__` variable (named, with its size);
 - `smem-literal`: a dynamic shared-memory address from the `smem` base at an offset
-  no claim or ring handle gives;
+  no claim or ring handle gives, used or passed to a call (a callable or helper that
+  addresses shared memory relative to its own argument is judged at the caller);
 - `scope`: an atomic on a counter, or a fence, at a scope other than the declared one;
 - `proxy-fence`: shared memory written by the generic proxy, then read by the async
   proxy (bulk store, TMA store, `wgmma`) without `fence.proxy.async` between;
@@ -57,7 +62,10 @@ warpgroup, one thread):
 - `arrive-count`: the arrivals of an arrive (the threads its guard selects, times its
   count) differ from the step's count (`per_warp`, `per_warpgroup`, 1, …);
 - `wait-parity`: the first wait uses another parity than the contract's (a consumer's
-  `full wait` 0, a producer's `empty wait` 1, or `parity P`), or never flips;
+  `full wait` 0, a producer's `empty wait` 1, or `parity P`), or never flips; a copy of
+  the step after `k` earlier waits on its barrier (an unrolled or peeled copy) uses
+  another parity than the ring position's there, `P ^ ((k / depth) & 1)`, at a depth the
+  stage's `depth` allows (every depth when it states none: a consumer's ring);
 - `step-order`: the steps run in another order than written;
 - `ring-fence`: a side that states `fence proxy_async` releases its slots without a
   `fence.proxy.async` (covering shared memory) after its slot accesses;
@@ -182,10 +190,13 @@ class ConformClause(Clause):
             yield from diagnostics(entry.stage, facts, **_names(entry))
         if not coded:
             return
+        from checker.conformance.checks import callable_addresses
         from checker.conformance.steps import across_stages
 
-        # what only the composition decides: how each participant meets a rendezvous
-        for index, finding in across_stages([(e.stage, f) for e, f in coded]):
+        # what only the composition decides: how each participant meets a rendezvous, what a role passes
+        # another stage's callable as a shared-memory address
+        parts = [(e.stage, f) for e, f in coded]
+        for index, finding in (*across_stages(parts), *callable_addresses(parts)):
             entry = coded[index][0]
             names = _names(entry)
             lines = (entry.captured.ptx or "").split("\n") if entry.captured else None
@@ -328,6 +339,15 @@ def describe(f: Finding) -> Worded:
                 "complete the bytes a box sized by a params field leaves out (`mbarrier.complete_tx` of the "
                 "declared bytes minus the box's), so the sum no longer depends on the field",
             )
+        if what == "conditional":
+            return Worded(
+                f"cannot decide the bytes `{fn}` completes per fill: `{op}` runs only under a condition "
+                f"({f.value('conds')}) the fill's `expect_tx` does not share, so some fills may lack its bytes",
+                "the copy bytes every fill completes",
+                "this copy or credit",
+                "issue every copy and credit of a fill under the same conditions as its `expect_tx` (a credit may "
+                "skip only a count of 0: `if (bytes != 0)`)",
+            )
         return Worded(
             f"cannot decide {UNDECIDED[what]} of `{op}` in `{fn}`{also}",
             "the contract item it should match",
@@ -463,8 +483,12 @@ def _static_shared(f: Finding, fn: str, op: str) -> Worded:
 def _smem_literal(f: Finding, fn: str, op: str) -> Worded:
     offset = f.value("offset")
     at = f"at the fixed offset {offset}" if offset else "from the `smem` base"
+    if f.fact.kind == "call-arg" and not offset:
+        at = "computed without the `smem` base or any placement handle, where the callee addresses shared memory"
+    passes = f.fact.kind in ("smem-arg", "call-arg")
+    does = f"passes `{f.fact.detail}` a shared-memory address" if passes else "addresses shared memory"
     return Worded(
-        f"`{fn}` addresses shared memory {at} without any claim's handle",
+        f"`{fn}` {does} {at} without any claim's handle",
         "the stage's claims" if f.value("claimed") == "True" else "the role that runs it",
         f"`{op}` at a fixed offset",
         "add the claim's `_smem()` handle (or the ring's slot handle) to the `smem` pointer",
@@ -692,6 +716,16 @@ def _wait_parity(f: Finding, fn: str, op: str) -> Worded:
             "wait on the phase variable",
         )
     want = f.value("want")
+    if f.problem == "advanced":
+        depth, waits = f.value("depth"), f.value("waits")
+        return Worded(
+            f"`{fn}` waits on `{step}` of ring `{ring}` with parity {got} after {waits} earlier wait(s) of the "
+            f"step; at depth {depth} the ring's phase there is {want}",
+            f"`{step}`: the parity flips each time the slot index wraps",
+            f"parity {got} on its first pass, at depth {depth}",
+            "advance the ring position once per wait (`if (++slot == depth) { slot = 0; phase ^= 1; }`) and wait "
+            "on its phase variable in every copy of the step",
+        )
     why = "as stated" if f.value("stated") == "True" else ("its first fill" if step.startswith("full") else "passes")
     return Worded(
         f"`{fn}` first waits on `{step}` of ring `{ring}` with parity {got}; the contract's first wait uses "

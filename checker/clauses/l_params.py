@@ -63,7 +63,7 @@ from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
 from diagnostics.symbols import Code
-from hardware.targets import SCALAR_ALIGN_SOURCE, scalar_align, scalar_size
+from hardware.targets import SCALAR_ALIGN_SOURCE, field_align, field_size
 from package.loader import StageEntry
 
 
@@ -109,8 +109,8 @@ class ParamsClause(Clause):
                 helps=(f"use the struct's `sizeof`: {_round_up(p.size, p.align)} with trailing padding",),
                 data={"params": p.name, "size": p.size, "align": p.align},
             )
-        widest = max(p.fields, key=lambda f: scalar_align(f.type) or 1, default=None)
-        need = (scalar_align(widest.type) or 1) if widest is not None else 1
+        widest = max(p.fields, key=lambda f: field_align(f.type) or 1, default=None)
+        need = (field_align(widest.type) or 1) if widest is not None else 1
         if widest is not None and p.align < need:
             yield seam(
                 self.code,
@@ -126,7 +126,7 @@ class ParamsClause(Clause):
     def _fields(self, entry: StageEntry, p: A.Params) -> Iterator[Diagnostic]:
         placed: list[tuple[int, int, A.ParamField]] = []
         for f in p.fields:
-            size, align = scalar_size(f.type) or 1, scalar_align(f.type) or 1
+            size, align = field_size(f.type) or 1, field_align(f.type) or 1
             end = f.offset + size
             if f.offset % align:
                 yield seam(

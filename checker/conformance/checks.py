@@ -10,9 +10,11 @@ Each check has a stable name (the ``check`` datum of an L-CONFORM diagnostic):
 | ``mbarrier-init`` | initialises a ring mbarrier with a count other than the ring's ``init`` |
 | ``expect-tx`` | expects transaction bytes other than the ring's ``full arrive … tx`` |
 | ``copy-bytes`` | completes bytes (bulk copies on a ring barrier, ``mbarrier.complete_tx``) other than ``full copy`` |
+| | per fill, or some only under a condition the fill's ``expect_tx`` does not share |
 | ``setmaxnreg`` | runs its own ``setmaxnreg``, although the dispatch kernel sets every warpgroup's budget |
 | ``static-shared`` | declares static ``__shared__`` memory, which no claim accounts for |
-| ``smem-literal`` | addresses dynamic shared memory at an offset that comes from no claim or ring handle |
+| ``smem-literal`` | addresses dynamic shared memory (or passes an address to a call) at an offset that comes |
+| | from no claim or ring handle |
 | ``scope`` | runs an atomic or fence at a scope other than the counters' declared scope |
 | ``proxy-fence`` | writes shared memory (generic proxy), then has the async proxy read it unfenced |
 | ``launch-directive`` | carries ``.maxntid``/``.reqntid``/cluster directives that disagree with the contract |
@@ -34,7 +36,7 @@ a pass; ``--strict`` makes those errors.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from checker.conformance.context import Ctx, Finding, found, unknown
 from checker.conformance.steps import STEP_CHECKS, steps
@@ -95,6 +97,51 @@ def check(stage: A.Stage, code: CodeFacts) -> list[Finding]:
     return _one_per_line(out)
 
 
+def callable_addresses(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> Iterator[tuple[int, Finding]]:
+    """What only the composition decides: a callable that addresses shared memory from some of its
+    parameters (``smem-param``: the base and any offsets the address adds) is given, at each call a role
+    of another stage makes (``call-arg``), an address from one of the caller's claims or ring slots (a
+    placement handle) in one of them, as the caller's own accesses must be built on one. A callable
+    passing its own argument on is its callers' (they are judged at theirs)."""
+    exports: dict[str, tuple[int, str]] = {}
+    used: dict[tuple[int, str], list[tuple[int, ...]]] = {}
+    for index, (stage, code) in enumerate(parts):
+        for item in stage.items:
+            if isinstance(item, A.ExportCallable):
+                exports[item.name] = (index, item.symbol)
+        for f in code.facts:
+            if f.kind == "smem-param":
+                used.setdefault((index, f.function), []).append(tuple(int(p) for p in f.detail.split(",")))
+    for index, (stage, code) in enumerate(parts):
+        calls = {c.symbol: c for c in stage.items if isinstance(c, A.Call)}
+        ctx = Ctx(stage, {r.entry: r for r in stage.roles if r.entry}, {})
+        for f in code.facts:
+            call = calls.get(f.detail) if f.kind == "call-arg" else None
+            target = exports.get(call.name) if call is not None else None
+            if call is None or target is None or f.function not in ctx.roles:
+                continue
+            for positions in used.get(target, []):
+                passed = [op for op in (f.operand(f"a{p}") for p in positions) if op is not None]
+                if not passed or any(ctx.handles_of(op, *_PLACEMENT) for op in passed):
+                    continue
+                if any(op.kind == "unknown" for op in passed):
+                    yield index, unknown("smem-literal", f, "smem-address", call)
+                    continue
+                base = next((op for op in passed if op.smem), passed[0])
+                claim = next((c for c in stage.items if isinstance(c, A.SmemClaim)), None)
+                yield (
+                    index,
+                    found(
+                        "smem-literal",
+                        "fixed",
+                        f,
+                        call,
+                        offset="" if base.value is None else base.value,
+                        claimed=claim is not None,
+                    ),
+                )
+
+
 def _one_per_line(found: list[Finding]) -> list[Finding]:
     """One finding per mistake: the copies of one source line (an unrolled loop, a helper inlined at
     several call sites) that break the same rule the same way are one finding with their count."""
@@ -124,7 +171,7 @@ def _judge(ctx: Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
         yield from _setmaxnreg(ctx, fact)
     elif kind == "shared-decl":
         yield from _static_shared(ctx, fact)
-    elif kind == "smem-access":
+    elif kind in ("smem-access", "smem-arg"):
         yield from _smem(ctx, fact)
     elif kind in ("atomic", "fence"):
         yield from _scope(ctx, fact)
@@ -306,16 +353,16 @@ def _copy(ctx: Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
 
     Per function and barrier, one finding at the first site: the bytes of every bulk copy (its size
     operand), every tensor copy (the box its tensor map's params field declares) and every credit
-    (a thread completing bytes no copy delivers, e.g. those of a clipped box) add up to the ring's
-    declared bytes per fill; a size the analysis cannot tell makes the sum undecided.
+    (a thread completing bytes no copy delivers, e.g. those of a clipped box) of one fill add up to
+    the ring's declared bytes; a size the analysis cannot tell makes the sum undecided. A fill is
+    the sites after one ``arrive.expect_tx`` on the barrier and before the next (an unrolled loop
+    has several); with at most one such arrive in the function, every site is one fill's.
     """
     credit = fact.kind == "complete-tx"
     where = ctx.ring_barrier(_completion_bar(fact))
     if where is None:
         yield unknown("copy-bytes", fact, "credit-barrier" if credit else "copy-barrier", None)
         return
-    ring = where[0]
-    want, node = _declared(ring, A.RingCopy)
     sites = [
         f
         for f in code.facts
@@ -325,6 +372,47 @@ def _copy(ctx: Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
     ]
     if fact is not sites[0]:
         return  # the group's first site reports it
+    arrives = [
+        f
+        for f in code.facts
+        if f.kind == "expect-tx" and f.function == fact.function and ctx.ring_barrier(f.operand("addr")) == where
+    ]
+    for group, expects in _fills(sites, arrives):
+        problem = next(_fill(ctx, where[0], group, expects), None)
+        if problem is not None:
+            yield problem
+            return
+
+
+def _fills(sites: list[Fact], arrives: list[Fact]) -> list[tuple[list[Fact], list[Fact]]]:
+    """The fills of one barrier in one function: each ``expect_tx`` arrive with the sites it is the
+    nearest such arrive before (on a path without a back edge); sites after none form a fill of
+    their own (with the arrives that precede none); one arrive or none: a single fill."""
+    if len(arrives) <= 1:
+        return [(sites, arrives)]
+
+    def nearest(site: Fact) -> list[Fact]:
+        before = [a for a in arrives if site.order in a.reaches]
+        return [a for a in before if not any(b is not a and b.order in a.reaches for b in before)]
+
+    groups: dict[int, list[Fact]] = {id(a): [] for a in arrives}
+    orphans: list[Fact] = []
+    for site in sites:
+        found = nearest(site)
+        for a in found:
+            groups[id(a)].append(site)
+        if not found:
+            orphans.append(site)
+    out = [(groups[id(a)], [a]) for a in arrives if groups[id(a)]]
+    if orphans:
+        out.append((orphans, [a for a in arrives if not groups[id(a)]]))
+    return out
+
+
+def _fill(ctx: Ctx, ring: A.Ring, sites: list[Fact], expects: list[Fact]) -> Iterator[Finding]:
+    """The finding of one fill's sites (see :func:`_copy`), if any."""
+    want, node = _declared(ring, A.RingCopy)
+    first = sites[0]
     sizes = [(f, _copy_bytes(ctx, f)) for f in sites]
     unknowns = [(f, field) for f, (size, field) in sizes if size is None]
     if unknowns:
@@ -353,6 +441,19 @@ def _copy(ctx: Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
                 False,
             )
         return
+    fills = [set(f.conds) for f in expects]
+    conditional = next((f for f in sites if f.conds and not any(set(f.conds) <= c for c in fills)), None)
+    if conditional is not None:
+        # A copy or credit some fills skip: the bytes a fill completes are the sum without it on those.
+        yield Finding(
+            "copy-bytes",
+            "undecided",
+            conditional,
+            node or ring,
+            (("what", "conditional"), ("conds", _conds(conditional, fills)), ("others", "0")),
+            False,
+        )
+        return
     forms = [size for _, (size, _) in sizes if size is not None]
     total = linear_sum(forms)
     if total[1]:
@@ -361,7 +462,7 @@ def _copy(ctx: Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
         yield Finding(
             "copy-bytes",
             "undecided",
-            fact,
+            first,
             node or ring,
             (("what", "sum-bytes"), ("fields", _field_names(ctx, total)), ("others", "0")),
             False,
@@ -374,12 +475,12 @@ def _copy(ctx: Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
         yield unknown("copy-bytes", wraps, "part-range", node or ring)
         return
     credited = linear_sum([size for f, (size, _) in sizes if size is not None and f.kind == "complete-tx"])
-    here = _copy_bytes(ctx, fact)[0]
+    here = _copy_bytes(ctx, first)[0]
     if want is None or total[0] != want:
         yield found(
             "copy-bytes",
-            "credit" if credit else "bytes",
-            fact,
+            "credit" if first.kind == "complete-tx" else "bytes",
+            first,
             node or ring,
             ring=ring.name,
             total=total[0],
@@ -387,6 +488,19 @@ def _copy(ctx: Ctx, fact: Fact, code: CodeFacts) -> Iterator[Finding]:
             here="" if here is None else _show(ctx, here),
             want="" if want is None else want,
         )
+
+
+def _conds(site: Fact, fills: list[set[str]]) -> str:
+    """The conditions of ``site`` no fill's arrive shares, as PTX lines (``line 512, taken``)."""
+    shared = set.intersection(*fills) if fills else set()
+    words = []
+    for cond in sorted(set(site.conds) - shared):
+        if cond.startswith("@"):
+            words.append(f"guard `{cond[1:].split(':')[0]}`")
+        else:
+            line, _, taken = cond.partition(":")
+            words.append(f"the branch at PTX line {line} {'taken' if taken == 't' else 'not taken'}")
+    return ", ".join(words)
 
 
 def _copy_bytes(ctx: Ctx, fact: Fact) -> tuple[Linear | None, str]:
@@ -397,12 +511,15 @@ def _copy_bytes(ctx: Ctx, fact: Fact) -> tuple[Linear | None, str]:
     that names a params field makes the bytes a multiple of that field's value.
     """
     if fact.kind == "tensor-copy":
-        where = fact.operand("map")
+        # a map's address loaded from a `ptr` field, or (in a role, whose first argument is its params
+        # block) the map itself held in a `tensormap` field
+        inline = fact.operand("map-inline") if fact.function in ctx.roles else None
+        where = inline or fact.operand("map")
         block = next((i for i in ctx.stage.items if isinstance(i, A.Params)), None)
         field = None
         if where is not None and where.field is not None and block is not None:
             field = next((f for f in block.fields if f.offset == where.field), None)
-        if field is None or block is None:
+        if field is None or block is None or field.type != ("tensormap" if inline else "ptr"):
             return None, ""
         if field.box is None:
             return None, field.name
@@ -506,9 +623,11 @@ def _smem(ctx: Ctx, fact: Fact) -> Iterator[Finding]:
     if addr is None:
         return
     if fact.function not in ctx.roles and fact.function not in ctx.inits:
-        # Only an entry's or init hook's second argument is the shared-memory base; elsewhere
-        # the analysis cannot tell where a pointer argument points.
-        if addr.kind != "handle":
+        # Only an entry's or init hook's second argument is the shared-memory base. A callable or
+        # helper addresses what its caller passed: relative to its argument, the address is the
+        # caller's, judged where the caller makes it (`smem-arg`: what a role passes on, by this
+        # same rule). Anything else it cannot place.
+        if addr.kind != "handle" and not (addr.arg and addr.kind != "unknown"):
             yield unknown("smem-literal", fact, "helper-address", None)
         return
     if ctx.handles_of(addr, *_PLACEMENT):

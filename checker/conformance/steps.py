@@ -16,7 +16,9 @@ matched with the side's steps:
 - ``arrive-count``: the arrivals of each arrive instruction (the threads of the role its
   guard selects, times the instruction's count) against the step's count;
 - ``wait-parity``: the parity each wait uses first (the side's ``parity P``, else 0 for
-  ``full`` and 1 for ``empty``), and that it changes from one iteration to the next;
+  ``full`` and 1 for ``empty``), and that it changes from one iteration to the next; a
+  copy of the step after ``k`` earlier waits on its barrier uses ``P ^ ((k // depth) & 1)``
+  at every depth the stage's ``depth`` allows (:func:`_advanced`);
 - ``step-order``: the first instruction of each step comes after the first instruction of
   the step written before it;
 - ``ring-fence``: a side that states ``fence proxy_async`` runs ``fence.proxy.async`` after
@@ -47,7 +49,7 @@ from dataclasses import dataclass
 from checker.conformance.context import Ctx, Finding, found, unknown
 from contract_lang import ast as A
 from package.abi import init_hook_symbol
-from package.codefacts.facts import CodeFacts, Fact, Guard
+from package.codefacts.facts import MAX_DEPTH, CodeFacts, Fact, Guard
 
 STEP_CHECKS = (
     "ring-step",
@@ -329,7 +331,9 @@ def _side(
         if step.kind == "arrive":
             yield from _arrivals(ctx, role, side, step, of(step))
         elif step.kind == "wait":
-            yield from _parities(side, step, of(step), loop is not None)
+            # the step's waits in the loop, and a lagged side's peeled phase after it
+            peeled_waits = [site for site in of(step, inside=False) if peeled(site)]
+            yield from _parities(ctx, role, side, step, [*of(step), *peeled_waits])
     yield from _fence(ctx, role, side, plan, sited, facts)
     yield from _read_proxy(ctx, role, side, facts)
 
@@ -463,32 +467,115 @@ def _arrivals(ctx: Ctx, role: A.Role, side: A.Ring, step: Step, here: list[Site]
             )
 
 
-def _parities(side: A.Ring, step: Step, here: list[Site], looped: bool) -> Iterator[Finding]:
+def _parities(ctx: Ctx, role: A.Role, side: A.Ring, step: Step, here: list[Site]) -> Iterator[Finding]:
     assert isinstance(step.item, A.RingWait)
     want = step.item.parity if step.item.parity is not None else (0 if step.barrier == "full" else 1)
+    # one ring position per wait: not a role on turns (it takes every N-th fill) or a restarting index
+    stepwise = (role.turns or 1) == 1 and side.restart is None
     for site in here:
         parity = site.fact.operand("parity")
         if parity is None or site.fact.detail == "state":
             yield unknown("wait-parity", site.fact, "first-parity", step.item)
             continue
         if parity.first is None:
-            yield unknown("wait-parity", site.fact, "first-parity", step.item)
+            if stepwise:
+                yield from _advanced(ctx, side, step, site, want)
+            else:
+                yield unknown("wait-parity", site.fact, "first-parity", step.item)
+            continue
+        wrong: list[Finding] = []
+        if stepwise and any(site.fact.prior):
+            # a copy after earlier waits of the step, on a constant parity: the ring position there
+            constant = ((parity.first,) * len(site.fact.prior),) * (MAX_DEPTH + 1)
+            wrong = list(_advanced(ctx, side, step, site, want, constant))
         elif parity.first % 2 != want:
-            yield found(
-                "wait-parity",
-                "first",
-                site.fact,
-                step.item,
-                ring=side.name,
-                step=step.words,
-                got=parity.first % 2,
-                want=want,
-                stated=step.item.parity is not None,
-            )
-        elif looped and parity.kind == "constant":
-            yield found(
-                "wait-parity", "constant", site.fact, step.item, ring=side.name, step=step.words, got=parity.first % 2
-            )
+            wrong = [
+                found(
+                    "wait-parity",
+                    "first",
+                    site.fact,
+                    step.item,
+                    ring=side.name,
+                    step=step.words,
+                    got=parity.first % 2,
+                    want=want,
+                    stated=step.item.parity is not None,
+                )
+            ]
+        after_loop = any(
+            o.fact.loops and site.fact.order in o.fact.reaches and not set(o.fact.loops) <= set(site.fact.loops)
+            for o in here
+        )
+        if not wrong and (site.fact.loops or after_loop) and parity.kind == "constant":
+            # the ring position moves on each pass of the loop around it (or before it, for a peeled copy):
+            # one parity is wrong on some pass
+            wrong = [
+                found(
+                    "wait-parity",
+                    "constant",
+                    site.fact,
+                    step.item,
+                    ring=side.name,
+                    step=step.words,
+                    got=parity.first % 2,
+                )
+            ]
+        yield from wrong
+
+
+def _advanced(
+    ctx: Ctx,
+    side: A.Ring,
+    step: Step,
+    site: Site,
+    want: int,
+    constant: tuple[tuple[int | None, ...], ...] | None = None,
+) -> Iterator[Finding]:
+    """A wait whose first parity depends on the ring's depth: the ring position has advanced before it (an
+    unrolled or peeled copy of the step). On its first pass, on the paths that ran ``k`` waits of the step
+    before it (``Fact.prior``) at depth ``d``, the wait must use parity ``want ^ ((k // d) & 1)``; the facts
+    hold the parity the code computes there at each depth its ring's depth handle may take
+    (``Fact.depths``: 1 .. MAX_DEPTH, then every deeper one). Decided for every depth the stage's `depth`
+    allows, or every depth where it states none (a consumer's ring is sized by its producer); a parity the
+    facts do not fold is undecided. ``constant``: the parities the site uses, the same at every depth."""
+    spec = next((s for s in ctx.expected.values() if s.kind == "ring_depth" and s.item == side.name), None)
+    computed = constant or (dict(site.fact.depths).get(spec.symbol) if spec is not None else None)
+    lo, hi = _depth_range(ctx, side.name) or (1, None)  # a consumer's ring: any depth its producer picks
+    prior = site.fact.prior
+    if computed is None or not prior:
+        yield unknown("wait-parity", site.fact, "first-parity", step.item)
+        return
+    last = MAX_DEPTH + 1 if hi is None or hi > MAX_DEPTH else hi  # MAX_DEPTH + 1: every deeper depth at once
+    for d in range(min(lo, last), last + 1):
+        for k, got in zip(prior, computed[min(d, MAX_DEPTH + 1) - 1], strict=True):
+            if got is None or (d > MAX_DEPTH and k >= d):
+                yield unknown("wait-parity", site.fact, "first-parity", step.item)
+                return
+            should = want ^ ((k // d) & 1)
+            if got % 2 != should:
+                yield found(
+                    "wait-parity",
+                    "advanced",
+                    site.fact,
+                    step.item,
+                    ring=side.name,
+                    step=step.words,
+                    got=got % 2,
+                    want=should,
+                    depth=d if d <= MAX_DEPTH else f"{d} or more",
+                    waits=k,
+                )
+                return
+
+
+def _depth_range(ctx: Ctx, ring: str) -> tuple[int, int] | None:
+    """The depths a ring of the stage may have: its `depth` (a side that states it), else None."""
+    for side in ctx.stage.rings:
+        if side.name == ring:
+            found = next((i for i in side.items if isinstance(i, A.RingDepth)), None)
+            if found is not None:
+                return found.lo, found.hi
+    return None
 
 
 def _order(side: A.Ring, looping: list[Step], of: Sited) -> Iterator[Finding]:

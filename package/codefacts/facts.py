@@ -20,11 +20,12 @@ from package.codefacts.bounds import field_bounds
 from package.codefacts.flow import Flow, Loop
 from package.codefacts.ptx import Function, Instr, parse
 from package.codefacts.threads import Threads
-from package.codefacts.values import Env, Linear, Val, analyse, callee
+from package.codefacts.values import Env, Linear, Val, analyse, callee, defines
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
-FACTS_VERSION = 4  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
-# 4: an operand's linear form over params fields
+FACTS_VERSION = 5  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
+# 4: an operand's linear form over params fields; 5: an operand from the function's arguments, `smem-arg`,
+# the conditions a copy, credit or expect-tx runs under
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Operand:
     first: int | None = None  # the constant it holds when the instruction first runs (a wait's first parity)
     field: int | None = None  # the params offset it was loaded from (a tensor map's address)
     linear: Linear | None = None  # a value of params fields (values.Linear): a run-time copy or credit size
+    arg: bool = False  # computed from a value the function's caller passed (one of its parameters)
 
     @classmethod
     def of(cls, val: Val, first: int | None = None) -> Operand:
@@ -54,6 +56,7 @@ class Operand:
             first,
             val.field if val.kind() == "params" else None,
             val.linear if val.kind() == "params" else None,
+            "arg" in val.origins,
         )
 
     def describe(self) -> str:
@@ -79,11 +82,12 @@ class Operand:
             self.first,
             self.field,
             linear,
+            self.arg,
         ]
 
     @classmethod
     def from_json(cls, raw: Any) -> Operand:
-        kind, value, handles, smem, tid_abs, tid_wg, first, field, linear = raw
+        kind, value, handles, smem, tid_abs, tid_wg, first, field, linear, arg = raw
         return cls(
             str(kind),
             None if value is None else int(value),
@@ -94,6 +98,7 @@ class Operand:
             None if first is None else int(first),
             None if field is None else int(field),
             None if linear is None else (int(linear[0]), tuple((int(o), int(c)) for o, c in linear[1])),
+            bool(arg),
         )
 
 
@@ -127,6 +132,14 @@ class Fact:
     order: int = 0
     reaches: tuple[int, ...] = ()
     origin: tuple[str, int] | None = None  # the instruction's own line in an inlined helper (``Instr.origin``)
+    conds: tuple[str, ...] = ()  # the thread-invariant conditions it runs under (``Threads.conditions``)
+    # A wait: how many waits on the same barrier a path without a back edge runs before it (every count;
+    # empty: more than the cap), and, when its parity is no constant on that first pass, the parity it
+    # first uses on the paths of each count with a ring-depth handle's result fixed at 1 .. MAX_DEPTH,
+    # then at every deeper depth: ``(handle, per depth (MAX_DEPTH + 1 of them) the parity per count of
+    # ``prior``)``, None where it is no constant.
+    prior: tuple[int, ...] = ()
+    depths: tuple[tuple[str, tuple[tuple[int | None, ...], ...]], ...] = ()
 
     def operand(self, role: str) -> Operand | None:
         return next((o for r, o in self.operands if r == role), None)
@@ -151,6 +164,12 @@ class Fact:
             out["reaches"] = list(self.reaches)
         if self.origin:
             out["origin"] = list(self.origin)
+        if self.conds:
+            out["conds"] = list(self.conds)
+        if self.prior:
+            out["prior"] = list(self.prior)
+        if self.depths:
+            out["depths"] = [[h, [list(per) for per in v]] for h, v in self.depths]
         return out
 
     @classmethod
@@ -173,6 +192,12 @@ class Fact:
             int(raw.get("order", 0)),
             tuple(int(x) for x in raw.get("reaches", ())),
             (str(raw["origin"][0]), int(raw["origin"][1])) if raw.get("origin") else None,
+            tuple(str(c) for c in raw.get("conds", ())),
+            tuple(int(c) for c in raw.get("prior", ())),
+            tuple(
+                (str(h), tuple(tuple(None if v is None else int(v) for v in per) for per in vs))
+                for h, vs in raw.get("depths", ())
+            ),
         )
 
 
@@ -268,6 +293,38 @@ class _Site:
         spinning = {lp.header for lp in self.flow.loops if _spins(body, self.flow, lp, handles)}
         self.headers = {lp.header: self.flow.order[self.flow.blocks[lp.header][0]] + 1 for lp in self.flow.loops}
         self.spinning = spinning
+        self._defs: dict[str, list[Instr]] = {}
+        for ins in body:
+            if ins.operands and defines(ins) and ins.base != "call":
+                for dest in ins.operands[0].strip("{} ").split(","):
+                    self._defs.setdefault(dest.strip(), []).append(ins)
+        self._sources: dict[str, set[int]] = {}
+
+    def params_of(self, registers: list[str]) -> set[int]:
+        """The function parameters (by position) these registers' values are computed from."""
+        found: set[int] = set()
+        for reg in registers:
+            found |= self._param_sources(reg, frozenset())
+        return found
+
+    def _param_sources(self, reg: str, busy: frozenset[str]) -> set[int]:
+        if reg in self._sources:
+            return self._sources[reg]
+        if reg in busy:
+            return set()
+        fn = self.flow.fn
+        found: set[int] = set()
+        for ins in self._defs.get(reg, ()):
+            if ins.base == "ld" and ins.has("param") and len(ins.operands) == 2:
+                name = ins.operands[1].strip("[] ").split("+")[0].strip()
+                if name in fn.params:
+                    found.add(fn.params.index(name))
+                continue
+            for src in (r for o in ins.operands[1:] for r in re.findall(r"%[\w$]+", o)):
+                found |= self._param_sources(src, busy | {reg})
+        if not busy:
+            self._sources[reg] = found
+        return found
 
     def place(self, index: int) -> tuple[Guard, tuple[int, ...], int]:
         guard = self.threads.guard(index)
@@ -321,8 +378,10 @@ def _function(
     pending_write: Instr | None = None
     stored: dict[str, tuple[int, str]] = {}  # a call's parameter -> (index, register) of the store that set it
     found_all: list[tuple[int, Fact]] = []
+    params_seen: set[tuple[str, str]] = set()
     for index, ins in enumerate(fn.body):
-        found = list(_instruction(fn.name, ins, env, site, index))
+        found = [f for f in _instruction(fn.name, ins, env, site, index) if (f.kind, f.detail) not in params_seen]
+        params_seen |= {(f.kind, f.detail) for f in found if f.kind == "smem-param"}  # one per parameter set
         if ins.base == "st" and ins.has("param") and len(ins.operands) == 2:
             stored[ins.operands[0].strip("[] ").split("+")[0].strip()] = (index, ins.operands[1].strip())
         elif ins.base == "call":
@@ -331,6 +390,9 @@ def _function(
         if found and site.flow.reachable(index):
             guard, loops, order = site.place(index)
             found = [dataclasses.replace(f, guard=guard, loops=loops, order=order) for f in found]
+            if any(f.kind in _CONDITIONAL for f in found):
+                conds = site.threads.conditions(index, _bytes_register(ins))
+                found = [dataclasses.replace(f, conds=conds) if f.kind in _CONDITIONAL else f for f in found]
             undefined = [r for o in ins.operands for r in re.findall(r"%[\w$]+", o) if not site.flow.defined(index, r)]
             if undefined:  # a register no path defines: what the instruction reads is unknown
                 found = [_unknown_operands(f) if f.kind in SYNC_KINDS else f for f in found]
@@ -355,12 +417,72 @@ def _function(
                 )
             )
             pending_write = None
+    found_all = _waits(fn, site, handles, found_all)
     synced = [(i, f) for i, f in found_all if f.kind in SYNC_KINDS]
     for index, f in found_all:
         if f.kind in SYNC_KINDS:
             later = sorted({g.order for j, g in synced if j != index and site.flow.precedes(index, j)})
             f = dataclasses.replace(f, reaches=tuple(later)) if later else f
         yield f
+
+
+#: The ring depths a wait's first parity is worked out at, when it depends on the ring's depth handle.
+MAX_DEPTH = 8
+
+
+def _waits(fn: Function, site: _Site, handles: frozenset[str], found: list[tuple[int, Fact]]) -> list[tuple[int, Fact]]:
+    """Each wait with the waits on its barrier before it (``Fact.prior``) and, where its first parity is
+    no constant, that parity at each depth of a ring-depth handle the function calls (``Fact.depths``)."""
+
+    def key(f: Fact) -> tuple[str, ...]:
+        addr = f.operand("addr")
+        return addr.handles if addr is not None and addr.handles else (f.detail,)
+
+    waits = [(i, f) for i, f in found if f.kind == "wait"]
+    depth_handles = sorted(
+        {callee(ins) or "" for ins in fn.body if ins.base == "call"} & {h for h in handles if h.endswith("_depth")}
+    )
+    out = []
+    for index, f in found:
+        if f.kind == "wait" and site.flow.reachable(index):
+            same = frozenset(i for i, g in waits if key(g) == key(f))
+            f = dataclasses.replace(f, prior=site.flow.prior(index, same) or ())
+            parity = f.operand("parity")
+            ins = fn.body[index]
+            if (
+                parity is not None
+                and parity.first is None
+                and ins.base == "mbarrier"
+                and len(ins.operands) >= 3
+                and f.prior
+            ):
+                reg = ins.operands[2].strip()
+                found_depths = []
+                addr = f.operand("addr")
+                rings = {h.rsplit("_", 2)[0] + "_depth" for h in (addr.handles if addr else ()) if h.endswith("_bar")}
+                for h in [d for d in depth_handles if d in rings] or depth_handles:  # its ring's, by the ABI's names
+                    at = [site.flow.by_count(index, reg, same, ((h, d),)) for d in range(1, MAX_DEPTH + 1)]
+                    at.append(site.flow.by_count(index, reg, same, beyond=(h, MAX_DEPTH + 1)))  # every deeper ring
+                    values = tuple(tuple((got or {}).get(k) for k in f.prior) for got in at)
+                    if any(v is not None for per in values for v in per):
+                        found_depths.append((h, values))
+                f = dataclasses.replace(f, depths=tuple(found_depths))
+        out.append((index, f))
+    return out
+
+
+#: The facts whose thread-invariant conditions are recorded: a fill's arrive, expect-tx and the bytes completed on it.
+_CONDITIONAL = frozenset({"arrive", "expect-tx", "tensor-copy", "bulk-copy", "complete-tx"})
+
+
+def _bytes_register(ins: Instr) -> str | None:
+    """The register holding the bytes a credit or bulk copy completes (a tensor copy's are its box's)."""
+    ops = ins.operands
+    if ins.opcode.startswith("mbarrier.complete_tx") and len(ops) >= 2:
+        return ops[1].strip()
+    if ins.opcode.startswith("cp.async.bulk.shared") and len(ops) >= 3:
+        return ops[2].strip()
+    return None
 
 
 def _call(
@@ -388,6 +510,20 @@ def _call(
         yield Fact("wait", fn, ins.line, ins.opcode, tuple(parts), ins.src, f"handle:{target}")
     elif target in defined:
         yield Fact("call", fn, ins.line, ins.opcode, (), ins.src, target)
+    if target in handles and args and not target.endswith(("_full_wait", "_empty_wait")):
+        # what a call to another stage's callable passes (the callee may address shared memory with it)
+        passed = []
+        for i, arg in enumerate(args):
+            reg = stored.get(arg, (index, ""))[1]
+            passed.append((f"a{i}", Operand.of(env.operand(reg)) if reg else Operand("unknown")))
+        yield Fact("call-arg", fn, ins.line, ins.opcode, tuple(passed), ins.src, target)
+    for arg in args:
+        # A shared-memory address handed to another function: the callee addresses what it is given
+        # (its accesses are relative to its argument), so the address is judged here, where it is made.
+        reg = stored.get(arg, (index, ""))[1]
+        val = env.operand(reg) if reg else None
+        if val is not None and "smem" in val.origins:
+            yield Fact("smem-arg", fn, ins.line, ins.opcode, (("addr", Operand.of(val)),), ins.src, target)
 
 
 def _unknown_operands(fact: Fact) -> Fact:
@@ -521,6 +657,11 @@ def _instruction(fn: str, ins: Instr, env: Env, site: _Site, index: int) -> Iter
                 pass  # a static variable's accesses: its declaration's finding covers them (root cause first)
             elif ins.has("shared") or "smem" in addr.origins:
                 yield fact("smem-access", ("addr", Operand.of(addr)), detail=str(_width(op, ops[-1])))
+                if "arg" in addr.origins:
+                    # addressed relative to what the caller passed: which parameters (the caller answers)
+                    used = site.params_of(re.findall(r"%[\w$]+", bracket))
+                    if used:
+                        yield fact("smem-param", detail=",".join(map(str, sorted(used))))
             elif Operand.of(addr).tid_abs or Operand.of(addr).tid_wg:
                 yield fact("tid-index", ("addr", Operand.of(addr)))
     if ins.base == "setp" and len(ops) >= 3:
@@ -546,12 +687,18 @@ def _bounds(site: _Site, env: Env, index: int) -> list[tuple[str, Operand]]:
 
 
 def _tensor_map(env: Env, ops: tuple[str, ...]) -> list[tuple[str, Operand]]:
-    """The tensor map a TMA copy reads (``[tmap, {coords}]``): where its address comes from."""
+    """The tensor map a TMA copy reads (``[tmap, {coords}]``): where its address comes from (``map``), or,
+    for a map held in the params block itself, the block offset it sits at (``map-inline``)."""
     if len(ops) < 2:
         return []
     inner = ops[1].strip().strip("[]")
     base = inner.split(",", 1)[0].strip()
-    return [("map", Operand.of(env.operand(base)))] if base else []
+    if not base:
+        return []
+    val = env.operand(base)
+    if val.origins and val.origins <= {"params_ptr", "arg"} and val.const is not None and not val.unknown:
+        return [("map-inline", Operand("constant", val.const, field=val.const))]
+    return [("map", Operand.of(val))]
 
 
 def _width(opcode: str, value: str) -> int:

@@ -18,11 +18,12 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from package.codefacts.ptx import Function, Instr
-from package.codefacts.values import FOLDS, IMMEDIATE, defines
+from package.codefacts.values import FOLDS, IMMEDIATE, callee, defines
 
 _ENDS = frozenset({"ret", "exit", "trap"})
 
@@ -244,22 +245,29 @@ class Flow:
 
     # ---- first-iteration constants
 
-    def first(self, index: int, operand: str) -> int | None:
-        """The constant ``operand`` holds when instruction ``index`` first runs (None: not a constant)."""
+    def first(self, index: int, operand: str, results: Mapping[str, int] | None = None) -> int | None:
+        """The constant ``operand`` holds when instruction ``index`` first runs (None: not a constant).
+
+        ``results``: functions whose call results count as these constants (a ring's depth handle at one
+        depth), every other call's result being unknown.
+        """
         text = operand.strip()
         if IMMEDIATE.match(text):
             return int(text.rstrip("Uu"), 0)
         block = self.block_of[index]
         if block not in self.rank:
             return None
-        state = dict(self._entry_states[block])
+        known = tuple(sorted((results or {}).items()))
+        state = dict(self._entry_states(known)[block])
         start = self.blocks[block][0]
+        called: list[str | None] = [None]
         for ins in self.fn.body[start:index]:
-            _step(state, ins)
+            _step(state, ins, dict(known), called)
         return state.get(text)
 
-    @functools.cached_property
-    def _entry_states(self) -> dict[int, dict[str, int | None]]:
+    @functools.lru_cache(maxsize=64)  # noqa: B019 - one Flow per function, kept while its facts are derived
+    def _entry_states(self, known: tuple[tuple[str, int], ...] = ()) -> dict[int, dict[str, int | None]]:
+        results = dict(known)
         entry: dict[int, dict[str, int | None]] = {}
         out: dict[int, dict[str, int | None]] = {}
         for b in self.rpo:
@@ -273,10 +281,158 @@ class Flow:
             entry[b] = state
             after = dict(state)
             s, e = self.blocks[b]
+            called: list[str | None] = [None]
             for ins in self.fn.body[s:e]:
-                _step(after, ins)
+                _step(after, ins, results, called)
             out[b] = after
         return entry
+
+    def first_beyond(self, index: int, operand: str, handle: str, bound: int) -> int | None:
+        """The constant ``operand`` holds when instruction ``index`` first runs, the same for every result
+        ``d >= bound`` of function ``handle`` (a ring's depth): ``d`` may only be copied or compared with
+        constants below ``bound`` (``slot + 1 == depth`` is then false, ``slot < depth`` true); any other use
+        of it, or of a value computed from it, makes what it reaches unknown. None: no such constant."""
+        big = 1 << 40  # stands for every d >= bound: only comparisons with constants below bound read it
+        text = operand.strip()
+        block = self.block_of[index]
+        if block not in self.rank:
+            return None
+        states = self._beyond_states(handle, big, bound)
+        if states is None:
+            return None
+        state, depth = dict(states[block][0]), set(states[block][1])
+        called: list[str | None] = [None]
+        start = self.blocks[block][0]
+        for ins in self.fn.body[start:index]:
+            if not _beyond_step(state, depth, ins, handle, big, bound, called):
+                return None
+        value = state.get(text)
+        return None if value is None or text in depth else value
+
+    @functools.lru_cache(maxsize=16)  # noqa: B019 - one Flow per function, kept while its facts are derived
+    def _beyond_states(
+        self, handle: str, big: int, bound: int
+    ) -> dict[int, tuple[dict[str, int | None], frozenset[str]]] | None:
+        entry: dict[int, tuple[dict[str, int | None], frozenset[str]]] = {}
+        out: dict[int, tuple[dict[str, int | None], frozenset[str]]] = {}
+        for b in self.rpo:
+            incoming = [p for p in self.preds[b] if p in out and (p, b) not in self.back]
+            state: dict[str, int | None] = dict(out[incoming[0]][0]) if incoming else {}
+            depth = set(out[incoming[0]][1]) if incoming else set()
+            for p in incoming[1:]:
+                other, others = out[p]
+                for reg in set(state) | set(other):
+                    if state.get(reg) != other.get(reg):
+                        state[reg] = None
+                depth &= others
+            entry[b] = (state, frozenset(depth))
+            after, now = dict(state), set(depth)
+            called: list[str | None] = [None]
+            s, e = self.blocks[b]
+            for ins in self.fn.body[s:e]:
+                if not _beyond_step(after, now, ins, handle, big, bound, called):
+                    return None
+            out[b] = (after, frozenset(now))
+        return entry
+
+    def by_count(
+        self,
+        index: int,
+        operand: str,
+        counted: frozenset[int],
+        results: tuple[tuple[str, int], ...] = (),
+        beyond: tuple[str, int] | None = None,
+        cap: int = 16,
+    ) -> dict[int, int | None] | None:
+        """The constant ``operand`` holds when instruction ``index`` first runs, per count ``k`` of the
+        instructions ``counted`` a path without a back edge runs before it: paths with the same count are
+        joined, paths with different counts kept apart (a peeled copy after a loop that ran or did not).
+        ``results``: call results fixed as in :meth:`first`; ``beyond``: ``(handle, bound)``, the handle's
+        result any value of ``bound`` or more, as in :meth:`first_beyond`. None: more than ``cap`` counts,
+        or (``beyond``) the handle's result used otherwise than there."""
+        states = self._keyed(counted, results, beyond, cap)
+        block = self.block_of[index]
+        if states is None or block not in states:
+            return None
+        start = self.blocks[block][0]
+        text = operand.strip()
+        out: dict[int, int | None] = {}
+        for k, (regs, depth) in states[block].items():
+            state, now = dict(regs), set(depth)
+            step = _Stepper(results, beyond)
+            for i in range(start, index):
+                if not step(state, now, self.fn.body[i]):
+                    return None
+                k += i in counted
+            value = state.get(text)
+            out[k] = None if value is None or text in now else value
+        return out
+
+    @functools.lru_cache(maxsize=32)  # noqa: B019 - one Flow per function, kept while its facts are derived
+    def _keyed(
+        self,
+        counted: frozenset[int],
+        results: tuple[tuple[str, int], ...],
+        beyond: tuple[str, int] | None,
+        cap: int,
+    ) -> dict[int, dict[int, tuple[dict[str, int | None], frozenset[str]]]] | None:
+        Keyed = dict[int, tuple[dict[str, int | None], frozenset[str]]]
+        entry: dict[int, Keyed] = {}
+        out: dict[int, Keyed] = {}
+        for b in self.rpo:
+            merged: Keyed = {0: ({}, frozenset())} if b == self.rpo[0] else {}
+            for p in (p for p in self.preds[b] if p in out and (p, b) not in self.back):
+                for k, (regs, depth) in out[p].items():
+                    if k not in merged:
+                        merged[k] = (dict(regs), depth)
+                        continue
+                    mine, mine_depth = merged[k]
+                    joined = {r: v for r, v in mine.items() if regs.get(r) == v}
+                    joined.update({r: None for r in set(mine) ^ set(regs)})
+                    merged[k] = (joined, mine_depth & depth)
+            if len(merged) > cap:
+                return None
+            entry[b] = merged
+            after: Keyed = {}
+            s, e = self.blocks[b]
+            for k, (regs, depth) in merged.items():
+                state, now = dict(regs), set(depth)
+                step = _Stepper(results, beyond)
+                for i in range(s, e):
+                    if not step(state, now, self.fn.body[i]):
+                        return None
+                    k += i in counted
+                if k > cap:
+                    return None
+                after[k] = (state, frozenset(now))
+            out[b] = after
+        return entry
+
+    def prior(self, index: int, counted: frozenset[int], cap: int = 16) -> tuple[int, ...] | None:
+        """How many of the instructions ``counted`` a path without a back edge runs before instruction
+        ``index`` (every such count, sorted; None: more than ``cap`` counts, or one past ``cap``)."""
+        at_entry: dict[int, frozenset[int] | None] = {}
+        for b in self.rpo:
+            incoming = [p for p in self.preds[b] if p in at_entry and (p, b) not in self.back]
+            counts: frozenset[int] | None = frozenset({0}) if b == self.rpo[0] else frozenset()
+            for p in incoming:
+                got = self._through(p, at_entry[p], counted, len(self.fn.body), cap)
+                counts = None if counts is None or got is None else counts | got
+            at_entry[b] = counts
+        block = self.block_of[index]
+        if block not in at_entry:
+            return None
+        found = self._through(block, at_entry[block], counted, index, cap)
+        return None if found is None or len(found) > cap else tuple(sorted(found))
+
+    def _through(
+        self, block: int, counts: frozenset[int] | None, counted: frozenset[int], stop: int, cap: int
+    ) -> frozenset[int] | None:
+        s, e = self.blocks[block]
+        extra = sum(1 for i in range(s, min(e, stop)) if i in counted)
+        if counts is None or any(c + extra > cap for c in counts):
+            return None
+        return frozenset(c + extra for c in counts)
 
 
 def _written(ins: Instr) -> tuple[str, ...]:
@@ -292,9 +448,93 @@ def _written(ins: Instr) -> tuple[str, ...]:
     return tuple(d.strip() for part in ops[0].strip("{} ").split(",") for d in part.split("|") if d.strip())
 
 
-def _step(state: dict[str, int | None], ins: Instr) -> None:
-    """One instruction of the first-iteration constant propagation."""
+class _Stepper:
+    """One instruction at a time of :meth:`Flow.by_count`: fixed call results, or a handle's result
+    standing for every value past a bound (``_beyond_step``), across one block."""
+
+    def __init__(self, results: tuple[tuple[str, int], ...], beyond: tuple[str, int] | None) -> None:
+        self.results = dict(results)
+        self.beyond = beyond
+        self.called: list[str | None] = [None]
+
+    def __call__(self, state: dict[str, int | None], depth: set[str], ins: Instr) -> bool:
+        if self.beyond is not None:
+            handle, bound = self.beyond
+            return _beyond_step(state, depth, ins, handle, 1 << 40, bound, self.called)
+        _step(state, ins, self.results, self.called)
+        return True
+
+
+def _beyond_step(
+    state: dict[str, int | None],
+    depth: set[str],
+    ins: Instr,
+    handle: str,
+    big: int,
+    bound: int,
+    called: list[str | None],
+) -> bool:
+    """One instruction of :meth:`Flow.first_beyond` (False: the depth is compared with a constant of
+    ``bound`` or more, so no one value holds beyond it)."""
     ops = ins.operands
+    if ins.base == "call":
+        called[0] = callee(ins)
+        return True
+    reads = [r for o in ops[1:] for r in re.findall(r"%[\w$.]+", o)] + ([ins.guard.lstrip("!")] if ins.guard else [])
+    dests = [d.strip() for d in ops[0].strip("{} ").split(",")] if ops and defines(ins) else []
+    if ins.base == "ld" and ins.has("param") and len(ops) == 2 and "retval" in ops[1] and called[0] == handle:
+        state[dests[0]] = big
+        depth.add(dests[0])
+        return True
+    uses = [r for r in reads if r in depth]
+    if not uses:
+        _step(state, ins)
+        depth.difference_update(dests)
+        return True
+    if ins.base in ("mov", "cvt") and len(ops) == 2 and not ins.guard:
+        state[dests[0]] = big
+        depth.add(dests[0])
+        return True
+    if ins.base == "setp" and len(ops) == 3 and not ins.guard:
+        other = [o.strip() for o in ops[1:] if o.strip() not in depth]
+        value = None
+        if len(other) == 1:
+            value = int(other[0].rstrip("Uu"), 0) if IMMEDIATE.match(other[0]) else state.get(other[0])
+        if value is not None and value < bound:
+            _step(state, ins)
+            depth.difference_update(dests)
+            return True
+        if value is not None:
+            return False
+    for d in dests:  # any other use: unknown from here on
+        state[d] = None
+        depth.discard(d)
+    return True
+
+
+def _step(
+    state: dict[str, int | None],
+    ins: Instr,
+    results: Mapping[str, int] | None = None,
+    called: list[str | None] | None = None,
+) -> None:
+    """One instruction of the first-iteration constant propagation (``results``: the constant results of
+    these functions; ``called``: the function the block called last, kept across its instructions)."""
+    ops = ins.operands
+    if ins.base == "call" and called is not None:
+        called[0] = callee(ins)
+        return
+    if (
+        results
+        and called is not None
+        and ins.base == "ld"
+        and ins.has("param")
+        and len(ops) == 2
+        and "retval" in ops[1]
+        and called[0] in results
+    ):
+        state[ops[0].strip()] = results[str(called[0])]
+        return
     if not ops or not defines(ins) or ins.base == "call":
         return
     dest = ops[0].strip()

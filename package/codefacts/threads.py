@@ -188,6 +188,7 @@ class Threads:
                 self.defs.setdefault(dest, []).append(i)
         self._busy: set[str] = set()
         self._guards: dict[int, Dnf | None] = {}
+        self._conditions: dict[tuple[int, str | None], frozenset[str]] = {}
 
     @staticmethod
     def _dests(ins: Instr) -> list[str]:
@@ -373,6 +374,53 @@ class Threads:
             out = conj_or(out, conj_and(taken, self.block_guard(edge.block)))
         self._guards[block] = out
         return out
+
+    def conditions(self, index: int, nonzero: str | None = None) -> tuple[str, ...]:
+        """The thread-invariant conditions instruction ``index`` runs under (a params value, a loop bound), as
+        ``<PTX line of the branch>:t|f`` (the edge taken or not) or ``@<predicate>`` (its own guard, a predicate
+        with one definition; another is named by the instruction's line). A condition that holds exactly when
+        register ``nonzero`` is not 0 is left out (a site completing ``nonzero`` bytes completes 0 when skipped).
+        """
+        found = set(self._block_conditions(self.flow.block_of[index], nonzero))
+        own = self.body[index].guard
+        if own and self.pred(own) == UNIFORM and not self._nonzero(own, True, nonzero):
+            single = len(self.defs.get(own.lstrip("!"), [])) == 1
+            found.add(f"@{own}" if single else f"@{own}:{self.body[index].line}")
+        return tuple(sorted(found))
+
+    def _block_conditions(self, block: int, nonzero: str | None) -> frozenset[str]:
+        key = (block, nonzero)
+        if key in self._conditions:
+            return self._conditions[key]
+        self._conditions[key] = frozenset()  # a cycle of control dependences (none without back edges) adds none
+        out: set[str] = set()
+        for edge in self.flow.control(block):
+            ins = self.flow.branch[edge.block]
+            if self.pred(ins.guard or "") == UNIFORM and not self._nonzero(ins.guard or "", edge.taken, nonzero):
+                out.add(f"{ins.line}:{'t' if edge.taken else 'f'}")
+            out |= self._block_conditions(edge.block, nonzero)
+        self._conditions[key] = frozenset(out)
+        return self._conditions[key]
+
+    def _nonzero(self, guard: str, holds: bool, reg: str | None) -> bool:
+        """Whether ``guard`` holding (``holds``) or failing means exactly ``reg != 0``."""
+        name = guard.lstrip("!")
+        defs = self.defs.get(name, [])
+        if reg is None or len(defs) != 1 or len(self.defs.get(reg, [])) > 1:
+            return False
+        ins = self.body[defs[0]]
+        parts = ins.opcode.split(".")
+        if ins.base != "setp" or len(ins.operands) != 3 or len(parts) < 3 or parts[2] not in ("u32", "s32", "b32"):
+            return False
+        a, b = (o.strip() for o in ins.operands[1:])
+        if {a, b} != {reg, "0"}:
+            return False
+        runs_when_true = holds != guard.startswith("!")
+        unsigned = parts[2] == "u32"  # x > 0 is x != 0, x <= 0 is x == 0
+        above, below = (("hi", "gt"), ("ls", "le")) if b == "0" else (("lo", "lt"), ("hs", "ge"))
+        nonzero_test = parts[1] == "ne" or (unsigned and parts[1] in above)
+        zero_test = parts[1] == "eq" or (unsigned and parts[1] in below)
+        return (nonzero_test and runs_when_true) or (zero_test and not runs_when_true)
 
     def guard(self, index: int) -> Dnf | None:
         """The threads that run instruction ``index`` (module docstring)."""

@@ -7,7 +7,9 @@ updated value — loops are widened by construction). A value is
 - a *constant* (``const`` set, no origins): an immediate, or arithmetic on immediates;
 - *from a handle*: it depends on the result of a call to a handle function
   (``h:<symbol>`` in ``origins``);
-- a *params load*: loaded from the params pointer (``params``) or a function parameter;
+- a *params load*: loaded from the params pointer (``params``) or a function parameter
+  (``arg``; the two parameters of an entry-like function carry it too, since a callable
+  taking two pointers looks the same);
 - the dynamic shared-memory base (``smem``: the entry's second argument, or an
   ``extern .shared`` array), the thread index (``tid``, with ``tid_abs`` while it is
   not reduced to a lane), the grid (``grid``);
@@ -367,10 +369,11 @@ def _transfer(env: Env, ins: Instr, last_call: str | None) -> tuple[str, Val] | 
         name = addr.strip("[]").split("+")[0].strip()
         if name in env.params:
             index = env.params.index(name)
+            # ``arg``: a value the caller passed (an entry-like function may be a callable taking two pointers)
             if env.entry_like and index == 1:
-                return dest, Val(origins=frozenset({"smem"}))
+                return dest, Val(origins=frozenset({"smem", "arg"}))
             if env.entry_like and index == 0:
-                return dest, Val(0, frozenset({"params_ptr"}))  # offset 0 of the params block
+                return dest, Val(0, frozenset({"params_ptr", "arg"}))  # offset 0 of the params block
             return dest, Val(origins=frozenset({"arg"}))
         return dest, UNKNOWN
     if base in ("ld", "ldu"):

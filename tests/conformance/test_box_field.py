@@ -30,6 +30,8 @@ VARIANTS = {
     "sum": (CREDIT, "    return kBytesA - a_box_rows * kTileK;"),
     # no check bounds the rows from above: past 128 rows the credit wraps to a count near 2**32
     "unbounded": (CHECK, "    if (a_box_rows == 0 || a_box_rows < (rows < kTileM ? rows : kTileM)) {"),
+    # the credit skipped on the last k-tile: that fill completes 128 * (128 - rows) bytes fewer
+    "conditional": ("        if (credit != 0) {", "        if (credit != 0 && kt + 1 < params->k_tiles) {"),
 }
 
 PTX = """
@@ -119,6 +121,7 @@ def _findings(variant: str, tmp_path: Path) -> list[Diagnostic]:
     [
         ("sum", "an expression of params `a_box_rows`, not a constant"),
         ("unbounded", "the range of the bytes"),
+        ("conditional", "runs only under a condition"),
     ],
 )
 def test_an_undecided_fill_is_a_note_not_a_pass(variant: str, words: str, tmp_path: Path) -> None:

@@ -18,21 +18,9 @@ from diagnostics.model import DiagnosticError
 from packing.pack import pack
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
-_HELPER = "a helper function's shared-memory address (the analysis reads each function alone)"
 UNDECIDED = {
-    "attention/core": "a wait on ring `v`'s full barrier the step check places outside the side's loop "
-    "(`ring-step`: a step the side does not state), and wait parities it cannot read",
-    "attention/epilogue": _HELPER,
-    "attention/load_blocksparse": "tensor maps held in the params block by value (no ptr field to declare a box "
-    "on), and a wait parity it cannot follow",
-    "attention/load_dense": "tensor maps held in the params block by value (no ptr field to declare a box on), "
-    "and a wait parity it cannot follow",
-    "attention/load_paged": "tensor maps held in the params block by value (no ptr field to declare a box on), "
-    "and a wait parity it cannot follow",
-    "gemm_swiglu/persistent/epilogue": _HELPER,
-    "gemm_swiglu/persistent/fixup": _HELPER,
-    "gemm_swiglu/persistent/scheduler": _HELPER,
-    "gemm_swiglu/persistent/scheduler_small": _HELPER,
+    "attention/load_paged": "K and V boxes of `page_size` rows, 128 / page_size of them per fill: the fill's "
+    "bytes are no linear form of the params fields",
 }
 
 

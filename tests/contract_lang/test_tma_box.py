@@ -1,4 +1,5 @@
-"""`box D0, D1 elem E` on a params `ptr` field: the tensor map's box, parsed, printed back and checked."""
+"""`box D0, D1 elem E` on a params `ptr` field (the tensor map's address) or `tensormap` field (the map itself,
+held in the block by value): the tensor map's box, parsed, printed back and checked."""
 
 from __future__ import annotations
 
@@ -32,10 +33,37 @@ def test_a_box_parses_prints_back_and_counts_its_bytes() -> None:
     assert parse_text(text, "again.kc") == source
 
 
+def test_a_tensor_map_held_by_value_is_a_field_type_with_a_box() -> None:
+    text = STAGE.replace("size 16 align 8", "size 256 align 64").format(
+        field="tmap_k: tensormap @ 128 box 64, 128, 1 elem bf16\n        seq: i32 @ 0"
+    )
+    source = parse_text(text, "box.kc")
+    (stage,) = source.items
+    assert isinstance(stage, A.Stage)
+    (params,) = stage.of(A.Params)
+    assert isinstance(params, A.Params)
+    field = params.fields[0]
+    assert field.type == "tensormap" and field.offset == 128
+    assert field.box is not None and field.box.bytes == 16384
+    printed = print_file(source)
+    assert "tmap_k: tensormap @ 128 box 64, 128, 1 elem bf16" in printed
+    assert parse_text(printed, "again.kc") == source
+
+
+def test_tensormap_is_no_scalar_type() -> None:
+    with pytest.raises(DiagnosticError) as err:
+        parse_text(
+            'stage "fx.c" version "1.0.0" {\n    target sm_90a\n'
+            "    export callable f (tensormap) -> void = f_impl\n}\n",
+            "c.kc",
+        )
+    assert [d.code for d in err.value.diagnostics] == ["E-NAME"]  # an unknown type name
+
+
 @pytest.mark.parametrize(
     ("field", "message"),
     [
-        ("n: u32 @ 0 box 8 elem f32", "a tensor-map box belongs on a `ptr` field"),
+        ("n: u32 @ 0 box 8 elem f32", "a tensor-map box belongs on a `ptr` or `tensormap` field"),
         ("t: ptr @ 0 box 0, 128 elem bf16", "1 to 5 dimensions of 1 to 256 elements"),
         ("t: ptr @ 0 box 512 elem bf16", "1 to 5 dimensions of 1 to 256 elements"),
         ("t: ptr @ 0 box 1, 1, 1, 1, 1, 1 elem bf16", "1 to 5 dimensions of 1 to 256 elements"),

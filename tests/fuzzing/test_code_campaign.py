@@ -61,3 +61,27 @@ def test_the_command_reports_the_campaign(ring: Path, capsys: pytest.CaptureFixt
     report = json.loads(capsys.readouterr().out)
     assert report["mutants"] == 12 and report["accepted"] == []
     assert main(["fuzz", str(ring), "--code", "--kinds", "nonsense"]) == 2
+
+
+def test_two_copies_commute_only_within_one_block() -> None:
+    """A copy moved before another copy of its fill changes nothing; moved past a branch into a block that
+    runs under a condition (gemm_swiglu's `if (credit != 0)`), fills that skip the block lose its bytes."""
+    from fuzzing.code import CodeMutation, _crosses_branch
+
+    ptx = "\n".join(
+        [
+            "\tmbarrier.arrive.expect_tx.shared::cta.b64 _, [%r9], %r8;",  # 1
+            "\t@%p8 bra \t$L__BB1_10;",  # 2
+            "\tmbarrier.complete_tx.relaxed.cta.shared::cta.b64 [%r9], %r7;",  # 3
+            "$L__BB1_10:",  # 4
+            "\tcp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r1], [%rd5, {%r2, %r3}], [%r9];",  # noqa: E501
+            "\tcp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r4], [%rd6, {%r2, %r3}], [%r9];",  # noqa: E501
+        ]
+    )
+
+    def moved(line: int, before: int) -> CodeMutation:
+        edit = f"move `cp.async.bulk.tensor.2d` before `x` (line {before})"
+        return CodeMutation("c", "reorder", "f", line, "cp.async.bulk.tensor.2d", edit, ptx)
+
+    assert not _crosses_branch(moved(6, 5), ptx)
+    assert _crosses_branch(moved(5, 3), ptx)

@@ -6,17 +6,25 @@
 
 // params LoadBlock size 512 align 128
 struct alignas(128) LoadBlock {
-    unsigned char kl_pad0[384];
+    alignas(64) unsigned char tmap_q[128];
+    alignas(64) unsigned char tmap_k[128];
+    alignas(64) unsigned char tmap_v[128];
     int seq_q;
     int seq_k;
     unsigned char kl_tail[120];
 };
 static_assert(sizeof(LoadBlock) == 512, "params LoadBlock: size");
 static_assert(alignof(LoadBlock) == 128, "params LoadBlock: align");
+static_assert(sizeof(LoadBlock::tmap_q) == 128, "params LoadBlock: tmap_q is 128 bytes");
+static_assert(sizeof(LoadBlock::tmap_k) == 128, "params LoadBlock: tmap_k is 128 bytes");
+static_assert(sizeof(LoadBlock::tmap_v) == 128, "params LoadBlock: tmap_v is 128 bytes");
 static_assert(sizeof(LoadBlock::seq_q) == 4, "params LoadBlock: seq_q is 4 bytes");
 static_assert(sizeof(LoadBlock::seq_k) == 4, "params LoadBlock: seq_k is 4 bytes");
 #ifndef __CUDACC_RTC__
 #include <cstddef>
+static_assert(offsetof(LoadBlock, tmap_q) == 0, "params LoadBlock: tmap_q at offset 0");
+static_assert(offsetof(LoadBlock, tmap_k) == 128, "params LoadBlock: tmap_k at offset 128");
+static_assert(offsetof(LoadBlock, tmap_v) == 256, "params LoadBlock: tmap_v at offset 256");
 static_assert(offsetof(LoadBlock, seq_q) == 384, "params LoadBlock: seq_q at offset 384");
 static_assert(offsetof(LoadBlock, seq_k) == 388, "params LoadBlock: seq_k at offset 388");
 #endif
@@ -27,56 +35,56 @@ enum : unsigned { kl_attn_load_dense_owned_block_n = 128 };  // owns fact block_
 
 extern "C" {
 // ---- handles (defined by the linker)
-__device__ unsigned kl_attn_load_dense_load_warp0();  // a role's first warp; load_dense.kc:11: role load entry attn_load_dense_main warps 4 regs 24 warpgroup
-__device__ unsigned kl_attn_load_dense_load_regs();  // a register budget; load_dense.kc:11: role load entry attn_load_dense_main warps 4 regs 24 warpgroup
-__device__ unsigned kl_attn_load_dense_params_offset();  // a params offset; load_dense.kc:13: params LoadBlock size 512 align 128 {
-__device__ unsigned kl_attn_load_dense_q_tile_smem();  // a shared-memory offset; load_dense.kc:22: claim smem q_tile bytes 32KiB align 1024 per_slot q use tma, swizzle128, wgmma
-__device__ unsigned kl_attn_load_dense_q_tile_stride();  // a slot stride; load_dense.kc:22: claim smem q_tile bytes 32KiB align 1024 per_slot q use tma, swizzle128, wgmma
-__device__ unsigned kl_attn_load_dense_k_tiles_smem();  // a shared-memory offset; load_dense.kc:23: claim smem k_tiles bytes 32KiB align 1024 per_slot k use tma, swizzle128, wgmma
-__device__ unsigned kl_attn_load_dense_k_tiles_stride();  // a slot stride; load_dense.kc:23: claim smem k_tiles bytes 32KiB align 1024 per_slot k use tma, swizzle128, wgmma
-__device__ unsigned kl_attn_load_dense_v_tiles_smem();  // a shared-memory offset; load_dense.kc:24: claim smem v_tiles bytes 32KiB align 1024 per_slot v use tma, swizzle128, wgmma
-__device__ unsigned kl_attn_load_dense_v_tiles_stride();  // a slot stride; load_dense.kc:24: claim smem v_tiles bytes 32KiB align 1024 per_slot v use tma, swizzle128, wgmma
-__device__ unsigned kl_attn_load_dense_q_depth();  // a ring depth; load_dense.kc:26: ring q produce by load {
-__device__ unsigned kl_attn_load_dense_q_full_bar();  // a full-barrier offset; load_dense.kc:26: ring q produce by load {
-__device__ unsigned kl_attn_load_dense_q_empty_bar();  // an empty-barrier offset; load_dense.kc:26: ring q produce by load {
-__device__ void kl_attn_load_dense_q_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; load_dense.kc:26: ring q produce by load {
-__device__ void kl_attn_load_dense_q_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_dense.kc:26: ring q produce by load {
-__device__ unsigned kl_attn_load_dense_q_full_count();  // a full-barrier arrival count; load_dense.kc:26: ring q produce by load {
-__device__ unsigned kl_attn_load_dense_q_empty_count();  // an empty-barrier arrival count; load_dense.kc:26: ring q produce by load {
-__device__ unsigned kl_attn_load_dense_k_depth();  // a ring depth; load_dense.kc:39: ring k produce by load {
-__device__ unsigned kl_attn_load_dense_k_full_bar();  // a full-barrier offset; load_dense.kc:39: ring k produce by load {
-__device__ unsigned kl_attn_load_dense_k_empty_bar();  // an empty-barrier offset; load_dense.kc:39: ring k produce by load {
-__device__ void kl_attn_load_dense_k_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; load_dense.kc:39: ring k produce by load {
-__device__ void kl_attn_load_dense_k_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_dense.kc:39: ring k produce by load {
-__device__ unsigned kl_attn_load_dense_k_full_count();  // a full-barrier arrival count; load_dense.kc:39: ring k produce by load {
-__device__ unsigned kl_attn_load_dense_k_empty_count();  // an empty-barrier arrival count; load_dense.kc:39: ring k produce by load {
-__device__ unsigned kl_attn_load_dense_v_depth();  // a ring depth; load_dense.kc:50: ring v produce by load {
-__device__ unsigned kl_attn_load_dense_v_full_bar();  // a full-barrier offset; load_dense.kc:50: ring v produce by load {
-__device__ unsigned kl_attn_load_dense_v_empty_bar();  // an empty-barrier offset; load_dense.kc:50: ring v produce by load {
-__device__ void kl_attn_load_dense_v_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; load_dense.kc:50: ring v produce by load {
-__device__ void kl_attn_load_dense_v_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_dense.kc:50: ring v produce by load {
-__device__ unsigned kl_attn_load_dense_v_full_count();  // a full-barrier arrival count; load_dense.kc:50: ring v produce by load {
-__device__ unsigned kl_attn_load_dense_v_empty_count();  // an empty-barrier arrival count; load_dense.kc:50: ring v produce by load {
-__device__ unsigned kl_attn_load_dense_fact_head_dim();  // a fact's value; load_dense.kc:62: owns fact head_dim: u32 = 128
-__device__ unsigned kl_attn_load_dense_fact_block_m();  // a fact's value; load_dense.kc:63: owns fact block_m: u32 = 128
-__device__ unsigned kl_attn_load_dense_fact_block_n();  // a fact's value; load_dense.kc:64: owns fact block_n: u32 = 128
-__device__ unsigned kl_attn_load_dense_q_q_tile_smem();  // ring q: slot 0's offset of claim `q_tile`; load_dense.kc:26: ring q produce by load {
-__device__ unsigned kl_attn_load_dense_q_q_tile_stride();  // ring q: slot stride of claim `q_tile`; load_dense.kc:26: ring q produce by load {
-__device__ unsigned kl_attn_load_dense_k_k_tiles_smem();  // ring k: slot 0's offset of claim `k_tiles`; load_dense.kc:39: ring k produce by load {
-__device__ unsigned kl_attn_load_dense_k_k_tiles_stride();  // ring k: slot stride of claim `k_tiles`; load_dense.kc:39: ring k produce by load {
-__device__ unsigned kl_attn_load_dense_v_v_tiles_smem();  // ring v: slot 0's offset of claim `v_tiles`; load_dense.kc:50: ring v produce by load {
-__device__ unsigned kl_attn_load_dense_v_v_tiles_stride();  // ring v: slot stride of claim `v_tiles`; load_dense.kc:50: ring v produce by load {
+__device__ unsigned kl_attn_load_dense_load_warp0();  // a role's first warp; load_dense.kc:10: role load entry attn_load_dense_main warps 4 regs 24 warpgroup
+__device__ unsigned kl_attn_load_dense_load_regs();  // a register budget; load_dense.kc:10: role load entry attn_load_dense_main warps 4 regs 24 warpgroup
+__device__ unsigned kl_attn_load_dense_params_offset();  // a params offset; load_dense.kc:12: params LoadBlock size 512 align 128 {
+__device__ unsigned kl_attn_load_dense_q_tile_smem();  // a shared-memory offset; load_dense.kc:24: claim smem q_tile bytes 32KiB align 1024 per_slot q use tma, swizzle128, wgmma
+__device__ unsigned kl_attn_load_dense_q_tile_stride();  // a slot stride; load_dense.kc:24: claim smem q_tile bytes 32KiB align 1024 per_slot q use tma, swizzle128, wgmma
+__device__ unsigned kl_attn_load_dense_k_tiles_smem();  // a shared-memory offset; load_dense.kc:25: claim smem k_tiles bytes 32KiB align 1024 per_slot k use tma, swizzle128, wgmma
+__device__ unsigned kl_attn_load_dense_k_tiles_stride();  // a slot stride; load_dense.kc:25: claim smem k_tiles bytes 32KiB align 1024 per_slot k use tma, swizzle128, wgmma
+__device__ unsigned kl_attn_load_dense_v_tiles_smem();  // a shared-memory offset; load_dense.kc:26: claim smem v_tiles bytes 32KiB align 1024 per_slot v use tma, swizzle128, wgmma
+__device__ unsigned kl_attn_load_dense_v_tiles_stride();  // a slot stride; load_dense.kc:26: claim smem v_tiles bytes 32KiB align 1024 per_slot v use tma, swizzle128, wgmma
+__device__ unsigned kl_attn_load_dense_q_depth();  // a ring depth; load_dense.kc:28: ring q produce by load {
+__device__ unsigned kl_attn_load_dense_q_full_bar();  // a full-barrier offset; load_dense.kc:28: ring q produce by load {
+__device__ unsigned kl_attn_load_dense_q_empty_bar();  // an empty-barrier offset; load_dense.kc:28: ring q produce by load {
+__device__ void kl_attn_load_dense_q_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; load_dense.kc:28: ring q produce by load {
+__device__ void kl_attn_load_dense_q_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_dense.kc:28: ring q produce by load {
+__device__ unsigned kl_attn_load_dense_q_full_count();  // a full-barrier arrival count; load_dense.kc:28: ring q produce by load {
+__device__ unsigned kl_attn_load_dense_q_empty_count();  // an empty-barrier arrival count; load_dense.kc:28: ring q produce by load {
+__device__ unsigned kl_attn_load_dense_k_depth();  // a ring depth; load_dense.kc:41: ring k produce by load {
+__device__ unsigned kl_attn_load_dense_k_full_bar();  // a full-barrier offset; load_dense.kc:41: ring k produce by load {
+__device__ unsigned kl_attn_load_dense_k_empty_bar();  // an empty-barrier offset; load_dense.kc:41: ring k produce by load {
+__device__ void kl_attn_load_dense_k_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; load_dense.kc:41: ring k produce by load {
+__device__ void kl_attn_load_dense_k_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_dense.kc:41: ring k produce by load {
+__device__ unsigned kl_attn_load_dense_k_full_count();  // a full-barrier arrival count; load_dense.kc:41: ring k produce by load {
+__device__ unsigned kl_attn_load_dense_k_empty_count();  // an empty-barrier arrival count; load_dense.kc:41: ring k produce by load {
+__device__ unsigned kl_attn_load_dense_v_depth();  // a ring depth; load_dense.kc:52: ring v produce by load {
+__device__ unsigned kl_attn_load_dense_v_full_bar();  // a full-barrier offset; load_dense.kc:52: ring v produce by load {
+__device__ unsigned kl_attn_load_dense_v_empty_bar();  // an empty-barrier offset; load_dense.kc:52: ring v produce by load {
+__device__ void kl_attn_load_dense_v_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; load_dense.kc:52: ring v produce by load {
+__device__ void kl_attn_load_dense_v_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_dense.kc:52: ring v produce by load {
+__device__ unsigned kl_attn_load_dense_v_full_count();  // a full-barrier arrival count; load_dense.kc:52: ring v produce by load {
+__device__ unsigned kl_attn_load_dense_v_empty_count();  // an empty-barrier arrival count; load_dense.kc:52: ring v produce by load {
+__device__ unsigned kl_attn_load_dense_fact_head_dim();  // a fact's value; load_dense.kc:64: owns fact head_dim: u32 = 128
+__device__ unsigned kl_attn_load_dense_fact_block_m();  // a fact's value; load_dense.kc:65: owns fact block_m: u32 = 128
+__device__ unsigned kl_attn_load_dense_fact_block_n();  // a fact's value; load_dense.kc:66: owns fact block_n: u32 = 128
+__device__ unsigned kl_attn_load_dense_q_q_tile_smem();  // ring q: slot 0's offset of claim `q_tile`; load_dense.kc:28: ring q produce by load {
+__device__ unsigned kl_attn_load_dense_q_q_tile_stride();  // ring q: slot stride of claim `q_tile`; load_dense.kc:28: ring q produce by load {
+__device__ unsigned kl_attn_load_dense_k_k_tiles_smem();  // ring k: slot 0's offset of claim `k_tiles`; load_dense.kc:41: ring k produce by load {
+__device__ unsigned kl_attn_load_dense_k_k_tiles_stride();  // ring k: slot stride of claim `k_tiles`; load_dense.kc:41: ring k produce by load {
+__device__ unsigned kl_attn_load_dense_v_v_tiles_smem();  // ring v: slot 0's offset of claim `v_tiles`; load_dense.kc:52: ring v produce by load {
+__device__ unsigned kl_attn_load_dense_v_v_tiles_stride();  // ring v: slot stride of claim `v_tiles`; load_dense.kc:52: ring v produce by load {
 // ---- what this stage defines (the linker calls these)
-__device__ void attn_load_dense_main(const LoadBlock* params, unsigned char* smem);  // load_dense.kc:11: role load entry attn_load_dense_main warps 4 regs 24 warpgroup
-__device__ void attn_load_dense_q_init(const LoadBlock* params, unsigned char* smem);  // load_dense.kc:26: ring q produce by load {
-__device__ void attn_load_dense_k_init(const LoadBlock* params, unsigned char* smem);  // load_dense.kc:39: ring k produce by load {
-__device__ void attn_load_dense_v_init(const LoadBlock* params, unsigned char* smem);  // load_dense.kc:50: ring v produce by load {
-__device__ int attn_load_dense_kv_count(void*, void*);  // load_dense.kc:17: export callable kv_count (ptr, ptr) -> i32 = attn_load_dense_kv_count
-__device__ int attn_load_dense_kv_block(void*, void*, int);  // load_dense.kc:18: export callable kv_block (ptr, ptr, i32) -> i32 = attn_load_dense_kv_block
+__device__ void attn_load_dense_main(const LoadBlock* params, unsigned char* smem);  // load_dense.kc:10: role load entry attn_load_dense_main warps 4 regs 24 warpgroup
+__device__ void attn_load_dense_q_init(const LoadBlock* params, unsigned char* smem);  // load_dense.kc:28: ring q produce by load {
+__device__ void attn_load_dense_k_init(const LoadBlock* params, unsigned char* smem);  // load_dense.kc:41: ring k produce by load {
+__device__ void attn_load_dense_v_init(const LoadBlock* params, unsigned char* smem);  // load_dense.kc:52: ring v produce by load {
+__device__ int attn_load_dense_kv_count(void*, void*);  // load_dense.kc:19: export callable kv_count (ptr, ptr) -> i32 = attn_load_dense_kv_count
+__device__ int attn_load_dense_kv_block(void*, void*, int);  // load_dense.kc:20: export callable kv_block (ptr, ptr, i32) -> i32 = attn_load_dense_kv_block
 // ---- call trampolines (the linker defines them to call the export)
-__device__ int kl_load_kv_block(void*, void*, int);  // load_dense.kc:21: call kv_block (ptr, ptr, i32) -> i32 as kl_load_kv_block from role load guarantees converged
-__device__ int kl_load_kv_count(void*, void*);  // load_dense.kc:20: call kv_count (ptr, ptr) -> i32 as kl_load_kv_count from role load guarantees converged
-__device__ void kl_mask_kv_range(void*, int, int, int, void*, void*);  // load_dense.kc:19: call mask_kv_range (ptr, i32, i32, i32, ptr, ptr) -> void as kl_mask_kv_range from role load guarantees converged, full_warps
+__device__ int kl_load_kv_block(void*, void*, int);  // load_dense.kc:23: call kv_block (ptr, ptr, i32) -> i32 as kl_load_kv_block from role load guarantees converged
+__device__ int kl_load_kv_count(void*, void*);  // load_dense.kc:22: call kv_count (ptr, ptr) -> i32 as kl_load_kv_count from role load guarantees converged
+__device__ void kl_mask_kv_range(void*, int, int, int, void*, void*);  // load_dense.kc:21: call mask_kv_range (ptr, i32, i32, i32, ptr, ptr) -> void as kl_mask_kv_range from role load guarantees converged, full_warps
 }  // extern "C"
 
 // ---- typed helpers over the handles (shared-memory offsets from the dynamic base); macros, so the

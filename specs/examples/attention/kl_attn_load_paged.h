@@ -6,7 +6,9 @@
 
 // params LoadBlock size 512 align 128
 struct alignas(128) LoadBlock {
-    unsigned char kl_pad0[384];
+    alignas(64) unsigned char tmap_q[128];
+    alignas(64) unsigned char tmap_k[128];
+    alignas(64) unsigned char tmap_v[128];
     void* page_table;
     int table_stride;
     int page_size;
@@ -16,6 +18,9 @@ struct alignas(128) LoadBlock {
 };
 static_assert(sizeof(LoadBlock) == 512, "params LoadBlock: size");
 static_assert(alignof(LoadBlock) == 128, "params LoadBlock: align");
+static_assert(sizeof(LoadBlock::tmap_q) == 128, "params LoadBlock: tmap_q is 128 bytes");
+static_assert(sizeof(LoadBlock::tmap_k) == 128, "params LoadBlock: tmap_k is 128 bytes");
+static_assert(sizeof(LoadBlock::tmap_v) == 128, "params LoadBlock: tmap_v is 128 bytes");
 static_assert(sizeof(LoadBlock::page_table) == 8, "params LoadBlock: page_table is 8 bytes");
 static_assert(sizeof(LoadBlock::table_stride) == 4, "params LoadBlock: table_stride is 4 bytes");
 static_assert(sizeof(LoadBlock::page_size) == 4, "params LoadBlock: page_size is 4 bytes");
@@ -23,6 +28,9 @@ static_assert(sizeof(LoadBlock::seq_k) == 4, "params LoadBlock: seq_k is 4 bytes
 static_assert(sizeof(LoadBlock::seq_q) == 4, "params LoadBlock: seq_q is 4 bytes");
 #ifndef __CUDACC_RTC__
 #include <cstddef>
+static_assert(offsetof(LoadBlock, tmap_q) == 0, "params LoadBlock: tmap_q at offset 0");
+static_assert(offsetof(LoadBlock, tmap_k) == 128, "params LoadBlock: tmap_k at offset 128");
+static_assert(offsetof(LoadBlock, tmap_v) == 256, "params LoadBlock: tmap_v at offset 256");
 static_assert(offsetof(LoadBlock, page_table) == 384, "params LoadBlock: page_table at offset 384");
 static_assert(offsetof(LoadBlock, table_stride) == 392, "params LoadBlock: table_stride at offset 392");
 static_assert(offsetof(LoadBlock, page_size) == 396, "params LoadBlock: page_size at offset 396");
@@ -39,53 +47,53 @@ extern "C" {
 __device__ unsigned kl_attn_load_paged_load_warp0();  // a role's first warp; load_paged.kc:11: role load entry attn_load_paged_main warps 4 regs 24 warpgroup
 __device__ unsigned kl_attn_load_paged_load_regs();  // a register budget; load_paged.kc:11: role load entry attn_load_paged_main warps 4 regs 24 warpgroup
 __device__ unsigned kl_attn_load_paged_params_offset();  // a params offset; load_paged.kc:13: params LoadBlock size 512 align 128 {
-__device__ unsigned kl_attn_load_paged_q_tile_smem();  // a shared-memory offset; load_paged.kc:25: claim smem q_tile bytes 32KiB align 1024 per_slot q use tma, swizzle128, wgmma
-__device__ unsigned kl_attn_load_paged_q_tile_stride();  // a slot stride; load_paged.kc:25: claim smem q_tile bytes 32KiB align 1024 per_slot q use tma, swizzle128, wgmma
-__device__ unsigned kl_attn_load_paged_k_tiles_smem();  // a shared-memory offset; load_paged.kc:26: claim smem k_tiles bytes 32KiB align 1024 per_slot k use tma, swizzle128, wgmma
-__device__ unsigned kl_attn_load_paged_k_tiles_stride();  // a slot stride; load_paged.kc:26: claim smem k_tiles bytes 32KiB align 1024 per_slot k use tma, swizzle128, wgmma
-__device__ unsigned kl_attn_load_paged_v_tiles_smem();  // a shared-memory offset; load_paged.kc:27: claim smem v_tiles bytes 32KiB align 1024 per_slot v use tma, swizzle128, wgmma
-__device__ unsigned kl_attn_load_paged_v_tiles_stride();  // a slot stride; load_paged.kc:27: claim smem v_tiles bytes 32KiB align 1024 per_slot v use tma, swizzle128, wgmma
-__device__ unsigned kl_attn_load_paged_q_depth();  // a ring depth; load_paged.kc:29: ring q produce by load {
-__device__ unsigned kl_attn_load_paged_q_full_bar();  // a full-barrier offset; load_paged.kc:29: ring q produce by load {
-__device__ unsigned kl_attn_load_paged_q_empty_bar();  // an empty-barrier offset; load_paged.kc:29: ring q produce by load {
-__device__ void kl_attn_load_paged_q_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; load_paged.kc:29: ring q produce by load {
-__device__ void kl_attn_load_paged_q_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_paged.kc:29: ring q produce by load {
-__device__ unsigned kl_attn_load_paged_q_full_count();  // a full-barrier arrival count; load_paged.kc:29: ring q produce by load {
-__device__ unsigned kl_attn_load_paged_q_empty_count();  // an empty-barrier arrival count; load_paged.kc:29: ring q produce by load {
-__device__ unsigned kl_attn_load_paged_k_depth();  // a ring depth; load_paged.kc:42: ring k produce by load {
-__device__ unsigned kl_attn_load_paged_k_full_bar();  // a full-barrier offset; load_paged.kc:42: ring k produce by load {
-__device__ unsigned kl_attn_load_paged_k_empty_bar();  // an empty-barrier offset; load_paged.kc:42: ring k produce by load {
-__device__ void kl_attn_load_paged_k_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; load_paged.kc:42: ring k produce by load {
-__device__ void kl_attn_load_paged_k_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_paged.kc:42: ring k produce by load {
-__device__ unsigned kl_attn_load_paged_k_full_count();  // a full-barrier arrival count; load_paged.kc:42: ring k produce by load {
-__device__ unsigned kl_attn_load_paged_k_empty_count();  // an empty-barrier arrival count; load_paged.kc:42: ring k produce by load {
-__device__ unsigned kl_attn_load_paged_v_depth();  // a ring depth; load_paged.kc:55: ring v produce by load {
-__device__ unsigned kl_attn_load_paged_v_full_bar();  // a full-barrier offset; load_paged.kc:55: ring v produce by load {
-__device__ unsigned kl_attn_load_paged_v_empty_bar();  // an empty-barrier offset; load_paged.kc:55: ring v produce by load {
-__device__ void kl_attn_load_paged_v_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; load_paged.kc:55: ring v produce by load {
-__device__ void kl_attn_load_paged_v_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_paged.kc:55: ring v produce by load {
-__device__ unsigned kl_attn_load_paged_v_full_count();  // a full-barrier arrival count; load_paged.kc:55: ring v produce by load {
-__device__ unsigned kl_attn_load_paged_v_empty_count();  // an empty-barrier arrival count; load_paged.kc:55: ring v produce by load {
-__device__ unsigned kl_attn_load_paged_fact_head_dim();  // a fact's value; load_paged.kc:69: owns fact head_dim: u32 = 128
-__device__ unsigned kl_attn_load_paged_fact_block_m();  // a fact's value; load_paged.kc:70: owns fact block_m: u32 = 128
-__device__ unsigned kl_attn_load_paged_fact_block_n();  // a fact's value; load_paged.kc:71: owns fact block_n: u32 = 128
-__device__ unsigned kl_attn_load_paged_q_q_tile_smem();  // ring q: slot 0's offset of claim `q_tile`; load_paged.kc:29: ring q produce by load {
-__device__ unsigned kl_attn_load_paged_q_q_tile_stride();  // ring q: slot stride of claim `q_tile`; load_paged.kc:29: ring q produce by load {
-__device__ unsigned kl_attn_load_paged_k_k_tiles_smem();  // ring k: slot 0's offset of claim `k_tiles`; load_paged.kc:42: ring k produce by load {
-__device__ unsigned kl_attn_load_paged_k_k_tiles_stride();  // ring k: slot stride of claim `k_tiles`; load_paged.kc:42: ring k produce by load {
-__device__ unsigned kl_attn_load_paged_v_v_tiles_smem();  // ring v: slot 0's offset of claim `v_tiles`; load_paged.kc:55: ring v produce by load {
-__device__ unsigned kl_attn_load_paged_v_v_tiles_stride();  // ring v: slot stride of claim `v_tiles`; load_paged.kc:55: ring v produce by load {
+__device__ unsigned kl_attn_load_paged_q_tile_smem();  // a shared-memory offset; load_paged.kc:28: claim smem q_tile bytes 32KiB align 1024 per_slot q use tma, swizzle128, wgmma
+__device__ unsigned kl_attn_load_paged_q_tile_stride();  // a slot stride; load_paged.kc:28: claim smem q_tile bytes 32KiB align 1024 per_slot q use tma, swizzle128, wgmma
+__device__ unsigned kl_attn_load_paged_k_tiles_smem();  // a shared-memory offset; load_paged.kc:29: claim smem k_tiles bytes 32KiB align 1024 per_slot k use tma, swizzle128, wgmma
+__device__ unsigned kl_attn_load_paged_k_tiles_stride();  // a slot stride; load_paged.kc:29: claim smem k_tiles bytes 32KiB align 1024 per_slot k use tma, swizzle128, wgmma
+__device__ unsigned kl_attn_load_paged_v_tiles_smem();  // a shared-memory offset; load_paged.kc:30: claim smem v_tiles bytes 32KiB align 1024 per_slot v use tma, swizzle128, wgmma
+__device__ unsigned kl_attn_load_paged_v_tiles_stride();  // a slot stride; load_paged.kc:30: claim smem v_tiles bytes 32KiB align 1024 per_slot v use tma, swizzle128, wgmma
+__device__ unsigned kl_attn_load_paged_q_depth();  // a ring depth; load_paged.kc:32: ring q produce by load {
+__device__ unsigned kl_attn_load_paged_q_full_bar();  // a full-barrier offset; load_paged.kc:32: ring q produce by load {
+__device__ unsigned kl_attn_load_paged_q_empty_bar();  // an empty-barrier offset; load_paged.kc:32: ring q produce by load {
+__device__ void kl_attn_load_paged_q_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; load_paged.kc:32: ring q produce by load {
+__device__ void kl_attn_load_paged_q_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_paged.kc:32: ring q produce by load {
+__device__ unsigned kl_attn_load_paged_q_full_count();  // a full-barrier arrival count; load_paged.kc:32: ring q produce by load {
+__device__ unsigned kl_attn_load_paged_q_empty_count();  // an empty-barrier arrival count; load_paged.kc:32: ring q produce by load {
+__device__ unsigned kl_attn_load_paged_k_depth();  // a ring depth; load_paged.kc:45: ring k produce by load {
+__device__ unsigned kl_attn_load_paged_k_full_bar();  // a full-barrier offset; load_paged.kc:45: ring k produce by load {
+__device__ unsigned kl_attn_load_paged_k_empty_bar();  // an empty-barrier offset; load_paged.kc:45: ring k produce by load {
+__device__ void kl_attn_load_paged_k_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; load_paged.kc:45: ring k produce by load {
+__device__ void kl_attn_load_paged_k_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_paged.kc:45: ring k produce by load {
+__device__ unsigned kl_attn_load_paged_k_full_count();  // a full-barrier arrival count; load_paged.kc:45: ring k produce by load {
+__device__ unsigned kl_attn_load_paged_k_empty_count();  // an empty-barrier arrival count; load_paged.kc:45: ring k produce by load {
+__device__ unsigned kl_attn_load_paged_v_depth();  // a ring depth; load_paged.kc:58: ring v produce by load {
+__device__ unsigned kl_attn_load_paged_v_full_bar();  // a full-barrier offset; load_paged.kc:58: ring v produce by load {
+__device__ unsigned kl_attn_load_paged_v_empty_bar();  // an empty-barrier offset; load_paged.kc:58: ring v produce by load {
+__device__ void kl_attn_load_paged_v_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; load_paged.kc:58: ring v produce by load {
+__device__ void kl_attn_load_paged_v_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_paged.kc:58: ring v produce by load {
+__device__ unsigned kl_attn_load_paged_v_full_count();  // a full-barrier arrival count; load_paged.kc:58: ring v produce by load {
+__device__ unsigned kl_attn_load_paged_v_empty_count();  // an empty-barrier arrival count; load_paged.kc:58: ring v produce by load {
+__device__ unsigned kl_attn_load_paged_fact_head_dim();  // a fact's value; load_paged.kc:72: owns fact head_dim: u32 = 128
+__device__ unsigned kl_attn_load_paged_fact_block_m();  // a fact's value; load_paged.kc:73: owns fact block_m: u32 = 128
+__device__ unsigned kl_attn_load_paged_fact_block_n();  // a fact's value; load_paged.kc:74: owns fact block_n: u32 = 128
+__device__ unsigned kl_attn_load_paged_q_q_tile_smem();  // ring q: slot 0's offset of claim `q_tile`; load_paged.kc:32: ring q produce by load {
+__device__ unsigned kl_attn_load_paged_q_q_tile_stride();  // ring q: slot stride of claim `q_tile`; load_paged.kc:32: ring q produce by load {
+__device__ unsigned kl_attn_load_paged_k_k_tiles_smem();  // ring k: slot 0's offset of claim `k_tiles`; load_paged.kc:45: ring k produce by load {
+__device__ unsigned kl_attn_load_paged_k_k_tiles_stride();  // ring k: slot stride of claim `k_tiles`; load_paged.kc:45: ring k produce by load {
+__device__ unsigned kl_attn_load_paged_v_v_tiles_smem();  // ring v: slot 0's offset of claim `v_tiles`; load_paged.kc:58: ring v produce by load {
+__device__ unsigned kl_attn_load_paged_v_v_tiles_stride();  // ring v: slot stride of claim `v_tiles`; load_paged.kc:58: ring v produce by load {
 // ---- what this stage defines (the linker calls these)
 __device__ void attn_load_paged_main(const LoadBlock* params, unsigned char* smem);  // load_paged.kc:11: role load entry attn_load_paged_main warps 4 regs 24 warpgroup
-__device__ void attn_load_paged_q_init(const LoadBlock* params, unsigned char* smem);  // load_paged.kc:29: ring q produce by load {
-__device__ void attn_load_paged_k_init(const LoadBlock* params, unsigned char* smem);  // load_paged.kc:42: ring k produce by load {
-__device__ void attn_load_paged_v_init(const LoadBlock* params, unsigned char* smem);  // load_paged.kc:55: ring v produce by load {
-__device__ int attn_load_paged_kv_count(void*, void*);  // load_paged.kc:20: export callable kv_count (ptr, ptr) -> i32 = attn_load_paged_kv_count
-__device__ int attn_load_paged_kv_block(void*, void*, int);  // load_paged.kc:21: export callable kv_block (ptr, ptr, i32) -> i32 = attn_load_paged_kv_block
+__device__ void attn_load_paged_q_init(const LoadBlock* params, unsigned char* smem);  // load_paged.kc:32: ring q produce by load {
+__device__ void attn_load_paged_k_init(const LoadBlock* params, unsigned char* smem);  // load_paged.kc:45: ring k produce by load {
+__device__ void attn_load_paged_v_init(const LoadBlock* params, unsigned char* smem);  // load_paged.kc:58: ring v produce by load {
+__device__ int attn_load_paged_kv_count(void*, void*);  // load_paged.kc:23: export callable kv_count (ptr, ptr) -> i32 = attn_load_paged_kv_count
+__device__ int attn_load_paged_kv_block(void*, void*, int);  // load_paged.kc:24: export callable kv_block (ptr, ptr, i32) -> i32 = attn_load_paged_kv_block
 // ---- call trampolines (the linker defines them to call the export)
-__device__ int kl_load_kv_block(void*, void*, int);  // load_paged.kc:24: call kv_block (ptr, ptr, i32) -> i32 as kl_load_kv_block from role load guarantees converged
-__device__ int kl_load_kv_count(void*, void*);  // load_paged.kc:23: call kv_count (ptr, ptr) -> i32 as kl_load_kv_count from role load guarantees converged
-__device__ void kl_mask_kv_range(void*, int, int, int, void*, void*);  // load_paged.kc:22: call mask_kv_range (ptr, i32, i32, i32, ptr, ptr) -> void as kl_mask_kv_range from role load guarantees converged, full_warps
+__device__ int kl_load_kv_block(void*, void*, int);  // load_paged.kc:27: call kv_block (ptr, ptr, i32) -> i32 as kl_load_kv_block from role load guarantees converged
+__device__ int kl_load_kv_count(void*, void*);  // load_paged.kc:26: call kv_count (ptr, ptr) -> i32 as kl_load_kv_count from role load guarantees converged
+__device__ void kl_mask_kv_range(void*, int, int, int, void*, void*);  // load_paged.kc:25: call mask_kv_range (ptr, i32, i32, i32, ptr, ptr) -> void as kl_mask_kv_range from role load guarantees converged, full_warps
 }  // extern "C"
 
 // ---- typed helpers over the handles (shared-memory offsets from the dynamic base); macros, so the

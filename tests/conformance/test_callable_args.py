@@ -1,0 +1,121 @@
+"""A callable (or helper) addresses the shared memory its caller passes it; the caller answers for the address.
+
+The analysis reads each function alone, and only a role entry's second argument is the
+shared-memory base. A callable's access relative to one of its own arguments is therefore
+decided at the caller, which passes a claim's address (``smem-arg`` facts, judged by
+``smem-literal``; the failing case is ``cases/smem-arg``). An access the callable computes
+from nothing it was given stays undecided. Two pointer arguments look like a role entry's
+(params, smem): for a callable they are still its caller's values.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from checker.conformance import check
+from package.codefacts import derive
+from packing.pack import choose_stage
+
+CONTRACT = """stage "fx.call" version "1.0.0" {
+    target sm_90a
+    export callable fx_two (ptr, ptr) -> void = fx_two_impl
+    export callable fx_stage (ptr, u32) -> void = fx_stage_impl
+}
+"""
+
+TWO_POINTERS = """
+.visible .func fx_two_impl(.param .b64 fx_two_impl_param_0, .param .b64 fx_two_impl_param_1)
+{
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<3>;
+	ld.param.u64 %rd1, [fx_two_impl_param_0];
+	ld.param.u64 %rd2, [fx_two_impl_param_1];
+	ld.u32 %r1, [%rd2+4];
+	st.u32 [%rd1+8], %r1;
+	ret;
+}
+"""
+
+STAGING = """
+.visible .func fx_stage_impl(.param .b64 fx_stage_impl_param_0, .param .b32 fx_stage_impl_param_1)
+{
+	.reg .b32 %r<6>;
+	.reg .b64 %rd<3>;
+	ld.param.u64 %rd1, [fx_stage_impl_param_0];
+	ld.param.u32 %r1, [fx_stage_impl_param_1];
+	mov.u32 %r2, %tid.x;
+	shl.b32 %r3, %r2, 2;
+	add.s32 %r4, %r1, %r3;
+	st.shared.u32 [%r4], %r2;
+	ret;
+}
+"""
+
+
+def _checks(ptx: str, tmp_path: Path) -> list[tuple[str, bool]]:
+    (tmp_path / "call.kc").write_text(CONTRACT)
+    stage = choose_stage(tmp_path / "call.kc", None)
+    return [(f.check, f.decided) for f in check(stage, derive(".version 8.0\n.target sm_90a\n" + ptx))]
+
+
+@pytest.mark.parametrize("ptx", [TWO_POINTERS, STAGING], ids=["two-pointers", "staging-argument"])
+def test_an_access_relative_to_the_callables_argument_is_the_callers(ptx: str, tmp_path: Path) -> None:
+    assert _checks(ptx, tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        (("add.s32 %r4, %r1, %r3;", "ld.shared.u32 %r4, [%r3];"), "an address loaded from memory"),
+        (("ld.param.u32 %r1, [fx_stage_impl_param_1];", "ld.u32 %r1, [%rd1];"), "an address read through a pointer"),
+    ],
+)
+def test_an_address_the_callable_was_not_given_stays_undecided(edit: tuple[str, str], why: str, tmp_path: Path) -> None:
+    assert edit[0] in STAGING, why
+    assert ("smem-literal", False) in _checks(STAGING.replace(*edit), tmp_path)
+
+
+PERSISTENT = Path(__file__).resolve().parents[2] / "specs" / "examples" / "gemm_swiglu" / "persistent"
+CLAIM_STAGING = "base + kl_gemm_mainloop_out_stage_staging_smem() + w"
+
+
+@pytest.mark.parametrize(
+    ("staging", "expected"),
+    [(CLAIM_STAGING, []), ("65536u + w", [("smem-literal", "fixed", True)])],
+    ids=["a-claim-address", "a-literal-address"],
+)
+def test_the_caller_answers_for_the_address_a_callable_writes(
+    tmp_path: Path, staging: str, expected: list[tuple[str, str, bool]]
+) -> None:
+    """The SwiGLU epilogue's `gs_swiglu_write` stores into the staging address it is given (`smem-param`);
+    the consumer passes it a claim's address. Passing a literal u32 instead is a fixed offset, which only
+    the composition sees (the epilogue is another stage's code): `callable_addresses`."""
+    from checker.conformance.checks import callable_addresses
+    from packing.pack import build
+
+    folder = tmp_path / "persistent"
+    shutil.copytree(PERSISTENT, folder, ignore=shutil.ignore_patterns("build", "ringfed"))
+    source = (folder / "consumer.cu").read_text()
+    assert source.count(CLAIM_STAGING) == 1
+    (folder / "consumer.cu").write_text(source.replace(CLAIM_STAGING, staging))
+    parts = []
+    for name in ("consumer", "epilogue"):
+        built = build(folder / f"{name}.cu", folder / f"{name}.kc")
+        assert built.ptx is not None
+        parts.append((built.stage, derive(built.ptx)))
+    assert any(f.kind == "smem-param" and f.function == "gs_swiglu_epilogue_write" for f in parts[1][1].facts)
+    found = [(f.check, f.problem, f.decided) for _, f in callable_addresses(parts)]
+    assert found == expected
+
+
+def test_the_callers_literal_is_worded_as_passed() -> None:
+    from checker.clauses.l_conform import describe
+    from checker.conformance.context import found
+    from package.codefacts.facts import Fact
+
+    call = Fact("call-arg", "gs_consumer_main", 12, "call.uni", (), None, "gs_consumer_swiglu_write")
+    words = describe(found("smem-literal", "fixed", call, None, offset="", claimed=True))
+    assert "passes `gs_consumer_swiglu_write` a shared-memory address computed without" in words.message
