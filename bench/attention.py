@@ -399,7 +399,7 @@ class Launch:
                 c.data_ptr(),
                 [d, h, page_size, pages],
                 [d * 2, h * d * 2, page_size * h * d * 2],
-                [64, 1, 16, 1],  # experiment: 16-key boxes whatever the page size
+                [64, 1, page_size, 1],
             )
             for c in caches
         ]

@@ -15,10 +15,6 @@
 #include "attn_common.cuh"
 #include "load_common.cuh"
 
-// keys per TMA box (experiment: every page size is a multiple; a kv block is kChunks boxes per sub-tile)
-constexpr int kPageRows = 16;
-constexpr int kChunks = attn::kBlockN / kPageRows;
-
 struct LoadParams {
     CUtensorMap q;  // [B * H, seq_q, D], box {64, 128, 1}
     CUtensorMap k;  // [num_pages, page_size, H, D], box {64, 1, page_size, 1}
@@ -44,23 +40,25 @@ __device__ __forceinline__ void attn_load_main(const LoadParams* p, void* kp, at
     attn::tma_prefetch_map(&p->v);
     attn_load_q(&p->q, t, s);
     const int page_size = p->page_size;
+    const int per_block = attn::kBlockN / page_size;
     const int last_page = (p->seq_k - 1) / page_size;
     const int* table = p->page_table + t->b * p->table_stride;
     attn_produce_kv(kp, &p->k, &p->v, t, s, [&](const CUtensorMap* map, int n_block, unsigned dst, unsigned bar) {
-        int phys[kChunks], row[kChunks];
+        const int first = n_block * per_block;
+        int phys[8];
 #pragma unroll
-        for (int j = 0; j < kChunks; ++j) {  // the block's table entries first: their loads overlap
-            const int key = n_block * attn::kBlockN + kPageRows * j;
-            const int page = key / page_size;
-            phys[j] = __ldg(table + (page < last_page ? page : last_page));
-            row[j] = key % page_size;
+        for (int j = 0; j < 8; ++j) {  // the block's table entries first: their loads overlap
+            const int page = first + j < last_page ? first + j : last_page;
+            phys[j] = j < per_block ? __ldg(table + page) : 0;
         }
 #pragma unroll
-        for (int j = 0; j < kChunks; ++j) {
+        for (int j = 0; j < 8; ++j) {
+            if (j < per_block) {
 #pragma unroll
-            for (int sub = 0; sub < attn::kSubs; ++sub) {
-                attn::tma_load_4d(dst + sub * attn::kSubBytes + j * kPageRows * 128, map, 64 * sub, t->h, row[j],
-                                  phys[j], bar);
+                for (int sub = 0; sub < attn::kSubs; ++sub) {
+                    attn::tma_load_4d(dst + sub * attn::kSubBytes + j * page_size * 128, map, 64 * sub, t->h, 0,
+                                      phys[j], bar);
+                }
             }
         }
     });
