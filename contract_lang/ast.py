@@ -470,6 +470,11 @@ class Rendezvous(Node):
     threads: int | None = None
     prearm: bool = False
     """Once before the loop, not in it (a ping-pong warpgroup letting the other one start)."""
+    lag: int | None = None
+    """``lag N``: the side runs ``N`` iterations late (not in the role's first ``N``) and ``N`` more
+    times after the loop, as a ring side's ``lag`` (a warpgroup that takes its first turn unsynced)."""
+    peeled: bool = False
+    """``peeled``: the side also runs in its role's peeled phases after the loop (§8.3)."""
 
 
 @dataclass(frozen=True)

@@ -221,7 +221,9 @@ def _launch(item: A.Launch) -> str:
 def _rendezvous(item: A.Rendezvous) -> str:
     threads = f" threads {item.threads}" if item.threads is not None else ""
     prearm = " prearm" if item.prearm else ""
-    return f"rendezvous {item.name} {item.mode} by {item.role}{threads}{prearm}"
+    lag = f" lag {item.lag}" if item.lag is not None else ""
+    peeled = " peeled" if item.peeled else ""
+    return f"rendezvous {item.name} {item.mode} by {item.role}{threads}{prearm}{lag}{peeled}"
 
 
 def _export_callable(item: A.ExportCallable) -> str:

@@ -216,7 +216,7 @@ def _unroll_role(protocol: Protocol, role: str, rank: int, cta: int, bound: int,
                 continue
             if i >= len(tiles) and i - len(tiles) >= step.peel:
                 continue  # after the loop only the peeled steps run
-            data = tiles[i - step.lag]
+            data = tiles[min(i - step.lag, len(tiles) - 1)]  # a named-barrier step may peel past its data
             counter = counters.get(step.channel)
             if counter is not None and step.op in (Op.ADD, Op.WAIT_GE, Op.READ, Op.WRITE):
                 if not counter.grid:

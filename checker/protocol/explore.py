@@ -249,7 +249,7 @@ def _program(protocol: Protocol, cta: int, role: str, bound: int, grid: set[str]
                 continue
             if i >= len(mine) and i - len(mine) >= step.peel:
                 continue
-            j = mine[i - step.lag]
+            j = mine[min(i - step.lag, len(mine) - 1)]  # a named-barrier step may peel past its data
             if step.op in (Op.ADD, Op.WAIT_GE) or (step.channel in grid and step.op in (Op.READ, Op.WRITE)):
                 if step.channel in grid:
                     rank = cta % protocol.cluster

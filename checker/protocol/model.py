@@ -362,7 +362,8 @@ class Step:
     the first parity of a ``WAIT``; ``lag`` delays an ``ARRIVE`` or a ``READ_WAIT`` to a
     later iteration; ``peel`` (at most ``lag``, on any loop step) runs the step ``peel`` more
     times after the loop, for the last data iterations its lag left (a side's ``lag N``: the
-    software-pipelined phase the code peels out of its loop); ``prearm`` runs an ``ARRIVE``
+    software-pipelined phase the code peels out of its loop; a named-barrier step may peel more
+    than it lags: a rendezvous side that runs in its role's peeled phases); ``prearm`` runs an ``ARRIVE``
     once per slot, or a named-barrier step once, before the loop. ``part`` says which CTAs run
     the step, ``target`` whose barrier an arrive or copy acts on; ``asynchronous`` marks a
     ``READ`` that completes only at a later ``READ_WAIT``.
@@ -395,7 +396,7 @@ class Step:
             raise ValueError(f"{where}: parity must be 0 or 1")
         if self.lag < 0 or (self.lag > self.peel and (op not in (Op.ARRIVE, Op.READ_WAIT) or self.prearm)):
             raise ValueError(f"{where}: only loop arrivals and read waits may lag, by a non-negative amount")
-        if self.peel < 0 or self.peel > self.lag or (self.peel and self.prearm):
+        if self.peel < 0 or (self.peel > self.lag and op not in BAR_OPS) or (self.peel and self.prearm):
             raise ValueError(f"{where}: a loop step peels at most the iterations it lags")
         if self.prearm and not ((op is Op.ARRIVE and not self.nbytes) or op in BAR_OPS):
             raise ValueError(f"{where}: only plain arrivals and named-barrier steps may pre-arm")

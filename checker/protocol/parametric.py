@@ -368,8 +368,8 @@ def _beyond(protocol: Protocol) -> str | None:
             )
     for role, steps in protocol.programs:
         for step in steps:
-            if step.lag and not step.prearm and not _is_ring(protocol, step.channel):
-                return f"`{role}`'s step on `{step.channel}` lags (only ring steps may)"
+            if step.lag and step.op in (Op.ADD, Op.WAIT_GE):
+                return f"`{role}`'s step on counter `{step.channel}` lags (only ring and named-barrier steps may)"
     return None
 
 
@@ -703,14 +703,18 @@ class _State:
         parts = dict(self.p.participants[(name, cta)])
         ahead = self.p.named_armers[(name, cta)]
         arrivals = [
-            (self.count(r, parts[r]) if r in parts else 0) + (self.named_armed(r, ahead[r]) if r in ahead else 0)
+            (self.data(r, parts[r]) if r in parts else 0) + (self.named_armed(r, ahead[r]) if r in ahead else 0)
             for r in (*parts, *(r for r in ahead if r not in parts))
         ]
         return T.Or(x < 0, T.And(*[a >= x + 1 for a in arrivals]))
 
-    def generation(self, proc: str, name: str, k: Term) -> Term:
-        """The generation of named barrier ``name`` that ``proc``'s loop arrival of iteration ``k`` joins."""
-        return k + 1 if proc in self.p.named_armers[(name, self.p.program(proc).cta)] else k
+    def generation(self, proc: str, pos: _Pos, k: Term) -> Term:
+        """The generation of its named barrier that ``proc``'s loop arrival at ``pos`` of iteration ``k``
+        joins: its arrivals before it (a step that lags ``L`` arrives from iteration ``L`` on), one
+        more when it arrived before its loop."""
+        name, lag = pos.step.channel, pos.step.lag
+        ahead = proc in self.p.named_armers[(name, self.p.program(proc).cta)]
+        return k - lag + (1 if ahead else 0)
 
     def counter_value(self, name: str, cta: int) -> Term:
         """A counter of one CTA: every add of its processes."""
@@ -742,7 +746,7 @@ class _State:
                 return self.counter_value(step.channel, cta) >= (k + 1) * step.count
             x = self.p.data_of(proc, k)
             return self.word(step.channel, cta % self.p.protocol.cluster, x) >= self.p.threshold(proc, step, x)
-        return self.named_done(step.channel, cta, self.generation(proc, step.channel, k))
+        return self.named_done(step.channel, cta, self.generation(proc, pos, k))
 
     # -- the invariant
 
@@ -795,7 +799,7 @@ class _State:
                 continue
             for r, pos in parts:
                 c = self.count(r, pos)
-                out.append(T.Implies(c >= 1, self.named_done(name, cta, self.generation(r, name, c - 2))))
+                out.append(T.Implies(c - pos.step.lag >= 1, self.named_done(name, cta, self.generation(r, pos, c - 2))))
         return out
 
     def invariant(self) -> Term:
@@ -819,7 +823,7 @@ class _State:
             if not self.p.modelled(name, None):
                 continue
             for r, pos in parts:
-                previous = self.generation(r, name, self.i[r] - 1)
+                previous = self.generation(r, pos, self.i[r] - 1)
                 early = T.And(self.at(r, pos), T.Not(self.named_done(name, cta, previous)))
                 out.append((f"the generation of `{r}`'s arrival on `{name}`", early))
         return out
