@@ -49,26 +49,26 @@ __device__ unsigned kl_attn_core_q_full_bar();  // a full-barrier offset; core.k
 __device__ unsigned kl_attn_core_q_empty_bar();  // an empty-barrier offset; core.kc:51: ring q consume by core0 {
 __device__ void kl_attn_core_q_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; core.kc:51: ring q consume by core0 {
 __device__ void kl_attn_core_q_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; core.kc:51: ring q consume by core0 {
-__device__ unsigned kl_attn_core_sched0_bar_id();  // a named-barrier ID; core.kc:62: rendezvous sched0 arrive by core1 threads 256 prearm
-__device__ unsigned kl_attn_core_sched0_threads();  // a barrier thread count; core.kc:62: rendezvous sched0 arrive by core1 threads 256 prearm
-__device__ unsigned kl_attn_core_k_depth();  // a ring depth; core.kc:66: ring k consume by core0 {
-__device__ unsigned kl_attn_core_k_full_bar();  // a full-barrier offset; core.kc:66: ring k consume by core0 {
-__device__ unsigned kl_attn_core_k_empty_bar();  // an empty-barrier offset; core.kc:66: ring k consume by core0 {
-__device__ void kl_attn_core_k_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; core.kc:66: ring k consume by core0 {
-__device__ void kl_attn_core_k_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; core.kc:66: ring k consume by core0 {
-__device__ unsigned kl_attn_core_v_depth();  // a ring depth; core.kc:71: ring v consume by core0 {
-__device__ unsigned kl_attn_core_v_full_bar();  // a full-barrier offset; core.kc:71: ring v consume by core0 {
-__device__ unsigned kl_attn_core_v_empty_bar();  // an empty-barrier offset; core.kc:71: ring v consume by core0 {
-__device__ void kl_attn_core_v_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; core.kc:71: ring v consume by core0 {
-__device__ void kl_attn_core_v_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; core.kc:71: ring v consume by core0 {
-__device__ unsigned kl_attn_core_sched1_bar_id();  // a named-barrier ID; core.kc:77: rendezvous sched1 arrive by core0 threads 256
-__device__ unsigned kl_attn_core_sched1_threads();  // a barrier thread count; core.kc:77: rendezvous sched1 arrive by core0 threads 256
+__device__ unsigned kl_attn_core_sched0_bar_id();  // a named-barrier ID; core.kc:64: rendezvous sched0 sync by core0 threads 256 lag 1
+__device__ unsigned kl_attn_core_sched0_threads();  // a barrier thread count; core.kc:64: rendezvous sched0 sync by core0 threads 256 lag 1
+__device__ unsigned kl_attn_core_k_depth();  // a ring depth; core.kc:65: ring k consume by core0 {
+__device__ unsigned kl_attn_core_k_full_bar();  // a full-barrier offset; core.kc:65: ring k consume by core0 {
+__device__ unsigned kl_attn_core_k_empty_bar();  // an empty-barrier offset; core.kc:65: ring k consume by core0 {
+__device__ void kl_attn_core_k_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; core.kc:65: ring k consume by core0 {
+__device__ void kl_attn_core_k_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; core.kc:65: ring k consume by core0 {
+__device__ unsigned kl_attn_core_v_depth();  // a ring depth; core.kc:70: ring v consume by core0 {
+__device__ unsigned kl_attn_core_v_full_bar();  // a full-barrier offset; core.kc:70: ring v consume by core0 {
+__device__ unsigned kl_attn_core_v_empty_bar();  // an empty-barrier offset; core.kc:70: ring v consume by core0 {
+__device__ void kl_attn_core_v_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; core.kc:70: ring v consume by core0 {
+__device__ void kl_attn_core_v_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; core.kc:70: ring v consume by core0 {
+__device__ unsigned kl_attn_core_sched1_bar_id();  // a named-barrier ID; core.kc:76: rendezvous sched1 arrive by core0 threads 256 peeled
+__device__ unsigned kl_attn_core_sched1_threads();  // a barrier thread count; core.kc:76: rendezvous sched1 arrive by core0 threads 256 peeled
 __device__ unsigned kl_attn_core_q_q_tile_smem();  // ring q: slot 0's offset of claim `q_tile`; core.kc:51: ring q consume by core0 {
 __device__ unsigned kl_attn_core_q_q_tile_stride();  // ring q: slot stride of claim `q_tile`; core.kc:51: ring q consume by core0 {
-__device__ unsigned kl_attn_core_k_k_tiles_smem();  // ring k: slot 0's offset of claim `k_tiles`; core.kc:66: ring k consume by core0 {
-__device__ unsigned kl_attn_core_k_k_tiles_stride();  // ring k: slot stride of claim `k_tiles`; core.kc:66: ring k consume by core0 {
-__device__ unsigned kl_attn_core_v_v_tiles_smem();  // ring v: slot 0's offset of claim `v_tiles`; core.kc:71: ring v consume by core0 {
-__device__ unsigned kl_attn_core_v_v_tiles_stride();  // ring v: slot stride of claim `v_tiles`; core.kc:71: ring v consume by core0 {
+__device__ unsigned kl_attn_core_k_k_tiles_smem();  // ring k: slot 0's offset of claim `k_tiles`; core.kc:65: ring k consume by core0 {
+__device__ unsigned kl_attn_core_k_k_tiles_stride();  // ring k: slot stride of claim `k_tiles`; core.kc:65: ring k consume by core0 {
+__device__ unsigned kl_attn_core_v_v_tiles_smem();  // ring v: slot 0's offset of claim `v_tiles`; core.kc:70: ring v consume by core0 {
+__device__ unsigned kl_attn_core_v_v_tiles_stride();  // ring v: slot stride of claim `v_tiles`; core.kc:70: ring v consume by core0 {
 // ---- what this stage defines (the linker calls these)
 __device__ void attn_core_wg0(const CoreParams* params, unsigned char* smem);  // core.kc:23: role core0 entry attn_core_wg0 warps 4 regs 240 warpgroup
 __device__ void attn_core_wg1(const CoreParams* params, unsigned char* smem);  // core.kc:24: role core1 entry attn_core_wg1 warps 4 regs 240 warpgroup
