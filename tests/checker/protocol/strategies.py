@@ -167,6 +167,7 @@ PATTERN_MISTAKES: dict[str, tuple[str, ...]] = {
     "lagged": ("release-early", "order"),
     "restart": ("wait-late", "no-read-wait"),
     "presync": ("one-side", "loop-one-side", "twice"),
+    "pingpong-phases": ("synced-first", "handover-late"),
 }
 """Each production pattern :func:`pattern` builds, and the mistakes it can make in it."""
 
@@ -200,7 +201,9 @@ def pattern(name: str, mistake: str = "", depth: int = 2, knob: int = 0) -> Prot
     > 0: two) with its peeled tail, as the attention core's PV; ``restart``: a staging buffer whose
     slot index restarts every ``depth + 1 + knob`` iterations, its read wait one iteration late;
     ``presync``: roles that `bar.sync` before their loops (``knob`` > 0: on the barrier their
-    loops sync on too).
+    loops sync on too); ``pingpong-phases``: the ping-pong as FA3's code runs it, ring `v` lagging
+    one phase, warpgroup 0's first turn unsynced (`lag 1`) and warpgroup 1's last hand-over
+    skipped (ring `k`'s depth is ``depth + knob``).
     """
     builders = {
         "pingpong": _pingpong,
@@ -214,6 +217,7 @@ def pattern(name: str, mistake: str = "", depth: int = 2, knob: int = 0) -> Prot
         "lagged": _lagged,
         "restart": _restart,
         "presync": _presync,
+        "pingpong-phases": _pingpong_phases,
     }
     if mistake and mistake not in PATTERN_MISTAKES[name]:
         raise ValueError(f"pattern `{name}` has no mistake `{mistake}`")
@@ -468,6 +472,56 @@ def _presync(name: str, wrong: str, depth: int, knob: int) -> Protocol:
     return b.build()
 
 
+def _pingpong_phases(name: str, wrong: str, depth: int, knob: int) -> Protocol:
+    b = ProtocolBuilder(f"{name}.kc")
+    b.role("p", 1)
+    b.role("w0", 1)
+    b.role("w1", 1)
+    for ring, d in (("k", depth + knob), ("v", depth)):
+        b.ring(ring, depth=d, producer="p", consumer=("w0", "w1"), full_init=1, empty_init=2, init_by=("p",))
+    b.named_barrier("o0", 64)
+    b.named_barrier("o1", 64)
+
+    def side(role: str, ring: str, producer: bool) -> list[Step]:
+        if producer:
+            steps = [
+                b.make_step(role, Op.WAIT, ring, barrier=EMPTY, parity=1),
+                b.make_step(role, Op.WRITE, ring),
+                b.make_step(role, Op.ARRIVE, ring, barrier=FULL, count=1),
+            ]
+        else:
+            steps = [
+                b.make_step(role, Op.WAIT, ring, barrier=FULL, parity=0),
+                b.make_step(role, Op.READ, ring),
+                b.make_step(role, Op.ARRIVE, ring, barrier=EMPTY, count=1),
+            ]
+        return [dataclasses.replace(s, lag=1, peel=1) for s in steps] if ring == "v" else steps
+
+    b.set_program("p", side("p", "k", True) + side("p", "v", True))
+    first = {} if wrong == "synced-first" else {"lag": 1, "peel": 1}
+    handover = {"lag": 1, "peel": 1} if wrong == "handover-late" else {}
+    sync0 = b.make_step("w0", Op.BAR_SYNC, "o0", count=32)
+    b.set_program(
+        "w0",
+        [
+            dataclasses.replace(sync0, **first),  # type: ignore[arg-type]
+            *side("w0", "k", False),
+            *side("w0", "v", False),
+            dataclasses.replace(b.make_step("w0", Op.BAR_ARRIVE, "o1", count=32), peel=1),
+        ],
+    )
+    b.set_program(
+        "w1",
+        [
+            dataclasses.replace(b.make_step("w1", Op.BAR_SYNC, "o1", count=32), peel=1),
+            *side("w1", "k", False),
+            *side("w1", "v", False),
+            dataclasses.replace(b.make_step("w1", Op.BAR_ARRIVE, "o0", count=32), **handover),  # type: ignore[arg-type]
+        ],
+    )
+    return b.build()
+
+
 @st.composite
 def mixed_protocols(draw: st.DrawFn) -> Protocol:
     """A :func:`small_protocols` draw with the production steps sprinkled in at random: a 2-CTA
@@ -521,8 +575,14 @@ def _sprinkle(draw: st.DrawFn, step: Step, clustered: bool) -> Step:
         changes["asynchronous"] = True
         if clustered and draw(st.booleans()):
             changes["target"] = Target.ALL
-    if step.op in (Op.BAR_ARRIVE, Op.BAR_SYNC) and draw(st.integers(0, 2)) == 0:
-        changes["prearm"] = True
+    if step.op in (Op.BAR_ARRIVE, Op.BAR_SYNC) and not step.prearm:
+        phases = draw(st.sampled_from(("loop", "loop", "loop", "prearm", "lag", "peeled")))
+        if phases == "prearm":
+            changes["prearm"] = True
+        elif phases == "lag":  # a rendezvous side's `lag 1`
+            changes.update(lag=1, peel=1)
+        elif phases == "peeled":  # a rendezvous side's `peeled`
+            changes["peel"] = 1
     return dataclasses.replace(step, **changes) if changes else step  # type: ignore[arg-type]
 
 
