@@ -186,6 +186,8 @@ PIPELINED = [
     ("restart", 1, 1),
     ("presync", 0, 1),  # both roles `bar.sync` before their loops (a barrier of one generation)
     ("presync", 1, 1),  # ... on the barrier their loops sync on too
+    ("pingpong-phases", 0, 1),  # FA3's ping-pong as its code runs it (rendezvous `lag 1`, `peeled`)
+    ("pingpong-phases", 1, 1),
 ]
 
 
@@ -220,6 +222,8 @@ PIPELINE_MISTAKES = [
     ("presync", "one-side", 0, 2, "do not make its count"),  # the producer never syncs before its loop
     ("presync", "loop-one-side", 1, 2, "deadlock freedom"),  # one generation ahead: the last sync hangs
     ("presync", "twice", 0, 2, "more than once before its loop"),
+    ("pingpong-phases", "synced-first", 0, 2, "deadlock freedom"),  # warpgroup 0 waits for its first turn
+    ("pingpong-phases", "handover-late", 1, 2, "deadlock freedom"),  # warpgroup 1's hand-overs a phase late
 ]
 
 
