@@ -464,7 +464,8 @@ def _presync(name: str, wrong: str, depth: int, knob: int) -> Protocol:
         )
         if wrong == "twice" and role == "c":
             pre.append(b.make_step(role, Op.BAR_SYNC, "s", count=32, prearm=True))
-        if knob % 2:  # the loops sync on it too ("loop-one-side": only the consumer's did before)
+        if knob % 2 or wrong == "loop-one-side":  # the loops sync on it too ("loop-one-side": only
+            # the consumer syncs before its loop)
             steps.append(b.make_step(role, Op.BAR_SYNC, "s", count=32))
             if wrong == "loop-one-side" and role == "p":
                 pre = []
