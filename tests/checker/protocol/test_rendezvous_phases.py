@@ -7,17 +7,19 @@ every depth; warpgroup 0 syncing for its first turn too hangs, and nothing prove
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
 import pytest
 
-from checker.protocol import DEFAULT_RLIMIT, Op, Protocol, check_protocol
+from checker.protocol import DEFAULT_RLIMIT, BarrierKind, Op, Protocol, check_protocol
 from checker.protocol import parametric as P
 from checker.protocol.build import build_model
 from checker.protocol.declarations import excluded
 from checker.protocol.events import unroll
 from checker.protocol.explore import explore
+from checker.protocol.model import ProtocolBuilder
 from contract_lang import ast as A
 from contract_lang.parser import parse_text
 from contract_lang.printer import print_file
@@ -125,3 +127,35 @@ def test_the_attention_core_states_its_ping_pong_as_its_code_runs_it() -> None:
     assert built is not None
     result = P.prove(built, {r.name: (2, 255) for r in built.rings}, rlimit=DEFAULT_RLIMIT)
     assert result.proved, result.reason
+
+
+def test_syncs_in_different_phases_are_not_a_lockstep_rendezvous() -> None:
+    """One role's `bar.sync` lags a phase, the other's does not: the bounded model must not pair
+    them by loop iteration (it did, and reported a race and a hang at one iteration, where the
+    oracle finds the lagged sync, in the peeled phase, meets the other's first)."""
+    b = ProtocolBuilder("lockstep.kc")
+    b.role("r0", 1)
+    b.role("r1", 1)
+    b.ring("q0", depth=1, producer="r0", consumer="r1", full_init=1, empty_init=1, init_by=("r0",))
+    b.named_barrier("sync", 64)
+    b.set_program(
+        "r0",
+        [
+            b.make_step("r0", Op.WAIT, "q0", barrier=BarrierKind.EMPTY, parity=1),
+            b.make_step("r0", Op.WRITE, "q0"),
+            b.make_step("r0", Op.ARRIVE, "q0", barrier=BarrierKind.FULL, count=1),
+            dataclasses.replace(b.make_step("r0", Op.BAR_SYNC, "sync", count=32), lag=1, peel=1),
+        ],
+    )
+    b.set_program(
+        "r1",
+        [
+            b.make_step("r1", Op.BAR_SYNC, "sync", count=32),
+            b.make_step("r1", Op.READ, "q0"),
+            b.make_step("r1", Op.ARRIVE, "q0", barrier=BarrierKind.EMPTY, count=1),
+        ],
+    )
+    protocol = b.build()
+    assert not explore(protocol, 1).deadlock and explore(protocol, 2).deadlock
+    for trips in (1, 2, 3):
+        assert_agree(protocol, trips)
