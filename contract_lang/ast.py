@@ -358,6 +358,13 @@ class RingLag(Node):
 
 
 @dataclass(frozen=True)
+class RingOnce(Node):
+    """``once``: the side acts on one data iteration per CTA, outside its role's loop: its steps up to
+    its first release run once before the loop, its releases (and what follows them) once after it
+    (a Q tile filled once, waited for before the loop and released after it)."""
+
+
+@dataclass(frozen=True)
 class RingInitBy(Node):
     role: str
     fenced: bool = False
@@ -391,6 +398,7 @@ RingItem = (
     | RingReadWait
     | RingRestart
     | RingLag
+    | RingOnce
     | RingInitBy
     | RingScope
     | RingProxy
@@ -429,6 +437,11 @@ class Ring(Node):
     def restart(self) -> int | None:
         item = self.first(RingRestart)
         return item.every if isinstance(item, RingRestart) else None
+
+    @property
+    def once(self) -> bool:
+        """Whether the side runs once per CTA, outside its role's loop (``once``)."""
+        return self.first(RingOnce) is not None
 
     @property
     def lag(self) -> int:

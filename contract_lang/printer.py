@@ -154,6 +154,8 @@ def ring_item_line(item: A.RingItem) -> str:
         return f"restart {item.every}"
     if isinstance(item, A.RingLag):
         return f"lag {item.count}"
+    if isinstance(item, A.RingOnce):
+        return "once"
     if isinstance(item, A.RingInitBy):
         return f"init by {item.role}" + (" fenced" if item.fenced else "")
     if isinstance(item, A.RingScope):

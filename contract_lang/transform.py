@@ -503,6 +503,7 @@ class AstBuilder(Transformer[Token, Any]):
             (A.RingScope, "scope"),
             (A.RingRestart, "restart"),
             (A.RingLag, "lag"),
+            (A.RingOnce, "once"),
         ):
             found = [it for it in items if isinstance(it, kind)]
             if len(found) > 1:
@@ -634,6 +635,10 @@ class AstBuilder(Transformer[Token, Any]):
     @v_args(meta=True)
     def ring_lag(self, meta: Meta, c: list[Token]) -> A.RingLag:
         return A.RingLag(self._int(c[0], "count"), span=self._span(meta))
+
+    @v_args(meta=True)
+    def ring_once(self, meta: Meta, c: list[Token]) -> A.RingOnce:
+        return A.RingOnce(span=self._span(meta))
 
     @v_args(meta=True)
     def ring_init_by(self, meta: Meta, c: list[Any]) -> A.RingInitBy:

@@ -356,6 +356,7 @@ def _ring_singletons(roles: Names) -> st.SearchStrategy[A.RingItem]:
         st.builds(A.RingScope, _scopes()),
         st.builds(A.RingRestart, integers()),
         st.builds(A.RingLag, integers()),
+        st.builds(A.RingOnce),
     )
 
 
@@ -374,6 +375,7 @@ def rings(draw: st.DrawFn, roles: Names = None, max_items: int = 10) -> A.Ring:
         st.builds(A.RingScope, _scopes()),
         st.builds(A.RingRestart, integers()),
         st.builds(A.RingLag, integers()),
+        st.builds(A.RingOnce),
     ]
     for strategy in once:
         if draw(st.booleans()):

@@ -319,7 +319,16 @@ def _side_steps(comp: Composition, side: Owned[A.Ring]) -> list[Step]:
         steps.append(Step(role, Op.READ, ring.name, _prov(ring, f"read slot of `{ring.name}` (no wait stated)")))
     if ring.lag:  # `lag N`: every loop step N iterations late, and N more times after the loop
         steps = [s if s.prearm else replace(s, lag=s.lag + ring.lag, peel=ring.lag) for s in steps]
+    if ring.once:  # once per CTA: up to its first release before the loop, from it on after the loop
+        if ring.lag or ring.restart is not None or any(s.prearm or s.lag for s in steps):
+            raise Unbuildable("a one-shot side (`once`) neither lags, restarts nor pre-arms")
+        first = next((k for k, s in enumerate(steps) if _releases_slot(s)), len(steps))
+        steps = [replace(s, once="before" if k < first else "after") for k, s in enumerate(steps)]
     return steps
+
+
+def _releases_slot(step: Step) -> bool:
+    return step.op is Op.ARRIVE and step.barrier is BarrierKind.EMPTY
 
 
 def grid_counter(ends: Sequence[Owned[A.Counter]]) -> bool:

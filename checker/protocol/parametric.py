@@ -220,6 +220,7 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
             "target",
             "threshold",
             "peel",
+            "once",
         }
     ),
 }
@@ -317,6 +318,12 @@ def _programs(protocol: Protocol) -> list[_Program]:
     for cta in range(protocol.ctas):
         for role in protocol.roles:
             steps = [s for s in protocol.program(role.name) if runs_in(protocol, s, cta)]
+            # a one-shot side's steps open iteration 0 (before the loop) or close the last (after it)
+            steps = (
+                [s for s in steps if s.once == "before"]
+                + [s for s in steps if not s.once]
+                + [s for s in steps if s.once == "after"]
+            )
             prologue = tuple(
                 _Arm(s, targets(protocol, s, cta) if s.barrier is not None else (cta,)) for s in steps if s.prearm
             )
@@ -368,6 +375,8 @@ def _beyond(protocol: Protocol) -> str | None:
             )
     for role, steps in protocol.programs:
         for step in steps:
+            if step.once and protocol.role(role).turns > 1:
+                return f"`{role}` takes turns and runs a one-shot step on `{step.channel}`"
             if step.lag and step.op in (Op.ADD, Op.WAIT_GE):
                 return f"`{role}`'s step on counter `{step.channel}` lags (only ring and named-barrier steps may)"
     return None
@@ -615,7 +624,11 @@ class _State:
         found = self._counts.get(key)
         if found is None:
             found = self.i[proc] + T.If(self.pos[proc] > pos.index, 1, 0)
-            if self.p.tail[self.p.program(proc).role]:
+            if pos.step.once == "before":  # it runs in iteration 0 only
+                found = T.If(found > 1, 1, found)
+            elif pos.step.once == "after":  # in the last iteration only (the loop's and its tail's)
+                found = T.If(found >= self.p.t[proc], 1, 0)
+            elif self.p.tail[self.p.program(proc).role]:
                 end = self.p.m[proc] + pos.step.peel
                 found = T.If(found > end, end, found)
             self._counts[key] = found
@@ -669,6 +682,8 @@ class _State:
         """Whether ``pos``'s step runs in ``proc``'s current iteration: not before its lag, and in the
         peeled tail only in the iterations it peels."""
         step, i = pos.step, self.i[proc]
+        if step.once:  # a one-shot step: before the loop (iteration 0's first) or after it (the last's last)
+            return i == 0 if step.once == "before" else i == self.p.t[proc] - 1
         conditions = [i >= step.lag] if step.lag else []
         if step.peel < self.p.tail[self.p.program(proc).role]:
             conditions.append(i < self.p.m[proc] + step.peel)
@@ -739,7 +754,7 @@ class _State:
         cta = self.p.program(proc).cta
         if step.op is Op.WAIT:
             assert step.barrier is not None
-            target = self.parity_target(proc, pos, self.p.data_of(proc, k - step.lag))
+            target = self.parity_target(proc, pos, self.p.step_data(proc, pos, k))
             return self.mbar_done(step.channel, step.barrier, cta, target)
         if step.op is Op.WAIT_GE:
             if not self.p.protocol.counter(step.channel).grid:
@@ -816,7 +831,7 @@ class _State:
                 continue
             for r, pos in movers:
                 k = self.i[r] - pos.step.lag
-                y = self.p.data_of(r, k)
+                y = self.p.step_data(r, pos, self.i[r])
                 early = T.And(self.at(r, pos), k >= 0, T.Not(self.mbar_done(ring, kind, cta, y - self.p.depth[ring])))
                 out.append((f"the slot reuse by `{r}`'s step on `{ring}.{kind.value}`{self.p.where(cta)}", early))
         for (name, cta), parts in self.p.participants.items():
@@ -855,7 +870,7 @@ class _State:
                 if step.op is not Op.WAIT:
                     continue
                 assert step.barrier is not None
-                x = self.parity_target(g.proc, pos, self.p.data_of(g.proc, self.i[g.proc] - step.lag))
+                x = self.parity_target(g.proc, pos, self.p.step_data(g.proc, pos, self.i[g.proc]))
                 depth = self.p.depth[step.channel]
                 inside = T.And(
                     self.mbar_done(step.channel, step.barrier, g.cta, x - depth),
@@ -930,7 +945,7 @@ class _State:
         ]
         overwrite = []
         for g, pos in writes:
-            x, reused = self.previous(ring, self.p.data_of(g.proc, self.i[g.proc] - pos.step.lag))
+            x, reused = self.previous(ring, self.p.step_data(g.proc, pos, self.i[g.proc]))
             late = []
             for c in consumers:
                 reads = [
@@ -945,7 +960,7 @@ class _State:
         for c in consumers:
             for pos in c.loop:
                 if pos.step.channel == ring.name and pos.step.op is Op.READ:
-                    y = self.p.data_of(c.proc, self.i[c.proc] - pos.step.lag)
+                    y = self.p.step_data(c.proc, pos, self.i[c.proc])
                     unwritten = [
                         T.And(self.takes(g.proc, y), T.Not(self.acted(g.proc, w, y)))
                         for g, w in writes
@@ -1068,6 +1083,11 @@ class _Prover:
         if arm.step.barrier is not None:
             return self.depth[arm.step.channel] * len(arm.bars)
         return 2 if arm.step.op is Op.BAR_SYNC else 1
+
+    def step_data(self, proc: str, pos: _Pos, k: Term) -> Term:
+        """The data iteration ``pos``'s step acts on in ``proc``'s iteration ``k``: ``k - lag`` (its role's
+        turns), or 0 for a one-shot step."""
+        return T.Val(0) if pos.step.once else self.data_of(proc, k - pos.step.lag)
 
     def data_of(self, proc: str, k: Term) -> Term:
         """The data iteration ``proc`` runs in its iteration ``k`` (its role's turns)."""
