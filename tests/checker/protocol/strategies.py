@@ -168,6 +168,7 @@ PATTERN_MISTAKES: dict[str, tuple[str, ...]] = {
     "restart": ("wait-late", "no-read-wait"),
     "presync": ("one-side", "loop-one-side", "twice"),
     "pingpong-phases": ("synced-first", "handover-late"),
+    "oneshot": ("refilled", "no-wait", "wait-in-loop"),
 }
 """Each production pattern :func:`pattern` builds, and the mistakes it can make in it."""
 
@@ -203,7 +204,9 @@ def pattern(name: str, mistake: str = "", depth: int = 2, knob: int = 0) -> Prot
     ``presync``: roles that `bar.sync` before their loops (``knob`` > 0: on the barrier their
     loops sync on too); ``pingpong-phases``: the ping-pong as FA3's code runs it, ring `v` lagging
     one phase, warpgroup 0's first turn unsynced (`lag 1`) and warpgroup 1's last hand-over
-    skipped (ring `k`'s depth is ``depth + knob``).
+    skipped (ring `k`'s depth is ``depth + knob``); ``oneshot``: ring `q` filled once per CTA
+    (`once`), waited for before the consumer's loop and released after it, beside ring `k`
+    (its depth ``depth + knob``).
     """
     builders = {
         "pingpong": _pingpong,
@@ -218,6 +221,7 @@ def pattern(name: str, mistake: str = "", depth: int = 2, knob: int = 0) -> Prot
         "restart": _restart,
         "presync": _presync,
         "pingpong-phases": _pingpong_phases,
+        "oneshot": _oneshot,
     }
     if mistake and mistake not in PATTERN_MISTAKES[name]:
         raise ValueError(f"pattern `{name}` has no mistake `{mistake}`")
@@ -518,6 +522,46 @@ def _pingpong_phases(name: str, wrong: str, depth: int, knob: int) -> Protocol:
             *side("w1", "k", False),
             *side("w1", "v", False),
             dataclasses.replace(b.make_step("w1", Op.BAR_ARRIVE, "o0", count=32), **handover),  # type: ignore[arg-type]
+        ],
+    )
+    return b.build()
+
+
+def _oneshot(name: str, wrong: str, depth: int, knob: int) -> Protocol:
+    b = ProtocolBuilder(f"{name}.kc")
+    b.role("p", 1)
+    b.role("c", 4)
+    for ring, d in (("q", depth), ("k", depth + knob)):
+        b.ring(ring, depth=d, producer="p", consumer="c", full_init=1, empty_init=1, full_tx=16, init_by=("p",))
+    fill = [
+        b.make_step("p", Op.WAIT, "q", barrier=EMPTY, parity=1),
+        b.make_step("p", Op.ARRIVE, "q", barrier=FULL, count=1, nbytes=16),
+        b.make_step("p", Op.COPY, "q", barrier=FULL, nbytes=16),
+    ]
+    if wrong != "refilled":  # "refilled": the producer fills Q every iteration
+        fill = [dataclasses.replace(s, once="before") for s in fill]
+    b.set_program(
+        "p",
+        [
+            *fill,
+            b.make_step("p", Op.WAIT, "k", barrier=EMPTY, parity=1),
+            b.make_step("p", Op.ARRIVE, "k", barrier=FULL, count=1, nbytes=16),
+            b.make_step("p", Op.COPY, "k", barrier=FULL, nbytes=16),
+        ],
+    )
+    take = [] if wrong == "no-wait" else [b.make_step("c", Op.WAIT, "q", barrier=FULL, parity=0)]
+    take = [dataclasses.replace(s, once="before") for s in (*take, b.make_step("c", Op.READ, "q"))]
+    if wrong == "wait-in-loop":  # the consumer waits for Q every iteration: the second fill never comes
+        take = [dataclasses.replace(s, once="") for s in take]
+    release = dataclasses.replace(b.make_step("c", Op.ARRIVE, "q", barrier=EMPTY, count=1), once="after")
+    b.set_program(
+        "c",
+        [
+            *take,
+            b.make_step("c", Op.WAIT, "k", barrier=FULL, parity=0),
+            b.make_step("c", Op.READ, "k"),
+            b.make_step("c", Op.ARRIVE, "k", barrier=EMPTY, count=1),
+            release,
         ],
     )
     return b.build()

@@ -188,6 +188,8 @@ PIPELINED = [
     ("presync", 1, 1),  # ... on the barrier their loops sync on too
     ("pingpong-phases", 0, 1),  # FA3's ping-pong as its code runs it (rendezvous `lag 1`, `peeled`)
     ("pingpong-phases", 1, 1),
+    ("oneshot", 0, 1),  # Q filled once per CTA (`once`), beside a streamed ring
+    ("oneshot", 1, 1),
 ]
 
 
@@ -224,6 +226,9 @@ PIPELINE_MISTAKES = [
     ("presync", "twice", 0, 2, "more than once before its loop"),
     ("pingpong-phases", "synced-first", 0, 2, "deadlock freedom"),  # warpgroup 0 waits for its first turn
     ("pingpong-phases", "handover-late", 1, 2, "deadlock freedom"),  # warpgroup 1's hand-overs a phase late
+    ("oneshot", "refilled", 0, 1, "deadlock freedom"),  # the producer refills Q every iteration
+    ("oneshot", "no-wait", 0, 1, "no early read on ring `q`"),
+    ("oneshot", "wait-in-loop", 1, 1, "deadlock freedom"),  # the consumer waits for Q every iteration
 ]
 
 

@@ -52,6 +52,9 @@ EXPECTED: dict[tuple[str, str], str] = {
     ("presync", "twice"): "L-DEADLOCK",
     ("pingpong-phases", "synced-first"): "L-DEADLOCK",
     ("pingpong-phases", "handover-late"): "L-DEADLOCK",
+    ("oneshot", "refilled"): "L-DEADLOCK",
+    ("oneshot", "no-wait"): "L-RACE",
+    ("oneshot", "wait-in-loop"): "L-DEADLOCK",
 }
 
 
