@@ -39,7 +39,9 @@ def _protocol(text: str, tmp_path: Path) -> Protocol:
     finally:
         os.chdir(old)
     assert comp is not None
-    return build_model(comp, {n: 1 for n in comp.rings}, excluded(comp)).protocol
+    built = build_model(comp, {n: 1 for n in comp.rings}, excluded(comp)).protocol
+    assert built is not None
+    return built
 
 
 def test_the_side_item_parses_prints_and_rejects_a_second_one() -> None:
