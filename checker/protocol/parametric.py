@@ -77,8 +77,19 @@ The class of protocols covered (checked first; anything else falls back, with th
 * C5, the model: only the step kinds and fields above (a kind or field this module does
   not know, such as one another change adds to ``model.py``, falls back explicitly);
 * C6, what stays outside (:func:`_beyond`, each with its reason): a slot index that restarts
-  every ``R`` iterations (``(j mod R) mod D`` is not linear in ``D``) and a `bar.sync` before
-  the loop. C1–C4 are asked per CTA, of every process.
+  every ``R`` iterations on a ring with barriers (its phases follow ``(j mod R) mod D``, not
+  linear in ``D``), a lagged counter step, and a one-shot step of a role that takes turns.
+  C1–C4 are asked per CTA, of every process.
+
+Software pipelining and one-shot sides (specs/protocol-proofs.md has the arguments). A role
+whose steps peel (a side's ``lag N``; a rendezvous side's ``lag N`` or ``peeled``) runs its
+loop ``P`` more times after its ``M`` iterations, in which only the steps that peel that far
+run: a step runs in the iterations ``lag .. M + peel - 1`` and its count is capped at
+``M + peel``. A one-shot step (``once``) runs in iteration 0 before the loop's positions or in
+the last iteration after them, on data 0. A restarting slot index on a ring without barriers
+enters only O5, through the slot's previous use (:meth:`_State.previous`), linear per case of
+the depth below ``R``. A `bar.sync` before the loop is the prologue's two moves (arrive, then
+wait for generation 0).
 
 The invariant ``I`` over the counters (``D`` and ``N`` symbolic) is the conjunction of:
 
