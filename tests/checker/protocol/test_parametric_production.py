@@ -479,3 +479,22 @@ def _compose(kp: Path) -> tuple[object, Composition | None]:
         return compose([kp.name])
     finally:
         os.chdir(old)
+
+
+@pytest.mark.parametrize("restart", [2, 3, 4, 5])
+def test_a_restarting_index_is_proved_exactly_at_the_depths_where_no_race_exists(restart: int) -> None:
+    """A staging buffer whose index restarts every ``restart`` subtiles, its read wait lagging 0..3:
+    per depth 1..6 the argument proves it iff the explicit-state oracle finds no race (with R = 4
+    and a read wait two late, depths 2 and 4 and not 3: slot 0 is reused one subtile after its
+    use across tiles)."""
+    base = pattern("staging", "restart", 2)
+    ring = dataclasses.replace(base.rings[0], restart=restart)
+    for lag in range(4):
+        programs = tuple(
+            (role, tuple(dataclasses.replace(s, lag=lag) if s.op is Op.READ_WAIT else s for s in steps))
+            for role, steps in base.programs
+        )
+        protocol = dataclasses.replace(base, rings=(ring,), programs=programs)
+        for depth in range(1, 7):
+            concrete = protocol.with_depth("stage", depth)
+            assert prove(concrete).proved is not bool(explore(concrete, 12).races), (lag, depth)
