@@ -3,7 +3,9 @@
 A process is one role in one CTA (``ctas`` of them, :class:`~checker.protocol.model.Protocol`).
 Every process runs its prologue (each ``prearm`` step once per slot of its ring, or once on a
 named barrier) and then ``bound`` iterations of its role's program, the steps its CTA runs
-(``part``). A role that takes turns runs only its data iterations. A named-barrier
+(``part``). A role that takes turns runs only its data iterations. A one-shot step (``once``)
+runs once, on data iteration 0: before the loop (after the prologue) or after it (and after the
+peeled phases). A named-barrier
 ``bar.sync`` becomes two events: its arrival and its wait. An arrive or a copy on another
 CTA's barrier (``remote``, ``multicast``) is one event per barrier it acts on.
 """
