@@ -360,6 +360,13 @@ class RingLag(Node):
 
 
 @dataclass(frozen=True)
+class RingOnce(Node):
+    """``once``: the side acts on one data iteration per CTA, outside its role's loop: its steps up to
+    its first release run once before the loop, its releases (and what follows them) once after it
+    (a Q tile filled once, waited for before the loop and released after it)."""
+
+
+@dataclass(frozen=True)
 class RingInitBy(Node):
     role: str
     fenced: bool = False
@@ -393,6 +400,7 @@ RingItem = (
     | RingReadWait
     | RingRestart
     | RingLag
+    | RingOnce
     | RingInitBy
     | RingScope
     | RingProxy
@@ -431,6 +439,11 @@ class Ring(Node):
     def restart(self) -> int | None:
         item = self.first(RingRestart)
         return item.every if isinstance(item, RingRestart) else None
+
+    @property
+    def once(self) -> bool:
+        """Whether the side runs once per CTA, outside its role's loop (``once``)."""
+        return self.first(RingOnce) is not None
 
     @property
     def lag(self) -> int:
@@ -472,6 +485,11 @@ class Rendezvous(Node):
     threads: int | None = None
     prearm: bool = False
     """Once before the loop, not in it (a ping-pong warpgroup letting the other one start)."""
+    lag: int | None = None
+    """``lag N``: the side runs ``N`` iterations late (not in the role's first ``N``) and ``N`` more
+    times after the loop, as a ring side's ``lag`` (a warpgroup that takes its first turn unsynced)."""
+    peeled: bool = False
+    """``peeled``: the side also runs in its role's peeled phases after the loop (§8.3)."""
 
 
 @dataclass(frozen=True)

@@ -154,6 +154,8 @@ def ring_item_line(item: A.RingItem) -> str:
         return f"restart {item.every}"
     if isinstance(item, A.RingLag):
         return f"lag {item.count}"
+    if isinstance(item, A.RingOnce):
+        return "once"
     if isinstance(item, A.RingInitBy):
         return f"init by {item.role}" + (" fenced" if item.fenced else "")
     if isinstance(item, A.RingScope):
@@ -221,7 +223,9 @@ def _launch(item: A.Launch) -> str:
 def _rendezvous(item: A.Rendezvous) -> str:
     threads = f" threads {item.threads}" if item.threads is not None else ""
     prearm = " prearm" if item.prearm else ""
-    return f"rendezvous {item.name} {item.mode} by {item.role}{threads}{prearm}"
+    lag = f" lag {item.lag}" if item.lag is not None else ""
+    peeled = " peeled" if item.peeled else ""
+    return f"rendezvous {item.name} {item.mode} by {item.role}{threads}{prearm}{lag}{peeled}"
 
 
 def _export_callable(item: A.ExportCallable) -> str:

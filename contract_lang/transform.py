@@ -506,6 +506,7 @@ class AstBuilder(Transformer[Token, Any]):
             (A.RingScope, "scope"),
             (A.RingRestart, "restart"),
             (A.RingLag, "lag"),
+            (A.RingOnce, "once"),
         ):
             found = [it for it in items if isinstance(it, kind)]
             if len(found) > 1:
@@ -639,6 +640,10 @@ class AstBuilder(Transformer[Token, Any]):
         return A.RingLag(self._int(c[0], "count"), span=self._span(meta))
 
     @v_args(meta=True)
+    def ring_once(self, meta: Meta, c: list[Token]) -> A.RingOnce:
+        return A.RingOnce(span=self._span(meta))
+
+    @v_args(meta=True)
     def ring_init_by(self, meta: Meta, c: list[Any]) -> A.RingInitBy:
         return A.RingInitBy(str(c[0]), fenced=len(c) > 1, span=self._span(meta))
 
@@ -725,18 +730,44 @@ class AstBuilder(Transformer[Token, Any]):
     def rendezvous(self, meta: Meta, c: list[Any]) -> A.Rendezvous:
         name, mode, role, *attrs = c
         got = self._attrs(f"rendezvous `{name}`", attrs)
+        loop_only = [(key, span) for key, value, span in attrs if key in ("lag", "peeled") and value]
+        if got.get("prearm") and loop_only:
+            key, span = loop_only[0]
+            self.problems.append(
+                Diagnostic(
+                    Code.E_VALUE,
+                    f"rendezvous `{name}` runs before its role's loop (`prearm`), so it cannot be `{key}`",
+                    labels=(Label(span, "a loop side's attribute"),),
+                    helps=("state the side before the loop and the side in the loop as two rendezvous lines",),
+                )
+            )
+        if got.get("lag") == 0:
+            self.problems.append(
+                Diagnostic(
+                    Code.E_VALUE,
+                    f"rendezvous `{name}` lags 0 iterations",
+                    labels=(Label(self._span(meta), "`lag 0` is no lag"),),
+                    helps=("drop `lag 0`, or state how many iterations the side runs late",),
+                )
+            )
         return A.Rendezvous(
             str(name),
             str(mode),  # type: ignore[arg-type]
             str(role),
             got.get("threads"),
             got.get("prearm", False),
+            got.get("lag"),
+            got.get("peeled", False),
             span=self._span(meta),
         )
 
     @v_args(meta=True)
     def rdv_threads(self, meta: Meta, c: list[Token]) -> Attr:
         return ("threads", self._int(c[0], "count"), self._span(meta))
+
+    @v_args(meta=True)
+    def rdv_peeled(self, meta: Meta, c: list[Token]) -> Attr:
+        return ("peeled", True, self._span(meta))
 
     # ------------------------------------------------------------- callables
 

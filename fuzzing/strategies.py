@@ -183,6 +183,13 @@ def _tuple(
     return st.lists(elements, min_size=min_size, max_size=max_size, unique=unique).map(tuple)
 
 
+def _rendezvous_phases(side: A.Rendezvous) -> st.SearchStrategy[A.Rendezvous]:
+    """A loop side (not `prearm`) may lag (`lag N`, N >= 1) and run in the peeled phases (`peeled`)."""
+    if side.prearm:
+        return st.just(side)
+    return st.builds(dataclasses.replace, st.just(side), lag=_maybe(st.integers(1, 1 << 20)), peeled=st.booleans())
+
+
 def _maybe(elements: st.SearchStrategy[T]) -> st.SearchStrategy[T | None]:
     return st.one_of(st.none(), elements)
 
@@ -349,6 +356,7 @@ def _ring_singletons(roles: Names) -> st.SearchStrategy[A.RingItem]:
         st.builds(A.RingScope, _scopes()),
         st.builds(A.RingRestart, integers()),
         st.builds(A.RingLag, integers()),
+        st.builds(A.RingOnce),
     )
 
 
@@ -367,6 +375,7 @@ def rings(draw: st.DrawFn, roles: Names = None, max_items: int = 10) -> A.Ring:
         st.builds(A.RingScope, _scopes()),
         st.builds(A.RingRestart, integers()),
         st.builds(A.RingLag, integers()),
+        st.builds(A.RingOnce),
     ]
     for strategy in once:
         if draw(st.booleans()):
@@ -572,7 +581,7 @@ def stage_item_kinds() -> dict[str, st.SearchStrategy[A.StageItem]]:
         counters(),
         st.builds(
             A.Rendezvous, identifiers(), _vocabulary(("arrive", "sync")), identifiers(), _maybe(ints), st.booleans()
-        ),
+        ).flatmap(_rendezvous_phases),
         *_callables(),
         export_tensors(),
         import_tensors(),

@@ -319,7 +319,16 @@ def _side_steps(comp: Composition, side: Owned[A.Ring]) -> list[Step]:
         steps.append(Step(role, Op.READ, ring.name, _prov(ring, f"read slot of `{ring.name}` (no wait stated)")))
     if ring.lag:  # `lag N`: every loop step N iterations late, and N more times after the loop
         steps = [s if s.prearm else replace(s, lag=s.lag + ring.lag, peel=ring.lag) for s in steps]
+    if ring.once:  # once per CTA: up to its first release before the loop, from it on after the loop
+        if ring.lag or ring.restart is not None or any(s.prearm or s.lag for s in steps):
+            raise Unbuildable("a one-shot side (`once`) neither lags, restarts nor pre-arms")
+        first = next((k for k, s in enumerate(steps) if _releases_slot(s)), len(steps))
+        steps = [replace(s, once="before" if k < first else "after") for k, s in enumerate(steps)]
     return steps
+
+
+def _releases_slot(step: Step) -> bool:
+    return step.op is Op.ARRIVE and step.barrier is BarrierKind.EMPTY
 
 
 def grid_counter(ends: Sequence[Owned[A.Counter]]) -> bool:
@@ -469,9 +478,22 @@ def build_model(comp: Composition, depths: dict[str, int], exclude: dict[str, st
                     # each side arrives with its own role's threads (bar.sync/bar.arrive count whole warps)
                     op = Op.BAR_SYNC if item.mode == "sync" else Op.BAR_ARRIVE
                     text = f"rendezvous {item.name} {item.mode}" + (" prearm" if item.prearm else "")
+                    text += (f" lag {item.lag}" if item.lag else "") + (" peeled" if item.peeled else "")
                     threads = comp.roles[item.role].threads
+                    lag = item.lag or 0
+                    # `peeled`: it runs in every phase the role's lagged ring sides peel after the loop
+                    peel = max(lag, _peeled_phases(comp, item.role) if item.peeled else 0)
                     side_steps[key] = [
-                        Step(item.role, op, item.name, _prov(item, text), count=threads, prearm=item.prearm)
+                        Step(
+                            item.role,
+                            op,
+                            item.name,
+                            _prov(item, text),
+                            count=threads,
+                            prearm=item.prearm,
+                            lag=lag,
+                            peel=peel,
+                        )
                     ]
             except Unbuildable as skip:
                 if item.name not in dropped:
@@ -479,6 +501,19 @@ def build_model(comp: Composition, depths: dict[str, int], exclude: dict[str, st
                     left.append(Unmodelled(item.name, (item.span,), skip.reason))
     protocol = _assemble(parts, side_steps, dropped, left, _ctas(comp, side_steps, grid))
     return Built(protocol, tuple(sorted(left, key=lambda u: u.channel)))
+
+
+def _peeled_phases(comp: Composition, role: str) -> int:
+    """The phases ``role`` runs after its loop: the largest `lag` of its ring sides."""
+    return max(
+        (
+            item.lag or 0
+            for entry in comp.stages
+            for item in entry.stage.items
+            if isinstance(item, A.Ring) and item.role == role
+        ),
+        default=0,
+    )
 
 
 GROUP_CTAS = 3

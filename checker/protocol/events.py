@@ -3,7 +3,9 @@
 A process is one role in one CTA (``ctas`` of them, :class:`~checker.protocol.model.Protocol`).
 Every process runs its prologue (each ``prearm`` step once per slot of its ring, or once on a
 named barrier) and then ``bound`` iterations of its role's program, the steps its CTA runs
-(``part``). A role that takes turns runs only its data iterations. A named-barrier
+(``part``). A role that takes turns runs only its data iterations. A one-shot step (``once``)
+runs once, on data iteration 0: before the loop (after the prologue) or after it (and after the
+peeled phases). A named-barrier
 ``bar.sync`` becomes two events: its arrival and its wait. An arrive or a copy on another
 CTA's barrier (``remote``, ``multicast``) is one event per barrier it acts on.
 """
@@ -207,16 +209,41 @@ def _unroll_role(protocol: Protocol, role: str, rank: int, cta: int, bound: int,
         for slot in range(protocol.ring(step.channel).depth):
             for t in targets(protocol, step, cta):
                 emit(step, k, -1, -1, None, ObjKey(step.channel, step.barrier, slot, t if multi else None), slot=slot)
+
+    def ring_step(k: int, step: Step, i: int, tile: int, data: int) -> None:
+        ring = protocol.ring(step.channel)
+        slot, use = ring.slot(data), ring.use(data)
+        if step.op in (Op.ARRIVE, Op.EXPECT_TX, Op.COPY):
+            assert step.barrier is not None
+            for t in targets(protocol, step, cta):
+                # a copy lands in its issuer's slot, a multicast one in every target's
+                lands = (t if step.target is Target.ALL else cta) if step.op is Op.COPY else None
+                obj = ObjKey(step.channel, step.barrier, slot, t if multi else None)
+                emit(step, k, i, tile, data, obj, slot=slot, use=use, lands=lands)
+        elif step.op is Op.WAIT:
+            assert step.barrier is not None and step.parity is not None
+            obj = ObjKey(step.channel, step.barrier, slot, here)
+            emit(step, k, i, tile, data, obj, slot=slot, use=use, parity=step.parity ^ (use & 1))
+        elif step.op is Op.READ:
+            for t in targets(protocol, step, cta):
+                emit(step, k, i, tile, data, None, slot=slot, use=use, lands=t)
+        else:
+            lands = cta if step.op is Op.WRITE else None
+            emit(step, k, i, tile, data, None, slot=slot, use=use, lands=lands)
+
     tiles = [j for j in range(bound) if info.takes(j)]
     peel = max((s.peel for s in program), default=0) if protocol.peeled and tiles else 0
+    for k, step in enumerate(program):  # a one-shot side's steps up to its release, before the loop
+        if step.once == "before" and tiles and runs_in(protocol, step, cta):
+            ring_step(k, step, 0, tiles[0], 0)
     for i in range(len(tiles) + peel):
         tile = tiles[min(i, len(tiles) - 1)]
         for k, step in enumerate(program):
-            if step.prearm or i < step.lag or not runs_in(protocol, step, cta):
+            if step.prearm or step.once or i < step.lag or not runs_in(protocol, step, cta):
                 continue
             if i >= len(tiles) and i - len(tiles) >= step.peel:
                 continue  # after the loop only the peeled steps run
-            data = tiles[i - step.lag]
+            data = tiles[min(i - step.lag, len(tiles) - 1)]  # a named-barrier step may peel past its data
             counter = counters.get(step.channel)
             if counter is not None and step.op in (Op.ADD, Op.WAIT_GE, Op.READ, Op.WRITE):
                 if not counter.grid:
@@ -243,23 +270,8 @@ def _unroll_role(protocol: Protocol, role: str, rank: int, cta: int, bound: int,
                 emit(step, k, i, tile, None, obj, part=SYNC_ARRIVE)
                 emit(step, k, i, tile, None, obj, part=SYNC_WAIT)
             else:
-                ring = protocol.ring(step.channel)
-                slot, use = ring.slot(data), ring.use(data)
-                if step.op in (Op.ARRIVE, Op.EXPECT_TX, Op.COPY):
-                    assert step.barrier is not None
-                    for t in targets(protocol, step, cta):
-                        # a copy lands in its issuer's slot, a multicast one in every target's
-                        lands = (t if step.target is Target.ALL else cta) if step.op is Op.COPY else None
-                        obj = ObjKey(step.channel, step.barrier, slot, t if multi else None)
-                        emit(step, k, i, tile, data, obj, slot=slot, use=use, lands=lands)
-                elif step.op is Op.WAIT:
-                    assert step.barrier is not None and step.parity is not None
-                    obj = ObjKey(step.channel, step.barrier, slot, here)
-                    emit(step, k, i, tile, data, obj, slot=slot, use=use, parity=step.parity ^ (use & 1))
-                elif step.op is Op.READ:
-                    for t in targets(protocol, step, cta):
-                        emit(step, k, i, tile, data, None, slot=slot, use=use, lands=t)
-                else:
-                    lands = cta if step.op is Op.WRITE else None
-                    emit(step, k, i, tile, data, None, slot=slot, use=use, lands=lands)
+                ring_step(k, step, i, tile, data)
+    for k, step in enumerate(program):  # a one-shot side's releases, after the loop
+        if step.once == "after" and tiles and runs_in(protocol, step, cta):
+            ring_step(k, step, len(tiles) + peel - 1, tiles[-1], 0)
     return seq

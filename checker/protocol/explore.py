@@ -20,8 +20,9 @@ read by one CTA while another CTA is about to write it (both next) is a conflict
 CTA runs the same number ``n`` of iterations, any ``n`` from 1 to the bound: a state in
 which every process has either finished its first ``n`` iterations or waits in vain, and
 one has not finished, is a deadlock. A peeled step (``peel``) runs again after the loop
-for the last data iterations its lag left: a run of ``n`` iterations is then no prefix of a
-longer one, and each ``n`` is searched by itself. The search starts with every barrier initialized
+for the last data iterations its lag left, and a one-shot step (``once``) runs on data 0
+before the loop or after it: a run of ``n`` iterations is then no prefix of a longer one,
+and each ``n`` is searched by itself. The search starts with every barrier initialized
 once, before any step: a protocol whose `init by` statements break L-INIT's rule
 (:func:`~checker.protocol.model.init_fault`) has no such start, and :func:`explore`
 refuses it.
@@ -239,17 +240,47 @@ def _program(protocol: Protocol, cta: int, role: str, bound: int, grid: set[str]
             for aim in _aims(protocol, step, cta):
                 o = make(("mbar", step.channel, kind.value, slot, aim), kind.value, ring.barrier(kind).init_count)
                 acts.append(_Act(step, o, None, -1))
+
+    def ring_act(step: Step, j: int, trip: int) -> None:
+        ring = protocol.ring(step.channel)
+        slot, use = _slot(ring, j)
+        parity = (step.parity ^ (use % 2)) if step.parity is not None else 0
+        if step.op in (Op.ARRIVE, Op.EXPECT_TX, Op.COPY):
+            kind = step.barrier
+            assert kind is not None
+            init = ring.barrier(kind).init_count
+            for aim in _aims(protocol, step, cta):
+                o = make(("mbar", step.channel, kind.value, slot, aim), kind.value, init)
+                # a copy fills the issuer's slot (every target's when multicast); an
+                # arrive is about the slot of the CTA whose barrier it reaches
+                lands = aim if step.target is Target.ALL or step.op is not Op.COPY else cta
+                acts.append(_Act(step, o, j, trip, slot_cta=lands))
+        elif step.op is Op.WAIT:
+            kind = step.barrier
+            assert kind is not None
+            init = ring.barrier(kind).init_count
+            o = make(("mbar", step.channel, kind.value, slot, cta), kind.value, init)
+            acts.append(_Act(step, o, j, trip, parity=parity))
+        elif step.op is Op.READ:
+            for aim in _aims(protocol, step, cta):
+                acts.append(_Act(step, -1, j, trip, slot_cta=aim))
+        else:
+            acts.append(_Act(step, -1, j, trip, slot_cta=cta))
+
     mine = [j for j in range(bound) if j % info.turns == info.turn]
+    for step in steps:  # a one-shot side's steps up to its release, before the loop
+        if step.once == "before" and mine and _runs(protocol, step, cta):
+            ring_act(step, 0, mine[0])
     # after the loop's last iteration, the peeled steps run once per iteration they peel
     after = max((s.peel for s in steps), default=0) if mine else 0
     for i in range(len(mine) + after):
         trip = mine[min(i, len(mine) - 1)]
         for step in steps:
-            if step.prearm or i - step.lag < 0 or not _runs(protocol, step, cta):
+            if step.prearm or step.once or i - step.lag < 0 or not _runs(protocol, step, cta):
                 continue
             if i >= len(mine) and i - len(mine) >= step.peel:
                 continue
-            j = mine[i - step.lag]
+            j = mine[min(i - step.lag, len(mine) - 1)]  # a named-barrier step may peel past its data
             if step.op in (Op.ADD, Op.WAIT_GE) or (step.channel in grid and step.op in (Op.READ, Op.WRITE)):
                 if step.channel in grid:
                     rank = cta % protocol.cluster
@@ -267,30 +298,10 @@ def _program(protocol: Protocol, cta: int, role: str, bound: int, grid: set[str]
                 if step.op is Op.BAR_SYNC:
                     acts.append(_Act(step, o, None, trip, sync_wait=True))
             else:
-                ring = protocol.ring(step.channel)
-                slot, use = _slot(ring, j)
-                parity = (step.parity ^ (use % 2)) if step.parity is not None else 0
-                if step.op in (Op.ARRIVE, Op.EXPECT_TX, Op.COPY):
-                    kind = step.barrier
-                    assert kind is not None
-                    init = ring.barrier(kind).init_count
-                    for aim in _aims(protocol, step, cta):
-                        o = make(("mbar", step.channel, kind.value, slot, aim), kind.value, init)
-                        # a copy fills the issuer's slot (every target's when multicast); an
-                        # arrive is about the slot of the CTA whose barrier it reaches
-                        lands = aim if step.target is Target.ALL or step.op is not Op.COPY else cta
-                        acts.append(_Act(step, o, j, trip, slot_cta=lands))
-                elif step.op is Op.WAIT:
-                    kind = step.barrier
-                    assert kind is not None
-                    init = ring.barrier(kind).init_count
-                    o = make(("mbar", step.channel, kind.value, slot, cta), kind.value, init)
-                    acts.append(_Act(step, o, j, trip, parity=parity))
-                elif step.op is Op.READ:
-                    for aim in _aims(protocol, step, cta):
-                        acts.append(_Act(step, -1, j, trip, slot_cta=aim))
-                else:
-                    acts.append(_Act(step, -1, j, trip, slot_cta=cta))
+                ring_act(step, j, trip)
+    for step in steps:  # a one-shot side's releases, after the loop
+        if step.once == "after" and mine and _runs(protocol, step, cta):
+            ring_act(step, 0, mine[-1])
     return acts
 
 

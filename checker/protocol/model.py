@@ -362,10 +362,13 @@ class Step:
     the first parity of a ``WAIT``; ``lag`` delays an ``ARRIVE`` or a ``READ_WAIT`` to a
     later iteration; ``peel`` (at most ``lag``, on any loop step) runs the step ``peel`` more
     times after the loop, for the last data iterations its lag left (a side's ``lag N``: the
-    software-pipelined phase the code peels out of its loop); ``prearm`` runs an ``ARRIVE``
+    software-pipelined phase the code peels out of its loop; a named-barrier step may peel more
+    than it lags: a rendezvous side that runs in its role's peeled phases); ``prearm`` runs an ``ARRIVE``
     once per slot, or a named-barrier step once, before the loop. ``part`` says which CTAs run
     the step, ``target`` whose barrier an arrive or copy acts on; ``asynchronous`` marks a
-    ``READ`` that completes only at a later ``READ_WAIT``.
+    ``READ`` that completes only at a later ``READ_WAIT``; ``once`` runs a ring step once per
+    CTA, on data iteration 0: ``before`` the loop (after the pre-arms) or ``after`` it (and its
+    peeled phases), a one-shot side's (``once``).
     """
 
     role: str
@@ -383,6 +386,7 @@ class Step:
     threshold: Threshold = Threshold.COUNT
     asynchronous: bool = False
     peel: int = 0
+    once: Literal["", "before", "after"] = ""
 
     def __post_init__(self) -> None:
         op = self.op
@@ -395,7 +399,7 @@ class Step:
             raise ValueError(f"{where}: parity must be 0 or 1")
         if self.lag < 0 or (self.lag > self.peel and (op not in (Op.ARRIVE, Op.READ_WAIT) or self.prearm)):
             raise ValueError(f"{where}: only loop arrivals and read waits may lag, by a non-negative amount")
-        if self.peel < 0 or self.peel > self.lag or (self.peel and self.prearm):
+        if self.peel < 0 or (self.peel > self.lag and op not in BAR_OPS) or (self.peel and self.prearm):
             raise ValueError(f"{where}: a loop step peels at most the iterations it lags")
         if self.prearm and not ((op is Op.ARRIVE and not self.nbytes) or op in BAR_OPS):
             raise ValueError(f"{where}: only plain arrivals and named-barrier steps may pre-arm")
@@ -405,6 +409,8 @@ class Step:
             )
         if self.threshold is not Threshold.COUNT and op is not Op.WAIT_GE:
             raise ValueError(f"{where}: only counter waits have a relative threshold")
+        if self.once and (op not in RING_OPS or self.prearm or self.lag or self.peel):
+            raise ValueError(f"{where}: only ring steps that neither lag nor pre-arm run once per CTA")
         if self.asynchronous and op is not Op.READ:
             raise ValueError(f"{where}: only reads are asynchronous")
         relative = op is Op.WAIT_GE and self.threshold is not Threshold.COUNT
@@ -537,9 +543,9 @@ class Protocol:
 
     @property
     def peeled(self) -> bool:
-        """Whether a step runs after the loop (``peel``): a run of ``n`` iterations is then no
-        prefix of a longer one, and each trip count is unrolled by itself."""
-        return any(s.peel for _, steps in self.programs for s in steps)
+        """Whether a step runs after the loop (``peel``, ``once`` after): a run of ``n`` iterations is
+        then no prefix of a longer one, and each trip count is unrolled by itself."""
+        return any(s.peel or s.once == "after" for _, steps in self.programs for s in steps)
 
     @property
     def max_depth(self) -> int:

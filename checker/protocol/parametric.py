@@ -77,8 +77,19 @@ The class of protocols covered (checked first; anything else falls back, with th
 * C5, the model: only the step kinds and fields above (a kind or field this module does
   not know, such as one another change adds to ``model.py``, falls back explicitly);
 * C6, what stays outside (:func:`_beyond`, each with its reason): a slot index that restarts
-  every ``R`` iterations (``(j mod R) mod D`` is not linear in ``D``) and a `bar.sync` before
-  the loop. C1–C4 are asked per CTA, of every process.
+  every ``R`` iterations on a ring with barriers (its phases follow ``(j mod R) mod D``, not
+  linear in ``D``), a lagged counter step, and a one-shot step of a role that takes turns.
+  C1–C4 are asked per CTA, of every process.
+
+Software pipelining and one-shot sides (specs/protocol-proofs.md has the arguments). A role
+whose steps peel (a side's ``lag N``; a rendezvous side's ``lag N`` or ``peeled``) runs its
+loop ``P`` more times after its ``M`` iterations, in which only the steps that peel that far
+run: a step runs in the iterations ``lag .. M + peel - 1`` and its count is capped at
+``M + peel``. A one-shot step (``once``) runs in iteration 0 before the loop's positions or in
+the last iteration after them, on data 0. A restarting slot index on a ring without barriers
+enters only O5, through the slot's previous use (:meth:`_State.previous`), linear per case of
+the depth below ``R``. A `bar.sync` before the loop is the prologue's two moves (arrive, then
+wait for generation 0).
 
 The invariant ``I`` over the counters (``D`` and ``N`` symbolic) is the conjunction of:
 
@@ -196,7 +207,9 @@ KNOWN_OPS = frozenset(
 _KNOWN_FIELDS: dict[type, frozenset[str]] = {
     Protocol: frozenset({"roles", "rings", "counters", "named_barriers", "programs", "cluster", "group"}),
     Role: frozenset({"name", "warps", "provenance", "turn", "turns"}),
-    Ring: frozenset({"name", "depth", "producer", "consumers", "full", "empty", "provenance", "synchronized"}),
+    Ring: frozenset(
+        {"name", "depth", "producer", "consumers", "full", "empty", "provenance", "restart", "synchronized"}
+    ),
     Barrier: frozenset({"kind", "init_count", "provenance", "expect_tx", "init_by"}),
     InitBy: frozenset({"role", "provenance", "fenced"}),
     Counter: frozenset({"name", "producer", "consumer", "provenance", "scope", "grid"}),
@@ -217,6 +230,8 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
             "part",
             "target",
             "threshold",
+            "peel",
+            "once",
         }
     ),
 }
@@ -314,6 +329,12 @@ def _programs(protocol: Protocol) -> list[_Program]:
     for cta in range(protocol.ctas):
         for role in protocol.roles:
             steps = [s for s in protocol.program(role.name) if runs_in(protocol, s, cta)]
+            # a one-shot side's steps open iteration 0 (before the loop) or close the last (after it)
+            steps = (
+                [s for s in steps if s.once == "before"]
+                + [s for s in steps if not s.once]
+                + [s for s in steps if s.once == "after"]
+            )
             prologue = tuple(
                 _Arm(s, targets(protocol, s, cta) if s.barrier is not None else (cta,)) for s in steps if s.prearm
             )
@@ -358,12 +379,17 @@ def outside(protocol: Protocol) -> str | None:
 def _beyond(protocol: Protocol) -> str | None:
     """C6: the constructs the argument leaves to the bounded model, each with its reason."""
     for ring in protocol.rings:
-        if ring.restart:
-            return f"ring `{ring.name}`'s slot index restarts every {ring.restart} iterations (not linear in the depth)"
+        if ring.restart and ring.synchronized:
+            return (
+                f"ring `{ring.name}`'s slot index restarts every {ring.restart} iterations and its barriers' "
+                "phases follow the slots (not linear in the depth)"
+            )
     for role, steps in protocol.programs:
         for step in steps:
-            if step.prearm and step.op is Op.BAR_SYNC:
-                return f"`{role}` waits on named barrier `{step.channel}` before its loop"
+            if step.once and protocol.role(role).turns > 1:
+                return f"`{role}` takes turns and runs a one-shot step on `{step.channel}`"
+            if step.lag and step.op in (Op.ADD, Op.WAIT_GE):
+                return f"`{role}`'s step on counter `{step.channel}` lags (only ring and named-barrier steps may)"
     return None
 
 
@@ -552,7 +578,8 @@ def _early_completion(bar: Barrier, name: str, movers: list[tuple[str, _Pos]]) -
 def _named(protocol: Protocol, programs: list[_Program]) -> str | None:
     """C4, per CTA: one step per process and iteration on a named barrier, whose participants make its
     count; a process that arrives before its loop arrives in it too, with as many threads (its
-    arrivals of generation ``g`` are then its pre-arrival and its loop's first ``g``)."""
+    arrivals of generation ``g`` are then its pre-arrival and its loop's first ``g``), or nobody
+    steps the barrier in a loop and the arrivals before the loops make its count (one generation)."""
     watched = waited(protocol)
     for bar in protocol.named_barriers:
         if (bar.name, None) not in watched:
@@ -560,16 +587,16 @@ def _named(protocol: Protocol, programs: list[_Program]) -> str | None:
         for cta in range(protocol.ctas):
             here = [g for g in programs if g.cta == cta]
             steps = [(g.proc, p.step) for g in here for p in g.loop if p.step.channel == bar.name and p.part != "wait"]
-            if not steps:
-                if any(a.step.channel == bar.name for g in here for a in g.prologue):
-                    return f"a role arrives on named barrier `{bar.name}` before its loop but not in it"
+            early = [(g.proc, a.step) for g in here for a in g.prologue if a.step.channel == bar.name]
+            if len({proc for proc, _ in early}) != len(early):
+                return f"a role arrives on named barrier `{bar.name}` more than once before its loop"
+            if not steps:  # stepped before the loops only: one generation, which the arrivals must make
+                if early and sum(s.count for _, s in early) != bar.threads:
+                    return f"the arrivals on named barrier `{bar.name}` before the loops do not make its count"
                 continue
             procs = [proc for proc, _ in steps]
             if len(set(procs)) != len(procs):
                 return f"a role steps named barrier `{bar.name}` more than once per iteration"
-            early = [(g.proc, a.step) for g in here for a in g.prologue if a.step.channel == bar.name]
-            if len({proc for proc, _ in early}) != len(early):
-                return f"a role arrives on named barrier `{bar.name}` more than once before its loop"
             counts = dict((proc, s.count) for proc, s in steps)
             if any(counts.get(proc) != s.count for proc, s in early):
                 return (
@@ -602,11 +629,20 @@ class _State:
     # -- counters
 
     def count(self, proc: str, pos: _Pos) -> Term:
-        """How often ``pos`` ran in the loop."""
+        """How many loop iterations passed ``pos``: those before its lag included, those of the peeled
+        tail in which it does not run not (its runs are the iterations ``lag .. count - 1``)."""
         key = (proc, pos.index)
         found = self._counts.get(key)
         if found is None:
-            found = self._counts[key] = self.i[proc] + T.If(self.pos[proc] > pos.index, 1, 0)
+            found = self.i[proc] + T.If(self.pos[proc] > pos.index, 1, 0)
+            if pos.step.once == "before":  # it runs in iteration 0 only
+                found = T.If(found > 1, 1, found)
+            elif pos.step.once == "after":  # in the last iteration only (the loop's and its tail's)
+                found = T.If(found >= self.p.t[proc], 1, 0)
+            elif self.p.tail[self.p.program(proc).role]:
+                end = self.p.m[proc] + pos.step.peel
+                found = T.If(found > end, end, found)
+            self._counts[key] = found
         return found
 
     def data(self, proc: str, pos: _Pos) -> Term:
@@ -642,19 +678,35 @@ class _State:
         return T.If(cur > index, least <= depth, T.If(cur == index, now, least <= 0))
 
     def named_armed(self, proc: str, index: int) -> Term:
-        """Whether ``proc``'s ``index``-th step before its loop (a named-barrier arrival) ran."""
+        """Whether ``proc``'s ``index``-th step before its loop (a named-barrier arrival, or the arrival of
+        a `bar.sync`) ran."""
         return T.If(self.cur[proc] > index, 1, T.If(self.cur[proc] == index, self.sig[proc], 0))
 
     def in_loop(self, proc: str) -> Term:
         return self.cur[proc] == len(self.p.program(proc).prologue)
 
+    def here(self, proc: str, pos: _Pos) -> Term:
+        """``proc``'s loop is at ``pos`` (whether or not its step runs in this iteration)."""
+        return T.And(self.in_loop(proc), self.i[proc] < self.p.t[proc], self.pos[proc] == pos.index)
+
+    def runs(self, proc: str, pos: _Pos) -> Term:
+        """Whether ``pos``'s step runs in ``proc``'s current iteration: not before its lag, and in the
+        peeled tail only in the iterations it peels."""
+        step, i = pos.step, self.i[proc]
+        if step.once:  # a one-shot step: before the loop (iteration 0's first) or after it (the last's last)
+            return i == 0 if step.once == "before" else i == self.p.t[proc] - 1
+        conditions = [i >= step.lag] if step.lag else []
+        if step.peel < self.p.tail[self.p.program(proc).role]:
+            conditions.append(i < self.p.m[proc] + step.peel)
+        return T.And(*conditions)
+
     def at(self, proc: str, pos: _Pos) -> Term:
         """``proc`` is about to run ``pos``."""
-        return T.And(self.in_loop(proc), self.i[proc] < self.p.m[proc], self.pos[proc] == pos.index)
+        return T.And(self.here(proc, pos), self.runs(proc, pos))
 
     def done(self, proc: str) -> Term:
         loop = self.p.program(proc).loop
-        return T.And(self.in_loop(proc), self.i[proc] == self.p.m[proc]) if loop else self.in_loop(proc)
+        return T.And(self.in_loop(proc), self.i[proc] == self.p.t[proc]) if loop else self.in_loop(proc)
 
     # -- guards
 
@@ -672,22 +724,23 @@ class _State:
 
     def named_done(self, name: str, cta: int, x: Term) -> Term:
         """Every participant of CTA ``cta``'s named barrier ``name`` arrived for generation ``x`` (a
-        pre-arrival is its participant's generation 0)."""
-        parts = self.p.participants[(name, cta)]
+        pre-arrival is its participant's generation 0; a barrier stepped before the loops only has
+        that one generation)."""
+        parts = dict(self.p.participants[(name, cta)])
         ahead = self.p.named_armers[(name, cta)]
-        return T.Or(
-            x < 0,
-            T.And(
-                *[
-                    self.count(r, pos) + (self.named_armed(r, ahead[r]) if r in ahead else 0) >= x + 1
-                    for r, pos in parts
-                ]
-            ),
-        )
+        arrivals = [
+            (self.data(r, parts[r]) if r in parts else 0) + (self.named_armed(r, ahead[r]) if r in ahead else 0)
+            for r in (*parts, *(r for r in ahead if r not in parts))
+        ]
+        return T.Or(x < 0, T.And(*[a >= x + 1 for a in arrivals]))
 
-    def generation(self, proc: str, name: str, k: Term) -> Term:
-        """The generation of named barrier ``name`` that ``proc``'s loop arrival of iteration ``k`` joins."""
-        return k + 1 if proc in self.p.named_armers[(name, self.p.program(proc).cta)] else k
+    def generation(self, proc: str, pos: _Pos, k: Term) -> Term:
+        """The generation of its named barrier that ``proc``'s loop arrival at ``pos`` of iteration ``k``
+        joins: its arrivals before it (a step that lags ``L`` arrives from iteration ``L`` on), one
+        more when it arrived before its loop."""
+        name, lag = pos.step.channel, pos.step.lag
+        ahead = proc in self.p.named_armers[(name, self.p.program(proc).cta)]
+        return k - lag + (1 if ahead else 0)
 
     def counter_value(self, name: str, cta: int) -> Term:
         """A counter of one CTA: every add of its processes."""
@@ -712,14 +765,14 @@ class _State:
         cta = self.p.program(proc).cta
         if step.op is Op.WAIT:
             assert step.barrier is not None
-            target = self.parity_target(proc, pos, self.p.data_of(proc, k))
+            target = self.parity_target(proc, pos, self.p.step_data(proc, pos, k))
             return self.mbar_done(step.channel, step.barrier, cta, target)
         if step.op is Op.WAIT_GE:
             if not self.p.protocol.counter(step.channel).grid:
                 return self.counter_value(step.channel, cta) >= (k + 1) * step.count
             x = self.p.data_of(proc, k)
             return self.word(step.channel, cta % self.p.protocol.cluster, x) >= self.p.threshold(proc, step, x)
-        return self.named_done(step.channel, cta, self.generation(proc, step.channel, k))
+        return self.named_done(step.channel, cta, self.generation(proc, pos, k))
 
     # -- the invariant
 
@@ -729,12 +782,12 @@ class _State:
         for g in p.programs:
             r = g.proc
             i, pos, cur, sig = self.i[r], self.pos[r], self.cur[r], self.sig[r]
-            out += [cur >= 0, cur <= len(g.prologue), sig >= 0, i >= 0, i <= p.m[r], pos >= 0]
+            out += [cur >= 0, cur <= len(g.prologue), sig >= 0, i >= 0, i <= p.t[r], pos >= 0]
             out += [T.Implies(cur == a, sig < p.slots(arm)) for a, arm in enumerate(g.prologue)]
             out.append(T.Implies(self.in_loop(r), sig == 0))
             out.append(T.Implies(T.Not(self.in_loop(r)), T.And(i == 0, pos == 0)))
             out.append(pos < max(1, len(g.loop)))
-            out.append(T.Implies(i == p.m[r], pos == 0))
+            out.append(T.Implies(i == p.t[r], pos == 0))
             if not g.loop:
                 out.append(i == 0)
         return out
@@ -742,14 +795,20 @@ class _State:
     def history(self) -> list[Term]:
         """A wait that ran ``c`` times saw its guard true in each of its last iterations, one turns'
         period of them (a guard of data ``x`` implies the guards of ``x - period``, not of every earlier
-        data iteration: another role may take those)."""
+        data iteration: another role may take those); a `bar.sync` before the loop that passed saw its
+        generation 0 complete."""
         out: list[Term] = []
         period = _period(self.p.protocol)
         for g in self.p.programs:
             for pos in g.loop:
                 if pos.waits and self.p.modelled(pos.step.channel, pos.step.barrier):
-                    c = self.count(g.proc, pos)
-                    out += [T.Implies(c >= back, self.guard(g.proc, pos, c - back)) for back in range(1, period + 1)]
+                    c, lag = self.count(g.proc, pos), pos.step.lag
+                    out += [
+                        T.Implies(c - back >= lag, self.guard(g.proc, pos, c - back)) for back in range(1, period + 1)
+                    ]
+            for a, arm in enumerate(g.prologue):
+                if arm.step.op is Op.BAR_SYNC:
+                    out.append(T.Implies(self.cur[g.proc] > a, self.named_done(arm.step.channel, g.cta, T.Val(0))))
         return out
 
     def no_mixing(self) -> list[Term]:
@@ -766,7 +825,7 @@ class _State:
                 continue
             for r, pos in parts:
                 c = self.count(r, pos)
-                out.append(T.Implies(c >= 1, self.named_done(name, cta, self.generation(r, name, c - 2))))
+                out.append(T.Implies(c - pos.step.lag >= 1, self.named_done(name, cta, self.generation(r, pos, c - 2))))
         return out
 
     def invariant(self) -> Term:
@@ -783,26 +842,32 @@ class _State:
                 continue
             for r, pos in movers:
                 k = self.i[r] - pos.step.lag
-                y = self.p.data_of(r, k)
+                y = self.p.step_data(r, pos, self.i[r])
                 early = T.And(self.at(r, pos), k >= 0, T.Not(self.mbar_done(ring, kind, cta, y - self.p.depth[ring])))
                 out.append((f"the slot reuse by `{r}`'s step on `{ring}.{kind.value}`{self.p.where(cta)}", early))
         for (name, cta), parts in self.p.participants.items():
             if not self.p.modelled(name, None):
                 continue
             for r, pos in parts:
-                previous = self.generation(r, name, self.i[r] - 1)
+                previous = self.generation(r, pos, self.i[r] - 1)
                 early = T.And(self.at(r, pos), T.Not(self.named_done(name, cta, previous)))
                 out.append((f"the generation of `{r}`'s arrival on `{name}`", early))
         return out
 
     def blocked(self, proc: str) -> Term:
-        """``proc`` is in its loop, at a wait whose guard is false."""
+        """``proc`` is at a wait whose guard is false: in its loop, or at a `bar.sync` before it."""
+        g = self.p.program(proc)
         waits = [
-            T.And(self.pos[proc] == pos.index, T.Not(self.guard(proc, pos, self.i[proc])))
-            for pos in self.p.program(proc).loop
+            T.And(self.pos[proc] == pos.index, self.runs(proc, pos), T.Not(self.guard(proc, pos, self.i[proc])))
+            for pos in g.loop
             if pos.waits
         ]
-        return T.And(self.in_loop(proc), self.i[proc] < self.p.m[proc], T.Or(*waits))
+        syncs = [
+            T.And(self.cur[proc] == a, self.sig[proc] == 1, T.Not(self.named_done(arm.step.channel, g.cta, T.Val(0))))
+            for a, arm in enumerate(g.prologue)
+            if arm.step.op is Op.BAR_SYNC
+        ]
+        return T.Or(T.And(self.in_loop(proc), self.i[proc] < self.p.t[proc], T.Or(*waits)), *syncs)
 
     def deadlock(self) -> Term:
         procs = [g.proc for g in self.p.programs]
@@ -816,7 +881,7 @@ class _State:
                 if step.op is not Op.WAIT:
                     continue
                 assert step.barrier is not None
-                x = self.parity_target(g.proc, pos, self.p.data_of(g.proc, self.i[g.proc]))
+                x = self.parity_target(g.proc, pos, self.p.step_data(g.proc, pos, self.i[g.proc]))
                 depth = self.p.depth[step.channel]
                 inside = T.And(
                     self.mbar_done(step.channel, step.barrier, g.cta, x - depth),
@@ -828,14 +893,16 @@ class _State:
 
     def finished(self, proc: str, pos: _Pos, x: Term) -> Term:
         """Whether ``proc``'s read at ``pos`` of data iteration ``x >= 0`` is over: a synchronous read has
-        run on it, an asynchronous read has met the first later read wait that covers it (a read wait
-        of iteration ``k`` covers data up to ``k - lag``: without a lag, one before the read in the
-        program covers it only in the next iteration)."""
+        run on it, an asynchronous read has met the first later read wait that covers it. The read of
+        ``x`` runs in iteration ``x + lag``; a read wait of iteration ``k`` with lag ``L`` covers data up
+        to ``k - L`` read before it, so the first that covers ``x`` is of iteration ``x + L`` or, when
+        the read comes later, ``x + lag`` (the next one when the read wait is before the read in the
+        program)."""
         step = pos.step
         if not step.asynchronous:
             return self.acted(proc, pos, x)
         covers = [
-            self.acted(proc, q, x, 1 if q.step.lag == 0 and q.index < pos.index else 0)
+            self.acted(proc, q, x, max(0, step.lag + (1 if q.index < pos.index else 0) - q.step.lag))
             for q in self.p.program(proc).loop
             if q.step.op is Op.READ_WAIT and q.step.channel == step.channel
         ]
@@ -843,18 +910,42 @@ class _State:
 
     def released(self, proc: str, ring: str, x: Term) -> Term:
         """Whether ``proc`` is done with data iteration ``x >= 0`` of ``ring`` by its release: its first
-        release of ``x`` (whichever CTA's barrier it reaches) ran, or it has none in the run."""
+        release of ``x`` (the least lag acts on it first; whichever CTA's barrier it reaches) ran, or it
+        has none in the run (a release that lags beyond what it peels misses the last data iterations)."""
         loop = self.p.program(proc).loop
         releases = [q for q in loop if _releases(q.step, ring)]
         if not releases:
             return T.TRUE
-        first = min(releases, key=lambda q: (-q.step.lag, q.index))
-        info, lag = self.p.info(proc), first.step.lag
-        exists = x + lag * info.turns < self.p.m[proc] * info.turns + info.turn if lag else T.TRUE
+        first = min(releases, key=lambda q: (q.step.lag, q.index))
+        info, late = self.p.info(proc), first.step.lag - first.step.peel
+        exists = x + late * info.turns < self.p.m[proc] * info.turns + info.turn if late else T.TRUE
         return T.Implies(exists, self.acted(proc, first, x))
 
-    def races(self, ring: Ring) -> list[tuple[str, Term]]:
+    def previous(self, ring: Ring, y: Term) -> tuple[Term, Term]:
+        """The data iteration that used the slot of data ``y`` last before it, and whether there is one.
+
+        Without a restart it is ``y - D``. A slot index that restarts every ``R`` iterations uses slot
+        ``(y mod R) mod D``: at a depth ``D >= R`` that is ``y mod R``, last used ``R`` iterations
+        earlier; each depth below ``R`` (finitely many) is its own case, in which index ``r = y mod R``
+        reuses the slot of ``r - D`` in its tile, or for ``r < D`` the last index of the previous
+        tile with the same slot. Every case is linear (``R`` and the depth are constants in it)."""
         depth = self.p.depth[ring.name]
+        if not ring.restart:
+            x = y - depth
+            return x, x >= 0
+        period = ring.restart
+        x = y - period
+        lo, hi = self.p.ranges[ring.name]
+        for d in range(min(period - 1, hi if hi is not None else period - 1), lo - 1, -1):
+            within = y % period
+            case: Term = y - d
+            for r in range(d):
+                last = r + d * ((period - 1 - r) // d)  # the last index of a tile with r's slot
+                case = T.If(within == r, y - r - period + last, case)
+            x = T.If(depth == d, case, x)
+        return x, x >= 0
+
+    def races(self, ring: Ring) -> list[tuple[str, Term]]:
         producers = [g for g in self.p.programs if g.role == ring.producer]
         consumers = [g for g in self.p.programs if g.role in ring.consumers]
         writes = [
@@ -865,7 +956,7 @@ class _State:
         ]
         overwrite = []
         for g, pos in writes:
-            x = self.p.data_of(g.proc, self.i[g.proc]) - depth
+            x, reused = self.previous(ring, self.p.step_data(g.proc, pos, self.i[g.proc]))
             late = []
             for c in consumers:
                 reads = [
@@ -875,12 +966,12 @@ class _State:
                     continue
                 over = T.And(*[self.finished(c.proc, q, x) for q in reads], self.released(c.proc, ring.name, x))
                 late.append(T.And(self.takes(c.proc, x), T.Not(over)))
-            overwrite.append(T.And(self.at(g.proc, pos), x >= 0, T.Or(*late)))
+            overwrite.append(T.And(self.at(g.proc, pos), reused, T.Or(*late)))
         early = []
         for c in consumers:
             for pos in c.loop:
                 if pos.step.channel == ring.name and pos.step.op is Op.READ:
-                    y = self.p.data_of(c.proc, self.i[c.proc])
+                    y = self.p.step_data(c.proc, pos, self.i[c.proc])
                     unwritten = [
                         T.And(self.takes(g.proc, y), T.Not(self.acted(g.proc, w, y)))
                         for g, w in writes
@@ -922,6 +1013,7 @@ class _Prover:
 
     def __init__(self, protocol: Protocol, ranges: Mapping[str, DepthRange], rlimit: int) -> None:
         self.protocol = protocol
+        self.ranges = dict(ranges)
         self.ctx = context()
         self.script = Script(self.ctx)
         self.rlimit = rlimit
@@ -940,6 +1032,13 @@ class _Prover:
             m = trips[role.name] = self.script.int(f"M:{role.name}")
             self.params += [m >= 0, m * role.turns + role.turn >= self.n, (m - 1) * role.turns + role.turn < self.n]
         self.m = {g.proc: trips[g.role] for g in self.programs}
+        # a role with peeled steps (a side's `lag`) runs its loop `tail` more times after its M
+        # iterations (when it has any), in which only the steps that peel that far run
+        self.tail = {r.name: max((s.peel for s in protocol.program(r.name)), default=0) for r in protocol.roles}
+        self.t: dict[str, Term] = {}
+        for g in self.programs:
+            m, tail = self.m[g.proc], self.tail[g.role]
+            self.t[g.proc] = m if not tail else T.If(m >= 1, m + tail, 0)
         for name, (lo, hi) in ranges.items():
             self.params.append(self.depth[name] >= lo)
             if hi is not None:
@@ -990,9 +1089,16 @@ class _Prover:
         return f" of CTA {cta}" if self.protocol.ctas > 1 else ""
 
     def slots(self, arm: _Arm) -> int | Term:
-        """How often a step before the loop runs: once per slot of each barrier it arms, once on a named
-        barrier."""
-        return self.depth[arm.step.channel] * len(arm.bars) if arm.step.barrier is not None else 1
+        """How many moves a step before the loop takes: one per slot of each barrier it arms, one for an
+        arrival on a named barrier, two for a `bar.sync` (its arrival, then its wait)."""
+        if arm.step.barrier is not None:
+            return self.depth[arm.step.channel] * len(arm.bars)
+        return 2 if arm.step.op is Op.BAR_SYNC else 1
+
+    def step_data(self, proc: str, pos: _Pos, k: Term) -> Term:
+        """The data iteration ``pos``'s step acts on in ``proc``'s iteration ``k``: ``k - lag`` (its role's
+        turns), or 0 for a one-shot step."""
+        return T.Val(0) if pos.step.once else self.data_of(proc, k - pos.step.lag)
 
     def data_of(self, proc: str, k: Term) -> Term:
         """The data iteration ``proc`` runs in its iteration ``k`` (its role's turns)."""
@@ -1084,9 +1190,16 @@ class _Prover:
         moves: list[Term] = []
         for a, arm in enumerate(g.prologue):
             wrap = sig + 1 == self.slots(arm)
+            # a `bar.sync` before the loop passes its wait (its second move) once generation 0 is complete
+            passes = (
+                T.Implies(sig == 1, pre.named_done(arm.step.channel, g.cta, T.Val(0)))
+                if arm.step.op is Op.BAR_SYNC
+                else True
+            )
             moves.append(
                 T.And(
                     cur == a,
+                    passes,
                     post.cur[proc] == T.If(wrap, cur + 1, cur),
                     post.sig[proc] == T.If(wrap, 0, sig + 1),
                     post.i[proc] == i,
@@ -1100,6 +1213,7 @@ class _Prover:
                 if p.index == last
                 else [post.pos[proc] == p.index + 1, post.i[proc] == i]
             )
-            enabled = pre.guard(proc, p, i) if p.waits else True
-            moves.append(T.And(pre.at(proc, p), enabled, post.cur[proc] == cur, post.sig[proc] == sig, *nxt))
+            # a step that does not run in this iteration (before its lag, or in the tail) is skipped
+            enabled = T.Implies(pre.runs(proc, p), pre.guard(proc, p, i)) if p.waits else True
+            moves.append(T.And(pre.here(proc, p), enabled, post.cur[proc] == cur, post.sig[proc] == sig, *nxt))
         return T.And(T.Or(*moves), *same)

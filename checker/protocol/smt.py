@@ -624,7 +624,7 @@ class ProtocolModel:
 
     def _lockstep(self, name: str, threads: int) -> bool:
         """Whether every role on named barrier ``name`` runs one ``bar.sync`` per iteration, in
-        every CTA, and their thread counts add up to its count.
+        every CTA and in the same iterations, and their thread counts add up to its count.
 
         Then generation ``j`` completes exactly at the last of the participants' ``j``-th
         arrivals (each blocks until it does, so none arrives twice in a generation), and
@@ -634,6 +634,7 @@ class ProtocolModel:
         roles = [s.role for s in steps]
         return (
             all(s.op is Op.BAR_SYNC and s.part is Part.ALL and not s.prearm for s in steps)
+            and len({(s.lag, s.peel) for s in steps}) == 1  # the same iterations (a rendezvous side's phases)
             and len(set(roles)) == len(roles)
             and sum(s.count for s in steps) == threads
         )

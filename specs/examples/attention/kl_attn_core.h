@@ -36,21 +36,21 @@ enum : unsigned { kl_attn_core_assumed_block_n = 128 };  // assumes fact block_n
 
 extern "C" {
 // ---- handles (defined by the linker)
-__device__ unsigned kl_attn_core_core0_warp0();  // a role's first warp; core.kc:23: role core0 entry attn_core_wg0 warps 4 regs 240 warpgroup
-__device__ unsigned kl_attn_core_core0_regs();  // a register budget; core.kc:23: role core0 entry attn_core_wg0 warps 4 regs 240 warpgroup
-__device__ unsigned kl_attn_core_core1_warp0();  // a role's first warp; core.kc:24: role core1 entry attn_core_wg1 warps 4 regs 240 warpgroup
-__device__ unsigned kl_attn_core_core1_regs();  // a register budget; core.kc:24: role core1 entry attn_core_wg1 warps 4 regs 240 warpgroup
-__device__ unsigned kl_attn_core_params_offset();  // a params offset; core.kc:26: params CoreParams size 32 align 4 {
-__device__ unsigned kl_attn_core_fact_head_dim();  // a fact's value; core.kc:47: assumes fact head_dim: u32 == 128
-__device__ unsigned kl_attn_core_fact_block_m();  // a fact's value; core.kc:48: assumes fact block_m: u32 == 128
-__device__ unsigned kl_attn_core_fact_block_n();  // a fact's value; core.kc:49: assumes fact block_n: u32 == 128
-__device__ unsigned kl_attn_core_q_depth();  // a ring depth; core.kc:51: ring q consume by core0 {
-__device__ unsigned kl_attn_core_q_full_bar();  // a full-barrier offset; core.kc:51: ring q consume by core0 {
-__device__ unsigned kl_attn_core_q_empty_bar();  // an empty-barrier offset; core.kc:51: ring q consume by core0 {
-__device__ void kl_attn_core_q_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; core.kc:51: ring q consume by core0 {
-__device__ void kl_attn_core_q_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; core.kc:51: ring q consume by core0 {
-__device__ unsigned kl_attn_core_sched0_bar_id();  // a named-barrier ID; core.kc:62: rendezvous sched0 arrive by core1 threads 256 prearm
-__device__ unsigned kl_attn_core_sched0_threads();  // a barrier thread count; core.kc:62: rendezvous sched0 arrive by core1 threads 256 prearm
+__device__ unsigned kl_attn_core_core0_warp0();  // a role's first warp; core.kc:22: role core0 entry attn_core_wg0 warps 4 regs 240 warpgroup
+__device__ unsigned kl_attn_core_core0_regs();  // a register budget; core.kc:22: role core0 entry attn_core_wg0 warps 4 regs 240 warpgroup
+__device__ unsigned kl_attn_core_core1_warp0();  // a role's first warp; core.kc:23: role core1 entry attn_core_wg1 warps 4 regs 240 warpgroup
+__device__ unsigned kl_attn_core_core1_regs();  // a register budget; core.kc:23: role core1 entry attn_core_wg1 warps 4 regs 240 warpgroup
+__device__ unsigned kl_attn_core_params_offset();  // a params offset; core.kc:25: params CoreParams size 32 align 4 {
+__device__ unsigned kl_attn_core_fact_head_dim();  // a fact's value; core.kc:46: assumes fact head_dim: u32 == 128
+__device__ unsigned kl_attn_core_fact_block_m();  // a fact's value; core.kc:47: assumes fact block_m: u32 == 128
+__device__ unsigned kl_attn_core_fact_block_n();  // a fact's value; core.kc:48: assumes fact block_n: u32 == 128
+__device__ unsigned kl_attn_core_q_depth();  // a ring depth; core.kc:50: ring q consume by core0 {
+__device__ unsigned kl_attn_core_q_full_bar();  // a full-barrier offset; core.kc:50: ring q consume by core0 {
+__device__ unsigned kl_attn_core_q_empty_bar();  // an empty-barrier offset; core.kc:50: ring q consume by core0 {
+__device__ void kl_attn_core_q_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; core.kc:50: ring q consume by core0 {
+__device__ void kl_attn_core_q_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; core.kc:50: ring q consume by core0 {
+__device__ unsigned kl_attn_core_sched0_bar_id();  // a named-barrier ID; core.kc:65: rendezvous sched0 sync by core0 threads 256 lag 1
+__device__ unsigned kl_attn_core_sched0_threads();  // a barrier thread count; core.kc:65: rendezvous sched0 sync by core0 threads 256 lag 1
 __device__ unsigned kl_attn_core_k_depth();  // a ring depth; core.kc:66: ring k consume by core0 {
 __device__ unsigned kl_attn_core_k_full_bar();  // a full-barrier offset; core.kc:66: ring k consume by core0 {
 __device__ unsigned kl_attn_core_k_empty_bar();  // an empty-barrier offset; core.kc:66: ring k consume by core0 {
@@ -61,25 +61,25 @@ __device__ unsigned kl_attn_core_v_full_bar();  // a full-barrier offset; core.k
 __device__ unsigned kl_attn_core_v_empty_bar();  // an empty-barrier offset; core.kc:71: ring v consume by core0 {
 __device__ void kl_attn_core_v_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; core.kc:71: ring v consume by core0 {
 __device__ void kl_attn_core_v_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; core.kc:71: ring v consume by core0 {
-__device__ unsigned kl_attn_core_sched1_bar_id();  // a named-barrier ID; core.kc:77: rendezvous sched1 arrive by core0 threads 256
-__device__ unsigned kl_attn_core_sched1_threads();  // a barrier thread count; core.kc:77: rendezvous sched1 arrive by core0 threads 256
-__device__ unsigned kl_attn_core_q_q_tile_smem();  // ring q: slot 0's offset of claim `q_tile`; core.kc:51: ring q consume by core0 {
-__device__ unsigned kl_attn_core_q_q_tile_stride();  // ring q: slot stride of claim `q_tile`; core.kc:51: ring q consume by core0 {
+__device__ unsigned kl_attn_core_sched1_bar_id();  // a named-barrier ID; core.kc:77: rendezvous sched1 arrive by core0 threads 256 peeled
+__device__ unsigned kl_attn_core_sched1_threads();  // a barrier thread count; core.kc:77: rendezvous sched1 arrive by core0 threads 256 peeled
+__device__ unsigned kl_attn_core_q_q_tile_smem();  // ring q: slot 0's offset of claim `q_tile`; core.kc:50: ring q consume by core0 {
+__device__ unsigned kl_attn_core_q_q_tile_stride();  // ring q: slot stride of claim `q_tile`; core.kc:50: ring q consume by core0 {
 __device__ unsigned kl_attn_core_k_k_tiles_smem();  // ring k: slot 0's offset of claim `k_tiles`; core.kc:66: ring k consume by core0 {
 __device__ unsigned kl_attn_core_k_k_tiles_stride();  // ring k: slot stride of claim `k_tiles`; core.kc:66: ring k consume by core0 {
 __device__ unsigned kl_attn_core_v_v_tiles_smem();  // ring v: slot 0's offset of claim `v_tiles`; core.kc:71: ring v consume by core0 {
 __device__ unsigned kl_attn_core_v_v_tiles_stride();  // ring v: slot stride of claim `v_tiles`; core.kc:71: ring v consume by core0 {
 // ---- what this stage defines (the linker calls these)
-__device__ void attn_core_wg0(const CoreParams* params, unsigned char* smem);  // core.kc:23: role core0 entry attn_core_wg0 warps 4 regs 240 warpgroup
-__device__ void attn_core_wg1(const CoreParams* params, unsigned char* smem);  // core.kc:24: role core1 entry attn_core_wg1 warps 4 regs 240 warpgroup
+__device__ void attn_core_wg0(const CoreParams* params, unsigned char* smem);  // core.kc:22: role core0 entry attn_core_wg0 warps 4 regs 240 warpgroup
+__device__ void attn_core_wg1(const CoreParams* params, unsigned char* smem);  // core.kc:23: role core1 entry attn_core_wg1 warps 4 regs 240 warpgroup
 // ---- call trampolines (the linker defines them to call the export)
-__device__ void kl_epilogue(void*, void*, unsigned, int, int, void*, void*, void*, float);  // core.kc:46: call epilogue (ptr, ptr, u32, i32, i32, ptr, ptr, ptr, f32) -> void as kl_epilogue from role core1 guarantees converged, full_warps, enter_once
-__device__ int kl_load_kv_block(void*, void*, int);  // core.kc:45: call kv_block (ptr, ptr, i32) -> i32 as kl_load_kv_block from role core1 guarantees converged, full_warps
-__device__ int kl_load_kv_count(void*, void*);  // core.kc:44: call kv_count (ptr, ptr) -> i32 as kl_load_kv_count from role core1 guarantees converged, full_warps
-__device__ bool kl_mask(void*, int, int);  // core.kc:41: call mask (ptr, i32, i32) -> bool as kl_mask from role core1 guarantees converged, full_warps
-__device__ bool kl_mask_block_full(void*, int, int, int, int);  // core.kc:42: call mask_block_full (ptr, i32, i32, i32, i32) -> bool as kl_mask_block_full from role core1 guarantees converged, full_warps
-__device__ void kl_mask_kv_range(void*, int, int, int, void*, void*);  // core.kc:40: call mask_kv_range (ptr, i32, i32, i32, ptr, ptr) -> void as kl_mask_kv_range from role core1 guarantees converged, full_warps
-__device__ float kl_score(void*, float, int, int, int, int);  // core.kc:43: call score (ptr, f32, i32, i32, i32, i32) -> f32 as kl_score from role core1 guarantees converged, full_warps
+__device__ void kl_epilogue(void*, void*, unsigned, int, int, void*, void*, void*, float);  // core.kc:45: call epilogue (ptr, ptr, u32, i32, i32, ptr, ptr, ptr, f32) -> void as kl_epilogue from role core1 guarantees converged, full_warps, enter_once
+__device__ int kl_load_kv_block(void*, void*, int);  // core.kc:44: call kv_block (ptr, ptr, i32) -> i32 as kl_load_kv_block from role core1 guarantees converged, full_warps
+__device__ int kl_load_kv_count(void*, void*);  // core.kc:43: call kv_count (ptr, ptr) -> i32 as kl_load_kv_count from role core1 guarantees converged, full_warps
+__device__ bool kl_mask(void*, int, int);  // core.kc:40: call mask (ptr, i32, i32) -> bool as kl_mask from role core1 guarantees converged, full_warps
+__device__ bool kl_mask_block_full(void*, int, int, int, int);  // core.kc:41: call mask_block_full (ptr, i32, i32, i32, i32) -> bool as kl_mask_block_full from role core1 guarantees converged, full_warps
+__device__ void kl_mask_kv_range(void*, int, int, int, void*, void*);  // core.kc:39: call mask_kv_range (ptr, i32, i32, i32, ptr, ptr) -> void as kl_mask_kv_range from role core1 guarantees converged, full_warps
+__device__ float kl_score(void*, float, int, int, int, int);  // core.kc:42: call score (ptr, f32, i32, i32, i32, i32) -> f32 as kl_score from role core1 guarantees converged, full_warps
 }  // extern "C"
 
 // ---- typed helpers over the handles (shared-memory offsets from the dynamic base); macros, so the

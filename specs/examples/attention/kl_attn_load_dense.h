@@ -51,34 +51,34 @@ __device__ void kl_attn_load_dense_q_full_wait(unsigned slot, unsigned parity); 
 __device__ void kl_attn_load_dense_q_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_dense.kc:28: ring q produce by load {
 __device__ unsigned kl_attn_load_dense_q_full_count();  // a full-barrier arrival count; load_dense.kc:28: ring q produce by load {
 __device__ unsigned kl_attn_load_dense_q_empty_count();  // an empty-barrier arrival count; load_dense.kc:28: ring q produce by load {
-__device__ unsigned kl_attn_load_dense_k_depth();  // a ring depth; load_dense.kc:41: ring k produce by load {
-__device__ unsigned kl_attn_load_dense_k_full_bar();  // a full-barrier offset; load_dense.kc:41: ring k produce by load {
-__device__ unsigned kl_attn_load_dense_k_empty_bar();  // an empty-barrier offset; load_dense.kc:41: ring k produce by load {
-__device__ void kl_attn_load_dense_k_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; load_dense.kc:41: ring k produce by load {
-__device__ void kl_attn_load_dense_k_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_dense.kc:41: ring k produce by load {
-__device__ unsigned kl_attn_load_dense_k_full_count();  // a full-barrier arrival count; load_dense.kc:41: ring k produce by load {
-__device__ unsigned kl_attn_load_dense_k_empty_count();  // an empty-barrier arrival count; load_dense.kc:41: ring k produce by load {
-__device__ unsigned kl_attn_load_dense_v_depth();  // a ring depth; load_dense.kc:52: ring v produce by load {
-__device__ unsigned kl_attn_load_dense_v_full_bar();  // a full-barrier offset; load_dense.kc:52: ring v produce by load {
-__device__ unsigned kl_attn_load_dense_v_empty_bar();  // an empty-barrier offset; load_dense.kc:52: ring v produce by load {
-__device__ void kl_attn_load_dense_v_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; load_dense.kc:52: ring v produce by load {
-__device__ void kl_attn_load_dense_v_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_dense.kc:52: ring v produce by load {
-__device__ unsigned kl_attn_load_dense_v_full_count();  // a full-barrier arrival count; load_dense.kc:52: ring v produce by load {
-__device__ unsigned kl_attn_load_dense_v_empty_count();  // an empty-barrier arrival count; load_dense.kc:52: ring v produce by load {
-__device__ unsigned kl_attn_load_dense_fact_head_dim();  // a fact's value; load_dense.kc:64: owns fact head_dim: u32 = 128
-__device__ unsigned kl_attn_load_dense_fact_block_m();  // a fact's value; load_dense.kc:65: owns fact block_m: u32 = 128
-__device__ unsigned kl_attn_load_dense_fact_block_n();  // a fact's value; load_dense.kc:66: owns fact block_n: u32 = 128
+__device__ unsigned kl_attn_load_dense_k_depth();  // a ring depth; load_dense.kc:42: ring k produce by load {
+__device__ unsigned kl_attn_load_dense_k_full_bar();  // a full-barrier offset; load_dense.kc:42: ring k produce by load {
+__device__ unsigned kl_attn_load_dense_k_empty_bar();  // an empty-barrier offset; load_dense.kc:42: ring k produce by load {
+__device__ void kl_attn_load_dense_k_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; load_dense.kc:42: ring k produce by load {
+__device__ void kl_attn_load_dense_k_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_dense.kc:42: ring k produce by load {
+__device__ unsigned kl_attn_load_dense_k_full_count();  // a full-barrier arrival count; load_dense.kc:42: ring k produce by load {
+__device__ unsigned kl_attn_load_dense_k_empty_count();  // an empty-barrier arrival count; load_dense.kc:42: ring k produce by load {
+__device__ unsigned kl_attn_load_dense_v_depth();  // a ring depth; load_dense.kc:53: ring v produce by load {
+__device__ unsigned kl_attn_load_dense_v_full_bar();  // a full-barrier offset; load_dense.kc:53: ring v produce by load {
+__device__ unsigned kl_attn_load_dense_v_empty_bar();  // an empty-barrier offset; load_dense.kc:53: ring v produce by load {
+__device__ void kl_attn_load_dense_v_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; load_dense.kc:53: ring v produce by load {
+__device__ void kl_attn_load_dense_v_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_dense.kc:53: ring v produce by load {
+__device__ unsigned kl_attn_load_dense_v_full_count();  // a full-barrier arrival count; load_dense.kc:53: ring v produce by load {
+__device__ unsigned kl_attn_load_dense_v_empty_count();  // an empty-barrier arrival count; load_dense.kc:53: ring v produce by load {
+__device__ unsigned kl_attn_load_dense_fact_head_dim();  // a fact's value; load_dense.kc:65: owns fact head_dim: u32 = 128
+__device__ unsigned kl_attn_load_dense_fact_block_m();  // a fact's value; load_dense.kc:66: owns fact block_m: u32 = 128
+__device__ unsigned kl_attn_load_dense_fact_block_n();  // a fact's value; load_dense.kc:67: owns fact block_n: u32 = 128
 __device__ unsigned kl_attn_load_dense_q_q_tile_smem();  // ring q: slot 0's offset of claim `q_tile`; load_dense.kc:28: ring q produce by load {
 __device__ unsigned kl_attn_load_dense_q_q_tile_stride();  // ring q: slot stride of claim `q_tile`; load_dense.kc:28: ring q produce by load {
-__device__ unsigned kl_attn_load_dense_k_k_tiles_smem();  // ring k: slot 0's offset of claim `k_tiles`; load_dense.kc:41: ring k produce by load {
-__device__ unsigned kl_attn_load_dense_k_k_tiles_stride();  // ring k: slot stride of claim `k_tiles`; load_dense.kc:41: ring k produce by load {
-__device__ unsigned kl_attn_load_dense_v_v_tiles_smem();  // ring v: slot 0's offset of claim `v_tiles`; load_dense.kc:52: ring v produce by load {
-__device__ unsigned kl_attn_load_dense_v_v_tiles_stride();  // ring v: slot stride of claim `v_tiles`; load_dense.kc:52: ring v produce by load {
+__device__ unsigned kl_attn_load_dense_k_k_tiles_smem();  // ring k: slot 0's offset of claim `k_tiles`; load_dense.kc:42: ring k produce by load {
+__device__ unsigned kl_attn_load_dense_k_k_tiles_stride();  // ring k: slot stride of claim `k_tiles`; load_dense.kc:42: ring k produce by load {
+__device__ unsigned kl_attn_load_dense_v_v_tiles_smem();  // ring v: slot 0's offset of claim `v_tiles`; load_dense.kc:53: ring v produce by load {
+__device__ unsigned kl_attn_load_dense_v_v_tiles_stride();  // ring v: slot stride of claim `v_tiles`; load_dense.kc:53: ring v produce by load {
 // ---- what this stage defines (the linker calls these)
 __device__ void attn_load_dense_main(const LoadBlock* params, unsigned char* smem);  // load_dense.kc:10: role load entry attn_load_dense_main warps 4 regs 24 warpgroup
 __device__ void attn_load_dense_q_init(const LoadBlock* params, unsigned char* smem);  // load_dense.kc:28: ring q produce by load {
-__device__ void attn_load_dense_k_init(const LoadBlock* params, unsigned char* smem);  // load_dense.kc:41: ring k produce by load {
-__device__ void attn_load_dense_v_init(const LoadBlock* params, unsigned char* smem);  // load_dense.kc:52: ring v produce by load {
+__device__ void attn_load_dense_k_init(const LoadBlock* params, unsigned char* smem);  // load_dense.kc:42: ring k produce by load {
+__device__ void attn_load_dense_v_init(const LoadBlock* params, unsigned char* smem);  // load_dense.kc:53: ring v produce by load {
 __device__ int attn_load_dense_kv_count(void*, void*);  // load_dense.kc:19: export callable kv_count (ptr, ptr) -> i32 = attn_load_dense_kv_count
 __device__ int attn_load_dense_kv_block(void*, void*, int);  // load_dense.kc:20: export callable kv_block (ptr, ptr, i32) -> i32 = attn_load_dense_kv_block
 // ---- call trampolines (the linker defines them to call the export)

@@ -60,34 +60,34 @@ __device__ void kl_attn_load_paged_q_full_wait(unsigned slot, unsigned parity); 
 __device__ void kl_attn_load_paged_q_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_paged.kc:32: ring q produce by load {
 __device__ unsigned kl_attn_load_paged_q_full_count();  // a full-barrier arrival count; load_paged.kc:32: ring q produce by load {
 __device__ unsigned kl_attn_load_paged_q_empty_count();  // an empty-barrier arrival count; load_paged.kc:32: ring q produce by load {
-__device__ unsigned kl_attn_load_paged_k_depth();  // a ring depth; load_paged.kc:45: ring k produce by load {
-__device__ unsigned kl_attn_load_paged_k_full_bar();  // a full-barrier offset; load_paged.kc:45: ring k produce by load {
-__device__ unsigned kl_attn_load_paged_k_empty_bar();  // an empty-barrier offset; load_paged.kc:45: ring k produce by load {
-__device__ void kl_attn_load_paged_k_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; load_paged.kc:45: ring k produce by load {
-__device__ void kl_attn_load_paged_k_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_paged.kc:45: ring k produce by load {
-__device__ unsigned kl_attn_load_paged_k_full_count();  // a full-barrier arrival count; load_paged.kc:45: ring k produce by load {
-__device__ unsigned kl_attn_load_paged_k_empty_count();  // an empty-barrier arrival count; load_paged.kc:45: ring k produce by load {
-__device__ unsigned kl_attn_load_paged_v_depth();  // a ring depth; load_paged.kc:58: ring v produce by load {
-__device__ unsigned kl_attn_load_paged_v_full_bar();  // a full-barrier offset; load_paged.kc:58: ring v produce by load {
-__device__ unsigned kl_attn_load_paged_v_empty_bar();  // an empty-barrier offset; load_paged.kc:58: ring v produce by load {
-__device__ void kl_attn_load_paged_v_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; load_paged.kc:58: ring v produce by load {
-__device__ void kl_attn_load_paged_v_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_paged.kc:58: ring v produce by load {
-__device__ unsigned kl_attn_load_paged_v_full_count();  // a full-barrier arrival count; load_paged.kc:58: ring v produce by load {
-__device__ unsigned kl_attn_load_paged_v_empty_count();  // an empty-barrier arrival count; load_paged.kc:58: ring v produce by load {
-__device__ unsigned kl_attn_load_paged_fact_head_dim();  // a fact's value; load_paged.kc:72: owns fact head_dim: u32 = 128
-__device__ unsigned kl_attn_load_paged_fact_block_m();  // a fact's value; load_paged.kc:73: owns fact block_m: u32 = 128
-__device__ unsigned kl_attn_load_paged_fact_block_n();  // a fact's value; load_paged.kc:74: owns fact block_n: u32 = 128
+__device__ unsigned kl_attn_load_paged_k_depth();  // a ring depth; load_paged.kc:46: ring k produce by load {
+__device__ unsigned kl_attn_load_paged_k_full_bar();  // a full-barrier offset; load_paged.kc:46: ring k produce by load {
+__device__ unsigned kl_attn_load_paged_k_empty_bar();  // an empty-barrier offset; load_paged.kc:46: ring k produce by load {
+__device__ void kl_attn_load_paged_k_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; load_paged.kc:46: ring k produce by load {
+__device__ void kl_attn_load_paged_k_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_paged.kc:46: ring k produce by load {
+__device__ unsigned kl_attn_load_paged_k_full_count();  // a full-barrier arrival count; load_paged.kc:46: ring k produce by load {
+__device__ unsigned kl_attn_load_paged_k_empty_count();  // an empty-barrier arrival count; load_paged.kc:46: ring k produce by load {
+__device__ unsigned kl_attn_load_paged_v_depth();  // a ring depth; load_paged.kc:59: ring v produce by load {
+__device__ unsigned kl_attn_load_paged_v_full_bar();  // a full-barrier offset; load_paged.kc:59: ring v produce by load {
+__device__ unsigned kl_attn_load_paged_v_empty_bar();  // an empty-barrier offset; load_paged.kc:59: ring v produce by load {
+__device__ void kl_attn_load_paged_v_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; load_paged.kc:59: ring v produce by load {
+__device__ void kl_attn_load_paged_v_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; load_paged.kc:59: ring v produce by load {
+__device__ unsigned kl_attn_load_paged_v_full_count();  // a full-barrier arrival count; load_paged.kc:59: ring v produce by load {
+__device__ unsigned kl_attn_load_paged_v_empty_count();  // an empty-barrier arrival count; load_paged.kc:59: ring v produce by load {
+__device__ unsigned kl_attn_load_paged_fact_head_dim();  // a fact's value; load_paged.kc:73: owns fact head_dim: u32 = 128
+__device__ unsigned kl_attn_load_paged_fact_block_m();  // a fact's value; load_paged.kc:74: owns fact block_m: u32 = 128
+__device__ unsigned kl_attn_load_paged_fact_block_n();  // a fact's value; load_paged.kc:75: owns fact block_n: u32 = 128
 __device__ unsigned kl_attn_load_paged_q_q_tile_smem();  // ring q: slot 0's offset of claim `q_tile`; load_paged.kc:32: ring q produce by load {
 __device__ unsigned kl_attn_load_paged_q_q_tile_stride();  // ring q: slot stride of claim `q_tile`; load_paged.kc:32: ring q produce by load {
-__device__ unsigned kl_attn_load_paged_k_k_tiles_smem();  // ring k: slot 0's offset of claim `k_tiles`; load_paged.kc:45: ring k produce by load {
-__device__ unsigned kl_attn_load_paged_k_k_tiles_stride();  // ring k: slot stride of claim `k_tiles`; load_paged.kc:45: ring k produce by load {
-__device__ unsigned kl_attn_load_paged_v_v_tiles_smem();  // ring v: slot 0's offset of claim `v_tiles`; load_paged.kc:58: ring v produce by load {
-__device__ unsigned kl_attn_load_paged_v_v_tiles_stride();  // ring v: slot stride of claim `v_tiles`; load_paged.kc:58: ring v produce by load {
+__device__ unsigned kl_attn_load_paged_k_k_tiles_smem();  // ring k: slot 0's offset of claim `k_tiles`; load_paged.kc:46: ring k produce by load {
+__device__ unsigned kl_attn_load_paged_k_k_tiles_stride();  // ring k: slot stride of claim `k_tiles`; load_paged.kc:46: ring k produce by load {
+__device__ unsigned kl_attn_load_paged_v_v_tiles_smem();  // ring v: slot 0's offset of claim `v_tiles`; load_paged.kc:59: ring v produce by load {
+__device__ unsigned kl_attn_load_paged_v_v_tiles_stride();  // ring v: slot stride of claim `v_tiles`; load_paged.kc:59: ring v produce by load {
 // ---- what this stage defines (the linker calls these)
 __device__ void attn_load_paged_main(const LoadBlock* params, unsigned char* smem);  // load_paged.kc:11: role load entry attn_load_paged_main warps 4 regs 24 warpgroup
 __device__ void attn_load_paged_q_init(const LoadBlock* params, unsigned char* smem);  // load_paged.kc:32: ring q produce by load {
-__device__ void attn_load_paged_k_init(const LoadBlock* params, unsigned char* smem);  // load_paged.kc:45: ring k produce by load {
-__device__ void attn_load_paged_v_init(const LoadBlock* params, unsigned char* smem);  // load_paged.kc:58: ring v produce by load {
+__device__ void attn_load_paged_k_init(const LoadBlock* params, unsigned char* smem);  // load_paged.kc:46: ring k produce by load {
+__device__ void attn_load_paged_v_init(const LoadBlock* params, unsigned char* smem);  // load_paged.kc:59: ring v produce by load {
 __device__ int attn_load_paged_kv_count(void*, void*);  // load_paged.kc:23: export callable kv_count (ptr, ptr) -> i32 = attn_load_paged_kv_count
 __device__ int attn_load_paged_kv_block(void*, void*, int);  // load_paged.kc:24: export callable kv_block (ptr, ptr, i32) -> i32 = attn_load_paged_kv_block
 // ---- call trampolines (the linker defines them to call the export)

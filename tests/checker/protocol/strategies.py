@@ -15,7 +15,18 @@ from typing import TypeVar
 
 from hypothesis import strategies as st
 
-from checker.protocol.model import BarrierKind, Op, Part, Protocol, ProtocolBuilder, Scope, Step, Target, Threshold
+from checker.protocol.model import (
+    RING_OPS,
+    BarrierKind,
+    Op,
+    Part,
+    Protocol,
+    ProtocolBuilder,
+    Scope,
+    Step,
+    Target,
+    Threshold,
+)
 
 T = TypeVar("T")
 FULL = BarrierKind.FULL
@@ -153,6 +164,11 @@ PATTERN_MISTAKES: dict[str, tuple[str, ...]] = {
     "grid-barrier": ("threshold", "no-wait", "add-first"),
     "staging": ("no-read-wait", "lag", "restart"),
     "tmem": ("release-first", "no-read-wait"),
+    "lagged": ("release-early", "order"),
+    "restart": ("wait-late", "no-read-wait"),
+    "presync": ("one-side", "loop-one-side", "twice"),
+    "pingpong-phases": ("synced-first", "handover-late"),
+    "oneshot": ("refilled", "no-wait", "wait-in-loop"),
 }
 """Each production pattern :func:`pattern` builds, and the mistakes it can make in it."""
 
@@ -181,7 +197,16 @@ def pattern(name: str, mistake: str = "", depth: int = 2, knob: int = 0) -> Prot
     ``split-k``, ``stream-k``, ``grid-barrier``: a counter whose partner is the same role in
     the other CTAs of a tile's group (``2 + knob % 2`` CTAs); ``staging``: a buffer a role
     writes and a TMA store reads asynchronously (``knob`` > 0: the read wait's lag is
-    ``knob - 1`` below the depth); ``tmem``: a ring whose consumer reads asynchronously.
+    ``knob - 1`` below the depth); ``tmem``: a ring whose consumer reads asynchronously;
+    ``lagged``: software pipelining, a consumer whose side of ring `v` lags one iteration (``knob``
+    > 0: two) with its peeled tail, as the attention core's PV; ``restart``: a staging buffer whose
+    slot index restarts every ``depth + 1 + knob`` iterations, its read wait one iteration late;
+    ``presync``: roles that `bar.sync` before their loops (``knob`` > 0: on the barrier their
+    loops sync on too); ``pingpong-phases``: the ping-pong as FA3's code runs it, ring `v` lagging
+    one phase, warpgroup 0's first turn unsynced (`lag 1`) and warpgroup 1's last hand-over
+    skipped (ring `k`'s depth is ``depth + knob``); ``oneshot``: ring `q` filled once per CTA
+    (`once`), waited for before the consumer's loop and released after it, beside ring `k`
+    (its depth ``depth + knob``).
     """
     builders = {
         "pingpong": _pingpong,
@@ -192,6 +217,11 @@ def pattern(name: str, mistake: str = "", depth: int = 2, knob: int = 0) -> Prot
         "grid-barrier": _grid_counter,
         "staging": _staging,
         "tmem": _async_ring,
+        "lagged": _lagged,
+        "restart": _restart,
+        "presync": _presync,
+        "pingpong-phases": _pingpong_phases,
+        "oneshot": _oneshot,
     }
     if mistake and mistake not in PATTERN_MISTAKES[name]:
         raise ValueError(f"pattern `{name}` has no mistake `{mistake}`")
@@ -358,14 +388,194 @@ def _async_ring(name: str, wrong: str, depth: int, knob: int) -> Protocol:
     return b.build()
 
 
+def _lagged(name: str, wrong: str, depth: int, knob: int) -> Protocol:
+    b = ProtocolBuilder(f"{name}.kc")
+    b.role("p", 1)
+    b.role("c", 4)
+    for ring in ("k", "v"):
+        b.ring(ring, depth=depth, producer="p", consumer="c", full_init=1, empty_init=1, full_tx=16, init_by=("p",))
+    lag = 1 + knob % 2
+    # the producer fills K_i, V_i ("order": V_i, then K_{i-lag}, while the consumer waits K_i first)
+    produced: list[Step] = []
+    for ring in ("v", "k") if wrong == "order" else ("k", "v"):
+        prod = [
+            b.make_step("p", Op.WAIT, ring, barrier=EMPTY, parity=1),
+            b.make_step("p", Op.ARRIVE, ring, barrier=FULL, count=1, nbytes=16),
+            b.make_step("p", Op.COPY, ring, barrier=FULL, nbytes=16),
+        ]
+        if wrong == "order" and ring == "k":
+            prod = [dataclasses.replace(s, lag=lag, peel=lag) for s in prod]
+        produced += prod
+    b.set_program("p", produced)
+    steps: list[Step] = []
+    for ring in ("k", "v"):
+        side = [
+            b.make_step("c", Op.WAIT, ring, barrier=FULL, parity=0),
+            b.make_step("c", Op.READ, ring),
+            b.make_step("c", Op.ARRIVE, ring, barrier=EMPTY, count=1),
+        ]
+        if ring == "v" and wrong != "order":  # PV_{i-lag} after S_i; its last phases after the loop
+            side = [dataclasses.replace(s, lag=lag, peel=lag) if s.op is not Op.ARRIVE else s for s in side]
+            if wrong != "release-early":  # "release-early": V_i released before it is read
+                side[-1] = dataclasses.replace(side[-1], lag=lag, peel=lag)
+        steps += side
+    b.set_program("c", steps)
+    return b.build()
+
+
+def _restart(name: str, wrong: str, depth: int, knob: int) -> Protocol:
+    b = ProtocolBuilder(f"{name}.kc")
+    b.role("e", 1)
+    b.ring(
+        "stage",
+        depth=depth,
+        producer="e",
+        consumer="e",
+        full_init=1,
+        empty_init=1,
+        restart=depth + 1 + knob,
+        synchronized=False,
+    )
+    # before each write, the reads of every earlier subtile are done ("wait-late": all but the last
+    # two, while the restart reuses a slot one subtile after its previous use at some depths)
+    steps = [] if wrong == "no-read-wait" else [b.make_step("e", Op.READ_WAIT, "stage", lag=2 if wrong else 1)]
+    steps += [b.make_step("e", Op.WRITE, "stage"), b.make_step("e", Op.READ, "stage", asynchronous=True)]
+    b.set_program("e", steps)
+    return b.build()
+
+
+def _presync(name: str, wrong: str, depth: int, knob: int) -> Protocol:
+    b = ProtocolBuilder(f"{name}.kc")
+    b.role("p", 1)
+    b.role("c", 1)
+    b.ring("kv", depth=depth, producer="p", consumer="c", full_init=1, empty_init=1, init_by=("p",))
+    b.named_barrier("s", 64)
+    sides = {
+        "p": [
+            b.make_step("p", Op.WAIT, "kv", barrier=EMPTY, parity=1),
+            b.make_step("p", Op.WRITE, "kv"),
+            b.make_step("p", Op.ARRIVE, "kv", barrier=FULL, count=1),
+        ],
+        "c": [
+            b.make_step("c", Op.WAIT, "kv", barrier=FULL, parity=0),
+            b.make_step("c", Op.READ, "kv"),
+            b.make_step("c", Op.ARRIVE, "kv", barrier=EMPTY, count=1),
+        ],
+    }
+    for role, steps in sides.items():
+        pre = (
+            [] if wrong == "one-side" and role == "p" else [b.make_step(role, Op.BAR_SYNC, "s", count=32, prearm=True)]
+        )
+        if wrong == "twice" and role == "c":
+            pre.append(b.make_step(role, Op.BAR_SYNC, "s", count=32, prearm=True))
+        if knob % 2 or wrong == "loop-one-side":  # the loops sync on it too ("loop-one-side": only
+            # the consumer syncs before its loop)
+            steps.append(b.make_step(role, Op.BAR_SYNC, "s", count=32))
+            if wrong == "loop-one-side" and role == "p":
+                pre = []
+        b.set_program(role, [*pre, *steps])
+    return b.build()
+
+
+def _pingpong_phases(name: str, wrong: str, depth: int, knob: int) -> Protocol:
+    b = ProtocolBuilder(f"{name}.kc")
+    b.role("p", 1)
+    b.role("w0", 1)
+    b.role("w1", 1)
+    for ring, d in (("k", depth + knob), ("v", depth)):
+        b.ring(ring, depth=d, producer="p", consumer=("w0", "w1"), full_init=1, empty_init=2, init_by=("p",))
+    b.named_barrier("o0", 64)
+    b.named_barrier("o1", 64)
+
+    def side(role: str, ring: str, producer: bool) -> list[Step]:
+        if producer:
+            steps = [
+                b.make_step(role, Op.WAIT, ring, barrier=EMPTY, parity=1),
+                b.make_step(role, Op.WRITE, ring),
+                b.make_step(role, Op.ARRIVE, ring, barrier=FULL, count=1),
+            ]
+        else:
+            steps = [
+                b.make_step(role, Op.WAIT, ring, barrier=FULL, parity=0),
+                b.make_step(role, Op.READ, ring),
+                b.make_step(role, Op.ARRIVE, ring, barrier=EMPTY, count=1),
+            ]
+        return [dataclasses.replace(s, lag=1, peel=1) for s in steps] if ring == "v" else steps
+
+    b.set_program("p", side("p", "k", True) + side("p", "v", True))
+    first = {} if wrong == "synced-first" else {"lag": 1, "peel": 1}
+    handover = {"lag": 1, "peel": 1} if wrong == "handover-late" else {}
+    sync0 = b.make_step("w0", Op.BAR_SYNC, "o0", count=32)
+    b.set_program(
+        "w0",
+        [
+            dataclasses.replace(sync0, **first),  # type: ignore[arg-type]
+            *side("w0", "k", False),
+            *side("w0", "v", False),
+            dataclasses.replace(b.make_step("w0", Op.BAR_ARRIVE, "o1", count=32), peel=1),
+        ],
+    )
+    b.set_program(
+        "w1",
+        [
+            dataclasses.replace(b.make_step("w1", Op.BAR_SYNC, "o1", count=32), peel=1),
+            *side("w1", "k", False),
+            *side("w1", "v", False),
+            dataclasses.replace(b.make_step("w1", Op.BAR_ARRIVE, "o0", count=32), **handover),  # type: ignore[arg-type]
+        ],
+    )
+    return b.build()
+
+
+def _oneshot(name: str, wrong: str, depth: int, knob: int) -> Protocol:
+    b = ProtocolBuilder(f"{name}.kc")
+    b.role("p", 1)
+    b.role("c", 4)
+    for ring, d in (("q", depth), ("k", depth + knob)):
+        b.ring(ring, depth=d, producer="p", consumer="c", full_init=1, empty_init=1, full_tx=16, init_by=("p",))
+    fill = [
+        b.make_step("p", Op.WAIT, "q", barrier=EMPTY, parity=1),
+        b.make_step("p", Op.ARRIVE, "q", barrier=FULL, count=1, nbytes=16),
+        b.make_step("p", Op.COPY, "q", barrier=FULL, nbytes=16),
+    ]
+    if wrong != "refilled":  # "refilled": the producer fills Q every iteration
+        fill = [dataclasses.replace(s, once="before") for s in fill]
+    b.set_program(
+        "p",
+        [
+            *fill,
+            b.make_step("p", Op.WAIT, "k", barrier=EMPTY, parity=1),
+            b.make_step("p", Op.ARRIVE, "k", barrier=FULL, count=1, nbytes=16),
+            b.make_step("p", Op.COPY, "k", barrier=FULL, nbytes=16),
+        ],
+    )
+    take = [] if wrong == "no-wait" else [b.make_step("c", Op.WAIT, "q", barrier=FULL, parity=0)]
+    take = [dataclasses.replace(s, once="before") for s in (*take, b.make_step("c", Op.READ, "q"))]
+    if wrong == "wait-in-loop":  # the consumer waits for Q every iteration: the second fill never comes
+        take = [dataclasses.replace(s, once="") for s in take]
+    release = dataclasses.replace(b.make_step("c", Op.ARRIVE, "q", barrier=EMPTY, count=1), once="after")
+    b.set_program(
+        "c",
+        [
+            *take,
+            b.make_step("c", Op.WAIT, "k", barrier=FULL, parity=0),
+            b.make_step("c", Op.READ, "k"),
+            b.make_step("c", Op.ARRIVE, "k", barrier=EMPTY, count=1),
+            release,
+        ],
+    )
+    return b.build()
+
+
 @st.composite
 def mixed_protocols(draw: st.DrawFn) -> Protocol:
     """A :func:`small_protocols` draw with the production steps sprinkled in at random: a 2-CTA
     cluster whose arrivals and copies reach the peer's or every CTA's barrier, steps only one
     side of the cluster runs, consumers that take turns, asynchronous reads completed by read
-    waits (or never), pre-armed named-barrier arrivals, and a counter whose tiles a group of
-    2 CTAs shares, waited for by relative thresholds. Any mix, sound or not; small enough for
-    the explicit-state explorer at a bound of 2."""
+    waits (or never), pre-armed named-barrier arrivals and syncs, a ring side that lags one
+    iteration with its peeled tail (a side's `lag 1`), and a counter whose tiles a group of 2 CTAs
+    shares, waited for by relative thresholds. Any mix, sound or not; small enough for the
+    explicit-state explorer at a bound of 2."""
     base = draw(small_protocols(max_roles=3, max_rings=1, max_depth=2))
     cluster = draw(st.sampled_from((1, 2)))
     grid = bool(base.counters) and draw(st.booleans())
@@ -379,6 +589,11 @@ def mixed_protocols(draw: st.DrawFn) -> Protocol:
             if step.op is Op.READ and step.asynchronous and draw(st.booleans()):
                 wait = Step(role, Op.READ_WAIT, step.channel, step.provenance, lag=draw(st.integers(0, 1)))
                 new.insert(draw(st.integers(len(new), len(new) + 1)) if draw(st.booleans()) else len(new), wait)
+        ring = draw(st.sampled_from([None, None, None, *sorted({s.channel for s in new if s.op in RING_OPS})]))
+        if ring is not None:  # this role's side of `ring` lags one iteration, its last phase peeled
+            new = [
+                dataclasses.replace(s, lag=s.lag + 1, peel=1) if s.channel == ring and not s.prearm else s for s in new
+            ]
         programs.append((role, tuple(new)))
     roles = list(base.roles)
     if base.rings and len(base.rings[0].consumers) == 2 and draw(st.booleans()):
@@ -405,8 +620,14 @@ def _sprinkle(draw: st.DrawFn, step: Step, clustered: bool) -> Step:
         changes["asynchronous"] = True
         if clustered and draw(st.booleans()):
             changes["target"] = Target.ALL
-    if step.op is Op.BAR_ARRIVE and draw(st.integers(0, 2)) == 0:
-        changes["prearm"] = True
+    if step.op in (Op.BAR_ARRIVE, Op.BAR_SYNC) and not step.prearm:
+        phases = draw(st.sampled_from(("loop", "loop", "loop", "prearm", "lag", "peeled")))
+        if phases == "prearm":
+            changes["prearm"] = True
+        elif phases == "lag":  # a rendezvous side's `lag 1`
+            changes.update(lag=1, peel=1)
+        elif phases == "peeled":  # a rendezvous side's `peeled`
+            changes["peel"] = 1
     return dataclasses.replace(step, **changes) if changes else step  # type: ignore[arg-type]
 
 

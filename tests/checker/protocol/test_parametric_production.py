@@ -166,15 +166,84 @@ def test_a_release_into_both_ctas_whose_phases_can_mix_is_left_to_the_bounded_mo
     assert check_protocol(protocol).status is Status.SAFE
 
 
-@pytest.mark.parametrize(
-    ("name", "mistake", "reason"),
-    [("staging", "restart", "slot index restarts every")],
-)
-def test_what_the_argument_leaves_to_the_bounded_model_says_why(name: str, mistake: str, reason: str) -> None:
-    protocol = pattern(name, mistake, 2)
+def test_what_the_argument_leaves_to_the_bounded_model_says_why() -> None:
+    """A slot index that restarts on a ring with barriers: its phases follow the slots, whose reuse
+    is not linear in the depth."""
+    base = pattern("tmem", "", 2)
+    protocol = dataclasses.replace(base, rings=(dataclasses.replace(base.rings[0], restart=3),))
+    reason = "slot index restarts every 3 iterations and its barriers' phases follow the slots"
     assert reason in (P.outside(protocol) or ""), P.outside(protocol)
     result = check_protocol(protocol)
     assert not result.coverage.parametric and reason in result.coverage.fallback
+
+
+# -- software pipelining, restarting staging indices, syncs before the loop -----------------
+
+PIPELINED = [
+    ("lagged", 0, 1),  # a consumer side of `v` lagging one iteration, its last phase peeled (attention's PV)
+    ("lagged", 1, 2),  # lagging two: with one slot, V_1 waits for V_0's release two iterations on
+    ("restart", 0, 1),  # a staging index restarting every depth + 1 subtiles, its read wait one behind
+    ("restart", 1, 1),
+    ("presync", 0, 1),  # both roles `bar.sync` before their loops (a barrier of one generation)
+    ("presync", 1, 1),  # ... on the barrier their loops sync on too
+    ("pingpong-phases", 0, 1),  # FA3's ping-pong as its code runs it (rendezvous `lag 1`, `peeled`)
+    ("pingpong-phases", 1, 1),
+    ("oneshot", 0, 1),  # Q filled once per CTA (`once`), beside a streamed ring
+    ("oneshot", 1, 1),
+]
+
+
+@pytest.mark.parametrize(("name", "knob", "least"), PIPELINED)
+@pytest.mark.parametrize("depths", [(2, 255), (64, 64), (1, None)])
+def test_a_pipelined_pattern_is_proved_at_every_depth_and_trip_count(
+    name: str, knob: int, least: int, depths: P.DepthRange
+) -> None:
+    """Before, each fell back to the bounded model: a lagged side ("the model field `peel`") at every
+    trip count up to its bound, a restarting index and a `bar.sync` before the loop at depths up to 32."""
+    protocol = pattern(name, "", 2, knob)
+    lo, hi = depths
+    result = prove(protocol, every_depth(protocol, max(lo, least), hi))
+    assert result.proved, result.reason
+    if least > lo:  # below it the pattern really hangs
+        assert not prove(protocol, every_depth(protocol, lo, least - 1)).proved
+        assert explore(protocol.with_depth("v", lo).with_depth("k", lo), 4).deadlock
+    for depth in (least, least + 1):  # the oracle agrees at the least depths
+        concrete = protocol
+        for ring in protocol.rings:
+            concrete = concrete.with_depth(ring.name, depth)
+        found = explore(concrete, 2 * depth + 2)
+        assert not found.deadlock and not found.races and not found.static
+
+
+PIPELINE_MISTAKES = [
+    ("lagged", "release-early", 0, 2, "parity window"),  # V_i released before the lagged read of it
+    ("lagged", "order", 0, 1, "deadlock freedom"),  # the producer lags K while the consumer waits K_i first
+    ("lagged", "order", 1, 2, "deadlock freedom"),
+    ("restart", "wait-late", 0, 2, "no overwrite on ring `stage`"),  # slot reused a subtile after its use
+    ("restart", "no-read-wait", 1, 2, "no overwrite on ring `stage`"),
+    ("presync", "one-side", 0, 2, "do not make its count"),  # the producer never syncs before its loop
+    ("presync", "loop-one-side", 1, 2, "deadlock freedom"),  # one generation ahead: the last sync hangs
+    ("presync", "twice", 0, 2, "more than once before its loop"),
+    ("pingpong-phases", "synced-first", 0, 2, "deadlock freedom"),  # warpgroup 0 waits for its first turn
+    ("pingpong-phases", "handover-late", 1, 2, "deadlock freedom"),  # warpgroup 1's hand-overs a phase late
+    ("oneshot", "refilled", 0, 1, "deadlock freedom"),  # the producer refills Q every iteration
+    ("oneshot", "no-wait", 0, 1, "no early read on ring `q`"),
+    ("oneshot", "wait-in-loop", 1, 1, "deadlock freedom"),  # the consumer waits for Q every iteration
+]
+
+
+@pytest.mark.parametrize(("name", "mistake", "knob", "depth", "reason"), PIPELINE_MISTAKES)
+def test_each_pipelining_mistake_is_left_to_the_bounded_model_which_rejects_it(
+    name: str, mistake: str, knob: int, depth: int, reason: str
+) -> None:
+    protocol = pattern(name, mistake, depth, knob)
+    for depths in ((depth, depth), (1, None), (1, 255)):
+        result = prove(protocol, every_depth(protocol, *depths))
+        assert not result.proved and reason in result.reason, result.reason
+    found = check_protocol(protocol)
+    assert found.findings and not found.coverage.parametric
+    oracle = explore(protocol)
+    assert oracle.deadlock or oracle.races or oracle.static
 
 
 def test_a_grid_counter_in_one_cta_is_proved() -> None:
@@ -410,3 +479,22 @@ def _compose(kp: Path) -> tuple[object, Composition | None]:
         return compose([kp.name])
     finally:
         os.chdir(old)
+
+
+@pytest.mark.parametrize("restart", [2, 3, 4, 5])
+def test_a_restarting_index_is_proved_exactly_at_the_depths_where_no_race_exists(restart: int) -> None:
+    """A staging buffer whose index restarts every ``restart`` subtiles, its read wait lagging 0..3:
+    per depth 1..6 the argument proves it iff the explicit-state oracle finds no race (with R = 4
+    and a read wait two late, depths 2 and 4 and not 3: slot 0 is reused one subtile after its
+    use across tiles)."""
+    base = pattern("staging", "restart", 2)
+    ring = dataclasses.replace(base.rings[0], restart=restart)
+    for lag in range(4):
+        programs = tuple(
+            (role, tuple(dataclasses.replace(s, lag=lag) if s.op is Op.READ_WAIT else s for s in steps))
+            for role, steps in base.programs
+        )
+        protocol = dataclasses.replace(base, rings=(ring,), programs=programs)
+        for depth in range(1, 7):
+            concrete = protocol.with_depth("stage", depth)
+            assert prove(concrete).proved is not bool(explore(concrete, 12).races), (lag, depth)

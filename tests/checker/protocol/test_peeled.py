@@ -39,7 +39,9 @@ def _protocol(text: str, tmp_path: Path) -> Protocol:
     finally:
         os.chdir(old)
     assert comp is not None
-    return build_model(comp, {n: 1 for n in comp.rings}, excluded(comp)).protocol
+    built = build_model(comp, {n: 1 for n in comp.rings}, excluded(comp)).protocol
+    assert built is not None
+    return built
 
 
 def test_the_side_item_parses_prints_and_rejects_a_second_one() -> None:
@@ -90,14 +92,34 @@ def test_the_peeled_phase_is_what_the_consumer_waits_for(tmp_path: Path) -> None
     assert not check_protocol(protocol).deadlock
 
 
-def test_the_parametric_argument_falls_back_explicitly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("depths", [(1, None), (2, 255), (64, 64)])
+def test_the_parametric_argument_proves_a_lagged_side_at_every_depth(tmp_path: Path, depths: P.DepthRange) -> None:
+    """The peeled tail is part of the argument (each role runs its loop `lag` more times, in which only
+    its peeled steps run): the pass fixture is proved at every depth and trip count, without the
+    bounded model's run per trip count."""
     protocol = _protocol(PASS.read_text(), tmp_path)
-    result = P.prove(protocol, None, rlimit=DEFAULT_RLIMIT)
-    assert not result.proved
-    assert "peel" in result.reason
+    result = P.prove(protocol, {r.name: depths for r in protocol.rings}, rlimit=DEFAULT_RLIMIT)
+    assert result.proved, result.reason
     verdict = check_protocol(protocol)
-    assert verdict.coverage.fallback == result.reason
-    assert not verdict.findings and not verdict.undecided
+    assert verdict.coverage.parametric and not verdict.findings and not verdict.undecided
+
+
+def test_the_lagged_deadlock_is_never_proved_and_the_bounded_model_rejects_it(tmp_path: Path) -> None:
+    """The fail fixture hangs with one slot per ring (V_1 waits for K_0, issued after it); with two
+    slots it does not, and the argument proves exactly that, as the explorer finds."""
+    protocol = _protocol(FAIL.read_text(), tmp_path)
+    for depths in ((1, 1), (1, None)):
+        result = P.prove(protocol, {r.name: depths for r in protocol.rings}, rlimit=DEFAULT_RLIMIT)
+        assert not result.proved and "deadlock freedom" in result.reason, result.reason
+    verdict = check_protocol(protocol)
+    assert verdict.deadlock and not verdict.coverage.parametric
+    assert verdict.coverage.fallback == P.prove(protocol, None, rlimit=DEFAULT_RLIMIT).reason
+    assert P.prove(protocol, {r.name: (2, 255) for r in protocol.rings}, rlimit=DEFAULT_RLIMIT).proved
+    for depth in (2, 3):
+        deeper = protocol
+        for ring in protocol.rings:
+            deeper = deeper.with_depth(ring.name, depth)
+        assert not explore(deeper, 6).deadlock
 
 
 def test_a_step_peels_at_most_what_it_lags() -> None:
