@@ -4,7 +4,7 @@ For each ring-fed export of an accepted composition, :func:`ring_fed` decides wh
 linker generates its hand-off and how each side runs the ring (:class:`RingSide`: the
 barrier it waits on and its first parity, its fence, its arrival unit), or the first reason
 it does not (an ``E-UNSUPPORTED`` worded by ``l_link``). What is refused: a side whose steps
-are not one wait and one arrive of the generated shape (copies, ``tx``, ``lag``, ``prearm``,
+are not one wait and one arrive of the generated shape (copies, ``tx``, ``lag``, ``once``, ``prearm``,
 ``remote``, ``multicast``, ``on``, reads placed or asynchronous, ``restart``), an arrive
 counted otherwise than per thread, per warp or per warpgroup of its own role (no one thread
 arrives once for a fixed group of the role's threads), per warpgroup by a role that is not
@@ -130,6 +130,8 @@ def side_shape(ring: A.Ring, wait: A.BarrierKind, arrive: A.BarrierKind) -> Ring
         return f"{who} is scoped `{ring.scope}`; the hand-off waits and arrives on this CTA's barriers"
     if ring.restart is not None:
         return f"{who} restarts its slot index; a generation's slot is its ordinal modulo the depth"
+    if any(isinstance(item, A.RingOnce) for item in ring.items):
+        return f"{who} runs `once`; the hand-off runs one generation per tile, in the loop"
     for item in ring.items:
         if isinstance(item, (A.RingCopy, A.RingRead, A.RingReadWait)):
             return f"{who} copies or places its reads; the hand-off moves the tile with shared-memory stores and loads"

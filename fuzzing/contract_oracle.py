@@ -37,6 +37,27 @@ class TooLarge(RuntimeError):
     """The run has more states than the oracle explores."""
 
 
+def unmodelled(comp: Composition) -> str | None:
+    """The first construct of ``comp`` this oracle does not run (None: it runs them all).
+
+    A ring side's ``lag`` (its peeled phases) and ``once``, and a rendezvous side's ``lag``,
+    ``peeled`` or ``prearm``, change *when* steps run; the oracle's loop runs every step of a
+    side once per iteration, so it would explore another protocol. A composition using them
+    is not re-verified here (the campaign reports the oracle as not applicable), never judged.
+    """
+    for ring in comp.items(A.Ring):
+        for it in ring.item.items:
+            if isinstance(it, (A.RingLag, A.RingOnce)):
+                word = "once" if isinstance(it, A.RingOnce) else f"lag {it.count}"
+                return f"ring `{ring.item.name}`'s {ring.item.side} side runs `{word}`"
+    for rdv in comp.items(A.Rendezvous):
+        item = rdv.item
+        if item.lag is not None or item.peeled or item.prearm:
+            word = f"lag {item.lag}" if item.lag is not None else ("peeled" if item.peeled else "prearm")
+            return f"rendezvous `{item.name}`'s side of `{item.role}` runs `{word}`"
+    return None
+
+
 @dataclass(frozen=True)
 class _Op:
     role: int

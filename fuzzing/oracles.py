@@ -64,7 +64,8 @@ class ProtocolOracle:
     no solver, no channel left out) and runs it at the ring depths placement chose — the
     configuration that is linked. A deadlock, a race or a violated declaration (arrival
     counts, transaction bytes, parity) it finds is a checker bug when the clause deciding
-    it ran and accepted. Runs with more than ``max_states`` states are skipped. Cached by
+    it ran and accepted. Runs with more than ``max_states`` states, and compositions using a construct
+    the explorer does not run (:func:`fuzzing.contract_oracle.unmodelled`), are skipped. Cached by
     the contracts' channel items and the depths.
     """
 
@@ -73,9 +74,9 @@ class ProtocolOracle:
     _cache: dict[Any, tuple[str, ...] | None] = field(default_factory=dict, repr=False)
 
     def check(self, comp: Composition, placed: Placed | None, clauses: frozenset[str]) -> OracleResult:
-        from fuzzing.contract_oracle import TooLarge, problems_of
+        from fuzzing.contract_oracle import TooLarge, problems_of, unmodelled
 
-        if placed is None or not (comp.rings or comp.counters or comp.rendezvous):
+        if placed is None or not (comp.rings or comp.counters or comp.rendezvous) or unmodelled(comp):
             return OracleResult(False)
         depths = {r.name: r.depth for r in placed.placement.rings}
         key = (

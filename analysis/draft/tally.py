@@ -161,6 +161,8 @@ def _ring(ring: A.Ring) -> Iterator[tuple[Key, str]]:
             yield (*k, "restart"), str(it.every)
         elif isinstance(it, A.RingLag):
             yield (*k, "lag"), str(it.count)
+        elif isinstance(it, A.RingOnce):
+            yield (*k, "once"), "yes"
         else:
             yield (*k, "fence"), it.kind
     for barrier, sizes in sorted(copies.items()):

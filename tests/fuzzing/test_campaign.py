@@ -276,3 +276,22 @@ def test_the_contract_oracle_does_not_share_the_models_blind_spot(
     verdict = Checker(moe4, oracles=[ProtocolOracle()]).check(_moe4_unfilled(moe4))
     assert verdict.status == "bug" and verdict.by == "protocol", verdict
     assert any("L-ARRIVE" in p for p in verdict.problems)
+
+
+def test_the_contract_oracle_skips_what_it_does_not_run() -> None:
+    """The explorer runs every step of a side once per iteration: a composition whose sides run
+    `once`, lag with peeled phases, or take turns (`lag`/`peeled` rendezvous) is another protocol
+    for it, so the oracle is not applicable there rather than judging it (the attention family
+    uses all three); the ring example it runs."""
+    from fuzzing.contract_oracle import unmodelled
+
+    attention = check([str(ROOT / "specs" / "examples" / "attention" / "attention.kp")])
+    assert attention.composition is not None and attention.placed is not None
+    why = unmodelled(attention.composition)
+    assert why is not None and ("`once`" in why or "`lag 1`" in why), why
+    assert ProtocolOracle().check(attention.composition, attention.placed, frozenset({"L-DEADLOCK"})) == OracleResult(
+        False
+    )
+    plain = check([RING])
+    assert plain.composition is not None and unmodelled(plain.composition) is None
+    assert ProtocolOracle().check(plain.composition, plain.placed, frozenset({"L-DEADLOCK"})).applicable

@@ -141,6 +141,13 @@ REFUSED = {
         {"consumer.kc": {"        generation ring tiles\n": ""}},
         "write `generation ring tiles` in the import",
     ),
+    "a one-shot ring": (
+        {
+            "producer.kc": {"        depth 2\n": "        depth 2\n        once\n"},
+            "consumer.kc": {"        full wait\n": "        once\n        full wait\n"},
+        },
+        "runs `once`",
+    ),
     "a prearmed release": (
         {
             "producer.kc": {"        empty wait  #": "        empty wait parity 0  #"},
