@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from checker.engine import word
@@ -100,3 +102,25 @@ def loader_with_rendezvous(depth: int = 2, threads: int = 192) -> Protocol:
     b.step("r2", Op.BAR_SYNC, "sync", count=128)
     b.consume("q0")
     return b.build()
+
+
+def contract_protocol(text: str, tmp_path: Path, depth: int | dict[str, int]) -> Protocol:
+    """The protocol model of one contract file's stages (written to ``tmp_path``) at ``depth``: one
+    depth for every ring, or each ring's."""
+    from checker.protocol.build import build_model
+    from checker.protocol.declarations import excluded
+    from kernlink.api import compose
+
+    kc = tmp_path / "p.kc"
+    kc.write_text(text)
+    old = Path.cwd()
+    os.chdir(tmp_path)
+    try:
+        _, comp = compose([kc.name])
+    finally:
+        os.chdir(old)
+    assert comp is not None
+    depths = depth if isinstance(depth, dict) else dict.fromkeys(comp.rings, depth)
+    built = build_model(comp, depths, excluded(comp)).protocol
+    assert built is not None
+    return built

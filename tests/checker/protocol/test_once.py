@@ -22,6 +22,7 @@ from contract_lang.printer import print_file
 from diagnostics.model import DiagnosticError
 from diagnostics.symbols import Code
 from kernlink.api import compose
+from tests.checker.protocol.helpers import contract_protocol
 from tests.checker.protocol.test_oracle import assert_agree
 
 FIXTURES = Path(__file__).resolve().parents[1] / "clauses" / "L-DEADLOCK"
@@ -32,18 +33,7 @@ DEPTHS = {"q": 1, "k": 2}  # as the fixtures state them
 
 
 def _protocol(text: str, tmp_path: Path) -> Protocol:
-    kc = tmp_path / "p.kc"
-    kc.write_text(text)
-    old = Path.cwd()
-    os.chdir(tmp_path)
-    try:
-        _, comp = compose([kc.name])
-    finally:
-        os.chdir(old)
-    assert comp is not None
-    built = build_model(comp, DEPTHS, excluded(comp)).protocol
-    assert built is not None
-    return built
+    return contract_protocol(text, tmp_path, DEPTHS)
 
 
 def test_the_side_item_parses_prints_and_rejects_a_second_one() -> None:

@@ -4,15 +4,12 @@ argument's explicit fallback."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from checker.protocol import DEFAULT_RLIMIT, BarrierKind, Op, Protocol, check_protocol
 from checker.protocol import parametric as P
-from checker.protocol.build import build_model
-from checker.protocol.declarations import excluded
 from checker.protocol.events import unroll
 from checker.protocol.explore import explore
 from checker.protocol.model import Provenance, Step
@@ -21,7 +18,7 @@ from contract_lang.parser import parse_text
 from contract_lang.printer import print_file
 from diagnostics.model import DiagnosticError
 from diagnostics.span import UNKNOWN_SPAN
-from kernlink.api import compose
+from tests.checker.protocol.helpers import contract_protocol
 from tests.checker.protocol.test_oracle import assert_agree
 
 FIXTURES = Path(__file__).resolve().parents[1] / "clauses" / "L-DEADLOCK"
@@ -30,18 +27,7 @@ PASS = FIXTURES / "pass_peeled_lag_across_rings.kc"
 
 
 def _protocol(text: str, tmp_path: Path) -> Protocol:
-    kc = tmp_path / "p.kc"
-    kc.write_text(text)
-    old = Path.cwd()
-    os.chdir(tmp_path)
-    try:
-        _, comp = compose([kc.name])
-    finally:
-        os.chdir(old)
-    assert comp is not None
-    built = build_model(comp, {n: 1 for n in comp.rings}, excluded(comp)).protocol
-    assert built is not None
-    return built
+    return contract_protocol(text, tmp_path, 1)
 
 
 def test_the_side_item_parses_prints_and_rejects_a_second_one() -> None:

@@ -26,6 +26,7 @@ from contract_lang.printer import print_file
 from diagnostics.model import DiagnosticError
 from diagnostics.symbols import Code
 from kernlink.api import compose
+from tests.checker.protocol.helpers import contract_protocol
 from tests.checker.protocol.test_oracle import assert_agree
 
 FIXTURES = Path(__file__).resolve().parents[1] / "clauses" / "L-DEADLOCK"
@@ -35,18 +36,7 @@ CORE = Path(__file__).resolve().parents[3] / "specs" / "examples" / "attention" 
 
 
 def _protocol(text: str, tmp_path: Path) -> Protocol:
-    kc = tmp_path / "p.kc"
-    kc.write_text(text)
-    old = Path.cwd()
-    os.chdir(tmp_path)
-    try:
-        _, comp = compose([kc.name])
-    finally:
-        os.chdir(old)
-    assert comp is not None
-    built = build_model(comp, {n: 2 for n in comp.rings}, excluded(comp)).protocol
-    assert built is not None
-    return built
+    return contract_protocol(text, tmp_path, 2)
 
 
 def test_the_attributes_parse_print_and_refuse_what_contradicts_them() -> None:
