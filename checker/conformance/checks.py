@@ -114,15 +114,21 @@ def callable_addresses(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> Iterator[t
                 used.setdefault((index, f.function), []).append(tuple(int(p) for p in f.detail.split(",")))
     for index, (stage, code) in enumerate(parts):
         calls = {c.symbol: c for c in stage.items if isinstance(c, A.Call)}
+        own = {item.symbol for item in stage.items if isinstance(item, A.ExportCallable)}
         ctx = Ctx(stage, {r.entry: r for r in stage.roles if r.entry}, {})
         for f in code.facts:
             call = calls.get(f.detail) if f.kind == "call-arg" else None
             target = exports.get(call.name) if call is not None else None
-            if call is None or target is None or f.function not in ctx.roles:
-                continue
+            if call is None or target is None or f.function in own:
+                continue  # a callable passing its argument on: judged at its own callers
             for positions in used.get(target, []):
                 passed = [op for op in (f.operand(f"a{p}") for p in positions) if op is not None]
-                if not passed or any(ctx.handles_of(op, *_PLACEMENT) for op in passed):
+                if f.function not in ctx.roles or not passed:
+                    # a call from a helper the roles reach, or an argument the analysis did not read:
+                    # whose claim the address comes from is not decided here
+                    yield index, unknown("smem-literal", f, "smem-address", call)
+                    continue
+                if any(ctx.handles_of(op, *_PLACEMENT) for op in passed):
                     continue
                 if any(op.kind == "unknown" for op in passed):
                     yield index, unknown("smem-literal", f, "smem-address", call)

@@ -119,3 +119,60 @@ def test_the_callers_literal_is_worded_as_passed() -> None:
     call = Fact("call-arg", "gs_consumer_main", 12, "call.uni", (), None, "gs_consumer_swiglu_write")
     words = describe(found("smem-literal", "fixed", call, None, offset="", claimed=True))
     assert "passes `gs_consumer_swiglu_write` a shared-memory address computed without" in words.message
+
+
+USER = """stage "fx.user" version "1.0.0" {
+    target sm_90a
+    role r entry fx_user_main warps 1
+    call fx_stage (ptr, u32) -> void as fx_user_stage from role r
+}
+"""
+
+USER_PTX = """
+.extern .func fx_user_stage(.param .b64 fx_user_stage_param_0, .param .b32 fx_user_stage_param_1);
+.func fx_user_helper(.param .b64 fx_user_helper_param_0, .param .b32 fx_user_helper_param_1)
+{
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [fx_user_helper_param_0];
+	ld.param.u32 %r1, [fx_user_helper_param_1];
+	{
+	.param .b64 param0;
+	st.param.b64 [param0], %rd1;
+	.param .b32 param1;
+	st.param.b32 [param1], %r1;
+	call.uni fx_user_stage, (param0, param1);
+	}
+	ret;
+}
+.visible .func fx_user_main(.param .b64 fx_user_main_param_0, .param .b64 fx_user_main_param_1)
+{
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [fx_user_main_param_0];
+	mov.u32 %r1, 1024;
+	{
+	.param .b64 param0;
+	st.param.b64 [param0], %rd1;
+	.param .b32 param1;
+	st.param.b32 [param1], %r1;
+	call.uni fx_user_helper, (param0, param1);
+	}
+	ret;
+}
+"""
+
+
+def test_a_call_from_a_helper_of_the_role_stays_undecided(tmp_path: Path) -> None:
+    """The role hands a literal to its own helper, which passes it on to the callable: the call the
+    composition judges is the helper's, whose argument is its caller's value. That is undecided
+    (an I-CONFORM note, an error under --strict), never skipped as if no role made the call."""
+    from checker.conformance.checks import callable_addresses
+
+    (tmp_path / "call.kc").write_text(CONTRACT)
+    (tmp_path / "user.kc").write_text(USER)
+    callee = (choose_stage(tmp_path / "call.kc", None), derive(".version 8.0\n.target sm_90a\n" + STAGING))
+    caller = (choose_stage(tmp_path / "user.kc", None), derive(".version 8.0\n.target sm_90a\n" + USER_PTX))
+    assert any(f.kind == "call-arg" and f.function == "fx_user_helper" for f in caller[1].facts)
+    found = [(f.check, f.decided, f.fact.function) for _, f in callable_addresses([callee, caller])]
+    assert found == [("smem-literal", False, "fx_user_helper")]
