@@ -57,6 +57,8 @@ class Classification:
     by: str = "checker"
     bug: str | None = None
     problems: tuple[str, ...] = ()
+    unverified: tuple[str, ...] = ()
+    """An accepted mutant's oracles that did not run on it: ``"name: why"`` each."""
 
 
 @dataclass(frozen=True)
@@ -114,11 +116,14 @@ class Checker:
         classified = self.judge(analysis.later, by="placement")
         if classified.status != "accepted":
             return classified
+        skipped = []
         for oracle in self.oracles:
             result = oracle.check(comp, analysis.placed, self.codes)
             if result.problems:
                 return Classification("bug", bug="oracle", by=oracle.name, problems=result.problems)
-        return classified
+            if result.skipped:
+                skipped.append(f"{oracle.name}: {result.skipped}")
+        return dataclasses.replace(classified, unverified=tuple(skipped)) if skipped else classified
 
     def analysis(self, mutation: Mutation) -> Analysis | Classification:
         """The mutant printed, parsed back and analysed as ``kernlink check`` does (may raise),

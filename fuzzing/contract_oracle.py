@@ -43,7 +43,7 @@ def unmodelled(comp: Composition) -> str | None:
     A ring side's ``lag`` (its peeled phases) and ``once``, and a rendezvous side's ``lag``,
     ``peeled`` or ``prearm``, change *when* steps run; the oracle's loop runs every step of a
     side once per iteration, so it would explore another protocol. A composition using them
-    is not re-verified here (the campaign reports the oracle as not applicable), never judged.
+    is not re-verified here (the campaign counts it as unverified, with this reason), never judged.
     """
     for ring in comp.items(A.Ring):
         for it in ring.item.items:

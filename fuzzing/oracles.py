@@ -23,6 +23,9 @@ class OracleResult:
 
     applicable: bool
     problems: tuple[str, ...] = ()
+    skipped: str = ""
+    """Why the check did not run on a composition it had something to say about (too many states, a
+    construct it does not model): the campaign reports the mutants left unverified, never as agreement."""
 
 
 class Oracle(Protocol):
@@ -76,8 +79,11 @@ class ProtocolOracle:
     def check(self, comp: Composition, placed: Placed | None, clauses: frozenset[str]) -> OracleResult:
         from fuzzing.contract_oracle import TooLarge, problems_of, unmodelled
 
-        if placed is None or not (comp.rings or comp.counters or comp.rendezvous) or unmodelled(comp):
+        if placed is None or not (comp.rings or comp.counters or comp.rendezvous):
             return OracleResult(False)
+        why = unmodelled(comp)
+        if why is not None:
+            return OracleResult(False, skipped=f"does not run {why}")
         depths = {r.name: r.depth for r in placed.placement.rings}
         key = (
             tuple(sorted(depths.items())),
@@ -96,7 +102,7 @@ class ProtocolOracle:
                 self._cache[key] = None
         found = self._cache[key]
         if found is None:
-            return OracleResult(False)
+            return OracleResult(False, skipped=f"more than {self.max_states} states")
         at = ", ".join(f"{ring} at depth {d}" for ring, d in sorted(depths.items())) or "no ring"
         problems = [f"contract oracle ({at}): {p}" for p in found if p.split(":", 1)[0] in clauses]
         return OracleResult(True, tuple(dict.fromkeys(problems)))

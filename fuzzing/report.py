@@ -57,6 +57,10 @@ class Report:
     def accepted(self) -> list[Outcome]:
         return [o for o in self.outcomes if o.classification.status == "accepted"]
 
+    def unverified(self) -> dict[str, int]:
+        """How many accepted mutants each oracle did not re-verify, by ``"oracle: why"``."""
+        return dict(sorted(Counter(why for o in self.accepted() for why in o.classification.unverified).items()))
+
     def to_json(self, bundle: Bundle) -> dict[str, Any]:
         return {
             "subject": self.subject,
@@ -68,6 +72,7 @@ class Report:
             "single_edits": self.plan_singles,
             "stopped": self.stopped,
             "oracles": list(self.oracles),
+            "unverified": self.unverified(),
             "duplicate_bugs": self.duplicates,
             "kinds": [{**r, "by_clause": dict(sorted(r["by_clause"].items()))} for r in self.by_kind()],
             "accepted": [

@@ -252,6 +252,8 @@ def render_report(report: Report, campaign: Campaign, args: Any, *, color: bool 
             )
     oracles = ", ".join(report.oracles) if report.oracles else "none available in this build"
     console.print(f"independent re-verification of accepted mutants: {oracles}", markup=False)
+    for why, count in report.unverified().items():
+        console.print(f"  not re-verified: {count} accepted mutant(s), {why}", markup=False)
     if report.bugs:
         again = f" (and {report.duplicates} more mutant(s) shrinking to one of them)" if report.duplicates else ""
         console.print(f"[bold red]{len(report.bugs)} checker bug(s)[/]{again}")

@@ -14,7 +14,7 @@ from checker.clauses.l_pair import PairClause
 from checker.composition import Composition, Owned
 from contract_lang import ast as A
 from fuzzing.campaign import Campaign
-from fuzzing.check import Checker
+from fuzzing.check import Checker, Outcome
 from fuzzing.compositions.catalogue import MUTATION_KINDS
 from fuzzing.compositions.edit import Mutation
 from fuzzing.mutation import reproducer, shrink
@@ -278,20 +278,27 @@ def test_the_contract_oracle_does_not_share_the_models_blind_spot(
     assert any("L-ARRIVE" in p for p in verdict.problems)
 
 
-def test_the_contract_oracle_skips_what_it_does_not_run() -> None:
+def test_the_contract_oracle_skips_what_it_does_not_run_and_the_campaign_says_so() -> None:
     """The explorer runs every step of a side once per iteration: a composition whose sides run
     `once`, lag with peeled phases, or take turns (`lag`/`peeled` rendezvous) is another protocol
-    for it, so the oracle is not applicable there rather than judging it (the attention family
-    uses all three); the ring example it runs."""
+    for it, so it does not judge it (the attention family uses all three). An accepted mutant it did
+    not re-verify is counted as such, with the reason, never as agreement; the ring example it runs."""
     from fuzzing.contract_oracle import unmodelled
+    from fuzzing.report import Report
 
     attention = check([str(ROOT / "specs" / "examples" / "attention" / "attention.kp")])
     assert attention.composition is not None and attention.placed is not None
     why = unmodelled(attention.composition)
     assert why is not None and ("`once`" in why or "`lag 1`" in why), why
-    assert ProtocolOracle().check(attention.composition, attention.placed, frozenset({"L-DEADLOCK"})) == OracleResult(
-        False
-    )
+    result = ProtocolOracle().check(attention.composition, attention.placed, frozenset({"L-DEADLOCK"}))
+    assert not result.applicable and not result.problems and result.skipped == f"does not run {why}"
     plain = check([RING])
     assert plain.composition is not None and unmodelled(plain.composition) is None
     assert ProtocolOracle().check(plain.composition, plain.placed, frozenset({"L-DEADLOCK"})).applicable
+
+    subject = load_subject([str(ROOT / "specs" / "examples" / "attention" / "attention.kp")])
+    baseline = Checker(subject, oracles=[ProtocolOracle()]).check(Mutation(()))
+    assert baseline.status == "accepted" and baseline.unverified == (f"protocol: does not run {why}",)
+    report = Report(subject.name, 0, [Outcome(0, Mutation(()), baseline, 0.0)], 1.0, 1, 0, ("protocol",))
+    assert report.unverified() == {f"protocol: does not run {why}": 1}
+    assert report.to_json(subject.bundle)["unverified"] == {f"protocol: does not run {why}": 1}
