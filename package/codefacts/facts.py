@@ -174,6 +174,8 @@ class Fact:
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Fact:
+        if not isinstance(raw, Mapping):  # a package's manifest is input: its shape is checked, never assumed
+            raise TypeError(f"a fact is {type(raw).__name__}, not an object")
         src = raw.get("src")
         guard: Guard = EVERY_THREAD
         if "guard" in raw:

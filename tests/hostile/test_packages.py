@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from checker.conformance import derive
+from checker.conformance import FACTS_VERSION, derive
 from kernlink.api import check, link
 from kernlink.cli import main
 from package.kpkg import PAYLOADS_KEY, pack_bytes, parse_package, read_package
@@ -285,3 +285,24 @@ def test_pack_refuses_a_host_provider_outside_the_components_folder(
     code, text = _pack(gemm / "mainloop.cu", contract, capsys)
     assert code == 2 and "it lies outside the component's folder" in text and "mainloop_host.c" in text
     assert not (gemm / "build").exists()
+
+
+@pytest.mark.parametrize(
+    "facts",
+    [[5], ["a fact"], [{"kind": "wait"}], [{"kind": "wait", "function": "f", "line": 1, "opcode": "x", "operands": 3}]],
+    ids=["a-number", "a-string", "missing-keys", "operands-not-a-list"],
+)
+def test_malformed_recorded_facts_are_a_malformed_package_not_a_crash(
+    tmp_path: Path, packed: dict[str, PackResult], facts: list[Any]
+) -> None:
+    """The manifest's `conformance` facts are read before they are compared with the facts derived from
+    the package's PTX: whatever shape a crafted entry has, the package is L-INTEGRITY (malformed)."""
+    kp = _ring(tmp_path, packed)
+
+    def planted(manifest: dict[str, Any], _: dict[str, bytes]) -> None:
+        manifest["conformance"] = {"version": FACTS_VERSION, "facts": facts}
+
+    _rewrite(kp.parent / "build" / "loader.kpkg", planted)
+    result = check([kp])
+    refused = [d for d in result.diagnostics if d.code == "L-INTEGRITY"]
+    assert len(refused) == 1 and "`conformance` is malformed" in refused[0].message + " ".join(refused[0].notes)
