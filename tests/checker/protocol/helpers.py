@@ -105,12 +105,13 @@ def loader_with_rendezvous(depth: int = 2, threads: int = 192) -> Protocol:
 
 
 def contract_protocol(text: str, tmp_path: Path, depth: int | dict[str, int]) -> Protocol:
-    """The protocol model of one contract file's stages (written to ``tmp_path``) at ``depth``: one
-    depth for every ring, or each ring's."""
+    """The protocol model of one contract file's stages (written to the folder ``tmp_path``, made if
+    absent) at ``depth``: one depth for every ring, or each ring's."""
     from checker.protocol.build import build_model
     from checker.protocol.declarations import excluded
     from kernlink.api import compose
 
+    tmp_path.mkdir(parents=True, exist_ok=True)
     kc = tmp_path / "p.kc"
     kc.write_text(text)
     old = Path.cwd()

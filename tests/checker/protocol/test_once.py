@@ -63,8 +63,6 @@ def test_the_side_runs_before_and_after_the_loop(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("trips", [1, 2, 3])
 def test_the_bounded_model_and_the_oracle_agree(tmp_path: Path, trips: int) -> None:
-    (tmp_path / "pass").mkdir()
-    (tmp_path / "fail").mkdir()
     good, bad = _protocol(PASS.read_text(), tmp_path / "pass"), _protocol(FAIL.read_text(), tmp_path / "fail")
     assert_agree(good, trips)
     assert_agree(bad, trips)
@@ -76,8 +74,6 @@ def test_the_bounded_model_and_the_oracle_agree(tmp_path: Path, trips: int) -> N
 def test_the_one_shot_ring_is_proved_at_every_depth_and_the_refilled_one_never(
     tmp_path: Path, depths: P.DepthRange
 ) -> None:
-    (tmp_path / "pass").mkdir()
-    (tmp_path / "fail").mkdir()
     good = _protocol(PASS.read_text(), tmp_path / "pass")
     result = P.prove(good, {r.name: depths for r in good.rings}, rlimit=DEFAULT_RLIMIT)
     assert result.proved, result.reason

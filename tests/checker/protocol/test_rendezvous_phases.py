@@ -77,8 +77,6 @@ def test_each_side_runs_in_the_phases_it_states(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("trips", [1, 2, 3, 4])
 def test_the_bounded_model_and_the_oracle_agree_on_the_fixtures(tmp_path: Path, trips: int) -> None:
-    (tmp_path / "pass").mkdir()
-    (tmp_path / "fail").mkdir()
     assert_agree(_protocol(PASS.read_text(), tmp_path / "pass"), trips)
     assert_agree(_protocol(FAIL.read_text(), tmp_path / "fail"), trips)
     assert not explore(_protocol(PASS.read_text(), tmp_path / "pass"), trips).deadlock
@@ -89,8 +87,6 @@ def test_the_bounded_model_and_the_oracle_agree_on_the_fixtures(tmp_path: Path, 
 def test_the_unsynced_first_turn_is_proved_at_every_depth_and_the_synced_one_never(
     tmp_path: Path, depths: P.DepthRange
 ) -> None:
-    (tmp_path / "pass").mkdir()
-    (tmp_path / "fail").mkdir()
     good = _protocol(PASS.read_text(), tmp_path / "pass")
     result = P.prove(good, {r.name: depths for r in good.rings}, rlimit=DEFAULT_RLIMIT)
     assert result.proved, result.reason
