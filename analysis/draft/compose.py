@@ -44,6 +44,7 @@ from itertools import pairwise
 from analysis.draft.model import Composed, Key, Undecided
 from contract_lang import ast as A
 from diagnostics.span import Span
+from package.abi import sanitize
 
 
 @dataclass(frozen=True)
@@ -63,16 +64,11 @@ class CodeView:
     fact_handles: frozenset[str]
 
 
-def sanitized(name: str) -> str:
-    """A stage name as its handles spell it (``ring.loader`` -> ``ring_loader``)."""
-    return re.sub(r"[.\-]", "_", name)
-
-
 def own_use(pipeline: A.Pipeline, prefix_name: str, stem: str) -> A.Use | None:
     """The ``use`` of the drafted stage: the one whose name the handles' prefix spells, else the one whose
     package is built from a source of this stem (``from "build/loader.kpkg"``: ``loader.cu``); None: none
     or more than one."""
-    found = [u for u in pipeline.uses if prefix_name and sanitized(u.stage) == prefix_name]
+    found = [u for u in pipeline.uses if prefix_name and sanitize(u.stage) == prefix_name]
     if not found:
         found = [
             u for u in pipeline.uses if u.path is not None and re.sub(r"\.kpkg$", "", u.path.rsplit("/", 1)[-1]) == stem

@@ -53,6 +53,7 @@ from contract_lang.expr import Expr, evaluate, to_text
 from contract_lang.parser import parse_text
 from diagnostics import Diagnostic, DiagnosticError, Label
 from diagnostics.symbols import Code
+from package.abi import sanitize
 
 SUFFIX = ".py"
 RECORD_SUFFIX = ".tilelang.json"
@@ -95,10 +96,6 @@ class Record:
 def bridge(name: str) -> str:
     """The inline function a stage's filling loop of import ``name`` becomes a call of."""
     return f"tl_import_{name}"
-
-
-def _sanitize(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
 def _error(message: str, *, labels: tuple[Label, ...] = (), helps: tuple[str, ...] = ()) -> DiagnosticError:
@@ -162,12 +159,12 @@ def has_tilelang() -> bool:
 def names(header: A.Stage) -> tuple[str, str, str]:
     """(handle prefix ``kl_<stage>``, the role's name, its entry symbol)."""
     role = header.roles[0].name if header.roles else "main"
-    sanitized = _sanitize(header.name)
+    sanitized = sanitize(header.name)
     return f"kl_{sanitized}", role, f"{sanitized}_{role}_main"
 
 
 def params_name(header: A.Stage) -> str:
-    return "".join(p.capitalize() for p in _sanitize(header.name).split("_")) + "Params"
+    return "".join(p.capitalize() for p in sanitize(header.name).split("_")) + "Params"
 
 
 _PRELUDE = (
@@ -274,7 +271,7 @@ def component(record: Record, header: A.Stage) -> str:
 
 def callable_symbol(record: Record, header: A.Stage) -> str:
     """The device function a callable stage exports: ``<stage>_<TileLang function>``."""
-    return f"{_sanitize(header.name)}_{record.data['callable']}"
+    return f"{sanitize(header.name)}_{record.data['callable']}"
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from typing import Any
 from contract_lang import ast as A
 from diagnostics import Diagnostic, DiagnosticError
 from diagnostics.symbols import Code
+from package.abi import sanitize
 
 RECORD_SUFFIX = ".triton.json"
 #: The Triton release the front end is written and tested against.
@@ -95,14 +96,10 @@ def lower(source: Path, target: str) -> Mapping[str, Any]:
     return data
 
 
-def _sanitize(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_]", "_", name)
-
-
 def names(header: A.Stage) -> tuple[str, str, str, str]:
     """(handle prefix, role, entry symbol, params struct name)."""
     role = header.roles[0].name if header.roles else "main"
-    sanitized = _sanitize(header.name)
+    sanitized = sanitize(header.name)
     struct = "".join(p.capitalize() for p in sanitized.split("_")) + "Params"
     return f"kl_{sanitized}", role, f"{sanitized}_{role}_main", struct
 
