@@ -43,7 +43,8 @@ class UnresolvedUse:
     use: A.Use
     reason: str  # "missing" | "duplicate" | "version" | "bad-requirement" | "unparsable"
     candidates: tuple[StageEntry, ...] = ()
-    # for "unparsable": the file whose syntax error hides the stage (E-SYNTAX/E-NAME report it)
+    # for "unparsable": the file that hides the stage, a contract's syntax error (E-SYNTAX/E-NAME) or a
+    # refused package (L-INTEGRITY report it)
     file: str | None = None
 
 

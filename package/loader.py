@@ -61,7 +61,8 @@ class Inputs:
     candidates: list[StageEntry] = field(default_factory=list)
     sources: SourceMap = field(default_factory=SourceMap)
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    # stage name → the file that declares it but did not parse (its syntax error is the root cause)
+    # stage name → the file meant to provide it that was not read: a contract that did not parse, or a
+    # package refused (its syntax error or L-INTEGRITY finding is the root cause, never L-STAGE)
     unparsable: dict[str, str] = field(default_factory=dict)
     # packages that are not intact (L-INTEGRITY findings, worded by the check: checker/clauses/l_integrity.py)
     unread: list[Unread] = field(default_factory=list)
@@ -320,6 +321,12 @@ def _load_pipeline(inputs: Inputs, path: Path, contracts: Sequence[Path], packag
             )
 
 
+def _hides(inputs: Inputs, use: A.Use | None, name: str) -> None:
+    """A refused package hides the stage its `use` names: that use is unresolved because of the refusal."""
+    if use is not None:
+        inputs.unparsable.setdefault(use.stage, name)
+
+
 def _load_package(inputs: Inputs, path: Path, use: A.Use | None) -> None:
     from package.manifest import read_stage_package
 
@@ -328,9 +335,11 @@ def _load_package(inputs: Inputs, path: Path, use: A.Use | None) -> None:
         loaded = read_stage_package(path)
     except PackageDefect as err:
         inputs.unread.append(Unread(err.finding, use))
+        _hides(inputs, use, name)
         return
     except DiagnosticError as err:
         inputs.diagnostics.extend(_at_use(d, use) for d in err.diagnostics)
+        _hides(inputs, use, name)
         return
     edited = edited_sources(path, loaded.manifest)
     if edited:

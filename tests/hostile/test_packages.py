@@ -306,3 +306,5 @@ def test_malformed_recorded_facts_are_a_malformed_package_not_a_crash(
     result = check([kp])
     refused = [d for d in result.diagnostics if d.code == "L-INTEGRITY"]
     assert len(refused) == 1 and "`conformance` is malformed" in refused[0].message + " ".join(refused[0].notes)
+    # root cause first: no `loader.kc` is beside the pipeline, and the refused package's stage is not "missing"
+    assert _errors(result.diagnostics) == ["L-INTEGRITY"]
