@@ -45,7 +45,7 @@ from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
 from diagnostics.symbols import Code
 from linker.handles import Solved, handle_value
-from linker.transfers import Transfer, elem_ctype
+from linker.transfers import Transfer, connection_symbols, elem_ctype
 from linker.watchdog import TRY_WAIT_PARITY, Watchdog, ring_wait_lines
 from package.abi import tensor_symbol
 from placement.adapter import Placed
@@ -115,8 +115,7 @@ def ring_fed_transfer(
         base="at",
         name=tensor_symbol(seam.import_stage, seam.imp.name, "import"),
     )
-    export_symbol = tensor_symbol(seam.export_stage, seam.export.name, "export")
-    import_symbol = tensor_symbol(seam.import_stage, seam.imp.name, "import")
+    export_symbol, import_symbol, _ = connection_symbols(routed)
     ctype = elem_ctype(seam.export.elem)
     slot = [
         f"    const unsigned slot = generation % {depth}u;",
@@ -173,33 +172,15 @@ def ring_fed_transfer(
             else "no named barrier"
         )
     )
-    return Transfer(
-        seam.export_stage,
-        seam.export.name,
-        seam.import_stage,
-        seam.imp.name,
-        route.rung,
-        route.result.title,
-        seam.export.elem,
-        export_symbol,
-        import_symbol,
-        (program.producer.first, program.producer.count),
-        (program.consumer.first, program.consumer.count),
-        program.chunks,
-        program.regs_per_call,
-        claim,
-        scratch,
-        scratch - base,
-        plan.smem_bytes,
-        ids,
-        128 if ids else 0,
-        why,
-        "\n".join(lines),
-        "scratch",
-        route_symbol=export_symbol,
-        ring=ring,
-        depth=depth,
-        slot_stride=stride,
+    return Transfer.of(
+        routed,
+        program,
+        scratch=(claim, scratch, scratch - base, plan.smem_bytes),
+        barriers=(ids, 128 if ids else 0),
+        why=why,
+        source="\n".join(lines),
+        shared="scratch",
+        ring=(ring, depth, stride),
     )
 
 

@@ -65,7 +65,7 @@ from transfer_model import exprs as ex
 from transfer_model.adapter import RoutedSeam
 from transfer_model.lower import LinkConstants, lower
 from transfer_model.primitives import REGISTER_COPY, SMEM_STAGING, TMEM_LOAD, WARP_SHUFFLE, StagingPlan
-from transfer_model.program import build_program
+from transfer_model.program import Program, build_program
 from transfer_model.tensors import ELEM_BYTES
 
 #: The route rungs the linker lowers on every target it links.
@@ -111,6 +111,55 @@ class Transfer:
     ring: str = ""
     depth: int = 0
     slot_stride: int = 0
+
+    @classmethod
+    def of(
+        cls,
+        routed: RoutedSeam,
+        program: Program,
+        *,
+        scratch: tuple[str | None, int | None, int | None, int],
+        barriers: tuple[tuple[int, ...], int],
+        why: str,
+        source: str,
+        shared: str,
+        order: int = 1,
+        routes: int = 1,
+        ring: tuple[str, int, int] = ("", 0, 0),
+    ) -> Transfer:
+        """The connection's record: who meets whom, by which rung and handles, from the route and its program.
+
+        ``scratch`` is (claim, absolute address, offset from the dynamic base, bytes); ``barriers`` (ids,
+        threads); ``ring`` (name, depth, slot stride) for a ring-fed hand-off.
+        """
+        seam, route = routed.seam, routed.route
+        export_symbol, import_symbol, own = connection_symbols(routed, routes)
+        return cls(
+            seam.export_stage,
+            seam.export.name,
+            seam.import_stage,
+            seam.imp.name,
+            route.rung,
+            route.result.title,
+            seam.export.elem,
+            export_symbol,
+            import_symbol,
+            (program.producer.first, program.producer.count),
+            (program.consumer.first, program.consumer.count),
+            program.chunks,
+            program.regs_per_call,
+            *scratch,
+            *barriers,
+            why,
+            source,
+            shared,
+            order,
+            routes,
+            own,
+            ring=ring[0],
+            depth=ring[1],
+            slot_stride=ring[2],
+        )
 
     @property
     def fanned_out(self) -> bool:
@@ -211,6 +260,16 @@ def _refuse(span: Span, stage: str, what: str, why: str) -> DiagnosticError:
     )
 
 
+def connection_symbols(routed: RoutedSeam, routes: int = 1) -> tuple[str, str, str]:
+    """The connection's export handle, its import function, and the function its route is lowered to (the
+    export handle itself unless the export fans out to ``routes`` imports)."""
+    seam = routed.seam
+    export_symbol = tensor_symbol(seam.export_stage, seam.export.name, "export")
+    import_symbol = tensor_symbol(seam.import_stage, seam.imp.name, "import")
+    own = export_symbol if routes == 1 else route_symbol(export_symbol, seam.import_stage, seam.imp.name)
+    return export_symbol, import_symbol, own
+
+
 def route_symbol(export_symbol: str, import_stage: str, import_name: str) -> str:
     """The function one route of a fanned-out export is lowered to; the export handle calls each."""
     return f"{export_symbol}__to_{sanitize(import_stage)}_{sanitize(import_name)}"
@@ -235,9 +294,7 @@ def _transfer(
     elif route.rung == TMEM_LOAD:
         claim, tmem = _tmem(link, placed, routed)
     base = placed.problem.capacities.smem_user_base
-    export_symbol = tensor_symbol(seam.export_stage, seam.export.name, "export")
-    import_symbol = tensor_symbol(seam.import_stage, seam.imp.name, "import")
-    own = export_symbol if routes == 1 else route_symbol(export_symbol, seam.import_stage, seam.imp.name)
+    _, import_symbol, own = connection_symbols(routed, routes)
     try:
         source = lower(
             program,
@@ -282,32 +339,16 @@ def _transfer(
             f"; route {order} of {routes} of export `{seam.export.name}`: its export handle runs the routes "
             "in import order (pipeline order, then source order)"
         )
-    return Transfer(
-        seam.export_stage,
-        seam.export.name,
-        seam.import_stage,
-        seam.imp.name,
-        route.rung,
-        route.result.title,
-        seam.export.elem,
-        export_symbol,
-        import_symbol,
-        (program.producer.first, program.producer.count),
-        (program.consumer.first, program.consumer.count),
-        program.chunks,
-        program.regs_per_call,
-        claim,
-        addr,
-        None if addr is None else addr - base,
-        _shared_bytes(routed) if claim is not None else 0,
-        barrier_ids,
-        program.barrier_threads,
-        why,
-        source,
-        program.shared,
-        order,
-        routes,
-        own,
+    return Transfer.of(
+        routed,
+        program,
+        scratch=(claim, addr, None if addr is None else addr - base, _shared_bytes(routed) if claim is not None else 0),
+        barriers=(barrier_ids, program.barrier_threads),
+        why=why,
+        source=source,
+        shared=program.shared,
+        order=order,
+        routes=routes,
     )
 
 
