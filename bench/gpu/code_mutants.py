@@ -8,11 +8,18 @@ statement, `duplicate` runs it twice, `scope` edits the opcode in its string, an
 linked kernel on a reference in a child process killed after 60 s (a component's own
 `try_wait` loops are not bounded by the watchdog: a child still running is a hang).
 
+A mutant of an inline `asm` helper called at several lines (moe4's `bar_sync`) is rebuilt at
+the call site its PTX line was inlined from (the campaign's "CUDA file:line"), so one call is
+deleted or doubled, not every call; an intrinsic statement (`__threadfence();`,
+`__syncthreads();`) is one line too.
+
 Runnable pipelines: `ring` (linked with `--watchdog`, so the waits the linker generates
-end in E-HANG; checked bit for bit on its host reference at two grids) and the three
+end in E-HANG; checked bit for bit on its host reference at two grids), the three
 Hopper gemm_swiglu producers `gemm_swiglu`, `gemm_swiglu_mma_sync`, `gemm_swiglu_smem_acc`
 (checked by bench/gemm_swiglu.py --check-only against PyTorch at odd M: relative error,
-no NaN left in the poisoned output). Mutants of other pipelines are listed as not run.
+no NaN left in the poisoned output) and `moe4` (linked with `--watchdog`; bench/stale_facts.py's
+inputs and PyTorch reference, run with `kernlink run` at MOE4_GRIDS, each MOE4_REPEATS times,
+since the edits it can take are races). Mutants of other pipelines are listed as not run.
 
 Two phases, so that only the runs need the GPU:
 
@@ -31,6 +38,7 @@ rejected after all, with the first error) or `not-run`.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import random
 import re
@@ -52,20 +60,69 @@ RUNNABLE = {
     "gemm_swiglu": ("gemm_swiglu", "gemm_swiglu.kp"),
     "gemm_swiglu_mma_sync": ("gemm_swiglu", "gemm_swiglu_mma_sync.kp"),
     "gemm_swiglu_smem_acc": ("gemm_swiglu", "gemm_swiglu_smem_acc.kp"),
+    "moe4": ("moe4", "moe4.kp"),
 }
+#: pipelines linked again with `--watchdog`: the linker's waits end in E-HANG, not a hang
+WATCHED = ("ring", "moe4")
 #: the shapes of the gemm_swiglu check: odd M (partial tiles), K and N smaller than the bench's
 GEMM_CHECK = ("--check-only", "--shapes", "1,77,200", "--k", "1024", "--n", "4096")
 RING_GRIDS = ((37, 4), (264, 132))
+#: moe4: bench/stale_facts.py's default shape, at 8 blocks and at one block per SM (None), each run repeated
+MOE4_GRIDS: tuple[int | None, ...] = (8, None)
+MOE4_REPEATS = 2
+#: the C spellings of an instruction a one-line statement may be: an intrinsic, or a helper wrapping the asm
+INTRINSICS = {"membar.gl": ("__threadfence",), "bar.sync": ("__syncthreads",)}
+_STATEMENT = re.compile(r"(\s*)(\w+)\s*\(.*\)\s*;\s*(//.*)?")
+
+
+def _statement(line: str, kind: str) -> str | None:
+    """A one-statement line deleted (`delete`, `drop-fence`) or run twice (`duplicate`); None for other kinds."""
+    if kind in ("delete", "drop-fence"):
+        return re.sub(r"\w+\s*\(.*\)\s*;", ";", line, count=1)
+    if kind == "duplicate":
+        return _twice(line)
+    return None
+
+
+def _twice(line: str) -> str:
+    """The line's statement run twice, its comment kept after both."""
+    code, _, comment = line.partition("//")
+    return f"{code.rstrip()} {code.strip()}" + (f"  //{comment}" if comment else "")
+
+
+def _call_site(lines: list[str], cuda_line: int, site: int, kind: str, opcode: str) -> str | None:
+    """The call site ``site`` rebuilt, when it is one statement calling the instruction: an intrinsic of
+    ``opcode``, or the helper whose `asm` is line ``cuda_line`` (the function defined just above it)."""
+    if not 0 < site <= len(lines):
+        return None
+    match = _STATEMENT.fullmatch(lines[site - 1])
+    if match is None:
+        return None
+    called = match.group(2)
+    helper = next(
+        (
+            m.group(1)
+            for k in range(cuda_line - 1, max(cuda_line - 6, 0), -1)
+            if (m := re.search(r"(\w+)\s*\([^;]*\)\s*\{", lines[k - 1]))
+        ),
+        None,
+    )
+    if called != helper and called not in INTRINSICS.get(opcode, ()):
+        return None
+    return _statement(lines[site - 1], kind)
 
 
 def _edited(line: str, kind: str, opcode: str) -> str | None:
     """The CUDA line rebuilt for a mutation kind, or None when one line cannot express it."""
+    match = _STATEMENT.fullmatch(line)
+    if match is not None and match.group(2) in INTRINSICS.get(opcode, ()):
+        return _statement(line, kind)
     if line.count("asm") != 1 or line.count(";") < 1:
         return None
     if kind in ("delete", "drop-fence"):
         return re.sub(r"asm\s+volatile\s*\(.*\)\s*;", ";", line)
     if kind == "duplicate":
-        return line.rstrip("\n") + " " + line.strip()
+        return _twice(line)
     if kind == "scope":
         for old, new in ((".cta", ".gpu"), (".gpu", ".cta"), (".cluster", ".cta"), (".shared::cta", ".global")):
             if old in opcode:
@@ -90,7 +147,7 @@ def _build(pipeline: str, edit: tuple[str, int, str] | None, work: Path, out: Pa
     argv = ["build", str(folder / kp), "-o", str(out), "--no-server", "--color", "never"]
     if main(argv) != 0:
         return "does not build"
-    if pipeline == "ring":  # link again with the watchdog: the linker's waits end in E-HANG, not a hang
+    if pipeline in WATCHED:  # link again with the watchdog: the linker's waits end in E-HANG, not a hang
         from linker.watchdog import DEFAULT_CYCLES
 
         watched = ["link", str(folder / kp), "-o", str(out), f"--watchdog={DEFAULT_CYCLES}", "--color", "never"]
@@ -101,6 +158,8 @@ def _build(pipeline: str, edit: tuple[str, int, str] | None, work: Path, out: Pa
 
 def _run(pipeline: str, linked: Path) -> str:
     """Run one linked kernel in a child process: `same`, `differs`, `hang` or `error: …`."""
+    if pipeline == "moe4":
+        return _moe4(linked)
     if pipeline == "ring":
         argv = [sys.executable, __file__, "--ring-child", str(linked)]
     else:
@@ -119,6 +178,26 @@ def _run(pipeline: str, linked: Path) -> str:
     if done.returncode == 1:  # bench/gemm_swiglu.py: a shape failed its check (error, NaN left, or worst element)
         return "differs"
     return f"error: exit {done.returncode}: {text.strip()[-160:]}"
+
+
+def _moe4(linked: Path) -> str:
+    """moe4 against its PyTorch reference at each grid, MOE4_REPEATS times: `same` when every run is correct;
+    else the first other outcome (`hang`: E-HANG decoded or killed; `differs`; `error: …`)."""
+    spec = importlib.util.spec_from_file_location("stale_facts", ROOT / "bench" / "stale_facts.py")
+    assert spec is not None and spec.loader is not None
+    stale_facts = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("stale_facts", stale_facts)  # its dataclasses look their module up
+    spec.loader.exec_module(stale_facts)
+    inputs = linked.parent / "moe4-inputs"
+    if not (inputs / "shape.json").exists():
+        stale_facts.write_inputs(inputs, stale_facts.Shape())
+    for grid in MOE4_GRIDS:
+        for _ in range(MOE4_REPEATS):
+            outcome = stale_facts.run(linked, inputs, grid, 128)
+            verdict = {"correct": "same", "hang": "hang", "wrong": "differs"}.get(str(outcome["outcome"]))
+            if verdict != "same":
+                return verdict or f"error: {str(outcome.get('detail'))[:160]}"
+    return "same"
 
 
 def _ring_child(linked: Path) -> None:
@@ -154,6 +233,20 @@ def _sample(campaign: Path, count: int, seed: int, only: list[str] | None) -> li
     return random.Random(seed).sample(pool, min(count, len(pool)))
 
 
+def _one_line(lines: list[str], cuda: list[Any], m: dict[str, Any]) -> tuple[int, str] | None:
+    """(line, new text) of the one-line CUDA edit for mutant ``m``: at the call site its PTX line was
+    inlined from when that is one call of the instruction, else at the instruction's own line."""
+    site = re.search(rf"\(CUDA {re.escape(cuda[0])}:(\d+)\)", m.get("mutant", ""))
+    if site is not None and int(site.group(1)) != cuda[1]:
+        new = _call_site(lines, cuda[1], int(site.group(1)), m["kind"], m["opcode"])
+        if new is not None:
+            return int(site.group(1)), new
+    if not 0 < cuda[1] <= len(lines):
+        return None
+    new = _edited(lines[cuda[1] - 1], m["kind"], m["opcode"])
+    return None if new is None else (cuda[1], new)
+
+
 def stage(sample: list[dict[str, Any]], into: Path) -> list[dict[str, Any]]:
     """Rebuild and link every sampled mutant (and each pipeline's unmutated control) under ``into``."""
     into.mkdir(parents=True, exist_ok=True)
@@ -170,11 +263,12 @@ def stage(sample: list[dict[str, Any]], into: Path) -> list[dict[str, Any]]:
         else:
             folder_name = RUNNABLE[m["pipeline"]][0]
             lines = (EXAMPLES / folder_name / cuda[0]).read_text().split("\n")
-            new = _edited(lines[cuda[1] - 1], m["kind"], m["opcode"]) if 0 < cuda[1] <= len(lines) else None
-            if new is None:
+            edit = _one_line(lines, cuda, m)
+            if edit is None:
                 entry["gpu"] = "not-rebuilt"
             else:
-                failed = _build(m["pipeline"], (cuda[0], cuda[1], new), work, into / f"m{i:03d}")
+                entry["cuda_edit"] = f"{cuda[0]}:{edit[0]}"
+                failed = _build(m["pipeline"], (cuda[0], *edit), work, into / f"m{i:03d}")
                 entry["linked"] = f"m{i:03d}"
                 entry["gpu"] = f"not-built: {failed}" if failed else None
         entries.append(entry)
