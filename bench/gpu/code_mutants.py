@@ -194,7 +194,7 @@ def _moe4(linked: Path) -> str:
     for grid in MOE4_GRIDS:
         for _ in range(MOE4_REPEATS):
             outcome = stale_facts.run(linked, inputs, grid, 128)
-            verdict = {"correct": "same", "hang": "hang", "wrong": "differs"}.get(str(outcome["outcome"]))
+            verdict = {"correct": "same", "hang": "hang", "wrong output": "differs"}.get(str(outcome["outcome"]))
             if verdict != "same":
                 return verdict or f"error: {str(outcome.get('detail'))[:160]}"
     return "same"
