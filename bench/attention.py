@@ -6,7 +6,7 @@ ours; bench/fa4.py), all in one process.
     python bench/attention.py --cubins DIR [--control DIR2] [--variants noncausal,causal,...] [--check-only]
         [--seqs 1024,4096,8192,16384] [--flex window@4096,...] [--flex-budget-s S]
         [--fa4 SITE] [--fa4-variants noncausal,causal,window,softcap] [--skip-file FILE] [--json FILE]
-        [--rounds N] [--profile variant@seq,...]
+        [--rounds N [--extra LABEL=DIR ...]] [--profile variant@seq,...]
     python bench/attention.py --merge FILE [FILE ...]
 
 DIR holds the cubins of `specs/examples/attention/build.sh` (attn_<composition>.cubin). A variant
@@ -35,7 +35,9 @@ control_spread the control's own relative spread (a null interval).
 
 With --rounds N, each timed variant instead runs N rounds of ours, the control, FA4 and cuDNN SDPA (those
 that offer it) back to back on the same inputs, and reports per kernel the median over rounds and ours / each as
-the median, min and max of per-round ratios (rounds_variant). --profile variant@seq,... launches ours, the
+the median, min and max of per-round ratios (rounds_variant); each --extra LABEL=DIR (the same compositions built
+otherwise: levers prototyped in the one-unit build, other links) joins every round after the control, as LABEL.
+--profile variant@seq,... launches ours, the
 control and FA4 once each inside a cudaProfilerStart / Stop range, for `ncu --profile-from-start off`.
 
 Rows go to FILE.partial.jsonl as they are measured and to --json at the end; a variant whose
@@ -560,9 +562,10 @@ def rounds_variant(
     control: dict[str, Cubin] | None,
     flash: Callable[..., Any] | None,
     n: int,
+    extras: dict[str, dict[str, Cubin]] | None = None,
 ) -> dict[str, Any]:
-    """``n`` rounds of ours, the control, FA4 and cuDNN SDPA (those that offer the variant) on the same inputs,
-    one ``do_bench`` median each per round, in that order every round: per kernel the median of its rounds and
+    """``n`` rounds of ours, the control, the extras, FA4 and cuDNN SDPA (those that offer the variant) on the same
+    inputs, one ``do_bench`` median each per round, in that order every round: per kernel the median of its rounds and
     the median, min and max over rounds of ours / it (ratios of neighbours in time, so that clock and thermal
     drift between rows cancel)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -572,6 +575,8 @@ def rounds_variant(
     kernels: dict[str, Callable[[], Any]] = {"ours": Launch(cubins[var.composition], prob, var.page_size)}
     if control is not None:
         kernels["control"] = Launch(control[var.composition], prob, var.page_size)
+    for label, folder in (extras or {}).items():
+        kernels[label] = Launch(folder[var.composition], prob, var.page_size)
     opts = fa4.options(var.mask, var.score, var.mask_args, var.softcap) if flash is not None else None
     if flash is not None and opts is not None:
         kernels["fa4"] = fa4.runner(flash, prob, opts)
@@ -725,6 +730,13 @@ def main(argv: list[str] | None = None) -> int:
         help="time --timed at --seqs in N rounds of ours, the control, FA4 and cuDNN (rounds_variant) instead",
     )
     parser.add_argument(
+        "--extra",
+        action="append",
+        default=[],
+        metavar="LABEL=DIR",
+        help="with --rounds: a folder of the same compositions timed as LABEL in every round (repeatable)",
+    )
+    parser.add_argument(
         "--profile",
         default="",
         help="variant@seq,...: one launch each of ours, the control and FA4 inside a profiler range (for ncu)",
@@ -768,6 +780,12 @@ def main(argv: list[str] | None = None) -> int:
     shapes = [(b, h, s) for b, h, s in given] or CHECK_SHAPES
     cubins = {c: Cubin(args.cubins, c) for c in sorted({VARIANTS[v].composition for v in variants})}
     control = {c: Cubin(args.control, c) for c in cubins} if args.control else None
+    extras: dict[str, dict[str, Cubin]] = {}
+    for spec in args.extra:
+        label, sep, folder = spec.partition("=")
+        if not sep or not label or label in ("ours", "control", "fa4", "sdpa_cudnn") or label in extras:
+            parser.error(f"--extra {spec!r}: LABEL=DIR with a new label")
+        extras[label] = {c: Cubin(Path(folder), c) for c in cubins}
     if args.profile:
         for pair in (p for p in args.profile.split(",") if p):
             name, _, at = pair.partition("@")
@@ -777,7 +795,7 @@ def main(argv: list[str] | None = None) -> int:
         flash = fa4.load(args.fa4) if args.fa4 else None
         for seq in (int(x) for x in args.seqs.split(",") if x):
             for name in (v for v in args.timed.split(",") if v in variants):
-                emit(rounds_variant(name, cubins, seq, control, flash, args.rounds), f"rounds:{name}@{seq}")
+                emit(rounds_variant(name, cubins, seq, control, flash, args.rounds, extras), f"rounds:{name}@{seq}")
         print()
         for r in rows:
             ms = " ".join(f"{k} {v:.4f}" for k, v in r["ms"].items())

@@ -218,6 +218,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attn_fwd(const __grid_const
         }
     } else {
         regs_alloc<ATTN_CORE_REGS>();
-        attn_core_main(p.core, kp, t, s, wg - 1);
+        // The warpgroup index as lane 0 holds it: warp-uniform to ptxas, which then keeps what derives from it
+        // (Q's wgmma descriptor, the turn barrier IDs) in uniform registers; from threadIdx.x / 128 directly it
+        // rebuilt the descriptors per wgmma in vector registers (R2UR), 1-2 % slower (h200-2026-12-04b/attention).
+        attn_core_main(p.core, kp, t, s, __shfl_sync(0xffffffffu, wg - 1, 0));
     }
 }
