@@ -130,6 +130,8 @@ def callable_addresses(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> Iterator[t
                     continue
                 if any(ctx.handles_of(op, *_PLACEMENT) for op in passed):
                     continue
+                if all(op.kind == "local" for op in passed):
+                    continue  # the caller's own objects (its stack): the callee's accesses there are not shared memory
                 if any(op.kind == "unknown" for op in passed):
                     yield index, unknown("smem-literal", f, "smem-address", call)
                     continue

@@ -23,14 +23,14 @@ from package.codefacts.threads import Threads
 from package.codefacts.values import Env, Linear, Val, analyse, callee, defines
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
-FACTS_VERSION = 5  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
+FACTS_VERSION = 6  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
 # 4: an operand's linear form over params fields; 5: an operand from the function's arguments, `smem-arg`,
-# the conditions a copy, credit or expect-tx runs under
+# the conditions a copy, credit or expect-tx runs under; 6: operands of kind `local` (the thread's stack)
 
 
 @dataclass(frozen=True)
 class Operand:
-    """A classified operand: ``kind`` is constant / handle / params / arith / unknown."""
+    """A classified operand: ``kind`` is constant / handle / params / local / arith / unknown."""
 
     kind: str
     value: int | None = None
@@ -68,6 +68,8 @@ class Operand:
             return "a value loaded from the params"
         if self.kind == "arith":
             return "a value computed without any handle"
+        if self.kind == "local":
+            return "an address in the thread's own local memory"
         return "a value the analysis cannot trace"
 
     def as_json(self) -> list[Any]:

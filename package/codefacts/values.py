@@ -54,7 +54,8 @@ class Val:
         return self.const is not None and not self.origins and not self.unknown
 
     def kind(self) -> str:
-        """``handle``, ``unknown``, ``constant``, ``params`` or ``arith`` (computed without a handle)."""
+        """``handle``, ``unknown``, ``constant``, ``params``, ``local`` (an address in the thread's own local
+        memory, its stack: never shared memory) or ``arith`` (computed without a handle)."""
         if self.handles:
             return "handle"
         if self.unknown:
@@ -63,6 +64,8 @@ class Val:
             return "constant"
         if self.origins and self.origins <= {"params", "arg"}:
             return "params"
+        if self.origins == {"local"}:
+            return "local"
         return "arith"
 
 
@@ -157,6 +160,8 @@ FOLDS: Mapping[str, Callable[[list[int]], int]] = {
     "div": lambda v: v[0] // v[1],
     "rem": lambda v: v[0] % v[1],
 }
+#: the local-memory frame NVVM declares per function (`.local .b8 __local_depot1[116]`)
+_LOCAL_DEPOT = re.compile(r"__local_depot\d+$")
 _COPIES = ("mov", "cvt", "cvta", "mapa")  # mapa: the same shared offset in another CTA of the cluster
 _SPECIAL = re.compile(
     r"%(tid|ntid|laneid|warpid|ctaid|nctaid|clusterid|nclusterid|cluster_ctaid|"
@@ -206,6 +211,8 @@ class Env:
             return UNKNOWN
         if text in self.smem_names:
             return self.smem_value
+        if _LOCAL_DEPOT.match(text):  # the function's stack frame (NVVM's name); %SP and %SPL copy it
+            return Val(origins=frozenset({"local"}))
         if text in self.static_names:
             return Val(origins=frozenset({"static_shared"}))
         if _REG.match(text):

@@ -176,3 +176,60 @@ def test_a_call_from_a_helper_of_the_role_stays_undecided(tmp_path: Path) -> Non
     assert any(f.kind == "call-arg" and f.function == "fx_user_helper" for f in caller[1].facts)
     found = [(f.check, f.decided, f.fact.function) for _, f in callable_addresses([callee, caller])]
     assert found == [("smem-literal", False, "fx_user_helper")]
+
+
+LOCAL_USER = """stage "fx.local" version "1.0.0" {
+    target sm_90a
+    role r entry fx_local_main warps 1
+    call fx_two (ptr, ptr) -> void as fx_local_two from role r
+}
+"""
+
+LOCAL_PTX = """
+.extern .func fx_local_two(.param .b64 fx_local_two_param_0, .param .b64 fx_local_two_param_1);
+.visible .func fx_local_main(.param .b64 fx_local_main_param_0, .param .b64 fx_local_main_param_1)
+{
+	.local .align 4 .b8 __local_depot0[40];
+	.reg .b64 %SP;
+	.reg .b64 %SPL;
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<4>;
+	mov.u64 %SPL, __local_depot0;
+	cvta.local.u64 %SP, %SPL;
+	ld.param.u64 %rd3, [fx_local_main_param_1];
+	add.u64 %rd1, %SP, 0;
+	add.u64 %rd2, %SP, 24;
+	{
+	.param .b64 param0;
+	st.param.b64 [param0], %rd1;
+	.param .b64 param1;
+	st.param.b64 [param1], %rd2;
+	call.uni fx_local_two, (param0, param1);
+	}
+	ret;
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("second", "expected"),
+    [("add.u64 %rd2, %SP, 24;", []), ("add.u64 %rd2, %rd3, 24;", [("smem-literal", "fixed", True)])],
+    ids=["its-own-stack-object", "the-smem-base-plus-a-literal"],
+)
+def test_a_pointer_to_the_callers_own_local_object_is_no_shared_address(
+    second: str, expected: list[tuple[str, str, bool]], tmp_path: Path
+) -> None:
+    """A persistent role hands the scheduler's callable `&sched, &problem`, objects on its own stack
+    (`%SP` from `cvta.local` of the function's `__local_depot`): the callable's accesses through them
+    are no shared memory, so the composition decides the call. The same argument built from the role's
+    shared-memory base instead is a fixed offset (the failing twin)."""
+    from checker.conformance.checks import callable_addresses
+
+    (tmp_path / "call.kc").write_text(CONTRACT)
+    (tmp_path / "local.kc").write_text(LOCAL_USER)
+    callee = (choose_stage(tmp_path / "call.kc", None), derive(".version 8.0\n.target sm_90a\n" + TWO_POINTERS))
+    ptx = LOCAL_PTX.replace("add.u64 %rd2, %SP, 24;", second)
+    caller = (choose_stage(tmp_path / "local.kc", None), derive(".version 8.0\n.target sm_90a\n" + ptx))
+    assert any(f.kind == "smem-param" and f.function == "fx_two_impl" for f in callee[1].facts)
+    found = [(f.check, f.problem, f.decided) for _, f in callable_addresses([callee, caller])]
+    assert found == expected

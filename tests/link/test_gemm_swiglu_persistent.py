@@ -97,6 +97,15 @@ def test_every_component_is_packed_and_the_pipeline_links(built: tuple[Pipeline,
     assert words == pipeline.counter_words
 
 
+def test_the_built_pipeline_checks_strictly(built: tuple[Pipeline, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """`check --strict` over the packages: every conformance site decided, the scheduler's callables
+    included (each role hands them pointers to its own stack objects, `&sched` and `&problem`)."""
+    pipeline, out = built
+    folder = out.parent / "persistent"
+    capsys.readouterr()
+    assert main(["check", "--strict", str(folder / pipeline.kp), "--format", "json"]) == 0, capsys.readouterr().out
+
+
 def test_the_link_map_is_the_snapshot(built: tuple[Pipeline, Path]) -> None:
     pipeline, out = built
     assert_text_snapshot(pipeline.snapshot, stable_link_map((out / "link.map").read_text()))
