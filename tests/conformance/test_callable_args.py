@@ -17,7 +17,7 @@ import pytest
 
 from checker.conformance import check
 from package.codefacts import derive
-from packing.pack import choose_stage
+from packing.pack import build, choose_stage
 
 CONTRACT = """stage "fx.call" version "1.0.0" {
     target sm_90a
@@ -94,7 +94,6 @@ def test_the_caller_answers_for_the_address_a_callable_writes(
     the consumer passes it a claim's address. Passing a literal u32 instead is a fixed offset, which only
     the composition sees (the epilogue is another stage's code): `callable_addresses`."""
     from checker.conformance.checks import callable_addresses
-    from packing.pack import build
 
     folder = tmp_path / "persistent"
     shutil.copytree(PERSISTENT, folder, ignore=shutil.ignore_patterns("build", "ringfed"))
@@ -367,3 +366,29 @@ def test_a_shared_address_the_code_makes_is_judged_at_pack(
     packed = [(f.check, f.problem, f.decided) for f in check(stage, derive(".version 8.0\n.target sm_90a\n" + ptx))]
     assert packed == expected
     assert _composed(tmp_path, (CONTRACT, TWO_POINTERS), (contract, ptx)) == []
+
+
+PIPELINES = ("gemm_swiglu_persistent", "gemm_swiglu_persistent_small", "gemm_swiglu_persistent_swapab")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_the_persistent_pipelines_conform_with_no_undecided_call(pipeline: str) -> None:
+    """Each persistent pipeline's packages (built as `kernlink pack` builds them), checked as
+    `kernlink check --strict` checks a composition's code: no conformance finding and no undecided
+    site, per stage or across the calls (`gs_sched_init(&sched, &problem)` and the fix-up's
+    `&site` pass the roles' own stack objects). The ping-pong pipeline is contract-only (no code)."""
+    import re
+
+    from checker.conformance.checks import callable_addresses
+
+    names = re.findall(r'from "build/(\w+)\.kpkg"', (PERSISTENT / f"{pipeline}.kp").read_text())
+    assert len(names) >= 4  # the swap-AB pipeline runs no stream-K fix-up
+    parts = []
+    for name in names:
+        built = build(PERSISTENT / f"{name}.cu", PERSISTENT / f"{name}.kc")
+        assert built.ptx is not None
+        parts.append((built.stage, derive(built.ptx)))
+    per_stage = [(stage.name, f.check, f.decided) for stage, code in parts for f in check(stage, code)]
+    across = [(f.check, f.decided, f.fact.function) for _, f in callable_addresses(parts)]
+    assert (per_stage, across) == ([], [])
