@@ -70,13 +70,17 @@ CHECKS = (
 _ONCE_PER_FUNCTION = frozenset({"smem-literal", "tid-index", "params-read"})
 
 
-def check(stage: A.Stage, code: CodeFacts) -> list[Finding]:
-    """Every finding of every check, in fact order (one per instruction and check)."""
-    ctx = Ctx(
+def _ctx(stage: A.Stage) -> Ctx:
+    return Ctx(
         stage,
         {r.entry: r for r in stage.roles if r.entry},
         {init_hook_symbol(stage, r.name): r for r in stage.rings if any(isinstance(i, A.RingInitBy) for i in r.items)},
     )
+
+
+def check(stage: A.Stage, code: CodeFacts) -> list[Finding]:
+    """Every finding of every check, in fact order (one per instruction and check)."""
+    ctx = _ctx(stage)
     out: list[Finding] = []
     seen: set[tuple[str, str, int, str, int]] = set()
     judged = (finding for fact in code.facts for finding in _judge(ctx, fact, code))
@@ -136,7 +140,7 @@ def callable_addresses(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> Iterator[t
                 into.add(param.value)
                 changed = True
     for index, (stage, code) in enumerate(parts):
-        ctx = Ctx(stage, {r.entry: r for r in stage.roles if r.entry}, {})
+        ctx = _ctx(stage)
         # an address the code itself shows to be shared (`smem-arg`) is judged with the stage's own facts
         evident = {(f.function, f.line, f.detail, f.operands[0][1]) for f in code.facts if f.kind == "smem-arg"}
         for f in code.facts:
@@ -145,7 +149,8 @@ def callable_addresses(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> Iterator[t
             passed = [op for op in (f.operand(f"a{p}") for p in positions) if op is not None]
             # an address of the caller's own stack is never shared; one computed from the caller's
             # own parameter is judged at the caller's callers (`param-pass`)
-            deferred = f.function not in ctx.roles  # a role entry's own arguments are the params and smem
+            # a role entry's or init hook's own arguments are the params and smem: judged there
+            deferred = f.function not in ctx.roles and f.function not in ctx.inits
             judged = [
                 op
                 for op in passed
