@@ -49,9 +49,7 @@ class Val:
     field: int | None = None  # the params offset a value loaded from the params block was read at
     linear: Linear | None = None  # a 32-bit value of params fields (a run-time copy or credit size)
     local: bool = False  # every definition is an address of the function's own local memory (never shared)
-    shared: bool = (
-        False  # some definition converts it to or from the shared window (``cvta.shared``, ``cvta.to.shared``)
-    )
+    shared: bool = False  # some definition is a ``cvta.shared``/``cvta.to.shared`` conversion (a shared address)
 
     @property
     def handles(self) -> frozenset[str]:
