@@ -28,7 +28,11 @@ code against its stage's contract (the diagnostic's `check` datum names the chec
 - `static-shared`: a static `__shared__` variable (named, with its size);
 - `smem-literal`: a dynamic shared-memory address from the `smem` base at an offset
   no claim or ring handle gives, used or passed to a call (a callable or helper that
-  addresses shared memory relative to its own argument is judged at the caller);
+  addresses shared memory relative to its own argument is judged at the caller; one
+  that passes its argument on to another callable, its own or another stage's, is
+  followed along the chain to the call that makes the address; a pointer to the
+  caller's own stack object, `&local`, is never shared memory; an address the code
+  itself converts with `cvta.shared` is judged at `pack`, whatever the callee);
 - `scope`: an atomic on a counter, or a fence, at a scope other than the declared one;
 - `proxy-fence`: shared memory written by the generic proxy, then read by the async
   proxy (bulk store, TMA store, `wgmma`) without `fence.proxy.async` between;

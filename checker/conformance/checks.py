@@ -70,13 +70,17 @@ CHECKS = (
 _ONCE_PER_FUNCTION = frozenset({"smem-literal", "tid-index", "params-read"})
 
 
-def check(stage: A.Stage, code: CodeFacts) -> list[Finding]:
-    """Every finding of every check, in fact order (one per instruction and check)."""
-    ctx = Ctx(
+def _ctx(stage: A.Stage) -> Ctx:
+    return Ctx(
         stage,
         {r.entry: r for r in stage.roles if r.entry},
         {init_hook_symbol(stage, r.name): r for r in stage.rings if any(isinstance(i, A.RingInitBy) for i in r.items)},
     )
+
+
+def check(stage: A.Stage, code: CodeFacts) -> list[Finding]:
+    """Every finding of every check, in fact order (one per instruction and check)."""
+    ctx = _ctx(stage)
     out: list[Finding] = []
     seen: set[tuple[str, str, int, str, int]] = set()
     judged = (finding for fact in code.facts for finding in _judge(ctx, fact, code))
@@ -99,55 +103,103 @@ def check(stage: A.Stage, code: CodeFacts) -> list[Finding]:
 
 def callable_addresses(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> Iterator[tuple[int, Finding]]:
     """What only the composition decides: a callable that addresses shared memory from some of its
-    parameters (``smem-param``: the base and any offsets the address adds) is given, at each call a role
-    of another stage makes (``call-arg``), an address from one of the caller's claims or ring slots (a
-    placement handle) in one of them, as the caller's own accesses must be built on one. A callable
-    passing its own argument on is its callers' (they are judged at theirs)."""
+    parameters (``smem-param``: the base and any offsets the address adds) is given, at each call
+    (``call-arg``), an address from one of the caller's claims or ring slots (a placement handle) in
+    one of them, as the caller's own accesses must be built on one, or an address of the caller's own
+    stack (``local``), which is never shared memory.
+
+    A function that passes one of its own parameters on to such a position (``param-pass``: to another
+    stage's callable, or to a function of its own module) addresses shared memory from that parameter
+    too: the property is followed through any chain of calls, and the address is judged at the call
+    that makes it. So a callable or helper is judged like a role for what it computes itself."""
     exports: dict[str, tuple[int, str]] = {}
-    used: dict[tuple[int, str], list[tuple[int, ...]]] = {}
+    used: dict[tuple[int, str], set[int]] = {}
     for index, (stage, code) in enumerate(parts):
         for item in stage.items:
             if isinstance(item, A.ExportCallable):
                 exports[item.name] = (index, item.symbol)
         for f in code.facts:
             if f.kind == "smem-param":
-                used.setdefault((index, f.function), []).append(tuple(int(p) for p in f.detail.split(",")))
+                used.setdefault((index, f.function), set()).update(int(p) for p in f.detail.split(","))
+    targets = [_call_targets(index, stage, code, exports) for index, (stage, code) in enumerate(parts)]
+    passes = [
+        (index, f, targets[index].get((f.function, f.line, f.detail)))
+        for index, (_, code) in enumerate(parts)
+        for f in code.facts
+        if f.kind == "param-pass"
+    ]
+    changed = True
+    while changed:  # the chains of parameters passed on: each round adds a position, so it ends
+        changed = False
+        for index, f, target in passes:
+            at, param = f.operand("at"), f.operand("param")
+            if target is None or at is None or param is None or param.value is None:
+                continue
+            into = used.setdefault((index, f.function), set())
+            if at.value in used.get(target[0], set()) and param.value not in into:
+                into.add(param.value)
+                changed = True
     for index, (stage, code) in enumerate(parts):
-        calls = {c.symbol: c for c in stage.items if isinstance(c, A.Call)}
-        own = {item.symbol for item in stage.items if isinstance(item, A.ExportCallable)}
-        ctx = Ctx(stage, {r.entry: r for r in stage.roles if r.entry}, {})
+        ctx = _ctx(stage)
+        # an address the code itself shows to be shared (`smem-arg`) is judged with the stage's own facts
+        evident = {(f.function, f.line, f.detail, f.operands[0][1]) for f in code.facts if f.kind == "smem-arg"}
         for f in code.facts:
-            call = calls.get(f.detail) if f.kind == "call-arg" else None
-            target = exports.get(call.name) if call is not None else None
-            if call is None or target is None or f.function in own:
-                continue  # a callable passing its argument on: judged at its own callers
-            for positions in used.get(target, []):
-                passed = [op for op in (f.operand(f"a{p}") for p in positions) if op is not None]
-                if f.function not in ctx.roles or not passed:
-                    # a call from a helper the roles reach, or an argument the analysis did not read:
-                    # whose claim the address comes from is not decided here
-                    yield index, unknown("smem-literal", f, "smem-address", call)
-                    continue
-                if any(ctx.handles_of(op, *_PLACEMENT) for op in passed):
-                    continue
-                if all(op.kind == "local" for op in passed):
-                    continue  # the caller's own objects (its stack): the callee's accesses there are not shared memory
-                if any(op.kind == "unknown" for op in passed):
-                    yield index, unknown("smem-literal", f, "smem-address", call)
-                    continue
-                base = next((op for op in passed if op.smem), passed[0])
-                claim = next((c for c in stage.items if isinstance(c, A.SmemClaim)), None)
-                yield (
-                    index,
-                    found(
-                        "smem-literal",
-                        "fixed",
-                        f,
-                        call,
-                        offset="" if base.value is None else base.value,
-                        claimed=claim is not None,
-                    ),
-                )
+            target = targets[index].get((f.function, f.line, f.detail)) if f.kind == "call-arg" else None
+            positions = sorted(used.get(target[0], set())) if target is not None else []
+            passed = [op for op in (f.operand(f"a{p}") for p in positions) if op is not None]
+            # an address of the caller's own stack is never shared; one computed from the caller's
+            # own parameter is judged at the caller's callers (`param-pass`)
+            # a role entry's or init hook's own arguments are the params and smem: judged there
+            deferred = f.function not in ctx.roles and f.function not in ctx.inits
+            judged = [
+                op
+                for op in passed
+                if op.kind != "local"
+                and not (deferred and op.arg and op.kind != "unknown")
+                and (f.function, f.line, f.detail, op) not in evident
+            ]
+            if target is None or not judged:
+                if target is not None and positions and not passed:
+                    yield index, unknown("smem-literal", f, "smem-address", target[1])
+                continue
+            if any(ctx.handles_of(op, *_PLACEMENT) for op in judged):
+                continue
+            if any(op.kind == "unknown" for op in judged):
+                yield index, unknown("smem-literal", f, "smem-address", target[1])
+                continue
+            base = next((op for op in judged if op.smem), judged[0])
+            claim = next((c for c in stage.items if isinstance(c, A.SmemClaim)), None)
+            yield (
+                index,
+                found(
+                    "smem-literal",
+                    "fixed",
+                    f,
+                    target[1],
+                    offset="" if base.value is None else base.value,
+                    claimed=claim is not None,
+                ),
+            )
+
+
+def _call_targets(
+    index: int, stage: A.Stage, code: CodeFacts, exports: dict[str, tuple[int, str]]
+) -> dict[tuple[str, int, str], tuple[tuple[int, str], A.Node | None]]:
+    """Each call site of the stage's code (function, PTX line, callee) that reaches a function the
+    composition has: another stage's exported callable through a `call` item (with that item), or a
+    function of the stage's own module."""
+    calls = {c.symbol: c for c in stage.items if isinstance(c, A.Call)}
+    own = {f.function for f in code.facts} | {f.detail for f in code.facts if f.kind == "call"}
+    out: dict[tuple[str, int, str], tuple[tuple[int, str], A.Node | None]] = {}
+    for f in code.facts:
+        if f.kind not in ("call-arg", "param-pass"):
+            continue
+        call = calls.get(f.detail)
+        if call is not None and call.name in exports:
+            out[(f.function, f.line, f.detail)] = (exports[call.name], call)
+        elif call is None and f.detail in own:
+            out[(f.function, f.line, f.detail)] = ((index, f.detail), None)
+    return out
 
 
 def _one_per_line(found: list[Finding]) -> list[Finding]:

@@ -25,12 +25,13 @@ from package.codefacts.values import Env, Linear, Val, analyse, callee, defines
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
 FACTS_VERSION = 6  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
 # 4: an operand's linear form over params fields; 5: an operand from the function's arguments, `smem-arg`,
-# the conditions a copy, credit or expect-tx runs under; 6: operands of kind `local` (the thread's stack)
+# the conditions a copy, credit or expect-tx runs under; 6: a `local` operand (the function's stack), `param-pass`,
+# `call-arg` at calls to the module's own functions
 
 
 @dataclass(frozen=True)
 class Operand:
-    """A classified operand: ``kind`` is constant / handle / params / local / arith / unknown."""
+    """A classified operand: ``kind`` is constant / handle / params / arith / unknown."""
 
     kind: str
     value: int | None = None
@@ -68,8 +69,6 @@ class Operand:
             return "a value loaded from the params"
         if self.kind == "arith":
             return "a value computed without any handle"
-        if self.kind == "local":
-            return "an address in the thread's own local memory"
         return "a value the analysis cannot trace"
 
     def as_json(self) -> list[Any]:
@@ -503,9 +502,9 @@ def _call(
     target = callee(ins)
     if target is None:
         return
-    args = [
-        a.strip() for o in ins.operands if o.strip().startswith("(") for a in o.strip("() ").split(",") if a.strip()
-    ]
+    # the argument list follows the callee's name (a result, `(retval0)`, comes before it)
+    after = [o.strip() for o in ins.operands[[o.strip() for o in ins.operands].index(target) + 1 :]]
+    args = [a.strip() for o in after if o.startswith("(") for a in o.strip("() ").split(",") if a.strip()]
     if target in handles and target.endswith(("_full_wait", "_empty_wait")) and len(args) == 2:
         parts = []
         for role, arg in zip(("slot", "parity"), args, strict=True):
@@ -514,19 +513,25 @@ def _call(
         yield Fact("wait", fn, ins.line, ins.opcode, tuple(parts), ins.src, f"handle:{target}")
     elif target in defined:
         yield Fact("call", fn, ins.line, ins.opcode, (), ins.src, target)
-    if target in handles and args and not target.endswith(("_full_wait", "_empty_wait")):
-        # what a call to another stage's callable passes (the callee may address shared memory with it)
+    if (target in handles or target in defined) and args and not target.endswith(("_full_wait", "_empty_wait")):
+        # what a call to another stage's callable, or to a function of this module, passes (the callee
+        # may address shared memory with it); an argument that is one of this function's own parameters
+        # is followed: `param-pass` says which parameter reaches which position of the callee
         passed = []
         for i, arg in enumerate(args):
             reg = stored.get(arg, (index, ""))[1]
             passed.append((f"a{i}", Operand.of(env.operand(reg)) if reg else Operand("unknown")))
+            for q in sorted(site.params_of([reg]) if reg and "arg" in env.operand(reg).origins else ()):
+                into = (("at", Operand("constant", i)), ("param", Operand("constant", q)))
+                yield Fact("param-pass", fn, ins.line, ins.opcode, into, ins.src, target)
         yield Fact("call-arg", fn, ins.line, ins.opcode, tuple(passed), ins.src, target)
     for arg in args:
         # A shared-memory address handed to another function: the callee addresses what it is given
         # (its accesses are relative to its argument), so the address is judged here, where it is made.
         reg = stored.get(arg, (index, ""))[1]
         val = env.operand(reg) if reg else None
-        if val is not None and "smem" in val.origins:
+        if val is not None and ("smem" in val.origins or (val.shared and "static_shared" not in val.origins)):
+            # `shared`: the code converts it to or from the shared window; a static variable's own finding covers it
             yield Fact("smem-arg", fn, ins.line, ins.opcode, (("addr", Operand.of(val)),), ins.src, target)
 
 

@@ -19,6 +19,7 @@ from package.captured import Prototype, SymbolKind
 
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)(?:.*inlined_at\s+(\d+)\s+(\d+))?")
+_LOCAL = re.compile(r"^\.local\s+(?:\.align\s+\d+\s+)?\.(?:b|u|s|f)\d+\s+([A-Za-z_$][\w$]*)")
 _SHARED = re.compile(
     r"^\s*(?:\.visible\s+|\.extern\s+|\.weak\s+)*\.shared\s+(?:\.align\s+(\d+)\s+)?"
     r"\.(?:b|u|s|f)(\d+)\s+([A-Za-z_$][\w$]*)\s*((?:\[\d*\])*)"
@@ -76,6 +77,7 @@ class Function:
     body: tuple[Instr, ...]
     line: int
     labels: tuple[tuple[str, int], ...] = ()  # (label, index in ``body`` of the instruction it names)
+    local_names: frozenset[str] = frozenset()  # its ``.local`` variables (nvcc's stack: ``__local_depot<N>``)
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,7 @@ def _function(
     params = tuple(re.findall(r"\.param\s+(?:\.align\s+\d+\s+)?\.\w+\s+([\w$]+)", " ".join(header)))
     body: list[Instr] = []
     labels: list[tuple[str, int]] = []
+    local_names: set[str] = set()
     depth = 0
     src: tuple[str, int] | None = None
     origin: tuple[str, int] | None = None
@@ -208,6 +211,9 @@ def _function(
             decl = _shared_decl(core, i + 1, name)
             if decl is not None:
                 shared.append(decl)
+            local = _LOCAL.match(core)
+            if local:
+                local_names.add(local.group(1))
             core = ""
         label = _LABEL.match(core)
         if label:
@@ -228,7 +234,9 @@ def _function(
         i += 1
         if depth <= 0 and closed:
             break
-    functions.append(Function(name, kind, params, tuple(directives), tuple(body), start + 1, tuple(labels)))
+    functions.append(
+        Function(name, kind, params, tuple(directives), tuple(body), start + 1, tuple(labels), frozenset(local_names))
+    )
     return i
 
 

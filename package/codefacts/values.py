@@ -13,6 +13,10 @@ updated value — loops are widened by construction). A value is
 - the dynamic shared-memory base (``smem``: the entry's second argument, or an
   ``extern .shared`` array), the thread index (``tid``, with ``tid_abs`` while it is
   not reduced to a lane), the grid (``grid``);
+- a *local* address (``local``, kind ``local``): the function's own stack (``__local_depot``
+  and the ``%SP``/``%SPL`` copied from it, ``cvta.local``), or another ``.local`` name, at
+  an offset or an index. It is never a shared-memory address. Every definition must be one
+  (a select or join with anything else is not), so the flag only survives a join of locals;
 - *unknown*: a load from memory, a call's result, anything not listed above.
 
 Arithmetic unions origins; constants fold where the operation is known. The result
@@ -44,6 +48,8 @@ class Val:
     tid_abs: bool = False
     field: int | None = None  # the params offset a value loaded from the params block was read at
     linear: Linear | None = None  # a 32-bit value of params fields (a run-time copy or credit size)
+    local: bool = False  # every definition is an address of the function's own local memory (never shared)
+    shared: bool = False  # some definition is a ``cvta.shared``/``cvta.to.shared`` conversion (a shared address)
 
     @property
     def handles(self) -> frozenset[str]:
@@ -54,23 +60,25 @@ class Val:
         return self.const is not None and not self.origins and not self.unknown
 
     def kind(self) -> str:
-        """``handle``, ``unknown``, ``constant``, ``params``, ``local`` (an address in the thread's own local
-        memory, its stack: never shared memory) or ``arith`` (computed without a handle)."""
+        """``handle``, ``local``, ``unknown``, ``constant``, ``params`` or ``arith`` (computed without a handle)."""
         if self.handles:
             return "handle"
+        if self.local and not self.unknown:
+            return "local"
         if self.unknown:
             return "unknown"
         if self.is_const:
             return "constant"
         if self.origins and self.origins <= {"params", "arg"}:
             return "params"
-        if self.origins == {"local"}:
-            return "local"
         return "arith"
 
 
 CONSTANT_ZERO = Val(0)
 UNKNOWN = Val(unknown=True)
+LOCAL = Val(origins=frozenset({"local"}), local=True)
+#: Origins of a value that is an integer, never an address: added to a local address, it stays one.
+_INDEX_ORIGINS = frozenset({"tid", "lane", "grid", "wg_lane"})
 
 
 def join(a: Val | None, b: Val) -> Val:
@@ -81,7 +89,11 @@ def join(a: Val | None, b: Val) -> Val:
     const = a.const if a.const == b.const else None
     field = a.field if a.field == b.field else None
     linear = a.linear if a.linear == b.linear else None
-    return Val(const, a.origins | b.origins, a.unknown or b.unknown, a.tid_abs or b.tid_abs, field, linear)
+    local = a.local and b.local
+    shared = a.shared or b.shared
+    return Val(
+        const, a.origins | b.origins, a.unknown or b.unknown, a.tid_abs or b.tid_abs, field, linear, local, shared
+    )
 
 
 def linear_of(val: Val) -> Linear | None:
@@ -140,7 +152,7 @@ def combine(vals: list[Val], fold: Callable[[list[int]], int] | None = None) -> 
             const = fold([v.const for v in vals if v.const is not None])
         except (ZeroDivisionError, ValueError):
             const = None
-    return Val(const, origins, unknown, any(v.tid_abs for v in vals))
+    return Val(const, origins, unknown, any(v.tid_abs for v in vals), shared=any(v.shared for v in vals))
 
 
 FOLDS: Mapping[str, Callable[[list[int]], int]] = {
@@ -160,8 +172,6 @@ FOLDS: Mapping[str, Callable[[list[int]], int]] = {
     "div": lambda v: v[0] // v[1],
     "rem": lambda v: v[0] % v[1],
 }
-#: the local-memory frame NVVM declares per function (`.local .b8 __local_depot1[116]`)
-_LOCAL_DEPOT = re.compile(r"__local_depot\d+$")
 _COPIES = ("mov", "cvt", "cvta", "mapa")  # mapa: the same shared offset in another CTA of the cluster
 _SPECIAL = re.compile(
     r"%(tid|ntid|laneid|warpid|ctaid|nctaid|clusterid|nclusterid|cluster_ctaid|"
@@ -183,6 +193,7 @@ class Env:
     entry_like: bool
     smem_value: Val = Val(origins=frozenset({"smem"}))
     static_names: frozenset[str] = frozenset()
+    local_names: frozenset[str] = frozenset()
 
     def operand(self, text: str) -> Val:
         text = text.strip()
@@ -211,10 +222,10 @@ class Env:
             return UNKNOWN
         if text in self.smem_names:
             return self.smem_value
-        if _LOCAL_DEPOT.match(text):  # the function's stack frame (NVVM's name); %SP and %SPL copy it
-            return Val(origins=frozenset({"local"}))
         if text in self.static_names:
             return Val(origins=frozenset({"static_shared"}))
+        if text in self.local_names:
+            return LOCAL
         if _REG.match(text):
             return self.values.get(text, Val())
         return UNKNOWN
@@ -245,7 +256,7 @@ def analyse(
     an address ``base + 196608`` keeps its offset in ``const`` (the link audit reads it).
     """
     base = Val(0, frozenset({"smem"})) if smem_offsets else Val(origins=frozenset({"smem"}))
-    env = Env({}, smem_names, handle_names, function.params, entry_like, base, static_names)
+    env = Env({}, smem_names, handle_names, function.params, entry_like, base, static_names, function.local_names)
     for _ in range(32):
         changed = False
         last_call: str | None = None
@@ -396,6 +407,10 @@ def _transfer(env: Env, ins: Instr, last_call: str | None) -> tuple[str, Val] | 
         val = env.operand(ops[1])
         if val.linear is not None and (base != "mov" or _linear(ins, [val]) is None):
             val = dataclasses.replace(val, linear=None)  # a conversion or a 64-bit copy: no longer the u32 form
+        if val.local and not (base == "mov" or (base == "cvta" and ins.has("local"))):
+            val = dataclasses.replace(val, local=False)  # truncated, or taken to another state space
+        if base == "cvta" and ins.has("shared"):
+            val = dataclasses.replace(val, shared=True)  # whatever it was computed from, it is a shared address
         return dest, val
     if base == "selp":
         return dest, combine([env.operand(ops[1]), env.operand(ops[2]), _predless(env.operand(ops[3]))])
@@ -448,9 +463,25 @@ def _transfer(env: Env, ins: Instr, last_call: str | None) -> tuple[str, Val] | 
         if base in ("vote", "shfl", "activemask", "elect"):
             return dest, UNKNOWN
         val = combine(srcs, fold)
+        if _offsets_local(base, srcs):
+            val = dataclasses.replace(val, local=True)
         form = _linear(ins, srcs) if base in ("add", "sub", "shl", "mul", "mad") else None
         return dest, val if form is None or val.is_const else dataclasses.replace(val, linear=form)
     return dest, UNKNOWN
+
+
+def _offsets_local(base: str, srcs: list[Val]) -> bool:
+    """Whether ``base`` adds an integer to a local address (``add``, ``sub`` from it, ``mad`` into it)."""
+
+    def index(v: Val) -> bool:
+        return not v.unknown and not v.local and v.origins <= _INDEX_ORIGINS
+
+    if base in ("add", "sub") and len(srcs) == 2:
+        a, b = srcs
+        return (a.local and index(b)) or (base == "add" and b.local and index(a))
+    if base == "mad" and len(srcs) == 3:
+        return srcs[2].local and index(srcs[0]) and index(srcs[1])
+    return False
 
 
 def _predless(val: Val) -> Val:

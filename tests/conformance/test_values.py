@@ -10,6 +10,8 @@ tcgen05 control, ...).
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from package.codefacts.ptx import parse
 from package.codefacts.values import Env, analyse, defines
@@ -90,3 +92,33 @@ def test_a_destination_is_still_redefined() -> None:
 def test_an_opcode_part_may_be_qualified(ins: str, part: str, has: bool) -> None:
     (fn,) = parse(f".visible .func f()\n{{\n{ins}\nret;\n}}\n").functions
     assert fn.body[0].has(part) is has
+
+
+_DEPOT = "\t.local .align 8 .b8 __local_depot0[64];\n\tmov.u64 %SPL, __local_depot0;\n\tcvta.local.u64 %SP, %SPL;\n"
+#: Steps that keep a local address local (an integer offset or index into the depot) ...
+_LOCAL_STEPS = (
+    "add.u64 %rd1, %rd1, 8;",
+    "mov.u32 %r1, %tid.x;\n\tmul.wide.u32 %rd2, %r1, 4;\n\tadd.u64 %rd1, %rd1, %rd2;",
+    "mov.u32 %r1, %laneid;\n\tmad.wide.u32 %rd1, %r1, 16, %rd1;",
+    "sub.u64 %rd1, %rd1, 4;",
+    "mov.b64 %rd1, %rd1;",
+)
+#: ... and steps after which it may be any address (a params pointer, a loaded value, shared memory).
+_OTHER_STEPS = (
+    "ld.param.u64 %rd3, [f_param_0];\n\tld.u64 %rd4, [%rd3+8];\n\tadd.u64 %rd1, %rd1, %rd4;",
+    "ld.u64 %rd1, [%rd1];",
+    "cvta.to.shared.u64 %rd1, %rd1;",
+    "ld.param.u64 %rd1, [f_param_1];",
+    "cvt.u32.u64 %r2, %rd1;\n\tcvt.u64.u32 %rd1, %r2;",
+)
+
+
+@given(st.lists(st.sampled_from(_LOCAL_STEPS), max_size=6), st.lists(st.sampled_from(_OTHER_STEPS), max_size=2))
+def test_a_local_address_stays_local_only_through_integer_offsets(local: list[str], other: list[str]) -> None:
+    """`%rd1` starts as the stack depot (`%SP + 0`); it is `local` (never shared memory) exactly when no
+    definition of it, on any path, is something other than the depot at an integer offset."""
+    body = _DEPOT + "\tadd.u64 %rd1, %SP, 0;\n\t" + "\n\t".join([*local, *other])
+    ptx = f".visible .func f(.param .b64 f_param_0, .param .b64 f_param_1)\n{{\n{body}\n}}\n"
+    (fn,) = parse(ptx).functions
+    env = analyse(fn, handle_names=frozenset(), smem_names=frozenset(), entry_like=True)
+    assert (env.values["%rd1"].kind() == "local") == (not other)
