@@ -382,6 +382,7 @@ class AstBuilder(Transformer[Token, Any]):
             lifetime=got.get("lifetime", A.KERNEL_LIFETIME),
             handle=got.get("handle"),
             uses=got.get("use", ()),
+            signal=got.get("signal"),
             span=self._span(meta),
         )
 
@@ -402,6 +403,29 @@ class AstBuilder(Transformer[Token, Any]):
         for tok in c[0]:
             self._vocab(tok, A.SMEM_USES, "shared-memory use")
         return ("use", tuple(str(t) for t in c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def signal_attr(self, meta: Meta, c: list[Token]) -> Attr:
+        role, init, arrive, parity = c
+        span = self._span(meta)
+        phase = self._int(parity, "count")
+        if phase > 1:
+            self.problems.append(
+                Diagnostic(
+                    Code.E_VALUE,
+                    "a wait's parity is 0 or 1",
+                    labels=(Label(self._tok_span(parity), "not a parity"),),
+                    helps=("write `wait parity 0` for the barrier's first phase",),
+                )
+            )
+        signal = A.Signal(
+            str(role),
+            self._int(init, "count"),
+            self._vocab(arrive, A.SIGNAL_ARRIVES, "signal arrival"),
+            phase & 1,
+            span=span,
+        )
+        return ("signal", signal, span)
 
     @v_args(meta=True)
     def handle_attr(self, meta: Meta, c: list[Token]) -> Attr:
@@ -438,12 +462,17 @@ class AstBuilder(Transformer[Token, Any]):
             participants=got.get("participants", ()),
             threads=got.get("threads"),
             handle=got.get("handle"),
+            orders=got.get("orders", ()),
             span=self._span(meta),
         )
 
     @v_args(meta=True)
     def participants_attr(self, meta: Meta, c: list[Any]) -> Attr:
         return ("participants", tuple(str(t) for t in c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def orders_attr(self, meta: Meta, c: list[Any]) -> Attr:
+        return ("orders", tuple(str(t) for t in c[0]), self._span(meta))
 
     @v_args(meta=True)
     def threads_attr(self, meta: Meta, c: list[Token]) -> Attr:
