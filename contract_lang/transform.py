@@ -374,6 +374,16 @@ class AstBuilder(Transformer[Token, Any]):
     def smem_claim(self, meta: Meta, children: list[Any]) -> A.SmemClaim:
         name, *attrs = children
         got = self._attrs(f"claim `{name}`", attrs)
+        signal = got.get("signal")
+        if signal is not None and "mbarrier" not in got.get("use", ()):
+            self.problems.append(
+                Diagnostic(
+                    Code.E_VALUE,
+                    f"claim `{name}` states a `signal` but holds no mbarrier",
+                    labels=(Label(signal.span, "the protocol of an mbarrier"),),
+                    helps=("add `use mbarrier` to the claim",),
+                )
+            )
         return A.SmemClaim(
             str(name),
             bytes=got.get("bytes"),

@@ -14,7 +14,7 @@ claim ``C`` belongs to role ``R`` alone. Its entry function, on every path:
 
 A missing init, arrive or wait is ``missing`` (named at the role's entry); an instruction on the
 barrier in another function is ``other-function``. A claim that holds mbarriers and states no
-``signal`` has an unchecked protocol: each instruction on it is an undecided site, never a pass.
+``signal`` has an unchecked protocol: its first instruction is an undecided site, never a pass.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def private(ctx: Ctx, code: CodeFacts) -> Iterator[Finding]:
             continue
         on = [f for f in code.facts if f.kind in _ON_BARRIER and ctx.private_claim(_addr(f)) is claim]
         if claim.signal is None:
-            for f in on:
+            for f in on[:1]:  # one cause: the claim states no protocol
                 yield unknown("private-mbarrier", f, "private-protocol", claim)
             continue
         yield from _signal(ctx, claim, claim.signal, code, on)
