@@ -428,9 +428,19 @@ class AstBuilder(Transformer[Token, Any]):
                     helps=("write `wait parity 0` for the barrier's first phase",),
                 )
             )
+        arrivals = self._int(init, "count")
+        if not 1 <= arrivals < 1 << 20:
+            self.problems.append(
+                Diagnostic(
+                    Code.E_VALUE,
+                    "an mbarrier counts 1 to 2^20 - 1 arrivals",
+                    labels=(Label(self._tok_span(init), "no phase of this count completes"),),
+                    helps=("write `init 1` for one `tcgen05.commit`",),
+                )
+            )
         signal = A.Signal(
             str(role),
-            self._int(init, "count"),
+            arrivals,
             self._vocab(arrive, A.SIGNAL_ARRIVES, "signal arrival"),
             phase & 1,
             span=span,

@@ -394,8 +394,8 @@ def _argued(entry: StageEntry, mutation: CodeMutation) -> tuple[Verdict, str]:
                 )
             if mutation.kind in ("delete", "reorder"):
                 return "outside", (
-                    f"barrier `{claims[0].name}` has one participant role and the contract orders it against no "
-                    "step: what it orders inside the role (the reuse of the role's own claim) no contract line states"
+                    f"barrier `{claims[0].name}` has one participant role and states no `orders`: what it orders "
+                    "inside the role (the reuse of the role's own claim) no contract line states"
                 )
         same = [
             f

@@ -259,7 +259,11 @@ def claims() -> st.SearchStrategy[A.Claim]:
 def _claim_kinds() -> list[st.SearchStrategy[A.Claim]]:
     ints = integers()
     signal = st.builds(
-        A.Signal, identifiers(), ints, _vocabulary(A.SIGNAL_ARRIVES), st.integers(min_value=0, max_value=1)
+        A.Signal,
+        identifiers(),
+        st.integers(1, (1 << 20) - 1),
+        _vocabulary(A.SIGNAL_ARRIVES),
+        st.integers(min_value=0, max_value=1),
     )
     smem = st.builds(
         A.SmemClaim,

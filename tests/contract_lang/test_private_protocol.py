@@ -46,6 +46,7 @@ def test_orders_parses_and_prints_back() -> None:
         ("claim smem done bytes 8 align 8 signal by mma init 1 arrive commit wait parity 0", "holds no mbarrier"),
         ("claim smem done bytes 8 align 8 use mbarrier signal by mma init 1 arrive commit wait parity 2", "parity"),
         ("claim smem done bytes 8 align 8 use mbarrier signal by mma init 1 arrive comit wait parity 0", "`comit`"),
+        ("claim smem done bytes 8 align 8 use mbarrier signal by mma init 0 arrive commit wait parity 0", "arrivals"),
     ],
 )
 def test_a_signal_that_cannot_mean_anything_is_refused(line: str, message: str) -> None:
