@@ -196,6 +196,23 @@ class TmemRead(Node):
     lane_hi: int
 
 
+#: How a private mbarrier's arrival is made: ``commit`` is a ``tcgen05.commit …
+#: mbarrier::arrive::one`` (the arrival lands once the role's earlier tcgen05 operations complete).
+SIGNAL_ARRIVES = ("commit",)
+
+
+@dataclass(frozen=True)
+class Signal(Node):
+    """``signal by ROLE init N arrive KIND wait parity P``: the protocol of the mbarrier in a stage's own
+    claim (``use mbarrier``). ``role`` initialises it to ``init`` arrivals and fences the init, arrives on it
+    by ``arrive``, then waits on the phase of parity ``parity``: one phase per run of the role."""
+
+    role: str
+    init: int
+    arrive: str
+    parity: int
+
+
 @dataclass(frozen=True)
 class SmemClaim(Node):
     name: str
@@ -205,6 +222,7 @@ class SmemClaim(Node):
     lifetime: Lifetime = KERNEL_LIFETIME
     handle: str | None = None
     uses: tuple[str, ...] = ()
+    signal: Signal | None = None
 
 
 @dataclass(frozen=True)
@@ -224,6 +242,9 @@ class BarrierClaim(Node):
     participants: tuple[str, ...] = ()
     threads: int | None = None
     handle: str | None = None
+    orders: tuple[str, ...] = ()
+    """``orders C``: the shared-memory claims whose accesses by different threads of the participants
+    the barrier orders (a write and a later access, a read and a later write, in the loop around both)."""
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,9 @@ def _smem_claim(item: A.SmemClaim) -> str:
         words.append(f"per_slot {item.per_slot}")
     if item.uses:
         words.append(f"use {_names(item.uses)}")
+    if item.signal is not None:
+        sig = item.signal
+        words.append(f"signal by {sig.role} init {sig.init} arrive {sig.arrive} wait parity {sig.parity}")
     return _claimed(words, item)
 
 
@@ -102,6 +105,8 @@ def _barrier_claim(item: A.BarrierClaim) -> str:
         words.append(f"participants {_names(item.participants)}")
     if item.threads is not None:
         words.append(f"threads {item.threads}")
+    if item.orders:
+        words.append(f"orders {_names(item.orders)}")
     return _claimed(words, item)
 
 

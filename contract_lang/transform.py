@@ -374,6 +374,16 @@ class AstBuilder(Transformer[Token, Any]):
     def smem_claim(self, meta: Meta, children: list[Any]) -> A.SmemClaim:
         name, *attrs = children
         got = self._attrs(f"claim `{name}`", attrs)
+        signal = got.get("signal")
+        if signal is not None and "mbarrier" not in got.get("use", ()):
+            self.problems.append(
+                Diagnostic(
+                    Code.E_VALUE,
+                    f"claim `{name}` states a `signal` but holds no mbarrier",
+                    labels=(Label(signal.span, "the protocol of an mbarrier"),),
+                    helps=("add `use mbarrier` to the claim",),
+                )
+            )
         return A.SmemClaim(
             str(name),
             bytes=got.get("bytes"),
@@ -382,6 +392,7 @@ class AstBuilder(Transformer[Token, Any]):
             lifetime=got.get("lifetime", A.KERNEL_LIFETIME),
             handle=got.get("handle"),
             uses=got.get("use", ()),
+            signal=got.get("signal"),
             span=self._span(meta),
         )
 
@@ -402,6 +413,39 @@ class AstBuilder(Transformer[Token, Any]):
         for tok in c[0]:
             self._vocab(tok, A.SMEM_USES, "shared-memory use")
         return ("use", tuple(str(t) for t in c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def signal_attr(self, meta: Meta, c: list[Token]) -> Attr:
+        role, init, arrive, parity = c
+        span = self._span(meta)
+        phase = self._int(parity, "count")
+        if phase > 1:
+            self.problems.append(
+                Diagnostic(
+                    Code.E_VALUE,
+                    "a wait's parity is 0 or 1",
+                    labels=(Label(self._tok_span(parity), "not a parity"),),
+                    helps=("write `wait parity 0` for the barrier's first phase",),
+                )
+            )
+        arrivals = self._int(init, "count")
+        if not 1 <= arrivals < 1 << 20:
+            self.problems.append(
+                Diagnostic(
+                    Code.E_VALUE,
+                    "an mbarrier counts 1 to 2^20 - 1 arrivals",
+                    labels=(Label(self._tok_span(init), "no phase of this count completes"),),
+                    helps=("write `init 1` for one `tcgen05.commit`",),
+                )
+            )
+        signal = A.Signal(
+            str(role),
+            arrivals,
+            self._vocab(arrive, A.SIGNAL_ARRIVES, "signal arrival"),
+            phase & 1,
+            span=span,
+        )
+        return ("signal", signal, span)
 
     @v_args(meta=True)
     def handle_attr(self, meta: Meta, c: list[Token]) -> Attr:
@@ -438,12 +482,17 @@ class AstBuilder(Transformer[Token, Any]):
             participants=got.get("participants", ()),
             threads=got.get("threads"),
             handle=got.get("handle"),
+            orders=got.get("orders", ()),
             span=self._span(meta),
         )
 
     @v_args(meta=True)
     def participants_attr(self, meta: Meta, c: list[Any]) -> Attr:
         return ("participants", tuple(str(t) for t in c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def orders_attr(self, meta: Meta, c: list[Any]) -> Attr:
+        return ("orders", tuple(str(t) for t in c[0]), self._span(meta))
 
     @v_args(meta=True)
     def threads_attr(self, meta: Meta, c: list[Token]) -> Attr:

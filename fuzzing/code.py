@@ -168,9 +168,15 @@ def _of(
     yield from _counts(make, replaced, text, ins)
     if ins.opcode.startswith(("mbarrier.try_wait.parity", "mbarrier.test_wait.parity")) and len(ins.operands) >= 3:
         parity = ins.operands[2]
+        held = env.operand(parity)
         for value in ("0", "1"):
             if parity != value:
-                yield make("parity", replaced(_swap_operand(text, parity, value)), f"wait on parity {value}")
+                same = (
+                    f"`{parity}` holds the constant {value} at each of its definitions: the wait's parity is unchanged"
+                    if held.is_const and held.const == int(value)
+                    else ""
+                )
+                yield make("parity", replaced(_swap_operand(text, parity, value)), f"wait on parity {value}", same)
         flip = ["\t{", "\t.reg .b32 %kl_flip;", f"\txor.b32 %kl_flip, {parity}, 1;"]
         flip += [_swap_operand(text, parity, "%kl_flip", last=True), "\t}"]
         yield make("parity", [*lines[:at], *flip, *lines[at + 1 :]], "wait on the other parity")
@@ -340,12 +346,6 @@ def _argued(entry: StageEntry, mutation: CodeMutation) -> tuple[Verdict, str]:
     mine = [f for f in original.facts if f.function == mutation.function]
     at = [f for f in mine if f.line == mutation.line]
     kinds = {f.kind for f in at}
-    private = _private_lines(entry, original, mutation.function)
-    if mutation.line in private or (_moved_past(mutation, original) and set(_before(mutation)) & private):
-        return "outside", (
-            "an mbarrier in the stage's own claim (`use mbarrier`), its init, fence, arrives and waits: the "
-            "contract states that the claim holds one, not its protocol"
-        )
     if mutation.opcode.startswith("fence.") and mutation.function in _hooks(entry):
         return "equivalent", (
             "the init hook still fences its inits after the last one (one init fence publishes them: CUTLASS's "
@@ -394,8 +394,8 @@ def _argued(entry: StageEntry, mutation: CodeMutation) -> tuple[Verdict, str]:
                 )
             if mutation.kind in ("delete", "reorder"):
                 return "outside", (
-                    f"barrier `{claims[0].name}` has one participant role and the contract orders it against no "
-                    "step: what it orders inside the role (the reuse of the role's own claim) no contract line states"
+                    f"barrier `{claims[0].name}` has one participant role and states no `orders`: what it orders "
+                    "inside the role (the reuse of the role's own claim) no contract line states"
                 )
         same = [
             f
@@ -409,38 +409,28 @@ def _argued(entry: StageEntry, mutation: CodeMutation) -> tuple[Verdict, str]:
                 "participants meet twice in a row, as before"
             )
     fences = ("membar.", "fence.sc", "fence.acq_rel")
-    stated = any(isinstance(i, (A.Counter, A.CounterClaim)) for i in entry.stage.items)
+    counters = any(isinstance(i, (A.Counter, A.CounterClaim)) and i.scope in ("gpu", "sys") for i in entry.stage.items)
+    role = next((r.name for r in entry.stage.roles if r.entry == mutation.function), None)
+    meets = any(isinstance(i, A.Rendezvous) and i.role == role and i.mode == "sync" for i in entry.stage.items)
     moved_past = mutation.kind == "reorder" and any(op.startswith(fences) for op in _moved_past(mutation, original))
-    if stated and (
-        (mutation.opcode.startswith(fences) and mutation.kind in ("drop-fence", "reorder", "scope")) or moved_past
+    if (
+        counters
+        and meets
+        and ((mutation.opcode.startswith(fences) and mutation.kind in ("drop-fence", "reorder", "scope")) or moved_past)
     ):
-        return "outside", (
-            "a memory fence the contract does not state: the stage's counters are released and acquired at their "
-            "scope by the linker's handles after the block's rendezvous (a release cumulative over the writes the "
-            "rendezvous ordered), which is what orders these writes for other blocks"
+        return "equivalent", (
+            "the fence only orders the role's global writes for other blocks, and those blocks read them after "
+            "acquiring a gpu-scope counter that the linker's handle releases (`red.release.gpu`) after the "
+            "block's rendezvous (`bar.sync`, which the role syncs): in the PTX memory model the barrier "
+            "synchronises the writer with the releasing thread and causality order is transitive, so the release "
+            "is cumulative over these writes with or without the fence (a grid barrier's one fence after its "
+            "block barrier)"
         )
     return "accepted", ""
 
 
 # Facts that are steps of some protocol: a barrier moved past one of them changes the protocol.
 _STEPS = frozenset({"arrive", "wait", "expect-tx", "tensor-copy", "bulk-copy", "complete-tx", "barrier", "call"})
-
-
-def _private_lines(entry: StageEntry, original: Any, function: str) -> set[int]:
-    """PTX lines of the synchronisation on the stage's own claimed mbarriers (their init fence included)."""
-    from checker.conformance.context import Ctx
-
-    ctx = Ctx(entry.stage, {}, {})
-    facts = [f for f in original.facts if f.function == function]
-    lines = {
-        f.line
-        for f in facts
-        if f.kind in ("mbarrier-init", "wait", "arrive") and ctx.private_barrier(f.operand("addr"))
-    }
-    inits = [f for f in facts if f.kind == "mbarrier-init"]
-    if inits and all(f.line in lines for f in inits):  # a role's own init fence publishes only those
-        lines |= {f.line for f in facts if f.kind == "init-fence"}
-    return lines
 
 
 def _before(mutation: CodeMutation) -> range:

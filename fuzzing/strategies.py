@@ -258,6 +258,13 @@ def claims() -> st.SearchStrategy[A.Claim]:
 
 def _claim_kinds() -> list[st.SearchStrategy[A.Claim]]:
     ints = integers()
+    signal = st.builds(
+        A.Signal,
+        identifiers(),
+        st.integers(1, (1 << 20) - 1),
+        _vocabulary(A.SIGNAL_ARRIVES),
+        st.integers(min_value=0, max_value=1),
+    )
     smem = st.builds(
         A.SmemClaim,
         identifiers(),
@@ -267,6 +274,9 @@ def _claim_kinds() -> list[st.SearchStrategy[A.Claim]]:
         lifetime=lifetimes(),
         handle=_maybe(identifiers()),
         uses=_tuple(_vocabulary(A.SMEM_USES)),
+        signal=_maybe(signal),
+    ).map(  # a signal is an mbarrier's protocol: its claim holds one
+        lambda c: c if c.signal is None or "mbarrier" in c.uses else dataclasses.replace(c, uses=(*c.uses, "mbarrier"))
     )
     reads = _tuple(st.builds(A.TmemRead, identifiers(), ints, ints), max_size=3)
     tmem = st.builds(
@@ -283,6 +293,7 @@ def _claim_kinds() -> list[st.SearchStrategy[A.Claim]]:
         participants=_tuple(identifiers()),
         threads=_maybe(ints),
         handle=_maybe(identifiers()),
+        orders=_tuple(identifiers()),
     )
     counter = st.builds(
         A.CounterClaim, identifiers(), slots=_maybe(ints), scope=_maybe(_scopes()), handle=_maybe(identifiers())

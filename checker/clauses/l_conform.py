@@ -83,6 +83,18 @@ warpgroup, one thread):
 - `init-hook`: a ring's init hook that leaves a barrier uninitialised (or initialises
   one twice), does not fence a `fenced` init, or a role that initialises a ring barrier
   again.
+- `private-mbarrier`: the mbarrier in a stage's own claim (`use mbarrier signal by R init
+  N arrive commit wait parity P`) run otherwise than its `signal` states: role `R`'s
+  entry initialises it once, by one thread, to `N` arrivals and fences the init
+  (`fence.mbarrier_init.release.cluster`) before arriving; arrives after the init,
+  outside any loop, with `N` arrivals in all, each a `tcgen05.commit` for `commit`; then
+  waits once on parity `P`. A missing init, arrive or wait, or an instruction on it in
+  another function, is reported; a claim holding mbarriers with no `signal` leaves every
+  instruction on it undecided.
+- `barrier-orders`: a named barrier that `orders` a claim (`claim barrier B participants R
+  orders C`) missing between two accesses of `C` by role `R`, one a write: a write and
+  an access after it, a read and a write after it, in one pass or across the passes of a
+  loop around both (a `bar.sync` of a rendezvous the role syncs counts too).
 
 A TMA copy's bytes come from the box its tensor map's params field declares (`box 64,
 128 elem bf16`); the copies and `complete_tx` credits of a fill add up to the ring's
@@ -313,6 +325,7 @@ UNDECIDED = {
     "first-parity": "the parity",
     "helper": "what the called function synchronises",
     "params-offset": "which params field",
+    "private-protocol": "the protocol (the claim holding this mbarrier states no `signal`)",
 }
 
 
@@ -871,6 +884,117 @@ def _init_hook(f: Finding, fn: str, op: str) -> Worded:
     )
 
 
+def _private_mbarrier(f: Finding, fn: str, op: str) -> Worded:
+    claim, role = f.value("claim"), f.value("role")
+    declared = f"`signal` of claim `{claim}` declared here"
+    if f.problem == "missing":
+        step = f.value("step")
+        instr = {"init": "`mbarrier.init`", "arrive": "arrive", "wait": "`mbarrier.try_wait.parity`"}[step]
+        return Worded(
+            f"`{fn}`, the entry of role `{role}`, never runs the {step} the `signal` of claim `{claim}` states",
+            declared,
+            f"`{fn}`: no {instr} on `{claim}`",
+            f"run the {step} on the claim's address (its `_{claim}_smem()` handle): without it the wait never "
+            "completes, or completes on a barrier nobody initialised",
+        )
+    if f.problem == "other-function":
+        return Worded(
+            f"`{fn}` runs `{op}` on the mbarrier of claim `{claim}`, which belongs to role `{role}`'s entry alone",
+            declared,
+            "an instruction on another role's barrier",
+            f"move the instruction into role `{role}`'s code, or give this role a barrier of its own",
+        )
+    if f.problem == "init-count":
+        return Worded(
+            f"`{fn}` initialises claim `{claim}`'s mbarrier to {f.value('count')} arrivals; its `signal` states "
+            f"`init {f.value('want')}`",
+            declared,
+            f"`mbarrier.init` with {f.value('count')} here",
+            f"initialise it to {f.value('want')}: a phase completes only when that many arrivals land",
+        )
+    if f.problem == "init-times":
+        return Worded(
+            f"`{fn}` initialises claim `{claim}`'s mbarrier more than once per run (by "
+            f"{f.value('threads')} threads{' in a loop' if f.value('loop') == 'True' else ''})",
+            declared,
+            "a repeated `mbarrier.init`",
+            "initialise it once, from one thread (`if (t == 0)`), before any arrive: re-initialising a live "
+            "mbarrier is undefined behaviour",
+        )
+    if f.problem == "unfenced":
+        return Worded(
+            f"`{fn}` does not fence its init of claim `{claim}`'s mbarrier before arriving on it",
+            declared,
+            "`mbarrier.init` with no init fence after it",
+            f"follow the init with `{f.value('fence')};` (the one form PTX defines), before the first arrive",
+        )
+    if f.problem == "arrive-kind":
+        return Worded(
+            f"`{fn}` runs `{op}` on claim `{claim}`'s mbarrier; its `signal` states `arrive {f.value('want')}`",
+            declared,
+            f"`{op}` here",
+            "arrive with `tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64` only: the "
+            "arrival must wait for the role's tcgen05 operations",
+        )
+    if f.problem == "arrive-loop":
+        return Worded(
+            f"`{fn}` arrives on claim `{claim}`'s mbarrier inside a loop, but its `signal` states one phase per run",
+            declared,
+            "an arrive in a loop",
+            "arrive once, after the loop whose operations the arrival stands for",
+        )
+    if f.problem == "before-init":
+        return Worded(
+            f"`{fn}` arrives on claim `{claim}`'s mbarrier before it initialises it",
+            declared,
+            "an arrive before the init",
+            "initialise and fence the barrier first",
+        )
+    if f.problem == "arrivals":
+        return Worded(
+            f"`{fn}` makes {f.value('got')} arrivals on claim `{claim}`'s mbarrier per run; its `signal` states "
+            f"`init {f.value('want')}`",
+            declared,
+            "the first arrive",
+            "arrive from one thread (`if (t == 0)`) once per arrival the init counts",
+        )
+    if f.problem == "wait-times":
+        return Worded(
+            f"`{fn}` waits on claim `{claim}`'s mbarrier more than once per run; its `signal` states one phase",
+            declared,
+            "a second wait",
+            "wait once, after the arrive",
+        )
+    if f.problem == "wait-parity":
+        return Worded(
+            f"`{fn}` waits on claim `{claim}`'s mbarrier with parity {f.value('got')}; its `signal` states "
+            f"`wait parity {f.value('want')}`",
+            declared,
+            f"parity {f.value('got')} here",
+            f"wait on parity {f.value('want')}: the other parity returns at once on a fresh barrier, or never",
+        )
+    return Worded(
+        f"`{fn}` waits on claim `{claim}`'s mbarrier before any arrive on it: the arriving thread never gets there",
+        declared,
+        "a wait before the arrive",
+        "wait after the arrive",
+    )
+
+
+def _barrier_orders(f: Finding, fn: str, op: str) -> Worded:
+    barrier, claim, role = f.value("barrier"), f.value("claim"), f.value("role")
+    first, first_op = f.value("first"), f.value("first_op")
+    when = "in the next pass of the loop around both" if f.value("across") == "True" else "after it"
+    return Worded(
+        f"`{fn}` (role `{role}`) runs `{op}` on claim `{claim}` {when} `{first_op}` (PTX line {first}) on it, with "
+        f"no `bar.sync` on barrier `{barrier}` between them: another thread of the role may still be reading, or "
+        "not yet have written",
+        f"`orders {claim}` declared here",
+        f"`{op}` here",
+        f"sync on `{barrier}` (its `_bar_id()`/`_threads()` handles) between the write and the access",
+    )
+
+
 _WORDING = {
     "block-barrier": _block_barrier,
     "barrier-id": _barrier_id,
@@ -896,4 +1020,6 @@ _WORDING = {
     "read-proxy": _read_proxy,
     "named-barrier": _named_barrier,
     "init-hook": _init_hook,
+    "private-mbarrier": _private_mbarrier,
+    "barrier-orders": _barrier_orders,
 }

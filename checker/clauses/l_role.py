@@ -7,10 +7,12 @@ one labelled). Every role states its width, `warps N` with N ≥ 1, and its entr
 function, `entry NAME`. Every item that names a role must name a declared one:
 ring sides (`produce by`, `consume by`, `init by`, `per_warp(x)` and the other
 count units), counters, rendezvous sides, calls made `from role`, tensor exports
-and imports, named-barrier participants and tensor-memory `read by` lines. An
+and imports, named-barrier participants, tensor-memory `read by` lines and a claim's
+`signal by`. An
 unknown name gets a did-you-mean over the declared roles. The role that *runs* an
 item — a ring side's `produce by`/`consume by`, a counter or rendezvous side, a call
-`from role`, a tensor export's `from role` and an import's `into role` — must be a
+`from role`, a tensor export's `from role`, an import's `into role` and a claim's
+`signal by` — must be a
 role of the stage that declares the item: its code is that stage's.
 
 ## Why it matters
@@ -176,6 +178,9 @@ def _runners(comp: Composition) -> Iterator[tuple[StageEntry, str, str, Span]]:
         yield exp.stage, f"tensor export `{exp.item.name}`", exp.item.role, exp.span
     for imp in comp.items(A.ImportTensor):
         yield imp.stage, f"tensor import `{imp.item.name}`", imp.item.role, imp.span
+    for smem in comp.items(A.SmemClaim):
+        if smem.item.signal is not None:
+            yield smem.stage, f"claim `{smem.item.name}`'s signal", smem.item.signal.role, smem.item.signal.span
 
 
 def _references(comp: Composition) -> Iterator[tuple[StageEntry, str, str, Span]]:
@@ -207,3 +212,6 @@ def _references(comp: Composition) -> Iterator[tuple[StageEntry, str, str, Span]
     for tmem in comp.items(A.TmemClaim):
         for read in tmem.item.reads:
             yield tmem.stage, f"tensor-memory claim `{tmem.item.name}`", read.role, read.span
+    for smem in comp.items(A.SmemClaim):
+        if smem.item.signal is not None:
+            yield smem.stage, f"claim `{smem.item.name}`'s signal", smem.item.signal.role, smem.item.signal.span

@@ -24,7 +24,9 @@ Each check has a stable name (the ``check`` datum of an L-CONFORM diagnostic):
 | ``params-read`` | reads params the contract does not declare |
 
 and the step checks of :mod:`.steps` (``ring-step``, ``arrive-count``, ``wait-parity``,
-``step-order``, ``ring-fence``, ``named-barrier``, ``init-hook``).
+``step-order``, ``ring-fence``, ``named-barrier``, ``init-hook``) and of :mod:`.private`
+(``private-mbarrier``: a claim's own mbarrier against its ``signal``) and :mod:`.orders`
+(``barrier-orders``: a named barrier between the accesses of the claims it ``orders``).
 
 A check returns typed findings (:class:`Finding`): the check, the problem within it, the
 fact and contract item involved, and the values the wording names. The words are the
@@ -39,6 +41,8 @@ import dataclasses
 from collections.abc import Iterator, Sequence
 
 from checker.conformance.context import Ctx, Finding, found, unknown
+from checker.conformance.orders import ORDER_CHECKS, orders
+from checker.conformance.private import PRIVATE_CHECKS, private
 from checker.conformance.steps import STEP_CHECKS, steps
 from contract_lang import ast as A
 from contract_lang.transform import TMA_BOX_MAX
@@ -64,6 +68,8 @@ CHECKS = (
     "feature",
     "params-read",
     *STEP_CHECKS,
+    *PRIVATE_CHECKS,
+    *ORDER_CHECKS,
 )
 
 
@@ -84,7 +90,7 @@ def check(stage: A.Stage, code: CodeFacts) -> list[Finding]:
     out: list[Finding] = []
     seen: set[tuple[str, str, int, str, int]] = set()
     judged = (finding for fact in code.facts for finding in _judge(ctx, fact, code))
-    for finding in (*judged, *steps(ctx, code)):
+    for finding in (*judged, *steps(ctx, code), *private(ctx, code), *orders(ctx, code)):
         # One diagnostic per mistake: a misplaced buffer, an index or an undeclared feature shows at
         # every access; report the first.
         fact = finding.fact
@@ -331,7 +337,7 @@ def _mbarrier_init(ctx: Ctx, fact: Fact) -> Iterator[Finding]:
     where = ctx.ring_barrier(fact.operand("addr"))
     count = fact.operand("count")
     if where is None and ctx.private_barrier(fact.operand("addr")):
-        return  # an mbarrier in the stage's own claim (`use mbarrier`): its count is the stage's business
+        return  # an mbarrier in the stage's own claim (`use mbarrier`): `private-mbarrier` judges it
     if where is None or count is None:
         yield unknown("mbarrier-init", fact, "ring-barrier", None)
         return

@@ -85,4 +85,11 @@ class Ctx:
 
     def private_barrier(self, op: Operand | None) -> bool:
         """An address in one of the stage's own claims that holds mbarriers (``use mbarrier``)."""
-        return any(isinstance(s.node, A.SmemClaim) and "mbarrier" in s.node.uses for s in self.handles_of(op, "smem"))
+        return self.private_claim(op) is not None
+
+    def private_claim(self, op: Operand | None) -> A.SmemClaim | None:
+        """The stage's own claim holding mbarriers (``use mbarrier``) an address comes from, through its handle."""
+        for s in self.handles_of(op, "smem"):
+            if isinstance(s.node, A.SmemClaim) and "mbarrier" in s.node.uses:
+                return s.node
+        return None

@@ -207,7 +207,7 @@ def _sites(ctx: Ctx, facts: Sequence[Fact]) -> tuple[list[Site], list[Finding]]:
         if where is not None:
             sites.append(Site(f, where[0].name, where[1], kind))
         elif ctx.private_barrier(addr):
-            continue  # an mbarrier in the stage's own claim (`use mbarrier`): no ring's step
+            continue  # an mbarrier in the stage's own claim (`use mbarrier`): `private-mbarrier` judges it
         elif kind != "copy":
             stray.append(unknown("ring-step", f, "ring-barrier", None))
     return sites, stray
