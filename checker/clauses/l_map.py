@@ -164,6 +164,24 @@ def threads_mismatch(what: str, spans: int, role: str, has: int, span: Span | No
     return _shape(f"{what} spans {spans} threads but role `{role}` has {has}", span)
 
 
+def fragment_group(
+    name: str, callable_: str, passed: int, taken: int, passed_span: Span | None, taken_span: Span | None
+) -> Diagnostic:
+    """A callable's fragment over a group that is not whole warps, or a caller's over another group."""
+    labels = tuple(
+        Label(s, text, primary)
+        for s, text, primary in ((taken_span, f"{taken} threads", True), (passed_span, f"{passed} threads", False))
+        if s is not None
+    )
+    return Diagnostic(
+        CODE,
+        f"fragment `{name}` of `{callable_}`: the callable's demand spans {taken} threads and the call's placement "
+        f"{passed}; both must span the same group of whole warps",
+        labels=labels,
+        helps=("a callable runs in groups of its demand's threads: state the caller's placement over one group",),
+    )
+
+
 def tmem_too_large(
     what: str, lane: str, lanes: int, col: str, cols: int, span: Span | None, limits: tuple[int, int]
 ) -> Diagnostic:
