@@ -902,6 +902,7 @@ ITEM_KINDS: tuple[ItemKind, ...] = (
     ItemKind(Call, "a call"),
     ItemKind(ExportTensor, "a tensor export"),
     ItemKind(ImportTensor, "a tensor import"),
+    ItemKind(Fragment, "a register fragment"),
     ItemKind(OwnsFact, "an owned fact"),
     ItemKind(UsesFact, "a used fact"),
     ItemKind(AssumesFact, "an assumed fact"),
