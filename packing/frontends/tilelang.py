@@ -320,7 +320,9 @@ def fragment(imp: Mapping[str, Any], callable_: str, threads: int) -> A.Fragment
     m, n = (int(x) for x in imp["shape"])
     elem = _ELEMS.get(str(imp["elem"]))
     if elem is None:
-        raise _error(f"fragment `{imp['param']}` of `{callable_}` holds `{imp['elem']}`, which no contract element names")
+        raise _error(
+            f"fragment `{imp['param']}` of `{callable_}` holds `{imp['elem']}`, which no contract element names"
+        )
     return A.Fragment(
         str(imp["param"]), callable_, "import", elem, (A.Dim("m", m), A.Dim("n", n)), fragment_map(imp, threads)
     )
@@ -406,8 +408,8 @@ def derived_stage(record: Record, header: A.Stage) -> A.Stage:
         threads = int(record.data["threads"])
         taken = tuple(fragment(imp, name, threads) for imp in record.data["imports"])
         at = _after(list(header.items), (A.Target, A.Features, A.Cluster))
-        items = (*header.items[:at], export, *taken, *header.items[at:])
-        return A.Stage(header.name, header.version, items, span=header.span)
+        callable_items = (*header.items[:at], export, *taken, *header.items[at:])
+        return A.Stage(header.name, header.version, callable_items, span=header.span)
     data = record.data
     _, role_name, entry = names(header)
     threads = int(data["threads"])

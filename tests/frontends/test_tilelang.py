@@ -203,6 +203,53 @@ def test_the_fragment_map_tilelang_gives_is_the_wgmma_accumulator() -> None:
             assert ours == tuple(evaluate(e, {"t": t, "r": r}) for e in wgmma.exprs), (t, r)
 
 
+def test_the_derived_contract_states_the_fragment_the_callable_takes() -> None:
+    derived = tilelang.derived_stage(_regs_record(), _regs_header())
+    (taken,) = (i for i in derived.items if isinstance(i, A.Fragment))
+    (fragment,) = _regs_record().data["imports"]
+    assert (taken.name, taken.callable, taken.side, taken.elem) == ("acc", "swiglu_regs", "import", "f32")
+    assert taken.tile == (A.Dim("m", 64), A.Dim("n", 128))
+    assert taken.map == tilelang.fragment_map(fragment, 128)
+    text = print_node(derived)
+    assert "    import tensor acc into callable swiglu_regs {" in text
+    assert parse_text(text, "derived.kc", "contract").stages[0] == derived
+
+
+def _regs_pair(**edits: object) -> list[tuple[str, str]]:
+    """The derived callable checked with the register mainloop that calls it: its errors."""
+    from kernlink.api import check_text
+
+    derived = tilelang.derived_stage(_regs_record(**edits), _regs_header())
+    text = print_node(derived) + "\n" + (STAGE / "mainloop_regs.kc").read_text()
+    return [(d.code, d.message) for d in check_text(text, "regs.kc").diagnostics if d.is_error]
+
+
+def test_the_derived_fragment_is_proved_against_the_mainloops_accumulator() -> None:
+    assert _regs_pair() == []
+
+
+def test_a_fragment_read_in_another_register_order_is_refused_at_the_call() -> None:
+    """TileLang's map with the row and column register bits swapped: still exact, each element in the
+    caller's thread, but not in the register the callable reads (L-ROUTE, both lines)."""
+    (fragment,) = _regs_record().data["imports"]
+    m, n = fragment["indices"]
+    swapped = {
+        **fragment,
+        "indices": [m.replace("((p % 4) / 2)", "(p % 2)"), n.replace("+ (p % 2))", "+ ((p % 4) / 2))")],
+    }
+    assert swapped["indices"] != fragment["indices"]
+    ((code, message),) = _regs_pair(imports=[swapped])
+    assert code == "L-ROUTE"
+    assert message.startswith("fragment `acc` passed to `swiglu_regs`: the callable reads element `(m=0, n=1)`")
+
+
+def test_an_m64n64_fragment_is_refused_against_the_m64n128_accumulator() -> None:
+    (fragment,) = _regs_record().data["imports"]
+    half = {**fragment, "shape": [64, 64], "regs": 32}
+    ((code, message),) = _regs_pair(imports=[half])
+    assert code == "L-TENSOR" and "tile `m 64 n 64`" in message and "`m 64 n 128`" in message
+
+
 def test_the_callable_component_copies_the_callers_registers() -> None:
     source = tilelang.component(_regs_record(), _regs_header())
     assert "__global__" not in source and "__launch_bounds__" not in source
