@@ -37,8 +37,12 @@ def check_fragments(comp: Composition) -> list[Diagnostic]:
     """Every fragment of the composition paired with its other side and proved register for register."""
     frags = list(comp.items(A.Fragment))
     out: list[Diagnostic] = []
+    stray: set[tuple[str, str]] = set()  # (stage, fragment) of a fragment naming no callable of its stage
     for frag in frags:
-        out += _declared(comp, frag)
+        found = _declared(comp, frag)
+        out += found
+        if found:
+            stray.add((frag.stage_name, frag.item.name))
     for call in comp.calls:
         passed = {f.item.name: f for f in frags if f.item.side == "export" and _of_call(f, call)}
         for exp in serving_exports(comp, call):
@@ -47,7 +51,7 @@ def check_fragments(comp: Composition) -> list[Diagnostic]:
                 for f in frags
                 if f.item.side == "import" and f.stage is exp.stage and f.item.callable == exp.item.name
             }
-            out += _pair(call, exp, taken, passed)
+            out += _pair(call, exp, taken, passed, stray)
     return out
 
 
@@ -59,13 +63,14 @@ def _declared(comp: Composition, frag: Frag) -> list[Diagnostic]:
     """A fragment names a callable its stage exports (import side) or calls (export side)."""
     item = frag.item
     if item.side == "import":
-        known = any(e.stage is frag.stage for e in comp.exports.get(item.callable, ()))
-        what, fix = "exports", f"export callable `{item.callable}`, or name one the stage exports"
+        names = sorted({e.item.name for group in comp.exports.values() for e in group if e.stage is frag.stage})
+        what = "exports"
     else:
-        known = any(_of_call(frag, c) for c in comp.calls)
-        what, fix = "calls", f"call `{item.callable}`, or name a callable the stage calls"
-    if known:
+        names = sorted({c.item.name for c in comp.calls if c.stage is frag.stage})
+        what = "calls"
+    if item.callable in names:
         return []
+    fix = f"name a callable the stage {what}: " + (", ".join(f"`{n}`" for n in names) if names else "it has none")
     message = (
         f"fragment `{item.name}` is {item.side}ed into `{item.callable}`, which stage `{frag.stage_name}` never {what}"
     )
@@ -73,11 +78,19 @@ def _declared(comp: Composition, frag: Frag) -> list[Diagnostic]:
 
 
 def _pair(
-    call: Owned[A.Call], exp: Owned[A.ExportCallable], taken: dict[str, Frag], passed: dict[str, Frag]
+    call: Owned[A.Call],
+    exp: Owned[A.ExportCallable],
+    taken: dict[str, Frag],
+    passed: dict[str, Frag],
+    stray: set[tuple[str, str]],
 ) -> list[Diagnostic]:
+    """The fragments one call passes against those its callable takes. A side whose fragment of that
+    name names another callable (a misspelt one) was reported already: one mistake, one diagnostic."""
     out: list[Diagnostic] = []
     name = call.item.name
     for missing in sorted(taken.keys() - passed.keys()):
+        if (call.stage_name, missing) in stray:
+            continue
         out.append(
             _tensor(
                 f"callable `{name}` takes fragment `{missing}` in registers but the call from "
@@ -87,6 +100,8 @@ def _pair(
             )
         )
     for extra in sorted(passed.keys() - taken.keys()):
+        if (exp.stage_name, extra) in stray:
+            continue
         out.append(
             _tensor(
                 f"the call of `{name}` passes fragment `{extra}`, which the callable from `{exp.stage_name}` "
