@@ -134,11 +134,16 @@ def prove(passed: A.Fragment, taken: A.Fragment) -> list[Diagnostic]:
     absent = _missing(passed) + _missing(taken)
     if absent or passed.map is None or taken.map is None or passed.elem is None:
         return absent
-    try:
-        placement, demand = layout_map(passed.map), layout_map(taken.map)
-    except (LibraryError, ValueError) as err:
-        spec = passed.map if isinstance(passed.map, A.LibraryMap) else taken.map
-        return [l_map.unreadable(str(err).rstrip("."), spec.span)]
+    unreadable: list[Diagnostic] = []
+    layouts = []
+    for spec in (passed.map, taken.map):
+        try:
+            layouts.append(layout_map(spec))
+        except (LibraryError, ValueError) as err:
+            unreadable.append(l_map.unreadable(str(err).rstrip("."), spec.span))
+    if unreadable:
+        return unreadable
+    placement, demand = layouts
     for frag, layout in ((passed, placement), (taken, demand)):
         if layout.kind != REGS:
             return [l_map.demand_not_registers(f"fragment `{frag.name}`", layout.kind, layout.span)]

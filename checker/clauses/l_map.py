@@ -10,7 +10,9 @@ The structural part is decided here — a map's outputs are the tile's dimension
 (an `smem` map's inputs are), every name it uses is one of its variables, and
 `regs`/`tmem` variables state their extents. Exactness is proved with Z3 by the
 transfer model once the composition is placed, with a witness element for each
-defect.
+defect. A register fragment passed to a callable (language.md §10.1) is held to the
+same, and the callable's demand and the call's placement span the same group of
+whole warps (the threads that make one call).
 
 ## Why it matters
 The linker generates the moves of a hand-off from these maps. A map that sends two
