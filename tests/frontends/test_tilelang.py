@@ -312,3 +312,31 @@ def test_the_committed_callable_record_is_what_tilelang_prints() -> None:
     command += tilelang.driver_arguments(_regs_header())
     done = subprocess.run(command, cwd=STAGE, capture_output=True, text=True, check=True)
     assert done.stdout == (STAGE / "epilogue_regs.tilelang.json").read_text()
+
+
+@pytest.mark.toolchain
+def test_the_link_refuses_a_mainloop_that_passes_another_register_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The mainloop's contract claims its accumulator with the row and column register bits swapped:
+    packed, it links against the derived callable no more (L-ROUTE on both packages' lines)."""
+    root = tmp_path / "gemm_swiglu"
+    shutil.copytree(EXAMPLES / "gemm_swiglu", root, ignore=shutil.ignore_patterns("build"))
+    tl = root / "tilelang"
+    contract = tl / "mainloop_regs.kc"
+    swapped = (
+        "placement regs(t: 128, r: 64) -> (m, n) { m = 16 * (t / 32) + (t % 32) / 4 + 8 * (r % 2)  "
+        "n = 8 * (r / 4) + 2 * (t % 4) + (r / 2) % 2 }"
+    )
+    text = contract.read_text().replace("placement library wgmma_m64nNk16_f32(n: 128, warpgroups: 1)", swapped)
+    assert swapped in text
+    contract.write_text(text)
+    assert main(["pack", str(tl / "epilogue_regs.py"), "--contract", str(tl / "epilogue_regs.kc")]) == 0
+    mainloop = ["pack", str(root / "mainloop.cu"), "--contract", str(contract), "-D", "GEMM_MMA_EPILOGUE"]
+    assert main([*mainloop, "-o", str(tl / "build" / "mainloop_regs.kpkg")]) == 0
+    capsys.readouterr()
+    assert main(["link", str(tl / "regs" / "gemm_swiglu_tilelang_regs.kp"), "-o", str(tmp_path / "linked")]) != 0
+    out, err = capsys.readouterr()
+    said = out + err
+    assert "error[L-ROUTE]: fragment `acc` passed to `swiglu_regs`" in said
+    assert "epilogue_regs.kpkg!contract.kc" in said and "mainloop_regs.kpkg!contract.kc" in said
