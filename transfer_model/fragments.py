@@ -51,7 +51,7 @@ def check_fragments(comp: Composition) -> list[Diagnostic]:
                 for f in frags
                 if f.item.side == "import" and f.stage is exp.stage and f.item.callable == exp.item.name
             }
-            out += _pair(call, exp, taken, passed, stray)
+            out += _pair(call, exp, taken, passed, stray, comp)
     return out
 
 
@@ -83,6 +83,7 @@ def _pair(
     taken: dict[str, Frag],
     passed: dict[str, Frag],
     stray: set[tuple[str, str]],
+    comp: Composition,
 ) -> list[Diagnostic]:
     """The fragments one call passes against those its callable takes. A side whose fragment of that
     name names another callable (a misspelt one) was reported already: one mistake, one diagnostic."""
@@ -111,8 +112,24 @@ def _pair(
             )
         )
     for both in sorted(taken.keys() & passed.keys()):
-        out += prove(passed[both].item, taken[both].item)
+        out += _role_groups(comp, call, taken[both].item) or prove(passed[both].item, taken[both].item)
     return out
+
+
+def _role_groups(comp: Composition, call: Owned[A.Call], taken: A.Fragment) -> list[Diagnostic]:
+    """A role that calls in groups of the demand's threads has a whole number of them."""
+    info = comp.roles.get(call.item.caller) if call.item.caller_kind == "role" else None
+    if info is None or not info.warps or taken.map is None:
+        return []  # an unknown role is L-ROLE's, a missing map L-TENSOR's (prove)
+    try:
+        layout = layout_map(taken.map)
+    except (LibraryError, ValueError):
+        return []  # prove reports the unreadable map
+    threads = layout.thread[1] if layout.kind == REGS else 0
+    if not threads or (info.warps * 32) % threads == 0:
+        return []
+    spec = taken.map
+    return [l_map.fragment_role(taken.name, taken.callable, info.name, info.warps * 32, threads, call.span, spec.span)]
 
 
 def _missing(frag: A.Fragment) -> list[Diagnostic]:
@@ -175,10 +192,10 @@ def prove(passed: A.Fragment, taken: A.Fragment) -> list[Diagnostic]:
     found = check_identity(export, imp) or check_maps(export, imp)
     if found:
         return list(found)
-    return _same_registers(Seam(export, imp))
+    return _same_registers(Seam(export, imp), taken.callable)
 
 
-def _same_registers(seam: Seam) -> list[Diagnostic]:
+def _same_registers(seam: Seam, callable_: str) -> list[Diagnostic]:
     """The element the callable demands at (thread t, register p) is the caller's (t, p), in every slot."""
     pp, po = seam.producer("p.")
     moved = ex.compare("!=", Name(pp[0][0]), seam.c_thread)
@@ -186,7 +203,7 @@ def _same_registers(seam: Seam) -> list[Diagnostic]:
     answer = seam.solve([*seam.c_params, *pp], [*seam.holds(po, seam.c_out), ex.disj([moved, other_reg])])
     export, imp = seam.export, seam.imp
     labels = seam_labels(export, imp)
-    what = f"fragment `{imp.name}` passed to `{export.role[5:]}`"
+    what = f"fragment `{imp.name}` passed to `{callable_}`"
     if answer.verdict.unknown:
         return [
             Diagnostic(

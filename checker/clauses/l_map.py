@@ -184,6 +184,22 @@ def fragment_group(
     )
 
 
+def fragment_role(
+    name: str, callable_: str, role: str, role_threads: int, threads: int, call_span: Span, demand_span: Span
+) -> Diagnostic:
+    """A role that calls a callable in groups of its fragment's threads but is no whole number of groups."""
+    return Diagnostic(
+        CODE,
+        f"fragment `{name}` of `{callable_}` spans groups of {threads} threads but role `{role}`, which calls it, "
+        f"has {role_threads}",
+        labels=(
+            Label(call_span, f"called by {role_threads} threads", True),
+            Label(demand_span, "demanded here", False),
+        ),
+        helps=(f"call `{callable_}` from a role of a multiple of {threads} threads",),
+    )
+
+
 def tmem_too_large(
     what: str, lane: str, lanes: int, col: str, cols: int, span: Span | None, limits: tuple[int, int]
 ) -> Diagnostic:
