@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from analysis.link_inputs import LinkInputs, link_inputs
 from checker.clauses import l_regs
 from checker.composition import Composition
+from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.symbols import Code
 from placement.adapter import Placed
@@ -118,13 +119,17 @@ def route_tensors(comp: Composition, placed: Placed) -> tuple[list[RoutedSeam], 
     """:func:`transfer_model.adapter.route_composition`: every tensor connection's route on ``placed``.
 
     A composition without an ``import tensor`` has no seam to route: the route ladder (its SMT
-    models and layout maps) is imported only for one that has.
+    models and layout maps) is imported only for one that has. Register fragments passed to
+    callables (:mod:`transfer_model.fragments`) are proved here too: after placement, like a seam.
     """
-    if not comp.tensor_imports:
+    fragments = any(True for _ in comp.items(A.Fragment))
+    if not comp.tensor_imports and not fragments:
         return [], []
     from transfer_model.adapter import route_composition
+    from transfer_model.fragments import check_fragments
 
-    return route_composition(comp, placed)
+    routes, diags = route_composition(comp, placed) if comp.tensor_imports else ([], [])
+    return routes, diags + (check_fragments(comp) if fragments else [])
 
 
 def barrier_name(route: RoutedSeam, index: int) -> str:

@@ -628,6 +628,30 @@ class ImportTensor(Node):
 
 
 @dataclass(frozen=True)
+class Fragment(Node):
+    """A register fragment handed to an exported callable (specs/language.md §10.1).
+
+    ``import tensor NAME into callable C { elem, tile, demand }``: callable ``C`` of this stage takes
+    its argument ``NAME`` as the caller's registers, register ``p`` of thread ``t`` (of its group)
+    holding element ``demand(t, p)``. ``export tensor NAME into call C { elem, tile, placement }``:
+    this stage's call of ``C`` passes its registers so, register ``r`` of thread ``t`` holding
+    ``placement(t, r)``.
+    """
+
+    name: str
+    callable: str
+    side: Literal["import", "export"]
+    elem: str | None = None
+    tile: tuple[Dim, ...] = ()
+    map: MapSpec | None = None
+    attr_spans: tuple[tuple[str, Span], ...] = field(default=(), compare=False, repr=False)
+
+    def attr_span(self, key: str) -> Span:
+        """The span of attribute line ``key``, or of the whole declaration when it is absent."""
+        return dict(self.attr_spans).get(key, self.span)
+
+
+@dataclass(frozen=True)
 class FactValue(Node):
     """An owner's value: exact, an inclusive range, or a set of values."""
 
@@ -756,6 +780,7 @@ StageItem = (
     | Call
     | ExportTensor
     | ImportTensor
+    | Fragment
     | OwnsFact
     | UsesFact
     | AssumesFact
@@ -898,6 +923,7 @@ ITEM_KINDS: tuple[ItemKind, ...] = (
     ItemKind(Call, "a call"),
     ItemKind(ExportTensor, "a tensor export"),
     ItemKind(ImportTensor, "a tensor import"),
+    ItemKind(Fragment, "a register fragment"),
     ItemKind(OwnsFact, "an owned fact"),
     ItemKind(UsesFact, "a used fact"),
     ItemKind(AssumesFact, "an assumed fact"),

@@ -480,6 +480,17 @@ class _Printer:
             self.emit(inner, f"{word} event {event}", event.span)
         self.close(depth, item.span)
 
+    def _fragment(self, depth: int, item: A.Fragment) -> None:
+        into = "callable" if item.side == "import" else "call"
+        self.emit(depth, f"{item.side} tensor {item.name} into {into} {item.callable} {{", item.span)
+        if item.elem is not None:
+            self.emit(depth + 1, f"elem {item.elem}", item.attr_span("elem"))
+        if item.tile:
+            self.emit(depth + 1, f"tile {_dims(item.tile)}", item.tile[0].span)
+        if item.map is not None:
+            self._map(depth + 1, "demand" if item.side == "import" else "placement", item.map)
+        self.close(depth, item.span)
+
     def _map(self, depth: int, word: str, spec: A.MapSpec) -> None:
         if isinstance(spec, A.LibraryMap):
             args = ", ".join(f"{k}: {v}" for k, v in spec.args)
@@ -498,6 +509,7 @@ ITEM_BLOCKS: Mapping[type[A.Node], Callable[[_Printer, int, Any], None]] = Mappi
         A.Counter: _Printer._counter,
         A.ExportTensor: _Printer._tensor,
         A.ImportTensor: _Printer._tensor,
+        A.Fragment: _Printer._fragment,
     }
 )
 """The kinds of item printed as a block of lines (a counter with steps; the others always)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn, TypeVar
+from typing import Any, Literal, NoReturn, TypeVar
 
 from lark import Token, Transformer, Tree, v_args
 from lark.tree import Meta
@@ -908,6 +908,28 @@ class AstBuilder(Transformer[Token, Any]):
             demand=got.get("demand"),
             lends=got.get("lends", ()),
             done=got.get("done"),
+            attr_spans=_first_spans(attrs),
+            span=self._span(meta),
+        )
+
+    @v_args(meta=True)
+    def fragment_import(self, meta: Meta, c: list[Any]) -> A.Fragment:
+        return self._fragment(meta, c, "import", "demand")
+
+    @v_args(meta=True)
+    def fragment_export(self, meta: Meta, c: list[Any]) -> A.Fragment:
+        return self._fragment(meta, c, "export", "placement")
+
+    def _fragment(self, meta: Meta, c: list[Any], side: Literal["import", "export"], word: str) -> A.Fragment:
+        name, callable_, *attrs = c
+        got = self._tensor_attrs(f"fragment `{name}`", attrs, ("elem", "tile", word))
+        return A.Fragment(
+            str(name),
+            str(callable_),
+            side,
+            elem=got.get("elem"),
+            tile=got.get("tile", ()),
+            map=got.get(word),
             attr_spans=_first_spans(attrs),
             span=self._span(meta),
         )

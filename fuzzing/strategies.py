@@ -477,6 +477,19 @@ def export_tensors() -> st.SearchStrategy[A.ExportTensor]:
     ).flatmap(_with_generation)
 
 
+def fragments() -> st.SearchStrategy[A.Fragment]:
+    """Register fragments of either side (``import``: a demand, ``export``: a placement), items optional."""
+    return st.builds(
+        A.Fragment,
+        identifiers(),
+        identifiers(),
+        st.sampled_from(("import", "export")),
+        elem=_maybe(_vocabulary(A.ELEM_TYPES)),
+        tile=_dims(),
+        map=_maybe(map_specs()),
+    )
+
+
 def _generations() -> st.SearchStrategy[tuple[str | None, str | None]]:
     """A tensor's ``generation`` word and ``ring``: none, a word, or ``ring`` and a ring's name."""
     return st.one_of(
@@ -596,6 +609,7 @@ def stage_item_kinds() -> dict[str, st.SearchStrategy[A.StageItem]]:
         *_callables(),
         export_tensors(),
         import_tensors(),
+        fragments(),
         *_facts(),
         st.builds(A.Phases, _vocabulary(("exclusive", "concurrent")), _tuple(identifiers(), min_size=1)),
         st.builds(A.AssumesPhases, _tuple(identifiers(), min_size=1)),
@@ -637,6 +651,7 @@ _STAGE_ITEM_NAMES = (
     "Call",
     "ExportTensor",
     "ImportTensor",
+    "Fragment",
     "OwnsFact",
     "UsesFact",
     "AssumesFact",

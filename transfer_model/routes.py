@@ -110,7 +110,7 @@ def _known(span: Span) -> bool:
     return span != UNKNOWN_SPAN
 
 
-def _labels(export: TensorExport, imp: TensorImport) -> tuple[Label, ...]:
+def seam_labels(export: TensorExport, imp: TensorImport) -> tuple[Label, ...]:
     demand = imp.demand.span if _known(imp.demand.span) else imp.span
     placement = export.placement.span if _known(export.placement.span) else export.span
     out = []
@@ -209,7 +209,7 @@ def _rung_data(results: tuple[RungResult, ...]) -> tuple[tuple[str, str], ...]:
 
 def _failure(seam: Seam, results: tuple[RungResult, ...]) -> Diagnostic:
     export, imp = seam.export, seam.imp
-    labels = _labels(export, imp)
+    labels = seam_labels(export, imp)
     staging = results[-1]
     if staging.check == "scratch-size":
         others = tuple(_rung_note(r) for r in results[:-1])

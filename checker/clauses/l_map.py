@@ -10,7 +10,9 @@ The structural part is decided here — a map's outputs are the tile's dimension
 (an `smem` map's inputs are), every name it uses is one of its variables, and
 `regs`/`tmem` variables state their extents. Exactness is proved with Z3 by the
 transfer model once the composition is placed, with a witness element for each
-defect.
+defect. A register fragment passed to a callable (language.md §10.1) is held to the
+same, and the callable's demand and the call's placement span the same group of
+whole warps (the threads that make one call).
 
 ## Why it matters
 The linker generates the moves of a hand-off from these maps. A map that sends two
@@ -162,6 +164,40 @@ def _shape(message: str, span: Span | None, helps: tuple[str, ...] = ()) -> Diag
 def threads_mismatch(what: str, spans: int, role: str, has: int, span: Span | None) -> Diagnostic:
     """A register map whose thread variable spans another count than its role's threads."""
     return _shape(f"{what} spans {spans} threads but role `{role}` has {has}", span)
+
+
+def fragment_group(
+    name: str, callable_: str, passed: int, taken: int, passed_span: Span | None, taken_span: Span | None
+) -> Diagnostic:
+    """A callable's fragment over a group that is not whole warps, or a caller's over another group."""
+    labels = tuple(
+        Label(s, text, primary)
+        for s, text, primary in ((taken_span, f"{taken} threads", True), (passed_span, f"{passed} threads", False))
+        if s is not None
+    )
+    return Diagnostic(
+        CODE,
+        f"fragment `{name}` of `{callable_}`: the callable's demand spans {taken} threads and the call's placement "
+        f"{passed}; both must span the same group of whole warps",
+        labels=labels,
+        helps=("a callable runs in groups of its demand's threads: state the caller's placement over one group",),
+    )
+
+
+def fragment_role(
+    name: str, callable_: str, role: str, role_threads: int, threads: int, call_span: Span, demand_span: Span
+) -> Diagnostic:
+    """A role that calls a callable in groups of its fragment's threads but is no whole number of groups."""
+    return Diagnostic(
+        CODE,
+        f"fragment `{name}` of `{callable_}` spans groups of {threads} threads but role `{role}`, which calls it, "
+        f"has {role_threads}",
+        labels=(
+            Label(call_span, f"called by {role_threads} threads", True),
+            Label(demand_span, "demanded here", False),
+        ),
+        helps=(f"call `{callable_}` from a role of a multiple of {threads} threads",),
+    )
 
 
 def tmem_too_large(

@@ -13,6 +13,12 @@ the export's ready event). The first rung that passes is the route; when none
 passes, this clause reports each rung's failing check with a witness element.
 Decided by the transfer model after placement (a role's threads depend on its warps).
 
+A register fragment passed to a callable (language.md §10.1) has one rung only: the
+callable reads the caller's register array as it lies, so every element it demands at
+thread `t`, register `p` must be the caller's element at thread `t`, register `p` (the
+register-copy rung with the register index fixed); a witness element is reported with
+both threads and registers, on the demand's and the placement's lines.
+
 ## Why it matters
 A hand-off between components is only as correct as the moves the linker generates.
 With no proven route the linker would have to guess; kernlink refuses instead.

@@ -16,6 +16,12 @@ the tensor must then agree with the export:
 An import that leaves out `tile` or `generation` takes the export's. Element types
 are L-DTYPE's concern.
 
+A register fragment passed to a callable (`import tensor acc into callable f` in the
+callable's stage, `export tensor acc into call f` in each caller's, language.md §10.1)
+states `elem`, `tile` and its map on both sides, each side has the other (matched by the
+fragment's and the callable's names), and the tiles agree; it names a callable its stage
+exports or calls.
+
 ## Why it matters
 The route that moves the tensor is generated from both sides' maps over one index
 space. If the consumer believes the tile is 128×128 while the producer holds

@@ -485,7 +485,8 @@ def _callable_edits(s: _Sites, u: int, i: int, item: A.ExportCallable | A.Call) 
                 break
 
 
-def _tensor_edits(s: _Sites, u: int, i: int, item: A.ExportTensor | A.ImportTensor) -> None:
+def _shape_edits(s: _Sites, u: int, i: int, item: A.ExportTensor | A.ImportTensor | A.Fragment) -> None:
+    """A tensor's or a fragment's element type and tile extents."""
     rep = dataclasses.replace
     if item.elem is not None:
         for e in ("bf16", "f16", "f32"):
@@ -497,6 +498,11 @@ def _tensor_edits(s: _Sites, u: int, i: int, item: A.ExportTensor | A.ImportTens
             if v > 0:
                 tile = (*item.tile[:j], rep(dim, extent=v), *item.tile[j + 1 :])
                 s.add("tile-extent", u, i, item, rep(item, tile=tile))
+
+
+def _tensor_edits(s: _Sites, u: int, i: int, item: A.ExportTensor | A.ImportTensor) -> None:
+    rep = dataclasses.replace
+    _shape_edits(s, u, i, item)
     if isinstance(item, A.ImportTensor):
         for j, dim in enumerate(item.chunk):
             chunk = (*item.chunk[:j], rep(dim, extent=dim.extent * 2), *item.chunk[j + 1 :])
@@ -599,6 +605,7 @@ ITEM_EDITS: Mapping[type[A.Node], Callable[[_Sites, int, int, Any], None]] = Map
         A.Call: _callable_edits,
         A.ExportTensor: _tensor_edits,
         A.ImportTensor: _tensor_edits,
+        A.Fragment: _shape_edits,
         A.OwnsFact: _fact_edits,
         A.UsesFact: _fact_edits,
         A.AssumesFact: _fact_edits,

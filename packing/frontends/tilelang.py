@@ -25,10 +25,11 @@ kernel becomes an exported device function its caller's threads run (thread ``t`
 caller's thread in its group of ``T.Kernel(…, threads=N)``), each tensor parameter of a constant
 shape a register *fragment* the caller passes (its filling loop copies the caller's registers),
 the other parameters the callable's arguments. The derived contract exports it, the signature
-from TileLang's parameters; each fragment's layout map, from the filling loop's index, is checked
-exact (every register one element, every element of the tile one register) and written at the
-head of the component. The contract language has no item that states a callable's fragment, so
-the linker does not yet prove that map against the caller's (specs/frameworks.md, "TileLang").
+from TileLang's parameters, and states each fragment it takes (``import tensor acc into callable
+swiglu_regs { elem, tile, demand }``, specs/language.md §10.1): its layout map, from the filling
+loop's index, is checked exact here (every register one element, every element of the tile one
+register) and written at the head of the component; the link proves it register for register
+against the fragment each caller states it passes (:mod:`transfer_model.fragments`).
 
 The rest of `kernlink pack` is the CUDA path's: NVRTC to LTO IR, the PTX and its conformance
 check against the derived contract, which the package embeds (`kernlink inspect` prints it).
@@ -314,6 +315,19 @@ def fragment_map(imp: Mapping[str, Any], threads: int) -> A.LayoutMap:
     )
 
 
+def fragment(imp: Mapping[str, Any], callable_: str, threads: int) -> A.Fragment:
+    """The derived contract's ``import tensor NAME into callable C``: the fragment the callable takes."""
+    m, n = (int(x) for x in imp["shape"])
+    elem = _ELEMS.get(str(imp["elem"]))
+    if elem is None:
+        raise _error(
+            f"fragment `{imp['param']}` of `{callable_}` holds `{imp['elem']}`, which no contract element names"
+        )
+    return A.Fragment(
+        str(imp["param"]), callable_, "import", elem, (A.Dim("m", m), A.Dim("n", n)), fragment_map(imp, threads)
+    )
+
+
 def check_fragment(imp: Mapping[str, Any], threads: int, header: A.Stage) -> None:
     """A fragment's map is exact: every (thread, register) one element of the tile, every element once."""
     m_extent, n_extent = (int(x) for x in imp["shape"])
@@ -389,11 +403,13 @@ def print_map(layout: A.LayoutMap) -> str:
 def derived_stage(record: Record, header: A.Stage) -> A.Stage:
     """The header with what TileLang's IR decides added (module docstring, step 3)."""
     if "callable" in record.data:
-        export = A.ExportCallable(
-            str(record.data["callable"]), signature(record, header), callable_symbol(record, header)
-        )
+        name = str(record.data["callable"])
+        export = A.ExportCallable(name, signature(record, header), callable_symbol(record, header))
+        threads = int(record.data["threads"])
+        taken = tuple(fragment(imp, name, threads) for imp in record.data["imports"])
         at = _after(list(header.items), (A.Target, A.Features, A.Cluster))
-        return A.Stage(header.name, header.version, (*header.items[:at], export, *header.items[at:]), span=header.span)
+        callable_items = (*header.items[:at], export, *taken, *header.items[at:])
+        return A.Stage(header.name, header.version, callable_items, span=header.span)
     data = record.data
     _, role_name, entry = names(header)
     threads = int(data["threads"])

@@ -203,6 +203,53 @@ def test_the_fragment_map_tilelang_gives_is_the_wgmma_accumulator() -> None:
             assert ours == tuple(evaluate(e, {"t": t, "r": r}) for e in wgmma.exprs), (t, r)
 
 
+def test_the_derived_contract_states_the_fragment_the_callable_takes() -> None:
+    derived = tilelang.derived_stage(_regs_record(), _regs_header())
+    (taken,) = (i for i in derived.items if isinstance(i, A.Fragment))
+    (fragment,) = _regs_record().data["imports"]
+    assert (taken.name, taken.callable, taken.side, taken.elem) == ("acc", "swiglu_regs", "import", "f32")
+    assert taken.tile == (A.Dim("m", 64), A.Dim("n", 128))
+    assert taken.map == tilelang.fragment_map(fragment, 128)
+    text = print_node(derived)
+    assert "    import tensor acc into callable swiglu_regs {" in text
+    assert parse_text(text, "derived.kc", "contract").stages[0] == derived
+
+
+def _regs_pair(**edits: object) -> list[tuple[str, str]]:
+    """The derived callable checked with the register mainloop that calls it: its errors."""
+    from kernlink.api import check_text
+
+    derived = tilelang.derived_stage(_regs_record(**edits), _regs_header())
+    text = print_node(derived) + "\n" + (STAGE / "mainloop_regs.kc").read_text()
+    return [(d.code, d.message) for d in check_text(text, "regs.kc").diagnostics if d.is_error]
+
+
+def test_the_derived_fragment_is_proved_against_the_mainloops_accumulator() -> None:
+    assert _regs_pair() == []
+
+
+def test_a_fragment_read_in_another_register_order_is_refused_at_the_call() -> None:
+    """TileLang's map with the row and column register bits swapped: still exact, each element in the
+    caller's thread, but not in the register the callable reads (L-ROUTE, both lines)."""
+    (fragment,) = _regs_record().data["imports"]
+    m, n = fragment["indices"]
+    swapped = {
+        **fragment,
+        "indices": [m.replace("((p % 4) / 2)", "(p % 2)"), n.replace("+ (p % 2))", "+ ((p % 4) / 2))")],
+    }
+    assert swapped["indices"] != fragment["indices"]
+    ((code, message),) = _regs_pair(imports=[swapped])
+    assert code == "L-ROUTE"
+    assert message.startswith("fragment `acc` passed to `swiglu_regs`: the callable reads element `(m=0, n=1)`")
+
+
+def test_an_m64n64_fragment_is_refused_against_the_m64n128_accumulator() -> None:
+    (fragment,) = _regs_record().data["imports"]
+    half = {**fragment, "shape": [64, 64], "regs": 32}
+    ((code, message),) = _regs_pair(imports=[half])
+    assert code == "L-TENSOR" and "tile `m 64 n 64`" in message and "`m 64 n 128`" in message
+
+
 def test_the_callable_component_copies_the_callers_registers() -> None:
     source = tilelang.component(_regs_record(), _regs_header())
     assert "__global__" not in source and "__launch_bounds__" not in source
@@ -265,3 +312,31 @@ def test_the_committed_callable_record_is_what_tilelang_prints() -> None:
     command += tilelang.driver_arguments(_regs_header())
     done = subprocess.run(command, cwd=STAGE, capture_output=True, text=True, check=True)
     assert done.stdout == (STAGE / "epilogue_regs.tilelang.json").read_text()
+
+
+@pytest.mark.toolchain
+def test_the_link_refuses_a_mainloop_that_passes_another_register_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The mainloop's contract claims its accumulator with the row and column register bits swapped:
+    packed, it links against the derived callable no more (L-ROUTE on both packages' lines)."""
+    root = tmp_path / "gemm_swiglu"
+    shutil.copytree(EXAMPLES / "gemm_swiglu", root, ignore=shutil.ignore_patterns("build"))
+    tl = root / "tilelang"
+    contract = tl / "mainloop_regs.kc"
+    swapped = (
+        "placement regs(t: 128, r: 64) -> (m, n) { m = 16 * (t / 32) + (t % 32) / 4 + 8 * (r % 2)  "
+        "n = 8 * (r / 4) + 2 * (t % 4) + (r / 2) % 2 }"
+    )
+    text = contract.read_text().replace("placement library wgmma_m64nNk16_f32(n: 128, warpgroups: 1)", swapped)
+    assert swapped in text
+    contract.write_text(text)
+    assert main(["pack", str(tl / "epilogue_regs.py"), "--contract", str(tl / "epilogue_regs.kc")]) == 0
+    mainloop = ["pack", str(root / "mainloop.cu"), "--contract", str(contract), "-D", "GEMM_MMA_EPILOGUE"]
+    assert main([*mainloop, "-o", str(tl / "build" / "mainloop_regs.kpkg")]) == 0
+    capsys.readouterr()
+    assert main(["link", str(tl / "regs" / "gemm_swiglu_tilelang_regs.kp"), "-o", str(tmp_path / "linked")]) != 0
+    out, err = capsys.readouterr()
+    said = out + err
+    assert "error[L-ROUTE]: fragment `acc` passed to `swiglu_regs`" in said
+    assert "epilogue_regs.kpkg!contract.kc" in said and "mainloop_regs.kpkg!contract.kc" in said
