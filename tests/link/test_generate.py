@@ -131,6 +131,20 @@ def test_params_block_rejects_bad_values(values: dict[str, int], message: str) -
     assert diag.code == "E-RUN" and message in diag.message
 
 
+def test_params_block_keeps_a_field_to_its_stated_values() -> None:
+    fields = [
+        {"stage": "attn.load", "name": "page_size", "type": "i32", "offset": 0, "source": "caller", "fact": None,
+         "allowed": [16, 32, 64]},
+    ]
+    assert params_block({"params": {"size": 4, "fields": fields}}, {"page_size": 32}) == struct.pack("<i", 32)
+    with pytest.raises(DiagnosticError) as err:
+        params_block({"params": {"size": 4, "fields": fields}}, {"page_size": 8})
+    [diag] = err.value.diagnostics
+    assert diag.code == "E-RUN" and "`attn.load.page_size` = 8 is not a value its contract (`in {…}`) allows" in (
+        diag.message
+    )
+
+
 def test_an_export_no_call_reaches_is_dropped_with_a_note() -> None:
     export = "    export callable unused (f32) -> f32 = demo_unused\n"
     text = PADDED.replace("    owns fact tile", export + "    owns fact tile")
