@@ -349,7 +349,9 @@ def _params_blocks(comp: Composition) -> Iterator[ParamsBlock]:
     for entry in comp.stages:
         uses = {u.param: u.name for u in entry.stage.items if isinstance(u, A.UsesFact)}
         for block in (it for it in entry.stage.items if isinstance(it, A.Params)):
-            fields = tuple(ParamsField(f.name, f.type, f.offset, f.fact or uses.get(f.name), f.values) for f in block.fields)
+            fields = tuple(
+                ParamsField(f.name, f.type, f.offset, f.fact or uses.get(f.name), f.values) for f in block.fields
+            )
             yield ParamsBlock(entry.name, block.name, block.size, block.align, fields)
 
 

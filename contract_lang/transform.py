@@ -384,7 +384,9 @@ class AstBuilder(Transformer[Token, Any]):
                     Code.E_VALUE,
                     problem,
                     labels=(Label(self._span(meta), "the field's stated values"),),
-                    helps=("state the few distinct values the host may write, e.g. `page_size: i32 @ 8 in {16, 32, 64}`",),
+                    helps=(
+                        "state the few distinct values the host may write, e.g. `page_size: i32 @ 8 in {16, 32, 64}`",
+                    ),
                 )
             )
 

@@ -505,8 +505,7 @@ def _copy_count(f: Finding, fn: str, op: str) -> Worded:
             "none of the stated values",
             f"ring `{ring}`: {lines}",
             "the fill's first copy",
-            "state one `full copy` line per copy the code issues, with its bytes, for one of the field's stated "
-            "values",
+            "state one `full copy` line per copy the code issues, with its bytes, for one of the field's stated values",
         )
     return Worded(
         f"`{fn}` issues {got} copies per fill of ring `{ring}`; the contract states {lines}",

@@ -42,9 +42,7 @@ def extra_conds(site: Fact, fills: list[set[str]]) -> list[str]:
     return sorted(set(site.conds) - shared)
 
 
-def applies(
-    sizes: list[tuple[Fact, Linear | None]], fills: list[set[str]], stated: Mapping[int, A.ParamField]
-) -> bool:
+def applies(sizes: list[tuple[Fact, Linear | None]], fills: list[set[str]], stated: Mapping[int, A.ParamField]) -> bool:
     """Whether the fill reads a stated field (a size or a condition) and no other params field."""
     read: set[int] = set()
     for site, size in sizes:
@@ -78,7 +76,7 @@ def per_value(
     if _product(choices) > MAX_ASSIGNMENTS:
         yield _undecided(sizes[0][0], node, "assignments", _named(stated, offsets, ()), cond="")
         return
-    counts: list[tuple[str, int]] = []
+    counts: list[tuple[str, list[int]]] = []  # per assignment, the bytes of each copy it issues
     for values in itertools.product(*choices):
         at = dict(zip(offsets, values, strict=True))
         named = _named(stated, offsets, values)

@@ -157,14 +157,14 @@ def _apply(op: str, args: list[int]) -> int:
     if kind == "pred":
         if base == "not":
             return 1 - (args[0] != 0)
-        a, b = (x != 0 for x in args[:2])
-        return int({"and": a and b, "or": a or b, "xor": a != b}[base])
+        lhs, rhs = (x != 0 for x in args[:2])
+        return int({"and": lhs and rhs, "or": lhs or rhs, "xor": lhs != rhs}[base])
     if base == "selp":
         return args[0] if args[2] else args[1]
     signed = kind == "s32"
     v = [_signed(x) if signed else x for x in args]
     if base == "setp":
-        a, b = (_signed(x) if signed else x for x in args)
+        a, b = v[0], v[1]
         return int(
             {
                 "eq": a == b,

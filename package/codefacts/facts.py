@@ -404,9 +404,7 @@ def _function(
                 if defs is None and conds:
                     defs = Definitions(fn, env)
                 when = _when(conds, fn, defs) if defs is not None else ()
-                found = [
-                    dataclasses.replace(f, conds=conds, when=when) if f.kind in _CONDITIONAL else f for f in found
-                ]
+                found = [dataclasses.replace(f, conds=conds, when=when) if f.kind in _CONDITIONAL else f for f in found]
             undefined = [r for o in ins.operands for r in re.findall(r"%[\w$]+", o) if not site.flow.defined(index, r)]
             if undefined:  # a register no path defines: what the instruction reads is unknown
                 found = [_unknown_operands(f) if f.kind in SYNC_KINDS else f for f in found]

@@ -99,7 +99,8 @@ def test_a_condition_of_other_values_is_undecided_at_a_stated_value(tmp_path: Pa
     text = source.read_text()
     text = text.replace(
         "    const unsigned pages = 128u / rows;\n",
-        "    const unsigned pages = 128u / rows;\n    const unsigned limit = __ldg(reinterpret_cast<const unsigned*>(p->out));\n",
+        "    const unsigned pages = 128u / rows;\n"
+        "    const unsigned limit = __ldg(reinterpret_cast<const unsigned*>(p->out));\n",
     ).replace("            if (j < pages) {", "            if (j < pages && j < limit) {")
     source.write_text(text)
     found = conformance_findings(build(source, folder / "stage.kc"), tmp_path / "x.kpkg")

@@ -133,8 +133,15 @@ def test_params_block_rejects_bad_values(values: dict[str, int], message: str) -
 
 def test_params_block_keeps_a_field_to_its_stated_values() -> None:
     fields = [
-        {"stage": "attn.load", "name": "page_size", "type": "i32", "offset": 0, "source": "caller", "fact": None,
-         "allowed": [16, 32, 64]},
+        {
+            "stage": "attn.load",
+            "name": "page_size",
+            "type": "i32",
+            "offset": 0,
+            "source": "caller",
+            "fact": None,
+            "allowed": [16, 32, 64],
+        },
     ]
     assert params_block({"params": {"size": 4, "fields": fields}}, {"page_size": 32}) == struct.pack("<i", 32)
     with pytest.raises(DiagnosticError) as err:
