@@ -10,7 +10,7 @@ the list shrinks as the analysis learns). The fast tier checks the campaign's co
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -40,7 +40,7 @@ def _components() -> list[Any]:
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "source", "contract"), _components())
 def test_every_example_component_packs_strictly(name: str, source: Path, contract: Path, tmp_path: Path) -> None:
-    compiler = "nvcc" if name.startswith("attention/") else "nvrtc"  # the attention family builds with nvcc
+    compiler: Literal["nvcc", "nvrtc"] = "nvcc" if name.startswith("attention/") else "nvrtc"  # as the family builds
     packed = pack(source, contract, tmp_path / "out.kpkg", compiler=compiler, strict=True)
     assert (tmp_path / "out.kpkg").exists() and packed is not None
 
