@@ -13,7 +13,7 @@ Each check has a stable name (the ``check`` datum of an L-CONFORM diagnostic):
 | | per fill, or some only under a condition the fill's ``expect_tx`` does not share; with a box or a |
 | | condition of params fields that state their values (``in {…}``), at one of those values (:mod:`.stated`) |
 | ``copy-count`` | issues per fill another number of copies than the ring states ``full copy`` lines (with stated |
-| | field values: at every one of them) |
+| | field values: the lines are the copies at none of them) |
 | ``setmaxnreg`` | runs its own ``setmaxnreg``, although the dispatch kernel sets every warpgroup's budget |
 | ``static-shared`` | declares static ``__shared__`` memory, which no claim accounts for |
 | ``smem-literal`` | addresses dynamic shared memory (or passes an address to a call) at an offset that comes |
@@ -455,9 +455,9 @@ def _fill(ctx: Ctx, ring: A.Ring, sites: list[Fact], expects: list[Fact]) -> Ite
     fills = [set(f.conds) for f in expects]
     stated = stated_fields(ctx.stage)
     known = [(f, size) for f, (size, _) in sizes if size is not None]
-    if stated and applies([(f, s) for f, s in known], fills, stated):
+    if stated and applies(known, fills, stated):
         # a box or a condition of stated fields (`in {…}`): the fill at each of their values
-        yield from per_value(ctx, ring, known, fills, stated)
+        yield from per_value(ring, known, fills, stated)
         return
     conditional = next((f for f in sites if f.conds and not any(set(f.conds) <= c for c in fills)), None)
     if conditional is not None:

@@ -14,9 +14,9 @@ line's bytes.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
-from checker.conformance.context import Ctx, Finding, found
+from checker.conformance.context import Finding, found
 from contract_lang import ast as A
 from package.codefacts.conds import evaluate, fields_of
 from package.codefacts.facts import Fact
@@ -42,22 +42,26 @@ def extra_conds(site: Fact, fills: list[set[str]]) -> list[str]:
     return sorted(set(site.conds) - shared)
 
 
-def applies(sizes: list[tuple[Fact, Linear | None]], fills: list[set[str]], stated: Mapping[int, A.ParamField]) -> bool:
-    """Whether the fill reads a stated field (a size or a condition) and no other params field."""
+def _read(sizes: Sequence[tuple[Fact, Linear]], fills: list[set[str]]) -> set[int]:
+    """The params offsets a fill's sizes read, and the conditions only some of its fills share."""
     read: set[int] = set()
     for site, size in sizes:
-        if size is not None:
-            read |= {off for off, _ in size[1]}
+        read |= {off for off, _ in size[1]}
         when = dict(site.when)
         for cond in extra_conds(site, fills):
             read |= fields_of(when.get(cond, ""))
+    return read
+
+
+def applies(sizes: Sequence[tuple[Fact, Linear]], fills: list[set[str]], stated: Mapping[int, A.ParamField]) -> bool:
+    """Whether the fill reads a stated field (a size or a condition) and no other params field."""
+    read = _read(sizes, fills)
     return bool(read) and read <= set(stated)
 
 
 def per_value(
-    ctx: Ctx,
     ring: A.Ring,
-    sizes: list[tuple[Fact, Linear]],
+    sizes: Sequence[tuple[Fact, Linear]],
     fills: list[set[str]],
     stated: Mapping[int, A.ParamField],
 ) -> Iterator[Finding]:
@@ -65,13 +69,7 @@ def per_value(
     copies = [i for i in ring.items if isinstance(i, A.RingCopy)]
     want = sum(c.bytes for c in copies) if copies else None
     node: A.Node = copies[0] if copies else ring
-    read: set[int] = set()
-    for site, size in sizes:
-        read |= {off for off, _ in size[1]}
-        when = dict(site.when)
-        for cond in extra_conds(site, fills):
-            read |= fields_of(when.get(cond, ""))
-    offsets = sorted(read & set(stated))
+    offsets = sorted(_read(sizes, fills) & set(stated))
     choices = [stated[o].values for o in offsets]
     if _product(choices) > MAX_ASSIGNMENTS:
         yield _undecided(sizes[0][0], node, "assignments", _named(stated, offsets, ()), cond="")
