@@ -131,6 +131,15 @@ def test_params_block_rejects_bad_values(values: dict[str, int], message: str) -
     assert diag.code == "E-RUN" and message in diag.message
 
 
+def test_stated_values_are_a_fields_allowed_values_within_its_facts() -> None:
+    text = PADDED.replace("count: u32 @ 0", "count: u32 @ 0 in {1, 2, 4}").replace(
+        "tile: u32 @ 4 = fact tile", "tile: u32 @ 4 = fact tile in {64, 96, 200}"
+    )
+    fields = {f.name: f for f in _generate(text, frozenset({"kl_demo_pad_mma_warp0"})).params.fields}
+    assert fields["count"].allowed == (1, 2, 4) and fields["count"].source == "caller"
+    assert fields["tile"].allowed == (64, 96)  # the owner allows 64..128
+
+
 def test_params_block_keeps_a_field_to_its_stated_values() -> None:
     fields = [
         {
