@@ -91,6 +91,7 @@ class ParamsField:
     type: str
     offset: int
     fact: str | None  # the field's fact: its own, or the stage's `uses fact`
+    values: tuple[int, ...] = ()  # the values its contract states (`in {…}`; empty: any)
 
 
 @dataclass(frozen=True)
@@ -348,7 +349,9 @@ def _params_blocks(comp: Composition) -> Iterator[ParamsBlock]:
     for entry in comp.stages:
         uses = {u.param: u.name for u in entry.stage.items if isinstance(u, A.UsesFact)}
         for block in (it for it in entry.stage.items if isinstance(it, A.Params)):
-            fields = tuple(ParamsField(f.name, f.type, f.offset, f.fact or uses.get(f.name)) for f in block.fields)
+            fields = tuple(
+                ParamsField(f.name, f.type, f.offset, f.fact or uses.get(f.name), f.values) for f in block.fields
+            )
             yield ParamsBlock(entry.name, block.name, block.size, block.align, fields)
 
 

@@ -177,6 +177,9 @@ class ParamField(Node):
     offset: int
     fact: str | None = None
     box: TmaBox | None = None
+    #: ``in {16, 32, 64}``: the only values the host may write to this integer field (empty: any);
+    #: conformance decides the code for each of them (a box sized by the field, a copy count).
+    values: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -422,6 +422,7 @@ class _Printer:
             (
                 f"{f.name}: {f.type} @ {f.offset}"
                 + (f" = fact {f.fact}" if f.fact else "")
+                + (f" in {{{', '.join(map(str, f.values))}}}" if f.values else "")
                 + (f" box {', '.join(map(str, f.box.dims))} elem {f.box.elem}" if f.box else ""),
                 f,
             )

@@ -312,16 +312,23 @@ class AstBuilder(Transformer[Token, Any]):
     @v_args(meta=True)
     def params(self, meta: Meta, children: list[Any]) -> A.Params:
         name, size, align, *fields = children
-        u32 = {f.name for f in fields if f.type == "u32"}
+        # a box dimension names a `u32` field, or a field whose stated values are all box sizes
+        sizing = {f.name for f in fields if f.type == "u32" and not f.values} | {
+            f.name for f in fields if f.values and all(1 <= v <= TMA_BOX_MAX for v in f.values)
+        }
         for f in fields:
             for dim in f.box.fields if f.box is not None else ():
-                if dim not in u32:
+                if dim not in sizing:
                     self.problems.append(
                         Diagnostic(
                             Code.E_VALUE,
-                            f"the box of `{f.name}` is sized by `{dim}`, which is no `u32` field of params `{name}`",
+                            f"the box of `{f.name}` is sized by `{dim}`, which is no `u32` field of params `{name}` "
+                            f"nor a field whose values (`in {{…}}`) are all 1 to {TMA_BOX_MAX}",
                             labels=(Label(f.box.span, "a box dimension names a params field"),),
-                            helps=("write the dimension as a number, or name a `u32` field of this block",),
+                            helps=(
+                                "write the dimension as a number, or name a `u32` field of this block, or state "
+                                f"the field's values (`{dim}: i32 @ … in {{16, 32, 64}}`)",
+                            ),
                         )
                     )
         return A.Params(
@@ -334,6 +341,9 @@ class AstBuilder(Transformer[Token, Any]):
         self._vocab(type_tok, A.FIELD_TYPES, "type")
         fact = next((r for r in rest if isinstance(r, str)), None)
         box = next((r for r in rest if isinstance(r, A.TmaBox)), None)
+        values = next((r for r in rest if isinstance(r, tuple)), ())
+        if values:
+            self._field_values(meta, str(name), str(type_tok), values)
         if box is not None and str(type_tok) not in ("ptr", "tensormap"):
             self.problems.append(
                 Diagnostic(
@@ -346,10 +356,39 @@ class AstBuilder(Transformer[Token, Any]):
                     ),
                 )
             )
-        return A.ParamField(str(name), str(type_tok), self._int(offset, "size"), fact, box, span=self._span(meta))
+        return A.ParamField(
+            str(name), str(type_tok), self._int(offset, "size"), fact, box, values, span=self._span(meta)
+        )
 
     def fact_source(self, c: list[Token]) -> str:
         return str(c[0])
+
+    def field_values(self, c: list[Token]) -> tuple[int, ...]:
+        return tuple(self._int(t, "count") for t in c)
+
+    def _field_values(self, meta: Meta, name: str, type_: str, values: tuple[int, ...]) -> None:
+        """``in {…}`` on an integer field: distinct values the type holds, at most ``FIELD_VALUES_MAX``."""
+        bits = _FIELD_BITS.get(type_)
+        problem = None
+        if bits is None:
+            problem = f"field `{name}` is a `{type_}`; only an integer field states its values (`in {{…}}`)"
+        elif len(set(values)) != len(values):
+            problem = f"field `{name}` states a value twice"
+        elif len(values) > FIELD_VALUES_MAX:
+            problem = f"field `{name}` states {len(values)} values; at most {FIELD_VALUES_MAX}"
+        elif any(v >= 1 << bits for v in values):
+            problem = f"a value of `{name}` does not fit its type `{type_}`"
+        if problem is not None:
+            self.problems.append(
+                Diagnostic(
+                    Code.E_VALUE,
+                    problem,
+                    labels=(Label(self._span(meta), "the field's stated values"),),
+                    helps=(
+                        "state the few distinct values the host may write, e.g. `page_size: i32 @ 8 in {16, 32, 64}`",
+                    ),
+                )
+            )
 
     @v_args(meta=True)
     def tma_box(self, meta: Meta, c: list[Token]) -> A.TmaBox:
@@ -1219,6 +1258,10 @@ class AstBuilder(Transformer[Token, Any]):
 #: A tensor map's box: at most 5 dimensions of at most 256 elements each (cuTensorMapEncodeTiled).
 TMA_BOX_RANK = 5
 TMA_BOX_MAX = 256
+#: The most values a params field states (``in {…}``): conformance decides the code once per value.
+FIELD_VALUES_MAX = 64
+#: The integer field types that state values, by the bits of a non-negative value they hold.
+_FIELD_BITS = {"i8": 7, "i16": 15, "i32": 31, "i64": 63, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
 
 
 def _out_of_range(text: str, kind: str, span: Span) -> Diagnostic:

@@ -586,6 +586,15 @@ def stage_item_kinds() -> dict[str, st.SearchStrategy[A.StageItem]]:
     param_field = st.one_of(
         st.builds(A.ParamField, identifiers(), _scalar_types(), ints, _maybe(identifiers())),
         st.builds(A.ParamField, identifiers(), st.just("ptr"), ints, _maybe(identifiers()), box),
+        st.builds(  # an integer field stating its values (`in {16, 32, 64}`)
+            A.ParamField,
+            identifiers(),
+            _vocabulary(("i32", "u32")),
+            ints,
+            _maybe(identifiers()),
+            st.none(),
+            st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=4, unique=True).map(tuple),
+        ),
     )
     kinds: list[st.SearchStrategy[A.StageItem]] = [
         _targets(),

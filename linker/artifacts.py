@@ -111,7 +111,8 @@ class ParamField:
 
     ``source`` is ``caller`` (the launch helper's caller gives it) or ``fact`` (the
     launch helper writes ``value``, the owner's value of ``fact``); ``allowed`` lists
-    the values an owner permits for a caller-given fact field (empty: any).
+    the values a caller-given field may take (empty: any): those its contract states
+    (``in {…}``), and for a fact field those the fact's owner permits.
     """
 
     stage: str

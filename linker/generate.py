@@ -218,13 +218,26 @@ def _field(link: LinkInputs, block: ParamsBlock, f: ParamsField, base: int) -> P
     fact = f.fact
     owner = link.facts.get(fact or "")
     if fact is None or owner is None:
-        return ParamField(block.stage, block.name, f.name, f.type, base + f.offset, size, "caller", fact)
+        return ParamField(
+            block.stage, block.name, f.name, f.type, base + f.offset, size, "caller", fact, allowed=f.values
+        )
     if owner.kind == "exact" and f.type in FIELD_FORMATS:
         return ParamField(
             block.stage, block.name, f.name, f.type, base + f.offset, size, "fact", fact, owner.values[0], owner.stage
         )
+    allowed = tuple(v for v in owner.allowed if v in f.values) if f.values and owner.allowed else owner.allowed
     return ParamField(
-        block.stage, block.name, f.name, f.type, base + f.offset, size, "caller", fact, None, owner.stage, owner.allowed
+        block.stage,
+        block.name,
+        f.name,
+        f.type,
+        base + f.offset,
+        size,
+        "caller",
+        fact,
+        None,
+        owner.stage,
+        allowed or f.values,
     )
 
 

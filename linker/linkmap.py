@@ -327,6 +327,7 @@ def _params(g: Generated, providers: Sequence[Mapping[str, Any]] = ()) -> list[s
                     (p["function"] for p in providers if p["stage"] == f.stage and f.name in p["fills"]), None
                 )
                 why = f"{f.type}, " + (f"filled by host provider `{filler}`" if filler else "given by the caller")
+                why += f"; allowed {_values(f.allowed)}" if f.allowed else ""
             lines.append(_row(f.offset, f.size, f.size, "", f.name, why, 1))
     return lines
 

@@ -149,8 +149,9 @@ def params_block(link_map: Mapping[str, Any], values: Mapping[str, Value]) -> by
         raw = value.ptr if isinstance(value, DeviceBuffer) else value
         allowed = f.get("allowed") or []
         if allowed and raw not in allowed:
+            whose = f"the owner of fact `{f['fact']}`" if f.get("fact") else "its contract (`in {…}`)"
             raise _error(
-                f"`{qualified}` = {raw} is not a value the owner of fact `{f['fact']}` allows",
+                f"`{qualified}` = {raw} is not a value {whose} allows",
                 f"give one of {', '.join(str(v) for v in allowed[:8])}",
             )
         try:

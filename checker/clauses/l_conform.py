@@ -23,6 +23,8 @@ code against its stage's contract (the diagnostic's `check` datum names the chec
   credit under a condition its fill's `expect_tx` does not share (a params value, the
   block's index; a credit skipped only when 0 excepted) is a note: some fills may lack
   its bytes;
+- `copy-count`: a fill whose bytes conform issues another number of copies than the ring
+  states `full copy` lines (decided where the fill's `expect_tx` is in the same function);
 - `setmaxnreg`: a component that runs its own `setmaxnreg` (the dispatch kernel sets
   every warpgroup's budget);
 - `static-shared`: a static `__shared__` variable (named, with its size);
@@ -106,6 +108,14 @@ declared bytes; a sum that still depends on a field, or a part that may wrap for
 no trapping check excludes, is an undecided note. One mistake is one diagnostic: the
 copies of one source line (an unrolled loop, a helper inlined at several call sites) are
 one finding with their count.
+
+A params field may state the only values the host writes (`page_size: i32 @ 396 in {16, 32,
+64}`). A box sized by such a field, and copies that run under a condition computed from such
+fields alone (an unrolled `for (j = 0; j < 8; ++j) if (j < 128 / page_size) copy(…)`), are
+decided at each value: the copies whose conditions hold, each of its box's bytes at that
+value, must add up to the ring's `copy` bytes (`copy-bytes`, naming the value), and the ring's
+`copy` lines state the split of one of the values: at some value the fill issues one copy of
+each line's bytes (`copy-count`). A condition that reads other values is an undecided note naming the value.
 
 Each diagnostic has two sides: the contract line, and the PTX line (the CUDA line is
 named in a note). A site the analysis cannot decide is an `I-CONFORM` note naming the
@@ -356,6 +366,24 @@ def describe(f: Finding) -> Worded:
                 "complete the bytes a box sized by a params field leaves out (`mbarrier.complete_tx` of the "
                 "declared bytes minus the box's), so the sum no longer depends on the field",
             )
+        if what in ("value-cond", "assignments"):
+            at = f.value("at")
+            if what == "assignments":
+                return Worded(
+                    f"cannot decide the bytes `{fn}` completes per fill: its fields {at} state more than 4096 "
+                    "combinations of values",
+                    "the copy bytes every fill completes",
+                    "the fill's first copy or credit",
+                    "state fewer values for the fields a fill's copies depend on",
+                )
+            return Worded(
+                f"cannot decide the bytes `{fn}` completes per fill when {at}: `{op}` runs only under a condition "
+                f"({_cond_words(f.value('cond'))}) that is not computed from params fields with stated values",
+                "the copy bytes every fill completes",
+                "this copy or credit",
+                "compute the copy's condition from the params fields whose values the contract states (`in {…}`), "
+                "or issue it in every fill",
+            )
         if what == "conditional":
             return Worded(
                 f"cannot decide the bytes `{fn}` completes per fill: `{op}` runs only under a condition "
@@ -457,6 +485,17 @@ def _expect_tx(f: Finding, fn: str, op: str) -> Worded:
 
 
 def _copy_bytes(f: Finding, fn: str, op: str) -> Worded:
+    if f.problem == "value":
+        want, ring, total, at, copies = (f.value(k) for k in ("want", "ring", "total", "at", "copies"))
+        said = f"{want} bytes" if want else "no `copy`"
+        return Worded(
+            f"`{fn}` completes {total} bytes per fill of ring `{ring}` when {at} ({copies} copies); the contract "
+            f"declares {said}",
+            f"declared: {said}, for every stated value",
+            f"the fill's copies when {at}",
+            "make every value the field states (`in {…}`) fill the ring's `full copy` bytes, or state only the "
+            "values the code fills correctly",
+        )
     want, ring, total, credited, here = (f.value(k) for k in ("want", "ring", "total", "credited", "here"))
     said = f"{want} bytes" if want else "no `copy`"
     if credited != "0":
@@ -472,6 +511,33 @@ def _copy_bytes(f: Finding, fn: str, op: str) -> Worded:
         f"completes {here} bytes here" if f.problem == "credit" else f"copies {here} bytes here",
         "make the ring's `full copy` bytes and the code's copy sizes agree",
     )
+
+
+def _copy_count(f: Finding, fn: str, op: str) -> Worded:
+    ring, want, got = f.value("ring"), f.value("want"), f.value("got")
+    lines = f"{want} `full copy` line{'s' if want != '1' else ''}"
+    if f.problem == "values":
+        return Worded(
+            f"`{fn}` issues per fill of ring `{ring}` {got}; its {lines} state {f.value('said')}, the split of "
+            "none of the stated values",
+            f"ring `{ring}`: {lines}",
+            "the fill's first copy",
+            "state one `full copy` line per copy the code issues, with its bytes, for one of the field's stated values",
+        )
+    return Worded(
+        f"`{fn}` issues {got} copies per fill of ring `{ring}`; the contract states {lines}",
+        f"ring `{ring}`: {lines}",
+        f"the first of {got} copies",
+        "state one `full copy` line per copy the fill issues, with its bytes",
+    )
+
+
+def _cond_words(cond: str) -> str:
+    """A condition (``Fact.conds``) in words."""
+    if cond.startswith("@"):
+        return f"guard `{cond[1:].split(':')[0]}`"
+    line, _, taken = cond.partition(":")
+    return f"the branch at PTX line {line} {'taken' if taken == 't' else 'not taken'}"
 
 
 def _setmaxnreg(f: Finding, fn: str, op: str) -> Worded:
@@ -1002,6 +1068,7 @@ _WORDING = {
     "mbarrier-init": _mbarrier_init,
     "expect-tx": _expect_tx,
     "copy-bytes": _copy_bytes,
+    "copy-count": _copy_count,
     "setmaxnreg": _setmaxnreg,
     "static-shared": _static_shared,
     "smem-literal": _smem_literal,

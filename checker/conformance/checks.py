@@ -10,7 +10,10 @@ Each check has a stable name (the ``check`` datum of an L-CONFORM diagnostic):
 | ``mbarrier-init`` | initialises a ring mbarrier with a count other than the ring's ``init`` |
 | ``expect-tx`` | expects transaction bytes other than the ring's ``full arrive … tx`` |
 | ``copy-bytes`` | completes bytes (bulk copies on a ring barrier, ``mbarrier.complete_tx``) other than ``full copy`` |
-| | per fill, or some only under a condition the fill's ``expect_tx`` does not share |
+| | per fill, or some only under a condition the fill's ``expect_tx`` does not share; with a box or a |
+| | condition of params fields that state their values (``in {…}``), at one of those values (:mod:`.stated`) |
+| ``copy-count`` | issues per fill another number of copies than the ring states ``full copy`` lines (with stated |
+| | field values: the lines are the copies at none of them) |
 | ``setmaxnreg`` | runs its own ``setmaxnreg``, although the dispatch kernel sets every warpgroup's budget |
 | ``static-shared`` | declares static ``__shared__`` memory, which no claim accounts for |
 | ``smem-literal`` | addresses dynamic shared memory (or passes an address to a call) at an offset that comes |
@@ -43,6 +46,7 @@ from collections.abc import Iterator, Sequence
 from checker.conformance.context import Ctx, Finding, found, unknown
 from checker.conformance.orders import ORDER_CHECKS, orders
 from checker.conformance.private import PRIVATE_CHECKS, private
+from checker.conformance.stated import applies, per_value, stated_fields
 from checker.conformance.steps import STEP_CHECKS, steps
 from contract_lang import ast as A
 from contract_lang.transform import TMA_BOX_MAX
@@ -57,6 +61,7 @@ CHECKS = (
     "mbarrier-init",
     "expect-tx",
     "copy-bytes",
+    "copy-count",
     "setmaxnreg",
     "static-shared",
     "smem-literal",
@@ -508,6 +513,12 @@ def _fill(ctx: Ctx, ring: A.Ring, sites: list[Fact], expects: list[Fact]) -> Ite
             )
         return
     fills = [set(f.conds) for f in expects]
+    stated = stated_fields(ctx.stage)
+    known = [(f, size) for f, (size, _) in sizes if size is not None]
+    if stated and applies(known, fills, stated):
+        # a box or a condition of stated fields (`in {…}`): the fill at each of their values
+        yield from per_value(ring, known, fills, stated)
+        return
     conditional = next((f for f in sites if f.conds and not any(set(f.conds) <= c for c in fills)), None)
     if conditional is not None:
         # A copy or credit some fills skip: the bytes a fill completes are the sum without it on those.
@@ -554,6 +565,19 @@ def _fill(ctx: Ctx, ring: A.Ring, sites: list[Fact], expects: list[Fact]) -> Ite
             here="" if here is None else _show(ctx, here),
             want="" if want is None else want,
         )
+        return
+    yield from _copy_count(ring, sites, expects)
+
+
+def _copy_count(ring: A.Ring, sites: list[Fact], expects: list[Fact]) -> Iterator[Finding]:
+    """A fill whose bytes conform issues one copy per ``copy`` line of the ring (credits are no copies).
+
+    Decided where the fill's ``expect_tx`` is in the same function (a copy helper called per copy
+    is judged by its bytes alone)."""
+    lines = [i for i in ring.items if isinstance(i, A.RingCopy)]
+    issued = [f for f in sites if f.kind != "complete-tx"]
+    if expects and lines and issued and len(issued) != len(lines):
+        yield found("copy-count", "count", issued[0], lines[0], ring=ring.name, got=len(issued), want=len(lines))
 
 
 def _conds(site: Fact, fills: list[set[str]]) -> str:

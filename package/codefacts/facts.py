@@ -17,16 +17,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from package.codefacts.bounds import field_bounds
+from package.codefacts.conds import Definitions, fields_of
 from package.codefacts.flow import Flow, Loop
 from package.codefacts.ptx import Function, Instr, parse
 from package.codefacts.threads import Threads
 from package.codefacts.values import Env, Linear, Val, analyse, callee, defines
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
-FACTS_VERSION = 6  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
+FACTS_VERSION = 7  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
 # 4: an operand's linear form over params fields; 5: an operand from the function's arguments, `smem-arg`,
 # the conditions a copy, credit or expect-tx runs under; 6: a `local` operand (the function's stack), `param-pass`,
-# `call-arg` at calls to the module's own functions
+# `call-arg` at calls to the module's own functions; 7: those conditions as expressions of params fields (`when`)
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,8 @@ class Fact:
     reaches: tuple[int, ...] = ()
     origin: tuple[str, int] | None = None  # the instruction's own line in an inlined helper (``Instr.origin``)
     conds: tuple[str, ...] = ()  # the thread-invariant conditions it runs under (``Threads.conditions``)
+    # each condition computed from params fields alone, with its expression (``conds.py``): (cond, expression)
+    when: tuple[tuple[str, str], ...] = ()
     # A wait: how many waits on the same barrier a path without a back edge runs before it (every count;
     # empty: more than the cap), and, when its parity is no constant on that first pass, the parity it
     # first uses on the paths of each count with a ring-depth handle's result fixed at 1 .. MAX_DEPTH,
@@ -167,6 +170,8 @@ class Fact:
             out["origin"] = list(self.origin)
         if self.conds:
             out["conds"] = list(self.conds)
+        if self.when:
+            out["when"] = [list(w) for w in self.when]
         if self.prior:
             out["prior"] = list(self.prior)
         if self.depths:
@@ -196,6 +201,7 @@ class Fact:
             tuple(int(x) for x in raw.get("reaches", ())),
             (str(raw["origin"][0]), int(raw["origin"][1])) if raw.get("origin") else None,
             tuple(str(c) for c in raw.get("conds", ())),
+            tuple((str(c), str(e)) for c, e in raw.get("when", ())),
             tuple(int(c) for c in raw.get("prior", ())),
             tuple(
                 (str(h), tuple(tuple(None if v is None else int(v) for v in per) for per in vs))
@@ -382,6 +388,7 @@ def _function(
     stored: dict[str, tuple[int, str]] = {}  # a call's parameter -> (index, register) of the store that set it
     found_all: list[tuple[int, Fact]] = []
     params_seen: set[tuple[str, str]] = set()
+    defs: Definitions | None = None  # built at the first conditional site
     for index, ins in enumerate(fn.body):
         found = [f for f in _instruction(fn.name, ins, env, site, index) if (f.kind, f.detail) not in params_seen]
         params_seen |= {(f.kind, f.detail) for f in found if f.kind == "smem-param"}  # one per parameter set
@@ -395,7 +402,10 @@ def _function(
             found = [dataclasses.replace(f, guard=guard, loops=loops, order=order) for f in found]
             if any(f.kind in _CONDITIONAL for f in found):
                 conds = site.threads.conditions(index, _bytes_register(ins))
-                found = [dataclasses.replace(f, conds=conds) if f.kind in _CONDITIONAL else f for f in found]
+                if defs is None and conds:
+                    defs = Definitions(fn, env)
+                when = _when(conds, fn, defs) if defs is not None else ()
+                found = [dataclasses.replace(f, conds=conds, when=when) if f.kind in _CONDITIONAL else f for f in found]
             undefined = [r for o in ins.operands for r in re.findall(r"%[\w$]+", o) if not site.flow.defined(index, r)]
             if undefined:  # a register no path defines: what the instruction reads is unknown
                 found = [_unknown_operands(f) if f.kind in SYNC_KINDS else f for f in found]
@@ -476,6 +486,23 @@ def _waits(fn: Function, site: _Site, handles: frozenset[str], found: list[tuple
 
 #: The facts whose thread-invariant conditions are recorded: a fill's arrive, expect-tx and the bytes completed on it.
 _CONDITIONAL = frozenset({"arrive", "expect-tx", "tensor-copy", "bulk-copy", "complete-tx"})
+
+
+def _when(conds: tuple[str, ...], fn: Function, defs: Definitions) -> tuple[tuple[str, str], ...]:
+    """The conditions computed from params fields alone, each with its expression (``conds.py``)."""
+    branches = {b.line: b for b in fn.body if b.base == "bra" and b.guard}
+    out = []
+    for cond in conds:
+        if cond.startswith("@"):
+            guard, _, line = cond[1:].partition(":")
+            expr = None if line else defs.condition(guard, True)
+        else:
+            line, _, taken = cond.partition(":")
+            branch = branches.get(int(line)) if line.isdigit() else None
+            expr = None if branch is None or branch.guard is None else defs.condition(branch.guard, taken == "t")
+        if expr is not None and fields_of(expr):
+            out.append((cond, expr))
+    return tuple(out)
 
 
 def _bytes_register(ins: Instr) -> str | None:

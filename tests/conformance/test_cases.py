@@ -2,7 +2,9 @@
 
 A case folder is one of two kinds:
 
-- ``stage.kc`` with two components, ``fail.cu`` and ``pass.cu``;
+- ``stage.kc`` with two components, ``fail.cu`` and ``pass.cu`` (and ``fail.kc``, the failing
+  variant's contract, when the mistake is the contract's; a ``case.json`` without ``example``
+  names the check of a second case);
 - ``case.json``: an edit of one component of an example under ``specs/examples/``: ``fail``
   (and, when the twin differs from the example, ``pass``) maps a file of the example to the
   ``[old, new]`` replacements that make the variant, each of whose ``old`` occurs exactly
@@ -49,10 +51,11 @@ def _check_of(case: str) -> str:
 def _variant(case: str, variant: str, tmp_path: Path) -> tuple[Path, Path]:
     """The component and contract of one variant of a case, written under ``tmp_path``."""
     spec = _spec(case)
-    if not spec:
+    if "example" not in spec:
         folder = tmp_path / case
         shutil.copytree(CASES / case, folder)
-        return folder / f"{variant}.cu", folder / "stage.kc"
+        own = folder / f"{variant}.kc"
+        return folder / f"{variant}.cu", own if own.exists() else folder / "stage.kc"
     folder = tmp_path / spec["example"]
     shutil.copytree(EXAMPLES / spec["example"], folder, ignore=shutil.ignore_patterns("build"))
     for name, edits in spec.get(variant, {}).items():

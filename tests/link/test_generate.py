@@ -131,6 +131,36 @@ def test_params_block_rejects_bad_values(values: dict[str, int], message: str) -
     assert diag.code == "E-RUN" and message in diag.message
 
 
+def test_stated_values_are_a_fields_allowed_values_within_its_facts() -> None:
+    text = PADDED.replace("count: u32 @ 0", "count: u32 @ 0 in {1, 2, 4}").replace(
+        "tile: u32 @ 4 = fact tile", "tile: u32 @ 4 = fact tile in {64, 96, 200}"
+    )
+    fields = {f.name: f for f in _generate(text, frozenset({"kl_demo_pad_mma_warp0"})).params.fields}
+    assert fields["count"].allowed == (1, 2, 4) and fields["count"].source == "caller"
+    assert fields["tile"].allowed == (64, 96)  # the owner allows 64..128
+
+
+def test_params_block_keeps_a_field_to_its_stated_values() -> None:
+    fields = [
+        {
+            "stage": "attn.load",
+            "name": "page_size",
+            "type": "i32",
+            "offset": 0,
+            "source": "caller",
+            "fact": None,
+            "allowed": [16, 32, 64],
+        },
+    ]
+    assert params_block({"params": {"size": 4, "fields": fields}}, {"page_size": 32}) == struct.pack("<i", 32)
+    with pytest.raises(DiagnosticError) as err:
+        params_block({"params": {"size": 4, "fields": fields}}, {"page_size": 8})
+    [diag] = err.value.diagnostics
+    assert diag.code == "E-RUN" and "`attn.load.page_size` = 8 is not a value its contract (`in {…}`) allows" in (
+        diag.message
+    )
+
+
 def test_an_export_no_call_reaches_is_dropped_with_a_note() -> None:
     export = "    export callable unused (f32) -> f32 = demo_unused\n"
     text = PADDED.replace("    owns fact tile", export + "    owns fact tile")

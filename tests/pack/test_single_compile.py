@@ -36,12 +36,13 @@ COMPONENTS = sorted(
 def _without_ptx_lines(facts: Any) -> Any:
     """The facts without where their instructions sit in the PTX (the lines, and the positions that
     order, loop headers and the facts a path reaches are given in, and the branches conditions name),
-    which the block layout of each compile decides."""
+    which the block layout of each compile decides, as it decides the conditions' expressions: two
+    checks that trap may be two branches or one on both predicates."""
     if isinstance(facts, dict):
         return {
             k: _without_ptx_lines(v)
             for k, v in facts.items()
-            if k not in ("line", "order", "loops", "reaches", "conds")
+            if k not in ("line", "order", "loops", "reaches", "conds", "when")
         }
     if isinstance(facts, list):
         return [_without_ptx_lines(v) for v in facts]
