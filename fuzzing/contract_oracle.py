@@ -365,8 +365,18 @@ def _explore(
     turns: list[tuple[int, int]],
     max_states: int,
 ) -> list[str]:
+    """Every trip count up to a bound that wraps every ring twice, the same in every role
+    (a deadlock of a short loop, where peeled phases meet the first ones, is not one of a long one)."""
     bound = max((max(2 * r.depth + 1, r.restart + r.depth + 1 if r.restart else 0) for r in rings.values()), default=1)
-    acts = [_schedule(prog, rings, list(range(turns[r][0], bound, turns[r][1]))) for r, prog in enumerate(programs)]
+    found: set[str] = set()
+    for trips in range(1, bound + 1):
+        acts = [_schedule(prog, rings, list(range(turns[r][0], trips, turns[r][1]))) for r, prog in enumerate(programs)]
+        found.update(_run(rings, bars, acts, max_states))
+    return sorted(found)
+
+
+def _run(rings: dict[str, _Ring], bars: dict[str, int], acts: list[list[_Act]], max_states: int) -> set[str]:
+    """Every interleaving of the roles' runs ``acts``: the problems some reachable state shows."""
     # where each unit's slot is written, and where each role is done with it
     last_write: dict[tuple[str, int], int] = {}
     done: dict[tuple[str, int, int], int] = {}
@@ -423,7 +433,7 @@ def _explore(
                 queue.append(nxt)
         if live and not moved:
             found.add("L-DEADLOCK: a reachable state where every unfinished role waits")
-    return sorted(found)
+    return found
 
 
 def _fresh(a: _Act, rings: dict[str, _Ring]) -> tuple[int, int, int]:
