@@ -8,18 +8,28 @@ ring depths placement chose. It never leaves a channel out: what it cannot run i
 problem it reports, so an accepted composition the checker could not model is refuted
 here rather than agreed with.
 
-Semantics (language.md §8): a role runs its sides' items in stage, then source order,
-``bound`` times; ``X wait`` passes once phase parity differs from its parity (first
-parity 1 on ``empty``, 0 on ``full``, flipped on every lap of the ring); ``X arrive N
-[tx B] [lag L] [prearm]`` takes ``N`` from the pending count of data iteration ``i-L``'s
-slot and adds ``B`` expected bytes (a ``prearm`` arrives once per slot before the loop);
-``full copy B`` completes ``B`` bytes; a phase completes when pending and bytes reach
-zero. The producer writes the slot at its first copy, else right before its first plain
-``full arrive`` (or as the copy its ``tx`` implies); a side that states no fill writes
-at its end. A consumer reads after its first ``full wait``, else before its first
-release, else at its end. Counters: ``add N`` / ``wait ge N`` (threshold ``N·(i+1)``),
-one of each implied. Rendezvous: ``arrive``/``sync`` with the role's threads; the
-barrier completes when the threads of all its sides arrived.
+Semantics (language.md §8, §9): every role runs the same trip count, each count from 1 to
+``2 × depth + 1`` (and past a restart); a role taking turns (``turn T of N``) serves units ``T,
+T + N, …``. A role runs its sides' items in stage, then source order, once per phase. ``X wait``
+passes once the slot's phase parity differs from its parity (first parity 1 on ``empty``, 0 on
+``full``, flipped on every earlier use of the slot); ``X arrive N [tx B] [lag L] [prearm]`` takes
+``N`` from the pending count of data iteration ``i-L``'s slot and adds ``B`` expected bytes (a
+``prearm`` arrives once per slot before the loop); ``full copy B`` completes ``B`` bytes; a phase
+completes when pending and bytes reach zero. A side's ``lag N`` shifts its steps ``N`` phases
+later and runs the last ``N`` after the loop (the role's peeled phases); ``once`` runs its steps
+up to its first ``empty arrive`` before the loop on data iteration 0, the rest after the loop
+(a producer side, releasing nothing, runs all of them before it); ``restart R`` indexes slot
+``(j mod R) mod depth``. The producer writes the slot at its first copy, else right before its
+first plain ``full arrive`` (or as the copy its ``tx`` implies); a side that states no fill writes
+at its end. A consumer reads where a ``read`` line says, else after its first ``full wait``, else
+before its first release, else at its end; a ``read async`` is done only at a later ``read wait
+[lag L]`` (the reads of units up to ``L`` phases back), and a slot is overwritten safely only
+after every consumer that used it is done with it. A ring without barriers is ordered by program
+order alone and may be one role's staging buffer. Counters: ``add N`` / ``wait ge N`` (threshold
+``N·(j+1)``), one of each implied. Rendezvous: ``arrive``/``sync`` add the role's threads; the
+barrier completes a generation when the stated ``threads`` arrived, and a ``sync`` waits for the
+generation it arrived in; ``prearm`` runs once before the loop, ``lag N`` ``N`` phases late (and
+after the loop), ``peeled`` in the loop's and the role's peeled phases.
 """
 
 from __future__ import annotations
@@ -43,7 +53,8 @@ def unmodelled(comp: Composition) -> str | None:
     It runs one CTA. Steps that reach or name other CTAs (``multicast``, ``remote``, ``on PART``)
     and counters whose partner is the same role in other CTAs (one role raises and awaits it, or a
     wait names the split: ``ge split|others|all``) need the cluster or the tile's group of CTAs,
-    so a composition using them is not re-verified here (the campaign counts it as unverified,
+    so a composition using them (or a ring whose sides restart its slot index differently, which the
+    language leaves undecided) is not re-verified here (the campaign counts it as unverified,
     with this reason), never judged.
     """
     for ring in comp.items(A.Ring):
@@ -51,6 +62,10 @@ def unmodelled(comp: Composition) -> str | None:
             word = _cluster_word(it)
             if word:
                 return f"ring `{ring.item.name}`'s {ring.item.side} side runs `{word}` (other CTAs of the cluster)"
+    for name, sides in sorted(comp.rings.items()):
+        restarts = {it.every for s in sides for it in s.item.items if isinstance(it, A.RingRestart)}
+        if len(restarts) > 1:
+            return f"ring `{name}`'s sides state different slot restarts ({', '.join(map(str, sorted(restarts)))})"
     for ctr in comp.items(A.Counter):
         for step in ctr.item.steps:
             if step.threshold is not None or step.on is not None:
