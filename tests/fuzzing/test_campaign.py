@@ -303,5 +303,10 @@ def test_the_contract_oracle_skips_what_it_does_not_run_and_the_campaign_says_so
     baseline = Checker(subject, oracles=[ProtocolOracle()]).check(Mutation(()))
     assert baseline.status == "accepted" and baseline.unverified == (f"protocol: does not run {why}",)
     report = Report(subject.name, 0, [Outcome(0, Mutation(()), baseline, 0.0)], 1.0, 1, 0, ("protocol",))
-    assert report.unverified() == {f"protocol: does not run {why}": 1}
+    assert report.unverified() == {f"protocol: does not run {why}": 1} and report.verified() == 0
     assert report.to_json(subject.bundle)["unverified"] == {f"protocol: does not run {why}": 1}
+    attention = load_subject([str(ROOT / "specs" / "examples" / "attention" / "attention.kp")])
+    ran = Checker(attention, oracles=[ProtocolOracle()]).check(Mutation(()))
+    assert ran.status == "accepted" and ran.unverified == ()
+    report = Report(attention.name, 0, [Outcome(0, Mutation(()), ran, 0.0)], 1.0, 1, 0, ("protocol",))
+    assert report.verified() == 1 and report.to_json(attention.bundle)["verified"] == 1
