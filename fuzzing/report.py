@@ -61,6 +61,10 @@ class Report:
         """How many accepted mutants each oracle did not re-verify, by ``"oracle: why"``."""
         return dict(sorted(Counter(why for o in self.accepted() for why in o.classification.unverified).items()))
 
+    def verified(self) -> int:
+        """How many accepted mutants every oracle re-verified (none of them skipped it)."""
+        return sum(1 for o in self.accepted() if not o.classification.unverified)
+
     def to_json(self, bundle: Bundle) -> dict[str, Any]:
         return {
             "subject": self.subject,
@@ -72,6 +76,7 @@ class Report:
             "single_edits": self.plan_singles,
             "stopped": self.stopped,
             "oracles": list(self.oracles),
+            "verified": self.verified(),
             "unverified": self.unverified(),
             "duplicate_bugs": self.duplicates,
             "kinds": [{**r, "by_clause": dict(sorted(r["by_clause"].items()))} for r in self.by_kind()],

@@ -279,26 +279,34 @@ def test_the_contract_oracle_does_not_share_the_models_blind_spot(
 
 
 def test_the_contract_oracle_skips_what_it_does_not_run_and_the_campaign_says_so() -> None:
-    """The explorer runs every step of a side once per iteration: a composition whose sides run
-    `once`, lag with peeled phases, or take turns (`lag`/`peeled` rendezvous) is another protocol
-    for it, so it does not judge it (the attention family uses all three). An accepted mutant it did
-    not re-verify is counted as such, with the reason, never as agreement; the ring example it runs."""
+    """The explorer runs one CTA: a composition whose steps reach the cluster (`multicast`) is
+    another protocol for it, so it does not judge it. An accepted mutant it did not re-verify is
+    counted as such, with the reason, never as agreement. The attention family (`once`, lagged
+    sides, `lag`/`peeled` rendezvous) and the ring example it runs, and finds them safe."""
     from fuzzing.contract_oracle import unmodelled
     from fuzzing.report import Report
 
-    attention = check([str(ROOT / "specs" / "examples" / "attention" / "attention.kp")])
-    assert attention.composition is not None and attention.placed is not None
-    why = unmodelled(attention.composition)
-    assert why is not None and ("`once`" in why or "`lag 1`" in why), why
-    result = ProtocolOracle().check(attention.composition, attention.placed, frozenset({"L-DEADLOCK"}))
+    persistent = ROOT / "specs" / "examples" / "gemm_swiglu" / "persistent" / "gemm_swiglu_persistent.kp"
+    cluster = check([str(persistent)])
+    assert cluster.composition is not None and cluster.placed is not None
+    why = unmodelled(cluster.composition)
+    assert why is not None and "`multicast`" in why, why
+    result = ProtocolOracle().check(cluster.composition, cluster.placed, frozenset({"L-DEADLOCK"}))
     assert not result.applicable and not result.problems and result.skipped == f"does not run {why}"
-    plain = check([RING])
-    assert plain.composition is not None and unmodelled(plain.composition) is None
-    assert ProtocolOracle().check(plain.composition, plain.placed, frozenset({"L-DEADLOCK"})).applicable
+    for kp in (RING, str(ROOT / "specs" / "examples" / "attention" / "attention.kp")):
+        plain = check([kp])
+        assert plain.composition is not None and unmodelled(plain.composition) is None
+        ran = ProtocolOracle().check(plain.composition, plain.placed, frozenset({"L-DEADLOCK", "L-RACE"}))
+        assert ran.applicable and not ran.problems, ran
 
-    subject = load_subject([str(ROOT / "specs" / "examples" / "attention" / "attention.kp")])
+    subject = load_subject([str(persistent)])
     baseline = Checker(subject, oracles=[ProtocolOracle()]).check(Mutation(()))
     assert baseline.status == "accepted" and baseline.unverified == (f"protocol: does not run {why}",)
     report = Report(subject.name, 0, [Outcome(0, Mutation(()), baseline, 0.0)], 1.0, 1, 0, ("protocol",))
-    assert report.unverified() == {f"protocol: does not run {why}": 1}
+    assert report.unverified() == {f"protocol: does not run {why}": 1} and report.verified() == 0
     assert report.to_json(subject.bundle)["unverified"] == {f"protocol: does not run {why}": 1}
+    attention = load_subject([str(ROOT / "specs" / "examples" / "attention" / "attention.kp")])
+    ran = Checker(attention, oracles=[ProtocolOracle()]).check(Mutation(()))
+    assert ran.status == "accepted" and ran.unverified == ()
+    report = Report(attention.name, 0, [Outcome(0, Mutation(()), ran, 0.0)], 1.0, 1, 0, ("protocol",))
+    assert report.verified() == 1 and report.to_json(attention.bundle)["verified"] == 1

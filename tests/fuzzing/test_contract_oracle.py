@@ -1,0 +1,329 @@
+"""The contract oracle of ``kernlink fuzz`` runs every construct that changes when steps run.
+
+Each construct has a small correct protocol (no problem found) and a broken twin (the problem
+found), written as contracts; a property checks that the oracle and ``kernlink check`` agree on
+whether random compositions built from these constructs deadlock or race.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import strategies as st
+
+from fuzzing.contract_oracle import problems_of, unmodelled
+from kernlink.api import check, compose
+from tests.tiers import examples
+
+HEAD = """stage "o.t" version "1.0.0" {
+    target sm_90a
+    requires feature mbarrier, named_barriers
+    role load entry o_load warps 4 warpgroup
+    role wg0 entry o_wg0 warps 4 warpgroup
+    role wg1 entry o_wg1 warps 4 warpgroup
+"""
+
+PROTOCOL = ("L-ARRIVE", "L-TXBYTES", "L-PARITY", "L-RACE", "L-DEADLOCK")
+
+
+def _ring(name: str, side: str, role: str, *lines: str) -> str:
+    body = "".join(f"        {line}\n" for line in lines if line)
+    return f"    ring {name} {side} by {role} {{\n{body}    }}\n"
+
+
+def _producer(name: str = "kv", depth: int = 2, inits: int = 2, *extra: str) -> str:
+    return _ring(
+        name,
+        "produce",
+        "load",
+        f"depth {depth}",
+        *extra,
+        "full init 1",
+        f"empty init {inits}",
+        "empty wait",
+        "full arrive 1",
+        "writes generic",
+        "init by load",
+    )
+
+
+def _consumer(role: str, name: str = "kv", *extra: str, release: str = "empty arrive 1") -> str:
+    return _ring(name, "consume", role, *extra, "full wait", "reads generic", release)
+
+
+def _problems(tmp_path: Path, body: str, depths: dict[str, int]) -> tuple[str, ...]:
+    path = tmp_path / "o.kc"
+    path.write_text(HEAD + body + "}\n")
+    _, comp = compose([str(path)])
+    assert comp is not None and unmodelled(comp) is None
+    return problems_of(comp, depths)
+
+
+def _fill(template: str, **words: str) -> str:
+    for key, word in words.items():
+        template = template.replace("{" + key + "}", word)
+    return template
+
+
+def _codes(found: tuple[str, ...]) -> set[str]:
+    return {p.split(":", 1)[0] for p in found}
+
+
+# -- ring side `lag` (peeled phases) -----------------------------------------------------------
+
+# load fills `a` and waits for `b`; wg0 takes `a` and fills `b` one iteration late (`lag 1`).
+# load's side of `b` must lag too: otherwise it waits for b_0 before it fills a_1, which wg0
+# needs before it fills b_0.
+LAGGED = (
+    _producer("a", 1, 1)
+    + _consumer("wg0", "a")
+    + _ring(
+        "b",
+        "produce",
+        "wg0",
+        "depth 1",
+        "lag 1",
+        "full init 1",
+        "empty init 1",
+        "empty wait",
+        "full arrive 1",
+        "init by wg0",
+    )
+    + _ring("b", "consume", "load", "{lag}", "full wait", "empty arrive 1")
+)
+
+
+def test_a_lagged_side_with_a_lagged_partner_is_safe(tmp_path: Path) -> None:
+    assert _problems(tmp_path, _fill(LAGGED, lag="lag 1"), {"a": 1, "b": 1}) == ()
+
+
+def test_a_lagged_side_whose_partner_waits_in_step_deadlocks(tmp_path: Path) -> None:
+    assert _codes(_problems(tmp_path, _fill(LAGGED, lag=""), {"a": 1, "b": 1})) == {"L-DEADLOCK"}
+
+
+# -- ring side `once` --------------------------------------------------------------------------
+
+ONCE = _producer("q", 1, 1, "once") + _consumer("wg0", "q", "{once}") + _producer("kv", 2, 1) + _consumer("wg0", "kv")
+
+
+def test_a_tile_filled_once_and_released_after_the_loop_is_safe(tmp_path: Path) -> None:
+    assert _problems(tmp_path, _fill(ONCE, once="once"), {"q": 1, "kv": 2}) == ()
+
+
+def test_a_consumer_that_waits_every_iteration_for_a_tile_filled_once_deadlocks(tmp_path: Path) -> None:
+    assert _codes(_problems(tmp_path, _fill(ONCE, once=""), {"q": 1, "kv": 2})) == {"L-DEADLOCK"}
+
+
+# -- rendezvous `prearm`, `lag`, `peeled` ------------------------------------------------------
+
+PINGPONG = (
+    _producer(inits=2)
+    + "    rendezvous s0 arrive by wg1 threads 256 {first}\n"
+    + "    rendezvous s0 sync by wg0 threads 256\n"
+    + _consumer("wg0")
+    + "    rendezvous s1 arrive by wg0 threads 256\n"
+    + "    rendezvous s1 sync by wg1 threads 256\n"
+    + _consumer("wg1")
+    + "    rendezvous s0 arrive by wg1 threads 256\n"
+)
+
+
+def test_a_pingpong_whose_second_warpgroup_arrives_before_its_loop_is_safe(tmp_path: Path) -> None:
+    assert _problems(tmp_path, _fill(PINGPONG, first="prearm"), {"kv": 2}) == ()
+
+
+def test_a_pingpong_whose_first_hand_over_comes_in_the_loop_deadlocks(tmp_path: Path) -> None:
+    assert _codes(_problems(tmp_path, _fill(PINGPONG, first=""), {"kv": 2})) == {"L-DEADLOCK"}
+
+
+# FlashAttention-3 as its code runs (language.md §9.2): wg0 takes its first turn unsynced
+# (`lag 1`), the hand-over to wg1 also runs in the peeled phase of ring `v` (`peeled`).
+FA3 = (
+    _producer("v", 2, 2, "lag 1")
+    + "    rendezvous s0 sync by wg0 threads 256 {sync}\n"
+    + _consumer("wg0", "v", "lag 1")
+    + "    rendezvous s1 arrive by wg0 threads 256 peeled\n"
+    + "    rendezvous s1 sync by wg1 threads 256 peeled\n"
+    + _consumer("wg1", "v", "lag 1")
+    + "    rendezvous s0 arrive by wg1 threads 256\n"
+)
+
+
+def test_fa3s_lagged_and_peeled_hand_overs_are_safe(tmp_path: Path) -> None:
+    assert _problems(tmp_path, _fill(FA3, sync="lag 1"), {"v": 2}) == ()
+
+
+def test_fa3s_first_warpgroup_syncing_in_its_first_phase_deadlocks(tmp_path: Path) -> None:
+    assert _codes(_problems(tmp_path, _fill(FA3, sync=""), {"v": 2})) == {"L-DEADLOCK"}
+
+
+def test_a_hand_over_left_out_of_the_peeled_phase_deadlocks(tmp_path: Path) -> None:
+    body = _fill(FA3, sync="lag 1").replace("s1 arrive by wg0 threads 256 peeled", "s1 arrive by wg0 threads 256")
+    assert _codes(_problems(tmp_path, body, {"v": 2})) == {"L-DEADLOCK"}
+
+
+# -- asynchronous reads, staging rings, `restart` ----------------------------------------------
+
+STAGING = _ring("out", "produce", "wg0", "depth 2", "{restart}", "{wait}", "writes generic") + _ring(
+    "out", "consume", "wg0", "read async", "reads async"
+)
+
+
+def test_a_staging_slot_rewritten_after_its_store_read_it_is_safe(tmp_path: Path) -> None:
+    assert _problems(tmp_path, _fill(STAGING, restart="", wait="read wait lag 1"), {"out": 2}) == ()
+
+
+def test_a_staging_slot_rewritten_without_waiting_for_the_store_races(tmp_path: Path) -> None:
+    assert _codes(_problems(tmp_path, _fill(STAGING, restart="", wait=""), {"out": 2})) == {"L-RACE"}
+
+
+def test_a_wait_two_stores_back_covers_a_slot_whose_index_does_not_restart(tmp_path: Path) -> None:
+    assert _problems(tmp_path, _fill(STAGING, restart="", wait="read wait lag 2"), {"out": 2}) == ()
+
+
+def test_a_restarting_index_reuses_a_slot_its_wait_does_not_cover(tmp_path: Path) -> None:
+    body = _fill(STAGING, restart="restart 3", wait="read wait lag 2")
+    assert _codes(_problems(tmp_path, body, {"out": 2})) == {"L-RACE"}
+
+
+def test_a_release_after_the_read_wait_is_safe_before_it_races(tmp_path: Path) -> None:
+    safe = _ring("kv", "consume", "wg0", "full wait", "read async", "reads async", "read wait", "empty arrive 1")
+    racy = _ring("kv", "consume", "wg0", "full wait", "read async", "reads async", "empty arrive 1", "read wait")
+    assert _problems(tmp_path, _producer(inits=1) + safe, {"kv": 2}) == ()
+    assert _codes(_problems(tmp_path, _producer(inits=1) + racy, {"kv": 2})) == {"L-RACE"}
+
+
+# -- consumers taking turns --------------------------------------------------------------------
+
+
+def test_consumers_taking_turns_release_each_phase_once(tmp_path: Path) -> None:
+    turns = HEAD.replace("warps 4 warpgroup\n    role wg1", "warps 4 warpgroup turn 0 of 2\n    role wg1")
+    turns = turns.replace("o_wg1 warps 4 warpgroup", "o_wg1 warps 4 warpgroup turn 1 of 2")
+    for inits, want in ((1, set()), (2, {"L-ARRIVE"})):
+        path = tmp_path / f"turns{inits}.kc"
+        path.write_text(turns + _producer(inits=inits) + _consumer("wg0") + _consumer("wg1") + "}\n")
+        _, comp = compose([str(path)])
+        assert comp is not None
+        assert _codes(problems_of(comp, {"kv": 2})) == want
+
+
+# -- what it does not run, with its reason -----------------------------------------------------
+
+
+def test_cluster_steps_shared_counters_and_split_restarts_are_left_out_with_their_reason(tmp_path: Path) -> None:
+    multicast = _producer(inits=1).replace("full arrive 1\n", "full arrive 1 multicast\n") + _consumer("wg0")
+    grid = "    counter sem produce by wg0 scope gpu {\n        add 1\n    }\n"
+    grid += "    counter sem consume by wg0 scope gpu {\n        wait ge all\n    }\n"
+    same = grid.replace("wait ge all", "wait ge 1")
+    restarts = _fill(STAGING, restart="restart 3", wait="read wait lag 1").replace(
+        "read async", "restart 4\n        read async"
+    )
+    cases = (
+        (multicast, "`multicast`"),
+        (grid, "`wait ge all`"),
+        (same, "raised and awaited by `wg0`"),
+        (restarts, "different slot restarts (3, 4)"),
+    )
+    for body, word in cases:
+        path = tmp_path / "left.kc"
+        path.write_text(HEAD + body + "}\n")
+        _, comp = compose([str(path)])
+        assert comp is not None
+        why = unmodelled(comp)
+        assert why is not None and word in why, why
+
+
+# -- agreement with `kernlink check` on random compositions of these constructs ------------------
+
+
+def _lag(n: int) -> str:
+    return f"lag {n}" if n else ""
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A random protocol of the constructs above: rings `kv` (and `q`, `out`) and a ping-pong."""
+
+    depth: int
+    load_lag: int
+    wg_lags: tuple[int, int]
+    release_lag: int
+    first: str  # the hand-over to wg0 before the loop: prearm, lag 1 on its sync, or none
+    peeled: bool
+    once: tuple[bool, bool] | None
+    staging: tuple[int, int | None] | None  # (restart, read wait lag)
+
+    def text(self) -> str:
+        release = "empty arrive 1" + (" lag 1" if self.release_lag else "")
+        body = _producer("kv", self.depth, 2, _lag(self.load_lag))
+        if self.once is not None:
+            body += _producer("q", 1, 1, "once" if self.once[0] else "")
+            body += _consumer("wg0", "q", "once" if self.once[1] else "")
+        peel = " peeled" if self.peeled else ""
+        body += "    rendezvous s0 arrive by wg1 threads 256 prearm\n" if self.first == "prearm" else ""
+        body += f"    rendezvous s0 sync by wg0 threads 256{' lag 1' if self.first == 'lag' else ''}\n"
+        body += _consumer("wg0", "kv", _lag(self.wg_lags[0]), release=release)
+        body += f"    rendezvous s1 arrive by wg0 threads 256{peel}\n"
+        body += f"    rendezvous s1 sync by wg1 threads 256{peel}\n"
+        body += _consumer("wg1", "kv", _lag(self.wg_lags[1]), release=release)
+        body += "    rendezvous s0 arrive by wg1 threads 256\n"
+        if self.staging is not None:
+            restart, wait = self.staging
+            body += _ring(
+                "out",
+                "produce",
+                "wg1",
+                "depth 2",
+                f"restart {restart}" if restart else "",
+                f"read wait lag {wait}" if wait is not None else "",
+                "writes generic",
+                "fence proxy_async",
+            )
+            body += _ring("out", "consume", "wg1", "read async", "reads async")
+        return HEAD + body + "}\n"
+
+
+drafts = st.builds(
+    Draft,
+    depth=st.integers(1, 3),
+    load_lag=st.integers(0, 1),
+    wg_lags=st.tuples(st.integers(0, 1), st.integers(0, 1)),
+    release_lag=st.integers(0, 1),
+    first=st.sampled_from(["prearm", "lag", "none"]),
+    peeled=st.booleans(),
+    once=st.none() | st.tuples(st.booleans(), st.booleans()),
+    staging=st.none() | st.tuples(st.sampled_from([0, 3, 4]), st.none() | st.integers(0, 2)),
+)
+
+
+def _agree(draft: Draft, folder: Path) -> None:
+    path = folder / "draft.kc"
+    path.write_text(draft.text())
+    result = check([str(path)])
+    codes = {str(getattr(d.code, "value", d.code)) for d in result.diagnostics if d.is_error}
+    if codes - set(PROTOCOL) or result.composition is None:
+        return  # rejected for another reason (or undecided): no protocol verdict to compare
+    depths = {"kv": draft.depth, "q": 1, "out": 2}
+    found = _codes(problems_of(result.composition, depths))
+    unsafe = {"L-DEADLOCK", "L-RACE"}
+    assert bool(codes & unsafe) == bool(found & unsafe), (draft, sorted(codes), sorted(found))
+
+
+@given(drafts)
+@examples(0.3, suppress=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+def test_the_oracle_agrees_with_the_checker_on_random_compositions(tmp_path: Path, draft: Draft) -> None:
+    _agree(draft, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "draft",
+    [
+        Draft(2, 1, (1, 1), 0, "lag", True, (True, True), (4, 1)),
+        Draft(2, 0, (0, 0), 1, "prearm", False, None, (3, 2)),
+    ],
+)
+def test_the_oracle_agrees_with_the_checker_on_the_documented_shapes(tmp_path: Path, draft: Draft) -> None:
+    _agree(draft, tmp_path)
