@@ -286,11 +286,22 @@ def _params_edits(s: _Sites, u: int, i: int, item: A.Params) -> None:
     rep = dataclasses.replace
     where = f"params {item.name}"
     for j, fld in enumerate(item.fields):
-        for new in (rep(fld, offset=fld.offset + 4), rep(fld, type="u64" if fld.type != "u64" else "u32")):
+        for new in (rep(fld, offset=fld.offset + 4), _retyped(fld)):
+            if new is None:
+                continue
             fields = (*item.fields[:j], new, *item.fields[j + 1 :])
             s.inner("params", u, i, rep(item, fields=fields), where, _field_line(fld), _field_line(new))
     if item.size > item.align:
         s.add("params", u, i, item, rep(item, size=item.size - item.align))
+
+
+def _retyped(fld: A.ParamField) -> A.ParamField | None:
+    """The field with another type the language allows it: a tensor map's box rides only a `ptr` or
+    `tensormap` field (a `tensormap` held by value becomes a pointer to one; a `ptr` with a box has no other
+    type to take); u32 and u64 both carry a value set."""
+    if fld.box is not None:
+        return dataclasses.replace(fld, type="ptr") if fld.type == "tensormap" else None
+    return dataclasses.replace(fld, type="u64" if fld.type != "u64" else "u32")
 
 
 def _field_line(fld: A.ParamField) -> str:
