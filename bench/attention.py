@@ -111,6 +111,8 @@ VARIANTS: dict[str, Variant] = {
     "blocksparse25": Variant("blocksparse-causal-none-d128-s2", "blocksparse", density=0.25),
     "paged64_causal": Variant("paged-causal-none-d128-s2", "causal", page_size=64, check_page_sizes=(16, 64)),
     "paged16_causal": Variant("paged-causal-none-d128-s2", "causal", page_size=16, check_page_sizes=(32,)),
+    # page_size's stated values are 16, 32, 64, 128 (load_paged.kc): the largest, one page per block
+    "paged128_causal": Variant("paged-causal-none-d128-s2", "causal", page_size=128, check_page_sizes=(128,)),
     "noncausal_d64": Variant("dense-none-none-d64-s4", "none"),
     "causal_d64": Variant("dense-causal-none-d64-s4", "causal"),
     # diagnostic: V's descriptor with its leading / stride byte offsets exchanged (expected to fail)

@@ -162,13 +162,9 @@ def callable_addresses(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> Iterator[t
             # own parameter is judged at the caller's callers (`param-pass`)
             # a role entry's or init hook's own arguments are the params and smem: judged there
             deferred = f.function not in ctx.roles and f.function not in ctx.inits
-            judged = [
-                op
-                for op in passed
-                if op.kind != "local"
-                and not (deferred and op.arg and op.kind != "unknown")
-                and (f.function, f.line, f.detail, op) not in evident
-            ]
+            if any((f.function, f.line, f.detail, op) in evident for op in passed):
+                continue  # the address's base is evidently shared: judged with the stage's own facts (its offsets too)
+            judged = [op for op in passed if op.kind != "local" and not (deferred and op.arg and op.kind != "unknown")]
             if target is None or not judged:
                 if target is not None and positions and not passed:
                     yield index, unknown("smem-literal", f, "smem-address", target[1])
