@@ -336,6 +336,8 @@ UNDECIDED = {
     "helper": "what the called function synchronises",
     "params-offset": "which params field",
     "private-protocol": "the protocol (the claim holding this mbarrier states no `signal`)",
+    "ordering-barrier": "whether the barrier between these accesses runs whenever they do (it sits under a branch "
+    "or a thread guard that one of them is not under)",
 }
 
 

@@ -12,8 +12,11 @@ part in with ``sync``), in no loop that does not hold both accesses, lies
   the next pass's write overwrites what this pass's readers may still read, or its reads
   see a stale write).
 
-Positions are the function's instruction order on paths without back edges (``Fact.order``);
-a barrier under a branch counts as run (the check does not follow thread-invariant branches).
+Positions are the function's instruction order on paths without back edges (``Fact.order``). A
+barrier orders a pair only where it runs whenever both accesses run: every thread of the role runs it
+(no thread-dependent guard) and each thread-invariant branch it sits under (``Fact.conds``) also holds
+one of the two accesses. A pair that only such a conditional barrier stands between is undecided
+(I-CONFORM, an error under ``--strict``), never taken as ordered.
 
 An access whose claim the analysis cannot tell is ``smem-literal``'s; a barrier another thread
 count or mode runs is ``named-barrier``'s and ``barrier-threads``'.
@@ -23,9 +26,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from checker.conformance.context import Ctx, Finding, found
+from checker.conformance.context import Ctx, Finding, found, unknown
 from contract_lang import ast as A
-from package.codefacts.facts import CodeFacts, Fact
+from package.codefacts.facts import EVERY_THREAD, CodeFacts, Fact
 
 ORDER_CHECKS = ("barrier-orders",)
 
@@ -74,14 +77,16 @@ def _pairs(
                 continue
             common = _common_loops(p, q)
             inside = [b for b in syncs if b.loops == common[: len(b.loops)]]
-            later = p.order < q.order and not any(p.order < b.order < q.order for b in inside)
-            across = (
-                bool(common)
-                and _writes(p) != _writes(q)
-                and not any(b.loops == common and (b.order > p.order or b.order < q.order) for b in inside)
-            )
+            sure = [b for b in inside if _runs_with(b, p, q)]
+            maybe = [b for b in inside if b not in sure]
+            later = p.order < q.order and not any(_in_pass(b, p, q) for b in sure)
+            across = bool(common) and _writes(p) != _writes(q) and not any(_across(b, p, q, common) for b in sure)
             if (later or across) and later not in reported:
                 reported.add(later)
+                if any(_in_pass(b, p, q) if later else _across(b, p, q, common) for b in maybe):
+                    # only a barrier that may not run stands between them: not decided either way
+                    yield unknown("barrier-orders", q, "ordering-barrier", bar)
+                    continue
                 yield found(
                     "barrier-orders",
                     "unordered",
@@ -94,6 +99,22 @@ def _pairs(
                     first_op=p.opcode,
                     across=not later,
                 )
+
+
+def _in_pass(b: Fact, p: Fact, q: Fact) -> bool:
+    """Barrier ``b`` lies between ``p`` and ``q`` in one pass."""
+    return p.order < b.order < q.order
+
+
+def _across(b: Fact, p: Fact, q: Fact, common: tuple[int, ...]) -> bool:
+    """Barrier ``b`` lies in the loop around both, after ``p`` or before ``q`` of the next pass."""
+    return b.loops == common and (b.order > p.order or b.order < q.order)
+
+
+def _runs_with(b: Fact, p: Fact, q: Fact) -> bool:
+    """Whether barrier ``b`` runs whenever accesses ``p`` and ``q`` do: all the role's threads run it, under no
+    thread-invariant branch that neither access is under."""
+    return b.guard == EVERY_THREAD and set(b.conds) <= set(p.conds) | set(q.conds)
 
 
 def _writes(f: Fact) -> bool:

@@ -24,10 +24,11 @@ from package.codefacts.threads import Threads
 from package.codefacts.values import Env, Linear, Val, analyse, callee, defines
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
-FACTS_VERSION = 7  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
+FACTS_VERSION = 8  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
 # 4: an operand's linear form over params fields; 5: an operand from the function's arguments, `smem-arg`,
 # the conditions a copy, credit or expect-tx runs under; 6: a `local` operand (the function's stack), `param-pass`,
-# `call-arg` at calls to the module's own functions; 7: those conditions as expressions of params fields (`when`)
+# `call-arg` at calls to the module's own functions; 7: those conditions as expressions of params fields (`when`);
+# 8: the conditions of named barriers and shared-memory accesses too
 
 
 @dataclass(frozen=True)
@@ -485,7 +486,7 @@ def _waits(fn: Function, site: _Site, handles: frozenset[str], found: list[tuple
 
 
 #: The facts whose thread-invariant conditions are recorded: a fill's arrive, expect-tx and the bytes completed on it.
-_CONDITIONAL = frozenset({"arrive", "expect-tx", "tensor-copy", "bulk-copy", "complete-tx"})
+_CONDITIONAL = frozenset({"arrive", "expect-tx", "tensor-copy", "bulk-copy", "complete-tx", "barrier", "smem-access"})
 
 
 def _when(conds: tuple[str, ...], fn: Function, defs: Definitions) -> tuple[tuple[str, str], ...]:
