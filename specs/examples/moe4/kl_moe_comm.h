@@ -54,8 +54,8 @@ extern "C" {
 __device__ unsigned kl_moe_comm_comm_warp0();  // a role's first warp; comm.kc:9: role comm entry moe_comm_main warps 3
 __device__ unsigned kl_moe_comm_params_offset();  // a params offset; comm.kc:11: params CommParams size 64 align 8 {
 __device__ unsigned kl_moe_comm_staging_smem();  // a shared-memory offset; comm.kc:23: claim smem staging bytes 16KiB align 128 lifetime phase dispatch
-__device__ unsigned kl_moe_comm_comm_sync_bar_id();  // a named-barrier ID; comm.kc:24: claim barrier comm_sync participants comm
-__device__ unsigned kl_moe_comm_comm_sync_threads();  // a barrier thread count; comm.kc:24: claim barrier comm_sync participants comm
+__device__ unsigned kl_moe_comm_comm_sync_bar_id();  // a named-barrier ID; comm.kc:24: claim barrier comm_sync participants comm orders staging
+__device__ unsigned kl_moe_comm_comm_sync_threads();  // a barrier thread count; comm.kc:24: claim barrier comm_sync participants comm orders staging
 __device__ unsigned kl_moe_comm_tokens_ready_counter();  // a counter slot; comm.kc:25: claim counter tokens_ready slots 64 scope gpu
 __device__ unsigned* kl_moe_comm_tokens_ready_counter_ptr();  // a counter's address; comm.kc:25: claim counter tokens_ready slots 64 scope gpu
 __device__ void kl_moe_comm_tokens_ready_counter_add(unsigned slot, unsigned n);  // a counter's release add; comm.kc:25: claim counter tokens_ready slots 64 scope gpu

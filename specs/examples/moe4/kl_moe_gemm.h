@@ -60,8 +60,8 @@ __device__ unsigned kl_moe_gemm_params_offset();  // a params offset; gemm.kc:11
 __device__ unsigned kl_moe_gemm_operands_smem();  // a shared-memory offset; gemm.kc:25: claim smem operands bytes 64KiB align 128 lifetime phase expert
 __device__ unsigned kl_moe_gemm_act_in_smem();  // a shared-memory offset; gemm.kc:26: claim smem act_in bytes 16KiB align 128 per_slot h
 __device__ unsigned kl_moe_gemm_act_in_stride();  // a slot stride; gemm.kc:26: claim smem act_in bytes 16KiB align 128 per_slot h
-__device__ unsigned kl_moe_gemm_expert_sync_bar_id();  // a named-barrier ID; gemm.kc:27: claim barrier expert_sync participants expert
-__device__ unsigned kl_moe_gemm_expert_sync_threads();  // a barrier thread count; gemm.kc:27: claim barrier expert_sync participants expert
+__device__ unsigned kl_moe_gemm_expert_sync_bar_id();  // a named-barrier ID; gemm.kc:27: claim barrier expert_sync participants expert orders operands
+__device__ unsigned kl_moe_gemm_expert_sync_threads();  // a barrier thread count; gemm.kc:27: claim barrier expert_sync participants expert orders operands
 __device__ unsigned kl_moe_gemm_tokens_ready_counter();  // a counter slot; gemm.kc:28: counter tokens_ready consume by expert scope gpu {
 __device__ unsigned* kl_moe_gemm_tokens_ready_counter_ptr();  // a counter's address; gemm.kc:28: counter tokens_ready consume by expert scope gpu {
 __device__ void kl_moe_gemm_tokens_ready_counter_add(unsigned slot, unsigned n);  // a counter's release add; gemm.kc:28: counter tokens_ready consume by expert scope gpu {
