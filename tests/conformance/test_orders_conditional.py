@@ -18,7 +18,9 @@ from packing.pack import build
 pytestmark = pytest.mark.toolchain
 
 MOE4 = Path(__file__).resolve().parents[2] / "specs" / "examples" / "moe4"
-SYNC = "        bar_sync(kl_moe_gemm_expert_sync_bar_id(), kl_moe_gemm_expert_sync_threads());\n        const unsigned short* we"
+CALL = "bar_sync(kl_moe_gemm_expert_sync_bar_id(), kl_moe_gemm_expert_sync_threads());"
+NEXT = "\n        const unsigned short* we"
+SYNC = f"        {CALL}{NEXT}"
 
 
 def _findings(tmp_path: Path, replacement: str) -> list[tuple[str, str, bool]]:
@@ -29,19 +31,16 @@ def _findings(tmp_path: Path, replacement: str) -> list[tuple[str, str, bool]]:
     (folder / "gemm.cu").write_text(source.replace(SYNC, replacement))
     built = build(folder / "gemm.cu", folder / "gemm.kc")
     assert built.ptx is not None
-    return [(f.check, f.problem, f.decided) for f in check(built.stage, derive(built.ptx)) if f.check == "barrier-orders"]
+    found = check(built.stage, derive(built.ptx))
+    return [(f.check, f.problem, f.decided) for f in found if f.check == "barrier-orders"]
 
 
 @pytest.mark.parametrize(
     ("replacement", "expected"),
     [
         (SYNC, []),
-        (
-            "        if (p->tokens > 1u) bar_sync(kl_moe_gemm_expert_sync_bar_id(), kl_moe_gemm_expert_sync_threads());\n"
-            "        const unsigned short* we",
-            [("barrier-orders", "undecided", False)],
-        ),
-        ("        const unsigned short* we", [("barrier-orders", "unordered", True)]),
+        (f"        if (p->tokens > 1u) {CALL}{NEXT}", [("barrier-orders", "undecided", False)]),
+        (NEXT.lstrip("\n"), [("barrier-orders", "unordered", True)]),
     ],
     ids=["the-sync", "a-sync-that-may-not-run", "no-sync"],
 )
