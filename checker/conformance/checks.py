@@ -46,7 +46,7 @@ from collections.abc import Iterator, Sequence
 from checker.conformance.context import Ctx, Finding, found, unknown
 from checker.conformance.orders import ORDER_CHECKS, orders
 from checker.conformance.private import PRIVATE_CHECKS, private
-from checker.conformance.stated import applies, per_value, stated_fields
+from checker.conformance.stated import applies, extra_conds, per_value, stated_fields
 from checker.conformance.steps import STEP_CHECKS, steps
 from contract_lang import ast as A
 from contract_lang.transform import TMA_BOX_MAX
@@ -515,7 +515,7 @@ def _fill(ctx: Ctx, ring: A.Ring, sites: list[Fact], expects: list[Fact]) -> Ite
         # a box or a condition of stated fields (`in {…}`): the fill at each of their values
         yield from per_value(ring, known, fills, stated)
         return
-    conditional = next((f for f in sites if f.conds and not any(set(f.conds) <= c for c in fills)), None)
+    conditional = next((f for f in sites if extra_conds(f, fills)), None)
     if conditional is not None:
         # A copy or credit some fills skip: the bytes a fill completes are the sum without it on those.
         yield Finding(
@@ -578,9 +578,8 @@ def _copy_count(ring: A.Ring, sites: list[Fact], expects: list[Fact]) -> Iterato
 
 def _conds(site: Fact, fills: list[set[str]]) -> str:
     """The conditions of ``site`` no fill's arrive shares, as PTX lines (``line 512, taken``)."""
-    shared = set.intersection(*fills) if fills else set()
     words = []
-    for cond in sorted(set(site.conds) - shared):
+    for cond in extra_conds(site, fills):
         if cond.startswith("@"):
             words.append(f"guard `{cond[1:].split(':')[0]}`")
         else:

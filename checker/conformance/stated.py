@@ -14,6 +14,7 @@ line's bytes.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator, Mapping, Sequence
 
 from checker.conformance.context import Finding, found
@@ -71,7 +72,7 @@ def per_value(
     node: A.Node = copies[0] if copies else ring
     offsets = sorted(_read(sizes, fills) & set(stated))
     choices = [stated[o].values for o in offsets]
-    if _product(choices) > MAX_ASSIGNMENTS:
+    if math.prod(len(c) for c in choices) > MAX_ASSIGNMENTS:
         yield _undecided(sizes[0][0], node, "assignments", _named(stated, offsets, ()), cond="")
         return
     counts: list[tuple[str, list[int]]] = []  # per assignment, the bytes of each copy it issues
@@ -126,13 +127,6 @@ def _split(sizes: list[int]) -> str:
     if sizes and len(set(sizes)) == 1:
         return f"{len(sizes)} × {sizes[0]} B"
     return " + ".join(f"{b} B" for b in sizes) or "no copy"
-
-
-def _product(choices: list[tuple[int, ...]]) -> int:
-    n = 1
-    for c in choices:
-        n *= len(c)
-    return n
 
 
 def _at(form: Linear, at: Mapping[int, int]) -> int:
