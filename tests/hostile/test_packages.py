@@ -289,8 +289,14 @@ def test_pack_refuses_a_host_provider_outside_the_components_folder(
 
 @pytest.mark.parametrize(
     "facts",
-    [[5], ["a fact"], [{"kind": "wait"}], [{"kind": "wait", "function": "f", "line": 1, "opcode": "x", "operands": 3}]],
-    ids=["a-number", "a-string", "missing-keys", "operands-not-a-list"],
+    [
+        [5],
+        ["a fact"],
+        [{"kind": "wait"}],
+        [{"kind": "wait", "function": "f", "line": 1, "opcode": "x", "operands": 3}],
+        [{"kind": "wait", "function": "f", "line": 1, "opcode": "x", "operands": [], "when": [["1:t"]]}],
+    ],
+    ids=["a-number", "a-string", "missing-keys", "operands-not-a-list", "condition-without-expression"],
 )
 def test_malformed_recorded_facts_are_a_malformed_package_not_a_crash(
     tmp_path: Path, packed: dict[str, PackResult], facts: list[Any]
