@@ -21,6 +21,7 @@ from checker.memo import Memo
 from checker.protocol.check import ModelOptions
 from checker.protocol.depths import ModelFinding, recheck
 from diagnostics.model import Diagnostic, Label, Severity, sort_diagnostics
+from diagnostics.symbols import Code
 
 
 class SelectionError(ValueError):
@@ -78,6 +79,8 @@ def run_clauses(
     try:
         if leftovers:
             found.extend([*(word(item) for item in ctx.leftovers(found)), *ctx.protocol().notes])
+            if Code.L_CONFORM not in ctx.codes:  # the code findings that void the model's verdict
+                found.extend(policy.voided(by_code()[Code.L_CONFORM]().check_in(comp, ctx)))
     except Exception as exc:
         found.append(internal_error(chosen[0], exc))
     return sort_diagnostics(found)

@@ -12,6 +12,7 @@ asks the clause each item names to word it (``checker/engine.py``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -88,6 +89,29 @@ def unexplained(comp: Composition, unmodelled: Iterable[Unmodelled], found: Sequ
     return out
 
 
+VOIDED = (
+    "reported whatever the clause selection: the protocol model's verdict is about the contract, and "
+    "this code synchronises otherwise"
+)
+
+
+def voided(conformance: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """The code findings a selection without L-CONFORM would hide although they void the model's verdict.
+
+    A decided L-CONFORM error of a protocol check (a missing release, a per-thread arrival,
+    a dropped proxy fence, a wrong parity, :data:`checker.conformance.PROTOCOL_CHECKS`)
+    means the code may hang or race where the contract the model proved does not: like a
+    hang proof, it is shown whatever ``--select``/``--ignore`` say.
+    """
+    from checker.conformance import PROTOCOL_CHECKS
+
+    return [
+        dataclasses.replace(d, notes=(*d.notes, VOIDED))
+        for d in conformance
+        if d.code == Code.L_CONFORM and d.severity is Severity.ERROR and dict(d.data).get("check") in PROTOCOL_CHECKS
+    ]
+
+
 def _tier_of(code: str) -> int:
     return next((i for i, t in enumerate(TIERS) if code in t), len(TIERS))
 
@@ -108,4 +132,4 @@ def _inside(part: Span, whole: Span) -> bool:
     return part.file == whole.file and whole.line <= part.line and part.end_line <= whole.end_line
 
 
-__all__ = ["MODEL_CODES", "TIERS", "Leftover", "hang_proofs", "leftovers", "reported", "unexplained"]
+__all__ = ["MODEL_CODES", "TIERS", "Leftover", "hang_proofs", "leftovers", "reported", "unexplained", "voided"]

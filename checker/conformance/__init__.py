@@ -23,7 +23,7 @@ it does not compile (the layering keeps the checker below the linker).
 
 from __future__ import annotations
 
-from checker.conformance.checks import CHECKS, check
+from checker.conformance.checks import CHECKS, PROTOCOL_CHECKS, check
 from checker.conformance.context import Finding
 from package.codefacts import FACTS_VERSION, MANIFEST_KEY, PTX_PAYLOAD, CodeFacts, Fact, derive, recorded
 
@@ -42,6 +42,7 @@ __all__ = [
     "CHECKS",
     "FACTS_VERSION",
     "MANIFEST_KEY",
+    "PROTOCOL_CHECKS",
     "PTX_PAYLOAD",
     "CodeFacts",
     "Fact",

@@ -78,6 +78,27 @@ CHECKS = (
 )
 
 
+PROTOCOL_CHECKS = frozenset(
+    {
+        "barrier-id",
+        "barrier-threads",
+        "block-barrier",
+        "mbarrier-init",
+        "expect-tx",
+        "copy-bytes",
+        "copy-count",
+        "scope",
+        "proxy-fence",
+        *STEP_CHECKS,
+        *PRIVATE_CHECKS,
+        *ORDER_CHECKS,
+    }
+)
+"""The checks whose finding means the code synchronises otherwise than its contract states: the
+protocol model's verdict (no hang, no race) is about the contract, so it does not hold for that
+code, and a clause selection never hides such a finding (``checker/policy.py``)."""
+
+
 _ONCE_PER_FUNCTION = frozenset({"smem-literal", "tid-index", "params-read"})
 
 

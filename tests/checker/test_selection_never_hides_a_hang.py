@@ -11,14 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from checker.engine import ModelOptions
+from analysis.pipeline import AnalysisContext
+from checker.engine import ModelOptions, selected
 from kernlink.api import check
+from tests.checker.clauses.harness import check_captured
 
 ROOT = Path(__file__).resolve().parents[2]
 CLAUSES = ROOT / "tests" / "checker" / "clauses"
 NEVER_RELEASED = CLAUSES / "L-ARRIVE" / "fail_never_released.kc"
 LATE_RELEASE = CLAUSES / "L-DEADLOCK" / "fail_late_release_depth1.kc"
 RING = ROOT / "specs" / "examples" / "ring" / "ring.kp"
+LITERAL_ID = CLAUSES / "L-CONFORM" / "fail_literal_barrier_id"  # code naming a barrier the linker did not place
 
 
 def _errors(path: Path, **kwargs: object) -> tuple[bool, list[str]]:
@@ -49,3 +52,27 @@ def test_an_undecided_model_is_reported_under_an_unrelated_selection() -> None:
 
 def test_a_decided_composition_is_still_accepted_under_a_selection() -> None:
     assert _errors(RING, select=["L-PAIR"]) == (True, [])
+
+
+@pytest.mark.parametrize(
+    ("select", "ignore"), [(["L-OVERLAP"], None), (["L-DEADLOCK", "L-RACE"], None), (None, ["L-CONFORM"])]
+)
+def test_code_that_synchronises_otherwise_than_its_contract_is_shown_under_any_selection(
+    select: list[str] | None, ignore: list[str] | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model proved the contract, not the code: a protocol check's L-CONFORM voids its verdict."""
+    monkeypatch.chdir(LITERAL_ID.parent)
+    result = check_captured(LITERAL_ID, AnalysisContext(clauses=tuple(selected(select, ignore))))
+    errs = [d for d in result.diagnostics if d.is_error]
+    assert [(str(d.code), dict(d.data)["check"]) for d in errs] == [("L-CONFORM", "barrier-id")]
+    assert "reported whatever the clause selection" in errs[0].notes[-1]
+    unfiltered = check_captured(LITERAL_ID)
+    assert [d.notes for d in unfiltered.diagnostics if d.is_error] == [errs[0].notes[:-1]]
+
+
+def test_a_code_finding_outside_the_protocol_stays_filtered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``params-read`` (the code reads params its contract does not declare) is not a protocol check."""
+    from checker.conformance import CHECKS, PROTOCOL_CHECKS
+
+    assert "params-read" in CHECKS and "params-read" not in PROTOCOL_CHECKS
+    assert {"ring-step", "arrive-count", "wait-parity", "proxy-fence", "barrier-id"} <= PROTOCOL_CHECKS <= set(CHECKS)

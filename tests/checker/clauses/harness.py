@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.pipeline import analyse
+from analysis.pipeline import AnalysisContext, analyse
 from checker.clauses import CLAUSES
 from checker.conformance import ptx_display
 from diagnostics.render_text import render_text
@@ -74,7 +74,7 @@ def run(fixture: Fixture) -> tuple[CheckResult | LinkResult, str]:
             with tempfile.TemporaryDirectory(prefix="kernlink-fixture-") as out:
                 result = link([fixture.path.name], out)
         elif (fixture.path / "captured").is_dir():
-            result = _check_captured(fixture.path)
+            result = check_captured(fixture.path)
         else:
             result = check([fixture.path.name])
         text = render_text(result.diagnostics, result.sources, color=False)
@@ -83,7 +83,7 @@ def run(fixture: Fixture) -> tuple[CheckResult | LinkResult, str]:
     return result, text
 
 
-def _check_captured(folder: Path) -> CheckResult:
+def check_captured(folder: Path, ctx: AnalysisContext | None = None) -> CheckResult:
     """``check`` (the one pipeline) with each stage given the facts in ``captured/<stage>.json``."""
     facts = {
         p.stem: captured_from_json(json.loads(p.read_text()), toolkit="nvrtc 13.0", target="sm_90a")
@@ -98,4 +98,4 @@ def _check_captured(folder: Path) -> CheckResult:
         if c.captured is not None and c.captured.ptx is not None:
             inputs.sources.add(ptx_display(c.source), c.captured.ptx)
     assert inputs.pipeline is not None
-    return analyse(inputs)
+    return analyse(inputs, ctx)
