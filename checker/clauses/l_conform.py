@@ -124,6 +124,13 @@ same findings as warnings when it writes the package. `kernlink fuzz PIPELINE.kp
 edits the PTX of every package, one synchronisation instruction at a time, and reports
 every edit these checks miss.
 
+The protocol model proves the contract, not the code: a decided finding of a check about
+synchronisation (`barrier-id`, `barrier-threads`, `block-barrier`, `mbarrier-init`,
+`expect-tx`, `copy-bytes`, `copy-count`, `scope`, `proxy-fence`, the step checks,
+`private-mbarrier`, `barrier-orders`) means the code may hang or race where the contract
+does not. Like a hang proof, it is reported whatever `--select`/`--ignore` say, with a note
+saying so; the other checks (`params-read`, `smem-literal`, …) follow the selection.
+
 ## Why it matters
 The other clauses check contracts against each other and trust that the code keeps
 its own. The defects reported most in warp-specialized kernels are code that
