@@ -21,8 +21,9 @@ tensor maps by address in global memory) and, where the link has one, its counte
 zero, which the check verifies after each launch, so the timed launches need no memset). A kernel is
 `<variant>:<mode>[:r<raster>][:g<CTAs>|:gb][:p<policy>][:l2none|l2b64|l2b128|l2b256][:pf<k-steps>][@<M>/...]`:
 a variant of VARIANTS (a suffix _eN: built with the epilogue arithmetic GS_EPI=N; _e9 is a
-diagnostic whose numbers are not SwiGLU), mode `sk` (data-parallel waves, the remainder stream-K)
-or `dp` (data-parallel only; the only mode of the ping-pong variants), raster in m-tiles per group
+diagnostic whose numbers are not SwiGLU), mode `sk` (data-parallel waves, the remainder stream-K),
+`sk2` (the hybrid: the last full data-parallel wave is stream-K too, so a unit has at most two
+contributors) or `dp` (data-parallel only; the only mode of the ping-pong variants), raster in m-tiles per group
 (default --raster), at most that many CTAs (default: every resident one; `gb`, data-parallel: the
 fewest that keep the number of waves, so every CTA runs as many units), the policy word (default
 3 = W evict_first and X evict_last for one m-tile, else 0), W's tensor-map L2 promotion (default
@@ -324,7 +325,10 @@ class Launch:
         c = var.cluster
         tiles_m = math.ceil(m / 128)
         units = math.ceil(tiles_m / c) * (n // var.bn)
-        stream_k = mode == "sk"
+        if mode not in ("dp", "sk", "sk2"):
+            raise ValueError(f"mode {mode!r}: dp, sk or sk2")
+        stream_k = mode != "dp"
+        sk_word = {"dp": 0, "sk": 1, "sk2": 2}[mode]
         clusters = var.resident_clusters if stream_k else min(var.resident_clusters, units)
         if spec is not None and spec.grid:
             clusters = min(clusters, max(1, spec.grid // c))
@@ -361,7 +365,7 @@ class Launch:
             prefetch = spec.prefetch if spec is not None else 0
             if prefetch and var.base != "linked_small":
                 raise ValueError(f"{var.name}: no L2 prefetch (only linked_small's producer has one)")
-            self._linked_params(maps, m, n, k, max(1, raster // c), 1 if stream_k else 0, policy, prefetch)
+            self._linked_params(maps, m, n, k, max(1, raster // c), sk_word, policy, prefetch)
             return
         tail = struct.pack(
             "<QQIIIIIIII",
@@ -372,7 +376,7 @@ class Launch:
             k,
             self.a_box_rows,
             max(1, raster // c),
-            1 if stream_k else 0,
+            sk_word,
             policy,
             0,
         )
