@@ -21,15 +21,17 @@ tensor maps by address in global memory) and, where the link has one, its counte
 zero, which the check verifies after each launch, so the timed launches need no memset). A kernel is
 `<variant>:<mode>[:r<raster>][:g<CTAs>|:gb][:p<policy>][:l2none|l2b64|l2b128|l2b256][:pf<k-steps>][@<M>/...]`:
 a variant of VARIANTS (a suffix _eN: built with the epilogue arithmetic GS_EPI=N; _e9 is a
-diagnostic whose numbers are not SwiGLU), mode `sk` (data-parallel waves, the remainder stream-K)
-or `dp` (data-parallel only; the only mode of the ping-pong variants), raster in m-tiles per group
+diagnostic whose numbers are not SwiGLU), mode `sk` (data-parallel waves, the remainder stream-K),
+`sk2` (the hybrid: the last full data-parallel wave is stream-K too, so a unit has at most two
+contributors) or `dp` (data-parallel only; the only mode of the ping-pong variants), raster in m-tiles per group
 (default --raster), at most that many CTAs (default: every resident one; `gb`, data-parallel: the
 fewest that keep the number of waves, so every CTA runs as many units), the policy word (default
 3 = W evict_first and X evict_last for one m-tile, else 0), W's tensor-map L2 promotion (default
 256 B), W's L2 prefetch distance in k-steps (linked_small only; default 0: none), and the M values
 at which it is timed (default: all of --shapes). `auto` is the one-unit dispatch the example ships
 (AUTO below), `linked_auto` the dispatch between the three linked cubins (M <= 32: linked_swapab,
-M <= 128: linked_small, else linked), as a user of kernlink ships it.
+M <= 128: linked_small, M <= 512: linked with the policy word 3, else linked), as a user of
+kernlink ships it.
 
 For every kernel and every M of --check-shapes and --shapes the script
 - draws X [M, K] ~ N(0, 1) and Wg, Wu [N/2, K] ~ N(0, 1) / sqrt(K) (bf16, fresh per shape) and the
@@ -121,10 +123,15 @@ AUTO: list[tuple[int, str]] = [(128, "coop128_c1:dp"), (1 << 30, "coop256_c2:sk:
 #: 128 B instead of 256 B gains 3 % at M = 16 without a flush, none under do_bench, and loses 1.6 %
 #: at M = 128, so linked_small's default stays; the swap-AB kernel with promotion none was 0.5 % /
 #: 1.6 % faster at M = 16 / 32 under do_bench and 5 % faster at M = 16 under a read flush, and 112
-#: CTAs of 2 tiles each (N = 28672: 224 tiles) 1-2 % faster than 132 CTAs of 1 or 2: `gb`)
+#: CTAs of 2 tiles each (N = 28672: 224 tiles) 1-2 % faster than 132 CTAs of 1 or 2: `gb`;
+#: 2026-12-04c: at M = 512 the cluster link with policy word 3 (W evict_first, X evict_last, the
+#: default of one m-tile) beat policy 0 in every one of three rotating do_bench rounds, 0.1900 /
+#: 0.1911 / 0.1916 ms against 0.1919 / 0.1978 / 0.1996, and 0.993 [0.987, 0.994] in an interleaved
+#: A/B without a flush; so M <= 512 (at most 4 m-tiles, X <= 4 MiB) runs it: only M = 512 was timed)
 LINKED_AUTO: list[tuple[int, str]] = [
     (SWAPAB_ROWS, "linked_swapab:dp:l2none:gb"),
     (128, "linked_small:dp"),
+    (512, "linked:sk:r16:p3"),
     (1 << 30, "linked:sk:r16"),
 ]
 DISPATCH = {"auto": AUTO, "linked_auto": LINKED_AUTO}
@@ -324,7 +331,10 @@ class Launch:
         c = var.cluster
         tiles_m = math.ceil(m / 128)
         units = math.ceil(tiles_m / c) * (n // var.bn)
-        stream_k = mode == "sk"
+        if mode not in ("dp", "sk", "sk2"):
+            raise ValueError(f"mode {mode!r}: dp, sk or sk2")
+        stream_k = mode != "dp"
+        sk_word = {"dp": 0, "sk": 1, "sk2": 2}[mode]
         clusters = var.resident_clusters if stream_k else min(var.resident_clusters, units)
         if spec is not None and spec.grid:
             clusters = min(clusters, max(1, spec.grid // c))
@@ -361,7 +371,7 @@ class Launch:
             prefetch = spec.prefetch if spec is not None else 0
             if prefetch and var.base != "linked_small":
                 raise ValueError(f"{var.name}: no L2 prefetch (only linked_small's producer has one)")
-            self._linked_params(maps, m, n, k, max(1, raster // c), 1 if stream_k else 0, policy, prefetch)
+            self._linked_params(maps, m, n, k, max(1, raster // c), sk_word, policy, prefetch)
             return
         tail = struct.pack(
             "<QQIIIIIIII",
@@ -372,7 +382,7 @@ class Launch:
             k,
             self.a_box_rows,
             max(1, raster // c),
-            1 if stream_k else 0,
+            sk_word,
             policy,
             0,
         )

@@ -37,7 +37,7 @@
 //
 // Host contract (bench/gemm_swiglu_persistent.py): params as GsParams below; grid = G * C CTAs,
 // G = the clusters co-resident on the GPU (cuOccupancyMaxActiveClusters; 132 SMs: 132 CTAs) when
-// stream_k = 1 (a FINISH segment spins on later clusters: all must be resident), else
+// stream_k = 1 or 2 (a FINISH segment spins on later clusters: all must be resident), else
 // min(G, units); a_box_rows = 128, or M rounded up to 8 when M < 128 (the ring's slots shrink and
 // the ring deepens); workspace of G * C * 256 * BN / 8 float4 and flags of G * C u32, zero before
 // the first launch (the kernel leaves them zero); policy = 3 (B evict_first, A evict_last) when
@@ -165,7 +165,7 @@ struct GsParams {  // 128-aligned (CUtensorMap), 512 bytes
     unsigned k;            // @408
     unsigned a_box_rows;   // @412 rows of A's box: 128, or M rounded up to 8 when M < 128
     unsigned raster;       // @416 cluster-rows per raster group
-    unsigned stream_k;     // @420 0: data-parallel only; 1: data-parallel waves + stream-K rest
+    unsigned stream_k;     // @420 0: data-parallel only; 1: data-parallel waves + stream-K rest; 2: + the last full wave
     unsigned policy;       // @424 bit 0: B evict_first; bit 1: A evict_last
     unsigned reserved;     // @428
 };

@@ -10,8 +10,9 @@
 //   - raster  = `raster` cluster-rows per group: groups of `raster` cluster-rows sweep every
 //               n-tile (unit u of group g is (g * raster + u % size, u / size));
 //   - data-parallel part: units 0 .. dp_units - 1, cluster g runs g, g + G, g + 2G, ...
-//               (G = gridDim.x / C clusters; dp_units = G * floor(U / G) when `stream_k`, else U);
-//   - stream-K part (`stream_k` = 1): the remaining sk_units = U - dp_units units, flattened
+//               (G = gridDim.x / C clusters; dp_units = G * floor(U / G) when `stream_k` = 1,
+//               G * max(floor(U / G) - 1, 0) when `stream_k` = 2, else U);
+//   - stream-K part (`stream_k` = 1 or 2): the remaining sk_units = U - dp_units units, flattened
 //               into sk_units * KT k-steps (KT = K / (64 KSUB)), split into G contiguous ranges
 //               [start(g), start(g + 1)), start(g) = floor(g * S / G), S = sk_units * KT, run
 //               after the cluster's data-parallel units;
@@ -72,7 +73,14 @@ struct Scheduler {
         clusters = gridDim.x / csize;
         cluster = blockIdx.x / csize;
         const unsigned units = tiles_mc * tiles_n;
-        dp_units = stream_k ? (units / clusters) * clusters : units;
+        // stream_k 1: the last partial wave is stream-K; 2 (hybrid): the last full wave too, so
+        // that each cluster's range spans more than one unit and a unit has at most two
+        // contributors (one partial to wait for and add instead of up to three)
+        unsigned dp_waves = units / clusters;
+        if (stream_k == 2u && dp_waves > 0u) {
+            --dp_waves;
+        }
+        dp_units = stream_k ? dp_waves * clusters : units;
         sk_units = units - dp_units;
         sk_iters = sk_units * k_tiles;
         next_dp = cluster;
