@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from analysis.ring_fed import RingFed, ring_fed
 from checker.composition import Composition, Owned
 from checker.handles import HandleSpec, resolve_handles
+from checker.pins import pins
 from checker.residency import launch_blocks
 from checker.resolve import serving_exports
 from contract_lang import ast as A
@@ -76,13 +77,17 @@ class RingCount:
 
 @dataclass(frozen=True)
 class FactOwner:
-    """The first owner of a fact: ``kind`` ``exact`` fixes ``values[0]``; ``allowed`` its permitted values."""
+    """The first owner of a fact: ``kind`` ``exact`` fixes ``values[0]``; ``allowed`` its permitted values.
+
+    ``pinned`` says why an owner of several values has one here: the assumers that pinned it
+    (checker.pins), whose value is ``values[0]`` of an ``exact`` kind; empty otherwise."""
 
     fact: str
     stage: str
     kind: str
     values: tuple[int, ...]
     allowed: tuple[int, ...]
+    pinned: str = ""
 
 
 @dataclass(frozen=True)
@@ -337,9 +342,14 @@ def _count(comp: Composition, count: A.Count) -> tuple[int | None, str]:
 
 
 def _facts(comp: Composition) -> dict[str, FactOwner]:
+    pinned = pins(comp)
     out = {}
     for name, owners in comp.owners.items():
         if owners:
+            pin = pinned.get(name)
+            if pin is not None:
+                out[name] = FactOwner(name, owners[0].stage_name, "exact", (pin.value,), (pin.value,), pin.why)
+                continue
             value = owners[0].item.value
             out[name] = FactOwner(name, owners[0].stage_name, value.kind, value.values, value.candidates() or ())
     return out

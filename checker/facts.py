@@ -21,8 +21,14 @@ from typing import Literal
 
 import z3
 
-from checker.composition import Composition, Owned
+from checker.composition import Composition
 from checker.memo import Memo
+from checker.pins import Pin as Pin
+from checker.pins import allows as allows
+from checker.pins import effective_value as effective_value
+from checker.pins import pins as pins
+from checker.pins import single_value as single_value
+from checker.pins import sole_owner as sole_owner
 from contract_lang import ast as A
 from contract_lang.expr import BinOp, EvalError, Expr, Int, Name, Not, evaluate
 from diagnostics.span import Span
@@ -98,12 +104,6 @@ def name_refs(expr: Expr) -> Iterator[Name]:
         yield from name_refs(expr.right)
 
 
-def sole_owner(comp: Composition, fact: str) -> Owned[A.OwnsFact] | None:
-    """The owner of a fact when there is exactly one (L-OWNER reports the other cases)."""
-    owners = comp.owners.get(fact, ())
-    return owners[0] if len(owners) == 1 else None
-
-
 def describe_value(value: A.FactValue) -> str:
     """``= 256``, ``in 16..128`` or ``in {64, 128}``, as the contract writes it."""
     if value.kind == "exact":
@@ -111,17 +111,6 @@ def describe_value(value: A.FactValue) -> str:
     if value.kind == "range":
         return f"in {value.values[0]}..{value.values[1]}"
     return "in {" + ", ".join(str(v) for v in value.values) + "}"
-
-
-def single_value(value: A.FactValue) -> int | None:
-    """The one value a fact can take, or None when it can take several."""
-    if value.kind == "exact":
-        return value.values[0]
-    if value.kind == "range" and value.values[0] == value.values[1]:
-        return value.values[0]
-    if value.kind == "set" and len(set(value.values)) == 1:
-        return value.values[0]
-    return None
 
 
 def value_bounds(value: A.FactValue) -> tuple[int, int]:

@@ -226,6 +226,9 @@ class SmemClaim(Node):
     handle: str | None = None
     uses: tuple[str, ...] = ()
     signal: Signal | None = None
+    #: the size as written when it is an expression of the stage's facts (``x_rows * 128``); the
+    #: int beside it is its value (§7). How it was written, as a span is: not compared.
+    bytes_expr: Expr | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -299,6 +302,9 @@ class RingBarrierInit(Node):
     barrier: BarrierKind
     count: Count
     expect_tx: int | None = None
+    #: the size as written when it is an expression of the stage's facts (``x_rows * 128``); the
+    #: int beside it is its value (§7). How it was written, as a span is: not compared.
+    expect_tx_expr: Expr | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -326,6 +332,9 @@ class RingArrive(Node):
     remote: bool = False
     multicast: bool = False
     on: str | None = None
+    #: the size as written when it is an expression of the stage's facts (``x_rows * 128``); the
+    #: int beside it is its value (§7). How it was written, as a span is: not compared.
+    tx_expr: Expr | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -344,6 +353,9 @@ class RingCopy(Node):
     multicast: bool = False
     remote: bool = False
     on: str | None = None
+    #: the size as written when it is an expression of the stage's facts (``x_rows * 128``); the
+    #: int beside it is its value (§7). How it was written, as a span is: not compared.
+    bytes_expr: Expr | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

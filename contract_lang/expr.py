@@ -6,7 +6,7 @@ Python (the language only ever applies them to non-negative operands).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from diagnostics.span import UNKNOWN_SPAN, Span
@@ -126,24 +126,25 @@ def names(expr: Expr) -> frozenset[str]:
     return names(expr.left) | names(expr.right)
 
 
-def to_text(expr: Expr) -> str:
-    """Canonical text with the fewest parentheses that keep the tree."""
+def to_text(expr: Expr, literal: Callable[[int], str] = str) -> str:
+    """Canonical text with the fewest parentheses that keep the tree; ``literal`` writes an
+    integer (a byte quantity's ``16KiB``)."""
     if isinstance(expr, Int):
-        return str(expr.value)
+        return literal(expr.value)
     if isinstance(expr, Name):
         return expr.id
     if isinstance(expr, Not):
-        inner = to_text(expr.operand)
+        inner = to_text(expr.operand, literal)
         return f"not {inner}" if isinstance(expr.operand, (Int, Name, Not)) else f"not ({inner})"
     prec = PRECEDENCE[expr.op]
-    left = to_text(expr.left)
+    left = to_text(expr.left, literal)
     if (
         _binds_looser(expr.left, prec)
         or (expr.op in COMPARE_OPS and _is_compare(expr.left))
         or _mixed_product(expr.op, expr.left)
     ):
         left = f"({left})"
-    right = to_text(expr.right)
+    right = to_text(expr.right, literal)
     # Operators are left-associative: an equal-precedence right operand needs parentheses
     # (a prefix `not` does not associate: `a and not b` needs none).
     right_prec = prec if isinstance(expr.right, Not) else prec + 1

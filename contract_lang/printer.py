@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from contract_lang import ast as A
-from contract_lang.expr import to_text
+from contract_lang.expr import Expr, to_text
 
 if TYPE_CHECKING:
     from contract_lang.parser import FileKind
@@ -28,6 +28,15 @@ INDENT = "    "
 def size(value: int) -> str:
     """A byte quantity: ``16KiB`` when it is a whole number of KiB, else decimal."""
     return f"{value // 1024}KiB" if value >= 1024 and value % 1024 == 0 else str(value)
+
+
+def sized(value: int | None, written: Expr | None) -> str:
+    """A byte size as the contract gives it: its expression of facts when it was written as one
+    (literals in it as :func:`size` writes them), else its value."""
+    if written is not None:
+        return to_text(written, size)
+    assert value is not None
+    return size(value)
 
 
 def _names(names: Iterable[str]) -> str:
@@ -77,8 +86,8 @@ def _claimed(words: list[str], item: A.Claim) -> str:
 
 def _smem_claim(item: A.SmemClaim) -> str:
     words = ["claim smem", item.name]
-    if item.bytes is not None:
-        words.append(f"bytes {size(item.bytes)}")
+    if item.bytes is not None or item.bytes_expr is not None:
+        words.append(f"bytes {sized(item.bytes, item.bytes_expr)}")
     if item.align is not None:
         words.append(f"align {item.align}")
     if item.per_slot is not None:
@@ -123,14 +132,15 @@ def ring_item_line(item: A.RingItem) -> str:
     if isinstance(item, A.RingDepth):
         return f"depth {item.lo}" if item.lo == item.hi else f"depth {item.lo}..{item.hi}"
     if isinstance(item, A.RingBarrierInit):
-        tx = f" expect_tx {size(item.expect_tx)}" if item.expect_tx is not None else ""
+        has_tx = item.expect_tx is not None or item.expect_tx_expr is not None
+        tx = f" expect_tx {sized(item.expect_tx, item.expect_tx_expr)}" if has_tx else ""
         return f"{item.barrier} init {count_text(item.count)}{tx}"
     if isinstance(item, A.RingWait):
         return f"{item.barrier} wait" + (f" parity {item.parity}" if item.parity is not None else "") + _on(item.on)
     if isinstance(item, A.RingArrive):
         words = [f"{item.barrier} arrive {count_text(item.count)}"]
-        if item.tx is not None:
-            words.append(f"tx {size(item.tx)}")
+        if item.tx is not None or item.tx_expr is not None:
+            words.append(f"tx {sized(item.tx, item.tx_expr)}")
         if item.lag is not None:
             words.append(f"lag {item.lag}")
         if item.prearm:
@@ -141,7 +151,7 @@ def ring_item_line(item: A.RingItem) -> str:
             words.append("multicast")
         return " ".join(words) + _on(item.on)
     if isinstance(item, A.RingCopy):
-        words = [f"{item.barrier} copy {size(item.bytes)}"]
+        words = [f"{item.barrier} copy {sized(item.bytes, item.bytes_expr)}"]
         if item.into:
             words.append(f"into {item.into}")
         if item.multicast:

@@ -15,6 +15,7 @@ from lark import Token, Transformer, Tree, v_args
 from lark.tree import Meta
 
 from contract_lang import ast as A
+from contract_lang import fact_sizes
 from contract_lang.expr import BinOp, Expr, Int, Name, Not
 from diagnostics.model import Diagnostic, DiagnosticError, Label
 from diagnostics.span import Span
@@ -185,7 +186,9 @@ class AstBuilder(Transformer[Token, Any]):
         name, version, *items = children
         self._version(version)
         self._duplicate_items(_str(name), items, "stage")
-        return A.Stage(_str(name), _str(version), tuple(items), span=self._span(meta))
+        resolved = fact_sizes.resolve(_str(name), tuple(items))
+        self.problems.extend(resolved.problems)
+        return A.Stage(_str(name), _str(version), resolved.items, span=self._span(meta))
 
     def _duplicate_items(self, name: str, items: Sequence[Any], block: str) -> None:
         """A second `target` line, or a second claim of one name (claims share one namespace)."""
@@ -423,9 +426,11 @@ class AstBuilder(Transformer[Token, Any]):
                     helps=("add `use mbarrier` to the claim",),
                 )
             )
+        size, size_expr = _size(got.get("bytes"))
         return A.SmemClaim(
             str(name),
-            bytes=got.get("bytes"),
+            bytes=size,
+            bytes_expr=size_expr,
             align=got.get("align"),
             per_slot=got.get("per_slot"),
             lifetime=got.get("lifetime", A.KERNEL_LIFETIME),
@@ -436,8 +441,8 @@ class AstBuilder(Transformer[Token, Any]):
         )
 
     @v_args(meta=True)
-    def bytes_attr(self, meta: Meta, c: list[Token]) -> Attr:
-        return ("bytes", self._int(c[0], "size"), self._span(meta))
+    def bytes_attr(self, meta: Meta, c: list[Expr]) -> Attr:
+        return ("bytes", c[0], self._span(meta))
 
     @v_args(meta=True)
     def align_attr(self, meta: Meta, c: list[Token]) -> Attr:
@@ -622,11 +627,11 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def ring_barrier_init(self, meta: Meta, c: list[Any]) -> A.RingBarrierInit:
-        tx = c[2] if len(c) > 2 else None
-        return A.RingBarrierInit(str(c[0]), c[1], tx, span=self._span(meta))  # type: ignore[arg-type]
+        tx, tx_expr = _size(c[2] if len(c) > 2 else None)
+        return A.RingBarrierInit(str(c[0]), c[1], tx, expect_tx_expr=tx_expr, span=self._span(meta))  # type: ignore[arg-type]
 
-    def expect_tx(self, c: list[Token]) -> int:
-        return self._int(c[0], "size")
+    def expect_tx(self, c: list[Expr]) -> Expr:
+        return c[0]
 
     @v_args(meta=True)
     def ring_wait(self, meta: Meta, c: list[Any]) -> A.RingWait:
@@ -655,10 +660,12 @@ class AstBuilder(Transformer[Token, Any]):
     def ring_arrive(self, meta: Meta, c: list[Any]) -> A.RingArrive:
         kind, count, *attrs = c
         got = self._attrs(f"`{kind} arrive`", attrs)
+        tx, tx_expr = _size(got.get("tx"))
         return A.RingArrive(
             str(kind),  # type: ignore[arg-type]
             count,
-            tx=got.get("tx"),
+            tx=tx,
+            tx_expr=tx_expr,
             lag=got.get("lag"),
             prearm=got.get("prearm", False),
             remote=got.get("remote", False),
@@ -668,8 +675,8 @@ class AstBuilder(Transformer[Token, Any]):
         )
 
     @v_args(meta=True)
-    def arrive_tx(self, meta: Meta, c: list[Token]) -> Attr:
-        return ("tx", self._int(c[0], "size"), self._span(meta))
+    def arrive_tx(self, meta: Meta, c: list[Expr]) -> Attr:
+        return ("tx", c[0], self._span(meta))
 
     @v_args(meta=True)
     def arrive_lag(self, meta: Meta, c: list[Token]) -> Attr:
@@ -689,12 +696,14 @@ class AstBuilder(Transformer[Token, Any]):
 
     @v_args(meta=True)
     def ring_copy(self, meta: Meta, c: list[Any]) -> A.RingCopy:
-        kind, size, *attrs = c
+        kind, written, *attrs = c
         got = self._attrs(f"`{kind} copy`", attrs)
+        size, size_expr = _size(written)
         return A.RingCopy(
             str(kind),  # type: ignore[arg-type]
-            self._int(size, "size"),
+            0 if size is None else size,
             got.get("into"),
+            bytes_expr=size_expr,
             multicast=got.get("multicast", False),
             remote=got.get("remote", False),
             on=got.get("on"),
@@ -1279,6 +1288,16 @@ def _cover(left: Expr, right: Expr, fallback: Span) -> Span:
         return left.span.cover(right.span)
     except ValueError:
         return fallback
+
+
+def _size(written: Expr | None) -> tuple[int | None, Expr | None]:
+    """A byte size as written: an integer literal is its value; an expression of facts is kept
+    for :func:`fact_sizes.resolve`, which gives it its value once the stage's facts are known."""
+    if written is None:
+        return None, None
+    if isinstance(written, Int):
+        return written.value, None
+    return None, written
 
 
 def _str(tok: Token) -> str:

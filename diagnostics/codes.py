@@ -159,8 +159,13 @@ CODES: tuple[CodeInfo, ...] = (
         "input",
         "A number or range is malformed for its property: an empty range (`depth 4..2`), a parity other "
         "than 0 or 1, an integer out of bounds, a tensor-map box on a field that is not a `ptr` or outside "
-        "the map's limits (1 to 5 dimensions of 1 to 256 elements).",
-        "The value would make the model meaningless (an empty depth range has no depth to place).",
+        "the map's limits (1 to 5 dimensions of 1 to 256 elements); a byte size written from facts "
+        "(`bytes x_rows * 128`, specs/language.md §7.2) that has no value when the stage is built: it "
+        "names a fact the linker chooses (`owns … in 16..64`), a run-time parameter (`uses fact`) or no "
+        "fact the stage owns or assumes, or its value is below 0, above u64 or a division by zero.",
+        "The value would make the model meaningless (an empty depth range has no depth to place; a "
+        "size with no value sizes no slot, and a guessed one would check code against a number it "
+        "was not built for).",
         "depth 4..2\nerror[E-VALUE]: the range 4..2 is empty",
         "Write the value within its bounds (specs/language.md lists them).",
     ),

@@ -235,3 +235,5 @@ class Generated:
     watchdog: Watchdog | None = None
     function_handles: tuple[str, ...] = ()  # the rendered counter and wait functions (the control renders them too)
     stages: tuple[tuple[str, str], ...] = ()  # (name, version) of each stage, in pipeline order
+    #: (fact, value, why) of each fact its assumers pinned among its owner's values (checker.pins)
+    pins: tuple[tuple[str, int, str], ...] = ()

@@ -191,6 +191,7 @@ def generate(
         waits.watchdog,
         tuple(counter_lines),
         tuple((e.name, e.version) for e in link.stages),
+        tuple((f.fact, f.values[0], f.pinned) for f in sorted(link.facts.values(), key=lambda f: f.fact) if f.pinned),
     )
     return replace(unit, source=render(unit, inputs))
 

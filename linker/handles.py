@@ -155,6 +155,10 @@ def _fact(s: Solved, name: str) -> tuple[int, str]:
             f"`{owner.stage}` owns fact `{name}` as a {owner.kind} of values, so its value is "
             "given at launch, not fixed at link time"
         )
+    if owner.pinned:
+        return owner.values[
+            0
+        ], f"fact `{name}` = {owner.values[0]} of its owner `{owner.stage}`, {owner.pinned}: folded"
     return owner.values[0], f"fact `{name}` = {owner.values[0]}, fixed by its owner `{owner.stage}`: folded"
 
 

@@ -318,7 +318,10 @@ def _params(g: Generated, providers: Sequence[Mapping[str, Any]] = ()) -> list[s
         )
         for f in (f for f in g.params.fields if f.stage == region.stage and f.block == region.block):
             if f.source == "fact":
-                why = f"{f.type} = fact `{f.fact}` = {f.value}, owned by {f.owner}; written by the launch helper"
+                why = (
+                    f"{f.type} = fact `{f.fact}` = {f.value}, owned by {f.owner}{_pinned(g, f.fact)}; "
+                    "written by the launch helper"
+                )
             elif f.fact is not None:
                 allowed = f"; allowed {_values(f.allowed)}" if f.allowed else ""
                 why = f"{f.type} = fact `{f.fact}`, given by the caller{allowed}"
@@ -448,12 +451,19 @@ def _transfers(g: Generated) -> list[str]:
     return lines
 
 
+def _pinned(g: Generated, fact: str | None) -> str:
+    """``, pinned by `T` (assumes x == 128)`` for a fact its assumers pinned, else nothing."""
+    return next((f", {why}" for name, _, why in g.pins if name == fact), "")
+
+
 def _facts(g: Generated) -> list[str]:
     lines = ["", "facts  values written into params fields, and fact handles LTO folds into immediates"]
     facts = [f for f in g.params.fields if f.fact is not None]
     folded = [h for h in g.handles if h.kind == "fact"]
-    if not facts and not folded:
+    if not facts and not folded and not g.pins:
         lines.append(_row(symbol="(none)"))
+    for fact, pinned, why in g.pins:
+        lines.append(_row(pinned, "", "", "", fact, f"owner's choice {why}"))
     for h in folded:
         lines.append(_row(h.value, "", "", "", h.item, f"folded: `{h.stage}` reads it through `{h.symbol}`"))
     for f in facts:
@@ -465,7 +475,8 @@ def _facts(g: Generated) -> list[str]:
                 "",
                 "",
                 f.fact or "",
-                f"owned by {f.owner or '(no owner)'}; `{f.stage}` field `{f.name}` at params +{f.offset}",
+                f"owned by {f.owner or '(no owner)'}{_pinned(g, f.fact)}; "
+                f"`{f.stage}` field `{f.name}` at params +{f.offset}",
             )
         )
     return lines

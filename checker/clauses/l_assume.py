@@ -4,7 +4,8 @@
 A `requires fact EXPR` constraint (integer and boolean operators over facts:
 `tile_k % 16 == 0 and tile_k <= 256`) must hold for every value the owners allow:
 an exact value, every value of a range (`in 16..128`), every member of a set; with
-several facts, every combination. This is decided exactly with Z3 over the owners'
+several facts, every combination. A fact whose owner states several values and whose
+assumers pin one of them (L-FACT) takes only that value. This is decided exactly with Z3 over the owners'
 values, with the semantics of the language's evaluator: integer arithmetic, `/` and
 `%` rounding toward negative infinity, comparisons and `not` giving 0 or 1, `and`
 and `or` evaluating their right side only when needed. A constraint that divides by
@@ -45,7 +46,7 @@ from collections.abc import Iterator
 from checker.clause import Clause
 from checker.composition import Composition, Owned
 from checker.context import CheckContext
-from checker.facts import counterexample, describe_value, sole_owner
+from checker.facts import Pin, counterexample, describe_value, effective_value, pins, sole_owner
 from checker.memo import Memo
 from checker.report import seam
 from contract_lang import ast as A
@@ -69,6 +70,7 @@ class AssumeClause(Clause):
         return self._check(comp, ctx.memo)  # a question decided once per memo
 
     def _check(self, comp: Composition, memo: Memo) -> Iterator[Diagnostic]:
+        pinned = pins(comp)
         for req in comp.items(A.RequiresFact):
             owners: dict[str, Owned[A.OwnsFact]] = {}
             for fact in sorted(names(req.item.expr)):
@@ -77,19 +79,27 @@ class AssumeClause(Clause):
                     break
                 owners[fact] = owner
             else:
-                yield from self._decide(req, owners, memo)
+                yield from self._decide(req, owners, pinned, memo)
 
     def _decide(
-        self, req: Owned[A.RequiresFact], owners: dict[str, Owned[A.OwnsFact]], memo: Memo
+        self,
+        req: Owned[A.RequiresFact],
+        owners: dict[str, Owned[A.OwnsFact]],
+        pinned: dict[str, Pin],
+        memo: Memo,
     ) -> Iterator[Diagnostic]:
         expr = req.item.expr
         text = to_text(expr)
-        values = {name: owner.item.value for name, owner in owners.items()}
+        values = {name: effective_value(owner, pinned) for name, owner in owners.items()}
         found = counterexample(expr, values, memo=memo)
         if found.verdict.unsat:
             return  # no value of its facts makes the constraint fail
         secondary = [
-            (o.item.value.span, f"`{o.stage_name}` owns `{n} {describe_value(o.item.value)}`")
+            (
+                o.item.value.span,
+                f"`{o.stage_name}` owns `{n} {describe_value(o.item.value)}`"
+                + (f", {pinned[n].why}" if n in pinned else ""),
+            )
             for n, o in sorted(owners.items())
         ]
         if found.verdict.unknown:
@@ -118,7 +128,11 @@ class AssumeClause(Clause):
             f"constraint `{text}` of `{req.stage_name}` fails for {shown}",
             (req.span, f"{why} for {shown}"),
             secondary,
-            notes=("the owners' values may be chosen at link time; a constraint must hold for every one",),
+            notes=(
+                (f"an assumption pins `{', '.join(sorted(set(owners) & set(pinned)))}` to this value (L-FACT)",)
+                if set(owners) & set(pinned)
+                else ("the owners' values may be chosen at link time; a constraint must hold for every one",)
+            ),
             helps=(f"narrow the owner's values to those meeting `{text}`, or relax the constraint",),
             data={"constraint": text, "counterexample": ",".join(f"{n}={v}" for n, v in found.witness)},
         )

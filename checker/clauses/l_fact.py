@@ -5,10 +5,14 @@ For each fact with exactly one owner (L-OWNER reports the rest):
 
 - a consumer's declared type (`uses fact x: u32 …`, `assumes fact x: u32 …`) is the
   owner's type, and so is the type of a params field written `= fact x`;
-- a compiled-in assumption (`assumes fact x: u32 == 512`) equals the owner's value,
-  and the owner's value is exact: an owner stating a range or set (`in 64..256`) may
-  change the value at link time without the assuming component being recompiled, so
-  the assumption is rejected even when it is one of the allowed values;
+- a compiled-in assumption (`assumes fact x: u32 == 512`) equals the owner's value
+  when the owner states one value;
+- when the owner states a range or a set (`in {128, 256}`), an assumption **pins** the
+  linker's choice to the assumed value: the value must be one the owner allows, and
+  every assumer of the fact must assume the same one (each is compiled for its value;
+  the linker can pick one). The pinned value is then the fact's value everywhere in the
+  link: L-ASSUME decides `requires fact` at it, a params field `= fact x` is written with
+  it, a fact handle folds to it, and the link map says who pinned it;
 - the owner's value fits the owner's integer type (`u8` holds 0..255).
 
 And within each consuming stage, `uses fact x: T as param F` names a field `F` of one
@@ -35,9 +39,13 @@ stage "swiglu.epilogue" version "1.0.3" {
 }
 ```
 
+An owner of `tile_n in {128, 256}` with one epilogue assuming 128 and another 256 is
+rejected the same way, with both assumptions: the linker cannot pick both.
+
 ## Fix
-Rebuild the stale component for the owner's value, or make it read the fact as a
-parameter (`uses fact tile_n: u32 as param tile_n`); declare the owner's type.
+Rebuild the stale component for the owner's value (or, for an owner of several values,
+for the value the other assumers pinned), or make it read the fact as a parameter
+(`uses fact tile_n: u32 as param tile_n`); declare the owner's type.
 """
 
 from __future__ import annotations
@@ -46,7 +54,7 @@ from collections.abc import Iterator
 
 from checker.clause import Clause
 from checker.composition import Composition, Owned
-from checker.facts import INT_RANGES, describe_value, single_value, sole_owner
+from checker.facts import INT_RANGES, allows, describe_value, single_value, sole_owner
 from checker.report import seam
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic
@@ -116,21 +124,8 @@ class FactClause(Clause):
             return
         value = owner.item.value
         only = single_value(value)
-        owned = f"`{item.name} {describe_value(value)}`"
         if only is None:
-            yield seam(
-                self.code,
-                f"`{entry.name}` is compiled assuming `{item.name} == {item.value}`, but "
-                f"`{owner.stage_name}` owns {owned}, which can change without recompiling it",
-                (item.span, "compiled-in assumption"),
-                [(value.span, "the owner may pick any of these")],
-                notes=("an assumed fact is compiled into the consumer; only an exact owner value keeps it valid",),
-                helps=(
-                    f"read it as a parameter: `uses fact {item.name}: {item.type} as param …`, or have "
-                    f"the owner fix `owns fact {item.name}: {owner.item.type} = {item.value}`",
-                ),
-                data={"fact": item.name, "assumed": item.value, "owned": describe_value(value)},
-            )
+            yield from self._pinning(comp, entry, item, owner)
         elif only != item.value:
             yield seam(
                 self.code,
@@ -145,6 +140,46 @@ class FactClause(Clause):
                 ),
                 data={"fact": item.name, "assumed": item.value, "owned": only},
             )
+
+    def _pinning(
+        self, comp: Composition, entry: StageEntry, item: A.AssumesFact, owner: Owned[A.OwnsFact]
+    ) -> Iterator[Diagnostic]:
+        """An assumption of a fact its owner states as a range or set pins the linker's choice
+        (checker.facts.pins): it must be a member, and every assumer must pin the same one."""
+        value = owner.item.value
+        owned = f"`{item.name} {describe_value(value)}`"
+        if not allows(value, item.value):
+            yield seam(
+                self.code,
+                f"`{entry.name}` is compiled assuming `{item.name} == {item.value}`, but "
+                f"`{owner.stage_name}` owns {owned}, which does not allow {item.value}",
+                (item.span, f"assumes {item.value}"),
+                [(value.span, "the values the owner allows")],
+                notes=("an assumption pins the linker's choice among the owner's values only to one of them",),
+                helps=(
+                    f"rebuild `{entry.name}` for one of the owner's values, or read it as a parameter: "
+                    f"`uses fact {item.name}: {item.type} as param …`",
+                ),
+                data={"fact": item.name, "assumed": item.value, "owned": describe_value(value)},
+            )
+            return
+        first = next(a for a in comp.items(A.AssumesFact) if a.item.name == item.name and allows(value, a.item.value))
+        if first.item.value == item.value:
+            return  # the pin (or agrees with it)
+        yield seam(
+            self.code,
+            f"`{entry.name}` is compiled assuming `{item.name} == {item.value}`, but `{first.stage_name}` "
+            f"assumes `{item.name} == {first.item.value}`: the linker can pick one of `{owner.stage_name}`'s "
+            "values, not both",
+            (item.span, f"assumes {item.value}"),
+            [(first.span, f"assumes {first.item.value}"), (value.span, f"`{owner.stage_name}` owns {owned}")],
+            notes=("each assumption is compiled into its stage; two of them pin the owner's choice twice",),
+            helps=(
+                f"rebuild `{entry.name}` for `{item.name} == {first.item.value}` (or `{first.stage_name}` for "
+                f"{item.value}), or read it as a parameter: `uses fact {item.name}: {item.type} as param …`",
+            ),
+            data={"fact": item.name, "assumed": item.value, "pinned": first.item.value},
+        )
 
     def _param(self, entry: StageEntry, item: A.UsesFact, fields: dict[str, A.ParamField]) -> Iterator[Diagnostic]:
         field = fields.get(item.param)

@@ -141,7 +141,7 @@ def test_a_fact_read_through_its_handle_and_no_field_is_an_assumption_of_the_own
     got = decided(composed(peer="    owns fact n: u32 = 8\n", facts=frozenset({"n"})))
     assert got[("fact", "n", "assumes")] == "8"
     got = decided(composed(peer="    owns fact n: u32 in 1..8\n", facts=frozenset({"n"})))
-    assert ("fact", "n", "assumes") not in got  # a range cannot be assumed (L-FACT)
+    assert ("fact", "n", "assumes") not in got  # no one value to assume: an assumption would pin one (L-FACT)
 
 
 def test_a_fact_the_others_use_and_none_owns_is_owned_here_with_an_assumed_value() -> None:

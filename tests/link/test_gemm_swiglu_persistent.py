@@ -140,13 +140,15 @@ def test_the_small_m_components_conform_under_strict(stem: str, tmp_path: Path) 
 def test_the_swapab_rows_of_x_are_the_producers_fact(tmp_path: Path) -> None:
     """The swap-AB mainloop and epilogue compile in wgmma's N, the rows of X a slot holds; the
     producer owns it. A producer that holds another number of rows makes both stale (L-FACT), each
-    at its own `assumes`: neither links against a slot it would misread."""
+    at its own `assumes`: neither links against a slot it would misread. The producer's sizes are
+    written from `x_rows` (specs/language.md §7.2): its one edit and its regenerated header conform."""
     folder = tmp_path / "persistent"
     shutil.copytree(FOLDER, folder, ignore=shutil.ignore_patterns("build"))
     contract = folder / "producer_swapab.kc"
     text = contract.read_text()
     assert text.count("owns fact x_rows: u32 = 32") == 1
     contract.write_text(text.replace("owns fact x_rows: u32 = 32", "owns fact x_rows: u32 = 16"))
+    assert main(["header", str(contract), "-o", str(folder / "kl_gemm_producer_swapab.h")]) == 0
     out = tmp_path / "out"
     assert main(["build", str(folder / "gemm_swiglu_persistent_swapab.kp"), "-o", str(out), "--no-server"]) != 0
     plan = json.loads((out / "link.json").read_text())

@@ -38,31 +38,31 @@ enum : unsigned { kl_gemm_producer_swapab_owned_x_rows = 32 };  // owns fact x_r
 
 extern "C" {
 // ---- handles (defined by the linker)
-__device__ unsigned kl_gemm_producer_swapab_producer_warp0();  // a role's first warp; producer_swapab.kc:16: role producer entry gs_producer_swapab_main warps 4 regs 40 warpgroup
-__device__ unsigned kl_gemm_producer_swapab_producer_regs();  // a register budget; producer_swapab.kc:16: role producer entry gs_producer_swapab_main warps 4 regs 40 warpgroup
-__device__ unsigned kl_gemm_producer_swapab_cluster_size();  // the CTAs of a cluster; producer_swapab.kc:17: cluster 1x1x1
-__device__ unsigned kl_gemm_producer_swapab_params_offset();  // a params offset; producer_swapab.kc:19: params GsSwapLoadParams size 32 align 8 {
-__device__ unsigned kl_gemm_producer_swapab_fact_x_rows();  // a fact's value; producer_swapab.kc:33: owns fact x_rows: u32 = 32
-__device__ unsigned kl_gemm_producer_swapab_fact_block_m();  // a fact's value; producer_swapab.kc:34: assumes fact block_m: u32 == 128
-__device__ unsigned kl_gemm_producer_swapab_fact_block_n();  // a fact's value; producer_swapab.kc:35: assumes fact block_n: u32 == 128
-__device__ unsigned kl_gemm_producer_swapab_fact_k_block();  // a fact's value; producer_swapab.kc:36: assumes fact k_block: u32 == 64
-__device__ unsigned kl_gemm_producer_swapab_operands_smem();  // a shared-memory offset; producer_swapab.kc:38: claim smem operands bytes 20KiB align 1024 per_slot kv use tma, swizzle128, wgmma
-__device__ unsigned kl_gemm_producer_swapab_operands_stride();  // a slot stride; producer_swapab.kc:38: claim smem operands bytes 20KiB align 1024 per_slot kv use tma, swizzle128, wgmma
-__device__ unsigned kl_gemm_producer_swapab_kv_depth();  // a ring depth; producer_swapab.kc:39: ring kv produce by producer {
-__device__ unsigned kl_gemm_producer_swapab_kv_full_bar();  // a full-barrier offset; producer_swapab.kc:39: ring kv produce by producer {
-__device__ unsigned kl_gemm_producer_swapab_kv_empty_bar();  // an empty-barrier offset; producer_swapab.kc:39: ring kv produce by producer {
-__device__ void kl_gemm_producer_swapab_kv_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; producer_swapab.kc:39: ring kv produce by producer {
-__device__ void kl_gemm_producer_swapab_kv_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; producer_swapab.kc:39: ring kv produce by producer {
-__device__ unsigned kl_gemm_producer_swapab_kv_full_count();  // a full-barrier arrival count; producer_swapab.kc:39: ring kv produce by producer {
-__device__ unsigned kl_gemm_producer_swapab_kv_empty_count();  // an empty-barrier arrival count; producer_swapab.kc:39: ring kv produce by producer {
-__device__ unsigned kl_gemm_producer_swapab_kv_operands_smem();  // ring kv: slot 0's offset of claim `operands`; producer_swapab.kc:39: ring kv produce by producer {
-__device__ unsigned kl_gemm_producer_swapab_kv_operands_stride();  // ring kv: slot stride of claim `operands`; producer_swapab.kc:39: ring kv produce by producer {
+__device__ unsigned kl_gemm_producer_swapab_producer_warp0();  // a role's first warp; producer_swapab.kc:18: role producer entry gs_producer_swapab_main warps 4 regs 40 warpgroup
+__device__ unsigned kl_gemm_producer_swapab_producer_regs();  // a register budget; producer_swapab.kc:18: role producer entry gs_producer_swapab_main warps 4 regs 40 warpgroup
+__device__ unsigned kl_gemm_producer_swapab_cluster_size();  // the CTAs of a cluster; producer_swapab.kc:19: cluster 1x1x1
+__device__ unsigned kl_gemm_producer_swapab_params_offset();  // a params offset; producer_swapab.kc:21: params GsSwapLoadParams size 32 align 8 {
+__device__ unsigned kl_gemm_producer_swapab_fact_x_rows();  // a fact's value; producer_swapab.kc:35: owns fact x_rows: u32 = 32
+__device__ unsigned kl_gemm_producer_swapab_fact_block_m();  // a fact's value; producer_swapab.kc:36: assumes fact block_m: u32 == 128
+__device__ unsigned kl_gemm_producer_swapab_fact_block_n();  // a fact's value; producer_swapab.kc:37: assumes fact block_n: u32 == 128
+__device__ unsigned kl_gemm_producer_swapab_fact_k_block();  // a fact's value; producer_swapab.kc:38: assumes fact k_block: u32 == 64
+__device__ unsigned kl_gemm_producer_swapab_operands_smem();  // a shared-memory offset; producer_swapab.kc:40: claim smem operands bytes 16KiB + x_rows * 128 align 1024 per_slot kv use tma, swizzle128, wgmma
+__device__ unsigned kl_gemm_producer_swapab_operands_stride();  // a slot stride; producer_swapab.kc:40: claim smem operands bytes 16KiB + x_rows * 128 align 1024 per_slot kv use tma, swizzle128, wgmma
+__device__ unsigned kl_gemm_producer_swapab_kv_depth();  // a ring depth; producer_swapab.kc:41: ring kv produce by producer {
+__device__ unsigned kl_gemm_producer_swapab_kv_full_bar();  // a full-barrier offset; producer_swapab.kc:41: ring kv produce by producer {
+__device__ unsigned kl_gemm_producer_swapab_kv_empty_bar();  // an empty-barrier offset; producer_swapab.kc:41: ring kv produce by producer {
+__device__ void kl_gemm_producer_swapab_kv_full_wait(unsigned slot, unsigned parity);  // a wait on a ring's full barrier; producer_swapab.kc:41: ring kv produce by producer {
+__device__ void kl_gemm_producer_swapab_kv_empty_wait(unsigned slot, unsigned parity);  // a wait on a ring's empty barrier; producer_swapab.kc:41: ring kv produce by producer {
+__device__ unsigned kl_gemm_producer_swapab_kv_full_count();  // a full-barrier arrival count; producer_swapab.kc:41: ring kv produce by producer {
+__device__ unsigned kl_gemm_producer_swapab_kv_empty_count();  // an empty-barrier arrival count; producer_swapab.kc:41: ring kv produce by producer {
+__device__ unsigned kl_gemm_producer_swapab_kv_operands_smem();  // ring kv: slot 0's offset of claim `operands`; producer_swapab.kc:41: ring kv produce by producer {
+__device__ unsigned kl_gemm_producer_swapab_kv_operands_stride();  // ring kv: slot stride of claim `operands`; producer_swapab.kc:41: ring kv produce by producer {
 // ---- what this stage defines (the linker calls these)
-__device__ void gs_producer_swapab_main(const GsSwapLoadParams* params, unsigned char* smem);  // producer_swapab.kc:16: role producer entry gs_producer_swapab_main warps 4 regs 40 warpgroup
-__device__ void gemm_producer_swapab_kv_init(const GsSwapLoadParams* params, unsigned char* smem);  // producer_swapab.kc:39: ring kv produce by producer {
+__device__ void gs_producer_swapab_main(const GsSwapLoadParams* params, unsigned char* smem);  // producer_swapab.kc:18: role producer entry gs_producer_swapab_main warps 4 regs 40 warpgroup
+__device__ void gemm_producer_swapab_kv_init(const GsSwapLoadParams* params, unsigned char* smem);  // producer_swapab.kc:41: ring kv produce by producer {
 // ---- call trampolines (the linker defines them to call the export)
-__device__ void gs_producer_swapab_sched_init(void*, void*);  // producer_swapab.kc:30: call gs_sched_init (ptr, ptr) -> void as gs_producer_swapab_sched_init from role producer
-__device__ bool gs_producer_swapab_sched_next(void*, void*);  // producer_swapab.kc:31: call gs_sched_next (ptr, ptr) -> bool as gs_producer_swapab_sched_next from role producer
+__device__ void gs_producer_swapab_sched_init(void*, void*);  // producer_swapab.kc:32: call gs_sched_init (ptr, ptr) -> void as gs_producer_swapab_sched_init from role producer
+__device__ bool gs_producer_swapab_sched_next(void*, void*);  // producer_swapab.kc:33: call gs_sched_next (ptr, ptr) -> bool as gs_producer_swapab_sched_next from role producer
 }  // extern "C"
 
 // ---- typed helpers over the handles (shared-memory offsets from the dynamic base); macros, so the
