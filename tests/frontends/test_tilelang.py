@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from contract_lang import ast as A
 from contract_lang.parser import parse_text
 from contract_lang.printer import print_node
 from diagnostics import DiagnosticError
+from kernlink.builder.incremental import build
 from kernlink.cli import main
 from package.manifest import read_stage_package
 from packing.frontends import tilelang
@@ -303,6 +305,43 @@ def test_the_register_route_links_and_is_its_one_unit_build(tmp_path: Path) -> N
     assert "warps  12 warps = 384 threads" in linkmap and "staging" not in linkmap
     assert main(["parity", str(pipeline), "-o", str(tmp_path / "parity"), "--no-sass"]) == 0
     assert json.loads((tmp_path / "parity" / "parity.json").read_text())["proved"] is True
+
+
+@pytest.mark.toolchain
+@pytest.mark.skipif(tilelang.has_tilelang(), reason="TileLang lowers here: the build packs a TileLang stage every time")
+def test_kernlink_build_builds_the_register_route_as_it_is_packed_by_hand(tmp_path: Path) -> None:
+    """One command from a clean folder: the mainloop from ../mainloop.cu with GEMM_MMA_EPILOGUE (its
+    recipe, tilelang/mainloop_regs.flags) and the TileLang callable from its lowering record give the
+    packages and the cubin of the hand-packed route; an edit of either's input repacks that one only."""
+    by_hand, built = tmp_path / "by_hand" / "gemm_swiglu", tmp_path / "built" / "gemm_swiglu"
+    for root in (by_hand, built):
+        shutil.copytree(EXAMPLES / "gemm_swiglu", root, ignore=shutil.ignore_patterns("build", "persistent"))
+    tl = by_hand / "tilelang"
+    assert main(["pack", str(tl / "epilogue_regs.py"), "--contract", str(tl / "epilogue_regs.kc")]) == 0
+    mainloop = ["pack", str(by_hand / "mainloop.cu"), "--contract", str(tl / "mainloop_regs.kc")]
+    assert main([*mainloop, "-D", "GEMM_MMA_EPILOGUE", "-o", str(tl / "build" / "mainloop_regs.kpkg")]) == 0
+    assert main(["link", str(tl / "regs" / "gemm_swiglu_tilelang_regs.kp"), "-o", str(tmp_path / "by_hand_out")]) == 0
+    pipeline = built / "tilelang" / "regs" / "gemm_swiglu_tilelang_regs.kp"
+    assert main(["build", str(pipeline), "-o", str(tmp_path / "built_out"), "--no-server"]) == 0
+    for package in ("mainloop_regs.kpkg", "epilogue_regs.kpkg"):
+        assert (built / "tilelang" / "build" / package).read_bytes() == (tl / "build" / package).read_bytes()
+    cubin = (tmp_path / "built_out" / "kernel.cubin").read_bytes()
+    assert cubin == (tmp_path / "by_hand_out" / "kernel.cubin").read_bytes()
+
+    def actions() -> list[str]:
+        time.sleep(0.05)  # a file saved within a clock tick of a compile is not trusted (incremental._settled)
+        result, _ = build(pipeline, tmp_path / "built_out")
+        assert result.ok, [d.message for d in result.diagnostics]
+        return [s.action for s in result.steps]
+
+    assert actions() == ["reused", "reused"]
+    record = built / "tilelang" / "epilogue_regs.tilelang.json"
+    record.write_text(record.read_text() + "\n")  # the same record, other bytes: the key is the bytes
+    assert actions() == ["reused", "packed"]
+    source = built / "mainloop.cu"
+    source.write_text(source.read_text() + "\n// edited\n")
+    assert actions() == ["packed", "reused"]
+    assert (tmp_path / "built_out" / "kernel.cubin").read_bytes() == cubin
 
 
 @pytest.mark.skipif(not os.environ.get("KERNLINK_TILELANG_PYTHON"), reason="KERNLINK_TILELANG_PYTHON names no TileLang")
