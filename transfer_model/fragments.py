@@ -8,6 +8,8 @@ same one. So a pair is accepted only when element type and tile agree (L-DTYPE, 
 maps are exact over the same group of threads (L-MAP), and no element the callable demands at
 ``(t, p)`` is held anywhere else by the caller (L-ROUTE, with the witness). A fragment one side
 states and the other does not is L-TENSOR: the callable would read registers nobody vouched for.
+A pair the solver cannot decide within its budget is E-SOLVER-UNKNOWN of L-ROUTE on both lines:
+an error (never a pass), worded as undecided, not as a refutation.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from checker.resolve import serving_exports
 from contract_lang import ast as A
 from contract_lang.expr import Name
 from diagnostics.model import Diagnostic, Label
+from solver.diagnostic import unknown_diagnostic
 from transfer_model import exprs as ex
 from transfer_model.adapter import layout_map
 from transfer_model.library import LibraryError
 from transfer_model.maps import REGS, point_text
 from transfer_model.primitives import Seam
 from transfer_model.routes import check_maps, seam_labels
+from transfer_model.smt import DEFAULT_RLIMIT
 from transfer_model.tensors import RoleThreads, TensorExport, TensorImport, check_identity
 
 Frag = Owned[A.Fragment]
@@ -146,8 +150,9 @@ def _missing(frag: A.Fragment) -> list[Diagnostic]:
     ]
 
 
-def prove(passed: A.Fragment, taken: A.Fragment) -> list[Diagnostic]:
-    """One pair: identity, both maps, then every demanded element in the same thread and register."""
+def prove(passed: A.Fragment, taken: A.Fragment, rlimit: int = DEFAULT_RLIMIT) -> list[Diagnostic]:
+    """One pair: identity, both maps, then every demanded element in the same thread and register;
+    ``rlimit`` bounds each solver query (the transfer model's budget, as for a seam's routes)."""
     absent = _missing(passed) + _missing(taken)
     if absent or passed.map is None or taken.map is None or passed.elem is None:
         return absent
@@ -189,10 +194,10 @@ def prove(passed: A.Fragment, taken: A.Fragment) -> list[Diagnostic]:
         group,
         span=taken.span,
     )
-    found = check_identity(export, imp) or check_maps(export, imp)
+    found = check_identity(export, imp) or check_maps(export, imp, rlimit)
     if found:
         return list(found)
-    return _same_registers(Seam(export, imp), taken.callable)
+    return _same_registers(Seam(export, imp, rlimit), taken.callable)
 
 
 def _same_registers(seam: Seam, callable_: str) -> list[Diagnostic]:
@@ -204,14 +209,17 @@ def _same_registers(seam: Seam, callable_: str) -> list[Diagnostic]:
     export, imp = seam.export, seam.imp
     labels = seam_labels(export, imp)
     what = f"fragment `{imp.name}` passed to `{callable_}`"
-    if answer.verdict.unknown:
+    if answer.verdict.unknown:  # undecided, never refuted nor passed: E-SOLVER-UNKNOWN of L-ROUTE
         return [
-            Diagnostic(
-                l_route.CODE,
-                f"{what}: the solver could not decide whether every register arrives where the callable reads it "
-                f"({answer.verdict.reason})",
-                labels=labels,
-                helps=("state both maps in closed form with small extents",),
+            unknown_diagnostic(
+                l_route.CODE.value,
+                f"{what}: the solver could not decide whether every register arrives where the callable reads it",
+                labels,
+                more_notes=(f"solver: {answer.verdict.reason}",),
+                helps=(
+                    "state both maps in closed form with small extents, or the callable's `demand` as the caller's "
+                    "`placement` itself (the same library map)",
+                ),
             )
         ]
     if answer.verdict.unsat:
