@@ -55,11 +55,12 @@ def composed(
     facts: frozenset[str] = frozenset(),
     also: tuple[A.Stage, ...] = (),
     prefix: str = "t_mine",
+    indexed: dict[str, int] | None = None,
 ) -> Draft:
     stage = _stage(MINE % mine)
     notes = tuple(Undecided(k, "open", 0) for k in open_keys)
     comp = Composition(_pipeline(pipeline), (_stage(PEER % peer), *also))
-    got = compose(stage, notes, comp, CodeView(bars or {}, facts), prefix, "mine")
+    got = compose(stage, notes, comp, CodeView(bars or {}, facts, indexed or {}), prefix, "mine")
     return Draft(*got)
 
 
@@ -229,3 +230,34 @@ def test_the_phases_the_others_assume_are_the_interpreters_in_the_one_order_they
     declares = _stage('stage "t.third" version "1.0.0" {\n    phases exclusive a, b\n}\n')
     got = decided(composed(peer=peer, also=(declares,), pipeline=pipeline))  # another stage is the interpreter
     assert not any(k[0] == "phases" for k in got)
+
+
+def test_a_counter_the_code_indexes_and_no_other_stage_claims_is_claimed_here_with_its_scope() -> None:
+    mine = "    counter c produce by mine scope gpu {\n        add 1\n    }\n"
+    got = composed(mine=mine, peer="    counter c consume by peer scope gpu\n", indexed={"c": 7})
+    claims = [i for i in got.stage.items if isinstance(i, A.CounterClaim)]
+    assert claims == [A.CounterClaim("c", None, "gpu")]
+    assert decided(got)[("claim counter", "c", "scope")] == "gpu"
+    slots = next(u for u in got.undecided if u.key == ("claim counter", "c", "slots"))
+    assert slots.line == 7 and "the code's index" in slots.why
+    assert any(c.key == ("claim counter", "c", "claim") for c in got.composed)
+
+
+def test_a_counter_another_stage_claims_or_the_code_does_not_index_is_not_claimed() -> None:
+    mine = "    counter c produce by mine scope gpu {\n        add 1\n    }\n"
+    peer = "    claim counter c slots 4 scope gpu\n    counter c consume by peer scope gpu\n"
+    for draft in (
+        composed(mine=mine, peer=peer, indexed={"c": 7}),
+        composed(mine=mine, peer="    counter c consume by peer scope gpu\n"),
+    ):
+        assert not any(isinstance(i, A.CounterClaim) for i in draft.stage.items)
+        assert not any(k[0] == "claim counter" for k in draft.undecided_keys())
+
+
+def test_an_indexed_counter_is_not_claimed_before_every_other_stage_was_read() -> None:
+    """A deduction from what none of the others states needs them all (the pipeline's second use unread)."""
+    mine = "    counter c produce by mine scope gpu {\n        add 1\n    }\n"
+    stage = _stage(MINE % mine)
+    pipeline = _pipeline()
+    got = Draft(*compose(stage, (), Composition(pipeline, ()), CodeView({}, frozenset(), {"c": 7}), "t_mine", "mine"))
+    assert not any(isinstance(i, A.CounterClaim) for i in got.stage.items)
