@@ -99,6 +99,17 @@ def check_alone(comp: Composition, rlimit: int = DEFAULT_RLIMIT) -> list[Diagnos
     return out
 
 
+def check_stage(stage: A.Stage, source: str, rlimit: int = DEFAULT_RLIMIT) -> list[Diagnostic]:
+    """:func:`check_alone` for one stage as `kernlink pack` reads it: before any composition."""
+    from checker.resolve import resolve
+    from package.loader import StageEntry, implicit_pipeline
+
+    if not any(isinstance(i, A.Fragment) for i in stage.items):
+        return []
+    pipeline = implicit_pipeline([stage], stage.name, stage.span)
+    return check_alone(resolve(pipeline, source, [StageEntry(stage, source, None)]), rlimit)
+
+
 def _one_side(frag: A.Fragment, rlimit: int) -> list[Diagnostic]:
     """One side's own fragment: stated whole, a register map over whole warps, exact over its tile."""
     absent = _missing(frag)

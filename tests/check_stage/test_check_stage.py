@@ -131,3 +131,24 @@ def test_a_fragment_a_pair_reaches_is_not_checked_twice() -> None:
     found = sorted((d.code, d.message) for d in result.diagnostics if d.is_error)
     assert [code for code, _ in found] == ["L-MAP", "L-MAP"], found
     assert all(message.startswith("demand of `acc`") for _, message in found), found
+
+
+_CALLABLE = 'extern "C" __device__ void swiglu_regs_impl(const float* acc, float* out) { out[threadIdx.x] = acc[0]; }\n'
+
+
+@pytest.mark.toolchain
+def test_pack_reports_a_callables_own_fragment_defect(tmp_path: Path) -> None:
+    """`kernlink pack` of the callable: its fragment's own defect is a warning (the package is written,
+    as pack's other contract findings), an error under `--strict` (none is); its twin packs strictly."""
+    source = tmp_path / "c.cu"
+    source.write_text(_CALLABLE)
+    bad = ["pack", str(source), "--contract", str(DATA / "fail_fragment_alone_inexact.kc"), "--color", "never"]
+    done = _kernlink(*bad, "-o", str(tmp_path / "warned.kpkg"))
+    assert done.returncode == 0 and (tmp_path / "warned.kpkg").is_file(), done.stderr
+    assert "warning[L-MAP]: demand of fragment `acc` never demands element" in done.stdout + done.stderr
+    done = _kernlink(*bad, "-o", str(tmp_path / "strict.kpkg"), "--strict")
+    assert done.returncode == 1 and not (tmp_path / "strict.kpkg").exists()
+    assert "error[L-MAP]: demand of fragment `acc` never demands element" in done.stdout + done.stderr
+    good = ["pack", str(source), "--contract", str(DATA / "pass_fragment_alone.kc"), "--strict"]
+    done = _kernlink(*good, "-o", str(tmp_path / "good.kpkg"))
+    assert done.returncode == 0 and "warning" not in done.stdout + done.stderr, done.stdout + done.stderr
