@@ -308,7 +308,10 @@ def test_the_register_route_links_and_is_its_one_unit_build(tmp_path: Path) -> N
 
 
 @pytest.mark.toolchain
-@pytest.mark.skipif(tilelang.has_tilelang(), reason="TileLang lowers here: the build packs a TileLang stage every time")
+@pytest.mark.skipif(
+    tilelang.has_tilelang() or bool(os.environ.get("KERNLINK_TILELANG_PYTHON")),
+    reason="TileLang lowers here: the build packs a TileLang stage every time",
+)
 def test_kernlink_build_builds_the_register_route_as_it_is_packed_by_hand(tmp_path: Path) -> None:
     """One command from a clean folder: the mainloop from ../mainloop.cu with GEMM_MMA_EPILOGUE (its
     recipe, tilelang/mainloop_regs.flags) and the TileLang callable from its lowering record give the
@@ -379,3 +382,17 @@ def test_the_link_refuses_a_mainloop_that_passes_another_register_order(
     said = out + err
     assert "error[L-ROUTE]: fragment `acc` passed to `swiglu_regs`" in said
     assert "epilogue_regs.kpkg!contract.kc" in said and "mainloop_regs.kpkg!contract.kc" in said
+
+
+def test_a_stage_its_front_end_lowers_here_is_never_reused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No build record keys an installed TileLang's version: a stage it lowers is packed by every build;
+    one lowered from its committed record is keyed by that record's bytes."""
+    from kernlink.builder import incremental
+
+    stage = STAGE / "epilogue_regs.py"
+    monkeypatch.delenv("KERNLINK_TILELANG_PYTHON", raising=False)
+    monkeypatch.setattr(tilelang, "has_tilelang", lambda: False)
+    assert not incremental._lowered_live(stage) and not incremental._lowered_live(EXAMPLES / "ring" / "reduce.cu")
+    assert incremental._lowering_inputs(stage) == [STAGE / "epilogue_regs.tilelang.json"]
+    monkeypatch.setenv("KERNLINK_TILELANG_PYTHON", "python3")
+    assert incremental._lowered_live(stage) and not incremental._lowered_live(EXAMPLES / "ring" / "reduce.cu")
