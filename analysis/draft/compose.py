@@ -25,6 +25,8 @@ stage agree on:
 - a counter endpoint's scope: the other endpoint's (L-PAIR); a counter the code indexes (a slot
   other than 0) that no other stage claims: this stage's ``claim counter`` with its endpoints'
   scope (an unclaimed counter is one word), its slots undecided;
+- a ``per_slot R`` claim the code reaches through ring ``R``'s handle (``P_R_<claim>_smem``) that no
+  other stage declares: this stage's, its bytes and alignment undecided;
 - the interpreter's ``phases exclusive …``: the phases the other stages assume exclusive, where
   none of them declares phases (L-PHASE: one stage declares them all in one line), in the one
   order their assumptions share (a phase none assumes is not shown: the comment says so);
@@ -66,6 +68,8 @@ class CodeView:
     fact_handles: frozenset[str]
     #: counters the code adds to or waits on at a slot other than 0, with the PTX line of the first such call
     indexed_counters: Mapping[str, int] = field(default_factory=dict)
+    #: (ring, claim) of each ring-slot handle the code reads (``P_R_<claim>_smem``), with its PTX line
+    ring_slots: Mapping[tuple[str, str], int] = field(default_factory=dict)
 
 
 def own_use(pipeline: A.Pipeline, prefix_name: str, stem: str) -> A.Use | None:
@@ -402,6 +406,31 @@ class _Pass:
             if scope is None:
                 self.notes.append(Undecided((*key, "scope"), f"counter `{name}`'s scope", line, at))
 
+    def slot_claims(self) -> None:
+        """A ``per_slot R`` claim the code reaches through ring ``R``'s handle (``P_R_<claim>_smem``, specs/
+        handles.md: the claim of any stage of the composition) that no other stage declares: this stage's.
+        Its bytes and alignment stay undecided (the code reaches it by a run-time stride)."""
+        if not self.complete:
+            return
+        theirs = {i.name for _, i in self.others(A.SmemClaim) if isinstance(i, A.SmemClaim)}
+        for (ring, claim), line in sorted(self.code.ring_slots.items()):
+            mine = [i for i in self.items if isinstance(i, A.SmemClaim) and i.name == claim]
+            rings = [i for i in self.items if isinstance(i, A.Ring) and i.name == ring]
+            if claim in theirs or mine or not rings:
+                continue
+            at = max((k for k, i in enumerate(self.items) if isinstance(i, A.SmemClaim)), default=-1) + 1
+            self.insert(at, A.SmemClaim(claim, per_slot=ring))
+            key = ("claim smem", claim)
+            self.note(
+                (*key, "per_slot"),
+                f"claim `{claim}`, per slot of ring `{ring}`: the code reaches it through the ring's handle and no "
+                "other stage declares it",
+                self.comp.pipeline.span,
+                at,
+            )
+            for what, word in (("bytes", "bytes"), ("align", "alignment")):
+                self.notes.append(Undecided((*key, what), f"the {word} of `{claim}`", line, at))
+
     def inits(self) -> None:
         items = self.items
         open_keys = {n.key for n in self.notes}
@@ -503,6 +532,7 @@ def compose(
     run.tensors()
     run.counters()
     run.counter_claims()
+    run.slot_claims()
     run.inits()
     run.phases()
     return run.stage, tuple(run.notes), tuple(run.composed)

@@ -214,7 +214,11 @@ class _Builder:
                 s.detail for e in self.entries for s in self._sites(e, "bar") if bar_id in s.handles
             )
         facts = frozenset(h.item for h in self.handles.values() if h.kind == "fact")
-        return CodeView(modes, facts, self._indexed_counters())
+        ring_slots: dict[tuple[str, str], int] = {}  # (ring, claim) of each `P_R_<claim>_smem`/`_stride` read
+        for h in sorted(self.handles.values(), key=lambda h: h.symbol):
+            if h.kind == "ring-slot":
+                ring_slots.setdefault((h.item, h.what), self._line(h.symbol))
+        return CodeView(modes, facts, self._indexed_counters(), ring_slots)
 
     def _indexed_counters(self) -> dict[str, int]:
         """Each counter whose add or wait handle the code calls at a slot other than 0 (a run-time index or

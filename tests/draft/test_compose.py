@@ -56,11 +56,12 @@ def composed(
     also: tuple[A.Stage, ...] = (),
     prefix: str = "t_mine",
     indexed: dict[str, int] | None = None,
+    ring_slots: dict[tuple[str, str], int] | None = None,
 ) -> Draft:
     stage = _stage(MINE % mine)
     notes = tuple(Undecided(k, "open", 0) for k in open_keys)
     comp = Composition(_pipeline(pipeline), (_stage(PEER % peer), *also))
-    got = compose(stage, notes, comp, CodeView(bars or {}, facts, indexed or {}), prefix, "mine")
+    got = compose(stage, notes, comp, CodeView(bars or {}, facts, indexed or {}, ring_slots or {}), prefix, "mine")
     return Draft(*got)
 
 
@@ -261,3 +262,25 @@ def test_an_indexed_counter_is_not_claimed_before_every_other_stage_was_read() -
     pipeline = _pipeline()
     got = Draft(*compose(stage, (), Composition(pipeline, ()), CodeView({}, frozenset(), {"c": 7}), "t_mine", "mine"))
     assert not any(isinstance(i, A.CounterClaim) for i in got.stage.items)
+
+
+def test_a_slot_claim_the_code_reaches_through_its_ring_and_no_other_stage_declares_is_this_stages() -> None:
+    mine = "    ring h produce by mine {\n        depth 2\n    }\n"
+    got = composed(
+        mine=mine, peer="    ring h consume by peer {\n        full wait\n    }\n", ring_slots={("h", "act_in"): 44}
+    )
+    claims = [i for i in got.stage.items if isinstance(i, A.SmemClaim)]
+    assert claims == [A.SmemClaim("act_in", per_slot="h")]
+    assert decided(got)[("claim smem", "act_in", "per_slot")] == "h"
+    assert {("claim smem", "act_in", "bytes"), ("claim smem", "act_in", "align")} <= got.undecided_keys()
+
+
+def test_a_slot_claim_another_stage_declares_or_of_a_ring_this_stage_lacks_is_not_claimed() -> None:
+    mine = "    ring h produce by mine {\n        depth 2\n    }\n"
+    peer = "    claim smem act_in bytes 1KiB per_slot h\n    ring h consume by peer {\n        full wait\n    }\n"
+    for draft in (
+        composed(mine=mine, peer=peer, ring_slots={("h", "act_in"): 44}),
+        composed(peer="    ring h consume by peer {\n        full wait\n    }\n", ring_slots={("h", "act_in"): 44}),
+    ):
+        assert not any(isinstance(i, A.SmemClaim) for i in draft.stage.items)
+        assert not any(k[0] == "claim smem" for k in draft.undecided_keys())
