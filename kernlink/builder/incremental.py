@@ -5,8 +5,9 @@ every ``use … from "build/<stem>.kpkg"`` of the pipeline, the component's cont
 ``<stem>.kc`` and its compile flags ``<stem>.flags`` (kernlink/builder/flags.py; optional) in the
 folder above ``build/`` (where ``kernlink pack`` puts a package by default), and its source the one
 the flags file names with ``--source``, else ``<stem>.cu``, else a TileLang or Triton stage
-``<stem>.py`` there (whose lowering record ``<stem>.tilelang.json``, when TileLang is not installed,
-is keyed with it).
+``<stem>.py`` there. Its lowering record (``<stem>.tilelang.json`` / ``<stem>.triton.json``) is keyed
+with it; where the front end itself is installed and lowers it, no record keys its version and the
+stage is packed by every build.
 
 A package is reused when its *build record* (``<stem>.kpkg.key``, JSON, written after each
 pack) still holds: its key is a sha256 over kernlink's version, the compiler, the toolkit
@@ -115,24 +116,25 @@ def component_of(package: Path, sources: SourceMap | None = None) -> Component:
 
 
 def _lowering_inputs(source: Path) -> list[Path]:
-    """The files a front end reads for ``source`` besides it (packing/frontends): a TileLang stage's
-    lowering record when no TileLang lowers it here."""
+    """The files a front end reads for ``source`` besides it (packing/frontends): a TileLang or Triton
+    stage's lowering record ``<stem>.tilelang.json`` / ``<stem>.triton.json``."""
     from packing.frontends import tilelang, triton
 
-    if source.suffix != ".py" or triton.is_stage(source) or not tilelang.is_stage(source):
+    if source.suffix != ".py":
         return []
-    return [source.with_name(source.name[: -len(tilelang.SUFFIX)] + tilelang.RECORD_SUFFIX)]
+    suffix = triton.RECORD_SUFFIX if triton.is_stage(source) else tilelang.RECORD_SUFFIX
+    return [source.with_name(source.stem + suffix)]
 
 
 def _lowered_live(source: Path) -> bool:
-    """``source`` is lowered by a front end installed here (TileLang, Triton), whose version no build
-    record keys: such a package is packed again by every build."""
+    """``source`` is lowered by a front end installed here (TileLang, Triton) rather than read from its
+    record, and no build record keys that front end's version: such a package is packed by every build."""
     from packing.frontends import tilelang, triton
 
     if source.suffix != ".py":
         return False
     if triton.is_stage(source):
-        return True
+        return bool(os.environ.get("KERNLINK_TRITON_PYTHON")) or triton.has_triton()
     return bool(os.environ.get("KERNLINK_TILELANG_PYTHON")) or tilelang.has_tilelang()
 
 

@@ -24,7 +24,7 @@ from diagnostics import DiagnosticError
 from kernlink.builder.incremental import build
 from kernlink.cli import main
 from package.manifest import read_stage_package
-from packing.frontends import tilelang
+from packing.frontends import tilelang, triton
 from packing.pack import choose_stage, pack
 from tests.link.examples import EXAMPLES
 
@@ -396,3 +396,10 @@ def test_a_stage_its_front_end_lowers_here_is_never_reused(monkeypatch: pytest.M
     assert incremental._lowering_inputs(stage) == [STAGE / "epilogue_regs.tilelang.json"]
     monkeypatch.setenv("KERNLINK_TILELANG_PYTHON", "python3")
     assert incremental._lowered_live(stage) and not incremental._lowered_live(EXAMPLES / "ring" / "reduce.cu")
+    triton_stage = EXAMPLES / "triton" / "act" / "silu_mul.py"
+    assert incremental._lowering_inputs(triton_stage) == [triton_stage.with_name("silu_mul.triton.json")]
+    monkeypatch.delenv("KERNLINK_TRITON_PYTHON", raising=False)
+    monkeypatch.setattr(triton, "has_triton", lambda: False)
+    assert not incremental._lowered_live(triton_stage)
+    monkeypatch.setenv("KERNLINK_TRITON_PYTHON", "python3")
+    assert incremental._lowered_live(triton_stage)
