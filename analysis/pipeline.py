@@ -25,6 +25,7 @@ from checker.memo import Memo
 from checker.policy import MODEL_CODES
 from checker.protocol.check import ModelOptions
 from checker.resolve import resolve
+from contract_lang import ast as A
 from diagnostics.model import Diagnostic, Label, sort_diagnostics
 from diagnostics.sources import SourceMap
 from diagnostics.symbols import Code
@@ -142,8 +143,20 @@ def clause_diagnostics(comp: Composition, ctx: AnalysisContext, found: Sequence[
         [
             *(d for d in first if d.code in codes),
             *run_clauses(comp, [c for c in ctx.clauses if c.code not in RESOLUTION], ctx.options, ctx.memo),
+            *_lone_fragments(comp, codes),
         ]
     )
+
+
+def _lone_fragments(comp: Composition, codes: frozenset[str]) -> list[Diagnostic]:
+    """The register fragments no pair of ``comp`` reaches, each checked on its own side
+    (transfer_model.fragments.check_alone): what a stage checked alone can decide of them. Under
+    the selection: an undecided query stays whatever clause it belongs to."""
+    if not any(True for _ in comp.items(A.Fragment)):
+        return []
+    from transfer_model.fragments import check_alone
+
+    return [d for d in check_alone(comp) if d.code in codes or dict(d.data).get("clause") in codes]
 
 
 def _downstream(comp: Composition, ctx: AnalysisContext) -> Downstream:

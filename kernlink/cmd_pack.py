@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 
-from diagnostics.model import DiagnosticError
+from diagnostics.model import Diagnostic, DiagnosticError, Severity
 from diagnostics.sources import SourceMap
 from kernlink.exit_codes import EXIT_OK
 from kernlink.output import color, diagnostics_json, emit, report
@@ -58,6 +59,9 @@ def cmd_pack(args: argparse.Namespace) -> int:
     from packing.pack import CompileFlags, pack
 
     sources = _sources(args.source, args.contract)
+    own = _fragments(args)
+    if args.strict and any(d.is_error for d in own):
+        return report([d for d in own if d.is_error], sources, args)
     defines = tuple((d.partition("=")[0], d.partition("=")[2] or "1") for d in args.define)
     flags = CompileFlags(
         tuple(Path(d).resolve() for d in args.include), defines, args.std, args.cutlass, not args.no_source
@@ -74,6 +78,8 @@ def cmd_pack(args: argparse.Namespace) -> int:
         )
     except DiagnosticError as err:
         return report(err.diagnostics, sources, args)
+    if own:
+        result = dataclasses.replace(result, warnings=(*own, *result.warnings))
     if args.format == "json":
         print(
             json.dumps(
@@ -106,6 +112,28 @@ def cmd_pack(args: argparse.Namespace) -> int:
         )
     )
     return EXIT_OK
+
+
+def _fragments(args: argparse.Namespace) -> list[Diagnostic]:
+    """The register fragments of the stage packed, each checked on its own side
+    (transfer_model.fragments.check_alone): what an owner can learn before composing. Warnings, as
+    pack's other findings about the contract; under ``--strict`` errors, and no package is written.
+    A contract that does not read is pack's to report."""
+    from contract_lang import ast as A
+    from packing.pack import choose_stage
+
+    try:
+        stage = choose_stage(args.contract, args.stage)
+    except (DiagnosticError, OSError):
+        return []
+    if not any(isinstance(i, A.Fragment) for i in stage.items):
+        return []
+    from transfer_model.fragments import check_stage
+
+    found = check_stage(stage, args.contract)
+    if args.strict:
+        return found
+    return [dataclasses.replace(d, severity=Severity.WARNING) if d.is_error else d for d in found]
 
 
 def _sources(*paths: str) -> SourceMap:

@@ -8,6 +8,8 @@ same one. So a pair is accepted only when element type and tile agree (L-DTYPE, 
 maps are exact over the same group of threads (L-MAP), and no element the callable demands at
 ``(t, p)`` is held anywhere else by the caller (L-ROUTE, with the witness). A fragment one side
 states and the other does not is L-TENSOR: the callable would read registers nobody vouched for.
+A pair the solver cannot decide within its budget is E-SOLVER-UNKNOWN of L-ROUTE on both lines:
+an error (never a pass), worded as undecided, not as a refutation.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from checker.resolve import serving_exports
 from contract_lang import ast as A
 from contract_lang.expr import Name
 from diagnostics.model import Diagnostic, Label
+from solver.diagnostic import unknown_diagnostic
 from transfer_model import exprs as ex
 from transfer_model.adapter import layout_map
 from transfer_model.library import LibraryError
-from transfer_model.maps import REGS, point_text
+from transfer_model.maps import REGS, check_map, point_text
 from transfer_model.primitives import Seam
 from transfer_model.routes import check_maps, seam_labels
+from transfer_model.smt import DEFAULT_RLIMIT
 from transfer_model.tensors import RoleThreads, TensorExport, TensorImport, check_identity
 
 Frag = Owned[A.Fragment]
@@ -52,6 +56,89 @@ def check_fragments(comp: Composition) -> list[Diagnostic]:
                 if f.item.side == "import" and f.stage is exp.stage and f.item.callable == exp.item.name
             }
             out += _pair(call, exp, taken, passed, stray, comp)
+    return out
+
+
+def check_alone(comp: Composition, rlimit: int = DEFAULT_RLIMIT) -> list[Diagnostic]:
+    """Each fragment no pair of this composition reaches, checked on its own side: a callable's stage
+    checked alone (`kernlink check --stage`), or a caller whose callable is not in it, learns before
+    composing what its own lines get wrong. It names a callable its stage exports (calls), states
+    elem, tile and map, its map is a register map over whole warps and exact over its tile (L-MAP,
+    as the pair's proof would find it), a callable's signature has a pointer for each fragment it
+    takes, and a calling role is a whole number of the map's groups. A fragment a pair reaches is
+    :func:`check_fragments`' (after placement): one mistake, one diagnostic."""
+    frags = list(comp.items(A.Fragment))
+    served = {id(e) for call in comp.calls for e in serving_exports(comp, call)}
+    calls_served = {id(call) for call in comp.calls if serving_exports(comp, call)}
+    out: list[Diagnostic] = []
+    lone_imports: dict[tuple[int, str], list[Frag]] = {}
+    for frag in frags:
+        if frag.item.side == "import":
+            exports = [e for e in comp.exports.get(frag.item.callable, ()) if e.stage is frag.stage]
+            if any(id(e) in served for e in exports):
+                continue
+        else:
+            calls = [c for c in comp.calls if _of_call(frag, c)]
+            if any(id(c) in calls_served for c in calls):
+                continue
+        stray = _declared(comp, frag)
+        if stray:
+            out += stray
+            continue
+        own = _one_side(frag.item, rlimit)
+        out += own
+        if own:
+            continue
+        if frag.item.side == "import":
+            lone_imports.setdefault((id(frag.stage), frag.item.callable), []).append(frag)
+        else:
+            for call in (c for c in comp.calls if _of_call(frag, c)):
+                out += _role_groups(comp, call, frag.item)
+    for taken in lone_imports.values():
+        out += _pointers(comp, taken)
+    return out
+
+
+def check_stage(stage: A.Stage, source: str, rlimit: int = DEFAULT_RLIMIT) -> list[Diagnostic]:
+    """:func:`check_alone` for one stage as `kernlink pack` reads it: before any composition."""
+    from checker.resolve import resolve
+    from package.loader import StageEntry, implicit_pipeline
+
+    if not any(isinstance(i, A.Fragment) for i in stage.items):
+        return []
+    pipeline = implicit_pipeline([stage], stage.name, stage.span)
+    return check_alone(resolve(pipeline, source, [StageEntry(stage, source, None)]), rlimit)
+
+
+def _one_side(frag: A.Fragment, rlimit: int) -> list[Diagnostic]:
+    """One side's own fragment: stated whole, a register map over whole warps, exact over its tile."""
+    absent = _missing(frag)
+    if absent or frag.map is None:
+        return absent
+    try:
+        layout = layout_map(frag.map)
+    except (LibraryError, ValueError) as err:
+        return [l_map.unreadable(str(err).rstrip("."), frag.map.span)]
+    word = "demand" if frag.side == "import" else "placement"
+    if layout.kind != REGS:
+        return [l_map.demand_not_registers(f"fragment `{frag.name}`", layout.kind, layout.span)]
+    threads = layout.thread[1]
+    if threads < 32 or threads % 32:
+        return [l_map.fragment_threads(frag.name, frag.callable, word, threads, layout.span)]
+    tile = tuple((d.name, d.extent) for d in frag.tile)
+    return check_map(layout, tile, what=f"{word} of fragment `{frag.name}`", rlimit=rlimit)
+
+
+def _pointers(comp: Composition, taken: list[Frag]) -> list[Diagnostic]:
+    """A callable passed its fragments as pointers has at least as many `ptr` parameters as fragments."""
+    first = taken[0]
+    exports = [e for e in comp.exports.get(first.item.callable, ()) if e.stage is first.stage]
+    out: list[Diagnostic] = []
+    for exp in exports:
+        pointers = sum(1 for p in exp.item.signature.params if p == "ptr")
+        if pointers < len(taken):
+            names = sorted(f.item.name for f in taken)
+            out.append(l_tensor.fragment_pointers(exp.item.name, names, pointers, exp.span, first.span))
     return out
 
 
@@ -128,8 +215,10 @@ def _role_groups(comp: Composition, call: Owned[A.Call], taken: A.Fragment) -> l
     threads = layout.thread[1] if layout.kind == REGS else 0
     if not threads or (info.warps * 32) % threads == 0:
         return []
-    spec = taken.map
-    return [l_map.fragment_role(taken.name, taken.callable, info.name, info.warps * 32, threads, call.span, spec.span)]
+    spec, word = taken.map, "demanded" if taken.side == "import" else "placed"
+    return [
+        l_map.fragment_role(taken.name, taken.callable, info.name, info.warps * 32, threads, call.span, spec.span, word)
+    ]
 
 
 def _missing(frag: A.Fragment) -> list[Diagnostic]:
@@ -146,8 +235,9 @@ def _missing(frag: A.Fragment) -> list[Diagnostic]:
     ]
 
 
-def prove(passed: A.Fragment, taken: A.Fragment) -> list[Diagnostic]:
-    """One pair: identity, both maps, then every demanded element in the same thread and register."""
+def prove(passed: A.Fragment, taken: A.Fragment, rlimit: int = DEFAULT_RLIMIT) -> list[Diagnostic]:
+    """One pair: identity, both maps, then every demanded element in the same thread and register;
+    ``rlimit`` bounds each solver query (the transfer model's budget, as for a seam's routes)."""
     absent = _missing(passed) + _missing(taken)
     if absent or passed.map is None or taken.map is None or passed.elem is None:
         return absent
@@ -189,10 +279,10 @@ def prove(passed: A.Fragment, taken: A.Fragment) -> list[Diagnostic]:
         group,
         span=taken.span,
     )
-    found = check_identity(export, imp) or check_maps(export, imp)
+    found = check_identity(export, imp) or check_maps(export, imp, rlimit)
     if found:
         return list(found)
-    return _same_registers(Seam(export, imp), taken.callable)
+    return _same_registers(Seam(export, imp, rlimit), taken.callable)
 
 
 def _same_registers(seam: Seam, callable_: str) -> list[Diagnostic]:
@@ -204,14 +294,17 @@ def _same_registers(seam: Seam, callable_: str) -> list[Diagnostic]:
     export, imp = seam.export, seam.imp
     labels = seam_labels(export, imp)
     what = f"fragment `{imp.name}` passed to `{callable_}`"
-    if answer.verdict.unknown:
+    if answer.verdict.unknown:  # undecided, never refuted nor passed: E-SOLVER-UNKNOWN of L-ROUTE
         return [
-            Diagnostic(
-                l_route.CODE,
-                f"{what}: the solver could not decide whether every register arrives where the callable reads it "
-                f"({answer.verdict.reason})",
-                labels=labels,
-                helps=("state both maps in closed form with small extents",),
+            unknown_diagnostic(
+                l_route.CODE.value,
+                f"{what}: the solver could not decide whether every register arrives where the callable reads it",
+                labels,
+                more_notes=(f"solver: {answer.verdict.reason}",),
+                helps=(
+                    "state both maps in closed form with small extents, or the callable's `demand` as the caller's "
+                    "`placement` itself (the same library map)",
+                ),
             )
         ]
     if answer.verdict.unsat:

@@ -290,6 +290,12 @@ def _sites(fn: Function, env: Env) -> Iterator[Site]:
             for reg in (o.strip() for o in ops if re.fullmatch(r"%rd\d+", o.strip())):
                 swizzle, base = _descriptor(fn, reg, op.startswith("tcgen05"))
                 yield Site("desc", line, env.operand(reg).handles, swizzle, op, args=(base,))
+            if op.startswith("tcgen05.mma") and len(ops) >= 4 and ops[0].strip().startswith("["):
+                d = ops[0].strip().strip("[]").strip()
+                idesc = env.operand(ops[3])
+                direct = 1 if re.fullmatch(r"%r\d+", d) and _returned(fn, d) else 0
+                value = idesc.const if idesc.is_const else None
+                yield Site("tmem-mma", line, env.operand(d).handles, value, op, args=(direct,))
         elif op.startswith("setmaxnreg") and ops:
             yield Site("setmaxnreg", line, value=_const(env.operand(ops[0])), detail=op)
         elif op.startswith(("fence.mbarrier_init", "fence.proxy.async")):
@@ -335,6 +341,15 @@ def _descriptor(fn: Function, reg: str, tcgen05: bool) -> tuple[int | None, int 
     layout = (c >> 61) & 7 if tcgen05 else (c >> 62) & 3
     swizzle = (_TCGEN05_SWIZZLE if tcgen05 else _WGMMA_SWIZZLE).get(layout)
     return swizzle, (c >> 49) & 7
+
+
+def _returned(fn: Function, reg: str) -> bool:
+    """Whether every definition of ``reg`` is a call's return value itself (``ld.param … [retval0]``): no
+    offset is added to what the callee (a handle) returned."""
+    defs = [i for i in fn.body if i.operands and i.operands[0].strip() == reg and defines(i)]
+    return bool(defs) and all(
+        i.opcode.startswith("ld.param") and len(i.operands) == 2 and i.operands[1].strip() == "[retval0]" for i in defs
+    )
 
 
 def _zero_extended(fn: Function, reg: str) -> bool:

@@ -22,7 +22,11 @@ stage agree on:
   and tile (L-TENSOR), and its done event (``c.done`` of its connection ``c``, §7.1); an
   export's element type and tile from the imports of it, and its ready event where one
   connection imports it (``c.ready``);
-- a counter endpoint's scope: the other endpoint's (L-PAIR);
+- a counter endpoint's scope: the other endpoint's (L-PAIR); a counter the code indexes (a slot
+  other than 0) that no other stage claims: this stage's ``claim counter`` with its endpoints'
+  scope (an unclaimed counter is one word), its slots undecided;
+- a ``per_slot R`` claim the code reaches through ring ``R``'s handle (``P_R_<claim>_smem``) that no
+  other stage declares: this stage's, its bytes and alignment undecided;
 - the interpreter's ``phases exclusive …``: the phases the other stages assume exclusive, where
   none of them declares phases (L-PHASE: one stage declares them all in one line), in the one
   order their assumptions share (a phase none assumes is not shown: the comment says so);
@@ -37,8 +41,8 @@ when every stage the pipeline uses but this one was read. Each value so drafted 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 from analysis.draft.model import Composed, Key, Undecided
@@ -62,6 +66,10 @@ class CodeView:
 
     bar_modes: dict[str, frozenset[str]]
     fact_handles: frozenset[str]
+    #: counters the code adds to or waits on at a slot other than 0, with the PTX line of the first such call
+    indexed_counters: Mapping[str, int] = field(default_factory=dict)
+    #: (ring, claim) of each ring-slot handle the code reads (``P_R_<claim>_smem``), with its PTX line
+    ring_slots: Mapping[tuple[str, str], int] = field(default_factory=dict)
 
 
 def own_use(pipeline: A.Pipeline, prefix_name: str, stem: str) -> A.Use | None:
@@ -367,6 +375,62 @@ class _Pass:
             self.note((*key, "scope"), "its scope: the other endpoint's (L-PAIR)", other.span, at)
         self.put(items)
 
+    def counter_claims(self) -> None:
+        """A counter the code indexes (a slot other than 0) that no other stage claims: this stage's claim.
+
+        An unclaimed counter is one word (linker/counters.py), so a code that addresses another slot
+        needs a ``claim counter`` of several slots, and when every other stage was read and none claims
+        it, the claim is this stage's; its scope is its endpoints' (the linker uses the widest). How
+        many slots is the author's bound on the index (undecided)."""
+        if not self.complete:
+            return
+        claimed = {i.name for _, i in self.others(A.CounterClaim) if isinstance(i, A.CounterClaim)}
+        claimed |= {i.name for i in self.items if isinstance(i, A.CounterClaim)}
+        for name, line in sorted(self.code.indexed_counters.items()):
+            if name in claimed:
+                continue
+            items = self.items
+            ends = [(k, i) for k, i in enumerate(items) if isinstance(i, A.Counter) and i.name == name]
+            scopes = {i.scope for _, i in ends}
+            at = ends[0][0] if ends else len(items)
+            scope = scopes.pop() if len(scopes) == 1 else None
+            self.insert(at, A.CounterClaim(name, scope=scope))
+            key = ("claim counter", name)
+            why = (
+                f"counter `{name}`'s claim: the code indexes its slots and no other stage claims it (an unclaimed "
+                "counter is one word)"
+            )
+            span = self.comp.pipeline.span
+            self.note((*key, "claim"), why + (f"; its scope: its endpoints' (`{scope}`)" if scope else ""), span, at)
+            self.notes.append(Undecided((*key, "slots"), f"how many slots `{name}` has (the code's index)", line, at))
+            if scope is None:
+                self.notes.append(Undecided((*key, "scope"), f"counter `{name}`'s scope", line, at))
+
+    def slot_claims(self) -> None:
+        """A ``per_slot R`` claim the code reaches through ring ``R``'s handle (``P_R_<claim>_smem``, specs/
+        handles.md: the claim of any stage of the composition) that no other stage declares: this stage's.
+        Its bytes and alignment stay undecided (the code reaches it by a run-time stride)."""
+        if not self.complete:
+            return
+        theirs = {i.name for _, i in self.others(A.SmemClaim) if isinstance(i, A.SmemClaim)}
+        for (ring, claim), line in sorted(self.code.ring_slots.items()):
+            mine = [i for i in self.items if isinstance(i, A.SmemClaim) and i.name == claim]
+            rings = [i for i in self.items if isinstance(i, A.Ring) and i.name == ring]
+            if claim in theirs or mine or not rings:
+                continue
+            at = max((k for k, i in enumerate(self.items) if isinstance(i, A.SmemClaim)), default=-1) + 1
+            self.insert(at, A.SmemClaim(claim, per_slot=ring))
+            key = ("claim smem", claim)
+            self.note(
+                (*key, "per_slot"),
+                f"claim `{claim}`, per slot of ring `{ring}`: the code reaches it through the ring's handle and no "
+                "other stage declares it",
+                self.comp.pipeline.span,
+                at,
+            )
+            for what, word in (("bytes", "bytes"), ("align", "alignment")):
+                self.notes.append(Undecided((*key, what), f"the {word} of `{claim}`", line, at))
+
     def inits(self) -> None:
         items = self.items
         open_keys = {n.key for n in self.notes}
@@ -467,6 +531,8 @@ def compose(
     run.rendezvous()
     run.tensors()
     run.counters()
+    run.counter_claims()
+    run.slot_claims()
     run.inits()
     run.phases()
     return run.stage, tuple(run.notes), tuple(run.composed)

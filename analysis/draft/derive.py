@@ -214,7 +214,23 @@ class _Builder:
                 s.detail for e in self.entries for s in self._sites(e, "bar") if bar_id in s.handles
             )
         facts = frozenset(h.item for h in self.handles.values() if h.kind == "fact")
-        return CodeView(modes, facts)
+        ring_slots: dict[tuple[str, str], int] = {}  # (ring, claim) of each `P_R_<claim>_smem`/`_stride` read
+        for h in sorted(self.handles.values(), key=lambda h: h.symbol):
+            if h.kind == "ring-slot":
+                ring_slots.setdefault((h.item, h.what), self._line(h.symbol))
+        return CodeView(modes, facts, self._indexed_counters(), ring_slots)
+
+    def _indexed_counters(self) -> dict[str, int]:
+        """Each counter whose add or wait handle the code calls at a slot other than 0 (a run-time index or
+        another constant), with the PTX line of the first such call: it needs a claim of several slots."""
+        found: dict[str, int] = {}
+        for name in sorted({h.item for h in self.handles.values() if h.kind == "counter"}):
+            symbols = {self._handle("counter", name, what) for what in ("counter_add", "counter_wait")} - {None}
+            calls = [s for e in self.entries for s in self._sites(e, "call") if s.detail in symbols]
+            indexed = sorted(s.line for s in calls if not s.args or s.args[0] != 0)
+            if indexed:
+                found[name] = indexed[0]
+        return found
 
     def _features(self) -> tuple[str, ...]:
         ops = {o for f in self.code.functions for o in f.opcodes}
@@ -440,9 +456,34 @@ class _Builder:
                 self.undecided(("claim smem", claim, "align"), f"the alignment of `{claim}`{bound}", line)
             self.add(A.SmemClaim(claim, nbytes, align, per_slot, uses=ordered))
         for claim in sorted({h.item for h in self.handles.values() if h.kind == "tmem"}):
-            line = self._line(self._handle("tmem", claim, "tmem"))
-            self.undecided(("claim tmem", claim, "columns"), f"the tensor-memory columns of `{claim}`", line)
-            self.add(A.TmemClaim(claim))
+            symbol = self._handle("tmem", claim, "tmem")
+            line = self._line(symbol)
+            columns = self._tmem_columns(symbol)
+            if columns is None:
+                self.undecided(("claim tmem", claim, "columns"), f"the tensor-memory columns of `{claim}`", line)
+            self.add(A.TmemClaim(claim, columns))
+
+    def _tmem_columns(self, symbol: str | None) -> int | None:
+        """The columns of a tensor-memory claim whose only writer is ``tcgen05.mma`` (no ``tcgen05.st``/``cp``)
+        with its accumulator at the claim's first column (the handle's value itself) and one constant
+        instruction descriptor: M = 128 and an f32 accumulator (descriptor bits 24..28: M / 16; bits 4..5: 1)
+        hold N columns (bits 17..22: N / 8); drafted where N is a power of two from 32 to 512 (what
+        ``tcgen05.alloc`` takes). None: undecided."""
+        ops = {o for f in self.code.functions for o in f.opcodes}
+        if symbol is None or any(o.startswith(("tcgen05.st", "tcgen05.cp")) for o in ops):
+            return None
+        sites = [s for e in self._all() for s in self._sites(e, "tmem-mma")]
+        mine = [s for s in sites if symbol in s.handles]
+        if not mine or len(mine) != len(sites) or any(s.args != (1,) or ".cta_group::1." not in s.detail for s in mine):
+            return None
+        descs = {s.value for s in mine}
+        if len(descs) != 1 or None in descs:
+            return None
+        idesc = descs.pop() or 0
+        m, n, d_format = ((idesc >> 24) & 0x1F) << 4, ((idesc >> 17) & 0x3F) << 3, (idesc >> 4) & 3
+        if m != 128 or d_format != 1 or n < 32 or n > 512 or n & (n - 1):
+            return None
+        return n
 
     def _slot_fill(self, ring: str, symbols: set[str]) -> int | None:
         """The bytes one slot of ``ring`` is filled with, when every copy completing on its full barrier is a

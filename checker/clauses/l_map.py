@@ -12,7 +12,8 @@ The structural part is decided here — a map's outputs are the tile's dimension
 transfer model once the composition is placed, with a witness element for each
 defect. A register fragment passed to a callable (language.md §10.1) is held to the
 same, and the callable's demand and the call's placement span the same group of
-whole warps (the threads that make one call).
+whole warps (the threads that make one call). A fragment no pair reaches (a callable's
+stage checked alone) is held to its own side of this: exact, over whole warps.
 
 ## Why it matters
 The linker generates the moves of a hand-off from these maps. A map that sends two
@@ -184,8 +185,24 @@ def fragment_group(
     )
 
 
+def fragment_threads(name: str, callable_: str, word: str, threads: int, span: Span | None) -> Diagnostic:
+    """A fragment (checked on its own side, before any pairing) over a group that is not whole warps."""
+    return _shape(
+        f"fragment `{name}` of `{callable_}`: its {word} spans {threads} threads, not a group of whole warps",
+        span,
+        ("a callable runs in groups of its demand's threads: state the map over 32, 64, 128 … threads",),
+    )
+
+
 def fragment_role(
-    name: str, callable_: str, role: str, role_threads: int, threads: int, call_span: Span, demand_span: Span
+    name: str,
+    callable_: str,
+    role: str,
+    role_threads: int,
+    threads: int,
+    call_span: Span,
+    demand_span: Span,
+    word: str = "demanded",
 ) -> Diagnostic:
     """A role that calls a callable in groups of its fragment's threads but is no whole number of groups."""
     return Diagnostic(
@@ -194,7 +211,7 @@ def fragment_role(
         f"has {role_threads}",
         labels=(
             Label(call_span, f"called by {role_threads} threads", True),
-            Label(demand_span, "demanded here", False),
+            Label(demand_span, f"{word} here", False),
         ),
         helps=(f"call `{callable_}` from a role of a multiple of {threads} threads",),
     )

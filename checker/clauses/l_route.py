@@ -17,7 +17,9 @@ A register fragment passed to a callable (language.md §10.1) has one rung only:
 callable reads the caller's register array as it lies, so every element it demands at
 thread `t`, register `p` must be the caller's element at thread `t`, register `p` (the
 register-copy rung with the register index fixed); a witness element is reported with
-both threads and registers, on the demand's and the placement's lines.
+both threads and registers, on the demand's and the placement's lines. A pair the
+solver cannot decide within its budget is `E-SOLVER-UNKNOWN` of this clause on the same
+two lines: undecided, never reported as refuted, and never accepted.
 
 ## Why it matters
 A hand-off between components is only as correct as the moves the linker generates.

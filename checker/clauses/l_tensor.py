@@ -20,7 +20,9 @@ A register fragment passed to a callable (`import tensor acc into callable f` in
 callable's stage, `export tensor acc into call f` in each caller's, language.md §10.1)
 states `elem`, `tile` and its map on both sides, each side has the other (matched by the
 fragment's and the callable's names), and the tiles agree; it names a callable its stage
-exports or calls.
+exports or calls, and a callable has a `ptr` parameter for each fragment it takes (the
+caller passes a pointer to its register array): decided on each side alone too, so a
+callable's stage checked alone (`kernlink check --stage`) learns it before composing.
 
 ## Why it matters
 The route that moves the tensor is generated from both sides' maps over one index
@@ -66,7 +68,8 @@ from checker.clause import Clause
 from checker.composition import Composition, Owned
 from checker.report import seam
 from contract_lang import ast as A
-from diagnostics.model import Diagnostic
+from diagnostics.model import Diagnostic, Label
+from diagnostics.span import Span
 from diagnostics.suggestions import did_you_mean
 from diagnostics.symbols import Code
 
@@ -234,3 +237,16 @@ def generation_mismatch(imp: str, export: str, wanted: str, produced: str, expor
 def other_export(imp: str, named: str, given: str) -> tuple[str, str]:
     """A seam pairing an import with an export it does not name (built outside a composition)."""
     return f"import `{imp}` names tensor `{named}`, not `{given}`", f"import from `{given}`"
+
+
+def fragment_pointers(callable_: str, fragments: list[str], pointers: int, export: Span, first: Span) -> Diagnostic:
+    """A callable that takes more fragments than its signature has pointers to pass them in."""
+    names = ", ".join(f"`{n}`" for n in fragments)
+    return Diagnostic(
+        CODE,
+        f"callable `{callable_}` takes {len(fragments)} fragment{'s' if len(fragments) > 1 else ''} in registers "
+        f"({names}) but its signature has {pointers} `ptr` parameter{'' if pointers == 1 else 's'}",
+        labels=(Label(export, "its signature", True), Label(first, "a fragment it takes", False)),
+        notes=("each fragment is passed as a pointer to the caller's register array (language.md §10.1)",),
+        helps=("give the callable one `ptr` parameter for each fragment it takes",),
+    )

@@ -1,10 +1,13 @@
 """`kernlink build PIPELINE.kp -o DIR`: pack what changed, then link, in one process.
 
 Separate compilation pays only if an unchanged component is not compiled again. For
-every ``use … from "build/<stem>.kpkg"`` of the pipeline, the component's source is
-``<stem>.cu``, its contract ``<stem>.kc`` and its compile flags ``<stem>.flags``
-(kernlink/builder/flags.py; optional) in the folder above ``build/`` (where ``kernlink pack``
-puts a package by default).
+every ``use … from "build/<stem>.kpkg"`` of the pipeline, the component's contract is
+``<stem>.kc`` and its compile flags ``<stem>.flags`` (kernlink/builder/flags.py; optional) in the
+folder above ``build/`` (where ``kernlink pack`` puts a package by default), and its source the one
+the flags file names with ``--source``, else ``<stem>.cu``, else a TileLang or Triton stage
+``<stem>.py`` there. Its lowering record (``<stem>.tilelang.json`` / ``<stem>.triton.json``) is keyed
+with it; where the front end itself is installed and lowers it, no record keys its version and the
+stage is packed by every build.
 
 A package is reused when its *build record* (``<stem>.kpkg.key``, JSON, written after each
 pack) still holds: its key is a sha256 over kernlink's version, the compiler, the toolkit
@@ -37,12 +40,14 @@ from diagnostics.files import atomic_write_text
 from diagnostics.model import Diagnostic, DiagnosticError
 from diagnostics.sources import SourceMap
 from kernlink import __version__
-from kernlink.builder.flags import flags_path, read_flags
+from kernlink.builder.flags import SOURCE_SUFFIXES, read_recipe
+from kernlink.builder.flags import SUFFIX as FLAGS_SUFFIX
 
 if TYPE_CHECKING:
     from checker.memo import Memo
     from kernlink.api import LinkResult
     from packing.opened import Opened
+    from packing.pack import CompileFlags
 
 #: What a component with no build record yet may include beside its source (--watch, before a build).
 _HEADERS = ("*.h", "*.cuh", "*.hpp", "*.inc")
@@ -85,10 +90,52 @@ class Record:
     absent: tuple[str, ...]
 
 
-def component_of(package: Path) -> tuple[Path, Path]:
-    """The source and contract a package at ``<dir>/build/<stem>.kpkg`` is built from."""
+@dataclass(frozen=True)
+class Component:
+    """What a package at ``<dir>/build/<stem>.kpkg`` is built from (module docstring)."""
+
+    source: Path
+    contract: Path
+    flags_file: Path
+    flags: CompileFlags | None
+
+
+def component_of(package: Path, sources: SourceMap | None = None) -> Component:
+    """The source, contract and flags a package at ``<dir>/build/<stem>.kpkg`` is built from; a
+    :class:`DiagnosticError` when its flags file says what `kernlink pack` would not take."""
     root = package.parent.parent
-    return root / f"{package.stem}.cu", root / f"{package.stem}.kc"
+    flags_file = root / f"{package.stem}{FLAGS_SUFFIX}"
+    recipe = read_recipe(flags_file, sources if sources is not None else SourceMap())
+    source = recipe.source if recipe is not None else None
+    if source is None:
+        source = next(
+            (c for c in (root / f"{package.stem}{s}" for s in SOURCE_SUFFIXES) if c.is_file()),
+            root / f"{package.stem}.cu",
+        )
+    return Component(source, root / f"{package.stem}.kc", flags_file, recipe.flags if recipe is not None else None)
+
+
+def _lowering_inputs(source: Path) -> list[Path]:
+    """The files a front end reads for ``source`` besides it (packing/frontends): a TileLang or Triton
+    stage's lowering record ``<stem>.tilelang.json`` / ``<stem>.triton.json``."""
+    from packing.frontends import tilelang, triton
+
+    if source.suffix != ".py":
+        return []
+    suffix = triton.RECORD_SUFFIX if triton.is_stage(source) else tilelang.RECORD_SUFFIX
+    return [source.with_name(source.stem + suffix)]
+
+
+def _lowered_live(source: Path) -> bool:
+    """``source`` is lowered by a front end installed here (TileLang, Triton) rather than read from its
+    record, and no build record keys that front end's version: such a package is packed by every build."""
+    from packing.frontends import tilelang, triton
+
+    if source.suffix != ".py":
+        return False
+    if triton.is_stage(source):
+        return bool(os.environ.get("KERNLINK_TRITON_PYTHON")) or triton.has_triton()
+    return bool(os.environ.get("KERNLINK_TILELANG_PYTHON")) or tilelang.has_tilelang()
 
 
 def record_file(package: Path) -> Path:
@@ -205,11 +252,14 @@ def shadows(opened: Opened, user: Iterable[str]) -> list[str]:
     return sorted(out)
 
 
-def _record(package: Path, contract: Path, flags: Path, compiler: str, opened: Opened, user: Sequence[str]) -> Record:
+def _record(
+    package: Path, source: Path, contract: Path, flags: Path, compiler: str, opened: Opened, user: Sequence[str]
+) -> Record:
     """The record of a package just packed from a compile that opened ``opened``."""
     own = [f for f in opened.files if any(_under(f, u) is not None for u in user)]
     installed = sorted(set(opened.files) - set(own))
     files = {*own, os.path.abspath(contract), *(os.path.abspath(p) for p in _providers(contract))}
+    files |= {os.path.abspath(p) for p in _lowering_inputs(source)}
     absent = set(shadows(opened, user))
     (files if os.path.exists(flags) else absent).add(os.path.abspath(flags))
     key = build_key(compiler, sorted(files), installed, sorted(absent))
@@ -230,7 +280,8 @@ def _digests(paths: Iterable[str]) -> dict[str, bytes | None]:
 def _expected(source: Path, contract: Path, flags: Path, package: Path) -> list[str]:
     """The files a compile of ``source`` will likely open or the record will name, hashed before it:
     the component's own files, the headers beside its source and those its last record named."""
-    found = {source, contract, flags, *_providers(contract), *(p for g in _HEADERS for p in source.parent.glob(g))}
+    found = {source, contract, flags, *_providers(contract), *_lowering_inputs(source)}
+    found |= {p for g in _HEADERS for p in source.parent.glob(g)}
     record = read_record(package)
     paths = {os.path.abspath(p) for p in found} | set(record.files if record is not None else ())
     return sorted({*paths, *(os.path.realpath(p) for p in paths)})
@@ -312,11 +363,16 @@ def inputs_of(pipeline: Path) -> list[Path]:
     except DiagnosticError:
         return sorted(found)
     for package in packages:
-        source, contract = component_of(package)
-        if not source.is_file() or not contract.is_file():
-            found.add(package)
+        try:
+            component = component_of(package)
+        except DiagnosticError:  # a flags file that does not read: watched, so that its fix is a change
+            found.add(package.parent.parent / f"{package.stem}{FLAGS_SUFFIX}")
             continue
-        found.update((source, contract, flags_path(source), *_providers(contract)))
+        source, contract = component.source, component.contract
+        if not source.is_file() or not contract.is_file():
+            found.update((package, component.flags_file))
+            continue
+        found.update((source, contract, component.flags_file, *_providers(contract), *_lowering_inputs(source)))
         record = read_record(package)
         if record is None:
             found.update(p for pattern in _HEADERS for p in source.parent.glob(pattern))
@@ -366,11 +422,10 @@ def _one(package: Path, compiler: str, sources: SourceMap) -> Step:
     from packing.pack import pack
 
     start = time.perf_counter()
-    source, contract = component_of(package)
+    component = component_of(package, sources)
+    source, contract, flags_file, flags = component.source, component.contract, component.flags_file, component.flags
     if not source.is_file() or not contract.is_file():
         return Step(package, "given", 0.0, f"no `{source.name}` and `{contract.name}` beside it")
-    flags_file = flags_path(source)
-    flags = read_flags(flags_file, sources)
     why = _stale(package, compiler)
     if why is None:
         return Step(package, "reused", time.perf_counter() - start, "build key unchanged")
@@ -384,9 +439,12 @@ def _one(package: Path, compiler: str, sources: SourceMap) -> Step:
     if packed.opened is None:
         record_file(package).unlink(missing_ok=True)
         why += "; the compiler did not report the files it opened, so the next build packs it again"
+    elif _lowered_live(source):
+        record_file(package).unlink(missing_ok=True)
+        why += "; its front end lowered it here, whose version no build record keys, so the next build packs it again"
     else:
         user = [str(source.parent.resolve()), *(str(d) for d in (flags.include_dirs if flags else ()))]
-        record = _record(package, contract, flags_file, compiler, packed.opened, user)
+        record = _record(package, source, contract, flags_file, compiler, packed.opened, user)
         if not _settled(record, before, began):
             record = dataclasses.replace(record, key="")  # watched, never reused
             why += "; a file changed while it compiled, so the next build packs it again"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernlink.api import check
+from kernlink.api import check, check_text
 from kernlink.stage_check import split
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,3 +98,57 @@ def test_what_another_stage_provides_is_read_from_the_findings_data_not_its_word
     bare = {k: v for k, v in data.items() if k != "absent"}
     unmarked = Diagnostic(Code(code), "which no stage exports / no interpreter declares", data=tuple(bare.items()))
     assert [d.code for d in split([unmarked], [])] == [Code(code)]
+
+
+@pytest.mark.parametrize(
+    ("fixture", "said", "line"),
+    [
+        ("fail_fragment_alone_inexact.kc", "demand of fragment `acc` never demands element `(m=0, n=1)`", 9),
+        ("fail_fragment_alone_pointers.kc", "takes 1 fragment in registers (`acc`) but its signature has 0 `ptr`", 5),
+        ("fail_fragment_alone_warps.kc", "its demand spans 16 threads, not a group of whole warps", 9),
+        ("fail_fragment_caller_alone_role.kc", "groups of 128 threads but role `mma`, which calls it, has 192", 7),
+    ],
+)
+def test_a_fragment_is_decided_on_its_own_side_before_any_composition(fixture: str, said: str, line: int) -> None:
+    """A callable's stage (or a caller's) checked alone: its fragment's own lines are its own defects,
+    with its twin (pass_fragment_alone.kc, pass_fragment_caller_alone.kc) accepted."""
+    result = check([DATA / fixture])
+    stages = [c.stage for c in result.inputs.candidates] if result.inputs is not None else []
+    errors = [d for d in split(result.diagnostics, stages) if d.is_error]
+    assert errors and all(d.code == errors[0].code for d in errors), [(d.code, d.message) for d in errors]
+    assert said in errors[0].message, errors[0].message
+    assert errors[0].labels[0].span.line == line
+    twin = "pass_fragment_caller_alone.kc" if "caller" in fixture else "pass_fragment_alone.kc"
+    assert [severity for _, severity in _alone(DATA / twin)] == ["note"]
+
+
+def test_a_fragment_a_pair_reaches_is_not_checked_twice() -> None:
+    """Composed, the pair's proof decides the fragment (after placement): the broken demand is reported
+    by it once per defect, not again by the lone check."""
+    pair = ("fail_fragment_alone_inexact.kc", "pass_fragment_caller_alone.kc")
+    text = "\n".join((DATA / f).read_text() for f in pair)
+    result = check_text(text, "<pair>")
+    found = sorted((d.code, d.message) for d in result.diagnostics if d.is_error)
+    assert [code for code, _ in found] == ["L-MAP", "L-MAP"], found
+    assert all(message.startswith("demand of `acc`") for _, message in found), found
+
+
+_CALLABLE = 'extern "C" __device__ void swiglu_regs_impl(const float* acc, float* out) { out[threadIdx.x] = acc[0]; }\n'
+
+
+@pytest.mark.toolchain
+def test_pack_reports_a_callables_own_fragment_defect(tmp_path: Path) -> None:
+    """`kernlink pack` of the callable: its fragment's own defect is a warning (the package is written,
+    as pack's other contract findings), an error under `--strict` (none is); its twin packs strictly."""
+    source = tmp_path / "c.cu"
+    source.write_text(_CALLABLE)
+    bad = ["pack", str(source), "--contract", str(DATA / "fail_fragment_alone_inexact.kc"), "--color", "never"]
+    done = _kernlink(*bad, "-o", str(tmp_path / "warned.kpkg"))
+    assert done.returncode == 0 and (tmp_path / "warned.kpkg").is_file(), done.stderr
+    assert "warning[L-MAP]: demand of fragment `acc` never demands element" in done.stdout + done.stderr
+    done = _kernlink(*bad, "-o", str(tmp_path / "strict.kpkg"), "--strict")
+    assert done.returncode == 1 and not (tmp_path / "strict.kpkg").exists()
+    assert "error[L-MAP]: demand of fragment `acc` never demands element" in done.stdout + done.stderr
+    good = ["pack", str(source), "--contract", str(DATA / "pass_fragment_alone.kc"), "--strict"]
+    done = _kernlink(*good, "-o", str(tmp_path / "good.kpkg"))
+    assert done.returncode == 0 and "warning" not in done.stdout + done.stderr, done.stdout + done.stderr

@@ -55,11 +55,13 @@ def composed(
     facts: frozenset[str] = frozenset(),
     also: tuple[A.Stage, ...] = (),
     prefix: str = "t_mine",
+    indexed: dict[str, int] | None = None,
+    ring_slots: dict[tuple[str, str], int] | None = None,
 ) -> Draft:
     stage = _stage(MINE % mine)
     notes = tuple(Undecided(k, "open", 0) for k in open_keys)
     comp = Composition(_pipeline(pipeline), (_stage(PEER % peer), *also))
-    got = compose(stage, notes, comp, CodeView(bars or {}, facts), prefix, "mine")
+    got = compose(stage, notes, comp, CodeView(bars or {}, facts, indexed or {}, ring_slots or {}), prefix, "mine")
     return Draft(*got)
 
 
@@ -229,3 +231,56 @@ def test_the_phases_the_others_assume_are_the_interpreters_in_the_one_order_they
     declares = _stage('stage "t.third" version "1.0.0" {\n    phases exclusive a, b\n}\n')
     got = decided(composed(peer=peer, also=(declares,), pipeline=pipeline))  # another stage is the interpreter
     assert not any(k[0] == "phases" for k in got)
+
+
+def test_a_counter_the_code_indexes_and_no_other_stage_claims_is_claimed_here_with_its_scope() -> None:
+    mine = "    counter c produce by mine scope gpu {\n        add 1\n    }\n"
+    got = composed(mine=mine, peer="    counter c consume by peer scope gpu\n", indexed={"c": 7})
+    claims = [i for i in got.stage.items if isinstance(i, A.CounterClaim)]
+    assert claims == [A.CounterClaim("c", None, "gpu")]
+    assert decided(got)[("claim counter", "c", "scope")] == "gpu"
+    slots = next(u for u in got.undecided if u.key == ("claim counter", "c", "slots"))
+    assert slots.line == 7 and "the code's index" in slots.why
+    assert any(c.key == ("claim counter", "c", "claim") for c in got.composed)
+
+
+def test_a_counter_another_stage_claims_or_the_code_does_not_index_is_not_claimed() -> None:
+    mine = "    counter c produce by mine scope gpu {\n        add 1\n    }\n"
+    peer = "    claim counter c slots 4 scope gpu\n    counter c consume by peer scope gpu\n"
+    for draft in (
+        composed(mine=mine, peer=peer, indexed={"c": 7}),
+        composed(mine=mine, peer="    counter c consume by peer scope gpu\n"),
+    ):
+        assert not any(isinstance(i, A.CounterClaim) for i in draft.stage.items)
+        assert not any(k[0] == "claim counter" for k in draft.undecided_keys())
+
+
+def test_an_indexed_counter_is_not_claimed_before_every_other_stage_was_read() -> None:
+    """A deduction from what none of the others states needs them all (the pipeline's second use unread)."""
+    mine = "    counter c produce by mine scope gpu {\n        add 1\n    }\n"
+    stage = _stage(MINE % mine)
+    pipeline = _pipeline()
+    got = Draft(*compose(stage, (), Composition(pipeline, ()), CodeView({}, frozenset(), {"c": 7}), "t_mine", "mine"))
+    assert not any(isinstance(i, A.CounterClaim) for i in got.stage.items)
+
+
+def test_a_slot_claim_the_code_reaches_through_its_ring_and_no_other_stage_declares_is_this_stages() -> None:
+    mine = "    ring h produce by mine {\n        depth 2\n    }\n"
+    got = composed(
+        mine=mine, peer="    ring h consume by peer {\n        full wait\n    }\n", ring_slots={("h", "act_in"): 44}
+    )
+    claims = [i for i in got.stage.items if isinstance(i, A.SmemClaim)]
+    assert claims == [A.SmemClaim("act_in", per_slot="h")]
+    assert decided(got)[("claim smem", "act_in", "per_slot")] == "h"
+    assert {("claim smem", "act_in", "bytes"), ("claim smem", "act_in", "align")} <= got.undecided_keys()
+
+
+def test_a_slot_claim_another_stage_declares_or_of_a_ring_this_stage_lacks_is_not_claimed() -> None:
+    mine = "    ring h produce by mine {\n        depth 2\n    }\n"
+    peer = "    claim smem act_in bytes 1KiB per_slot h\n    ring h consume by peer {\n        full wait\n    }\n"
+    for draft in (
+        composed(mine=mine, peer=peer, ring_slots={("h", "act_in"): 44}),
+        composed(peer="    ring h consume by peer {\n        full wait\n    }\n", ring_slots={("h", "act_in"): 44}),
+    ):
+        assert not any(isinstance(i, A.SmemClaim) for i in draft.stage.items)
+        assert not any(k[0] == "claim smem" for k in draft.undecided_keys())

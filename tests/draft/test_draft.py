@@ -513,3 +513,42 @@ def test_an_inline_tensor_map_field_is_undecided_at_the_first_tensor_copy(tmp_pa
     note = next(line for line in text.split("\n") if "the type of field `map`" in line)
     assert ("CUtensorMap" in note) == copies
     assert ("(code.ptx:" in note) == copies
+
+
+TMEM_MMA = """
+extern "C" {
+__device__ unsigned kl_t_ring_acc_tmem();
+__device__ unsigned kl_t_ring_load_warp0();
+}
+struct Params { unsigned long long a; unsigned long long b; unsigned idesc; };
+extern "C" __device__ void t_load(const Params* params, unsigned char* smem) {
+    const unsigned tmem = kl_t_ring_acc_tmem();
+    if (threadIdx.x - 32 * kl_t_ring_load_warp0() != 0) return;
+    asm volatile("{\\n\\t.reg .pred p;\\n\\tsetp.ne.u32 p, %4, 0;\\n\\t"
+                 "tcgen05.mma.cta_group::1.kind::f16 [%0], %1, %2, %3, p;\\n\\t}"
+                 :: "r"(D), "l"(params->a), "l"(params->b), "r"(IDESC), "r"(1u) : "memory");
+}
+"""
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize(
+    ("d", "idesc", "columns"),
+    [
+        # M 128 (bits 24..28: 8), N 128 (bits 17..22: 16), f32 accumulator (bits 4..5: 1), bf16 inputs
+        ("tmem", "136316048u", "128"),
+        ("tmem", "(136316048u & ~(0x3Fu << 17)) | (8u << 17)", "64"),  # N 64
+        ("tmem + 64u", "136316048u", None),  # the accumulator at another column: more than N are used
+        ("tmem", "params->idesc", None),  # the descriptor is the host's
+        ("tmem", "(136316048u & ~(0x30u)) ", None),  # an f16 accumulator
+    ],
+)
+def test_an_mma_accumulator_at_the_claims_first_column_gives_its_columns(
+    tmp_path: Path, d: str, idesc: str, columns: str | None
+) -> None:
+    text = TMEM_MMA.replace("(D)", f"({d})").replace("(IDESC)", f"({idesc})")
+    code, drafted = _draft(tmp_path, text, "--target", "sm_100a")
+    assert code == 0
+    got = values(parse_file(tmp_path / "t.kc", "contract")[0].stages[0])
+    assert got.get(("claim tmem", "acc", "columns")) == columns
+    assert ("# undecided: the tensor-memory columns of `acc`" in drafted) == (columns is None)

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -20,9 +21,10 @@ from contract_lang import ast as A
 from contract_lang.parser import parse_text
 from contract_lang.printer import print_node
 from diagnostics import DiagnosticError
+from kernlink.builder.incremental import build
 from kernlink.cli import main
 from package.manifest import read_stage_package
-from packing.frontends import tilelang
+from packing.frontends import tilelang, triton
 from packing.pack import choose_stage, pack
 from tests.link.examples import EXAMPLES
 
@@ -305,6 +307,46 @@ def test_the_register_route_links_and_is_its_one_unit_build(tmp_path: Path) -> N
     assert json.loads((tmp_path / "parity" / "parity.json").read_text())["proved"] is True
 
 
+@pytest.mark.toolchain
+@pytest.mark.skipif(
+    tilelang.has_tilelang() or bool(os.environ.get("KERNLINK_TILELANG_PYTHON")),
+    reason="TileLang lowers here: the build packs a TileLang stage every time",
+)
+def test_kernlink_build_builds_the_register_route_as_it_is_packed_by_hand(tmp_path: Path) -> None:
+    """One command from a clean folder: the mainloop from ../mainloop.cu with GEMM_MMA_EPILOGUE (its
+    recipe, tilelang/mainloop_regs.flags) and the TileLang callable from its lowering record give the
+    packages and the cubin of the hand-packed route; an edit of either's input repacks that one only."""
+    by_hand, built = tmp_path / "by_hand" / "gemm_swiglu", tmp_path / "built" / "gemm_swiglu"
+    for root in (by_hand, built):
+        shutil.copytree(EXAMPLES / "gemm_swiglu", root, ignore=shutil.ignore_patterns("build", "persistent"))
+    tl = by_hand / "tilelang"
+    assert main(["pack", str(tl / "epilogue_regs.py"), "--contract", str(tl / "epilogue_regs.kc")]) == 0
+    mainloop = ["pack", str(by_hand / "mainloop.cu"), "--contract", str(tl / "mainloop_regs.kc")]
+    assert main([*mainloop, "-D", "GEMM_MMA_EPILOGUE", "-o", str(tl / "build" / "mainloop_regs.kpkg")]) == 0
+    assert main(["link", str(tl / "regs" / "gemm_swiglu_tilelang_regs.kp"), "-o", str(tmp_path / "by_hand_out")]) == 0
+    pipeline = built / "tilelang" / "regs" / "gemm_swiglu_tilelang_regs.kp"
+    assert main(["build", str(pipeline), "-o", str(tmp_path / "built_out"), "--no-server"]) == 0
+    for package in ("mainloop_regs.kpkg", "epilogue_regs.kpkg"):
+        assert (built / "tilelang" / "build" / package).read_bytes() == (tl / "build" / package).read_bytes()
+    cubin = (tmp_path / "built_out" / "kernel.cubin").read_bytes()
+    assert cubin == (tmp_path / "by_hand_out" / "kernel.cubin").read_bytes()
+
+    def actions() -> list[str]:
+        time.sleep(0.05)  # a file saved within a clock tick of a compile is not trusted (incremental._settled)
+        result, _ = build(pipeline, tmp_path / "built_out")
+        assert result.ok, [d.message for d in result.diagnostics]
+        return [s.action for s in result.steps]
+
+    assert actions() == ["reused", "reused"]
+    record = built / "tilelang" / "epilogue_regs.tilelang.json"
+    record.write_text(record.read_text() + "\n")  # the same record, other bytes: the key is the bytes
+    assert actions() == ["reused", "packed"]
+    source = built / "mainloop.cu"
+    source.write_text(source.read_text() + "\n// edited\n")
+    assert actions() == ["packed", "reused"]
+    assert (tmp_path / "built_out" / "kernel.cubin").read_bytes() == cubin
+
+
 @pytest.mark.skipif(not os.environ.get("KERNLINK_TILELANG_PYTHON"), reason="KERNLINK_TILELANG_PYTHON names no TileLang")
 def test_the_committed_callable_record_is_what_tilelang_prints() -> None:
     python = os.environ["KERNLINK_TILELANG_PYTHON"]
@@ -340,3 +382,24 @@ def test_the_link_refuses_a_mainloop_that_passes_another_register_order(
     said = out + err
     assert "error[L-ROUTE]: fragment `acc` passed to `swiglu_regs`" in said
     assert "epilogue_regs.kpkg!contract.kc" in said and "mainloop_regs.kpkg!contract.kc" in said
+
+
+def test_a_stage_its_front_end_lowers_here_is_never_reused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No build record keys an installed TileLang's version: a stage it lowers is packed by every build;
+    one lowered from its committed record is keyed by that record's bytes."""
+    from kernlink.builder import incremental
+
+    stage = STAGE / "epilogue_regs.py"
+    monkeypatch.delenv("KERNLINK_TILELANG_PYTHON", raising=False)
+    monkeypatch.setattr(tilelang, "has_tilelang", lambda: False)
+    assert not incremental._lowered_live(stage) and not incremental._lowered_live(EXAMPLES / "ring" / "reduce.cu")
+    assert incremental._lowering_inputs(stage) == [STAGE / "epilogue_regs.tilelang.json"]
+    monkeypatch.setenv("KERNLINK_TILELANG_PYTHON", "python3")
+    assert incremental._lowered_live(stage) and not incremental._lowered_live(EXAMPLES / "ring" / "reduce.cu")
+    triton_stage = EXAMPLES / "triton" / "act" / "silu_mul.py"
+    assert incremental._lowering_inputs(triton_stage) == [triton_stage.with_name("silu_mul.triton.json")]
+    monkeypatch.delenv("KERNLINK_TRITON_PYTHON", raising=False)
+    monkeypatch.setattr(triton, "has_triton", lambda: False)
+    assert not incremental._lowered_live(triton_stage)
+    monkeypatch.setenv("KERNLINK_TRITON_PYTHON", "python3")
+    assert incremental._lowered_live(triton_stage)

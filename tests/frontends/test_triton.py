@@ -105,3 +105,24 @@ def test_the_committed_record_names_no_path_of_the_machine_that_wrote_it() -> No
     """The driver compiles without line information: no `.file` directive or DWARF section in the PTX."""
     ptx = json.loads((STAGE / "silu_mul.triton.json").read_text())["kernel"]["ptx"]
     assert ".file" not in ptx and ".debug_" not in ptx and ".loc" not in ptx
+
+
+@pytest.mark.toolchain
+@pytest.mark.skipif(
+    triton.has_triton() or bool(os.environ.get("KERNLINK_TRITON_PYTHON")),
+    reason="Triton lowers here: the build packs a Triton stage every time",
+)
+def test_kernlink_build_packs_the_triton_stage_from_its_record(tmp_path: Path) -> None:
+    """`act/silu_mul.py` beside `act/silu_mul.kc` is the source of `act/build/silu_mul.kpkg`: one command
+    gives the hand-packed package and cubin, and reuses it while its record is unchanged."""
+    by_hand, built = tmp_path / "by_hand", tmp_path / "built"
+    for root in (by_hand, built):
+        shutil.copytree(FOLDER, root, ignore=shutil.ignore_patterns("build"))
+    assert main(["pack", str(by_hand / "act" / "silu_mul.py"), "--contract", str(by_hand / "act" / "silu_mul.kc")]) == 0
+    assert main(["link", str(by_hand / "silu_mul.kp"), "-o", str(tmp_path / "by_hand_out")]) == 0
+    for _ in range(2):
+        assert main(["build", str(built / "silu_mul.kp"), "-o", str(tmp_path / "built_out"), "--no-server"]) == 0
+    package = Path("act") / "build" / "silu_mul.kpkg"
+    assert (built / package).read_bytes() == (by_hand / package).read_bytes()
+    cubin = (tmp_path / "built_out" / "kernel.cubin").read_bytes()
+    assert cubin == (tmp_path / "by_hand_out" / "kernel.cubin").read_bytes()

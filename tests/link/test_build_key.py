@@ -154,6 +154,10 @@ def test_a_component_that_needs_an_include_folder_builds_with_its_flags_file(tmp
         ("--std c++14\n", "the dialect is one of"),
         ("-D 9x=1\n", "`9x` is not a macro name"),
         ("-D 'unclosed\n", "cannot split this line"),
+        ("--source /etc/x.cu\n", "is absolute: name it relative to this file"),
+        ("--source reduce.kc\n", "is not a source `kernlink pack` takes"),
+        ("--source elsewhere/reduce.cu\n", "no such file (relative to this file's folder)"),
+        ("--source reduce.cu --source=reduce.cu\n", "a second `--source`"),
     ],
 )
 def test_a_flags_file_build_would_not_pass_is_an_error_at_its_word(tmp_path: Path, text: str, said: str) -> None:
