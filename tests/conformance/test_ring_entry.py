@@ -10,11 +10,16 @@ unknown undecided, never a pass.
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from package.codefacts import derive
 from package.codefacts.facts import Fact
+from packing.pack import build, conformance_findings
 
 HEAD = """
 .extern .func  (.param .b32 func_retval0) kl_fx_ring_full_bar
@@ -148,3 +153,61 @@ def test_code_that_leaves_the_cursor_alone_does_not_change_the_verdict(
     post = "".join(after) + (RESET if reset == "after" else "")
     how = "carried" if reset == "none" else "reset"
     assert _wait(pre, post).entry == (("slot", how), ("parity", how))
+
+
+# The persistent swap-AB pipeline (specs/examples/gemm_swiglu/persistent): each side's cursor, edited.
+PERSISTENT = Path(__file__).resolve().parents[2] / "specs" / "examples" / "gemm_swiglu" / "persistent"
+MAINLOOP = "        gs::mainloop<kN, 1, 2, 1, 1>(acc, ring, cur, u.k_end - u.k_begin, 0u, t == 0, 0u);\n"
+PRODUCER_CURSOR = "    unsigned slot = 0, phase = 0;\n"
+PRODUCER_UNIT = "        const int m0 = static_cast<int>(w.tile_m * kBM);\n"
+
+
+def _pack(tmp_path: Path, component: str, edits: dict[str, list[tuple[str, str]]], strict: bool = False) -> list[Any]:
+    folder = tmp_path / "persistent"
+    shutil.copytree(PERSISTENT, folder, ignore=shutil.ignore_patterns("build"))
+    for name, pairs in edits.items():
+        text = (folder / name).read_text()
+        for old, new in pairs:
+            assert text.count(old) == 1, old
+            text = text.replace(old, new)
+        (folder / name).write_text(text)
+    built = build(folder / f"{component}.cu", folder / f"{component}.kc")
+    return conformance_findings(built, tmp_path / "x.kpkg", strict=strict)
+
+
+def test_a_cursor_reset_after_each_unit_is_rejected(tmp_path: Path) -> None:
+    after = {"consumer_swapab.cu": [(MAINLOOP, MAINLOOP + "        cur = gs::RingCursor{};\n")]}
+    (diag,) = _pack(tmp_path, "consumer_swapab", after)
+    assert diag.code == "L-CONFORM" and dict(diag.data)["check"] == "wait-parity"
+    assert "from the same slot and parity on every pass" in diag.message
+
+
+def test_a_phase_reset_alone_is_named_alone(tmp_path: Path) -> None:
+    (diag,) = _pack(
+        tmp_path, "consumer_swapab", {"consumer_swapab.cu": [(MAINLOOP, "        cur.phase = 0;\n" + MAINLOOP)]}
+    )
+    assert diag.code == "L-CONFORM" and "from the same parity on every pass" in diag.message
+
+
+def test_a_producer_that_restarts_its_cursor_per_tile_is_rejected(tmp_path: Path) -> None:
+    moved = {"producer_swapab.cu": [(PRODUCER_CURSOR, ""), (PRODUCER_UNIT, PRODUCER_CURSOR + "    " + PRODUCER_UNIT)]}
+    (diag,) = _pack(tmp_path, "producer_swapab", moved)
+    assert diag.code == "L-CONFORM" and "`empty wait` on ring `kv`" in diag.message
+    assert any(lab.span.file.endswith("producer_swapab.kc") for lab in diag.labels)
+    assert any(lab.span.file.endswith("!code.ptx") for lab in diag.labels)
+
+
+def test_a_cursor_reset_on_some_units_only_is_undecided_never_a_pass(tmp_path: Path) -> None:
+    some = {"consumer_swapab.cu": [(MAINLOOP, "        if (u.tile_n == 0) cur = gs::RingCursor{};\n" + MAINLOOP)]}
+    (note,) = _pack(tmp_path, "consumer_swapab", some)
+    assert note.code == "I-CONFORM" and "cannot decide the ring position" in note.message
+    (error,) = _pack(tmp_path / "strict", "consumer_swapab", some, strict=True)
+    assert error.code == "L-CONFORM"
+
+
+def test_a_side_that_states_restart_may_reset_its_cursor(tmp_path: Path) -> None:
+    reset = {
+        "consumer_swapab.cu": [(MAINLOOP, "        cur = gs::RingCursor{};\n" + MAINLOOP)],
+        "consumer_swapab.kc": [("        full wait\n", "        restart 4\n        full wait\n")],
+    }
+    assert _pack(tmp_path, "consumer_swapab", reset) == []
