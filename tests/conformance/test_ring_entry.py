@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from package.codefacts import derive
 from package.codefacts.facts import Fact
-from packing.pack import build, conformance_findings
+from packing.pack import Built, build, conformance_findings
 
 HEAD = """
 .extern .func  (.param .b32 func_retval0) kl_fx_ring_full_bar
@@ -162,7 +162,7 @@ PRODUCER_CURSOR = "    unsigned slot = 0, phase = 0;\n"
 PRODUCER_UNIT = "        const int m0 = static_cast<int>(w.tile_m * kBM);\n"
 
 
-def _pack(tmp_path: Path, component: str, edits: dict[str, list[tuple[str, str]]], strict: bool = False) -> list[Any]:
+def _built(tmp_path: Path, component: str, edits: dict[str, list[tuple[str, str]]]) -> Built:
     folder = tmp_path / "persistent"
     shutil.copytree(PERSISTENT, folder, ignore=shutil.ignore_patterns("build"))
     for name, pairs in edits.items():
@@ -171,8 +171,11 @@ def _pack(tmp_path: Path, component: str, edits: dict[str, list[tuple[str, str]]
             assert text.count(old) == 1, old
             text = text.replace(old, new)
         (folder / name).write_text(text)
-    built = build(folder / f"{component}.cu", folder / f"{component}.kc")
-    return conformance_findings(built, tmp_path / "x.kpkg", strict=strict)
+    return build(folder / f"{component}.cu", folder / f"{component}.kc")
+
+
+def _pack(tmp_path: Path, component: str, edits: dict[str, list[tuple[str, str]]], strict: bool = False) -> list[Any]:
+    return conformance_findings(_built(tmp_path, component, edits), tmp_path / "x.kpkg", strict=strict)
 
 
 def test_a_cursor_reset_after_each_unit_is_rejected(tmp_path: Path) -> None:
@@ -211,3 +214,13 @@ def test_a_side_that_states_restart_may_reset_its_cursor(tmp_path: Path) -> None
         "consumer_swapab.kc": [("        full wait\n", "        restart 4\n        full wait\n")],
     }
     assert _pack(tmp_path, "consumer_swapab", reset) == []
+
+
+def test_a_cursor_that_skips_the_units_another_role_takes_is_accepted(tmp_path: Path) -> None:
+    # the ping-pong consumer's `cur.skip(n_k, depth)` (consumer.cuh): the position moves on, never resets
+    skip = "        if ((u.tile_n & 1u) != 0u) { cur.skip(u.k_end - u.k_begin, ring.depth); continue; }\n"
+    built = _built(tmp_path, "consumer_swapab", {"consumer_swapab.cu": [(MAINLOOP, skip + MAINLOOP)]})
+    assert built.code is not None
+    (wait,) = [f for f in built.code.facts if f.kind == "wait"]
+    assert wait.entry == (("slot", "carried"), ("parity", "carried"))
+    assert conformance_findings(built, tmp_path / "x.kpkg", strict=True) == []
