@@ -71,7 +71,10 @@ warpgroup, one thread):
   `full wait` 0, a producer's `empty wait` 1, or `parity P`), or never flips; a copy of
   the step after `k` earlier waits on its barrier (an unrolled or peeled copy) uses
   another parity than the ring position's there, `P ^ ((k / depth) & 1)`, at a depth the
-  stage's `depth` allows (every depth when it states none: a consumer's ring);
+  stage's `depth` allows (every depth when it states none: a consumer's ring); or, in a
+  loop nested in another (a persistent kernel's k-loop inside its loop over units of
+  work), a side without `restart` whose slot or parity is reset on every outer pass
+  instead of carried from the previous one (a ring cursor reset per unit of work);
 - `step-order`: the steps run in another order than written;
 - `ring-fence`: a side that states `fence proxy_async` releases its slots without a
   `fence.proxy.async` (covering shared memory) after its slot accesses;
@@ -340,6 +343,7 @@ UNDECIDED = {
     "arrivals": "how many threads run",
     "declared-count": "the arrivals the contract's count means (it names a role of another stage)",
     "first-parity": "the parity",
+    "entry-position": "the ring position (slot and parity) its loop starts from",
     "helper": "what the called function synchronises",
     "params-offset": "which params field",
     "private-protocol": "the protocol (the claim holding this mbarrier states no `signal`)",
@@ -401,6 +405,17 @@ def describe(f: Finding) -> Worded:
                 "this copy or credit",
                 "issue every copy and credit of a fill under the same conditions as its `expect_tx` (a credit may "
                 "skip only a count of 0: `if (bytes != 0)`)",
+            )
+        if what == "entry-position":
+            return Worded(
+                f"cannot decide the ring position `{fn}` starts the loop around `{op}` from: the slot and parity "
+                "the previous pass of the loop around that left (a side without `restart` carries them on), or "
+                "ones reset on some pass (a cursor reset on some paths, or read from memory)",
+                "the ring position carries across units of work (no `restart`)",
+                "this wait",
+                "keep the ring cursor (slot and phase) in registers, declared before the loop over units of work "
+                "and moved on only by the loop inside it (or by a skip of the units another role takes), or "
+                "review it by hand",
             )
         return Worded(
             f"cannot decide {UNDECIDED[what]} of `{op}` in `{fn}`{also}",
@@ -797,7 +812,7 @@ def guard_words(text: str) -> str:
 
 
 def _wait_parity(f: Finding, fn: str, op: str) -> Worded:
-    step, ring, got = f.value("step"), f.value("ring"), f.value("got")
+    step, ring, got = f.value("step"), f.value("ring"), dict(f.facts).get("got", "")
     if f.problem == "constant":
         return Worded(
             f"`{fn}` waits on `{step}` of ring `{ring}` with parity {got} in every iteration; the parity must flip "
@@ -806,6 +821,19 @@ def _wait_parity(f: Finding, fn: str, op: str) -> Worded:
             f"parity {got} here, every iteration",
             "flip the phase bit when the slot index wraps (`if (++slot == depth) { slot = 0; phase ^= 1; }`) and "
             "wait on the phase variable",
+        )
+    if f.problem == "reset":
+        reset, side = f.value("reset"), f.value("side")
+        return Worded(
+            f"`{fn}` starts the loop of its `{step}` on ring `{ring}` from the same {reset} on every pass of the "
+            "loop around it (a ring cursor reset per unit of work), so from the second pass on it waits on another "
+            f"slot or phase than the ring is at; the {side} side states no `restart`: its position carries on from "
+            "one unit of work to the next, as its partner's does",
+            f"`{step}`: the ring position carries across units of work (no `restart`)",
+            f"the {reset} the same at this loop's entry on every pass",
+            "keep the ring cursor (slot and phase) across units of work: declare it once, before the loop over "
+            "units, and let each unit's loop advance it; or, where the slot index really restarts, state "
+            "`restart N` on both sides",
         )
     want = f.value("want")
     if f.problem == "advanced":

@@ -18,7 +18,10 @@ matched with the side's steps:
 - ``wait-parity``: the parity each wait uses first (the side's ``parity P``, else 0 for
   ``full`` and 1 for ``empty``), and that it changes from one iteration to the next; a
   copy of the step after ``k`` earlier waits on its barrier uses ``P ^ ((k // depth) & 1)``
-  at every depth the stage's ``depth`` allows (:func:`_advanced`);
+  at every depth the stage's ``depth`` allows (:func:`_advanced`); and, for a side that does not
+  ``restart``, that a wait whose loop is nested in another (a persistent kernel's loop over units
+  of work) enters its loop at the slot and phase the previous pass left, not at a position reset
+  on every pass (:func:`_entry`);
 - ``step-order``: the first instruction of each step comes after the first instruction of
   the step written before it;
 - ``ring-fence``: a side that states ``fence proxy_async`` runs ``fence.proxy.async`` after
@@ -333,7 +336,7 @@ def _side(
         elif step.kind == "wait":
             # the step's waits in the loop, and a lagged side's peeled phase after it
             peeled_waits = [site for site in of(step, inside=False) if peeled(site)]
-            yield from _parities(ctx, role, side, step, [*of(step), *peeled_waits])
+            yield from _parities(ctx, role, side, step, [*of(step), *peeled_waits], loop)
     yield from _fence(ctx, role, side, plan, sited, facts)
     yield from _read_proxy(ctx, role, side, facts)
 
@@ -467,7 +470,9 @@ def _arrivals(ctx: Ctx, role: A.Role, side: A.Ring, step: Step, here: list[Site]
             )
 
 
-def _parities(ctx: Ctx, role: A.Role, side: A.Ring, step: Step, here: list[Site]) -> Iterator[Finding]:
+def _parities(
+    ctx: Ctx, role: A.Role, side: A.Ring, step: Step, here: list[Site], loop: int | None
+) -> Iterator[Finding]:
     assert isinstance(step.item, A.RingWait)
     want = step.item.parity if step.item.parity is not None else (0 if step.barrier == "full" else 1)
     # one ring position per wait: not a role on turns (it takes every N-th fill) or a restarting index
@@ -478,10 +483,10 @@ def _parities(ctx: Ctx, role: A.Role, side: A.Ring, step: Step, here: list[Site]
             yield unknown("wait-parity", site.fact, "first-parity", step.item)
             continue
         if parity.first is None:
-            if stepwise:
-                yield from _advanced(ctx, side, step, site, want)
-            else:
-                yield unknown("wait-parity", site.fact, "first-parity", step.item)
+            got = list(_advanced(ctx, side, step, site, want)) if stepwise else []
+            if not stepwise:
+                got = [unknown("wait-parity", site.fact, "first-parity", step.item)]
+            yield from got or _entry(side, step, site, loop)
             continue
         wrong: list[Finding] = []
         if stepwise and any(site.fact.prior):
@@ -520,7 +525,32 @@ def _parities(ctx: Ctx, role: A.Role, side: A.Ring, step: Step, here: list[Site]
                     got=parity.first % 2,
                 )
             ]
-        yield from wrong
+        yield from wrong or _entry(side, step, site, loop)
+
+
+def _entry(side: A.Ring, step: Step, site: Site, loop: int | None) -> Iterator[Finding]:
+    """A wait of the side's iteration loop nested in another loop (a k-loop in a persistent kernel's loop
+    over units of work): a side that does not `restart` enters its loop at the position the previous
+    pass left, its slot and its parity carried (``Fact.entry``); a position the same on every pass
+    (a cursor reset per unit of work) waits on the wrong slot and phase from the second pass on."""
+    loops = site.fact.loops
+    if side.restart is not None or side.once or loop is None or len(loops) < 2 or loops[-1] != loop:
+        return
+    how = dict(site.fact.entry)
+    reset = [r for r in ("slot", "parity") if how.get(r) == "reset"]
+    if reset:
+        yield found(
+            "wait-parity",
+            "reset",
+            site.fact,
+            step.item,
+            ring=side.name,
+            step=step.words,
+            side=side.side,
+            reset=" and ".join(reset),
+        )
+    elif any(how.get(r) != "carried" for r in ("slot", "parity")):
+        yield unknown("wait-parity", site.fact, "entry-position", step.item)
 
 
 def _advanced(

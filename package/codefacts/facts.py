@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from package.codefacts.bounds import field_bounds
+from package.codefacts.carry import Carry
 from package.codefacts.conds import Definitions, fields_of
 from package.codefacts.flow import Flow, Loop
 from package.codefacts.ptx import Function, Instr, parse
@@ -24,11 +25,12 @@ from package.codefacts.threads import Threads
 from package.codefacts.values import Env, Linear, Val, analyse, callee, defines
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
-FACTS_VERSION = 8  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
+FACTS_VERSION = 9  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
 # 4: an operand's linear form over params fields; 5: an operand from the function's arguments, `smem-arg`,
 # the conditions a copy, credit or expect-tx runs under; 6: a `local` operand (the function's stack), `param-pass`,
 # `call-arg` at calls to the module's own functions; 7: those conditions as expressions of params fields (`when`);
-# 8: the conditions of named barriers and shared-memory accesses too
+# 8: the conditions of named barriers and shared-memory accesses too; 9: a wait's `entry` (its ring position at
+# the entry of its loop, carried from the loop around it or reset)
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,11 @@ class Fact:
     # ``prior``)``, None where it is no constant.
     prior: tuple[int, ...] = ()
     depths: tuple[tuple[str, tuple[tuple[int | None, ...], ...]], ...] = ()
+    # A wait in a loop nested in another (a k-loop in a loop over units of work): how the registers it reads
+    # (``parity``; ``slot``, its barrier's address or slot argument) enter the inner loop on a pass of the outer
+    # one (``carry.py``): ``carried`` (what the previous pass left), ``reset`` (the same on every pass) or
+    # ``unknown``.
+    entry: tuple[tuple[str, str], ...] = ()
 
     def operand(self, role: str) -> Operand | None:
         return next((o for r, o in self.operands if r == role), None)
@@ -177,6 +184,8 @@ class Fact:
             out["prior"] = list(self.prior)
         if self.depths:
             out["depths"] = [[h, [list(per) for per in v]] for h, v in self.depths]
+        if self.entry:
+            out["entry"] = [list(e) for e in self.entry]
         return out
 
     @classmethod
@@ -208,6 +217,7 @@ class Fact:
                 (str(h), tuple(tuple(None if v is None else int(v) for v in per) for per in vs))
                 for h, vs in raw.get("depths", ())
             ),
+            tuple((str(r), str(how)) for r, how in raw.get("entry", ())),
         )
 
 
@@ -390,6 +400,7 @@ def _function(
     found_all: list[tuple[int, Fact]] = []
     params_seen: set[tuple[str, str]] = set()
     defs: Definitions | None = None  # built at the first conditional site
+    waits_read: dict[int, tuple[tuple[str, int, str], ...]] = {}  # a wait handle's call -> (role, at, register)
     for index, ins in enumerate(fn.body):
         found = [f for f in _instruction(fn.name, ins, env, site, index) if (f.kind, f.detail) not in params_seen]
         params_seen |= {(f.kind, f.detail) for f in found if f.kind == "smem-param"}  # one per parameter set
@@ -397,6 +408,8 @@ def _function(
             stored[ins.operands[0].strip("[] ").split("+")[0].strip()] = (index, ins.operands[1].strip())
         elif ins.base == "call":
             found.extend(_call(fn.name, ins, env, site, index, stored, handles, defined))
+            if any(f.kind == "wait" for f in found):  # a ring's wait handle: the registers of its slot and parity
+                waits_read[index] = _handle_wait_registers(ins, stored)
             stored = {}
         if found and site.flow.reachable(index):
             guard, loops, order = site.place(index)
@@ -432,6 +445,7 @@ def _function(
             )
             pending_write = None
     found_all = _waits(fn, site, handles, found_all)
+    found_all = _entries(fn, site, found_all, waits_read)
     synced = [(i, f) for i, f in found_all if f.kind in SYNC_KINDS]
     for index, f in found_all:
         if f.kind in SYNC_KINDS:
@@ -481,6 +495,42 @@ def _waits(fn: Function, site: _Site, handles: frozenset[str], found: list[tuple
                     if any(v is not None for per in values for v in per):
                         found_depths.append((h, values))
                 f = dataclasses.replace(f, depths=tuple(found_depths))
+        out.append((index, f))
+    return out
+
+
+def _handle_wait_registers(ins: Instr, stored: dict[str, tuple[int, str]]) -> tuple[tuple[str, int, str], ...]:
+    """The registers a call to a ring's wait handle passes as its slot and parity, where they are stored."""
+    target = callee(ins)
+    ops = [o.strip() for o in ins.operands]
+    after = ops[ops.index(target) + 1 :] if target in ops else []
+    args = [a.strip() for o in after if o.startswith("(") for a in o.strip("() ").split(",") if a.strip()]
+    out = []
+    for role, arg in zip(("slot", "parity"), args, strict=False):
+        if arg in stored:
+            at, reg = stored[arg]
+            out.append((role, at, reg))
+    return tuple(out)
+
+
+def _entries(
+    fn: Function, site: _Site, found: list[tuple[int, Fact]], waits_read: dict[int, tuple[tuple[str, int, str], ...]]
+) -> list[tuple[int, Fact]]:
+    """Each wait in a loop nested in another with how its slot and parity enter the inner loop (``Fact.entry``)."""
+    carry: Carry | None = None
+    out = []
+    for index, f in found:
+        loops = [lp for lp in site.flow.loops_of(index) if lp.header not in site.spinning]
+        if f.kind == "wait" and len(loops) >= 2 and site.flow.reachable(index):
+            ins = fn.body[index]
+            read: tuple[tuple[str, int, str], ...] = ()
+            if ins.base == "mbarrier" and len(ins.operands) >= 3:
+                read = (("slot", index, ins.operands[1].strip()), ("parity", index, ins.operands[2].strip()))
+            elif ins.base == "call":
+                read = waits_read.get(index, ())
+            carry = carry or Carry(site.flow)
+            entry = {role: carry.entry(loops[-2], loops[-1], at, reg) for role, at, reg in read}
+            f = dataclasses.replace(f, entry=tuple((role, entry.get(role, "unknown")) for role in ("slot", "parity")))
         out.append((index, f))
     return out
 

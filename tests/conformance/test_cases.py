@@ -9,7 +9,9 @@ A case folder is one of two kinds:
   (and, when the twin differs from the example, ``pass``) maps a file of the example to the
   ``[old, new]`` replacements that make the variant, each of whose ``old`` occurs exactly
   once; ``check`` names the check when the folder is a second case of it, ``cuda_line:
-  false`` marks a finding shown at a function (a step the code lacks) rather than a line.
+  false`` marks a finding shown at a function (a step the code lacks) or at a line of a
+  header the component includes (its CUDA line is then a note) rather than a line of the
+  component's source.
 
 The failing variant is built as `kernlink pack` builds it and must give exactly one
 L-CONFORM finding, of the case's check, with both sides (the contract line and the PTX
