@@ -85,11 +85,12 @@ def main(argv: list[str] | None = None) -> int:
         counts["agree: both unsafe" if checker else "agree: both safe"] += 1
         if checker:
             counts["same codes" if checker == found else "other codes"] += 1
-            counts[
-                "same deadlock/race verdict"
-                if (checker & UNSAFE) == (found & UNSAFE)
-                else "other deadlock/race verdict"
-            ] += 1
+            same = (checker & UNSAFE) == (found & UNSAFE)
+            counts["same deadlock/race verdict" if same else "other deadlock/race verdict"] += 1
+            if not same:  # both unsafe, for other reasons: kept to be read
+                name = args.out / "differences" / f"{drawn:05d}.kc"
+                name.parent.mkdir(exist_ok=True)
+                name.write_text(f"# draw {drawn}: checker {sorted(checker)}, oracle {sorted(found)}\n# {protocol}\n{text}")
             for code in sorted(checker):
                 counts[f"checker {code}"] += 1
             for code in sorted(found):
