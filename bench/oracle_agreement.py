@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
             if not same:  # both unsafe, for other reasons: kept to be read
                 name = args.out / "differences" / f"{drawn:05d}.kc"
                 name.parent.mkdir(exist_ok=True)
-                name.write_text(f"# draw {drawn}: checker {sorted(checker)}, oracle {sorted(found)}\n# {protocol}\n{text}")
+                head = f"# draw {drawn}: checker {sorted(checker)}, oracle {sorted(found)}\n# {protocol}\n"
+                name.write_text(head + text)
             for code in sorted(checker):
                 counts[f"checker {code}"] += 1
             for code in sorted(found):
