@@ -672,15 +672,15 @@ def _run(
         last_write_of.append(wr)
     tiles = [[(a.op.kind, a.key) if a.op.kind in ("tile_read", "tile_write") else None for a in seq] for seq in acts]
 
-    def persistent(pcs: tuple[int, ...], enabled: set[int]) -> list[int]:
+    def persistent(pcs: tuple[int, ...], live: list[int], enabled: set[int]) -> list[int]:
         """The enabled processes of a smallest persistent set: closed under "a process that can
         still do something its next act depends on" (an enabled next act: any later act that writes
         what it touches or touches what it writes; a waiting one: any later act that writes what it
-        waits on)."""
+        waits on), grown from each unfinished process; one with no enabled process is no answer."""
         best = sorted(enabled)
-        for seed in best:
+        for seed in live:
             members, todo = {seed}, [seed]
-            while todo and len(members) < len(best):
+            while todo:
                 q = todo.pop()
                 pc = pcs[q]
                 ready = q in enabled
@@ -690,8 +690,10 @@ def _run(
                         if r not in members and last[r].get(k, -1) >= pcs[r]:
                             members.add(r)
                             todo.append(r)
+                if sum(1 for m in members if m in enabled) >= len(best):
+                    break
             chosen = [p for p in sorted(members) if p in enabled]
-            if not todo and len(chosen) < len(best):
+            if not todo and 0 < len(chosen) < len(best):
                 best = chosen
                 if len(best) == 1:
                     break
@@ -727,7 +729,7 @@ def _run(
             found.add("L-DEADLOCK: a reachable state where every unfinished role waits")
             continue
         found.update(_tile_races(pcs, tiles, cta_of))
-        for p in persistent(pcs, set(enabled)):
+        for p in persistent(pcs, live, set(enabled)):
             a = acts[p][pcs[p]]
             found.update(_races(a, pcs, rings, last_write, done, used))
             o = ids[p][pcs[p]]
