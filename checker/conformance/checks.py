@@ -78,22 +78,16 @@ CHECKS = (
 )
 
 
-PROTOCOL_CHECKS = frozenset(
-    {
-        "barrier-id",
-        "barrier-threads",
-        "block-barrier",
-        "mbarrier-init",
-        "expect-tx",
-        "copy-bytes",
-        "copy-count",
-        "scope",
-        "proxy-fence",
-        *STEP_CHECKS,
-        *PRIVATE_CHECKS,
-        *ORDER_CHECKS,
-    }
-)
+PROTOCOL_CHECKS = frozenset(CHECKS) - {
+    "setmaxnreg",
+    "static-shared",
+    "smem-literal",
+    "launch-directive",
+    "tmem-alloc",
+    "tid-index",
+    "feature",
+    "params-read",
+}
 """The checks whose finding means the code synchronises otherwise than its contract states: the
 protocol model's verdict (no hang, no race) is about the contract, so it does not hold for that
 code, and a clause selection never hides such a finding (``checker/policy.py``)."""
