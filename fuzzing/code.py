@@ -244,16 +244,17 @@ def _cursor_resets(
         entering = [p for p in flow.preds[inner.header] if p not in inner.body and p in outer.body]
         if not entering:
             continue
-        variants: list[tuple[str, frozenset[str]]] = [
-            ("slot and parity", frozenset().union(*roles.values())),
-            ("slot", roles.get("slot", frozenset())),
-            ("parity", roles.get("parity", frozenset())),
+        variants = [
+            frozenset().union(*roles.values()),
+            roles.get("slot", frozenset()),
+            roles.get("parity", frozenset()),
         ]
         seen: set[frozenset[str]] = set()
-        for what, regs in variants:
+        for regs in variants:
             if not regs or regs in seen:
                 continue
             seen.add(regs)
+            what = " and ".join(role for role in ("slot", "parity") if roles.get(role) and roles[role] <= regs)
             firsts = {r: flow.first(header, r) for r in sorted(regs)}
             if any(v is None for v in firsts.values()) or any(types.get(_prefix(r), "pred") == "pred" for r in regs):
                 continue  # no first-pass constant to restart from (or a predicate): no mutant
@@ -310,6 +311,7 @@ def _wait_reads(fn: Function, index: int) -> dict[str, frozenset[str]]:
     """The registers a wait reads as its slot (its barrier's address) and its parity: an inline
     ``try_wait.parity``'s operands, or the values a call to a ring's wait handle passes."""
     ins = fn.body[index]
+    ops: tuple[str, ...]
     if ins.base == "mbarrier" and len(ins.operands) >= 3:
         ops = (ins.operands[1], ins.operands[2])
     else:
