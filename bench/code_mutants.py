@@ -116,7 +116,14 @@ def campaign(names: list[str]) -> dict[str, Any]:
             inputs = load([pipeline])
             comp = resolve_inputs(inputs)
             assert comp is not None, name
-            report = run_code_campaign(comp, name).to_json()
+            result = run_code_campaign(comp, name)
+            report = result.to_json()
+            # every `cursor` mutant with its verdict and the checks that rejected it (the kind is new: each one shown)
+            report["cursor"] = [
+                {"mutant": o.mutation.describe(), "verdict": o.verdict, "checks": list(o.checks), "at": o.at}
+                for o in result.outcomes
+                if o.mutation.kind == "cursor"
+            ]
             # a component is named by its package's path in the example ("build/x.kpkg" beside the
             # example's own pipeline, "persistent/build/x.kpkg" beside a pipeline in a subfolder)
             prefix = str(Path(tmp) / name) + "/"
@@ -160,6 +167,14 @@ def markdown(runs: dict[str, Any], seconds: float, out: str) -> str:
             rejected[check] = rejected.get(check, 0) + n
     out += ["Rejected by (L-CONFORM checks; a mutant can trip several):", ""]
     out += [f"- `{check}`: {n}" for check, n in sorted(rejected.items(), key=lambda kv: -kv[1])] + [""]
+    cursor = [(p, m) for p, run in runs.items() for m in run.get("cursor", [])]
+    out += [f"## cursor ({len(cursor)}): a ring position restarted on every pass of the loop around its k-loop", ""]
+    for pipeline, m in cursor:
+        checks = ", ".join(f"`{c}`" for c in m["checks"])
+        out.append(
+            f"- {pipeline}: {m['mutant']} — **{m['verdict']}**" + (f" at {m['at']} by {checks}" if checks else "")
+        )
+    out.append("")
     for verdict in ("accepted", "outside", "equivalent"):
         items = [(p, m) for p, run in runs.items() for m in run.get(verdict, [])]
         out += [f"## {verdict} ({len(items)})", ""]
