@@ -98,7 +98,9 @@ class CodeOutcome:
 
 
 def _is_sync(ins: Instr) -> bool:
-    return ins.opcode.startswith(_SYNC) and not ins.opcode.startswith(("bar.warp", "fence.proxy.tensormap"))
+    # an L2 prefetch (``cp.async.bulk.prefetch``) is a hint: it completes on no barrier and orders nothing
+    skip = ("bar.warp", "fence.proxy.tensormap", "cp.async.bulk.prefetch")
+    return ins.opcode.startswith(_SYNC) and not ins.opcode.startswith(skip)
 
 
 def mutations(component: str, ptx: str) -> Iterator[CodeMutation]:

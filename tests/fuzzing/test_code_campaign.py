@@ -187,3 +187,27 @@ def test_a_persistent_consumers_cursor_reset_is_rejected_by_wait_parity(swapab: 
         assert out.verdict == "rejected" and out.checks == ("wait-parity",) and out.at == "pack", (m.describe(), out)
     report = run_code_campaign(comp, str(swapab), kinds=frozenset({"cursor"}))
     assert len(report.outcomes) == 6 and {o.verdict for o in report.outcomes} == {"rejected"}
+
+
+def test_an_l2_prefetch_is_not_mutated() -> None:
+    """``cp.async.bulk.prefetch.tensor`` shares the copies' prefix but completes on no barrier: no mutant of it;
+    the copy beside it is mutated."""
+    ptx = "\n".join(
+        [
+            ".visible .func fx_main(",
+            "\t.param .b64 fx_main_param_0",
+            ")",
+            "{",
+            "\t.reg .b32 \t%r<8>;",
+            "\t.reg .b64 \t%rd<4>;",
+            "\tld.param.u64 \t%rd1, [fx_main_param_0];",
+            "\tcp.async.bulk.prefetch.tensor.2d.L2.global.tile [%rd1, {%r1, %r2}];",
+            "\tcp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r3], [%rd1, {%r1, %r2}], [%r4];",  # noqa: E501
+            "\tret;",
+            "}",
+            "",
+        ]
+    )
+    opcodes = {m.opcode for m in mutations("fx", ptx)}
+    assert opcodes and not any(o.startswith("cp.async.bulk.prefetch") for o in opcodes), opcodes
+    assert any(o.startswith("cp.async.bulk.tensor") for o in opcodes)
