@@ -2,9 +2,10 @@
 
 Packs each example pipeline into a scratch folder (hello, ring, gemm_swiglu with each of its
 producers — the wgmma mainloop, mma_sync, smem_acc and the sm_100a tcgen05 producer — and the
-epilogue, moe4's four owners), runs the campaign on each pipeline with no budget, and writes
-the counts per component and per mutation kind, and every mutant that was not rejected with
-the reason it is equivalent or outside the contract:
+epilogue, the persistent gemm_swiglu pipelines — cooperative, small-M, swap-AB and ring-fed; the
+ping-pong one is check-only, without packages — and moe4's four owners), runs the campaign on
+each pipeline with no budget, and writes the counts per component and per mutation kind, and
+every mutant that was not rejected with the reason it is equivalent or outside the contract:
 
     python bench/code_mutants.py --out bench/results/cpu-2026-12-04   # code_mutants.{json,md}
 
@@ -58,6 +59,35 @@ PIPELINES: dict[str, tuple[str, str, tuple[tuple[str, str], ...]]] = {
         "sm100/gemm_swiglu_tcgen05.kp",
         (("sm100/tcgen05.cu", "sm100/tcgen05.kc"), ("epilogue.cu", "sm100/epilogue.kc")),
     ),
+    "gemm_swiglu_persistent": (
+        "gemm_swiglu",
+        "persistent/gemm_swiglu_persistent.kp",
+        tuple(
+            (f"persistent/{c}.cu", f"persistent/{c}.kc")
+            for c in ("scheduler", "producer", "consumer", "fixup", "epilogue")
+        ),
+    ),
+    "gemm_swiglu_persistent_small": (
+        "gemm_swiglu",
+        "persistent/gemm_swiglu_persistent_small.kp",
+        tuple(
+            (f"persistent/{c}.cu", f"persistent/{c}.kc")
+            for c in ("scheduler_small", "producer_small", "consumer_small", "fixup", "epilogue")
+        ),
+    ),
+    "gemm_swiglu_persistent_swapab": (
+        "gemm_swiglu",
+        "persistent/gemm_swiglu_persistent_swapab.kp",
+        tuple(
+            (f"persistent/{c}.cu", f"persistent/{c}.kc")
+            for c in ("scheduler_small", "producer_swapab", "consumer_swapab", "epilogue_swapab")
+        ),
+    ),
+    "gemm_swiglu_ringfed": (
+        "gemm_swiglu",
+        "persistent/ringfed/gemm_swiglu_ringfed.kp",
+        tuple((f"persistent/ringfed/{c}.cu", f"persistent/ringfed/{c}.kc") for c in ("mainloop", "epilogue")),
+    ),
     "moe4": (
         "moe4",
         "moe4.kp",
@@ -86,8 +116,17 @@ def campaign(names: list[str]) -> dict[str, Any]:
             inputs = load([pipeline])
             comp = resolve_inputs(inputs)
             assert comp is not None, name
-            report = run_code_campaign(comp, name).to_json()
-            prefix = str(pipeline.parent) + "/"
+            result = run_code_campaign(comp, name)
+            report = result.to_json()
+            # every `cursor` mutant with its verdict and the checks that rejected it (the kind is new: each one shown)
+            report["cursor"] = [
+                {"mutant": o.mutation.describe(), "verdict": o.verdict, "checks": list(o.checks), "at": o.at}
+                for o in result.outcomes
+                if o.mutation.kind == "cursor"
+            ]
+            # a component is named by its package's path in the example ("build/x.kpkg" beside the
+            # example's own pipeline, "persistent/build/x.kpkg" beside a pipeline in a subfolder)
+            prefix = str(Path(tmp) / name) + "/"
             runs[name] = json.loads(json.dumps(report).replace(prefix, ""))
     return runs
 
@@ -113,7 +152,7 @@ def markdown(runs: dict[str, Any], seconds: float, out: str) -> str:
         merged: dict[str, dict[str, int]] = {}
         for run in runs.values():
             for row in run[key]:
-                name = row["name"] if key == "by_kind" else row["name"].removeprefix("build/")
+                name = row["name"] if key == "by_kind" else row["name"].removeprefix("build/").replace("/build/", "/")
                 slot = merged.setdefault(name, dict.fromkeys(("mutants", *verdicts), 0))
                 for k in slot:
                     slot[k] += row[k]
@@ -128,6 +167,14 @@ def markdown(runs: dict[str, Any], seconds: float, out: str) -> str:
             rejected[check] = rejected.get(check, 0) + n
     out += ["Rejected by (L-CONFORM checks; a mutant can trip several):", ""]
     out += [f"- `{check}`: {n}" for check, n in sorted(rejected.items(), key=lambda kv: -kv[1])] + [""]
+    cursor = [(p, m) for p, run in runs.items() for m in run.get("cursor", [])]
+    out += [f"## cursor ({len(cursor)}): a ring position restarted on every pass of the loop around its k-loop", ""]
+    for pipeline, m in cursor:
+        checks = ", ".join(f"`{c}`" for c in m["checks"])
+        out.append(
+            f"- {pipeline}: {m['mutant']} — **{m['verdict']}**" + (f" at {m['at']} by {checks}" if checks else "")
+        )
+    out.append("")
     for verdict in ("accepted", "outside", "equivalent"):
         items = [(p, m) for p, run in runs.items() for m in run.get(verdict, [])]
         out += [f"## {verdict} ({len(items)})", ""]

@@ -16,6 +16,8 @@ named barriers, fences) gets each mutation that applies to it:
 | ``scope`` | another scope (``.cta``, ``.cluster``, ``.gpu``) or state space |
 | ``drop-fence`` | remove a fence |
 | ``guard`` | run a copy or credit only in some blocks (under a thread-invariant condition: ``%ctaid.x != 0``) |
+| ``cursor`` | restart a ring wait's slot or parity (the registers its iteration loop carries) from their first-pass |
+| | value before that loop, on every pass of the loop around it (a persistent kernel's reset cursor) |
 
 Each mutant is judged as ``kernlink pack --strict`` and ``kernlink check --strict`` judge a
 package's code: the conformance findings of its stage (an undecided site counts, as under
@@ -45,7 +47,7 @@ from checker.composition import Composition
 from diagnostics.model import Diagnostic, Severity
 from package.codefacts import derive
 from package.codefacts.ptx import Function, Instr, parse
-from package.codefacts.values import Env, analyse
+from package.codefacts.values import Env, analyse, callee
 from package.loader import StageEntry
 
 CODE_KINDS = {
@@ -58,6 +60,7 @@ CODE_KINDS = {
     "scope": "another scope or state space",
     "drop-fence": "remove a fence",
     "guard": "run a copy or credit under a data-dependent condition",
+    "cursor": "restart a ring wait's slot or parity at each pass of the loop around its iteration loop",
 }
 _SYNC = ("mbarrier.", "bar.", "barrier.", "fence.", "membar.", "cp.async.bulk", "tcgen05.commit")
 _PROBE = "kl_probe_keep_"
@@ -95,7 +98,9 @@ class CodeOutcome:
 
 
 def _is_sync(ins: Instr) -> bool:
-    return ins.opcode.startswith(_SYNC) and not ins.opcode.startswith(("bar.warp", "fence.proxy.tensormap"))
+    # an L2 prefetch (``cp.async.bulk.prefetch``) is a hint: it completes on no barrier and orders nothing
+    skip = ("bar.warp", "fence.proxy.tensormap", "cp.async.bulk.prefetch")
+    return ins.opcode.startswith(_SYNC) and not ins.opcode.startswith(skip)
 
 
 def mutations(component: str, ptx: str) -> Iterator[CodeMutation]:
@@ -103,13 +108,18 @@ def mutations(component: str, ptx: str) -> Iterator[CodeMutation]:
     lines = ptx.split("\n")
     module = parse(ptx)
     handles = frozenset(re.findall(r"\.extern\s+\.func\s*(?:\([^)]*\))?\s*([\w$]+)", ptx))
+    derived = derive(ptx)
     for fn in module.functions:
         if fn.name.startswith(_PROBE):
             continue
         env = analyse(fn, handle_names=handles, smem_names=frozenset(), entry_like=len(fn.params) == 2)
         syncs = [ins for ins in fn.body if _is_sync(ins)]
+        resets = _cursor_resets(component, lines, fn, handles, derived)
         for k, ins in enumerate(syncs):
             yield from _of(component, lines, fn, env, ins, syncs[k - 1] if k else None, syncs)
+            yield from resets.pop(ins.line, ())
+        for rest in sorted(resets.items()):  # a wait handle's call: after the function's instructions
+            yield from rest[1]
 
 
 def _of(
@@ -186,6 +196,189 @@ def _of(
         guarded = ["\t{", "\t.reg .b32 %kl_cta;", "\t.reg .pred %kl_run;", "\tmov.u32 %kl_cta, %ctaid.x;"]
         guarded += ["\tsetp.ne.u32 %kl_run, %kl_cta, 0;", f"\t@%kl_run {text.strip()}", "\t}"]
         yield make("guard", [*lines[:at], *guarded, *lines[at + 1 :]], f"run `{ins.opcode}` only where `%ctaid.x != 0`")
+
+
+# ----------------------------------------------------------------- cursor resets
+
+
+def _cursor_resets(
+    component: str, lines: list[str], fn: Function, handles: frozenset[str], derived: Any
+) -> dict[int, list[CodeMutation]]:
+    """For each wait in a loop nested in another (a persistent role's k-loop in its loop over units of work)
+    whose slot or parity its iteration loop carries (``Fact.entry``: ``carried``): mutants that set the carried
+    registers the wait's slot, its parity, or both are computed from to the value they hold on the first pass,
+    on every edge into the iteration loop (inside the loop around it), keyed by the wait's PTX line."""
+    from package.codefacts.carry import CARRIED, Carry
+    from package.codefacts.facts import _spins
+    from package.codefacts.flow import Flow
+
+    waits = {
+        f.line: f
+        for f in derived.facts
+        if f.function == fn.name and f.kind == "wait" and any(how == CARRIED for _, how in f.entry)
+    }
+    if not waits:
+        return {}
+    flow = Flow(fn)
+    carry = Carry(flow)
+    types = _register_types(lines, fn)
+    out: dict[int, list[CodeMutation]] = {}
+    for index, ins in enumerate(fn.body):
+        fact = waits.get(ins.line)
+        if fact is None or not flow.reachable(index):
+            continue
+        loops = [lp for lp in flow.loops_of(index) if not _spins(fn.body, flow, lp, handles)]
+        if len(loops) < 2:
+            continue
+        outer, inner = loops[-2], loops[-1]
+        carried = carry.carried(outer, inner)
+        if not carried:
+            continue
+        read = _wait_reads(fn, index)
+        region = [
+            j
+            for b in inner.body
+            for j in range(*flow.blocks[b])
+            if j != index and flow.reachable(j) and flow.precedes(j, index)
+        ]
+        roles = {role: _entering(fn, flow, region, regs, index) & carried for role, regs in read.items()}
+        header = flow.blocks[inner.header][0]
+        entering = [p for p in flow.preds[inner.header] if p not in inner.body and p in outer.body]
+        if not entering:
+            continue
+        variants = [
+            frozenset().union(*roles.values()),
+            roles.get("slot", frozenset()),
+            roles.get("parity", frozenset()),
+        ]
+        seen: set[frozenset[str]] = set()
+        for regs in variants:
+            if not regs or regs in seen:
+                continue
+            seen.add(regs)
+            what = " and ".join(role for role in ("slot", "parity") if roles.get(role) and roles[role] <= regs)
+            firsts = {r: flow.first(header, r) for r in sorted(regs)}
+            if any(v is None for v in firsts.values()) or any(types.get(_prefix(r), "pred") == "pred" for r in regs):
+                continue  # no first-pass constant to restart from (or a predicate): no mutant
+            movs = [f"\tmov.{types[_prefix(r)]} \t{r}, {v};" for r, v in firsts.items()]
+            new = list(lines)
+            for p in sorted(entering, key=lambda b: -flow.blocks[b][1]):
+                last = fn.body[flow.blocks[p][1] - 1]
+                at = last.line - 1 if last.base == "bra" else last.line  # before its branch, else after it
+                new[at:at] = movs
+            said = ", ".join(f"`{r}` = {v}" for r, v in firsts.items())
+            label = next((f" `{name}`" for name, at in fn.labels if at == header), "")
+            edit = (
+                f"restart the wait's {what} ({said}: the first pass's values) before its iteration loop "
+                f"(PTX line {fn.body[header].line}{label}) on every pass of "
+                "the loop around it"
+            )
+            opcode = ins.opcode if ins.base != "call" else callee(ins) or ins.opcode
+            out.setdefault(ins.line, []).append(
+                CodeMutation(
+                    component,
+                    "cursor",
+                    fn.name,
+                    ins.line,
+                    opcode,
+                    edit,
+                    "\n".join(new),
+                    ins.src,
+                    "",
+                    ins.origin or ins.src,
+                )
+            )
+    return out
+
+
+_REGISTER = re.compile(r"%[\w$]+")
+
+
+def _prefix(register: str) -> str:
+    return register.rstrip("0123456789")
+
+
+def _register_types(lines: list[str], fn: Function) -> dict[str, str]:
+    """A function's register families (``%r`` of ``.reg .b32 %r<88>;``) and their types."""
+    end = max((ins.line for ins in fn.body), default=fn.line)
+    types: dict[str, str] = {}
+    for text in lines[fn.line - 1 : end]:
+        m = re.match(r"\s*\.reg\s+\.(\w+)\s+(%[\w$]+)<\d+>\s*;", text)
+        if m:
+            types.setdefault(m.group(2), m.group(1))
+    return types
+
+
+def _wait_reads(fn: Function, index: int) -> dict[str, frozenset[str]]:
+    """The registers a wait reads as its slot (its barrier's address) and its parity: an inline
+    ``try_wait.parity``'s operands, or the values a call to a ring's wait handle passes."""
+    ins = fn.body[index]
+    ops: tuple[str, ...]
+    if ins.base == "mbarrier" and len(ins.operands) >= 3:
+        ops = (ins.operands[1], ins.operands[2])
+    else:
+        target = callee(ins) or ""
+        after = [o.strip() for o in ins.operands]
+        after = after[after.index(target) + 1 :] if target in after else []
+        args = [a.strip() for o in after if o.startswith("(") for a in o.strip("() ").split(",") if a.strip()]
+        stored = _stored(fn, index)
+        ops = tuple(stored.get(a, "") for a in args[:2])
+    return {role: frozenset(_REGISTER.findall(op)) for role, op in zip(("slot", "parity"), ops, strict=False)}
+
+
+def _stored(fn: Function, call: int) -> dict[str, str]:
+    """What the ``st.param`` stores before call ``call`` (back to the call before it) put in each parameter."""
+    out: dict[str, str] = {}
+    for j in range(call - 1, -1, -1):
+        ins = fn.body[j]
+        if ins.base == "call":
+            break
+        if ins.base == "st" and ins.has("param") and len(ins.operands) == 2:
+            out.setdefault(ins.operands[0].strip("[] ").split("+")[0].strip(), ins.operands[1].strip())
+    return out
+
+
+def _entering(fn: Function, flow: Any, region: Sequence[int], registers: frozenset[str], at: int) -> frozenset[str]:
+    """The registers whose values at the iteration loop's entry the registers ``registers`` that instruction
+    ``at`` reads are computed from: a backward slice through the definitions in ``region`` (the loop's
+    instructions before ``at``, back edges left out), keeping each register some read of which no definition
+    in ``region`` dominates (a call's result reads the values passed to the call)."""
+    from package.codefacts.values import defines
+
+    defs: dict[str, list[int]] = {}
+    srcs: dict[int, set[str]] = {}
+    for j in region:
+        ins = fn.body[j]
+        if not ins.operands or not defines(ins) or ins.base == "call":
+            continue
+        if ins.base == "ld" and ins.has("param") and "retval" in ins.operands[1]:
+            call = next((k for k in range(j - 1, -1, -1) if fn.body[k].base == "call"), None)
+            srcs[j] = set()
+            if call is not None:
+                for v in _stored(fn, call).values():
+                    srcs[j] |= set(_REGISTER.findall(v))
+        else:
+            srcs[j] = {r for o in ins.operands[1:] for r in _REGISTER.findall(o)}
+        for d in _REGISTER.findall(ins.operands[0]):
+            defs.setdefault(d, []).append(j)
+
+    def dominates(d: int, j: int) -> bool:
+        bd, bj = flow.block_of[d], flow.block_of[j]
+        return d < j if bd == bj else bool(flow.dominates(bd, bj))
+
+    exposed: set[str] = set()
+    seen: set[tuple[str, int]] = set()
+    todo = [(r, at) for r in sorted(registers)]
+    while todo:
+        r, j = todo.pop()
+        if (r, j) in seen:
+            continue
+        seen.add((r, j))
+        before = [d for d in defs.get(r, ()) if d != j and flow.precedes(d, j)]
+        if not any(dominates(d, j) for d in before):
+            exposed.add(r)
+        todo += [(s, d) for d in before for s in sorted(srcs[d])]
+    return frozenset(exposed)
 
 
 # What completes bytes of a fill: a bulk or tensor copy on an mbarrier, a thread's credit.

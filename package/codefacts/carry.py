@@ -126,6 +126,11 @@ class Carry:
             return RESET
         return UNKNOWN
 
+    def carried(self, outer: Loop, inner: Loop) -> frozenset[str] | None:
+        """The registers ``inner`` carries from one pass of ``outer`` to the next (None: no fixed point)."""
+        found = self._pass(outer, inner)
+        return None if found is None else found[1]
+
     def _pass(self, outer: Loop, inner: Loop) -> tuple[dict[int, State], frozenset[str]] | None:
         """The in-states of ``outer``'s blocks on a pass, and its carried registers (None: no fixed point)."""
         key = (outer.header, inner.header)
