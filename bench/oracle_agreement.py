@@ -83,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         counts["agree"] += 1
         counts["agree: both unsafe" if checker else "agree: both safe"] += 1
+        if protocol.remote_release:  # the remote arrive right, run on the other rank, or missing
+            verdict = "both unsafe" if checker else "both safe"
+            counts[f"agree, remote arrive {protocol.remote_arrive}: {verdict}"] += 1
         if checker:
             counts["same codes" if checker == found else "other codes"] += 1
             same = (checker & UNSAFE) == (found & UNSAFE)

@@ -28,6 +28,7 @@ from checker.protocol.check import check_protocol  # noqa: E402
 from kernlink.api import compose  # noqa: E402
 
 UNSAFE = {"L-RACE", "L-DEADLOCK"}
+MAX_STATES = 300_000  # bench/oracle_agreement.py's default budget: the draws kept were judged within it
 
 
 def per_trip_count(comp: Any, depth: int) -> tuple[set[str], list[set[str]]]:
@@ -42,7 +43,7 @@ def per_trip_count(comp: Any, depth: int) -> tuple[set[str], list[set[str]]]:
 
     co._run = run
     try:
-        codes = {p.split(":", 1)[0] for p in co.problems_of(comp, {"ab": depth})}
+        codes = {p.split(":", 1)[0] for p in co.problems_of(comp, {"ab": depth}, max_states=MAX_STATES)}
     finally:
         co._run = orig
     return codes, runs

@@ -2,7 +2,8 @@
 
 Each :class:`Protocol` is one stage: a producer ``load`` and a consumer ``mma`` sharing ring ``ab``,
 plus any of: a cluster (a 2-CTA multicast load, or a 2-CTA pair whose leader waits and releases
-for both), a grid counter ``sem`` raised and awaited by ``mma`` across the CTAs that share a tile
+for both; the release either one ``multicast`` arrive or an arrive on the own CTA's barrier and a
+``remote`` one on the peer's), a grid counter ``sem`` raised and awaited by ``mma`` across the CTAs that share a tile
 (serial split-K, a stream-K fix-up, a grid barrier, or an absolute threshold) and a named barrier
 ``go`` that ``mma`` signals and ``load`` waits on. Every knob has its correct value and wrong ones,
 so a draw is safe or holds one or more mistakes of the kinds the protocol clauses report.
@@ -32,6 +33,9 @@ class Protocol:
     tx: int = 0  # 0: the right bytes per phase; else that many KiB
     leader_wait: bool = True  # pair: only the leader waits and reads (and releases)
     leader_release: bool = True
+    remote_release: bool = False  # cluster: the release is an own arrive plus a `remote` arrive (not `multicast`)
+    remote_arrive: str = "right"  # remote_release: "right"; "other rank" (multicast: only the peer's
+    # remote arrive runs, `on peer`; pair: the peer's, not the leader's); "missing" (no remote arrive)
     grid: str = "none"
     waits_first: bool = True  # the counter's consume side stated before its produce side (right for
     # split-K and stream-K, whose splits wait for others; a grid barrier's and an absolute threshold's add first)
@@ -50,6 +54,8 @@ class Protocol:
         out = []
         if self.cluster != "none":
             out.append("cluster")
+            if self.remote_release:
+                out.append("remote arrive")
         if self.grid != "none":
             out.append("grid")
         if self.named != "none":
@@ -70,24 +76,31 @@ class Protocol:
         lines.append("    launch persistent threads 256 blocks_per_sm 1 cooperative")
         scope = ["scope cluster"] if clustered else []
         if self.cluster == "multicast":
-            right_tx, right_empty = 32, 2 if self.release_multicast else 1
+            right_tx, right_empty = 32, 2 if self.release_multicast or self.remote_release else 1
             fill = ["full copy 16KiB", "full copy 8KiB multicast"]
-            release = "empty arrive 1" + (" multicast" if self.release_multicast else "")
+            if self.remote_release:
+                release = ["empty arrive 1", *self._remote("", " on peer")]
+            else:
+                release = ["empty arrive 1" + (" multicast" if self.release_multicast else "")]
             wait = ["full wait"]
         elif self.cluster == "pair":
             right_tx, right_empty = 32, 1
             fill = ["full copy 16KiB on leader", "full copy 16KiB remote on peer"]
             on = " on leader" if self.leader_wait else ""
             wait = [f"full wait{on}", f"read multicast{on}"]
-            release = "empty arrive 1 multicast" + (" on leader" if self.leader_release else "")
+            on = " on leader" if self.leader_release else ""
+            if self.remote_release:
+                release = [f"empty arrive 1{on}", *self._remote(on, " on peer")]
+            else:
+                release = [f"empty arrive 1 multicast{on}"]
         else:
             right_tx, right_empty = 16, 1
             fill, wait = [], ["full wait"]
-            release = "empty arrive 1"
+            release = ["empty arrive 1"]
         tx = self.tx or right_tx
         arrive = f"full arrive 1 tx {tx}KiB" + (" on leader" if self.cluster == "pair" else "")
         if self.release_lag:
-            release += " lag 1"
+            release = [line + " lag 1" for line in release]
         producer = [
             f"depth {self.depth}",
             *scope,
@@ -99,7 +112,7 @@ class Protocol:
             "writes async",
             "init by load fenced",
         ]
-        consumer = [*scope, *wait, "reads async", release]
+        consumer = [*scope, *wait, "reads async", *release]
         load = [_ring("produce", "load", producer)]
         mma = [_ring("consume", "mma", consumer)]
         if self.named == "signal":
@@ -113,6 +126,13 @@ class Protocol:
             sides = self._counter()
             mma = [*mma, *sides] if self.counter_after_ring else [*sides, *mma]
         return "\n".join([*lines, *load, *mma, "}", ""])
+
+    def _remote(self, right: str, other: str) -> list[str]:
+        """The remote release (an arrive on the next rank's barrier) run where ``right`` says, or
+        on the other rank, or not at all."""
+        if self.remote_arrive == "missing":
+            return []
+        return ["empty arrive 1 remote" + (other if self.remote_arrive == "other rank" else right)]
 
     def _counter(self) -> list[str]:
         rest = " on rest" if self.parts else ""
@@ -157,6 +177,8 @@ def draw(rng: random.Random) -> Protocol:
         tx=knob(0, 16, 24, 48),
         leader_wait=knob(True, False),
         leader_release=knob(True, False),
+        remote_release=cluster != "none" and rng.random() < 0.5,
+        remote_arrive=knob("right", "other rank", "missing"),
         grid=grid,
         waits_first=knob(grid in ("splitk", "streamk"), grid not in ("splitk", "streamk")),
         counter_after_ring=rng.random() < 0.5,

@@ -329,6 +329,24 @@ TWINS = {
     "pair": (Protocol(cluster="pair"), Protocol(cluster="pair", leader_wait=False)),
     # the leader reads both slots and releases both; a peer releasing too frees the slot early
     "pair release": (Protocol(cluster="pair"), Protocol(cluster="pair", leader_release=False, empty_init=2)),
+    # the multicast load's release as an arrive on the own CTA's barrier and a `remote` one on the
+    # peer's; without the remote arrive (and each empty barrier initialized for its own CTA's one)
+    # the peer's multicast copy overwrites this CTA's slot while it is still read
+    "remote release": (
+        Protocol(cluster="multicast", remote_release=True),
+        Protocol(cluster="multicast", remote_release=True, remote_arrive="missing", empty_init=1),
+    ),
+    # the 2-CTA pair's leader releases its own slot and, `remote`, the peer's; the remote arrive
+    # run on the peer instead lands on the leader's barrier: 2 arrivals there, none on the peer's
+    "pair remote release": (
+        Protocol(cluster="pair", remote_release=True),
+        Protocol(cluster="pair", remote_release=True, remote_arrive="other rank"),
+    ),
+    # without the remote arrive the peer's slot is never released
+    "pair remote missing": (
+        Protocol(cluster="pair", remote_release=True),
+        Protocol(cluster="pair", remote_release=True, remote_arrive="missing"),
+    ),
     # serial split-K: split s waits for splits 0..s-1, reads their sum, writes and raises
     "split-K": (Protocol(grid="splitk"), Protocol(grid="splitk", waits_first=False)),
     # stream-K: the later splits raise the fix-up flag, the first awaits them; without the parts
@@ -353,6 +371,9 @@ WANT = {
     "multicast": {"L-RACE"},
     "pair": {"L-ARRIVE", "L-TXBYTES"},
     "pair release": {"L-RACE"},
+    "remote release": {"L-RACE"},
+    "pair remote release": {"L-ARRIVE"},
+    "pair remote missing": {"L-ARRIVE"},
     "split-K": {"L-RACE"},
     "stream-K": {"L-DEADLOCK"},
     "grid barrier": {"L-DEADLOCK"},
