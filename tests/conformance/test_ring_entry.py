@@ -258,3 +258,25 @@ def test_the_cooperative_consumer_misses_its_release_alone(tmp_path: Path) -> No
     dropped = {"consumer.cuh": [(FLUSH, "        if (leader && n_k > 0) {\n")]}
     (diag,) = _pack(tmp_path, "consumer", dropped)
     assert diag.code == "L-CONFORM" and "after its loop on each pass" in diag.message
+
+
+RINGFED_FLUSH = "        if (k_tiles > 0 && leader) {\n            mbarrier_arrive(empty + kBarrierBytes * previous);\n"
+
+
+def _ringfed(tmp_path: Path, new: str) -> list[Any]:
+    folder = tmp_path / "ringfed"
+    shutil.copytree(PERSISTENT / "ringfed", folder, ignore=shutil.ignore_patterns("build"))
+    text = (folder / "mainloop.cu").read_text()
+    assert text.count(RINGFED_FLUSH) == 1
+    (folder / "mainloop.cu").write_text(text.replace(RINGFED_FLUSH, new))
+    built = build(folder / "mainloop.cu", folder / "mainloop.kc")
+    return conformance_findings(built, tmp_path / "x.kpkg", strict=True)
+
+
+def test_the_ring_fed_mainloop_flushes_its_lagged_release_once_per_tile(tmp_path: Path) -> None:
+    assert _ringfed(tmp_path, RINGFED_FLUSH) == []
+    (missing,) = _ringfed(tmp_path / "a", "        if (k_tiles > 0 && leader) {\n")
+    assert "never runs `empty arrive` of ring `kv` after its loop on each pass" in missing.message
+    twice = RINGFED_FLUSH + "            mbarrier_arrive(empty + kBarrierBytes * previous);\n"
+    (doubled,) = _ringfed(tmp_path / "b", twice)
+    assert "runs `empty arrive` of ring `kv` twice after its loop on a pass" in doubled.message
