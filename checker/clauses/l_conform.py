@@ -62,7 +62,11 @@ warpgroup, one thread):
   often per iteration than the others; a lagged side (`lag N`, software pipelining) runs
   each step once more after the loop, its peeled phase, where a wait is a step (a wait
   after the loop of a side with no `lag` is an unstated one), and a lagged side whose code
-  peels nothing is one finding at its first step; a side of a ring that carries a ring-fed
+  peels nothing is one finding at its first step; when the side's loop sits in another
+  loop (a persistent kernel's k-loop in its loop over units of work), each lagged step
+  (a side's `lag N`, an arrive's own `lag L`) runs after the inner loop as often as it
+  lags on every pass of the outer one (each unit's peeled phase: a release the lag held
+  back), neither missing nor twice; a side of a ring that carries a ring-fed
   tensor of the role is run by the tensor handle the linker generates, so any instruction
   of the role on that ring's barriers is reported;
 - `arrive-count`: the arrivals of an arrive (the threads its guard selects, times its
@@ -713,6 +717,8 @@ def _ring_step(f: Finding, fn: str, op: str) -> Worded:
         peel = dict(f.facts).get("peeled")
         if peel is not None:
             where = f"after its loop (the peeled phase of `lag {peel}`)"
+        if dict(f.facts).get("per_pass") == "True":
+            where = f"after its loop on each pass of the loop around it (the unit's peeled phase of `lag {peel}`)"
         return Worded(
             f"role `{role}` never runs `{step}` of ring `{ring}` {where}: the contract's step has no instruction "
             f"in `{fn}`",
@@ -755,6 +761,15 @@ def _ring_step(f: Finding, fn: str, op: str) -> Worded:
             f"add a `ring {ring} … by {role}` side that states the step, or remove the instruction",
         )
     times, per, base = _times(f.value("times")), _times(f.value("per")), f.value("base")
+    if dict(f.facts).get("per_pass") == "True":
+        return Worded(
+            f"`{fn}` runs `{step}` of ring `{ring}` {times} after its loop on a pass of the loop around it, where "
+            f"its lag calls for it {per} per pass",
+            f"`{step}`: {per} after its loop per pass (its peeled phase)",
+            f"`{op}` here",
+            "release what the lag held back once per unit of work, after the unit's loop: a second arrive "
+            "completes a phase early, a missing one leaves a slot unreleased and the other side stalls when it wraps",
+        )
     return Worded(
         f"`{fn}` runs `{step}` of ring `{ring}` {times} per iteration, where it runs `{base}` {per}",
         f"`{step}`: once per iteration",

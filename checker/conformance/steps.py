@@ -9,7 +9,11 @@ matched with the side's steps:
 - the iteration: the steps run once per iteration of the loop around the side's first wait
   (its first arrive when it waits on nothing); instructions before that loop are the
   side's ``prearm`` arrives, instructions after it drain the ring; a lagged side (``lag N``)
-  also runs each step after the loop (its peeled phase), waits included;
+  also runs each step after the loop (its peeled phase), waits included; when that loop sits
+  in another (a persistent kernel's k-loop in its loop over units of work), every lagged step
+  (the side's ``lag N``, an arrive's own ``lag L``) runs after the inner loop, on each pass of
+  the outer one, as often as it lags (:func:`_flushes`): missing, the unit's last slot is never
+  released; twice, a phase completes early;
 - ``ring-step``: a step with no instruction in the iteration (``missing``), an instruction
   on a ring barrier no step of the role names (``extra``), or a step that runs more often per
   iteration than the others (``times``: a path with two arrives per wait);
@@ -330,15 +334,99 @@ def _side(
     if disorder:
         yield from disorder  # parities and counts of misplaced steps follow from the misplacement
         return
+    flushed = list(_flushes(ctx, role, side, looping, sites, loop, first, anchor))
+    yield from (f for f, _ in flushed if f is not None)
+    if any(f is not None for f, _ in flushed):
+        return  # the counts and parities of a pass with a missing or doubled lagged step follow from it
+    after = {key: here for f, (key, here) in flushed}
     for step in looping:
         if step.kind == "arrive":
-            yield from _arrivals(ctx, role, side, step, of(step))
+            yield from _arrivals(ctx, role, side, step, [*of(step), *after.get((step.kind, step.barrier), [])])
         elif step.kind == "wait":
             # the step's waits in the loop, and a lagged side's peeled phase after it
             peeled_waits = [site for site in of(step, inside=False) if peeled(site)]
             yield from _parities(ctx, role, side, step, [*of(step), *peeled_waits], loop)
     yield from _fence(ctx, role, side, plan, sited, facts)
     yield from _read_proxy(ctx, role, side, facts)
+
+
+def _flushes(
+    ctx: Ctx,
+    role: A.Role,
+    side: A.Ring,
+    looping: list[Step],
+    sites: list[Site],
+    loop: int | None,
+    first: Site | None,
+    anchor: Fact,
+) -> Iterator[tuple[Finding | None, tuple[tuple[str, str], list[Site]]]]:
+    """A lagged step whose iteration loop sits in another loop (a persistent kernel's k-loop in its loop over
+    units of work): the first ``lag`` iterations of each pass of the inner loop skip the step, so each pass
+    of the outer loop runs it ``lag`` times after the inner loop (the unit's peeled phase: ``side lag`` for
+    every step, plus a step's own ``lag`` for an arrive), before the outer loop's next pass. None: a step
+    that lags not, or a side whose loop is not nested. Yields each lagged step's finding (None: it runs as
+    often as it lags) with the step's instructions in the outer pass after the inner loop."""
+    loops = first.fact.loops if first is not None else ()
+    if loop is None or len(loops) < 2 or loops[-1] != loop:
+        return
+    outer = loops[-2]
+    inside = [s.fact for s in sites if loop in s.fact.loops]
+    cluster = _cluster_size(ctx.stage)
+    seen: set[tuple[str, str]] = set()
+    for step in looping:
+        key = (step.kind, step.barrier)
+        if step.kind == "copy" or key in seen:
+            continue
+        seen.add(key)
+        same = [s for s in looping if (s.kind, s.barrier) == key]
+        lag = sum(side.lag + (s.item.lag or 0 if isinstance(s.item, A.RingArrive) else 0) for s in same)
+        if not lag:
+            continue
+        want = lag * (cluster if isinstance(step.item, A.RingArrive) and step.item.multicast and cluster else 1)
+        here = [
+            s
+            for s in sites
+            if (s.kind, s.barrier) == key
+            and outer in s.fact.loops
+            and loop not in s.fact.loops
+            and any(s.fact.order in f.reaches for f in inside)
+        ]
+        chain = longest_chain([s.fact for s in here])
+        if chain == 0:
+            problem = found(
+                "ring-step",
+                "missing",
+                anchor,
+                step.item,
+                ring=side.name,
+                role=role.name,
+                step=step.words,
+                side=side.side,
+                prearm=False,
+                peeled=lag,
+                per_pass=True,
+            )
+            yield problem, (key, here)
+        elif chain != want:
+            site = max(here, key=lambda s: s.fact.order)
+            yield (
+                found(
+                    "ring-step",
+                    "times",
+                    site.fact,
+                    step.item,
+                    ring=side.name,
+                    role=role.name,
+                    step=step.words,
+                    base=step.words,
+                    times=chain,
+                    per=want,
+                    per_pass=True,
+                ),
+                (key, here),
+            )
+        else:
+            yield None, (key, here)
 
 
 #: Instructions that read shared memory through the async proxy.

@@ -224,3 +224,59 @@ def test_a_cursor_that_skips_the_units_another_role_takes_is_accepted(tmp_path: 
     (wait,) = [f for f in built.code.facts if f.kind == "wait"]
     assert wait.entry == (("slot", "carried"), ("parity", "carried"))
     assert conformance_findings(built, tmp_path / "x.kpkg", strict=True) == []
+
+
+# The lagged release after the k-loop (`empty arrive … lag 1`): the unit's peeled phase, once per unit of work.
+FLUSH = "        if (leader && n_k > 0) {\n            release_slot<C>(ring, prev);\n"
+
+
+def test_a_consumer_that_flushes_its_lagged_release_each_unit_packs(tmp_path: Path) -> None:
+    assert _pack(tmp_path, "consumer_swapab", {}, strict=True) == []
+
+
+def test_a_missing_release_after_the_k_loop_is_rejected(tmp_path: Path) -> None:
+    # each unit's last slot stays held: the producer stalls once it wraps round to it
+    dropped = {"consumer.cuh": [(FLUSH, "        if (leader && n_k > 0) {\n")]}
+    (diag,) = _pack(tmp_path, "consumer_swapab", dropped)
+    assert diag.code == "L-CONFORM" and dict(diag.data)["check"] == "ring-step"
+    assert "never runs `empty arrive` of ring `kv` after its loop on each pass of the loop around it" in diag.message
+    assert any(lab.span.file.endswith("consumer_swapab.kc") for lab in diag.labels)
+
+
+def test_a_doubled_release_after_the_k_loop_is_rejected(tmp_path: Path) -> None:
+    # a second arrive completes the slot's empty phase before the consumer read the next fill from it
+    doubled = {"consumer.cuh": [(FLUSH, FLUSH + "            release_slot<C>(ring, prev);\n")]}
+    (diag,) = _pack(tmp_path, "consumer_swapab", doubled)
+    assert diag.code == "L-CONFORM" and dict(diag.data)["check"] == "ring-step"
+    assert "runs `empty arrive` of ring `kv` twice after its loop on a pass of the loop around it" in diag.message
+    assert "where its lag calls for it once per pass" in diag.message
+    assert any(lab.span.file.endswith("!code.ptx") for lab in diag.labels)
+
+
+def test_the_cooperative_consumer_misses_its_release_alone(tmp_path: Path) -> None:
+    # two cluster arrives per release (`multicast`, cluster 2x1x1): deleting both is one finding
+    dropped = {"consumer.cuh": [(FLUSH, "        if (leader && n_k > 0) {\n")]}
+    (diag,) = _pack(tmp_path, "consumer", dropped)
+    assert diag.code == "L-CONFORM" and "after its loop on each pass" in diag.message
+
+
+RINGFED_FLUSH = "        if (k_tiles > 0 && leader) {\n            mbarrier_arrive(empty + kBarrierBytes * previous);\n"
+
+
+def _ringfed(tmp_path: Path, new: str) -> list[Any]:
+    folder = tmp_path / "ringfed"
+    shutil.copytree(PERSISTENT / "ringfed", folder, ignore=shutil.ignore_patterns("build"))
+    text = (folder / "mainloop.cu").read_text()
+    assert text.count(RINGFED_FLUSH) == 1
+    (folder / "mainloop.cu").write_text(text.replace(RINGFED_FLUSH, new))
+    built = build(folder / "mainloop.cu", folder / "mainloop.kc")
+    return conformance_findings(built, tmp_path / "x.kpkg", strict=True)
+
+
+def test_the_ring_fed_mainloop_flushes_its_lagged_release_once_per_tile(tmp_path: Path) -> None:
+    assert _ringfed(tmp_path, RINGFED_FLUSH) == []
+    (missing,) = _ringfed(tmp_path / "a", "        if (k_tiles > 0 && leader) {\n")
+    assert "never runs `empty arrive` of ring `kv` after its loop on each pass" in missing.message
+    twice = RINGFED_FLUSH + "            mbarrier_arrive(empty + kBarrierBytes * previous);\n"
+    (doubled,) = _ringfed(tmp_path / "b", twice)
+    assert "runs `empty arrive` of ring `kv` twice after its loop on a pass" in doubled.message
