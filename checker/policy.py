@@ -93,22 +93,34 @@ VOIDED = (
     "reported whatever the clause selection: the protocol model's verdict is about the contract, and "
     "this code synchronises otherwise"
 )
+OPEN = (
+    "reported whatever the clause selection: the protocol model's verdict is about the contract, and "
+    "whether this code keeps it is undecided"
+)
 
 
 def voided(conformance: Iterable[Diagnostic]) -> list[Diagnostic]:
-    """The code findings a selection without L-CONFORM would hide although they void the model's verdict.
+    """The code findings a selection without L-CONFORM would hide although they bear on the model's verdict.
 
     A decided L-CONFORM error of a protocol check (a missing release, a per-thread arrival,
     a dropped proxy fence, a wrong parity, :data:`checker.conformance.PROTOCOL_CHECKS`)
-    means the code may hang or race where the contract the model proved does not: like a
-    hang proof, it is shown whatever ``--select``/``--ignore`` say.
+    means the code may hang or race where the contract the model proved does not; an
+    undecided site of such a check (I-CONFORM, an error under ``--strict``), or a package
+    whose code was not checked at all, leaves that open. Like a hang proof, each is shown
+    whatever ``--select``/``--ignore`` say.
     """
     from checker.conformance import PROTOCOL_CHECKS
 
+    def bears(d: Diagnostic) -> bool:
+        check = dict(d.data).get("check")
+        if d.code == Code.I_CONFORM:
+            return check is None or check in PROTOCOL_CHECKS
+        return d.code == Code.L_CONFORM and d.severity is Severity.ERROR and check in PROTOCOL_CHECKS
+
     return [
-        dataclasses.replace(d, notes=(*d.notes, VOIDED))
+        dataclasses.replace(d, notes=(*d.notes, OPEN if d.code == Code.I_CONFORM else VOIDED))
         for d in conformance
-        if d.code == Code.L_CONFORM and d.severity is Severity.ERROR and dict(d.data).get("check") in PROTOCOL_CHECKS
+        if bears(d)
     ]
 
 

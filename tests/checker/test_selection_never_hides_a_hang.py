@@ -7,6 +7,7 @@ model is E-SOLVER-UNKNOWN under any selection.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,30 @@ def test_a_code_finding_outside_the_protocol_stays_filtered(monkeypatch: pytest.
 
     assert "params-read" in CHECKS and "params-read" not in PROTOCOL_CHECKS
     assert {"ring-step", "arrive-count", "wait-parity", "proxy-fence", "barrier-id"} <= PROTOCOL_CHECKS <= set(CHECKS)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_an_undecided_protocol_site_is_shown_under_any_selection(
+    strict: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A barrier ID read from memory: whether the code keeps the proved protocol is open, under any selection."""
+    folder = tmp_path / LITERAL_ID.name
+    shutil.copytree(LITERAL_ID, folder)
+    source = folder / "captured" / "fx.bar.cu"
+    text = source.read_text()
+    literal = '"bar.arrive 1, %0;" ::"r"(kl_fx_bar_handoff_threads())'
+    assert text.count(literal) == 1
+    source.write_text(
+        text.replace(literal, '"bar.arrive %0, %1;" ::"r"(*(volatile unsigned*)p), "r"(kl_fx_bar_handoff_threads())')
+    )
+    source.write_text(
+        source.read_text().replace("fx_prod(const void*, unsigned char*)", "fx_prod(const void*, unsigned char* p)")
+    )
+    monkeypatch.chdir(tmp_path)
+    ctx = AnalysisContext(clauses=tuple(selected(["L-OVERLAP"])), strict=strict)
+    found = [d for d in check_captured(folder, ctx).diagnostics if "conform" in str(d.code).lower()]
+    assert [(str(d.code), dict(d.data)["check"]) for d in found] == [
+        ("L-CONFORM" if strict else "I-CONFORM", "barrier-id")
+    ]
+    assert "whether this code keeps it is undecided" in found[0].notes[-1]
+    assert found[0].is_error is strict
