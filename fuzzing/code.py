@@ -47,7 +47,7 @@ from checker.composition import Composition
 from diagnostics.model import Diagnostic, Severity
 from package.codefacts import derive
 from package.codefacts.ptx import Function, Instr, parse
-from package.codefacts.values import Env, analyse, callee
+from package.codefacts.values import Env, analyse, call_arguments, callee
 from package.loader import StageEntry
 
 CODE_KINDS = {
@@ -317,10 +317,7 @@ def _wait_reads(fn: Function, index: int) -> dict[str, frozenset[str]]:
     if ins.base == "mbarrier" and len(ins.operands) >= 3:
         ops = (ins.operands[1], ins.operands[2])
     else:
-        target = callee(ins) or ""
-        after = [o.strip() for o in ins.operands]
-        after = after[after.index(target) + 1 :] if target in after else []
-        args = [a.strip() for o in after if o.startswith("(") for a in o.strip("() ").split(",") if a.strip()]
+        args = call_arguments(ins)
         stored = _stored(fn, index)
         ops = tuple(stored.get(a, "") for a in args[:2])
     return {role: frozenset(_REGISTER.findall(op)) for role, op in zip(("slot", "parity"), ops, strict=False)}

@@ -43,7 +43,7 @@ from collections.abc import Iterable, Mapping
 from package.abi import HANDLE_PREFIX
 from package.codefacts.flow import Flow, Loop
 from package.codefacts.ptx import Instr
-from package.codefacts.values import IMMEDIATE, callee, defines
+from package.codefacts.values import IMMEDIATE, call_arguments, callee, defines
 
 #: How a wait's register enters its iteration loop (module docstring).
 CARRIED, RESET, UNKNOWN = "carried", "reset", "unknown"
@@ -232,7 +232,7 @@ class Carry:
                 # a handle of the ABI (``kl_…``) is a function of its arguments alone, the same on every pass
                 # (a ring's barrier, slot or depth); any other call's result is opaque
                 target = callee(ins) or ""
-                args = _arguments(ins, target)
+                args = call_arguments(ins)
                 pure = target.startswith(HANDLE_PREFIX) and all(a in passed for a in args)
                 result = _combine([_FIXED, *(passed[a] for a in args)]) if pure else _OPAQUE
                 passed = {}
@@ -301,13 +301,6 @@ class Carry:
             return None
         state = self._run(dict(first[block]), flow.blocks[block][0], index)
         return self._operand(register, state)
-
-
-def _arguments(ins: Instr, target: str) -> list[str]:
-    """The parameter names a call passes (the list after the callee's name)."""
-    ops = [o.strip() for o in ins.operands]
-    after = ops[ops.index(target) + 1 :] if target in ops else []
-    return [a.strip() for o in after if o.startswith("(") for a in o.strip("() ").split(",") if a.strip()]
 
 
 def _written(ins: Instr) -> tuple[str, ...]:

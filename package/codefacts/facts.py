@@ -22,7 +22,7 @@ from package.codefacts.conds import Definitions, fields_of
 from package.codefacts.flow import Flow, Loop
 from package.codefacts.ptx import Function, Instr, parse
 from package.codefacts.threads import Threads
-from package.codefacts.values import Env, Linear, Val, analyse, callee, defines
+from package.codefacts.values import Env, Linear, Val, analyse, call_arguments, callee, defines
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
 FACTS_VERSION = 9  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
@@ -501,10 +501,7 @@ def _waits(fn: Function, site: _Site, handles: frozenset[str], found: list[tuple
 
 def _handle_wait_registers(ins: Instr, stored: dict[str, tuple[int, str]]) -> tuple[tuple[str, int, str], ...]:
     """The registers a call to a ring's wait handle passes as its slot and parity, where they are stored."""
-    target = callee(ins)
-    ops = [o.strip() for o in ins.operands]
-    after = ops[ops.index(target) + 1 :] if target in ops else []
-    args = [a.strip() for o in after if o.startswith("(") for a in o.strip("() ").split(",") if a.strip()]
+    args = call_arguments(ins)
     out = []
     for role, arg in zip(("slot", "parity"), args, strict=False):
         if arg in stored:
@@ -580,9 +577,7 @@ def _call(
     target = callee(ins)
     if target is None:
         return
-    # the argument list follows the callee's name (a result, `(retval0)`, comes before it)
-    after = [o.strip() for o in ins.operands[[o.strip() for o in ins.operands].index(target) + 1 :]]
-    args = [a.strip() for o in after if o.startswith("(") for a in o.strip("() ").split(",") if a.strip()]
+    args = call_arguments(ins)  # the list after the callee's name (a result, `(retval0)`, comes before it)
     if target in handles and target.endswith(("_full_wait", "_empty_wait")) and len(args) == 2:
         parts = []
         for role, arg in zip(("slot", "parity"), args, strict=True):

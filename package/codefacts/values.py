@@ -302,6 +302,14 @@ def callee(ins: Instr) -> str | None:
     return None
 
 
+def call_arguments(ins: Instr) -> list[str]:
+    """The parameter names a call passes (the list after the callee's name; none when it has no callee)."""
+    target = callee(ins)
+    ops = [o.strip() for o in ins.operands]
+    after = ops[ops.index(target) + 1 :] if target in ops else []
+    return [a.strip() for o in after if o.startswith("(") for a in o.strip("() ").split(",") if a.strip()]
+
+
 def _call_result(ins: Instr) -> str | None:
     first = ins.operands[0].strip() if ins.operands else ""
     m = re.fullmatch(r"\(\s*(%[\w$]+)\s*\)", first)
