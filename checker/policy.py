@@ -105,15 +105,16 @@ def voided(conformance: Iterable[Diagnostic]) -> list[Diagnostic]:
     A decided L-CONFORM error of a protocol check (a missing release, a per-thread arrival,
     a dropped proxy fence, a wrong parity, :data:`checker.conformance.PROTOCOL_CHECKS`)
     means the code may hang or race where the contract the model proved does not; an
-    undecided site of such a check (I-CONFORM, an error under ``--strict``) leaves that
-    open. Like a hang proof, each is shown whatever ``--select``/``--ignore`` say.
+    undecided site of such a check (I-CONFORM, an error under ``--strict``), or a package
+    whose code was not checked at all (it carries no PTX), leaves that open. Like a hang
+    proof, each is shown whatever ``--select``/``--ignore`` say.
     """
     from checker.conformance import PROTOCOL_CHECKS
 
     def bears(d: Diagnostic) -> bool:
         check = dict(d.data).get("check")
         if d.code == Code.I_CONFORM:
-            return check in PROTOCOL_CHECKS
+            return check is None or check in PROTOCOL_CHECKS
         return d.code == Code.L_CONFORM and d.severity is Severity.ERROR and check in PROTOCOL_CHECKS
 
     return [

@@ -137,7 +137,7 @@ synchronisation (`barrier-id`, `barrier-threads`, `block-barrier`, `mbarrier-ini
 `private-mbarrier`, `barrier-orders`) means the code may hang or race where the contract
 does not. Like a hang proof, it is reported whatever `--select`/`--ignore` say, with a note
 saying so, and so is an undecided site of those checks (`I-CONFORM`, an error under
-`--strict`); the other checks (`params-read`, `smem-literal`, …)
+`--strict`) and a package whose code was not checked (no PTX); the other checks (`params-read`, `smem-literal`, …)
 follow the selection.
 
 ## Why it matters

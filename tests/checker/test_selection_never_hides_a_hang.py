@@ -104,3 +104,36 @@ def test_an_undecided_protocol_site_is_shown_under_any_selection(
     ]
     assert "whether this code keeps it is undecided" in found[0].notes[-1]
     assert found[0].is_error is strict
+
+
+_UNCHECKED = """
+stage "gemm.mainloop" version "2.1.0" {
+    target sm_90a
+    role mma entry gemm_mma_main warps 8
+}
+"""
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_package_without_ptx_is_named_under_a_selection(strict: bool) -> None:
+    """A package from before the conformance analysis: whether its code keeps the proved protocol is open."""
+    from checker.clauses import l_conform
+    from checker.clauses.l_overlap import OverlapClause
+    from checker.engine import run_clauses
+    from checker.resolve import resolve
+    from contract_lang.parser import parse_text
+    from diagnostics.span import Span
+    from package.captured import Captured
+    from package.loader import StageEntry, implicit_pipeline
+
+    source = parse_text(_UNCHECKED, "gemm.kc")
+    captured = Captured(frozenset(), frozenset(), (), toolkit="nvcc 13.0", target="sm_90a")
+    entry = StageEntry(source.stages[0], "gemm.kc", None, "build/gemm.kpkg", captured)
+    comp = resolve(implicit_pipeline(source.stages, "gemm", Span("gemm.kc", 1, 1, 1, 1)), "gemm.kc", [entry])
+    found = run_clauses(comp, [OverlapClause])
+    if strict:
+        found = l_conform.strict(found)
+    (diag,) = found
+    assert "`build/gemm.kpkg` carries no PTX" in diag.message
+    assert "whether this code keeps it is undecided" in diag.notes[-1]
+    assert diag.is_error is strict
