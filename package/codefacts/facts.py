@@ -420,8 +420,8 @@ def _function(
                     defs = Definitions(fn, env)
                 when = _when(conds, fn, defs) if defs is not None else ()
                 found = [dataclasses.replace(f, conds=conds, when=when) if f.kind in _CONDITIONAL else f for f in found]
-            undefined = [r for o in ins.operands for r in re.findall(r"%[\w$]+", o) if not site.flow.defined(index, r)]
-            if undefined:  # a register no path defines: what the instruction reads is unknown
+            undefined = [r for o in ins.operands for r in re.findall(r"%[\w$]+", o) if _unassigned(site.flow, index, r)]
+            if undefined:  # a register some path leaves undefined (or stale from a loop's last pass): unknown
                 found = [_unknown_operands(f) if f.kind in SYNC_KINDS else f for f in found]
         found_all.extend((index, f) for f in found)
         op = ins.opcode
@@ -452,6 +452,12 @@ def _function(
             later = sorted({g.order for j, g in synced if j != index and site.flow.precedes(index, j)})
             f = dataclasses.replace(f, reaches=tuple(later)) if later else f
         yield f
+
+
+def _unassigned(flow: Flow, index: int, register: str) -> bool:
+    """A register read at ``index`` that no path defines before it, or that some path reaches the
+    instruction without defining (its definition moved after the use: the value of a loop's last pass)."""
+    return not flow.defined(index, register) or not flow.assigned(index, register)
 
 
 #: The ring depths a wait's first parity is worked out at, when it depends on the ring's depth handle.

@@ -211,6 +211,18 @@ class Flow:
             return True
         return register in self._reaching[block]
 
+    def assigned(self, index: int, register: str) -> bool:
+        """Whether every path from the function's entry defines ``register`` before instruction ``index`` runs:
+        else, on some path, the instruction reads no value or one left by an earlier pass of a loop (a
+        definition moved after its use)."""
+        block = self.block_of[index]
+        if block not in self.rank:
+            return True
+        start = self.blocks[block][0]
+        if any(register in _written(ins) for ins in self.fn.body[start:index]):
+            return True
+        return register in self._assigned[block]
+
     def invariant(self, index: int, register: str) -> bool:
         """Whether ``register`` keeps its value across the iterations of the innermost loop around ``index``
         (no instruction of that loop defines it); False outside any loop."""
@@ -242,6 +254,29 @@ class Flow:
                     entry[b] = found
                     changed = True
         return {b: frozenset(r) for b, r in entry.items()}
+
+    @functools.cached_property
+    def _assigned(self) -> dict[int, frozenset[str]]:
+        """The registers every path defines before each block's entry (a must-analysis: the meet over the
+        reachable predecessors, from the parameters at the entry; a guarded definition counts)."""
+        params = frozenset(self.fn.params)
+        every = params.union(*self._defined_in.values())
+        out: dict[int, frozenset[str]] = {b: every for b in self.rpo}
+        entry: dict[int, frozenset[str]] = {}
+        changed = True
+        while changed:
+            changed = False
+            for b in self.rpo:
+                preds = [p for p in self.preds[b] if p in self.rank]
+                found = frozenset.intersection(*(out[p] for p in preds)) if preds else every
+                if b == self.rpo[0]:
+                    found = found & params  # the entry: only the parameters hold a value
+                entry[b] = found
+                new = found | self._defined_in[b]
+                if new != out[b]:
+                    out[b] = new
+                    changed = True
+        return entry
 
     # ---- first-iteration constants
 

@@ -134,3 +134,56 @@ def test_facts_round_trip_through_json() -> None:
     facts = derive(HEAD + WAIT_LOOP + "\tret;\n}\n")
     again = type(facts).from_json(facts.as_json())
     assert again.facts == facts.facts
+
+
+# ---- a register read before every path defines it
+
+
+def _addr_kind(body: str) -> str:
+    (fact,) = _facts(body)
+    addr = fact.operand("addr")
+    assert addr is not None
+    return addr.kind
+
+
+def test_an_address_defined_after_its_use_in_a_loop_is_unknown() -> None:
+    """The arrive moved above the instruction that computes its barrier: on the first pass it reads no
+    value, on later passes the previous pass's, so which barrier it arrives on is not the handle's."""
+    body = (
+        "\tmov.u32 \t%r10, 0;\n$L_loop:\n\tmbarrier.arrive.shared::cta.b64 _, [%r11];\n"
+        "\tadd.s32 \t%r11, %r3, 8;\n\tadd.s32 \t%r10, %r10, 1;\n\tsetp.lt.u32 \t%p1, %r10, 4;\n\t@%p1 bra \t$L_loop;\n"
+    )
+    assert _addr_kind(body) == "unknown"
+
+
+def test_an_address_defined_before_its_use_in_the_same_loop_is_the_handles() -> None:
+    body = (
+        "\tmov.u32 \t%r10, 0;\n$L_loop:\n\tadd.s32 \t%r11, %r3, 8;\n\tmbarrier.arrive.shared::cta.b64 _, [%r11];\n"
+        "\tadd.s32 \t%r10, %r10, 1;\n\tsetp.lt.u32 \t%p1, %r10, 4;\n\t@%p1 bra \t$L_loop;\n"
+    )
+    assert _addr_kind(body) == "handle"
+
+
+def test_a_loop_carried_address_set_before_the_loop_is_the_handles() -> None:
+    """The compiler's form of a value carried across passes: set before the loop, updated at its end."""
+    body = (
+        "\tmov.u32 \t%r10, 0;\n\tmov.u32 \t%r11, %r3;\n$L_loop:\n\tmbarrier.arrive.shared::cta.b64 _, [%r11];\n"
+        "\tadd.s32 \t%r11, %r3, 8;\n\tadd.s32 \t%r10, %r10, 1;\n\tsetp.lt.u32 \t%p1, %r10, 4;\n\t@%p1 bra \t$L_loop;\n"
+    )
+    assert _addr_kind(body) == "handle"
+
+
+def test_an_address_set_on_both_sides_of_a_branch_is_the_handles() -> None:
+    body = (
+        "\tsetp.eq.s32 \t%p1, %r1, 0;\n\t@%p1 bra \t$L_a;\n\tadd.s32 \t%r11, %r3, 8;\n\tbra.uni \t$L_join;\n"
+        "$L_a:\n\tmov.u32 \t%r11, %r3;\n$L_join:\n" + "\tmbarrier.arrive.shared::cta.b64 _, [%r11];\n"
+    )
+    assert _addr_kind(body) == "handle"
+
+
+def test_an_address_set_on_one_side_of_a_branch_only_is_unknown() -> None:
+    body = (
+        "\tsetp.eq.s32 \t%p1, %r1, 0;\n\t@%p1 bra \t$L_join;\n\tadd.s32 \t%r11, %r3, 8;\n"
+        "$L_join:\n" + "\tmbarrier.arrive.shared::cta.b64 _, [%r11];\n"
+    )
+    assert _addr_kind(body) == "unknown"
