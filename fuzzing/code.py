@@ -164,7 +164,10 @@ def _of(
     )
     if previous is not None and previous.line < ins.line:
         before = previous.line - 1
-        moved = [*lines[:before], text, *lines[before:at], *lines[at + 1 :]]
+        inputs = _inputs(fn, ins, previous)  # the moved instruction takes the computation of its operands along
+        group = [lines[i] for i in inputs] + [text]
+        stay = [line for i, line in enumerate(lines[before:at], before) if i not in inputs]
+        moved = [*lines[:before], *group, *stay, *lines[at + 1 :]]
         inits = ins.opcode.startswith("mbarrier.init") and previous.opcode.startswith("mbarrier.init")
         why = "inits of two barriers commute (nothing waits or arrives until the hook returns)" if inits else ""
         yield make("reorder", moved, f"move `{ins.opcode}` before `{previous.opcode}` (line {previous.line})", why)
@@ -527,6 +530,44 @@ def judge(
     return CodeOutcome(mutation, "accepted")
 
 
+#: Instructions that only compute a register from registers and immediates (no memory, no synchronisation).
+_PURE = frozenset({"mov", "mapa", "add", "sub", "mul", "mad", "shl", "shr", "and", "or", "xor", "not", "cvt", "cvta"})
+
+
+def _inputs(fn: Function, ins: Instr, previous: Instr) -> set[int]:
+    """The 0-based PTX lines between ``previous`` and ``ins`` that compute what ``ins`` reads (its operands'
+    definitions, transitively), when each is a one-line pure computation: a reorder moves them along, as
+    moving the statement in the source would. A definition that is not (a load, a call) stays where it is,
+    and the moved instruction then reads a register no path has set yet (conformance: an undecided site)."""
+    between = [i for i in fn.body if previous.line < i.line < ins.line]
+    need = set(_reads(ins))
+    taken: set[int] = set()
+    for other in reversed(between):
+        dests = set(_dests_of(other))
+        if not dests & need:
+            continue
+        if other.base not in _PURE or other.guard or len(dests) != 1:
+            return set()
+        taken.add(other.line - 1)
+        need = (need - dests) | set(_reads(other))
+    return taken
+
+
+def _dests_of(ins: Instr) -> list[str]:
+    from package.codefacts.values import defines
+
+    if not ins.operands or not defines(ins) or ins.base == "call":
+        return []
+    return [d.strip() for d in ins.operands[0].strip("{} ").split(",") if d.strip().startswith("%")]
+
+
+def _reads(ins: Instr) -> list[str]:
+    from package.codefacts.values import defines
+
+    ops = ins.operands[1:] if ins.operands and defines(ins) and ins.base != "call" else ins.operands
+    return [r for o in ops for r in re.findall(r"%[\w$]+", o)]
+
+
 def _argued(entry: StageEntry, mutation: CodeMutation) -> tuple[Verdict, str]:
     """Whether an accepted mutant is ``equivalent`` (it changes nothing the protocol observes) or ``outside``
     the contract (it changes only what no contract line states), and why; else ``accepted``."""
@@ -548,6 +589,17 @@ def _argued(entry: StageEntry, mutation: CodeMutation) -> tuple[Verdict, str]:
         and not _crosses_branch(mutation, (entry.captured.ptx if entry.captured is not None else None) or "")
     ):
         return "equivalent", "two copies that complete on one barrier commute: the phase waits for both"
+    if mutation.kind == "reorder" and kinds == {"arrive"} and "expect_tx" not in mutation.opcode:
+        past = [f for f in mine if f.line in _before(mutation) and f.kind in _STEPS]
+        if (
+            past
+            and all(f.kind == "arrive" and f.opcode == mutation.opcode for f in past)
+            and not _crosses_branch(mutation, (entry.captured.ptx if entry.captured is not None else None) or "")
+        ):
+            return "equivalent", (
+                "two arrives in a row commute: each only counts toward its barrier's phase, and the release "
+                "each one makes covers the same earlier accesses of the thread (none lies between them)"
+            )
     if mutation.kind == "reorder" and "complete-tx" in kinds:
         credit = next(f for f in at if f.kind == "complete-tx")
         past = [f for f in mine if f.line in _before(mutation) and f.kind in _STEPS]
