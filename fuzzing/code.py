@@ -589,7 +589,7 @@ def _argued(entry: StageEntry, mutation: CodeMutation) -> tuple[Verdict, str]:
         and not _crosses_branch(mutation, (entry.captured.ptx if entry.captured is not None else None) or "")
     ):
         return "equivalent", "two copies that complete on one barrier commute: the phase waits for both"
-    if mutation.kind == "reorder" and kinds == {"arrive"} and "expect_tx" not in mutation.opcode:
+    if mutation.kind == "reorder" and kinds - {"feature"} == {"arrive"} and "expect_tx" not in mutation.opcode:
         past = [f for f in mine if f.line in _before(mutation) and f.kind in _STEPS]
         if (
             past

@@ -211,3 +211,38 @@ def test_an_l2_prefetch_is_not_mutated() -> None:
     opcodes = {m.opcode for m in mutations("fx", ptx)}
     assert opcodes and not any(o.startswith("cp.async.bulk.prefetch") for o in opcodes), opcodes
     assert any(o.startswith("cp.async.bulk.tensor") for o in opcodes)
+
+
+_TWO_ARRIVES = """
+.visible .func fx_main(
+\t.param .b64 fx_main_param_0,
+\t.param .b64 fx_main_param_1
+)
+{
+\t.reg .b32 \t%r<20>;
+\tmov.u32 \t%r1, %tid.x;
+\tshl.b32 \t%r2, %r1, 3;
+\tmov.u32 \t%r3, 0;
+\tmapa.shared::cluster.u32 %r4, %r2, %r3;
+\tmbarrier.arrive.shared::cluster.b64 _, [%r4];
+\tmov.u32 \t%r5, 1;
+\tmapa.shared::cluster.u32 %r6, %r2, %r5;
+\tmbarrier.arrive.shared::cluster.b64 _, [%r6];
+\tret;
+}
+"""
+
+
+def test_a_reorder_moves_the_computation_of_its_operands_along() -> None:
+    """Moving only the line would read `%r6` before anything sets it (not a source-level reorder)."""
+    (moved,) = [m for m in mutations("fx", _TWO_ARRIVES) if m.kind == "reorder" and "arrive" in m.opcode]
+    body = [line.strip() for line in moved.ptx.split("\n") if line.strip()]
+    second = body.index("mbarrier.arrive.shared::cluster.b64 _, [%r6];")
+    assert body[second - 2 : second + 2] == [
+        "mov.u32 \t%r5, 1;",
+        "mapa.shared::cluster.u32 %r6, %r2, %r5;",
+        "mbarrier.arrive.shared::cluster.b64 _, [%r6];",
+        "mbarrier.arrive.shared::cluster.b64 _, [%r4];",
+    ]
+    facts = [f for f in derive(moved.ptx).facts if f.kind == "arrive"]
+    assert all(f.operand("addr") is not None and f.operand("addr").kind != "unknown" for f in facts)  # type: ignore[union-attr]
