@@ -164,8 +164,8 @@ def _of(
     )
     if previous is not None and previous.line < ins.line:
         before = previous.line - 1
-        inputs = _inputs(fn, ins, previous)  # the moved instruction takes the computation of its operands along
-        group = [lines[i] for i in inputs] + [text]
+        inputs = _inputs(lines, fn, ins, previous)  # the moved instruction takes its operands' computation along
+        group = [lines[i] for i in sorted(inputs)] + [text]
         stay = [line for i, line in enumerate(lines[before:at], before) if i not in inputs]
         moved = [*lines[:before], *group, *stay, *lines[at + 1 :]]
         inits = ins.opcode.startswith("mbarrier.init") and previous.opcode.startswith("mbarrier.init")
@@ -534,11 +534,12 @@ def judge(
 _PURE = frozenset({"mov", "mapa", "add", "sub", "mul", "mad", "shl", "shr", "and", "or", "xor", "not", "cvt", "cvta"})
 
 
-def _inputs(fn: Function, ins: Instr, previous: Instr) -> set[int]:
+def _inputs(lines: list[str], fn: Function, ins: Instr, previous: Instr) -> set[int]:
     """The 0-based PTX lines between ``previous`` and ``ins`` that compute what ``ins`` reads (its operands'
-    definitions, transitively), when each is a one-line pure computation: a reorder moves them along, as
-    moving the statement in the source would. A definition that is not (a load, a call) stays where it is,
-    and the moved instruction then reads a register no path has set yet (conformance: an undecided site)."""
+    definitions, transitively), when each is a one-line pure computation or the result of a call without
+    arguments (a handle: its whole call sequence): a reorder moves them along, as moving the statement in
+    the source would. A definition of another kind (a load) stays where it is, and nothing moves: the
+    instruction then reads a register no path has set yet (conformance: an undecided site)."""
     between = [i for i in fn.body if previous.line < i.line < ins.line]
     need = set(_reads(ins))
     taken: set[int] = set()
@@ -546,11 +547,34 @@ def _inputs(fn: Function, ins: Instr, previous: Instr) -> set[int]:
         dests = set(_dests_of(other))
         if not dests & need:
             continue
+        if other.base == "ld" and other.has("param") and len(dests) == 1:
+            block = _call_sequence(lines, other.line - 1, previous.line - 1)
+            if block is None:
+                return set()
+            taken |= block
+            need -= dests
+            continue
         if other.base not in _PURE or other.guard or len(dests) != 1:
             return set()
         taken.add(other.line - 1)
         need = (need - dests) | set(_reads(other))
     return taken
+
+
+def _call_sequence(lines: list[str], at: int, floor: int) -> set[int] | None:
+    """The lines of the ``{ // callseq N`` … ``} // callseq N`` block around line ``at`` (0-based), when its
+    call passes no arguments and the block starts after line ``floor``; else None."""
+    start = next((i for i in range(at, floor, -1) if lines[i].strip().startswith("{ // callseq")), None)
+    if start is None:
+        return None
+    number = lines[start].split("callseq", 1)[1].split(",")[0].strip()
+    end = next((i for i in range(at, len(lines)) if lines[i].strip() == f"}} // callseq {number}"), None)
+    if end is None:
+        return None
+    text = "\n".join(lines[start : end + 1])
+    if re.search(r"\(\s*[^()\s][^()]*\)\s*;", text.split("call", 1)[-1].split(",", 2)[-1]):
+        return None  # arguments: their computation would have to move too
+    return set(range(start, end + 1))
 
 
 def _dests_of(ins: Instr) -> list[str]:

@@ -246,3 +246,58 @@ def test_a_reorder_moves_the_computation_of_its_operands_along() -> None:
     ]
     facts = [f for f in derive(moved.ptx).facts if f.kind == "arrive"]
     assert all(f.operand("addr") is not None and f.operand("addr").kind != "unknown" for f in facts)  # type: ignore[union-attr]
+
+
+_TWO_INITS = """
+.extern .func  (.param .b32 func_retval0) kl_fx_full_count
+()
+;
+.visible .func fx_init(
+\t.param .b64 fx_init_param_0
+)
+{
+\t.reg .b32 \t%r<20>;
+\tmov.u32 \t%r1, 64;
+\t{ // callseq 0, 0
+\t.param .b32 retval0;
+\tcall.uni (retval0),
+\tkl_fx_full_count,
+\t(
+\t);
+\tld.param.b32 \t%r2, [retval0+0];
+\t} // callseq 0
+\tmbarrier.init.shared::cta.b64 [%r1], %r2;
+\t{ // callseq 1, 0
+\t.param .b32 retval0;
+\tcall.uni (retval0),
+\tkl_fx_full_count,
+\t(
+\t);
+\tld.param.b32 \t%r3, [retval0+0];
+\t} // callseq 1
+\tadd.s32 \t%r4, %r1, 8;
+\tmbarrier.init.shared::cta.b64 [%r4], %r3;
+\tret;
+}
+"""
+
+
+def test_a_reorder_moves_a_handle_call_that_computes_an_operand_along() -> None:
+    (moved,) = [m for m in mutations("fx", _TWO_INITS) if m.kind == "reorder"]
+    body = [line.strip() for line in moved.ptx.split("\n") if line.strip()]
+    first = body.index("mbarrier.init.shared::cta.b64 [%r4], %r3;")
+    assert body[first - 9 : first + 2] == [
+        "{ // callseq 1, 0",
+        ".param .b32 retval0;",
+        "call.uni (retval0),",
+        "kl_fx_full_count,",
+        "(",
+        ");",
+        "ld.param.b32 \t%r3, [retval0+0];",
+        "} // callseq 1",
+        "add.s32 \t%r4, %r1, 8;",
+        "mbarrier.init.shared::cta.b64 [%r4], %r3;",
+        "mbarrier.init.shared::cta.b64 [%r1], %r2;",
+    ]
+    inits = [f for f in derive(moved.ptx).facts if f.kind == "mbarrier-init"]
+    assert [f.operand("count").kind for f in inits] == ["handle", "handle"]  # type: ignore[union-attr]
