@@ -18,7 +18,8 @@ What the code decides (specs/draft.md has the table):
   where the code encodes it (a descriptor's swizzle, an mbarrier);
 - named barriers (``bar.sync`` on a ``_bar_id`` handle) and who syncs on them;
 - counters (a ``_counter_add`` or ``_counter_wait`` call and its constant amount);
-- tensor exports and imports (an export made at most once per run: ``generation once``),
+- tensor exports and imports (an export made at most once per run: ``generation once``; the
+  placement of an export of the one tensor-memory accumulator its role's ``tcgen05.mma`` writes),
   call trampolines and exported device functions, with the PTX types of their arguments
   where those are unambiguous, and ``converged, full_warps`` for a call every thread of the
   role makes together;
@@ -47,6 +48,7 @@ from analysis.draft.model import Draft, Key, Layouts, StructLayout, Undecided
 from analysis.draft.threads import ranges
 from checker.storage import needed_alignment
 from contract_lang import ast as A
+from contract_lang.expr import Name
 from hardware.targets import target as target_spec
 
 #: The sites whose address is an mbarrier (a claim they address is `use mbarrier`).
@@ -772,7 +774,9 @@ class _Builder:
             self.undecided((*key, "elem"), "the element type (the handle moves bits)", line)
             self.undecided((*key, "tile"), "the tile", line)
             if h.kind == "export":
-                self.undecided((*key, "placement"), "the placement (which thread holds which element)", line)
+                placement = self._tmem_placement(callers[0])
+                if placement is None:
+                    self.undecided((*key, "placement"), "the placement (which thread holds which element)", line)
                 self.undecided((*key, "ready"), "the ready event", line)
                 own = self.code.function(callers[0])
                 sites = [s for s in (own.sites if own else ()) if s.op == "call" and s.detail == h.symbol]
@@ -780,12 +784,34 @@ class _Builder:
                 once = len(callers) == 1 and bool(sites) and all(s.once for s in sites)
                 if not once:
                     self.undecided((*key, "generation"), "the generation (the export may be made more than once)", line)
-                self.add(A.ExportTensor(h.item, role, generation="once" if once else None))
+                self.add(A.ExportTensor(h.item, role, generation="once" if once else None, placement=placement))
             else:
                 self.undecided((*key, "from"), "the export it imports", line)
                 self.undecided((*key, "demand"), "the demand map and its chunks", line)
                 self.undecided((*key, "lends"), "what it lends a route, and its done event", line)
                 self.add(A.ImportTensor(h.item, h.item, role))
+
+    def _tmem_placement(self, entry: str) -> A.LayoutMap | None:
+        """An export's placement where its tile is the accumulator of the stage's one tensor-memory claim: the
+        claim's columns are drafted (its only writer is ``tcgen05.mma.cta_group::1`` with M = 128 and an f32
+        accumulator at the claim's first column, :meth:`_tmem_columns`), and every such MMA runs in the
+        exporting role. M = 128 on one CTA puts row m at lane m and column n at the accumulator's column n
+        (PTX ISA, tcgen05 data-path layout D). None: undecided."""
+        claims = sorted({h.item for h in self.handles.values() if h.kind == "tmem"})
+        if len(claims) != 1:
+            return None
+        symbol = self._handle("tmem", claims[0], "tmem")
+        columns = self._tmem_columns(symbol)
+        every = [s for e in self._all() for s in self._sites(e, "tmem-mma")]
+        mine = self._sites(entry, "tmem-mma")
+        if columns is None or not mine or len(mine) != len(every):
+            return None
+        return A.LayoutMap(
+            "tmem",
+            (A.MapParam("lane", 128), A.MapParam("col", columns)),
+            ("m", "n"),
+            (A.MapAssign("m", Name("lane")), A.MapAssign("n", Name("col"))),
+        )
 
     def _facts(self) -> None:
         for h in sorted(self.handles.values(), key=lambda h: h.item):
