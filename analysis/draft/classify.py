@@ -110,7 +110,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "claim smem bytes",
         "every copy into the claim has one constant size, a ring's tensor copies fill its slot, or its only use "
-        "is `mbarrier` outside a ring (an mbarrier object is 8 bytes)",
+        "is `mbarrier` outside a ring (one mbarrier at its offset 0 is 8 bytes; several sit at constant offsets)",
         "the code reaches the claim at run-time offsets: its size is the author's budget, which the code stays within",
     ),
     Rule(

@@ -12,7 +12,8 @@ What the code decides (specs/draft.md has the table):
   of its ``arrive.expect_tx``, the bytes of its bulk copies, the proxy its slots are written
   and read through, who initialises it and whether the init is fenced;
 - the shared-memory claims it reads handles of, whether they are per slot, the bytes a
-  constant-size copy (or the tensor copies that fill a slot) fills, and the uses its
+  constant-size copy (or the tensor copies that fill a slot) fills (8 for one mbarrier at its
+  offset 0, where the code reaches it in no other way), and the uses its
   instructions show (bulk copy, TMA, ldmatrix, generic loads and stores, mbarriers, and the
   matrix descriptors of ``wgmma``/``tcgen05.mma`` with their swizzle), with the alignment
   where the code encodes it (a descriptor's swizzle, an mbarrier);
@@ -42,7 +43,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from analysis.draft.code import TOOLKIT, Code, FunctionCode, Handle, Site, parse_handle, read, stage_prefix
+from analysis.draft.code import (
+    TOOLKIT,
+    Code,
+    FunctionCode,
+    Handle,
+    Site,
+    one_mbarrier,
+    parse_handle,
+    read,
+    stage_prefix,
+)
 from analysis.draft.compose import CodeView, Composition, compose
 from analysis.draft.model import Draft, Key, Layouts, StructLayout, Undecided
 from analysis.draft.threads import ranges
@@ -425,6 +436,9 @@ class _Builder:
             nbytes = max(sized) if sized and len(sized) == len(copies) and not tensor else None
             if nbytes is None and tensor and not copies and per_slot is not None:
                 nbytes = self._slot_fill(per_slot, symbols)
+            if nbytes is None and stride is None and smem and barriers and not (copies or tensor or access or descs):
+                # reached only as one mbarrier at the claim's offset 0: an mbarrier is an 8-byte object
+                nbytes = 8 if one_mbarrier(self.code.module, smem) else None
             if nbytes is None:
                 self.undecided(("claim smem", claim, "bytes"), f"the bytes of `{claim}`", line)
             self.undecided(("claim smem", claim, "lifetime"), f"the lifetime of `{claim}`", line)

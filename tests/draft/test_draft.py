@@ -601,3 +601,50 @@ def test_an_export_of_the_one_tmem_accumulator_its_role_writes_is_placed_by_the_
     got = values(parse_file(tmp_path / "t.kc", "contract")[0].stages[0])
     assert got.get(("export tensor", "out", "placement")) == placement
     assert ("# undecided: the placement" in drafted) == (placement is None)
+
+
+#: A role whose claim `done` holds mbarriers: initialised, arrived on and waited on at the addresses USE.
+ONE_MBARRIER = """
+extern "C" {
+__device__ unsigned kl_t_ring_done_smem();
+__device__ unsigned kl_t_ring_load_warp0();
+}
+struct Params { unsigned n; };
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+extern "C" __device__ void t_load(const Params* params, unsigned char* smem) {
+    const unsigned done = shared_address(smem) + kl_t_ring_done_smem();
+    const unsigned bar = USE;
+    if (threadIdx.x - 32 * kl_t_ring_load_warp0() == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(1u) : "memory");
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+    }
+    asm volatile("{\\n\\t.reg .pred p;\\n\\tmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\\n\\t}"
+                 ::"r"(bar), "r"(0u) : "memory");
+    EXTRA;
+}
+"""
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize(
+    ("use", "extra", "nbytes"),
+    [
+        ("done", "", "8"),  # one mbarrier, at the claim's offset 0: an 8-byte object
+        ("done + 8u * (params->n & 1u)", "", None),  # a second mbarrier at offset 8: the claim holds more
+        # the handle's value also reaches a shared-memory reduction (no load or store): the claim holds more
+        ("done", 'asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(done + 8u), "r"(1u) : "memory")', None),
+        # or a store
+        ("done", 'asm volatile("st.shared.u32 [%0], %1;" ::"r"(done + 8u), "r"(1u) : "memory")', None),
+    ],
+)
+def test_a_claim_reached_only_as_one_mbarrier_at_its_start_is_8_bytes(
+    tmp_path: Path, use: str, extra: str, nbytes: str | None
+) -> None:
+    text = ONE_MBARRIER.replace("USE", use).replace("EXTRA", extra)
+    code, drafted = _draft(tmp_path, text)
+    assert code == 0
+    got = values(parse_file(tmp_path / "t.kc", "contract")[0].stages[0])
+    assert got.get(("claim smem", "done", "bytes")) == nbytes
+    assert ("# undecided: the bytes of `done`" in drafted) == (nbytes is None)
