@@ -125,7 +125,8 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "claim smem use",
-        "the code's instructions on the claim (copies, TMA, ldmatrix, loads and stores, mbarriers, descriptors)",
+        "the code's instructions on the claim (copies, TMA, ldmatrix, loads and stores, mbarriers, descriptors); "
+        "every use but a swizzle",
         "a swizzle no matrix descriptor encodes is a field of the tensor map the host encodes",
     ),
     Rule("claim smem", "the handles the code reads (`per_slot` from the ring's stride handle)", ""),
@@ -141,7 +142,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "ring copy",
-        "each copy into the slot has a constant size",
+        "each copy into the slot has a constant size; every copy of a ring whose slots no TMA claim holds",
         "the split of a slot's bytes among tensor copies is the boxes of the tensor maps the host encodes",
     ),
     Rule("ring", "the ring's handles and the code's mbarrier instructions", ""),
@@ -329,6 +330,13 @@ class _Evidence:
         if k == "claim smem bytes":
             claim = self._claim(key[1])
             return claim is not None and claim.per_slot is None and set(claim.uses) == {"mbarrier"}
+        if k == "claim smem use":
+            return not key[3].startswith("swizzle")  # only a swizzle can come from the host's tensor map
+        if k == "ring copy":
+            # only tensor copies take their bytes from a box the host encodes
+            return not any(
+                isinstance(i, A.SmemClaim) and i.per_slot == key[1] and "tma" in i.uses for i in self.stage.items
+            )
         if k == "export tensor placement":
             return any(
                 isinstance(i, A.TmemClaim)

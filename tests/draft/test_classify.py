@@ -239,3 +239,17 @@ def test_drafting_more_never_makes_more_choices(
         assert n.choice <= w.choice, (w, n)
     shuffled = {v.key: v for v in classify(order, _draft(STAGE, *less), composition)}
     assert {v.key: v for v in narrow} == shuffled
+
+
+def test_only_a_swizzle_use_is_the_hosts() -> None:
+    draft = _draft(ROLE + "    claim smem c use generic\n")
+    assert one(("claim smem", "c", "use", "swizzle128"), draft).choice
+    assert not one(("claim smem", "c", "use", "ldmatrix"), draft).choice
+
+
+def test_only_a_tensor_copys_bytes_are_the_hosts() -> None:
+    key = ("ring", "r", "produce", "full copy")
+    tma = _draft(ROLE + "    claim smem c bytes 1024 align 1024 per_slot r use tma\n", key)
+    assert one(key, tma).choice
+    bulk = _draft(ROLE + "    claim smem c bytes 1024 align 16 per_slot r use bulk_copy\n", key)
+    assert not one(key, bulk).choice
