@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from analysis.draft.compose import exact
 from analysis.draft.model import Draft, Key
 from analysis.draft.tally import values
 from contract_lang import ast as A
@@ -306,7 +307,8 @@ class _Evidence:
         k = kind(key)
         facts = self._facts()
         if k == "stage version":
-            return False  # an exact `use` is drafted (compose.py); a range is the author's
+            uses = self.pipeline.uses if self.pipeline is not None else ()
+            return any(u.stage == self.stage.name and exact(u.requirement) is not None for u in uses)
         if k in ("feature", "feature setmaxnreg"):
             return key[1] in self.features
         if k == "role regs":
@@ -324,7 +326,7 @@ class _Evidence:
         if k == "fact owns":
             return any(isinstance(f, A.AssumesFact) for f in facts.get(key[1], ()))
         if k == "fact uses":
-            return False  # a field of the fact's name is drafted (compose.py); another field's binding is chosen
+            return any(f.name == key[1] for i in self.stage.items if isinstance(i, A.Params) for f in i.fields)
         if k == "fact assumes":
             return any(isinstance(f, A.OwnsFact) and isinstance(f.value, int) for f in facts.get(key[1], ()))
         if k == "claim smem bytes":

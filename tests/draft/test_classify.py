@@ -253,3 +253,20 @@ def test_only_a_tensor_copys_bytes_are_the_hosts() -> None:
     assert one(key, tma).choice
     bulk = _draft(ROLE + "    claim smem c bytes 1024 align 16 per_slot r use bulk_copy\n", key)
     assert not one(key, bulk).choice
+
+
+def test_a_version_is_determined_where_the_pipeline_pins_one() -> None:
+    key = ("stage", "version")
+    draft = _draft(ROLE, key)
+    pinned = _composition()
+    pipeline = parse_text((PIPELINE % "").replace("^1.0", "=1.0.2", 1), "p.kp", "pipeline").pipelines[0]
+    assert not one(key, draft, (pipeline, pinned[1])).choice
+    assert one(key, draft, pinned).choice
+
+
+def test_a_facts_use_is_determined_where_a_field_bears_its_name() -> None:
+    key = ("fact", "g", "uses")
+    named = _draft(ROLE + "    params P size 4 align 4 { g: u32 @ 0 }\n")
+    assert not one(key, named).choice
+    other = _draft(ROLE + "    params P size 4 align 4 { k: u32 @ 0 }\n")
+    assert one(key, other).choice
