@@ -50,10 +50,11 @@ OUT_OF_SCOPE = ("stage", "launch", "fact", "requires fact", "phases", "assumesph
 def measure(component: str, target: str, pipeline: str | None) -> dict[str, Any]:
     """One component's tally; ``pipeline``: composed into it (`--pipeline`), else from its code alone."""
     from analysis.draft import tally
+    from analysis.draft.classify import classify
     from checker.conformance import check, derive
     from contract_lang.parser import parse_file
     from diagnostics.sources import SourceMap
-    from kernlink.cmd_draft import build_draft
+    from kernlink.cmd_draft import build_draft, load_composition
 
     source = ROOT / "specs" / "examples" / f"{component}.cu"
     contract = source.with_suffix(".kc")
@@ -69,10 +70,16 @@ def measure(component: str, target: str, pipeline: str | None) -> dict[str, Any]
         pipeline=str(ROOT / "specs" / "examples" / pipeline) if pipeline else None,
     )
     start = time.perf_counter()
-    drafted, ptx = build_draft(args, SourceMap())
+    sources = SourceMap()
+    composition = load_composition(Path(args.pipeline), sources) if args.pipeline else None
+    drafted, ptx = build_draft(args, sources, composition)
     seconds = time.perf_counter() - start
     stage = parse_file(contract, "contract", display=str(contract))[0].stages[0]
     result = tally(stage, drafted)
+    hand = (*result.agreed, *(d[0] for d in result.disagreed), *result.undecided)
+    verdicts = classify(hand, drafted, (composition.pipeline, composition.stages) if composition else None)
+    choices = [v for v in verdicts if v.choice]
+    gaps = [v for v in verdicts if not v.choice and v.key in set(result.undecided)]
     scope = [
         k for k in (*result.agreed, *(d[0] for d in result.disagreed), *result.undecided) if k[0] not in OUT_OF_SCOPE
     ]
@@ -89,29 +96,75 @@ def measure(component: str, target: str, pipeline: str | None) -> dict[str, Any]
         "extra": result.extra,
         "in_scope": len(scope),
         "in_scope_agreed": len(scoped_agreed),
+        "determined": len(verdicts) - len(choices),
+        "choices": len(choices),
+        "choice_keys": [[" / ".join(v.key), v.rule] for v in choices],
+        "undrafted_determined": [[" / ".join(v.key), v.rule] for v in gaps],
         "conform_errors": len(conform),
         "seconds": round(seconds, 2),
     }
 
 
-SUMMED = ("stated", "agreed", "undecided", "extra", "in_scope", "in_scope_agreed", "conform_errors")
+SUMMED = (
+    "stated",
+    "agreed",
+    "undecided",
+    "extra",
+    "in_scope",
+    "in_scope_agreed",
+    "determined",
+    "choices",
+    "conform_errors",
+)
 
 
 def _table(rows: list[dict[str, Any]]) -> None:
     total: dict[str, Any] = {k: sum(r[k] for r in rows) for k in SUMMED}
     total["disagreed"] = [d for r in rows for d in r["disagreed"]]
-    print("| component | stated | agreed | disagreed | undecided | extra | in scope: agreed / stated | conform | s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(
+        "| component | stated | agreed / stated | choices | agreed / determined | disagreed | undecided | extra "
+        "| in scope: agreed / stated | conform | s |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in [*rows, {**total, "component": f"**all {len(rows)}**", "seconds": ""}]:
-        scoped = f"{r['in_scope_agreed']} / {r['in_scope']} ({100 * r['in_scope_agreed'] / max(r['in_scope'], 1):.0f}%)"
-        agreed = f"{r['agreed']} ({100 * r['agreed'] / r['stated']:.0f}%)"
+        scoped = f"{r['in_scope_agreed']} / {r['in_scope']} ({_pct(r['in_scope_agreed'], r['in_scope'])})"
+        agreed = f"{r['agreed']} ({_pct(r['agreed'], r['stated'])})"
+        determined = f"{r['agreed']} / {r['determined']} ({_pct(r['agreed'], r['determined'])})"
         print(
-            f"| {r['component']} | {r['stated']} | {agreed} | {len(r['disagreed'])} | {r['undecided']} | "
-            f"{r['extra']} | {scoped} | {r['conform_errors']} | {r['seconds']} |"
+            f"| {r['component']} | {r['stated']} | {agreed} | {r['choices']} | {determined} | {len(r['disagreed'])} "
+            f"| {r['undecided']} | {r['extra']} | {scoped} | {r['conform_errors']} | {r['seconds']} |"
         )
     for r in rows:
         for key, hand, said in r["disagreed"]:
             print(f"\n{r['component']}: `{key}`: the contract says `{hand}`, the draft `{said}`")
+    stated, choices = total["stated"], total["choices"]
+    print(
+        f"\nAt most (stated - choices) / stated = ({stated} - {choices}) / {stated} = {stated - choices} / {stated} "
+        f"({_pct(stated - choices, stated)}) of the stated values can be drafted; drafted: {total['agreed']}."
+    )
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def _classes(rows: list[dict[str, Any]]) -> None:
+    """The author's choices by kind, with the rule's reason, and the determined values not drafted."""
+    from analysis.draft.classify import rule_of
+
+    by_kind: dict[str, int] = {}
+    for r in rows:
+        for _key, kind in r["choice_keys"]:
+            by_kind[kind] = by_kind.get(kind, 0) + 1
+    print("| kind | author's choices | why |")
+    print("|---|---:|---|")
+    for kind, n in sorted(by_kind.items(), key=lambda kv: (-kv[1], kv[0])):
+        print(f"| {kind} | {n} | {rule_of(kind).choice} |")
+    print(f"| **all** | {sum(by_kind.values())} | |")
+    print("\nDetermined, not drafted:\n")
+    for r in rows:
+        for key, kind in r["undrafted_determined"]:
+            print(f"- {r['component']}: `{key}` ({kind})")
 
 
 def main() -> None:
@@ -135,6 +188,8 @@ def main() -> None:
         print(f"\n### {said}\n")
         _table(rows)
     if "composed" in modes:
+        print("\n### the author's choices (composed), by kind (analysis/draft/classify.py, specs/draft.md)\n")
+        _classes(modes["composed"])
         print("\n### the values the composition adds (agreed composed, undecided from the code alone)\n")
         for alone, composed in zip(modes["code"], modes["composed"], strict=True):
             added = sorted(set(composed["agreed_keys"]) - set(alone["agreed_keys"]))

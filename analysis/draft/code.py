@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from analysis.draft.threads import at_most_once, reaches, together
@@ -254,6 +254,7 @@ def _sites(fn: Function, env: Env) -> Iterator[Site]:
                 yield Site("call", line, detail=callee, args=args, types=(*types, *_result_type(fn.body, index)))
             pending, types = [], []
             continue
+
         if op.startswith("mbarrier.init") and len(ops) >= 2:
             count = env.operand(ops[1])
             yield Site("init", line, addr(0).handles, _const(count), op, extra=count.handles)
@@ -348,8 +349,99 @@ def _returned(fn: Function, reg: str) -> bool:
     offset is added to what the callee (a handle) returned."""
     defs = [i for i in fn.body if i.operands and i.operands[0].strip() == reg and defines(i)]
     return bool(defs) and all(
-        i.opcode.startswith("ld.param") and len(i.operands) == 2 and i.operands[1].strip() == "[retval0]" for i in defs
+        i.opcode.startswith("ld.param")
+        and len(i.operands) == 2
+        and i.operands[1].replace(" ", "") in ("[retval0]", "[retval0+0]")
+        for i in defs
     )
+
+
+_REG = re.compile(r"%\w+")
+
+
+def one_mbarrier(module: Module, symbol: str) -> bool:
+    """Whether the claim the handle ``symbol`` names is reached only as one mbarrier at its offset 0: in every
+    function, each instruction that reads a register holding the handle's value (or one computed from it)
+    is either the ``add`` of the function's shared-memory block (:func:`_at_base`) or an mbarrier operation
+    (``mbarrier.*``, ``tcgen05.commit … mbarrier``) whose address is such a sum and which reads the value
+    nowhere else. Any other use (an offset, a copy, a call argument, a store) answers False."""
+    used = False
+    for fn in module.functions:
+        held: set[str] = set()
+        for index, ins in enumerate(fn.body):
+            if ins.base == "call" and _callee(ins) == symbol:
+                for after in fn.body[index + 1 : index + 4]:
+                    if after.opcode.startswith("ld.param") and "retval0" in after.operands[-1]:
+                        held.add(after.operands[0].strip())
+                        break
+        grown = True
+        while grown:
+            grown = False
+            for ins in fn.body:
+                if defines(ins) and any(set(_REG.findall(o)) & held for o in ins.operands[1:]):
+                    reg = ins.operands[0].strip()
+                    if reg not in held:
+                        held.add(reg)
+                        grown = True
+        for ins in fn.body:
+            sources = ins.operands[1:] if defines(ins) else ins.operands
+            if not any(set(_REG.findall(o)) & held for o in sources):
+                continue
+            if ins.opcode in ("add.s32", "add.u32") and _at_base(fn, f"[{ins.operands[0].strip()}]"):
+                continue
+            barrier = ins.opcode.startswith("mbarrier.") or (
+                ins.opcode.startswith("tcgen05.commit") and "mbarrier" in ins.opcode
+            )
+            reads = [o.strip() for o in sources if set(_REG.findall(o)) & held]
+            if not barrier or not all(o.startswith("[") and _at_base(fn, o) for o in reads):
+                return False
+            used = True
+    return used
+
+
+def _defs(fn: Function, reg: str) -> list[Instr]:
+    return [i for i in fn.body if i.operands and i.operands[0].strip() == reg and defines(i)]
+
+
+def _at_base(fn: Function, operand: str) -> bool:
+    """Whether the address ``operand`` (``[%rN]``) is, on every definition of its register, a handle's value
+    (a call's return value itself) plus the shared-memory block the function receives (its last parameter,
+    converted with ``cvta.to.shared``), with no other term: offset 0 of the claim the handle names."""
+    m = re.fullmatch(r"\[\s*(%r\d+)\s*\]", operand.strip())
+    if m is None:
+        return False
+    defs = _defs(fn, m.group(1))
+
+    def plus(ins: Instr) -> bool:
+        if ins.opcode not in ("add.s32", "add.u32") or len(ins.operands) != 3:
+            return False
+        a, b = (o.strip() for o in ins.operands[1:])
+        return (_returned(fn, a) and _smem_block(fn, b)) or (_returned(fn, b) and _smem_block(fn, a))
+
+    return bool(defs) and all(plus(i) for i in defs)
+
+
+def _smem_block(fn: Function, reg: str) -> bool:
+    """Whether ``reg`` is, on every definition, the 32-bit shared address of the function's last parameter
+    (``ld.param.u64`` of it, ``cvta.to.shared.u64``, ``cvt.u32.u64``): the block the handles' offsets are in."""
+    if not fn.params or not re.fullmatch(r"%r\d+", reg):
+        return False
+    last = fn.params[-1]
+
+    def each(r: str, test: Callable[[Instr], bool]) -> bool:
+        defs = _defs(fn, r)
+        return bool(defs) and all(test(i) for i in defs)
+
+    def loaded(ins: Instr) -> bool:
+        return ins.opcode == "ld.param.u64" and len(ins.operands) == 2 and ins.operands[1].strip() == f"[{last}]"
+
+    def shared(ins: Instr) -> bool:
+        return ins.opcode == "cvta.to.shared.u64" and len(ins.operands) == 2 and each(ins.operands[1].strip(), loaded)
+
+    def narrowed(ins: Instr) -> bool:
+        return ins.opcode == "cvt.u32.u64" and len(ins.operands) == 2 and each(ins.operands[1].strip(), shared)
+
+    return each(reg, narrowed)
 
 
 def _zero_extended(fn: Function, reg: str) -> bool:

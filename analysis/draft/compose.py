@@ -88,7 +88,7 @@ def _at(span: Span) -> str:
     return f"{span.file}:{span.line}" if span.line > 0 else span.file
 
 
-def _exact(requirement: str) -> str | None:
+def exact(requirement: str) -> str | None:
     """The one version an exact requirement (``=1.2.3``, ``1.2.3``) allows (None: a range)."""
     m = re.fullmatch(r"=?\s*(\d+)\.(\d+)\.(\d+)", requirement.strip())
     return ".".join(m.groups()) if m else None
@@ -150,7 +150,7 @@ class _Pass:
         self.stage = replace(self.stage, name=use.stage)
         self.decided(("stage", "name"))
         self.note(("stage", "name"), f"the stage's name: the pipeline's `use \"{use.stage}\"`", use.span, None)
-        version = _exact(use.requirement)
+        version = exact(use.requirement)
         if version is not None:
             self.stage = replace(self.stage, version=version)
             self.decided(("stage", "version"))

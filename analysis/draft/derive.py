@@ -12,13 +12,15 @@ What the code decides (specs/draft.md has the table):
   of its ``arrive.expect_tx``, the bytes of its bulk copies, the proxy its slots are written
   and read through, who initialises it and whether the init is fenced;
 - the shared-memory claims it reads handles of, whether they are per slot, the bytes a
-  constant-size copy (or the tensor copies that fill a slot) fills, and the uses its
+  constant-size copy (or the tensor copies that fill a slot) fills (8 for one mbarrier at its
+  offset 0, where the code reaches it in no other way), and the uses its
   instructions show (bulk copy, TMA, ldmatrix, generic loads and stores, mbarriers, and the
   matrix descriptors of ``wgmma``/``tcgen05.mma`` with their swizzle), with the alignment
   where the code encodes it (a descriptor's swizzle, an mbarrier);
 - named barriers (``bar.sync`` on a ``_bar_id`` handle) and who syncs on them;
 - counters (a ``_counter_add`` or ``_counter_wait`` call and its constant amount);
-- tensor exports and imports (an export made at most once per run: ``generation once``),
+- tensor exports and imports (an export made at most once per run: ``generation once``; the
+  placement of an export of the one tensor-memory accumulator its role's ``tcgen05.mma`` writes),
   call trampolines and exported device functions, with the PTX types of their arguments
   where those are unambiguous, and ``converged, full_warps`` for a call every thread of the
   role makes together;
@@ -41,12 +43,23 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from analysis.draft.code import TOOLKIT, Code, FunctionCode, Handle, Site, parse_handle, read, stage_prefix
+from analysis.draft.code import (
+    TOOLKIT,
+    Code,
+    FunctionCode,
+    Handle,
+    Site,
+    one_mbarrier,
+    parse_handle,
+    read,
+    stage_prefix,
+)
 from analysis.draft.compose import CodeView, Composition, compose
 from analysis.draft.model import Draft, Key, Layouts, StructLayout, Undecided
 from analysis.draft.threads import ranges
 from checker.storage import needed_alignment
 from contract_lang import ast as A
+from contract_lang.expr import Name
 from hardware.targets import target as target_spec
 
 #: The sites whose address is an mbarrier (a claim they address is `use mbarrier`).
@@ -423,6 +436,9 @@ class _Builder:
             nbytes = max(sized) if sized and len(sized) == len(copies) and not tensor else None
             if nbytes is None and tensor and not copies and per_slot is not None:
                 nbytes = self._slot_fill(per_slot, symbols)
+            if nbytes is None and stride is None and smem and barriers and not (copies or tensor or access or descs):
+                # reached only as one mbarrier at the claim's offset 0: an mbarrier is an 8-byte object
+                nbytes = 8 if one_mbarrier(self.code.module, smem) else None
             if nbytes is None:
                 self.undecided(("claim smem", claim, "bytes"), f"the bytes of `{claim}`", line)
             self.undecided(("claim smem", claim, "lifetime"), f"the lifetime of `{claim}`", line)
@@ -772,7 +788,9 @@ class _Builder:
             self.undecided((*key, "elem"), "the element type (the handle moves bits)", line)
             self.undecided((*key, "tile"), "the tile", line)
             if h.kind == "export":
-                self.undecided((*key, "placement"), "the placement (which thread holds which element)", line)
+                placement = self._tmem_placement(callers[0])
+                if placement is None:
+                    self.undecided((*key, "placement"), "the placement (which thread holds which element)", line)
                 self.undecided((*key, "ready"), "the ready event", line)
                 own = self.code.function(callers[0])
                 sites = [s for s in (own.sites if own else ()) if s.op == "call" and s.detail == h.symbol]
@@ -780,12 +798,34 @@ class _Builder:
                 once = len(callers) == 1 and bool(sites) and all(s.once for s in sites)
                 if not once:
                     self.undecided((*key, "generation"), "the generation (the export may be made more than once)", line)
-                self.add(A.ExportTensor(h.item, role, generation="once" if once else None))
+                self.add(A.ExportTensor(h.item, role, generation="once" if once else None, placement=placement))
             else:
                 self.undecided((*key, "from"), "the export it imports", line)
                 self.undecided((*key, "demand"), "the demand map and its chunks", line)
                 self.undecided((*key, "lends"), "what it lends a route, and its done event", line)
                 self.add(A.ImportTensor(h.item, h.item, role))
+
+    def _tmem_placement(self, entry: str) -> A.LayoutMap | None:
+        """An export's placement where its tile is the accumulator of the stage's one tensor-memory claim: the
+        claim's columns are drafted (its only writer is ``tcgen05.mma.cta_group::1`` with M = 128 and an f32
+        accumulator at the claim's first column, :meth:`_tmem_columns`), and every such MMA runs in the
+        exporting role. M = 128 on one CTA puts row m at lane m and column n at the accumulator's column n
+        (PTX ISA, tcgen05 data-path layout D). None: undecided."""
+        claims = sorted({h.item for h in self.handles.values() if h.kind == "tmem"})
+        if len(claims) != 1:
+            return None
+        symbol = self._handle("tmem", claims[0], "tmem")
+        columns = self._tmem_columns(symbol)
+        every = [s for e in self._all() for s in self._sites(e, "tmem-mma")]
+        mine = self._sites(entry, "tmem-mma")
+        if columns is None or not mine or len(mine) != len(every):
+            return None
+        return A.LayoutMap(
+            "tmem",
+            (A.MapParam("lane", 128), A.MapParam("col", columns)),
+            ("m", "n"),
+            (A.MapAssign("m", Name("lane")), A.MapAssign("n", Name("col"))),
+        )
 
     def _facts(self) -> None:
         for h in sorted(self.handles.values(), key=lambda h: h.item):

@@ -552,3 +552,99 @@ def test_an_mma_accumulator_at_the_claims_first_column_gives_its_columns(
     got = values(parse_file(tmp_path / "t.kc", "contract")[0].stages[0])
     assert got.get(("claim tmem", "acc", "columns")) == columns
     assert ("# undecided: the tensor-memory columns of `acc`" in drafted) == (columns is None)
+
+
+#: TMEM_MMA whose role exports the tile, and a second role that runs the MMA (when MMA2 is the MMA).
+TMEM_EXPORT = """
+extern "C" {
+__device__ unsigned kl_t_ring_acc_tmem();
+__device__ unsigned kl_t_ring_load_warp0();
+__device__ unsigned kl_t_ring_other_warp0();
+__device__ void kl_t_ring_out_export(const unsigned int* held);
+}
+struct Params { unsigned long long a; unsigned long long b; unsigned idesc; };
+__device__ __forceinline__ void mma(const Params* params, unsigned d) {
+    asm volatile("{\\n\\t.reg .pred p;\\n\\tsetp.ne.u32 p, %4, 0;\\n\\t"
+                 "tcgen05.mma.cta_group::1.kind::f16 [%0], %1, %2, %3, p;\\n\\t}"
+                 :: "r"(d), "l"(params->a), "l"(params->b), "r"(136316048u), "r"(1u) : "memory");
+}
+extern "C" __device__ void t_load(const Params* params, unsigned char* smem) {
+    const unsigned tmem = kl_t_ring_acc_tmem();
+    if (threadIdx.x - 32 * kl_t_ring_load_warp0() == 0) { MMA1; }
+    kl_t_ring_out_export(nullptr);
+}
+extern "C" __device__ void t_other(const Params* params, unsigned char* smem) {
+    const unsigned tmem = kl_t_ring_acc_tmem();
+    if (threadIdx.x - 32 * kl_t_ring_other_warp0() == 0) { MMA2; }
+}
+"""
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize(
+    ("mma1", "mma2", "placement"),
+    [
+        # the exporting role runs the one MMA: row m at lane m, column n at column n (M = 128, one CTA)
+        ("mma(params, tmem)", "", "tmem(lane: 128, col: 128) -> (m, n) { m = lane; n = col }"),
+        # another role runs an MMA into the claim too: whose accumulator the export is, the code does not say
+        ("mma(params, tmem)", "mma(params, tmem)", None),
+        # the exporting role runs none
+        ("", "mma(params, tmem)", None),
+    ],
+)
+def test_an_export_of_the_one_tmem_accumulator_its_role_writes_is_placed_by_the_mma(
+    tmp_path: Path, mma1: str, mma2: str, placement: str | None
+) -> None:
+    text = TMEM_EXPORT.replace("MMA1", mma1).replace("MMA2", mma2)
+    code, drafted = _draft(tmp_path, text, "--target", "sm_100a")
+    assert code == 0
+    got = values(parse_file(tmp_path / "t.kc", "contract")[0].stages[0])
+    assert got.get(("export tensor", "out", "placement")) == placement
+    assert ("# undecided: the placement" in drafted) == (placement is None)
+
+
+#: A role whose claim `done` holds mbarriers: initialised, arrived on and waited on at the addresses USE.
+ONE_MBARRIER = """
+extern "C" {
+__device__ unsigned kl_t_ring_done_smem();
+__device__ unsigned kl_t_ring_load_warp0();
+}
+struct Params { unsigned n; };
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+extern "C" __device__ void t_load(const Params* params, unsigned char* smem) {
+    const unsigned done = shared_address(smem) + kl_t_ring_done_smem();
+    const unsigned bar = USE;
+    if (threadIdx.x - 32 * kl_t_ring_load_warp0() == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(1u) : "memory");
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+    }
+    asm volatile("{\\n\\t.reg .pred p;\\n\\tmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\\n\\t}"
+                 ::"r"(bar), "r"(0u) : "memory");
+    EXTRA;
+}
+"""
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize(
+    ("use", "extra", "nbytes"),
+    [
+        ("done", "", "8"),  # one mbarrier, at the claim's offset 0: an 8-byte object
+        ("done + 8u * (params->n & 1u)", "", None),  # a second mbarrier at offset 8: the claim holds more
+        # the handle's value also reaches a shared-memory reduction (no load or store): the claim holds more
+        ("done", 'asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(done + 8u), "r"(1u) : "memory")', None),
+        # or a store
+        ("done", 'asm volatile("st.shared.u32 [%0], %1;" ::"r"(done + 8u), "r"(1u) : "memory")', None),
+    ],
+)
+def test_a_claim_reached_only_as_one_mbarrier_at_its_start_is_8_bytes(
+    tmp_path: Path, use: str, extra: str, nbytes: str | None
+) -> None:
+    text = ONE_MBARRIER.replace("USE", use).replace("EXTRA", extra)
+    code, drafted = _draft(tmp_path, text)
+    assert code == 0
+    got = values(parse_file(tmp_path / "t.kc", "contract")[0].stages[0])
+    assert got.get(("claim smem", "done", "bytes")) == nbytes
+    assert ("# undecided: the bytes of `done`" in drafted) == (nbytes is None)
