@@ -32,8 +32,8 @@ fewest that keep the number of waves, so every CTA runs as many units), the poli
 256 B), W's L2 prefetch distance in k-steps (linked_small only; default 0: none), and the M values
 at which it is timed (default: all of --shapes). `auto` is the one-unit dispatch the example ships
 (AUTO below), `linked_auto` the dispatch between the four linked cubins (LINKED_AUTO: M <= 32
-linked_swapab, M <= 128 linked_small, 3 or 5 m-tiles linked_c1 with the policy word 3, else linked,
-with the policy word 3 up to 512), as a user of kernlink ships it.
+linked_swapab, M <= 128 linked_small, 3 and 5 to 9 m-tiles linked_c1, else linked; the policy word 3
+up to M = 2048), as a user of kernlink ships it.
 
 For every kernel and every M of --check-shapes and --shapes the script
 - draws X [M, K] ~ N(0, 1) and Wg, Wu [N/2, K] ~ N(0, 1) / sqrt(K) (bf16, fresh per shape) and the
@@ -131,19 +131,30 @@ AUTO: list[tuple[int, str]] = [(128, "coop128_c1:dp"), (1 << 30, "coop256_c2:sk:
 #: default of one m-tile) beat policy 0 in every one of three rotating do_bench rounds, 0.1900 /
 #: 0.1911 / 0.1916 ms against 0.1919 / 0.1978 / 0.1996, and 0.993 [0.987, 0.994] in an interleaved
 #: A/B without a flush; so M <= 512 (at most 4 m-tiles, X <= 4 MiB) runs it: only M = 512 was timed;
-#: 2026-12-04d (bench/results/h200-2026-12-04d/gemm4): the cluster link's unit is two m-tiles, so 3 and
-#: 5 m-tiles compute a fourth and a sixth; the link without the cluster (linked_c1) computes 3 and 5.
-#: In 4 rotating do_bench rounds its one-unit twin coop256_c1 with policy 3 took 0.1476 / 0.1482 ms at
-#: M = 320 / 384 data-parallel, against the cluster link's 0.1757 / 0.1758 (stream-K, policy 3), and
-#: 0.2312 ms at M = 640 with stream-K against 0.2694 (policy 3) and 0.3662 (policy 0, what
-#: linked_auto ran there); at 4 m-tiles (M = 448) the cluster link stays ahead, 0.1837 against 0.1870)
+#: 2026-12-04d (bench/results/h200-2026-12-04d/gemm4, call 2: 4 rotating do_bench rounds, best
+#: up-projection / kernel): the cluster link's unit is two m-tiles, so an odd number of m-tiles computes
+#: a padding tile; the link without the cluster (linked_c1) does not. By m-tiles (ceil(M / 128)), the
+#: fastest linked candidate of the table, each timed at the M in brackets:
+#:   3 (M = 320, 384): linked_c1 data-parallel, policy 3: 0.905 / 0.994 (the cluster link 0.724 / 0.837);
+#:   4 (448, 512): the cluster link, policy 3: 1.218 / 1.000 (linked_c1 stream-K 1.214 / 0.997);
+#:   5, 6 (640, 768): linked_c1 stream-K, policy 3: 1.084 / 1.047 (the cluster link, policy 3: 0.934 /
+#:      1.037; policy 0, what ran there before: 0.658 / 1.016);
+#:   7, 8, 9 (896, 1024, 1152): linked_c1 data-parallel, policy 3: 1.119 / 1.064 / 1.046 (the cluster
+#:      link, policy 0: 0.866 / 1.012 / 0.936; policy 3: 0.969 / 1.030 / 0.959);
+#:   16 (2048): the cluster link with policy 3, 1.076 against policy 0's 1.047, ahead in each of 3
+#:      rounds (interleaved without a flush: 0.998 of policy 0 at M = 1536, 1.000 at 2048); linked_c1
+#:      stream-K policy 3 measured 1.095 but lost one of its 3 rounds, so it is not dispatched;
+#:   above: policy 0, level with 3 at M = 4096 and 8192 (interleaved 0.997 and 1.001).
+#: 10 to 15 m-tiles were not timed against linked_c1; they run the cluster link with policy 3.
 LINKED_AUTO: list[tuple[int, str]] = [
     (SWAPAB_ROWS, "linked_swapab:dp:l2none:gb"),
     (128, "linked_small:dp"),
     (256, "linked:sk:r16:p3"),
     (384, "linked_c1:dp:r16:p3"),
     (512, "linked:sk:r16:p3"),
-    (640, "linked_c1:sk:r16:p3"),
+    (768, "linked_c1:sk:r16:p3"),
+    (1152, "linked_c1:dp:r16:p3"),
+    (2048, "linked:sk:r16:p3"),
     (1 << 30, "linked:sk:r16"),
 ]
 DISPATCH = {"auto": AUTO, "linked_auto": LINKED_AUTO}
