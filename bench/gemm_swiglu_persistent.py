@@ -12,7 +12,9 @@ linked kernels: `linked`, what `kernlink build gemm_swiglu_persistent.kp -o OUT`
 same sources as five components (OUT/kernel.cubin and OUT/link.json copied to gs_linked.cubin and
 gs_linked.json), coop256_c2's schedule; `linked_small`, the same of
 gemm_swiglu_persistent_small.kp (gs_linked_small.cubin/.json), coop128_c1's schedule (128 x 128 tiles,
-no cluster); and `linked_swapab`, the same of gemm_swiglu_persistent_swapab.kp
+no cluster); `linked_c1`, the same of gemm_swiglu_persistent_c1.kp (gs_linked_c1.cubin/.json),
+coop256_c1's schedule (the cluster link's 128 x 256 tiles without the cluster, so an odd number of
+m-tiles computes no padding tile); and `linked_swapab`, the same of gemm_swiglu_persistent_swapab.kp
 (gs_linked_swapab.cubin/.json): the swap-AB mainloop for M <= 32 (W the 64-row wgmma operand, X
 the 32-row one; 128 W rows = 64 outputs a tile, data-parallel only, 256 threads). Each runs behind
 the link's `kl_dispatch`, with its params block (the stages' blocks at the link map's offsets,
@@ -29,9 +31,9 @@ fewest that keep the number of waves, so every CTA runs as many units), the poli
 3 = W evict_first and X evict_last for one m-tile, else 0), W's tensor-map L2 promotion (default
 256 B), W's L2 prefetch distance in k-steps (linked_small only; default 0: none), and the M values
 at which it is timed (default: all of --shapes). `auto` is the one-unit dispatch the example ships
-(AUTO below), `linked_auto` the dispatch between the three linked cubins (M <= 32: linked_swapab,
-M <= 128: linked_small, M <= 512: linked with the policy word 3, else linked), as a user of
-kernlink ships it.
+(AUTO below), `linked_auto` the dispatch between the four linked cubins (LINKED_AUTO: M <= 32
+linked_swapab, M <= 128 linked_small, 3 and 5 to 9 m-tiles linked_c1, else linked; the policy word 3
+up to M = 2048), as a user of kernlink ships it.
 
 For every kernel and every M of --check-shapes and --shapes the script
 - draws X [M, K] ~ N(0, 1) and Wg, Wu [N/2, K] ~ N(0, 1) / sqrt(K) (bf16, fresh per shape) and the
@@ -94,6 +96,7 @@ VARIANTS: dict[str, tuple[int, int, bool, int, int]] = {
     "pp128_c2": (128, 2, True, 192, 1),
     "linked": (256, 2, False, 192, 1),
     "linked_small": (128, 1, False, 192, 1),
+    "linked_c1": (256, 1, False, 192, 1),
     "linked_swapab": (128, 1, False, 220, 1),
     "linked_swapab16": (128, 1, False, 216, 1),
     "linked_swapab64": (128, 1, False, 216, 1),
@@ -104,7 +107,7 @@ VARIANTS: dict[str, tuple[int, int, bool, int, int]] = {
 #: levers (the same sources with producer_swapab.kc's fact x_rows = 16 or 64: slots of 18 or 24 KiB,
 #: wgmma N = 16 or 64)
 SWAPAB = {"linked_swapab", "linked_swapab16", "linked_swapab64"}
-LINKED = {"linked", "linked_small", *SWAPAB}
+LINKED = {"linked", "linked_small", "linked_c1", *SWAPAB}
 #: rows of X the shipped swap-AB link's slots hold (producer_swapab.kc's fact x_rows): the largest M
 #: it serves
 SWAPAB_ROWS = 32
@@ -118,7 +121,7 @@ DIAGNOSTIC_EPI = "_e9"
 #: (H200, 2026-12-03: at M <= 128 every variant streams W at the same rate and data-parallel is
 #: level with stream-K or ahead; above, 2 x 1 clusters, stream-K for the last wave, raster 16)
 AUTO: list[tuple[int, str]] = [(128, "coop128_c1:dp"), (1 << 30, "coop256_c2:sk:r16")]
-#: the same dispatch between the three linked cubins, as a user of kernlink ships it (`linked_auto`;
+#: the same dispatch between the linked cubins, as a user of kernlink ships it (`linked_auto`;
 #: H200, 2026-12-04: data-parallel is ahead of stream-K at M = 16 and 128, and W's L2 promotion of
 #: 128 B instead of 256 B gains 3 % at M = 16 without a flush, none under do_bench, and loses 1.6 %
 #: at M = 128, so linked_small's default stays; the swap-AB kernel with promotion none was 0.5 % /
@@ -127,11 +130,31 @@ AUTO: list[tuple[int, str]] = [(128, "coop128_c1:dp"), (1 << 30, "coop256_c2:sk:
 #: 2026-12-04c: at M = 512 the cluster link with policy word 3 (W evict_first, X evict_last, the
 #: default of one m-tile) beat policy 0 in every one of three rotating do_bench rounds, 0.1900 /
 #: 0.1911 / 0.1916 ms against 0.1919 / 0.1978 / 0.1996, and 0.993 [0.987, 0.994] in an interleaved
-#: A/B without a flush; so M <= 512 (at most 4 m-tiles, X <= 4 MiB) runs it: only M = 512 was timed)
+#: A/B without a flush; so M <= 512 (at most 4 m-tiles, X <= 4 MiB) runs it: only M = 512 was timed;
+#: 2026-12-04d (bench/results/h200-2026-12-04d/gemm4, call 2: 4 rotating do_bench rounds, best
+#: up-projection / kernel): the cluster link's unit is two m-tiles, so an odd number of m-tiles computes
+#: a padding tile; the link without the cluster (linked_c1) does not. By m-tiles (ceil(M / 128)), the
+#: fastest linked candidate of the table, each timed at the M in brackets:
+#:   3 (M = 320, 384): linked_c1 data-parallel, policy 3: 0.905 / 0.994 (the cluster link 0.724 / 0.837);
+#:   4 (448, 512): the cluster link, policy 3: 1.218 / 1.000 (linked_c1 stream-K 1.214 / 0.997);
+#:   5, 6 (640, 768): linked_c1 stream-K, policy 3: 1.084 / 1.047 (the cluster link, policy 3: 0.934 /
+#:      1.037; policy 0, what ran there before: 0.658 / 1.016);
+#:   7, 8, 9 (896, 1024, 1152): linked_c1 data-parallel, policy 3: 1.119 / 1.064 / 1.046 (the cluster
+#:      link, policy 0: 0.866 / 1.012 / 0.936; policy 3: 0.969 / 1.030 / 0.959);
+#:   16 (2048): the cluster link with policy 3, 1.076 against policy 0's 1.047, ahead in each of 3
+#:      rounds (interleaved without a flush: 0.998 of policy 0 at M = 1536, 1.000 at 2048); linked_c1
+#:      stream-K policy 3 measured 1.095 but lost one of its 3 rounds, so it is not dispatched;
+#:   above: policy 0, level with 3 at M = 4096 and 8192 (interleaved 0.997 and 1.001).
+#: 10 to 15 m-tiles were not timed against linked_c1; they run the cluster link with policy 3.
 LINKED_AUTO: list[tuple[int, str]] = [
     (SWAPAB_ROWS, "linked_swapab:dp:l2none:gb"),
     (128, "linked_small:dp"),
+    (256, "linked:sk:r16:p3"),
+    (384, "linked_c1:dp:r16:p3"),
     (512, "linked:sk:r16:p3"),
+    (768, "linked_c1:sk:r16:p3"),
+    (1152, "linked_c1:dp:r16:p3"),
+    (2048, "linked:sk:r16:p3"),
     (1 << 30, "linked:sk:r16"),
 ]
 DISPATCH = {"auto": AUTO, "linked_auto": LINKED_AUTO}

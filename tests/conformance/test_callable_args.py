@@ -368,7 +368,12 @@ def test_a_shared_address_the_code_makes_is_judged_at_pack(
     assert _composed(tmp_path, (CONTRACT, TWO_POINTERS), (contract, ptx)) == []
 
 
-PIPELINES = ("gemm_swiglu_persistent", "gemm_swiglu_persistent_small", "gemm_swiglu_persistent_swapab")
+PIPELINES = (
+    "gemm_swiglu_persistent",
+    "gemm_swiglu_persistent_c1",
+    "gemm_swiglu_persistent_small",
+    "gemm_swiglu_persistent_swapab",
+)
 
 
 @pytest.mark.slow

@@ -1,7 +1,9 @@
-"""The persistent GEMM + SwiGLU (specs/examples/gemm_swiglu/persistent): three pipelines that
+"""The persistent GEMM + SwiGLU (specs/examples/gemm_swiglu/persistent): four pipelines that
 `kernlink build` packs, checks, places and links into one cubin each — the 2 x 1 cluster kernel
-(gemm_swiglu_persistent.kp), the small-M path (gemm_swiglu_persistent_small.kp, 128 x 128 tiles
-without a cluster, sharing the fix-up and epilogue packages) and the swap-AB path for M <= 32
+(gemm_swiglu_persistent.kp), the same tiles without the cluster (gemm_swiglu_persistent_c1.kp: its
+own producer and mainloop, no multicast, the cluster kernel's other packages), the small-M path
+(gemm_swiglu_persistent_small.kp, 128 x 128 tiles without a cluster, sharing the fix-up and epilogue
+packages) and the swap-AB path for M <= 32
 (gemm_swiglu_persistent_swapab.kp: the small path's scheduler, its own producer, mainloop and
 transposed epilogue); each link map is a snapshot, and `kernlink parity` proves each link the
 one-unit build of the same sources."""
@@ -48,6 +50,14 @@ PIPELINES = {
         ("scheduler", "producer", "consumer", "fixup", "epilogue"),
         229456,
         264,
+        ("gs_fixup_add_r64", "gs_fixup_store_r64", "gs_swiglu_store_n128", "gs_swiglu_write_n128"),
+    ),
+    # the same tiles without the cluster (no multicast): 4 slots of 48 KiB + 32 KiB of staging; 132 CTAs
+    "c1": Pipeline(
+        "gemm_swiglu_persistent_c1.kp",
+        ("scheduler", "producer_c1", "consumer_c1", "fixup", "epilogue"),
+        229456,
+        132,
         ("gs_fixup_add_r64", "gs_fixup_store_r64", "gs_swiglu_store_n128", "gs_swiglu_write_n128"),
     ),
     # 6 slots of 32 KiB + 16 KiB of staging; 132 CTAs
@@ -128,11 +138,13 @@ def test_parity_proves_the_link_the_one_unit_build(
         assert report["sass"]["identical"] is True
 
 
-@pytest.mark.parametrize("stem", ["consumer_small", "consumer_swapab", "producer_swapab"])
-def test_the_small_m_components_conform_under_strict(stem: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("stem", ["consumer_small", "consumer_swapab", "producer_swapab", "consumer_c1", "producer_c1"])
+def test_the_other_pipelines_components_conform_under_strict(stem: str, tmp_path: Path) -> None:
     """As gemm.mainloop (tests/conformance/test_cases.py): every ring, barrier and counter step of
-    the small-M consumers' code, and the swap-AB producer's (its 4-D gate and up boxes, X's box
-    with its credit), is decided and matches the contract."""
+    the small-M consumers' code, the swap-AB producer's (its 4-D gate and up boxes, X's box with its
+    credit), and the cluster-less producer's and mainloop's (gemm_swiglu_persistent_c1.kp: W's
+    256-row box without multicast, `empty` released on this CTA alone) is decided and matches the
+    contract."""
     built = build(FOLDER / f"{stem}.cu", FOLDER / f"{stem}.kc")
     assert conformance_findings(built, tmp_path / "x.kpkg", strict=True) == []
 
