@@ -232,13 +232,13 @@ class ConformClause(Clause):
             yield from diagnostics(entry.stage, facts, **_names(entry))
         if not coded:
             return
-        from checker.conformance.checks import callable_addresses
+        from checker.conformance.checks import callable_addresses, through_calls
         from checker.conformance.steps import across_stages
 
         # what only the composition decides: how each participant meets a rendezvous, what a role passes
         # another stage's callable as a shared-memory address
         parts = [(e.stage, f) for e, f in coded]
-        for index, finding in (*across_stages(parts), *callable_addresses(parts)):
+        for index, finding in (*across_stages(parts), *callable_addresses(parts), *through_calls(parts)):
             entry = coded[index][0]
             names = _names(entry)
             lines = (entry.captured.ptx or "").split("\n") if entry.captured else None
@@ -290,6 +290,9 @@ def _diagnostic(
             labels.append(Label(Span(source_name, line, 1, line, 2), "the CUDA line", primary=False))
         else:
             notes.append(f"CUDA source: {file}:{line}")
+    if f.fact.via is not None:
+        callee, line = f.fact.via
+        notes.append(f"run by the callable `{callee}` this call reaches (its package's PTX line {line})")
     if not f.decided:
         notes.append("the conformance analysis could not decide this site; it is not a pass")
     code = Code.L_CONFORM if f.decided or strict else Code.I_CONFORM
@@ -355,6 +358,8 @@ UNDECIDED = {
     "private-protocol": "the protocol (the claim holding this mbarrier states no `signal`)",
     "ordering-barrier": "whether the barrier between these accesses runs whenever they do (it sits under a branch "
     "or a thread guard that one of them is not under)",
+    "summary": "what the called callable synchronises (its protocol summary is unknown)",
+    "groups": "how many bulk groups the read wait lets stay pending",
 }
 
 
@@ -755,6 +760,46 @@ def _ring_step(f: Finding, fn: str, op: str) -> Worded:
             f"`{op}` on the {got.split()[0]} barrier",
             f"address the {which} barrier (`_{which}_bar()` + 8 * slot)",
         )
+    if f.problem == "uncommitted":
+        return Worded(
+            f"`{fn}` reads the slot of ring `{ring}` asynchronously with `{op}` and commits no bulk group after it in "
+            "the same iteration: no read wait waits for this read",
+            f"`{step}` declared here",
+            f"`{op}` not committed",
+            "run `cp.async.bulk.commit_group` after the iteration's last asynchronous read of the slot",
+        )
+    if f.problem == "conditional":
+        return Worded(
+            f"`{fn}` runs `{op}`, the `{step}` of ring `{ring}`, under a condition its slot's writes are not under: "
+            "some iterations write the slot and never read it",
+            f"`{step}` declared here: once per iteration",
+            f"`{op}` under a condition",
+            "read the slot in every iteration that writes it (or state the part that reads it, `on PART`)",
+        )
+    if f.problem == "drain":
+        return Worded(
+            f"`{fn}` does not wait for the last asynchronous reads of ring `{ring}`'s slot (`{op}`) after its loop: "
+            "the role ends while they may still read shared memory",
+            f"`{step}` declared here",
+            f"`{op}`: its last iteration's read is never waited for",
+            "run `cp.async.bulk.wait_group.read 0` (or `cp.async.bulk.wait_group 0`) after the loop",
+        )
+    if f.problem == "groups":
+        return Worded(
+            f"`{fn}` runs `{op}` allowing {f.value('groups')} bulk groups to stay pending before it rewrites the slot "
+            f"of ring `{ring}` (depth {f.value('depth')}): the read of the slot it rewrites may still run",
+            f"`{step}` declared here",
+            f"`{op}` waits for too little",
+            f"wait with at most {int(f.value('depth')) - 1} pending groups (one group per iteration)",
+        )
+    if f.problem == "unshared":
+        return Worded(
+            f"`{fn}` runs `{op}`, the `{step}` of ring `{ring}`, in some of role `{role}`'s threads, and no `bar.sync` "
+            "of the role follows it before the slot's writes: the other threads write before the reads are done",
+            f"`{step}` declared here",
+            f"`{op}` in fewer threads than write",
+            "sync the role's threads (a named barrier of the role) between the read wait and the writes",
+        )
     if f.problem == "foreign":
         return Worded(
             f"`{fn}` runs `{op}` on a barrier of ring `{ring}`, but role `{role}` takes no side of `{ring}`",
@@ -792,6 +837,9 @@ _STEP_HELP = {
     "full wait": "wait on the ring's full barrier (`mbarrier.try_wait.parity`) before reading a slot",
     "empty wait": "wait on the ring's empty barrier before writing a slot",
     "full copy": "issue the copy that completes its bytes on the slot's full barrier",
+    "read async": "read the slot asynchronously (a TMA store from it) in each iteration that writes it",
+    "read wait": "wait for the earlier asynchronous reads of the slot (`cp.async.bulk.wait_group.read N`) before "
+    "rewriting it",
 }
 
 
@@ -886,6 +934,16 @@ def _step_order(f: Finding, fn: str, op: str) -> Worded:
 
 
 def _ring_fence(f: Finding, fn: str, op: str) -> Worded:
+    if f.problem == "async-read":
+        ring, claim = f.value("ring"), f.value("claim")
+        return Worded(
+            f"`{fn}` reads the slot of ring `{ring}` (claim `{claim}`) asynchronously with `{op}` after generic "
+            "writes of it, without the `fence.proxy.async` its contract promises between them",
+            "`fence proxy_async` declared here",
+            f"`{op}` without a proxy fence after the slot's writes",
+            "run `fence.proxy.async.shared::cta` in the threads that write the slot, after the writes and before "
+            "the asynchronous read (and the barrier that orders them)",
+        )
     ring, release, side = f.value("ring"), f.value("release"), f.value("side")
     access = "writes" if side == "produce" else "reads"
     if f.problem == "early":
