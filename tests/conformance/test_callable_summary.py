@@ -1,0 +1,183 @@
+"""A role's protocol run inside another stage's callables is checked through their summaries (issue 27).
+
+The persistent GEMM's consumer (role `mma`) runs its staging ring `out_stage` (a write, a proxy
+fence, a TMA store and its bulk group, a read wait before the next unit's write and a drain) in
+the `swiglu.epilogue` callables, between its own `bar.sync`s on `epi_sync` (which `orders
+staging`). `kernlink check` splices each callable's summary (its synchronisation facts, from the
+exporter's package) at the consumer's calls (checker/conformance/summary.py) and judges the
+staging ring's steps (checker/conformance/staging.py) and `barrier-orders` through them.
+
+Each failing variant is one compiled edit of the example and gives exactly one L-CONFORM
+finding, of its check and problem, at the consumer's call (its PTX line) with the callable's own
+line in a note; the example itself (the passing twin of all of them) checks clean under
+`--strict`. A callable whose summary is unknown (a TMA store in a loop it does not unroll) leaves
+the step undecided: an error under `--strict`, never a pass. At `kernlink pack` of the consumer
+alone the steps are deferred (the callables are not there): it packs clean.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from checker.conformance.summary import splice, summarize
+from contract_lang import ast as A
+from diagnostics.model import Diagnostic
+from kernlink.api import check
+from package.codefacts.facts import EVERY_THREAD, CodeFacts, Fact
+from packing.pack import pack
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
+PARTS = ("scheduler", "producer", "consumer", "fixup", "epilogue")
+PIPELINE = "persistent/gemm_swiglu_persistent.kp"
+
+
+def _checked(tmp_path: Path, edits: dict[str, list[tuple[str, str]]]) -> list[Diagnostic]:
+    root = tmp_path / "gemm_swiglu"
+    shutil.copytree(EXAMPLES / "gemm_swiglu", root, ignore=shutil.ignore_patterns("build"))
+    for name, pairs in edits.items():
+        path = root / "persistent" / name
+        text = path.read_text()
+        for old, new in pairs:
+            assert text.count(old) == 1, f"{old!r} is not in {name} exactly once"
+            text = text.replace(old, new)
+        path.write_text(text)
+    for part in PARTS:
+        folder = root / "persistent"
+        pack(folder / f"{part}.cu", folder / f"{part}.kc", folder / "build" / f"{part}.kpkg")
+    result = check([root / PIPELINE], strict=True)
+    return [d for d in result.diagnostics if d.code in ("L-CONFORM", "I-CONFORM")]
+
+
+FIRST_WRITE = "    gs_consumer_swiglu_write(acc, staging);\n"
+SECOND_SYNC = "        gs::named_sync(kl_gemm_mainloop_epi_sync_bar_id(), kl_gemm_mainloop_epi_sync_threads());\n"
+
+CASES = {
+    # the write's proxy fence: the TMA store reads the generic proxy's writes unfenced
+    "no-proxy-fence": (
+        {"epilogue.cuh": [("    fence_proxy_async_smem();\n}", "}")]},
+        "ring-fence",
+        "async-read",
+    ),
+    # the store's commit: no read wait waits for the TMA store's read of the slot
+    "no-commit": ({"epilogue.cuh": [("        bulk_commit();\n", "")]}, "ring-step", "uncommitted"),
+    # begin's read wait: the next unit rewrites the slot while the previous store may still read it
+    "no-read-wait": ({"epilogue.cuh": [("        bulk_wait_read0();\n", "")]}, "ring-step", "missing"),
+    # the drain's wait: the kernel ends with the last store still reading shared memory
+    "no-drain": ({"epilogue.cuh": [("        bulk_wait0();\n", "")]}, "ring-step", "drain"),
+    # the consumer's barrier between every thread's stmatrix and thread 0's TMA store
+    "no-epi-sync": (
+        {
+            "consumer.cu": [
+                (
+                    "        gs_consumer_swiglu_write(acc, staging);\n" + SECOND_SYNC,
+                    "        gs_consumer_swiglu_write(acc, staging);\n",
+                )
+            ]
+        },
+        "barrier-orders",
+        "unordered",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_step_run_in_a_callable_is_checked_at_the_call(case: str, tmp_path: Path) -> None:
+    edits, check_name, problem = CASES[case]
+    found = _checked(tmp_path, edits)
+    assert len(found) == 1, [d.message for d in found]
+    d = found[0]
+    data = dict(d.data)
+    assert d.code == "L-CONFORM" and data["check"] == check_name, (d.code, data, d.message)
+    assert data["function"] == "gs_consumer_main"
+    if problem in ("async-read", "uncommitted", "drain"):  # at the call, naming the callable's own line
+        assert any("run by the callable `gs_swiglu_epilogue_" in n for n in d.notes), d.notes
+    assert {lab.span.file.rsplit("/", 1)[-1] for lab in d.labels} >= {"consumer.kc"}
+
+
+def test_the_example_is_the_passing_twin(tmp_path: Path) -> None:
+    assert _checked(tmp_path, {}) == []
+
+
+def test_an_unknown_summary_is_undecided_never_a_pass(tmp_path: Path) -> None:
+    # the TMA stores in a loop the compiler keeps: how often the callable reads the slot is not one count
+    edits = {
+        "epilogue.cuh": [
+            (
+                "#pragma unroll\n            for (int b = 0; b < kBoxes; ++b) {",
+                "#pragma unroll 1\n            for (int b = 0; b < kBoxes; ++b) {",
+            )
+        ]
+    }
+    found = _checked(tmp_path, edits)
+    assert found and all(dict(d.data)["check"] == "ring-step" for d in found), [d.message for d in found]
+    assert any("cannot decide what the called callable synchronises" in d.message for d in found)
+    assert all(d.code == "L-CONFORM" for d in found)  # --strict: an error
+
+
+def test_the_consumer_alone_packs_clean_its_steps_deferred(tmp_path: Path) -> None:
+    folder = tmp_path / "gemm_swiglu"
+    shutil.copytree(EXAMPLES / "gemm_swiglu", folder, ignore=shutil.ignore_patterns("build"))
+    consumer = folder / "persistent" / "consumer"
+    assert pack(consumer.with_suffix(".cu"), consumer.with_suffix(".kc"), tmp_path / "c.kpkg", strict=True)
+
+
+# ----------------------------------------------------------------- the splice, as a property
+
+
+def _fact(kind: str, order: int, reaches: tuple[int, ...], function: str = "f", detail: str = "") -> Fact:
+    return Fact(kind, function, order, "op", (), None, detail, EVERY_THREAD, (), order, reaches)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=1, max_value=6), st.integers(min_value=1, max_value=5), st.integers(0, 5))
+def test_a_splice_keeps_the_callers_order_and_puts_the_summary_at_its_call(n: int, m: int, at: int) -> None:
+    at = min(at, n - 1)
+    caller = [_fact("barrier", i + 1, tuple(range(i + 2, n + 1))) for i in range(n)]
+    call = dataclasses_replace(caller[at], kind="xcall", detail="cs")
+    caller[at] = call
+    callee = [_fact("bulk-commit", j + 1, tuple(range(j + 2, m + 1)), function="g") for j in range(m)]
+    a = _stage("a", calls=True)
+    b = _stage("b", calls=False)
+    spliced = splice([(a, CodeFacts(tuple(caller), 0)), (b, CodeFacts(tuple(callee), 0))])
+    facts = spliced[0].facts
+    assert len(summarize(CodeFacts(tuple(callee), 0), "g").facts) == m
+    placed = [f for f in facts if f.via is not None]
+    own = [f for f in facts if f.via is None]
+    assert len(placed) == m and len(own) == n
+    by_order = sorted(facts, key=lambda f: f.order)
+    # the summary's facts sit right after the call, in the callable's order
+    i = by_order.index(next(f for f in own if f.kind == "xcall"))
+    assert [f.via for f in by_order[i + 1 : i + 1 + m]] == [("g", j + 1) for j in range(m)]
+    # what reached the call reaches the summary; the summary reaches what the call reached
+    for f in own:
+        if f.order < by_order[i].order:
+            assert all(p.order in f.reaches for p in placed)
+        elif f.order > by_order[i].order:
+            assert all(f.order in p.reaches for p in placed)
+    assert spliced[1] is not None and spliced[1].facts == tuple(callee)  # a part that calls nothing is unchanged
+
+
+def dataclasses_replace(f: Fact, **changes: object) -> Fact:
+    import dataclasses
+
+    return dataclasses.replace(f, **changes)  # type: ignore[arg-type]
+
+
+def _stage(name: str, *, calls: bool) -> A.Stage:
+    from contract_lang.parser import parse_text
+
+    text = (
+        f'stage "{name}" version "1.0.0" {{\n    target sm_90a\n'
+        + (
+            "    role r entry f warps 4\n    call cs () -> void as cs from role r guarantees converged\n"
+            if calls
+            else "    export callable cs () -> void = g requires converged\n"
+        )
+        + "}\n"
+    )
+    return parse_text(text, f"{name}.kc").stages[0]
