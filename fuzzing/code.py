@@ -122,6 +122,39 @@ def mutations(component: str, ptx: str) -> Iterator[CodeMutation]:
             yield from rest[1]
 
 
+#: Bulk stores from shared memory (asynchronous reads of it, completed by bulk groups).
+_BULK_STORES = (
+    "cp.async.bulk.tensor.1d.global.shared",
+    "cp.async.bulk.tensor.2d.global.shared",
+    "cp.async.bulk.tensor.3d.global.shared",
+    "cp.async.bulk.tensor.4d.global.shared",
+    "cp.async.bulk.tensor.5d.global.shared",
+    "cp.async.bulk.global.shared",
+)
+
+
+def _twice(opcode: str) -> str:
+    """Why an instruction run twice in a row changes nothing the protocol observes ('' where it may)."""
+    if opcode.startswith(("fence.", "membar.")):
+        return "a fence run twice orders no more and no less"
+    if opcode.startswith("cp.async.bulk.wait_group"):
+        return (
+            "a bulk-group wait run twice in a row: the second finds no more groups pending than the first left, and "
+            "returns at once"
+        )
+    if opcode.startswith("cp.async.bulk.commit_group"):
+        return (
+            "the second commit closes an empty bulk group, complete at once: a later `wait_group N` waits for at least "
+            "the groups it waited for before (never fewer)"
+        )
+    if opcode.startswith(_BULK_STORES):
+        return (
+            "the same bulk store issued again with no commit between: it reads the same bytes of the slot and joins "
+            "the same bulk group, so the same wait completes it"
+        )
+    return ""
+
+
 def _of(
     component: str,
     lines: list[str],
@@ -160,13 +193,15 @@ def _of(
         "duplicate",
         [*lines[: at + 1], text, *lines[at + 1 :]],
         f"run `{ins.opcode}` twice",
-        "a fence run twice orders no more and no less" if fence else "",
+        _twice(ins.opcode),
     )
     if previous is not None and previous.line < ins.line:
         before = previous.line - 1
         moved = [*lines[:before], text, *lines[before:at], *lines[at + 1 :]]
         inits = ins.opcode.startswith("mbarrier.init") and previous.opcode.startswith("mbarrier.init")
         why = "inits of two barriers commute (nothing waits or arrives until the hook returns)" if inits else ""
+        if ins.opcode.startswith(_BULK_STORES) and previous.opcode.startswith(_BULK_STORES):
+            why = "two bulk stores of one bulk group commute: no commit lies between them, both complete at its wait"
         yield make("reorder", moved, f"move `{ins.opcode}` before `{previous.opcode}` (line {previous.line})", why)
     brackets = [o for o in ins.operands if o.startswith("[")]
     # the barrier operand: a copy's last (its first is the destination), an mbarrier instruction's only one
@@ -518,7 +553,7 @@ def judge(
             return _rejected(mutation, errors, "check")
     if mutation.equivalent:
         return CodeOutcome(mutation, "equivalent")
-    verdict, why = _argued(entry, mutation)
+    verdict, why = _argued(entry, mutation, composition)
     if verdict != "accepted":
         return CodeOutcome(dataclasses.replace(mutation, equivalent=why), verdict)
     if shaky:
@@ -527,10 +562,39 @@ def judge(
     return CodeOutcome(mutation, "accepted")
 
 
-def _argued(entry: StageEntry, mutation: CodeMutation) -> tuple[Verdict, str]:
+def _barrier_claim_at(entry: StageEntry, mutation: CodeMutation) -> Any:
+    """The claimed barrier whose ID handle a mutant's named barrier uses (None: not one claimed barrier)."""
+    from contract_lang import ast as A
+
+    site = next(
+        (f for f in derive(mutation.ptx).facts if f.function == mutation.function and f.line == mutation.line),
+        None,
+    )
+    ident = site.operand("id") if site is not None and site.kind == "barrier" else None
+    handles = ident.handles if ident is not None else ()
+    claims = [
+        i
+        for i in entry.stage.items
+        if isinstance(i, A.BarrierClaim) and any(h.endswith(f"_{i.name}_bar_id") for h in handles)
+    ]
+    return claims[0] if len(claims) == 1 else None
+
+
+def _argued(entry: StageEntry, mutation: CodeMutation, composition: Composition | None = None) -> tuple[Verdict, str]:
     """Whether an accepted mutant is ``equivalent`` (it changes nothing the protocol observes) or ``outside``
     the contract (it changes only what no contract line states), and why; else ``accepted``."""
     from contract_lang import ast as A
+
+    exported = next(
+        (i.name for i in entry.stage.items if isinstance(i, A.ExportCallable) and i.symbol == mutation.function), None
+    )
+    if exported is not None and composition is not None:
+        called = {c.name for e in composition.stages for c in e.stage.items if isinstance(c, A.Call)}
+        if exported not in called:
+            return "outside", (
+                f"no role of this composition calls `{exported}`: its summary is spliced at no call here (a "
+                "composition that calls it judges its steps)"
+            )
 
     original = derive(entry.captured.ptx if entry.captured is not None and entry.captured.ptx else "")
     mine = [f for f in original.facts if f.function == mutation.function]
@@ -559,6 +623,14 @@ def _argued(entry: StageEntry, mutation: CodeMutation) -> tuple[Verdict, str]:
                 "complete before that arrive, and the transaction count may go below zero until it (it is signed), "
                 "so the phase completes on the same bytes"
             )
+    if mutation.kind == "delete" and "bulk-store" in kinds:
+        others = [f for f in mine if f.kind == "bulk-store" and f.line != mutation.line]
+        if others:
+            return "outside", (
+                f"{len(others)} other bulk store(s) of the function still read the slot in the same bulk group: "
+                "which bytes of the slot the reads cover no contract line states (`read async` states the proxy and "
+                "the completion, not the boxes)"
+            )
     if "arrive" in kinds and mutation.kind in ("delete", "duplicate", "count"):
         site = next(f for f in at if f.kind == "arrive")
         waits = [f.loops for f in mine if f.kind == "wait" and f.loops]
@@ -576,7 +648,23 @@ def _argued(entry: StageEntry, mutation: CodeMutation) -> tuple[Verdict, str]:
             for i in entry.stage.items
             if isinstance(i, A.BarrierClaim) and any(h.endswith(f"_{i.name}_bar_id") for h in handles)
         ]
-        if claims and len(claims[0].participants) == 1:
+        if mutation.kind == "barrier" and claims and not claims[0].orders:
+            other = _barrier_claim_at(entry, mutation)
+            x = claims[0]
+            if (
+                other is not None
+                and other is not x
+                and len(x.participants) == 1
+                and other.participants == x.participants
+                and other.threads == x.threads
+            ):
+                return "equivalent", (
+                    f"barriers `{x.name}` and `{other.name}` have the same participants (role `{x.participants[0]}`, "
+                    f"whose threads all run the same code): a `bar.sync` on `{other.name}` where `{x.name}`'s was "
+                    f"meets "
+                    f"the same threads at the same point and orders no less, and `{x.name}` states no `orders`"
+                )
+        if claims and len(claims[0].participants) == 1 and (mutation.kind == "duplicate" or not claims[0].orders):
             if mutation.kind == "duplicate":
                 return "equivalent", (
                     f"barrier `{claims[0].name}` has one participant role, whose threads all run the same code: "
