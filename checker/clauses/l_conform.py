@@ -103,7 +103,31 @@ warpgroup, one thread):
 - `barrier-orders`: a named barrier that `orders` a claim (`claim barrier B participants R
   orders C`) missing between two accesses of `C` by role `R`, one a write: a write and
   an access after it, a read and a write after it, in one pass or across the passes of a
-  loop around both (a `bar.sync` of a rendezvous the role syncs counts too).
+  loop around both (a `bar.sync` of a rendezvous the role syncs counts too); a TMA or bulk
+  store from the claim is a read of it, `stmatrix` a write.
+
+A ring without barriers whose slot one role writes and reads asynchronously (a staging
+buffer: `read wait`, `read async`, `writes generic`, `fence proxy_async`) is checked against
+the role's code (`checker/conformance/staging.py`): `ring-step` when the role never reads the
+slot with a bulk store in its loop (`missing` `read async`), reads it without committing a
+bulk group after it in the same iteration (`uncommitted`), reads it under a condition its writes
+are not under (`conditional`), rewrites it without a `cp.async.bulk.wait_group[.read] N` before
+the iteration's first write (`missing` `read wait`), with `N` above the ring's depth minus 1
+(`groups`), run by fewer threads than write with no `bar.sync` of the role after it before the
+writes (`unshared`), or ends without waiting for the last reads after its loop (`drain`);
+`ring-fence` when generic writes of the slot reach the asynchronous read with no
+`fence.proxy.async` (covering shared memory, run by the writing threads) between them.
+
+**Through callables.** A role may run these steps, and the accesses a barrier `orders`, inside
+another stage's callables. The composition (`kernlink check`, the link) splices each callable's
+protocol summary (its synchronisation facts, recorded in its package with the rest of its code
+facts) at the caller's calls, with the caller's arguments bound to the callable's parameters
+(`checker/conformance/summary.py`), and runs the staging and `barrier-orders` checks on the
+result: a finding shows the caller's call and names the callable's own PTX line. A summary that
+is unknown (an indirect call, a call of a synchronising function of its own module, a step in a
+loop) where a step is missing is undecided (I-CONFORM, an error under `--strict`). At `kernlink
+pack` of the caller alone, the staging steps of a role that calls another stage's callables are
+left to the composed check.
 
 A TMA copy's bytes come from the box its tensor map's params field declares (`box 64,
 128 elem bf16`); the copies and `complete_tx` credits of a fill add up to the ring's
