@@ -17,18 +17,25 @@ alone the steps are deferred (the callables are not there): it packs clean.
 
 from __future__ import annotations
 
+import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from checker.clauses import l_integrity
+from checker.conformance import MANIFEST_KEY
 from checker.conformance.summary import splice, summarize
 from contract_lang import ast as A
-from diagnostics.model import Diagnostic
+from diagnostics.model import Diagnostic, DiagnosticError
 from kernlink.api import check
 from package.codefacts.facts import EVERY_THREAD, CodeFacts, Fact
+from package.kpkg import PAYLOADS_KEY, pack_bytes, parse_package
+from package.manifest import read_stage_package
 from packing.pack import pack
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
@@ -181,3 +188,55 @@ def _stage(name: str, *, calls: bool) -> A.Stage:
         + "}\n"
     )
     return parse_text(text, f"{name}.kc").stages[0]
+
+
+# ----------------------------------------------------------------- the summary is recorded and bound to the PTX
+
+
+def _epilogue(tmp_path: Path) -> Path:
+    folder = tmp_path / "gemm_swiglu"
+    shutil.copytree(EXAMPLES / "gemm_swiglu", folder, ignore=shutil.ignore_patterns("build"))
+    src = folder / "persistent" / "epilogue"
+    out = tmp_path / "epilogue.kpkg"
+    pack(src.with_suffix(".cu"), src.with_suffix(".kc"), out)
+    return out
+
+
+def _forged(path: Path, edit: Callable[[list[dict[str, Any]]], None]) -> list[Diagnostic]:
+    pkg = parse_package(path.read_bytes(), name=str(path))
+    manifest = json.loads(json.dumps({k: v for k, v in pkg.manifest.items() if k != PAYLOADS_KEY}))
+    edit(manifest[MANIFEST_KEY]["facts"])
+    path.write_bytes(pack_bytes(manifest, dict(pkg.payloads)))
+    with pytest.raises(DiagnosticError) as err, l_integrity.worded():
+        read_stage_package(path)
+    return list(err.value.diagnostics)
+
+
+def test_the_epilogue_records_its_callables_summaries(tmp_path: Path) -> None:
+    stage = read_stage_package(_epilogue(tmp_path))
+    facts = CodeFacts.from_json(stage.manifest[MANIFEST_KEY])
+    begin = summarize(facts, "gs_swiglu_epilogue_begin")
+    store = summarize(facts, "gs_swiglu_epilogue_store")
+    assert [(f.kind, f.detail) for f in begin.facts] == [("bulk-wait", "read")] and begin.unknown is None
+    assert [f.kind for f in store.facts] == ["bulk-store", "bulk-store", "bulk-commit"]
+    assert all(f.guard == ((("awgt", "eq", 0),),) for f in (*begin.facts, *store.facts))  # thread 0 of each warpgroup
+    assert [p.value for f in store.facts[:2] for r, p in f.operands if r == "param"] == [1, 1]  # the staging argument
+
+
+def test_a_recorded_summary_that_disagrees_with_the_ptx_is_l_integrity(tmp_path: Path) -> None:
+    def drop_commit(facts: list[dict[str, Any]]) -> None:
+        facts[:] = [
+            f for f in facts if not (f["kind"] == "bulk-commit" and f["function"] == "gs_swiglu_epilogue_store")
+        ]
+
+    (diag,) = _forged(_epilogue(tmp_path), drop_commit)
+    assert diag.code == "L-INTEGRITY" and "code facts" in diag.message
+
+
+def test_a_malformed_recorded_summary_is_l_integrity_malformed(tmp_path: Path) -> None:
+    def garble(facts: list[dict[str, Any]]) -> None:
+        wait = next(f for f in facts if f["kind"] == "bulk-wait")
+        wait["operands"] = [["groups", "zero"]]
+
+    (diag,) = _forged(_epilogue(tmp_path), garble)
+    assert diag.code == "L-INTEGRITY" and "malformed" in diag.message + " ".join(diag.notes)
