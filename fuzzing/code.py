@@ -46,6 +46,7 @@ from typing import Any, Literal
 from checker.composition import Composition
 from diagnostics.model import Diagnostic, Severity
 from package.codefacts import derive
+from package.codefacts.facts import Operand
 from package.codefacts.ptx import Function, Instr, parse
 from package.codefacts.values import Env, analyse, call_arguments, callee
 from package.loader import StageEntry
@@ -562,6 +563,77 @@ def judge(
     return CodeOutcome(mutation, "accepted")
 
 
+_NO_ID = Operand("unknown")
+_RELEASE = re.compile(r"^(st|red|atom)(\.\w+)*\.release\.(gpu|sys)\b")
+
+
+def _published_after_sync(exported: str, composition: Composition) -> str:
+    """Why a gpu-scope fence at the end of callable ``exported`` is redundant ('' where it may not be): at every
+    call of it, by every thread of a role, the role's threads then meet at a ``bar.sync`` of a barrier the
+    role alone claims, and the role's next call is of a callable that runs a release at gpu (or system) scope,
+    all under the same loops and conditions as the call. The PTX memory model makes the barrier's operations
+    synchronize (base causality order) and a release cumulative over causality order, so every thread's
+    writes before the barrier precede the release, and any acquire that observes it; the per-thread fence
+    adds no order. CUTLASS's GenericBarrier::arrive_inc (cutlass/barrier.h: a barrier of the group, then one
+    thread's ``red.release``) publishes the same way."""
+    from contract_lang import ast as A
+
+    exports: dict[str, tuple[str, str]] = {}  # export name -> (its symbol, its module's PTX)
+    for e in composition.stages:
+        ptx = e.captured.ptx if e.captured is not None else None
+        for i in e.stage.items:
+            if isinstance(i, A.ExportCallable) and ptx:
+                exports[i.name] = (i.symbol, ptx)
+
+    def releases(name: str) -> str | None:
+        symbol, ptx = exports.get(name, ("", ""))
+        fn = next((f for f in parse(ptx).functions if f.name == symbol), None) if ptx else None
+        hit = next((ins for ins in fn.body if _RELEASE.match(ins.opcode)), None) if fn is not None else None
+        return None if hit is None else f"`{hit.opcode}` in `{symbol}`"
+
+    sites = 0
+    found = ""
+    for e in composition.stages:
+        calls = {c.symbol: c for c in e.stage.items if isinstance(c, A.Call)}
+        mine = [c for c in calls.values() if c.name == exported]
+        if not mine:
+            continue
+        ptx = e.captured.ptx if e.captured is not None else None
+        if not ptx:
+            return ""
+        facts = derive(ptx).facts
+        alone = {i.name: i for i in e.stage.items if isinstance(i, A.BarrierClaim) and len(i.participants) == 1}
+        for x in (f for f in facts if f.kind == "xcall" and f.detail in {c.symbol for c in mine}):
+            same = [f for f in facts if f.function == x.function and f.loops == x.loops and f.conds == x.conds]
+            syncs = [
+                b
+                for b in same
+                if b.kind == "barrier"
+                and b.detail == "sync"
+                and b.guard == x.guard == ((),)
+                and b.order in x.reaches
+                and any(h.endswith(f"_{n}_bar_id") for h in (b.operand("id") or _NO_ID).handles for n in alone)
+            ]
+            after = [
+                y for y in same if y.kind == "xcall" and y.detail in calls and any(y.order in b.reaches for b in syncs)
+            ]
+            nxt = min(after, key=lambda y: y.order, default=None)
+            released = releases(calls[nxt.detail].name) if nxt is not None else None
+            if released is None:
+                return ""
+            sites += 1
+            found = released
+    if not sites:
+        return ""
+    return (
+        f"at each of its {sites} call(s) every thread of the role then meets at a `bar.sync` of a barrier the role "
+        f"alone claims, and the role's next call publishes with {found}: the barrier synchronizes the threads (PTX "
+        "memory model: base causality order) and a release is cumulative over causality order, so every thread's "
+        "stores before the barrier precede the release and any acquire that observes it (CUTLASS's "
+        "GenericBarrier::arrive_inc: a group barrier, then one thread's `red.release`)"
+    )
+
+
 def _barrier_claim_at(entry: StageEntry, mutation: CodeMutation) -> Any:
     """The claimed barrier whose ID handle a mutant's named barrier uses (None: not one claimed barrier)."""
     from contract_lang import ast as A
@@ -588,6 +660,15 @@ def _argued(entry: StageEntry, mutation: CodeMutation, composition: Composition 
     exported = next(
         (i.name for i in entry.stage.items if isinstance(i, A.ExportCallable) and i.symbol == mutation.function), None
     )
+    if (
+        exported is not None
+        and composition is not None
+        and mutation.kind == "drop-fence"
+        and mutation.opcode in ("membar.gl", "fence.sc.gpu", "fence.acq_rel.gpu")
+    ):
+        published = _published_after_sync(exported, composition)
+        if published:
+            return "equivalent", published
     if exported is not None and composition is not None:
         called = {c.name for e in composition.stages for c in e.stage.items if isinstance(c, A.Call)}
         if exported not in called:
