@@ -29,7 +29,10 @@ a sample of mutants from their CUDA line and runs them on a GPU.
 
 A mutant is **rejected**, **equivalent** (accepted, and one of the edits this module can
 show changes nothing the protocol observes: a repeated fence, a widened scope, a dropped
-init fence beside the one that publishes the inits) or **accepted**: an edit that changes
+init fence beside the one that publishes the inits, a bulk-group wait, commit or store run
+twice, a callable's gpu-scope fence before its caller's whole-role barrier and release),
+**outside** (it changes only what no contract line states: a callable no role of the
+composition calls, one of several bulk stores of a slot) or **accepted**: an edit that changes
 the protocol and that conformance missed. The campaign's goal is no accepted mutant.
 """
 
