@@ -14,7 +14,8 @@ of the callables it calls spliced in where the composition has them (:mod:`.summ
 - ``read wait`` (``ring-step``): a ``cp.async.bulk.wait_group[.read] N`` in the loop runs before
   the pass's first write of the slot (``missing``), with ``N`` at most the ring's depth minus 1
   (``groups``: it lets the read of the slot it rewrites run on); when fewer threads run it than
-  write, a ``bar.sync`` of the whole role follows it before the writes (``unshared``); after the
+  write, a ``bar.sync`` of the whole role follows it before the writes (``unshared``; where a barrier
+  of the role ``orders`` the slot's claim, ``barrier-orders`` reports that sync instead); after the
   loop, the last reads are waited for before the role ends (``drain``);
 - ``fence proxy_async`` with ``writes generic`` (``ring-fence``): between the generic writes of
   the slot and the asynchronous read after them, a ``fence.proxy.async`` covering shared memory
@@ -114,13 +115,17 @@ def _side(
                 yield unknown("ring-step", v, "groups", side)
             elif groups.value > depth - 1:
                 yield found("ring-step", "groups", v, side, step="read wait", groups=groups.value, depth=depth, **words)
-            elif v.guard != EVERY_THREAD and not any(
-                b.kind == "barrier"
-                and b.detail == "sync"
-                and b.guard == EVERY_THREAD
-                and b.order in v.reaches
-                and all(w.order in b.reaches for w in first)
-                for b in facts
+            elif (
+                v.guard != EVERY_THREAD
+                and not _ordered_by_claim(ctx, role, claim)
+                and not any(
+                    b.kind == "barrier"
+                    and b.detail == "sync"
+                    and b.guard == EVERY_THREAD
+                    and b.order in v.reaches
+                    and all(w.order in b.reaches for w in first)
+                    for b in facts
+                )
             ):
                 yield found("ring-step", "unshared", v, side, step="read wait", **words)
     if any(isinstance(i, A.RingFence) for i in side.items):
@@ -137,6 +142,15 @@ def _side(
             ):
                 yield found("ring-fence", "async-read", r, side, ring=side.name, role=role.name, claim=claim.name)
                 break
+
+
+def _ordered_by_claim(ctx: Ctx, role: A.Role, claim: A.SmemClaim) -> bool:
+    """A barrier of the role `orders` the claim: `barrier-orders` reports a missing sync between the read wait's
+    side (the previous pass's read) and the writes (one mistake, one diagnostic)."""
+    return any(
+        isinstance(b, A.BarrierClaim) and claim.name in b.orders and role.name in b.participants
+        for b in ctx.stage.items
+    )
 
 
 def in_claim(ctx: Ctx, claim: A.SmemClaim, op: Operand | None) -> bool:

@@ -89,6 +89,68 @@ CASES = {
         "barrier-orders",
         "unordered",
     ),
+    # a read wait that lets one group stay pending: the slot (depth 1) is rewritten while the last store reads it
+    "read-wait-groups": (
+        {
+            "epilogue.cuh": [
+                (
+                    "        bulk_wait_read0();\n",
+                    '        asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");\n',
+                )
+            ]
+        },
+        "ring-step",
+        "groups",
+    ),
+    # the TMA stores skipped in the first CTA: it writes the slot and never reads it
+    "conditional-read": (
+        {
+            "epilogue.cuh": [
+                (
+                    "                tma_store(tmap_out,",
+                    "                if (blockIdx.x != 0) tma_store(tmap_out,",
+                )
+            ]
+        },
+        "ring-step",
+        "conditional",
+    ),
+    # the store call gone: the slot is written and never read asynchronously
+    "no-read": (
+        {
+            "consumer.cu": [
+                ("        gs_consumer_swiglu_store(p->tmap_out, staging, row0, u.tile_n * (kBN / 2u));\n", "")
+            ]
+        },
+        "ring-step",
+        "missing",
+    ),
+    # no `orders staging` and no barrier between thread 0's read wait and every thread's writes
+    "read-wait-unshared": (
+        {
+            "consumer.kc": [
+                ("claim barrier epi_sync participants mma orders staging", "claim barrier epi_sync participants mma")
+            ],
+            "consumer.cu": [
+                ("        gs_consumer_swiglu_begin();\n" + SECOND_SYNC, "        gs_consumer_swiglu_begin();\n")
+            ],
+        },
+        "ring-step",
+        "unshared",
+    ),
+}
+
+
+# how each problem's message says it (checker/clauses/l_conform.py)
+WORDS = {
+    "missing": "never runs",
+    "uncommitted": "commits no bulk group",
+    "conditional": "under a condition its slot's writes are not under",
+    "drain": "does not wait for the last asynchronous reads",
+    "groups": "allowing 1 bulk groups to stay pending",
+    "unshared": "no `bar.sync` of the role follows it",
+    "async-read": "without the `fence.proxy.async` its contract promises",
+    "unordered": "with no `bar.sync` on barrier `epi_sync`",
 }
 
 
@@ -101,6 +163,7 @@ def test_each_step_run_in_a_callable_is_checked_at_the_call(case: str, tmp_path:
     data = dict(d.data)
     assert d.code == "L-CONFORM" and data["check"] == check_name, (d.code, data, d.message)
     assert data["function"] == "gs_consumer_main"
+    assert WORDS[problem] in d.message, d.message
     if problem in ("async-read", "uncommitted", "drain"):  # at the call, naming the callable's own line
         assert any("run by the callable `gs_swiglu_epilogue_" in n for n in d.notes), d.notes
     assert {lab.span.file.rsplit("/", 1)[-1] for lab in d.labels} >= {"consumer.kc"}
