@@ -303,3 +303,19 @@ def test_a_malformed_recorded_summary_is_l_integrity_malformed(tmp_path: Path) -
 
     (diag,) = _forged(_epilogue(tmp_path), garble)
     assert diag.code == "L-INTEGRITY" and "malformed" in diag.message + " ".join(diag.notes)
+
+
+def test_a_summary_is_unknown_never_empty_where_the_callable_hides_its_steps() -> None:
+    commit = _fact("bulk-commit", 3, (), function="g")
+    indirect = _fact("xcall", 2, (3,), function="g", detail="")
+    helper = _fact("call", 2, (3,), function="g", detail="h")
+    synchronising = _fact("bulk-wait", 1, (), function="h")
+    looped = dataclasses_replace(commit, loops=(1,))
+    assert summarize(CodeFacts((indirect, commit), 0), "g").unknown == ("an indirect call", 2)
+    assert summarize(CodeFacts((helper, commit, synchronising), 0), "g").unknown == (
+        "a call of `h`, which synchronises",
+        2,
+    )
+    assert summarize(CodeFacts((looped,), 0), "g").unknown == ("`op` in a loop", 3)
+    known = summarize(CodeFacts((helper, commit), 0), "g")  # `h` runs no synchronisation: followed as nothing
+    assert known.unknown is None and known.facts == (commit,)
