@@ -32,7 +32,8 @@ FACTS_VERSION = 10  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: g
 # 8: the conditions of named barriers and shared-memory accesses too; 9: a wait's `entry` (its ring position at
 # the entry of its loop, carried from the loop around it or reset); 10: a callable's protocol summary: the bulk-group
 # steps (`bulk-store`, `bulk-commit`, `bulk-wait`), `xcall` at a call of another stage's callable, the parameter a
-# callable's shared-memory access is addressed from (`param`)
+# callable's shared-memory access is addressed from (`param`); fences and generic shared writes record what a path
+# reaches after them, and calls of another module's function and bulk stores the conditions they run under
 
 
 @dataclass(frozen=True)
