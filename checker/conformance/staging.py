@@ -39,8 +39,23 @@ STAGING_CHECKS = ("ring-step", "ring-fence")
 
 def staging(ctx: Ctx, code: CodeFacts) -> Iterator[Finding]:
     """The findings of the staging-ring steps (module docstring), role by role."""
-    calls = {c.symbol for c in ctx.stage.items if isinstance(c, A.Call)}
-    for role in ctx.stage.roles:
+    for role, side, claim, facts, anchor, later in _sides(ctx.stage, code):
+        if not later:
+            yield from _side(ctx, role, side, claim, facts, anchor)
+
+
+def deferred(stage: A.Stage, code: CodeFacts) -> list[tuple[str, str]]:
+    """The (role, ring) sides whose staging steps a component's code alone cannot show: the role calls another
+    stage's callables, which may run them; the composed check judges them (``kernlink pack`` says so)."""
+    return sorted({(role.name, side.name) for role, side, _, _, _, later in _sides(stage, code) if later})
+
+
+def _sides(stage: A.Stage, code: CodeFacts) -> Iterator[tuple[A.Role, A.Ring, A.SmemClaim, list[Fact], Fact, bool]]:
+    """Each staging side of each role with an entry: its slot claim, the role's facts, where a missing step is
+    shown, and whether the side is left to the composed check (the role calls imported callables whose
+    summaries these facts do not hold)."""
+    calls = {c.symbol for c in stage.items if isinstance(c, A.Call)}
+    for role in stage.roles:
         if not role.entry:
             continue
         facts = [f for f in code.facts if f.function == role.entry]
@@ -49,15 +64,12 @@ def staging(ctx: Ctx, code: CodeFacts) -> Iterator[Finding]:
             continue
         spliced = any(f.via is not None or f.kind == "summary-unknown" for f in facts)
         imports = any(f.kind == "xcall" and f.detail in calls for f in facts)
-        for side in ctx.stage.rings:
+        for side in stage.rings:
             if side.role != role.name or any(isinstance(i, (A.RingWait, A.RingArrive, A.RingCopy)) for i in side.items):
                 continue  # a ring with barriers: steps.py
-            claim = next((c for c in ctx.stage.items if isinstance(c, A.SmemClaim) and c.per_slot == side.name), None)
-            if claim is None:
-                continue
-            if imports and not spliced:
-                continue  # its steps may run in the callables: deferred to the composed check
-            yield from _side(ctx, role, side, claim, facts, anchor)
+            claim = next((c for c in stage.items if isinstance(c, A.SmemClaim) and c.per_slot == side.name), None)
+            if claim is not None:
+                yield role, side, claim, facts, anchor, imports and not spliced
 
 
 def _side(

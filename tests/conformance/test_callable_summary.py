@@ -33,6 +33,7 @@ from checker.conformance.summary import splice, summarize
 from contract_lang import ast as A
 from diagnostics.model import Diagnostic, DiagnosticError
 from kernlink.api import check
+from kernlink.cli import main
 from package.codefacts.facts import EVERY_THREAD, CodeFacts, Fact
 from package.kpkg import PAYLOADS_KEY, pack_bytes, parse_package
 from package.manifest import read_stage_package
@@ -189,11 +190,21 @@ def test_an_unknown_summary_is_undecided_never_a_pass(tmp_path: Path) -> None:
     assert all(d.code == "L-CONFORM" for d in found)  # --strict: an error
 
 
-def test_the_consumer_alone_packs_clean_its_steps_deferred(tmp_path: Path) -> None:
+def test_the_consumer_alone_packs_clean_its_steps_deferred(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "gemm_swiglu"
     shutil.copytree(EXAMPLES / "gemm_swiglu", folder, ignore=shutil.ignore_patterns("build"))
     consumer = folder / "persistent" / "consumer"
     assert pack(consumer.with_suffix(".cu"), consumer.with_suffix(".kc"), tmp_path / "c.kpkg", strict=True)
+    # `kernlink pack` says which steps it leaves to the composition
+    argv = ["pack", str(consumer.with_suffix(".cu")), "--contract", str(consumer.with_suffix(".kc"))]
+    capsys.readouterr()
+    assert main([*argv, "-o", str(tmp_path / "d.kpkg"), "--strict"]) == 0
+    said = capsys.readouterr().out
+    assert "note: role `mma` calls other stages' callables, which may run steps of ring `out_stage`" in said
+    producer = folder / "persistent" / "producer"
+    argv = ["pack", str(producer.with_suffix(".cu")), "--contract", str(producer.with_suffix(".kc"))]
+    assert main([*argv, "-o", str(tmp_path / "p.kpkg"), "--strict"]) == 0
+    assert "note:" not in capsys.readouterr().out  # no staging ring: nothing left to the composition
 
 
 # ----------------------------------------------------------------- the splice, as a property
