@@ -29,7 +29,10 @@ a sample of mutants from their CUDA line and runs them on a GPU.
 
 A mutant is **rejected**, **equivalent** (accepted, and one of the edits this module can
 show changes nothing the protocol observes: a repeated fence, a widened scope, a dropped
-init fence beside the one that publishes the inits) or **accepted**: an edit that changes
+init fence beside the one that publishes the inits, a bulk-group wait, commit or store run
+twice, a callable's gpu-scope fence before its caller's whole-role barrier and release),
+**outside** (it changes only what no contract line states: a callable no role of the
+composition calls, one of several bulk stores of a slot) or **accepted**: an edit that changes
 the protocol and that conformance missed. The campaign's goal is no accepted mutant.
 """
 
@@ -46,6 +49,7 @@ from typing import Any, Literal
 from checker.composition import Composition
 from diagnostics.model import Diagnostic, Severity
 from package.codefacts import derive
+from package.codefacts.facts import Operand
 from package.codefacts.ptx import Function, Instr, parse
 from package.codefacts.values import Env, analyse, call_arguments, callee
 from package.loader import StageEntry
@@ -122,6 +126,39 @@ def mutations(component: str, ptx: str) -> Iterator[CodeMutation]:
             yield from rest[1]
 
 
+#: Bulk stores from shared memory (asynchronous reads of it, completed by bulk groups).
+_BULK_STORES = (
+    "cp.async.bulk.tensor.1d.global.shared",
+    "cp.async.bulk.tensor.2d.global.shared",
+    "cp.async.bulk.tensor.3d.global.shared",
+    "cp.async.bulk.tensor.4d.global.shared",
+    "cp.async.bulk.tensor.5d.global.shared",
+    "cp.async.bulk.global.shared",
+)
+
+
+def _twice(opcode: str) -> str:
+    """Why an instruction run twice in a row changes nothing the protocol observes ('' where it may)."""
+    if opcode.startswith(("fence.", "membar.")):
+        return "a fence run twice orders no more and no less"
+    if opcode.startswith("cp.async.bulk.wait_group"):
+        return (
+            "a bulk-group wait run twice in a row: the second finds no more groups pending than the first left, and "
+            "returns at once"
+        )
+    if opcode.startswith("cp.async.bulk.commit_group"):
+        return (
+            "the second commit closes an empty bulk group, complete at once: a later `wait_group N` waits for at least "
+            "the groups it waited for before (never fewer)"
+        )
+    if opcode.startswith(_BULK_STORES):
+        return (
+            "the same bulk store issued again with no commit between: it reads the same bytes of the slot and joins "
+            "the same bulk group, so the same wait completes it"
+        )
+    return ""
+
+
 def _of(
     component: str,
     lines: list[str],
@@ -160,7 +197,7 @@ def _of(
         "duplicate",
         [*lines[: at + 1], text, *lines[at + 1 :]],
         f"run `{ins.opcode}` twice",
-        "a fence run twice orders no more and no less" if fence else "",
+        _twice(ins.opcode),
     )
     if previous is not None and previous.line < ins.line:
         before = previous.line - 1
@@ -170,6 +207,8 @@ def _of(
         moved = [*lines[:before], *group, *stay, *lines[at + 1 :]]
         inits = ins.opcode.startswith("mbarrier.init") and previous.opcode.startswith("mbarrier.init")
         why = "inits of two barriers commute (nothing waits or arrives until the hook returns)" if inits else ""
+        if ins.opcode.startswith(_BULK_STORES) and previous.opcode.startswith(_BULK_STORES):
+            why = "two bulk stores of one bulk group commute: no commit lies between them, both complete at its wait"
         yield make("reorder", moved, f"move `{ins.opcode}` before `{previous.opcode}` (line {previous.line})", why)
     brackets = [o for o in ins.operands if o.startswith("[")]
     # the barrier operand: a copy's last (its first is the destination), an mbarrier instruction's only one
@@ -521,7 +560,7 @@ def judge(
             return _rejected(mutation, errors, "check")
     if mutation.equivalent:
         return CodeOutcome(mutation, "equivalent")
-    verdict, why = _argued(entry, mutation)
+    verdict, why = _argued(entry, mutation, composition)
     if verdict != "accepted":
         return CodeOutcome(dataclasses.replace(mutation, equivalent=why), verdict)
     if shaky:
@@ -592,10 +631,119 @@ def _reads(ins: Instr) -> list[str]:
     return [r for o in ops for r in re.findall(r"%[\w$]+", o)]
 
 
-def _argued(entry: StageEntry, mutation: CodeMutation) -> tuple[Verdict, str]:
+_NO_ID = Operand("unknown")
+_RELEASE = re.compile(r"^(st|red|atom)(\.\w+)*\.release\.(gpu|sys)\b")
+
+
+def _published_after_sync(exported: str, composition: Composition) -> str:
+    """Why a gpu-scope fence at the end of callable ``exported`` is redundant ('' where it may not be): at every
+    call of it, by every thread of a role, the role's threads then meet at a ``bar.sync`` of a barrier the
+    role alone claims, and the role's next call is of a callable that runs a release at gpu (or system) scope,
+    all under the same loops and conditions as the call. The PTX memory model makes the barrier's operations
+    synchronize (base causality order) and a release cumulative over causality order, so every thread's
+    writes before the barrier precede the release, and any acquire that observes it; the per-thread fence
+    adds no order. CUTLASS's GenericBarrier::arrive_inc (cutlass/barrier.h: a barrier of the group, then one
+    thread's ``red.release``) publishes the same way."""
+    from contract_lang import ast as A
+
+    exports: dict[str, tuple[str, str]] = {}  # export name -> (its symbol, its module's PTX)
+    for e in composition.stages:
+        ptx = e.captured.ptx if e.captured is not None else None
+        for i in e.stage.items:
+            if isinstance(i, A.ExportCallable) and ptx:
+                exports[i.name] = (i.symbol, ptx)
+
+    def releases(name: str) -> str | None:
+        symbol, ptx = exports.get(name, ("", ""))
+        fn = next((f for f in parse(ptx).functions if f.name == symbol), None) if ptx else None
+        hit = next((ins for ins in fn.body if _RELEASE.match(ins.opcode)), None) if fn is not None else None
+        return None if hit is None else f"`{hit.opcode}` in `{symbol}`"
+
+    sites = 0
+    found = ""
+    for e in composition.stages:
+        calls = {c.symbol: c for c in e.stage.items if isinstance(c, A.Call)}
+        mine = [c for c in calls.values() if c.name == exported]
+        if not mine:
+            continue
+        ptx = e.captured.ptx if e.captured is not None else None
+        if not ptx:
+            return ""
+        facts = derive(ptx).facts
+        alone = {i.name: i for i in e.stage.items if isinstance(i, A.BarrierClaim) and len(i.participants) == 1}
+        for x in (f for f in facts if f.kind == "xcall" and f.detail in {c.symbol for c in mine}):
+            same = [f for f in facts if f.function == x.function and f.loops == x.loops and f.conds == x.conds]
+            syncs = [
+                b
+                for b in same
+                if b.kind == "barrier"
+                and b.detail == "sync"
+                and b.guard == x.guard == ((),)
+                and b.order in x.reaches
+                and any(h.endswith(f"_{n}_bar_id") for h in (b.operand("id") or _NO_ID).handles for n in alone)
+            ]
+            after = [
+                y for y in same if y.kind == "xcall" and y.detail in calls and any(y.order in b.reaches for b in syncs)
+            ]
+            nxt = min(after, key=lambda y: y.order, default=None)
+            released = releases(calls[nxt.detail].name) if nxt is not None else None
+            if released is None:
+                return ""
+            sites += 1
+            found = released
+    if not sites:
+        return ""
+    return (
+        f"at each of its {sites} call(s) every thread of the role then meets at a `bar.sync` of a barrier the role "
+        f"alone claims, and the role's next call publishes with {found}: the barrier synchronizes the threads (PTX "
+        "memory model: base causality order) and a release is cumulative over causality order, so every thread's "
+        "stores before the barrier precede the release and any acquire that observes it (CUTLASS's "
+        "GenericBarrier::arrive_inc: a group barrier, then one thread's `red.release`)"
+    )
+
+
+def _barrier_claim_at(entry: StageEntry, mutation: CodeMutation) -> Any:
+    """The claimed barrier whose ID handle a mutant's named barrier uses (None: not one claimed barrier)."""
+    from contract_lang import ast as A
+
+    site = next(
+        (f for f in derive(mutation.ptx).facts if f.function == mutation.function and f.line == mutation.line),
+        None,
+    )
+    ident = site.operand("id") if site is not None and site.kind == "barrier" else None
+    handles = ident.handles if ident is not None else ()
+    claims = [
+        i
+        for i in entry.stage.items
+        if isinstance(i, A.BarrierClaim) and any(h.endswith(f"_{i.name}_bar_id") for h in handles)
+    ]
+    return claims[0] if len(claims) == 1 else None
+
+
+def _argued(entry: StageEntry, mutation: CodeMutation, composition: Composition | None = None) -> tuple[Verdict, str]:
     """Whether an accepted mutant is ``equivalent`` (it changes nothing the protocol observes) or ``outside``
     the contract (it changes only what no contract line states), and why; else ``accepted``."""
     from contract_lang import ast as A
+
+    exported = next(
+        (i.name for i in entry.stage.items if isinstance(i, A.ExportCallable) and i.symbol == mutation.function), None
+    )
+    if (
+        exported is not None
+        and composition is not None
+        and mutation.kind == "drop-fence"
+        and mutation.opcode in ("membar.gl", "fence.sc.gpu", "fence.acq_rel.gpu")
+    ):
+        published = _published_after_sync(exported, composition)
+        if published:
+            return "equivalent", published
+    if exported is not None and composition is not None:
+        called = {c.name for e in composition.stages for c in e.stage.items if isinstance(c, A.Call)}
+        if exported not in called:
+            return "outside", (
+                f"no role of this composition calls `{exported}`: its summary is spliced at no call here (a "
+                "composition that calls it judges its steps)"
+            )
 
     original = derive(entry.captured.ptx if entry.captured is not None and entry.captured.ptx else "")
     mine = [f for f in original.facts if f.function == mutation.function]
@@ -635,6 +783,14 @@ def _argued(entry: StageEntry, mutation: CodeMutation) -> tuple[Verdict, str]:
                 "complete before that arrive, and the transaction count may go below zero until it (it is signed), "
                 "so the phase completes on the same bytes"
             )
+    if mutation.kind == "delete" and "bulk-store" in kinds:
+        others = [f for f in mine if f.kind == "bulk-store" and f.line != mutation.line]
+        if others:
+            return "outside", (
+                f"{len(others)} other bulk store(s) of the function still read the slot in the same bulk group: "
+                "which bytes of the slot the reads cover no contract line states (`read async` states the proxy and "
+                "the completion, not the boxes)"
+            )
     if "arrive" in kinds and mutation.kind in ("delete", "duplicate", "count"):
         site = next(f for f in at if f.kind == "arrive")
         waits = [f.loops for f in mine if f.kind == "wait" and f.loops]
@@ -652,7 +808,23 @@ def _argued(entry: StageEntry, mutation: CodeMutation) -> tuple[Verdict, str]:
             for i in entry.stage.items
             if isinstance(i, A.BarrierClaim) and any(h.endswith(f"_{i.name}_bar_id") for h in handles)
         ]
-        if claims and len(claims[0].participants) == 1:
+        if mutation.kind == "barrier" and claims and not claims[0].orders:
+            other = _barrier_claim_at(entry, mutation)
+            x = claims[0]
+            if (
+                other is not None
+                and other is not x
+                and len(x.participants) == 1
+                and other.participants == x.participants
+                and other.threads == x.threads
+            ):
+                return "equivalent", (
+                    f"barriers `{x.name}` and `{other.name}` have the same participants (role `{x.participants[0]}`, "
+                    f"whose threads all run the same code): a `bar.sync` on `{other.name}` where `{x.name}`'s was "
+                    f"meets "
+                    f"the same threads at the same point and orders no less, and `{x.name}` states no `orders`"
+                )
+        if claims and len(claims[0].participants) == 1 and (mutation.kind == "duplicate" or not claims[0].orders):
             if mutation.kind == "duplicate":
                 return "equivalent", (
                     f"barrier `{claims[0].name}` has one participant role, whose threads all run the same code: "

@@ -111,6 +111,13 @@ def cmd_pack(args: argparse.Namespace) -> int:
             f"-> {result.path} ({result.size} bytes)"
         )
     )
+    for role, ring in result.deferred:
+        print(
+            escape_controls(
+                f"note: role `{role}` calls other stages' callables, which may run steps of ring `{ring}`: those "
+                "steps are checked with the composition (`kernlink check`), through the callables' summaries"
+            )
+        )
     return EXIT_OK
 
 

@@ -78,6 +78,8 @@ class PackResult:
     warnings: tuple[Diagnostic, ...]
     seconds: Mapping[str, float]  # compile, capture, conform, write
     opened: opened.Opened | None = None  # what the compile read (None: the compiler did not say)
+    # the (role, ring) staging sides its code leaves to the composed check: the role calls other stages' callables
+    deferred: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -342,7 +344,17 @@ def pack(
         (*findings(built, out), *conformance_findings(built, out)),
         seconds,
         built.opened,
+        _deferred(built),
     )
+
+
+def _deferred(built: Built) -> tuple[tuple[str, str], ...]:
+    """The staging sides a component's code alone cannot show (checker/conformance/staging.py: ``deferred``)."""
+    if built.code is None:
+        return ()
+    from checker.conformance.staging import deferred
+
+    return tuple(deferred(built.stage, built.code))
 
 
 def build(

@@ -103,7 +103,31 @@ warpgroup, one thread):
 - `barrier-orders`: a named barrier that `orders` a claim (`claim barrier B participants R
   orders C`) missing between two accesses of `C` by role `R`, one a write: a write and
   an access after it, a read and a write after it, in one pass or across the passes of a
-  loop around both (a `bar.sync` of a rendezvous the role syncs counts too).
+  loop around both (a `bar.sync` of a rendezvous the role syncs counts too); a TMA or bulk
+  store from the claim is a read of it, `stmatrix` a write.
+
+A ring without barriers whose slot one role writes and reads asynchronously (a staging
+buffer: `read wait`, `read async`, `writes generic`, `fence proxy_async`) is checked against
+the role's code (`checker/conformance/staging.py`): `ring-step` when the role never reads the
+slot with a bulk store in its loop (`missing` `read async`), reads it without committing a
+bulk group after it in the same iteration (`uncommitted`), reads it under a condition its writes
+are not under (`conditional`), rewrites it without a `cp.async.bulk.wait_group[.read] N` before
+the iteration's first write (`missing` `read wait`), with `N` above the ring's depth minus 1
+(`groups`), run by fewer threads than write with no `bar.sync` of the role after it before the
+writes (`unshared`), or ends without waiting for the last reads after its loop (`drain`);
+`ring-fence` when generic writes of the slot reach the asynchronous read with no
+`fence.proxy.async` (covering shared memory, run by the writing threads) between them.
+
+**Through callables.** A role may run these steps, and the accesses a barrier `orders`, inside
+another stage's callables. The composition (`kernlink check`, the link) splices each callable's
+protocol summary (its synchronisation facts, recorded in its package with the rest of its code
+facts) at the caller's calls, with the caller's arguments bound to the callable's parameters
+(`checker/conformance/summary.py`), and runs the staging and `barrier-orders` checks on the
+result: a finding shows the caller's call and names the callable's own PTX line. A summary that
+is unknown (an indirect call, a call of a synchronising function of its own module, a step in a
+loop) where a step is missing is undecided (I-CONFORM, an error under `--strict`). At `kernlink
+pack` of the caller alone, the staging steps of a role that calls another stage's callables are
+left to the composed check (a note of `kernlink pack` names the role and the ring).
 
 A TMA copy's bytes come from the box its tensor map's params field declares (`box 64,
 128 elem bf16`); the copies and `complete_tx` credits of a fill add up to the ring's
@@ -232,13 +256,13 @@ class ConformClause(Clause):
             yield from diagnostics(entry.stage, facts, **_names(entry))
         if not coded:
             return
-        from checker.conformance.checks import callable_addresses
+        from checker.conformance.checks import callable_addresses, through_calls
         from checker.conformance.steps import across_stages
 
         # what only the composition decides: how each participant meets a rendezvous, what a role passes
         # another stage's callable as a shared-memory address
         parts = [(e.stage, f) for e, f in coded]
-        for index, finding in (*across_stages(parts), *callable_addresses(parts)):
+        for index, finding in (*across_stages(parts), *callable_addresses(parts), *through_calls(parts)):
             entry = coded[index][0]
             names = _names(entry)
             lines = (entry.captured.ptx or "").split("\n") if entry.captured else None
@@ -290,6 +314,9 @@ def _diagnostic(
             labels.append(Label(Span(source_name, line, 1, line, 2), "the CUDA line", primary=False))
         else:
             notes.append(f"CUDA source: {file}:{line}")
+    if f.fact.via is not None:
+        callee, line = f.fact.via
+        notes.append(f"run by the callable `{callee}` this call reaches (its package's PTX line {line})")
     if not f.decided:
         notes.append("the conformance analysis could not decide this site; it is not a pass")
     code = Code.L_CONFORM if f.decided or strict else Code.I_CONFORM
@@ -355,6 +382,8 @@ UNDECIDED = {
     "private-protocol": "the protocol (the claim holding this mbarrier states no `signal`)",
     "ordering-barrier": "whether the barrier between these accesses runs whenever they do (it sits under a branch "
     "or a thread guard that one of them is not under)",
+    "summary": "what the called callable synchronises (its protocol summary is unknown)",
+    "groups": "how many bulk groups the read wait lets stay pending",
 }
 
 
@@ -755,6 +784,46 @@ def _ring_step(f: Finding, fn: str, op: str) -> Worded:
             f"`{op}` on the {got.split()[0]} barrier",
             f"address the {which} barrier (`_{which}_bar()` + 8 * slot)",
         )
+    if f.problem == "uncommitted":
+        return Worded(
+            f"`{fn}` reads the slot of ring `{ring}` asynchronously with `{op}` and commits no bulk group after it in "
+            "the same iteration: no read wait waits for this read",
+            f"`{step}` declared here",
+            f"`{op}` not committed",
+            "run `cp.async.bulk.commit_group` after the iteration's last asynchronous read of the slot",
+        )
+    if f.problem == "conditional":
+        return Worded(
+            f"`{fn}` runs `{op}`, the `{step}` of ring `{ring}`, under a condition its slot's writes are not under: "
+            "some iterations write the slot and never read it",
+            f"`{step}` declared here: once per iteration",
+            f"`{op}` under a condition",
+            "read the slot in every iteration that writes it (or state the part that reads it, `on PART`)",
+        )
+    if f.problem == "drain":
+        return Worded(
+            f"`{fn}` does not wait for the last asynchronous reads of ring `{ring}`'s slot (`{op}`) after its loop: "
+            "the role ends while they may still read shared memory",
+            f"`{step}` declared here",
+            f"`{op}`: its last iteration's read is never waited for",
+            "run `cp.async.bulk.wait_group.read 0` (or `cp.async.bulk.wait_group 0`) after the loop",
+        )
+    if f.problem == "groups":
+        return Worded(
+            f"`{fn}` runs `{op}` allowing {f.value('groups')} bulk groups to stay pending before it rewrites the slot "
+            f"of ring `{ring}` (depth {f.value('depth')}): the read of the slot it rewrites may still run",
+            f"`{step}` declared here",
+            f"`{op}` waits for too little",
+            f"wait with at most {int(f.value('depth')) - 1} pending groups (one group per iteration)",
+        )
+    if f.problem == "unshared":
+        return Worded(
+            f"`{fn}` runs `{op}`, the `{step}` of ring `{ring}`, in some of role `{role}`'s threads, and no `bar.sync` "
+            "of the role follows it before the slot's writes: the other threads write before the reads are done",
+            f"`{step}` declared here",
+            f"`{op}` in fewer threads than write",
+            "sync the role's threads (a named barrier of the role) between the read wait and the writes",
+        )
     if f.problem == "foreign":
         return Worded(
             f"`{fn}` runs `{op}` on a barrier of ring `{ring}`, but role `{role}` takes no side of `{ring}`",
@@ -792,6 +861,9 @@ _STEP_HELP = {
     "full wait": "wait on the ring's full barrier (`mbarrier.try_wait.parity`) before reading a slot",
     "empty wait": "wait on the ring's empty barrier before writing a slot",
     "full copy": "issue the copy that completes its bytes on the slot's full barrier",
+    "read async": "read the slot asynchronously (a TMA store from it) in each iteration that writes it",
+    "read wait": "wait for the earlier asynchronous reads of the slot (`cp.async.bulk.wait_group.read N`) before "
+    "rewriting it",
 }
 
 
@@ -886,6 +958,16 @@ def _step_order(f: Finding, fn: str, op: str) -> Worded:
 
 
 def _ring_fence(f: Finding, fn: str, op: str) -> Worded:
+    if f.problem == "async-read":
+        ring, claim = f.value("ring"), f.value("claim")
+        return Worded(
+            f"`{fn}` reads the slot of ring `{ring}` (claim `{claim}`) asynchronously with `{op}` after generic "
+            "writes of it, without the `fence.proxy.async` its contract promises between them",
+            "`fence proxy_async` declared here",
+            f"`{op}` without a proxy fence after the slot's writes",
+            "run `fence.proxy.async.shared::cta` in the threads that write the slot, after the writes and before "
+            "the asynchronous read (and the barrier that orders them)",
+        )
     ring, release, side = f.value("ring"), f.value("release"), f.value("side")
     access = "writes" if side == "produce" else "reads"
     if f.problem == "early":

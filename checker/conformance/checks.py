@@ -46,6 +46,7 @@ from collections.abc import Iterator, Sequence
 from checker.conformance.context import Ctx, Finding, found, unknown
 from checker.conformance.orders import ORDER_CHECKS, orders
 from checker.conformance.private import PRIVATE_CHECKS, private
+from checker.conformance.staging import staging
 from checker.conformance.stated import applies, extra_conds, per_value, stated_fields
 from checker.conformance.steps import STEP_CHECKS, steps
 from contract_lang import ast as A
@@ -110,7 +111,7 @@ def check(stage: A.Stage, code: CodeFacts) -> list[Finding]:
     out: list[Finding] = []
     seen: set[tuple[str, str, int, str, int]] = set()
     judged = (finding for fact in code.facts for finding in _judge(ctx, fact, code))
-    for finding in (*judged, *steps(ctx, code), *private(ctx, code), *orders(ctx, code)):
+    for finding in (*judged, *steps(ctx, code), *staging(ctx, code), *private(ctx, code), *orders(ctx, code)):
         # One diagnostic per mistake: a misplaced buffer, an index or an undeclared feature shows at
         # every access; report the first.
         fact = finding.fact
@@ -125,6 +126,29 @@ def check(stage: A.Stage, code: CodeFacts) -> list[Finding]:
             seen.add(key)
             out.append(finding)
     return _one_per_line(out)
+
+
+def through_calls(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> Iterator[tuple[int, Finding]]:
+    """What only the composition decides: a role's protocol steps that run inside another stage's callables.
+
+    Each part's facts with the summaries of the callables it calls spliced in at their calls
+    (:mod:`.summary`) are judged by the checks that read steps across a call (the staging ring's
+    steps, ``barrier-orders``); a finding the part's own facts give already (reported with the
+    stage's own check) is not reported again."""
+    from checker.conformance.summary import splice
+
+    for index, ((stage, code), after) in enumerate(zip(parts, splice(parts), strict=True)):
+        if after is code:
+            continue
+        ctx = _ctx(stage)
+        alone = {_seen(f) for f in (*staging(ctx, code), *orders(ctx, code))}
+        new = [f for f in (*staging(ctx, after), *orders(ctx, after)) if _seen(f) not in alone]
+        for finding in _one_per_line(new):
+            yield index, finding
+
+
+def _seen(f: Finding) -> tuple[object, ...]:
+    return (f.check, f.problem, f.fact.function, f.fact.line, f.fact.opcode, f.facts)
 
 
 def callable_addresses(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> Iterator[tuple[int, Finding]]:

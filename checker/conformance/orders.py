@@ -12,6 +12,11 @@ part in with ``sync``), in no loop that does not hold both accesses, lies
   the next pass's write overwrites what this pass's readers may still read, or its reads
   see a stale write).
 
+A write is a generic store (``st``, ``stmatrix``, an atomic); a read, a load or an asynchronous read
+of the claim (a TMA or bulk store from it: its issue is what the barrier orders). With the
+composition, the accesses a role makes inside another stage's callables are seen through their
+summaries (:mod:`.summary`); the accesses of one call are one step of the role.
+
 Positions are the function's instruction order on paths without back edges (``Fact.order``). A
 barrier orders a pair only where it runs whenever both accesses run: every thread of the role runs it
 (no thread-dependent guard) and each thread-invariant branch it sits under (``Fact.conds``) also holds
@@ -27,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from checker.conformance.context import Ctx, Finding, found, unknown
+from checker.conformance.staging import in_claim
 from contract_lang import ast as A
 from package.codefacts.facts import EVERY_THREAD, CodeFacts, Fact
 
@@ -68,13 +74,16 @@ def _pairs(
     accesses = [
         f
         for f in facts
-        if f.kind == "smem-access" and any(s.node is claim for s in ctx.handles_of(f.operand("addr"), "smem"))
+        if (f.kind == "smem-access" and in_claim(ctx, claim, f.operand("addr")))
+        or (f.kind == "bulk-store" and in_claim(ctx, claim, f.operand("src")))
     ]
     reported: set[bool] = set()  # one finding per missing barrier: in one pass, across passes
     for p in accesses:
         for q in accesses:
             if not (_writes(p) or _writes(q)):
                 continue
+            if p.via is not None and q.via is not None and (p.line, p.via[0]) == (q.line, q.via[0]):
+                continue  # one call of a callable: its accesses are one step of the caller's (its summary's)
             common = _common_loops(p, q)
             inside = [b for b in syncs if b.loops == common[: len(b.loops)]]
             sure = [b for b in inside if _runs_with(b, p, q)]
@@ -118,7 +127,7 @@ def _runs_with(b: Fact, p: Fact, q: Fact) -> bool:
 
 
 def _writes(f: Fact) -> bool:
-    return f.opcode.startswith(("st.", "atom.", "red."))
+    return f.kind == "smem-access" and f.opcode.startswith(("st.", "stmatrix", "atom.", "red."))
 
 
 def _common_loops(p: Fact, q: Fact) -> tuple[int, ...]:

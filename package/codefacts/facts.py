@@ -25,12 +25,15 @@ from package.codefacts.threads import Threads
 from package.codefacts.values import Env, Linear, Val, analyse, call_arguments, callee, defines
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
-FACTS_VERSION = 9  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
+FACTS_VERSION = 10  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
 # 4: an operand's linear form over params fields; 5: an operand from the function's arguments, `smem-arg`,
 # the conditions a copy, credit or expect-tx runs under; 6: a `local` operand (the function's stack), `param-pass`,
 # `call-arg` at calls to the module's own functions; 7: those conditions as expressions of params fields (`when`);
 # 8: the conditions of named barriers and shared-memory accesses too; 9: a wait's `entry` (its ring position at
-# the entry of its loop, carried from the loop around it or reset)
+# the entry of its loop, carried from the loop around it or reset); 10: a callable's protocol summary: the bulk-group
+# steps (`bulk-store`, `bulk-commit`, `bulk-wait`), `xcall` at a call of another stage's callable, the parameter a
+# callable's shared-memory access is addressed from (`param`); fences and generic shared writes record what a path
+# reaches after them, and calls of another module's function and bulk stores the conditions they run under
 
 
 @dataclass(frozen=True)
@@ -152,6 +155,9 @@ class Fact:
     # one (``carry.py``): ``carried`` (what the previous pass left), ``reset`` (the same on every pass) or
     # ``unknown``.
     entry: tuple[tuple[str, str], ...] = ()
+    # A fact of a callable's protocol summary spliced at its caller's call (checker/conformance/summary.py): the
+    # callable's function and the instruction's own PTX line there. Never recorded: the composition derives it.
+    via: tuple[str, int] | None = None
 
     def operand(self, role: str) -> Operand | None:
         return next((o for r, o in self.operands if r == role), None)
@@ -299,6 +305,11 @@ SYNC_KINDS = frozenset(
         "call",
         "init-fence",
         "mbarrier-init",
+        "bulk-store",
+        "bulk-commit",
+        "bulk-wait",
+        "xcall",
+        "fence",
     }
 )
 
@@ -446,9 +457,9 @@ def _function(
             pending_write = None
     found_all = _waits(fn, site, handles, found_all)
     found_all = _entries(fn, site, found_all, waits_read)
-    synced = [(i, f) for i, f in found_all if f.kind in SYNC_KINDS]
+    synced = [(i, f) for i, f in found_all if _ordered(f)]
     for index, f in found_all:
-        if f.kind in SYNC_KINDS:
+        if _ordered(f):
             later = sorted({g.order for j, g in synced if j != index and site.flow.precedes(index, j)})
             f = dataclasses.replace(f, reaches=tuple(later)) if later else f
         yield f
@@ -458,6 +469,14 @@ def _unassigned(flow: Flow, index: int, register: str) -> bool:
     """A register read at ``index`` that no path defines before it, or that some path reaches the
     instruction without defining (its definition moved after the use: the value of a loop's last pass)."""
     return not flow.defined(index, register) or not flow.assigned(index, register)
+
+
+def _ordered(f: Fact) -> bool:
+    """A fact that records what a path reaches after it, and that others record reaching: a synchronisation fact,
+    or a generic write of shared memory (what a claim's barrier orders, a staging slot's fence and read wait)."""
+    return f.kind in SYNC_KINDS or (
+        f.kind == "smem-access" and f.opcode.startswith(("st.", "stmatrix", "atom.", "red."))
+    )
 
 
 #: The ring depths a wait's first parity is worked out at, when it depends on the ring's depth handle.
@@ -539,7 +558,9 @@ def _entries(
 
 
 #: The facts whose thread-invariant conditions are recorded: a fill's arrive, expect-tx and the bytes completed on it.
-_CONDITIONAL = frozenset({"arrive", "expect-tx", "tensor-copy", "bulk-copy", "complete-tx", "barrier", "smem-access"})
+_CONDITIONAL = frozenset(
+    {"arrive", "expect-tx", "tensor-copy", "bulk-copy", "complete-tx", "barrier", "smem-access", "xcall", "bulk-store"}
+)
 
 
 def _when(conds: tuple[str, ...], fn: Function, defs: Definitions) -> tuple[tuple[str, str], ...]:
@@ -581,7 +602,8 @@ def _call(
 ) -> Iterator[Fact]:
     """A call to a ring's wait handle (a ``wait`` with its slot and parity) or to a function of the module."""
     target = callee(ins)
-    if target is None:
+    if target is None:  # an indirect call: what it runs is not in the module (a summary that holds one is unknown)
+        yield Fact("xcall", fn, ins.line, ins.opcode, (), ins.src, "")
         return
     args = call_arguments(ins)  # the list after the callee's name (a result, `(retval0)`, comes before it)
     if target in handles and target.endswith(("_full_wait", "_empty_wait")) and len(args) == 2:
@@ -592,6 +614,10 @@ def _call(
         yield Fact("wait", fn, ins.line, ins.opcode, tuple(parts), ins.src, f"handle:{target}")
     elif target in defined:
         yield Fact("call", fn, ins.line, ins.opcode, (), ins.src, target)
+    elif target in handles:
+        # a call of a function another module defines (another stage's callable, a placement handle): where the
+        # composition splices the callable's protocol summary (checker/conformance/summary.py)
+        yield Fact("xcall", fn, ins.line, ins.opcode, (), ins.src, target)
     if (target in handles or target in defined) and args and not target.endswith(("_full_wait", "_empty_wait")):
         # what a call to another stage's callable, or to a function of this module, passes (the callee
         # may address shared memory with it); an argument that is one of this function's own parameters
@@ -707,6 +733,15 @@ def _instruction(fn: str, ins: Instr, env: Env, site: _Site, index: int) -> Iter
         )
     elif op.startswith("cp.async.bulk.shared") and "mbarrier" in op and len(ops) >= 4:
         yield fact("bulk-copy", ("dst", _addr(env, ops[0])), ("bytes", _op(env, ops[2])), ("bar", _addr(env, ops[3])))
+    elif op.startswith(_BULK_STORE) and "mbarrier" not in op and len(ops) >= 2:
+        # an asynchronous read of shared memory into global memory, completed by bulk groups (a TMA store)
+        read = ops[-1] if op.startswith("cp.async.bulk.tensor") or ops[-1].startswith("[") else ops[1]
+        yield fact("bulk-store", ("src", _addr(env, read)), *_params_of(site, env, read))
+    elif op.startswith("cp.async.bulk.commit_group"):
+        yield fact("bulk-commit")
+    elif op.startswith("cp.async.bulk.wait_group"):
+        groups = _op(env, ops[0]) if ops else Operand("constant", 0)
+        yield fact("bulk-wait", ("groups", groups), detail="read" if ".read" in op else "")
     elif op.startswith("cp.async.mbarrier.arrive") and ops:
         yield fact("arrive", ("addr", _addr(env, ops[0])), detail="cp.async")
     elif op.startswith("tcgen05.commit") and "mbarrier::arrive" in op and ops:
@@ -744,7 +779,12 @@ def _instruction(fn: str, ins: Instr, env: Env, site: _Site, index: int) -> Iter
             if "static_shared" in addr.origins:
                 pass  # a static variable's accesses: its declaration's finding covers them (root cause first)
             elif ins.has("shared") or "smem" in addr.origins:
-                yield fact("smem-access", ("addr", Operand.of(addr)), detail=str(_width(op, ops[-1])))
+                yield fact(
+                    "smem-access",
+                    ("addr", Operand.of(addr)),
+                    *_params_of(site, env, bracket),
+                    detail=str(_width(op, ops[-1])),
+                )
                 if "arg" in addr.origins:
                     # addressed relative to what the caller passed: which parameters (the caller answers)
                     used = site.params_of(re.findall(r"%[\w$]+", bracket))
@@ -760,6 +800,28 @@ def _instruction(fn: str, ins: Instr, env: Env, site: _Site, index: int) -> Iter
         )
         if both.tid_abs or both.tid_wg:
             yield fact("tid-index", ("cmp", both))
+
+
+#: Bulk copies from shared memory to global memory (TMA and plain bulk stores, reductions): asynchronous reads of
+#: shared memory that complete at a later ``cp.async.bulk.wait_group`` of their bulk group.
+_BULK_STORE = (
+    "cp.async.bulk.tensor.1d.global.shared",
+    "cp.async.bulk.tensor.2d.global.shared",
+    "cp.async.bulk.tensor.3d.global.shared",
+    "cp.async.bulk.tensor.4d.global.shared",
+    "cp.async.bulk.tensor.5d.global.shared",
+    "cp.async.bulk.global.shared",
+    "cp.reduce.async.bulk.global.shared",
+    "cp.reduce.async.bulk.tensor",
+)
+
+
+def _params_of(site: _Site, env: Env, text: str) -> list[tuple[str, Operand]]:
+    """The function parameters (``param``, by position) a shared-memory address computed from the caller's arguments
+    is built on: where a callable's access lands is decided at each call by what the caller passes there."""
+    if "arg" not in env.address(text).origins:
+        return []
+    return [("param", Operand("constant", q)) for q in sorted(site.params_of(re.findall(r"%[\w$]+", text)))]
 
 
 def _bounds(site: _Site, env: Env, index: int) -> list[tuple[str, Operand]]:
