@@ -368,6 +368,7 @@ def _ring_singletons(roles: Names) -> st.SearchStrategy[A.RingItem]:
         st.builds(A.RingRestart, integers()),
         st.builds(A.RingLag, integers()),
         st.builds(A.RingOnce),
+        st.builds(A.RingLoops, integers()),
     )
 
 
@@ -387,6 +388,7 @@ def rings(draw: st.DrawFn, roles: Names = None, max_items: int = 10) -> A.Ring:
         st.builds(A.RingRestart, integers()),
         st.builds(A.RingLag, integers()),
         st.builds(A.RingOnce),
+        st.builds(A.RingLoops, integers()),
     ]
     for strategy in once:
         if draw(st.booleans()):

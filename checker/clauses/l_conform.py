@@ -755,6 +755,27 @@ def _ring_step(f: Finding, fn: str, op: str) -> Worded:
             f"`{op}` on the {got.split()[0]} barrier",
             f"address the {which} barrier (`_{which}_bar()` + 8 * slot)",
         )
+    if f.problem == "loops":
+        got, want, parents = f.value("got"), f.value("want"), f.value("parents")
+        where = f"in {got} loop(s)" if parents == "1" else f"in {got} loops that sit in {parents} different loops"
+        return Worded(
+            f"`{fn}` runs `{step}` of ring `{ring}` (its side's first step) {where}, where its {f.value('side')} "
+            f"side states `loops {want}`: {want} alternative loops, one per unit of work, all in one loop over units",
+            f"`loops {want}`: {want} alternative loops",
+            f"`{op}`: the first step, in one of {got} loop(s)",
+            f"state `loops {got}` when the role's code has {got} alternative loops of the side's steps, or none when "
+            "it has one; alternatives sit side by side in the loop over units of work",
+        )
+    if f.problem == "sequence":
+        return Worded(
+            f"`{fn}` runs the loops of `{step}` of ring `{ring}` one after another within a unit of work, where "
+            "`loops N` states alternatives (one loop per unit): two k-loops per unit are another protocol, the "
+            "lagged steps' peeled phase running between them",
+            "`loops`: one of the alternatives per unit of work",
+            f"`{op}`: a second loop after the first",
+            "choose one loop per unit (`if (…) mainloop<A>(…) else mainloop<B>(…)`), or split the side's work so "
+            "that one loop runs per unit",
+        )
     if f.problem == "foreign":
         return Worded(
             f"`{fn}` runs `{op}` on a barrier of ring `{ring}`, but role `{role}` takes no side of `{ring}`",
@@ -841,9 +862,18 @@ def _wait_parity(f: Finding, fn: str, op: str) -> Worded:
         )
     if f.problem == "reset":
         reset, side = f.value("reset"), f.value("side")
+        after = dict(f.facts).get("after")
+        passes = (
+            "every pass of the loop around it"
+            if after is None
+            else (
+                "every pass of the loop around it after one that ran its alternative loop "
+                f"(the step at PTX line {after})"
+            )
+        )
         return Worded(
-            f"`{fn}` starts the loop of its `{step}` on ring `{ring}` from the same {reset} on every pass of the "
-            "loop around it (a ring cursor reset per unit of work), so from the second pass on it waits on another "
+            f"`{fn}` starts the loop of its `{step}` on ring `{ring}` from the same {reset} on {passes} "
+            "(a ring cursor reset per unit of work), so from the second pass on it waits on another "
             f"slot or phase than the ring is at; the {side} side states no `restart`: its position carries on from "
             "one unit of work to the next, as its partner's does",
             f"`{step}`: the ring position carries across units of work (no `restart`)",

@@ -33,12 +33,21 @@ out) is then
   position at every unit of work;
 - ``unknown``: anything else (a reset on some paths only, a position read from memory or
   computed from the unit's index): the analysis cannot tell, which is never a pass.
+
+**Across alternative loops** (a side's ``loops N``, specs/language.md §8.8): when ``O`` holds
+another innermost loop ``K`` that runs instead of ``L`` on some passes, :meth:`Carry.across`
+answers the same question for a pass that ran ``K`` followed by a pass that runs ``L``: a pass
+restricted to the blocks on a path through ``K`` (those ``K`` reaches or that reach ``K`` without
+``O``'s back edges) starts from ``K``'s carried registers (the rest varies); its end seeds a pass
+restricted to ``L``'s path; the register the wait reads on ``L``'s first iteration is then
+``carried`` (it must depend on what ``K`` carries: the position ``K`` left), ``reset`` or
+``unknown`` (a cursor of ``L``'s own that ``K`` never moves is computed from values that vary).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from package.abi import HANDLE_PREFIX
 from package.codefacts.flow import Flow, Loop
@@ -126,6 +135,79 @@ class Carry:
             return RESET
         return UNKNOWN
 
+    def across(self, outer: Loop, inner: Loop, other: Loop, index: int, operand: str) -> str:
+        """How ``operand`` read by instruction ``index`` of ``inner`` enters ``inner`` on a pass of ``outer``
+        that follows a pass which ran ``other`` (another innermost loop of ``outer``): ``carried`` (from the
+        position ``other`` left), ``reset`` or ``unknown`` (module docstring)."""
+        text = operand.strip()
+        if IMMEDIATE.match(text):
+            return RESET
+        plain = _REG.fullmatch(text) or (text.startswith("[") and _REG.search(text))
+        if not plain or self.flow.block_of[index] not in inner.body:
+            return UNKNOWN
+        moved = self.carried(outer, other)
+        if moved is None:
+            return UNKNOWN
+        written = frozenset(r for b in outer.body for r in self._writes[b])
+        seed: State = {r: (_CARRIED if r in moved else _VARIES) for r in written}
+        before = self._solve(outer, seed, self._through_loop(outer, other))
+        if before is None:
+            return UNKNOWN
+        ends = self._ends(outer, before, written)
+        if ends is None:
+            return UNKNOWN
+        after_seed: State = {r: ends.get(r, _VARIES) for r in written}
+        path = self._through_loop(outer, inner)
+        states = self._solve(outer, after_seed, path)
+        if states is None:
+            return UNKNOWN
+        value = self._first(inner, states, index, text)
+        if value is None:
+            return UNKNOWN
+        may, must = value
+        if "carried" in must:
+            return CARRIED
+        if may <= {"const", "fixed"}:
+            return RESET
+        return UNKNOWN
+
+    def _through_loop(self, outer: Loop, inner: Loop) -> frozenset[int]:
+        """The blocks of ``outer`` on a pass through ``inner``: those ``inner``'s header reaches, or that
+        reach it, without ``outer``'s back edges (the header of ``outer`` included)."""
+        flow = self.flow
+
+        def walk(step: Callable[[int], Iterable[int]]) -> set[int]:
+            seen = {inner.header}
+            stack = [inner.header]
+            while stack:
+                for n in step(stack.pop()):
+                    if n in outer.body and n not in seen:
+                        seen.add(n)
+                        if n != outer.header:  # a pass starts and ends at the header
+                            stack.append(n)
+            return seen
+
+        forward = walk(lambda b: flow.succs[b])
+        backward = walk(lambda b: flow.preds[b])
+        return frozenset(forward | backward | {outer.header})
+
+    def _first(self, inner: Loop, states: Mapping[int, State], index: int, register: str) -> Value | None:
+        """``register``'s value when instruction ``index`` of ``inner`` first runs, on the pass ``states``."""
+        flow = self.flow
+        entries = [p for p in flow.preds[inner.header] if p not in inner.body and p in states]
+        if not entries:
+            return None
+        seed: State = {}
+        for p in entries:
+            for r, v in self._through(p, states[p]).items():
+                seed[r] = _join(seed.get(r), v)
+        first = self._solve(inner, seed)
+        block = flow.block_of[index]
+        if first is None or block not in first:
+            return None
+        state = self._run(dict(first[block]), flow.blocks[block][0], index)
+        return self._operand(register, state)
+
     def carried(self, outer: Loop, inner: Loop) -> frozenset[str] | None:
         """The registers ``inner`` carries from one pass of ``outer`` to the next (None: no fixed point)."""
         found = self._pass(outer, inner)
@@ -188,12 +270,13 @@ class Carry:
                     ends[r] = _join(ends.get(r), got)
         return ends
 
-    def _solve(self, loop: Loop, seed: State) -> dict[int, State] | None:
+    def _solve(self, loop: Loop, seed: State, within: frozenset[int] | None = None) -> dict[int, State] | None:
         """The in-state of every block of ``loop`` on one pass: its header starts from ``seed``, the
         edges back to the header are left out, every other edge kept (the loops inside iterate to a
-        fixed point)."""
+        fixed point). ``within``: the blocks the pass may run (every block of ``loop`` when None)."""
         flow = self.flow
-        order = [b for b in flow.rpo if b in loop.body]
+        body = loop.body if within is None else loop.body & within
+        order = [b for b in flow.rpo if b in body]
         states: dict[int, State] = {}
         outs: dict[int, State] = {}
         for _ in range(64):
@@ -204,7 +287,7 @@ class Carry:
                 else:
                     state = {}
                     for p in flow.preds[b]:
-                        if p not in outs or p not in loop.body:
+                        if p not in outs or p not in body:
                             continue
                         for r, v in outs[p].items():
                             state[r] = _join(state.get(r), v)

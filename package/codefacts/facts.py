@@ -152,6 +152,9 @@ class Fact:
     # one (``carry.py``): ``carried`` (what the previous pass left), ``reset`` (the same on every pass) or
     # ``unknown``.
     entry: tuple[tuple[str, str], ...] = ()
+    # The same wait, after a pass of the outer loop that ran another innermost loop of it instead (an
+    # alternative k-loop, ``loops N``): ``(that loop's header position, slot|parity, carried|reset|unknown)``.
+    across: tuple[tuple[int, str, str], ...] = ()
 
     def operand(self, role: str) -> Operand | None:
         return next((o for r, o in self.operands if r == role), None)
@@ -186,6 +189,8 @@ class Fact:
             out["depths"] = [[h, [list(per) for per in v]] for h, v in self.depths]
         if self.entry:
             out["entry"] = [list(e) for e in self.entry]
+        if self.across:
+            out["across"] = [list(e) for e in self.across]
         return out
 
     @classmethod
@@ -218,6 +223,7 @@ class Fact:
                 for h, vs in raw.get("depths", ())
             ),
             tuple((str(r), str(how)) for r, how in raw.get("entry", ())),
+            tuple((int(h), str(r), str(how)) for h, r, how in raw.get("across", ())),
         )
 
 
@@ -522,6 +528,7 @@ def _entries(
     """Each wait in a loop nested in another with how its slot and parity enter the inner loop (``Fact.entry``)."""
     carry: Carry | None = None
     out = []
+    waiting = [index for index, f in found if f.kind == "wait"]
     for index, f in found:
         loops = [lp for lp in site.flow.loops_of(index) if lp.header not in site.spinning]
         if f.kind == "wait" and len(loops) >= 2 and site.flow.reachable(index):
@@ -534,7 +541,23 @@ def _entries(
             carry = carry or Carry(site.flow)
             entry = {role: carry.entry(loops[-2], loops[-1], at, reg) for role, at, reg in read}
             f = dataclasses.replace(f, entry=tuple((role, entry.get(role, "unknown")) for role in ("slot", "parity")))
+            across = [
+                (site.headers[other.header], role, carry.across(loops[-2], loops[-1], other, at, reg))
+                for other in _siblings(site, loops[-2], loops[-1], waiting)
+                for role, at, reg in read
+            ]
+            f = dataclasses.replace(f, across=tuple(across))
         out.append((index, f))
+    return out
+
+
+def _siblings(site: _Site, outer: Loop, inner: Loop, waiting: list[int]) -> list[Loop]:
+    """The other innermost loops around a wait directly inside ``outer`` (the alternatives of ``inner``)."""
+    out: list[Loop] = []
+    for index in waiting:
+        loops = [lp for lp in site.flow.loops_of(index) if lp.header not in site.spinning]
+        if len(loops) >= 2 and loops[-2] == outer and loops[-1] != inner and loops[-1] not in out:
+            out.append(loops[-1])
     return out
 
 
