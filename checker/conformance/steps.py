@@ -44,6 +44,13 @@ A side of a ring that carries a ring-fed tensor of its role (``generation ring R
 the hand-off the linker generates behind the tensor handle (``linker/ring_fed.py``): the role's
 own code runs none of its steps, and an instruction of it on the ring's barriers is ``ring-fed``.
 
+A side that states ``loops N`` runs its steps in ``N`` alternative loops, one per unit of work
+(specs/language.md §8.8, :func:`_alternatives`): ``ring-step`` ``loops`` when the copies of its first
+step sit in another number of innermost loops (or in loops of different parents), ``ring-step``
+``sequence`` when one loop reaches another without a back edge; each loop is then checked as the one
+loop above, the others' instructions set aside, and ``wait-parity`` checks each loop's entry position
+against the one every alternative leaves (``Fact.entry``, ``Fact.across``).
+
 A guard, parity or barrier the analysis cannot read is an undecided finding, never a pass.
 """
 
