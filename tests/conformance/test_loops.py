@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from kernlink.cli import main as kernlink
 from packing.pack import build, conformance_findings
 
 PERSISTENT = Path(__file__).resolve().parents[2] / "specs" / "examples" / "gemm_swiglu" / "persistent"
@@ -23,7 +24,8 @@ SEQUENCE = f"        {SMALL}{LOOP}"
 RESET = "            cur = gs::RingCursor{};\n"
 
 
-def _pack(tmp_path: Path, code: str, loops: int | None, strict: bool = True, cursor: str = CURSOR) -> list[Any]:
+def _consumer(tmp_path: Path, code: str, loops: int | None, cursor: str = CURSOR) -> tuple[Path, Path]:
+    """The edited consumer's source and contract (``loops``: the `loops N` its side states, if any)."""
     folder = tmp_path / "persistent"
     shutil.copytree(PERSISTENT, folder, ignore=shutil.ignore_patterns("build"))
     source = folder / "consumer_swapab.cu"
@@ -35,6 +37,11 @@ def _pack(tmp_path: Path, code: str, loops: int | None, strict: bool = True, cur
     if loops is not None:
         kc = contract.read_text()
         contract.write_text(kc.replace("        full wait\n", f"        loops {loops}\n        full wait\n"))
+    return source, contract
+
+
+def _pack(tmp_path: Path, code: str, loops: int | None, strict: bool = True, cursor: str = CURSOR) -> list[Any]:
+    source, contract = _consumer(tmp_path, code, loops, cursor)
     return conformance_findings(build(source, contract), tmp_path / "x.kpkg", strict=strict)
 
 
@@ -91,3 +98,41 @@ def test_an_alternative_with_a_cursor_of_its_own_is_undecided_never_a_pass(tmp_p
     assert "cannot decide the ring position" in found[0].message
     strict = _pack(tmp_path / "strict", own, 2, cursor=cursors)
     assert strict and all(d.code == "L-CONFORM" for d in strict)
+
+
+def test_kernlink_pack_strict_writes_the_package_of_two_alternatives(tmp_path: Path) -> None:
+    source, contract = _consumer(tmp_path, CHOICE, 2)
+    out = tmp_path / "alternatives.kpkg"
+    assert kernlink(["pack", str(source), "--contract", str(contract), "--strict", "-o", str(out)]) == 0
+    assert out.is_file()
+
+
+# The swap-AB producer: its k-loop twice, the small-M copy loading X with W's cache policy.
+K_LOOP_START = "        for (unsigned kt = w.k_begin;"
+
+
+def _producer(tmp_path: Path, loops: int | None) -> list[Any]:
+    folder = tmp_path / "persistent"
+    shutil.copytree(PERSISTENT, folder, ignore=shutil.ignore_patterns("build"))
+    source = folder / "producer_swapab.cu"
+    text = source.read_text()
+    start = text.index(K_LOOP_START)
+    end = text.index("    }\n}\n", start)  # the k-loop runs to the end of the loop over units
+    loop = text[start:end]
+    small = loop.replace("tmap_x, k0, m0, full, pol_x)", "tmap_x, k0, m0, full, pol_w)")
+    assert small != loop
+    small = "".join("    " + line if line.strip() else line for line in small.splitlines(keepends=True))
+    source.write_text(
+        text[:start] + "        if (p->m <= 16u) {\n" + small + "        } else {\n" + loop + "        }\n" + text[end:]
+    )
+    contract = folder / "producer_swapab.kc"
+    if loops is not None:
+        kc = contract.read_text()
+        contract.write_text(kc.replace("        empty wait\n", f"        loops {loops}\n        empty wait\n"))
+    return conformance_findings(build(source, contract), tmp_path / "x.kpkg", strict=True)
+
+
+def test_the_producer_with_two_alternative_k_loops_needs_loops_2(tmp_path: Path) -> None:
+    (diag,) = _producer(tmp_path / "plain", None)
+    assert dict(diag.data)["check"] == "ring-step" and "`empty wait`) its produce side does not state" in diag.message
+    assert _producer(tmp_path / "loops", 2) == []
