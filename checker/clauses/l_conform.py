@@ -721,6 +721,9 @@ def _ring_step(f: Finding, fn: str, op: str) -> Worded:
             where = f"after its loop (the peeled phase of `lag {peel}`)"
         if dict(f.facts).get("per_pass") == "True":
             where = f"after its loop on each pass of the loop around it (the unit's peeled phase of `lag {peel}`)"
+        alternative = dict(f.facts).get("alternative")
+        if alternative is not None:
+            where += f" (the alternative loop of `loops N` whose first step is at PTX line {alternative})"
         return Worded(
             f"role `{role}` never runs `{step}` of ring `{ring}` {where}: the contract's step has no instruction "
             f"in `{fn}`",

@@ -387,6 +387,8 @@ def _iteration(
     plan = _steps(side)
     looping = [s for s in plan if not (isinstance(s.item, A.RingArrive) and s.item.prearm)]
     loop = first.fact.loops[-1] if first is not None and first.fact.loops else None
+    # a step missing from one alternative of `loops N`: which one (the PTX line of its first step)
+    which = {"alternative": first.fact.line} if alternatives and first is not None else {}
 
     def in_iteration(site: Site) -> bool:
         return loop is None or loop in site.fact.loops
@@ -447,6 +449,7 @@ def _iteration(
             step=step.words,
             side=side.side,
             prearm=prearm,
+            **which,
         )
     for step in unpeeled[:1]:  # a side with no peeled phase: one mistake, named at its first step
         yield found(
@@ -460,6 +463,7 @@ def _iteration(
             side=side.side,
             prearm=False,
             peeled=side.lag,
+            **which,
         )
     for site in extra:
         yield found(

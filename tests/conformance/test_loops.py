@@ -111,7 +111,7 @@ def test_kernlink_pack_strict_writes_the_package_of_two_alternatives(tmp_path: P
 K_LOOP_START = "        for (unsigned kt = w.k_begin;"
 
 
-def _producer(tmp_path: Path, loops: int | None) -> list[Any]:
+def _producer(tmp_path: Path, loops: int | None, drop: str = "") -> list[Any]:
     folder = tmp_path / "persistent"
     shutil.copytree(PERSISTENT, folder, ignore=shutil.ignore_patterns("build"))
     source = folder / "producer_swapab.cu"
@@ -121,6 +121,9 @@ def _producer(tmp_path: Path, loops: int | None) -> list[Any]:
     loop = text[start:end]
     small = loop.replace("tmap_x, k0, m0, full, pol_x)", "tmap_x, k0, m0, full, pol_w)")
     assert small != loop
+    if drop:
+        assert small.count(drop) == 1
+        small = small.replace(drop, "")
     small = "".join("    " + line if line.strip() else line for line in small.splitlines(keepends=True))
     source.write_text(
         text[:start] + "        if (p->m <= 16u) {\n" + small + "        } else {\n" + loop + "        }\n" + text[end:]
@@ -136,3 +139,10 @@ def test_the_producer_with_two_alternative_k_loops_needs_loops_2(tmp_path: Path)
     (diag,) = _producer(tmp_path / "plain", None)
     assert dict(diag.data)["check"] == "ring-step" and "`empty wait`) its produce side does not state" in diag.message
     assert _producer(tmp_path / "loops", 2) == []
+
+
+def test_a_step_missing_from_one_alternative_names_that_loop(tmp_path: Path) -> None:
+    found = _producer(tmp_path, 2, drop="gs::mbar_arrive_expect_tx(full, 2u * kHalf + kBytesX);")
+    missing = [d for d in found if dict(d.data)["check"] == "ring-step"]
+    assert len(missing) == 1 and missing[0].code == "L-CONFORM"
+    assert "never runs `full arrive` of ring `kv` in its loop (the alternative loop of `loops N`" in missing[0].message
