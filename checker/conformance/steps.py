@@ -294,12 +294,37 @@ def _alternatives(
     out: list[Finding] = []
     for lp, head in zip(alts, heads, strict=True):
         mine = [s for s in sites if not any(_aside(s.fact, members, lp, other) for other in alts if other != lp)]
-        out.extend(f for f in _iteration(ctx, role, side, mine, anchor, facts, head, alternatives=True) if f not in out)
+        for f in _iteration(ctx, role, side, mine, anchor, facts, head, alternatives=True):
+            if f not in out:
+                out.append(f)
+    out = _once_for_all(out, len(alts))
     yield from out
     if not any(f.check == "wait-parity" for f in out):
         yield from _alternative_entries(side, sites, heads, alts)
     if not out:
         yield from _read_proxy(ctx, role, side, facts)
+
+
+def _once_for_all(out: list[Finding], alternatives: int) -> list[Finding]:
+    """A step missing from every alternative is one mistake (most likely the contract's): one finding,
+    naming no alternative, in place of one per loop."""
+
+    def plain(f: Finding) -> tuple[tuple[str, str], ...]:
+        return tuple(kv for kv in f.facts if kv[0] != "alternative")
+
+    tagged = [f for f in out if any(k == "alternative" for k, _ in f.facts)]
+    counts = Counter((f.check, f.problem, plain(f)) for f in tagged)
+    kept: list[Finding] = []
+    merged: set[tuple[str, str, tuple[tuple[str, str], ...]]] = set()
+    for f in out:
+        key = (f.check, f.problem, plain(f))
+        if f in tagged and counts[key] == alternatives:
+            if key not in merged:
+                merged.add(key)
+                kept.append(Finding(f.check, f.problem, f.fact, f.node, plain(f), f.decided, f.sites))
+            continue
+        kept.append(f)
+    return kept
 
 
 def _aside(fact: Fact, members: dict[int, list[Fact]], mine: int, other: int) -> bool:

@@ -146,3 +146,11 @@ def test_a_step_missing_from_one_alternative_names_that_loop(tmp_path: Path) -> 
     missing = [d for d in found if dict(d.data)["check"] == "ring-step"]
     assert len(missing) == 1 and missing[0].code == "L-CONFORM"
     assert "never runs `full arrive` of ring `kv` in its loop (the alternative loop of `loops N`" in missing[0].message
+
+
+def test_a_step_no_alternative_runs_is_one_finding(tmp_path: Path) -> None:
+    source, contract = _consumer(tmp_path, CHOICE, 2)
+    kc = contract.read_text()
+    contract.write_text(kc.replace("        reads async\n", "        reads async\n        empty wait\n"))
+    (diag,) = conformance_findings(build(source, contract), tmp_path / "x.kpkg", strict=True)
+    assert diag.code == "L-CONFORM" and "never runs `empty wait` of ring `kv` in its loop:" in diag.message
