@@ -25,12 +25,13 @@ from package.codefacts.threads import Threads
 from package.codefacts.values import Env, Linear, Val, analyse, call_arguments, callee, defines
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
-FACTS_VERSION = 9  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
+FACTS_VERSION = 10  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
 # 4: an operand's linear form over params fields; 5: an operand from the function's arguments, `smem-arg`,
 # the conditions a copy, credit or expect-tx runs under; 6: a `local` operand (the function's stack), `param-pass`,
 # `call-arg` at calls to the module's own functions; 7: those conditions as expressions of params fields (`when`);
 # 8: the conditions of named barriers and shared-memory accesses too; 9: a wait's `entry` (its ring position at
-# the entry of its loop, carried from the loop around it or reset)
+# the entry of its loop, carried from the loop around it or reset); 10: a wait's `across` (its entry after a pass
+# that ran an alternative loop, `loops N`)
 
 
 @dataclass(frozen=True)
