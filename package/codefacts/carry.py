@@ -110,6 +110,8 @@ class Carry:
         self._registers = frozenset(r for regs in self._writes.values() for r in regs)
         self._passes: dict[tuple[int, int], tuple[dict[int, State], frozenset[str]] | None] = {}
         self._firsts: dict[tuple[int, int], dict[int, State] | None] = {}
+        self._across: dict[tuple[int, int, int], dict[int, State] | None] = {}
+        self._across_firsts: dict[tuple[int, int, int], dict[int, State] | None] = {}
 
     def entry(self, outer: Loop, inner: Loop, index: int, operand: str) -> str:
         """How ``operand`` (a register, an address ``[reg+off]`` or a literal) read by instruction ``index``
@@ -145,23 +147,13 @@ class Carry:
         plain = _REG.fullmatch(text) or (text.startswith("[") and _REG.search(text))
         if not plain or self.flow.block_of[index] not in inner.body:
             return UNKNOWN
-        moved = self.carried(outer, other)
-        if moved is None:
-            return UNKNOWN
-        written = frozenset(r for b in outer.body for r in self._writes[b])
-        seed: State = {r: (_CARRIED if r in moved else _VARIES) for r in written}
-        before = self._solve(outer, seed, self._through_loop(outer, other))
-        if before is None:
-            return UNKNOWN
-        ends = self._ends(outer, before, written)
-        if ends is None:
-            return UNKNOWN
-        after_seed: State = {r: ends.get(r, _VARIES) for r in written}
-        path = self._through_loop(outer, inner)
-        states = self._solve(outer, after_seed, path)
+        key = (outer.header, inner.header, other.header)
+        if key not in self._across:
+            self._across[key] = self._solve_across(outer, inner, other)
+        states = self._across[key]
         if states is None:
             return UNKNOWN
-        value = self._first(inner, states, index, text)
+        value = self._first(key, inner, states, index, text)
         if value is None:
             return UNKNOWN
         may, must = value
@@ -170,6 +162,21 @@ class Carry:
         if may <= {"const", "fixed"}:
             return RESET
         return UNKNOWN
+
+    def _solve_across(self, outer: Loop, inner: Loop, other: Loop) -> dict[int, State] | None:
+        """The in-states of the blocks on a pass of ``outer`` through ``inner`` that follows a pass through
+        ``other``, the registers ``other`` carries marked carried at the start of that pass (None: no fixed
+        point)."""
+        moved = self.carried(outer, other)
+        if moved is None:
+            return None
+        written = frozenset(r for b in outer.body for r in self._writes[b])
+        seed: State = {r: (_CARRIED if r in moved else _VARIES) for r in written}
+        before = self._solve(outer, seed, self._through_loop(outer, other))
+        ends = self._ends(outer, before, written) if before is not None else None
+        if ends is None:
+            return None
+        return self._solve(outer, {r: ends.get(r, _VARIES) for r in written}, self._through_loop(outer, inner))
 
     def _through_loop(self, outer: Loop, inner: Loop) -> frozenset[int]:
         """The blocks of ``outer`` on a pass through ``inner``: those ``inner``'s header reaches, or that
@@ -191,17 +198,20 @@ class Carry:
         backward = walk(lambda b: flow.preds[b])
         return frozenset(forward | backward | {outer.header})
 
-    def _first(self, inner: Loop, states: Mapping[int, State], index: int, register: str) -> Value | None:
-        """``register``'s value when instruction ``index`` of ``inner`` first runs, on the pass ``states``."""
+    def _first(
+        self, key: tuple[int, int, int], inner: Loop, states: Mapping[int, State], index: int, register: str
+    ) -> Value | None:
+        """``register``'s value when instruction ``index`` of ``inner`` first runs, on the pass ``states``
+        (``key``: the pass's, for the first iteration's states kept)."""
         flow = self.flow
-        entries = [p for p in flow.preds[inner.header] if p not in inner.body and p in states]
-        if not entries:
-            return None
-        seed: State = {}
-        for p in entries:
-            for r, v in self._through(p, states[p]).items():
-                seed[r] = _join(seed.get(r), v)
-        first = self._solve(inner, seed)
+        if key not in self._across_firsts:
+            entries = [p for p in flow.preds[inner.header] if p not in inner.body and p in states]
+            seed: State = {}
+            for p in entries:
+                for r, v in self._through(p, states[p]).items():
+                    seed[r] = _join(seed.get(r), v)
+            self._across_firsts[key] = self._solve(inner, seed) if entries else None
+        first = self._across_firsts[key]
         block = flow.block_of[index]
         if first is None or block not in first:
             return None
