@@ -403,6 +403,15 @@ class RingOnce(Node):
 
 
 @dataclass(frozen=True)
+class RingLoops(Node):
+    """``loops N``: the role's code runs the side's steps in ``N`` loops, alternatives chosen at run time,
+    one of them per unit of work (a k-loop instantiated per tile shape: ``if (m <= 16) mainloop<16>(…)
+    else mainloop<32>(…)``), each moving the one ring position the others carry on (specs/language.md §8.8)."""
+
+    count: int
+
+
+@dataclass(frozen=True)
 class RingInitBy(Node):
     role: str
     fenced: bool = False
@@ -437,6 +446,7 @@ RingItem = (
     | RingRestart
     | RingLag
     | RingOnce
+    | RingLoops
     | RingInitBy
     | RingScope
     | RingProxy
@@ -480,6 +490,12 @@ class Ring(Node):
     def once(self) -> bool:
         """Whether the side runs once per CTA, outside its role's loop (``once``)."""
         return self.first(RingOnce) is not None
+
+    @property
+    def loops(self) -> int:
+        """The alternative loops the role's code runs the side's steps in (``loops N``; 1 when not stated)."""
+        item = self.first(RingLoops)
+        return item.count if isinstance(item, RingLoops) else 1
 
     @property
     def lag(self) -> int:

@@ -171,6 +171,8 @@ def ring_item_line(item: A.RingItem) -> str:
         return f"lag {item.count}"
     if isinstance(item, A.RingOnce):
         return "once"
+    if isinstance(item, A.RingLoops):
+        return f"loops {item.count}"
     if isinstance(item, A.RingInitBy):
         return f"init by {item.role}" + (" fenced" if item.fenced else "")
     if isinstance(item, A.RingScope):

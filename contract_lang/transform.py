@@ -600,6 +600,7 @@ class AstBuilder(Transformer[Token, Any]):
             (A.RingRestart, "restart"),
             (A.RingLag, "lag"),
             (A.RingOnce, "once"),
+            (A.RingLoops, "loops"),
         ):
             found = [it for it in items if isinstance(it, kind)]
             if len(found) > 1:
@@ -614,6 +615,21 @@ class AstBuilder(Transformer[Token, Any]):
                         helps=(f"keep one `{label}`",),
                     )
                 )
+        loops = next((it for it in items if isinstance(it, A.RingLoops)), None)
+        once = next((it for it in items if isinstance(it, A.RingOnce)), None)
+        if loops is not None and once is not None:
+            self.problems.append(
+                Diagnostic(
+                    Code.E_VALUE,
+                    f"ring `{name}` states `loops {loops.count}` and `once`: a one-shot side runs outside its role's "
+                    "loop, in none of the alternatives",
+                    labels=(
+                        Label(loops.span, "alternative loops here"),
+                        Label(once.span, "one-shot side here", primary=False),
+                    ),
+                    helps=("keep `once` for a side acted on once per CTA, `loops N` for a side run in N k-loops",),
+                )
+            )
         return A.Ring(str(name), str(side), str(role), tuple(items), span=span)  # type: ignore[arg-type]
 
     @v_args(meta=True)
@@ -739,6 +755,21 @@ class AstBuilder(Transformer[Token, Any]):
     @v_args(meta=True)
     def ring_once(self, meta: Meta, c: list[Token]) -> A.RingOnce:
         return A.RingOnce(span=self._span(meta))
+
+    @v_args(meta=True)
+    def ring_loops(self, meta: Meta, c: list[Token]) -> A.RingLoops:
+        known = len(self.problems)
+        value = self._int(c[0], "count")
+        if value < 2 and len(self.problems) == known:  # out of range: `_int` said so
+            self.problems.append(
+                Diagnostic(
+                    Code.E_VALUE,
+                    f"`loops` counts two or more alternative loops, not {value}",
+                    labels=(Label(self._tok_span(c[0]), "fewer than two loops"),),
+                    helps=("a side run in one loop states no `loops`",),
+                )
+            )
+        return A.RingLoops(value, span=self._span(meta))
 
     @v_args(meta=True)
     def ring_init_by(self, meta: Meta, c: list[Any]) -> A.RingInitBy:

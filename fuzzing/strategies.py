@@ -368,6 +368,7 @@ def _ring_singletons(roles: Names) -> st.SearchStrategy[A.RingItem]:
         st.builds(A.RingRestart, integers()),
         st.builds(A.RingLag, integers()),
         st.builds(A.RingOnce),
+        st.builds(A.RingLoops, st.integers(2, 64)),
     )
 
 
@@ -387,10 +388,13 @@ def rings(draw: st.DrawFn, roles: Names = None, max_items: int = 10) -> A.Ring:
         st.builds(A.RingRestart, integers()),
         st.builds(A.RingLag, integers()),
         st.builds(A.RingOnce),
+        st.builds(A.RingLoops, st.integers(2, 64)),
     ]
     for strategy in once:
         if draw(st.booleans()):
             items.insert(draw(st.integers(0, len(items))), draw(strategy))
+    if any(isinstance(it, A.RingOnce) for it in items):  # a one-shot side runs in no loop (E-VALUE)
+        items = [it for it in items if not isinstance(it, A.RingLoops)]
     return A.Ring(draw(identifiers()), draw(st.sampled_from(_SIDES)), draw(_names(roles)), tuple(items))
 
 

@@ -750,6 +750,9 @@ def _ring_step(f: Finding, fn: str, op: str) -> Worded:
             where = f"after its loop (the peeled phase of `lag {peel}`)"
         if dict(f.facts).get("per_pass") == "True":
             where = f"after its loop on each pass of the loop around it (the unit's peeled phase of `lag {peel}`)"
+        alternative = dict(f.facts).get("alternative")
+        if alternative is not None:
+            where += f" (the alternative loop of `loops N` whose first step is at PTX line {alternative})"
         return Worded(
             f"role `{role}` never runs `{step}` of ring `{ring}` {where}: the contract's step has no instruction "
             f"in `{fn}`",
@@ -823,6 +826,27 @@ def _ring_step(f: Finding, fn: str, op: str) -> Worded:
             f"`{step}` declared here",
             f"`{op}` in fewer threads than write",
             "sync the role's threads (a named barrier of the role) between the read wait and the writes",
+        )
+    if f.problem == "loops":
+        got, want, parents = f.value("got"), f.value("want"), f.value("parents")
+        where = f"in {got} loop(s)" if parents == "1" else f"in {got} loops that sit in {parents} different loops"
+        return Worded(
+            f"`{fn}` runs `{step}` of ring `{ring}` (its side's first step) {where}, where its {f.value('side')} "
+            f"side states `loops {want}`: {want} alternative loops, one per unit of work, all in one loop over units",
+            f"`loops {want}`: {want} alternative loops",
+            f"`{op}`: the first step, in one of {got} loop(s)",
+            f"state `loops {got}` when the role's code has {got} alternative loops of the side's steps, or none when "
+            "it has one; alternatives sit side by side in the loop over units of work",
+        )
+    if f.problem == "sequence":
+        return Worded(
+            f"`{fn}` runs the loops of `{step}` of ring `{ring}` one after another within a unit of work, where "
+            "`loops N` states alternatives (one loop per unit): two k-loops per unit are another protocol, the "
+            "lagged steps' peeled phase running between them",
+            "`loops`: one of the alternatives per unit of work",
+            f"`{op}`: a second loop after the first",
+            "choose one loop per unit (`if (…) mainloop<A>(…) else mainloop<B>(…)`), or split the side's work so "
+            "that one loop runs per unit",
         )
     if f.problem == "foreign":
         return Worded(
@@ -913,9 +937,18 @@ def _wait_parity(f: Finding, fn: str, op: str) -> Worded:
         )
     if f.problem == "reset":
         reset, side = f.value("reset"), f.value("side")
+        after = dict(f.facts).get("after")
+        passes = (
+            "every pass of the loop around it"
+            if after is None
+            else (
+                "every pass of the loop around it after one that ran its alternative loop "
+                f"(the step at PTX line {after})"
+            )
+        )
         return Worded(
-            f"`{fn}` starts the loop of its `{step}` on ring `{ring}` from the same {reset} on every pass of the "
-            "loop around it (a ring cursor reset per unit of work), so from the second pass on it waits on another "
+            f"`{fn}` starts the loop of its `{step}` on ring `{ring}` from the same {reset} on {passes} "
+            "(a ring cursor reset per unit of work), so from the second pass on it waits on another "
             f"slot or phase than the ring is at; the {side} side states no `restart`: its position carries on from "
             "one unit of work to the next, as its partner's does",
             f"`{step}`: the ring position carries across units of work (no `restart`)",

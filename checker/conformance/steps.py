@@ -44,6 +44,13 @@ A side of a ring that carries a ring-fed tensor of its role (``generation ring R
 the hand-off the linker generates behind the tensor handle (``linker/ring_fed.py``): the role's
 own code runs none of its steps, and an instruction of it on the ring's barriers is ``ring-fed``.
 
+A side that states ``loops N`` runs its steps in ``N`` alternative loops, one per unit of work
+(specs/language.md §8.8, :func:`_alternatives`): ``ring-step`` ``loops`` when the copies of its first
+step sit in another number of innermost loops (or in loops of different parents), ``ring-step``
+``sequence`` when one loop reaches another without a back edge; each loop is then checked as the one
+loop above, the others' instructions set aside, and ``wait-parity`` checks each loop's entry position
+against the one every alternative leaves (``Fact.entry``, ``Fact.across``).
+
 A guard, parity or barrier the analysis cannot read is an undecided finding, never a pass.
 """
 
@@ -239,10 +246,174 @@ def _steps(side: A.Ring) -> list[Step]:
 def _side(
     ctx: Ctx, role: A.Role, side: A.Ring, sites: list[Site], anchor: Fact, facts: Sequence[Fact]
 ) -> Iterator[Finding]:
+    first = _first_site(_steps(side), sites)
+    if side.loops == 1 or first is None:
+        yield from _iteration(ctx, role, side, sites, anchor, facts, first)
+        return
+    yield from _alternatives(ctx, role, side, sites, anchor, facts, first)
+
+
+def _alternatives(
+    ctx: Ctx, role: A.Role, side: A.Ring, sites: list[Site], anchor: Fact, facts: Sequence[Fact], first: Site
+) -> Iterator[Finding]:
+    """A side run in ``loops N`` alternative loops (specs/language.md §8.8): exactly ``N`` innermost loops
+    around copies of its first step, in one parent loop or none (``ring-step`` ``loops``); alternatives, no
+    instruction of one reaching another's without a back edge (``ring-step`` ``sequence``); each an
+    iteration of the side by every step check, the others' instructions set aside; and each entered at the
+    ring position the previous unit's loop left, whichever ran (:func:`_alternative_entries`)."""
+    item = side.first(A.RingLoops)
+    key = (first.kind, first.barrier)
+    copies = sorted((s for s in sites if (s.kind, s.barrier) == key and s.fact.loops), key=lambda s: s.fact.order)
+    innermost = {s.fact.loops[-1] for s in copies}
+    alts = sorted(lp for lp in innermost if not any(lp in c.fact.loops[:-1] for c in copies))
+    heads = [next(c for c in copies if c.fact.loops[-1] == lp) for lp in alts]
+    parents = {h.fact.loops[-2] if len(h.fact.loops) > 1 else None for h in heads}
+    words = f"{first.barrier} {first.kind}"
+    if len(alts) != side.loops or len(parents) != 1:
+        at = heads[side.loops] if len(heads) > side.loops else (heads or [first])[0]
+        yield found(
+            "ring-step",
+            "loops",
+            at.fact,
+            item,
+            ring=side.name,
+            role=role.name,
+            step=words,
+            side=side.side,
+            got=len(alts),
+            want=side.loops,
+            parents=len(parents),
+        )
+        return
+    members = {lp: [s.fact for s in sites if lp in s.fact.loops] for lp in alts}
+    for a, b in ((a, b) for a in alts for b in alts if a != b):
+        if any(g.order in f.reaches for f in members[a] for g in members[b]):
+            later = heads[alts.index(b)]
+            yield found("ring-step", "sequence", later.fact, item, ring=side.name, role=role.name, step=words)
+            return
+    out: list[Finding] = []
+    for lp, head in zip(alts, heads, strict=True):
+        mine = [s for s in sites if not any(_aside(s.fact, members, lp, other) for other in alts if other != lp)]
+        for f in _iteration(ctx, role, side, mine, anchor, facts, head, alternatives=True):
+            if f not in out:
+                out.append(f)
+    out = _once_for_all(out, len(alts))
+    yield from out
+    if not any(f.check == "wait-parity" for f in out):
+        yield from _alternative_entries(side, sites, heads, alts)
+    if not out:
+        yield from _read_proxy(ctx, role, side, facts)
+
+
+def _once_for_all(out: list[Finding], alternatives: int) -> list[Finding]:
+    """A step missing from every alternative is one mistake (most likely the contract's): one finding,
+    naming no alternative, in place of one per loop."""
+
+    def plain(f: Finding) -> tuple[tuple[str, str], ...]:
+        return tuple(kv for kv in f.facts if kv[0] != "alternative")
+
+    tagged = [f for f in out if any(k == "alternative" for k, _ in f.facts)]
+    counts = Counter((f.check, f.problem, plain(f)) for f in tagged)
+    kept: list[Finding] = []
+    merged: set[tuple[str, str, tuple[tuple[str, str], ...]]] = set()
+    for f in out:
+        key = (f.check, f.problem, plain(f))
+        if f in tagged and counts[key] == alternatives:
+            if key not in merged:
+                merged.add(key)
+                kept.append(Finding(f.check, f.problem, f.fact, f.node, plain(f), f.decided, f.sites))
+            continue
+        kept.append(f)
+    return kept
+
+
+def _aside(fact: Fact, members: dict[int, list[Fact]], mine: int, other: int) -> bool:
+    """An instruction of alternative ``other``, set aside when alternative ``mine`` is checked: in its loop,
+    or on a path through it only (after it and not after ``mine``, or before it and not before ``mine``)."""
+    if other in fact.loops:
+        return True
+    after = any(fact.order in f.reaches for f in members[other])
+    before = any(f.order in fact.reaches for f in members[other])
+    return (after and not any(fact.order in f.reaches for f in members[mine])) or (
+        before and not any(f.order in fact.reaches for f in members[mine])
+    )
+
+
+def _alternative_entries(side: A.Ring, sites: list[Site], heads: list[Site], alts: list[int]) -> Iterator[Finding]:
+    """§8.8 item 4 across ``loops N``: each wait of each alternative enters its loop at the position the
+    previous unit's loop left, whichever ran: its own loop's (``Fact.entry``) and each other's
+    (``Fact.across``). One mistake, one finding: a reset an alternative's own entry shows is that
+    alternative's finding alone (what the others enter with after it follows from it); else the first
+    reset after another alternative; else each undecided entry, never a pass."""
+    if side.restart is not None or side.once:
+        return
+    plan = {(s.kind, s.barrier): s for s in _steps(side) if s.kind == "wait"}
+    nested = [
+        (s, plan[(s.kind, s.barrier)])
+        for s in sorted(sites, key=lambda s: s.fact.order)
+        if (s.kind, s.barrier) in plan and len(s.fact.loops) >= 2 and s.fact.loops[-1] in alts
+    ]
+    resets = [(s, st, [r for r in ("slot", "parity") if dict(s.fact.entry).get(r) == "reset"]) for s, st in nested]
+    if any(r for _, _, r in resets):
+        for s, step, reset in resets:
+            if reset:
+                yield found(
+                    "wait-parity",
+                    "reset",
+                    s.fact,
+                    step.item,
+                    ring=side.name,
+                    step=step.words,
+                    side=side.side,
+                    reset=" and ".join(reset),
+                )
+        return
+    undecided: list[tuple[Site, Step]] = []
+    for s, step in nested:
+        how = dict(s.fact.entry)
+        for other in alts:
+            if other == s.fact.loops[-1]:
+                continue
+            after = {r: w for lp, r, w in s.fact.across if lp == other}
+            reset = [r for r in ("slot", "parity") if after.get(r) == "reset"]
+            if reset:
+                yield found(
+                    "wait-parity",
+                    "reset",
+                    s.fact,
+                    step.item,
+                    ring=side.name,
+                    step=step.words,
+                    side=side.side,
+                    reset=" and ".join(reset),
+                    after=next(h.fact.line for h in heads if h.fact.loops[-1] == other),
+                )
+                return
+            if any(after.get(r) != "carried" for r in ("slot", "parity")):
+                undecided.append((s, step))
+        if any(how.get(r) != "carried" for r in ("slot", "parity")):
+            undecided.append((s, step))
+    for s, step in dict.fromkeys(undecided):
+        yield unknown("wait-parity", s.fact, "entry-position", step.item)
+
+
+def _iteration(
+    ctx: Ctx,
+    role: A.Role,
+    side: A.Ring,
+    sites: list[Site],
+    anchor: Fact,
+    facts: Sequence[Fact],
+    first: Site | None,
+    alternatives: bool = False,
+) -> Iterator[Finding]:
+    """The step checks of one iteration loop of a side: the innermost loop around ``first``, its first
+    step (``alternatives``: one of a ``loops N`` side's, whose entry :func:`_alternative_entries` judges)."""
     plan = _steps(side)
     looping = [s for s in plan if not (isinstance(s.item, A.RingArrive) and s.item.prearm)]
-    first = _first_site(plan, sites)
     loop = first.fact.loops[-1] if first is not None and first.fact.loops else None
+    # a step missing from one alternative of `loops N`: which one (the PTX line of its first step)
+    which = {"alternative": first.fact.line} if alternatives and first is not None else {}
 
     def in_iteration(site: Site) -> bool:
         return loop is None or loop in site.fact.loops
@@ -303,6 +474,7 @@ def _side(
             step=step.words,
             side=side.side,
             prearm=prearm,
+            **which,
         )
     for step in unpeeled[:1]:  # a side with no peeled phase: one mistake, named at its first step
         yield found(
@@ -316,6 +488,7 @@ def _side(
             side=side.side,
             prearm=False,
             peeled=side.lag,
+            **which,
         )
     for site in extra:
         yield found(
@@ -345,9 +518,10 @@ def _side(
         elif step.kind == "wait":
             # the step's waits in the loop, and a lagged side's peeled phase after it
             peeled_waits = [site for site in of(step, inside=False) if peeled(site)]
-            yield from _parities(ctx, role, side, step, [*of(step), *peeled_waits], loop)
+            yield from _parities(ctx, role, side, step, [*of(step), *peeled_waits], None if alternatives else loop)
     yield from _fence(ctx, role, side, plan, sited, facts)
-    yield from _read_proxy(ctx, role, side, facts)
+    if not alternatives:  # a `loops N` side's proxy is its role's, judged once
+        yield from _read_proxy(ctx, role, side, facts)
 
 
 def _flushes(

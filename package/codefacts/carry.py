@@ -33,12 +33,21 @@ out) is then
   position at every unit of work;
 - ``unknown``: anything else (a reset on some paths only, a position read from memory or
   computed from the unit's index): the analysis cannot tell, which is never a pass.
+
+**Across alternative loops** (a side's ``loops N``, specs/language.md §8.8): when ``O`` holds
+another innermost loop ``K`` that runs instead of ``L`` on some passes, :meth:`Carry.across`
+answers the same question for a pass that ran ``K`` followed by a pass that runs ``L``: a pass
+restricted to the blocks on a path through ``K`` (those ``K`` reaches or that reach ``K`` without
+``O``'s back edges) starts from ``K``'s carried registers (the rest varies); its end seeds a pass
+restricted to ``L``'s path; the register the wait reads on ``L``'s first iteration is then
+``carried`` (it must depend on what ``K`` carries: the position ``K`` left), ``reset`` or
+``unknown`` (a cursor of ``L``'s own that ``K`` never moves is computed from values that vary).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from package.abi import HANDLE_PREFIX
 from package.codefacts.flow import Flow, Loop
@@ -101,6 +110,8 @@ class Carry:
         self._registers = frozenset(r for regs in self._writes.values() for r in regs)
         self._passes: dict[tuple[int, int], tuple[dict[int, State], frozenset[str]] | None] = {}
         self._firsts: dict[tuple[int, int], dict[int, State] | None] = {}
+        self._across: dict[tuple[int, int, int], dict[int, State] | None] = {}
+        self._across_firsts: dict[tuple[int, int, int], dict[int, State] | None] = {}
 
     def entry(self, outer: Loop, inner: Loop, index: int, operand: str) -> str:
         """How ``operand`` (a register, an address ``[reg+off]`` or a literal) read by instruction ``index``
@@ -125,6 +136,87 @@ class Carry:
         if may <= {"const", "fixed"}:
             return RESET
         return UNKNOWN
+
+    def across(self, outer: Loop, inner: Loop, other: Loop, index: int, operand: str) -> str:
+        """How ``operand`` read by instruction ``index`` of ``inner`` enters ``inner`` on a pass of ``outer``
+        that follows a pass which ran ``other`` (another innermost loop of ``outer``): ``carried`` (from the
+        position ``other`` left), ``reset`` or ``unknown`` (module docstring)."""
+        text = operand.strip()
+        if IMMEDIATE.match(text):
+            return RESET
+        plain = _REG.fullmatch(text) or (text.startswith("[") and _REG.search(text))
+        if not plain or self.flow.block_of[index] not in inner.body:
+            return UNKNOWN
+        key = (outer.header, inner.header, other.header)
+        if key not in self._across:
+            self._across[key] = self._solve_across(outer, inner, other)
+        states = self._across[key]
+        if states is None:
+            return UNKNOWN
+        value = self._first(key, inner, states, index, text)
+        if value is None:
+            return UNKNOWN
+        may, must = value
+        if "carried" in must:
+            return CARRIED
+        if may <= {"const", "fixed"}:
+            return RESET
+        return UNKNOWN
+
+    def _solve_across(self, outer: Loop, inner: Loop, other: Loop) -> dict[int, State] | None:
+        """The in-states of the blocks on a pass of ``outer`` through ``inner`` that follows a pass through
+        ``other``, the registers ``other`` carries marked carried at the start of that pass (None: no fixed
+        point)."""
+        moved = self.carried(outer, other)
+        if moved is None:
+            return None
+        written = frozenset(r for b in outer.body for r in self._writes[b])
+        seed: State = {r: (_CARRIED if r in moved else _VARIES) for r in written}
+        before = self._solve(outer, seed, self._through_loop(outer, other))
+        ends = self._ends(outer, before, written) if before is not None else None
+        if ends is None:
+            return None
+        return self._solve(outer, {r: ends.get(r, _VARIES) for r in written}, self._through_loop(outer, inner))
+
+    def _through_loop(self, outer: Loop, inner: Loop) -> frozenset[int]:
+        """The blocks of ``outer`` on a pass through ``inner``: those ``inner``'s header reaches, or that
+        reach it, without ``outer``'s back edges (the header of ``outer`` included)."""
+        flow = self.flow
+
+        def walk(step: Callable[[int], Iterable[int]]) -> set[int]:
+            seen = {inner.header}
+            stack = [inner.header]
+            while stack:
+                for n in step(stack.pop()):
+                    if n in outer.body and n not in seen:
+                        seen.add(n)
+                        if n != outer.header:  # a pass starts and ends at the header
+                            stack.append(n)
+            return seen
+
+        forward = walk(lambda b: flow.succs[b])
+        backward = walk(lambda b: flow.preds[b])
+        return frozenset(forward | backward | {outer.header})
+
+    def _first(
+        self, key: tuple[int, int, int], inner: Loop, states: Mapping[int, State], index: int, register: str
+    ) -> Value | None:
+        """``register``'s value when instruction ``index`` of ``inner`` first runs, on the pass ``states``
+        (``key``: the pass's, for the first iteration's states kept)."""
+        flow = self.flow
+        if key not in self._across_firsts:
+            entries = [p for p in flow.preds[inner.header] if p not in inner.body and p in states]
+            seed: State = {}
+            for p in entries:
+                for r, v in self._through(p, states[p]).items():
+                    seed[r] = _join(seed.get(r), v)
+            self._across_firsts[key] = self._solve(inner, seed) if entries else None
+        first = self._across_firsts[key]
+        block = flow.block_of[index]
+        if first is None or block not in first:
+            return None
+        state = self._run(dict(first[block]), flow.blocks[block][0], index)
+        return self._operand(register, state)
 
     def carried(self, outer: Loop, inner: Loop) -> frozenset[str] | None:
         """The registers ``inner`` carries from one pass of ``outer`` to the next (None: no fixed point)."""
@@ -188,12 +280,13 @@ class Carry:
                     ends[r] = _join(ends.get(r), got)
         return ends
 
-    def _solve(self, loop: Loop, seed: State) -> dict[int, State] | None:
+    def _solve(self, loop: Loop, seed: State, within: frozenset[int] | None = None) -> dict[int, State] | None:
         """The in-state of every block of ``loop`` on one pass: its header starts from ``seed``, the
         edges back to the header are left out, every other edge kept (the loops inside iterate to a
-        fixed point)."""
+        fixed point). ``within``: the blocks the pass may run (every block of ``loop`` when None)."""
         flow = self.flow
-        order = [b for b in flow.rpo if b in loop.body]
+        body = loop.body if within is None else loop.body & within
+        order = [b for b in flow.rpo if b in body]
         states: dict[int, State] = {}
         outs: dict[int, State] = {}
         for _ in range(64):
@@ -204,7 +297,7 @@ class Carry:
                 else:
                     state = {}
                     for p in flow.preds[b]:
-                        if p not in outs or p not in loop.body:
+                        if p not in outs or p not in body:
                             continue
                         for r, v in outs[p].items():
                             state[r] = _join(state.get(r), v)

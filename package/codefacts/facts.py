@@ -25,7 +25,7 @@ from package.codefacts.threads import Threads
 from package.codefacts.values import Env, Linear, Val, analyse, call_arguments, callee, defines
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
-FACTS_VERSION = 10  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
+FACTS_VERSION = 11  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
 # 4: an operand's linear form over params fields; 5: an operand from the function's arguments, `smem-arg`,
 # the conditions a copy, credit or expect-tx runs under; 6: a `local` operand (the function's stack), `param-pass`,
 # `call-arg` at calls to the module's own functions; 7: those conditions as expressions of params fields (`when`);
@@ -33,7 +33,8 @@ FACTS_VERSION = 10  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: g
 # the entry of its loop, carried from the loop around it or reset); 10: a callable's protocol summary: the bulk-group
 # steps (`bulk-store`, `bulk-commit`, `bulk-wait`), `xcall` at a call of another stage's callable, the parameter a
 # callable's shared-memory access is addressed from (`param`); fences and generic shared writes record what a path
-# reaches after them, and calls of another module's function and bulk stores the conditions they run under
+# reaches after them, and calls of another module's function and bulk stores the conditions they run under;
+# 11: a wait's `across` (its entry after a pass that ran an alternative loop, `loops N`)
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,9 @@ class Fact:
     # one (``carry.py``): ``carried`` (what the previous pass left), ``reset`` (the same on every pass) or
     # ``unknown``.
     entry: tuple[tuple[str, str], ...] = ()
+    # The same wait, after a pass of the outer loop that ran another innermost loop of it instead (an
+    # alternative k-loop, ``loops N``): ``(that loop's header position, slot|parity, carried|reset|unknown)``.
+    across: tuple[tuple[int, str, str], ...] = ()
     # A fact of a callable's protocol summary spliced at its caller's call (checker/conformance/summary.py): the
     # callable's function and the instruction's own PTX line there. Never recorded: the composition derives it.
     via: tuple[str, int] | None = None
@@ -192,6 +196,8 @@ class Fact:
             out["depths"] = [[h, [list(per) for per in v]] for h, v in self.depths]
         if self.entry:
             out["entry"] = [list(e) for e in self.entry]
+        if self.across:
+            out["across"] = [list(e) for e in self.across]
         return out
 
     @classmethod
@@ -224,6 +230,7 @@ class Fact:
                 for h, vs in raw.get("depths", ())
             ),
             tuple((str(r), str(how)) for r, how in raw.get("entry", ())),
+            tuple((int(h), str(r), str(how)) for h, r, how in raw.get("across", ())),
         )
 
 
@@ -541,6 +548,7 @@ def _entries(
     """Each wait in a loop nested in another with how its slot and parity enter the inner loop (``Fact.entry``)."""
     carry: Carry | None = None
     out = []
+    waiting = [index for index, f in found if f.kind == "wait"]
     for index, f in found:
         loops = [lp for lp in site.flow.loops_of(index) if lp.header not in site.spinning]
         if f.kind == "wait" and len(loops) >= 2 and site.flow.reachable(index):
@@ -553,7 +561,23 @@ def _entries(
             carry = carry or Carry(site.flow)
             entry = {role: carry.entry(loops[-2], loops[-1], at, reg) for role, at, reg in read}
             f = dataclasses.replace(f, entry=tuple((role, entry.get(role, "unknown")) for role in ("slot", "parity")))
+            across = [
+                (site.headers[other.header], role, carry.across(loops[-2], loops[-1], other, at, reg))
+                for other in _siblings(site, loops[-2], loops[-1], waiting)
+                for role, at, reg in read
+            ]
+            f = dataclasses.replace(f, across=tuple(across))
         out.append((index, f))
+    return out
+
+
+def _siblings(site: _Site, outer: Loop, inner: Loop, waiting: list[int]) -> list[Loop]:
+    """The other innermost loops around a wait directly inside ``outer`` (the alternatives of ``inner``)."""
+    out: list[Loop] = []
+    for index in waiting:
+        loops = [lp for lp in site.flow.loops_of(index) if lp.header not in site.spinning]
+        if len(loops) >= 2 and loops[-2] == outer and loops[-1] != inner and loops[-1] not in out:
+            out.append(loops[-1])
     return out
 
 
