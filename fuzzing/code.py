@@ -201,7 +201,8 @@ def _of(
     )
     if previous is not None and previous.line < ins.line:
         before = previous.line - 1
-        inputs = _inputs(lines, fn, ins, previous)  # the moved instruction takes its operands' computation along
+        # the moved instruction takes its operands' computation along, within one block of straight-line code
+        inputs = set() if _branches(lines[before:at]) else _inputs(lines, fn, ins, previous)
         group = [lines[i] for i in sorted(inputs)] + [text]
         stay = [line for i, line in enumerate(lines[before:at], before) if i not in inputs]
         moved = [*lines[:before], *group, *stay, *lines[at + 1 :]]
@@ -575,10 +576,11 @@ _PURE = frozenset({"mov", "mapa", "add", "sub", "mul", "mad", "shl", "shr", "and
 
 def _inputs(lines: list[str], fn: Function, ins: Instr, previous: Instr) -> set[int]:
     """The 0-based PTX lines between ``previous`` and ``ins`` that compute what ``ins`` reads (its operands'
-    definitions, transitively), when each is a one-line pure computation or the result of a call without
-    arguments (a handle: its whole call sequence): a reorder moves them along, as moving the statement in
-    the source would. A definition of another kind (a load) stays where it is, and nothing moves: the
-    instruction then reads a register no path has set yet (conformance: an undecided site)."""
+    definitions, transitively), when each is a one-line computation or load, or the result of a call
+    without arguments (a handle: its whole call sequence): a reorder moves them along, as moving the
+    statement in the source would (its arguments are evaluated where it runs). A definition of another
+    kind (a volatile load, a guarded one, a call with arguments) stays where it is, and nothing moves:
+    the instruction then reads a register no path has set yet (conformance: an undecided site)."""
     between = [i for i in fn.body if previous.line < i.line < ins.line]
     need = set(_reads(ins))
     taken: set[int] = set()
@@ -593,7 +595,8 @@ def _inputs(lines: list[str], fn: Function, ins: Instr, previous: Instr) -> set[
             taken |= block
             need -= dests
             continue
-        if other.base not in _PURE or other.guard or len(dests) != 1:
+        loads = other.base == "ld" and not other.has("volatile")  # an argument read from memory: it moves too
+        if (other.base not in _PURE and not loads) or other.guard or len(dests) != 1:
             return set()
         taken.add(other.line - 1)
         need = (need - dests) | set(_reads(other))
@@ -883,7 +886,11 @@ def _crosses_branch(mutation: CodeMutation, ptx: str) -> bool:
     """Whether a ``reorder`` mutant moves its instruction past a branch or a label of the original PTX
     (into or out of a block that runs under another condition)."""
     lines = _before(mutation)
-    between = ptx.split("\n")[lines.start - 1 : lines.stop - 1]
+    return _branches(ptx.split("\n")[lines.start - 1 : lines.stop - 1])
+
+
+def _branches(between: Sequence[str]) -> bool:
+    """Whether PTX lines hold a branch or a label (a boundary of straight-line code)."""
     return any(re.match(r"\s*(@!?%\w+\s+)?bra(\.uni)?\s|\s*[$\w]+:", t) for t in between)
 
 
