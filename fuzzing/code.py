@@ -49,7 +49,7 @@ from typing import Any, Literal
 from checker.composition import Composition
 from diagnostics.model import Diagnostic, Severity
 from package.codefacts import derive
-from package.codefacts.facts import Operand
+from package.codefacts.facts import BULK_STORES, Operand
 from package.codefacts.ptx import Function, Instr, parse
 from package.codefacts.values import Env, analyse, call_arguments, callee
 from package.loader import StageEntry
@@ -126,15 +126,9 @@ def mutations(component: str, ptx: str) -> Iterator[CodeMutation]:
             yield from rest[1]
 
 
-#: Bulk stores from shared memory (asynchronous reads of it, completed by bulk groups).
-_BULK_STORES = (
-    "cp.async.bulk.tensor.1d.global.shared",
-    "cp.async.bulk.tensor.2d.global.shared",
-    "cp.async.bulk.tensor.3d.global.shared",
-    "cp.async.bulk.tensor.4d.global.shared",
-    "cp.async.bulk.tensor.5d.global.shared",
-    "cp.async.bulk.global.shared",
-)
+#: Bulk stores from shared memory (asynchronous reads of it, completed by bulk groups); not the reductions,
+#: whose second run adds again.
+_BULK_STORES = tuple(op for op in BULK_STORES if not op.startswith("cp.reduce"))
 
 
 def _twice(opcode: str) -> str:

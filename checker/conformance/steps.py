@@ -357,16 +357,7 @@ def _alternative_entries(side: A.Ring, sites: list[Site], heads: list[Site], alt
     if any(r for _, _, r in resets):
         for s, step, reset in resets:
             if reset:
-                yield found(
-                    "wait-parity",
-                    "reset",
-                    s.fact,
-                    step.item,
-                    ring=side.name,
-                    step=step.words,
-                    side=side.side,
-                    reset=" and ".join(reset),
-                )
+                yield _reset(side, step, s.fact, reset)
         return
     undecided: list[tuple[Site, Step]] = []
     for s, step in nested:
@@ -377,17 +368,8 @@ def _alternative_entries(side: A.Ring, sites: list[Site], heads: list[Site], alt
             after = {r: w for lp, r, w in s.fact.across if lp == other}
             reset = [r for r in ("slot", "parity") if after.get(r) == "reset"]
             if reset:
-                yield found(
-                    "wait-parity",
-                    "reset",
-                    s.fact,
-                    step.item,
-                    ring=side.name,
-                    step=step.words,
-                    side=side.side,
-                    reset=" and ".join(reset),
-                    after=next(h.fact.line for h in heads if h.fact.loops[-1] == other),
-                )
+                previous = next(h.fact.line for h in heads if h.fact.loops[-1] == other)
+                yield _reset(side, step, s.fact, reset, after=previous)
                 return
             if any(after.get(r) != "carried" for r in ("slot", "parity")):
                 undecided.append((s, step))
@@ -790,6 +772,22 @@ def _parities(
         yield from wrong or _entry(side, step, site, loop)
 
 
+def _reset(side: A.Ring, step: Step, fact: Fact, reset: list[str], **more: object) -> Finding:
+    """``wait-parity`` ``reset``: the wait enters its loop at a position the same on every pass (``reset``:
+    the slot, the parity or both), where its side carries the ring position from one unit to the next."""
+    return found(
+        "wait-parity",
+        "reset",
+        fact,
+        step.item,
+        ring=side.name,
+        step=step.words,
+        side=side.side,
+        reset=" and ".join(reset),
+        **more,
+    )
+
+
 def _entry(side: A.Ring, step: Step, site: Site, loop: int | None) -> Iterator[Finding]:
     """A wait of the side's iteration loop nested in another loop (a k-loop in a persistent kernel's loop
     over units of work): a side that does not `restart` enters its loop at the position the previous
@@ -801,16 +799,7 @@ def _entry(side: A.Ring, step: Step, site: Site, loop: int | None) -> Iterator[F
     how = dict(site.fact.entry)
     reset = [r for r in ("slot", "parity") if how.get(r) == "reset"]
     if reset:
-        yield found(
-            "wait-parity",
-            "reset",
-            site.fact,
-            step.item,
-            ring=side.name,
-            step=step.words,
-            side=side.side,
-            reset=" and ".join(reset),
-        )
+        yield _reset(side, step, site.fact, reset)
     elif any(how.get(r) != "carried" for r in ("slot", "parity")):
         yield unknown("wait-parity", site.fact, "entry-position", step.item)
 

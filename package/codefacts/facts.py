@@ -757,7 +757,7 @@ def _instruction(fn: str, ins: Instr, env: Env, site: _Site, index: int) -> Iter
         )
     elif op.startswith("cp.async.bulk.shared") and "mbarrier" in op and len(ops) >= 4:
         yield fact("bulk-copy", ("dst", _addr(env, ops[0])), ("bytes", _op(env, ops[2])), ("bar", _addr(env, ops[3])))
-    elif op.startswith(_BULK_STORE) and "mbarrier" not in op and len(ops) >= 2:
+    elif op.startswith(BULK_STORES) and "mbarrier" not in op and len(ops) >= 2:
         # an asynchronous read of shared memory into global memory, completed by bulk groups (a TMA store)
         read = ops[-1] if op.startswith("cp.async.bulk.tensor") or ops[-1].startswith("[") else ops[1]
         yield fact("bulk-store", ("src", _addr(env, read)), *_params_of(site, env, read))
@@ -828,7 +828,7 @@ def _instruction(fn: str, ins: Instr, env: Env, site: _Site, index: int) -> Iter
 
 #: Bulk copies from shared memory to global memory (TMA and plain bulk stores, reductions): asynchronous reads of
 #: shared memory that complete at a later ``cp.async.bulk.wait_group`` of their bulk group.
-_BULK_STORE = (
+BULK_STORES = (
     "cp.async.bulk.tensor.1d.global.shared",
     "cp.async.bulk.tensor.2d.global.shared",
     "cp.async.bulk.tensor.3d.global.shared",
