@@ -163,6 +163,8 @@ def _ring(ring: A.Ring) -> Iterator[tuple[Key, str]]:
             yield (*k, "lag"), str(it.count)
         elif isinstance(it, A.RingOnce):
             yield (*k, "once"), "yes"
+        elif isinstance(it, A.RingLoops):
+            yield (*k, "loops"), str(it.count)
         else:
             yield (*k, "fence"), it.kind
     for barrier, sizes in sorted(copies.items()):
