@@ -125,7 +125,22 @@ def check(stage: A.Stage, code: CodeFacts) -> list[Finding]:
         if key not in seen:
             seen.add(key)
             out.append(finding)
-    return _one_per_line(out)
+    return _one_per_line(_root_causes(stage, out))
+
+
+#: Checks of a ring's byte accounting, which read the fill's steps (its `expect_tx` arrive, its copies).
+_FILL_CHECKS = frozenset({"copy-bytes", "copy-count", "expect-tx"})
+
+
+def _root_causes(stage: A.Stage, found: list[Finding]) -> list[Finding]:
+    """One mistake, one diagnostic: where a ring side misses or misplaces a step (a decided ``ring-step``), an
+    undecided site of its byte accounting follows from that step (a fill whose `expect_tx` arrive is gone
+    cannot pair its copies' bytes) and is not reported beside it. The verdict is a rejection either way."""
+    broken = {dict(f.facts).get("ring") for f in found if f.check == "ring-step" and f.decided}
+    if not broken:
+        return found
+    items = {id(item): ring.name for ring in stage.rings if ring.name in broken for item in ring.items}
+    return [f for f in found if f.decided or f.check not in _FILL_CHECKS or id(f.node) not in items]
 
 
 def through_calls(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> Iterator[tuple[int, Finding]]:

@@ -142,10 +142,10 @@ def test_the_producer_with_two_alternative_k_loops_needs_loops_2(tmp_path: Path)
 
 
 def test_a_step_missing_from_one_alternative_names_that_loop(tmp_path: Path) -> None:
-    found = _producer(tmp_path, 2, drop="gs::mbar_arrive_expect_tx(full, 2u * kHalf + kBytesX);")
-    missing = [d for d in found if dict(d.data)["check"] == "ring-step"]
-    assert len(missing) == 1 and missing[0].code == "L-CONFORM"
-    assert "never runs `full arrive` of ring `kv` in its loop (the alternative loop of `loops N`" in missing[0].message
+    # one mistake, one diagnostic: the fill's byte accounting (copy-bytes) follows from the missing arrive
+    (missing,) = _producer(tmp_path, 2, drop="gs::mbar_arrive_expect_tx(full, 2u * kHalf + kBytesX);")
+    assert missing.code == "L-CONFORM" and dict(missing.data)["check"] == "ring-step"
+    assert "never runs `full arrive` of ring `kv` in its loop (the alternative loop of `loops N`" in missing.message
 
 
 def test_a_step_no_alternative_runs_is_one_finding(tmp_path: Path) -> None:
