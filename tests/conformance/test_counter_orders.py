@@ -17,9 +17,16 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from checker.conformance.context import Ctx, Finding
+from checker.conformance.orders import orders
+from checker.handles import expected_handles
+from contract_lang.parser import parse_text
 from diagnostics.model import Diagnostic
 from kernlink.api import check
+from package.codefacts.facts import EVERY_THREAD, CodeFacts, Fact, Operand
 from packing.pack import pack
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
@@ -82,3 +89,67 @@ def test_without_orders_the_missing_sync_is_not_this_check(tmp_path: Path) -> No
         "consumer.kc": [("participants mma orders sk_flags", "participants mma")],
     }
     assert [d for d in _checked(tmp_path, edits) if dict(d.data)["check"] == "barrier-orders"] == []
+
+
+# ----------------------------------------------------------------- the rule, as a property over one role's facts
+
+STAGE = """stage "s" version "1.0.0" {
+    target sm_90a
+    role r entry f warps 4
+    claim counter c slots 1 scope gpu
+    claim barrier b participants r orders c
+}
+"""
+
+
+def _orders_findings(tokens: list[str]) -> list[Finding]:
+    """The `barrier-orders` findings for a role whose code runs ``tokens`` in that order, in one pass: ``w`` a global
+    write, ``r`` a global read, ``b`` a `bar.sync` on `b`, ``R`` the counter's release, ``A`` its acquire."""
+    stage = parse_text(STAGE, "s.kc").stages[0]
+    handles = {spec.kind: sym for sym, spec in expected_handles(stage).items()}
+    counter = Operand("handle", handles=(handles["counter_ptr"],))
+    made = {
+        "w": ("gmem-access", "st.global.u32", (("addr", Operand("arith")),), "write"),
+        "r": ("gmem-access", "ld.global.u32", (("addr", Operand("arith")),), "read"),
+        "b": ("barrier", "bar.sync", (("id", Operand("handle", handles=(handles["bar_id"],))),), "sync"),
+        "R": ("gmem-access", "st.release.gpu.global.u32", (("addr", counter),), "write"),
+        "A": ("gmem-access", "ld.acquire.gpu.global.u32", (("addr", counter),), "read"),
+    }
+    facts = [
+        Fact(kind, "f", i + 1, op, operands, None, detail, EVERY_THREAD, (), i + 1)
+        for i, (kind, op, operands, detail) in enumerate(made[t] for t in tokens)
+    ]
+    ctx = Ctx(stage, {"f": stage.roles[0]}, {})
+    return [f for f in orders(ctx, CodeFacts(tuple(facts), len(facts))) if f.check == "barrier-orders"]
+
+
+def _unordered(tokens: list[str], step: str, access: str) -> int:
+    """How many ``step``s (``R``: with a write before it, ``A``: with a read after it) no ``b`` separates from one."""
+    count = 0
+    for i, t in enumerate(tokens):
+        if t != step:
+            continue
+        span = tokens[:i] if step == "R" else tokens[i + 1 :]
+        near = span[::-1] if step == "R" else span  # from the step outwards, up to the first barrier
+        cut = near.index("b") if "b" in near else len(near)
+        count += access in near[:cut]
+    return count
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from("wrbRA"), max_size=9))
+def test_a_counter_step_is_reported_once_iff_no_barrier_separates_it(tokens: list[str]) -> None:
+    got = _orders_findings(tokens)
+    assert all(f.decided for f in got)
+    assert sorted(f.problem for f in got) == sorted(
+        ["counter-release"] * _unordered(tokens, "R", "w") + ["counter-acquire"] * _unordered(tokens, "A", "r")
+    )
+
+
+def test_an_unbound_release_is_undecided_never_a_pass() -> None:
+    stage = parse_text(STAGE, "s.kc").stages[0]
+    release = Fact(
+        "gmem-access", "f", 1, "st.release.gpu.global.u32", (("addr", Operand("unknown")),), None, "write", order=1
+    )
+    got = list(orders(Ctx(stage, {"f": stage.roles[0]}, {}), CodeFacts((release,), 1)))
+    assert [(f.check, f.decided, f.value("what")) for f in got] == [("barrier-orders", False, "counter-step")]
