@@ -135,7 +135,8 @@ result: a finding shows the caller's call and names the callable's own PTX line.
 is unknown (an indirect call, a call of a synchronising function of its own module, a step in a
 loop) where a step is missing is undecided (I-CONFORM, an error under `--strict`). At `kernlink
 pack` of the caller alone, the staging steps of a role that calls another stage's callables are
-left to the composed check (a note of `kernlink pack` names the role and the ring).
+left to the composed check (a note of `kernlink pack` names the role and the ring), and so is
+what a barrier orders around a counter (the note names the role, the barrier and the counter).
 
 A TMA copy's bytes come from the box its tensor map's params field declares (`box 64,
 128 elem bf16`); the copies and `complete_tx` credits of a fill add up to the ring's

@@ -54,7 +54,7 @@ def orders(ctx: Ctx, code: CodeFacts) -> Iterator[Finding]:
                 if claim is not None:
                     yield from _pairs(ctx, bar, role, claim, facts, syncs)
                 counter = next((c for c in ctx.stage.items if isinstance(c, A.CounterClaim) and c.name == name), None)
-                if counter is not None and not _deferred(ctx, facts):
+                if counter is not None and not _later(ctx.stage, facts):
                     yield from _counter(ctx, bar, role, counter, facts, syncs)
 
 
@@ -143,10 +143,26 @@ def _common_loops(p: Fact, q: Fact) -> tuple[int, ...]:
     return tuple(common)
 
 
-def _deferred(ctx: Ctx, facts: Sequence[Fact]) -> bool:
+def deferred(stage: A.Stage, code: CodeFacts) -> list[tuple[str, str, str]]:
+    """The (role, barrier, counter) orderings a component's code alone cannot show: the role calls another stage's
+    callables, which may make the global accesses or run the counter steps; the composed check judges them
+    (``kernlink pack`` says so)."""
+    found: set[tuple[str, str, str]] = set()
+    for bar in stage.items:
+        if not isinstance(bar, A.BarrierClaim):
+            continue
+        counters = [c.name for c in stage.items if isinstance(c, A.CounterClaim) and c.name in bar.orders]
+        for role in stage.roles:
+            mine = [f for f in code.facts if f.function == role.entry]
+            if role.name in bar.participants and role.entry and counters and _later(stage, mine):
+                found |= {(role.name, bar.name, c) for c in counters}
+    return sorted(found)
+
+
+def _later(stage: A.Stage, facts: Sequence[Fact]) -> bool:
     """The role calls another stage's callables whose summaries these facts do not hold (``kernlink pack`` of the
     component alone): the composed check judges its counter's ordering."""
-    calls = {c.symbol for c in ctx.stage.items if isinstance(c, A.Call)}
+    calls = {c.symbol for c in stage.items if isinstance(c, A.Call)}
     spliced = any(f.via is not None or f.kind == "summary-unknown" for f in facts)
     return not spliced and any(f.kind == "xcall" and f.detail in calls for f in facts)
 
