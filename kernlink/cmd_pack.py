@@ -118,6 +118,14 @@ def cmd_pack(args: argparse.Namespace) -> int:
                 "steps are checked with the composition (`kernlink check`), through the callables' summaries"
             )
         )
+    for role, barrier, counter in result.deferred_orders:
+        print(
+            escape_controls(
+                f"note: role `{role}` calls other stages' callables, which may access global memory or step counter "
+                f"`{counter}`: what barrier `{barrier}` orders around the counter is checked with the composition "
+                "(`kernlink check`), through the callables' summaries"
+            )
+        )
     return EXIT_OK
 
 

@@ -80,6 +80,8 @@ class PackResult:
     opened: opened.Opened | None = None  # what the compile read (None: the compiler did not say)
     # the (role, ring) staging sides its code leaves to the composed check: the role calls other stages' callables
     deferred: tuple[tuple[str, str], ...] = ()
+    # the (role, barrier, counter) orderings its code leaves to the composed check (checker/conformance/orders.py)
+    deferred_orders: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -345,7 +347,17 @@ def pack(
         seconds,
         built.opened,
         _deferred(built),
+        _deferred_orders(built),
     )
+
+
+def _deferred_orders(built: Built) -> tuple[tuple[str, str, str], ...]:
+    """The counter orderings a component's code alone cannot show (checker/conformance/orders.py: ``deferred``)."""
+    if built.code is None:
+        return ()
+    from checker.conformance.orders import deferred
+
+    return tuple(deferred(built.stage, built.code))
 
 
 def _deferred(built: Built) -> tuple[tuple[str, str], ...]:

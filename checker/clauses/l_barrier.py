@@ -6,8 +6,8 @@ rendezvous channels (each channel is one barrier).
 
 - A `claim barrier` names its participants, every one a role of the composition;
   a stated `threads` is a multiple of the warp size and equals the participants'
-  threads (32 × warps, summed); what it `orders` are `claim smem` lines of its stage
-  (conformance checks that the participants' code puts it between their accesses).
+  threads (32 × warps, summed); what it `orders` are `claim smem` or `claim counter` lines of its
+  stage (conformance checks that the participants' code puts it between their accesses).
 - The sides of a rendezvous state one `threads`, a multiple of the warp size, equal
   to the threads of the roles on all its sides when those are known.
 - The composition needs no more IDs than the CTA has besides `__syncthreads`'s: 16
@@ -133,7 +133,7 @@ class BarrierClause(Clause):
                 data={**data, "participant": missing[0]},
             )
             return
-        smem = {i.name for i in claim.stage.stage.items if isinstance(i, A.SmemClaim)}
+        smem = {i.name for i in claim.stage.stage.items if isinstance(i, (A.SmemClaim, A.CounterClaim))}
         unknown = [c for c in item.orders if c not in smem]
         if unknown:
             from diagnostics.suggestions import did_you_mean
@@ -141,9 +141,12 @@ class BarrierClause(Clause):
             guess = did_you_mean(unknown[0], sorted(smem))
             yield seam(
                 self.code,
-                f"named barrier `{item.name}` orders `{unknown[0]}`, which is no shared-memory claim of its stage",
-                (claim.span, f"`{unknown[0]}` is not a `claim smem` here"),
-                helps=(f"did you mean `{guess}`?",) if guess else ("name `claim smem` lines of this stage",),
+                f"named barrier `{item.name}` orders `{unknown[0]}`, which is no shared-memory or counter claim "
+                "of its stage",
+                (claim.span, f"`{unknown[0]}` is not a `claim smem` or `claim counter` here"),
+                helps=(f"did you mean `{guess}`?",)
+                if guess
+                else ("name `claim smem` or `claim counter` lines of this stage",),
                 data={**data, "claim": unknown[0]},
             )
             return

@@ -104,7 +104,15 @@ warpgroup, one thread):
   orders C`) missing between two accesses of `C` by role `R`, one a write: a write and
   an access after it, a read and a write after it, in one pass or across the passes of a
   loop around both (a `bar.sync` of a rendezvous the role syncs counts too); a TMA or bulk
-  store from the claim is a read of it, `stmatrix` a write.
+  store from the claim is a read of it, `stmatrix` a write. For a counter claim (`orders C` of
+  a `claim counter C`): a `bar.sync` on `B` missing, in one pass, between a global write of the
+  role and a release of `C` (its `add` step: a `.release` store, reduction or atomic to an
+  address built on the counter's `_counter_ptr()` handle, or a call of its `_counter_add()`),
+  or between an acquire of `C` (its `wait` step: an `.acquire` load, or `_counter_wait()`) and
+  a later global read of the role (`counter-release`, `counter-acquire`); the accesses one
+  call of a callable makes together with its own release or acquire are the callable's to
+  order. A release or acquire whose address no counter handle can be bound to, or an access
+  inside a callable whose summary is unknown, where no barrier stands, is undecided.
 
 A ring without barriers whose slot one role writes and reads asynchronously (a staging
 buffer: `read wait`, `read async`, `writes generic`, `fence proxy_async`) is checked against
@@ -127,7 +135,8 @@ result: a finding shows the caller's call and names the callable's own PTX line.
 is unknown (an indirect call, a call of a synchronising function of its own module, a step in a
 loop) where a step is missing is undecided (I-CONFORM, an error under `--strict`). At `kernlink
 pack` of the caller alone, the staging steps of a role that calls another stage's callables are
-left to the composed check (a note of `kernlink pack` names the role and the ring).
+left to the composed check (a note of `kernlink pack` names the role and the ring), and so is
+what a barrier orders around a counter (the note names the role, the barrier and the counter).
 
 A TMA copy's bytes come from the box its tensor map's params field declares (`box 64,
 128 elem bf16`); the copies and `complete_tx` credits of a fill add up to the ring's
@@ -383,6 +392,8 @@ UNDECIDED = {
     "ordering-barrier": "whether the barrier between these accesses runs whenever they do (it sits under a branch "
     "or a thread guard that one of them is not under)",
     "summary": "what the called callable synchronises (its protocol summary is unknown)",
+    "counter-step": "which counter this release or acquire is of (its address is built on no counter handle the "
+    "analysis can bind), and so what the barrier that `orders` the counter must order around it",
     "groups": "how many bulk groups the read wait lets stay pending",
 }
 
@@ -1219,6 +1230,31 @@ def _private_mbarrier(f: Finding, fn: str, op: str) -> Worded:
 def _barrier_orders(f: Finding, fn: str, op: str) -> Worded:
     barrier, claim, role = f.value("barrier"), f.value("claim"), f.value("role")
     first, first_op = f.value("first"), f.value("first_op")
+    if f.problem in ("counter-release", "counter-acquire"):
+        callee = f.value("first_via")
+        where = f"PTX line {first}" + (
+            f", in the callable `{callee.split(':')[0]}` at its line {callee.split(':')[1]}" if callee else ""
+        )
+        if f.problem == "counter-release":
+            message = (
+                f"`{fn}` (role `{role}`) releases counter `{claim}` (`{op}`) after the global write `{first_op}` "
+                f"({where}) with no `bar.sync` on barrier `{barrier}` between them: the counter's reader may see it "
+                "before another thread's write"
+            )
+            between = "between the role's global writes and the counter's release"
+        else:
+            message = (
+                f"`{fn}` (role `{role}`) reads global memory (`{op}`) after the acquire `{first_op}` of counter "
+                f"`{claim}` ({where}) with no `bar.sync` on barrier `{barrier}` between them: a thread other than the "
+                "one that acquired may read before the counter's writer's data is visible to it"
+            )
+            between = "between the counter's acquire and the role's global reads"
+        return Worded(
+            message,
+            f"`orders {claim}` declared here",
+            f"`{op}` here",
+            f"sync on `{barrier}` (its `_bar_id()`/`_threads()` handles) {between}",
+        )
     when = "in the next pass of the loop around both" if f.value("across") == "True" else "after it"
     return Worded(
         f"`{fn}` (role `{role}`) runs `{op}` on claim `{claim}` {when} `{first_op}` (PTX line {first}) on it, with "

@@ -34,7 +34,7 @@ from collections.abc import Iterator, Sequence
 from checker.conformance.context import Ctx, Finding, found, unknown
 from checker.conformance.staging import in_claim
 from contract_lang import ast as A
-from package.codefacts.facts import EVERY_THREAD, CodeFacts, Fact
+from package.codefacts.facts import EVERY_THREAD, CodeFacts, Fact, Operand
 
 ORDER_CHECKS = ("barrier-orders",)
 
@@ -53,6 +53,9 @@ def orders(ctx: Ctx, code: CodeFacts) -> Iterator[Finding]:
                 claim = next((c for c in ctx.stage.items if isinstance(c, A.SmemClaim) and c.name == name), None)
                 if claim is not None:
                     yield from _pairs(ctx, bar, role, claim, facts, syncs)
+                counter = next((c for c in ctx.stage.items if isinstance(c, A.CounterClaim) and c.name == name), None)
+                if counter is not None and not _later(ctx.stage, facts):
+                    yield from _counter(ctx, bar, role, counter, facts, syncs)
 
 
 def _whole(ctx: Ctx, bar: A.BarrierClaim, role: A.Role, f: Fact) -> bool:
@@ -138,3 +141,142 @@ def _common_loops(p: Fact, q: Fact) -> tuple[int, ...]:
             break
         common.append(a)
     return tuple(common)
+
+
+def deferred(stage: A.Stage, code: CodeFacts) -> list[tuple[str, str, str]]:
+    """The (role, barrier, counter) orderings a component's code alone cannot show: the role calls another stage's
+    callables, which may make the global accesses or run the counter steps; the composed check judges them
+    (``kernlink pack`` says so)."""
+    found: set[tuple[str, str, str]] = set()
+    for bar in stage.items:
+        if not isinstance(bar, A.BarrierClaim):
+            continue
+        counters = [c.name for c in stage.items if isinstance(c, A.CounterClaim) and c.name in bar.orders]
+        for role in stage.roles:
+            mine = [f for f in code.facts if f.function == role.entry]
+            if role.name in bar.participants and role.entry and counters and _later(stage, mine):
+                found |= {(role.name, bar.name, c) for c in counters}
+    return sorted(found)
+
+
+def _later(stage: A.Stage, facts: Sequence[Fact]) -> bool:
+    """The role calls another stage's callables whose summaries these facts do not hold (``kernlink pack`` of the
+    component alone): the composed check judges its counter's ordering."""
+    calls = {c.symbol for c in stage.items if isinstance(c, A.Call)}
+    spliced = any(f.via is not None or f.kind == "summary-unknown" for f in facts)
+    return not spliced and any(f.kind == "xcall" and f.detail in calls for f in facts)
+
+
+def _counter(
+    ctx: Ctx, bar: A.BarrierClaim, role: A.Role, counter: A.CounterClaim, facts: Sequence[Fact], syncs: Sequence[Fact]
+) -> Iterator[Finding]:
+    """``orders C`` of a counter claim: a barrier between the role's global writes and each release of ``C`` (its
+    ``add`` step), and between each acquire of ``C`` (its ``wait`` step) and the role's later global reads, in one
+    pass. An access or a step the facts cannot show (an unknown summary, an unbound release) is undecided."""
+    releases: list[Fact] = []
+    acquires: list[Fact] = []
+    writes: list[Fact] = []
+    reads: list[Fact] = []
+    for f in facts:
+        step = _step(ctx, counter, f)
+        if step == "release":
+            releases.append(f)
+        elif step == "acquire":
+            acquires.append(f)
+        elif step == "unbound":
+            yield unknown("barrier-orders", f, "counter-step", bar)
+        elif step == "access":
+            if f.kind == "summary-unknown" or f.detail in ("write", "unknown"):
+                writes.append(f)
+            if f.kind == "summary-unknown" or f.detail in ("read", "unknown"):
+                reads.append(f)
+    for q in releases:
+        yield from _first_unordered(ctx, bar, role, counter, writes, q, syncs, before=True)
+    for p in acquires:
+        yield from _first_unordered(ctx, bar, role, counter, reads, p, syncs, before=False)
+
+
+def _step(ctx: Ctx, counter: A.CounterClaim, f: Fact) -> str:
+    """What a fact is to counter ``C``'s ordering: its ``release`` or ``acquire``, an ``unbound`` release or acquire
+    (of a counter the analysis cannot tell), a global ``access`` of the role, or ``other``."""
+    if f.kind == "xcall":
+        for spec in ctx.handles_of(Operand("handle", handles=(f.detail,))):
+            if spec.item == counter.name and spec.kind == "counter_add":
+                return "release"
+            if spec.item == counter.name and spec.kind == "counter_wait":
+                return "acquire"
+        return "other"
+    if f.kind == "summary-unknown":
+        return "access"
+    if f.kind != "gmem-access":
+        return "other"
+    addr = f.operand("addr")
+    if addr is not None and addr.kind == "local":
+        return "other"
+    ordered = _ordering(f.opcode)
+    if ordered is None:
+        mine = any(s.item == counter.name for s in ctx.handles_of(addr, "counter_ptr"))
+        return "other" if mine else "access"  # a relaxed access of the counter itself (a reset) orders nothing
+    if addr is None or addr.kind == "unknown":
+        return "unbound"
+    if any(s.item == counter.name for s in ctx.handles_of(addr, "counter_ptr")):
+        return ordered
+    return "other"
+
+
+def _ordering(opcode: str) -> str | None:
+    """``release`` for a store, reduction or atomic with release semantics, ``acquire`` for a load (or an atomic)
+    with acquire semantics, None for a relaxed or plain access."""
+    parts = opcode.split(".")
+    if "release" in parts or ("acq_rel" in parts and parts[0] in ("st", "red", "atom")):
+        return "release"
+    if "acquire" in parts:
+        return "acquire"
+    return None
+
+
+def _first_unordered(
+    ctx: Ctx,
+    bar: A.BarrierClaim,
+    role: A.Role,
+    counter: A.CounterClaim,
+    accesses: Sequence[Fact],
+    step: Fact,
+    syncs: Sequence[Fact],
+    *,
+    before: bool,
+) -> Iterator[Finding]:
+    """The first access (``before``: a write before the release ``step``; else a read after the acquire ``step``)
+    that no ``bar.sync`` on the barrier running whenever both do lies between, in one pass: one finding per step."""
+    for a in sorted(accesses, key=lambda g: g.order, reverse=before):
+        p, q = (a, step) if before else (step, a)
+        if not p.order < q.order:
+            continue
+        if p.via is not None and q.via is not None and (p.line, p.via[0]) == (q.line, q.via[0]):
+            continue  # one call of a callable: what orders its own thread's accesses is the callable's
+        between = [b for b in syncs if p.order < b.order < q.order and _holds(b, p, q)]
+        if any(_runs_with(b, p, q) for b in between):
+            continue
+        if between or a.kind == "summary-unknown" or a.detail == "unknown":
+            # only a barrier that may not run stands between them, or what the call accesses is not known
+            yield unknown("barrier-orders", a, "ordering-barrier" if between else "summary", bar)
+            return
+        yield found(
+            "barrier-orders",
+            "counter-release" if before else "counter-acquire",
+            q,
+            bar,
+            barrier=bar.name,
+            claim=counter.name,
+            role=role.name,
+            first=p.line,
+            first_op=p.opcode,
+            first_via="" if p.via is None else f"{p.via[0]}:{p.via[1]}",
+        )
+        return
+
+
+def _holds(b: Fact, p: Fact, q: Fact) -> bool:
+    """Barrier ``b`` sits in no loop that does not also hold ``p`` or ``q``: on a pass that runs it after ``p`` (or
+    before ``q``), it runs once between them."""
+    return b.loops == p.loops[: len(b.loops)] or b.loops == q.loops[: len(b.loops)]

@@ -11,6 +11,9 @@ composition (``kernlink check``, the link) has the callable's facts too, so it s
   access or an asynchronous read of shared memory, the parameter its address is built on
   (``param``). It is a part of the exporter's recorded facts (the package's ``conformance``
   record, derived again from its PTX payload at load: a record that differs is L-INTEGRITY);
+- the summary also holds the callable's loads and stores that may reach global memory (``gmem-access``; a call of
+  a function of its own module that makes some is one whose address is unknown), what a barrier that ``orders`` a
+  counter orders (:mod:`.orders`);
 - a summary is **unknown** (never empty) when the callable makes an indirect call, calls a
   function of its own module that synchronises, or repeats a synchronisation step in a loop
   (how often it runs is not one count): the splice marks the call (``summary-unknown``, with the
@@ -33,8 +36,11 @@ from dataclasses import dataclass
 from contract_lang import ast as A
 from package.codefacts.facts import CodeFacts, Fact, Guard, Operand
 
-#: The facts of a summary: what the caller's protocol checks read of a callable.
-SUMMARY_KINDS = frozenset({"smem-access", "bulk-store", "bulk-commit", "bulk-wait", "proxy-fence"})
+#: The synchronisation facts of a summary: what the caller's protocol checks read of a callable.
+_SYNCHRONISING = frozenset({"smem-access", "bulk-store", "bulk-commit", "bulk-wait", "proxy-fence"})
+#: The facts of a summary: the synchronisation, and the loads and stores that may reach global memory (what a
+#: barrier that ``orders`` a counter orders before its release and after its acquire, orders.py).
+SUMMARY_KINDS = _SYNCHRONISING | {"gmem-access"}
 #: Steps of a summary that must run a known number of times (not inside a loop of the callable).
 _COUNTED = frozenset({"bulk-store", "bulk-commit", "bulk-wait", "proxy-fence"})
 
@@ -52,7 +58,9 @@ class Summary:
 def summarize(code: CodeFacts, function: str) -> Summary:
     """The summary of ``function`` in a module's facts (the exporter's recorded facts)."""
     mine = [f for f in code.facts if f.function == function]
-    synchronising = {f.function for f in code.facts if f.kind in SUMMARY_KINDS}
+    synchronising = {f.function for f in code.facts if f.kind in _SYNCHRONISING}
+    touching = {f.function for f in code.facts if f.kind == "gmem-access"}
+    unseen: list[Fact] = []  # calls of a function of the module that may access global memory: unknown accesses
     for f in sorted(mine, key=lambda g: g.order):
         if f.kind == "xcall" and not f.detail:
             return Summary(function, (), ("an indirect call", f.line))
@@ -60,7 +68,10 @@ def summarize(code: CodeFacts, function: str) -> Summary:
             return Summary(function, (), (f"a call of `{f.detail}`, which synchronises", f.line))
         if f.kind in _COUNTED and f.loops:
             return Summary(function, (), (f"`{f.opcode}` in a loop", f.line))
-    return Summary(function, tuple(sorted((f for f in mine if f.kind in SUMMARY_KINDS), key=lambda g: g.order)))
+        if f.kind == "call" and f.detail in touching:
+            unseen.append(dataclasses.replace(f, kind="gmem-access", operands=(), detail="unknown"))
+    kept = [f for f in mine if f.kind in SUMMARY_KINDS]
+    return Summary(function, tuple(sorted((*kept, *unseen), key=lambda g: g.order)))
 
 
 def splice(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> list[CodeFacts]:
@@ -164,6 +175,8 @@ def _bound(role: str, op: Operand, g: Fact, arg: Fact | None) -> tuple[str, Oper
     passed = [arg.operand(f"a{q}") if arg is not None else None for q in params]
     if not passed or any(p is None or p.kind == "unknown" for p in passed):
         return role, Operand("unknown")
+    if g.kind == "gmem-access" and all(p is not None and p.kind == "local" for p in passed):
+        return role, Operand("local")  # the caller's own stack (an array or a struct it passes by address)
     handles = tuple(sorted({h for p in passed if p is not None for h in p.handles}))
     return role, Operand("handle" if handles else "arith", handles=handles, smem=any(p.smem for p in passed if p))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,7 @@ from package.codefacts.threads import Threads
 from package.codefacts.values import Env, Linear, Val, analyse, call_arguments, callee, defines
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
-FACTS_VERSION = 11  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
+FACTS_VERSION = 12  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
 # 4: an operand's linear form over params fields; 5: an operand from the function's arguments, `smem-arg`,
 # the conditions a copy, credit or expect-tx runs under; 6: a `local` operand (the function's stack), `param-pass`,
 # `call-arg` at calls to the module's own functions; 7: those conditions as expressions of params fields (`when`);
@@ -34,7 +34,9 @@ FACTS_VERSION = 11  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: g
 # steps (`bulk-store`, `bulk-commit`, `bulk-wait`), `xcall` at a call of another stage's callable, the parameter a
 # callable's shared-memory access is addressed from (`param`); fences and generic shared writes record what a path
 # reaches after them, and calls of another module's function and bulk stores the conditions they run under;
-# 11: a wait's `across` (its entry after a pass that ran an alternative loop, `loops N`)
+# 11: a wait's `across` (its entry after a pass that ran an alternative loop, `loops N`); 12: `gmem-access`, a load or
+# store that may reach global memory (not shared, local, param or const; not a params-block read), with the conditions
+# it runs under and the parameters a callable's address is built on
 
 
 @dataclass(frozen=True)
@@ -583,7 +585,18 @@ def _siblings(site: _Site, outer: Loop, inner: Loop, waiting: list[int]) -> list
 
 #: The facts whose thread-invariant conditions are recorded: a fill's arrive, expect-tx and the bytes completed on it.
 _CONDITIONAL = frozenset(
-    {"arrive", "expect-tx", "tensor-copy", "bulk-copy", "complete-tx", "barrier", "smem-access", "xcall", "bulk-store"}
+    {
+        "arrive",
+        "expect-tx",
+        "tensor-copy",
+        "bulk-copy",
+        "complete-tx",
+        "barrier",
+        "smem-access",
+        "xcall",
+        "bulk-store",
+        "gmem-access",
+    }
 )
 
 
@@ -816,6 +829,8 @@ def _instruction(fn: str, ins: Instr, env: Env, site: _Site, index: int) -> Iter
                         yield fact("smem-param", detail=",".join(map(str, sorted(used))))
             elif Operand.of(addr).tid_abs or Operand.of(addr).tid_wg:
                 yield fact("tid-index", ("addr", Operand.of(addr)))
+    if ins.base in _GLOBAL_OPS and ops and not ins.has("shared") and not ins.has("param"):
+        yield from _gmem(fact, ins, env, site)
     if ins.base == "setp" and len(ops) >= 3:
         val = env.operand(ops[1])
         other = env.operand(ops[2])
@@ -824,6 +839,30 @@ def _instruction(fn: str, ins: Instr, env: Env, site: _Site, index: int) -> Iter
         )
         if both.tid_abs or both.tid_wg:
             yield fact("tid-index", ("cmp", both))
+
+
+_GLOBAL_OPS = frozenset({"ld", "ldu", "st", "atom", "red"})
+_NOT_GLOBAL = ("local", "const", "tex", "surf")
+
+
+def _gmem(fact: Callable[..., Fact], ins: Instr, env: Env, site: _Site) -> Iterator[Fact]:
+    """A load or store that may reach global memory (``gmem-access``; ``detail`` ``write`` or ``read``): a ``.global``
+    one, or a generic one whose address is neither shared memory, the function's stack nor the params block. What a
+    counter's release or acquire orders (``orders C`` of a counter claim, checker/conformance/orders.py)."""
+    if any(ins.has(space) for space in _NOT_GLOBAL):
+        return
+    bracket = next((o for o in ins.operands if o.startswith("[")), None)
+    if bracket is None:
+        return
+    addr = env.address(bracket)
+    if "smem" in addr.origins or "static_shared" in addr.origins or addr.shared:
+        return
+    if (addr.local and not addr.unknown) or ("params_ptr" in addr.origins and not addr.unknown):
+        return
+    writes = ins.base in ("st", "atom", "red")
+    yield fact(
+        "gmem-access", ("addr", Operand.of(addr)), *_params_of(site, env, bracket), detail="write" if writes else "read"
+    )
 
 
 #: Bulk copies from shared memory to global memory (TMA and plain bulk stores, reductions): asynchronous reads of

@@ -201,6 +201,10 @@ def test_the_consumer_alone_packs_clean_its_steps_deferred(tmp_path: Path, capsy
     assert main([*argv, "-o", str(tmp_path / "d.kpkg"), "--strict"]) == 0
     said = capsys.readouterr().out
     assert "note: role `mma` calls other stages' callables, which may run steps of ring `out_stage`" in said
+    assert (
+        "note: role `mma` calls other stages' callables, which may access global memory or step counter `sk_flags`"
+        in said
+    )
     producer = folder / "persistent" / "producer"
     argv = ["pack", str(producer.with_suffix(".cu")), "--contract", str(producer.with_suffix(".kc"))]
     assert main([*argv, "-o", str(tmp_path / "p.kpkg"), "--strict"]) == 0
