@@ -446,32 +446,9 @@ def _iteration(
             )
             continue
         prearm = isinstance(step.item, A.RingArrive) and step.item.prearm
-        yield found(
-            "ring-step",
-            "missing",
-            anchor,
-            step.item,
-            ring=side.name,
-            role=role.name,
-            step=step.words,
-            side=side.side,
-            prearm=prearm,
-            **which,
-        )
+        yield _missing(anchor, side, role, step, prearm=prearm, **which)
     for step in unpeeled[:1]:  # a side with no peeled phase: one mistake, named at its first step
-        yield found(
-            "ring-step",
-            "missing",
-            anchor,
-            step.item,
-            ring=side.name,
-            role=role.name,
-            step=step.words,
-            side=side.side,
-            prearm=False,
-            peeled=side.lag,
-            **which,
-        )
+        yield _missing(anchor, side, role, step, prearm=False, peeled=side.lag, **which)
     for site in extra:
         yield found(
             "ring-step",
@@ -549,20 +526,7 @@ def _flushes(
         ]
         chain = longest_chain([s.fact for s in here])
         if chain == 0:
-            problem = found(
-                "ring-step",
-                "missing",
-                anchor,
-                step.item,
-                ring=side.name,
-                role=role.name,
-                step=step.words,
-                side=side.side,
-                prearm=False,
-                peeled=lag,
-                per_pass=True,
-            )
-            yield problem, (key, here)
+            yield _missing(anchor, side, role, step, prearm=False, peeled=lag, per_pass=True), (key, here)
         elif chain != want:
             site = max(here, key=lambda s: s.fact.order)
             yield (
@@ -770,6 +734,13 @@ def _parities(
                 )
             ]
         yield from wrong or _entry(side, step, site, loop)
+
+
+def _missing(anchor: Fact, side: A.Ring, role: A.Role, step: Step, **more: object) -> Finding:
+    """``ring-step`` ``missing``: the role's code runs no instruction of a step its side states (``more``:
+    ``prearm``, the peeled phase's ``lag`` and ``per_pass``, the alternative loop it is missing from)."""
+    where = {"ring": side.name, "role": role.name, "step": step.words, "side": side.side}
+    return found("ring-step", "missing", anchor, step.item, **where, **more)
 
 
 def _reset(side: A.Ring, step: Step, fact: Fact, reset: list[str], **more: object) -> Finding:

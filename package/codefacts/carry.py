@@ -109,9 +109,9 @@ class Carry:
         }
         self._registers = frozenset(r for regs in self._writes.values() for r in regs)
         self._passes: dict[tuple[int, int], tuple[dict[int, State], frozenset[str]] | None] = {}
-        self._firsts: dict[tuple[int, int], dict[int, State] | None] = {}
+        self._firsts: dict[tuple[int, ...], dict[int, State] | None] = {}
         self._across: dict[tuple[int, int, int], dict[int, State] | None] = {}
-        self._across_firsts: dict[tuple[int, int, int], dict[int, State] | None] = {}
+        self._across_firsts: dict[tuple[int, ...], dict[int, State] | None] = {}
 
     def entry(self, outer: Loop, inner: Loop, index: int, operand: str) -> str:
         """How ``operand`` (a register, an address ``[reg+off]`` or a literal) read by instruction ``index``
@@ -203,20 +203,7 @@ class Carry:
     ) -> Value | None:
         """``register``'s value when instruction ``index`` of ``inner`` first runs, on the pass ``states``
         (``key``: the pass's, for the first iteration's states kept)."""
-        flow = self.flow
-        if key not in self._across_firsts:
-            entries = [p for p in flow.preds[inner.header] if p not in inner.body and p in states]
-            seed: State = {}
-            for p in entries:
-                for r, v in self._through(p, states[p]).items():
-                    seed[r] = _join(seed.get(r), v)
-            self._across_firsts[key] = self._solve(inner, seed) if entries else None
-        first = self._across_firsts[key]
-        block = flow.block_of[index]
-        if first is None or block not in first:
-            return None
-        state = self._run(dict(first[block]), flow.blocks[block][0], index)
-        return self._operand(register, state)
+        return self._first_value(self._across_firsts, key, inner, states, index, register)
 
     def carried(self, outer: Loop, inner: Loop) -> frozenset[str] | None:
         """The registers ``inner`` carries from one pass of ``outer`` to the next (None: no fixed point)."""
@@ -379,16 +366,28 @@ class Carry:
 
     def _at(self, outer: Loop, inner: Loop, states: Mapping[int, State], index: int, register: str) -> Value | None:
         """``register``'s value when instruction ``index`` of ``inner`` first runs in a pass."""
+        return self._first_value(self._firsts, (outer.header, inner.header), inner, states, index, register)
+
+    def _first_value(
+        self,
+        cache: dict[tuple[int, ...], dict[int, State] | None],
+        key: tuple[int, ...],
+        inner: Loop,
+        states: Mapping[int, State],
+        index: int,
+        register: str,
+    ) -> Value | None:
+        """``register`` at instruction ``index`` on ``inner``'s first iteration, entered from the states
+        ``states`` of the blocks before it (the first iteration's states kept in ``cache`` under ``key``)."""
         flow = self.flow
-        key = (outer.header, inner.header)
-        if key not in self._firsts:
+        if key not in cache:
             entries = [p for p in flow.preds[inner.header] if p not in inner.body and p in states]
             seed: State = {}
             for p in entries:
                 for r, v in self._through(p, states[p]).items():
                     seed[r] = _join(seed.get(r), v)
-            self._firsts[key] = self._solve(inner, seed) if entries else None
-        first = self._firsts[key]
+            cache[key] = self._solve(inner, seed) if entries else None
+        first = cache[key]
         block = flow.block_of[index]
         if first is None or block not in first:
             return None

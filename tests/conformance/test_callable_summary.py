@@ -44,7 +44,9 @@ PARTS = ("scheduler", "producer", "consumer", "fixup", "epilogue")
 PIPELINE = "persistent/gemm_swiglu_persistent.kp"
 
 
-def _checked(tmp_path: Path, edits: dict[str, list[tuple[str, str]]]) -> list[Diagnostic]:
+def checked_pipeline(tmp_path: Path, edits: dict[str, list[tuple[str, str]]]) -> list[Diagnostic]:
+    """The persistent pipeline with ``edits`` (file -> (old, new) pairs) applied, packed and checked strictly: its
+    conformance findings."""
     root = tmp_path / "gemm_swiglu"
     shutil.copytree(EXAMPLES / "gemm_swiglu", root, ignore=shutil.ignore_patterns("build"))
     for name, pairs in edits.items():
@@ -158,7 +160,7 @@ WORDS = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_each_step_run_in_a_callable_is_checked_at_the_call(case: str, tmp_path: Path) -> None:
     edits, check_name, problem = CASES[case]
-    found = _checked(tmp_path, edits)
+    found = checked_pipeline(tmp_path, edits)
     assert len(found) == 1, [d.message for d in found]
     d = found[0]
     data = dict(d.data)
@@ -171,7 +173,7 @@ def test_each_step_run_in_a_callable_is_checked_at_the_call(case: str, tmp_path:
 
 
 def test_the_example_is_the_passing_twin(tmp_path: Path) -> None:
-    assert _checked(tmp_path, {}) == []
+    assert checked_pipeline(tmp_path, {}) == []
 
 
 def test_an_unknown_summary_is_undecided_never_a_pass(tmp_path: Path) -> None:
@@ -184,7 +186,7 @@ def test_an_unknown_summary_is_undecided_never_a_pass(tmp_path: Path) -> None:
             )
         ]
     }
-    found = _checked(tmp_path, edits)
+    found = checked_pipeline(tmp_path, edits)
     assert found and all(dict(d.data)["check"] == "ring-step" for d in found), [d.message for d in found]
     assert any("cannot decide what the called callable synchronises" in d.message for d in found)
     assert all(d.code == "L-CONFORM" for d in found)  # --strict: an error

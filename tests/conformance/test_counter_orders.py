@@ -13,7 +13,6 @@ tests/conformance/test_callable_summary.py, ``test_the_example_is_the_passing_tw
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -24,33 +23,12 @@ from checker.conformance.context import Ctx, Finding
 from checker.conformance.orders import orders
 from checker.handles import expected_handles
 from contract_lang.parser import parse_text
-from diagnostics.model import Diagnostic
-from kernlink.api import check
 from package.codefacts.facts import EVERY_THREAD, CodeFacts, Fact, Operand
-from packing.pack import pack
+from tests.conformance.test_callable_summary import checked_pipeline
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "specs" / "examples"
-PARTS = ("scheduler", "producer", "consumer", "fixup", "epilogue")
 SK_SYNC = "            gs::named_sync(kl_gemm_mainloop_sk_sync_bar_id(), kl_gemm_mainloop_sk_sync_threads());\n"
 STORE = "            gs_consumer_fixup_store(acc[0], p->workspace, &site);\n"
 AWAIT = "            gs_consumer_fixup_await(flags, &site);\n"
-
-
-def _checked(tmp_path: Path, edits: dict[str, list[tuple[str, str]]]) -> list[Diagnostic]:
-    root = tmp_path / "gemm_swiglu"
-    shutil.copytree(EXAMPLES / "gemm_swiglu", root, ignore=shutil.ignore_patterns("build"))
-    for name, pairs in edits.items():
-        path = root / "persistent" / name
-        text = path.read_text()
-        for old, new in pairs:
-            assert text.count(old) == 1, f"{old!r} is not in {name} exactly once"
-            text = text.replace(old, new)
-        path.write_text(text)
-    folder = root / "persistent"
-    for part in PARTS:
-        pack(folder / f"{part}.cu", folder / f"{part}.kc", folder / "build" / f"{part}.kpkg")
-    result = check([folder / "gemm_swiglu_persistent.kp"], strict=True)
-    return [d for d in result.diagnostics if d.code in ("L-CONFORM", "I-CONFORM")]
 
 
 CASES = {
@@ -69,7 +47,7 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_missing_sync_around_the_counter_is_one_finding(case: str, tmp_path: Path) -> None:
     old, new, words, (callee, first) = CASES[case]
-    found = _checked(tmp_path, {"consumer.cu": [(old, new)]})
+    found = checked_pipeline(tmp_path, {"consumer.cu": [(old, new)]})
     assert len(found) == 1, [d.message for d in found]
     d = found[0]
     data = dict(d.data)
@@ -88,7 +66,7 @@ def test_without_orders_the_missing_sync_is_not_this_check(tmp_path: Path) -> No
         "consumer.cu": [(STORE + SK_SYNC, STORE)],
         "consumer.kc": [("participants mma orders sk_flags", "participants mma")],
     }
-    assert [d for d in _checked(tmp_path, edits) if dict(d.data)["check"] == "barrier-orders"] == []
+    assert [d for d in checked_pipeline(tmp_path, edits) if dict(d.data)["check"] == "barrier-orders"] == []
 
 
 # ----------------------------------------------------------------- the rule, as a property over one role's facts
