@@ -44,9 +44,11 @@ PARTS = ("scheduler", "producer", "consumer", "fixup", "epilogue")
 PIPELINE = "persistent/gemm_swiglu_persistent.kp"
 
 
-def checked_pipeline(tmp_path: Path, edits: dict[str, list[tuple[str, str]]]) -> list[Diagnostic]:
-    """The persistent pipeline with ``edits`` (file -> (old, new) pairs) applied, packed and checked strictly: its
-    conformance findings."""
+def checked_pipeline(
+    tmp_path: Path, edits: dict[str, list[tuple[str, str]]], **selection: list[str]
+) -> list[Diagnostic]:
+    """The persistent pipeline with ``edits`` (file -> (old, new) pairs) applied, packed and checked strictly
+    (``selection``: ``select``/``ignore`` of the check): its conformance findings."""
     root = tmp_path / "gemm_swiglu"
     shutil.copytree(EXAMPLES / "gemm_swiglu", root, ignore=shutil.ignore_patterns("build"))
     for name, pairs in edits.items():
@@ -59,7 +61,7 @@ def checked_pipeline(tmp_path: Path, edits: dict[str, list[tuple[str, str]]]) ->
     for part in PARTS:
         folder = root / "persistent"
         pack(folder / f"{part}.cu", folder / f"{part}.kc", folder / "build" / f"{part}.kpkg")
-    result = check([root / PIPELINE], strict=True)
+    result = check([root / PIPELINE], strict=True, **selection)
     return [d for d in result.diagnostics if d.code in ("L-CONFORM", "I-CONFORM")]
 
 
@@ -170,6 +172,15 @@ def test_each_step_run_in_a_callable_is_checked_at_the_call(case: str, tmp_path:
     if problem in ("async-read", "uncommitted", "drain"):  # at the call, naming the callable's own line
         assert any("run by the callable `gs_swiglu_epilogue_" in n for n in d.notes), d.notes
     assert {lab.span.file.rsplit("/", 1)[-1] for lab in d.labels} >= {"consumer.kc"}
+
+
+@pytest.mark.parametrize("selection", [{"select": ["L-OVERLAP"]}, {"ignore": ["L-CONFORM"]}])
+def test_a_step_in_a_callable_is_shown_under_any_selection(selection: dict[str, list[str]], tmp_path: Path) -> None:
+    """The spliced findings are protocol findings: a selection that leaves out L-CONFORM never hides them."""
+    edits, check_, _problem = CASES["no-commit"]
+    (found,) = checked_pipeline(tmp_path, edits, **selection)
+    assert dict(found.data)["check"] == check_ and found.is_error
+    assert "reported whatever the clause selection" in found.notes[-1]
 
 
 def test_the_example_is_the_passing_twin(tmp_path: Path) -> None:
