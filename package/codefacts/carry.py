@@ -52,7 +52,7 @@ from collections.abc import Callable, Iterable, Mapping
 from package.abi import HANDLE_PREFIX
 from package.codefacts.flow import Flow, Loop
 from package.codefacts.ptx import Instr
-from package.codefacts.values import IMMEDIATE, call_arguments, callee, defines
+from package.codefacts.values import IMMEDIATE, call_arguments, callee, written
 
 #: How a wait's register enters its iteration loop (module docstring).
 CARRIED, RESET, UNKNOWN = "carried", "reset", "unknown"
@@ -105,7 +105,7 @@ class Carry:
         self.flow = flow
         body = flow.fn.body
         self._writes: dict[int, frozenset[str]] = {
-            b: frozenset(r for ins in body[s:e] for r in _written(ins)) for b, (s, e) in enumerate(flow.blocks)
+            b: frozenset(r for ins in body[s:e] for r in written(ins)) for b, (s, e) in enumerate(flow.blocks)
         }
         self._registers = frozenset(r for regs in self._writes.values() for r in regs)
         self._passes: dict[tuple[int, int], tuple[dict[int, State], frozenset[str]] | None] = {}
@@ -316,10 +316,10 @@ class Carry:
                 pure = target.startswith(HANDLE_PREFIX) and all(a in passed for a in args)
                 result = _combine([_FIXED, *(passed[a] for a in args)]) if pure else _OPAQUE
                 passed = {}
-                for r in _written(ins):
+                for r in written(ins):
                     state[r] = result
                 continue
-            dests = _written(ins)
+            dests = written(ins)
             if not dests:
                 continue
             if ins.base == "ld" and ins.has("param") and len(ins.operands) >= 2 and "retval" in ins.operands[1]:
@@ -393,16 +393,3 @@ class Carry:
             return None
         state = self._run(dict(first[block]), flow.blocks[block][0], index)
         return self._operand(register, state)
-
-
-def _written(ins: Instr) -> tuple[str, ...]:
-    """The registers an instruction writes (a call's result, or its destinations)."""
-    ops = ins.operands
-    if not ops:
-        return ()
-    if ins.base == "call":
-        first = ops[0].strip()
-        return tuple(_REG.findall(first)) if first.startswith("(") else ()
-    if not defines(ins):
-        return ()
-    return tuple(_REG.findall(ops[0])) if ops[0].strip().startswith(("%", "{")) else ()

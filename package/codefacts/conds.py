@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 
 from package.codefacts.ptx import Function, Instr
-from package.codefacts.values import IMMEDIATE, Env, defines
+from package.codefacts.values import IMMEDIATE, Env, defines, written
 
 _WORD = 1 << 32
 _MAX_DEPTH = 24  # definitions followed back from a condition
@@ -38,7 +38,7 @@ class Definitions:
         for ins in fn.body:
             if not ins.operands or not defines(ins) or ins.base == "call":
                 continue
-            for reg in _written(ins):
+            for reg in written(ins):
                 self.defs[reg] = None if reg in self.defs else ins
         self._memo: dict[str, str | None] = {}
 
@@ -97,15 +97,6 @@ class Definitions:
         if "params_ptr" not in loaded.origins or loaded.unknown or loaded.const is None:
             return None
         return f"f{loaded.const + 4 * dests.index(reg)}"
-
-
-def _written(ins: Instr) -> list[str]:
-    """The registers an instruction writes (every destination of a vector load)."""
-    ops = [o.strip() for o in ins.operands]
-    if ins.base in ("ld", "ldu"):
-        return [o for o in ops if re.fullmatch(r"%[\w$]+", o)]
-    first = ops[0].strip("{}")
-    return [d.strip() for d in first.split(",") if re.fullmatch(r"%[\w$]+", d.strip())]
 
 
 # ------------------------------------------------------------------------------------ evaluation

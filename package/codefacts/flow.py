@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from package.codefacts.ptx import Function, Instr
-from package.codefacts.values import FOLDS, IMMEDIATE, callee, defines
+from package.codefacts.values import FOLDS, IMMEDIATE, callee, defines, written
 
 _ENDS = frozenset({"ret", "exit", "trap"})
 
@@ -205,9 +205,9 @@ class Flow:
             return True
         if register in self._defined_in[block]:
             start = self.blocks[block][0]
-            if any(register in _written(ins) for ins in self.fn.body[start:index]):
+            if any(register in written(ins) for ins in self.fn.body[start:index]):
                 return True
-        elif any(register in _written(ins) for ins in self.fn.body[self.blocks[block][0] : index]):
+        elif any(register in written(ins) for ins in self.fn.body[self.blocks[block][0] : index]):
             return True
         return register in self._reaching[block]
 
@@ -219,7 +219,7 @@ class Flow:
         if block not in self.rank:
             return True
         start = self.blocks[block][0]
-        if any(register in _written(ins) for ins in self.fn.body[start:index]):
+        if any(register in written(ins) for ins in self.fn.body[start:index]):
             return True
         return register in self._assigned[block]
 
@@ -234,7 +234,7 @@ class Flow:
     @functools.cached_property
     def _defined_in(self) -> dict[int, frozenset[str]]:
         return {
-            b: frozenset(r for ins in self.fn.body[s:e] for r in _written(ins)) for b, (s, e) in enumerate(self.blocks)
+            b: frozenset(r for ins in self.fn.body[s:e] for r in written(ins)) for b, (s, e) in enumerate(self.blocks)
         }
 
     @functools.cached_property
@@ -468,19 +468,6 @@ class Flow:
         if counts is None or any(c + extra > cap for c in counts):
             return None
         return frozenset(c + extra for c in counts)
-
-
-def _written(ins: Instr) -> tuple[str, ...]:
-    """The registers an instruction writes (a call's result, or its destinations)."""
-    ops = ins.operands
-    if not ops:
-        return ()
-    if ins.base == "call":
-        first = ops[0].strip()
-        return (first.strip("() "),) if first.startswith("(") else ()
-    if not defines(ins):
-        return ()
-    return tuple(d.strip() for part in ops[0].strip("{} ").split(",") for d in part.split("|") if d.strip())
 
 
 class _Stepper:

@@ -179,6 +179,7 @@ _SPECIAL = re.compile(
 )
 IMMEDIATE = re.compile(r"^-?(0[xX][0-9a-fA-F]+|\d+)[Uu]?$")
 _REG = re.compile(r"^%[\w$]+$")
+_REGS = re.compile(r"%[\w$]+")
 _ADDR = re.compile(r"^\[\s*([^\]+]+?)\s*(?:\+\s*(-?\w+))?\s*\]$")
 
 
@@ -374,6 +375,26 @@ def defines(ins: Instr) -> bool:
         return len(parts) > 1 and parts[1] == "ld"
     rest = _NO_DEST_PARTS.get(base)
     return not (rest is not None and len(parts) > 1 and parts[1] in rest)
+
+
+def written(ins: Instr) -> tuple[str, ...]:
+    """The registers ``ins`` writes: a call's results, or its destinations (both of ``setp``'s ``%p|%q``,
+    every one of a vector load's); none for an instruction without a destination (:func:`defines`).
+
+    The parser drops a vector's braces (:mod:`.ptx`), so only a load's destinations can be told from its
+    sources (they stand before its address); any other instruction's destination is its first operand."""
+    ops = ins.operands
+    if not ops:
+        return ()
+    if ins.base in ("ld", "ldu"):
+        before = ops[: next((i for i, o in enumerate(ops) if o.strip().startswith("[")), len(ops))]
+        return tuple(r for o in before for r in _REGS.findall(o))
+    if ins.base == "call":
+        first = ops[0].strip()
+        return tuple(_REGS.findall(first)) if first.startswith("(") else ()
+    if not defines(ins):
+        return ()
+    return tuple(_REGS.findall(ops[0])) if ops[0].strip().startswith(("%", "{")) else ()
 
 
 def _transfer(env: Env, ins: Instr, last_call: str | None) -> tuple[str, Val] | None:

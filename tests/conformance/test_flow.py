@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from package.codefacts import derive
 from package.codefacts.facts import Fact
+from package.codefacts.ptx import parse
+from package.codefacts.values import written
 
 HEAD = """
 .extern .func  (.param .b32 func_retval0) kl_fx_work_warp0
@@ -187,3 +189,14 @@ def test_an_address_set_on_one_side_of_a_branch_only_is_unknown() -> None:
         "$L_join:\n" + "\tmbarrier.arrive.shared::cta.b64 _, [%r11];\n"
     )
     assert _addr_kind(body) == "unknown"
+
+
+def test_the_registers_an_instruction_writes() -> None:
+    """Every destination of a vector load (the parser drops its braces: they stand before the address),
+    both of setp's, a call's results; a barrier writes none, a store none of its operands."""
+    text = (
+        "\tld.shared.v2.u32 \t{%r1, %r2}, [%r3+8];\n\tsetp.lt.u32 \t%p1|%p2, %r1, %r2;\n"
+        "\tcall.uni (%r4), g, (%r1);\n\tbar.sync \t%r5;\n\tst.shared.u32 \t[%r3], %r6;\n\tmov.u32 \t%r7, %r8;\n"
+    )
+    (fn,) = parse(".visible .func f()\n{\n" + text + "\tret;\n}\n").functions
+    assert [written(ins) for ins in fn.body[:6]] == [("%r1", "%r2"), ("%p1", "%p2"), ("%r4",), (), (), ("%r7",)]
