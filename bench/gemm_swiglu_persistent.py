@@ -100,13 +100,14 @@ VARIANTS: dict[str, tuple[int, int, bool, int, int]] = {
     "linked_swapab": (128, 1, False, 220, 1),
     "linked_swapab16": (128, 1, False, 216, 1),
     "linked_swapab64": (128, 1, False, 216, 1),
+    "linked_swapab128": (128, 1, False, 224, 1),
 }
 #: the linked kernels (kernlink build of gemm_swiglu_persistent.kp and gemm_swiglu_persistent_small.kp):
 #: their entry and their counter array
-#: the swap-AB links: `linked_swapab` as the example ships it, `linked_swapab16` and `linked_swapab64`
-#: levers (the same sources with producer_swapab.kc's fact x_rows = 16 or 64: slots of 18 or 24 KiB,
-#: wgmma N = 16 or 64)
-SWAPAB = {"linked_swapab", "linked_swapab16", "linked_swapab64"}
+#: the swap-AB links: `linked_swapab` as the example ships it, `linked_swapab16`, `linked_swapab64` and
+#: `linked_swapab128` levers (the same sources with producer_swapab.kc's fact x_rows = 16, 64 or 128:
+#: slots of 18, 24 or 32 KiB, wgmma N = 16, 64 or 128; bench/results/h200-2026-12-04e/swapab128/make_lever.py)
+SWAPAB = {"linked_swapab", "linked_swapab16", "linked_swapab64", "linked_swapab128"}
 LINKED = {"linked", "linked_small", "linked_c1", *SWAPAB}
 #: rows of X the shipped swap-AB link's slots hold (producer_swapab.kc's fact x_rows): the largest M
 #: it serves
