@@ -6,27 +6,36 @@
 // slot is released on `empty` once the group that read it retired. After each unit the epilogue
 // package stores SwiGLU of the two fragments.
 #include "consumer.cuh"
+// One source, two packages: consumer_swapab.kc (x_rows 32) and, built with GS_SWAPAB128
+// (consumer_swapab128.flags), consumer_swapab128.kc (x_rows 128): the define picks the package's
+// header and handle prefix; wgmma's N is that header's assumed x_rows.
+#ifdef GS_SWAPAB128
+#include "kl_gemm_mainloop_swapab128.h"
+#define GS_M(name) kl_gemm_mainloop_swapab128_##name
+#else
 #include "kl_gemm_mainloop_swapab.h"
+#define GS_M(name) kl_gemm_mainloop_swapab_##name
+#endif
 #include "scheduler.cuh"
 
 namespace {
-constexpr unsigned kBN = kl_gemm_mainloop_swapab_assumed_block_n;  // W rows per tile
-constexpr unsigned kN = kl_gemm_mainloop_swapab_assumed_x_rows;    // wgmma's N: X's rows
+constexpr unsigned kBN = GS_M(assumed_block_n);  // W rows per tile
+constexpr unsigned kN = GS_M(assumed_x_rows);    // wgmma's N: X's rows
 constexpr unsigned kHalf = kBN / 2u * 128u;                        // 8 KiB: one fragment's rows
 }  // namespace
 
 extern "C" __device__ void gs_consumer_swapab_main(const GsSwapMmaParams* p, unsigned char* smem) {
     const unsigned base = gs::smem_u32(smem);
-    const unsigned t = threadIdx.x - 32u * kl_gemm_mainloop_swapab_mma_warp0();  // 0..127
+    const unsigned t = threadIdx.x - 32u * GS_M(mma_warp0)();  // 0..127
     gs::Ring ring;
-    ring.slots = base + kl_gemm_mainloop_swapab_kv_operands_smem();
-    ring.stage_bytes = kl_gemm_mainloop_swapab_kv_operands_stride();
+    ring.slots = base + GS_M(kv_operands_smem)();
+    ring.stage_bytes = GS_M(kv_operands_stride)();
     ring.a_sub = 2u * kHalf;
     ring.b_sub = kN * 128u;
     ring.b_off = 2u * kHalf;
-    ring.full = base + kl_gemm_mainloop_swapab_kv_full_bar();
-    ring.empty = base + kl_gemm_mainloop_swapab_kv_empty_bar();
-    ring.depth = kl_gemm_mainloop_swapab_kv_depth();
+    ring.full = base + GS_M(kv_full_bar)();
+    ring.empty = base + GS_M(kv_empty_bar)();
+    ring.depth = GS_M(kv_depth)();
     // data-parallel only, as the producer's
     gs::Problem problem{p->m, p->n, p->k, 64u, kBN, 1u, 0u, 1u, 0u};
     gs::Scheduler sched;

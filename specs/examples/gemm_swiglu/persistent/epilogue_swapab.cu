@@ -7,7 +7,15 @@
 // stores columns (r, r + 1) of row 8j + 2 (l % 4); the odd one takes its partner's e = 1 value
 // and stores (r - 1, r) of the next row. One 4-byte store per pair, rows at or past m skipped.
 #include "epilogue.cuh"
+// One source, two packages: epilogue_swapab.kc (x_rows 32) and, built with GS_SWAPAB128
+// (epilogue_swapab128.flags), epilogue_swapab128.kc (x_rows 128).
+#ifdef GS_SWAPAB128
+#include "kl_swiglu_epilogue_swapab128.h"
+#define GS_E(name) kl_swiglu_epilogue_swapab128_##name
+#else
 #include "kl_swiglu_epilogue_swapab.h"
+#define GS_E(name) kl_swiglu_epilogue_swapab_##name
+#endif
 
 namespace {
 template <unsigned N>
@@ -36,6 +44,6 @@ __device__ __forceinline__ void store_swapab(const float (&acc)[2][N / 2], unsig
 }  // namespace
 
 extern "C" __device__ void gs_swiglu_swapab_store(void* acc, void* out, unsigned ld, unsigned m, unsigned col0) {
-    constexpr unsigned kN = kl_swiglu_epilogue_swapab_assumed_x_rows;
+    constexpr unsigned kN = GS_E(assumed_x_rows);
     store_swapab<kN>(*static_cast<const float(*)[2][kN / 2]>(acc), static_cast<unsigned*>(out), ld, m, col0);
 }

@@ -10,29 +10,40 @@
 //   3. TMA W's gate box, W's up box (4-D map [n / 32][2][16][k], box {64, 16, 1, 4}: 4 groups of
 //      16 rows, 64 rows in a row) and X's box.
 #include "common.cuh"
+// One source, two packages: producer_swapab.kc (x_rows 32) and, built with GS_SWAPAB128
+// (producer_swapab128.flags), producer_swapab128.kc (x_rows 128). The define only picks the
+// package's header and handle prefix; every size below comes from that header's facts.
+#ifdef GS_SWAPAB128
+#include "kl_gemm_producer_swapab128.h"
+#define GS_P(name) kl_gemm_producer_swapab128_##name
+#define GS_P_KV_INIT gemm_producer_swapab128_kv_init
+#else
 #include "kl_gemm_producer_swapab.h"
+#define GS_P(name) kl_gemm_producer_swapab_##name
+#define GS_P_KV_INIT gemm_producer_swapab_kv_init
+#endif
 #include "scheduler.cuh"
 
 namespace {
-constexpr unsigned kBN = kl_gemm_producer_swapab_assumed_block_n;  // W rows per tile: 64 gate + 64 up
-constexpr unsigned kBM = kl_gemm_producer_swapab_assumed_block_m;
+constexpr unsigned kBN = GS_P(assumed_block_n);  // W rows per tile: 64 gate + 64 up
+constexpr unsigned kBM = GS_P(assumed_block_m);
 constexpr unsigned kGroups = kBN / 32u;   // 16-row gate/up groups of W per tile
 constexpr unsigned kHalf = kBN / 2u * 128u;  // one half's 64 x 64 box: 8 KiB
-constexpr unsigned kXRows = kl_gemm_producer_swapab_owned_x_rows;
+constexpr unsigned kXRows = GS_P(owned_x_rows);
 constexpr unsigned kBytesX = kXRows * 128u;  // X's region: x_rows rows of 64
 }  // namespace
 
-extern "C" __device__ void gemm_producer_swapab_kv_init(const GsSwapLoadParams* /*params*/, unsigned char* smem) {
+extern "C" __device__ void GS_P_KV_INIT(const GsSwapLoadParams* /*params*/, unsigned char* smem) {
     const unsigned base = gs::smem_u32(smem);
-    for (unsigned s = 0; s < kl_gemm_producer_swapab_kv_depth(); ++s) {
-        gs::mbar_init(base + kl_gemm_producer_swapab_kv_full_bar_at(s), kl_gemm_producer_swapab_kv_full_count());
-        gs::mbar_init(base + kl_gemm_producer_swapab_kv_empty_bar_at(s), kl_gemm_producer_swapab_kv_empty_count());
+    for (unsigned s = 0; s < GS_P(kv_depth)(); ++s) {
+        gs::mbar_init(base + GS_P(kv_full_bar_at)(s), GS_P(kv_full_count)());
+        gs::mbar_init(base + GS_P(kv_empty_bar_at)(s), GS_P(kv_empty_count)());
     }
     gs::fence_mbar_init();
 }
 
 extern "C" __device__ void gs_producer_swapab_main(const GsSwapLoadParams* p, unsigned char* smem) {
-    if (threadIdx.x != 32u * kl_gemm_producer_swapab_producer_warp0()) {
+    if (threadIdx.x != 32u * GS_P(producer_warp0)()) {
         return;
     }
     const auto* tmap_w = static_cast<const CUtensorMap*>(p->tmap_w);
@@ -40,7 +51,7 @@ extern "C" __device__ void gs_producer_swapab_main(const GsSwapLoadParams* p, un
     gs::tma_prefetch_map(tmap_w);
     gs::tma_prefetch_map(tmap_x);
     const unsigned base = gs::smem_u32(smem);
-    const unsigned depth = kl_gemm_producer_swapab_kv_depth();
+    const unsigned depth = GS_P(kv_depth)();
     // W streams once (evict_first); X is read by every CTA at every k-step (evict_last)
     const uint64_t pol_w = gs::policy_evict_first();
     const uint64_t pol_x = gs::policy_evict_last();
@@ -58,9 +69,9 @@ extern "C" __device__ void gs_producer_swapab_main(const GsSwapLoadParams* p, un
         const int m0 = static_cast<int>(w.tile_m * kBM);
         const int g0 = static_cast<int>(w.tile_n * kGroups);
         for (unsigned kt = w.k_begin; kt < w.k_end; ++kt) {
-            const unsigned full = base + kl_gemm_producer_swapab_kv_full_bar_at(slot);
-            const unsigned dst = base + kl_gemm_producer_swapab_kv_operands_smem_at(slot);
-            gs::mbar_wait(base + kl_gemm_producer_swapab_kv_empty_bar_at(slot), phase ^ 1u);
+            const unsigned full = base + GS_P(kv_full_bar_at)(slot);
+            const unsigned dst = base + GS_P(kv_operands_smem_at)(slot);
+            gs::mbar_wait(base + GS_P(kv_empty_bar_at)(slot), phase ^ 1u);
             gs::mbar_arrive_expect_tx(full, 2u * kHalf + kBytesX);
             if (credit != 0u) {
                 gs::mbar_complete_tx(full, credit);
