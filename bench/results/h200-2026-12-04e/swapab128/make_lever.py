@@ -1,4 +1,4 @@
-"""Builds the swap-AB lever of x_rows rows of X (16, 64 or 128) from the example's sources.
+"""Builds a swap-AB lever of x_rows rows of X (16 or 128; 64 ships: gemm_swiglu_persistent_swapab64.kp).
 
 The example's swap-AB pipeline (specs/examples/gemm_swiglu/persistent/gemm_swiglu_persistent_swapab.kp)
 with producer_swapab.kc's fact x_rows = X, the mainloop's export and the epilogue's import of wgmma's
