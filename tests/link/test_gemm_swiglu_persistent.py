@@ -1,4 +1,4 @@
-"""The persistent GEMM + SwiGLU (specs/examples/gemm_swiglu/persistent): four pipelines that
+"""The persistent GEMM + SwiGLU (specs/examples/gemm_swiglu/persistent): five pipelines that
 `kernlink build` packs, checks, places and links into one cubin each — the 2 x 1 cluster kernel
 (gemm_swiglu_persistent.kp), the same tiles without the cluster (gemm_swiglu_persistent_c1.kp: its
 own producer and mainloop, no multicast, the cluster kernel's other packages), the small-M path
