@@ -16,7 +16,9 @@ no cluster); `linked_c1`, the same of gemm_swiglu_persistent_c1.kp (gs_linked_c1
 coop256_c1's schedule (the cluster link's 128 x 256 tiles without the cluster, so an odd number of
 m-tiles computes no padding tile); and `linked_swapab`, the same of gemm_swiglu_persistent_swapab.kp
 (gs_linked_swapab.cubin/.json): the swap-AB mainloop for M <= 32 (W the 64-row wgmma operand, X
-the 32-row one; 128 W rows = 64 outputs a tile, data-parallel only, 256 threads). Each runs behind
+the 32-row one; 128 W rows = 64 outputs a tile, data-parallel only, 256 threads); and `linked_swapab64`,
+the same of gemm_swiglu_persistent_swapab64.kp (gs_linked_swapab64.cubin/.json): the swap-AB mainloop
+with X's 64 rows, for 32 < M <= 64. Each runs behind
 the link's `kl_dispatch`, with its params block (the stages' blocks at the link map's offsets,
 tensor maps by address in global memory) and, where the link has one, its counter array
 `kl_counters` (the stream-K flags; zeroed once before the first launch, and every kernel leaves it
@@ -31,8 +33,9 @@ fewest that keep the number of waves, so every CTA runs as many units), the poli
 3 = W evict_first and X evict_last for one m-tile, else 0), W's tensor-map L2 promotion (default
 256 B), W's L2 prefetch distance in k-steps (linked_small only; default 0: none), and the M values
 at which it is timed (default: all of --shapes). `auto` is the one-unit dispatch the example ships
-(AUTO below), `linked_auto` the dispatch between the four linked cubins (LINKED_AUTO: M <= 32
-linked_swapab, M <= 128 linked_small, 3 and 5 to 9 m-tiles linked_c1, else linked; the policy word 3
+(AUTO below), `linked_auto` the dispatch between the five linked cubins (LINKED_AUTO: M <= 32
+linked_swapab, M <= 64 linked_swapab64, M <= 128 linked_small, 3 and 5 to 9 m-tiles linked_c1, else
+linked; the policy word 3
 up to M = 2048), as a user of kernlink ships it.
 
 For every kernel and every M of --check-shapes and --shapes the script
@@ -100,17 +103,21 @@ VARIANTS: dict[str, tuple[int, int, bool, int, int]] = {
     "linked_swapab": (128, 1, False, 220, 1),
     "linked_swapab16": (128, 1, False, 216, 1),
     "linked_swapab64": (128, 1, False, 216, 1),
+    "linked_swapab128": (128, 1, False, 224, 1),
 }
 #: the linked kernels (kernlink build of gemm_swiglu_persistent.kp and gemm_swiglu_persistent_small.kp):
 #: their entry and their counter array
-#: the swap-AB links: `linked_swapab` as the example ships it, `linked_swapab16` and `linked_swapab64`
-#: levers (the same sources with producer_swapab.kc's fact x_rows = 16 or 64: slots of 18 or 24 KiB,
-#: wgmma N = 16 or 64)
-SWAPAB = {"linked_swapab", "linked_swapab16", "linked_swapab64"}
+#: the swap-AB links: `linked_swapab` (x_rows 32) and `linked_swapab64` (x_rows 64:
+#: gemm_swiglu_persistent_swapab64.kp) as the example ships them, `linked_swapab16` and `linked_swapab128`
+#: levers (the x_rows 32 pipeline with producer_swapab.kc's fact x_rows = 16 or 128: slots of 18 or 32 KiB,
+#: wgmma N = 16 or 128; bench/results/h200-2026-12-04e/swapab128/make_lever.py)
+SWAPAB = {"linked_swapab", "linked_swapab16", "linked_swapab64", "linked_swapab128"}
 LINKED = {"linked", "linked_small", "linked_c1", *SWAPAB}
-#: rows of X the shipped swap-AB link's slots hold (producer_swapab.kc's fact x_rows): the largest M
-#: it serves
+#: rows of X the shipped swap-AB links' slots hold (producer_swapab.kc's and producer_swapab64.kc's fact
+#: x_rows): the largest M each serves
 SWAPAB_ROWS = 32
+SWAPAB64_ROWS = 64
+SHIPPED_ROWS = {"linked_swapab": SWAPAB_ROWS, "linked_swapab64": SWAPAB64_ROWS}
 #: a swap-AB slot: W's 64 gate and 64 up rows of 128 B, then X's x_rows rows
 SWAPAB_W_BYTES = 16384
 LINKED_KERNEL = "kl_dispatch"
@@ -146,8 +153,14 @@ AUTO: list[tuple[int, str]] = [(128, "coop128_c1:dp"), (1 << 30, "coop256_c2:sk:
 #:      stream-K policy 3 measured 1.095 but lost one of its 3 rounds, so it is not dispatched;
 #:   above: policy 0, level with 3 at M = 4096 and 8192 (interleaved 0.997 and 1.001).
 #: 10 to 15 m-tiles were not timed against linked_c1; they run the cluster link with policy 3.
+#: 2026-12-04e (bench/results/h200-2026-12-04e/swapab128, graph-replayed rotating rounds beside the
+#: W-read floor): at M = 64 the swap-AB link of x_rows 64 (promotion none, `gb`) took 0.0679 ms against
+#: linked_small:dp's 0.0709 (call 1; call 2's table in the README); x_rows 128 lost to linked_small:dp at
+#: M = 64, 96 and 128 (0.0750 / 0.0747 / 0.0756 against 0.0709 / 0.0710 / 0.0714), so 64 < M <= 128
+#: stays linked_small.
 LINKED_AUTO: list[tuple[int, str]] = [
     (SWAPAB_ROWS, "linked_swapab:dp:l2none:gb"),
+    (SWAPAB64_ROWS, "linked_swapab64:dp:l2none:gb"),
     (128, "linked_small:dp"),
     (256, "linked:sk:r16:p3"),
     (384, "linked_c1:dp:r16:p3"),
@@ -261,8 +274,10 @@ class Variant:
             self.linked_depth = int(rings["kv"]["depth"])  # the link map's `rings` row
             # a swap-AB slot's rows of X (its bytes past W's, without the slot's two mbarriers)
             self.x_rows = (int(rings["kv"]["slot_bytes"]) - 16 - SWAPAB_W_BYTES) // 128
-            if self.base == "linked_swapab" and self.x_rows != SWAPAB_ROWS:
-                raise RuntimeError(f"{name}: slots of {self.x_rows} rows of X, the dispatch assumes {SWAPAB_ROWS}")
+            if self.base in SHIPPED_ROWS and self.x_rows != SHIPPED_ROWS[self.base]:
+                raise RuntimeError(
+                    f"{name}: slots of {self.x_rows} rows of X, the dispatch assumes {SHIPPED_ROWS[self.base]}"
+                )
             self.params_fields = [(f["name"], int(f["offset"]), int(f["size"])) for f in plan["params"]["fields"]]
             err, self.counters, size = driver.cuModuleGetGlobal(self.module, LINKED_COUNTERS.encode())
             if err == driver.CUresult.CUDA_SUCCESS:  # a link without a counter claim has none

@@ -373,6 +373,7 @@ PIPELINES = (
     "gemm_swiglu_persistent_c1",
     "gemm_swiglu_persistent_small",
     "gemm_swiglu_persistent_swapab",
+    "gemm_swiglu_persistent_swapab64",
 )
 
 

@@ -1,12 +1,13 @@
-"""The persistent GEMM + SwiGLU (specs/examples/gemm_swiglu/persistent): four pipelines that
+"""The persistent GEMM + SwiGLU (specs/examples/gemm_swiglu/persistent): five pipelines that
 `kernlink build` packs, checks, places and links into one cubin each — the 2 x 1 cluster kernel
 (gemm_swiglu_persistent.kp), the same tiles without the cluster (gemm_swiglu_persistent_c1.kp: its
 own producer and mainloop, no multicast, the cluster kernel's other packages), the small-M path
 (gemm_swiglu_persistent_small.kp, 128 x 128 tiles without a cluster, sharing the fix-up and epilogue
 packages) and the swap-AB path for M <= 32
 (gemm_swiglu_persistent_swapab.kp: the small path's scheduler, its own producer, mainloop and
-transposed epilogue); each link map is a snapshot, and `kernlink parity` proves each link the
-one-unit build of the same sources."""
+transposed epilogue) and the same for 32 < M <= 64 (gemm_swiglu_persistent_swapab64.kp: packages of
+x_rows 64 over the swap-AB code, producer_swapab.cuh, consumer_swapab.cuh and epilogue_swapab.cuh); each
+link map is a snapshot, and `kernlink parity` proves each link the one-unit build of the same sources."""
 
 from __future__ import annotations
 
@@ -76,6 +77,14 @@ PIPELINES = {
         None,
         (),
     ),
+    # 9 slots of 24 KiB (W's 64 gate and 64 up rows, X's 64), no staging, no counter
+    "swapab64": Pipeline(
+        "gemm_swiglu_persistent_swapab64.kp",
+        ("scheduler_small", "producer_swapab64", "consumer_swapab64", "epilogue_swapab64"),
+        221328,
+        None,
+        (),
+    ),
 }
 
 
@@ -138,13 +147,26 @@ def test_parity_proves_the_link_the_one_unit_build(
         assert report["sass"]["identical"] is True
 
 
-@pytest.mark.parametrize("stem", ["consumer_small", "consumer_swapab", "producer_swapab", "consumer_c1", "producer_c1"])
+@pytest.mark.parametrize(
+    "stem",
+    [
+        "consumer_small",
+        "consumer_swapab",
+        "producer_swapab",
+        "epilogue_swapab",
+        "consumer_swapab64",
+        "producer_swapab64",
+        "epilogue_swapab64",
+        "consumer_c1",
+        "producer_c1",
+    ],
+)
 def test_the_other_pipelines_components_conform_under_strict(stem: str, tmp_path: Path) -> None:
     """As gemm.mainloop (tests/conformance/test_cases.py): every ring, barrier and counter step of
     the small-M consumers' code, the swap-AB producer's (its 4-D gate and up boxes, X's box with its
-    credit), and the cluster-less producer's and mainloop's (gemm_swiglu_persistent_c1.kp: W's
-    256-row box without multicast, `empty` released on this CTA alone) is decided and matches the
-    contract."""
+    credit; x_rows 32 and 64), and the cluster-less producer's and mainloop's
+    (gemm_swiglu_persistent_c1.kp: W's 256-row box without multicast, `empty` released on this CTA
+    alone) is decided and matches the contract."""
     built = build(FOLDER / f"{stem}.cu", FOLDER / f"{stem}.kc")
     assert conformance_findings(built, tmp_path / "x.kpkg", strict=True) == []
 

@@ -1,41 +1,16 @@
-// gemm.mainloop_swapab — the wgmma consumer of the swap-AB small-M linked GEMM + SwiGLU
-// (contract: consumer_swapab.kc). Role `mma`: one warpgroup runs every unit with consumer.cuh's
-// mainloop, A = the slot's two 64-row fragments of W (gate at 0, up at 8 KiB: the mainloop's
-// FRAGS = 2, 8 KiB apart) and B = X's N = x_rows rows at 16 KiB (the producer's fact, compiled
-// in: one loop, so that conformance finds the ring's steps once). One wgmma group in flight; each
-// slot is released on `empty` once the group that read it retired. After each unit the epilogue
-// package stores SwiGLU of the two fragments.
+// gemm.mainloop_swapab — the wgmma consumer of the swap-AB linked GEMM + SwiGLU, x_rows 32 (M <= 32)
+// (contract: consumer_swapab.kc). The code is consumer_swapab.cuh's, instantiated with this
+// package's handles and facts (kl_gemm_mainloop_swapab.h).
 #include "consumer.cuh"
+#include "consumer_swapab.cuh"
 #include "kl_gemm_mainloop_swapab.h"
 #include "scheduler.cuh"
 
 namespace {
-constexpr unsigned kBN = kl_gemm_mainloop_swapab_assumed_block_n;  // W rows per tile
-constexpr unsigned kN = kl_gemm_mainloop_swapab_assumed_x_rows;    // wgmma's N: X's rows
-constexpr unsigned kHalf = kBN / 2u * 128u;                        // 8 KiB: one fragment's rows
+GS_SWAPAB_MAINLOOP_HANDLES(kl_gemm_mainloop_swapab, gs_consumer_swapab_sched_init, gs_consumer_swapab_sched_next,
+                           gs_consumer_swapab_swiglu);
 }  // namespace
 
 extern "C" __device__ void gs_consumer_swapab_main(const GsSwapMmaParams* p, unsigned char* smem) {
-    const unsigned base = gs::smem_u32(smem);
-    const unsigned t = threadIdx.x - 32u * kl_gemm_mainloop_swapab_mma_warp0();  // 0..127
-    gs::Ring ring;
-    ring.slots = base + kl_gemm_mainloop_swapab_kv_operands_smem();
-    ring.stage_bytes = kl_gemm_mainloop_swapab_kv_operands_stride();
-    ring.a_sub = 2u * kHalf;
-    ring.b_sub = kN * 128u;
-    ring.b_off = 2u * kHalf;
-    ring.full = base + kl_gemm_mainloop_swapab_kv_full_bar();
-    ring.empty = base + kl_gemm_mainloop_swapab_kv_empty_bar();
-    ring.depth = kl_gemm_mainloop_swapab_kv_depth();
-    // data-parallel only, as the producer's
-    gs::Problem problem{p->m, p->n, p->k, 64u, kBN, 1u, 0u, 1u, 0u};
-    gs::Scheduler sched;
-    gs_consumer_swapab_sched_init(&sched, &problem);
-    float acc[2][kN / 2];
-    gs::RingCursor cur;
-    gs::Work u;
-    while (gs_consumer_swapab_sched_next(&sched, &u)) {
-        gs::mainloop<kN, 1, 2, 1, 1>(acc, ring, cur, u.k_end - u.k_begin, 0u, t == 0, 0u);
-        gs_consumer_swapab_swiglu(acc, p->out, p->n / 2u, p->m, u.tile_n * (kBN / 2u));
-    }
+    gs::swapab_consume<SwapMainloop>(p, smem);
 }
