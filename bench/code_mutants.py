@@ -2,9 +2,10 @@
 
 Packs each example pipeline into a scratch folder (hello, ring, gemm_swiglu with each of its
 producers — the wgmma mainloop, mma_sync, smem_acc and the sm_100a tcgen05 producer — and the
-epilogue, the persistent gemm_swiglu pipelines — cooperative, small-M, swap-AB and ring-fed; the
-ping-pong one is check-only, without packages — and moe4's four owners), runs the campaign on
-each pipeline with no budget, and writes the counts per component and per mutation kind, and
+epilogue, the persistent gemm_swiglu pipelines — cooperative with and without the cluster, small-M,
+swap-AB of x_rows 32 and 64, and ring-fed; the ping-pong one is check-only, without packages — and
+moe4's four owners), runs the campaign on each pipeline with no budget (a package two pipelines
+share is judged in each), and writes the counts per component and per mutation kind, and
 every mutant that was not rejected with the reason it is equivalent or outside the contract:
 
     python bench/code_mutants.py --out bench/results/cpu-2026-12-04   # code_mutants.{json,md}
@@ -81,6 +82,22 @@ PIPELINES: dict[str, tuple[str, str, tuple[tuple[str, str], ...]]] = {
         tuple(
             (f"persistent/{c}.cu", f"persistent/{c}.kc")
             for c in ("scheduler_small", "producer_swapab", "consumer_swapab", "epilogue_swapab")
+        ),
+    ),
+    "gemm_swiglu_persistent_swapab64": (
+        "gemm_swiglu",
+        "persistent/gemm_swiglu_persistent_swapab64.kp",
+        tuple(
+            (f"persistent/{c}.cu", f"persistent/{c}.kc")
+            for c in ("scheduler_small", "producer_swapab64", "consumer_swapab64", "epilogue_swapab64")
+        ),
+    ),
+    "gemm_swiglu_persistent_c1": (
+        "gemm_swiglu",
+        "persistent/gemm_swiglu_persistent_c1.kp",
+        tuple(
+            (f"persistent/{c}.cu", f"persistent/{c}.kc")
+            for c in ("scheduler", "producer_c1", "consumer_c1", "fixup", "epilogue")
         ),
     ),
     "gemm_swiglu_ringfed": (
