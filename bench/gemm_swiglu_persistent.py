@@ -104,6 +104,7 @@ VARIANTS: dict[str, tuple[int, int, bool, int, int]] = {
     "linked_swapab16": (128, 1, False, 216, 1),
     "linked_swapab64": (128, 1, False, 216, 1),
     "linked_swapab128": (128, 1, False, 224, 1),
+    "linked_swapab128x2": (128, 1, False, 224, 1),
 }
 #: the linked kernels (kernlink build of gemm_swiglu_persistent.kp and gemm_swiglu_persistent_small.kp):
 #: their entry and their counter array
@@ -111,13 +112,16 @@ VARIANTS: dict[str, tuple[int, int, bool, int, int]] = {
 #: gemm_swiglu_persistent_swapab64.kp) as the example ships them, `linked_swapab16` and `linked_swapab128`
 #: levers (the x_rows 32 pipeline with producer_swapab.kc's fact x_rows = 16 or 128: slots of 18 or 32 KiB,
 #: wgmma N = 16 or 128; bench/results/h200-2026-12-04e/swapab128/make_lever.py)
-SWAPAB = {"linked_swapab", "linked_swapab16", "linked_swapab64", "linked_swapab128"}
+#: `linked_swapab128x2`: gemm_swiglu_persistent_swapab128.kp (x_rows 128, two consumer warpgroups of 64 rows
+#: of X each: wgmma m64n64k16, 384 threads)
+SWAPAB = {"linked_swapab", "linked_swapab16", "linked_swapab64", "linked_swapab128", "linked_swapab128x2"}
 LINKED = {"linked", "linked_small", "linked_c1", *SWAPAB}
 #: rows of X the shipped swap-AB links' slots hold (producer_swapab.kc's and producer_swapab64.kc's fact
 #: x_rows): the largest M each serves
 SWAPAB_ROWS = 32
 SWAPAB64_ROWS = 64
-SHIPPED_ROWS = {"linked_swapab": SWAPAB_ROWS, "linked_swapab64": SWAPAB64_ROWS}
+SWAPAB128_ROWS = 128
+SHIPPED_ROWS = {"linked_swapab": SWAPAB_ROWS, "linked_swapab64": SWAPAB64_ROWS, "linked_swapab128x2": SWAPAB128_ROWS}
 #: a swap-AB slot: W's 64 gate and 64 up rows of 128 B, then X's x_rows rows
 SWAPAB_W_BYTES = 16384
 LINKED_KERNEL = "kl_dispatch"
