@@ -104,6 +104,7 @@ VARIANTS: dict[str, tuple[int, int, bool, int, int]] = {
     "linked_swapab16": (128, 1, False, 216, 1),
     "linked_swapab64": (128, 1, False, 216, 1),
     "linked_swapab128": (128, 1, False, 224, 1),
+    "linked_swapab128x2": (128, 1, False, 224, 1),
 }
 #: the linked kernels (kernlink build of gemm_swiglu_persistent.kp and gemm_swiglu_persistent_small.kp):
 #: their entry and their counter array
@@ -111,7 +112,9 @@ VARIANTS: dict[str, tuple[int, int, bool, int, int]] = {
 #: gemm_swiglu_persistent_swapab64.kp) as the example ships them, `linked_swapab16` and `linked_swapab128`
 #: levers (the x_rows 32 pipeline with producer_swapab.kc's fact x_rows = 16 or 128: slots of 18 or 32 KiB,
 #: wgmma N = 16 or 128; bench/results/h200-2026-12-04e/swapab128/make_lever.py)
-SWAPAB = {"linked_swapab", "linked_swapab16", "linked_swapab64", "linked_swapab128"}
+#: `linked_swapab128x2`: a lever of x_rows 128 with two consumer warpgroups of 64 rows of X each (wgmma
+#: m64n64k16, 384 threads; bench/results/h200-2026-12-04e/swapab128x2/make_lever.py)
+SWAPAB = {"linked_swapab", "linked_swapab16", "linked_swapab64", "linked_swapab128", "linked_swapab128x2"}
 LINKED = {"linked", "linked_small", "linked_c1", *SWAPAB}
 #: rows of X the shipped swap-AB links' slots hold (producer_swapab.kc's and producer_swapab64.kc's fact
 #: x_rows): the largest M each serves
@@ -157,7 +160,10 @@ AUTO: list[tuple[int, str]] = [(128, "coop128_c1:dp"), (1 << 30, "coop256_c2:sk:
 #: W-read floor): at M = 64 the swap-AB link of x_rows 64 (promotion none, `gb`) took 0.0679 ms against
 #: linked_small:dp's 0.0709 (call 1; call 2's table in the README); x_rows 128 lost to linked_small:dp at
 #: M = 64, 96 and 128 (0.0750 / 0.0747 / 0.0756 against 0.0709 / 0.0710 / 0.0714), so 64 < M <= 128
-#: stays linked_small.
+#: stays linked_small. The x_rows 128 lever with two consumer warpgroups (64 rows of X each: wgmma
+#: m64n64k16, `linked_swapab128x2`; bench/results/h200-2026-12-04e/swapab128x2) lost too, in each of 5
+#: rounds: 0.0728 / 0.0744 ms (`gb`, the best of three grids) against linked_small:dp's 0.0712 / 0.0728 at
+#: M = 96 / 128, per round 1.014-1.025 / 1.015-1.034 of linked_small's time.
 LINKED_AUTO: list[tuple[int, str]] = [
     (SWAPAB_ROWS, "linked_swapab:dp:l2none:gb"),
     (SWAPAB64_ROWS, "linked_swapab64:dp:l2none:gb"),
