@@ -25,7 +25,7 @@ from package.codefacts.threads import Threads
 from package.codefacts.values import Env, Linear, Val, analyse, call_arguments, callee, defines
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
-FACTS_VERSION = 12  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
+FACTS_VERSION = 13  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
 # 4: an operand's linear form over params fields; 5: an operand from the function's arguments, `smem-arg`,
 # the conditions a copy, credit or expect-tx runs under; 6: a `local` operand (the function's stack), `param-pass`,
 # `call-arg` at calls to the module's own functions; 7: those conditions as expressions of params fields (`when`);
@@ -36,7 +36,8 @@ FACTS_VERSION = 12  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: g
 # reaches after them, and calls of another module's function and bulk stores the conditions they run under;
 # 11: a wait's `across` (its entry after a pass that ran an alternative loop, `loops N`); 12: `gmem-access`, a load or
 # store that may reach global memory (not shared, local, param or const; not a params-block read), with the conditions
-# it runs under and the parameters a callable's address is built on
+# it runs under and the parameters a callable's address is built on; 13: `mma-commit` and `mma-wait`
+# (`wgmma.commit_group`, `wgmma.wait_group N` with its `groups`), ordered as synchronisation steps
 
 
 @dataclass(frozen=True)
@@ -319,6 +320,8 @@ SYNC_KINDS = frozenset(
         "bulk-wait",
         "xcall",
         "fence",
+        "mma-commit",
+        "mma-wait",
     }
 )
 
@@ -779,6 +782,11 @@ def _instruction(fn: str, ins: Instr, env: Env, site: _Site, index: int) -> Iter
     elif op.startswith("cp.async.bulk.wait_group"):
         groups = _op(env, ops[0]) if ops else Operand("constant", 0)
         yield fact("bulk-wait", ("groups", groups), detail="read" if ".read" in op else "")
+    elif op.startswith("wgmma.commit_group"):
+        yield fact("mma-commit")
+    elif op.startswith("wgmma.wait_group"):
+        # at most `groups` of the warpgroup's committed wgmma groups are pending after it (the rest retired)
+        yield fact("mma-wait", ("groups", _op(env, ops[0]) if ops else Operand("unknown")))
     elif op.startswith("cp.async.mbarrier.arrive") and ops:
         yield fact("arrive", ("addr", _addr(env, ops[0])), detail="cp.async")
     elif op.startswith("tcgen05.commit") and "mbarrier::arrive" in op and ops:
