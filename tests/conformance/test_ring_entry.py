@@ -280,3 +280,30 @@ def test_the_ring_fed_mainloop_flushes_its_lagged_release_once_per_tile(tmp_path
     twice = RINGFED_FLUSH + "            mbarrier_arrive(empty + kBarrierBytes * previous);\n"
     (doubled,) = _ringfed(tmp_path / "b", twice)
     assert "runs `empty arrive` of ring `kv` twice after its loop on a pass" in doubled.message
+
+
+# The release of a slot wgmma read (`reads async`): after a `wgmma.wait_group N` that retired the slot's group.
+IN_LOOP_WAIT = "            if (i > 0) {\n                wgmma_wait<1>();\n"
+FLUSH_WAIT = "    if constexpr (KEEP != 0) {\n        wgmma_wait<0>();\n"
+UNRETIRED = "before a `wgmma.wait_group` retired the wgmma group that read it"
+
+
+def test_a_release_after_a_wait_that_leaves_its_group_pending_is_unretired(tmp_path: Path) -> None:
+    # `wgmma.wait_group 2` after this k-step's commit: the previous k-step's group may still read its slot
+    two = {"consumer.cuh": [(IN_LOOP_WAIT, "            if (i > 0) {\n                wgmma_wait<2>();\n")]}
+    (diag,) = _pack(tmp_path, "consumer_swapab", two, strict=True)
+    assert diag.code == "L-CONFORM" and dict(diag.data)["check"] == "ring-step"
+    assert UNRETIRED in diag.message and "lag 1" in diag.message
+
+
+def test_a_release_after_the_k_loop_needs_every_group_retired(tmp_path: Path) -> None:
+    # the unit's last slot released after `wgmma.wait_group 1`: its own group is the one left pending
+    one = {"consumer.cuh": [(FLUSH_WAIT, "    if constexpr (KEEP != 0) {\n        wgmma_wait<1>();\n")]}
+    (diag,) = _pack(tmp_path, "consumer_swapab", one, strict=True)
+    assert diag.code == "L-CONFORM" and UNRETIRED in diag.message
+    assert any(lab.span.file.endswith("!code.ptx") for lab in diag.labels)
+
+
+def test_the_cooperative_consumer_releases_each_multicast_slot_after_its_group_retired(tmp_path: Path) -> None:
+    # two cluster arrives per release (`multicast`, cluster 2x1x1) after `wgmma.wait_group 0`: one release
+    assert _pack(tmp_path, "consumer", {}, strict=True) == []
