@@ -143,7 +143,8 @@ is unknown (an indirect call, a call of a synchronising function of its own modu
 loop) where a step is missing is undecided (I-CONFORM, an error under `--strict`). At `kernlink
 pack` of the caller alone, the staging steps of a role that calls another stage's callables are
 left to the composed check (a note of `kernlink pack` names the role and the ring), and so is
-what a barrier orders around a counter (the note names the role, the barrier and the counter).
+what a barrier orders around a counter: each is an `I-DEFERRED` note naming the check, the role and
+the claims (the ring; the barrier and the counter), never an error.
 
 A TMA copy's bytes come from the box its tensor map's params field declares (`box 64,
 128 elem bf16`); the copies and `complete_tx` credits of a fill add up to the ring's
@@ -227,6 +228,7 @@ from diagnostics.symbols import Code
 
 if TYPE_CHECKING:
     from checker.conformance.context import Finding
+    from checker.conformance.deferral import Deferred
     from package.codefacts import CodeFacts
     from package.loader import StageEntry
 
@@ -405,6 +407,20 @@ UNDECIDED = {
     "retired": "whether the wgmma group that read the released slot has retired (a `wgmma.wait_group` before the "
     "release waits for a number of groups the analysis cannot read)",
 }
+
+
+def deferred_note(d: Deferred) -> Diagnostic:
+    """``I-DEFERRED``: a side of a role its component's code alone cannot show (checker/conformance/deferral.py),
+    at the contract item it is about; a note whatever ``--strict`` says, the composed check decides it."""
+    labels = (Label(d.node.span, f"`{d.check}`: decided with the composition"),) if d.node is not None else ()
+    return Diagnostic(
+        Code.I_DEFERRED,
+        f"{d.reason}: the composed check (`kernlink check`) decides {d.what}, through the callables' summaries",
+        severity=Severity.NOTE,
+        labels=labels,
+        notes=("the component's own code cannot show it: neither accepted nor rejected by `kernlink pack`",),
+        data=(("check", d.check), ("role", d.role), *d.claims),
+    )
 
 
 def describe(f: Finding) -> Worded:
