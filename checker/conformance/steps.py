@@ -626,7 +626,9 @@ def _retired(
                 committed = within and any(w.order in c.reaches for c in commits)
                 # a side stating no lag is held to lag 1: which slot an arrive addresses is not in the facts, and a
                 # release of the previous slot (and a drain after the loop) with the contract's lag left at 0 is common
-                bound = max(lag, 1) - 1 - k + int(committed)
+                # `wgmma.wait_group 0` retires every group: a release after it is never early (one past the lag
+                # is an extra arrive, `ring-step`'s or no one's to judge, not an unretired slot)
+                bound = max(0, max(lag, 1) - 1 - k + int(committed))
                 retired = retired or groups.value <= bound
             if retired:
                 continue
