@@ -67,14 +67,15 @@ warpgroup, one thread):
   (a side's `lag N`, an arrive's own `lag L`) runs after the inner loop as often as it
   lags on every pass of the outer one (each unit's peeled phase: a release the lag held
   back), neither missing nor twice, or, released at the top of the next unit's loop (a
-  release carried across units, as CUTLASS's persistent mainloops do), as often as it lags
-  after the outer loop (the drain); a consume side whose role reads the slots with `wgmma`
-  releases a slot only after a `wgmma.wait_group N` that retired the group that read it
-  (`unretired`: `N` at most the release's lag minus 1, plus the group this k-step
-  committed before the wait; `wgmma.wait_group 0` before a release after the loop; a side
-  that states no lag is held to lag 1, since which slot an arrive addresses is not in the
-  facts); a side of a ring that carries a ring-fed
-  tensor of the role is run by the tensor handle the linker generates, so any instruction
+  release carried across units, as CUTLASS's persistent mainloops do: the loop's release
+  addresses, on a unit's first iteration, the slot the previous unit left, not one reset
+  per unit; neither shown is undecided), as often as it lags after the outer loop (the
+  drain); a consume side whose role reads the slots with `wgmma` releases a slot only
+  after a `wgmma.wait_group N` that retired the group that read it (`unretired`: `N` at
+  most the release's lag minus 1, plus the group this k-step committed before the wait;
+  `wgmma.wait_group 0` before a release after the loop; a side that states no lag is held
+  to lag 1, since which slot an arrive addresses is not in the facts); a side of a ring
+  that carries a ring-fed tensor of the role is run by the tensor handle the linker generates, so any instruction
   of the role on that ring's barriers is reported;
 - `arrive-count`: the arrivals of an arrive (the threads its guard selects, times its
   count) differ from the step's count (`per_warp`, `per_warpgroup`, 1, …);
@@ -404,6 +405,8 @@ UNDECIDED = {
     "counter-step": "which counter this release or acquire is of (its address is built on no counter handle the "
     "analysis can bind), and so what the barrier that `orders` the counter must order around it",
     "groups": "how many bulk groups the read wait lets stay pending",
+    "carried-release": "which slot it releases on each unit's first iteration (the one the previous unit held "
+    "back, carried from it, as a release drained once after the loop over units needs) or one reset per unit",
     "retired": "whether the wgmma group that read the released slot has retired (a `wgmma.wait_group` before the "
     "release waits for a number of groups the analysis cannot read)",
 }

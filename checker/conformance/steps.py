@@ -14,7 +14,8 @@ matched with the side's steps:
   (the side's ``lag N``, an arrive's own ``lag L``) runs after the inner loop, on each pass of
   the outer one, as often as it lags (:func:`_flushes`): missing, the unit's last slot is never
   released; twice, a phase completes early; or, carried into the next unit's loop (its first
-  iterations release what the previous unit held back), as often as it lags after the outer loop
+  iterations release what the previous unit held back: the release's slot enters the inner loop
+  carried, ``Fact.entry``, not reset per unit), as often as it lags after the outer loop
   (:func:`_carried`: the drain of the last unit);
 - a consume side whose role reads the slots with ``wgmma`` releases each slot after a
   ``wgmma.wait_group`` that retired the group that read it (:func:`_retired`, ``unretired``);
@@ -531,8 +532,12 @@ def _flushes(
         ]
         chain = longest_chain([s.fact for s in here])
         drained = _carried(step, sites, loop, outer) if chain == 0 else []
-        if chain == 0 and longest_chain([s.fact for s in drained]) == want:
+        carried = _carried_entry(step, sites, loop) if drained else "reset"
+        if chain == 0 and carried == "carried" and longest_chain([s.fact for s in drained]) == want:
             yield None, (key, drained)  # carried into the next unit's loop, the last unit's drained after the loop
+        elif chain == 0 and carried == "unknown":
+            at = next(s for s in sites if (s.kind, s.barrier) == key and loop in s.fact.loops)
+            yield unknown("ring-step", at.fact, "carried-release", step.item), (key, drained)
         elif chain == 0:
             yield _missing(anchor, side, role, step, prearm=False, peeled=lag, per_pass=True), (key, here)
         elif chain != want:
@@ -639,6 +644,20 @@ def _retired(
                     "ring-step", "unretired", release, item, ring=side.name, role=role.name, step=step.words, lag=lag
                 )
             return  # one release: the others follow from the same wait
+
+
+def _carried_entry(step: Step, sites: list[Site], loop: int) -> str:
+    """Whether the step's releases in the inner loop address, on a unit's first iteration, the slot the previous
+    unit left (``carried``: they release what it held back), one reset per unit (``reset``: a per-unit lag, whose
+    held-back release belongs after the unit's loop), or neither shown (``unknown``); from ``Fact.entry``."""
+    how = {
+        dict(s.fact.entry).get("slot", "unknown")
+        for s in sites
+        if (s.kind, s.barrier) == (step.kind, step.barrier) and loop in s.fact.loops
+    }
+    if how == {"carried"}:
+        return "carried"
+    return "reset" if "reset" in how else "unknown"
 
 
 #: Instructions that read shared memory through the async proxy.

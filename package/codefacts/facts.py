@@ -37,7 +37,8 @@ FACTS_VERSION = 13  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: g
 # 11: a wait's `across` (its entry after a pass that ran an alternative loop, `loops N`); 12: `gmem-access`, a load or
 # store that may reach global memory (not shared, local, param or const; not a params-block read), with the conditions
 # it runs under and the parameters a callable's address is built on; 13: `mma-commit` and `mma-wait`
-# (`wgmma.commit_group`, `wgmma.wait_group N` with its `groups`), ordered as synchronisation steps
+# (`wgmma.commit_group`, `wgmma.wait_group N` with its `groups`), ordered as synchronisation steps; an arrive's
+# `entry` (in a loop nested in another: its slot on the inner loop's first iteration, carried or reset)
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ class Fact:
     # A wait in a loop nested in another (a k-loop in a loop over units of work): how the registers it reads
     # (``parity``; ``slot``, its barrier's address or slot argument) enter the inner loop on a pass of the outer
     # one (``carry.py``): ``carried`` (what the previous pass left), ``reset`` (the same on every pass) or
-    # ``unknown``.
+    # ``unknown``. An arrive there: its ``slot`` alone (the barrier address it releases on the first iteration).
     entry: tuple[tuple[str, str], ...] = ()
     # The same wait, after a pass of the outer loop that ran another innermost loop of it instead (an
     # alternative k-loop, ``loops N``): ``(that loop's header position, slot|parity, carried|reset|unknown)``.
@@ -556,6 +557,15 @@ def _entries(
     waiting = [index for index, f in found if f.kind == "wait"]
     for index, f in found:
         loops = [lp for lp in site.flow.loops_of(index) if lp.header not in site.spinning]
+        if f.kind == "arrive" and len(loops) >= 2 and site.flow.reachable(index):
+            # a release in a nested loop: whether the slot it addresses on a unit's first iteration is the one the
+            # previous unit left (a release carried across units) or one reset per unit
+            ins = fn.body[index]
+            carry = carry or Carry(site.flow)
+            how = "unknown"
+            if ins.base == "mbarrier" and len(ins.operands) >= 2:
+                how = carry.entry(loops[-2], loops[-1], index, ins.operands[1].strip())
+            f = dataclasses.replace(f, entry=(("slot", how),))
         if f.kind == "wait" and len(loops) >= 2 and site.flow.reachable(index):
             ins = fn.body[index]
             read: tuple[tuple[str, int, str], ...] = ()

@@ -307,3 +307,22 @@ def test_a_release_after_the_k_loop_needs_every_group_retired(tmp_path: Path) ->
 def test_the_cooperative_consumer_releases_each_multicast_slot_after_its_group_retired(tmp_path: Path) -> None:
     # two cluster arrives per release (`multicast`, cluster 2x1x1) after `wgmma.wait_group 0`: one release
     assert _pack(tmp_path, "consumer", {}, strict=True) == []
+
+
+SWAPAB_END = "        gs_consumer_swapab_swiglu(acc, p->out, p->n / 2u, p->m, u.tile_n * (kBN / 2u));\n    }\n"
+
+
+def test_a_per_unit_release_drained_once_after_the_loop_over_units_is_missing(tmp_path: Path) -> None:
+    # consumer.cuh's k-loop releases from each unit's second k-step on (`prev` starts at 0 every unit): without
+    # the release after the k-loop every unit but the last leaves a slot held, whatever a drain after the units does
+    drained = SWAPAB_END + "    if (t == 0) {\n        gs::release_slot<1>(ring, cur.slot);\n    }\n"
+    edits = {
+        "consumer.cuh": [(FLUSH, "        if (leader && n_k > 0) {\n")],
+        "consumer_swapab.cu": [(SWAPAB_END, drained)],
+    }
+    built = _built(tmp_path, "consumer_swapab", edits)
+    assert built.code is not None
+    (release,) = [f for f in built.code.facts if f.kind == "arrive" and len(f.loops) == 2]
+    assert release.entry == (("slot", "reset"),)  # the unit's first release addresses a slot reset per unit
+    (diag,) = conformance_findings(built, tmp_path / "x.kpkg", strict=True)
+    assert "never runs `empty arrive` of ring `kv` after its loop on each pass of the loop around it" in diag.message
