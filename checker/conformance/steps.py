@@ -591,19 +591,24 @@ def _retired(
     cluster: int | None,
 ) -> Iterator[Finding]:
     """A consume side whose role reads the slots with ``wgmma`` in the side's loop: each release (its ``empty``
-    arrive) runs after a ``wgmma.wait_group N`` that retired the group that read the slot it releases. A release
-    lagged ``L`` iterations (the side's ``lag`` plus the arrive's own) in an iteration that committed ``c`` groups
-    (0 or 1) before the wait needs ``N <= L - 1 + c``; the ``k``-th release after the loop (a unit's peeled phase,
-    or the drain of a release carried across units) ``N <= L - 1 - k``. A release no such wait precedes on a path
-    without a back edge is ``unretired`` (the producer refills the slot while the tensor cores may still read it);
-    a wait whose group count is no constant, where none other decides, is undecided. Which slot an arrive
-    addresses is not in the facts: a side that states no lag is held to ``L = 1`` (a release of the previous slot
-    after ``wgmma.wait_group 1``, and one after the loop, under a contract that left its lag at 0 is accepted)."""
+    arrive) runs after a ``wgmma.wait_group N`` that retired the group that read the slot it releases. The loop
+    commits ``p`` groups per iteration (``wgmma.commit_group``, its longest chain); a release lagged ``L``
+    iterations (the side's ``lag`` plus the arrive's own) in an iteration that committed ``c`` groups before the
+    wait needs ``N <= L * p - 1 + c``; the ``k``-th release after the loop (a unit's peeled phase, or the drain of
+    a release carried across units) ``N <= (L - k) * p - 1``; ``wgmma.wait_group 0`` retires every group. A
+    release no such wait precedes on a path without a back edge is ``unretired`` (the producer refills the slot
+    while the tensor cores may still read it); a wait whose group count is no constant, where none other decides,
+    is undecided. Which slot an arrive addresses, and which of an iteration's groups read it, are not in the
+    facts: the bound takes the slot's group to be its iteration's first (never a false rejection of a loop that
+    commits several groups, the attention kernels' two), and a side that states no lag is held to ``L = 1`` (a
+    release of the previous slot after ``wgmma.wait_group 1``, and one after the loop, under a contract that left
+    its lag at 0 is accepted)."""
     if side.side != "consume" or loop is None:
         return
     if not any(f.kind == "feature" and f.opcode.startswith("wgmma.mma_async") and loop in f.loops for f in facts):
         return
     commits = [f for f in facts if f.kind == "mma-commit" and loop in f.loops]
+    groups_per = max(longest_chain(commits), 1)  # `p`: the groups one iteration commits
     waits = [f for f in facts if f.kind == "mma-wait"]
     inside = [s.fact for s in sites if loop in s.fact.loops]
     for step in plan:
@@ -628,12 +633,12 @@ def _retired(
                 if groups is None or groups.kind != "constant" or groups.value is None:
                     undecided = True
                     continue
-                committed = within and any(w.order in c.reaches for c in commits)
+                committed = longest_chain([c for c in commits if w.order in c.reaches]) if within else 0
                 # a side stating no lag is held to lag 1: which slot an arrive addresses is not in the facts, and a
-                # release of the previous slot (and a drain after the loop) with the contract's lag left at 0 is common
+                # release of the previous slot (and a drain after the loop) with the contract's lag left at 0 is common;
                 # `wgmma.wait_group 0` retires every group: a release after it is never early (one past the lag
                 # is an extra arrive, `ring-step`'s or no one's to judge, not an unretired slot)
-                bound = max(0, max(lag, 1) - 1 - k + int(committed))
+                bound = max(0, (max(lag, 1) - k) * groups_per - 1 + committed)
                 retired = retired or groups.value <= bound
             if retired:
                 continue

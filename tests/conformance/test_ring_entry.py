@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from package.codefacts import derive
-from package.codefacts.facts import Fact
+from package.codefacts.facts import Fact, Operand
 from packing.pack import Built, build, conformance_findings
 
 HEAD = """
@@ -326,3 +326,43 @@ def test_a_per_unit_release_drained_once_after_the_loop_over_units_is_missing(tm
     assert release.entry == (("slot", "reset"),)  # the unit's first release addresses a slot reset per unit
     (diag,) = conformance_findings(built, tmp_path / "x.kpkg", strict=True)
     assert "never runs `empty arrive` of ring `kv` after its loop on each pass of the loop around it" in diag.message
+
+
+# The retire bound as a property: an iteration of `p` wgmma groups, the wait after `c` of them, a release lagged `L`.
+RETIRE_STAGE = """stage "r" version "1.0.0" {{
+    target sm_90a
+    role mma entry f warps 4 warpgroup
+    ring kv consume by mma {{
+        full wait
+        reads async
+        empty arrive per_warpgroup(mma){lag}
+    }}
+}}
+"""
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 3), st.integers(0, 3), st.integers(0, 3), st.integers(0, 6))
+def test_a_release_is_unretired_exactly_when_its_wait_leaves_the_slots_group_pending(
+    lag: int, groups: int, before: int, pending: int
+) -> None:
+    from checker.conformance.steps import Site, _retired, _steps
+    from contract_lang.parser import parse_text
+
+    before = min(before, groups)
+    stage = parse_text(RETIRE_STAGE.format(lag=f" lag {lag}"), "r.kc").stages[0]
+    (side,) = stage.rings
+    kinds = ["mma", *(["commit"] * before), "wait", *(["commit"] * (groups - before)), "release"]
+    n = len(kinds)
+
+    def fact(kind: str, i: int) -> Fact:
+        fk = {"mma": "feature", "commit": "mma-commit", "wait": "mma-wait", "release": "arrive"}[kind]
+        op = {"mma": "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "wait": "wgmma.wait_group"}.get(kind, fk)
+        operands = (("groups", Operand("constant", pending)),) if kind == "wait" else ()
+        return Fact(fk, "f", i, op, operands, loops=(100,), order=i, reaches=tuple(range(i + 1, n + 1)))
+
+    facts = [fact(k, i + 1) for i, k in enumerate(kinds)]
+    release = Site(facts[-1], "kv", "empty", "arrive")
+    found = list(_retired(stage.roles[0], side, _steps(side), [release], 100, facts, None))
+    retires = pending <= max(0, lag * max(groups, 1) - 1 + before)
+    assert [f.problem for f in found] == ([] if retires else ["unretired"])
