@@ -401,6 +401,27 @@ CODES: tuple[CodeInfo, ...] = (
         "Read the count through the contract's handle, or accept the note; `--strict` rejects it.",
     ),
     _c(
+        Code.I_DEFERRED,
+        "deferred-to-composition",
+        "`pack`: a side the component's code alone cannot show, left to the composed check",
+        "check",
+        "A role that calls other stages' callables (`call … as S from role R`) may run part of its protocol "
+        "inside them: the steps of a staging ring (`ring-step`), or the global accesses and counter steps a "
+        "barrier `orders` (`barrier-orders`). `kernlink pack` of the component alone has only the role's own "
+        "code, so each such side is this note, at the contract item it is about, naming the check, the role, "
+        "the claims and the reason (checker/conformance/deferral.py). It is never an error, `--strict` "
+        "included: `kernlink check` of the composition splices the callables' summaries and decides it.",
+        "A component is packed before the packages it calls exist, or without them; a side its code cannot "
+        "show is neither accepted nor rejected there, and the note says which check will decide it, so that "
+        "nobody takes a clean `pack --strict` for the composed verdict.",
+        "kernlink pack consumer.cu --contract consumer.kc --strict\n"
+        "note[I-DEFERRED]: role `mma` calls other stages' callables, which may run steps of ring `out_stage`: "
+        "the composed check (`kernlink check`) decides the steps of ring `out_stage`, through the callables' "
+        "summaries",
+        "Nothing is required of the package; check the composition (`kernlink check pipeline.kp`), which "
+        "judges the side through the callables' summaries.",
+    ),
+    _c(
         Code.I_AUDIT,
         "audit-undecided",
         "a linked code site the link audit cannot prove against the map",

@@ -651,10 +651,11 @@ def _published_after_sync(exported: str, composition: Composition) -> str:
                 exports[i.name] = (i.symbol, ptx)
 
     def releases(name: str) -> str | None:
+        # the callable's first release, from its module's code facts (a release store is a `gmem-access` or
+        # `smem-access`, a release reduction or atomic an `atomic`: each fact keeps its instruction's opcode)
         symbol, ptx = exports.get(name, ("", ""))
-        fn = next((f for f in parse(ptx).functions if f.name == symbol), None) if ptx else None
-        hit = next((ins for ins in fn.body if _RELEASE.match(ins.opcode)), None) if fn is not None else None
-        return None if hit is None else f"`{hit.opcode}` in `{symbol}`"
+        hits = [(f.line, f.opcode) for f in derive(ptx).facts if f.function == symbol and _RELEASE.match(f.opcode)]
+        return f"`{min(hits)[1]}` in `{symbol}`" if ptx and hits else None
 
     sites = 0
     found = ""

@@ -80,6 +80,10 @@ def cmd_pack(args: argparse.Namespace) -> int:
         return report(err.diagnostics, sources, args)
     if own:
         result = dataclasses.replace(result, warnings=(*own, *result.warnings))
+    from checker.clauses.l_conform import deferred_note
+
+    # what the composed check decides: one I-DEFERRED note per deferral, after pack's own findings
+    shown = (*result.warnings, *(deferred_note(d) for d in result.deferred))
     if args.format == "json":
         print(
             json.dumps(
@@ -93,7 +97,7 @@ def cmd_pack(args: argparse.Namespace) -> int:
                     "sha256": result.sha256,
                     "defined": sorted(result.captured.defined_symbols),
                     "needed": sorted(result.captured.needed_symbols),
-                    "warnings": json.loads(diagnostics_json(result.warnings))["diagnostics"],
+                    "warnings": json.loads(diagnostics_json(shown))["diagnostics"],
                     "seconds": dict(result.seconds),
                 },
                 indent=2,
@@ -101,8 +105,8 @@ def cmd_pack(args: argparse.Namespace) -> int:
             )
         )
         return EXIT_OK
-    if result.warnings:
-        emit(result.warnings, sources, "text", color=color(args.color))
+    if shown:
+        emit(shown, sources, "text", color=color(args.color))
     from diagnostics.escape import escape_controls
 
     print(
@@ -111,21 +115,6 @@ def cmd_pack(args: argparse.Namespace) -> int:
             f"-> {result.path} ({result.size} bytes)"
         )
     )
-    for role, ring in result.deferred:
-        print(
-            escape_controls(
-                f"note: role `{role}` calls other stages' callables, which may run steps of ring `{ring}`: those "
-                "steps are checked with the composition (`kernlink check`), through the callables' summaries"
-            )
-        )
-    for role, barrier, counter in result.deferred_orders:
-        print(
-            escape_controls(
-                f"note: role `{role}` calls other stages' callables, which may access global memory or step counter "
-                f"`{counter}`: what barrier `{barrier}` orders around the counter is checked with the composition "
-                "(`kernlink check`), through the callables' summaries"
-            )
-        )
     return EXIT_OK
 
 

@@ -45,6 +45,7 @@ from typing import Any, Literal
 
 from checker import conformance, handles
 from checker.clauses import l_conform, l_handle, l_params, l_symbol
+from checker.conformance.deferral import Deferred, deferred
 from checker.params import params_problems
 from contract_lang import ast as A
 from contract_lang.parser import parse_file
@@ -78,10 +79,9 @@ class PackResult:
     warnings: tuple[Diagnostic, ...]
     seconds: Mapping[str, float]  # compile, capture, conform, write
     opened: opened.Opened | None = None  # what the compile read (None: the compiler did not say)
-    # the (role, ring) staging sides its code leaves to the composed check: the role calls other stages' callables
-    deferred: tuple[tuple[str, str], ...] = ()
-    # the (role, barrier, counter) orderings its code leaves to the composed check (checker/conformance/orders.py)
-    deferred_orders: tuple[tuple[str, str, str], ...] = ()
+    # the sides its code leaves to the composed check (checker/conformance/deferral.py): the role calls other
+    # stages' callables, which may run them
+    deferred: tuple[Deferred, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -346,27 +346,8 @@ def pack(
         (*findings(built, out), *conformance_findings(built, out)),
         seconds,
         built.opened,
-        _deferred(built),
-        _deferred_orders(built),
+        deferred(built.stage, built.code) if built.code is not None else (),
     )
-
-
-def _deferred_orders(built: Built) -> tuple[tuple[str, str, str], ...]:
-    """The counter orderings a component's code alone cannot show (checker/conformance/orders.py: ``deferred``)."""
-    if built.code is None:
-        return ()
-    from checker.conformance.orders import deferred
-
-    return tuple(deferred(built.stage, built.code))
-
-
-def _deferred(built: Built) -> tuple[tuple[str, str], ...]:
-    """The staging sides a component's code alone cannot show (checker/conformance/staging.py: ``deferred``)."""
-    if built.code is None:
-        return ()
-    from checker.conformance.staging import deferred
-
-    return tuple(deferred(built.stage, built.code))
 
 
 def build(

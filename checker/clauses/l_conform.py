@@ -66,8 +66,16 @@ warpgroup, one thread):
   loop (a persistent kernel's k-loop in its loop over units of work), each lagged step
   (a side's `lag N`, an arrive's own `lag L`) runs after the inner loop as often as it
   lags on every pass of the outer one (each unit's peeled phase: a release the lag held
-  back), neither missing nor twice; a side of a ring that carries a ring-fed
-  tensor of the role is run by the tensor handle the linker generates, so any instruction
+  back), neither missing nor twice, or, released at the top of the next unit's loop (a
+  release carried across units, as CUTLASS's persistent mainloops do: the loop's release
+  addresses, on a unit's first iteration, the slot the previous unit left, not one reset
+  per unit; neither shown is undecided), as often as it lags after the outer loop (the
+  drain); a consume side whose role reads the slots with `wgmma` releases a slot only
+  after a `wgmma.wait_group N` that retired the group that read it (`unretired`: `N` at
+  most the release's lag minus 1, plus the group this k-step committed before the wait;
+  `wgmma.wait_group 0` before a release after the loop; a side that states no lag is held
+  to lag 1, since which slot an arrive addresses is not in the facts); a side of a ring
+  that carries a ring-fed tensor of the role is run by the tensor handle the linker generates, so any instruction
   of the role on that ring's barriers is reported;
 - `arrive-count`: the arrivals of an arrive (the threads its guard selects, times its
   count) differ from the step's count (`per_warp`, `per_warpgroup`, 1, …);
@@ -136,7 +144,8 @@ is unknown (an indirect call, a call of a synchronising function of its own modu
 loop) where a step is missing is undecided (I-CONFORM, an error under `--strict`). At `kernlink
 pack` of the caller alone, the staging steps of a role that calls another stage's callables are
 left to the composed check (a note of `kernlink pack` names the role and the ring), and so is
-what a barrier orders around a counter (the note names the role, the barrier and the counter).
+what a barrier orders around a counter: each is an `I-DEFERRED` note naming the check, the role and
+the claims (the ring; the barrier and the counter), never an error.
 
 A TMA copy's bytes come from the box its tensor map's params field declares (`box 64,
 128 elem bf16`); the copies and `complete_tx` credits of a fill add up to the ring's
@@ -220,6 +229,7 @@ from diagnostics.symbols import Code
 
 if TYPE_CHECKING:
     from checker.conformance.context import Finding
+    from checker.conformance.deferral import Deferred
     from package.codefacts import CodeFacts
     from package.loader import StageEntry
 
@@ -395,7 +405,25 @@ UNDECIDED = {
     "counter-step": "which counter this release or acquire is of (its address is built on no counter handle the "
     "analysis can bind), and so what the barrier that `orders` the counter must order around it",
     "groups": "how many bulk groups the read wait lets stay pending",
+    "carried-release": "which slot it releases on each unit's first iteration (the one the previous unit held "
+    "back, carried from it, as a release drained once after the loop over units needs) or one reset per unit",
+    "retired": "whether the wgmma group that read the released slot has retired (a `wgmma.wait_group` before the "
+    "release waits for a number of groups the analysis cannot read)",
 }
+
+
+def deferred_note(d: Deferred) -> Diagnostic:
+    """``I-DEFERRED``: a side of a role its component's code alone cannot show (checker/conformance/deferral.py),
+    at the contract item it is about; a note whatever ``--strict`` says, the composed check decides it."""
+    labels = (Label(d.node.span, f"`{d.check}`: decided with the composition"),) if d.node is not None else ()
+    return Diagnostic(
+        Code.I_DEFERRED,
+        f"{d.reason}: the composed check (`kernlink check`) decides {d.what}, through the callables' summaries",
+        severity=Severity.NOTE,
+        labels=labels,
+        notes=("the component's own code cannot show it: neither accepted nor rejected by `kernlink pack`",),
+        data=(("check", d.check), ("role", d.role), *d.claims),
+    )
 
 
 def describe(f: Finding) -> Worded:
@@ -760,7 +788,10 @@ def _ring_step(f: Finding, fn: str, op: str) -> Worded:
         if peel is not None:
             where = f"after its loop (the peeled phase of `lag {peel}`)"
         if dict(f.facts).get("per_pass") == "True":
-            where = f"after its loop on each pass of the loop around it (the unit's peeled phase of `lag {peel}`)"
+            where = (
+                f"after its loop on each pass of the loop around it (the unit's peeled phase of `lag {peel}`), nor "
+                "after the loop around it (the drain of a release carried into the next unit's loop)"
+            )
         alternative = dict(f.facts).get("alternative")
         if alternative is not None:
             where += f" (the alternative loop of `loops N` whose first step is at PTX line {alternative})"
@@ -858,6 +889,17 @@ def _ring_step(f: Finding, fn: str, op: str) -> Worded:
             f"`{op}`: a second loop after the first",
             "choose one loop per unit (`if (…) mainloop<A>(…) else mainloop<B>(…)`), or split the side's work so "
             "that one loop runs per unit",
+        )
+    if f.problem == "unretired":
+        lag = f.value("lag")
+        return Worded(
+            f"`{fn}` releases a slot of ring `{ring}` (`{step}`, lag {lag}) before a `wgmma.wait_group` retired the "
+            "wgmma group that read it: the producer may refill the slot while the tensor cores still read it",
+            f"`{step}`: released once its reads are done",
+            f"`{op}`: the group reading the slot may be pending",
+            f"run `wgmma.wait_group N` before the release, with N at most {max(int(lag) - 1, 0)} plus the groups "
+            "committed since the slot's was (`wgmma.wait_group 1` after this k-step's commit for `lag 1`; "
+            "`wgmma.wait_group 0` before a release after the loop)",
         )
     if f.problem == "foreign":
         return Worded(

@@ -13,7 +13,12 @@ matched with the side's steps:
   in another (a persistent kernel's k-loop in its loop over units of work), every lagged step
   (the side's ``lag N``, an arrive's own ``lag L``) runs after the inner loop, on each pass of
   the outer one, as often as it lags (:func:`_flushes`): missing, the unit's last slot is never
-  released; twice, a phase completes early;
+  released; twice, a phase completes early; or, carried into the next unit's loop (its first
+  iterations release what the previous unit held back: the release's slot enters the inner loop
+  carried, ``Fact.entry``, not reset per unit), as often as it lags after the outer loop
+  (:func:`_carried`: the drain of the last unit);
+- a consume side whose role reads the slots with ``wgmma`` releases each slot after a
+  ``wgmma.wait_group`` that retired the group that read it (:func:`_retired`, ``unretired``);
 - ``ring-step``: a step with no instruction in the iteration (``missing``), an instruction
   on a ring barrier no step of the role names (``extra``), or a step that runs more often per
   iteration than the others (``times``: a path with two arrives per wait);
@@ -479,6 +484,7 @@ def _iteration(
             peeled_waits = [site for site in of(step, inside=False) if peeled(site)]
             yield from _parities(ctx, role, side, step, [*of(step), *peeled_waits], None if alternatives else loop)
     yield from _fence(ctx, role, side, plan, sited, facts)
+    yield from _retired(role, side, plan, sites, loop, facts, _cluster_size(ctx.stage))
     if not alternatives:  # a `loops N` side's proxy is its role's, judged once
         yield from _read_proxy(ctx, role, side, facts)
 
@@ -525,7 +531,14 @@ def _flushes(
             and any(s.fact.order in f.reaches for f in inside)
         ]
         chain = longest_chain([s.fact for s in here])
-        if chain == 0:
+        drained = _carried(step, sites, loop, outer) if chain == 0 else []
+        carried = _carried_entry(step, sites, loop) if drained else "reset"
+        if chain == 0 and carried == "carried" and longest_chain([s.fact for s in drained]) == want:
+            yield None, (key, drained)  # carried into the next unit's loop, the last unit's drained after the loop
+        elif chain == 0 and carried == "unknown":
+            at = next(s for s in sites if (s.kind, s.barrier) == key and loop in s.fact.loops)
+            yield unknown("ring-step", at.fact, "carried-release", step.item), (key, drained)
+        elif chain == 0:
             yield _missing(anchor, side, role, step, prearm=False, peeled=lag, per_pass=True), (key, here)
         elif chain != want:
             site = max(here, key=lambda s: s.fact.order)
@@ -547,6 +560,109 @@ def _flushes(
             )
         else:
             yield None, (key, here)
+
+
+def _carried(step: Step, sites: list[Site], loop: int, outer: int) -> list[Site]:
+    """A lagged release carried across units of work (CUTLASS's persistent mainloops): no release after
+    the inner loop within the outer pass; the first iterations of the next unit's loop release what the
+    previous unit held back (the same instructions as every other iteration's), and the role drains the last
+    unit's after the outer loop. The step's instructions after the outer loop that the inner loop reaches
+    (arrives only: a wait is no release). None of it is seen when the side is not lagged: ``_flushes``."""
+    if step.kind != "arrive":
+        return []
+    inside = [s.fact for s in sites if loop in s.fact.loops]
+    return [
+        s
+        for s in sites
+        if (s.kind, s.barrier) == (step.kind, step.barrier)
+        and outer not in s.fact.loops
+        and loop not in s.fact.loops
+        and any(s.fact.order in f.reaches for f in inside)
+    ]
+
+
+def _retired(
+    role: A.Role,
+    side: A.Ring,
+    plan: list[Step],
+    sites: list[Site],
+    loop: int | None,
+    facts: Sequence[Fact],
+    cluster: int | None,
+) -> Iterator[Finding]:
+    """A consume side whose role reads the slots with ``wgmma`` in the side's loop: each release (its ``empty``
+    arrive) runs after a ``wgmma.wait_group N`` that retired the group that read the slot it releases. The loop
+    commits ``p`` groups per iteration (``wgmma.commit_group``, its longest chain); a release lagged ``L``
+    iterations (the side's ``lag`` plus the arrive's own) in an iteration that committed ``c`` groups before the
+    wait needs ``N <= L * p - 1 + c``; the ``k``-th release after the loop (a unit's peeled phase, or the drain of
+    a release carried across units) ``N <= (L - k) * p - 1``; ``wgmma.wait_group 0`` retires every group. A
+    release no such wait precedes on a path without a back edge is ``unretired`` (the producer refills the slot
+    while the tensor cores may still read it); a wait whose group count is no constant, where none other decides,
+    is undecided. Which slot an arrive addresses, and which of an iteration's groups read it, are not in the
+    facts: the bound takes the slot's group to be its iteration's first (never a false rejection of a loop that
+    commits several groups, the attention kernels' two), and a side that states no lag is held to ``L = 1`` (a
+    release of the previous slot after ``wgmma.wait_group 1``, and one after the loop, under a contract that left
+    its lag at 0 is accepted)."""
+    if side.side != "consume" or loop is None:
+        return
+    if not any(f.kind == "feature" and f.opcode.startswith("wgmma.mma_async") and loop in f.loops for f in facts):
+        return
+    commits = [f for f in facts if f.kind == "mma-commit" and loop in f.loops]
+    groups_per = max(longest_chain(commits), 1)  # `p`: the groups one iteration commits
+    waits = [f for f in facts if f.kind == "mma-wait"]
+    inside = [s.fact for s in sites if loop in s.fact.loops]
+    for step in plan:
+        item = step.item
+        if step.kind != "arrive" or step.barrier != "empty" or not isinstance(item, A.RingArrive) or item.prearm:
+            continue
+        lag = side.lag + (item.lag or 0)
+        per = (cluster or 1) if item.multicast else 1  # a multicast release: one arrive per CTA of the cluster
+        mine = sorted((s for s in sites if (s.kind, s.barrier) == ("arrive", "empty")), key=lambda s: s.fact.order)
+        after = [s.fact for s in mine if loop not in s.fact.loops and any(s.fact.order in f.reaches for f in inside)]
+        for site in mine:
+            release = site.fact
+            within = loop in release.loops
+            if not within and release not in after:
+                continue  # before the loop: no group read a slot yet
+            # after the loop: the k-th release there on its path; any wait before it (the loop's last pass too)
+            k = 0 if within else sum(1 for f in after if release.order in f.reaches) // per
+            before = [w for w in waits if release.order in w.reaches and (not within or loop in w.loops)]
+            retired = undecided = False
+            for w in before:
+                groups = w.operand("groups")
+                if groups is None or groups.kind != "constant" or groups.value is None:
+                    undecided = True
+                    continue
+                committed = longest_chain([c for c in commits if w.order in c.reaches]) if within else 0
+                # a side stating no lag is held to lag 1: which slot an arrive addresses is not in the facts, and a
+                # release of the previous slot (and a drain after the loop) with the contract's lag left at 0 is common;
+                # `wgmma.wait_group 0` retires every group: a release after it is never early (one past the lag
+                # is an extra arrive, `ring-step`'s or no one's to judge, not an unretired slot)
+                bound = max(0, (max(lag, 1) - k) * groups_per - 1 + committed)
+                retired = retired or groups.value <= bound
+            if retired:
+                continue
+            if undecided:
+                yield unknown("ring-step", release, "retired", item)
+            else:
+                yield found(
+                    "ring-step", "unretired", release, item, ring=side.name, role=role.name, step=step.words, lag=lag
+                )
+            return  # one release: the others follow from the same wait
+
+
+def _carried_entry(step: Step, sites: list[Site], loop: int) -> str:
+    """Whether the step's releases in the inner loop address, on a unit's first iteration, the slot the previous
+    unit left (``carried``: they release what it held back), one reset per unit (``reset``: a per-unit lag, whose
+    held-back release belongs after the unit's loop), or neither shown (``unknown``); from ``Fact.entry``."""
+    how = {
+        dict(s.fact.entry).get("slot", "unknown")
+        for s in sites
+        if (s.kind, s.barrier) == (step.kind, step.barrier) and loop in s.fact.loops
+    }
+    if how == {"carried"}:
+        return "carried"
+    return "reset" if "reset" in how else "unknown"
 
 
 #: Instructions that read shared memory through the async proxy.

@@ -25,7 +25,7 @@ from package.codefacts.threads import Threads
 from package.codefacts.values import Env, Linear, Val, analyse, call_arguments, callee, defines
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
-FACTS_VERSION = 12  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
+FACTS_VERSION = 13  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
 # 4: an operand's linear form over params fields; 5: an operand from the function's arguments, `smem-arg`,
 # the conditions a copy, credit or expect-tx runs under; 6: a `local` operand (the function's stack), `param-pass`,
 # `call-arg` at calls to the module's own functions; 7: those conditions as expressions of params fields (`when`);
@@ -36,7 +36,9 @@ FACTS_VERSION = 12  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: g
 # reaches after them, and calls of another module's function and bulk stores the conditions they run under;
 # 11: a wait's `across` (its entry after a pass that ran an alternative loop, `loops N`); 12: `gmem-access`, a load or
 # store that may reach global memory (not shared, local, param or const; not a params-block read), with the conditions
-# it runs under and the parameters a callable's address is built on
+# it runs under and the parameters a callable's address is built on; 13: `mma-commit` and `mma-wait`
+# (`wgmma.commit_group`, `wgmma.wait_group N` with its `groups`), ordered as synchronisation steps; an arrive's
+# `entry` (in a loop nested in another: its slot on the inner loop's first iteration, carried or reset)
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,7 @@ class Fact:
     # A wait in a loop nested in another (a k-loop in a loop over units of work): how the registers it reads
     # (``parity``; ``slot``, its barrier's address or slot argument) enter the inner loop on a pass of the outer
     # one (``carry.py``): ``carried`` (what the previous pass left), ``reset`` (the same on every pass) or
-    # ``unknown``.
+    # ``unknown``. An arrive there: its ``slot`` alone (the barrier address it releases on the first iteration).
     entry: tuple[tuple[str, str], ...] = ()
     # The same wait, after a pass of the outer loop that ran another innermost loop of it instead (an
     # alternative k-loop, ``loops N``): ``(that loop's header position, slot|parity, carried|reset|unknown)``.
@@ -319,6 +321,8 @@ SYNC_KINDS = frozenset(
         "bulk-wait",
         "xcall",
         "fence",
+        "mma-commit",
+        "mma-wait",
     }
 )
 
@@ -553,6 +557,15 @@ def _entries(
     waiting = [index for index, f in found if f.kind == "wait"]
     for index, f in found:
         loops = [lp for lp in site.flow.loops_of(index) if lp.header not in site.spinning]
+        if f.kind == "arrive" and len(loops) >= 2 and site.flow.reachable(index):
+            # a release in a nested loop: whether the slot it addresses on a unit's first iteration is the one the
+            # previous unit left (a release carried across units) or one reset per unit
+            ins = fn.body[index]
+            carry = carry or Carry(site.flow)
+            how = "unknown"
+            if ins.base == "mbarrier" and len(ins.operands) >= 2:
+                how = carry.entry(loops[-2], loops[-1], index, ins.operands[1].strip())
+            f = dataclasses.replace(f, entry=(("slot", how),))
         if f.kind == "wait" and len(loops) >= 2 and site.flow.reachable(index):
             ins = fn.body[index]
             read: tuple[tuple[str, int, str], ...] = ()
@@ -779,6 +792,11 @@ def _instruction(fn: str, ins: Instr, env: Env, site: _Site, index: int) -> Iter
     elif op.startswith("cp.async.bulk.wait_group"):
         groups = _op(env, ops[0]) if ops else Operand("constant", 0)
         yield fact("bulk-wait", ("groups", groups), detail="read" if ".read" in op else "")
+    elif op.startswith("wgmma.commit_group"):
+        yield fact("mma-commit")
+    elif op.startswith("wgmma.wait_group"):
+        # at most `groups` of the warpgroup's committed wgmma groups are pending after it (the rest retired)
+        yield fact("mma-wait", ("groups", _op(env, ops[0]) if ops else Operand("unknown")))
     elif op.startswith("cp.async.mbarrier.arrive") and ops:
         yield fact("arrive", ("addr", _addr(env, ops[0])), detail="cp.async")
     elif op.startswith("tcgen05.commit") and "mbarrier::arrive" in op and ops:

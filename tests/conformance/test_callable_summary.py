@@ -207,21 +207,44 @@ def test_the_consumer_alone_packs_clean_its_steps_deferred(tmp_path: Path, capsy
     folder = tmp_path / "gemm_swiglu"
     shutil.copytree(EXAMPLES / "gemm_swiglu", folder, ignore=shutil.ignore_patterns("build"))
     consumer = folder / "persistent" / "consumer"
-    assert pack(consumer.with_suffix(".cu"), consumer.with_suffix(".kc"), tmp_path / "c.kpkg", strict=True)
-    # `kernlink pack` says which steps it leaves to the composition
+    result = pack(consumer.with_suffix(".cu"), consumer.with_suffix(".kc"), tmp_path / "c.kpkg", strict=True)
+    # one record per deferral: what, which check, the role, the claims and why
+    assert [(d.check, d.role, d.claims) for d in result.deferred] == [
+        ("ring-step", "mma", (("ring", "out_stage"),)),
+        ("barrier-orders", "mma", (("barrier", "sk_sync"), ("counter", "sk_flags"))),
+    ]
+    assert all(d.node is not None and d.reason.startswith("role `mma` calls other stages'") for d in result.deferred)
+    # `kernlink pack --strict` says which sides it leaves to the composition: I-DEFERRED notes, never errors
     argv = ["pack", str(consumer.with_suffix(".cu")), "--contract", str(consumer.with_suffix(".kc"))]
     capsys.readouterr()
     assert main([*argv, "-o", str(tmp_path / "d.kpkg"), "--strict"]) == 0
-    said = capsys.readouterr().out
-    assert "note: role `mma` calls other stages' callables, which may run steps of ring `out_stage`" in said
-    assert (
-        "note: role `mma` calls other stages' callables, which may access global memory or step counter `sk_flags`"
-        in said
-    )
-    producer = folder / "persistent" / "producer"
-    argv = ["pack", str(producer.with_suffix(".cu")), "--contract", str(producer.with_suffix(".kc"))]
+    said = "".join(capsys.readouterr())
+    assert said.count("note[I-DEFERRED]") == 2
+    assert "role `mma` calls other stages' callables, which may run steps of ring `out_stage`" in said
+    assert "decides what barrier `sk_sync` orders around counter `sk_flags`" in said
+    assert main([*argv, "-o", str(tmp_path / "e.kpkg"), "--strict", "--format", "json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["warnings"]
+    assert [(n["code"], n["severity"], n["data"]["check"]) for n in notes] == [
+        ("I-DEFERRED", "note", "barrier-orders"),
+        ("I-DEFERRED", "note", "ring-step"),
+    ]
+    assert {n["labels"][0]["file"].rsplit("/", 1)[-1] for n in notes} == {"consumer.kc"}
+
+
+@pytest.mark.parametrize("component", ["producer", "consumer_swapab"])
+def test_a_component_whose_code_shows_every_side_defers_nothing(
+    component: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The twins: the producer calls no callable; the swap-AB consumer calls one (its epilogue) but has no
+    staging ring and no barrier that orders a counter, so its code shows every side."""
+    folder = tmp_path / "gemm_swiglu"
+    shutil.copytree(EXAMPLES / "gemm_swiglu", folder, ignore=shutil.ignore_patterns("build"))
+    part = folder / "persistent" / component
+    argv = ["pack", str(part.with_suffix(".cu")), "--contract", str(part.with_suffix(".kc"))]
+    capsys.readouterr()
     assert main([*argv, "-o", str(tmp_path / "p.kpkg"), "--strict"]) == 0
-    assert "note:" not in capsys.readouterr().out  # no staging ring: nothing left to the composition
+    assert "I-DEFERRED" not in "".join(capsys.readouterr())
+    assert pack(part.with_suffix(".cu"), part.with_suffix(".kc"), tmp_path / "q.kpkg", strict=True).deferred == ()
 
 
 # ----------------------------------------------------------------- the splice, as a property

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from package.codefacts import derive
-from package.codefacts.facts import Fact
+from package.codefacts.facts import Fact, Operand
 from packing.pack import Built, build, conformance_findings
 
 HEAD = """
@@ -280,3 +280,89 @@ def test_the_ring_fed_mainloop_flushes_its_lagged_release_once_per_tile(tmp_path
     twice = RINGFED_FLUSH + "            mbarrier_arrive(empty + kBarrierBytes * previous);\n"
     (doubled,) = _ringfed(tmp_path / "b", twice)
     assert "runs `empty arrive` of ring `kv` twice after its loop on a pass" in doubled.message
+
+
+# The release of a slot wgmma read (`reads async`): after a `wgmma.wait_group N` that retired the slot's group.
+IN_LOOP_WAIT = "            if (i > 0) {\n                wgmma_wait<1>();\n"
+FLUSH_WAIT = "    if constexpr (KEEP != 0) {\n        wgmma_wait<0>();\n"
+UNRETIRED = "before a `wgmma.wait_group` retired the wgmma group that read it"
+
+
+def test_a_release_after_a_wait_that_leaves_its_group_pending_is_unretired(tmp_path: Path) -> None:
+    # `wgmma.wait_group 2` after this k-step's commit: the previous k-step's group may still read its slot
+    two = {"consumer.cuh": [(IN_LOOP_WAIT, "            if (i > 0) {\n                wgmma_wait<2>();\n")]}
+    (diag,) = _pack(tmp_path, "consumer_swapab", two, strict=True)
+    assert diag.code == "L-CONFORM" and dict(diag.data)["check"] == "ring-step"
+    assert UNRETIRED in diag.message and "lag 1" in diag.message
+
+
+def test_a_release_after_the_k_loop_needs_every_group_retired(tmp_path: Path) -> None:
+    # the unit's last slot released after `wgmma.wait_group 1`: its own group is the one left pending
+    one = {"consumer.cuh": [(FLUSH_WAIT, "    if constexpr (KEEP != 0) {\n        wgmma_wait<1>();\n")]}
+    (diag,) = _pack(tmp_path, "consumer_swapab", one, strict=True)
+    assert diag.code == "L-CONFORM" and UNRETIRED in diag.message
+    assert any(lab.span.file.endswith("!code.ptx") for lab in diag.labels)
+
+
+def test_the_cooperative_consumer_releases_each_multicast_slot_after_its_group_retired(tmp_path: Path) -> None:
+    # two cluster arrives per release (`multicast`, cluster 2x1x1) after `wgmma.wait_group 0`: one release
+    assert _pack(tmp_path, "consumer", {}, strict=True) == []
+
+
+SWAPAB_END = "        gs_consumer_swapab_swiglu(acc, p->out, p->n / 2u, p->m, u.tile_n * (kBN / 2u));\n    }\n"
+
+
+def test_a_per_unit_release_drained_once_after_the_loop_over_units_is_missing(tmp_path: Path) -> None:
+    # consumer.cuh's k-loop releases from each unit's second k-step on (`prev` starts at 0 every unit): without
+    # the release after the k-loop every unit but the last leaves a slot held, whatever a drain after the units does
+    drained = SWAPAB_END + "    if (t == 0) {\n        gs::release_slot<1>(ring, cur.slot);\n    }\n"
+    edits = {
+        "consumer.cuh": [(FLUSH, "        if (leader && n_k > 0) {\n")],
+        "consumer_swapab.cu": [(SWAPAB_END, drained)],
+    }
+    built = _built(tmp_path, "consumer_swapab", edits)
+    assert built.code is not None
+    (release,) = [f for f in built.code.facts if f.kind == "arrive" and len(f.loops) == 2]
+    assert release.entry == (("slot", "reset"),)  # the unit's first release addresses a slot reset per unit
+    (diag,) = conformance_findings(built, tmp_path / "x.kpkg", strict=True)
+    assert "never runs `empty arrive` of ring `kv` after its loop on each pass of the loop around it" in diag.message
+
+
+# The retire bound as a property: an iteration of `p` wgmma groups, the wait after `c` of them, a release lagged `L`.
+RETIRE_STAGE = """stage "r" version "1.0.0" {{
+    target sm_90a
+    role mma entry f warps 4 warpgroup
+    ring kv consume by mma {{
+        full wait
+        reads async
+        empty arrive per_warpgroup(mma){lag}
+    }}
+}}
+"""
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 3), st.integers(0, 3), st.integers(0, 3), st.integers(0, 6))
+def test_a_release_is_unretired_exactly_when_its_wait_leaves_the_slots_group_pending(
+    lag: int, groups: int, before: int, pending: int
+) -> None:
+    from checker.conformance.steps import Site, _retired, _steps
+    from contract_lang.parser import parse_text
+
+    before = min(before, groups)
+    stage = parse_text(RETIRE_STAGE.format(lag=f" lag {lag}"), "r.kc").stages[0]
+    (side,) = stage.rings
+    kinds = ["mma", *(["commit"] * before), "wait", *(["commit"] * (groups - before)), "release"]
+    n = len(kinds)
+
+    def fact(kind: str, i: int) -> Fact:
+        fk = {"mma": "feature", "commit": "mma-commit", "wait": "mma-wait", "release": "arrive"}[kind]
+        op = {"mma": "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "wait": "wgmma.wait_group"}.get(kind, fk)
+        operands = (("groups", Operand("constant", pending)),) if kind == "wait" else ()
+        return Fact(fk, "f", i, op, operands, loops=(100,), order=i, reaches=tuple(range(i + 1, n + 1)))
+
+    facts = [fact(k, i + 1) for i, k in enumerate(kinds)]
+    release = Site(facts[-1], "kv", "empty", "arrive")
+    found = list(_retired(stage.roles[0], side, _steps(side), [release], 100, facts, None))
+    retires = pending <= max(0, lag * max(groups, 1) - 1 + before)
+    assert [f.problem for f in found] == ([] if retires else ["unretired"])
