@@ -16,15 +16,17 @@ from pathlib import Path
 from packing.pack import build, conformance_findings
 
 PERSISTENT = Path(__file__).resolve().parents[2] / "specs" / "examples" / "gemm_swiglu" / "persistent"
-LOOP = "        gs::mainloop<kN, 1, 2, 1, 1>(acc, ring, cur, u.k_end - u.k_begin, 0u, t == 0, 0u);\n"
+LOOP = "        mainloop<kN, 1, 2, 1, 1>(acc, ring, cur, u.k_end - u.k_begin, 0u, t == 0, 0u);\n"
 
 
 def test_a_cursor_reset_per_unit_of_work_is_rejected(tmp_path: Path) -> None:
     folder = tmp_path / "persistent"
     shutil.copytree(PERSISTENT, folder, ignore=shutil.ignore_patterns("build"))
-    source = folder / "consumer_swapab.cu"
-    text = source.read_text()
+    shared = folder / "consumer_swapab.cuh"  # the swap-AB consumers' code (consumer_swapab.cu instantiates it)
+    text = shared.read_text()
     assert text.count(LOOP) == 1
-    source.write_text(text.replace(LOOP, "        cur = gs::RingCursor{};\n" + LOOP))
-    found = conformance_findings(build(source, folder / "consumer_swapab.kc"), tmp_path / "x.kpkg", strict=True)
+    shared.write_text(text.replace(LOOP, "        cur = gs::RingCursor{};\n" + LOOP))
+    found = conformance_findings(
+        build(folder / "consumer_swapab.cu", folder / "consumer_swapab.kc"), tmp_path / "x.kpkg", strict=True
+    )
     assert [d.code for d in found] == ["L-CONFORM"]

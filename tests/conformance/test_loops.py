@@ -1,6 +1,7 @@
 """A ring side run by one of N alternative k-loops chosen at run time: `loops N` (specs/language.md §8.8).
 
-The swap-AB consumer (specs/examples/gemm_swiglu/persistent/consumer_swapab.cu), edited to choose per
+The swap-AB consumer (specs/examples/gemm_swiglu/persistent/consumer_swapab.cuh, the code consumer_swapab.cu
+instantiates), edited to choose per
 unit of work between two instantiations of its k-loop, `mainloop<16>` when `p->m <= 16` and
 `mainloop<32>` otherwise, as production kernels dispatch tile shapes inside one cubin.
 """
@@ -15,10 +16,10 @@ from kernlink.cli import main as kernlink
 from packing.pack import build, conformance_findings
 
 PERSISTENT = Path(__file__).resolve().parents[2] / "specs" / "examples" / "gemm_swiglu" / "persistent"
-LOOP = "        gs::mainloop<kN, 1, 2, 1, 1>(acc, ring, cur, u.k_end - u.k_begin, 0u, t == 0, 0u);\n"
+LOOP = "        mainloop<kN, 1, 2, 1, 1>(acc, ring, cur, u.k_end - u.k_begin, 0u, t == 0, 0u);\n"
 SMALL = "gs::mainloop<16, 1, 2, 1, 1>(acc16, ring, cur, u.k_end - u.k_begin, 0u, t == 0, 0u);\n"
 ACC = "    float acc[2][kN / 2];\n"
-CURSOR = "    gs::RingCursor cur;\n"
+CURSOR = "    RingCursor cur;\n"
 CHOICE = f"        if (p->m <= 16u) {{\n            {SMALL}        }} else {{\n    {LOOP}        }}\n"
 SEQUENCE = f"        {SMALL}{LOOP}"
 RESET = "            cur = gs::RingCursor{};\n"
@@ -28,11 +29,12 @@ def _consumer(tmp_path: Path, code: str, loops: int | None, cursor: str = CURSOR
     """The edited consumer's source and contract (``loops``: the `loops N` its side states, if any)."""
     folder = tmp_path / "persistent"
     shutil.copytree(PERSISTENT, folder, ignore=shutil.ignore_patterns("build"))
-    source = folder / "consumer_swapab.cu"
-    text = source.read_text()
+    shared = folder / "consumer_swapab.cuh"
+    text = shared.read_text()
     assert text.count(LOOP) == text.count(ACC) == text.count(CURSOR) == 1
     text = text.replace(LOOP, code).replace(ACC, ACC + "    float acc16[2][8];\n").replace(CURSOR, cursor)
-    source.write_text(text)
+    shared.write_text(text)
+    source = folder / "consumer_swapab.cu"
     contract = folder / "consumer_swapab.kc"
     if loops is not None:
         kc = contract.read_text()
@@ -114,8 +116,8 @@ K_LOOP_START = "        for (unsigned kt = w.k_begin;"
 def _producer(tmp_path: Path, loops: int | None, drop: str = "") -> list[Any]:
     folder = tmp_path / "persistent"
     shutil.copytree(PERSISTENT, folder, ignore=shutil.ignore_patterns("build"))
-    source = folder / "producer_swapab.cu"
-    text = source.read_text()
+    shared = folder / "producer_swapab.cuh"  # the code producer_swapab.cu instantiates
+    text = shared.read_text()
     start = text.index(K_LOOP_START)
     end = text.index("    }\n}\n", start)  # the k-loop runs to the end of the loop over units
     loop = text[start:end]
@@ -125,9 +127,10 @@ def _producer(tmp_path: Path, loops: int | None, drop: str = "") -> list[Any]:
         assert small.count(drop) == 1
         small = small.replace(drop, "")
     small = "".join("    " + line if line.strip() else line for line in small.splitlines(keepends=True))
-    source.write_text(
+    shared.write_text(
         text[:start] + "        if (p->m <= 16u) {\n" + small + "        } else {\n" + loop + "        }\n" + text[end:]
     )
+    source = folder / "producer_swapab.cu"
     contract = folder / "producer_swapab.kc"
     if loops is not None:
         kc = contract.read_text()
@@ -143,7 +146,7 @@ def test_the_producer_with_two_alternative_k_loops_needs_loops_2(tmp_path: Path)
 
 def test_a_step_missing_from_one_alternative_names_that_loop(tmp_path: Path) -> None:
     # one mistake, one diagnostic: the fill's byte accounting (copy-bytes) follows from the missing arrive
-    (missing,) = _producer(tmp_path, 2, drop="gs::mbar_arrive_expect_tx(full, 2u * kHalf + kBytesX);")
+    (missing,) = _producer(tmp_path, 2, drop="mbar_arrive_expect_tx(full, 2u * kHalf + kBytesX);")
     assert missing.code == "L-CONFORM" and dict(missing.data)["check"] == "ring-step"
     assert "never runs `full arrive` of ring `kv` in its loop (the alternative loop of `loops N`" in missing.message
 

@@ -157,7 +157,7 @@ def test_code_that_leaves_the_cursor_alone_does_not_change_the_verdict(
 
 # The persistent swap-AB pipeline (specs/examples/gemm_swiglu/persistent): each side's cursor, edited.
 PERSISTENT = Path(__file__).resolve().parents[2] / "specs" / "examples" / "gemm_swiglu" / "persistent"
-MAINLOOP = "        gs::mainloop<kN, 1, 2, 1, 1>(acc, ring, cur, u.k_end - u.k_begin, 0u, t == 0, 0u);\n"
+MAINLOOP = "        mainloop<kN, 1, 2, 1, 1>(acc, ring, cur, u.k_end - u.k_begin, 0u, t == 0, 0u);\n"
 PRODUCER_CURSOR = "    unsigned slot = 0, phase = 0;\n"
 PRODUCER_UNIT = "        const int m0 = static_cast<int>(w.tile_m * kBM);\n"
 
@@ -179,7 +179,7 @@ def _pack(tmp_path: Path, component: str, edits: dict[str, list[tuple[str, str]]
 
 
 def test_a_cursor_reset_after_each_unit_is_rejected(tmp_path: Path) -> None:
-    after = {"consumer_swapab.cu": [(MAINLOOP, MAINLOOP + "        cur = gs::RingCursor{};\n")]}
+    after = {"consumer_swapab.cuh": [(MAINLOOP, MAINLOOP + "        cur = gs::RingCursor{};\n")]}
     (diag,) = _pack(tmp_path, "consumer_swapab", after)
     assert diag.code == "L-CONFORM" and dict(diag.data)["check"] == "wait-parity"
     assert "from the same slot and parity on every pass" in diag.message
@@ -187,13 +187,13 @@ def test_a_cursor_reset_after_each_unit_is_rejected(tmp_path: Path) -> None:
 
 def test_a_phase_reset_alone_is_named_alone(tmp_path: Path) -> None:
     (diag,) = _pack(
-        tmp_path, "consumer_swapab", {"consumer_swapab.cu": [(MAINLOOP, "        cur.phase = 0;\n" + MAINLOOP)]}
+        tmp_path, "consumer_swapab", {"consumer_swapab.cuh": [(MAINLOOP, "        cur.phase = 0;\n" + MAINLOOP)]}
     )
     assert diag.code == "L-CONFORM" and "from the same parity on every pass" in diag.message
 
 
 def test_a_producer_that_restarts_its_cursor_per_tile_is_rejected(tmp_path: Path) -> None:
-    moved = {"producer_swapab.cu": [(PRODUCER_CURSOR, ""), (PRODUCER_UNIT, PRODUCER_CURSOR + "    " + PRODUCER_UNIT)]}
+    moved = {"producer_swapab.cuh": [(PRODUCER_CURSOR, ""), (PRODUCER_UNIT, PRODUCER_CURSOR + "    " + PRODUCER_UNIT)]}
     (diag,) = _pack(tmp_path, "producer_swapab", moved)
     assert diag.code == "L-CONFORM" and "`empty wait` on ring `kv`" in diag.message
     assert any(lab.span.file.endswith("producer_swapab.kc") for lab in diag.labels)
@@ -201,7 +201,7 @@ def test_a_producer_that_restarts_its_cursor_per_tile_is_rejected(tmp_path: Path
 
 
 def test_a_cursor_reset_on_some_units_only_is_undecided_never_a_pass(tmp_path: Path) -> None:
-    some = {"consumer_swapab.cu": [(MAINLOOP, "        if (u.tile_n == 0) cur = gs::RingCursor{};\n" + MAINLOOP)]}
+    some = {"consumer_swapab.cuh": [(MAINLOOP, "        if (u.tile_n == 0) cur = gs::RingCursor{};\n" + MAINLOOP)]}
     (note,) = _pack(tmp_path, "consumer_swapab", some)
     assert note.code == "I-CONFORM" and "cannot decide the ring position" in note.message
     (error,) = _pack(tmp_path / "strict", "consumer_swapab", some, strict=True)
@@ -210,7 +210,7 @@ def test_a_cursor_reset_on_some_units_only_is_undecided_never_a_pass(tmp_path: P
 
 def test_a_side_that_states_restart_may_reset_its_cursor(tmp_path: Path) -> None:
     reset = {
-        "consumer_swapab.cu": [(MAINLOOP, "        cur = gs::RingCursor{};\n" + MAINLOOP)],
+        "consumer_swapab.cuh": [(MAINLOOP, "        cur = gs::RingCursor{};\n" + MAINLOOP)],
         "consumer_swapab.kc": [("        full wait\n", "        restart 4\n        full wait\n")],
     }
     assert _pack(tmp_path, "consumer_swapab", reset) == []
@@ -219,7 +219,7 @@ def test_a_side_that_states_restart_may_reset_its_cursor(tmp_path: Path) -> None
 def test_a_cursor_that_skips_the_units_another_role_takes_is_accepted(tmp_path: Path) -> None:
     # the ping-pong consumer's `cur.skip(n_k, depth)` (consumer.cuh): the position moves on, never resets
     skip = "        if ((u.tile_n & 1u) != 0u) { cur.skip(u.k_end - u.k_begin, ring.depth); continue; }\n"
-    built = _built(tmp_path, "consumer_swapab", {"consumer_swapab.cu": [(MAINLOOP, skip + MAINLOOP)]})
+    built = _built(tmp_path, "consumer_swapab", {"consumer_swapab.cuh": [(MAINLOOP, skip + MAINLOOP)]})
     assert built.code is not None
     (wait,) = [f for f in built.code.facts if f.kind == "wait"]
     assert wait.entry == (("slot", "carried"), ("parity", "carried"))
@@ -309,7 +309,7 @@ def test_the_cooperative_consumer_releases_each_multicast_slot_after_its_group_r
     assert _pack(tmp_path, "consumer", {}, strict=True) == []
 
 
-SWAPAB_END = "        gs_consumer_swapab_swiglu(acc, p->out, p->n / 2u, p->m, u.tile_n * (kBN / 2u));\n    }\n"
+SWAPAB_END = "        H::swiglu(acc, p->out, p->n / 2u, p->m, u.tile_n * (kBN / 2u));\n    }\n"
 
 
 def test_a_per_unit_release_drained_once_after_the_loop_over_units_is_missing(tmp_path: Path) -> None:
@@ -318,7 +318,7 @@ def test_a_per_unit_release_drained_once_after_the_loop_over_units_is_missing(tm
     drained = SWAPAB_END + "    if (t == 0) {\n        gs::release_slot<1>(ring, cur.slot);\n    }\n"
     edits = {
         "consumer.cuh": [(FLUSH, "        if (leader && n_k > 0) {\n")],
-        "consumer_swapab.cu": [(SWAPAB_END, drained)],
+        "consumer_swapab.cuh": [(SWAPAB_END, drained)],
     }
     built = _built(tmp_path, "consumer_swapab", edits)
     assert built.code is not None
