@@ -111,10 +111,10 @@ def cmd_pack(args: argparse.Namespace) -> int:
             f"-> {result.path} ({result.size} bytes)"
         )
     )
-    for role, ring in result.deferred:
+    for role, what in result.deferred:
         print(
             escape_controls(
-                f"note: role `{role}` calls other stages' callables, which may run steps of ring `{ring}`: those "
+                f"note: role `{role}` calls other stages' callables, which may run steps of {what}: those "
                 "steps are checked with the composition (`kernlink check`), through the callables' summaries"
             )
         )

@@ -361,12 +361,15 @@ def _deferred_orders(built: Built) -> tuple[tuple[str, str, str], ...]:
 
 
 def _deferred(built: Built) -> tuple[tuple[str, str], ...]:
-    """The staging sides a component's code alone cannot show (checker/conformance/staging.py: ``deferred``)."""
+    """The staging sides, and the ring or named-barrier steps a role lacks, that a component's code alone cannot show
+    (checker/conformance/staging.py, steps.py: ``deferred``): (role, ``ring `R```/``barrier `B```)."""
     if built.code is None:
         return ()
     from checker.conformance.staging import deferred
+    from checker.conformance.steps import deferred as deferred_steps
 
-    return tuple(deferred(built.stage, built.code))
+    staged = [(role, f"ring `{ring}`") for role, ring in deferred(built.stage, built.code)]
+    return tuple(sorted({*staged, *deferred_steps(built.stage, built.code)}))
 
 
 def build(
