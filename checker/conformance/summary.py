@@ -11,14 +11,16 @@ composition (``kernlink check``, the link) has the callable's facts too, so it s
   access or an asynchronous read of shared memory, the parameter its address is built on
   (``param``). It is a part of the exporter's recorded facts (the package's ``conformance``
   record, derived again from its PTX payload at load: a record that differs is L-INTEGRITY);
-- the summary also holds the callable's **ring barrier and named barrier steps**: its mbarrier arrives, waits
-  (``try_wait``/``test_wait``) and expect-tx, and its ``bar.sync``/``bar.arrive``; a barrier's address built on a
-  parameter is bound like a shared-memory address, and a wait's parity, an arrive's count, an expect-tx's bytes or
-  a named barrier's ID or thread count is bound only where it is a parameter's value itself (``param:ROLE``): the
-  caller's argument there, with the constant it holds when the call first runs and how it enters the caller's
-  inner loop (``Fact.entry``). One the analysis cannot bind (only computed from parameters, an argument it cannot
-  trace) is unknown at the call, and a spliced wait another wait on its barrier may precede in the caller has an
-  unknown parity (how many waits ran before it is not worked out across the call): undecided, never a guess;
+- the summary also holds the callable's **ring barrier and named barrier steps** on a barrier its caller passes
+  (or one the analysis cannot trace; a step on the exporter's own barrier is the exporter's): its mbarrier
+  arrives, waits (``try_wait``/``test_wait``) and expect-tx, and its ``bar.sync``/``bar.arrive``; a barrier's
+  address built on a parameter is bound like a shared-memory address, and a wait's parity, an arrive's count, an
+  expect-tx's bytes or a named barrier's ID or thread count is bound only where it is a parameter's value itself
+  (``param:ROLE``): the caller's argument there, with the constant it holds when the call first runs and how it
+  enters the caller's inner loop (``Fact.entry``). One the analysis cannot bind (only computed from parameters, an
+  argument it cannot trace) is unknown at the call, and a spliced wait another wait on its barrier may precede in
+  the caller has an unknown parity (how many waits ran before it is not worked out across the call): undecided,
+  never a guess;
 - the summary also holds the callable's loads and stores that may reach global memory (``gmem-access``; a call of
   a function of its own module that makes some is one whose address is unknown), what a barrier that ``orders`` a
   counter orders (:mod:`.orders`);
@@ -79,8 +81,8 @@ class Summary:
 
 def summarize(code: CodeFacts, function: str) -> Summary:
     """The summary of ``function`` in a module's facts (the exporter's recorded facts)."""
-    mine = [f for f in code.facts if f.function == function]
-    synchronising = {f.function for f in code.facts if f.kind in _SYNCHRONISING}
+    mine = [f for f in code.facts if f.function == function and _callers(f)]
+    synchronising = {f.function for f in code.facts if f.kind in _SYNCHRONISING and _callers(f)}
     touching = {f.function for f in code.facts if f.kind == "gmem-access"}
     unseen: list[Fact] = []  # calls of a function of the module that may access global memory: unknown accesses
     for f in sorted(mine, key=lambda g: g.order):
@@ -94,6 +96,15 @@ def summarize(code: CodeFacts, function: str) -> Summary:
             unseen.append(dataclasses.replace(f, kind="gmem-access", operands=(), detail="unknown"))
     kept = [f for f in mine if f.kind in SUMMARY_KINDS]
     return Summary(function, tuple(sorted((*kept, *unseen), key=lambda g: g.order)))
+
+
+def _callers(f: Fact) -> bool:
+    """Whether a callable's fact may be a step of its caller's protocol: a ring barrier or named barrier step on a
+    barrier the caller passes (its address or ID computed from a parameter) or one the analysis cannot trace; a
+    step on the exporter's own barrier (its handles, a literal ID) is the exporter's, judged with its stage."""
+    role = {"arrive": "addr", "wait": "addr", "expect-tx": "addr", "barrier": "id"}.get(f.kind)
+    op = f.operand(role) if role is not None else None
+    return role is None or op is None or op.arg or op.kind == "unknown"
 
 
 def splice(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> list[CodeFacts]:

@@ -19,6 +19,7 @@ an error under `--strict`, never a pass and never a guessed binding.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -26,7 +27,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checker.conformance.summary import splice
+from checker.conformance.summary import splice, summarize
 from contract_lang import ast as A
 from contract_lang.parser import parse_text
 from diagnostics.model import Diagnostic
@@ -313,3 +314,21 @@ def test_a_spliced_step_is_bound_to_the_argument_it_is_never_guessed(
     else:
         assert bound == args[parity_param]
     assert got.via == ("g", 7) and got.line == 10
+
+
+def test_a_step_on_the_exporters_own_barrier_is_not_the_callers() -> None:
+    """A callable's arrive on its own stage's barrier (the exporter's handle) or a `bar.sync` on a literal ID is the
+    exporter's protocol (judged with its stage): not in the summary, not unknown in a loop; one on a barrier the
+    caller passes, or on one the analysis cannot trace, is the caller's."""
+    own = Operand("handle", handles=("kl_b_sched_full_bar",))
+    passed = Operand("arith", arg=True)
+    looped = Fact("arrive", "g", 3, "mbarrier.arrive", (("addr", own),), order=2, loops=(1,))
+    literal = Fact("barrier", "g", 4, "bar.sync", (("id", Operand("constant", 3)),), detail="sync", order=3)
+    theirs = Fact("arrive", "g", 5, "mbarrier.arrive", (("addr", passed), ("param", Operand("constant", 0))), order=4)
+    untraced = Fact("wait", "g", 6, "mbarrier.try_wait", (("addr", Operand("unknown")),), order=5)
+    got = summarize(CodeFacts((looped, literal, theirs, untraced), 0), "g")
+    assert got.unknown is None and got.facts == (theirs, untraced)
+    assert summarize(CodeFacts((dataclasses.replace(theirs, loops=(1,)),), 0), "g").unknown == (
+        "`mbarrier.arrive` in a loop",
+        5,
+    )
