@@ -120,10 +120,22 @@ def esync(bar: str = "epi_sync", **more: object) -> dict:  # type: ignore[type-a
     return moved("esync", caller=("consumer.cu", SECOND_SYNC, call), **more)  # type: ignore[arg-type]
 
 
+def both_syncs() -> dict[str, list[tuple[str, str]]]:
+    """Both of the unit's `bar.sync`s on `epi_sync` in the callable: the consumer's own code runs none."""
+    edits = esync()
+    first = "        gs_consumer_swiglu_begin();\n" + SECOND_SYNC.split("\n")[0] + "\n"
+    call = "        gs_consumer_swiglu_begin();\n" + (
+        "        gs_consumer_esync(kl_gemm_mainloop_epi_sync_bar_id(), kl_gemm_mainloop_epi_sync_threads());\n"
+    )
+    edits["consumer.cu"].append((first, call))
+    return edits
+
+
 PASSING = {
     "release in a callable": release(),
     "wait in a callable, its parity passed": wait(),
     "named barrier in a callable, its ID passed": esync(),
+    "every named barrier of the role in a callable": both_syncs(),
 }
 
 FAILING = {
@@ -220,13 +232,13 @@ def test_a_step_the_splice_cannot_bind_is_undecided_never_a_pass(case: str, tmp_
     assert dict(d.data)["function"] == "gs_consumer_main"  # at the call, not in the callable
 
 
-@pytest.mark.parametrize("moved_step", ["release", "esync"])
+@pytest.mark.parametrize("moved_step", ["release", "esync", "both"])
 def test_each_component_alone_packs_clean_the_step_left_to_the_composition(
     moved_step: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = tmp_path / "gemm_swiglu"
     shutil.copytree(EXAMPLES / "gemm_swiglu", folder, ignore=shutil.ignore_patterns("build"))
-    for name, pairs in (release() if moved_step == "release" else esync()).items():
+    for name, pairs in {"release": release, "esync": esync, "both": both_syncs}[moved_step]().items():
         path = folder / "persistent" / name
         text = path.read_text()
         for old, new in pairs:
@@ -241,6 +253,8 @@ def test_each_component_alone_packs_clean_the_step_left_to_the_composition(
         if part == "consumer":
             kv = "note: role `mma` calls other stages' callables, which may run steps of ring `kv`"
             assert (kv in said) == (moved_step == "release"), said
+            bar = "note: role `mma` calls other stages' callables, which may run steps of barrier `epi_sync`"
+            assert (bar in said) == (moved_step == "both"), said
         else:  # the exporter's arrive, or barrier ID, is judged at each call, not in the callable
             assert "note:" not in said and "error" not in said and "cannot decide" not in said, said
 
