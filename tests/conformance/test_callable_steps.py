@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -104,23 +105,31 @@ def moved(
     return edits
 
 
-def release(call: str = "        gs_consumer_release(ring.empty_bar(slot));\n", **more: object) -> dict:  # type: ignore[type-arg]
-    return moved("release", caller=("consumer.cuh", RELEASE, call), **more)  # type: ignore[arg-type]
+Edits = dict[str, list[tuple[str, str]]]
 
 
-def wait(call: str = "        gs_consumer_fullwait(ring.full_bar(cur.slot), cur.phase);\n", **more: object) -> dict:  # type: ignore[type-arg]
-    return moved("fullwait", caller=("consumer.cuh", WAIT, call), **more)  # type: ignore[arg-type]
+def release(
+    call: str = "        gs_consumer_release(ring.empty_bar(slot));\n", body: dict[str, str] | None = None
+) -> Edits:
+    return moved("release", body=body, caller=("consumer.cuh", RELEASE, call))
 
 
-def esync(bar: str = "epi_sync", **more: object) -> dict:  # type: ignore[type-arg]
+def wait(
+    call: str = "        gs_consumer_fullwait(ring.full_bar(cur.slot), cur.phase);\n",
+    body: dict[str, str] | None = None,
+) -> Edits:
+    return moved("fullwait", body=body, caller=("consumer.cuh", WAIT, call))
+
+
+def esync(bar: str = "epi_sync") -> Edits:
     call = (
         f"        gs_consumer_esync(kl_gemm_mainloop_{bar}_bar_id(), kl_gemm_mainloop_epi_sync_threads());\n"
         "        gs_consumer_swiglu_store("
     )
-    return moved("esync", caller=("consumer.cu", SECOND_SYNC, call), **more)  # type: ignore[arg-type]
+    return moved("esync", caller=("consumer.cu", SECOND_SYNC, call))
 
 
-def both_syncs() -> dict[str, list[tuple[str, str]]]:
+def both_syncs() -> Edits:
     """Both of the unit's `bar.sync`s on `epi_sync` in the callable: the consumer's own code runs none."""
     edits = esync()
     first = "        gs_consumer_swiglu_begin();\n" + SECOND_SYNC.split("\n")[0] + "\n"
@@ -238,7 +247,8 @@ def test_each_component_alone_packs_clean_the_step_left_to_the_composition(
 ) -> None:
     folder = tmp_path / "gemm_swiglu"
     shutil.copytree(EXAMPLES / "gemm_swiglu", folder, ignore=shutil.ignore_patterns("build"))
-    for name, pairs in {"release": release, "esync": esync, "both": both_syncs}[moved_step]().items():
+    makers: dict[str, Callable[[], Edits]] = {"release": release, "esync": esync, "both": both_syncs}
+    for name, pairs in makers[moved_step]().items():
         path = folder / "persistent" / name
         text = path.read_text()
         for old, new in pairs:
