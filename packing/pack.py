@@ -78,7 +78,8 @@ class PackResult:
     warnings: tuple[Diagnostic, ...]
     seconds: Mapping[str, float]  # compile, capture, conform, write
     opened: opened.Opened | None = None  # what the compile read (None: the compiler did not say)
-    # the (role, ring) staging sides its code leaves to the composed check: the role calls other stages' callables
+    # the (role, "ring `R`" / "barrier `B`") steps its code leaves to the composed check: the role calls other stages'
+    # callables (a staging side), or passes a ring's barrier or a barrier's ID to one and lacks a step of it
     deferred: tuple[tuple[str, str], ...] = ()
     # the (role, barrier, counter) orderings its code leaves to the composed check (checker/conformance/orders.py)
     deferred_orders: tuple[tuple[str, str, str], ...] = ()
