@@ -138,14 +138,18 @@ writes (`unshared`), or ends without waiting for the last reads after its loop (
 another stage's callables. The composition (`kernlink check`, the link) splices each callable's
 protocol summary (its synchronisation facts, recorded in its package with the rest of its code
 facts) at the caller's calls, with the caller's arguments bound to the callable's parameters
-(`checker/conformance/summary.py`), and runs the staging and `barrier-orders` checks on the
-result: a finding shows the caller's call and names the callable's own PTX line. A summary that
+(`checker/conformance/summary.py`), and runs the staging, ring-step, named-barrier and
+`barrier-orders` checks on the result (an mbarrier arrive or wait, a `bar.sync` in a callable on a
+barrier the caller passes it is the caller's step): a finding shows the caller's call and names the
+callable's own PTX line. A wait's parity or a barrier ID the callable only computes from its
+parameters is not bound to the caller's argument: undecided. A summary that
 is unknown (an indirect call, a call of a synchronising function of its own module, a step in a
 loop) where a step is missing is undecided (I-CONFORM, an error under `--strict`). At `kernlink
 pack` of the caller alone, the staging steps of a role that calls another stage's callables are
-left to the composed check (a note of `kernlink pack` names the role and the ring), and so is
-what a barrier orders around a counter: each is an `I-DEFERRED` note naming the check, the role and
-the claims (the ring; the barrier and the counter), never an error.
+left to the composed check, as are the missing steps of a ring or named barrier whose barrier or ID
+the role passes to a callable, and so is what a barrier orders around a counter: each is an
+`I-DEFERRED` note naming the check, the role and the claims (the ring or the barrier; the barrier
+and the counter), never an error.
 
 A TMA copy's bytes come from the box its tensor map's params field declares (`box 64,
 128 elem bf16`); the copies and `complete_tx` credits of a fill add up to the ring's

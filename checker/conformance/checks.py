@@ -156,10 +156,28 @@ def through_calls(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> Iterator[tuple[
         if after is code:
             continue
         ctx = _ctx(stage)
-        alone = {_seen(f) for f in (*staging(ctx, code), *orders(ctx, code))}
-        new = [f for f in (*staging(ctx, after), *orders(ctx, after)) if _seen(f) not in alone]
+        alone = {_seen(f) for f in (*staging(ctx, code), *orders(ctx, code), *steps(ctx, code))}
+        # a spliced named barrier or expect-tx is judged at the call like the caller's own (its ID, its bytes)
+        judged = (g for f in after.facts if _at_call(f) for g in _judge(ctx, f, after))
+        stepped = _root_causes(stage, [*steps(ctx, after), *judged])
+        ordered = list(orders(ctx, after))
+        if any(f.check == "barrier-id" and not f.decided for f in stepped):
+            # a spliced barrier whose ID is not known may be the one that orders: its finding is the root cause
+            ordered = []
+        new = [f for f in (*staging(ctx, after), *ordered, *stepped) if _seen(f) not in alone]
         for finding in _one_per_line(new):
             yield index, finding
+
+
+def _at_call(f: Fact) -> bool:
+    """A spliced named barrier whose ID, or expect-tx whose barrier, the caller passes: judged at the call like the
+    caller's own (the callable's own ID or barrier is judged with the callable, :func:`_at_calls`)."""
+    if f.via is None:
+        return False
+    if f.kind == "barrier":
+        bid = f.operand("id")
+        return f.operand("param:id") is not None or (bid is not None and bid.kind == "unknown" and bid.arg)
+    return f.kind == "expect-tx" and f.operand("param:addr") is not None
 
 
 def _seen(f: Finding) -> tuple[object, ...]:
@@ -342,11 +360,24 @@ def _threads_of(stage: A.Stage, node: A.Node) -> int | None:
     return None
 
 
+def _at_calls(ctx: Ctx, fact: Fact, role: str) -> bool:
+    """A step of an exported callable whose operand ``role`` its caller passes (``param:ROLE``, or an address built
+    on a parameter): judged at each call, through the callable's summary (:mod:`.summary`), not in the callable."""
+    if fact.via is not None or fact.function not in _exported(ctx.stage):
+        return False
+    op = fact.operand(role)
+    return op is not None and op.arg
+
+
+def _exported(stage: A.Stage) -> frozenset[str]:
+    return frozenset(i.symbol for i in stage.items if isinstance(i, A.ExportCallable))
+
+
 def _barrier(ctx: Ctx, fact: Fact) -> Iterator[Finding]:
     bid, threads = fact.operand("id"), fact.operand("threads")
     role = _role_of(ctx, fact)
     items = _barrier_items(ctx.stage)
-    if bid is None:
+    if bid is None or _at_calls(ctx, fact, "id"):
         return
     if bid.kind == "constant" and bid.value == 0:
         block = _block_threads(ctx.stage)
@@ -443,6 +474,8 @@ def _declared(ring: A.Ring, cls: type[A.RingArrive] | type[A.RingCopy]) -> tuple
 
 
 def _expect_tx(ctx: Ctx, fact: Fact) -> Iterator[Finding]:
+    if _at_calls(ctx, fact, "addr"):
+        return
     where = ctx.ring_barrier(fact.operand("addr"))
     nbytes = fact.operand("bytes")
     if where is None or nbytes is None:

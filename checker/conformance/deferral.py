@@ -12,14 +12,17 @@ error: the composed check decides it).
   and reads asynchronously, ``checker/conformance/staging.py``) of a role that calls imported callables;
 - ``barrier-orders`` (:func:`counter_orders`): a claimed barrier that ``orders`` a counter claim, in a
   participant role that calls imported callables, which may make the global accesses or run the
-  counter's steps it orders (``checker/conformance/orders.py``).
+  counter's steps it orders (``checker/conformance/orders.py``);
+- ``ring-step`` and ``named-barrier`` (:func:`passed_steps`): a step of a ring or a named barrier the
+  role's code lacks, where the role passes the ring's barrier or the barrier's ID to another stage's
+  callable, which may run the step with it (``checker/conformance/steps.py``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from checker.conformance import orders
+from checker.conformance import orders, steps
 from checker.conformance import staging as staging_sides
 from contract_lang import ast as A
 from package.codefacts.facts import CodeFacts
@@ -45,7 +48,7 @@ class Deferred:
 
 def deferred(stage: A.Stage, code: CodeFacts) -> tuple[Deferred, ...]:
     """Every deferral of a stage's code, check by check, each check's in its own order (deterministic)."""
-    return (*staging(stage, code), *counter_orders(stage, code))
+    return (*staging(stage, code), *counter_orders(stage, code), *passed_steps(stage, code))
 
 
 def staging(stage: A.Stage, code: CodeFacts) -> list[Deferred]:
@@ -78,3 +81,19 @@ def counter_orders(stage: A.Stage, code: CodeFacts) -> list[Deferred]:
         )
         for role, barrier, counter in orders.deferred(stage, code)
     ]
+
+
+def passed_steps(stage: A.Stage, code: CodeFacts) -> list[Deferred]:
+    """``ring-step`` / ``named-barrier``: the missing steps of a ring or a named barrier that the role hands to
+    another stage's callable (the ring's barrier, the barrier's ID), which may run them."""
+    out = []
+    for role, check, name in steps.deferred(stage, code):
+        if check == "ring-step":
+            kind, handed = "ring", "a barrier of ring"
+            node: A.Node | None = next((r for r in stage.rings if r.name == name and r.role == role), None)
+        else:
+            kind, handed = "barrier", "the ID of barrier"
+            node = next((b for b in stage.items if isinstance(b, A.BarrierClaim) and b.name == name), None)
+        reason = f"role `{role}` passes {handed} `{name}` to another stage's callable, which may run its missing steps"
+        out.append(Deferred(f"the missing steps of {kind} `{name}`", check, role, ((kind, name),), reason, node))
+    return out

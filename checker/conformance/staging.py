@@ -21,6 +21,15 @@ of the callables it calls spliced in where the composition has them (:mod:`.summ
   the slot and the asynchronous read after them, a ``fence.proxy.async`` covering shared memory
   run by the writing threads (``async-read``).
 
+Not checked: that the bytes a TMA store reads lie inside the slot the read wait covers (the claim's
+``per_slot`` stride). The facts hold the store's source address as the claim's handle plus a value
+(its offset is not kept as a number once it is added to a handle) and not the tensor map the store
+reads through (a ``bulk-store`` fact records no ``map``, unlike a TMA load's ``tensor-copy``): the
+box is the map's, built on the host, which a params field may state (``box 64, 64 elem bf16``) but
+the persistent GEMM's ``tmap_out`` does not, and the map reaches the store as a callable's
+argument. A store past its slot is therefore not reported here; the staging claim's size is
+checked against the placement (L-SMEM) only.
+
 At ``kernlink pack`` of the role's component alone, the steps of a role that calls another
 stage's callables are deferred to the composed check (the callables are not there); a callable
 whose summary is unknown (:mod:`.summary`) makes a missing step undecided (I-CONFORM), never a pass.

@@ -57,6 +57,14 @@ loop above, the others' instructions set aside, and ``wait-parity`` checks each 
 against the one every alternative leaves (``Fact.entry``, ``Fact.across``).
 
 A guard, parity or barrier the analysis cannot read is an undecided finding, never a pass.
+
+A role may run a step inside another stage's callable, passing it the ring's barrier (an argument built on
+its ``_full_bar``/``_empty_bar`` handle) or a claimed barrier's ID: the composition splices the callable's
+summary at the call (:mod:`.summary`) and these checks judge its steps like the role's own. The component
+alone (``kernlink pack``) cannot: a step of such a ring or barrier the role's code lacks is left to the
+composition (:func:`deferred`, which ``kernlink pack`` notes), and a callable passed it whose summary is
+unknown makes the lacking step undecided. A callable has none of its caller's handles: a ring or barrier
+the role passes no callable is judged on the role's code alone.
 """
 
 from __future__ import annotations
@@ -147,51 +155,135 @@ def longest_chain(facts: Sequence[Fact]) -> int:
 
 
 def steps(ctx: Ctx, code: CodeFacts) -> Iterator[Finding]:
-    """The findings of every step check (module docstring), role by role."""
+    """The findings of every step check (module docstring), role by role.
+
+    A role that calls another stage's callables may run steps inside them: with their summaries spliced in
+    (the composition, :mod:`.summary`) they are judged like the role's own; without (its component alone) a
+    step the role's code lacks is left to the composition (:func:`deferred`); a callable whose summary is
+    unknown makes a lacking step undecided, never a pass."""
     by_function: dict[str, list[Fact]] = {}
     for f in code.facts:
         by_function.setdefault(f.function, []).append(f)
+    calls = {c.symbol for c in ctx.stage.items if isinstance(c, A.Call)}
     for role in ctx.stage.roles:
         if not role.entry or role.entry not in by_function:
             continue
         facts = by_function[role.entry]
-        anchor = next(f for f in facts if f.kind == "function")
-        sites, stray = _sites(ctx, facts)
-        yield from stray
-        sides = [r for r in ctx.stage.rings if r.role == role.name]
-        carried = _ring_fed(ctx.stage, role.name)
-        for side in sides:
-            mine = [s for s in sites if s.ring == side.name]
-            if side.name in carried:  # the generated hand-off runs the side's steps: the role's code runs none
-                for site in mine:
-                    step = f"{site.barrier} {site.kind}"
-                    yield found(
-                        "ring-step",
-                        "ring-fed",
-                        site.fact,
-                        side,
-                        ring=side.name,
-                        role=role.name,
-                        step=step,
-                        side=side.side,
-                    )
+        later, opaque = _through(ctx, facts, calls)
+        said: set[object] = set()
+        for finding in _role(ctx, role, facts, by_function):
+            name = _passed_name(finding)
+            if name is not None and name in later:
+                continue  # the composition judges it, with the callables' summaries
+            unknowns = []
+            for u in opaque.get(name or "", []):
+                if u.via not in said:
+                    said.add(u.via)
+                    unknowns.append(u)
+            if unknowns:  # the step may run in a callable whose summary is unknown: one finding per callable
+                yield from (unknown(finding.check, u, "summary", finding.node) for u in unknowns)
                 continue
-            yield from _side(ctx, role, side, mine, anchor, facts)
-        named = {r.name for r in sides}
-        for site in sites:
-            if site.ring not in named:
+            if name is not None and name in opaque:
+                continue  # said at that callable already
+            yield finding
+    yield from _init_hooks(ctx, by_function)
+
+
+def deferred(stage: A.Stage, code: CodeFacts) -> list[tuple[str, str, str]]:
+    """The (role, check, ring or barrier) whose missing steps a component's code alone cannot decide: the role
+    passes the ring's barrier (``ring-step``) or the barrier's ID (``named-barrier``) to another stage's callable,
+    which may run the step with it; the composed check judges it (``kernlink pack`` says so, deferral.py)."""
+    ctx = Ctx(stage, {r.entry: r for r in stage.roles if r.entry}, {})
+    calls = {c.symbol for c in stage.items if isinstance(c, A.Call)}
+    by_function: dict[str, list[Fact]] = {}
+    for f in code.facts:
+        by_function.setdefault(f.function, []).append(f)
+    out: set[tuple[str, str, str]] = set()
+    for role in stage.roles:
+        facts = by_function.get(role.entry or "")
+        if facts is None:
+            continue
+        later, _ = _through(ctx, facts, calls)
+        for finding in _role(ctx, role, facts, by_function):
+            name = _passed_name(finding)
+            if name is not None and name in later:
+                out.add((role.name, finding.check, name))
+    return sorted(out)
+
+
+def _passed_name(finding: Finding) -> str | None:
+    """The ring or named barrier of a decided ``missing`` step finding (None: another finding)."""
+    if not (finding.problem == "missing" and finding.check in ("ring-step", "named-barrier") and finding.decided):
+        return None
+    facts = dict(finding.facts)
+    return facts.get("ring") or facts.get("barrier")
+
+
+def _through(ctx: Ctx, facts: Sequence[Fact], calls: set[str]) -> tuple[set[str], dict[str, list[Fact]]]:
+    """The rings and named barriers a role passes to another stage's callables (an argument built on a ring
+    barrier's handle or a barrier ID's): a callable can run their steps with it, and no other's (it has none of
+    the caller's handles). Without the callables' summaries (the component alone), a step of them the role's code
+    lacks is left to the composition (the first set); spliced, the calls among them whose summary is unknown
+    (``summary-unknown``, by ring or barrier) make it undecided."""
+    spliced = any(f.via is not None or f.kind == "summary-unknown" for f in facts)
+    passed: dict[int, set[str]] = {}  # by the call's PTX line
+    for f in facts:
+        if f.kind != "call-arg" or f.detail not in calls:
+            continue
+        names = passed.setdefault(f.line, set())
+        for _, op in f.operands:
+            where = ctx.ring_barrier(op)
+            if where is not None:
+                names.add(where[0].name)
+            names.update(s.item for s in ctx.handles_of(op, "bar_id"))
+    if not spliced:
+        return {n for names in passed.values() for n in names}, {}
+    opaque: dict[str, list[Fact]] = {}
+    for f in facts:
+        if f.kind == "summary-unknown":
+            for name in sorted(passed.get(f.line, set())):
+                opaque.setdefault(name, []).append(f)
+    return set(), opaque
+
+
+def _role(ctx: Ctx, role: A.Role, facts: list[Fact], by_function: dict[str, list[Fact]]) -> Iterator[Finding]:
+    """The step findings of one role (its code's facts ``facts``)."""
+    anchor = next(f for f in facts if f.kind == "function")
+    sites, stray = _sites(ctx, facts)
+    yield from stray
+    sides = [r for r in ctx.stage.rings if r.role == role.name]
+    carried = _ring_fed(ctx.stage, role.name)
+    for side in sides:
+        mine = [s for s in sites if s.ring == side.name]
+        if side.name in carried:  # the generated hand-off runs the side's steps: the role's code runs none
+            for site in mine:
+                step = f"{site.barrier} {site.kind}"
                 yield found(
                     "ring-step",
-                    "foreign",
+                    "ring-fed",
                     site.fact,
-                    _ring_node(ctx, site.ring),
-                    ring=site.ring,
+                    side,
+                    ring=side.name,
                     role=role.name,
-                    step=f"{site.barrier} {site.kind}",
+                    step=step,
+                    side=side.side,
                 )
-        yield from _named_barriers(ctx, role, facts, anchor)
-        yield from _calls(facts, by_function)
-    yield from _init_hooks(ctx, by_function)
+            continue
+        yield from _side(ctx, role, side, mine, anchor, facts)
+    named = {r.name for r in sides}
+    for site in sites:
+        if site.ring not in named:
+            yield found(
+                "ring-step",
+                "foreign",
+                site.fact,
+                _ring_node(ctx, site.ring),
+                ring=site.ring,
+                role=role.name,
+                step=f"{site.barrier} {site.kind}",
+            )
+    yield from _named_barriers(ctx, role, facts, anchor)
+    yield from _calls(facts, by_function)
 
 
 def _ring_fed(stage: A.Stage, role: str) -> set[str]:

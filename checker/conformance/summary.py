@@ -11,13 +11,24 @@ composition (``kernlink check``, the link) has the callable's facts too, so it s
   access or an asynchronous read of shared memory, the parameter its address is built on
   (``param``). It is a part of the exporter's recorded facts (the package's ``conformance``
   record, derived again from its PTX payload at load: a record that differs is L-INTEGRITY);
+- the summary also holds the callable's **ring barrier and named barrier steps** on a barrier its caller passes
+  (or one the analysis cannot trace; a step on the exporter's own barrier is the exporter's): its mbarrier
+  arrives, waits (``try_wait``/``test_wait``) and expect-tx, and its ``bar.sync``/``bar.arrive``; a barrier's
+  address built on a parameter is bound like a shared-memory address, and a wait's parity, an arrive's count, an
+  expect-tx's bytes or a named barrier's ID or thread count is bound only where it is a parameter's value itself
+  (``param:ROLE``): the caller's argument there, with the constant it holds when the call first runs and how it
+  enters the caller's inner loop (``Fact.entry``). One the analysis cannot bind (only computed from parameters, an
+  argument it cannot trace) is unknown at the call, and a spliced wait another wait on its barrier may precede in
+  the caller has an unknown parity (how many waits ran before it is not worked out across the call): undecided,
+  never a guess;
 - the summary also holds the callable's loads and stores that may reach global memory (``gmem-access``; a call of
   a function of its own module that makes some is one whose address is unknown), what a barrier that ``orders`` a
   counter orders (:mod:`.orders`);
 - a summary is **unknown** (never empty) when the callable makes an indirect call, calls a
   function of its own module that synchronises, or repeats a synchronisation step in a loop
   (how often it runs is not one count): the splice marks the call (``summary-unknown``, with the
-  callable's PTX line) and a check that needs the steps there is undecided (I-CONFORM);
+  callable's PTX line) and a check that needs the steps there is undecided (I-CONFORM); so is a call of
+  a callable the composition does not hold (what it runs is not known there);
 - **the splice**: at each call (``xcall``) of an imported callable, the summary's facts are put
   in the caller's function at the call's position (orders rescaled so that the callee's facts
   sit between the call's predecessors and successors), the guard of each is the call's guard
@@ -25,6 +36,12 @@ composition (``kernlink check``, the link) has the callable's facts too, so it s
   ``q`` is the caller's argument ``q`` at that call (``call-arg``: the claim handle the caller
   passes). Each spliced fact keeps its callable and own PTX line (``Fact.via``); its ``line``
   is the call's, so a diagnostic points at the caller's call and names the callable's line.
+
+The caller's checks judge the spliced steps like its own (checks.through_calls): the staging ring's
+steps and ``barrier-orders``, every ring side's steps (``ring-step``, ``arrive-count``, ``wait-parity``,
+``step-order``, ``ring-fence``), its named barriers (``named-barrier``), and a spliced named barrier's ID
+or expect-tx's barrier that the caller passes (``barrier-id``, ``barrier-threads``, ``expect-tx``); the
+exporter's own checks leave those to the calls (one mistake, one diagnostic).
 """
 
 from __future__ import annotations
@@ -37,12 +54,19 @@ from contract_lang import ast as A
 from package.codefacts.facts import CodeFacts, Fact, Guard, Operand
 
 #: The synchronisation facts of a summary: what the caller's protocol checks read of a callable.
-_SYNCHRONISING = frozenset({"smem-access", "bulk-store", "bulk-commit", "bulk-wait", "proxy-fence"})
+_SYNCHRONISING = frozenset(
+    {"smem-access", "bulk-store", "bulk-commit", "bulk-wait", "proxy-fence", "arrive", "wait", "expect-tx", "barrier"}
+)
 #: The facts of a summary: the synchronisation, and the loads and stores that may reach global memory (what a
 #: barrier that ``orders`` a counter orders before its release and after its acquire, orders.py).
 SUMMARY_KINDS = _SYNCHRONISING | {"gmem-access"}
 #: Steps of a summary that must run a known number of times (not inside a loop of the callable).
-_COUNTED = frozenset({"bulk-store", "bulk-commit", "bulk-wait", "proxy-fence"})
+_COUNTED = frozenset(
+    {"bulk-store", "bulk-commit", "bulk-wait", "proxy-fence", "arrive", "wait", "expect-tx", "barrier"}
+)
+#: The operands of a ring barrier or named barrier step a call binds to the caller's argument when the callable's
+#: operand is that parameter itself (``param:ROLE``): a parity, an arrival count, transaction bytes, a barrier ID.
+_EXACT = frozenset({"parity", "count", "bytes", "id", "threads"})
 
 
 @dataclass(frozen=True)
@@ -57,8 +81,8 @@ class Summary:
 
 def summarize(code: CodeFacts, function: str) -> Summary:
     """The summary of ``function`` in a module's facts (the exporter's recorded facts)."""
-    mine = [f for f in code.facts if f.function == function]
-    synchronising = {f.function for f in code.facts if f.kind in _SYNCHRONISING}
+    mine = [f for f in code.facts if f.function == function and _callers(f)]
+    synchronising = {f.function for f in code.facts if f.kind in _SYNCHRONISING and _callers(f)}
     touching = {f.function for f in code.facts if f.kind == "gmem-access"}
     unseen: list[Fact] = []  # calls of a function of the module that may access global memory: unknown accesses
     for f in sorted(mine, key=lambda g: g.order):
@@ -72,6 +96,15 @@ def summarize(code: CodeFacts, function: str) -> Summary:
             unseen.append(dataclasses.replace(f, kind="gmem-access", operands=(), detail="unknown"))
     kept = [f for f in mine if f.kind in SUMMARY_KINDS]
     return Summary(function, tuple(sorted((*kept, *unseen), key=lambda g: g.order)))
+
+
+def _callers(f: Fact) -> bool:
+    """Whether a callable's fact may be a step of its caller's protocol: a ring barrier or named barrier step on a
+    barrier the caller passes (its address or ID computed from a parameter) or one the analysis cannot trace; a
+    step on the exporter's own barrier (its handles, a literal ID) is the exporter's, judged with its stage."""
+    role = {"arrive": "addr", "wait": "addr", "expect-tx": "addr", "barrier": "id"}.get(f.kind)
+    op = f.operand(role) if role is not None else None
+    return role is None or op is None or op.arg or op.kind == "unknown"
 
 
 def splice(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> list[CodeFacts]:
@@ -89,7 +122,10 @@ def splice(parts: Sequence[tuple[A.Stage, CodeFacts]]) -> list[CodeFacts]:
         targets: dict[tuple[str, int], Summary] = {}
         for f in code.facts:
             name = calls.get(f.detail) if f.kind == "xcall" else None
-            if name is None or name not in exports:
+            if name is None:
+                continue
+            if name not in exports:  # a callable the composition does not hold: what it runs is not known here
+                targets[(f.function, f.order)] = Summary(name, (), ("a callable the composition does not hold", f.line))
                 continue
             key = exports[name]
             if key not in summaries:
@@ -127,7 +163,33 @@ def _spliced(code: CodeFacts, targets: dict[tuple[str, int], Summary]) -> CodeFa
         after = _after(f, span, per_function.get(f.function, {}))
         for g in summary.facts:
             facts.append(_placed(f, g, span, after, call_arg, summary.function))
-    return CodeFacts(tuple(facts), code.lines)
+    return CodeFacts(tuple(_first_waits(facts)), code.lines)
+
+
+def _first_waits(facts: list[Fact]) -> list[Fact]:
+    """A spliced wait's place in its barrier's sequence (``Fact.prior``): the first wait on its barrier on every path
+    of the caller (``(0,)``) when no other wait on the same barrier reaches it and it is its callable's first;
+    otherwise its parity is unknown (how many waits ran before it is the caller's, not worked out here)."""
+
+    def key(f: Fact) -> tuple[str, ...] | None:
+        addr = f.operand("addr")
+        return addr.handles if addr is not None and addr.handles else None
+
+    waits = [f for f in facts if f.kind == "wait"]
+    out = []
+    for f in facts:
+        if f.kind == "wait" and f.via is not None:
+            mine = key(f)
+            before = mine is None or any(
+                g is not f and g.function == f.function and key(g) == mine and f.order in g.reaches for g in waits
+            )
+            first = f.prior == (0,)
+            if before or not first:
+                unknown = tuple((r, Operand("unknown") if r == "parity" else o) for r, o in f.operands)
+                f = dataclasses.replace(f, operands=unknown)
+            f = dataclasses.replace(f, prior=(0,), depths=())
+        out.append(f)
+    return out
 
 
 def _after(call: Fact, span: int, calls: dict[int, list[int]]) -> tuple[int, ...]:
@@ -149,6 +211,8 @@ def _scaled(f: Fact, span: int, calls: dict[int, list[int]]) -> Fact:
 def _placed(call: Fact, g: Fact, span: int, after: tuple[int, ...], arg: Fact | None, callee: str) -> Fact:
     base = call.order * span
     operands = tuple(_bound(role, op, g, arg) for role, op in g.operands if role != "param")
+    if g.kind in ("arrive", "wait", "expect-tx"):  # the parameters its barrier's address was built on, kept as such
+        operands += tuple(("param:addr", op) for role, op in g.operands if role == "param")
     return dataclasses.replace(
         g,
         function=call.function,
@@ -163,12 +227,33 @@ def _placed(call: Fact, g: Fact, span: int, after: tuple[int, ...], arg: Fact | 
         when=(),
         operands=operands,
         via=(callee, g.line),
+        entry=_entry(g, arg),
+        across=(),
     )
+
+
+def _entry(g: Fact, arg: Fact | None) -> tuple[tuple[str, str], ...]:
+    """A wait's slot and parity as they enter the caller's inner loop (``Fact.entry``): those of the arguments its
+    barrier address and its parity are (``unknown`` where either is not one argument)."""
+    if g.kind != "wait" or arg is None:
+        return ()
+    how = dict(arg.entry)
+    params = {p.value for r, p in g.operands if r == "param"}
+    parity = g.operand("param:parity")
+    slot = how.get(f"a{params.pop()}", "unknown") if len(params) == 1 else "unknown"
+    first = how.get(f"a{parity.value}", "unknown") if parity is not None else "unknown"
+    return (("slot", slot), ("parity", first)) if arg.entry else ()
 
 
 def _bound(role: str, op: Operand, g: Fact, arg: Fact | None) -> tuple[str, Operand]:
     """An operand of a callable's fact at a call: an address built on the callable's parameters is the caller's
-    argument there (the handles it comes from); one the analysis cannot bind is unknown."""
+    argument there (the handles it comes from); a parity, count, bytes or barrier ID that is a parameter's value is
+    the caller's argument itself (with the constant it holds when the call first runs); one the analysis cannot bind
+    (an argument it cannot trace, a value only computed from parameters) is unknown, never a guess."""
+    if role in _EXACT and op.arg:
+        q = g.operand(f"param:{role}")
+        value = arg.operand(f"a{q.value}") if arg is not None and q is not None and q.value is not None else None
+        return role, value if value is not None else Operand("unknown", arg=True)  # `arg`: the caller's to judge
     if role not in ("addr", "src") or not op.arg:
         return role, op
     params = [p.value for r, p in g.operands if r == "param" and p.value is not None]

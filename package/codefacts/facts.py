@@ -25,7 +25,7 @@ from package.codefacts.threads import Threads
 from package.codefacts.values import Env, Linear, Val, analyse, call_arguments, callee, defines
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
-FACTS_VERSION = 13  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
+FACTS_VERSION = 14  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
 # 4: an operand's linear form over params fields; 5: an operand from the function's arguments, `smem-arg`,
 # the conditions a copy, credit or expect-tx runs under; 6: a `local` operand (the function's stack), `param-pass`,
 # `call-arg` at calls to the module's own functions; 7: those conditions as expressions of params fields (`when`);
@@ -38,7 +38,11 @@ FACTS_VERSION = 13  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: g
 # store that may reach global memory (not shared, local, param or const; not a params-block read), with the conditions
 # it runs under and the parameters a callable's address is built on; 13: `mma-commit` and `mma-wait`
 # (`wgmma.commit_group`, `wgmma.wait_group N` with its `groups`), ordered as synchronisation steps; an arrive's
-# `entry` (in a loop nested in another: its slot on the inner loop's first iteration, carried or reset)
+# `entry` (in a loop nested in another: its slot on the inner loop's first iteration, carried or reset); 14: the
+# parameters an mbarrier arrive's, wait's or expect-tx's address is built on (`param`), the parameter a wait's parity,
+# an arrive's count, an expect-tx's bytes or a named barrier's ID or thread count is (`param:ROLE`, where the operand
+# is that parameter's value itself), and a call's arguments with the constant each holds when the call first runs
+# (`first`)
 
 
 @dataclass(frozen=True)
@@ -351,6 +355,33 @@ class _Site:
             found |= self._param_sources(reg, frozenset())
         return found
 
+    def exact_param(self, reg: str) -> int | None:
+        """The parameter (by position) whose value a register holds on every path (loaded from it, or moved
+        from such a register), or None."""
+        fn = self.flow.fn
+        found: set[int] = set()
+        seen: set[str] = set()
+        todo = [reg]
+        while todo:
+            r = todo.pop()
+            if r in seen:
+                continue
+            seen.add(r)
+            defs = self._defs.get(r, [])
+            if not defs:
+                return None
+            for ins in defs:
+                if ins.base == "ld" and ins.has("param") and len(ins.operands) == 2:
+                    name = ins.operands[1].strip("[] ")
+                    if name not in fn.params:
+                        return None
+                    found.add(fn.params.index(name))
+                elif ins.base == "mov" and len(ins.operands) == 2 and ins.operands[1].strip().startswith("%"):
+                    todo.append(ins.operands[1].strip())
+                else:
+                    return None
+        return found.pop() if len(found) == 1 else None
+
     def _param_sources(self, reg: str, busy: frozenset[str]) -> set[int]:
         if reg in self._sources:
             return self._sources[reg]
@@ -434,6 +465,12 @@ def _function(
             found.extend(_call(fn.name, ins, env, site, index, stored, handles, defined))
             if any(f.kind == "wait" for f in found):  # a ring's wait handle: the registers of its slot and parity
                 waits_read[index] = _handle_wait_registers(ins, stored)
+            elif any(f.kind == "xcall" and f.detail for f in found):  # another stage's callable: its arguments
+                waits_read[index] = tuple(
+                    (f"a{i}", stored[arg][0], stored[arg][1])
+                    for i, arg in enumerate(call_arguments(ins))
+                    if arg in stored
+                )
             stored = {}
         if found and site.flow.reachable(index):
             guard, loops, order = site.place(index)
@@ -566,7 +603,14 @@ def _entries(
             if ins.base == "mbarrier" and len(ins.operands) >= 2:
                 how = carry.entry(loops[-2], loops[-1], index, ins.operands[1].strip())
             f = dataclasses.replace(f, entry=(("slot", how),))
-        if f.kind == "wait" and len(loops) >= 2 and site.flow.reachable(index):
+        if f.kind == "call-arg" and len(loops) >= 2 and index in waits_read and site.flow.reachable(index):
+            # a call of another stage's callable in a nested loop: how each argument enters the inner loop (a wait
+            # the callable runs on the slot and parity it is passed: the composition binds them, summary.py)
+            carry = carry or Carry(site.flow)
+            f = dataclasses.replace(
+                f, entry=tuple((r, carry.entry(loops[-2], loops[-1], at, reg)) for r, at, reg in waits_read[index])
+            )
+        elif f.kind == "wait" and len(loops) >= 2 and site.flow.reachable(index):
             ins = fn.body[index]
             read: tuple[tuple[str, int, str], ...] = ()
             if ins.base == "mbarrier" and len(ins.operands) >= 3:
@@ -674,8 +718,11 @@ def _call(
         # is followed: `param-pass` says which parameter reaches which position of the callee
         passed = []
         for i, arg in enumerate(args):
-            reg = stored.get(arg, (index, ""))[1]
-            passed.append((f"a{i}", Operand.of(env.operand(reg)) if reg else Operand("unknown")))
+            at, reg = stored.get(arg, (index, ""))
+            # with the constant it holds when the call first runs (a wait's parity passed to a callable)
+            passed.append(
+                (f"a{i}", Operand.of(env.operand(reg), site.flow.first(at, reg)) if reg else Operand("unknown"))
+            )
             for q in sorted(site.params_of([reg]) if reg and "arg" in env.operand(reg).origins else ()):
                 into = (("at", Operand("constant", i)), ("param", Operand("constant", q)))
                 yield Fact("param-pass", fn, ins.line, ins.opcode, into, ins.src, target)
@@ -741,9 +788,9 @@ def _instruction(fn: str, ins: Instr, env: Env, site: _Site, index: int) -> Iter
             yield fact("barrier", ("id", Operand("constant", 0)))
         else:
             red = 1 if op.startswith(("bar.red", "barrier.red")) else 0
-            parts = [("id", _op(env, ops[red]))]
+            parts = [("id", _op(env, ops[red])), *_exact(site, env, index, "id", ops[red])]
             if len(ops) > red + 1 and not ops[red + 1].startswith(("%p", "!")) and red == 0:
-                parts.append(("threads", _op(env, ops[1])))
+                parts += [("threads", _op(env, ops[1])), *_exact(site, env, index, "threads", ops[1])]
             mode = "sync" if ".sync" in op or op.startswith(("bar.red", "barrier.red")) or op == "bar" else "arrive"
             yield fact("barrier", *parts, detail=mode)
     elif op.startswith("mbarrier.init") and len(ops) >= 2:
@@ -758,19 +805,31 @@ def _instruction(fn: str, ins: Instr, env: Env, site: _Site, index: int) -> Iter
         detail = "" if parity else "state"
         first = site.flow.first(index, third) if parity else None
         yield fact(
-            "wait", ("addr", _addr(env, ops[1])), ("parity", Operand.of(env.operand(third), first)), detail=detail
+            "wait",
+            ("addr", _addr(env, ops[1])),
+            ("parity", Operand.of(env.operand(third), first)),
+            *_params_of(site, env, ops[1]),
+            *(_exact(site, env, index, "parity", third) if parity else []),
+            detail=detail,
         )
     elif op.startswith("mbarrier.arrive") and len(ops) >= 2:
         count = [("count", _op(env, ops[2]))] if len(ops) > 2 and ".expect_tx" not in op else []
+        if count:
+            count += _exact(site, env, index, "count", ops[2])
+        at = _params_of(site, env, ops[1])
         if ".expect_tx" in op and len(ops) > 2:
-            yield fact("expect-tx", ("addr", _addr(env, ops[1])), ("bytes", _op(env, ops[2])))
+            tx = _exact(site, env, index, "bytes", ops[2])
+            yield fact("expect-tx", ("addr", _addr(env, ops[1])), ("bytes", _op(env, ops[2])), *at, *tx)
         kinds = [k for k in ("expect_tx", "arrive_drop", "noComplete") if k in op]
         where = "remote" if "shared::cluster" in op else ""
         yield fact(
-            "arrive", ("addr", _addr(env, ops[1])), *count, detail=",".join([*kinds, *([where] if where else [])])
+            "arrive", ("addr", _addr(env, ops[1])), *count, *at, detail=",".join([*kinds, *([where] if where else [])])
         )
     elif op.startswith("mbarrier.expect_tx") and len(ops) >= 2:
-        yield fact("expect-tx", ("addr", _addr(env, ops[0])), ("bytes", _op(env, ops[1])))
+        tx = _exact(site, env, index, "bytes", ops[1])
+        yield fact(
+            "expect-tx", ("addr", _addr(env, ops[0])), ("bytes", _op(env, ops[1])), *_params_of(site, env, ops[0]), *tx
+        )
     elif op.startswith("mbarrier.complete_tx") and len(ops) >= 2:
         # transaction bytes a thread completes without a copy (e.g. the part of a copy a clipped box leaves out)
         yield fact("complete-tx", ("addr", _addr(env, ops[0])), ("bytes", _op(env, ops[1])), *_bounds(site, env, index))
@@ -798,9 +857,9 @@ def _instruction(fn: str, ins: Instr, env: Env, site: _Site, index: int) -> Iter
         # at most `groups` of the warpgroup's committed wgmma groups are pending after it (the rest retired)
         yield fact("mma-wait", ("groups", _op(env, ops[0]) if ops else Operand("unknown")))
     elif op.startswith("cp.async.mbarrier.arrive") and ops:
-        yield fact("arrive", ("addr", _addr(env, ops[0])), detail="cp.async")
+        yield fact("arrive", ("addr", _addr(env, ops[0])), *_params_of(site, env, ops[0]), detail="cp.async")
     elif op.startswith("tcgen05.commit") and "mbarrier::arrive" in op and ops:
-        yield fact("arrive", ("addr", _addr(env, ops[0])), detail="tcgen05.commit")
+        yield fact("arrive", ("addr", _addr(env, ops[0])), *_params_of(site, env, ops[0]), detail="tcgen05.commit")
     elif op.startswith("setmaxnreg") and ops:
         yield fact("setmaxnreg", ("regs", _op(env, ops[0])), detail="inc" if ".inc" in op else "dec")
     elif op.startswith("tcgen05.alloc") and len(ops) >= 2:
@@ -903,6 +962,17 @@ def _params_of(site: _Site, env: Env, text: str) -> list[tuple[str, Operand]]:
     if "arg" not in env.address(text).origins:
         return []
     return [("param", Operand("constant", q)) for q in sorted(site.params_of(re.findall(r"%[\w$]+", text)))]
+
+
+def _exact(site: _Site, env: Env, index: int, role: str, text: str) -> list[tuple[str, Operand]]:
+    """``param:ROLE``: the parameter (by position) an operand of a callable is, its value itself (a parity, a
+    count, a barrier ID passed as they are): a call binds it to the caller's argument there. An operand only
+    computed from parameters has none (a summary leaves it unbound: the caller's value is not the operand's)."""
+    text = text.strip()
+    if not text.startswith("%") or "arg" not in env.operand(text).origins:
+        return []
+    q = site.exact_param(text)
+    return [] if q is None else [(f"param:{role}", Operand("constant", q))]
 
 
 def _bounds(site: _Site, env: Env, index: int) -> list[tuple[str, Operand]]:
