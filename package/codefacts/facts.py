@@ -25,7 +25,7 @@ from package.codefacts.threads import Threads
 from package.codefacts.values import Env, Linear, Val, analyse, call_arguments, callee, defines
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
-FACTS_VERSION = 12  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
+FACTS_VERSION = 13  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
 # 4: an operand's linear form over params fields; 5: an operand from the function's arguments, `smem-arg`,
 # the conditions a copy, credit or expect-tx runs under; 6: a `local` operand (the function's stack), `param-pass`,
 # `call-arg` at calls to the module's own functions; 7: those conditions as expressions of params fields (`when`);
@@ -36,7 +36,8 @@ FACTS_VERSION = 12  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: g
 # reaches after them, and calls of another module's function and bulk stores the conditions they run under;
 # 11: a wait's `across` (its entry after a pass that ran an alternative loop, `loops N`); 12: `gmem-access`, a load or
 # store that may reach global memory (not shared, local, param or const; not a params-block read), with the conditions
-# it runs under and the parameters a callable's address is built on
+# it runs under and the parameters a callable's address is built on; 13: a fence's conditions; a load of a value the
+# function keeps in its own frame (values.Frame), a `[%SP+8]`-style address and any `cvta.local` are local
 
 
 @dataclass(frozen=True)
@@ -596,6 +597,7 @@ _CONDITIONAL = frozenset(
         "xcall",
         "bulk-store",
         "gmem-access",
+        "fence",
     }
 )
 
