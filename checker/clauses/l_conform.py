@@ -403,6 +403,12 @@ UNDECIDED = {
     "counter-step": "which counter this release or acquire is of (its address is built on no counter handle the "
     "analysis can bind), and so what the barrier that `orders` the counter must order around it",
     "groups": "how many bulk groups the read wait lets stay pending",
+    "counter-pattern": "whether this relaxed access of the counter releases or acquires it (a relaxed store needs a "
+    "gpu- or system-scope `fence.sc`/`fence.acq_rel` before it, with no global access between, to be a release; "
+    "in another stage's callable its fences are not in the summary), and so what the barrier that `orders` the "
+    "counter must order around it",
+    "helper-step": "what the called function of the module orders (it releases or acquires the counter, or fences a "
+    "relaxed access of it, where its caller's barrier cannot be placed around it)",
 }
 
 

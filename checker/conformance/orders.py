@@ -211,7 +211,7 @@ def _counter(
         if f.kind == "call":  # a function of the module: its global accesses are the call's
             made = _called(ctx, counter, code, f.detail, set())
             if "step" in made:
-                yield unknown("barrier-orders", f, "counter-step", bar)
+                yield unknown("barrier-orders", f, "helper-step", bar)
             if "write" in made:
                 writes.append(dataclasses.replace(f, detail="write"))
             if "read" in made:
@@ -226,7 +226,7 @@ def _counter(
             for release in _sides(f):  # an atomic reads and writes: half of either pattern
                 fenced = _fenced(ctx, counter, code, facts, steps, f, release=release)
                 if isinstance(fenced, str):
-                    yield unknown("barrier-orders", f, "counter-step", bar)
+                    yield unknown("barrier-orders", f, "counter-pattern", bar)
                     break
                 if fenced is not None:
                     (releases if release else acquires).append(fenced)
@@ -271,13 +271,16 @@ def _fenced(
     (every thread that runs it, under no thread-invariant branch the access is not under, in no loop it is not in)
     and no global access may lie between the two on any path (it would be on the wrong side of the fence): then the
     pattern orders exactly what the fence does, so the step is checked at the fence's position."""
-    # a relaxed write after an acquire of the counter (its own call's, for a callable's) is the awaiting side's reset:
-    # what it orders is that acquire's
+    # a relaxed write after an acquire of the counter that runs whenever it does (in the same call, for a callable's)
+    # is the awaiting side's reset: what it orders is that acquire's
     reset = release and any(
         steps.get(id(g)) in ("acquire", "both")
+        and g.order < f.order
+        and (g.guard == EVERY_THREAD or g.guard == f.guard)
+        and set(g.conds) <= set(f.conds)
+        and (g.loops[: len(f.loops)] == f.loops or f.loops[: len(g.loops)] == g.loops)
         and (f.via is None or (g.via is not None and g.via[0] == f.via[0] and g.line == f.line))
         for g in facts
-        if g.order < f.order
     )
     if f.via is not None:
         # the summary holds no fences: any other relaxed access may be half of a pattern the facts do not show

@@ -320,3 +320,26 @@ def test_a_loop_carried_pair_is_reported_unless_a_barrier_of_the_loop_orders_it(
     got = _looped(body)
     assert all(f.decided for f in got)
     assert [(f.problem, f.value("across")) for f in got] == ([] if problem is None else [(problem, "True")])
+
+
+# ------------------------------------------------- what the facts cannot show is undecided, never a pass (items 3, 4)
+
+
+def test_a_relaxed_raise_without_a_fence_is_undecided(tmp_path: Path) -> None:
+    # thread 0 raises with a bare `st.relaxed.gpu` after `sk_sync`: no release pattern, no reset after an acquire
+    raise_ = FENCED_RAISE.replace("fence.acq_rel.gpu;\\n\\t", "")
+    found = checked_pipeline(tmp_path, {"consumer.cu": [(RAISE, raise_)]})
+    assert len(found) == 1, [d.message for d in found]
+    assert dict(found[0].data)["check"] == "barrier-orders", found[0].message
+    assert "cannot decide whether this relaxed access of the counter releases" in found[0].message
+
+
+def test_a_relaxed_poll_in_a_callable_is_undecided(tmp_path: Path) -> None:
+    # the await polls with `ld.relaxed.gpu` and then fences (an acquire pattern), inside the fix-up callable: its
+    # summary holds no fences, so the composition cannot tell the pattern from a bare poll
+    poll = 'asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];\\n\\tfence.acq_rel.gpu;" : "=r"(v) : "l"(p) : "memory");'
+    found = checked_pipeline(tmp_path, {"common.cuh": [(LD_ACQUIRE, poll)]})
+    assert found, "a relaxed poll in a callable was taken as ordered"
+    assert all(
+        dict(d.data)["check"] == "barrier-orders" and "relaxed access of the counter" in d.message for d in found
+    ), [d.message for d in found]
