@@ -113,14 +113,22 @@ warpgroup, one thread):
   an access after it, a read and a write after it, in one pass or across the passes of a
   loop around both (a `bar.sync` of a rendezvous the role syncs counts too); a TMA or bulk
   store from the claim is a read of it, `stmatrix` a write. For a counter claim (`orders C` of
-  a `claim counter C`): a `bar.sync` on `B` missing, in one pass, between a global write of the
-  role and a release of `C` (its `add` step: a `.release` store, reduction or atomic to an
-  address built on the counter's `_counter_ptr()` handle, or a call of its `_counter_add()`),
-  or between an acquire of `C` (its `wait` step: an `.acquire` load, or `_counter_wait()`) and
-  a later global read of the role (`counter-release`, `counter-acquire`); the accesses one
-  call of a callable makes together with its own release or acquire are the callable's to
-  order. A release or acquire whose address no counter handle can be bound to, or an access
-  inside a callable whose summary is unknown, where no barrier stands, is undecided.
+  a `claim counter C`): a `bar.sync` on `B` missing between a global write of the role and a
+  release of `C` (its `add` step: a `.release` store, reduction or atomic, an atomic's
+  `.acq_rel`, to an address built on the counter's `_counter_ptr()` handle, a call of its
+  `_counter_add()`, or a relaxed store of it after a gpu/sys `fence.sc`/`fence.acq_rel`/
+  `membar` with no global access between, checked at the fence), or between an acquire of `C`
+  (its `wait` step: an `.acquire` load, an `.acq_rel` atomic, `_counter_wait()`, or a relaxed
+  load followed so by such a fence) and a later global read of the role (`counter-release`,
+  `counter-acquire`), in one pass or across the passes of a loop around both (a write after
+  the release in its body comes before the next pass's release, a read before the acquire
+  after the previous pass's: a barrier in the loop's body after the first or before the second
+  orders them); the global accesses of a function of the module the role calls are the call's;
+  the accesses one call of a callable makes together with its own release or acquire are the
+  callable's to order. A release or acquire whose address no counter handle can be bound to, a
+  relaxed store of the counter that is neither a release nor a reset after an acquire (or one
+  in a callable, whose summary shows no fences), or an access inside a callable whose summary
+  is unknown, where no barrier stands, is undecided.
 
 A ring without barriers whose slot one role writes and reads asynchronously (a staging
 buffer: `read wait`, `read async`, `writes generic`, `fence proxy_async`) is checked against
@@ -413,6 +421,12 @@ UNDECIDED = {
     "back, carried from it, as a release drained once after the loop over units needs) or one reset per unit",
     "retired": "whether the wgmma group that read the released slot has retired (a `wgmma.wait_group` before the "
     "release waits for a number of groups the analysis cannot read)",
+    "counter-pattern": "whether this relaxed access of the counter releases or acquires it (a relaxed store needs a "
+    "gpu- or system-scope `fence.sc`/`fence.acq_rel` before it, with no global access between, to be a release; "
+    "in another stage's callable its fences are not in the summary), and so what the barrier that `orders` the "
+    "counter must order around it",
+    "helper-step": "what the called function of the module orders (it releases or acquires the counter, or fences a "
+    "relaxed access of it, where its caller's barrier cannot be placed around it)",
 }
 
 
@@ -1281,16 +1295,17 @@ def _barrier_orders(f: Finding, fn: str, op: str) -> Worded:
         where = f"PTX line {first}" + (
             f", in the callable `{callee.split(':')[0]}` at its line {callee.split(':')[1]}" if callee else ""
         )
+        after = "in the next pass of the loop around both, after" if f.value("across") == "True" else "after"
         if f.problem == "counter-release":
             message = (
-                f"`{fn}` (role `{role}`) releases counter `{claim}` (`{op}`) after the global write `{first_op}` "
+                f"`{fn}` (role `{role}`) releases counter `{claim}` (`{op}`) {after} the global write `{first_op}` "
                 f"({where}) with no `bar.sync` on barrier `{barrier}` between them: the counter's reader may see it "
                 "before another thread's write"
             )
             between = "between the role's global writes and the counter's release"
         else:
             message = (
-                f"`{fn}` (role `{role}`) reads global memory (`{op}`) after the acquire `{first_op}` of counter "
+                f"`{fn}` (role `{role}`) reads global memory (`{op}`) {after} the acquire `{first_op}` of counter "
                 f"`{claim}` ({where}) with no `bar.sync` on barrier `{barrier}` between them: a thread other than the "
                 "one that acquired may read before the counter's writer's data is visible to it"
             )

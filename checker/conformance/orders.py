@@ -25,10 +25,27 @@ one of the two accesses. A pair that only such a conditional barrier stands betw
 
 An access whose claim the analysis cannot tell is ``smem-literal``'s; a barrier another thread
 count or mode runs is ``named-barrier``'s and ``barrier-threads``'.
+
+``orders C`` of a **counter** claim (:func:`_counter`): a barrier between the role's global writes and each release
+of ``C`` and between each acquire of ``C`` and the role's global reads after it, where a release or acquire is an
+ordered access of the counter (``.release``, ``.acquire``, an atomic's ``.acq_rel``: both), a call of its
+``_counter_add()``/``_counter_wait()``, or a relaxed access of it with a fence (the PTX release and acquire patterns,
+checked at the fence: :func:`_fenced`). In one pass, a barrier between them; **across passes**, for a loop around
+both, the write a pass makes after the release (in the body's order) precedes the next pass's release, and the read
+a pass makes before the acquire follows the previous pass's acquire: such a loop-carried pair can be a race (the
+next release publishes a write no barrier ordered before it; a read may run before the thread that acquired saw the
+counter), so it is checked like the loop-carried pairs of a shared-memory claim: a barrier in the innermost loop
+around both (in no loop of its own), after the earlier of the two or before the later, that runs whenever both do,
+orders it; one that may not run leaves it undecided; none is a finding (``across``). A step's in-pass finding stands
+for its loop-carried one (one barrier next to the step orders both). A global access (``gmem-access``) is a load or
+store the value analysis cannot place in shared memory, the params block or the function's own local memory (a
+pointer the PTX shows the function keeps in its own frame is one it can place: package/codefacts/values.py,
+``Frame``); an address it cannot place is a global access, never skipped.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 
 from checker.conformance.context import Ctx, Finding, found, unknown
@@ -55,7 +72,7 @@ def orders(ctx: Ctx, code: CodeFacts) -> Iterator[Finding]:
                     yield from _pairs(ctx, bar, role, claim, facts, syncs)
                 counter = next((c for c in ctx.stage.items if isinstance(c, A.CounterClaim) and c.name == name), None)
                 if counter is not None and not _later(ctx.stage, facts):
-                    yield from _counter(ctx, bar, role, counter, facts, syncs)
+                    yield from _counter(ctx, bar, role, counter, facts, syncs, code)
 
 
 def _whole(ctx: Ctx, bar: A.BarrierClaim, role: A.Role, f: Fact) -> bool:
@@ -168,21 +185,51 @@ def _later(stage: A.Stage, facts: Sequence[Fact]) -> bool:
 
 
 def _counter(
-    ctx: Ctx, bar: A.BarrierClaim, role: A.Role, counter: A.CounterClaim, facts: Sequence[Fact], syncs: Sequence[Fact]
+    ctx: Ctx,
+    bar: A.BarrierClaim,
+    role: A.Role,
+    counter: A.CounterClaim,
+    facts: Sequence[Fact],
+    syncs: Sequence[Fact],
+    code: CodeFacts,
 ) -> Iterator[Finding]:
     """``orders C`` of a counter claim: a barrier between the role's global writes and each release of ``C`` (its
     ``add`` step), and between each acquire of ``C`` (its ``wait`` step) and the role's later global reads, in one
-    pass. An access or a step the facts cannot show (an unknown summary, an unbound release) is undecided."""
+    pass. An access or a step the facts cannot show (an unknown summary, an unbound release) is undecided.
+
+    A release is a store, reduction or atomic of ``C`` with release semantics (``.release``, ``.acq_rel``), or a
+    relaxed, plain or volatile one after a ``fence.sc``/``fence.acq_rel``/``fence.release``/``membar`` of gpu or sys
+    scope (:func:`_fenced`): that release pattern orders what precedes the fence, so the fence is where the barrier
+    must already lie. An acquire is a load or atomic of ``C`` with acquire semantics (``.acquire``, an atomic's
+    ``.acq_rel``: both), or a relaxed one followed by such a fence (the acquire pattern: what follows the fence)."""
     releases: list[Fact] = []
     acquires: list[Fact] = []
     writes: list[Fact] = []
     reads: list[Fact] = []
+    steps = {id(f): _step(ctx, counter, f) for f in facts}
     for f in facts:
-        step = _step(ctx, counter, f)
-        if step == "release":
+        if f.kind == "call":  # a function of the module: its global accesses are the call's
+            made = _called(ctx, counter, code, f.detail, set())
+            if "step" in made:
+                yield unknown("barrier-orders", f, "helper-step", bar)
+            if "write" in made:
+                writes.append(dataclasses.replace(f, detail="write"))
+            if "read" in made:
+                reads.append(dataclasses.replace(f, detail="read"))
+            continue
+        step = steps[id(f)]
+        if step in ("release", "both"):
             releases.append(f)
-        elif step == "acquire":
+        if step in ("acquire", "both"):
             acquires.append(f)
+        if step == "relaxed":
+            for release in _sides(f):  # an atomic reads and writes: half of either pattern
+                fenced = _fenced(ctx, counter, code, facts, steps, f, release=release)
+                if isinstance(fenced, str):
+                    yield unknown("barrier-orders", f, "counter-pattern", bar)
+                    break
+                if fenced is not None:
+                    (releases if release else acquires).append(fenced)
         elif step == "unbound":
             yield unknown("barrier-orders", f, "counter-step", bar)
         elif step == "access":
@@ -196,9 +243,121 @@ def _counter(
         yield from _first_unordered(ctx, bar, role, counter, reads, p, syncs, before=False)
 
 
+def _sides(f: Fact) -> tuple[bool, ...]:
+    """The patterns a relaxed access can be half of: True a release (it writes), False an acquire (it reads)."""
+    base = f.opcode.split(".")[0]
+    return {"st": (True,), "red": (True,), "atom": (True, False)}.get(base, (False,))
+
+
+def _fenced(
+    ctx: Ctx,
+    counter: A.CounterClaim,
+    code: CodeFacts,
+    facts: Sequence[Fact],
+    steps: dict[int, str],
+    f: Fact,
+    *,
+    release: bool,
+) -> Fact | str | None:
+    """A relaxed (plain, volatile) access ``f`` of counter ``C`` as a ``release`` (else acquire) pattern: the step to
+    check at the fence's position; None when it is neither and orders nothing (a reset of the counter after an acquire
+    of it, a relaxed poll); ``unknown`` for a relaxed write that is neither (it publishes without a release) or whose
+    fences the facts cannot show (an access of another stage's callable: its summary holds no fences).
+
+    PTX ISA, Memory Consistency Model, "Release and Acquire Patterns": a fence.sc or fence.acq_rel (membar is a
+    fence.sc) followed in program order by a strong write (st/red/atom, .relaxed or .volatile) of M is a release
+    pattern on M; a strong read of M followed by such a fence, an acquire pattern (the PTX writers' guide's atomics ABI
+    maps a C++ seq_cst store to ``fence.sc.<scope>; st.relaxed.<scope>``). The fence must run whenever the access does
+    (every thread that runs it, under no thread-invariant branch the access is not under, in no loop it is not in)
+    and no global access may lie between the two on any path (it would be on the wrong side of the fence): then the
+    pattern orders exactly what the fence does, so the step is checked at the fence's position."""
+    # a relaxed write after an acquire of the counter that runs whenever it does (in the same call, for a callable's)
+    # is the awaiting side's reset: what it orders is that acquire's
+    reset = release and any(
+        steps.get(id(g)) in ("acquire", "both")
+        and g.order < f.order
+        and (g.guard == EVERY_THREAD or g.guard == f.guard)
+        and set(g.conds) <= set(f.conds)
+        and (g.loops[: len(f.loops)] == f.loops or f.loops[: len(g.loops)] == g.loops)
+        and (f.via is None or (g.via is not None and g.via[0] == f.via[0] and g.line == f.line))
+        for g in facts
+    )
+    if f.via is not None:
+        # the summary holds no fences: any other relaxed access may be half of a pattern the facts do not show
+        return None if reset else "unknown"
+    fences = [
+        g
+        for g in facts
+        if g.kind == "fence"
+        and g.detail in ("gpu", "sys")
+        and _fence_sides(g.opcode) & {"release" if release else "acquire"}
+        and (g.order < f.order if release else g.order > f.order)
+        and (g.loops == f.loops if release else g.loops == f.loops[: len(g.loops)])
+        and (g.guard == EVERY_THREAD or g.guard == f.guard)
+        and set(g.conds) <= set(f.conds)
+    ]
+    for fence in sorted(fences, key=lambda g: g.order, reverse=release):  # the nearest first
+        low, high = sorted((fence.order, f.order))
+        if any(low < g.order < high and _may_access(ctx, counter, code, g, steps) for g in facts):
+            continue  # a global access between: on the wrong side of this fence
+        return dataclasses.replace(f, order=fence.order, loops=fence.loops, conds=fence.conds)
+    # no pattern: a relaxed read orders nothing (a poll); a relaxed write that is no reset publishes without a release,
+    # which this check cannot take as ordered
+    return None if reset or not release else "unknown"
+
+
+def _may_access(ctx: Ctx, counter: A.CounterClaim, code: CodeFacts, g: Fact, steps: dict[int, str]) -> bool:
+    """Whether fact ``g`` may access global memory (none may lie between a pattern's fence and its relaxed access)."""
+    if g.kind == "call":
+        return bool(_called(ctx, counter, code, g.detail, set()))
+    return g.kind == "summary-unknown" or (g.kind == "gmem-access" and steps.get(id(g)) != "other")
+
+
+def _fence_sides(opcode: str) -> set[str]:
+    """What a fence or ``membar`` is half of: ``release`` and ``acquire`` patterns (``fence.sc``, ``fence.acq_rel``,
+    a ``fence.<scope>`` without a semantics, ``membar``), one of them (``fence.release``, ``fence.acquire``), or none
+    (a proxy fence, a restricted one)."""
+    parts = opcode.split(".")
+    if parts[0] == "membar":
+        return {"release", "acquire"}
+    if parts[0] != "fence" or any(
+        p.startswith(("proxy", "mbarrier_init", "op_restrict")) or "restrict" in p for p in parts
+    ):
+        return set()
+    if "release" in parts:
+        return {"release"}
+    if "acquire" in parts:
+        return {"acquire"}
+    return {"release", "acquire"}  # .sc, .acq_rel, or no .sem (acq_rel, PTX ISA `fence`)
+
+
+def _called(ctx: Ctx, counter: A.CounterClaim, code: CodeFacts, function: str, seen: set[str]) -> set[str]:
+    """What a call of ``function`` of the module makes, through the functions it calls: ``read``, ``write`` (a global
+    access) and ``step`` (a release or acquire of a counter, or a relaxed access of it in a function that fences:
+    where the call's position cannot order it, undecided)."""
+    if function in seen:
+        return set()
+    seen.add(function)
+    mine = [f for f in code.facts if f.function == function]
+    fences = any(f.kind == "fence" and _fence_sides(f.opcode) for f in mine)
+    made: set[str] = set()
+    for f in mine:
+        if f.kind == "call":
+            made |= _called(ctx, counter, code, f.detail, seen)
+            continue
+        step = _step(ctx, counter, f)
+        if step == "access":
+            made |= {"read", "write"} if f.detail == "unknown" else {f.detail}
+        elif step not in ("other", "relaxed") or (step == "relaxed" and fences):
+            made.add("step")
+    return made
+
+
 def _step(ctx: Ctx, counter: A.CounterClaim, f: Fact) -> str:
-    """What a fact is to counter ``C``'s ordering: its ``release`` or ``acquire``, an ``unbound`` release or acquire
-    (of a counter the analysis cannot tell), a global ``access`` of the role, or ``other``."""
+    """What a fact is to counter ``C``'s ordering: its ``release``, ``acquire`` or ``both`` (an atomic with
+    ``.acq_rel``), a ``relaxed`` access of it (a release or acquire pattern with a fence, :func:`_fenced`), an
+    ``unbound`` release or acquire (of a counter the analysis cannot tell), a global ``access`` of the role, or
+    ``other``."""
     if f.kind == "xcall":
         for spec in ctx.handles_of(Operand("handle", handles=(f.detail,))):
             if spec.item == counter.name and spec.kind == "counter_add":
@@ -216,7 +375,7 @@ def _step(ctx: Ctx, counter: A.CounterClaim, f: Fact) -> str:
     ordered = _ordering(f.opcode)
     if ordered is None:
         mine = any(s.item == counter.name for s in ctx.handles_of(addr, "counter_ptr"))
-        return "other" if mine else "access"  # a relaxed access of the counter itself (a reset) orders nothing
+        return "relaxed" if mine else "access"  # a relaxed access of the counter itself orders nothing by itself
     if addr is None or addr.kind == "unknown":
         return "unbound"
     if any(s.item == counter.name for s in ctx.handles_of(addr, "counter_ptr")):
@@ -225,10 +384,14 @@ def _step(ctx: Ctx, counter: A.CounterClaim, f: Fact) -> str:
 
 
 def _ordering(opcode: str) -> str | None:
-    """``release`` for a store, reduction or atomic with release semantics, ``acquire`` for a load (or an atomic)
-    with acquire semantics, None for a relaxed or plain access."""
+    """``release`` for a store, reduction or atomic with release semantics, ``acquire`` for a load or an atomic with
+    acquire semantics, ``both`` for an atomic with ``.acq_rel`` (a read-modify-write: its read acquires, its write
+    releases), None for a relaxed or plain access. (``red`` has no ``.acq_rel`` in the PTX ISA, nor any ``.acquire``:
+    it returns nothing to acquire with; one written so is a release.)"""
     parts = opcode.split(".")
-    if "release" in parts or ("acq_rel" in parts and parts[0] in ("st", "red", "atom")):
+    if "acq_rel" in parts:
+        return "both" if parts[0] == "atom" else "release"
+    if "release" in parts:
         return "release"
     if "acquire" in parts:
         return "acquire"
@@ -247,33 +410,49 @@ def _first_unordered(
     before: bool,
 ) -> Iterator[Finding]:
     """The first access (``before``: a write before the release ``step``; else a read after the acquire ``step``)
-    that no ``bar.sync`` on the barrier running whenever both do lies between, in one pass: one finding per step."""
-    for a in sorted(accesses, key=lambda g: g.order, reverse=before):
-        p, q = (a, step) if before else (step, a)
-        if not p.order < q.order:
-            continue
-        if p.via is not None and q.via is not None and (p.line, p.via[0]) == (q.line, q.via[0]):
-            continue  # one call of a callable: what orders its own thread's accesses is the callable's
-        between = [b for b in syncs if p.order < b.order < q.order and _holds(b, p, q)]
-        if any(_runs_with(b, p, q) for b in between):
-            continue
-        if between or a.kind == "summary-unknown" or a.detail == "unknown":
-            # only a barrier that may not run stands between them, or what the call accesses is not known
-            yield unknown("barrier-orders", a, "ordering-barrier" if between else "summary", bar)
+    that no ``bar.sync`` on the barrier running whenever both do lies between, in one pass, else across the passes of
+    a loop around both: one finding per step (one barrier before the release, or after the acquire, orders both).
+
+    Across passes: in a loop around both, a write after the release in the loop's body comes before the release of
+    the next pass, and a read before the acquire after the acquire of the previous pass. A barrier in that loop's body
+    (in no loop of its own) orders such a pair where it lies after the earlier of the two in time or before the later
+    one: the pass's own barrier before the release orders the previous pass's writes too."""
+    for across in (False, True):
+        for a in sorted(accesses, key=lambda g: g.order, reverse=before != across):
+            p, q = (a, step) if before else (step, a)  # p runs first: in one pass, or in the previous pass
+            common = _common_loops(p, q)
+            if (p.order < q.order) == across or (across and not common):
+                continue
+            if p.via is not None and q.via is not None and (p.line, p.via[0]) == (q.line, q.via[0]):
+                continue  # one call of a callable: what orders its own thread's accesses is the callable's
+            if across:
+                between = [b for b in syncs if b.loops == common and (b.order > p.order or b.order < q.order)]
+            else:
+                between = [b for b in syncs if p.order < b.order < q.order and _holds(b, p, q)]
+            if any(_runs_with(b, p, q) for b in between):
+                continue
+            if between or a.kind == "summary-unknown" or a.detail == "unknown":
+                # only a barrier that may not run stands between them, or what the call accesses is not known
+                yield unknown("barrier-orders", a, "ordering-barrier" if between else "summary", bar)
+                return
+            yield found(
+                "barrier-orders",
+                "counter-release" if before else "counter-acquire",
+                step if before else a,
+                bar,
+                barrier=bar.name,
+                claim=counter.name,
+                role=role.name,
+                first=(a if before else step).line,
+                first_op=(a if before else step).opcode,
+                first_via=_via(a if before else step),
+                across=across,
+            )
             return
-        yield found(
-            "barrier-orders",
-            "counter-release" if before else "counter-acquire",
-            q,
-            bar,
-            barrier=bar.name,
-            claim=counter.name,
-            role=role.name,
-            first=p.line,
-            first_op=p.opcode,
-            first_via="" if p.via is None else f"{p.via[0]}:{p.via[1]}",
-        )
-        return
+
+
+def _via(f: Fact) -> str:
+    return "" if f.via is None else f"{f.via[0]}:{f.via[1]}"
 
 
 def _holds(b: Fact, p: Fact, q: Fact) -> bool:

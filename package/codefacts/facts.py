@@ -25,7 +25,7 @@ from package.codefacts.threads import Threads
 from package.codefacts.values import Env, Linear, Val, analyse, call_arguments, callee, defines
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
-FACTS_VERSION = 14  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
+FACTS_VERSION = 15  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
 # 4: an operand's linear form over params fields; 5: an operand from the function's arguments, `smem-arg`,
 # the conditions a copy, credit or expect-tx runs under; 6: a `local` operand (the function's stack), `param-pass`,
 # `call-arg` at calls to the module's own functions; 7: those conditions as expressions of params fields (`when`);
@@ -42,7 +42,8 @@ FACTS_VERSION = 14  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: g
 # parameters an mbarrier arrive's, wait's or expect-tx's address is built on (`param`), the parameter a wait's parity,
 # an arrive's count, an expect-tx's bytes or a named barrier's ID or thread count is (`param:ROLE`, where the operand
 # is that parameter's value itself), and a call's arguments with the constant each holds when the call first runs
-# (`first`)
+# (`first`); 15: a fence's conditions; a load of a value the function keeps in its own frame
+# (values.Frame), a `[%SP+8]`-style address and any `cvta.local` are local
 
 
 @dataclass(frozen=True)
@@ -653,6 +654,7 @@ _CONDITIONAL = frozenset(
         "xcall",
         "bulk-store",
         "gmem-access",
+        "fence",
     }
 )
 

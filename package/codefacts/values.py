@@ -14,9 +14,16 @@ updated value — loops are widened by construction). A value is
   ``extern .shared`` array), the thread index (``tid``, with ``tid_abs`` while it is
   not reduced to a lane), the grid (``grid``);
 - a *local* address (``local``, kind ``local``): the function's own stack (``__local_depot``
-  and the ``%SP``/``%SPL`` copied from it, ``cvta.local``), or another ``.local`` name, at
-  an offset or an index. It is never a shared-memory address. Every definition must be one
-  (a select or join with anything else is not), so the flag only survives a join of locals;
+  and the ``%SP``/``%SPL`` copied from it), another ``.local`` name, at an offset or an
+  index, or the result of any ``cvta.local``/``cvta.to.local`` (the local window holds
+  nothing else). It is never a shared-memory address. Every definition must be one (a
+  select or join with anything else is not), so the flag only survives a join of locals.
+  An address at a known offset of a ``.local`` name carries the name (origin
+  ``frame:<name>``) and the offset (``const``);
+- *a value loaded from the function's own frame* (:class:`Frame`): what the function stored
+  at that place of its ``.local`` memory, where the PTX shows every store there and the
+  frame's addresses reach nothing that could write it (a call, memory outside the frame, an
+  atomic); otherwise unknown;
 - *unknown*: a load from memory, a call's result, anything not listed above.
 
 Arithmetic unions origins; constants fold where the operation is known. The result
@@ -72,6 +79,95 @@ class Val:
         if self.origins and self.origins <= {"params", "arg"}:
             return "params"
         return "arith"
+
+
+def frame_place(val: Val) -> tuple[str, int | None] | None:
+    """Where in the function's own ``.local`` memory an address points: the ``.local`` name and the offset (None: an
+    index the analysis does not fold), or None when it is no address of one known ``.local`` name."""
+    names = [o[6:] for o in val.origins if o.startswith("frame:")]
+    if not val.local or val.unknown or len(names) != 1:
+        return None
+    return names[0], val.const
+
+
+@dataclass
+class Frame:
+    """What a function keeps in its own ``.local`` memory (the stack nvcc calls ``__local_depot``), flow insensitive:
+    at each place (name, offset) the width and the join of every value stored there; ``wild``, per width, the join of
+    the values stored at an offset the analysis does not fold. A load of a place reads the join of what is stored there
+    and of every wild store of its width. The contents are ``lost`` (every load of the frame unknown) when a store
+    there is of a place the analysis cannot tell or overlaps another of another width, an atomic updates the frame, or
+    one of its addresses goes where it may be written through unseen (a call's argument, memory outside the frame, a
+    conversion that is no copy). ``final``: every store is seen, so a load of a place no store writes is unknown."""
+
+    cells: dict[tuple[str, int], tuple[int, Val]] = dataclasses.field(default_factory=dict)
+    wild: dict[int, Val] = dataclasses.field(default_factory=dict)
+    lost: bool = False
+    final: bool = False
+
+    def lose(self) -> bool:
+        changed = not self.lost
+        self.lost = True
+        return changed
+
+    def store(self, addr: Val, width: int, lanes: list[Val]) -> bool:
+        """Record a store of ``lanes`` (each ``width`` bytes, one after the other) at ``addr``: whether it changed."""
+        place = frame_place(addr)
+        if place is None or width <= 0:
+            return self.lose()
+        name, offset = place
+        changed = False
+        for i, val in enumerate(lanes):
+            if offset is None:
+                old = self.wild.get(width)
+                new = join(old, val)
+                if new != old:
+                    self.wild[width] = new
+                    changed = True
+                continue
+            at = offset + i * width
+            cell = self.cells.get((name, at))
+            if cell is not None and cell[0] != width:
+                return self.lose()
+            if any(n == name and o != at and o < at + width and at < o + w for (n, o), (w, _) in self.cells.items()):
+                return self.lose()  # a store overlapping another: a part of a value is no value
+            new = join(None if cell is None else cell[1], val)
+            if cell is None or new != cell[1]:
+                self.cells[(name, at)] = (width, new)
+                changed = True
+        return changed
+
+    def load(self, addr: Val, width: int, lanes: int) -> Val | None:
+        """The value a load of ``lanes`` places of ``width`` bytes at ``addr`` reads (the join over its lanes), or None
+        while the stores are not all seen and one of its places has none yet."""
+        place = frame_place(addr)
+        if self.lost or place is None or width <= 0 or any(w != width for w in self.wild):
+            return UNKNOWN
+        name, offset = place
+        if offset is None:  # any place of the frame
+            if any(w != width for w, _ in self.cells.values()):
+                return UNKNOWN
+            stored = [v for _, v in self.cells.values()] + list(self.wild.values())
+        else:
+            stored = list(self.wild.values())
+            for i in range(lanes):
+                cell = self.cells.get((name, offset + i * width))
+                if cell is None and any(
+                    n == name and o < offset + (i + 1) * width and offset + i * width < o + w
+                    for (n, o), (w, _) in self.cells.items()
+                ):
+                    return UNKNOWN  # part of another store
+                if cell is None:
+                    if self.final:
+                        return UNKNOWN  # a place nothing stores to
+                    return None
+                stored.append(cell[1])
+        if not stored:
+            return UNKNOWN if self.final else None
+        val: Val | None = None
+        for v in stored:
+            val = join(val, v)
+        return val
 
 
 CONSTANT_ZERO = Val(0)
@@ -195,6 +291,7 @@ class Env:
     smem_value: Val = Val(origins=frozenset({"smem"}))
     static_names: frozenset[str] = frozenset()
     local_names: frozenset[str] = frozenset()
+    frame: Frame = dataclasses.field(default_factory=lambda: Frame())
 
     def operand(self, text: str) -> Val:
         text = text.strip()
@@ -226,7 +323,7 @@ class Env:
         if text in self.static_names:
             return Val(origins=frozenset({"static_shared"}))
         if text in self.local_names:
-            return LOCAL
+            return Val(0, frozenset({"local", f"frame:{text}"}), local=True)
         if _REG.match(text):
             return self.values.get(text, Val())
         return UNKNOWN
@@ -239,7 +336,11 @@ class Env:
         base = self.operand(m.group(1))
         if m.group(2) is None:
             return base
-        return combine([base, self.operand(m.group(2))], FOLDS["add"])
+        offset = self.operand(m.group(2))
+        val = combine([base, offset], FOLDS["add"])
+        if base.local and offset.is_const:
+            val = dataclasses.replace(val, local=True)  # ``[%SP+8]``: still the function's own local memory
+        return val
 
 
 def analyse(
@@ -269,13 +370,16 @@ def analyse(
                     changed |= _set(env, dest, UNKNOWN)
                 continue
             result = _transfer(env, ins, last_call)
+            changed |= _frame_effects(env, ins, None if result is None else result[1])
             if result is None:
                 continue
             dest, val = result
             for part in _dests(dest):
                 changed |= _set(env, part, val)
         if not changed:
-            return env
+            if env.frame.final:
+                return env
+            env.frame.final = True  # every store is seen: a load of a place none writes is unknown from here on
     for name in list(env.values):  # no fixed point within the budget: widen to unknown
         env.values[name] = UNKNOWN
     return env
@@ -424,11 +528,16 @@ def _transfer(env: Env, ins: Instr, last_call: str | None) -> tuple[str, Val] | 
             return dest, Val(origins=frozenset({"arg"}))
         return dest, UNKNOWN
     if base in ("ld", "ldu"):
-        loaded = env.address(ops[1]) if len(ops) > 1 else UNKNOWN
+        bracket = next((o for o in ops[1:] if o.strip().startswith("[")), None)
+        loaded = env.address(bracket) if bracket is not None else UNKNOWN
         if "params_ptr" in loaded.origins and not loaded.unknown and not ins.has("shared"):
             word = loaded.const is not None and ins.opcode in ("ld.u32", "ld.s32", "ld.b32", "ld.global.u32")
             linear = (0, ((loaded.const, 1),)) if word and loaded.const is not None else None
             return dest, Val(origins=frozenset({"params"}), field=loaded.const, linear=linear)
+        if ins.has("local") or (loaded.local and not loaded.unknown):
+            width, lanes = access_width(ins.opcode)
+            val = env.frame.load(loaded, width, lanes)
+            return None if val is None else (dest, val)  # None: not every store is seen yet
         return dest, UNKNOWN
     if base in _COPIES:
         if len(ops) < 2:
@@ -436,7 +545,10 @@ def _transfer(env: Env, ins: Instr, last_call: str | None) -> tuple[str, Val] | 
         val = env.operand(ops[1])
         if val.linear is not None and (base != "mov" or _linear(ins, [val]) is None):
             val = dataclasses.replace(val, linear=None)  # a conversion or a 64-bit copy: no longer the u32 form
-        if val.local and not (base == "mov" or (base == "cvta" and ins.has("local"))):
+        if base == "cvta" and ins.has("local"):
+            # to or from the local window: whatever it was computed from, it is a local address
+            val = val if val.local and not val.unknown else Val(origins=frozenset({"local"}), local=True)
+        elif val.local and base != "mov":
             val = dataclasses.replace(val, local=False)  # truncated, or taken to another state space
         if base == "cvta" and ins.has("shared"):
             val = dataclasses.replace(val, shared=True)  # whatever it was computed from, it is a shared address
@@ -516,3 +628,47 @@ def _offsets_local(base: str, srcs: list[Val]) -> bool:
 def _predless(val: Val) -> Val:
     """A select's predicate decides which operand, not the value: keep only its unknown-ness."""
     return Val(None, frozenset(), val.unknown, False)
+
+
+def access_width(opcode: str) -> tuple[int, int]:
+    """The bytes of one lane of a load or store and its lanes (``ld.local.v2.u64``: 8 and 2; 0 when no type)."""
+    parts = opcode.split(".")
+    bits = next((int(p[1:]) for p in reversed(parts) if re.fullmatch(r"[bsuf](8|16|32|64|128)", p)), 0)
+    lanes = next((int(p[1:]) for p in parts if re.fullmatch(r"v[248]", p)), 1)
+    return bits // 8, lanes
+
+
+def _frame_effects(env: Env, ins: Instr, result: Val | None) -> bool:
+    """What ``ins`` does to the function's own frame (:class:`Frame`): a store there, or a use of one of its addresses
+    through which it may be written unseen. Whether the frame's record changed."""
+    frame = env.frame
+    ops = [o.strip() for o in ins.operands]
+    base = ins.base
+    changed = False
+    into_frame = False
+    if ops and ops[0].startswith("[") and base in ("st", "atom", "red") and not ins.has("param"):
+        addr = env.address(ops[0])
+        if ins.has("local") or (addr.local and not addr.unknown):
+            if base != "st" or len(ops) < 2:
+                return frame.lose()  # an atomic update of the frame
+            width, _ = access_width(ins.opcode)
+            lanes = [env.operand(o.strip("{} ")) for o in ops[1:]]  # a vector's lanes are operands of their own
+            changed |= frame.store(addr, width, lanes)
+            into_frame = True
+    if base in ("atom", "red") and len(ops) >= 2 and ops[1].startswith("["):
+        addr = env.address(ops[1])
+        if ins.has("local") or addr.local:
+            return frame.lose() or changed
+    for i, op in enumerate(ops):
+        if op.startswith("[") or (i == 0 and defines(ins)):
+            continue
+        for reg in re.findall(r"%[\w$]+", op):
+            val = env.values.get(reg)
+            if val is None or not val.local:
+                continue
+            if base in ("setp", "set") or (base == "st" and into_frame):
+                continue  # compared, or kept in the frame itself (a load of it is this record's)
+            if base in ("mov", "cvta", "add", "sub", "mad") and result is not None and result.local:
+                continue  # another address of the frame
+            changed |= frame.lose()  # a call's argument, stored elsewhere, converted: it may be written through
+    return changed

@@ -122,3 +122,44 @@ def test_a_local_address_stays_local_only_through_integer_offsets(local: list[st
     (fn,) = parse(ptx).functions
     env = analyse(fn, handle_names=frozenset(), smem_names=frozenset(), entry_like=True)
     assert (env.values["%rd1"].kind() == "local") == (not other)
+
+
+# ------------------------------------------------------------------ a value the function keeps in its own frame
+#: Frame steps on 8-byte places 0..3 of the depot: (kind, place). ``local``: the store of a local address
+#: (`&object`, `%SP + 32`); ``global``: of a params pointer; ``part``: a 4-byte store into the place's upper half;
+#: ``wild``: a store at a thread-indexed place; ``escape``: the local address stored outside the frame.
+_FRAME_STEPS = {
+    "local": "st.local.u64 [%SPL+{o}], %rdL;",
+    "global": "st.local.u64 [%SPL+{o}], %rdG;",
+    "part": "st.local.u32 [%SPL+{o4}], %r9;",
+    "wild": "st.local.u64 [%rdW], %rdG;",
+    "escape": "st.global.u64 [%rdG], %rdL;",
+}
+
+
+def _frame_expected(steps: list[tuple[str, int]]) -> bool:
+    """Whether the pointer loaded from place 0 is known local: place 0 is stored, only with local addresses, and the
+    frame is kept (no part store overlapping another store, no wild store, no escape)."""
+    kinds = {k for k, _ in steps}
+    whole = {p for k, p in steps if k in ("local", "global")}
+    parts = {p for k, p in steps if k == "part"}
+    if "wild" in kinds or "escape" in kinds or whole & parts:
+        return False
+    at0 = [k for k, p in steps if p == 0 and k in ("local", "global", "part")]
+    return bool(at0) and all(k == "local" for k in at0)
+
+
+@given(st.lists(st.tuples(st.sampled_from(sorted(_FRAME_STEPS)), st.integers(0, 3)), max_size=6))
+def test_a_pointer_loaded_from_the_frame_is_local_iff_every_store_there_is_one(steps: list[tuple[str, int]]) -> None:
+    """`ld.local.u64 %rd9, [%SPL]` then `ld.u32 %r1, [%rd9]`: the second load is of local memory (never a global
+    access) exactly when the PTX shows every store of that place and each is a local address; any store the analysis
+    cannot place, or an address of the frame that goes elsewhere, leaves it unknown."""
+    body = (
+        _DEPOT
+        + "\tadd.u64 %rdL, %SP, 32;\n\tld.param.u64 %rdG, [f_param_0];\n\tmov.u32 %r1, %tid.x;\n"
+        + "\tmul.wide.u32 %rd2, %r1, 8;\n\tadd.u64 %rdW, %SPL, %rd2;\n\t"
+        + "\n\t".join(_FRAME_STEPS[k].format(o=8 * p, o4=8 * p + 4) for k, p in steps)
+        + "\n\tld.local.u64 %rd9, [%SPL];\n\tld.u32 %r2, [%rd9];"
+    )
+    env = _env(body)
+    assert (env.values["%rd9"].kind() == "local") == _frame_expected(steps), body
