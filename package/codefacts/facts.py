@@ -25,7 +25,7 @@ from package.codefacts.threads import Threads
 from package.codefacts.values import Env, Linear, Val, analyse, call_arguments, callee, defines
 
 #: Bumped whenever the facts a given PTX yields change (a package's record is then re-derived, not compared).
-FACTS_VERSION = 15  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
+FACTS_VERSION = 16  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: guards, loops, order, waits, arrives;
 # 4: an operand's linear form over params fields; 5: an operand from the function's arguments, `smem-arg`,
 # the conditions a copy, credit or expect-tx runs under; 6: a `local` operand (the function's stack), `param-pass`,
 # `call-arg` at calls to the module's own functions; 7: those conditions as expressions of params fields (`when`);
@@ -43,7 +43,8 @@ FACTS_VERSION = 15  # 2: `mbarrier.complete_tx` gives a `complete-tx` fact; 3: g
 # an arrive's count, an expect-tx's bytes or a named barrier's ID or thread count is (`param:ROLE`, where the operand
 # is that parameter's value itself), and a call's arguments with the constant each holds when the call first runs
 # (`first`); 15: a fence's conditions; a load of a value the function keeps in its own frame
-# (values.Frame), a `[%SP+8]`-style address and any `cvta.local` are local
+# (values.Frame), a `[%SP+8]`-style address and any `cvta.local` are local; 16: a function's return parameter is
+# no argument (parameter indices of a value-returning callable), every lane of a vector load is what it loads
 
 
 @dataclass(frozen=True)
@@ -438,7 +439,7 @@ def _function(
     smem_names: frozenset[str],
     static_names: frozenset[str],
 ) -> Iterator[Fact]:
-    entry_like = len(fn.params) == 2 and fn.kind == ".func"
+    entry_like = len(fn.params) == 2 and fn.kind == ".func" and not fn.returns  # (params, smem) -> void
     env = analyse(fn, handle_names=handles, smem_names=smem_names, entry_like=entry_like, static_names=static_names)
     yield Fact("function", fn.name, fn.line, fn.kind)  # where a step the code lacks is shown
     for name, values, line in fn.directives:

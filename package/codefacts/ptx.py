@@ -78,6 +78,7 @@ class Function:
     line: int
     labels: tuple[tuple[str, int], ...] = ()  # (label, index in ``body`` of the instruction it names)
     local_names: frozenset[str] = frozenset()  # its ``.local`` variables (nvcc's stack: ``__local_depot<N>``)
+    returns: tuple[str, ...] = ()  # a ``.func``'s return parameters (``func_retval0``), not among ``params``
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,12 @@ def _function(
         if text.rstrip().endswith(";"):
             return i + 1
         i += 1
-    params = tuple(re.findall(r"\.param\s+(?:\.align\s+\d+\s+)?\.\w+\s+([\w$]+)", " ".join(header)))
+    # the parameters after the function's name (a `.func (.param .b32 func_retval0) f(…)` returns its value in
+    # the parameter list before it, which is no argument)
+    text = " ".join(header)
+    named = re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", text)
+    params = tuple(_PARAM.findall(text[named.end() if named else 0 :]))
+    returns = tuple(_PARAM.findall(text[: named.start()])) if named else ()
     body: list[Instr] = []
     labels: list[tuple[str, int]] = []
     local_names: set[str] = set()
@@ -235,7 +241,17 @@ def _function(
         if depth <= 0 and closed:
             break
     functions.append(
-        Function(name, kind, params, tuple(directives), tuple(body), start + 1, tuple(labels), frozenset(local_names))
+        Function(
+            name,
+            kind,
+            params,
+            tuple(directives),
+            tuple(body),
+            start + 1,
+            tuple(labels),
+            frozenset(local_names),
+            returns,
+        )
     )
     return i
 
@@ -257,6 +273,7 @@ def _instruction(
 
 # ---- module-scope declarations
 
+_PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.\w+\s+([\w$]+)")
 _DECL_FUNC = re.compile(
     r"^(?P<linkage>\.visible|\.extern|\.weak|\.common)?\s*(?P<kind>\.entry|\.func)\s*"
     r"(?:\((?P<ret>[^)]*)\))?\s*(?P<name>[A-Za-z_$%][\w$]*)\s*(?:\((?P<params>[^)]*)\))?"

@@ -373,9 +373,8 @@ def analyse(
             changed |= _frame_effects(env, ins, None if result is None else result[1])
             if result is None:
                 continue
-            dest, val = result
-            for part in _dests(dest):
-                changed |= _set(env, part, val)
+            for part, lane in _lanes(ins, *result):
+                changed |= _set(env, part, lane)
         if not changed:
             if env.frame.final:
                 return env
@@ -392,6 +391,18 @@ def _set(env: Env, dest: str, val: Val) -> bool:
         env.values[dest] = new
         return True
     return False
+
+
+def _lanes(ins: Instr, dest: str, val: Val) -> list[tuple[str, Val]]:
+    """Each register ``ins`` writes with its value: every destination of a vector load (the parser drops its braces,
+    :func:`written`) reads the loaded value, a params-block word its own field; any other destination ``val``."""
+    if ins.base not in ("ld", "ldu"):
+        return [(part, val) for part in _dests(dest)]
+    width, _ = access_width(ins.opcode)
+    regs = written(ins)
+    if val.field is None or len(regs) < 2:
+        return [(reg, val) for reg in regs]
+    return [(reg, dataclasses.replace(val, field=val.field + i * width, linear=None)) for i, reg in enumerate(regs)]
 
 
 def _dests(dest: str) -> list[str]:

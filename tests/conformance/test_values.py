@@ -163,3 +163,29 @@ def test_a_pointer_loaded_from_the_frame_is_local_iff_every_store_there_is_one(s
     )
     env = _env(body)
     assert (env.values["%rd9"].kind() == "local") == _frame_expected(steps), body
+
+
+def test_every_lane_of_a_vector_load_is_what_it_loads() -> None:
+    """The parser drops a vector's braces: every register before the address is a destination. A lane of a load the
+    analysis cannot place is unknown (never a value of nothing), a params-block lane its own word."""
+    env = _env(
+        "ld.param.u64 %rd1, [f_param_0];\n"
+        "ld.v2.u32 {%r1, %r2}, [%rd1+8];\n"
+        "ld.param.u64 %rd2, [f_param_1];\n"
+        "ld.shared.v4.u32 {%r3, %r4, %r5, %r6}, [%rd2];\n"
+        "ret;"
+    )
+    assert [env.values[r].field for r in ("%r1", "%r2")] == [8, 12]
+    assert all(env.values[r].kind() == "params" for r in ("%r1", "%r2"))
+    assert all(env.values[r].kind() == "unknown" for r in ("%r3", "%r4", "%r5", "%r6"))
+
+
+def test_a_return_parameter_is_no_argument() -> None:
+    """`.func (.param .b32 func_retval0) f(a, b)`: a and b are its arguments 0 and 1 (a summary binds a callable's
+    parameter to the caller's argument by index)."""
+    ptx = (
+        ".visible .func  (.param .b32 func_retval0) next(\n\t.param .b64 next_param_0,\n\t.param .b64 next_param_1\n)\n"
+        "{\n\tld.param.u64 %rd1, [next_param_0];\n\tst.param.b32 [func_retval0], 1;\n\tret;\n}\n"
+    )
+    (fn,) = parse(ptx).functions
+    assert fn.params == ("next_param_0", "next_param_1") and fn.returns == ("func_retval0",)
