@@ -80,8 +80,9 @@ STAGE = """stage "s" version "1.0.0" {
 """
 
 
-def _orders_findings(tokens: list[str]) -> list[Finding]:
-    """The `barrier-orders` findings for a role whose code runs ``tokens`` in that order, in one pass: ``w`` a global
+def _orders_findings(tokens: list[str], loops: tuple[int, ...] = ()) -> list[Finding]:
+    """The `barrier-orders` findings for a role whose code runs ``tokens`` in that order, in one pass (in the loops
+    ``loops`` around all of them): ``w`` a global
     write, ``r`` a global read, ``b`` a `bar.sync` on `b`, ``R`` the counter's release, ``A`` its acquire, ``X`` an
     `atom.acq_rel` of it (both), ``F`` a `fence.acq_rel.gpu`, ``S`` a relaxed store of it, ``L`` a relaxed load."""
     stage = parse_text(STAGE, "s.kc").stages[0]
@@ -99,7 +100,7 @@ def _orders_findings(tokens: list[str]) -> list[Finding]:
         "L": ("gmem-access", "ld.relaxed.gpu.global.u32", (("addr", counter),), "read"),
     }
     facts = [
-        Fact(kind, "f", i + 1, op, operands, None, detail, EVERY_THREAD, (), i + 1)
+        Fact(kind, "f", i + 1, op, operands, None, detail, EVERY_THREAD, loops, i + 1)
         for i, (kind, op, operands, detail) in enumerate(made[t] for t in tokens)
     ]
     ctx = Ctx(stage, {"f": stage.roles[0]}, {})
@@ -284,22 +285,7 @@ def test_a_fence_before_the_sync_is_no_release_of_the_other_threads_writes(tmp_p
 
 def _looped(tokens: str) -> list[Finding]:
     """``tokens`` (as :func:`_orders_findings`) as the body of one loop (header at position 0)."""
-    stage = parse_text(STAGE, "s.kc").stages[0]
-    handles = {spec.kind: sym for sym, spec in expected_handles(stage).items()}
-    counter = Operand("handle", handles=(handles["counter_ptr"],))
-    made = {
-        "w": ("gmem-access", "st.global.u32", (("addr", Operand("arith")),), "write"),
-        "r": ("gmem-access", "ld.global.u32", (("addr", Operand("arith")),), "read"),
-        "b": ("barrier", "bar.sync", (("id", Operand("handle", handles=(handles["bar_id"],))),), "sync"),
-        "R": ("gmem-access", "st.release.gpu.global.u32", (("addr", counter),), "write"),
-        "A": ("gmem-access", "ld.acquire.gpu.global.u32", (("addr", counter),), "read"),
-    }
-    facts = [
-        Fact(kind, "f", i + 1, op, operands, None, detail, EVERY_THREAD, (0,), i + 1)
-        for i, (kind, op, operands, detail) in enumerate(made[t] for t in tokens)
-    ]
-    ctx = Ctx(stage, {"f": stage.roles[0]}, {})
-    return [f for f in orders(ctx, CodeFacts(tuple(facts), len(facts))) if f.check == "barrier-orders"]
+    return _orders_findings(list(tokens), loops=(0,))
 
 
 @pytest.mark.parametrize(
