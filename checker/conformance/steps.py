@@ -692,9 +692,9 @@ def _retired(
     while the tensor cores may still read it); a wait whose group count is no constant, where none other decides,
     is undecided. Which slot an arrive addresses, and which of an iteration's groups read it, are not in the
     facts: the bound takes the slot's group to be its iteration's first (never a false rejection of a loop that
-    commits several groups, the attention kernels' two), and a side that states no lag is held to ``L = 1`` (a
-    release of the previous slot after ``wgmma.wait_group 1``, and one after the loop, under a contract that left
-    its lag at 0 is accepted)."""
+    commits several groups, the attention kernels' two), and holds the release to the lag its contract states (a
+    release of the previous slot after ``wgmma.wait_group 1`` states ``lag 1``; stated without it, the same code
+    could release the current slot while its group is pending)."""
     if side.side != "consume" or loop is None:
         return
     if not any(f.kind == "feature" and f.opcode.startswith("wgmma.mma_async") and loop in f.loops for f in facts):
@@ -726,11 +726,10 @@ def _retired(
                     undecided = True
                     continue
                 committed = longest_chain([c for c in commits if w.order in c.reaches]) if within else 0
-                # a side stating no lag is held to lag 1: which slot an arrive addresses is not in the facts, and a
-                # release of the previous slot (and a drain after the loop) with the contract's lag left at 0 is common;
+                # the stated lag: which slot an arrive addresses is not in the facts, so the code is held to it;
                 # `wgmma.wait_group 0` retires every group: a release after it is never early (one past the lag
                 # is an extra arrive, `ring-step`'s or no one's to judge, not an unretired slot)
-                bound = max(0, (max(lag, 1) - k) * groups_per - 1 + committed)
+                bound = max(0, (lag - k) * groups_per - 1 + committed)
                 retired = retired or groups.value <= bound
             if retired:
                 continue

@@ -304,6 +304,21 @@ def test_a_release_after_the_k_loop_needs_every_group_retired(tmp_path: Path) ->
     assert any(lab.span.file.endswith("!code.ptx") for lab in diag.labels)
 
 
+def test_a_side_that_states_no_lag_releases_after_every_group_retired(tmp_path: Path) -> None:
+    """gemm_swiglu's mainloop releases the previous k-step's slot after `wgmma.wait_group 1`: its contract states
+    `lag 1`. Stated without the lag, the same release could be of the current slot, whose group is still pending."""
+    folder = tmp_path / "gemm_swiglu"
+    shutil.copytree(PERSISTENT.parent, folder, ignore=shutil.ignore_patterns("build", "persistent"))
+    contract = folder / "mainloop.kc"
+    text = contract.read_text()
+    assert text.count("empty arrive per_warpgroup(mma) lag 1\n") == 1
+    contract.write_text(text.replace("empty arrive per_warpgroup(mma) lag 1\n", "empty arrive per_warpgroup(mma)\n"))
+    (diag,) = conformance_findings(build(folder / "mainloop.cu", contract), tmp_path / "x.kpkg", strict=True)
+    assert diag.code == "L-CONFORM" and dict(diag.data)["check"] == "ring-step" and UNRETIRED in diag.message
+    contract.write_text(text)  # the twin: the contract as the example states it
+    assert conformance_findings(build(folder / "mainloop.cu", contract), tmp_path / "y.kpkg", strict=True) == []
+
+
 def test_the_cooperative_consumer_releases_each_multicast_slot_after_its_group_retired(tmp_path: Path) -> None:
     # two cluster arrives per release (`multicast`, cluster 2x1x1) after `wgmma.wait_group 0`: one release
     assert _pack(tmp_path, "consumer", {}, strict=True) == []
@@ -342,7 +357,7 @@ RETIRE_STAGE = """stage "r" version "1.0.0" {{
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.integers(1, 3), st.integers(0, 3), st.integers(0, 3), st.integers(0, 6))
+@given(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3), st.integers(0, 6))
 def test_a_release_is_unretired_exactly_when_its_wait_leaves_the_slots_group_pending(
     lag: int, groups: int, before: int, pending: int
 ) -> None:
@@ -350,7 +365,7 @@ def test_a_release_is_unretired_exactly_when_its_wait_leaves_the_slots_group_pen
     from contract_lang.parser import parse_text
 
     before = min(before, groups)
-    stage = parse_text(RETIRE_STAGE.format(lag=f" lag {lag}"), "r.kc").stages[0]
+    stage = parse_text(RETIRE_STAGE.format(lag=f" lag {lag}" if lag else ""), "r.kc").stages[0]
     (side,) = stage.rings
     kinds = ["mma", *(["commit"] * before), "wait", *(["commit"] * (groups - before)), "release"]
     n = len(kinds)
