@@ -116,7 +116,7 @@ def mutations(component: str, ptx: str) -> Iterator[CodeMutation]:
     for fn in module.functions:
         if fn.name.startswith(_PROBE):
             continue
-        env = analyse(fn, handle_names=handles, smem_names=frozenset(), entry_like=len(fn.params) == 2)
+        env = analyse(fn, handle_names=handles, smem_names=frozenset(), entry_like=fn.entry_like)
         syncs = [ins for ins in fn.body if _is_sync(ins)]
         resets = _cursor_resets(component, lines, fn, handles, derived)
         for k, ins in enumerate(syncs):

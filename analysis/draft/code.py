@@ -171,7 +171,7 @@ def read(ptx: str, *, ignore: frozenset[str] = frozenset()) -> Code:
 def _function(
     fn: Function, externs: frozenset[str], smem: frozenset[str], static: frozenset[str], ptx_lines: list[str]
 ) -> FunctionCode:
-    entry_like = len(fn.params) == 2 and fn.kind == ".func"
+    entry_like = fn.entry_like
     env = analyse(fn, handle_names=externs, smem_names=smem, entry_like=entry_like, static_names=static)
     warp0 = frozenset(n for n in externs if n.endswith("_warp0"))
     reach = reaches(fn, ptx_lines, warp0)

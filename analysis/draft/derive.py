@@ -61,6 +61,7 @@ from checker.storage import needed_alignment
 from contract_lang import ast as A
 from contract_lang.expr import Name
 from hardware.targets import target as target_spec
+from package.codefacts import derive
 
 #: The sites whose address is an mbarrier (a claim they address is `use mbarrier`).
 _MBARRIER_OPS = ("init", "wait", "arrive", "expect", "credit")
@@ -699,10 +700,27 @@ class _Builder:
         elif async_readers:
             items.append(A.RingProxy("reads", "async"))
         if releases:
-            items.append(A.RingArrive("empty", self._arrive(releases, key, role, "empty", ring, anchor)))
+            count = self._arrive(releases, key, role, "empty", ring, anchor)
+            items.append(A.RingArrive("empty", count, lag=self._lag(entry, releases)))
         if loads and self._fenced_before(entry, releases):
             items.append(A.RingFence())
         return items
+
+    def _lag(self, entry: str, releases: list[Site]) -> int | None:
+        """How many k-steps a release lags (``lag L``): the releases the code runs after the innermost loop that
+        releases, on one path (each holds back one slot of its last iterations; conformance's ring-step counts the
+        same), or None when none follows the loop."""
+        lines = {s.line for s in releases}
+        facts = [f for f in derive("\n".join(self.code.ptx_lines)).facts if f.function == entry]
+        arrives = [f for f in facts if f.kind == "arrive" and f.line in lines]
+        inside = [f for f in arrives if f.loops]
+        if not inside:
+            return None
+        loop = max(inside, key=lambda f: len(f.loops)).loops[-1]
+        inside = [f for f in inside if loop in f.loops]
+        after = [g for g in arrives if loop not in g.loops and any(g.order in f.reaches for f in inside)]
+        chain = max((1 + sum(1 for h in after if g.order in h.reaches) for g in after), default=0)
+        return chain or None
 
     def _fenced_before(self, entry: str, releases: list[Site]) -> bool:
         """Whether a ``fence.proxy.async`` of ``entry``'s code comes before a release of the slots."""

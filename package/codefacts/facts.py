@@ -439,7 +439,7 @@ def _function(
     smem_names: frozenset[str],
     static_names: frozenset[str],
 ) -> Iterator[Fact]:
-    entry_like = len(fn.params) == 2 and fn.kind == ".func" and not fn.returns  # (params, smem) -> void
+    entry_like = fn.entry_like
     env = analyse(fn, handle_names=handles, smem_names=smem_names, entry_like=entry_like, static_names=static_names)
     yield Fact("function", fn.name, fn.line, fn.kind)  # where a step the code lacks is shown
     for name, values, line in fn.directives:

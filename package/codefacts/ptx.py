@@ -80,6 +80,11 @@ class Function:
     local_names: frozenset[str] = frozenset()  # its ``.local`` variables (nvcc's stack: ``__local_depot<N>``)
     returns: tuple[str, ...] = ()  # a ``.func``'s return parameters (``func_retval0``), not among ``params``
 
+    @property
+    def entry_like(self) -> bool:
+        """A ``(params, smem) -> void`` device function: how a linked kernel calls a role's entry."""
+        return self.kind == ".func" and len(self.params) == 2 and not self.returns
+
 
 @dataclass(frozen=True)
 class Module:
