@@ -406,8 +406,10 @@ CODES: tuple[CodeInfo, ...] = (
         "`pack`: a side the component's code alone cannot show, left to the composed check",
         "check",
         "A role that calls other stages' callables (`call … as S from role R`) may run part of its protocol "
-        "inside them: the steps of a staging ring (`ring-step`), or the global accesses and counter steps a "
-        "barrier `orders` (`barrier-orders`). `kernlink pack` of the component alone has only the role's own "
+        "inside them: the steps of a staging ring (`ring-step`), the global accesses and counter steps a "
+        "barrier `orders` (`barrier-orders`), or a step of a ring or named barrier whose barrier or ID the role "
+        "passes to the callable (`ring-step`, `named-barrier`). `kernlink pack` of the component alone has only "
+        "the role's own "
         "code, so each such side is this note, at the contract item it is about, naming the check, the role, "
         "the claims and the reason (checker/conformance/deferral.py). It is never an error, `--strict` "
         "included: `kernlink check` of the composition splices the callables' summaries and decides it.",
