@@ -62,6 +62,7 @@ from contract_lang import ast as A
 from contract_lang.expr import Name
 from hardware.targets import target as target_spec
 from package.codefacts import derive
+from package.codefacts.facts import longest_chain
 
 #: The sites whose address is an mbarrier (a claim they address is `use mbarrier`).
 _MBARRIER_OPS = ("init", "wait", "arrive", "expect", "credit")
@@ -719,8 +720,7 @@ class _Builder:
         loop = max(inside, key=lambda f: len(f.loops)).loops[-1]
         inside = [f for f in inside if loop in f.loops]
         after = [g for g in arrives if loop not in g.loops and any(g.order in f.reaches for f in inside)]
-        chain = max((1 + sum(1 for h in after if g.order in h.reaches) for g in after), default=0)
-        return chain or None
+        return longest_chain(after) or None
 
     def _fenced_before(self, entry: str, releases: list[Site]) -> bool:
         """Whether a ``fence.proxy.async`` of ``entry``'s code comes before a release of the slots."""

@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from checker.conformance.context import Ctx, Finding, found, unknown
-from checker.conformance.steps import longest_chain, threads
+from checker.conformance.steps import threads
 from contract_lang import ast as A
-from package.codefacts.facts import CodeFacts, Fact, Operand
+from package.codefacts.facts import CodeFacts, Fact, Operand, longest_chain
 
 PRIVATE_CHECKS = ("private-mbarrier",)
 _ON_BARRIER = ("mbarrier-init", "arrive", "wait", "expect-tx", "complete-tx")

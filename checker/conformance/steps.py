@@ -76,7 +76,7 @@ from dataclasses import dataclass
 from checker.conformance.context import Ctx, Finding, found, unknown
 from contract_lang import ast as A
 from package.abi import init_hook_symbol
-from package.codefacts.facts import MAX_DEPTH, CodeFacts, Fact, Guard
+from package.codefacts.facts import MAX_DEPTH, CodeFacts, Fact, Guard, longest_chain
 
 STEP_CHECKS = (
     "ring-step",
@@ -142,16 +142,6 @@ def threads(guard: Guard, warps: int, aligned: bool) -> int | None:
 
 def _holds(op: str, x: int, v: int) -> bool:
     return {"eq": x == v, "ne": x != v, "lt": x < v, "le": x <= v, "gt": x > v, "ge": x >= v}[op]
-
-
-def longest_chain(facts: Sequence[Fact]) -> int:
-    """The most of ``facts`` that one path without a back edge runs (``Fact.reaches`` orders them)."""
-    ordered = sorted(facts, key=lambda f: f.order)
-    best: dict[int, int] = {}
-    for f in ordered:
-        before = [best[g.order] for g in ordered if g.order < f.order and f.order in g.reaches]
-        best[f.order] = 1 + max(before, default=0)
-    return max(best.values(), default=0)
 
 
 def steps(ctx: Ctx, code: CodeFacts) -> Iterator[Finding]:
@@ -601,7 +591,6 @@ def _flushes(
     if loop is None or len(loops) < 2 or loops[-1] != loop:
         return
     outer = loops[-2]
-    inside = [s.fact for s in sites if loop in s.fact.loops]
     cluster = _cluster_size(ctx.stage)
     seen: set[tuple[str, str]] = set()
     for step in looping:
@@ -614,14 +603,7 @@ def _flushes(
         if not lag:
             continue
         want = lag * (cluster if isinstance(step.item, A.RingArrive) and step.item.multicast and cluster else 1)
-        here = [
-            s
-            for s in sites
-            if (s.kind, s.barrier) == key
-            and outer in s.fact.loops
-            and loop not in s.fact.loops
-            and any(s.fact.order in f.reaches for f in inside)
-        ]
+        here = [s for s in _after_loop(sites, sites, loop) if (s.kind, s.barrier) == key and outer in s.fact.loops]
         chain = longest_chain([s.fact for s in here])
         drained = _carried(step, sites, loop, outer) if chain == 0 else []
         carried = _carried_entry(step, sites, loop) if drained else "reset"
@@ -662,15 +644,17 @@ def _carried(step: Step, sites: list[Site], loop: int, outer: int) -> list[Site]
     (arrives only: a wait is no release). None of it is seen when the side is not lagged: ``_flushes``."""
     if step.kind != "arrive":
         return []
-    inside = [s.fact for s in sites if loop in s.fact.loops]
     return [
         s
-        for s in sites
-        if (s.kind, s.barrier) == (step.kind, step.barrier)
-        and outer not in s.fact.loops
-        and loop not in s.fact.loops
-        and any(s.fact.order in f.reaches for f in inside)
+        for s in _after_loop(sites, sites, loop)
+        if (s.kind, s.barrier) == (step.kind, step.barrier) and outer not in s.fact.loops
     ]
+
+
+def _after_loop(candidates: list[Site], sites: list[Site], loop: int) -> list[Site]:
+    """The ``candidates`` outside ``loop`` that one of ``sites`` in it reaches (on a path without a back edge)."""
+    inside = [s.fact for s in sites if loop in s.fact.loops]
+    return [s for s in candidates if loop not in s.fact.loops and any(s.fact.order in f.reaches for f in inside)]
 
 
 def _retired(
@@ -702,7 +686,6 @@ def _retired(
     commits = [f for f in facts if f.kind == "mma-commit" and loop in f.loops]
     groups_per = max(longest_chain(commits), 1)  # `p`: the groups one iteration commits
     waits = [f for f in facts if f.kind == "mma-wait"]
-    inside = [s.fact for s in sites if loop in s.fact.loops]
     for step in plan:
         item = step.item
         if step.kind != "arrive" or step.barrier != "empty" or not isinstance(item, A.RingArrive) or item.prearm:
@@ -710,7 +693,7 @@ def _retired(
         lag = side.lag + (item.lag or 0)
         per = (cluster or 1) if item.multicast else 1  # a multicast release: one arrive per CTA of the cluster
         mine = sorted((s for s in sites if (s.kind, s.barrier) == ("arrive", "empty")), key=lambda s: s.fact.order)
-        after = [s.fact for s in mine if loop not in s.fact.loops and any(s.fact.order in f.reaches for f in inside)]
+        after = [s.fact for s in _after_loop(mine, sites, loop)]
         for site in mine:
             release = site.fact
             within = loop in release.loops

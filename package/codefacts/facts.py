@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -269,6 +269,16 @@ _ASYNC_READ = (
     "tcgen05.cp",
 )
 _SHARED_OPS = ("ld", "st", "atom", "red", "ldmatrix", "stmatrix", "ldu")
+
+
+def longest_chain(facts: Sequence[Fact]) -> int:
+    """The most of ``facts`` that one path without a back edge runs (``Fact.reaches`` orders them)."""
+    ordered = sorted(facts, key=lambda f: f.order)
+    best: dict[int, int] = {}
+    for f in ordered:
+        before = [best[g.order] for g in ordered if g.order < f.order and f.order in g.reaches]
+        best[f.order] = 1 + max(before, default=0)
+    return max(best.values(), default=0)
 
 
 def derive(ptx: str, *, ignore: frozenset[str] = frozenset()) -> CodeFacts:
